@@ -1,0 +1,56 @@
+"""The ``hipexplore`` command line. Each subcommand lives in its own module with a
+``register(subparsers)`` function that sets ``func(args) -> int`` on its parser.
+
+Errors from the library (``HipexploreError``) are printed to stderr as one clear line and give
+exit status 2; a traceback only appears for bugs (or with ``HIPEXPLORE_DEBUG=1``).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Sequence
+
+from ..errors import HipexploreError
+
+#: subcommand modules, in the order shown by --help
+SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "tune_cmd", "report_cmd")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(prog="hipexplore", description="Compile-cache and benchmark-noise evidence for GPU kernel reviews.")
+    parser.add_argument("--version", action="version", version=f"hipexplore {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMANDS:
+        try:
+            mod = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:  # a subcommand module not written yet must not break the others
+            if exc.name != f"{__name__}.{name}":
+                raise
+            continue
+        mod.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except HipexploreError as exc:
+        if os.environ.get("HIPEXPLORE_DEBUG"):
+            raise
+        msg = str(exc).strip()
+        print(f"hipexplore {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"hipexplore {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Compile requests and their cache keys.
+
+A request is everything that decides the compiler's output. Its key is a canonical JSON record
+(sorted keys, no whitespace) of the request plus the compiler's identity; the SHA-256 digest of
+that record is only an *index*: the full record is stored with every cache entry and compared on
+every hit (the MIGraphX #5270 review's critical finding: a digest alone is not an identity).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from ..errors import ConfigError
+
+#: Bump when the key layout or the compiled output format changes; old disk entries then miss.
+KEY_SCHEMA = 1
+
+COMPILERS = ("hiprtc", "nvrtc", "host")
+
+#: Diagnostic switches. They have side effects (files written, logs printed) that a cache hit
+#: would silently skip, so a request that sets any of them BYPASSES the cache: it always compiles,
+#: is recorded as outcome ``bypassed``, and its result is not stored.
+DIAGNOSTICS = frozenset({"dump-source", "dump-asm", "trace"})
+
+#: Default compile mode per compiler: what kind of binary comes back.
+DEFAULT_MODE = {"hiprtc": "code-object", "nvrtc": "cubin", "host": "shared-library"}
+
+DigestFn = Callable[[bytes], str]
+
+
+def sha256_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Source:
+    """One named source text: the main program or a header it includes."""
+
+    name: str
+    text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"source name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.text, str):
+            raise ConfigError(f"source text for {self.name!r} must be str, got {type(self.text).__name__}")
+
+
+@dataclass(frozen=True)
+class CompilerIdentity:
+    """Who compiles: name, version and a stamp of the library actually loaded.
+
+    ``stamp`` changes when the loaded library file changes (path, size, mtime and a hash of its
+    first megabyte), so a toolkit upgrade of the same version string still changes the key.
+    ``extra`` holds anything else that changes output (e.g. device-libs location).
+    """
+
+    name: str
+    version: str
+    library: str = ""
+    stamp: str = ""
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def record(self) -> dict:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "library": self.library,
+            "stamp": self.stamp,
+            "extra": [list(kv) for kv in self.extra],
+        }
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    """Everything that decides a compile's output, except the compiler identity.
+
+    kernels: kernel names or C++ name expressions (``"axpy<float, 4>"``) whose lowered (mangled)
+    names the compiler reports back; ``label`` is a human name for events and never enters the key.
+    """
+
+    source: Source
+    compiler: str
+    target: str
+    headers: tuple[Source, ...] = ()
+    kernels: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    mode: str = ""
+    diagnostics: frozenset[str] = frozenset()
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.compiler not in COMPILERS:
+            raise ConfigError(f"compiler must be one of {', '.join(COMPILERS)}; got {self.compiler!r}")
+        if not isinstance(self.target, str) or not self.target:
+            raise ConfigError(f"target must be a non-empty string such as 'gfx90a', 'sm_90' or 'host'; got {self.target!r}")
+        if isinstance(self.source, str):
+            object.__setattr__(self, "source", Source("main" + _EXT.get(self.compiler, ".c"), self.source))
+        for attr in ("headers", "kernels", "options"):
+            val = getattr(self, attr)
+            if isinstance(val, str):
+                raise ConfigError(f"{attr} must be a sequence, not the single string {val!r}")
+            object.__setattr__(self, attr, tuple(val))
+        if isinstance(self.headers, Mapping):  # pragma: no cover - tuple() above already flattened
+            pass
+        hdrs = []
+        for h in self.headers:
+            if isinstance(h, tuple) and len(h) == 2:
+                h = Source(*h)
+            if not isinstance(h, Source):
+                raise ConfigError(f"headers must be Source objects or (name, text) pairs; got {h!r}")
+            hdrs.append(h)
+        names = [h.name for h in hdrs]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"header names must be unique; got {names}")
+        object.__setattr__(self, "headers", tuple(hdrs))
+        for k in self.kernels:
+            if not isinstance(k, str) or not k.strip():
+                raise ConfigError(f"kernel names must be non-empty strings; got {k!r}")
+        for o in self.options:
+            if not isinstance(o, str):
+                raise ConfigError(f"options must be strings; got {o!r}")
+        if not self.mode:
+            object.__setattr__(self, "mode", DEFAULT_MODE[self.compiler])
+        diags = frozenset(self.diagnostics)
+        unknown = diags - DIAGNOSTICS
+        if unknown:
+            raise ConfigError(f"unknown diagnostics {sorted(unknown)}; expected a subset of {sorted(DIAGNOSTICS)}")
+        object.__setattr__(self, "diagnostics", diags)
+
+    @property
+    def name(self) -> str:
+        """A short human name: the label, else the kernels, else the source file name."""
+        return self.label or (",".join(self.kernels) if self.kernels else self.source.name)
+
+    def record(self) -> dict:
+        """The request part of the key record (label and diagnostics excluded)."""
+        return {
+            "source": {"name": self.source.name, "text": self.source.text},
+            # header order does not change what a #include sees, so sort by name
+            "headers": [{"name": h.name, "text": h.text} for h in sorted(self.headers, key=lambda s: s.name)],
+            "kernels": list(self.kernels),
+            "options": list(self.options),  # order matters to compilers: keep it
+            "target": self.target,
+            "compiler": self.compiler,
+            "mode": self.mode,
+        }
+
+    def with_(self, **changes) -> "CompileRequest":
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+_EXT = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """The canonical key record, its exact bytes, and the digest used as the index/file name."""
+
+    canonical: bytes
+    digest: str
+
+    @property
+    def record(self) -> dict:
+        return json.loads(self.canonical)
+
+    def __str__(self) -> str:
+        return self.digest
+
+
+def canonical_json(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def make_key(request: CompileRequest, identity: CompilerIdentity, digest: DigestFn = sha256_digest) -> CacheKey:
+    """Build the key: canonical record of (schema, request, compiler identity) and its digest."""
+    if identity.name != request.compiler:
+        raise ConfigError(f"compiler identity {identity.name!r} does not match request compiler {request.compiler!r}")
+    record = {"schema": KEY_SCHEMA, "request": request.record(), "compiler": identity.record()}
+    canonical = canonical_json(record)
+    return CacheKey(canonical=canonical, digest=digest(canonical))
+
+
+def as_options(options: Iterable[str] | str | None) -> tuple[str, ...]:
+    if options is None:
+        return ()
+    if isinstance(options, str):
+        return tuple(options.split())
+    return tuple(options)

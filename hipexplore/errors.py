@@ -1,0 +1,98 @@
+"""One exception hierarchy with a single root, so callers can catch ``HipexploreError``.
+
+Every message names the offending value and what was expected. Compiler failures carry the
+compiler log, options and target as attributes instead of printing them.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class HipexploreError(Exception):
+    """Root of every error this library raises on purpose."""
+
+
+class ConfigError(HipexploreError, ValueError):
+    """A bad argument or setting: the message names the value and what was expected."""
+
+
+class CompilerError(HipexploreError):
+    """Base for everything that goes wrong while compiling."""
+
+
+class CompilerUnavailable(CompilerError):
+    """The compiler library could not be found or loaded (the message says what was looked for)."""
+
+
+class CompileError(CompilerError):
+    """The compiler ran and rejected the program, or died. Carries the log, options and target."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        log: str = "",
+        options: Sequence[str] = (),
+        target: str = "",
+        compiler: str = "",
+        kernels: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.log = log
+        self.options = tuple(options)
+        self.target = target
+        self.compiler = compiler
+        self.kernels = tuple(kernels)
+
+    def __str__(self) -> str:  # the message plus where, never the whole log
+        base = super().__str__()
+        tail = self.log.strip().splitlines()[-12:] if self.log else []
+        extra = f" [compiler={self.compiler} target={self.target} options={list(self.options)}]"
+        return base + extra + ("\n" + "\n".join(tail) if tail else "")
+
+    def __reduce__(self):  # survive pickling across worker processes
+        return (_rebuild_compile_error, (type(self), self.args[0] if self.args else "", self.__dict__.copy()))
+
+
+def _rebuild_compile_error(cls, message, state):
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    return err
+
+
+class CompilerCrashed(CompileError):
+    """The compiler process died (abort, segfault). ``signal_name`` says which signal."""
+
+    def __init__(self, message: str, *, signal_name: str = "", exitcode: int | None = None, **kw) -> None:
+        super().__init__(message, **kw)
+        self.signal_name = signal_name
+        self.exitcode = exitcode
+
+
+class CompileTimeout(CompileError):
+    """The compile ran past its time limit and its worker was killed."""
+
+    def __init__(self, message: str, *, timeout: float = 0.0, **kw) -> None:
+        super().__init__(message, **kw)
+        self.timeout = timeout
+
+
+class CacheError(HipexploreError):
+    """The cache itself is misused or broken (not a compile failure)."""
+
+
+class DeviceError(HipexploreError):
+    """A device runtime call failed; the message names the call and its error code."""
+
+
+class DeviceUnavailable(DeviceError):
+    """The requested device is absent; the message says what was looked for."""
+
+
+class UnsupportedOperation(DeviceError, ConfigError):
+    """The device cannot do what was asked (e.g. an AMD-only flush mode on NVIDIA)."""
+
+
+class BenchmarkError(HipexploreError):
+    """A measurement could not be made or its invariants were violated."""

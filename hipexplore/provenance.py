@@ -1,0 +1,115 @@
+"""Provenance for every recorded result: where, with what, from which revision, by which command.
+
+Reviewers doubt numbers that cannot be traced; every parquet file, benchmark table and report
+carries this dictionary. Values are plain strings so they store cleanly as parquet metadata.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+_PACKAGES = (
+    "numpy", "pandas", "pyarrow", "hip-python", "cuda-bindings", "cuda-python", "nvidia-cuda-nvrtc",
+    "torch", "triton", "matplotlib", "ipywidgets", "papermill", "nbconvert",
+)
+
+
+def _git(*args: str, cwd: Path) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def git_revision(path: str | os.PathLike | None = None) -> str:
+    """``<sha>`` or ``<sha>+dirty``; ``unknown`` outside a checkout (e.g. an installed wheel)."""
+    cwd = Path(path) if path else Path(__file__).resolve().parent
+    sha = _git("rev-parse", "HEAD", cwd=cwd)
+    if not sha:
+        return "unknown"
+    dirty = _git("status", "--porcelain", "--untracked-files=no", cwd=cwd)
+    return sha + ("+dirty" if dirty else "")
+
+
+def package_versions(names: tuple[str, ...] = _PACKAGES) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def compiler_versions() -> dict[str, str]:
+    """``compiler.<name>`` -> version, or why it is unavailable. Never raises."""
+    try:
+        from .compile.registry import compiler_info
+    except Exception as exc:  # pragma: no cover - registry missing is a bug, keep provenance alive
+        return {"compilers": f"unavailable: {exc}"}
+    out: dict[str, str] = {}
+    for info in compiler_info():
+        key = f"compiler.{info['name']}"
+        out[key] = str(info.get("version") or "") if info.get("available") else f"unavailable: {info.get('reason', '')}"
+    return out
+
+
+def collect(device: Any = None, command: str | list[str] | None = None, compilers: bool = True) -> dict[str, str]:
+    """Provenance as a flat ``{str: str}`` dict.
+
+    device: a hipexplore device (its ``properties`` are flattened under ``device.*``) or None.
+    command: the command line that produced the result (defaults to this process's argv).
+    """
+    if command is None:
+        command = [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else []
+    if not isinstance(command, str):
+        command = shlex.join(str(c) for c in command)
+    info: dict[str, str] = {
+        "hipexplore": __version__,
+        "git_revision": git_revision(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
+        "cpu": _cpu_model(),
+        "cpu_count": str(os.cpu_count() or ""),
+    }
+    info.update({f"package.{k}": v for k, v in package_versions().items()})
+    if compilers:
+        info.update(compiler_versions())
+    if device is not None:
+        props = getattr(device, "properties", None)
+        if callable(props):
+            props = props()
+        if props is not None:
+            items = props.items() if isinstance(props, dict) else vars(props).items() if hasattr(props, "__dict__") else []
+            if not items and hasattr(props, "__dataclass_fields__"):
+                import dataclasses
+
+                items = dataclasses.asdict(props).items()
+            for k, v in items:
+                info[f"device.{k}"] = str(v)
+        info.setdefault("device.name", str(getattr(device, "name", device)))
+    return info

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One-shot set-up for a fresh Debian/Ubuntu machine (idempotent; safe to re-run).
+#   ./setup.sh          runtime: ROCm hiprtc packages (apt, as root), .venv with hipexplore[hip,cuda,notebook]
+#   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools
+# Environment: HIPEXPLORE_VENV (default .venv), HIPEXPLORE_PYTHON (default python3),
+#              HIPEXPLORE_SKIP_APT=1 to never call apt-get.
+set -euo pipefail
+cd "$(dirname "$0")"
+DEV=0
+for a in "$@"; do case "$a" in --dev) DEV=1 ;; *) echo "setup.sh: unknown argument '$a' (expected --dev)" >&2; exit 2 ;; esac; done
+VENV=${HIPEXPLORE_VENV:-.venv}
+PY=${HIPEXPLORE_PYTHON:-python3}
+say() { echo "[setup] $*"; }
+
+APT_PKGS=()
+rocm_version=""
+if [ -r /opt/rocm/.info/version ]; then
+  rocm_version=$(cut -d- -f1 /opt/rocm/.info/version)
+  say "found ROCm $rocm_version in /opt/rocm: using it"
+elif ! ldconfig -p 2>/dev/null | grep -q 'libamdhip64.so.5'; then
+  APT_PKGS+=(libamdhip64-5 libamd-comgr2 rocm-device-libs libhiprtc-builtins5)
+fi
+if [ "$DEV" = 1 ]; then
+  command -v chromium >/dev/null 2>&1 || APT_PKGS+=(chromium)
+  command -v llvm-objdump >/dev/null 2>&1 || ls /usr/bin/llvm-objdump-* >/dev/null 2>&1 || APT_PKGS+=(llvm)   # AMDGPU disassembly in tests
+fi
+if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1; then APT_PKGS+=(python3-venv); fi
+
+if [ ${#APT_PKGS[@]} -gt 0 ]; then
+  if [ "${HIPEXPLORE_SKIP_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "apt-get install ${APT_PKGS[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null || say "apt-get update failed; trying the install with the lists at hand"
+    apt-get install -y -qq --no-install-recommends "${APT_PKGS[@]}" >/dev/null
+  else
+    say "MISSING (not installed: not root, no apt-get, or HIPEXPLORE_SKIP_APT=1): ${APT_PKGS[*]}"
+    say "  the hiprtc compiler will report itself unavailable; NVRTC and the host compiler still work"
+  fi
+fi
+
+# hip-python: a release matching the installed ROCm (>= 6); ROCm 5 (Debian) has none, so 7.2.2 is
+# used with hip.chiprtc.DLL pointed at libamdhip64.so.5 (hipexplore/compile/hiprtc.py does that).
+HIP_SPEC="hip-python==7.2.2.562.43"
+if [ -n "$rocm_version" ]; then
+  maj=${rocm_version%%.*}; rest=${rocm_version#*.}; min=${rest%%.*}
+  if [ "$maj" -ge 6 ] 2>/dev/null; then HIP_SPEC="hip-python>=${maj}.${min},<${maj}.$((min+1))"; fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then say "creating $VENV"; "$PY" -m venv "$VENV"; fi
+PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
+EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,dev"
+say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
+"${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
+"$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }
+"$VENV/bin/python" -m ipykernel install --user --name python3 >/dev/null 2>&1 || true
+say "done: $("$VENV/bin/python" -c 'import hipexplore; print(hipexplore.__version__)') in $VENV"
