@@ -40,3 +40,26 @@ __all__ = [
     "HipexploreError",
     "UnsupportedOperation",
 ]
+
+_LAZY = {
+    "Source": "hipexplore.compile.request",
+    "CompileRequest": "hipexplore.compile.request",
+    "CompileCache": "hipexplore.compile.cache",
+    "default_cache": "hipexplore.compile.cache",
+    "get_compiler": "hipexplore.compile.registry",
+    "get_device": "hipexplore.devices",
+    "sweep": "hipexplore.bench",
+    "Measurement": "hipexplore.bench.stats",
+}
+
+
+def __getattr__(name: str):
+    """Lazy top-level names, so ``import hipexplore`` loads no compiler or device library."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'hipexplore' has no attribute {name!r}")
+
+
+__all__ += list(_LAZY)

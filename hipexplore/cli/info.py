@@ -1,0 +1,90 @@
+"""``hipexplore info``: what this machine can compile and run, and where the cache lives."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def gather() -> dict[str, Any]:
+    """Compilers (version, library, targets), devices, and the compile cache's location and size."""
+    from .. import __version__
+    from ..compile.registry import compiler_info
+
+    out: dict[str, Any] = {"hipexplore": __version__, "compilers": compiler_info()}
+    out["devices"] = _devices()
+    out["cache"] = _cache()
+    return out
+
+
+def _devices() -> list[dict[str, Any]]:
+    import dataclasses
+
+    from ..devices import get_device
+    from ..errors import HipexploreError
+
+    out: list[dict[str, Any]] = []
+    for kind in ("hip", "cuda", "host"):
+        try:
+            dev = get_device(kind)
+        except HipexploreError as exc:
+            out.append({"kind": kind, "available": False, "reason": str(exc)})
+            continue
+        props = dev.properties
+        row = dataclasses.asdict(props) if dataclasses.is_dataclass(props) else dict(props)
+        out.append({"kind": kind, "available": True, **row})
+    return out
+
+
+def _cache() -> dict[str, Any]:
+    from ..compile.cache import CompileCache
+
+    cache = CompileCache()
+    stats = cache.stats()
+    return {
+        "disk_dir": str(getattr(cache, "disk_dir", "") or ""),
+        "max_entries": getattr(cache, "max_entries", None),
+        "max_bytes": getattr(cache, "max_bytes", None),
+        "disk_max_bytes": getattr(cache, "disk_max_bytes", None),
+        "disk_entries": stats.get("disk_entries"),
+        "disk_bytes": stats.get("disk_bytes"),
+    }
+
+
+def _text(info: dict[str, Any]) -> str:
+    lines = [f"hipexplore {info['hipexplore']}", "", "compilers:"]
+    for c in info["compilers"]:
+        if c.get("available"):
+            targets = c.get("targets") or []
+            shown = ", ".join(targets[:12]) + (" ..." if len(targets) > 12 else "")
+            lines.append(f"  {c['name']:<7} {c.get('version', '')}  [{c.get('library', '')}]")
+            lines.append(f"          targets: {shown}")
+            for note in c.get("notes", []) or []:
+                lines.append(f"          note: {note}")
+        else:
+            lines.append(f"  {c['name']:<7} unavailable: {c.get('reason', '')}")
+    lines += ["", "devices:"]
+    for d in info["devices"]:
+        if d.get("available"):
+            llc = d.get("llc_bytes")
+            llc_s = f"{llc / 2**20:.1f} MiB ({d.get('llc_source', '')})" if llc else "?"
+            lines.append(f"  {d['kind']:<5} {d.get('name', '')}  target={d.get('target', '')}  LLC={llc_s}")
+        else:
+            lines.append(f"  {d['kind']:<5} absent: {d.get('reason', '')}")
+    c = info["cache"]
+    lines += ["", "compile cache:", f"  disk dir: {c['disk_dir'] or '(disk tier off)'}",
+              f"  memory limits: {c['max_entries']} entries, {c['max_bytes']} bytes",
+              f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes (cap {c['disk_max_bytes']})"]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    info = gather()
+    print(json.dumps(info, indent=2, default=str) if args.json else _text(info))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="compilers, devices and the compile cache on this machine")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
