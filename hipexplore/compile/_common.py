@@ -1,0 +1,172 @@
+"""Helpers shared by the compiler backends: file stamps, the dump directory, the API trace.
+
+A *stamp* fingerprints the file a compiler actually loads or runs (size, mtime and a hash of its
+first MiB), so a reinstalled toolkit with the same version string still changes the cache key.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .request import CompileRequest, canonical_json
+
+#: How much of a library is hashed for its stamp: enough to catch a rebuild, cheap for 60 MB files.
+STAMP_HASH_BYTES = 1 << 20
+
+_stamp_cache: dict[tuple[str, int, int], str] = {}
+_stamp_lock = threading.Lock()
+
+
+def file_stamp(path: str | os.PathLike) -> str:
+    """``size=..;mtime_ns=..;sha256_1MiB=..`` of ``path`` (after resolving symlinks).
+
+    Cached per (path, size, mtime) so repeated identity() calls only cost a stat.
+    """
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    key = (real, st.st_size, st.st_mtime_ns)
+    with _stamp_lock:
+        hit = _stamp_cache.get(key)
+    if hit is not None:
+        return hit
+    with open(real, "rb") as f:
+        head = f.read(STAMP_HASH_BYTES)
+    stamp = f"size={st.st_size};mtime_ns={st.st_mtime_ns};sha256_1MiB={hashlib.sha256(head).hexdigest()}"
+    with _stamp_lock:
+        _stamp_cache[key] = stamp
+    return stamp
+
+
+def directory_stamp(path: str | os.PathLike) -> str:
+    """A digest of a directory listing (names, sizes, mtimes): cheap, changes on any reinstall."""
+    real = os.path.realpath(path)
+    entries = []
+    for name in sorted(os.listdir(real)):
+        try:
+            st = os.stat(os.path.join(real, name))
+        except OSError:
+            continue
+        entries.append([name, st.st_size, st.st_mtime_ns])
+    digest = hashlib.sha256(canonical_json(entries)).hexdigest()
+    return f"files={len(entries)};listing_sha256={digest}"
+
+
+def loaded_libraries(pattern: str) -> list[str]:
+    """Paths of shared objects mapped into this process whose file name matches ``pattern``."""
+    rx = re.compile(pattern)
+    found: list[str] = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6:
+                    path = parts[5].strip()
+                    if path.startswith("/") and rx.search(os.path.basename(path)) and path not in found:
+                        found.append(path)
+    except OSError:  # not Linux: callers fall back to other evidence
+        pass
+    return found
+
+
+# --------------------------------------------------------------------------- dump directory
+_dump_lock = threading.Lock()
+_dump_dir: Path | None = None
+
+
+def dump_dir() -> Path:
+    """Where diagnostics write files: ``$HIPEXPLORE_DUMP_DIR``, else one temp dir per process."""
+    global _dump_dir
+    env = os.environ.get("HIPEXPLORE_DUMP_DIR")
+    if env:
+        path = Path(env)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    with _dump_lock:
+        if _dump_dir is None:
+            _dump_dir = Path(tempfile.mkdtemp(prefix="hipexplore-dump-"))
+        return _dump_dir
+
+
+def dump_stem(request: CompileRequest) -> str:
+    """A file-name stem that says what was compiled and is unique per request content."""
+    digest = hashlib.sha256(canonical_json(request.record())).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.name)[:60].strip("_") or "kernel"
+    return f"{request.compiler}-{name}-{request.target}-{digest}"
+
+
+def dump_sources(request: CompileRequest) -> list[Path]:
+    """Write the source and its headers into ``<dump_dir>/<stem>/``; return the paths written."""
+    folder = dump_dir() / dump_stem(request)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for src in (request.source, *request.headers):
+        path = folder / src.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(src.text, encoding="utf-8")
+        written.append(path)
+    (folder / "options.txt").write_text("\n".join(request.options) + "\n", encoding="utf-8")
+    written.append(folder / "options.txt")
+    return written
+
+
+def dump_text(request: CompileRequest, suffix: str, text: str | bytes) -> Path:
+    """Write one diagnostic artefact (assembly, PTX) next to the dumped sources."""
+    folder = dump_dir() / dump_stem(request)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{dump_stem(request)}{suffix}"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- API trace
+class Trace:
+    """Records compiler API calls (name, arguments, result, seconds) when ``trace`` is requested.
+
+    The lines go into the compile log, never to stdout.
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.lines: list[str] = []
+
+    def call(self, name: str, fn: Callable[..., Any], *args: Any, show: Iterable[Any] = ()) -> Any:
+        if not self.enabled:
+            return fn(*args)
+        start = time.perf_counter()
+        result = fn(*args)
+        seconds = time.perf_counter() - start
+        shown = ", ".join(_short(a) for a in show)
+        self.lines.append(f"[trace] {name}({shown}) -> {_short(_status(result))} in {seconds * 1e3:.2f} ms")
+        return result
+
+    def note(self, line: str) -> None:
+        if self.enabled:
+            self.lines.append(f"[trace] {line}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _status(result: Any) -> Any:
+    if isinstance(result, tuple) and result:
+        return result[0]
+    return result
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def join_log(*parts: str) -> str:
+    """Concatenate non-empty log parts with newlines."""
+    return "\n".join(p.rstrip("\n") for p in parts if p and p.strip())

@@ -1,0 +1,181 @@
+"""Host C compiler backend: ``$CC -O3 -shared -fPIC`` -> the shared library's bytes.
+
+Used by the host device (ctypes) so the whole compile-cache-benchmark path runs without a GPU.
+The identity is the compiler's ``--version`` first line, its resolved path and a stamp of the
+driver file; for gcc the stamp of ``cc1`` (the real compiler proper) is added, because a gcc
+upgrade can replace cc1 without touching the driver. Each compile re-stats the files, so pointing
+``CC`` elsewhere or touching the binary changes the identity at once.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..errors import CompileError, CompilerUnavailable, CompileTimeout, ConfigError
+from ._common import dump_sources, dump_text, file_stamp, join_log
+from .base import ObjectCode
+from .request import CompileRequest, CompilerIdentity
+
+BASE_FLAGS = ("-O3", "-shared", "-fPIC")
+
+
+class HostCompiler:
+    """``cc`` (or ``$CC``, which may carry flags, e.g. ``"ccache gcc"``) building shared libraries."""
+
+    name = "host"
+
+    def __init__(self, cc: str | None = None, timeout: float | None = None) -> None:
+        self.cc_spec = cc or os.environ.get("CC") or "cc"
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._identity: CompilerIdentity | None = None
+        self._identity_key: tuple = ()
+
+    def _command(self) -> list[str]:
+        argv = shlex.split(self.cc_spec)
+        if not argv:
+            raise CompilerUnavailable(f"host compiler command is empty (CC={self.cc_spec!r})")
+        exe = shutil.which(argv[0])
+        if exe is None:
+            raise CompilerUnavailable(f"host compiler {argv[0]!r} not found on PATH (from CC={self.cc_spec!r})")
+        return [exe, *argv[1:]]
+
+    def available(self) -> bool:
+        try:
+            self._command()
+            return True
+        except CompilerUnavailable:
+            return False
+
+    def unavailable_reason(self) -> str:
+        try:
+            self._command()
+            return ""
+        except CompilerUnavailable as exc:
+            return str(exc)
+
+    def targets(self) -> tuple[str, ...]:
+        return ("host",)
+
+    def identity(self) -> CompilerIdentity:
+        """Recomputed when the driver file's (path, size, mtime) changes; otherwise cached."""
+        argv = self._command()
+        exe = os.path.realpath(argv[0])
+        st = os.stat(exe)
+        key = (tuple(argv), exe, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            if self._identity is not None and self._identity_key == key:
+                return self._identity
+        proc = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0:
+            raise CompilerUnavailable(f"{argv[0]} --version failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
+        first = (proc.stdout.strip().splitlines() or ["unknown"])[0]
+        extra: list[tuple[str, str]] = [("command", shlex.join(argv))]
+        cc1 = subprocess.run([*argv, "-print-prog-name=cc1"], capture_output=True, text=True, timeout=60)
+        cc1_path = cc1.stdout.strip()
+        if cc1.returncode == 0 and os.path.isabs(cc1_path) and os.path.exists(cc1_path):
+            extra += [("cc1", os.path.realpath(cc1_path)), ("cc1_stamp", file_stamp(cc1_path))]
+        ident = CompilerIdentity(name=self.name, version=first, library=exe, stamp=file_stamp(exe), extra=tuple(extra))
+        with self._lock:
+            self._identity, self._identity_key = ident, key
+        return ident
+
+    def compile(self, request: CompileRequest) -> ObjectCode:
+        if request.compiler != self.name:
+            raise ConfigError(f"request is for compiler {request.compiler!r}, not {self.name!r}")
+        if request.target != "host":
+            raise ConfigError(f"host compiler target must be 'host'; got {request.target!r}")
+        if request.mode != "shared-library":
+            raise ConfigError(f"host compiler mode must be 'shared-library'; got {request.mode!r}")
+        argv = self._command()
+        notes: list[str] = []
+        if "dump-source" in request.diagnostics:
+            notes += [f"dump-source: wrote {p}" for p in dump_sources(request)]
+        with tempfile.TemporaryDirectory(prefix="hipexplore-host-") as tmp:
+            src = _write_sources(Path(tmp), request)
+            out = Path(tmp) / "lib.so"
+            cmd = [*argv, *BASE_FLAGS, *request.options, "-o", str(out), str(src)]
+            start = time.perf_counter()
+            proc = self._run(cmd, request, tmp)
+            seconds = time.perf_counter() - start
+            trace = f"[trace] {shlex.join(cmd)} -> exit {proc.returncode} in {seconds * 1e3:.1f} ms" \
+                if "trace" in request.diagnostics else ""
+            log = join_log(proc.stdout, proc.stderr)
+            if proc.returncode != 0:
+                raise CompileError(
+                    f"host compiler {argv[0]} failed to compile {request.name!r} (exit {proc.returncode})",
+                    log=join_log(f"$ {shlex.join(cmd)}", log, trace, *notes), options=(*BASE_FLAGS, *request.options),
+                    target=request.target,
+                    compiler=self.name, kernels=request.kernels,
+                )
+            binary = out.read_bytes()
+            if "dump-asm" in request.diagnostics:
+                asm_cmd = [*argv, *BASE_FLAGS, *request.options, "-S", "-o", str(Path(tmp) / "lib.s"), str(src)]
+                asm = self._run(asm_cmd, request, tmp)
+                if asm.returncode == 0:
+                    path = dump_text(request, ".s", (Path(tmp) / "lib.s").read_text(errors="replace"))
+                    notes.append(f"dump-asm: wrote {path}")
+                else:
+                    notes.append(f"dump-asm: {shlex.join(asm_cmd)} failed: {asm.stderr.strip()[-500:]}")
+        return ObjectCode(
+            binary=binary, compiler=self.name, target=request.target, mode=request.mode,
+            log=join_log(log, trace, *notes), lowered_names={k: k for k in request.kernels},
+            compile_seconds=seconds,
+        )
+
+    def _run(self, cmd: list[str], request: CompileRequest, cwd: str) -> subprocess.CompletedProcess:
+        # In-process: its own session, so a timeout kills the driver *and* its cc1/as/ld (killpg).
+        # In an isolation worker: stay in the worker's process group, which the parent kills as a whole
+        # on timeout or crash (a separate session would survive that as an orphan).
+        own_group = os.environ.get("HIPEXPLORE_COMPILE_WORKER") != "1"
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                                start_new_session=own_group)
+        try:
+            out, err = proc.communicate(timeout=self.timeout)
+            return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        except subprocess.TimeoutExpired as exc:
+            _kill_group(proc, own_group)
+            raise CompileTimeout(
+                f"host compile of {request.name!r} ran past its timeout of {self.timeout} s and was killed",
+                log=join_log(f"$ {shlex.join(cmd)}", _text(exc.stdout), _text(exc.stderr)),
+                options=(*BASE_FLAGS, *request.options),
+                target=request.target, compiler=self.name, kernels=request.kernels, timeout=float(self.timeout or 0),
+            ) from None
+        except BaseException:  # KeyboardInterrupt and friends: leave no compiler running
+            _kill_group(proc, own_group)
+            raise
+
+
+def _kill_group(proc: subprocess.Popen, own_group: bool) -> None:
+    try:
+        if own_group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate()  # reap: no zombie
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+
+
+def _write_sources(folder: Path, request: CompileRequest) -> Path:
+    """Source and headers side by side so ``#include "x.h"`` resolves; names may not escape ``folder``."""
+    for src in (request.source, *request.headers):
+        path = (folder / src.name).resolve()
+        if folder.resolve() not in path.parents:
+            raise ConfigError(f"source/header name {src.name!r} must be a relative path inside the build folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(src.text, encoding="utf-8")
+    return folder / request.source.name

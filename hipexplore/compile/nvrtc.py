@@ -1,0 +1,263 @@
+"""NVRTC through cuda-bindings (``cuda.bindings.nvrtc``; ``cuda.nvrtc`` for cuda-python < 12.6).
+
+Targets are ``sm_XX`` (optionally ``sm_90a``). Mode ``cubin`` (default) compiles with
+``-arch=sm_XX`` and returns the cubin; mode ``ptx`` compiles with ``-arch=compute_XX`` and returns
+the PTX text as bytes. The identity stamps the libnvrtc actually loaded (found through
+cuda-pathfinder, else /proc/self/maps after the first call) and its builtins library.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from typing import Any
+
+from ..errors import CompileError, CompilerUnavailable, ConfigError
+from ._common import Trace, dump_sources, dump_text, file_stamp, join_log, loaded_libraries
+from .base import ObjectCode
+from .request import CompileRequest, CompilerIdentity
+
+MODES = ("cubin", "ptx")
+_TARGET_RX = re.compile(r"^sm_(\d+)([af]?)$")
+_SUCCESS = 0
+
+
+def _import_nvrtc() -> Any:
+    try:
+        from cuda.bindings import nvrtc  # cuda-bindings >= 12.6
+
+        return nvrtc
+    except ImportError as first:
+        try:
+            from cuda import nvrtc  # older cuda-python
+
+            return nvrtc
+        except ImportError:
+            raise CompilerUnavailable(
+                f"NVRTC bindings not importable: looked for cuda.bindings.nvrtc ({first}) and cuda.nvrtc; "
+                f"install hipexplore[cuda] (cuda-bindings + nvidia-cuda-nvrtc)"
+            ) from first
+
+
+def _package_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:
+        return "unknown"
+
+
+class NvrtcCompiler:
+    """NVRTC backend; NVRTC is thread-safe, so compiles run concurrently in-process."""
+
+    name = "nvrtc"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nvrtc: Any = None
+        self._reason = ""
+        self._identity: CompilerIdentity | None = None
+        self._targets: tuple[str, ...] | None = None
+
+    def _bindings(self) -> Any:
+        if self._nvrtc is not None:
+            return self._nvrtc
+        with self._lock:
+            if self._nvrtc is not None:
+                return self._nvrtc
+            try:
+                nvrtc = _import_nvrtc()
+                try:
+                    status, _major, _minor = nvrtc.nvrtcVersion()
+                except Exception as exc:  # libnvrtc missing: cuda-bindings raises on first call
+                    raise CompilerUnavailable(
+                        f"cuda-bindings could not load libnvrtc ({exc}); install nvidia-cuda-nvrtc "
+                        f"or put a CUDA toolkit's libnvrtc.so on the library path"
+                    ) from exc
+                if int(status) != _SUCCESS:
+                    raise CompilerUnavailable(f"nvrtcVersion failed: {status!r}")
+            except CompilerUnavailable as exc:
+                self._reason = str(exc)
+                raise
+            self._nvrtc = nvrtc
+            return nvrtc
+
+    def available(self) -> bool:
+        try:
+            self._bindings()
+            return True
+        except CompilerUnavailable:
+            return False
+
+    def unavailable_reason(self) -> str:
+        self.available()
+        return self._reason
+
+    def library_path(self) -> str:
+        """The libnvrtc file in use: cuda-pathfinder's answer, else what /proc/self/maps shows."""
+        self._bindings()
+        mapped = loaded_libraries(r"^libnvrtc\.so")
+        if mapped:
+            return os.path.realpath(mapped[0])
+        try:
+            from cuda.pathfinder import load_nvidia_dynamic_lib
+
+            return os.path.realpath(load_nvidia_dynamic_lib("nvrtc").abs_path)
+        except Exception:
+            return ""
+
+    def identity(self) -> CompilerIdentity:
+        if self._identity is not None:
+            return self._identity
+        nvrtc = self._bindings()
+        _status, major, minor = nvrtc.nvrtcVersion()
+        library = self.library_path()
+        extra: list[tuple[str, str]] = [("cuda_bindings", _package_version("cuda-bindings"))]
+        # libnvrtc-builtins is loaded lazily by the first compile: take it from libnvrtc's directory
+        # (not from the process maps) so the identity is the same before and after a compile
+        builtins = sorted(glob.glob(os.path.join(os.path.dirname(library), "libnvrtc-builtins.so*"))) if library else []
+        if builtins:
+            extra += [("builtins", os.path.realpath(builtins[-1])), ("builtins_stamp", file_stamp(builtins[-1]))]
+        self._identity = CompilerIdentity(
+            name=self.name, version=f"nvrtc {major}.{minor}", library=library,
+            stamp=file_stamp(library) if library and os.path.exists(library) else "", extra=tuple(extra),
+        )
+        return self._identity
+
+    def targets(self) -> tuple[str, ...]:
+        if self._targets is None:
+            try:
+                nvrtc = self._bindings()
+            except CompilerUnavailable:
+                return ()
+            status, archs = nvrtc.nvrtcGetSupportedArchs()
+            self._targets = tuple(f"sm_{a}" for a in archs) if int(status) == _SUCCESS else ()
+        return self._targets
+
+    def _check(self, request: CompileRequest) -> re.Match:
+        if request.compiler != self.name:
+            raise ConfigError(f"request is for compiler {request.compiler!r}, not {self.name!r}")
+        if request.mode not in MODES:
+            raise ConfigError(f"nvrtc mode must be one of {MODES}; got {request.mode!r}")
+        m = _TARGET_RX.match(request.target)
+        if not m:
+            raise ConfigError(f"nvrtc target must look like 'sm_90' or 'sm_90a'; got {request.target!r}")
+        for opt in request.options:
+            if opt.startswith(("-arch", "--gpu-architecture", "-code")):
+                raise ConfigError(f"option {opt!r} sets the GPU target; set request.target instead "
+                                  f"(got target {request.target!r})")
+        return m
+
+    def compile(self, request: CompileRequest) -> ObjectCode:
+        m = self._check(request)
+        nvrtc = self._bindings()
+        arch = f"sm_{m.group(1)}{m.group(2)}" if request.mode == "cubin" else f"compute_{m.group(1)}{m.group(2)}"
+        options = (f"-arch={arch}", *request.options)
+        trace = Trace("trace" in request.diagnostics)
+        notes: list[str] = []
+        if "dump-source" in request.diagnostics:
+            notes += [f"dump-source: wrote {p}" for p in dump_sources(request)]
+        start = time.perf_counter()
+        binary, ptx, lowered, log, status = self._run(nvrtc, request, options, trace)
+        seconds = time.perf_counter() - start
+        if int(status) != _SUCCESS:
+            raise CompileError(
+                f"nvrtc failed to compile {request.name!r} for {request.target}: {_status_name(status)}",
+                log=join_log(log, trace.text(), *notes), options=options, target=request.target,
+                compiler=self.name, kernels=request.kernels,
+            )
+        if "dump-asm" in request.diagnostics:
+            notes += _dump_asm(request, binary, ptx)
+        return ObjectCode(
+            binary=binary, compiler=self.name, target=request.target, mode=request.mode,
+            log=join_log(log, trace.text(), *notes), lowered_names=lowered, compile_seconds=seconds,
+        )
+
+    def _run(self, nvrtc: Any, request: CompileRequest, options: tuple[str, ...], trace: Trace):
+        headers = [h.text.encode() for h in request.headers]
+        names = [h.name.encode() for h in request.headers]
+        status, prog = trace.call(
+            "nvrtcCreateProgram", nvrtc.nvrtcCreateProgram, request.source.text.encode(),
+            request.source.name.encode(), len(headers), headers, names,
+            show=(request.source.name, [h.name for h in request.headers]),
+        )
+        if int(status) != _SUCCESS:
+            return b"", b"", {}, f"nvrtcCreateProgram failed: {_status_name(status)}", status
+        try:
+            for kernel in request.kernels:
+                (st,) = trace.call("nvrtcAddNameExpression", nvrtc.nvrtcAddNameExpression, prog, kernel.encode(),
+                                   show=(kernel,))
+                if int(st) != _SUCCESS:
+                    return b"", b"", {}, f"nvrtcAddNameExpression({kernel!r}) failed: {_status_name(st)}", st
+            opts = [o.encode() for o in options]
+            (status,) = trace.call("nvrtcCompileProgram", nvrtc.nvrtcCompileProgram, prog, len(opts), opts,
+                                   show=(list(options),))
+            log = _program_log(nvrtc, prog)
+            if int(status) != _SUCCESS:
+                return b"", b"", {}, log, status
+            lowered: dict[str, str] = {}
+            for kernel in request.kernels:
+                st, name = trace.call("nvrtcGetLoweredName", nvrtc.nvrtcGetLoweredName, prog, kernel.encode(),
+                                      show=(kernel,))
+                if int(st) != _SUCCESS:
+                    return b"", b"", {}, join_log(log, f"nvrtcGetLoweredName({kernel!r}) failed: {_status_name(st)}"), st
+                lowered[kernel] = name.decode() if isinstance(name, bytes) else str(name)
+            ptx = b""
+            if request.mode == "ptx" or "dump-asm" in request.diagnostics:
+                st, size = trace.call("nvrtcGetPTXSize", nvrtc.nvrtcGetPTXSize, prog)
+                if int(st) == _SUCCESS:
+                    buf = b" " * size
+                    (st,) = trace.call("nvrtcGetPTX", nvrtc.nvrtcGetPTX, prog, buf, show=(size,))
+                    ptx = buf.rstrip(b"\0") if int(st) == _SUCCESS else b""
+                if request.mode == "ptx" and int(st) != _SUCCESS:
+                    return b"", b"", {}, join_log(log, f"nvrtcGetPTX failed: {_status_name(st)}"), st
+            if request.mode == "ptx":
+                return ptx, ptx, lowered, log, _SUCCESS
+            st, size = trace.call("nvrtcGetCUBINSize", nvrtc.nvrtcGetCUBINSize, prog)
+            buf = b" " * size
+            (st2,) = trace.call("nvrtcGetCUBIN", nvrtc.nvrtcGetCUBIN, prog, buf, show=(size,))
+            if int(st) != _SUCCESS or int(st2) != _SUCCESS:
+                bad = st if int(st) != _SUCCESS else st2
+                return b"", b"", {}, join_log(log, f"nvrtcGetCUBIN failed: {_status_name(bad)}"), bad
+            return bytes(buf), ptx, lowered, log, _SUCCESS
+        finally:
+            trace.call("nvrtcDestroyProgram", nvrtc.nvrtcDestroyProgram, prog)
+
+
+def _program_log(nvrtc: Any, prog: Any) -> str:
+    status, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    if int(status) != _SUCCESS or size <= 1:
+        return ""
+    buf = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    return buf.rstrip(b"\0").decode("utf-8", "replace")
+
+
+def _status_name(status: Any) -> str:
+    return getattr(status, "name", None) or f"nvrtcResult {int(status)}"
+
+
+def _dump_asm(request: CompileRequest, binary: bytes, ptx: bytes) -> list[str]:
+    """PTX from nvrtcGetPTX; SASS from cuobjdump when it is installed and a cubin was built."""
+    notes = []
+    if ptx:
+        notes.append(f"dump-asm: wrote {dump_text(request, '.ptx', ptx)}")
+    else:
+        notes.append("dump-asm: NVRTC returned no PTX for this compile")
+    if request.mode == "cubin":
+        tool = shutil.which("cuobjdump")
+        if not tool:
+            notes.append("dump-asm: SASS skipped, cuobjdump not on PATH")
+        else:
+            cubin = dump_text(request, ".cubin", binary)
+            proc = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, timeout=120)
+            if proc.returncode == 0:
+                notes.append(f"dump-asm: wrote {dump_text(request, '.sass', proc.stdout)}")
+            else:
+                notes.append(f"dump-asm: cuobjdump failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return notes

@@ -1,0 +1,149 @@
+"""Pick a compiler by name: ``get_compiler("hiprtc" | "nvrtc" | "host", ...)``, and describe them all.
+
+hiprtc is isolated by default (ROCm 5.2's comgr aborts the process on targets it does not know);
+nvrtc and host run in-process by default (they report errors instead of dying), and either can be
+isolated on request. Instances are cached per (name, isolated, workers, timeout) so a notebook
+reuses one worker pool.
+
+Environment: ``HIPEXPLORE_COMPILE_TIMEOUT`` (seconds, default 120), ``HIPEXPLORE_COMPILE_WORKERS``
+(default min(4, CPUs)), ``HIPEXPLORE_HIPRTC_LIBRARY`` (one hiprtc library name or path instead of the
+search), ``CC`` (host compiler), ``HIPEXPLORE_DUMP_DIR`` (where diagnostics write).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from ..errors import ConfigError
+from .base import Compiler
+from .request import COMPILERS
+
+ENV_TIMEOUT = "HIPEXPLORE_COMPILE_TIMEOUT"
+ENV_WORKERS = "HIPEXPLORE_COMPILE_WORKERS"
+DEFAULT_TIMEOUT = 120.0
+ISOLATED_BY_DEFAULT = {"hiprtc": True, "nvrtc": False, "host": False}
+
+_instances: dict[tuple, Compiler] = {}
+_instances_lock = threading.Lock()
+
+
+def backend_class(name: str) -> type:
+    """The in-process backend class for a compiler name (imports only that backend's module)."""
+    if name == "hiprtc":
+        from .hiprtc import HiprtcCompiler
+
+        return HiprtcCompiler
+    if name == "nvrtc":
+        from .nvrtc import NvrtcCompiler
+
+        return NvrtcCompiler
+    if name == "host":
+        from .host import HostCompiler
+
+        return HostCompiler
+    raise ConfigError(f"unknown compiler {name!r}; expected one of {', '.join(COMPILERS)}")
+
+
+def default_timeout() -> float:
+    raw = os.environ.get(ENV_TIMEOUT, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{ENV_TIMEOUT} must be a number of seconds; got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{ENV_TIMEOUT} must be positive; got {raw!r}")
+    return value
+
+
+def default_workers() -> int:
+    raw = os.environ.get(ENV_WORKERS, "").strip()
+    if not raw:
+        return max(1, min(4, os.cpu_count() or 1))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{ENV_WORKERS} must be a positive integer; got {raw!r}") from None
+    if value < 1:
+        raise ConfigError(f"{ENV_WORKERS} must be a positive integer; got {raw!r}")
+    return value
+
+
+def get_compiler(
+    name: str, isolated: bool | None = None, workers: int | None = None, timeout: float | None = None
+) -> Compiler:
+    """A (cached) compiler. ``workers``/``timeout`` apply to isolated compilers; the host backend
+    also honours ``timeout`` in-process (it kills the compiler's process group)."""
+    backend_class(name)
+    if isolated is None:
+        isolated = ISOLATED_BY_DEFAULT[name]
+    if not isinstance(isolated, bool):
+        raise ConfigError(f"isolated must be True, False or None; got {isolated!r}")
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+        raise ConfigError(f"workers must be a positive integer; got {workers!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ConfigError(f"timeout must be a positive number of seconds; got {timeout!r}")
+    workers = workers if workers is not None else (default_workers() if isolated else 1)
+    timeout = float(timeout) if timeout is not None else default_timeout()
+    # the environment a backend reads at construction is part of the key: changing CC or the hiprtc
+    # library in a notebook must not hand back a compiler built for the old setting
+    key = (name, isolated, workers, timeout, _env_signature(name))
+    with _instances_lock:
+        found = _instances.get(key)
+        if found is not None and not getattr(found, "closed", False):
+            return found
+        compiler = _build(name, isolated, workers, timeout)
+        _instances[key] = compiler
+        return compiler
+
+
+def _env_signature(name: str) -> tuple[str, ...]:
+    if name == "hiprtc":
+        return (os.environ.get("HIPEXPLORE_HIPRTC_LIBRARY", ""), os.environ.get("ROCM_PATH", ""))
+    if name == "host":
+        return (os.environ.get("CC", ""),)
+    return ()
+
+
+def _build(name: str, isolated: bool, workers: int, timeout: float) -> Compiler:
+    kwargs: dict[str, Any] = {}
+    if name == "hiprtc" and isolated:
+        kwargs["allow_unknown_targets"] = True  # the worker may die trying; that is what isolation is for
+    if name == "host" and not isolated:
+        kwargs["timeout"] = timeout  # isolated: the worker pool's timeout kills the whole worker group
+    if isolated:
+        from .isolation import IsolatedCompiler
+
+        return IsolatedCompiler(name, kwargs, workers=workers, timeout=timeout)
+    return backend_class(name)(**kwargs)
+
+
+def compiler_info() -> list[dict[str, Any]]:
+    """One dict per compiler for ``hipexplore info`` and provenance; never raises, never compiles."""
+    rows = []
+    for name in COMPILERS:
+        row: dict[str, Any] = {"name": name, "available": False, "reason": "", "version": "", "library": "",
+                               "targets": [], "notes": []}
+        try:
+            backend = backend_class(name)()
+            row["available"] = bool(backend.available())
+            if not row["available"]:
+                row["reason"] = backend.unavailable_reason()
+            else:
+                ident = backend.identity()
+                row.update(version=ident.version, library=ident.library, stamp=ident.stamp,
+                           targets=list(backend.targets()))
+                row["isolated_by_default"] = ISOLATED_BY_DEFAULT[name]
+                crashing = getattr(backend, "crashing_targets", None)
+                if crashing is not None and crashing():
+                    row["notes"].append(
+                        f"targets {', '.join(crashing())} crash this comgr (SIGABRT; SIGSEGV after earlier compiles): in-process compiles refuse them, the "
+                        f"isolated compiler reports CompilerCrashed"
+                    )
+        except Exception as exc:  # info must describe a broken install, not die on it
+            row["available"] = False
+            row["reason"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+    return rows
