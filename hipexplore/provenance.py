@@ -33,12 +33,19 @@ def _git(*args: str, cwd: Path) -> str:
 
 
 def git_revision(path: str | os.PathLike | None = None) -> str:
-    """``<sha>`` or ``<sha>+dirty``; ``unknown`` outside a checkout (e.g. an installed wheel)."""
+    """``<sha>`` or ``<sha>+dirty`` (modified or untracked, not ignored, files present).
+
+    ``HIPEXPLORE_GIT_REVISION`` overrides it, for copies of the tree without ``.git`` (the GPU
+    machine receives the working tree only); ``unknown`` outside a checkout otherwise.
+    """
+    override = os.environ.get("HIPEXPLORE_GIT_REVISION")
+    if override:
+        return override
     cwd = Path(path) if path else Path(__file__).resolve().parent
     sha = _git("rev-parse", "HEAD", cwd=cwd)
     if not sha:
         return "unknown"
-    dirty = _git("status", "--porcelain", "--untracked-files=no", cwd=cwd)
+    dirty = _git("status", "--porcelain", cwd=cwd)
     return sha + ("+dirty" if dirty else "")
 
 

@@ -347,6 +347,8 @@ def test_host_identity_follows_cc_and_its_stamp(need_host_cc, tmp_path, monkeypa
     c.compile(CompileRequest(Source("t.c", "int f(int x) { return x + 1; }\n"), "host", "host"))
     st = os.stat(copy)
     os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert c.identity() is first  # within the recheck interval the verified identity is reused
+    c.identity_recheck_seconds = 0.0
     second = c.identity()  # same instance: re-stat notices the change
     assert second.stamp != first.stamp and second.version == first.version and second.library == first.library
 

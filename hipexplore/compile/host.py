@@ -24,6 +24,8 @@ from .base import ObjectCode
 from .request import CompileRequest, CompilerIdentity
 
 BASE_FLAGS = ("-O3", "-shared", "-fPIC")
+#: How long a verified identity is trusted before the compiler file is stat'ed again.
+IDENTITY_RECHECK_SECONDS = 1.0
 
 
 class HostCompiler:
@@ -37,6 +39,8 @@ class HostCompiler:
         self._lock = threading.Lock()
         self._identity: CompilerIdentity | None = None
         self._identity_key: tuple = ()
+        self._identity_checked = float("-inf")
+        self.identity_recheck_seconds = IDENTITY_RECHECK_SECONDS
 
     def _command(self) -> list[str]:
         argv = shlex.split(self.cc_spec)
@@ -65,13 +69,22 @@ class HostCompiler:
         return ("host",)
 
     def identity(self) -> CompilerIdentity:
-        """Recomputed when the driver file's (path, size, mtime) changes; otherwise cached."""
+        """Recomputed when the driver file's (path, size, mtime) changes; otherwise cached.
+
+        The file check itself (which + stat, ~0.1 ms) is repeated at most every
+        ``IDENTITY_RECHECK_SECONDS`` so that a memory hit stays in the microseconds.
+        """
+        now = time.monotonic()
+        with self._lock:
+            if self._identity is not None and now - self._identity_checked < self.identity_recheck_seconds:
+                return self._identity
         argv = self._command()
         exe = os.path.realpath(argv[0])
         st = os.stat(exe)
         key = (tuple(argv), exe, st.st_size, st.st_mtime_ns)
         with self._lock:
             if self._identity is not None and self._identity_key == key:
+                self._identity_checked = now
                 return self._identity
         proc = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
@@ -84,7 +97,7 @@ class HostCompiler:
             extra += [("cc1", os.path.realpath(cc1_path)), ("cc1_stamp", file_stamp(cc1_path))]
         ident = CompilerIdentity(name=self.name, version=first, library=exe, stamp=file_stamp(exe), extra=tuple(extra))
         with self._lock:
-            self._identity, self._identity_key = ident, key
+            self._identity, self._identity_key, self._identity_checked = ident, key, now
         return ident
 
     def compile(self, request: CompileRequest) -> ObjectCode:

@@ -1,0 +1,119 @@
+"""``hipexplore cache {stats,clear,verify}``: inspect and maintain the on-disk compile cache.
+
+The location is ``$HIPEXPLORE_CACHE_DIR`` (else the user cache dir), the same one every
+``CompileCache`` in this environment uses; ``--dir`` points at another one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from ..errors import CacheError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "cache",
+        help="show, verify or clear the on-disk compile cache",
+        description="Maintain the on-disk compile cache at $HIPEXPLORE_CACHE_DIR (or --dir).",
+    )
+    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+    for name, help_text in (
+        ("stats", "entries, bytes and what they hold (by compiler and target)"),
+        ("clear", "remove every entry"),
+        ("verify", "check every entry's checksum; corrupt entries are removed"),
+    ):
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.add_argument("--json", action="store_true", help="print one JSON object")
+        sp.add_argument("--dir", default=None, help="cache directory (default: $HIPEXPLORE_CACHE_DIR or the user cache dir)")
+        sp.set_defaults(func=run)
+
+
+def _disk(args: argparse.Namespace):
+    from ..compile.cache import DEFAULT_DISK_MAX_BYTES, ENV_DISK, ENV_DISK_MAX_BYTES, _env_flag, _env_int, default_cache_dir
+    from ..compile.disk import DiskCache
+
+    root = args.dir or default_cache_dir()
+    disk = DiskCache(root, max_bytes=_env_int(ENV_DISK_MAX_BYTES, DEFAULT_DISK_MAX_BYTES))
+    if disk.root.exists() and not disk.root.is_dir():
+        raise CacheError(f"cache location {str(disk.root)!r} is not a directory")
+    return disk, _env_flag(ENV_DISK, True)
+
+
+def run(args: argparse.Namespace) -> int:
+    disk, enabled = _disk(args)
+    report: dict[str, Any] = {"action": args.action, "root": str(disk.root), "directory": str(disk.directory), "disk_enabled": enabled}
+    if args.action == "stats":
+        report.update(_stats(disk))
+    elif args.action == "clear":
+        report["removed"] = disk.clear()
+    else:
+        report.update(disk.verify())
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(_text(report))
+    return 0
+
+
+def _stats(disk) -> dict[str, Any]:
+    from ..compile.disk import read_header
+
+    infos = list(disk.entries())
+    by_compiler: Counter[str] = Counter()
+    by_target: Counter[str] = Counter()
+    unreadable = 0
+    compile_seconds = 0.0
+    for info in infos:
+        try:
+            header = read_header(info.path)
+        except (OSError, CacheError):
+            unreadable += 1
+            continue
+        by_compiler[str(header.get("compiler", "?"))] += 1
+        by_target[str(header.get("target", "?"))] += 1
+        compile_seconds += float(header.get("compile_seconds", 0.0) or 0.0)
+    mtimes = [i.mtime for i in infos]
+    return {
+        "exists": disk.directory.is_dir(),
+        "entries": len(infos),
+        "bytes": sum(i.size for i in infos),
+        "max_bytes": disk.max_bytes,
+        "recorded_compile_seconds": compile_seconds,
+        "by_compiler": dict(sorted(by_compiler.items())),
+        "by_target": dict(sorted(by_target.items())),
+        "unreadable_headers": unreadable,
+        "oldest_use": min(mtimes) if mtimes else None,
+        "newest_use": max(mtimes) if mtimes else None,
+    }
+
+
+def _ago(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return f"{(time.time() - t) / 3600:.1f} h ago"
+
+
+def _text(r: dict[str, Any]) -> str:
+    head = f"compile cache at {r['root']}" + ("" if r["disk_enabled"] else " (disk tier disabled by HIPEXPLORE_CACHE_DISK=0)")
+    if r["action"] == "stats":
+        lines = [
+            head,
+            f"  {r['entries']} entries, {r['bytes'] / 2**20:.2f} MiB of {r['max_bytes'] / 2**20:.0f} MiB cap",
+            f"  recorded compile time of the entries: {r['recorded_compile_seconds']:.1f} s",
+            f"  by compiler: {r['by_compiler'] or '-'}",
+            f"  by target: {r['by_target'] or '-'}",
+            f"  least recently used {_ago(r['oldest_use'])}, most recently {_ago(r['newest_use'])}",
+        ]
+        if r["unreadable_headers"]:
+            lines.append(f"  {r['unreadable_headers']} entries with unreadable headers (run `hipexplore cache verify`)")
+        return "\n".join(lines)
+    if r["action"] == "clear":
+        return f"{head}\n  removed {r['removed']} entries"
+    return f"{head}\n  checked {r['checked']}: {r['ok']} ok, {r['corrupt']} corrupt ({r['removed']} removed)"

@@ -1,0 +1,466 @@
+"""The compile cache: a bounded in-memory LRU in front of a checksummed disk tier.
+
+Requirements taken from the MIGraphX #5270 review (shared/seeds): the digest is only an index, the
+full canonical key is compared on every hit; concurrent identical requests share one compile; an
+entry in flight is not in the LRU, so trimming never counts or evicts it, and it becomes evictable
+only after its result has been published to the requests waiting on it; failures are not cached;
+diagnostics bypass the cache; limits of 0 disable the memory tier.
+
+Every lookup appends one ``CacheEvent``; ``events()`` returns them as a tidy DataFrame.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import CacheError, ConfigError
+from .base import Compiler, ObjectCode
+from .disk import DEFAULT_DISK_MAX_BYTES, DiskCache
+from .events import HIT_OUTCOMES, CacheEvent, events_frame
+from .request import CacheKey, CompileRequest, DigestFn, make_key, sha256_digest
+
+DEFAULT_MAX_ENTRIES = 256
+DEFAULT_MAX_BYTES = 256 * 1024**2
+
+ENV_MAX_ENTRIES = "HIPEXPLORE_CACHE_MAX_ENTRIES"
+ENV_MAX_BYTES = "HIPEXPLORE_CACHE_MAX_BYTES"
+ENV_DIR = "HIPEXPLORE_CACHE_DIR"
+ENV_DISK = "HIPEXPLORE_CACHE_DISK"
+ENV_DISK_MAX_BYTES = "HIPEXPLORE_CACHE_DISK_MAX_BYTES"
+
+#: Bounds of the request -> key memo (see CompileCache._key).
+_KEY_MEMO_ENTRIES = 1024
+_KEY_MEMO_BYTES = 32 * 1024**2
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+# -- configuration ---------------------------------------------------------------------------
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ConfigError(f"environment variable {name}={raw!r} is invalid: expected a non-negative integer (0 disables)")
+    return value
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    val = raw.strip().lower()
+    if val in _TRUE:
+        return True
+    if val in _FALSE:
+        return False
+    raise ConfigError(f"environment variable {name}={raw!r} is invalid: expected 1/0 (or true/false, yes/no, on/off)")
+
+
+def _limit(name: str, value: int | None, env: str, default: int) -> int:
+    if value is None:
+        return _env_int(env, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{name} must be a non-negative integer (0 disables) or None for ${env}; got {value!r}")
+    return value
+
+
+def default_cache_dir() -> Path:
+    """``$HIPEXPLORE_CACHE_DIR``, else the platform user cache dir (platformdirs), else
+    ``$XDG_CACHE_HOME/hipexplore`` or ``~/.cache/hipexplore`` where platformdirs is absent."""
+    env = os.environ.get(ENV_DIR, "").strip()
+    if env:
+        return Path(env).expanduser()
+    try:
+        import platformdirs
+    except ImportError:
+        base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "hipexplore"
+    return Path(platformdirs.user_cache_dir("hipexplore", appauthor=False))
+
+
+def disk_cache_from_env(disk_dir: str | os.PathLike | None | bool = None, disk_max_bytes: int | None = None) -> DiskCache | None:
+    """The disk tier the settings ask for, or None when it is disabled."""
+    if disk_dir is False:
+        return None
+    if disk_dir is True:
+        disk_dir = None
+    if disk_dir is None:
+        if not _env_flag(ENV_DISK, True):
+            return None
+        disk_dir = default_cache_dir()
+    if not isinstance(disk_dir, (str, os.PathLike)):
+        raise ConfigError(f"disk_dir must be a path, False (memory only) or None (environment); got {disk_dir!r}")
+    cap = _limit("disk_max_bytes", disk_max_bytes, ENV_DISK_MAX_BYTES, DEFAULT_DISK_MAX_BYTES)
+    return DiskCache(disk_dir, max_bytes=cap)
+
+
+# -- results ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CacheResult:
+    """What a lookup returned and what it cost. ``compile_seconds`` is the entry's recorded
+    compile time; ``seconds_saved`` = compile_seconds - lookup_seconds on hits/joins, else 0."""
+
+    object_code: ObjectCode
+    outcome: str
+    key: CacheKey
+    lookup_seconds: float
+    compile_seconds: float
+    seconds_saved: float
+
+    @property
+    def binary(self) -> bytes:
+        return self.object_code.binary
+
+    @property
+    def digest(self) -> str:
+        return self.key.digest
+
+
+@dataclass
+class _Entry:
+    canonical: bytes
+    code: ObjectCode
+    nbytes: int
+
+
+@dataclass
+class _InFlight:
+    canonical: bytes
+    future: Future
+
+
+# -- the cache -------------------------------------------------------------------------------
+class CompileCache:
+    """Memory LRU (entries and bytes) + optional disk tier + in-flight sharing + events.
+
+    Thread-safe. ``max_entries``/``max_bytes`` of 0 disable the memory tier (no sharing of
+    in-flight compiles either: every request compiles unless the disk tier has it).
+    """
+
+    def __init__(
+        self,
+        max_entries: int | None = None,
+        max_bytes: int | None = None,
+        disk_dir: str | os.PathLike | None | bool = None,
+        disk_max_bytes: int | None = None,
+        digest: DigestFn = sha256_digest,
+        events: bool = True,
+    ) -> None:
+        self.max_entries = _limit("max_entries", max_entries, ENV_MAX_ENTRIES, DEFAULT_MAX_ENTRIES)
+        self.max_bytes = _limit("max_bytes", max_bytes, ENV_MAX_BYTES, DEFAULT_MAX_BYTES)
+        if not callable(digest):
+            raise ConfigError(f"digest must be a function bytes -> hex string; got {digest!r}")
+        self.disk: DiskCache | None = disk_cache_from_env(disk_dir, disk_max_bytes)
+        self._digest = digest
+        self._record_events = bool(events)
+        self._lock = threading.Lock()
+        self._lru: OrderedDict[str, _Entry] = OrderedDict()
+        self._inflight: dict[str, _InFlight] = {}
+        self._bytes = 0
+        self._events: list[CacheEvent] = []
+        self._seq = 0
+        self._compilers: dict[str, Compiler] = {}
+        self._key_memo: OrderedDict[tuple, CacheKey] = OrderedDict()
+        self._key_memo_bytes = 0
+        self._counters = {
+            "lookups": 0,
+            "memory_hits": 0,
+            "disk_hits": 0,
+            "compiled": 0,
+            "joined": 0,
+            "failed": 0,
+            "bypassed": 0,
+            "evictions": 0,
+            "seconds_saved": 0.0,
+            "compile_seconds": 0.0,
+        }
+
+    def __repr__(self) -> str:
+        return f"CompileCache(max_entries={self.max_entries}, max_bytes={self.max_bytes}, disk={self.disk!r})"
+
+    @property
+    def disk_dir(self) -> Path | None:
+        """Root of the disk tier, None when it is off."""
+        return self.disk.root if self.disk is not None else None
+
+    @property
+    def disk_max_bytes(self) -> int | None:
+        return self.disk.max_bytes if self.disk is not None else None
+
+    @property
+    def memory_enabled(self) -> bool:
+        return self.max_entries > 0 and self.max_bytes > 0
+
+    # -- lookups -----------------------------------------------------------------------------
+    def _compiler_for(self, request: CompileRequest, compiler: Compiler | None) -> Compiler:
+        if compiler is None:
+            compiler = self._compilers.get(request.compiler)
+            if compiler is None:
+                from .registry import get_compiler
+
+                compiler = get_compiler(request.compiler)
+                with self._lock:
+                    compiler = self._compilers.setdefault(request.compiler, compiler)
+        if getattr(compiler, "name", None) != request.compiler:
+            raise ConfigError(
+                f"request is for compiler {request.compiler!r} but the compiler given is {getattr(compiler, 'name', compiler)!r}"
+            )
+        return compiler
+
+    def key_for(self, request: CompileRequest, compiler: Compiler | None = None) -> CacheKey:
+        """The key ``get_or_compile`` would use (loads the compiler to learn its identity)."""
+        return self._key(request, self._compiler_for(request, compiler))
+
+    def _key(self, request: CompileRequest, compiler: Compiler) -> CacheKey:
+        """make_key, memoized on (request, identity): both are frozen and equal requests have
+        equal records, so this only skips re-serializing the source (most of a memory hit's
+        cost). The memo is bounded by count and by the size of the keys it holds."""
+        identity = compiler.identity()
+        memo_key = (request, identity)
+        with self._lock:
+            key = self._key_memo.get(memo_key)
+            if key is not None:
+                self._key_memo.move_to_end(memo_key)
+                return key
+        key = make_key(request, identity, self._digest)
+        with self._lock:
+            if memo_key not in self._key_memo:
+                self._key_memo[memo_key] = key
+                self._key_memo_bytes += len(key.canonical)
+                while self._key_memo and (
+                    len(self._key_memo) > _KEY_MEMO_ENTRIES or self._key_memo_bytes > _KEY_MEMO_BYTES
+                ):
+                    _, dropped = self._key_memo.popitem(last=False)
+                    self._key_memo_bytes -= len(dropped.canonical)
+        return key
+
+    def get_or_compile(self, request: CompileRequest, compiler: Compiler | None = None) -> CacheResult:
+        """Return the object code for ``request``: from memory, from disk, by joining an identical
+        compile in flight, or by compiling. Compile errors propagate and are not cached."""
+        if not isinstance(request, CompileRequest):
+            raise ConfigError(f"get_or_compile needs a CompileRequest; got {type(request).__name__}")
+        start = time.perf_counter()
+        compiler = self._compiler_for(request, compiler)
+        key = self._key(request, compiler)
+
+        if request.diagnostics:  # side effects a hit would skip: always compile, store nothing
+            return self._compile_uncached(request, compiler, key, start, "bypassed")
+
+        flight: _InFlight | None = None
+        owner = False
+        with self._lock:
+            self._counters["lookups"] += 1
+            if self.memory_enabled:
+                entry = self._lru.get(key.digest)
+                if entry is not None and entry.canonical == key.canonical:
+                    self._lru.move_to_end(key.digest)
+                    return self._finish_locked(request, key, entry.code, "memory-hit", start)
+                flight = self._inflight.get(key.digest)
+                if flight is not None and flight.canonical != key.canonical:
+                    flight = None  # a digest collision in flight: compile on our own, share nothing
+                    owner = False
+                elif flight is None:
+                    flight = _InFlight(key.canonical, Future())
+                    self._inflight[key.digest] = flight
+                    owner = True
+        if flight is not None and not owner:
+            try:
+                code = flight.future.result()
+            except BaseException as exc:
+                self._record_failure(request, key, start, exc)
+                raise
+            with self._lock:
+                return self._finish_locked(request, key, code, "joined", start)
+        return self._lookup_as_owner(request, compiler, key, start, flight)
+
+    def _lookup_as_owner(
+        self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, flight: _InFlight | None
+    ) -> CacheResult:
+        try:
+            code = self.disk.get(key) if self.disk is not None else None
+            outcome = "disk-hit"
+            if code is None:
+                code = self._run_compiler(request, compiler)
+                outcome = "compiled"
+        except BaseException as exc:
+            with self._lock:
+                if flight is not None and self._inflight.get(key.digest) is flight:
+                    del self._inflight[key.digest]
+            if flight is not None:
+                shared = exc
+                if not isinstance(exc, Exception):  # Ctrl-C in the owner: joiners get an error, not a KeyboardInterrupt
+                    shared = CacheError(f"the identical compile this lookup joined was interrupted ({type(exc).__name__})")
+                flight.future.set_exception(shared)
+            self._record_failure(request, key, start, exc)
+            raise
+        with self._lock:
+            # publish to the joiners first; only then may the entry enter the LRU and be evicted
+            if flight is not None:
+                flight.future.set_result(code)
+                if self._inflight.get(key.digest) is flight:
+                    del self._inflight[key.digest]
+            if self.memory_enabled:
+                self._store_locked(key, code)
+        if outcome == "compiled" and self.disk is not None:
+            self.disk.put(key, code)  # after publishing: joiners do not wait for the fsync
+        with self._lock:
+            return self._finish_locked(request, key, code, outcome, start)
+
+    def _compile_uncached(self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, outcome: str) -> CacheResult:
+        with self._lock:
+            self._counters["lookups"] += 1
+        try:
+            code = self._run_compiler(request, compiler)
+        except BaseException as exc:
+            self._record_failure(request, key, start, exc)
+            raise
+        with self._lock:
+            return self._finish_locked(request, key, code, outcome, start)
+
+    @staticmethod
+    def _run_compiler(request: CompileRequest, compiler: Compiler) -> ObjectCode:
+        t0 = time.perf_counter()
+        code = compiler.compile(request)
+        elapsed = time.perf_counter() - t0
+        if not isinstance(code, ObjectCode):
+            raise ConfigError(f"compiler {compiler.name!r} returned {type(code).__name__}, expected ObjectCode")
+        if code.compile_seconds <= 0.0:  # the backend did not time itself: record our wall time
+            from dataclasses import replace
+
+            code = replace(code, compile_seconds=elapsed)
+        return code
+
+    # -- bookkeeping (callers hold the lock) --------------------------------------------------
+    def _store_locked(self, key: CacheKey, code: ObjectCode) -> None:
+        nbytes = code.nbytes
+        if nbytes > self.max_bytes:
+            return  # returned to the caller, never stored: it would evict everything else
+        old = self._lru.pop(key.digest, None)
+        if old is not None:  # a digest collision (or a re-store): the newer entry replaces it
+            self._bytes -= old.nbytes
+        self._lru[key.digest] = _Entry(key.canonical, code, nbytes)
+        self._bytes += nbytes
+        while self._lru and (len(self._lru) > self.max_entries or self._bytes > self.max_bytes):
+            _, evicted = self._lru.popitem(last=False)
+            self._bytes -= evicted.nbytes
+            self._counters["evictions"] += 1
+
+    def _finish_locked(
+        self, request: CompileRequest, key: CacheKey, code: ObjectCode, outcome: str, start: float
+    ) -> CacheResult:
+        lookup = time.perf_counter() - start
+        recorded = float(code.compile_seconds)
+        saved = recorded - lookup if outcome in HIT_OUTCOMES else 0.0
+        counter = {"memory-hit": "memory_hits", "disk-hit": "disk_hits"}.get(outcome, outcome)
+        self._counters[counter] += 1
+        self._counters["seconds_saved"] += saved
+        if outcome in ("compiled", "bypassed"):
+            self._counters["compile_seconds"] += recorded
+        self._append_event_locked(request, key, outcome, lookup, recorded, saved, code.nbytes, "")
+        return CacheResult(code, outcome, key, lookup, recorded, saved)
+
+    def _record_failure(self, request: CompileRequest, key: CacheKey, start: float, exc: BaseException) -> None:
+        lookup = time.perf_counter() - start
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        with self._lock:
+            self._counters["failed"] += 1
+            self._append_event_locked(request, key, "failed", lookup, 0.0, 0.0, 0, f"{type(exc).__name__}: {message}")
+
+    def _append_event_locked(
+        self, request: CompileRequest, key: CacheKey, outcome: str, lookup: float, compile_s: float, saved: float, nbytes: int, error: str
+    ) -> None:
+        seq = self._seq
+        self._seq += 1
+        if not self._record_events:
+            return
+        self._events.append(
+            CacheEvent(
+                seq=seq,
+                time=time.time(),
+                digest=key.digest,
+                kernel=request.name,
+                compiler=request.compiler,
+                target=request.target,
+                mode=request.mode,
+                outcome=outcome,
+                lookup_seconds=lookup,
+                compile_seconds=compile_s,
+                seconds_saved=saved,
+                bytes=nbytes,
+                error=error,
+            )
+        )
+
+    # -- reporting and maintenance ------------------------------------------------------------
+    def events(self) -> pd.DataFrame:
+        """One row per lookup with ``EVENT_COLUMNS`` (also when empty)."""
+        with self._lock:
+            events = list(self._events)
+        return events_frame(events)
+
+    def stats(self) -> dict[str, Any]:
+        """Counters of this cache object plus the current size of both tiers."""
+        with self._lock:
+            stats: dict[str, Any] = dict(self._counters)
+            stats["entries"] = len(self._lru)
+            stats["bytes"] = self._bytes
+            stats["in_flight"] = len(self._inflight)
+        if self.disk is not None:
+            disk = self.disk.stats()
+            stats["disk_entries"] = disk["entries"]
+            stats["disk_bytes"] = disk["bytes"]
+            stats["disk_dir"] = disk["root"]
+            stats["disk_writable"] = disk["writable"]
+            stats["disk_corrupt"] = disk["disk_corrupt"]
+        else:
+            stats.update(disk_entries=0, disk_bytes=0, disk_dir="", disk_writable=False, disk_corrupt=0)
+        return stats
+
+    def clear(self, disk: bool = True) -> dict[str, int]:
+        """Drop stored entries (memory, and disk unless ``disk=False``); events and counters stay.
+        Compiles in flight are unaffected."""
+        with self._lock:
+            memory = len(self._lru)
+            self._lru.clear()
+            self._bytes = 0
+        disk_removed = self.disk.clear() if (disk and self.disk is not None) else 0
+        return {"memory": memory, "disk": disk_removed}
+
+    def verify(self) -> dict[str, int]:
+        """Check every disk entry's checksum and lengths; corrupt ones are removed (the next
+        compile of that key rewrites them). Returns counts: checked, ok, corrupt, removed."""
+        if self.disk is None:
+            return {"checked": 0, "ok": 0, "corrupt": 0, "removed": 0}
+        return self.disk.verify()
+
+
+_default: CompileCache | None = None
+_default_lock = threading.Lock()
+
+
+def default_cache() -> CompileCache:
+    """The process-wide cache, configured from the environment on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = CompileCache()
+        return _default
+
+
+def compile(request: CompileRequest, cache: CompileCache | None = None, compiler: Compiler | None = None) -> ObjectCode:
+    """Compile through a cache (the process-wide one by default) and return the object code."""
+    return (cache or default_cache()).get_or_compile(request, compiler).object_code
