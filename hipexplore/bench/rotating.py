@@ -1,0 +1,139 @@
+"""Rotating buffer sets: each launch reads and writes a different copy of its buffers, so what one
+launch leaves in the last-level cache is not what the next one reads.
+
+``auto`` = max(2, 2 * ceil(LLC / footprint)) (the rocMLIR PR 2188 review's rule), footprint being
+the bytes one launch touches. The total is capped at ``mem_fraction`` of the device's free memory;
+the cap is recorded with every result (``rotating_cap_bytes``) and a capped count is a warning,
+never silent.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..devices.base import Device, DeviceBuffer, PackedArgs, fill_host_array, pack_args
+from ..errors import ConfigError
+from ..kernels.spec import KernelSpec
+
+DEFAULT_MEM_FRACTION = 0.5
+
+
+def auto_count(llc_bytes: int, footprint_bytes: int) -> int:
+    if footprint_bytes <= 0:
+        raise ConfigError(f"footprint must be positive to size rotating buffers, got {footprint_bytes} B")
+    return max(2, 2 * math.ceil(llc_bytes / footprint_bytes))
+
+
+def parse_rotating(value: int | str) -> int | str:
+    """1, 4, '4' -> int; 'auto' -> 'auto'; anything else is a ConfigError."""
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v == "auto":
+            return "auto"
+        if v.isdigit():
+            value = int(v)
+        else:
+            raise ConfigError(f"rotating must be a positive integer or 'auto', got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"rotating must be a positive integer or 'auto', got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class RotatingPlan:
+    requested: str  # "auto" or the number asked for, as text (the rotating_requested column)
+    count: int
+    footprint_bytes: int
+    set_bytes: int
+    llc_bytes: int
+    cap_bytes: int
+    capped: bool
+    note: str = ""
+
+
+def plan(requested: int | str, *, footprint_bytes: int, set_bytes: int, llc_bytes: int, free_bytes: int,
+         mem_fraction: float = DEFAULT_MEM_FRACTION) -> RotatingPlan:
+    """Decide how many buffer sets to allocate; a count that does not fit the cap is reduced (noted)."""
+    req = parse_rotating(requested)
+    if not 0 < mem_fraction <= 1:
+        raise ConfigError(f"mem_fraction must be in (0, 1], got {mem_fraction!r}")
+    want = auto_count(llc_bytes, footprint_bytes) if req == "auto" else int(req)
+    cap = int(free_bytes * mem_fraction)
+    fits = cap // set_bytes if set_bytes > 0 else want
+    if fits < 1:
+        raise ConfigError(
+            f"one buffer set needs {set_bytes} B but the cap is {cap} B ({mem_fraction:.0%} of {free_bytes} B free device memory)"
+        )
+    count, note = want, ""
+    if want > fits:
+        count = int(fits)
+        note = (f"rotating {req} wants {want} sets x {set_bytes} B = {want * set_bytes} B, over the cap of {cap} B "
+                f"({mem_fraction:.0%} of free memory): capped to {count}")
+    return RotatingPlan(str(req), count, footprint_bytes, set_bytes, llc_bytes, cap, want > fits, note)
+
+
+def check_iterations(iterations: int, buffer_sets: int) -> None:
+    """Fewer iterations than buffer sets would leave sets unused: an error that shows both numbers."""
+    if iterations < buffer_sets:
+        raise ConfigError(
+            f"iterations ({iterations}) must be greater than or equal to the number of rotating buffer sets ({buffer_sets})"
+        )
+
+
+class BufferSets:
+    """``count`` independent copies of a kernel's buffers, each with its marshalled arguments.
+
+    Inputs are filled once on the host (seeded random data) and copied into every set, so all sets
+    hold the same values; the host copies of set 0 are kept for correctness checks.
+    """
+
+    def __init__(self, device: Device, spec: KernelSpec, n: int, count: int, *, seed: int = 0,
+                 scalars: dict[str, Any] | None = None) -> None:
+        self.device, self.spec, self.n, self.count = device, spec, n, count
+        self.buffers: list[dict[str, DeviceBuffer]] = []
+        self.args: list[PackedArgs] = []
+        rng = np.random.default_rng(seed)
+        self.host: dict[str, np.ndarray] = {}
+        for a in spec.buffers():
+            arr = np.empty(a.elements(n), dtype=a.dtype)
+            fill_host_array(arr, a.init, rng)
+            self.host[a.name] = arr
+        self.scalars = {a.name: a.scalar(n) for a in spec.args if a.kind == "scalar"}
+        self.scalars.update(scalars or {})
+        try:
+            for _ in range(count):
+                bufs: dict[str, DeviceBuffer] = {}
+                self.buffers.append(bufs)
+                for a in spec.buffers():
+                    bufs[a.name] = device.alloc(self.host[a.name].nbytes)
+                    device.copy_to_device(bufs[a.name], self.host[a.name])
+                self.args.append(pack_args(spec.args, {**bufs, **self.scalars}))
+            device.synchronize()
+        except BaseException:
+            self.free()
+            raise
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(b.nbytes for bufs in self.buffers for b in bufs.values())
+
+    def free(self) -> None:
+        for bufs in self.buffers:
+            for b in bufs.values():
+                self.device.free(b)
+        self.buffers.clear()
+        self.args.clear()
+
+    def __enter__(self) -> "BufferSets":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.free()
+
+
+def rotation(iterations: int, count: int) -> Sequence[int]:
+    """Buffer set of each iteration: round robin."""
+    return [i % count for i in range(iterations)]

@@ -1,0 +1,99 @@
+"""``hipexplore bench``: sweep kernels x sizes x rotating counts x flush modes on one device.
+
+    hipexplore bench triad --device cuda --size 1MiB,16MiB,256MiB --rotating 1,2,4,auto \\
+        --flush none,l2-write,l2-read --iterations 300 --out results.parquet
+
+Prints the summary table (or ``--json``); with ``--out`` the samples, summary and provenance are
+written as the sweep goes, and re-running the same command resumes an interrupted sweep.
+A user kernel: ``--source k.cu --entry my_kernel --args "out:a:f32[n],in:b:f32[n],n:u64=n"``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def _csv(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="benchmark kernels with rotating buffers and cache flushes",
+        description="Sweep KERNEL(s) x sizes x rotating counts x flush modes; tidy results (one row per sample "
+        "plus a summary), each reporting its bias against a cold reference (single launches after an l2-read flush).",
+    )
+    p.add_argument("kernel", metavar="KERNEL", help="catalog kernel(s), comma separated (triad, copy, fill, ...), or a name for --source")
+    p.add_argument("--device", default="auto", help="auto, host, cuda, hip (optionally :INDEX); default auto")
+    p.add_argument("--size", action="append", default=[], metavar="S",
+                   help="bytes per array: 4096, 64KiB, 1MiB, 256MiB; comma separated or repeated (default 1MiB)")
+    p.add_argument("--rotating", default="1", help="buffer sets: comma separated integers and/or auto (default 1)")
+    p.add_argument("--flush", default="none", help="none, l2-write, l2-read, icache, inline-icache; comma separated (default none)")
+    p.add_argument("--iterations", type=int, default=None, help="fixed samples per configuration (must be >= buffer sets); default adaptive")
+    p.add_argument("--min-samples", type=int, default=10, help="adaptive: at least this many samples")
+    p.add_argument("--min-time", type=float, default=0.05, help="adaptive: at least this much measured kernel time (s)")
+    p.add_argument("--target-cv", type=float, default=0.005, help="adaptive: stop at this relative stdev")
+    p.add_argument("--timeout", type=float, default=5.0, help="adaptive: give up after this many seconds per configuration")
+    p.add_argument("--reference-samples", type=int, default=30, help="cold-reference launches per (kernel, size)")
+    p.add_argument("--no-reference", action="store_true", help="skip the cold reference (bias is then NaN)")
+    p.add_argument("--mem-fraction", type=float, default=0.5, help="cap rotating sets at this fraction of free device memory")
+    p.add_argument("--llc-bytes", type=int, default=None, help="override the last-level cache size the device reports")
+    p.add_argument("--out", default=None, metavar="FILE.parquet", help="write samples here (+ .summary.parquet, .meta.json); resumes")
+    p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON records")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g = p.add_argument_group("user kernel")
+    g.add_argument("--source", default=None, help="kernel source file (compiled with hiprtc/NVRTC for GPUs, cc for the host)")
+    g.add_argument("--entry", default=None, help="kernel function name in --source (default: KERNEL)")
+    g.add_argument("--args", default=None, help="argument spec, e.g. 'out:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n'")
+    g.add_argument("--grid", type=int, default=None, help="grid size in blocks (default: 4 blocks per compute unit, grid-stride)")
+    g.add_argument("--block", type=int, default=256, help="block size in threads (default 256)")
+    g.add_argument("--bytes-per-launch", default=None, help="bytes one launch moves, int or expression in n (default: sum of buffers)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bench import StopRule, sweep
+    from ..devices import get_device
+    from ..kernels import catalog
+
+    if args.source is not None:
+        if not args.args:
+            raise ConfigError("--source needs --args describing the kernel's arguments (e.g. 'out:a:f32[n],n:u64=n')")
+        kernels: list[Any] = [catalog.user_kernel(args.source, args.entry or args.kernel, args.args, name=args.kernel,
+                                                  grid=args.grid, block=args.block, bytes_per_launch=args.bytes_per_launch)]
+    else:
+        kernels = [catalog.get(k) for k in _csv(args.kernel)]
+    sizes = [s for chunk in (args.size or ["1MiB"]) for s in _csv(chunk)]
+    stop = None
+    if args.iterations is None:
+        stop = StopRule(min_samples=args.min_samples, min_time_s=args.min_time, target_cv=args.target_cv, timeout_s=args.timeout)
+    device = get_device(args.device, llc_bytes=args.llc_bytes)
+    res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
+                reference=not args.no_reference, reference_samples=args.reference_samples, out=args.out,
+                resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
+                command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
+    if args.json:
+        records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
+        print(json.dumps({"out": str(res.path) if res.path else None, "summary": records}, default=str))
+        return 0
+    print(_table(res.summary))
+    if res.path is not None:
+        print(f"samples: {res.path}")
+    return 0
+
+
+def _table(summary: Any) -> str:
+    lines = [f"{'kernel':<8} {'size':>10} {'rot':>5} {'flush':<15} {'n':>5} {'median_us':>10} {'iqr_rel':>8} {'bias':>7} {'GB/s':>8}  warning"]
+    for r in summary.itertuples():
+        bias = "" if isinstance(r.bias, float) and math.isnan(r.bias) else f"{r.bias:+.3f}"
+        rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
+        lines.append(f"{r.kernel:<8} {r.size_bytes:>10} {rot:>5} {r.flush:<15} {r.n:>5} {r.median_s * 1e6:>10.3f} "
+                     f"{r.iqr_rel:>8.3f} {bias:>7} {r.bandwidth_gbs:>8.1f}  {r.warning}")
+    return "\n".join(lines)

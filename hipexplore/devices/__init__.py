@@ -1,0 +1,78 @@
+"""Devices behind one typed interface (``Device`` in ``base.py``): ``host`` (C kernels via ctypes),
+``cuda`` (cuda-python driver API) and ``hip`` (hip-python).
+
+``get_device("auto")`` picks an AMD GPU, else an NVIDIA GPU, else the host. Asking for a device
+that is absent raises ``DeviceUnavailable`` saying what was looked for.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError, DeviceUnavailable
+from .base import FLUSH_MODES, Device, DeviceBuffer, DeviceProperties, PackedArgs, check_flush_mode, pack_args
+
+KINDS = ("auto", "host", "cuda", "hip")
+
+
+def parse_device(spec: str) -> tuple[str, int]:
+    """'cuda' -> ('cuda', 0); 'cuda:1' -> ('cuda', 1)."""
+    kind, _, idx = str(spec).partition(":")
+    if kind not in KINDS:
+        raise ConfigError(f"device {spec!r} is unknown; expected one of {', '.join(KINDS)} (optionally ':INDEX')")
+    try:
+        index = int(idx) if idx else 0
+    except ValueError:
+        raise ConfigError(f"device index in {spec!r} must be an integer") from None
+    return kind, index
+
+
+def get_device(kind: str | Device = "auto", index: int | None = None, *, llc_bytes: int | None = None, cache: Any = None) -> Device:
+    """A device by kind ('auto', 'host', 'cuda', 'hip', or 'cuda:1'); a Device passes through."""
+    if not isinstance(kind, str):
+        return kind
+    k, idx = parse_device(kind)
+    if index is not None:
+        idx = index
+    if k == "host":
+        from .host import HostDevice
+
+        return HostDevice(idx, llc_bytes=llc_bytes)
+    if k == "cuda":
+        from .cuda import CudaDevice
+
+        return CudaDevice(idx, llc_bytes=llc_bytes, cache=cache)
+    if k == "hip":
+        from .hip import HipDevice
+
+        return HipDevice(idx, llc_bytes=llc_bytes, cache=cache)
+    reasons = []
+    for candidate in ("hip", "cuda"):
+        try:
+            return get_device(candidate, idx, llc_bytes=llc_bytes, cache=cache)
+        except DeviceUnavailable as exc:
+            reasons.append(str(exc))
+    from .host import HostDevice
+
+    dev = HostDevice(0, llc_bytes=llc_bytes)
+    dev.auto_reasons = reasons  # type: ignore[attr-defined]  # why no GPU was picked
+    return dev
+
+
+def device_label(device: Device) -> str:
+    """'cuda:0', 'hip:0', 'host:0': the ``device`` column of the benchmark frames."""
+    return f"{device.kind}:{device.index}"
+
+
+__all__ = [
+    "Device",
+    "DeviceBuffer",
+    "DeviceProperties",
+    "FLUSH_MODES",
+    "KINDS",
+    "PackedArgs",
+    "check_flush_mode",
+    "device_label",
+    "get_device",
+    "pack_args",
+    "parse_device",
+]

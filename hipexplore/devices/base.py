@@ -1,0 +1,297 @@
+"""The ``Device`` Protocol every backend (host, CUDA, HIP) implements, and what they share.
+
+The harness in ``hipexplore.bench`` only talks to this interface: allocate, copy, load a compiled
+``ObjectCode``, look up a kernel, launch it with marshalled arguments, record events, hold and
+release the stream. A backend that cannot do something raises ``UnsupportedOperation``.
+
+Peak bandwidth is derived, in this order, from the memory clock and bus width the runtime reports
+(``2 * clock * bus_bits / 8``: DDR, two transfers per clock), else from ``PEAK_BANDWIDTH_TABLE``
+(vendor datasheet numbers, matched on the device name); ``peak_bandwidth_source`` says which.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..compile.base import ObjectCode
+from ..errors import BenchmarkError, ConfigError
+from ..kernels.spec import CTYPES, Arg
+
+#: Flush modes, in the order the docs list them.
+FLUSH_MODES = ("none", "l2-write", "l2-read", "icache", "inline-icache")
+
+#: Vendor datasheet peak memory bandwidth in GB/s, matched by substring of the device name.
+PEAK_BANDWIDTH_TABLE: dict[str, float] = {
+    "H200": 4800.0,
+    "H100 SXM": 3350.0,
+    "H100 PCIe": 2000.0,
+    "A100-SXM4-80GB": 2039.0,
+    "A100": 1555.0,
+    "MI300X": 5300.0,
+    "MI300A": 5300.0,
+    "MI250X": 3277.0,
+    "MI250": 3277.0,
+    "MI210": 1638.0,
+    "MI100": 1229.0,
+}
+
+
+def peak_from_table(name: str) -> tuple[float, str]:
+    for key, gbs in PEAK_BANDWIDTH_TABLE.items():
+        if key.lower() in name.lower():
+            return gbs, f"table: datasheet {gbs:g} GB/s for '{key}'"
+    return math.nan, f"unknown: no memory clock/bus width reported and no table entry for {name!r}"
+
+
+def peak_from_clock(mem_clock_khz: int, bus_bits: int) -> float:
+    """GB/s from the memory clock (kHz) and bus width (bits), two transfers per clock."""
+    return 2.0 * mem_clock_khz * 1e3 * bus_bits / 8 / 1e9
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """Everything recorded about a device next to its results."""
+
+    kind: str
+    index: int
+    name: str
+    target: str
+    compiler: str
+    llc_bytes: int
+    llc_source: str
+    free_bytes: int
+    total_bytes: int
+    peak_bandwidth_gbs: float
+    peak_bandwidth_source: str
+    compute_units: int
+    driver: str = ""
+    runtime: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DeviceBuffer:
+    """Device memory: its address, size and the object that keeps it alive (host: a numpy array)."""
+
+    ptr: int
+    nbytes: int
+    device_kind: str
+    owner: Any = None
+    freed: bool = False
+
+
+class PackedArgs:
+    """Kernel arguments marshalled once, reused for every launch.
+
+    ``values``: one ctypes object per argument (pointers as ``c_void_p``); ``pointers``: the
+    ``void*[]`` of their addresses that ``cuLaunchKernel``/``hipModuleLaunchKernel`` take as
+    ``kernelParams``; ``packed()``: the naturally aligned byte image that HIP's ``extra``
+    (HIP_LAUNCH_PARAM_BUFFER_POINTER) takes.
+    """
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self.values = list(values)
+        self.pointers = (ctypes.c_void_p * max(1, len(self.values)))(
+            *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in self.values]
+        )
+        self.argtypes = [type(v) for v in self.values]
+
+    @property
+    def address(self) -> int:
+        """Address of the ``void*[]`` (what the driver APIs take as kernelParams)."""
+        return ctypes.addressof(self.pointers)
+
+    def packed(self) -> bytes:
+        out = bytearray()
+        for v in self.values:
+            size = ctypes.sizeof(v)
+            align = ctypes.alignment(type(v))
+            out += b"\0" * ((-len(out)) % align)
+            out += ctypes.string_at(ctypes.addressof(v), size)
+        return bytes(out)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def pack_args(args: Sequence[Arg], values: dict[str, Any]) -> PackedArgs:
+    """Marshal kernel arguments from their spec: buffers by address, scalars by value in their dtype."""
+    out: list[Any] = []
+    for a in args:
+        if a.name not in values:
+            raise ConfigError(f"no value for kernel argument {a.name!r}; have {sorted(values)}")
+        v = values[a.name]
+        if a.kind == "buffer":
+            ptr = v.ptr if isinstance(v, DeviceBuffer) else v
+            if not isinstance(ptr, (int, np.integer)):
+                raise ConfigError(f"buffer argument {a.name!r} needs a DeviceBuffer or an address, got {type(v).__name__}")
+            out.append(ctypes.c_void_p(int(ptr)))
+        else:
+            ctype = CTYPES[a.dtype]
+            try:
+                out.append(ctype(v))
+            except TypeError:
+                raise ConfigError(f"scalar argument {a.name!r} ({a.dtype}) cannot take {v!r}") from None
+    return PackedArgs(out)
+
+
+def expected_packed(args: Sequence[Arg], values: dict[str, Any]) -> bytes:
+    """The same byte image built independently with ``struct`` (used to check ``PackedArgs``)."""
+    codes = {"float32": "f", "float64": "d", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
+             "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
+    out = bytearray()
+    for a in args:
+        if a.kind == "buffer":
+            v = values[a.name]
+            fmt, val = ("Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I"), (v.ptr if isinstance(v, DeviceBuffer) else int(v))
+        else:
+            fmt, val = codes[a.dtype], values[a.name]
+        size = struct.calcsize("=" + fmt)
+        out += b"\0" * ((-len(out)) % size)
+        out += struct.pack("=" + fmt, val)
+    return bytes(out)
+
+
+class Event(Protocol):
+    """An opaque timestamp marker recorded in the device's stream."""
+
+
+class StreamHold(Protocol):
+    """A held stream: everything enqueued after it waits until ``release()``."""
+
+    def release(self) -> None: ...
+
+    def timed_out(self) -> bool:
+        """After a synchronize: True when the blocking kernel gave up before release."""
+        ...
+
+
+@runtime_checkable
+class Device(Protocol):
+    """One compute device behind the harness."""
+
+    kind: str
+    index: int
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def target(self) -> str:
+        """Compiler target: 'gfx90a', 'sm_90', 'host'."""
+        ...
+
+    @property
+    def compiler(self) -> str:
+        """Compiler name for ``CompileRequest``: 'hiprtc', 'nvrtc', 'host'."""
+        ...
+
+    @property
+    def llc_bytes(self) -> int: ...
+
+    @property
+    def llc_source(self) -> str: ...
+
+    @property
+    def compute_units(self) -> int: ...
+
+    @property
+    def peak_bandwidth_gbs(self) -> float: ...
+
+    @property
+    def properties(self) -> DeviceProperties: ...
+
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) bytes of device memory now."""
+        ...
+
+    def alloc(self, nbytes: int) -> DeviceBuffer: ...
+
+    def free(self, buf: DeviceBuffer) -> None: ...
+
+    def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None: ...
+
+    def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None: ...
+
+    def load(self, code: ObjectCode) -> Any:
+        """Load a compiled binary; returns a module handle."""
+        ...
+
+    def kernel(self, module: Any, name: str) -> Any:
+        """Look a kernel up in a loaded module by its (lowered) symbol name."""
+        ...
+
+    def compiled_kernel(self, name: str, *, inline_icache: bool = False) -> Any:
+        """A catalog kernel compiled through the compile cache for this device, loaded, looked up."""
+        ...
+
+    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs, shared_bytes: int = 0) -> None: ...
+
+    def event(self) -> Event: ...
+
+    def record(self, event: Event) -> None: ...
+
+    def elapsed_s(self, start: Event, end: Event) -> float:
+        """Seconds from ``start`` to ``end`` (both recorded and completed)."""
+        ...
+
+    def synchronize(self) -> None: ...
+
+    def hold_stream(self, timeout_s: float = 2.0) -> StreamHold: ...
+
+    def supports_flush(self, mode: str) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def check_flush_mode(device: Device, mode: str) -> None:
+    """Raise a clear error for an unknown mode or one the device cannot do."""
+    from ..errors import UnsupportedOperation
+
+    if mode not in FLUSH_MODES:
+        raise ConfigError(f"flush mode {mode!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
+    if not device.supports_flush(mode):
+        why = "it is an AMD GPU instruction-cache flush (s_icache_inv)" if "icache" in mode else "the backend has no such flush"
+        raise UnsupportedOperation(f"flush mode {mode!r} is not available on {device.kind} device {device.name!r}: {why}")
+
+
+def fill_host_array(arr: np.ndarray, init: str | float, rng: np.random.Generator) -> None:
+    if init == "random":
+        if np.issubdtype(arr.dtype, np.floating):
+            # uniform in [0.5, 1.5): fast to draw, never near zero (relative errors stay meaningful)
+            arr[...] = rng.random(arr.shape, dtype=np.float32 if arr.dtype == np.float32 else np.float64) + 0.5
+        else:
+            arr[...] = rng.integers(0, 100, arr.shape).astype(arr.dtype)
+    elif init == "zeros":
+        arr[...] = 0
+    elif init == "ones":
+        arr[...] = 1
+    else:
+        try:
+            arr[...] = float(init)
+        except (TypeError, ValueError):
+            raise BenchmarkError(f"buffer init {init!r} is not 'random', 'zeros', 'ones' or a number") from None
+
+
+def load_catalog_kernel(device: Any, name: str, *, inline_icache: bool = False) -> Any:
+    """Compile a catalog kernel for ``device`` through the compile cache, load it and look up its
+    entry; memoized on the device so each kernel loads once per device."""
+    from ..kernels import catalog
+    from ..kernels.build import compile_kernel
+
+    memo = device.__dict__.setdefault("_hx_kernels", {})
+    key = (name, inline_icache)
+    if key not in memo:
+        spec = catalog.get(name)
+        code = compile_kernel(spec, device.compiler, device.target, cache=getattr(device, "cache", None), inline_icache=inline_icache)
+        module = device.load(code)
+        memo[key] = (module, device.kernel(module, code.symbol(spec.entry_for(device.compiler))), code)
+    return memo[key][1]

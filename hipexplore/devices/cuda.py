@@ -1,0 +1,228 @@
+"""NVIDIA GPUs through cuda-python's driver API (``cuda.bindings.driver``).
+
+Uses the device's primary context (the one PyTorch and Triton use too, so a same-process
+comparison with ``triton.testing.do_bench`` shares memory and clocks), one non-blocking stream,
+``cuModuleLoadData`` on NVRTC cubins, ``cuLaunchKernel`` with a ``void*[]`` of argument addresses,
+and ``cuEventElapsedTime`` (0.5 us resolution per the CUDA docs).
+
+LLC: ``CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE``. Peak bandwidth: memory clock x bus width x 2, else the
+datasheet table in ``base.py``.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from ..compile.base import ObjectCode
+from ..errors import ConfigError, DeviceError, DeviceUnavailable
+from .base import DeviceBuffer, DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .gpu import GpuDeviceBase, check_call
+
+
+def _driver() -> Any:
+    try:
+        from cuda.bindings import driver
+    except ImportError as exc:
+        raise DeviceUnavailable(f"CUDA: looked for the cuda-python package (cuda.bindings.driver) and could not import it: {exc}") from None
+    return driver
+
+
+def device_count() -> int:
+    """Number of CUDA devices; raises ``DeviceUnavailable`` saying what was looked for."""
+    drv = _driver()
+    try:
+        err, = drv.cuInit(0)
+    except Exception as exc:  # the driver library itself is missing (cuda.pathfinder raises)
+        raise DeviceUnavailable(f"CUDA: looked for the NVIDIA driver library libcuda.so.1 and could not load it ({exc})") from None
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise DeviceUnavailable(f"CUDA: cuInit(0) returned {err.name}: no usable NVIDIA driver/GPU")
+    err, n = drv.cuDeviceGetCount()
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise DeviceUnavailable(f"CUDA: cuDeviceGetCount returned {err.name}")
+    return int(n)
+
+
+class CudaDevice(GpuDeviceBase):
+    kind = "cuda"
+
+    def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
+        n = device_count()
+        if n == 0:
+            raise DeviceUnavailable("CUDA: the driver loaded but reports 0 devices")
+        if not 0 <= index < n:
+            raise DeviceUnavailable(f"CUDA: device index {index} requested but only {n} device(s) present (0..{n - 1})")
+        drv = self._drv = _driver()
+        self._ok = drv.CUresult.CUDA_SUCCESS
+        self.index = index
+        self.cache = cache
+        self._init_common(llc_bytes)
+        self._dev = self._call(drv.cuDeviceGet(index), "cuDeviceGet")
+        self._ctx = self._call(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
+        self._call(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+        self.stream = self._call(drv.cuStreamCreate(int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING)), "cuStreamCreate")
+        name = self._call(drv.cuDeviceGetName(256, self._dev), "cuDeviceGetName")
+        self._name = name.split(b"\0", 1)[0].decode(errors="replace").strip()
+        A = drv.CUdevice_attribute
+        self._cc = (self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self._sms = self._attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        l2 = self._attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+        self._llc = self._apply_llc_override(l2, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE")
+        try:
+            clock = self._attr(A.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
+            bus = self._attr(A.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+        except DeviceError:
+            clock = bus = 0
+        if clock > 0 and bus > 0:
+            self._peak = (peak_from_clock(clock, bus), f"memory clock {clock} kHz x {bus}-bit bus x 2 (DDR)")
+        else:
+            self._peak = peak_from_table(self._name)
+        self._driver_version = str(self._call(drv.cuDriverGetVersion(), "cuDriverGetVersion"))
+        self._allocs: dict[int, DeviceBuffer] = {}
+        self._closed = False
+
+    # --- helpers --------------------------------------------------------------------------
+    def _call(self, result: Any, what: str) -> Any:
+        return check_call(result, what, self._ok)
+
+    def _attr(self, attr: Any) -> int:
+        return int(self._call(self._drv.cuDeviceGetAttribute(attr, self._dev), f"cuDeviceGetAttribute({attr.name})"))
+
+    def _current(self) -> None:
+        self._call(self._drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+
+    # --- identity -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def target(self) -> str:
+        return f"sm_{self._cc[0]}{self._cc[1]}"
+
+    @property
+    def compiler(self) -> str:
+        return "nvrtc"
+
+    @property
+    def llc_bytes(self) -> int:
+        return self._llc[0]
+
+    @property
+    def llc_source(self) -> str:
+        return self._llc[1]
+
+    @property
+    def compute_units(self) -> int:
+        return self._sms
+
+    @property
+    def peak_bandwidth_gbs(self) -> float:
+        return self._peak[0]
+
+    @property
+    def properties(self) -> DeviceProperties:
+        free, total = self.memory_info()
+        return DeviceProperties(
+            kind="cuda", index=self.index, name=self.name, target=self.target, compiler="nvrtc",
+            llc_bytes=self.llc_bytes, llc_source=self.llc_source, free_bytes=free, total_bytes=total,
+            peak_bandwidth_gbs=self.peak_bandwidth_gbs, peak_bandwidth_source=self._peak[1],
+            compute_units=self._sms, driver=self._driver_version, runtime="cuda-python driver API",
+        )
+
+    def memory_info(self) -> tuple[int, int]:
+        self._current()
+        free, total = self._call(self._drv.cuMemGetInfo(), "cuMemGetInfo")
+        return int(free), int(total)
+
+    # --- memory ---------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise ConfigError(f"allocation size must be a positive number of bytes, got {nbytes!r}")
+        self._current()
+        ptr = self._call(self._drv.cuMemAlloc(int(nbytes)), f"cuMemAlloc({nbytes})")
+        buf = DeviceBuffer(ptr=int(ptr), nbytes=int(nbytes), device_kind="cuda", owner=ptr)
+        self._allocs[buf.ptr] = buf
+        return buf
+
+    def free(self, buf: DeviceBuffer) -> None:
+        if buf.freed:
+            return
+        self._current()
+        self._call(self._drv.cuMemFree(buf.owner), "cuMemFree")
+        buf.freed = True
+        self._allocs.pop(buf.ptr, None)
+
+    def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        src = np.ascontiguousarray(host)
+        if src.nbytes > buf.nbytes:
+            raise ConfigError(f"copy of {src.nbytes} B does not fit the {buf.nbytes} B buffer")
+        self._current()
+        self._call(self._drv.cuMemcpyHtoD(buf.owner, src.ctypes.data, src.nbytes), "cuMemcpyHtoD")
+
+    def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
+            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
+        self._current()
+        self.synchronize()
+        self._call(self._drv.cuMemcpyDtoH(host.ctypes.data, buf.owner, host.nbytes), "cuMemcpyDtoH")
+
+    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
+        self._call(self._drv.cuMemsetD8Async(buf.owner, value, buf.nbytes, self.stream), "cuMemsetD8Async")
+
+    def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:
+        drv = self._drv
+        flags = int(drv.CU_MEMHOSTALLOC_DEVICEMAP) | int(drv.CU_MEMHOSTALLOC_PORTABLE)
+        host = int(self._call(drv.cuMemHostAlloc(nbytes, flags), "cuMemHostAlloc"))
+        ctypes.memset(host, 0, nbytes)
+        dev = int(self._call(drv.cuMemHostGetDevicePointer(host, 0), "cuMemHostGetDevicePointer"))
+        self._mapped = host
+        return host, dev
+
+    # --- code -----------------------------------------------------------------------------
+    def load(self, code: ObjectCode) -> Any:
+        if code.compiler != "nvrtc":
+            raise ConfigError(f"the CUDA device loads NVRTC cubins, not {code.compiler!r} output")
+        self._current()
+        return self._call(self._drv.cuModuleLoadData(code.binary), f"cuModuleLoadData({code.target})")
+
+    def kernel(self, module: Any, name: str) -> Any:
+        return self._call(self._drv.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name!r})")
+
+    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
+               shared_bytes: int = 0, stream: Any = None) -> None:
+        res = self._drv.cuLaunchKernel(kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                       shared_bytes, self.stream if stream is None else stream, args.address, 0)
+        if res[0] != self._ok:
+            self._call(res, f"cuLaunchKernel(grid={grid}, block={block})")
+
+    # --- timing ---------------------------------------------------------------------------
+    def event(self) -> Any:
+        return self._call(self._drv.cuEventCreate(int(self._drv.CUevent_flags.CU_EVENT_DEFAULT)), "cuEventCreate")
+
+    def record(self, event: Any, stream: Any = None) -> None:
+        res = self._drv.cuEventRecord(event, self.stream if stream is None else stream)
+        if res[0] != self._ok:
+            self._call(res, "cuEventRecord")
+
+    def elapsed_s(self, start: Any, end: Any) -> float:
+        ms = self._call(self._drv.cuEventElapsedTime(start, end), "cuEventElapsedTime")
+        return float(ms) * 1e-3
+
+    def synchronize(self) -> None:
+        self._call(self._drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.synchronize()
+            for buf in list(self._allocs.values()):
+                self.free(buf)
+        finally:
+            self._drv.cuDevicePrimaryCtxRelease(self._dev)
+
+    def __repr__(self) -> str:
+        return f"CudaDevice({self.index}, {self.name!r}, {self.target})"

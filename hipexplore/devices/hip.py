@@ -1,0 +1,255 @@
+"""AMD GPUs through hip-python (``hip.hip``): the HIP runtime's module API.
+
+``hipModuleLoadData`` on hiprtc code objects, ``hipModuleGetFunction``, ``hipModuleLaunchKernel``
+with a ``void*[]`` of argument addresses (``PackedArgs.address``; ``PackedArgs.packed()`` is the
+byte image HIP's ``extra`` form takes), ``hipEventRecord``/``hipEventElapsedTime``,
+``hipMemGetInfo``, and ``hipDeviceGetAttribute`` for L2 size, CU count, memory clock and bus width.
+
+LLC on MI300-class parts (gfx940/941/942/950): HIP reports one XCD's L2 (4 MiB) as
+``l2CacheSize`` and has no API for the 256 MiB memory-side Infinity Cache, so the LLC used for
+rotating-buffer sizing and flushes is the reported L2 plus ``INFINITY_CACHE_BYTES`` (override with
+``llc_bytes=`` or ``HIPEXPLORE_LLC_BYTES``).
+
+Library: hip-python 7.2.2 against ROCm 5.2's ``libamdhip64.so.5`` works through ``hip.chip.DLL``
+(the same override ``hipexplore.compile.hiprtc`` uses for ``hip.chiprtc.DLL``); ``HIPEXPLORE_HIP_DLL``
+names another library.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Any
+
+import numpy as np
+
+from ..compile.base import ObjectCode
+from ..errors import ConfigError, DeviceUnavailable
+from .base import DeviceBuffer, DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .gpu import GpuDeviceBase, check_call
+
+#: gfx arch prefix -> memory-side cache (Infinity Cache / MALL) bytes that HIP does not report.
+INFINITY_CACHE_BYTES: dict[str, int] = {
+    "gfx940": 256 << 20,
+    "gfx941": 256 << 20,
+    "gfx942": 256 << 20,
+    "gfx950": 256 << 20,
+}
+
+
+def llc_for_arch(arch: str, reported_l2: int) -> tuple[int, str]:
+    """LLC bytes and where they came from, for a gfx arch name like 'gfx942:sramecc+:xnack-'."""
+    base = arch.split(":", 1)[0]
+    extra = INFINITY_CACHE_BYTES.get(base)
+    if extra:
+        return reported_l2 + extra, (f"hipDeviceAttributeL2CacheSize ({reported_l2} B, one XCD) + {extra >> 20} MiB "
+                                     f"Infinity Cache (table, {base}: MI300-class)")
+    return reported_l2, "hipDeviceAttributeL2CacheSize"
+
+
+def hip_dll() -> bytes:
+    """The HIP runtime library to load: HIPEXPLORE_HIP_DLL, else ROCm >= 6's libamdhip64.so, else
+    ROCm 5's libamdhip64.so.5 (what Debian ships)."""
+    env = os.environ.get("HIPEXPLORE_HIP_DLL")
+    if env:
+        return env.encode()
+    for name in ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"):
+        try:
+            ctypes.CDLL(name)
+            return name.encode()
+        except OSError:
+            continue
+    return b"libamdhip64.so.5"
+
+
+def _hip() -> Any:
+    try:
+        from hip import chip
+    except ImportError as exc:
+        raise DeviceUnavailable(f"HIP: looked for the hip-python package (hip.hip) and could not import it: {exc}") from None
+    try:
+        if not getattr(_hip, "_dll_set", False):
+            chip.DLL = hip_dll()
+            _hip._dll_set = True  # type: ignore[attr-defined]
+    except Exception:  # already loaded by someone else: keep theirs
+        pass
+    try:
+        from hip import hip
+    except Exception as exc:
+        raise DeviceUnavailable(f"HIP: hip-python could not load the HIP runtime {getattr(chip, 'DLL', b'?')!r}: {exc}") from None
+    return hip
+
+
+def device_count() -> int:
+    """Number of HIP devices; raises ``DeviceUnavailable`` naming what was looked for."""
+    hip = _hip()
+    try:
+        err, n = hip.hipGetDeviceCount()
+    except Exception as exc:
+        raise DeviceUnavailable(f"HIP: hipGetDeviceCount could not run (runtime library {hip_dll()!r}): {exc}") from None
+    if err != hip.hipError_t.hipSuccess:
+        raise DeviceUnavailable(f"HIP: looked for an AMD GPU with hipGetDeviceCount (runtime {hip_dll().decode()}); it returned {err.name}")
+    return int(n)
+
+
+class HipDevice(GpuDeviceBase):
+    kind = "hip"
+
+    def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
+        n = device_count()
+        if n == 0:
+            raise DeviceUnavailable("HIP: the runtime loaded but reports 0 AMD GPUs")
+        if not 0 <= index < n:
+            raise DeviceUnavailable(f"HIP: device index {index} requested but only {n} device(s) present (0..{n - 1})")
+        hip = self._hip = _hip()
+        self._ok = hip.hipError_t.hipSuccess
+        self.index = index
+        self.cache = cache
+        self._init_common(llc_bytes)
+        self._call(hip.hipSetDevice(index), "hipSetDevice")
+        props = hip.hipDeviceProp_t()
+        self._call(hip.hipGetDeviceProperties(props, index), "hipGetDeviceProperties")
+        raw_name = props.name
+        self._name = (raw_name.decode() if isinstance(raw_name, bytes) else str(raw_name)).split("\0", 1)[0].strip()
+        arch = props.gcnArchName
+        self._arch = (arch.decode() if isinstance(arch, bytes) else str(arch)).split("\0", 1)[0].strip()
+        A = hip.hipDeviceAttribute_t
+        self._cus = self._attr(A.hipDeviceAttributeMultiprocessorCount)
+        l2 = self._attr(A.hipDeviceAttributeL2CacheSize)
+        self._llc = self._apply_llc_override(*llc_for_arch(self._arch, l2))
+        clock = self._attr(A.hipDeviceAttributeMemoryClockRate)
+        bus = self._attr(A.hipDeviceAttributeMemoryBusWidth)
+        self._wall_khz = self._attr(A.hipDeviceAttributeWallClockRate) or 100_000
+        if clock > 0 and bus > 0:
+            self._peak = (peak_from_clock(clock, bus), f"memory clock {clock} kHz x {bus}-bit bus x 2 (DDR)")
+        else:
+            self._peak = peak_from_table(self._name)
+        self._driver_version = str(self._call(hip.hipDriverGetVersion(), "hipDriverGetVersion"))
+        self._runtime_version = str(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
+        self.stream = self._call(hip.hipStreamCreateWithFlags(1), "hipStreamCreateWithFlags(hipStreamNonBlocking)")
+        self._allocs: dict[int, DeviceBuffer] = {}
+
+    def _call(self, result: Any, what: str) -> Any:
+        return check_call(result, what, self._ok)
+
+    def _attr(self, attr: Any) -> int:
+        return int(self._call(self._hip.hipDeviceGetAttribute(attr, self.index), f"hipDeviceGetAttribute({attr.name})"))
+
+    def _spin_timeout_arg(self, timeout_s: float) -> int:
+        # the spin kernel reads s_memrealtime x 10 as ns (a 100 MHz clock); scale for another rate
+        return int(timeout_s * 1e9 * (100_000 / self._wall_khz))
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def target(self) -> str:
+        return self._arch.split(":", 1)[0]
+
+    @property
+    def compiler(self) -> str:
+        return "hiprtc"
+
+    @property
+    def llc_bytes(self) -> int:
+        return self._llc[0]
+
+    @property
+    def llc_source(self) -> str:
+        return self._llc[1]
+
+    @property
+    def compute_units(self) -> int:
+        return self._cus
+
+    @property
+    def peak_bandwidth_gbs(self) -> float:
+        return self._peak[0]
+
+    @property
+    def properties(self) -> DeviceProperties:
+        free, total = self.memory_info()
+        return DeviceProperties(
+            kind="hip", index=self.index, name=self.name, target=self.target, compiler="hiprtc",
+            llc_bytes=self.llc_bytes, llc_source=self.llc_source, free_bytes=free, total_bytes=total,
+            peak_bandwidth_gbs=self.peak_bandwidth_gbs, peak_bandwidth_source=self._peak[1],
+            compute_units=self._cus, driver=self._driver_version, runtime=f"HIP {self._runtime_version} (hip-python)",
+            extra={"gcnArchName": self._arch},
+        )
+
+    def memory_info(self) -> tuple[int, int]:
+        free, total = self._call(self._hip.hipMemGetInfo(), "hipMemGetInfo")
+        return int(free), int(total)
+
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise ConfigError(f"allocation size must be a positive number of bytes, got {nbytes!r}")
+        ptr = self._call(self._hip.hipMalloc(int(nbytes)), f"hipMalloc({nbytes})")
+        buf = DeviceBuffer(ptr=int(ptr), nbytes=int(nbytes), device_kind="hip", owner=ptr)
+        self._allocs[buf.ptr] = buf
+        return buf
+
+    def free(self, buf: DeviceBuffer) -> None:
+        if buf.freed:
+            return
+        self._call(self._hip.hipFree(buf.owner), "hipFree")
+        buf.freed = True
+        self._allocs.pop(buf.ptr, None)
+
+    def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        src = np.ascontiguousarray(host)
+        if src.nbytes > buf.nbytes:
+            raise ConfigError(f"copy of {src.nbytes} B does not fit the {buf.nbytes} B buffer")
+        self._call(self._hip.hipMemcpyHtoD(buf.owner, src.ctypes.data, src.nbytes), "hipMemcpyHtoD")
+
+    def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
+            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
+        self.synchronize()
+        self._call(self._hip.hipMemcpyDtoH(host.ctypes.data, buf.owner, host.nbytes), "hipMemcpyDtoH")
+
+    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
+        self._call(self._hip.hipMemsetD8Async(buf.owner, value, buf.nbytes, self.stream), "hipMemsetD8Async")
+
+    def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:
+        hip = self._hip
+        host = self._call(hip.hipHostMalloc(nbytes, hip.hipHostMallocMapped | hip.hipHostMallocPortable), "hipHostMalloc(mapped)")
+        host_addr = int(host)
+        ctypes.memset(host_addr, 0, nbytes)
+        dev = self._call(hip.hipHostGetDevicePointer(host, 0), "hipHostGetDevicePointer")
+        self._mapped = host
+        return host_addr, int(dev)
+
+    def load(self, code: ObjectCode) -> Any:
+        if code.compiler != "hiprtc":
+            raise ConfigError(f"the HIP device loads hiprtc code objects, not {code.compiler!r} output")
+        return self._call(self._hip.hipModuleLoadData(code.binary), f"hipModuleLoadData({code.target})")
+
+    def kernel(self, module: Any, name: str) -> Any:
+        return self._call(self._hip.hipModuleGetFunction(module, name.encode()), f"hipModuleGetFunction({name!r})")
+
+    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
+               shared_bytes: int = 0, stream: Any = None) -> None:
+        res = self._hip.hipModuleLaunchKernel(kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                              shared_bytes, self.stream if stream is None else stream, args.address, None)
+        self._call(res, f"hipModuleLaunchKernel(grid={grid}, block={block})")
+
+    def event(self) -> Any:
+        return self._call(self._hip.hipEventCreate(), "hipEventCreate")
+
+    def record(self, event: Any, stream: Any = None) -> None:
+        self._call(self._hip.hipEventRecord(event, self.stream if stream is None else stream), "hipEventRecord")
+
+    def elapsed_s(self, start: Any, end: Any) -> float:
+        return float(self._call(self._hip.hipEventElapsedTime(start, end), "hipEventElapsedTime")) * 1e-3
+
+    def synchronize(self) -> None:
+        self._call(self._hip.hipStreamSynchronize(self.stream), "hipStreamSynchronize")
+
+    def close(self) -> None:
+        self.synchronize()
+        for buf in list(self._allocs.values()):
+            self.free(buf)
+
+    def __repr__(self) -> str:
+        return f"HipDevice({self.index}, {self.name!r}, {self._arch})"

@@ -1,0 +1,284 @@
+"""The kernel catalog: built-in streaming kernels plus anything a user or another module registers.
+
+Registration is open: ``register(spec)`` adds a kernel (``replace=True`` to overwrite), so the GEMM
+family in ``kernels/gemm.py`` and user kernels sit next to triad, copy and fill.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import sources
+from .spec import Arg, Geometry, KernelSpec, fixed_geometry, grid_stride
+
+_REGISTRY: dict[str, KernelSpec] = {}
+_LOCK = threading.Lock()
+
+
+def register(spec: KernelSpec, *, replace: bool = False) -> KernelSpec:
+    """Add a kernel to the catalog; a second kernel of the same name needs ``replace=True``."""
+    if not isinstance(spec, KernelSpec):
+        raise ConfigError(f"register() expects a KernelSpec, got {type(spec).__name__}")
+    with _LOCK:
+        if spec.name in _REGISTRY and not replace and _REGISTRY[spec.name] is not spec:
+            raise ConfigError(f"kernel {spec.name!r} is already registered; pass replace=True to overwrite it")
+        _REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    with _LOCK:
+        _REGISTRY.pop(name, None)
+
+
+def get(name: str | KernelSpec) -> KernelSpec:
+    if isinstance(name, KernelSpec):
+        return name
+    with _LOCK:
+        spec = _REGISTRY.get(name)
+    if spec is None:
+        raise ConfigError(f"unknown kernel {name!r}; registered kernels: {', '.join(names())}")
+    return spec
+
+
+def names() -> list[str]:
+    with _LOCK:
+        return sorted(_REGISTRY)
+
+
+def _triad_ref(inputs: Mapping[str, np.ndarray], scalars: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {"a": (inputs["b"] + np.float32(scalars["s"]) * inputs["c"]).astype(np.float32)}
+
+
+def _copy_ref(inputs: Mapping[str, np.ndarray], scalars: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {"dst": inputs["src"].copy()}
+
+
+def _fill_ref(inputs: Mapping[str, np.ndarray], scalars: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    n = int(scalars["n"])
+    return {"dst": np.full(n, np.float32(scalars["value"]), dtype=np.float32)}
+
+
+TRIAD = KernelSpec(
+    name="triad",
+    entry="triad",
+    args=(
+        Arg("a", "buffer", "float32", role="out"),
+        Arg("b", "buffer", "float32", role="in"),
+        Arg("c", "buffer", "float32", role="in"),
+        Arg("s", "scalar", "float32", value=3.0),
+        Arg("n", "scalar", "uint64", value="n"),
+    ),
+    gpu_source=sources.TRIAD_GPU,
+    host_source=sources.HOST_KERNELS_C,
+    geometry=grid_stride(4, 256),
+    bytes_per_launch=lambda n: 3 * 4 * n,
+    flops_per_launch=lambda n: 2 * n,
+    reference=_triad_ref,
+    description="STREAM triad a = b + s*c, fp32: reads 2 arrays, writes 1",
+)
+
+COPY = KernelSpec(
+    name="copy",
+    entry="copy",
+    args=(
+        Arg("dst", "buffer", "float32", role="out"),
+        Arg("src", "buffer", "float32", role="in"),
+        Arg("n", "scalar", "uint64", value="n"),
+    ),
+    gpu_source=sources.COPY_GPU,
+    host_source=sources.HOST_KERNELS_C,
+    geometry=grid_stride(4, 256),
+    bytes_per_launch=lambda n: 2 * 4 * n,
+    reference=_copy_ref,
+    description="copy dst = src, fp32: reads 1 array, writes 1",
+)
+
+FILL = KernelSpec(
+    name="fill",
+    entry="fill",
+    args=(
+        Arg("dst", "buffer", "float32", role="out"),
+        Arg("value", "scalar", "float32", value=1.5),
+        Arg("n", "scalar", "uint64", value="n"),
+    ),
+    gpu_source=sources.FILL_GPU,
+    host_source=sources.HOST_KERNELS_C,
+    geometry=grid_stride(4, 256),
+    bytes_per_launch=lambda n: 4 * n,
+    reference=_fill_ref,
+    description="fill dst = value, fp32: writes 1 array",
+)
+
+#: The blocking kernel is part of the catalog for inspection and compile tests; the harness uses
+#: it through ``Device.hold_stream`` and it is not a benchmark target (no host twin: the host
+#: device runs launches synchronously and has no queue to hold).
+SPIN = KernelSpec(
+    name="spin",
+    entry="hx_spin",
+    args=(
+        Arg("flag", "buffer", "int32", role="in", count=1, init="zeros"),
+        Arg("status", "buffer", "int32", role="out", count=1, init="zeros"),
+        Arg("timeout_ns", "scalar", "uint64", value=1_000_000_000),
+    ),
+    gpu_source=sources.SPIN_GPU,
+    geometry=fixed_geometry(1, 32),
+    bytes_per_launch=lambda n: 0,
+    description="blocking kernel: holds the stream until the host writes its flag (or times out)",
+)
+
+#: Flush kernels (used by ``hipexplore.bench.flush``; listed so they compile and cache like any kernel).
+FLUSH_L2_WRITE = KernelSpec(
+    name="flush-l2-write",
+    entry="hx_write_flush",
+    args=(
+        Arg("buf", "buffer", "uint32", role="out", count="n"),
+        Arg("value", "scalar", "uint32", value=0),
+        Arg("n", "scalar", "uint64", value="n"),
+    ),
+    gpu_source=sources.WRITE_FLUSH_GPU,
+    host_source=sources.HOST_KERNELS_C,
+    element_dtype="uint32",
+    geometry=grid_stride(4, 256),
+    bytes_per_launch=lambda n: 4 * n,
+    description="write flush: stores over a buffer of at least the LLC (leaves dirty lines)",
+)
+
+FLUSH_L2_READ = KernelSpec(
+    name="flush-l2-read",
+    entry="hx_read_flush",
+    args=(
+        Arg("buf", "buffer", "uint32", role="in", count="4*n", init="zeros"),
+        Arg("n16", "scalar", "uint64", value="n"),
+        Arg("sink", "buffer", "uint32", role="out", count=4, init="zeros"),
+    ),
+    gpu_source=sources.READ_FLUSH_GPU,
+    host_source=sources.HOST_KERNELS_C,
+    element_dtype="uint32",
+    geometry=grid_stride(4, 256),
+    bytes_per_launch=lambda n: 16 * n,
+    description="read flush: reads a buffer of at least 2x the LLC (clean eviction); n counts 16-byte words",
+)
+
+FLUSH_ICACHE = KernelSpec(
+    name="flush-icache",
+    entry="hx_icache_flush",
+    args=(),
+    gpu_source=sources.ICACHE_FLUSH_GPU,
+    geometry=lambda n, dev: ((max(1, dev.compute_units) * 60, 1, 1), (64, 1, 1)),
+    bytes_per_launch=lambda n: 0,
+    description="AMD instruction-cache flush kernel: s_icache_inv + 16 s_nop on compute_units*60 blocks",
+)
+
+for _spec in (TRIAD, COPY, FILL, SPIN, FLUSH_L2_WRITE, FLUSH_L2_READ, FLUSH_ICACHE):
+    register(_spec, replace=True)
+
+BUILTIN = ("triad", "copy", "fill")
+
+
+def user_kernel(
+    source: str | Path,
+    entry: str,
+    args: Sequence[Arg] | str,
+    *,
+    name: str | None = None,
+    grid: int | Sequence[int] | None = None,
+    block: int | Sequence[int] = 256,
+    blocks_per_cu: int = 4,
+    bytes_per_launch: int | str | None = None,
+    flops_per_launch: int | str = 0,
+    host_source: str | Path | None = None,
+    element_dtype: str = "float32",
+    options: Sequence[str] = (),
+    register_it: bool = True,
+) -> KernelSpec:
+    """Bring your own kernel: a source (text or file), entry name, arguments and geometry.
+
+    A ``.c`` file is a host kernel; other sources compile with hiprtc/NVRTC (``host_source`` adds a
+    host twin).
+    ``args`` may be ``Arg`` objects or a compact string (see ``parse_args``). ``grid=None`` gives a
+    grid-stride launch of ``blocks_per_cu`` blocks per compute unit; ``bytes_per_launch`` is an int
+    or an expression in n (default: the sum of the buffer sizes).
+    """
+    from .spec import evaluate
+
+    text: str | None = _read_source(source)
+    host_text = _read_source(host_source) if host_source is not None else None
+    if host_text is None and str(source).endswith(".c") and "\n" not in str(source):
+        host_text, text = text, None  # a .c file is a host kernel (cc + ctypes), not hiprtc/NVRTC source
+    parsed = parse_args(args) if isinstance(args, str) else tuple(args)
+    geometry: Geometry = grid_stride(blocks_per_cu, block if isinstance(block, int) else block[0]) if grid is None else fixed_geometry(grid, block)
+    bpl = None
+    if bytes_per_launch is not None:
+        evaluate(bytes_per_launch, 1, what="bytes_per_launch")
+        bpl = lambda n, e=bytes_per_launch: int(evaluate(e, n, what="bytes_per_launch"))  # noqa: E731
+    evaluate(flops_per_launch, 1, what="flops_per_launch")
+    fpl = lambda n, e=flops_per_launch: int(evaluate(e, n, what="flops_per_launch"))  # noqa: E731
+    spec = KernelSpec(
+        name=name or entry,
+        entry=entry,
+        args=parsed,
+        gpu_source=text,
+        host_source=host_text,
+        geometry=geometry,
+        element_dtype=element_dtype,
+        bytes_per_launch=bpl,
+        flops_per_launch=fpl,
+        options=tuple(options),
+        description=f"user kernel {entry}",
+    )
+    if register_it:
+        register(spec, replace=True)
+    return spec
+
+
+def _read_source(source: str | Path) -> str:
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".cu", ".hip", ".cpp", ".c", ".cc"))):
+        path = Path(source)
+        if not path.is_file():
+            raise ConfigError(f"kernel source file {str(path)!r} does not exist")
+        return path.read_text()
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(f"kernel source must be source text or a path to a .cu/.hip/.cpp/.c file, got {source!r}")
+    return source
+
+
+def parse_args(text: str) -> tuple[Arg, ...]:
+    """Parse ``"out:a:f32[n], in:b:f32[n], s:f32=2.5, n:u64=n"``.
+
+    Buffers are ``ROLE:NAME:DTYPE[COUNT]`` with ROLE in/out/inout; scalars are ``NAME:DTYPE=VALUE``;
+    COUNT and VALUE may be expressions in n.
+    """
+    out: list[Arg] = []
+    for raw in [p.strip() for p in text.split(",") if p.strip()]:
+        parts = raw.split(":")
+        try:
+            if "=" in raw and "[" not in raw:
+                name, rest = parts[0], ":".join(parts[1:])
+                dtype, value = rest.split("=", 1)
+                val: Any = value.strip()
+                try:
+                    val = float(val) if any(ch in val for ch in ".e") and val != "n" else int(val)
+                except ValueError:
+                    pass
+                out.append(Arg(name.strip(), "scalar", dtype.strip(), value=val))
+            else:
+                role, name, typed = parts[0].strip(), parts[1].strip(), parts[2].strip()
+                dtype, count = typed.split("[", 1)
+                count = count.rstrip("]").strip()
+                cnt: int | str = int(count) if count.isdigit() else count
+                out.append(Arg(name, "buffer", dtype.strip(), role=role, count=cnt))  # type: ignore[arg-type]
+        except ConfigError:
+            raise
+        except Exception:
+            raise ConfigError(
+                f"cannot parse kernel argument {raw!r}; expected ROLE:NAME:DTYPE[COUNT] for a buffer "
+                f"(e.g. 'out:a:f32[n]') or NAME:DTYPE=VALUE for a scalar (e.g. 'n:u64=n')"
+            ) from None
+    if not out:
+        raise ConfigError(f"no kernel arguments in {text!r}")
+    return tuple(out)
