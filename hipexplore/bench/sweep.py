@@ -7,7 +7,7 @@ after an l2-read flush) and every summary reports its bias against it (median / 
 With ``out=FILE.parquet`` the samples go to FILE.parquet, the summary to FILE.summary.parquet and
 the provenance to FILE.meta.json, all rewritten atomically after each configuration: an
 interrupted sweep keeps what finished, and running it again with the same ``out`` resumes (done
-configurations are skipped). ``on_result(summary_row)`` is called after each configuration and
+configurations are skipped). ``on_samples(frame)`` then ``on_result(summary_row)`` are called after each configuration and
 ``should_stop()`` before each one, so a widget can show live results and stop the sweep.
 """
 from __future__ import annotations
@@ -157,6 +157,7 @@ def sweep(
     resume: bool = True,
     progress: bool = True,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    on_samples: Callable[[pd.DataFrame], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     mem_fraction: float = rot.DEFAULT_MEM_FRACTION,
     chunk: int = DEFAULT_CHUNK,
@@ -260,6 +261,8 @@ def sweep(
             summary_rows.append(row)
             if paths is not None:
                 _flush_to_disk(paths, samples_parts, summary_rows, metadata)
+            if on_samples is not None:
+                on_samples(rows.copy())
             if on_result is not None:
                 on_result(dict(row))
             bar.update(1)

@@ -1,0 +1,335 @@
+"""A sweep panel for JupyterLab: pick device, kernel, sizes, rotating counts, flush modes and
+iterations, press Run, watch the noise plots fill in, press Stop at any time.
+
+Design notes (each one a failure seen elsewhere):
+  * The sweep runs in a worker thread so the kernel stays free to receive the Stop click.
+  * ipywidgets swallows exceptions raised in callbacks (it only logs "Exception in callback").
+    So the handlers catch errors and show them in the panel; a bad input (``HipexploreError``)
+    stops there, anything else is also re-raised so it reaches the log and fails a test that
+    calls the handler directly. A failure inside the sweep is shown, kept in ``panel.error``,
+    and re-raised by ``panel.wait()``.
+  * Plots are rendered to PNG bytes and put into ``Image`` widgets: that works from a thread and
+    outside a notebook (tests), unlike ``Output`` capture.
+  * Results stay with the panel: ``panel.samples`` and ``panel.summary`` are DataFrames of what
+    arrived, also after Stop or an error.
+"""
+from __future__ import annotations
+
+import html
+import re
+import threading
+import time
+import traceback
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from .errors import ConfigError, HipexploreError
+
+def parse_size(text: str | int) -> int:
+    """``"16MiB"``, ``"512k"``, ``"1 GiB"`` or a plain byte count -> bytes (the sweep's parser)."""
+    from .bench.sweep import parse_size as parse_one
+
+    return parse_one(text)
+
+
+def parse_sizes(text: str | Sequence[str | int]) -> list[int]:
+    """``"256KiB, 1 MiB"`` (comma-separated) or a list of sizes -> byte counts."""
+    items = [t.strip() for t in re.split(r"[,;]", text) if t.strip()] if isinstance(text, str) else list(text)
+    if not items:
+        raise ConfigError("sizes is empty; give at least one size such as '1MiB'")
+    return [parse_size(t) for t in items]
+
+
+def parse_rotating(text: str | Sequence[int | str]) -> list[int | str]:
+    """``"1, 2, 4, auto"`` -> ``[1, 2, 4, "auto"]`` (auto: derived from the cache and buffer size)."""
+    from .bench.rotating import parse_rotating as parse_one
+
+    items = [t for t in re.split(r"[,\s]+", text) if t] if isinstance(text, str) else list(text)
+    if not items:
+        raise ConfigError("rotating is empty; give counts such as '1, 2, 4, auto'")
+    return [parse_one(t) for t in items]
+
+
+def _default_runner() -> Callable[..., Any]:
+    from .bench.sweep import sweep
+
+    return sweep
+
+
+def _device_choices() -> list[str]:
+    from .devices import KINDS
+
+    return list(KINDS)
+
+
+def _kernel_choices() -> list[str]:
+    try:
+        from .kernels import names
+
+        # the streaming kernels; flush-* and spin are the harness's own helpers
+        return [n for n in names() if not n.startswith(("gemm", "flush-")) and n != "spin"] or ["triad"]
+    except Exception:
+        return ["triad"]
+
+
+def _flush_choices() -> tuple[str, ...]:
+    try:
+        from .devices.base import FLUSH_MODES
+
+        return FLUSH_MODES
+    except Exception:
+        return ("none", "l2-write", "l2-read")
+
+
+def _as_frame(obj: Any) -> pd.DataFrame | None:
+    if obj is None:
+        return None
+    if isinstance(obj, pd.DataFrame):
+        return obj
+    if isinstance(obj, pd.Series):
+        return obj.to_frame().T
+    if isinstance(obj, dict):
+        return pd.DataFrame([obj])
+    if isinstance(obj, list):
+        return pd.DataFrame(obj)
+    raise TypeError(f"cannot turn a {type(obj).__name__} into a DataFrame")
+
+
+def split_result(result: Any) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """(samples, summary) from what a sweep hands over: one summary row (a dict, what
+    ``bench.sweep`` passes to ``on_result``), an object with ``samples`` and ``summary``
+    attributes (its final ``SweepResult``), a ``(samples, summary)`` pair, or a dict with those keys."""
+    if isinstance(result, tuple) and len(result) == 2:
+        samples, summary = result
+    elif isinstance(result, dict) and ("samples" in result or "summary" in result):
+        samples, summary = result.get("samples"), result.get("summary")
+    elif isinstance(result, dict):  # hipexplore.bench.sweep hands over one summary row
+        samples, summary = None, result
+    else:
+        samples, summary = getattr(result, "samples", None), getattr(result, "summary", None)
+    return _as_frame(samples), _as_frame(summary)
+
+
+class SweepPanel:
+    """The sweep panel. Display it as the last expression of a cell; read ``samples``/``summary``
+    afterwards. ``runner`` defaults to ``hipexplore.bench.sweep.sweep``."""
+
+    def __init__(
+        self,
+        runner: Callable[..., Any] | None = None,
+        device: str = "auto",
+        kernel: str = "triad",
+        sizes: str = "1MiB",
+        rotating: str = "1, 2, 4, auto",
+        flush: Sequence[str] = ("none", "l2-read"),
+        iterations: int = 30,
+    ) -> None:
+        import ipywidgets as w
+
+        self._runner = runner
+        devices = _device_choices()
+        kernels = _kernel_choices()
+        flushes = _flush_choices()
+        style = {"description_width": "90px"}
+        self.device = w.Dropdown(options=devices if device in devices else [device, *devices], value=device, description="device", style=style)
+        self.kernel = w.Dropdown(options=kernels if kernel in kernels else [kernel, *kernels], value=kernel, description="kernel", style=style)
+        self.sizes = w.Text(value=sizes, description="sizes", placeholder="1MiB, 16MiB", style=style)
+        self.rotating = w.Text(value=rotating, description="rotating", placeholder="1, 2, 4, auto", style=style)
+        self.flush = w.SelectMultiple(options=list(flushes), value=tuple(f for f in flush if f in flushes), description="flush", rows=min(5, len(flushes)), style=style)
+        self.iterations = w.BoundedIntText(value=iterations, min=1, max=1_000_000, description="iterations", style=style)
+        self.run_button = w.Button(description="Run", button_style="success", icon="play")
+        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", style=style)
+        self.status = w.Label(value="idle")
+        self.errors = w.HTML(value="")
+        self.noise_image = w.Image(format="png", layout=w.Layout(max_width="48%"))
+        self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%"))
+        self.run_button.on_click(self._on_run_clicked)
+        self.stop_button.on_click(self._on_stop_clicked)
+        controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.iterations])
+        buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
+        self.widget = w.VBox([controls, buttons, self.errors, w.HBox([self.noise_image, self.detail_image])])
+
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._samples: list[pd.DataFrame] = []
+        self._summary: list[pd.DataFrame] = []
+        self._final: tuple[pd.DataFrame | None, pd.DataFrame | None] | None = None
+        self._total = 1
+        self._done = 0
+        self._started = 0.0
+
+    # -- display ----------------------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # -- results ------------------------------------------------------------------------------
+    @property
+    def samples(self) -> pd.DataFrame:
+        """Every timed sample that arrived (the sweep's final frame once it finished)."""
+        with self._lock:
+            if self._final is not None and self._final[0] is not None:
+                return self._final[0].copy()
+            return pd.concat(self._samples, ignore_index=True) if self._samples else pd.DataFrame()
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """One row per configuration that finished."""
+        with self._lock:
+            if self._final is not None and self._final[1] is not None:
+                return self._final[1].copy()
+            return pd.concat(self._summary, ignore_index=True) if self._summary else pd.DataFrame()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- parameters ---------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """The sweep arguments from the controls; ``ConfigError`` names a bad field."""
+        flush = list(self.flush.value)
+        if not flush:
+            raise ConfigError("no flush mode selected; select at least one (e.g. 'none')")
+        return {
+            "device": self.device.value,
+            "kernels": self.kernel.value,
+            "sizes": parse_sizes(self.sizes.value),
+            "rotating": parse_rotating(self.rotating.value),
+            "flush": flush,
+            "iterations": int(self.iterations.value),
+        }
+
+    def expected_results(self, params: dict[str, Any]) -> int:
+        """Configurations the sweep reports: every (size, rotating, flush) plus one cold
+        reference per size."""
+        return len(params["sizes"]) * (len(params["rotating"]) * len(params["flush"]) + 1)
+
+    # -- handlers (called by the buttons; tests call them directly) -----------------------------
+    def _on_run_clicked(self, _button: Any = None) -> None:
+        try:
+            self.run(blocking=False)
+        except HipexploreError as exc:
+            self._show_error(exc)
+        except Exception as exc:
+            self._show_error(exc)
+            raise
+
+    def _on_stop_clicked(self, _button: Any = None) -> None:
+        self.stop()
+
+    # -- control ------------------------------------------------------------------------------
+    def run(self, blocking: bool = False) -> None:
+        """Start the sweep (in a thread unless ``blocking``). Bad parameters raise ``ConfigError``."""
+        if self.running:
+            raise ConfigError("a sweep is already running; press Stop or wait for it to finish")
+        params = self.params()
+        runner = self._runner or _default_runner()
+        with self._lock:
+            self._samples, self._summary, self._final = [], [], None
+        self.error = None
+        self.errors.value = ""
+        self._stop.clear()
+        self._total = max(1, self.expected_results(params))
+        self._done = 0
+        self._started = time.perf_counter()
+        self.progress.max, self.progress.value, self.progress.bar_style = self._total, 0, ""
+        self.status.value = f"running 0/{self._total}"
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        if blocking:
+            self._work(runner, params)
+            self.wait()
+        else:
+            self._thread = threading.Thread(target=self._work, args=(runner, params), name="hipexplore-sweep", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the sweep to stop after the configuration it is measuring."""
+        self._stop.set()
+        if self.running:
+            self.status.value = "stopping after the current configuration…"
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the sweep ends; re-raise its error, if any."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                raise TimeoutError(f"sweep still running after {timeout} s")
+        if self.error is not None:
+            raise self.error
+
+    # -- the worker -----------------------------------------------------------------------------
+    def _work(self, runner: Callable[..., Any], params: dict[str, Any]) -> None:
+        device = None
+        try:
+            if self._runner is None:  # the real sweep: open the device here, close it afterwards
+                from .devices import get_device
+
+                device = params["device"] = get_device(params["device"])
+                params["progress"] = False  # the panel has its own bar
+            final = runner(**params, on_result=self._on_result, on_samples=self._on_samples, should_stop=self._stop.is_set)
+            samples, summary = split_result(final) if final is not None else (None, None)
+            with self._lock:
+                self._final = (samples, summary)
+            self._redraw()
+            word = "stopped" if self._stop.is_set() else "done"
+            n = len(self.summary)
+            self.status.value = f"{word}: {n} configurations in {time.perf_counter() - self._started:.1f} s"
+            self.progress.bar_style = "warning" if self._stop.is_set() else "success"
+        except BaseException as exc:  # shown in the panel and kept; wait() re-raises it
+            self.error = exc
+            self._show_error(exc)
+            self.progress.bar_style = "danger"
+            self.status.value = f"failed after {len(self.summary)} configurations"
+        finally:
+            close = getattr(device, "close", None)
+            if callable(close):
+                close()
+            self.run_button.disabled, self.stop_button.disabled = False, True
+
+    def _on_samples(self, samples: Any) -> None:
+        """The finished configuration's samples, kept so that Stop or an error loses nothing."""
+        with self._lock:
+            self._samples.append(samples)
+
+    def _on_result(self, result: Any) -> None:
+        """Called by the sweep for each finished configuration."""
+        samples, summary = split_result(result)
+        with self._lock:
+            if samples is not None:
+                self._samples.append(samples)
+            if summary is not None:
+                self._summary.append(summary)
+        self._done += 1
+        self.progress.value = min(self._done, self.progress.max)
+        self.status.value = f"running {self._done}/{self._total} ({time.perf_counter() - self._started:.1f} s)"
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """Re-render the plots from the summary rows so far: relative IQR and bias against the
+        cold reference for the largest size measured."""
+        from . import plots
+
+        summary = self.summary
+        if summary.empty:
+            return
+        kernel = summary["kernel"].iloc[-1]
+        size = int(summary.loc[summary["kernel"] == kernel, "size_bytes"].iloc[-1])
+        for image, draw in ((self.noise_image, plots.plot_iqr_vs_rotating), (self.detail_image, plots.plot_bias)):
+            try:
+                image.value = plots.figure_png(draw(summary, kernel=kernel, size_bytes=size), dpi=80)
+            except ConfigError:  # nothing to draw yet (only the cold reference has arrived)
+                continue
+
+    def _show_error(self, exc: BaseException) -> None:
+        if isinstance(exc, HipexploreError):
+            text = f"<b>{type(exc).__name__}</b>: {html.escape(str(exc), quote=False)}"
+        else:
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            text = f"<b>{type(exc).__name__}</b>: {html.escape(str(exc), quote=False)}<details><summary>traceback</summary><pre>{html.escape(tb)}</pre></details>"
+        self.errors.value = f'<div style="color:#a00;border:1px solid #a00;padding:4px">{text}</div>'
+
+
+__all__ = ["SweepPanel", "parse_rotating", "parse_size", "parse_sizes", "split_result"]

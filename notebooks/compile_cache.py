@@ -1,0 +1,90 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The compile cache, with a tuning-list replay
+#
+# A split-K tuner compiles, for every candidate tile configuration, the GEMM kernel **plus** a
+# zero fill, a pointwise tail and (split > 1) a reduction. Only the GEMM depends on the
+# candidate, so the tails repeat across candidates; that repetition is what a compile cache can
+# save (the motivation of MIGraphX PR 5270).
+#
+# hipexplore's cache (`hipexplore.compile.CompileCache`):
+#
+# * key = canonical JSON of the request (sources, headers, kernels, options, target, mode) plus the
+#   compiler's identity; its SHA-256 is only an index, the full record is compared on every hit;
+# * diagnostics (`dump-source`, `dump-asm`, `trace`) bypass the cache, so a hit never skips a dump;
+# * every lookup is an event: `compiled`, `memory-hit`, `disk-hit`, `joined` (waited on an identical
+#   compile in flight), `failed`, `bypassed`; "seconds saved" is a sum of recorded compile times.
+#
+# This notebook replays a tuning list once per scenario (`ideal`: each unique kernel compiled once
+# without a cache; `off`: every request compiles; then the chosen cache mode) and plots the events.
+
+# %% tags=["parameters"]
+compiler = "host"  # "host", "hiprtc" (ROCm), "nvrtc" (CUDA)
+target = "host"  # "host", "gfx90a", "sm_90", ...
+problems = 2  # GEMM problems of one transformer layer (a count, or names such as "qkv,mlp_up")
+candidates = 6  # candidates per problem (tiles x split-K)
+jobs = 1  # compiles at once (recorded data: the pass with this many jobs)
+cache = "memory"  # "memory" or "disk"
+data = "live"  # "live", or a folder of recorded replay parquet files (e.g. "data/tuning")
+
+# %%
+# %matplotlib inline
+from hipexplore import plots, report
+
+replay = report.replay_data(data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache)
+replay.scenarios
+
+# %% [markdown]
+# ## Where the repetition is
+# Outcomes by kernel role in the cached pass: GEMMs differ per candidate and compile; fills,
+# pointwise tails and reductions repeat and hit.
+
+# %%
+replay.by_role
+
+# %% [markdown]
+# ## Compile time saved
+# Cumulative compile time over the request index. "Cache off" is the measured `off` pass of the
+# same run when there is one (else the sum of recorded compile times).
+
+# %%
+plots.plot_compile_time_saved(replay.events, baseline=replay.baseline)
+
+# %% [markdown]
+# ## Cache hits
+
+# %%
+plots.plot_cache_hits(replay.events)
+
+# %%
+plots.plot_outcome_counts(replay.events)
+
+# %% [markdown]
+# ## Scenarios side by side
+# Wall time of each pass as measured (for recorded data, from the replay's `.passes.parquet` when it
+# is there; otherwise the sum of lookup times, and the axis says so).
+
+# %%
+plots.plot_replay_scenarios(replay.scenarios)
+
+# %% [markdown]
+# ## One lookup by hand
+# The same request twice through a fresh cache: a compile, then a memory hit carrying the
+# original compile time; with a diagnostic switch set it bypasses the cache. (Live runs only: it
+# compiles with the chosen compiler on this machine.)
+
+# %%
+demo = report.cache_demo(compiler=compiler, target=target) if data == "live" else None
+demo

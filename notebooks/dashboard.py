@@ -1,0 +1,80 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # hipexplore review dashboard
+#
+# Three pieces of evidence side by side for one configuration:
+#
+# * **Noise**: relative IQR (IQR / median) of the per-launch times for each rotating-buffer count
+#   and flush mode, with the 10% and 25% levels at which `torch.utils.benchmark` warns.
+# * **Compile time saved**: a split-K tuning list replayed through the compile cache; cumulative
+#   compile time with the cache off (measured in the same run) and on, the saving shaded.
+# * **Cache hits**: hit rate over the request index and what each request did.
+#
+# Everything is computed by the library (`hipexplore.report`, `hipexplore.plots`); this notebook
+# only wires parameters to calls. Run it with `hipexplore report` (papermill) or by hand.
+
+# %% tags=["parameters"]
+device = "auto"  # "auto" (best available), "host", "cuda", "hip"
+kernel = "triad"
+sizes = ["1MiB"]  # per array
+rotating = [1, 2, 4, "auto"]  # rotating buffer sets; "auto" derives the count from the cache size
+flush = ["none", "l2-read"]
+iterations = 40
+compiler = "host"  # compiler for the tuning replay: "host", "hiprtc", "nvrtc"
+target = "host"  # its target: "host", "gfx90a", "sm_90", ...
+problems = 2  # GEMM problems of the tuning list (count or names such as "qkv,mlp_up")
+candidates = 6  # candidates per problem
+jobs = 1  # compiles at once (recorded data: the pass with this many jobs)
+cache = "memory"  # "memory" or "disk"
+data = "live"  # "live", or a folder of recorded benchmark parquet files (e.g. "data/h200")
+tuning_data = "live"  # "live", or a folder of recorded replay parquet files (e.g. "data/tuning")
+command = ""  # the command line recorded in the provenance table (set by `hipexplore report`)
+
+# %%
+# %matplotlib inline
+from hipexplore import plots, report
+
+bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations)
+replay = report.replay_data(tuning_data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache)
+config = report.dashboard_configuration(bench, replay)
+
+# %% [markdown]
+# ## Noise | compile time saved | cache hits
+
+# %%
+plots.dashboard_figure(bench.summary, replay.events, baseline=replay.baseline,
+                       kernel=config["kernel"], size_bytes=config["size_bytes"], title=config["title"])
+
+# %% [markdown]
+# ## The numbers behind the panels
+#
+# Benchmark summary for the configuration shown (one row per rotating count and flush mode;
+# `bias` is the median against the cold reference, `warning` is what the harness flagged):
+
+# %%
+report.summary_table(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"])
+
+# %% [markdown]
+# Tuning replay, one row per scenario (`off`: every request compiles; `ideal`: each unique kernel
+# compiled once without a cache, the floor no cache can beat):
+
+# %%
+replay.scenarios
+
+# %% [markdown]
+# ## Provenance
+
+# %%
+report.full_width(report.provenance_for(bench, replay, command))

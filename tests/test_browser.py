@@ -1,0 +1,160 @@
+"""A real browser: JupyterLab serves a temp copy of the dashboard notebook, Debian's chromium
+(driven by Playwright) opens it, runs all cells from the Run menu, and the composite figure must
+render. The screenshot is saved to test-results/browser-dashboard.png.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hipexplore import report
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+RESULTS = ROOT / "test-results"
+SMALL = {"sizes": ["256KiB"], "rotating": [1, 2], "flush": ["none", "l2-read"], "iterations": 12, "problems": 1, "candidates": 3}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def small_copy(folder: Path, name: str) -> Path:
+    """A shipped notebook with small parameters written into its parameters cell."""
+    nb = nbformat.read(str(report.notebook_path(name)), as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    known = report.notebook_parameters(name)
+    cell.source += "\n" + "\n".join(f"{k} = {json.dumps(v)}" for k, v in SMALL.items() if k in known)
+    path = folder / f"{name}.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab on 127.0.0.1 with a random token, isolated settings; stopped afterwards."""
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed (setup.sh --dev installs it)")
+    work = tmp_path / "notebooks"
+    work.mkdir()
+    small_copy(work, "dashboard")
+    small_copy(work, "rotating_buffers")
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    env.pop("MPLBACKEND", None)  # the kernel must keep the inline backend or the figure is lost
+    log = open(tmp_path / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--ServerApp.token={token}", "--allow-root", "--ServerApp.open_browser=False",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url, token, tmp_path / "lab.log"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernel it started
+            proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()
+
+
+def launch(pw):
+    return pw.chromium.launch(
+        executable_path=str(CHROMIUM),
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage",
+              "--no-first-run", "--disable-extensions"],
+    )
+
+
+def open_and_run_all(page, url: str, token: str, name: str) -> None:
+    page.goto(f"{url}/lab/tree/{name}.ipynb?token={token}", wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    page.wait_for_function("() => document.body.innerText.includes('Idle')", timeout=90_000)
+    page.click("li.lm-MenuBar-item:has-text('Run')")
+    page.click("li.lm-Menu-item[data-command='runmenu:run-all']")  # Run > Run All Cells
+
+
+def test_dashboard_renders_in_a_real_browser(lab):
+    from playwright.sync_api import sync_playwright
+
+    url, token, log_path = lab
+    RESULTS.mkdir(exist_ok=True)
+    shot = RESULTS / "browser-dashboard.png"
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            open_and_run_all(page, url, token, "dashboard")
+            img = page.wait_for_selector(".jp-OutputArea-output img", timeout=180_000)
+            page.wait_for_function("() => document.body.innerText.includes('git_revision')", timeout=180_000)
+            size = img.evaluate("e => [e.naturalWidth, e.naturalHeight]")
+            img.scroll_into_view_if_needed()
+            page.screenshot(path=str(shot), full_page=False)
+            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
+    assert size[0] > 3 * size[1] * 0.9, f"the figure must hold three panels side by side, got {size}"
+    tracebacks = [e for e in errors if "Traceback" in e or "Error" in e]
+    assert not tracebacks, tracebacks
+    assert "Traceback" not in log_path.read_text()
+
+
+def test_sweep_panel_runs_and_plots_in_a_real_browser(lab):
+    """The widget path end to end: Run clicked in the page, the sweep runs in the kernel's worker
+    thread, progress and plots arrive over the widget comm."""
+    from playwright.sync_api import sync_playwright
+
+    url, token, log_path = lab
+    RESULTS.mkdir(exist_ok=True)
+    shot = RESULTS / "browser-panel.png"
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            open_and_run_all(page, url, token, "rotating_buffers")
+            run = page.wait_for_selector(".jupyter-widgets button:has-text('Run')", timeout=180_000)
+            page.wait_for_function("() => document.body.innerText.includes('Idle')", timeout=180_000)
+            run.scroll_into_view_if_needed()
+            run.click()
+            page.wait_for_function("() => /done: \\d+ configurations/.test(document.body.innerText)", timeout=180_000)
+            images = page.locator(".jupyter-widgets img").evaluate_all("els => els.map(e => e.naturalWidth)")
+            page.locator(".jupyter-widgets button:has-text('Stop')").scroll_into_view_if_needed()
+            page.screenshot(path=str(shot))
+            panel_errors = page.locator(".jupyter-widgets .widget-html-content").all_inner_texts()
+        finally:
+            browser.close()
+    assert len([w for w in images if w > 0]) >= 2, images
+    assert not any(t.strip() for t in panel_errors), panel_errors

@@ -1,0 +1,117 @@
+"""The notebooks: paired with their jupytext scripts, stripped, parameterised, and executed by
+papermill (kernel python3) on the host device and on recorded parquet data, with small parameters.
+
+"Recorded" data here is recorded by this test with the real sweep and the real tuning replay
+(``hipexplore tune-replay --frame``); data/h200 and data/tuning are run too when present.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from hipexplore import report
+from hipexplore.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = sorted(report.NOTEBOOKS)
+SMALL_BENCH = {"sizes": ["256KiB"], "rotating": [1, 2], "flush": ["none", "l2-read"], "iterations": 12}
+SMALL_TUNING = {"problems": 1, "candidates": 3}
+SMALL = {
+    "compile_cache": SMALL_TUNING,
+    "rotating_buffers": SMALL_BENCH,
+    "dashboard": {**SMALL_BENCH, **SMALL_TUNING},
+}
+#: figures each notebook must show (a figure is an image/png output)
+FIGURES = {"compile_cache": 4, "rotating_buffers": 5, "dashboard": 1}
+
+
+def code_sources(nb) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source.strip()) for c in nb.cells]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_script_and_notebook_are_paired_and_stripped(name):
+    py = ROOT / "notebooks" / f"{name}.py"
+    ipynb = ROOT / "notebooks" / f"{name}.ipynb"
+    script = jupytext.read(py)
+    nb = nbformat.read(str(ipynb), as_version=4)
+    assert code_sources(script) == code_sources(nb), f"{ipynb.name} is out of sync with {py.name}: run `jupytext --sync {py}`"
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert "ipynb" in nb.metadata["jupytext"]["formats"] and "py:percent" in nb.metadata["jupytext"]["formats"]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{ipynb.name} has outputs: strip them"
+    tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1
+    params = report.notebook_parameters(name)
+    assert set(SMALL[name]) <= set(params)
+    if name != "compile_cache":
+        assert {"device", "kernel", "sizes", "rotating", "flush", "iterations", "data"} <= set(params)
+    if name != "rotating_buffers":
+        assert {"compiler", "target", "data" if name == "compile_cache" else "tuning_data"} <= set(params)
+
+
+def test_package_reaches_the_notebooks():
+    """hipexplore/notebooks is a symlink to ../notebooks (real files in a built wheel)."""
+    link = ROOT / "hipexplore" / "notebooks"
+    assert link.is_symlink() and link.resolve() == (ROOT / "notebooks").resolve()
+    assert report.notebooks_dir().resolve() == (ROOT / "notebooks").resolve()
+    for name in NAMES:
+        assert report.notebook_path(name).is_file()
+
+
+def check_executed(nb, name: str) -> None:
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
+    assert not errors, errors
+    images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    assert len(images) >= FIGURES[name], f"{name}: {len(images)} figures, expected {FIGURES[name]}"
+    assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_runs_live_on_the_host(name, tmp_path):
+    nb = report.execute_notebook(name, {**SMALL[name], **({"device": "host"} if "device" in report.notebook_parameters(name) else {})},
+                                 output=tmp_path / f"{name}.ipynb")
+    check_executed(nb, name)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """Benchmark and replay parquet files written by the real tools."""
+    from hipexplore.bench import sweep
+
+    root = tmp_path_factory.mktemp("recorded")
+    sweep("triad", ["256KiB", "1MiB"], [1, 2], ["none", "l2-write"], device="host", iterations=12, progress=False,
+          out=root / "bench" / "triad.parquet")
+    (root / "tuning").mkdir()
+    assert main(["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "3",
+                 "--frame", str(root / "tuning" / "replay.parquet")]) == 0
+    return root
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_runs_on_recorded_data(name, recorded, tmp_path):
+    params = {"compile_cache": {"data": str(recorded / "tuning")},
+              "rotating_buffers": {"data": str(recorded / "bench")},
+              "dashboard": {"data": str(recorded / "bench"), "tuning_data": str(recorded / "tuning")}}[name]
+    nb = report.execute_notebook(name, params, output=tmp_path / f"{name}.ipynb")
+    check_executed(nb, name)
+    text = "\n".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    if name != "compile_cache":
+        assert "l2-write" in text  # the recorded flush modes, not the notebook defaults
+
+
+@pytest.mark.parametrize("name,params", [
+    ("rotating_buffers", {"data": "data/h200"}),
+    ("compile_cache", {"data": "data/tuning"}),
+    ("dashboard", {"data": "data/h200", "tuning_data": "data/tuning"}),
+])
+def test_notebook_runs_on_the_repository_data(name, params, tmp_path):
+    missing = [p for p in params.values() if not any((ROOT / p).rglob("*.parquet"))]
+    if missing:
+        pytest.skip(f"no recorded parquet under {missing}")
+    nb = report.execute_notebook(name, {k: str(ROOT / v) for k, v in params.items()}, output=tmp_path / f"{name}.ipynb")
+    check_executed(nb, name)

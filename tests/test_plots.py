@@ -1,0 +1,204 @@
+"""hipexplore.plots: the figures show the numbers in the frames, and bad frames fail loudly.
+
+Small hand-made frames pin exact values (a line's y data, the shaded saving); the cache figures
+also run on events from a real tuning replay with the host compiler.
+"""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # unit tests only; notebooks keep the inline backend
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import PolyCollection
+
+from hipexplore import plots
+from hipexplore.errors import ConfigError
+
+MiB = 1 << 20
+
+
+def summary_frame() -> pd.DataFrame:
+    rows = []
+    for size in (MiB, 16 * MiB):
+        for flush, iqr0 in (("none", 0.30), ("l2-read", 0.12)):
+            for i, rot in enumerate((1, 2, 4)):
+                median = size * 3 / 1e12 * (1 + 0.1 * i)
+                rows.append(dict(kernel="triad", device_name="cpu", size_bytes=size, rotating=rot, rotating_requested=str(rot),
+                                 flush=flush, median_s=median, iqr_rel=iqr0 / (i + 1), bias=0.05 * i - 0.02,
+                                 reference_median_s=size * 3 / 1e12, bandwidth_gbs=size * 3 / median / 1e9,
+                                 peak_bandwidth_gbs=float("nan")))
+        rows.append(dict(kernel="triad", device_name="cpu", size_bytes=size, rotating=1, rotating_requested="1",
+                         flush="cold-reference", median_s=size * 3 / 1e12, iqr_rel=0.0, bias=0.0,
+                         reference_median_s=size * 3 / 1e12, bandwidth_gbs=1.0, peak_bandwidth_gbs=float("nan")))
+    return pd.DataFrame(rows)
+
+
+def samples_frame(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)  # seeded noise: the figures' inputs, not a measurement
+    rows = []
+    for flush in ("none", "l2-read"):
+        for rot in (1, 4):
+            for i, t in enumerate(1e-5 * (1 + rng.gamma(2.0, 0.05, 25))):
+                rows.append(dict(kernel="triad", device_name="cpu", size_bytes=MiB, rotating=rot, flush=flush, iteration=i, time_s=t))
+    return pd.DataFrame(rows)
+
+
+def events_frame(outcomes: list[str], compile_s: float = 0.5, hit_s: float = 0.001) -> pd.DataFrame:
+    return pd.DataFrame({
+        "seq": range(len(outcomes)),
+        "outcome": outcomes,
+        "lookup_seconds": [compile_s if o == "compiled" else hit_s for o in outcomes],
+        "compile_seconds": [compile_s] * len(outcomes),
+    })
+
+
+# -- noise ------------------------------------------------------------------------------------
+
+
+def test_iqr_plot_draws_each_flush_mode_and_the_warning_levels():
+    fig = plots.plot_iqr_vs_rotating(summary_frame(), size_bytes=MiB)
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert set(lines) >= {"none", "l2-read"}
+    assert "cold-reference" not in lines
+    np.testing.assert_allclose(lines["none"].get_ydata(), [30.0, 15.0, 10.0])
+    np.testing.assert_allclose(lines["none"].get_xdata(), [1, 2, 4])
+    levels = sorted(float(ln.get_ydata()[0]) for ln in ax.get_lines() if ln.get_label().startswith("_") and len(set(ln.get_ydata())) == 1)
+    assert 10.0 in levels and 25.0 in levels
+    assert "1 MiB" in ax.get_title()
+
+
+def test_noise_plots_need_one_configuration():
+    s = summary_frame()
+    with pytest.raises(ConfigError, match="several size_bytes"):
+        plots.plot_iqr_vs_rotating(s)
+    with pytest.raises(ConfigError, match="size_bytes=123"):
+        plots.plot_iqr_vs_rotating(s, size_bytes=123)
+
+
+def test_missing_columns_and_empty_frames_are_named():
+    with pytest.raises(ConfigError, match=r"missing columns \['iqr_rel'\]"):
+        plots.plot_iqr_vs_rotating(summary_frame().drop(columns=["iqr_rel"]), size_bytes=MiB)
+    with pytest.raises(ConfigError, match="no rows"):
+        plots.plot_noise_ecdf(samples_frame().iloc[:0])
+    with pytest.raises(ConfigError, match="DataFrame"):
+        plots.plot_cache_hits([1, 2, 3])
+
+
+def test_ecdf_has_one_step_per_setting_ending_at_one():
+    fig = plots.plot_noise_ecdf(samples_frame())
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 4
+    for ln in lines:
+        y = ln.get_ydata()
+        assert y[-1] == pytest.approx(1.0) and np.all(np.diff(y) >= 0)
+    assert "µs" in fig.axes[0].get_xlabel()
+
+
+def test_violins_one_body_per_setting():
+    fig = plots.plot_noise_violins(samples_frame())
+    bodies = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    assert len(bodies) == 4
+
+
+def test_bias_in_percent_without_cold_reference_rows():
+    fig = plots.plot_bias(summary_frame(), size_bytes=16 * MiB)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    np.testing.assert_allclose(lines["l2-read"].get_ydata(), [-2.0, 3.0, 8.0])
+    assert "cold-reference" not in lines
+
+
+def test_bandwidth_uses_the_largest_rotating_count_and_says_peak_unknown():
+    s = summary_frame()
+    fig = plots.plot_bandwidth(s)
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    rows = s[(s.flush == "none") & (s.rotating == 4)].sort_values("size_bytes")
+    np.testing.assert_allclose(lines["none"].get_ydata(), rows["bandwidth_gbs"])
+    assert any("peak unknown" in t.get_text() for t in ax.texts)
+    s["peak_bandwidth_gbs"] = 4800.0
+    ax2 = plots.plot_bandwidth(s, rotating=2).axes[0]
+    assert any(ln.get_ydata()[0] == 4800.0 for ln in ax2.get_lines() if len(set(ln.get_ydata())) == 1)
+    with pytest.raises(ConfigError, match="rotating='auto'"):
+        plots.plot_bandwidth(s, rotating="auto")
+
+
+# -- compile cache ----------------------------------------------------------------------------
+
+
+def test_compile_time_curves_from_recorded_compile_times_and_from_a_baseline():
+    ev = events_frame(["compiled", "memory-hit", "memory-hit", "compiled"])
+    c = plots.compile_time_curves(ev)
+    np.testing.assert_allclose(c["off_s"], [0.5, 1.0, 1.5, 2.0])
+    np.testing.assert_allclose(c["on_s"], [0.5, 0.501, 0.502, 1.002])
+    base = events_frame(["compiled"] * 4, compile_s=0.6)
+    c2 = plots.compile_time_curves(ev, baseline=base)
+    np.testing.assert_allclose(c2["off_s"], [0.6, 1.2, 1.8, 2.4])
+    assert c2.attrs["off_source"] == "measured"
+    with pytest.raises(ConfigError, match="baseline has 2 requests but events has 4"):
+        plots.compile_time_curves(ev, baseline=base.iloc[:2])
+
+
+def test_compile_time_saved_shades_the_saving_and_states_it():
+    ev = events_frame(["compiled", "memory-hit", "memory-hit", "compiled"])
+    fig = plots.plot_compile_time_saved(ev)
+    ax = fig.axes[0]
+    shaded = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert shaded, "the saving must be shaded"
+    text = " ".join(t.get_text() for t in ax.texts)
+    assert "2 s → 1 s" in text and "saved 0.998 s" in text
+
+
+def test_hit_rate_counts_joins_as_hits():
+    ev = events_frame(["compiled", "memory-hit", "joined", "disk-hit", "compiled", "bypassed"])
+    r = plots.hit_rate(ev, window=2)
+    np.testing.assert_allclose(r["cumulative"], [0, 1 / 2, 2 / 3, 3 / 4, 3 / 5, 3 / 6])
+    np.testing.assert_allclose(r["rolling"], [0, 0.5, 1, 1, 0.5, 0])
+    counts = plots.outcome_counts(ev)
+    assert list(counts.index) == ["compiled", "memory-hit", "disk-hit", "joined", "bypassed"]
+    fig = plots.plot_cache_hits(ev)
+    assert "3/6" in fig.axes[0].get_title()
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "compiled: 2" in labels and "joined: 1" in labels
+
+
+@pytest.fixture(scope="module")
+def host_replay():
+    """A small split-K tuning list replayed through the cache with the real host compiler."""
+    from hipexplore import report
+
+    return report.replay_data("live", compiler="host", target="host", problems=1, candidates=3)
+
+
+def test_cache_figures_on_a_real_host_replay(host_replay):
+    ev, base = host_replay.events, host_replay.baseline
+    assert base is not None and len(base) == len(ev)
+    assert (base["outcome"] == "compiled").all()
+    assert ev["outcome"].isin(plots.HIT_OUTCOMES).any(), "repeated tails must hit"
+    c = plots.compile_time_curves(ev, baseline=base)
+    assert c["on_s"].iloc[-1] == pytest.approx(ev["lookup_seconds"].sum())
+    assert c["off_s"].iloc[-1] == pytest.approx(base["lookup_seconds"].sum())
+    for fn in (plots.plot_cache_hits, plots.plot_outcome_counts):
+        assert plots.figure_png(fn(ev)).startswith(b"\x89PNG")
+    fig = plots.plot_replay_scenarios(host_replay.scenarios)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["ideal", "off", "memory"]
+
+
+def test_dashboard_has_three_panels_side_by_side(host_replay):
+    fig = plots.dashboard_figure(summary_frame(), host_replay.events, baseline=host_replay.baseline, size_bytes=MiB, title="t")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(fig.axes) == 3
+    assert titles[0].startswith("Noise") and titles[1] == "Compile time saved" and titles[2].startswith("Cache hits")
+    xs = [ax.get_position().x0 for ax in fig.axes]
+    assert xs == sorted(xs)  # left to right
+    assert plots.figure_png(fig).startswith(b"\x89PNG")
+
+
+def test_time_unit_and_format_bytes():
+    assert plots.time_unit([5e-6, 6e-6]) == (1e6, "µs")
+    assert plots.time_unit([0.2]) == (1e3, "ms")
+    assert plots.format_bytes(16 * MiB) == "16 MiB"
+    assert plots.format_bytes(1536) == "1.5 KiB"

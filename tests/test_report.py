@@ -1,0 +1,138 @@
+"""``hipexplore report``: the dashboard notebook run by papermill on the host, exported as one
+self-contained HTML file holding the three side-by-side panels and the provenance table.
+
+Small parameters keep each report to a few seconds of real sweeping and compiling.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+
+import nbformat
+import pytest
+
+from hipexplore import report
+from hipexplore.cli import main
+from hipexplore.errors import ConfigError
+
+SMALL = {"sizes": ["256KiB"], "rotating": [1, 2], "flush": ["none", "l2-read"], "iterations": 12,
+         "problems": 1, "candidates": 3}
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def dashboard_figure_output(nb) -> dict:
+    """The output of the cell that draws the composite figure."""
+    cells = [c for c in nb.cells if c.cell_type == "code" and "dashboard_figure" in c.source]
+    assert len(cells) == 1
+    outs = [o for o in cells[0].outputs if "image/png" in o.get("data", {})]
+    assert len(outs) == 1, cells[0].outputs
+    return outs[0]
+
+
+@pytest.fixture(scope="module")
+def cli_report(tmp_path_factory):
+    """The README's main command, with small parameters from a YAML file and --no-input."""
+    d = tmp_path_factory.mktemp("report")
+    params = d / "params.yaml"
+    params.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in SMALL.items()))
+    out = d / "report.html"
+    rc = main(["report", "--params", str(params), "--out", str(out), "--no-input", "--notebook-out", str(d / "report.ipynb")])
+    assert rc == 0
+    return out
+
+
+def test_report_holds_the_three_panels_side_by_side(cli_report):
+    html = cli_report.read_text()
+    nb = nbformat.read(str(cli_report.with_suffix(".ipynb")), as_version=4)
+    fig = dashboard_figure_output(nb)
+    assert "3 Axes" in fig["data"]["text/plain"]  # noise | compile time saved | cache hits
+    png_b64 = fig["data"]["image/png"].strip()
+    assert png_b64 in html.replace("\n", ""), "the composite figure must be embedded in the HTML"
+    w, h = png_size(base64.b64decode(png_b64))
+    assert w > 3 * h * 0.9, f"panels must sit side by side; figure is {w}x{h}"
+    assert "Noise | compile time saved | cache hits" in html
+
+
+def test_report_has_provenance(cli_report):
+    html = cli_report.read_text()
+    for key in ("device.name", "device.kind", "device.driver", "device.runtime", "compiler.host", "hipexplore",
+                "git_revision", "date", "command", "sweep.stop_rule"):
+        assert f">{key}<" in html, key
+    assert "--no-input" in html and str(cli_report) in html  # the command line as typed
+    assert re.search(r">20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d", html)
+
+
+def test_report_is_self_contained_and_hides_code(cli_report):
+    html = cli_report.read_text()
+    assert report.external_references(html) == []
+    assert "cdnjs" not in html and "require.min.js" not in html
+    assert 'src="data:image/png;base64,' in html
+    assert "hl-ipython3" not in html and "benchmark_data" not in html  # no code cells
+
+
+def test_report_with_code_cells_and_recorded_data(tmp_path):
+    """--no-input off; figures from parquet recorded by the real sweep and tuning replay."""
+    from hipexplore.bench import sweep
+
+    bench = tmp_path / "bench"
+    sweep("triad", ["256KiB"], [1, 2], ["none", "l2-write"], device="host", iterations=10, progress=False,
+          out=bench / "triad.parquet")
+    tuning = tmp_path / "tuning"
+    tuning.mkdir()
+    assert main(["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "3", "--frame", str(tuning / "replay.parquet")]) == 0
+    out = tmp_path / "r.html"
+    res = report.build_report({"data": str(bench), "tuning_data": str(tuning)}, out=out, command="pytest recorded")
+    html = out.read_text()
+    assert "hl-ipython3" in html and "benchmark_data" in html  # code shown
+    assert report.external_references(html) == []
+    assert res.notebook is None and sorted(p.name for p in tmp_path.iterdir()) == ["bench", "r.html", "tuning"]
+    assert html.count('src="data:image/png;base64,') == 1  # the composite figure
+    assert "recorded data" in html and str(bench) in html  # recorded provenance column
+    assert "l2-write" in html
+
+
+def test_a_failing_notebook_names_the_error_and_keeps_the_notebook(tmp_path):
+    with pytest.raises(report.ReportError, match=r"ConfigError: rotating must be a positive integer or 'auto', got 0") as err:
+        report.build_report({**SMALL, "rotating": [0]}, out=tmp_path / "r.html")
+    assert err.value.notebook and nbformat.read(err.value.notebook, as_version=4).cells
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_parameters_files_and_names_are_checked(tmp_path):
+    good = tmp_path / "p.json"
+    good.write_text('{"device": "host", "iterations": 5}')
+    assert report.load_params(good) == {"device": "host", "iterations": 5}
+    (tmp_path / "p.yaml").write_text("sizes: [1MiB, 4MiB]\n")
+    assert report.load_params(tmp_path / "p.yaml") == {"sizes": ["1MiB", "4MiB"]}
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        report.load_params(tmp_path / "list.yaml")
+    (tmp_path / "bad.json").write_text("{nope")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        report.load_params(tmp_path / "bad.json")
+    with pytest.raises(ConfigError, match="cannot read parameters file"):
+        report.load_params(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match=r"unknown parameters \['colour'\]"):
+        report.check_parameters("dashboard", {"colour": "red"})
+    with pytest.raises(ConfigError, match=r"must be an \.html file"):
+        report.build_report({}, out=tmp_path / "r.pdf")
+    with pytest.raises(ConfigError, match="neither one of"):
+        report.notebook_path("nonexistent")
+
+
+def test_recorded_loader_sorts_frames_by_columns(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        report.load_recorded(tmp_path / "nothing")
+    with pytest.raises(ConfigError, match=r"no \.parquet files"):
+        report.load_recorded(tmp_path)
+    import pandas as pd
+
+    pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "other.parquet")
+    with pytest.raises(ConfigError, match="holds benchmark samples, summary or cache events"):
+        report.load_recorded(tmp_path)
