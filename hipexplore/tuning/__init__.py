@@ -1,0 +1,38 @@
+"""Split-K GEMM tuning lists and their replay through the compile cache.
+
+``lists``: problems x candidates expanded into compile requests (fill, gemm, reduce, pointwise);
+``replay``: compile a list serially or in parallel through each cache mode, beside the ideal;
+``device``: time each candidate on a device under rotating buffers and flushes, pick the best.
+Names resolve lazily, so importing this package loads no compiler and no device runtime.
+"""
+from __future__ import annotations
+
+_LAZY = {
+    "GemmProblem": ".lists",
+    "ListEntry": ".lists",
+    "TuningList": ".lists",
+    "build_list": ".lists",
+    "default_candidates": ".lists",
+    "select_problems": ".lists",
+    "transformer_problems": ".lists",
+    "FRAME_COLUMNS": ".replay",
+    "ReplayReport": ".replay",
+    "ScenarioResult": ".replay",
+    "measure_ideal": ".replay",
+    "replay_through_cache": ".replay",
+    "run_replay": ".replay",
+    "benchmark_candidates": ".device",
+    "check_on_device": ".device",
+    "choice_table": ".device",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = list(_LAZY)

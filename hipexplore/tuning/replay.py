@@ -1,0 +1,514 @@
+"""Replay a tuning list through the compile cache and account for every compile.
+
+Why: the MIGraphX cache claims (serial 369.8 s -> 117.3 s, parallel 24.7 s -> 9.1 s) rest on the
+tails that repeat across split-K candidates. A replay compiles a whole list the way a tuner does,
+once per cache mode, and keeps one row per lookup, so "compiles saved" and "seconds saved" are sums
+over recorded events, and the ideal (each unique kernel compiled exactly once, fresh, directly
+through the compiler) is measured beside it rather than assumed.
+
+Scenarios (the ``scenario`` column):
+  ``ideal``      each unique kernel compiled once, no cache, same compiler and jobs (the floor);
+  ``off``        cache with zero limits and no disk tier: every list entry compiles;
+  ``memory``     memory tier only (in-flight sharing gives ``joined`` events when jobs > 1);
+  ``disk-cold``  memory + disk tier on an empty directory;
+  ``disk``       memory + disk on a directory that already held entries (not cold);
+  ``disk-warm``  a fresh cache object on the same directory: every lookup should be a disk hit.
+
+Timing: ``seconds`` is the wall time of compiling the whole list (first submission to last
+result). Before anything is timed the compiler is warmed up (one throw-away compile per worker),
+so library loading and worker start-up land in no scenario.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from ..compile.base import Compiler
+from ..compile.cache import CompileCache
+from ..compile.events import EVENT_COLUMNS, CacheEvent, events_frame
+from ..compile.request import CompileRequest, make_key
+from ..errors import ConfigError, HipexploreError
+from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
+from .lists import ListEntry, TuningList
+
+CACHE_MODES = ("off", "memory", "disk")
+SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm")
+
+#: Columns the replay adds to the cache event columns (docs/ARCHITECTURE.md "Tuning replay frame").
+#: ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
+REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "call_seconds")
+FRAME_COLUMNS = (*EVENT_COLUMNS, *REPLAY_COLUMNS)
+
+
+def _check_jobs(jobs: int) -> int:
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ConfigError(f"jobs must be a positive integer; got {jobs!r}")
+    return jobs
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass
+class ScenarioResult:
+    """One pass over the list (or over its unique kernels, for ``ideal``)."""
+
+    scenario: str
+    jobs: int
+    seconds: float
+    frame: pd.DataFrame = field(repr=False)
+    cpu_seconds: float = float("nan")
+
+    def summary(self) -> dict[str, Any]:
+        f = self.frame
+        outcome = f["outcome"]
+        compiled = f[outcome.isin(["compiled", "bypassed"])]
+        return {
+            "scenario": self.scenario,
+            "jobs": self.jobs,
+            "lookups": int(len(f)),
+            "compiles": int(len(compiled)),
+            "memory_hits": int((outcome == "memory-hit").sum()),
+            "disk_hits": int((outcome == "disk-hit").sum()),
+            "hits": int(outcome.isin(["memory-hit", "disk-hit"]).sum()),
+            "joins": int((outcome == "joined").sum()),
+            "failed": int((outcome == "failed").sum()),
+            "seconds": float(self.seconds),
+            # CPU time of this process and the compiler's workers during the pass
+            "cpu_seconds": float(self.cpu_seconds),
+            # wall time inside compiler calls, summed (> seconds when jobs > 1)
+            "call_seconds": float(f["call_seconds"].sum()),
+            # serial passes only: everything outside the compiler calls (keys, lookups, disk
+            # reads and writes, event bookkeeping); the complete cost of the cache on top of compiling
+            "outside_compiler_seconds": float(self.seconds - f["call_seconds"].sum()) if self.jobs == 1 else float("nan"),
+            # time the compiler ran in this pass (sum over compiles; > seconds when jobs > 1)
+            "compile_seconds": float(compiled["compile_seconds"].sum()),
+            # recorded compile time of every lookup, hits included: the no-cache estimate
+            "recorded_compile_seconds": float(f.loc[outcome != "failed", "compile_seconds"].sum()),
+            "seconds_saved": float(f["seconds_saved"].sum()),
+            # time spent in the cache itself: lookups minus the wall time of the compiler calls
+            # they made (keys, locks, disk reads/writes, hits); joins wait for another lookup's
+            # compile and are left out. What the cache costs beyond the ideal, free of load noise.
+            "cache_overhead_seconds": float(
+                (f["lookup_seconds"] - f["call_seconds"]).where(outcome != "joined", 0.0).sum()
+            ) if self.scenario != "ideal" else 0.0,
+        }
+
+
+@dataclass
+class ReplayReport:
+    """Everything one replay run measured; ``to_json()`` is the CLI's ``--json`` output."""
+
+    tuning_list: TuningList = field(repr=False)
+    jobs: int
+    cache: str
+    isolated: bool
+    primary: str
+    scenarios: dict[str, ScenarioResult]
+    cache_dir: str = ""
+    granularity: str = "candidate"
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """All scenarios, one row per lookup (or per ideal compile)."""
+        frames = [s.frame for s in self.scenarios.values()]
+        return pd.concat(frames, ignore_index=True) if frames else empty_frame()
+
+    def summary_frame(self) -> pd.DataFrame:
+        """One row per scenario, the ideal beside the cache modes."""
+        rows = [s.summary() for s in self.scenarios.values()]
+        df = pd.DataFrame(rows)
+        df.insert(0, "compiler", self.tuning_list.compiler)
+        df.insert(1, "target", self.tuning_list.target)
+        df["kernels"] = self.tuning_list.kernels
+        df["unique_kernels"] = self.tuning_list.unique_kernels
+        return df
+
+    def to_json(self) -> dict[str, Any]:
+        tl = self.tuning_list
+        main = self.scenarios[self.primary].summary()
+        ideal = self.scenarios["ideal"].summary()
+        off = self.scenarios.get("off")
+        recorded_sum = main["recorded_compile_seconds"]
+        measured = off.seconds if off is not None else None
+        without = measured if measured is not None else recorded_sum
+        out: dict[str, Any] = {
+            "compiler": tl.compiler,
+            "target": tl.target,
+            "jobs": self.jobs,
+            "granularity": self.granularity,
+            "isolated": self.isolated,
+            "cache": self.cache,
+            "scenario": self.primary,
+            "problems": [p.name for p in tl.problems],
+            "candidates_per_problem": len(tl.candidates),
+            "kernels": tl.kernels,
+            "unique_kernels": tl.unique_kernels,
+            "compiles": main["compiles"],
+            "hits": main["hits"],
+            "memory_hits": main["memory_hits"],
+            "disk_hits": main["disk_hits"],
+            "joins": main["joins"],
+            "failed": main["failed"],
+            "seconds": main["seconds"],
+            "seconds_without_cache": without,
+            "seconds_without_cache_source": "measured" if measured is not None else "recorded-sum",
+            "seconds_without_cache_measured": measured,
+            # serial-equivalent: each list entry's recorded compile time, summed
+            "seconds_without_cache_recorded_sum": recorded_sum,
+            # wall time of compiling each unique kernel once, fresh, with the same jobs
+            "seconds_ideal": ideal["seconds"],
+            "seconds_ideal_compile_sum": ideal["compile_seconds"],
+            "seconds_saved_recorded": main["seconds_saved"],
+            "cpu_seconds": main["cpu_seconds"],
+            "cpu_seconds_ideal": ideal["cpu_seconds"],
+            "cache_overhead_seconds": main["cache_overhead_seconds"],
+            "outside_compiler_seconds": main["outside_compiler_seconds"],
+            "overhead_vs_ideal": (main["seconds"] / ideal["seconds"] - 1.0) if ideal["seconds"] > 0 else None,
+            "speedup_vs_without_cache": (without / main["seconds"]) if main["seconds"] > 0 else None,
+            "by_role": tl.counts_by_role(),
+            "scenarios": {name: s.summary() for name, s in self.scenarios.items()},
+            "cache_dir": self.cache_dir,
+        }
+        return _json_safe(out)
+
+
+def _json_safe(obj: Any) -> Any:
+    """NaN and infinity become None: strict JSON has no such numbers (``outside_compiler_seconds``
+    is undefined for parallel passes)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def empty_frame() -> pd.DataFrame:
+    base = events_frame([])
+    for col in REPLAY_COLUMNS:
+        base[col] = pd.Series(dtype="int64" if col in ("entry", "jobs") else "object")
+    return base
+
+
+class _TimedCompiler:
+    """The replay's compiler seen through a stopwatch: records the wall time of every
+    ``compile`` call by request label, so the cache's own cost can be separated from it."""
+
+    def __init__(self, inner: Compiler) -> None:
+        self._inner = inner
+        self.name = inner.name
+        self.calls: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def compile(self, request: CompileRequest):  # noqa: ANN201 - the inner compiler's ObjectCode
+        t0 = time.perf_counter()
+        try:
+            return self._inner.compile(request)
+        finally:
+            elapsed = time.perf_counter() - t0
+            with self._lock:
+                self.calls[request.label] = self.calls.get(request.label, 0.0) + elapsed
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self._inner, item)
+
+
+def _annotate(events: pd.DataFrame, by_label: dict[str, ListEntry], scenario: str, jobs: int,
+              calls: dict[str, float] | None = None) -> pd.DataFrame:
+    """Add the list columns to cache events; every request label names its list entry."""
+    frame = events.copy()
+    missing = set(frame["kernel"]) - set(by_label)
+    if missing:
+        raise HipexploreError(f"cache events name kernels that are not in the tuning list: {sorted(missing)[:5]}")
+    entries = [by_label[k] for k in frame["kernel"]]
+    frame["problem"] = [e.problem for e in entries]
+    frame["candidate"] = [e.candidate for e in entries]
+    frame["role"] = [e.role for e in entries]
+    frame["scenario"] = scenario
+    frame["entry"] = pd.Series([e.index for e in entries], index=frame.index, dtype="int64")
+    frame["jobs"] = jobs
+    if calls is None:  # no cache in between: the lookup is the compiler call
+        frame["call_seconds"] = frame["lookup_seconds"]
+    else:
+        frame["call_seconds"] = [float(calls.get(k, 0.0)) if o in ("compiled", "bypassed", "failed") else 0.0
+                                 for k, o in zip(frame["kernel"], frame["outcome"])]
+    return frame[list(FRAME_COLUMNS)]
+
+
+# ----------------------------------------------------------------------------- CPU time
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_cpu(pid: int) -> float:
+    """utime + stime + cutime + cstime of a live process (its waited-for children included)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / _CLK_TCK
+
+
+def cpu_snapshot(compiler: Compiler) -> dict[int, float]:
+    """CPU seconds used so far by this process (all threads, plus the children it waited for, such
+    as ``cc``) and by each live worker process of an isolated compiler. Differences of two
+    snapshots measure a pass's compile work in a way that other load on a shared machine barely
+    moves (wall time does move)."""
+    t = os.times()
+    snap = {0: t.user + t.system + t.children_user + t.children_system}
+    pids = getattr(compiler, "worker_pids", None)
+    if callable(pids):
+        for pid in pids():
+            snap[int(pid)] = _proc_cpu(int(pid))
+    return snap
+
+
+def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(v - before.get(k, 0.0) for k, v in after.items())
+
+
+# ----------------------------------------------------------------------------- running
+def _run_all(items: Sequence[Any], fn: Callable[[Any], None], jobs: int) -> float:
+    """Call ``fn`` on every item (a thread pool of ``jobs`` when > 1, in list order) and return
+    the wall time. Errors are the callee's to record; they never stop the others."""
+    t0 = time.perf_counter()
+    if jobs == 1:
+        for it in items:
+            fn(it)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hx-replay") as pool:
+            for fut in [pool.submit(fn, it) for it in items]:
+                fut.result()
+    return time.perf_counter() - t0
+
+
+def candidate_groups(tuning_list: TuningList) -> list[list[ListEntry]]:
+    """The list split into candidates (consecutive entries of one problem and candidate)."""
+    groups: list[list[ListEntry]] = []
+    for e in tuning_list.entries:
+        if groups and (groups[-1][0].problem, groups[-1][0].candidate) == (e.problem, e.candidate):
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    return groups
+
+
+GRANULARITIES = ("candidate", "kernel")
+
+
+def replay_through_cache(
+    tuning_list: TuningList, compiler: Compiler, cache: CompileCache, scenario: str, jobs: int = 1,
+    granularity: str = "candidate",
+) -> ScenarioResult:
+    """Compile every list entry through ``cache`` (a fresh cache object per scenario).
+
+    granularity ``candidate`` (default): the unit of parallel work is a candidate, as in a tuner
+    whose workers each build one candidate (fill, gemm, reduce, pointwise in order); two workers
+    reaching the same tail at once is what makes the cache's in-flight sharing report ``joined``,
+    and the joining worker idles meanwhile. ``kernel``: every list entry is its own task (in list
+    order), so a worker only waits when the very next entry is in flight elsewhere."""
+    _check_jobs(jobs)
+    if granularity not in GRANULARITIES:
+        raise ConfigError(f"granularity must be one of {', '.join(GRANULARITIES)}; got {granularity!r}")
+    if scenario not in SCENARIOS or scenario == "ideal":
+        raise ConfigError(f"scenario must be one of {', '.join(s for s in SCENARIOS if s != 'ideal')}; got {scenario!r}")
+    if len(cache.events()):
+        raise ConfigError("replay needs a fresh CompileCache (this one already has events)")
+
+    timed = _TimedCompiler(compiler)
+
+    def one(candidate: Sequence[ListEntry]) -> None:
+        for entry in candidate:  # a candidate's kernels in launch order, as a tuner's worker does
+            try:
+                cache.get_or_compile(entry.request, timed)  # type: ignore[arg-type]
+            except HipexploreError:
+                pass  # recorded by the cache as a 'failed' event; the replay goes on
+
+    before = cpu_snapshot(compiler)
+    tasks = candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries]
+    seconds = _run_all(tasks, one, jobs)
+    cpu = cpu_delta(before, cpu_snapshot(compiler))
+    by_label = {e.label: e for e in tuning_list.entries}
+    return ScenarioResult(scenario, jobs, seconds, _annotate(cache.events(), by_label, scenario, jobs, timed.calls), cpu)
+
+
+def measure_ideal(tuning_list: TuningList, compiler: Compiler, jobs: int = 1) -> ScenarioResult:
+    """Compile each unique kernel exactly once, directly through the compiler (no cache), with
+    ``jobs`` at a time; rows are shaped like cache events (outcome ``compiled``)."""
+    _check_jobs(jobs)
+    identity = compiler.identity()
+    first: dict[CompileRequest, ListEntry] = {}
+    for e in tuning_list.entries:
+        first.setdefault(e.request, e)
+    uniques = list(first.values())
+    rows: list[tuple[int, CacheEvent]] = []
+    lock = threading.Lock()
+
+    def one(entry: ListEntry) -> None:
+        key = make_key(entry.request, identity)
+        t0 = time.perf_counter()
+        try:
+            code = compiler.compile(entry.request)
+        except HipexploreError as exc:
+            elapsed = time.perf_counter() - t0
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            ev = CacheEvent(0, time.time(), key.digest, entry.label, entry.request.compiler, entry.request.target,
+                            entry.request.mode, "failed", elapsed, 0.0, 0.0, 0, f"{type(exc).__name__}: {msg}")
+        else:
+            elapsed = time.perf_counter() - t0
+            recorded = code.compile_seconds if code.compile_seconds > 0 else elapsed
+            ev = CacheEvent(0, time.time(), key.digest, entry.label, entry.request.compiler, entry.request.target,
+                            entry.request.mode, "compiled", elapsed, recorded, 0.0, code.nbytes, "")
+        with lock:
+            rows.append((entry.index, ev))
+
+    before = cpu_snapshot(compiler)
+    seconds = _run_all(uniques, one, jobs)
+    cpu = cpu_delta(before, cpu_snapshot(compiler))
+    rows.sort(key=lambda r: r[1].time)
+    events = [replace(ev, seq=i) for i, (_, ev) in enumerate(rows)]
+    by_label = {e.label: e for e in tuning_list.entries}
+    return ScenarioResult("ideal", jobs, seconds, _annotate(events_frame(events), by_label, "ideal", jobs), cpu)
+
+
+def check_target(compiler: Compiler, target: str) -> None:
+    """Refuse a target the compiler does not list, before any worker can crash on it."""
+    known = tuple(compiler.targets())
+    base = target.split(":")[0]
+    if getattr(compiler, "name", "") == "nvrtc":
+        base = re.sub(r"^(sm_\d+)[af]$", r"\1", base)
+    if known and base not in known:
+        shown = ", ".join(known[:24]) + (" ..." if len(known) > 24 else "")
+        raise ConfigError(f"unknown target {target!r} for compiler {compiler.name!r}; expected one of: {shown}")
+
+
+def warm_up(compiler: Compiler, compiler_name: str, target: str, jobs: int) -> None:
+    """Compile throw-away kernels on ``jobs`` threads at once (one of each role per worker) so every
+    worker has loaded its compiler and headers before anything is timed. A target the compiler
+    rejects (or crashes on) fails here, clearly."""
+    shape, cfg = GemmShape(8, 8, 8), GemmConfig(16, 16, 8, 2, 2, split=2, unroll=2)
+
+    def one(i: int) -> None:
+        # one kernel of every role (gelu pulls in the math headers), none of them in any list
+        for role in ("fill", "gemm", "reduce", "pointwise"):
+            req = kernel_request(role, compiler_name, target, shape, cfg, "gelu",
+                                 extra_options=(f"-DHX_WARMUP={i}_{os.getpid()}",), label=f"warm-up {i} {role}")
+            compiler.compile(req)
+
+    errors: list[BaseException] = []
+
+    def guarded(i: int) -> None:
+        try:
+            one(i)
+        except HipexploreError as exc:
+            errors.append(exc)
+
+    _run_all(list(range(jobs)), guarded, jobs)
+    if errors:
+        exc = errors[0]
+        raise ConfigError(
+            f"compiler {compiler_name!r} cannot compile for target {target!r}: {str(exc).strip().splitlines()[0]}"
+        ) from exc
+
+
+def make_compiler(compiler_name: str, jobs: int, isolated: bool | None = None) -> Compiler:
+    """The compiler a replay uses: isolated worker processes (``workers=jobs``) when jobs > 1,
+    so concurrent compiles really run at once; the backend's default when serial."""
+    from ..compile.registry import get_compiler
+
+    if jobs > 1:
+        isolated = True if isolated is None else isolated
+        return get_compiler(compiler_name, isolated=isolated, workers=jobs)
+    return get_compiler(compiler_name, isolated=isolated)
+
+
+def _is_isolated(compiler: Compiler) -> bool:
+    for attr in ("isolated", "is_isolated"):
+        val = getattr(compiler, attr, None)
+        if isinstance(val, bool):
+            return val
+    return type(compiler).__name__.lower().startswith("isolated")
+
+
+def _close(compiler: Compiler) -> None:
+    for attr in ("close", "shutdown"):
+        fn = getattr(compiler, attr, None)
+        if callable(fn):
+            fn()
+            return
+
+
+def _dir_has_entries(path: Path) -> bool:
+    return path.is_dir() and any(p.is_file() for p in path.rglob("*"))
+
+
+def run_replay(
+    tuning_list: TuningList,
+    jobs: int = 1,
+    cache: str = "memory",
+    cache_dir: str | os.PathLike | None = None,
+    measure_without_cache: bool = True,
+    compiler: Compiler | None = None,
+    isolated: bool | None = None,
+    max_entries: int = 4096,
+    max_bytes: int = 1024**3,
+    granularity: str = "candidate",
+) -> ReplayReport:
+    """Warm up, measure the ideal, optionally the cache-off pass, then the chosen cache mode.
+
+    cache: ``off``, ``memory`` or ``disk`` (disk runs twice: cold/pre-populated, then warm in a
+    fresh cache object on the same directory). cache_dir: the disk tier's directory (a private
+    temporary directory, removed afterwards, when None). The memory limits default high enough
+    that nothing of a default list is evicted: the replay measures sharing, not the LRU.
+    """
+    _check_jobs(jobs)
+    if granularity not in GRANULARITIES:
+        raise ConfigError(f"granularity must be one of {', '.join(GRANULARITIES)}; got {granularity!r}")
+    if cache not in CACHE_MODES:
+        raise ConfigError(f"cache must be one of {', '.join(CACHE_MODES)}; got {cache!r}")
+    own_compiler = compiler is None
+    comp = compiler if compiler is not None else make_compiler(tuning_list.compiler, jobs, isolated)
+    if getattr(comp, "name", None) != tuning_list.compiler:
+        raise ConfigError(f"the list is for {tuning_list.compiler!r} but the compiler given is {getattr(comp, 'name', comp)!r}")
+    tmp: tempfile.TemporaryDirectory | None = None
+    try:
+        check_target(comp, tuning_list.target)
+        warm_up(comp, tuning_list.compiler, tuning_list.target, jobs)
+        scenarios: dict[str, ScenarioResult] = {}
+        scenarios["ideal"] = measure_ideal(tuning_list, comp, jobs)
+        if measure_without_cache or cache == "off":
+            off = CompileCache(max_entries=0, max_bytes=0, disk_dir=False)
+            scenarios["off"] = replay_through_cache(tuning_list, comp, off, "off", jobs, granularity)
+        primary = "off"
+        dir_used = ""
+        if cache == "memory":
+            mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False)
+            scenarios["memory"] = replay_through_cache(tuning_list, comp, mem, "memory", jobs, granularity)
+            primary = "memory"
+        elif cache == "disk":
+            if cache_dir is None:
+                tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cache-")
+                cache_dir = tmp.name
+            path = Path(cache_dir)
+            dir_used = str(path)
+            first = "disk" if _dir_has_entries(path) else "disk-cold"
+            for name in (first, "disk-warm"):
+                c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
+                scenarios[name] = replay_through_cache(tuning_list, comp, c, name, jobs, granularity)
+            primary = first
+        return ReplayReport(tuning_list, jobs, cache, _is_isolated(comp), primary, scenarios, dir_used, granularity)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+        if own_compiler:
+            _close(comp)

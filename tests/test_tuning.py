@@ -1,0 +1,250 @@
+"""Tuning-list replay through the real cache with the real compilers, at small size: the numbers the
+CLI reports (kernels, unique kernels, compiles, hits, joins) are reproduced from the list itself."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from hipexplore.cli import main
+from hipexplore.compile.cache import CompileCache
+from hipexplore.compile.registry import get_compiler
+from hipexplore.errors import ConfigError
+from hipexplore.kernels.gemm import GemmShape
+from hipexplore.tuning.lists import (
+    GemmProblem,
+    build_list,
+    default_candidates,
+    select_problems,
+)
+from hipexplore.tuning.replay import (
+    FRAME_COLUMNS,
+    candidate_groups,
+    measure_ideal,
+    replay_through_cache,
+    run_replay,
+)
+
+
+def _available(name: str):
+    comp = get_compiler(name)
+    if not comp.available():
+        pytest.skip(f"{name} unavailable: {comp.unavailable_reason()}")
+    return comp
+
+
+def _small(compiler: str = "host", target: str = "host", problems: str = "2", limit: int = 3):
+    return build_list(compiler, target, problems=select_problems(problems, tokens=64, d_model=32), limit=limit)
+
+
+# ------------------------------------------------------------------------------------ lists
+def test_default_list_repeats_the_tails():
+    tl = build_list("nvrtc", "sm_90")
+    roles = tl.counts_by_role()
+    # 4 problems x 12 candidates (4 tiles x split 1,2,4); a reduce only when split > 1
+    assert tl.kernels == 4 * 12 * 3 + 4 * 8 == 176
+    assert roles["gemm"] == {"kernels": 48, "unique": 48}
+    # one pointwise per (M, N, activation): attn_out and mlp_down share theirs
+    assert roles["pointwise"] == {"kernels": 48, "unique": 3}
+    # one reduce per (M*N, split > 1): 3 output sizes x 2 splits
+    assert roles["reduce"] == {"kernels": 32, "unique": 6}
+    # one fill per split*M*N: {1,2,4}*MN, {3,6,12}*MN, {4,8,16}*MN -> 4*MN shared by two problems
+    assert roles["fill"] == {"kernels": 48, "unique": 8}
+    assert tl.unique_kernels == 48 + 3 + 6 + 8
+    # labels are unique per entry and name it; candidates keep launch order
+    assert len({e.label for e in tl.entries}) == tl.kernels
+    assert [e.role for e in candidate_groups(tl)[1]] == ["fill", "gemm", "reduce", "pointwise"]
+
+
+def test_list_arguments_are_checked():
+    with pytest.raises(ConfigError, match="'cuda'"):
+        build_list("cuda", "sm_90")
+    with pytest.raises(ConfigError, match="limit"):
+        build_list("host", "host", limit=0)
+    with pytest.raises(ConfigError, match="'mlp_side'"):
+        select_problems("qkv,mlp_side")
+    with pytest.raises(ConfigError, match="1..4"):
+        select_problems("9")
+    with pytest.raises(ConfigError, match="unique"):
+        p = GemmProblem("a", GemmShape(4, 4, 4))
+        build_list("host", "host", problems=[p, p])
+    with pytest.raises(ConfigError, match="'tanh'"):
+        GemmProblem("a", GemmShape(4, 4, 4), "tanh")
+    assert [p.name for p in select_problems("mlp_up,qkv")] == ["mlp_up", "qkv"]
+    assert len(default_candidates(splits=(1, 8))) == 8
+
+
+# ------------------------------------------------------------------------------------ replay (host)
+def test_host_replay_numbers_are_reproduced():
+    comp = _available("host")
+    tl = _small()
+    # independent count: 2 problems x 3 candidates (split 1, 2, 4), tails shared per problem
+    assert tl.kernels == 2 * (3 + 4 + 4)
+    expected_unique = len({e.request for e in tl.entries})
+    assert tl.unique_kernels == expected_unique
+    rep = run_replay(tl, jobs=1, cache="memory", compiler=comp)
+    js = rep.to_json()
+    assert js["kernels"] == tl.kernels and js["unique_kernels"] == expected_unique
+    assert js["compiles"] == expected_unique
+    assert js["hits"] == tl.kernels - expected_unique and js["joins"] == 0 and js["failed"] == 0
+    off = js["scenarios"]["off"]
+    assert off["compiles"] == tl.kernels and off["hits"] == 0
+    assert js["scenarios"]["ideal"]["compiles"] == expected_unique
+    assert js["seconds_without_cache_source"] == "measured"
+    assert js["seconds_without_cache"] == pytest.approx(off["seconds"])
+    # the recorded sum counts each entry's compile time once: larger than the unique compiles
+    assert js["seconds_without_cache_recorded_sum"] > rep.scenarios["memory"].summary()["compile_seconds"]
+    frame = rep.frame
+    assert list(frame.columns) == list(FRAME_COLUMNS)
+    assert set(frame["scenario"]) == {"ideal", "off", "memory"}
+    assert set(frame["role"]) == {"gemm", "fill", "reduce", "pointwise"}
+    mem = frame[frame["scenario"] == "memory"]
+    # every memory hit is a tail or a repeated kernel whose digest was compiled earlier
+    compiled_digests = set(mem.loc[mem["outcome"] == "compiled", "digest"])
+    assert len(compiled_digests) == expected_unique
+    assert set(mem.loc[mem["outcome"] == "memory-hit", "digest"]) <= compiled_digests
+    assert (mem.loc[mem["outcome"] == "memory-hit", "role"] != "gemm").all()
+    # labels map back to the list entry
+    for row in mem.itertuples():
+        assert row.kernel == f"{row.problem}/{row.candidate}/{row.role}"
+    # the parquet round trip keeps the contract
+    assert list(pd.read_parquet(_roundtrip(frame)).columns) == list(FRAME_COLUMNS)
+
+
+def _roundtrip(frame: pd.DataFrame):
+    import io
+
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    buf.seek(0)
+    return buf
+
+
+def test_host_disk_cold_then_warm(tmp_path):
+    comp = _available("host")
+    tl = _small(limit=2)
+    rep = run_replay(tl, jobs=1, cache="disk", cache_dir=tmp_path / "c", compiler=comp, measure_without_cache=False)
+    cold, warm = rep.scenarios["disk-cold"].summary(), rep.scenarios["disk-warm"].summary()
+    assert rep.primary == "disk-cold"
+    assert cold["compiles"] == tl.unique_kernels and cold["disk_hits"] == 0
+    assert warm["compiles"] == 0
+    assert warm["disk_hits"] == tl.unique_kernels  # first sight of each kernel in a fresh cache object
+    assert warm["memory_hits"] == tl.kernels - tl.unique_kernels
+    assert rep.to_json()["seconds_without_cache_source"] == "recorded-sum"
+    # a second run on the now-populated directory is not called cold
+    again = run_replay(tl, jobs=1, cache="disk", cache_dir=tmp_path / "c", compiler=comp, measure_without_cache=False)
+    assert again.primary == "disk" and again.to_json()["compiles"] == 0
+
+
+@pytest.mark.parametrize("granularity", ["candidate", "kernel"])
+def test_parallel_replay_compiles_each_unique_kernel_once(granularity):
+    _available("host")
+    tl = _small(problems="2", limit=6)
+    rep = run_replay(tl, jobs=2, cache="memory", measure_without_cache=False, granularity=granularity)
+    assert rep.to_json()["granularity"] == granularity
+    # strict JSON: no NaN (outside_compiler_seconds is undefined for parallel passes)
+    json.loads(json.dumps(rep.to_json()), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert rep.isolated  # worker processes, so two compiles really run at once
+    mem = rep.frame[rep.frame["scenario"] == "memory"]
+    compiled = mem[mem["outcome"] == "compiled"]
+    assert compiled["digest"].is_unique and len(compiled) == tl.unique_kernels
+    js = rep.to_json()
+    assert js["hits"] + js["joins"] == tl.kernels - tl.unique_kernels
+    assert js["failed"] == 0
+    # joins wait for a compile in flight: their recorded compile time is the original's
+    joined = mem[mem["outcome"] == "joined"]
+    for row in joined.itertuples():
+        assert row.compile_seconds == pytest.approx(compiled.loc[compiled["digest"] == row.digest, "compile_seconds"].iloc[0])
+
+
+def test_replay_needs_a_fresh_cache():
+    comp = _available("host")
+    tl = _small(problems="1", limit=1)
+    cache = CompileCache(max_entries=16, max_bytes=2**24, disk_dir=False)
+    replay_through_cache(tl, comp, cache, "memory")
+    with pytest.raises(ConfigError, match="fresh CompileCache"):
+        replay_through_cache(tl, comp, cache, "memory")
+    with pytest.raises(ConfigError, match="'warm'"):
+        replay_through_cache(tl, comp, CompileCache(disk_dir=False), "warm")
+    with pytest.raises(ConfigError, match="jobs"):
+        measure_ideal(tl, comp, jobs=0)
+    with pytest.raises(ConfigError, match="'batch'"):
+        replay_through_cache(tl, comp, CompileCache(disk_dir=False), "memory", granularity="batch")
+
+
+# ------------------------------------------------------------------------------------ GPU compilers
+def test_nvrtc_replay_small():
+    comp = _available("nvrtc")
+    tl = _small("nvrtc", "sm_90", problems="attn_out,mlp_down", limit=2)
+    rep = run_replay(tl, jobs=1, cache="memory", compiler=comp, measure_without_cache=False)
+    js = rep.to_json()
+    # attn_out and mlp_down share output shape and activation: fills and pointwise are shared
+    assert tl.counts_by_role()["pointwise"] == {"kernels": 4, "unique": 1}
+    assert js["compiles"] == tl.unique_kernels and js["hits"] == tl.kernels - tl.unique_kernels
+
+
+def test_hiprtc_replay_tiny():
+    _available("hiprtc")
+    tl = _small("hiprtc", "gfx90a", problems="1", limit=2)
+    rep = run_replay(tl, jobs=1, cache="memory", measure_without_cache=False)
+    js = rep.to_json()
+    assert (js["kernels"], js["unique_kernels"]) == (7, 6)  # split 1: 3 kernels; split 2: 4; pointwise shared
+    assert js["compiles"] == 6 and js["hits"] == 1 and js["failed"] == 0
+
+
+# ------------------------------------------------------------------------------------ CLI
+def test_cli_json_fields(capsys, tmp_path):
+    _available("host")
+    frame_path = tmp_path / "events.parquet"
+    rc = main(["tune-replay", "--compiler", "host", "--target", "host", "--problems", "1", "--limit", "3",
+               "--tokens", "32", "--d-model", "16", "--json", "--frame", str(frame_path)])
+    assert rc == 0
+    js = json.loads(capsys.readouterr().out)
+    for field in ("kernels", "unique_kernels", "compiles", "hits", "seconds", "seconds_without_cache", "seconds_ideal"):
+        assert field in js
+    # 1 problem x 3 candidates (split 1, 2, 4): 3 + 4 + 4 kernels; 3 gemm + 3 fill + 2 reduce + 1 pointwise unique
+    assert (js["kernels"], js["unique_kernels"], js["compiles"], js["hits"]) == (11, 9, 9, 2)
+    assert js["scenarios"]["off"]["compiles"] == 11
+    assert js["seconds"] > 0 and js["seconds_ideal"] > 0 and js["seconds_without_cache"] > 0
+    assert js["provenance"]["git_revision"]
+    frame = pd.read_parquet(frame_path)
+    assert len(frame) == 9 + 11 + 11  # ideal + off + memory rows
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--compiler", "nvrtc", "--target", "sm_999"], "unknown target 'sm_999'"),
+        (["--compiler", "host", "--target", "gfx90a"], "'gfx90a'"),
+        (["--compiler", "hiprtc", "--target", "gfx942"], "'gfx942'"),
+        (["--compiler", "host", "--problems", "qkv,nope"], "'nope'"),
+        (["--compiler", "host", "--frame", "x.csv"], "x.csv"),
+    ],
+)
+def test_cli_errors_exit_2(capsys, argv, match):
+    rc = main(["tune-replay", *argv, "--limit", "1"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and match in err
+
+
+@pytest.mark.parametrize("argv", [["--compiler", "cuda"], ["--compiler", "host", "--jobs", "0"], ["--compiler", "host", "--cache", "redis"]])
+def test_cli_argument_errors_exit_2(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        main(["tune-replay", *argv])
+    assert exc.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("compiler,target", [("nvrtc", "sm_90"), ("hiprtc", "gfx90a")])
+def test_cli_runs_for_gpu_compilers(capsys, compiler, target):
+    """The command a user types works for the GPU compilers too (tiny list: hiprtc is slow)."""
+    _available(compiler)
+    rc = main(["tune-replay", "--compiler", compiler, "--target", target, "--problems", "1", "--limit", "2",
+               "--estimate-without-cache", "--json"])
+    assert rc == 0
+    js = json.loads(capsys.readouterr().out)
+    assert (js["kernels"], js["unique_kernels"], js["compiles"], js["hits"]) == (7, 6, 6, 1)
+    assert js["seconds_without_cache_source"] == "recorded-sum" and js["seconds_without_cache_measured"] is None
+    assert js["isolated"] is (compiler == "hiprtc")  # the backend's default when serial
