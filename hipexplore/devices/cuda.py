@@ -66,7 +66,7 @@ class CudaDevice(GpuDeviceBase):
         self._name = name.split(b"\0", 1)[0].decode(errors="replace").strip()
         A = drv.CUdevice_attribute
         self._cc = (self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
-        self._sms = self._attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self._compute_units = self._attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         l2 = self._attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
         self._llc = self._apply_llc_override(l2, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE")
         try:
@@ -94,10 +94,6 @@ class CudaDevice(GpuDeviceBase):
 
     # --- identity -------------------------------------------------------------------------
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
     def target(self) -> str:
         return f"sm_{self._cc[0]}{self._cc[1]}"
 
@@ -106,30 +102,8 @@ class CudaDevice(GpuDeviceBase):
         return "nvrtc"
 
     @property
-    def llc_bytes(self) -> int:
-        return self._llc[0]
-
-    @property
-    def llc_source(self) -> str:
-        return self._llc[1]
-
-    @property
-    def compute_units(self) -> int:
-        return self._sms
-
-    @property
-    def peak_bandwidth_gbs(self) -> float:
-        return self._peak[0]
-
-    @property
     def properties(self) -> DeviceProperties:
-        free, total = self.memory_info()
-        return DeviceProperties(
-            kind="cuda", index=self.index, name=self.name, target=self.target, compiler="nvrtc",
-            llc_bytes=self.llc_bytes, llc_source=self.llc_source, free_bytes=free, total_bytes=total,
-            peak_bandwidth_gbs=self.peak_bandwidth_gbs, peak_bandwidth_source=self._peak[1],
-            compute_units=self._sms, driver=self._driver_version, runtime="cuda-python driver API",
-        )
+        return self._properties("cuda-python driver API")
 
     def memory_info(self) -> tuple[int, int]:
         self._current()

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import DeviceError
 from ..kernels import catalog
-from .base import PackedArgs, load_catalog_kernel, pack_args
+from .base import DeviceProperties, PackedArgs, load_catalog_kernel, pack_args
 
 
 class SpinHold:
@@ -58,6 +58,38 @@ class GpuDeviceBase:
 
     def _spin_timeout_arg(self, timeout_s: float) -> int:
         return int(timeout_s * 1e9)
+
+    # identity, from what the subclass read at start-up ----------------------------------------
+    # Subclasses set _name, _compute_units, _llc (bytes, source), _peak (GB/s, source), _driver_version.
+    @property
+    def name(self) -> str:
+        return self._name  # type: ignore[attr-defined]
+
+    @property
+    def llc_bytes(self) -> int:
+        return self._llc[0]  # type: ignore[attr-defined]
+
+    @property
+    def llc_source(self) -> str:
+        return self._llc[1]  # type: ignore[attr-defined]
+
+    @property
+    def compute_units(self) -> int:
+        return self._compute_units  # type: ignore[attr-defined]
+
+    @property
+    def peak_bandwidth_gbs(self) -> float:
+        return self._peak[0]  # type: ignore[attr-defined]
+
+    def _properties(self, runtime: str, extra: dict[str, str] | None = None) -> DeviceProperties:
+        free, total = self.memory_info()  # type: ignore[attr-defined]
+        return DeviceProperties(
+            kind=self.kind, index=self.index, name=self.name, target=self.target,  # type: ignore[attr-defined]
+            compiler=self.compiler, llc_bytes=self.llc_bytes, llc_source=self.llc_source,  # type: ignore[attr-defined]
+            free_bytes=free, total_bytes=total, peak_bandwidth_gbs=self.peak_bandwidth_gbs,
+            peak_bandwidth_source=self._peak[1], compute_units=self.compute_units,  # type: ignore[attr-defined]
+            driver=self._driver_version, runtime=runtime, **({"extra": extra} if extra else {}),  # type: ignore[attr-defined]
+        )
 
     # shared ------------------------------------------------------------------------------
     def compiled_kernel(self, name: str, *, inline_icache: bool = False) -> Any:

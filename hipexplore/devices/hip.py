@@ -113,7 +113,7 @@ class HipDevice(GpuDeviceBase):
         arch = props.gcnArchName
         self._arch = (arch.decode() if isinstance(arch, bytes) else str(arch)).split("\0", 1)[0].strip()
         A = hip.hipDeviceAttribute_t
-        self._cus = self._attr(A.hipDeviceAttributeMultiprocessorCount)
+        self._compute_units = self._attr(A.hipDeviceAttributeMultiprocessorCount)
         l2 = self._attr(A.hipDeviceAttributeL2CacheSize)
         self._llc = self._apply_llc_override(*llc_for_arch(self._arch, l2))
         clock = self._attr(A.hipDeviceAttributeMemoryClockRate)
@@ -139,10 +139,6 @@ class HipDevice(GpuDeviceBase):
         return int(timeout_s * 1e9 * (100_000 / self._wall_khz))
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
     def target(self) -> str:
         return self._arch.split(":", 1)[0]
 
@@ -151,31 +147,8 @@ class HipDevice(GpuDeviceBase):
         return "hiprtc"
 
     @property
-    def llc_bytes(self) -> int:
-        return self._llc[0]
-
-    @property
-    def llc_source(self) -> str:
-        return self._llc[1]
-
-    @property
-    def compute_units(self) -> int:
-        return self._cus
-
-    @property
-    def peak_bandwidth_gbs(self) -> float:
-        return self._peak[0]
-
-    @property
     def properties(self) -> DeviceProperties:
-        free, total = self.memory_info()
-        return DeviceProperties(
-            kind="hip", index=self.index, name=self.name, target=self.target, compiler="hiprtc",
-            llc_bytes=self.llc_bytes, llc_source=self.llc_source, free_bytes=free, total_bytes=total,
-            peak_bandwidth_gbs=self.peak_bandwidth_gbs, peak_bandwidth_source=self._peak[1],
-            compute_units=self._cus, driver=self._driver_version, runtime=f"HIP {self._runtime_version} (hip-python)",
-            extra={"gcnArchName": self._arch},
-        )
+        return self._properties(f"HIP {self._runtime_version} (hip-python)", {"gcnArchName": self._arch})
 
     def memory_info(self) -> tuple[int, int]:
         free, total = self._call(self._hip.hipMemGetInfo(), "hipMemGetInfo")
