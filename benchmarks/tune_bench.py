@@ -51,6 +51,7 @@ from hipexplore.tuning.replay import (  # noqa: E402
     make_compiler,
     measure_ideal,
     replay_through_cache,
+    salted,
     warm_up,
 )
 
@@ -68,8 +69,9 @@ def _parse_pairs(text: str) -> list[tuple[str, str]]:
 
 
 def run_one(name: str, target: str, jobs: int, rounds: int, problems: str | None, limit: int | None,
-            log=print, isolated: bool | None = None, granularity: str = "candidate") -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    tl = build_list(name, target, problems=select_problems(problems), limit=limit)
+            log=print, isolated: bool | None = None, granularity: str = "candidate",
+            salt: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    tl = base = build_list(name, target, problems=select_problems(problems), limit=limit)
     comp = make_compiler(name, jobs, isolated)
     rows, frames = [], []
     try:
@@ -78,6 +80,8 @@ def run_one(name: str, target: str, jobs: int, rounds: int, problems: str | None
         for rnd in range(rounds):
             order = PASSES if rnd % 2 == 0 else tuple(reversed(PASSES))
             for p in order:
+                # every pass its own salt: a compiler's own program cache cannot serve a later pass
+                tl = salted(base, f"{os.getpid()}_{rnd}_{p}") if salt else base
                 if p == "ideal":
                     results = [measure_ideal(tl, comp, jobs)]
                 elif p == "off":
@@ -228,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="data/tuning/tune_bench.parquet", help="events parquet (default %(default)s)")
     ap.add_argument("--granularity", choices=("candidate", "kernel"), default="candidate",
                     help="unit of parallel work in the replay passes (default %(default)s)")
+    ap.add_argument("--no-salt", action="store_true",
+                    help="compile every pass from the same sources (default: a -DHX_REPLAY_SALT per pass and round)")
     ap.add_argument("--table-only", action="store_true", help="print the table of an earlier run's --out files")
     args = ap.parse_args(argv)
     if args.table_only:
@@ -250,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         for j, iso in jobs_list:
             print(f"{name}:{target} jobs={j}{' isolated' if iso else ''}", flush=True)
             passes, frame, _ = run_one(name, target, j, args.rounds, args.problems, args.limit,
-                                       log=lambda m: print(m, flush=True), isolated=iso, granularity=args.granularity)
+                                       log=lambda m: print(m, flush=True), isolated=iso, granularity=args.granularity,
+                                       salt=not args.no_salt)
             all_passes.append(passes)
             all_frames.append(frame)
     passes = pd.concat(all_passes, ignore_index=True)

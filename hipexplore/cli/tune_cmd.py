@@ -59,6 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--d-model", type=_positive, default=512, help="model width (default 512)")
     p.add_argument("--estimate-without-cache", action="store_true",
                    help="skip the cache-off pass; seconds_without_cache = sum of recorded compile times")
+    p.add_argument("--no-salt", action="store_true",
+                   help="compile every pass from the same sources (by default each pass gets its own -DHX_REPLAY_SALT, so "
+                        "no pass profits from the compiler's own caching of an earlier pass)")
     p.add_argument("--frame", default=None, metavar="PATH.parquet", help="write the compile-event frame (all scenarios) here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
@@ -84,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=cache_dir if args.cache == "disk" else None,
         measure_without_cache=not args.estimate_without_cache,
         granularity=args.granularity,
+        salt=not args.no_salt,
     )
     out = report.to_json()
     provenance = collect(command=None)

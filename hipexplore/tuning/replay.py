@@ -115,6 +115,7 @@ class ReplayReport:
     scenarios: dict[str, ScenarioResult]
     cache_dir: str = ""
     granularity: str = "candidate"
+    salted: bool = False
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -145,6 +146,7 @@ class ReplayReport:
             "target": tl.target,
             "jobs": self.jobs,
             "granularity": self.granularity,
+            "salted_per_pass": self.salted,
             "isolated": self.isolated,
             "cache": self.cache,
             "scenario": self.primary,
@@ -381,6 +383,19 @@ def measure_ideal(tuning_list: TuningList, compiler: Compiler, jobs: int = 1) ->
     return ScenarioResult("ideal", jobs, seconds, _annotate(events_frame(events), by_label, "ideal", jobs), cpu)
 
 
+def salted(tuning_list: TuningList, salt: str) -> TuningList:
+    """The same list with ``-DHX_REPLAY_SALT=<salt>`` appended to every request.
+
+    Why: some compilers keep their own cache of whole programs (NVRTC 13.0 on the H200 image served
+    a program it had seen before in ~13 ms, also in a new process), so a pass that follows another
+    over the same sources would be measured against a warm compiler. One salt per pass makes every
+    pass start from programs the compiler has never seen, while identical kernels *within* a pass
+    stay identical, which is what the cache is measured on."""
+    opt = f"-DHX_REPLAY_SALT={salt}"
+    entries = tuple(replace(e, request=e.request.with_(options=(*e.request.options, opt))) for e in tuning_list.entries)
+    return replace(tuning_list, entries=entries)
+
+
 def check_target(compiler: Compiler, target: str) -> None:
     """Refuse a target the compiler does not list, before any worker can crash on it."""
     known = tuple(compiler.targets())
@@ -463,8 +478,13 @@ def run_replay(
     max_entries: int = 4096,
     max_bytes: int = 1024**3,
     granularity: str = "candidate",
+    salt: bool = True,
 ) -> ReplayReport:
     """Warm up, measure the ideal, optionally the cache-off pass, then the chosen cache mode.
+
+    salt: give each pass its own ``salted`` copy of the list (disk-cold and disk-warm share one,
+    and a caller-given ``cache_dir`` is never salted, so its entries are reused across runs), so
+    that no pass profits from the compiler's own caching of an earlier pass.
 
     cache: ``off``, ``memory`` or ``disk`` (disk runs twice: cold/pre-populated, then warm in a
     fresh cache object on the same directory). cache_dir: the disk tier's directory (a private
@@ -484,18 +504,24 @@ def run_replay(
     try:
         check_target(comp, tuning_list.target)
         warm_up(comp, tuning_list.compiler, tuning_list.target, jobs)
+        run_salt = f"{os.getpid()}_{time.time_ns()}"
+
+        def pass_list(name: str) -> TuningList:
+            return salted(tuning_list, f"{run_salt}_{name}") if salt else tuning_list
+
         scenarios: dict[str, ScenarioResult] = {}
-        scenarios["ideal"] = measure_ideal(tuning_list, comp, jobs)
+        scenarios["ideal"] = measure_ideal(pass_list("ideal"), comp, jobs)
         if measure_without_cache or cache == "off":
             off = CompileCache(max_entries=0, max_bytes=0, disk_dir=False)
-            scenarios["off"] = replay_through_cache(tuning_list, comp, off, "off", jobs, granularity)
+            scenarios["off"] = replay_through_cache(pass_list("off"), comp, off, "off", jobs, granularity)
         primary = "off"
         dir_used = ""
         if cache == "memory":
             mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False)
-            scenarios["memory"] = replay_through_cache(tuning_list, comp, mem, "memory", jobs, granularity)
+            scenarios["memory"] = replay_through_cache(pass_list("memory"), comp, mem, "memory", jobs, granularity)
             primary = "memory"
         elif cache == "disk":
+            disk_list = tuning_list if cache_dir is not None else pass_list("disk")
             if cache_dir is None:
                 tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cache-")
                 cache_dir = tmp.name
@@ -504,9 +530,9 @@ def run_replay(
             first = "disk" if _dir_has_entries(path) else "disk-cold"
             for name in (first, "disk-warm"):
                 c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
-                scenarios[name] = replay_through_cache(tuning_list, comp, c, name, jobs, granularity)
+                scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
             primary = first
-        return ReplayReport(tuning_list, jobs, cache, _is_isolated(comp), primary, scenarios, dir_used, granularity)
+        return ReplayReport(tuning_list, jobs, cache, _is_isolated(comp), primary, scenarios, dir_used, granularity, salt)
     finally:
         if tmp is not None:
             tmp.cleanup()
