@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--granularity", choices=("candidate", "kernel"), default="candidate",
                     help="unit of parallel work in the replay passes (default %(default)s)")
     ap.add_argument("--no-salt", action="store_true",
-                    help="compile every pass from the same sources (default: a -DHX_REPLAY_SALT per pass and round)")
+                    help="compile every pass from the same sources (default: a salt in the source text per pass and round)")
     ap.add_argument("--table-only", action="store_true", help="print the table of an earlier run's --out files")
     args = ap.parse_args(argv)
     if args.table_only:

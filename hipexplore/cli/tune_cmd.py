@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--estimate-without-cache", action="store_true",
                    help="skip the cache-off pass; seconds_without_cache = sum of recorded compile times")
     p.add_argument("--no-salt", action="store_true",
-                   help="compile every pass from the same sources (by default each pass gets its own -DHX_REPLAY_SALT, so "
+                   help="compile every pass from the same sources (by default each pass gets its own salt in the source text, so "
                         "no pass profits from the compiler's own caching of an earlier pass)")
     p.add_argument("--frame", default=None, metavar="PATH.parquet", help="write the compile-event frame (all scenarios) here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
