@@ -17,7 +17,7 @@ rocm_version=""
 if [ -r /opt/rocm/.info/version ]; then
   rocm_version=$(cut -d- -f1 /opt/rocm/.info/version)
   say "found ROCm $rocm_version in /opt/rocm: using it"
-elif ! ldconfig -p 2>/dev/null | grep -q 'libamdhip64.so.5'; then
+elif ! ldconfig -p 2>/dev/null | grep 'libamdhip64.so.5' >/dev/null; then  # no -q: an early exit would SIGPIPE ldconfig under pipefail
   APT_PKGS+=(libamdhip64-5 libamd-comgr2 rocm-device-libs libhiprtc-builtins5)
 fi
 if [ "$DEV" = 1 ]; then
