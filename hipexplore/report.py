@@ -654,7 +654,19 @@ def benchmark_data(
     try:
         props = dev.properties
         props = props.as_dict() if hasattr(props, "as_dict") else dict(props)
+        note = ""
+        if iterations is not None:  # 'auto' can want more sets than the notebook's iteration count on a large LLC
+            try:
+                needed = _most_sets(kernel, sizes, rotating, dev.llc_bytes)
+            except HipexploreError:  # a bad argument: let the sweep itself report it
+                needed = iterations
+            if needed > iterations:
+                note = (f"iterations raised from {iterations} to {needed}: rotating 'auto' wants {needed} buffer sets "
+                        f"on this device (LLC {dev.llc_bytes} B), and every set must be timed at least once")
+                iterations = needed
         result = sweep(kernel, sizes, rotating, flush, device=dev, iterations=iterations, progress=progress, command=command)
+        if note:
+            result.metadata["report.iterations_note"] = note
     finally:
         close = getattr(dev, "close", None)
         if callable(close):
@@ -662,6 +674,24 @@ def benchmark_data(
     if result.summary.empty:
         raise HipexploreError(f"the sweep on {device!r} returned no summary rows")
     return BenchData(result.samples, result.summary, "live", props, dict(result.metadata))
+
+
+def _most_sets(kernel: str, sizes: Sequence[int | str] | str, rotating: Sequence[int | str] | str, llc_bytes: int) -> int:
+    """The largest buffer-set count the sweep will ask for (before the memory cap)."""
+    from .bench import rotating as rot
+    from .bench.sweep import parse_size
+    from .kernels import catalog
+
+    spec = catalog.get(kernel)
+    size_list = [sizes] if isinstance(sizes, (int, str)) else list(sizes)
+    rot_list = [rotating] if isinstance(rotating, (int, str)) else list(rotating)
+    counts = [1]
+    for size in size_list:
+        n = spec.elements(parse_size(size))
+        for r in rot_list:
+            req = rot.parse_rotating(r)
+            counts.append(rot.auto_count(llc_bytes, spec.footprint(n)) if req == "auto" else int(req))
+    return max(counts)
 
 
 def provenance_for(bench: BenchData | None, replay: ReplayData | None = None, command: str | Sequence[str] | None = None) -> pd.DataFrame:

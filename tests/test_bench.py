@@ -128,8 +128,10 @@ def test_cold_reference_is_single_launches_after_a_read_flush(dev) -> None:
     rd, wr = make_flusher(dev, "l2-read"), make_flusher(dev, "l2-write")
     try:
         with rot.BufferSets(dev, spec, 4096, 2) as sets:
-            raw = time_cold_reference(_workload(dev, sets), rd, 5)
-            assert raw.time_s.size == 5 and raw.chunks == 5 and set(raw.buffer_set) == {0}
+            raw = time_cold_reference(_workload(dev, sets), rd, 5, warmup_s=0)
+            # one buffer set only, and timed like every configuration: in held chunks, not one per launch
+            assert raw.time_s.size == 5 and raw.chunks == 1 and set(raw.buffer_set) == {0}
+            assert time_cold_reference(_workload(dev, sets), rd, 5, chunk=2, warmup_s=0).chunks == 3
             with pytest.raises(ConfigError, match="l2-read"):
                 time_cold_reference(_workload(dev, sets), wr, 5)
     finally:

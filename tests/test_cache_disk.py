@@ -389,3 +389,11 @@ def test_write_failing_mid_file_warns_once_and_leaves_no_partial_entry(tmp_path)
     assert len(report["warnings"]) == 1 and "EFBIG" in report["warnings"][0]
     assert report["writable"] is False and "File too large" in report["error"]
     assert not list(root.rglob("*.hxc")) and not list(root.rglob(".tmp-*"))  # no partial entry left
+
+
+def test_a_zero_disk_cap_disables_the_disk_tier(tmp_path, monkeypatch):
+    assert CompileCache(disk_dir=tmp_path, disk_max_bytes=0).disk is None
+    monkeypatch.setenv("HIPEXPLORE_CACHE_DISK_MAX_BYTES", "0")
+    assert CompileCache(disk_dir=tmp_path).disk is None
+    monkeypatch.setenv("HIPEXPLORE_CACHE_DISK_MAX_BYTES", "4096")
+    assert CompileCache(disk_dir=tmp_path).disk is not None

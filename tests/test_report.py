@@ -136,3 +136,20 @@ def test_recorded_loader_sorts_frames_by_columns(tmp_path):
     pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "other.parquet")
     with pytest.raises(ConfigError, match="holds benchmark samples, summary or cache events"):
         report.load_recorded(tmp_path)
+
+
+def test_live_benchmark_raises_iterations_to_the_auto_set_count():
+    """On a large last-level cache 'auto' wants more sets than the notebook's iteration count: the
+    report raises the count (and says so) instead of failing the main job."""
+    from hipexplore.bench.rotating import auto_count
+    from hipexplore.devices import get_device
+    from hipexplore.kernels import catalog
+
+    spec = catalog.get("triad")
+    dev = get_device("host")
+    want = auto_count(dev.llc_bytes, spec.footprint(spec.elements(1 << 20)))
+    dev.close()
+    bench = report.benchmark_data(device="host", sizes=("1MiB",), rotating=("auto",), flush=("none",), iterations=2)
+    row = bench.summary[bench.summary["flush"] == "none"].iloc[0]
+    assert int(row["rotating"]) == want and int(row["n"]) == want
+    assert f"iterations raised from 2 to {want}" in bench.provenance["report.iterations_note"]

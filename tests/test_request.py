@@ -84,3 +84,29 @@ def test_default_modes():
     assert req().mode == "shared-library"
     assert req(compiler="nvrtc", target="sm_90").mode == "cubin"
     assert req(compiler="hiprtc", target="gfx90a").mode == "code-object"
+
+
+@pytest.mark.parametrize("opt", ["-I/tmp/inc", "-isystem/usr/include", "--include-path=/x", "-include", "@args.txt"])
+def test_options_that_read_unkeyed_files_are_refused(opt):
+    with pytest.raises(ConfigError) as exc:
+        req(options=(opt,))
+    assert repr(opt) in str(exc.value) and "headers" in str(exc.value)
+
+
+def test_harmless_look_alike_options_pass():
+    assert req(options=("-lineinfo", "-O3", "-DX=1")).options == ("-lineinfo", "-O3", "-DX=1")
+
+
+def test_object_code_names_are_read_only_and_survive_pickling():
+    """A memory hit hands out the stored ObjectCode itself: nobody may change what later hits see."""
+    import pickle
+
+    from hipexplore.compile.base import ObjectCode
+
+    code = ObjectCode(b"\x7fELF", "host", "host", "shared-library", lowered_names={"k<int>": "_Z1kIiEvv"})
+    with pytest.raises(TypeError, match="read-only"):
+        code.lowered_names["k<int>"] = "EVIL"
+    with pytest.raises(TypeError):
+        code.lowered_names.update(x="y")
+    again = pickle.loads(pickle.dumps(code))
+    assert again == code and again.symbol("k<int>") == "_Z1kIiEvv"

@@ -248,3 +248,18 @@ def test_cli_runs_for_gpu_compilers(capsys, compiler, target):
     assert (js["kernels"], js["unique_kernels"], js["compiles"], js["hits"]) == (7, 6, 6, 1)
     assert js["seconds_without_cache_source"] == "recorded-sum" and js["seconds_without_cache_measured"] is None
     assert js["isolated"] is (compiler == "hiprtc")  # the backend's default when serial
+
+
+def test_replay_never_closes_the_shared_compilers():
+    """A replay owns its compiler: the registry's shared instance (which caches such as
+    default_cache() hold on to) must still compile afterwards."""
+    from hipexplore.compile.request import CompileRequest, Source
+
+    shared = get_compiler("host", isolated=True, workers=2)
+    cache = CompileCache(disk_dir=False)
+    req = CompileRequest(Source("a.c", "int f(void) { return 1; }\n"), "host", "host")
+    assert cache.get_or_compile(req, shared).outcome == "compiled"
+    run_replay(_small(problems="1", limit=1), jobs=2, cache="off")
+    assert not shared.closed
+    assert cache.get_or_compile(req.with_(options=("-O1",)), shared).outcome == "compiled"
+    assert cache.get_or_compile(req.with_(options=("-O1",))).outcome == "memory-hit"

@@ -287,7 +287,7 @@ def sweep(
                             metadata[f"verify.{spec.name}.{size}"] = f"rel_l2_error={err:.3g}"
                         if need_ref:
                             wl = Workload(dev, kernel, grid, block, sets.args)
-                            raw = time_cold_reference(wl, flushers["l2-read"], reference_samples)  # type: ignore[arg-type]
+                            raw = time_cold_reference(wl, flushers["l2-read"], reference_samples, chunk=chunk, warmup_s=warmup_s)  # type: ignore[arg-type]
                             m = Measurement(raw.time_s, label=f"{spec.name} {size} cold", notes=list(raw.notes))
                             ref_medians[ref_key] = m.median
                             cap = int(free * mem_fraction)

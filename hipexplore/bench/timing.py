@@ -202,27 +202,20 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
     )
 
 
-def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, *,
-                        hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.0) -> RawTimes:
-    """Single launches, each after an l2-read flush, each in its own held chunk (nothing queued
-    behind it): the cold reference every other configuration reports its bias against."""
+def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, *, chunk: int = DEFAULT_CHUNK,
+                        hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02) -> RawTimes:
+    """Single launches on one buffer set, each after its own l2-read flush: the cold reference
+    every other configuration reports its bias against.
+
+    Timed exactly like every configuration (same warm-up, same held chunks), so that a bias is the
+    cache state's effect alone. An earlier version held one launch per chunk and warmed up with a
+    single launch; on the H200 that read a constant ~0.7 us below the same launches in chunks
+    (1 to 256 MiB alike): an artefact of how it was timed, which then inflated every small-size bias.
+    """
     if read_flusher.mode != "l2-read":
         raise ConfigError(f"the cold reference uses an l2-read flush, got {read_flusher.mode!r}")
     if samples < 1:
         raise ConfigError(f"cold reference needs at least 1 sample, got {samples}")
-    warm_up(workload, read_flusher, warmup_s, max_launches=1)
-    pool = _EventPool.of(workload.device)
-    parts = []
-    timeouts = 0
-    for i in range(samples):
-        t, f, g, s, to = _chunk(workload, read_flusher, i, 1, pool, hold_timeout_s, sets=[0])
-        timeouts += int(to)
-        parts.append((t, f, g, s))
-    notes = [f"stream hold timed out {timeouts} time(s)"] if timeouts else []
-    return RawTimes(
-        time_s=np.concatenate([p[0] for p in parts]),
-        flush_s=np.concatenate([p[1] for p in parts]),
-        gap_s=np.concatenate([p[2] for p in parts]),
-        buffer_set=np.concatenate([p[3] for p in parts]),
-        notes=notes, hold_timeouts=timeouts, chunks=samples, stop_reason="fixed sample count",
-    )
+    single = Workload(workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1])
+    return time_launches(single, read_flusher, StopRule(iterations=samples), chunk=chunk,
+                         hold_timeout_s=hold_timeout_s, warmup_s=warmup_s)

@@ -14,6 +14,18 @@ from typing import Protocol, runtime_checkable
 from .request import CompileRequest, CompilerIdentity
 
 
+class FrozenNames(dict):
+    """A read-only dict: a cached ObjectCode is shared by every hit, so no caller may change it."""
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("ObjectCode.lowered_names is read-only (the object is shared by cache hits)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return (FrozenNames, (dict(self),))
+
+
 @dataclass(frozen=True)
 class ObjectCode:
     """A compiled binary plus what is needed to use and account for it.
@@ -31,6 +43,10 @@ class ObjectCode:
     log: str = ""
     lowered_names: dict[str, str] = field(default_factory=dict)
     compile_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.lowered_names, FrozenNames):
+            object.__setattr__(self, "lowered_names", FrozenNames(self.lowered_names))
 
     @property
     def nbytes(self) -> int:

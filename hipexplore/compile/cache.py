@@ -105,6 +105,8 @@ def disk_cache_from_env(disk_dir: str | os.PathLike | None | bool = None, disk_m
     if not isinstance(disk_dir, (str, os.PathLike)):
         raise ConfigError(f"disk_dir must be a path, False (memory only) or None (environment); got {disk_dir!r}")
     cap = _limit("disk_max_bytes", disk_max_bytes, ENV_DISK_MAX_BYTES, DEFAULT_DISK_MAX_BYTES)
+    if cap == 0:  # like the memory limits, a zero cap disables the tier (reads included)
+        return None
     return DiskCache(disk_dir, max_bytes=cap)
 
 
@@ -209,12 +211,15 @@ class CompileCache:
     def _compiler_for(self, request: CompileRequest, compiler: Compiler | None) -> Compiler:
         if compiler is None:
             compiler = self._compilers.get(request.compiler)
-            if compiler is None:
+            if compiler is None or getattr(compiler, "closed", False):  # a closed one is replaced, not reused
                 from .registry import get_compiler
 
                 compiler = get_compiler(request.compiler)
                 with self._lock:
-                    compiler = self._compilers.setdefault(request.compiler, compiler)
+                    held = self._compilers.get(request.compiler)
+                    if held is None or getattr(held, "closed", False):
+                        self._compilers[request.compiler] = compiler
+                    compiler = self._compilers[request.compiler]
         if getattr(compiler, "name", None) != request.compiler:
             raise ConfigError(
                 f"request is for compiler {request.compiler!r} but the compiler given is {getattr(compiler, 'name', compiler)!r}"

@@ -71,11 +71,7 @@ def default_workers() -> int:
     return value
 
 
-def get_compiler(
-    name: str, isolated: bool | None = None, workers: int | None = None, timeout: float | None = None
-) -> Compiler:
-    """A (cached) compiler. ``workers``/``timeout`` apply to isolated compilers; the host backend
-    also honours ``timeout`` in-process (it kills the compiler's process group)."""
+def _checked_args(name: str, isolated: bool | None, workers: int | None, timeout: float | None) -> tuple[bool, int, float]:
     backend_class(name)
     if isolated is None:
         isolated = ISOLATED_BY_DEFAULT[name]
@@ -87,6 +83,16 @@ def get_compiler(
         raise ConfigError(f"timeout must be a positive number of seconds; got {timeout!r}")
     workers = workers if workers is not None else (default_workers() if isolated else 1)
     timeout = float(timeout) if timeout is not None else default_timeout()
+    return isolated, workers, timeout
+
+
+def get_compiler(
+    name: str, isolated: bool | None = None, workers: int | None = None, timeout: float | None = None
+) -> Compiler:
+    """A (cached, shared) compiler. ``workers``/``timeout`` apply to isolated compilers; the host
+    backend also honours ``timeout`` in-process (it kills the compiler's process group). Never
+    close a shared compiler: use ``new_compiler`` for one you own."""
+    isolated, workers, timeout = _checked_args(name, isolated, workers, timeout)
     # the environment a backend reads at construction is part of the key: changing CC or the hiprtc
     # library in a notebook must not hand back a compiler built for the old setting
     key = (name, isolated, workers, timeout, _env_signature(name))
@@ -97,6 +103,13 @@ def get_compiler(
         compiler = _build(name, isolated, workers, timeout)
         _instances[key] = compiler
         return compiler
+
+
+def new_compiler(
+    name: str, isolated: bool | None = None, workers: int | None = None, timeout: float | None = None
+) -> Compiler:
+    """A private compiler (not shared through ``get_compiler``), which its owner may close."""
+    return _build(name, *_checked_args(name, isolated, workers, timeout))
 
 
 def _env_signature(name: str) -> tuple[str, ...]:

@@ -29,6 +29,11 @@ DEFAULT_MODE = {"hiprtc": "code-object", "nvrtc": "cubin", "host": "shared-libra
 
 DigestFn = Callable[[bytes], str]
 
+#: Options that make the compiler read files the key cannot see (an edited header would then be
+#: served stale from the cache). Headers must be passed as ``headers=`` so their text is keyed.
+FILE_READING_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "--include-path", "--pre-include",
+                        "-imacros", "--sysroot", "@")
+
 
 def sha256_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -122,6 +127,11 @@ class CompileRequest:
         for o in self.options:
             if not isinstance(o, str):
                 raise ConfigError(f"options must be strings; got {o!r}")
+            if o.startswith(FILE_READING_OPTIONS):
+                raise ConfigError(
+                    f"option {o!r} makes the compiler read files the cache key cannot see (an edited file would be "
+                    f"served stale); pass headers as CompileRequest(headers=...) or `hipexplore compile --header FILE`"
+                )
         if not self.mode:
             object.__setattr__(self, "mode", DEFAULT_MODE[self.compiler])
         diags = frozenset(self.diagnostics)

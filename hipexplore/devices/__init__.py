@@ -51,6 +51,8 @@ def get_device(kind: str | Device = "auto", index: int | None = None, *, llc_byt
             return get_device(candidate, idx, llc_bytes=llc_bytes, cache=cache)
         except DeviceUnavailable as exc:
             reasons.append(str(exc))
+        except Exception as exc:  # a binding that cannot even call the runtime (e.g. a missing symbol)
+            reasons.append(f"{candidate.upper()}: {type(exc).__name__}: {exc}")
     from .host import HostDevice
 
     dev = HostDevice(0, llc_bytes=llc_bytes)

@@ -61,6 +61,10 @@ def hip_dll() -> bytes:
     return b"libamdhip64.so.5"
 
 
+#: hipRuntimeGetVersion() of ROCm 6.0: hip-python 6.x/7.x device calls match this ABI and later.
+MIN_RUNTIME_VERSION = 60_000_000
+
+
 def _hip() -> Any:
     try:
         from hip import chip
@@ -102,6 +106,15 @@ class HipDevice(GpuDeviceBase):
             raise DeviceUnavailable(f"HIP: device index {index} requested but only {n} device(s) present (0..{n - 1})")
         hip = self._hip = _hip()
         self._ok = hip.hipError_t.hipSuccess
+        runtime = int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
+        if runtime < MIN_RUNTIME_VERSION:
+            # hip-python 6.x/7.x binds ROCm 6 symbols and struct layouts (hipGetDeviceProperties is
+            # hipGetDevicePropertiesR0600, absent from libamdhip64.so.5): refuse rather than misread
+            raise DeviceUnavailable(
+                f"HIP: found {n} AMD GPU(s), but the HIP runtime is version {runtime} (ROCm {runtime // 10_000_000}."
+                f"{runtime // 100_000 % 100}); the device API needs ROCm >= 6 with a matching hip-python "
+                f"(ROCm 5's libamdhip64.so.5 serves hiprtc compiles only)"
+            )
         self.index = index
         self.cache = cache
         self._init_common(llc_bytes)
@@ -119,10 +132,14 @@ class HipDevice(GpuDeviceBase):
         clock = self._attr(A.hipDeviceAttributeMemoryClockRate)
         bus = self._attr(A.hipDeviceAttributeMemoryBusWidth)
         self._wall_khz = self._attr(A.hipDeviceAttributeWallClockRate) or 100_000
-        if clock > 0 and bus > 0:
+        table = peak_from_table(self._name)
+        if self._arch.startswith("gfx94") and table[0] > 0:
+            # not checked on hardware: MI300's reported HBM3 clock x bus x 2 may read half the datasheet rate
+            self._peak = table
+        elif clock > 0 and bus > 0:
             self._peak = (peak_from_clock(clock, bus), f"memory clock {clock} kHz x {bus}-bit bus x 2 (DDR)")
         else:
-            self._peak = peak_from_table(self._name)
+            self._peak = table
         self._driver_version = str(self._call(hip.hipDriverGetVersion(), "hipDriverGetVersion"))
         self._runtime_version = str(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         self.stream = self._call(hip.hipStreamCreateWithFlags(1), "hipStreamCreateWithFlags(hipStreamNonBlocking)")
@@ -135,8 +152,9 @@ class HipDevice(GpuDeviceBase):
         return int(self._call(self._hip.hipDeviceGetAttribute(attr, self.index), f"hipDeviceGetAttribute({attr.name})"))
 
     def _spin_timeout_arg(self, timeout_s: float) -> int:
-        # the spin kernel reads s_memrealtime x 10 as ns (a 100 MHz clock); scale for another rate
-        return int(timeout_s * 1e9 * (100_000 / self._wall_khz))
+        # the spin kernel counts s_memrealtime ticks x 10 as "ns" (exact for a 100 MHz clock); with a
+        # wall clock of W kHz that count grows W/100000 times as fast as real ns
+        return int(timeout_s * 1e9 * (self._wall_khz / 100_000))
 
     @property
     def target(self) -> str:
@@ -186,7 +204,7 @@ class HipDevice(GpuDeviceBase):
 
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:
         hip = self._hip
-        host = self._call(hip.hipHostMalloc(nbytes, hip.hipHostMallocMapped | hip.hipHostMallocPortable), "hipHostMalloc(mapped)")
+        host = self._call(hip.hipHostMalloc(nbytes, hip.hipHostMallocMapped | hip.hipHostMallocPortable | hip.hipHostMallocCoherent), "hipHostMalloc(mapped)")
         host_addr = int(host)
         ctypes.memset(host_addr, 0, nbytes)
         dev = self._call(hip.hipHostGetDevicePointer(host, 0), "hipHostGetDevicePointer")

@@ -442,14 +442,15 @@ def warm_up(compiler: Compiler, compiler_name: str, target: str, jobs: int) -> N
 
 
 def make_compiler(compiler_name: str, jobs: int, isolated: bool | None = None) -> Compiler:
-    """The compiler a replay uses: isolated worker processes (``workers=jobs``) when jobs > 1,
-    so concurrent compiles really run at once; the backend's default when serial."""
-    from ..compile.registry import get_compiler
+    """The compiler a replay uses, private to it (the caller closes it; the shared instances of
+    ``get_compiler`` stay open): isolated worker processes (``workers=jobs``) when jobs > 1, so
+    concurrent compiles really run at once; the backend's default when serial."""
+    from ..compile.registry import new_compiler
 
     if jobs > 1:
         isolated = True if isolated is None else isolated
-        return get_compiler(compiler_name, isolated=isolated, workers=jobs)
-    return get_compiler(compiler_name, isolated=isolated)
+        return new_compiler(compiler_name, isolated=isolated, workers=jobs)
+    return new_compiler(compiler_name, isolated=isolated)
 
 
 def _is_isolated(compiler: Compiler) -> bool:
@@ -469,7 +470,10 @@ def _close(compiler: Compiler) -> None:
 
 
 def _dir_has_entries(path: Path) -> bool:
-    return path.is_dir() and any(p.is_file() for p in path.rglob("*"))
+    """Whether a disk cache directory already holds entries (lock files and temp files do not count)."""
+    from ..compile.disk import DiskCache
+
+    return path.is_dir() and any(True for _ in DiskCache(path).entries())
 
 
 def run_replay(
