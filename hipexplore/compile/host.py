@@ -3,8 +3,9 @@
 Used by the host device (ctypes) so the whole compile-cache-benchmark path runs without a GPU.
 The identity is the compiler's ``--version`` first line, its resolved path and a stamp of the
 driver file; for gcc the stamp of ``cc1`` (the real compiler proper) is added, because a gcc
-upgrade can replace cc1 without touching the driver. Each compile re-stats the files, so pointing
-``CC`` elsewhere or touching the binary changes the identity at once.
+upgrade can replace cc1 without touching the driver. ``identity()`` re-stats both files at most
+once a second (``identity_recheck_seconds``), so pointing ``CC`` elsewhere or replacing either
+binary changes the identity within a second.
 """
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ class HostCompiler:
         return ("host",)
 
     def identity(self) -> CompilerIdentity:
-        """Recomputed when the driver file's (path, size, mtime) changes; otherwise cached.
+        """Recomputed when the driver's or cc1's (path, size, mtime) changes; otherwise cached.
 
         The file check itself (which + stat, ~0.1 ms) is repeated at most every
         ``IDENTITY_RECHECK_SECONDS`` so that a memory hit stays in the microseconds.
@@ -81,7 +82,14 @@ class HostCompiler:
         argv = self._command()
         exe = os.path.realpath(argv[0])
         st = os.stat(exe)
-        key = (tuple(argv), exe, st.st_size, st.st_mtime_ns)
+        key: tuple = (tuple(argv), exe, st.st_size, st.st_mtime_ns)
+        cc1_known = dict(self._identity.extra).get("cc1") if self._identity is not None else None
+        if cc1_known:
+            try:
+                st1 = os.stat(cc1_known)
+                key += (st1.st_size, st1.st_mtime_ns)
+            except OSError:
+                key += ("cc1 gone",)
         with self._lock:
             if self._identity is not None and self._identity_key == key:
                 self._identity_checked = now
@@ -96,6 +104,10 @@ class HostCompiler:
         if cc1.returncode == 0 and os.path.isabs(cc1_path) and os.path.exists(cc1_path):
             extra += [("cc1", os.path.realpath(cc1_path)), ("cc1_stamp", file_stamp(cc1_path))]
         ident = CompilerIdentity(name=self.name, version=first, library=exe, stamp=file_stamp(exe), extra=tuple(extra))
+        cc1_real = dict(ident.extra).get("cc1")
+        if cc1_real:  # the key the next recheck compares against must include cc1 too
+            st1 = os.stat(cc1_real)
+            key = (tuple(argv), exe, st.st_size, st.st_mtime_ns, st1.st_size, st1.st_mtime_ns)
         with self._lock:
             self._identity, self._identity_key, self._identity_checked = ident, key, now
         return ident

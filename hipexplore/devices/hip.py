@@ -10,9 +10,12 @@ LLC on MI300-class parts (gfx940/941/942/950): HIP reports one XCD's L2 (4 MiB) 
 rotating-buffer sizing and flushes is the reported L2 plus ``INFINITY_CACHE_BYTES`` (override with
 ``llc_bytes=`` or ``HIPEXPLORE_LLC_BYTES``).
 
-Library: hip-python 7.2.2 against ROCm 5.2's ``libamdhip64.so.5`` works through ``hip.chip.DLL``
-(the same override ``hipexplore.compile.hiprtc`` uses for ``hip.chiprtc.DLL``); ``HIPEXPLORE_HIP_DLL``
-names another library.
+Library: hip-python 7.2.2 loads ROCm 5.2's ``libamdhip64.so.5`` through ``hip.chip.DLL`` (the same
+override ``hipexplore.compile.hiprtc`` uses for ``hip.chiprtc.DLL``), which is enough to count devices;
+``HIPEXPLORE_HIP_DLL`` names another library. The device API needs ROCm >= 6: hip-python 6.x/7.x
+binds ROCm 6 symbols and struct layouts (``hipGetDeviceProperties`` is ``hipGetDevicePropertiesR0600``,
+which ROCm 5 lacks), so a GPU behind a ROCm 5 runtime is refused with ``DeviceUnavailable``.
+None of this has run on an AMD GPU.
 """
 from __future__ import annotations
 
