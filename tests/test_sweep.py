@@ -95,6 +95,9 @@ def test_stop_and_resume_keeps_finished_work(dev, tmp_path) -> None:
     assert len(res2.samples) == int(s.n.sum())
     # nothing left to do: a third run adds nothing
     assert len(sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none", "l2-read"], **kw).summary) == 10
+    # rows measured one way are never mixed with rows measured another way
+    with pytest.raises(ConfigError, match=r"other settings .*sweep\.stop_rule"):
+        sweep("triad", ["16KiB", "64KiB"], [1], ["none"], **{**kw, "iterations": 12})
 
 
 def test_adaptive_sweep_and_inputs(dev) -> None:

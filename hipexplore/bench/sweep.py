@@ -44,6 +44,10 @@ SUMMARY_COLUMNS = (
     "peak_bandwidth_gbs", "rotating_cap_bytes", "warning",
 )
 COLD_REFERENCE = "cold-reference"
+#: Metadata keys that must be equal for a sweep to resume into an existing output (how rows were
+#: measured); kernels, sizes, rotating counts and flush modes may grow.
+RESUME_MUST_MATCH = ("sweep.stop_rule", "sweep.chunk", "sweep.mem_fraction", "sweep.reference_samples",
+                     "sweep.flush_end_event", "device.llc_bytes", "flush.factor.")
 _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
                   "buffer_set": "int64", "time_s": "float64", "flush_s": "float64", "gap_s": "float64"}
 
@@ -207,6 +211,7 @@ def sweep(
         "sweep.mem_fraction": str(mem_fraction),
         "sweep.reference_samples": str(reference_samples if reference else 0),
         "sweep.flush_end_event": str(flush_end_event),
+        **{f"flush.factor.{k}": str(v) for k, v in (flush_factor or {}).items()},
         "timing.method": ("perf_counter_ns around each synchronous ctypes call (host: no launch queue, no latency to hide)"
                           if dev.kind == "host" else
                           "per-launch event pairs enqueued in chunks behind a blocking kernel (nvbench's method)"),
@@ -219,6 +224,18 @@ def sweep(
         names = set(old_summary["device_name"].unique())
         if names and names != {dev.name}:
             raise ConfigError(f"cannot resume {str(paths[0])!r}: it holds results from {sorted(names)}, not {dev.name!r}; use another out file")
+        if paths[2].exists():  # finished rows must have been measured the way new rows will be
+            try:
+                old_meta = json.loads(paths[2].read_text())
+            except (OSError, ValueError):
+                old_meta = {}
+            now = {**metadata, "device.llc_bytes": str(dev.llc_bytes),
+                   **{f"flush.factor.{k}": str(v) for k, v in (flush_factor or {}).items()}}
+            differ = [f"{k}: {old_meta[k]!r} then, {now.get(k, '')!r} now" for k in sorted(old_meta)
+                      if k.startswith(RESUME_MUST_MATCH) and old_meta[k] != now.get(k, "")]
+            if differ:
+                raise ConfigError(f"cannot resume {str(paths[0])!r}: its finished rows were measured with other settings "
+                                  f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file")
         if run_id is None and len(old_summary):
             run_id = str(old_summary["run_id"].iloc[0])
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -310,6 +327,8 @@ def sweep(
                             wl = Workload(dev, k, grid, block, sets.args)
                             raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s, flush_end_event=flush_end_event)
                             notes = ([p.note] if p.note else []) + list(raw.notes)
+                            if f == "inline-icache":
+                                notes.append("by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry")
                             m = Measurement(raw.time_s, label=f"{spec.name} {size} r={p.requested} {f}", notes=notes)
                             rows, row = _frames(base, p.count, p.requested, f, raw, m, ref_medians.get(ref_key, math.nan), dev, footprint, p.cap_bytes)
                             emit(rows, row)

@@ -267,7 +267,11 @@ class IsolatedCompiler:
             raise ConfigError(f"timeout must be a positive number of seconds or None; got {timeout!r}")
         self.name = backend
         self.kwargs = dict(kwargs or {})
-        pickle.dumps(self.kwargs)  # fail here, not in a worker, if something cannot cross
+        for k, v in self.kwargs.items():  # fail here, not in a worker, if something cannot cross
+            try:
+                pickle.dumps(v)
+            except Exception as exc:
+                raise ConfigError(f"backend argument {k}={v!r} cannot be sent to a worker process: {exc}") from None
         self.workers = workers
         self.timeout = None if timeout is None else float(timeout)
         self.startup_timeout = float(startup_timeout)

@@ -99,17 +99,17 @@ class NvrtcCompiler:
         return self._reason
 
     def library_path(self) -> str:
-        """The libnvrtc file in use: cuda-pathfinder's answer, else what /proc/self/maps shows."""
+        """The libnvrtc file in use: cuda-pathfinder's answer (what cuda-bindings loads), else the
+        only libnvrtc in /proc/self/maps (with several mapped, e.g. torch's too, none is guessed)."""
         self._bindings()
-        mapped = loaded_libraries(r"^libnvrtc\.so")
-        if mapped:
-            return os.path.realpath(mapped[0])
         try:
             from cuda.pathfinder import load_nvidia_dynamic_lib
 
             return os.path.realpath(load_nvidia_dynamic_lib("nvrtc").abs_path)
         except Exception:
-            return ""
+            pass
+        mapped = sorted({os.path.realpath(m) for m in loaded_libraries(r"^libnvrtc\.so")})
+        return mapped[0] if len(mapped) == 1 else ""
 
     def identity(self) -> CompilerIdentity:
         if self._identity is not None:

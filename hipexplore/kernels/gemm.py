@@ -267,7 +267,8 @@ class HostKernels:
             if role not in _ROLE_FILES:
                 raise ConfigError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
             if not isinstance(blob, (bytes, bytearray)) or not blob:
-                raise ConfigError(f"the {role} binary must be non-empty bytes (a host shared library)")
+                raise ConfigError(f"the {role} binary must be non-empty bytes (a host shared library); got "
+                                  f"{type(blob).__name__} of length {len(blob) if hasattr(blob, '__len__') else '?'}")
             path = os.path.join(self._dir.name, f"{role}.so")
             with open(path, "wb") as fh:
                 fh.write(blob)

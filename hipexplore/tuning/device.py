@@ -156,8 +156,10 @@ def benchmark_candidates(
             raise ConfigError(f"flush mode {f!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
         if f == "inline-icache":
             raise ConfigError("inline-icache needs a source transform of every candidate; use 'icache' here")
-    if not probs or not cands or not rot_list or not flush_list:
-        raise ConfigError("need at least one problem, candidate, rotating count and flush mode")
+    empty = [name for name, seq in (("problems", probs), ("candidates", cands), ("rotating counts", rot_list),
+                                    ("flush modes", flush_list)) if not seq]
+    if empty:
+        raise ConfigError(f"need at least one problem, candidate, rotating count and flush mode; got none of: {', '.join(empty)}")
     dev = get_device(device) if isinstance(device, str) else device
     for f in flush_list:
         check_flush_mode(dev, f)
