@@ -451,3 +451,16 @@ def test_package_exports_and_compile_convenience(tmp_path):
     assert call_answer(code.binary, tmp_path) == 19
     assert hc.compile(request(19), cache=cache) is code  # the stored object, from memory
     assert outcomes(cache) == ["compiled", "memory-hit"]
+
+
+def test_events_are_bounded_and_drops_are_counted(monkeypatch):
+    """A long-lived process keeps the newest HIPEXPLORE_CACHE_MAX_EVENTS events; counters go on."""
+    monkeypatch.setenv("HIPEXPLORE_CACHE_MAX_EVENTS", "5")
+    cache = CompileCache(disk_dir=False)
+    req = CompileRequest(Source("e.c", "int e(void) { return 3; }\n"), "host", "host")
+    for _ in range(8):
+        cache.get_or_compile(req)
+    ev = cache.events()
+    stats = cache.stats()
+    assert len(ev) == 5 and list(ev["seq"]) == [3, 4, 5, 6, 7]
+    assert stats["lookups"] == 8 and stats["events_dropped"] == 3 and stats["memory_hits"] == 7

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,9 @@ ENV_MAX_BYTES = "HIPEXPLORE_CACHE_MAX_BYTES"
 ENV_DIR = "HIPEXPLORE_CACHE_DIR"
 ENV_DISK = "HIPEXPLORE_CACHE_DISK"
 ENV_DISK_MAX_BYTES = "HIPEXPLORE_CACHE_DISK_MAX_BYTES"
+ENV_MAX_EVENTS = "HIPEXPLORE_CACHE_MAX_EVENTS"
+#: Events kept per cache object (the oldest are dropped past this; counters keep counting).
+DEFAULT_MAX_EVENTS = 1_000_000
 
 #: Bounds of the request -> key memo (see CompileCache._key).
 _KEY_MEMO_ENTRIES = 1024
@@ -173,7 +176,9 @@ class CompileCache:
         self._lru: OrderedDict[str, _Entry] = OrderedDict()
         self._inflight: dict[str, _InFlight] = {}
         self._bytes = 0
-        self._events: list[CacheEvent] = []
+        max_events = _env_int(ENV_MAX_EVENTS, DEFAULT_MAX_EVENTS)
+        # a long-lived process (a notebook, a tuning service) must not grow without bound
+        self._events: deque[CacheEvent] = deque(maxlen=max_events or None)
         self._seq = 0
         self._compilers: dict[str, Compiler] = {}
         self._key_memo: OrderedDict[tuple, CacheKey] = OrderedDict()
@@ -187,6 +192,7 @@ class CompileCache:
             "failed": 0,
             "bypassed": 0,
             "evictions": 0,
+            "events_dropped": 0,
             "seconds_saved": 0.0,
             "compile_seconds": 0.0,
         }
@@ -392,6 +398,8 @@ class CompileCache:
         self._seq += 1
         if not self._record_events:
             return
+        if self._events.maxlen is not None and len(self._events) == self._events.maxlen:
+            self._counters["events_dropped"] += 1
         self._events.append(
             CacheEvent(
                 seq=seq,
