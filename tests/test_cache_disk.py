@@ -397,3 +397,29 @@ def test_a_zero_disk_cap_disables_the_disk_tier(tmp_path, monkeypatch):
     assert CompileCache(disk_dir=tmp_path).disk is None
     monkeypatch.setenv("HIPEXPLORE_CACHE_DISK_MAX_BYTES", "4096")
     assert CompileCache(disk_dir=tmp_path).disk is not None
+
+
+def test_a_transient_write_error_skips_one_write_and_keeps_the_tier(tmp_path, monkeypatch):
+    """EBUSY/EINTR/EMFILE… lose one entry; a read-only or full disk (tested above) turns writes off.
+    The OSError is injected at os.replace: a busy file system cannot be produced here on demand."""
+    import errno as _errno
+
+    import hipexplore.compile.disk as disk_mod
+
+    disk = DiskCache(tmp_path)
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky_replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError(_errno.EBUSY, "Device or resource busy")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(disk_mod.os, "replace", flaky_replace)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning for a transient error
+        assert disk.put(fake_key(1), generated(1)) is False
+    assert disk.writable and disk.counters["write_errors"] == 1
+    assert not list(tmp_path.rglob("*.part"))  # the temp file was removed
+    assert disk.put(fake_key(2), generated(2)) is True and disk.get(fake_key(2)) is not None

@@ -48,6 +48,10 @@ from ..errors import CacheError, ConfigError
 from .base import ObjectCode
 from .request import KEY_SCHEMA, CacheKey
 
+#: errno values after which only the one write is skipped (a busy, interrupted or briefly exhausted
+#: file system); anything else (EROFS, ENOSPC, EACCES, ENOTDIR, ...) turns disk writes off for the process.
+TRANSIENT_WRITE_ERRORS = frozenset({errno.EINTR, errno.EAGAIN, errno.EBUSY, errno.EMFILE, errno.ENFILE, errno.ESTALE})
+
 MAGIC = b"HXCACHE\x01"
 _PREFIX = struct.Struct("<8sIQ")  # magic, header length, binary length
 _CHECKSUM_BYTES = 32
@@ -159,6 +163,7 @@ class DiskCache:
         self._prune_guard = threading.Lock()
         self._estimated_bytes: int | None = None
         self.counters = {
+            "write_errors": 0,
             "hits": 0,
             "misses": 0,
             "key_mismatches": 0,
@@ -245,7 +250,11 @@ class DiskCache:
             os.replace(tmp, path)
             tmp = None
         except OSError as exc:
-            self._disable_writes(exc)
+            if exc.errno in TRANSIENT_WRITE_ERRORS:  # this write is lost; the tier stays on
+                with self._lock:
+                    self.counters["write_errors"] += 1
+                return False
+            self._disable_writes(exc)  # read-only, full, not a directory, no permission: once, for good
             return False
         finally:
             if tmp is not None:
