@@ -291,8 +291,8 @@ class DiskCache:
         )
 
     # -- maintenance -------------------------------------------------------------------------
-    def entries(self) -> Iterator[DiskEntryInfo]:
-        """Entry files currently present (listing only; vanished files are skipped)."""
+    def _shard_files(self) -> Iterator[os.DirEntry]:
+        """Every file in the shard folders; folders that vanish or cannot be read are skipped."""
         try:
             shards = list(os.scandir(self.directory))
         except OSError:
@@ -304,28 +304,21 @@ class DiskCache:
                 files = list(os.scandir(shard.path))
             except OSError:
                 continue
-            for f in files:
-                if not f.name.endswith(SUFFIX) or f.name.startswith(_TEMP_PREFIX):
-                    continue
-                try:
-                    st = f.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                yield DiskEntryInfo(Path(f.path), f.name[: -len(SUFFIX)], st.st_size, st.st_mtime)
+            yield from files
 
-    def _temp_files(self) -> Iterator[Path]:
-        try:
-            shards = list(os.scandir(self.directory))
-        except OSError:
-            return
-        for shard in shards:
+    def entries(self) -> Iterator[DiskEntryInfo]:
+        """Entry files currently present (listing only; vanished files are skipped)."""
+        for f in self._shard_files():
+            if not f.name.endswith(SUFFIX) or f.name.startswith(_TEMP_PREFIX):
+                continue
             try:
-                if shard.is_dir(follow_symlinks=False):
-                    for f in os.scandir(shard.path):
-                        if f.name.startswith(_TEMP_PREFIX):
-                            yield Path(f.path)
+                st = f.stat(follow_symlinks=False)
             except OSError:
                 continue
+            yield DiskEntryInfo(Path(f.path), f.name[: -len(SUFFIX)], st.st_size, st.st_mtime)
+
+    def _temp_files(self) -> Iterator[Path]:
+        return (Path(f.path) for f in self._shard_files() if f.name.startswith(_TEMP_PREFIX))
 
     def stats(self) -> dict:
         infos = list(self.entries())

@@ -49,10 +49,7 @@ class CudaDevice(GpuDeviceBase):
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
         n = device_count()
-        if n == 0:
-            raise DeviceUnavailable("CUDA: the driver loaded but reports 0 devices")
-        if not 0 <= index < n:
-            raise DeviceUnavailable(f"CUDA: device index {index} requested but only {n} device(s) present (0..{n - 1})")
+        self._check_index("CUDA", n, index, "the driver loaded but reports 0 devices")
         drv = self._drv = _driver()
         self._ok = drv.CUresult.CUDA_SUCCESS
         self.index = index

@@ -13,7 +13,7 @@ import ctypes
 import os
 from typing import Any
 
-from ..errors import DeviceError
+from ..errors import DeviceError, DeviceUnavailable
 from ..kernels import catalog
 from .base import DeviceProperties, PackedArgs, load_catalog_kernel, pack_args
 
@@ -38,6 +38,15 @@ class GpuDeviceBase:
 
     kind = "gpu"
     cache: Any = None
+
+    @staticmethod
+    def _check_index(runtime: str, count: int, index: int, none_found: str) -> None:
+        """DeviceUnavailable unless ``0 <= index < count``; the message names what was found."""
+        if count == 0:
+            raise DeviceUnavailable(f"{runtime}: {none_found}")
+        if not 0 <= index < count:
+            raise DeviceUnavailable(
+                f"{runtime}: device index {index} requested but only {count} device(s) present (0..{count - 1})")
 
     def _init_common(self, llc_bytes: int | None) -> None:
         self._llc_override = llc_bytes

@@ -103,10 +103,7 @@ class HipDevice(GpuDeviceBase):
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
         n = device_count()
-        if n == 0:
-            raise DeviceUnavailable("HIP: the runtime loaded but reports 0 AMD GPUs")
-        if not 0 <= index < n:
-            raise DeviceUnavailable(f"HIP: device index {index} requested but only {n} device(s) present (0..{n - 1})")
+        self._check_index("HIP", n, index, "the runtime loaded but reports 0 AMD GPUs")
         hip = self._hip = _hip()
         self._ok = hip.hipError_t.hipSuccess
         runtime = int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
