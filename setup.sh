@@ -53,4 +53,22 @@ say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }
 "$VENV/bin/python" -m ipykernel install --user --name python3 >/dev/null 2>&1 || true
+if [ "$DEV" = 1 ]; then  # the test suite needs every compiler and tool: say which is missing, by name
+  "$VENV/bin/python" - <<'PY' || { say "the test suite cannot run here: see the MISSING lines above"; exit 1; }
+import shutil, sys
+from hipexplore.compile.registry import get_compiler
+bad = []
+for name in ("hiprtc", "nvrtc", "host"):
+    c = get_compiler(name)
+    if not c.available():
+        bad.append(f"compiler {name}: {c.unavailable_reason()}")
+if not any(shutil.which(n) for n in ("llvm-objdump", "llvm-objdump-14", "llvm-objdump-15", "llvm-objdump-16", "llvm-objdump-19")):
+    bad.append("tool llvm-objdump (Debian package llvm)")
+if not shutil.which("chromium"):
+    bad.append("tool chromium (Debian package chromium)")
+for b in bad:
+    print(f"[setup] MISSING for the tests: {b}")
+sys.exit(1 if bad else 0)
+PY
+fi
 say "done: $("$VENV/bin/python" -c 'import hipexplore; print(hipexplore.__version__)') in $VENV"

@@ -1,7 +1,9 @@
 """Shared fixtures: small real kernels and guards for the real compilers.
 
-A compiler that is not installed skips its tests with the reason; set
-``HIPEXPLORE_REQUIRE_COMPILERS=1`` (CI on the reference machine does) to turn that into a failure.
+A compiler or tool that is not installed skips its tests with the reason; with
+``HIPEXPLORE_REQUIRE_COMPILERS=1`` (``.ci/run`` sets it) that is a failure naming what is missing.
+Every test that needs a compiler or tool goes through ``require_compiler`` / ``require_tool`` /
+``missing`` below, so the setting is honoured everywhere (no test-local ``pytest.skip``).
 """
 from __future__ import annotations
 
@@ -44,15 +46,46 @@ def slow_c_source(loops: int = 1500) -> str:
     return "double slow(double* a, int n) { double s = 0;\n" + "\n".join(body) + "\n return s; }\n"
 
 
-def _require(name: str) -> None:
-    from hipexplore.compile.registry import backend_class
+def required() -> bool:
+    """True when missing compilers/tools must fail the suite (``.ci/run`` sets the variable)."""
+    return os.environ.get("HIPEXPLORE_REQUIRE_COMPILERS") == "1"
 
-    backend = backend_class(name)()
-    if not backend.available():
-        reason = backend.unavailable_reason()
-        if os.environ.get("HIPEXPLORE_REQUIRE_COMPILERS") == "1":
-            pytest.fail(f"{name} required but unavailable: {reason}")
-        pytest.skip(f"{name} unavailable: {reason}")
+
+def missing(what: str, reason: str) -> None:
+    """Skip (default) or fail (``HIPEXPLORE_REQUIRE_COMPILERS=1``) because ``what`` is unavailable."""
+    if required():
+        pytest.fail(f"{what} required (HIPEXPLORE_REQUIRE_COMPILERS=1) but unavailable: {reason}")
+    pytest.skip(f"{what} unavailable: {reason}")
+
+
+def require_compiler(name: str):
+    """The registry's compiler ``name`` if it is available; otherwise skip/fail (see ``missing``)."""
+    from hipexplore.compile.registry import get_compiler
+
+    compiler = get_compiler(name)
+    if not compiler.available():
+        missing(f"compiler {name}", compiler.unavailable_reason())
+    return compiler
+
+
+def require_tool(*names: str) -> str:
+    """Path of the first executable found among ``names`` (llvm-objdump, chromium, ...)."""
+    import shutil
+
+    for n in names:
+        path = shutil.which(n) or (n if os.path.isabs(n) and os.access(n, os.X_OK) else None)
+        if path:
+            return path
+    missing(f"tool {names[0]}", f"none of {', '.join(names)} is on PATH (setup.sh --dev installs it)")
+    raise AssertionError("unreachable")
+
+
+OBJDUMP_NAMES = ("llvm-objdump", "llvm-objdump-14", "llvm-objdump-15", "llvm-objdump-16", "llvm-objdump-19")
+CHROMIUM_PATHS = ("chromium", "/usr/bin/chromium", "chromium-browser")
+
+
+def _require(name: str) -> None:
+    require_compiler(name)
 
 
 @pytest.fixture

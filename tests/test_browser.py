@@ -50,7 +50,9 @@ def small_copy(folder: Path, name: str) -> Path:
 def lab(tmp_path):
     """JupyterLab on 127.0.0.1 with a random token, isolated settings; stopped afterwards."""
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (setup.sh --dev installs it)")
+        from conftest import missing
+
+        missing("tool chromium", f"{CHROMIUM} does not exist (setup.sh --dev installs Debian's chromium)")
     work = tmp_path / "notebooks"
     work.mkdir()
     small_copy(work, "dashboard")

@@ -23,12 +23,9 @@ from hipexplore.errors import CacheError
 
 
 def _host():
-    from hipexplore.compile.registry import get_compiler
+    from conftest import require_compiler
 
-    compiler = get_compiler("host")
-    if not compiler.available():
-        pytest.skip(f"host compiler unavailable: {compiler.unavailable_reason()}")
-    return compiler
+    return require_compiler("host")
 
 
 class Counting:

@@ -24,12 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _host():
-    from hipexplore.compile.registry import get_compiler
+    from conftest import require_compiler
 
-    compiler = get_compiler("host")
-    if not compiler.available():
-        pytest.skip(f"host compiler unavailable: {compiler.unavailable_reason()}")
-    return compiler
+    return require_compiler("host")
 
 
 class Counting:
@@ -184,11 +181,9 @@ def test_every_input_changes_the_key():
 
 
 def test_gpu_target_changes_the_key():
-    from hipexplore.compile.registry import get_compiler
+    from conftest import require_compiler
 
-    hiprtc = get_compiler("hiprtc")
-    if not hiprtc.available():
-        pytest.skip(f"hiprtc unavailable: {hiprtc.unavailable_reason()}")
+    require_compiler("hiprtc")
     cache = CompileCache(disk_dir=False)
     req = CompileRequest(Source("k.hip", "__global__ void k(float* a) { a[0] = 1; }"), "hiprtc", "gfx90a")
     keys = {t: cache.key_for(req.with_(target=t)) for t in ("gfx90a", "gfx908", "gfx90a:xnack-")}

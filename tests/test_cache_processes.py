@@ -123,10 +123,9 @@ def _compile_worker(root: str, values: list[int], barrier) -> list[tuple[int, st
 
 
 def test_four_processes_real_host_compiles_share_one_directory(tmp_path):
-    from hipexplore.compile.registry import get_compiler
+    from conftest import require_compiler
 
-    if not get_compiler("host").available():
-        pytest.skip("host compiler unavailable")
+    require_compiler("host")
     root = str(tmp_path / "cache")
     values = [41, 42, 43]
     results = _run_pool(_compile_worker, lambda b: [(root, values[k:] + values[:k], b) for k in range(N_PROCESSES)])

@@ -156,11 +156,9 @@ def test_cache_dir_that_is_a_file_is_an_error_for_cache_stats(tmp_path, monkeypa
 
 # -- real hiprtc, separate processes --------------------------------------------------------------------
 def _hiprtc_or_skip():
-    from hipexplore.compile.registry import get_compiler
+    from conftest import require_compiler
 
-    compiler = get_compiler("hiprtc")
-    if not compiler.available():
-        pytest.skip(f"hiprtc unavailable: {compiler.unavailable_reason()}")
+    require_compiler("hiprtc")
 
 
 def test_hiprtc_gfx90a_compiled_then_disk_hit_in_two_processes(tmp_path):
@@ -200,10 +198,9 @@ def test_hiprtc_unknown_target_is_one_clean_error_in_a_process(tmp_path):
 
 
 def test_nvrtc_sm90_compiled_then_disk_hit(tmp_path, cache_dir, capsys):
-    from hipexplore.compile.registry import get_compiler
+    from conftest import require_compiler
 
-    if not get_compiler("nvrtc").available():
-        pytest.skip(f"nvrtc unavailable: {get_compiler('nvrtc').unavailable_reason()}")
+    require_compiler("nvrtc")
     src = tmp_path / "k.cu"
     src.write_text(HIP_SRC)
     argv = ["compile", str(src), "--compiler", "nvrtc", "--target", "sm_90", "--kernel", "scale<2>", "--json"]

@@ -29,7 +29,12 @@ def elf_header(binary: bytes) -> tuple[int, int]:
 
 
 def ELFFile(stream):  # noqa: N802 - lazy so the GPU test below also runs where pyelftools is absent
-    _ELFFile = pytest.importorskip("elftools.elf.elffile").ELFFile  # pyelftools: the dev extra
+    from conftest import missing
+
+    try:
+        from elftools.elf.elffile import ELFFile as _ELFFile
+    except ImportError as exc:
+        missing("pyelftools", str(exc))  # pyelftools: the dev extra
 
     return _ELFFile(stream)
 

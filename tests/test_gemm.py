@@ -15,10 +15,9 @@ RTOL = 2e-5
 
 @pytest.fixture(scope="module")
 def host():
-    comp = get_compiler("host")
-    if not comp.available():
-        pytest.skip(f"host compiler unavailable: {comp.unavailable_reason()}")
-    return comp
+    from conftest import require_compiler
+
+    return require_compiler("host")
 
 
 def _binaries(comp, shape, cfg, act):
@@ -85,9 +84,9 @@ def test_tails_do_not_depend_on_tiles():
 @pytest.mark.parametrize("compiler,target", [("nvrtc", "sm_90"), ("hiprtc", "gfx90a")])
 def test_gpu_sources_compile(compiler, target):
     """One GPU text per role compiles with both NVRTC and hiprtc (split-K config with a reduce)."""
-    comp = get_compiler(compiler)
-    if not comp.available():
-        pytest.skip(f"{compiler} unavailable: {comp.unavailable_reason()}")
+    from conftest import require_compiler
+
+    comp = require_compiler(compiler)
     shape, cfg = g.GemmShape(100, 70, 90), g.GemmConfig(64, 32, 16, 4, 2, split=3, unroll=4)
     for role in g.roles_for(cfg):
         code = comp.compile(g.kernel_request(role, compiler, target, shape, cfg, "gelu"))

@@ -22,11 +22,9 @@ def cache(tmp_path_factory) -> CompileCache:
 
 
 def _objdump() -> str:
-    for name in ("llvm-objdump", "llvm-objdump-14"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("llvm-objdump is not installed (setup.sh --dev installs it)")
+    from conftest import OBJDUMP_NAMES, require_tool
+
+    return require_tool(*OBJDUMP_NAMES)
 
 
 def _instructions(binary: bytes, tmp_path, symbol: str) -> list[str]:

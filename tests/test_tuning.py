@@ -28,10 +28,9 @@ from hipexplore.tuning.replay import (
 
 
 def _available(name: str):
-    comp = get_compiler(name)
-    if not comp.available():
-        pytest.skip(f"{name} unavailable: {comp.unavailable_reason()}")
-    return comp
+    from conftest import require_compiler
+
+    return require_compiler(name)
 
 
 def _small(compiler: str = "host", target: str = "host", problems: str = "2", limit: int = 3):
