@@ -4,6 +4,18 @@
 reader can always recompute or re-plot. Noise warnings follow torch.utils.benchmark: relative IQR
 above 10% ("noisy") and above 25% ("very noisy"). Outliers are Tukey's: outside
 [Q1 - 1.5 IQR, Q3 + 1.5 IQR]; they are counted, never dropped.
+
+Intervals respect how samples were taken. Launches are timed in chunks (one stream hold each), and
+samples of one chunk are correlated (on the H200 flushed launches alternate fast/slow within a
+chunk), so the bootstrap resamples whole blocks of consecutive chunks (a block bootstrap), never
+single samples, when the chunk of every sample is known. Blocks hold at least ``n ** (1/3)``
+samples (the usual block-length rate) and never split a chunk. Resampling single samples made the
+1 MiB l2-read interval on the H200 3.5x too narrow. A bias (``median / reference - 1``) gets its own
+two-sample interval (both sides resampled independently).
+
+A bimodality flag uses Sarle's bimodality coefficient, (skew^2 + 1) / (excess kurtosis +
+3 (n-1)^2 / ((n-2)(n-3))), above 5/9 (the value of a uniform distribution): two modes, so a median
+and its interval can sit between them.
 """
 from __future__ import annotations
 
@@ -18,6 +30,73 @@ from ..errors import ConfigError
 
 NOISY_IQR = 0.10
 VERY_NOISY_IQR = 0.25
+#: Sarle's bimodality coefficient of a uniform distribution; above it: flagged as bimodal.
+BIMODAL_COEFFICIENT = 5 / 9
+#: Fewest samples for which the bimodality flag is computed (the coefficient needs n > 3 and is
+#: unstable for small n).
+BIMODAL_MIN_SAMPLES = 30
+
+
+def block_labels(chunks: np.ndarray | None, n: int, min_block: int | None = None) -> np.ndarray:
+    """Label of the bootstrap block of each sample: consecutive chunks merged until a block holds
+    at least ``min_block`` samples (default ``ceil(n ** (1/3))``); no chunk is split. Without
+    chunk ids every sample is its own chunk."""
+    ids = np.arange(n) if chunks is None else np.asarray(chunks).ravel()
+    if ids.size != n:
+        raise ConfigError(f"chunk ids ({ids.size}) and samples ({n}) differ in number")
+    want = max(1, math.ceil(n ** (1 / 3))) if min_block is None else max(1, int(min_block))
+    labels = np.empty(n, dtype=np.int64)
+    block, size, start = 0, 0, 0
+    # runs of equal chunk id (a chunk's samples are consecutive)
+    bounds = np.flatnonzero(np.diff(ids)) + 1 if n else np.empty(0, dtype=np.int64)
+    for stop in list(bounds) + [n]:
+        if size >= want:
+            block += 1
+            size = 0
+        labels[start:stop] = block
+        size += stop - start
+        start = stop
+    if n and size < want and block > 0:  # a short last block joins the one before it
+        labels[labels == block] = block - 1
+    return labels
+
+
+def _block_medians(samples: np.ndarray, labels: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians of ``resamples`` block-bootstrap resamples (blocks drawn with replacement)."""
+    order = np.argsort(labels, kind="stable")
+    sorted_labels = labels[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(sorted_labels) != 0])
+    groups = np.split(samples[order], starts[1:])
+    k = len(groups)
+    if k == 1:
+        return np.full(resamples, float(np.median(samples)))
+    sizes = np.array([g.size for g in groups])
+    if np.all(sizes == sizes[0]):  # equal blocks: one vectorised draw
+        mat = np.stack(groups)
+        picks = rng.integers(0, k, size=(resamples, k))
+        return np.median(mat[picks].reshape(resamples, -1), axis=1)
+    out = np.empty(resamples)
+    for r in range(resamples):
+        out[r] = np.median(np.concatenate([groups[i] for i in rng.integers(0, k, size=k)]))
+    return out
+
+
+def bimodality_coefficient(samples: np.ndarray) -> float:
+    """Sarle's coefficient (sample skewness and excess kurtosis, bias-corrected); NaN for n < 4
+    or constant data."""
+    x = np.asarray(samples, dtype=np.float64)
+    n = x.size
+    if n < 4:
+        return math.nan
+    d = x - x.mean()
+    m2 = float(np.mean(d ** 2))
+    if m2 <= 0:
+        return math.nan
+    g1 = float(np.mean(d ** 3)) / m2 ** 1.5
+    g2 = float(np.mean(d ** 4)) / m2 ** 2 - 3.0
+    skew = g1 * math.sqrt(n * (n - 1)) / (n - 2)
+    kurt = ((n + 1) * g2 + 6) * (n - 1) / ((n - 2) * (n - 3))
+    return (skew ** 2 + 1) / (kurt + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
 
 
 @dataclass
@@ -28,6 +107,8 @@ class Measurement:
     label: str = ""
     seed: int = 0
     notes: list[str] = field(default_factory=list)
+    #: chunk (stream hold) of each sample, for the block bootstrap; None: samples are independent
+    chunks: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         arr = np.asarray(self.samples, dtype=np.float64).ravel()
@@ -36,6 +117,15 @@ class Measurement:
         if not np.all(np.isfinite(arr)):
             raise ConfigError(f"samples of {self.label or 'a measurement'} contain NaN or infinity")
         self.samples = arr
+        if self.chunks is not None:
+            ch = np.asarray(self.chunks).ravel()
+            if ch.size != arr.size:
+                raise ConfigError(f"{self.label or 'a measurement'}: {ch.size} chunk ids for {arr.size} samples")
+            self.chunks = ch
+
+    def blocks(self) -> np.ndarray:
+        """Bootstrap block label of each sample (see ``block_labels``)."""
+        return block_labels(self.chunks, self.n)
 
     @property
     def n(self) -> int:
@@ -98,22 +188,41 @@ class Measurement:
     def n_outliers(self) -> int:
         return int(self.outliers().sum())
 
-    def bootstrap_ci(self, level: float = 0.95, resamples: int = 2000) -> tuple[float, float]:
-        """Percentile-bootstrap CI of the median (seeded: the same samples give the same interval)."""
-        if not 0 < level < 1:
-            raise ConfigError(f"confidence level must be in (0, 1), got {level!r}")
-        if self.n == 1:
-            return self.median, self.median
-        rng = np.random.default_rng(self.seed)
+    def bootstrap_medians(self, resamples: int = 2000, seed: int | None = None) -> np.ndarray:
+        """Medians of bootstrap resamples: whole blocks of chunks when chunk ids are known, else
+        single samples (seeded: the same samples give the same medians)."""
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        if self.chunks is not None:
+            return _block_medians(self.samples, self.blocks(), resamples, rng)
         meds = np.empty(resamples)
         per = max(1, int(4_000_000 // self.n))  # bound memory: at most ~4M indices at once
         for lo in range(0, resamples, per):
             hi = min(resamples, lo + per)
             idx = rng.integers(0, self.n, size=(hi - lo, self.n))
             meds[lo:hi] = np.median(self.samples[idx], axis=1)
+        return meds
+
+    def bootstrap_ci(self, level: float = 0.95, resamples: int = 2000) -> tuple[float, float]:
+        """Percentile-bootstrap CI of the median: a block bootstrap over chunks when the chunk of
+        every sample is known (see the module docstring), else over single samples."""
+        if not 0 < level < 1:
+            raise ConfigError(f"confidence level must be in (0, 1), got {level!r}")
+        if self.n == 1:
+            return self.median, self.median
+        meds = self.bootstrap_medians(resamples)
         alpha = (1 - level) / 2
         low, high = np.quantile(meds, [alpha, 1 - alpha])
         return float(low), float(high)
+
+    @property
+    def bimodality(self) -> float:
+        """Sarle's bimodality coefficient (NaN below ``BIMODAL_MIN_SAMPLES`` samples)."""
+        return bimodality_coefficient(self.samples) if self.n >= BIMODAL_MIN_SAMPLES else math.nan
+
+    @property
+    def bimodal(self) -> bool:
+        b = self.bimodality
+        return bool(b > BIMODAL_COEFFICIENT) if not math.isnan(b) else False
 
     def warnings(self) -> list[str]:
         out = list(self.notes)
@@ -122,6 +231,9 @@ class Measurement:
             out.append(f"very noisy: IQR/median {r:.1%} > {VERY_NOISY_IQR:.0%}")
         elif r > NOISY_IQR:
             out.append(f"noisy: IQR/median {r:.1%} > {NOISY_IQR:.0%}")
+        if self.bimodal:
+            out.append(f"bimodal: Sarle's coefficient {self.bimodality:.2f} > {BIMODAL_COEFFICIENT:.3f} "
+                       f"(two modes; the median may sit between them)")
         return out
 
     def summary(self) -> dict[str, float | int | str]:
@@ -138,6 +250,7 @@ class Measurement:
             "ci_low_s": lo,
             "ci_high_s": hi,
             "n_outliers": self.n_outliers,
+            "bimodality": self.bimodality,
             "warning": "; ".join(self.warnings()),
         }
 
@@ -146,31 +259,66 @@ class Measurement:
                 f"IQR/median={self.iqr_rel:.2%}, cv={self.cv:.2%})")
 
 
+def ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000,
+             seed: int = 0) -> tuple[float, float, float]:
+    """``median(new) / median(base)`` and its percentile interval from a two-sample bootstrap (each
+    side resampled on its own, by blocks where its chunks are known). A bias is this ratio - 1."""
+    if not 0 < level < 1:
+        raise ConfigError(f"confidence level must be in (0, 1), got {level!r}")
+    if base.median <= 0:
+        raise ConfigError(f"the base median of {base.label or 'a measurement'} must be positive, got {base.median!r}")
+    a = new.bootstrap_medians(resamples, seed=seed)
+    b = base.bootstrap_medians(resamples, seed=seed + 1)
+    ratios = a / np.where(b > 0, b, np.nan)
+    alpha = (1 - level) / 2
+    lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
+    return new.median / base.median, float(lo), float(hi)
+
+
 @dataclass(frozen=True)
 class StopRule:
     """When to stop sampling.
 
-    Fixed: ``iterations=N`` takes exactly N samples. Adaptive (``iterations=None``): stop once at
-    least ``min_samples`` samples and ``min_time_s`` of measured kernel time are in and the relative
-    stdev is at most ``target_cv``; give up (with a note) at ``timeout_s`` of wall time or at
-    ``max_samples``. Defaults follow nvbench (0.5% rel. stdev, >= 10 samples, >= 0.5 s, 15 s timeout)
-    scaled down for interactive use.
+    Fixed: ``iterations=N`` takes exactly N samples. Adaptive (``iterations=None``): once at least
+    ``min_samples`` samples and ``min_time_s`` of measured kernel time are in, stop as soon as one
+    of these holds (checked in this order):
+
+    1. the 95% interval of the median is tight: its half-width is at most ``target_ci`` of the
+       median (default 1%; the block bootstrap over chunks when they are known);
+    2. the noise is low: relative stdev at most ``target_cv`` (nvbench's max-noise, 0.5%);
+    3. the noise has stabilised (nvbench's stdrel rule): over the trailing ``noise_window`` values of
+       the running relative stdev, their stdev relative to the current one is below
+       ``stable_noise`` (5%), checked every 16 samples once more than 64 values are in. Inherently
+       noisy kernels stop here instead of running to the timeout.
+
+    ``timeout_s`` of wall time (or ``max_samples``) is the last resort; a stop there is reported as
+    a timeout, never as convergence. The CI is re-evaluated only when the sample count has grown by
+    10% (it costs a bootstrap), and must meet the target at two evaluations in a row.
     """
 
     iterations: int | None = None
-    min_samples: int = 10
+    min_samples: int = 20
     min_time_s: float = 0.05
+    target_ci: float = 0.01
     target_cv: float = 0.005
+    stable_noise: float = 0.05
+    noise_window: int = 512
     timeout_s: float = 5.0
     max_samples: int = 100_000
 
     def __post_init__(self) -> None:
-        if self.iterations is not None and (not isinstance(self.iterations, int) or self.iterations < 1):
+        if self.iterations is not None and (isinstance(self.iterations, bool) or not isinstance(self.iterations, int) or self.iterations < 1):
             raise ConfigError(f"iterations must be a positive int or None (adaptive), got {self.iterations!r}")
         if self.min_samples < 1 or self.max_samples < self.min_samples:
             raise ConfigError(f"need 1 <= min_samples ({self.min_samples}) <= max_samples ({self.max_samples})")
-        if not self.target_cv > 0 or not self.timeout_s > 0 or self.min_time_s < 0:
-            raise ConfigError(f"target_cv ({self.target_cv}) and timeout_s ({self.timeout_s}) must be > 0, min_time_s ({self.min_time_s}) >= 0")
+        for name in ("target_ci", "target_cv", "stable_noise", "timeout_s"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ConfigError(f"stop rule {name} must be a finite number > 0, got {v!r}")
+        if not (isinstance(self.min_time_s, (int, float)) and math.isfinite(self.min_time_s) and self.min_time_s >= 0):
+            raise ConfigError(f"stop rule min_time_s must be a finite number >= 0, got {self.min_time_s!r}")
+        if self.noise_window < 2:
+            raise ConfigError(f"stop rule noise_window must be >= 2, got {self.noise_window!r}")
 
     @property
     def adaptive(self) -> bool:
@@ -184,34 +332,98 @@ class StopRule:
             return replace(self, min_samples=n, max_samples=max(self.max_samples, n))
         return self
 
-    def remaining(self, samples: np.ndarray, elapsed_s: float) -> tuple[int, str]:
-        """How many more samples to take (0: stop) and, when stopping, why."""
-        n = int(samples.size)
-        if not self.adaptive:
-            assert self.iterations is not None
-            return max(0, self.iterations - n), "fixed iteration count"
-        if n >= self.max_samples:
-            return 0, f"max_samples {self.max_samples} reached before cv <= {self.target_cv:.2%}"
-        if elapsed_s >= self.timeout_s and n >= 1:
-            return 0, f"timeout {self.timeout_s:g} s reached before cv <= {self.target_cv:.2%}"
-        if n >= max(2, self.min_samples) and float(samples.sum()) >= self.min_time_s:
-            mean = float(samples.mean())
-            cv = float(samples.std(ddof=1)) / mean if mean > 0 else math.inf
-            if cv <= self.target_cv:
-                return 0, "converged"
-        need = max(self.min_samples - n, 0)
+    def tracker(self) -> "StopTracker":
+        """A stateful checker for one configuration (remembers when the CI was last computed)."""
+        return StopTracker(self)
+
+    def remaining(self, samples: np.ndarray, elapsed_s: float, chunks: np.ndarray | None = None) -> tuple[int, str]:
+        """How many more samples to take (0: stop) and, when stopping, why (stateless form)."""
+        return StopTracker(self).check(samples, elapsed_s, chunks)
+
+
+def running_rel_stdev(samples: np.ndarray) -> np.ndarray:
+    """Relative stdev (ddof=1) of every prefix of ``samples`` with at least 2 samples."""
+    x = np.asarray(samples, dtype=np.float64)
+    if x.size < 2:
+        return np.empty(0)
+    k = np.arange(1, x.size + 1, dtype=np.float64)
+    mean = np.cumsum(x) / k
+    # Welford-free but stable enough for timings (values ~1e-6 to 1e-1 with small spread)
+    var = (np.cumsum((x - x[0]) ** 2) - k * (mean - x[0]) ** 2) / np.maximum(k - 1, 1)
+    rel = np.sqrt(np.maximum(var, 0.0)) / np.where(mean > 0, mean, np.nan)
+    return rel[1:]
+
+
+class StopTracker:
+    """``StopRule`` applied to one growing series of samples."""
+
+    def __init__(self, rule: StopRule) -> None:
+        self.rule = rule
+        self._ci_at = 0
+        self._ci_hits = 0
+        self.last_ci_rel = math.nan
+
+    def check(self, samples: np.ndarray, elapsed_s: float, chunks: np.ndarray | None = None) -> tuple[int, str]:
+        rule = self.rule
+        n = int(np.asarray(samples).size)
+        if not rule.adaptive:
+            assert rule.iterations is not None
+            return max(0, rule.iterations - n), "fixed iteration count"
+        if n >= rule.min_samples and float(np.sum(samples)) >= rule.min_time_s:
+            x = np.asarray(samples, dtype=np.float64)
+            if n >= max(self._ci_at * 1.1, self._ci_at + 1) or self._ci_at == 0:
+                self._ci_at = n
+                m = Measurement(x, chunks=None if chunks is None else np.asarray(chunks)[:n])
+                lo, hi = m.bootstrap_ci(resamples=400)
+                med = m.median
+                self.last_ci_rel = (hi - lo) / 2 / med if med > 0 else math.inf
+                # two evaluations in a row (n, then >= 1.1 n): stopping at the first lucky
+                # resample would bias the intervals of adaptive runs narrow
+                self._ci_hits = self._ci_hits + 1 if self.last_ci_rel <= rule.target_ci else 0
+                if self._ci_hits >= 2:
+                    return 0, f"converged: 95% CI of the median +-{self.last_ci_rel:.2%} <= {rule.target_ci:.2%}"
+            mean = float(x.mean())
+            cv = float(x.std(ddof=1)) / mean if mean > 0 and n > 1 else math.inf
+            if cv <= rule.target_cv:
+                return 0, f"converged: rel stdev {cv:.2%} <= {rule.target_cv:.2%}"
+            noise = running_rel_stdev(x)[-rule.noise_window:]
+            if noise.size > 64 and noise[-1] > 0:
+                spread = float(np.sqrt(np.mean((noise - noise[-1]) ** 2))) / float(noise[-1])
+                if spread < rule.stable_noise:
+                    return 0, (f"converged: noise stabilised at rel stdev {noise[-1]:.2%} (nvbench stdrel rule: "
+                               f"trailing spread {spread:.1%} < {rule.stable_noise:.0%})")
+        if n >= rule.max_samples:
+            return 0, f"max_samples {rule.max_samples} reached before convergence{self._ci_note()}"
+        if elapsed_s >= rule.timeout_s and n >= 1:
+            return 0, f"timeout {rule.timeout_s:g} s reached before convergence{self._ci_note()}"
+        need = max(rule.min_samples - n, 0)
         return max(need, 1), ""
+
+    def _ci_note(self) -> str:
+        return "" if math.isnan(self.last_ci_rel) else f" (CI of the median +-{self.last_ci_rel:.2%})"
+
+
+def is_timeout(reason: str) -> bool:
+    """True for a stop reason that is a timeout or a sample cap, not convergence."""
+    return reason.startswith(("timeout", "max_samples"))
 
 
 def measure_adaptively(take: Callable[[int], Iterable[float]], rule: StopRule, chunk: int = 64,
                        clock: Callable[[], float] = time.perf_counter) -> tuple[np.ndarray, str]:
-    """Call ``take(k)`` for batches of samples until ``rule`` says stop; returns (samples, reason)."""
+    """Call ``take(k)`` for batches of samples until ``rule`` says stop; returns (samples, reason).
+    Each batch is one chunk for the block bootstrap."""
     got: list[float] = []
+    chunk_ids: list[int] = []
+    tracker = rule.tracker()
     t0 = clock()
+    batch = 0
     while True:
         arr = np.asarray(got)
-        more, why = rule.remaining(arr, clock() - t0)
+        more, why = tracker.check(arr, clock() - t0, np.asarray(chunk_ids))
         if more == 0:
             return arr, why
         k = min(more, chunk) if not rule.adaptive else chunk
-        got.extend(float(x) for x in take(k))
+        new = [float(x) for x in take(k)]
+        got.extend(new)
+        chunk_ids.extend([batch] * len(new))
+        batch += 1
