@@ -91,7 +91,7 @@ def test_time_launches_rotates_and_records_flush_and_gap(dev) -> None:
             with pytest.raises(ConfigError, match=r"iterations \(2\) .* \(3\)"):
                 time_launches(_workload(dev, sets), None, StopRule(iterations=2))
             raw = time_launches(_workload(dev, sets), None, StopRule(min_samples=5, min_time_s=0, target_cv=10, timeout_s=5), chunk=4, warmup_s=0)
-            assert raw.time_s.size >= 5 and raw.stop_reason == "converged"
+            assert raw.time_s.size >= 5 and raw.stop_reason.startswith("converged")
     finally:
         fl.free()
 

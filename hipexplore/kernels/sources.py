@@ -27,11 +27,26 @@ __device__ static inline hx_u64 hx_now_ns() {
   return t;
 #endif
 }
+/* The in-kernel timer (compiled with -DHX_TIMED, the "in-kernel" timer of the harness): an extra
+   last argument t, t[0] = the first block's start (atomicMin), t[1] = the last block's end
+   (atomicMax), in ns of the device's wall clock (%globaltimer; s_memrealtime x 10 on AMD). It
+   excludes what events include around the kernel: launch and block-scheduling latency before the
+   first block starts, and the drain after the last block ends. Without HX_TIMED the macros vanish. */
+#ifdef HX_TIMED
+#define HX_T_PARAM , hx_u64* __restrict__ hx_t
+#define HX_T_BEGIN if (threadIdx.x == 0) atomicMin(&hx_t[0], hx_now_ns());
+#define HX_T_END __syncthreads(); if (threadIdx.x == 0) atomicMax(&hx_t[1], hx_now_ns());
+#else
+#define HX_T_PARAM
+#define HX_T_BEGIN
+#define HX_T_END
+#endif
 """
 
 TRIAD_GPU = GPU_PRELUDE + r"""
 HX_KERNEL void triad(float* __restrict__ a, const float* __restrict__ b,
-                     const float* __restrict__ c, float s, hx_u64 n) {
+                     const float* __restrict__ c, float s, hx_u64 n HX_T_PARAM) {
+  HX_T_BEGIN
   hx_u64 tid = (hx_u64)blockIdx.x * blockDim.x + threadIdx.x;
   hx_u64 stride = (hx_u64)gridDim.x * blockDim.x;
   hx_u64 n4 = n / 4;
@@ -44,27 +59,32 @@ HX_KERNEL void triad(float* __restrict__ a, const float* __restrict__ b,
     a4[i] = r;
   }
   for (hx_u64 i = 4 * n4 + tid; i < n; i += stride) a[i] = b[i] + s * c[i];
+  HX_T_END
 }
 """
 
 COPY_GPU = GPU_PRELUDE + r"""
-HX_KERNEL void copy(float* __restrict__ dst, const float* __restrict__ src, hx_u64 n) {
+HX_KERNEL void copy(float* __restrict__ dst, const float* __restrict__ src, hx_u64 n HX_T_PARAM) {
+  HX_T_BEGIN
   hx_u64 tid = (hx_u64)blockIdx.x * blockDim.x + threadIdx.x;
   hx_u64 stride = (hx_u64)gridDim.x * blockDim.x;
   hx_u64 n4 = n / 4;
   for (hx_u64 i = tid; i < n4; i += stride) ((hx_f4*)dst)[i] = ((const hx_f4*)src)[i];
   for (hx_u64 i = 4 * n4 + tid; i < n; i += stride) dst[i] = src[i];
+  HX_T_END
 }
 """
 
 FILL_GPU = GPU_PRELUDE + r"""
-HX_KERNEL void fill(float* __restrict__ dst, float value, hx_u64 n) {
+HX_KERNEL void fill(float* __restrict__ dst, float value, hx_u64 n HX_T_PARAM) {
+  HX_T_BEGIN
   hx_u64 tid = (hx_u64)blockIdx.x * blockDim.x + threadIdx.x;
   hx_u64 stride = (hx_u64)gridDim.x * blockDim.x;
   hx_u64 n4 = n / 4;
   hx_f4 v; v.x = value; v.y = value; v.z = value; v.w = value;
   for (hx_u64 i = tid; i < n4; i += stride) ((hx_f4*)dst)[i] = v;
   for (hx_u64 i = 4 * n4 + tid; i < n; i += stride) dst[i] = value;
+  HX_T_END
 }
 """
 
@@ -126,18 +146,37 @@ HOST_KERNELS_C = r"""
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 typedef unsigned long long hx_u64;
+/* The in-kernel timer on the host (-DHX_TIMED): CLOCK_MONOTONIC at the function's start and end,
+   so the ctypes call around it is left out. */
+#ifdef HX_TIMED
+static inline hx_u64 hx_now_ns(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (hx_u64)ts.tv_sec * 1000000000ull + (hx_u64)ts.tv_nsec; }
+#define HX_T_PARAM , hx_u64* restrict hx_t
+#define HX_T_BEGIN hx_u64 hx_t0 = hx_now_ns();
+#define HX_T_END hx_t[0] = hx_t0; hx_t[1] = hx_now_ns();
+#else
+#define HX_T_PARAM
+#define HX_T_BEGIN
+#define HX_T_END
+#endif
 
-void triad(float* restrict a, const float* restrict b, const float* restrict c, float s, hx_u64 n) {
+void triad(float* restrict a, const float* restrict b, const float* restrict c, float s, hx_u64 n HX_T_PARAM) {
+  HX_T_BEGIN
   for (hx_u64 i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+  HX_T_END
 }
 
-void copy(float* restrict dst, const float* restrict src, hx_u64 n) {
+void copy(float* restrict dst, const float* restrict src, hx_u64 n HX_T_PARAM) {
+  HX_T_BEGIN
   for (hx_u64 i = 0; i < n; ++i) dst[i] = src[i];
+  HX_T_END
 }
 
-void fill(float* restrict dst, float value, hx_u64 n) {
+void fill(float* restrict dst, float value, hx_u64 n HX_T_PARAM) {
+  HX_T_BEGIN
   for (hx_u64 i = 0; i < n; ++i) dst[i] = value;
+  HX_T_END
 }
 
 /* Write flush: store over a buffer of at least the last-level cache. */
