@@ -25,6 +25,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import pandas as pd
 
+from . import settings
 from .errors import ConfigError, HipexploreError
 
 #: The notebooks that ship with hipexplore, by short name.
@@ -59,8 +60,8 @@ class ReportError(HipexploreError):
 
 def notebooks_dir() -> Path:
     """The folder holding the shipped ``.ipynb`` files (see the module docstring for the order)."""
-    env = os.environ.get("HIPEXPLORE_NOTEBOOKS")
-    candidates = [Path(env)] if env else []
+    env = settings.NOTEBOOKS.get()
+    candidates = [env] if env is not None else []
     here = Path(__file__).resolve().parent
     candidates += [here / "notebooks", here.parent / "notebooks"]
     for cand in candidates:

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import Any
 
+from .. import settings
 from ..errors import ConfigError
 
 COMPILERS = ("hiprtc", "nvrtc", "host")
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--frame must name a .parquet file; got {args.frame!r}")
     problems = select_problems(args.problems, tokens=args.tokens, d_model=args.d_model)
     tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
-    cache_dir = os.environ.get("HIPEXPLORE_CACHE_DIR", "").strip() or None
+    cache_dir = settings.CACHE_DIR.raw()
     report = run_replay(
         tlist,
         jobs=args.jobs,

@@ -25,12 +25,13 @@ import threading
 import time
 from typing import Any
 
+from .. import settings
 from ..errors import CompileError, CompilerUnavailable, ConfigError
 from ._common import Trace, directory_stamp, dump_sources, dump_text, file_stamp, join_log, loaded_libraries
 from .base import ObjectCode
 from .request import CompileRequest, CompilerIdentity
 
-ENV_LIBRARY = "HIPEXPLORE_HIPRTC_LIBRARY"
+ENV_LIBRARY = settings.HIPRTC_LIBRARY.name
 
 #: Searched in order: hip-python's own default (ROCm >= 6), versioned ROCm 6/7 names, ROCm 5.
 DEFAULT_LIBRARIES = ("libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6", "libamdhip64.so.5")
@@ -120,7 +121,7 @@ class HiprtcCompiler:
     name = "hiprtc"
 
     def __init__(self, library: str | None = None, allow_unknown_targets: bool = False) -> None:
-        env = os.environ.get(ENV_LIBRARY, "").strip()
+        env = settings.HIPRTC_LIBRARY.get()
         self.requested_library = library or env or None
         self.allow_unknown_targets = allow_unknown_targets
         self._candidates = (self.requested_library,) if self.requested_library else DEFAULT_LIBRARIES

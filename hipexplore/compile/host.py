@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from .. import settings
 from ..errors import CompileError, CompilerUnavailable, CompileTimeout, ConfigError
 from ._common import dump_sources, dump_text, file_stamp, join_log
 from .base import ObjectCode
@@ -159,7 +160,7 @@ class HostCompiler:
         # In-process: its own session, so a timeout kills the driver *and* its cc1/as/ld (killpg).
         # In an isolation worker: stay in the worker's process group, which the parent kills as a whole
         # on timeout or crash (a separate session would survive that as an orphan).
-        own_group = os.environ.get("HIPEXPLORE_COMPILE_WORKER") != "1"
+        own_group = not settings.COMPILE_WORKER.get()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
                                 start_new_session=own_group)
         try:

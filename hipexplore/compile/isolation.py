@@ -38,6 +38,7 @@ import weakref
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from .. import settings
 from ..errors import CompileError, CompilerCrashed, CompilerError, CompilerUnavailable, CompileTimeout, ConfigError, \
     HipexploreError
 from .base import ObjectCode
@@ -91,7 +92,7 @@ class _Worker:
         parent_read, child_write = os.pipe()
         # LIBC_FATAL_STDERR_: glibc writes "munmap_chunk(): invalid pointer" and friends to /dev/tty
         # unless told otherwise; we want them in the worker's stderr file, i.e. in the error's log
-        env = dict(os.environ, HIPEXPLORE_COMPILE_WORKER="1", LIBC_FATAL_STDERR_="1")
+        env = dict(os.environ, **{settings.COMPILE_WORKER.name: "1"}, LIBC_FATAL_STDERR_="1")
         try:
             with open(self.stderr_path, "ab", buffering=0) as errf:
                 self.proc = subprocess.Popen(

@@ -15,13 +15,14 @@ import os
 import threading
 from typing import Any
 
+from .. import settings
 from ..errors import ConfigError
 from .base import Compiler
 from .request import COMPILERS
 
-ENV_TIMEOUT = "HIPEXPLORE_COMPILE_TIMEOUT"
-ENV_WORKERS = "HIPEXPLORE_COMPILE_WORKERS"
-DEFAULT_TIMEOUT = 120.0
+ENV_TIMEOUT = settings.COMPILE_TIMEOUT.name
+ENV_WORKERS = settings.COMPILE_WORKERS.name
+DEFAULT_TIMEOUT = settings.COMPILE_TIMEOUT.default
 ISOLATED_BY_DEFAULT = {"hiprtc": True, "nvrtc": False, "host": False}
 
 _instances: dict[tuple, Compiler] = {}
@@ -46,29 +47,11 @@ def backend_class(name: str) -> type:
 
 
 def default_timeout() -> float:
-    raw = os.environ.get(ENV_TIMEOUT, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{ENV_TIMEOUT} must be a number of seconds; got {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{ENV_TIMEOUT} must be positive; got {raw!r}")
-    return value
+    return settings.COMPILE_TIMEOUT.get()
 
 
 def default_workers() -> int:
-    raw = os.environ.get(ENV_WORKERS, "").strip()
-    if not raw:
-        return max(1, min(4, os.cpu_count() or 1))
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{ENV_WORKERS} must be a positive integer; got {raw!r}") from None
-    if value < 1:
-        raise ConfigError(f"{ENV_WORKERS} must be a positive integer; got {raw!r}")
-    return value
+    return settings.COMPILE_WORKERS.get()
 
 
 def _checked_args(name: str, isolated: bool | None, workers: int | None, timeout: float | None) -> tuple[bool, int, float]:
@@ -114,7 +97,7 @@ def new_compiler(
 
 def _env_signature(name: str) -> tuple[str, ...]:
     if name == "hiprtc":
-        return (os.environ.get("HIPEXPLORE_HIPRTC_LIBRARY", ""), os.environ.get("ROCM_PATH", ""))
+        return (*settings.raw_values(settings.HIPRTC_LIBRARY), os.environ.get("ROCM_PATH", ""))
     if name == "host":
         return (os.environ.get("CC", ""),)
     return ()

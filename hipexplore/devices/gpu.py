@@ -13,6 +13,7 @@ import ctypes
 import os
 from typing import Any
 
+from .. import settings
 from ..errors import DeviceError, DeviceUnavailable
 from ..kernels import catalog
 from .base import DeviceProperties, PackedArgs, load_catalog_kernel, pack_args
@@ -54,11 +55,11 @@ class GpuDeviceBase:
         self._hold_mem: tuple[int, int] | None = None  # (host ptr, device ptr) of [flag, status]
 
     def _apply_llc_override(self, llc: int, source: str) -> tuple[int, str]:
-        env = os.environ.get("HIPEXPLORE_LLC_BYTES")
+        env = settings.LLC_BYTES.get()
         if self._llc_override is not None:
             return int(self._llc_override), f"override (llc_bytes argument; runtime reported {llc} B: {source})"
-        if env:
-            return int(env), f"override (HIPEXPLORE_LLC_BYTES; runtime reported {llc} B: {source})"
+        if env is not None:
+            return env, f"override (HIPEXPLORE_LLC_BYTES; runtime reported {llc} B: {source})"
         return llc, source
 
     # subclass hooks ------------------------------------------------------------------------

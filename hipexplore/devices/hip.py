@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..compile.base import ObjectCode
+from .. import settings
 from ..errors import ConfigError, DeviceUnavailable
 from .base import DeviceBuffer, DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
 from .gpu import GpuDeviceBase, check_call
@@ -52,7 +53,7 @@ def llc_for_arch(arch: str, reported_l2: int) -> tuple[int, str]:
 def hip_dll() -> bytes:
     """The HIP runtime library to load: HIPEXPLORE_HIP_DLL, else ROCm >= 6's libamdhip64.so, else
     ROCm 5's libamdhip64.so.5 (what Debian ships)."""
-    env = os.environ.get("HIPEXPLORE_HIP_DLL")
+    env = settings.HIP_DLL.get()
     if env:
         return env.encode()
     for name in ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"):

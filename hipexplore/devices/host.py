@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..compile.base import ObjectCode
+from .. import settings
 from ..errors import ConfigError, DeviceError, UnsupportedOperation
 from .base import DeviceBuffer, DeviceProperties, PackedArgs, load_catalog_kernel
 
@@ -102,11 +103,11 @@ class HostDevice:
             raise ConfigError(f"the host device has only index 0, got {index}")
         self.index = 0
         llc, src = read_llc()
-        env = os.environ.get("HIPEXPLORE_LLC_BYTES")
+        env = settings.LLC_BYTES.get()
         if llc_bytes is not None:
             llc, src = int(llc_bytes), "override (llc_bytes argument)"
-        elif env:
-            llc, src = int(env), "override (HIPEXPLORE_LLC_BYTES)"
+        elif env is not None:
+            llc, src = env, "override (HIPEXPLORE_LLC_BYTES)"
         self._llc = (llc, src)
         self._tmp = tempfile.TemporaryDirectory(prefix="hipexplore-host-")
         self._libs: list[ctypes.CDLL] = []
