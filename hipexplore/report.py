@@ -605,9 +605,7 @@ def cache_demo(compiler: str = "host", target: str = "host") -> pd.DataFrame:
         cache.get_or_compile(req.with_(label="demo fill, again"), comp)
         cache.get_or_compile(req.with_(label="demo fill, traced", diagnostics=frozenset({"trace"})), comp)
     finally:
-        close = getattr(comp, "close", None)
-        if callable(close):
-            close()
+        comp.close()
     ev = cache.events()
     ev["digest"] = ev["digest"].str[:16]
     return ev[["seq", "kernel", "outcome", "digest", "lookup_seconds", "compile_seconds", "seconds_saved", "bytes"]]

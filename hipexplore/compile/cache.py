@@ -189,13 +189,13 @@ class CompileCache:
     def _compiler_for(self, request: CompileRequest, compiler: Compiler | None) -> Compiler:
         if compiler is None:
             compiler = self._compilers.get(request.compiler)
-            if compiler is None or getattr(compiler, "closed", False):  # a closed one is replaced, not reused
+            if compiler is None or compiler.closed:  # a closed one is replaced, not reused
                 from .registry import get_compiler
 
                 compiler = get_compiler(request.compiler)
                 with self._lock:
                     held = self._compilers.get(request.compiler)
-                    if held is None or getattr(held, "closed", False):
+                    if held is None or held.closed:
                         self._compilers[request.compiler] = compiler
                     compiler = self._compilers[request.compiler]
         if getattr(compiler, "name", None) != request.compiler:

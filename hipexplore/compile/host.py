@@ -22,7 +22,7 @@ from pathlib import Path
 from .. import settings
 from ..errors import CompileError, CompilerUnavailable, CompileTimeout, ConfigError
 from ._common import dump_sources, dump_text, file_stamp, join_log
-from .base import ObjectCode
+from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 
 BASE_FLAGS = ("-O3", "-shared", "-fPIC")
@@ -30,7 +30,7 @@ BASE_FLAGS = ("-O3", "-shared", "-fPIC")
 IDENTITY_RECHECK_SECONDS = 1.0
 
 
-class HostCompiler:
+class HostCompiler(CompilerBase):
     """``cc`` (or ``$CC``, which may carry flags, e.g. ``"ccache gcc"``) building shared libraries."""
 
     name = "host"
@@ -114,6 +114,7 @@ class HostCompiler:
         return ident
 
     def compile(self, request: CompileRequest) -> ObjectCode:
+        self._check_open()
         if request.compiler != self.name:
             raise ConfigError(f"request is for compiler {request.compiler!r}, not {self.name!r}")
         if request.target != "host":
@@ -121,9 +122,7 @@ class HostCompiler:
         if request.mode != "shared-library":
             raise ConfigError(f"host compiler mode must be 'shared-library'; got {request.mode!r}")
         argv = self._command()
-        notes: list[str] = []
-        if "dump-source" in request.diagnostics:
-            notes += [f"dump-source: wrote {p}" for p in dump_sources(request)]
+        notes = self._source_notes(request)
         with tempfile.TemporaryDirectory(prefix="hipexplore-host-") as tmp:
             src = _write_sources(Path(tmp), request)
             out = Path(tmp) / "lib.so"
@@ -135,11 +134,9 @@ class HostCompiler:
                 if "trace" in request.diagnostics else ""
             log = join_log(proc.stdout, proc.stderr)
             if proc.returncode != 0:
-                raise CompileError(
+                raise self._error(
                     f"host compiler {argv[0]} failed to compile {request.name!r} (exit {proc.returncode})",
-                    log=join_log(f"$ {shlex.join(cmd)}", log, trace, *notes), options=(*BASE_FLAGS, *request.options),
-                    target=request.target,
-                    compiler=self.name, kernels=request.kernels,
+                    request, (*BASE_FLAGS, *request.options), f"$ {shlex.join(cmd)}", log, trace, *notes,
                 )
             binary = out.read_bytes()
             if "dump-asm" in request.diagnostics:

@@ -17,33 +17,18 @@ from typing import Any
 
 from .. import settings
 from ..errors import ConfigError
+from .backends import BACKENDS, backend_class
 from .base import Compiler
+from .isolation import IsolatedCompiler
 from .request import COMPILERS
 
 ENV_TIMEOUT = settings.COMPILE_TIMEOUT.name
 ENV_WORKERS = settings.COMPILE_WORKERS.name
 DEFAULT_TIMEOUT = settings.COMPILE_TIMEOUT.default
-ISOLATED_BY_DEFAULT = {"hiprtc": True, "nvrtc": False, "host": False}
+ISOLATED_BY_DEFAULT = {name: b.isolated_by_default for name, b in BACKENDS.items()}
 
 _instances: dict[tuple, Compiler] = {}
 _instances_lock = threading.Lock()
-
-
-def backend_class(name: str) -> type:
-    """The in-process backend class for a compiler name (imports only that backend's module)."""
-    if name == "hiprtc":
-        from .hiprtc import HiprtcCompiler
-
-        return HiprtcCompiler
-    if name == "nvrtc":
-        from .nvrtc import NvrtcCompiler
-
-        return NvrtcCompiler
-    if name == "host":
-        from .host import HostCompiler
-
-        return HostCompiler
-    raise ConfigError(f"unknown compiler {name!r}; expected one of {', '.join(COMPILERS)}")
 
 
 def default_timeout() -> float:
@@ -81,7 +66,7 @@ def get_compiler(
     key = (name, isolated, workers, timeout, _env_signature(name))
     with _instances_lock:
         found = _instances.get(key)
-        if found is not None and not getattr(found, "closed", False):
+        if found is not None and not found.closed:
             return found
         compiler = _build(name, isolated, workers, timeout)
         _instances[key] = compiler
@@ -110,8 +95,6 @@ def _build(name: str, isolated: bool, workers: int, timeout: float) -> Compiler:
     if name == "host" and not isolated:
         kwargs["timeout"] = timeout  # isolated: the worker pool's timeout kills the whole worker group
     if isolated:
-        from .isolation import IsolatedCompiler
-
         return IsolatedCompiler(name, kwargs, workers=workers, timeout=timeout)
     return backend_class(name)(**kwargs)
 
@@ -132,10 +115,10 @@ def compiler_info() -> list[dict[str, Any]]:
                 row.update(version=ident.version, library=ident.library, stamp=ident.stamp,
                            targets=list(backend.targets()))
                 row["isolated_by_default"] = ISOLATED_BY_DEFAULT[name]
-                crashing = getattr(backend, "crashing_targets", None)
-                if crashing is not None and crashing():
+                crashing = backend.crashing_targets()
+                if crashing:
                     row["notes"].append(
-                        f"targets {', '.join(crashing())} crash this comgr (SIGABRT; SIGSEGV after earlier compiles): in-process compiles refuse them, the "
+                        f"targets {', '.join(crashing)} crash this comgr (SIGABRT; SIGSEGV after earlier compiles): in-process compiles refuse them, the "
                         f"isolated compiler reports CompilerCrashed"
                     )
         except Exception as exc:  # info must describe a broken install, not die on it

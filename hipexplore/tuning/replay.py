@@ -221,8 +221,41 @@ class _TimedCompiler:
             with self._lock:
                 self.calls[request.label] = self.calls.get(request.label, 0.0) + elapsed
 
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self._inner, item)
+    # the rest of the Compiler interface is the inner compiler's
+    @property
+    def isolated(self) -> bool:
+        return self._inner.isolated
+
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+    def available(self) -> bool:
+        return self._inner.available()
+
+    def unavailable_reason(self) -> str:
+        return self._inner.unavailable_reason()
+
+    def identity(self):  # noqa: ANN201 - CompilerIdentity
+        return self._inner.identity()
+
+    def targets(self) -> tuple[str, ...]:
+        return self._inner.targets()
+
+    def crashing_targets(self) -> tuple[str, ...]:
+        return self._inner.crashing_targets()
+
+    def worker_pids(self) -> list[int]:
+        return self._inner.worker_pids()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __enter__(self) -> "_TimedCompiler":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _annotate(events: pd.DataFrame, by_label: dict[str, ListEntry], scenario: str, jobs: int,
@@ -268,10 +301,8 @@ def cpu_snapshot(compiler: Compiler) -> dict[int, float]:
     moves (wall time does move)."""
     t = os.times()
     snap = {0: t.user + t.system + t.children_user + t.children_system}
-    pids = getattr(compiler, "worker_pids", None)
-    if callable(pids):
-        for pid in pids():
-            snap[int(pid)] = _proc_cpu(int(pid))
+    for pid in compiler.worker_pids():
+        snap[int(pid)] = _proc_cpu(int(pid))
     return snap
 
 
@@ -453,22 +484,6 @@ def make_compiler(compiler_name: str, jobs: int, isolated: bool | None = None) -
     return new_compiler(compiler_name, isolated=isolated)
 
 
-def _is_isolated(compiler: Compiler) -> bool:
-    for attr in ("isolated", "is_isolated"):
-        val = getattr(compiler, attr, None)
-        if isinstance(val, bool):
-            return val
-    return type(compiler).__name__.lower().startswith("isolated")
-
-
-def _close(compiler: Compiler) -> None:
-    for attr in ("close", "shutdown"):
-        fn = getattr(compiler, attr, None)
-        if callable(fn):
-            fn()
-            return
-
-
 def _dir_has_entries(path: Path) -> bool:
     """Whether a disk cache directory already holds entries (lock files and temp files do not count)."""
     from ..compile.disk import DiskCache
@@ -547,9 +562,9 @@ def run_replay(
                 c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
                 scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
             primary = first
-        return ReplayReport(tuning_list, jobs, cache, _is_isolated(comp), primary, scenarios, dir_used, granularity, salt)
+        return ReplayReport(tuning_list, jobs, cache, comp.isolated, primary, scenarios, dir_used, granularity, salt)
     finally:
         if tmp is not None:
             tmp.cleanup()
         if own_compiler:
-            _close(comp)
+            comp.close()
