@@ -26,8 +26,8 @@ import time
 from typing import Any, ContextManager
 
 from .. import settings
-from ..errors import CompileError, CompilerUnavailable, ConfigError
-from ._common import Trace, directory_stamp, dump_sources, dump_text, file_stamp, join_log, loaded_libraries
+from ..errors import CompilerUnavailable, ConfigError
+from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries
 from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
 

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from .. import settings
-from ..errors import CompileError, CompilerUnavailable, CompileTimeout, ConfigError
-from ._common import dump_sources, dump_text, file_stamp, join_log
+from ..errors import CompilerUnavailable, CompileTimeout, ConfigError
+from ._common import dump_text, file_stamp, join_log
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 

@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Any
 
-from ..errors import CompileError, CompilerUnavailable, ConfigError
-from ._common import Trace, dump_sources, dump_text, file_stamp, join_log, loaded_libraries
+from ..errors import CompilerUnavailable, ConfigError
+from ._common import Trace, dump_text, file_stamp, join_log, loaded_libraries
 from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
 

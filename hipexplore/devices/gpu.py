@@ -10,13 +10,13 @@ timeout and sets a status word, so a hold that broke is detected, not assumed.
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
+import numpy as np
+
 from .. import settings
-from ..errors import DeviceError, DeviceUnavailable
-from ..kernels import catalog
-from .base import DeviceProperties, PackedArgs, load_catalog_kernel, pack_args
+from ..errors import ConfigError, DeviceError, DeviceUnavailable
+from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, kernel_builder, pack_args
 
 
 class SpinHold:
@@ -34,11 +34,13 @@ class SpinHold:
         return ctypes.c_int32.from_address(self._flag + 4).value != 0
 
 
-class GpuDeviceBase:
-    """Common code; subclasses provide the runtime calls."""
+class GpuDeviceBase(DeviceBase):
+    """Common code; subclasses provide the runtime calls (the ``_rt_*`` hooks and the rest of the
+    ``Device`` methods: load, kernel, launch, events, synchronize)."""
 
     kind = "gpu"
-    cache: Any = None
+    _ok: Any = None  #: the runtime's success status
+    _closed = False
 
     @staticmethod
     def _check_index(runtime: str, count: int, index: int, none_found: str) -> None:
@@ -49,7 +51,10 @@ class GpuDeviceBase:
             raise DeviceUnavailable(
                 f"{runtime}: device index {index} requested but only {count} device(s) present (0..{count - 1})")
 
-    def _init_common(self, llc_bytes: int | None) -> None:
+    def _init_common(self, llc_bytes: int | None, cache: Any) -> None:
+        self.cache = cache
+        self._allocs: dict[int, DeviceBuffer] = {}
+        self._closed = False
         self._llc_override = llc_bytes
         self._spin: tuple[Any, Any] | None = None
         self._hold_mem: tuple[int, int] | None = None  # (host ptr, device ptr) of [flag, status]
@@ -62,9 +67,83 @@ class GpuDeviceBase:
             return env, f"override (HIPEXPLORE_LLC_BYTES; runtime reported {llc} B: {source})"
         return llc, source
 
-    # subclass hooks ------------------------------------------------------------------------
+    # subclass hooks: the runtime calls ----------------------------------------------------
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _current(self) -> None:
+        """Make this device current for the calls that follow (CUDA: its context; HIP: nothing)."""
+
+    def _rt_malloc(self, nbytes: int) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _rt_free(self, owner: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _rt_to_device(self, owner: Any, src: int, nbytes: int) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _rt_to_host(self, dst: int, owner: Any, nbytes: int) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _rt_memset(self, owner: Any, value: int, nbytes: int) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _rt_release(self) -> None:
+        """Give back what the device holds besides memory (CUDA: the primary context)."""
+
+    def synchronize(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _call(self, result: Any, what: str) -> Any:
+        return check_call(result, what, self._ok)
+
+    # memory, with the bookkeeping both runtimes share ----------------------------------------
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise ConfigError(f"allocation size must be a positive number of bytes, got {nbytes!r}")
+        self._current()
+        ptr = self._rt_malloc(int(nbytes))
+        buf = DeviceBuffer(ptr=int(ptr), nbytes=int(nbytes), device_kind=self.kind, owner=ptr)
+        self._allocs[buf.ptr] = buf
+        return buf
+
+    def free(self, buf: DeviceBuffer) -> None:
+        if buf.freed:
+            return
+        self._current()
+        self._rt_free(buf.owner)
+        buf.freed = True
+        self._allocs.pop(buf.ptr, None)
+
+    def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        src = np.ascontiguousarray(host)
+        if src.nbytes > buf.nbytes:
+            raise ConfigError(f"copy of {src.nbytes} B does not fit the {buf.nbytes} B buffer")
+        self._current()
+        self._rt_to_device(buf.owner, src.ctypes.data, src.nbytes)
+
+    def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
+            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
+        self._current()
+        self.synchronize()
+        self._rt_to_host(host.ctypes.data, buf.owner, host.nbytes)
+
+    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
+        self._rt_memset(buf.owner, value, buf.nbytes)
+
+    def close(self) -> None:
+        """Synchronize, free what is still allocated, release the device; a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.synchronize()
+            for buf in list(self._allocs.values()):
+                self.free(buf)
+        finally:
+            self._rt_release()
 
     def _spin_timeout_arg(self, timeout_s: float) -> int:
         return int(timeout_s * 1e9)
@@ -102,10 +181,6 @@ class GpuDeviceBase:
         )
 
     # shared ------------------------------------------------------------------------------
-    def compiled_kernel(self, name: str, *, inline_icache: bool = False) -> Any:
-        """Compile (through the cache), load and look up a catalog kernel; memoized per device."""
-        return load_catalog_kernel(self, name, inline_icache=inline_icache)
-
     def hold_stream(self, timeout_s: float = 2.0) -> SpinHold:
         if self._hold_mem is None:
             self._hold_mem = self._host_alloc_mapped(8)
@@ -113,8 +188,7 @@ class GpuDeviceBase:
         ctypes.c_int32.from_address(host).value = 0
         ctypes.c_int32.from_address(host + 4).value = 0
         spin = self.compiled_kernel("spin")
-        spec = catalog.get("spin")
-        self._spin_args = pack_args(spec.args, {"flag": dev, "status": dev + 4, "timeout_ns": self._spin_timeout_arg(timeout_s)})
+        self._spin_args = pack_args(kernel_builder().arguments("spin"), {"flag": dev, "status": dev + 4, "timeout_ns": self._spin_timeout_arg(timeout_s)})
         self.launch(spin, (1, 1, 1), (32, 1, 1), self._spin_args)  # type: ignore[attr-defined]
         return SpinHold(self, host)
 

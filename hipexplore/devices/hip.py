@@ -23,13 +23,11 @@ import ctypes
 import os
 from typing import Any
 
-import numpy as np
-
 from ..compile.base import ObjectCode
 from .. import settings
 from ..errors import ConfigError, DeviceUnavailable
-from .base import DeviceBuffer, DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
-from .gpu import GpuDeviceBase, check_call
+from .base import DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .gpu import GpuDeviceBase
 
 #: gfx arch prefix -> memory-side cache (Infinity Cache / MALL) bytes that HIP does not report.
 INFINITY_CACHE_BYTES: dict[str, int] = {
@@ -117,8 +115,7 @@ class HipDevice(GpuDeviceBase):
                 f"(ROCm 5's libamdhip64.so.5 serves hiprtc compiles only)"
             )
         self.index = index
-        self.cache = cache
-        self._init_common(llc_bytes)
+        self._init_common(llc_bytes, cache)
         self._call(hip.hipSetDevice(index), "hipSetDevice")
         props = hip.hipDeviceProp_t()
         self._call(hip.hipGetDeviceProperties(props, index), "hipGetDeviceProperties")
@@ -144,10 +141,6 @@ class HipDevice(GpuDeviceBase):
         self._driver_version = str(self._call(hip.hipDriverGetVersion(), "hipDriverGetVersion"))
         self._runtime_version = str(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         self.stream = self._call(hip.hipStreamCreateWithFlags(1), "hipStreamCreateWithFlags(hipStreamNonBlocking)")
-        self._allocs: dict[int, DeviceBuffer] = {}
-
-    def _call(self, result: Any, what: str) -> Any:
-        return check_call(result, what, self._ok)
 
     def _attr(self, attr: Any) -> int:
         return int(self._call(self._hip.hipDeviceGetAttribute(attr, self.index), f"hipDeviceGetAttribute({attr.name})"))
@@ -173,35 +166,21 @@ class HipDevice(GpuDeviceBase):
         free, total = self._call(self._hip.hipMemGetInfo(), "hipMemGetInfo")
         return int(free), int(total)
 
-    def alloc(self, nbytes: int) -> DeviceBuffer:
-        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
-            raise ConfigError(f"allocation size must be a positive number of bytes, got {nbytes!r}")
-        ptr = self._call(self._hip.hipMalloc(int(nbytes)), f"hipMalloc({nbytes})")
-        buf = DeviceBuffer(ptr=int(ptr), nbytes=int(nbytes), device_kind="hip", owner=ptr)
-        self._allocs[buf.ptr] = buf
-        return buf
+    # memory (bookkeeping in GpuDeviceBase)
+    def _rt_malloc(self, nbytes: int) -> Any:
+        return self._call(self._hip.hipMalloc(nbytes), f"hipMalloc({nbytes})")
 
-    def free(self, buf: DeviceBuffer) -> None:
-        if buf.freed:
-            return
-        self._call(self._hip.hipFree(buf.owner), "hipFree")
-        buf.freed = True
-        self._allocs.pop(buf.ptr, None)
+    def _rt_free(self, owner: Any) -> None:
+        self._call(self._hip.hipFree(owner), "hipFree")
 
-    def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None:
-        src = np.ascontiguousarray(host)
-        if src.nbytes > buf.nbytes:
-            raise ConfigError(f"copy of {src.nbytes} B does not fit the {buf.nbytes} B buffer")
-        self._call(self._hip.hipMemcpyHtoD(buf.owner, src.ctypes.data, src.nbytes), "hipMemcpyHtoD")
+    def _rt_to_device(self, owner: Any, src: int, nbytes: int) -> None:
+        self._call(self._hip.hipMemcpyHtoD(owner, src, nbytes), "hipMemcpyHtoD")
 
-    def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
-        if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
-            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
-        self.synchronize()
-        self._call(self._hip.hipMemcpyDtoH(host.ctypes.data, buf.owner, host.nbytes), "hipMemcpyDtoH")
+    def _rt_to_host(self, dst: int, owner: Any, nbytes: int) -> None:
+        self._call(self._hip.hipMemcpyDtoH(dst, owner, nbytes), "hipMemcpyDtoH")
 
-    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
-        self._call(self._hip.hipMemsetD8Async(buf.owner, value, buf.nbytes, self.stream), "hipMemsetD8Async")
+    def _rt_memset(self, owner: Any, value: int, nbytes: int) -> None:
+        self._call(self._hip.hipMemsetD8Async(owner, value, nbytes, self.stream), "hipMemsetD8Async")
 
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:
         hip = self._hip
@@ -237,11 +216,6 @@ class HipDevice(GpuDeviceBase):
 
     def synchronize(self) -> None:
         self._call(self._hip.hipStreamSynchronize(self.stream), "hipStreamSynchronize")
-
-    def close(self) -> None:
-        self.synchronize()
-        for buf in list(self._allocs.values()):
-            self.free(buf)
 
     def __repr__(self) -> str:
         return f"HipDevice({self.index}, {self.name!r}, {self._arch})"
