@@ -27,6 +27,7 @@ import pandas as pd
 
 from . import settings
 from .errors import ConfigError, HipexploreError
+from .schema import count_outcomes, require_columns
 
 #: The notebooks that ship with hipexplore, by short name.
 NOTEBOOKS = {
@@ -481,20 +482,14 @@ class ReplayData:
 def scenario_table(frame: pd.DataFrame, wall_seconds: Mapping[str, float] | None = None) -> pd.DataFrame:
     """One row per scenario: lookups, compiles, hits by tier, joins, failures, summed lookup
     seconds (serial cost) and, for live runs, the measured wall time of the pass."""
-    from .plots import _require
-
-    _require(frame, ("scenario", "outcome", "lookup_seconds", "compile_seconds"), "replay frame")
+    require_columns(frame, ("scenario", "outcome", "lookup_seconds", "compile_seconds"), "replay frame")
     rows = []
     for name, grp in frame.groupby("scenario", sort=False):
-        o = grp["outcome"]
+        counts = count_outcomes(grp["outcome"])
+        counts.pop("hits")
         rows.append({
             "scenario": name,
-            "lookups": int(len(grp)),
-            "compiles": int(o.isin(["compiled", "bypassed"]).sum()),
-            "memory_hits": int((o == "memory-hit").sum()),
-            "disk_hits": int((o == "disk-hit").sum()),
-            "joins": int((o == "joined").sum()),
-            "failed": int((o == "failed").sum()),
+            **counts,
             "lookup_seconds_sum": float(grp["lookup_seconds"].sum()),
             "wall_seconds": float((wall_seconds or {}).get(name, float("nan"))),
         })
@@ -525,9 +520,7 @@ def split_replay(frame: pd.DataFrame, source: str, wall_seconds: Mapping[str, fl
                  primary: str | None = None, jobs: int | None = None) -> ReplayData:
     """Pick the scenario to show (``primary``) and the measured cache-off pass as its baseline,
     from one pass (see ``one_pass``)."""
-    from .plots import _require
-
-    _require(frame, ("scenario", "seq", "outcome", "lookup_seconds", "compile_seconds"), "replay frame")
+    require_columns(frame, ("scenario", "seq", "outcome", "lookup_seconds", "compile_seconds"), "replay frame")
     frame, note = one_pass(frame, jobs)
     present = list(pd.unique(frame["scenario"]))
     if primary is None:

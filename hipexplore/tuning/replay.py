@@ -38,15 +38,15 @@ from ..compile.cache import CompileCache
 from ..compile.events import EVENT_COLUMNS, CacheEvent, events_frame
 from ..compile.request import CompileRequest, make_key
 from ..errors import ConfigError, HipexploreError
+from ..schema import COMPILE_OUTCOMES, REPLAY_COLUMNS, count_outcomes
 from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
 
 CACHE_MODES = ("off", "memory", "disk")
 SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm")
 
-#: Columns the replay adds to the cache event columns (docs/ARCHITECTURE.md "Tuning replay frame").
-#: ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
-REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "call_seconds")
+#: REPLAY_COLUMNS (schema): what the replay adds to the cache event columns (docs/ARCHITECTURE.md
+#: "Tuning replay frame"); ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
 FRAME_COLUMNS = (*EVENT_COLUMNS, *REPLAY_COLUMNS)
 
 
@@ -70,17 +70,11 @@ class ScenarioResult:
     def summary(self) -> dict[str, Any]:
         f = self.frame
         outcome = f["outcome"]
-        compiled = f[outcome.isin(["compiled", "bypassed"])]
+        compiled = f[outcome.isin(COMPILE_OUTCOMES)]
         return {
             "scenario": self.scenario,
             "jobs": self.jobs,
-            "lookups": int(len(f)),
-            "compiles": int(len(compiled)),
-            "memory_hits": int((outcome == "memory-hit").sum()),
-            "disk_hits": int((outcome == "disk-hit").sum()),
-            "hits": int(outcome.isin(["memory-hit", "disk-hit"]).sum()),
-            "joins": int((outcome == "joined").sum()),
-            "failed": int((outcome == "failed").sum()),
+            **count_outcomes(outcome),
             "seconds": float(self.seconds),
             # CPU time of this process and the compiler's workers during the pass
             "cpu_seconds": float(self.cpu_seconds),
