@@ -267,9 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     prov["load_average"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    frame.attrs["provenance"] = prov
-    frame.to_parquet(out, index=False)
-    passes.to_parquet(out.with_suffix(".passes.parquet"), index=False)
+    from hipexplore.schema import PASSES, TUNING, write_parquet
+
+    write_parquet(frame, out, TUNING, prov)  # schema-tagged: the report recognises them by the tag
+    write_parquet(passes, out.with_suffix(".passes.parquet"), PASSES, prov)
     out.with_suffix(".meta.json").write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n")
     print()
     print(table(_with_call_sums(passes, frame)))

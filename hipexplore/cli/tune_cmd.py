@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from typing import Any
 
@@ -93,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
     out = report.to_json()
     provenance = collect(command=None)
     if args.frame:
-        frame = report.frame
-        frame.attrs["provenance"] = provenance
-        frame.to_parquet(args.frame, index=False)
+        from ..schema import TUNING, write_parquet
+
+        write_parquet(report.frame, args.frame, TUNING, provenance)  # tagged: the report knows it by its tag
         out["frame"] = args.frame
     if args.json:
         out["provenance"] = provenance

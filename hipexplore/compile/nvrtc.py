@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 from typing import Any
 
 from ..errors import CompilerUnavailable, ConfigError

@@ -20,7 +20,6 @@ None of this has run on an AMD GPU.
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
 from ..compile.base import ObjectCode
