@@ -25,10 +25,6 @@ from .errors import (  # noqa: E402
     UnsupportedOperation,
 )
 
-# Device.compiled_kernel asks the kernel builder that this module installs (devices sit below
-# kernels and cannot import it themselves); it loads no compiler or device library.
-from .kernels import build as _kernel_build  # noqa: E402,F401
-
 __all__ = [
     "__version__",
     "BenchmarkError",

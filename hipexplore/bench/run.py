@@ -158,7 +158,8 @@ def run(
     previous = read_results(paths) if paths is not None and resume else None
     if previous is not None:
         old_samples, old_summary, old_meta = previous
-        _check_resume(paths, old_summary, old_meta, spec, dev)  # type: ignore[arg-type]
+        assert paths is not None  # previous results come only from an out file
+        _check_resume(paths, old_summary, old_meta, spec, dev)
         if run_id is None and len(old_summary):
             run_id = str(old_summary["run_id"].iloc[0])
     run_id = run_id or uuid.uuid4().hex[:12]

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ContextManager, Protocol, Sequence, runtime_checkable
 
-from ..errors import CompileError, CompilerError
+from ..errors import CompileError, CompilerError, CompilerUnavailable
 from ._common import Trace, dump_sources, join_log
 from .request import CompileRequest, CompilerIdentity
 
@@ -166,6 +166,23 @@ class RuntimeCompiler(CompilerBase):
 
     #: how the API is named in messages ("hiprtc", "nvrtc")
     api: str = ""
+    #: why the bindings could not be loaded ("" until a probe failed)
+    _reason: str = ""
+
+    def _bindings(self) -> Any:  # pragma: no cover - abstract
+        """The loaded API module; raises CompilerUnavailable (and sets ``_reason``) when absent."""
+        raise NotImplementedError
+
+    def available(self) -> bool:
+        try:
+            self._bindings()
+            return True
+        except CompilerUnavailable:
+            return False
+
+    def unavailable_reason(self) -> str:
+        self.available()
+        return self._reason
 
     def _prepare(self, request: CompileRequest) -> tuple[str, ...]:  # pragma: no cover - abstract
         """Validate the request (ConfigError / CompileError) and return the compile options."""

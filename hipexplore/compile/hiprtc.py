@@ -152,20 +152,6 @@ class HiprtcCompiler(RuntimeCompiler):
                 )
             self._probed = True
 
-    def available(self) -> bool:
-        try:
-            self._probe()
-            if self._reason:
-                return False
-            self._bindings()
-            return True
-        except CompilerUnavailable:
-            return False
-
-    def unavailable_reason(self) -> str:
-        self.available()
-        return self._reason
-
     def _bindings(self) -> Any:
         """Import hip-python's hiprtc module, pointed at the probed library. Raises CompilerUnavailable."""
         self._probe()

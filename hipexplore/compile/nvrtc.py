@@ -87,17 +87,6 @@ class NvrtcCompiler(RuntimeCompiler):
             self._nvrtc = nvrtc
             return nvrtc
 
-    def available(self) -> bool:
-        try:
-            self._bindings()
-            return True
-        except CompilerUnavailable:
-            return False
-
-    def unavailable_reason(self) -> str:
-        self.available()
-        return self._reason
-
     def library_path(self) -> str:
         """The libnvrtc file in use: cuda-pathfinder's answer (what cuda-bindings loads), else the
         only libnvrtc in /proc/self/maps (with several mapped, e.g. torch's too, none is guessed)."""

@@ -335,8 +335,8 @@ def install_kernel_builder(builder: KernelBuilder) -> None:
 
 
 def kernel_builder() -> KernelBuilder:
-    if not _builders:  # importing hipexplore installs it; only a hand-made import order can miss it
-        raise DeviceError("no kernel builder is installed: import hipexplore.kernels.build first")
+    if not _builders:  # importing hipexplore.kernels (the catalog the names come from) installs it
+        raise DeviceError("no kernel builder is installed: import hipexplore.kernels (the kernel catalog) first")
     return _builders[0]
 
 

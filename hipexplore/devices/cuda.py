@@ -43,15 +43,16 @@ def device_count() -> int:
 
 
 class CudaDevice(GpuDeviceBase):
+    """One NVIDIA GPU: its primary context, one non-blocking stream, NVRTC cubins."""
+
     kind = "cuda"
+    MEMORY_CALLS = {"malloc": "cuMemAlloc", "free": "cuMemFree", "to_device": "cuMemcpyHtoD", "to_host": "cuMemcpyDtoH",
+                    "memset": "cuMemsetD8Async"}
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
-        n = device_count()
-        self._check_index("CUDA", n, index, "the driver loaded but reports 0 devices")
         drv = self._drv = _driver()
-        self._ok = drv.CUresult.CUDA_SUCCESS
-        self.index = index
-        self._init_common(llc_bytes, cache)
+        self._start("CUDA", drv, drv.CUresult.CUDA_SUCCESS, device_count(), index,
+                    "the driver loaded but reports 0 devices", llc_bytes, cache)
         self._dev = self._call(drv.cuDeviceGet(index), "cuDeviceGet")
         self._ctx = self._call(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
         self._call(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
@@ -99,23 +100,8 @@ class CudaDevice(GpuDeviceBase):
         free, total = self._call(self._drv.cuMemGetInfo(), "cuMemGetInfo")
         return int(free), int(total)
 
-    # --- memory (bookkeeping in GpuDeviceBase) ---------------------------------------------
-    def _rt_malloc(self, nbytes: int) -> Any:
-        return self._call(self._drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})")
-
-    def _rt_free(self, owner: Any) -> None:
-        self._call(self._drv.cuMemFree(owner), "cuMemFree")
-
-    def _rt_to_device(self, owner: Any, src: int, nbytes: int) -> None:
-        self._call(self._drv.cuMemcpyHtoD(owner, src, nbytes), "cuMemcpyHtoD")
-
-    def _rt_to_host(self, dst: int, owner: Any, nbytes: int) -> None:
-        self._call(self._drv.cuMemcpyDtoH(dst, owner, nbytes), "cuMemcpyDtoH")
-
-    def _rt_memset(self, owner: Any, value: int, nbytes: int) -> None:
-        self._call(self._drv.cuMemsetD8Async(owner, value, nbytes, self.stream), "cuMemsetD8Async")
-
-    def _rt_release(self) -> None:
+    # --- memory (the calls are named in MEMORY_CALLS; GpuDeviceBase does the rest) -----------
+    def _release(self) -> None:
         self._drv.cuDevicePrimaryCtxRelease(self._dev)
 
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:

@@ -66,15 +66,20 @@ def hip_dll() -> bytes:
 MIN_RUNTIME_VERSION = 60_000_000
 
 
+#: whether this module has pointed hip-python at its runtime library (once per process)
+_dll_chosen = False
+
+
 def _hip() -> Any:
+    global _dll_chosen
     try:
         from hip import chip
     except ImportError as exc:
         raise DeviceUnavailable(f"HIP: looked for the hip-python package (hip.hip) and could not import it: {exc}") from None
     try:
-        if not getattr(_hip, "_dll_set", False):
+        if not _dll_chosen:
             chip.DLL = hip_dll()
-            _hip._dll_set = True  # type: ignore[attr-defined]
+            _dll_chosen = True
     except Exception:  # already loaded by someone else: keep theirs
         pass
     try:
@@ -97,13 +102,17 @@ def device_count() -> int:
 
 
 class HipDevice(GpuDeviceBase):
+    """One AMD GPU through the HIP module API: hiprtc code objects, one non-blocking stream.
+    Refused (``DeviceUnavailable``) behind a ROCm 5 runtime, whose ABI hip-python 6.x/7.x does not bind."""
+
     kind = "hip"
+    MEMORY_CALLS = {"malloc": "hipMalloc", "free": "hipFree", "to_device": "hipMemcpyHtoD", "to_host": "hipMemcpyDtoH",
+                    "memset": "hipMemsetD8Async"}
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
-        n = device_count()
-        self._check_index("HIP", n, index, "the runtime loaded but reports 0 AMD GPUs")
         hip = self._hip = _hip()
-        self._ok = hip.hipError_t.hipSuccess
+        n = device_count()
+        self._start("HIP", hip, hip.hipError_t.hipSuccess, n, index, "the runtime loaded but reports 0 AMD GPUs", llc_bytes, cache)
         runtime = int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         if runtime < MIN_RUNTIME_VERSION:
             # hip-python 6.x/7.x binds ROCm 6 symbols and struct layouts (hipGetDeviceProperties is
@@ -113,8 +122,6 @@ class HipDevice(GpuDeviceBase):
                 f"{runtime // 100_000 % 100}); the device API needs ROCm >= 6 with a matching hip-python "
                 f"(ROCm 5's libamdhip64.so.5 serves hiprtc compiles only)"
             )
-        self.index = index
-        self._init_common(llc_bytes, cache)
         self._call(hip.hipSetDevice(index), "hipSetDevice")
         props = hip.hipDeviceProp_t()
         self._call(hip.hipGetDeviceProperties(props, index), "hipGetDeviceProperties")
@@ -165,22 +172,7 @@ class HipDevice(GpuDeviceBase):
         free, total = self._call(self._hip.hipMemGetInfo(), "hipMemGetInfo")
         return int(free), int(total)
 
-    # memory (bookkeeping in GpuDeviceBase)
-    def _rt_malloc(self, nbytes: int) -> Any:
-        return self._call(self._hip.hipMalloc(nbytes), f"hipMalloc({nbytes})")
-
-    def _rt_free(self, owner: Any) -> None:
-        self._call(self._hip.hipFree(owner), "hipFree")
-
-    def _rt_to_device(self, owner: Any, src: int, nbytes: int) -> None:
-        self._call(self._hip.hipMemcpyHtoD(owner, src, nbytes), "hipMemcpyHtoD")
-
-    def _rt_to_host(self, dst: int, owner: Any, nbytes: int) -> None:
-        self._call(self._hip.hipMemcpyDtoH(dst, owner, nbytes), "hipMemcpyDtoH")
-
-    def _rt_memset(self, owner: Any, value: int, nbytes: int) -> None:
-        self._call(self._hip.hipMemsetD8Async(owner, value, nbytes, self.stream), "hipMemsetD8Async")
-
+    # memory: the calls are named in MEMORY_CALLS; GpuDeviceBase does the rest
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:
         hip = self._hip
         host = self._call(hip.hipHostMalloc(nbytes, hip.hipHostMallocMapped | hip.hipHostMallocPortable | hip.hipHostMallocCoherent), "hipHostMalloc(mapped)")
