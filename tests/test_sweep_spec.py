@@ -34,8 +34,12 @@ def test_spec_normalises_is_frozen_and_pickles() -> None:
         spec.chunk = 3  # type: ignore[misc]
     assert spec.configurations() == 1 * 1 * (1 * 1 + 1)
     rec = spec.record()
-    assert json.loads(rec["sweep.spec"])["flush.factor.l2-read"] == "3.0"
+    stored = json.loads(rec["sweep.spec"])
+    assert stored["flush_factors"] == {"l2-read": 3.0} and stored["kernels"] == ["triad"] and stored["verify"] is True
     assert rec["sweep.stop_rule"] == repr(StopRule(iterations=4))
+    assert SweepSpec.recorded_measurement(rec) == spec.measurement()
+    # a recorded spec is read from sweep.spec, not from the loose keys beside it
+    assert SweepSpec.recorded_measurement({**rec, "sweep.chunk": "999"})["sweep.chunk"] == str(spec.chunk)
 
 
 @pytest.mark.parametrize("kw,needle", [

@@ -9,6 +9,7 @@ finished rows to be kept: kernels, sizes, rotating counts and flush modes may gr
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -145,44 +146,64 @@ class SweepSpec:
         per_size = len(self.rotating) * len(self.flush) + (1 if self.reference else 0)
         return len(self.kernels) * len(self.sizes) * per_size
 
+    def as_record(self) -> dict[str, Any]:
+        """Every field as JSON-ready data (kernels by name): what ``sweep.spec`` stores."""
+        return {
+            "kernels": [catalog.get(k).name for k in self.kernels],
+            "sizes": list(self.sizes),
+            "rotating": list(self.rotating),
+            "flush": list(self.flush),
+            "stop": dataclasses.asdict(self.stop),
+            "reference": self.reference,
+            "reference_samples": self.reference_samples,
+            "mem_fraction": self.mem_fraction,
+            "chunk": self.chunk,
+            "warmup_s": self.warmup_s,
+            "verify": self.verify,
+            "flush_factors": dict(self.flush_factors),
+            "flush_end_event": self.flush_end_event,
+        }
+
     def record(self) -> dict[str, str]:
-        """The spec as the ``sweep.*`` metadata entries of a sweep's files (plus ``sweep.spec``, the
-        whole spec as JSON, which resume reads back)."""
-        out = {
+        """The spec as metadata entries of a sweep's files: ``sweep.spec`` (the whole spec as JSON,
+        which resume reads back) and the readable ``sweep.*`` / ``flush.factor.*`` keys."""
+        return {
             "sweep.kernels": ",".join(catalog.get(k).name for k in self.kernels),
             "sweep.sizes": ",".join(str(s) for s in self.sizes),
             "sweep.rotating": ",".join(str(r) for r in self.rotating),
             "sweep.flush": ",".join(self.flush),
             **self.measurement(),
+            "sweep.spec": json.dumps(self.as_record(), sort_keys=True),
         }
-        out["sweep.spec"] = json.dumps({k: v for k, v in out.items()}, sort_keys=True)
-        return out
 
     def measurement(self) -> dict[str, str]:
         """What must be equal for rows measured under this spec to sit with rows measured under
         another (``MEASUREMENT_KEYS`` and the flush factors)."""
-        return {
-            "sweep.stop_rule": repr(self.stop),
-            "sweep.chunk": str(self.chunk),
-            "sweep.mem_fraction": str(self.mem_fraction),
-            "sweep.reference_samples": str(self.reference_samples if self.reference else 0),
-            "sweep.flush_end_event": str(self.flush_end_event),
-            **{f"flush.factor.{k}": str(v) for k, v in self.flush_factors},
-        }
+        return _measurement_of(self.as_record())
 
     @staticmethod
     def recorded_measurement(metadata: Mapping[str, str]) -> dict[str, str]:
-        """The measurement entries of a recorded sweep's metadata: from ``sweep.spec`` when the
-        writer stored it, else (legacy files, written before specs) the loose ``sweep.*`` keys."""
+        """The measurement of a recorded sweep: from its ``sweep.spec`` when the writer stored one,
+        else (legacy files, written before specs were recorded) its loose ``sweep.*`` keys."""
         raw = metadata.get("sweep.spec")
         if raw:
             try:
-                spec = json.loads(raw)
-            except ValueError:
-                spec = None
-            if isinstance(spec, dict):
-                return {str(k): str(v) for k, v in spec.items() if str(k).startswith((*MEASUREMENT_KEYS, "flush.factor."))}
+                return _measurement_of(json.loads(raw))
+            except (ValueError, TypeError, KeyError, AttributeError, ConfigError):
+                pass  # unreadable: compare what the loose keys say
         return {k: str(v) for k, v in metadata.items() if k.startswith((*MEASUREMENT_KEYS, "flush.factor."))}
+
+
+def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
+    """``SweepSpec.measurement()`` of an ``as_record()`` dict (so a recorded spec reads the same)."""
+    return {
+        "sweep.stop_rule": repr(StopRule(**record["stop"])),
+        "sweep.chunk": str(record["chunk"]),
+        "sweep.mem_fraction": str(record["mem_fraction"]),
+        "sweep.reference_samples": str(record["reference_samples"] if record["reference"] else 0),
+        "sweep.flush_end_event": str(record["flush_end_event"]),
+        **{f"flush.factor.{k}": str(v) for k, v in dict(record["flush_factors"]).items()},
+    }
 
 
 def spec_from_arguments(
