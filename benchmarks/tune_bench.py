@@ -45,8 +45,6 @@ from hipexplore.errors import ConfigError  # noqa: E402
 from hipexplore.provenance import collect  # noqa: E402
 from hipexplore.tuning.lists import build_list, select_problems  # noqa: E402
 from hipexplore.tuning.replay import (  # noqa: E402
-    _close,
-    _is_isolated,
     check_target,
     make_compiler,
     measure_ideal,
@@ -97,17 +95,17 @@ def run_one(name: str, target: str, jobs: int, rounds: int, problems: str | None
                 for res in results:
                     s = res.summary()
                     s.update(compiler=name, target=target, round=rnd, kernels=tl.kernels, unique_kernels=tl.unique_kernels,
-                             isolated=_is_isolated(comp), granularity=granularity)
+                             isolated=comp.isolated, granularity=granularity)
                     rows.append(s)
                     f = res.frame.copy()
                     f["round"] = rnd
-                    f["isolated"] = _is_isolated(comp)
+                    f["isolated"] = comp.isolated
                     f["granularity"] = granularity
                     frames.append(f)
                     log(f"  {name}:{target} jobs={jobs} round={rnd} {s['scenario']:<9} {s['seconds']:8.3f} s  "
                         f"compiles={s['compiles']:<4} hits={s['hits']:<4} joins={s['joins']:<3} failed={s['failed']}")
     finally:
-        _close(comp)
+        comp.close()
     return pd.DataFrame(rows), pd.concat(frames, ignore_index=True), {"kernels": tl.kernels, "unique": tl.unique_kernels}
 
 
@@ -267,9 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     prov["load_average"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    frame.attrs["provenance"] = prov
-    frame.to_parquet(out, index=False)
-    passes.to_parquet(out.with_suffix(".passes.parquet"), index=False)
+    from hipexplore.schema import PASSES, TUNING, write_parquet
+
+    write_parquet(frame, out, TUNING, prov)  # schema-tagged: the report recognises them by the tag
+    write_parquet(passes, out.with_suffix(".passes.parquet"), PASSES, prov)
     out.with_suffix(".meta.json").write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n")
     print()
     print(table(_with_call_sums(passes, frame)))

@@ -16,15 +16,12 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .compile.events import HIT_OUTCOMES as _HITS
-from .compile.events import OUTCOMES as _OUTCOMES
 from .errors import ConfigError
+from .schema import COLD_REFERENCE, HIT_OUTCOMES, require_columns
 
 #: torch.utils.benchmark warns at these relative-IQR levels; the noise plots draw them.
 IQR_WARN_LEVELS = (0.10, 0.25)
 
-#: Cache outcomes that avoided a compile (a join waited on somebody else's compile).
-HIT_OUTCOMES = tuple(o for o in _OUTCOMES if o in _HITS)
 #: Fixed order and colours so the same outcome looks the same in every figure.
 OUTCOME_ORDER = ("compiled", "memory-hit", "disk-hit", "joined", "bypassed", "failed")
 OUTCOME_COLORS = {
@@ -35,12 +32,13 @@ OUTCOME_COLORS = {
     "bypassed": "#9467bd",
     "failed": "#000000",
 }
-COLD_REFERENCE = "cold-reference"
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
-SAMPLE_COLUMNS = ("kernel", "size_bytes", "rotating", "flush", "time_s")
-SUMMARY_COLUMNS = ("kernel", "size_bytes", "rotating", "flush", "median_s", "iqr_rel")
-EVENT_COLUMNS = ("seq", "outcome", "lookup_seconds", "compile_seconds")
+#: The columns (of schema.SAMPLE_COLUMNS, SUMMARY_COLUMNS, EVENT_COLUMNS) the figures read; a
+#: frame needs only these, so hand-made and legacy frames plot too.
+_SAMPLES_NEEDED = ("kernel", "size_bytes", "rotating", "flush", "time_s")
+_SUMMARY_NEEDED = ("kernel", "size_bytes", "rotating", "flush", "median_s", "iqr_rel")
+_EVENTS_NEEDED = ("seq", "outcome", "lookup_seconds", "compile_seconds")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -48,14 +46,7 @@ EVENT_COLUMNS = ("seq", "outcome", "lookup_seconds", "compile_seconds")
 
 
 def _require(frame: Any, columns: Iterable[str], what: str) -> pd.DataFrame:
-    if not isinstance(frame, pd.DataFrame):
-        raise ConfigError(f"{what} must be a pandas DataFrame; got {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ConfigError(f"{what} is missing columns {missing}; it has {list(frame.columns)}")
-    if frame.empty:
-        raise ConfigError(f"{what} has no rows: nothing to plot")
-    return frame
+    return require_columns(frame, columns, what)
 
 
 def _axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.2)) -> tuple[Figure, Axes]:
@@ -161,7 +152,7 @@ def plot_noise_ecdf(samples: pd.DataFrame, ax: Axes | None = None, kernel: str |
 
     An ECDF shows the whole distribution (tails, bimodality) that a median hides.
     """
-    _require(samples, SAMPLE_COLUMNS, "samples frame")
+    _require(samples, _SAMPLES_NEEDED, "samples frame")
     data = one_configuration(samples, kernel, size_bytes, "samples frame")
     fig, ax = _axes(ax)
     scale, unit = time_unit(data["time_s"])
@@ -186,7 +177,7 @@ def plot_noise_ecdf(samples: pd.DataFrame, ax: Axes | None = None, kernel: str |
 
 def plot_noise_violins(samples: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None) -> Figure:
     """Violins of per-sample times of one (kernel, size): rotating count on x, flush modes side by side."""
-    _require(samples, SAMPLE_COLUMNS, "samples frame")
+    _require(samples, _SAMPLES_NEEDED, "samples frame")
     data = one_configuration(samples, kernel, size_bytes, "samples frame")
     fig, ax = _axes(ax, (7.5, 4.2))
     scale, unit = time_unit(data["time_s"])
@@ -224,7 +215,7 @@ def plot_noise_violins(samples: pd.DataFrame, ax: Axes | None = None, kernel: st
 def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None) -> Figure:
     """Relative IQR (IQR / median) against rotating count, one line per flush mode, with the
     10% and 25% levels at which torch.utils.benchmark warns."""
-    _require(summary, SUMMARY_COLUMNS, "summary frame")
+    _require(summary, _SUMMARY_NEEDED, "summary frame")
     data = one_configuration(summary, kernel, size_bytes, "summary frame")
     data = data[data["flush"] != COLD_REFERENCE]
     if data.empty:
@@ -252,7 +243,7 @@ def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: 
 def plot_bias(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None) -> Figure:
     """Bias of each setting's median against the cold reference (single launch after an L2
     read), in percent, against rotating count: above zero reads slower than cold, below is warm."""
-    _require(summary, (*SUMMARY_COLUMNS, "bias"), "summary frame")
+    _require(summary, (*_SUMMARY_NEEDED, "bias"), "summary frame")
     data = one_configuration(summary, kernel, size_bytes, "summary frame")
     data = data[(data["flush"] != COLD_REFERENCE) & data["bias"].notna()]
     if data.empty:
@@ -330,7 +321,7 @@ def plot_bandwidth(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | 
 
 
 def _events(events: pd.DataFrame, what: str = "events frame") -> pd.DataFrame:
-    _require(events, EVENT_COLUMNS, what)
+    _require(events, _EVENTS_NEEDED, what)
     return events.sort_values("seq", kind="stable").reset_index(drop=True)
 
 

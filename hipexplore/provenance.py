@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, settings
 
 _PACKAGES = (
     "numpy", "pandas", "pyarrow", "hip-python", "cuda-bindings", "cuda-python", "nvidia-cuda-nvrtc",
@@ -38,7 +38,7 @@ def git_revision(path: str | os.PathLike | None = None) -> str:
     ``HIPEXPLORE_GIT_REVISION`` overrides it, for copies of the tree without ``.git`` (the GPU
     machine receives the working tree only); ``unknown`` outside a checkout otherwise.
     """
-    override = os.environ.get("HIPEXPLORE_GIT_REVISION")
+    override = settings.GIT_REVISION.get()
     if override:
         return override
     cwd = Path(path) if path else Path(__file__).resolve().parent

@@ -1,11 +1,13 @@
 """The benchmark harness: rotating buffers, flush modes, latency-free timing, statistics, sweeps.
 
-``sweep(...)`` is the entry point (re-exported as ``hipexplore.sweep``); ``Measurement`` keeps raw
+``sweep(...)`` is the entry point (re-exported as ``hipexplore.sweep``); it fills a ``SweepSpec``
+(frozen, picklable, validated) that ``run(spec, device)`` measures; ``Measurement`` keeps raw
 samples and computes the statistics; ``StopRule`` chooses fixed or adaptive sample counts.
 """
 from __future__ import annotations
 
 from .stats import Measurement, StopRule
-from .sweep import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS, SweepResult, parse_size, sweep
+from .sweep import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS, SweepHooks, SweepResult, SweepSpec, parse_size, run, sweep
 
-__all__ = ["COLD_REFERENCE", "Measurement", "SAMPLE_COLUMNS", "SUMMARY_COLUMNS", "StopRule", "SweepResult", "parse_size", "sweep"]
+__all__ = ["COLD_REFERENCE", "Measurement", "SAMPLE_COLUMNS", "SUMMARY_COLUMNS", "StopRule", "SweepHooks", "SweepResult",
+           "SweepSpec", "parse_size", "run", "sweep"]

@@ -23,6 +23,7 @@ from typing import Any
 from ..devices.base import Device, DeviceBuffer, PackedArgs, check_flush_mode, pack_args
 from ..errors import ConfigError
 from ..kernels import catalog
+from ..kernels.build import kernel_for
 
 WRITE_FACTOR = 2.0
 READ_FACTOR = 4.0
@@ -66,7 +67,7 @@ class Flusher:
 
 
 def _kernel(device: Device, name: str) -> Any:
-    return device.compiled_kernel(name)  # type: ignore[attr-defined]
+    return kernel_for(device, name)
 
 
 def make_flusher(device: Device, mode: str, *, factor: float | None = None) -> Flusher | None:

@@ -18,6 +18,7 @@ same code then measures the call itself, and there is no latency to hide.
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -70,15 +71,19 @@ class _EventPool:
 
     @classmethod
     def of(cls, device: Device) -> "_EventPool":
-        pool = device.__dict__.get("_hx_event_pool")
+        pool = _EVENT_POOLS.get(device)
         if pool is None:
-            pool = device.__dict__["_hx_event_pool"] = cls(device)
+            pool = _EVENT_POOLS[device] = cls(device)
         return pool
 
     def take(self, k: int) -> list[Any]:
         while len(self.events) < k:
             self.events.append(self.device.event())
         return self.events[:k]
+
+
+#: one event pool per device, dropped with the device
+_EVENT_POOLS: "weakref.WeakKeyDictionary[Any, _EventPool]" = weakref.WeakKeyDictionary()
 
 
 def warm_up(workload: Workload, flusher: Flusher | None, min_seconds: float = 0.02, max_launches: int = 10_000) -> None:

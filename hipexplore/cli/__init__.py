@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Sequence
 
+from .. import settings
 from ..errors import HipexploreError
 
 #: subcommand modules, in the order shown by --help
@@ -42,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HipexploreError as exc:
-        if os.environ.get("HIPEXPLORE_DEBUG"):
+        if settings.DEBUG.get():
             raise
         msg = str(exc).strip()
         print(f"hipexplore {args.command}: error: {msg}", file=sys.stderr)

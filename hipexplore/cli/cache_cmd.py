@@ -35,14 +35,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _disk(args: argparse.Namespace):
-    from ..compile.cache import DEFAULT_DISK_MAX_BYTES, ENV_DISK, ENV_DISK_MAX_BYTES, _env_flag, _env_int, default_cache_dir
+    from .. import settings
+    from ..compile.cache import default_cache_dir
     from ..compile.disk import DiskCache
 
     root = args.dir or default_cache_dir()
-    disk = DiskCache(root, max_bytes=_env_int(ENV_DISK_MAX_BYTES, DEFAULT_DISK_MAX_BYTES))
+    disk = DiskCache(root, max_bytes=settings.CACHE_DISK_MAX_BYTES.get())
     if disk.root.exists() and not disk.root.is_dir():
         raise CacheError(f"cache location {str(disk.root)!r} is not a directory")
-    return disk, _env_flag(ENV_DISK, True)
+    return disk, settings.CACHE_DISK.get()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from typing import Any
 
+from .. import settings
 from ..errors import ConfigError
 
 COMPILERS = ("hiprtc", "nvrtc", "host")
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--frame must name a .parquet file; got {args.frame!r}")
     problems = select_problems(args.problems, tokens=args.tokens, d_model=args.d_model)
     tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
-    cache_dir = os.environ.get("HIPEXPLORE_CACHE_DIR", "").strip() or None
+    cache_dir = settings.CACHE_DIR.raw()
     report = run_replay(
         tlist,
         jobs=args.jobs,
@@ -92,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
     out = report.to_json()
     provenance = collect(command=None)
     if args.frame:
-        frame = report.frame
-        frame.attrs["provenance"] = provenance
-        frame.to_parquet(args.frame, index=False)
+        from ..schema import TUNING, write_parquet
+
+        write_parquet(report.frame, args.frame, TUNING, provenance)  # tagged: the report knows it by its tag
         out["frame"] = args.frame
     if args.json:
         out["provenance"] = provenance

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .. import settings
 from .request import CompileRequest, canonical_json
 
 #: How much of a library is hashed for its stamp: enough to catch a rebuild, cheap for 60 MB files.
@@ -82,9 +83,9 @@ _dump_dir: Path | None = None
 def dump_dir() -> Path:
     """Where diagnostics write files: ``$HIPEXPLORE_DUMP_DIR``, else one temp dir per process."""
     global _dump_dir
-    env = os.environ.get("HIPEXPLORE_DUMP_DIR")
-    if env:
-        path = Path(env)
+    env = settings.DUMP_DIR.get()
+    if env is not None:
+        path = env
         path.mkdir(parents=True, exist_ok=True)
         return path
     with _dump_lock:

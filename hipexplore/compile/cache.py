@@ -21,72 +21,44 @@ from typing import Any
 
 import pandas as pd
 
+from .. import settings
 from ..errors import CacheError, ConfigError
 from .base import Compiler, ObjectCode
 from .disk import DEFAULT_DISK_MAX_BYTES, DiskCache
 from .events import HIT_OUTCOMES, CacheEvent, events_frame
 from .request import CacheKey, CompileRequest, DigestFn, make_key, sha256_digest
 
-DEFAULT_MAX_ENTRIES = 256
-DEFAULT_MAX_BYTES = 256 * 1024**2
+DEFAULT_MAX_ENTRIES = settings.CACHE_MAX_ENTRIES.default
+DEFAULT_MAX_BYTES = settings.CACHE_MAX_BYTES.default
 
-ENV_MAX_ENTRIES = "HIPEXPLORE_CACHE_MAX_ENTRIES"
-ENV_MAX_BYTES = "HIPEXPLORE_CACHE_MAX_BYTES"
-ENV_DIR = "HIPEXPLORE_CACHE_DIR"
-ENV_DISK = "HIPEXPLORE_CACHE_DISK"
-ENV_DISK_MAX_BYTES = "HIPEXPLORE_CACHE_DISK_MAX_BYTES"
-ENV_MAX_EVENTS = "HIPEXPLORE_CACHE_MAX_EVENTS"
+ENV_MAX_ENTRIES = settings.CACHE_MAX_ENTRIES.name
+ENV_MAX_BYTES = settings.CACHE_MAX_BYTES.name
+ENV_DIR = settings.CACHE_DIR.name
+ENV_DISK = settings.CACHE_DISK.name
+ENV_DISK_MAX_BYTES = settings.CACHE_DISK_MAX_BYTES.name
+ENV_MAX_EVENTS = settings.CACHE_MAX_EVENTS.name
 #: Events kept per cache object (the oldest are dropped past this; counters keep counting).
-DEFAULT_MAX_EVENTS = 1_000_000
+DEFAULT_MAX_EVENTS = settings.CACHE_MAX_EVENTS.default
 
 #: Bounds of the request -> key memo (see CompileCache._key).
 _KEY_MEMO_ENTRIES = 1024
 _KEY_MEMO_BYTES = 32 * 1024**2
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
 # -- configuration ---------------------------------------------------------------------------
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw.strip().replace("_", ""))
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ConfigError(f"environment variable {name}={raw!r} is invalid: expected a non-negative integer (0 disables)")
-    return value
-
-
-def _env_flag(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    val = raw.strip().lower()
-    if val in _TRUE:
-        return True
-    if val in _FALSE:
-        return False
-    raise ConfigError(f"environment variable {name}={raw!r} is invalid: expected 1/0 (or true/false, yes/no, on/off)")
-
-
-def _limit(name: str, value: int | None, env: str, default: int) -> int:
+def _limit(name: str, value: int | None, setting: settings.Setting[int]) -> int:
     if value is None:
-        return _env_int(env, default)
+        return setting.get()
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name} must be a non-negative integer (0 disables) or None for ${env}; got {value!r}")
+        raise ConfigError(f"{name} must be a non-negative integer (0 disables) or None for ${setting.name}; got {value!r}")
     return value
 
 
 def default_cache_dir() -> Path:
     """``$HIPEXPLORE_CACHE_DIR``, else the platform user cache dir (platformdirs), else
     ``$XDG_CACHE_HOME/hipexplore`` or ``~/.cache/hipexplore`` where platformdirs is absent."""
-    env = os.environ.get(ENV_DIR, "").strip()
-    if env:
-        return Path(env).expanduser()
+    env = settings.CACHE_DIR.get()
+    if env is not None:
+        return env
     try:
         import platformdirs
     except ImportError:
@@ -102,12 +74,12 @@ def disk_cache_from_env(disk_dir: str | os.PathLike | None | bool = None, disk_m
     if disk_dir is True:
         disk_dir = None
     if disk_dir is None:
-        if not _env_flag(ENV_DISK, True):
+        if not settings.CACHE_DISK.get():
             return None
         disk_dir = default_cache_dir()
     if not isinstance(disk_dir, (str, os.PathLike)):
         raise ConfigError(f"disk_dir must be a path, False (memory only) or None (environment); got {disk_dir!r}")
-    cap = _limit("disk_max_bytes", disk_max_bytes, ENV_DISK_MAX_BYTES, DEFAULT_DISK_MAX_BYTES)
+    cap = _limit("disk_max_bytes", disk_max_bytes, settings.CACHE_DISK_MAX_BYTES)
     if cap == 0:  # like the memory limits, a zero cap disables the tier (reads included)
         return None
     return DiskCache(disk_dir, max_bytes=cap)
@@ -165,8 +137,8 @@ class CompileCache:
         digest: DigestFn = sha256_digest,
         events: bool = True,
     ) -> None:
-        self.max_entries = _limit("max_entries", max_entries, ENV_MAX_ENTRIES, DEFAULT_MAX_ENTRIES)
-        self.max_bytes = _limit("max_bytes", max_bytes, ENV_MAX_BYTES, DEFAULT_MAX_BYTES)
+        self.max_entries = _limit("max_entries", max_entries, settings.CACHE_MAX_ENTRIES)
+        self.max_bytes = _limit("max_bytes", max_bytes, settings.CACHE_MAX_BYTES)
         if not callable(digest):
             raise ConfigError(f"digest must be a function bytes -> hex string; got {digest!r}")
         self.disk: DiskCache | None = disk_cache_from_env(disk_dir, disk_max_bytes)
@@ -176,7 +148,7 @@ class CompileCache:
         self._lru: OrderedDict[str, _Entry] = OrderedDict()
         self._inflight: dict[str, _InFlight] = {}
         self._bytes = 0
-        max_events = _env_int(ENV_MAX_EVENTS, DEFAULT_MAX_EVENTS)
+        max_events = settings.CACHE_MAX_EVENTS.get()
         # a long-lived process (a notebook, a tuning service) must not grow without bound
         self._events: deque[CacheEvent] = deque(maxlen=max_events or None)
         self._seq = 0
@@ -217,13 +189,13 @@ class CompileCache:
     def _compiler_for(self, request: CompileRequest, compiler: Compiler | None) -> Compiler:
         if compiler is None:
             compiler = self._compilers.get(request.compiler)
-            if compiler is None or getattr(compiler, "closed", False):  # a closed one is replaced, not reused
+            if compiler is None or compiler.closed:  # a closed one is replaced, not reused
                 from .registry import get_compiler
 
                 compiler = get_compiler(request.compiler)
                 with self._lock:
                     held = self._compilers.get(request.compiler)
-                    if held is None or getattr(held, "closed", False):
+                    if held is None or held.closed:
                         self._compilers[request.compiler] = compiler
                     compiler = self._compilers[request.compiler]
         if getattr(compiler, "name", None) != request.compiler:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .. import settings
 from ..errors import CacheError, ConfigError
 from .base import ObjectCode
 from .request import KEY_SCHEMA, CacheKey
@@ -60,7 +61,7 @@ _TEMP_PREFIX = ".tmp-"
 #: File format version inside the header (the key schema versions the directory).
 FORMAT_VERSION = 1
 
-DEFAULT_DISK_MAX_BYTES = 2 * 1024**3
+DEFAULT_DISK_MAX_BYTES = settings.CACHE_DISK_MAX_BYTES.default
 #: After pruning, the total is brought down to this fraction of the cap so that the next few
 #: writes do not prune again at once.
 PRUNE_TO_FRACTION = 0.9

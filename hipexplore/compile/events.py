@@ -13,28 +13,10 @@ import pandas as pd
 
 from ..errors import ConfigError
 
-#: What a lookup did. ``joined``: waited for an identical compile already in flight in this
-#: process; ``bypassed``: diagnostics requested, compiled without touching either tier.
-OUTCOMES = ("memory-hit", "disk-hit", "compiled", "joined", "failed", "bypassed")
+# the outcomes and columns are the shared contract in hipexplore.schema (re-exported here)
+from ..schema import EVENT_COLUMNS, HIT_OUTCOMES, OUTCOMES, Outcome
 
-#: Outcomes that did not run the compiler in this call.
-HIT_OUTCOMES = frozenset({"memory-hit", "disk-hit", "joined"})
-
-EVENT_COLUMNS = (
-    "seq",
-    "time",
-    "digest",
-    "kernel",
-    "compiler",
-    "target",
-    "mode",
-    "outcome",
-    "lookup_seconds",
-    "compile_seconds",
-    "seconds_saved",
-    "bytes",
-    "error",
-)
+__all__ = ["EVENT_COLUMNS", "HIT_OUTCOMES", "OUTCOMES", "CacheEvent", "Outcome", "events_frame"]
 
 _DTYPES = {
     "seq": "int64",
@@ -66,7 +48,7 @@ class CacheEvent:
     compiler: str
     target: str
     mode: str
-    outcome: str
+    outcome: Outcome
     lookup_seconds: float
     compile_seconds: float
     seconds_saved: float

@@ -23,14 +23,15 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import Any
+from typing import Any, ContextManager
 
-from ..errors import CompileError, CompilerUnavailable, ConfigError
-from ._common import Trace, directory_stamp, dump_sources, dump_text, file_stamp, join_log, loaded_libraries
-from .base import ObjectCode
+from .. import settings
+from ..errors import CompilerUnavailable, ConfigError
+from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries
+from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
 
-ENV_LIBRARY = "HIPEXPLORE_HIPRTC_LIBRARY"
+ENV_LIBRARY = settings.HIPRTC_LIBRARY.name
 
 #: Searched in order: hip-python's own default (ROCm >= 6), versioned ROCm 6/7 names, ROCm 5.
 DEFAULT_LIBRARIES = ("libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6", "libamdhip64.so.5")
@@ -113,14 +114,15 @@ def _hip_python_version() -> str:
         return "unknown"
 
 
-class HiprtcCompiler:
+class HiprtcCompiler(RuntimeCompiler):
     """hiprtc backend. ``allow_unknown_targets`` lets a worker process attempt targets that comgr
     does not list (it may abort; only the isolated compiler should set it)."""
 
     name = "hiprtc"
+    api = "hiprtc"
 
     def __init__(self, library: str | None = None, allow_unknown_targets: bool = False) -> None:
-        env = os.environ.get(ENV_LIBRARY, "").strip()
+        env = settings.HIPRTC_LIBRARY.get()
         self.requested_library = library or env or None
         self.allow_unknown_targets = allow_unknown_targets
         self._candidates = (self.requested_library,) if self.requested_library else DEFAULT_LIBRARIES
@@ -149,20 +151,6 @@ class HiprtcCompiler:
                     + "; ".join(failures)
                 )
             self._probed = True
-
-    def available(self) -> bool:
-        try:
-            self._probe()
-            if self._reason:
-                return False
-            self._bindings()
-            return True
-        except CompilerUnavailable:
-            return False
-
-    def unavailable_reason(self) -> str:
-        self.available()
-        return self._reason
 
     def _bindings(self) -> Any:
         """Import hip-python's hiprtc module, pointed at the probed library. Raises CompilerUnavailable."""
@@ -299,39 +287,30 @@ class HiprtcCompiler:
                     f"option {opt!r} sets the GPU target; set request.target instead (got target {request.target!r})"
                 )
 
-    def compile(self, request: CompileRequest) -> ObjectCode:
+    def _prepare(self, request: CompileRequest) -> tuple[str, ...]:
         self._check(request)
-        hiprtc = self._bindings()
+        self._bindings()
         options = (f"--offload-arch={request.target}", *request.options)
         base_target = request.target.split(":")[0]
         known = self.targets()
         if known and base_target not in known and not self.allow_unknown_targets:
-            raise CompileError(
+            raise self._error(
                 f"hiprtc: target {request.target!r} is not in this comgr's ISA list; ROCm 5.2's comgr aborts the "
                 f"process on such targets, so it is refused in-process (use get_compiler('hiprtc'), which isolates "
                 f"compiles in worker processes, to attempt it). Known targets: {', '.join(known)}",
-                options=options, target=request.target, compiler=self.name, kernels=request.kernels,
+                request, options,
             )
-        trace = Trace("trace" in request.diagnostics)
-        notes: list[str] = []
-        if "dump-source" in request.diagnostics:
-            notes += [f"dump-source: wrote {p}" for p in dump_sources(request)]
-        with _compile_lock:
-            start = time.perf_counter()
-            code, lowered, log, status = self._run(hiprtc, request, options, trace)
-            seconds = time.perf_counter() - start
-        if int(status) != _SUCCESS:
-            raise CompileError(
-                f"hiprtc failed to compile {request.name!r} for {request.target}: {_status_name(status)}",
-                log=join_log(log, trace.text(), *notes), options=options, target=request.target,
-                compiler=self.name, kernels=request.kernels,
-            )
-        if "dump-asm" in request.diagnostics:
-            notes.append(_dump_asm(request, code))
-        return ObjectCode(
-            binary=code, compiler=self.name, target=request.target, mode=request.mode,
-            log=join_log(log, trace.text(), *notes), lowered_names=lowered, compile_seconds=seconds,
-        )
+        return options
+
+    def _compile_lock(self) -> ContextManager[Any]:
+        return _compile_lock
+
+    def _invoke(self, request: CompileRequest, options: tuple[str, ...], trace: Trace) -> RawCompile:
+        code, lowered, log, status = self._run(self._bindings(), request, options, trace)
+        return RawCompile(code, lowered, log, "" if int(status) == _SUCCESS else _status_name(status))
+
+    def _dump_asm(self, request: CompileRequest, raw: RawCompile) -> list[str]:
+        return [_dump_asm(request, raw.binary)]
 
     def _run(self, hiprtc: Any, request: CompileRequest, options: tuple[str, ...], trace: Trace):
         headers = [h.text.encode() for h in request.headers]

@@ -19,9 +19,10 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import CompileError, CompilerUnavailable, CompileTimeout, ConfigError
-from ._common import dump_sources, dump_text, file_stamp, join_log
-from .base import ObjectCode
+from .. import settings
+from ..errors import CompilerUnavailable, CompileTimeout, ConfigError
+from ._common import dump_text, file_stamp, join_log
+from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 
 BASE_FLAGS = ("-O3", "-shared", "-fPIC")
@@ -29,7 +30,7 @@ BASE_FLAGS = ("-O3", "-shared", "-fPIC")
 IDENTITY_RECHECK_SECONDS = 1.0
 
 
-class HostCompiler:
+class HostCompiler(CompilerBase):
     """``cc`` (or ``$CC``, which may carry flags, e.g. ``"ccache gcc"``) building shared libraries."""
 
     name = "host"
@@ -113,6 +114,7 @@ class HostCompiler:
         return ident
 
     def compile(self, request: CompileRequest) -> ObjectCode:
+        self._check_open()
         if request.compiler != self.name:
             raise ConfigError(f"request is for compiler {request.compiler!r}, not {self.name!r}")
         if request.target != "host":
@@ -120,9 +122,7 @@ class HostCompiler:
         if request.mode != "shared-library":
             raise ConfigError(f"host compiler mode must be 'shared-library'; got {request.mode!r}")
         argv = self._command()
-        notes: list[str] = []
-        if "dump-source" in request.diagnostics:
-            notes += [f"dump-source: wrote {p}" for p in dump_sources(request)]
+        notes = self._source_notes(request)
         with tempfile.TemporaryDirectory(prefix="hipexplore-host-") as tmp:
             src = _write_sources(Path(tmp), request)
             out = Path(tmp) / "lib.so"
@@ -134,11 +134,9 @@ class HostCompiler:
                 if "trace" in request.diagnostics else ""
             log = join_log(proc.stdout, proc.stderr)
             if proc.returncode != 0:
-                raise CompileError(
+                raise self._error(
                     f"host compiler {argv[0]} failed to compile {request.name!r} (exit {proc.returncode})",
-                    log=join_log(f"$ {shlex.join(cmd)}", log, trace, *notes), options=(*BASE_FLAGS, *request.options),
-                    target=request.target,
-                    compiler=self.name, kernels=request.kernels,
+                    request, (*BASE_FLAGS, *request.options), f"$ {shlex.join(cmd)}", log, trace, *notes,
                 )
             binary = out.read_bytes()
             if "dump-asm" in request.diagnostics:
@@ -159,7 +157,7 @@ class HostCompiler:
         # In-process: its own session, so a timeout kills the driver *and* its cc1/as/ld (killpg).
         # In an isolation worker: stay in the worker's process group, which the parent kills as a whole
         # on timeout or crash (a separate session would survive that as an orphan).
-        own_group = os.environ.get("HIPEXPLORE_COMPILE_WORKER") != "1"
+        own_group = not settings.COMPILE_WORKER.get()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
                                 start_new_session=own_group)
         try:

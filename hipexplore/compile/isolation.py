@@ -38,9 +38,11 @@ import weakref
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from .. import settings
 from ..errors import CompileError, CompilerCrashed, CompilerError, CompilerUnavailable, CompileTimeout, ConfigError, \
     HipexploreError
-from .base import ObjectCode
+from .backends import backend_class
+from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 
 #: Worker start-up (interpreter + imports + backend construction) is not part of a compile's timeout.
@@ -91,7 +93,7 @@ class _Worker:
         parent_read, child_write = os.pipe()
         # LIBC_FATAL_STDERR_: glibc writes "munmap_chunk(): invalid pointer" and friends to /dev/tty
         # unless told otherwise; we want them in the worker's stderr file, i.e. in the error's log
-        env = dict(os.environ, HIPEXPLORE_COMPILE_WORKER="1", LIBC_FATAL_STDERR_="1")
+        env = dict(os.environ, **{settings.COMPILE_WORKER.name: "1"}, LIBC_FATAL_STDERR_="1")
         try:
             with open(self.stderr_path, "ab", buffering=0) as errf:
                 self.proc = subprocess.Popen(
@@ -238,7 +240,7 @@ def _shutdown(idle: list[_Worker], busy: set[_Worker], lock: threading.Lock) -> 
         w.signal_kill()
 
 
-class IsolatedCompiler:
+class IsolatedCompiler(CompilerBase):
     """A ``Compiler`` whose compiles run in up to ``workers`` worker processes at once.
 
     ``compile`` is thread-safe. ``identity()`` is the backend's identity computed in a worker (the
@@ -258,9 +260,7 @@ class IsolatedCompiler:
         timeout: float | None = 120.0,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
     ) -> None:
-        from .registry import backend_class  # validates the name
-
-        backend_class(backend)
+        backend_class(backend)  # validates the name
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise ConfigError(f"workers must be a positive integer; got {workers!r}")
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
@@ -291,8 +291,6 @@ class IsolatedCompiler:
     # ------------------------------------------------------------------ probing (in-process)
     def _probe_backend(self) -> Any:
         if self._local is None:
-            from .registry import backend_class
-
             self._local = backend_class(self.name)(**self.kwargs)
         return self._local
 
@@ -305,17 +303,11 @@ class IsolatedCompiler:
     def targets(self) -> tuple[str, ...]:
         return tuple(self._probe_backend().targets())
 
-    def __getattr__(self, item: str) -> Any:
-        # backend-specific read-only helpers (e.g. hiprtc's crashing_targets) answer in-process
-        if item.startswith("_") or item in ("compile", "identity"):
-            raise AttributeError(item)
-        return getattr(self._probe_backend(), item)
+    def crashing_targets(self) -> tuple[str, ...]:
+        """The backend's (answered in-process: it only reads the target list)."""
+        return tuple(self._probe_backend().crashing_targets())
 
     # ------------------------------------------------------------------ worker calls
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def worker_pids(self) -> list[int]:
         """PIDs of live workers (idle and busy), for monitoring and tests."""
         with self._lock:
@@ -442,12 +434,6 @@ class IsolatedCompiler:
             self._closed = True
         self._finalizer()
 
-    def __enter__(self) -> "IsolatedCompiler":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
 
 # ---------------------------------------------------------------------- worker side
 def _portable(exc: BaseException, request: CompileRequest | None, backend: str) -> BaseException:
@@ -475,8 +461,6 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
     backend_name = "?"
     try:
         backend_name, kwargs = rx.recv()
-        from .registry import backend_class
-
         backend = backend_class(backend_name)(**kwargs)
     except BaseException as exc:
         tx.send(("err", _portable(exc, None, backend_name)))

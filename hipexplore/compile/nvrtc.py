@@ -13,12 +13,11 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 from typing import Any
 
-from ..errors import CompileError, CompilerUnavailable, ConfigError
-from ._common import Trace, dump_sources, dump_text, file_stamp, join_log, loaded_libraries
-from .base import ObjectCode
+from ..errors import CompilerUnavailable, ConfigError
+from ._common import Trace, dump_text, file_stamp, join_log, loaded_libraries
+from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
 
 MODES = ("cubin", "ptx")
@@ -52,10 +51,11 @@ def _package_version(name: str) -> str:
         return "unknown"
 
 
-class NvrtcCompiler:
+class NvrtcCompiler(RuntimeCompiler):
     """NVRTC backend; NVRTC is thread-safe, so compiles run concurrently in-process."""
 
     name = "nvrtc"
+    api = "nvrtc"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -86,17 +86,6 @@ class NvrtcCompiler:
                 raise
             self._nvrtc = nvrtc
             return nvrtc
-
-    def available(self) -> bool:
-        try:
-            self._bindings()
-            return True
-        except CompilerUnavailable:
-            return False
-
-    def unavailable_reason(self) -> str:
-        self.available()
-        return self._reason
 
     def library_path(self) -> str:
         """The libnvrtc file in use: cuda-pathfinder's answer (what cuda-bindings loads), else the
@@ -153,30 +142,18 @@ class NvrtcCompiler:
                                   f"(got target {request.target!r})")
         return m
 
-    def compile(self, request: CompileRequest) -> ObjectCode:
+    def _prepare(self, request: CompileRequest) -> tuple[str, ...]:
         m = self._check(request)
-        nvrtc = self._bindings()
+        self._bindings()
         arch = f"sm_{m.group(1)}{m.group(2)}" if request.mode == "cubin" else f"compute_{m.group(1)}{m.group(2)}"
-        options = (f"-arch={arch}", *request.options)
-        trace = Trace("trace" in request.diagnostics)
-        notes: list[str] = []
-        if "dump-source" in request.diagnostics:
-            notes += [f"dump-source: wrote {p}" for p in dump_sources(request)]
-        start = time.perf_counter()
-        binary, ptx, lowered, log, status = self._run(nvrtc, request, options, trace)
-        seconds = time.perf_counter() - start
-        if int(status) != _SUCCESS:
-            raise CompileError(
-                f"nvrtc failed to compile {request.name!r} for {request.target}: {_status_name(status)}",
-                log=join_log(log, trace.text(), *notes), options=options, target=request.target,
-                compiler=self.name, kernels=request.kernels,
-            )
-        if "dump-asm" in request.diagnostics:
-            notes += _dump_asm(request, binary, ptx)
-        return ObjectCode(
-            binary=binary, compiler=self.name, target=request.target, mode=request.mode,
-            log=join_log(log, trace.text(), *notes), lowered_names=lowered, compile_seconds=seconds,
-        )
+        return (f"-arch={arch}", *request.options)
+
+    def _invoke(self, request: CompileRequest, options: tuple[str, ...], trace: Trace) -> RawCompile:
+        binary, ptx, lowered, log, status = self._run(self._bindings(), request, options, trace)
+        return RawCompile(binary, lowered, log, "" if int(status) == _SUCCESS else _status_name(status), asm=ptx)
+
+    def _dump_asm(self, request: CompileRequest, raw: RawCompile) -> list[str]:
+        return _dump_asm(request, raw.binary, raw.asm)
 
     def _run(self, nvrtc: Any, request: CompileRequest, options: tuple[str, ...], trace: Trace):
         headers = [h.text.encode() for h in request.headers]

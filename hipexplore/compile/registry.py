@@ -15,60 +15,28 @@ import os
 import threading
 from typing import Any
 
+from .. import settings
 from ..errors import ConfigError
+from .backends import BACKENDS, backend_class
 from .base import Compiler
+from .isolation import IsolatedCompiler
 from .request import COMPILERS
 
-ENV_TIMEOUT = "HIPEXPLORE_COMPILE_TIMEOUT"
-ENV_WORKERS = "HIPEXPLORE_COMPILE_WORKERS"
-DEFAULT_TIMEOUT = 120.0
-ISOLATED_BY_DEFAULT = {"hiprtc": True, "nvrtc": False, "host": False}
+ENV_TIMEOUT = settings.COMPILE_TIMEOUT.name
+ENV_WORKERS = settings.COMPILE_WORKERS.name
+DEFAULT_TIMEOUT = settings.COMPILE_TIMEOUT.default
+ISOLATED_BY_DEFAULT = {name: b.isolated_by_default for name, b in BACKENDS.items()}
 
 _instances: dict[tuple, Compiler] = {}
 _instances_lock = threading.Lock()
 
 
-def backend_class(name: str) -> type:
-    """The in-process backend class for a compiler name (imports only that backend's module)."""
-    if name == "hiprtc":
-        from .hiprtc import HiprtcCompiler
-
-        return HiprtcCompiler
-    if name == "nvrtc":
-        from .nvrtc import NvrtcCompiler
-
-        return NvrtcCompiler
-    if name == "host":
-        from .host import HostCompiler
-
-        return HostCompiler
-    raise ConfigError(f"unknown compiler {name!r}; expected one of {', '.join(COMPILERS)}")
-
-
 def default_timeout() -> float:
-    raw = os.environ.get(ENV_TIMEOUT, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{ENV_TIMEOUT} must be a number of seconds; got {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{ENV_TIMEOUT} must be positive; got {raw!r}")
-    return value
+    return settings.COMPILE_TIMEOUT.get()
 
 
 def default_workers() -> int:
-    raw = os.environ.get(ENV_WORKERS, "").strip()
-    if not raw:
-        return max(1, min(4, os.cpu_count() or 1))
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{ENV_WORKERS} must be a positive integer; got {raw!r}") from None
-    if value < 1:
-        raise ConfigError(f"{ENV_WORKERS} must be a positive integer; got {raw!r}")
-    return value
+    return settings.COMPILE_WORKERS.get()
 
 
 def _checked_args(name: str, isolated: bool | None, workers: int | None, timeout: float | None) -> tuple[bool, int, float]:
@@ -98,7 +66,7 @@ def get_compiler(
     key = (name, isolated, workers, timeout, _env_signature(name))
     with _instances_lock:
         found = _instances.get(key)
-        if found is not None and not getattr(found, "closed", False):
+        if found is not None and not found.closed:
             return found
         compiler = _build(name, isolated, workers, timeout)
         _instances[key] = compiler
@@ -114,7 +82,7 @@ def new_compiler(
 
 def _env_signature(name: str) -> tuple[str, ...]:
     if name == "hiprtc":
-        return (os.environ.get("HIPEXPLORE_HIPRTC_LIBRARY", ""), os.environ.get("ROCM_PATH", ""))
+        return (*settings.raw_values(settings.HIPRTC_LIBRARY), os.environ.get("ROCM_PATH", ""))
     if name == "host":
         return (os.environ.get("CC", ""),)
     return ()
@@ -127,8 +95,6 @@ def _build(name: str, isolated: bool, workers: int, timeout: float) -> Compiler:
     if name == "host" and not isolated:
         kwargs["timeout"] = timeout  # isolated: the worker pool's timeout kills the whole worker group
     if isolated:
-        from .isolation import IsolatedCompiler
-
         return IsolatedCompiler(name, kwargs, workers=workers, timeout=timeout)
     return backend_class(name)(**kwargs)
 
@@ -149,10 +115,10 @@ def compiler_info() -> list[dict[str, Any]]:
                 row.update(version=ident.version, library=ident.library, stamp=ident.stamp,
                            targets=list(backend.targets()))
                 row["isolated_by_default"] = ISOLATED_BY_DEFAULT[name]
-                crashing = getattr(backend, "crashing_targets", None)
-                if crashing is not None and crashing():
+                crashing = backend.crashing_targets()
+                if crashing:
                     row["notes"].append(
-                        f"targets {', '.join(crashing())} crash this comgr (SIGABRT; SIGSEGV after earlier compiles): in-process compiles refuse them, the "
+                        f"targets {', '.join(crashing)} crash this comgr (SIGABRT; SIGSEGV after earlier compiles): in-process compiles refuse them, the "
                         f"isolated compiler reports CompilerCrashed"
                     )
         except Exception as exc:  # info must describe a broken install, not die on it

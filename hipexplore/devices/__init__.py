@@ -56,7 +56,7 @@ def get_device(kind: str | Device = "auto", index: int | None = None, *, llc_byt
     from .host import HostDevice
 
     dev = HostDevice(0, llc_bytes=llc_bytes)
-    dev.auto_reasons = reasons  # type: ignore[attr-defined]  # why no GPU was picked
+    dev.auto_reasons = reasons  # why no GPU was picked
     return dev
 
 

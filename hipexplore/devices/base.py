@@ -4,6 +4,13 @@ The harness in ``hipexplore.bench`` only talks to this interface: allocate, copy
 ``ObjectCode``, look up a kernel, launch it with marshalled arguments, record events, hold and
 release the stream. A backend that cannot do something raises ``UnsupportedOperation``.
 
+Devices sit *below* ``hipexplore.kernels``: they know nothing of the catalog. Building a catalog
+kernel (spec -> request -> cache -> loaded function) is ``hipexplore.kernels.build``'s job; the
+``compiled_kernel(name)`` convenience on every device asks the ``KernelBuilder`` that module
+installs here (``install_kernel_builder``), the usual inversion that keeps the arrow kernels -> devices.
+Argument marshalling needs only an argument's name, kind and dtype (``ArgLike``), so ``Arg`` stays
+in ``kernels.spec`` and ``CTYPES`` lives here.
+
 Peak bandwidth is derived, in this order, from the memory clock and bus width the runtime reports
 (``2 * clock * bus_bits / 8``: DDR, two transfers per clock), else from ``PEAK_BANDWIDTH_TABLE``
 (vendor datasheet numbers, matched on the device name); ``peak_bandwidth_source`` says which.
@@ -19,8 +26,34 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..compile.base import ObjectCode
-from ..errors import BenchmarkError, ConfigError
-from ..kernels.spec import CTYPES, Arg
+from ..errors import BenchmarkError, ConfigError, DeviceError
+
+#: numpy dtype name -> ctypes type used to marshal a scalar argument.
+CTYPES: dict[str, type] = {
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "int8": ctypes.c_int8,
+    "uint8": ctypes.c_uint8,
+    "int16": ctypes.c_int16,
+    "uint16": ctypes.c_uint16,
+    "int32": ctypes.c_int32,
+    "uint32": ctypes.c_uint32,
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+}
+
+
+class ArgLike(Protocol):
+    """What marshalling needs of a kernel argument (``hipexplore.kernels.spec.Arg`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def dtype(self) -> str: ...
 
 #: Flush modes, in the order the docs list them.
 FLUSH_MODES = ("none", "l2-write", "l2-read", "icache", "inline-icache")
@@ -122,7 +155,7 @@ class PackedArgs:
         return len(self.values)
 
 
-def pack_args(args: Sequence[Arg], values: dict[str, Any]) -> PackedArgs:
+def pack_args(args: Sequence[ArgLike], values: dict[str, Any]) -> PackedArgs:
     """Marshal kernel arguments from their spec: buffers by address, scalars by value in their dtype."""
     out: list[Any] = []
     for a in args:
@@ -143,7 +176,7 @@ def pack_args(args: Sequence[Arg], values: dict[str, Any]) -> PackedArgs:
     return PackedArgs(out)
 
 
-def expected_packed(args: Sequence[Arg], values: dict[str, Any]) -> bytes:
+def expected_packed(args: Sequence[ArgLike], values: dict[str, Any]) -> bytes:
     """The same byte image built independently with ``struct`` (used to check ``PackedArgs``)."""
     codes = {"float32": "f", "float64": "d", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
              "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
@@ -281,17 +314,41 @@ def fill_host_array(arr: np.ndarray, init: str | float, rng: np.random.Generator
             raise BenchmarkError(f"buffer init {init!r} is not 'random', 'zeros', 'ones' or a number") from None
 
 
-def load_catalog_kernel(device: Any, name: str, *, inline_icache: bool = False) -> Any:
-    """Compile a catalog kernel for ``device`` through the compile cache, load it and look up its
-    entry; memoized on the device so each kernel loads once per device."""
-    from ..kernels import catalog
-    from ..kernels.build import compile_kernel
+class KernelBuilder(Protocol):
+    """Builds catalog kernels for devices (``hipexplore.kernels.build.KernelBuilder``)."""
 
-    memo = device.__dict__.setdefault("_hx_kernels", {})
-    key = (name, inline_icache)
-    if key not in memo:
-        spec = catalog.get(name)
-        code = compile_kernel(spec, device.compiler, device.target, cache=getattr(device, "cache", None), inline_icache=inline_icache)
-        module = device.load(code)
-        memo[key] = (module, device.kernel(module, code.symbol(spec.entry_for(device.compiler))), code)
-    return memo[key][1]
+    def kernel(self, device: Any, name: str, *, inline_icache: bool = False) -> Any:
+        """The loaded, looked-up kernel function for ``device`` (memoized per device)."""
+        ...
+
+    def arguments(self, name: str) -> Sequence[ArgLike]:
+        """The argument list of the catalog kernel ``name``."""
+        ...
+
+
+_builders: list[KernelBuilder] = []
+
+
+def install_kernel_builder(builder: KernelBuilder) -> None:
+    """Make ``builder`` the one ``compiled_kernel`` asks (``hipexplore.kernels.build`` calls this)."""
+    _builders[:] = [builder]
+
+
+def kernel_builder() -> KernelBuilder:
+    if not _builders:  # importing hipexplore.kernels (the catalog the names come from) installs it
+        raise DeviceError("no kernel builder is installed: import hipexplore.kernels (the kernel catalog) first")
+    return _builders[0]
+
+
+class DeviceBase:
+    """What every backend shares above the runtime calls: the compile cache its kernels build
+    through (``cache``; None means the default cache) and the ``compiled_kernel`` convenience."""
+
+    kind: str = ""
+    index: int = 0
+    #: the CompileCache the device's kernels compile through (None: the process default cache)
+    cache: Any = None
+
+    def compiled_kernel(self, name: str, *, inline_icache: bool = False) -> Any:
+        """A catalog kernel compiled (through ``cache``), loaded and looked up; memoized per device."""
+        return kernel_builder().kernel(self, name, inline_icache=inline_icache)

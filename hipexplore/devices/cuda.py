@@ -13,12 +13,10 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-import numpy as np
-
 from ..compile.base import ObjectCode
 from ..errors import ConfigError, DeviceError, DeviceUnavailable
-from .base import DeviceBuffer, DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
-from .gpu import GpuDeviceBase, check_call
+from .base import DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .gpu import GpuDeviceBase
 
 
 def _driver() -> Any:
@@ -45,16 +43,16 @@ def device_count() -> int:
 
 
 class CudaDevice(GpuDeviceBase):
+    """One NVIDIA GPU: its primary context, one non-blocking stream, NVRTC cubins."""
+
     kind = "cuda"
+    MEMORY_CALLS = {"malloc": "cuMemAlloc", "free": "cuMemFree", "to_device": "cuMemcpyHtoD", "to_host": "cuMemcpyDtoH",
+                    "memset": "cuMemsetD8Async"}
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
-        n = device_count()
-        self._check_index("CUDA", n, index, "the driver loaded but reports 0 devices")
         drv = self._drv = _driver()
-        self._ok = drv.CUresult.CUDA_SUCCESS
-        self.index = index
-        self.cache = cache
-        self._init_common(llc_bytes)
+        self._start("CUDA", drv, drv.CUresult.CUDA_SUCCESS, device_count(), index,
+                    "the driver loaded but reports 0 devices", llc_bytes, cache)
         self._dev = self._call(drv.cuDeviceGet(index), "cuDeviceGet")
         self._ctx = self._call(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
         self._call(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
@@ -76,13 +74,8 @@ class CudaDevice(GpuDeviceBase):
         else:
             self._peak = peak_from_table(self._name)
         self._driver_version = str(self._call(drv.cuDriverGetVersion(), "cuDriverGetVersion"))
-        self._allocs: dict[int, DeviceBuffer] = {}
-        self._closed = False
 
     # --- helpers --------------------------------------------------------------------------
-    def _call(self, result: Any, what: str) -> Any:
-        return check_call(result, what, self._ok)
-
     def _attr(self, attr: Any) -> int:
         return int(self._call(self._drv.cuDeviceGetAttribute(attr, self._dev), f"cuDeviceGetAttribute({attr.name})"))
 
@@ -107,40 +100,9 @@ class CudaDevice(GpuDeviceBase):
         free, total = self._call(self._drv.cuMemGetInfo(), "cuMemGetInfo")
         return int(free), int(total)
 
-    # --- memory ---------------------------------------------------------------------------
-    def alloc(self, nbytes: int) -> DeviceBuffer:
-        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
-            raise ConfigError(f"allocation size must be a positive number of bytes, got {nbytes!r}")
-        self._current()
-        ptr = self._call(self._drv.cuMemAlloc(int(nbytes)), f"cuMemAlloc({nbytes})")
-        buf = DeviceBuffer(ptr=int(ptr), nbytes=int(nbytes), device_kind="cuda", owner=ptr)
-        self._allocs[buf.ptr] = buf
-        return buf
-
-    def free(self, buf: DeviceBuffer) -> None:
-        if buf.freed:
-            return
-        self._current()
-        self._call(self._drv.cuMemFree(buf.owner), "cuMemFree")
-        buf.freed = True
-        self._allocs.pop(buf.ptr, None)
-
-    def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None:
-        src = np.ascontiguousarray(host)
-        if src.nbytes > buf.nbytes:
-            raise ConfigError(f"copy of {src.nbytes} B does not fit the {buf.nbytes} B buffer")
-        self._current()
-        self._call(self._drv.cuMemcpyHtoD(buf.owner, src.ctypes.data, src.nbytes), "cuMemcpyHtoD")
-
-    def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
-        if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
-            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
-        self._current()
-        self.synchronize()
-        self._call(self._drv.cuMemcpyDtoH(host.ctypes.data, buf.owner, host.nbytes), "cuMemcpyDtoH")
-
-    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
-        self._call(self._drv.cuMemsetD8Async(buf.owner, value, buf.nbytes, self.stream), "cuMemsetD8Async")
+    # --- memory (the calls are named in MEMORY_CALLS; GpuDeviceBase does the rest) -----------
+    def _release(self) -> None:
+        self._drv.cuDevicePrimaryCtxRelease(self._dev)
 
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:
         drv = self._drv
@@ -183,17 +145,6 @@ class CudaDevice(GpuDeviceBase):
 
     def synchronize(self) -> None:
         self._call(self._drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self.synchronize()
-            for buf in list(self._allocs.values()):
-                self.free(buf)
-        finally:
-            self._drv.cuDevicePrimaryCtxRelease(self._dev)
 
     def __repr__(self) -> str:
         return f"CudaDevice({self.index}, {self.name!r}, {self.target})"

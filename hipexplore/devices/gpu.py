@@ -10,12 +10,13 @@ timeout and sets a status word, so a hold that broke is detected, not assumed.
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
-from ..errors import DeviceError, DeviceUnavailable
-from ..kernels import catalog
-from .base import DeviceProperties, PackedArgs, load_catalog_kernel, pack_args
+import numpy as np
+
+from .. import settings
+from ..errors import ConfigError, DeviceError, DeviceUnavailable
+from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, kernel_builder, pack_args
 
 
 class SpinHold:
@@ -33,11 +34,14 @@ class SpinHold:
         return ctypes.c_int32.from_address(self._flag + 4).value != 0
 
 
-class GpuDeviceBase:
-    """Common code; subclasses provide the runtime calls."""
+class GpuDeviceBase(DeviceBase):
+    """Common code: memory bookkeeping, copy checks, close(), the stream hold. Subclasses name
+    their runtime (``_rt``, ``MEMORY_CALLS``) and provide the rest of the ``Device`` methods
+    (load, kernel, launch, events, synchronize)."""
 
     kind = "gpu"
-    cache: Any = None
+    _ok: Any = None  #: the runtime's success status
+    _closed = False
 
     @staticmethod
     def _check_index(runtime: str, count: int, index: int, none_found: str) -> None:
@@ -48,63 +52,159 @@ class GpuDeviceBase:
             raise DeviceUnavailable(
                 f"{runtime}: device index {index} requested but only {count} device(s) present (0..{count - 1})")
 
-    def _init_common(self, llc_bytes: int | None) -> None:
+    def _start(self, runtime: str, rt: Any, ok: Any, count: int, index: int, none_found: str,
+               llc_bytes: int | None, cache: Any) -> None:
+        """What every GPU constructor does first: check the index, keep the runtime module and its
+        success status, and set up the shared state."""
+        self._check_index(runtime, count, index, none_found)
+        self._rt, self._ok, self.index = rt, ok, index
+        self._init_common(llc_bytes, cache)
+
+    def _init_common(self, llc_bytes: int | None, cache: Any) -> None:
+        self.cache = cache
+        self._allocs: dict[int, DeviceBuffer] = {}
+        self._closed = False
         self._llc_override = llc_bytes
         self._spin: tuple[Any, Any] | None = None
         self._hold_mem: tuple[int, int] | None = None  # (host ptr, device ptr) of [flag, status]
 
     def _apply_llc_override(self, llc: int, source: str) -> tuple[int, str]:
-        env = os.environ.get("HIPEXPLORE_LLC_BYTES")
+        env = settings.LLC_BYTES.get()
         if self._llc_override is not None:
             return int(self._llc_override), f"override (llc_bytes argument; runtime reported {llc} B: {source})"
-        if env:
-            return int(env), f"override (HIPEXPLORE_LLC_BYTES; runtime reported {llc} B: {source})"
+        if env is not None:
+            return env, f"override (HIPEXPLORE_LLC_BYTES; runtime reported {llc} B: {source})"
         return llc, source
 
-    # subclass hooks ------------------------------------------------------------------------
+    # subclass hooks: the runtime calls ----------------------------------------------------
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _current(self) -> None:
+        """Make this device current for the calls that follow (CUDA: its context; HIP: nothing)."""
+
+    #: The runtime module (cuda.bindings.driver, hip.hip) and the names of its memory calls, which
+    #: take the same arguments in both: malloc(n), free(ptr), to_device(dst, src, n),
+    #: to_host(dst, src, n), memset(ptr, byte, n, stream).
+    _rt: Any = None
+    MEMORY_CALLS: dict[str, str] = {}
+
+    def _mem(self, op: str, *args: Any, what: str = "") -> Any:
+        name = self.MEMORY_CALLS[op]
+        return self._call(getattr(self._rt, name)(*args), what or name)
+
+    def _release(self) -> None:
+        """Give back what the device holds besides memory (CUDA: the primary context)."""
+
+    def synchronize(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _call(self, result: Any, what: str) -> Any:
+        return check_call(result, what, self._ok)
+
+    # memory, with the bookkeeping both runtimes share ----------------------------------------
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise ConfigError(f"allocation size must be a positive number of bytes, got {nbytes!r}")
+        self._current()
+        ptr = self._mem("malloc", int(nbytes), what=f"{self.MEMORY_CALLS['malloc']}({nbytes})")
+        buf = DeviceBuffer(ptr=int(ptr), nbytes=int(nbytes), device_kind=self.kind, owner=ptr)
+        self._allocs[buf.ptr] = buf
+        return buf
+
+    def free(self, buf: DeviceBuffer) -> None:
+        if buf.freed:
+            return
+        self._current()
+        self._mem("free", buf.owner)
+        buf.freed = True
+        self._allocs.pop(buf.ptr, None)
+
+    def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        src = np.ascontiguousarray(host)
+        if src.nbytes > buf.nbytes:
+            raise ConfigError(f"copy of {src.nbytes} B does not fit the {buf.nbytes} B buffer")
+        self._current()
+        self._mem("to_device", buf.owner, src.ctypes.data, src.nbytes)
+
+    def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
+        if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
+            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
+        self._current()
+        self.synchronize()
+        self._mem("to_host", host.ctypes.data, buf.owner, host.nbytes)
+
+    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
+        self._mem("memset", buf.owner, value, buf.nbytes, self.stream)
+
+    def close(self) -> None:
+        """Synchronize, free what is still allocated, release the device; a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.synchronize()
+            for buf in list(self._allocs.values()):
+                self.free(buf)
+        finally:
+            self._release()
 
     def _spin_timeout_arg(self, timeout_s: float) -> int:
         return int(timeout_s * 1e9)
 
     # identity, from what the subclass read at start-up ----------------------------------------
-    # Subclasses set _name, _compute_units, _llc (bytes, source), _peak (GB/s, source), _driver_version.
+    _name: str
+    _compute_units: int
+    _llc: tuple[int, str]  #: (bytes, where the number came from)
+    _peak: tuple[float, str]  #: (GB/s, where the number came from)
+    _driver_version: str
+
+    @property
+    def target(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def compiler(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def memory_info(self) -> tuple[int, int]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
+               shared_bytes: int = 0, stream: Any = None) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     @property
     def name(self) -> str:
-        return self._name  # type: ignore[attr-defined]
+        return self._name
 
     @property
     def llc_bytes(self) -> int:
-        return self._llc[0]  # type: ignore[attr-defined]
+        return self._llc[0]
 
     @property
     def llc_source(self) -> str:
-        return self._llc[1]  # type: ignore[attr-defined]
+        return self._llc[1]
 
     @property
     def compute_units(self) -> int:
-        return self._compute_units  # type: ignore[attr-defined]
+        return self._compute_units
 
     @property
     def peak_bandwidth_gbs(self) -> float:
-        return self._peak[0]  # type: ignore[attr-defined]
+        return self._peak[0]
 
     def _properties(self, runtime: str, extra: dict[str, str] | None = None) -> DeviceProperties:
-        free, total = self.memory_info()  # type: ignore[attr-defined]
+        free, total = self.memory_info()
         return DeviceProperties(
-            kind=self.kind, index=self.index, name=self.name, target=self.target,  # type: ignore[attr-defined]
-            compiler=self.compiler, llc_bytes=self.llc_bytes, llc_source=self.llc_source,  # type: ignore[attr-defined]
+            kind=self.kind, index=self.index, name=self.name, target=self.target,
+            compiler=self.compiler, llc_bytes=self.llc_bytes, llc_source=self.llc_source,
             free_bytes=free, total_bytes=total, peak_bandwidth_gbs=self.peak_bandwidth_gbs,
-            peak_bandwidth_source=self._peak[1], compute_units=self.compute_units,  # type: ignore[attr-defined]
-            driver=self._driver_version, runtime=runtime, **({"extra": extra} if extra else {}),  # type: ignore[attr-defined]
+            peak_bandwidth_source=self._peak[1], compute_units=self.compute_units,
+            driver=self._driver_version, runtime=runtime, **({"extra": extra} if extra else {}),
         )
 
     # shared ------------------------------------------------------------------------------
-    def compiled_kernel(self, name: str, *, inline_icache: bool = False) -> Any:
-        """Compile (through the cache), load and look up a catalog kernel; memoized per device."""
-        return load_catalog_kernel(self, name, inline_icache=inline_icache)
-
     def hold_stream(self, timeout_s: float = 2.0) -> SpinHold:
         if self._hold_mem is None:
             self._hold_mem = self._host_alloc_mapped(8)
@@ -112,9 +212,8 @@ class GpuDeviceBase:
         ctypes.c_int32.from_address(host).value = 0
         ctypes.c_int32.from_address(host + 4).value = 0
         spin = self.compiled_kernel("spin")
-        spec = catalog.get("spin")
-        self._spin_args = pack_args(spec.args, {"flag": dev, "status": dev + 4, "timeout_ns": self._spin_timeout_arg(timeout_s)})
-        self.launch(spin, (1, 1, 1), (32, 1, 1), self._spin_args)  # type: ignore[attr-defined]
+        self._spin_args = pack_args(kernel_builder().arguments("spin"), {"flag": dev, "status": dev + 4, "timeout_ns": self._spin_timeout_arg(timeout_s)})
+        self.launch(spin, (1, 1, 1), (32, 1, 1), self._spin_args)
         return SpinHold(self, host)
 
     def supports_flush(self, mode: str) -> bool:

@@ -20,15 +20,13 @@ None of this has run on an AMD GPU.
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
-import numpy as np
-
 from ..compile.base import ObjectCode
+from .. import settings
 from ..errors import ConfigError, DeviceUnavailable
-from .base import DeviceBuffer, DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
-from .gpu import GpuDeviceBase, check_call
+from .base import DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .gpu import GpuDeviceBase
 
 #: gfx arch prefix -> memory-side cache (Infinity Cache / MALL) bytes that HIP does not report.
 INFINITY_CACHE_BYTES: dict[str, int] = {
@@ -52,7 +50,7 @@ def llc_for_arch(arch: str, reported_l2: int) -> tuple[int, str]:
 def hip_dll() -> bytes:
     """The HIP runtime library to load: HIPEXPLORE_HIP_DLL, else ROCm >= 6's libamdhip64.so, else
     ROCm 5's libamdhip64.so.5 (what Debian ships)."""
-    env = os.environ.get("HIPEXPLORE_HIP_DLL")
+    env = settings.HIP_DLL.get()
     if env:
         return env.encode()
     for name in ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"):
@@ -68,15 +66,20 @@ def hip_dll() -> bytes:
 MIN_RUNTIME_VERSION = 60_000_000
 
 
+#: whether this module has pointed hip-python at its runtime library (once per process)
+_dll_chosen = False
+
+
 def _hip() -> Any:
+    global _dll_chosen
     try:
         from hip import chip
     except ImportError as exc:
         raise DeviceUnavailable(f"HIP: looked for the hip-python package (hip.hip) and could not import it: {exc}") from None
     try:
-        if not getattr(_hip, "_dll_set", False):
+        if not _dll_chosen:
             chip.DLL = hip_dll()
-            _hip._dll_set = True  # type: ignore[attr-defined]
+            _dll_chosen = True
     except Exception:  # already loaded by someone else: keep theirs
         pass
     try:
@@ -99,13 +102,17 @@ def device_count() -> int:
 
 
 class HipDevice(GpuDeviceBase):
+    """One AMD GPU through the HIP module API: hiprtc code objects, one non-blocking stream.
+    Refused (``DeviceUnavailable``) behind a ROCm 5 runtime, whose ABI hip-python 6.x/7.x does not bind."""
+
     kind = "hip"
+    MEMORY_CALLS = {"malloc": "hipMalloc", "free": "hipFree", "to_device": "hipMemcpyHtoD", "to_host": "hipMemcpyDtoH",
+                    "memset": "hipMemsetD8Async"}
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
-        n = device_count()
-        self._check_index("HIP", n, index, "the runtime loaded but reports 0 AMD GPUs")
         hip = self._hip = _hip()
-        self._ok = hip.hipError_t.hipSuccess
+        n = device_count()
+        self._start("HIP", hip, hip.hipError_t.hipSuccess, n, index, "the runtime loaded but reports 0 AMD GPUs", llc_bytes, cache)
         runtime = int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         if runtime < MIN_RUNTIME_VERSION:
             # hip-python 6.x/7.x binds ROCm 6 symbols and struct layouts (hipGetDeviceProperties is
@@ -115,9 +122,6 @@ class HipDevice(GpuDeviceBase):
                 f"{runtime // 100_000 % 100}); the device API needs ROCm >= 6 with a matching hip-python "
                 f"(ROCm 5's libamdhip64.so.5 serves hiprtc compiles only)"
             )
-        self.index = index
-        self.cache = cache
-        self._init_common(llc_bytes)
         self._call(hip.hipSetDevice(index), "hipSetDevice")
         props = hip.hipDeviceProp_t()
         self._call(hip.hipGetDeviceProperties(props, index), "hipGetDeviceProperties")
@@ -143,10 +147,6 @@ class HipDevice(GpuDeviceBase):
         self._driver_version = str(self._call(hip.hipDriverGetVersion(), "hipDriverGetVersion"))
         self._runtime_version = str(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         self.stream = self._call(hip.hipStreamCreateWithFlags(1), "hipStreamCreateWithFlags(hipStreamNonBlocking)")
-        self._allocs: dict[int, DeviceBuffer] = {}
-
-    def _call(self, result: Any, what: str) -> Any:
-        return check_call(result, what, self._ok)
 
     def _attr(self, attr: Any) -> int:
         return int(self._call(self._hip.hipDeviceGetAttribute(attr, self.index), f"hipDeviceGetAttribute({attr.name})"))
@@ -172,36 +172,7 @@ class HipDevice(GpuDeviceBase):
         free, total = self._call(self._hip.hipMemGetInfo(), "hipMemGetInfo")
         return int(free), int(total)
 
-    def alloc(self, nbytes: int) -> DeviceBuffer:
-        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
-            raise ConfigError(f"allocation size must be a positive number of bytes, got {nbytes!r}")
-        ptr = self._call(self._hip.hipMalloc(int(nbytes)), f"hipMalloc({nbytes})")
-        buf = DeviceBuffer(ptr=int(ptr), nbytes=int(nbytes), device_kind="hip", owner=ptr)
-        self._allocs[buf.ptr] = buf
-        return buf
-
-    def free(self, buf: DeviceBuffer) -> None:
-        if buf.freed:
-            return
-        self._call(self._hip.hipFree(buf.owner), "hipFree")
-        buf.freed = True
-        self._allocs.pop(buf.ptr, None)
-
-    def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None:
-        src = np.ascontiguousarray(host)
-        if src.nbytes > buf.nbytes:
-            raise ConfigError(f"copy of {src.nbytes} B does not fit the {buf.nbytes} B buffer")
-        self._call(self._hip.hipMemcpyHtoD(buf.owner, src.ctypes.data, src.nbytes), "hipMemcpyHtoD")
-
-    def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
-        if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
-            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
-        self.synchronize()
-        self._call(self._hip.hipMemcpyDtoH(host.ctypes.data, buf.owner, host.nbytes), "hipMemcpyDtoH")
-
-    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
-        self._call(self._hip.hipMemsetD8Async(buf.owner, value, buf.nbytes, self.stream), "hipMemsetD8Async")
-
+    # memory: the calls are named in MEMORY_CALLS; GpuDeviceBase does the rest
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:
         hip = self._hip
         host = self._call(hip.hipHostMalloc(nbytes, hip.hipHostMallocMapped | hip.hipHostMallocPortable | hip.hipHostMallocCoherent), "hipHostMalloc(mapped)")
@@ -236,11 +207,6 @@ class HipDevice(GpuDeviceBase):
 
     def synchronize(self) -> None:
         self._call(self._hip.hipStreamSynchronize(self.stream), "hipStreamSynchronize")
-
-    def close(self) -> None:
-        self.synchronize()
-        for buf in list(self._allocs.values()):
-            self.free(buf)
 
     def __repr__(self) -> str:
         return f"HipDevice({self.index}, {self.name!r}, {self._arch})"

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from ..compile.base import ObjectCode
+from .. import settings
 from ..errors import ConfigError, DeviceError, UnsupportedOperation
-from .base import DeviceBuffer, DeviceProperties, PackedArgs, load_catalog_kernel
+from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs
 
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 _ALIGN = 64
@@ -91,7 +92,7 @@ class _NoHold:
         return False
 
 
-class HostDevice:
+class HostDevice(DeviceBase):
     """The CPU: C kernels through ctypes, perf_counter_ns timing."""
 
     kind = "host"
@@ -101,12 +102,14 @@ class HostDevice:
         if index != 0:
             raise ConfigError(f"the host device has only index 0, got {index}")
         self.index = 0
+        #: when ``get_device('auto')`` fell back to the host: why each GPU runtime was not used
+        self.auto_reasons: list[str] = []
         llc, src = read_llc()
-        env = os.environ.get("HIPEXPLORE_LLC_BYTES")
+        env = settings.LLC_BYTES.get()
         if llc_bytes is not None:
             llc, src = int(llc_bytes), "override (llc_bytes argument)"
-        elif env:
-            llc, src = int(env), "override (HIPEXPLORE_LLC_BYTES)"
+        elif env is not None:
+            llc, src = env, "override (HIPEXPLORE_LLC_BYTES)"
         self._llc = (llc, src)
         self._tmp = tempfile.TemporaryDirectory(prefix="hipexplore-host-")
         self._libs: list[ctypes.CDLL] = []
@@ -241,7 +244,7 @@ class HostDevice:
         """Compile (through the cache), load and look up a catalog kernel; memoized."""
         if inline_icache:
             raise UnsupportedOperation("inline-icache inserts AMD GPU instructions (s_icache_inv); the host device cannot run it")
-        return load_catalog_kernel(self, name)
+        return super().compiled_kernel(name)
 
     def close(self) -> None:
         self._libs.clear()

@@ -6,6 +6,8 @@ results can be shown as bandwidth against the device's peak.
 """
 from __future__ import annotations
 
+# build installs the KernelBuilder behind Device.compiled_kernel (devices sit below kernels)
+from . import build as _build  # noqa: F401
 from .catalog import BUILTIN, get, names, parse_args, register, unregister, user_kernel
 from .spec import Arg, KernelSpec, canonical_dtype, fixed_geometry, grid_stride
 from .transform import insert_icache_flush

@@ -1,4 +1,9 @@
-"""Compile catalog kernels through the compile cache.
+"""Build catalog kernels: spec -> ``CompileRequest`` -> compile cache -> loaded function.
+
+Why here and not in ``devices/``: devices only load code objects, allocate and launch; knowing the
+catalog and the cache is this layer's job. ``KernelBuilder`` memoizes the loaded function per
+device (a weak map, so a closed and dropped device takes its modules with it) and is installed as
+the builder behind ``Device.compiled_kernel`` (see ``devices.base.install_kernel_builder``).
 
 Every kernel the harness runs (the one under test, the flush kernels, the blocking kernel) is a
 ``CompileRequest`` answered by ``hipexplore.compile.compile(request, cache)``, so benchmark runs
@@ -11,12 +16,16 @@ dependencies), a direct in-process compile through the same compiler libraries i
 from __future__ import annotations
 
 import threading
-from typing import Any
+import weakref
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from ..compile.base import ObjectCode
 from ..compile.request import CompileRequest, Source
+from ..devices.base import install_kernel_builder
 from ..errors import CompileError, CompilerUnavailable, ConfigError
-from .spec import KernelSpec
+from . import catalog
+from .spec import Arg, KernelSpec
 from .transform import insert_icache_flush
 
 _PATH = {"last": ""}
@@ -95,3 +104,51 @@ def _direct_compile(request: CompileRequest) -> ObjectCode:
     except ImportError as exc:
         raise CompilerUnavailable(f"compiler {request.compiler!r}: neither the compile cache nor the compiler module could be imported ({exc})") from None
     return cls().compile(request)
+
+
+# --- the per-device builder behind Device.compiled_kernel ---------------------------------------
+
+@dataclass(frozen=True)
+class LoadedKernel:
+    """A catalog kernel loaded on one device: the module handle, the function, the code object."""
+
+    module: Any
+    function: Any
+    code: ObjectCode
+
+
+class KernelBuilder:
+    """Compiles catalog kernels through the device's cache, loads them, memoizes per device."""
+
+    def __init__(self) -> None:
+        self._memo: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], LoadedKernel]] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def loaded(self, device: Any, name: str, *, inline_icache: bool = False) -> LoadedKernel:
+        key = (name, inline_icache)
+        with self._lock:
+            found = self._memo.get(device, {}).get(key)
+        if found is not None:
+            return found
+        spec = catalog.get(name)
+        code = compile_kernel(spec, device.compiler, device.target, cache=device.cache, inline_icache=inline_icache)
+        module = device.load(code)
+        loaded = LoadedKernel(module, device.kernel(module, code.symbol(spec.entry_for(device.compiler))), code)
+        with self._lock:
+            return self._memo.setdefault(device, {}).setdefault(key, loaded)
+
+    def kernel(self, device: Any, name: str, *, inline_icache: bool = False) -> Any:
+        return self.loaded(device, name, inline_icache=inline_icache).function
+
+    def arguments(self, name: str) -> Sequence[Arg]:
+        return catalog.get(name).args
+
+
+#: the builder every device's ``compiled_kernel`` asks
+BUILDER = KernelBuilder()
+install_kernel_builder(BUILDER)
+
+
+def kernel_for(device: Any, name: str, *, inline_icache: bool = False) -> Any:
+    """A catalog kernel for ``device``, compiled through ``device.cache``, loaded once per device."""
+    return BUILDER.kernel(device, name, inline_icache=inline_icache)

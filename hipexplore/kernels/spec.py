@@ -16,24 +16,14 @@ from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from ..devices.base import CTYPES as _CTYPES
 from ..errors import ConfigError
 
 ArgKind = Literal["buffer", "scalar"]
 ArgRole = Literal["in", "out", "inout"]
 
-#: numpy dtype name -> ctypes type used to marshal a scalar argument.
-CTYPES: dict[str, type] = {
-    "float32": ctypes.c_float,
-    "float64": ctypes.c_double,
-    "int8": ctypes.c_int8,
-    "uint8": ctypes.c_uint8,
-    "int16": ctypes.c_int16,
-    "uint16": ctypes.c_uint16,
-    "int32": ctypes.c_int32,
-    "uint32": ctypes.c_uint32,
-    "int64": ctypes.c_int64,
-    "uint64": ctypes.c_uint64,
-}
+#: numpy dtype name -> ctypes type (defined with the marshalling, in devices.base)
+CTYPES = _CTYPES
 
 #: short names accepted on the command line
 DTYPE_ALIASES = {

@@ -38,15 +38,15 @@ from ..compile.cache import CompileCache
 from ..compile.events import EVENT_COLUMNS, CacheEvent, events_frame
 from ..compile.request import CompileRequest, make_key
 from ..errors import ConfigError, HipexploreError
+from ..schema import COMPILE_OUTCOMES, REPLAY_COLUMNS, count_outcomes
 from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
 
 CACHE_MODES = ("off", "memory", "disk")
 SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm")
 
-#: Columns the replay adds to the cache event columns (docs/ARCHITECTURE.md "Tuning replay frame").
-#: ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
-REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "call_seconds")
+#: REPLAY_COLUMNS (schema): what the replay adds to the cache event columns (docs/ARCHITECTURE.md
+#: "Tuning replay frame"); ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
 FRAME_COLUMNS = (*EVENT_COLUMNS, *REPLAY_COLUMNS)
 
 
@@ -70,17 +70,11 @@ class ScenarioResult:
     def summary(self) -> dict[str, Any]:
         f = self.frame
         outcome = f["outcome"]
-        compiled = f[outcome.isin(["compiled", "bypassed"])]
+        compiled = f[outcome.isin(COMPILE_OUTCOMES)]
         return {
             "scenario": self.scenario,
             "jobs": self.jobs,
-            "lookups": int(len(f)),
-            "compiles": int(len(compiled)),
-            "memory_hits": int((outcome == "memory-hit").sum()),
-            "disk_hits": int((outcome == "disk-hit").sum()),
-            "hits": int(outcome.isin(["memory-hit", "disk-hit"]).sum()),
-            "joins": int((outcome == "joined").sum()),
-            "failed": int((outcome == "failed").sum()),
+            **count_outcomes(outcome),
             "seconds": float(self.seconds),
             # CPU time of this process and the compiler's workers during the pass
             "cpu_seconds": float(self.cpu_seconds),
@@ -221,8 +215,41 @@ class _TimedCompiler:
             with self._lock:
                 self.calls[request.label] = self.calls.get(request.label, 0.0) + elapsed
 
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self._inner, item)
+    # the rest of the Compiler interface is the inner compiler's
+    @property
+    def isolated(self) -> bool:
+        return self._inner.isolated
+
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+    def available(self) -> bool:
+        return self._inner.available()
+
+    def unavailable_reason(self) -> str:
+        return self._inner.unavailable_reason()
+
+    def identity(self):  # noqa: ANN201 - CompilerIdentity
+        return self._inner.identity()
+
+    def targets(self) -> tuple[str, ...]:
+        return self._inner.targets()
+
+    def crashing_targets(self) -> tuple[str, ...]:
+        return self._inner.crashing_targets()
+
+    def worker_pids(self) -> list[int]:
+        return self._inner.worker_pids()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __enter__(self) -> "_TimedCompiler":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _annotate(events: pd.DataFrame, by_label: dict[str, ListEntry], scenario: str, jobs: int,
@@ -268,10 +295,8 @@ def cpu_snapshot(compiler: Compiler) -> dict[int, float]:
     moves (wall time does move)."""
     t = os.times()
     snap = {0: t.user + t.system + t.children_user + t.children_system}
-    pids = getattr(compiler, "worker_pids", None)
-    if callable(pids):
-        for pid in pids():
-            snap[int(pid)] = _proc_cpu(int(pid))
+    for pid in compiler.worker_pids():
+        snap[int(pid)] = _proc_cpu(int(pid))
     return snap
 
 
@@ -453,22 +478,6 @@ def make_compiler(compiler_name: str, jobs: int, isolated: bool | None = None) -
     return new_compiler(compiler_name, isolated=isolated)
 
 
-def _is_isolated(compiler: Compiler) -> bool:
-    for attr in ("isolated", "is_isolated"):
-        val = getattr(compiler, attr, None)
-        if isinstance(val, bool):
-            return val
-    return type(compiler).__name__.lower().startswith("isolated")
-
-
-def _close(compiler: Compiler) -> None:
-    for attr in ("close", "shutdown"):
-        fn = getattr(compiler, attr, None)
-        if callable(fn):
-            fn()
-            return
-
-
 def _dir_has_entries(path: Path) -> bool:
     """Whether a disk cache directory already holds entries (lock files and temp files do not count)."""
     from ..compile.disk import DiskCache
@@ -547,9 +556,9 @@ def run_replay(
                 c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
                 scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
             primary = first
-        return ReplayReport(tuning_list, jobs, cache, _is_isolated(comp), primary, scenarios, dir_used, granularity, salt)
+        return ReplayReport(tuning_list, jobs, cache, comp.isolated, primary, scenarios, dir_used, granularity, salt)
     finally:
         if tmp is not None:
             tmp.cleanup()
         if own_compiler:
-            _close(comp)
+            comp.close()

@@ -1,0 +1,332 @@
+"""``run(spec, device)``: the sweep loop over a ``SweepSpec``.
+
+Every configuration produces raw sample rows and one summary row (columns: ``hipexplore.schema``,
+documented in docs/ARCHITECTURE.md "Benchmark frames"). Per (kernel, size) a cold reference is
+taken first (single launches, each after an l2-read flush) and every summary reports its bias
+against it (median / reference - 1).
+
+With ``out=FILE.parquet`` the results are rewritten atomically after each configuration
+(``bench.io``): an interrupted sweep keeps what finished, and running it again with the same
+``out`` resumes (done configurations are skipped) when the recorded spec measured rows the same
+way (``SweepSpec.measurement()``) on the same device. ``hooks.on_samples(frame)`` then
+``hooks.on_result(summary_row)`` run after each configuration and ``hooks.should_stop()`` before
+each one, so a widget can show live results and stop the sweep.
+"""
+from __future__ import annotations
+
+import math
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..devices import device_label
+from ..devices.base import Device, check_flush_mode
+from ..errors import BenchmarkError, ConfigError
+from ..kernels.build import kernel_for
+from ..kernels.spec import KernelSpec
+from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
+from . import rotating as rot
+from .flush import Flusher, make_flusher
+from .io import empty_frame, output_paths, read_results, samples_frame, summary_frame, write_results
+from .spec import SweepSpec
+from .stats import Measurement
+from .timing import Workload, time_cold_reference, time_launches
+
+
+@dataclass
+class SweepResult:
+    samples: pd.DataFrame
+    summary: pd.DataFrame
+    metadata: dict[str, str]
+    path: Path | None = None
+    stopped: bool = False
+    skipped: list[tuple[str, int, str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SweepHooks:
+    """Callbacks of a running sweep (all optional)."""
+
+    on_result: Callable[[dict[str, Any]], None] | None = None
+    on_samples: Callable[[pd.DataFrame], None] | None = None
+    should_stop: Callable[[], bool] | None = None
+
+    def stop_now(self) -> bool:
+        return self.should_stop is not None and bool(self.should_stop())
+
+
+def verify(device: Device, spec: KernelSpec, sets: rot.BufferSets, kernel: Any, grid: tuple[int, int, int],
+           block: tuple[int, int, int], rtol: float = 1e-5) -> float:
+    """Run the kernel once on set 0 with poisoned outputs and compare with the numpy reference.
+
+    Returns the largest ||out - ref|| / ||ref|| (float32 FMA contraction stays far below rtol); raises ``BenchmarkError`` above ``rtol``. Kernels without a
+    reference return NaN (nothing to check).
+    """
+    if spec.reference is None:
+        return math.nan
+    outs = [a for a in spec.buffers() if a.role in ("out", "inout")]
+    poison = {a.name: np.full(a.elements(sets.n), np.nan if np.issubdtype(np.dtype(a.dtype), np.floating) else 0x7F, dtype=a.dtype)
+              for a in outs if a.role == "out"}
+    for name, arr in poison.items():
+        device.copy_to_device(sets.buffers[0][name], arr)
+    device.synchronize()
+    device.launch(kernel, grid, block, sets.args[0])
+    device.synchronize()
+    expected = spec.reference(sets.host, sets.scalars)
+    worst = 0.0
+    for name, ref in expected.items():
+        got = np.empty_like(ref)
+        device.copy_to_host(sets.buffers[0][name], got)
+        if not np.all(np.isfinite(got)) and np.all(np.isfinite(ref)):
+            raise BenchmarkError(f"kernel {spec.name!r} left unwritten (poisoned) elements in {name!r} at n={sets.n}")
+        ref64 = ref.astype(np.float64)
+        norm = float(np.linalg.norm(ref64))
+        err = float(np.linalg.norm(got.astype(np.float64) - ref64) / norm) if norm > 0 else float(np.abs(got).max(initial=0.0))
+        worst = max(worst, err)
+        if err > rtol:
+            raise BenchmarkError(f"kernel {spec.name!r} output {name!r} differs from the numpy reference at n={sets.n}: "
+                                 f"||got - ref|| / ||ref|| = {err:.3g} > {rtol:g}")
+    # restore set 0's outputs to the same data as the other sets
+    for a in outs:
+        device.copy_to_device(sets.buffers[0][a.name], sets.host[a.name])
+    device.synchronize()
+    return worst
+
+
+def _check_resume(paths: tuple[Path, Path, Path], old_summary: pd.DataFrame, old_meta: dict[str, str] | None,
+                  spec: SweepSpec, dev: Device) -> None:
+    """Finished rows are kept only when they came from this device and were measured the way new
+    rows will be: the recorded spec's measurement (and the LLC it sized flushes by) must match."""
+    names = set(old_summary["device_name"].unique())
+    if names and names != {dev.name}:
+        raise ConfigError(f"cannot resume {str(paths[0])!r}: it holds results from {sorted(names)}, not {dev.name!r}; use another out file")
+    if old_meta is None:
+        return
+    then = {**SweepSpec.recorded_measurement(old_meta),
+            **({"device.llc_bytes": old_meta["device.llc_bytes"]} if "device.llc_bytes" in old_meta else {})}
+    now = {**spec.measurement(), "device.llc_bytes": str(dev.llc_bytes)}
+    # a recorded spec is compared whole (a flush factor set only now differs too); a legacy file's
+    # loose keys only where it has them, as before specs were recorded
+    keys = sorted(set(then) | set(now)) if old_meta.get("sweep.spec") else sorted(then)
+    differ = [f"{k}: {then.get(k, '')!r} then, {now.get(k, '')!r} now" for k in keys if then.get(k, "") != now.get(k, "")]
+    if differ:
+        raise ConfigError(f"cannot resume {str(paths[0])!r}: its finished rows were measured with other settings "
+                          f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file")
+
+
+def run(
+    spec: SweepSpec,
+    device: Device,
+    *,
+    out: str | os.PathLike | None = None,
+    resume: bool = True,
+    hooks: SweepHooks | None = None,
+    progress: bool = True,
+    run_id: str | None = None,
+    command: str | Sequence[str] | None = None,
+) -> SweepResult:
+    """Measure every configuration of ``spec`` on ``device``; see the module docstring."""
+    if not isinstance(spec, SweepSpec):
+        raise ConfigError(f"run() takes a SweepSpec; got {type(spec).__name__}")
+    hooks = hooks or SweepHooks()
+    dev = device
+    specs = spec.specs()
+    rule = spec.stop
+    flush_list = list(spec.flush)
+    for f in flush_list:
+        check_flush_mode(dev, f)
+    for kspec in specs:
+        kspec.source_for(dev.compiler)  # a kernel without a source for this device fails now, not mid-sweep
+
+    from ..provenance import collect
+
+    metadata = collect(dev, command)
+    metadata.update({
+        **spec.record(),
+        "timing.method": ("perf_counter_ns around each synchronous ctypes call (host: no launch queue, no latency to hide)"
+                          if dev.kind == "host" else
+                          "per-launch event pairs enqueued in chunks behind a blocking kernel (nvbench's method)"),
+    })
+
+    paths = output_paths(out) if out is not None else None
+    old_samples, old_summary = empty_frame(SAMPLE_COLUMNS), empty_frame(SUMMARY_COLUMNS)
+    previous = read_results(paths) if paths is not None and resume else None
+    if previous is not None:
+        old_samples, old_summary, old_meta = previous
+        assert paths is not None  # previous results come only from an out file
+        _check_resume(paths, old_summary, old_meta, spec, dev)
+        if run_id is None and len(old_summary):
+            run_id = str(old_summary["run_id"].iloc[0])
+    run_id = run_id or uuid.uuid4().hex[:12]
+    metadata["run_id"] = run_id
+    done = {(r.kernel, int(r.size_bytes), str(r.rotating_requested), r.flush) for r in old_summary.itertuples()}
+    ref_medians = {(r.kernel, int(r.size_bytes)): float(r.median_s) for r in old_summary.itertuples() if r.flush == COLD_REFERENCE}
+    return _measure(spec, dev, specs, rule, flush_list, metadata, paths, done, ref_medians, old_samples, old_summary,
+                    hooks, progress)
+
+
+def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, flush_list: list[str],
+             metadata: dict[str, str], paths: tuple[Path, Path, Path] | None, done: set, ref_medians: dict,
+             old_samples: pd.DataFrame, old_summary: pd.DataFrame, hooks: SweepHooks, progress: bool) -> SweepResult:
+    run_id = metadata["run_id"]
+    size_list, rot_list = list(spec.sizes), list(spec.rotating)
+    reference, reference_samples, verify_results = spec.reference, spec.reference_samples, spec.verify
+    chunk, warmup_s, mem_fraction, flush_end_event = spec.chunk, spec.warmup_s, spec.mem_fraction, spec.flush_end_event
+    samples_parts: list[pd.DataFrame] = [old_samples] if len(old_samples) else []
+    summary_rows: list[dict[str, Any]] = old_summary.to_dict("records")
+    label = device_label(dev)
+
+    # flushers first, so their memory is taken before rotating sets are sized against free memory
+    factors = spec.flush_factor
+    flushers: dict[str, Flusher | None] = {}
+    try:
+        for f in set(flush_list) | ({"l2-read"} if reference else set()):
+            flushers[f] = make_flusher(dev, f, factor=factors.get(f))
+        free, _total = dev.memory_info()
+        plans: dict[tuple[str, int, str], rot.RotatingPlan] = {}
+        for kspec in specs:
+            for size in size_list:
+                n = kspec.elements(size)
+                for r in rot_list:
+                    p = rot.plan(r, footprint_bytes=kspec.footprint(n), set_bytes=kspec.set_bytes(n),
+                                 llc_bytes=dev.llc_bytes, free_bytes=free, mem_fraction=mem_fraction)
+                    if not rule.adaptive:
+                        rot.check_iterations(int(rule.iterations or 0), p.count)
+                    plans[(kspec.name, size, str(r))] = p
+        for f in flush_list:
+            metadata[f"flush.{f}.bytes"] = str(flushers[f].nbytes if flushers.get(f) else 0)
+        metadata["device.llc_bytes"] = str(dev.llc_bytes)
+        metadata["device.llc_source"] = dev.llc_source
+
+        bar = _progress(spec.configurations(), progress, done_count=len(done))
+        stopped = False
+
+        def emit(rows: pd.DataFrame, row: dict[str, Any]) -> None:
+            samples_parts.append(rows)
+            summary_rows.append(row)
+            if paths is not None:
+                write_results(paths, samples_parts, summary_rows, metadata)
+            if hooks.on_samples is not None:
+                hooks.on_samples(rows.copy())
+            if hooks.on_result is not None:
+                hooks.on_result(dict(row))
+            bar.update(1)
+
+        for kspec in specs:
+            for size in size_list:
+                n = kspec.elements(size)
+                footprint = kspec.footprint(n)
+                grid, block = kspec.geometry(n, dev)
+                kernel = kernel_for(dev, kspec.name)
+                base = dict(run_id=run_id, device=label, device_name=dev.name, kernel=kspec.name, size_bytes=size,
+                            footprint_bytes=footprint)
+                ref_key = (kspec.name, size)
+                need_ref = reference and (kspec.name, size, "1", COLD_REFERENCE) not in done
+                if need_ref or verify_results:
+                    if hooks.stop_now():
+                        stopped = True
+                        break
+                    with rot.BufferSets(dev, kspec, n, 1) as sets:
+                        if verify_results:
+                            err = verify(dev, kspec, sets, kernel, grid, block)
+                            metadata[f"verify.{kspec.name}.{size}"] = f"rel_l2_error={err:.3g}"
+                        if need_ref:
+                            wl = Workload(dev, kernel, grid, block, sets.args)
+                            raw = time_cold_reference(wl, flushers["l2-read"], reference_samples, chunk=chunk, warmup_s=warmup_s)  # type: ignore[arg-type]
+                            m = Measurement(raw.time_s, label=f"{kspec.name} {size} cold", notes=list(raw.notes))
+                            ref_medians[ref_key] = m.median
+                            cap = int(free * mem_fraction)
+                            rows, row = _frames(base, 1, "1", COLD_REFERENCE, raw, m, ref_medians[ref_key], dev, footprint, cap)
+                            emit(rows, row)
+                for r in rot_list:
+                    p = plans[(kspec.name, size, str(r))]
+                    todo = [f for f in flush_list if (kspec.name, size, p.requested, f) not in done]
+                    if not todo:
+                        continue
+                    if hooks.stop_now():
+                        stopped = True
+                        break
+                    with rot.BufferSets(dev, kspec, n, p.count) as sets:
+                        for f in todo:
+                            if hooks.stop_now():
+                                stopped = True
+                                break
+                            k = kernel_for(dev, kspec.name, inline_icache=True) if f == "inline-icache" else kernel
+                            wl = Workload(dev, k, grid, block, sets.args)
+                            raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s, flush_end_event=flush_end_event)
+                            notes = ([p.note] if p.note else []) + list(raw.notes)
+                            if f == "inline-icache":
+                                notes.append("by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry")
+                            m = Measurement(raw.time_s, label=f"{kspec.name} {size} r={p.requested} {f}", notes=notes)
+                            rows, row = _frames(base, p.count, p.requested, f, raw, m, ref_medians.get(ref_key, math.nan), dev, footprint, p.cap_bytes)
+                            emit(rows, row)
+                    if stopped:
+                        break
+                if stopped:
+                    break
+            if stopped:
+                break
+        bar.close()
+    finally:
+        for fl in flushers.values():
+            if fl is not None:
+                fl.free()
+    samples_df = samples_frame(samples_parts)
+    summary_df = summary_frame(summary_rows)
+    if paths is not None:
+        write_results(paths, samples_parts, summary_rows, metadata)
+    return SweepResult(samples_df, summary_df, metadata, paths[0] if paths else None, stopped)
+
+
+def _frames(base: dict[str, Any], count: int, requested: str, flush: str, raw: Any, m: Measurement, ref: float,
+            dev: Device, footprint: int, cap: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+    k = len(raw.time_s)
+    rows = pd.DataFrame({
+        **{c: [base[c]] * k for c in ("run_id", "device", "device_name", "kernel")},
+        "size_bytes": np.full(k, base["size_bytes"], dtype=np.int64),
+        "footprint_bytes": np.full(k, footprint, dtype=np.int64),
+        "rotating": np.full(k, count, dtype=np.int64),
+        "rotating_requested": [requested] * k,
+        "flush": [flush] * k,
+        "iteration": np.arange(k, dtype=np.int64),
+        "buffer_set": raw.buffer_set.astype(np.int64),
+        "time_s": raw.time_s,
+        "flush_s": raw.flush_s,
+        "gap_s": raw.gap_s,
+    }, columns=list(SAMPLE_COLUMNS))
+    s = m.summary()
+    row: dict[str, Any] = {**base, "rotating": count, "rotating_requested": requested, "flush": flush}
+    row.update({key: s[key] for key in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s", "ci_high_s", "n_outliers")})
+    row["reference_median_s"] = ref
+    row["bias"] = (m.median / ref - 1.0) if ref and not math.isnan(ref) else math.nan
+    row["bandwidth_gbs"] = footprint / m.median / 1e9 if m.median > 0 else math.nan
+    row["peak_bandwidth_gbs"] = float(dev.peak_bandwidth_gbs)
+    row["rotating_cap_bytes"] = int(cap)
+    row["warning"] = s["warning"]
+    return rows, row
+
+
+class _NullBar:
+    def update(self, k: int = 1) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _progress(total: int, enabled: bool, done_count: int) -> Any:
+    if not enabled:
+        return _NullBar()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return _NullBar()
+    return tqdm(total=total, initial=min(done_count, total), desc="hipexplore sweep", unit="config", leave=False)
+
+
+__all__ = ["SweepHooks", "SweepResult", "run", "verify"]

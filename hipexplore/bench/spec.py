@@ -1,0 +1,226 @@
+"""``SweepSpec``: what a sweep measures, as one frozen, picklable value.
+
+Why a value object: ``sweep()`` took 24 parameters and its resume check compared them by hand. A
+spec is validated once (``__post_init__``: a ``ConfigError`` naming the field, the value and what
+is allowed), can be sent to another process or machine (kernels are catalog names, or the
+``KernelSpec`` a caller built), and is stored in the sweep's metadata (``sweep.spec``), so resuming
+compares the recorded spec with the new one. ``measurement()`` is the part that must match for
+finished rows to be kept: kernels, sizes, rotating counts and flush modes may grow.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..devices.base import FLUSH_MODES
+from ..errors import ConfigError
+from ..kernels import catalog
+from ..kernels.spec import KernelSpec
+from . import rotating as rot
+from .stats import StopRule
+from .timing import DEFAULT_CHUNK
+
+#: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
+MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.mem_fraction", "sweep.reference_samples",
+                    "sweep.flush_end_event")
+
+
+def parse_size(text: str | int) -> int:
+    """'1MiB', '256M', '4096', '64KiB', '1GiB' -> bytes."""
+    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+        if text <= 0:
+            raise ConfigError(f"size must be positive, got {text}")
+        return int(text)
+    t = str(text).strip()
+    units = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1000, "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
+             "g": 1 << 30, "gib": 1 << 30, "gb": 10**9}
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    unit = t[len(num):].strip().lower()
+    try:
+        val = float(num)
+    except ValueError:
+        val = -1
+    if unit not in units or val <= 0:
+        raise ConfigError(f"size {text!r} is not a positive size like 4096, 64KiB, 1MiB, 256M or 1GiB")
+    return int(val * units[unit])
+
+
+def _listed(value: Any, scalar: tuple[type, ...]) -> list[Any]:
+    return [value] if isinstance(value, scalar) else list(value)
+
+
+def _by_name(kernel: str | KernelSpec) -> str | KernelSpec:
+    """A registered KernelSpec becomes its catalog name (picklable); others stay as given."""
+    if isinstance(kernel, KernelSpec):
+        try:
+            if catalog.get(kernel.name) is kernel:
+                return kernel.name
+        except ConfigError:
+            pass
+    return kernel
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """Every (kernel, size, rotating, flush) combination and how each is measured.
+
+    ``kernels``: catalog names or ``KernelSpec`` objects; ``sizes``: bytes per array (ints or
+    ``'64KiB'``-style text); ``rotating``: counts or ``'auto'``; ``flush``: modes of
+    ``FLUSH_MODES``. Scalars are accepted for each and become 1-tuples. ``stop`` decides when a
+    configuration has enough samples (``StopRule(iterations=N)`` for a fixed count). ``reference``
+    takes a cold reference per (kernel, size) with ``reference_samples`` single launches.
+    """
+
+    kernels: tuple[str | KernelSpec, ...] = ("triad",)
+    sizes: tuple[int, ...] = (1 << 20,)
+    rotating: tuple[int | str, ...] = (1,)
+    flush: tuple[str, ...] = ("none",)
+    stop: StopRule = field(default_factory=StopRule)
+    reference: bool = True
+    reference_samples: int = 30
+    mem_fraction: float = rot.DEFAULT_MEM_FRACTION
+    chunk: int = DEFAULT_CHUNK
+    warmup_s: float = 0.02
+    verify: bool = True
+    #: (mode, factor) pairs: the flush buffer as a multiple of the LLC (see bench.flush)
+    flush_factors: tuple[tuple[str, float], ...] = ()
+    flush_end_event: bool = False
+
+    def __post_init__(self) -> None:
+        kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
+        for k in kernels:
+            catalog.get(k)  # an unknown name fails here, naming the registered kernels
+        sizes = tuple(parse_size(s) for s in _listed(self.sizes, (int, str)))
+        rotating = tuple(rot.parse_rotating(r) for r in _listed(self.rotating, (int, str)))
+        flush = tuple(_listed(self.flush, (str,)))
+        if not kernels or not sizes or not rotating or not flush:
+            raise ConfigError("sweep needs at least one kernel, size, rotating count and flush mode")
+        for f in flush:
+            if f not in FLUSH_MODES:
+                raise ConfigError(f"flush mode {f!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
+        if not isinstance(self.stop, StopRule):
+            raise ConfigError(f"stop must be a StopRule; got {self.stop!r}")
+        factors = tuple((str(k), v) for k, v in (self.flush_factors.items() if isinstance(self.flush_factors, Mapping)
+                                                  else self.flush_factors))
+        for mode, factor in factors:
+            if mode not in FLUSH_MODES:
+                raise ConfigError(f"flush factor for {mode!r}: unknown flush mode; expected one of {', '.join(FLUSH_MODES)}")
+            if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+                raise ConfigError(f"flush factor for {mode!r} must be a positive, finite number; got {factor!r}")
+        self._check_int("chunk", self.chunk, 1)
+        if self.reference:
+            self._check_int("reference_samples", self.reference_samples, 1)
+        if isinstance(self.mem_fraction, bool) or not isinstance(self.mem_fraction, (int, float)) \
+                or not 0 < self.mem_fraction <= 1:
+            raise ConfigError(f"mem_fraction must be in (0, 1], got {self.mem_fraction!r}")
+        if isinstance(self.warmup_s, bool) or not isinstance(self.warmup_s, (int, float)) \
+                or not math.isfinite(self.warmup_s) or self.warmup_s < 0:
+            raise ConfigError(f"warmup_s must be a finite number of seconds >= 0, got {self.warmup_s!r}")
+        for name in ("reference", "verify", "flush_end_event"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        for name, value in (("kernels", kernels), ("sizes", sizes), ("rotating", rotating), ("flush", flush),
+                            ("flush_factors", factors)):
+            object.__setattr__(self, name, value)
+
+    @staticmethod
+    def _check_int(name: str, value: Any, least: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ConfigError(f"{name} must be an integer >= {least}, got {value!r}")
+
+    # -- derived views ----------------------------------------------------------------------------
+    def specs(self) -> list[KernelSpec]:
+        return [catalog.get(k) for k in self.kernels]
+
+    @property
+    def flush_factor(self) -> dict[str, float]:
+        return dict(self.flush_factors)
+
+    def configurations(self) -> int:
+        """How many rows the sweep's summary will hold."""
+        per_size = len(self.rotating) * len(self.flush) + (1 if self.reference else 0)
+        return len(self.kernels) * len(self.sizes) * per_size
+
+    def as_record(self) -> dict[str, Any]:
+        """Every field as JSON-ready data (kernels by name): what ``sweep.spec`` stores."""
+        return {
+            "kernels": [catalog.get(k).name for k in self.kernels],
+            "sizes": list(self.sizes),
+            "rotating": list(self.rotating),
+            "flush": list(self.flush),
+            "stop": dataclasses.asdict(self.stop),
+            "reference": self.reference,
+            "reference_samples": self.reference_samples,
+            "mem_fraction": self.mem_fraction,
+            "chunk": self.chunk,
+            "warmup_s": self.warmup_s,
+            "verify": self.verify,
+            "flush_factors": dict(self.flush_factors),
+            "flush_end_event": self.flush_end_event,
+        }
+
+    def record(self) -> dict[str, str]:
+        """The spec as metadata entries of a sweep's files: ``sweep.spec`` (the whole spec as JSON,
+        which resume reads back) and the readable ``sweep.*`` / ``flush.factor.*`` keys."""
+        return {
+            "sweep.kernels": ",".join(catalog.get(k).name for k in self.kernels),
+            "sweep.sizes": ",".join(str(s) for s in self.sizes),
+            "sweep.rotating": ",".join(str(r) for r in self.rotating),
+            "sweep.flush": ",".join(self.flush),
+            **self.measurement(),
+            "sweep.spec": json.dumps(self.as_record(), sort_keys=True),
+        }
+
+    def measurement(self) -> dict[str, str]:
+        """What must be equal for rows measured under this spec to sit with rows measured under
+        another (``MEASUREMENT_KEYS`` and the flush factors)."""
+        return _measurement_of(self.as_record())
+
+    @staticmethod
+    def recorded_measurement(metadata: Mapping[str, str]) -> dict[str, str]:
+        """The measurement of a recorded sweep: from its ``sweep.spec`` when the writer stored one,
+        else (legacy files, written before specs were recorded) its loose ``sweep.*`` keys."""
+        raw = metadata.get("sweep.spec")
+        if raw:
+            try:
+                return _measurement_of(json.loads(raw))
+            except (ValueError, TypeError, KeyError, AttributeError, ConfigError):
+                pass  # unreadable: compare what the loose keys say
+        return {k: str(v) for k, v in metadata.items() if k.startswith((*MEASUREMENT_KEYS, "flush.factor."))}
+
+
+def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
+    """``SweepSpec.measurement()`` of an ``as_record()`` dict (so a recorded spec reads the same)."""
+    return {
+        "sweep.stop_rule": repr(StopRule(**record["stop"])),
+        "sweep.chunk": str(record["chunk"]),
+        "sweep.mem_fraction": str(record["mem_fraction"]),
+        "sweep.reference_samples": str(record["reference_samples"] if record["reference"] else 0),
+        "sweep.flush_end_event": str(record["flush_end_event"]),
+        **{f"flush.factor.{k}": str(v) for k, v in dict(record["flush_factors"]).items()},
+    }
+
+
+def spec_from_arguments(
+    kernels: Any, sizes: Any, rotating: Any, flush: Any, *, iterations: int | None, stop: StopRule | None,
+    reference: bool, reference_samples: int, mem_fraction: float, chunk: int, warmup_s: float,
+    verify_results: bool, flush_factor: Mapping[str, float] | None, flush_end_event: bool,
+) -> SweepSpec:
+    """``sweep()``'s arguments as a ``SweepSpec`` (``iterations`` and ``stop`` exclude each other)."""
+    kernels = list(_listed(kernels, (str, KernelSpec)))
+    specs = [catalog.get(k) for k in kernels]  # unknown kernel: the catalog's error, first
+    if iterations is not None and stop is not None:
+        SweepSpec(tuple(specs), sizes, rotating, flush)  # the lists' own errors come first, as they did
+        raise ConfigError("give either iterations (fixed count) or stop (a StopRule), not both")
+    rule = StopRule(iterations=iterations) if iterations is not None else (stop or StopRule())
+    return SweepSpec(
+        kernels=tuple(specs),
+        sizes=sizes, rotating=rotating, flush=flush, stop=rule, reference=reference,
+        reference_samples=reference_samples, mem_fraction=mem_fraction, chunk=chunk, warmup_s=warmup_s,
+        verify=verify_results, flush_factors=tuple((flush_factor or {}).items()), flush_end_event=flush_end_event,
+    )

@@ -1,0 +1,151 @@
+"""Benchmark data for the notebooks (a live sweep or recorded frames) and what the dashboard
+shows: its configuration, title, summary table and provenance table."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ..errors import ConfigError, HipexploreError
+from .recorded import collect_provenance, load_recorded, provenance_table
+from .replay import ReplayData
+
+# ----------------------------------------------------------------------------------------------
+# benchmark sweeps, live or recorded
+
+
+@dataclass
+class BenchData:
+    samples: pd.DataFrame
+    summary: pd.DataFrame
+    source: str
+    device_properties: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+
+
+def benchmark_data(
+    source: str = "live",
+    device: str = "auto",
+    kernel: str = "triad",
+    sizes: Sequence[int | str] | str = ("1MiB",),
+    rotating: Sequence[int | str] | str = (1, 2, 4, "auto"),
+    flush: Sequence[str] | str = ("none", "l2-read"),
+    iterations: int | None = 40,
+    progress: bool = False,
+    command: str | Sequence[str] | None = None,
+) -> BenchData:
+    """A rotating x flush sweep of one kernel on ``device`` (``hipexplore.bench.sweep``), or the
+    frames recorded under ``source`` (a parquet file or folder). ``iterations`` must be at least
+    the largest rotating count (``auto`` included); None lets the adaptive stop rule decide."""
+    if source != "live":
+        rec = load_recorded(source)
+        if rec.summary is None:
+            raise ConfigError(f"no benchmark summary parquet under {source!r} (expected columns median_s, iqr_rel, ...)")
+        samples = rec.samples if rec.samples is not None else pd.DataFrame()
+        props = {k[len("device."):]: v for k, v in rec.provenance.items() if k.startswith("device.")}
+        prov = {**rec.provenance, **({"recorded.note": " ".join(rec.notes)} if rec.notes else {})}
+        return BenchData(samples, rec.summary, str(source), props, prov)
+    from ..bench.sweep import sweep
+    from ..devices import get_device
+
+    dev = get_device(device)
+    try:
+        props = dev.properties
+        props = props.as_dict() if hasattr(props, "as_dict") else dict(props)
+        note = ""
+        if iterations is not None:  # 'auto' can want more sets than the notebook's iteration count on a large LLC
+            try:
+                needed = _most_sets(kernel, sizes, rotating, dev.llc_bytes)
+            except HipexploreError:  # a bad argument: let the sweep itself report it
+                needed = iterations
+            if needed > iterations:
+                note = (f"iterations raised from {iterations} to {needed}: rotating 'auto' wants {needed} buffer sets "
+                        f"on this device (LLC {dev.llc_bytes} B), and every set must be timed at least once")
+                iterations = needed
+        result = sweep(kernel, sizes, rotating, flush, device=dev, iterations=iterations, progress=progress, command=command)
+        if note:
+            result.metadata["report.iterations_note"] = note
+    finally:
+        dev.close()
+    if result.summary.empty:
+        raise HipexploreError(f"the sweep on {device!r} returned no summary rows")
+    return BenchData(result.samples, result.summary, "live", props, dict(result.metadata))
+
+
+def _most_sets(kernel: str, sizes: Sequence[int | str] | str, rotating: Sequence[int | str] | str, llc_bytes: int) -> int:
+    """The largest buffer-set count the sweep will ask for (before the memory cap)."""
+    from ..bench import rotating as rot
+    from ..bench.spec import parse_size
+    from ..kernels import catalog
+
+    spec = catalog.get(kernel)
+    size_list = [sizes] if isinstance(sizes, (int, str)) else list(sizes)
+    rot_list = [rotating] if isinstance(rotating, (int, str)) else list(rotating)
+    counts = [1]
+    for size in size_list:
+        n = spec.elements(parse_size(size))
+        for r in rot_list:
+            req = rot.parse_rotating(r)
+            counts.append(rot.auto_count(llc_bytes, spec.footprint(n)) if req == "auto" else int(req))
+    return max(counts)
+
+
+def provenance_for(bench: BenchData | None, replay: ReplayData | None = None, command: str | Sequence[str] | None = None) -> pd.DataFrame:
+    """The report's provenance table: this run (device properties included) and, when figures
+    come from recorded files, what those files say about the run that recorded them."""
+    live = bench is not None and bench.source == "live"
+    info = collect_provenance(bench.device_properties if live else None, command)
+    if live:  # how the sweep measured: stop rule, timing method, flush sizes, run id
+        info.update({k: v for k, v in bench.provenance.items() if k.startswith(("sweep.", "timing.", "flush.", "run_id"))})
+    recorded: dict[str, str] = {}
+    if replay is not None and replay.source != "live":
+        recorded.update(replay.provenance)
+        recorded["recorded.tuning"] = replay.source
+    if bench is not None and bench.source != "live":
+        recorded.update(bench.provenance)
+        recorded["recorded.benchmark"] = bench.source
+    return provenance_table(info, recorded or None)
+
+
+# ----------------------------------------------------------------------------------------------
+# what the dashboard shows
+
+#: Summary columns a reviewer reads first.
+SUMMARY_VIEW = ("flush", "rotating_requested", "rotating", "n", "median_s", "iqr_rel", "cv", "bias",
+                "bandwidth_gbs", "n_outliers", "warning")
+
+
+def bench_configuration(bench: BenchData) -> dict[str, Any]:
+    """The one (kernel, size) the single-configuration figures show: the first kernel and its
+    smallest size, where launch overhead and cache state move the numbers most."""
+    summary = bench.summary
+    kernel = list(pd.unique(summary["kernel"]))[0]
+    size = int(summary.loc[summary["kernel"] == kernel, "size_bytes"].min())
+    device_name = str(summary["device_name"].iloc[0]) if "device_name" in summary.columns else str(bench.device_properties.get("name", ""))
+    return {"kernel": kernel, "size_bytes": size, "device_name": device_name}
+
+
+def dashboard_configuration(bench: BenchData, replay: ReplayData) -> dict[str, Any]:
+    """``bench_configuration`` plus the composite figure's title."""
+    from ..plots import format_bytes
+
+    cfg = bench_configuration(bench)
+    kernel, size, device_name = cfg["kernel"], cfg["size_bytes"], cfg["device_name"]
+    ev = replay.events
+    comp = f"{ev['compiler'].iloc[0]}/{ev['target'].iloc[0]}" if {"compiler", "target"} <= set(ev.columns) and len(ev) else ""
+    title = (f"{device_name} — {kernel}, {format_bytes(size)} per array   |   "
+             f"tuning replay {comp}: {len(ev)} requests, cache '{replay.primary}'")
+    return {"kernel": kernel, "size_bytes": size, "device_name": device_name, "title": title}
+
+
+def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None) -> pd.DataFrame:
+    """The reviewer's columns of one configuration's summary rows, sorted by flush and rotating."""
+    from ..plots import one_configuration, time_unit
+
+    rows = one_configuration(summary, kernel, size_bytes, "summary frame")
+    cols = [c for c in SUMMARY_VIEW if c in rows.columns]
+    table = rows.sort_values(["flush", "rotating"])[cols].reset_index(drop=True)
+    scale, unit = time_unit(table["median_s"])  # seconds with six decimals hide the differences
+    table["median_s"] = table["median_s"] * scale
+    return table.rename(columns={"median_s": f"median_{unit.replace('µ', 'u')}"})

@@ -1,0 +1,291 @@
+"""Run the review notebooks with papermill and export one self-contained HTML report.
+
+Where the notebooks come from: the jupytext percent scripts in the repository's ``notebooks/``
+are the reviewed source, paired with ``.ipynb`` files (outputs stripped). The package reaches them
+as ``hipexplore/notebooks/``, a symlink to ``../notebooks`` in a checkout; setuptools follows it,
+so a built wheel carries real copies (pyproject's package-data ``notebooks/*.ipynb``). Lookup
+order: ``$HIPEXPLORE_NOTEBOOKS``, then ``hipexplore/notebooks/``, then ``<repo>/notebooks/``.
+
+Reports carry static figures (widget state does not survive an HTML export) and a provenance
+table; every image is an inline ``data:`` URI and no external script is left in the page, so the
+file reads the same offline and in ten years.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from .. import settings
+from ..errors import ConfigError, HipexploreError
+
+#: The notebooks that ship with hipexplore, by short name.
+NOTEBOOKS = {
+    "compile_cache": "compile_cache.ipynb",
+    "rotating_buffers": "rotating_buffers.ipynb",
+    "dashboard": "dashboard.ipynb",
+}
+#: The kernel papermill starts; a mismatch with the notebook's metadata is the classic CI failure.
+KERNEL_NAME = "python3"
+class ReportError(HipexploreError):
+    """A notebook failed while running or the report could not be written; ``notebook`` holds
+    the path of the executed (partial) notebook so nothing is lost."""
+
+    def __init__(self, message: str, notebook: str | None = None) -> None:
+        super().__init__(message)
+        self.notebook = notebook
+
+# ----------------------------------------------------------------------------------------------
+# finding and parameterising notebooks
+
+
+def notebooks_dir() -> Path:
+    """The folder holding the shipped ``.ipynb`` files (see the module docstring for the order)."""
+    env = settings.NOTEBOOKS.get()
+    candidates = [env] if env is not None else []
+    here = Path(__file__).resolve().parents[1]  # the hipexplore package
+    candidates += [here / "notebooks", here.parent / "notebooks"]
+    for cand in candidates:
+        if (cand / NOTEBOOKS["dashboard"]).is_file():
+            return cand
+    raise ConfigError(f"no hipexplore notebooks found; looked for {NOTEBOOKS['dashboard']} in {[str(c) for c in candidates]}")
+
+
+def notebook_path(name: str | os.PathLike) -> Path:
+    """A shipped notebook by short name (``dashboard``), or an existing ``.ipynb`` path."""
+    if str(name) in NOTEBOOKS:
+        return notebooks_dir() / NOTEBOOKS[str(name)]
+    path = Path(name)
+    if path.suffix == ".ipynb" and path.is_file():
+        return path
+    raise ConfigError(f"notebook {str(name)!r} is neither one of {sorted(NOTEBOOKS)} nor an existing .ipynb file")
+
+
+def load_params(path: str | os.PathLike | None) -> dict[str, Any]:
+    """Notebook parameters from a YAML or JSON file (a mapping at the top level)."""
+    if path is None:
+        return {}
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read parameters file {str(p)!r}: {exc.strerror or exc}") from exc
+    try:
+        if p.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:  # both parsers raise their own hierarchies
+        raise ConfigError(f"parameters file {str(p)!r} is not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise ConfigError(f"parameters file {str(p)!r} must hold a mapping of names to values; got {type(data).__name__}")
+    return data
+
+
+def notebook_parameters(notebook: str | os.PathLike) -> dict[str, Any]:
+    """The names of a notebook's ``parameters`` cell and their defaults (as source text)."""
+    import papermill as pm
+
+    path = notebook_path(notebook)
+    found = pm.inspect_notebook(str(path))
+    if not found:
+        raise ConfigError(f"notebook {str(path)!r} has no cell tagged 'parameters'")
+    return {name: info.get("default") for name, info in found.items()}
+
+
+def check_parameters(notebook: str | os.PathLike, params: Mapping[str, Any]) -> None:
+    """Refuse names the notebook does not declare: papermill would silently add them."""
+    known = notebook_parameters(notebook)
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown parameters {unknown} for notebook {Path(notebook_path(notebook)).name}; expected some of {sorted(known)}")
+
+
+# ----------------------------------------------------------------------------------------------
+# running and exporting
+
+
+@contextlib.contextmanager
+def _this_python_kernel() -> Iterator[None]:
+    """Make kernel ``python3`` this interpreter for the duration of a run.
+
+    A ``python3`` kernelspec elsewhere on the machine (a user-wide one pointing at another Python)
+    would start a kernel without hipexplore; a spec placed first on ``JUPYTER_PATH`` wins.
+    """
+    with tempfile.TemporaryDirectory(prefix="hipexplore-kernel-") as tmp:
+        spec_dir = Path(tmp) / "kernels" / KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        # the kernel's own log only says "KeyboardInterrupt caught" when papermill stops it and
+        # warns about TCP on 127.0.0.1; cell errors and a dying kernel still reach ReportError
+        spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--IPKernelApp.log_level=CRITICAL"],
+                "display_name": "Python 3 (hipexplore)", "language": "python"}
+        (spec_dir / "kernel.json").write_text(json.dumps(spec))
+        old = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, *([old] if old else [])])
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = old
+
+
+def execute_notebook(
+    notebook: str | os.PathLike,
+    params: Mapping[str, Any] | None = None,
+    output: str | os.PathLike | None = None,
+    cwd: str | os.PathLike | None = None,
+    timeout: float | None = 600,
+) -> Any:
+    """Execute a notebook with papermill (kernel ``python3``) and return the executed node.
+
+    Unknown parameters raise ``ConfigError``; a failing cell raises ``ReportError`` naming the
+    cell's error, with the executed notebook (outputs up to the failure) kept at ``output``.
+    """
+    import nbformat
+    import papermill as pm
+
+    params = dict(params or {})
+    path = notebook_path(notebook)
+    check_parameters(path, params)
+    out_path = Path(output) if output else Path(tempfile.mkdtemp(prefix="hipexplore-nb-")) / path.name
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with _this_python_kernel():
+            pm.execute_notebook(
+                str(path),
+                str(out_path),
+                parameters=params,
+                kernel_name=KERNEL_NAME,
+                cwd=str(cwd) if cwd else None,
+                execution_timeout=timeout,
+                progress_bar=False,
+                report_mode=False,
+                request_save_on_cell_execute=False,
+            )
+    except pm.PapermillExecutionError as exc:
+        raise ReportError(
+            f"notebook {path.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
+            f"(executed notebook kept at {out_path})",
+            notebook=str(out_path),
+        ) from exc
+    except Exception as exc:
+        if isinstance(exc, HipexploreError):
+            raise
+        raise ReportError(f"could not run notebook {path.name} with kernel {KERNEL_NAME!r}: {type(exc).__name__}: {exc}", notebook=str(out_path)) from exc
+    return nbformat.read(str(out_path), as_version=4)
+
+
+_EXTERNAL_SCRIPT = re.compile(r'<script\b[^>]*\bsrc\s*=\s*["\']https?://[^"\']*["\'][^>]*>\s*</script>', re.I)
+#: nbconvert's loaders that fetch from a CDN: MathJax (needs the removed script) and mermaid
+_CDN_LOADERS = re.compile(r'<script type="text/x-mathjax-config">.*?</script>|<script type="module">(?:(?!</script>).)*?mermaid.*?</script>', re.S)
+_EXTERNAL_REF = re.compile(
+    r'<(?:img|script|link|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*["\'](?:https?:)?//[^"\']*["\']'
+    r'|\bimport\s*\(\s*["\']https?://[^"\']*["\']|url\(\s*["\']?https?://[^)]*\)', re.I)
+
+
+def external_references(html: str) -> list[str]:
+    """What would fetch something from the network to render the page: image, script, style
+    and frame sources, dynamic imports, CSS ``url(http...)``."""
+    return [m.group(0) for m in _EXTERNAL_REF.finditer(html)]
+
+
+def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> str:
+    """One self-contained HTML page: inline images, no widget state, no CDN scripts.
+
+    nbconvert's lab template links require.js and MathJax from a CDN; the report needs neither
+    (no math, no widgets), so those tags are removed and the result is checked for any other
+    network reference.
+    """
+    import copy
+
+    from nbconvert import HTMLExporter
+
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    if title:
+        nb.metadata["title"] = title
+    for cell in nb.cells:  # widget views cannot render without their JS: say so instead
+        for out in cell.get("outputs", []):
+            data = out.get("data")
+            if data and "application/vnd.jupyter.widget-view+json" in data:
+                data.clear()
+                data["text/plain"] = "(interactive widget: open the notebook in JupyterLab to use it)"
+    exporter = HTMLExporter(embed_images=True, exclude_input=no_input, exclude_input_prompt=no_input, exclude_output_prompt=no_input)
+    html, _ = exporter.from_notebook_node(nb)
+    html = _EXTERNAL_SCRIPT.sub("", html)
+    html = _CDN_LOADERS.sub("", html)
+    left = external_references(html)
+    if left:
+        raise ReportError(f"exported HTML still references the network: {left[:3]}")
+    return html
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # an ordinary file, not mkstemp's 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class ReportResult:
+    html: Path
+    notebook: Path | None  # the executed notebook, when ``notebook_out`` asked to keep it
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def build_report(
+    params: Mapping[str, Any] | str | os.PathLike | None = None,
+    out: str | os.PathLike = "report.html",
+    no_input: bool = False,
+    command: str | Sequence[str] | None = None,
+    notebook_out: str | os.PathLike | None = None,
+    timeout: float | None = 900,
+) -> ReportResult:
+    """Run the dashboard notebook and write ``out`` (HTML). ``params`` is a mapping or a YAML/JSON
+    file; ``command`` is recorded in the provenance table (defaults to this process's argv)."""
+    values = dict(params) if isinstance(params, Mapping) else load_params(params)
+    if command is None:
+        command = [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else []
+    if not isinstance(command, str):
+        command = shlex.join(str(c) for c in command)
+    known = notebook_parameters("dashboard")
+    if "command" in known and "command" not in values:
+        values["command"] = command
+    out_path = Path(out)
+    if out_path.suffix.lower() not in (".html", ".htm"):
+        raise ConfigError(f"report output must be an .html file; got {str(out_path)!r}")
+    # the executed notebook: where asked, else a temporary file that is removed after a success
+    # and kept (named in the error) after a failure
+    scratch = None if notebook_out else Path(tempfile.mkdtemp(prefix="hipexplore-report-"))
+    nb_path = Path(notebook_out) if notebook_out else scratch / "dashboard.ipynb"
+    # relative data paths in the parameters are taken from the caller's directory
+    nb = execute_notebook("dashboard", values, output=nb_path, cwd=Path.cwd(), timeout=timeout)
+    html = export_html(nb, no_input=no_input, title="hipexplore review report")
+    _atomic_write(out_path, html)
+    if scratch is not None:
+        import shutil
+
+        shutil.rmtree(scratch, ignore_errors=True)
+    return ReportResult(html=out_path, notebook=None if scratch is not None else nb_path, params=values)

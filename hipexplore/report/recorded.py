@@ -1,0 +1,197 @@
+"""Recorded data for the notebooks: parquet files sorted into samples, summary, cache/replay
+events and replay passes, plus the provenance stored with them.
+
+A file is recognised by the schema tag its writer stored in the parquet metadata
+(``hipexplore.schema``, see ``hipexplore.schema``): the sweep writes ``samples``/``summary``, the
+tuning replay ``tuning`` (and ``passes``). Files recorded before writers tagged them (the ones
+under ``data/``) have no tag; for those, and only those, the kind is inferred from the columns
+(``_legacy_kind_of``).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from .. import schema
+from ..errors import ConfigError
+
+#: Provenance rows shown first, in this order; the rest follow sorted.
+PROVENANCE_ORDER = (
+    "recorded.note", "recorded.benchmark", "recorded.tuning", "recorded.replay_pass", "recorded.file",
+    "device.name", "device.kind", "device.target", "device.driver", "device.runtime",
+    "compiler.host", "compiler.hiprtc", "compiler.nvrtc",
+    "hipexplore", "git_revision", "date", "command", "python", "platform", "cpu",
+)
+
+# ----------------------------------------------------------------------------------------------
+# data for the notebooks: recorded parquet files and provenance
+
+
+@dataclass
+class Recorded:
+    """Frames found in recorded parquet files, sorted by their columns, plus the provenance
+    stored in their metadata and notes on what was chosen among several runs."""
+
+    samples: pd.DataFrame | None = None
+    summary: pd.DataFrame | None = None
+    events: pd.DataFrame | None = None
+    passes: pd.DataFrame | None = None  # replay wall times, one row per scenario pass
+    provenance: dict[str, str] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+#: schema tag -> the kind load_recorded sorts a file into
+_KIND_OF_TAG = {schema.SAMPLES: "samples", schema.SUMMARY: "summary", schema.EVENTS: "events",
+                schema.TUNING: "events", schema.PASSES: "passes"}
+
+
+def _kind_of(path: Path, columns: Sequence[str]) -> str | None:
+    """The kind of a recorded file: its writer's schema tag, else (legacy, untagged) its columns."""
+    tag = schema.schema_of(path)
+    if tag is not None:
+        return _KIND_OF_TAG.get(tag)
+    return _legacy_kind_of(columns)
+
+
+def _legacy_kind_of(columns: Sequence[str]) -> str | None:
+    """LEGACY: files recorded before writers stored a schema tag (data/ holds some): guess the
+    kind from the columns. New files never take this path."""
+    cols = set(columns)
+    if {"outcome", "lookup_seconds", "compile_seconds"} <= cols:
+        return "events"
+    if {"scenario", "lookups", "compiles", "seconds"} <= cols:
+        return "passes"
+    if {"median_s", "iqr_rel", "size_bytes", "flush"} <= cols:  # tuning candidate tables have no size_bytes
+        return "summary"
+    if {"time_s", "iteration", "size_bytes", "flush"} <= cols:
+        return "samples"
+    return None
+
+
+def parquet_provenance(path: str | os.PathLike) -> dict[str, str]:
+    """Provenance stored in a parquet file's key-value metadata (the JSON under ``hipexplore``
+    that ``bench.sweep`` writes, or ``provenance.*`` keys), empty when there is none."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(str(path)).metadata or {}
+    out: dict[str, str] = {}
+    for k, v in meta.items():
+        key, val = k.decode(errors="replace"), v.decode(errors="replace")
+        if key in ("hipexplore", "hipexplore.provenance", "provenance"):
+            try:
+                out.update({str(a): str(b) for a, b in json.loads(val).items()})
+            except (ValueError, AttributeError):
+                continue
+        elif key.startswith("provenance."):
+            out[key[len("provenance."):]] = val
+    return out
+
+
+def _recorded_files(root: Path) -> list[Path]:
+    if root.is_dir():
+        return sorted(root.rglob("*.parquet"))
+    # a sweep's FILE.parquet comes with FILE.summary.parquet, and the other way round
+    name = root.name
+    stem = name[: -len(".summary.parquet")] if name.endswith(".summary.parquet") else root.stem
+    pair = [root.with_name(stem + ".parquet"), root.with_name(stem + ".summary.parquet")]
+    return [p for p in pair if p.is_file()] or [root]
+
+
+def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorded:
+    """Read recorded parquet files and sort them into samples, summary and cache/replay events.
+
+    path: a folder (searched recursively) or one file (a sweep's ``FILE.parquet`` brings its
+    ``FILE.summary.parquet``). A folder may hold several sweeps: one run is shown, ``run_id``
+    or else the one with the most configurations (the latest on a tie), and a note says so;
+    likewise the largest replay frame when there are several.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise ConfigError(f"recorded data path {str(root)!r} does not exist (expected a parquet file or a folder of them)")
+    files = _recorded_files(root)
+    if not files:
+        raise ConfigError(f"no .parquet files under {str(root)!r}")
+    found: dict[str, list[tuple[Path, pd.DataFrame, dict[str, str]]]] = {"samples": [], "summary": [], "events": [], "passes": []}
+    for f in files:
+        frame = pd.read_parquet(f)
+        kind = _kind_of(f, frame.columns)
+        if kind is not None:
+            found[kind].append((f, frame, parquet_provenance(f)))
+    if not any(found.values()):
+        raise ConfigError(f"no parquet file under {str(root)!r} holds benchmark samples, summary or cache events")
+    rec = Recorded()
+    if found["summary"]:
+        summary = pd.concat([fr for _, fr, _ in found["summary"]], ignore_index=True)
+        prov_by_run: dict[str, dict[str, str]] = {}
+        for f, fr, prov in found["summary"]:
+            for rid in (pd.unique(fr["run_id"]) if "run_id" in fr.columns else []):
+                prov_by_run.setdefault(str(rid), {**prov, "recorded.file": str(f)})
+        if "run_id" in summary.columns and summary["run_id"].nunique() > 1:
+            runs = summary.groupby("run_id").size()
+            if run_id is None:
+                run_id = max(runs.index, key=lambda r: (int(runs[r]), prov_by_run.get(str(r), {}).get("date", "")))
+                rec.notes.append(f"{root} holds {len(runs)} sweeps ({', '.join(f'{r}: {n} configurations' for r, n in runs.items())}); "
+                                 f"showing run {run_id}. Pass one sweep's .parquet file to choose another.")
+            elif run_id not in runs.index:
+                raise ConfigError(f"run_id {run_id!r} is not under {str(root)!r}; it holds {sorted(runs.index)}")
+        if run_id is not None and "run_id" in summary.columns:
+            summary = summary[summary["run_id"] == run_id].reset_index(drop=True)
+        rec.summary = summary
+        chosen = str(run_id) if run_id is not None else (str(summary["run_id"].iloc[0]) if "run_id" in summary.columns and len(summary) else "")
+        rec.provenance.update(prov_by_run.get(chosen, found["summary"][0][2]))
+        rec.files += [str(f) for f, fr, _ in found["summary"] if "run_id" not in fr.columns or chosen in set(map(str, fr["run_id"]))]
+    if found["samples"]:
+        samples = pd.concat([fr for _, fr, _ in found["samples"]], ignore_index=True)
+        if rec.summary is not None and "run_id" in samples.columns and "run_id" in rec.summary.columns:
+            samples = samples[samples["run_id"].isin(set(rec.summary["run_id"]))].reset_index(drop=True)
+        rec.samples = samples
+    if found["events"]:
+        f, frame, prov = max(found["events"], key=lambda item: len(item[1]))
+        if len(found["events"]) > 1:
+            rec.notes.append(f"{root} holds {len(found['events'])} replay frames; showing {f.name} ({len(frame)} lookups)")
+        rec.events = frame
+        rec.files.append(str(f))
+        for k, v in prov.items():
+            rec.provenance.setdefault(k, v)
+        # the wall times of that replay's passes, written next to it as FILE.passes.parquet
+        twin = f.with_name(f.stem + ".passes.parquet")
+        match = [fr for p, fr, _ in found["passes"] if p == twin]
+        if match:
+            rec.passes = match[0]
+            rec.files.append(str(twin))
+    return rec
+
+
+def provenance_table(info: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Provenance as a two- or three-column table: the report's run and, when the figures come
+    from recorded files, the run that recorded them."""
+    keys = [k for k in PROVENANCE_ORDER if k in info or (recorded and k in recorded)]
+    rest = sorted((set(info) | set(recorded or {})) - set(keys))
+    keys += rest
+    table = pd.DataFrame({"item": keys, "this run": [str(info.get(k, "")) for k in keys]})
+    if recorded:
+        table["recorded data"] = [str(recorded.get(k, "")) for k in keys]
+    return table.set_index("item")
+
+
+def full_width(table: pd.DataFrame) -> Any:
+    """The table for display without pandas' 50-character cell truncation (provenance values
+    such as the command line must appear whole in the report), left-aligned."""
+    return table.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+
+
+def collect_provenance(device_properties: Mapping[str, Any] | None = None, command: str | Sequence[str] | None = None) -> dict[str, str]:
+    """``provenance.collect`` plus the device's properties under ``device.*`` (empty or None
+    ``command`` means this process's argv)."""
+    from ..provenance import collect
+
+    info = collect(None, command=command or None)
+    for k, v in (device_properties or {}).items():
+        info[f"device.{k}"] = str(v)
+    return info

@@ -1,0 +1,125 @@
+"""The recorded-data contract, in one place: column lists, cache outcomes, schema tags.
+
+Why a leaf module: the sweep writes these frames, the cache and the tuning replay write events,
+and the plots, the widgets and the report read them. Each used to keep its own copy of the
+column lists (with different contents) and its own count of cache outcomes; now they all import
+them from here, and docs/ARCHITECTURE.md ("Cache events", "Benchmark frames") documents them.
+
+Files: every parquet file a hipexplore writer produces carries its kind as a schema tag in the
+file's key-value metadata (``hipexplore.schema``: ``samples``, ``summary``, ``events``,
+``tuning``, ``passes``), so a reader recognises it by what its writer said, not by its columns.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Literal, Mapping
+
+from .errors import ConfigError
+
+# -- cache outcomes -------------------------------------------------------------------------------
+#: What one cache lookup did. ``joined``: waited for an identical compile already in flight in this
+#: process; ``bypassed``: diagnostics requested, compiled without touching either tier.
+Outcome = Literal["memory-hit", "disk-hit", "compiled", "joined", "failed", "bypassed"]
+MEMORY_HIT: Outcome = "memory-hit"
+DISK_HIT: Outcome = "disk-hit"
+COMPILED: Outcome = "compiled"
+JOINED: Outcome = "joined"
+FAILED: Outcome = "failed"
+BYPASSED: Outcome = "bypassed"
+OUTCOMES: tuple[Outcome, ...] = (MEMORY_HIT, DISK_HIT, COMPILED, JOINED, FAILED, BYPASSED)
+#: Outcomes that did not run the compiler in this call (in OUTCOMES order).
+HIT_OUTCOMES: tuple[Outcome, ...] = (MEMORY_HIT, DISK_HIT, JOINED)
+#: Outcomes that ran the compiler.
+COMPILE_OUTCOMES: tuple[Outcome, ...] = (COMPILED, BYPASSED)
+
+# -- column lists ---------------------------------------------------------------------------------
+#: One row per cache lookup (``CompileCache.events()``).
+EVENT_COLUMNS = (
+    "seq", "time", "digest", "kernel", "compiler", "target", "mode", "outcome", "lookup_seconds",
+    "compile_seconds", "seconds_saved", "bytes", "error",
+)
+#: What the tuning replay adds to the event columns.
+REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "call_seconds")
+#: One row per timed launch of a sweep.
+SAMPLE_COLUMNS = (
+    "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",
+    "rotating_requested", "flush", "iteration", "buffer_set", "time_s", "flush_s", "gap_s",
+)
+#: One row per sweep configuration.
+SUMMARY_COLUMNS = (
+    "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",
+    "rotating_requested", "flush", "n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv",
+    "ci_low_s", "ci_high_s", "n_outliers", "reference_median_s", "bias", "bandwidth_gbs",
+    "peak_bandwidth_gbs", "rotating_cap_bytes", "warning",
+)
+#: The ``flush`` value of the single-launch-after-l2-read reference rows.
+COLD_REFERENCE = "cold-reference"
+
+
+def require_columns(frame: Any, columns: Iterable[str], what: str) -> Any:
+    """``frame`` if it is a non-empty DataFrame holding ``columns``; else a ConfigError naming what
+    is missing (an empty figure or table would look like evidence)."""
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame):
+        raise ConfigError(f"{what} must be a pandas DataFrame; got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"{what} is missing columns {missing}; it has {list(frame.columns)}")
+    if frame.empty:
+        raise ConfigError(f"{what} has no rows: nothing to plot")
+    return frame
+
+
+def count_outcomes(outcome: Any) -> dict[str, int]:
+    """Lookups by outcome, the one place they are counted (replay summaries, report tables):
+    ``lookups``, ``compiles`` (compiled + bypassed), ``memory_hits``, ``disk_hits``, ``hits``
+    (memory + disk), ``joins``, ``failed``. ``outcome``: a Series of outcome strings."""
+    return {
+        "lookups": int(len(outcome)),
+        "compiles": int(outcome.isin(COMPILE_OUTCOMES).sum()),
+        "memory_hits": int((outcome == MEMORY_HIT).sum()),
+        "disk_hits": int((outcome == DISK_HIT).sum()),
+        "hits": int(outcome.isin([MEMORY_HIT, DISK_HIT]).sum()),
+        "joins": int((outcome == JOINED).sum()),
+        "failed": int((outcome == FAILED).sum()),
+    }
+
+
+# -- schema tags on parquet files -----------------------------------------------------------------
+SCHEMA_KEY = "hipexplore.schema"
+SAMPLES, SUMMARY, EVENTS, TUNING, PASSES = "samples", "summary", "events", "tuning", "passes"
+SCHEMAS = (SAMPLES, SUMMARY, EVENTS, TUNING, PASSES)
+#: the key under which writers store their provenance JSON
+METADATA_KEY = "hipexplore"
+
+
+def write_parquet(frame: Any, path: str | os.PathLike, schema: str, metadata: Mapping[str, str] | None = None) -> None:
+    """Write ``frame`` atomically (temp file + ``os.replace``) with its schema tag and, when given,
+    the provenance ``metadata`` (JSON under ``hipexplore``) in the file's key-value metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if schema not in SCHEMAS:
+        raise ConfigError(f"schema must be one of {', '.join(SCHEMAS)}; got {schema!r}")
+    path = Path(path)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[SCHEMA_KEY.encode()] = schema.encode()
+    if metadata is not None:
+        meta[METADATA_KEY.encode()] = json.dumps(dict(metadata), sort_keys=True).encode()
+    table = table.replace_schema_metadata(meta)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def schema_of(path: str | os.PathLike) -> str | None:
+    """The schema tag a hipexplore writer stored in the parquet file, None for untagged files."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(str(path)).metadata or {}
+    tag = meta.get(SCHEMA_KEY.encode())
+    return tag.decode(errors="replace") if tag is not None else None

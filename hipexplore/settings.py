@@ -1,0 +1,212 @@
+"""Every ``HIPEXPLORE_*`` environment setting, declared once: name, type, default, one-line doc.
+
+Why one module: the variables used to be read in ten files and parsed three ways, and some of them
+were missing from the README. Here each one is a typed ``Setting`` whose ``get()`` reads the
+environment *at use time* (never at import: tests and notebooks change variables with
+``monkeypatch.setenv`` / ``os.environ`` and expect the next call to see them), and whose bad values
+raise one kind of error: a ``ConfigError`` naming the variable, the value and what is allowed.
+The README's settings table is generated from ``SETTINGS`` (``markdown_table()``; a test compares).
+
+The rest of the package reads these variables only through this module. Non-``HIPEXPLORE_``
+variables (``CC``, ``ROCM_PATH``, ``XDG_CACHE_HOME``) stay with the code that honours them.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Generic, TypeVar
+
+from .errors import ConfigError
+
+T = TypeVar("T")
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One environment variable. ``get()`` returns the parsed value, or the default when the
+    variable is unset or blank; a value ``parse`` rejects raises ``ConfigError``."""
+
+    name: str
+    kind: str  #: int, seconds, flag, switch, path, text
+    default: Any  #: the value when unset (or a zero-argument callable computing it)
+    doc: str  #: one line, for the README table
+    allowed: str  #: what a valid value looks like (used in the error message)
+    parse: Callable[[str], Any]
+    default_doc: str = ""  #: how the default reads in the README (else repr-like of default)
+
+    def raw(self) -> str | None:
+        """The variable's text, stripped; None when it is unset or blank."""
+        value = os.environ.get(self.name)
+        if value is None or value.strip() == "":
+            return None
+        return value.strip()
+
+    def is_set(self) -> bool:
+        return self.raw() is not None
+
+    def get(self) -> T:
+        raw = self.raw()
+        if raw is None:
+            return self.default() if callable(self.default) else self.default
+        try:
+            return self.parse(raw)
+        except (ValueError, TypeError, OverflowError):
+            raise ConfigError(
+                f"environment variable {self.name}={os.environ.get(self.name)!r} is invalid: expected {self.allowed}"
+            ) from None
+
+    def default_text(self) -> str:
+        if self.default_doc:
+            return self.default_doc
+        if self.default is None:
+            return "unset"
+        if isinstance(self.default, bool):
+            return "1" if self.default else "0"
+        return str(self.default)
+
+
+# -- parsers: each raises ValueError for a value it does not allow ------------------------------
+def _non_negative_int(raw: str) -> int:
+    value = int(raw.replace("_", ""))
+    if value < 0:
+        raise ValueError(raw)
+    return value
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw.replace("_", ""))
+    if value < 1:
+        raise ValueError(raw)
+    return value
+
+
+def _positive_seconds(raw: str) -> float:
+    value = float(raw)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(raw)
+    return value
+
+
+def _flag(raw: str) -> bool:
+    value = raw.lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(raw)
+
+
+def _switch(raw: str) -> bool:
+    return True  # any non-blank value turns it on
+
+
+def _path(raw: str) -> Path:
+    return Path(raw).expanduser()
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+SETTINGS: dict[str, Setting] = {}
+
+
+def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str = "") -> Setting:
+    parse, allowed = {
+        "int": (_non_negative_int, "a non-negative integer (0 disables)"),
+        "count": (_positive_int, "a positive integer"),
+        "bytes": (_positive_int, "a positive integer number of bytes"),
+        "seconds": (_positive_seconds, "a positive, finite number of seconds"),
+        "flag": (_flag, "1/0 (or true/false, yes/no, on/off)"),
+        "switch": (_switch, "any non-empty value (on)"),
+        "path": (_path, "a path"),
+        "text": (_text, "a name or path"),
+    }[kind]
+    setting = Setting(name, kind, default, doc, allowed, parse, default_doc)
+    if name in SETTINGS:  # pragma: no cover - a declaration mistake
+        raise AssertionError(f"setting {name} declared twice")
+    SETTINGS[name] = setting
+    return setting
+
+
+# -- compile cache ----------------------------------------------------------------------------
+CACHE_DIR: Setting[Path | None] = _declare(
+    "HIPEXPLORE_CACHE_DIR", "path", None, "directory of the on-disk compile cache",
+    default_doc="the user cache dir (platformdirs), else `$XDG_CACHE_HOME/hipexplore`")
+CACHE_DISK: Setting[bool] = _declare(
+    "HIPEXPLORE_CACHE_DISK", "flag", True, "`0` turns the disk tier off (memory cache only)")
+CACHE_MAX_ENTRIES: Setting[int] = _declare(
+    "HIPEXPLORE_CACHE_MAX_ENTRIES", "int", 256, "memory tier: most entries kept (0 turns the memory tier off)")
+CACHE_MAX_BYTES: Setting[int] = _declare(
+    "HIPEXPLORE_CACHE_MAX_BYTES", "int", 256 * 1024**2, "memory tier: most binary bytes kept (0 turns it off)",
+    default_doc="268435456 (256 MiB)")
+CACHE_DISK_MAX_BYTES: Setting[int] = _declare(
+    "HIPEXPLORE_CACHE_DISK_MAX_BYTES", "int", 2 * 1024**3, "disk tier: byte cap, oldest pruned first (0 disables the cap)",
+    default_doc="2147483648 (2 GiB)")
+CACHE_MAX_EVENTS: Setting[int] = _declare(
+    "HIPEXPLORE_CACHE_MAX_EVENTS", "int", 1_000_000, "cache events kept per cache object, oldest dropped (0: unbounded)")
+
+# -- compilers --------------------------------------------------------------------------------
+COMPILE_TIMEOUT: Setting[float] = _declare(
+    "HIPEXPLORE_COMPILE_TIMEOUT", "seconds", 120.0, "seconds one compile may take before its worker is killed")
+COMPILE_WORKERS: Setting[int] = _declare(
+    "HIPEXPLORE_COMPILE_WORKERS", "count", _default_workers, "worker processes of an isolated compiler",
+    default_doc="min(4, CPUs)")
+HIPRTC_LIBRARY: Setting[str | None] = _declare(
+    "HIPEXPLORE_HIPRTC_LIBRARY", "text", None, "one hiprtc library name or path instead of the search",
+    default_doc="search libhiprtc.so*")
+DUMP_DIR: Setting[Path | None] = _declare(
+    "HIPEXPLORE_DUMP_DIR", "path", None, "where diagnostics (`dump-source`, `dump-asm`) write files",
+    default_doc="one temp dir per process")
+COMPILE_WORKER: Setting[bool] = _declare(
+    "HIPEXPLORE_COMPILE_WORKER", "switch", False, "internal: set in isolation worker processes")
+
+# -- devices ----------------------------------------------------------------------------------
+LLC_BYTES: Setting[int | None] = _declare(
+    "HIPEXPLORE_LLC_BYTES", "bytes", None, "last-level cache size to use instead of the runtime's/sysfs's",
+    default_doc="what the runtime reports")
+HIP_DLL: Setting[str | None] = _declare(
+    "HIPEXPLORE_HIP_DLL", "text", None, "the HIP runtime library the HIP device loads",
+    default_doc="libamdhip64.so, .so.6, .so.5")
+
+# -- results, notebooks, command line ---------------------------------------------------------
+GIT_REVISION: Setting[str | None] = _declare(
+    "HIPEXPLORE_GIT_REVISION", "text", None, "git revision recorded in provenance (for trees without `.git`)",
+    default_doc="`git rev-parse HEAD`")
+NOTEBOOKS: Setting[Path | None] = _declare(
+    "HIPEXPLORE_NOTEBOOKS", "path", None, "folder of the shipped notebooks, searched first",
+    default_doc="`hipexplore/notebooks/`, then `<repo>/notebooks/`")
+DEBUG: Setting[bool] = _declare(
+    "HIPEXPLORE_DEBUG", "switch", False, "the command line shows tracebacks instead of one-line errors")
+REQUIRE_COMPILERS: Setting[bool] = _declare(
+    "HIPEXPLORE_REQUIRE_COMPILERS", "flag", False, "test suite: a missing compiler or tool fails instead of skipping")
+
+
+def get(name: str) -> Any:
+    """The value of the setting named ``name`` (``HIPEXPLORE_...``)."""
+    try:
+        return SETTINGS[name].get()
+    except KeyError:
+        raise ConfigError(f"unknown setting {name!r}; expected one of {', '.join(SETTINGS)}") from None
+
+
+def raw_values(*settings: Setting) -> tuple[str, ...]:
+    """The raw texts of some settings ("" when unset), e.g. as part of a memo key."""
+    return tuple(s.raw() or "" for s in settings)
+
+
+def markdown_table() -> str:
+    """The README's settings table (between ``<!-- settings:begin -->`` and ``<!-- settings:end -->``)."""
+    lines = ["| variable | type | default | meaning |", "|---|---|---|---|"]
+    for s in SETTINGS.values():
+        lines.append(f"| `{s.name}` | {s.kind} | {s.default_text()} | {s.doc} |")
+    return "\n".join(lines)
