@@ -97,12 +97,12 @@ class BufferSets:
         self.args: list[PackedArgs] = []
         rng = np.random.default_rng(seed)
         self.host: dict[str, np.ndarray] = {}
+        self.scalars = spec.scalars(n)
+        self.scalars.update(scalars or {})
         for a in spec.buffers():
-            arr = np.empty(a.elements(n), dtype=a.dtype)
+            arr = np.empty(a.elements(n, self.scalars), dtype=a.dtype)
             fill_host_array(arr, a.init, rng)
             self.host[a.name] = arr
-        self.scalars = {a.name: a.scalar(n) for a in spec.args if a.kind == "scalar"}
-        self.scalars.update(scalars or {})
         try:
             for _ in range(count):
                 bufs: dict[str, DeviceBuffer] = {}

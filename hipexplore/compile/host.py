@@ -126,7 +126,9 @@ class HostCompiler(CompilerBase):
         with tempfile.TemporaryDirectory(prefix="hipexplore-host-") as tmp:
             src = _write_sources(Path(tmp), request)
             out = Path(tmp) / "lib.so"
-            cmd = [*argv, *BASE_FLAGS, *request.options, "-o", str(out), str(src)]
+            # -I the build folder: headers are laid out there under their #include spelling, so an
+            # angled include of a header from an include directory resolves as a quoted one does
+            cmd = [*argv, *BASE_FLAGS, *request.options, f"-I{tmp}", "-o", str(out), str(src)]
             start = time.perf_counter()
             proc = self._run(cmd, request, tmp)
             seconds = time.perf_counter() - start
@@ -140,7 +142,7 @@ class HostCompiler(CompilerBase):
                 )
             binary = out.read_bytes()
             if "dump-asm" in request.diagnostics:
-                asm_cmd = [*argv, *BASE_FLAGS, *request.options, "-S", "-o", str(Path(tmp) / "lib.s"), str(src)]
+                asm_cmd = [*argv, *BASE_FLAGS, *request.options, f"-I{tmp}", "-S", "-o", str(Path(tmp) / "lib.s"), str(src)]
                 asm = self._run(asm_cmd, request, tmp)
                 if asm.returncode == 0:
                     path = dump_text(request, ".s", (Path(tmp) / "lib.s").read_text(errors="replace"))

@@ -30,7 +30,8 @@ DEFAULT_MODE = {"hiprtc": "code-object", "nvrtc": "cubin", "host": "shared-libra
 DigestFn = Callable[[bytes], str]
 
 #: Options that make the compiler read files the key cannot see (an edited header would then be
-#: served stale from the cache). Headers must be passed as ``headers=`` so their text is keyed.
+#: served stale from the cache). Headers are passed as ``headers=`` so their text is keyed;
+#: include directories go through ``compile.includes.with_closure``, which reads them into headers.
 FILE_READING_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "--include-path", "--pre-include",
                         "-imacros", "--sysroot", "@")
 
@@ -130,7 +131,9 @@ class CompileRequest:
             if o.startswith(FILE_READING_OPTIONS):
                 raise ConfigError(
                     f"option {o!r} makes the compiler read files the cache key cannot see (an edited file would be "
-                    f"served stale); pass headers as CompileRequest(headers=...) or `hipexplore compile --header FILE`"
+                    f"served stale); give include directories as `-I DIR`/`--include-dir DIR` on the command line or "
+                    f"include_dirs=[...] in Python (hipexplore.compile.includes keys every file they supply), "
+                    f"or headers as CompileRequest(headers=...) / `--header FILE`"
                 )
         if not self.mode:
             object.__setattr__(self, "mode", DEFAULT_MODE[self.compiler])

@@ -15,13 +15,16 @@ dependencies), a direct in-process compile through the same compiler libraries i
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 import weakref
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..compile.base import ObjectCode
-from ..compile.request import CompileRequest, Source
+from ..compile.includes import with_closure
+from ..compile.request import CompileRequest, Source, canonical_json
 from ..devices.base import install_kernel_builder
 from ..errors import CompileError, CompilerUnavailable, ConfigError
 from . import catalog
@@ -38,8 +41,19 @@ def last_path() -> str:
 
 
 def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: bool = False) -> CompileRequest:
-    """The compile request for ``spec`` on one compiler/target (inline-icache transforms the source)."""
+    """The compile request for ``spec`` on one compiler/target (inline-icache transforms the source).
+
+    A spec read from a file (``source_file``) is read again here, and its include closure (sibling
+    headers, ``include_dirs``, built-in runtime headers: ``compile.includes``) becomes the request's
+    headers, so every file the compile reads is in the key.
+    """
     text = spec.source_for(compiler)
+    from_file = bool(spec.source_file) and (spec.source_file.endswith(".c") == (compiler == "host"))
+    if from_file:
+        try:
+            text = Path(spec.source_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"kernel {spec.name!r}: cannot read its source file {spec.source_file!r}: {exc}") from None
     entry = spec.entry_for(compiler)
     label = spec.name
     if inline_icache:
@@ -48,14 +62,18 @@ def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: 
         text = insert_icache_flush(text, entry)
         label += "+inline-icache"
     ext = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}[compiler]
-    return CompileRequest(
+    request = CompileRequest(
         source=Source(f"{spec.name}{ext}", text),
         compiler=compiler,
         target=target,
+        headers=tuple(spec.headers),
         kernels=(entry,),
         options=tuple(spec.options),
         label=label,
     )
+    if spec.source_file or spec.include_dirs or spec.headers or "#include" in text:
+        request, _ = with_closure(request, source_path=spec.source_file if from_file else None, include_dirs=spec.include_dirs)
+    return request
 
 
 def compile_request(request: CompileRequest, cache: Any = None) -> ObjectCode:
@@ -124,16 +142,30 @@ class KernelBuilder:
         self._memo: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], LoadedKernel]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def loaded(self, device: Any, name: str, *, inline_icache: bool = False) -> LoadedKernel:
-        key = (name, inline_icache)
-        with self._lock:
-            found = self._memo.get(device, {}).get(key)
-        if found is not None:
-            return found
+    def loaded(self, device: Any, name: str | KernelSpec, *, inline_icache: bool = False) -> LoadedKernel:
+        """Memoized per device and per request content: a kernel whose source file or any header
+        of its include closure changed builds again (and the cache then compiles it anew)."""
         spec = catalog.get(name)
-        code = compile_kernel(spec, device.compiler, device.target, cache=device.cache, inline_icache=inline_icache)
-        module = device.load(code)
-        loaded = LoadedKernel(module, device.kernel(module, code.symbol(spec.entry_for(device.compiler))), code)
+        if spec.code_object:
+            from .code_objects import load_code_object
+
+            key: tuple = (spec.name, "code-object", spec.code_object, _file_stamp(spec.code_object))
+            with self._lock:
+                found = self._memo.get(device, {}).get(key)
+            if found is not None:
+                return found
+            module, function, code = load_code_object(device, spec.code_object, spec.entry)
+            loaded = LoadedKernel(module, function, code)
+        else:
+            request = request_for(spec, device.compiler, device.target, inline_icache=inline_icache)
+            key = (spec.name, inline_icache, hashlib.sha256(canonical_json(request.record())).hexdigest())
+            with self._lock:
+                found = self._memo.get(device, {}).get(key)
+            if found is not None:
+                return found
+            code = compile_request(request, device.cache)
+            module = device.load(code)
+            loaded = LoadedKernel(module, device.kernel(module, code.symbol(spec.entry_for(device.compiler))), code)
         with self._lock:
             return self._memo.setdefault(device, {}).setdefault(key, loaded)
 
@@ -142,6 +174,14 @@ class KernelBuilder:
 
     def arguments(self, name: str) -> Sequence[Arg]:
         return catalog.get(name).args
+
+
+def _file_stamp(path: str) -> tuple[int, int]:
+    try:
+        st = Path(path).stat()
+    except OSError as exc:
+        raise ConfigError(f"code object {path!r} cannot be read: {exc.strerror or exc}") from None
+    return st.st_size, st.st_mtime_ns
 
 
 #: the builder every device's ``compiled_kernel`` asks

@@ -181,43 +181,80 @@ BUILTIN = ("triad", "copy", "fill")
 
 
 def user_kernel(
-    source: str | Path,
+    source: str | Path | None,
     entry: str,
     args: Sequence[Arg] | str,
     *,
     name: str | None = None,
-    grid: int | Sequence[int] | None = None,
-    block: int | Sequence[int] = 256,
+    grid: int | str | Sequence[int | str] | None = None,
+    block: int | str | Sequence[int | str] = 256,
+    shared_bytes: int | str = 0,
     blocks_per_cu: int = 4,
     bytes_per_launch: int | str | None = None,
     flops_per_launch: int | str = 0,
     host_source: str | Path | None = None,
     element_dtype: str = "float32",
     options: Sequence[str] = (),
+    include_dirs: Sequence[str | Path] = (),
+    headers: Sequence[Any] = (),
+    code_object: str | Path | None = None,
+    reference: Any = None,
+    check_kernel: KernelSpec | None = None,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
     register_it: bool = True,
 ) -> KernelSpec:
-    """Bring your own kernel: a source (text or file), entry name, arguments and geometry.
+    """Bring your own kernel: a source (text or file) or a precompiled ``code_object``, entry
+    name, arguments and geometry.
 
     A ``.c`` file is a host kernel; other sources compile with hiprtc/NVRTC (``host_source`` adds a
-    host twin).
-    ``args`` may be ``Arg`` objects or a compact string (see ``parse_args``). ``grid=None`` gives a
-    grid-stride launch of ``blocks_per_cu`` blocks per compute unit; ``bytes_per_launch`` is an int
-    or an expression in n (default: the sum of the buffer sizes).
+    host twin). A source file is re-read at every build and its include closure (quoted includes
+    beside the including file, then ``include_dirs`` in order) is keyed, so edits are never served
+    stale. ``args`` may be ``Arg`` objects or a compact string (see ``parse_args``).
+    ``grid``/``block``: 1-3 numbers or expressions in n, the scalar arguments and (grid only)
+    ``block_x/y/z`` (see ``kernels.geometry``); ``grid=None`` gives a grid-stride launch of
+    ``blocks_per_cu`` blocks per compute unit. ``shared_bytes``: dynamic shared memory, a number or
+    an expression (``'block_x*4'``). ``bytes_per_launch`` is an int or an expression in n (default:
+    the sum of the buffer sizes). ``reference(inputs, scalars) -> {output: array}`` (NumPy) or
+    ``check_kernel`` (a second kernel with the same arguments) is checked on the first launch of
+    each configuration, within ``rtol``/``atol``.
     """
+    from .geometry import ExprGeometry
     from .spec import evaluate
 
-    text: str | None = _read_source(source)
+    source_file = ""
+    text: str | None = None
+    if source is not None:
+        text = _read_source(source)
+        if _is_path(source):
+            source_file = str(Path(source).resolve())
+    elif code_object is None:
+        raise ConfigError("user_kernel needs a source (text or file) or a code_object")
     host_text = _read_source(host_source) if host_source is not None else None
-    if host_text is None and str(source).endswith(".c") and "\n" not in str(source):
+    if host_text is None and source is not None and str(source).endswith(".c") and "\n" not in str(source):
         host_text, text = text, None  # a .c file is a host kernel (cc + ctypes), not hiprtc/NVRTC source
     parsed = parse_args(args) if isinstance(args, str) else tuple(args)
-    geometry: Geometry = grid_stride(blocks_per_cu, block if isinstance(block, int) else block[0]) if grid is None else fixed_geometry(grid, block)
+    scalar_names = [a.name for a in parsed if a.kind == "scalar"]
+    geometry: Any
+    if grid is None:
+        if shared_bytes not in (0, "0") or not isinstance(block, int):
+            geometry = ExprGeometry("min(compute_units*%d, ceil(n/block_x))" % blocks_per_cu, block, shared_bytes, scalar_names)
+        else:
+            geometry = grid_stride(blocks_per_cu, block)
+    else:
+        geometry = ExprGeometry(grid, block, shared_bytes, scalar_names)
     bpl = None
     if bytes_per_launch is not None:
         evaluate(bytes_per_launch, 1, what="bytes_per_launch")
-        bpl = lambda n, e=bytes_per_launch: int(evaluate(e, n, what="bytes_per_launch"))  # noqa: E731
+        bpl = _NExpr(bytes_per_launch, "bytes_per_launch")
     evaluate(flops_per_launch, 1, what="flops_per_launch")
-    fpl = lambda n, e=flops_per_launch: int(evaluate(e, n, what="flops_per_launch"))  # noqa: E731
+    code_path = ""
+    if code_object is not None:
+        code_path = str(Path(code_object).resolve())
+        if not Path(code_path).is_file():
+            raise ConfigError(f"code object {str(code_object)!r} does not exist")
+    from ..compile.request import Source
+    hdrs = tuple(h if isinstance(h, Source) else Source(Path(h).name, _read_source(h)) for h in headers)
     spec = KernelSpec(
         name=name or entry,
         entry=entry,
@@ -227,17 +264,45 @@ def user_kernel(
         geometry=geometry,
         element_dtype=element_dtype,
         bytes_per_launch=bpl,
-        flops_per_launch=fpl,
+        flops_per_launch=_NExpr(flops_per_launch, "flops_per_launch"),
+        reference=reference,
         options=tuple(options),
         description=f"user kernel {entry}",
+        source_file=source_file,
+        include_dirs=tuple(str(Path(d).resolve()) for d in include_dirs),
+        headers=hdrs,
+        code_object=code_path,
+        check_kernel=check_kernel,
+        check_rtol=rtol,
+        check_atol=atol,
     )
+    for d in spec.include_dirs:
+        if not Path(d).is_dir():
+            raise ConfigError(f"include directory {d!r} does not exist")
     if register_it:
         register(spec, replace=True)
     return spec
 
 
+class _NExpr:
+    """``n -> int`` from an expression (picklable, unlike a lambda)."""
+
+    def __init__(self, expr: int | str, what: str) -> None:
+        self.expr, self.what = expr, what
+
+    def __call__(self, n: int) -> int:
+        from .spec import evaluate
+
+        return int(evaluate(self.expr, n, what=self.what))
+
+
+def _is_path(source: Any) -> bool:
+    return isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
+                                        and source.endswith((".cu", ".hip", ".cpp", ".c", ".cc", ".h", ".hpp", ".cuh")))
+
+
 def _read_source(source: str | Path) -> str:
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".cu", ".hip", ".cpp", ".c", ".cc"))):
+    if _is_path(source):
         path = Path(source)
         if not path.is_file():
             raise ConfigError(f"kernel source file {str(path)!r} does not exist")
@@ -253,8 +318,10 @@ def parse_args(text: str) -> tuple[Arg, ...]:
     Buffers are ``ROLE:NAME:DTYPE[COUNT]`` with ROLE in/out/inout; scalars are ``NAME:DTYPE=VALUE``;
     COUNT and VALUE may be expressions in n.
     """
+    from .geometry import split_top_level
+
     out: list[Arg] = []
-    for raw in [p.strip() for p in text.split(",") if p.strip()]:
+    for raw in split_top_level(text):
         parts = raw.split(":")
         try:
             if "=" in raw and "[" not in raw:

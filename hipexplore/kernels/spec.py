@@ -18,6 +18,7 @@ import numpy as np
 
 from ..devices.base import CTYPES as _CTYPES
 from ..errors import ConfigError
+from . import geometry as _geometry
 
 ArgKind = Literal["buffer", "scalar"]
 ArgRole = Literal["in", "out", "inout"]
@@ -78,33 +79,26 @@ class Arg:
     def itemsize(self) -> int:
         return np.dtype(self.dtype).itemsize
 
-    def elements(self, n: int) -> int:
-        return int(evaluate(self.count, n, what=f"count of argument {self.name!r}"))
+    def elements(self, n: int, env: Mapping[str, Any] | None = None) -> int:
+        """Element count for ``n``; ``env`` holds the kernel's scalar values (``count="rows*cols"``)."""
+        return int(evaluate(self.count, n, what=f"count of argument {self.name!r}", env=env))
 
-    def nbytes(self, n: int) -> int:
-        return self.elements(n) * self.itemsize
+    def nbytes(self, n: int, env: Mapping[str, Any] | None = None) -> int:
+        return self.elements(n, env) * self.itemsize
 
-    def scalar(self, n: int) -> int | float:
-        v = evaluate(self.value, n, what=f"value of argument {self.name!r}")
+    def scalar(self, n: int, env: Mapping[str, Any] | None = None) -> int | float:
+        v = evaluate(self.value, n, what=f"value of argument {self.name!r}", env=env)
         return float(v) if self.dtype.startswith("float") else int(v)
 
 
-_EXPR_OK = re.compile(r"^[\sn0-9+\-*/().e]*$")
-
-
-def evaluate(expr: int | float | str | None, n: int, *, what: str) -> int | float:
-    """Evaluate a number or a small arithmetic expression in ``n`` (no names other than n)."""
+def evaluate(expr: int | float | str | None, n: int, *, what: str, env: Mapping[str, Any] | None = None) -> int | float:
+    """Evaluate a number or an arithmetic expression in ``n`` (and the names in ``env``), through the
+    ast-based evaluator of ``kernels.geometry`` (never ``eval``): ``'n'``, ``'2*n'``, ``'isqrt(n)'``."""
     if isinstance(expr, (int, float)) and not isinstance(expr, bool):
         return expr
-    if not isinstance(expr, str) or not _EXPR_OK.match(expr):
+    if not isinstance(expr, str):
         raise ConfigError(f"{what}: {expr!r} is not a number or an arithmetic expression in n (e.g. 'n', '2*n', 'n//4')")
-    try:
-        val = eval(expr, {"__builtins__": {}}, {"n": n})  # noqa: S307 - charset checked above
-    except Exception as exc:
-        raise ConfigError(f"{what}: cannot evaluate {expr!r} with n={n}: {exc}") from None
-    if isinstance(val, float) and val.is_integer() and "." not in expr:
-        val = int(val)
-    return val
+    return _geometry.evaluate(expr, {**(env or {}), "n": n}, what=what)
 
 
 Geometry = Callable[[int, DeviceShape], tuple[tuple[int, int, int], tuple[int, int, int]]]
@@ -162,6 +156,18 @@ class KernelSpec:
     reference: Callable[[Mapping[str, np.ndarray], Mapping[str, Any]], Mapping[str, np.ndarray]] | None = None
     options: tuple[str, ...] = ()
     description: str = ""
+    #: the file ``gpu_source``/``host_source`` was read from: re-read at every build, so an edit is seen
+    source_file: str = ""
+    #: ``-I`` directories searched (after the including file's own folder) for the include closure
+    include_dirs: tuple[str, ...] = ()
+    #: headers given by text (``hipexplore.compile.request.Source``), beside the discovered closure
+    headers: tuple[Any, ...] = ()
+    #: a precompiled code object (hsaco/co, cubin/fatbin/PTX) to load instead of compiling a source
+    code_object: str = ""
+    #: a second kernel whose outputs are the expected ones (the output check), beside ``reference``
+    check_kernel: "KernelSpec | None" = None
+    check_rtol: float = 1e-5
+    check_atol: float = 1e-6
 
     def __post_init__(self) -> None:
         if not self.name or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]*$", self.name):
@@ -170,8 +176,10 @@ class KernelSpec:
         names = [a.name for a in self.args]
         if len(set(names)) != len(names):
             raise ConfigError(f"kernel {self.name!r}: argument names must be unique, got {names}")
-        if self.gpu_source is None and self.host_source is None:
-            raise ConfigError(f"kernel {self.name!r} has neither a GPU nor a host source")
+        object.__setattr__(self, "include_dirs", tuple(str(d) for d in self.include_dirs))
+        object.__setattr__(self, "headers", tuple(self.headers))
+        if self.gpu_source is None and self.host_source is None and not self.code_object:
+            raise ConfigError(f"kernel {self.name!r} has neither a GPU nor a host source nor a code object")
 
     def elements(self, size_bytes: int) -> int:
         if not isinstance(size_bytes, (int, np.integer)) or size_bytes <= 0:
@@ -185,18 +193,33 @@ class KernelSpec:
     def buffers(self) -> tuple[Arg, ...]:
         return tuple(a for a in self.args if a.kind == "buffer")
 
+    def scalars(self, n: int) -> dict[str, int | float]:
+        """The scalar arguments' values for ``n``, in order (each may use ``n`` and the ones before it)."""
+        env: dict[str, int | float] = {}
+        for a in self.args:
+            if a.kind == "scalar":
+                env[a.name] = a.scalar(n, env)
+        return env
+
+    def launch(self, n: int, device: Any) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """(grid, block, dynamic shared bytes) of one launch at ``n`` elements on ``device``."""
+        return _geometry.launch_of(self.geometry, n, device, self.scalars(n))
+
     def footprint(self, n: int) -> int:
         """Bytes one launch touches: the declared traffic, else the sum of its buffers."""
         if self.bytes_per_launch is not None:
             return int(self.bytes_per_launch(n))
-        return sum(a.nbytes(n) for a in self.buffers())
+        return self.set_bytes(n)
 
     def set_bytes(self, n: int) -> int:
         """Bytes one rotating buffer set allocates (all buffer arguments)."""
-        return sum(a.nbytes(n) for a in self.buffers())
+        env = self.scalars(n)
+        return sum(a.nbytes(n, env) for a in self.buffers())
 
     def source_for(self, compiler: str) -> str:
         src = self.host_source if compiler == "host" else self.gpu_source
+        if src is None and self.code_object:
+            return ""
         if src is None:
             where = "host C" if compiler == "host" else "GPU (hiprtc/NVRTC)"
             raise ConfigError(f"kernel {self.name!r} has no {where} source, so it cannot run with compiler {compiler!r}")
