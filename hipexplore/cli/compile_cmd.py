@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--kernel", action="append", default=[], metavar="NAME", help="kernel name or name expression to lower, repeatable")
     p.add_argument("--header", action="append", default=[], metavar="FILE", help="header made available to #include under its file name, repeatable")
+    p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR", dest="include_dir",
+                   help="directory searched for #include files (after the including file's own folder), repeatable; "
+                        "every file read from it is keyed")
     p.add_argument("--mode", default="", help="output kind (default: the compiler's: code-object, cubin, shared-library)")
     p.add_argument(
         "--diagnostic", action="append", default=[], choices=sorted(DIAGNOSTICS),
@@ -74,7 +77,9 @@ def build_request(args: argparse.Namespace):
         raise ConfigError(
             f"--target is required for --compiler {args.compiler} (for example --target {_EXAMPLE_TARGET[args.compiler]})"
         )
-    return CompileRequest(
+    from ..compile.includes import with_closure
+
+    request = CompileRequest(
         source=Source(Path(args.source).name, text),
         compiler=args.compiler,
         target=target,
@@ -84,6 +89,9 @@ def build_request(args: argparse.Namespace):
         mode=args.mode,
         diagnostics=frozenset(args.diagnostic),
     )
+    request, closure = with_closure(request, source_path=args.source, include_dirs=args.include_dir)
+    args.closure = closure
+    return request
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
         "out": out_path,
         "cache_dir": str(cache.disk_dir) if cache.disk_dir is not None else None,
         "log": code.log,
+        # every header in the key: --header files, the discovered include closure, built-ins
+        "headers": [{"name": h.name, "path": os.path.abspath(h_path), "sha256": _sha(h.text), "included_from": ""}
+                    for h, h_path in zip(request.headers, args.header)] + args.closure.record(),
+        "system_headers": list(args.closure.system),
     }
     if args.json:
         json.dump(report, sys.stdout, indent=2)
@@ -135,6 +147,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_text(report))
     return 0
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _text(r: dict[str, Any]) -> str:
@@ -145,6 +163,8 @@ def _text(r: dict[str, Any]) -> str:
         f"  lookup {r['lookup_seconds'] * 1e3:.2f} ms; recorded compile {r['compile_seconds'] * 1e3:.1f} ms; "
         f"saved {r['seconds_saved'] * 1e3:.1f} ms (compiler load + identity {r['setup_seconds'] * 1e3:.0f} ms)",
     ]
+    if r["headers"]:
+        lines.append(f"  headers in the key: {', '.join(h['name'] for h in r['headers'])}")
     for name, symbol in r["lowered_names"].items():
         lines.append(f"  kernel {name} -> {symbol}")
     if r["out"]:
