@@ -96,3 +96,19 @@ class UnsupportedOperation(DeviceError, ConfigError):
 
 class BenchmarkError(HipexploreError):
     """A measurement could not be made or its invariants were violated."""
+
+
+class KernelFault(BenchmarkError):
+    """A kernel faulted (or its worker process died) in one configuration of a sweep.
+
+    ``kernel``, ``configuration`` (``"size=1048576 rotating=4 flush=l2-write"``) and ``status``
+    (``CUDA_ERROR_ILLEGAL_ADDRESS``, ``SIGSEGV``) say where; ``result`` is the ``SweepResult`` of
+    the configurations that finished before it (kept, also in the sweep's ``out`` file).
+    """
+
+    def __init__(self, kernel: str, configuration: str, status: str, result: object = None) -> None:
+        super().__init__(f"kernel {kernel} faulted in configuration {configuration}: {status}")
+        self.kernel, self.configuration, self.status, self.result = kernel, configuration, status, result
+
+    def __reduce__(self):  # survive pickling across worker processes (result stays behind)
+        return (KernelFault, (self.kernel, self.configuration, self.status))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +26,14 @@ import numpy as np
 import pandas as pd
 
 from ..devices import device_label
-from ..devices.base import Device, check_flush_mode
-from ..errors import BenchmarkError, ConfigError
+from ..devices.base import BoundKernel, Device, check_flush_mode
+from ..errors import BenchmarkError, ConfigError, DeviceError, KernelFault
 from ..kernels.build import kernel_for
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
 from . import rotating as rot
+from .callable import check_callable, sets_for
+from .check import check_outputs
 from .flush import Flusher, make_flusher
 from .io import empty_frame, output_paths, read_results, samples_frame, summary_frame, write_results
 from .spec import SweepSpec
@@ -60,42 +63,17 @@ class SweepHooks:
         return self.should_stop is not None and bool(self.should_stop())
 
 
-def verify(device: Device, spec: KernelSpec, sets: rot.BufferSets, kernel: Any, grid: tuple[int, int, int],
-           block: tuple[int, int, int], rtol: float = 1e-5) -> float:
-    """Run the kernel once on set 0 with poisoned outputs and compare with the numpy reference.
+def verify(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
+           block: tuple[int, int, int], rtol: float | None = None, *, config: str = "") -> float:
+    """The output check (``bench.check``): one launch on set 0 with poisoned outputs, compared element
+    by element with the reference (NumPy function, second kernel, or a callable's reference).
 
-    Returns the largest ||out - ref|| / ||ref|| (float32 FMA contraction stays far below rtol); raises ``BenchmarkError`` above ``rtol``. Kernels without a
-    reference return NaN (nothing to check).
+    Returns the largest ||out - ref|| / ||ref||; raises ``BenchmarkError`` naming the configuration
+    and the worst element. Kernels without a reference return NaN (nothing to check).
     """
-    if spec.reference is None:
-        return math.nan
-    outs = [a for a in spec.buffers() if a.role in ("out", "inout")]
-    poison = {a.name: np.full(a.elements(sets.n), np.nan if np.issubdtype(np.dtype(a.dtype), np.floating) else 0x7F, dtype=a.dtype)
-              for a in outs if a.role == "out"}
-    for name, arr in poison.items():
-        device.copy_to_device(sets.buffers[0][name], arr)
-    device.synchronize()
-    device.launch(kernel, grid, block, sets.args[0])
-    device.synchronize()
-    expected = spec.reference(sets.host, sets.scalars)
-    worst = 0.0
-    for name, ref in expected.items():
-        got = np.empty_like(ref)
-        device.copy_to_host(sets.buffers[0][name], got)
-        if not np.all(np.isfinite(got)) and np.all(np.isfinite(ref)):
-            raise BenchmarkError(f"kernel {spec.name!r} left unwritten (poisoned) elements in {name!r} at n={sets.n}")
-        ref64 = ref.astype(np.float64)
-        norm = float(np.linalg.norm(ref64))
-        err = float(np.linalg.norm(got.astype(np.float64) - ref64) / norm) if norm > 0 else float(np.abs(got).max(initial=0.0))
-        worst = max(worst, err)
-        if err > rtol:
-            raise BenchmarkError(f"kernel {spec.name!r} output {name!r} differs from the numpy reference at n={sets.n}: "
-                                 f"||got - ref|| / ||ref|| = {err:.3g} > {rtol:g}")
-    # restore set 0's outputs to the same data as the other sets
-    for a in outs:
-        device.copy_to_device(sets.buffers[0][a.name], sets.host[a.name])
-    device.synchronize()
-    return worst
+    if spec.call is not None:
+        return check_callable(device, spec, sets, config=config or f"callable {spec.name!r} at n={sets.n}")
+    return check_outputs(device, spec, sets, kernel, grid, block, config=config, rtol=rtol)
 
 
 def _check_resume(paths: tuple[Path, Path, Path], old_summary: pd.DataFrame, old_meta: dict[str, str] | None,
@@ -184,6 +162,8 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
     # flushers first, so their memory is taken before rotating sets are sized against free memory
     factors = spec.flush_factor
     flushers: dict[str, Flusher | None] = {}
+    where: list[str] = []
+    faulted = False
     try:
         for f in set(flush_list) | ({"l2-read"} if reference else set()):
             flushers[f] = make_flusher(dev, f, factor=factors.get(f))
@@ -217,12 +197,14 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                 hooks.on_result(dict(row))
             bar.update(1)
 
+        where: list[str] = []  # (kernel, configuration) being measured: what a fault names
         for kspec in specs:
             for size in size_list:
+                where[:] = [kspec.name, f"size={size}"]
                 n = kspec.elements(size)
                 footprint = kspec.footprint(n)
-                grid, block = kspec.geometry(n, dev)
-                kernel = kernel_for(dev, kspec.name)
+                grid, block, shared = kspec.launch(n, dev)
+                kernel = _bound(kernel_for(dev, kspec.name), shared)
                 base = dict(run_id=run_id, device=label, device_name=dev.name, kernel=kspec.name, size_bytes=size,
                             footprint_bytes=footprint)
                 ref_key = (kspec.name, size)
@@ -231,11 +213,14 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                     if hooks.stop_now():
                         stopped = True
                         break
-                    with rot.BufferSets(dev, kspec, n, 1) as sets:
+                    where[1] = f"size={size} rotating=1 flush={COLD_REFERENCE if need_ref else 'none'} (output check)"
+                    with sets_for(dev, kspec, n, 1) as sets:
                         if verify_results:
-                            err = verify(dev, kspec, sets, kernel, grid, block)
+                            err = verify(dev, kspec, sets, kernel, grid, block,
+                                         config=f"kernel {kspec.name} size={size} (n={n}, grid={grid}, block={block}, shared={shared})")
                             metadata[f"verify.{kspec.name}.{size}"] = f"rel_l2_error={err:.3g}"
                         if need_ref:
+                            where[1] = f"size={size} rotating=1 flush={COLD_REFERENCE}"
                             wl = Workload(dev, kernel, grid, block, sets.args)
                             raw = time_cold_reference(wl, flushers["l2-read"], reference_samples, chunk=chunk, warmup_s=warmup_s)  # type: ignore[arg-type]
                             m = Measurement(raw.time_s, label=f"{kspec.name} {size} cold", notes=list(raw.notes))
@@ -251,12 +236,13 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                     if hooks.stop_now():
                         stopped = True
                         break
-                    with rot.BufferSets(dev, kspec, n, p.count) as sets:
+                    with sets_for(dev, kspec, n, p.count) as sets:
                         for f in todo:
                             if hooks.stop_now():
                                 stopped = True
                                 break
-                            k = kernel_for(dev, kspec.name, inline_icache=True) if f == "inline-icache" else kernel
+                            where[1] = f"size={size} rotating={p.requested} flush={f}"
+                            k = _bound(kernel_for(dev, kspec.name, inline_icache=True), shared) if f == "inline-icache" else kernel
                             wl = Workload(dev, k, grid, block, sets.args)
                             raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s, flush_end_event=flush_end_event)
                             notes = ([p.note] if p.note else []) + list(raw.notes)
@@ -272,15 +258,36 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
             if stopped:
                 break
         bar.close()
+    except DeviceError as exc:
+        if not where:
+            raise
+        faulted = True
+        partial = SweepResult(samples_frame(samples_parts), summary_frame(summary_rows), metadata, paths[0] if paths else None)
+        raise KernelFault(where[0], where[1], fault_status(str(exc)), partial) from exc
     finally:
         for fl in flushers.values():
             if fl is not None:
-                fl.free()
+                try:
+                    fl.free()
+                except DeviceError:
+                    if not faulted:  # after a fault the context is gone: freeing fails too
+                        raise
     samples_df = samples_frame(samples_parts)
     summary_df = summary_frame(summary_rows)
     if paths is not None:
         write_results(paths, samples_parts, summary_rows, metadata)
     return SweepResult(samples_df, summary_df, metadata, paths[0] if paths else None, stopped)
+
+
+def fault_status(message: str) -> str:
+    """The runtime status in a device error (``CUDA_ERROR_ILLEGAL_ADDRESS``), else the message."""
+    m = re.search(r"\b(CUDA_ERROR_\w+|hipError\w+)", message)
+    return m.group(1) if m else message
+
+
+def _bound(kernel: Any, shared: int) -> Any:
+    """The loaded function with its dynamic shared memory (``Device.launch`` unwraps it)."""
+    return BoundKernel(kernel, shared) if shared else kernel
 
 
 def _frames(base: dict[str, Any], count: int, requested: str, flush: str, raw: Any, m: Measurement, ref: float,

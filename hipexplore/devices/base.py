@@ -193,6 +193,33 @@ def expected_packed(args: Sequence[ArgLike], values: dict[str, Any]) -> bytes:
     return bytes(out)
 
 
+@dataclass(frozen=True)
+class BoundKernel:
+    """A loaded kernel function with the dynamic shared memory every launch of it passes
+    (``extern __shared__``); the harness hands it to ``Device.launch`` like a plain function."""
+
+    function: Any
+    shared_bytes: int = 0
+
+
+class StreamWork(Protocol):
+    """Work that is not a kernel function: a Python callable launching on the stream it is given
+    (``hipexplore.bench.callable``). ``Device.launch`` calls ``run(args, stream)``."""
+
+    def run(self, args: Any, stream: Any) -> None: ...
+
+
+def unbind(kernel: Any, shared_bytes: int) -> tuple[Any, int]:
+    """(function, shared bytes) of a plain function or a ``BoundKernel``."""
+    if isinstance(kernel, BoundKernel):
+        return kernel.function, max(int(shared_bytes), kernel.shared_bytes)
+    return kernel, int(shared_bytes)
+
+
+def is_stream_work(kernel: Any) -> bool:
+    return callable(getattr(kernel, "run", None)) and getattr(kernel, "stream_work", False)
+
+
 class Event(Protocol):
     """An opaque timestamp marker recorded in the device's stream."""
 

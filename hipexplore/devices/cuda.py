@@ -15,7 +15,7 @@ from typing import Any
 
 from ..compile.base import ObjectCode
 from ..errors import ConfigError, DeviceError, DeviceUnavailable
-from .base import DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .base import DeviceProperties, PackedArgs, is_stream_work, peak_from_clock, peak_from_table, unbind
 from .gpu import GpuDeviceBase
 
 
@@ -125,6 +125,10 @@ class CudaDevice(GpuDeviceBase):
 
     def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
                shared_bytes: int = 0, stream: Any = None) -> None:
+        if is_stream_work(kernel):
+            kernel.run(args, self.stream if stream is None else stream)
+            return
+        kernel, shared_bytes = unbind(kernel, shared_bytes)
         res = self._drv.cuLaunchKernel(kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                        shared_bytes, self.stream if stream is None else stream, args.address, 0)
         if res[0] != self._ok:

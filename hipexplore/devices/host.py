@@ -23,7 +23,7 @@ import numpy as np
 from ..compile.base import ObjectCode
 from .. import settings
 from ..errors import ConfigError, DeviceError, UnsupportedOperation
-from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs
+from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, is_stream_work, unbind
 
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 _ALIGN = 64
@@ -215,6 +215,10 @@ class HostDevice(DeviceBase):
         return fn
 
     def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs, shared_bytes: int = 0) -> None:
+        if is_stream_work(kernel):
+            kernel.run(args, None)  # the host has no stream: a callable is just called
+            return
+        kernel, _ = unbind(kernel, shared_bytes)
         if kernel.argtypes is None or list(kernel.argtypes) != args.argtypes:
             kernel.argtypes = args.argtypes
         kernel(*args.values)

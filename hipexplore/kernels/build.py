@@ -146,6 +146,8 @@ class KernelBuilder:
         """Memoized per device and per request content: a kernel whose source file or any header
         of its include closure changed builds again (and the cache then compiles it anew)."""
         spec = catalog.get(name)
+        if spec.call is not None:  # a Python callable: nothing to build or load
+            return LoadedKernel(None, spec.call, None)  # type: ignore[arg-type]
         if spec.code_object:
             from .code_objects import load_code_object
 

@@ -168,6 +168,8 @@ class KernelSpec:
     check_kernel: "KernelSpec | None" = None
     check_rtol: float = 1e-5
     check_atol: float = 1e-6
+    #: a Python callable run on the harness's stream instead of a kernel (``bench.callable``)
+    call: Any = None
 
     def __post_init__(self) -> None:
         if not self.name or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]*$", self.name):
@@ -178,7 +180,7 @@ class KernelSpec:
             raise ConfigError(f"kernel {self.name!r}: argument names must be unique, got {names}")
         object.__setattr__(self, "include_dirs", tuple(str(d) for d in self.include_dirs))
         object.__setattr__(self, "headers", tuple(self.headers))
-        if self.gpu_source is None and self.host_source is None and not self.code_object:
+        if self.gpu_source is None and self.host_source is None and not self.code_object and self.call is None:
             raise ConfigError(f"kernel {self.name!r} has neither a GPU nor a host source nor a code object")
 
     def elements(self, size_bytes: int) -> int:
@@ -212,13 +214,15 @@ class KernelSpec:
         return self.set_bytes(n)
 
     def set_bytes(self, n: int) -> int:
-        """Bytes one rotating buffer set allocates (all buffer arguments)."""
+        """Bytes one rotating buffer set allocates (all buffer arguments; a callable's footprint)."""
+        if self.call is not None:
+            return self.footprint(n)
         env = self.scalars(n)
         return sum(a.nbytes(n, env) for a in self.buffers())
 
     def source_for(self, compiler: str) -> str:
         src = self.host_source if compiler == "host" else self.gpu_source
-        if src is None and self.code_object:
+        if src is None and (self.code_object or self.call is not None):
             return ""
         if src is None:
             where = "host C" if compiler == "host" else "GPU (hiprtc/NVRTC)"
