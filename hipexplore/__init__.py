@@ -49,6 +49,8 @@ _LAZY = {
     "get_compiler": "hipexplore.compile.registry",
     "get_device": "hipexplore.devices",
     "sweep": "hipexplore.bench",
+    "callable_kernel": "hipexplore.bench.callable",
+    "user_kernel": "hipexplore.kernels.catalog",
     "Measurement": "hipexplore.bench.stats",
 }
 

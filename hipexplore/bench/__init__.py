@@ -6,8 +6,9 @@ samples and computes the statistics; ``StopRule`` chooses fixed or adaptive samp
 """
 from __future__ import annotations
 
+from .callable import callable_kernel
 from .stats import Measurement, StopRule
 from .sweep import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS, SweepHooks, SweepResult, SweepSpec, parse_size, run, sweep
 
-__all__ = ["COLD_REFERENCE", "Measurement", "SAMPLE_COLUMNS", "SUMMARY_COLUMNS", "StopRule", "SweepHooks", "SweepResult",
+__all__ = ["COLD_REFERENCE", "callable_kernel", "Measurement", "SAMPLE_COLUMNS", "SUMMARY_COLUMNS", "StopRule", "SweepHooks", "SweepResult",
            "SweepSpec", "parse_size", "run", "sweep"]

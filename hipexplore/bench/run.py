@@ -58,6 +58,13 @@ class SweepHooks:
     on_result: Callable[[dict[str, Any]], None] | None = None
     on_samples: Callable[[pd.DataFrame], None] | None = None
     should_stop: Callable[[], bool] | None = None
+    #: ``on_start(kernel, configuration)`` before each measurement (a sweep worker reports it, so a
+    #: worker that dies names what it was measuring)
+    on_start: Callable[[str, str], None] | None = None
+
+    def started(self, where: Sequence[str]) -> None:
+        if self.on_start is not None:
+            self.on_start(where[0], where[1])
 
     def stop_now(self) -> bool:
         return self.should_stop is not None and bool(self.should_stop())
@@ -214,6 +221,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                         stopped = True
                         break
                     where[1] = f"size={size} rotating=1 flush={COLD_REFERENCE if need_ref else 'none'} (output check)"
+                    hooks.started(where)
                     with sets_for(dev, kspec, n, 1) as sets:
                         if verify_results:
                             err = verify(dev, kspec, sets, kernel, grid, block,
@@ -221,6 +229,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                             metadata[f"verify.{kspec.name}.{size}"] = f"rel_l2_error={err:.3g}"
                         if need_ref:
                             where[1] = f"size={size} rotating=1 flush={COLD_REFERENCE}"
+                            hooks.started(where)
                             wl = Workload(dev, kernel, grid, block, sets.args)
                             raw = time_cold_reference(wl, flushers["l2-read"], reference_samples, chunk=chunk, warmup_s=warmup_s)  # type: ignore[arg-type]
                             m = Measurement(raw.time_s, label=f"{kspec.name} {size} cold", notes=list(raw.notes))
@@ -242,6 +251,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                                 stopped = True
                                 break
                             where[1] = f"size={size} rotating={p.requested} flush={f}"
+                            hooks.started(where)
                             k = _bound(kernel_for(dev, kspec.name, inline_icache=True), shared) if f == "inline-icache" else kernel
                             wl = Workload(dev, k, grid, block, sets.args)
                             raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s, flush_end_event=flush_end_event)

@@ -22,6 +22,7 @@ from .run import SweepHooks, SweepResult, run, verify
 from .spec import SweepSpec, parse_size, spec_from_arguments
 from .stats import StopRule
 from .timing import DEFAULT_CHUNK
+from .worker import run_in_worker, use_worker
 
 
 def sweep(
@@ -50,12 +51,18 @@ def sweep(
     run_id: str | None = None,
     command: str | Sequence[str] | None = None,
     cache: Any = None,
+    worker: bool | None = None,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
     frames, the files and resume; ``SweepSpec`` for the fields these arguments fill).
 
     ``iterations=N`` takes exactly N samples per configuration (N must be >= the buffer sets);
     otherwise ``stop`` (default ``StopRule()``, adaptive) decides. Sizes are bytes per array.
+
+    ``worker``: run in a worker process (``bench.worker``: a faulting kernel is a ``KernelFault``
+    naming kernel and configuration, finished configurations are kept, this process's device stays
+    usable). Default (``None``): a worker for GPU devices, in-process for the host device
+    (``HIPEXPLORE_SWEEP_WORKER`` changes the default); Python callables always run in-process.
     """
     spec = spec_from_arguments(
         kernels, sizes, rotating, flush, iterations=iterations, stop=stop, reference=reference,
@@ -66,6 +73,9 @@ def sweep(
     if cache is not None and dev.cache is None:
         dev.cache = cache
     hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
+    has_callable = any(k.call is not None for k in spec.specs())
+    if use_worker(dev, worker) and not (has_callable and worker is None):
+        return run_in_worker(spec, dev, out=out, resume=resume, hooks=hooks, run_id=run_id, command=command)
     return run(spec, dev, out=out, resume=resume, hooks=hooks, progress=progress, run_id=run_id, command=command)
 
 

@@ -104,27 +104,29 @@ def evaluate(expr: int | float | str | None, n: int, *, what: str, env: Mapping[
 Geometry = Callable[[int, DeviceShape], tuple[tuple[int, int, int], tuple[int, int, int]]]
 
 
-def grid_stride(blocks_per_cu: int = 4, block: int = 256) -> Geometry:
+class grid_stride:  # noqa: N801 - a function-like factory, kept lower case (a class so it pickles)
     """A grid-stride launch: ``blocks_per_cu`` blocks of ``block`` threads per compute unit,
     never more blocks than elements need (the H200 numbers in our notes use 132·4 blocks of 256)."""
 
-    def geometry(n: int, device: DeviceShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    def __init__(self, blocks_per_cu: int = 4, block: int = 256) -> None:
+        self.blocks_per_cu, self.block = blocks_per_cu, block
+        self.__doc__ = f"grid_stride(blocks_per_cu={blocks_per_cu}, block={block})"
+
+    def __call__(self, n: int, device: DeviceShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         cus = max(1, int(getattr(device, "compute_units", 1) or 1))
-        grid = max(1, min(cus * blocks_per_cu, math.ceil(max(n, 1) / block)))
-        return (grid, 1, 1), (block, 1, 1)
-
-    geometry.__doc__ = f"grid_stride(blocks_per_cu={blocks_per_cu}, block={block})"
-    return geometry
+        grid = max(1, min(cus * self.blocks_per_cu, math.ceil(max(n, 1) / self.block)))
+        return (grid, 1, 1), (self.block, 1, 1)
 
 
-def fixed_geometry(grid: int | Sequence[int], block: int | Sequence[int]) -> Geometry:
-    g, b = _dim3(grid, "grid"), _dim3(block, "block")
+class fixed_geometry:  # noqa: N801 - see grid_stride
+    """The same grid and block whatever the size."""
 
-    def geometry(n: int, device: DeviceShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        return g, b
+    def __init__(self, grid: int | Sequence[int], block: int | Sequence[int]) -> None:
+        self.grid, self.block = _dim3(grid, "grid"), _dim3(block, "block")
+        self.__doc__ = f"fixed_geometry(grid={self.grid}, block={self.block})"
 
-    geometry.__doc__ = f"fixed_geometry(grid={g}, block={b})"
-    return geometry
+    def __call__(self, n: int, device: DeviceShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return self.grid, self.block
 
 
 def _dim3(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
