@@ -48,12 +48,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    w = p.add_mutually_exclusive_group()
+    w.add_argument("--worker", dest="worker", action="store_const", const=True, default=None,
+                   help="run the sweep in a worker process (the default on GPUs): a faulting kernel cannot kill this process")
+    w.add_argument("--in-process", dest="worker", action="store_const", const=False, help="run the sweep in this process (the default on the host)")
     g = p.add_argument_group("user kernel")
     g.add_argument("--source", default=None, help="kernel source file (compiled with hiprtc/NVRTC for GPUs, cc for the host)")
     g.add_argument("--entry", default=None, help="kernel function name in --source (default: KERNEL)")
     g.add_argument("--args", default=None, help="argument spec, e.g. 'out:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n'")
-    g.add_argument("--grid", type=int, default=None, help="grid size in blocks (default: 4 blocks per compute unit, grid-stride)")
-    g.add_argument("--block", type=int, default=256, help="block size in threads (default 256)")
+    g.add_argument("--grid", default=None,
+                   help="grid in blocks: 1-3 comma separated numbers or expressions in n, the scalar arguments and "
+                        "block_x/y/z, e.g. 'ceil(n/256)' or 'cols/32,rows/32' (default: 4 blocks per compute unit, grid-stride)")
+    g.add_argument("--block", default="256", help="block in threads: 1-3 numbers or expressions, e.g. 32,32 (default 256)")
+    g.add_argument("--shared-bytes", default="0", help="dynamic shared memory per block: a number or expression, e.g. 'block_x*4'")
+    g.add_argument("-I", "--include-dir", action="append", default=[], dest="include_dir", metavar="DIR",
+                   help="directory searched for #include files (after the source's own folder); every file read is keyed")
+    g.add_argument("--header", action="append", default=[], metavar="FILE", help="header made available under its file name")
+    g.add_argument("--option", action="append", default=[], metavar="O", help="compiler option, repeatable (--option=-O3)")
+    g.add_argument("--code-object", default=None, metavar="FILE",
+                   help="a precompiled code object (hsaco/co for AMD; cubin, fatbin, PTX for NVIDIA; .so for the host) "
+                        "loaded instead of compiling --source; checked against the device's target")
     g.add_argument("--bytes-per-launch", default=None, help="bytes one launch moves, int or expression in n (default: sum of buffers)")
     p.set_defaults(func=run)
 
@@ -63,11 +77,16 @@ def run(args: argparse.Namespace) -> int:
     from ..devices import get_device
     from ..kernels import catalog
 
-    if args.source is not None:
+    if args.source is not None or args.code_object is not None:
         if not args.args:
-            raise ConfigError("--source needs --args describing the kernel's arguments (e.g. 'out:a:f32[n],n:u64=n')")
+            raise ConfigError("--source/--code-object needs --args describing the kernel's arguments (e.g. 'out:a:f32[n],n:u64=n')")
+        if args.code_object is not None and not args.entry:
+            raise ConfigError("--code-object needs --entry NAME: the kernel's symbol in the code object")
+        block: Any = int(args.block) if args.block.strip().isdigit() else args.block
         kernels: list[Any] = [catalog.user_kernel(args.source, args.entry or args.kernel, args.args, name=args.kernel,
-                                                  grid=args.grid, block=args.block, bytes_per_launch=args.bytes_per_launch)]
+                                                  grid=args.grid, block=block, shared_bytes=args.shared_bytes,
+                                                  bytes_per_launch=args.bytes_per_launch, include_dirs=args.include_dir,
+                                                  headers=args.header, options=args.option, code_object=args.code_object)]
     else:
         kernels = [catalog.get(k) for k in _csv(args.kernel)]
     sizes = [s for chunk in (args.size or ["1MiB"]) for s in _csv(chunk)]
@@ -78,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
                 reference=not args.no_reference, reference_samples=args.reference_samples, out=args.out,
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
+                worker=args.worker,
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
