@@ -211,7 +211,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                 n = kspec.elements(size)
                 footprint = kspec.footprint(n)
                 grid, block, shared = kspec.launch(n, dev)
-                kernel = _bound(kernel_for(dev, kspec.name), shared)
+                kernel = _bound(kernel_for(dev, kspec), shared)
                 base = dict(run_id=run_id, device=label, device_name=dev.name, kernel=kspec.name, size_bytes=size,
                             footprint_bytes=footprint)
                 ref_key = (kspec.name, size)
@@ -252,7 +252,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                                 break
                             where[1] = f"size={size} rotating={p.requested} flush={f}"
                             hooks.started(where)
-                            k = _bound(kernel_for(dev, kspec.name, inline_icache=True), shared) if f == "inline-icache" else kernel
+                            k = _bound(kernel_for(dev, kspec, inline_icache=True), shared) if f == "inline-icache" else kernel
                             wl = Workload(dev, k, grid, block, sets.args)
                             raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s, flush_end_event=flush_end_event)
                             notes = ([p.note] if p.note else []) + list(raw.notes)

@@ -191,6 +191,6 @@ BUILDER = KernelBuilder()
 install_kernel_builder(BUILDER)
 
 
-def kernel_for(device: Any, name: str, *, inline_icache: bool = False) -> Any:
+def kernel_for(device: Any, name: "str | KernelSpec", *, inline_icache: bool = False) -> Any:
     """A catalog kernel for ``device``, compiled through ``device.cache``, loaded once per device."""
     return BUILDER.kernel(device, name, inline_icache=inline_icache)
