@@ -207,11 +207,12 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
         where: list[str] = []  # (kernel, configuration) being measured: what a fault names
         for kspec in specs:
             for size in size_list:
-                where[:] = [kspec.name, f"size={size}"]
+                where.clear()  # building and loading are not the kernel's fault: a DeviceError there is raised as is
                 n = kspec.elements(size)
                 footprint = kspec.footprint(n)
                 grid, block, shared = kspec.launch(n, dev)
                 kernel = _bound(kernel_for(dev, kspec), shared)
+                where[:] = [kspec.name, f"size={size}"]
                 base = dict(run_id=run_id, device=label, device_name=dev.name, kernel=kspec.name, size_bytes=size,
                             footprint_bytes=footprint)
                 ref_key = (kspec.name, size)
