@@ -124,6 +124,9 @@ class SweepPanel:
         rotating: str = "1, 2, 4, auto",
         flush: Sequence[str] = ("none", "l2-read"),
         iterations: int = 30,
+        grid: str = "",
+        block: str = "",
+        shared_bytes: str = "",
     ) -> None:
         import ipywidgets as w
 
@@ -138,6 +141,10 @@ class SweepPanel:
         self.rotating = w.Text(value=rotating, description="rotating", placeholder="1, 2, 4, auto", style=style)
         self.flush = w.SelectMultiple(options=list(flushes), value=tuple(f for f in flush if f in flushes), description="flush", rows=min(5, len(flushes)), style=style)
         self.iterations = w.BoundedIntText(value=iterations, min=1, max=1_000_000, description="iterations", style=style)
+        # launch geometry as expressions (kernels.geometry); empty keeps the kernel's own
+        self.grid = w.Text(value=grid, description="grid", placeholder="kernel's own, e.g. cols/32,rows/32", style=style)
+        self.block = w.Text(value=block, description="block", placeholder="e.g. 32,32", style=style)
+        self.shared_bytes = w.Text(value=shared_bytes, description="shared bytes", placeholder="e.g. block_x*4", style=style)
         self.run_button = w.Button(description="Run", button_style="success", icon="play")
         self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", style=style)
@@ -147,7 +154,8 @@ class SweepPanel:
         self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%"))
         self.run_button.on_click(self._on_run_clicked)
         self.stop_button.on_click(self._on_stop_clicked)
-        controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.iterations])
+        controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.iterations,
+                           self.grid, self.block, self.shared_bytes])
         buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
         self.widget = w.VBox([controls, buttons, self.errors, w.HBox([self.noise_image, self.detail_image])])
 
@@ -195,12 +203,30 @@ class SweepPanel:
             raise ConfigError("no flush mode selected; select at least one (e.g. 'none')")
         return {
             "device": self.device.value,
-            "kernels": self.kernel.value,
+            "kernels": self._kernel_with_geometry(),
             "sizes": parse_sizes(self.sizes.value),
             "rotating": parse_rotating(self.rotating.value),
             "flush": flush,
             "iterations": int(self.iterations.value),
         }
+
+    def _kernel_with_geometry(self) -> Any:
+        """The selected kernel, or a copy launching with the panel's grid/block/shared-bytes
+        expressions (``ConfigError`` naming a bad one); the copy keeps the kernel's name."""
+        grid, block, shared = (self.grid.value.strip(), self.block.value.strip(), self.shared_bytes.value.strip())
+        if not (grid or block or shared):
+            return self.kernel.value
+        import dataclasses
+
+        from .kernels import catalog
+        from .kernels.geometry import ExprGeometry
+
+        spec = catalog.get(self.kernel.value)
+        if not grid:
+            raise ConfigError("the sweep panel's grid is empty; give grid expressions (e.g. 'ceil(n/256)') with block/shared bytes")
+        scalars = [a.name for a in spec.args if a.kind == "scalar"]
+        geometry = ExprGeometry(grid, block or "256", shared or "0", scalar_names=scalars)
+        return dataclasses.replace(spec, geometry=geometry)
 
     def expected_results(self, params: dict[str, Any]) -> int:
         """Configurations the sweep reports: every (size, rotating, flush) plus one cold

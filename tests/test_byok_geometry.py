@@ -168,3 +168,31 @@ def test_cli_bad_geometry_is_one_line_exit_2(flag, value, needle, tmp_path, caps
                "--no-progress", "--size", "16KiB"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and needle in err and len(err.splitlines()) == 1, err
+
+
+def test_sweep_panel_takes_geometry_expressions(need_host_cc, tmp_path, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from hipexplore.widgets import SweepPanel
+
+    monkeypatch.setenv("HIPEXPLORE_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "transpose.c"
+    src.write_text(TRANSPOSE_C)
+    catalog.user_kernel(src, "transpose", ARGS, name="test_panel_transpose", reference=transpose_ref)
+    try:
+        panel = SweepPanel(device="host", kernel="test_panel_transpose", sizes="16KiB", rotating="1, 2",
+                           flush=("none",), iterations=4, grid="cols/32,rows/32", block="32,32", shared_bytes="block_x*4")
+        spec = panel.params()["kernels"]
+        assert spec.name == "test_panel_transpose" and spec.launch(4096, None) == ((2, 2, 1), (32, 32, 1), 128)
+        panel.run(blocking=True)
+        assert len(panel.summary) == 3 and panel.error is None
+        # an expression that only fails with this kernel's values: it reached the sweep and is shown
+        panel.grid.value = "cols/(rows-64)"
+        panel._on_run_clicked(panel.run_button)
+        with pytest.raises(ConfigError, match="divides by zero with cols=64, rows=64"):
+            panel.wait(60)
+        assert "divides by zero" in panel.errors.value
+        panel.grid.value = "cols/"
+        with pytest.raises(ConfigError, match=r"grid\[0\]: 'cols/' is not an arithmetic expression"):
+            panel.params()
+    finally:
+        catalog.unregister("test_panel_transpose")

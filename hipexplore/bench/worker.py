@@ -62,15 +62,22 @@ def use_worker(device: Any, worker: bool | None) -> bool:
 
 
 def _shippable(spec: SweepSpec) -> tuple[SweepSpec, list[tuple[str, bytes | None]]]:
-    """The spec with kernels by name, and each kernel pickled (``None``: it does not pickle, e.g.
-    the catalog's own kernels with lambdas; the worker then uses its own catalog's kernel of that name)."""
+    """The spec with kernels by name, and each kernel pickled (``None``: a registered kernel that
+    does not pickle; the worker then uses its own catalog's kernel of that name, if it has one)."""
     out: list[tuple[str, bytes | None]] = []
     for k in spec.specs():
         if k.call is not None:
             raise ConfigError(f"kernel {k.name!r} is a Python callable, which cannot run in a sweep worker; use worker=False")
         try:
             out.append((k.name, pickle.dumps(k)))
-        except Exception:
+        except Exception as exc:
+            try:
+                registered = catalog.get(k.name) is k
+            except ConfigError:
+                registered = False
+            if not registered:  # the worker's kernel of that name would not be this one
+                raise ConfigError(f"kernel {k.name!r} cannot be sent to a sweep worker ({type(exc).__name__}: {exc}); "
+                                  f"give its reference/traffic as importable functions or expressions, or use worker=False") from None
             out.append((k.name, None))
     named = copy.copy(spec)
     object.__setattr__(named, "kernels", tuple(name for name, _ in out))

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import sources
-from .spec import Arg, Geometry, KernelSpec, fixed_geometry, grid_stride
+from .geometry import ExprGeometry
+from .spec import Arg, Geometry, KernelSpec, NExpr, fixed_geometry, grid_stride
 
 _REGISTRY: dict[str, KernelSpec] = {}
 _LOCK = threading.Lock()
@@ -76,8 +77,8 @@ TRIAD = KernelSpec(
     gpu_source=sources.TRIAD_GPU,
     host_source=sources.HOST_KERNELS_C,
     geometry=grid_stride(4, 256),
-    bytes_per_launch=lambda n: 3 * 4 * n,
-    flops_per_launch=lambda n: 2 * n,
+    bytes_per_launch=NExpr("3*4*n", "bytes_per_launch"),
+    flops_per_launch=NExpr("2*n", "flops_per_launch"),
     reference=_triad_ref,
     description="STREAM triad a = b + s*c, fp32: reads 2 arrays, writes 1",
 )
@@ -93,7 +94,7 @@ COPY = KernelSpec(
     gpu_source=sources.COPY_GPU,
     host_source=sources.HOST_KERNELS_C,
     geometry=grid_stride(4, 256),
-    bytes_per_launch=lambda n: 2 * 4 * n,
+    bytes_per_launch=NExpr("2*4*n", "bytes_per_launch"),
     reference=_copy_ref,
     description="copy dst = src, fp32: reads 1 array, writes 1",
 )
@@ -109,7 +110,7 @@ FILL = KernelSpec(
     gpu_source=sources.FILL_GPU,
     host_source=sources.HOST_KERNELS_C,
     geometry=grid_stride(4, 256),
-    bytes_per_launch=lambda n: 4 * n,
+    bytes_per_launch=NExpr("4*n", "bytes_per_launch"),
     reference=_fill_ref,
     description="fill dst = value, fp32: writes 1 array",
 )
@@ -127,7 +128,7 @@ SPIN = KernelSpec(
     ),
     gpu_source=sources.SPIN_GPU,
     geometry=fixed_geometry(1, 32),
-    bytes_per_launch=lambda n: 0,
+    bytes_per_launch=NExpr("0", "bytes_per_launch"),
     description="blocking kernel: holds the stream until the host writes its flag (or times out)",
 )
 
@@ -144,7 +145,7 @@ FLUSH_L2_WRITE = KernelSpec(
     host_source=sources.HOST_KERNELS_C,
     element_dtype="uint32",
     geometry=grid_stride(4, 256),
-    bytes_per_launch=lambda n: 4 * n,
+    bytes_per_launch=NExpr("4*n", "bytes_per_launch"),
     description="write flush: stores over a buffer of at least the LLC (leaves dirty lines)",
 )
 
@@ -160,7 +161,7 @@ FLUSH_L2_READ = KernelSpec(
     host_source=sources.HOST_KERNELS_C,
     element_dtype="uint32",
     geometry=grid_stride(4, 256),
-    bytes_per_launch=lambda n: 16 * n,
+    bytes_per_launch=NExpr("16*n", "bytes_per_launch"),
     description="read flush: reads a buffer of at least 2x the LLC (clean eviction); n counts 16-byte words",
 )
 
@@ -169,8 +170,8 @@ FLUSH_ICACHE = KernelSpec(
     entry="hx_icache_flush",
     args=(),
     gpu_source=sources.ICACHE_FLUSH_GPU,
-    geometry=lambda n, dev: ((max(1, dev.compute_units) * 60, 1, 1), (64, 1, 1)),
-    bytes_per_launch=lambda n: 0,
+    geometry=ExprGeometry("compute_units*60", 64),
+    bytes_per_launch=NExpr("0", "bytes_per_launch"),
     description="AMD instruction-cache flush kernel: s_icache_inv + 16 s_nop on compute_units*60 blocks",
 )
 
@@ -284,16 +285,7 @@ def user_kernel(
     return spec
 
 
-class _NExpr:
-    """``n -> int`` from an expression (picklable, unlike a lambda)."""
-
-    def __init__(self, expr: int | str, what: str) -> None:
-        self.expr, self.what = expr, what
-
-    def __call__(self, n: int) -> int:
-        from .spec import evaluate
-
-        return int(evaluate(self.expr, n, what=self.what))
+_NExpr = NExpr
 
 
 def _is_path(source: Any) -> bool:

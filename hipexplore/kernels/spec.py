@@ -104,6 +104,20 @@ def evaluate(expr: int | float | str | None, n: int, *, what: str, env: Mapping[
 Geometry = Callable[[int, DeviceShape], tuple[tuple[int, int, int], tuple[int, int, int]]]
 
 
+class NExpr:
+    """``n -> int`` from a number or an expression in n (a KernelSpec's traffic and flops): unlike
+    a lambda it pickles, so a kernel can be sent to a sweep worker."""
+
+    def __init__(self, expr: int | str, what: str = "expression") -> None:
+        self.expr, self.what = expr, what
+
+    def __call__(self, n: int) -> int:
+        return int(evaluate(self.expr, n, what=self.what))
+
+    def __repr__(self) -> str:
+        return f"NExpr({self.expr!r})"
+
+
 class grid_stride:  # noqa: N801 - a function-like factory, kept lower case (a class so it pickles)
     """A grid-stride launch: ``blocks_per_cu`` blocks of ``block`` threads per compute unit,
     never more blocks than elements need (the H200 numbers in our notes use 132·4 blocks of 256)."""
@@ -154,7 +168,7 @@ class KernelSpec:
     geometry: Geometry = field(default_factory=grid_stride)
     element_dtype: str = "float32"
     bytes_per_launch: Callable[[int], int] | None = None
-    flops_per_launch: Callable[[int], int] = lambda n: 0
+    flops_per_launch: Callable[[int], int] = field(default_factory=lambda: NExpr(0, "flops_per_launch"))
     reference: Callable[[Mapping[str, np.ndarray], Mapping[str, Any]], Mapping[str, np.ndarray]] | None = None
     options: tuple[str, ...] = ()
     description: str = ""
