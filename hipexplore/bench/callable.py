@@ -33,14 +33,10 @@ STREAM_MODES = ("arg", "torch", "cupy")
 
 
 def _handle(stream: Any) -> int | None:
+    """The raw stream handle (``cuda.bindings`` ``CUstream`` and hip-python streams convert with
+    ``int()``; ``getPtr()`` would be the address *of* the handle, not the handle)."""
     if stream is None:
         return None
-    for attr in ("getPtr", "ptr", "value"):
-        v = getattr(stream, attr, None)
-        if callable(v):
-            v = v()
-        if isinstance(v, int):
-            return v
     return int(stream)
 
 

@@ -141,10 +141,10 @@ def run_in_worker(spec: SweepSpec, device: Any, *, out: Any = None, resume: bool
                 if hooks.on_result is not None:
                     hooks.on_result(dict(payload))
             elif kind == "done":
-                proc.wait()
+                _reap(proc)
                 return payload
             elif kind == "error":
-                proc.wait()
+                _reap(proc)
                 if isinstance(payload, KernelFault):
                     payload.result = SweepResult(samples_frame(samples), summary_frame(rows), {}, None)
                 raise payload
@@ -158,6 +158,15 @@ def run_in_worker(spec: SweepSpec, device: Any, *, out: Any = None, resume: bool
             os.unlink(err_path)
         except OSError:
             pass
+
+
+def _reap(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Wait for a worker that has reported; one stuck in its exit (a dead GPU context) is killed."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _tail(path: str) -> str:
