@@ -12,7 +12,7 @@ export PYTHONPATH=$PWD HIPEXPLORE_CACHE_DIR=/tmp/hipexplore-cache PYTHONUNBUFFER
 export HIPEXPLORE_GIT_REVISION=${HIPEXPLORE_GIT_REVISION:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$R/nvidia-smi.txt" 2>&1
 python3 -m hipexplore info --json > "$R/info.json" 2>&1; echo "info rc=$?"
-python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_cuda.py tests/test_compilers.py 2>&1 | tee "$R/pytest_gpu.txt" | tail -25
+python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_cuda.py tests/test_gpu_byok.py tests/test_compilers.py 2>&1 | tee "$R/pytest_gpu.txt" | tail -25
 python3 -m pytest -q -p no:cacheprovider -m "not gpu" tests/test_devices.py tests/test_kernels.py tests/test_bench.py \
   tests/test_sweep.py tests/test_stats.py tests/test_compilers.py tests/test_gemm.py tests/test_tuning_device.py \
   tests/test_cache_memory.py tests/test_request.py 2>&1 | tee "$R/pytest.txt" | tail -5
