@@ -282,7 +282,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                     with rot.BufferSets(dev, kspec, n, 1) as sets:
                         wl = Workload(dev, kernels[timers[0]] if timers[0] == "events" else kernel_for(dev, kspec.name),
                                       grid, block, sets.args)
-                        spent, what = wait_for_stable_clock(telemetry, lambda: warm_up(wl, None, 0.0, 64),
+                        spent, what = wait_for_stable_clock(telemetry, lambda: warm_up(wl, None, 0.005),
                                                             min_s=_clock_warmup_s(spec, dev))
                     metadata["warmup.clock"] = what
                     warmed = True
