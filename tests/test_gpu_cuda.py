@@ -105,9 +105,9 @@ def test_events_read_a_known_in_kernel_duration_despite_host_delay(cuda):
     out = cuda.alloc(8)
 
     class SlowHost(Workload):
-        def launch(self, buffer_set: int) -> None:
+        def launch(self, buffer_set: int, position: int = 0) -> None:
             time.sleep(300e-6)  # host latency between the start event and the launch
-            super().launch(buffer_set)
+            super().launch(buffer_set, position)
 
     med = {}
     for ns in (20_000, 60_000):
