@@ -166,18 +166,15 @@ def main() -> None:
     runs = []
     for r in range(reps):
         res = hx.sweep("triad", sizes, [1], ["none", "l2-read"], device=dev, iterations=200, reference=False, progress=False)
-        res.summary.assign(rep=r).to_parquet(out / f"E_run{r}.parquet") if r == 0 else None
-        runs.append(res.summary.assign(rep=r))
+        runs.append(res.summary.assign(rep=r, run_id=f"run{r}"))
     allruns = pd.concat(runs, ignore_index=True)
     allruns.to_parquet(out / "E_runs.parquet")
-    rows = []
-    for (size, flush), g in allruns.groupby(["size_bytes", "flush"]):
-        implied = float(((g.ci_high_s - g.ci_low_s) / 2 / 1.96).mean())
-        sd = float(g.median_s.std(ddof=1))
-        rows.append({"size_mib": size / MIB, "flush": flush, "runs": len(g), "mean_median_us": g.median_s.mean() * 1e6,
-                     "sd_of_medians_ns": sd * 1e9, "implied_sigma_ns": implied * 1e9,
-                     "ratio": sd / implied if implied > 0 else math.nan,
-                     "drift_us": float(g.median_s.max() - g.median_s.min()) * 1e6})
+    from hipexplore.bench.drift import run_to_run
+
+    rr = run_to_run(runs)
+    rows = [{"size_mib": r.size_bytes / MIB, "flush": r.flush, "runs": r.runs, "mean_median_us": r.mean_median_s * 1e6,
+             "sd_of_medians_ns": r.sd_of_medians_s * 1e9, "implied_sigma_ns": r.implied_sigma_s * 1e9, "ratio": r.ratio,
+             "drift": r.drift} for r in rr.itertuples()]
     report["repeats"] = rows
 
     # F: a default adaptive sweep
