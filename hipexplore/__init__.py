@@ -51,6 +51,8 @@ _LAZY = {
     "sweep": "hipexplore.bench",
     "callable_kernel": "hipexplore.bench.callable",
     "user_kernel": "hipexplore.kernels.catalog",
+    "SweepSpec": "hipexplore.bench",
+    "StopRule": "hipexplore.bench",
     "Measurement": "hipexplore.bench.stats",
 }
 

@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--diagnostic", action="append", default=[], choices=sorted(DIAGNOSTICS),
         help="diagnostic switch; the compile then bypasses the cache",
     )
+    p.add_argument("--inline-icache", action="store_true",
+                   help="hiprtc: put s_icache_inv + 16 s_nop 0 at the entry of each --kernel (every kernel when none is named); "
+                        "the transformed source compiles under its own cache key")
     p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the binary here")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="compile without reading or writing either cache tier")
@@ -77,9 +80,22 @@ def build_request(args: argparse.Namespace):
         raise ConfigError(
             f"--target is required for --compiler {args.compiler} (for example --target {_EXAMPLE_TARGET[args.compiler]})"
         )
-    from ..compile.includes import with_closure
+    from ..compile.includes import include_closure
 
-    request = CompileRequest(
+    # the include closure first: its files are headers of the request (keyed), and the
+    # inline-icache transform parses with them
+    closure = include_closure(text, compiler=args.compiler, source_path=args.source, include_dirs=args.include_dir,
+                              given=[h.name for h in headers])
+    headers = [*headers, *closure.headers()]
+    args.closure = closure
+    if getattr(args, "inline_icache", False):
+        if args.compiler != "hiprtc":
+            raise ConfigError(f"--inline-icache inserts AMD instructions and needs --compiler hiprtc, not {args.compiler!r}")
+        from ..kernels.transform import insert_icache_flush
+
+        text = insert_icache_flush(text, tuple(args.kernel) or None, filename=Path(args.source).name,
+                                   headers=[(h.name, h.text) for h in headers])
+    return CompileRequest(
         source=Source(Path(args.source).name, text),
         compiler=args.compiler,
         target=target,
@@ -89,9 +105,6 @@ def build_request(args: argparse.Namespace):
         mode=args.mode,
         diagnostics=frozenset(args.diagnostic),
     )
-    request, closure = with_closure(request, source_path=args.source, include_dirs=args.include_dir)
-    args.closure = closure
-    return request
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         "mode": request.mode,
         "options": list(request.options),
         "kernels": list(request.kernels),
+        "inline_icache": bool(getattr(args, "inline_icache", False)),
         "lowered_names": dict(code.lowered_names),
         "outcome": result.outcome,
         "key": result.key.digest,

@@ -81,6 +81,7 @@ TRIAD = KernelSpec(
     flops_per_launch=NExpr("2*n", "flops_per_launch"),
     reference=_triad_ref,
     description="STREAM triad a = b + s*c, fp32: reads 2 arrays, writes 1",
+    timer=True,
 )
 
 COPY = KernelSpec(
@@ -97,6 +98,7 @@ COPY = KernelSpec(
     bytes_per_launch=NExpr("2*4*n", "bytes_per_launch"),
     reference=_copy_ref,
     description="copy dst = src, fp32: reads 1 array, writes 1",
+    timer=True,
 )
 
 FILL = KernelSpec(
@@ -113,6 +115,7 @@ FILL = KernelSpec(
     bytes_per_launch=NExpr("4*n", "bytes_per_launch"),
     reference=_fill_ref,
     description="fill dst = value, fp32: writes 1 array",
+    timer=True,
 )
 
 #: The blocking kernel is part of the catalog for inspection and compile tests; the harness uses

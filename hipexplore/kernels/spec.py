@@ -172,6 +172,9 @@ class KernelSpec:
     reference: Callable[[Mapping[str, np.ndarray], Mapping[str, Any]], Mapping[str, np.ndarray]] | None = None
     options: tuple[str, ...] = ()
     description: str = ""
+    #: the source has an in-kernel timer under ``-DHX_TIMED`` (an extra last ``u64*`` argument:
+    #: [first block start, last block end] in ns; see kernels/sources.py), for the ``in-kernel`` timer
+    timer: bool = False
     #: the file ``gpu_source``/``host_source`` was read from: re-read at every build, so an edit is seen
     source_file: str = ""
     #: ``-I`` directories searched (after the including file's own folder) for the include closure
