@@ -459,3 +459,48 @@ def test_events_are_bounded_and_drops_are_counted(monkeypatch):
     stats = cache.stats()
     assert len(ev) == 5 and list(ev["seq"]) == [3, 4, 5, 6, 7]
     assert stats["lookups"] == 8 and stats["events_dropped"] == 3 and stats["memory_hits"] == 7
+
+
+def test_forced_digest_collision_never_joins_another_keys_compile(tmp_path):
+    """Two different requests with one (injected) digest, the second arriving while the first is in
+    flight: the second must compile on its own, never be handed the first one's binary as ``joined``.
+    A third request for the first key does join (the join path is exercised, not avoided)."""
+    host = _host()
+    gate = threading.Event()
+    slow_a, fast_b = Counting(host, gate=gate), Counting(host)
+    cache = CompileCache(disk_dir=False, digest=constant_digest)
+    got: dict[str, CacheResult] = {}
+    errors: list[BaseException] = []
+
+    def lookup(name, comp, value):
+        try:
+            got[name] = cache.get_or_compile(request(value), comp)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    ta = threading.Thread(target=lookup, args=("a", slow_a, 111))
+    ta.start()
+    assert slow_a.started.wait(30)
+    assert cache.stats()["in_flight"] == 1
+    ta2 = threading.Thread(target=lookup, args=("a2", slow_a, 111))  # same key: must join A
+    ta2.start()
+    deadline = time.time() + 30
+    while cache.stats()["lookups"] < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    tb = threading.Thread(target=lookup, args=("b", fast_b, 222))  # other key, same digest
+    tb.start()
+    tb.join(30)  # a compile of one line of C; a join onto the gated compile would wait forever
+    b_done_while_a_in_flight = not tb.is_alive() and not gate.is_set()
+    gate.set()
+    for t in (ta, ta2, tb):
+        t.join(60)
+    assert not errors
+    assert b_done_while_a_in_flight, "the colliding request waited on the other key's compile"
+    assert got["b"].outcome == "compiled" and fast_b.real_compiles == 1
+    assert got["b"].key.digest == got["a"].key.digest and got["b"].key.canonical != got["a"].key.canonical
+    assert call_answer(got["b"].object_code.binary, tmp_path) == 222
+    assert got["a"].outcome == "compiled" and call_answer(got["a"].object_code.binary, tmp_path) == 111
+    assert got["a2"].outcome == "joined" and call_answer(got["a2"].object_code.binary, tmp_path) == 111
+    assert slow_a.calls == 1
+    assert sorted(outcomes(cache)) == ["compiled", "compiled", "joined"]
+    assert cache.stats()["in_flight"] == 0
