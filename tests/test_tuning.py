@@ -262,3 +262,96 @@ def test_replay_never_closes_the_shared_compilers():
     assert not shared.closed
     assert cache.get_or_compile(req.with_(options=("-O1",)), shared).outcome == "compiled"
     assert cache.get_or_compile(req.with_(options=("-O1",))).outcome == "memory-hit"
+
+
+# ------------------------------------------------------------------------------------ per-pass salt, warm pass
+class _Recording:
+    """The real host compiler, recording every request it is asked to compile, in order."""
+
+    def __init__(self, inner) -> None:
+        import threading
+
+        self.inner = inner
+        self.name = inner.name
+        self.requests: list = []
+        self._lock = threading.Lock()
+
+    def identity(self):
+        return self.inner.identity()
+
+    def targets(self):
+        return self.inner.targets()
+
+    def compile(self, request):
+        with self._lock:
+            self.requests.append(request)
+        return self.inner.compile(request)
+
+
+_SALT_RX = __import__("re").compile(r"typedef int hx_replay_salt_(\w+);")
+
+
+def _salt_of(request) -> str | None:
+    found = _SALT_RX.findall(request.source.text)
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def test_each_pass_compiles_its_own_salted_sources_after_an_untimed_warm_pass():
+    """The replay's per-pass salt and warm pass, seen where they matter: in the sources that reach
+    the compiler. Order: warm-up kernels, the warm pass (each unique kernel once), then ideal, off and
+    memory, each pass with one salt of its own, so no compiled source of one pass is another's."""
+    comp = _Recording(_available("host"))
+    tl = _small(problems="1", limit=2)
+    rep = run_replay(tl, jobs=1, cache="memory", compiler=comp)
+    assert rep.to_json()["salted_per_pass"] is True
+    reqs = comp.requests
+    warm_up = [r for r in reqs if any(o.startswith("-DHX_WARMUP=") for o in r.options)]
+    assert len(warm_up) == 4 and reqs[:4] == warm_up  # one kernel per role, first, unsalted
+    passes: list[tuple[str, list]] = []  # (pass name, its requests), in the order compiled
+    for r in reqs[4:]:
+        salt = _salt_of(r)
+        assert salt is not None, f"an unsalted compile after the warm-up: {r.label}"
+        name = salt.rsplit("_", 1)[1]
+        if not passes or passes[-1][0] != name:
+            passes.append((name, []))
+        passes[-1][1].append(r)
+    assert [name for name, _ in passes] == ["warm", "ideal", "off", "memory"]
+    counts = {name: len(rs) for name, rs in passes}
+    assert counts == {"warm": tl.unique_kernels, "ideal": tl.unique_kernels, "off": tl.kernels,
+                      "memory": tl.unique_kernels}
+    salts = {name: {_salt_of(r) for r in rs} for name, rs in passes}
+    assert all(len(s) == 1 for s in salts.values()), salts  # one salt per pass
+    prefixes = {s.pop().rsplit("_", 1)[0] for s in salts.values()}
+    assert len(prefixes) == 1  # one run
+    sources = {name: {r.source.text for r in rs} for name, rs in passes}
+    names = list(sources)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not sources[a] & sources[b], f"passes {a} and {b} compiled the same source text"
+    # the salt is appended, the kernel itself unchanged: stripping it gives the list's own sources
+    by_label = {e.label: e for e in tl.entries}
+    for name, rs in passes:
+        for r in rs:
+            original = by_label[r.label].request
+            assert r.with_(source=original.source) == original  # only the source text differs
+            assert r.source.text.startswith(original.source.text)
+            tail = r.source.text[len(original.source.text):]
+            assert _SALT_RX.search(tail) and tail.count("\n") == 2, tail  # one appended line, a real token
+    # and in the events: no digest of one timed pass is another's
+    frame = rep.frame
+    digests = {s: set(frame.loc[frame["scenario"] == s, "digest"]) for s in ("ideal", "off", "memory")}
+    assert not digests["ideal"] & digests["off"] and not digests["off"] & digests["memory"]
+    assert not digests["ideal"] & digests["memory"]
+
+
+def test_without_salt_or_warm_pass_the_passes_share_sources():
+    """The switches do what they say (and the test above can tell them apart)."""
+    comp = _Recording(_available("host"))
+    tl = _small(problems="1", limit=1)
+    rep = run_replay(tl, jobs=1, cache="memory", compiler=comp, salt=False, warm_pass=False)
+    assert rep.to_json()["salted_per_pass"] is False
+    after = comp.requests[4:]
+    assert all(_salt_of(r) is None for r in after)
+    assert len(after) == tl.unique_kernels + tl.kernels + tl.unique_kernels  # ideal, off, memory: no warm pass
+    assert {r.source.text for r in after} == {e.request.source.text for e in tl.entries}
