@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HipexploreError as exc:
-        if os.environ.get("HIPEXPLORE_DEBUG"):
+        if os.environ.get("HIPEXPLORE_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off"):
             raise
         msg = str(exc).strip()
         print(f"hipexplore {args.command}: error: {msg}", file=sys.stderr)
