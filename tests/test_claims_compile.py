@@ -127,8 +127,9 @@ def test_info_text_names_the_same_things(tmp_path):
 BAD = ["tune-replay", "--compiler", "host", "--target", "gfx90a", "--limit", "1"]
 
 
-def test_library_error_is_one_line_and_exit_2():
-    proc = run_cli(BAD)
+@pytest.mark.parametrize("debug", [None, "0", "off"])
+def test_library_error_is_one_line_and_exit_2(debug):
+    proc = run_cli(BAD, env={"HIPEXPLORE_DEBUG": debug} if debug is not None else None)
     assert proc.returncode == 2
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
