@@ -12,7 +12,8 @@ import struct
 
 EM_X86_64, EM_AARCH64, EM_CUDA, EM_AMDGPU = 62, 183, 190, 224
 #: EF_AMDGPU_MACH_* values (LLVM AMDGPUUsage, code object v3+): the target lives in e_flags & 0xFF.
-EF_AMDGPU_MACH = {"gfx900": 0x2C, "gfx906": 0x2F, "gfx908": 0x30, "gfx90a": 0x3F, "gfx1030": 0x36}
+EF_AMDGPU_MACH = {"gfx900": 0x2C, "gfx906": 0x2F, "gfx908": 0x30, "gfx90a": 0x3F, "gfx1030": 0x36,
+                  "gfx940": 0x40, "gfx941": 0x4B, "gfx942": 0x4C, "gfx1100": 0x41, "gfx1101": 0x46, "gfx1102": 0x47}
 EM_HOST = {"x86_64": EM_X86_64, "aarch64": EM_AARCH64}.get(platform.machine())
 
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import TRIAD_C, TRIAD_C_HEADER, TRIAD_HIP, live_group_members, slow_c_source
+from elfcheck import assert_amdgpu_code_object
 from hipexplore.compile.isolation import IsolatedCompiler
 from hipexplore.compile.request import CompileRequest, Source
 from hipexplore.errors import CompileError, CompilerCrashed, CompilerError, CompileTimeout, ConfigError
@@ -50,7 +51,8 @@ def test_crashing_target_becomes_compiler_crashed_and_pool_recovers(need_hiprtc)
             for target in CRASHING_ON_ROCM52:
                 assert target in comp.targets()
                 obj = comp.compile(triad_hip(target))
-                assert obj.binary[:4] == b"\x7fELF" and obj.target == target
+                assert obj.target == target
+                assert_amdgpu_code_object(obj.binary, target.split(":")[0], "triad")
             return
         target = crashing[0]
         # first compile in a fresh worker: ROCm 5.2's comgr aborts (glibc "munmap_chunk(): invalid pointer")
@@ -63,7 +65,8 @@ def test_crashing_target_becomes_compiler_crashed_and_pool_recovers(need_hiprtc)
         assert "Fatal Python error" in err.log  # the worker's stderr (faulthandler) is the log
         assert comp.worker_pids() == []  # the dead worker was reaped and dropped
         obj = comp.compile(triad_hip("gfx90a"))  # the next compile works, in a new worker
-        assert obj.binary[:4] == b"\x7fELF" and obj.target == "gfx90a"
+        assert obj.target == "gfx90a"
+        assert_amdgpu_code_object(obj.binary, "gfx90a", "triad")
         assert len(comp.worker_pids()) == 1
         # after an earlier compile the same heap corruption may surface as SIGSEGV: still a crash report
         with pytest.raises(CompilerCrashed) as again:
@@ -225,7 +228,7 @@ def test_hiprtc_identity_follows_the_loaded_library_file(need_hiprtc, tmp_path):
         ident = comp.identity()  # computed in the worker, which loaded the copy
         assert ident.library == str(copy)
         assert ident.version == default.version and ident.stamp != default.stamp
-        assert comp.compile(triad_hip("gfx90a")).binary[:4] == b"\x7fELF"
+        assert_amdgpu_code_object(comp.compile(triad_hip("gfx90a")).binary, "gfx90a", "triad")
 
 
 def test_isolated_compiler_is_a_compiler():
