@@ -103,6 +103,20 @@ def test_disk_hit_in_a_new_cache_object_keeps_the_original_compile_time(tmp_path
     assert call_answer(second.object_code.binary, tmp_path) == 5
 
 
+def test_a_disk_hit_is_not_written_back(tmp_path):
+    """Only a compile writes an entry: a hit leaves the file as it is (same inode, no write)."""
+    host = Counting(_host())
+    writer = CompileCache(disk_dir=tmp_path / "cache")
+    writer.get_or_compile(request(6), host)
+    assert writer.disk.counters["writes"] == 1
+    path = entry_path(writer, writer.key_for(request(6), host).digest)
+    before = os.stat(path)
+    reader = CompileCache(disk_dir=tmp_path / "cache")
+    assert reader.get_or_compile(request(6), host).outcome == "disk-hit"
+    assert reader.disk.counters["writes"] == 0 and reader.disk.counters["hits"] == 1
+    assert os.stat(path).st_ino == before.st_ino
+
+
 def test_layout_and_inspectable_header(tmp_path):
     cache = CompileCache(disk_dir=tmp_path / "cache")
     result = cache.get_or_compile(request(6), _host())
