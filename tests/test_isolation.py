@@ -63,6 +63,7 @@ def test_crashing_target_becomes_compiler_crashed_and_pool_recovers(need_hiprtc)
         assert "SIGABRT" in str(err) and f"'{target}'" in str(err) and "ISA list" in str(err)
         assert err.target == target and err.compiler == "hiprtc"
         assert "Fatal Python error" in err.log  # the worker's stderr (faulthandler) is the log
+        assert "munmap_chunk(): invalid pointer" in err.log  # glibc's own report, kept off /dev/tty
         assert comp.worker_pids() == []  # the dead worker was reaped and dropped
         obj = comp.compile(triad_hip("gfx90a"))  # the next compile works, in a new worker
         assert obj.target == "gfx90a"
@@ -129,6 +130,65 @@ def test_timeout_kills_worker_and_its_compiler_then_recovers(need_host_cc):
         assert live_group_members(pid) == []  # cc and cc1 went with it
         assert comp.compile(small_c(1)).nbytes > 0  # the pool recovered
         assert comp.worker_pids() and comp.worker_pids()[0] != pid
+
+
+def _processes_mentioning(text: bytes) -> list[int]:
+    """Live (non-zombie) processes whose command line contains ``text``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != b"Z":
+            found.append(int(pid))
+    return found
+
+
+def test_timeout_leaves_no_compiler_process_of_that_compile(need_host_cc):
+    """Not only the worker's process group: no cc/cc1 of the timed-out compile survives anywhere
+    (a compiler started in a session of its own would escape the group kill)."""
+    import uuid
+
+    name = f"slow_{uuid.uuid4().hex}.c"
+    with IsolatedCompiler("host", workers=1, timeout=1.0) as comp:
+        comp.compile(small_c())
+        with pytest.raises(CompileTimeout):
+            comp.compile(CompileRequest(Source(name, slow_c_source()), "host", "host"))
+        deadline = time.monotonic() + 3  # SIGKILL lands asynchronously
+        while _processes_mentioning(name.encode()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _processes_mentioning(name.encode()) == [], "a compiler of the timed-out compile is still running"
+
+
+def test_worker_killed_while_starting_is_a_crash_naming_the_signal(need_host_cc):
+    with IsolatedCompiler("host", workers=1, timeout=60) as comp:
+        outcome: dict = {}
+
+        def run() -> None:
+            try:
+                outcome["value"] = comp.compile(small_c())
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not comp.busy_pids() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        (pid,) = comp.busy_pids()  # registered before it is ready: start-up takes ~0.5 s of imports
+        os.kill(pid, signal.SIGKILL)
+        thread.join(30)
+        err = outcome.get("error")
+        assert isinstance(err, CompilerCrashed), outcome
+        assert err.signal_name == "SIGKILL" and "failed to start" in str(err) and "SIGKILL" in str(err)
+        assert process_gone(pid) and comp.worker_pids() == []
+        assert comp.compile(small_c(3)).nbytes > 0  # the next compile starts a fresh worker
 
 
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL])
