@@ -104,6 +104,9 @@ def test_host_replay_numbers_are_reproduced():
     assert len(compiled_digests) == expected_unique
     assert set(mem.loc[mem["outcome"] == "memory-hit", "digest"]) <= compiled_digests
     assert (mem.loc[mem["outcome"] == "memory-hit", "role"] != "gemm").all()
+    # only lookups that called the compiler carry compiler time
+    assert (mem.loc[mem["outcome"] == "memory-hit", "call_seconds"] == 0).all()
+    assert (mem.loc[mem["outcome"] == "compiled", "call_seconds"] > 0).all()
     # labels map back to the list entry
     for row in mem.itertuples():
         assert row.kernel == f"{row.problem}/{row.candidate}/{row.role}"
@@ -130,6 +133,7 @@ def test_host_disk_cold_then_warm(tmp_path):
     assert warm["compiles"] == 0
     assert warm["disk_hits"] == tl.unique_kernels  # first sight of each kernel in a fresh cache object
     assert warm["memory_hits"] == tl.kernels - tl.unique_kernels
+    assert warm["hits"] == tl.kernels and cold["hits"] == tl.kernels - tl.unique_kernels  # both tiers count
     assert rep.to_json()["seconds_without_cache_source"] == "recorded-sum"
     # a second run on the now-populated directory is not called cold
     again = run_replay(tl, jobs=1, cache="disk", cache_dir=tmp_path / "c", compiler=comp, measure_without_cache=False)
@@ -152,6 +156,10 @@ def test_parallel_replay_compiles_each_unique_kernel_once(granularity):
     assert js["hits"] + js["joins"] == tl.kernels - tl.unique_kernels
     assert js["failed"] == 0
     # joins wait for a compile in flight: their recorded compile time is the original's
+    # the cache's own cost leaves out joins (they wait for another lookup's compile)
+    not_joined = mem[mem["outcome"] != "joined"]
+    assert js["cache_overhead_seconds"] == pytest.approx(
+        float((not_joined["lookup_seconds"] - not_joined["call_seconds"]).sum()))
     joined = mem[mem["outcome"] == "joined"]
     for row in joined.itertuples():
         assert row.compile_seconds == pytest.approx(compiled.loc[compiled["digest"] == row.digest, "compile_seconds"].iloc[0])
@@ -355,3 +363,40 @@ def test_without_salt_or_warm_pass_the_passes_share_sources():
     assert all(_salt_of(r) is None for r in after)
     assert len(after) == tl.unique_kernels + tl.kernels + tl.unique_kernels  # ideal, off, memory: no warm pass
     assert {r.source.text for r in after} == {e.request.source.text for e in tl.entries}
+
+
+def test_cache_off_runs_the_off_pass_even_without_measure_without_cache():
+    comp = _available("host")
+    tl = _small(problems="1", limit=1)
+    rep = run_replay(tl, jobs=1, cache="off", compiler=comp, measure_without_cache=False, warm_pass=False)
+    assert rep.primary == "off" and set(rep.scenarios) == {"ideal", "off"}
+    assert rep.to_json()["compiles"] == tl.kernels
+
+
+def test_a_failing_entry_is_recorded_and_the_replay_goes_on():
+    """A tuner's list may hold a kernel that does not compile: it is a 'failed' event, the other
+    entries still compile."""
+    from dataclasses import replace
+
+    comp = _available("host")
+    tl = _small(problems="1", limit=1)
+    broken = tl.entries[0]
+    bad_source = replace(broken.request.source, text=broken.request.source.text + "\nint broken = ;\n")
+    entries = (replace(broken, request=broken.request.with_(source=bad_source)), *tl.entries[1:])
+    bad = replace(tl, entries=entries)
+    result = replay_through_cache(bad, comp, CompileCache(max_entries=16, max_bytes=2**26, disk_dir=False), "memory")
+    frame = result.frame
+    assert frame.loc[frame["entry"] == broken.index, "outcome"].tolist() == ["failed"]
+    assert "CompileError" in frame.loc[frame["entry"] == broken.index, "error"].iloc[0]
+    assert (frame.loc[frame["entry"] != broken.index, "outcome"] != "failed").all()
+    assert len(frame) == tl.kernels
+
+
+def test_warm_up_compiles_on_every_worker():
+    """jobs=2: the warm-up runs its throw-away kernels on two threads at once, one set per worker."""
+    comp = _Recording(get_compiler("host", isolated=True, workers=2))
+    _available("host")
+    tl = _small(problems="1", limit=1)
+    run_replay(tl, jobs=2, cache="off", compiler=comp, measure_without_cache=False, warm_pass=False)
+    tags = [o.split("=", 1)[1].split("_")[0] for r in comp.requests for o in r.options if o.startswith("-DHX_WARMUP=")]
+    assert sorted(tags) == ["0"] * 4 + ["1"] * 4
