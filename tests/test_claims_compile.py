@@ -357,3 +357,38 @@ def test_installed_hip_python_layout_is_the_supported_one(monkeypatch):
     name, _, _ = _probe_library(DEFAULT_LIBRARIES)
     assert chiprtc.DLL == name.encode()
     assert dict(comp.identity().extra)["hip_python"].split(".")[0] in {"6", "7"}
+
+
+# ----------------------------------------------------------------------------------- registry environment
+def test_registry_follows_cc_and_the_hiprtc_library_setting(monkeypatch):
+    """A shared compiler is built for the environment it read: changing ``CC`` or
+    ``HIPEXPLORE_HIPRTC_LIBRARY`` (as in a notebook) gives another instance, going back gives the
+    first one again."""
+    from hipexplore.compile.registry import get_compiler
+
+    require_compiler("host")
+    monkeypatch.delenv("CC", raising=False)
+    host = get_compiler("host")
+    monkeypatch.setenv("CC", "/nonexistent/hipexplore-cc")
+    other = get_compiler("host")
+    assert other is not host and not other.available() and "hipexplore-cc" in other.unavailable_reason()
+    monkeypatch.delenv("CC")
+    assert get_compiler("host") is host
+    require_compiler("hiprtc")
+    monkeypatch.delenv("HIPEXPLORE_HIPRTC_LIBRARY", raising=False)
+    hip = get_compiler("hiprtc")
+    monkeypatch.setenv("HIPEXPLORE_HIPRTC_LIBRARY", "libhipexplore-no-such-hiprtc.so.0")
+    bogus = get_compiler("hiprtc")
+    assert bogus is not hip and not bogus.available()
+    monkeypatch.delenv("HIPEXPLORE_HIPRTC_LIBRARY")
+    assert get_compiler("hiprtc") is hip
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "0.0"])
+def test_a_non_positive_compile_timeout_is_refused(monkeypatch, value):
+    from hipexplore.compile.registry import get_compiler
+    from hipexplore.errors import ConfigError
+
+    monkeypatch.setenv("HIPEXPLORE_COMPILE_TIMEOUT", value)
+    with pytest.raises(ConfigError, match="HIPEXPLORE_COMPILE_TIMEOUT must be positive"):
+        get_compiler("host")

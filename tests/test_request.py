@@ -21,9 +21,12 @@ def req(**kw) -> CompileRequest:
 
 
 def test_key_is_canonical_and_ignores_label_and_header_order():
+    from hipexplore.compile.request import KEY_SCHEMA
+
     a = req(headers=(Source("a.h", "A"), Source("b.h", "B")), label="one")
     b = req(headers=(Source("b.h", "B"), Source("a.h", "A")), label="two")
     assert make_key(a, IDENT) == make_key(b, IDENT)
+    assert make_key(a, IDENT).record["schema"] == KEY_SCHEMA  # a schema bump changes every key
     assert make_key(a, IDENT).record["request"]["headers"][0]["name"] == "a.h"
 
 
