@@ -68,6 +68,20 @@ def hip_dll() -> bytes:
 MIN_RUNTIME_VERSION = 60_000_000
 
 
+def check_runtime_version(runtime: int, gpus: int) -> None:
+    """Refuse a HIP runtime older than ROCm 6 (``hipRuntimeGetVersion()`` below ``MIN_RUNTIME_VERSION``).
+
+    hip-python 6.x/7.x binds ROCm 6 symbols and struct layouts (hipGetDeviceProperties is
+    hipGetDevicePropertiesR0600, absent from libamdhip64.so.5): refuse rather than misread.
+    """
+    if runtime < MIN_RUNTIME_VERSION:
+        raise DeviceUnavailable(
+            f"HIP: found {gpus} AMD GPU(s), but the HIP runtime is version {runtime} (ROCm {runtime // 10_000_000}."
+            f"{runtime // 100_000 % 100}); the device API needs ROCm >= 6 with a matching hip-python "
+            f"(ROCm 5's libamdhip64.so.5 serves hiprtc compiles only)"
+        )
+
+
 def _hip() -> Any:
     try:
         from hip import chip
@@ -106,15 +120,7 @@ class HipDevice(GpuDeviceBase):
         self._check_index("HIP", n, index, "the runtime loaded but reports 0 AMD GPUs")
         hip = self._hip = _hip()
         self._ok = hip.hipError_t.hipSuccess
-        runtime = int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
-        if runtime < MIN_RUNTIME_VERSION:
-            # hip-python 6.x/7.x binds ROCm 6 symbols and struct layouts (hipGetDeviceProperties is
-            # hipGetDevicePropertiesR0600, absent from libamdhip64.so.5): refuse rather than misread
-            raise DeviceUnavailable(
-                f"HIP: found {n} AMD GPU(s), but the HIP runtime is version {runtime} (ROCm {runtime // 10_000_000}."
-                f"{runtime // 100_000 % 100}); the device API needs ROCm >= 6 with a matching hip-python "
-                f"(ROCm 5's libamdhip64.so.5 serves hiprtc compiles only)"
-            )
+        check_runtime_version(int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion")), n)
         self.index = index
         self.cache = cache
         self._init_common(llc_bytes)
