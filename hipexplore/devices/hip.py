@@ -27,7 +27,7 @@ import numpy as np
 
 from ..compile.base import ObjectCode
 from ..errors import ConfigError, DeviceUnavailable
-from .base import DeviceBuffer, DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .base import DeviceBuffer, DeviceProperties, PackedArgs, choose_peak
 from .gpu import GpuDeviceBase, check_call
 
 #: gfx arch prefix -> memory-side cache (Infinity Cache / MALL) bytes that HIP does not report.
@@ -138,14 +138,8 @@ class HipDevice(GpuDeviceBase):
         clock = self._attr(A.hipDeviceAttributeMemoryClockRate)
         bus = self._attr(A.hipDeviceAttributeMemoryBusWidth)
         self._wall_khz = self._attr(A.hipDeviceAttributeWallClockRate) or 100_000
-        table = peak_from_table(self._name)
-        if self._arch.startswith("gfx94") and table[0] > 0:
-            # not checked on hardware: MI300's reported HBM3 clock x bus x 2 may read half the datasheet rate
-            self._peak = table
-        elif clock > 0 and bus > 0:
-            self._peak = (peak_from_clock(clock, bus), f"memory clock {clock} kHz x {bus}-bit bus x 2 (DDR)")
-        else:
-            self._peak = table
+        # not checked on hardware: MI300's reported HBM3 clock x bus x 2 may read half the datasheet rate
+        self._peak = choose_peak(self._name, clock, bus, table_first=self._arch.startswith("gfx94"))
         self._driver_version = str(self._call(hip.hipDriverGetVersion(), "hipDriverGetVersion"))
         self._runtime_version = str(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         self.stream = self._call(hip.hipStreamCreateWithFlags(1), "hipStreamCreateWithFlags(hipStreamNonBlocking)")
