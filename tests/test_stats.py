@@ -112,3 +112,97 @@ def test_stop_rule_validation() -> None:
         StopRule(min_samples=10, max_samples=5)
     assert StopRule().at_least(40).min_samples == 40
     assert StopRule(iterations=5).at_least(40).iterations == 5
+
+
+# --- oracles that tell a right statistic from a near miss (issue 17) -----------------------------
+
+def test_bootstrap_ci_of_the_median_has_the_95_percent_width_and_coverage() -> None:
+    """For normal samples of known sigma, the median's standard error is sqrt(pi/2) sigma / sqrt(n)
+    (1.2533 sigma / sqrt(n)), so a 95% CI is 2 x 1.96 x that wide on average and covers the true
+    median in ~95% of draws. A 99.5% interval is 1.43x as wide and covers ~99.5%; a CI of the mean
+    is 1/1.2533 = 0.80x as wide; the sample min-max is ~10x as wide."""
+    n, sigma, true_median, draws = 200, 1.0, 10.0, 200
+    expected_width = 2 * 1.959964 * np.sqrt(np.pi / 2) * sigma / np.sqrt(n)
+    widths, covered = [], 0
+    for seed in range(draws):
+        x = true_median + sigma * np.random.default_rng(1000 + seed).standard_normal(n)
+        s = Measurement(x, seed=seed).summary()  # what the sweep reports
+        lo, hi = s["ci_low_s"], s["ci_high_s"]
+        widths.append(hi - lo)
+        covered += lo <= true_median <= hi
+    ratio = float(np.mean(widths)) / expected_width
+    assert 0.9 < ratio < 1.1, f"mean CI width is {ratio:.3f} x the 95% width of a median CI"
+    assert 0.90 <= covered / draws <= 0.99, f"coverage {covered}/{draws} is not ~95%"
+
+
+def test_bootstrap_ci_is_of_the_median_not_the_mean_on_skewed_data() -> None:
+    # exponential(1): median ln 2 = 0.693, mean 1.0; n = 400 puts the two CIs far apart
+    m = Measurement(np.random.default_rng(7).exponential(1.0, 400), seed=3)
+    lo, hi = m.bootstrap_ci()
+    assert lo <= np.log(2) <= hi and lo <= m.median <= hi
+    assert hi < 0.9 < m.mean  # a CI of the mean would sit around 1.0
+    lo99, hi99 = m.bootstrap_ci(level=0.99)
+    assert lo99 <= lo and hi <= hi99 and (hi99 - lo99) > (hi - lo)
+
+
+def test_tukey_fences_are_at_1_5_iqr() -> None:
+    # 1001 evenly spaced points: Q1 = 0.25, Q3 = 0.75, IQR = 0.5, fences at -0.5 and 1.5; the six
+    # added points move the quartiles by < 0.002, far less than the 0.025 margins below
+    base = np.linspace(0.0, 1.0, 1001)
+    probes = {
+        0.75 + 1.45 * 0.5: False,  # just inside the upper fence
+        0.75 + 1.55 * 0.5: True,   # just outside it
+        0.75 + 2.9 * 0.5: True,    # outside 1.5 IQR, inside 3 IQR
+        0.25 - 1.45 * 0.5: False,
+        0.25 - 1.55 * 0.5: True,
+        0.25 - 2.9 * 0.5: True,
+    }
+    x = np.concatenate([base, list(probes)])
+    m = Measurement(x + 10.0)  # shifted so every sample is a positive time
+    mask = m.outliers()
+    assert not mask[: base.size].any()
+    assert list(mask[base.size:]) == list(probes.values())
+    assert m.n_outliers == 4 and m.summary()["n_outliers"] == 4
+
+
+def _rel_iqr(rel: float, median: float = 5e-6) -> np.ndarray:
+    """1001 evenly spaced samples over median x [1 - rel, 1 + rel]: IQR / median is exactly ``rel``."""
+    return median * np.linspace(1 - rel, 1 + rel, 1001)
+
+
+@pytest.mark.parametrize("rel, expected", [
+    (0.095, None), (0.105, "noisy"), (0.245, "noisy"), (0.255, "very noisy"),
+])
+def test_noise_thresholds_probed_just_below_and_above(rel: float, expected: str | None) -> None:
+    m = Measurement(_rel_iqr(rel))
+    assert m.iqr_rel == pytest.approx(rel, rel=1e-9)
+    w = m.warnings()
+    if expected is None:
+        assert w == [] and m.summary()["warning"] == ""
+    else:
+        assert len(w) == 1 and w[0].split(":")[0] == expected
+        assert m.summary()["warning"] == w[0]
+
+
+def test_stop_rule_timeout_stops_at_the_limit_not_after() -> None:
+    rule = StopRule(min_samples=2, min_time_s=0.0, target_cv=1e-9, timeout_s=2.0)
+    noisy = _noisy(50, rel=0.5)
+    more, why = rule.remaining(noisy, 1.98)
+    assert more > 0 and why == ""
+    more, why = rule.remaining(noisy, 2.0)
+    assert more == 0 and why.startswith("timeout 2 s")
+
+
+def test_adaptive_timeout_with_a_fake_clock_is_within_one_batch() -> None:
+    """Each batch advances a fake clock by 0.1 s: the loop stops at the first check at or past the
+    3 s timeout, i.e. after 30 batches (a timeout checked at 10x its limit would take 300)."""
+    now = [0.0]
+
+    def take(k: int) -> np.ndarray:
+        now[0] += 0.1
+        return _noisy(k, rel=0.5, seed=len(str(now[0])) + int(now[0] * 10))
+
+    rule = StopRule(min_samples=10, target_cv=1e-6, timeout_s=3.0)
+    samples, why = measure_adaptively(take, rule, chunk=8, clock=lambda: now[0])
+    assert why.startswith("timeout 3 s")
+    assert 3.0 <= now[0] <= 3.0 + 0.1 + 1e-9 and samples.size == 8 * round(now[0] / 0.1)
