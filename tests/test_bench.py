@@ -33,6 +33,26 @@ def test_auto_count_follows_the_review_rule() -> None:
         rot.auto_count(MIB, 0)
 
 
+@pytest.mark.parametrize("llc, footprint, expected", [
+    # expected = 2 * (the smallest whole number of footprints that covers the LLC), at least 2
+    (1001, 1000, 4),   # ratio 1.001: just above an integer (ceil(2x) gives 3, 2 round(x) gives 2)
+    (1400, 1000, 4),   # ratio 1.4: fractional part below 0.5 (2 round(x) gives 2, ceil(2x) gives 3)
+    (1500, 1000, 4),   # ratio 1.5: at 0.5 (ceil(2x) gives 3)
+    (2500, 1000, 6),   # ratio 2.5: at 0.5 (2 round(x) gives 4, ceil(2x) gives 5)
+    (2100, 1000, 6),   # ratio 2.1 (ceil(2x) gives 5, 2 round(x) gives 4)
+    (2000, 1000, 4),   # exact integers stay: 2 x 2
+    (3000, 1000, 6),
+    (1000, 1000, 2),
+    (999, 1000, 2),    # below one footprint: the floor of 2 sets
+    (1, 1000, 2),
+    (60 * MIB + 1, 3 * MIB, 42),  # one byte over 20 footprints needs a 21st
+])
+def test_auto_count_boundaries(llc: int, footprint: int, expected: int) -> None:
+    assert rot.auto_count(llc, footprint) == expected
+    p = rot.plan("auto", footprint_bytes=footprint, set_bytes=footprint, llc_bytes=llc, free_bytes=1 << 40)
+    assert p.count == expected and not p.capped
+
+
 def test_plan_caps_at_a_fraction_of_free_memory_and_says_so() -> None:
     p = rot.plan("auto", footprint_bytes=3 * MIB, set_bytes=3 * MIB, llc_bytes=60 * MIB, free_bytes=1000 * MIB)
     assert p.count == 40 and not p.capped and p.cap_bytes == 500 * MIB and p.requested == "auto"
@@ -63,8 +83,7 @@ def test_flush_sizes_and_modes(dev) -> None:
         make_flusher(dev, "l3-write")
     fl = make_flusher(dev, "l2-read")
     try:
-        assert fl.nbytes >= 2 * dev.llc_bytes
-        fl.enqueue()  # real C loop over the zeroed buffer
+        assert fl.nbytes == 4 * dev.llc_bytes == MIB  # what the flush does: test_read_flush_folds_every_word_of_its_buffer
     finally:
         fl.free()
 
@@ -158,3 +177,157 @@ def test_verify_accepts_triad_and_catches_a_wrong_kernel(dev, tmp_path) -> None:
                 verify(dev, bad, sets, dev.compiled_kernel("test_bad_triad"), (1, 1, 1), (1, 1, 1))
     finally:
         catalog.unregister("test_bad_triad")
+
+
+# --- what the flushes and rotating sets actually did, on the real host device (issue 17) ---------
+
+class _Recording(HostDevice):
+    """The real host device, recording each launch: the C symbol and the address of its first
+    argument (the buffer it writes: triad's ``a``, a flush's buffer)."""
+
+    def __init__(self, llc_bytes: int = 256 << 10) -> None:
+        super().__init__(llc_bytes=llc_bytes)
+        self.launches: list[tuple[str, int]] = []
+
+    def launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
+        self.launches.append((kernel.__name__, int(args.values[0].value or 0)))
+        super().launch(kernel, grid, block, args, shared_bytes)
+
+
+class _DirtyAlloc(HostDevice):
+    """The real host device with allocations that start dirty (0xA5 bytes), like device memory that
+    cuMemAlloc/hipMalloc hand out uninitialised; fresh host pages would be zero by chance."""
+
+    def alloc(self, nbytes: int):
+        buf = super().alloc(nbytes)
+        self.memset(buf, 0xA5)
+        return buf
+
+
+@pytest.fixture
+def rdev(dev) -> _Recording:
+    d = _Recording()
+    d.cache = dev.cache
+    yield d
+    d.close()
+
+
+def test_flush_buffer_is_factor_times_llc_rounded_up_to_mib(dev) -> None:
+    llc = 1_363_149  # 1.3 MiB: 2x = 2.6 MiB -> 3 MiB, 4x = 5.2 MiB -> 6 MiB
+    assert flush_bytes("l2-write", llc) == 3 * MIB and flush_bytes("l2-read", llc) == 6 * MIB
+    assert flush_bytes("l2-write", MIB) == 2 * MIB and flush_bytes("l2-read", MIB) == 4 * MIB  # exact: no extra MiB
+    assert flush_bytes("l2-read", MIB, factor=2.5) == 3 * MIB and flush_bytes("l2-write", MIB, factor=1) == MIB
+    assert flush_bytes("none", llc) == 0
+    d = HostDevice(llc_bytes=llc)
+    d.cache = dev.cache
+    try:
+        for mode, size in (("l2-write", 3 * MIB), ("l2-read", 6 * MIB)):
+            fl = make_flusher(d, mode)
+            try:
+                assert fl.nbytes == size and fl.buffers[0].nbytes == size
+            finally:
+                fl.free()
+    finally:
+        d.close()
+
+
+def test_write_flush_stores_its_value_over_the_whole_buffer(dev) -> None:
+    fl = make_flusher(dev, "l2-write")
+    try:
+        buf = fl.buffers[0]
+        assert buf.nbytes == MIB  # 2 x 256 KiB, rounded up to a whole MiB
+        dev.memset(buf, 0xAB)
+        fl.enqueue()
+        dev.synchronize()
+        back = np.empty(buf.nbytes, dtype=np.uint8)
+        dev.copy_to_host(buf, back)
+        assert (back == 0).all(), f"{int((back != 0).sum())} of {buf.nbytes} bytes not written by the flush"
+    finally:
+        fl.free()
+
+
+def test_read_flush_folds_every_word_of_its_buffer(dev: HostDevice) -> None:
+    """The host read flush XORs every 32-bit word and writes the sink only when the fold equals
+    0x9e3779b9: with word 0 = A and the last word = A ^ 0x9e3779b9 that happens only if the whole
+    buffer, first word to last, was read. Allocations start dirty, so the zero fill is checked too."""
+    magic, a = 0x9E3779B9, 0x12345678
+    d = _DirtyAlloc(llc_bytes=256 << 10)
+    d.cache = dev.cache
+    fl = make_flusher(d, "l2-read")
+    try:
+        buf, sink = fl.buffers
+        assert buf.nbytes == 4 * d.llc_bytes and sink.nbytes == 16
+        words = np.zeros(buf.nbytes // 4, dtype=np.uint32)
+        seen = np.empty_like(words)
+        d.copy_to_host(buf, seen)
+        assert (seen == 0).all()  # make_flusher zero-fills the buffer it reads
+        d.copy_to_host(sink, seen[:4])
+        assert (seen[:4] == 0).all()
+        words[0], words[-1] = a, a ^ magic
+        d.copy_to_device(buf, words)
+        fl.enqueue()
+        d.synchronize()
+        got = np.empty(4, dtype=np.uint32)
+        d.copy_to_host(sink, got)
+        assert got[0] == magic
+    finally:
+        fl.free()
+        d.close()
+
+
+def test_every_launch_uses_the_buffer_set_it_is_labelled_with(rdev) -> None:
+    """The addresses each launch got, not only the recorded label: warm-up runs every set once, then
+    sample j runs on set j % 3 after its flush; every set's output is written by the kernel."""
+    spec = catalog.get("triad")
+    n = 4096
+    fl = make_flusher(rdev, "l2-write")
+    try:
+        with rot.BufferSets(rdev, spec, n, 3) as sets:
+            for s in range(3):
+                rdev.copy_to_device(sets.buffers[s]["a"], np.full(n, np.nan, dtype=np.float32))
+            ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
+            assert len(ptr_to_set) == 3
+            rdev.launches.clear()
+            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0)
+            assert list(raw.buffer_set) == [i % 3 for i in range(10)]
+            names = [name for name, _ in rdev.launches]
+            assert names == ["hx_write_flush", "triad"] * (3 + 10)
+            assert {p for name, p in rdev.launches if name == "hx_write_flush"} == {fl.buffers[0].ptr}
+            used = [ptr_to_set[p] for name, p in rdev.launches if name == "triad"]
+            assert used == [0, 1, 2] + list(raw.buffer_set)
+            expected = sets.host["b"] + np.float32(3.0) * sets.host["c"]
+            for s in range(3):
+                out = np.empty(n, dtype=np.float32)
+                rdev.copy_to_host(sets.buffers[s]["a"], out)
+                np.testing.assert_allclose(out, expected, rtol=1e-6, err_msg=f"buffer set {s} was not written")
+    finally:
+        fl.free()
+
+
+def test_cold_reference_flushes_before_every_sample_on_set_0(rdev) -> None:
+    spec = catalog.get("triad")
+    rd = make_flusher(rdev, "l2-read")
+    try:
+        with rot.BufferSets(rdev, spec, 4096, 2) as sets:
+            rdev.launches.clear()
+            raw = time_cold_reference(_workload(rdev, sets), rd, 5, warmup_s=0)
+            # warm-up (one launch: a single set) and each of the 5 samples: l2-read flush, then triad on set 0
+            assert rdev.launches == [("hx_read_flush", rd.buffers[0].ptr), ("triad", sets.buffers[0]["a"].ptr)] * (1 + 5)
+            assert raw.flush_s.size == 5 and (raw.flush_s > 0).all()
+    finally:
+        rd.free()
+
+
+def test_adaptive_timeout_on_the_real_clock_is_within_2x(dev) -> None:
+    """A rule that never converges (cv 1e-12 on host timings) stops at its timeout: not before, and
+    not at a multiple of it."""
+    import time
+
+    spec = catalog.get("triad")
+    rule = StopRule(min_samples=2, min_time_s=0.0, target_cv=1e-12, timeout_s=0.4, max_samples=10**8)
+    with rot.BufferSets(dev, spec, 1024, 2) as sets:
+        t0 = time.perf_counter()
+        raw = time_launches(_workload(dev, sets), None, rule, chunk=16, warmup_s=0)
+        wall = time.perf_counter() - t0
+    assert raw.stop_reason.startswith("timeout 0.4 s") and raw.stop_reason in raw.notes
+    assert 0.4 <= wall < 0.8, f"stopped after {wall:.3f} s for a 0.4 s timeout"
