@@ -157,3 +157,76 @@ def test_cli_user_kernel(tmp_path, capsys, monkeypatch) -> None:
     assert rc == 0
     (row,) = json.loads(capsys.readouterr().out)["summary"]
     assert row["kernel"] == "myscale" and row["footprint_bytes"] == 2 * 16 * KIB and row["bias"] is None
+
+
+# --- device identity on resume; what the sweep's launches used (issue 17) -------------------------
+
+class _OtherCpu(HostDevice):
+    """The real host device under another name: results recorded on it are another device's."""
+
+    @property
+    def name(self) -> str:
+        return "Other CPU 9000"
+
+
+def test_resume_refuses_results_of_another_device(dev, tmp_path) -> None:
+    """The resume check compares the device *name* recorded in the summary (and, through the
+    metadata, the LLC size); kind, index and target are not compared."""
+    out = tmp_path / "d.parquet"
+    kw = dict(iterations=4, reference_samples=2, out=out, progress=False, warmup_s=0)
+    first = sweep("triad", "16KiB", [1], ["none"], device=dev, **kw)
+    assert set(first.summary.device_name) == {dev.name}
+    before = pd.read_parquet(output_paths(out)[1])
+    other = _OtherCpu(llc_bytes=dev.llc_bytes)
+    other.cache = dev.cache
+    try:
+        with pytest.raises(ConfigError, match=r"cannot resume .*holds results from \[.*\], not 'Other CPU 9000'"):
+            sweep("triad", "16KiB", [1, 2], ["none"], device=other, **kw)
+    finally:
+        other.close()
+    pd.testing.assert_frame_equal(pd.read_parquet(output_paths(out)[1]), before)  # nothing was appended
+    # same name, another LLC size: rows sized and flushed for another cache are not mixed in either
+    small = HostDevice(llc_bytes=dev.llc_bytes // 2)
+    small.cache = dev.cache
+    try:
+        with pytest.raises(ConfigError, match=r"other settings .*device\.llc_bytes"):
+            sweep("triad", "16KiB", [1, 2], ["none"], device=small, **kw)
+    finally:
+        small.close()
+    # the same device resumes: only the new configuration is measured
+    res = sweep("triad", "16KiB", [1, 2], ["none"], device=dev, **kw)
+    assert len(res.summary) == len(before) + 1
+
+
+class _Recording(HostDevice):
+    """The real host device, recording each launch's C symbol and first argument's address."""
+
+    def __init__(self, llc_bytes: int) -> None:
+        super().__init__(llc_bytes=llc_bytes)
+        self.launches: list[tuple[str, int]] = []
+
+    def launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
+        self.launches.append((kernel.__name__, int(args.values[0].value or 0)))
+        super().launch(kernel, grid, block, args, shared_bytes)
+
+
+def test_sweep_launches_flush_before_each_sample_and_rotate_buffer_addresses(dev) -> None:
+    rec = _Recording(dev.llc_bytes)
+    rec.cache = dev.cache
+    try:
+        res = sweep("triad", "16KiB", [3], ["l2-read"], device=rec, iterations=6, reference_samples=2,
+                    progress=False, warmup_s=0, verify_results=False)
+    finally:
+        rec.close()
+    x = res.samples
+    ref, rot3 = x[x.flush == "cold-reference"], x[x.flush == "l2-read"]
+    assert (ref.flush_s > 0).all() and (rot3.flush_s > 0).all()
+    assert list(rot3.buffer_set) == [0, 1, 2, 0, 1, 2]
+    names = [name for name, _ in rec.launches]
+    # reference: warm-up + 2 samples; rotating: warm-up over 3 sets + 6 samples; each after an l2-read flush
+    assert names == ["hx_read_flush", "triad"] * (1 + 2 + 3 + 6)
+    triads = [p for name, p in rec.launches if name == "triad"]
+    ref_ptrs, rot_ptrs = triads[:3], triads[3:]
+    assert len(set(ref_ptrs)) == 1
+    assert len(set(rot_ptrs[:3])) == 3 and rot_ptrs == rot_ptrs[:3] * 3  # sets 0, 1, 2, then sample j on set j % 3
+    assert len({p for name, p in rec.launches if name == "hx_read_flush"}) == 1
