@@ -206,3 +206,70 @@ def test_adaptive_timeout_with_a_fake_clock_is_within_one_batch() -> None:
     samples, why = measure_adaptively(take, rule, chunk=8, clock=lambda: now[0])
     assert why.startswith("timeout 3 s")
     assert 3.0 <= now[0] <= 3.0 + 0.1 + 1e-9 and samples.size == 8 * round(now[0] / 0.1)
+
+
+def test_summary_reports_each_statistic_under_its_own_name() -> None:
+    x = np.random.default_rng(11).gamma(2.0, 1e-6, 301)  # skewed: min, p5, median, mean, p95, max all differ
+    m = Measurement(x, seed=4)
+    q1, q3 = np.percentile(x, [25, 75])
+    lo, hi = m.bootstrap_ci()
+    want = {
+        "n": 301, "median_s": np.median(x), "mean_s": np.mean(x), "min_s": x.min(), "p5_s": np.percentile(x, 5),
+        "p95_s": np.percentile(x, 95), "iqr_rel": (q3 - q1) / np.median(x), "cv": np.std(x, ddof=1) / np.mean(x),
+        "ci_low_s": lo, "ci_high_s": hi,
+        "n_outliers": int(((x < q1 - 1.5 * (q3 - q1)) | (x > q3 + 1.5 * (q3 - q1))).sum()),
+    }
+    s = m.summary()
+    assert set(s) == set(want) | {"warning"}
+    for key, value in want.items():
+        assert s[key] == pytest.approx(value, rel=1e-12), key
+    assert s["warning"] == "; ".join(m.warnings()) != ""  # gamma(2) has IQR/median ~ 0.9: very noisy
+    assert s["n_outliers"] > 0 and lo < s["median_s"] < hi
+
+
+def test_bootstrap_ci_of_two_samples_is_an_interval_and_levels_are_checked() -> None:
+    assert Measurement([2e-6]).bootstrap_ci() == (2e-6, 2e-6)
+    lo, hi = Measurement([1e-6, 3e-6]).bootstrap_ci()  # resampled medians: 1, 2 or 3 us
+    assert lo == pytest.approx(1e-6) and hi == pytest.approx(3e-6)
+    for bad in (0.0, 1.0, 1.5, -0.1):
+        with pytest.raises(ConfigError, match="confidence level"):
+            Measurement([1e-6, 2e-6]).bootstrap_ci(level=bad)
+
+
+def _with_cv(cv: float, n: int = 20) -> np.ndarray:
+    """n samples around 1 ms whose sample stdev / mean is exactly ``cv``."""
+    z = np.random.default_rng(3).standard_normal(n)
+    z = (z - z.mean()) / z.std(ddof=1)
+    return 1e-3 * (1 + cv * z)
+
+
+def test_stop_rule_converges_at_its_target_cv_and_not_before() -> None:
+    rule = StopRule(min_samples=10, min_time_s=0.0, target_cv=0.01, timeout_s=100)
+    assert rule.remaining(_with_cv(0.0099), 1.0) == (0, "converged")
+    more, why = rule.remaining(_with_cv(0.0101), 1.0)
+    assert more >= 1 and why == ""
+    # the documented defaults: 0.5% relative stdev over at least 10 samples
+    default = StopRule(min_time_s=0.0)
+    assert default.remaining(_with_cv(0.0049, 10), 0.1) == (0, "converged")
+    assert default.remaining(_with_cv(0.0051, 10), 0.1)[0] >= 1
+    assert default.remaining(_with_cv(0.0, 9)[:9], 0.1) == (1, "")  # 9 identical samples: one more
+
+
+def test_stop_rule_counts_what_is_missing_and_caps_at_max_samples() -> None:
+    rule = StopRule(min_samples=12, min_time_s=0.0, target_cv=0.5, timeout_s=100, max_samples=40)
+    assert rule.remaining(np.empty(0), 0.0) == (12, "")
+    assert rule.remaining(np.full(5, 1e-6), 0.0) == (7, "")
+    assert rule.remaining(np.full(12, 1e-6), 0.0) == (0, "converged")
+    noisy = _noisy(40, rel=2.0, seed=9)
+    more, why = rule.remaining(noisy, 0.0)
+    assert more == 0 and why.startswith("max_samples 40 reached")
+    assert rule.remaining(noisy[:39], 0.0) == (1, "")
+
+
+def test_at_least_raises_min_and_max_samples_of_adaptive_rules_only() -> None:
+    rule = StopRule(min_samples=10, max_samples=20)
+    grown = rule.at_least(40)
+    assert (grown.min_samples, grown.max_samples) == (40, 40)
+    assert rule.at_least(5) is rule
+    fixed = StopRule(iterations=5)
+    assert fixed.at_least(40) is fixed
