@@ -331,3 +331,50 @@ def test_adaptive_timeout_on_the_real_clock_is_within_2x(dev) -> None:
         wall = time.perf_counter() - t0
     assert raw.stop_reason.startswith("timeout 0.4 s") and raw.stop_reason in raw.notes
     assert 0.4 <= wall < 0.8, f"stopped after {wall:.3f} s for a 0.4 s timeout"
+
+
+def test_plan_caps_one_set_over_and_checks_the_fraction() -> None:
+    # 11 sets of 10 MiB wanted, a 100 MiB cap fits 10: capped (one over is over)
+    p = rot.plan(11, footprint_bytes=10 * MIB, set_bytes=10 * MIB, llc_bytes=MIB, free_bytes=200 * MIB)
+    assert p.capped and p.count == 10 and p.cap_bytes == 100 * MIB
+    p = rot.plan(10, footprint_bytes=10 * MIB, set_bytes=10 * MIB, llc_bytes=MIB, free_bytes=200 * MIB)
+    assert not p.capped and p.count == 10 and p.note == ""
+    for bad in (0, 1.01, 2, -0.5):
+        with pytest.raises(ConfigError, match="mem_fraction"):
+            rot.plan(1, footprint_bytes=MIB, set_bytes=MIB, llc_bytes=MIB, free_bytes=100 * MIB, mem_fraction=bad)
+    assert rot.plan(1, footprint_bytes=MIB, set_bytes=MIB, llc_bytes=MIB, free_bytes=100 * MIB, mem_fraction=1).cap_bytes == 100 * MIB
+    assert list(rot.rotation(7, 3)) == [0, 1, 2, 0, 1, 2, 0]
+
+
+class _Allocs(HostDevice):
+    """The real host device, keeping every buffer it handed out; ``fail_at`` makes the Nth
+    allocation fail as an out-of-memory device would."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        super().__init__(llc_bytes=256 << 10)
+        self.bufs: list = []
+        self.fail_at = fail_at
+
+    def alloc(self, nbytes: int):
+        if self.fail_at is not None and len(self.bufs) + 1 == self.fail_at:
+            from hipexplore.errors import DeviceError
+
+            raise DeviceError(f"out of memory at allocation {self.fail_at}")
+        buf = super().alloc(nbytes)
+        self.bufs.append(buf)
+        return buf
+
+
+def test_buffer_sets_free_everything_also_when_an_allocation_fails() -> None:
+    from hipexplore.errors import DeviceError
+
+    spec = catalog.get("triad")  # 3 buffers per set
+    d = _Allocs()
+    with rot.BufferSets(d, spec, 256, 4) as sets:
+        assert sets.total_bytes == 4 * 3 * 256 * 4 and len({b.ptr for b in d.bufs}) == 12
+        assert not any(b.freed for b in d.bufs)
+    assert len(d.bufs) == 12 and all(b.freed for b in d.bufs) and sets.buffers == [] and sets.args == []
+    d = _Allocs(fail_at=8)  # the second buffer of the third set
+    with pytest.raises(DeviceError, match="allocation 8"):
+        rot.BufferSets(d, spec, 256, 4)
+    assert len(d.bufs) == 7 and all(b.freed for b in d.bufs)
