@@ -378,3 +378,146 @@ def test_buffer_sets_free_everything_also_when_an_allocation_fails() -> None:
     with pytest.raises(DeviceError, match="allocation 8"):
         rot.BufferSets(d, spec, 256, 4)
     assert len(d.bufs) == 7 and all(b.freed for b in d.bufs)
+
+
+# --- timing arithmetic on a scripted timeline (a fake clock behind the real host device) ----------
+
+US = 1000  # ns
+
+
+class _Scripted(HostDevice):
+    """The real host device (kernels really run) whose events read a virtual clock: recording an
+    event takes 1 us, a flush 100 us, triad 10 us. Every per-sample number is then known exactly:
+    time = 1 + 10 = 11 us, flush = 1 + 100 = 101 us, gap = 1 us. ``log`` keeps the order of holds,
+    releases, launches and synchronizes."""
+
+    COST = {"hx_read_flush": 100 * US, "hx_write_flush": 100 * US, "triad": 10 * US}
+
+    def __init__(self) -> None:
+        super().__init__(llc_bytes=256 << 10)
+        self.clock = 0
+        self.log: list[str] = []
+        self.shift: dict[int, int] = {}  # record number -> ns added to that event's time
+
+    def record(self, event) -> None:
+        self.log.append("record")
+        event.t_ns = self.clock + self.shift.get(self.log.count("record"), 0)
+        self.clock += 1 * US
+
+    def launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
+        self.log.append(kernel.__name__)
+        super().launch(kernel, grid, block, args, shared_bytes)
+        self.clock += self.COST[kernel.__name__]
+
+    def synchronize(self) -> None:
+        self.log.append("sync")
+
+    def hold_stream(self, timeout_s: float = 2.0):
+        log = self.log
+
+        class Hold:
+            def release(self) -> None:
+                log.append("release")
+
+            def timed_out(self) -> bool:
+                return False
+
+        log.append("hold")
+        return Hold()
+
+
+@pytest.fixture
+def sdev(dev) -> _Scripted:
+    d = _Scripted()
+    d.cache = dev.cache
+    yield d
+    d.close()
+
+
+@pytest.mark.parametrize("flush, flush_end_event", [(None, False), ("l2-read", False), ("l2-read", True), ("l2-write", False)])
+def test_time_flush_and_gap_on_a_known_timeline(sdev, flush, flush_end_event) -> None:
+    fl = make_flusher(sdev, flush) if flush else None
+    try:
+        with rot.BufferSets(sdev, catalog.get("triad"), 512, 2) as sets:
+            raw = time_launches(_workload(sdev, sets), fl, StopRule(iterations=6), chunk=3, warmup_s=0,
+                                flush_end_event=flush_end_event)
+    finally:
+        if fl is not None:
+            fl.free()
+    np.testing.assert_allclose(raw.time_s, 11e-6, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(raw.flush_s, 101e-6 if flush else 0.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(raw.gap_s, 1e-6, rtol=0, atol=1e-12)
+    assert list(raw.buffer_set) == [0, 1, 0, 1, 0, 1] and raw.chunks == 2
+
+
+def test_each_chunk_is_held_enqueued_released_then_synchronized(sdev) -> None:
+    fl = make_flusher(sdev, "l2-read")
+    try:
+        with rot.BufferSets(sdev, catalog.get("triad"), 512, 2) as sets:
+            sdev.log.clear()
+            time_launches(_workload(sdev, sets), fl, StopRule(iterations=4), chunk=2, warmup_s=0)
+    finally:
+        fl.free()
+    warm = ["hx_read_flush", "triad"] * 2 + ["sync"]
+    sample = ["record", "hx_read_flush", "record", "triad", "record"]
+    chunk = ["hold", "record"] + sample * 2 + ["release", "sync"]
+    assert sdev.log == warm + chunk * 2
+
+
+def test_overlapping_or_reversed_windows_are_errors(sdev) -> None:
+    spec = catalog.get("triad")
+    fl = make_flusher(sdev, "l2-read")
+    try:
+        with rot.BufferSets(sdev, spec, 512, 1) as sets:
+            # records per chunk: base, then [flush start, start, end] per sample; pull sample 1's
+            # flush start 20 us back, before sample 0's end
+            sdev.shift = {1 + 3 + 1: -20 * US}
+            with pytest.raises(BenchmarkError, match="sample 1: flush window .* overlaps a timed window"):
+                time_launches(_workload(sdev, sets), fl, StopRule(iterations=3), warmup_s=0)
+            # an end event before its start event (sample 0's end pulled back 50 us)
+            sdev.log.clear()
+            sdev.shift = {1 + 3: -50 * US}
+            with pytest.raises(BenchmarkError, match="sample 0: end event precedes start event"):
+                time_launches(_workload(sdev, sets), fl, StopRule(iterations=3), warmup_s=0)
+    finally:
+        fl.free()
+
+
+def test_adaptive_rules_still_time_every_buffer_set(dev) -> None:
+    rule = StopRule(min_samples=2, min_time_s=0.0, target_cv=1e9, timeout_s=10)  # converges at once
+    with rot.BufferSets(dev, catalog.get("triad"), 256, 5) as sets:
+        raw = time_launches(_workload(dev, sets), None, rule, chunk=1, warmup_s=0)
+    assert raw.stop_reason == "converged" and raw.time_s.size == 5 and list(raw.buffer_set) == [0, 1, 2, 3, 4]
+
+
+def test_warm_up_runs_for_its_minimum_time(rdev) -> None:
+    import time
+
+    # 64 Ki floats per array: 10,000 launches (warm_up's launch cap) take longer than the 0.1 s asked for
+    with rot.BufferSets(rdev, catalog.get("triad"), 1 << 16, 2) as sets:
+        for timed in (lambda: time_launches(_workload(rdev, sets), None, StopRule(iterations=2), warmup_s=0.1),
+                      lambda: time_cold_reference(_workload(rdev, sets), rd, 2, warmup_s=0.1)):
+            rd = make_flusher(rdev, "l2-read")
+            try:
+                rdev.launches.clear()
+                t0 = time.perf_counter()
+                timed()
+                assert time.perf_counter() - t0 >= 0.1
+                assert len([n for n, _ in rdev.launches if n == "triad"]) > 2 + 2  # kept launching past one round
+            finally:
+                rd.free()
+
+
+def test_timing_arguments_are_checked(dev) -> None:
+    rd = make_flusher(dev, "l2-read")
+    try:
+        with rot.BufferSets(dev, catalog.get("triad"), 256, 1) as sets:
+            wl = _workload(dev, sets)
+            with pytest.raises(ConfigError, match="chunk must be a positive"):
+                time_launches(wl, None, StopRule(iterations=2), chunk=0)
+            with pytest.raises(ConfigError, match="at least 1 sample"):
+                time_cold_reference(wl, rd, 0)
+            with pytest.raises(ConfigError, match="no buffer sets"):
+                time_launches(Workload(dev, wl.kernel, wl.grid, wl.block, []), None, StopRule(iterations=2))
+    finally:
+        rd.free()
