@@ -521,3 +521,27 @@ def test_timing_arguments_are_checked(dev) -> None:
                 time_launches(Workload(dev, wl.kernel, wl.grid, wl.block, []), None, StopRule(iterations=2))
     finally:
         rd.free()
+
+
+def test_verify_restores_set_0_and_refuses_a_small_numerical_error(dev, tmp_path) -> None:
+    spec = catalog.get("triad")
+    with rot.BufferSets(dev, spec, 5000, 2) as sets:
+        grid, block = spec.geometry(5000, dev)
+        verify(dev, spec, sets, dev.compiled_kernel("triad"), grid, block)
+        back = np.empty(5000, dtype=np.float32)
+        dev.copy_to_host(sets.buffers[0]["a"], back)
+        np.testing.assert_array_equal(back, sets.host["a"])  # set 0 holds the same data as the other sets again
+    # a host kernel off by 2e-4 of s*c (relative L2 error ~1.5e-4): above the 1e-5 tolerance
+    src = tmp_path / "off.c"
+    src.write_text("void off_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
+                   "  for (unsigned long long i = 0; i < n; ++i) a[i] = b[i] + 1.0002f * s * c[i]; }\n")
+    off = user_kernel(src, "off_triad", "out:a:f32[n],in:b:f32[n],in:c:f32[n],s:f32=3.0,n:u64=n",
+                      name="test_off_triad", host_source=src, register_it=False)
+    off = type(off)(**{**off.__dict__, "reference": spec.reference, "gpu_source": None})
+    catalog.register(off, replace=True)
+    try:
+        with rot.BufferSets(dev, off, 1000, 1) as sets:
+            with pytest.raises(BenchmarkError, match=r"differs from the numpy reference at n=1000: .* = 0\.0001[0-9]* > 1e-05"):
+                verify(dev, off, sets, dev.compiled_kernel("test_off_triad"), (1, 1, 1), (1, 1, 1))
+    finally:
+        catalog.unregister("test_off_triad")

@@ -230,3 +230,85 @@ def test_sweep_launches_flush_before_each_sample_and_rotate_buffer_addresses(dev
     assert len(set(ref_ptrs)) == 1
     assert len(set(rot_ptrs[:3])) == 3 and rot_ptrs == rot_ptrs[:3] * 3  # sets 0, 1, 2, then sample j on set j % 3
     assert len({p for name, p in rec.launches if name == "hx_read_flush"}) == 1
+
+
+class _FixedMemory(HostDevice):
+    """The real host device reporting a fixed 64 MiB of free memory (of 128 MiB)."""
+
+    def memory_info(self) -> tuple[int, int]:
+        return 64 << 20, 128 << 20
+
+
+def test_rotating_cap_is_the_memory_fraction_and_a_capped_count_warns(dev) -> None:
+    d = _FixedMemory(llc_bytes=dev.llc_bytes)
+    d.cache = dev.cache
+    try:
+        # triad at 1 MiB per array: 3 MiB a set; 30% of 64 MiB = 19.2 MiB fits 6 sets of the 10 asked for
+        res = sweep("triad", "1MiB", [2, 10], ["none"], device=d, iterations=10, reference_samples=2, progress=False,
+                    warmup_s=0, mem_fraction=0.3, verify_results=False)
+    finally:
+        d.close()
+    s = res.summary.set_index("rotating_requested")
+    cap = int((64 << 20) * 0.3)
+    assert (res.summary.rotating_cap_bytes == cap).all()
+    assert int(s.loc["2", "rotating"]) == 2 and "capped" not in s.loc["2", "warning"]
+    assert int(s.loc["10", "rotating"]) == 6
+    assert f"rotating 10 wants 10 sets x {3 << 20} B = {30 << 20} B, over the cap of {cap} B" in s.loc["10", "warning"]
+    assert "capped to 6" in s.loc["10", "warning"]
+
+
+def test_sample_rows_number_iterations_and_resumed_rows_keep_the_reference(dev, tmp_path) -> None:
+    out = tmp_path / "i.parquet"
+    kw = dict(device=dev, iterations=5, reference_samples=3, out=out, progress=False, warmup_s=0)
+    done: list[dict] = []
+    # stop right after the first flush mode of the first rotating count: the check sits inside the flush loop
+    first = sweep("triad", "16KiB", [1, 2], ["none", "l2-read"], on_result=done.append, should_stop=lambda: len(done) >= 2, **kw)
+    assert first.stopped and [r["flush"] for r in done] == ["cold-reference", "none"]
+    res = sweep("triad", "16KiB", [1, 2], ["none", "l2-read"], **kw)
+    s, x = res.summary, res.samples
+    ref_median = float(s[s.flush == "cold-reference"].median_s.iloc[0])
+    rest = s[s.flush != "cold-reference"]
+    assert len(rest) == 4 and (rest.reference_median_s == ref_median).all()
+    assert rest.bias.to_numpy() == pytest.approx((rest.median_s / ref_median - 1).to_numpy())
+    for (_flush, _req), rows in x.groupby(["flush", "rotating_requested"]):
+        assert list(rows.iteration) == list(range(len(rows)))
+    # resume=False starts over: a new run with every configuration measured again
+    again = sweep("triad", "16KiB", [1, 2], ["none", "l2-read"], resume=False, **kw)
+    assert len(again.summary) == 5 and again.summary.run_id.nunique() == 1
+    assert again.summary.run_id.iloc[0] != s.run_id.iloc[0]
+
+
+def test_flush_factor_sizes_the_flush_and_is_recorded(dev) -> None:
+    res = sweep("triad", "16KiB", [1], ["l2-read", "l2-write"], device=dev, iterations=3, reference=False, progress=False,
+                warmup_s=0, flush_factor={"l2-read": 9, "l2-write": 1})
+    llc = dev.llc_bytes  # 128 KiB: 9 x -> 1.125 MiB -> 2 MiB; 1 x -> 1 MiB
+    assert llc == 128 * KIB
+    assert res.metadata["flush.l2-read.bytes"] == str(2 << 20) and res.metadata["flush.l2-write.bytes"] == str(1 << 20)
+    assert res.metadata["flush.factor.l2-read"] == "9"
+    default = sweep("triad", "16KiB", [1], ["l2-read", "none"], device=dev, iterations=3, reference=False, progress=False, warmup_s=0)
+    assert default.metadata["flush.l2-read.bytes"] == str(1 << 20) and default.metadata["flush.none.bytes"] == "0"
+
+
+def test_samples_reach_disk_before_their_summary(dev, tmp_path) -> None:
+    """A summary row never exists without its samples: with the summary file unwritable (a folder in
+    its place) the first configuration's samples are on disk when the summary write fails."""
+    out = tmp_path / "o.parquet"
+    samples_path, summary_path, _meta = output_paths(out)
+    summary_path.mkdir()
+    with pytest.raises(OSError):
+        sweep("triad", "16KiB", [1], ["none"], device=dev, iterations=3, reference_samples=2, out=out, progress=False, warmup_s=0)
+    written = pd.read_parquet(samples_path)
+    assert set(written.flush) == {"cold-reference"} and len(written) == 2
+
+
+def test_iterations_and_stop_rule_are_exclusive_and_sizes_parse(dev) -> None:
+    from hipexplore.bench import StopRule
+
+    with pytest.raises(ConfigError, match="either iterations .* or stop"):
+        sweep("triad", "16KiB", 1, "none", device=dev, iterations=4, stop=StopRule(), progress=False)
+    assert parse_size("4kB") == 4000 and parse_size("4KiB") == 4096 and parse_size("4k") == 4096
+    assert parse_size("2MB") == 2 * 10**6 and parse_size("1GB") == 10**9 and parse_size("1GiB") == 1 << 30
+    assert parse_size("1.5MiB") == 3 << 19 and parse_size("512") == 512 and parse_size("512B") == 512
+    for bad in ("0KiB", "-1MiB", "0", 0, -5, "MiB", "1TiB"):
+        with pytest.raises(ConfigError, match="size"):
+            parse_size(bad)
