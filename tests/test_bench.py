@@ -545,3 +545,30 @@ def test_verify_restores_set_0_and_refuses_a_small_numerical_error(dev, tmp_path
                 verify(dev, off, sets, dev.compiled_kernel("test_off_triad"), (1, 1, 1), (1, 1, 1))
     finally:
         catalog.unregister("test_off_triad")
+
+
+class _ClaimsInlineIcache(_Allocs):
+    """The real host device claiming the HIP-only inline-icache mode (it is a source transform of
+    the kernel under test, so there is no separate flush to prepare)."""
+
+    def supports_flush(self, mode: str) -> bool:
+        return mode == "inline-icache" or super().supports_flush(mode)
+
+
+def test_flush_factors_are_checked_and_flushers_free_their_buffers(dev) -> None:
+    with pytest.raises(ConfigError, match=r"l2-write needs a buffer of at least the LLC \(factor >= 1\), got factor 0.9"):
+        flush_bytes("l2-write", MIB, factor=0.9)
+    with pytest.raises(ConfigError, match=r"at least 2x the LLC \(factor >= 2\), got factor 1.9"):
+        flush_bytes("l2-read", MIB, factor=1.9)
+    d = _ClaimsInlineIcache()
+    d.cache = dev.cache
+    try:
+        assert make_flusher(d, "inline-icache") is None and d.bufs == []
+        for mode, nbufs in (("l2-write", 1), ("l2-read", 2)):
+            d.bufs.clear()
+            fl = make_flusher(d, mode)
+            assert fl.buffers == d.bufs and len(d.bufs) == nbufs and not any(b.freed for b in d.bufs)
+            fl.free()
+            assert all(b.freed for b in d.bufs) and fl.buffers == []
+    finally:
+        d.close()
