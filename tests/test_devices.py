@@ -369,3 +369,44 @@ def test_hip_device_refuses_the_installed_rocm5_runtime_once_a_gpu_is_counted(mo
     monkeypatch.setattr(hipdev, "device_count", lambda: 1)
     with pytest.raises(DeviceUnavailable, match=rf"found 1 AMD GPU\(s\), but the HIP runtime is version {runtime} \(ROCm 5\."):
         hipdev.HipDevice(0)
+
+
+def _sysfs(root, entries) -> None:
+    for i, (level, typ, size) in enumerate(entries):
+        d = root / f"index{i}"
+        d.mkdir(parents=True)
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{typ}\n")
+        (d / "size").write_text(f"{size}\n")
+
+
+def test_read_llc_picks_the_largest_data_cache_of_the_highest_level(tmp_path) -> None:
+    _sysfs(tmp_path / "a", [(1, "Data", "32K"), (1, "Instruction", "64K")])  # an instruction cache never counts
+    assert read_llc(tmp_path / "a") == (32 << 10, f"sysfs L1 {tmp_path / 'a' / 'index0'}/size")
+    _sysfs(tmp_path / "b", [(2, "Unified", "1M"), (3, "Unified", "8M"), (3, "Unified", "16M")])
+    assert read_llc(tmp_path / "b")[0] == 16 << 20
+    _sysfs(tmp_path / "c", [(3, "Unified", "16M"), (3, "Unified", "8M"), (2, "Unified", "1M")])
+    assert read_llc(tmp_path / "c")[0] == 16 << 20
+    (tmp_path / "empty").mkdir()
+    llc, src = read_llc(tmp_path / "empty")
+    assert llc == 32 << 20 and src.startswith("default 32 MiB")
+
+
+def test_host_memory_and_copies_are_bounded() -> None:
+    from hipexplore.errors import DeviceError
+
+    dev = HostDevice()
+    free, total = dev.memory_info()
+    fields = dict(line.split(":", 1) for line in open("/proc/meminfo").read().splitlines())
+    assert total == int(fields["MemTotal"].split()[0]) * 1024 and 0 < free < total
+    buf = dev.alloc(4096)
+    with pytest.raises(ConfigError, match="does not fit the 4096 B buffer"):
+        dev.copy_to_device(buf, np.zeros(4097, dtype=np.uint8))
+    with pytest.raises(ConfigError, match="C-contiguous"):
+        dev.copy_to_host(buf, np.zeros((16, 16), dtype=np.float32)[:, ::2])
+    with pytest.raises(ConfigError, match="at most 4096 B"):
+        dev.copy_to_host(buf, np.zeros(4097, dtype=np.uint8))
+    start, end = dev.event(), dev.event()
+    dev.record(start)
+    with pytest.raises(DeviceError, match="never recorded"):
+        dev.elapsed_s(start, end)
