@@ -410,3 +410,54 @@ def test_host_memory_and_copies_are_bounded() -> None:
     dev.record(start)
     with pytest.raises(DeviceError, match="never recorded"):
         dev.elapsed_s(start, end)
+
+
+def test_gpu_index_checks_flush_modes_and_runtime_errors() -> None:
+    from hipexplore.devices.gpu import GpuDeviceBase, check_call
+    from hipexplore.errors import DeviceError
+
+    check = GpuDeviceBase._check_index
+    check("CUDA", 2, 1, "none")
+    with pytest.raises(DeviceUnavailable, match=r"^CUDA: the driver reports 0 devices$"):
+        check("CUDA", 0, 0, "the driver reports 0 devices")
+    for bad in (2, -1):
+        with pytest.raises(DeviceUnavailable, match=rf"device index {bad} requested but only 2 device\(s\) present \(0\.\.1\)"):
+            check("CUDA", 2, bad, "none")
+    cuda_like = type("CudaLike", (GpuDeviceBase,), {"kind": "cuda"})()
+    hip_like = type("HipLike", (GpuDeviceBase,), {"kind": "hip"})()
+    for mode in ("none", "l2-write", "l2-read"):
+        assert cuda_like.supports_flush(mode) and hip_like.supports_flush(mode)
+    for mode in ("icache", "inline-icache"):
+        assert not cuda_like.supports_flush(mode) and hip_like.supports_flush(mode)
+    assert not hip_like.supports_flush("l3-write")
+    # real hip-python results: (hipErrorNoDevice, 0) from hipGetDeviceCount, (hipSuccess, version)
+    hip = _hip_or_missing()
+    with pytest.raises(DeviceError, match=r"^hipGetDeviceCount failed: hipErrorNoDevice \(100\)$"):
+        check_call(hip.hipGetDeviceCount(), "hipGetDeviceCount", hip.hipError_t.hipSuccess)
+    err, version = hip.hipRuntimeGetVersion()
+    assert check_call((err, version), "hipRuntimeGetVersion", hip.hipError_t.hipSuccess) == version > 0
+
+
+def test_peak_table_matches_names_by_case_insensitive_substring() -> None:
+    assert peak_from_table("NVIDIA H200 NVL")[0] == 4800.0
+    assert peak_from_table("nvidia h100 sxm5 80gb")[0] == 3350.0
+    assert peak_from_table("NVIDIA A100-SXM4-80GB")[0] == 2039.0  # the specific entry before the generic 'A100'
+    assert peak_from_table("AMD Instinct MI250X / MI250")[0] == 3277.0
+
+
+def test_host_arrays_are_filled_as_their_init_says() -> None:
+    from hipexplore.devices.base import fill_host_array
+    from hipexplore.errors import BenchmarkError
+
+    rng = np.random.default_rng(0)
+    f = np.empty(100_000, dtype=np.float32)
+    fill_host_array(f, "random", rng)
+    assert 0.5 <= f.min() < 0.51 and 1.49 < f.max() < 1.5  # uniform in [0.5, 1.5): never near zero
+    i = np.empty(10_000, dtype=np.int32)
+    fill_host_array(i, "random", rng)
+    assert i.min() == 0 and i.max() == 99
+    for init, value in (("zeros", 0.0), ("ones", 1.0), (2.5, 2.5), ("-3", -3.0)):
+        fill_host_array(f, init, rng)
+        assert (f == value).all()
+    with pytest.raises(BenchmarkError, match="'lots'"):
+        fill_host_array(f, "lots", rng)
