@@ -398,6 +398,7 @@ class _Scripted(HostDevice):
         self.clock = 0
         self.log: list[str] = []
         self.shift: dict[int, int] = {}  # record number -> ns added to that event's time
+        self.hold_timeouts: list[float] = []
 
     def record(self, event) -> None:
         self.log.append("record")
@@ -414,6 +415,7 @@ class _Scripted(HostDevice):
 
     def hold_stream(self, timeout_s: float = 2.0):
         log = self.log
+        self.hold_timeouts.append(timeout_s)
 
         class Hold:
             def release(self) -> None:
@@ -572,3 +574,17 @@ def test_flush_factors_are_checked_and_flushers_free_their_buffers(dev) -> None:
             assert all(b.freed for b in d.bufs) and fl.buffers == []
     finally:
         d.close()
+
+
+def test_the_hold_timeout_reaches_every_chunks_hold(sdev) -> None:
+    from hipexplore.bench.timing import HOLD_TIMEOUT_S
+
+    with rot.BufferSets(sdev, catalog.get("triad"), 256, 1) as sets:
+        time_launches(_workload(sdev, sets), None, StopRule(iterations=4), chunk=2, warmup_s=0, hold_timeout_s=0.7)
+        rd = make_flusher(sdev, "l2-read")
+        try:
+            time_cold_reference(_workload(sdev, sets), rd, 2, warmup_s=0, hold_timeout_s=0.3)
+            time_launches(_workload(sdev, sets), None, StopRule(iterations=1), warmup_s=0)
+        finally:
+            rd.free()
+    assert sdev.hold_timeouts == [0.7, 0.7, 0.3, HOLD_TIMEOUT_S]  # the default when none is given

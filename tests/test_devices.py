@@ -461,3 +461,17 @@ def test_host_arrays_are_filled_as_their_init_says() -> None:
         assert (f == value).all()
     with pytest.raises(BenchmarkError, match="'lots'"):
         fill_host_array(f, "lots", rng)
+
+
+def test_spin_hold_timeout_argument_is_the_limit_in_the_kernels_clock() -> None:
+    """The spin kernel gives up after ``timeout_ns`` of its own clock: CUDA's globaltimer counts real
+    ns; HIP's s_memrealtime count x 10 is ns only at 100 MHz, so the argument scales with the
+    device's wall clock (a 25 MHz clock counts 4x slower: a quarter of the ns count)."""
+    from hipexplore.devices.gpu import GpuDeviceBase
+    from hipexplore.devices.hip import HipDevice
+
+    assert GpuDeviceBase()._spin_timeout_arg(2.0) == 2_000_000_000
+    hip = HipDevice.__new__(HipDevice)
+    for khz, want in ((100_000, 2_000_000_000), (25_000, 500_000_000), (200_000, 4_000_000_000)):
+        hip._wall_khz = khz
+        assert hip._spin_timeout_arg(2.0) == want
