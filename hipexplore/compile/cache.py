@@ -225,6 +225,8 @@ class CompileCache:
         equal records, so this only skips re-serializing the source (most of a memory hit's
         cost). The memo is bounded by count and by the size of the keys it holds."""
         identity = compiler.identity()
+        if request.clock:  # the key holds the clock: never memoized
+            return make_key(request, identity, self._digest)
         memo_key = (request, identity)
         with self._lock:
             key = self._key_memo.get(memo_key)
