@@ -160,14 +160,17 @@ class DiskCache:
             self.counters[name] += n
 
     def _check_folder(self, fd: int, path: Path) -> None:
-        """Private mode: the folder must be ours and writable by us alone (sticky world-writable
-        folders like /tmp are fine: others cannot replace what we put in them)."""
+        """Private mode: the folder must be ours (below the root) and writable by us alone; sticky
+        folders like /tmp are fine (others cannot remove or replace what we put in them, and a
+        version folder they made first is theirs, so it is refused)."""
         if self.shared == "group":
             return
         st = os.fstat(fd)
         mode = st.st_mode
         why = ""
-        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+        if mode & stat.S_ISVTX:
+            pass  # like /tmp: others cannot remove or replace what this user puts there
+        elif mode & stat.S_IWOTH:
             why = "world-writable without the sticky bit"
         elif mode & stat.S_IWGRP:
             why = "group-writable"
