@@ -3,7 +3,7 @@
 A *stamp* fingerprints the file a compiler actually loads or runs (size, mtime and a SHA-256 of the
 whole file), so a reinstalled toolkit with the same version string, or a ``CC`` wrapper edited past
 its first MiB, still changes the cache key. The hash is computed once per (path, size, mtime,
-inode) and process: later calls cost one ``stat``.
+ctime, inode) and process: later calls cost one ``stat``.
 """
 from __future__ import annotations
 
@@ -19,19 +19,19 @@ from typing import Any, Callable, Iterable
 from .. import settings
 from .request import CompileRequest, canonical_json
 
-_stamp_cache: dict[tuple[str, int, int, int], str] = {}
+_stamp_cache: dict[tuple[str, int, int, int, int], str] = {}
 _stamp_lock = threading.Lock()
 
 
 def file_stamp(path: str | os.PathLike) -> str:
     """``size=..;sha256=..`` of the whole file ``path`` (after resolving symlinks).
 
-    Cached per (path, size, mtime, inode) so repeated identity() calls only cost a stat; the
+    Cached per (path, size, mtime, ctime, inode) so repeated identity() calls only cost a stat; the
     mtime is not part of the stamp, so a copy with the same content has the same identity.
     """
     real = os.path.realpath(path)
     st = os.stat(real)
-    key = (real, st.st_size, st.st_mtime_ns, st.st_ino)
+    key = (real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)  # ctime: a write with the mtime put back
     with _stamp_lock:
         hit = _stamp_cache.get(key)
     if hit is not None:

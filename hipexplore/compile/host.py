@@ -125,7 +125,7 @@ class HostCompiler(CompilerBase):
         def st(path: str) -> tuple:
             try:
                 s = os.stat(path)
-                return (path, s.st_size, s.st_mtime_ns, s.st_ino)
+                return (path, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)
             except OSError:
                 return (path, "gone")
         return (self._trigger_env(), tuple(argv), st(exe), *(st(t) for t in tools))
