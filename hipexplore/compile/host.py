@@ -119,7 +119,10 @@ class HostCompiler(CompilerBase):
 
     @staticmethod
     def _trigger_env() -> tuple:
-        return (os.environ.get("PATH", ""), os.environ.get("GCC_EXEC_PREFIX", ""), os.environ.get("COMPILER_PATH", ""))
+        data = getattr(os.environ, "_data", None)  # the fast path of inputs.env_values
+        if data is not None:
+            return (data.get(b"PATH"), data.get(b"GCC_EXEC_PREFIX"), data.get(b"COMPILER_PATH"))
+        return (os.environ.get("PATH"), os.environ.get("GCC_EXEC_PREFIX"), os.environ.get("COMPILER_PATH"))
 
     def _check_key(self, argv: list[str], exe: str, tools: list[str]) -> tuple:
         def st(path: str) -> tuple:

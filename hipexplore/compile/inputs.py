@@ -120,24 +120,42 @@ def clock_record(compiler: str, used: frozenset[str], now: float | None = None) 
     return record
 
 
+_ENCODED = {c: tuple((n, os.environ.encodekey(n)) for n in names) for c, names in ENV.items()}
+
+
 def env_values(compiler: str) -> tuple[tuple[str, str], ...]:
-    """(name, value) of the variables ``compiler`` reads that are set, in a fixed order."""
-    return tuple((n, os.environ[n]) for n in ENV.get(compiler, ()) if n in os.environ)
+    """(name, value) of the variables ``compiler`` reads that are set, in a fixed order.
+
+    Called on every lookup (memory hits included), so it reads ``os.environ``'s underlying
+    dict with pre-encoded names (~1 µs for the host list instead of ~5 µs through the mapping)."""
+    data = getattr(os.environ, "_data", None)
+    if data is None:  # pragma: no cover - not CPython's os._Environ
+        return tuple((n, os.environ[n]) for n in ENV.get(compiler, ()) if n in os.environ)
+    get = data.get
+    found = [(name, v) for name, enc in _ENCODED.get(compiler, ()) if (v := get(enc)) is not None]
+    return tuple((name, os.environ.decodevalue(v)) for name, v in found) if found else ()
 
 
 _env_memo: dict[tuple, object] = {}
+_env_last: dict[str, tuple] = {}
 
 
 def env_identity(identity, compiler: str | None = None):
     """``identity`` with the values of the variables its compiler reads added to ``extra``
-    (memoized: a hit costs a few dict lookups)."""
-    values = env_values(compiler or identity.name)
+    (memoized: the usual call, same identity object and same values, is one comparison)."""
+    name = compiler or identity.name
+    values = env_values(name)
+    last = _env_last.get(name)
+    if last is not None and last[0] is identity and last[1] == values:
+        return last[2]
     if not values:
-        return identity
-    memo_key = (identity, values)
-    hit = _env_memo.get(memo_key)
-    if hit is None:
-        if len(_env_memo) > 256:
-            _env_memo.clear()
-        hit = _env_memo[memo_key] = replace(identity, extra=(*identity.extra, ("env", repr(values))))
-    return hit
+        result = identity
+    else:
+        memo_key = (identity, values)
+        result = _env_memo.get(memo_key)
+        if result is None:
+            if len(_env_memo) > 256:
+                _env_memo.clear()
+            result = _env_memo[memo_key] = replace(identity, extra=(*identity.extra, ("env", repr(values))))
+    _env_last[name] = (identity, values, result)
+    return result
