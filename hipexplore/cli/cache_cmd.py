@@ -116,6 +116,8 @@ def _ago(t: float | None) -> str:
 
 def _text(r: dict[str, Any]) -> str:
     head = f"compile cache at {r['root']}" + ("" if r["disk_enabled"] else " (disk tier disabled by HIPEXPLORE_CACHE_DISK=0)")
+    if r.get("shared") == "group":
+        head += " (team directory: entries authenticated with HIPEXPLORE_CACHE_SECRET)"
     if r["action"] == "stats":
         lines = [
             head,

@@ -364,6 +364,9 @@ class DiskCache:
         from filelock import FileLock, Timeout
 
         timeout = settings.CACHE_LOCK_TIMEOUT.get() if timeout is None else timeout
+        if not self.writable:  # nothing this process compiles can be shared through this tier
+            yield False
+            return
         lock = None
         try:
             with self._shard(digest, create=True):
