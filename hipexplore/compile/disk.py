@@ -48,7 +48,8 @@ from typing import Iterator
 from .. import settings
 from ..errors import CacheError, ConfigError
 from .base import ObjectCode
-from .entry import MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry, object_code, read_entry_file, read_header
+from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry, object_code, read_entry_file,
+                    read_entry_path, read_header)
 from .request import KEY_SCHEMA, CacheKey
 
 __all__ = ["MAGIC", "DiskCache", "DiskEntryInfo", "Corrupt", "decode_entry", "encode_entry", "read_header"]
@@ -539,7 +540,7 @@ class DiskCache:
                 why = "not a regular entry file"
             else:
                 try:
-                    data, _ = _read_at(info.path)
+                    data, _ = read_entry_path(info.path)
                     header, _ = decode_entry(data, self.secret)
                     if header["digest"] != info.digest:
                         why = f"file name {info.digest} does not match stored digest {header['digest']}"
@@ -591,11 +592,3 @@ class DiskCache:
             self._estimated_bytes = None
         return {"removed": removed, "temp_removed": temp_removed, "failed": failed, "error": error}
 
-
-def _read_at(path: Path) -> tuple[bytes, os.stat_result]:
-    """``read_entry_file`` of a listed path, its folder opened without following a link."""
-    fd = os.open(path.parent, _DIR_FLAGS)
-    try:
-        return read_entry_file(path.name, fd)
-    finally:
-        os.close(fd)

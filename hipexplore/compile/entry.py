@@ -182,6 +182,16 @@ def read_entry_file(name: str, dir_fd: int | None = None, limit: int = MAX_ENTRY
         os.close(fd)
 
 
+def read_entry_path(path: str | os.PathLike) -> tuple[bytes, os.stat_result]:
+    """``read_entry_file`` of a listed path, its folder opened without following a link."""
+    path = os.fspath(path)
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return read_entry_file(os.path.basename(path), fd)
+    finally:
+        os.close(fd)
+
+
 def read_header(path: str | os.PathLike) -> dict:
     """The validated JSON header of an entry file, read without verifying the tag (listings).
     Bounded like ``read_entry_file``; raises ``Corrupt`` (or OSError)."""
