@@ -121,19 +121,25 @@ def clock_record(compiler: str, used: frozenset[str], now: float | None = None) 
 
 
 _ENCODED = {c: tuple((n, os.environ.encodekey(n)) for n in names) for c, names in ENV.items()}
+_ENC_KEYS = {c: tuple(e for _, e in pairs) for c, pairs in _ENCODED.items()}
+
+
+def _raw(compiler: str) -> tuple | None:
+    """The raw (encoded) values of the compiler's variables, None where unset: one C-level pass."""
+    data = getattr(os.environ, "_data", None)
+    if data is None:  # pragma: no cover - not CPython's os._Environ
+        return tuple(os.environ.get(n) for n in ENV.get(compiler, ()))
+    return tuple(map(data.get, _ENC_KEYS.get(compiler, ())))
 
 
 def env_values(compiler: str) -> tuple[tuple[str, str], ...]:
-    """(name, value) of the variables ``compiler`` reads that are set, in a fixed order.
+    """(name, value) of the variables ``compiler`` reads that are set, in a fixed order."""
+    return _decode(compiler, _raw(compiler))
 
-    Called on every lookup (memory hits included), so it reads ``os.environ``'s underlying
-    dict with pre-encoded names (~1 µs for the host list instead of ~5 µs through the mapping)."""
-    data = getattr(os.environ, "_data", None)
-    if data is None:  # pragma: no cover - not CPython's os._Environ
-        return tuple((n, os.environ[n]) for n in ENV.get(compiler, ()) if n in os.environ)
-    get = data.get
-    found = [(name, v) for name, enc in _ENCODED.get(compiler, ()) if (v := get(enc)) is not None]
-    return tuple((name, os.environ.decodevalue(v)) for name, v in found) if found else ()
+
+def _decode(compiler: str, raw: tuple) -> tuple[tuple[str, str], ...]:
+    names = ENV.get(compiler, ())
+    return tuple((n, v if isinstance(v, str) else os.environ.decodevalue(v)) for n, v in zip(names, raw) if v is not None)
 
 
 _env_memo: dict[tuple, object] = {}
@@ -144,10 +150,11 @@ def env_identity(identity, compiler: str | None = None):
     """``identity`` with the values of the variables its compiler reads added to ``extra``
     (memoized: the usual call, same identity object and same values, is one comparison)."""
     name = compiler or identity.name
-    values = env_values(name)
+    raw = _raw(name)  # called on every lookup (memory hits too): compare the raw values, decode on change
     last = _env_last.get(name)
-    if last is not None and last[0] is identity and last[1] == values:
+    if last is not None and last[0] is identity and last[1] == raw:
         return last[2]
+    values = _decode(name, raw)
     if not values:
         result = identity
     else:
@@ -157,5 +164,5 @@ def env_identity(identity, compiler: str | None = None):
             if len(_env_memo) > 256:
                 _env_memo.clear()
             result = _env_memo[memo_key] = replace(identity, extra=(*identity.extra, ("env", repr(values))))
-    _env_last[name] = (identity, values, result)
+    _env_last[name] = (identity, raw, result)
     return result
