@@ -374,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--disk-lookups", type=int, default=5000, help="disk-hit samples")
     ap.add_argument("--recompiles", type=int, default=7, help="compiles per baseline arm (fresh and same source)")
     ap.add_argument("--distinct", type=int, default=8, help="distinct compiles per pool run")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "cache_bench"), help="output path without suffix")
+    ap.add_argument("--out", default=None, help="output path without suffix (default benchmarks/results/cache_bench, "
+                    "or cache_bench_team with --team-only)")
     ap.add_argument("--quick", action="store_true", help="few samples (smoke test)")
     ap.add_argument("--team", action="store_true", help="also the team arms: remote hits (a local redis-server) and the lock's cost")
     ap.add_argument("--team-only", action="store_true", help="only the team arms (short)")
@@ -385,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.lookups, args.disk_lookups, args.recompiles, args.distinct, args.repeats_abba = 500, 200, 2, 2, False
     result = run(args)
-    out = Path(args.out)
+    out = Path(args.out or REPO / "benchmarks" / "results" / ("cache_bench_team" if args.team_only else "cache_bench"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     md = markdown(result)
