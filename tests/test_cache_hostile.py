@@ -338,3 +338,31 @@ def test_a_planted_prune_lock_does_not_silently_disable_pruning(tmp_path, plant)
     assert disk.counters["pruned"] >= 7
     assert [w for w in caught if "prune lock" in str(w.message)], [str(w.message) for w in caught]
     assert target.read_text() == "not a lock"  # the link's target was not truncated or locked through
+
+
+def test_verify_in_a_team_directory_keeps_entries_it_cannot_authenticate(tmp_path):
+    """A member with a mistyped secret runs `cache verify`: the team's entries fail its HMAC, but
+    they are the team's work: reported and left in place (lookups treat them as misses)."""
+    team = DiskCache(tmp_path, shared="group", secret=SECRET)
+    for i in range(3):
+        assert team.put(fake_key(i), generated(i))
+    typo = DiskCache(tmp_path, shared="group", secret=SECRET + "x")
+    assert typo.get(fake_key(0)) is None
+    report = typo.verify()
+    assert (report["ok"], report["unauthenticated"], report["removed"], report["failed"]) == (0, 3, 0, 0)
+    assert all(p[2] == "left in place" for p in report["problems"])
+    assert DiskCache(tmp_path).verify()["unauthenticated"] == 3  # without a secret: the same, not "corrupt"
+    assert team.verify()["ok"] == 3 and team.get(fake_key(0)) is not None
+
+
+def test_a_planted_symlink_as_a_key_lock_is_not_followed(tmp_path):
+    disk = DiskCache(tmp_path)
+    key = fake_key(40)
+    target = tmp_path / "victim.txt"
+    target.write_text("keep")
+    shard = disk.path_for(key.digest).parent
+    shard.mkdir(parents=True)
+    os.symlink(target, shard / f".lock-{key.digest}")
+    with disk.key_lock(key.digest, timeout=1) as held:
+        assert not held  # refused (ELOOP), and the caller compiles anyway
+    assert target.read_text() == "keep" and disk.put(key, generated(40))

@@ -140,7 +140,8 @@ def _text(r: dict[str, Any]) -> str:
         if r["failed"]:
             text += f"\n  FAILED to remove {r['failed']} files (first: {r['error']})"
         return text
-    lines = [f"{head}\n  checked {r['checked']}: {r['ok']} ok, {r['corrupt']} bad ({r['removed']} removed)"]
+    lines = [f"{head}\n  checked {r['checked']}: {r['ok']} ok, {r['corrupt']} bad ({r['removed']} removed)"
+             + (f", {r['unauthenticated']} not authenticated under this secret (left in place)" if r.get("unauthenticated") else "")]
     lines += [f"  {path}: {what} ({action})" for path, what, action in r["problems"][:50]]
     if len(r["problems"]) > 50:
         lines.append(f"  ... and {len(r['problems']) - 50} more (--json lists all)")

@@ -475,7 +475,7 @@ class CompileCache:
         """Check every disk entry's checksum and lengths; corrupt ones are removed (the next
         compile of that key rewrites them). Returns counts: checked, ok, corrupt, removed."""
         if self.disk is None:
-            return {"checked": 0, "ok": 0, "corrupt": 0, "removed": 0, "failed": 0, "problems": []}
+            return {"checked": 0, "ok": 0, "corrupt": 0, "removed": 0, "failed": 0, "unauthenticated": 0, "problems": []}
         return self.disk.verify()
 
 

@@ -48,7 +48,7 @@ from typing import Iterator
 from .. import settings
 from ..errors import CacheError, ConfigError
 from .base import ObjectCode
-from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry, object_code, read_entry_file,
+from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, Unauthenticated, decode_entry, encode_entry, object_code, read_entry_file,
                     read_entry_path, read_header)
 from .request import KEY_SCHEMA, CacheKey
 
@@ -530,7 +530,7 @@ class DiskCache:
         """Read every entry safely and check it (tag, lengths, header types, file name); remove
         what is not a valid entry. ``problems`` lists (path, what, action); ``failed`` counts
         files that could not be read or removed (the command line exits non-zero then)."""
-        ok = corrupt = removed = failed = 0
+        ok = corrupt = removed = failed = unauthenticated = 0
         problems: list[tuple[str, str, str]] = []
         for info in self.listing():
             if info.kind in ("temp", "lock"):
@@ -545,6 +545,10 @@ class DiskCache:
                     if header["digest"] != info.digest:
                         why = f"file name {info.digest} does not match stored digest {header['digest']}"
                 except FileNotFoundError:
+                    continue
+                except Unauthenticated as exc:  # a teammate's under another secret, or forged: a miss, kept
+                    unauthenticated += 1
+                    problems.append((str(info.path), str(exc), "left in place"))
                     continue
                 except Corrupt as exc:
                     why = str(exc)
@@ -565,8 +569,8 @@ class DiskCache:
                 problems.append((str(info.path), why, f"NOT removed: {exc.strerror or exc}"))
         with self._lock:
             self._estimated_bytes = None
-        return {"checked": ok + corrupt, "ok": ok, "corrupt": corrupt, "removed": removed, "failed": failed,
-                "problems": problems}
+        return {"checked": ok + corrupt + unauthenticated, "ok": ok, "corrupt": corrupt, "removed": removed,
+                "failed": failed, "unauthenticated": unauthenticated, "problems": problems}
 
     def clear(self) -> dict:
         """Remove every entry, temp file and lock file; returns counts ``removed`` (entries),

@@ -50,6 +50,12 @@ class Corrupt(Exception):
     """An entry that is not one: wrong magic, lengths, tag, header types, or not a regular file."""
 
 
+class Unauthenticated(Corrupt):
+    """A team entry whose HMAC does not verify under this secret: tampered, or written under
+    another secret (a member's typo). A miss like any corrupt entry, but ``verify`` leaves it in
+    place: it cannot tell a teammate's entry from a forged one, and removing would lose the former."""
+
+
 def _tag(body: bytes | memoryview, secret: bytes | None) -> bytes:
     if secret:
         return hmac.new(secret, body, hashlib.sha256).digest()
@@ -119,7 +125,9 @@ def decode_entry(data: bytes, secret: bytes | None = None) -> tuple[dict, bytes]
         raise Corrupt(f"length mismatch: header {head_len} + binary {bin_len} vs {len(data)} bytes")
     view = memoryview(data)
     if not hmac.compare_digest(_tag(view[:-TAG_BYTES], secret), bytes(view[-TAG_BYTES:])):
-        raise Corrupt("authentication tag mismatch (team secret)" if secret else "checksum mismatch")
+        if secret or b'"auth":"hmac-sha256"' in bytes(view[PREFIX.size : PREFIX.size + head_len]):
+            raise Unauthenticated("HMAC does not verify under this team secret (another secret, or tampered)")
+        raise Corrupt("checksum mismatch")
     try:
         header = json.loads(bytes(view[PREFIX.size : PREFIX.size + head_len]))
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
