@@ -342,7 +342,9 @@ def test_verify_removes_an_entry_stored_under_another_name(tmp_path):
     moved = disk.path_for("ab" + key.digest[2:])
     moved.parent.mkdir(parents=True, exist_ok=True)
     os.replace(disk.path_for(key.digest), moved)
-    assert disk.verify() == {"checked": 1, "ok": 0, "corrupt": 1, "removed": 1}
+    report = disk.verify()
+    assert (report["checked"], report["ok"], report["corrupt"], report["removed"]) == (1, 0, 1, 1)
+    assert "does not match stored digest" in report["problems"][0][1]
     assert not moved.exists()
 
 

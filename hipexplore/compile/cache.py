@@ -303,7 +303,7 @@ class CompileCache:
         """The disk tier's per-key lock, then the Redis lease (each bounded; never raises)."""
         with ExitStack() as stack:
             if self.disk is not None:
-                stack.enter_context(self.disk.key_lock(key.digest))
+                stack.enter_context(self.disk.key_lock(key))
             if self.remote is not None:
                 stack.enter_context(self.remote.lease(key))
             yield

@@ -1,10 +1,9 @@
 """The persistent tier of the compile cache: one authenticated file per entry.
 
-Why hand-written instead of ``diskcache``: diskcache keeps its index in SQLite, which is not safe
-on NFS home directories (where GPU clusters keep ``~/.cache``), answers "database is locked" when
-several tuning processes open it at once, and stores pickles that no one can inspect. The GPU
-compile caches (MIGraphX #5100, Triton, CuPy, cuda.core) converged on plain files published with
-``os.replace`` and a checksum; this module does the same. The entry format is in ``entry.py``.
+Why hand-written instead of ``diskcache``: its SQLite index is not safe on NFS homes, answers
+"database is locked" to concurrent tuning processes, and stores pickles no one can inspect. The
+GPU compile caches (MIGraphX #5100, Triton, CuPy, cuda.core) converged on plain files published
+with ``os.replace`` and a checksum, as here. The entry format is in ``entry.py``.
 
 Layout: ``<root>/v<KEY_SCHEMA>/<digest[:2]>/<digest>.hxc``; temp files ``.tmp-<host>-<pid>-*``
 and per-key locks ``.lock-<digest>`` live beside the entries.
@@ -32,6 +31,7 @@ Guarantees:
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import secrets
@@ -58,7 +58,6 @@ __all__ = ["MAGIC", "DiskCache", "DiskEntryInfo", "Corrupt", "decode_entry", "en
 #: a directory at the entry path, a file or symlink where a shard folder should be).
 SKIP_WRITE_ERRORS = frozenset({errno.EINTR, errno.EAGAIN, errno.EBUSY, errno.EMFILE, errno.ENFILE, errno.ESTALE,
                                errno.EISDIR, errno.ENOTDIR, errno.ELOOP, errno.ENOTEMPTY, errno.EEXIST})
-TRANSIENT_WRITE_ERRORS = SKIP_WRITE_ERRORS  # the old name
 FULL_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 SUFFIX = ".hxc"
@@ -95,6 +94,11 @@ class _RootProblem(Exception):
     def __init__(self, error: OSError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+def lock_id(key: CacheKey | str) -> str:
+    """The name of a key's lock (and Redis lease): SHA-256 of the full canonical key."""
+    return key if isinstance(key, str) else hashlib.sha256(key.canonical).hexdigest()
 
 
 def _umask() -> int:
@@ -337,7 +341,7 @@ class DiskCache:
 
     def _make_room(self, needed: int) -> None:
         """After ENOSPC: drop left-over temp files and prune to half of what is there (or less)."""
-        self._clean_temps(time.time(), everything_stale=True)
+        self._clean_temps(time.time())
         total = sum(e.size for e in self.listing() if e.kind == "entry")
         self.prune(target_bytes=max(0, min(total // 2, total - 2 * needed)))
 
@@ -348,22 +352,22 @@ class DiskCache:
             self.writable = False
             self.write_error = f"{type(exc).__name__}: {exc}"
         reason = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-        warnings.warn(
-            f"hipexplore compile cache: cannot write to {str(self.root)!r} ({reason}: {exc}); "
-            "continuing with the memory cache only. Set HIPEXPLORE_CACHE_DIR to a writable "
-            "directory, or HIPEXPLORE_CACHE_DISK=0 to silence this.",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+        warnings.warn(f"hipexplore compile cache: cannot write to {str(self.root)!r} ({reason}: {exc}); continuing with the "
+                      "memory cache only. Set HIPEXPLORE_CACHE_DIR to a writable directory, or HIPEXPLORE_CACHE_DISK=0 to "
+                      "silence this.", RuntimeWarning, stacklevel=4)
 
     # -- one compile across processes ------------------------------------------------------------
     @contextmanager
-    def key_lock(self, digest: str, timeout: float | None = None) -> Iterator[bool]:
-        """Hold the per-key lock while compiling ``digest``; yields True if held, False when the
+    def key_lock(self, key: CacheKey | str, timeout: float | None = None) -> Iterator[bool]:
+        """Hold the per-key lock while compiling ``key``; yields True if held, False when the
         wait ran past ``timeout`` (default ``HIPEXPLORE_CACHE_LOCK_TIMEOUT``) or the lock file
-        cannot be made (the caller compiles anyway: a lock never fails a compile)."""
+        cannot be made (the caller compiles anyway: a lock never fails a compile). The lock is
+        named by a SHA-256 of the full key, not by the (injectable) index digest, so keys that
+        collide on a digest never wait on each other."""
         from filelock import FileLock, Timeout
 
+        digest = lock_id(key)
+        self.path_for(digest)  # validates a string id
         timeout = settings.CACHE_LOCK_TIMEOUT.get() if timeout is None else timeout
         if not self.writable:  # nothing this process compiles can be shared through this tier
             yield False
@@ -425,8 +429,6 @@ class DiskCache:
         """Regular entry files currently present (listing only)."""
         return (i for i in self.listing() if i.kind == "entry")
 
-    def _temp_files(self) -> Iterator[Path]:
-        return (i.path for i in self.listing() if i.kind == "temp")
 
     @staticmethod
     def writer_gone(name: str, mtime: float, now: float) -> bool:
@@ -448,7 +450,7 @@ class DiskCache:
             return False
         return False
 
-    def _clean_temps(self, now: float, everything_stale: bool = False) -> int:
+    def _clean_temps(self, now: float) -> int:
         removed = 0
         for info in [i for i in self.listing() if i.kind == "temp"]:
             if self.writer_gone(info.path.name, info.mtime, now):

@@ -15,6 +15,7 @@ turns the tier off for the process (local tiers only from then on).
 """
 from __future__ import annotations
 
+import hashlib
 import secrets
 import threading
 import time
@@ -138,7 +139,7 @@ class RemoteCache:
         if not self.available:
             yield False
             return
-        name = f"hx:lease:{key.digest}"
+        name = f"hx:lease:{hashlib.sha256(key.canonical).hexdigest()}"  # per full key: digest collisions never wait
         token = secrets.token_hex(8)
         ttl_ms = int((settings.COMPILE_TIMEOUT.get() + 30.0) * 1000)
         held = False
