@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import stat
-import struct
 import threading
 import time
 import warnings

@@ -16,11 +16,9 @@ import time
 import warnings
 from pathlib import Path
 
-import pytest
 
 from hipexplore.compile import ObjectCode
 from hipexplore.compile.disk import _HOST, DiskCache
-from hipexplore.compile.entry import encode_entry
 from hipexplore.compile.request import CacheKey
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,7 +3,6 @@ port (the ``redis_server`` fixture starts and stops it), with real host compiles
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing as mp
 import os
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hipexplore.compile import CompileRequest, ObjectCode, Source
+from hipexplore.compile import CompileRequest, Source
 from hipexplore.compile.cache import CompileCache
 from hipexplore.compile.entry import encode_entry
 from hipexplore.compile.remote import RemoteCache
