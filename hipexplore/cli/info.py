@@ -49,6 +49,8 @@ def _cache() -> dict[str, Any]:
         "disk_max_bytes": getattr(cache, "disk_max_bytes", None),
         "disk_entries": stats.get("disk_entries"),
         "disk_bytes": stats.get("disk_bytes"),
+        "shared": cache.disk.shared if cache.disk is not None else "",
+        "remote": stats.get("remote_url", ""),  # password redacted
     }
 
 
@@ -75,7 +77,9 @@ def _text(info: dict[str, Any]) -> str:
     c = info["cache"]
     lines += ["", "compile cache:", f"  disk dir: {c['disk_dir'] or '(disk tier off)'}",
               f"  memory limits: {c['max_entries']} entries, {c['max_bytes']} bytes",
-              f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes (cap {c['disk_max_bytes']})"]
+              f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes (cap {c['disk_max_bytes']})"
+              + (" [team directory]" if c.get("shared") == "group" else ""),
+              f"  remote (Redis team tier): {c.get('remote') or 'off'}"]
     return "\n".join(lines)
 
 
