@@ -41,9 +41,14 @@ def compare(config: str, output: str, got: np.ndarray, expected: np.ndarray, *, 
         raise BenchmarkError(
             f"output check failed for {config}: {output}[{shown}] = {g[worst]:.9g} but expected {e[worst]:.9g}"
             f"{unwritten} (|diff| {diff[worst]:.3g} > {tol[worst]:.3g} = atol {atol:g} + rtol {rtol:g} * |expected|); "
-            f"{int(bad.sum())} of {bad.size} elements differ")
-    norm = float(np.linalg.norm(e))
-    return float(np.linalg.norm(g - e) / norm) if norm > 0 else float(np.abs(g).max(initial=0.0))
+            f"{int(bad.sum())} of {bad.size} elements differ; ||got - ref|| / ||ref|| = {_rel_l2(g, e):.3g}")
+    return _rel_l2(g, e)
+
+
+def _rel_l2(g: np.ndarray, e: np.ndarray) -> float:
+    norm = float(np.linalg.norm(np.nan_to_num(e)))
+    diff = np.nan_to_num(g - e, nan=np.inf)
+    return float(np.linalg.norm(diff) / norm) if norm > 0 else float(np.abs(g).max(initial=0.0))
 
 
 def _poison(arg: Any, count: int) -> np.ndarray:

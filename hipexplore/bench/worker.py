@@ -11,7 +11,8 @@ summary row), so the caller's hooks see results as they are measured and nothing
 lost. A fault becomes ``KernelFault`` ("kernel K faulted in configuration C:
 CUDA_ERROR_ILLEGAL_ADDRESS"), whether the worker caught a device error or died (``SIGSEGV``),
 carrying the finished configurations; the parent's device and context were never touched, so the
-next sweep works. ``should_stop`` is asked in the parent and relayed.
+next sweep works. ``should_stop`` is the caller's, asked over the pipe (a round trip between
+configurations), so a stop takes effect where it would in-process.
 
 What crosses: the ``SweepSpec`` and the ``KernelSpec`` of every kernel the worker's fresh catalog
 does not have (user kernels: their expressions and geometry pickle; a lambda does not, and is
@@ -127,10 +128,10 @@ def run_in_worker(spec: SweepSpec, device: Any, *, out: Any = None, resume: bool
                 raise KernelFault(current[0] or "?", current[1] or "(before the first configuration)",
                                   f"the sweep worker (pid {proc.pid}) died with {how}" + (f"; its stderr: {tail}" if tail else ""),
                                   partial) from None
-            if kind == "start":
+            if kind == "ask":  # the worker's should_stop(), answered by the caller's
+                tx.send_bytes(pickle.dumps(hooks.stop_now()))
+            elif kind == "start":
                 current[:] = payload
-                if hooks.stop_now():
-                    tx.send_bytes(pickle.dumps("stop"))
                 hooks.started(current)
             elif kind == "samples":
                 samples.append(payload)
@@ -181,16 +182,14 @@ def _tail(path: str) -> str:
 def _worker_main(read_fd: int, write_fd: int) -> None:
     """The worker: build the device, register the kernels it was sent, run, stream, report."""
     rx, tx = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    stop = [False]
-
     def send(kind: str, payload: Any) -> None:
         tx.send_bytes(pickle.dumps((kind, payload)))
 
     def should_stop() -> bool:
-        while rx.poll():
-            if pickle.loads(rx.recv_bytes()) == "stop":
-                stop[0] = True
-        return stop[0]
+        """A round trip to the parent (asked between configurations only), so a stop takes effect
+        exactly where it would in-process."""
+        send("ask", None)
+        return bool(pickle.loads(rx.recv_bytes()))
 
     try:
         job = pickle.loads(rx.recv_bytes())
