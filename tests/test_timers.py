@@ -150,7 +150,8 @@ def test_in_kernel_timer_reads_what_the_kernel_wrote_per_position(dev):
            "void none(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[0] = 1000; }\n")
     kernels = {}
     for entry in ("stamp", "half", "none"):
-        spec = catalog.user_kernel(src, entry, "out:a:f32[n], n:u64=n", name=f"hx-{entry}", register_it=False)
+        # host_source: source *text* is GPU source; kernel_for(dev, spec) (issue 10) builds it for the host
+        spec = catalog.user_kernel(src, entry, "out:a:f32[n], n:u64=n", name=f"hx-{entry}", host_source=src, register_it=False)
         kernels[entry] = (spec, kernel_for(dev, spec) if _takes_spec() else None)
     spec = kernels["stamp"][0]
     with rot.BufferSets(dev, spec, 64, 2) as sets:
