@@ -100,12 +100,9 @@ def time_unit(seconds: Sequence[float] | np.ndarray | pd.Series) -> tuple[float,
 
 
 def format_bytes(n: float) -> str:
-    n = float(n)
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            v = n / size
-            return f"{v:g} {unit}" if v == int(v) else f"{v:.1f} {unit}"
-    return f"{int(n)} B"
+    from .units import format_bytes as fmt
+
+    return fmt(n)
 
 
 def _config_title(frame: pd.DataFrame) -> str:

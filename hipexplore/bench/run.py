@@ -280,7 +280,8 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
     summary_df = summary_frame(summary_rows)
     if paths is not None:
         write_results(paths, samples_parts, summary_rows, metadata)
-    return SweepResult(samples_df, summary_df, metadata, paths[0] if paths else None, stopped)
+    skipped = sorted(d for d in done if d[3] != COLD_REFERENCE)  # resumed: finished before this run
+    return SweepResult(samples_df, summary_df, metadata, paths[0] if paths else None, stopped, skipped)
 
 
 def _frames(base: dict[str, Any], count: int, requested: str, flush: str, raw: Any, m: Measurement, ref: float,

@@ -9,7 +9,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="run the dashboard notebook and export a self-contained HTML report",
-        description="Run notebooks/dashboard.ipynb through papermill (kernel python3) on the chosen device "
+        description="Run notebooks/dashboard.ipynb through papermill (kernel hipexplore) on the chosen device "
         "(default: the best available, the host CPU here) and export one HTML file with static figures "
         "and a provenance table.",
     )

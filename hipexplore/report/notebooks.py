@@ -33,7 +33,7 @@ NOTEBOOKS = {
     "dashboard": "dashboard.ipynb",
 }
 #: The kernel papermill starts; a mismatch with the notebook's metadata is the classic CI failure.
-KERNEL_NAME = "python3"
+KERNEL_NAME = "hipexplore"
 class ReportError(HipexploreError):
     """A notebook failed while running or the report could not be written; ``notebook`` holds
     the path of the executed (partial) notebook so nothing is lost."""
@@ -118,9 +118,9 @@ def check_parameters(notebook: str | os.PathLike, params: Mapping[str, Any]) -> 
 
 @contextlib.contextmanager
 def _this_python_kernel() -> Iterator[None]:
-    """Make kernel ``python3`` this interpreter for the duration of a run.
+    """Make kernel ``hipexplore`` this interpreter for the duration of a run.
 
-    A ``python3`` kernelspec elsewhere on the machine (a user-wide one pointing at another Python)
+    A ``hipexplore`` kernelspec elsewhere on the machine (a user-wide one pointing at another Python)
     would start a kernel without hipexplore; a spec placed first on ``JUPYTER_PATH`` wins.
     """
     with tempfile.TemporaryDirectory(prefix="hipexplore-kernel-") as tmp:
@@ -129,7 +129,7 @@ def _this_python_kernel() -> Iterator[None]:
         # the kernel's own log only says "KeyboardInterrupt caught" when papermill stops it and
         # warns about TCP on 127.0.0.1; cell errors and a dying kernel still reach ReportError
         spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--IPKernelApp.log_level=CRITICAL"],
-                "display_name": "Python 3 (hipexplore)", "language": "python"}
+                "display_name": "Python (hipexplore)", "language": "python"}
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         old = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, *([old] if old else [])])
@@ -149,7 +149,7 @@ def execute_notebook(
     cwd: str | os.PathLike | None = None,
     timeout: float | None = 600,
 ) -> Any:
-    """Execute a notebook with papermill (kernel ``python3``) and return the executed node.
+    """Execute a notebook with papermill (kernel ``hipexplore``) and return the executed node.
 
     Unknown parameters raise ``ConfigError``; a failing cell raises ``ReportError`` naming the
     cell's error, with the executed notebook (outputs up to the failure) kept at ``output``.
