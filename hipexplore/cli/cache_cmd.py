@@ -104,14 +104,19 @@ def _ago(t: float | None) -> str:
 def _text(r: dict[str, Any]) -> str:
     head = f"compile cache at {r['root']}" + ("" if r["disk_enabled"] else " (disk tier disabled by HIPEXPLORE_CACHE_DISK=0)")
     if r["action"] == "stats":
+        from ..units import format_bytes
+
         lines = [
             head,
-            f"  {r['entries']} entries, {r['bytes'] / 2**20:.2f} MiB of {r['max_bytes'] / 2**20:.0f} MiB cap",
+            f"  {r['entries']} entries, {format_bytes(r['bytes'])} of {format_bytes(r['max_bytes'])} cap",
             f"  recorded compile time of the entries: {r['recorded_compile_seconds']:.1f} s",
-            f"  by compiler: {r['by_compiler'] or '-'}",
-            f"  by target: {r['by_target'] or '-'}",
             f"  least recently used {_ago(r['oldest_use'])}, most recently {_ago(r['newest_use'])}",
         ]
+        for what in ("compiler", "target"):
+            counts = r[f"by_{what}"]
+            if counts:
+                width = max(len(what), *(len(k) for k in counts))
+                lines += ["", f"  {what:<{width}}  entries"] + [f"  {k:<{width}}  {v:>7}" for k, v in counts.items()]
         if r["unreadable_headers"]:
             lines.append(f"  {r['unreadable_headers']} entries with unreadable headers (run `hipexplore cache verify`)")
         return "\n".join(lines)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import shlex
@@ -90,7 +91,31 @@ def load_params(path: str | os.PathLike | None) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise ConfigError(f"parameters file {str(p)!r} must hold a mapping of names to values; got {type(data).__name__}")
+    base = p.resolve().parent  # `data: data/h200` means next to the parameters file, wherever the command runs
+    for name in PATH_PARAMS:
+        value = data.get(name)
+        if isinstance(value, str) and value != "live" and not Path(value).expanduser().is_absolute():
+            data[name] = str(base / value)
+    check_values(data, f"parameters file {str(p)!r}")
     return data
+
+
+#: parameters naming files or folders: relative ones are taken from the parameters file's folder
+PATH_PARAMS = ("data", "tuning_data")
+#: parameters that must be positive integers (``iterations`` may also be null: adaptive)
+_COUNT_PARAMS = ("iterations", "jobs", "candidates")
+
+
+def check_values(params: Mapping[str, Any], where: str = "parameters") -> None:
+    """Refuse values the notebook would misread (``iterations: abc``), also where the value
+    would go unused (recorded data): a typo must not pass silently."""
+    for name in _COUNT_PARAMS:
+        if name not in params or (name == "iterations" and params[name] is None):
+            continue
+        value = params[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{where}: {name}: {value!r} is not a positive integer"
+                              + (" (or null for adaptive sampling)" if name == "iterations" else ""))
 
 
 def notebook_parameters(notebook: str | os.PathLike) -> dict[str, Any]:
@@ -148,6 +173,7 @@ def execute_notebook(
     output: str | os.PathLike | None = None,
     cwd: str | os.PathLike | None = None,
     timeout: float | None = 600,
+    progress: bool = False,
 ) -> Any:
     """Execute a notebook with papermill (kernel ``hipexplore``) and return the executed node.
 
@@ -171,7 +197,7 @@ def execute_notebook(
                 kernel_name=KERNEL_NAME,
                 cwd=str(cwd) if cwd else None,
                 execution_timeout=timeout,
-                progress_bar=False,
+                progress_bar=progress,  # papermill's tqdm bar: one step per cell, on stderr
                 report_mode=False,
                 request_save_on_cell_execute=False,
             )
@@ -233,6 +259,22 @@ def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> st
     return html
 
 
+def _check_writable(path: Path) -> None:
+    """Create and remove a scratch file beside ``path``: the only sure test (``/proc`` is
+    ``W_OK`` for root and still refuses new files)."""
+    if path.is_dir():
+        raise ConfigError(f"report output {str(path)!r} is a directory; expected an .html file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"report output {str(path)!r}: directory {str(parent)!r} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".check", dir=parent)
+    except OSError as exc:
+        raise ConfigError(f"report output {str(path)!r}: cannot write in {str(parent)!r} ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -262,10 +304,14 @@ def build_report(
     command: str | Sequence[str] | None = None,
     notebook_out: str | os.PathLike | None = None,
     timeout: float | None = 900,
+    progress: bool = False,
 ) -> ReportResult:
     """Run the dashboard notebook and write ``out`` (HTML). ``params`` is a mapping or a YAML/JSON
     file; ``command`` is recorded in the provenance table (defaults to this process's argv)."""
     values = dict(params) if isinstance(params, Mapping) else load_params(params)
+    check_values(values)
+    if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"timeout must be a positive number of seconds per cell, got {timeout!r}")
     if command is None:
         command = [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     if not isinstance(command, str):
@@ -276,12 +322,13 @@ def build_report(
     out_path = Path(out)
     if out_path.suffix.lower() not in (".html", ".htm"):
         raise ConfigError(f"report output must be an .html file; got {str(out_path)!r}")
+    _check_writable(out_path)  # before the notebook runs, not after
     # the executed notebook: where asked, else a temporary file that is removed after a success
     # and kept (named in the error) after a failure
     scratch = None if notebook_out else Path(tempfile.mkdtemp(prefix="hipexplore-report-"))
     nb_path = Path(notebook_out) if notebook_out else scratch / "dashboard.ipynb"
     # relative data paths in the parameters are taken from the caller's directory
-    nb = execute_notebook("dashboard", values, output=nb_path, cwd=Path.cwd(), timeout=timeout)
+    nb = execute_notebook("dashboard", values, output=nb_path, cwd=Path.cwd(), timeout=timeout, progress=progress)
     html = export_html(nb, no_input=no_input, title="hipexplore review report")
     _atomic_write(out_path, html)
     if scratch is not None:
