@@ -115,7 +115,8 @@ def _described(key: str, value: Any, props: dict[str, Any]) -> str:
     """A device property as text; an empty or NaN value says what it means instead."""
     text = str(value)
     if key == "peak_bandwidth_gbs" and text.lower() == "nan":
-        return f"unknown: {props.get('peak_bandwidth_source') or 'no datasheet value for this device'}"
+        why = str(props.get("peak_bandwidth_source") or "no datasheet value for this device")
+        return why if why.lower().startswith("unknown") else f"unknown: {why}"
     if text.strip() == "" or text.lower() == "nan":
         return "n/a (not reported by this device)"
     return text

@@ -228,6 +228,19 @@ def external_references(html: str) -> list[str]:
     return [m.group(0) for m in _EXTERNAL_REF.finditer(html)]
 
 
+#: the report must read at 900 px without sideways scrolling: figures scale down, long table
+#: cells (warnings, provenance values, command lines) and code wrap instead of widening the page
+_NARROW_CSS = """<style>
+.jp-RenderedImage img, .jp-OutputArea-output img { max-width: 100%; height: auto; }
+.jp-RenderedHTMLCommon table { max-width: 100%; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal !important; overflow-wrap: break-word; }
+.jp-RenderedHTMLCommon td.hx-wrap { overflow-wrap: anywhere; }
+.jp-OutputArea-output pre, .jp-InputArea pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.jp-OutputArea-output { overflow-x: visible; }
+</style>
+"""
+
+
 def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> str:
     """One self-contained HTML page: inline images, no widget state, no CDN scripts.
 
@@ -253,6 +266,7 @@ def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> st
     html, _ = exporter.from_notebook_node(nb)
     html = _EXTERNAL_SCRIPT.sub("", html)
     html = _CDN_LOADERS.sub("", html)
+    html = html.replace("</head>", _NARROW_CSS + "</head>", 1)
     left = external_references(html)
     if left:
         raise ReportError(f"exported HTML still references the network: {left[:3]}")

@@ -198,7 +198,9 @@ def provenance_table(info: Mapping[str, Any], recorded: Mapping[str, Any] | None
 def full_width(table: pd.DataFrame) -> Any:
     """The table for display without pandas' 50-character cell truncation (provenance values
     such as the command line must appear whole in the report), left-aligned."""
-    return table.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+    # hx-wrap: long tokens (paths, the JSON spec) may break anywhere, so the table fits 900 px
+    return (table.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+            .set_td_classes(pd.DataFrame("hx-wrap", index=table.index, columns=table.columns)))
 
 
 def collect_provenance(device_properties: Mapping[str, Any] | None = None, command: str | Sequence[str] | None = None) -> dict[str, str]:
