@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -142,7 +143,9 @@ def _rotating_axis(ax: Axes, rotating: Iterable[int], requested: Iterable[Any] |
     autos = {r for r, q in zip(rot, requested if requested is not None else [None] * len(rot)) if str(q) == "auto"}
     plain = {r for r, q in zip(rot, requested if requested is not None else [None] * len(rot)) if str(q) != "auto"}
     ax.set_xticks(ticks)
-    ax.set_xticklabels([(f"{t} (= auto)" if t in plain else f"auto ({t})") if t in autos else str(t) for t in ticks])
+    crowded = len(ticks) > 4 or len(autos) > 1  # several 'auto' counts (one per size) sit close together
+    ax.set_xticklabels([(f"{t} (= auto)" if t in plain else f"auto ({t})") if t in autos else str(t) for t in ticks],
+                       rotation=35 if crowded else 0, ha="right" if crowded else "center")
     ax.minorticks_off()
     ax.set_xlabel("rotating buffer sets" + (" (log2 scale)" if log else ""))
 
@@ -240,12 +243,14 @@ _SIZE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 def _lines(ax: Axes, data: pd.DataFrame, column: str, colors: dict[str, str]) -> None:
     """One line per flush mode (per flush mode and size when several sizes are present)."""
     sizes = sorted(data["size_bytes"].unique())
+    one_mode = data["flush"].nunique() == 1
+    shades = matplotlib.colormaps["viridis"](np.linspace(0.0, 0.85, len(sizes)))
     for (mode, size), grp in data.groupby(["flush", "size_bytes"], sort=True):
         grp = grp.sort_values("rotating")
         label = mode if len(sizes) == 1 else f"{mode}, {format_bytes(size)}"
-        marker = _SIZE_MARKERS[sizes.index(size) % len(_SIZE_MARKERS)]
-        ax.plot(grp["rotating"], grp[column] * 100, marker=marker, color=colors[mode], label=label,
-                alpha=1.0 if len(sizes) == 1 else 0.85)
+        i = sizes.index(size)
+        color = shades[i] if one_mode and len(sizes) > 1 else colors[mode]  # one flush mode: tell the sizes apart by colour
+        ax.plot(grp["rotating"], grp[column] * 100, marker=_SIZE_MARKERS[i % len(_SIZE_MARKERS)], color=color, label=label)
 
 
 def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None,

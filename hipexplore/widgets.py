@@ -149,7 +149,8 @@ class SweepPanel:
         self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
         self.placeholder = w.HTML(value='<i style="color:#666">the noise and bias plots appear here as configurations finish</i>')
         self.sets_hint = w.HTML(value="")  # what 'auto' resolves to, and whether iterations cover it
-        self.fix_button = w.Button(description="", button_style="warning", icon="wrench", layout=w.Layout(display="none", width="auto"))
+        self.fix_button = w.Button(description="", button_style="warning", icon="wrench",
+                                   layout=w.Layout(display="none", width="auto", min_width="200px"))
         self.fix_button.on_click(self._on_fix_clicked)
         self.run_button.on_click(self._on_run_clicked)
         self.stop_button.on_click(self._on_stop_clicked)

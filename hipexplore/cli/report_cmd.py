@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def _seconds(text: str) -> float:
@@ -63,9 +62,6 @@ def run(args: argparse.Namespace) -> int:
     if args.device:
         params["device"] = args.device
     command = command_line(args)
-    if not args.quiet:
-        print(f"hipexplore report: running the dashboard notebook on device {params.get('device', 'auto')!r} "
-              f"(about 20 s on the host)", file=sys.stderr)
     result = build_report(params, out=args.out, no_input=not args.show_input, command=command,
                           notebook_out=args.notebook_out, timeout=args.timeout, progress=not args.quiet)
     kept = f" (executed notebook: {result.notebook})" if result.notebook else ""

@@ -337,6 +337,9 @@ def build_report(
     if out_path.suffix.lower() not in (".html", ".htm"):
         raise ConfigError(f"report output must be an .html file; got {str(out_path)!r}")
     _check_writable(out_path)  # before the notebook runs, not after
+    if progress:
+        print(f"hipexplore report: running the dashboard notebook (device {values.get('device', 'auto')!r}; about 20 s "
+              f"on the host), then writing {out_path}", file=sys.stderr)
     # the executed notebook: where asked, else a temporary file that is removed after a success
     # and kept (named in the error) after a failure
     scratch = None if notebook_out else Path(tempfile.mkdtemp(prefix="hipexplore-report-"))
