@@ -52,6 +52,7 @@ bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, r
 replay = report.replay_data(tuning_data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache,
                             device_properties=bench.device_properties)
 config = report.dashboard_configuration(bench, replay)
+print(config["title"])  # the device timed, and the compiler/target the tuning list was replayed with
 
 # %% [markdown]
 # ## Noise | compile time saved | cache hits
