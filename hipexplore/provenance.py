@@ -111,7 +111,7 @@ def _machine_id() -> str:
     return ""
 
 
-def _described(key: str, value: Any, props: dict[str, Any]) -> str:
+def describe_value(key: str, value: Any, props: dict[str, Any]) -> str:
     """A device property as text; an empty or NaN value says what it means instead."""
     text = str(value)
     if key == "peak_bandwidth_gbs" and text.lower() == "nan":
@@ -158,6 +158,6 @@ def collect(device: Any = None, command: str | list[str] | None = None, compiler
                 items = dataclasses.asdict(props).items()
             values = dict(items)
             for k, v in values.items():
-                info[f"device.{k}"] = _described(k, v, values)
+                info[f"device.{k}"] = describe_value(k, v, values)
         info.setdefault("device.name", str(getattr(device, "name", device)))
     return info

@@ -5,7 +5,6 @@ worker's crash dump, the progress bar on stderr next to JSON on stdout).
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess

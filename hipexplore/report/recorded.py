@@ -206,10 +206,10 @@ def full_width(table: pd.DataFrame) -> Any:
 def collect_provenance(device_properties: Mapping[str, Any] | None = None, command: str | Sequence[str] | None = None) -> dict[str, str]:
     """``provenance.collect`` plus the device's properties under ``device.*`` (empty or None
     ``command`` means this process's argv)."""
-    from ..provenance import _described, collect
+    from ..provenance import collect, describe_value
 
     info = collect(None, command=command or None)
     props = dict(device_properties or {})
     for k, v in props.items():
-        info[f"device.{k}"] = _described(k, v, props)
+        info[f"device.{k}"] = describe_value(k, v, props)
     return info
