@@ -49,7 +49,8 @@ def test_host_sweep_produces_tidy_frames(dev, tmp_path) -> None:
     s, x = res.summary, res.samples
     assert list(s.columns) == list(SUMMARY_COLUMNS) and list(x.columns) == list(SAMPLE_COLUMNS)
     assert len(s) == 2 * 2 * (2 * 3 + 1) == len(seen)
-    assert [r["flush"] for r in seen[:2]] == ["cold-reference", "none"]
+    # the cold reference is taken in parts through each (kernel, size) group; its row comes last
+    assert [r["flush"] for r in seen[:7]] == ["none", "l2-write", "l2-read"] * 2 + ["cold-reference"]
     ref = s[s.flush == "cold-reference"]
     assert (ref.bias == 0).all() and (ref.n == 3).all() and (ref.rotating == 1).all()
     rest = s[s.flush != "cold-reference"]
@@ -82,13 +83,14 @@ def test_stop_and_resume_keeps_finished_work(dev, tmp_path) -> None:
     done: list[dict] = []
     res = sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none", "l2-read"], on_result=done.append,
                 should_stop=lambda: len(done) >= 3, **kw)
-    assert res.stopped and len(res.summary) == 3
+    # three configurations, then the reference of their (kernel, size), whose samples were taken: kept
+    assert res.stopped and len(res.summary) == 4 and list(res.summary.flush)[-1] == "cold-reference"
     on_disk = pd.read_parquet(output_paths(out)[1])
-    assert len(on_disk) == 3
+    assert len(on_disk) == 4
     first_run = on_disk.run_id.iloc[0]
     more: list[dict] = []
     res2 = sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none", "l2-read"], on_result=more.append, **kw)
-    assert not res2.stopped and len(more) == 2 * (2 * 2 + 1) - 3
+    assert not res2.stopped and len(more) == 2 * (2 * 2 + 1) - 4
     s = res2.summary
     assert len(s) == 10 and not s.duplicated(["kernel", "size_bytes", "rotating_requested", "flush"]).any()
     assert (s.run_id == first_run).all()

@@ -92,6 +92,12 @@ class CudaDevice(GpuDeviceBase):
         return "nvrtc"
 
     @property
+    def pci_bus_id(self) -> str:
+        """'0000:3B:00.0': how NVML finds this device (CUDA and NVML indexes can differ)."""
+        raw = self._call(self._drv.cuDeviceGetPCIBusId(32, self._dev), "cuDeviceGetPCIBusId")
+        return (raw if isinstance(raw, bytes) else bytes(raw)).split(b"\0", 1)[0].decode()
+
+    @property
     def properties(self) -> DeviceProperties:
         return self._properties("cuda-python driver API")
 
