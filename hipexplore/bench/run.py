@@ -46,7 +46,7 @@ class SweepResult:
     metadata: dict[str, str]
     path: Path | None = None
     stopped: bool = False
-    skipped: list[tuple[str, int, str, str]] = field(default_factory=list)
+    skipped: list[tuple] = field(default_factory=list)  #: (kernel, size, rotating, flush, timer) kept from the out file
 
 
 @dataclass(frozen=True)

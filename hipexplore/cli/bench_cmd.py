@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
                 **({"chunk": args.chunk} if args.chunk is not None else {}),
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if res.skipped:
-        shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" for k, sz, r, f in res.skipped[:8])
+        shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
+                          for k, sz, r, f, *rest in res.skipped[:8])
         more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
         print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
               f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
