@@ -79,7 +79,8 @@ def _text(info: dict[str, Any]) -> str:
     c = info["cache"]
     lines += ["", "compile cache:", f"  disk dir: {c['disk_dir'] or '(disk tier off)'}",
               f"  memory limits: {c['max_entries']} entries, {format_bytes(c['max_bytes'])}",
-              f"  disk: {c['disk_entries']} entries, {format_bytes(c['disk_bytes'] or 0)} (cap {format_bytes(c['disk_max_bytes'])})"]
+              f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes ({format_bytes(c['disk_bytes'] or 0)}; "
+              f"cap {format_bytes(c['disk_max_bytes'])})"]
     return "\n".join(lines)
 
 

@@ -144,22 +144,23 @@ class _pass_bar:
     """One tqdm step per replay pass, on stderr (stdout is for the result)."""
 
     def __init__(self, passes: list[str]) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(total=len(passes), desc="tune-replay", unit="pass", file=sys.stderr, leave=False,
-                        bar_format="{desc}: {n}/{total} passes |{bar}| {elapsed} {postfix}")
-        self.started = False
+        self.total = len(passes)
+        self.bar: Any = None  # made at the first pass: an argument refused before it prints nothing but its line
 
     def step(self, name: str) -> None:
-        if self.started:
+        if self.bar is None:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=self.total, desc="tune-replay", unit="pass", file=sys.stderr, leave=False,
+                            bar_format="{desc}: {n}/{total} passes |{bar}| {elapsed} {postfix}")
+        else:
             self.bar.update(1)
-        self.started = True
         self.bar.set_postfix_str(name)
 
     def close(self) -> None:
-        if self.started:
+        if self.bar is not None:
             self.bar.update(1)
-        self.bar.close()
+            self.bar.close()
 
 
 def _json_default(obj: Any) -> Any:
