@@ -24,11 +24,12 @@ from .schema import COLD_REFERENCE, HIT_OUTCOMES, require_columns
 IQR_WARN_LEVELS = (0.10, 0.25)
 
 #: Fixed order and colours so the same outcome looks the same in every figure.
-OUTCOME_ORDER = ("compiled", "memory-hit", "disk-hit", "joined", "bypassed", "failed")
+OUTCOME_ORDER = ("compiled", "memory-hit", "disk-hit", "remote-hit", "joined", "bypassed", "failed")
 OUTCOME_COLORS = {
     "compiled": "#d62728",
     "memory-hit": "#2ca02c",
     "disk-hit": "#17becf",
+    "remote-hit": "#1f77b4",
     "joined": "#bcbd22",
     "bypassed": "#9467bd",
     "failed": "#000000",
@@ -493,7 +494,7 @@ def plot_replay_scenarios(scenarios: pd.DataFrame, ax: Axes | None = None) -> Fi
     colors = ["#7f7f7f" if s == "ideal" else "#d62728" if s == "off" else "#2ca02c" for s in frame["scenario"]]
     ax.barh(y, seconds, color=colors)
     for yi, (_, row), sec in zip(y, frame.iterrows(), seconds):
-        hits = int(row.get("memory_hits", 0) + row.get("disk_hits", 0) + row.get("joins", 0))
+        hits = int(row.get("memory_hits", 0) + row.get("disk_hits", 0) + row.get("remote_hits", 0) + row.get("joins", 0))
         ax.annotate(f"{sec:.3g} s — {int(row['compiles'])} compiles, {hits} hits of {int(row['lookups'])}",
                     xy=(sec, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
     ax.set_yticks(y)

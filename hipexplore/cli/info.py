@@ -49,6 +49,8 @@ def _cache() -> dict[str, Any]:
         "disk_max_bytes": getattr(cache, "disk_max_bytes", None),
         "disk_entries": stats.get("disk_entries"),
         "disk_bytes": stats.get("disk_bytes"),
+        "shared": cache.disk.shared if cache.disk is not None else "",
+        "remote": stats.get("remote_url", ""),  # password redacted
     }
 
 
@@ -80,7 +82,8 @@ def _text(info: dict[str, Any]) -> str:
     lines += ["", "compile cache:", f"  disk dir: {c['disk_dir'] or '(disk tier off)'}",
               f"  memory limits: {c['max_entries']} entries, {format_bytes(c['max_bytes'])}",
               f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes ({format_bytes(c['disk_bytes'] or 0)}; "
-              f"cap {format_bytes(c['disk_max_bytes'])})"]
+              f"cap {format_bytes(c['disk_max_bytes'])})" + (" [team directory]" if c.get("shared") == "group" else ""),
+              f"  remote (Redis team tier): {c.get('remote') or 'off'}"]
     return "\n".join(lines)
 
 

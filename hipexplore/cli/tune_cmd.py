@@ -178,7 +178,7 @@ def _text(out: dict[str, Any], summary) -> str:
         "  " + ", ".join(f"{r}: {v['kernels']} ({v['unique']} unique)" for r, v in out["by_role"].items()),
         "",
     ]
-    cols = ["scenario", "jobs", "lookups", "compiles", "memory_hits", "disk_hits", "joins", "failed", "seconds", "compile_seconds", "seconds_saved"]
+    cols = ["scenario", "jobs", "lookups", "compiles", "memory_hits", "disk_hits", "remote_hits", "joins", "failed", "seconds", "compile_seconds", "seconds_saved"]
     lines.append(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     lines += [
         "",

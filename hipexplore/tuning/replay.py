@@ -152,6 +152,7 @@ class ReplayReport:
             "hits": main["hits"],
             "memory_hits": main["memory_hits"],
             "disk_hits": main["disk_hits"],
+            "remote_hits": main["remote_hits"],
             "joins": main["joins"],
             "failed": main["failed"],
             "seconds": main["seconds"],
