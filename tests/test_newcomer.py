@@ -109,7 +109,8 @@ def test_negative_vs_ideal_is_explained():
            "seconds_ideal": 1.0, "seconds_without_cache": 2.0, "seconds_without_cache_source": "measured",
            "overhead_vs_ideal": -0.2, "speedup_vs_without_cache": 2.5, "failed": 0, "seconds_saved": 1.2,
            "seconds_saved_recorded": 0.9}
-    cols = ["scenario", "jobs", "lookups", "compiles", "memory_hits", "disk_hits", "joins", "failed", "seconds", "compile_seconds", "seconds_saved"]
+    cols = ["scenario", "jobs", "lookups", "compiles", "memory_hits", "disk_hits", "remote_hits", "joins", "failed", "seconds",
+            "compile_seconds", "seconds_saved"]
     text = _text(out, pd.DataFrame([dict.fromkeys(cols, 0)]))
     assert "vs ideal: -20.0%" in text and "negative: this pass was faster than the ideal pass" in text
     assert "saved: 1.200 s of wall time" in text and "quote this one" in text
