@@ -54,7 +54,8 @@ EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,dev"
 say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }
-"$VENV/bin/python" -m ipykernel install --user --name python3 >/dev/null 2>&1 || true
+say "Jupyter kernel 'hipexplore' (your own python3 kernel is left alone)"
+scripts/install_kernel.sh "$VENV/bin/python" >/dev/null || say "could not install the Jupyter kernel hipexplore (notebooks need it; 'hipexplore report' does not)"
 if [ "$DEV" = 1 ]; then  # the test suite needs every compiler and tool: say which is missing, by name
   "$VENV/bin/python" - <<'PY' || { say "the test suite cannot run here: see the MISSING lines above"; exit 1; }
 import shutil, sys

@@ -119,19 +119,24 @@ def _text(r: dict[str, Any]) -> str:
     if r.get("shared") == "group":
         head += " (team directory: entries authenticated with HIPEXPLORE_CACHE_SECRET)"
     if r["action"] == "stats":
+        from ..units import format_bytes
+
         lines = [
             head,
-            f"  {r['entries']} entries, {r['bytes'] / 2**20:.2f} MiB of {r['max_bytes'] / 2**20:.0f} MiB cap",
+            f"  {r['entries']} entries, {format_bytes(r['bytes'])} of {format_bytes(r['max_bytes'])} cap",
             f"  recorded compile time of the entries: {r['recorded_compile_seconds']:.1f} s",
-            f"  by compiler: {r['by_compiler'] or '-'}",
-            f"  by target: {r['by_target'] or '-'}",
             f"  least recently used {_ago(r['oldest_use'])}, most recently {_ago(r['newest_use'])}",
         ]
         if r["temp_files"]:
-            lines.append(f"  {r['temp_files']} temp files ({r['temp_bytes'] / 2**20:.2f} MiB; counted in the size, "
+            lines.append(f"  {r['temp_files']} temp files ({format_bytes(r['temp_bytes'])}; counted in the size, "
                          "removed by the pruner once their writer is gone)")
         if r["foreign_files"]:
             lines.append(f"  {r['foreign_files']} files that are not entries (links, FIFOs, folders; `verify` removes them)")
+        for what in ("compiler", "target"):
+            counts = r[f"by_{what}"]
+            if counts:
+                width = max(len(what), *(len(k) for k in counts))
+                lines += ["", f"  {what:<{width}}  entries"] + [f"  {k:<{width}}  {v:>7}" for k, v in counts.items()]
         if r["unreadable_headers"]:
             lines.append(f"  {r['unreadable_headers']} entries with unreadable headers (run `hipexplore cache verify`)")
         return "\n".join(lines)
