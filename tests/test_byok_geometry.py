@@ -158,14 +158,18 @@ def test_second_kernel_as_reference(dev, need_host_cc, tmp_path):
     ("--grid", "cols/32,rows/", "grid[1]: 'rows/' is not an arithmetic expression"),
     ("--grid", "os.getpid()", "grid[0]: 'os.getpid()' is not an allowed arithmetic expression"),
     ("--shared-bytes", "block_q*4", "shared_bytes: arithmetic expression 'block_q*4' uses 'block_q'"),
-    ("--block", "32,32.5", "block[1]: '32.5' is 32.5, not a whole number"),
+    ("--block", "32,32.5", "argument --block: expected a positive integer, got '32.5'"),
+    ("--block", "32,n/3", "block[1]: 'n/3' is 1365.33, not a whole number"),
 ])
 def test_cli_bad_geometry_is_one_line_exit_2(flag, value, needle, tmp_path, capsys, need_host_cc):
     src = tmp_path / "transpose.c"
     src.write_text(TRANSPOSE_C)
-    rc = main(["bench", "tr", "--device", "host", "--source", str(src), "--entry", "transpose", "--args", ARGS,
+    try:
+        rc = main(["bench", "tr", "--device", "host", "--source", str(src), "--entry", "transpose", "--args", ARGS,
                "--grid", "cols/32,rows/32", "--block", "32,32", flag, value, "--iterations", "3", "--no-reference",
                "--no-progress", "--size", "16KiB"])
+    except SystemExit as exc:  # argparse
+        rc = exc.code
     err = capsys.readouterr().err.strip()
     assert rc == 2 and needle in err and len(err.splitlines()) == 1, err
 
