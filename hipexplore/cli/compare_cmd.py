@@ -59,11 +59,11 @@ def table(frame) -> str:
     from ..plots import format_bytes
 
     lines = [f"decision rule: {frame.attrs['rule']}",
-             f"{'kernel':<14} {'size':>9} {'rot':>4} {'flush':<14} {'timer':<9} {'new/base':>9} {'95% interval':>19} "
+             f"{'kernel':<24} {'size':>9} {'rot':>4} {'flush':<14} {'timer':<9} {'new/base':>9} {'95% interval':>19} "
              f"{'p':>8} {'min det.':>8}  verdict"]
     for r in frame.to_dict("records"):
         kern = r.get("kernel") or f"{r['base_kernel']}→{r['new_kernel']}"
-        head = f"{str(kern)[:14]:<14} {format_bytes(r['size_bytes']):>9} {str(r['rotating_requested']):>4} {r['flush']:<14} {r['timer']:<9}"
+        head = f"{str(kern)[:24]:<24} {format_bytes(r['size_bytes']):>9} {str(r['rotating_requested']):>4} {r['flush']:<14} {r['timer']:<9}"
         if r["present"] != "both":
             lines.append(f"{head} {'':>9} {'':>19} {'':>8} {'':>8}  ({r['note']})")
             continue
