@@ -102,6 +102,11 @@ class Banner:
         return self.text()
 
 
+def device_banner(bench: Any) -> Banner:
+    """The banner of a dashboard: the device of its benchmark data (live or recorded)."""
+    return Banner({f"device.{k}": str(v) for k, v in getattr(bench, "device_properties", {}).items()})
+
+
 # -- tables ---------------------------------------------------------------------------------------
 
 def _size(n: Any) -> str:
@@ -243,12 +248,8 @@ def plot_cache_review(replay: Any) -> Figure:
 
     fig = Figure(figsize=(8.4, 3.6), layout="constrained")
     ax_saved, ax_hits = fig.subplots(1, 2)
-    plots.plot_compile_time_saved(replay.events, ax=ax_saved, baseline=replay.baseline)
-    floor = ideal_floor(replay)
-    if floor is not None:
-        ax_saved.axhline(floor, color="#9467bd", linestyle="--", linewidth=1,
-                         label=f"ideal floor {floor:.3g} s (each unique kernel compiled once)")
-        ax_saved.legend(fontsize="x-small", loc="lower right")
+    plots.plot_compile_time_saved(replay.events, ax=ax_saved, baseline=replay.baseline, ideal_s=ideal_floor(replay))
+    ax_saved.legend(fontsize="x-small", loc="lower right")
     plots.plot_cache_hits(replay.events, ax=ax_hits)
     for ax in (ax_saved, ax_hits):
         ax.title.set_fontsize("medium")
@@ -283,6 +284,6 @@ def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.Data
     return out.set_index("scenario")
 
 
-__all__ = ["Banner", "REVIEW_PROVENANCE", "ReviewData", "cache_verdicts", "config_label", "ideal_floor", "plot_cache_review",
+__all__ = ["Banner", "REVIEW_PROVENANCE", "ReviewData", "cache_verdicts", "config_label", "device_banner", "ideal_floor", "plot_cache_review",
            "plot_forest", "plot_noise_both", "provenance_pair", "review_data", "rule_text", "verdict_counts",
            "verdict_table", "wrapped"]
