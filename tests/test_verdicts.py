@@ -269,3 +269,65 @@ def test_bad_arguments_name_the_value() -> None:
         compare(42, frame)
     # the top-level name is the function even after the module was imported
     assert callable(hipexplore.compare) and hipexplore.compare.__module__ == "hipexplore.verdicts"
+
+
+# -- the interleaved sweep's spec, resume and CLI -------------------------------------------------
+
+def test_interleave_is_part_of_the_spec_and_of_resume(work_kernels, tmp_path) -> None:
+    from hipexplore.bench import SweepSpec
+
+    with pytest.raises(ConfigError, match="interleave must be True or False"):
+        SweepSpec(kernels=("w1",), interleave="yes")
+    with pytest.raises(ConfigError, match="interleave_seed must be an integer >= 0"):
+        SweepSpec(kernels=("w1",), interleave=True, interleave_seed=-1)
+    assert SweepSpec(kernels=("w1",), interleave=True, interleave_seed=3).measurement()["sweep.interleave"] == "seed=3"
+    out = tmp_path / "seq.parquet"
+    sweep(["w1", "w1b"], ["64KiB"], [1], ["none"], device="host", iterations=16, progress=False, reference=False, out=out)
+    before = out.read_bytes()
+    with pytest.raises(ConfigError, match="sweep.interleave"):  # sequential rows never sit with interleaved ones
+        sweep(["w1", "w1b"], ["64KiB", "256KiB"], [1], ["none"], device="host", iterations=16, progress=False,
+              reference=False, out=out, interleave=True)
+    assert out.read_bytes() == before
+
+
+def test_bench_cli_interleaves_and_compare_reads_it(tmp_path, capsys) -> None:
+    out = tmp_path / "ab.parquet"
+    assert main(["bench", "copy,triad", "--device", "host", "--size", "64KiB", "--iterations", "32", "--interleave",
+                 "--seed", "4", "--no-reference", "--no-progress", "--out", str(out)]) == 0
+    capsys.readouterr()
+    meta = json.loads(out.with_suffix("").with_name("ab.meta.json").read_text())
+    assert meta["sweep.interleave"] == "seed=4" and "code.triad.sha256" in meta
+    samples = pd.read_parquet(out)
+    assert not set(samples[samples["kernel"] == "copy"]["chunk"]) & set(samples[samples["kernel"] == "triad"]["chunk"])
+    assert main(["compare", str(out), "--base", "copy", "--new", "triad", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert len(rows) == 1 and rows[0]["interval"] == "paired windows (interleaved)"
+    assert rows[0]["verdict"] in ("slower", "undecided")  # triad moves 1.5x the bytes of copy
+
+
+@pytest.mark.gpu
+def test_interleaved_verdicts_on_the_gpu(tmp_path) -> None:
+    """On a CUDA GPU: triad (12 bytes per element) against copy (8) at 64 MiB, interleaved, is
+    slower; copy against itself under another name is never faster or slower."""
+    from hipexplore.errors import DeviceUnavailable
+
+    try:
+        from hipexplore.devices import get_device
+
+        dev = get_device("cuda")
+    except DeviceUnavailable as exc:
+        from test_gpu_cuda import _no_gpu
+
+        _no_gpu(str(exc))
+    try:
+        twin = catalog.get("copy")
+        catalog.register(type(twin)(**{**twin.__dict__, "name": "copy_twin"}), replace=True)
+        res = sweep(["copy", "triad", "copy_twin"], ["64MiB"], [1], ["none", "l2-read"], device=dev, iterations=400,
+                    interleave=True, progress=False, reference=False)
+    finally:
+        catalog.unregister("copy_twin")
+        dev.close()
+    slower = compare(res, base="copy", new="triad")
+    assert (slower["verdict"] == "slower").all() and (slower["ratio_ci_low"] > 1.3).all(), slower
+    same = compare(res, base="copy", new="copy_twin")
+    assert set(same["verdict"]) <= {"same", "undecided"}, same
