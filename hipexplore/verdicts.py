@@ -41,6 +41,17 @@ CONFIG_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
 _EXACT_MAX = 400  # exact U distribution up to n1 * n2 of this size (no ties)
 
 
+def size_text(n: float) -> str:
+    """Bytes human-readable (``64 KiB``), as ``plots.format_bytes`` writes them, without matplotlib
+    (the GPU machine, where verdict tables are printed, has none)."""
+    n = float(n)
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:g} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{int(n)} B"
+
+
 # -- Mann–Whitney U -------------------------------------------------------------------------------
 
 def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -305,7 +316,11 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
                        note=f"only in the {'base' if key in left else 'new'} run: not compared")
         rows.append(row)
     frame = pd.DataFrame(rows)
-    frame.attrs.update(threshold=threshold, level=level, rule=rule_text(threshold),
+    caveat = ("" if other is None else
+              "two separate runs: the intervals cover the noise within each run, not drift between runs "
+              "(measured on the H200: medians of back-to-back runs moved by up to 3x their intervals; "
+              "bench.drift.run_to_run); prefer one interleaved run (sweep(..., interleave=True))")
+    frame.attrs.update(threshold=threshold, level=level, rule=rule_text(threshold), caveat=caveat,
                        base_metadata=dict(metas[0]), new_metadata=dict(metas[1]))
     return frame
 

@@ -59,7 +59,8 @@ display(review.Banner(data.base_metadata, data.new_metadata))
 display(Markdown(f"**Baseline:** `{data.base_label}` · **candidate:** `{data.new_label}` · {data.source}\n\n"
                  f"**Decision rule:** {review.rule_text(data.threshold)}. The p-value is information, not the rule "
                  f"(samples of one chunk are correlated, which makes it too small).\n\n"
-                 f"**Summary:** {review.verdict_counts(data.verdicts)}."))
+                 f"**Summary:** {review.verdict_counts(data.verdicts)}."
+                 + (f"\n\n**Note:** {data.verdicts.attrs['caveat']}." if data.verdicts.attrs.get("caveat") else "")))
 
 # %% [markdown]
 # ## Verdicts

@@ -169,6 +169,7 @@ def test_two_runs_list_configurations_present_in_one_only_and_refuse_other_devic
     assert ((c["present"] == "new only") & (c["size_bytes"] == 1 << 20)).any()
     assert (c["present"] == "base only").sum() == len(interleaved.summary) - 1
     assert (c.loc[c["present"] != "both", "verdict"] == "").all()
+    assert "drift between runs" in c.attrs["caveat"] and compare(interleaved, base="w1", new="w4").attrs["caveat"] == ""
     moved = other.samples.assign(device_name="Some GPU")
     with pytest.raises(ConfigError, match="different devices"):
         compare(interleaved, moved)
@@ -331,3 +332,11 @@ def test_interleaved_verdicts_on_the_gpu(tmp_path) -> None:
     assert (slower["verdict"] == "slower").all() and (slower["ratio_ci_low"] > 1.3).all(), slower
     same = compare(res, base="copy", new="copy_twin")
     assert set(same["verdict"]) <= {"same", "undecided"}, same
+
+
+def test_sizes_read_the_same_in_the_cli_and_the_plots() -> None:
+    from hipexplore.plots import format_bytes
+    from hipexplore.verdicts import size_text
+
+    for n in (1, 1000, 4096, 65536, 1.5 * 2**20, 2**30, 3 * 2**30 + 1):
+        assert size_text(n) == format_bytes(n)

@@ -49,16 +49,17 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
                 for r in frame.to_dict("records")]
-        print(json.dumps({"rule": frame.attrs["rule"], "threshold": frame.attrs["threshold"], "rows": rows}, default=str))
+        print(json.dumps({"rule": frame.attrs["rule"], "threshold": frame.attrs["threshold"],
+                          "caveat": frame.attrs.get("caveat", ""), "rows": rows}, default=str))
         return 0
     print(table(frame))
     return 0
 
 
 def table(frame) -> str:
-    from ..plots import format_bytes
+    from ..verdicts import size_text as format_bytes  # no matplotlib: this table is printed on GPU machines too
 
-    lines = [f"decision rule: {frame.attrs['rule']}",
+    lines = [f"decision rule: {frame.attrs['rule']}", *([f"note: {frame.attrs['caveat']}"] if frame.attrs.get("caveat") else []),
              f"{'kernel':<24} {'size':>9} {'rot':>4} {'flush':<14} {'timer':<9} {'new/base':>9} {'95% interval':>19} "
              f"{'p':>8} {'min det.':>8}  verdict"]
     for r in frame.to_dict("records"):
