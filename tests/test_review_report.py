@@ -37,7 +37,7 @@ def review_html(tmp_path_factory):
     params.write_text('{"tuning_data": "live", "problems": 1, "candidates": 3}')
     out = tmp / "review.html"
     assert main(["report", "--run", str(run), "--baseline", "rv1", "--candidate", "rv4", "--params", str(params),
-                 "--out", str(out), "--no-input"]) == 0
+                 "--out", str(out)]) == 0
     return out.read_text()
 
 

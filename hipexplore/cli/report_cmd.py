@@ -8,11 +8,23 @@ from typing import Any
 from ..errors import ConfigError
 
 
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="run the dashboard notebook and export a self-contained HTML report",
-        description="Run notebooks/dashboard.ipynb through papermill (kernel python3) on the chosen device "
+        description="Run notebooks/dashboard.ipynb through papermill (kernel hipexplore) on the chosen device "
         "(default: the best available, the host CPU here) and export one HTML file with static figures "
         "and a provenance table.",
     )
@@ -25,10 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", metavar="RUN.parquet", help="A/B review of two kernels of one (interleaved) run")
     p.add_argument("--threshold", type=float, default=None, help="A/B review: practical threshold (default 0.02: 2%%)")
     p.add_argument("--out", default="report.html", metavar="FILE", help="HTML file to write (default: report.html)")
-    p.add_argument("--no-input", action="store_true", help="hide code cells; show only text, figures and tables")
+    p.add_argument("--show-input", action="store_true", help="show the notebook's code cells (hidden by default: the report is "
+                   "text, figures and tables, readable at 900 px)")
+    p.add_argument("--no-input", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old command lines
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--device", metavar="NAME", help="override the 'device' parameter (auto, host, cuda, hip, ...)")
     p.add_argument("--notebook-out", metavar="FILE", help="keep the executed notebook here (default: not kept after a success)")
-    p.add_argument("--timeout", type=float, default=900, metavar="S", help="per-cell time limit in seconds (default: 900)")
+    p.add_argument("--timeout", type=_seconds, default=900, metavar="S", help="per-cell time limit in seconds (default: 900)")
     p.set_defaults(func=run)
 
 
@@ -43,8 +58,8 @@ def command_line(args: argparse.Namespace) -> list[str]:
     if getattr(args, "threshold", None) is not None:
         cmd += ["--threshold", f"{args.threshold:g}"]
     cmd += ["--out", args.out]
-    if args.no_input:
-        cmd.append("--no-input")
+    if args.show_input:
+        cmd.append("--show-input")
     if args.device:
         cmd += ["--device", args.device]
     if args.notebook_out:
@@ -66,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.threshold is not None:
         raise ConfigError("--threshold belongs to an A/B review: give --baseline and --candidate too")
     command = command_line(args)
-    result = build_report(params, out=args.out, no_input=args.no_input, command=command,
-                          notebook_out=args.notebook_out, timeout=args.timeout, notebook=notebook)
+    result = build_report(params, out=args.out, no_input=not args.show_input, command=command,
+                          notebook_out=args.notebook_out, timeout=args.timeout, progress=not args.quiet,
+                          notebook=notebook)
     kept = f" (executed notebook: {result.notebook})" if result.notebook else ""
     print(f"wrote {result.html}{kept}")
     return 0
