@@ -57,6 +57,8 @@ def sweep(
     drop_throttled: bool = True,
     clock_warmup_s: float | None = None,
     worker: bool | None = None,
+    interleave: bool = False,
+    interleave_seed: int = 0,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
     frames, the files and resume; ``SweepSpec`` for the fields these arguments fill).
@@ -68,13 +70,16 @@ def sweep(
     naming kernel and configuration, finished configurations are kept, this process's device stays
     usable). Default (``None``): a worker for GPU devices, in-process for the host device
     (``HIPEXPLORE_SWEEP_WORKER`` changes the default); Python callables always run in-process.
+    ``interleave=True`` measures the kernels of each configuration in alternating turns, in an
+    order shuffled with ``interleave_seed`` (A/B in one run: drift cancels; ``bench.interleave``).
     """
     spec = spec_from_arguments(
         kernels, sizes, rotating, flush, iterations=iterations, stop=stop, reference=reference,
         reference_samples=reference_samples, mem_fraction=mem_fraction, chunk=chunk, warmup_s=warmup_s,
         verify_results=verify_results, flush_factor=flush_factor, flush_end_event=flush_end_event,
         timers=timers, reference_parts=reference_parts, throttle_threshold=throttle_threshold,
-        drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s,
+        drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s, interleave=interleave,
+        interleave_seed=interleave_seed,
     )
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:

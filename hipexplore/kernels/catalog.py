@@ -288,6 +288,7 @@ def user_kernel(
         check_kernel=check_kernel,
         check_rtol=rtol,
         check_atol=atol,
+        source_path=next((str(Path(x).resolve()) for x in (host_source, source) if x is not None and _is_path(x)), None),
     )
     for d in spec.include_dirs:
         if not Path(d).is_dir():

@@ -189,6 +189,8 @@ class KernelSpec:
     check_atol: float = 1e-6
     #: a Python callable run on the harness's stream instead of a kernel (``bench.callable``)
     call: Any = None
+    #: the file the source was read from (user kernels), for the provenance of the code under review
+    source_path: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]*$", self.name):
