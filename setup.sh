@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-shot set-up for a fresh Debian/Ubuntu machine (idempotent; safe to re-run).
 #   ./setup.sh          runtime: ROCm hiprtc packages (apt, as root), .venv with hipexplore[hip,cuda,notebook]
-#   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools
+#   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools,
+#                       and the extra cluster (Dask distributed: the cluster tests start real workers)
 # Environment: HIPEXPLORE_VENV (default .venv), HIPEXPLORE_PYTHON (default python3),
 #              HIPEXPLORE_SKIP_APT=1 to never call apt-get.
 set -euo pipefail
@@ -48,7 +49,7 @@ fi
 
 if [ ! -x "$VENV/bin/python" ]; then say "creating $VENV"; "$PY" -m venv "$VENV"; fi
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
-EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,dev"
+EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,cluster,dev"
 say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }

@@ -55,12 +55,17 @@ def sweep(
     throttle_threshold: float = 0.75,
     drop_throttled: bool = True,
     clock_warmup_s: float | None = None,
+    cluster: Any = None,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
     frames, the files and resume; ``SweepSpec`` for the fields these arguments fill).
 
     ``iterations=N`` takes exactly N samples per configuration (N must be >= the buffer sets);
     otherwise ``stop`` (default ``StopRule()``, adaptive) decides. Sizes are bytes per array.
+
+    ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
+    each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
+    frames gain ``worker``, ``host`` and ``gpu``; ``device`` is then the name each worker opens.
     """
     spec = spec_from_arguments(
         kernels, sizes, rotating, flush, iterations=iterations, stop=stop, reference=reference,
@@ -69,10 +74,15 @@ def sweep(
         timers=timers, reference_parts=reference_parts, throttle_threshold=throttle_threshold,
         drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s,
     )
+    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
+    if cluster is not None:
+        from .cluster import run_cluster
+
+        return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks,  # type: ignore[arg-type]
+                           run_id=run_id, command=command)
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:
         dev.cache = cache
-    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
     return run(spec, dev, out=out, resume=resume, hooks=hooks, progress=progress, run_id=run_id, command=command)
 
 

@@ -1,0 +1,156 @@
+"""Sweeps on real Dask clusters (bench.cluster): a scheduler and two worker processes on
+127.0.0.1, measuring tiny host sweeps (KiB sizes, fixed iterations)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+import hipexplore as hx  # noqa: E402
+from hipexplore.bench.cluster import expected_keys, groups_of, local_cluster, run_cluster  # noqa: E402
+from hipexplore.bench.spec import SweepSpec  # noqa: E402
+from hipexplore.bench.stats import StopRule  # noqa: E402
+from hipexplore.errors import ConfigError  # noqa: E402
+
+import cloudpickle  # noqa: E402
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the kill plugin travels by value to the workers
+
+KEYS = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
+
+
+def small_spec(sizes=("16KiB", "32KiB", "48KiB", "64KiB")) -> SweepSpec:
+    return SweepSpec(kernels=("triad",), sizes=sizes, rotating=(1, 2), flush=("none",), stop=StopRule(iterations=40),
+                     reference_samples=8, clock_warmup_s=0.0, warmup_s=0.0)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    lc = local_cluster(2)
+    client = distributed.Client(lc)
+    yield client
+    client.close()
+    lc.close()
+
+
+def configs(summary: pd.DataFrame) -> list[tuple]:
+    return sorted(map(tuple, summary[KEYS].astype(str).to_numpy().tolist()))
+
+
+def test_every_configuration_once_by_both_workers(cluster, tmp_path):
+    spec = small_spec()
+    out = tmp_path / "s.parquet"
+    seen: list[dict] = []
+    res = run_cluster(spec, cluster, device="host", out=out, hooks=hx.bench.SweepHooks(on_result=seen.append))
+    want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
+    assert configs(res.summary) == want  # exactly once each (a duplicate or a missing row differs)
+    assert len(want) == spec.configurations() == 12
+    assert res.summary["worker"].nunique() == 2, res.summary[["size_bytes", "worker"]]
+    # a (kernel, size) group stays on one worker: its reference and biases come from one device
+    assert (res.summary.groupby("size_bytes")["worker"].nunique() == 1).all()
+    assert set(res.summary["gpu"]) == {"0", "1"}  # pinned, one ordinal per worker
+    assert res.summary["bias"].notna().all()
+    assert len(seen) == 12
+    on_disk = pd.read_parquet(tmp_path / "s.summary.parquet")
+    assert configs(on_disk) == want and set(on_disk["worker"]) == set(res.summary["worker"])
+    samples = pd.read_parquet(out)
+    assert set(samples["worker"]) == set(res.summary["worker"])
+    assert json.loads(res.metadata["cluster.reruns"]) == [] and json.loads(res.metadata["cluster.failed"]) == []
+
+
+def test_resume_submits_only_missing_groups(cluster, tmp_path):
+    spec = small_spec()
+    out = tmp_path / "r.parquet"
+    stop_after = {"n": 0}
+
+    def should_stop() -> bool:
+        return stop_after["n"] >= 3  # an interrupt once the first group's rows are in
+
+    res1 = run_cluster(spec, cluster, device="host", out=out,
+                       hooks=hx.bench.SweepHooks(on_result=lambda r: stop_after.__setitem__("n", stop_after["n"] + 1),
+                                                 should_stop=should_stop))
+    assert res1.stopped and 3 <= len(res1.summary) < 12
+    first = pd.read_parquet(tmp_path / "r.summary.parquet")
+    before = {tuple(r) for r in first[KEYS + ["median_s"]].astype(str).to_numpy().tolist()}
+    done_sizes = set(first["size_bytes"])
+    started_before = len(cluster.get_events("hipexplore.sweep"))
+    res2 = run_cluster(spec, cluster, device="host", out=out)
+    assert len(configs(res2.summary)) == 12 and len(set(configs(res2.summary))) == 12
+    after = {tuple(r) for r in res2.summary[KEYS + ["median_s"]].astype(str).to_numpy().tolist()}
+    assert before <= after  # finished rows kept as measured
+    new_starts = [m for _t, m in cluster.get_events("hipexplore.sweep")[started_before:] if m.get("state") == "started"]
+    started_sizes = {int(m["group"].split("-")[-1]) for m in new_starts}
+    assert not (started_sizes & done_sizes) and len(new_starts) == 4 - len(done_sizes)
+
+
+def test_resume_refuses_other_settings(cluster, tmp_path):
+    out = tmp_path / "x.parquet"
+    run_cluster(small_spec(("16KiB",)), cluster, device="host", out=out)
+    other = SweepSpec(kernels=("triad",), sizes=("16KiB",), rotating=(1, 2), stop=StopRule(iterations=50), reference_samples=8)
+    before = (tmp_path / "x.summary.parquet").read_bytes()
+    with pytest.raises(ConfigError, match="cannot resume .*stop_rule"):
+        run_cluster(other, cluster, device="host", out=out)
+    assert (tmp_path / "x.summary.parquet").read_bytes() == before
+
+
+class KillFirst(distributed.WorkerPlugin):
+    """SIGKILLs the worker process that starts the first sweep task (once: a marker file)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def setup(self, worker) -> None:
+        self.worker = worker
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        if finish != "executing" or "hipexplore-sweep" not in str(key):
+            return
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        Path(self.marker).write_text(self.worker.address)
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGKILL)).start()
+
+
+def test_killed_worker_configuration_is_rerun(tmp_path):
+    lc = local_cluster(2)
+    client = distributed.Client(lc)
+    try:
+        marker = tmp_path / "killed"
+        client.register_plugin(KillFirst(str(marker)))
+        spec = small_spec(("16KiB", "32KiB"))
+        res = run_cluster(spec, client, device="host", out=tmp_path / "k.parquet")
+        killed = marker.read_text()
+        assert killed.startswith("tcp://127.0.0.1:")
+        want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
+        assert configs(res.summary) == want  # the lost group was measured again, once
+        reruns = json.loads(res.metadata["cluster.reruns"])
+        assert len(reruns) == 1 and reruns[0]["attempts"] == 2, reruns
+        assert killed not in set(res.summary["worker"])  # measured elsewhere: the dead process reported nothing
+        rerun_rows = res.summary[res.summary["warning"].str.contains("re-run on")]
+        assert len(rerun_rows) == 3 and rerun_rows["size_bytes"].nunique() == 1
+        assert json.loads(res.metadata["cluster.failed"]) == []
+    finally:
+        client.close()
+        lc.close()
+
+
+def test_bad_cluster_arguments(cluster):
+    spec = small_spec(("16KiB",))
+    for bad, match in (("local:0", "local:N"), ("local:x", "local:N"), ("somewhere", "neither local:N"),
+                       (42, "cluster must be")):
+        with pytest.raises(ConfigError, match=match):
+            run_cluster(spec, bad, device="host")
+    with pytest.raises(ConfigError, match="device must be a name"):
+        run_cluster(spec, cluster, device=hx.get_device("host") if hasattr(hx, "get_device") else object())
+    with pytest.raises(ConfigError, match="retries"):
+        run_cluster(spec, cluster, device="host", retries=-1)
