@@ -154,3 +154,71 @@ def test_bad_cluster_arguments(cluster):
         run_cluster(spec, cluster, device=hx.get_device("host") if hasattr(hx, "get_device") else object())
     with pytest.raises(ConfigError, match="retries"):
         run_cluster(spec, cluster, device="host", retries=-1)
+
+
+def test_every_worker_measures_whole_spec_and_gpus_compare(cluster):
+    from hipexplore.bench.cluster import run_on_every_worker
+    from hipexplore.bench.grouping import per_gpu
+
+    spec = small_spec(("16KiB",))
+    summary = run_on_every_worker(spec, cluster, device="host")
+    assert len(summary) == 2 * 3 and summary["gpu"].value_counts().to_dict() == {"0": 1 * 3, "1": 3}
+    cmp = per_gpu(summary)
+    assert len(cmp) == 3 and (cmp["gpus"] == 2).all()
+    for r in cmp.itertuples():
+        meds = summary[(summary["flush"] == r.flush) & (summary["rotating_requested"] == r.rotating_requested)]
+        assert r.medians_s == dict(zip(meds["gpu"], meds["median_s"]))
+        assert r.agree == bool(meds["ci_low_s"].max() <= meds["ci_high_s"].min())
+
+
+def test_cli_bench_cluster_local2_then_resume(tmp_path):
+    import subprocess
+
+    out = tmp_path / "c.parquet"
+    cmd = [sys.executable, "-m", "hipexplore", "bench", "triad,copy", "--device", "host", "--size", "16KiB",
+           "--rotating", "1,2", "--iterations", "40", "--reference-samples", "8", "--cluster", "local:2",
+           "--out", str(out), "--json"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    got = json.loads(first.stdout)
+    rows = pd.DataFrame(got["summary"])
+    assert len(rows) == 6 and rows[KEYS].drop_duplicates().shape[0] == 6
+    assert rows["worker"].nunique() == 2  # two (kernel, size) groups, one per worker
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rows2 = pd.DataFrame(json.loads(again.stdout)["summary"])
+    assert sorted(rows2["median_s"]) == sorted(rows["median_s"])  # nothing re-measured: all resumed
+    bad = subprocess.run([*cmd[:-5], "--cluster", "tcp://nowhere"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "tcp://nowhere" in bad.stderr and "tcp://HOST:PORT" in bad.stderr
+
+
+def test_device_kinds_are_never_pooled(cluster, tmp_path):
+    from hipexplore.bench.drift import run_to_run
+    from hipexplore.bench.grouping import by_device, check_one_device
+    from hipexplore.plots import plot_bias
+    from hipexplore.report.dashboard import benchmark_data, summary_table
+
+    res = run_cluster(small_spec(("16KiB",)), cluster, device="host", out=tmp_path / "h.parquet")
+    host = str(res.summary["device_name"].iloc[0])
+    other = res.summary.assign(device_name="NVIDIA H200", run_id="other")  # a second kind, as another worker's rows
+    mixed = pd.concat([res.summary, other], ignore_index=True)
+    with pytest.raises(ConfigError, match=f"different device kinds .*{host!r} and 'NVIDIA H200'|'NVIDIA H200' and {host!r}"):
+        check_one_device(mixed, "summary")
+    with pytest.raises(ConfigError, match="different device kinds"):
+        plot_bias(mixed)
+    with pytest.raises(ConfigError, match="different device kinds"):
+        summary_table(mixed)
+    assert summary_table(mixed[mixed["device_name"] == host]).shape[0] == 3
+    assert {n for n, _ in by_device(mixed)} == {host, "NVIDIA H200"}
+    assert run_to_run(mixed).empty  # the same configuration on two device kinds is not "two runs"
+    # the report shows one kind, and says so
+    frame = pd.read_parquet(tmp_path / "h.summary.parquet")
+    from hipexplore.schema import SUMMARY, write_parquet
+
+    (tmp_path / "two").mkdir()
+    write_parquet(frame, tmp_path / "two" / "a.summary.parquet", SUMMARY, {})
+    write_parquet(frame.assign(device_name="NVIDIA H200"), tmp_path / "two" / "b.summary.parquet", SUMMARY, {})
+    data = benchmark_data(str(tmp_path / "two"))
+    assert data.summary["device_name"].nunique() == 1
+    assert "2 device kinds" in data.provenance.get("recorded.note", "")

@@ -400,6 +400,29 @@ def run_cluster(
     return result
 
 
+def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", run_id: str | None = None,
+                        timeout_s: float = 1800.0) -> pd.DataFrame:
+    """The whole ``spec`` once on every GPU worker (are the GPUs alike?): their summaries, with
+    ``worker``, ``host`` and ``gpu``; ``grouping.per_gpu`` compares them. A lost worker's sweep is
+    not re-run here (there is no "elsewhere" for a per-GPU measurement): the error names it."""
+    distributed = _distributed()
+    run_id = run_id or uuid.uuid4().hex[:12]
+    conn = connect(cluster)
+    try:
+        workers = gpu_workers(conn.client)
+        futs = [conn.client.submit(measure_group, spec, device, {}, run_id, f"{run_id}-every-{i}", workers=[w],
+                                   allow_other_workers=False, resources={"GPU": 1}, pure=False,
+                                   key=f"{TASK_PREFIX}-{run_id}-every-{i}")
+                for i, w in enumerate(workers)]
+        try:
+            results = conn.client.gather(futs, errors="raise") if distributed.wait(futs, timeout=timeout_s) else []
+        except TimeoutError as exc:
+            raise BenchmarkError(f"run_on_every_worker: no result from every worker within {timeout_s:g} s") from exc
+    finally:
+        conn.close()
+    return pd.concat([r["summary"] for r in results], ignore_index=True)
+
+
 def _catalog_names() -> set[str]:
     from ..kernels import catalog
 
@@ -445,4 +468,4 @@ def iter_groups(spec: SweepSpec) -> Iterator[tuple[str, int]]:
 
 
 __all__ = ["CLUSTER_COLUMNS", "Connection", "PinDevices", "connect", "expected_keys", "gpu_workers", "groups_of",
-           "local_cluster", "measure_group", "parse_cluster", "run_cluster", "worker_progress"]
+           "local_cluster", "measure_group", "parse_cluster", "run_cluster", "run_on_every_worker", "worker_progress"]
