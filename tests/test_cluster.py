@@ -222,3 +222,32 @@ def test_device_kinds_are_never_pooled(cluster, tmp_path):
     data = benchmark_data(str(tmp_path / "two"))
     assert data.summary["device_name"].nunique() == 1
     assert "2 device kinds" in data.provenance.get("recorded.note", "")
+
+
+def test_tune_replay_over_workers_sharing_the_disk_tier(cluster, tmp_path):
+    from hipexplore.compile.disk import DiskCache
+    from hipexplore.tuning.cluster import replay_on_cluster
+    from hipexplore.tuning.lists import build_list, select_problems
+
+    tlist = build_list("host", "host", problems=select_problems("1", tokens=64, d_model=64), limit=2)
+    cache_dir = tmp_path / "cache"
+    rep = replay_on_cluster(tlist, cluster, cache_dir=cache_dir)
+    frame = rep.frame
+    assert set(frame["scenario"]) == {"ideal", "disk-cold", "disk-warm"}
+    workers = set(cluster.scheduler_info()["workers"])
+    assert set(frame["worker"]) == workers and frame["host"].notna().all()  # both compiled; every event names its worker
+    cold = frame[frame["scenario"] == "disk-cold"]
+    warm = frame[frame["scenario"] == "disk-warm"]
+    assert len(cold) == len(warm) == tlist.kernels
+    compiled = cold[cold["outcome"] == "compiled"]
+    assert compiled["digest"].nunique() == tlist.unique_kernels
+    # the disk tier shares no compile in flight across processes: a kernel compiled twice was compiled by two
+    # workers at once, never twice by one worker (its second lookup would be a disk hit)
+    assert not compiled.duplicated(["digest", "worker"]).any(), compiled[["digest", "worker"]]
+    assert (cold["outcome"].isin(["compiled", "disk-hit"])).all()
+    assert set(warm["outcome"]) == {"disk-hit"}  # fresh cache objects on every worker: all from the shared directory
+    assert sum(1 for _ in DiskCache(cache_dir).entries()) == tlist.unique_kernels
+    out = rep.to_json()
+    assert out["scenario"] == "disk-cold" and out["jobs"] == 2 and out["failed"] == 0
+    again = replay_on_cluster(tlist, cluster, cache_dir=cache_dir)  # the directory now holds entries: not cold
+    assert "disk" in again.scenarios and set(again.scenarios["disk"].frame["outcome"]) == {"disk-hit"}
