@@ -251,3 +251,21 @@ def test_tune_replay_over_workers_sharing_the_disk_tier(cluster, tmp_path):
     assert out["scenario"] == "disk-cold" and out["jobs"] == 2 and out["failed"] == 0
     again = replay_on_cluster(tlist, cluster, cache_dir=cache_dir)  # the directory now holds entries: not cold
     assert "disk" in again.scenarios and set(again.scenarios["disk"].frame["outcome"]) == {"disk-hit"}
+
+
+def test_sweep_panel_on_a_cluster_shows_dashboard_and_per_worker_progress(cluster):
+    pytest.importorskip("ipywidgets")
+    from hipexplore.widgets import SweepPanel
+
+    panel = SweepPanel(device="host", kernel="triad", sizes="16KiB, 32KiB", rotating="1, 2", flush=("none",),
+                       iterations=40, cluster=cluster)
+    assert cluster.dashboard_link in panel.cluster_info.value and "configurations per worker" in panel.cluster_info.value
+    panel.run(blocking=True)
+    summary = panel.summary
+    assert len(summary) == 6 and summary["worker"].nunique() == 2
+    shown = panel.cluster_info.value
+    for w, n in summary["worker"].value_counts().items():
+        assert f"{w}: {n}" in shown  # per-worker counts, as the rows arrived
+    assert "done: 6 configurations" in panel.status.value
+    panel.close()
+    assert cluster.status == "running"  # a Client handed in stays open

@@ -462,6 +462,22 @@ def worker_progress(summary: pd.DataFrame) -> dict[str, int]:
     return {str(w): int(n) for w, n in summary.groupby("worker").size().items()}
 
 
+def panel_html(client: Any, per_worker: dict[str, int]) -> str:
+    """The sweep panel's cluster line: the dashboard link and configurations finished per worker."""
+    import html
+
+    link = str(getattr(client, "dashboard_link", "") or "")
+    try:
+        workers = sorted(client.scheduler_info().get("workers", {}))
+    except Exception:  # noqa: BLE001 - the scheduler went away: show what is known
+        workers = sorted(per_worker)
+    parts = [f"{html.escape(w)}: {per_worker.get(w, 0)}" for w in workers]
+    parts += [f"{html.escape(w)} (gone): {n}" for w, n in sorted(per_worker.items()) if w not in workers]
+    dash = f'<a href="{html.escape(link)}" target="_blank">dashboard</a>' if link else "no dashboard"
+    return f"<div>cluster {html.escape(str(client.scheduler.address))} · {dash} · configurations per worker: " \
+           f"{', '.join(parts) or 'no workers'}</div>"
+
+
 def iter_groups(spec: SweepSpec) -> Iterator[tuple[str, int]]:
     for sub in groups_of(spec):
         yield sub.specs()[0].name, sub.sizes[0]
