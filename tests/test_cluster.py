@@ -269,3 +269,21 @@ def test_sweep_panel_on_a_cluster_shows_dashboard_and_per_worker_progress(cluste
     assert "done: 6 configurations" in panel.status.value
     panel.close()
     assert cluster.status == "running"  # a Client handed in stays open
+
+
+def test_workers_without_a_gpu_slot_are_refused_and_a_stalled_run_ends(tmp_path):
+    import time
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
+            distributed.Client(lc) as client:
+        with pytest.raises(ConfigError, match="none advertises the resource GPU=1"):
+            run_cluster(small_spec(("16KiB",)), client, device="host")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  resources={"GPU": 1}) as lc, distributed.Client(lc) as client:
+        slow = SweepSpec(kernels=("triad",), sizes=("1MiB",), stop=StopRule(iterations=4000), reference_samples=8)
+        t0 = time.monotonic()
+        res = run_cluster(slow, client, device="host", out=tmp_path / "s.parquet", stall_s=0.0)
+        assert time.monotonic() - t0 < 5  # it did not wait for the group
+        failed = json.loads(res.metadata["cluster.failed"])
+        assert len(failed) == 1 and "no result for 0 s" in failed[0]["error"]
+        assert "did not finish" in res.metadata["cluster.incomplete"] and res.summary.empty
