@@ -287,3 +287,18 @@ def test_workers_without_a_gpu_slot_are_refused_and_a_stalled_run_ends(tmp_path)
         failed = json.loads(res.metadata["cluster.failed"])
         assert len(failed) == 1 and "no result for 0 s" in failed[0]["error"]
         assert "did not finish" in res.metadata["cluster.incomplete"] and res.summary.empty
+
+
+def test_resume_refuses_rows_of_another_device_kind(cluster, tmp_path):
+    from hipexplore.schema import SUMMARY, write_parquet
+
+    out = tmp_path / "d.parquet"
+    spec = small_spec(("16KiB",))
+    run_cluster(spec, cluster, device="host", out=out)
+    summary = pd.read_parquet(tmp_path / "d.summary.parquet")
+    meta = json.loads((tmp_path / "d.meta.json").read_text())
+    write_parquet(summary.assign(device_name="NVIDIA H200"), tmp_path / "d.summary.parquet", SUMMARY, meta)
+    before = (tmp_path / "d.summary.parquet").read_bytes()
+    with pytest.raises(ConfigError, match=r"cannot resume .*\['NVIDIA H200'\], the workers measure on"):
+        run_cluster(small_spec(("16KiB", "32KiB")), cluster, device="host", out=out)
+    assert (tmp_path / "d.summary.parquet").read_bytes() == before  # nothing lost

@@ -190,16 +190,13 @@ _DEVICES: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
 
 def measure_group(spec: SweepSpec, device: str, device_options: dict[str, Any], run_id: str, group: str) -> dict[str, Any]:
     """On a worker: measure one (kernel, size) sub-spec; the frames gain worker, host and gpu."""
-    from ..devices import get_device
     from .run import run
 
     distributed = _distributed()
     worker = distributed.get_worker()
     worker.log_event(EVENT_TOPIC, {"group": group, "worker": worker.address, "state": "started", "pid": os.getpid()})
-    key = (device, tuple(sorted(device_options.items())))
-    if key not in _DEVICES:  # one device object per worker process: its context and compile cache stay warm
-        _DEVICES[key] = get_device(device, **device_options)
-    res = run(spec, _DEVICES[key], progress=False, run_id=run_id, resume=False)
+    device_name(device, device_options)  # one device object per worker process: its context and cache stay warm
+    res = run(spec, _DEVICES[(device, tuple(sorted(device_options.items())))], progress=False, run_id=run_id, resume=False)
     ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
     meta = {k: v for k, v in res.metadata.items() if k.startswith(("device.", "verify.", "warmup.", "flush.", "telemetry."))}
     return {"samples": res.samples.assign(**ident), "summary": res.summary.assign(**ident), "metadata": meta, **ident}
@@ -328,9 +325,12 @@ def run_cluster(
                                 key=f"{TASK_PREFIX}-{name}-a{attempts[name]}", resources={"GPU": 1}, pure=False)
             futures[fut] = (name, sub)
 
+        if done:  # finished rows are kept only when the workers measure the same device kind
+            _check_devices(client, str(paths[0]), summary_rows, device, dict(device_options or {}))  # type: ignore[index]
+        nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
         names = {}
         for i, sub in todo:
-            name = f"{run_id}-{i}-{sub.specs()[0].name}-{sub.sizes[0]}"
+            name = f"{run_id}-{nonce}-{i}-{sub.specs()[0].name}-{sub.sizes[0]}"
             names[name] = sub
             submit(name, sub)
         last_result = time.monotonic()
@@ -421,6 +421,27 @@ def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", 
     finally:
         conn.close()
     return pd.concat([r["summary"] for r in results], ignore_index=True)
+
+
+def device_name(device: str, device_options: dict[str, Any]) -> str:
+    """On a worker: the name of the device it measures on (opened once per process)."""
+    from ..devices import get_device
+
+    key = (device, tuple(sorted(device_options.items())))
+    if key not in _DEVICES:
+        _DEVICES[key] = get_device(device, **device_options)
+    return str(_DEVICES[key].name)
+
+
+def _check_devices(client: Any, path: str, rows: list[dict[str, Any]], device: str, options: dict[str, Any]) -> None:
+    """Refuse to resume a file whose rows came from another device kind than the workers'."""
+    futs = [client.submit(device_name, device, options, workers=[w], allow_other_workers=False, resources={"GPU": 1},
+                          pure=False) for w in gpu_workers(client)]
+    now = set(client.gather(futs))
+    then = {str(r["device_name"]) for r in rows}
+    if not then <= now:
+        raise ConfigError(f"cannot resume {path!r}: it holds results from {sorted(then)}, the workers measure on "
+                          f"{sorted(now)}; use another out file")
 
 
 def _catalog_names() -> set[str]:

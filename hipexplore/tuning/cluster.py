@@ -127,7 +127,7 @@ def replay_on_cluster(
         if blind:
             raise ConfigError(f"cache directory {str(path)!r} is not shared with worker(s) {', '.join(blind)}: give every "
                               f"worker the same directory (HIPEXPLORE_CACHE_DIR on a shared file system); the Redis tier "
-                              f"(HIPEXPLORE_CACHE_REMOTE) is not available in this version")
+                              f"(issue 12) is not available in this version")
         for _w, _pid in client.run(warm_worker, tuning_list.compiler, tuning_list.target).items():
             pass  # a target the compiler refuses fails here, as ConfigError from the worker
         run_salt = f"{os.getpid()}_{time.time_ns()}"
