@@ -302,3 +302,34 @@ def test_resume_refuses_rows_of_another_device_kind(cluster, tmp_path):
     with pytest.raises(ConfigError, match=r"cannot resume .*\['NVIDIA H200'\], the workers measure on"):
         run_cluster(small_spec(("16KiB", "32KiB")), cluster, device="host", out=out)
     assert (tmp_path / "d.summary.parquet").read_bytes() == before  # nothing lost
+
+
+def _setenv(name, value):
+    """On a worker: set (or, with None, remove) an environment variable of its process."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def test_tune_replay_over_workers_sharing_the_redis_tier(cluster, redis_server, tmp_path, monkeypatch):
+    from hipexplore.tuning.cluster import replay_on_cluster
+    from hipexplore.tuning.lists import build_list, select_problems
+
+    secret = "team-secret-for-the-cluster-test"
+    monkeypatch.setenv("HIPEXPLORE_CACHE_SECRET", secret)
+    cluster.run(_setenv, "HIPEXPLORE_CACHE_SECRET", secret)  # as workers started with the team's secret
+    tlist = build_list("host", "host", problems=select_problems("1", tokens=64, d_model=64), limit=2)
+    try:
+        rep = replay_on_cluster(tlist, cluster, remote=redis_server.url)
+    finally:
+        cluster.run(_setenv, "HIPEXPLORE_CACHE_SECRET", None)
+    frame = rep.frame
+    assert set(frame["worker"]) == set(cluster.scheduler_info()["workers"])
+    cold = frame[frame["scenario"] == "disk-cold"]
+    warm = frame[frame["scenario"] == "disk-warm"]
+    assert cold[cold["outcome"] == "compiled"]["digest"].nunique() == tlist.unique_kernels
+    assert set(warm["outcome"]) == {"remote-hit"}  # no disk tier on the workers: every hit came through Redis
+    assert rep.to_json()["cache"] == "remote"
+    with pytest.raises(ConfigError, match="Redis URL"):
+        replay_on_cluster(tlist, cluster, remote="http://nope")

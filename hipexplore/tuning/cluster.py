@@ -3,8 +3,10 @@
 Why: a tuning list that compiles for an hour on one host is what a cluster is for, and the compile
 cache is only worth its name there if a kernel compiled on one worker is a hit on every other. The
 workers share the disk tier (one host, or a directory every host mounts: checked before anything
-is timed, by a marker file each worker must see). The Redis tier (issue 12) is not on main yet;
-until it lands, hosts that share no directory are refused with that said.
+is timed, by a marker file each worker must see). Hosts that share no directory share the Redis
+tier instead (``remote=URL``, default ``HIPEXPLORE_CACHE_REMOTE``): then each worker's cache is memory
++ Redis (no disk tier, so every hit across tasks is a ``remote-hit``), and the report's ``cache``
+is ``remote``.
 
 The passes are ``bench.replay``'s, with the workers as the jobs: ``ideal`` (each unique kernel
 compiled once, no cache, spread over the workers), then ``disk-cold`` (or ``disk`` when the
@@ -67,10 +69,11 @@ def ideal_task(part: TuningList) -> pd.DataFrame:
     return res.frame.assign(**_identity())
 
 
-def cache_task(part: TuningList, scenario: str, cache_dir: str, granularity: str) -> pd.DataFrame:
+def cache_task(part: TuningList, scenario: str, cache_dir: str, granularity: str, remote: str | None = None) -> pd.DataFrame:
     from ..compile.cache import CompileCache
 
-    cache = CompileCache(max_entries=4096, max_bytes=1024**3, disk_dir=Path(cache_dir))
+    cache = CompileCache(max_entries=4096, max_bytes=1024**3, disk_dir=Path(cache_dir) if not remote else False,
+                         remote=remote or False)
     res = replay_through_cache(part, _compiler(part.compiler), cache, scenario, 1, granularity)
     return res.frame.assign(**_identity())
 
@@ -95,6 +98,7 @@ def replay_on_cluster(
     granularity: str = "candidate",
     salt: bool = True,
     timeout_s: float = 3600.0,
+    remote: str | bool | None = None,
 ) -> ReplayReport:
     """The ideal, the cold and the warm disk pass of ``tuning_list`` over the workers of
     ``cluster`` (a Client, a cluster object, ``local:N`` or ``tcp://HOST:PORT``)."""
@@ -104,6 +108,13 @@ def replay_on_cluster(
         raise ConfigError(f"granularity must be one of {', '.join(GRANULARITIES)}; got {granularity!r}")
     import distributed
 
+    from .. import settings
+
+    url = settings.CACHE_REMOTE.get() if remote in (None, True) else (remote or None)
+    if url is not None:
+        from ..compile.remote import remote_cache_from_env
+
+        remote_cache_from_env(url)  # a bad URL fails here, before any worker starts
     conn = connect(cluster)
     client = conn.client
     tmp: tempfile.TemporaryDirectory | None = None
@@ -124,10 +135,10 @@ def replay_on_cluster(
         finally:
             marker.unlink()
         blind = sorted(w for w, ok in seen.items() if not ok)
-        if blind:
+        if blind and url is None:
             raise ConfigError(f"cache directory {str(path)!r} is not shared with worker(s) {', '.join(blind)}: give every "
-                              f"worker the same directory (HIPEXPLORE_CACHE_DIR on a shared file system); the Redis tier "
-                              f"(issue 12) is not available in this version")
+                              f"worker the same directory (HIPEXPLORE_CACHE_DIR on a shared file system) or share the "
+                              f"Redis tier (HIPEXPLORE_CACHE_REMOTE=redis://HOST:6379/0)")
         for _w, _pid in client.run(warm_worker, tuning_list.compiler, tuning_list.target).items():
             pass  # a target the compiler refuses fails here, as ConfigError from the worker
         run_salt = f"{os.getpid()}_{time.time_ns()}"
@@ -151,10 +162,15 @@ def replay_on_cluster(
         ideal_list = salted(tuning_list, f"{run_salt}_ideal") if salt else tuning_list
         scenarios["ideal"] = timed("ideal", ideal_task, _unique_parts(ideal_list))
         disk_list = tuning_list if given or not salt else salted(tuning_list, f"{run_salt}_disk")
-        first = "disk" if _dir_has_entries(path) else "disk-cold"
+        if url is not None:  # Redis: cold only when the list is salted (its keys are new)
+            disk_list = salted(tuning_list, f"{run_salt}_disk") if salt else tuning_list
+            first = "disk-cold" if salt else "disk"
+        else:
+            first = "disk" if _dir_has_entries(path) else "disk-cold"
         for name in (first, "disk-warm"):
-            scenarios[name] = timed(name, cache_task, _parts(disk_list, granularity), name, str(path), granularity)
-        return ReplayReport(tuning_list, jobs, "disk", False, first, scenarios, str(path) if given else "", granularity, salt)
+            scenarios[name] = timed(name, cache_task, _parts(disk_list, granularity), name, str(path), granularity, url)
+        return ReplayReport(tuning_list, jobs, "remote" if url else "disk", False, first, scenarios,
+                            str(path) if given else "", granularity, salt)
     finally:
         if tmp is not None:
             tmp.cleanup()
