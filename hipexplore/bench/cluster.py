@@ -204,17 +204,22 @@ def measure_group(spec: SweepSpec, device: str, device_options: dict[str, Any], 
 
 # ----------------------------------------------------------------------------- the coordinator
 def groups_of(spec: SweepSpec) -> list[SweepSpec]:
-    """One sub-spec per (kernel, size), in the spec's order."""
+    """One sub-spec per (kernel, size), in the spec's order; per size (every kernel together) when
+    the spec interleaves its kernels (their alternating turns must stay on one device)."""
+    if getattr(spec, "interleave", False):
+        return [replace(spec, sizes=(s,)) for s in spec.sizes]
     return [replace(spec, kernels=(k,), sizes=(s,)) for k in spec.kernels for s in spec.sizes]
 
 
 def expected_keys(sub: SweepSpec) -> set[tuple[str, int, str, str, str]]:
     """(kernel, size, rotating_requested, flush, timer) of every row a sub-spec's run produces."""
-    (kspec,), (size,) = sub.specs(), sub.sizes
-    keys = {(kspec.name, size, str(r), f, t) for r in sub.rotating for f in sub.flush for t in sub.timers
-            if not (f == "inline-icache" and t == "in-kernel")}
-    if sub.reference:
-        keys |= {(kspec.name, size, "1", COLD_REFERENCE, t) for t in sub.timers}
+    keys: set[tuple[str, int, str, str, str]] = set()
+    for kspec in sub.specs():
+        for size in sub.sizes:
+            keys |= {(kspec.name, size, str(r), f, t) for r in sub.rotating for f in sub.flush for t in sub.timers
+                     if not (f == "inline-icache" and t == "in-kernel")}
+            if sub.reference:
+                keys |= {(kspec.name, size, "1", COLD_REFERENCE, t) for t in sub.timers}
     return keys
 
 
@@ -330,7 +335,7 @@ def run_cluster(
         nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
         names = {}
         for i, sub in todo:
-            name = f"{run_id}-{nonce}-{i}-{sub.specs()[0].name}-{sub.sizes[0]}"
+            name = f"{run_id}-{nonce}-{i}-{'+'.join(k.name for k in sub.specs())}-{sub.sizes[0]}"
             names[name] = sub
             submit(name, sub)
         last_result = time.monotonic()

@@ -55,6 +55,8 @@ def sweep(
     throttle_threshold: float = 0.75,
     drop_throttled: bool = True,
     clock_warmup_s: float | None = None,
+    interleave: bool = False,
+    interleave_seed: int = 0,
     cluster: Any = None,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
@@ -62,6 +64,8 @@ def sweep(
 
     ``iterations=N`` takes exactly N samples per configuration (N must be >= the buffer sets);
     otherwise ``stop`` (default ``StopRule()``, adaptive) decides. Sizes are bytes per array.
+    ``interleave=True`` measures the kernels of each configuration in alternating turns, in an
+    order shuffled with ``interleave_seed`` (A/B in one run: drift cancels; ``bench.interleave``).
 
     ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
     each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
@@ -72,7 +76,8 @@ def sweep(
         reference_samples=reference_samples, mem_fraction=mem_fraction, chunk=chunk, warmup_s=warmup_s,
         verify_results=verify_results, flush_factor=flush_factor, flush_end_event=flush_end_event,
         timers=timers, reference_parts=reference_parts, throttle_threshold=throttle_threshold,
-        drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s,
+        drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s, interleave=interleave,
+        interleave_seed=interleave_seed,
     )
     hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
     if cluster is not None:

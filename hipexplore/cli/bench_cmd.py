@@ -87,6 +87,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--llc-bytes", type=_bytes("--llc-bytes"), default=None, help="override the last-level cache size the device reports (e.g. 32MiB)")
     p.add_argument("--out", default=None, metavar="FILE.parquet", help="write samples here (+ .summary.parquet, .meta.json); resumes")
     p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
+    p.add_argument("--interleave", action="store_true",
+                   help="A/B in one run: measure the kernels of each configuration in alternating turns of a few chunks, "
+                   "in a shuffled (seeded) order, so drift cancels; compare them with `hipexplore compare RUN --base A --new B`")
+    p.add_argument("--seed", type=int, default=0, help="with --interleave: the seed of the shuffled order (default 0)")
     p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -142,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
                 reference=not args.no_reference, reference_samples=args.reference_samples, out=args.out,
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
-                timers=_csv(args.timer), drop_throttled=not args.keep_throttled,
+                timers=_csv(args.timer), drop_throttled=not args.keep_throttled, interleave=args.interleave,
+                interleave_seed=args.seed,
                 **({"chunk": args.chunk} if args.chunk is not None else {}), cluster=cluster,
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if res.skipped:

@@ -168,6 +168,10 @@ def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
     table = rows.sort_values(["flush", "rotating"])[cols].reset_index(drop=True)
     scale, unit = time_unit(table["median_s"])  # seconds with six decimals hide the differences
     table["median_s"] = table["median_s"] * scale
+    if {"ci_low_s", "ci_high_s"} <= set(rows.columns):  # a median carries its interval
+        ordered = rows.sort_values(["flush", "rotating"]).reset_index(drop=True)
+        table.insert(list(table.columns).index("median_s") + 1, f"95% CI ({unit.replace('µ', 'u')})",
+                     [f"[{lo * scale:.4g}, {hi * scale:.4g}]" for lo, hi in zip(ordered["ci_low_s"], ordered["ci_high_s"])])
     return percent_columns(table.rename(columns={"median_s": f"median_{unit.replace('µ', 'u')}"}))
 
 
