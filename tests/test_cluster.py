@@ -333,3 +333,16 @@ def test_tune_replay_over_workers_sharing_the_redis_tier(cluster, redis_server, 
     assert rep.to_json()["cache"] == "remote"
     with pytest.raises(ConfigError, match="Redis URL"):
         replay_on_cluster(tlist, cluster, remote="http://nope")
+
+
+def test_groups_are_kernel_size_pairs_or_sizes_when_interleaved():
+    spec = SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB"), rotating=(1, 2), flush=("none", "l2-read"),
+                     stop=StopRule(iterations=40))
+    groups = groups_of(spec)
+    assert [(g.specs()[0].name, g.sizes) for g in groups] == [("triad", (16384,)), ("triad", (32768,)),
+                                                              ("copy", (16384,)), ("copy", (32768,))]
+    assert sum(len(expected_keys(g)) for g in groups) == spec.configurations() == 20
+    inter = groups_of(SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB"), stop=StopRule(iterations=40),
+                                interleave=True))
+    assert [tuple(k.name for k in g.specs()) for g in inter] == [("triad", "copy")] * 2  # A and B stay on one GPU
+    assert [g.sizes for g in inter] == [(16384,), (32768,)]
