@@ -73,8 +73,10 @@ def _select(frame: pd.DataFrame, column: str, value: Any, what: str) -> pd.DataF
 
 def one_configuration(frame: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None, what: str = "frame") -> pd.DataFrame:
     """Rows of one (kernel, size): the unit the noise figures compare rotating/flush settings on."""
+    from .bench.grouping import check_one_device
+
     _require(frame, ("kernel", "size_bytes"), what)
-    return _select(_select(frame, "kernel", kernel, what), "size_bytes", size_bytes, what)
+    return check_one_device(_select(_select(frame, "kernel", kernel, what), "size_bytes", size_bytes, what), what)
 
 
 def flush_colors(modes: Iterable[str]) -> dict[str, str]:

@@ -59,6 +59,7 @@ def sweep(
     worker: bool | None = None,
     interleave: bool = False,
     interleave_seed: int = 0,
+    cluster: Any = None,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
     frames, the files and resume; ``SweepSpec`` for the fields these arguments fill).
@@ -72,6 +73,10 @@ def sweep(
     (``HIPEXPLORE_SWEEP_WORKER`` changes the default); Python callables always run in-process.
     ``interleave=True`` measures the kernels of each configuration in alternating turns, in an
     order shuffled with ``interleave_seed`` (A/B in one run: drift cancels; ``bench.interleave``).
+
+    ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
+    each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
+    frames gain ``worker``, ``host`` and ``gpu``; ``device`` is then the name each worker opens.
     """
     spec = spec_from_arguments(
         kernels, sizes, rotating, flush, iterations=iterations, stop=stop, reference=reference,
@@ -81,10 +86,15 @@ def sweep(
         drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s, interleave=interleave,
         interleave_seed=interleave_seed,
     )
+    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
+    if cluster is not None:
+        from .cluster import run_cluster
+
+        return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks,  # type: ignore[arg-type]
+                           run_id=run_id, command=command)
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:
         dev.cache = cache
-    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
     has_callable = any(k.call is not None for k in spec.specs())
     if use_worker(dev, worker) and not (has_callable and worker is None):
         return run_in_worker(spec, dev, out=out, resume=resume, hooks=hooks, run_id=run_id, command=command)
