@@ -100,6 +100,7 @@ def encode_entry(key: CacheKey, code: ObjectCode, created: float | None = None) 
         "compile_seconds": float(code.compile_seconds),
         "created": time.time() if created is None else created,
         "lowered_names": dict(code.lowered_names),
+        "metadata": dict(code.metadata),  # launch facts (Triton); {} for the others
         "log": code.log,
         "sizes": {"binary": len(code.binary), "key": len(key.canonical)},
     }
@@ -228,6 +229,7 @@ class DiskCache:
             log=str(header.get("log", "")),
             lowered_names=dict(header.get("lowered_names") or {}),
             compile_seconds=float(header.get("compile_seconds", 0.0)),
+            metadata=dict(header.get("metadata") or {}),
         )
 
     # -- write -------------------------------------------------------------------------------
