@@ -11,8 +11,8 @@ from typing import Any
 from .. import settings
 from ..errors import ConfigError
 
-COMPILERS = ("hiprtc", "nvrtc", "host")
-DEFAULT_TARGETS = {"hiprtc": "gfx90a", "nvrtc": "sm_90", "host": "host"}
+COMPILERS = ("hiprtc", "nvrtc", "host", "triton")
+DEFAULT_TARGETS = {"hiprtc": "gfx90a", "nvrtc": "sm_90", "host": "host", "triton": "gfx942"}
 
 _EPILOG = """\
 What is measured (all in this one run, after a warm-up compile per worker):
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--compiler", required=True, choices=COMPILERS, help="compiler backend")
     p.add_argument("--target", default=None,
-                   help="GPU target (hiprtc: gfx90a; nvrtc: sm_90; host: host). Default: the one shown")
+                   help="GPU target (hiprtc: gfx90a; nvrtc: sm_90; host: host; triton: gfx942, gfx950 or sm_90). Default: the one shown")
     p.add_argument("--jobs", type=_positive, default=1,
                    help="compiles at once: a thread pool of N over an isolated compiler with N worker processes (default 1)")
     p.add_argument("--granularity", choices=("candidate", "kernel"), default="candidate",
@@ -78,7 +78,13 @@ def run(args: argparse.Namespace) -> int:
     if args.frame and not args.frame.endswith(".parquet"):
         raise ConfigError(f"--frame must name a .parquet file; got {args.frame!r}")
     problems = select_problems(args.problems, tokens=args.tokens, d_model=args.d_model)
-    tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
+    if args.compiler == "triton":  # Triton autotune configs and tails written in Triton (tuning/triton_list.py)
+        from ..compile.triton_source import check_target
+        from ..tuning.triton_list import build_triton_list
+
+        tlist = build_triton_list(check_target(target), problems=problems, limit=args.limit)
+    else:
+        tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
     cache_dir = settings.CACHE_DIR.raw()
     report = run_replay(
         tlist,

@@ -68,7 +68,11 @@ class TritonCompiler(CompilerBase):
 
     name = "triton"
 
-    def __init__(self) -> None:
+    def __init__(self, triton_cache_dir: str = "") -> None:
+        #: "" (default): Triton's own cache is private and bypassed (always_compile), so every
+        #: compile is real. A directory: Triton's own on-disk cache there is used (the replay's
+        #: triton-cold/warm passes), and ``metadata["triton_cache_hit"]`` says whether it hit.
+        self.triton_cache_dir = str(triton_cache_dir or "")
         self._lock = threading.Lock()
         self._triton: Any = None
         self._reason = ""
@@ -157,7 +161,10 @@ class TritonCompiler(CompilerBase):
         triton = self._bindings()
         sig, consts, env, opts = decode_options(request.options)
         (kernel,) = request.kernels
-        with self._lock, _knobs(env, os.path.join(self._dir(), "triton-cache")):
+        own = self.triton_cache_dir
+        hits: list[bool] = []
+        with self._lock, _knobs(env, own or os.path.join(self._dir(), "triton-cache"), always_compile=not own), \
+                _listener(triton, hits.append if own else None):
             fn = self._load(request, kernel)
             from triton.compiler import ASTSource
 
@@ -183,6 +190,8 @@ class TritonCompiler(CompilerBase):
         binary = compiled.asm[binary_kind]
         user_args = [a for a in fn.arg_names if a not in consts]
         meta = launch_metadata(compiled, binary_kind, user_args)
+        if own:
+            meta["triton_cache_hit"] = bool(hits and hits[-1])
         return ObjectCode(binary=bytes(binary), compiler=self.name, target=request.target, mode=request.mode,
                           log=join_log(f"triton {triton.__version__}: {binary_kind} for {request.target}, kernel "
                                        f"{meta['name']} ({len(meta['params'])} parameters)"),
@@ -228,7 +237,7 @@ class TritonCompiler(CompilerBase):
 
 
 @contextlib.contextmanager
-def _knobs(env: dict[str, str], cache_dir: str) -> Iterator[None]:
+def _knobs(env: dict[str, str], cache_dir: str, always_compile: bool = True) -> Iterator[None]:
     """Exactly the request's code-generating knobs in os.environ (others of the kind unset), a
     private Triton cache, and always_compile, for the duration of one compile."""
     keyed = [k for k in os.environ if _KNOB_RX.match(k) and k not in NON_CODEGEN_ENV]
@@ -238,7 +247,10 @@ def _knobs(env: dict[str, str], cache_dir: str) -> Iterator[None]:
             os.environ.pop(k, None)
         os.environ.update(env)
         os.environ["TRITON_CACHE_DIR"] = cache_dir
-        os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+        if always_compile:
+            os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+        else:
+            os.environ.pop("TRITON_ALWAYS_COMPILE", None)
         yield
     finally:
         for k, v in saved.items():
@@ -246,6 +258,21 @@ def _knobs(env: dict[str, str], cache_dir: str) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _listener(triton: Any, record: Any) -> Iterator[None]:
+    """Triton's compilation listener, telling a hit of its own cache from a compile."""
+    if record is None:
+        yield
+        return
+    knobs = triton.knobs.compilation
+    saved = knobs.listener
+    knobs.listener = lambda **kw: record(bool(kw.get("cache_hit")))
+    try:
+        yield
+    finally:
+        knobs.listener = saved
 
 
 _PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)

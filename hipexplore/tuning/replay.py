@@ -12,7 +12,9 @@ Scenarios (the ``scenario`` column):
   ``memory``     memory tier only (in-flight sharing gives ``joined`` events when jobs > 1);
   ``disk-cold``  memory + disk tier on an empty directory;
   ``disk``       memory + disk on a directory that already held entries (not cold);
-  ``disk-warm``  a fresh cache object on the same directory: every lookup should be a disk hit.
+  ``disk-warm``  a fresh cache object on the same directory: every lookup should be a disk hit;
+  ``triton-cold`` / ``triton-warm``  (Triton lists) Triton's own TRITON_CACHE_DIR alone, empty then
+                 warm (tuning/triton_cache.py): what a Triton tuner gets without our cache.
 
 Timing: ``seconds`` is the wall time of compiling the whole list (first submission to last
 result). Before anything is timed the compiler is warmed up (one throw-away compile per worker),
@@ -43,7 +45,7 @@ from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
 
 CACHE_MODES = ("off", "memory", "disk")
-SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm")
+SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm", "triton-cold", "triton-warm")
 
 #: REPLAY_COLUMNS (schema): what the replay adds to the cache event columns (docs/ARCHITECTURE.md
 #: "Tuning replay frame"); ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
@@ -419,6 +421,8 @@ def salted(tuning_list: TuningList, salt: str) -> TuningList:
     cache is measured on."""
     tag = re.sub(r"[^0-9A-Za-z_]", "_", salt)
     line = f"\ntypedef int hx_replay_salt_{tag};  /* hipexplore tune-replay: one salt per pass */\n"
+    if tuning_list.compiler == "triton":  # a Python module: a module-level name (the backend turns Triton's cache off)
+        line = f"\nhx_replay_salt_{tag} = 0  # hipexplore tune-replay: one salt per pass\n"
     entries = tuple(
         replace(e, request=e.request.with_(source=replace(e.request.source, text=e.request.source.text + line)))
         for e in tuning_list.entries
@@ -444,6 +448,16 @@ def warm_up(compiler: Compiler, compiler_name: str, target: str, jobs: int) -> N
     shape, cfg = GemmShape(8, 8, 8), GemmConfig(16, 16, 8, 2, 2, split=2, unroll=2)
 
     def one(i: int) -> None:
+        if compiler_name == "triton":  # one tiny kernel of every role, salted apart from any list
+            from .triton_list import TritonConfig, role_request
+            from .lists import GemmProblem
+
+            prob, tc = GemmProblem("warm", GemmShape(16, 16, 16), "gelu"), TritonConfig(16, 16, 16, 2, 1, 1)
+            for role in ("fill", "gemm", "reduce", "pointwise"):
+                req = role_request(role, target, prob, tc, label=f"warm-up {i} {role}")
+                salt = f"\nhx_warmup_{i}_{os.getpid()} = 0\n"
+                compiler.compile(req.with_(source=replace(req.source, text=req.source.text + salt)))
+            return
         # one kernel of every role (gelu pulls in the math headers), none of them in any list
         for role in ("fill", "gemm", "reduce", "pointwise"):
             req = kernel_request(role, compiler_name, target, shape, cfg, "gelu",
@@ -498,6 +512,7 @@ def run_replay(
     granularity: str = "candidate",
     salt: bool = True,
     warm_pass: bool = True,
+    triton_own_cache: bool = True,
 ) -> ReplayReport:
     """Warm up, measure the ideal, optionally the cache-off pass, then the chosen cache mode.
 
@@ -556,6 +571,10 @@ def run_replay(
                 c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
                 scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
             primary = first
+        if triton_own_cache and tuning_list.compiler == "triton":
+            from .triton_cache import triton_cache_passes
+
+            scenarios.update(triton_cache_passes(tuning_list, jobs, granularity))
         return ReplayReport(tuning_list, jobs, cache, comp.isolated, primary, scenarios, dir_used, granularity, salt)
     finally:
         if tmp is not None:
