@@ -58,7 +58,7 @@ if [ "$DEV" = 1 ]; then  # the test suite needs every compiler and tool: say whi
 import shutil, sys
 from hipexplore.compile.registry import get_compiler
 bad = []
-for name in ("hiprtc", "nvrtc", "host"):
+for name in ("hiprtc", "nvrtc", "host", "triton"):
     c = get_compiler(name)
     if not c.available():
         bad.append(f"compiler {name}: {c.unavailable_reason()}")
