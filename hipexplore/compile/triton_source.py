@@ -14,7 +14,8 @@ helper, in this file or a local module, does).
 Request layout (``compiler="triton"``): ``source`` = the generated module, ``kernels`` = (name,),
 ``options`` = ``signature=a:*fp32,n:i32``, ``constexpr=NAME:VALUE`` (one each), ``env=NAME=VALUE``
 (code-generating knobs set in the environment, sorted), then ``NAME=VALUE`` Triton options
-(``num_warps=4``...). ``mode`` is ``binary`` (hsaco for gfx targets, cubin for sm targets).
+(``num_warps=4``...). ``mode`` is ``binary`` (hsaco for gfx targets, cubin for sm targets) or
+``asm`` (the AMDGCN / PTX listing).
 """
 from __future__ import annotations
 
@@ -291,6 +292,7 @@ def triton_request(
     options: Mapping[str, object] | list[str] | None = None,
     environ: Mapping[str, str] | None = None,
     label: str = "",
+    mode: str = "binary",
 ) -> CompileRequest:
     """A ``CompileRequest`` for ``kernel`` in the file ``path`` (see the module doc for the layout)."""
     check_target(target)
@@ -309,7 +311,7 @@ def triton_request(
     encoded += [f"env={k}={v}" for k, v in codegen_env(environ).items()]
     encoded += [f"{k}={v!r}" for k, v in sorted(opts.items())]
     return CompileRequest(source=Source(f"{kernel}.py", text), compiler="triton", target=target, kernels=(kernel,),
-                          options=tuple(encoded), mode="binary", label=label or kernel)
+                          options=tuple(encoded), mode=mode, label=label or kernel)
 
 
 def decode_options(options: tuple[str, ...]) -> tuple[dict[str, str], dict[str, object], dict[str, str], dict[str, object]]:

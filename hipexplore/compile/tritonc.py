@@ -38,7 +38,9 @@ from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 from .triton_source import NON_CODEGEN_ENV, _KNOB_RX, check_target, decode_options
 
-MODES = ("binary",)
+#: binary: the hsaco (gfx) or cubin (sm); asm: the AMDGCN (gfx) or PTX (sm) text Triton's own LLVM
+#: wrote, as UTF-8 bytes (LLVM 14's llvm-objdump cannot disassemble gfx942, so this is the listing)
+MODES = ("binary", "asm")
 
 
 def _import_triton() -> Any:
@@ -187,13 +189,17 @@ class TritonCompiler(CompilerBase):
                                   request, request.options, str(exc)) from None
             seconds = time.perf_counter() - start
         binary_kind = "hsaco" if target.backend == "hip" else "cubin"
-        binary = compiled.asm[binary_kind]
+        if request.mode == "asm":
+            binary = compiled.asm["amdgcn" if target.backend == "hip" else "ptx"].encode()
+        else:
+            binary = compiled.asm[binary_kind]
         user_args = [a for a in fn.arg_names if a not in consts]
         meta = launch_metadata(compiled, binary_kind, user_args)
         if own:
             meta["triton_cache_hit"] = bool(hits and hits[-1])
         return ObjectCode(binary=bytes(binary), compiler=self.name, target=request.target, mode=request.mode,
-                          log=join_log(f"triton {triton.__version__}: {binary_kind} for {request.target}, kernel "
+                          log=join_log(f"triton {triton.__version__}: {binary_kind if request.mode == 'binary' else 'assembly'} "
+                                       f"for {request.target}, kernel "
                                        f"{meta['name']} ({len(meta['params'])} parameters)"),
                           lowered_names={kernel: meta["name"]}, compile_seconds=seconds, metadata=meta)
 
