@@ -223,3 +223,25 @@ def test_gfx942_evidence_resources_and_disassembly_diff():
     diff = disassembly_diff(asm["small"], asm["large"], "small", "large")
     assert diff.startswith("--- small\n+++ large\n@@")
     assert disassembly_diff(asm["small"], asm["small"]) == ""
+
+
+def test_missing_triton_is_reported_unavailable_cleanly():
+    """Where triton is not installed the backend says so (and nothing imports it to find out)."""
+    code = ("import sys; sys.modules['triton'] = None\n"
+            "from hipexplore.compile.registry import get_compiler, compiler_info\n"
+            "c = get_compiler('triton'); print(c.available()); print(c.unavailable_reason())\n"
+            "row = [r for r in compiler_info() if r['name'] == 'triton'][0]; print(row['available'])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "False" and "hipexplore[triton]" in lines[1] and lines[2] == "False"
+
+
+def test_identity_does_not_import_triton():
+    code = ("import sys\nfrom hipexplore.compile.registry import compiler_info\n"
+            "rows = {r['name']: r for r in compiler_info()}\nprint(rows['triton']['version'], 'triton' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    require_compiler("triton")
+    assert proc.returncode == 0, proc.stderr
+    version, imported = proc.stdout.split()[-2:]
+    assert version.startswith("3.") and imported == "False"

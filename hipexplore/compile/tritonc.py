@@ -15,8 +15,9 @@ and ``metadata``: kernel name, shared memory, num_warps/warp size, the kernel pa
 takes (the user's non-constexpr arguments, then Triton 3.x's trailing scratch pointers, counted from
 the PTX/AMDGCN entry) and, for AMD, the resource usage from the code object's metadata.
 
-The identity: Triton's version and ``triton_key()`` (its frontend, compiler and backend sources
-and libtriton), the AMD codegen revision, ptxas' version and stamps of the bundled device libraries.
+The identity (computed from the installed files, without importing Triton): its version, a stamp
+of libtriton, a hash of the Python sources that generate code (what ``triton_key()`` hashes) and
+stamps of the AMD code generator, ptxas and the bundled device libraries.
 """
 from __future__ import annotations
 
@@ -90,48 +91,66 @@ class TritonCompiler(CompilerBase):
                 raise
         return self._triton
 
+    def _root(self) -> str:
+        """The installed triton package's directory, found without importing it (its import is heavy
+        and loads LLVM: the parent process of an isolated compiler, ``hipexplore info`` and
+        provenance only need to know it is there and what it is)."""
+        try:
+            spec = importlib.util.find_spec("triton")
+        except (ImportError, ValueError):  # a broken install, or sys.modules["triton"] = None
+            spec = None
+        if spec is None or not spec.origin:
+            self._reason = ("triton is not installed: looked for the 'triton' package; install hipexplore[triton] "
+                            "(the PyPI wheel, >= 3.9, carries its own LLVM, AMD device libraries and ptxas)")
+            raise CompilerUnavailable(self._reason)
+        return os.path.dirname(spec.origin)
+
     def available(self) -> bool:
         try:
-            self._bindings()
+            self._root()
             return True
         except CompilerUnavailable:
             return False
 
     def unavailable_reason(self) -> str:
-        self.available()
-        return self._reason
+        return "" if self.available() else self._reason
 
     def targets(self) -> tuple[str, ...]:
-        try:
-            self._bindings()
-        except CompilerUnavailable:
+        if not self.available():
             return ()
         return ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
 
     def identity(self) -> CompilerIdentity:
+        """Triton's version, libtriton's stamp, a hash of the Python sources that generate code
+        (compiler, backends, language, runtime: what ``triton_key()`` hashes) and stamps of the
+        AMD code generator, ptxas and the device libraries. Computed from the files, no import."""
         if self._identity is not None:
             return self._identity
-        triton = self._bindings()
-        from triton.runtime.cache import triton_key
+        root = self._root()
+        from importlib.metadata import version as dist_version
 
-        root = os.path.dirname(triton.__file__)
-        extra: list[tuple[str, str]] = [("triton_key", hashlib.sha256(triton_key().encode()).hexdigest())]
-        try:
-            from triton.backends.amd.compiler import get_amd_codegen_revision
-
-            extra.append(("amd_codegen", str(get_amd_codegen_revision())))
-        except Exception as exc:  # an older wheel without it: the libs' stamps below still key it
-            extra.append(("amd_codegen", f"unknown ({type(exc).__name__})"))
-        ptxas = os.path.join(root, "backends", "nvidia", "bin", "ptxas")
-        if os.path.exists(ptxas):
-            extra.append(("ptxas", file_stamp(ptxas)))
+        sources = hashlib.sha256()
+        for sub in ("compiler", "backends", "language", "runtime"):
+            for dirpath, dirnames, files in sorted(os.walk(os.path.join(root, sub))):
+                dirnames.sort()
+                for f in sorted(files):
+                    if f.endswith(".py"):
+                        path = os.path.join(dirpath, f)
+                        sources.update(os.path.relpath(path, root).encode() + b"\0")
+                        with open(path, "rb") as fh:
+                            sources.update(hashlib.sha256(fh.read()).digest())
+        extra: list[tuple[str, str]] = [("python_sources", sources.hexdigest())]
+        for rel in ("backends/amd/lib/libtriton_amd_codegen.so", "backends/nvidia/bin/ptxas"):
+            path = os.path.join(root, rel)
+            if os.path.exists(path):
+                extra.append((rel, file_stamp(path)))
         for sub in ("amd", "nvidia"):
             lib = os.path.join(root, "backends", sub, "lib")
             for f in sorted(os.listdir(lib)) if os.path.isdir(lib) else []:
                 if f.endswith(".bc"):
                     extra.append((f"{sub}/{f}", file_stamp(os.path.join(lib, f))))
         libtriton = os.path.join(root, "_C", "libtriton.so")
-        self._identity = CompilerIdentity(name=self.name, version=f"triton {triton.__version__}", library=libtriton,
+        self._identity = CompilerIdentity(name=self.name, version=f"triton {dist_version('triton')}", library=libtriton,
                                           stamp=file_stamp(libtriton) if os.path.exists(libtriton) else "",
                                           extra=tuple(extra))
         return self._identity
