@@ -49,8 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="GPU target (hiprtc: gfx90a; nvrtc: sm_90; host: host; triton: gfx942, gfx950 or sm_90). Default: the one shown")
     p.add_argument("--jobs", type=_positive, default=1,
                    help="compiles at once: a thread pool of N over an isolated compiler with N worker processes (default 1)")
-    p.add_argument("--granularity", choices=("candidate", "kernel"), default="candidate",
-                   help="unit of parallel work: a whole candidate, as a tuner's worker builds it (default), or each kernel")
+    p.add_argument("--granularity", choices=("candidate", "kernel", "scheduled"), default="candidate",
+                   help="unit of parallel work: a whole candidate, as a tuner's worker builds it (default), each kernel, or "
+                        "scheduled: each kernel, passing over one in flight on another worker while other work is queued")
     p.add_argument("--cache", choices=("off", "memory", "disk"), default="memory", help="cache mode (default memory)")
     p.add_argument("--problems", default=None,
                    help="transformer-layer GEMMs to tune: a count N (the first N) or names from qkv,attn_out,mlp_up,mlp_down (default all)")

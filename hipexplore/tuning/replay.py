@@ -332,7 +332,7 @@ def candidate_groups(tuning_list: TuningList) -> list[list[ListEntry]]:
     return groups
 
 
-GRANULARITIES = ("candidate", "kernel")
+GRANULARITIES = ("candidate", "kernel", "scheduled")
 
 
 def replay_through_cache(
@@ -345,7 +345,9 @@ def replay_through_cache(
     whose workers each build one candidate (fill, gemm, reduce, pointwise in order); two workers
     reaching the same tail at once is what makes the cache's in-flight sharing report ``joined``,
     and the joining worker idles meanwhile. ``kernel``: every list entry is its own task (in list
-    order), so a worker only waits when the very next entry is in flight elsewhere."""
+    order), so a worker only waits when the very next entry is in flight elsewhere. ``scheduled``:
+    as ``kernel``, but an entry in flight elsewhere is passed over while others are queued
+    (tuning/schedule.py): no worker waits while there is other work."""
     _check_jobs(jobs)
     if granularity not in GRANULARITIES:
         raise ConfigError(f"granularity must be one of {', '.join(GRANULARITIES)}; got {granularity!r}")
@@ -364,11 +366,20 @@ def replay_through_cache(
                 pass  # recorded by the cache as a 'failed' event; the replay goes on
 
     before = cpu_snapshot(compiler)
-    tasks = candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries]
-    seconds = _run_all(tasks, one, jobs)
+    seconds = run_tasks(tuning_list, one, jobs, granularity)
     cpu = cpu_delta(before, cpu_snapshot(compiler))
     by_label = {e.label: e for e in tuning_list.entries}
     return ScenarioResult(scenario, jobs, seconds, _annotate(cache.events(), by_label, scenario, jobs, timed.calls), cpu)
+
+
+def run_tasks(tuning_list: TuningList, one: Callable[[Sequence[ListEntry]], None], jobs: int, granularity: str) -> float:
+    """Run ``one`` over the list's entries in units of ``granularity`` with ``jobs`` at once."""
+    if granularity == "scheduled":
+        from .schedule import run_scheduled
+
+        return run_scheduled(tuning_list.entries, lambda e: one([e]), jobs)
+    tasks = candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries]
+    return _run_all(tasks, one, jobs)
 
 
 def measure_ideal(tuning_list: TuningList, compiler: Compiler, jobs: int = 1) -> ScenarioResult:

@@ -28,7 +28,7 @@ TRITON_SCENARIOS = ("triton-cold", "triton-warm")
 def triton_cache_passes(tuning_list: TuningList, jobs: int = 1, granularity: str = "candidate",
                         cache_dir: str | None = None) -> dict:
     """{"triton-cold": ScenarioResult, "triton-warm": ScenarioResult} over ``tuning_list``."""
-    from .replay import ScenarioResult, _annotate, _run_all, candidate_groups, cpu_delta, cpu_snapshot, warm_up
+    from .replay import ScenarioResult, _annotate, cpu_delta, cpu_snapshot, run_tasks, warm_up
 
     tmp = tempfile.TemporaryDirectory(prefix="hipexplore-triton-own-cache-") if cache_dir is None else None
     directory = cache_dir or tmp.name  # type: ignore[union-attr]
@@ -61,9 +61,8 @@ def triton_cache_passes(tuning_list: TuningList, jobs: int = 1, granularity: str
                     with lock:
                         rows.append(ev)
 
-            tasks = candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries]
             before = cpu_snapshot(comp)
-            seconds = _run_all(tasks, one, jobs)
+            seconds = run_tasks(tuning_list, one, jobs, granularity)
             cpu = cpu_delta(before, cpu_snapshot(comp))
             rows.sort(key=lambda r: r.time)
             frame = events_frame([replace(ev, seq=i) for i, ev in enumerate(rows)])
