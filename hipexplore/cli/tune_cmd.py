@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--granularity", choices=("candidate", "kernel", "scheduled"), default="candidate",
                    help="unit of parallel work: a whole candidate, as a tuner's worker builds it (default), each kernel, or "
                         "scheduled: each kernel, passing over one in flight on another worker while other work is queued")
-    p.add_argument("--cache", choices=("off", "memory", "disk"), default="memory", help="cache mode (default memory)")
+    p.add_argument("--cache", choices=("off", "memory", "disk", "all"), default="memory",
+                   help="cache mode (default memory; all: memory, then disk cold and warm, in one run)")
     p.add_argument("--problems", default=None,
                    help="transformer-layer GEMMs to tune: a count N (the first N) or names from qkv,attn_out,mlp_up,mlp_down (default all)")
     p.add_argument("--limit", type=_positive, default=None, help="candidates per problem (default all 12: 4 tiles x split-K 1,2,4)")
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         tlist,
         jobs=args.jobs,
         cache=args.cache,
-        cache_dir=cache_dir if args.cache == "disk" else None,
+        cache_dir=cache_dir if args.cache in ("disk", "all") else None,
         measure_without_cache=not args.estimate_without_cache,
         granularity=args.granularity,
         salt=not args.no_salt,

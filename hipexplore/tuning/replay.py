@@ -44,7 +44,7 @@ from ..schema import COMPILE_OUTCOMES, REPLAY_COLUMNS, count_outcomes
 from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
 
-CACHE_MODES = ("off", "memory", "disk")
+CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm, in one run
 SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm", "triton-cold", "triton-warm")
 
 #: REPLAY_COLUMNS (schema): what the replay adds to the cache event columns (docs/ARCHITECTURE.md
@@ -566,11 +566,11 @@ def run_replay(
             scenarios["off"] = replay_through_cache(pass_list("off"), comp, off, "off", jobs, granularity)
         primary = "off"
         dir_used = ""
-        if cache == "memory":
+        if cache in ("memory", "all"):
             mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False)
             scenarios["memory"] = replay_through_cache(pass_list("memory"), comp, mem, "memory", jobs, granularity)
             primary = "memory"
-        elif cache == "disk":
+        if cache in ("disk", "all"):
             disk_list = tuning_list if cache_dir is not None else pass_list("disk")
             if cache_dir is None:
                 tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cache-")
@@ -581,7 +581,7 @@ def run_replay(
             for name in (first, "disk-warm"):
                 c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
                 scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
-            primary = first
+            primary = first if cache == "disk" else primary
         if triton_own_cache and tuning_list.compiler == "triton":
             from .triton_cache import triton_cache_passes
 
