@@ -49,6 +49,8 @@ _LAZY = {
     "get_compiler": "hipexplore.compile.registry",
     "get_device": "hipexplore.devices",
     "sweep": "hipexplore.bench",
+    "SweepSpec": "hipexplore.bench",
+    "StopRule": "hipexplore.bench",
     "Measurement": "hipexplore.bench.stats",
 }
 

@@ -102,7 +102,7 @@ def _flag(raw: str) -> bool:
 
 
 def _switch(raw: str) -> bool:
-    return True  # any non-blank value turns it on
+    return raw.lower() not in _FALSE  # any other non-blank value turns it on (0/false/no/off keep it off)
 
 
 def _path(raw: str) -> Path:
@@ -114,7 +114,11 @@ def _text(raw: str) -> str:
 
 
 def _default_workers() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+    try:  # the CPUs this process may run on (affinity, cgroup cpusets), not the host's count
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
 
 
 SETTINGS: dict[str, Setting] = {}
@@ -127,7 +131,7 @@ def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str =
         "bytes": (_positive_int, "a positive integer number of bytes"),
         "seconds": (_positive_seconds, "a positive, finite number of seconds"),
         "flag": (_flag, "1/0 (or true/false, yes/no, on/off)"),
-        "switch": (_switch, "any non-empty value (on)"),
+        "switch": (_switch, "any non-empty value but 0/false/no/off (on)"),
         "path": (_path, "a path"),
         "text": (_text, "a name or path"),
     }[kind]

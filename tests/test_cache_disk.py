@@ -103,6 +103,20 @@ def test_disk_hit_in_a_new_cache_object_keeps_the_original_compile_time(tmp_path
     assert call_answer(second.object_code.binary, tmp_path) == 5
 
 
+def test_a_disk_hit_is_not_written_back(tmp_path):
+    """Only a compile writes an entry: a hit leaves the file as it is (same inode, no write)."""
+    host = Counting(_host())
+    writer = CompileCache(disk_dir=tmp_path / "cache")
+    writer.get_or_compile(request(6), host)
+    assert writer.disk.counters["writes"] == 1
+    path = entry_path(writer, writer.key_for(request(6), host).digest)
+    before = os.stat(path)
+    reader = CompileCache(disk_dir=tmp_path / "cache")
+    assert reader.get_or_compile(request(6), host).outcome == "disk-hit"
+    assert reader.disk.counters["writes"] == 0 and reader.disk.counters["hits"] == 1
+    assert os.stat(path).st_ino == before.st_ino
+
+
 def test_layout_and_inspectable_header(tmp_path):
     cache = CompileCache(disk_dir=tmp_path / "cache")
     result = cache.get_or_compile(request(6), _host())
@@ -282,6 +296,52 @@ def test_encode_decode_roundtrip_and_key_mismatch(tmp_path):
     assert disk.get(same_name) is None and disk.counters["key_mismatches"] == 1
 
 
+def _resealed(data: bytes, edit) -> bytes:
+    """An entry changed by ``edit(body) -> body`` with its checksum recomputed: the change is
+    then caught by the format checks themselves, not by the checksum."""
+    import hashlib
+
+    return (lambda body: body + hashlib.sha256(body).digest())(edit(data[:-32]))
+
+
+@pytest.mark.parametrize("what", ["magic", "trailing bytes"])
+def test_a_resealed_entry_with_a_bad_format_is_a_miss(tmp_path, what):
+    disk = DiskCache(tmp_path)
+    key = fake_key(3)
+    assert disk.put(key, generated(3))
+    path = disk.path_for(key.digest)
+    data = path.read_bytes()
+    if what == "magic":  # another format version, checksum intact
+        bad = _resealed(data, lambda body: b"HXCACHE\x02" + body[len(MAGIC):])
+    else:  # lengths that do not add up to the file: extra bytes before the checksum
+        bad = _resealed(data, lambda body: body + b"extra")
+    path.write_bytes(bad)
+    assert disk.get(key) is None and disk.counters["corrupt"] == 1
+    assert disk.verify()["corrupt"] == 1 and not path.exists()
+
+
+def test_entry_files_are_readable_by_the_group_and_others(tmp_path):
+    """A shared cache directory: entries are 0644 (mkstemp alone gives 0600)."""
+    old = os.umask(0o022)
+    try:
+        disk = DiskCache(tmp_path)
+        assert disk.put(fake_key(4), generated(4))
+    finally:
+        os.umask(old)
+    assert os.stat(disk.path_for(fake_key(4).digest)).st_mode & 0o777 == 0o644
+
+
+def test_verify_removes_an_entry_stored_under_another_name(tmp_path):
+    disk = DiskCache(tmp_path)
+    key = fake_key(5)
+    assert disk.put(key, generated(5))
+    moved = disk.path_for("ab" + key.digest[2:])
+    moved.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(disk.path_for(key.digest), moved)
+    assert disk.verify() == {"checked": 1, "ok": 0, "corrupt": 1, "removed": 1}
+    assert not moved.exists()
+
+
 # -- size cap and pruning ------------------------------------------------------------------------------
 def test_byte_cap_prunes_least_recently_used_generated_payloads(tmp_path):
     entry_bytes = len(encode_entry(fake_key(0), generated(0)))
@@ -292,8 +352,11 @@ def test_byte_cap_prunes_least_recently_used_generated_payloads(tmp_path):
         os.utime(disk.path_for(k.digest), (1000 + i, 1000 + i))  # deterministic ages
     assert disk.get(keys[0]) is not None  # a hit refreshes the oldest entry's mtime
     for i, k in enumerate(keys[10:15], start=10):  # 5 more: prunes about 6 of the 9 old ones
+        pruned_before = disk.counters["pruned"]
         assert disk.put(k, generated(i))
         assert disk.stats()["bytes"] <= disk.max_bytes
+        if disk.counters["pruned"] > pruned_before:  # a prune goes down to 90 % of the cap, not to the cap
+            assert disk.stats()["bytes"] <= int(disk.max_bytes * 0.9)
     present = {info.digest for info in disk.entries()}
     assert keys[0].digest in present  # recently used survived
     assert keys[1].digest not in present and keys[2].digest not in present  # least recently used went first
@@ -314,8 +377,11 @@ def test_stale_temp_files_are_removed_by_the_pruner(tmp_path):
     stale = shard / ".tmp-dead.hxc.part"
     stale.write_bytes(b"half")
     os.utime(stale, (1, 1))
+    live = shard / ".tmp-writing.hxc.part"  # another process is writing this one right now
+    live.write_bytes(b"in progress")
     disk.prune(target_bytes=10**6)
     assert not stale.exists() and disk.get(fake_key(1)) is not None
+    assert live.exists()
 
 
 # -- unwritable directories ----------------------------------------------------------------------------
@@ -347,6 +413,11 @@ def test_cache_root_that_is_a_file_warns_once(tmp_path):
         assert disk.put(fake_key(1), generated(1)) is False
         assert disk.put(fake_key(2), generated(2)) is False
     assert len(caught) == 1 and disk.get(fake_key(1)) is None
+    # writes stay off for the process even once the location becomes usable
+    blocker.unlink()
+    blocker.mkdir()
+    assert disk.put(fake_key(3), generated(3)) is False
+    assert list(disk.entries()) == [] and disk.writable is False
 
 
 FULL_DISK_SCRIPT = r"""

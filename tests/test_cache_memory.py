@@ -174,6 +174,7 @@ def test_every_input_changes_the_key():
     ident = host.identity()
     for field in ("version", "library", "stamp"):
         keys[f"identity.{field}"] = make_key(base, replace(ident, **{field: getattr(ident, field) + "-changed"}))
+    keys["identity.extra"] = make_key(base, replace(ident, extra=(*ident.extra, ("cc1_stamp", "rebuilt"))))
     digests = [k.digest for k in keys.values()]
     assert len(set(digests)) == len(digests), keys
     # the label is a human name, not an input
@@ -253,6 +254,31 @@ def test_lru_by_bytes(tmp_path):
     assert cache.get_or_compile(request(3), host).outcome == "memory-hit"
 
 
+def padded(value: int, pad_bytes: int) -> CompileRequest:
+    """answer() returning ``value`` in a library made ``pad_bytes`` larger by a constant table."""
+    extra = f"const unsigned char hx_pad[{pad_bytes}] = {{1}};"
+    return CompileRequest(Source("answer.c", answer_source(value, extra)), "host", "host")
+
+
+def test_entry_between_one_and_two_caps_is_not_stored_and_evicts_nothing(tmp_path):
+    """A too-large entry is returned without touching the LRU: it neither enters (to be evicted
+    at once) nor pushes the entries already there out."""
+    host = Counting(_host())
+    probe = CompileCache(disk_dir=False)
+    small = len(probe.get_or_compile(request(1), host).object_code.binary)
+    big_request = padded(2, 32 * 1024)
+    cap = int(len(probe.get_or_compile(big_request, host).object_code.binary) / 1.5)
+    assert small <= cap  # the small entry fits, the big one is 1.5 caps
+    cache = CompileCache(max_bytes=cap, disk_dir=False)
+    assert cache.get_or_compile(request(1), host).outcome == "compiled"
+    big = cache.get_or_compile(big_request, host)
+    assert cap < len(big.object_code.binary) < 2 * cap
+    assert call_answer(big.object_code.binary, tmp_path) == 2
+    stats = cache.stats()
+    assert stats["entries"] == 1 and stats["evictions"] == 0 and stats["bytes"] == small
+    assert cache.get_or_compile(request(1), host).outcome == "memory-hit"
+
+
 def test_entry_larger_than_max_bytes_is_returned_but_not_stored(tmp_path):
     host = Counting(_host())
     cache = CompileCache(max_bytes=100, disk_dir=False)
@@ -270,6 +296,65 @@ def test_zero_limits_disable_the_memory_tier(limits):
     cache = CompileCache(disk_dir=False, **limits)
     assert [cache.get_or_compile(request(9), host).outcome for _ in range(2)] == ["compiled", "compiled"]
     assert host.real_compiles == 2 and cache.stats()["entries"] == 0
+
+
+@pytest.mark.parametrize("limits", [{"max_entries": 0}, {"max_bytes": 0}])
+def test_zero_limits_share_no_compile_in_flight(limits):
+    """A memory tier turned off by either limit shares nothing: a second identical request that
+    arrives while the first compiles compiles too (no ``joined``)."""
+    gate = threading.Event()
+    host = Counting(_host(), gate=gate)
+    cache = CompileCache(disk_dir=False, **limits)
+    got: list[str] = []
+    threads = [threading.Thread(target=lambda: got.append(cache.get_or_compile(request(14), host).outcome))
+               for _ in range(2)]
+    threads[0].start()
+    assert host.started.wait(30)
+    threads[1].start()
+    deadline = time.time() + 30
+    while host.calls < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    gate.set()
+    for t in threads:
+        t.join(60)
+    assert got == ["compiled", "compiled"] and host.real_compiles == 2
+    assert cache.stats()["joined"] == 0 and cache.stats()["in_flight"] == 0
+
+
+def test_backend_without_its_own_time_gets_the_wall_time():
+    """A compiler that reports compile_seconds 0 is timed by the cache (the events must not say a
+    compile was free, nor a hit saved nothing)."""
+
+    class Untimed(Counting):
+        def compile(self, request):
+            return replace(super().compile(request), compile_seconds=0.0)
+
+    cache = CompileCache(disk_dir=False)
+    t0 = time.perf_counter()
+    first = cache.get_or_compile(request(15), Untimed(_host()))
+    wall = time.perf_counter() - t0
+    assert 0 < first.compile_seconds <= wall
+    hit = cache.get_or_compile(request(15), Untimed(_host()))
+    assert hit.outcome == "memory-hit" and hit.seconds_saved == pytest.approx(first.compile_seconds - hit.lookup_seconds)
+    assert hit.seconds_saved > 0
+
+
+def test_a_closed_registry_compiler_is_replaced_not_reused():
+    """The cache holds the registry's compiler for requests that name none; once that compiler is
+    closed, the next lookup gets a fresh one instead of 'compiler is closed'."""
+    from conftest import TRIAD_HIP, require_compiler
+
+    from hipexplore.compile.registry import get_compiler
+
+    require_compiler("hiprtc")  # isolated by default: a compiler that can be closed
+    cache = CompileCache(disk_dir=False)
+    req = CompileRequest(Source("t.hip", TRIAD_HIP), "hiprtc", "gfx90a", kernels=("triad",))
+    assert cache.get_or_compile(req).outcome == "compiled"
+    shared = get_compiler("hiprtc")
+    assert shared.worker_pids()  # the instance that compiled for the cache
+    shared.close()
+    assert cache.get_or_compile(req.with_(options=("-O1",))).outcome == "compiled"
+    assert get_compiler("hiprtc") is not shared
 
 
 @pytest.mark.parametrize("var", ["HIPEXPLORE_CACHE_MAX_ENTRIES", "HIPEXPLORE_CACHE_MAX_BYTES"])
@@ -459,3 +544,48 @@ def test_events_are_bounded_and_drops_are_counted(monkeypatch):
     stats = cache.stats()
     assert len(ev) == 5 and list(ev["seq"]) == [3, 4, 5, 6, 7]
     assert stats["lookups"] == 8 and stats["events_dropped"] == 3 and stats["memory_hits"] == 7
+
+
+def test_forced_digest_collision_never_joins_another_keys_compile(tmp_path):
+    """Two different requests with one (injected) digest, the second arriving while the first is in
+    flight: the second must compile on its own, never be handed the first one's binary as ``joined``.
+    A third request for the first key does join (the join path is exercised, not avoided)."""
+    host = _host()
+    gate = threading.Event()
+    slow_a, fast_b = Counting(host, gate=gate), Counting(host)
+    cache = CompileCache(disk_dir=False, digest=constant_digest)
+    got: dict[str, CacheResult] = {}
+    errors: list[BaseException] = []
+
+    def lookup(name, comp, value):
+        try:
+            got[name] = cache.get_or_compile(request(value), comp)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    ta = threading.Thread(target=lookup, args=("a", slow_a, 111))
+    ta.start()
+    assert slow_a.started.wait(30)
+    assert cache.stats()["in_flight"] == 1
+    ta2 = threading.Thread(target=lookup, args=("a2", slow_a, 111))  # same key: must join A
+    ta2.start()
+    deadline = time.time() + 30
+    while cache.stats()["lookups"] < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    tb = threading.Thread(target=lookup, args=("b", fast_b, 222))  # other key, same digest
+    tb.start()
+    tb.join(30)  # a compile of one line of C; a join onto the gated compile would wait forever
+    b_done_while_a_in_flight = not tb.is_alive() and not gate.is_set()
+    gate.set()
+    for t in (ta, ta2, tb):
+        t.join(60)
+    assert not errors
+    assert b_done_while_a_in_flight, "the colliding request waited on the other key's compile"
+    assert got["b"].outcome == "compiled" and fast_b.real_compiles == 1
+    assert got["b"].key.digest == got["a"].key.digest and got["b"].key.canonical != got["a"].key.canonical
+    assert call_answer(got["b"].object_code.binary, tmp_path) == 222
+    assert got["a"].outcome == "compiled" and call_answer(got["a"].object_code.binary, tmp_path) == 111
+    assert got["a2"].outcome == "joined" and call_answer(got["a2"].object_code.binary, tmp_path) == 111
+    assert slow_a.calls == 1
+    assert sorted(outcomes(cache)) == ["compiled", "compiled", "joined"]
+    assert cache.stats()["in_flight"] == 0

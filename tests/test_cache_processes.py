@@ -137,3 +137,109 @@ def test_four_processes_real_host_compiles_share_one_directory(tmp_path):
     assert first_round.count("compiled") >= len(values)  # each key compiled somewhere
     assert second_round == ["memory-hit"] * len(second_round)
     assert DiskCache(root).verify()["ok"] == len(values)
+
+
+# -- one digest for every key, across processes --------------------------------------------------
+def _constant_digest(_: bytes) -> str:
+    return "c0" * 32
+
+
+class _Gated:
+    """The real host compiler; a compile of ``gated_value``'s source waits on ``gate`` (in flight)."""
+
+    def __init__(self, gated_value: int) -> None:
+        import threading
+
+        from hipexplore.compile.host import HostCompiler
+
+        self.inner = HostCompiler()
+        self.name = "host"
+        self.gate = threading.Event()
+        self.started = threading.Event()
+        self.marker = f"return {gated_value};"
+
+    def identity(self):
+        return self.inner.identity()
+
+    def compile(self, request):
+        if self.marker in request.source.text:
+            self.started.set()
+            self.gate.wait(120)
+        return self.inner.compile(request)
+
+
+def _answer(v: int):
+    from hipexplore.compile import CompileRequest, Source
+
+    return CompileRequest(Source("answer.c", f"int answer(void) {{ return {v}; }}\n"), "host", "host")
+
+
+def _call(binary: bytes) -> int:
+    with tempfile.NamedTemporaryFile(suffix=".so", delete=False) as f:
+        f.write(binary)
+    try:
+        return int(ctypes.CDLL(f.name).answer())
+    finally:
+        os.unlink(f.name)
+
+
+def _collision_worker(root: str, index: int, shared_value: int, barrier) -> dict:
+    """Phase 1: process 0 publishes ``shared_value`` (every key shares one file name). Phase 2: each
+    process reads it back (a disk hit: the file holds that very key). Phase 3: each process compiles
+    its own key, gated so it stays in flight, and meanwhile asks for ``shared_value`` on another
+    thread: that lookup must not join the in-flight compile of the other key, and no disk read may
+    hand it another key's entry, whatever the other processes wrote to the one file meanwhile."""
+    import threading
+
+    from hipexplore.compile.cache import CompileCache
+
+    own = 1000 + index
+    out: dict = {"index": index, "rows": []}
+
+    def record(phase, value, result):
+        out["rows"].append((phase, value, result.outcome, _call(result.object_code.binary)))
+
+    if index == 0:
+        record(1, shared_value, CompileCache(disk_dir=root, digest=_constant_digest).get_or_compile(_answer(shared_value)))
+    barrier.wait()
+    record(2, shared_value, CompileCache(disk_dir=root, digest=_constant_digest).get_or_compile(_answer(shared_value)))
+    barrier.wait()
+    cache = CompileCache(disk_dir=root, digest=_constant_digest)
+    comp = _Gated(own)
+    got: dict = {}
+
+    def lookup(value):
+        got[value] = cache.get_or_compile(_answer(value), comp)
+
+    t_own = threading.Thread(target=lookup, args=(own,))
+    t_own.start()
+    while not comp.started.wait(0.05) and t_own.is_alive():  # its own key is on no disk: it must compile
+        pass
+    t_shared = threading.Thread(target=lookup, args=(shared_value,))
+    t_shared.start()
+    t_shared.join(30)
+    out["shared_done_while_own_in_flight"] = not t_shared.is_alive()
+    comp.gate.set()
+    t_own.join(120)
+    t_shared.join(120)
+    record(3, own, got[own])
+    record(3, shared_value, got[shared_value])
+    return out
+
+
+def test_processes_with_one_digest_never_take_another_keys_entry_or_join(tmp_path):
+    from conftest import require_compiler
+
+    require_compiler("host")
+    root = str(tmp_path / "cache")
+    shared = 777
+    results = _run_pool(_collision_worker, lambda b: [(root, i, shared, b) for i in range(N_PROCESSES)])
+    rows = [row for r in results for row in r["rows"]]
+    wrong = [row for row in rows if row[1] != row[3]]
+    assert not wrong, f"(phase, asked, outcome, got) rows with another key's binary: {wrong}"
+    assert [row[2] for row in rows if row[0] == 1] == ["compiled"]
+    assert [row[2] for row in rows if row[0] == 2] == ["disk-hit"] * N_PROCESSES  # the one file held that key
+    third = [row for row in rows if row[0] == 3]
+    assert all(o == "compiled" for _, v, o, _ in third if v != shared)  # no process had its own key on disk
+    assert all(o in ("compiled", "disk-hit") for _, v, o, _ in third if v == shared)  # never "joined"
+    assert all(r["shared_done_while_own_in_flight"] for r in results)

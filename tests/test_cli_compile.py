@@ -168,16 +168,23 @@ def test_hiprtc_gfx90a_compiled_then_disk_hit_in_two_processes(tmp_path):
     src.write_text(HIP_SRC)
     env = {"HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache")}
     argv = ["compile", str(src), "--compiler", "hiprtc", "--target", "gfx90a", "--kernel", "scale<3>", "--json"]
-    runs = []
-    for _ in range(2):
-        proc = run_cli(*argv, env=env)
+    runs, binaries = [], []
+    for i in range(2):
+        out = tmp_path / f"k{i}.co"
+        proc = run_cli(*argv, "-o", str(out), env=env)
         assert proc.returncode == 0, proc.stderr
         runs.append(json.loads(proc.stdout))
+        binaries.append(out.read_bytes())
     assert [r["outcome"] for r in runs] == ["compiled", "disk-hit"]
     assert runs[0]["key"] == runs[1]["key"]
     assert runs[0]["bytes"] == runs[1]["bytes"] > 1000
     assert runs[1]["lowered_names"] == runs[0]["lowered_names"] and runs[0]["lowered_names"]["scale<3>"].startswith("_Z")
     assert runs[1]["lookup_seconds"] < runs[0]["compile_seconds"]
+    # the disk hit hands back the very code object compiled: a gfx90a one with the lowered kernel
+    assert binaries[0] == binaries[1] and len(binaries[0]) == runs[0]["bytes"]
+    from elfcheck import assert_amdgpu_code_object
+
+    assert_amdgpu_code_object(binaries[1], "gfx90a", runs[0]["lowered_names"]["scale<3>"])
 
 
 def test_hiprtc_unknown_target_is_one_clean_error_in_a_process(tmp_path):
@@ -204,8 +211,15 @@ def test_nvrtc_sm90_compiled_then_disk_hit(tmp_path, cache_dir, capsys):
     src = tmp_path / "k.cu"
     src.write_text(HIP_SRC)
     argv = ["compile", str(src), "--compiler", "nvrtc", "--target", "sm_90", "--kernel", "scale<2>", "--json"]
-    first, second = run_json(capsys, *argv), run_json(capsys, *argv)
+    first = run_json(capsys, *argv, "-o", str(tmp_path / "a.cubin"))
+    second = run_json(capsys, *argv, "-o", str(tmp_path / "b.cubin"))
     assert (first["outcome"], second["outcome"]) == ("compiled", "disk-hit")
     assert first["mode"] == "cubin" and first["lowered_names"] == second["lowered_names"]
-    other = run_json(capsys, *argv[:5], "sm_80", *argv[6:])
+    other = run_json(capsys, *argv[:5], "sm_80", *argv[6:], "-o", str(tmp_path / "c.cubin"))
     assert other["outcome"] == "compiled" and other["key"] != first["key"]
+    from elfcheck import assert_cubin
+
+    a, b = (tmp_path / "a.cubin").read_bytes(), (tmp_path / "b.cubin").read_bytes()
+    assert a == b
+    assert_cubin(b, 90, first["lowered_names"]["scale<2>"])
+    assert_cubin((tmp_path / "c.cubin").read_bytes(), 80, first["lowered_names"]["scale<2>"])

@@ -103,13 +103,22 @@ def test_hiprtc_identity_and_targets(need_hiprtc, hiprtc):
 
 
 def test_hiprtc_unknown_target_refused_in_process(need_hiprtc, hiprtc):
-    if "gfx942" in hiprtc.targets():
-        pytest.skip("this comgr knows gfx942")
-    req = CompileRequest(Source("triad.hip", TRIAD_HIP), "hiprtc", "gfx942")
+    """A target missing from this comgr's ISA list is refused in-process (ROCm 5.2's comgr aborts on
+    one). Which targets are missing is read from the compiler, not assumed: the documented crashing
+    ones it does not list, else a well-formed gfx name that no comgr lists."""
+    from hipexplore.compile.hiprtc import CRASHING_ON_ROCM52
+
+    known = set(hiprtc.targets())
+    crashing = hiprtc.crashing_targets()
+    assert set(crashing) == {t for t in CRASHING_ON_ROCM52 if t not in known}
+    target = crashing[0] if crashing else "gfx9ff"
+    assert target not in known
+    req = CompileRequest(Source("triad.hip", TRIAD_HIP), "hiprtc", target)
     with pytest.raises(CompileError, match="ISA list") as info:  # and this process is still alive
         hiprtc.compile(req)
-    assert info.value.target == "gfx942"
-    assert "gfx942" in hiprtc.crashing_targets()
+    assert info.value.target == target
+    for listed in [t for t in CRASHING_ON_ROCM52 if t in known]:  # a newer comgr lists it: not refused
+        assert listed not in crashing
 
 
 def test_hiprtc_bad_arguments(need_hiprtc, hiprtc):
@@ -132,11 +141,16 @@ def test_hiprtc_diagnostics_dump_and_trace(need_hiprtc, hiprtc, tmp_path, monkey
     dumped = {p.name: p for p in tmp_path.rglob("*") if p.is_file()}
     assert dumped["axpy.hip"].read_text() == AXPY_TEMPLATE
     assert dumped["scale.h"].read_text() == AXPY_HEADER[1]
-    if shutil.which("llvm-objdump"):
+    from hipexplore.compile.hiprtc import objdump_tool
+
+    if objdump_tool():  # the tool the backend itself looks for
         asm = next(p for n, p in dumped.items() if n.endswith(".s")).read_text()
         assert f"<{AXPY_FLOAT_MANGLED}>:" in asm and "global_load" in asm
     else:
         assert "llvm-objdump not found" in obj.log
+        from conftest import missing
+
+        missing("tool llvm-objdump", "dump-asm fell back to a note; the disassembly was not checked")
 
 
 def test_hiprtc_unavailable_names_what_was_looked_for(monkeypatch):
@@ -319,7 +333,11 @@ def test_host_dump_asm(need_host_cc, host, tmp_path, monkeypatch):
                                       diagnostics={"dump-asm", "dump-source"}))
     asm = list(tmp_path.rglob("*.s"))
     assert len(asm) == 1 and "triad:" in asm[0].read_text()
-    assert "dump-source: wrote" in obj.log and (tmp_path.rglob("triad.h"))
+    assert "dump-source: wrote" in obj.log
+    dumped = {p.name: p for p in tmp_path.rglob("*") if p.is_file()}
+    assert dumped["triad.c"].read_text() == TRIAD_C  # the dumped text is what was compiled
+    assert dumped["triad.h"].read_text() == TRIAD_C_HEADER[1]
+    assert f"dump-source: wrote {dumped['triad.h']}" in obj.log
 
 
 def _copied_cc(tmp_path) -> str:
@@ -361,12 +379,15 @@ def test_host_identity_follows_cc_and_its_stamp(need_host_cc, tmp_path, monkeypa
 def test_host_in_process_timeout_kills_the_compiler(need_host_cc):
     from hipexplore.compile.host import HostCompiler
 
-    c = HostCompiler(timeout=0.5)
+    c = HostCompiler(timeout=1.0)
+    c.identity()  # probing cc (cc --version) is not part of the compile
     start = time.monotonic()
-    with pytest.raises(CompileTimeout, match="0.5 s") as info:
+    with pytest.raises(CompileTimeout, match="1.0 s") as info:
         c.compile(CompileRequest(Source("slow.c", slow_c_source()), "host", "host"))
-    assert time.monotonic() - start < 10
-    assert info.value.timeout == 0.5
+    elapsed = time.monotonic() - start
+    # the compile takes ~20 s: the timeout fired, and within 2x of its limit (measured: 1.01 s)
+    assert 1.0 <= elapsed < 2.0, elapsed
+    assert info.value.timeout == 1.0
     assert "slow.c" in info.value.log  # the command line
     command = info.value.log.splitlines()[0]  # "$ cc -O3 ... -o <tmp>/lib.so <tmp>/slow.c"
     tmpdir = os.path.dirname(command.split()[-1]).encode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from elfcheck import assert_amdgpu_code_object, assert_cubin
 from hipexplore.compile.registry import get_compiler
 from hipexplore.errors import ConfigError
 from hipexplore.kernels import gemm as g
@@ -90,9 +91,11 @@ def test_gpu_sources_compile(compiler, target):
     shape, cfg = g.GemmShape(100, 70, 90), g.GemmConfig(64, 32, 16, 4, 2, split=3, unroll=4)
     for role in g.roles_for(cfg):
         code = comp.compile(g.kernel_request(role, compiler, target, shape, cfg, "gelu"))
-        assert code.nbytes > 0
-        # the symbol is in the binary (extern "C": not mangled)
-        assert g.symbol(role).encode() in code.binary
+        # a code object / cubin for the target that defines the role's kernel (extern "C": not mangled)
+        if compiler == "hiprtc":
+            assert_amdgpu_code_object(code.binary, target, g.symbol(role))
+        else:
+            assert_cubin(code.binary, int(target[3:]), g.symbol(role))
 
 
 @pytest.mark.parametrize(

@@ -105,9 +105,9 @@ def test_events_read_a_known_in_kernel_duration_despite_host_delay(cuda):
     out = cuda.alloc(8)
 
     class SlowHost(Workload):
-        def launch(self, buffer_set: int) -> None:
+        def launch(self, buffer_set: int, position: int = 0) -> None:
             time.sleep(300e-6)  # host latency between the start event and the launch
-            super().launch(buffer_set)
+            super().launch(buffer_set, position)
 
     med = {}
     for ns in (20_000, 60_000):
@@ -279,3 +279,65 @@ def test_llc_is_the_l2_attribute_and_the_override_wins(cuda, monkeypatch):
         assert other.llc_bytes == 7 << 20 and "HIPEXPLORE_LLC_BYTES" in other.llc_source
     finally:
         other.close()
+
+
+def test_a_hold_that_times_out_fails_its_chunk_and_is_measured_again(cuda):
+    """A hold shorter than the host's enqueue fails; its samples are never kept."""
+    import ctypes
+
+    from hipexplore.bench.stats import StopRule
+    from hipexplore.bench.timing import MAX_HOLD_FAILURES, Workload, time_launches
+    from hipexplore.errors import BenchmarkError
+
+    kernel = _load(cuda, EMPTY_SRC, "hx_test_empty")
+    wl = Workload(cuda, kernel, (1, 1, 1), (32, 1, 1), [_args([ctypes.c_void_p(0)])])
+    with pytest.raises(BenchmarkError, match=f"timed out {MAX_HOLD_FAILURES} times in a row"):
+        time_launches(wl, None, StopRule(iterations=8), hold_timeout_s=1e-7, warmup_s=0)
+
+    class SlowFirst(Workload):
+        calls = 0
+
+        def launch(self, buffer_set: int, position: int = 0) -> None:
+            SlowFirst.calls += 1
+            if position >= 2:
+                time.sleep(2e-3)  # a chunk of 4 outlasts a 1 ms hold; chunks of 2 do not
+            super().launch(buffer_set, position)
+
+    raw = time_launches(SlowFirst(cuda, kernel, (1, 1, 1), (32, 1, 1), wl.arg_sets), None, StopRule(iterations=8),
+                        hold_timeout_s=1e-3, warmup_s=0)
+    assert raw.hold_timeouts >= 1 and len(raw.time_s) == 8 and raw.chunks == 4
+    assert any("discarded" in n for n in raw.notes)
+    assert float(np.max(raw.time_s)) < 1e-3  # no sample of a timed-out hold (they would hold 2 ms of host time)
+
+
+def test_nvml_telemetry_and_clocks_in_the_frames(cuda):
+    import hipexplore as hx
+    from hipexplore.devices.telemetry import for_device
+
+    t = for_device(cuda)
+    assert t.available, t.source
+    assert 1000 < t.max_clock_mhz < 4000 and "NVML" in t.source
+    r = t.read()
+    assert r.clock_mhz > 0 and r.temp_c > 0 and r.power_w > 0
+    t.close()
+    res = hx.sweep("triad", ["16MiB"], [1], ["none"], device=cuda, iterations=64, reference=False, progress=False)
+    x = res.samples
+    assert np.isfinite(x.clock_mhz).all() and (x.clock_mhz > 0).all()
+    s = res.summary.iloc[0]
+    assert s.n_throttled == int(x.throttled.sum())
+    assert "stable" in res.metadata["warmup.clock"], res.metadata["warmup.clock"]
+
+
+def test_in_kernel_timer_on_the_gpu(cuda):
+    import hipexplore as hx
+
+    res = hx.sweep("triad", ["1MiB", "64MiB"], [1], ["l2-read"], device=cuda, iterations=100, reference=False,
+                   progress=False, timers=("events", "in-kernel"))
+    s = res.summary
+    for size, g in s.groupby("size_bytes"):
+        ev = g[g.timer == "events"].median_s.iloc[0]
+        ik = g[g.timer == "in-kernel"].median_s.iloc[0]
+        # the in-kernel window (first block start -> last block end) sits inside the event window
+        assert 0 < ik < ev, (size, ev, ik)
+    big = s[s.size_bytes == 64 << 20].set_index("timer").median_s
+    assert big["in-kernel"] > 0.8 * big["events"]  # at 64 MiB the fixed launch/drain offset is small

@@ -164,3 +164,31 @@ def test_refusals_name_the_kernel():
         insert_icache_flush("__device__ int f() { return 1; }", None)
     with pytest.raises(ConfigError, match="twice"):
         insert_icache_flush(insert_icache_flush(src, "other"), "other")
+
+
+def test_cli_compile_inline_icache_writes_the_transformed_code_object(tmp_path, capsys, monkeypatch):
+    """`hipexplore compile SRC --compiler hiprtc --target gfx90a --kernel NAME --inline-icache --out F`."""
+    require_compiler("hiprtc")
+    import json as _json
+
+    from hipexplore.cli import main
+
+    monkeypatch.setenv("HIPEXPLORE_CACHE_DIR", str(tmp_path / "cache"))
+    src, kernels, headers = SOURCES["stencil"]
+    (tmp_path / "stencil.hip").write_text(src)
+    (tmp_path / headers[0][0]).write_text(headers[0][1])
+    out = tmp_path / "flushed.co"
+    argv = ["compile", str(tmp_path / "stencil.hip"), "--compiler", "hiprtc", "--target", "gfx90a", "--kernel", kernels[0],
+            "--header", str(tmp_path / headers[0][0]), "--inline-icache", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    first = _json.loads(capsys.readouterr().out)
+    assert first["inline_icache"] and first["outcome"] == "compiled"
+    sym = first["lowered_names"][kernels[0]]
+    assert _instructions(_disasm(out.read_bytes(), tmp_path, "cli"), sym)[:17] == list(ICACHE_ASM_LINES)
+    assert main(argv) == 0
+    second = _json.loads(capsys.readouterr().out)
+    assert second["key"] == first["key"] and second["outcome"] in ("memory-hit", "disk-hit")
+    assert main(argv[:-4] + ["--json"]) == 0  # without the flush: another key
+    assert _json.loads(capsys.readouterr().out)["key"] != first["key"]
+    assert main(["compile", str(tmp_path / "stencil.hip"), "--compiler", "nvrtc", "--target", "sm_90", "--inline-icache"]) == 2
+    assert "needs --compiler hiprtc" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from elfcheck import assert_amdgpu_code_object, assert_cubin, assert_host_library
 from hipexplore.compile.cache import CompileCache
 from hipexplore.errors import ConfigError
 from hipexplore.kernels import Arg, KernelSpec, catalog, insert_icache_flush, parse_args, user_kernel
@@ -105,20 +106,25 @@ def test_user_kernel_from_file(tmp_path) -> None:
 
 @pytest.mark.parametrize("name", GPU_KERNELS)
 def test_catalog_compiles_with_hiprtc_for_gfx90a(name, need_hiprtc, cache) -> None:
-    code = compile_kernel(catalog.get(name), "hiprtc", "gfx90a", cache=cache)
-    assert code.binary[:4] == b"\x7fELF" and code.target == "gfx90a"
+    spec = catalog.get(name)
+    code = compile_kernel(spec, "hiprtc", "gfx90a", cache=cache)
+    assert code.target == "gfx90a" and code.symbol(spec.entry) == spec.entry
+    assert_amdgpu_code_object(code.binary, "gfx90a", spec.entry)
 
 
 @pytest.mark.parametrize("name", GPU_KERNELS)
 def test_catalog_compiles_with_nvrtc_for_sm90(name, need_nvrtc, cache) -> None:
-    code = compile_kernel(catalog.get(name), "nvrtc", "sm_90", cache=cache)
-    assert code.binary[:4] == b"\x7fELF"
+    spec = catalog.get(name)
+    code = compile_kernel(spec, "nvrtc", "sm_90", cache=cache)
+    assert code.target == "sm_90" and code.mode == "cubin"
+    assert_cubin(code.binary, 90, code.symbol(spec.entry))
 
 
 def test_host_twins_compile(need_host_cc, cache) -> None:
     for name in ("triad", "copy", "fill", "flush-l2-write", "flush-l2-read"):
-        code = compile_kernel(catalog.get(name), "host", "host", cache=cache)
-        assert code.binary[:4] == b"\x7fELF"
+        spec = catalog.get(name)
+        code = compile_kernel(spec, "host", "host", cache=cache)
+        assert_host_library(code.binary, spec.entry_for("host"))
     with pytest.raises(ConfigError, match="no host C source"):
         request_for(catalog.get("spin"), "host", "host")
 

@@ -202,3 +202,24 @@ def test_time_unit_and_format_bytes():
     assert plots.time_unit([0.2]) == (1e3, "ms")
     assert plots.format_bytes(16 * MiB) == "16 MiB"
     assert plots.format_bytes(1536) == "1.5 KiB"
+
+
+def test_ecdf_lines_are_the_sorted_samples_of_their_setting():
+    x = samples_frame(seed=3)
+    lines = {ln.get_label(): ln for ln in plots.plot_noise_ecdf(x).axes[0].get_lines()}
+    assert set(lines) == {f"{f}, rotating {r}" for f in ("none", "l2-read") for r in (1, 4)}
+    for (flush, rot), grp in x.groupby(["flush", "rotating"]):
+        ln = lines[f"{flush}, rotating {rot}"]
+        np.testing.assert_allclose(ln.get_xdata(), np.sort(grp.time_s.to_numpy()) * 1e6)  # µs
+        np.testing.assert_allclose(ln.get_ydata(), np.arange(1, len(grp) + 1) / len(grp))
+        assert ln.get_drawstyle() == "steps-post"
+
+
+def test_violin_medians_are_the_medians_of_their_setting():
+    from matplotlib.collections import LineCollection
+
+    x = samples_frame(seed=4)
+    ax = plots.plot_noise_violins(x).axes[0]
+    medians = sorted(float(seg[0][1]) for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments())
+    want = sorted(float(np.median(g.time_s)) * 1e6 for _, g in x.groupby(["flush", "rotating"]))
+    np.testing.assert_allclose(medians, want)

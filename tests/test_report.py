@@ -138,18 +138,15 @@ def test_recorded_loader_sorts_frames_by_columns(tmp_path):
         report.load_recorded(tmp_path)
 
 
-def test_live_benchmark_raises_iterations_to_the_auto_set_count():
+def test_live_benchmark_raises_iterations_to_the_auto_set_count(monkeypatch):
     """On a large last-level cache 'auto' wants more sets than the notebook's iteration count: the
     report raises the count (and says so) instead of failing the main job."""
-    from hipexplore.bench.rotating import auto_count
-    from hipexplore.devices import get_device
-    from hipexplore.kernels import catalog
-
-    spec = catalog.get("triad")
-    dev = get_device("host")
-    want = auto_count(dev.llc_bytes, spec.footprint(spec.elements(1 << 20)))
-    dev.close()
+    # triad at 1 MiB per array touches 3 MiB per launch; an LLC of 10 MiB + 1 B needs 4 footprints
+    # to cover it (3 x 3 MiB = 9 MiB falls short), so 'auto' = 2 x 4 = 8 sets
+    monkeypatch.setenv("HIPEXPLORE_LLC_BYTES", str((10 << 20) + 1))
+    want = 8
     bench = report.benchmark_data(device="host", sizes=("1MiB",), rotating=("auto",), flush=("none",), iterations=2)
     row = bench.summary[bench.summary["flush"] == "none"].iloc[0]
+    assert int(row["footprint_bytes"]) == 3 << 20
     assert int(row["rotating"]) == want and int(row["n"]) == want
     assert f"iterations raised from 2 to {want}" in bench.provenance["report.iterations_note"]

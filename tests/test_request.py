@@ -21,9 +21,12 @@ def req(**kw) -> CompileRequest:
 
 
 def test_key_is_canonical_and_ignores_label_and_header_order():
+    from hipexplore.compile.request import KEY_SCHEMA
+
     a = req(headers=(Source("a.h", "A"), Source("b.h", "B")), label="one")
     b = req(headers=(Source("b.h", "B"), Source("a.h", "A")), label="two")
     assert make_key(a, IDENT) == make_key(b, IDENT)
+    assert make_key(a, IDENT).record["schema"] == KEY_SCHEMA  # a schema bump changes every key
     assert make_key(a, IDENT).record["request"]["headers"][0]["name"] == "a.h"
 
 
@@ -86,15 +89,44 @@ def test_default_modes():
     assert req(compiler="hiprtc", target="gfx90a").mode == "code-object"
 
 
-@pytest.mark.parametrize("opt", ["-I/tmp/inc", "-isystem/usr/include", "--include-path=/x", "-include", "@args.txt"])
-def test_options_that_read_unkeyed_files_are_refused(opt):
-    with pytest.raises(ConfigError) as exc:
-        req(options=(opt,))
-    assert repr(opt) in str(exc.value) and "headers" in str(exc.value)
+#: Every option prefix that makes a compiler read a file the key cannot see, each in its joined
+#: spelling (``-Ifoo``, ``--include-path=foo``) and, where the compilers accept one, as its own word
+#: followed by the path (``-I foo``). Written out here, not taken from FILE_READING_OPTIONS, so a
+#: prefix dropped from the production tuple fails its case.
+REFUSED = [
+    ("-I", ["-I/tmp/inc", "-Iinc"], ["-I", "/tmp/inc"]),
+    ("-isystem", ["-isystem/usr/include"], ["-isystem", "/usr/include"]),
+    ("-iquote", ["-iquote/tmp/inc", "-iquoteinc"], ["-iquote", "/tmp/inc"]),
+    ("-idirafter", ["-idirafter/tmp/inc"], ["-idirafter", "/tmp/inc"]),
+    ("-include", ["-include/tmp/pre.h", "-includepre.h"], ["-include", "pre.h"]),
+    ("--include-path", ["--include-path=/x"], ["--include-path", "/x"]),
+    ("--pre-include", ["--pre-include=pre.h"], ["--pre-include", "pre.h"]),
+    ("-imacros", ["-imacros/tmp/m.h"], ["-imacros", "m.h"]),
+    ("--sysroot", ["--sysroot=/opt/root"], ["--sysroot", "/opt/root"]),
+    ("@", ["@args.txt", "@/tmp/args"], None),
+]
+
+
+def test_the_refused_list_is_exactly_the_ten_tested_prefixes():
+    from hipexplore.compile.request import FILE_READING_OPTIONS
+
+    assert sorted(FILE_READING_OPTIONS) == sorted(prefix for prefix, _, _ in REFUSED)
+
+
+@pytest.mark.parametrize("prefix,joined,split", REFUSED, ids=[r[0] for r in REFUSED])
+def test_options_that_read_unkeyed_files_are_refused(prefix, joined, split):
+    spellings = [(o,) for o in joined] + ([tuple(split)] if split else [])
+    for options in spellings:
+        # after a harmless option too: every option is checked, not only the first
+        for opts in (options, ("-O2", *options)):
+            with pytest.raises(ConfigError) as exc:
+                req(options=opts)
+            assert repr(options[0]) in str(exc.value) and "headers" in str(exc.value), opts
 
 
 def test_harmless_look_alike_options_pass():
-    assert req(options=("-lineinfo", "-O3", "-DX=1")).options == ("-lineinfo", "-O3", "-DX=1")
+    opts = ("-lineinfo", "-O3", "-DX=1", "-DINCLUDE=1", "-Wno-include", "-fno-builtin", "--use_fast_math", "-g")
+    assert req(options=opts).options == opts
 
 
 def test_object_code_names_are_read_only_and_survive_pickling():

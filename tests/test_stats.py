@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hipexplore.bench.stats import Measurement, StopRule, measure_adaptively
+from hipexplore.bench.stats import bimodality_coefficient, Measurement, StopRule, measure_adaptively
 from hipexplore.errors import ConfigError
 
 
@@ -113,3 +113,168 @@ def test_stop_rule_validation() -> None:
         StopRule(min_samples=10, max_samples=5)
     assert StopRule().at_least(40).min_samples == 40
     assert StopRule(iterations=5).at_least(40).iterations == 5
+
+
+# --- oracles that tell a right statistic from a near miss (issue 17) -----------------------------
+
+def test_bootstrap_ci_of_the_median_has_the_95_percent_width_and_coverage() -> None:
+    """For normal samples of known sigma, the median's standard error is sqrt(pi/2) sigma / sqrt(n)
+    (1.2533 sigma / sqrt(n)), so a 95% CI is 2 x 1.96 x that wide on average and covers the true
+    median in ~95% of draws. A 99.5% interval is 1.43x as wide and covers ~99.5%; a CI of the mean
+    is 1/1.2533 = 0.80x as wide; the sample min-max is ~10x as wide."""
+    n, sigma, true_median, draws = 200, 1.0, 10.0, 200
+    expected_width = 2 * 1.959964 * np.sqrt(np.pi / 2) * sigma / np.sqrt(n)
+    widths, covered = [], 0
+    for seed in range(draws):
+        x = true_median + sigma * np.random.default_rng(1000 + seed).standard_normal(n)
+        s = Measurement(x, seed=seed).summary()  # what the sweep reports
+        lo, hi = s["ci_low_s"], s["ci_high_s"]
+        widths.append(hi - lo)
+        covered += lo <= true_median <= hi
+    ratio = float(np.mean(widths)) / expected_width
+    assert 0.9 < ratio < 1.1, f"mean CI width is {ratio:.3f} x the 95% width of a median CI"
+    assert 0.90 <= covered / draws <= 0.99, f"coverage {covered}/{draws} is not ~95%"
+
+
+def test_bootstrap_ci_is_of_the_median_not_the_mean_on_skewed_data() -> None:
+    # exponential(1): median ln 2 = 0.693, mean 1.0; n = 400 puts the two CIs far apart
+    m = Measurement(np.random.default_rng(7).exponential(1.0, 400), seed=3)
+    lo, hi = m.bootstrap_ci()
+    assert lo <= np.log(2) <= hi and lo <= m.median <= hi
+    assert hi < 0.9 < m.mean  # a CI of the mean would sit around 1.0
+    lo99, hi99 = m.bootstrap_ci(level=0.99)
+    assert lo99 <= lo and hi <= hi99 and (hi99 - lo99) > (hi - lo)
+
+
+def test_tukey_fences_are_at_1_5_iqr() -> None:
+    # 1001 evenly spaced points: Q1 = 0.25, Q3 = 0.75, IQR = 0.5, fences at -0.5 and 1.5; the six
+    # added points move the quartiles by < 0.002, far less than the 0.025 margins below
+    base = np.linspace(0.0, 1.0, 1001)
+    probes = {
+        0.75 + 1.45 * 0.5: False,  # just inside the upper fence
+        0.75 + 1.55 * 0.5: True,   # just outside it
+        0.75 + 2.9 * 0.5: True,    # outside 1.5 IQR, inside 3 IQR
+        0.25 - 1.45 * 0.5: False,
+        0.25 - 1.55 * 0.5: True,
+        0.25 - 2.9 * 0.5: True,
+    }
+    x = np.concatenate([base, list(probes)])
+    m = Measurement(x + 10.0)  # shifted so every sample is a positive time
+    mask = m.outliers()
+    assert not mask[: base.size].any()
+    assert list(mask[base.size:]) == list(probes.values())
+    assert m.n_outliers == 4 and m.summary()["n_outliers"] == 4
+
+
+def _rel_iqr(rel: float, median: float = 5e-6) -> np.ndarray:
+    """1001 evenly spaced samples over median x [1 - rel, 1 + rel]: IQR / median is exactly ``rel``."""
+    return median * np.linspace(1 - rel, 1 + rel, 1001)
+
+
+@pytest.mark.parametrize("rel, expected", [
+    (0.095, None), (0.105, "noisy"), (0.245, "noisy"), (0.255, "very noisy"),
+])
+def test_noise_thresholds_probed_just_below_and_above(rel: float, expected: str | None) -> None:
+    m = Measurement(_rel_iqr(rel))
+    assert m.iqr_rel == pytest.approx(rel, rel=1e-9)
+    w = m.warnings()
+    if expected is None:
+        assert w == [] and m.summary()["warning"] == ""
+    else:
+        assert len(w) == 1 and w[0].split(":")[0] == expected
+        assert m.summary()["warning"] == w[0]
+
+
+def test_stop_rule_timeout_stops_at_the_limit_not_after() -> None:
+    rule = StopRule(min_samples=2, min_time_s=0.0, target_cv=1e-9, timeout_s=2.0)
+    noisy = _noisy(50, rel=0.5)
+    more, why = rule.remaining(noisy, 1.98)
+    assert more > 0 and why == ""
+    more, why = rule.remaining(noisy, 2.0)
+    assert more == 0 and why.startswith("timeout 2 s")
+
+
+def test_adaptive_timeout_with_a_fake_clock_is_within_one_batch() -> None:
+    """Each batch advances a fake clock by 0.1 s: the loop stops at the first check at or past the
+    3 s timeout, i.e. after 30 batches (a timeout checked at 10x its limit would take 300)."""
+    now = [0.0]
+
+    def take(k: int) -> np.ndarray:
+        now[0] += 0.1
+        return _noisy(k, rel=0.5, seed=len(str(now[0])) + int(now[0] * 10))
+
+    rule = StopRule(min_samples=10, target_cv=1e-6, timeout_s=3.0)
+    samples, why = measure_adaptively(take, rule, chunk=8, clock=lambda: now[0])
+    assert why.startswith("timeout 3 s")
+    assert 3.0 <= now[0] <= 3.0 + 0.1 + 1e-9 and samples.size == 8 * round(now[0] / 0.1)
+
+
+def test_summary_reports_each_statistic_under_its_own_name() -> None:
+    x = np.random.default_rng(11).gamma(2.0, 1e-6, 301)  # skewed: min, p5, median, mean, p95, max all differ
+    m = Measurement(x, seed=4)
+    q1, q3 = np.percentile(x, [25, 75])
+    lo, hi = m.bootstrap_ci()
+    want = {
+        "n": 301, "median_s": np.median(x), "mean_s": np.mean(x), "min_s": x.min(), "p5_s": np.percentile(x, 5),
+        "p95_s": np.percentile(x, 95), "iqr_rel": (q3 - q1) / np.median(x), "cv": np.std(x, ddof=1) / np.mean(x),
+        "ci_low_s": lo, "ci_high_s": hi,
+        "n_outliers": int(((x < q1 - 1.5 * (q3 - q1)) | (x > q3 + 1.5 * (q3 - q1))).sum()),
+        "bimodality": bimodality_coefficient(x),
+    }
+    s = m.summary()
+    assert set(s) == set(want) | {"warning"}
+    for key, value in want.items():
+        assert s[key] == pytest.approx(value, rel=1e-12), key
+    assert s["warning"] == "; ".join(m.warnings()) != ""  # gamma(2) has IQR/median ~ 0.9: very noisy
+    assert s["n_outliers"] > 0 and lo < s["median_s"] < hi
+
+
+def test_bootstrap_ci_of_two_samples_is_an_interval_and_levels_are_checked() -> None:
+    assert Measurement([2e-6]).bootstrap_ci() == (2e-6, 2e-6)
+    lo, hi = Measurement([1e-6, 3e-6]).bootstrap_ci()  # resampled medians: 1, 2 or 3 us
+    assert lo == pytest.approx(1e-6) and hi == pytest.approx(3e-6)
+    for bad in (0.0, 1.0, 1.5, -0.1):
+        with pytest.raises(ConfigError, match="confidence level"):
+            Measurement([1e-6, 2e-6]).bootstrap_ci(level=bad)
+
+
+def _with_cv(cv: float, n: int = 20) -> np.ndarray:
+    """n samples around 1 ms whose sample stdev / mean is exactly ``cv``."""
+    z = np.random.default_rng(3).standard_normal(n)
+    z = (z - z.mean()) / z.std(ddof=1)
+    return 1e-3 * (1 + cv * z)
+
+
+def test_stop_rule_converges_at_its_target_cv_and_not_before() -> None:
+    rule = StopRule(min_samples=10, min_time_s=0.0, target_cv=0.01, timeout_s=100)
+    more, why = rule.remaining(_with_cv(0.0099), 1.0)
+    assert more == 0 and why == "converged: rel stdev 0.99% <= 1.00%"
+    more, why = rule.remaining(_with_cv(0.0101), 1.0)
+    assert more >= 1 and why == ""
+    # the documented defaults: 0.5% relative stdev over at least 20 samples
+    default = StopRule(min_time_s=0.0)
+    more, why = default.remaining(_with_cv(0.0049, 20), 0.1)
+    assert more == 0 and why.startswith("converged: rel stdev")
+    assert default.remaining(_with_cv(0.0051, 20), 0.1)[0] >= 1
+    assert default.remaining(_with_cv(0.0, 19)[:19], 0.1) == (1, "")  # 19 identical samples: one more
+
+
+def test_stop_rule_counts_what_is_missing_and_caps_at_max_samples() -> None:
+    rule = StopRule(min_samples=12, min_time_s=0.0, target_cv=0.5, timeout_s=100, max_samples=40)
+    assert rule.remaining(np.empty(0), 0.0) == (12, "")
+    assert rule.remaining(np.full(5, 1e-6), 0.0) == (7, "")
+    more, why = rule.remaining(np.full(12, 1e-6), 0.0)
+    assert more == 0 and why.startswith("converged")
+    noisy = _noisy(40, rel=2.0, seed=9)
+    more, why = rule.remaining(noisy, 0.0)
+    assert more == 0 and why.startswith("max_samples 40 reached")
+    assert rule.remaining(noisy[:39], 0.0) == (1, "")
+
+
+def test_at_least_raises_min_and_max_samples_of_adaptive_rules_only() -> None:
+    rule = StopRule(min_samples=10, max_samples=20)
+    grown = rule.at_least(40)
+    assert (grown.min_samples, grown.max_samples) == (40, 40)
+    assert rule.at_least(5) is rule
+    fixed = StopRule(iterations=5)
+    assert fixed.at_least(40) is fixed

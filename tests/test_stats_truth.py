@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hipexplore.bench.stats import (
@@ -189,3 +190,37 @@ def test_min_samples_and_min_time_gate_every_criterion():
 def test_stop_rule_refuses_absurd_values(field, value):
     with pytest.raises(ConfigError, match=field):
         StopRule(**{field: value})
+
+
+def test_a_median_on_a_timer_grid_is_known_to_half_a_tick_at_best():
+    rng = np.random.default_rng(12)
+    tick = 32e-9
+    x = np.round(TRUE * (1 + 0.002 * rng.standard_normal(400)) / tick) * tick  # events on a 32 ns grid
+    m = Measurement(x)
+    assert m.resolution == pytest.approx(tick)
+    lo, hi = m.bootstrap_ci()
+    assert hi - lo >= tick - 1e-15 and lo <= m.median - tick / 2 + 1e-15
+    assert Measurement(TRUE * (1 + 0.01 * rng.standard_normal(400))).resolution == 0.0  # continuous: no grid
+    r, rlo, rhi = ratio_ci(m, m)
+    assert r == 1.0 and rlo <= 1 - tick / 2 / m.median * 1.9 and rhi >= 1 + tick / 2 / m.median * 1.9
+
+
+def test_run_to_run_flags_drift_the_intervals_do_not_cover():
+    from hipexplore.bench.drift import run_to_run
+
+    rng = np.random.default_rng(13)
+    runs = []
+    for r in range(10):
+        level = TRUE * (1 + 0.02 * rng.standard_normal())  # a level shift per run: drift
+        rows = []
+        for flush, shift in (("none", level), ("l2-read", TRUE)):
+            x, ch = _chunked(40, 4, 100 * r + len(rows), chunk_sd=0.002, sample_sd=0.002)
+            m = Measurement(x / TRUE * shift, chunks=ch)
+            lo, hi = m.bootstrap_ci(resamples=300)
+            rows.append({"run_id": f"r{r}", "kernel": "triad", "size_bytes": 1 << 20, "rotating_requested": "1",
+                         "flush": flush, "timer": "events", "median_s": m.median, "ci_low_s": lo, "ci_high_s": hi})
+        runs.append(pd.DataFrame(rows))
+    out = run_to_run(runs).set_index("flush")
+    assert out.loc["none"].drift and out.loc["none"].ratio > 3 and "drift between runs" in out.loc["none"].note
+    assert not out.loc["l2-read"].drift and out.loc["l2-read"].ratio < 1.5
+    assert (out.runs == 10).all()

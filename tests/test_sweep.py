@@ -49,7 +49,8 @@ def test_host_sweep_produces_tidy_frames(dev, tmp_path) -> None:
     s, x = res.summary, res.samples
     assert list(s.columns) == list(SUMMARY_COLUMNS) and list(x.columns) == list(SAMPLE_COLUMNS)
     assert len(s) == 2 * 2 * (2 * 3 + 1) == len(seen)
-    assert [r["flush"] for r in seen[:2]] == ["cold-reference", "none"]
+    # the cold reference is taken in parts through each (kernel, size) group; its row comes last
+    assert [r["flush"] for r in seen[:7]] == ["none", "l2-write", "l2-read"] * 2 + ["cold-reference"]
     ref = s[s.flush == "cold-reference"]
     assert (ref.bias == 0).all() and (ref.n == 3).all() and (ref.rotating == 1).all()
     rest = s[s.flush != "cold-reference"]
@@ -82,13 +83,14 @@ def test_stop_and_resume_keeps_finished_work(dev, tmp_path) -> None:
     done: list[dict] = []
     res = sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none", "l2-read"], on_result=done.append,
                 should_stop=lambda: len(done) >= 3, **kw)
-    assert res.stopped and len(res.summary) == 3
+    # three configurations, then the reference of their (kernel, size), whose samples were taken: kept
+    assert res.stopped and len(res.summary) == 4 and list(res.summary.flush)[-1] == "cold-reference"
     on_disk = pd.read_parquet(output_paths(out)[1])
-    assert len(on_disk) == 3
+    assert len(on_disk) == 4
     first_run = on_disk.run_id.iloc[0]
     more: list[dict] = []
     res2 = sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none", "l2-read"], on_result=more.append, **kw)
-    assert not res2.stopped and len(more) == 2 * (2 * 2 + 1) - 3
+    assert not res2.stopped and len(more) == 2 * (2 * 2 + 1) - 4
     s = res2.summary
     assert len(s) == 10 and not s.duplicated(["kernel", "size_bytes", "rotating_requested", "flush"]).any()
     assert (s.run_id == first_run).all()
@@ -157,3 +159,163 @@ def test_cli_user_kernel(tmp_path, capsys, monkeypatch) -> None:
     assert rc == 0
     (row,) = json.loads(capsys.readouterr().out)["summary"]
     assert row["kernel"] == "myscale" and row["footprint_bytes"] == 2 * 16 * KIB and row["bias"] is None
+
+
+# --- device identity on resume; what the sweep's launches used (issue 17) -------------------------
+
+class _OtherCpu(HostDevice):
+    """The real host device under another name: results recorded on it are another device's."""
+
+    @property
+    def name(self) -> str:
+        return "Other CPU 9000"
+
+
+def test_resume_refuses_results_of_another_device(dev, tmp_path) -> None:
+    """The resume check compares the device *name* recorded in the summary (and, through the
+    metadata, the LLC size); kind, index and target are not compared."""
+    out = tmp_path / "d.parquet"
+    kw = dict(iterations=4, reference_samples=2, out=out, progress=False, warmup_s=0)
+    first = sweep("triad", "16KiB", [1], ["none"], device=dev, **kw)
+    assert set(first.summary.device_name) == {dev.name}
+    before = pd.read_parquet(output_paths(out)[1])
+    other = _OtherCpu(llc_bytes=dev.llc_bytes)
+    other.cache = dev.cache
+    try:
+        with pytest.raises(ConfigError, match=r"cannot resume .*holds results from \[.*\], not 'Other CPU 9000'"):
+            sweep("triad", "16KiB", [1, 2], ["none"], device=other, **kw)
+    finally:
+        other.close()
+    pd.testing.assert_frame_equal(pd.read_parquet(output_paths(out)[1]), before)  # nothing was appended
+    # same name, another LLC size: rows sized and flushed for another cache are not mixed in either
+    small = HostDevice(llc_bytes=dev.llc_bytes // 2)
+    small.cache = dev.cache
+    try:
+        with pytest.raises(ConfigError, match=r"other settings .*device\.llc_bytes"):
+            sweep("triad", "16KiB", [1, 2], ["none"], device=small, **kw)
+    finally:
+        small.close()
+    # the same device resumes: only the new configuration is measured
+    res = sweep("triad", "16KiB", [1, 2], ["none"], device=dev, **kw)
+    assert len(res.summary) == len(before) + 1
+
+
+class _Recording(HostDevice):
+    """The real host device, recording each launch's C symbol and first argument's address."""
+
+    def __init__(self, llc_bytes: int) -> None:
+        super().__init__(llc_bytes=llc_bytes)
+        self.launches: list[tuple[str, int]] = []
+
+    def launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
+        self.launches.append((kernel.__name__, int(args.values[0].value or 0)))
+        super().launch(kernel, grid, block, args, shared_bytes)
+
+
+def test_sweep_launches_flush_before_each_sample_and_rotate_buffer_addresses(dev) -> None:
+    rec = _Recording(dev.llc_bytes)
+    rec.cache = dev.cache
+    try:
+        res = sweep("triad", "16KiB", [3], ["l2-read"], device=rec, iterations=6, reference_samples=2,
+                    progress=False, warmup_s=0, verify_results=False)
+    finally:
+        rec.close()
+    x = res.samples
+    ref, rot3 = x[x.flush == "cold-reference"], x[x.flush == "l2-read"]
+    assert (ref.flush_s > 0).all() and (rot3.flush_s > 0).all()
+    assert list(rot3.buffer_set) == [0, 1, 2, 0, 1, 2]
+    launches = list(rec.launches)
+    lead = next(i for i, (name, _) in enumerate(launches) if name != "triad")
+    assert lead >= 1  # the once-per-sweep warm-up until the clock is stable (unflushed)
+    names = [name for name, _ in launches[lead:]]
+    # the reference in two parts (warm-up + 1 sample each) around the rotating configuration
+    # (warm-up over 3 sets + 6 samples); every launch after an l2-read flush
+    assert names == ["hx_read_flush", "triad"] * ((1 + 1) + (3 + 6) + (1 + 1))
+    triads = [p for name, p in launches[lead:] if name == "triad"]
+    ref_ptrs, rot_ptrs, ref2_ptrs = triads[:2], triads[2:11], triads[11:]
+    assert len(set(ref_ptrs)) == 1 and len(set(ref2_ptrs)) == 1
+    assert len(set(rot_ptrs[:3])) == 3 and rot_ptrs == rot_ptrs[:3] * 3  # sets 0, 1, 2, then sample j on set j % 3
+    assert len({p for name, p in rec.launches if name == "hx_read_flush"}) == 1
+
+
+class _FixedMemory(HostDevice):
+    """The real host device reporting a fixed 64 MiB of free memory (of 128 MiB)."""
+
+    def memory_info(self) -> tuple[int, int]:
+        return 64 << 20, 128 << 20
+
+
+def test_rotating_cap_is_the_memory_fraction_and_a_capped_count_warns(dev) -> None:
+    d = _FixedMemory(llc_bytes=dev.llc_bytes)
+    d.cache = dev.cache
+    try:
+        # triad at 1 MiB per array: 3 MiB a set; 30% of 64 MiB = 19.2 MiB fits 6 sets of the 10 asked for
+        res = sweep("triad", "1MiB", [2, 10], ["none"], device=d, iterations=10, reference_samples=2, progress=False,
+                    warmup_s=0, mem_fraction=0.3, verify_results=False)
+    finally:
+        d.close()
+    s = res.summary.set_index("rotating_requested")
+    cap = int((64 << 20) * 0.3)
+    assert (res.summary.rotating_cap_bytes == cap).all()
+    assert int(s.loc["2", "rotating"]) == 2 and "capped" not in s.loc["2", "warning"]
+    assert int(s.loc["10", "rotating"]) == 6
+    assert f"rotating 10 wants 10 sets x {3 << 20} B = {30 << 20} B, over the cap of {cap} B" in s.loc["10", "warning"]
+    assert "capped to 6" in s.loc["10", "warning"]
+
+
+def test_sample_rows_number_iterations_and_resumed_rows_keep_the_reference(dev, tmp_path) -> None:
+    out = tmp_path / "i.parquet"
+    kw = dict(device=dev, iterations=5, reference_samples=3, out=out, progress=False, warmup_s=0)
+    done: list[dict] = []
+    # stop right after the first flush mode of the first rotating count: the check sits inside the flush loop
+    first = sweep("triad", "16KiB", [1, 2], ["none", "l2-read"], on_result=done.append, should_stop=lambda: len(done) >= 2, **kw)
+    # (the reference of the group comes last: its parts were taken, so it is kept on stop too)
+    assert first.stopped and [r["flush"] for r in done] == ["none", "l2-read", "cold-reference"]
+    res = sweep("triad", "16KiB", [1, 2], ["none", "l2-read"], **kw)
+    s, x = res.summary, res.samples
+    ref_median = float(s[s.flush == "cold-reference"].median_s.iloc[0])
+    rest = s[s.flush != "cold-reference"]
+    assert len(rest) == 4 and (rest.reference_median_s == ref_median).all()
+    assert rest.bias.to_numpy() == pytest.approx((rest.median_s / ref_median - 1).to_numpy())
+    for (_flush, _req), rows in x.groupby(["flush", "rotating_requested"]):
+        assert list(rows.iteration) == list(range(len(rows)))
+    # resume=False starts over: a new run with every configuration measured again
+    again = sweep("triad", "16KiB", [1, 2], ["none", "l2-read"], resume=False, **kw)
+    assert len(again.summary) == 5 and again.summary.run_id.nunique() == 1
+    assert again.summary.run_id.iloc[0] != s.run_id.iloc[0]
+
+
+def test_flush_factor_sizes_the_flush_and_is_recorded(dev) -> None:
+    res = sweep("triad", "16KiB", [1], ["l2-read", "l2-write"], device=dev, iterations=3, reference=False, progress=False,
+                warmup_s=0, flush_factor={"l2-read": 9, "l2-write": 1})
+    llc = dev.llc_bytes  # 128 KiB: 9 x -> 1.125 MiB -> 2 MiB; 1 x -> 1 MiB
+    assert llc == 128 * KIB
+    assert res.metadata["flush.l2-read.bytes"] == str(2 << 20) and res.metadata["flush.l2-write.bytes"] == str(1 << 20)
+    assert res.metadata["flush.factor.l2-read"] == "9"
+    default = sweep("triad", "16KiB", [1], ["l2-read", "none"], device=dev, iterations=3, reference=False, progress=False, warmup_s=0)
+    assert default.metadata["flush.l2-read.bytes"] == str(1 << 20) and default.metadata["flush.none.bytes"] == "0"
+
+
+def test_samples_reach_disk_before_their_summary(dev, tmp_path) -> None:
+    """A summary row never exists without its samples: with the summary file unwritable (a folder in
+    its place) the first configuration's samples are on disk when the summary write fails."""
+    out = tmp_path / "o.parquet"
+    samples_path, summary_path, _meta = output_paths(out)
+    summary_path.mkdir()
+    with pytest.raises(OSError):
+        sweep("triad", "16KiB", [1], ["none"], device=dev, iterations=3, reference_samples=2, out=out, progress=False, warmup_s=0)
+    written = pd.read_parquet(samples_path)
+    assert set(written.flush) == {"none"} and len(written) == 3  # the first configuration's samples
+
+
+def test_iterations_and_stop_rule_are_exclusive_and_sizes_parse(dev) -> None:
+    from hipexplore.bench import StopRule
+
+    with pytest.raises(ConfigError, match="either iterations .* or stop"):
+        sweep("triad", "16KiB", 1, "none", device=dev, iterations=4, stop=StopRule(), progress=False)
+    assert parse_size("4kB") == 4000 and parse_size("4KiB") == 4096 and parse_size("4k") == 4096
+    assert parse_size("2MB") == 2 * 10**6 and parse_size("1GB") == 10**9 and parse_size("1GiB") == 1 << 30
+    assert parse_size("1.5MiB") == 3 << 19 and parse_size("512") == 512 and parse_size("512B") == 512
+    for bad in ("0KiB", "-1MiB", "0", 0, -5, "MiB", "1TiB"):
+        with pytest.raises(ConfigError, match="size"):
+            parse_size(bad)

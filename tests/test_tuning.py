@@ -104,6 +104,9 @@ def test_host_replay_numbers_are_reproduced():
     assert len(compiled_digests) == expected_unique
     assert set(mem.loc[mem["outcome"] == "memory-hit", "digest"]) <= compiled_digests
     assert (mem.loc[mem["outcome"] == "memory-hit", "role"] != "gemm").all()
+    # only lookups that called the compiler carry compiler time
+    assert (mem.loc[mem["outcome"] == "memory-hit", "call_seconds"] == 0).all()
+    assert (mem.loc[mem["outcome"] == "compiled", "call_seconds"] > 0).all()
     # labels map back to the list entry
     for row in mem.itertuples():
         assert row.kernel == f"{row.problem}/{row.candidate}/{row.role}"
@@ -130,6 +133,7 @@ def test_host_disk_cold_then_warm(tmp_path):
     assert warm["compiles"] == 0
     assert warm["disk_hits"] == tl.unique_kernels  # first sight of each kernel in a fresh cache object
     assert warm["memory_hits"] == tl.kernels - tl.unique_kernels
+    assert warm["hits"] == tl.kernels and cold["hits"] == tl.kernels - tl.unique_kernels  # both tiers count
     assert rep.to_json()["seconds_without_cache_source"] == "recorded-sum"
     # a second run on the now-populated directory is not called cold
     again = run_replay(tl, jobs=1, cache="disk", cache_dir=tmp_path / "c", compiler=comp, measure_without_cache=False)
@@ -154,6 +158,10 @@ def test_parallel_replay_compiles_each_unique_kernel_once(granularity):
     if granularity == "scheduled":  # a worker never takes a kernel that is in flight on another one
         assert js["joins"] == 0
     # joins wait for a compile in flight: their recorded compile time is the original's
+    # the cache's own cost leaves out joins (they wait for another lookup's compile)
+    not_joined = mem[mem["outcome"] != "joined"]
+    assert js["cache_overhead_seconds"] == pytest.approx(
+        float((not_joined["lookup_seconds"] - not_joined["call_seconds"]).sum()))
     joined = mem[mem["outcome"] == "joined"]
     for row in joined.itertuples():
         assert row.compile_seconds == pytest.approx(compiled.loc[compiled["digest"] == row.digest, "compile_seconds"].iloc[0])
@@ -290,3 +298,133 @@ def test_scheduler_passes_over_work_in_flight():
     first_a_end = next(t for ev, k, t in log if ev == "end" and k == "A")
     second_a_start = [t for ev, k, t in log if ev == "start" and k == "A"][1]
     assert second_a_start >= first_a_end
+
+
+# ------------------------------------------------------------------------------------ per-pass salt, warm pass
+class _Recording:
+    """The real host compiler, recording every request it is asked to compile, in order."""
+
+    def __init__(self, inner) -> None:
+        import threading
+
+        self.inner = inner
+        self.name = inner.name
+        self.requests: list = []
+        self._lock = threading.Lock()
+
+    def identity(self):
+        return self.inner.identity()
+
+    def targets(self):
+        return self.inner.targets()
+
+    def compile(self, request):
+        with self._lock:
+            self.requests.append(request)
+        return self.inner.compile(request)
+
+
+_SALT_RX = __import__("re").compile(r"typedef int hx_replay_salt_(\w+);")
+
+
+def _salt_of(request) -> str | None:
+    found = _SALT_RX.findall(request.source.text)
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def test_each_pass_compiles_its_own_salted_sources_after_an_untimed_warm_pass():
+    """The replay's per-pass salt and warm pass, seen where they matter: in the sources that reach
+    the compiler. Order: warm-up kernels, the warm pass (each unique kernel once), then ideal, off and
+    memory, each pass with one salt of its own, so no compiled source of one pass is another's."""
+    comp = _Recording(_available("host"))
+    tl = _small(problems="1", limit=2)
+    rep = run_replay(tl, jobs=1, cache="memory", compiler=comp)
+    assert rep.to_json()["salted_per_pass"] is True
+    reqs = comp.requests
+    warm_up = [r for r in reqs if any(o.startswith("-DHX_WARMUP=") for o in r.options)]
+    assert len(warm_up) == 4 and reqs[:4] == warm_up  # one kernel per role, first, unsalted
+    passes: list[tuple[str, list]] = []  # (pass name, its requests), in the order compiled
+    for r in reqs[4:]:
+        salt = _salt_of(r)
+        assert salt is not None, f"an unsalted compile after the warm-up: {r.label}"
+        name = salt.rsplit("_", 1)[1]
+        if not passes or passes[-1][0] != name:
+            passes.append((name, []))
+        passes[-1][1].append(r)
+    assert [name for name, _ in passes] == ["warm", "ideal", "off", "memory"]
+    counts = {name: len(rs) for name, rs in passes}
+    assert counts == {"warm": tl.unique_kernels, "ideal": tl.unique_kernels, "off": tl.kernels,
+                      "memory": tl.unique_kernels}
+    salts = {name: {_salt_of(r) for r in rs} for name, rs in passes}
+    assert all(len(s) == 1 for s in salts.values()), salts  # one salt per pass
+    prefixes = {s.pop().rsplit("_", 1)[0] for s in salts.values()}
+    assert len(prefixes) == 1  # one run
+    sources = {name: {r.source.text for r in rs} for name, rs in passes}
+    names = list(sources)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not sources[a] & sources[b], f"passes {a} and {b} compiled the same source text"
+    # the salt is appended, the kernel itself unchanged: stripping it gives the list's own sources
+    by_label = {e.label: e for e in tl.entries}
+    for name, rs in passes:
+        for r in rs:
+            original = by_label[r.label].request
+            assert r.with_(source=original.source) == original  # only the source text differs
+            assert r.source.text.startswith(original.source.text)
+            tail = r.source.text[len(original.source.text):]
+            assert _SALT_RX.search(tail) and tail.count("\n") == 2, tail  # one appended line, a real token
+    # and in the events: no digest of one timed pass is another's
+    frame = rep.frame
+    digests = {s: set(frame.loc[frame["scenario"] == s, "digest"]) for s in ("ideal", "off", "memory")}
+    assert not digests["ideal"] & digests["off"] and not digests["off"] & digests["memory"]
+    assert not digests["ideal"] & digests["memory"]
+
+
+def test_without_salt_or_warm_pass_the_passes_share_sources():
+    """The switches do what they say (and the test above can tell them apart)."""
+    comp = _Recording(_available("host"))
+    tl = _small(problems="1", limit=1)
+    rep = run_replay(tl, jobs=1, cache="memory", compiler=comp, salt=False, warm_pass=False)
+    assert rep.to_json()["salted_per_pass"] is False
+    after = comp.requests[4:]
+    assert all(_salt_of(r) is None for r in after)
+    assert len(after) == tl.unique_kernels + tl.kernels + tl.unique_kernels  # ideal, off, memory: no warm pass
+    assert {r.source.text for r in after} == {e.request.source.text for e in tl.entries}
+
+
+def test_cache_off_runs_the_off_pass_even_without_measure_without_cache():
+    comp = _available("host")
+    tl = _small(problems="1", limit=1)
+    rep = run_replay(tl, jobs=1, cache="off", compiler=comp, measure_without_cache=False, warm_pass=False)
+    assert rep.primary == "off" and set(rep.scenarios) == {"ideal", "off"}
+    assert rep.to_json()["compiles"] == tl.kernels
+
+
+def test_a_failing_entry_is_recorded_and_the_replay_goes_on():
+    """A tuner's list may hold a kernel that does not compile: it is a 'failed' event, the other
+    entries still compile."""
+    from dataclasses import replace
+
+    comp = _available("host")
+    tl = _small(problems="1", limit=1)
+    broken = tl.entries[0]
+    bad_source = replace(broken.request.source, text=broken.request.source.text + "\nint broken = ;\n")
+    entries = (replace(broken, request=broken.request.with_(source=bad_source)), *tl.entries[1:])
+    bad = replace(tl, entries=entries)
+    result = replay_through_cache(bad, comp, CompileCache(max_entries=16, max_bytes=2**26, disk_dir=False), "memory")
+    frame = result.frame
+    assert frame.loc[frame["entry"] == broken.index, "outcome"].tolist() == ["failed"]
+    assert "CompileError" in frame.loc[frame["entry"] == broken.index, "error"].iloc[0]
+    assert (frame.loc[frame["entry"] != broken.index, "outcome"] != "failed").all()
+    assert len(frame) == tl.kernels
+
+
+def test_warm_up_compiles_on_every_worker():
+    """jobs=2: the warm-up runs its throw-away kernels on two threads at once, one set per worker."""
+    comp = _Recording(get_compiler("host", isolated=True, workers=2))
+    _available("host")
+    tl = _small(problems="1", limit=1)
+    run_replay(tl, jobs=2, cache="off", compiler=comp, measure_without_cache=False, warm_pass=False)
+    tags = [o.split("=", 1)[1].split("_")[0] for r in comp.requests for o in r.options if o.startswith("-DHX_WARMUP=")]
+    assert sorted(tags) == ["0"] * 4 + ["1"] * 4

@@ -25,8 +25,27 @@ def test_candidates_on_host_are_checked_timed_and_ranked():
     per = df.groupby(["problem", "rotating_requested", "flush"])
     assert (per["best"].sum() == 1).all()
     assert (per["rank"].max() <= len(CANDS)).all()
+    # rank 1 is the fastest median of its setting
+    fastest = df.loc[per["median_s"].idxmin()]
+    assert (fastest["rank"] == 1).all() and fastest["best"].all()
     choice = choice_table(df)
-    assert len(choice) == 4 and choice.iloc[0]["same_choice"]  # the reference setting agrees with itself
+    assert len(choice) == 4
+    # the choice table against the measured frame, row by row: the winner of each setting, the
+    # winner under the reference setting (first rotating count, flush none) and its cost here
+    for row in choice.itertuples():
+        prob = df[df["problem"] == row.problem]
+        setting = prob[(prob["rotating_requested"] == row.rotating_requested) & (prob["flush"] == row.flush)]
+        ref = prob[(prob["rotating_requested"] == prob["rotating_requested"].iloc[0]) & (prob["flush"] == "none")]
+        hot_pick = ref.loc[ref["median_s"].idxmin(), "candidate"]
+        winner = setting.loc[setting["median_s"].idxmin()]
+        assert row.best == winner["candidate"] and row.best == setting.loc[setting["rank"] == 1, "candidate"].item()
+        assert row.best_median_s == winner["median_s"]
+        assert row.hot_pick == hot_pick
+        hot_time = setting.loc[setting["candidate"] == hot_pick, "median_s"].item()
+        assert row.hot_pick_median_s == hot_time
+        assert row.same_choice == (winner["candidate"] == hot_pick)
+        assert row.regret == pytest.approx(hot_time / winner["median_s"] - 1.0)
+        assert row.regret >= 0 and (row.regret == 0) == row.same_choice
 
 
 def test_wrong_results_are_never_timed():

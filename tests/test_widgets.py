@@ -180,6 +180,7 @@ def test_stop_ends_the_sweep_early_and_keeps_what_arrived():
     panel._on_stop_clicked(panel.stop_button)
     panel.wait(timeout=300)
     done = panel.summary
-    assert list(done["flush"]) == ["cold-reference", "none"]
+    # the first configuration, then the reference its samples were taken against (kept on stop)
+    assert list(done["flush"]) == ["none", "cold-reference"]
     assert panel.status.value.startswith("stopped") and panel.progress.bar_style == "warning"
     assert panel.progress.value == 2 and panel.progress.max == 13

@@ -34,8 +34,9 @@ from . import rotating as rot
 from .flush import Flusher, make_flusher
 from .io import empty_frame, output_paths, read_results, samples_frame, summary_frame, write_results
 from .spec import SweepSpec
-from .stats import Measurement
-from .timing import Workload, time_cold_reference, time_launches
+from ..devices.telemetry import for_device, wait_for_stable_clock
+from .stats import Measurement, is_timeout, ratio_ci
+from .timing import InKernelTimer, Workload, time_cold_reference, time_launches, warm_up
 
 
 @dataclass
@@ -164,22 +165,52 @@ def run(
             run_id = str(old_summary["run_id"].iloc[0])
     run_id = run_id or uuid.uuid4().hex[:12]
     metadata["run_id"] = run_id
-    done = {(r.kernel, int(r.size_bytes), str(r.rotating_requested), r.flush) for r in old_summary.itertuples()}
-    ref_medians = {(r.kernel, int(r.size_bytes)): float(r.median_s) for r in old_summary.itertuples() if r.flush == COLD_REFERENCE}
-    return _measure(spec, dev, specs, rule, flush_list, metadata, paths, done, ref_medians, old_samples, old_summary,
+    old_timer = old_summary["timer"] if "timer" in old_summary.columns else pd.Series(["events"] * len(old_summary))
+    done = {(r.kernel, int(r.size_bytes), str(r.rotating_requested), r.flush, str(t))
+            for r, t in zip(old_summary.itertuples(), old_timer)}
+    refs: dict[tuple[str, int, str], Measurement] = {}
+    if len(old_samples):
+        old_t = old_samples["timer"] if "timer" in old_samples.columns else pd.Series(["events"] * len(old_samples))
+        cold = old_samples[(old_samples["flush"] == COLD_REFERENCE).to_numpy()]
+        for (kernel, size, timer), g in cold.assign(timer=old_t[cold.index]).groupby(["kernel", "size_bytes", "timer"]):
+            refs[(kernel, int(size), str(timer))] = Measurement(g["time_s"].to_numpy(), label=f"{kernel} {size} cold",
+                                                               chunks=g["chunk"].to_numpy() if "chunk" in g else None)
+    return _measure(spec, dev, specs, rule, flush_list, metadata, paths, done, refs, old_samples, old_summary,
                     hooks, progress)
 
 
+def _reference_schedule(groups: int, parts: int, samples: int) -> list[tuple[int, int]]:
+    """(group index before which a part is taken — ``groups`` meaning after the last — and its
+    samples), parts spread evenly from before the first group to after the last."""
+    parts = max(1, min(parts, samples))
+    where = [0] if parts == 1 else [round(i * groups / (parts - 1)) for i in range(parts)]
+    sizes = [samples // parts + (1 if i < samples % parts else 0) for i in range(parts)]
+    out: dict[int, int] = {}
+    for w, k in zip(where, sizes):
+        out[w] = out.get(w, 0) + k
+    return sorted(out.items())
+
+
+def _clock_warmup_s(spec: SweepSpec, dev: Device) -> float:
+    if spec.clock_warmup_s is not None:
+        return float(spec.clock_warmup_s)
+    return {"hip": 0.4, "cuda": 0.2}.get(dev.kind, 0.0)
+
+
 def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, flush_list: list[str],
-             metadata: dict[str, str], paths: tuple[Path, Path, Path] | None, done: set, ref_medians: dict,
+             metadata: dict[str, str], paths: tuple[Path, Path, Path] | None, done: set, refs: dict,
              old_samples: pd.DataFrame, old_summary: pd.DataFrame, hooks: SweepHooks, progress: bool) -> SweepResult:
     run_id = metadata["run_id"]
-    size_list, rot_list = list(spec.sizes), list(spec.rotating)
-    reference, reference_samples, verify_results = spec.reference, spec.reference_samples, spec.verify
+    size_list, rot_list, timers = list(spec.sizes), list(spec.rotating), list(spec.timers)
+    reference, verify_results = spec.reference, spec.verify
     chunk, warmup_s, mem_fraction, flush_end_event = spec.chunk, spec.warmup_s, spec.mem_fraction, spec.flush_end_event
     samples_parts: list[pd.DataFrame] = [old_samples] if len(old_samples) else []
     summary_rows: list[dict[str, Any]] = old_summary.to_dict("records")
     label = device_label(dev)
+    telemetry = for_device(dev)
+    metadata["telemetry.source"] = telemetry.source
+    metadata["telemetry.max_clock_mhz"] = f"{telemetry.max_clock_mhz:g}"
+    throttle_mhz = spec.throttle_threshold * telemetry.max_clock_mhz if telemetry.available else math.nan
 
     # flushers first, so their memory is taken before rotating sets are sized against free memory
     factors = spec.flush_factor
@@ -205,6 +236,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
 
         bar = _progress(spec.configurations(), progress, done_count=len(done))
         stopped = False
+        warmed = False
 
         def emit(rows: pd.DataFrame, row: dict[str, Any]) -> None:
             samples_parts.append(rows)
@@ -217,56 +249,125 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                 hooks.on_result(dict(row))
             bar.update(1)
 
+        def measured(raw: Any, what: str, notes: list[str]) -> tuple[Measurement, np.ndarray]:
+            throttled = raw.clock_mhz < throttle_mhz if not math.isnan(throttle_mhz) else np.zeros(len(raw.time_s), bool)
+            keep = ~throttled if spec.drop_throttled else np.ones(len(raw.time_s), bool)
+            notes = list(notes)
+            if throttled.any():
+                if spec.drop_throttled and keep.any():
+                    notes.append(f"throttled: {int(throttled.sum())} sample(s) ran below {spec.throttle_threshold:.0%} of the "
+                                 f"{telemetry.max_clock_mhz:g} MHz maximum clock and are left out of the statistics")
+                else:
+                    keep = np.ones(len(raw.time_s), bool)
+                    notes.append(f"throttled: {int(throttled.sum())} sample(s) ran below {spec.throttle_threshold:.0%} of the "
+                                 f"{telemetry.max_clock_mhz:g} MHz maximum clock (kept: "
+                                 f"{'every sample was throttled' if spec.drop_throttled else 'drop_throttled=False'})")
+            if is_timeout(raw.stop_reason):
+                notes.append(f"stopped by its {raw.stop_reason.split(' reached', 1)[0]} before convergence")
+            m = Measurement(raw.time_s[keep], label=what, notes=notes, chunks=raw.chunk[keep])
+            return m, throttled
+
         for kspec in specs:
             for size in size_list:
                 n = kspec.elements(size)
                 footprint = kspec.footprint(n)
                 grid, block = kspec.geometry(n, dev)
-                kernel = kernel_for(dev, kspec.name)
+                kernels = {t: kernel_for(dev, kspec.name, timed=(t == "in-kernel")) for t in timers}
                 base = dict(run_id=run_id, device=label, device_name=dev.name, kernel=kspec.name, size_bytes=size,
                             footprint_bytes=footprint)
-                ref_key = (kspec.name, size)
-                need_ref = reference and (kspec.name, size, "1", COLD_REFERENCE) not in done
-                if need_ref or verify_results:
-                    if hooks.stop_now():
-                        stopped = True
-                        break
+                if hooks.stop_now():
+                    stopped = True
+                    break
+                if not warmed:  # once per sweep: until the clock is stable (MI300 ramps for >= 400 ms)
                     with rot.BufferSets(dev, kspec, n, 1) as sets:
-                        if verify_results:
-                            err = verify(dev, kspec, sets, kernel, grid, block)
-                            metadata[f"verify.{kspec.name}.{size}"] = f"rel_l2_error={err:.3g}"
-                        if need_ref:
-                            wl = Workload(dev, kernel, grid, block, sets.args)
-                            raw = time_cold_reference(wl, flushers["l2-read"], reference_samples, chunk=chunk, warmup_s=warmup_s)  # type: ignore[arg-type]
-                            m = Measurement(raw.time_s, label=f"{kspec.name} {size} cold", notes=list(raw.notes))
-                            ref_medians[ref_key] = m.median
-                            cap = int(free * mem_fraction)
-                            rows, row = _frames(base, 1, "1", COLD_REFERENCE, raw, m, ref_medians[ref_key], dev, footprint, cap)
-                            emit(rows, row)
+                        wl = Workload(dev, kernels[timers[0]] if timers[0] == "events" else kernel_for(dev, kspec.name),
+                                      grid, block, sets.args)
+                        spent, what = wait_for_stable_clock(telemetry, lambda: warm_up(wl, None, 0.005),
+                                                            min_s=_clock_warmup_s(spec, dev))
+                    metadata["warmup.clock"] = what
+                    warmed = True
+                if verify_results:
+                    with rot.BufferSets(dev, kspec, n, 1) as sets:
+                        err = verify(dev, kspec, sets, kernels.get("events") or kernel_for(dev, kspec.name), grid, block)
+                        metadata[f"verify.{kspec.name}.{size}"] = f"rel_l2_error={err:.3g}"
+                groups = []
                 for r in rot_list:
                     p = plans[(kspec.name, size, str(r))]
-                    todo = [f for f in flush_list if (kspec.name, size, p.requested, f) not in done]
-                    if not todo:
-                        continue
+                    todo = [(f, t) for f in flush_list for t in timers if (kspec.name, size, p.requested, f, t) not in done]
+                    if todo:
+                        groups.append((p, todo))
+                need_ref = [t for t in timers if reference and (kspec.name, size, "1", COLD_REFERENCE, t) not in done]
+                schedule = dict(_reference_schedule(len(groups), spec.reference_parts, spec.reference_samples)) if need_ref else {}
+                ref_raw: dict[str, list[Any]] = {t: [] for t in need_ref}
+                group_rows: list[dict[str, Any]] = []
+
+                def take_reference(k: int) -> None:
+                    with rot.BufferSets(dev, kspec, n, 1) as sets:
+                        for t in need_ref:
+                            timer = InKernelTimer(dev, sets.args, chunk) if t == "in-kernel" else None
+                            try:
+                                wl = Workload(dev, kernels[t], grid, block, sets.args, timer=timer)
+                                raw = time_cold_reference(wl, flushers["l2-read"], k, chunk=chunk, warmup_s=warmup_s,  # type: ignore[arg-type]
+                                                          telemetry=telemetry)
+                            finally:
+                                if timer is not None:
+                                    timer.free()
+                            if ref_raw[t]:
+                                raw.chunk = raw.chunk + int(ref_raw[t][-1].chunk.max()) + 1
+                            ref_raw[t].append(raw)
+                            refs[(kspec.name, size, t)] = measured(_concat(ref_raw[t]), f"{kspec.name} {size} cold", [])[0]
+
+                for gi, group in enumerate([*groups, None]):
+                    if gi in schedule:
+                        if hooks.stop_now():
+                            stopped = True
+                            break
+                        take_reference(schedule[gi])
+                    if group is None:
+                        break
+                    p, todo = group
                     if hooks.stop_now():
                         stopped = True
                         break
                     with rot.BufferSets(dev, kspec, n, p.count) as sets:
-                        for f in todo:
+                        for f, t in todo:
                             if hooks.stop_now():
                                 stopped = True
                                 break
-                            k = kernel_for(dev, kspec.name, inline_icache=True) if f == "inline-icache" else kernel
-                            wl = Workload(dev, k, grid, block, sets.args)
-                            raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s, flush_end_event=flush_end_event)
+                            if f == "inline-icache" and t == "in-kernel":
+                                continue  # the inline flush has no timed variant (its wrapper has no timer slot)
+                            k = kernel_for(dev, kspec.name, inline_icache=True) if f == "inline-icache" else kernels[t]
+                            timer = InKernelTimer(dev, sets.args, chunk) if t == "in-kernel" else None
+                            try:
+                                wl = Workload(dev, k, grid, block, sets.args, timer=timer)
+                                raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s,
+                                                    flush_end_event=flush_end_event, telemetry=telemetry)
+                            finally:
+                                if timer is not None:
+                                    timer.free()
                             notes = ([p.note] if p.note else []) + list(raw.notes)
                             if f == "inline-icache":
                                 notes.append("by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry")
-                            m = Measurement(raw.time_s, label=f"{kspec.name} {size} r={p.requested} {f}", notes=notes)
-                            rows, row = _frames(base, p.count, p.requested, f, raw, m, ref_medians.get(ref_key, math.nan), dev, footprint, p.cap_bytes)
+                            m, throttled = measured(raw, f"{kspec.name} {size} r={p.requested} {f} {t}", notes)
+                            rows, row = _frames(base, p.count, p.requested, f, t, raw, m, throttled,
+                                                refs.get((kspec.name, size, t)), dev, footprint, p.cap_bytes)
+                            group_rows.append(row)
                             emit(rows, row)
                     if stopped:
                         break
+                for t in need_ref:  # the reference row, then every bias against the whole reference
+                    if not ref_raw[t]:
+                        continue
+                    raw = _concat(ref_raw[t])
+                    m, throttled = measured(raw, f"{kspec.name} {size} cold", list(raw.notes))
+                    refs[(kspec.name, size, t)] = m
+                    rows, row = _frames(base, 1, "1", COLD_REFERENCE, t, raw, m, throttled, m, dev, footprint,
+                                        int(free * mem_fraction))
+                    row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(ref_raw[t])} part(s) through the sweep"]))
+                    for r in group_rows:
+                        if r["timer"] == t:
+                            _set_bias(r, _measurement_of(samples_parts, r), m)
+                    emit(rows, row)
                 if stopped:
                     break
             if stopped:
@@ -276,6 +377,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
         for fl in flushers.values():
             if fl is not None:
                 fl.free()
+        telemetry.close()
     samples_df = samples_frame(samples_parts)
     summary_df = summary_frame(summary_rows)
     if paths is not None:
@@ -283,9 +385,44 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
     return SweepResult(samples_df, summary_df, metadata, paths[0] if paths else None, stopped)
 
 
-def _frames(base: dict[str, Any], count: int, requested: str, flush: str, raw: Any, m: Measurement, ref: float,
-            dev: Device, footprint: int, cap: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _concat(raws: list[Any]) -> Any:
+    """Reference parts as one RawTimes (chunk ids already made distinct by the caller)."""
+    from .timing import RawTimes
+
+    if len(raws) == 1:
+        return raws[0]
+    cat = lambda name: np.concatenate([getattr(r, name) for r in raws])  # noqa: E731
+    return RawTimes(time_s=cat("time_s"), flush_s=cat("flush_s"), gap_s=cat("gap_s"), buffer_set=cat("buffer_set"),
+                    chunk=cat("chunk"), position=cat("position"), clock_mhz=cat("clock_mhz"), temp_c=cat("temp_c"),
+                    power_w=cat("power_w"), notes=[x for r in raws for x in r.notes],
+                    hold_timeouts=sum(r.hold_timeouts for r in raws), chunks=sum(r.chunks for r in raws),
+                    stop_reason=raws[-1].stop_reason, timer=raws[-1].timer)
+
+
+def _measurement_of(samples_parts: list[pd.DataFrame], row: dict[str, Any]) -> Measurement:
+    """The kept samples of a summary row's configuration, from the sample frames."""
+    for part in reversed(samples_parts):
+        if len(part) and part["kernel"].iloc[0] == row["kernel"] and int(part["size_bytes"].iloc[0]) == int(row["size_bytes"]) \
+                and str(part["rotating_requested"].iloc[0]) == str(row["rotating_requested"]) and part["flush"].iloc[0] == row["flush"] \
+                and part["timer"].iloc[0] == row["timer"]:
+            kept = part[~part["dropped"].to_numpy(bool)]
+            return Measurement(kept["time_s"].to_numpy(), chunks=kept["chunk"].to_numpy())
+    raise BenchmarkError(f"no samples for {row['kernel']} {row['size_bytes']} {row['flush']}")  # pragma: no cover
+
+
+def _set_bias(row: dict[str, Any], m: Measurement, ref: Measurement | None) -> None:
+    if ref is None or not ref.median > 0:
+        row.update(reference_median_s=math.nan, bias=math.nan, bias_ci_low=math.nan, bias_ci_high=math.nan)
+        return
+    ratio, lo, hi = ratio_ci(m, ref, resamples=1000)
+    row.update(reference_median_s=ref.median, bias=ratio - 1.0, bias_ci_low=lo - 1.0, bias_ci_high=hi - 1.0)
+
+
+def _frames(base: dict[str, Any], count: int, requested: str, flush: str, timer: str, raw: Any, m: Measurement,
+            throttled: np.ndarray, ref: Measurement | None, dev: Device, footprint: int,
+            cap: int) -> tuple[pd.DataFrame, dict[str, Any]]:
     k = len(raw.time_s)
+    dropped = throttled if m.n < k else np.zeros(k, bool)
     rows = pd.DataFrame({
         **{c: [base[c]] * k for c in ("run_id", "device", "device_name", "kernel")},
         "size_bytes": np.full(k, base["size_bytes"], dtype=np.int64),
@@ -293,20 +430,32 @@ def _frames(base: dict[str, Any], count: int, requested: str, flush: str, raw: A
         "rotating": np.full(k, count, dtype=np.int64),
         "rotating_requested": [requested] * k,
         "flush": [flush] * k,
+        "timer": [timer] * k,
         "iteration": np.arange(k, dtype=np.int64),
+        "chunk": raw.chunk.astype(np.int64),
+        "position": raw.position.astype(np.int64),
         "buffer_set": raw.buffer_set.astype(np.int64),
         "time_s": raw.time_s,
         "flush_s": raw.flush_s,
         "gap_s": raw.gap_s,
+        "clock_mhz": raw.clock_mhz,
+        "temp_c": raw.temp_c,
+        "power_w": raw.power_w,
+        "throttled": throttled.astype(bool),
+        "dropped": dropped.astype(bool),
     }, columns=list(SAMPLE_COLUMNS))
     s = m.summary()
-    row: dict[str, Any] = {**base, "rotating": count, "rotating_requested": requested, "flush": flush}
-    row.update({key: s[key] for key in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s", "ci_high_s", "n_outliers")})
-    row["reference_median_s"] = ref
-    row["bias"] = (m.median / ref - 1.0) if ref and not math.isnan(ref) else math.nan
+    row: dict[str, Any] = {**base, "rotating": count, "rotating_requested": requested, "flush": flush, "timer": timer}
+    row.update({key: s[key] for key in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
+                                        "ci_high_s", "n_outliers", "bimodality")})
+    _set_bias(row, m, ref)
     row["bandwidth_gbs"] = footprint / m.median / 1e9 if m.median > 0 else math.nan
     row["peak_bandwidth_gbs"] = float(dev.peak_bandwidth_gbs)
     row["rotating_cap_bytes"] = int(cap)
+    row["stop_reason"] = raw.stop_reason
+    row["timed_out"] = bool(is_timeout(raw.stop_reason))
+    row["n_throttled"] = int(throttled.sum())
+    row["clock_mhz"] = float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan
     row["warning"] = s["warning"]
     return rows, row
 

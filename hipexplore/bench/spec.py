@@ -23,11 +23,11 @@ from ..kernels import catalog
 from ..kernels.spec import KernelSpec
 from . import rotating as rot
 from .stats import StopRule
-from .timing import DEFAULT_CHUNK
+from .timing import DEFAULT_CHUNK, TIMERS
 
 #: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
 MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.mem_fraction", "sweep.reference_samples",
-                    "sweep.flush_end_event")
+                    "sweep.flush_end_event", "sweep.reference_parts", "sweep.throttle")
 
 
 def parse_size(text: str | int) -> int:
@@ -82,7 +82,7 @@ class SweepSpec:
     flush: tuple[str, ...] = ("none",)
     stop: StopRule = field(default_factory=StopRule)
     reference: bool = True
-    reference_samples: int = 30
+    reference_samples: int = 48
     mem_fraction: float = rot.DEFAULT_MEM_FRACTION
     chunk: int = DEFAULT_CHUNK
     warmup_s: float = 0.02
@@ -90,6 +90,20 @@ class SweepSpec:
     #: (mode, factor) pairs: the flush buffer as a multiple of the LLC (see bench.flush)
     flush_factors: tuple[tuple[str, float], ...] = ()
     flush_end_event: bool = False
+    #: which timers measure each configuration: ``events`` and/or ``in-kernel`` (kernels with a
+    #: timed variant only; see bench.timing): one summary row per configuration and timer
+    timers: tuple[str, ...] = ("events",)
+    #: the cold reference is taken in this many parts spread through the (kernel, size)'s
+    #: configurations, so drift during the sweep reaches the reference too (at most one part per
+    #: reference sample)
+    reference_parts: int = 3
+    #: samples whose chunk ran below this fraction of the device's maximum clock are throttled:
+    #: flagged, and left out of the statistics when ``drop_throttled`` (counted in ``n_throttled``)
+    throttle_threshold: float = 0.75
+    drop_throttled: bool = True
+    #: warm-up before the first configuration until the clock is stable, at least this long
+    #: (None: the device's default: 0.4 s on AMD, whose clocks ramp slowly; 0.2 s on NVIDIA; 0 on the host)
+    clock_warmup_s: float | None = None
 
     def __post_init__(self) -> None:
         kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
@@ -121,11 +135,30 @@ class SweepSpec:
         if isinstance(self.warmup_s, bool) or not isinstance(self.warmup_s, (int, float)) \
                 or not math.isfinite(self.warmup_s) or self.warmup_s < 0:
             raise ConfigError(f"warmup_s must be a finite number of seconds >= 0, got {self.warmup_s!r}")
-        for name in ("reference", "verify", "flush_end_event"):
+        for name in ("reference", "verify", "flush_end_event", "drop_throttled"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        timers = tuple(dict.fromkeys(_listed(self.timers, (str,))))
+        if not timers:
+            raise ConfigError(f"timers needs at least one of {', '.join(TIMERS)}")
+        for t in timers:
+            if t not in TIMERS:
+                raise ConfigError(f"timer {t!r} is unknown; expected one of {', '.join(TIMERS)}")
+        if "in-kernel" in timers:
+            untimed = [catalog.get(k).name for k in kernels if not catalog.get(k).timer]
+            if untimed:
+                raise ConfigError(f"the in-kernel timer needs kernels that write their own timestamps; "
+                                  f"{', '.join(repr(u) for u in untimed)} do(es) not (timer-capable: "
+                                  f"{', '.join(n for n in catalog.names() if catalog.get(n).timer)})")
+        self._check_int("reference_parts", self.reference_parts, 1)
+        if isinstance(self.throttle_threshold, bool) or not isinstance(self.throttle_threshold, (int, float)) \
+                or not 0 <= self.throttle_threshold < 1:
+            raise ConfigError(f"throttle_threshold must be a fraction in [0, 1) of the maximum clock, got {self.throttle_threshold!r}")
+        if self.clock_warmup_s is not None and (isinstance(self.clock_warmup_s, bool) or not isinstance(self.clock_warmup_s, (int, float))
+                                                or not math.isfinite(self.clock_warmup_s) or not 0 <= self.clock_warmup_s <= 60):
+            raise ConfigError(f"clock_warmup_s must be None or seconds in [0, 60], got {self.clock_warmup_s!r}")
         for name, value in (("kernels", kernels), ("sizes", sizes), ("rotating", rotating), ("flush", flush),
-                            ("flush_factors", factors)):
+                            ("flush_factors", factors), ("timers", timers)):
             object.__setattr__(self, name, value)
 
     @staticmethod
@@ -143,7 +176,7 @@ class SweepSpec:
 
     def configurations(self) -> int:
         """How many rows the sweep's summary will hold."""
-        per_size = len(self.rotating) * len(self.flush) + (1 if self.reference else 0)
+        per_size = (len(self.rotating) * len(self.flush) + (1 if self.reference else 0)) * len(self.timers)
         return len(self.kernels) * len(self.sizes) * per_size
 
     def as_record(self) -> dict[str, Any]:
@@ -162,6 +195,11 @@ class SweepSpec:
             "verify": self.verify,
             "flush_factors": dict(self.flush_factors),
             "flush_end_event": self.flush_end_event,
+            "timers": list(self.timers),
+            "reference_parts": self.reference_parts,
+            "throttle_threshold": self.throttle_threshold,
+            "drop_throttled": self.drop_throttled,
+            "clock_warmup_s": self.clock_warmup_s,
         }
 
     def record(self) -> dict[str, str]:
@@ -172,6 +210,7 @@ class SweepSpec:
             "sweep.sizes": ",".join(str(s) for s in self.sizes),
             "sweep.rotating": ",".join(str(r) for r in self.rotating),
             "sweep.flush": ",".join(self.flush),
+            "sweep.timers": ",".join(self.timers),
             **self.measurement(),
             "sweep.spec": json.dumps(self.as_record(), sort_keys=True),
         }
@@ -202,6 +241,8 @@ def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
         "sweep.mem_fraction": str(record["mem_fraction"]),
         "sweep.reference_samples": str(record["reference_samples"] if record["reference"] else 0),
         "sweep.flush_end_event": str(record["flush_end_event"]),
+        "sweep.reference_parts": str(record.get("reference_parts", 1)),
+        "sweep.throttle": f"{record.get('throttle_threshold', 0.0)} drop={record.get('drop_throttled', False)}",
         **{f"flush.factor.{k}": str(v) for k, v in dict(record["flush_factors"]).items()},
     }
 
@@ -210,6 +251,7 @@ def spec_from_arguments(
     kernels: Any, sizes: Any, rotating: Any, flush: Any, *, iterations: int | None, stop: StopRule | None,
     reference: bool, reference_samples: int, mem_fraction: float, chunk: int, warmup_s: float,
     verify_results: bool, flush_factor: Mapping[str, float] | None, flush_end_event: bool,
+    **more: Any,
 ) -> SweepSpec:
     """``sweep()``'s arguments as a ``SweepSpec`` (``iterations`` and ``stop`` exclude each other)."""
     kernels = list(_listed(kernels, (str, KernelSpec)))
@@ -223,4 +265,5 @@ def spec_from_arguments(
         sizes=sizes, rotating=rotating, flush=flush, stop=rule, reference=reference,
         reference_samples=reference_samples, mem_fraction=mem_fraction, chunk=chunk, warmup_s=warmup_s,
         verify=verify_results, flush_factors=tuple((flush_factor or {}).items()), flush_end_event=flush_end_event,
+        **more,
     )

@@ -34,7 +34,7 @@ def sweep(
     iterations: int | None = None,
     stop: StopRule | None = None,
     reference: bool = True,
-    reference_samples: int = 30,
+    reference_samples: int = 48,
     out: str | os.PathLike | None = None,
     resume: bool = True,
     progress: bool = True,
@@ -50,6 +50,11 @@ def sweep(
     run_id: str | None = None,
     command: str | Sequence[str] | None = None,
     cache: Any = None,
+    timers: str | Iterable[str] = ("events",),
+    reference_parts: int = 3,
+    throttle_threshold: float = 0.75,
+    drop_throttled: bool = True,
+    clock_warmup_s: float | None = None,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
     frames, the files and resume; ``SweepSpec`` for the fields these arguments fill).
@@ -61,6 +66,8 @@ def sweep(
         kernels, sizes, rotating, flush, iterations=iterations, stop=stop, reference=reference,
         reference_samples=reference_samples, mem_fraction=mem_fraction, chunk=chunk, warmup_s=warmup_s,
         verify_results=verify_results, flush_factor=flush_factor, flush_end_event=flush_end_event,
+        timers=timers, reference_parts=reference_parts, throttle_threshold=throttle_threshold,
+        drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s,
     )
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:

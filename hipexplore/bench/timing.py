@@ -1,22 +1,46 @@
-"""Timing without host launch latency.
+"""Timing without host launch latency, at equal queue depth, with a second, independent timer.
 
 Measured on the H200 (our notes, shared/notes/anchors.md): an event pair per launch with a sync every iteration read
 11.7 us for a triad whose device time is 4.7 us, because the start event fires before the host has
 submitted the kernel. Here the stream is first held by a blocking kernel (nvbench's method), then a
-bounded chunk of samples is enqueued behind it — per sample: [flush-start event, flush, flush-end
-event,] start event, kernel, end event — and released. The GPU then runs the chunk back to back.
+chunk of samples is enqueued behind it — per sample: [flush-start event, flush, flush-end event,]
+start event, kernel, end event — and released. The GPU then runs the chunk back to back.
 
-Per sample we record the kernel time (start -> end), the flush time (flush start -> kernel start
-event, or -> a flush-end event when ``flush_end_event=True``) and the gap (idle time: previous end ->
-flush start, or flush end -> start; without a flush, previous end -> start). Every chunk is checked: no timed window may
-overlap a flush window; a violation raises ``BenchmarkError``. A hold whose blocking kernel timed
-out (the host took too long to enqueue the chunk) is reported in the notes.
+Equal queue depth: chunks are short (``DEFAULT_CHUNK`` = 4 timed launches per hold). Measured on
+the H200 (benchmarks/queue_depth.py, data/h200/queue_depth/): with 64 launches per hold, a timed
+launch with 9 or more launches queued behind it read +0.64 us (1 MiB triad: 4.29 vs 3.65 us hot,
+5.02 vs 4.54 us after an l2-read flush), so the last 9 of every chunk were "fast"; padding the chunk
+with untimed trailing launches made every position slow but still left 3-4% between positions;
+chunks of <= 4 timed launches read the same at every position (<= 0.7%) and agree with single
+launches per hold (nvbench's cold mode). The in-kernel timer read the same kernel time (1.02-1.06 us
+from first block start to last block end) at every position and in every design: the position
+effect is in the events around the kernel, not the kernel. Every sample records its chunk and its
+position in the chunk.
+
+Timers: ``events`` (the event pair around the launch: includes the launch and block-scheduling
+latency before the first block starts and the drain after the last block ends) and, for kernels
+built with one, ``in-kernel`` (the kernel writes its first block's start and its last block's end,
+``%globaltimer`` / ``s_memrealtime``, into a slot per chunk position; see kernels/sources.py). The
+in-kernel timer excludes what the events include around the kernel, so it reads lower by a roughly
+constant offset: the two are a cross-check, not the same quantity.
+
+Per sample we record the kernel time, the flush time (flush start -> kernel start event, or -> a
+flush-end event when ``flush_end_event=True``) and the gap (idle time before the flush, or before
+the kernel). Every chunk is checked: no timed window may overlap a flush window. A hold whose
+blocking kernel timed out (the host took too long to enqueue the chunk) fails its chunk: the
+samples are discarded and the chunk is measured again with half as many launches, never kept.
+
+After each chunk the device's clock, temperature and power are read (``devices.telemetry``) and
+stored with its samples.
 
 On the host device events are ``perf_counter_ns`` reads and launches are synchronous calls: the
-same code then measures the call itself, and there is no latency to hide.
+same code then measures the call itself (the in-kernel timer there: CLOCK_MONOTONIC inside the C
+function, without the ctypes call).
 """
 from __future__ import annotations
 
+import ctypes
+import math
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -24,42 +48,98 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..devices.base import Device, PackedArgs
+from ..devices.base import Device, DeviceBuffer, PackedArgs
+from ..devices.telemetry import Telemetry
 from ..errors import BenchmarkError, ConfigError
 from .flush import Flusher
 from .stats import StopRule
 
-DEFAULT_CHUNK = 64
+#: Timed launches per stream hold: short chunks keep the queue depth behind every timed launch
+#: equal (see the module docstring for the measurement that chose it).
+DEFAULT_CHUNK = 4
 HOLD_TIMEOUT_S = 5.0
+#: Failed holds in a row (each retried with half the launches, down to one) before giving up.
+MAX_HOLD_FAILURES = 6
+TIMERS = ("events", "in-kernel")
 _TOL_S = 1e-9
+_U64_MAX = np.iinfo(np.uint64).max
+
+
+class InKernelTimer:
+    """Slots the in-kernel timed variant of a kernel writes: [first block start, last block end]
+    (u64 ns) per chunk position; the launch of position j gets slot j as its extra last argument."""
+
+    def __init__(self, device: Device, arg_sets: Sequence[PackedArgs], chunk: int) -> None:
+        self.device = device
+        self.chunk = chunk
+        self.buf: DeviceBuffer = device.alloc(16 * chunk)
+        self.args = [[PackedArgs(list(a.values) + [ctypes.c_void_p(self.buf.ptr + 16 * j)]) for j in range(chunk)]
+                     for a in arg_sets]
+        self._init = np.tile(np.array([_U64_MAX, 0], dtype=np.uint64), chunk)
+
+    def reset(self, k: int) -> None:
+        self.device.copy_to_device(self.buf, self._init[: 2 * k])
+        self.device.synchronize()
+
+    def read(self, k: int) -> np.ndarray:
+        got = np.empty(2 * k, dtype=np.uint64)
+        self.device.copy_to_host(self.buf, got)
+        start, end = got[0::2], got[1::2]
+        if np.any(start == _U64_MAX) or np.any(end == 0):
+            bad = int(np.flatnonzero((start == _U64_MAX) | (end == 0))[0])
+            raise BenchmarkError(f"in-kernel timer: the kernel did not write its timestamps at chunk position {bad} "
+                                 f"(is it the timed variant, built with -DHX_TIMED?)")
+        return (end.astype(np.int64) - start.astype(np.int64)).astype(np.float64) * 1e-9
+
+    def free(self) -> None:
+        self.device.free(self.buf)
 
 
 @dataclass
 class Workload:
-    """A loaded kernel ready to launch on any of its buffer sets."""
+    """A loaded kernel ready to launch on any of its buffer sets (with ``timer``: the in-kernel
+    timed variant, whose launches carry their timer slot)."""
 
     device: Device
     kernel: Any
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     arg_sets: Sequence[PackedArgs]
+    timer: InKernelTimer | None = None
 
-    def launch(self, buffer_set: int) -> None:
-        self.device.launch(self.kernel, self.grid, self.block, self.arg_sets[buffer_set])
+    def launch(self, buffer_set: int, position: int = 0) -> None:
+        args = self.arg_sets[buffer_set] if self.timer is None else self.timer.args[buffer_set][position]
+        self.device.launch(self.kernel, self.grid, self.block, args)
 
 
 @dataclass
 class RawTimes:
-    """Per-sample arrays (seconds) plus what happened while taking them."""
+    """Per-sample arrays (seconds; the chunk and position of each sample; the device's clock,
+    temperature and power read after its chunk) plus what happened while taking them."""
 
     time_s: np.ndarray
     flush_s: np.ndarray
     gap_s: np.ndarray
     buffer_set: np.ndarray
+    chunk: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    position: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    clock_mhz: np.ndarray = field(default_factory=lambda: np.empty(0))
+    temp_c: np.ndarray = field(default_factory=lambda: np.empty(0))
+    power_w: np.ndarray = field(default_factory=lambda: np.empty(0))
     notes: list[str] = field(default_factory=list)
     hold_timeouts: int = 0
     chunks: int = 0
     stop_reason: str = ""
+    timer: str = "events"
+
+    def __post_init__(self) -> None:
+        n = len(self.time_s)
+        if len(self.chunk) != n:
+            self.chunk = np.zeros(n, dtype=np.int64)
+            self.position = np.arange(n, dtype=np.int64)
+        for name in ("clock_mhz", "temp_c", "power_w"):
+            if len(getattr(self, name)) != n:
+                setattr(self, name, np.full(n, math.nan))
 
 
 class _EventPool:
@@ -112,6 +192,8 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
     evs = pool.take(1 + per * k)
     base = evs[0]
     set_ids = np.array([(start_index + j) % nsets for j in range(k)] if sets is None else list(sets), dtype=np.int64)
+    if workload.timer is not None:
+        workload.timer.reset(k)
     hold = dev.hold_stream(hold_timeout_s)
     try:
         dev.record(base)
@@ -123,7 +205,7 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
                 if flush_end_event:
                     dev.record(e[1])
             dev.record(e[-2])
-            workload.launch(int(set_ids[j]))
+            workload.launch(int(set_ids[j]), j)
             dev.record(e[-1])
     finally:
         hold.release()
@@ -155,60 +237,85 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
         if end_t < start_t - _TOL_S:
             raise BenchmarkError(f"sample {start_index + j}: end event precedes start event ({end_t} < {start_t})")
         prev_end_t = end_t
+    if workload.timer is not None and not timed_out:
+        times = workload.timer.read(k)
     return times, flush, gaps, set_ids, timed_out
 
 
 def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *, chunk: int = DEFAULT_CHUNK,
-                  hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02, flush_end_event: bool = False) -> RawTimes:
+                  hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02, flush_end_event: bool = False,
+                  telemetry: Telemetry | None = None) -> RawTimes:
     """Time launches of ``workload`` rotating over its buffer sets, each after ``flusher`` (if any).
 
     ``flush_end_event=False`` (default) enqueues flush, start event, kernel back to back, like
     triton's do_bench; ``True`` puts an event between flush and start event (a separate flush time,
-    at the cost of an idle ~1.2 us on the H200 in which the cache drains dirty lines).
+    at the cost of an idle ~1.2 us on the H200 in which the cache drains dirty lines). A chunk whose
+    hold timed out is discarded and measured again with half the launches (never kept); after
+    ``MAX_HOLD_FAILURES`` failures in a row a ``BenchmarkError`` says so.
     """
-    if chunk < 1:
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ConfigError(f"chunk must be a positive number of samples, got {chunk}")
     nsets = len(workload.arg_sets)
     if nsets < 1:
         raise ConfigError("the workload has no buffer sets")
+    if workload.timer is not None and workload.timer.chunk < chunk:
+        raise ConfigError(f"the in-kernel timer has {workload.timer.chunk} slots for chunks of {chunk}")
     if not rule.adaptive:
         from .rotating import check_iterations
 
         check_iterations(int(rule.iterations or 0), nsets)
     rule = rule.at_least(nsets)
+    tracker = rule.tracker()
     warm_up(workload, flusher, warmup_s)
     pool = _EventPool.of(workload.device)
     parts: list[tuple[np.ndarray, ...]] = []
     notes: list[str] = []
-    timeouts = 0
-    taken = 0
+    timeouts = failures = taken = chunk_no = 0
+    size = int(chunk)
     t0 = time.perf_counter()
+    why = ""
     while True:
         so_far = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
-        more, why = rule.remaining(so_far, time.perf_counter() - t0)
+        ids = np.concatenate([p[4] for p in parts]) if parts else np.empty(0, dtype=np.int64)
+        more, why = tracker.check(so_far, time.perf_counter() - t0, ids)
         if more == 0:
             break
-        k = min(chunk, more) if not rule.adaptive else chunk
+        k = min(size, more) if not rule.adaptive else size
         t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, hold_timeout_s, flush_end_event=flush_end_event)
-        timeouts += int(to)
-        parts.append((t, f, g, s))
+        if to:
+            timeouts += 1
+            failures += 1
+            if failures >= MAX_HOLD_FAILURES:
+                raise BenchmarkError(
+                    f"the stream hold timed out {failures} times in a row (last with {k} launch(es) in {hold_timeout_s:g} s): "
+                    f"the host cannot enqueue a chunk before the blocking kernel gives up; nothing was kept")
+            size = max(1, k // 2)
+            continue
+        failures = 0
+        reading = telemetry.read() if telemetry is not None else None
+        clock = np.full(k, reading.clock_mhz if reading else math.nan)
+        temp = np.full(k, reading.temp_c if reading else math.nan)
+        power = np.full(k, reading.power_w if reading else math.nan)
+        parts.append((t, f, g, s, np.full(k, chunk_no, dtype=np.int64), np.arange(k, dtype=np.int64), clock, temp, power))
+        chunk_no += 1
         taken += k
     if timeouts:
-        notes.append(f"stream hold timed out in {timeouts} chunk(s): host enqueue outran the blocking kernel; "
-                     f"those samples may include submission latency")
-    if why and why not in ("fixed iteration count", "converged"):
+        notes.append(f"stream hold timed out in {timeouts} chunk(s): those samples were discarded and measured again "
+                     f"with fewer launches per hold")
+    if why and not why.startswith(("fixed iteration count", "converged")):
         notes.append(why)
+    cat = lambda i, dt=None: np.concatenate([p[i] for p in parts]) if parts else np.empty(0, dtype=dt)  # noqa: E731
     return RawTimes(
-        time_s=np.concatenate([p[0] for p in parts]),
-        flush_s=np.concatenate([p[1] for p in parts]),
-        gap_s=np.concatenate([p[2] for p in parts]),
-        buffer_set=np.concatenate([p[3] for p in parts]),
+        time_s=cat(0), flush_s=cat(1), gap_s=cat(2), buffer_set=cat(3, np.int64), chunk=cat(4, np.int64),
+        position=cat(5, np.int64), clock_mhz=cat(6), temp_c=cat(7), power_w=cat(8),
         notes=notes, hold_timeouts=timeouts, chunks=len(parts), stop_reason=why,
+        timer="in-kernel" if workload.timer is not None else "events",
     )
 
 
 def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, *, chunk: int = DEFAULT_CHUNK,
-                        hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02) -> RawTimes:
+                        hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02,
+                        telemetry: Telemetry | None = None) -> RawTimes:
     """Single launches on one buffer set, each after its own l2-read flush: the cold reference
     every other configuration reports its bias against.
 
@@ -221,6 +328,7 @@ def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int,
         raise ConfigError(f"the cold reference uses an l2-read flush, got {read_flusher.mode!r}")
     if samples < 1:
         raise ConfigError(f"cold reference needs at least 1 sample, got {samples}")
-    single = Workload(workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1])
+    single = Workload(workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1],
+                      timer=workload.timer)
     return time_launches(single, read_flusher, StopRule(iterations=samples), chunk=chunk,
-                         hold_timeout_s=hold_timeout_s, warmup_s=warmup_s)
+                         hold_timeout_s=hold_timeout_s, warmup_s=warmup_s, telemetry=telemetry)

@@ -36,11 +36,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rotating", default="1", help="buffer sets: comma separated integers and/or auto (default 1)")
     p.add_argument("--flush", default="none", help="none, l2-write, l2-read, icache, inline-icache; comma separated (default none)")
     p.add_argument("--iterations", type=int, default=None, help="fixed samples per configuration (must be >= buffer sets); default adaptive")
-    p.add_argument("--min-samples", type=int, default=10, help="adaptive: at least this many samples")
+    p.add_argument("--min-samples", type=int, default=20, help="adaptive: at least this many samples")
     p.add_argument("--min-time", type=float, default=0.05, help="adaptive: at least this much measured kernel time (s)")
+    p.add_argument("--target-ci", type=float, default=0.01,
+                   help="adaptive: stop when the 95%% CI of the median is within this fraction of it (default 0.01)")
     p.add_argument("--target-cv", type=float, default=0.005, help="adaptive: stop at this relative stdev")
-    p.add_argument("--timeout", type=float, default=5.0, help="adaptive: give up after this many seconds per configuration")
-    p.add_argument("--reference-samples", type=int, default=30, help="cold-reference launches per (kernel, size)")
+    p.add_argument("--timeout", type=float, default=10.0, help="adaptive: give up after this many seconds per configuration")
+    p.add_argument("--timer", default="events",
+                   help="events, in-kernel (catalog kernels' own timestamps), or both: events,in-kernel (default events)")
+    p.add_argument("--chunk", type=int, default=None, help="timed launches per stream hold (default 4: equal queue depth)")
+    p.add_argument("--keep-throttled", action="store_true",
+                   help="keep samples whose chunk ran below 75%% of the maximum clock in the statistics")
+    p.add_argument("--reference-samples", type=int, default=48,
+                   help="cold-reference launches per (kernel, size), taken in 3 parts through its configurations")
     p.add_argument("--no-reference", action="store_true", help="skip the cold reference (bias is then NaN)")
     p.add_argument("--mem-fraction", type=float, default=0.5, help="cap rotating sets at this fraction of free device memory")
     p.add_argument("--llc-bytes", type=int, default=None, help="override the last-level cache size the device reports")
@@ -73,11 +81,14 @@ def run(args: argparse.Namespace) -> int:
     sizes = [s for chunk in (args.size or ["1MiB"]) for s in _csv(chunk)]
     stop = None
     if args.iterations is None:
-        stop = StopRule(min_samples=args.min_samples, min_time_s=args.min_time, target_cv=args.target_cv, timeout_s=args.timeout)
+        stop = StopRule(min_samples=args.min_samples, min_time_s=args.min_time, target_ci=args.target_ci,
+                        target_cv=args.target_cv, timeout_s=args.timeout)
     device = get_device(args.device, llc_bytes=args.llc_bytes)
     res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
                 reference=not args.no_reference, reference_samples=args.reference_samples, out=args.out,
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
+                timers=_csv(args.timer), drop_throttled=not args.keep_throttled,
+                **({"chunk": args.chunk} if args.chunk is not None else {}),
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
@@ -90,10 +101,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(summary: Any) -> str:
-    lines = [f"{'kernel':<8} {'size':>10} {'rot':>5} {'flush':<15} {'n':>5} {'median_us':>10} {'iqr_rel':>8} {'bias':>7} {'GB/s':>8}  warning"]
+    lines = [f"{'kernel':<8} {'size':>10} {'rot':>5} {'flush':<15} {'timer':<9} {'n':>5} {'median_us':>10} {'95% CI us':>17} "
+             f"{'iqr_rel':>8} {'bias':>7} {'GB/s':>8}  warning"]
     for r in summary.itertuples():
         bias = "" if isinstance(r.bias, float) and math.isnan(r.bias) else f"{r.bias:+.3f}"
         rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
-        lines.append(f"{r.kernel:<8} {r.size_bytes:>10} {rot:>5} {r.flush:<15} {r.n:>5} {r.median_s * 1e6:>10.3f} "
-                     f"{r.iqr_rel:>8.3f} {bias:>7} {r.bandwidth_gbs:>8.1f}  {r.warning}")
+        ci = f"[{r.ci_low_s * 1e6:.3f}, {r.ci_high_s * 1e6:.3f}]"
+        lines.append(f"{r.kernel:<8} {r.size_bytes:>10} {rot:>5} {r.flush:<15} {getattr(r, 'timer', 'events'):<9} {r.n:>5} "
+                     f"{r.median_s * 1e6:>10.3f} {ci:>17} {r.iqr_rel:>8.3f} {bias:>7} {r.bandwidth_gbs:>8.1f}  {r.warning}")
     return "\n".join(lines)

@@ -46,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--diagnostic", action="append", default=[], choices=sorted(DIAGNOSTICS),
         help="diagnostic switch; the compile then bypasses the cache",
     )
+    p.add_argument("--inline-icache", action="store_true",
+                   help="hiprtc: put s_icache_inv + 16 s_nop 0 at the entry of each --kernel (every kernel when none is named); "
+                        "the transformed source compiles under its own cache key")
     p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the binary here")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="compile without reading or writing either cache tier")
@@ -82,6 +85,13 @@ def build_request(args: argparse.Namespace):
         raise ConfigError(
             f"--target is required for --compiler {args.compiler} (for example --target {_EXAMPLE_TARGET[args.compiler]})"
         )
+    if getattr(args, "inline_icache", False):
+        if args.compiler != "hiprtc":
+            raise ConfigError(f"--inline-icache inserts AMD instructions and needs --compiler hiprtc, not {args.compiler!r}")
+        from ..kernels.transform import insert_icache_flush
+
+        text = insert_icache_flush(text, tuple(args.kernel) or None, filename=Path(args.source).name,
+                                   headers=[(h.name, h.text) for h in headers])
     return CompileRequest(
         source=Source(Path(args.source).name, text),
         compiler=args.compiler,
@@ -140,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         "mode": request.mode,
         "options": list(request.options),
         "kernels": list(request.kernels),
+        "inline_icache": bool(getattr(args, "inline_icache", False)),
         "lowered_names": dict(code.lowered_names),
         "metadata": dict(code.metadata),
         "outcome": result.outcome,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 
@@ -78,9 +79,20 @@ def _text(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _strict(obj: Any) -> Any:
+    """NaN and infinity become null (an unknown peak bandwidth is NaN): strict JSON has no such numbers."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v) for v in obj]
+    return obj
+
+
 def run(args: argparse.Namespace) -> int:
     info = gather()
-    print(json.dumps(info, indent=2, default=str) if args.json else _text(info))
+    print(json.dumps(_strict(info), indent=2, default=str, allow_nan=False) if args.json else _text(info))
     return 0
 
 

@@ -86,6 +86,20 @@ def peak_from_clock(mem_clock_khz: int, bus_bits: int) -> float:
     return 2.0 * mem_clock_khz * 1e3 * bus_bits / 8 / 1e9
 
 
+def choose_peak(name: str, mem_clock_khz: int, bus_bits: int, *, table_first: bool = False) -> tuple[float, str]:
+    """(GB/s, source): from the reported memory clock and bus width when both are > 0, else the table.
+
+    ``table_first`` (HIP on MI300-class parts) prefers a table entry when there is one.
+    """
+    if table_first:
+        table = peak_from_table(name)
+        if table[0] > 0:
+            return table
+    if mem_clock_khz > 0 and bus_bits > 0:
+        return peak_from_clock(mem_clock_khz, bus_bits), f"memory clock {mem_clock_khz} kHz x {bus_bits}-bit bus x 2 (DDR)"
+    return peak_from_table(name)
+
+
 @dataclass(frozen=True)
 class DeviceProperties:
     """Everything recorded about a device next to its results."""

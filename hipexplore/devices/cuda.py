@@ -15,7 +15,7 @@ from typing import Any
 
 from ..compile.base import ObjectCode
 from ..errors import ConfigError, DeviceError, DeviceUnavailable
-from .base import DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .base import DeviceProperties, PackedArgs, choose_peak
 from .gpu import GpuDeviceBase
 
 
@@ -69,10 +69,7 @@ class CudaDevice(GpuDeviceBase):
             bus = self._attr(A.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
         except DeviceError:
             clock = bus = 0
-        if clock > 0 and bus > 0:
-            self._peak = (peak_from_clock(clock, bus), f"memory clock {clock} kHz x {bus}-bit bus x 2 (DDR)")
-        else:
-            self._peak = peak_from_table(self._name)
+        self._peak = choose_peak(self._name, clock, bus)
         self._driver_version = str(self._call(drv.cuDriverGetVersion(), "cuDriverGetVersion"))
 
     # --- helpers --------------------------------------------------------------------------
@@ -90,6 +87,12 @@ class CudaDevice(GpuDeviceBase):
     @property
     def compiler(self) -> str:
         return "nvrtc"
+
+    @property
+    def pci_bus_id(self) -> str:
+        """'0000:3B:00.0': how NVML finds this device (CUDA and NVML indexes can differ)."""
+        raw = self._call(self._drv.cuDeviceGetPCIBusId(32, self._dev), "cuDeviceGetPCIBusId")
+        return (raw if isinstance(raw, bytes) else bytes(raw)).split(b"\0", 1)[0].decode()
 
     @property
     def properties(self) -> DeviceProperties:

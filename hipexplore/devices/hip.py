@@ -25,7 +25,7 @@ from typing import Any
 from ..compile.base import ObjectCode
 from .. import settings
 from ..errors import ConfigError, DeviceUnavailable
-from .base import DeviceProperties, PackedArgs, peak_from_clock, peak_from_table
+from .base import DeviceProperties, PackedArgs, choose_peak
 from .gpu import GpuDeviceBase
 
 #: gfx arch prefix -> memory-side cache (Infinity Cache / MALL) bytes that HIP does not report.
@@ -68,6 +68,20 @@ MIN_RUNTIME_VERSION = 60_000_000
 
 #: whether this module has pointed hip-python at its runtime library (once per process)
 _dll_chosen = False
+
+
+def check_runtime_version(runtime: int, gpus: int) -> None:
+    """Refuse a HIP runtime older than ROCm 6 (``hipRuntimeGetVersion()`` below ``MIN_RUNTIME_VERSION``).
+
+    hip-python 6.x/7.x binds ROCm 6 symbols and struct layouts (hipGetDeviceProperties is
+    hipGetDevicePropertiesR0600, absent from libamdhip64.so.5): refuse rather than misread.
+    """
+    if runtime < MIN_RUNTIME_VERSION:
+        raise DeviceUnavailable(
+            f"HIP: found {gpus} AMD GPU(s), but the HIP runtime is version {runtime} (ROCm {runtime // 10_000_000}."
+            f"{runtime // 100_000 % 100}); the device API needs ROCm >= 6 with a matching hip-python "
+            f"(ROCm 5's libamdhip64.so.5 serves hiprtc compiles only)"
+        )
 
 
 def _hip() -> Any:
@@ -116,15 +130,7 @@ class HipDevice(GpuDeviceBase):
         hip = self._hip = _hip()
         n = device_count()
         self._start("HIP", hip, hip.hipError_t.hipSuccess, n, index, "the runtime loaded but reports 0 AMD GPUs", llc_bytes, cache)
-        runtime = int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
-        if runtime < MIN_RUNTIME_VERSION:
-            # hip-python 6.x/7.x binds ROCm 6 symbols and struct layouts (hipGetDeviceProperties is
-            # hipGetDevicePropertiesR0600, absent from libamdhip64.so.5): refuse rather than misread
-            raise DeviceUnavailable(
-                f"HIP: found {n} AMD GPU(s), but the HIP runtime is version {runtime} (ROCm {runtime // 10_000_000}."
-                f"{runtime // 100_000 % 100}); the device API needs ROCm >= 6 with a matching hip-python "
-                f"(ROCm 5's libamdhip64.so.5 serves hiprtc compiles only)"
-            )
+        check_runtime_version(int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion")), n)
         self._call(hip.hipSetDevice(index), "hipSetDevice")
         props = hip.hipDeviceProp_t()
         self._call(hip.hipGetDeviceProperties(props, index), "hipGetDeviceProperties")
@@ -139,14 +145,8 @@ class HipDevice(GpuDeviceBase):
         clock = self._attr(A.hipDeviceAttributeMemoryClockRate)
         bus = self._attr(A.hipDeviceAttributeMemoryBusWidth)
         self._wall_khz = self._attr(A.hipDeviceAttributeWallClockRate) or 100_000
-        table = peak_from_table(self._name)
-        if self._arch.startswith("gfx94") and table[0] > 0:
-            # not checked on hardware: MI300's reported HBM3 clock x bus x 2 may read half the datasheet rate
-            self._peak = table
-        elif clock > 0 and bus > 0:
-            self._peak = (peak_from_clock(clock, bus), f"memory clock {clock} kHz x {bus}-bit bus x 2 (DDR)")
-        else:
-            self._peak = table
+        # not checked on hardware: MI300's reported HBM3 clock x bus x 2 may read half the datasheet rate
+        self._peak = choose_peak(self._name, clock, bus, table_first=self._arch.startswith("gfx94"))
         self._driver_version = str(self._call(hip.hipDriverGetVersion(), "hipDriverGetVersion"))
         self._runtime_version = str(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
         self.stream = self._call(hip.hipStreamCreateWithFlags(1), "hipStreamCreateWithFlags(hipStreamNonBlocking)")

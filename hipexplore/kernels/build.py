@@ -37,23 +37,36 @@ def last_path() -> str:
     return _PATH["last"]
 
 
-def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: bool = False) -> CompileRequest:
-    """The compile request for ``spec`` on one compiler/target (inline-icache transforms the source)."""
+#: The compile option that turns a timer-capable source into its in-kernel timed variant.
+TIMED_OPTION = "-DHX_TIMED"
+
+
+def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: bool = False,
+                timed: bool = False) -> CompileRequest:
+    """The compile request for ``spec`` on one compiler/target (inline-icache transforms the source;
+    ``timed`` builds the in-kernel timed variant, for kernels whose spec has ``timer=True``)."""
     text = spec.source_for(compiler)
     entry = spec.entry_for(compiler)
     label = spec.name
+    ext = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}[compiler]
     if inline_icache:
         if compiler != "hiprtc":
             raise ConfigError(f"inline-icache inserts AMD instructions and needs the hiprtc compiler, not {compiler!r}")
-        text = insert_icache_flush(text, entry)
+        text = insert_icache_flush(text, entry, filename=f"{spec.name}{ext}")
         label += "+inline-icache"
-    ext = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}[compiler]
+    options = tuple(spec.options)
+    if timed:
+        if not spec.timer:
+            raise ConfigError(f"kernel {spec.name!r} has no in-kernel timer (only kernels whose source writes "
+                              f"its timestamps under {TIMED_OPTION}: {', '.join(n for n in catalog.names() if catalog.get(n).timer)})")
+        options += (TIMED_OPTION,)
+        label += "+timer"
     return CompileRequest(
         source=Source(f"{spec.name}{ext}", text),
         compiler=compiler,
         target=target,
         kernels=(entry,),
-        options=tuple(spec.options),
+        options=options,
         label=label,
     )
 
@@ -77,8 +90,9 @@ def compile_request(request: CompileRequest, cache: Any = None) -> ObjectCode:
     return _as_object_code(result)
 
 
-def compile_kernel(spec: KernelSpec, compiler: str, target: str, *, cache: Any = None, inline_icache: bool = False) -> ObjectCode:
-    return compile_request(request_for(spec, compiler, target, inline_icache=inline_icache), cache)
+def compile_kernel(spec: KernelSpec, compiler: str, target: str, *, cache: Any = None, inline_icache: bool = False,
+                   timed: bool = False) -> ObjectCode:
+    return compile_request(request_for(spec, compiler, target, inline_icache=inline_icache, timed=timed), cache)
 
 
 def _as_object_code(result: Any) -> ObjectCode:
@@ -124,21 +138,21 @@ class KernelBuilder:
         self._memo: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], LoadedKernel]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def loaded(self, device: Any, name: str, *, inline_icache: bool = False) -> LoadedKernel:
-        key = (name, inline_icache)
+    def loaded(self, device: Any, name: str, *, inline_icache: bool = False, timed: bool = False) -> LoadedKernel:
+        key = (name, inline_icache, timed)
         with self._lock:
             found = self._memo.get(device, {}).get(key)
         if found is not None:
             return found
         spec = catalog.get(name)
-        code = compile_kernel(spec, device.compiler, device.target, cache=device.cache, inline_icache=inline_icache)
+        code = compile_kernel(spec, device.compiler, device.target, cache=device.cache, inline_icache=inline_icache, timed=timed)
         module = device.load(code)
         loaded = LoadedKernel(module, device.kernel(module, code.symbol(spec.entry_for(device.compiler))), code)
         with self._lock:
             return self._memo.setdefault(device, {}).setdefault(key, loaded)
 
-    def kernel(self, device: Any, name: str, *, inline_icache: bool = False) -> Any:
-        return self.loaded(device, name, inline_icache=inline_icache).function
+    def kernel(self, device: Any, name: str, *, inline_icache: bool = False, timed: bool = False) -> Any:
+        return self.loaded(device, name, inline_icache=inline_icache, timed=timed).function
 
     def arguments(self, name: str) -> Sequence[Arg]:
         return catalog.get(name).args
@@ -149,6 +163,7 @@ BUILDER = KernelBuilder()
 install_kernel_builder(BUILDER)
 
 
-def kernel_for(device: Any, name: str, *, inline_icache: bool = False) -> Any:
-    """A catalog kernel for ``device``, compiled through ``device.cache``, loaded once per device."""
-    return BUILDER.kernel(device, name, inline_icache=inline_icache)
+def kernel_for(device: Any, name: str, *, inline_icache: bool = False, timed: bool = False) -> Any:
+    """A catalog kernel for ``device``, compiled through ``device.cache``, loaded once per device
+    (``timed``: its in-kernel timed variant)."""
+    return BUILDER.kernel(device, name, inline_icache=inline_icache, timed=timed)

@@ -80,6 +80,7 @@ TRIAD = KernelSpec(
     flops_per_launch=lambda n: 2 * n,
     reference=_triad_ref,
     description="STREAM triad a = b + s*c, fp32: reads 2 arrays, writes 1",
+    timer=True,
 )
 
 COPY = KernelSpec(
@@ -96,6 +97,7 @@ COPY = KernelSpec(
     bytes_per_launch=lambda n: 2 * 4 * n,
     reference=_copy_ref,
     description="copy dst = src, fp32: reads 1 array, writes 1",
+    timer=True,
 )
 
 FILL = KernelSpec(
@@ -112,6 +114,7 @@ FILL = KernelSpec(
     bytes_per_launch=lambda n: 4 * n,
     reference=_fill_ref,
     description="fill dst = value, fp32: writes 1 array",
+    timer=True,
 )
 
 #: The blocking kernel is part of the catalog for inspection and compile tests; the harness uses

@@ -162,6 +162,9 @@ class KernelSpec:
     reference: Callable[[Mapping[str, np.ndarray], Mapping[str, Any]], Mapping[str, np.ndarray]] | None = None
     options: tuple[str, ...] = ()
     description: str = ""
+    #: the source has an in-kernel timer under ``-DHX_TIMED`` (an extra last ``u64*`` argument:
+    #: [first block start, last block end] in ns; see kernels/sources.py), for the ``in-kernel`` timer
+    timer: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]*$", self.name):
