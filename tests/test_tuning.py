@@ -318,6 +318,9 @@ class _Recording:
     def targets(self):
         return self.inner.targets()
 
+    def __getattr__(self, name):  # the rest of the Compiler interface (isolated, worker_pids, ...)
+        return getattr(self.inner, name)
+
     def compile(self, request):
         with self._lock:
             self.requests.append(request)
