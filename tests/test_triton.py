@@ -245,3 +245,26 @@ def test_identity_does_not_import_triton():
     assert proc.returncode == 0, proc.stderr
     version, imported = proc.stdout.split()[-2:]
     assert version.startswith("3.") and imported == "False"
+
+
+def test_carried_cubins_round_trip(tmp_path):
+    """export_cubins writes what load_carried finds by the request alone: the same cubin and the
+    launch metadata the H200 script needs when it cannot compile (or uses another Triton)."""
+    from hipexplore.compile.cache import CompileCache
+    from hipexplore.kernels.gemm import GemmShape
+    from hipexplore.tuning.lists import GemmProblem
+    from hipexplore.tuning.triton_device import export_cubins, load_carried, request_digest
+    from hipexplore.tuning.triton_list import TritonConfig, role_request, roles_for
+
+    compiler = require_compiler("triton")
+    prob, cfg = GemmProblem("p", GemmShape(32, 32, 32), "gelu"), TritonConfig(16, 16, 16, 2, 1, 1)
+    cache = CompileCache(disk_dir=False)
+    assert export_cubins(tmp_path, "sm_90", [prob], [cfg], cache=cache) == len(roles_for(cfg)) == 4
+    for role in roles_for(cfg):
+        req = role_request(role, "sm_90", prob, cfg, label="another label")  # labels do not matter
+        carried = load_carried(tmp_path, request_digest(req))
+        assert carried is not None and _elf(carried.binary)[0] == EM_CUDA
+        assert carried.binary == cache.get_or_compile(req, compiler).object_code.binary
+        assert carried.metadata["scratch_params"] and carried.metadata["num_warps"] >= 1
+    other = role_request("gemm", "sm_90", prob, TritonConfig(32, 16, 16, 2, 1, 1))
+    assert load_carried(tmp_path, request_digest(other)) is None

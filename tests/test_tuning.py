@@ -431,3 +431,13 @@ def test_warm_up_compiles_on_every_worker():
     run_replay(tl, jobs=2, cache="off", compiler=comp, measure_without_cache=False, warm_pass=False)
     tags = [o.split("=", 1)[1].split("_")[0] for r in comp.requests for o in r.options if o.startswith("-DHX_WARMUP=")]
     assert sorted(tags) == ["0"] * 4 + ["1"] * 4
+
+
+def test_cache_all_runs_memory_and_disk_in_one_replay():
+    _available("host")
+    tl = _small(problems="1", limit=2)
+    rep = run_replay(tl, cache="all", measure_without_cache=False)
+    s = rep.to_json()["scenarios"]
+    assert rep.primary == "memory" and {"memory", "disk-cold", "disk-warm"} <= set(s)
+    assert s["memory"]["compiles"] == s["disk-cold"]["compiles"] == tl.unique_kernels
+    assert s["disk-warm"]["compiles"] == 0 and s["disk-warm"]["disk_hits"] == tl.unique_kernels

@@ -97,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
         granularity=args.granularity,
         salt=not args.no_salt,
     )
+    if args.compiler == "triton":  # Triton's own TRITON_CACHE_DIR, cold then warm, beside our tiers
+        from ..tuning.triton_cache import add_triton_cache_passes
+
+        add_triton_cache_passes(report)
     out = report.to_json()
     provenance = collect(command=None)
     if args.frame:

@@ -14,7 +14,8 @@ Scenarios (the ``scenario`` column):
   ``disk``       memory + disk on a directory that already held entries (not cold);
   ``disk-warm``  a fresh cache object on the same directory: every lookup should be a disk hit;
   ``triton-cold`` / ``triton-warm``  (Triton lists) Triton's own TRITON_CACHE_DIR alone, empty then
-                 warm (tuning/triton_cache.py): what a Triton tuner gets without our cache.
+                 warm: what a Triton tuner gets without our cache (added to a report by
+                 ``tuning.triton_cache.add_triton_cache_passes``; ``tune-replay`` does).
 
 Timing: ``seconds`` is the wall time of compiling the whole list (first submission to last
 result). Before anything is timed the compiler is warmed up (one throw-away compile per worker),
@@ -523,7 +524,6 @@ def run_replay(
     granularity: str = "candidate",
     salt: bool = True,
     warm_pass: bool = True,
-    triton_own_cache: bool = True,
 ) -> ReplayReport:
     """Warm up, measure the ideal, optionally the cache-off pass, then the chosen cache mode.
 
@@ -582,10 +582,6 @@ def run_replay(
                 c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
                 scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
             primary = first if cache == "disk" else primary
-        if triton_own_cache and tuning_list.compiler == "triton":
-            from .triton_cache import triton_cache_passes
-
-            scenarios.update(triton_cache_passes(tuning_list, jobs, granularity))
         return ReplayReport(tuning_list, jobs, cache, comp.isolated, primary, scenarios, dir_used, granularity, salt)
     finally:
         if tmp is not None:

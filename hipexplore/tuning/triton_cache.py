@@ -21,15 +21,21 @@ from ..compile.isolation import IsolatedCompiler
 from ..compile.request import make_key
 from ..errors import HipexploreError
 from .lists import ListEntry, TuningList
+from .replay import ReplayReport, ScenarioResult, _annotate, cpu_delta, cpu_snapshot, run_tasks, warm_up
 
 TRITON_SCENARIOS = ("triton-cold", "triton-warm")
+
+
+def add_triton_cache_passes(report: ReplayReport) -> ReplayReport:
+    """Run Triton's own-cache passes over the report's list (same jobs and granularity) and add them
+    to its scenarios; returns the report."""
+    report.scenarios.update(triton_cache_passes(report.tuning_list, report.jobs, report.granularity))
+    return report
 
 
 def triton_cache_passes(tuning_list: TuningList, jobs: int = 1, granularity: str = "candidate",
                         cache_dir: str | None = None) -> dict:
     """{"triton-cold": ScenarioResult, "triton-warm": ScenarioResult} over ``tuning_list``."""
-    from .replay import ScenarioResult, _annotate, cpu_delta, cpu_snapshot, run_tasks, warm_up
-
     tmp = tempfile.TemporaryDirectory(prefix="hipexplore-triton-own-cache-") if cache_dir is None else None
     directory = cache_dir or tmp.name  # type: ignore[union-attr]
     comp = IsolatedCompiler("triton", {"triton_cache_dir": directory}, workers=jobs, timeout=600.0)
