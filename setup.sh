@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-shot set-up for a fresh Debian/Ubuntu machine (idempotent; safe to re-run).
 #   ./setup.sh          runtime: ROCm hiprtc packages (apt, as root), .venv with hipexplore[hip,cuda,notebook]
-#   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools
+#   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools,
+#                       redis-py and Debian's redis-server (the tests start their own on a loopback port)
 # Environment: HIPEXPLORE_VENV (default .venv), HIPEXPLORE_PYTHON (default python3),
 #              HIPEXPLORE_SKIP_APT=1 to never call apt-get.
 set -euo pipefail
@@ -23,6 +24,7 @@ fi
 if [ "$DEV" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || APT_PKGS+=(chromium)
   command -v llvm-objdump >/dev/null 2>&1 || ls /usr/bin/llvm-objdump-* >/dev/null 2>&1 || APT_PKGS+=(llvm)   # AMDGPU disassembly in tests
+  command -v redis-server >/dev/null 2>&1 || APT_PKGS+=(redis-server)   # the Redis cache tier's tests (a real server)
 fi
 if ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1; then APT_PKGS+=(python3-venv); fi
 
@@ -48,7 +50,7 @@ fi
 
 if [ ! -x "$VENV/bin/python" ]; then say "creating $VENV"; "$PY" -m venv "$VENV"; fi
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
-EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,dev,triton"
+EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,dev,triton"
 say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }
@@ -57,7 +59,8 @@ if [ "$DEV" = 1 ] && [ ! -d .hip-python-10/rocm ]; then  # tests run hiprtc/HIP 
   "${PIP[@]}" --no-deps --target .hip-python-10 "hip-python==10.0.0.0.1.2" "rocm-bindings-hip==10.0.0.0.1.2" \
     "rocm-bindings-core==10.0.0.0.1.2" 2>&1 | grep -v "^WARNING" || true
 fi
-"$VENV/bin/python" -m ipykernel install --user --name python3 >/dev/null 2>&1 || true
+say "Jupyter kernel 'hipexplore' (your own python3 kernel is left alone)"
+scripts/install_kernel.sh "$VENV/bin/python" >/dev/null || say "could not install the Jupyter kernel hipexplore (notebooks need it; 'hipexplore report' does not)"
 if [ "$DEV" = 1 ]; then  # the test suite needs every compiler and tool: say which is missing, by name
   "$VENV/bin/python" - <<'PY' || { say "the test suite cannot run here: see the MISSING lines above"; exit 1; }
 import shutil, sys
@@ -71,6 +74,8 @@ if not any(shutil.which(n) for n in ("llvm-objdump", "llvm-objdump-14", "llvm-ob
     bad.append("tool llvm-objdump (Debian package llvm)")
 if not shutil.which("chromium"):
     bad.append("tool chromium (Debian package chromium)")
+if not shutil.which("redis-server"):
+    bad.append("tool redis-server (Debian package redis-server)")
 for b in bad:
     print(f"[setup] MISSING for the tests: {b}")
 sys.exit(1 if bad else 0)

@@ -1,5 +1,6 @@
 """Compile-cache benchmark: what a memory hit and a disk hit cost against a real recompile, and
-what the isolated worker pool gains on distinct compiles.
+what the isolated worker pool gains on distinct compiles; with ``--team``, what a remote hit from
+the Redis team tier costs on loopback and what the per-key lock costs a hit.
 
 All arms run side by side in one process on one code object: a real hiprtc gfx90a compile of a
 templated kernel with 16 fully unrolled instances (about 50 KB of code object). Latencies are
@@ -9,6 +10,10 @@ the disk tier is read through a page cache that the first read warms (stated in 
     python benchmarks/cache_bench.py                      # full run, writes benchmarks/results/
     python benchmarks/cache_bench.py --quick              # smoke run (few samples)
     python benchmarks/cache_bench.py --compiler nvrtc --target sm_90
+    python benchmarks/cache_bench.py --team-only --compiler host --target host   # remote hit + lock arms only (~20 s)
+
+The team arms start their own ``redis-server`` (Debian package) on a free 127.0.0.1 port in a temp
+dir (maxmemory 256 MB, allkeys-lru, no persistence) and stop it afterwards.
 
 Writes ``<out>.json`` (samples summary + provenance) and ``<out>.md`` (the table for BENCHMARKS.md).
 """
@@ -47,10 +52,16 @@ __global__ void poly(float* __restrict__ out, const float* __restrict__ in, int 
   out[i] = acc;
 }
 """
-EXT = {"hiprtc": ".hip", "nvrtc": ".cu"}
+EXT = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}
+HOST_KERNEL = r"""
+#define SALT %(salt)d
+float poly(const float* in, int n) { float acc = SALT & 0xff; for (int i = 0; i < n; ++i) acc = acc * in[i] + i; return acc; }
+"""
 
 
 def make_request(compiler: str, target: str, salt: int, instances: int) -> CompileRequest:
+    if compiler == "host":
+        return CompileRequest(Source("poly.c", HOST_KERNEL % {"salt": salt}), "host", "host", label=f"poly salt {salt}")
     return CompileRequest(
         Source(f"poly{EXT[compiler]}", KERNEL % {"salt": salt}),
         compiler,
@@ -113,11 +124,112 @@ def distinct_compiles(compiler_name: str, target: str, instances: int, workers: 
     }
 
 
+class _Redis:
+    """A throw-away redis-server on a free loopback port (the tests' fixture does the same)."""
+
+    def __enter__(self) -> "_Redis":
+        import shutil
+        import socket
+        import subprocess
+
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise SystemExit("--team needs redis-server (Debian package redis-server; setup.sh --dev installs it)")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self.tmp = tempfile.TemporaryDirectory(prefix="hipexplore-bench-redis-")
+        self.proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", self.tmp.name, "--save", "",
+                                      "--appendonly", "no", "--maxmemory", "256mb", "--maxmemory-policy", "allkeys-lru"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.2)
+        for _ in range(200):
+            try:
+                if client.ping():
+                    break
+            except redis.RedisError:
+                time.sleep(0.05)
+        self.version = client.info("server")["redis_version"]
+        self.url = f"redis://127.0.0.1:{port}/0"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.tmp.cleanup()
+
+
+def team_arms(args: argparse.Namespace, compiler, request: CompileRequest) -> dict:
+    """Remote hits on loopback; memory hits with and without the disk tier (whose per-key lock is
+    only taken on misses), alternated in blocks A B B A so drift hits both; the lock's own cost."""
+    os.environ.setdefault("HIPEXPLORE_CACHE_SECRET", "benchmark-secret")
+    out: dict = {}
+    with _Redis() as server, tempfile.TemporaryDirectory(prefix="hipexplore-cache-bench-") as tmp:
+        url = server.url
+        seed = CompileCache(disk_dir=False, remote=url)
+        assert seed.get_or_compile(request, compiler).outcome == "compiled"
+        remote_only = CompileCache(max_entries=0, disk_dir=False, remote=url)  # every lookup goes to Redis
+        time_lookups(remote_only, request, compiler, min(100, args.remote_lookups), "remote-hit")
+        remote = time_lookups(remote_only, request, compiler, args.remote_lookups, "remote-hit")
+        out["remote_hit"] = {**summarize(remote), "server": f"redis-server {server.version}",
+                             "entry_bytes": len(remote_only.remote.client.get(f"hx:v1:{seed.key_for(request, compiler).digest}"))}
+        with_disk = CompileCache(disk_dir=tmp)
+        without = CompileCache(disk_dir=False)
+        for c in (with_disk, without):
+            c.get_or_compile(request, compiler)
+            time_lookups(c, request, compiler, 500, "memory-hit")
+        blocks: dict[str, list[float]] = {"disk tier on (lock on misses only)": [], "no disk tier (no lock)": []}
+        names = list(blocks)
+        per = max(1, args.lookups // 4)
+        for name in (names[0], names[1], names[1], names[0]):
+            blocks[name] += time_lookups(with_disk if name == names[0] else without, request, compiler, per, "memory-hit")
+        out["memory_hit_lock"] = {k: summarize(v) for k, v in blocks.items()}
+        a, b = (statistics.median(blocks[n]) for n in names)
+        out["memory_hit_lock"]["p50_difference_s"] = a - b
+        disk = with_disk.disk
+        digest = with_disk.key_for(request, compiler).digest
+        lock_times = []
+        for _ in range(args.lock_samples):
+            t0 = time.perf_counter()
+            with disk.key_lock(digest):
+                pass
+            lock_times.append(time.perf_counter() - t0)
+        out["key_lock_uncontended"] = summarize(lock_times)
+    out["goals"] = {"remote_hit_p50_le_1ms": out["remote_hit"]["p50_s"] <= 1e-3}
+    return out
+
+
+def team_markdown(t: dict) -> str:
+    r, m, k = t["remote_hit"], t["memory_hit_lock"], t["key_lock_uncontended"]
+    names = [n for n in m if n != "p50_difference_s"]
+    lines = [
+        "| lookup | n | p50 | p99 | mean |",
+        "|---|---|---|---|---|",
+        f"| remote hit ({r['server']} on loopback, memory and disk tiers off; entry {r['entry_bytes'] / 1000:.1f} kB with HMAC) | {r['n']} | {_t(r['p50_s'])} | {_t(r['p99_s'])} | {_t(r['mean_s'])} |",
+        *(f"| memory hit, {n} | {m[n]['n']} | {_t(m[n]['p50_s'])} | {_t(m[n]['p99_s'])} | {_t(m[n]['mean_s'])} |" for n in names),
+        f"| per-key lock acquire + release alone (uncontended, taken on misses only) | {k['n']} | {_t(k['p50_s'])} | {_t(k['p99_s'])} | {_t(k['mean_s'])} |",
+        "",
+        f"Memory-hit p50 difference (disk tier on − off, blocks A B B A): {m['p50_difference_s'] * 1e6:+.2f} µs. "
+        f"Goal remote hit p50 ≤ 1 ms: {'met' if t['goals']['remote_hit_p50_le_1ms'] else 'NOT met'}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def run(args: argparse.Namespace) -> dict:
     compiler = get_compiler(args.compiler)
     if not compiler.available():
         raise SystemExit(f"{args.compiler} unavailable: {compiler.unavailable_reason()}")
     load_before = os.getloadavg()
+    if args.team_only:
+        request = make_request(args.compiler, args.target, random.SystemRandom().randrange(10**9), args.instances)
+        team = team_arms(args, compiler, request)
+        return {"benchmark": "compile-cache-team", "compiler": args.compiler, "target": args.target,
+                "compiler_identity": compiler.identity().record(), "team": team,
+                "conditions": {"loadavg_before": list(load_before), "loadavg_after": list(os.getloadavg()),
+                               "cpu_count": os.cpu_count()},
+                "provenance": collect(command=[Path(sys.executable).name, *sys.argv])}
     # Salts are random per run: a compiler-side cache (NVRTC 13.0 on the H200 image serves an
     # identical program again in ~14 ms, across processes) must never shortcut a "fresh" compile.
     salts = iter(random.SystemRandom().sample(range(10**6, 10**9), 64))
@@ -156,6 +268,7 @@ def run(args: argparse.Namespace) -> dict:
         run_salts = [next(salts) for _ in range(args.distinct)]
         pool_runs.append(distinct_compiles(args.compiler, args.target, args.instances, workers, run_salts))
 
+    team = team_arms(args, compiler, request) if args.team else None
     load_after = os.getloadavg()
     rec = summarize(recompile_wall)
     same_rec = summarize([w for w, _, _ in same])
@@ -189,6 +302,7 @@ def run(args: argparse.Namespace) -> dict:
             "memory_hit_p50_le_20us": mem["p50_s"] <= 20e-6,
             "disk_hit_p50_le_1ms": dsk["p50_s"] <= 1e-3,
         },
+        "team": team,
         "conditions": {
             "loadavg_before": list(load_before),
             "loadavg_after": list(load_after),
@@ -208,6 +322,11 @@ def _t(seconds: float) -> str:
 
 def markdown(r: dict) -> str:
     p = r["provenance"]
+    if r["benchmark"] == "compile-cache-team":
+        return (team_markdown(r["team"]) + f"\nConditions: load average {r['conditions']['loadavg_before'][0]:.2f} before, "
+                f"{r['conditions']['loadavg_after'][0]:.2f} after (1-min), {r['conditions']['cpu_count']} CPUs. CPU: {p.get('cpu', '?')}. "
+                f"Compiler: {r['compiler_identity']['version']}. hipexplore {p.get('hipexplore')} at {p.get('git_revision')}, "
+                f"{p.get('date')}, Python {p.get('python')}.\n\nCommand: `{p.get('command')}`\n")
     rec, mem, dsk, dc = r["recompile"], r["memory_hit"], r["disk_hit"], r["distinct_compiles"]
     sr = r["recompile_same_source"]
     lines = [
@@ -241,6 +360,8 @@ def markdown(r: dict) -> str:
         "",
         f"Command: `{p.get('command')}`",
     ]
+    if r.get("team"):
+        lines += ["", team_markdown(r["team"])]
     return "\n".join(lines) + "\n"
 
 
@@ -253,14 +374,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--disk-lookups", type=int, default=5000, help="disk-hit samples")
     ap.add_argument("--recompiles", type=int, default=7, help="compiles per baseline arm (fresh and same source)")
     ap.add_argument("--distinct", type=int, default=8, help="distinct compiles per pool run")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "cache_bench"), help="output path without suffix")
+    ap.add_argument("--out", default=None, help="output path without suffix (default benchmarks/results/cache_bench, "
+                    "or cache_bench_team with --team-only)")
     ap.add_argument("--quick", action="store_true", help="few samples (smoke test)")
+    ap.add_argument("--team", action="store_true", help="also the team arms: remote hits (a local redis-server) and the lock's cost")
+    ap.add_argument("--team-only", action="store_true", help="only the team arms (short)")
+    ap.add_argument("--remote-lookups", type=int, default=5000, help="remote-hit samples")
+    ap.add_argument("--lock-samples", type=int, default=2000, help="uncontended key-lock samples")
     args = ap.parse_args(argv)
     args.repeats_abba = True
     if args.quick:
         args.lookups, args.disk_lookups, args.recompiles, args.distinct, args.repeats_abba = 500, 200, 2, 2, False
     result = run(args)
-    out = Path(args.out)
+    out = Path(args.out or REPO / "benchmarks" / "results" / ("cache_bench_team" if args.team_only else "cache_bench"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     md = markdown(result)

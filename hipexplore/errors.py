@@ -44,14 +44,32 @@ class CompileError(CompilerError):
         self.compiler = compiler
         self.kernels = tuple(kernels)
 
+    def headline(self) -> str:
+        """The message and where (compiler, target, options), at most ~``MESSAGE_LIMIT`` characters:
+        a 30,000-option compile must not print megabytes (``self.options`` keeps them all)."""
+        base = _shorten(super().__str__(), MESSAGE_LIMIT)
+        shown = [_shorten(o, 200) for o in self.options[:OPTIONS_SHOWN]]
+        more = len(self.options) - len(shown)
+        opts = repr(shown) if more <= 0 else repr(shown)[:-1] + f", ... {more} more]"
+        return base + f" [compiler={self.compiler} target={self.target} options={opts}]"
+
     def __str__(self) -> str:  # the message plus where, never the whole log
-        base = super().__str__()
-        tail = self.log.strip().splitlines()[-12:] if self.log else []
-        extra = f" [compiler={self.compiler} target={self.target} options={list(self.options)}]"
-        return base + extra + ("\n" + "\n".join(tail) if tail else "")
+        tail = [_shorten(line, 500) for line in self.log.strip().splitlines()[-12:]] if self.log else []
+        return self.headline() + ("\n" + "\n".join(tail) if tail else "")
 
     def __reduce__(self):  # survive pickling across worker processes
         return (_rebuild_compile_error, (type(self), self.args[0] if self.args else "", self.__dict__.copy()))
+
+
+#: how much of a compile error's message ``str()`` shows; the exception keeps everything
+MESSAGE_LIMIT = 2000
+OPTIONS_SHOWN = 8
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... ({len(text) - limit} more characters)"
 
 
 def _rebuild_compile_error(cls, message, state):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -23,11 +24,12 @@ from .schema import COLD_REFERENCE, HIT_OUTCOMES, require_columns
 IQR_WARN_LEVELS = (0.10, 0.25)
 
 #: Fixed order and colours so the same outcome looks the same in every figure.
-OUTCOME_ORDER = ("compiled", "memory-hit", "disk-hit", "joined", "bypassed", "failed")
+OUTCOME_ORDER = ("compiled", "memory-hit", "disk-hit", "remote-hit", "joined", "bypassed", "failed")
 OUTCOME_COLORS = {
     "compiled": "#d62728",
     "memory-hit": "#2ca02c",
     "disk-hit": "#17becf",
+    "remote-hit": "#1f77b4",
     "joined": "#bcbd22",
     "bypassed": "#9467bd",
     "failed": "#000000",
@@ -100,12 +102,9 @@ def time_unit(seconds: Sequence[float] | np.ndarray | pd.Series) -> tuple[float,
 
 
 def format_bytes(n: float) -> str:
-    n = float(n)
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            v = n / size
-            return f"{v:g} {unit}" if v == int(v) else f"{v:.1f} {unit}"
-    return f"{int(n)} B"
+    from .units import format_bytes as fmt
+
+    return fmt(n)
 
 
 def _config_title(frame: pd.DataFrame) -> str:
@@ -134,13 +133,31 @@ def _clip_outliers(ax: Axes, values: np.ndarray, axis: str = "y") -> None:
             va="bottom", fontsize="x-small", color="0.4")
 
 
-def _rotating_axis(ax: Axes, rotating: Iterable[int]) -> None:
-    ticks = sorted({int(r) for r in rotating})
-    if ticks and max(ticks) / max(min(ticks), 1) >= 8:
+def _rotating_axis(ax: Axes, rotating: Iterable[int], requested: Iterable[Any] | None = None) -> None:
+    """Rotating counts on x, labelled ``auto (N)`` where the count came from ``auto``; the axis
+    label says when the scale is log2 (wide ranges of counts)."""
+    rot = [int(r) for r in rotating]
+    ticks = sorted(set(rot))
+    log = bool(ticks) and max(ticks) / max(min(ticks), 1) >= 8
+    if log:
         ax.set_xscale("log", base=2)
+    autos = {r for r, q in zip(rot, requested if requested is not None else [None] * len(rot)) if str(q) == "auto"}
+    plain = {r for r, q in zip(rot, requested if requested is not None else [None] * len(rot)) if str(q) != "auto"}
     ax.set_xticks(ticks)
-    ax.set_xticklabels([str(t) for t in ticks])
+    crowded = len(ticks) > 4 or len(autos) > 1  # several 'auto' counts (one per size) sit close together
+    ax.set_xticklabels([(f"{t} (= auto)" if t in plain else f"auto ({t})") if t in autos else str(t) for t in ticks],
+                       rotation=35 if crowded else 0, ha="right" if crowded else "center")
     ax.minorticks_off()
+    ax.set_xlabel("rotating buffer sets" + (" (log2 scale)" if log else ""))
+
+
+def _requested(frame: pd.DataFrame) -> Any:
+    return frame["rotating_requested"] if "rotating_requested" in frame.columns else None
+
+
+def _legend_outside(ax: Axes, **kw: Any) -> Any:
+    """A legend to the right of the axes, never over the data (many entries: flush x rotating)."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kw)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -154,7 +171,7 @@ def plot_noise_ecdf(samples: pd.DataFrame, ax: Axes | None = None, kernel: str |
     """
     _require(samples, _SAMPLES_NEEDED, "samples frame")
     data = one_configuration(samples, kernel, size_bytes, "samples frame")
-    fig, ax = _axes(ax)
+    fig, ax = _axes(ax, (8.4, 4.2))  # room for the legend beside the curves
     scale, unit = time_unit(data["time_s"])
     colors = flush_colors(data["flush"])
     rot_values = sorted(data["rotating"].unique())
@@ -171,7 +188,7 @@ def plot_noise_ecdf(samples: pd.DataFrame, ax: Axes | None = None, kernel: str |
     ax.set_ylim(0, 1.02)
     ax.set_title(f"Per-sample times — {_config_title(data)}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="center right")
+    _legend_outside(ax, fontsize="small", ncols=1 if len(ax.get_lines()) <= 14 else 2)
     return fig
 
 
@@ -179,7 +196,7 @@ def plot_noise_violins(samples: pd.DataFrame, ax: Axes | None = None, kernel: st
     """Violins of per-sample times of one (kernel, size): rotating count on x, flush modes side by side."""
     _require(samples, _SAMPLES_NEEDED, "samples frame")
     data = one_configuration(samples, kernel, size_bytes, "samples frame")
-    fig, ax = _axes(ax, (7.5, 4.2))
+    fig, ax = _axes(ax, (8.4, 4.2))
     scale, unit = time_unit(data["time_s"])
     colors = flush_colors(data["flush"])
     modes = sorted(data["flush"].unique())
@@ -208,31 +225,55 @@ def plot_noise_violins(samples: pd.DataFrame, ax: Axes | None = None, kernel: st
     ax.set_ylabel(f"time per launch ({unit})")
     ax.set_title(f"Per-sample times — {_config_title(data)}")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(handles=handles, fontsize="small", title="flush")
+    _legend_outside(ax, handles=handles, fontsize="small", title="flush")  # the off-scale note keeps the lower right
     return fig
 
 
-def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None) -> Figure:
+def _sized(summary: pd.DataFrame, kernel: str | None, size_bytes: int | str | None) -> pd.DataFrame:
+    """One (kernel, size), or with ``size_bytes="all"`` every size of the kernel (the live panel:
+    sizes swept so far stay on the plot)."""
+    if size_bytes == "all":
+        _require(summary, ("kernel", "size_bytes"), "summary frame")
+        return _select(summary, "kernel", kernel, "summary frame")
+    return one_configuration(summary, kernel, size_bytes, "summary frame")  # type: ignore[arg-type]
+
+
+_SIZE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _lines(ax: Axes, data: pd.DataFrame, column: str, colors: dict[str, str]) -> None:
+    """One line per flush mode (per flush mode and size when several sizes are present)."""
+    sizes = sorted(data["size_bytes"].unique())
+    one_mode = data["flush"].nunique() == 1
+    shades = matplotlib.colormaps["viridis"](np.linspace(0.0, 0.85, len(sizes)))
+    for (mode, size), grp in data.groupby(["flush", "size_bytes"], sort=True):
+        grp = grp.sort_values("rotating")
+        label = mode if len(sizes) == 1 else f"{mode}, {format_bytes(size)}"
+        i = sizes.index(size)
+        color = shades[i] if one_mode and len(sizes) > 1 else colors[mode]  # one flush mode: tell the sizes apart by colour
+        ax.plot(grp["rotating"], grp[column] * 100, marker=_SIZE_MARKERS[i % len(_SIZE_MARKERS)], color=color, label=label)
+
+
+def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None,
+                         size_bytes: int | str | None = None) -> Figure:
     """Relative IQR (IQR / median) against rotating count, one line per flush mode, with the
-    10% and 25% levels at which torch.utils.benchmark warns."""
+    10% and 25% levels at which torch.utils.benchmark warns. ``size_bytes="all"``: a line per
+    flush mode and size."""
     _require(summary, _SUMMARY_NEEDED, "summary frame")
-    data = one_configuration(summary, kernel, size_bytes, "summary frame")
+    data = _sized(summary, kernel, size_bytes)
     data = data[data["flush"] != COLD_REFERENCE]
     if data.empty:
         raise ConfigError("summary frame holds only cold-reference rows: no rotating/flush setting to plot")
     fig, ax = _axes(ax)
     colors = flush_colors(summary["flush"])
-    for mode, grp in data.groupby("flush", sort=True):
-        grp = grp.sort_values("rotating")
-        ax.plot(grp["rotating"], grp["iqr_rel"] * 100, marker="o", color=colors[mode], label=mode)
+    _lines(ax, data, "iqr_rel", colors)
     for level, style in zip(IQR_WARN_LEVELS, (":", "--")):
         ax.axhline(level * 100, color="0.35", linestyle=style, linewidth=1)
         ax.annotate(f"{level:.0%}", xy=(1.0, level * 100), xycoords=("axes fraction", "data"), xytext=(2, 0),
                     textcoords="offset points", va="center", fontsize="small", color="0.35")
     top = max(float(data["iqr_rel"].max()) * 100 * 1.15, IQR_WARN_LEVELS[-1] * 100 * 1.1)
     ax.set_ylim(0, top)
-    _rotating_axis(ax, data["rotating"])
-    ax.set_xlabel("rotating buffer sets")
+    _rotating_axis(ax, data["rotating"], _requested(data))
     ax.set_ylabel("relative IQR (% of median)")
     ax.set_title(f"Noise — {_config_title(data)}")
     ax.grid(True, alpha=0.3)
@@ -240,22 +281,21 @@ def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: 
     return fig
 
 
-def plot_bias(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None) -> Figure:
+def plot_bias(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None,
+              size_bytes: int | str | None = None) -> Figure:
     """Bias of each setting's median against the cold reference (single launch after an L2
-    read), in percent, against rotating count: above zero reads slower than cold, below is warm."""
+    read), in percent, against rotating count: above zero reads slower than cold, below is warm.
+    ``size_bytes="all"``: a line per flush mode and size."""
     _require(summary, (*_SUMMARY_NEEDED, "bias"), "summary frame")
-    data = one_configuration(summary, kernel, size_bytes, "summary frame")
+    data = _sized(summary, kernel, size_bytes)
     data = data[(data["flush"] != COLD_REFERENCE) & data["bias"].notna()]
     if data.empty:
         raise ConfigError("summary frame has no bias values (was a cold reference measured?)")
     fig, ax = _axes(ax)
     colors = flush_colors(summary["flush"])
-    for mode, grp in data.groupby("flush", sort=True):
-        grp = grp.sort_values("rotating")
-        ax.plot(grp["rotating"], grp["bias"] * 100, marker="o", color=colors[mode], label=mode)
+    _lines(ax, data, "bias", colors)
     ax.axhline(0, color="0.3", linewidth=1)
-    _rotating_axis(ax, data["rotating"])
-    ax.set_xlabel("rotating buffer sets")
+    _rotating_axis(ax, data["rotating"], _requested(data))
     ax.set_ylabel("median vs cold reference (%)")
     ref = data["reference_median_s"].dropna() if "reference_median_s" in data.columns else pd.Series(dtype=float)
     sub = ""
@@ -454,7 +494,7 @@ def plot_replay_scenarios(scenarios: pd.DataFrame, ax: Axes | None = None) -> Fi
     colors = ["#7f7f7f" if s == "ideal" else "#d62728" if s == "off" else "#2ca02c" for s in frame["scenario"]]
     ax.barh(y, seconds, color=colors)
     for yi, (_, row), sec in zip(y, frame.iterrows(), seconds):
-        hits = int(row.get("memory_hits", 0) + row.get("disk_hits", 0) + row.get("joins", 0))
+        hits = int(row.get("memory_hits", 0) + row.get("disk_hits", 0) + row.get("remote_hits", 0) + row.get("joins", 0))
         ax.annotate(f"{sec:.3g} s — {int(row['compiles'])} compiles, {hits} hits of {int(row['lookups'])}",
                     xy=(sec, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
     ax.set_yticks(y)

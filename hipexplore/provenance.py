@@ -12,6 +12,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -82,14 +83,53 @@ def compiler_versions() -> dict[str, str]:
     return out
 
 
+def default_command(argv: list[str], environ: Any = os.environ) -> str:
+    """The command line that produced a result. In a Jupyter kernel ``sys.argv`` is
+    ``ipykernel_launcher.py -f <connection file>``, which says nothing: name the notebook instead
+    (JupyterLab puts its path in ``JPY_SESSION_NAME``)."""
+    if not argv or not argv[0]:
+        return ""
+    if Path(argv[0]).name in ("ipykernel_launcher.py", "ipykernel_launcher", "__main__.py") and "-f" in argv:
+        nb = environ.get("JPY_SESSION_NAME", "")
+        return f"notebook {nb}" if nb else "interactive Jupyter kernel (notebook path not known)"
+    return shlex.join([Path(argv[0]).name, *argv[1:]])
+
+
+def machine_hash(machine_id: str, hostname: str, node: int) -> str:
+    """12 hex digits that differ between machines but do not reveal them: containers often share a
+    hostname (``vm``) and some have no machine-id, so the id, the hostname and the MAC-derived node
+    number are hashed together."""
+    return hashlib.sha256(f"{machine_id.strip()}|{hostname}|{node:x}".encode()).hexdigest()[:12]
+
+
+def _machine_id() -> str:
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            return Path(path).read_text().strip()
+        except OSError:
+            continue
+    return ""
+
+
+def describe_value(key: str, value: Any, props: dict[str, Any]) -> str:
+    """A device property as text; an empty or NaN value says what it means instead."""
+    text = str(value)
+    if key == "peak_bandwidth_gbs" and text.lower() == "nan":
+        why = str(props.get("peak_bandwidth_source") or "no datasheet value for this device")
+        return why if why.lower().startswith("unknown") else f"unknown: {why}"
+    if text.strip() == "" or text.lower() == "nan":
+        return "n/a (not reported by this device)"
+    return text
+
+
 def collect(device: Any = None, command: str | list[str] | None = None, compilers: bool = True) -> dict[str, str]:
     """Provenance as a flat ``{str: str}`` dict.
 
     device: a hipexplore device (its ``properties`` are flattened under ``device.*``) or None.
     command: the command line that produced the result (defaults to this process's argv).
     """
-    if command is None:
-        command = [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else []
+    if command is None or command == "" or command == []:
+        command = default_command(list(sys.argv))
     if not isinstance(command, str):
         command = shlex.join(str(c) for c in command)
     info: dict[str, str] = {
@@ -99,7 +139,7 @@ def collect(device: Any = None, command: str | list[str] | None = None, compiler
         "command": command,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
+        "hostname_hash": machine_hash(_machine_id(), platform.node(), uuid.getnode()),
         "cpu": _cpu_model(),
         "cpu_count": str(os.cpu_count() or ""),
     }
@@ -116,7 +156,8 @@ def collect(device: Any = None, command: str | list[str] | None = None, compiler
                 import dataclasses
 
                 items = dataclasses.asdict(props).items()
-            for k, v in items:
-                info[f"device.{k}"] = str(v)
+            values = dict(items)
+            for k, v in values.items():
+                info[f"device.{k}"] = describe_value(k, v, values)
         info.setdefault("device.name", str(getattr(device, "name", device)))
     return info

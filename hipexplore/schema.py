@@ -20,17 +20,19 @@ from .errors import ConfigError
 
 # -- cache outcomes -------------------------------------------------------------------------------
 #: What one cache lookup did. ``joined``: waited for an identical compile already in flight in this
-#: process; ``bypassed``: diagnostics requested, compiled without touching either tier.
-Outcome = Literal["memory-hit", "disk-hit", "compiled", "joined", "failed", "bypassed"]
+#: process; ``bypassed``: diagnostics requested, compiled without touching any tier; ``remote-hit``:
+#: found in the Redis team tier (below disk).
+Outcome = Literal["memory-hit", "disk-hit", "remote-hit", "compiled", "joined", "failed", "bypassed"]
 MEMORY_HIT: Outcome = "memory-hit"
 DISK_HIT: Outcome = "disk-hit"
+REMOTE_HIT: Outcome = "remote-hit"
 COMPILED: Outcome = "compiled"
 JOINED: Outcome = "joined"
 FAILED: Outcome = "failed"
 BYPASSED: Outcome = "bypassed"
-OUTCOMES: tuple[Outcome, ...] = (MEMORY_HIT, DISK_HIT, COMPILED, JOINED, FAILED, BYPASSED)
+OUTCOMES: tuple[Outcome, ...] = (MEMORY_HIT, DISK_HIT, REMOTE_HIT, COMPILED, JOINED, FAILED, BYPASSED)
 #: Outcomes that did not run the compiler in this call (in OUTCOMES order).
-HIT_OUTCOMES: tuple[Outcome, ...] = (MEMORY_HIT, DISK_HIT, JOINED)
+HIT_OUTCOMES: tuple[Outcome, ...] = (MEMORY_HIT, DISK_HIT, REMOTE_HIT, JOINED)
 #: Outcomes that ran the compiler.
 COMPILE_OUTCOMES: tuple[Outcome, ...] = (COMPILED, BYPASSED)
 
@@ -77,14 +79,15 @@ def require_columns(frame: Any, columns: Iterable[str], what: str) -> Any:
 
 def count_outcomes(outcome: Any) -> dict[str, int]:
     """Lookups by outcome, the one place they are counted (replay summaries, report tables):
-    ``lookups``, ``compiles`` (compiled + bypassed), ``memory_hits``, ``disk_hits``, ``hits``
-    (memory + disk), ``joins``, ``failed``. ``outcome``: a Series of outcome strings."""
+    ``lookups``, ``compiles`` (compiled + bypassed), ``memory_hits``, ``disk_hits``, ``remote_hits``,
+    ``hits`` (memory + disk + remote), ``joins``, ``failed``. ``outcome``: a Series of outcome strings."""
     return {
         "lookups": int(len(outcome)),
         "compiles": int(outcome.isin(COMPILE_OUTCOMES).sum()),
         "memory_hits": int((outcome == MEMORY_HIT).sum()),
         "disk_hits": int((outcome == DISK_HIT).sum()),
-        "hits": int(outcome.isin([MEMORY_HIT, DISK_HIT]).sum()),
+        "remote_hits": int((outcome == REMOTE_HIT).sum()),
+        "hits": int(outcome.isin([MEMORY_HIT, DISK_HIT, REMOTE_HIT]).sum()),
         "joins": int((outcome == JOINED).sum()),
         "failed": int((outcome == FAILED).sum()),
     }

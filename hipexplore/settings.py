@@ -124,8 +124,30 @@ def _default_workers() -> int:
 SETTINGS: dict[str, Setting] = {}
 
 
+def _shared(raw: str) -> str:
+    value = raw.lower()
+    if value in ("group", "private"):
+        return value
+    if value in _FALSE:
+        return "private"
+    raise ValueError(raw)
+
+
+def _redis_url(raw: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(raw)
+    if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
+        raise ValueError(raw)
+    if parts.port is not None and not 0 < parts.port < 65536:  # .port raises ValueError when out of range
+        raise ValueError(raw)
+    return raw
+
+
 def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str = "") -> Setting:
     parse, allowed = {
+        "shared": (_shared, "'private' (or 0/off) or 'group' (a team directory)"),
+        "url": (_redis_url, "a Redis URL such as redis://host:6379/0"),
         "int": (_non_negative_int, "a non-negative integer (0 disables)"),
         "count": (_positive_int, "a positive integer"),
         "bytes": (_positive_int, "a positive integer number of bytes"),
@@ -158,6 +180,21 @@ CACHE_DISK_MAX_BYTES: Setting[int] = _declare(
     default_doc="2147483648 (2 GiB)")
 CACHE_MAX_EVENTS: Setting[int] = _declare(
     "HIPEXPLORE_CACHE_MAX_EVENTS", "int", 1_000_000, "cache events kept per cache object, oldest dropped (0: unbounded)")
+CACHE_SHARED: Setting[str] = _declare(
+    "HIPEXPLORE_CACHE_SHARED", "shared", "private",
+    "`group`: the cache directory is a team directory (group-writable is fine; entries need the team secret); "
+    "`private`: a directory others can write to is not used")
+CACHE_SECRET: Setting[str | None] = _declare(
+    "HIPEXPLORE_CACHE_SECRET", "text", None,
+    "team secret: entries are authenticated with HMAC-SHA-256 under it (needed by `group` and the Redis tier; never logged)")
+CACHE_LOCK_TIMEOUT: Setting[float] = _declare(
+    "HIPEXPLORE_CACHE_LOCK_TIMEOUT", "seconds", 300.0,
+    "most seconds a process waits for another one compiling the same key (then compiles itself)")
+CACHE_REMOTE: Setting[str | None] = _declare(
+    "HIPEXPLORE_CACHE_REMOTE", "url", None, "Redis team tier below disk, e.g. `redis://host:6379/0` (extra `remote`)")
+CACHE_REMOTE_TIMEOUT: Setting[float] = _declare(
+    "HIPEXPLORE_CACHE_REMOTE_TIMEOUT", "seconds", 0.5,
+    "connect and read timeout of the Redis tier; past it the tier is off for the process (one warning)")
 
 # -- compilers --------------------------------------------------------------------------------
 COMPILE_TIMEOUT: Setting[float] = _declare(

@@ -143,13 +143,25 @@ class SweepPanel:
         self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", style=style)
         self.status = w.Label(value="idle")
         self.errors = w.HTML(value="")
-        self.noise_image = w.Image(format="png", layout=w.Layout(max_width="48%"))
-        self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%"))
+        self.errors.add_class("hx-errors")
+        # hidden until they hold a plot: an empty Image widget shows a broken-image icon
+        self.noise_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
+        self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
+        self.placeholder = w.HTML(value='<i style="color:#666">the noise and bias plots appear here as configurations finish</i>')
+        self.sets_hint = w.HTML(value="")  # what 'auto' resolves to, and whether iterations cover it
+        self.fix_button = w.Button(description="", button_style="warning", icon="wrench",
+                                   layout=w.Layout(display="none", width="auto", min_width="200px"))
+        self.fix_button.on_click(self._on_fix_clicked)
         self.run_button.on_click(self._on_run_clicked)
         self.stop_button.on_click(self._on_stop_clicked)
-        controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.iterations])
+        for control in (self.device, self.kernel, self.sizes, self.rotating, self.iterations):
+            control.observe(lambda _change: self.update_sets_hint(), names="value")
+        controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.iterations,
+                           w.HBox([self.sets_hint, self.fix_button])])
         buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
-        self.widget = w.VBox([controls, buttons, self.errors, w.HBox([self.noise_image, self.detail_image])])
+        self.widget = w.VBox([controls, buttons, self.errors, self.placeholder, w.HBox([self.noise_image, self.detail_image])])
+        self._llc: dict[str, int] = {}
+        self._needed_sets = 0
 
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -161,6 +173,73 @@ class SweepPanel:
         self._total = 1
         self._done = 0
         self._started = 0.0
+
+        self.update_sets_hint()
+
+    # -- the 'auto' count, shown before Run ------------------------------------------------------
+    def _device_llc(self, name: str) -> int:
+        if name not in self._llc:
+            from .devices import get_device
+
+            dev = get_device(name)
+            try:
+                self._llc[name] = int(dev.llc_bytes)
+            finally:
+                close = getattr(dev, "close", None)
+                if callable(close):
+                    close()
+        return self._llc[name]
+
+    def resolved_sets(self) -> list[tuple[int, int]]:
+        """(size, buffer sets) of each size for the largest rotating count asked for, ``auto``
+        resolved against the device's last-level cache; ConfigError for a bad field."""
+        from .bench import rotating as rot
+        from .kernels import catalog
+
+        spec = catalog.get(self.kernel.value)
+        sizes = parse_sizes(self.sizes.value)
+        counts = parse_rotating(self.rotating.value)
+        llc = self._device_llc(self.device.value) if "auto" in counts else 0
+        out = []
+        for size in sizes:
+            n = spec.elements(size)
+            sets = [rot.auto_count(llc, spec.footprint(n)) if c == "auto" else int(c) for c in counts]
+            out.append((size, max(sets)))
+        return out
+
+    def update_sets_hint(self) -> None:
+        """Show what ``auto`` resolves to as the inputs change, and offer the iterations fix when
+        fewer iterations than buffer sets are asked for (each set must be timed at least once)."""
+        from .units import format_bytes
+
+        self._needed_sets = 0
+        self.fix_button.layout.display = "none"
+        try:
+            resolved = self.resolved_sets()
+        except Exception:  # a half-typed field: Run reports it; the hint just stays quiet
+            self.sets_hint.value = ""
+            return
+        parts = []
+        if "auto" in parse_rotating(self.rotating.value):
+            from .bench import rotating as rot
+            from .kernels import catalog
+
+            spec = catalog.get(self.kernel.value)
+            llc = self._device_llc(self.device.value)
+            autos = ", ".join(f"{format_bytes(sz)}: {rot.auto_count(llc, spec.footprint(spec.elements(sz)))}" for sz, _ in resolved)
+            parts.append(f"auto = {autos} buffer sets (LLC {format_bytes(llc)})")
+        needed = max(sets for _, sets in resolved)
+        iterations = int(self.iterations.value)
+        if iterations < needed:
+            self._needed_sets = needed
+            parts.append(f'<b style="color:#a60">iterations ({iterations}) &lt; {needed} buffer sets: every set must be timed at least once</b>')
+            self.fix_button.description = f"set iterations to {needed}"
+            self.fix_button.layout.display = ""
+        self.sets_hint.value = "; ".join(parts)
+
+    def _on_fix_clicked(self, _button: Any = None) -> None:
+        if self._needed_sets:
+            self.iterations.value = max(int(self.iterations.value), self._needed_sets)
 
     # -- display ----------------------------------------------------------------------------
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -309,19 +388,20 @@ class SweepPanel:
 
     def _redraw(self) -> None:
         """Re-render the plots from the summary rows so far: relative IQR and bias against the
-        cold reference for the largest size measured."""
+        cold reference, every size measured so far (a line per flush mode and size)."""
         from . import plots
 
         summary = self.summary
         if summary.empty:
             return
         kernel = summary["kernel"].iloc[-1]
-        size = int(summary.loc[summary["kernel"] == kernel, "size_bytes"].iloc[-1])
         for image, draw in ((self.noise_image, plots.plot_iqr_vs_rotating), (self.detail_image, plots.plot_bias)):
             try:
-                image.value = plots.figure_png(draw(summary, kernel=kernel, size_bytes=size), dpi=80)
+                image.value = plots.figure_png(draw(summary, kernel=kernel, size_bytes="all"), dpi=80)
             except ConfigError:  # nothing to draw yet (only the cold reference has arrived)
                 continue
+            image.layout.display = ""
+            self.placeholder.layout.display = "none"
 
     def _show_error(self, exc: BaseException) -> None:
         if isinstance(exc, HipexploreError):

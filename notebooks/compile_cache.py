@@ -8,9 +8,9 @@
 #       format_version: '1.3'
 #       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (hipexplore)
 #     language: python
-#     name: python3
+#     name: hipexplore
 # ---
 
 # %% [markdown]

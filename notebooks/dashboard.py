@@ -5,10 +5,12 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (hipexplore)
 #     language: python
-#     name: python3
+#     name: hipexplore
 # ---
 
 # %% [markdown]
@@ -32,8 +34,8 @@ sizes = ["1MiB"]  # per array
 rotating = [1, 2, 4, "auto"]  # rotating buffer sets; "auto" derives the count from the cache size
 flush = ["none", "l2-read"]
 iterations = 40
-compiler = "host"  # compiler for the tuning replay: "host", "hiprtc", "nvrtc"
-target = "host"  # its target: "host", "gfx90a", "sm_90", ...
+compiler = "auto"  # compiler for the tuning replay: "auto" (the benchmarked device's: nvrtc, hiprtc or host), "host", "hiprtc", "nvrtc"
+target = "auto"  # its target: "auto" (the device's), "host", "gfx90a", "sm_90", ...
 problems = 2  # GEMM problems of the tuning list (count or names such as "qkv,mlp_up")
 candidates = 6  # candidates per problem
 jobs = 1  # compiles at once (recorded data: the pass with this many jobs)
@@ -47,8 +49,10 @@ command = ""  # the command line recorded in the provenance table (set by `hipex
 from hipexplore import plots, report
 
 bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations)
-replay = report.replay_data(tuning_data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache)
+replay = report.replay_data(tuning_data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache,
+                            device_properties=bench.device_properties)
 config = report.dashboard_configuration(bench, replay)
+print(config["title"])  # the device timed, and the compiler/target the tuning list was replayed with
 
 # %% [markdown]
 # ## Noise | compile time saved | cache hits
@@ -61,10 +65,11 @@ plots.dashboard_figure(bench.summary, replay.events, baseline=replay.baseline,
 # ## The numbers behind the panels
 #
 # Benchmark summary for the configuration shown (one row per rotating count and flush mode;
-# `bias` is the median against the cold reference, `warning` is what the harness flagged):
+# `bias_%` is the median against the cold reference, `iqr_rel_%` and `cv_%` the spread, all in percent
+# as in the plots; `warning` is what the harness flagged):
 
 # %%
-report.summary_table(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"])
+report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"]))
 
 # %% [markdown]
 # Tuning replay, one row per scenario (`off`: every request compiles; `ideal`: each unique kernel

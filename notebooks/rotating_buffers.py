@@ -5,10 +5,12 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3 (ipykernel)
+#     display_name: Python (hipexplore)
 #     language: python
-#     name: python3
+#     name: hipexplore
 # ---
 
 # %% [markdown]
@@ -42,7 +44,7 @@ from hipexplore import plots, report
 
 bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations)
 config = report.bench_configuration(bench)
-report.summary_table(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"])
+report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"]))
 
 # %% [markdown]
 # ## Noise

@@ -133,3 +133,67 @@ def _group_members(pgid: int) -> list[int]:
         if pgrp == pgid and state != "Z":
             found.append(int(entry))
     return found
+
+
+# -- a real Redis server for the team tier ------------------------------------------------------------
+class RedisServer:
+    """``redis-server`` on a free loopback port in a temp dir, bounded like a team server should be
+    (``maxmemory`` + ``allkeys-lru``), no persistence. ``stop()``/``start()`` for outage tests."""
+
+    def __init__(self, workdir) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.host = "127.0.0.1"
+        self.workdir = workdir
+        self.proc = None
+        self.url = f"redis://{self.host}:{self.port}/0"
+
+    def start(self) -> None:
+        import subprocess
+        import time
+
+        exe = require_tool("redis-server")
+        self.proc = subprocess.Popen(
+            [exe, "--bind", self.host, "--port", str(self.port), "--dir", str(self.workdir), "--save", "",
+             "--appendonly", "no", "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru", "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import redis
+
+        client = redis.Redis(host=self.host, port=self.port, socket_connect_timeout=0.2)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if client.ping():
+                    return
+            except redis.RedisError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError(f"redis-server did not start on {self.url}")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def client(self):
+        import redis
+
+        return redis.Redis(host=self.host, port=self.port)
+
+
+@pytest.fixture
+def redis_server(tmp_path_factory):
+    """A fresh real redis-server on 127.0.0.1 (never another address), stopped afterwards."""
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        missing("redis-py", "not installed (pip install '.[remote]'; setup.sh --dev installs it)")
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

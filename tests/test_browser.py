@@ -46,6 +46,23 @@ def small_copy(folder: Path, name: str) -> Path:
     return path
 
 
+#: the sweep panel alone, with inputs whose 'auto' count needs more iterations than asked for
+PANEL_SOURCE = """\
+from hipexplore.widgets import SweepPanel
+panel = SweepPanel(device="host", kernel="triad", sizes="64KiB, 128KiB, 256KiB, 512KiB", rotating="1, auto",
+                   flush=("none",), iterations=12)
+panel"""
+
+
+def panel_notebook(folder: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(PANEL_SOURCE)]
+    nb.metadata["kernelspec"] = {"name": "hipexplore", "display_name": "Python (hipexplore)", "language": "python"}
+    path = folder / "panel.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
 @pytest.fixture
 def lab(tmp_path):
     """JupyterLab on 127.0.0.1 with a random token, isolated settings; stopped afterwards."""
@@ -57,9 +74,16 @@ def lab(tmp_path):
     work.mkdir()
     small_copy(work, "dashboard")
     small_copy(work, "rotating_buffers")
+    panel_notebook(work)
     port, token = free_port(), secrets.token_hex(16)
+    # the notebooks ask for the kernel "hipexplore" (setup.sh installs it for the user): here, this interpreter
+    spec = tmp_path / "jupyter" / "kernels" / "hipexplore"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                                                  "display_name": "Python (hipexplore)", "language": "python"}))
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+               JUPYTER_PATH=os.pathsep.join([str(tmp_path / "jupyter"), *filter(None, [os.environ.get("JUPYTER_PATH")])]))
     env.pop("MPLBACKEND", None)  # the kernel must keep the inline backend or the figure is lost
     log = open(tmp_path / "lab.log", "w")
     proc = subprocess.Popen(
@@ -155,8 +179,88 @@ def test_sweep_panel_runs_and_plots_in_a_real_browser(lab):
             images = page.locator(".jupyter-widgets img").evaluate_all("els => els.map(e => e.naturalWidth)")
             page.locator(".jupyter-widgets button:has-text('Stop')").scroll_into_view_if_needed()
             page.screenshot(path=str(shot))
-            panel_errors = page.locator(".jupyter-widgets .widget-html-content").all_inner_texts()
+            panel_errors = page.locator(".hx-errors").all_inner_texts()
         finally:
             browser.close()
     assert len([w for w in images if w > 0]) >= 2, images
     assert not any(t.strip() for t in panel_errors), panel_errors
+
+
+#: in the page: images shown (laid out) whose picture did not load, and whether the page scrolls sideways
+_BROKEN = "() => [...document.querySelectorAll('img')].filter(e => e.offsetParent !== null && !(e.naturalWidth > 0)).length"
+_SHOWN = "() => [...document.querySelectorAll('.jupyter-widgets img')].filter(e => e.offsetParent !== null && e.naturalWidth > 0).length"
+_SIDEWAYS = "() => document.documentElement.scrollWidth > window.innerWidth"
+
+
+def test_sweep_panel_before_during_after_a_run(lab):
+    """Before Run: no broken-image icons, the resolved 'auto' count and the iterations fix on show.
+    The fix is clicked; during the run the live plots appear; after it every size is on them."""
+    from playwright.sync_api import sync_playwright
+
+    url, token, log_path = lab
+    RESULTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            open_and_run_all(page, url, token, "panel")
+            run = page.wait_for_selector(".jupyter-widgets button:has-text('Run')", timeout=180_000)
+            fix = page.wait_for_selector(".jupyter-widgets button:has-text('set iterations to')", timeout=60_000)
+            before_text = page.locator(".jupyter-widgets").first.inner_text()
+            before = (page.evaluate(_BROKEN), page.evaluate(_SHOWN), page.evaluate(_SIDEWAYS))
+            page.screenshot(path=str(RESULTS / "browser-panel-before.png"))
+            fix.click()
+            page.wait_for_function("() => !document.body.innerText.includes('set iterations to')", timeout=30_000)
+            run.click()
+            page.wait_for_function(f"() => ({_SHOWN})() >= 1 && /running \\d+\\/\\d+/.test(document.body.innerText)", timeout=180_000)
+            during = (page.evaluate(_BROKEN), page.evaluate(_SIDEWAYS))
+            page.screenshot(path=str(RESULTS / "browser-panel-during.png"))
+            page.wait_for_function("() => /done: \\d+ configurations/.test(document.body.innerText)", timeout=300_000)
+            page.wait_for_timeout(500)
+            after = (page.evaluate(_BROKEN), page.evaluate(_SHOWN), page.evaluate(_SIDEWAYS))
+            page.screenshot(path=str(RESULTS / "browser-panel-after.png"))
+            panel_errors = page.locator(".hx-errors").all_inner_texts()
+        finally:
+            browser.close()
+    assert before == (0, 0, False), f"before Run: broken images, plots shown, sideways scroll = {before}"
+    from hipexplore.bench.rotating import auto_count
+    from hipexplore.devices import get_device
+
+    dev = get_device("host")
+    sets = auto_count(dev.llc_bytes, 3 * 64 * 1024)  # triad: three arrays of 64 KiB
+    dev.close()
+    assert f"auto = 64 KiB: {sets}" in before_text and f"iterations (12) < {sets} buffer sets" in before_text, before_text
+    assert during[0] == 0 and not during[1], during
+    assert after == (0, 2, False), f"after the run: broken images, plots shown, sideways scroll = {after}"
+    assert not any(t.strip() for t in panel_errors), panel_errors
+
+
+def test_report_at_900_px_has_no_sideways_scrolling(tmp_path):
+    """The report as `hipexplore report` writes it (inputs hidden), in chromium 900 px wide."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        from conftest import missing
+
+        missing("tool chromium", f"{CHROMIUM} does not exist (setup.sh --dev installs Debian's chromium)")
+    from hipexplore.cli import main
+
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps(SMALL))
+    out = tmp_path / "report.html"
+    assert main(["report", "--params", str(params), "--out", str(out), "--quiet"]) == 0
+    RESULTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = browser.new_page(viewport={"width": 900, "height": 1000})
+            page.goto(out.as_uri(), wait_until="load")
+            result = page.evaluate("""() => ({scroll: document.documentElement.scrollWidth, inner: window.innerWidth,
+                images: [...document.images].map(e => e.naturalWidth),
+                wide: [...document.querySelectorAll('table, pre, img')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).length})""")
+            page.screenshot(path=str(RESULTS / "browser-report-900.png"), full_page=True)
+        finally:
+            browser.close()
+    assert result["scroll"] <= result["inner"], result
+    assert result["images"] and all(w > 0 for w in result["images"]), result
+    assert result["wide"] == 0, result

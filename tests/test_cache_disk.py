@@ -172,7 +172,7 @@ def test_forced_digest_collision_on_disk_never_returns_the_wrong_binary(tmp_path
     again_a = fresh.get_or_compile(request(11), host)  # stored key differs -> miss -> compile
     assert again_b.outcome == "disk-hit" and call_answer(again_b.object_code.binary, tmp_path) == 22
     assert again_a.outcome == "compiled" and call_answer(again_a.object_code.binary, tmp_path) == 11
-    assert fresh.disk.counters["key_mismatches"] == 1
+    assert fresh.disk.counters["key_mismatches"] == 2  # looked before and again under the per-key lock
     assert host.calls == 3
 
 
@@ -216,14 +216,14 @@ def test_damaged_entry_is_a_miss_and_is_rewritten(tmp_path, damage):
     assert binary == first.object_code.binary and header["key"].encode() == first.key.canonical
     assert memory_off(tmp_path).get_or_compile(request(31), host).outcome == "disk-hit"
     if damage not in (_remove,):
-        assert cache.disk.counters["corrupt"] == 1
+        assert cache.disk.counters["corrupt"] == 2  # before and again under the per-key lock
 
 
 def test_directory_in_place_of_entry_is_a_miss(tmp_path):
     disk = DiskCache(tmp_path)
     key = fake_key(1)
-    disk.path_for(key.digest).mkdir(parents=True)  # open() -> IsADirectoryError, an OSError
-    assert disk.get(key) is None and disk.counters["unreadable"] == 1
+    disk.path_for(key.digest).mkdir(parents=True)  # opens (O_RDONLY), but fstat says not a regular file
+    assert disk.get(key) is None and disk.counters["corrupt"] == 1
 
 
 def test_entries_removed_and_replaced_while_reading_never_give_a_torn_or_wrong_payload(tmp_path):
@@ -276,9 +276,13 @@ def test_verify_counts_and_removes_corrupt_entries(tmp_path):
         assert cache.disk.put(k, generated(i))
     _corrupt_flip_binary(cache.disk.path_for(keys[0].digest))
     _corrupt_truncate(cache.disk.path_for(keys[1].digest))
-    assert cache.verify() == {"checked": 5, "ok": 3, "corrupt": 2, "removed": 2}
+    report = cache.verify()
+    assert {k: report[k] for k in ("checked", "ok", "corrupt", "removed", "failed")} == \
+        {"checked": 5, "ok": 3, "corrupt": 2, "removed": 2, "failed": 0}
+    assert sorted((Path(p[0]).name, p[2]) for p in report["problems"]) == \
+        sorted([(f"{keys[0].digest}.hxc", "removed"), (f"{keys[1].digest}.hxc", "removed")])
     assert not cache.disk.path_for(keys[0].digest).exists()
-    assert cache.verify() == {"checked": 3, "ok": 3, "corrupt": 0, "removed": 0}
+    assert cache.verify()["ok"] == 3 and cache.verify()["corrupt"] == 0
     removed = cache.clear()
     assert removed == {"memory": 0, "disk": 3} and cache.stats()["disk_entries"] == 0
 
@@ -338,7 +342,9 @@ def test_verify_removes_an_entry_stored_under_another_name(tmp_path):
     moved = disk.path_for("ab" + key.digest[2:])
     moved.parent.mkdir(parents=True, exist_ok=True)
     os.replace(disk.path_for(key.digest), moved)
-    assert disk.verify() == {"checked": 1, "ok": 0, "corrupt": 1, "removed": 1}
+    report = disk.verify()
+    assert (report["checked"], report["ok"], report["corrupt"], report["removed"]) == (1, 0, 1, 1)
+    assert "does not match stored digest" in report["problems"][0][1]
     assert not moved.exists()
 
 
@@ -478,11 +484,11 @@ def test_a_transient_write_error_skips_one_write_and_keeps_the_tier(tmp_path, mo
     real_replace = os.replace
     calls = {"n": 0}
 
-    def flaky_replace(src, dst):
+    def flaky_replace(src, dst, **kw):
         calls["n"] += 1
         if calls["n"] == 1:
             raise OSError(_errno.EBUSY, "Device or resource busy")
-        return real_replace(src, dst)
+        return real_replace(src, dst, **kw)
 
     monkeypatch.setattr(disk_mod.os, "replace", flaky_replace)
     with warnings.catch_warnings():

@@ -103,7 +103,8 @@ def test_info_json_describes_compilers_devices_and_the_cache(tmp_path):
         else:
             assert d["reason"] and kind.upper() in d["reason"]
     assert info["cache"] == {"disk_dir": str(root), "max_entries": 77, "max_bytes": 256 * 1024**2,
-                             "disk_max_bytes": 123456789, "disk_entries": entries, "disk_bytes": nbytes}
+                             "disk_max_bytes": 123456789, "disk_entries": entries, "disk_bytes": nbytes,
+                             "shared": "private", "remote": ""}
 
 
 def test_info_text_names_the_same_things(tmp_path):

@@ -106,7 +106,7 @@ def test_cache_verify_and_clear(tmp_path, cache_dir, capsys):
     entries[0].write_bytes(bytes(data))
     report = run_json(capsys, "cache", "verify", "--json")
     assert (report["checked"], report["ok"], report["corrupt"], report["removed"]) == (2, 1, 1, 1)
-    assert main(["cache", "verify"]) == 0 and "1 ok, 0 corrupt" in capsys.readouterr().out
+    assert main(["cache", "verify"]) == 0 and "1 ok, 0 bad" in capsys.readouterr().out
     assert run_json(capsys, "cache", "clear", "--json")["removed"] == 1
     assert run_json(capsys, "cache", "stats", "--json")["entries"] == 0
     assert main(["cache", "stats"]) == 0 and "0 entries" in capsys.readouterr().out

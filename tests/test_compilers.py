@@ -372,6 +372,10 @@ def test_host_identity_follows_cc_and_its_stamp(need_host_cc, tmp_path, monkeypa
     os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert c.identity() is first  # within the recheck interval the verified identity is reused
     c.identity_recheck_seconds = 0.0
+    assert c.identity().stamp == first.stamp  # a touch alone: same content, same stamp (the hash is of the bytes)
+    with open(copy, "r+b") as f:  # an edit far past the first MiB (the old stamp hashed only that)
+        f.seek(0, 2)
+        f.write(b"\0" * 4096)
     second = c.identity()  # same instance: re-stat notices the change
     assert second.stamp != first.stamp and second.version == first.version and second.library == first.library
 

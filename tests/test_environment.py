@@ -56,3 +56,14 @@ def test_ci_sets_the_require_flag():
     assert "HIPEXPLORE_REQUIRE_COMPILERS=1" in ci
     if os.environ.get("CI") == "true":
         assert required()
+
+
+def test_redis_server_and_client_are_available():
+    """The Redis cache tier's tests start a real redis-server (Debian package) and use redis-py."""
+    from conftest import missing, require_tool
+
+    require_tool("redis-server")
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        missing("redis-py", "not installed (setup.sh --dev installs the 'remote' extra)")

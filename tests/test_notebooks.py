@@ -1,5 +1,5 @@
 """The notebooks: paired with their jupytext scripts, stripped, parameterised, and executed by
-papermill (kernel python3) on the host device and on recorded parquet data, with small parameters.
+papermill (kernel hipexplore) on the host device and on recorded parquet data, with small parameters.
 
 "Recorded" data here is recorded by this test with the real sweep and the real tuning replay
 (``hipexplore tune-replay --frame``); data/h200 and data/tuning are run too when present.
@@ -39,7 +39,7 @@ def test_script_and_notebook_are_paired_and_stripped(name):
     script = jupytext.read(py)
     nb = nbformat.read(str(ipynb), as_version=4)
     assert code_sources(script) == code_sources(nb), f"{ipynb.name} is out of sync with {py.name}: run `jupytext --sync {py}`"
-    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert nb.metadata["kernelspec"]["name"] == "hipexplore"
     assert "ipynb" in nb.metadata["jupytext"]["formats"] and "py:percent" in nb.metadata["jupytext"]["formats"]
     for cell in nb.cells:
         if cell.cell_type == "code":

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -37,13 +41,18 @@ def dashboard_figure_output(nb) -> dict:
 
 @pytest.fixture(scope="module")
 def cli_report(tmp_path_factory):
-    """The README's main command, with small parameters from a YAML file and --no-input."""
+    """The README's main command, with small parameters from a YAML file (inputs hidden by
+    default), in its own process: progress goes to stderr, stdout holds only the result line."""
     d = tmp_path_factory.mktemp("report")
     params = d / "params.yaml"
     params.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in SMALL.items()))
     out = d / "report.html"
-    rc = main(["report", "--params", str(params), "--out", str(out), "--no-input", "--notebook-out", str(d / "report.ipynb")])
-    assert rc == 0
+    res = subprocess.run([sys.executable, "-m", "hipexplore", "report", "--params", str(params), "--out", str(out),
+                          "--notebook-out", str(d / "report.ipynb")], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"wrote {out} (executed notebook: {d / 'report.ipynb'})"
+    assert "running the dashboard notebook" in res.stderr and "Executing" in res.stderr  # papermill's tqdm bar
     return out
 
 
@@ -64,7 +73,8 @@ def test_report_has_provenance(cli_report):
     for key in ("device.name", "device.kind", "device.driver", "device.runtime", "compiler.host", "hipexplore",
                 "git_revision", "date", "command", "sweep.stop_rule"):
         assert f">{key}<" in html, key
-    assert "--no-input" in html and str(cli_report) in html  # the command line as typed
+    assert "hipexplore report --params" in html and str(cli_report) in html  # the command line as typed
+    assert "tuning replay host/host" in html  # the banner names the replay's compiler and target
     assert re.search(r">20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d", html)
 
 
@@ -87,7 +97,7 @@ def test_report_with_code_cells_and_recorded_data(tmp_path):
     tuning.mkdir()
     assert main(["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "3", "--frame", str(tuning / "replay.parquet")]) == 0
     out = tmp_path / "r.html"
-    res = report.build_report({"data": str(bench), "tuning_data": str(tuning)}, out=out, command="pytest recorded")
+    res = report.build_report({"data": str(bench), "tuning_data": str(tuning)}, out=out, command="pytest recorded")  # no_input=False
     html = out.read_text()
     assert "hl-ipython3" in html and "benchmark_data" in html  # code shown
     assert report.external_references(html) == []

@@ -23,10 +23,10 @@ def test_every_module_shares_the_one_contract() -> None:
 
 
 def test_count_outcomes_counts_each_kind_once() -> None:
-    o = pd.Series(["compiled", "memory-hit", "memory-hit", "disk-hit", "joined", "failed", "bypassed"])
-    assert schema.count_outcomes(o) == {"lookups": 7, "compiles": 2, "memory_hits": 2, "disk_hits": 1, "hits": 3,
-                                        "joins": 1, "failed": 1}
-    frame = pd.DataFrame({"scenario": ["a"] * 7, "outcome": o, "lookup_seconds": 0.0, "compile_seconds": 0.0})
+    o = pd.Series(["compiled", "memory-hit", "memory-hit", "disk-hit", "remote-hit", "joined", "failed", "bypassed"])
+    assert schema.count_outcomes(o) == {"lookups": 8, "compiles": 2, "memory_hits": 2, "disk_hits": 1, "remote_hits": 1,
+                                        "hits": 4, "joins": 1, "failed": 1}
+    frame = pd.DataFrame({"scenario": ["a"] * 8, "outcome": o, "lookup_seconds": 0.0, "compile_seconds": 0.0})
     row = scenario_table(frame).loc["a"]
     assert (row.compiles, row.memory_hits, row.disk_hits, row.joins, row.failed) == (2, 2, 1, 1, 1)
 

@@ -224,3 +224,68 @@ def test_run_to_run_flags_drift_the_intervals_do_not_cover():
     assert out.loc["none"].drift and out.loc["none"].ratio > 3 and "drift between runs" in out.loc["none"].note
     assert not out.loc["l2-read"].drift and out.loc["l2-read"].ratio < 1.5
     assert (out.runs == 10).all()
+
+
+def test_ratio_interval_is_the_percentiles_of_independent_resamples_widened_by_the_grids():
+    rng = np.random.default_rng(21)
+    tick = 32e-9
+    new = Measurement(np.round(TRUE * 1.1 * (1 + 0.01 * rng.standard_normal(300)) / tick) * tick, label="new")
+    base = Measurement(TRUE * (1 + 0.02 * rng.standard_normal(300)), label="base")
+    a = new.bootstrap_medians(2000, seed=0)
+    b = base.bootstrap_medians(2000, seed=1)  # the other side, resampled on its own
+    lo, hi = np.quantile(a / b, [0.025, 0.975])
+    grid = new.resolution / 2 / new.median + base.resolution / 2 / base.median
+    assert new.resolution == pytest.approx(tick) and base.resolution == 0.0
+    assert ratio_ci(new, base) == (new.median / base.median, pytest.approx(lo * (1 - grid), rel=1e-12),
+                                   pytest.approx(hi * (1 + grid), rel=1e-12))
+    lo90, hi90 = np.quantile(a / b, [0.05, 0.95])
+    r90 = ratio_ci(new, base, level=0.90)
+    assert r90[1] == pytest.approx(lo90 * (1 - grid), rel=1e-12) and r90[2] == pytest.approx(hi90 * (1 + grid), rel=1e-12)
+    assert ratio_ci(new, base, seed=5) != ratio_ci(new, base)
+    for bad in (0.0, 1.0, -0.1, 1.5):
+        with pytest.raises(ConfigError, match="confidence level must be in"):
+            ratio_ci(new, base, level=bad)
+    with pytest.raises(ConfigError, match="the base median of zeros must be positive, got 0.0"):
+        ratio_ci(new, Measurement(np.zeros(10), label="zeros"))
+    with pytest.raises(ConfigError, match="the base median of a measurement must be positive"):
+        ratio_ci(new, Measurement(np.zeros(10)))
+
+
+def test_bimodality_matches_the_sample_skewness_and_kurtosis_of_pandas():
+    rng = np.random.default_rng(22)
+    for x in (rng.gamma(2.0, 1.0, 50), rng.standard_normal(7), np.r_[rng.normal(0, 1, 30), rng.normal(6, 1, 30)],
+              rng.uniform(size=4)):
+        s = pd.Series(x)
+        n = len(x)
+        want = (s.skew() ** 2 + 1) / (s.kurt() + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
+        assert bimodality_coefficient(x) == pytest.approx(want, rel=1e-10), n
+    assert math.isnan(bimodality_coefficient([1.0, 2.0, 3.0])) and math.isnan(bimodality_coefficient(np.ones(10)))
+    assert bimodality_coefficient(np.array([1, 2, 3, 10], dtype=np.int64)) == pytest.approx(
+        bimodality_coefficient(np.array([1.0, 2.0, 3.0, 10.0])))
+
+
+def test_running_rel_stdev_edges():
+    assert running_rel_stdev(np.array([])).shape == (0,) and running_rel_stdev(np.array([1.0])).shape == (0,)
+    two = running_rel_stdev(np.array([1.0, 3.0]))
+    assert two.shape == (1,) and two[0] == pytest.approx(np.std([1.0, 3.0], ddof=1) / 2.0)
+    ints = running_rel_stdev(np.array([1, 2, 4, 8], dtype=np.int64))
+    assert np.allclose(ints, [np.std(x, ddof=1) / np.mean(x) for x in ([1, 2], [1, 2, 4], [1, 2, 4, 8])])
+
+
+def test_measure_adaptively_hands_the_rule_each_batch_as_a_chunk(monkeypatch):
+    from hipexplore.bench import stats as st
+
+    seen = []
+    real = st.StopTracker.check
+
+    def spy(self, samples, elapsed, chunks=None):
+        seen.append(None if chunks is None else list(np.asarray(chunks)))
+        return real(self, samples, elapsed, chunks)
+
+    monkeypatch.setattr(st.StopTracker, "check", spy)
+    measure_adaptively(lambda k: np.full(k, 1e-6), StopRule(iterations=10), chunk=4)
+    assert seen[-1] == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]
+    seen.clear()
+    measure_adaptively(lambda k: TRUE * (1 + 0.5 * np.random.default_rng(len(seen)).standard_normal(k)),
+                       StopRule(min_samples=20, min_time_s=0.0, timeout_s=1e9, max_samples=40), chunk=8)
+    assert seen[-1] == [c for c in range(5) for _ in range(8)]  # the default: batches as they come

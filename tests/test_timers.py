@@ -140,3 +140,64 @@ def test_reference_is_taken_in_parts_through_the_group(dev):
     r = res.summary.set_index("rotating_requested")
     assert not math.isnan(r.loc["2"].bias_ci_low) and r.loc["2"].bias_ci_low <= r.loc["2"].bias <= r.loc["2"].bias_ci_high
     assert "taken in 3 part(s)" in res.summary[res.summary.flush == "cold-reference"].warning.iloc[0]
+
+
+def test_in_kernel_timer_reads_what_the_kernel_wrote_per_position(dev):
+    """A host kernel that writes known timestamps: [1000 + 100 j, 3500 + 100 j] at slot j is 2.5 us
+    each; a slot the kernel left alone is named by its position."""
+    src = ("void stamp(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[0] = 1000; t[1] = 3500; }\n"
+           "void half(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[1] = 3500; }\n"
+           "void none(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[0] = 1000; }\n")
+    kernels = {}
+    for entry in ("stamp", "half", "none"):
+        spec = catalog.user_kernel(src, entry, "out:a:f32[n], n:u64=n", name=f"hx-{entry}", register_it=False)
+        kernels[entry] = (spec, kernel_for(dev, spec) if _takes_spec() else None)
+    spec = kernels["stamp"][0]
+    with rot.BufferSets(dev, spec, 64, 2) as sets:
+        for entry, want in (("stamp", None), ("half", "position 0"), ("none", "position 0")):
+            k = kernels[entry][1] or _load_host(dev, src, entry)
+            timer = InKernelTimer(dev, sets.args, 4)
+            try:
+                wl = Workload(dev, k, (1, 1, 1), (1, 1, 1), sets.args, timer=timer)
+                if want is None:
+                    raw = time_launches(wl, None, StopRule(iterations=8), warmup_s=0)
+                    assert np.array_equal(raw.time_s, np.full(8, 2.5e-6)) and raw.timer == "in-kernel"
+                else:
+                    with pytest.raises(BenchmarkError, match=f"did not write its timestamps at chunk {want}"):
+                        time_launches(wl, None, StopRule(iterations=4), warmup_s=0)
+            finally:
+                timer.free()
+
+
+def _takes_spec() -> bool:
+    import inspect
+
+    return "spec" in str(inspect.signature(kernel_for)) or "KernelSpec" in str(inspect.signature(kernel_for))
+
+
+def _load_host(dev, src, entry):
+    from hipexplore.compile import CompileCache, CompileRequest, Source
+
+    code = CompileCache(disk_dir=False).get_or_compile(CompileRequest(Source("k.c", src), "host", "host", kernels=(entry,))).object_code
+    return dev.kernel(dev.load(code), code.symbol(entry))
+
+
+def test_the_in_kernel_reference_is_timed_by_the_kernel_and_carries_telemetry(dev, tmp_path, monkeypatch):
+    import importlib
+
+    root = tmp_path / "cpu"
+    for c in range(64):
+        (root / f"cpu{c}" / "cpufreq").mkdir(parents=True)
+        (root / f"cpu{c}" / "cpufreq" / "cpuinfo_max_freq").write_text("3000000\n")
+        (root / f"cpu{c}" / "cpufreq" / "scaling_cur_freq").write_text("2800000\n")
+    run_mod = importlib.import_module("hipexplore.bench.run")
+    monkeypatch.setattr(run_mod, "for_device", lambda d: tm.SysfsCpuTelemetry(root))
+    res = hx.sweep("triad", ["128KiB"], [1], ["none"], device=dev, iterations=16, reference_samples=12,
+                   timers=("events", "in-kernel"), progress=False, warmup_s=0)
+    x = res.samples
+    ref = x[x.flush == "cold-reference"]
+    assert set(ref.timer) == {"events", "in-kernel"} and (ref.clock_mhz == 2800.0).all()
+    med = ref.groupby("timer").time_s.median()
+    assert med["in-kernel"] < med["events"]  # the reference of the in-kernel timer is timed by the kernel
+    r = res.summary.set_index(["flush", "timer"])
+    assert r.loc[("cold-reference", "in-kernel")].n == 12

@@ -326,6 +326,22 @@ class _Recording:
             self.requests.append(request)
         return self.inner.compile(request)
 
+    # the rest of the Compiler lifecycle (compile/base.py), passed on to the real compiler
+    isolated = False
+
+    def worker_pids(self):
+        return self.inner.worker_pids()
+
+    def crashing_targets(self):
+        return self.inner.crashing_targets()
+
+    @property
+    def closed(self):
+        return self.inner.closed
+
+    def close(self):
+        self.inner.close()
+
 
 _SALT_RX = __import__("re").compile(r"typedef int hx_replay_salt_(\w+);")
 

@@ -60,7 +60,12 @@ def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataF
     """(samples, summary, metadata or None) of an earlier sweep, None when there is none."""
     if not (paths[0].exists() and paths[1].exists()):
         return None
-    samples, summary = pd.read_parquet(paths[0]), pd.read_parquet(paths[1])
+    try:
+        samples, summary = pd.read_parquet(paths[0]), pd.read_parquet(paths[1])
+    except Exception as exc:  # pyarrow's ArrowInvalid & co: a truncated or foreign file; leave it as it is
+        raise ConfigError(f"cannot resume from {str(paths[0])!r}: it or {paths[1].name} is not a readable parquet file "
+                          f"({type(exc).__name__}: {str(exc)[:200]}); nothing was changed: move it away, or start over "
+                          f"with --no-resume (resume=False)") from None
     meta: dict[str, str] | None = None
     if paths[2].exists():
         try:

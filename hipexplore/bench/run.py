@@ -46,7 +46,7 @@ class SweepResult:
     metadata: dict[str, str]
     path: Path | None = None
     stopped: bool = False
-    skipped: list[tuple[str, int, str, str]] = field(default_factory=list)
+    skipped: list[tuple] = field(default_factory=list)  #: (kernel, size, rotating, flush, timer) kept from the out file
 
 
 @dataclass(frozen=True)
@@ -382,7 +382,8 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
     summary_df = summary_frame(summary_rows)
     if paths is not None:
         write_results(paths, samples_parts, summary_rows, metadata)
-    return SweepResult(samples_df, summary_df, metadata, paths[0] if paths else None, stopped)
+    skipped = sorted(d for d in done if d[3] != COLD_REFERENCE)  # resumed: finished before this run
+    return SweepResult(samples_df, summary_df, metadata, paths[0] if paths else None, stopped, skipped)
 
 
 def _concat(raws: list[Any]) -> Any:

@@ -31,22 +31,22 @@ MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.mem_fraction", "swe
 
 
 def parse_size(text: str | int) -> int:
-    """'1MiB', '256M', '4096', '64KiB', '1GiB' -> bytes."""
+    """'1MiB', '256M', '4096', '64KiB', '1GiB', '1TiB' -> bytes."""
     if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
         if text <= 0:
             raise ConfigError(f"size must be positive, got {text}")
         return int(text)
     t = str(text).strip()
     units = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1000, "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
-             "g": 1 << 30, "gib": 1 << 30, "gb": 10**9}
+             "g": 1 << 30, "gib": 1 << 30, "gb": 10**9, "t": 1 << 40, "tib": 1 << 40, "tb": 10**12}
     num = t.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     unit = t[len(num):].strip().lower()
     try:
         val = float(num)
     except ValueError:
         val = -1
-    if unit not in units or val <= 0:
-        raise ConfigError(f"size {text!r} is not a positive size like 4096, 64KiB, 1MiB, 256M or 1GiB")
+    if unit not in units or not val > 0 or not math.isfinite(val):
+        raise ConfigError(f"size {text!r} is not a positive size like 4096, 64KiB, 1MiB, 256M, 1GiB or 1TiB")
     return int(val * units[unit])
 
 

@@ -16,13 +16,20 @@ from .. import settings
 from ..errors import HipexploreError
 
 #: subcommand modules, in the order shown by --help
-SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "tune_cmd", "report_cmd")
+SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "tune_cmd", "report_cmd", "lab_cmd")
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad command line is one line on stderr (not the whole usage block) and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(prog="hipexplore", description="Compile-cache and benchmark-noise evidence for GPU kernel reviews.")
+    parser = _Parser(prog="hipexplore", description="Compile-cache and benchmark-noise evidence for GPU kernel reviews.")
     parser.add_argument("--version", action="version", version=f"hipexplore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -45,8 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HipexploreError as exc:
         if settings.DEBUG.get():
             raise
-        msg = str(exc).strip()
-        print(f"hipexplore {args.command}: error: {msg}", file=sys.stderr)
+        print(f"hipexplore {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"hipexplore {args.command}: interrupted", file=sys.stderr)
@@ -55,6 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+
+
+def _one_line(exc: HipexploreError) -> str:
+    """What the user sees. A crashed compiler worker's stderr (``Fatal Python error: Aborted`` and
+    a stack dump) is not a message: it goes to a log file named in the line."""
+    from ..errors import CompilerCrashed
+
+    if isinstance(exc, CompilerCrashed) and exc.log.strip():
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="hipexplore-crash-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(exc.log)
+        return f"{exc.headline()} (the worker's crash output is in {path}; HIPEXPLORE_DEBUG=1 shows it here)"
+    return str(exc).strip()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
@@ -20,6 +22,36 @@ from ..errors import ConfigError
 
 def _csv(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
+
+
+#: the most samples ``--iterations`` may ask for per configuration (each is a row in the samples file)
+MAX_ITERATIONS = 1_000_000
+
+
+def _count(flag: str, maximum: int | None = None):
+    """argparse type: a positive integer, at most ``maximum``; the error names the flag."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{text} is more than the maximum, {maximum:,}")
+        return value
+    return parse
+
+
+def _bytes(flag: str):
+    def parse(text: str) -> int:
+        from ..bench.spec import parse_size
+
+        try:
+            return parse_size(text)
+        except ConfigError:
+            raise argparse.ArgumentTypeError(f"expected a positive size such as 32MiB or 33554432, got {text!r}") from None
+    return parse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,8 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="bytes per array: 4096, 64KiB, 1MiB, 256MiB; comma separated or repeated (default 1MiB)")
     p.add_argument("--rotating", default="1", help="buffer sets: comma separated integers and/or auto (default 1)")
     p.add_argument("--flush", default="none", help="none, l2-write, l2-read, icache, inline-icache; comma separated (default none)")
-    p.add_argument("--iterations", type=int, default=None, help="fixed samples per configuration (must be >= buffer sets); default adaptive")
-    p.add_argument("--min-samples", type=int, default=20, help="adaptive: at least this many samples")
+    p.add_argument("--iterations", type=_count("--iterations", MAX_ITERATIONS), default=None,
+                   help=f"fixed samples per configuration (must be >= buffer sets; at most {MAX_ITERATIONS:,}); default adaptive")
+    p.add_argument("--min-samples", type=_count("--min-samples", MAX_ITERATIONS), default=20, help="adaptive: at least this many samples")
     p.add_argument("--min-time", type=float, default=0.05, help="adaptive: at least this much measured kernel time (s)")
     p.add_argument("--target-ci", type=float, default=0.01,
                    help="adaptive: stop when the 95%% CI of the median is within this fraction of it (default 0.01)")
@@ -44,24 +77,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=10.0, help="adaptive: give up after this many seconds per configuration")
     p.add_argument("--timer", default="events",
                    help="events, in-kernel (catalog kernels' own timestamps), or both: events,in-kernel (default events)")
-    p.add_argument("--chunk", type=int, default=None, help="timed launches per stream hold (default 4: equal queue depth)")
+    p.add_argument("--chunk", type=_count("--chunk"), default=None, help="timed launches per stream hold (default 4: equal queue depth)")
     p.add_argument("--keep-throttled", action="store_true",
                    help="keep samples whose chunk ran below 75%% of the maximum clock in the statistics")
-    p.add_argument("--reference-samples", type=int, default=48,
+    p.add_argument("--reference-samples", type=_count("--reference-samples", MAX_ITERATIONS), default=48,
                    help="cold-reference launches per (kernel, size), taken in 3 parts through its configurations")
     p.add_argument("--no-reference", action="store_true", help="skip the cold reference (bias is then NaN)")
     p.add_argument("--mem-fraction", type=float, default=0.5, help="cap rotating sets at this fraction of free device memory")
-    p.add_argument("--llc-bytes", type=int, default=None, help="override the last-level cache size the device reports")
+    p.add_argument("--llc-bytes", type=_bytes("--llc-bytes"), default=None, help="override the last-level cache size the device reports (e.g. 32MiB)")
     p.add_argument("--out", default=None, metavar="FILE.parquet", help="write samples here (+ .summary.parquet, .meta.json); resumes")
     p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
+    p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = p.add_argument_group("user kernel")
     g.add_argument("--source", default=None, help="kernel source file (compiled with hiprtc/NVRTC for GPUs, cc for the host)")
     g.add_argument("--entry", default=None, help="kernel function name in --source (default: KERNEL)")
     g.add_argument("--args", default=None, help="argument spec, e.g. 'out:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n'")
-    g.add_argument("--grid", type=int, default=None, help="grid size in blocks (default: 4 blocks per compute unit, grid-stride)")
-    g.add_argument("--block", type=int, default=256, help="block size in threads (default 256)")
+    g.add_argument("--grid", type=_count("--grid"), default=None, help="grid size in blocks (default: 4 blocks per compute unit, grid-stride)")
+    g.add_argument("--block", type=_count("--block"), default=256, help="block size in threads (default 256)")
     g.add_argument("--bytes-per-launch", default=None, help="bytes one launch moves, int or expression in n (default: sum of buffers)")
     p.set_defaults(func=run)
 
@@ -70,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import StopRule, sweep
     from ..devices import get_device
     from ..kernels import catalog
+    from ..units import format_bytes
 
     if args.source is not None:
         if not args.args:
@@ -83,13 +118,26 @@ def run(args: argparse.Namespace) -> int:
     if args.iterations is None:
         stop = StopRule(min_samples=args.min_samples, min_time_s=args.min_time, target_ci=args.target_ci,
                         target_cv=args.target_cv, timeout_s=args.timeout)
+    if args.out is not None:
+        _check_out(args.out, force=args.force)
     device = get_device(args.device, llc_bytes=args.llc_bytes)
+    if stop is not None and not args.json:
+        print(f"hipexplore bench: adaptive sampling (no --iterations): each configuration runs until the 95% CI of its "
+              f"median is within {args.target_ci:.1%} of it (or its relative stdev <= {args.target_cv:.2%}) with >= "
+              f"{args.min_samples} samples and >= {args.min_time:g} s measured, or {args.timeout:g} s have passed "
+              f"(--iterations N for a fixed count)", file=sys.stderr)
     res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
                 reference=not args.no_reference, reference_samples=args.reference_samples, out=args.out,
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
                 timers=_csv(args.timer), drop_throttled=not args.keep_throttled,
                 **({"chunk": args.chunk} if args.chunk is not None else {}),
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
+    if res.skipped:
+        shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
+                          for k, sz, r, f, *rest in res.skipped[:8])
+        more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
+        print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
+              f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
         print(json.dumps({"out": str(res.path) if res.path else None, "summary": records}, default=str))
@@ -100,13 +148,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_out(out: str, force: bool) -> None:
+    """Before anything runs: refuse to replace a parquet file that is not a hipexplore result."""
+    from ..bench.io import output_paths
+
+    samples, _summary, meta = output_paths(out)
+    if samples.is_dir():
+        raise ConfigError(f"--out {out!r} is a directory; expected a FILE.parquet name")
+    if samples.exists() and not meta.exists() and not force:
+        raise ConfigError(f"--out {out!r} exists and is not a hipexplore result (no {meta.name} beside it); it was left "
+                          f"as it is: choose another file, or pass --force to replace it")
+    parent = samples.parent if str(samples.parent) else Path(".")
+    if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out!r}: cannot write in directory {str(parent)!r}")
+
+
 def _table(summary: Any) -> str:
+    from ..units import format_bytes, format_percent
+
     lines = [f"{'kernel':<8} {'size':>10} {'rot':>5} {'flush':<15} {'timer':<9} {'n':>5} {'median_us':>10} {'95% CI us':>17} "
              f"{'iqr_rel':>8} {'bias':>7} {'GB/s':>8}  warning"]
     for r in summary.itertuples():
-        bias = "" if isinstance(r.bias, float) and math.isnan(r.bias) else f"{r.bias:+.3f}"
         rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
         ci = f"[{r.ci_low_s * 1e6:.3f}, {r.ci_high_s * 1e6:.3f}]"
-        lines.append(f"{r.kernel:<8} {r.size_bytes:>10} {rot:>5} {r.flush:<15} {getattr(r, 'timer', 'events'):<9} {r.n:>5} "
-                     f"{r.median_s * 1e6:>10.3f} {ci:>17} {r.iqr_rel:>8.3f} {bias:>7} {r.bandwidth_gbs:>8.1f}  {r.warning}")
+        lines.append(f"{r.kernel:<8} {format_bytes(r.size_bytes):>10} {rot:>5} {r.flush:<15} {getattr(r, 'timer', 'events'):<9} {r.n:>5} "
+                     f"{r.median_s * 1e6:>10.3f} {ci:>17} {format_percent(r.iqr_rel, 2):>8} {format_percent(r.bias, 1, signed=True):>7} "
+                     f"{r.bandwidth_gbs:>8.1f}  {r.warning}")
     return "\n".join(lines)

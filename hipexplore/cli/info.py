@@ -49,6 +49,8 @@ def _cache() -> dict[str, Any]:
         "disk_max_bytes": getattr(cache, "disk_max_bytes", None),
         "disk_entries": stats.get("disk_entries"),
         "disk_bytes": stats.get("disk_bytes"),
+        "shared": cache.disk.shared if cache.disk is not None else "",
+        "remote": stats.get("remote_url", ""),  # password redacted
     }
 
 
@@ -60,6 +62,8 @@ def _text(info: dict[str, Any]) -> str:
             shown = ", ".join(targets[:12]) + (" ..." if len(targets) > 12 else "")
             lines.append(f"  {c['name']:<7} {c.get('version', '')}  [{c.get('library', '')}]")
             lines.append(f"          targets: {shown}")
+            if c.get("crashing_targets"):
+                lines.append(f"          crashing targets: {', '.join(c['crashing_targets'])}")
             for note in c.get("notes", []) or []:
                 lines.append(f"          note: {note}")
         else:
@@ -72,10 +76,14 @@ def _text(info: dict[str, Any]) -> str:
             lines.append(f"  {d['kind']:<5} {d.get('name', '')}  target={d.get('target', '')}  LLC={llc_s}")
         else:
             lines.append(f"  {d['kind']:<5} absent: {d.get('reason', '')}")
+    from ..units import format_bytes
+
     c = info["cache"]
     lines += ["", "compile cache:", f"  disk dir: {c['disk_dir'] or '(disk tier off)'}",
-              f"  memory limits: {c['max_entries']} entries, {c['max_bytes']} bytes",
-              f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes (cap {c['disk_max_bytes']})"]
+              f"  memory limits: {c['max_entries']} entries, {format_bytes(c['max_bytes'])}",
+              f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes ({format_bytes(c['disk_bytes'] or 0)}; "
+              f"cap {format_bytes(c['disk_max_bytes'])})" + (" [team directory]" if c.get("shared") == "group" else ""),
+              f"  remote (Redis team tier): {c.get('remote') or 'off'}"]
     return "\n".join(lines)
 
 

@@ -1,7 +1,9 @@
 """Helpers shared by the compiler backends: file stamps, the dump directory, the API trace.
 
-A *stamp* fingerprints the file a compiler actually loads or runs (size, mtime and a hash of its
-first MiB), so a reinstalled toolkit with the same version string still changes the cache key.
+A *stamp* fingerprints the file a compiler actually loads or runs (size, mtime and a SHA-256 of the
+whole file), so a reinstalled toolkit with the same version string, or a ``CC`` wrapper edited past
+its first MiB, still changes the cache key. The hash is computed once per (path, size, mtime,
+ctime, inode) and process: later calls cost one ``stat``.
 """
 from __future__ import annotations
 
@@ -17,28 +19,28 @@ from typing import Any, Callable, Iterable
 from .. import settings
 from .request import CompileRequest, canonical_json
 
-#: How much of a library is hashed for its stamp: enough to catch a rebuild, cheap for 60 MB files.
-STAMP_HASH_BYTES = 1 << 20
-
-_stamp_cache: dict[tuple[str, int, int], str] = {}
+_stamp_cache: dict[tuple[str, int, int, int, int], str] = {}
 _stamp_lock = threading.Lock()
 
 
 def file_stamp(path: str | os.PathLike) -> str:
-    """``size=..;mtime_ns=..;sha256_1MiB=..`` of ``path`` (after resolving symlinks).
+    """``size=..;sha256=..`` of the whole file ``path`` (after resolving symlinks).
 
-    Cached per (path, size, mtime) so repeated identity() calls only cost a stat.
+    Cached per (path, size, mtime, ctime, inode) so repeated identity() calls only cost a stat; the
+    mtime is not part of the stamp, so a copy with the same content has the same identity.
     """
     real = os.path.realpath(path)
     st = os.stat(real)
-    key = (real, st.st_size, st.st_mtime_ns)
+    key = (real, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)  # ctime: a write with the mtime put back
     with _stamp_lock:
         hit = _stamp_cache.get(key)
     if hit is not None:
         return hit
+    h = hashlib.sha256()
     with open(real, "rb") as f:
-        head = f.read(STAMP_HASH_BYTES)
-    stamp = f"size={st.st_size};mtime_ns={st.st_mtime_ns};sha256_1MiB={hashlib.sha256(head).hexdigest()}"
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    stamp = f"size={st.st_size};sha256={h.hexdigest()}"
     with _stamp_lock:
         _stamp_cache[key] = stamp
     return stamp

@@ -1,10 +1,16 @@
-"""The compile cache: a bounded in-memory LRU in front of a checksummed disk tier.
+"""The compile cache: a bounded in-memory LRU in front of a checksummed disk tier and an optional
+Redis team tier (``remote.py``).
 
 Requirements taken from the MIGraphX #5270 review (shared/seeds): the digest is only an index, the
 full canonical key is compared on every hit; concurrent identical requests share one compile; an
 entry in flight is not in the LRU, so trimming never counts or evicts it, and it becomes evictable
 only after its result has been published to the requests waiting on it; failures are not cached;
 diagnostics bypass the cache; limits of 0 disable the memory tier.
+
+Across processes and hosts a miss is compiled once: the owner of a miss takes the disk tier's
+per-key lock and the Redis lease, looks again (another process may have finished meanwhile), and
+only then compiles and writes both tiers before letting go. Waits are bounded; a lock that cannot
+be had in time never fails a compile (it compiles on its own).
 
 Every lookup appends one ``CacheEvent``; ``events()`` returns them as a tidy DataFrame.
 """
@@ -14,10 +20,11 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
+from contextlib import ExitStack, contextmanager
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
@@ -26,6 +33,7 @@ from ..errors import CacheError, ConfigError
 from .base import Compiler, ObjectCode
 from .disk import DEFAULT_DISK_MAX_BYTES, DiskCache
 from .events import HIT_OUTCOMES, CacheEvent, events_frame
+from .remote import RemoteCache, remote_cache_from_env
 from .request import CacheKey, CompileRequest, DigestFn, make_key, sha256_digest
 
 DEFAULT_MAX_ENTRIES = settings.CACHE_MAX_ENTRIES.default
@@ -136,12 +144,14 @@ class CompileCache:
         disk_max_bytes: int | None = None,
         digest: DigestFn = sha256_digest,
         events: bool = True,
+        remote: str | bool | None = None,
     ) -> None:
         self.max_entries = _limit("max_entries", max_entries, settings.CACHE_MAX_ENTRIES)
         self.max_bytes = _limit("max_bytes", max_bytes, settings.CACHE_MAX_BYTES)
         if not callable(digest):
             raise ConfigError(f"digest must be a function bytes -> hex string; got {digest!r}")
         self.disk: DiskCache | None = disk_cache_from_env(disk_dir, disk_max_bytes)
+        self.remote: RemoteCache | None = remote_cache_from_env(remote)
         self._digest = digest
         self._record_events = bool(events)
         self._lock = threading.Lock()
@@ -159,6 +169,7 @@ class CompileCache:
             "lookups": 0,
             "memory_hits": 0,
             "disk_hits": 0,
+            "remote_hits": 0,
             "compiled": 0,
             "joined": 0,
             "failed": 0,
@@ -170,7 +181,8 @@ class CompileCache:
         }
 
     def __repr__(self) -> str:
-        return f"CompileCache(max_entries={self.max_entries}, max_bytes={self.max_bytes}, disk={self.disk!r})"
+        return (f"CompileCache(max_entries={self.max_entries}, max_bytes={self.max_bytes}, disk={self.disk!r}, "
+                f"remote={self.remote!r})")
 
     @property
     def disk_dir(self) -> Path | None:
@@ -213,6 +225,8 @@ class CompileCache:
         equal records, so this only skips re-serializing the source (most of a memory hit's
         cost). The memo is bounded by count and by the size of the keys it holds."""
         identity = compiler.identity()
+        if request.clock:  # the key holds the clock: never memoized
+            return make_key(request, identity, self._digest)
         memo_key = (request, identity)
         with self._lock:
             key = self._key_memo.get(memo_key)
@@ -270,36 +284,66 @@ class CompileCache:
                 return self._finish_locked(request, key, code, "joined", start)
         return self._lookup_as_owner(request, compiler, key, start, flight)
 
+    def _from_tiers(self, key: CacheKey) -> tuple[ObjectCode | None, str]:
+        """Disk, then Redis (a remote hit is copied to disk)."""
+        if self.disk is not None:
+            code = self.disk.get(key)
+            if code is not None:
+                return code, "disk-hit"
+        if self.remote is not None:
+            code = self.remote.get(key)
+            if code is not None:
+                if self.disk is not None:
+                    self.disk.put(key, code)
+                return code, "remote-hit"
+        return None, "compiled"
+
+    @contextmanager
+    def _across_processes(self, key: CacheKey) -> Iterator[None]:
+        """The disk tier's per-key lock, then the Redis lease (each bounded; never raises)."""
+        with ExitStack() as stack:
+            if self.disk is not None:
+                stack.enter_context(self.disk.key_lock(key))
+            if self.remote is not None:
+                stack.enter_context(self.remote.lease(key))
+            yield
+
     def _lookup_as_owner(
         self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, flight: _InFlight | None
     ) -> CacheResult:
-        try:
-            code = self.disk.get(key) if self.disk is not None else None
-            outcome = "disk-hit"
-            if code is None:
-                code = self._run_compiler(request, compiler)
-                outcome = "compiled"
-        except BaseException as exc:
+        with ExitStack() as held:
+            try:
+                code, outcome = self._from_tiers(key)
+                if code is None and (self.disk is not None or self.remote is not None):
+                    held.enter_context(self._across_processes(key))
+                    code, outcome = self._from_tiers(key)  # the holder we waited on may have stored it
+                if code is None:
+                    code = self._run_compiler(request, compiler)
+                    outcome = "compiled"
+            except BaseException as exc:
+                with self._lock:
+                    if flight is not None and self._inflight.get(key.digest) is flight:
+                        del self._inflight[key.digest]
+                if flight is not None:
+                    shared = exc
+                    if not isinstance(exc, Exception):  # Ctrl-C in the owner: joiners get an error, not a KeyboardInterrupt
+                        shared = CacheError(f"the identical compile this lookup joined was interrupted ({type(exc).__name__})")
+                    flight.future.set_exception(shared)
+                self._record_failure(request, key, start, exc)
+                raise
             with self._lock:
-                if flight is not None and self._inflight.get(key.digest) is flight:
-                    del self._inflight[key.digest]
-            if flight is not None:
-                shared = exc
-                if not isinstance(exc, Exception):  # Ctrl-C in the owner: joiners get an error, not a KeyboardInterrupt
-                    shared = CacheError(f"the identical compile this lookup joined was interrupted ({type(exc).__name__})")
-                flight.future.set_exception(shared)
-            self._record_failure(request, key, start, exc)
-            raise
-        with self._lock:
-            # publish to the joiners first; only then may the entry enter the LRU and be evicted
-            if flight is not None:
-                flight.future.set_result(code)
-                if self._inflight.get(key.digest) is flight:
-                    del self._inflight[key.digest]
-            if self.memory_enabled:
-                self._store_locked(key, code)
-        if outcome == "compiled" and self.disk is not None:
-            self.disk.put(key, code)  # after publishing: joiners do not wait for the fsync
+                # publish to the joiners first; only then may the entry enter the LRU and be evicted
+                if flight is not None:
+                    flight.future.set_result(code)
+                    if self._inflight.get(key.digest) is flight:
+                        del self._inflight[key.digest]
+                if self.memory_enabled:
+                    self._store_locked(key, code)
+            if outcome == "compiled":  # after publishing (joiners do not wait for the fsync), before unlocking
+                if self.disk is not None:
+                    self.disk.put(key, code)
+                if self.remote is not None:
+                    self.remote.put(key, code)
         with self._lock:
             return self._finish_locked(request, key, code, outcome, start)
 
@@ -348,7 +392,7 @@ class CompileCache:
         lookup = time.perf_counter() - start
         recorded = float(code.compile_seconds)
         saved = recorded - lookup if outcome in HIT_OUTCOMES else 0.0
-        counter = {"memory-hit": "memory_hits", "disk-hit": "disk_hits"}.get(outcome, outcome)
+        counter = {"memory-hit": "memory_hits", "disk-hit": "disk_hits", "remote-hit": "remote_hits"}.get(outcome, outcome)
         self._counters[counter] += 1
         self._counters["seconds_saved"] += saved
         if outcome in ("compiled", "bypassed"):
@@ -413,6 +457,8 @@ class CompileCache:
             stats["disk_corrupt"] = disk["disk_corrupt"]
         else:
             stats.update(disk_entries=0, disk_bytes=0, disk_dir="", disk_writable=False, disk_corrupt=0)
+        if self.remote is not None:
+            stats.update(self.remote.stats())
         return stats
 
     def clear(self, disk: bool = True) -> dict[str, int]:
@@ -422,14 +468,14 @@ class CompileCache:
             memory = len(self._lru)
             self._lru.clear()
             self._bytes = 0
-        disk_removed = self.disk.clear() if (disk and self.disk is not None) else 0
+        disk_removed = self.disk.clear()["removed"] if (disk and self.disk is not None) else 0
         return {"memory": memory, "disk": disk_removed}
 
     def verify(self) -> dict[str, int]:
         """Check every disk entry's checksum and lengths; corrupt ones are removed (the next
         compile of that key rewrites them). Returns counts: checked, ok, corrupt, removed."""
         if self.disk is None:
-            return {"checked": 0, "ok": 0, "corrupt": 0, "removed": 0}
+            return {"checked": 0, "ok": 0, "corrupt": 0, "removed": 0, "failed": 0, "unauthenticated": 0, "problems": []}
         return self.disk.verify()
 
 

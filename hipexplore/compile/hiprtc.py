@@ -29,6 +29,7 @@ from typing import Any, ContextManager
 from .. import settings
 from ..errors import CompilerUnavailable, ConfigError
 from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries
+from .inputs import env_identity
 from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
 
@@ -202,7 +203,7 @@ class HiprtcCompiler(RuntimeCompiler):
 
     def identity(self) -> CompilerIdentity:
         if self._identity is not None:
-            return self._identity
+            return env_identity(self._identity)
         hiprtc = self._bindings()
         _status, major, minor = hiprtc.hiprtcVersion()
         library = self._library_file or self._library_name
@@ -223,7 +224,7 @@ class HiprtcCompiler(RuntimeCompiler):
         self._identity = CompilerIdentity(
             name=self.name, version=version, library=library, stamp=stamp, extra=tuple(extra)
         )
-        return self._identity
+        return env_identity(self._identity)
 
     @staticmethod
     def device_libs_dir() -> str:

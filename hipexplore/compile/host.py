@@ -22,10 +22,15 @@ from pathlib import Path
 from .. import settings
 from ..errors import CompilerUnavailable, CompileTimeout, ConfigError
 from ._common import dump_text, file_stamp, join_log
+from .inputs import env_identity
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 
 BASE_FLAGS = ("-O3", "-shared", "-fPIC")
+#: Build folders in the temp dir: ``hipexplore-host-<pid>-<random>``.
+BUILD_PREFIX = "hipexplore-host-"
+#: The programs the driver runs whose files are part of the identity.
+TOOLS = ("cc1", "as", "ld")
 #: How long a verified identity is trusted before the compiler file is stat'ed again.
 IDENTITY_RECHECK_SECONDS = 1.0
 
@@ -71,47 +76,62 @@ class HostCompiler(CompilerBase):
         return ("host",)
 
     def identity(self) -> CompilerIdentity:
-        """Recomputed when the driver's or cc1's (path, size, mtime) changes; otherwise cached.
+        """Recomputed when the driver's, cc1's, as's or ld's (path, size, mtime, inode) or the
+        variables that choose them (PATH, GCC_EXEC_PREFIX, COMPILER_PATH) change; otherwise
+        cached. The variables the driver reads (``inputs.HOST_ENV``) are added on every call.
 
         The file check itself (which + stat, ~0.1 ms) is repeated at most every
         ``IDENTITY_RECHECK_SECONDS`` so that a memory hit stays in the microseconds.
         """
         now = time.monotonic()
         with self._lock:
-            if self._identity is not None and now - self._identity_checked < self.identity_recheck_seconds:
-                return self._identity
+            if self._identity is not None and now - self._identity_checked < self.identity_recheck_seconds \
+                    and self._identity_key[0] == self._trigger_env():
+                return env_identity(self._identity)
         argv = self._command()
         exe = os.path.realpath(argv[0])
-        st = os.stat(exe)
-        key: tuple = (tuple(argv), exe, st.st_size, st.st_mtime_ns)
-        cc1_known = dict(self._identity.extra).get("cc1") if self._identity is not None else None
-        if cc1_known:
-            try:
-                st1 = os.stat(cc1_known)
-                key += (st1.st_size, st1.st_mtime_ns)
-            except OSError:
-                key += ("cc1 gone",)
+        known = [p for k, p in (self._identity.extra if self._identity is not None else ()) if k in TOOLS]
+        key = self._check_key(argv, exe, known)
         with self._lock:
             if self._identity is not None and self._identity_key == key:
                 self._identity_checked = now
-                return self._identity
+                return env_identity(self._identity)
         proc = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
             raise CompilerUnavailable(f"{argv[0]} --version failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
         first = (proc.stdout.strip().splitlines() or ["unknown"])[0]
         extra: list[tuple[str, str]] = [("command", shlex.join(argv))]
-        cc1 = subprocess.run([*argv, "-print-prog-name=cc1"], capture_output=True, text=True, timeout=60)
-        cc1_path = cc1.stdout.strip()
-        if cc1.returncode == 0 and os.path.isabs(cc1_path) and os.path.exists(cc1_path):
-            extra += [("cc1", os.path.realpath(cc1_path)), ("cc1_stamp", file_stamp(cc1_path))]
+        found = []
+        for tool in TOOLS:  # the compiler proper, the assembler and the linker the driver runs
+            out = subprocess.run([*argv, f"-print-prog-name={tool}"], capture_output=True, text=True, timeout=60)
+            path = out.stdout.strip()
+            if out.returncode == 0 and path and not os.path.isabs(path):
+                path = shutil.which(path) or ""
+            if out.returncode == 0 and path and os.path.exists(path):
+                real = os.path.realpath(path)
+                extra += [(tool, real), (f"{tool}_stamp", file_stamp(real))]
+                found.append(real)
         ident = CompilerIdentity(name=self.name, version=first, library=exe, stamp=file_stamp(exe), extra=tuple(extra))
-        cc1_real = dict(ident.extra).get("cc1")
-        if cc1_real:  # the key the next recheck compares against must include cc1 too
-            st1 = os.stat(cc1_real)
-            key = (tuple(argv), exe, st.st_size, st.st_mtime_ns, st1.st_size, st1.st_mtime_ns)
+        key = self._check_key(argv, exe, found)  # the key the next recheck compares against includes the tools
         with self._lock:
             self._identity, self._identity_key, self._identity_checked = ident, key, now
-        return ident
+        return env_identity(ident)
+
+    @staticmethod
+    def _trigger_env() -> tuple:
+        data = getattr(os.environ, "_data", None)  # the fast path of inputs.env_values
+        if data is not None:
+            return (data.get(b"PATH"), data.get(b"GCC_EXEC_PREFIX"), data.get(b"COMPILER_PATH"))
+        return (os.environ.get("PATH"), os.environ.get("GCC_EXEC_PREFIX"), os.environ.get("COMPILER_PATH"))
+
+    def _check_key(self, argv: list[str], exe: str, tools: list[str]) -> tuple:
+        def st(path: str) -> tuple:
+            try:
+                s = os.stat(path)
+                return (path, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)
+            except OSError:
+                return (path, "gone")
+        return (self._trigger_env(), tuple(argv), st(exe), *(st(t) for t in tools))
 
     def compile(self, request: CompileRequest) -> ObjectCode:
         self._check_open()
@@ -123,7 +143,8 @@ class HostCompiler(CompilerBase):
             raise ConfigError(f"host compiler mode must be 'shared-library'; got {request.mode!r}")
         argv = self._command()
         notes = self._source_notes(request)
-        with tempfile.TemporaryDirectory(prefix="hipexplore-host-") as tmp:
+        _clean_dead_build_dirs()
+        with tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}-") as tmp:
             src = _write_sources(Path(tmp), request)
             out = Path(tmp) / "lib.so"
             cmd = [*argv, *BASE_FLAGS, *request.options, "-o", str(out), str(src)]
@@ -174,6 +195,44 @@ class HostCompiler(CompilerBase):
         except BaseException:  # KeyboardInterrupt and friends: leave no compiler running
             _kill_group(proc, own_group)
             raise
+
+
+_cleaned = False
+
+
+def _clean_dead_build_dirs() -> int:
+    """Once per process: remove the build folders (``<tmp>/hipexplore-host-<pid>-*``) of host
+    compiles whose process is gone (killed before its ``TemporaryDirectory`` could clean up)."""
+    global _cleaned
+    if _cleaned:
+        return 0
+    _cleaned = True
+    removed = 0
+    base = Path(tempfile.gettempdir())
+    try:
+        candidates = list(base.glob(f"{BUILD_PREFIX}*-*"))
+    except OSError:
+        return 0
+    for path in candidates:
+        pid = path.name[len(BUILD_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue  # another user's
+        try:
+            st = path.lstat()
+            if not path.is_dir() or path.is_symlink() or st.st_uid != os.geteuid():
+                continue
+            shutil.rmtree(path)
+            removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def _kill_group(proc: subprocess.Popen, own_group: bool) -> None:

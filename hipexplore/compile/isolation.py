@@ -44,6 +44,7 @@ from ..errors import CompileError, CompilerCrashed, CompilerError, CompilerUnava
 from .backends import backend_class
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
+from .inputs import env_values
 
 #: Worker start-up (interpreter + imports + backend construction) is not part of a compile's timeout.
 DEFAULT_STARTUP_TIMEOUT = 120.0
@@ -94,6 +95,8 @@ class _Worker:
         # LIBC_FATAL_STDERR_: glibc writes "munmap_chunk(): invalid pointer" and friends to /dev/tty
         # unless told otherwise; we want them in the worker's stderr file, i.e. in the error's log
         env = dict(os.environ, **{settings.COMPILE_WORKER.name: "1"}, LIBC_FATAL_STDERR_="1")
+        #: the variables the backend reads, as this worker inherited them (part of its identity)
+        self.env_values = env_values(backend)
         try:
             with open(self.stderr_path, "ab", buffering=0) as errf:
                 self.proc = subprocess.Popen(
@@ -282,6 +285,7 @@ class IsolatedCompiler(CompilerBase):
         self._busy: set[_Worker] = set()
         self._closed = False
         self._identity: CompilerIdentity | None = None
+        self._identity_env: tuple = ()
         self._local: Any = None
         self._finalizer = weakref.finalize(self, _shutdown, self._idle, self._busy, self._lock)
 
@@ -319,10 +323,15 @@ class IsolatedCompiler(CompilerBase):
             return [w.pid for w in self._busy if not w.dead]
 
     def identity(self) -> CompilerIdentity:
+        """The workers' identity (their inherited environment included): after a change of the
+        variables the backend reads (inputs.ENV), idle workers with the old environment are
+        retired and the identity is asked again, so key and binary always agree."""
+        env = env_values(self.name)
         with self._identity_lock:
-            if self._identity is None:
+            if self._identity is None or self._identity_env != env:
                 timeout = None if self.timeout is None else max(self.timeout, 60.0)
                 self._identity = self._call("identity", None, timeout, None)
+                self._identity_env = env
             return self._identity
 
     def compile(self, request: CompileRequest) -> ObjectCode:
@@ -337,6 +346,9 @@ class IsolatedCompiler(CompilerBase):
             if self._closed:
                 raise CompilerError(f"the isolated {self.name} compiler is closed")
             worker = self._idle.pop() if self._idle else None
+        if worker is not None and worker.env_values != env_values(self.name):
+            worker.stop()  # started with an environment the key no longer describes
+            worker = None
         if worker is None:
             worker = _Worker(self.name, self.kwargs)
             with self._lock:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import CompilerUnavailable, ConfigError
 from ._common import Trace, dump_text, file_stamp, join_log, loaded_libraries
+from .inputs import env_identity
 from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
 
@@ -102,7 +103,7 @@ class NvrtcCompiler(RuntimeCompiler):
 
     def identity(self) -> CompilerIdentity:
         if self._identity is not None:
-            return self._identity
+            return env_identity(self._identity)
         nvrtc = self._bindings()
         _status, major, minor = nvrtc.nvrtcVersion()
         library = self.library_path()
@@ -116,7 +117,7 @@ class NvrtcCompiler(RuntimeCompiler):
             name=self.name, version=f"nvrtc {major}.{minor}", library=library,
             stamp=file_stamp(library) if library and os.path.exists(library) else "", extra=tuple(extra),
         )
-        return self._identity
+        return env_identity(self._identity)
 
     def targets(self) -> tuple[str, ...]:
         if self._targets is None:

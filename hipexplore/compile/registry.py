@@ -116,6 +116,7 @@ def compiler_info() -> list[dict[str, Any]]:
                            targets=list(backend.targets()))
                 row["isolated_by_default"] = ISOLATED_BY_DEFAULT[name]
                 crashing = backend.crashing_targets()
+                row["crashing_targets"] = list(crashing)
                 if crashing:
                     row["notes"].append(
                         f"targets {', '.join(crashing)} crash this comgr (SIGABRT; SIGSEGV after earlier compiles): in-process compiles refuse them, the "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from ..errors import ConfigError
+from . import inputs
 
 #: Bump when the key layout or the compiled output format changes; old disk entries then miss.
 KEY_SCHEMA = 1
@@ -95,6 +96,8 @@ class CompileRequest:
     mode: str = ""
     diagnostics: frozenset[str] = frozenset()
     label: str = field(default="", compare=False)
+    #: which clock macros (DATE, TIME, TIMESTAMP) the texts use; computed, not compared
+    clock: frozenset[str] = field(default=frozenset(), compare=False, repr=False, init=False)
 
     def __post_init__(self) -> None:
         if self.compiler not in COMPILERS:
@@ -132,6 +135,12 @@ class CompileRequest:
                     f"option {o!r} makes the compiler read files the cache key cannot see (an edited file would be "
                     f"served stale); pass headers as CompileRequest(headers=...) or `hipexplore compile --header FILE`"
                 )
+            why = inputs.refused_option(o)
+            if why:
+                raise ConfigError(why)
+        texts = [(s.name, s.text) for s in (self.source, *hdrs)]
+        inputs.check_texts(texts)
+        object.__setattr__(self, "clock", inputs.uses_clock(t for _, t in texts))
         if not self.mode:
             object.__setattr__(self, "mode", DEFAULT_MODE[self.compiler])
         diags = frozenset(self.diagnostics)
@@ -191,6 +200,8 @@ def make_key(request: CompileRequest, identity: CompilerIdentity, digest: Digest
     if identity.name != request.compiler:
         raise ConfigError(f"compiler identity {identity.name!r} does not match request compiler {request.compiler!r}")
     record = {"schema": KEY_SCHEMA, "request": request.record(), "compiler": identity.record()}
+    if request.clock:  # __DATE__/__TIME__: the expansion the compiler will see is an input
+        record["clock"] = inputs.clock_record(request.compiler, request.clock)
     canonical = canonical_json(record)
     return CacheKey(canonical=canonical, digest=digest(canonical))
 

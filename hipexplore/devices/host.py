@@ -154,7 +154,8 @@ class HostDevice(DeviceBase):
             llc_bytes=self.llc_bytes, llc_source=self.llc_source, free_bytes=free, total_bytes=total,
             peak_bandwidth_gbs=float("nan"),
             peak_bandwidth_source="unknown: no datasheet table for host CPUs (kernels here are single-threaded)",
-            compute_units=self.compute_units, driver="", runtime="ctypes",
+            compute_units=self.compute_units, driver="none (host CPU: C kernels called through ctypes, no GPU driver)",
+            runtime="ctypes",
         )
 
     def memory_info(self) -> tuple[int, int]:

@@ -41,13 +41,22 @@ def get(name: str | KernelSpec) -> KernelSpec:
     with _LOCK:
         spec = _REGISTRY.get(name)
     if spec is None:
-        raise ConfigError(f"unknown kernel {name!r}; registered kernels: {', '.join(names())}")
+        raise ConfigError(f"unknown kernel {name!r}; expected one of: {', '.join(user_names())}")
     return spec
 
 
 def names() -> list[str]:
     with _LOCK:
         return sorted(_REGISTRY)
+
+
+#: the harness's own kernels (the spin that holds the queue, the cache flushers): not for benchmarking
+INTERNAL_PREFIXES = ("flush-", "spin")
+
+
+def user_names() -> list[str]:
+    """The kernels a user benchmarks: every registered name but the harness's own helpers."""
+    return [n for n in names() if not n.startswith(INTERNAL_PREFIXES)]
 
 
 def _triad_ref(inputs: Mapping[str, np.ndarray], scalars: Mapping[str, Any]) -> dict[str, np.ndarray]:

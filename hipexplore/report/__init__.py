@@ -10,7 +10,7 @@ and configurations the notebooks show. Every public name stays importable from
 """
 from __future__ import annotations
 
-from .dashboard import (SUMMARY_VIEW, BenchData, bench_configuration, benchmark_data, dashboard_configuration,
+from .dashboard import (SUMMARY_VIEW, BenchData, bench_configuration, benchmark_data, dashboard_configuration, styled_summary,
                         provenance_for, summary_table)
 from .notebooks import (KERNEL_NAME, NOTEBOOKS, ReportError, ReportResult, build_report, check_parameters,
                         execute_notebook, export_html, external_references, load_params, notebook_parameters,
@@ -28,6 +28,7 @@ __all__ = [
     "cache_demo",
     "dashboard_configuration",
     "summary_table",
+    "styled_summary",
     "collect_provenance",
     "full_width",
     "provenance_for",

@@ -140,12 +140,30 @@ def dashboard_configuration(bench: BenchData, replay: ReplayData) -> dict[str, A
 
 
 def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None) -> pd.DataFrame:
-    """The reviewer's columns of one configuration's summary rows, sorted by flush and rotating."""
+    """The reviewer's columns of one configuration's summary rows, sorted by flush and rotating;
+    ``iqr_rel``, ``cv`` and ``bias`` in percent (``iqr_rel_%``...), as the plots show them."""
     from ..plots import one_configuration, time_unit
+    from ..units import percent_columns
 
     rows = one_configuration(summary, kernel, size_bytes, "summary frame")
     cols = [c for c in SUMMARY_VIEW if c in rows.columns]
     table = rows.sort_values(["flush", "rotating"])[cols].reset_index(drop=True)
     scale, unit = time_unit(table["median_s"])  # seconds with six decimals hide the differences
     table["median_s"] = table["median_s"] * scale
-    return table.rename(columns={"median_s": f"median_{unit.replace('µ', 'u')}"})
+    return percent_columns(table.rename(columns={"median_s": f"median_{unit.replace('µ', 'u')}"}))
+
+
+_SHORT_HEADERS = {"rotating_requested": "rotating asked", "rotating": "sets", "bandwidth_gbs": "GB/s", "n_outliers": "outliers"}
+
+
+def styled_summary(table: pd.DataFrame) -> Any:
+    """``summary_table`` for display: two decimals, and a warning column that wraps at a readable
+    width instead of four narrow lines cut off by JupyterLab's output area."""
+    fmt = {c: "{:.2f}" for c in table.columns if c.endswith("_%") or c.startswith("median_")}
+    fmt.update({c: "{:.1f}" for c in ("bandwidth_gbs",) if c in table.columns})
+    sty = table.style.format(fmt, na_rep="").hide(axis="index")
+    sty = sty.relabel_index([_SHORT_HEADERS.get(c, c) for c in table.columns], axis=1)  # 900 px: short headers
+    if "warning" in table.columns:
+        sty = sty.set_properties(subset=["warning"], **{"white-space": "normal", "min-width": "16em", "max-width": "28em",
+                                                        "text-align": "left"})
+    return sty.set_table_styles([{"selector": "", "props": [("max-width", "100%")]}])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import shlex
@@ -33,7 +34,7 @@ NOTEBOOKS = {
     "dashboard": "dashboard.ipynb",
 }
 #: The kernel papermill starts; a mismatch with the notebook's metadata is the classic CI failure.
-KERNEL_NAME = "python3"
+KERNEL_NAME = "hipexplore"
 class ReportError(HipexploreError):
     """A notebook failed while running or the report could not be written; ``notebook`` holds
     the path of the executed (partial) notebook so nothing is lost."""
@@ -90,7 +91,31 @@ def load_params(path: str | os.PathLike | None) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise ConfigError(f"parameters file {str(p)!r} must hold a mapping of names to values; got {type(data).__name__}")
+    base = p.resolve().parent  # `data: data/h200` means next to the parameters file, wherever the command runs
+    for name in PATH_PARAMS:
+        value = data.get(name)
+        if isinstance(value, str) and value != "live" and not Path(value).expanduser().is_absolute():
+            data[name] = str(base / value)
+    check_values(data, f"parameters file {str(p)!r}")
     return data
+
+
+#: parameters naming files or folders: relative ones are taken from the parameters file's folder
+PATH_PARAMS = ("data", "tuning_data")
+#: parameters that must be positive integers (``iterations`` may also be null: adaptive)
+_COUNT_PARAMS = ("iterations", "jobs", "candidates")
+
+
+def check_values(params: Mapping[str, Any], where: str = "parameters") -> None:
+    """Refuse values the notebook would misread (``iterations: abc``), also where the value
+    would go unused (recorded data): a typo must not pass silently."""
+    for name in _COUNT_PARAMS:
+        if name not in params or (name == "iterations" and params[name] is None):
+            continue
+        value = params[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{where}: {name}: {value!r} is not a positive integer"
+                              + (" (or null for adaptive sampling)" if name == "iterations" else ""))
 
 
 def notebook_parameters(notebook: str | os.PathLike) -> dict[str, Any]:
@@ -118,9 +143,9 @@ def check_parameters(notebook: str | os.PathLike, params: Mapping[str, Any]) -> 
 
 @contextlib.contextmanager
 def _this_python_kernel() -> Iterator[None]:
-    """Make kernel ``python3`` this interpreter for the duration of a run.
+    """Make kernel ``hipexplore`` this interpreter for the duration of a run.
 
-    A ``python3`` kernelspec elsewhere on the machine (a user-wide one pointing at another Python)
+    A ``hipexplore`` kernelspec elsewhere on the machine (a user-wide one pointing at another Python)
     would start a kernel without hipexplore; a spec placed first on ``JUPYTER_PATH`` wins.
     """
     with tempfile.TemporaryDirectory(prefix="hipexplore-kernel-") as tmp:
@@ -129,7 +154,7 @@ def _this_python_kernel() -> Iterator[None]:
         # the kernel's own log only says "KeyboardInterrupt caught" when papermill stops it and
         # warns about TCP on 127.0.0.1; cell errors and a dying kernel still reach ReportError
         spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--IPKernelApp.log_level=CRITICAL"],
-                "display_name": "Python 3 (hipexplore)", "language": "python"}
+                "display_name": "Python (hipexplore)", "language": "python"}
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         old = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, *([old] if old else [])])
@@ -148,8 +173,9 @@ def execute_notebook(
     output: str | os.PathLike | None = None,
     cwd: str | os.PathLike | None = None,
     timeout: float | None = 600,
+    progress: bool = False,
 ) -> Any:
-    """Execute a notebook with papermill (kernel ``python3``) and return the executed node.
+    """Execute a notebook with papermill (kernel ``hipexplore``) and return the executed node.
 
     Unknown parameters raise ``ConfigError``; a failing cell raises ``ReportError`` naming the
     cell's error, with the executed notebook (outputs up to the failure) kept at ``output``.
@@ -171,7 +197,7 @@ def execute_notebook(
                 kernel_name=KERNEL_NAME,
                 cwd=str(cwd) if cwd else None,
                 execution_timeout=timeout,
-                progress_bar=False,
+                progress_bar=progress,  # papermill's tqdm bar: one step per cell, on stderr
                 report_mode=False,
                 request_save_on_cell_execute=False,
             )
@@ -202,6 +228,19 @@ def external_references(html: str) -> list[str]:
     return [m.group(0) for m in _EXTERNAL_REF.finditer(html)]
 
 
+#: the report must read at 900 px without sideways scrolling: figures scale down, long table
+#: cells (warnings, provenance values, command lines) and code wrap instead of widening the page
+_NARROW_CSS = """<style>
+.jp-RenderedImage img, .jp-OutputArea-output img { max-width: 100%; height: auto; }
+.jp-RenderedHTMLCommon table { max-width: 100%; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal !important; overflow-wrap: break-word; }
+.jp-RenderedHTMLCommon td.hx-wrap { overflow-wrap: anywhere; }
+.jp-OutputArea-output pre, .jp-InputArea pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.jp-OutputArea-output { overflow-x: visible; }
+</style>
+"""
+
+
 def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> str:
     """One self-contained HTML page: inline images, no widget state, no CDN scripts.
 
@@ -227,10 +266,27 @@ def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> st
     html, _ = exporter.from_notebook_node(nb)
     html = _EXTERNAL_SCRIPT.sub("", html)
     html = _CDN_LOADERS.sub("", html)
+    html = html.replace("</head>", _NARROW_CSS + "</head>", 1)
     left = external_references(html)
     if left:
         raise ReportError(f"exported HTML still references the network: {left[:3]}")
     return html
+
+
+def _check_writable(path: Path) -> None:
+    """Create and remove a scratch file beside ``path``: the only sure test (``/proc`` is
+    ``W_OK`` for root and still refuses new files)."""
+    if path.is_dir():
+        raise ConfigError(f"report output {str(path)!r} is a directory; expected an .html file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"report output {str(path)!r}: directory {str(parent)!r} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".check", dir=parent)
+    except OSError as exc:
+        raise ConfigError(f"report output {str(path)!r}: cannot write in {str(parent)!r} ({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -262,10 +318,14 @@ def build_report(
     command: str | Sequence[str] | None = None,
     notebook_out: str | os.PathLike | None = None,
     timeout: float | None = 900,
+    progress: bool = False,
 ) -> ReportResult:
     """Run the dashboard notebook and write ``out`` (HTML). ``params`` is a mapping or a YAML/JSON
     file; ``command`` is recorded in the provenance table (defaults to this process's argv)."""
     values = dict(params) if isinstance(params, Mapping) else load_params(params)
+    check_values(values)
+    if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"timeout must be a positive number of seconds per cell, got {timeout!r}")
     if command is None:
         command = [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     if not isinstance(command, str):
@@ -276,12 +336,16 @@ def build_report(
     out_path = Path(out)
     if out_path.suffix.lower() not in (".html", ".htm"):
         raise ConfigError(f"report output must be an .html file; got {str(out_path)!r}")
+    _check_writable(out_path)  # before the notebook runs, not after
+    if progress:
+        print(f"hipexplore report: running the dashboard notebook (device {values.get('device', 'auto')!r}; about 20 s "
+              f"on the host), then writing {out_path}", file=sys.stderr)
     # the executed notebook: where asked, else a temporary file that is removed after a success
     # and kept (named in the error) after a failure
     scratch = None if notebook_out else Path(tempfile.mkdtemp(prefix="hipexplore-report-"))
     nb_path = Path(notebook_out) if notebook_out else scratch / "dashboard.ipynb"
     # relative data paths in the parameters are taken from the caller's directory
-    nb = execute_notebook("dashboard", values, output=nb_path, cwd=Path.cwd(), timeout=timeout)
+    nb = execute_notebook("dashboard", values, output=nb_path, cwd=Path.cwd(), timeout=timeout, progress=progress)
     html = export_html(nb, no_input=no_input, title="hipexplore review report")
     _atomic_write(out_path, html)
     if scratch is not None:

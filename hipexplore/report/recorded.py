@@ -22,7 +22,7 @@ from ..errors import ConfigError
 
 #: Provenance rows shown first, in this order; the rest follow sorted.
 PROVENANCE_ORDER = (
-    "recorded.note", "recorded.benchmark", "recorded.tuning", "recorded.replay_pass", "recorded.file",
+    "recorded.note", "recorded.revision", "recorded.benchmark", "recorded.tuning", "recorded.replay_pass", "recorded.file",
     "device.name", "device.kind", "device.target", "device.driver", "device.runtime",
     "compiler.host", "compiler.hiprtc", "compiler.nvrtc",
     "hipexplore", "git_revision", "date", "command", "python", "platform", "cpu",
@@ -136,8 +136,8 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
             runs = summary.groupby("run_id").size()
             if run_id is None:
                 run_id = max(runs.index, key=lambda r: (int(runs[r]), prov_by_run.get(str(r), {}).get("date", "")))
-                rec.notes.append(f"{root} holds {len(runs)} sweeps ({', '.join(f'{r}: {n} configurations' for r, n in runs.items())}); "
-                                 f"showing run {run_id}. Pass one sweep's .parquet file to choose another.")
+                rec.notes.append(f"{root} holds {len(runs)} sweeps; showing run {run_id} ({int(runs[run_id])} configurations, "
+                                 f"the most). Pass one sweep's .parquet file to show another.")
             elif run_id not in runs.index:
                 raise ConfigError(f"run_id {run_id!r} is not under {str(root)!r}; it holds {sorted(runs.index)}")
         if run_id is not None and "run_id" in summary.columns:
@@ -168,9 +168,24 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
     return rec
 
 
+def revision_note(this: str, recorded: str) -> str:
+    """A warning when recorded data came from another revision of hipexplore than this report."""
+    def short(rev: str) -> str:
+        return rev.split("+")[0][:7]
+    if not recorded or recorded == "unknown" or not this or this == "unknown" or short(this) == short(recorded):
+        return ""
+    return (f"DIFFERENT REVISION: recorded with hipexplore {short(recorded)}, this report is {short(this)}; "
+            f"the measurement code may have changed since")
+
+
 def provenance_table(info: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Provenance as a two- or three-column table: the report's run and, when the figures come
     from recorded files, the run that recorded them."""
+    if recorded:
+        recorded = dict(recorded)
+        note = revision_note(str(info.get("git_revision", "")), str(recorded.get("git_revision", "")))
+        if note:
+            recorded["recorded.revision"] = note
     keys = [k for k in PROVENANCE_ORDER if k in info or (recorded and k in recorded)]
     rest = sorted((set(info) | set(recorded or {})) - set(keys))
     keys += rest
@@ -183,15 +198,18 @@ def provenance_table(info: Mapping[str, Any], recorded: Mapping[str, Any] | None
 def full_width(table: pd.DataFrame) -> Any:
     """The table for display without pandas' 50-character cell truncation (provenance values
     such as the command line must appear whole in the report), left-aligned."""
-    return table.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+    # hx-wrap: long tokens (paths, the JSON spec) may break anywhere, so the table fits 900 px
+    return (table.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+            .set_td_classes(pd.DataFrame("hx-wrap", index=table.index, columns=table.columns)))
 
 
 def collect_provenance(device_properties: Mapping[str, Any] | None = None, command: str | Sequence[str] | None = None) -> dict[str, str]:
     """``provenance.collect`` plus the device's properties under ``device.*`` (empty or None
     ``command`` means this process's argv)."""
-    from ..provenance import collect
+    from ..provenance import collect, describe_value
 
     info = collect(None, command=command or None)
-    for k, v in (device_properties or {}).items():
-        info[f"device.{k}"] = str(v)
+    props = dict(device_properties or {})
+    for k, v in props.items():
+        info[f"device.{k}"] = describe_value(k, v, props)
     return info

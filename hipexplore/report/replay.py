@@ -94,21 +94,51 @@ def split_replay(frame: pd.DataFrame, source: str, wall_seconds: Mapping[str, fl
     return data
 
 
+#: the target each compiler replays for when neither the device nor the caller names one
+DEFAULT_TARGETS = {"host": "host", "hiprtc": "gfx90a", "nvrtc": "sm_90"}
+
+
+def replay_compiler_for(device_properties: Mapping[str, object] | None) -> tuple[str, str]:
+    """(compiler, target) of the device the benchmark timed: NVRTC for an NVIDIA ``sm_XX``,
+    hiprtc for an AMD ``gfxNNN`` (feature suffixes such as ``:xnack-`` dropped), else the host
+    compiler. A report on a GPU then replays the tuning list with the compiler that GPU needs."""
+    props = device_properties or {}
+    kind, target = str(props.get("kind", "")), str(props.get("target", "")).strip()
+    if kind == "cuda" or target.startswith("sm_"):
+        return "nvrtc", target if target.startswith("sm_") else DEFAULT_TARGETS["nvrtc"]
+    if kind == "hip" or target.startswith("gfx"):
+        return "hiprtc", target.split(":")[0] if target.startswith("gfx") else DEFAULT_TARGETS["hiprtc"]
+    return "host", "host"
+
+
+def resolve_compiler(compiler: str, target: str, device_properties: Mapping[str, object] | None) -> tuple[str, str]:
+    """``compiler``/``target`` with ``"auto"`` replaced: the device's compiler (see
+    ``replay_compiler_for``), and that compiler's target (the device's when it is that compiler's)."""
+    dev_compiler, dev_target = replay_compiler_for(device_properties)
+    comp = dev_compiler if compiler == "auto" else compiler
+    if target == "auto":
+        target = dev_target if comp == dev_compiler else DEFAULT_TARGETS.get(comp, "host")
+    return comp, target
+
+
 def replay_data(
     source: str = "live",
-    compiler: str = "host",
-    target: str = "host",
+    compiler: str = "auto",
+    target: str = "auto",
     problems: int | str | None = 1,
     candidates: int | None = 4,
     jobs: int = 1,
     cache: str = "memory",
+    device_properties: Mapping[str, object] | None = None,
 ) -> ReplayData:
     """Replay a (small) split-K tuning list through the cache, or load a recorded replay.
 
     source: ``"live"`` or a parquet file/folder holding a replay frame (cache event columns plus
-    ``scenario``). problems: a count or names (see ``tuning.lists.select_problems``); candidates:
-    how many candidates per problem to keep.
+    ``scenario``). compiler/target: ``"auto"`` picks the compiler of ``device_properties`` (the
+    benchmarked device; the host compiler when None). problems: a count or names (see
+    ``tuning.lists.select_problems``); candidates: how many candidates per problem to keep.
     """
+    compiler, target = resolve_compiler(compiler, target, device_properties)
     if source != "live":
         rec = load_recorded(source)
         if rec.events is None:

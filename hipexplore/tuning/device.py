@@ -85,8 +85,9 @@ class PipelineWorkload:
                 steps.append((loaded.kernels[role], geo.grid, geo.block, _pointer_args(*args)))
             self.steps.append(steps)
         self.arg_sets = self.steps  # the harness only needs len(arg_sets)
+        self.timer = None  # a pipeline has no in-kernel timer: events time it whole
 
-    def launch(self, buffer_set: int) -> None:
+    def launch(self, buffer_set: int, position: int = 0) -> None:
         for kernel, grid, block, args in self.steps[buffer_set]:
             self.device.launch(kernel, grid, block, args)
 
