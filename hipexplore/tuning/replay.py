@@ -13,9 +13,7 @@ Scenarios (the ``scenario`` column):
   ``disk-cold``  memory + disk tier on an empty directory;
   ``disk``       memory + disk on a directory that already held entries (not cold);
   ``disk-warm``  a fresh cache object on the same directory: every lookup should be a disk hit;
-  ``triton-cold`` / ``triton-warm``  (Triton lists) Triton's own TRITON_CACHE_DIR alone, empty then
-                 warm: what a Triton tuner gets without our cache (added to a report by
-                 ``tuning.triton_cache.add_triton_cache_passes``; ``tune-replay`` does).
+  ``triton-cold``/``-warm``  Triton's own TRITON_CACHE_DIR alone (tuning/triton_cache.py).
 
 Timing: ``seconds`` is the wall time of compiling the whole list (first submission to last
 result). Before anything is timed the compiler is warmed up (one throw-away compile per worker),
@@ -29,7 +27,6 @@ import re
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -44,8 +41,10 @@ from ..errors import ConfigError, HipexploreError
 from ..schema import COMPILE_OUTCOMES, REPLAY_COLUMNS, count_outcomes
 from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
+from .schedule import _run_all, candidate_groups, run_tasks  # noqa: F401 - candidate_groups: public here too
+from .triton_list import warm_up_requests
 
-CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm, in one run
+CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm
 SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm", "triton-cold", "triton-warm")
 
 #: REPLAY_COLUMNS (schema): what the replay adds to the cache event columns (docs/ARCHITECTURE.md
@@ -315,31 +314,6 @@ def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
 
 
 # ----------------------------------------------------------------------------- running
-def _run_all(items: Sequence[Any], fn: Callable[[Any], None], jobs: int) -> float:
-    """Call ``fn`` on every item (a thread pool of ``jobs`` when > 1, in list order) and return
-    the wall time. Errors are the callee's to record; they never stop the others."""
-    t0 = time.perf_counter()
-    if jobs == 1:
-        for it in items:
-            fn(it)
-    else:
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hx-replay") as pool:
-            for fut in [pool.submit(fn, it) for it in items]:
-                fut.result()
-    return time.perf_counter() - t0
-
-
-def candidate_groups(tuning_list: TuningList) -> list[list[ListEntry]]:
-    """The list split into candidates (consecutive entries of one problem and candidate)."""
-    groups: list[list[ListEntry]] = []
-    for e in tuning_list.entries:
-        if groups and (groups[-1][0].problem, groups[-1][0].candidate) == (e.problem, e.candidate):
-            groups[-1].append(e)
-        else:
-            groups.append([e])
-    return groups
-
-
 GRANULARITIES = ("candidate", "kernel", "scheduled")
 
 
@@ -354,8 +328,7 @@ def replay_through_cache(
     reaching the same tail at once is what makes the cache's in-flight sharing report ``joined``,
     and the joining worker idles meanwhile. ``kernel``: every list entry is its own task (in list
     order), so a worker only waits when the very next entry is in flight elsewhere. ``scheduled``:
-    as ``kernel``, but an entry in flight elsewhere is passed over while others are queued
-    (tuning/schedule.py): no worker waits while there is other work."""
+    an entry in flight elsewhere is passed over while others are queued (tuning/schedule.py)."""
     _check_jobs(jobs)
     if granularity not in GRANULARITIES:
         raise ConfigError(f"granularity must be one of {', '.join(GRANULARITIES)}; got {granularity!r}")
@@ -378,16 +351,6 @@ def replay_through_cache(
     cpu = cpu_delta(before, cpu_snapshot(compiler))
     by_label = {e.label: e for e in tuning_list.entries}
     return ScenarioResult(scenario, jobs, seconds, _annotate(cache.events(), by_label, scenario, jobs, timed.calls), cpu)
-
-
-def run_tasks(tuning_list: TuningList, one: Callable[[Sequence[ListEntry]], None], jobs: int, granularity: str) -> float:
-    """Run ``one`` over the list's entries in units of ``granularity`` with ``jobs`` at once."""
-    if granularity == "scheduled":
-        from .schedule import run_scheduled
-
-        return run_scheduled(tuning_list.entries, lambda e: one([e]), jobs)
-    tasks = candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries]
-    return _run_all(tasks, one, jobs)
 
 
 def measure_ideal(tuning_list: TuningList, compiler: Compiler, jobs: int = 1) -> ScenarioResult:
@@ -468,14 +431,8 @@ def warm_up(compiler: Compiler, compiler_name: str, target: str, jobs: int) -> N
 
     def one(i: int) -> None:
         if compiler_name == "triton":  # one tiny kernel of every role, salted apart from any list
-            from .triton_list import TritonConfig, role_request
-            from .lists import GemmProblem
-
-            prob, tc = GemmProblem("warm", GemmShape(16, 16, 16), "gelu"), TritonConfig(16, 16, 16, 2, 1, 1)
-            for role in ("fill", "gemm", "reduce", "pointwise"):
-                req = role_request(role, target, prob, tc, label=f"warm-up {i} {role}")
-                salt = f"\nhx_warmup_{i}_{os.getpid()} = 0\n"
-                compiler.compile(req.with_(source=replace(req.source, text=req.source.text + salt)))
+            for req in warm_up_requests(target, f"{i}_{os.getpid()}"):
+                compiler.compile(req)
             return
         # one kernel of every role (gelu pulls in the math headers), none of them in any list
         for role in ("fill", "gemm", "reduce", "pointwise"):

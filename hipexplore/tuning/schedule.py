@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Hashable, Sequence
+
+from .lists import ListEntry, TuningList
 
 
 def run_scheduled(entries: Sequence[Any], fn: Callable[[Any], None], jobs: int,
@@ -61,3 +64,35 @@ def run_scheduled(entries: Sequence[Any], fn: Callable[[Any], None], jobs: int,
     if errors:
         raise errors[0]
     return time.perf_counter() - t0
+
+
+def _run_all(items: Sequence[Any], fn: Callable[[Any], None], jobs: int) -> float:
+    """Call ``fn`` on every item (a thread pool of ``jobs`` when > 1, in list order) and return
+    the wall time. Errors are the callee's to record; they never stop the others."""
+    t0 = time.perf_counter()
+    if jobs == 1:
+        for it in items:
+            fn(it)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hx-replay") as pool:
+            for fut in [pool.submit(fn, it) for it in items]:
+                fut.result()
+    return time.perf_counter() - t0
+
+
+def candidate_groups(tuning_list: TuningList) -> list[list[ListEntry]]:
+    """The list split into candidates (consecutive entries of one problem and candidate)."""
+    groups: list[list[ListEntry]] = []
+    for e in tuning_list.entries:
+        if groups and (groups[-1][0].problem, groups[-1][0].candidate) == (e.problem, e.candidate):
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    return groups
+
+
+def run_tasks(tuning_list: TuningList, one: Callable[[Sequence[ListEntry]], None], jobs: int, granularity: str) -> float:
+    """Run ``one`` over the list's entries in units of ``granularity`` with ``jobs`` at once."""
+    if granularity == "scheduled":
+        return run_scheduled(tuning_list.entries, lambda e: one([e]), jobs)
+    return _run_all(candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries], one, jobs)

@@ -137,3 +137,17 @@ def build_triton_list(target: str, problems: Iterable[GemmProblem] | None = None
                     base = memo[(role, prob, cand)] = role_request(role, target, prob, cand)
                 entries.append(ListEntry(len(entries), prob.name, cand.name, role, base.with_(label=label)))
     return TuningList("triton", target, probs, cands, tuple(entries))  # type: ignore[arg-type]
+
+
+def warm_up_requests(target: str, tag: str) -> list[CompileRequest]:
+    """One tiny kernel of every role, with a module-level salt ``tag`` so none is in any list."""
+    from dataclasses import replace
+
+    from ..kernels.gemm import GemmShape
+
+    prob, cfg = GemmProblem("warm", GemmShape(16, 16, 16), "gelu"), TritonConfig(16, 16, 16, 2, 1, 1)
+    out = []
+    for role in ("fill", "gemm", "reduce", "pointwise"):
+        req = role_request(role, target, prob, cfg, label=f"warm-up {tag} {role}")
+        out.append(req.with_(source=replace(req.source, text=req.source.text + f"\nhx_warmup_{tag} = 0\n")))
+    return out
