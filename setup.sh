@@ -2,7 +2,8 @@
 # One-shot set-up for a fresh Debian/Ubuntu machine (idempotent; safe to re-run).
 #   ./setup.sh          runtime: ROCm hiprtc packages (apt, as root), .venv with hipexplore[hip,cuda,notebook]
 #   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools,
-#                       redis-py and Debian's redis-server (the tests start their own on a loopback port)
+#                       redis-py and Debian's redis-server (the tests start their own on a loopback port),
+#                       and the extra cluster (Dask distributed: the cluster tests start real workers)
 # Environment: HIPEXPLORE_VENV (default .venv), HIPEXPLORE_PYTHON (default python3),
 #              HIPEXPLORE_SKIP_APT=1 to never call apt-get.
 set -euo pipefail
@@ -50,7 +51,7 @@ fi
 
 if [ ! -x "$VENV/bin/python" ]; then say "creating $VENV"; "$PY" -m venv "$VENV"; fi
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
-EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,dev,triton"
+EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,cluster,dev,triton"
 say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }

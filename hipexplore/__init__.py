@@ -52,6 +52,9 @@ _LAZY = {
     "SweepSpec": "hipexplore.bench",
     "StopRule": "hipexplore.bench",
     "Measurement": "hipexplore.bench.stats",
+    # a function, not a module: ``hipexplore.compare(base, new)`` (the module is ``verdicts``)
+    "compare": "hipexplore.verdicts",
+    "compare_scenarios": "hipexplore.verdicts",
 }
 
 

@@ -73,8 +73,10 @@ def _select(frame: pd.DataFrame, column: str, value: Any, what: str) -> pd.DataF
 
 def one_configuration(frame: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None, what: str = "frame") -> pd.DataFrame:
     """Rows of one (kernel, size): the unit the noise figures compare rotating/flush settings on."""
+    from .bench.grouping import check_one_device
+
     _require(frame, ("kernel", "size_bytes"), what)
-    return _select(_select(frame, "kernel", kernel, what), "size_bytes", size_bytes, what)
+    return check_one_device(_select(_select(frame, "kernel", kernel, what), "size_bytes", size_bytes, what), what)
 
 
 def flush_colors(modes: Iterable[str]) -> dict[str, str]:
@@ -389,10 +391,15 @@ def compile_time_curves(events: pd.DataFrame, baseline: pd.DataFrame | None = No
     return out
 
 
-def plot_compile_time_saved(events: pd.DataFrame, ax: Axes | None = None, baseline: pd.DataFrame | None = None) -> Figure:
-    """Cumulative compile time with the cache off and on over the request index, the saving shaded."""
+def plot_compile_time_saved(events: pd.DataFrame, ax: Axes | None = None, baseline: pd.DataFrame | None = None,
+                            ideal_s: float | None = None) -> Figure:
+    """Cumulative compile time with the cache off and on over the request index, the saving shaded;
+    ``ideal_s`` (each unique kernel compiled once, no cache: the floor no cache can beat) as a dashed line."""
     curves = compile_time_curves(events, baseline)
     fig, ax = _axes(ax)
+    if ideal_s is not None and np.isfinite(ideal_s):
+        ax.axhline(float(ideal_s), color="#9467bd", linestyle="--", linewidth=1,
+                   label=f"ideal floor {float(ideal_s):.3g} s (unique kernels once)")
     x = curves["request"]
     ax.plot(x, curves["off_s"], color="#d62728", label=f"cache off ({curves.attrs['off_source']})")
     ax.plot(x, curves["on_s"], color="#2ca02c", label="cache on (measured lookups)")
@@ -518,12 +525,14 @@ def dashboard_figure(
     kernel: str | None = None,
     size_bytes: int | None = None,
     title: str | None = None,
+    ideal_s: float | None = None,
 ) -> Figure:
-    """Noise | compile time saved | cache hits, side by side for one configuration."""
+    """Noise | compile time saved (with the ideal floor when ``ideal_s`` is given) | cache hits,
+    side by side for one configuration."""
     fig = Figure(figsize=(16, 4.8), layout="constrained")
     ax_noise, ax_saved, ax_hits = fig.subplots(1, 3)
     plot_iqr_vs_rotating(summary, ax=ax_noise, kernel=kernel, size_bytes=size_bytes)
-    plot_compile_time_saved(events, ax=ax_saved, baseline=baseline)
+    plot_compile_time_saved(events, ax=ax_saved, baseline=baseline, ideal_s=ideal_s)
     plot_cache_hits(events, ax=ax_hits)
     if title:
         fig.suptitle(title)

@@ -50,6 +50,47 @@ def git_revision(path: str | os.PathLike | None = None) -> str:
     return sha + ("+dirty" if dirty else "")
 
 
+def _tree_revision(path: Path) -> tuple[str, str]:
+    """(work tree revision ``<sha>`` or ``<sha>+dirty``, whether this file itself is modified)
+    of the git work tree holding ``path``; ("", "") outside one."""
+    cwd = path.parent
+    sha = _git("rev-parse", "HEAD", cwd=cwd)
+    if not sha:
+        return "", ""
+    dirty = _git("status", "--porcelain", cwd=cwd)
+    mine = _git("status", "--porcelain", "--", path.name, cwd=cwd)
+    return sha + ("+dirty" if dirty else ""), ("modified" if mine else "clean")
+
+
+def code_provenance(specs: Any, compiler: str) -> dict[str, str]:
+    """The code under review, per kernel: ``code.<kernel>.sha256`` (of the source the device
+    compiles, its entry, arguments and options, so a variant differing only by an option or a
+    scalar argument hashes differently),
+    ``code.<kernel>.origin`` (the file it was read from, or ``hipexplore catalog``) and, for a file
+    in a git work tree, ``code.<kernel>.git_revision`` (``<sha>[+dirty]``) and
+    ``code.<kernel>.file`` (``clean`` / ``modified``). Catalog kernels live in hipexplore itself:
+    their revision is ``git_revision``."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        name = spec.name
+        try:
+            text = spec.source_for(compiler)
+            entry = spec.entry_for(compiler)
+        except Exception as exc:  # a kernel without a source for this compiler: say so, keep going
+            out[f"code.{name}.sha256"] = f"unavailable: {exc}"
+            continue
+        blob = "\0".join([text, entry, repr(getattr(spec, "args", ())), *map(str, getattr(spec, "options", ()))]).encode()
+        out[f"code.{name}.sha256"] = hashlib.sha256(blob).hexdigest()[:16]
+        where = getattr(spec, "source_path", None)
+        out[f"code.{name}.origin"] = where or "hipexplore catalog (revision: git_revision)"
+        if where:
+            rev, state = _tree_revision(Path(where))
+            if rev:
+                out[f"code.{name}.git_revision"] = rev
+                out[f"code.{name}.file"] = state
+    return out
+
+
 def package_versions(names: tuple[str, ...] = _PACKAGES) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in names:

@@ -58,6 +58,9 @@ SUMMARY_COLUMNS = (
     "bias_ci_high", "bandwidth_gbs", "peak_bandwidth_gbs", "rotating_cap_bytes", "stop_reason", "timed_out",
     "n_throttled", "clock_mhz", "warning",
 )
+#: What a cluster sweep (bench.cluster) adds to the sample and summary columns: the Dask worker's
+#: address, its host name and the visible-device ordinal it was pinned to ('' when not pinned).
+CLUSTER_COLUMNS = ("worker", "host", "gpu")
 #: The ``flush`` value of the single-launch-after-l2-read reference rows.
 COLD_REFERENCE = "cold-reference"
 

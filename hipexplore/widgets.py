@@ -124,10 +124,19 @@ class SweepPanel:
         rotating: str = "1, 2, 4, auto",
         flush: Sequence[str] = ("none", "l2-read"),
         iterations: int = 30,
+        cluster: Any = None,
     ) -> None:
         import ipywidgets as w
 
         self._runner = runner
+        # a Dask cluster (bench.cluster): a Client, a cluster object, 'local:N' or 'tcp://HOST:PORT',
+        # connected once and kept, so its dashboard link holds and its workers stay warm
+        self._cluster = None
+        if cluster is not None:
+            from .bench.cluster import connect
+
+            self._cluster = connect(cluster)
+        self._per_worker: dict[str, int] = {}
         devices = _device_choices()
         kernels = _kernel_choices()
         flushes = _flush_choices()
@@ -152,6 +161,7 @@ class SweepPanel:
         self.fix_button = w.Button(description="", button_style="warning", icon="wrench",
                                    layout=w.Layout(display="none", width="auto", min_width="200px"))
         self.fix_button.on_click(self._on_fix_clicked)
+        self.cluster_info = w.HTML(value=self._cluster_html())
         self.run_button.on_click(self._on_run_clicked)
         self.stop_button.on_click(self._on_stop_clicked)
         for control in (self.device, self.kernel, self.sizes, self.rotating, self.iterations):
@@ -159,7 +169,7 @@ class SweepPanel:
         controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.iterations,
                            w.HBox([self.sets_hint, self.fix_button])])
         buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
-        self.widget = w.VBox([controls, buttons, self.errors, self.placeholder, w.HBox([self.noise_image, self.detail_image])])
+        self.widget = w.VBox([controls, buttons, self.cluster_info, self.errors, self.placeholder, w.HBox([self.noise_image, self.detail_image])])
         self._llc: dict[str, int] = {}
         self._needed_sets = 0
 
@@ -279,6 +289,7 @@ class SweepPanel:
             "rotating": parse_rotating(self.rotating.value),
             "flush": flush,
             "iterations": int(self.iterations.value),
+            **({"cluster": self._cluster.client} if self._cluster is not None else {}),
         }
 
     def expected_results(self, params: dict[str, Any]) -> int:
@@ -313,6 +324,7 @@ class SweepPanel:
         self._stop.clear()
         self._total = max(1, self.expected_results(params))
         self._done = 0
+        self._per_worker = {}
         self._started = time.perf_counter()
         self.progress.max, self.progress.value, self.progress.bar_style = self._total, 0, ""
         self.status.value = f"running 0/{self._total}"
@@ -343,7 +355,9 @@ class SweepPanel:
     def _work(self, runner: Callable[..., Any], params: dict[str, Any]) -> None:
         device = None
         try:
-            if self._runner is None:  # the real sweep: open the device here, close it afterwards
+            if self._runner is None and self._cluster is not None:
+                params["progress"] = False  # each worker opens its device by name
+            elif self._runner is None:  # the real sweep: open the device here, close it afterwards
                 from .devices import get_device
 
                 device = params["device"] = get_device(params["device"])
@@ -382,6 +396,9 @@ class SweepPanel:
             if summary is not None:
                 self._summary.append(summary)
         self._done += 1
+        if isinstance(result, dict) and result.get("worker"):
+            self._per_worker[str(result["worker"])] = self._per_worker.get(str(result["worker"]), 0) + 1
+            self.cluster_info.value = self._cluster_html()
         self.progress.value = min(self._done, self.progress.max)
         self.status.value = f"running {self._done}/{self._total} ({time.perf_counter() - self._started:.1f} s)"
         self._redraw()
@@ -402,6 +419,18 @@ class SweepPanel:
                 continue
             image.layout.display = ""
             self.placeholder.layout.display = "none"
+
+    def _cluster_html(self) -> str:
+        if self._cluster is None:
+            return ""
+        from .bench.cluster import panel_html
+
+        return panel_html(self._cluster.client, self._per_worker)
+
+    def close(self) -> None:
+        """Close the cluster connection the panel opened (a Client passed in stays open)."""
+        if self._cluster is not None:
+            self._cluster.close()
 
     def _show_error(self, exc: BaseException) -> None:
         if isinstance(exc, HipexploreError):

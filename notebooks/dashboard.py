@@ -47,19 +47,22 @@ command = ""  # the command line recorded in the provenance table (set by `hipex
 # %%
 # %matplotlib inline
 from hipexplore import plots, report
+from hipexplore.report import review
 
 bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations)
 replay = report.replay_data(tuning_data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache,
                             device_properties=bench.device_properties)
 config = report.dashboard_configuration(bench, replay)
 print(config["title"])  # the device timed, and the compiler/target the tuning list was replayed with
+review.device_banner(bench)  # the device the numbers come from ("host CPU — not a GPU measurement" where so)
 
 # %% [markdown]
 # ## Noise | compile time saved | cache hits
 
 # %%
 plots.dashboard_figure(bench.summary, replay.events, baseline=replay.baseline,
-                       kernel=config["kernel"], size_bytes=config["size_bytes"], title=config["title"])
+                       kernel=config["kernel"], size_bytes=config["size_bytes"], title=config["title"],
+                       ideal_s=review.ideal_floor(replay))
 
 # %% [markdown]
 # ## The numbers behind the panels

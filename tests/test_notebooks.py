@@ -23,9 +23,10 @@ SMALL = {
     "compile_cache": SMALL_TUNING,
     "rotating_buffers": SMALL_BENCH,
     "dashboard": {**SMALL_BENCH, **SMALL_TUNING},
+    "review": {"sizes": ["64KiB"], "iterations": 16, **SMALL_TUNING},
 }
 #: figures each notebook must show (a figure is an image/png output)
-FIGURES = {"compile_cache": 4, "rotating_buffers": 5, "dashboard": 1}
+FIGURES = {"compile_cache": 4, "rotating_buffers": 5, "dashboard": 1, "review": 3}
 
 
 def code_sources(nb) -> list[tuple[str, str]]:
@@ -48,8 +49,10 @@ def test_script_and_notebook_are_paired_and_stripped(name):
     assert len(tagged) == 1
     params = report.notebook_parameters(name)
     assert set(SMALL[name]) <= set(params)
-    if name != "compile_cache":
+    if name in ("rotating_buffers", "dashboard"):
         assert {"device", "kernel", "sizes", "rotating", "flush", "iterations", "data"} <= set(params)
+    if name == "review":
+        assert {"baseline", "candidate", "base_kernel", "new_kernel", "threshold", "device"} <= set(params)
     if name != "rotating_buffers":
         assert {"compiler", "target", "data" if name == "compile_cache" else "tuning_data"} <= set(params)
 
@@ -96,12 +99,20 @@ def recorded(tmp_path_factory):
 def test_notebook_runs_on_recorded_data(name, recorded, tmp_path):
     params = {"compile_cache": {"data": str(recorded / "tuning")},
               "rotating_buffers": {"data": str(recorded / "bench")},
-              "dashboard": {"data": str(recorded / "bench"), "tuning_data": str(recorded / "tuning")}}[name]
+              "dashboard": {"data": str(recorded / "bench"), "tuning_data": str(recorded / "tuning")},
+              # a run against itself: every configuration is compared, none may be called faster/slower
+              "review": {"baseline": str(recorded / "bench" / "triad.parquet"),
+                         "candidate": str(recorded / "bench" / "triad.parquet"), "tuning_data": str(recorded / "tuning")}}[name]
     nb = report.execute_notebook(name, params, output=tmp_path / f"{name}.ipynb")
     check_executed(nb, name)
     text = "\n".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     if name != "compile_cache":
         assert "l2-write" in text  # the recorded flush modes, not the notebook defaults
+    if name == "review":
+        table = next(o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                     if "change [95%]" in o.get("data", {}).get("text/html", ""))
+        assert "same" in table or "undecided" in table
+        assert "slower" not in table and "faster" not in table
 
 
 @pytest.mark.parametrize("name,params", [

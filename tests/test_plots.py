@@ -223,3 +223,16 @@ def test_violin_medians_are_the_medians_of_their_setting():
     medians = sorted(float(seg[0][1]) for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments())
     want = sorted(float(np.median(g.time_s)) * 1e6 for _, g in x.groupby(["flush", "rotating"]))
     np.testing.assert_allclose(medians, want)
+
+
+def test_compile_time_panel_draws_the_ideal_floor():
+    from hipexplore import plots as p
+
+    events = pd.DataFrame({"seq": range(4), "outcome": ["compiled", "memory-hit", "compiled", "memory-hit"],
+                           "lookup_seconds": [1.0, 0.01, 1.0, 0.01], "compile_seconds": [1.0, 1.0, 1.0, 1.0]})
+    fig = p.plot_compile_time_saved(events, ideal_s=1.5)
+    ax = fig.axes[0]
+    floors = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert len(floors) == 1 and list(floors[0].get_ydata()) == [1.5, 1.5]
+    assert any("ideal floor 1.5 s" in t.get_text() for t in ax.get_legend().get_texts())
+    assert not [ln for ln in p.plot_compile_time_saved(events).axes[0].get_lines() if ln.get_linestyle() == "--"]

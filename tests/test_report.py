@@ -160,3 +160,13 @@ def test_live_benchmark_raises_iterations_to_the_auto_set_count(monkeypatch):
     assert int(row["footprint_bytes"]) == 3 << 20
     assert int(row["rotating"]) == want and int(row["n"]) == want
     assert f"iterations raised from 2 to {want}" in bench.provenance["report.iterations_note"]
+
+
+def test_report_names_the_device_and_gives_medians_their_intervals(cli_report):
+    html = cli_report.read_text()
+    assert 'class="hx-banner"' in html and "host CPU — not a GPU measurement" in html
+    assert html.index("hx-banner") < html.index("Noise | compile time saved")  # before the evidence
+    assert "95% CI (" in html  # the summary table's medians carry their intervals
+    nb = nbformat.read(str(cli_report.with_suffix(".ipynb")), as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "dashboard_figure" in c.source)
+    assert "ideal_s=" in cell.source  # the compile-time panel draws the ideal floor

@@ -316,6 +316,7 @@ def test_iterations_and_stop_rule_are_exclusive_and_sizes_parse(dev) -> None:
     assert parse_size("4kB") == 4000 and parse_size("4KiB") == 4096 and parse_size("4k") == 4096
     assert parse_size("2MB") == 2 * 10**6 and parse_size("1GB") == 10**9 and parse_size("1GiB") == 1 << 30
     assert parse_size("1.5MiB") == 3 << 19 and parse_size("512") == 512 and parse_size("512B") == 512
-    for bad in ("0KiB", "-1MiB", "0", 0, -5, "MiB", "1TiB"):
+    assert parse_size("1TiB") == 1 << 40  # accepted since issue 15
+    for bad in ("0KiB", "-1MiB", "0", 0, -5, "MiB", "1XiB", "nan", "inf"):
         with pytest.raises(ConfigError, match="size"):
             parse_size(bad)

@@ -19,7 +19,8 @@ from ..errors import ConfigError
 
 #: SD of run medians above this multiple of the implied sigma: drift between runs is reported.
 DRIFT_FACTOR = 1.5
-CONFIG_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+#: configurations are compared run to run only on one device kind (bench.grouping)
+CONFIG_KEYS = ("device_name", "kernel", "size_bytes", "rotating_requested", "flush", "timer")
 
 
 def run_to_run(summaries: pd.DataFrame | Iterable[pd.DataFrame], *, factor: float = DRIFT_FACTOR) -> pd.DataFrame:

@@ -45,12 +45,15 @@ def summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def write_results(paths: tuple[Path, Path, Path], samples_parts: list[pd.DataFrame], summary_rows: list[dict[str, Any]],
-                  metadata: dict[str, str]) -> None:
-    """Rewrite all three files atomically, samples first."""
+                  metadata: dict[str, str], columns: tuple[Sequence[str], Sequence[str]] | None = None) -> None:
+    """Rewrite all three files atomically, samples first (``columns``: the samples' and the
+    summary's columns, when not the schema's: a cluster sweep adds ``CLUSTER_COLUMNS``)."""
     samples_path, summary_path, meta_path = paths
     samples_path.parent.mkdir(parents=True, exist_ok=True)
-    write_parquet(samples_frame(samples_parts), samples_path, SAMPLES, metadata)
-    write_parquet(pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)), summary_path, SUMMARY, metadata)
+    sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
+    samples = samples_frame(samples_parts)
+    write_parquet(samples if columns is None else samples.reindex(columns=list(sample_cols)), samples_path, SAMPLES, metadata)
+    write_parquet(pd.DataFrame(summary_rows, columns=list(summary_cols)), summary_path, SUMMARY, metadata)
     tmp = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(metadata, indent=1, sort_keys=True))
     os.replace(tmp, meta_path)

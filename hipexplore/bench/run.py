@@ -14,6 +14,7 @@ each one, so a widget can show live results and stop the sweep.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import uuid
@@ -35,6 +36,7 @@ from .flush import Flusher, make_flusher
 from .io import empty_frame, output_paths, read_results, samples_frame, summary_frame, write_results
 from .spec import SweepSpec
 from ..devices.telemetry import for_device, wait_for_stable_clock
+from .interleave import interleaved_launches
 from .stats import Measurement, is_timeout, ratio_ci
 from .timing import InKernelTimer, Workload, time_cold_reference, time_launches, warm_up
 
@@ -144,9 +146,10 @@ def run(
     for kspec in specs:
         kspec.source_for(dev.compiler)  # a kernel without a source for this device fails now, not mid-sweep
 
-    from ..provenance import collect
+    from ..provenance import code_provenance, collect
 
     metadata = collect(dev, command)
+    metadata.update(code_provenance(specs, dev.compiler))
     metadata.update({
         **spec.record(),
         "timing.method": ("perf_counter_ns around each synchronous ctypes call (host: no launch queue, no latency to hide)"
@@ -267,6 +270,35 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
             m = Measurement(raw.time_s[keep], label=what, notes=notes, chunks=raw.chunk[keep])
             return m, throttled
 
+        pending: dict[tuple[str, int, str, str, str], Any] = {}
+        rng = np.random.default_rng(spec.interleave_seed)
+
+        def interleaved(key: tuple[str, int, str, str, str], wl: Workload) -> Any:
+            """This configuration of every interleaved kernel in shuffled turns (``bench.interleave``);
+            the partners' raw times wait in ``pending`` until the loop reaches their kernel."""
+            if key in pending:
+                return pending.pop(key)
+            name, size, requested, f, t = key
+            partners = [o for o in specs if o.name != name and (o.name, size, requested, f, t) not in done
+                        and (o.name, size, requested, f, t) not in pending]
+            with contextlib.ExitStack() as stack:
+                wls = {name: wl}
+                for o in partners:
+                    n_o = o.elements(size)
+                    sets_o = stack.enter_context(rot.BufferSets(dev, o, n_o, plans[(o.name, size, requested)].count))
+                    grid_o, block_o = o.geometry(n_o, dev)
+                    k_o = kernel_for(dev, o.name, inline_icache=True) if f == "inline-icache" else \
+                        kernel_for(dev, o.name, timed=(t == "in-kernel"))
+                    timer_o = InKernelTimer(dev, sets_o.args, chunk) if t == "in-kernel" else None
+                    if timer_o is not None:
+                        stack.callback(timer_o.free)
+                    wls[o.name] = Workload(dev, k_o, grid_o, block_o, sets_o.args, timer=timer_o)
+                got = interleaved_launches(wls, {k: flushers.get(f) for k in wls}, rule, chunk=chunk, rng=rng,
+                                           warmup_s=warmup_s, flush_end_event=flush_end_event, telemetry=telemetry)
+            for o in partners:
+                pending[(o.name, size, requested, f, t)] = got.raws[o.name]
+            return got.raws[name]
+
         for kspec in specs:
             for size in size_list:
                 n = kspec.elements(size)
@@ -340,8 +372,11 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                             timer = InKernelTimer(dev, sets.args, chunk) if t == "in-kernel" else None
                             try:
                                 wl = Workload(dev, k, grid, block, sets.args, timer=timer)
-                                raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s,
-                                                    flush_end_event=flush_end_event, telemetry=telemetry)
+                                if spec.interleave and len(specs) > 1:
+                                    raw = interleaved((kspec.name, size, p.requested, f, t), wl)
+                                else:
+                                    raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s,
+                                                        flush_end_event=flush_end_event, telemetry=telemetry)
                             finally:
                                 if timer is not None:
                                     timer.free()

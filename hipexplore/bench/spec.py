@@ -104,6 +104,10 @@ class SweepSpec:
     #: warm-up before the first configuration until the clock is stable, at least this long
     #: (None: the device's default: 0.4 s on AMD, whose clocks ramp slowly; 0.2 s on NVIDIA; 0 on the host)
     clock_warmup_s: float | None = None
+    #: A/B in one run: the kernels of each configuration are measured in alternating turns of a
+    #: few chunks, in an order shuffled with ``interleave_seed`` (see bench.interleave)
+    interleave: bool = False
+    interleave_seed: int = 0
 
     def __post_init__(self) -> None:
         kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
@@ -135,7 +139,8 @@ class SweepSpec:
         if isinstance(self.warmup_s, bool) or not isinstance(self.warmup_s, (int, float)) \
                 or not math.isfinite(self.warmup_s) or self.warmup_s < 0:
             raise ConfigError(f"warmup_s must be a finite number of seconds >= 0, got {self.warmup_s!r}")
-        for name in ("reference", "verify", "flush_end_event", "drop_throttled"):
+        self._check_int("interleave_seed", self.interleave_seed, 0)
+        for name in ("reference", "verify", "flush_end_event", "drop_throttled", "interleave"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
         timers = tuple(dict.fromkeys(_listed(self.timers, (str,))))
@@ -200,6 +205,8 @@ class SweepSpec:
             "throttle_threshold": self.throttle_threshold,
             "drop_throttled": self.drop_throttled,
             "clock_warmup_s": self.clock_warmup_s,
+            "interleave": self.interleave,
+            "interleave_seed": self.interleave_seed,
         }
 
     def record(self) -> dict[str, str]:
@@ -243,6 +250,7 @@ def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
         "sweep.flush_end_event": str(record["flush_end_event"]),
         "sweep.reference_parts": str(record.get("reference_parts", 1)),
         "sweep.throttle": f"{record.get('throttle_threshold', 0.0)} drop={record.get('drop_throttled', False)}",
+        "sweep.interleave": (f"seed={record.get('interleave_seed', 0)}" if record.get("interleave") else "no"),
         **{f"flush.factor.{k}": str(v) for k, v in dict(record["flush_factors"]).items()},
     }
 

@@ -55,24 +55,39 @@ def sweep(
     throttle_threshold: float = 0.75,
     drop_throttled: bool = True,
     clock_warmup_s: float | None = None,
+    interleave: bool = False,
+    interleave_seed: int = 0,
+    cluster: Any = None,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
     frames, the files and resume; ``SweepSpec`` for the fields these arguments fill).
 
     ``iterations=N`` takes exactly N samples per configuration (N must be >= the buffer sets);
     otherwise ``stop`` (default ``StopRule()``, adaptive) decides. Sizes are bytes per array.
+    ``interleave=True`` measures the kernels of each configuration in alternating turns, in an
+    order shuffled with ``interleave_seed`` (A/B in one run: drift cancels; ``bench.interleave``).
+
+    ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
+    each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
+    frames gain ``worker``, ``host`` and ``gpu``; ``device`` is then the name each worker opens.
     """
     spec = spec_from_arguments(
         kernels, sizes, rotating, flush, iterations=iterations, stop=stop, reference=reference,
         reference_samples=reference_samples, mem_fraction=mem_fraction, chunk=chunk, warmup_s=warmup_s,
         verify_results=verify_results, flush_factor=flush_factor, flush_end_event=flush_end_event,
         timers=timers, reference_parts=reference_parts, throttle_threshold=throttle_threshold,
-        drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s,
+        drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s, interleave=interleave,
+        interleave_seed=interleave_seed,
     )
+    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
+    if cluster is not None:
+        from .cluster import run_cluster
+
+        return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks,  # type: ignore[arg-type]
+                           run_id=run_id, command=command)
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:
         dev.cache = cache
-    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
     return run(spec, dev, out=out, resume=resume, hooks=hooks, progress=progress, run_id=run_id, command=command)
 
 

@@ -16,7 +16,7 @@ from .. import settings
 from ..errors import HipexploreError
 
 #: subcommand modules, in the order shown by --help
-SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "tune_cmd", "report_cmd", "lab_cmd")
+SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "compare_cmd", "tune_cmd", "report_cmd", "lab_cmd")
 
 
 class _Parser(argparse.ArgumentParser):

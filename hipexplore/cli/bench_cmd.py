@@ -87,9 +87,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--llc-bytes", type=_bytes("--llc-bytes"), default=None, help="override the last-level cache size the device reports (e.g. 32MiB)")
     p.add_argument("--out", default=None, metavar="FILE.parquet", help="write samples here (+ .summary.parquet, .meta.json); resumes")
     p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
+    p.add_argument("--interleave", action="store_true",
+                   help="A/B in one run: measure the kernels of each configuration in alternating turns of a few chunks, "
+                   "in a shuffled (seeded) order, so drift cancels; compare them with `hipexplore compare RUN --base A --new B`")
+    p.add_argument("--seed", type=int, default=0, help="with --interleave: the seed of the shuffled order (default 0)")
     p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--cluster", default=None, metavar="local:N|tcp://HOST:PORT",
+                   help="spread (kernel, size) groups over Dask workers, one per GPU (local:N starts N pinned workers); "
+                        "the results gain worker, host and gpu columns")
     g = p.add_argument_group("user kernel")
     g.add_argument("--source", default=None, help="kernel source file (compiled with hiprtc/NVRTC for GPUs, cc for the host)")
     g.add_argument("--entry", default=None, help="kernel function name in --source (default: KERNEL)")
@@ -118,9 +125,19 @@ def run(args: argparse.Namespace) -> int:
     if args.iterations is None:
         stop = StopRule(min_samples=args.min_samples, min_time_s=args.min_time, target_ci=args.target_ci,
                         target_cv=args.target_cv, timeout_s=args.timeout)
+    cluster = None
+    if args.cluster is not None:
+        from ..bench.cluster import parse_cluster
+
+        parse_cluster(args.cluster)  # a bad value fails before anything starts
+        if args.source is not None:
+            raise ConfigError("--cluster sends catalog kernels by name; a --source kernel runs on one device")
+        if args.llc_bytes is not None:
+            raise ConfigError("--llc-bytes applies to one device; with --cluster each worker reads its own device's LLC")
+        cluster = args.cluster
     if args.out is not None:
         _check_out(args.out, force=args.force)
-    device = get_device(args.device, llc_bytes=args.llc_bytes)
+    device = args.device if cluster else get_device(args.device, llc_bytes=args.llc_bytes)
     if stop is not None and not args.json:
         print(f"hipexplore bench: adaptive sampling (no --iterations): each configuration runs until the 95% CI of its "
               f"median is within {args.target_ci:.1%} of it (or its relative stdev <= {args.target_cv:.2%}) with >= "
@@ -129,8 +146,9 @@ def run(args: argparse.Namespace) -> int:
     res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
                 reference=not args.no_reference, reference_samples=args.reference_samples, out=args.out,
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
-                timers=_csv(args.timer), drop_throttled=not args.keep_throttled,
-                **({"chunk": args.chunk} if args.chunk is not None else {}),
+                timers=_csv(args.timer), drop_throttled=not args.keep_throttled, interleave=args.interleave,
+                interleave_seed=args.seed,
+                **({"chunk": args.chunk} if args.chunk is not None else {}), cluster=cluster,
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if res.skipped:
         shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
@@ -140,11 +158,18 @@ def run(args: argparse.Namespace) -> int:
               f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
-        print(json.dumps({"out": str(res.path) if res.path else None, "summary": records}, default=str))
-        return 0
+        print(json.dumps({"out": str(res.path) if res.path else None, "summary": records,
+                          **({"cluster": {k[8:]: v for k, v in res.metadata.items() if k.startswith("cluster.")}} if cluster else {})},
+                         default=str))
+        return 1 if res.metadata.get("cluster.incomplete") else 0
     print(_table(res.summary))
     if res.path is not None:
         print(f"samples: {res.path}")
+    if cluster and res.metadata.get("cluster.reruns", "[]") != "[]":
+        print(f"re-run after a lost worker: {res.metadata['cluster.reruns']}")
+    if res.metadata.get("cluster.incomplete"):
+        print(f"INCOMPLETE: {res.metadata['cluster.incomplete']}", file=sys.stderr)
+        return 1
     return 0
 
 

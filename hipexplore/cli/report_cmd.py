@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
+
+from ..errors import ConfigError
 
 
 def _seconds(text: str) -> float:
@@ -27,6 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--params", metavar="FILE", help="YAML or JSON file of notebook parameters (device, kernel, sizes, "
                    "rotating, flush, iterations, compiler, target, data: 'live' or a folder of recorded parquet files)")
+    p.add_argument("--baseline", metavar="RUN.parquet|KERNEL",
+                   help="A/B review (notebooks/review.ipynb): the baseline run, or with --run the baseline kernel")
+    p.add_argument("--candidate", metavar="RUN.parquet|KERNEL",
+                   help="A/B review: the candidate run, or with --run the candidate kernel")
+    p.add_argument("--run", metavar="RUN.parquet", help="A/B review of two kernels of one (interleaved) run")
+    p.add_argument("--threshold", type=float, default=None, help="A/B review: practical threshold (default 0.02: 2%%)")
     p.add_argument("--out", default="report.html", metavar="FILE", help="HTML file to write (default: report.html)")
     p.add_argument("--show-input", action="store_true", help="show the notebook's code cells (hidden by default: the report is "
                    "text, figures and tables, readable at 900 px)")
@@ -43,6 +52,11 @@ def command_line(args: argparse.Namespace) -> list[str]:
     cmd = ["hipexplore", "report"]
     if args.params:
         cmd += ["--params", args.params]
+    for flag in ("baseline", "candidate", "run"):
+        if getattr(args, flag, None):
+            cmd += [f"--{flag}", getattr(args, flag)]
+    if getattr(args, "threshold", None) is not None:
+        cmd += ["--threshold", f"{args.threshold:g}"]
     cmd += ["--out", args.out]
     if args.show_input:
         cmd.append("--show-input")
@@ -61,9 +75,32 @@ def run(args: argparse.Namespace) -> int:
     params = load_params(args.params)
     if args.device:
         params["device"] = args.device
+    notebook = "review" if (args.baseline or args.candidate or args.run or "baseline" in params) else "dashboard"
+    if notebook == "review":
+        params.update(review_parameters(args))
+    elif args.threshold is not None:
+        raise ConfigError("--threshold belongs to an A/B review: give --baseline and --candidate too")
     command = command_line(args)
     result = build_report(params, out=args.out, no_input=not args.show_input, command=command,
-                          notebook_out=args.notebook_out, timeout=args.timeout, progress=not args.quiet)
+                          notebook_out=args.notebook_out, timeout=args.timeout, progress=not args.quiet,
+                          notebook=notebook)
     kept = f" (executed notebook: {result.notebook})" if result.notebook else ""
     print(f"wrote {result.html}{kept}")
     return 0
+
+
+def review_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """--baseline/--candidate (two runs) or --run with --baseline/--candidate (two kernels) as the
+    review notebook's parameters."""
+    out: dict[str, Any] = {}
+    if args.threshold is not None:
+        out["threshold"] = args.threshold
+    if args.run:
+        if not (args.baseline and args.candidate):
+            raise ConfigError("--run needs --baseline KERNEL and --candidate KERNEL")
+        out.update(baseline=args.run, candidate="none", base_kernel=args.baseline, new_kernel=args.candidate)
+    elif args.baseline or args.candidate:
+        if not (args.baseline and args.candidate):
+            raise ConfigError("an A/B review needs both --baseline and --candidate")
+        out.update(baseline=args.baseline, candidate=args.candidate)
+    return out

@@ -63,8 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--granularity", choices=("candidate", "kernel", "scheduled"), default="candidate",
                    help="unit of parallel work: a whole candidate, as a tuner's worker builds it (default), each kernel, or "
                         "scheduled: each kernel, passing over one in flight on another worker while other work is queued")
-    p.add_argument("--cache", choices=("off", "memory", "disk", "all"), default="memory",
-                   help="cache mode (default memory; all: memory, then disk cold and warm, in one run)")
+    p.add_argument("--cache", choices=("off", "memory", "disk", "all"), default=None,
+                   help="cache mode (default memory; disk with --cluster, the only mode workers share; all: memory, "
+                        "then disk cold and warm, in one run)")
+    p.add_argument("--cluster", default=None, metavar="local:N|tcp://HOST:PORT",
+                   help="compile over Dask workers sharing the disk tier ($HIPEXPLORE_CACHE_DIR, or a temporary directory "
+                        "on one host); every event records its worker")
     p.add_argument("--problems", default=None,
                    help="transformer-layer GEMMs to tune: a count N (the first N) or names from qkv,attn_out,mlp_up,mlp_down (default all)")
     p.add_argument("--limit", type=_positive, default=None, help="candidates per problem (default all 12: 4 tiles x split-K 1,2,4)")
@@ -82,7 +86,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..provenance import collect
     from ..tuning.lists import build_list, select_problems
     from ..tuning.replay import replay_passes, run_replay
 
@@ -100,6 +103,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
     cache_dir = settings.CACHE_DIR.raw()
+    if args.cluster is not None:
+        from ..bench.cluster import parse_cluster
+        from ..tuning.cluster import replay_on_cluster
+
+        parse_cluster(args.cluster)
+        if args.cache not in (None, "disk"):
+            raise ConfigError(f"--cluster shares compiles through the disk tier; --cache {args.cache} is not shared (use --cache disk)")
+        if args.jobs != 1:
+            raise ConfigError("--jobs is one compile per worker with --cluster (start more workers instead)")
+        report = replay_on_cluster(tlist, args.cluster, cache_dir=cache_dir, granularity=args.granularity, salt=not args.no_salt)
+        return _finish(args, report)
+    args.cache = args.cache or "memory"
     bar = None if args.quiet else _pass_bar(replay_passes(args.cache, not args.estimate_without_cache))
     try:
         report = run_replay(
@@ -119,7 +134,15 @@ def run(args: argparse.Namespace) -> int:
         from ..tuning.triton_cache import add_triton_cache_passes
 
         add_triton_cache_passes(report)
+    return _finish(args, report)
+
+
+def _finish(args: argparse.Namespace, report: Any) -> int:
+    from ..provenance import collect
+
     out = report.to_json()
+    if "worker" in report.frame.columns:
+        out["workers"] = report.frame.groupby("worker").size().to_dict()
     provenance = collect(command=None)
     if args.frame:
         from ..schema import TUNING, write_parquet

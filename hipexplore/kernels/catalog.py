@@ -242,14 +242,20 @@ def user_kernel(
         flops_per_launch=fpl,
         options=tuple(options),
         description=f"user kernel {entry}",
+        source_path=next((str(Path(x).resolve()) for x in (host_source, source) if x is not None and _is_path(x)), None),
     )
     if register_it:
         register(spec, replace=True)
     return spec
 
 
+def _is_path(source: str | Path) -> bool:
+    return isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
+                                        and source.endswith((".cu", ".hip", ".cpp", ".c", ".cc")))
+
+
 def _read_source(source: str | Path) -> str:
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".cu", ".hip", ".cpp", ".c", ".cc"))):
+    if _is_path(source):
         path = Path(source)
         if not path.is_file():
             raise ConfigError(f"kernel source file {str(path)!r} does not exist")

@@ -165,6 +165,8 @@ class KernelSpec:
     #: the source has an in-kernel timer under ``-DHX_TIMED`` (an extra last ``u64*`` argument:
     #: [first block start, last block end] in ns; see kernels/sources.py), for the ``in-kernel`` timer
     timer: bool = False
+    #: the file the source was read from (user kernels), for the provenance of the code under review
+    source_path: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not re.match(r"^[A-Za-z_][A-Za-z0-9_.\-]*$", self.name):

@@ -24,6 +24,23 @@ class BenchData:
     provenance: dict[str, str] = field(default_factory=dict)
 
 
+def _one_device(summary: pd.DataFrame, samples: pd.DataFrame, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of the device kind with the most configurations, and a note naming the others
+    (samples of different device kinds are never pooled: bench.grouping)."""
+    from ..bench.grouping import device_names
+
+    names = device_names(summary)
+    if len(names) < 2:
+        return summary, samples
+    counts = summary["device_name"].astype(str).value_counts()
+    notes.append(f"the results come from {len(names)} device kinds ({', '.join(f'{n}: {counts[n]} configurations' for n in names)}); "
+                 f"showing {names[0]} (different kinds are never pooled)")
+    keep = summary[summary["device_name"].astype(str) == names[0]].reset_index(drop=True)
+    if "device_name" in samples.columns:
+        samples = samples[samples["device_name"].astype(str) == names[0]].reset_index(drop=True)
+    return keep, samples
+
+
 def benchmark_data(
     source: str = "live",
     device: str = "auto",
@@ -43,6 +60,7 @@ def benchmark_data(
         if rec.summary is None:
             raise ConfigError(f"no benchmark summary parquet under {source!r} (expected columns median_s, iqr_rel, ...)")
         samples = rec.samples if rec.samples is not None else pd.DataFrame()
+        rec.summary, samples = _one_device(rec.summary, samples, rec.notes)
         props = {k[len("device."):]: v for k, v in rec.provenance.items() if k.startswith("device.")}
         prov = {**rec.provenance, **({"recorded.note": " ".join(rec.notes)} if rec.notes else {})}
         return BenchData(samples, rec.summary, str(source), props, prov)
@@ -150,6 +168,10 @@ def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
     table = rows.sort_values(["flush", "rotating"])[cols].reset_index(drop=True)
     scale, unit = time_unit(table["median_s"])  # seconds with six decimals hide the differences
     table["median_s"] = table["median_s"] * scale
+    if {"ci_low_s", "ci_high_s"} <= set(rows.columns):  # a median carries its interval
+        ordered = rows.sort_values(["flush", "rotating"]).reset_index(drop=True)
+        table.insert(list(table.columns).index("median_s") + 1, f"95% CI ({unit.replace('µ', 'u')})",
+                     [f"[{lo * scale:.4g}, {hi * scale:.4g}]" for lo, hi in zip(ordered["ci_low_s"], ordered["ci_high_s"])])
     return percent_columns(table.rename(columns={"median_s": f"median_{unit.replace('µ', 'u')}"}))
 
 

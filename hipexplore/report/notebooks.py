@@ -32,6 +32,7 @@ NOTEBOOKS = {
     "compile_cache": "compile_cache.ipynb",
     "rotating_buffers": "rotating_buffers.ipynb",
     "dashboard": "dashboard.ipynb",
+    "review": "review.ipynb",
 }
 #: The kernel papermill starts; a mismatch with the notebook's metadata is the classic CI failure.
 KERNEL_NAME = "hipexplore"
@@ -318,10 +319,12 @@ def build_report(
     command: str | Sequence[str] | None = None,
     notebook_out: str | os.PathLike | None = None,
     timeout: float | None = 900,
+    notebook: str = "dashboard",
     progress: bool = False,
 ) -> ReportResult:
-    """Run the dashboard notebook and write ``out`` (HTML). ``params`` is a mapping or a YAML/JSON
-    file; ``command`` is recorded in the provenance table (defaults to this process's argv)."""
+    """Run the dashboard notebook (or ``notebook="review"``: the A/B review) and write ``out``
+    (HTML). ``params`` is a mapping or a YAML/JSON file; ``command`` is recorded in the provenance
+    table (defaults to this process's argv)."""
     values = dict(params) if isinstance(params, Mapping) else load_params(params)
     check_values(values)
     if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
@@ -330,7 +333,9 @@ def build_report(
         command = [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     if not isinstance(command, str):
         command = shlex.join(str(c) for c in command)
-    known = notebook_parameters("dashboard")
+    if notebook not in NOTEBOOKS:
+        raise ConfigError(f"report notebook {notebook!r} is unknown; expected one of {sorted(NOTEBOOKS)}")
+    known = notebook_parameters(notebook)
     if "command" in known and "command" not in values:
         values["command"] = command
     out_path = Path(out)
@@ -343,10 +348,11 @@ def build_report(
     # the executed notebook: where asked, else a temporary file that is removed after a success
     # and kept (named in the error) after a failure
     scratch = None if notebook_out else Path(tempfile.mkdtemp(prefix="hipexplore-report-"))
-    nb_path = Path(notebook_out) if notebook_out else scratch / "dashboard.ipynb"
+    nb_path = Path(notebook_out) if notebook_out else scratch / NOTEBOOKS[notebook]
     # relative data paths in the parameters are taken from the caller's directory
-    nb = execute_notebook("dashboard", values, output=nb_path, cwd=Path.cwd(), timeout=timeout, progress=progress)
-    html = export_html(nb, no_input=no_input, title="hipexplore review report")
+    nb = execute_notebook(notebook, values, output=nb_path, cwd=Path.cwd(), timeout=timeout, progress=progress)
+    html = export_html(nb, no_input=no_input, title="hipexplore review report" if notebook == "dashboard"
+                       else f"hipexplore {notebook} report")
     _atomic_write(out_path, html)
     if scratch is not None:
         import shutil

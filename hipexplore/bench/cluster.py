@@ -1,0 +1,513 @@
+"""A sweep spread over Dask workers, one worker process per GPU.
+
+Why Dask and why this shape: a sweep over kernels x sizes x rotating counts x flush modes takes
+minutes per device; notebooks already speak Dask (``LocalCluster``, a scheduler address, its
+dashboard), so no scheduler is written here. The unit of work is one (kernel, size) *group*: the
+cold reference of a (kernel, size) is taken in parts through its configurations and every bias in
+the group is measured against it, so a group runs whole on one worker (configurations are never
+split across devices, and a bias never compares two GPUs). Each group is a sub-``SweepSpec``
+(``kernels=(k,)``, ``sizes=(s,)``) measured by ``bench.run.run`` on the worker.
+
+Pinning: ``local:N`` starts N worker processes, each with ``CUDA_VISIBLE_DEVICES`` /
+``HIP_VISIBLE_DEVICES`` / ``ROCR_VISIBLE_DEVICES`` set to its own ordinal before the process
+starts, plus the ``PinDevices`` worker plugin (which also pins workers of an external cluster by
+their names, when they were not started pinned). Every worker advertises the resource ``GPU=1``
+and every group asks for it, so two groups never time on one GPU at once.
+
+Results stream back as groups finish: the frames gain ``worker``, ``host`` and ``gpu`` (the
+visible-device ordinal the worker was pinned to) and ``--out`` is rewritten after each group.
+Resume: groups whose configurations are all in the out file are not submitted; a partially
+finished group (an interrupted single-device run) is measured again whole and only its missing
+configurations are added, so no finished row is lost.
+
+Failures: a worker that dies mid-group loses only that group. Dask reschedules it (the scheduler's
+``allowed-failures``); a ``KilledWorker`` is caught here and the group resubmitted, at most
+``retries`` times. Every re-run is reported (``SweepResult.metadata['cluster.reruns']`` and the
+rows' ``warning``); groups that never finished are listed in ``cluster.failed``. The run never
+hangs: no result for ``stall_s`` seconds, or no worker for ``no_workers_s``, ends it with what
+finished written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any, Iterator, Sequence
+
+import pandas as pd
+
+from ..errors import BenchmarkError, ConfigError
+from ..schema import CLUSTER_COLUMNS, COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
+from .io import output_paths, read_results, write_results
+from .run import SweepHooks, SweepResult
+from .spec import SweepSpec
+
+VISIBLE_DEVICE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+TASK_PREFIX = "hipexplore-sweep"
+EVENT_TOPIC = "hipexplore.sweep"
+
+try:  # the extra ``cluster``; without it every entry point says how to install it (``_distributed``)
+    from distributed import WorkerPlugin as _PluginBase
+except ImportError:  # pragma: no cover
+    _PluginBase = object  # type: ignore[misc,assignment]
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - the extra is installed by the dev set-up
+        raise ConfigError("cluster runs need Dask distributed: pip install 'hipexplore[cluster]'") from exc
+    return distributed
+
+
+# ----------------------------------------------------------------------------- workers
+class PinDevices(_PluginBase):  # type: ignore[misc,valid-type]
+    """Worker plugin: pin a worker to one GPU through the visible-device variables.
+
+    ``devices``: the ordinals to hand out; a worker named with an integer ``i`` (as ``local:N``
+    and ``dask worker --name i`` name them) gets ``devices[i % len(devices)]``. A worker started
+    with the variables already set keeps them. Pinning must happen before a GPU library loads in
+    the worker process, which is why ``local:N`` also sets them in the process's environment."""
+
+    idempotent = True
+    name = "hipexplore-pin-devices"
+
+    def __init__(self, devices: Sequence[int | str] | None = None) -> None:
+        self.devices = [str(d) for d in devices] if devices else None
+
+    def setup(self, worker: Any) -> None:
+        if any(os.environ.get(v) for v in VISIBLE_DEVICE_VARS):
+            return
+        try:
+            i = int(worker.name)
+        except (TypeError, ValueError):
+            return  # not named by an ordinal: started pinned or not at all (recorded as gpu '')
+        value = self.devices[i % len(self.devices)] if self.devices else str(i)
+        for var in VISIBLE_DEVICE_VARS:
+            os.environ[var] = value
+
+
+def _pinned() -> str:
+    for var in VISIBLE_DEVICE_VARS:
+        if os.environ.get(var):
+            return os.environ[var]
+    return ""
+
+
+def local_cluster(n: int) -> Any:
+    """N pinned worker processes (1 thread, ``GPU=1`` each) and a scheduler on 127.0.0.1."""
+    distributed = _distributed()
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"local cluster size must be a positive integer, got {n!r}")
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False}):
+        workers = {i: {"cls": distributed.Nanny,
+                       "options": {"nthreads": 1, "resources": {"GPU": 1}, "host": "127.0.0.1", "name": i,
+                                   "env": {v: str(i) for v in VISIBLE_DEVICE_VARS}, "silence_logs": 40}}
+                   for i in range(n)}
+        scheduler = {"cls": distributed.Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}}
+        return distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
+
+
+def parse_cluster(text: str) -> tuple[str, Any]:
+    """'local:N' -> ('local', N); 'tcp://HOST:PORT' -> ('address', text); else a ConfigError."""
+    t = str(text).strip()
+    if t.startswith("local:"):
+        try:
+            n = int(t[len("local:"):])
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ConfigError(f"cluster {text!r}: expected local:N with N a positive integer (workers, one per GPU)")
+        return "local", n
+    if t.startswith(("tcp://", "tls://", "inproc://", "ucx://")) and ":" in t.split("://", 1)[1]:
+        return "address", t
+    raise ConfigError(f"cluster {text!r} is neither local:N nor a scheduler address like tcp://HOST:PORT")
+
+
+@dataclass
+class Connection:
+    """A Dask client and whatever this module started for it (closed by ``close``)."""
+
+    client: Any
+    owned: list[Any]
+
+    def close(self) -> None:
+        for obj in reversed(self.owned):
+            try:
+                obj.close()
+            except Exception:  # noqa: BLE001 - closing what we started, best effort
+                pass
+
+
+def connect(cluster: Any, timeout_s: float = 30.0) -> Connection:
+    """A client for ``cluster``: a ``distributed.Client`` (used as is), a cluster object,
+    ``'local:N'`` or a scheduler address; the ``PinDevices`` plugin is registered on it."""
+    distributed = _distributed()
+    owned: list[Any] = []
+    if isinstance(cluster, distributed.Client):
+        client = cluster
+    elif isinstance(cluster, str):
+        kind, value = parse_cluster(cluster)
+        if kind == "local":
+            lc = local_cluster(value)
+            owned.append(lc)
+            client = distributed.Client(lc, timeout=timeout_s)
+        else:
+            try:
+                client = distributed.Client(value, timeout=timeout_s)
+            except (OSError, TimeoutError) as exc:
+                raise ConfigError(f"cluster {value!r}: no Dask scheduler answered within {timeout_s:g} s ({exc})") from exc
+        owned.append(client)
+    elif hasattr(cluster, "scheduler_address"):
+        client = distributed.Client(cluster, timeout=timeout_s)
+        owned.append(client)
+    else:
+        raise ConfigError(f"cluster must be a distributed.Client, a Dask cluster, 'local:N' or 'tcp://HOST:PORT'; "
+                          f"got {type(cluster).__name__} {cluster!r}")
+    client.register_plugin(PinDevices())
+    return Connection(client, owned)
+
+
+def gpu_workers(client: Any) -> list[str]:
+    """Addresses of the workers advertising ``GPU`` >= 1; a ConfigError when there are none."""
+    workers = client.scheduler_info().get("workers", {})
+    ok = [a for a, w in workers.items() if float((w.get("resources") or {}).get("GPU", 0)) >= 1]
+    if not ok:
+        raise ConfigError(f"the cluster at {client.scheduler.address} has {len(workers)} worker(s) and none advertises the "
+                          f"resource GPU=1; start one worker per GPU: CUDA_VISIBLE_DEVICES=i dask worker ADDRESS "
+                          f"--nthreads 1 --resources GPU=1")
+    return ok
+
+
+# ----------------------------------------------------------------------------- the task
+_DEVICES: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+
+
+def measure_group(spec: SweepSpec, device: str, device_options: dict[str, Any], run_id: str, group: str) -> dict[str, Any]:
+    """On a worker: measure one (kernel, size) sub-spec; the frames gain worker, host and gpu."""
+    from .run import run
+
+    distributed = _distributed()
+    worker = distributed.get_worker()
+    worker.log_event(EVENT_TOPIC, {"group": group, "worker": worker.address, "state": "started", "pid": os.getpid()})
+    device_name(device, device_options)  # one device object per worker process: its context and cache stay warm
+    res = run(spec, _DEVICES[(device, tuple(sorted(device_options.items())))], progress=False, run_id=run_id, resume=False)
+    ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
+    meta = {k: v for k, v in res.metadata.items() if k.startswith(("device.", "verify.", "warmup.", "flush.", "telemetry."))}
+    return {"samples": res.samples.assign(**ident), "summary": res.summary.assign(**ident), "metadata": meta, **ident}
+
+
+# ----------------------------------------------------------------------------- the coordinator
+def groups_of(spec: SweepSpec) -> list[SweepSpec]:
+    """One sub-spec per (kernel, size), in the spec's order; per size (every kernel together) when
+    the spec interleaves its kernels (their alternating turns must stay on one device)."""
+    if getattr(spec, "interleave", False):
+        return [replace(spec, sizes=(s,)) for s in spec.sizes]
+    return [replace(spec, kernels=(k,), sizes=(s,)) for k in spec.kernels for s in spec.sizes]
+
+
+def expected_keys(sub: SweepSpec) -> set[tuple[str, int, str, str, str]]:
+    """(kernel, size, rotating_requested, flush, timer) of every row a sub-spec's run produces."""
+    keys: set[tuple[str, int, str, str, str]] = set()
+    for kspec in sub.specs():
+        for size in sub.sizes:
+            keys |= {(kspec.name, size, str(r), f, t) for r in sub.rotating for f in sub.flush for t in sub.timers
+                     if not (f == "inline-icache" and t == "in-kernel")}
+            if sub.reference:
+                keys |= {(kspec.name, size, "1", COLD_REFERENCE, t) for t in sub.timers}
+    return keys
+
+
+def _keys(frame: pd.DataFrame) -> list[tuple[str, int, str, str, str]]:
+    timer = frame["timer"] if "timer" in frame.columns else pd.Series(["events"] * len(frame), index=frame.index)
+    return [(str(k), int(s), str(r), str(f), str(t)) for k, s, r, f, t in
+            zip(frame["kernel"], frame["size_bytes"], frame["rotating_requested"], frame["flush"], timer)]
+
+
+def _check_resume(path: str, old_meta: dict[str, str] | None, spec: SweepSpec) -> None:
+    if not old_meta:
+        return
+    then, now = SweepSpec.recorded_measurement(old_meta), spec.measurement()
+    keys = sorted(set(then) | set(now)) if old_meta.get("sweep.spec") else sorted(then)
+    differ = [f"{k}: {then.get(k, '')!r} then, {now.get(k, '')!r} now" for k in keys if then.get(k, "") != now.get(k, "")]
+    if differ:
+        raise ConfigError(f"cannot resume {path!r}: its finished rows were measured with other settings "
+                          f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file")
+
+
+def _started(client: Any) -> dict[str, list[str]]:
+    """group -> workers that started it, from the workers' logged events."""
+    out: dict[str, list[str]] = {}
+    try:
+        events = client.get_events(EVENT_TOPIC)
+    except Exception:  # noqa: BLE001 - the scheduler went away: no knowledge, no report
+        return out
+    for _t, msg in events:
+        if isinstance(msg, dict) and msg.get("state") == "started":
+            out.setdefault(str(msg["group"]), []).append(str(msg["worker"]))
+    return out
+
+
+def run_cluster(
+    spec: SweepSpec,
+    cluster: Any,
+    *,
+    device: str = "auto",
+    device_options: dict[str, Any] | None = None,
+    out: str | os.PathLike | None = None,
+    resume: bool = True,
+    hooks: SweepHooks | None = None,
+    run_id: str | None = None,
+    command: str | Sequence[str] | None = None,
+    retries: int = 2,
+    stall_s: float = 1800.0,
+    no_workers_s: float = 60.0,
+    progress: bool = False,
+) -> SweepResult:
+    """Measure ``spec`` on the workers of ``cluster`` (see the module docstring)."""
+    if not isinstance(spec, SweepSpec):
+        raise ConfigError(f"run_cluster() takes a SweepSpec; got {type(spec).__name__}")
+    if not isinstance(device, str):
+        raise ConfigError(f"with a cluster, device must be a name each worker opens (auto, host, cuda, hip); "
+                          f"got a {type(device).__name__} object")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
+    for kspec in spec.specs():
+        if kspec.name not in _catalog_names():
+            raise ConfigError(f"kernel {kspec.name!r} is not in the catalog; a cluster run sends kernels by name "
+                              f"(register it on the workers, or run it on one device)")
+    hooks = hooks or SweepHooks()
+    distributed = _distributed()
+    from ..provenance import collect
+
+    paths = output_paths(out) if out is not None else None
+    previous = read_results(paths) if paths is not None and resume else None
+    samples_parts: list[pd.DataFrame] = []
+    summary_rows: list[dict[str, Any]] = []
+    done: set[tuple[str, int, str, str, str]] = set()
+    if previous is not None:
+        old_samples, old_summary, old_meta = previous
+        _check_resume(str(paths[0]), old_meta, spec)  # type: ignore[index]
+        if len(old_summary):
+            run_id = run_id or str(old_summary["run_id"].iloc[0])
+            fill = {c: "" for c in CLUSTER_COLUMNS}  # rows of a one-device run: not measured by a worker
+            samples_parts.append(old_samples.assign(**{c: old_samples[c].fillna("") if c in old_samples else "" for c in fill}))
+            summary_rows = old_summary.assign(**{c: old_summary[c].fillna("") if c in old_summary else ""
+                                                 for c in fill}).to_dict("records")
+            done = set(_keys(old_summary))
+    run_id = run_id or uuid.uuid4().hex[:12]
+    metadata = collect(None, command)
+    metadata.update({**spec.record(), "run_id": run_id, "cluster.device": device,
+                     "timing.method": "per-configuration on one pinned worker per GPU (bench.cluster); see each device's method"})
+    todo = [(i, g) for i, g in enumerate(groups_of(spec)) if not expected_keys(g) <= done]
+    conn = connect(cluster)
+    client = conn.client
+    reruns: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    stopped = False
+    try:
+        gpu_workers(client)
+        metadata["cluster.scheduler"] = str(client.scheduler.address)
+        metadata["cluster.dashboard"] = str(client.dashboard_link or "")
+        columns_s = [*SAMPLE_COLUMNS, *CLUSTER_COLUMNS]
+        columns_m = [*SUMMARY_COLUMNS, *CLUSTER_COLUMNS]
+
+        def write() -> None:
+            if paths is not None:
+                write_results(paths, samples_parts, summary_rows, metadata, columns=(columns_s, columns_m))
+
+        attempts: dict[str, int] = {}
+        futures: dict[Any, tuple[str, SweepSpec]] = {}
+
+        def submit(name: str, sub: SweepSpec) -> None:
+            attempts[name] = attempts.get(name, 0) + 1
+            fut = client.submit(measure_group, sub, device, dict(device_options or {}), run_id, name,
+                                key=f"{TASK_PREFIX}-{name}-a{attempts[name]}", resources={"GPU": 1}, pure=False)
+            futures[fut] = (name, sub)
+
+        if done:  # finished rows are kept only when the workers measure the same device kind
+            _check_devices(client, str(paths[0]), summary_rows, device, dict(device_options or {}))  # type: ignore[index]
+        nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
+        names = {}
+        for i, sub in todo:
+            name = f"{run_id}-{nonce}-{i}-{'+'.join(k.name for k in sub.specs())}-{sub.sizes[0]}"
+            names[name] = sub
+            submit(name, sub)
+        last_result = time.monotonic()
+        no_workers_since: float | None = None
+        while futures:
+            if hooks.stop_now():
+                stopped = True
+                client.cancel(list(futures))
+                break
+            try:
+                distributed.wait(list(futures), timeout=0.5, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
+            for fut in [f for f in futures if f.status in ("finished", "error", "cancelled")]:
+                name, sub = futures.pop(fut)
+                if fut.status == "finished":
+                    res = fut.result()
+                    last_result = time.monotonic()
+                    starts = _started(client).get(name, [])
+                    lost = [w for w in starts if w != res["worker"]]
+                    if attempts[name] > 1 or lost:
+                        note = (f"re-run on {res['worker']} after worker(s) {', '.join(dict.fromkeys(lost)) or '?'} "
+                                f"died while measuring it (attempt {attempts[name]})")
+                        reruns.append({"group": name, "lost": list(dict.fromkeys(lost)), "worker": res["worker"],
+                                       "attempts": attempts[name]})
+                    else:
+                        note = ""
+                    _merge(res, note, done, samples_parts, summary_rows, metadata, hooks)
+                    write()
+                    continue
+                exc = fut.exception() if fut.status == "error" else None
+                if isinstance(exc, distributed.KilledWorker) and attempts[name] <= retries:
+                    submit(name, sub)
+                    continue
+                if isinstance(exc, distributed.KilledWorker) or fut.status == "cancelled":
+                    failed.append({"group": name, "attempts": attempts[name], "error": str(exc or "cancelled")})
+                    continue
+                write()
+                client.cancel(list(futures))
+                raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it
+            now = time.monotonic()
+            if not client.scheduler_info().get("workers"):
+                no_workers_since = no_workers_since or now
+                if now - no_workers_since > no_workers_s:
+                    failed += [{"group": n, "attempts": attempts[n], "error": f"no worker for {no_workers_s:g} s"}
+                               for n, _ in futures.values()]
+                    client.cancel(list(futures))
+                    futures.clear()
+            else:
+                no_workers_since = None
+            if futures and now - last_result > stall_s:
+                failed += [{"group": n, "attempts": attempts[n], "error": f"no result for {stall_s:g} s"} for n, _ in futures.values()]
+                client.cancel(list(futures))
+                futures.clear()
+        metadata["cluster.reruns"] = json.dumps(reruns)
+        metadata["cluster.failed"] = json.dumps(failed)
+        metadata["cluster.workers"] = ",".join(sorted({str(r["worker"]) for r in summary_rows if r.get("worker")}))
+        write()
+    finally:
+        conn.close()
+    samples = pd.concat(samples_parts, ignore_index=True) if samples_parts else pd.DataFrame(columns=[*SAMPLE_COLUMNS, *CLUSTER_COLUMNS])
+    summary = pd.DataFrame(summary_rows, columns=[*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
+    result = SweepResult(samples, summary, metadata, paths[0] if paths else None, stopped)
+    if failed and not stopped:
+        result.metadata["cluster.incomplete"] = f"{len(failed)} group(s) did not finish: " + \
+            "; ".join(f"{f['group']} ({f['error']})" for f in failed)
+    return result
+
+
+def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", run_id: str | None = None,
+                        timeout_s: float = 1800.0) -> pd.DataFrame:
+    """The whole ``spec`` once on every GPU worker (are the GPUs alike?): their summaries, with
+    ``worker``, ``host`` and ``gpu``; ``grouping.per_gpu`` compares them. A lost worker's sweep is
+    not re-run here (there is no "elsewhere" for a per-GPU measurement): the error names it."""
+    distributed = _distributed()
+    run_id = run_id or uuid.uuid4().hex[:12]
+    conn = connect(cluster)
+    try:
+        workers = gpu_workers(conn.client)
+        futs = [conn.client.submit(measure_group, spec, device, {}, run_id, f"{run_id}-every-{i}", workers=[w],
+                                   allow_other_workers=False, resources={"GPU": 1}, pure=False,
+                                   key=f"{TASK_PREFIX}-{run_id}-every-{i}")
+                for i, w in enumerate(workers)]
+        try:
+            results = conn.client.gather(futs, errors="raise") if distributed.wait(futs, timeout=timeout_s) else []
+        except TimeoutError as exc:
+            raise BenchmarkError(f"run_on_every_worker: no result from every worker within {timeout_s:g} s") from exc
+    finally:
+        conn.close()
+    return pd.concat([r["summary"] for r in results], ignore_index=True)
+
+
+def device_name(device: str, device_options: dict[str, Any]) -> str:
+    """On a worker: the name of the device it measures on (opened once per process)."""
+    from ..devices import get_device
+
+    key = (device, tuple(sorted(device_options.items())))
+    if key not in _DEVICES:
+        _DEVICES[key] = get_device(device, **device_options)
+    return str(_DEVICES[key].name)
+
+
+def _check_devices(client: Any, path: str, rows: list[dict[str, Any]], device: str, options: dict[str, Any]) -> None:
+    """Refuse to resume a file whose rows came from another device kind than the workers'."""
+    futs = [client.submit(device_name, device, options, workers=[w], allow_other_workers=False, resources={"GPU": 1},
+                          pure=False) for w in gpu_workers(client)]
+    now = set(client.gather(futs))
+    then = {str(r["device_name"]) for r in rows}
+    if not then <= now:
+        raise ConfigError(f"cannot resume {path!r}: it holds results from {sorted(then)}, the workers measure on "
+                          f"{sorted(now)}; use another out file")
+
+
+def _catalog_names() -> set[str]:
+    from ..kernels import catalog
+
+    return set(catalog.names())
+
+
+def _merge(res: dict[str, Any], note: str, done: set, samples_parts: list[pd.DataFrame], summary_rows: list[dict[str, Any]],
+           metadata: dict[str, str], hooks: SweepHooks) -> None:
+    """Add a finished group's rows that are not in the results yet (resume keeps finished rows)."""
+    summary, samples = res["summary"], res["samples"]
+    new = [k not in done for k in _keys(summary)]
+    summary = summary[new]
+    if not len(summary):
+        return
+    keep = set(_keys(summary))
+    samples = samples[[k in keep for k in _keys(samples)]]
+    if note:
+        summary = summary.assign(warning=["; ".join(filter(None, [w, note])) for w in summary["warning"]])
+    for k, v in res["metadata"].items():  # the first worker's device description; every group's verification
+        if k.startswith("verify.") or k not in metadata:
+            metadata[k] = v
+    done.update(keep)
+    samples_parts.append(samples.reset_index(drop=True))
+    rows = summary.to_dict("records")
+    summary_rows.extend(rows)
+    if hooks.on_samples is not None:
+        hooks.on_samples(samples.copy())
+    if hooks.on_result is not None:
+        for r in rows:
+            hooks.on_result(dict(r))
+
+
+def worker_progress(summary: pd.DataFrame) -> dict[str, int]:
+    """Configurations finished per worker (what the sweep panel shows)."""
+    if "worker" not in summary.columns:
+        return {}
+    return {str(w): int(n) for w, n in summary.groupby("worker").size().items()}
+
+
+def panel_html(client: Any, per_worker: dict[str, int]) -> str:
+    """The sweep panel's cluster line: the dashboard link and configurations finished per worker."""
+    import html
+
+    link = str(getattr(client, "dashboard_link", "") or "")
+    try:
+        workers = sorted(client.scheduler_info().get("workers", {}))
+    except Exception:  # noqa: BLE001 - the scheduler went away: show what is known
+        workers = sorted(per_worker)
+    parts = [f"{html.escape(w)}: {per_worker.get(w, 0)}" for w in workers]
+    parts += [f"{html.escape(w)} (gone): {n}" for w, n in sorted(per_worker.items()) if w not in workers]
+    dash = f'<a href="{html.escape(link)}" target="_blank">dashboard</a>' if link else "no dashboard"
+    return f"<div>cluster {html.escape(str(client.scheduler.address))} · {dash} · configurations per worker: " \
+           f"{', '.join(parts) or 'no workers'}</div>"
+
+
+def iter_groups(spec: SweepSpec) -> Iterator[tuple[str, int]]:
+    for sub in groups_of(spec):
+        yield sub.specs()[0].name, sub.sizes[0]
+
+
+__all__ = ["CLUSTER_COLUMNS", "Connection", "PinDevices", "connect", "expected_keys", "gpu_workers", "groups_of",
+           "local_cluster", "measure_group", "parse_cluster", "run_cluster", "run_on_every_worker", "worker_progress"]

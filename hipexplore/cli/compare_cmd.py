@@ -1,0 +1,73 @@
+"""``hipexplore compare``: review verdicts between two runs, or two kernels of one run.
+
+    hipexplore compare BASE.parquet NEW.parquet [--threshold 0.02] [--json]
+    hipexplore compare RUN.parquet --base A --new B
+
+One row per configuration: new/base ratio of the medians with its 95% interval (block bootstrap
+over chunks), the Mann-Whitney p-value, the smallest change this noise could call, and the verdict
+of the decision rule (``hipexplore.compare``). Configurations only in one run are listed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from ..errors import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="A/B verdicts (faster/slower/same/undecided) between two runs or two kernels of one run",
+        description="Compare two sweeps' samples configuration by configuration, or two kernels of one (interleaved) "
+        "run. Decision rule: faster/slower only when the 95%% interval of new/base lies wholly beyond "
+        "+-threshold; same when wholly within it; otherwise undecided.",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN.parquet", help="BASE NEW (two runs), or one run with --base/--new")
+    p.add_argument("--base", metavar="KERNEL", help="with one run: the baseline kernel")
+    p.add_argument("--new", metavar="KERNEL", help="with one run: the candidate kernel")
+    p.add_argument("--threshold", type=float, default=0.02, help="practical threshold as a fraction (default 0.02: 2%%)")
+    p.add_argument("--allow-other-device", action="store_true", help="compare runs measured on different devices anyway")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON records")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..verdicts import compare
+
+    if len(args.runs) > 2:
+        raise ConfigError(f"compare takes one or two runs; got {len(args.runs)}: {args.runs}")
+    if len(args.runs) == 2:
+        if args.base or args.new:
+            raise ConfigError("--base/--new compare two kernels of one run; with two runs give neither")
+        frame = compare(args.runs[0], args.runs[1], threshold=args.threshold, allow_other_device=args.allow_other_device)
+    else:
+        if not (args.base and args.new):
+            raise ConfigError("one run needs --base KERNEL and --new KERNEL (or give two runs: BASE.parquet NEW.parquet)")
+        frame = compare(args.runs[0], base=args.base, new=args.new, threshold=args.threshold)
+    if args.json:
+        rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+                for r in frame.to_dict("records")]
+        print(json.dumps({"rule": frame.attrs["rule"], "threshold": frame.attrs["threshold"],
+                          "caveat": frame.attrs.get("caveat", ""), "rows": rows}, default=str))
+        return 0
+    print(table(frame))
+    return 0
+
+
+def table(frame) -> str:
+    from ..verdicts import size_text as format_bytes  # no matplotlib: this table is printed on GPU machines too
+
+    lines = [f"decision rule: {frame.attrs['rule']}", *([f"note: {frame.attrs['caveat']}"] if frame.attrs.get("caveat") else []),
+             f"{'kernel':<24} {'size':>9} {'rot':>4} {'flush':<14} {'timer':<9} {'new/base':>9} {'95% interval':>19} "
+             f"{'p':>8} {'min det.':>8}  verdict"]
+    for r in frame.to_dict("records"):
+        kern = r.get("kernel") or f"{r['base_kernel']}→{r['new_kernel']}"
+        head = f"{str(kern)[:24]:<24} {format_bytes(r['size_bytes']):>9} {str(r['rotating_requested']):>4} {r['flush']:<14} {r['timer']:<9}"
+        if r["present"] != "both":
+            lines.append(f"{head} {'':>9} {'':>19} {'':>8} {'':>8}  ({r['note']})")
+            continue
+        ci = f"[{r['ratio_ci_low'] - 1:+.1%}, {r['ratio_ci_high'] - 1:+.1%}]"
+        lines.append(f"{head} {r['change']:>+9.1%} {ci:>19} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {r['verdict']}")
+    return "\n".join(lines)

@@ -1,0 +1,180 @@
+"""``tune-replay --cluster``: a tuning list's compiles spread over Dask workers sharing a cache tier.
+
+Why: a tuning list that compiles for an hour on one host is what a cluster is for, and the compile
+cache is only worth its name there if a kernel compiled on one worker is a hit on every other. The
+workers share the disk tier (one host, or a directory every host mounts: checked before anything
+is timed, by a marker file each worker must see). Hosts that share no directory share the Redis
+tier instead (``remote=URL``, default ``HIPEXPLORE_CACHE_REMOTE``): then each worker's cache is memory
++ Redis (no disk tier, so every hit across tasks is a ``remote-hit``), and the report's ``cache``
+is ``remote``.
+
+The passes are ``bench.replay``'s, with the workers as the jobs: ``ideal`` (each unique kernel
+compiled once, no cache, spread over the workers), then ``disk-cold`` (or ``disk`` when the
+directory already held entries) and ``disk-warm``. Each task is one candidate (or one kernel, by
+``granularity``) replayed by ``replay.replay_through_cache`` on a worker in a fresh cache object
+over the shared directory, with the worker's own compiler (loaded and warmed once per worker
+process before any pass is timed). A pass's ``seconds`` is its wall time, first submission to
+last result. Every event row records the ``worker`` and ``host`` that made it.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ConfigError
+from .lists import TuningList
+from .replay import (GRANULARITIES, ReplayReport, ScenarioResult, _dir_has_entries, candidate_groups, check_target,
+                     make_compiler, measure_ideal, replay_through_cache, salted, warm_up)
+
+#: what a cluster replay adds to the replay frame's columns
+WORKER_COLUMNS = ("worker", "host")
+_COMPILERS: dict[str, Any] = {}
+
+
+def _compiler(name: str) -> Any:
+    """The worker process's own compiler for ``name`` (kept open for the process's life)."""
+    if name not in _COMPILERS or _COMPILERS[name].closed:
+        _COMPILERS[name] = make_compiler(name, 1)
+    return _COMPILERS[name]
+
+
+def _identity() -> dict[str, str]:
+    from distributed import get_worker
+
+    return {"worker": get_worker().address, "host": socket.gethostname()}
+
+
+def warm_worker(compiler_name: str, target: str) -> str:
+    """On a worker: load its compiler and compile throw-away kernels (no pass pays for that)."""
+    comp = _compiler(compiler_name)
+    check_target(comp, target)
+    warm_up(comp, compiler_name, target, 1)
+    return os.getpid().__str__()
+
+
+def sees(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def ideal_task(part: TuningList) -> pd.DataFrame:
+    res = measure_ideal(part, _compiler(part.compiler), 1)
+    return res.frame.assign(**_identity())
+
+
+def cache_task(part: TuningList, scenario: str, cache_dir: str, granularity: str, remote: str | None = None) -> pd.DataFrame:
+    from ..compile.cache import CompileCache
+
+    cache = CompileCache(max_entries=4096, max_bytes=1024**3, disk_dir=Path(cache_dir) if not remote else False,
+                         remote=remote or False)
+    res = replay_through_cache(part, _compiler(part.compiler), cache, scenario, 1, granularity)
+    return res.frame.assign(**_identity())
+
+
+def _parts(tuning_list: TuningList, granularity: str) -> list[TuningList]:
+    groups = candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries]
+    return [replace(tuning_list, entries=tuple(g)) for g in groups]
+
+
+def _unique_parts(tuning_list: TuningList) -> list[TuningList]:
+    first: dict[Any, Any] = {}
+    for e in tuning_list.entries:
+        first.setdefault(e.request, e)
+    return [replace(tuning_list, entries=(e,)) for e in first.values()]
+
+
+def replay_on_cluster(
+    tuning_list: TuningList,
+    cluster: Any,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    granularity: str = "candidate",
+    salt: bool = True,
+    timeout_s: float = 3600.0,
+    remote: str | bool | None = None,
+) -> ReplayReport:
+    """The ideal, the cold and the warm disk pass of ``tuning_list`` over the workers of
+    ``cluster`` (a Client, a cluster object, ``local:N`` or ``tcp://HOST:PORT``)."""
+    from ..bench.cluster import connect
+
+    if granularity not in GRANULARITIES:
+        raise ConfigError(f"granularity must be one of {', '.join(GRANULARITIES)}; got {granularity!r}")
+    import distributed
+
+    from .. import settings
+
+    url = settings.CACHE_REMOTE.get() if remote in (None, True) else (remote or None)
+    if url is not None:
+        from ..compile.remote import remote_cache_from_env
+
+        remote_cache_from_env(url)  # a bad URL fails here, before any worker starts
+    conn = connect(cluster)
+    client = conn.client
+    tmp: tempfile.TemporaryDirectory | None = None
+    try:
+        workers = list(client.scheduler_info().get("workers", {}))
+        if not workers:
+            raise ConfigError(f"the cluster at {client.scheduler.address} has no workers")
+        given = cache_dir is not None
+        if cache_dir is None:
+            tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cluster-")
+            cache_dir = tmp.name
+        path = Path(cache_dir)
+        path.mkdir(parents=True, exist_ok=True)
+        marker = path / f".hipexplore-shared-{uuid.uuid4().hex[:8]}"
+        marker.write_text("")
+        try:
+            seen = client.run(sees, str(marker))
+        finally:
+            marker.unlink()
+        blind = sorted(w for w, ok in seen.items() if not ok)
+        if blind and url is None:
+            raise ConfigError(f"cache directory {str(path)!r} is not shared with worker(s) {', '.join(blind)}: give every "
+                              f"worker the same directory (HIPEXPLORE_CACHE_DIR on a shared file system) or share the "
+                              f"Redis tier (HIPEXPLORE_CACHE_REMOTE=redis://HOST:6379/0)")
+        for _w, _pid in client.run(warm_worker, tuning_list.compiler, tuning_list.target).items():
+            pass  # a target the compiler refuses fails here, as ConfigError from the worker
+        run_salt = f"{os.getpid()}_{time.time_ns()}"
+        jobs = len(workers)
+
+        def timed(scenario: str, fn: Any, parts: list[TuningList], *args: Any) -> ScenarioResult:
+            t0 = time.perf_counter()
+            futs = [client.submit(fn, p, *args, pure=False, key=f"hipexplore-replay-{scenario}-{run_salt}-{i}")
+                    for i, p in enumerate(parts)]
+            try:
+                frames = client.gather(futs, errors="raise") if distributed.wait(futs, timeout=timeout_s) else []
+            except TimeoutError as exc:
+                client.cancel(futs)
+                raise ConfigError(f"tune-replay --cluster: the {scenario} pass did not finish within {timeout_s:g} s") from exc
+            seconds = time.perf_counter() - t0
+            frame = pd.concat(frames, ignore_index=True)
+            frame["jobs"] = jobs
+            return ScenarioResult(scenario, jobs, seconds, frame)
+
+        scenarios: dict[str, ScenarioResult] = {}
+        ideal_list = salted(tuning_list, f"{run_salt}_ideal") if salt else tuning_list
+        scenarios["ideal"] = timed("ideal", ideal_task, _unique_parts(ideal_list))
+        disk_list = tuning_list if given or not salt else salted(tuning_list, f"{run_salt}_disk")
+        if url is not None:  # Redis: cold only when the list is salted (its keys are new)
+            disk_list = salted(tuning_list, f"{run_salt}_disk") if salt else tuning_list
+            first = "disk-cold" if salt else "disk"
+        else:
+            first = "disk" if _dir_has_entries(path) else "disk-cold"
+        for name in (first, "disk-warm"):
+            scenarios[name] = timed(name, cache_task, _parts(disk_list, granularity), name, str(path), granularity, url)
+        return ReplayReport(tuning_list, jobs, "remote" if url else "disk", False, first, scenarios,
+                            str(path) if given else "", granularity, salt)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+        conn.close()
+
+
+__all__ = ["WORKER_COLUMNS", "replay_on_cluster"]

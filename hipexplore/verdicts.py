@@ -1,0 +1,401 @@
+"""Review verdicts: is the new kernel (option, code object, cache) faster, and how sure are we?
+
+Why a decision rule and not a p-value: with thousands of samples any difference is "significant",
+and chunk-correlated samples make a rank test's p-value too small anyway. A review needs to know
+whether the change matters, so the verdict comes from the 95% interval of the ratio
+``median(new) / median(base)`` (a two-sample block bootstrap over chunks, ``stats.ratio_ci``)
+against a practical threshold (default 2%). Two kernels of one interleaved run (``bench.interleave``)
+get a paired interval instead: the run is cut in chunk order into windows holding samples of both,
+and whole windows are resampled for both sides at once, so what they shared (drift, a burst of load)
+cancels in the interval as it does in the design (``paired_ratio_ci``). The rule:
+
+* ``faster`` / ``slower``: the whole interval lies below ``1 - threshold`` / above ``1 + threshold``;
+* ``same``: the whole interval lies within ``[1 - threshold, 1 + threshold]``;
+* ``undecided``: otherwise (the noise does not allow a call at this threshold).
+
+``min_detectable`` is the smallest change the rule could call with this noise: the threshold plus
+the interval's half-width. The Mann–Whitney U p-value (normal approximation with tie correction,
+exact for small samples without ties) is reported beside it, as information, not as the rule.
+
+Two runs are compared configuration by configuration (kernel, size, rotating, flush, timer);
+configurations only in one run are listed with ``present`` = ``base only`` / ``new only``.
+Runs from different devices are refused unless ``allow_other_device=True``. Two kernels of one
+(interleaved) run are compared with ``compare(run, base="A", new="B")``.
+"""
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .bench.stats import Measurement, ratio_ci
+from .errors import ConfigError
+
+DEFAULT_THRESHOLD = 0.02
+VERDICTS = ("faster", "slower", "same", "undecided")
+CONFIG_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+_EXACT_MAX = 400  # exact U distribution up to n1 * n2 of this size (no ties)
+
+
+def size_text(n: float) -> str:
+    """Bytes human-readable (``64 KiB``), as ``plots.format_bytes`` writes them, without matplotlib
+    (the GPU machine, where verdict tables are printed, has none)."""
+    n = float(n)
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:g} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+# -- Mann–Whitney U -------------------------------------------------------------------------------
+
+def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mid-ranks (1-based) and the sizes of the groups of tied values."""
+    order = np.argsort(values, kind="mergesort")
+    sorted_v = values[order]
+    starts = np.flatnonzero(np.r_[True, sorted_v[1:] != sorted_v[:-1]])
+    sizes = np.diff(np.r_[starts, sorted_v.size])
+    mid = starts + (sizes + 1) / 2.0
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat(mid, sizes)
+    return ranks, sizes
+
+
+def _exact_cdf(n1: int, n2: int) -> np.ndarray:
+    """P(U <= u) for u = 0..n1*n2 under H0, no ties: counts of U by the recursion
+    f(n1, n2, u) = f(n1 - 1, n2, u - n2) + f(n1, n2 - 1, u)."""
+    # table[j][u]: number of arrangements of i x-values and j y-values with U_x = u
+    prev = [np.ones(1)] + [np.ones(1) for _ in range(n2)]  # i = 0: U = 0 only
+    for i in range(1, n1 + 1):
+        cur = [np.ones(1)]  # j = 0: U = 0 only
+        for j in range(1, n2 + 1):
+            a = np.r_[np.zeros(j), prev[j]]  # x is largest: adds j
+            b = cur[j - 1]
+            m = max(a.size, b.size)
+            cur.append(np.pad(a, (0, m - a.size)) + np.pad(b, (0, m - b.size)))
+        prev = cur
+    counts = prev[n2]
+    return np.cumsum(counts) / counts.sum()
+
+
+def mann_whitney_u(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
+                   method: str = "auto") -> tuple[float, float]:
+    """(U of ``x``, two-sided p-value) of the Mann–Whitney U test.
+
+    ``method``: ``exact`` (the exact null distribution; no ties allowed), ``normal`` (normal
+    approximation with the tie correction of the variance and a continuity correction of 0.5) or
+    ``auto`` (exact when there are no ties and n1 * n2 <= 400, else normal).
+    """
+    a = np.asarray(x, dtype=np.float64).ravel()
+    b = np.asarray(y, dtype=np.float64).ravel()
+    if a.size == 0 or b.size == 0:
+        raise ConfigError(f"the Mann-Whitney test needs samples on both sides; got {a.size} and {b.size}")
+    if method not in ("auto", "exact", "normal"):
+        raise ConfigError(f"method must be 'auto', 'exact' or 'normal'; got {method!r}")
+    n1, n2 = a.size, b.size
+    ranks, ties = _ranks(np.r_[a, b])
+    u = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
+    tied = bool(np.any(ties > 1))
+    if method == "exact" and tied:
+        raise ConfigError("the exact Mann-Whitney distribution assumes no ties; use method='normal'")
+    if method == "exact" or (method == "auto" and not tied and n1 * n2 <= _EXACT_MAX):
+        cdf = _exact_cdf(n1, n2)
+        k = int(round(min(u, n1 * n2 - u)))
+        return u, float(min(1.0, 2 * cdf[k]))
+    n = n1 + n2
+    mu = n1 * n2 / 2
+    var = n1 * n2 / 12 * ((n + 1) - float(np.sum(ties ** 3 - ties)) / (n * (n - 1)))
+    if var <= 0:
+        return u, 1.0
+    z = (abs(u - mu) - 0.5) / math.sqrt(var)
+    return u, float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
+
+
+# -- the decision rule ----------------------------------------------------------------------------
+
+def check_threshold(threshold: Any) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold) \
+            or not 0 < threshold < 1:
+        raise ConfigError(f"threshold must be a fraction in (0, 1) (0.02 is 2%), got {threshold!r}")
+    return float(threshold)
+
+
+def verdict(low: float, high: float, threshold: float = DEFAULT_THRESHOLD) -> str:
+    """The decision rule (module docstring) on an interval of the ratio new / base."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "undecided"
+    if high < 1 - threshold:
+        return "faster"
+    if low > 1 + threshold:
+        return "slower"
+    if low >= 1 - threshold and high <= 1 + threshold:
+        return "same"
+    return "undecided"
+
+
+def rule_text(threshold: float = DEFAULT_THRESHOLD) -> str:
+    t = f"{threshold:.0%}" if round(threshold * 100, 6) == round(threshold * 100) else f"{threshold:.1%}"
+    return (f"faster/slower only when the 95% interval of new/base lies wholly below -{t} / above +{t}; "
+            f"same when it lies wholly within ±{t}; otherwise undecided")
+
+
+# -- loading runs ---------------------------------------------------------------------------------
+
+def _samples_of(run: Any, what: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Sample rows and metadata of a SweepResult, a samples parquet file or a samples frame."""
+    if isinstance(run, pd.DataFrame):
+        return run, dict(run.attrs.get("metadata", {}))
+    if hasattr(run, "samples") and hasattr(run, "metadata"):
+        return run.samples, dict(run.metadata)
+    if isinstance(run, (str, Path)):
+        from .bench.io import output_paths, read_results
+
+        path = Path(run)
+        if str(path).endswith(".summary.parquet"):
+            raise ConfigError(f"{what} {str(path)!r} is a summary file; give the samples file "
+                              f"{str(path).replace('.summary.parquet', '.parquet')!r} (comparisons need the raw samples)")
+        paths = output_paths(path)
+        if not paths[0].is_file():
+            raise ConfigError(f"{what} {str(path)!r} does not exist (expected a sweep's samples .parquet file)")
+        got = read_results(paths)
+        if got is None:  # samples without a summary file: read the samples alone
+            return pd.read_parquet(paths[0]), {}
+        return got[0], dict(got[2] or {})
+    raise ConfigError(f"{what} must be a SweepResult, a samples .parquet path or a samples DataFrame; got {type(run).__name__}")
+
+
+def _measurements(samples: pd.DataFrame, keys: Sequence[str], what: str) -> dict[tuple, Measurement]:
+    need = [*keys, "time_s", "chunk"]
+    missing = [c for c in need if c not in samples.columns]
+    if missing:
+        raise ConfigError(f"{what} is missing sample columns {missing} (is it a samples frame?)")
+    kept = samples[~samples["dropped"].to_numpy(bool)] if "dropped" in samples.columns else samples
+    out: dict[tuple, Measurement] = {}
+    for key, g in kept.groupby(list(keys), sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        key = tuple(str(k) if name == "rotating_requested" else int(k) if name == "size_bytes" else k
+                    for name, k in zip(keys, key))
+        out[key] = Measurement(g["time_s"].to_numpy(), chunks=g["chunk"].to_numpy(), label=" ".join(map(str, key)))
+    return out
+
+
+def interleaved_pair(base: Measurement, new: Measurement) -> bool:
+    """True when two measurements of one configuration ran interleaved: no chunk id in common
+    (an interleaved sweep numbers the chunks of all its kernels through) and overlapping ranges."""
+    if base.chunks is None or new.chunks is None:
+        return False
+    a, b = np.unique(base.chunks), np.unique(new.chunks)
+    return not np.intersect1d(a, b).size and a.min() < b.max() and b.min() < a.max()
+
+
+def paired_ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000,
+                    seed: int = 0) -> tuple[float, float, float]:
+    """``median(new) / median(base)`` of an interleaved pair and its interval from a joint block
+    bootstrap: the run is cut, in chunk order, into windows holding at least a block's worth of
+    samples of each side, and whole windows are resampled for both sides at once. What the two
+    kernels shared inside a window (drift, a busy host for a few milliseconds) then cancels in the
+    interval as it does in the design; resampling the sides independently would count it twice."""
+    assert base.chunks is not None and new.chunks is not None
+    want = max(1, math.ceil(min(base.n, new.n) ** (1 / 3)))
+    ids = np.r_[base.chunks, new.chunks]
+    side = np.r_[np.zeros(base.n, bool), np.ones(new.n, bool)]
+    values = np.r_[base.samples, new.samples]
+    order = np.argsort(ids, kind="stable")
+    ids, side, values = ids[order], side[order], values[order]
+    bounds = np.flatnonzero(np.diff(ids)) + 1
+    windows: list[tuple[np.ndarray, np.ndarray]] = []
+    start = last = nb = nn = 0
+    for stop in list(bounds) + [ids.size]:
+        seg = side[last:stop]
+        nb += int((~seg).sum())
+        nn += int(seg.sum())
+        last = stop
+        if nb >= want and nn >= want:
+            windows.append((values[start:stop][~side[start:stop]], values[start:stop][side[start:stop]]))
+            start, nb, nn = stop, 0, 0
+    if start < ids.size and windows:  # a short tail joins the last window
+        b_last, n_last = windows.pop()
+        tail_v, tail_s = values[start:], side[start:]
+        windows.append((np.r_[b_last, tail_v[~tail_s]], np.r_[n_last, tail_v[tail_s]]))
+    if len(windows) < 2:
+        return ratio_ci(new, base, level=level, resamples=resamples, seed=seed)
+    rng = np.random.default_rng(seed)
+    k = len(windows)
+    ratios = np.empty(resamples)
+    for r in range(resamples):
+        pick = rng.integers(0, k, size=k)
+        mb = np.median(np.concatenate([windows[i][0] for i in pick]))
+        mn = np.median(np.concatenate([windows[i][1] for i in pick]))
+        ratios[r] = mn / mb if mb > 0 else np.nan
+    alpha = (1 - level) / 2
+    lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
+    grid = new.resolution / 2 / new.median + base.resolution / 2 / base.median if new.median > 0 else 0.0
+    return new.median / base.median, float(lo) * (1 - grid), float(hi) * (1 + grid)
+
+
+def _row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int) -> dict[str, Any]:
+    paired = interleaved_pair(base, new)
+    ratio, lo, hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
+    _u, p = mann_whitney_u(new.samples, base.samples)
+    b_lo, b_hi = base.bootstrap_ci(level, resamples)
+    n_lo, n_hi = new.bootstrap_ci(level, resamples)
+    half = (hi - lo) / 2
+    v = verdict(lo, hi, threshold)
+    note = "" if v != "undecided" else (
+        f"the noise allows no call at ±{threshold:.0%}: the interval is ±{half:.1%} wide; "
+        f"changes of {threshold + half:.1%} or more could be called")
+    return {
+        "base_n": base.n, "new_n": new.n, "base_iqr_rel": base.iqr_rel, "new_iqr_rel": new.iqr_rel,
+        "base_median_s": base.median, "base_ci_low_s": b_lo, "base_ci_high_s": b_hi,
+        "new_median_s": new.median, "new_ci_low_s": n_lo, "new_ci_high_s": n_hi,
+        "ratio": ratio, "ratio_ci_low": lo, "ratio_ci_high": hi, "change": ratio - 1.0,
+        "p_value": p, "half_width": half, "min_detectable": threshold + half, "verdict": v,
+        "interval": "paired windows (interleaved)" if paired else "independent blocks", "note": note,
+    }
+
+
+def _device_names(samples: pd.DataFrame) -> set[str]:
+    return set(map(str, samples["device_name"].unique())) if "device_name" in samples.columns else set()
+
+
+def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | None = None,
+            threshold: float = DEFAULT_THRESHOLD, level: float = 0.95, resamples: int = 2000,
+            allow_other_device: bool = False) -> pd.DataFrame:
+    """Verdicts, one row per configuration (see the module docstring).
+
+    ``compare(base_run, new_run)``: two runs (SweepResult, samples .parquet path or samples frame),
+    configuration by configuration. ``compare(run, base="A", new="B")``: kernel ``B`` against
+    kernel ``A`` of one run, configuration by configuration (size, rotating, flush, timer).
+    The frame's ``attrs`` hold the threshold, the rule and both sides' metadata.
+    """
+    threshold = check_threshold(threshold)
+    if not 0 < level < 1:
+        raise ConfigError(f"level must be in (0, 1), got {level!r}")
+    if other is not None and (base is not None or new is not None):
+        raise ConfigError("give either two runs, or one run with base= and new= kernel names, not both")
+    if other is None:
+        if base is None or new is None:
+            raise ConfigError("comparing within one run needs both base= and new= kernel names")
+        samples, meta = _samples_of(run, "run")
+        have = sorted(map(str, samples["kernel"].unique())) if "kernel" in samples.columns else []
+        for name, k in (("base", base), ("new", new)):
+            if k not in have:
+                raise ConfigError(f"{name} kernel {k!r} is not in the run; it holds {have}")
+        if base == new:
+            raise ConfigError(f"base and new are the same kernel {base!r}")
+        keys = CONFIG_KEYS[1:]
+        left = _measurements(samples[samples["kernel"] == base], keys, "run")
+        right = _measurements(samples[samples["kernel"] == new], keys, "run")
+        fixed = {"base_kernel": base, "new_kernel": new}
+        metas = (meta, meta)
+    else:
+        s1, m1 = _samples_of(run, "base run")
+        s2, m2 = _samples_of(other, "new run")
+        d1, d2 = _device_names(s1), _device_names(s2)
+        if d1 and d2 and d1 != d2 and not allow_other_device:
+            raise ConfigError(f"the runs were measured on different devices (base: {sorted(d1)}, new: {sorted(d2)}); "
+                              f"timings of different devices are no A/B comparison (allow_other_device=True / "
+                              f"--allow-other-device to compare anyway)")
+        keys = CONFIG_KEYS
+        left, right = _measurements(s1, keys, "base run"), _measurements(s2, keys, "new run")
+        fixed = {}
+        metas = (m1, m2)
+    rows = []
+    for key in sorted(set(left) | set(right), key=lambda k: tuple((0, x, "") if isinstance(x, (int, float, np.integer))
+                                                                 else (1, 0, str(x)) for x in k)):
+        row: dict[str, Any] = {**fixed, **dict(zip(keys, key))}
+        if key in left and key in right:
+            row.update(present="both", **_row(left[key], right[key], threshold, level, resamples))
+        else:
+            row.update(present="base only" if key in left else "new only", verdict="",
+                       note=f"only in the {'base' if key in left else 'new'} run: not compared")
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    caveat = ("" if other is None else
+              "two separate runs: the intervals cover the noise within each run, not drift between runs "
+              "(measured on the H200: medians of back-to-back runs moved by up to 3x their intervals; "
+              "bench.drift.run_to_run); prefer one interleaved run (sweep(..., interleave=True))")
+    frame.attrs.update(threshold=threshold, level=level, rule=rule_text(threshold), caveat=caveat,
+                       base_metadata=dict(metas[0]), new_metadata=dict(metas[1]))
+    return frame
+
+
+def pairs(kernels: Sequence[str]) -> list[tuple[str, str]]:
+    """Every (base, new) pair of ``kernels`` in order (the first is the base of the others first)."""
+    return list(combinations(list(kernels), 2))
+
+
+# -- compile-cache A/B ----------------------------------------------------------------------------
+
+def _pass_totals(frame: pd.DataFrame, scenario: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    g = frame[frame["scenario"] == scenario]
+    by = [c for c in ("jobs", "round") if c in g.columns]
+    if not by:
+        return np.array([float(g["lookup_seconds"].sum())]), [g["lookup_seconds"].to_numpy(float)]
+    parts = [grp["lookup_seconds"].to_numpy(float) for _k, grp in g.groupby(by, sort=True)]
+    return np.array([p.sum() for p in parts]), parts
+
+
+def compare_scenarios(frame: pd.DataFrame, base: str = "off", new: Sequence[str] | str | None = None, *,
+                      threshold: float = DEFAULT_THRESHOLD, level: float = 0.95, resamples: int = 2000,
+                      seed: int = 0) -> pd.DataFrame:
+    """Tuning-replay scenarios against ``base`` (default the cache off): per scenario the seconds of
+    one pass (summed lookup seconds), ``saved_s`` = base - new with a 95% interval, the ratio
+    new / base with its interval, and the verdict of the same rule (``faster``: the cache saves
+    time). The interval is over repeated passes (``round`` / ``jobs``) where each side has at least
+    two, else over the requests of the single pass (noted)."""
+    from .schema import require_columns
+
+    require_columns(frame, ("scenario", "lookup_seconds"), "replay frame")
+    threshold = check_threshold(threshold)
+    present = list(pd.unique(frame["scenario"]))
+    if base not in present:
+        raise ConfigError(f"replay frame has no scenario {base!r}; it holds {present}")
+    wanted = [s for s in present if s != base] if new is None else ([new] if isinstance(new, str) else list(new))
+    for s in wanted:
+        if s not in present:
+            raise ConfigError(f"replay frame has no scenario {s!r}; it holds {present}")
+    rng = np.random.default_rng(seed)
+    b_tot, b_parts = _pass_totals(frame, base)
+
+    def draws(totals: np.ndarray, parts: list[np.ndarray]) -> tuple[np.ndarray, str]:
+        if totals.size >= 2:
+            return rng.choice(totals, size=(resamples, totals.size)).mean(axis=1), f"{totals.size} passes"
+        req = parts[0]
+        return rng.choice(req, size=(resamples, req.size)).sum(axis=1), f"1 pass ({req.size} requests resampled)"
+
+    b_draw, b_how = draws(b_tot, b_parts)
+    alpha = (1 - level) / 2
+    rows = []
+    for s in wanted:
+        n_tot, n_parts = _pass_totals(frame, s)
+        n_draw, n_how = draws(n_tot, n_parts)
+        saved = b_draw - n_draw
+        ratio = n_draw / np.where(b_draw > 0, b_draw, np.nan)
+        lo, hi = np.nanquantile(ratio, [alpha, 1 - alpha])
+        s_lo, s_hi = np.quantile(saved, [alpha, 1 - alpha])
+        b_mean, n_mean = float(b_tot.mean()), float(n_tot.mean())
+        rows.append({"base": base, "scenario": s, "base_s": b_mean, "new_s": n_mean, "saved_s": b_mean - n_mean,
+                     "saved_ci_low_s": float(s_lo), "saved_ci_high_s": float(s_hi),
+                     "ratio": n_mean / b_mean if b_mean > 0 else math.nan, "ratio_ci_low": float(lo),
+                     "ratio_ci_high": float(hi), "verdict": verdict(float(lo), float(hi), threshold),
+                     "interval_over": f"base: {b_how}; {s}: {n_how}"})
+    out = pd.DataFrame(rows)
+    out.attrs.update(threshold=threshold, rule=rule_text(threshold))
+    return out
+
+
+def saving_text(row: Mapping[str, Any]) -> str:
+    """"the cache saves X s ± Y" for one ``compare_scenarios`` row."""
+    half = (row["saved_ci_high_s"] - row["saved_ci_low_s"]) / 2
+    return (f"{row['scenario']} vs {row['base']}: saves {row['saved_s']:.3g} s ± {half:.2g} s "
+            f"({row['ratio'] - 1:+.1%} time, verdict: {row['verdict']})")
+
+
+__all__ = ["CONFIG_KEYS", "DEFAULT_THRESHOLD", "VERDICTS", "check_threshold", "compare", "compare_scenarios",
+           "mann_whitney_u", "pairs", "rule_text", "saving_text", "verdict"]

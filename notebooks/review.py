@@ -1,0 +1,103 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (hipexplore)
+#     language: python
+#     name: hipexplore
+# ---
+
+# %% [markdown]
+# # hipexplore A/B review
+#
+# Is the candidate faster than the baseline, and how sure are we? One row per configuration: the
+# ratio of the medians (candidate / baseline) with its 95% interval (a block bootstrap over the
+# timed chunks), the Mann–Whitney p-value, the smallest change this noise could call, and the
+# verdict of the decision rule stated below. Everything is computed by the library
+# (`hipexplore.compare`, `hipexplore.report.review`); this notebook only wires parameters to calls.
+# Run it with `hipexplore report --baseline BASE.parquet --candidate NEW.parquet` (two runs) or
+# `hipexplore report --run RUN.parquet --baseline A --candidate B` (two kernels of one interleaved run).
+
+# %% tags=["parameters"]
+baseline = "live"  # a sweep's samples .parquet, or "live": an interleaved sweep of base_kernel and new_kernel now
+candidate = "none"  # the candidate run's samples .parquet, or "none": compare two kernels of the baseline run
+base_kernel = "copy"  # with one run: the baseline kernel
+new_kernel = "triad"  # with one run: the candidate kernel
+threshold = 0.02  # practical threshold of the decision rule (0.02: ±2%)
+allow_other_device = False  # compare runs measured on different devices anyway
+device = "auto"  # live only: "auto", "host", "cuda", "hip"
+sizes = ["256KiB", "1MiB"]  # live only: bytes per array
+rotating = [1]  # live only
+flush = ["none"]  # live only
+iterations = 64  # live only: samples per configuration and kernel
+tuning_data = "live"  # compile-cache A/B: "live", a folder of recorded replay parquet files, or "none"
+compiler = "host"  # live replay: "host", "hiprtc", "nvrtc"
+target = "host"
+problems = 1
+candidates = 4
+command = ""  # the command line recorded in the provenance table (set by `hipexplore report`)
+
+# %%
+# %matplotlib inline
+from IPython.display import Markdown, display
+
+from hipexplore import report
+from hipexplore.report import review
+
+data = review.review_data(baseline, None if candidate == "none" else candidate, base_kernel=base_kernel,
+                          new_kernel=new_kernel, threshold=threshold, allow_other_device=allow_other_device,
+                          device=device, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations)
+replay = None if tuning_data == "none" else report.replay_data(tuning_data, compiler=compiler, target=target,
+                                                               problems=problems, candidates=candidates)
+display(review.Banner(data.base_metadata, data.new_metadata))
+display(Markdown(f"**Baseline:** `{data.base_label}` · **candidate:** `{data.new_label}` · {data.source}\n\n"
+                 f"**Decision rule:** {review.rule_text(data.threshold)}. The p-value is information, not the rule "
+                 f"(samples of one chunk are correlated, which makes it too small).\n\n"
+                 f"**Summary:** {review.verdict_counts(data.verdicts)}."
+                 + (f"\n\n**Note:** {data.verdicts.attrs['caveat']}." if data.verdicts.attrs.get("caveat") else "")))
+
+# %% [markdown]
+# ## Verdicts
+
+# %%
+review.plot_forest(data.verdicts)
+
+# %%
+review.wrapped(review.verdict_table(data.verdicts))
+
+# %% [markdown]
+# ## Noise, both sides
+
+# %%
+review.plot_noise_both(data.verdicts, data.base_label, data.new_label)
+
+# %% [markdown]
+# ## Compile time saved | cache hits
+#
+# The tuning replay's scenarios against the cache off, the same way: seconds of one pass, the saving
+# with its 95% interval (over repeated passes where recorded, else over the requests of the pass),
+# and the verdict of the same rule. The dashed line is the ideal floor (each unique kernel compiled
+# once, no cache).
+
+# %%
+if replay is not None:
+    display(review.plot_cache_review(replay))
+    display(review.wrapped(review.cache_verdicts(replay, data.threshold)))
+else:
+    display(Markdown("(no tuning replay: `tuning_data = \"none\"`)"))
+
+# %% [markdown]
+# ## Provenance, both sides
+#
+# Including the code under review: a content hash of each benchmarked kernel's source, entry,
+# arguments and options, where it was read from and, in a git work tree, its revision and whether
+# the file was modified.
+
+# %%
+review.wrapped(review.provenance_pair(data))

@@ -1,0 +1,348 @@
+"""Sweeps on real Dask clusters (bench.cluster): a scheduler and two worker processes on
+127.0.0.1, measuring tiny host sweeps (KiB sizes, fixed iterations)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+import hipexplore as hx  # noqa: E402
+from hipexplore.bench.cluster import expected_keys, groups_of, local_cluster, run_cluster  # noqa: E402
+from hipexplore.bench.spec import SweepSpec  # noqa: E402
+from hipexplore.bench.stats import StopRule  # noqa: E402
+from hipexplore.errors import ConfigError  # noqa: E402
+
+import cloudpickle  # noqa: E402
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the kill plugin travels by value to the workers
+
+KEYS = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
+
+
+def small_spec(sizes=("16KiB", "32KiB", "48KiB", "64KiB")) -> SweepSpec:
+    return SweepSpec(kernels=("triad",), sizes=sizes, rotating=(1, 2), flush=("none",), stop=StopRule(iterations=40),
+                     reference_samples=8, clock_warmup_s=0.0, warmup_s=0.0)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    lc = local_cluster(2)
+    client = distributed.Client(lc)
+    yield client
+    client.close()
+    lc.close()
+
+
+def configs(summary: pd.DataFrame) -> list[tuple]:
+    return sorted(map(tuple, summary[KEYS].astype(str).to_numpy().tolist()))
+
+
+def test_every_configuration_once_by_both_workers(cluster, tmp_path):
+    spec = small_spec()
+    out = tmp_path / "s.parquet"
+    seen: list[dict] = []
+    res = run_cluster(spec, cluster, device="host", out=out, hooks=hx.bench.SweepHooks(on_result=seen.append))
+    want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
+    assert configs(res.summary) == want  # exactly once each (a duplicate or a missing row differs)
+    assert len(want) == spec.configurations() == 12
+    assert res.summary["worker"].nunique() == 2, res.summary[["size_bytes", "worker"]]
+    # a (kernel, size) group stays on one worker: its reference and biases come from one device
+    assert (res.summary.groupby("size_bytes")["worker"].nunique() == 1).all()
+    assert set(res.summary["gpu"]) == {"0", "1"}  # pinned, one ordinal per worker
+    assert res.summary["bias"].notna().all()
+    assert len(seen) == 12
+    on_disk = pd.read_parquet(tmp_path / "s.summary.parquet")
+    assert configs(on_disk) == want and set(on_disk["worker"]) == set(res.summary["worker"])
+    samples = pd.read_parquet(out)
+    assert set(samples["worker"]) == set(res.summary["worker"])
+    assert json.loads(res.metadata["cluster.reruns"]) == [] and json.loads(res.metadata["cluster.failed"]) == []
+
+
+def test_resume_submits_only_missing_groups(cluster, tmp_path):
+    spec = small_spec()
+    out = tmp_path / "r.parquet"
+    stop_after = {"n": 0}
+
+    def should_stop() -> bool:
+        return stop_after["n"] >= 3  # an interrupt once the first group's rows are in
+
+    res1 = run_cluster(spec, cluster, device="host", out=out,
+                       hooks=hx.bench.SweepHooks(on_result=lambda r: stop_after.__setitem__("n", stop_after["n"] + 1),
+                                                 should_stop=should_stop))
+    assert res1.stopped and 3 <= len(res1.summary) < 12
+    first = pd.read_parquet(tmp_path / "r.summary.parquet")
+    before = {tuple(r) for r in first[KEYS + ["median_s"]].astype(str).to_numpy().tolist()}
+    done_sizes = set(first["size_bytes"])
+    started_before = len(cluster.get_events("hipexplore.sweep"))
+    res2 = run_cluster(spec, cluster, device="host", out=out)
+    assert len(configs(res2.summary)) == 12 and len(set(configs(res2.summary))) == 12
+    after = {tuple(r) for r in res2.summary[KEYS + ["median_s"]].astype(str).to_numpy().tolist()}
+    assert before <= after  # finished rows kept as measured
+    new_starts = [m for _t, m in cluster.get_events("hipexplore.sweep")[started_before:] if m.get("state") == "started"]
+    started_sizes = {int(m["group"].split("-")[-1]) for m in new_starts}
+    assert not (started_sizes & done_sizes) and len(new_starts) == 4 - len(done_sizes)
+
+
+def test_resume_refuses_other_settings(cluster, tmp_path):
+    out = tmp_path / "x.parquet"
+    run_cluster(small_spec(("16KiB",)), cluster, device="host", out=out)
+    other = SweepSpec(kernels=("triad",), sizes=("16KiB",), rotating=(1, 2), stop=StopRule(iterations=50), reference_samples=8)
+    before = (tmp_path / "x.summary.parquet").read_bytes()
+    with pytest.raises(ConfigError, match="cannot resume .*stop_rule"):
+        run_cluster(other, cluster, device="host", out=out)
+    assert (tmp_path / "x.summary.parquet").read_bytes() == before
+
+
+class KillFirst(distributed.WorkerPlugin):
+    """SIGKILLs the worker process that starts the first sweep task (once: a marker file)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def setup(self, worker) -> None:
+        self.worker = worker
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        if finish != "executing" or "hipexplore-sweep" not in str(key):
+            return
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        Path(self.marker).write_text(self.worker.address)
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGKILL)).start()
+
+
+def test_killed_worker_configuration_is_rerun(tmp_path):
+    lc = local_cluster(2)
+    client = distributed.Client(lc)
+    try:
+        marker = tmp_path / "killed"
+        client.register_plugin(KillFirst(str(marker)))
+        spec = small_spec(("16KiB", "32KiB"))
+        res = run_cluster(spec, client, device="host", out=tmp_path / "k.parquet")
+        killed = marker.read_text()
+        assert killed.startswith("tcp://127.0.0.1:")
+        want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
+        assert configs(res.summary) == want  # the lost group was measured again, once
+        reruns = json.loads(res.metadata["cluster.reruns"])
+        assert len(reruns) == 1 and reruns[0]["attempts"] == 2, reruns
+        assert killed not in set(res.summary["worker"])  # measured elsewhere: the dead process reported nothing
+        rerun_rows = res.summary[res.summary["warning"].str.contains("re-run on")]
+        assert len(rerun_rows) == 3 and rerun_rows["size_bytes"].nunique() == 1
+        assert json.loads(res.metadata["cluster.failed"]) == []
+    finally:
+        client.close()
+        lc.close()
+
+
+def test_bad_cluster_arguments(cluster):
+    spec = small_spec(("16KiB",))
+    for bad, match in (("local:0", "local:N"), ("local:x", "local:N"), ("somewhere", "neither local:N"),
+                       (42, "cluster must be")):
+        with pytest.raises(ConfigError, match=match):
+            run_cluster(spec, bad, device="host")
+    with pytest.raises(ConfigError, match="device must be a name"):
+        run_cluster(spec, cluster, device=hx.get_device("host") if hasattr(hx, "get_device") else object())
+    with pytest.raises(ConfigError, match="retries"):
+        run_cluster(spec, cluster, device="host", retries=-1)
+
+
+def test_every_worker_measures_whole_spec_and_gpus_compare(cluster):
+    from hipexplore.bench.cluster import run_on_every_worker
+    from hipexplore.bench.grouping import per_gpu
+
+    spec = small_spec(("16KiB",))
+    summary = run_on_every_worker(spec, cluster, device="host")
+    assert len(summary) == 2 * 3 and summary["gpu"].value_counts().to_dict() == {"0": 1 * 3, "1": 3}
+    cmp = per_gpu(summary)
+    assert len(cmp) == 3 and (cmp["gpus"] == 2).all()
+    for r in cmp.itertuples():
+        meds = summary[(summary["flush"] == r.flush) & (summary["rotating_requested"] == r.rotating_requested)]
+        assert r.medians_s == dict(zip(meds["gpu"], meds["median_s"]))
+        assert r.agree == bool(meds["ci_low_s"].max() <= meds["ci_high_s"].min())
+
+
+def test_cli_bench_cluster_local2_then_resume(tmp_path):
+    import subprocess
+
+    out = tmp_path / "c.parquet"
+    cmd = [sys.executable, "-m", "hipexplore", "bench", "triad,copy", "--device", "host", "--size", "16KiB",
+           "--rotating", "1,2", "--iterations", "40", "--reference-samples", "8", "--cluster", "local:2",
+           "--out", str(out), "--json"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    got = json.loads(first.stdout)
+    rows = pd.DataFrame(got["summary"])
+    assert len(rows) == 6 and rows[KEYS].drop_duplicates().shape[0] == 6
+    assert rows["worker"].nunique() == 2  # two (kernel, size) groups, one per worker
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rows2 = pd.DataFrame(json.loads(again.stdout)["summary"])
+    assert sorted(rows2["median_s"]) == sorted(rows["median_s"])  # nothing re-measured: all resumed
+    bad = subprocess.run([*cmd[:-5], "--cluster", "tcp://nowhere"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "tcp://nowhere" in bad.stderr and "tcp://HOST:PORT" in bad.stderr
+
+
+def test_device_kinds_are_never_pooled(cluster, tmp_path):
+    from hipexplore.bench.drift import run_to_run
+    from hipexplore.bench.grouping import by_device, check_one_device
+    from hipexplore.plots import plot_bias
+    from hipexplore.report.dashboard import benchmark_data, summary_table
+
+    res = run_cluster(small_spec(("16KiB",)), cluster, device="host", out=tmp_path / "h.parquet")
+    host = str(res.summary["device_name"].iloc[0])
+    other = res.summary.assign(device_name="NVIDIA H200", run_id="other")  # a second kind, as another worker's rows
+    mixed = pd.concat([res.summary, other], ignore_index=True)
+    with pytest.raises(ConfigError, match=f"different device kinds .*{host!r} and 'NVIDIA H200'|'NVIDIA H200' and {host!r}"):
+        check_one_device(mixed, "summary")
+    with pytest.raises(ConfigError, match="different device kinds"):
+        plot_bias(mixed)
+    with pytest.raises(ConfigError, match="different device kinds"):
+        summary_table(mixed)
+    assert summary_table(mixed[mixed["device_name"] == host]).shape[0] == 3
+    assert {n for n, _ in by_device(mixed)} == {host, "NVIDIA H200"}
+    assert run_to_run(mixed).empty  # the same configuration on two device kinds is not "two runs"
+    # the report shows one kind, and says so
+    frame = pd.read_parquet(tmp_path / "h.summary.parquet")
+    from hipexplore.schema import SUMMARY, write_parquet
+
+    (tmp_path / "two").mkdir()
+    write_parquet(frame, tmp_path / "two" / "a.summary.parquet", SUMMARY, {})
+    write_parquet(frame.assign(device_name="NVIDIA H200"), tmp_path / "two" / "b.summary.parquet", SUMMARY, {})
+    data = benchmark_data(str(tmp_path / "two"))
+    assert data.summary["device_name"].nunique() == 1
+    assert "2 device kinds" in data.provenance.get("recorded.note", "")
+
+
+def test_tune_replay_over_workers_sharing_the_disk_tier(cluster, tmp_path):
+    from hipexplore.compile.disk import DiskCache
+    from hipexplore.tuning.cluster import replay_on_cluster
+    from hipexplore.tuning.lists import build_list, select_problems
+
+    tlist = build_list("host", "host", problems=select_problems("1", tokens=64, d_model=64), limit=2)
+    cache_dir = tmp_path / "cache"
+    rep = replay_on_cluster(tlist, cluster, cache_dir=cache_dir)
+    frame = rep.frame
+    assert set(frame["scenario"]) == {"ideal", "disk-cold", "disk-warm"}
+    workers = set(cluster.scheduler_info()["workers"])
+    assert set(frame["worker"]) == workers and frame["host"].notna().all()  # both compiled; every event names its worker
+    cold = frame[frame["scenario"] == "disk-cold"]
+    warm = frame[frame["scenario"] == "disk-warm"]
+    assert len(cold) == len(warm) == tlist.kernels
+    compiled = cold[cold["outcome"] == "compiled"]
+    assert compiled["digest"].nunique() == tlist.unique_kernels
+    # the disk tier shares no compile in flight across processes: a kernel compiled twice was compiled by two
+    # workers at once, never twice by one worker (its second lookup would be a disk hit)
+    assert not compiled.duplicated(["digest", "worker"]).any(), compiled[["digest", "worker"]]
+    assert (cold["outcome"].isin(["compiled", "disk-hit"])).all()
+    assert set(warm["outcome"]) == {"disk-hit"}  # fresh cache objects on every worker: all from the shared directory
+    assert sum(1 for _ in DiskCache(cache_dir).entries()) == tlist.unique_kernels
+    out = rep.to_json()
+    assert out["scenario"] == "disk-cold" and out["jobs"] == 2 and out["failed"] == 0
+    again = replay_on_cluster(tlist, cluster, cache_dir=cache_dir)  # the directory now holds entries: not cold
+    assert "disk" in again.scenarios and set(again.scenarios["disk"].frame["outcome"]) == {"disk-hit"}
+
+
+def test_sweep_panel_on_a_cluster_shows_dashboard_and_per_worker_progress(cluster):
+    pytest.importorskip("ipywidgets")
+    from hipexplore.widgets import SweepPanel
+
+    panel = SweepPanel(device="host", kernel="triad", sizes="16KiB, 32KiB", rotating="1, 2", flush=("none",),
+                       iterations=40, cluster=cluster)
+    assert cluster.dashboard_link in panel.cluster_info.value and "configurations per worker" in panel.cluster_info.value
+    panel.run(blocking=True)
+    summary = panel.summary
+    assert len(summary) == 6 and summary["worker"].nunique() == 2
+    shown = panel.cluster_info.value
+    for w, n in summary["worker"].value_counts().items():
+        assert f"{w}: {n}" in shown  # per-worker counts, as the rows arrived
+    assert "done: 6 configurations" in panel.status.value
+    panel.close()
+    assert cluster.status == "running"  # a Client handed in stays open
+
+
+def test_workers_without_a_gpu_slot_are_refused_and_a_stalled_run_ends(tmp_path):
+    import time
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
+            distributed.Client(lc) as client:
+        with pytest.raises(ConfigError, match="none advertises the resource GPU=1"):
+            run_cluster(small_spec(("16KiB",)), client, device="host")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  resources={"GPU": 1}) as lc, distributed.Client(lc) as client:
+        slow = SweepSpec(kernels=("triad",), sizes=("1MiB",), stop=StopRule(iterations=4000), reference_samples=8)
+        t0 = time.monotonic()
+        res = run_cluster(slow, client, device="host", out=tmp_path / "s.parquet", stall_s=0.0)
+        assert time.monotonic() - t0 < 5  # it did not wait for the group
+        failed = json.loads(res.metadata["cluster.failed"])
+        assert len(failed) == 1 and "no result for 0 s" in failed[0]["error"]
+        assert "did not finish" in res.metadata["cluster.incomplete"] and res.summary.empty
+
+
+def test_resume_refuses_rows_of_another_device_kind(cluster, tmp_path):
+    from hipexplore.schema import SUMMARY, write_parquet
+
+    out = tmp_path / "d.parquet"
+    spec = small_spec(("16KiB",))
+    run_cluster(spec, cluster, device="host", out=out)
+    summary = pd.read_parquet(tmp_path / "d.summary.parquet")
+    meta = json.loads((tmp_path / "d.meta.json").read_text())
+    write_parquet(summary.assign(device_name="NVIDIA H200"), tmp_path / "d.summary.parquet", SUMMARY, meta)
+    before = (tmp_path / "d.summary.parquet").read_bytes()
+    with pytest.raises(ConfigError, match=r"cannot resume .*\['NVIDIA H200'\], the workers measure on"):
+        run_cluster(small_spec(("16KiB", "32KiB")), cluster, device="host", out=out)
+    assert (tmp_path / "d.summary.parquet").read_bytes() == before  # nothing lost
+
+
+def _setenv(name, value):
+    """On a worker: set (or, with None, remove) an environment variable of its process."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def test_tune_replay_over_workers_sharing_the_redis_tier(cluster, redis_server, tmp_path, monkeypatch):
+    from hipexplore.tuning.cluster import replay_on_cluster
+    from hipexplore.tuning.lists import build_list, select_problems
+
+    secret = "team-secret-for-the-cluster-test"
+    monkeypatch.setenv("HIPEXPLORE_CACHE_SECRET", secret)
+    cluster.run(_setenv, "HIPEXPLORE_CACHE_SECRET", secret)  # as workers started with the team's secret
+    tlist = build_list("host", "host", problems=select_problems("1", tokens=64, d_model=64), limit=2)
+    try:
+        rep = replay_on_cluster(tlist, cluster, remote=redis_server.url)
+    finally:
+        cluster.run(_setenv, "HIPEXPLORE_CACHE_SECRET", None)
+    frame = rep.frame
+    assert set(frame["worker"]) == set(cluster.scheduler_info()["workers"])
+    cold = frame[frame["scenario"] == "disk-cold"]
+    warm = frame[frame["scenario"] == "disk-warm"]
+    assert cold[cold["outcome"] == "compiled"]["digest"].nunique() == tlist.unique_kernels
+    assert set(warm["outcome"]) == {"remote-hit"}  # no disk tier on the workers: every hit came through Redis
+    assert rep.to_json()["cache"] == "remote"
+    with pytest.raises(ConfigError, match="Redis URL"):
+        replay_on_cluster(tlist, cluster, remote="http://nope")
+
+
+def test_groups_are_kernel_size_pairs_or_sizes_when_interleaved():
+    spec = SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB"), rotating=(1, 2), flush=("none", "l2-read"),
+                     stop=StopRule(iterations=40))
+    groups = groups_of(spec)
+    assert [(g.specs()[0].name, g.sizes) for g in groups] == [("triad", (16384,)), ("triad", (32768,)),
+                                                              ("copy", (16384,)), ("copy", (32768,))]
+    assert sum(len(expected_keys(g)) for g in groups) == spec.configurations() == 20
+    inter = groups_of(SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB"), stop=StopRule(iterations=40),
+                                interleave=True))
+    assert [tuple(k.name for k in g.specs()) for g in inter] == [("triad", "copy")] * 2  # A and B stay on one GPU
+    assert [g.sizes for g in inter] == [(16384,), (32768,)]

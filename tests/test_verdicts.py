@@ -1,0 +1,342 @@
+"""Review verdicts: the Mann–Whitney U test against independent computations, the decision rule,
+comparisons of two runs and of two kernels of one interleaved run on the real host device, the
+CLI, the provenance of the code under review and the compile-cache A/B."""
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hipexplore
+from hipexplore.bench import sweep
+from hipexplore.cli import main
+from hipexplore.errors import ConfigError
+from hipexplore.kernels import catalog, user_kernel
+from hipexplore.verdicts import compare, compare_scenarios, mann_whitney_u, saving_text, verdict
+
+WORK_C = r"""
+typedef unsigned long long hx_u64;
+/* 8 * REPS dependent multiply-adds per element, one pass over memory: a kernel doing REPS times the
+   work of REPS = 1 (compute-bound, so the time scales with the work, not the memory traffic). The
+   chain converges to 2, whatever the data: no denormals, whose slow path would make the time depend
+   on how often a kernel has run before */
+void hx_work(float* restrict a, const float* restrict b, float s, hx_u64 reps, hx_u64 n) {
+  for (hx_u64 i = 0; i < n; ++i) {
+    float v = 2.0f + 0.0f * a[i];
+    for (hx_u64 r = 0; r < 8 * reps; ++r) v = v * s + 1.0f;
+    a[i] = v + b[i] * 0.0f;
+  }
+}
+"""
+ARGS = "inout:a:f32[n],in:b:f32[n],s:f32=0.5,reps:u64={reps},n:u64=n"
+
+
+# -- Mann–Whitney U -------------------------------------------------------------------------------
+
+def brute_force_p(x, y) -> float:
+    """Two-sided exact p by enumerating every split of the pooled values (no ties)."""
+    pooled = np.r_[x, y]
+    n1 = len(x)
+    u_obs = sum(a > b for a in x for b in y)
+    us = []
+    for idx in itertools.combinations(range(len(pooled)), n1):
+        xs = pooled[list(idx)]
+        ys = np.delete(pooled, list(idx))
+        us.append(sum(a > b for a in xs for b in ys))
+    us = np.array(us)
+    k = min(u_obs, n1 * len(y) - u_obs)
+    return min(1.0, 2 * float(np.mean(us <= k)))
+
+
+def test_exact_mann_whitney_matches_enumeration() -> None:
+    rng = np.random.default_rng(3)
+    for n1, n2 in [(3, 3), (4, 6), (5, 5), (7, 4)]:
+        x, y = rng.normal(size=n1), rng.normal(0.8, size=n2)
+        u, p = mann_whitney_u(x, y, method="exact")
+        assert u == sum(a > b for a in x for b in y)
+        assert p == pytest.approx(brute_force_p(x, y), abs=1e-12)
+
+
+def test_mann_whitney_matches_the_r_documentation_example() -> None:
+    # R: wilcox.test(x, y, alternative = "greater") -> W = 35, p-value = 0.1272 (Hollander & Wolfe)
+    x = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46]
+    y = [1.15, 0.88, 0.90, 0.74, 1.21]
+    u, p = mann_whitney_u(x, y)
+    assert u == 35
+    assert p == pytest.approx(2 * 0.1272, abs=1e-3)
+    assert mann_whitney_u([1, 2, 3], [4, 5, 6])[1] == pytest.approx(0.1)  # 2 of 20 splits are as extreme
+
+
+def test_normal_approximation_with_ties_matches_a_permutation_test() -> None:
+    rng = np.random.default_rng(7)
+    x = np.round(rng.normal(0.0, 1, 40), 0)  # heavy ties: a timer's grid
+    y = np.round(rng.normal(0.5, 1, 35), 0)
+    u, p = mann_whitney_u(x, y, method="normal")
+    pooled = np.r_[x, y]
+    ranks = pd.Series(pooled).rank().to_numpy()
+    mu = len(x) * len(y) / 2
+    obs = abs(ranks[:len(x)].sum() - len(x) * (len(x) + 1) / 2 - mu)
+    hits = 0
+    for _ in range(20000):
+        perm = rng.permutation(len(pooled))
+        hits += abs(ranks[perm[:len(x)]].sum() - len(x) * (len(x) + 1) / 2 - mu) >= obs - 1e-9
+    assert p == pytest.approx(hits / 20000, abs=0.015)
+    assert mann_whitney_u([2.0] * 5, [2.0] * 7)[1] == 1.0  # all tied: no evidence
+    with pytest.raises(ConfigError, match="no ties"):
+        mann_whitney_u(x, y, method="exact")
+    with pytest.raises(ConfigError, match="both sides"):
+        mann_whitney_u([], [1.0])
+
+
+def test_the_decision_rule() -> None:
+    assert verdict(0.90, 0.97) == "faster"
+    assert verdict(1.03, 1.2) == "slower"
+    assert verdict(0.99, 1.015) == "same"
+    assert verdict(0.97, 1.01) == "undecided"  # crosses -2%
+    assert verdict(0.95, 1.05) == "undecided"
+    assert verdict(1.01, 1.05, threshold=0.005) == "slower"
+    assert verdict(float("nan"), 1.0) == "undecided"
+
+
+# -- real host kernels, interleaved ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def work_kernels(tmp_path_factory):
+    src = tmp_path_factory.mktemp("src") / "work.c"
+    src.write_text(WORK_C)
+    names = {"w1": 1, "w1b": 1, "w4": 4}
+    for name, reps in names.items():
+        user_kernel(src, "hx_work", ARGS.format(reps=reps), name=name)
+    yield src
+    for name in names:
+        catalog.unregister(name)
+
+
+@pytest.fixture(scope="module")
+def interleaved(work_kernels, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "ab.parquet"
+    res = sweep(["w1", "w1b", "w4"], ["64KiB", "256KiB"], [1, 2], ["none"], device="host", iterations=96,
+                interleave=True, interleave_seed=5, progress=False, reference=False, out=out)
+    return res
+
+
+def test_a_kernel_doing_four_times_the_work_is_slower_everywhere(interleaved) -> None:
+    c = hipexplore.compare(interleaved, base="w1", new="w4")
+    assert len(c) == 4 and (c["present"] == "both").all()
+    assert (c["verdict"] == "slower").all(), c[["size_bytes", "ratio", "ratio_ci_low", "verdict"]]
+    assert (c["ratio_ci_low"] > 1.5).all()
+    assert (c["p_value"] < 1e-6).all()
+    assert (c["min_detectable"] > 0.02).all() and (c["half_width"] > 0).all()
+    back = compare(interleaved, base="w4", new="w1")
+    assert (back["verdict"] == "faster").all()
+
+
+def test_kernels_doing_the_same_work_are_never_faster_or_slower(interleaved) -> None:
+    c = compare(interleaved, base="w1", new="w1b")
+    assert (c["interval"] == "paired windows (interleaved)").all()
+    assert set(c["verdict"]) <= {"same", "undecided"}, c[["size_bytes", "ratio", "ratio_ci_low", "ratio_ci_high"]]
+    assert ((c["ratio_ci_low"] < 1.05) & (c["ratio_ci_high"] > 0.95)).all()
+
+
+def test_interleaving_alternates_chunks_with_distinct_ids(interleaved) -> None:
+    s = interleaved.samples
+    assert interleaved.metadata["sweep.interleave"] == "seed=5"
+    for _key, g in s.groupby(["size_bytes", "rotating_requested", "flush", "timer"]):
+        per_chunk = g.groupby("chunk")["kernel"].nunique()
+        assert (per_chunk == 1).all()  # a chunk id belongs to one kernel of the configuration
+        order = g.drop_duplicates("chunk").sort_values("chunk")["kernel"].tolist()
+        # turns of 2 chunks each; every kernel runs in every round, so no kernel runs all its turns in a row
+        firsts = [order.index(k) for k in ("w1", "w1b", "w4")]
+        lasts = [len(order) - 1 - order[::-1].index(k) for k in ("w1", "w1b", "w4")]
+        assert max(firsts) < min(lasts)
+        assert g.groupby("kernel").size().nunique() == 1  # equal samples per kernel
+    two = s[s["rotating"] == 2]
+    assert set(two["buffer_set"]) == {0, 1}
+    assert (two.groupby(["kernel", "size_bytes"])["buffer_set"].nunique() == 2).all()
+
+
+def test_two_runs_list_configurations_present_in_one_only_and_refuse_other_devices(interleaved, work_kernels, tmp_path) -> None:
+    other = sweep(["w1"], ["64KiB", "1MiB"], [1], ["none"], device="host", iterations=32, progress=False,
+                  reference=False, out=tmp_path / "b.parquet")
+    c = compare(interleaved.path, tmp_path / "b.parquet")
+    both = c[c["present"] == "both"]
+    assert set(zip(both["kernel"], both["size_bytes"])) == {("w1", 65536)}
+    assert ((c["present"] == "new only") & (c["size_bytes"] == 1 << 20)).any()
+    assert (c["present"] == "base only").sum() == len(interleaved.summary) - 1
+    assert (c.loc[c["present"] != "both", "verdict"] == "").all()
+    assert "drift between runs" in c.attrs["caveat"] and compare(interleaved, base="w1", new="w4").attrs["caveat"] == ""
+    moved = other.samples.assign(device_name="Some GPU")
+    with pytest.raises(ConfigError, match="different devices"):
+        compare(interleaved, moved)
+    assert len(compare(interleaved, moved, allow_other_device=True)) == len(c)
+
+
+def test_compare_cli(interleaved, tmp_path, capsys) -> None:
+    run = str(interleaved.path)
+    assert main(["compare", run, "--base", "w1", "--new", "w4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["verdict"] for r in out["rows"]} == {"slower"} and "wholly" in out["rule"]
+    assert main(["compare", run, "--base", "w1", "--new", "w4"]) == 0
+    text = capsys.readouterr().out
+    assert "decision rule" in text and "64 KiB" in text and "slower" in text
+    bad = [
+        ([run, "--base", "w1", "--new", "nope"], "new kernel 'nope' is not in the run"),
+        ([run], "one run needs --base"),
+        ([run, run, "--base", "w1"], "--base/--new compare two kernels"),
+        ([run, "--base", "w1", "--new", "w4", "--threshold", "5"], "threshold must be a fraction"),
+        ([str(tmp_path / "missing.parquet"), run], "does not exist"),
+        ([run.replace(".parquet", ".summary.parquet"), run], "is a summary file"),
+    ]
+    for argv, msg in bad:
+        assert main(["compare", *argv]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_code_under_review_is_hashed_with_its_git_revision(tmp_path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    src = repo / "k.c"
+    src.write_text(WORK_C)
+    git("add", "k.c")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "k")
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    from hipexplore.provenance import code_provenance
+
+    a = user_kernel(src, "hx_work", ARGS.format(reps=1), name="pv1", register_it=False)
+    b = user_kernel(src, "hx_work", ARGS.format(reps=4), name="pv4", register_it=False)
+    info = code_provenance([a, b, catalog.get("triad")], "host")
+    assert info["code.pv1.git_revision"] == sha and info["code.pv1.file"] == "clean"
+    assert info["code.pv1.origin"] == str(src.resolve())
+    assert info["code.pv1.sha256"] != info["code.pv4.sha256"]  # a variant differing by an argument
+    assert "catalog" in info["code.triad.origin"] and "code.triad.git_revision" not in info
+    src.write_text(WORK_C + "\n/* edited */\n")
+    c = user_kernel(src, "hx_work", ARGS.format(reps=1), name="pv1", register_it=False)
+    info2 = code_provenance([c], "host")
+    assert info2["code.pv1.git_revision"] == sha + "+dirty" and info2["code.pv1.file"] == "modified"
+    assert info2["code.pv1.sha256"] != info["code.pv1.sha256"]
+
+
+def test_a_sweep_records_the_code_under_review(interleaved) -> None:
+    meta = interleaved.metadata
+    assert meta["code.w1.sha256"] == meta["code.w1b.sha256"] != meta["code.w4.sha256"]
+    assert meta["code.w4.origin"].endswith("work.c")
+
+
+# -- compile-cache A/B ----------------------------------------------------------------------------
+
+def replay_frame(totals: dict[str, list[float]], requests: int = 10) -> pd.DataFrame:
+    rows = []
+    for scenario, per_pass in totals.items():
+        for rnd, total in enumerate(per_pass):
+            for i in range(requests):
+                rows.append({"scenario": scenario, "round": rnd, "seq": i, "lookup_seconds": total / requests})
+    return pd.DataFrame(rows)
+
+
+def test_cache_scenarios_are_verdicts_with_intervals_over_passes() -> None:
+    frame = replay_frame({"off": [10.0, 10.1, 9.95, 10.05], "memory": [2.0, 2.1, 1.9, 2.05], "disk": [10.02, 9.98, 10.05, 10.0]})
+    c = compare_scenarios(frame, "off").set_index("scenario")
+    mem = c.loc["memory"]
+    assert mem["verdict"] == "faster"
+    assert mem["saved_s"] == pytest.approx(10.025 - 2.0125)
+    assert mem["saved_ci_low_s"] < mem["saved_s"] < mem["saved_ci_high_s"]
+    assert mem["saved_ci_high_s"] - mem["saved_ci_low_s"] < 0.6
+    assert "4 passes" in mem["interval_over"]
+    assert c.loc["disk", "verdict"] == "same"
+    assert "saves 8.01 s ±" in saving_text({**mem.to_dict(), "scenario": "memory"})
+    one = compare_scenarios(replay_frame({"off": [10.0], "memory": [2.0]}), "off")
+    assert "requests resampled" in one["interval_over"].iloc[0]
+    with pytest.raises(ConfigError, match="no scenario 'remote'"):
+        compare_scenarios(frame, "off", "remote")
+
+
+def test_bad_arguments_name_the_value() -> None:
+    frame = pd.DataFrame({"kernel": ["a"], "time_s": [1.0], "chunk": [0]})
+    with pytest.raises(ConfigError, match="sample columns"):
+        compare(frame, frame)
+    with pytest.raises(ConfigError, match="base= and new="):
+        compare(frame)
+    with pytest.raises(ConfigError, match="threshold"):
+        compare(frame, frame, threshold=0)
+    with pytest.raises(ConfigError, match="must be a SweepResult"):
+        compare(42, frame)
+    # the top-level name is the function even after the module was imported
+    assert callable(hipexplore.compare) and hipexplore.compare.__module__ == "hipexplore.verdicts"
+
+
+# -- the interleaved sweep's spec, resume and CLI -------------------------------------------------
+
+def test_interleave_is_part_of_the_spec_and_of_resume(work_kernels, tmp_path) -> None:
+    from hipexplore.bench import SweepSpec
+
+    with pytest.raises(ConfigError, match="interleave must be True or False"):
+        SweepSpec(kernels=("w1",), interleave="yes")
+    with pytest.raises(ConfigError, match="interleave_seed must be an integer >= 0"):
+        SweepSpec(kernels=("w1",), interleave=True, interleave_seed=-1)
+    assert SweepSpec(kernels=("w1",), interleave=True, interleave_seed=3).measurement()["sweep.interleave"] == "seed=3"
+    out = tmp_path / "seq.parquet"
+    sweep(["w1", "w1b"], ["64KiB"], [1], ["none"], device="host", iterations=16, progress=False, reference=False, out=out)
+    before = out.read_bytes()
+    with pytest.raises(ConfigError, match="sweep.interleave"):  # sequential rows never sit with interleaved ones
+        sweep(["w1", "w1b"], ["64KiB", "256KiB"], [1], ["none"], device="host", iterations=16, progress=False,
+              reference=False, out=out, interleave=True)
+    assert out.read_bytes() == before
+
+
+def test_bench_cli_interleaves_and_compare_reads_it(tmp_path, capsys) -> None:
+    out = tmp_path / "ab.parquet"
+    assert main(["bench", "copy,triad", "--device", "host", "--size", "64KiB", "--iterations", "32", "--interleave",
+                 "--seed", "4", "--no-reference", "--no-progress", "--out", str(out)]) == 0
+    capsys.readouterr()
+    meta = json.loads(out.with_suffix("").with_name("ab.meta.json").read_text())
+    assert meta["sweep.interleave"] == "seed=4" and "code.triad.sha256" in meta
+    samples = pd.read_parquet(out)
+    assert not set(samples[samples["kernel"] == "copy"]["chunk"]) & set(samples[samples["kernel"] == "triad"]["chunk"])
+    assert main(["compare", str(out), "--base", "copy", "--new", "triad", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert len(rows) == 1 and rows[0]["interval"] == "paired windows (interleaved)"
+    assert rows[0]["verdict"] in ("slower", "undecided")  # triad moves 1.5x the bytes of copy
+
+
+@pytest.mark.gpu
+def test_interleaved_verdicts_on_the_gpu(tmp_path) -> None:
+    """On a CUDA GPU: triad (12 bytes per element) against copy (8) at 64 MiB, interleaved, is
+    slower; copy against itself under another name is never faster or slower."""
+    from hipexplore.errors import DeviceUnavailable
+
+    try:
+        from hipexplore.devices import get_device
+
+        dev = get_device("cuda")
+    except DeviceUnavailable as exc:
+        from test_gpu_cuda import _no_gpu
+
+        _no_gpu(str(exc))
+    try:
+        twin = catalog.get("copy")
+        catalog.register(type(twin)(**{**twin.__dict__, "name": "copy_twin"}), replace=True)
+        res = sweep(["copy", "triad", "copy_twin"], ["64MiB"], [1], ["none", "l2-read"], device=dev, iterations=400,
+                    interleave=True, progress=False, reference=False)
+    finally:
+        catalog.unregister("copy_twin")
+        dev.close()
+    slower = compare(res, base="copy", new="triad")
+    assert (slower["verdict"] == "slower").all() and (slower["ratio_ci_low"] > 1.3).all(), slower
+    same = compare(res, base="copy", new="copy_twin")
+    assert set(same["verdict"]) <= {"same", "undecided"}, same
+
+
+def test_sizes_read_the_same_in_the_cli_and_the_plots() -> None:
+    from hipexplore.plots import format_bytes
+    from hipexplore.verdicts import size_text
+
+    for n in (1, 1000, 4096, 65536, 1.5 * 2**20, 2**30, 3 * 2**30 + 1):
+        assert size_text(n) == format_bytes(n)
