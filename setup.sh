@@ -51,10 +51,15 @@ fi
 
 if [ ! -x "$VENV/bin/python" ]; then say "creating $VENV"; "$PY" -m venv "$VENV"; fi
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
-EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,cluster,dev"
+EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,cluster,dev,triton"
 say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }
+if [ "$DEV" = 1 ] && [ ! -d .hip-python-10/rocm ]; then  # tests run hiprtc/HIP through hip-python 10's rocm.bindings too
+  say "hip-python 10 (rocm.bindings layout) into .hip-python-10 for tests/test_hip_bindings.py"
+  "${PIP[@]}" --no-deps --target .hip-python-10 "hip-python==10.0.0.0.1.2" "rocm-bindings-hip==10.0.0.0.1.2" \
+    "rocm-bindings-core==10.0.0.0.1.2" 2>&1 | grep -v "^WARNING" || true
+fi
 say "Jupyter kernel 'hipexplore' (your own python3 kernel is left alone)"
 scripts/install_kernel.sh "$VENV/bin/python" >/dev/null || say "could not install the Jupyter kernel hipexplore (notebooks need it; 'hipexplore report' does not)"
 if [ "$DEV" = 1 ]; then  # the test suite needs every compiler and tool: say which is missing, by name
@@ -62,7 +67,7 @@ if [ "$DEV" = 1 ]; then  # the test suite needs every compiler and tool: say whi
 import shutil, sys
 from hipexplore.compile.registry import get_compiler
 bad = []
-for name in ("hiprtc", "nvrtc", "host"):
+for name in ("hiprtc", "nvrtc", "host", "triton"):
     c = get_compiler(name)
     if not c.available():
         bad.append(f"compiler {name}: {c.unavailable_reason()}")

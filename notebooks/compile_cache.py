@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (hipexplore)
 #     language: python
@@ -88,3 +90,22 @@ plots.plot_replay_scenarios(replay.scenarios)
 # %%
 demo = report.cache_demo(compiler=compiler, target=target) if data == "live" else None
 demo
+
+# %% [markdown]
+# ## Offline AMD evidence: two Triton candidates for gfx942 (MI300)
+# No MI300 here, but Triton's PyPI wheel compiles real gfx942 code objects on this CPU
+# (`hipexplore[triton]`). From two GEMM candidates of the Triton list: registers, LDS (Triton's
+# dynamic shared memory), spills and the occupancy they allow (waves per SIMD and what limits it),
+# the instruction mix of Triton's AMDGCN listing, and the start of the diff between the listings.
+# Skipped (with the reason) where triton is not installed.
+
+# %%
+from hipexplore.compile.registry import get_compiler
+from hipexplore.tuning import amd_evidence
+
+if get_compiler("triton").available():
+    evidence = amd_evidence.compare_candidates(target="gfx942")
+    print("\n".join(evidence["diff"].splitlines()[:40]))
+    display(evidence["resources"], evidence["mix"])
+else:
+    print("triton unavailable:", get_compiler("triton").unavailable_reason())

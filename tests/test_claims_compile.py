@@ -72,8 +72,8 @@ def test_info_json_describes_compilers_devices_and_the_cache(tmp_path):
 
     assert info["hipexplore"] == hipexplore.__version__
     rows = {c["name"]: c for c in info["compilers"]}
-    assert list(rows) == ["hiprtc", "nvrtc", "host"]
-    for name in ("hiprtc", "nvrtc", "host"):
+    assert list(rows) == ["hiprtc", "nvrtc", "host", "triton"]
+    for name in ("hiprtc", "nvrtc", "host", "triton"):
         comp = require_compiler(name)  # each is installed here (and required in CI)
         backend = backend_class(name)()
         ident = backend.identity()
@@ -81,7 +81,7 @@ def test_info_json_describes_compilers_devices_and_the_cache(tmp_path):
         assert row["available"] is True and row["reason"] == ""
         assert row["version"] == ident.version and row["library"] == ident.library and row["stamp"] == ident.stamp
         assert row["targets"] == list(backend.targets()) and row["targets"]
-        assert row["isolated_by_default"] is (name == "hiprtc")
+        assert row["isolated_by_default"] is (name in ("hiprtc", "triton"))
         assert comp.name == name
     assert {"gfx90a", "gfx908"} <= set(rows["hiprtc"]["targets"]) and "sm_90" in rows["nvrtc"]["targets"]
     assert rows["host"]["targets"] == ["host"]
@@ -317,11 +317,10 @@ def test_nvrtc_library_comes_from_cuda_pathfinder_first(tmp_path):
 
 # ----------------------------------------------------------------------------------- hip-python >= 10
 def test_hip_python_without_chiprtc_is_refused_with_a_clear_message(tmp_path):
-    """hip-python >= 10 moved to the ``rocm.bindings`` layout, without ``hip.chiprtc`` (and its DLL
-    switch). That release cannot be installed next to Debian's ROCm 5.2, so the layout is met by
-    what it lacks: a ``hip`` package without ``chiprtc`` placed first on sys.path (an empty package,
-    nothing that pretends to compile). The backend must say unavailable, naming the layout, and
-    never reach a dlopen."""
+    """A ``hip`` package without ``chiprtc`` placed first on sys.path (an empty package, nothing that
+    pretends to compile) and no ``rocm.bindings``: neither layout is there (hip-python 10.x itself,
+    whose ``rocm.bindings`` is used, is tested in test_hip_bindings.py). The backend must say
+    unavailable, naming both layouts, and never reach a dlopen."""
     require_compiler("hiprtc")  # the real one works here: only the layout differs in the child
     pkg = tmp_path / "newlayout" / "hip"
     pkg.mkdir(parents=True)

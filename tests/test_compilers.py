@@ -465,7 +465,7 @@ def test_compiler_info_rows():
     from hipexplore.compile.registry import compiler_info
 
     rows = {r["name"]: r for r in compiler_info()}
-    assert set(rows) == {"hiprtc", "nvrtc", "host"}
+    assert set(rows) == {"hiprtc", "nvrtc", "host", "triton"}
     for row in rows.values():
         assert {"name", "available", "reason", "version", "library", "targets"} <= set(row)
         if row["available"]:

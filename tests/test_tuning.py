@@ -140,7 +140,7 @@ def test_host_disk_cold_then_warm(tmp_path):
     assert again.primary == "disk" and again.to_json()["compiles"] == 0
 
 
-@pytest.mark.parametrize("granularity", ["candidate", "kernel"])
+@pytest.mark.parametrize("granularity", ["candidate", "kernel", "scheduled"])
 def test_parallel_replay_compiles_each_unique_kernel_once(granularity):
     _available("host")
     tl = _small(problems="2", limit=6)
@@ -155,6 +155,8 @@ def test_parallel_replay_compiles_each_unique_kernel_once(granularity):
     js = rep.to_json()
     assert js["hits"] + js["joins"] == tl.kernels - tl.unique_kernels
     assert js["failed"] == 0
+    if granularity == "scheduled":  # a worker never takes a kernel that is in flight on another one
+        assert js["joins"] == 0
     # joins wait for a compile in flight: their recorded compile time is the original's
     # the cache's own cost leaves out joins (they wait for another lookup's compile)
     not_joined = mem[mem["outcome"] != "joined"]
@@ -272,6 +274,32 @@ def test_replay_never_closes_the_shared_compilers():
     assert cache.get_or_compile(req.with_(options=("-O1",))).outcome == "memory-hit"
 
 
+def test_scheduler_passes_over_work_in_flight():
+    """While A compiles on one worker, the other takes B and C, not the second A (which then hits)."""
+    import threading
+    import time as _time
+
+    from hipexplore.tuning.schedule import run_scheduled
+
+    log: list[tuple[str, str, float]] = []
+    lock = threading.Lock()
+
+    def fn(item: tuple[int, str]) -> None:
+        with lock:
+            log.append(("start", item[1], _time.perf_counter()))
+        _time.sleep(0.3 if item == (0, "A") else 0.02)
+        with lock:
+            log.append(("end", item[1], _time.perf_counter()))
+
+    items = [(0, "A"), (1, "A"), (2, "B"), (3, "C")]
+    run_scheduled(items, fn, 2, key=lambda it: it[1])
+    starts = [k for ev, k, _ in log if ev == "start"]
+    assert starts == ["A", "B", "C", "A"]  # the second A waited for nothing while B and C were queued
+    first_a_end = next(t for ev, k, t in log if ev == "end" and k == "A")
+    second_a_start = [t for ev, k, t in log if ev == "start" and k == "A"][1]
+    assert second_a_start >= first_a_end
+
+
 # ------------------------------------------------------------------------------------ per-pass salt, warm pass
 class _Recording:
     """The real host compiler, recording every request it is asked to compile, in order."""
@@ -289,6 +317,9 @@ class _Recording:
 
     def targets(self):
         return self.inner.targets()
+
+    def __getattr__(self, name):  # the rest of the Compiler interface (isolated, worker_pids, ...)
+        return getattr(self.inner, name)
 
     def compile(self, request):
         with self._lock:
@@ -416,3 +447,13 @@ def test_warm_up_compiles_on_every_worker():
     run_replay(tl, jobs=2, cache="off", compiler=comp, measure_without_cache=False, warm_pass=False)
     tags = [o.split("=", 1)[1].split("_")[0] for r in comp.requests for o in r.options if o.startswith("-DHX_WARMUP=")]
     assert sorted(tags) == ["0"] * 4 + ["1"] * 4
+
+
+def test_cache_all_runs_memory_and_disk_in_one_replay():
+    _available("host")
+    tl = _small(problems="1", limit=2)
+    rep = run_replay(tl, cache="all", measure_without_cache=False)
+    s = rep.to_json()["scenarios"]
+    assert rep.primary == "memory" and {"memory", "disk-cold", "disk-warm"} <= set(s)
+    assert s["memory"]["compiles"] == s["disk-cold"]["compiles"] == tl.unique_kernels
+    assert s["disk-warm"]["compiles"] == 0 and s["disk-warm"]["disk_hits"] == tl.unique_kernels

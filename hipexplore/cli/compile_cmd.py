@@ -18,7 +18,7 @@ from ..compile.request import COMPILERS, DIAGNOSTICS
 
 #: What --target defaults to when the compiler has only one sensible target.
 _DEFAULT_TARGET = {"host": "host"}
-_EXAMPLE_TARGET = {"hiprtc": "gfx90a", "nvrtc": "sm_90", "host": "host"}
+_EXAMPLE_TARGET = {"hiprtc": "gfx90a", "nvrtc": "sm_90", "host": "host", "triton": "gfx942"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR", dest="include_dir",
                    help="directory searched for #include files (after the including file's own folder), repeatable; "
                         "every file read from it is keyed")
+    p.add_argument("--signature", default=None, metavar="SIG",
+                   help="triton: the non-constexpr arguments' types, e.g. 'x_ptr:*fp32,n:i32'")
+    p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
+                   help="triton: a tl.constexpr argument's value, repeatable (--option NAME=VALUE are Triton options: num_warps=4)")
     p.add_argument("--mode", default="", help="output kind (default: the compiler's: code-object, cubin, shared-library)")
     p.add_argument(
         "--diagnostic", action="append", default=[], choices=sorted(DIAGNOSTICS),
@@ -71,6 +75,10 @@ def _read_text(path: str, what: str) -> str:
 def build_request(args: argparse.Namespace):
     from ..compile.request import CompileRequest, Source
 
+    if args.compiler == "triton":
+        return _triton_request(args)
+    if args.signature or args.constexpr:
+        raise ConfigError(f"--signature/--constexpr are for --compiler triton; got --compiler {args.compiler}")
     text = _read_text(args.source, "source")
     headers = []
     for h in args.header:
@@ -107,6 +115,21 @@ def build_request(args: argparse.Namespace):
     )
 
 
+def _triton_request(args: argparse.Namespace):
+    from ..compile.triton_source import triton_request
+
+    _read_text(args.source, "source")  # the same one-line errors for a missing/unreadable file
+    if len(args.kernel) != 1:
+        raise ConfigError(f"--compiler triton needs exactly one --kernel NAME (the @triton.jit function); got {args.kernel}")
+    if not args.signature:
+        raise ConfigError("--compiler triton needs --signature, e.g. --signature 'x_ptr:*fp32,n:i32'")
+    if not args.target:
+        raise ConfigError("--target is required for --compiler triton (for example --target gfx942 or --target sm_90)")
+    if args.header or args.mode not in ("", "binary") or args.diagnostic:
+        raise ConfigError("--header, --mode and --diagnostic do not apply to --compiler triton")
+    return triton_request(args.source, args.kernel[0], args.signature, args.target, args.constexpr, args.option)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..compile.cache import CompileCache
 
@@ -140,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
         "kernels": list(request.kernels),
         "inline_icache": bool(getattr(args, "inline_icache", False)),
         "lowered_names": dict(code.lowered_names),
+        "metadata": dict(code.metadata),
         "outcome": result.outcome,
         "key": result.key.digest,
         "compile_seconds": result.compile_seconds,

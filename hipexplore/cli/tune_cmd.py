@@ -11,8 +11,8 @@ from typing import Any
 from .. import settings
 from ..errors import ConfigError
 
-COMPILERS = ("hiprtc", "nvrtc", "host")
-DEFAULT_TARGETS = {"hiprtc": "gfx90a", "nvrtc": "sm_90", "host": "host"}
+COMPILERS = ("hiprtc", "nvrtc", "host", "triton")
+DEFAULT_TARGETS = {"hiprtc": "gfx90a", "nvrtc": "sm_90", "host": "host", "triton": "gfx942"}
 
 _EPILOG = """\
 What is measured (all in this one run, after a warm-up compile per worker):
@@ -57,13 +57,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--compiler", required=True, choices=COMPILERS, help="compiler backend")
     p.add_argument("--target", default=None,
-                   help="GPU target (hiprtc: gfx90a; nvrtc: sm_90; host: host). Default: the one shown")
+                   help="GPU target (hiprtc: gfx90a; nvrtc: sm_90; host: host; triton: gfx942, gfx950 or sm_90). Default: the one shown")
     p.add_argument("--jobs", type=_positive, default=1,
                    help="compiles at once: a thread pool of N over an isolated compiler with N worker processes (default 1)")
-    p.add_argument("--granularity", choices=("candidate", "kernel"), default="candidate",
-                   help="unit of parallel work: a whole candidate, as a tuner's worker builds it (default), or each kernel")
-    p.add_argument("--cache", choices=("off", "memory", "disk"), default=None,
-                   help="cache mode (default memory; disk with --cluster, the only mode workers share)")
+    p.add_argument("--granularity", choices=("candidate", "kernel", "scheduled"), default="candidate",
+                   help="unit of parallel work: a whole candidate, as a tuner's worker builds it (default), each kernel, or "
+                        "scheduled: each kernel, passing over one in flight on another worker while other work is queued")
+    p.add_argument("--cache", choices=("off", "memory", "disk", "all"), default=None,
+                   help="cache mode (default memory; disk with --cluster, the only mode workers share; all: memory, "
+                        "then disk cold and warm, in one run)")
     p.add_argument("--cluster", default=None, metavar="local:N|tcp://HOST:PORT",
                    help="compile over Dask workers sharing the disk tier ($HIPEXPLORE_CACHE_DIR, or a temporary directory "
                         "on one host); every event records its worker")
@@ -93,7 +95,13 @@ def run(args: argparse.Namespace) -> int:
     if args.frame:
         check_destination(args.frame, "--frame", ".parquet")
     problems = select_problems(args.problems, tokens=args.tokens, d_model=args.d_model)
-    tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
+    if args.compiler == "triton":  # Triton autotune configs and tails written in Triton (tuning/triton_list.py)
+        from ..compile.triton_source import check_target
+        from ..tuning.triton_list import build_triton_list
+
+        tlist = build_triton_list(check_target(target), problems=problems, limit=args.limit)
+    else:
+        tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
     cache_dir = settings.CACHE_DIR.raw()
     if args.cluster is not None:
         from ..bench.cluster import parse_cluster
@@ -114,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             on_pass=bar.step if bar is not None else None,
             jobs=args.jobs,
             cache=args.cache,
-            cache_dir=cache_dir if args.cache == "disk" else None,
+            cache_dir=cache_dir if args.cache in ("disk", "all") else None,
             measure_without_cache=not args.estimate_without_cache,
             granularity=args.granularity,
             salt=not args.no_salt,
@@ -122,6 +130,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if args.compiler == "triton":  # Triton's own TRITON_CACHE_DIR, cold then warm, beside our tiers
+        from ..tuning.triton_cache import add_triton_cache_passes
+
+        add_triton_cache_passes(report)
     return _finish(args, report)
 
 

@@ -30,6 +30,7 @@ BACKENDS: dict[str, Backend] = {
         Backend("hiprtc", "hiprtc", "HiprtcCompiler", True),
         Backend("nvrtc", "nvrtc", "NvrtcCompiler", False),
         Backend("host", "host", "HostCompiler", False),
+        Backend("triton", "tritonc", "TritonCompiler", True),  # heavy import, process-global LLVM
     )
 }
 assert tuple(BACKENDS) == tuple(COMPILERS), "compile.request.COMPILERS and BACKENDS must list the same names"

@@ -30,7 +30,7 @@ class FrozenNames(dict):
     """A read-only dict: a cached ObjectCode is shared by every hit, so no caller may change it."""
 
     def _read_only(self, *args, **kwargs):
-        raise TypeError("ObjectCode.lowered_names is read-only (the object is shared by cache hits)")
+        raise TypeError("ObjectCode.lowered_names and .metadata are read-only (the object is shared by cache hits)")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only  # type: ignore[assignment]
 
@@ -46,6 +46,8 @@ class ObjectCode:
     lowered_names: kernel name expression -> symbol name in the binary.
     compile_seconds: wall time of the compile that produced it (kept with the cache entry so
     "seconds saved" on a later hit is a sum of recorded compile times, not a guess).
+    metadata: JSON-able facts a launcher needs that the binary does not say plainly (Triton: kernel
+    name, shared memory, num_warps, the ABI's extra scratch parameters, AMD resource usage).
     """
 
     binary: bytes
@@ -55,10 +57,13 @@ class ObjectCode:
     log: str = ""
     lowered_names: dict[str, str] = field(default_factory=dict)
     compile_seconds: float = 0.0
+    metadata: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.lowered_names, FrozenNames):
             object.__setattr__(self, "lowered_names", FrozenNames(self.lowered_names))
+        if not isinstance(self.metadata, FrozenNames):
+            object.__setattr__(self, "metadata", FrozenNames(self.metadata))
 
     @property
     def nbytes(self) -> int:

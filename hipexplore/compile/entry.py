@@ -74,6 +74,7 @@ def encode_entry(key: CacheKey, code: ObjectCode, created: float | None = None, 
         "compile_seconds": float(code.compile_seconds),
         "created": time.time() if created is None else float(created),
         "lowered_names": dict(code.lowered_names),
+        "metadata": dict(code.metadata),  # launch facts (Triton); {} for the others
         "log": code.log,
         "sizes": {"binary": len(code.binary), "key": len(key.canonical)},
         "auth": "hmac-sha256" if secret else "sha256",
@@ -103,6 +104,8 @@ def validate_header(header: Any, binary_len: int | None = None) -> dict:
     names = header.get("lowered_names")
     if not isinstance(names, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
         raise Corrupt(f"header field 'lowered_names' is {names!r:.80}, expected an object of strings")
+    if not isinstance(header.get("metadata", {}), dict):
+        raise Corrupt(f"header field 'metadata' is {header.get('metadata')!r:.80}, expected an object")
     sizes = header.get("sizes")
     if not isinstance(sizes, dict) or not all(isinstance(sizes.get(k), int) and not isinstance(sizes.get(k), bool)
                                               for k in ("binary", "key")):
@@ -142,6 +145,7 @@ def object_code(header: dict, binary: bytes) -> ObjectCode:
     return ObjectCode(
         binary=binary, compiler=header["compiler"], target=header["target"], mode=header["mode"],
         log=header["log"], lowered_names=dict(header["lowered_names"]), compile_seconds=float(header["compile_seconds"]),
+        metadata=dict(header.get("metadata") or {}),
     )
 
 

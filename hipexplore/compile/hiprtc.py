@@ -3,7 +3,8 @@
 Finding the library: hip-python 6.x/7.x opens ``libhiprtc.so`` (ROCm >= 6) on first use; ROCm 5
 ships the hiprtc symbols inside ``libamdhip64.so.5``. We probe candidates with ctypes first (so an
 absent ROCm gives ``CompilerUnavailable`` naming what was looked for, never a dlopen error at
-compile time) and point ``hip.chiprtc.DLL`` at the one found before hip-python loads anything.
+compile time) and point hip-python at the one found before it loads anything (``hip.chiprtc.DLL`` for 6.x-7.x,
+its library resolver for 10.x: compile/hip_bindings.py).
 ``HIPEXPLORE_HIPRTC_LIBRARY`` overrides the search with one name or path.
 
 Known crash (ROCm 5.2, comgr 2.4): a target missing from comgr's ISA list (gfx940, gfx941, gfx942,
@@ -107,12 +108,9 @@ def _rocm_version(library_file: str) -> str:
 
 
 def _hip_python_version() -> str:
-    try:
-        from importlib.metadata import version
+    from .hip_bindings import layout, version
 
-        return version("hip-python")
-    except Exception:  # metadata missing: hip-python imported from a source tree
-        return "unknown"
+    return f"{version()} ({layout() or 'not importable'})"
 
 
 class HiprtcCompiler(RuntimeCompiler):
@@ -163,29 +161,20 @@ class HiprtcCompiler(RuntimeCompiler):
         with self._lock:
             if self._hiprtc is not None:
                 return self._hiprtc
-            try:
-                from hip import chiprtc
-            except ImportError as exc:
-                self._reason = (
-                    f"hip-python's hip.chiprtc is not importable ({exc}); install hipexplore[hip] "
-                    f"(hip-python 6.x-7.x; the rocm.bindings layout of hip-python >= 10 is not supported yet)"
-                )
-                raise CompilerUnavailable(self._reason) from exc
-            wanted = self._library_name.encode()
-            if hasattr(chiprtc, "DLL"):  # hip-python 6.x-7.x: set before the first hiprtc call
-                if chiprtc.DLL != wanted:
-                    chiprtc.DLL = wanted
-            elif self._library_name != DEFAULT_LIBRARIES[0]:
-                self._reason = (
-                    f"hip-python {_hip_python_version()} resolves its libraries itself (rocm.bindings.util.paths) "
-                    f"and cannot be pointed at {self._library_name!r}; use hip-python 6.x-7.x with ROCm 5, "
-                    f"or a ROCm >= 6 that provides libhiprtc.so"
-                )
+            from . import hip_bindings
+
+            if not hip_bindings.layout():
+                self._reason = ("hip-python is not importable in either layout: hip.chiprtc is not importable "
+                                "(hip-python 6.x-7.x) and neither is rocm.bindings (hip-python >= 10); install hipexplore[hip]")
                 raise CompilerUnavailable(self._reason)
             try:
-                from hip import hiprtc
+                hip_bindings.point("hiprtc", self._library_name)
+                hiprtc = hip_bindings.module("hiprtc")
+            except CompilerUnavailable as exc:
+                self._reason = str(exc)
+                raise
             except ImportError as exc:
-                self._reason = f"hip.hiprtc could not be imported: {exc}"
+                self._reason = f"hip-python's hiprtc module could not be imported ({hip_bindings.layout()}): {exc}"
                 raise CompilerUnavailable(self._reason) from exc
             try:
                 status, _major, _minor = hiprtc.hiprtcVersion()

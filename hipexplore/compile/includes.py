@@ -51,6 +51,7 @@ BUILTIN_HEADERS: dict[str, dict[str, str]] = {
         "vector_types.h", "math_functions.h", "stddef.h", "cstddef")},
         "stdint.h": _NVRTC_STDINT, "cstdint": _NVRTC_STDINT},
     "host": {},
+    "triton": {},  # Python source: no #include lines to walk
 }
 
 

@@ -18,7 +18,7 @@ from . import inputs
 #: Bump when the key layout or the compiled output format changes; old disk entries then miss.
 KEY_SCHEMA = 1
 
-COMPILERS = ("hiprtc", "nvrtc", "host")
+COMPILERS = ("hiprtc", "nvrtc", "host", "triton")
 
 #: Diagnostic switches. They have side effects (files written, logs printed) that a cache hit
 #: would silently skip, so a request that sets any of them BYPASSES the cache: it always compiles,
@@ -26,7 +26,7 @@ COMPILERS = ("hiprtc", "nvrtc", "host")
 DIAGNOSTICS = frozenset({"dump-source", "dump-asm", "trace"})
 
 #: Default compile mode per compiler: what kind of binary comes back.
-DEFAULT_MODE = {"hiprtc": "code-object", "nvrtc": "cubin", "host": "shared-library"}
+DEFAULT_MODE = {"hiprtc": "code-object", "nvrtc": "cubin", "host": "shared-library", "triton": "binary"}
 
 DigestFn = Callable[[bytes], str]
 
@@ -176,7 +176,7 @@ class CompileRequest:
         return replace(self, **changes)
 
 
-_EXT = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}
+_EXT = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c", "triton": ".py"}
 
 
 @dataclass(frozen=True)

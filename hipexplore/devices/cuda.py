@@ -118,13 +118,19 @@ class CudaDevice(GpuDeviceBase):
 
     # --- code -----------------------------------------------------------------------------
     def load(self, code: ObjectCode) -> Any:
-        if code.compiler != "nvrtc":
-            raise ConfigError(f"the CUDA device loads NVRTC cubins, not {code.compiler!r} output")
+        if code.compiler not in ("nvrtc", "triton") or (code.compiler == "triton" and not code.target.startswith("sm_")):
+            raise ConfigError(f"the CUDA device loads cubins (NVRTC, or Triton for an sm_ target), not {code.compiler!r} "
+                              f"{code.mode} output for {code.target!r}")
         self._current()
         return self._call(self._drv.cuModuleLoadData(code.binary), f"cuModuleLoadData({code.target})")
 
     def kernel(self, module: Any, name: str) -> Any:
         return self._call(self._drv.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name!r})")
+
+    def set_max_dynamic_shared(self, kernel: Any, nbytes: int) -> None:
+        """Allow a launch with more than 48 KiB of dynamic shared memory (Triton's larger tiles)."""
+        attr = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        self._call(self._drv.cuFuncSetAttribute(kernel, attr, int(nbytes)), f"cuFuncSetAttribute(shared={nbytes})")
 
     def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
                shared_bytes: int = 0, stream: Any = None) -> None:

@@ -85,22 +85,25 @@ def check_runtime_version(runtime: int, gpus: int) -> None:
 
 
 def _hip() -> Any:
+    """hip-python's HIP runtime module (6.x-7.x ``hip.hip`` or 10.x ``rocm.bindings.hip``, whichever
+    is installed: compile/hip_bindings.py), pointed at ``hip_dll()`` once per process."""
     global _dll_chosen
-    try:
-        from hip import chip
-    except ImportError as exc:
-        raise DeviceUnavailable(f"HIP: looked for the hip-python package (hip.hip) and could not import it: {exc}") from None
+    from ..compile import hip_bindings
+    from ..errors import CompilerUnavailable
+
+    if not hip_bindings.layout():
+        raise DeviceUnavailable("HIP: looked for hip-python (hip.chip for 6.x-7.x, rocm.bindings for >= 10) and could "
+                                "not import it; install hipexplore[hip]") from None
     try:
         if not _dll_chosen:
-            chip.DLL = hip_dll()
+            hip_bindings.point("hip", hip_dll().decode())
             _dll_chosen = True
-    except Exception:  # already loaded by someone else: keep theirs
+    except CompilerUnavailable:  # already loaded by someone else: keep theirs
         pass
     try:
-        from hip import hip
+        return hip_bindings.module("hip")
     except Exception as exc:
-        raise DeviceUnavailable(f"HIP: hip-python could not load the HIP runtime {getattr(chip, 'DLL', b'?')!r}: {exc}") from None
-    return hip
+        raise DeviceUnavailable(f"HIP: hip-python could not load the HIP runtime {hip_dll()!r}: {exc}") from None
 
 
 def device_count() -> int:

@@ -12,7 +12,8 @@ Scenarios (the ``scenario`` column):
   ``memory``     memory tier only (in-flight sharing gives ``joined`` events when jobs > 1);
   ``disk-cold``  memory + disk tier on an empty directory;
   ``disk``       memory + disk on a directory that already held entries (not cold);
-  ``disk-warm``  a fresh cache object on the same directory: every lookup should be a disk hit.
+  ``disk-warm``  a fresh cache object on the same directory: every lookup should be a disk hit;
+  ``triton-cold``/``-warm``  Triton's own TRITON_CACHE_DIR alone (tuning/triton_cache.py).
 
 Timing: ``seconds`` is the wall time of compiling the whole list (first submission to last
 result). Before anything is timed the compiler is warmed up (one throw-away compile per worker),
@@ -26,7 +27,6 @@ import re
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -41,9 +41,11 @@ from ..errors import ConfigError, HipexploreError
 from ..schema import COMPILE_OUTCOMES, REPLAY_COLUMNS, count_outcomes
 from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
+from .schedule import _run_all, candidate_groups, run_tasks  # noqa: F401 - candidate_groups: public here too
+from .triton_list import warm_up_requests
 
-CACHE_MODES = ("off", "memory", "disk")
-SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm")
+CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm
+SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm", "triton-cold", "triton-warm")
 
 #: REPLAY_COLUMNS (schema): what the replay adds to the cache event columns (docs/ARCHITECTURE.md
 #: "Tuning replay frame"); ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
@@ -312,32 +314,7 @@ def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
 
 
 # ----------------------------------------------------------------------------- running
-def _run_all(items: Sequence[Any], fn: Callable[[Any], None], jobs: int) -> float:
-    """Call ``fn`` on every item (a thread pool of ``jobs`` when > 1, in list order) and return
-    the wall time. Errors are the callee's to record; they never stop the others."""
-    t0 = time.perf_counter()
-    if jobs == 1:
-        for it in items:
-            fn(it)
-    else:
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="hx-replay") as pool:
-            for fut in [pool.submit(fn, it) for it in items]:
-                fut.result()
-    return time.perf_counter() - t0
-
-
-def candidate_groups(tuning_list: TuningList) -> list[list[ListEntry]]:
-    """The list split into candidates (consecutive entries of one problem and candidate)."""
-    groups: list[list[ListEntry]] = []
-    for e in tuning_list.entries:
-        if groups and (groups[-1][0].problem, groups[-1][0].candidate) == (e.problem, e.candidate):
-            groups[-1].append(e)
-        else:
-            groups.append([e])
-    return groups
-
-
-GRANULARITIES = ("candidate", "kernel")
+GRANULARITIES = ("candidate", "kernel", "scheduled")
 
 
 def replay_through_cache(
@@ -350,7 +327,8 @@ def replay_through_cache(
     whose workers each build one candidate (fill, gemm, reduce, pointwise in order); two workers
     reaching the same tail at once is what makes the cache's in-flight sharing report ``joined``,
     and the joining worker idles meanwhile. ``kernel``: every list entry is its own task (in list
-    order), so a worker only waits when the very next entry is in flight elsewhere."""
+    order), so a worker only waits when the very next entry is in flight elsewhere. ``scheduled``:
+    an entry in flight elsewhere is passed over while others are queued (tuning/schedule.py)."""
     _check_jobs(jobs)
     if granularity not in GRANULARITIES:
         raise ConfigError(f"granularity must be one of {', '.join(GRANULARITIES)}; got {granularity!r}")
@@ -369,8 +347,7 @@ def replay_through_cache(
                 pass  # recorded by the cache as a 'failed' event; the replay goes on
 
     before = cpu_snapshot(compiler)
-    tasks = candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries]
-    seconds = _run_all(tasks, one, jobs)
+    seconds = run_tasks(tuning_list, one, jobs, granularity)
     cpu = cpu_delta(before, cpu_snapshot(compiler))
     by_label = {e.label: e for e in tuning_list.entries}
     return ScenarioResult(scenario, jobs, seconds, _annotate(cache.events(), by_label, scenario, jobs, timed.calls), cpu)
@@ -426,6 +403,8 @@ def salted(tuning_list: TuningList, salt: str) -> TuningList:
     cache is measured on."""
     tag = re.sub(r"[^0-9A-Za-z_]", "_", salt)
     line = f"\ntypedef int hx_replay_salt_{tag};  /* hipexplore tune-replay: one salt per pass */\n"
+    if tuning_list.compiler == "triton":  # a Python module: a module-level name (the backend turns Triton's cache off)
+        line = f"\nhx_replay_salt_{tag} = 0  # hipexplore tune-replay: one salt per pass\n"
     entries = tuple(
         replace(e, request=e.request.with_(source=replace(e.request.source, text=e.request.source.text + line)))
         for e in tuning_list.entries
@@ -451,6 +430,10 @@ def warm_up(compiler: Compiler, compiler_name: str, target: str, jobs: int) -> N
     shape, cfg = GemmShape(8, 8, 8), GemmConfig(16, 16, 8, 2, 2, split=2, unroll=2)
 
     def one(i: int) -> None:
+        if compiler_name == "triton":  # one tiny kernel of every role, salted apart from any list
+            for req in warm_up_requests(target, f"{i}_{os.getpid()}"):
+                compiler.compile(req)
+            return
         # one kernel of every role (gelu pulls in the math headers), none of them in any list
         for role in ("fill", "gemm", "reduce", "pointwise"):
             req = kernel_request(role, compiler_name, target, shape, cfg, "gelu",
@@ -497,7 +480,7 @@ def replay_passes(cache: str, measure_without_cache: bool = True, warm_pass: boo
     names = (["warm-up"] if warm_pass else []) + ["ideal"]
     if measure_without_cache or cache == "off":
         names.append("off")
-    return names + {"memory": ["memory"], "disk": ["disk", "disk-warm"]}.get(cache, [])
+    return names + {"memory": ["memory"], "disk": ["disk", "disk-warm"], "all": ["memory", "disk", "disk-warm"]}.get(cache, [])
 
 
 def run_replay(
@@ -561,12 +544,12 @@ def run_replay(
             scenarios["off"] = replay_through_cache(pass_list("off"), comp, off, "off", jobs, granularity)
         primary = "off"
         dir_used = ""
-        if cache == "memory":
+        if cache in ("memory", "all"):
             step("memory")
             mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False)
             scenarios["memory"] = replay_through_cache(pass_list("memory"), comp, mem, "memory", jobs, granularity)
             primary = "memory"
-        elif cache == "disk":
+        if cache in ("disk", "all"):
             disk_list = tuning_list if cache_dir is not None else pass_list("disk")
             if cache_dir is None:
                 tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cache-")
@@ -578,7 +561,7 @@ def run_replay(
                 step(name)
                 c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
                 scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
-            primary = first
+            primary = first if cache == "disk" else primary
         return ReplayReport(tuning_list, jobs, cache, comp.isolated, primary, scenarios, dir_used, granularity, salt)
     finally:
         if tmp is not None:

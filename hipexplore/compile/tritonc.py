@@ -1,0 +1,348 @@
+"""Triton (``triton.compile``) as a compiler backend: hsaco for gfx targets, cubin for sm targets.
+
+Why a backend: the PyPI ``triton`` wheel carries its own LLVM, AMD device libraries and ptxas, so a
+CPU-only machine with no ROCm produces real gfx942/gfx950 code objects and sm_90 cubins offline.
+Triton is heavy to import and its LLVM is process-global, so the registry runs it isolated (in
+worker processes) by default and the parent never imports it: requests are built by
+``triton_source.triton_request`` with ``ast`` alone.
+
+Each compile: write the request's module text to a private directory, import it, find the
+``@triton.jit`` function (through ``autotune``/``heuristics`` wrappers), set exactly the request's
+code-generating knobs in the environment, and call ``triton.compile(ASTSource(...), target=...)``
+with Triton's own cache pointed at a private directory and ``always_compile`` on (our cache is the
+cache; Triton's must not turn a compile into a silent hit). The ``ObjectCode`` carries the binary
+and ``metadata``: kernel name, shared memory, num_warps/warp size, the kernel parameters the ABI
+takes (the user's non-constexpr arguments, then Triton 3.x's trailing scratch pointers, counted from
+the PTX/AMDGCN entry) and, for AMD, the resource usage from the code object's metadata.
+
+The identity (computed from the installed files, without importing Triton): its version, a stamp
+of libtriton, a hash of the Python sources that generate code (what ``triton_key()`` hashes) and
+stamps of the AMD code generator, ptxas and the bundled device libraries.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Iterator
+
+from ..errors import CompileError, CompilerUnavailable, ConfigError
+from ._common import file_stamp, join_log
+from .base import CompilerBase, ObjectCode
+from .request import CompileRequest, CompilerIdentity
+from .triton_source import NON_CODEGEN_ENV, _KNOB_RX, check_target, decode_options
+
+#: binary: the hsaco (gfx) or cubin (sm); asm: the AMDGCN (gfx) or PTX (sm) text Triton's own LLVM
+#: wrote, as UTF-8 bytes (LLVM 14's llvm-objdump cannot disassemble gfx942, so this is the listing)
+MODES = ("binary", "asm")
+
+
+def _import_triton() -> Any:
+    try:
+        import triton  # noqa: F401
+        from triton.backends.compiler import GPUTarget  # noqa: F401
+        from triton.compiler import ASTSource  # noqa: F401
+
+        return triton
+    except Exception as exc:  # ImportError, or a broken install raising anything on import
+        raise CompilerUnavailable(f"triton is not importable ({type(exc).__name__}: {exc}); install hipexplore[triton] "
+                                  f"(the PyPI wheel, >= 3.9, carries its own LLVM, AMD device libraries and ptxas)") from exc
+
+
+def gpu_target(target: str) -> Any:
+    """Triton's GPUTarget for 'gfx942' / 'sm_90' (wave64 on gfx9, wave32 on gfx10+)."""
+    from triton.backends.compiler import GPUTarget
+
+    check_target(target)
+    if target.startswith("gfx"):
+        return GPUTarget("hip", target, 64 if target.startswith("gfx9") else 32)
+    return GPUTarget("cuda", int(re.sub(r"[af]$", "", target[3:])), 32)
+
+
+class TritonCompiler(CompilerBase):
+    """``triton.compile`` behind the compiler interface (one compile at a time per process)."""
+
+    name = "triton"
+
+    def __init__(self, triton_cache_dir: str = "") -> None:
+        #: "" (default): Triton's own cache is private and bypassed (always_compile), so every
+        #: compile is real. A directory: Triton's own on-disk cache there is used (the replay's
+        #: triton-cold/warm passes), and ``metadata["triton_cache_hit"]`` says whether it hit.
+        self.triton_cache_dir = str(triton_cache_dir or "")
+        self._lock = threading.Lock()
+        self._triton: Any = None
+        self._reason = ""
+        self._identity: CompilerIdentity | None = None
+        self._workdir: str | None = None
+
+    def _bindings(self) -> Any:
+        if self._triton is None:
+            try:
+                self._triton = _import_triton()
+            except CompilerUnavailable as exc:
+                self._reason = str(exc)
+                raise
+        return self._triton
+
+    def _root(self) -> str:
+        """The installed triton package's directory, found without importing it (its import is heavy
+        and loads LLVM: the parent process of an isolated compiler, ``hipexplore info`` and
+        provenance only need to know it is there and what it is)."""
+        try:
+            spec = importlib.util.find_spec("triton")
+        except (ImportError, ValueError):  # a broken install, or sys.modules["triton"] = None
+            spec = None
+        if spec is None or not spec.origin:
+            self._reason = ("triton is not installed: looked for the 'triton' package; install hipexplore[triton] "
+                            "(the PyPI wheel, >= 3.9, carries its own LLVM, AMD device libraries and ptxas)")
+            raise CompilerUnavailable(self._reason)
+        return os.path.dirname(spec.origin)
+
+    def available(self) -> bool:
+        try:
+            self._root()
+            return True
+        except CompilerUnavailable:
+            return False
+
+    def unavailable_reason(self) -> str:
+        return "" if self.available() else self._reason
+
+    def targets(self) -> tuple[str, ...]:
+        if not self.available():
+            return ()
+        return ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
+
+    def identity(self) -> CompilerIdentity:
+        """Triton's version, libtriton's stamp, a hash of the Python sources that generate code
+        (compiler, backends, language, runtime: what ``triton_key()`` hashes) and stamps of the
+        AMD code generator, ptxas and the device libraries. Computed from the files, no import."""
+        if self._identity is not None:
+            return self._identity
+        root = self._root()
+        from importlib.metadata import version as dist_version
+
+        sources = hashlib.sha256()
+        for sub in ("compiler", "backends", "language", "runtime"):
+            for dirpath, dirnames, files in sorted(os.walk(os.path.join(root, sub))):
+                dirnames.sort()
+                for f in sorted(files):
+                    if f.endswith(".py"):
+                        path = os.path.join(dirpath, f)
+                        sources.update(os.path.relpath(path, root).encode() + b"\0")
+                        with open(path, "rb") as fh:
+                            sources.update(hashlib.sha256(fh.read()).digest())
+        extra: list[tuple[str, str]] = [("python_sources", sources.hexdigest())]
+        for rel in ("backends/amd/lib/libtriton_amd_codegen.so", "backends/nvidia/bin/ptxas"):
+            path = os.path.join(root, rel)
+            if os.path.exists(path):
+                extra.append((rel, file_stamp(path)))
+        for sub in ("amd", "nvidia"):
+            lib = os.path.join(root, "backends", sub, "lib")
+            for f in sorted(os.listdir(lib)) if os.path.isdir(lib) else []:
+                if f.endswith(".bc"):
+                    extra.append((f"{sub}/{f}", file_stamp(os.path.join(lib, f))))
+        libtriton = os.path.join(root, "_C", "libtriton.so")
+        self._identity = CompilerIdentity(name=self.name, version=f"triton {dist_version('triton')}", library=libtriton,
+                                          stamp=file_stamp(libtriton) if os.path.exists(libtriton) else "",
+                                          extra=tuple(extra))
+        return self._identity
+
+    def close(self) -> None:
+        super().close()
+        if self._workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    # -- compile ---------------------------------------------------------------------------------
+    def _check(self, request: CompileRequest) -> None:
+        if request.compiler != self.name:
+            raise ConfigError(f"request is for compiler {request.compiler!r}, not {self.name!r}")
+        if request.mode not in MODES:
+            raise ConfigError(f"triton mode must be one of {MODES}; got {request.mode!r}")
+        check_target(request.target)
+        if len(request.kernels) != 1:
+            raise ConfigError(f"a triton request names exactly one kernel; got {list(request.kernels)}")
+
+    def _dir(self) -> str:
+        if self._workdir is None:
+            self._workdir = tempfile.mkdtemp(prefix="hipexplore-triton-")
+        return self._workdir
+
+    def compile(self, request: CompileRequest) -> ObjectCode:
+        self._check_open()
+        self._check(request)
+        triton = self._bindings()
+        sig, consts, env, opts = decode_options(request.options)
+        (kernel,) = request.kernels
+        own = self.triton_cache_dir
+        hits: list[bool] = []
+        with self._lock, _knobs(env, own or os.path.join(self._dir(), "triton-cache"), always_compile=not own), \
+                _listener(triton, hits.append if own else None):
+            fn = self._load(request, kernel)
+            from triton.compiler import ASTSource
+
+            missing = [a for a in fn.arg_names if a not in sig and a not in consts]
+            unknown = sorted((set(sig) | set(consts)) - set(fn.arg_names))
+            if missing or unknown:
+                raise self._error(f"{kernel}({', '.join(fn.arg_names)}): " +
+                                  (f"no type or constexpr value for {', '.join(missing)}" if missing else "") +
+                                  ("; " if missing and unknown else "") +
+                                  (f"unknown arguments {', '.join(unknown)}" if unknown else ""), request, request.options)
+            full_sig = {a: ("constexpr" if a in consts else sig[a]) for a in fn.arg_names}
+            target = gpu_target(request.target)
+            self._check_options(request, target, opts)
+            start = time.perf_counter()
+            try:
+                compiled = triton.compile(ASTSource(fn, full_sig, consts), target=target, options=opts)
+            except Exception as exc:
+                raise self._error(f"triton failed to compile {kernel!r} for {request.target}: "
+                                  f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}",
+                                  request, request.options, str(exc)) from None
+            seconds = time.perf_counter() - start
+        binary_kind = "hsaco" if target.backend == "hip" else "cubin"
+        if request.mode == "asm":
+            binary = compiled.asm["amdgcn" if target.backend == "hip" else "ptx"].encode()
+        else:
+            binary = compiled.asm[binary_kind]
+        user_args = [a for a in fn.arg_names if a not in consts]
+        meta = launch_metadata(compiled, binary_kind, user_args)
+        if own:
+            meta["triton_cache_hit"] = bool(hits and hits[-1])
+        return ObjectCode(binary=bytes(binary), compiler=self.name, target=request.target, mode=request.mode,
+                          log=join_log(f"triton {triton.__version__}: {binary_kind if request.mode == 'binary' else 'assembly'} "
+                                       f"for {request.target}, kernel "
+                                       f"{meta['name']} ({len(meta['params'])} parameters)"),
+                          lowered_names={kernel: meta["name"]}, compile_seconds=seconds, metadata=meta)
+
+    def _load(self, request: CompileRequest, kernel: str) -> Any:
+        from triton.runtime.jit import JITFunction
+
+        digest = hashlib.sha256(request.source.text.encode()).hexdigest()[:16]
+        folder = os.path.join(self._dir(), digest)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, request.source.name)
+        with open(path, "w") as f:
+            f.write(request.source.text)
+        modname = f"_hipexplore_triton_{digest}"
+        spec = importlib.util.spec_from_file_location(modname, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = module  # Triton's code generator looks functions' modules up
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(modname, None)
+            raise self._error(f"importing the kernel module for {kernel!r} failed: {type(exc).__name__}: {exc}",
+                              request, request.options) from None
+        fn = getattr(module, kernel, None)
+        while fn is not None and not isinstance(fn, JITFunction) and hasattr(fn, "fn"):
+            fn = fn.fn  # autotune / heuristics wrappers
+        if not isinstance(fn, JITFunction):
+            raise self._error(f"{kernel!r} is not a @triton.jit function", request, request.options)
+        return fn
+
+    def _check_options(self, request: CompileRequest, target: Any, opts: dict[str, Any]) -> None:
+        """Triton's parse_options silently drops names it does not know: a typo would compile the
+        defaults under a key that claims otherwise, so unknown names are refused here."""
+        from triton.compiler.compiler import make_backend
+
+        fields = set(getattr(make_backend(target).parse_options({}), "__dataclass_fields__", {}))
+        unknown = sorted(set(opts) - fields) if fields else []
+        if unknown:
+            raise ConfigError(f"unknown triton option(s) {', '.join(unknown)} for {request.target}; expected some of "
+                              f"{', '.join(sorted(f for f in fields if not f.startswith('_')))}")
+
+
+@contextlib.contextmanager
+def _knobs(env: dict[str, str], cache_dir: str, always_compile: bool = True) -> Iterator[None]:
+    """Exactly the request's code-generating knobs in os.environ (others of the kind unset), a
+    private Triton cache, and always_compile, for the duration of one compile."""
+    keyed = [k for k in os.environ if _KNOB_RX.match(k) and k not in NON_CODEGEN_ENV]
+    saved = {k: os.environ.get(k) for k in {*keyed, *env, "TRITON_CACHE_DIR", "TRITON_ALWAYS_COMPILE"}}
+    try:
+        for k in keyed:
+            os.environ.pop(k, None)
+        os.environ.update(env)
+        os.environ["TRITON_CACHE_DIR"] = cache_dir
+        if always_compile:
+            os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+        else:
+            os.environ.pop("TRITON_ALWAYS_COMPILE", None)
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _listener(triton: Any, record: Any) -> Iterator[None]:
+    """Triton's compilation listener, telling a hit of its own cache from a compile."""
+    if record is None:
+        yield
+        return
+    knobs = triton.knobs.compilation
+    saved = knobs.listener
+    knobs.listener = lambda **kw: record(bool(kw.get("cache_hit")))
+    try:
+        yield
+    finally:
+        knobs.listener = saved
+
+
+_PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)
+_AMD_ARGS = re.compile(r"^\s+- \.address_space:|^\s+-( \.[a-z_]+:.*)?$", re.M)
+_AMD_FIELD = {"vgpr": r"\.vgpr_count:\s+(\d+)", "sgpr": r"\.sgpr_count:\s+(\d+)", "agpr": r"\.agpr_count:\s+(\d+)",
+              "lds": r"\.group_segment_fixed_size:\s+(\d+)", "scratch": r"\.private_segment_fixed_size:\s+(\d+)",
+              "vgpr_spill": r"\.vgpr_spill_count:\s+(\d+)", "sgpr_spill": r"\.sgpr_spill_count:\s+(\d+)",
+              "wavefront_size": r"\.wavefront_size:\s+(\d+)", "kernarg_size": r"\.kernarg_segment_size:\s+(\d+)"}
+
+
+def launch_metadata(compiled: Any, binary_kind: str, user_args: list[str]) -> dict[str, Any]:
+    """What a harness needs to launch the kernel Triton compiled, JSON-able."""
+    md = compiled.metadata
+    n_params = _count_params(compiled.asm, binary_kind)
+    extra = max(0, n_params - len(user_args)) if n_params >= 0 else 0
+    extra_names = ["global_scratch", "profile_scratch"][:extra] + [f"extra_{i}" for i in range(max(0, extra - 2))]
+    meta: dict[str, Any] = {
+        "name": md.name, "shared": int(md.shared), "num_warps": int(md.num_warps), "warp_size": int(md.warp_size),
+        "num_stages": int(getattr(md, "num_stages", 0) or 0), "num_ctas": int(getattr(md, "num_ctas", 1) or 1),
+        "block_threads": int(md.num_warps) * int(md.warp_size),
+        "params": user_args + extra_names, "scratch_params": extra_names,
+        "global_scratch_size": int(getattr(md, "global_scratch_size", 0) or 0),
+        "global_scratch_align": int(getattr(md, "global_scratch_align", 1) or 1),
+        "profile_scratch_size": int(getattr(md, "profile_scratch_size", 0) or 0),
+        "triton_version": str(getattr(md, "triton_version", "")), "binary_kind": binary_kind,
+        "arch": str(md.target.arch),
+    }
+    if binary_kind == "hsaco":
+        text = compiled.asm.get("amdgcn", "")
+        for k, rx in _AMD_FIELD.items():
+            m = re.search(rx, text)
+            if m:
+                meta[k] = int(m.group(1))
+    return meta
+
+
+def _count_params(asm: dict[str, Any], binary_kind: str) -> int:
+    if binary_kind == "cubin":
+        m = _PTX_ENTRY.search(asm.get("ptx", ""))
+        return len([p for p in m.group(2).split(",") if p.strip()]) if m else -1
+    text = asm.get("amdgcn", "")
+    m = re.search(r"\.args:\n(.*?)\n\s+\.group_segment_fixed_size", text, re.S)
+    if not m:
+        return -1
+    return len(re.findall(r"^\s+- (?:\.address_space|\.name|\.offset|\.size|\.value_kind)", m.group(1), re.M))
+
+
+__all__ = ["TritonCompiler", "gpu_target", "launch_metadata", "CompileError"]
