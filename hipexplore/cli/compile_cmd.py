@@ -176,8 +176,9 @@ def run(args: argparse.Namespace) -> int:
         "log": code.log,
         # every header in the key: --header files, the discovered include closure, built-ins
         "headers": [{"name": h.name, "path": os.path.abspath(h_path), "sha256": _sha(h.text), "included_from": ""}
-                    for h, h_path in zip(request.headers, args.header)] + args.closure.record(),
-        "system_headers": list(args.closure.system),
+                    for h, h_path in zip(request.headers, args.header)]
+                   + (args.closure.record() if getattr(args, "closure", None) else []),
+        "system_headers": list(args.closure.system) if getattr(args, "closure", None) else [],
     }
     if args.json:
         json.dump(report, sys.stdout, indent=2)
