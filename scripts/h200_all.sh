@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The GPU evidence of the second wave in two device calls (each well inside 10 minutes), run from
+# the repository root on the device tool's nvidia-h200 with $OUT set:
+#   bash scripts/h200_all.sh 1   GPU tests (every file with gpu-marked tests), measurement truth, own kernels
+#   bash scripts/h200_all.sh 2   Triton candidates, verdicts, Dask on the GPUs there, newcomer checks
+# Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps);
+# Triton cubins compiled here travel in .triton_cubins. Each step has its own timeout and log, so one
+# failing step never loses the others; everything lands in $OUT/<phase>.tar.gz plus the logs.
+set -uo pipefail
+: "${OUT:?set OUT}"
+PHASE=${1:?phase 1 or 2}
+R=/tmp/hx-h200/$PHASE; rm -rf "$R"; mkdir -p "$R"
+pip_in() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" >/dev/null 2>&1; }
+ls .whl/cuda_bench-*.whl >/dev/null 2>&1 && pip_in .whl/cuda_bench-*.whl
+for p in dask distributed partd locket zict tblib tornado lazy_importer; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HIPEXPLORE_REQUIRE_GPU=1 HIPEXPLORE_CACHE_DIR=/tmp/hx-cache-$PHASE
+export HIPEXPLORE_GIT_REVISION=${HX_REV:-unknown}
+step() { local name=$1 limit=$2; shift 2; echo "== $name"; timeout "$limit" "$@" > "$R/$name.log" 2>&1; echo "rc=$?" >> "$R/$name.log"; tail -n "${TAIL:-25}" "$R/$name.log"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$R/nvidia-smi.txt" 2>&1
+if [ "$PHASE" = 1 ]; then
+  gpu_files=$(grep -l "mark.gpu" tests/*.py | tr '\n' ' ')
+  TAIL=30 step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider -m gpu -rs $gpu_files
+  step byok 180 python3 benchmarks/byok_h200.py --out "$R/byok"
+  TAIL=60 step truth 300 python3 benchmarks/h200_truth.py --out "$R/truth"
+else
+  step triton 240 python3 benchmarks/triton_h200.py --cubins .triton_cubins --out "$R/triton"
+  TAIL=40 step verdicts 240 python3 benchmarks/verdict_h200.py --out "$R/verdicts"
+  step cluster 150 python3 benchmarks/cluster_gpu.py --out "$R/cluster"
+  step newcomer 60 python3 -c "from hipexplore.devices import get_device; from hipexplore.report.replay import replay_compiler_for; from hipexplore.provenance import collect; d=get_device('cuda'); print(replay_compiler_for(d.properties.as_dict()), collect(compilers=False)['hostname_hash'])"
+fi
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
+tar -czf "$OUT/phase$PHASE.tar.gz" -C /tmp/hx-h200 "$PHASE" && echo "packed $(du -h "$OUT/phase$PHASE.tar.gz" | cut -f1)"
+cp "$R"/*.log "$OUT/" 2>/dev/null | head -0
