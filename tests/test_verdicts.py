@@ -329,7 +329,9 @@ def test_interleaved_verdicts_on_the_gpu(tmp_path) -> None:
         catalog.unregister("copy_twin")
         dev.close()
     slower = compare(res, base="copy", new="triad")
-    assert (slower["verdict"] == "slower").all() and (slower["ratio_ci_low"] > 1.3).all(), slower
+    # triad moves 12 B per element, copy 8: 1.5x the bytes, 1.31x the time on the H200 (copy runs
+    # further from the bandwidth peak): slower everywhere, by far more than the threshold
+    assert (slower["verdict"] == "slower").all() and (slower["ratio_ci_low"] > 1.2).all(), slower
     same = compare(res, base="copy", new="copy_twin")
     assert set(same["verdict"]) <= {"same", "undecided"}, same
 

@@ -119,8 +119,9 @@ class TritonPipeline:
             plan.append(("pointwise", (c, b["bias"], b["y"])))
             self.steps.append([(kernels[r], _grid(r, prob, cfg), kernels[r].args(*a)) for r, a in plan])
         self.arg_sets = self.steps
+        self.timer = None  # a pipeline has no in-kernel timer: events time it whole
 
-    def launch(self, buffer_set: int) -> None:
+    def launch(self, buffer_set: int, position: int = 0) -> None:
         for k, grid, args in self.steps[buffer_set]:
             self.device.launch(k.fn, grid, k.block, args, shared_bytes=k.shared)
 
