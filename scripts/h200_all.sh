@@ -23,10 +23,11 @@ if [ "$PHASE" = 1 ]; then
   step byok 180 python3 benchmarks/byok_h200.py --out "$R/byok"
   TAIL=60 step truth 300 python3 benchmarks/h200_truth.py --out "$R/truth"
 else
-  step triton 240 python3 benchmarks/triton_h200.py --cubins .triton_cubins --out "$R/triton"
-  TAIL=40 step verdicts 240 python3 benchmarks/verdict_h200.py --out "$R/verdicts"
-  step cluster 150 python3 benchmarks/cluster_gpu.py --out "$R/cluster"
-  step newcomer 60 python3 -c "from hipexplore.devices import get_device; from hipexplore.report.replay import replay_compiler_for; from hipexplore.provenance import collect; d=get_device('cuda'); print(replay_compiler_for(d.properties.as_dict()), collect(compilers=False)['hostname_hash'])"
+  step gpu_tests2 100 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_triton.py tests/test_verdicts.py
+  step triton 190 python3 benchmarks/triton_h200.py --cubins .triton_cubins --out "$R/triton"
+  TAIL=40 step verdicts 150 python3 benchmarks/verdict_h200.py --quick --out "$R/verdicts"
+  step cluster 90 python3 benchmarks/cluster_gpu.py --out "$R/cluster"
+  step newcomer 30 python3 -c "from hipexplore.devices import get_device; from hipexplore.report.replay import replay_compiler_for; from hipexplore.provenance import collect; d=get_device('cuda'); print(replay_compiler_for(d.properties.as_dict()), collect(compilers=False)['hostname_hash'])"
 fi
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
 tar -czf "$OUT/phase$PHASE.tar.gz" -C /tmp/hx-h200 "$PHASE" && echo "packed $(du -h "$OUT/phase$PHASE.tar.gz" | cut -f1)"
