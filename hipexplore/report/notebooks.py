@@ -233,8 +233,10 @@ def external_references(html: str) -> list[str]:
 #: cells (warnings, provenance values, command lines) and code wrap instead of widening the page
 _NARROW_CSS = """<style>
 .jp-RenderedImage img, .jp-OutputArea-output img { max-width: 100%; height: auto; }
-.jp-RenderedHTMLCommon table { max-width: 100%; }
-.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal !important; overflow-wrap: break-word; }
+.jp-RenderedHTMLCommon table { max-width: 100%; font-size: 0.85em; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal !important; overflow-wrap: break-word;
+  padding: 0.25em 0.4em !important; }
+.jp-RenderedHTMLCommon tbody th { white-space: nowrap !important; }
 .jp-RenderedHTMLCommon td.hx-wrap { overflow-wrap: anywhere; }
 .jp-OutputArea-output pre, .jp-InputArea pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 .jp-OutputArea-output { overflow-x: visible; }
