@@ -15,7 +15,7 @@ from typing import Any
 
 from ..compile.base import ObjectCode
 from ..errors import ConfigError, DeviceError, DeviceUnavailable
-from .base import DeviceProperties, PackedArgs, choose_peak, is_stream_work, unbind
+from .base import DeviceProperties, PackedArgs, choose_peak
 from .gpu import GpuDeviceBase
 
 
@@ -132,14 +132,10 @@ class CudaDevice(GpuDeviceBase):
         attr = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         self._call(self._drv.cuFuncSetAttribute(kernel, attr, int(nbytes)), f"cuFuncSetAttribute(shared={nbytes})")
 
-    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
-               shared_bytes: int = 0, stream: Any = None) -> None:
-        if is_stream_work(kernel):
-            kernel.run(args, self.stream if stream is None else stream)
-            return
-        kernel, shared_bytes = unbind(kernel, shared_bytes)
+    def _launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
+                shared_bytes: int, stream: Any) -> None:
         res = self._drv.cuLaunchKernel(kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                       shared_bytes, self.stream if stream is None else stream, args.address, 0)
+                                       shared_bytes, stream, args.address, 0)
         if res[0] != self._ok:
             self._call(res, f"cuLaunchKernel(grid={grid}, block={block})")
 

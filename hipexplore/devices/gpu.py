@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, DeviceError, DeviceUnavailable
-from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, kernel_builder, pack_args
+from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, is_stream_work, kernel_builder, pack_args, unbind
 
 
 class SpinHold:
@@ -171,7 +171,19 @@ class GpuDeviceBase(DeviceBase):
         raise NotImplementedError
 
     def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
-               shared_bytes: int = 0, stream: Any = None) -> None:  # pragma: no cover - abstract
+               shared_bytes: int = 0, stream: Any = None) -> None:
+        """Launch on this device's stream (or ``stream``): a Python callable that enqueues its own
+        work (``callable_kernel``) runs on it; a kernel bound to its dynamic shared memory is
+        unwrapped; the rest goes to the runtime's launch call (``_launch``)."""
+        stream = self.stream if stream is None else stream
+        if is_stream_work(kernel):
+            kernel.run(args, stream)
+            return
+        kernel, shared_bytes = unbind(kernel, shared_bytes)
+        self._launch(kernel, grid, block, args, shared_bytes, stream)
+
+    def _launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
+                shared_bytes: int, stream: Any) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     @property

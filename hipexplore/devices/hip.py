@@ -25,7 +25,7 @@ from typing import Any
 from ..compile.base import ObjectCode
 from .. import settings
 from ..errors import ConfigError, DeviceUnavailable
-from .base import DeviceProperties, PackedArgs, choose_peak, is_stream_work, unbind
+from .base import DeviceProperties, PackedArgs, choose_peak
 from .gpu import GpuDeviceBase
 
 #: gfx arch prefix -> memory-side cache (Infinity Cache / MALL) bytes that HIP does not report.
@@ -193,14 +193,10 @@ class HipDevice(GpuDeviceBase):
     def kernel(self, module: Any, name: str) -> Any:
         return self._call(self._hip.hipModuleGetFunction(module, name.encode()), f"hipModuleGetFunction({name!r})")
 
-    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
-               shared_bytes: int = 0, stream: Any = None) -> None:
-        if is_stream_work(kernel):
-            kernel.run(args, self.stream if stream is None else stream)
-            return
-        kernel, shared_bytes = unbind(kernel, shared_bytes)
+    def _launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
+                shared_bytes: int, stream: Any) -> None:
         res = self._hip.hipModuleLaunchKernel(kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                              shared_bytes, self.stream if stream is None else stream, args.address, None)
+                                              shared_bytes, stream, args.address, None)
         self._call(res, f"hipModuleLaunchKernel(grid={grid}, block={block})")
 
     def event(self) -> Any:
