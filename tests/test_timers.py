@@ -202,3 +202,107 @@ def test_the_in_kernel_reference_is_timed_by_the_kernel_and_carries_telemetry(de
     assert med["in-kernel"] < med["events"]  # the reference of the in-kernel timer is timed by the kernel
     r = res.summary.set_index(["flush", "timer"])
     assert r.loc[("cold-reference", "in-kernel")].n == 12
+
+
+class _Hold:
+    def __init__(self, timed_out: bool) -> None:
+        self._t = timed_out
+
+    def release(self) -> None:
+        return None
+
+    def timed_out(self) -> bool:
+        return self._t
+
+
+class _ScriptedHolds(HostDevice):
+    """The real host device whose holds time out by a script (True = this hold timed out)."""
+
+    def __init__(self, script) -> None:
+        super().__init__(llc_bytes=256 << 10)
+        self.script = list(script)
+        self.holds = 0
+
+    def hold_stream(self, timeout_s: float = 2.0):
+        self.holds += 1
+        out = self.script[self.holds - 1] if self.holds <= len(self.script) else False
+        return _Hold(out)
+
+
+class _Readings(tm.Telemetry):
+    source = "scripted readings"
+    max_clock_mhz = 2000.0
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def read(self):
+        self.n += 1
+        return tm.Reading(clock_mhz=1900.0 + self.n, temp_c=40.0 + self.n, power_w=100.0 + self.n)
+
+
+def _wl(dev, sets):
+    spec = catalog.get("triad")
+    grid, block = spec.geometry(256, dev)
+    return Workload(dev, kernel_for(dev, "triad"), grid, block, sets.args)
+
+
+def test_failed_holds_give_up_after_exactly_the_limit_and_a_success_resets_the_count(dev):
+    from hipexplore.bench.timing import MAX_HOLD_FAILURES
+
+    spec = catalog.get("triad")
+    always = _ScriptedHolds([True] * 100)
+    always.cache = dev.cache
+    with rot.BufferSets(always, spec, 256, 1) as sets:
+        with pytest.raises(BenchmarkError, match=f"timed out {MAX_HOLD_FAILURES} times in a row .*with 1 launch"):
+            time_launches(_wl(always, sets), None, StopRule(iterations=8), chunk=4, warmup_s=0)
+    assert always.holds == MAX_HOLD_FAILURES
+    # fail, succeed, fail, succeed ...: never MAX_HOLD_FAILURES in a row, so it finishes
+    flaky = _ScriptedHolds([True, False] * 40)
+    flaky.cache = dev.cache
+    with rot.BufferSets(flaky, spec, 256, 1) as sets:
+        raw = time_launches(_wl(flaky, sets), None, StopRule(iterations=12), chunk=4, warmup_s=0)
+    assert len(raw.time_s) == 12 and raw.hold_timeouts == flaky.holds // 2 and raw.hold_timeouts >= 3
+
+
+def test_each_chunk_carries_its_telemetry_and_the_frames_their_types(dev):
+    spec = catalog.get("triad")
+    with rot.BufferSets(dev, spec, 256, 2) as sets:
+        t = _Readings()
+        raw = time_launches(_wl(dev, sets), None, StopRule(iterations=10), chunk=4, warmup_s=0, telemetry=t)
+        plain = time_launches(_wl(dev, sets), None, StopRule(iterations=3), chunk=4, warmup_s=0)
+    assert t.n == 3  # one reading per chunk (4 + 4 + 2)
+    assert list(raw.clock_mhz) == [1901.0] * 4 + [1902.0] * 4 + [1903.0] * 2
+    assert list(raw.temp_c) == [41.0] * 4 + [42.0] * 4 + [43.0] * 2
+    assert list(raw.power_w) == [101.0] * 4 + [102.0] * 4 + [103.0] * 2
+    assert raw.chunk.dtype == np.int64 and raw.position.dtype == np.int64 and raw.buffer_set.dtype == np.int64
+    assert list(raw.chunk) == [0] * 4 + [1] * 4 + [2] * 2 and list(raw.position) == [0, 1, 2, 3] * 2 + [0, 1]
+    assert np.isnan(plain.clock_mhz).all() and np.isnan(plain.temp_c).all() and np.isnan(plain.power_w).all()
+    assert plain.clock_mhz.shape == (3,) and plain.timer == "events" and raw.timer == "events"
+
+
+def test_notes_say_how_sampling_stopped_only_when_it_did_not_converge(dev):
+    spec = catalog.get("triad")
+    with rot.BufferSets(dev, spec, 256, 1) as sets:
+        fixed = time_launches(_wl(dev, sets), None, StopRule(iterations=4), warmup_s=0)
+        never = StopRule(min_samples=2, min_time_s=0.0, target_ci=1e-12, target_cv=1e-12, stable_noise=1e-12, timeout_s=0.05)
+        timed = time_launches(_wl(dev, sets), None, never, warmup_s=0)
+        easy = StopRule(min_samples=2, min_time_s=0.0, target_cv=1e9, timeout_s=10)
+        conv = time_launches(_wl(dev, sets), None, easy, warmup_s=0)
+    assert fixed.stop_reason == "fixed iteration count" and fixed.notes == []
+    assert timed.stop_reason.startswith("timeout 0.05 s") and timed.notes == [timed.stop_reason]
+    assert conv.stop_reason.startswith("converged") and conv.notes == []
+
+
+def test_raw_times_fill_what_a_caller_left_out():
+    from hipexplore.bench.timing import RawTimes
+
+    r = RawTimes(time_s=np.ones(3), flush_s=np.zeros(3), gap_s=np.zeros(3), buffer_set=np.zeros(3, dtype=np.int64))
+    assert r.chunk.dtype == np.int64 and list(r.chunk) == [0, 0, 0]
+    assert r.position.dtype == np.int64 and list(r.position) == [0, 1, 2]
+    for name in ("clock_mhz", "temp_c", "power_w"):
+        v = getattr(r, name)
+        assert v.shape == (3,) and np.isnan(v).all()
+    kept = RawTimes(time_s=np.ones(2), flush_s=np.zeros(2), gap_s=np.zeros(2), buffer_set=np.zeros(2, dtype=np.int64),
+                    chunk=np.array([5, 5]), position=np.array([0, 1]), clock_mhz=np.array([1.0, 2.0]))
+    assert list(kept.chunk) == [5, 5] and list(kept.clock_mhz) == [1.0, 2.0] and np.isnan(kept.temp_c).all()
