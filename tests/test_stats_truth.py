@@ -289,3 +289,25 @@ def test_measure_adaptively_hands_the_rule_each_batch_as_a_chunk(monkeypatch):
     measure_adaptively(lambda k: TRUE * (1 + 0.5 * np.random.default_rng(len(seen)).standard_normal(k)),
                        StopRule(min_samples=20, min_time_s=0.0, timeout_s=1e9, max_samples=40), chunk=8)
     assert seen[-1] == [c for c in range(5) for _ in range(8)]  # the default: batches as they come
+
+
+def test_a_plan_where_exactly_one_set_fits_and_what_a_plan_records():
+    from hipexplore.bench import rotating as rot
+
+    p = rot.plan(4, footprint_bytes=300, set_bytes=1000, llc_bytes=4096, free_bytes=3000, mem_fraction=0.5)
+    assert (p.count, p.capped, p.cap_bytes) == (1, True, 1500)  # 1500 // 1000 = 1 set fits: capped, not refused
+    assert isinstance(p.count, int) and "capped to 1" in p.note and "4000 B" in p.note
+    assert (p.footprint_bytes, p.set_bytes, p.llc_bytes, p.requested) == (300, 1000, 4096, "4")
+    with pytest.raises(ConfigError, match="one buffer set needs 1000 B but the cap is 999 B"):
+        rot.plan(1, footprint_bytes=300, set_bytes=1000, llc_bytes=4096, free_bytes=1998, mem_fraction=0.5)
+    assert rot.plan("auto", footprint_bytes=1, set_bytes=1, llc_bytes=4096, free_bytes=10**9).count == 2 * 4096
+    assert rot.parse_rotating(" 7 ") == 7 and rot.parse_rotating("AUTO") == "auto"
+
+
+def test_the_key_record_names_its_parts():
+    from hipexplore.compile.request import CompileRequest, CompilerIdentity, Source, make_key
+
+    ident = CompilerIdentity("host", "cc 12", "/usr/bin/cc", "abc", (("CC", "cc"),))
+    assert ident.record() == {"name": "host", "version": "cc 12", "library": "/usr/bin/cc", "stamp": "abc", "extra": [["CC", "cc"]]}
+    key = make_key(CompileRequest(Source("k.c", "int f(void) { return 1; }"), "host", "host"), ident)
+    assert set(key.record) >= {"schema", "request", "compiler"} and key.record["compiler"] == ident.record()
