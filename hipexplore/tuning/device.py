@@ -210,13 +210,27 @@ def benchmark_candidates(
                                 "rel_error": err, "warning": "; ".join(n for n in notes if n),
                             })
                     finally:
-                        for s in sets:
-                            for buf in s.values():
-                                dev.free(buf)
+                        free_sets(dev, sets)
     finally:
-        for fl in flushers.values():
-            if fl is not None:
-                fl.free()
+        free_flushers(flushers)
+    return ranked(rows)
+
+
+def free_sets(device: Device, sets: Sequence[dict[str, DeviceBuffer]]) -> None:
+    """Give back every buffer of a candidate's rotating sets."""
+    for s in sets:
+        for buf in s.values():
+            device.free(buf)
+
+
+def free_flushers(flushers: dict[str, Any]) -> None:
+    for fl in flushers.values():
+        if fl is not None:
+            fl.free()
+
+
+def ranked(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """The candidates' result rows as one frame, ranked by median within (problem, rotating, flush)."""
     df = pd.DataFrame(rows)
     df["rank"] = df.groupby(["problem", "rotating_requested", "flush"])["median_s"].rank(method="min").astype("int64")
     df["best"] = df["rank"] == 1

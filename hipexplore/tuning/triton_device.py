@@ -31,7 +31,7 @@ from ..devices import device_label
 from ..devices.base import FLUSH_MODES, Device, DeviceBuffer, PackedArgs, check_flush_mode
 from ..errors import BenchmarkError, ConfigError
 from ..kernels import gemm as g
-from .device import RESULT_COLUMNS, _stats
+from .device import _stats, free_flushers, free_sets, ranked
 from .lists import GemmProblem, transformer_problems
 from .triton_list import TAIL_BLOCK, TritonConfig, default_candidates, role_request, roles_for
 
@@ -200,14 +200,7 @@ def benchmark_triton_candidates(device: Device, problems: Iterable[GemmProblem] 
                                 "rel_error": err, "warning": "; ".join(n for n in notes if n),
                             })
                     finally:
-                        for s in sets:
-                            for buf in s.values():
-                                device.free(buf)
+                        free_sets(device, sets)
     finally:
-        for fl in flushers.values():
-            if fl is not None:
-                fl.free()
-    df = pd.DataFrame(rows)
-    df["rank"] = df.groupby(["problem", "rotating_requested", "flush"])["median_s"].rank(method="min").astype("int64")
-    df["best"] = df["rank"] == 1
-    return df[list(RESULT_COLUMNS)], source
+        free_flushers(flushers)
+    return ranked(rows), source
