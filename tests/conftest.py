@@ -197,3 +197,28 @@ def redis_server(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+# -- process exit -------------------------------------------------------------------------------
+# A fresh-clone run of the whole suite (CI) passed every test and then died with SIGSEGV while the
+# interpreter tore down: an exit-time destructor of one of the native libraries the suite loads
+# into one process (comgr/hiprtc of ROCm 5.2, libclang, Triton's LLVM, NVRTC) — no test runs them
+# together on purpose, and no single file reproduces it. The results are reported by then, so the
+# suite leaves with its own exit status through os._exit instead of running those destructors.
+# (The library itself runs hiprtc and Triton in worker processes, where an exit crash loses nothing.)
+_EXIT = {"status": None}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _EXIT["status"] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    if _EXIT["status"] is None or os.environ.get("HIPEXPLORE_TEST_NORMAL_EXIT") == "1":
+        return
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_EXIT["status"])
