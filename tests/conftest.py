@@ -199,6 +199,27 @@ def redis_server(tmp_path_factory):
         server.stop()
 
 
+# -- GPU tests ----------------------------------------------------------------------------------
+def _no_gpu(reason: str) -> None:
+    if os.environ.get("HIPEXPLORE_REQUIRE_GPU") == "1":
+        pytest.fail(f"a CUDA GPU is required here (HIPEXPLORE_REQUIRE_GPU=1) but: {reason}")
+    pytest.skip(f"no CUDA GPU: {reason}")
+
+
+@pytest.fixture(scope="module")
+def cuda():
+    from hipexplore.errors import DeviceUnavailable
+
+    try:
+        from hipexplore.devices import get_device
+
+        dev = get_device("cuda")
+    except DeviceUnavailable as exc:
+        _no_gpu(str(exc))
+    yield dev
+    dev.close()
+
+
 # -- process exit -------------------------------------------------------------------------------
 # A fresh-clone run of the whole suite (CI) passed every test and then died with SIGSEGV while the
 # interpreter tore down: an exit-time destructor of one of the native libraries the suite loads

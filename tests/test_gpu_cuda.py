@@ -47,24 +47,7 @@ extern "C" __global__ void hx_test_empty(int* p) { if (p == 0 && threadIdx.x == 
 """
 
 
-def _no_gpu(reason: str) -> None:
-    if os.environ.get("HIPEXPLORE_REQUIRE_GPU") == "1":
-        pytest.fail(f"a CUDA GPU is required here (HIPEXPLORE_REQUIRE_GPU=1) but: {reason}")
-    pytest.skip(f"no CUDA GPU: {reason}")
-
-
-@pytest.fixture(scope="module")
-def cuda():
-    from hipexplore.errors import DeviceUnavailable
-
-    try:
-        from hipexplore.devices import get_device
-
-        dev = get_device("cuda")
-    except DeviceUnavailable as exc:
-        _no_gpu(str(exc))
-    yield dev
-    dev.close()
+from conftest import _no_gpu, cuda  # noqa: F401 - the GPU guard and the module-scoped device fixture
 
 
 def _load(dev, source: str, entry: str):

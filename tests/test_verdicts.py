@@ -317,7 +317,7 @@ def test_interleaved_verdicts_on_the_gpu(tmp_path) -> None:
 
         dev = get_device("cuda")
     except DeviceUnavailable as exc:
-        from test_gpu_cuda import _no_gpu
+        from conftest import _no_gpu
 
         _no_gpu(str(exc))
     try:
