@@ -47,13 +47,13 @@ REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "
 #: One row per timed launch of a sweep.
 SAMPLE_COLUMNS = (
     "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",
-    "rotating_requested", "flush", "timer", "iteration", "chunk", "position", "buffer_set", "time_s",
+    "rotating_requested", "flush", "timer", "iteration", "pass_index", "chunk", "position", "buffer_set", "time_s",
     "flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "throttled", "dropped",
 )
 #: One row per sweep configuration.
 SUMMARY_COLUMNS = (
     "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",
-    "rotating_requested", "flush", "timer", "n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv",
+    "rotating_requested", "flush", "timer", "n", "passes", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv",
     "ci_low_s", "ci_high_s", "n_outliers", "bimodality", "reference_median_s", "bias", "bias_ci_low",
     "bias_ci_high", "bandwidth_gbs", "peak_bandwidth_gbs", "rotating_cap_bytes", "stop_reason", "timed_out",
     "n_throttled", "clock_mhz", "warning",

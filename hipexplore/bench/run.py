@@ -163,8 +163,48 @@ def run(
         for (kernel, size, timer), g in cold.assign(timer=old_t[cold.index]).groupby(["kernel", "size_bytes", "timer"]):
             refs[(kernel, int(size), str(timer))] = Measurement(g["time_s"].to_numpy(), label=f"{kernel} {size} cold",
                                                                chunks=g["chunk"].to_numpy() if "chunk" in g else None)
+    if "pass_index" not in old_samples.columns:  # written before passes existed: one pass each
+        old_samples = old_samples.assign(pass_index=np.zeros(len(old_samples), dtype=np.int64))
+    if "passes" not in old_summary.columns:
+        old_summary = old_summary.assign(passes=np.ones(len(old_summary), dtype=np.int64))
+    if spec.passes > 1:
+        return _measure_passes(spec, dev, specs, flush_list, metadata, paths, done, old_samples, old_summary, hooks, progress)
     return _measure(spec, dev, specs, rule, flush_list, metadata, paths, done, refs, old_samples, old_summary,
                     hooks, progress)
+
+
+def _measure_passes(spec: SweepSpec, dev: Device, specs: list[KernelSpec], flush_list: list[str], metadata: dict[str, str],
+                    paths: tuple[Path, Path, Path] | None, done: set, old_samples: pd.DataFrame, old_summary: pd.DataFrame,
+                    hooks: SweepHooks, progress: bool) -> SweepResult:
+    """``spec.passes`` one-pass sweeps of the configurations not done yet, merged (``bench.passes``)."""
+    import dataclasses
+
+    from . import passes as ps
+
+    one = dataclasses.replace(spec, passes=1, stop=ps.pass_rule(spec.stop, spec.passes),
+                              reference_samples=max(1, math.ceil(spec.reference_samples / spec.passes)))
+    empty_s, empty_m = empty_frame(SAMPLE_COLUMNS), empty_frame(SUMMARY_COLUMNS)
+    results: list[SweepResult] = []
+
+    def measure(k: int) -> SweepResult:
+        if results and results[-1].stopped:
+            return results[-1]
+        res = _measure(one, dev, specs, one.stop, flush_list, metadata, None, done, {}, empty_s, empty_m, hooks, progress)
+        results.append(res)
+        return res
+
+    ps.run_passes(dev, spec.passes, measure)
+    stopped = any(r.stopped for r in results)
+    metadata["sweep.passes_done"] = str(len(results) - (1 if stopped else 0))
+    merged_s, merged_m = ps.merge([r.samples for r in results], [r.summary for r in results],
+                                  peak_bandwidth_gbs=float(dev.peak_bandwidth_gbs))
+    samples_parts = [p for p in (old_samples, merged_s) if len(p)]
+    summary_rows = old_summary.to_dict("records") + merged_m.to_dict("records")
+    if paths is not None and not stopped:
+        write_results(paths, samples_parts, summary_rows, metadata)
+    skipped = sorted(d for d in done if d[3] != COLD_REFERENCE)
+    return SweepResult(samples_frame(samples_parts), summary_frame(summary_rows), metadata, paths[0] if paths else None,
+                       stopped, skipped)
 
 
 def _reference_schedule(groups: int, parts: int, samples: int) -> list[tuple[int, int]]:
@@ -487,6 +527,7 @@ def _frames(base: dict[str, Any], count: int, requested: str, flush: str, timer:
         "flush": [flush] * k,
         "timer": [timer] * k,
         "iteration": np.arange(k, dtype=np.int64),
+        "pass_index": np.zeros(k, dtype=np.int64),
         "chunk": raw.chunk.astype(np.int64),
         "position": raw.position.astype(np.int64),
         "buffer_set": raw.buffer_set.astype(np.int64),
@@ -501,6 +542,7 @@ def _frames(base: dict[str, Any], count: int, requested: str, flush: str, timer:
     }, columns=list(SAMPLE_COLUMNS))
     s = m.summary()
     row: dict[str, Any] = {**base, "rotating": count, "rotating_requested": requested, "flush": flush, "timer": timer}
+    row["passes"] = 1
     row.update({key: s[key] for key in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
                                         "ci_high_s", "n_outliers", "bimodality")})
     _set_bias(row, m, ref)

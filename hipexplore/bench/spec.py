@@ -27,7 +27,9 @@ from .timing import DEFAULT_CHUNK, TIMERS
 
 #: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
 MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.mem_fraction", "sweep.reference_samples",
-                    "sweep.flush_end_event", "sweep.reference_parts", "sweep.throttle")
+                    "sweep.flush_end_event", "sweep.reference_parts", "sweep.throttle", "sweep.passes")
+#: most passes a sweep may make (each pass is a whole sweep of its share of the samples)
+MAX_PASSES = 64
 
 
 def parse_size(text: str | int) -> int:
@@ -108,6 +110,10 @@ class SweepSpec:
     #: few chunks, in an order shuffled with ``interleave_seed`` (see bench.interleave)
     interleave: bool = False
     interleave_seed: int = 0
+    #: the sweep is made this many times through, each pass with its share of the samples, its
+    #: own buffers (at other addresses) and its own reference parts; intervals are then bootstrapped
+    #: over passes too, so they cover what changes between runs (see bench.passes)
+    passes: int = 1
 
     def __post_init__(self) -> None:
         kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
@@ -140,6 +146,9 @@ class SweepSpec:
                 or not math.isfinite(self.warmup_s) or self.warmup_s < 0:
             raise ConfigError(f"warmup_s must be a finite number of seconds >= 0, got {self.warmup_s!r}")
         self._check_int("interleave_seed", self.interleave_seed, 0)
+        self._check_int("passes", self.passes, 1)
+        if self.passes > MAX_PASSES:
+            raise ConfigError(f"passes must be an integer in [1, {MAX_PASSES}], got {self.passes!r}")
         for name in ("reference", "verify", "flush_end_event", "drop_throttled", "interleave"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -207,6 +216,7 @@ class SweepSpec:
             "clock_warmup_s": self.clock_warmup_s,
             "interleave": self.interleave,
             "interleave_seed": self.interleave_seed,
+            "passes": self.passes,
         }
 
     def record(self) -> dict[str, str]:
@@ -251,6 +261,7 @@ def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
         "sweep.reference_parts": str(record.get("reference_parts", 1)),
         "sweep.throttle": f"{record.get('throttle_threshold', 0.0)} drop={record.get('drop_throttled', False)}",
         "sweep.interleave": (f"seed={record.get('interleave_seed', 0)}" if record.get("interleave") else "no"),
+        "sweep.passes": str(record.get("passes", 1)),
         **{f"flush.factor.{k}": str(v) for k, v in dict(record["flush_factors"]).items()},
     }
 

@@ -13,6 +13,14 @@ samples (the usual block-length rate) and never split a chunk. Resampling single
 1 MiB l2-read interval on the H200 3.5x too narrow. A bias (``median / reference - 1``) gets its own
 two-sample interval (both sides resampled independently).
 
+Samples taken in several *passes* through a sweep (``SweepSpec.passes``: each pass with its own
+buffers, at another time) carry the pass of each sample (``groups``), and the bootstrap is then
+two-stage: passes drawn with replacement, then blocks within each drawn pass. Why: on the H200 the
+triad's in-kernel time depends on where its buffers landed (0.96-1.12 us at 1 MiB between 8
+allocations) and the event floor moves between runs (3.04-3.30 us), so ten runs' medians spread
+5-10x what one run's chunk bootstrap implied; only an interval over several placements and times
+can cover what changes between runs (BENCHMARKS.md, "Run-to-run drift").
+
 A bimodality flag uses Sarle's bimodality coefficient, (skew^2 + 1) / (excess kurtosis +
 3 (n-1)^2 / ((n-2)(n-3))), above 5/9 (the value of a uniform distribution): two modes, so a median
 and its interval can sit between them.
@@ -81,6 +89,29 @@ def _block_medians(samples: np.ndarray, labels: np.ndarray, resamples: int, rng:
     return out
 
 
+def _grouped_block_medians(samples: np.ndarray, chunks: np.ndarray | None, groups: np.ndarray, resamples: int,
+                           rng: np.random.Generator) -> np.ndarray:
+    """Two-stage bootstrap medians: groups (passes) drawn with replacement, then the blocks of each
+    drawn group with replacement (blocks labelled within each group by ``block_labels``)."""
+    per_group: list[list[np.ndarray]] = []
+    for g in np.unique(groups):
+        mask = groups == g
+        vals = samples[mask]
+        labels = block_labels(None if chunks is None else chunks[mask], int(vals.size))
+        order = np.argsort(labels, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(labels[order]) != 0])
+        per_group.append(np.split(vals[order], starts[1:]))
+    k = len(per_group)
+    out = np.empty(resamples)
+    for r in range(resamples):
+        parts = []
+        for gi in rng.integers(0, k, size=k):
+            blocks = per_group[gi]
+            parts.extend(blocks[i] for i in rng.integers(0, len(blocks), size=len(blocks)))
+        out[r] = np.median(np.concatenate(parts))
+    return out
+
+
 def bimodality_coefficient(samples: np.ndarray) -> float:
     """Sarle's coefficient (sample skewness and excess kurtosis, bias-corrected); NaN for n < 4
     or constant data."""
@@ -109,6 +140,8 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
     #: chunk (stream hold) of each sample, for the block bootstrap; None: samples are independent
     chunks: np.ndarray | None = None
+    #: pass of each sample (``SweepSpec.passes``), for the two-stage bootstrap; None: one pass
+    groups: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         arr = np.asarray(self.samples, dtype=np.float64).ravel()
@@ -122,6 +155,16 @@ class Measurement:
             if ch.size != arr.size:
                 raise ConfigError(f"{self.label or 'a measurement'}: {ch.size} chunk ids for {arr.size} samples")
             self.chunks = ch
+        if self.groups is not None:
+            gr = np.asarray(self.groups).ravel()
+            if gr.size != arr.size:
+                raise ConfigError(f"{self.label or 'a measurement'}: {gr.size} pass ids for {arr.size} samples")
+            self.groups = gr
+
+    @property
+    def passes(self) -> int:
+        """How many passes the samples come from (1 without pass ids)."""
+        return 1 if self.groups is None else int(np.unique(self.groups).size)
 
     def blocks(self) -> np.ndarray:
         """Bootstrap block label of each sample (see ``block_labels``)."""
@@ -192,6 +235,8 @@ class Measurement:
         """Medians of bootstrap resamples: whole blocks of chunks when chunk ids are known, else
         single samples (seeded: the same samples give the same medians)."""
         rng = np.random.default_rng(self.seed if seed is None else seed)
+        if self.passes > 1:
+            return _grouped_block_medians(self.samples, self.chunks, self.groups, resamples, rng)  # type: ignore[arg-type]
         if self.chunks is not None:
             return _block_medians(self.samples, self.blocks(), resamples, rng)
         meds = np.empty(resamples)

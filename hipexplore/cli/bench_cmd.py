@@ -106,6 +106,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--interleave", action="store_true",
                    help="A/B in one run: measure the kernels of each configuration in alternating turns of a few chunks, "
                    "in a shuffled (seeded) order, so drift cancels; compare them with `hipexplore compare RUN --base A --new B`")
+    p.add_argument("--passes", type=_count("--passes", 64), default=1,
+                   help="make the sweep this many times through, each pass with its share of the samples and fresh buffers "
+                   "at other addresses; intervals then cover what changes between runs (default 1)")
     p.add_argument("--seed", type=int, default=0, help="with --interleave: the seed of the shuffled order (default 0)")
     p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
@@ -183,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
                 worker=args.worker,
                 timers=_csv(args.timer), drop_throttled=not args.keep_throttled, interleave=args.interleave,
-                interleave_seed=args.seed,
+                interleave_seed=args.seed, passes=args.passes,
                 **({"chunk": args.chunk} if args.chunk is not None else {}), cluster=cluster,
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if res.skipped:

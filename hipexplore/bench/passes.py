@@ -1,0 +1,155 @@
+"""A sweep made in several passes (``SweepSpec.passes``), merged into one result.
+
+Why: an interval from one pass describes the noise inside it, and on the H200 more changes between
+runs than inside one. Ten back-to-back runs of the triad sweep spread their medians 5-10x what one
+run's chunk bootstrap implied at 1-16 MiB, for two measured reasons (benchmarks/drift_h200.py,
+benchmarks/placement_h200.py; BENCHMARKS.md "Run-to-run drift"):
+
+* placement: the kernel's own (in-kernel) time depends on where its buffers landed: 8 allocations
+  of the 1 MiB triad, all resident in the L2, ran in 0.96-1.12 us, the same per allocation in every
+  run; one run sees one allocation, and rerunning lands elsewhere;
+* the event floor (launch + drain, what events include and the kernel does not) moved between
+  runs by 3.04-3.30 us at 4 KiB while staying put within one configuration's samples.
+
+A pass is a whole sweep of its share of the samples (fixed iterations split evenly, rounded up;
+an adaptive rule's minimum, time budget and sample cap divided by the passes), with its own
+buffers — moved to other addresses by a pad allocation of a different size held through each pass
+— and its own reference parts. The passes run one after another, so each configuration is
+measured at ``passes`` different times and placements. The merged samples keep every pass's rows
+(``pass_index``; chunk ids made distinct), and every summary row is computed again from them: the
+median over all passes, the interval from the two-stage bootstrap (passes, then blocks of chunks
+within each; ``stats.Measurement(groups=...)``), and each bias against the reference merged the
+same way. Results are written once, when the last pass is done; a sweep stopped part-way keeps
+what earlier, finished sweeps wrote to the same file, but not the passes of this one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ..devices.base import Device
+from ..errors import ConfigError
+from ..schema import COLD_REFERENCE, SUMMARY_COLUMNS
+from .stats import Measurement, StopRule, is_timeout
+
+#: the pad of pass k is k * PAD_STEP plus a pass-dependent multiple of PAD_JITTER
+PAD_STEP = 2 << 20
+PAD_JITTER = 64 << 10
+#: summary warnings that are the statistics' own (``Measurement.warnings``: recomputed on the merged
+#: samples, not carried over from the passes)
+_STAT_WARNINGS = re.compile(r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)")
+CONFIG = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
+
+
+def pass_rule(rule: StopRule, passes: int) -> StopRule:
+    """The stop rule of one of ``passes`` passes: fixed counts split evenly (rounded up), an
+    adaptive rule's minimum samples and time, time budget and sample cap divided among them."""
+    if passes == 1:
+        return rule
+    if rule.iterations is not None:
+        if rule.iterations < passes:
+            raise ConfigError(f"iterations ({rule.iterations}) must be at least the number of passes ({passes}): "
+                              f"every pass takes its share of the samples")
+        return dataclasses.replace(rule, iterations=math.ceil(rule.iterations / passes))
+    return dataclasses.replace(rule, min_samples=max(1, math.ceil(rule.min_samples / passes)),
+                               min_time_s=rule.min_time_s / passes, timeout_s=rule.timeout_s / passes,
+                               max_samples=max(1, math.ceil(rule.max_samples / passes)))
+
+
+def pad_bytes(k: int, seed: int = 0) -> int:
+    """Bytes held allocated through pass ``k`` (0 for the first), so its buffers land elsewhere."""
+    if k == 0:
+        return 0
+    jitter = int(np.random.default_rng([seed, k]).integers(1, 32))
+    return k * PAD_STEP + jitter * PAD_JITTER
+
+
+def run_passes(device: Device, passes: int, measure: Callable[[int], Any]) -> list[Any]:
+    """``measure(k)`` for each pass with its pad allocation held; the results in pass order."""
+    results = []
+    for k in range(passes):
+        pad = device.alloc(pad_bytes(k)) if k else None
+        try:
+            results.append(measure(k))
+        finally:
+            if pad is not None:
+                device.free(pad)
+    return results
+
+
+def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_bandwidth_gbs: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One sweep result from its passes (samples and summary frames in pass order)."""
+    parts = []
+    offsets: dict[tuple, int] = {}
+    for k, frame in enumerate(samples):
+        if not len(frame):
+            continue
+        frame = frame.copy()
+        frame["pass_index"] = k
+        for key, idx in frame.groupby(CONFIG, sort=False).groups.items():
+            start = offsets.get(key, 0)
+            chunks = frame.loc[idx, "chunk"].to_numpy()
+            frame.loc[idx, "chunk"] = chunks + start
+            offsets[key] = start + int(chunks.max()) + 1
+        parts.append(frame)
+    merged = pd.concat(parts, ignore_index=True) if parts else samples[0]
+    if len(merged):
+        merged["iteration"] = merged.groupby(CONFIG, sort=False).cumcount().astype(np.int64)
+    groups = {key: g for key, g in merged.groupby(CONFIG, sort=False)} if len(merged) else {}
+
+    def measurement(key: tuple) -> Measurement | None:
+        g = groups.get(key)
+        if g is None:
+            return None
+        kept = g[~g["dropped"].to_numpy(bool)]
+        if not len(kept):
+            kept = g
+        return Measurement(kept["time_s"].to_numpy(), label=" ".join(str(x) for x in key),
+                           chunks=kept["chunk"].to_numpy(), groups=kept["pass_index"].to_numpy())
+
+    rows = pd.concat([s for s in summaries if len(s)], ignore_index=True) if any(len(s) for s in summaries) else summaries[0]
+    out = []
+    refs: dict[tuple, Measurement] = {}
+    for key, g in rows.groupby(CONFIG, sort=False):
+        row = g.iloc[0].to_dict()
+        m = measurement(key)
+        if m is None:
+            continue
+        s = m.summary()
+        row.update({c: s[c] for c in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
+                                      "ci_high_s", "n_outliers", "bimodality")})
+        row["passes"] = m.passes
+        notes = []
+        for w in g["warning"].fillna(""):
+            for part in _STAT_WARNINGS.sub("", str(w)).split("; "):
+                part = part.strip()
+                if part and part not in notes:
+                    notes.append(part)
+        row["warning"] = "; ".join([*notes, *(x for x in m.warnings() if x not in notes)])
+        reasons = list(dict.fromkeys(str(r) for r in g["stop_reason"]))
+        row["stop_reason"] = " | ".join(reasons)
+        row["timed_out"] = bool(any(is_timeout(r) for r in reasons))
+        row["n_throttled"] = int(g["n_throttled"].sum())
+        clocks = groups[key]["clock_mhz"].to_numpy(float)
+        row["clock_mhz"] = float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan
+        row["bandwidth_gbs"] = row["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
+        row["peak_bandwidth_gbs"] = peak_bandwidth_gbs
+        if row["flush"] == COLD_REFERENCE:
+            refs[(row["kernel"], row["size_bytes"], row["timer"])] = m
+        out.append(row)
+    from .run import _set_bias  # one bias computation for one-pass and merged rows
+
+    for row in out:
+        key = tuple(row[c] for c in CONFIG)
+        ref = refs.get((row["kernel"], row["size_bytes"], row["timer"]))
+        if ref is not None or not math.isnan(float(row.get("reference_median_s", math.nan))):
+            _set_bias(row, measurement(key), ref)  # type: ignore[arg-type]
+    return merged, pd.DataFrame(out, columns=list(SUMMARY_COLUMNS))
+
+
+__all__ = ["PAD_STEP", "merge", "pad_bytes", "pass_rule", "run_passes"]
