@@ -85,6 +85,8 @@ def main() -> None:
             res = hx.sweep("triad", sizes, [1], ["none", "l2-read"], device=dev, iterations=a.iterations, reference=False,
                            progress=False, timers=timers, passes=npass)
             runs.append(res.summary.assign(rep=r, run_id=f"run{r}p{npass}", npass=npass, run_seconds=time.time() - t))
+            pd.concat(runs, ignore_index=True).to_parquet(out / "A_runs.parquet")  # kept if the run is cut short
+            print(f"run {r} passes {npass}: {time.time() - t:.1f} s", flush=True)
     everything = pd.concat(runs, ignore_index=True)
     everything.to_parquet(out / "A_runs.parquet")
     by_passes = {n: spread(everything[everything.npass == n], "rep").assign(npass=n) for n in a.passes}
