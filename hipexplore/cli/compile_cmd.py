@@ -179,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
                     for h, h_path in zip(request.headers, args.header)]
                    + (args.closure.record() if getattr(args, "closure", None) else []),
         "system_headers": list(args.closure.system) if getattr(args, "closure", None) else [],
+        # what the compiler reads outside the request (cc -M, absolute includes, ...): keyed too
+        "implicit_inputs": key.record.get("implicit", []),
     }
     if args.json:
         json.dump(report, sys.stdout, indent=2)

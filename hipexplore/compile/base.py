@@ -134,6 +134,11 @@ class CompilerBase:
         """PIDs of the processes that compile for this compiler, other than this one (none in-process)."""
         return []
 
+    def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Any:
+        """The files a compile reads outside the request, for the key (compile/implicit.py's
+        ``Implicit``); None for a compiler that reads none (Triton: its source is the request)."""
+        return None
+
     def __enter__(self) -> "CompilerBase":
         return self
 

@@ -163,7 +163,7 @@ class CompileCache:
         self._events: deque[CacheEvent] = deque(maxlen=max_events or None)
         self._seq = 0
         self._compilers: dict[str, Compiler] = {}
-        self._key_memo: OrderedDict[tuple, CacheKey] = OrderedDict()
+        self._key_memo: OrderedDict[tuple, tuple[Any, CacheKey]] = OrderedDict()
         self._key_memo_bytes = 0
         self._counters = {
             "lookups": 0,
@@ -221,28 +221,35 @@ class CompileCache:
         return self._key(request, self._compiler_for(request, compiler))
 
     def _key(self, request: CompileRequest, compiler: Compiler) -> CacheKey:
-        """make_key, memoized on (request, identity): both are frozen and equal requests have
-        equal records, so this only skips re-serializing the source (most of a memory hit's
-        cost). The memo is bounded by count and by the size of the keys it holds."""
+        """make_key, memoized on (request, identity) and valid only for the implicit inputs it
+        was built from: the compiler's ``implicit_inputs`` re-stats the files the compile reads
+        outside the request (and resolves them again on a change, compile/implicit.py), so a
+        memoized key never outlives an edited header. Equal requests have equal records, so the
+        memo only skips re-serializing the source (most of a memory hit's cost). It is bounded
+        by count and by the size of the keys it holds."""
         identity = compiler.identity()
+        finder = getattr(compiler, "implicit_inputs", None)
+        implicit = finder(request, identity) if finder is not None else None
         if request.clock:  # the key holds the clock: never memoized
-            return make_key(request, identity, self._digest)
+            return make_key(request, identity, self._digest, implicit)
         memo_key = (request, identity)
         with self._lock:
-            key = self._key_memo.get(memo_key)
-            if key is not None:
+            held = self._key_memo.get(memo_key)
+            if held is not None and (held[0] is implicit or held[0] == implicit):
                 self._key_memo.move_to_end(memo_key)
-                return key
-        key = make_key(request, identity, self._digest)
+                return held[1]
+        key = make_key(request, identity, self._digest, implicit)
         with self._lock:
-            if memo_key not in self._key_memo:
-                self._key_memo[memo_key] = key
-                self._key_memo_bytes += len(key.canonical)
-                while self._key_memo and (
-                    len(self._key_memo) > _KEY_MEMO_ENTRIES or self._key_memo_bytes > _KEY_MEMO_BYTES
-                ):
-                    _, dropped = self._key_memo.popitem(last=False)
-                    self._key_memo_bytes -= len(dropped.canonical)
+            old = self._key_memo.pop(memo_key, None)
+            if old is not None:
+                self._key_memo_bytes -= len(old[1].canonical)
+            self._key_memo[memo_key] = (implicit, key)
+            self._key_memo_bytes += len(key.canonical)
+            while self._key_memo and (
+                len(self._key_memo) > _KEY_MEMO_ENTRIES or self._key_memo_bytes > _KEY_MEMO_BYTES
+            ):
+                _, (_, dropped) = self._key_memo.popitem(last=False)
+                self._key_memo_bytes -= len(dropped.canonical)
         return key
 
     def get_or_compile(self, request: CompileRequest, compiler: Compiler | None = None) -> CacheResult:
@@ -254,7 +261,9 @@ class CompileCache:
         compiler = self._compiler_for(request, compiler)
         key = self._key(request, compiler)
 
-        if request.diagnostics:  # side effects a hit would skip: always compile, store nothing
+        # diagnostics: side effects a hit would skip; not cacheable: the files it reads could not be
+        # listed (cc -M failed, e.g. a missing header). Either way: always compile, store nothing
+        if request.diagnostics or not key.cacheable:
             return self._compile_uncached(request, compiler, key, start, "bypassed")
 
         flight: _InFlight | None = None

@@ -29,6 +29,7 @@ from typing import Any, ContextManager
 from .. import settings
 from ..errors import CompilerUnavailable, ConfigError
 from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries
+from .implicit import Implicit, runtime_inputs
 from .inputs import env_identity
 from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
@@ -225,6 +226,11 @@ class HiprtcCompiler(RuntimeCompiler):
             name=self.name, version=version, library=library, stamp=stamp, extra=tuple(extra)
         )
         return env_identity(self._identity)
+
+    def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Implicit:
+        """Files hiprtc reads outside the request: absolute includes and what its system search
+        folders supply (``/usr/local/include``...), compile/implicit.py."""
+        return runtime_inputs(request, identity, self.requested_library or "")
 
     @staticmethod
     def device_libs_dir() -> str:

@@ -6,6 +6,10 @@ driver file; for gcc the stamp of ``cc1`` (the real compiler proper) is added, b
 upgrade can replace cc1 without touching the driver. ``identity()`` re-stats both files at most
 once a second (``identity_recheck_seconds``), so pointing ``CC`` elsewhere or replacing either
 binary changes the identity within a second.
+
+The files a compile reads outside the request (``/usr/local/include``, ``CPATH`` folders, absolute
+``#include``) are listed by the compiler itself: ``implicit_inputs`` runs ``cc -M -v`` on the
+request laid out as for the compile (compile/implicit.py keys and watches them).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from pathlib import Path
 from .. import settings
 from ..errors import CompilerUnavailable, CompileTimeout, ConfigError
 from ._common import dump_text, file_stamp, join_log
+from . import implicit
 from .inputs import env_identity
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
@@ -133,6 +138,41 @@ class HostCompiler(CompilerBase):
                 return (path, "gone")
         return (self._trigger_env(), tuple(argv), st(exe), *(st(t) for t in tools))
 
+    def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> implicit.Implicit:
+        """The files ``cc`` reads outside the request, from its own ``-M`` output (memoized)."""
+        return implicit.current(request, identity, lambda col: self._dependencies(request, col))
+
+    def _dependencies(self, request: CompileRequest, col: implicit.Collector) -> str:
+        """Run ``cc -M -v`` with the compile's flags in a build folder laid out as for the compile;
+        key every file it lists outside that folder and watch its search folders. Returns an
+        error text ("" on success): a request the preprocessor rejects is compiled uncached."""
+        try:
+            argv = self._command()
+            with tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}-") as tmp:
+                src = _write_sources(Path(tmp), request)
+                cmd = [*argv, *BASE_FLAGS, *request.options, f"-I{tmp}", "-M", "-MT", "deps", "-v", str(src)]
+                proc = self._run(cmd, request, tmp, env=dict(os.environ, LC_ALL="C", LANGUAGE="C"))
+                if proc.returncode != 0:
+                    last = (proc.stderr.strip().splitlines() or [""])[-1]
+                    return f"{shlex.join(cmd)} exited {proc.returncode}: {last[:300]}"
+                inside = tuple({os.path.join(tmp, ""), os.path.join(os.path.realpath(tmp), "")})
+                deps = []
+                for dep in implicit.make_dependencies(proc.stdout):
+                    path = os.path.normpath(os.path.join(tmp, dep))
+                    if not path.startswith(inside):
+                        deps.append(path)
+                quoted, angled, missing = implicit.search_list(proc.stderr)
+                roots = [os.path.normpath(os.path.join(tmp, d)) for d in (*quoted, *angled)]
+                roots = [d for d in roots if not os.path.join(d, "").startswith(inside)]
+        except (ConfigError, CompilerUnavailable, CompileTimeout, OSError) as exc:
+            return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        for dep in deps:
+            col.read(dep, dep)
+        for folder in (*roots, *(d for d in missing if os.path.isabs(d))):
+            col.watch_dir(folder)  # a header added there (a __has_include, a shadowing header)
+        implicit.watch_shadows(col, deps, roots)
+        return ""
+
     def compile(self, request: CompileRequest) -> ObjectCode:
         self._check_open()
         if request.compiler != self.name:
@@ -176,13 +216,13 @@ class HostCompiler(CompilerBase):
             compile_seconds=seconds,
         )
 
-    def _run(self, cmd: list[str], request: CompileRequest, cwd: str) -> subprocess.CompletedProcess:
+    def _run(self, cmd: list[str], request: CompileRequest, cwd: str, env: dict | None = None) -> subprocess.CompletedProcess:
         # In-process: its own session, so a timeout kills the driver *and* its cc1/as/ld (killpg).
         # In an isolation worker: stay in the worker's process group, which the parent kills as a whole
         # on timeout or crash (a separate session would survive that as an orphan).
         own_group = not settings.COMPILE_WORKER.get()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                                start_new_session=own_group)
+                                start_new_session=own_group, env=env)
         try:
             out, err = proc.communicate(timeout=self.timeout)
             return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

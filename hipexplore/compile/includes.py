@@ -10,7 +10,9 @@ the compiler would read files the key could not see. Here the files are read *fo
 * anything not found there: a *built-in* header of the runtime compiler (``BUILTIN_HEADERS``:
   hiprtc and NVRTC have the runtime built in, but ROCm 5.2's hiprtc fails on
   ``#include <hip/hip_runtime.h>`` and NVRTC ships no ``cuda_runtime.h``), else a *system*
-  header left to the compiler (``<cstdio>`` for cc: the compiler's environment, not this closure).
+  header left to the compiler (``<cstdio>`` for cc: the compiler's environment, not this closure;
+  compile/implicit.py keys the files the compiler reads for it, from ``cc -M`` or resolved the
+  way NVRTC/hiprtc resolve).
 
 Every resolved file becomes a ``Source`` header named as its ``#include`` spells it, which is how
 hiprtc/NVRTC match headers and how the host compiler's build folder lays them out; the request
@@ -18,8 +20,9 @@ then carries their text, so the key does too. Lines are scanned whatever the pre
 conditions (a superset: a header under a false ``#if`` is keyed too, which can only cause a miss,
 never a stale hit). Two different files included under the same spelling are refused (the
 compiler would see only one of them). ``#include MACRO`` cannot be resolved and is listed in
-``unresolved``. Issue 12 (key completeness for the host compiler's environment) builds on
-``include_closure``.
+``unresolved``. Files the compiler finds on its own (``CPATH`` folders, ``/usr/local/include``,
+absolute spellings, NVRTC's current directory) are not copied into the request: their content
+enters the key through compile/implicit.py.
 """
 from __future__ import annotations
 

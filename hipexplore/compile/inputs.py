@@ -9,8 +9,8 @@ now either keyed or refused with one line naming it:
 * ``*_ENV``: the variables each compiler reads that change its output, checked against the
   libraries' own strings (gcc/clang driver docs; ``strings libamd_comgr.so``; NVRTC reads none
   that change output: ``NVRTC_DISABLE_PCH``/``NVRTC_PCH_HEAP_SIZE`` only change speed). Their
-  values enter the compiler identity (``env_identity``). Headers found through ``CPATH`` & co are
-  the include closure's business (compile/includes.py); the variables' values are keyed here.
+  values enter the compiler identity (``env_identity``). The content of headers found through
+  ``CPATH`` & co is keyed by compile/implicit.py (``cc -M``); the variables' values are keyed here.
 * ``refused_option``: options that read files the key cannot see (beyond ``-I``/``-include``,
   which request.py refuses): preprocessor pass-through (``-Wp,``, ``-Xpreprocessor``), long forms
   (``--include-directory=``), prefix includes (``-iprefix``/``-iwithprefix*``), spec files, plugins,

@@ -44,6 +44,7 @@ from ..errors import CompileError, CompilerCrashed, CompilerError, CompilerUnava
 from .backends import backend_class
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
+from .implicit import READS_CWD
 from .inputs import env_values
 
 #: Worker start-up (interpreter + imports + backend construction) is not part of a compile's timeout.
@@ -97,6 +98,8 @@ class _Worker:
         env = dict(os.environ, **{settings.COMPILE_WORKER.name: "1"}, LIBC_FATAL_STDERR_="1")
         #: the variables the backend reads, as this worker inherited them (part of its identity)
         self.env_values = env_values(backend)
+        #: its current directory, where NVRTC and hiprtc look for some includes (implicit.READS_CWD)
+        self.cwd = os.getcwd()
         try:
             with open(self.stderr_path, "ab", buffering=0) as errf:
                 self.proc = subprocess.Popen(
@@ -334,6 +337,11 @@ class IsolatedCompiler(CompilerBase):
                 self._identity_env = env
             return self._identity
 
+    def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Any:
+        """Answered in this process by the backend's resolver (``cc -M``, include resolution, a
+        probe subprocess): none of them loads what could crash. Workers share this directory."""
+        return self._probe_backend().implicit_inputs(request, identity)
+
     def compile(self, request: CompileRequest) -> ObjectCode:
         if not isinstance(request, CompileRequest):
             raise ConfigError(f"compile() takes a CompileRequest; got {type(request).__name__}")
@@ -346,7 +354,8 @@ class IsolatedCompiler(CompilerBase):
             if self._closed:
                 raise CompilerError(f"the isolated {self.name} compiler is closed")
             worker = self._idle.pop() if self._idle else None
-        if worker is not None and worker.env_values != env_values(self.name):
+        if worker is not None and (worker.env_values != env_values(self.name)
+                                   or (self.name in READS_CWD and worker.cwd != os.getcwd())):
             worker.stop()  # started with an environment the key no longer describes
             worker = None
         if worker is None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import CompilerUnavailable, ConfigError
 from ._common import Trace, dump_text, file_stamp, join_log, loaded_libraries
+from .implicit import Implicit, runtime_inputs
 from .inputs import env_identity
 from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
@@ -118,6 +119,11 @@ class NvrtcCompiler(RuntimeCompiler):
             stamp=file_stamp(library) if library and os.path.exists(library) else "", extra=tuple(extra),
         )
         return env_identity(self._identity)
+
+    def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Implicit:
+        """Files NVRTC reads outside the request: absolute includes and quoted ones beside the
+        including name (the current directory for the main source), compile/implicit.py."""
+        return runtime_inputs(request, identity)
 
     def targets(self) -> tuple[str, ...]:
         if self._targets is None:

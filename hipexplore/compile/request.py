@@ -185,6 +185,8 @@ class CacheKey:
 
     canonical: bytes
     digest: str
+    #: False when the files the compile reads could not be listed (the cache then compiles, stores nothing)
+    cacheable: bool = field(default=True, compare=False)
 
     @property
     def record(self) -> dict:
@@ -198,15 +200,22 @@ def canonical_json(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def make_key(request: CompileRequest, identity: CompilerIdentity, digest: DigestFn = sha256_digest) -> CacheKey:
-    """Build the key: canonical record of (schema, request, compiler identity) and its digest."""
+def make_key(request: CompileRequest, identity: CompilerIdentity, digest: DigestFn = sha256_digest,
+             implicit=None) -> CacheKey:
+    """Build the key: canonical record of (schema, request, compiler identity) and its digest.
+
+    ``implicit``: the files the compile reads outside the request (``compile.implicit.Implicit``,
+    from the compiler's ``implicit_inputs``); listed under ``"implicit"`` when there are any.
+    """
     if identity.name != request.compiler:
         raise ConfigError(f"compiler identity {identity.name!r} does not match request compiler {request.compiler!r}")
     record = {"schema": KEY_SCHEMA, "request": request.record(), "compiler": identity.record()}
     if request.clock:  # __DATE__/__TIME__: the expansion the compiler will see is an input
         record["clock"] = inputs.clock_record(request.compiler, request.clock)
+    if implicit is not None and (implicit.files or implicit.error):
+        record["implicit"] = implicit.record()
     canonical = canonical_json(record)
-    return CacheKey(canonical=canonical, digest=digest(canonical))
+    return CacheKey(canonical=canonical, digest=digest(canonical), cacheable=not (implicit is not None and implicit.error))
 
 
 def as_options(options: Iterable[str] | str | None) -> tuple[str, ...]:
