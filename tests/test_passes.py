@@ -139,3 +139,17 @@ def test_a_finished_multi_pass_file_resumes_as_done_and_refuses_another_pass_cou
     with pytest.raises(ConfigError, match="passes"):
         hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=30, passes=2, reference_samples=12,
                  progress=False, out=out)
+
+
+def test_a_pass_in_its_own_worker_leaves_out_what_is_done_and_keeps_its_telemetry_source():
+    # on a GPU every pass runs this way (the event floor is per process); the host device runs it too
+    from hipexplore.devices import get_device
+
+    dev = get_device("host")
+    one = SweepSpec(kernels=("triad",), sizes=(4096, 16384), flush=("none",), stop=StopRule(iterations=8), reference=False)
+    meta: dict[str, str] = {"sweep.spec": "outer"}
+    res = ps.pass_in_worker(one, dev, hooks=None, run_id="r1", done={("triad", 4096, "1", "none", "events")}, metadata=meta)
+    assert res.summary["size_bytes"].tolist() == [16384]
+    assert set(res.samples["size_bytes"]) == {16384} and len(res.samples) == 8
+    assert set(res.summary["run_id"]) == {"r1"}
+    assert meta["sweep.spec"] == "outer" and "telemetry.source" in meta

@@ -14,7 +14,8 @@ benchmarks/placement_h200.py; BENCHMARKS.md "Run-to-run drift"):
 A pass is a whole sweep of its share of the samples (fixed iterations split evenly, rounded up;
 an adaptive rule's minimum, time budget and sample cap divided by the passes), with its own
 buffers — moved to other addresses by a pad allocation of a different size held through each pass
-— and its own reference parts. The passes run one after another, so each configuration is
+— and its own reference parts; on a GPU each pass runs in a worker process of its own, since the
+event floor is fixed per process. The passes run one after another, so each configuration is
 measured at ``passes`` different times and placements. The merged samples keep every pass's rows
 (``pass_index``; chunk ids made distinct), and every summary row is computed again from them: the
 median over all passes, the interval from the two-stage bootstrap (passes, then blocks of chunks
@@ -80,6 +81,21 @@ def run_passes(device: Device, passes: int, measure: Callable[[int], Any]) -> li
             if pad is not None:
                 device.free(pad)
     return results
+
+
+def pass_in_worker(one: Any, device: Device, *, hooks: Any, run_id: str, done: set, metadata: dict[str, str]) -> Any:
+    """One pass (``one``: the one-pass spec) in a fresh worker process (``bench.worker``), without
+    the configurations ``done`` already; its telemetry and flush metadata join ``metadata``."""
+    from .worker import run_in_worker
+
+    res = run_in_worker(one, device, out=None, hooks=hooks, run_id=run_id)
+    keep = lambda f: ~pd.Series([tuple(str(x) if i == 2 else x for i, x in enumerate(t)) in done  # noqa: E731
+                                 for t in zip(f["kernel"], f["size_bytes"].astype(int), f["rotating_requested"].astype(str),
+                                              f["flush"], f["timer"])], index=f.index, dtype=bool)
+    if done and len(res.summary):
+        res.samples, res.summary = res.samples[keep(res.samples)], res.summary[keep(res.summary)]
+    metadata.update({k: v for k, v in res.metadata.items() if not k.startswith("sweep.") and k != "run_id"})
+    return res
 
 
 def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_bandwidth_gbs: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -152,4 +168,4 @@ def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_ba
     return merged, pd.DataFrame(out, columns=list(SUMMARY_COLUMNS))
 
 
-__all__ = ["PAD_STEP", "merge", "pad_bytes", "pass_rule", "run_passes"]
+__all__ = ["PAD_STEP", "merge", "pad_bytes", "pass_in_worker", "pass_rule", "run_passes"]

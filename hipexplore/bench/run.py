@@ -186,10 +186,17 @@ def _measure_passes(spec: SweepSpec, dev: Device, specs: list[KernelSpec], flush
     empty_s, empty_m = empty_frame(SAMPLE_COLUMNS), empty_frame(SUMMARY_COLUMNS)
     results: list[SweepResult] = []
 
+    # on a GPU each pass runs in a process of its own: the event floor is fixed per process (BENCHMARKS.md
+    # "Run-to-run drift"); Python-callable kernels cannot leave this process
+    own_process = dev.kind != "host" and not any(k.call is not None for k in specs)
+
     def measure(k: int) -> SweepResult:
         if results and results[-1].stopped:
             return results[-1]
-        res = _measure(one, dev, specs, one.stop, flush_list, metadata, None, done, {}, empty_s, empty_m, hooks, progress)
+        if own_process:
+            res = ps.pass_in_worker(one, dev, hooks=hooks, run_id=metadata["run_id"], done=done, metadata=metadata)
+        else:
+            res = _measure(one, dev, specs, one.stop, flush_list, metadata, None, done, {}, empty_s, empty_m, hooks, progress)
         results.append(res)
         return res
 
