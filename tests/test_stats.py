@@ -92,7 +92,8 @@ def test_adaptive_times_out_on_noise_with_a_fake_clock() -> None:
         now[0] += 0.5  # each batch costs half a (fake) second
         return _noisy(k, rel=0.5, seed=int(now[0] * 10))
 
-    rule = StopRule(min_samples=10, target_cv=0.001, timeout_s=3.0)
+    # no rule can converge (min_wall_s lets them run after 0.5 fake seconds): the timeout decides
+    rule = StopRule(min_samples=10, target_cv=0.001, target_ci=1e-9, stable_noise=1e-9, timeout_s=3.0)
     samples, why = measure_adaptively(take, rule, chunk=16, clock=clock)
     assert why.startswith("timeout") and samples.size == 16 * 6
 
@@ -203,7 +204,7 @@ def test_adaptive_timeout_with_a_fake_clock_is_within_one_batch() -> None:
         now[0] += 0.1
         return _noisy(k, rel=0.5, seed=len(str(now[0])) + int(now[0] * 10))
 
-    rule = StopRule(min_samples=10, target_cv=1e-6, timeout_s=3.0)
+    rule = StopRule(min_samples=10, target_cv=1e-6, target_ci=1e-9, stable_noise=1e-9, timeout_s=3.0)
     samples, why = measure_adaptively(take, rule, chunk=8, clock=lambda: now[0])
     assert why.startswith("timeout 3 s")
     assert 3.0 <= now[0] <= 3.0 + 0.1 + 1e-9 and samples.size == 8 * round(now[0] / 0.1)
@@ -278,3 +279,26 @@ def test_at_least_raises_min_and_max_samples_of_adaptive_rules_only() -> None:
     assert rule.at_least(5) is rule
     fixed = StopRule(iterations=5)
     assert fixed.at_least(40) is fixed
+
+
+def test_a_short_kernel_behind_a_long_flush_converges_on_wall_time() -> None:
+    # 31 us kernels, each after a ~7 ms flush (the host's l2-read at 64 KiB): 0.05 s of kernel time
+    # would need 1600 samples = 11 s of wall time, past the 10 s timeout; min_wall_s lets the rules run
+    rng = np.random.default_rng(0)
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def take(k: int) -> np.ndarray:
+        now[0] += k * 7e-3
+        return 31e-6 * (1 + 0.002 * rng.standard_normal(k))
+
+    samples, why = measure_adaptively(take, StopRule(), chunk=4, clock=clock)
+    assert why.startswith("converged"), why
+    assert now[0] < StopRule().timeout_s / 2 and samples.sum() < StopRule().min_time_s
+    now[0] = 0.0
+    samples, why = measure_adaptively(take, StopRule(min_wall_s=1e9), chunk=4, clock=clock)
+    assert why.startswith("timeout")  # without the wall-time minimum: the old behaviour
+    with pytest.raises(ConfigError, match="min_wall_s must be a finite number of seconds >= 0, got -1"):
+        StopRule(min_wall_s=-1)

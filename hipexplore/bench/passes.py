@@ -58,7 +58,7 @@ def pass_rule(rule: StopRule, passes: int) -> StopRule:
                               f"every pass takes its share of the samples")
         return dataclasses.replace(rule, iterations=math.ceil(rule.iterations / passes))
     return dataclasses.replace(rule, min_samples=max(1, math.ceil(rule.min_samples / passes)),
-                               min_time_s=rule.min_time_s / passes, timeout_s=rule.timeout_s / passes,
+                               min_time_s=rule.min_time_s / passes, min_wall_s=rule.min_wall_s / passes, timeout_s=rule.timeout_s / passes,
                                max_samples=max(1, math.ceil(rule.max_samples / passes)))
 
 

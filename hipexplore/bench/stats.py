@@ -340,7 +340,9 @@ class StopRule:
     """When to stop sampling.
 
     Fixed: ``iterations=N`` takes exactly N samples. Adaptive (``iterations=None``): once at least
-    ``min_samples`` samples and ``min_time_s`` of measured kernel time are in, stop as soon as one
+    ``min_samples`` samples and ``min_time_s`` of measured kernel time are in — or ``min_wall_s`` of
+    wall time, for a short kernel behind a long flush (a 31 us kernel after a host l2-read flush
+    of ~7 ms never gathered 0.05 s of kernel time inside the 10 s timeout) — stop as soon as one
     of these holds (checked in this order):
 
     1. the 95% interval of the median is tight: its half-width is at most ``target_ci`` of the
@@ -360,6 +362,7 @@ class StopRule:
     iterations: int | None = None
     min_samples: int = 20
     min_time_s: float = 0.05
+    min_wall_s: float = 0.5
     target_ci: float = 0.01
     target_cv: float = 0.005
     stable_noise: float = 0.05
@@ -378,6 +381,9 @@ class StopRule:
                 raise ConfigError(f"stop rule {name} must be a finite number > 0, got {v!r}")
         if not (isinstance(self.min_time_s, (int, float)) and math.isfinite(self.min_time_s) and self.min_time_s >= 0):
             raise ConfigError(f"stop rule min_time_s must be a finite number >= 0, got {self.min_time_s!r}")
+        if isinstance(self.min_wall_s, bool) or not (isinstance(self.min_wall_s, (int, float)) and math.isfinite(self.min_wall_s)
+                                                     and self.min_wall_s >= 0):
+            raise ConfigError(f"stop rule min_wall_s must be a finite number of seconds >= 0, got {self.min_wall_s!r}")
         if self.noise_window < 2:
             raise ConfigError(f"stop rule noise_window must be >= 2, got {self.noise_window!r}")
 
@@ -432,7 +438,7 @@ class StopTracker:
         if not rule.adaptive:
             assert rule.iterations is not None
             return max(0, rule.iterations - n), "fixed iteration count"
-        if n >= rule.min_samples and float(np.sum(samples)) >= rule.min_time_s:
+        if n >= rule.min_samples and (float(np.sum(samples)) >= rule.min_time_s or elapsed_s >= rule.min_wall_s):
             x = np.asarray(samples, dtype=np.float64)
             if n >= max(self._ci_at * 1.1, self._ci_at + 1) or self._ci_at == 0:
                 self._ci_at = n
