@@ -179,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
     if stop is not None and not args.json:
         print(f"hipexplore bench: adaptive sampling (no --iterations): each configuration runs until the 95% CI of its "
               f"median is within {args.target_ci:.1%} of it (or its relative stdev <= {args.target_cv:.2%}) with >= "
-              f"{args.min_samples} samples and >= {args.min_time:g} s measured, or {args.timeout:g} s have passed "
+              f"{args.min_samples} samples and >= {args.min_time:g} s measured (or {stop.min_wall_s:g} s of wall time), "
+              f"or {args.timeout:g} s have passed "
               f"(--iterations N for a fixed count)", file=sys.stderr)
     res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
                 reference=not args.no_reference, reference_samples=args.reference_samples, out=args.out,
