@@ -57,3 +57,125 @@ def test_default_cache_dir_without_platformdirs(monkeypatch, tmp_path, xdg):
     else:
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / xdg))
         assert default_cache_dir() == tmp_path / xdg / "hipexplore"
+
+
+# -- more survivors: bypassed lookups, the compile time recorded, clear(), the disk's own stats --------
+from hipexplore.compile.disk import DiskCache  # noqa: E402
+from hipexplore.compile.request import CompileRequest, Source  # noqa: E402
+
+
+def _req(value: int, **kw) -> CompileRequest:
+    return CompileRequest(Source("answer.c", f"int answer(void) {{ return {value}; }}\n"), "host", "host", **kw)
+
+
+def _host():
+    from conftest import require_compiler
+
+    return require_compiler("host")
+
+
+def test_bypassed_lookups_and_failures_are_counted_one_each(tmp_path):
+    cache = CompileCache(disk_dir=False)
+    host = _host()
+    for v in (1, 2):
+        assert cache.get_or_compile(_req(v, diagnostics=frozenset({"trace"})), host).outcome == "bypassed"
+    bad = CompileRequest(Source("bad.c", "int answer(void) { return }\n"), "host", "host", diagnostics=frozenset({"trace"}))
+    for _ in range(2):
+        with pytest.raises(Exception):
+            cache.get_or_compile(bad, host)
+    s = cache.stats()
+    assert (s["lookups"], s["bypassed"], s["failed"]) == (4, 2, 2)
+    ev = cache.events()
+    failed = ev[ev.outcome == "failed"]
+    assert len(failed) == 2 and set(failed.digest) == {cache.key_for(bad, host).digest} and failed.error.str.len().min() > 0
+
+
+def test_the_backends_own_compile_time_is_kept(tmp_path):
+    cache = CompileCache(disk_dir=False)
+    res = cache.get_or_compile(_req(7), _host())
+    ev = cache.events()
+    event = ev[ev.outcome == "compiled"].iloc[-1]
+    assert 0 < res.object_code.compile_seconds < 1.0 and event.compile_seconds == res.object_code.compile_seconds
+
+
+def test_clear_empties_memory_and_leaves_the_disk_unless_asked(tmp_path):
+    cache = CompileCache(disk_dir=tmp_path / "c")
+    host = _host()
+    cache.get_or_compile(_req(3), host)
+    assert cache.stats()["bytes"] > 0 and cache.stats()["disk_entries"] == 1
+    assert cache.clear(disk=False) == {"memory": 1, "disk": 0}
+    assert cache.stats()["bytes"] == 0 and cache.stats()["disk_entries"] == 1
+    assert cache.clear() == {"memory": 0, "disk": 1}
+    assert cache.stats()["disk_entries"] == 0
+
+
+def test_disk_clear_counts_temp_files_apart_from_entries(tmp_path):
+    disk = DiskCache(tmp_path / "c")
+    cache = CompileCache(disk_dir=tmp_path / "c")
+    cache.get_or_compile(_req(4), _host())
+    shard = next(p.parent for p in disk.directory.rglob("*.hxc"))
+    (shard / ".tmp-otherhost-1-abc.hxc.part").write_bytes(b"x" * 10)
+    got = disk.clear()
+    assert (got["removed"], got["temp_removed"], got["failed"], got["error"]) == (1, 1, 0, "")
+
+
+def test_disk_stats_name_their_folders_and_cap(tmp_path):
+    disk = DiskCache(tmp_path / "c", max_bytes=12345)
+    s = disk.stats()
+    assert (s["root"], s["max_bytes"]) == (str(tmp_path / "c"), 12345)
+    assert Path(s["directory"]).parent == tmp_path / "c"
+
+
+def test_the_write_warning_names_the_errno(tmp_path):
+    import warnings
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    cache = CompileCache(disk_dir=blocker / "c")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cache.get_or_compile(_req(5), _host())
+    msg = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(msg) == 1 and ("(ENOTDIR: " in msg[0] or "(EEXIST: " in msg[0]), msg
+    assert msg[0].endswith("or HIPEXPLORE_CACHE_DISK=0 to silence this.")
+
+
+def test_the_default_cache_is_one_cache():
+    from hipexplore.compile.cache import default_cache
+
+    assert isinstance(default_cache(), CompileCache) and default_cache() is default_cache()
+
+
+def _filled(tmp_path, count=10):
+    import hashlib
+    import os
+    import time as _t
+
+    from hipexplore.compile.base import ObjectCode as OC
+    from hipexplore.compile.request import CacheKey
+
+    disk = DiskCache(tmp_path / "c")
+    for i in range(count):
+        canonical = json.dumps({"generated": i}).encode()
+        key = CacheKey(canonical, hashlib.sha256(canonical).hexdigest())
+        assert disk.put(key, OC(bytes([i]) * 4096, "host", "host", "shared-library", compile_seconds=0.5))
+        path = next(p for p in disk.directory.rglob("*.hxc") if p.stem == key.digest)
+        os.utime(path, (_t.time() - 1000 + i, _t.time() - 1000 + i))  # oldest first
+    return disk
+
+
+def _entry_bytes(disk):
+    return sum(e.size for e in disk.listing() if e.kind == "entry")
+
+
+def test_room_after_a_full_disk_is_half_or_twice_the_write(tmp_path):
+    disk = _filled(tmp_path / "a")
+    total = _entry_bytes(disk)
+    disk._make_room(100)  # a small write: prune to half
+    left = _entry_bytes(disk)
+    assert total // 2 - 5000 < left <= total // 2
+    disk = _filled(tmp_path / "b")
+    total = _entry_bytes(disk)
+    disk._make_room(int(total * 0.4))  # a large write: leave room for twice it
+    left = _entry_bytes(disk)
+    assert left <= total - 2 * int(total * 0.4) and left > total - 2 * int(total * 0.4) - 5000
