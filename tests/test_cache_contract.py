@@ -179,3 +179,41 @@ def test_room_after_a_full_disk_is_half_or_twice_the_write(tmp_path):
     disk._make_room(int(total * 0.4))  # a large write: leave room for twice it
     left = _entry_bytes(disk)
     assert left <= total - 2 * int(total * 0.4) and left > total - 2 * int(total * 0.4) - 5000
+
+
+# -- the sweep's files (bench.io) and the reference schedule (bench.run) ----------------------------
+def test_results_land_in_new_nested_folders_with_readable_sorted_metadata(tmp_path):
+    from hipexplore.bench.io import output_paths, read_results, write_results
+
+    paths = output_paths(tmp_path / "a" / "b" / "r.parquet")
+    write_results(paths, [], [], {"z": "1", "a": "2"})
+    text = paths[2].read_text()
+    assert text == '{\n "a": "2",\n "z": "1"\n}'  # indented and sorted: diffable in review
+    samples, summary, meta = read_results(paths)
+    assert meta == {"a": "2", "z": "1"} and list(summary.columns)[:3] == ["run_id", "device", "device_name"]
+    paths[2].unlink()
+    assert read_results(paths)[2] is None  # no metadata file: None, not {}
+    paths[2].write_text("{not json")
+    assert read_results(paths)[2] == {}  # unreadable metadata: empty, the frames still load
+    paths[1].unlink()
+    assert read_results(paths) is None  # samples without a summary: no earlier result
+
+
+def test_cluster_columns_are_written_in_the_given_order(tmp_path):
+    import pandas as pd
+
+    from hipexplore.bench.io import output_paths, write_results
+    from hipexplore.schema import SAMPLE_COLUMNS, SUMMARY_COLUMNS
+
+    paths = output_paths(tmp_path / "r.parquet")
+    frame = pd.DataFrame({c: [0] for c in reversed(SAMPLE_COLUMNS)}).assign(worker=["w"])
+    write_results(paths, [frame], [{"run_id": "r", "worker": "w"}], {}, columns=([*SAMPLE_COLUMNS, "worker"], [*SUMMARY_COLUMNS, "worker"]))
+    assert list(pd.read_parquet(paths[0]).columns) == [*SAMPLE_COLUMNS, "worker"]
+    assert list(pd.read_parquet(paths[1]).columns) == [*SUMMARY_COLUMNS, "worker"]
+
+
+def test_reference_parts_spread_from_first_group_to_after_the_last():
+    from hipexplore.bench.run import _reference_schedule
+
+    assert _reference_schedule(4, 1, 48) == [(0, 48)]
+    assert _reference_schedule(4, 3, 50) == [(0, 17), (2, 17), (4, 16)]

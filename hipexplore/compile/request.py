@@ -216,11 +216,3 @@ def make_key(request: CompileRequest, identity: CompilerIdentity, digest: Digest
         record["implicit"] = implicit.record()
     canonical = canonical_json(record)
     return CacheKey(canonical=canonical, digest=digest(canonical), cacheable=not (implicit is not None and implicit.error))
-
-
-def as_options(options: Iterable[str] | str | None) -> tuple[str, ...]:
-    if options is None:
-        return ()
-    if isinstance(options, str):
-        return tuple(options.split())
-    return tuple(options)
