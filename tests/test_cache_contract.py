@@ -217,3 +217,13 @@ def test_reference_parts_spread_from_first_group_to_after_the_last():
 
     assert _reference_schedule(4, 1, 48) == [(0, 48)]
     assert _reference_schedule(4, 3, 50) == [(0, 17), (2, 17), (4, 16)]
+
+
+def test_rows_name_their_device_and_a_sweep_keeping_throttled_samples_runs():
+    from hipexplore.devices import device_label, get_device
+
+    dev = get_device("host")
+    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, iterations=8, reference=False, progress=False,
+                   drop_throttled=False)
+    assert set(res.samples["device"]) == set(res.summary["device"]) == {device_label(dev)}
+    assert res.summary["n"].iloc[0] == 8 and not res.samples["dropped"].any()
