@@ -227,3 +227,59 @@ def test_rows_name_their_device_and_a_sweep_keeping_throttled_samples_runs():
                    drop_throttled=False)
     assert set(res.samples["device"]) == set(res.summary["device"]) == {device_label(dev)}
     assert res.summary["n"].iloc[0] == 8 and not res.samples["dropped"].any()
+
+
+# -- the disk tier's own contract (compile/disk.py survivors) --------------------------------------
+@pytest.mark.parametrize("bad", [1.5, "10", -1, True])
+def test_disk_cap_must_be_a_whole_number_of_bytes(tmp_path, bad):
+    from hipexplore.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="max_bytes"):
+        DiskCache(tmp_path / "c", max_bytes=bad)
+
+
+def test_a_fresh_disk_tier_reports_no_error_no_prune_and_its_secret(tmp_path):
+    plain = DiskCache(tmp_path / "a")
+    assert plain.write_error == "" and plain.counters["pruned"] == 0 and plain.stats()["authenticated"] is False
+    assert DiskCache(tmp_path / "b", secret=b"team-secret").stats()["authenticated"] is True
+    assert DiskCache(tmp_path / "c", secret="team-secret").secret == b"team-secret"
+
+
+def test_stray_files_are_listed_as_foreign_and_do_not_hide_later_shards(tmp_path):
+    disk = DiskCache(tmp_path / "c")
+    cache = CompileCache(disk_dir=tmp_path / "c")
+    for v in (11, 12, 13):
+        cache.get_or_compile(_req(v), _host())
+    for i in range(20):  # files among the shard folders (scandir order is the file system's: many, so some come first)
+        (disk.directory / f"stray-{i}").write_text("not a shard")
+    shard = next(p.parent for p in disk.directory.rglob("*.hxc"))
+    (shard / "notes.txt").write_text("x")
+    (shard / ".lock-abc").write_text("")
+    listed = [(i.kind, i.digest, i.path.name) for i in disk.listing()]
+    assert [x for x in listed if x[0] == "foreign"] == [("foreign", "", "notes.txt")]
+    assert ("lock", "abc", ".lock-abc") in listed
+    assert len(list(disk.entries())) == 3
+    report = disk.verify()
+    # the foreign file is reported and removed; the lock file is skipped, the entries are fine
+    assert (report["ok"], report["corrupt"], report["removed"]) == (3, 1, 1)
+    assert report["problems"] == [(str(shard / "notes.txt"), "not a regular entry file", "removed")]
+    assert (shard / ".lock-abc").exists()
+
+
+def test_a_disk_hit_refreshes_the_entry_time_only_when_it_is_old(tmp_path):
+    import os
+    import time as _t
+
+    from hipexplore.compile.disk import TOUCH_INTERVAL_S
+
+    cache = CompileCache(disk_dir=tmp_path / "c")
+    req = _req(21)
+    key = cache.get_or_compile(req, _host()).key
+    path = next((tmp_path / "c").rglob(f"{key.digest}.hxc"))
+    disk = DiskCache(tmp_path / "c")
+    recent = _t.time() - TOUCH_INTERVAL_S / 4
+    os.utime(path, (recent, recent))
+    assert disk.get(key) is not None and path.stat().st_mtime == pytest.approx(recent, abs=0.01)
+    old = _t.time() - 1000 * TOUCH_INTERVAL_S
+    os.utime(path, (old, old))
+    assert disk.get(key) is not None and path.stat().st_mtime > _t.time() - 60
