@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hipexplore as hx
+from hipexplore.bench.spec import SweepSpec
 from hipexplore.compile.cache import CompileCache, default_cache_dir
 from hipexplore.schema import METADATA_KEY
 
@@ -283,3 +284,44 @@ def test_a_disk_hit_refreshes_the_entry_time_only_when_it_is_old(tmp_path):
     old = _t.time() - 1000 * TOUCH_INTERVAL_S
     os.utime(path, (old, old))
     assert disk.get(key) is not None and path.stat().st_mtime > _t.time() - 60
+
+
+# -- sweep(): its defaults are the spec's, and every argument reaches the recorded spec --------------
+_SPEC_FIELD = {"verify_results": "verify", "flush_factor": "flush_factors"}
+
+
+def test_sweep_defaults_are_the_specs_defaults():
+    import dataclasses
+    import inspect
+
+    from hipexplore.bench.sweep import sweep
+
+    fields = {f.name: f for f in dataclasses.fields(SweepSpec)}
+    checked = 0
+    for name, p in inspect.signature(sweep).parameters.items():
+        field = fields.get(_SPEC_FIELD.get(name, name))
+        if field is None or name in ("kernels", "sizes", "rotating", "flush", "stop", "flush_factor"):
+            continue
+        want = field.default if field.default is not dataclasses.MISSING else field.default_factory()
+        assert p.default == want, (name, p.default, want)
+        checked += 1
+    assert checked >= 15
+
+
+def test_every_sweep_argument_reaches_the_recorded_spec_and_the_run(tmp_path):
+    import json as _json
+
+    out = tmp_path / "r.parquet"
+    res = hx.sweep("triad", ["16KiB"], [2], ["l2-read"], device="host", iterations=6, reference=True,
+                   reference_samples=5, out=out, progress=False, mem_fraction=0.3, chunk=3, warmup_s=0.001,
+                   verify_results=False, flush_factor={"l2-read": 2.5}, flush_end_event=True, run_id="rid-1",
+                   command=["hipexplore", "bench", "x"], timers=("events",), reference_parts=2, throttle_threshold=0.5,
+                   drop_throttled=False, clock_warmup_s=0.0, worker=False, interleave_seed=7, passes=1)
+    rec = _json.loads(res.metadata["sweep.spec"])
+    assert (rec["reference_samples"], rec["mem_fraction"], rec["chunk"], rec["warmup_s"], rec["verify"]) == (5, 0.3, 3, 0.001, False)
+    assert (rec["flush_factors"], rec["flush_end_event"], rec["reference_parts"]) == ({"l2-read": 2.5}, True, 2)
+    assert (rec["throttle_threshold"], rec["drop_throttled"], rec["clock_warmup_s"], rec["interleave_seed"]) == (0.5, False, 0.0, 7)
+    assert set(res.summary["run_id"]) == {"rid-1"} and "hipexplore bench x" in _json.dumps(res.metadata)
+    assert res.summary.loc[res.summary.flush == "cold-reference", "n"].item() == 5
+    assert set(res.samples.loc[res.samples.flush == "l2-read", "chunk"].value_counts()) <= {3}
+    assert _meta(out)["run_id"] == "rid-1"
