@@ -42,7 +42,7 @@ import pandas as pd
 from ..errors import BenchmarkError, ConfigError
 from ..schema import CLUSTER_COLUMNS, COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
 from .io import output_paths, read_results, write_results
-from .run import SweepHooks, SweepResult
+from .result import SweepHooks, SweepResult
 from .spec import SweepSpec
 
 VISIBLE_DEVICE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")

@@ -36,7 +36,7 @@ import pandas as pd
 from ..devices.base import Device
 from ..errors import ConfigError
 from ..schema import COLD_REFERENCE, SUMMARY_COLUMNS
-from .stats import Measurement, StopRule, is_timeout
+from .stats import Measurement, StopRule, is_timeout, set_bias
 
 #: the pad of pass k is k * PAD_STEP plus a pass-dependent multiple of PAD_JITTER
 PAD_STEP = 2 << 20
@@ -158,13 +158,11 @@ def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_ba
         if row["flush"] == COLD_REFERENCE:
             refs[(row["kernel"], row["size_bytes"], row["timer"])] = m
         out.append(row)
-    from .run import _set_bias  # one bias computation for one-pass and merged rows
-
     for row in out:
         key = tuple(row[c] for c in CONFIG)
         ref = refs.get((row["kernel"], row["size_bytes"], row["timer"]))
         if ref is not None or not math.isnan(float(row.get("reference_median_s", math.nan))):
-            _set_bias(row, measurement(key), ref)  # type: ignore[arg-type]
+            set_bias(row, measurement(key), ref)  # type: ignore[arg-type]
     return merged, pd.DataFrame(out, columns=list(SUMMARY_COLUMNS))
 
 

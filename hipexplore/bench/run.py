@@ -19,9 +19,8 @@ import math
 import os
 import re
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,37 +39,9 @@ from .io import empty_frame, output_paths, read_results, samples_frame, summary_
 from .spec import SweepSpec
 from ..devices.telemetry import for_device, wait_for_stable_clock
 from .interleave import interleaved_launches
-from .stats import Measurement, is_timeout, ratio_ci
+from .result import SweepHooks, SweepResult
+from .stats import Measurement, is_timeout, set_bias as _set_bias
 from .timing import InKernelTimer, Workload, time_cold_reference, time_launches, warm_up
-
-
-@dataclass
-class SweepResult:
-    samples: pd.DataFrame
-    summary: pd.DataFrame
-    metadata: dict[str, str]
-    path: Path | None = None
-    stopped: bool = False
-    skipped: list[tuple] = field(default_factory=list)  #: (kernel, size, rotating, flush, timer) kept from the out file
-
-
-@dataclass(frozen=True)
-class SweepHooks:
-    """Callbacks of a running sweep (all optional)."""
-
-    on_result: Callable[[dict[str, Any]], None] | None = None
-    on_samples: Callable[[pd.DataFrame], None] | None = None
-    should_stop: Callable[[], bool] | None = None
-    #: ``on_start(kernel, configuration)`` before each measurement (a sweep worker reports it, so a
-    #: worker that dies names what it was measuring)
-    on_start: Callable[[str, str], None] | None = None
-
-    def started(self, where: Sequence[str]) -> None:
-        if self.on_start is not None:
-            self.on_start(where[0], where[1])
-
-    def stop_now(self) -> bool:
-        return self.should_stop is not None and bool(self.should_stop())
 
 
 def verify(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
@@ -499,14 +470,6 @@ def _measurement_of(samples_parts: list[pd.DataFrame], row: dict[str, Any]) -> M
             kept = part[~part["dropped"].to_numpy(bool)]
             return Measurement(kept["time_s"].to_numpy(), chunks=kept["chunk"].to_numpy())
     raise BenchmarkError(f"no samples for {row['kernel']} {row['size_bytes']} {row['flush']}")  # pragma: no cover
-
-
-def _set_bias(row: dict[str, Any], m: Measurement, ref: Measurement | None) -> None:
-    if ref is None or not ref.median > 0:
-        row.update(reference_median_s=math.nan, bias=math.nan, bias_ci_low=math.nan, bias_ci_high=math.nan)
-        return
-    ratio, lo, hi = ratio_ci(m, ref, resamples=1000)
-    row.update(reference_median_s=ref.median, bias=ratio - 1.0, bias_ci_low=lo - 1.0, bias_ci_high=hi - 1.0)
 
 
 def fault_status(message: str) -> str:

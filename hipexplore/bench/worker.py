@@ -38,14 +38,14 @@ from .. import settings
 from ..errors import ConfigError, KernelFault
 from ..kernels import catalog
 from .io import samples_frame, summary_frame
-from .run import SweepHooks, SweepResult
+from .result import SweepHooks, SweepResult
 from .spec import SweepSpec
 
 _BOOT = (
     "import sys, json\n"
     "for p in reversed(json.loads(sys.argv[1])):\n"
     "    sys.path.insert(0, p) if p not in sys.path else None\n"
-    "from hipexplore.bench.worker import _worker_main\n"
+    "from hipexplore.bench.worker_main import _worker_main\n"
     "_worker_main(int(sys.argv[2]), int(sys.argv[3]))\n"
 )
 STDERR_TAIL = 4000
@@ -177,47 +177,6 @@ def _tail(path: str) -> str:
     except OSError:
         return ""
     return data.decode("utf-8", "replace").strip()
-
-
-def _worker_main(read_fd: int, write_fd: int) -> None:
-    """The worker: build the device, register the kernels it was sent, run, stream, report."""
-    rx, tx = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    def send(kind: str, payload: Any) -> None:
-        tx.send_bytes(pickle.dumps((kind, payload)))
-
-    def should_stop() -> bool:
-        """A round trip to the parent (asked between configurations only), so a stop takes effect
-        exactly where it would in-process."""
-        send("ask", None)
-        return bool(pickle.loads(rx.recv_bytes()))
-
-    try:
-        job = pickle.loads(rx.recv_bytes())
-        for name, blob in job["kernels"]:
-            if blob is not None:
-                catalog.register(pickle.loads(blob), replace=True)
-            elif name not in catalog.names():
-                raise ConfigError(f"kernel {name!r} cannot be sent to a sweep worker (its spec does not pickle: a lambda?) "
-                                  f"and the worker's catalog has no kernel of that name; build it with user_kernel "
-                                  f"expressions, or use worker=False")
-        from ..devices import get_device
-        from .run import run
-
-        dev = get_device(job["device"], llc_bytes=job["llc_bytes"])
-        hooks = SweepHooks(on_result=lambda r: send("result", r), on_samples=lambda f: send("samples", f),
-                           should_stop=should_stop, on_start=lambda k, c: send("start", [k, c]))
-        res = run(job["spec"], dev, out=job["out"], resume=job["resume"], hooks=hooks, progress=False,
-                  run_id=job["run_id"], command=job["command"])
-        send("done", res)
-    except BaseException as exc:  # everything goes back to the parent, which raises it
-        try:
-            pickle.dumps(exc)
-            send("error", exc)
-        except Exception:
-            send("error", RuntimeError(f"{type(exc).__name__}: {exc}"))
-    finally:
-        tx.close()
-        rx.close()
 
 
 __all__ = ["run_in_worker", "use_worker"]
