@@ -13,9 +13,10 @@ benchmarks/placement_h200.py; BENCHMARKS.md "Run-to-run drift"):
 
 A pass is a whole sweep of its share of the samples (fixed iterations split evenly, rounded up;
 an adaptive rule's minimum, time budget and sample cap divided by the passes), with its own
-buffers — moved to other addresses by a pad allocation of a different size held through each pass
-— and its own reference parts; on a GPU each pass runs in a worker process of its own, since the
-event floor is fixed per process. The passes run one after another, so each configuration is
+buffers and its own reference parts. On a GPU each pass runs in a worker process of its own, since
+the event floor is fixed per process (a fresh process also allocates afresh); passes that share one
+process (the host device, Python-callable kernels) hold a pad allocation of a different size through
+each pass instead, so their buffers land at other addresses. The passes run one after another, so each configuration is
 measured at ``passes`` different times and placements. The merged samples keep every pass's rows
 (``pass_index``; chunk ids made distinct), and every summary row is computed again from them: the
 median over all passes, the interval from the two-stage bootstrap (passes, then blocks of chunks
@@ -70,16 +71,18 @@ def pad_bytes(k: int, seed: int = 0) -> int:
     return k * PAD_STEP + jitter * PAD_JITTER
 
 
-def run_passes(device: Device, passes: int, measure: Callable[[int], Any]) -> list[Any]:
-    """``measure(k)`` for each pass with its pad allocation held; the results in pass order."""
+def run_passes(device: Device, passes: int, measure: Callable[[int], Any], *, pad: bool = True) -> list[Any]:
+    """``measure(k)`` for each pass with its pad allocation held (``pad``: the passes allocate in
+    this process; a pass in a process of its own has a fresh allocator instead); the results in
+    pass order."""
     results = []
     for k in range(passes):
-        pad = device.alloc(pad_bytes(k)) if k else None
+        pad_buf = device.alloc(pad_bytes(k)) if k and pad else None
         try:
             results.append(measure(k))
         finally:
-            if pad is not None:
-                device.free(pad)
+            if pad_buf is not None:
+                device.free(pad_buf)
     return results
 
 
@@ -89,9 +92,10 @@ def pass_in_worker(one: Any, device: Device, *, hooks: Any, run_id: str, done: s
     from .worker import run_in_worker
 
     res = run_in_worker(one, device, out=None, hooks=hooks, run_id=run_id)
-    keep = lambda f: ~pd.Series([tuple(str(x) if i == 2 else x for i, x in enumerate(t)) in done  # noqa: E731
-                                 for t in zip(f["kernel"], f["size_bytes"].astype(int), f["rotating_requested"].astype(str),
-                                              f["flush"], f["timer"])], index=f.index, dtype=bool)
+    def keep(f: pd.DataFrame) -> np.ndarray:  # rows of configurations not done (done keys as in bench.run)
+        keys = zip(f["kernel"], f["size_bytes"].astype(int), f["rotating_requested"].astype(str), f["flush"], f["timer"])
+        return np.array([k not in done for k in keys], dtype=bool)
+
     if done and len(res.summary):
         res.samples, res.summary = res.samples[keep(res.samples)], res.summary[keep(res.summary)]
     metadata.update({k: v for k, v in res.metadata.items() if not k.startswith("sweep.") and k != "run_id"})

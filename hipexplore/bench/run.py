@@ -171,7 +171,7 @@ def _measure_passes(spec: SweepSpec, dev: Device, specs: list[KernelSpec], flush
         results.append(res)
         return res
 
-    ps.run_passes(dev, spec.passes, measure)
+    ps.run_passes(dev, spec.passes, measure, pad=not own_process)
     stopped = any(r.stopped for r in results)
     metadata["sweep.passes_done"] = str(len(results) - (1 if stopped else 0))
     merged_s, merged_m = ps.merge([r.samples for r in results], [r.summary for r in results],
