@@ -56,7 +56,7 @@ SUMMARY_COLUMNS = (
     "rotating_requested", "flush", "timer", "n", "passes", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv",
     "ci_low_s", "ci_high_s", "n_outliers", "bimodality", "reference_median_s", "bias", "bias_ci_low",
     "bias_ci_high", "bandwidth_gbs", "peak_bandwidth_gbs", "rotating_cap_bytes", "stop_reason", "timed_out",
-    "n_throttled", "clock_mhz", "warning",
+    "n_throttled", "clock_mhz", "floor_s", "net_median_s", "warning",
 )
 #: What a cluster sweep (bench.cluster) adds to the sample and summary columns: the Dask worker's
 #: address, its host name and the visible-device ordinal it was pinned to ('' when not pinned).

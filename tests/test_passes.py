@@ -153,3 +153,17 @@ def test_a_pass_in_its_own_worker_leaves_out_what_is_done_and_keeps_its_telemetr
     assert set(res.samples["size_bytes"]) == {16384} and len(res.samples) == 8
     assert set(res.summary["run_id"]) == {"r1"}
     assert meta["sweep.spec"] == "outer" and "telemetry.source" in meta
+
+
+def test_a_pass_in_its_own_worker_holds_its_pad_there_and_the_sweep_records_every_pad():
+    from hipexplore.devices import get_device
+
+    dev = get_device("host")
+    one = SweepSpec(kernels=("triad",), sizes=(4096,), flush=("none",), stop=StopRule(iterations=8), reference=False)
+    meta: dict[str, str] = {}
+    res = ps.pass_in_worker(one, dev, hooks=None, run_id="r2", done=set(), metadata=meta, pad=ps.pad_bytes(2))
+    assert res.metadata["worker.pad_bytes"] == str(ps.pad_bytes(2)) == meta["worker.pad_bytes"]
+    res0 = ps.pass_in_worker(one, dev, hooks=None, run_id="r3", done=set(), metadata={}, pad=0)
+    assert "worker.pad_bytes" not in res0.metadata  # the first pass holds none
+    res3 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=9, passes=3, reference=False, progress=False)
+    assert res3.metadata["sweep.pass_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(3))

@@ -7,6 +7,12 @@ by 1-8 timer ticks, up to 3x what the within-run intervals implied at 16 MiB (BE
 "Measurement truth"). ``run_to_run`` compares the spread of repeated runs' medians with the sigma
 their intervals imply (half-width / 1.96) and says, per configuration, where drift between runs
 exceeds it, so a report can say so instead of quoting an interval that does not cover it.
+
+``position_effect`` asks the same of one run's chunks: does a sample's position in its held chunk
+move its time (issue 7's queue-depth artefact)? A per-position median of 50 samples at 64 MiB moves
+by ~1% from noise alone, so the largest deviation comes with a block-bootstrap interval (chunks
+resampled whole, as the medians' own intervals are) and each position's deviation says whether it is
+distinguishable from none.
 """
 from __future__ import annotations
 
@@ -15,12 +21,65 @@ from typing import Iterable
 
 import pandas as pd
 
+import numpy as np
+
 from ..errors import ConfigError
 
 #: SD of run medians above this multiple of the implied sigma: drift between runs is reported.
 DRIFT_FACTOR = 1.5
 #: configurations are compared run to run only on one device kind (bench.grouping)
 CONFIG_KEYS = ("device_name", "kernel", "size_bytes", "rotating_requested", "flush", "timer")
+
+
+#: the configuration of a sample row (bench.grouping): position effects are per configuration
+POSITION_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+
+
+def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """One row per configuration of a samples frame (cold-reference rows and dropped samples left
+    out): ``positions``, ``median_s``, ``max_effect`` (the largest |median at a chunk position /
+    the typical position's - 1|, the typical being the median of the positions' medians, so that one
+    odd position does not make every other look odd too), its bootstrap interval ``max_effect_low`` / ``max_effect_high`` (chunks resampled
+    whole, ``resamples`` times), ``effects`` (each position's deviation, in position order) and
+    ``distinct`` (the positions whose deviation's interval excludes 0)."""
+    need = {"chunk", "position", "time_s", *POSITION_KEYS[:4]}
+    missing = sorted(need - set(samples.columns))
+    if missing:
+        raise ConfigError(f"position_effect needs a samples frame with {', '.join(sorted(need))}; missing {', '.join(missing)}")
+    if not (isinstance(resamples, int) and resamples >= 10):
+        raise ConfigError(f"resamples must be an integer >= 10, got {resamples!r}")
+    if not (isinstance(level, float) and 0.5 <= level < 1):
+        raise ConfigError(f"level must be a float in [0.5, 1), got {level!r}")
+    x = samples[samples["flush"] != "cold-reference"]
+    if "dropped" in x.columns:
+        x = x[~x["dropped"].to_numpy(bool)]
+    keys = [k for k in POSITION_KEYS if k in x.columns]
+    rng = np.random.default_rng(seed)
+    lo_q, hi_q = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    rows = []
+    for key, g in x.groupby(keys, dropna=False, sort=True):
+        pos = g["position"].to_numpy(np.int64)
+        npos = int(pos.max()) + 1
+        chunk_ids, chunk_of = np.unique(g["chunk"].to_numpy(np.int64), return_inverse=True)
+        table = np.full((len(chunk_ids), npos), np.nan)
+        table[chunk_of, pos] = g["time_s"].to_numpy(float)
+        def effects(t: np.ndarray) -> np.ndarray:  # (..., chunks, positions) -> (..., positions)
+            per = np.nanmedian(t, axis=-2)
+            return per / np.nanmedian(per, axis=-1)[..., None] - 1
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a position absent from a resample: NaN
+                eff = effects(table)
+                boot = effects(table[rng.integers(0, len(chunk_ids), size=(resamples, len(chunk_ids)))])
+        mx = np.nanmax(np.abs(boot), axis=1)
+        lo, hi = np.nanpercentile(boot, lo_q, axis=0), np.nanpercentile(boot, hi_q, axis=0)
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "positions": npos,
+                     "median_s": float(np.median(g["time_s"])), "max_effect": float(np.nanmax(np.abs(eff))),
+                     "max_effect_low": float(np.nanpercentile(mx, lo_q)), "max_effect_high": float(np.nanpercentile(mx, hi_q)),
+                     "effects": [float(e) for e in eff], "distinct": [int(p) for p in range(npos) if lo[p] > 0 or hi[p] < 0]})
+    return pd.DataFrame(rows)
 
 
 def run_to_run(summaries: pd.DataFrame | Iterable[pd.DataFrame], *, factor: float = DRIFT_FACTOR) -> pd.DataFrame:

@@ -14,9 +14,11 @@ benchmarks/placement_h200.py; BENCHMARKS.md "Run-to-run drift"):
 A pass is a whole sweep of its share of the samples (fixed iterations split evenly, rounded up;
 an adaptive rule's minimum, time budget and sample cap divided by the passes), with its own
 buffers and its own reference parts. On a GPU each pass runs in a worker process of its own, since
-the event floor is fixed per process (a fresh process also allocates afresh); passes that share one
-process (the host device, Python-callable kernels) hold a pad allocation of a different size through
-each pass instead, so their buffers land at other addresses. The passes run one after another, so each configuration is
+the event floor is fixed per process. Every pass but the first also holds a pad allocation of its
+own size (``pad_bytes``) through the pass, allocated before its buffers, so that they land at other
+addresses: fresh processes without one allocate alike, and on the H200 32 of them read the 16 MiB
+triad alike and 1.8-3.4% above one long-lived process, which no interval then covered. Passes that
+share one process (the host device, Python-callable kernels) hold the pad in this process. The passes run one after another, so each configuration is
 measured at ``passes`` different times and placements. The merged samples keep every pass's rows
 (``pass_index``; chunk ids made distinct), and every summary row is computed again from them: the
 median over all passes, the interval from the two-stage bootstrap (passes, then blocks of chunks
@@ -72,8 +74,8 @@ def pad_bytes(k: int, seed: int = 0) -> int:
 
 
 def run_passes(device: Device, passes: int, measure: Callable[[int], Any], *, pad: bool = True) -> list[Any]:
-    """``measure(k)`` for each pass with its pad allocation held (``pad``: the passes allocate in
-    this process; a pass in a process of its own has a fresh allocator instead); the results in
+    """``measure(k)`` for each pass with its pad allocation held here (``pad``: the passes allocate
+    in this process; a pass in a process of its own holds its pad there instead); the results in
     pass order."""
     results = []
     for k in range(passes):
@@ -86,12 +88,14 @@ def run_passes(device: Device, passes: int, measure: Callable[[int], Any], *, pa
     return results
 
 
-def pass_in_worker(one: Any, device: Device, *, hooks: Any, run_id: str, done: set, metadata: dict[str, str]) -> Any:
-    """One pass (``one``: the one-pass spec) in a fresh worker process (``bench.worker``), without
-    the configurations ``done`` already; its telemetry and flush metadata join ``metadata``."""
+def pass_in_worker(one: Any, device: Device, *, hooks: Any, run_id: str, done: set, metadata: dict[str, str],
+                   pad: int = 0) -> Any:
+    """One pass (``one``: the one-pass spec) in a fresh worker process (``bench.worker``) that holds
+    ``pad`` bytes allocated before anything else, without the configurations ``done`` already; its
+    telemetry and flush metadata join ``metadata``."""
     from .worker import run_in_worker
 
-    res = run_in_worker(one, device, out=None, hooks=hooks, run_id=run_id)
+    res = run_in_worker(one, device, out=None, hooks=hooks, run_id=run_id, pad_bytes=pad)
     def keep(f: pd.DataFrame) -> np.ndarray:  # rows of configurations not done (done keys as in bench.run)
         keys = zip(f["kernel"], f["size_bytes"].astype(int), f["rotating_requested"].astype(str), f["flush"], f["timer"])
         return np.array([k not in done for k in keys], dtype=bool)
@@ -159,6 +163,9 @@ def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_ba
         row["clock_mhz"] = float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan
         row["bandwidth_gbs"] = row["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
         row["peak_bandwidth_gbs"] = peak_bandwidth_gbs
+        floors = g["floor_s"].to_numpy(float) if "floor_s" in g else np.empty(0)
+        row["floor_s"] = float(np.median(floors[np.isfinite(floors)])) if np.isfinite(floors).any() else math.nan
+        row["net_median_s"] = row["median_s"] - row["floor_s"] if math.isfinite(row["floor_s"]) else math.nan
         if row["flush"] == COLD_REFERENCE:
             refs[(row["kernel"], row["size_bytes"], row["timer"])] = m
         out.append(row)

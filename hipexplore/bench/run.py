@@ -34,6 +34,7 @@ from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
 from . import rotating as rot
 from .callable import check_callable, sets_for
 from .check import check_outputs
+from .floor import floor_columns, measure_floor, wants_floor
 from .flush import Flusher, make_flusher
 from .io import empty_frame, output_paths, read_results, samples_frame, summary_frame, write_results
 from .spec import SweepSpec
@@ -165,13 +166,15 @@ def _measure_passes(spec: SweepSpec, dev: Device, specs: list[KernelSpec], flush
         if results and results[-1].stopped:
             return results[-1]
         if own_process:
-            res = ps.pass_in_worker(one, dev, hooks=hooks, run_id=metadata["run_id"], done=done, metadata=metadata)
+            res = ps.pass_in_worker(one, dev, hooks=hooks, run_id=metadata["run_id"], done=done, metadata=metadata,
+                                    pad=ps.pad_bytes(k))
         else:
             res = _measure(one, dev, specs, one.stop, flush_list, metadata, None, done, {}, empty_s, empty_m, hooks, progress)
         results.append(res)
         return res
 
     ps.run_passes(dev, spec.passes, measure, pad=not own_process)
+    metadata["sweep.pass_pad_bytes"] = ",".join(str(ps.pad_bytes(k)) for k in range(len(results)))
     stopped = any(r.stopped for r in results)
     metadata["sweep.passes_done"] = str(len(results) - (1 if stopped else 0))
     merged_s, merged_m = ps.merge([r.samples for r in results], [r.summary for r in results],
@@ -274,6 +277,17 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                 notes.append(f"stopped by its {raw.stop_reason.split(' reached', 1)[0]} before convergence")
             m = Measurement(raw.time_s[keep], label=what, notes=notes, chunks=raw.chunk[keep])
             return m, throttled
+
+        floors: dict[str, float] = {}
+
+        def floor_of(f: str) -> float | None:
+            """The launch floor after flush ``f`` in this process (``bench.floor``), timed once."""
+            if not wants_floor(spec.floor, dev):
+                return None
+            if f not in floors:
+                floors[f] = measure_floor(dev, flushers.get(f), chunk=chunk, warmup_s=warmup_s, telemetry=telemetry)
+                metadata[f"floor.{f}.median_s"] = f"{floors[f]:.6g}"
+            return floors[f]
 
         pending: dict[tuple[str, int, str, str, str], Any] = {}
         rng = np.random.default_rng(spec.interleave_seed)
@@ -402,6 +416,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                             m, throttled = measured(raw, f"{kspec.name} {size} r={p.requested} {f} {t}", notes)
                             rows, row = _frames(base, p.count, p.requested, f, t, raw, m, throttled,
                                                 refs.get((kspec.name, size, t)), dev, footprint, p.cap_bytes)
+                            row.update(floor_columns(floor_of(f) if t == "events" else None, row["median_s"], t))
                             group_rows.append(row)
                             emit(rows, row)
                     if stopped:
@@ -414,6 +429,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                     refs[(kspec.name, size, t)] = m
                     rows, row = _frames(base, 1, "1", COLD_REFERENCE, t, raw, m, throttled, m, dev, footprint,
                                         int(free * mem_fraction))
+                    row.update(floor_columns(floor_of("l2-read") if t == "events" else None, row["median_s"], t))
                     row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(ref_raw[t])} part(s) through the sweep"]))
                     for r in group_rows:
                         if r["timer"] == t:

@@ -114,6 +114,9 @@ class SweepSpec:
     #: own buffers (at other addresses) and its own reference parts; intervals are then bootstrapped
     #: over passes too, so they cover what changes between runs (see bench.passes)
     passes: int = 1
+    #: time the launch floor (an empty kernel, per flush mode, in each process) and report
+    #: ``floor_s`` / ``net_median_s`` on events rows (see bench.floor); None: on a GPU, not on the host
+    floor: bool | None = None
 
     def __post_init__(self) -> None:
         kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
@@ -149,6 +152,8 @@ class SweepSpec:
         self._check_int("passes", self.passes, 1)
         if self.passes > MAX_PASSES:
             raise ConfigError(f"passes must be an integer in [1, {MAX_PASSES}], got {self.passes!r}")
+        if self.floor is not None and not isinstance(self.floor, bool):
+            raise ConfigError(f"floor must be True, False or None (on a GPU only), got {self.floor!r}")
         for name in ("reference", "verify", "flush_end_event", "drop_throttled", "interleave"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -217,6 +222,7 @@ class SweepSpec:
             "interleave": self.interleave,
             "interleave_seed": self.interleave_seed,
             "passes": self.passes,
+            "floor": self.floor,
         }
 
     def record(self) -> dict[str, str]:

@@ -90,8 +90,9 @@ def _device_text(device: Any) -> str:
 
 
 def run_in_worker(spec: SweepSpec, device: Any, *, out: Any = None, resume: bool = True, hooks: SweepHooks | None = None,
-                  run_id: str | None = None, command: str | Sequence[str] | None = None) -> SweepResult:
-    """``run(spec, device)`` in a worker process (see the module docstring)."""
+                  run_id: str | None = None, command: str | Sequence[str] | None = None, pad_bytes: int = 0) -> SweepResult:
+    """``run(spec, device)`` in a worker process (see the module docstring); ``pad_bytes``: held
+    allocated there before the sweep allocates anything (``bench.passes``)."""
     hooks = hooks or SweepHooks()
     spec, kernels = _shippable(spec)
     llc = device.llc_bytes if "override" in str(getattr(device, "llc_source", "")) else None
@@ -114,7 +115,7 @@ def run_in_worker(spec: SweepSpec, device: Any, *, out: Any = None, resume: bool
     try:
         tx.send_bytes(pickle.dumps({"device": _device_text(device), "llc_bytes": llc, "kernels": kernels, "spec": spec,
                                     "out": None if out is None else os.fspath(out), "resume": resume, "run_id": run_id,
-                                    "command": command}))
+                                    "command": command, "pad_bytes": int(pad_bytes)}))
         while True:
             try:
                 kind, payload = pickle.loads(rx.recv_bytes())

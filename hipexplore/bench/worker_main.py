@@ -40,10 +40,14 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         from .run import run
 
         dev = get_device(job["device"], llc_bytes=job["llc_bytes"])
+        # a pass's own placement (bench.passes): held until the process ends
+        pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
         hooks = SweepHooks(on_result=lambda r: send("result", r), on_samples=lambda f: send("samples", f),
                            should_stop=should_stop, on_start=lambda k, c: send("start", [k, c]))
         res = run(job["spec"], dev, out=job["out"], resume=job["resume"], hooks=hooks, progress=False,
                   run_id=job["run_id"], command=job["command"])
+        if pad is not None:
+            res.metadata["worker.pad_bytes"] = str(pad.nbytes)
         send("done", res)
     except BaseException as exc:  # everything goes back to the parent, which raises it
         try:

@@ -52,7 +52,7 @@ def names() -> list[str]:
 
 
 #: the harness's own kernels (the spin that holds the queue, the cache flushers): not for benchmarking
-INTERNAL_PREFIXES = ("flush-", "spin")
+INTERNAL_PREFIXES = ("flush-", "spin", "floor-")
 
 
 def user_names() -> list[str]:
@@ -187,7 +187,19 @@ FLUSH_ICACHE = KernelSpec(
     description="AMD instruction-cache flush kernel: s_icache_inv + 16 s_nop on compute_units*60 blocks",
 )
 
-for _spec in (TRIAD, COPY, FILL, SPIN, FLUSH_L2_WRITE, FLUSH_L2_READ, FLUSH_ICACHE):
+#: The launch floor (``bench.floor``): one block that does nothing, timed like the kernel under test.
+FLOOR_EMPTY = KernelSpec(
+    name="floor-empty",
+    entry="hx_empty",
+    args=(),
+    gpu_source=sources.EMPTY_GPU,
+    host_source=sources.HOST_KERNELS_C,
+    geometry=fixed_geometry(1, 32),
+    bytes_per_launch=NExpr("0", "bytes_per_launch"),
+    description="launch floor: an empty kernel on one block (what the event pair reads around nothing)",
+)
+
+for _spec in (TRIAD, COPY, FILL, SPIN, FLUSH_L2_WRITE, FLUSH_L2_READ, FLUSH_ICACHE, FLOOR_EMPTY):
     register(_spec, replace=True)
 
 BUILTIN = ("triad", "copy", "fill")

@@ -117,6 +117,12 @@ HX_KERNEL void hx_read_flush(const hx_v4* __restrict__ buf, hx_u64 n4, hx_u32* s
 }
 """
 
+#: The launch floor (bench.floor): a kernel that does nothing, so that the event pair around it reads
+#: only what it adds to every launch (the launch, block scheduling, the drain).
+EMPTY_GPU = GPU_PRELUDE + r"""
+HX_KERNEL void hx_empty() {}
+"""
+
 #: Write flush: the fill kernel over a buffer of at least the LLC (rocMLIR's old flushL2Cache, a
 #: memset of L2 + 20%; triton's do_bench zeroes 256 MiB). Leaves the cache full of dirty lines.
 WRITE_FLUSH_GPU = GPU_PRELUDE + r"""
@@ -178,6 +184,9 @@ void fill(float* restrict dst, float value, hx_u64 n HX_T_PARAM) {
   for (hx_u64 i = 0; i < n; ++i) dst[i] = value;
   HX_T_END
 }
+
+/* The launch floor (bench.floor): a function that does nothing, timed like any kernel. */
+void hx_empty(void) {}
 
 /* Write flush: store over a buffer of at least the last-level cache. */
 void hx_write_flush(uint32_t* restrict buf, uint32_t value, hx_u64 n) {
