@@ -3,6 +3,9 @@
 # the repository root on the device tool's nvidia-h200 with $OUT set:
 #   bash scripts/h200_all.sh 1   GPU tests (every file with gpu-marked tests), measurement truth, own kernels
 #   bash scripts/h200_all.sh 2   Triton candidates, verdicts, Dask on the GPUs there, newcomer checks
+#   bash scripts/h200_all.sh 3   run-to-run drift: 10 runs alternating 1 pass / 4 passes (each its own process), 4 KiB-256 MiB
+#   bash scripts/h200_all.sh 4   truth 2: chunk position at 2000 iterations, the launch floor, l2-write vs nvbench over
+#                                fresh processes; then the GPU tests of the floor and passes
 # Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps);
 # Triton cubins compiled here travel in .triton_cubins. Each step has its own timeout and log, so one
 # failing step never loses the others; everything lands in $OUT/<phase>.tar.gz plus the logs.
@@ -22,6 +25,11 @@ if [ "$PHASE" = 1 ]; then
   TAIL=30 step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider -m gpu -rs $gpu_files
   step byok 180 python3 benchmarks/byok_h200.py --out "$R/byok"
   TAIL=60 step truth 300 python3 benchmarks/h200_truth.py --out "$R/truth"
+elif [ "$PHASE" = 3 ]; then
+  TAIL=60 step drift 540 python3 benchmarks/drift_h200.py --out "$R/drift" --passes 1 4 --runs 10 --no-long
+elif [ "$PHASE" = 4 ]; then
+  TAIL=60 step truth2 330 python3 benchmarks/truth2_h200.py --out "$R/truth2"
+  TAIL=30 step gpu_tests4 200 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_floor.py tests/test_gpu_cuda.py
 else
   step gpu_tests2 100 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_triton.py tests/test_verdicts.py
   step triton 190 python3 benchmarks/triton_h200.py --cubins .triton_cubins --out "$R/triton"
