@@ -14,7 +14,7 @@ from hipexplore.errors import ConfigError
 from hipexplore.kernels import Arg, KernelSpec, catalog, insert_icache_flush, parse_args, user_kernel
 from hipexplore.kernels.build import compile_kernel, request_for
 
-GPU_KERNELS = ("triad", "copy", "fill", "spin", "flush-l2-write", "flush-l2-read", "flush-icache")
+GPU_KERNELS = ("triad", "copy", "fill", "spin", "flush-l2-write", "flush-l2-read", "flush-icache", "floor-empty")
 
 
 @pytest.fixture(scope="module")
