@@ -6,6 +6,8 @@
 #   bash scripts/h200_all.sh 3   run-to-run drift: 10 runs alternating 1 pass / 4 passes (each its own process), 4 KiB-256 MiB
 #   bash scripts/h200_all.sh 4   truth 2: chunk position at 2000 iterations, the launch floor, l2-write vs nvbench over
 #                                fresh processes; then the GPU tests of the floor and passes
+#   bash scripts/h200_all.sh 5   an idle CUDA context elsewhere vs none; 4 passes vs 1; chunk position vs launch parity
+#   bash scripts/h200_all.sh 6   run-to-run drift: 10 runs of 4 passes (each its own process), 4 KiB-256 MiB
 # Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps);
 # Triton cubins compiled here travel in .triton_cubins. Each step has its own timeout and log, so one
 # failing step never loses the others; everything lands in $OUT/<phase>.tar.gz plus the logs.
@@ -30,6 +32,10 @@ elif [ "$PHASE" = 3 ]; then
 elif [ "$PHASE" = 4 ]; then
   TAIL=60 step truth2 330 python3 benchmarks/truth2_h200.py --out "$R/truth2"
   TAIL=30 step gpu_tests4 200 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_floor.py tests/test_gpu_cuda.py
+elif [ "$PHASE" = 5 ]; then
+  TAIL=70 step contexts 260 python3 benchmarks/contexts_h200.py --out "$R/contexts" --runs 3
+elif [ "$PHASE" = 6 ]; then
+  TAIL=40 step drift4 545 python3 benchmarks/drift_h200.py --out "$R/drift4" --passes 4 --runs 10 --no-long
 else
   step gpu_tests2 100 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_triton.py tests/test_verdicts.py
   step triton 190 python3 benchmarks/triton_h200.py --cubins .triton_cubins --out "$R/triton"
