@@ -58,6 +58,7 @@ def test_compile_timeout_nan_is_refused(tmp_path, capsys, monkeypatch):
     (["--iterations", "1000000000000"], "argument --iterations: 1000000000000 is more than the maximum, 1,000,000"),
     (["--min-time", "nan"], "min_time_s must be a finite number >= 0, got nan"),
     (["--llc-bytes", "-1"], "argument --llc-bytes: expected a positive size such as 32MiB or 33554432, got '-1'"),
+    (["--floor", "maybe"], "argument --floor: expected auto, on or off, got 'maybe'"),
 ])
 def test_bench_absurd_values(tmp_path, capsys, argv, says):
     (tmp_path / "k.c").write_text(HOST_KERNEL)

@@ -75,6 +75,40 @@ def test_a_host_sweep_leaves_the_floor_out_by_default_and_passes_merge_it():
     assert row.passes == 3 and row.floor_s > 0 and row.net_median_s == pytest.approx(row.median_s - row.floor_s)
 
 
+def test_the_cli_shows_the_floor_column_only_when_a_floor_was_taken(capsys):
+    from hipexplore.cli import main
+
+    assert main(["bench", "triad", "--device", "host", "--size", "256KiB", "--iterations", "8", "--no-reference",
+                 "--no-progress", "--floor", "on"]) == 0
+    out = capsys.readouterr().out
+    header, row = out.strip().splitlines()[-2:]
+    assert "floor_us" in header
+    import re
+
+    m = re.search(r"([\d.]+)\s+\[[\d., ]+\]\s+([\d.]+)\s", row)  # median, [interval], floor
+    assert m, row
+    median_us, floor_us = float(m.group(1)), float(m.group(2))
+    assert 0 < floor_us < median_us
+    assert main(["bench", "triad", "--device", "host", "--size", "256KiB", "--iterations", "8", "--no-reference",
+                 "--no-progress"]) == 0
+    assert "floor_us" not in capsys.readouterr().out
+
+
+def test_the_report_table_carries_the_floor_in_the_median_unit():
+    from hipexplore.report.dashboard import summary_table
+
+    res = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], device="host", iterations=8, reference=False, floor=True,
+                   progress=False)
+    t = summary_table(res.summary)
+    unit = next(c for c in t.columns if c.startswith("median_")).split("_", 1)[1]
+    assert f"floor_{unit}" in t.columns
+    scale = {"us": 1e6, "ms": 1e3, "ns": 1e9, "s": 1.0}[unit]
+    got = sorted(t[f"floor_{unit}"])
+    assert got == pytest.approx(sorted(res.summary["floor_s"] * scale))
+    plain = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=8, reference=False, progress=False)
+    assert not any(c.startswith("floor_") for c in summary_table(plain.summary).columns)
+
+
 @pytest.mark.gpu
 def test_on_the_gpu_the_floor_is_what_events_read_beyond_the_in_kernel_window(cuda):
     # the H200: events - in-kernel of the triad ~3 us at every size (BENCHMARKS "Measurement truth");

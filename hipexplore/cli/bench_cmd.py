@@ -28,6 +28,14 @@ def _csv(text: str) -> list[str]:
 MAX_ITERATIONS = 1_000_000
 
 
+def _floor(text: str) -> bool | None:
+    """argparse type of --floor: auto (on a GPU only), on, off."""
+    got = {"auto": None, "on": True, "off": False}.get(text.strip().lower(), "bad")
+    if got == "bad":
+        raise argparse.ArgumentTypeError(f"expected auto, on or off, got {text!r}")
+    return got  # type: ignore[return-value]
+
+
 def _count(flag: str, maximum: int | None = None):
     """argparse type: a positive integer, at most ``maximum``; the error names the flag."""
     def parse(text: str) -> int:
@@ -109,6 +117,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--passes", type=_count("--passes", 64), default=1,
                    help="make the sweep this many times through, each pass with its share of the samples and fresh buffers "
                    "at other addresses; intervals then cover what changes between runs (default 1)")
+    p.add_argument("--floor", type=_floor, default=None, metavar="auto|on|off",
+                   help="time the launch floor (an empty kernel after each flush, in each process) and report floor_s and "
+                   "net_median_s = median - floor on events rows (default auto: on a GPU, not on the host)")
     p.add_argument("--seed", type=int, default=0, help="with --interleave: the seed of the shuffled order (default 0)")
     p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
@@ -187,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
                 worker=args.worker,
                 timers=_csv(args.timer), drop_throttled=not args.keep_throttled, interleave=args.interleave,
-                interleave_seed=args.seed, passes=args.passes,
+                interleave_seed=args.seed, passes=args.passes, floor=args.floor,
                 **({"chunk": args.chunk} if args.chunk is not None else {}), cluster=cluster,
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if res.skipped:
@@ -231,12 +242,14 @@ def _check_out(out: str, force: bool) -> None:
 def _table(summary: Any) -> str:
     from ..units import format_bytes, format_percent
 
+    floor = "floor_s" in summary.columns and bool(summary["floor_s"].notna().any())  # the launch floor (bench.floor)
     lines = [f"{'kernel':<8} {'size':>10} {'rot':>5} {'flush':<15} {'timer':<9} {'n':>5} {'median_us':>10} {'95% CI us':>17} "
-             f"{'iqr_rel':>8} {'bias':>7} {'GB/s':>8}  warning"]
+             + (f"{'floor_us':>9} " if floor else "") + f"{'iqr_rel':>8} {'bias':>7} {'GB/s':>8}  warning"]
     for r in summary.itertuples():
         rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
         ci = f"[{r.ci_low_s * 1e6:.3f}, {r.ci_high_s * 1e6:.3f}]"
+        fl = (f"{r.floor_s * 1e6:>9.3f} " if r.floor_s == r.floor_s else f"{'':>9} ") if floor else ""
         lines.append(f"{r.kernel:<8} {format_bytes(r.size_bytes):>10} {rot:>5} {r.flush:<15} {getattr(r, 'timer', 'events'):<9} {r.n:>5} "
-                     f"{r.median_s * 1e6:>10.3f} {ci:>17} {format_percent(r.iqr_rel, 2):>8} {format_percent(r.bias, 1, signed=True):>7} "
+                     f"{r.median_s * 1e6:>10.3f} {ci:>17} {fl}{format_percent(r.iqr_rel, 2):>8} {format_percent(r.bias, 1, signed=True):>7} "
                      f"{r.bandwidth_gbs:>8.1f}  {r.warning}")
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, HipexploreError
@@ -172,6 +173,10 @@ def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
         ordered = rows.sort_values(["flush", "rotating"]).reset_index(drop=True)
         table.insert(list(table.columns).index("median_s") + 1, f"95% CI ({unit.replace('µ', 'u')})",
                      [f"[{lo * scale:.4g}, {hi * scale:.4g}]" for lo, hi in zip(ordered["ci_low_s"], ordered["ci_high_s"])])
+    if "floor_s" in rows.columns and np.isfinite(rows["floor_s"].to_numpy(float)).any():  # the launch floor (bench.floor)
+        ordered = rows.sort_values(["flush", "rotating"]).reset_index(drop=True)
+        at = list(table.columns).index(f"95% CI ({unit.replace('µ', 'u')})") + 1 if f"95% CI ({unit.replace('µ', 'u')})" in table.columns else 1
+        table.insert(at, f"floor_{unit.replace('µ', 'u')}", ordered["floor_s"].to_numpy(float) * scale)
     return percent_columns(table.rename(columns={"median_s": f"median_{unit.replace('µ', 'u')}"}))
 
 
