@@ -180,7 +180,10 @@ def _measurements(samples: pd.DataFrame, keys: Sequence[str], what: str) -> dict
         key = key if isinstance(key, tuple) else (key,)
         key = tuple(str(k) if name == "rotating_requested" else int(k) if name == "size_bytes" else k
                     for name, k in zip(keys, key))
-        out[key] = Measurement(g["time_s"].to_numpy(), chunks=g["chunk"].to_numpy(), label=" ".join(map(str, key)))
+        # a sweep in passes (bench.passes): the interval is bootstrapped over its passes too, as its summary's is
+        groups = g["pass_index"].to_numpy() if "pass_index" in g.columns and g["pass_index"].nunique() > 1 else None
+        out[key] = Measurement(g["time_s"].to_numpy(), chunks=g["chunk"].to_numpy(), groups=groups,
+                               label=" ".join(map(str, key)))
     return out
 
 
@@ -316,10 +319,17 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
                        note=f"only in the {'base' if key in left else 'new'} run: not compared")
         rows.append(row)
     frame = pd.DataFrame(rows)
+    def passes_of(samples: Any) -> int:
+        return int(samples["pass_index"].nunique()) if "pass_index" in samples.columns and len(samples) else 1
+    fewest = min(passes_of(s1), passes_of(s2)) if other is not None else 1
     caveat = ("" if other is None else
+              f"two separate runs, each in {fewest} or more passes: the intervals cover what moved between passes "
+              f"(bench.passes), not what changed between the two runs' sessions; one interleaved run "
+              f"(sweep(..., interleave=True)) leaves nothing between them" if fewest > 1 else
               "two separate runs: the intervals cover the noise within each run, not drift between runs "
               "(measured on the H200: medians of back-to-back runs moved by up to 3x their intervals; "
-              "bench.drift.run_to_run); prefer one interleaved run (sweep(..., interleave=True))")
+              "bench.drift.run_to_run); prefer one interleaved run (sweep(..., interleave=True)), or runs in "
+              "passes (sweep(..., passes=4))")
     frame.attrs.update(threshold=threshold, level=level, rule=rule_text(threshold), caveat=caveat,
                        base_metadata=dict(metas[0]), new_metadata=dict(metas[1]))
     return frame

@@ -342,3 +342,29 @@ def test_sizes_read_the_same_in_the_cli_and_the_plots() -> None:
 
     for n in (1, 1000, 4096, 65536, 1.5 * 2**20, 2**30, 3 * 2**30 + 1):
         assert size_text(n) == format_bytes(n)
+
+
+def _passes_frame(rng, shifts, per_pass=60, chunk=4):
+    """Samples of one configuration in len(shifts) passes: pass p sits at 10 us * (1 + shifts[p])."""
+    rows = []
+    for p, sh in enumerate(shifts):
+        for i in range(per_pass):
+            rows.append({"kernel": "triad", "size_bytes": 4096, "rotating_requested": "1", "flush": "none", "timer": "events",
+                         "device_name": "dev", "time_s": 10e-6 * (1 + sh) * (1 + rng.normal(0, 0.002)),
+                         "chunk": p * 1000 + i // chunk, "pass_index": p, "dropped": False})
+    return pd.DataFrame(rows)
+
+
+def test_two_runs_in_passes_are_compared_over_their_passes_not_as_one_pool():
+    # placements shift each pass by a few percent (as on the H200): two runs of the same kernel
+    # must not read as a change; pooling each run's passes into one sample would call it one
+    rng = np.random.default_rng(7)
+    a = _passes_frame(rng, [0.00, 0.03, -0.02, 0.01])
+    b = _passes_frame(rng, [0.02, 0.04, 0.00, 0.03])
+    c = compare(a, b)
+    row = c.iloc[0]
+    assert row.ratio_ci_low < 1.0 < row.ratio_ci_high and row.verdict in ("same", "undecided")
+    assert "4 or more passes" in c.attrs["caveat"]
+    pooled = compare(a.drop(columns=["pass_index"]), b.drop(columns=["pass_index"]))
+    assert pooled.iloc[0].ratio_ci_low > 1.0  # what the pass-blind interval claimed
+    assert "passes=4" in pooled.attrs["caveat"]
