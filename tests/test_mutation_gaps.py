@@ -398,3 +398,50 @@ def test_the_two_stage_bootstrap_draws_whole_chunks():
     chunks = np.array([0, 0, 0, 1, 1, 2, 2, 2])
     medians = st._grouped_block_medians(x, chunks, np.zeros(8, int), 400, np.random.default_rng(0))
     assert set(np.round(medians, 9)) == {1.0, 5.0}
+
+
+def test_a_disk_tiers_stats_name_every_field(tmp_path):
+    """Why: ``DiskCache.stats()`` is what ``hipexplore cache stats`` and the notebooks print: every
+    key, with one entry, one temp file and one foreign file in a shard."""
+    import hashlib
+
+    from hipexplore.compile.base import ObjectCode
+    from hipexplore.compile.disk import DiskCache
+    from hipexplore.compile.request import CacheKey
+
+    disk = DiskCache(tmp_path / "c")
+    canonical = json.dumps({"generated": 2}).encode()
+    assert disk.put(CacheKey(canonical, hashlib.sha256(canonical).hexdigest()),
+                    ObjectCode(b"x" * 4096, "host", "host", "shared-library", compile_seconds=0.5))
+    shard = next(p.parent for p in disk.directory.rglob("*.hxc"))
+    (shard / ".tmp-otherhost-1-abc.hxc.part").write_bytes(b"t" * 10)
+    (shard / "notes.txt").write_text("x")
+    s = disk.stats()
+    entry = sum(i.size for i in disk.listing() if i.kind == "entry")
+    assert {k: s[k] for k in ("shared", "authenticated", "writable", "write_error", "entries", "bytes", "entry_bytes",
+                              "temp_files", "temp_bytes", "foreign_files")} == {
+        "shared": disk.shared, "authenticated": False, "writable": True, "write_error": "", "entries": 1,
+        "bytes": entry + 10, "entry_bytes": entry, "temp_files": 1, "temp_bytes": 10, "foreign_files": 1}
+    assert s["disk_writes"] == 1
+
+
+def test_the_stateless_stop_check_uses_the_chunks_it_is_given():
+    """Why: ``StopRule.remaining`` is the tracker's check in one call; a timeout's reason reports
+    the interval of the median, which with chunks is the block bootstrap's (wider here: each chunk
+    sits at its own level)."""
+    rule = StopRule(min_samples=10, min_time_s=0.0, timeout_s=1.0, target_ci=1e-9, target_cv=1e-9)
+    rng = np.random.default_rng(3)
+    chunks = np.repeat(np.arange(6), 10)
+    x = 1e-3 * (1 + 0.05 * chunks + 0.001 * rng.standard_normal(60))
+    with_chunks = rule.remaining(x, 2.0, chunks)
+    assert with_chunks == rule.tracker().check(x, 2.0, chunks) and with_chunks[1].startswith("timeout")
+    assert with_chunks != rule.remaining(x, 2.0)
+
+
+def test_a_ratio_interval_is_reproducible_with_its_default_seed_and_resamples():
+    """Why: a bias interval must read the same when the same samples are summarised again."""
+    from hipexplore.bench.stats import Measurement, ratio_ci
+
+    rng = np.random.default_rng(5)
+    new, base = Measurement(1.1 + 0.05 * rng.random(40)), Measurement(1.0 + 0.05 * rng.random(40))
+    assert ratio_ci(new, base) == ratio_ci(new, base) == ratio_ci(new, base, resamples=2000, seed=0)
