@@ -25,6 +25,7 @@ def test_an_empty_frame_has_the_schemas_columns_and_their_dtypes():
     int column that came back as object would turn every later int into object."""
     for frame, columns in ((io.samples_frame([]), SAMPLE_COLUMNS), (io.summary_frame([]), SUMMARY_COLUMNS)):
         assert list(frame.columns) == list(columns) and len(frame) == 0
+        assert str(frame["size_bytes"].dtype) == "int64"
     frame = io.empty_frame(SAMPLE_COLUMNS)
     assert {c: str(frame[c].dtype) for c in ("size_bytes", "iteration", "time_s", "throttled", "kernel")} == {
         "size_bytes": "int64", "iteration": "int64", "time_s": "float64", "throttled": "bool", "kernel": "object"}
@@ -445,3 +446,16 @@ def test_a_ratio_interval_is_reproducible_with_its_default_seed_and_resamples():
     rng = np.random.default_rng(5)
     new, base = Measurement(1.1 + 0.05 * rng.random(40)), Measurement(1.0 + 0.05 * rng.random(40))
     assert ratio_ci(new, base) == ratio_ci(new, base) == ratio_ci(new, base, resamples=2000, seed=0)
+
+
+def test_a_one_pass_summary_row_records_one_pass_its_stop_reason_and_nan_biases(capsys):
+    """Why: the row fields a one-pass sweep writes (``passes`` 1, the rule's stop reason, NaN
+    bias fields as floats without a reference); the progress bar names the sweep and its unit."""
+    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, reference=False, progress=True,
+                   warmup_s=0.0, worker=False)
+    row = res.summary.iloc[0]
+    assert row["passes"] == 1 and row["stop_reason"] == "fixed iteration count"
+    for col in ("reference_median_s", "bias", "bias_ci_low", "bias_ci_high"):
+        assert str(res.summary[col].dtype) == "float64" and np.isnan(row[col]), col
+    err = capsys.readouterr().err
+    assert "hipexplore sweep" in err and "config" in err
