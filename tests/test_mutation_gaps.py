@@ -459,3 +459,32 @@ def test_a_one_pass_summary_row_records_one_pass_its_stop_reason_and_nan_biases(
         assert str(res.summary[col].dtype) == "float64" and np.isnan(row[col]), col
     err = capsys.readouterr().err
     assert "hipexplore sweep" in err and "config" in err
+
+
+def test_resuming_keeps_pass_ids_and_the_references_chunks(tmp_path, capsys):
+    """Why: a resumed sweep reads its finished rows back: a multi-pass file's samples keep their
+    pass ids, and a new configuration's bias is against the recorded reference with its chunk ids
+    (the block bootstrap's interval, not the i.i.d. one); the telemetry it used is recorded and the
+    progress bar is shown for passes too."""
+    from hipexplore.bench.stats import Measurement, ratio_ci
+
+    out = tmp_path / "r.parquet"
+    kw = dict(device="host", iterations=6, chunk=2, reference_samples=6, warmup_s=0.0, worker=False, out=out)
+    first = hx.sweep("triad", ["16KiB"], [1], ["none"], passes=2, progress=True, **kw)
+    assert "hipexplore sweep" in capsys.readouterr().err
+    assert first.metadata["telemetry.source"] and "telemetry.max_clock_mhz" in first.metadata
+    grown = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], passes=2, progress=False, **kw)
+    old = grown.samples[grown.samples["flush"] == "none"]
+    assert set(old["pass_index"]) == {0, 1}
+    # one pass: the new row's bias is computed in this run against the reference read back
+    out2 = tmp_path / "one.parquet"
+    kw2 = {**kw, "out": out2, "reference_samples": 27, "chunk": 9}  # chunks of 9, not the bootstrap's blocks of 3
+    hx.sweep("triad", ["16KiB"], [1], ["none"], progress=False, **kw2)
+    res = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], progress=False, **kw2)
+    s = res.samples
+    ref = s[s["flush"] == "cold-reference"]
+    new = s[(s["flush"] == "l2-read") & ~s["dropped"]]
+    ratio, lo, hi = ratio_ci(Measurement(new["time_s"].to_numpy(), chunks=new["chunk"].to_numpy()),
+                             Measurement(ref["time_s"].to_numpy(), chunks=ref["chunk"].to_numpy()), resamples=1000)
+    row = res.summary[res.summary["flush"] == "l2-read"].iloc[0]
+    assert (row["bias"], row["bias_ci_low"], row["bias_ci_high"]) == pytest.approx((ratio - 1, lo - 1, hi - 1))
