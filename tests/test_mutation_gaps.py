@@ -488,3 +488,36 @@ def test_resuming_keeps_pass_ids_and_the_references_chunks(tmp_path, capsys):
                              Measurement(ref["time_s"].to_numpy(), chunks=ref["chunk"].to_numpy()), resamples=1000)
     row = res.summary[res.summary["flush"] == "l2-read"].iloc[0]
     assert (row["bias"], row["bias_ci_low"], row["bias_ci_high"]) == pytest.approx((ratio - 1, lo - 1, hi - 1))
+
+
+# --- bench/sweep.py ----------------------------------------------------------------------------
+
+
+def test_sweeps_list_defaults_are_the_specs_and_it_runs_on_the_best_device_with_a_bar():
+    """Why: ``sweep()`` with no arguments measures what ``SweepSpec()`` describes, on ``'auto'``
+    (a GPU when one is usable), resuming and with a progress bar (test_cache_contract checks the
+    other keyword defaults against the spec's)."""
+    import inspect
+
+    from hipexplore.bench.sweep import sweep
+
+    p = inspect.signature(sweep).parameters
+    spec = SweepSpec()
+    assert SweepSpec(kernels=p["kernels"].default, sizes=p["sizes"].default, rotating=p["rotating"].default,
+                     flush=p["flush"].default) == spec
+    assert (p["device"].default, p["resume"].default, p["progress"].default) == ("auto", True, True)
+
+
+def test_a_device_object_gets_the_cache_it_is_given_and_keeps_its_own():
+    """Why: ``sweep(device=dev, cache=c)`` builds the kernels through ``c`` when ``dev`` has no
+    cache of its own, and leaves a device's own cache in place."""
+    from hipexplore.compile.cache import CompileCache
+
+    dev, cache = HostDevice(), CompileCache(disk_dir=False)
+    hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, cache=cache, iterations=2, reference=False,
+             progress=False, warmup_s=0.0, worker=False)
+    assert dev.cache is cache and cache.stats()["compiled"] + cache.stats()["memory_hits"] >= 1
+    other = CompileCache(disk_dir=False)
+    hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, cache=other, iterations=2, reference=False,
+             progress=False, warmup_s=0.0, worker=False)
+    assert dev.cache is cache
