@@ -521,3 +521,11 @@ def test_a_device_object_gets_the_cache_it_is_given_and_keeps_its_own():
     hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, cache=other, iterations=2, reference=False,
              progress=False, warmup_s=0.0, worker=False)
     assert dev.cache is cache
+
+
+def test_a_ratio_interval_follows_its_seed_argument_not_the_measurements_own_seed():
+    from hipexplore.bench.stats import Measurement, ratio_ci
+
+    rng = np.random.default_rng(6)
+    x, base = 1.1 + 0.05 * rng.random(40), Measurement(1.0 + 0.05 * rng.random(40))
+    assert ratio_ci(Measurement(x, seed=0), base, seed=3) == ratio_ci(Measurement(x, seed=99), base, seed=3)
