@@ -2,7 +2,8 @@
 
 Each test here kills mutants that the module's own test file let live: a default, a forwarded
 argument, a field of a written record. They run on the host device and the real compilers, like the
-rest of the suite; each was checked to fail with its mutant applied by hand.
+rest of the suite; each was checked to fail with its mutant active (mutmut's rerun of the survivors,
+or ``MUTANT_UNDER_TEST=<name> pytest`` inside mutmut's ``mutants/`` copy).
 """
 from __future__ import annotations
 
