@@ -530,3 +530,13 @@ def test_a_ratio_interval_follows_its_seed_argument_not_the_measurements_own_see
     rng = np.random.default_rng(6)
     x, base = 1.1 + 0.05 * rng.random(40), Measurement(1.0 + 0.05 * rng.random(40))
     assert ratio_ci(Measurement(x, seed=0), base, seed=3) == ratio_ci(Measurement(x, seed=99), base, seed=3)
+
+
+def test_a_sweep_left_to_its_defaults_measures_what_sweepspec_describes():
+    """Why: behaviour, not the signature (mutmut's trampoline keeps the original signature, so a
+    changed default is only seen by a call that leaves the argument out): what ``sweep()`` records
+    with only sizes, device and a count given is ``SweepSpec()``'s record."""
+    res = hx.sweep(sizes=["16KiB"], device="host", iterations=2, reference_samples=2, warmup_s=0.0, worker=False)
+    want = SweepSpec(sizes=(16384,), stop=StopRule(iterations=2), reference_samples=2, warmup_s=0.0).as_record()
+    assert json.loads(res.metadata["sweep.spec"]) == want
+    assert set(res.summary["kernel"]) == {"triad"} and any(k.startswith("verify.") for k in res.metadata)
