@@ -540,3 +540,10 @@ def test_a_sweep_left_to_its_defaults_measures_what_sweepspec_describes():
     want = SweepSpec(sizes=(16384,), stop=StopRule(iterations=2), reference_samples=2, warmup_s=0.0).as_record()
     assert json.loads(res.metadata["sweep.spec"]) == want
     assert set(res.summary["kernel"]) == {"triad"} and any(k.startswith("verify.") for k in res.metadata)
+
+
+def test_an_adaptive_sweep_keeps_the_stop_rule_it_is_given():
+    rule = StopRule(min_samples=4, max_samples=6, timeout_s=1.0)
+    res = hx.sweep("triad", ["16KiB"], device="host", stop=rule, reference=False, progress=False, warmup_s=0.0, worker=False)
+    got = json.loads(res.metadata["sweep.spec"])["stop"]
+    assert (got["min_samples"], got["max_samples"], got["timeout_s"]) == (4, 6, 1.0)
