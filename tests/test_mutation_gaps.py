@@ -76,7 +76,7 @@ def _every_field_set() -> SweepSpec:
                      stop=StopRule(iterations=6), reference=False, reference_samples=5, mem_fraction=0.25, chunk=3,
                      warmup_s=0.5, verify=False, flush_factors={"l2-read": 2.5}, flush_end_event=True,
                      timers=("events", "events"), reference_parts=4, throttle_threshold=0.5, drop_throttled=False,
-                     clock_warmup_s=1.5, interleave=True, interleave_seed=9, passes=3)
+                     clock_warmup_s=1.5, interleave=True, interleave_seed=9, passes=3, floor=True)
 
 
 def test_the_record_holds_every_field_under_its_own_name():
@@ -88,7 +88,8 @@ def test_the_record_holds_every_field_under_its_own_name():
         "stop": dataclasses.asdict(StopRule(iterations=6)), "reference": False, "reference_samples": 5,
         "mem_fraction": 0.25, "chunk": 3, "warmup_s": 0.5, "verify": False, "flush_factors": {"l2-read": 2.5},
         "flush_end_event": True, "timers": ["events"], "reference_parts": 4, "throttle_threshold": 0.5,
-        "drop_throttled": False, "clock_warmup_s": 1.5, "interleave": True, "interleave_seed": 9, "passes": 3}
+        "drop_throttled": False, "clock_warmup_s": 1.5, "interleave": True, "interleave_seed": 9, "passes": 3,
+        "floor": True}
     assert SweepSpec(**{**spec.as_record(), "stop": StopRule(**spec.as_record()["stop"])}) == spec
     rec = spec.record()
     assert {k: rec[k] for k in ("sweep.kernels", "sweep.sizes", "sweep.rotating", "sweep.flush", "sweep.timers")} == {
