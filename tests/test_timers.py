@@ -46,6 +46,15 @@ def test_in_kernel_timer_reads_inside_the_call_and_events_around_it(dev):
         assert list(g.chunk) == [i // DEFAULT_CHUNK for i in range(64)]
 
 
+def test_in_kernel_timer_works_with_one_launch_per_hold(dev):
+    # the timer has exactly `chunk` slots: a launch outside a chunk (the warm-up) must use slot 0, the
+    # only one a chunk of 1 has
+    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, iterations=6, timers=("in-kernel",), chunk=1,
+                   reference=False, progress=False)
+    x = res.samples
+    assert (x.time_s > 0).all() and list(x.position) == [0] * 6 and list(x.chunk) == list(range(6))
+
+
 def test_in_kernel_timer_refuses_a_kernel_that_did_not_write_its_timestamps(dev):
     spec = catalog.get("triad")
     plain = kernel_for(dev, "triad")  # the untimed build ignores the extra argument
