@@ -272,6 +272,12 @@ def test_failed_holds_give_up_after_exactly_the_limit_and_a_success_resets_the_c
     with rot.BufferSets(flaky, spec, 256, 1) as sets:
         raw = time_launches(_wl(flaky, sets), None, StopRule(iterations=12), chunk=4, warmup_s=0)
     assert len(raw.time_s) == 12 and raw.hold_timeouts == flaky.holds // 2 and raw.hold_timeouts >= 3
+    # the limit less one in a row, a success, the limit less one again: a success counts from zero
+    edge = _ScriptedHolds([True] * (MAX_HOLD_FAILURES - 1) + [False] + [True] * (MAX_HOLD_FAILURES - 1) + [False] * 40)
+    edge.cache = dev.cache
+    with rot.BufferSets(edge, spec, 256, 1) as sets:
+        raw = time_launches(_wl(edge, sets), None, StopRule(iterations=6), chunk=4, warmup_s=0)
+    assert len(raw.time_s) == 6 and raw.hold_timeouts == 2 * (MAX_HOLD_FAILURES - 1)
 
 
 def test_each_chunk_carries_its_telemetry_and_the_frames_their_types(dev):
