@@ -321,3 +321,41 @@ def test_raw_times_fill_what_a_caller_left_out():
     kept = RawTimes(time_s=np.ones(2), flush_s=np.zeros(2), gap_s=np.zeros(2), buffer_set=np.zeros(2, dtype=np.int64),
                     chunk=np.array([5, 5]), position=np.array([0, 1]), clock_mhz=np.array([1.0, 2.0]))
     assert list(kept.chunk) == [5, 5] and list(kept.clock_mhz) == [1.0, 2.0] and np.isnan(kept.temp_c).all()
+
+
+class _ChunkLevelTimer:
+    """A fake timer (the statistics are under test, the launches are real): every sample of a held
+    chunk reads that chunk's level, which moves 5% from chunk to chunk, with 0.01% noise within."""
+
+    def __init__(self, arg_sets, chunk: int, seed: int = 3) -> None:
+        self.args = [[a] * chunk for a in arg_sets]
+        self.chunk = chunk
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, k: int) -> None:
+        return None
+
+    def read(self, k: int) -> np.ndarray:
+        level = 1e-4 * (1 + self.rng.normal(0, 0.05))
+        return level * (1 + self.rng.normal(0, 1e-4, size=k))
+
+    def free(self) -> None:
+        return None
+
+
+def test_the_adaptive_interval_rule_judges_chunk_correlated_samples_by_their_chunks(dev):
+    # samples of one hold move together: treated as independent, 16 samples of 4 chunks would look
+    # as sure as 16 chunks, and the rule would stop at about a quarter of the chunks it needs
+    from hipexplore.bench.stats import Measurement
+
+    spec = catalog.get("triad")
+    rule = StopRule(min_samples=20, min_time_s=0.0, min_wall_s=0.0, target_ci=0.01, target_cv=1e-9, stable_noise=1e-9,
+                    max_samples=20_000, timeout_s=60.0)
+    with rot.BufferSets(dev, spec, 256, 1) as sets:
+        grid, block = spec.geometry(256, dev)
+        wl = Workload(dev, kernel_for(dev, "triad"), grid, block, sets.args, timer=_ChunkLevelTimer(sets.args, 4))
+        raw = time_launches(wl, None, rule, chunk=4, warmup_s=0)
+    assert raw.stop_reason.startswith("converged: 95% CI"), raw.stop_reason
+    lo, hi = Measurement(raw.time_s, chunks=raw.chunk).bootstrap_ci(resamples=2000)
+    med = float(np.median(raw.time_s))
+    assert (hi - lo) / 2 / med <= 0.0125, ((hi - lo) / 2 / med, len(raw.time_s))  # the chunk-aware interval met the target
