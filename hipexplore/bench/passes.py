@@ -16,10 +16,12 @@ an adaptive rule's minimum, time budget and sample cap divided by the passes), w
 buffers and its own reference parts. On a GPU each pass runs in a worker process of its own, since
 the event floor is fixed per process. Every pass but the first also holds a pad allocation of its
 own size (``pad_bytes``) through the pass, allocated before its buffers, so that they land at other
-addresses: fresh processes without one allocate alike, and on the H200 32 of them read the 16 MiB
-triad alike and 1.8-3.4% above one long-lived process, which no interval then covered. Passes that
-share one process (the host device, Python-callable kernels) hold the pad in this process. The passes run one after another, so each configuration is
-measured at ``passes`` different times and placements. The merged samples keep every pass's rows
+addresses (fresh processes without one allocate alike; on the H200 the pads widened the 16 MiB
+intervals to cover the spread between runs). Passes that share one process (the host device,
+Python-callable kernels) hold the pad in this process. On a GPU ``sweep()`` orchestrates the passes
+from the caller's process: from a worker, one more idle CUDA context sat beside every pass, and the
+16 MiB triad read 1.6-4% above one-pass runs. The passes run one after another, so each configuration
+is measured at ``passes`` different times and placements. The merged samples keep every pass's rows
 (``pass_index``; chunk ids made distinct), and every summary row is computed again from them: the
 median over all passes, the interval from the two-stage bootstrap (passes, then blocks of chunks
 within each; ``stats.Measurement(groups=...)``), and each bias against the reference merged the
