@@ -17,6 +17,7 @@ distinguishable from none.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Iterable
 
 import pandas as pd
@@ -66,13 +67,10 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
         def effects(t: np.ndarray) -> np.ndarray:  # (..., chunks, positions) -> (..., positions)
             per = np.nanmedian(t, axis=-2)
             return per / np.nanmedian(per, axis=-1)[..., None] - 1
-        with np.errstate(all="ignore"):
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # a position absent from a resample: NaN
-                eff = effects(table)
-                boot = effects(table[rng.integers(0, len(chunk_ids), size=(resamples, len(chunk_ids)))])
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a position absent from a resample: NaN
+            eff = effects(table)
+            boot = effects(table[rng.integers(0, len(chunk_ids), size=(resamples, len(chunk_ids)))])
         mx = np.nanmax(np.abs(boot), axis=1)
         lo, hi = np.nanpercentile(boot, lo_q, axis=0), np.nanpercentile(boot, hi_q, axis=0)
         rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "positions": npos,
