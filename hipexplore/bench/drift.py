@@ -20,9 +20,8 @@ import math
 import warnings
 from typing import Iterable
 
-import pandas as pd
-
 import numpy as np
+import pandas as pd
 
 from ..errors import ConfigError
 
