@@ -47,7 +47,8 @@ REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "
 #: One row per timed launch of a sweep.
 SAMPLE_COLUMNS = (
     "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",
-    "rotating_requested", "flush", "timer", "iteration", "pass_index", "chunk", "position", "buffer_set", "time_s",
+    "rotating_requested", "flush", "timer", "iteration", "pass_index", "chunk", "position", "lead", "buffer_set",
+    "time_s",
     "flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "throttled", "dropped",
 )
 #: One row per sweep configuration.

@@ -8,6 +8,9 @@
 #                                fresh processes; then the GPU tests of the floor and passes
 #   bash scripts/h200_all.sh 5   an idle CUDA context elsewhere vs none; 4 passes vs 1; chunk position vs launch parity
 #   bash scripts/h200_all.sh 6   run-to-run drift: 10 runs of 4 passes (each its own process), 4 KiB-256 MiB
+#   bash scripts/h200_all.sh 7   session 4: GPU tests, then truth 3 (random chunk lead vs none, the fenced in-kernel
+#                                end vs the fenceless one, nvbench over fresh processes, a default adaptive sweep)
+#   bash scripts/h200_all.sh 8   session 4: run-to-run drift, 10 runs of 4 passes in one call (t-floored intervals)
 # Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps);
 # Triton cubins compiled here travel in .triton_cubins. Each step has its own timeout and log, so one
 # failing step never loses the others; everything lands in $OUT/<phase>.tar.gz plus the logs.
@@ -36,6 +39,11 @@ elif [ "$PHASE" = 5 ]; then
   TAIL=70 step contexts 260 python3 benchmarks/contexts_h200.py --out "$R/contexts" --runs 3
 elif [ "$PHASE" = 6 ]; then
   TAIL=40 step drift4 545 python3 benchmarks/drift_h200.py --out "$R/drift4" --passes 4 --runs 10 --no-long
+elif [ "$PHASE" = 7 ]; then
+  TAIL=30 step gpu_tests7 200 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_cuda.py tests/test_floor.py tests/test_gpu_byok.py tests/test_compilers.py
+  TAIL=90 step truth3 370 python3 benchmarks/truth3_h200.py --out "$R/truth3" --reps 3 --alternations 2
+elif [ "$PHASE" = 8 ]; then
+  TAIL=40 step drift8 585 python3 benchmarks/drift_h200.py --out "$R/drift8" --passes 4 --runs 10 --no-long
 else
   step gpu_tests2 100 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_triton.py tests/test_verdicts.py
   step triton 190 python3 benchmarks/triton_h200.py --cubins .triton_cubins --out "$R/triton"

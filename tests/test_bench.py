@@ -9,6 +9,7 @@ import pytest
 
 from hipexplore.bench import rotating as rot
 from hipexplore.bench.flush import flush_bytes, make_flusher
+from hipexplore.bench.spec import SweepSpec
 from hipexplore.bench.stats import StopRule
 from hipexplore.bench.sweep import verify
 from hipexplore.bench.timing import DEFAULT_CHUNK, Workload, time_cold_reference, time_launches
@@ -290,8 +291,9 @@ def test_every_launch_uses_the_buffer_set_it_is_labelled_with(rdev) -> None:
             ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
             assert len(ptr_to_set) == 3
             rdev.launches.clear()
-            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0)
+            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0, lead=0)
             assert list(raw.buffer_set) == [i % 3 for i in range(10)]
+            assert list(raw.lead) == [0] * 10
             names = [name for name, _ in rdev.launches]
             assert names == ["hx_write_flush", "triad"] * (3 + 10)
             assert {p for name, p in rdev.launches if name == "hx_write_flush"} == {fl.buffers[0].ptr}
@@ -306,13 +308,53 @@ def test_every_launch_uses_the_buffer_set_it_is_labelled_with(rdev) -> None:
         fl.free()
 
 
+def test_a_random_lead_puts_0_or_1_untimed_flush_and_launch_before_each_chunk(rdev) -> None:
+    """Each chunk's lead (recorded per sample) is 0 or 1, both occur, and a lead launch is its
+    flush then the kernel on the set used just before the chunk's first timed launch."""
+    spec = catalog.get("triad")
+    fl = make_flusher(rdev, "l2-write")
+    try:
+        with rot.BufferSets(rdev, spec, 4096, 3) as sets:
+            ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
+            rdev.launches.clear()
+            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0)
+            per_chunk = {int(c): set(raw.lead[raw.chunk == c].tolist()) for c in np.unique(raw.chunk)}
+            assert all(len(v) == 1 for v in per_chunk.values())  # one lead per chunk, on all its samples
+            leads = [v.pop() for _, v in sorted(per_chunk.items())]
+            assert set(leads) == {0, 1}
+            names = [name for name, _ in rdev.launches]
+            assert names == ["hx_write_flush", "triad"] * (3 + 80 + sum(leads))
+            used = [ptr_to_set[p] for name, p in rdev.launches if name == "triad"][3:]
+            expected = []
+            for c, n_lead in enumerate(leads):
+                first = (4 * c) % 3
+                expected += [(first - 1) % 3] * n_lead + [(4 * c + j) % 3 for j in range(4)]
+            assert used == expected
+            again = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0)
+            assert list(again.lead) == list(raw.lead)  # seeded: the same draw every time
+            other = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, lead_seed=7)
+            assert list(other.lead) != list(raw.lead)
+    finally:
+        fl.free()
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "rand", None])
+def test_a_bad_chunk_lead_names_the_value(bad) -> None:
+    from hipexplore.bench.timing import check_lead
+
+    with pytest.raises(ConfigError, match="chunk lead must be an integer >= 0"):
+        check_lead(bad)
+    with pytest.raises(ConfigError, match="chunk lead"):
+        SweepSpec(chunk_lead=bad)
+
+
 def test_cold_reference_flushes_before_every_sample_on_set_0(rdev) -> None:
     spec = catalog.get("triad")
     rd = make_flusher(rdev, "l2-read")
     try:
         with rot.BufferSets(rdev, spec, 4096, 2) as sets:
             rdev.launches.clear()
-            raw = time_cold_reference(_workload(rdev, sets), rd, 5, warmup_s=0)
+            raw = time_cold_reference(_workload(rdev, sets), rd, 5, warmup_s=0, lead=0)
             # warm-up (one launch: a single set) and each of the 5 samples: l2-read flush, then triad on set 0
             assert rdev.launches == [("hx_read_flush", rd.buffers[0].ptr), ("triad", sets.buffers[0]["a"].ptr)] * (1 + 5)
             assert raw.flush_s.size == 5 and (raw.flush_s > 0).all()
@@ -595,3 +637,27 @@ def test_the_hold_timeout_reaches_every_chunks_hold(sdev) -> None:
         finally:
             rd.free()
     assert sdev.hold_timeouts == [0.7, 0.7, 0.3, HOLD_TIMEOUT_S]  # the default when none is given
+
+
+def test_host_inputs_are_drawn_once_and_handed_out_as_fresh_copies(dev) -> None:
+    """The same (buffers, n, seed) gives the same data without a second draw; a reference writing
+    into its copy changes no later set; another seed or size draws anew."""
+    spec = catalog.get("triad")
+    with rot.BufferSets(dev, spec, 4096, 1) as one:
+        first = {k: v.copy() for k, v in one.host.items()}
+        kept = rot._HOST_INPUTS[next(iter(rot._HOST_INPUTS))]
+        one.host["b"][:] = -7.0  # a reference that scribbles on its inputs
+    with rot.BufferSets(dev, spec, 4096, 2) as two:
+        assert rot._HOST_INPUTS[next(iter(rot._HOST_INPUTS))] is kept  # not drawn again
+        for k in first:
+            np.testing.assert_array_equal(two.host[k], first[k])
+        got = np.empty(4096, dtype=np.float32)
+        dev.copy_to_device(two.buffers[1]["b"], two.host["b"])
+        dev.copy_to_host(two.buffers[1]["b"], got)
+        np.testing.assert_array_equal(got, first["b"])
+    with rot.BufferSets(dev, spec, 4096, 1, seed=5) as other:
+        assert not np.array_equal(other.host["b"], first["b"])
+    with rot.BufferSets(dev, spec, 2048, 1) as smaller:
+        assert smaller.host["b"].size == 2048
+    fresh = rot.host_inputs(spec, 4096, spec.scalars(4096), 0)
+    np.testing.assert_array_equal(fresh["c"], first["c"])

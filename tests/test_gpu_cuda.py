@@ -324,3 +324,30 @@ def test_in_kernel_timer_on_the_gpu(cuda):
         assert 0 < ik < ev, (size, ev, ik)
     big = s[s.size_bytes == 64 << 20].set_index("timer").median_s
     assert big["in-kernel"] > 0.8 * big["events"]  # at 64 MiB the fixed launch/drain offset is small
+
+
+def test_a_random_lead_on_the_gpu_keeps_every_in_kernel_slot_its_own(cuda):
+    """The lead launches write the timer's spare slot: with leads of 0 and 1 the in-kernel readings
+    stay inside their event windows at every position, and the leads are recorded per chunk."""
+    from hipexplore.bench import rotating as rot
+    from hipexplore.bench.stats import StopRule
+    from hipexplore.bench.timing import InKernelTimer, Workload, time_launches
+    from hipexplore.kernels import catalog
+    from hipexplore.kernels.build import kernel_for
+
+    spec = catalog.get("triad")
+    n = 1 << 20
+    grid, block = spec.geometry(n, cuda)
+    with rot.BufferSets(cuda, spec, n, 2) as sets:
+        timer = InKernelTimer(cuda, sets.args, 4)
+        try:
+            timed = Workload(cuda, kernel_for(cuda, spec, timed=True), grid, block, sets.args, timer=timer)
+            ik = time_launches(timed, None, StopRule(iterations=200), lead="random")
+        finally:
+            timer.free()
+        ev = time_launches(Workload(cuda, kernel_for(cuda, spec), grid, block, sets.args), None,
+                           StopRule(iterations=200), lead="random")
+    assert set(ik.lead.tolist()) == {0, 1} and list(ik.lead) == list(ev.lead)
+    for pos in range(4):
+        a, b = np.median(ik.time_s[ik.position == pos]), np.median(ev.time_s[ev.position == pos])
+        assert 0 < a < b, (pos, a, b)

@@ -161,3 +161,40 @@ def test_inline_icache_transform_errors() -> None:
         insert_icache_flush('extern "C" __global__ void k(float* x);', "k")
     with pytest.raises(ConfigError, match="needs the hiprtc compiler"):
         request_for(catalog.get("triad"), "nvrtc", "sm_90", inline_icache=True)
+
+
+TIMED_KERNELS = tuple(n for n in catalog.names() if catalog.get(n).timer)
+
+
+def test_there_are_timed_catalog_kernels() -> None:
+    assert {"triad", "copy", "fill"} <= set(TIMED_KERNELS)
+
+
+@pytest.mark.parametrize("name", TIMED_KERNELS)
+def test_timed_variants_compile_with_both_gpu_compilers(name, need_hiprtc, need_nvrtc, cache) -> None:
+    spec = catalog.get(name)
+    code = compile_kernel(spec, "hiprtc", "gfx90a", cache=cache, timed=True)
+    assert_amdgpu_code_object(code.binary, "gfx90a", spec.entry)
+    code = compile_kernel(spec, "nvrtc", "sm_90", cache=cache, timed=True)
+    assert_cubin(code.binary, 90, code.symbol(spec.entry))
+
+
+@pytest.mark.parametrize("name", TIMED_KERNELS)
+def test_the_in_kernel_end_is_read_after_a_device_wide_fence(name, need_nvrtc, cache) -> None:
+    """Every thread fences its stores before the block's end timestamp (kernels/sources.py): in the
+    PTX a gpu-scope fence comes after the last global store and before the last %globaltimer read."""
+    import dataclasses
+    import re
+
+    from hipexplore.compile.cache import compile as cached_compile
+
+    spec = catalog.get(name)
+    req = dataclasses.replace(request_for(spec, "nvrtc", "sm_90", timed=True), mode="ptx")
+    ptx = cached_compile(req, cache).binary.decode()
+    lines = ptx.splitlines()
+    reads = [i for i, ln in enumerate(lines) if "%globaltimer" in ln]
+    assert len(reads) == 2, reads  # the start and the end
+    fences = [i for i, ln in enumerate(lines) if re.search(r"\b(membar\.gl|fence\.(sc|acq_rel)\.gpu)\b", ln)]
+    stores = [i for i, ln in enumerate(lines) if re.search(r"\bst\.global\b", ln)]
+    assert fences and stores
+    assert any(max(stores) < f < reads[-1] for f in fences), (stores[-3:], fences, reads)

@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..schema import SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS, write_parquet
 
 _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
-                  "pass_index": "int64", "chunk": "int64", "position": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
+                  "pass_index": "int64", "chunk": "int64", "position": "int64", "lead": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
                   "gap_s": "float64", "clock_mhz": "float64", "temp_c": "float64", "power_w": "float64",
                   "throttled": "bool", "dropped": "bool"}
 

@@ -285,7 +285,8 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
             if not wants_floor(spec.floor, dev):
                 return None
             if f not in floors:
-                floors[f] = measure_floor(dev, flushers.get(f), chunk=chunk, warmup_s=warmup_s, telemetry=telemetry)
+                floors[f] = measure_floor(dev, flushers.get(f), chunk=chunk, warmup_s=warmup_s, telemetry=telemetry,
+                                          lead=spec.chunk_lead)
                 metadata[f"floor.{f}.median_s"] = f"{floors[f]:.6g}"
             return floors[f]
 
@@ -313,7 +314,8 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                         stack.callback(timer_o.free)
                     wls[o.name] = Workload(dev, k_o, grid_o, block_o, sets_o.args, timer=timer_o)
                 got = interleaved_launches(wls, {k: flushers.get(f) for k in wls}, rule, chunk=chunk, rng=rng,
-                                           warmup_s=warmup_s, flush_end_event=flush_end_event, telemetry=telemetry)
+                                           warmup_s=warmup_s, flush_end_event=flush_end_event, telemetry=telemetry,
+                                           lead=spec.chunk_lead)
             for o in partners:
                 pending[(o.name, size, requested, f, t)] = got.raws[o.name]
             return got.raws[name]
@@ -368,7 +370,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                             try:
                                 wl = Workload(dev, kernels[t], grid, block, sets.args, timer=timer)
                                 raw = time_cold_reference(wl, flushers["l2-read"], k, chunk=chunk, warmup_s=warmup_s,  # type: ignore[arg-type]
-                                                          telemetry=telemetry)
+                                                          telemetry=telemetry, lead=spec.chunk_lead)
                             finally:
                                 if timer is not None:
                                     timer.free()
@@ -406,7 +408,8 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                                     raw = interleaved((kspec.name, size, p.requested, f, t), wl)
                                 else:
                                     raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s,
-                                                        flush_end_event=flush_end_event, telemetry=telemetry)
+                                                        flush_end_event=flush_end_event, telemetry=telemetry,
+                                                        lead=spec.chunk_lead)
                             finally:
                                 if timer is not None:
                                     timer.free()
@@ -471,8 +474,8 @@ def _concat(raws: list[Any]) -> Any:
         return raws[0]
     cat = lambda name: np.concatenate([getattr(r, name) for r in raws])  # noqa: E731
     return RawTimes(time_s=cat("time_s"), flush_s=cat("flush_s"), gap_s=cat("gap_s"), buffer_set=cat("buffer_set"),
-                    chunk=cat("chunk"), position=cat("position"), clock_mhz=cat("clock_mhz"), temp_c=cat("temp_c"),
-                    power_w=cat("power_w"), notes=[x for r in raws for x in r.notes],
+                    chunk=cat("chunk"), position=cat("position"), lead=cat("lead"), clock_mhz=cat("clock_mhz"),
+                    temp_c=cat("temp_c"), power_w=cat("power_w"), notes=[x for r in raws for x in r.notes],
                     hold_timeouts=sum(r.hold_timeouts for r in raws), chunks=sum(r.chunks for r in raws),
                     stop_reason=raws[-1].stop_reason, timer=raws[-1].timer)
 
@@ -516,6 +519,7 @@ def _frames(base: dict[str, Any], count: int, requested: str, flush: str, timer:
         "pass_index": np.zeros(k, dtype=np.int64),
         "chunk": raw.chunk.astype(np.int64),
         "position": raw.position.astype(np.int64),
+        "lead": raw.lead.astype(np.int64),
         "buffer_set": raw.buffer_set.astype(np.int64),
         "time_s": raw.time_s,
         "flush_s": raw.flush_s,

@@ -23,10 +23,10 @@ from ..kernels import catalog
 from ..kernels.spec import KernelSpec
 from . import rotating as rot
 from .stats import StopRule
-from .timing import DEFAULT_CHUNK, TIMERS
+from .timing import CHUNK_LEAD, DEFAULT_CHUNK, TIMERS, check_lead
 
 #: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
-MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.mem_fraction", "sweep.reference_samples",
+MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.chunk_lead", "sweep.mem_fraction", "sweep.reference_samples",
                     "sweep.flush_end_event", "sweep.reference_parts", "sweep.throttle", "sweep.passes")
 #: most passes a sweep may make (each pass is a whole sweep of its share of the samples)
 MAX_PASSES = 64
@@ -87,6 +87,9 @@ class SweepSpec:
     reference_samples: int = 48
     mem_fraction: float = rot.DEFAULT_MEM_FRACTION
     chunk: int = DEFAULT_CHUNK
+    #: untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk, seeded):
+    #: every chunk position then sees both launch parities (see bench.timing)
+    chunk_lead: int | str = CHUNK_LEAD
     warmup_s: float = 0.02
     verify: bool = True
     #: (mode, factor) pairs: the flush buffer as a multiple of the LLC (see bench.flush)
@@ -140,6 +143,7 @@ class SweepSpec:
             if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
                 raise ConfigError(f"flush factor for {mode!r} must be a positive, finite number; got {factor!r}")
         self._check_int("chunk", self.chunk, 1)
+        object.__setattr__(self, "chunk_lead", check_lead(self.chunk_lead))
         if self.reference:
             self._check_int("reference_samples", self.reference_samples, 1)
         if isinstance(self.mem_fraction, bool) or not isinstance(self.mem_fraction, (int, float)) \
@@ -210,6 +214,7 @@ class SweepSpec:
             "reference_samples": self.reference_samples,
             "mem_fraction": self.mem_fraction,
             "chunk": self.chunk,
+            "chunk_lead": self.chunk_lead,
             "warmup_s": self.warmup_s,
             "verify": self.verify,
             "flush_factors": dict(self.flush_factors),
@@ -261,6 +266,7 @@ def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
     return {
         "sweep.stop_rule": repr(StopRule(**record["stop"])),
         "sweep.chunk": str(record["chunk"]),
+        "sweep.chunk_lead": str(record.get("chunk_lead", 0)),  # written before leads existed: none
         "sweep.mem_fraction": str(record["mem_fraction"]),
         "sweep.reference_samples": str(record["reference_samples"] if record["reference"] else 0),
         "sweep.flush_end_event": str(record["flush_end_event"]),

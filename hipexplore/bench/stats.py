@@ -20,6 +20,11 @@ triad's in-kernel time depends on where its buffers landed (0.96-1.12 us at 1 Mi
 allocations) and the event floor moves between runs (3.04-3.30 us), so ten runs' medians spread
 5-10x what one run's chunk bootstrap implied; only an interval over several placements and times
 can cover what changes between runs (BENCHMARKS.md, "Run-to-run drift").
+A bootstrap over a handful of passes is too narrow, though: it resamples only k values (its spread
+shrinks by (k-1)/k) and reads normal quantiles where k pass medians call for Student's t with k-1
+degrees of freedom (3.18 for k = 4 at 95%, not 1.96). On the H200, 9 runs of 4 passes each spread
+their 4 MiB in-kernel medians 1.63x what the two-stage bootstrap implied. So with passes the
+interval is at least the t-interval over the pass medians (median +- t * SD(pass medians) / sqrt(k)).
 
 A bimodality flag uses Sarle's bimodality coefficient, (skew^2 + 1) / (excess kurtosis +
 3 (n-1)^2 / ((n-2)(n-3))), above 5/9 (the value of a uniform distribution): two modes, so a median
@@ -110,6 +115,35 @@ def _grouped_block_medians(samples: np.ndarray, chunks: np.ndarray | None, group
             parts.extend(blocks[i] for i in rng.integers(0, len(blocks), size=len(blocks)))
         out[r] = np.median(np.concatenate(parts))
     return out
+
+
+def student_t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (no SciPy here): closed forms
+    for 1 and 2, else bisection on the CDF (Simpson's rule over the density), to ~1e-7."""
+    if not 0 < p < 1 or df < 1:
+        raise ConfigError(f"t quantile needs 0 < p < 1 and df >= 1, got p={p!r}, df={df!r}")
+    if p < 0.5:
+        return -student_t_quantile(1 - p, df)
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def cdf(x: float) -> float:
+        t = np.linspace(0.0, x, 4001)
+        f = c * (1 + t * t / df) ** (-(df + 1) / 2)
+        return 0.5 + float((x / 12000) * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()))
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+        if hi - lo < 1e-9:
+            break
+    return (lo + hi) / 2
 
 
 def bimodality_coefficient(samples: np.ndarray) -> float:
@@ -269,6 +303,11 @@ class Measurement:
         meds = self.bootstrap_medians(resamples)
         alpha = (1 - level) / 2
         low, high = np.quantile(meds, [alpha, 1 - alpha])
+        if self.passes > 1:  # at least the t-interval over the pass medians (module docstring)
+            assert self.groups is not None
+            per = np.array([np.median(self.samples[self.groups == g]) for g in np.unique(self.groups)])
+            t_half = student_t_quantile(1 - alpha, per.size - 1) * float(np.std(per, ddof=1)) / math.sqrt(per.size)
+            low, high = min(float(low), self.median - t_half), max(float(high), self.median + t_half)
         half = self.resolution / 2
         return float(low) - half, float(high) + half
 

@@ -61,6 +61,7 @@ def sweep(
     interleave_seed: int = 0,
     passes: int = 1,
     floor: bool | None = None,
+    chunk_lead: int | str = "random",
     cluster: Any = None,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
@@ -79,6 +80,8 @@ def sweep(
     them: intervals then cover what changes between runs (``bench.passes``).
     ``floor``: time the launch floor (an empty kernel) and add ``floor_s`` / ``net_median_s`` to
     the events rows (``bench.floor``; default None: on a GPU, not on the host).
+    ``chunk_lead``: untimed launches at the head of each held chunk, an int or ``"random"`` (0 or 1
+    per chunk, so every chunk position sees both launch parities; ``bench.timing``).
 
     ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
     each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
@@ -90,7 +93,7 @@ def sweep(
         verify_results=verify_results, flush_factor=flush_factor, flush_end_event=flush_end_event,
         timers=timers, reference_parts=reference_parts, throttle_threshold=throttle_threshold,
         drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s, interleave=interleave,
-        interleave_seed=interleave_seed, passes=passes, floor=floor,
+        interleave_seed=interleave_seed, passes=passes, floor=floor, chunk_lead=chunk_lead,
     )
     hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
     if cluster is not None:

@@ -17,6 +17,16 @@ from first block start to last block end) at every position and in every design:
 effect is in the events around the kernel, not the kernel. Every sample records its chunk and its
 position in the chunk.
 
+A random lead: each chunk starts with ``lead`` untimed launches (its flush, then the kernel on the
+buffer set used just before), 0 or 1 drawn per chunk (``CHUNK_LEAD = "random"``, seeded). Why: with
+2000 samples per configuration on the H200 (BENCHMARKS.md "Session 3"), a buffer set launched back
+to back with no flush alternated by launch parity within the hold — the slow mode held 30%, 49%,
+35%, 52% of positions 0-3 at 1 MiB, and 64 MiB read 47.9 / 48.5 / 47.8 / 48.8 us in-kernel — so a
+fixed chunk tied each position to one parity and a position's median moved by 1.3-4.4%. A lead of
+0 or 1 at random gives every position both parities alike (a randomised design: the kernel's own
+alternation stays in the samples, in every position equally), and the first timed launch never
+follows the hold kernel's release directly. The lead of each sample's chunk is recorded (``lead``).
+
 Timers: ``events`` (the event pair around the launch: includes the launch and block-scheduling
 latency before the first block starts and the drain after the last block ends) and, for kernels
 built with one, ``in-kernel`` (the kernel writes its first block's start and its last block's end,
@@ -57,6 +67,8 @@ from .stats import StopRule
 #: Timed launches per stream hold: short chunks keep the queue depth behind every timed launch
 #: equal (see the module docstring for the measurement that chose it).
 DEFAULT_CHUNK = 4
+#: Untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk, seeded).
+CHUNK_LEAD: int | str = "random"
 HOLD_TIMEOUT_S = 5.0
 #: Failed holds in a row (each retried with half the launches, down to one) before giving up.
 MAX_HOLD_FAILURES = 6
@@ -67,13 +79,14 @@ _U64_MAX = np.iinfo(np.uint64).max
 
 class InKernelTimer:
     """Slots the in-kernel timed variant of a kernel writes: [first block start, last block end]
-    (u64 ns) per chunk position; the launch of position j gets slot j as its extra last argument."""
+    (u64 ns) per chunk position; the launch of position j gets slot j as its extra last argument.
+    One more slot (``chunk``, never read) takes the chunk's untimed lead launches."""
 
     def __init__(self, device: Device, arg_sets: Sequence[PackedArgs], chunk: int) -> None:
         self.device = device
         self.chunk = chunk
-        self.buf: DeviceBuffer = device.alloc(16 * chunk)
-        self.args = [[PackedArgs(list(a.values) + [ctypes.c_void_p(self.buf.ptr + 16 * j)]) for j in range(chunk)]
+        self.buf: DeviceBuffer = device.alloc(16 * (chunk + 1))
+        self.args = [[PackedArgs(list(a.values) + [ctypes.c_void_p(self.buf.ptr + 16 * j)]) for j in range(chunk + 1)]
                      for a in arg_sets]
         self._init = np.tile(np.array([_U64_MAX, 0], dtype=np.uint64), chunk)
 
@@ -108,6 +121,8 @@ class Workload:
     timer: InKernelTimer | None = None
 
     def launch(self, buffer_set: int, position: int = 0) -> None:
+        """Launch on ``buffer_set``; with a timer, into the slot of chunk ``position`` (-1: the
+        untimed lead's slot)."""
         args = self.arg_sets[buffer_set] if self.timer is None else self.timer.args[buffer_set][position]
         self.device.launch(self.kernel, self.grid, self.block, args)
 
@@ -123,6 +138,8 @@ class RawTimes:
     buffer_set: np.ndarray
     chunk: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     position: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    #: untimed launches at the head of each sample's chunk
+    lead: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     clock_mhz: np.ndarray = field(default_factory=lambda: np.empty(0))
     temp_c: np.ndarray = field(default_factory=lambda: np.empty(0))
     power_w: np.ndarray = field(default_factory=lambda: np.empty(0))
@@ -137,6 +154,8 @@ class RawTimes:
         if len(self.chunk) != n:
             self.chunk = np.zeros(n, dtype=np.int64)
             self.position = np.arange(n, dtype=np.int64)
+        if len(self.lead) != n:
+            self.lead = np.zeros(n, dtype=np.int64)
         for name in ("clock_mhz", "temp_c", "power_w"):
             if len(getattr(self, name)) != n:
                 setattr(self, name, np.full(n, math.nan))
@@ -183,8 +202,30 @@ def warm_up(workload: Workload, flusher: Flusher | None, min_seconds: float = 0.
             return
 
 
+def check_lead(lead: Any) -> int | str:
+    """``lead`` as ``time_launches`` takes it: an int >= 0 or ``"random"``; else a ConfigError."""
+    if lead == "random" and isinstance(lead, str):
+        return lead
+    if isinstance(lead, bool) or not isinstance(lead, (int, np.integer)) or lead < 0:
+        raise ConfigError(f"chunk lead must be an integer >= 0 (untimed launches per chunk) or 'random', got {lead!r}")
+    return int(lead)
+
+
+LEAD_SEED = 0x1EAD
+
+
+def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:
+    """Per chunk, its number of untimed lead launches: ``lead`` itself, or 0/1 from a seeded draw."""
+    if lead != "random":
+        while True:
+            yield int(lead)
+    rng = np.random.default_rng(seed)
+    while True:
+        yield int(rng.integers(0, 2))
+
+
 def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int, pool: _EventPool,
-           hold_timeout_s: float, sets: Sequence[int] | None = None, flush_end_event: bool = False,
+           hold_timeout_s: float, sets: Sequence[int] | None = None, flush_end_event: bool = False, lead: int = 0,
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     dev = workload.device
     nsets = len(workload.arg_sets)
@@ -196,6 +237,11 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
         workload.timer.reset(k)
     hold = dev.hold_stream(hold_timeout_s)
     try:
+        before = int((int(set_ids[0]) - 1) % nsets) if k else 0
+        for _ in range(lead):  # untimed: what every timed launch of the chunk follows, the first too
+            if flusher is not None:
+                flusher.enqueue()
+            workload.launch(before, -1)
         dev.record(base)
         for j in range(k):
             e = evs[1 + per * j: 1 + per * (j + 1)]
@@ -244,15 +290,19 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
 
 def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *, chunk: int = DEFAULT_CHUNK,
                   hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02, flush_end_event: bool = False,
-                  telemetry: Telemetry | None = None) -> RawTimes:
+                  telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD, lead_seed: int = LEAD_SEED,
+                  ) -> RawTimes:
     """Time launches of ``workload`` rotating over its buffer sets, each after ``flusher`` (if any).
 
     ``flush_end_event=False`` (default) enqueues flush, start event, kernel back to back, like
     triton's do_bench; ``True`` puts an event between flush and start event (a separate flush time,
     at the cost of an idle ~1.2 us on the H200 in which the cache drains dirty lines). A chunk whose
     hold timed out is discarded and measured again with half the launches (never kept); after
-    ``MAX_HOLD_FAILURES`` failures in a row a ``BenchmarkError`` says so.
+    ``MAX_HOLD_FAILURES`` failures in a row a ``BenchmarkError`` says so. ``lead``: untimed launches
+    at the head of each chunk (an int, or ``"random"``: 0 or 1 per chunk drawn from ``lead_seed``;
+    see the module docstring).
     """
+    lead = check_lead(lead)
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ConfigError(f"chunk must be a positive number of samples, got {chunk}")
     nsets = len(workload.arg_sets)
@@ -272,6 +322,7 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
     notes: list[str] = []
     timeouts = failures = taken = chunk_no = 0
     size = int(chunk)
+    leads = _leads(lead, lead_seed)
     t0 = time.perf_counter()
     why = ""
     while True:
@@ -281,7 +332,9 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
         if more == 0:
             break
         k = min(size, more) if not rule.adaptive else size
-        t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, hold_timeout_s, flush_end_event=flush_end_event)
+        n_lead = next(leads)
+        t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, hold_timeout_s, flush_end_event=flush_end_event,
+                                lead=n_lead)
         if to:
             timeouts += 1
             failures += 1
@@ -296,7 +349,8 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
         clock = np.full(k, reading.clock_mhz if reading else math.nan)
         temp = np.full(k, reading.temp_c if reading else math.nan)
         power = np.full(k, reading.power_w if reading else math.nan)
-        parts.append((t, f, g, s, np.full(k, chunk_no, dtype=np.int64), np.arange(k, dtype=np.int64), clock, temp, power))
+        parts.append((t, f, g, s, np.full(k, chunk_no, dtype=np.int64), np.arange(k, dtype=np.int64), clock, temp, power,
+                      np.full(k, n_lead, dtype=np.int64)))
         chunk_no += 1
         taken += k
     if timeouts:
@@ -307,7 +361,7 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
     cat = lambda i, dt=None: np.concatenate([p[i] for p in parts]) if parts else np.empty(0, dtype=dt)  # noqa: E731
     return RawTimes(
         time_s=cat(0), flush_s=cat(1), gap_s=cat(2), buffer_set=cat(3, np.int64), chunk=cat(4, np.int64),
-        position=cat(5, np.int64), clock_mhz=cat(6), temp_c=cat(7), power_w=cat(8),
+        position=cat(5, np.int64), clock_mhz=cat(6), temp_c=cat(7), power_w=cat(8), lead=cat(9, np.int64),
         notes=notes, hold_timeouts=timeouts, chunks=len(parts), stop_reason=why,
         timer="in-kernel" if workload.timer is not None else "events",
     )
@@ -315,7 +369,7 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
 
 def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, *, chunk: int = DEFAULT_CHUNK,
                         hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02,
-                        telemetry: Telemetry | None = None) -> RawTimes:
+                        telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD) -> RawTimes:
     """Single launches on one buffer set, each after its own l2-read flush: the cold reference
     every other configuration reports its bias against.
 
@@ -331,4 +385,4 @@ def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int,
     single = Workload(workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1],
                       timer=workload.timer)
     return time_launches(single, read_flusher, StopRule(iterations=samples), chunk=chunk,
-                         hold_timeout_s=hold_timeout_s, warmup_s=warmup_s, telemetry=telemetry)
+                         hold_timeout_s=hold_timeout_s, warmup_s=warmup_s, telemetry=telemetry, lead=lead)

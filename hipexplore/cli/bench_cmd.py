@@ -36,6 +36,20 @@ def _floor(text: str) -> bool | None:
     return got  # type: ignore[return-value]
 
 
+def _lead(text: str) -> int | str:
+    """argparse type of --chunk-lead: random, or an integer >= 0."""
+    t = text.strip().lower()
+    if t == "random":
+        return t
+    try:
+        value = int(t)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected random or an integer >= 0, got {text!r}")
+    return value
+
+
 def _count(flag: str, maximum: int | None = None):
     """argparse type: a positive integer, at most ``maximum``; the error names the flag."""
     def parse(text: str) -> int:
@@ -102,6 +116,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timer", default="events",
                    help="events, in-kernel (catalog kernels' own timestamps), or both: events,in-kernel (default events)")
     p.add_argument("--chunk", type=_count("--chunk"), default=None, help="timed launches per stream hold (default 4: equal queue depth)")
+    p.add_argument("--chunk-lead", type=_lead, default="random", metavar="random|N",
+                   help="untimed launches at the head of each hold (default random: 0 or 1 per chunk, so every chunk position "
+                   "sees both launch parities)")
     p.add_argument("--keep-throttled", action="store_true",
                    help="keep samples whose chunk ran below 75%% of the maximum clock in the statistics")
     p.add_argument("--reference-samples", type=_count("--reference-samples", MAX_ITERATIONS), default=48,
@@ -198,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
                 worker=args.worker,
                 timers=_csv(args.timer), drop_throttled=not args.keep_throttled, interleave=args.interleave,
-                interleave_seed=args.seed, passes=args.passes, floor=args.floor,
+                interleave_seed=args.seed, passes=args.passes, floor=args.floor, chunk_lead=args.chunk_lead,
                 **({"chunk": args.chunk} if args.chunk is not None else {}), cluster=cluster,
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if res.skipped:
