@@ -70,6 +70,8 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--sizes-mib", type=float, nargs="*")
     ap.add_argument("--skip", nargs="*", default=[], help="parts to skip (P, N, S)")
+    ap.add_argument("--designs", default="random:1,0:0",
+                    help="chunk designs P compares, LEAD:TRAIL each (default: the default now against session 3's)")
     a = ap.parse_args()
     sizes = [int(x * MIB) for x in (a.sizes_mib or [1, 4, 16, 64, 256])]
     out = Path(a.out)
@@ -88,20 +90,26 @@ def main() -> None:
 
     if "P" not in a.skip:
         effects, floors, summaries = [], [], []
+        designs = [(d.split(":")[0], int(d.split(":")[1])) for d in a.designs.split(",")]
         for rep in range(a.reps):
-            order = ["random", 0] if rep % 2 == 0 else [0, "random"]
-            for lead in order:
-                kernels = ["triad"] + ([nofence_triad()] if gpu and rep == 0 and lead == "random" else [])
+            order = designs if rep % 2 == 0 else designs[::-1]
+            for lead, trail in order:
+                lead = lead if lead == "random" else int(lead)
+                kernels = ["triad"] + ([nofence_triad()] if gpu and rep == 0 and (lead, trail) == designs[0]
+                                       and "nofence" not in a.skip else [])
                 t = time.time()
                 res = hx.sweep(kernels, sizes, [1], ["none", "l2-write", "l2-read"], device=dev, iterations=a.iterations,
-                               timers=timers, reference=False, progress=False, floor=True, chunk_lead=lead)
-                tag = {"rep": rep, "lead": str(lead)}
-                res.samples[res.samples.kernel == "triad"].assign(**tag).to_parquet(out / f"P_samples_{rep}_{lead}.parquet")
+                               timers=timers, reference=False, progress=False, floor=True, chunk_lead=lead,
+                               chunk_trail=trail)
+                name = f"{lead}:{trail}"
+                tag = {"rep": rep, "lead": name}
+                res.samples[res.samples.kernel == "triad"].assign(**tag).to_parquet(
+                    out / f"P_samples_{rep}_{lead}_{trail}.parquet")
                 summaries.append(res.summary.assign(**tag))
                 pe = position_effect(res.samples[res.samples.kernel == "triad"]).assign(**tag)
                 effects.append(pe)
                 floors += floor_rows(res.summary, **tag)
-                print(f"P rep {rep} lead {lead}: {time.time() - t:.1f} s", flush=True)
+                print(f"P rep {rep} design {name}: {time.time() - t:.1f} s", flush=True)
         pe = pd.concat(effects, ignore_index=True)
         pe["size_mib"] = pe.size_bytes / MIB
         pe.drop(columns=["effects"]).to_parquet(out / "P_effects.parquet")
@@ -113,8 +121,21 @@ def main() -> None:
         report["P_seconds"] = time.time() - t0
         (out / "truth3.json").write_text(json.dumps(report, indent=1, default=str))
         wide = pe.pivot_table(index=["size_mib", "flush", "timer"], columns=["lead", "rep"], values="max_effect")
-        print("P. largest position effect (fraction), per lead and rep:")
+        print("P. largest position effect of the medians (fraction), per design (lead:trail) and rep:")
         print(wide.round(4).to_string(), flush=True)
+        means = []
+        for (rep, name), g in pd.concat([pd.read_parquet(f) for f in sorted(out.glob("P_samples_*.parquet"))]).groupby(["rep", "lead"]):
+            for (size, flush, timer), c in g.groupby(["size_bytes", "flush", "timer"]):
+                m = c.groupby("position").time_s.mean()
+                means.append({"rep": rep, "lead": name, "size_mib": size / MIB, "flush": flush, "timer": timer,
+                              "max_mean_effect": float((m / m.median() - 1).abs().max()),
+                              "means_us": [round(v * 1e6, 4) for v in m]})
+        means = pd.DataFrame(means)
+        means.to_parquet(out / "P_means.parquet")
+        report["P_position_means"] = means.to_dict("records")
+        print("P. largest position effect of the means, per design and rep:")
+        print(means.pivot_table(index=["size_mib", "flush", "timer"], columns=["lead", "rep"],
+                                values="max_mean_effect").round(4).to_string(), flush=True)
         print("L. events - floor vs in-kernel (fenced) and vs the fenceless end:")
         print(fl.to_string(index=False), flush=True)
 

@@ -10,6 +10,7 @@
 #   bash scripts/h200_all.sh 6   run-to-run drift: 10 runs of 4 passes (each its own process), 4 KiB-256 MiB
 #   bash scripts/h200_all.sh 7   session 4: GPU tests, then truth 3 (random chunk lead vs none, the fenced in-kernel
 #                                end vs the fenceless one, nvbench over fresh processes, a default adaptive sweep)
+#   bash scripts/h200_all.sh 9   session 4: the chunk trail: GPU tests, then chunk position with the trail against without
 #   bash scripts/h200_all.sh 8   session 4: run-to-run drift, 10 runs of 4 passes in one call (t-floored intervals)
 # Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps);
 # Triton cubins compiled here travel in .triton_cubins. Each step has its own timeout and log, so one
@@ -42,6 +43,9 @@ elif [ "$PHASE" = 6 ]; then
 elif [ "$PHASE" = 7 ]; then
   TAIL=30 step gpu_tests7 200 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_cuda.py tests/test_floor.py tests/test_gpu_byok.py tests/test_compilers.py
   TAIL=90 step truth3 370 python3 benchmarks/truth3_h200.py --out "$R/truth3" --reps 3 --alternations 2
+elif [ "$PHASE" = 9 ]; then
+  TAIL=30 step gpu_tests9 150 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_cuda.py tests/test_floor.py
+  TAIL=100 step truth3b 300 python3 benchmarks/truth3_h200.py --out "$R/truth3b" --reps 2 --designs random:1,random:0 --skip N S nofence
 elif [ "$PHASE" = 8 ]; then
   TAIL=40 step drift8 585 python3 benchmarks/drift_h200.py --out "$R/drift8" --passes 4 --runs 10 --no-long
 else

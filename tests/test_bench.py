@@ -291,7 +291,8 @@ def test_every_launch_uses_the_buffer_set_it_is_labelled_with(rdev) -> None:
             ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
             assert len(ptr_to_set) == 3
             rdev.launches.clear()
-            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0, lead=0)
+            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0, lead=0,
+                                trail=0)
             assert list(raw.buffer_set) == [i % 3 for i in range(10)]
             assert list(raw.lead) == [0] * 10
             names = [name for name, _ in rdev.launches]
@@ -317,7 +318,7 @@ def test_a_random_lead_puts_0_or_1_untimed_flush_and_launch_before_each_chunk(rd
         with rot.BufferSets(rdev, spec, 4096, 3) as sets:
             ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
             rdev.launches.clear()
-            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0)
+            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, trail=0)
             per_chunk = {int(c): set(raw.lead[raw.chunk == c].tolist()) for c in np.unique(raw.chunk)}
             assert all(len(v) == 1 for v in per_chunk.values())  # one lead per chunk, on all its samples
             leads = [v.pop() for _, v in sorted(per_chunk.items())]
@@ -330,12 +331,42 @@ def test_a_random_lead_puts_0_or_1_untimed_flush_and_launch_before_each_chunk(rd
                 first = (4 * c) % 3
                 expected += [(first - 1) % 3] * n_lead + [(4 * c + j) % 3 for j in range(4)]
             assert used == expected
-            again = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0)
+            again = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, trail=0)
             assert list(again.lead) == list(raw.lead)  # seeded: the same draw every time
-            other = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, lead_seed=7)
+            other = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, lead_seed=7,
+                                  trail=0)
             assert list(other.lead) != list(raw.lead)
     finally:
         fl.free()
+
+
+def test_a_trail_enqueues_one_untimed_sample_on_the_last_set_after_each_chunk(rdev) -> None:
+    """The default trail (1): after each chunk's last timed launch, its flush and the kernel once
+    more on that launch's set; the timed samples and their sets are those without a trail."""
+    spec = catalog.get("triad")
+    fl = make_flusher(rdev, "l2-write")
+    try:
+        with rot.BufferSets(rdev, spec, 4096, 3) as sets:
+            ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
+            rdev.launches.clear()
+            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0, lead=0)
+            assert list(raw.buffer_set) == [i % 3 for i in range(10)] and raw.chunks == 3
+            names = [name for name, _ in rdev.launches]
+            assert names == ["hx_write_flush", "triad"] * (3 + 10 + 3)
+            used = [ptr_to_set[p] for name, p in rdev.launches if name == "triad"][3:]
+            assert used == [0, 1, 2, 0, 0] + [1, 2, 0, 1, 1] + [2, 0, 0]
+    finally:
+        fl.free()
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "1", None])
+def test_a_bad_chunk_trail_names_the_value(bad) -> None:
+    from hipexplore.bench.timing import check_trail
+
+    with pytest.raises(ConfigError, match="chunk trail must be an integer >= 0"):
+        check_trail(bad)
+    with pytest.raises(ConfigError, match="chunk trail"):
+        SweepSpec(chunk_trail=bad)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "rand", None])
@@ -354,7 +385,7 @@ def test_cold_reference_flushes_before_every_sample_on_set_0(rdev) -> None:
     try:
         with rot.BufferSets(rdev, spec, 4096, 2) as sets:
             rdev.launches.clear()
-            raw = time_cold_reference(_workload(rdev, sets), rd, 5, warmup_s=0, lead=0)
+            raw = time_cold_reference(_workload(rdev, sets), rd, 5, warmup_s=0, lead=0, trail=0)
             # warm-up (one launch: a single set) and each of the 5 samples: l2-read flush, then triad on set 0
             assert rdev.launches == [("hx_read_flush", rd.buffers[0].ptr), ("triad", sets.buffers[0]["a"].ptr)] * (1 + 5)
             assert raw.flush_s.size == 5 and (raw.flush_s > 0).all()
@@ -504,13 +535,20 @@ def test_each_chunk_is_held_enqueued_released_then_synchronized(sdev) -> None:
     try:
         with rot.BufferSets(sdev, catalog.get("triad"), 512, 2) as sets:
             sdev.log.clear()
-            time_launches(_workload(sdev, sets), fl, StopRule(iterations=4), chunk=2, warmup_s=0)
+            time_launches(_workload(sdev, sets), fl, StopRule(iterations=4), chunk=2, warmup_s=0, lead=0, trail=0)
+            bare = list(sdev.log)
+            sdev.log.clear()
+            time_launches(_workload(sdev, sets), fl, StopRule(iterations=4), chunk=2, warmup_s=0, lead=1, trail=1)
+            padded = list(sdev.log)
     finally:
         fl.free()
     warm = ["hx_read_flush", "triad"] * 2 + ["sync"]
     sample = ["record", "hx_read_flush", "record", "triad", "record"]
     chunk = ["hold", "record"] + sample * 2 + ["release", "sync"]
-    assert sdev.log == warm + chunk * 2
+    assert bare == warm + chunk * 2
+    # a lead (flush + kernel, no events) before the base event, a trailing untimed sample after the last
+    chunk = ["hold", "hx_read_flush", "triad", "record"] + sample * 3 + ["release", "sync"]
+    assert padded == warm + chunk * 2
 
 
 def test_overlapping_or_reversed_windows_are_errors(sdev) -> None:

@@ -60,13 +60,14 @@ def _load(dev, source: str, entry: str):
     return dev.kernel(module, res.object_code.symbol(entry))
 
 
-def _time(dev, kernel, arg_sets, iterations, *, flusher=None, chunk=64, grid=(1, 1, 1), block=(32, 1, 1), workload_cls=None):
+def _time(dev, kernel, arg_sets, iterations, *, flusher=None, chunk=64, grid=(1, 1, 1), block=(32, 1, 1), workload_cls=None,
+          lead=0, trail=0):
     from hipexplore.bench.stats import StopRule
     from hipexplore.bench.timing import Workload, time_launches
 
     cls = workload_cls or Workload
     wl = cls(dev, kernel, grid, block, arg_sets)
-    return time_launches(wl, flusher, StopRule(iterations=iterations), chunk=chunk)
+    return time_launches(wl, flusher, StopRule(iterations=iterations), chunk=chunk, lead=lead, trail=trail)
 
 
 def _args(values):

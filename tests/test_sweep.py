@@ -217,9 +217,10 @@ def test_sweep_launches_flush_before_each_sample_and_rotate_buffer_addresses(dev
     rec.cache = dev.cache
     try:
         res = sweep("triad", "16KiB", [3], ["l2-read"], device=rec, iterations=6, reference_samples=2,
-                    progress=False, warmup_s=0, verify_results=False)
+                    progress=False, warmup_s=0, verify_results=False, chunk_lead=0, chunk_trail=0)
     finally:
         rec.close()
+    assert (res.metadata["sweep.chunk_lead"], res.metadata["sweep.chunk_trail"]) == ("0", "0")
     x = res.samples
     ref, rot3 = x[x.flush == "cold-reference"], x[x.flush == "l2-read"]
     assert (ref.flush_s > 0).all() and (rot3.flush_s > 0).all()
@@ -236,6 +237,14 @@ def test_sweep_launches_flush_before_each_sample_and_rotate_buffer_addresses(dev
     assert len(set(ref_ptrs)) == 1 and len(set(ref2_ptrs)) == 1
     assert len(set(rot_ptrs[:3])) == 3 and rot_ptrs == rot_ptrs[:3] * 3  # sets 0, 1, 2, then sample j on set j % 3
     assert len({p for name, p in rec.launches if name == "hx_read_flush"}) == 1
+
+
+def test_a_default_sweep_records_its_chunk_lead_and_trail(dev) -> None:
+    res = sweep("triad", "16KiB", [1], ["none"], device=dev, iterations=64, reference=False, progress=False, warmup_s=0)
+    assert (res.metadata["sweep.chunk_lead"], res.metadata["sweep.chunk_trail"]) == ("random", "1")
+    x = res.samples
+    assert set(x["lead"]) == {0, 1}
+    assert all(g["lead"].nunique() == 1 for _, g in x.groupby("chunk"))
 
 
 class _FixedMemory(HostDevice):

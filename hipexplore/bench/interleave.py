@@ -23,7 +23,7 @@ from ..devices.telemetry import Telemetry
 from ..errors import ConfigError
 from .flush import Flusher
 from .stats import StopRule
-from .timing import CHUNK_LEAD, LEAD_SEED, RawTimes, Workload, time_launches
+from .timing import CHUNK_LEAD, CHUNK_TRAIL, LEAD_SEED, RawTimes, Workload, time_launches
 
 #: chunks per turn: short turns cancel faster drift, each turn costs one warm-up
 DEFAULT_TURN_CHUNKS = 2
@@ -47,10 +47,12 @@ def _rotated(workload: Workload, start: int, count: int) -> Workload:
 def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[str, Flusher | None], rule: StopRule, *,
                          chunk: int, rng: np.random.Generator, turn_chunks: int = DEFAULT_TURN_CHUNKS,
                          warmup_s: float = 0.02, flush_end_event: bool = False,
-                         telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD) -> Interleaved:
+                         telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD,
+                         trail: int = CHUNK_TRAIL) -> Interleaved:
     """Measure ``workloads`` (kernel name -> workload) in shuffled turns until every kernel's
     ``rule`` says stop (module docstring). ``flushers``: the flush before each launch, per kernel;
-    ``lead``: each chunk's untimed lead launches (``bench.timing``; "random" draws anew each turn)."""
+    ``lead`` / ``trail``: each chunk's untimed launches before and after (``bench.timing``; a random
+    lead is drawn anew each turn)."""
     if not workloads:
         raise ConfigError("interleaving needs at least one kernel")
     if isinstance(turn_chunks, bool) or not isinstance(turn_chunks, int) or turn_chunks < 1:
@@ -86,7 +88,7 @@ def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[st
             raw = time_launches(sub, flushers.get(k), StopRule(iterations=want), chunk=chunk,
                                 warmup_s=warmup_s if first else min(warmup_s, 0.002),
                                 flush_end_event=flush_end_event, telemetry=telemetry, lead=lead,
-                                lead_seed=LEAD_SEED + len(order))  # another draw each turn
+                                lead_seed=LEAD_SEED + len(order), trail=trail)  # another draw each turn
             raw.buffer_set = (raw.buffer_set + used[k]) % len(w.arg_sets)
             raw.chunk = raw.chunk + next_chunk
             next_chunk = int(raw.chunk.max()) + 1 if raw.chunk.size else next_chunk

@@ -286,7 +286,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                 return None
             if f not in floors:
                 floors[f] = measure_floor(dev, flushers.get(f), chunk=chunk, warmup_s=warmup_s, telemetry=telemetry,
-                                          lead=spec.chunk_lead)
+                                          lead=spec.chunk_lead, trail=spec.chunk_trail)
                 metadata[f"floor.{f}.median_s"] = f"{floors[f]:.6g}"
             return floors[f]
 
@@ -315,7 +315,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                     wls[o.name] = Workload(dev, k_o, grid_o, block_o, sets_o.args, timer=timer_o)
                 got = interleaved_launches(wls, {k: flushers.get(f) for k in wls}, rule, chunk=chunk, rng=rng,
                                            warmup_s=warmup_s, flush_end_event=flush_end_event, telemetry=telemetry,
-                                           lead=spec.chunk_lead)
+                                           lead=spec.chunk_lead, trail=spec.chunk_trail)
             for o in partners:
                 pending[(o.name, size, requested, f, t)] = got.raws[o.name]
             return got.raws[name]
@@ -370,7 +370,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                             try:
                                 wl = Workload(dev, kernels[t], grid, block, sets.args, timer=timer)
                                 raw = time_cold_reference(wl, flushers["l2-read"], k, chunk=chunk, warmup_s=warmup_s,  # type: ignore[arg-type]
-                                                          telemetry=telemetry, lead=spec.chunk_lead)
+                                                          telemetry=telemetry, lead=spec.chunk_lead, trail=spec.chunk_trail)
                             finally:
                                 if timer is not None:
                                     timer.free()
@@ -409,7 +409,7 @@ def _measure(spec: SweepSpec, dev: Device, specs: list[KernelSpec], rule: Any, f
                                 else:
                                     raw = time_launches(wl, flushers.get(f), rule, chunk=chunk, warmup_s=warmup_s,
                                                         flush_end_event=flush_end_event, telemetry=telemetry,
-                                                        lead=spec.chunk_lead)
+                                                        lead=spec.chunk_lead, trail=spec.chunk_trail)
                             finally:
                                 if timer is not None:
                                     timer.free()

@@ -23,10 +23,10 @@ from ..kernels import catalog
 from ..kernels.spec import KernelSpec
 from . import rotating as rot
 from .stats import StopRule
-from .timing import CHUNK_LEAD, DEFAULT_CHUNK, TIMERS, check_lead
+from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, TIMERS, check_lead, check_trail
 
 #: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
-MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.chunk_lead", "sweep.mem_fraction", "sweep.reference_samples",
+MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.chunk_lead", "sweep.chunk_trail", "sweep.mem_fraction", "sweep.reference_samples",
                     "sweep.flush_end_event", "sweep.reference_parts", "sweep.throttle", "sweep.passes")
 #: most passes a sweep may make (each pass is a whole sweep of its share of the samples)
 MAX_PASSES = 64
@@ -90,6 +90,8 @@ class SweepSpec:
     #: untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk, seeded):
     #: every chunk position then sees both launch parities (see bench.timing)
     chunk_lead: int | str = CHUNK_LEAD
+    #: untimed samples after each chunk's last timed one, so that it too has work queued behind it
+    chunk_trail: int = CHUNK_TRAIL
     warmup_s: float = 0.02
     verify: bool = True
     #: (mode, factor) pairs: the flush buffer as a multiple of the LLC (see bench.flush)
@@ -144,6 +146,7 @@ class SweepSpec:
                 raise ConfigError(f"flush factor for {mode!r} must be a positive, finite number; got {factor!r}")
         self._check_int("chunk", self.chunk, 1)
         object.__setattr__(self, "chunk_lead", check_lead(self.chunk_lead))
+        object.__setattr__(self, "chunk_trail", check_trail(self.chunk_trail))
         if self.reference:
             self._check_int("reference_samples", self.reference_samples, 1)
         if isinstance(self.mem_fraction, bool) or not isinstance(self.mem_fraction, (int, float)) \
@@ -215,6 +218,7 @@ class SweepSpec:
             "mem_fraction": self.mem_fraction,
             "chunk": self.chunk,
             "chunk_lead": self.chunk_lead,
+            "chunk_trail": self.chunk_trail,
             "warmup_s": self.warmup_s,
             "verify": self.verify,
             "flush_factors": dict(self.flush_factors),
@@ -267,6 +271,7 @@ def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
         "sweep.stop_rule": repr(StopRule(**record["stop"])),
         "sweep.chunk": str(record["chunk"]),
         "sweep.chunk_lead": str(record.get("chunk_lead", 0)),  # written before leads existed: none
+        "sweep.chunk_trail": str(record.get("chunk_trail", 0)),  # likewise
         "sweep.mem_fraction": str(record["mem_fraction"]),
         "sweep.reference_samples": str(record["reference_samples"] if record["reference"] else 0),
         "sweep.flush_end_event": str(record["flush_end_event"]),

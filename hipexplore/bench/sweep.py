@@ -62,6 +62,7 @@ def sweep(
     passes: int = 1,
     floor: bool | None = None,
     chunk_lead: int | str = "random",
+    chunk_trail: int = 1,
     cluster: Any = None,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
@@ -81,7 +82,8 @@ def sweep(
     ``floor``: time the launch floor (an empty kernel) and add ``floor_s`` / ``net_median_s`` to
     the events rows (``bench.floor``; default None: on a GPU, not on the host).
     ``chunk_lead``: untimed launches at the head of each held chunk, an int or ``"random"`` (0 or 1
-    per chunk, so every chunk position sees both launch parities; ``bench.timing``).
+    per chunk, so every chunk position sees both launch parities; ``bench.timing``); ``chunk_trail``:
+    untimed samples after each chunk's last timed one (default 1: it too has work queued behind it).
 
     ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
     each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
@@ -94,6 +96,7 @@ def sweep(
         timers=timers, reference_parts=reference_parts, throttle_threshold=throttle_threshold,
         drop_throttled=drop_throttled, clock_warmup_s=clock_warmup_s, interleave=interleave,
         interleave_seed=interleave_seed, passes=passes, floor=floor, chunk_lead=chunk_lead,
+        chunk_trail=chunk_trail,
     )
     hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
     if cluster is not None:

@@ -27,6 +27,14 @@ fixed chunk tied each position to one parity and a position's median moved by 1.
 alternation stays in the samples, in every position equally), and the first timed launch never
 follows the hold kernel's release directly. The lead of each sample's chunk is recorded (``lead``).
 
+A trail: after the last timed launch of a chunk, ``CHUNK_TRAIL`` = 1 more sample is enqueued in the
+same pattern (its flush, its events, the kernel on the set just used) and never read. Why: with the
+lead in place, the H200 still read the last position of every chunk ~0.1 us fast after a flush
+(1 MiB l2-read: 4.44 / 4.42 / 4.45 / 4.34 us by position, means over 500; 16 MiB: 14.56 / 14.54 /
+14.50 / 14.41 us), where the in-kernel timer saw no position differ: the end event of a launch with
+nothing queued behind it is written sooner. With the trail every timed launch has the same next
+work behind it.
+
 Timers: ``events`` (the event pair around the launch: includes the launch and block-scheduling
 latency before the first block starts and the drain after the last block ends) and, for kernels
 built with one, ``in-kernel`` (the kernel writes its first block's start and its last block's end,
@@ -69,6 +77,8 @@ from .stats import StopRule
 DEFAULT_CHUNK = 4
 #: Untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk, seeded).
 CHUNK_LEAD: int | str = "random"
+#: Untimed samples (flush, events, kernel) after each chunk's last timed one: work queued behind it.
+CHUNK_TRAIL = 1
 HOLD_TIMEOUT_S = 5.0
 #: Failed holds in a row (each retried with half the launches, down to one) before giving up.
 MAX_HOLD_FAILURES = 6
@@ -80,7 +90,7 @@ _U64_MAX = np.iinfo(np.uint64).max
 class InKernelTimer:
     """Slots the in-kernel timed variant of a kernel writes: [first block start, last block end]
     (u64 ns) per chunk position; the launch of position j gets slot j as its extra last argument.
-    One more slot (``chunk``, never read) takes the chunk's untimed lead launches."""
+    One more slot (``chunk``, never read) takes the chunk's untimed lead and trail launches."""
 
     def __init__(self, device: Device, arg_sets: Sequence[PackedArgs], chunk: int) -> None:
         self.device = device
@@ -122,7 +132,7 @@ class Workload:
 
     def launch(self, buffer_set: int, position: int = 0) -> None:
         """Launch on ``buffer_set``; with a timer, into the slot of chunk ``position`` (-1: the
-        untimed lead's slot)."""
+        untimed lead's and trail's slot)."""
         args = self.arg_sets[buffer_set] if self.timer is None else self.timer.args[buffer_set][position]
         self.device.launch(self.kernel, self.grid, self.block, args)
 
@@ -214,6 +224,13 @@ def check_lead(lead: Any) -> int | str:
 LEAD_SEED = 0x1EAD
 
 
+def check_trail(trail: Any) -> int:
+    """``trail`` as ``time_launches`` takes it: an int >= 0; else a ConfigError."""
+    if isinstance(trail, bool) or not isinstance(trail, (int, np.integer)) or trail < 0:
+        raise ConfigError(f"chunk trail must be an integer >= 0 (untimed samples after each chunk), got {trail!r}")
+    return int(trail)
+
+
 def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:
     """Per chunk, its number of untimed lead launches: ``lead`` itself, or 0/1 from a seeded draw."""
     if lead != "random":
@@ -226,11 +243,11 @@ def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:
 
 def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int, pool: _EventPool,
            hold_timeout_s: float, sets: Sequence[int] | None = None, flush_end_event: bool = False, lead: int = 0,
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+           trail: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     dev = workload.device
     nsets = len(workload.arg_sets)
     per = 2 if flusher is None else (4 if flush_end_event else 3)
-    evs = pool.take(1 + per * k)
+    evs = pool.take(1 + per * (k + trail))
     base = evs[0]
     set_ids = np.array([(start_index + j) % nsets for j in range(k)] if sets is None else list(sets), dtype=np.int64)
     if workload.timer is not None:
@@ -243,7 +260,8 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
                 flusher.enqueue()
             workload.launch(before, -1)
         dev.record(base)
-        for j in range(k):
+        last = int(set_ids[-1]) if k else 0
+        for j in range(k + trail):  # the trailing ones: the same pattern, untimed, on the set just used
             e = evs[1 + per * j: 1 + per * (j + 1)]
             if flusher is not None:
                 dev.record(e[0])
@@ -251,7 +269,7 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
                 if flush_end_event:
                     dev.record(e[1])
             dev.record(e[-2])
-            workload.launch(int(set_ids[j]), j)
+            workload.launch(int(set_ids[j]) if j < k else last, j if j < k else -1)
             dev.record(e[-1])
     finally:
         hold.release()
@@ -291,7 +309,7 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
 def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *, chunk: int = DEFAULT_CHUNK,
                   hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02, flush_end_event: bool = False,
                   telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD, lead_seed: int = LEAD_SEED,
-                  ) -> RawTimes:
+                  trail: int = CHUNK_TRAIL) -> RawTimes:
     """Time launches of ``workload`` rotating over its buffer sets, each after ``flusher`` (if any).
 
     ``flush_end_event=False`` (default) enqueues flush, start event, kernel back to back, like
@@ -300,9 +318,10 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
     hold timed out is discarded and measured again with half the launches (never kept); after
     ``MAX_HOLD_FAILURES`` failures in a row a ``BenchmarkError`` says so. ``lead``: untimed launches
     at the head of each chunk (an int, or ``"random"``: 0 or 1 per chunk drawn from ``lead_seed``;
-    see the module docstring).
+    see the module docstring); ``trail``: untimed samples after the last timed one of each chunk.
     """
     lead = check_lead(lead)
+    trail = check_trail(trail)
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ConfigError(f"chunk must be a positive number of samples, got {chunk}")
     nsets = len(workload.arg_sets)
@@ -334,7 +353,7 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
         k = min(size, more) if not rule.adaptive else size
         n_lead = next(leads)
         t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, hold_timeout_s, flush_end_event=flush_end_event,
-                                lead=n_lead)
+                                lead=n_lead, trail=trail)
         if to:
             timeouts += 1
             failures += 1
@@ -369,7 +388,8 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
 
 def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, *, chunk: int = DEFAULT_CHUNK,
                         hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02,
-                        telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD) -> RawTimes:
+                        telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD,
+                        trail: int = CHUNK_TRAIL) -> RawTimes:
     """Single launches on one buffer set, each after its own l2-read flush: the cold reference
     every other configuration reports its bias against.
 
@@ -385,4 +405,4 @@ def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int,
     single = Workload(workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1],
                       timer=workload.timer)
     return time_launches(single, read_flusher, StopRule(iterations=samples), chunk=chunk,
-                         hold_timeout_s=hold_timeout_s, warmup_s=warmup_s, telemetry=telemetry, lead=lead)
+                         hold_timeout_s=hold_timeout_s, warmup_s=warmup_s, telemetry=telemetry, lead=lead, trail=trail)

@@ -50,6 +50,17 @@ def _lead(text: str) -> int | str:
     return value
 
 
+def _trail(text: str) -> int:
+    """argparse type of --chunk-trail: an integer >= 0."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _count(flag: str, maximum: int | None = None):
     """argparse type: a positive integer, at most ``maximum``; the error names the flag."""
     def parse(text: str) -> int:
@@ -119,6 +130,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk-lead", type=_lead, default="random", metavar="random|N",
                    help="untimed launches at the head of each hold (default random: 0 or 1 per chunk, so every chunk position "
                    "sees both launch parities)")
+    p.add_argument("--chunk-trail", type=_trail, default=1, metavar="N",
+                   help="untimed samples after the last timed one of each hold (default 1: it too has work queued behind it)")
     p.add_argument("--keep-throttled", action="store_true",
                    help="keep samples whose chunk ran below 75%% of the maximum clock in the statistics")
     p.add_argument("--reference-samples", type=_count("--reference-samples", MAX_ITERATIONS), default=48,
@@ -215,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
                 resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
                 worker=args.worker,
                 timers=_csv(args.timer), drop_throttled=not args.keep_throttled, interleave=args.interleave,
-                interleave_seed=args.seed, passes=args.passes, floor=args.floor, chunk_lead=args.chunk_lead,
+                interleave_seed=args.seed, passes=args.passes, floor=args.floor, chunk_lead=args.chunk_lead, chunk_trail=args.chunk_trail,
                 **({"chunk": args.chunk} if args.chunk is not None else {}), cluster=cluster,
                 command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
     if res.skipped:
