@@ -82,3 +82,13 @@ def test_on_a_host_sweep_every_configuration_gets_a_row_with_its_chunk_positions
     r = position_effect(res.samples)
     assert sorted(r["flush"]) == ["l2-read", "none"] and set(r["positions"]) == {4}
     assert (r["max_effect_low"] <= r["max_effect_high"]).all()
+
+
+def test_the_timer_grid_is_reported_relative_to_the_median():
+    """Samples on a 32 ns grid around 3.6 us: the tick is 32 ns / median; off a grid it is 0."""
+    rng = np.random.default_rng(5)
+    grid = _frame(rng, 200)
+    grid["time_s"] = np.round(grid["time_s"] * 3.6e-6 / 1e-5 / 32e-9) * 32e-9
+    r = position_effect(grid).iloc[0]
+    assert r.tick == pytest.approx(32e-9 / r.median_s, rel=1e-6)
+    assert position_effect(_frame(rng, 200)).iloc[0].tick == 0.0
