@@ -102,7 +102,7 @@ def main() -> None:
                                timers=timers, reference=False, progress=False, floor=True, chunk_lead=lead,
                                chunk_trail=trail)
                 name = f"{lead}:{trail}"
-                tag = {"rep": rep, "lead": name}
+                tag = {"rep": rep, "design": name}  # not "lead": the samples keep their own per-chunk lead
                 res.samples[res.samples.kernel == "triad"].assign(**tag).to_parquet(
                     out / f"P_samples_{rep}_{lead}_{trail}.parquet")
                 summaries.append(res.summary.assign(**tag))
@@ -120,21 +120,21 @@ def main() -> None:
         report["L_floor"] = floors
         report["P_seconds"] = time.time() - t0
         (out / "truth3.json").write_text(json.dumps(report, indent=1, default=str))
-        wide = pe.pivot_table(index=["size_mib", "flush", "timer"], columns=["lead", "rep"], values="max_effect")
+        wide = pe.pivot_table(index=["size_mib", "flush", "timer"], columns=["design", "rep"], values="max_effect")
         print("P. largest position effect of the medians (fraction), per design (lead:trail) and rep:")
         print(wide.round(4).to_string(), flush=True)
         means = []
-        for (rep, name), g in pd.concat([pd.read_parquet(f) for f in sorted(out.glob("P_samples_*.parquet"))]).groupby(["rep", "lead"]):
+        for (rep, name), g in pd.concat([pd.read_parquet(f) for f in sorted(out.glob("P_samples_*.parquet"))]).groupby(["rep", "design"]):
             for (size, flush, timer), c in g.groupby(["size_bytes", "flush", "timer"]):
                 m = c.groupby("position").time_s.mean()
-                means.append({"rep": rep, "lead": name, "size_mib": size / MIB, "flush": flush, "timer": timer,
+                means.append({"rep": rep, "design": name, "size_mib": size / MIB, "flush": flush, "timer": timer,
                               "max_mean_effect": float((m / m.median() - 1).abs().max()),
                               "means_us": [round(v * 1e6, 4) for v in m]})
         means = pd.DataFrame(means)
         means.to_parquet(out / "P_means.parquet")
         report["P_position_means"] = means.to_dict("records")
         print("P. largest position effect of the means, per design and rep:")
-        print(means.pivot_table(index=["size_mib", "flush", "timer"], columns=["lead", "rep"],
+        print(means.pivot_table(index=["size_mib", "flush", "timer"], columns=["design", "rep"],
                                 values="max_mean_effect").round(4).to_string(), flush=True)
         print("L. events - floor vs in-kernel (fenced) and vs the fenceless end:")
         print(fl.to_string(index=False), flush=True)

@@ -11,6 +11,7 @@
 #   bash scripts/h200_all.sh 7   session 4: GPU tests, then truth 3 (random chunk lead vs none, the fenced in-kernel
 #                                end vs the fenceless one, nvbench over fresh processes, a default adaptive sweep)
 #   bash scripts/h200_all.sh 9   session 4: the chunk trail: GPU tests, then chunk position with the trail against without
+#   bash scripts/h200_all.sh 10  session 4: every GPU test file but Triton's, then a trail of 1 against a trail of 2
 #   bash scripts/h200_all.sh 8   session 4: run-to-run drift, 10 runs of 4 passes in one call (t-floored intervals)
 # Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps);
 # Triton cubins compiled here travel in .triton_cubins. Each step has its own timeout and log, so one
@@ -46,6 +47,9 @@ elif [ "$PHASE" = 7 ]; then
 elif [ "$PHASE" = 9 ]; then
   TAIL=30 step gpu_tests9 150 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_cuda.py tests/test_floor.py
   TAIL=100 step truth3b 300 python3 benchmarks/truth3_h200.py --out "$R/truth3b" --reps 2 --designs random:1,random:0 --skip N S nofence
+elif [ "$PHASE" = 10 ]; then
+  TAIL=30 step gpu_tests10 200 python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_cuda.py tests/test_floor.py tests/test_gpu_byok.py tests/test_compilers.py tests/test_verdicts.py
+  TAIL=100 step truth3c 300 python3 benchmarks/truth3_h200.py --out "$R/truth3c" --reps 3 --designs random:1,random:2 --skip N S nofence
 elif [ "$PHASE" = 8 ]; then
   TAIL=40 step drift8 585 python3 benchmarks/drift_h200.py --out "$R/drift8" --passes 4 --runs 10 --no-long
 else
