@@ -76,7 +76,8 @@ def _every_field_set() -> SweepSpec:
                      stop=StopRule(iterations=6), reference=False, reference_samples=5, mem_fraction=0.25, chunk=3,
                      warmup_s=0.5, verify=False, flush_factors={"l2-read": 2.5}, flush_end_event=True,
                      timers=("events", "events"), reference_parts=4, throttle_threshold=0.5, drop_throttled=False,
-                     clock_warmup_s=1.5, interleave=True, interleave_seed=9, passes=3, floor=True)
+                     clock_warmup_s=1.5, interleave=True, interleave_seed=9, passes=3, floor=True, chunk_lead=2,
+                     chunk_trail=0)
 
 
 def test_the_record_holds_every_field_under_its_own_name():
@@ -86,7 +87,7 @@ def test_the_record_holds_every_field_under_its_own_name():
     assert spec.as_record() == {
         "kernels": ["triad", "copy"], "sizes": [16384, 8192], "rotating": [2, "auto"], "flush": ["none", "l2-read"],
         "stop": dataclasses.asdict(StopRule(iterations=6)), "reference": False, "reference_samples": 5,
-        "mem_fraction": 0.25, "chunk": 3, "warmup_s": 0.5, "verify": False, "flush_factors": {"l2-read": 2.5},
+        "mem_fraction": 0.25, "chunk": 3, "chunk_lead": 2, "chunk_trail": 0, "warmup_s": 0.5, "verify": False, "flush_factors": {"l2-read": 2.5},
         "flush_end_event": True, "timers": ["events"], "reference_parts": 4, "throttle_threshold": 0.5,
         "drop_throttled": False, "clock_warmup_s": 1.5, "interleave": True, "interleave_seed": 9, "passes": 3,
         "floor": True}
@@ -103,15 +104,16 @@ def test_the_measurement_of_a_record_names_each_setting():
     """Why: these strings are compared between a recorded sweep and a new one; the defaults are
     what records written before a field existed mean (one reference part, no throttle, one pass)."""
     assert _every_field_set().measurement() == {
-        "sweep.stop_rule": repr(StopRule(iterations=6)), "sweep.chunk": "3", "sweep.mem_fraction": "0.25",
+        "sweep.stop_rule": repr(StopRule(iterations=6)), "sweep.chunk": "3", "sweep.chunk_lead": "2",
+        "sweep.chunk_trail": "0", "sweep.mem_fraction": "0.25",
         "sweep.reference_samples": "0", "sweep.flush_end_event": "True", "sweep.reference_parts": "4",
         "sweep.throttle": "0.5 drop=False", "sweep.interleave": "seed=9", "sweep.passes": "3",
         "flush.factor.l2-read": "2.5"}
     old = {"stop": dataclasses.asdict(StopRule()), "chunk": 10, "mem_fraction": 0.5, "reference": True,
            "reference_samples": 48, "flush_end_event": False, "flush_factors": {}}
     assert _measurement_of(old) == {
-        "sweep.stop_rule": repr(StopRule()), "sweep.chunk": "10", "sweep.mem_fraction": "0.5",
-        "sweep.reference_samples": "48", "sweep.flush_end_event": "False", "sweep.reference_parts": "1",
+        "sweep.stop_rule": repr(StopRule()), "sweep.chunk": "10", "sweep.chunk_lead": "0", "sweep.chunk_trail": "0",
+        "sweep.mem_fraction": "0.5", "sweep.reference_samples": "48", "sweep.flush_end_event": "False", "sweep.reference_parts": "1",
         "sweep.throttle": "0.0 drop=False", "sweep.interleave": "no", "sweep.passes": "1"}
 
 

@@ -92,3 +92,18 @@ def test_the_timer_grid_is_reported_relative_to_the_median():
     r = position_effect(grid).iloc[0]
     assert r.tick == pytest.approx(32e-9 / r.median_s, rel=1e-6)
     assert position_effect(_frame(rng, 200)).iloc[0].tick == 0.0
+
+
+def test_means_see_a_shift_of_a_fraction_of_a_tick_that_medians_cannot():
+    """Position 3 is 0.3 tick slower (a third of its samples one tick up): on a grid the medians
+    agree, the means tell it apart; a bad statistic names the value."""
+    rng = np.random.default_rng(7)
+    f = _frame(rng, 300, noise=0.0)
+    tick = 32e-9
+    f["time_s"] = 3.2e-6 + tick * ((f["position"] == 3) & (rng.random(len(f)) < 0.3))
+    med = position_effect(f).iloc[0]
+    mean = position_effect(f, statistic="mean").iloc[0]
+    assert med.max_effect == 0.0 and med.distinct == []
+    assert mean.max_effect == pytest.approx(0.3 * tick / 3.2e-6, rel=0.25) and 3 in mean.distinct
+    with pytest.raises(ConfigError, match="statistic must be 'median' or 'mean', got 'mode'"):
+        position_effect(f, statistic="mode")

@@ -148,6 +148,27 @@ def test_recorded_loader_sorts_frames_by_columns(tmp_path):
         report.load_recorded(tmp_path)
 
 
+def test_of_several_sweeps_the_loader_shows_the_largest_one_whose_samples_are_there(tmp_path):
+    """A folder with a small sweep (samples and summary) and a bigger summary alone (an analysis
+    table): the bigger one cannot be plotted, so the small one is shown, and a note says so."""
+    import hipexplore as hx
+
+    dev = "host"
+    small = hx.sweep("triad", ["4KiB"], [1], ["none"], device=dev, iterations=8, reference=False, progress=False,
+                     warmup_s=0, out=tmp_path / "small.parquet")
+    big = hx.sweep("triad", ["4KiB", "8KiB"], [1], ["none", "l2-read"], device=dev, iterations=8, reference=False,
+                   progress=False, warmup_s=0)
+    big.summary.to_parquet(tmp_path / "table.parquet")  # a summary frame, its samples not kept
+    rec = report.load_recorded(tmp_path)
+    assert set(rec.summary["run_id"]) == {small.metadata["run_id"]} and len(rec.samples) == 8
+    assert any("the most with samples" in n for n in rec.notes)
+    only = tmp_path / "only"
+    only.mkdir()
+    big.summary.to_parquet(only / "table.parquet")
+    big.summary.assign(run_id="other").head(1).to_parquet(only / "one.parquet")
+    assert set(report.load_recorded(only).summary["run_id"]) == {big.metadata["run_id"]}  # no samples: the most
+
+
 def test_live_benchmark_raises_iterations_to_the_auto_set_count(monkeypatch):
     """On a large last-level cache 'auto' wants more sets than the notebook's iteration count: the
     report raises the count (and says so) instead of failing the main job."""

@@ -36,7 +36,8 @@ CONFIG_KEYS = ("device_name", "kernel", "size_bytes", "rotating_requested", "flu
 POSITION_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
 
 
-def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 0, level: float = 0.95,
+                    statistic: str = "median") -> pd.DataFrame:
     """One row per configuration of a samples frame (cold-reference rows and dropped samples left
     out): ``positions``, ``median_s``, ``max_effect`` (the largest |median at a chunk position /
     the typical position's - 1|, the typical being the median of the positions' medians, so that one
@@ -44,7 +45,10 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
     whole, ``resamples`` times), ``effects`` (each position's deviation, in position order),
     ``distinct`` (the positions whose deviation's interval excludes 0) and ``tick`` (the timer's grid
     relative to the median, ``Measurement.resolution``: a median on a grid moves by whole ticks, so
-    an effect of one tick is what the timer can resolve; 32 ns is 0.9% of the 1 MiB triad on the H200)."""
+    an effect of one tick is what the timer can resolve; 32 ns is 0.9% of the 1 MiB triad on the H200).
+    ``statistic="mean"`` compares the positions' means instead (and names the column ``median_s``
+    still: the configuration's median): means are not on the grid and do not jump between the modes
+    of a bimodal configuration, so they show a shift of a fraction of a tick that medians cannot."""
     need = {"chunk", "position", "time_s", *POSITION_KEYS[:4]}
     missing = sorted(need - set(samples.columns))
     if missing:
@@ -53,6 +57,9 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
         raise ConfigError(f"resamples must be an integer >= 10, got {resamples!r}")
     if not (isinstance(level, float) and 0.5 <= level < 1):
         raise ConfigError(f"level must be a float in [0.5, 1), got {level!r}")
+    if statistic not in ("median", "mean"):
+        raise ConfigError(f"statistic must be 'median' or 'mean', got {statistic!r}")
+    centre = np.nanmedian if statistic == "median" else np.nanmean
     x = samples[samples["flush"] != "cold-reference"]
     if "dropped" in x.columns:
         x = x[~x["dropped"].to_numpy(bool)]
@@ -67,7 +74,7 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
         table = np.full((len(chunk_ids), npos), np.nan)
         table[chunk_of, pos] = g["time_s"].to_numpy(float)
         def effects(t: np.ndarray) -> np.ndarray:  # (..., chunks, positions) -> (..., positions)
-            per = np.nanmedian(t, axis=-2)
+            per = centre(t, axis=-2)
             return per / np.nanmedian(per, axis=-1)[..., None] - 1
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a position absent from a resample: NaN

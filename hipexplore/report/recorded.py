@@ -108,7 +108,8 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
 
     path: a folder (searched recursively) or one file (a sweep's ``FILE.parquet`` brings its
     ``FILE.summary.parquet``). A folder may hold several sweeps: one run is shown, ``run_id``
-    or else the one with the most configurations (the latest on a tie), and a note says so;
+    or else, among the runs whose samples are there too, the one with the most configurations
+    (the latest on a tie), and a note says so;
     likewise the largest replay frame when there are several.
     """
     root = Path(path)
@@ -135,9 +136,13 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
         if "run_id" in summary.columns and summary["run_id"].nunique() > 1:
             runs = summary.groupby("run_id").size()
             if run_id is None:
-                run_id = max(runs.index, key=lambda r: (int(runs[r]), prov_by_run.get(str(r), {}).get("date", "")))
+                # a run whose samples were kept first (a summary without them cannot be plotted), then
+                # the most configurations, then the latest
+                sampled = {str(r) for _, fr, _ in found["samples"] if "run_id" in fr.columns for r in pd.unique(fr["run_id"])}
+                run_id = max(runs.index, key=lambda r: (str(r) in sampled, int(runs[r]),
+                                                        prov_by_run.get(str(r), {}).get("date", "")))
                 rec.notes.append(f"{root} holds {len(runs)} sweeps; showing run {run_id} ({int(runs[run_id])} configurations, "
-                                 f"the most). Pass one sweep's .parquet file to show another.")
+                                 f"the most{' with samples' if sampled else ''}). Pass one sweep's .parquet file to show another.")
             elif run_id not in runs.index:
                 raise ConfigError(f"run_id {run_id!r} is not under {str(root)!r}; it holds {sorted(runs.index)}")
         if run_id is not None and "run_id" in summary.columns:
