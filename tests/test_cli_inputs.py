@@ -59,6 +59,9 @@ def test_compile_timeout_nan_is_refused(tmp_path, capsys, monkeypatch):
     (["--min-time", "nan"], "min_time_s must be a finite number >= 0, got nan"),
     (["--llc-bytes", "-1"], "argument --llc-bytes: expected a positive size such as 32MiB or 33554432, got '-1'"),
     (["--floor", "maybe"], "argument --floor: expected auto, on or off, got 'maybe'"),
+    (["--chunk-lead", "sometimes"], "argument --chunk-lead: expected random or an integer >= 0, got 'sometimes'"),
+    (["--chunk-lead", "-1"], "argument --chunk-lead: expected random or an integer >= 0, got '-1'"),
+    (["--chunk-trail", "x"], "argument --chunk-trail: expected an integer >= 0, got 'x'"),
 ])
 def test_bench_absurd_values(tmp_path, capsys, argv, says):
     (tmp_path / "k.c").write_text(HOST_KERNEL)

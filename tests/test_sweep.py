@@ -329,3 +329,20 @@ def test_iterations_and_stop_rule_are_exclusive_and_sizes_parse(dev) -> None:
     for bad in ("0KiB", "-1MiB", "0", 0, -5, "MiB", "1XiB", "nan", "inf"):
         with pytest.raises(ConfigError, match="size"):
             parse_size(bad)
+
+
+def test_resuming_a_file_written_before_chunk_leads_gives_its_rows_lead_0(dev, tmp_path) -> None:
+    import numpy as np
+
+    from hipexplore.schema import SAMPLES, write_parquet
+
+    out = tmp_path / "r.parquet"
+    kw = dict(device=dev, iterations=8, reference=False, progress=False, warmup_s=0, chunk_lead=0, chunk_trail=0, out=out)
+    sweep("triad", ["4KiB"], [1], ["none"], **kw)
+    meta = json.loads((tmp_path / "r.meta.json").read_text())
+    old = pd.read_parquet(out).drop(columns=["lead"])
+    write_parquet(old, out, SAMPLES, meta)  # as a file from before the column existed
+    res = sweep("triad", ["4KiB", "8KiB"], [1], ["none"], **kw)
+    x = res.samples
+    assert x["lead"].dtype == np.int64 and (x["lead"] == 0).all() and len(x) == 16
+    assert pd.read_parquet(out)["lead"].tolist() == [0] * 16

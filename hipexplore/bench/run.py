@@ -137,6 +137,8 @@ def run(
                                                                chunks=g["chunk"].to_numpy() if "chunk" in g else None)
     if "pass_index" not in old_samples.columns:  # written before passes existed: one pass each
         old_samples = old_samples.assign(pass_index=np.zeros(len(old_samples), dtype=np.int64))
+    if "lead" not in old_samples.columns:  # written before chunk leads existed: none
+        old_samples = old_samples.assign(lead=np.zeros(len(old_samples), dtype=np.int64))
     if "passes" not in old_summary.columns:
         old_summary = old_summary.assign(passes=np.ones(len(old_summary), dtype=np.int64))
     if spec.passes > 1:
