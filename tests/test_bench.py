@@ -359,24 +359,16 @@ def test_a_trail_enqueues_one_untimed_sample_on_the_last_set_after_each_chunk(rd
         fl.free()
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, True, "1", None])
-def test_a_bad_chunk_trail_names_the_value(bad) -> None:
-    from hipexplore.bench.timing import check_trail
+@pytest.mark.parametrize("field, bad", [("lead", b) for b in (-1, 1.5, True, "rand", None)]
+                         + [("trail", b) for b in (-1, 1.5, True, "1", "random", None)])
+def test_a_bad_chunk_lead_or_trail_names_the_value(field, bad) -> None:
+    from hipexplore.bench import timing
 
-    with pytest.raises(ConfigError, match="chunk trail must be an integer >= 0"):
-        check_trail(bad)
-    with pytest.raises(ConfigError, match="chunk trail"):
-        SweepSpec(chunk_trail=bad)
-
-
-@pytest.mark.parametrize("bad", [-1, 1.5, True, "rand", None])
-def test_a_bad_chunk_lead_names_the_value(bad) -> None:
-    from hipexplore.bench.timing import check_lead
-
-    with pytest.raises(ConfigError, match="chunk lead must be an integer >= 0"):
-        check_lead(bad)
-    with pytest.raises(ConfigError, match="chunk lead"):
-        SweepSpec(chunk_lead=bad)
+    check = timing.check_lead if field == "lead" else timing.check_trail
+    with pytest.raises(ConfigError, match=f"chunk {field} must be an integer >= 0.*got {bad!r}"):
+        check(bad)
+    with pytest.raises(ConfigError, match=f"chunk {field}"):
+        SweepSpec(**{f"chunk_{field}": bad})
 
 
 def test_cold_reference_flushes_before_every_sample_on_set_0(rdev) -> None:
