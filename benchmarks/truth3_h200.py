@@ -90,11 +90,11 @@ def main() -> None:
 
     if "P" not in a.skip:
         effects, floors, summaries = [], [], []
-        designs = [(d.split(":")[0], int(d.split(":")[1])) for d in a.designs.split(",")]
+        designs = [(d.split(":")[0] if d.split(":")[0] == "random" else int(d.split(":")[0]), int(d.split(":")[1]))
+                   for d in a.designs.split(",")]
         for rep in range(a.reps):
             order = designs if rep % 2 == 0 else designs[::-1]
             for lead, trail in order:
-                lead = lead if lead == "random" else int(lead)
                 kernels = ["triad"] + ([nofence_triad()] if gpu and rep == 0 and (lead, trail) == designs[0]
                                        and "nofence" not in a.skip else [])
                 t = time.time()

@@ -323,6 +323,7 @@ def test_a_random_lead_puts_0_or_1_untimed_flush_and_launch_before_each_chunk(rd
             assert all(len(v) == 1 for v in per_chunk.values())  # one lead per chunk, on all its samples
             leads = [v.pop() for _, v in sorted(per_chunk.items())]
             assert set(leads) == {0, 1}
+            assert all(leads[i] + leads[i + 1] == 1 for i in range(0, len(leads) - 1, 2))  # balanced pairs
             names = [name for name, _ in rdev.launches]
             assert names == ["hx_write_flush", "triad"] * (3 + 80 + sum(leads))
             used = [ptr_to_set[p] for name, p in rdev.launches if name == "triad"][3:]
@@ -691,3 +692,30 @@ def test_host_inputs_are_drawn_once_and_handed_out_as_fresh_copies(dev) -> None:
         assert smaller.host["b"].size == 2048
     fresh = rot.host_inputs(spec, 4096, spec.scalars(4096), 0)
     np.testing.assert_array_equal(fresh["c"], first["c"])
+
+
+def test_interleaved_turns_with_the_in_kernel_timer_launch_the_sets_they_record(rdev) -> None:
+    """A turn's rotated view carries the timer's arguments too: with 5 sets and turns of 4 samples,
+    every set is launched (set 4 in the second turn), as the recorded buffer_set says."""
+    from hipexplore.bench.interleave import interleaved_launches
+    from hipexplore.bench.timing import InKernelTimer
+    from hipexplore.kernels.build import kernel_for
+
+    spec = catalog.get("triad")
+    with rot.BufferSets(rdev, spec, 4096, 5) as sets:
+        timer = InKernelTimer(rdev, sets.args, 4)
+        try:
+            grid, block = spec.geometry(4096, rdev)
+            wl = Workload(rdev, kernel_for(rdev, spec, timed=True), grid, block, sets.args, timer=timer)
+            ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(5)}
+            rdev.launches.clear()
+            got = interleaved_launches({"triad": wl}, {"triad": None}, StopRule(iterations=12), chunk=4,
+                                       rng=np.random.default_rng(0), turn_chunks=1, warmup_s=0, lead=0, trail=0)
+        finally:
+            timer.free()
+    raw = got.raws["triad"]
+    assert list(raw.buffer_set) == [i % 5 for i in range(12)]
+    used = [ptr_to_set[p] for name, p in rdev.launches if p in ptr_to_set]
+    assert set(used) == {0, 1, 2, 3, 4}
+    # each turn: a warm-up over its 4 sets, then its 4 samples on the same sets in the same order
+    assert used == [0, 1, 2, 3] * 2 + [4, 0, 1, 2] * 2 + [3, 4, 0, 1] * 2

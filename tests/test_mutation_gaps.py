@@ -119,9 +119,11 @@ def test_the_measurement_of_a_record_names_each_setting():
 
 def test_an_unreadable_recorded_spec_falls_back_to_the_loose_keys():
     """Why: a damaged ``sweep.spec`` must not stop a resume check, and the loose keys it falls back
-    to are only the measurement's (and flush factors), stringified."""
+    to are only the measurement's (and flush factors), stringified; a file from before chunk leads
+    and trails had neither (so it does not resume under a design that pads its chunks)."""
     loose = {"sweep.chunk": 7, "sweep.passes": "2", "flush.factor.l2-read": "3.0", "sweep.kernels": "triad", "x": "y"}
-    want = {"sweep.chunk": "7", "sweep.passes": "2", "flush.factor.l2-read": "3.0"}
+    want = {"sweep.chunk": "7", "sweep.passes": "2", "flush.factor.l2-read": "3.0", "sweep.chunk_lead": "0",
+            "sweep.chunk_trail": "0"}
     for raw in ("{not json", json.dumps({"chunk": 1}), json.dumps([1]), json.dumps({**SweepSpec().as_record(), "stop": {"bogus": 1}})):
         assert SweepSpec.recorded_measurement({**loose, "sweep.spec": raw}) == want
     assert SweepSpec.recorded_measurement(loose) == want

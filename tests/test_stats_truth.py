@@ -311,3 +311,21 @@ def test_the_key_record_names_its_parts():
     assert ident.record() == {"name": "host", "version": "cc 12", "library": "/usr/bin/cc", "stamp": "abc", "extra": [["CC", "cc"]]}
     key = make_key(CompileRequest(Source("k.c", "int f(void) { return 1; }"), "host", "host"), ident)
     assert set(key.record) >= {"schema", "request", "compiler"} and key.record["compiler"] == ident.record()
+
+
+def test_run_to_run_reads_intervals_over_passes_by_their_t_quantile():
+    """Rows made in 4 passes carry intervals at least t(3)-wide: their implied sigma is the
+    half-width over 3.18, not over 1.96; one-pass rows keep 1.96."""
+    from hipexplore.bench.drift import run_to_run
+
+    rows = []
+    for r, med in enumerate((1.00, 1.02, 0.98)):
+        for passes in (1, 4):
+            rows.append({"run_id": f"r{r}", "kernel": "triad", "size_bytes": 1 << 20, "rotating_requested": "1",
+                         "flush": f"p{passes}", "timer": "events", "passes": passes, "median_s": med,
+                         "ci_low_s": med - 0.0318, "ci_high_s": med + 0.0318})
+    out = run_to_run(pd.DataFrame(rows)).set_index("flush")
+    assert out.loc["p1"].implied_sigma_s == pytest.approx(0.0318 / 1.96)
+    assert out.loc["p4"].implied_sigma_s == pytest.approx(0.0318 / 3.1824463, rel=1e-6)
+    assert out.loc["p4"].ratio == pytest.approx(0.02 / (0.0318 / 3.1824463), rel=1e-6)
+    assert out.loc["p4"].drift and not out.loc["p1"].drift  # 2.0x against 1.2x

@@ -37,6 +37,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..errors import BenchmarkError, ConfigError
@@ -296,6 +297,9 @@ def run_cluster(
         if len(old_summary):
             run_id = run_id or str(old_summary["run_id"].iloc[0])
             fill = {c: "" for c in CLUSTER_COLUMNS}  # rows of a one-device run: not measured by a worker
+            for c in ("pass_index", "lead"):  # written before the column existed: 0
+                if c not in old_samples.columns:
+                    old_samples = old_samples.assign(**{c: np.zeros(len(old_samples), dtype=np.int64)})
             samples_parts.append(old_samples.assign(**{c: old_samples[c].fillna("") if c in old_samples else "" for c in fill}))
             summary_rows = old_summary.assign(**{c: old_summary[c].fillna("") if c in old_summary else ""
                                                  for c in fill}).to_dict("records")

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .stats import Measurement
+from .stats import Measurement, student_t_quantile
 
 #: SD of run medians above this multiple of the implied sigma: drift between runs is reported.
 DRIFT_FACTOR = 1.5
@@ -34,6 +34,15 @@ CONFIG_KEYS = ("device_name", "kernel", "size_bytes", "rotating_requested", "flu
 
 #: the configuration of a sample row (bench.grouping): position effects are per configuration
 POSITION_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+
+
+def _tick(times: np.ndarray) -> float:
+    """The timer's grid relative to the median (NaN where that cannot be read)."""
+    finite = times[np.isfinite(times)]
+    med = float(np.median(finite)) if finite.size else math.nan
+    if not finite.size or not med > 0:
+        return math.nan
+    return Measurement(finite).resolution / med
 
 
 def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 0, level: float = 0.95,
@@ -86,15 +95,18 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
                      "median_s": float(np.median(g["time_s"])), "max_effect": float(np.nanmax(np.abs(eff))),
                      "max_effect_low": float(np.nanpercentile(mx, lo_q)), "max_effect_high": float(np.nanpercentile(mx, hi_q)),
                      "effects": [float(e) for e in eff], "distinct": [int(p) for p in range(npos) if lo[p] > 0 or hi[p] < 0],
-                     "tick": Measurement(g["time_s"].to_numpy(float)).resolution / float(np.median(g["time_s"]))})
+                     "tick": _tick(g["time_s"].to_numpy(float))})
     return pd.DataFrame(rows)
 
 
 def run_to_run(summaries: pd.DataFrame | Iterable[pd.DataFrame], *, factor: float = DRIFT_FACTOR) -> pd.DataFrame:
     """One row per configuration present in at least two runs: ``runs``, ``mean_median_s``,
-    ``sd_of_medians_s``, ``implied_sigma_s`` (mean of (ci_high - ci_low) / 2 / 1.96), ``ratio``,
-    ``drift`` (ratio > ``factor``) and a ``note`` saying so. Runs are told apart by ``run_id`` (a
-    frame) or by position (a list of summary frames)."""
+    ``sd_of_medians_s``, ``implied_sigma_s`` (mean of (ci_high - ci_low) / 2 / q), ``ratio``,
+    ``drift`` (ratio > ``factor``) and a ``note`` saying so. q is 1.96, or for rows measured in k > 1
+    passes Student's t with k - 1 degrees of freedom (their intervals are at least t-intervals over
+    the pass medians, ``bench.stats``; dividing those by 1.96 would overstate sigma up to 1.6x at 4
+    passes and hide drift). Runs are told apart by ``run_id`` (a frame) or by position (a list of
+    summary frames)."""
     if isinstance(summaries, pd.DataFrame):
         frame = summaries.copy()
         if "run_id" not in frame.columns:
@@ -115,7 +127,9 @@ def run_to_run(summaries: pd.DataFrame | Iterable[pd.DataFrame], *, factor: floa
     for key, g in frame.groupby(keys, dropna=False):
         if g["run_id"].nunique() < 2:
             continue
-        implied = float(((g["ci_high_s"] - g["ci_low_s"]) / 2 / 1.96).mean())
+        passes = g["passes"].fillna(1).astype(int) if "passes" in g.columns else pd.Series(1, index=g.index)
+        q = passes.map(lambda k: student_t_quantile(0.975, int(k) - 1) if k > 1 else 1.96)
+        implied = float(((g["ci_high_s"] - g["ci_low_s"]) / 2 / q).mean())
         sd = float(g["median_s"].std(ddof=1))
         ratio = sd / implied if implied > 0 else math.inf
         drift = bool(ratio > factor)

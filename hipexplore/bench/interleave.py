@@ -13,6 +13,7 @@ rounds go on until every kernel's rule says stop, so all kernels get the same nu
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -38,10 +39,18 @@ class Interleaved:
 
 
 def _rotated(workload: Workload, start: int, count: int) -> Workload:
+    """The workload's sets from ``start`` on (a turn's local set j is the global set start + j); an
+    in-kernel timer is rotated alike (a view sharing its slots), so a launch of local set j gets the
+    arguments of global set start + j with its timer slot, not those of global set j."""
     sets = list(workload.arg_sets)
     k = start % len(sets)
-    picked = (sets[k:] + sets[:k])[:max(1, min(count, len(sets)))]
-    return Workload(workload.device, workload.kernel, workload.grid, workload.block, picked, timer=workload.timer)
+    n = max(1, min(count, len(sets)))
+    picked = (sets[k:] + sets[:k])[:n]
+    timer = workload.timer
+    if timer is not None:
+        timer = copy.copy(timer)
+        timer.args = (list(timer.args[k:]) + list(timer.args[:k]))[:n]
+    return Workload(workload.device, workload.kernel, workload.grid, workload.block, picked, timer=timer)
 
 
 def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[str, Flusher | None], rule: StopRule, *,

@@ -262,7 +262,9 @@ class SweepSpec:
                 return _measurement_of(json.loads(raw))
             except (ValueError, TypeError, KeyError, AttributeError, ConfigError):
                 pass  # unreadable: compare what the loose keys say
-        return {k: str(v) for k, v in metadata.items() if k.startswith((*MEASUREMENT_KEYS, "flush.factor."))}
+        loose = {k: str(v) for k, v in metadata.items() if k.startswith((*MEASUREMENT_KEYS, "flush.factor."))}
+        # written before chunk leads and trails existed: chunks had neither
+        return {"sweep.chunk_lead": "0", "sweep.chunk_trail": "0", **loose}
 
 
 def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:

@@ -122,6 +122,8 @@ def student_t_quantile(p: float, df: int) -> float:
     for 1 and 2, else bisection on the CDF (Simpson's rule over the density), to ~1e-7."""
     if not 0 < p < 1 or df < 1:
         raise ConfigError(f"t quantile needs 0 < p < 1 and df >= 1, got p={p!r}, df={df!r}")
+    if p == 0.5:
+        return 0.0
     if p < 0.5:
         return -student_t_quantile(1 - p, df)
     if df == 1:

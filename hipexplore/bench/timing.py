@@ -18,14 +18,15 @@ effect is in the events around the kernel, not the kernel. Every sample records 
 position in the chunk.
 
 A random lead: each chunk starts with ``lead`` untimed launches (its flush, then the kernel on the
-buffer set used just before), 0 or 1 drawn per chunk (``CHUNK_LEAD = "random"``, seeded). Why: with
+buffer set used just before), 0 or 1 per chunk (``CHUNK_LEAD = "random"``: each pair of chunks gets
+one of each, in a seeded random order, so short runs are balanced too). Why: with
 2000 samples per configuration on the H200 (BENCHMARKS.md "Session 3"), a buffer set launched back
 to back with no flush alternated by launch parity within the hold — the slow mode held 30%, 49%,
 35%, 52% of positions 0-3 at 1 MiB, and 64 MiB read 47.9 / 48.5 / 47.8 / 48.8 us in-kernel — so a
 fixed chunk tied each position to one parity and a position's median moved by 1.3-4.4%. A lead of
 0 or 1 at random gives every position both parities alike (a randomised design: the kernel's own
-alternation stays in the samples, in every position equally), and the first timed launch never
-follows the hold kernel's release directly. The lead of each sample's chunk is recorded (``lead``).
+alternation stays in the samples, in every position equally), and in half the chunks the first
+timed launch follows an untimed one rather than the hold kernel's release. The lead of each sample's chunk is recorded (``lead``).
 
 A trail: after the last timed launch of a chunk, ``CHUNK_TRAIL`` = 1 more sample is enqueued in the
 same pattern (its flush, its events, the kernel on the set just used) and never read. Why: with the
@@ -33,7 +34,9 @@ lead in place, the H200 still read the last position of every chunk ~0.1 us fast
 (1 MiB l2-read: 4.44 / 4.42 / 4.45 / 4.34 us by position, means over 500; 16 MiB: 14.56 / 14.54 /
 14.50 / 14.41 us), where the in-kernel timer saw no position differ: the end event of a launch with
 nothing queued behind it is written sooner. With the trail every timed launch has the same next
-work behind it.
+work behind it. Keep what is queued behind the first timed launch, (chunk - 1 + trail) samples of
+one launch each (two with a flush), below 9 launches: a trail of 2 with chunks of 4 put 10 there and
+read its first positions 3.6-12% slow (BENCHMARKS.md "Session 4").
 
 Timers: ``events`` (the event pair around the launch: includes the launch and block-scheduling
 latency before the first block starts and the drain after the last block ends) and, for kernels
@@ -232,13 +235,17 @@ def check_trail(trail: Any) -> int:
 
 
 def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:
-    """Per chunk, its number of untimed lead launches: ``lead`` itself, or 0/1 from a seeded draw."""
+    """Per chunk, its number of untimed lead launches: ``lead`` itself, or 0/1 in a balanced random
+    order (each pair of chunks gets one of each, in a seeded random order): after any even number of
+    chunks every position has had both parities equally often, however few chunks a call takes."""
     if lead != "random":
         while True:
             yield int(lead)
     rng = np.random.default_rng(seed)
     while True:
-        yield int(rng.integers(0, 2))
+        first = int(rng.integers(0, 2))
+        yield first
+        yield 1 - first
 
 
 def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int, pool: _EventPool,

@@ -142,7 +142,7 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
                 run_id = max(runs.index, key=lambda r: (str(r) in sampled, int(runs[r]),
                                                         prov_by_run.get(str(r), {}).get("date", "")))
                 rec.notes.append(f"{root} holds {len(runs)} sweeps; showing run {run_id} ({int(runs[run_id])} configurations, "
-                                 f"the most{' with samples' if sampled else ''}). Pass one sweep's .parquet file to show another.")
+                                 f"the most{' with samples' if str(run_id) in sampled else ''}). Pass one sweep's .parquet file to show another.")
             elif run_id not in runs.index:
                 raise ConfigError(f"run_id {run_id!r} is not under {str(root)!r}; it holds {sorted(runs.index)}")
         if run_id is not None and "run_id" in summary.columns:
