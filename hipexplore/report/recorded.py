@@ -141,8 +141,10 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
                 sampled = {str(r) for _, fr, _ in found["samples"] if "run_id" in fr.columns for r in pd.unique(fr["run_id"])}
                 run_id = max(runs.index, key=lambda r: (str(r) in sampled, int(runs[r]),
                                                         prov_by_run.get(str(r), {}).get("date", "")))
+                # say "with samples" only where a run without them was passed over
+                with_samples = " with samples" if str(run_id) in sampled and any(str(r) not in sampled for r in runs.index) else ""
                 rec.notes.append(f"{root} holds {len(runs)} sweeps; showing run {run_id} ({int(runs[run_id])} configurations, "
-                                 f"the most{' with samples' if str(run_id) in sampled else ''}). Pass one sweep's .parquet file to show another.")
+                                 f"the most{with_samples}). Pass one sweep's .parquet file to show another.")
             elif run_id not in runs.index:
                 raise ConfigError(f"run_id {run_id!r} is not under {str(root)!r}; it holds {sorted(runs.index)}")
         if run_id is not None and "run_id" in summary.columns:
