@@ -24,7 +24,8 @@ A bootstrap over a handful of passes is too narrow, though: it resamples only k 
 shrinks by (k-1)/k) and reads normal quantiles where k pass medians call for Student's t with k-1
 degrees of freedom (3.18 for k = 4 at 95%, not 1.96). On the H200, 9 runs of 4 passes each spread
 their 4 MiB in-kernel medians 1.63x what the two-stage bootstrap implied. So with passes the
-interval is at least the t-interval over the pass medians (median +- t * SD(pass medians) / sqrt(k)).
+interval is at least the t-interval over the pass medians (median +- t * SD(pass medians) / sqrt(k)),
+and a bias's interval at least the t-interval over the per-pass ratios (``ratio_ci``).
 
 A bimodality flag uses Sarle's bimodality coefficient, (skew^2 + 1) / (excess kurtosis +
 3 (n-1)^2 / ((n-2)(n-3))), above 5/9 (the value of a uniform distribution): two modes, so a median
@@ -361,7 +362,8 @@ class Measurement:
 def ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000,
              seed: int = 0) -> tuple[float, float, float]:
     """``median(new) / median(base)`` and its percentile interval from a two-sample bootstrap (each
-    side resampled on its own, by blocks where its chunks are known). A bias is this ratio - 1."""
+    side resampled on its own, by blocks where its chunks are known; with passes, at least the
+    t-interval over the per-pass ratios). A bias is this ratio - 1."""
     if not 0 < level < 1:
         raise ConfigError(f"confidence level must be in (0, 1), got {level!r}")
     if base.median <= 0:
@@ -371,9 +373,34 @@ def ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples
     ratios = a / np.where(b > 0, b, np.nan)
     alpha = (1 - level) / 2
     lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
+    per = _per_pass_ratios(new, base)
+    if per.size > 1:  # as for a median: at least the t-interval over the passes (module docstring)
+        t_half = student_t_quantile(1 - alpha, per.size - 1) * float(np.std(per, ddof=1)) / math.sqrt(per.size)
+        point = new.median / base.median
+        lo, hi = min(float(lo), point - t_half), max(float(hi), point + t_half)
     # each median is known to half its timer's grid at best (see Measurement.bootstrap_ci)
     grid = new.resolution / 2 / new.median + base.resolution / 2 / base.median if new.median > 0 else 0.0
     return new.median / base.median, float(lo) * (1 - grid), float(hi) * (1 + grid)
+
+
+def _per_pass_ratios(new: Measurement, base: Measurement) -> np.ndarray:
+    """The ratio of medians in each pass both sides share (each side's pass against the other's
+    median where only one side has passes); empty with fewer than two passes."""
+    def medians(m: Measurement) -> dict:
+        if m.passes < 2:
+            return {}
+        assert m.groups is not None
+        return {g: float(np.median(m.samples[m.groups == g])) for g in np.unique(m.groups)}
+
+    pn, pb = medians(new), medians(base)
+    if pn and pb:
+        common = sorted(set(pn) & set(pb))
+        return np.array([pn[g] / pb[g] for g in common if pb[g] > 0]) if len(common) > 1 else np.empty(0)
+    if pn:
+        return np.array([v / base.median for v in pn.values()])
+    if pb:
+        return np.array([new.median / v for v in pb.values() if v > 0])
+    return np.empty(0)
 
 
 def set_bias(row: dict, m: Measurement, ref: Measurement | None) -> None:
