@@ -2,6 +2,7 @@
 with its invariants, the cold reference, and the correctness check."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -309,55 +310,54 @@ def test_every_launch_uses_the_buffer_set_it_is_labelled_with(rdev) -> None:
         fl.free()
 
 
+@contextlib.contextmanager
+def _three_recorded_sets(rdev):
+    """Three triad buffer sets on the recording device, an l2-write flush, each set's output
+    pointer -> its index, and the launch log cleared."""
+    fl = make_flusher(rdev, "l2-write")
+    try:
+        with rot.BufferSets(rdev, catalog.get("triad"), 4096, 3) as sets:
+            rdev.launches.clear()
+            yield sets, fl, {sets.buffers[s]["a"].ptr: s for s in range(3)}
+    finally:
+        fl.free()
+
+
 def test_a_random_lead_puts_0_or_1_untimed_flush_and_launch_before_each_chunk(rdev) -> None:
     """Each chunk's lead (recorded per sample) is 0 or 1, both occur, and a lead launch is its
     flush then the kernel on the set used just before the chunk's first timed launch."""
-    spec = catalog.get("triad")
-    fl = make_flusher(rdev, "l2-write")
-    try:
-        with rot.BufferSets(rdev, spec, 4096, 3) as sets:
-            ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
-            rdev.launches.clear()
-            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, trail=0)
-            per_chunk = {int(c): set(raw.lead[raw.chunk == c].tolist()) for c in np.unique(raw.chunk)}
-            assert all(len(v) == 1 for v in per_chunk.values())  # one lead per chunk, on all its samples
-            leads = [v.pop() for _, v in sorted(per_chunk.items())]
-            assert set(leads) == {0, 1}
-            assert all(leads[i] + leads[i + 1] == 1 for i in range(0, len(leads) - 1, 2))  # balanced pairs
-            names = [name for name, _ in rdev.launches]
-            assert names == ["hx_write_flush", "triad"] * (3 + 80 + sum(leads))
-            used = [ptr_to_set[p] for name, p in rdev.launches if name == "triad"][3:]
-            expected = []
-            for c, n_lead in enumerate(leads):
-                first = (4 * c) % 3
-                expected += [(first - 1) % 3] * n_lead + [(4 * c + j) % 3 for j in range(4)]
-            assert used == expected
-            again = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, trail=0)
-            assert list(again.lead) == list(raw.lead)  # seeded: the same draw every time
-            other = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, lead_seed=7,
-                                  trail=0)
-            assert list(other.lead) != list(raw.lead)
-    finally:
-        fl.free()
+    with _three_recorded_sets(rdev) as (sets, fl, ptr_to_set):
+        raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, trail=0)
+        per_chunk = {int(c): set(raw.lead[raw.chunk == c].tolist()) for c in np.unique(raw.chunk)}
+        assert all(len(v) == 1 for v in per_chunk.values())  # one lead per chunk, on all its samples
+        leads = [v.pop() for _, v in sorted(per_chunk.items())]
+        assert set(leads) == {0, 1}
+        assert all(leads[i] + leads[i + 1] == 1 for i in range(0, len(leads) - 1, 2))  # balanced pairs
+        names = [name for name, _ in rdev.launches]
+        assert names == ["hx_write_flush", "triad"] * (3 + 80 + sum(leads))
+        used = [ptr_to_set[p] for name, p in rdev.launches if name == "triad"][3:]
+        expected = []
+        for c, n_lead in enumerate(leads):
+            first = (4 * c) % 3
+            expected += [(first - 1) % 3] * n_lead + [(4 * c + j) % 3 for j in range(4)]
+        assert used == expected
+        again = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, trail=0)
+        assert list(again.lead) == list(raw.lead)  # seeded: the same draw every time
+        other = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, lead_seed=7,
+                              trail=0)
+        assert list(other.lead) != list(raw.lead)
 
 
 def test_a_trail_enqueues_one_untimed_sample_on_the_last_set_after_each_chunk(rdev) -> None:
     """The default trail (1): after each chunk's last timed launch, its flush and the kernel once
     more on that launch's set; the timed samples and their sets are those without a trail."""
-    spec = catalog.get("triad")
-    fl = make_flusher(rdev, "l2-write")
-    try:
-        with rot.BufferSets(rdev, spec, 4096, 3) as sets:
-            ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
-            rdev.launches.clear()
-            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0, lead=0)
-            assert list(raw.buffer_set) == [i % 3 for i in range(10)] and raw.chunks == 3
-            names = [name for name, _ in rdev.launches]
-            assert names == ["hx_write_flush", "triad"] * (3 + 10 + 3)
-            used = [ptr_to_set[p] for name, p in rdev.launches if name == "triad"][3:]
-            assert used == [0, 1, 2, 0, 0] + [1, 2, 0, 1, 1] + [2, 0, 0]
-    finally:
-        fl.free()
+    with _three_recorded_sets(rdev) as (sets, fl, ptr_to_set):
+        raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0, lead=0)
+        assert list(raw.buffer_set) == [i % 3 for i in range(10)] and raw.chunks == 3
+        names = [name for name, _ in rdev.launches]
+        assert names == ["hx_write_flush", "triad"] * (3 + 10 + 3)
+        used = [ptr_to_set[p] for name, p in rdev.launches if name == "triad"][3:]
+        assert used == [0, 1, 2, 0, 0] + [1, 2, 0, 1, 1] + [2, 0, 0]
 
 
 @pytest.mark.parametrize("field, bad", [("lead", b) for b in (-1, 1.5, True, "rand", None)]

@@ -26,7 +26,8 @@ to back with no flush alternated by launch parity within the hold — the slow m
 fixed chunk tied each position to one parity and a position's median moved by 1.3-4.4%. A lead of
 0 or 1 at random gives every position both parities alike (a randomised design: the kernel's own
 alternation stays in the samples, in every position equally), and in half the chunks the first
-timed launch follows an untimed one rather than the hold kernel's release. The lead of each sample's chunk is recorded (``lead``).
+timed launch follows an untimed one rather than the hold kernel's release. The lead of each
+sample's chunk is recorded (``lead``).
 
 A trail: after the last timed launch of a chunk, ``CHUNK_TRAIL`` = 1 more sample is enqueued in the
 same pattern (its flush, its events, the kernel on the set just used) and never read. Why: with the
@@ -82,6 +83,8 @@ DEFAULT_CHUNK = 4
 CHUNK_LEAD: int | str = "random"
 #: Untimed samples (flush, events, kernel) after each chunk's last timed one: work queued behind it.
 CHUNK_TRAIL = 1
+#: Seed of the random leads' order (each call draws the same balanced sequence: reproducible).
+LEAD_SEED = 0x1EAD
 HOLD_TIMEOUT_S = 5.0
 #: Failed holds in a row (each retried with half the launches, down to one) before giving up.
 MAX_HOLD_FAILURES = 6
@@ -215,23 +218,23 @@ def warm_up(workload: Workload, flusher: Flusher | None, min_seconds: float = 0.
             return
 
 
+def _untimed_count(name: str, value: Any, what: str, alternative: str = "") -> int:
+    """``value`` as a count of untimed launches (an int >= 0); else a ConfigError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ConfigError(f"chunk {name} must be an integer >= 0 ({what}){alternative}, got {value!r}")
+    return int(value)
+
+
 def check_lead(lead: Any) -> int | str:
     """``lead`` as ``time_launches`` takes it: an int >= 0 or ``"random"``; else a ConfigError."""
     if lead == "random" and isinstance(lead, str):
         return lead
-    if isinstance(lead, bool) or not isinstance(lead, (int, np.integer)) or lead < 0:
-        raise ConfigError(f"chunk lead must be an integer >= 0 (untimed launches per chunk) or 'random', got {lead!r}")
-    return int(lead)
-
-
-LEAD_SEED = 0x1EAD
+    return _untimed_count("lead", lead, "untimed launches per chunk", " or 'random'")
 
 
 def check_trail(trail: Any) -> int:
     """``trail`` as ``time_launches`` takes it: an int >= 0; else a ConfigError."""
-    if isinstance(trail, bool) or not isinstance(trail, (int, np.integer)) or trail < 0:
-        raise ConfigError(f"chunk trail must be an integer >= 0 (untimed samples after each chunk), got {trail!r}")
-    return int(trail)
+    return _untimed_count("trail", trail, "untimed samples after each chunk")
 
 
 def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:
