@@ -37,8 +37,12 @@ def test_in_kernel_timer_reads_inside_the_call_and_events_around_it(dev):
     s = res.summary.set_index("timer")
     assert set(s.index) == {"events", "in-kernel"}
     ev, ik = s.loc["events"], s.loc["in-kernel"]
-    # same work, the in-kernel reading leaves the ctypes call out: lower, but the same order of magnitude
-    assert 0 < ik.median_s < ev.median_s < 20 * ik.median_s, (ev.median_s, ik.median_s)  # the unit: see the stamp test
+    # same work, the in-kernel reading leaves the ctypes call out: lower, but the same order of magnitude.
+    # Lower is read on the fastest call of each: the two timers time two configurations one after the
+    # other, and on a shared 2-core VM their medians moved by more than the ~1 us call (12 back-to-back
+    # runs here: median gaps -0.1 to +3.5 us, two inverted; minimum gaps +0.8 to +2.7 us, none inverted)
+    assert 0 < ik.min_s < ev.min_s, (ev.min_s, ik.min_s)
+    assert ev.median_s < 20 * ik.median_s and ik.median_s < 20 * ev.median_s, (ev.median_s, ik.median_s)  # the unit: see the stamp test
     x = res.samples
     assert set(x.timer) == {"events", "in-kernel"} and (x.time_s > 0).all()
     for _, g in x.groupby("timer"):
