@@ -302,3 +302,27 @@ def test_a_short_kernel_behind_a_long_flush_converges_on_wall_time() -> None:
     assert why.startswith("timeout")  # without the wall-time minimum: the old behaviour
     with pytest.raises(ConfigError, match="min_wall_s must be a finite number of seconds >= 0, got -1"):
         StopRule(min_wall_s=-1)
+
+
+def test_the_interval_rule_waits_for_enough_blocks_to_mean_anything():
+    """Chunks of the same 16 values: every bootstrap resample has the same median. With 2 blocks of
+    host samples such an interval had width 0 and a fresh-clone CI run stopped a never-converging
+    rule on it; the interval rule is not even evaluated below MIN_CI_BLOCKS blocks, and is from
+    there on."""
+    import math
+
+    from hipexplore.bench.stats import MIN_CI_BLOCKS, StopTracker
+
+    rule = StopRule(min_samples=2, min_time_s=0.0, target_ci=1e-12, target_cv=1e-12, stable_noise=1e-12, noise_window=2,
+                    timeout_s=100.0, max_samples=10**8)
+    chunk = (np.arange(16) + 10.0) * 1e-6
+    tracker = StopTracker(rule)
+    assert MIN_CI_BLOCKS == 8
+    for k in range(1, 8):  # 1..7 blocks (the CI run that stopped had 2)
+        x = np.tile(chunk, k)
+        more, why = tracker.check(x, 0.1, np.repeat(np.arange(k), 16))
+        assert more > 0, (k, why)
+    assert math.isnan(tracker.last_ci_rel)  # never evaluated on fewer blocks
+    x = np.tile(chunk, 9)
+    tracker.check(x, 0.2, np.repeat(np.arange(9), 16))
+    assert math.isfinite(tracker.last_ci_rel)  # evaluated once there are enough blocks

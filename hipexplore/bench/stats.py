@@ -49,6 +49,10 @@ BIMODAL_COEFFICIENT = 5 / 9
 #: Fewest samples for which the bimodality flag is computed (the coefficient needs n > 3 and is
 #: unstable for small n).
 BIMODAL_MIN_SAMPLES = 30
+#: Fewest bootstrap blocks (chunks, or samples without chunk ids) before the interval rule may stop
+#: sampling: a bootstrap over 2 blocks of 16 host samples once gave an interval of width exactly 0
+#: (both blocks and their union had the same median) and "converged" at +-0.00%.
+MIN_CI_BLOCKS = 8
 
 
 def block_labels(chunks: np.ndarray | None, n: int, min_block: int | None = None) -> np.ndarray:
@@ -423,7 +427,8 @@ class StopRule:
     of these holds (checked in this order):
 
     1. the 95% interval of the median is tight: its half-width is at most ``target_ci`` of the
-       median (default 1%; the block bootstrap over chunks when they are known);
+       median (default 1%; the block bootstrap over chunks when they are known, once there are
+       at least ``MIN_CI_BLOCKS`` blocks);
     2. the noise is low: relative stdev at most ``target_cv`` (nvbench's max-noise, 0.5%);
     3. the noise has stabilised (nvbench's stdrel rule): the noise, measured robustly (IQR / 1.349 /
        median, the relative stdev of normal noise that one huge sample from a busy host does not
@@ -517,9 +522,13 @@ class StopTracker:
             return max(0, rule.iterations - n), "fixed iteration count"
         if n >= rule.min_samples and (float(np.sum(samples)) >= rule.min_time_s or elapsed_s >= rule.min_wall_s):
             x = np.asarray(samples, dtype=np.float64)
+            m = None
             if n >= max(self._ci_at * 1.1, self._ci_at + 1) or self._ci_at == 0:
-                self._ci_at = n
                 m = Measurement(x, chunks=None if chunks is None else np.asarray(chunks)[:n])
+                if (np.unique(m.blocks()).size if m.chunks is not None else n) < MIN_CI_BLOCKS:
+                    m = None  # too few blocks for an interval to mean anything: asked again next time
+            if m is not None:
+                self._ci_at = n
                 lo, hi = m.bootstrap_ci(resamples=400)
                 med = m.median
                 self.last_ci_rel = (hi - lo) / 2 / med if med > 0 else math.inf
