@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping, NamedTuple
 
 from .errors import ConfigError
 
@@ -64,6 +64,49 @@ SUMMARY_COLUMNS = (
 CLUSTER_COLUMNS = ("worker", "host", "gpu")
 #: The ``flush`` value of the single-launch-after-l2-read reference rows.
 COLD_REFERENCE = "cold-reference"
+
+# -- one configuration of a sweep -----------------------------------------------------------------
+#: The columns that name one configuration in the sample and summary frames, in ``Configuration``'s
+#: order: the one place the key is spelled out (resume, passes, cluster, grouping, drift use it).
+CONFIGURATION_COLUMNS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+
+
+class Configuration(NamedTuple):
+    """One configuration of a sweep: what one summary row (and its sample rows) measured.
+
+    A frozen, ordered value. A ``NamedTuple`` rather than a dataclass so that it *is* the
+    (kernel, size, rotating, flush, timer) tuple the frames' rows spell: sets of configurations
+    built from a file and from a ``SweepSpec`` compare and hash alike. ``rotating`` is the count as
+    requested (text: ``"auto"``, ``"4"``: the ``rotating_requested`` column), ``size`` bytes per array.
+    Which configurations a sweep has is ``SweepSpec.configurations()``'s business, not this type's.
+    """
+
+    kernel: str
+    size: int
+    rotating: str
+    flush: str
+    timer: str = "events"
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> "Configuration":
+        """The configuration of a sample or summary row (a dict; ``timer`` absent in old files: events)."""
+        return cls(str(row["kernel"]), int(row["size_bytes"]), str(row["rotating_requested"]), str(row["flush"]),
+                   str(row.get("timer", "events") or "events"))
+
+    @property
+    def is_reference(self) -> bool:
+        return self.flush == COLD_REFERENCE
+
+    def describe(self) -> str:
+        """How a message names it: ``size=16384 rotating=auto flush=l2-read`` (+ `` timer=in-kernel``)."""
+        return f"size={self.size} rotating={self.rotating} flush={self.flush}" + ("" if self.timer == "events" else f" timer={self.timer}")
+
+
+def configurations_of(frame: Any) -> list[Configuration]:
+    """The configuration of every row of a sample or summary frame, in row order."""
+    timer = frame["timer"] if "timer" in frame.columns else ["events"] * len(frame)
+    return [Configuration(str(k), int(s), str(r), str(f), str(t) if t == t and t else "events")
+            for k, s, r, f, t in zip(frame["kernel"], frame["size_bytes"], frame["rotating_requested"], frame["flush"], timer)]
 
 
 def require_columns(frame: Any, columns: Iterable[str], what: str) -> Any:

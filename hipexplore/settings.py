@@ -137,9 +137,14 @@ def _redis_url(raw: str) -> str:
     from urllib.parse import urlsplit
 
     parts = urlsplit(raw)
-    if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
+    # redis:// and rediss:// need a host (redis-py would quietly use localhost for 'redis:///0');
+    # unix:// needs the socket's path
+    if parts.scheme in ("redis", "rediss"):
+        if not parts.hostname:
+            raise ValueError(raw)
+    elif parts.scheme != "unix" or parts.path in ("", "/"):
         raise ValueError(raw)
-    if parts.port is not None and not 0 < parts.port < 65536:  # .port raises ValueError when out of range
+    if parts.port is not None and not 0 < parts.port < 65536:  # .port raises ValueError past 65535
         raise ValueError(raw)
     return raw
 

@@ -3,15 +3,26 @@
 Why a decision rule and not a p-value: with thousands of samples any difference is "significant",
 and chunk-correlated samples make a rank test's p-value too small anyway. A review needs to know
 whether the change matters, so the verdict comes from the 95% interval of the ratio
-``median(new) / median(base)`` (a two-sample block bootstrap over chunks, ``stats.ratio_ci``)
-against a practical threshold (default 2%). Two kernels of one interleaved run (``bench.interleave``)
-get a paired interval instead: the run is cut in chunk order into windows holding samples of both,
-and whole windows are resampled for both sides at once, so what they shared (drift, a burst of load)
-cancels in the interval as it does in the design (``paired_ratio_ci``). The rule:
+``median(new) / median(base)`` against a practical threshold (default 2%).
+
+Which interval: the one at the level that varies (``bench.levels``). A sweep measures each
+configuration in several *units* (``SweepSpec.units``; the ``pass_index`` of each sample): each unit
+with its own buffer placement, process and time. The decision interval is the wider of
+
+* the between-unit interval: two kernels of one interleaved run (``bench.interleave``) get a t
+  interval over their per-unit ratios (what a unit shares cancels in its ratio); two separate
+  runs a Welch t interval over each run's unit medians; and
+* the within-unit interval: for an interleaved pair, windows of chunks holding samples of both are
+  resampled jointly (``paired_ratio_ci``); otherwise each side's chunk blocks on their own.
+
+With fewer than ``levels.MIN_UNITS`` units on a side there is no between-unit interval and the
+verdict is ``undecided``, saying what to run instead: chunks of one unit share its placement and
+process, and on the H200 an interval from them called a byte-identical copy 3.5% slower. The rule:
 
 * ``faster`` / ``slower``: the whole interval lies below ``1 - threshold`` / above ``1 + threshold``;
 * ``same``: the whole interval lies within ``[1 - threshold, 1 + threshold]``;
-* ``undecided``: otherwise (the noise does not allow a call at this threshold).
+* ``undecided``: otherwise (the noise does not allow a call at this threshold), or too few units, or
+  the paired ratio of an interleaved run drifts over the run (Mann-Kendall, ``drift_check``).
 
 ``min_detectable`` is the smallest change the rule could call with this noise: the threshold plus
 the interval's half-width. The Mann–Whitney U p-value (normal approximation with tie correction,
@@ -32,6 +43,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .bench.levels import MIN_UNITS, LevelInterval, independent_units, paired_units, paired_windows, trend
 from .bench.stats import Measurement, ratio_ci
 from .errors import ConfigError
 
@@ -198,33 +210,14 @@ def interleaved_pair(base: Measurement, new: Measurement) -> bool:
 
 def paired_ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000,
                     seed: int = 0) -> tuple[float, float, float]:
-    """``median(new) / median(base)`` of an interleaved pair and its interval from a joint block
-    bootstrap: the run is cut, in chunk order, into windows holding at least a block's worth of
-    samples of each side, and whole windows are resampled for both sides at once. What the two
-    kernels shared inside a window (drift, a busy host for a few milliseconds) then cancels in the
-    interval as it does in the design; resampling the sides independently would count it twice."""
-    assert base.chunks is not None and new.chunks is not None
-    want = max(1, math.ceil(min(base.n, new.n) ** (1 / 3)))
-    ids = np.r_[base.chunks, new.chunks]
-    side = np.r_[np.zeros(base.n, bool), np.ones(new.n, bool)]
-    values = np.r_[base.samples, new.samples]
-    order = np.argsort(ids, kind="stable")
-    ids, side, values = ids[order], side[order], values[order]
-    bounds = np.flatnonzero(np.diff(ids)) + 1
-    windows: list[tuple[np.ndarray, np.ndarray]] = []
-    start = last = nb = nn = 0
-    for stop in list(bounds) + [ids.size]:
-        seg = side[last:stop]
-        nb += int((~seg).sum())
-        nn += int(seg.sum())
-        last = stop
-        if nb >= want and nn >= want:
-            windows.append((values[start:stop][~side[start:stop]], values[start:stop][side[start:stop]]))
-            start, nb, nn = stop, 0, 0
-    if start < ids.size and windows:  # a short tail joins the last window
-        b_last, n_last = windows.pop()
-        tail_v, tail_s = values[start:], side[start:]
-        windows.append((np.r_[b_last, tail_v[~tail_s]], np.r_[n_last, tail_v[tail_s]]))
+    """``median(new) / median(base)`` of an interleaved pair and its *within-unit* interval from a
+    joint block bootstrap: the run is cut, in chunk order, into windows holding at least a block's
+    worth of samples of each side (``levels.paired_windows``), and whole windows are resampled for
+    both sides at once. What the two kernels shared inside a window (drift, a busy host for a few
+    milliseconds) then cancels in the interval as it does in the design; resampling the sides
+    independently would count it twice. This interval sees chunk noise only: the verdict takes the
+    wider of it and the between-unit interval (``levels``)."""
+    windows = paired_windows(new, base)
     if len(windows) < 2:
         return ratio_ci(new, base, level=level, resamples=resamples, seed=seed)
     rng = np.random.default_rng(seed)
@@ -241,24 +234,88 @@ def paired_ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, re
     return new.median / base.median, float(lo) * (1 - grid), float(hi) * (1 + grid)
 
 
+#: A paired ratio whose Mann-Kendall trend over the run has a p-value below this, and that moved by
+#: more than half the threshold from the first third of each unit to the last, is not stationary: a
+#: decided verdict becomes ``undecided`` (module docstring).
+DRIFT_P = 0.001
+
+
+def drift_check(new: Measurement, base: Measurement, threshold: float) -> tuple[float, str]:
+    """(p-value of a trend in the paired log ratios over the run, a note when it undoes a verdict).
+
+    The trend is looked for within units: each window's log ratio less its unit's median, in time
+    order. A shift from one unit to the next (placement, process) is what the between-unit
+    interval already covers; a ratio that keeps moving while the units run (a load that comes and
+    goes, a clock that sags under one kernel) is not, and no interval over it describes one
+    difference."""
+    windows, units = paired_windows(new, base, with_units=True)
+    keep = [(math.log(np.median(n) / np.median(b)), u) for (b, n), u in zip(windows, units)
+            if b.size and n.size and np.median(b) > 0 and np.median(n) > 0]
+    if len(keep) < 9:
+        return math.nan, ""
+    logs = np.array([v for v, _ in keep])
+    unit = np.array([u for _, u in keep])
+    resid, pos = logs.copy(), np.zeros(logs.size)
+    for u in np.unique(unit):
+        at = unit == u
+        resid[at] -= np.median(logs[at])
+        pos[at] = np.arange(at.sum()) / max(1, at.sum() - 1)  # where in its unit: 0 first, 1 last
+    tau, p = trend(resid, order=pos) if np.unique(unit).size > 1 else trend(resid)
+    if not p < DRIFT_P:
+        return p, ""
+    first, last = math.exp(float(np.median(resid[pos < 1 / 3]))), math.exp(float(np.median(resid[pos > 2 / 3])))
+    if abs(last - first) <= threshold / 2:
+        return p, ""
+    return p, (f"not stationary: within its units the paired ratio moved by {last / first - 1:+.1%} from the "
+               f"first third of each unit to the last (Mann-Kendall tau {tau:+.2f}, p = {p:.1g}); the difference "
+               f"depends on when it was measured (load, clocks, heat): rerun on a quiet machine")
+
+
+def _units_note(lv: LevelInterval, paired: bool) -> str:
+    if paired:
+        return (f"only {min(lv.base_units, lv.new_units)} unit(s) shared by both kernels: a verdict needs the "
+                f"variation between at least {MIN_UNITS} units (buffer placement, process, load), not chunks of "
+                f"one unit; run with --units 4 or more (sweep(..., units=4))")
+    return (f"base {lv.base_units} unit(s), new {lv.new_units}: comparing separate runs needs at least "
+            f"{MIN_UNITS} units in each (each unit its own process and placement); rerun both with --units 4 "
+            f"or more, or better, measure both in one interleaved run (hipexplore bench A,B --interleave)")
+
+
 def _row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int) -> dict[str, Any]:
     paired = interleaved_pair(base, new)
-    ratio, lo, hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
+    ratio, c_lo, c_hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
+    lv = (paired_units if paired else independent_units)(new, base, level)
     _u, p = mann_whitney_u(new.samples, base.samples)
     b_lo, b_hi = base.bootstrap_ci(level, resamples)
     n_lo, n_hi = new.bootstrap_ci(level, resamples)
-    half = (hi - lo) / 2
+    if lv.decided:
+        lo, hi = min(c_lo, lv.low), max(c_hi, lv.high)
+    else:
+        lo, hi = math.nan, math.nan
+    half = (hi - lo) / 2 if lv.decided else (c_hi - c_lo) / 2
     v = verdict(lo, hi, threshold)
-    note = "" if v != "undecided" else (
-        f"the noise allows no call at ±{threshold:.0%}: the interval is ±{half:.1%} wide; "
-        f"changes of {threshold + half:.1%} or more could be called")
+    drift_p, drift_note = drift_check(new, base, threshold) if paired else (math.nan, "")
+    if not lv.decided:
+        note = _units_note(lv, paired)
+    elif drift_note and v != "undecided":
+        v, note = "undecided", drift_note
+    elif v == "undecided":
+        note = (f"the noise allows no call at ±{threshold:.0%}: the interval over {min(lv.base_units, lv.new_units)} "
+                f"units is ±{half:.1%} wide; changes of {threshold + half:.1%} or more could be called "
+                f"(more units narrow it)")
+    else:
+        note = ""
     return {
-        "base_n": base.n, "new_n": new.n, "base_iqr_rel": base.iqr_rel, "new_iqr_rel": new.iqr_rel,
+        "base_n": base.n, "new_n": new.n, "base_units": lv.base_units, "new_units": lv.new_units,
+        "base_iqr_rel": base.iqr_rel, "new_iqr_rel": new.iqr_rel,
         "base_median_s": base.median, "base_ci_low_s": b_lo, "base_ci_high_s": b_hi,
         "new_median_s": new.median, "new_ci_low_s": n_lo, "new_ci_high_s": n_hi,
         "ratio": ratio, "ratio_ci_low": lo, "ratio_ci_high": hi, "change": ratio - 1.0,
-        "p_value": p, "half_width": half, "min_detectable": threshold + half, "verdict": v,
-        "interval": "paired windows (interleaved)" if paired else "independent blocks", "note": note,
+        "chunk_ci_low": c_lo, "chunk_ci_high": c_hi, "unit_ci_low": lv.low, "unit_ci_high": lv.high,
+        "p_value": p, "drift_p": drift_p, "half_width": half, "min_detectable": threshold + half, "verdict": v,
+        "interval": (f"{lv.method} (t, df {lv.df:g}) and " if lv.decided else "")
+                    + ("paired windows (interleaved)" if paired else "independent blocks"),
+        "note": note,
     }
 
 
@@ -319,17 +376,16 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
                        note=f"only in the {'base' if key in left else 'new'} run: not compared")
         rows.append(row)
     frame = pd.DataFrame(rows)
-    def passes_of(samples: Any) -> int:
+    def passes_of(samples: Any) -> int:  # units (pass_index) of a run
         return int(samples["pass_index"].nunique()) if "pass_index" in samples.columns and len(samples) else 1
     fewest = min(passes_of(s1), passes_of(s2)) if other is not None else 1
     caveat = ("" if other is None else
-              f"two separate runs, each in {fewest} or more passes: the intervals cover what moved between passes "
-              f"(bench.passes), not what changed between the two runs' sessions; one interleaved run "
-              f"(sweep(..., interleave=True)) leaves nothing between them" if fewest > 1 else
-              "two separate runs: the intervals cover the noise within each run, not drift between runs "
-              "(measured on the H200: medians of back-to-back runs moved by up to 3x their intervals; "
-              "bench.drift.run_to_run); prefer one interleaved run (sweep(..., interleave=True)), or runs in "
-              "passes (sweep(..., passes=4))")
+              f"two separate runs, each in {fewest} or more units: the intervals compare the runs' unit medians "
+              f"(each unit its own process and placement), so they cover what moved between units, not what "
+              f"changed between the two runs' sessions (a driver update, another machine); one interleaved run "
+              f"(hipexplore bench A,B --interleave) leaves nothing between them" if fewest >= MIN_UNITS else
+              "two separate runs with a single unit on a side: nothing says how far a rerun would move, so no "
+              "row is decided; rerun both with --units 4 or more, or measure both in one interleaved run")
     frame.attrs.update(threshold=threshold, level=level, rule=rule_text(threshold), caveat=caveat,
                        base_metadata=dict(metas[0]), new_metadata=dict(metas[1]))
     return frame

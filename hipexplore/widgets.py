@@ -12,6 +12,12 @@ Design notes (each one a failure seen elsewhere):
     outside a notebook (tests), unlike ``Output`` capture.
   * Results stay with the panel: ``panel.samples`` and ``panel.summary`` are DataFrames of what
     arrived, also after Stop or an error.
+  * Run is checked before anything starts, by the library's own rule: fewer iterations than the
+    buffer sets a configuration gets (``bench.rotating.plan`` against the device's LLC and free
+    memory, then ``check_iterations``, as ``bench.sweep`` does) disables Run and says why, with a
+    button that fixes it; a click anyway shows the same ``ConfigError`` and starts nothing.
+  * Only the flush modes the chosen device supports (``Device.supports_flush``) are offered: the
+    AMD instruction-cache flushes are not listed for the host or an NVIDIA GPU.
 """
 from __future__ import annotations
 
@@ -165,20 +171,24 @@ class SweepPanel:
         self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
         self.placeholder = w.HTML(value='<i style="color:#666">the noise and bias plots appear here as configurations finish</i>')
         self.sets_hint = w.HTML(value="")  # what 'auto' resolves to, and whether iterations cover it
+        self.flush_hint = w.HTML(value="")  # the flush modes this device cannot do (not offered)
         self.fix_button = w.Button(description="", button_style="warning", icon="wrench",
                                    layout=w.Layout(display="none", width="auto", min_width="200px"))
         self.fix_button.on_click(self._on_fix_clicked)
         self.cluster_info = w.HTML(value=self._cluster_html())
         self.run_button.on_click(self._on_run_clicked)
         self.stop_button.on_click(self._on_stop_clicked)
+        self.device.observe(lambda _change: self.update_flush_choices(), names="value")
         for control in (self.device, self.kernel, self.sizes, self.rotating, self.iterations):
             control.observe(lambda _change: self.update_sets_hint(), names="value")
-        controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.iterations,
+        controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.flush_hint, self.iterations,
                            w.HBox([self.sets_hint, self.fix_button]), self.grid, self.block, self.shared_bytes])
         buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
         self.widget = w.VBox([controls, buttons, self.cluster_info, self.errors, self.placeholder, w.HBox([self.noise_image, self.detail_image])])
-        self._llc: dict[str, int] = {}
+        self._facts: dict[str, dict[str, Any] | None] = {}
         self._needed_sets = 0
+        self._blocked = ""  # why Run is disabled ("" when it is not)
+        self._asked_flush = tuple(flush)
 
         self.error: BaseException | None = None
         self._stop = threading.Event()
@@ -191,38 +201,103 @@ class SweepPanel:
         self._done = 0
         self._started = 0.0
 
+        self.update_flush_choices()
         self.update_sets_hint()
 
-    # -- the 'auto' count, shown before Run ------------------------------------------------------
-    def _device_llc(self, name: str) -> int:
-        if name not in self._llc:
+    # -- what the chosen device is: its LLC, free memory and flush modes (opened once per name) ---
+    def _device_facts(self, name: str) -> dict[str, Any] | None:
+        """``{"llc", "free", "flush"}`` of device ``name``, or None when it cannot be opened (Run
+        then reports why). Opened once per name and closed at once."""
+        if name not in self._facts:
             from .devices import get_device
 
-            dev = get_device(name)
             try:
-                self._llc[name] = int(dev.llc_bytes)
+                dev = get_device(name)
+            except Exception:  # DeviceUnavailable, or a binding that cannot call its runtime
+                self._facts[name] = None
+                return None
+            try:
+                self._facts[name] = {
+                    "llc": int(dev.llc_bytes), "free": int(dev.memory_info()[0]), "kind": str(dev.kind),
+                    "flush": tuple(m for m in _flush_choices() if dev.supports_flush(m)),
+                }
             finally:
                 close = getattr(dev, "close", None)
                 if callable(close):
                     close()
-        return self._llc[name]
+        return self._facts[name]
 
-    def resolved_sets(self) -> list[tuple[int, int]]:
-        """(size, buffer sets) of each size for the largest rotating count asked for, ``auto``
-        resolved against the device's last-level cache; ConfigError for a bad field."""
+    def _device_llc(self, name: str) -> int:
+        facts = self._device_facts(name)
+        if facts is None:
+            from .devices import get_device
+
+            get_device(name)  # raises what makes it unavailable
+        return facts["llc"]
+
+    def update_flush_choices(self) -> None:
+        """Offer the flush modes the chosen device supports; the selection keeps those it can do
+        (an unsupported one asked for is named in ``flush_hint``). A device that cannot be opened
+        keeps every mode: Run reports the device."""
+        facts = self._device_facts(self.device.value)
+        allowed = tuple(_flush_choices()) if facts is None else facts["flush"]
+        wanted = tuple(dict.fromkeys([*self.flush.value, *self._asked_flush]))
+        if tuple(self.flush.options) != allowed:
+            self.flush.value = ()
+            self.flush.options = list(allowed)
+            self.flush.rows = min(5, max(1, len(allowed)))
+        self.flush.value = tuple(f for f in wanted if f in allowed)
+        self._asked_flush = ()
+        left_out = [m for m in _flush_choices() if m not in allowed]
+        if facts is not None and left_out:
+            why = "AMD GPU instruction-cache flushes" if all("icache" in m for m in left_out) else "not supported"
+            self.flush_hint.value = (f'<span style="color:#666">not on this {html.escape(facts["kind"])} device: '
+                                     f'{", ".join(left_out)} ({why})</span>')
+        else:
+            self.flush_hint.value = ""
+
+    # -- the 'auto' count and the iterations check, shown before Run ---------------------------------
+    def _plans(self) -> list[tuple[int, Any]]:
+        """(size, rotating plan) for every size and rotating count, planned as ``bench.sweep``
+        plans them: ``auto`` against the device's LLC, any count capped by its free memory."""
         from .bench import rotating as rot
         from .kernels import catalog
 
         spec = catalog.get(self.kernel.value)
         sizes = parse_sizes(self.sizes.value)
         counts = parse_rotating(self.rotating.value)
-        llc = self._device_llc(self.device.value) if "auto" in counts else 0
+        facts = self._device_facts(self.device.value)
         out = []
         for size in sizes:
             n = spec.elements(size)
-            sets = [rot.auto_count(llc, spec.footprint(n)) if c == "auto" else int(c) for c in counts]
-            out.append((size, max(sets)))
+            for c in counts:
+                if facts is None:  # unknown device: the count as asked (auto needs the LLC: raises)
+                    llc = self._device_llc(self.device.value) if c == "auto" else 0
+                    count = rot.auto_count(llc, spec.footprint(n)) if c == "auto" else int(c)
+                    out.append((size, rot.RotatingPlan(str(c), count, spec.footprint(n), spec.set_bytes(n), llc, 0, False, "")))
+                    continue
+                out.append((size, rot.plan(c, footprint_bytes=spec.footprint(n), set_bytes=spec.set_bytes(n),
+                                           llc_bytes=facts["llc"], free_bytes=facts["free"],
+                                           mem_fraction=rot.DEFAULT_MEM_FRACTION)))
         return out
+
+    def resolved_sets(self) -> list[tuple[int, int]]:
+        """(size, buffer sets) of each size for the largest rotating count asked for, ``auto``
+        resolved against the device's last-level cache and every count planned against its free
+        memory, as the sweep does; ConfigError for a bad field."""
+        best: dict[int, int] = {}
+        for size, p in self._plans():
+            best[size] = max(best.get(size, 0), int(p.count))
+        return list(best.items())
+
+    def check_iterations(self) -> None:
+        """The library's rule before Run: ``ConfigError`` (the sweep's own message) when the
+        iterations are fewer than the buffer sets of some configuration."""
+        from .bench import rotating as rot
+
+        iterations = int(self.iterations.value)
+        for _size, p in self._plans():
+            rot.check_iterations(iterations, int(p.count))
 
     def update_sets_hint(self) -> None:
         """Show what ``auto`` resolves to as the inputs change, and offer the iterations fix when
@@ -230,11 +305,13 @@ class SweepPanel:
         from .units import format_bytes
 
         self._needed_sets = 0
+        self._blocked = ""
         self.fix_button.layout.display = "none"
         try:
             resolved = self.resolved_sets()
         except Exception:  # a half-typed field: Run reports it; the hint just stays quiet
             self.sets_hint.value = ""
+            self._refresh_run_button()
             return
         parts = []
         if "auto" in parse_rotating(self.rotating.value):
@@ -245,14 +322,25 @@ class SweepPanel:
             llc = self._device_llc(self.device.value)
             autos = ", ".join(f"{format_bytes(sz)}: {rot.auto_count(llc, spec.footprint(spec.elements(sz)))}" for sz, _ in resolved)
             parts.append(f"auto = {autos} buffer sets (LLC {format_bytes(llc)})")
+        capped = sorted({p.note for _, p in self._plans() if p.capped})
+        parts.extend(html.escape(note) for note in capped)
         needed = max(sets for _, sets in resolved)
         iterations = int(self.iterations.value)
         if iterations < needed:
             self._needed_sets = needed
-            parts.append(f'<b style="color:#a60">iterations ({iterations}) &lt; {needed} buffer sets: every set must be timed at least once</b>')
+            self._blocked = f"iterations ({iterations}) < {needed} buffer sets"
+            parts.append(f'<b style="color:#a60">iterations ({iterations}) &lt; {needed} buffer sets: every set must be timed '
+                         f'at least once; Run is disabled until iterations &gt;= {needed}</b>')
             self.fix_button.description = f"set iterations to {needed}"
             self.fix_button.layout.display = ""
         self.sets_hint.value = "; ".join(parts)
+        self._refresh_run_button()
+
+    def _refresh_run_button(self, running: bool | None = None) -> None:
+        """Run is disabled while a sweep runs and while the inputs break the iterations rule."""
+        running = self.running if running is None else running
+        self.run_button.disabled = bool(running or self._blocked)
+        self.run_button.tooltip = self._blocked or ""
 
     def _on_fix_clicked(self, _button: Any = None) -> None:
         if self._needed_sets:
@@ -289,6 +377,8 @@ class SweepPanel:
         flush = list(self.flush.value)
         if not flush:
             raise ConfigError("no flush mode selected; select at least one (e.g. 'none')")
+        if self._device_facts(self.device.value) is not None:  # else Run reports the device itself
+            self.check_iterations()
         return {
             "device": self.device.value,
             "kernels": self._kernel_with_geometry(),
@@ -405,7 +495,8 @@ class SweepPanel:
             close = getattr(device, "close", None)
             if callable(close):
                 close()
-            self.run_button.disabled, self.stop_button.disabled = False, True
+            self.stop_button.disabled = True
+            self._refresh_run_button(running=False)
 
     def _on_samples(self, samples: Any) -> None:
         """The finished configuration's samples, kept so that Stop or an error loses nothing."""

@@ -1,15 +1,166 @@
-"""Shared fixtures: small real kernels and guards for the real compilers.
+"""Shared fixtures: small real kernels, guards for the real compilers, and a temporary HOME.
 
-A compiler or tool that is not installed skips its tests with the reason; with
-``HIPEXPLORE_REQUIRE_COMPILERS=1`` (``.ci/run`` sets it) that is a failure naming what is missing.
-Every test that needs a compiler or tool goes through ``require_compiler`` / ``require_tool`` /
-``missing`` below, so the setting is honoured everywhere (no test-local ``pytest.skip``).
+**Requirements** (``need`` below, the one place a test skips): a compiler, tool, Python extra, data
+file or GPU that is not here skips its tests with the reason; under a CI flag that is a failure
+naming what is missing. ``REQUIREMENT_RULES`` says which flag makes what mandatory. Every test that
+needs something goes through ``need`` / ``need_tool`` / ``need_module`` (``require_compiler``,
+``require_tool``, ``missing`` and the ``cuda`` fixture are built on it): no test-local
+``pytest.skip`` or ``pytest.importorskip`` (tests/test_hermetic.py checks the whole directory).
+
+**Hermetic HOME** (issue 26.7): before any test module is imported or any process is spawned,
+``_hermetic_environment`` points HOME, the XDG directories, IPython's, Jupyter's, npm's,
+matplotlib's and hipexplore's cache at a fresh temporary tree (subprocesses inherit it), and drops
+the user's own ``HIPEXPLORE_*`` settings (a team cache server, a shared cache, a dump folder...).
+At the end of the session the real HOME is checked for anything changed since the session
+started (``pytest_sessionfinish``; tests/test_hermetic.py proves it on a fresh fake HOME).
 """
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
+
+# -- hermetic HOME ------------------------------------------------------------------------------------
+#: Set in the environment of a session (and so of every process it starts): the real HOME, and the
+#: temporary tree that stands in for it.
+REAL_HOME_VAR = "HIPEXPLORE_TEST_REAL_HOME"
+TREE_VAR = "HIPEXPLORE_TEST_HOME_TREE"
+#: The user's ``HIPEXPLORE_*`` settings kept in the tests: the CI flags, the test switches, and where
+#: this machine's ROCm lives (an installation, like PATH). Every other one (cache dir, team server,
+#: shared cache, secret, dump dir, limits, workers, LLC size...) is a preference that would make the
+#: suite read or write the user's state or depend on it, and is dropped.
+KEPT_SETTINGS = ("HIPEXPLORE_REQUIRE_COMPILERS", "HIPEXPLORE_REQUIRE_GPU", "HIPEXPLORE_HIPRTC_LIBRARY",
+                 "HIPEXPLORE_HIP_DLL", "HIPEXPLORE_GIT_REVISION")
+#: Under the real HOME, what the end-of-session check leaves out: font caches (fontconfig's and
+#: matplotlib's font list), which any program may rebuild. More with HIPEXPLORE_TEST_HOME_EXCLUDE
+#: (paths relative to HOME, separated by ':').
+HOME_EXCLUDES = (".cache/fontconfig", ".fontconfig", ".cache/matplotlib", ".config/matplotlib")
+
+
+def hermetic_paths(tree: Path) -> dict[str, str]:
+    """The environment that puts every per-user location under ``tree`` (``tree/home`` is HOME)."""
+    home = tree / "home"
+    data = home / ".local" / "share"
+    runtime = tree / "runtime"
+    return {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(data),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_RUNTIME_DIR": str(runtime),
+        "IPYTHONDIR": str(home / ".ipython"),
+        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+        "JUPYTER_DATA_DIR": str(data / "jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(runtime / "jupyter"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / ".jupyter" / "lab" / "user-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / ".jupyter" / "lab" / "workspaces"),
+        "MPLCONFIGDIR": str(home / ".config" / "matplotlib"),
+        "npm_config_cache": str(home / ".npm"),
+        "npm_config_userconfig": str(home / ".npmrc"),
+        "HIPEXPLORE_CACHE_DIR": str(home / ".cache" / "hipexplore"),
+    }
+
+
+def _hermetic_environment() -> Path:
+    """Point every per-user location at a fresh temporary tree, in this process's environment (so in
+    every process the tests start); drop the user's HIPEXPLORE_* preferences. Runs when pytest loads
+    this file, before any test module (or hipexplore) is imported."""
+    tree = Path(tempfile.mkdtemp(prefix="hipexplore-tests-home-"))
+    env = hermetic_paths(tree)
+    for d in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "IPYTHONDIR",
+              "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR"):
+        Path(env[d]).mkdir(parents=True, exist_ok=True)
+    Path(env["XDG_RUNTIME_DIR"]).mkdir(mode=0o700)
+    os.environ[REAL_HOME_VAR] = os.environ.get("HOME") or os.path.expanduser("~")
+    for name in [n for n in os.environ if n.startswith("HIPEXPLORE_") and not n.startswith("HIPEXPLORE_TEST_")]:
+        if name not in KEPT_SETTINGS:
+            del os.environ[name]
+    # a user's extra kernelspec/config search paths would reach outside the tree
+    for name in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_PREFER_ENV_PATH", "JUPYTER_PLATFORM_DIRS"):
+        os.environ.pop(name, None)
+    os.environ.update(env)
+    os.environ[TREE_VAR] = str(tree)
+    return tree
+
+
+HOME_TREE = _hermetic_environment()
+#: The HOME this session found (for a session a test started: that session's temporary HOME).
+REAL_HOME = Path(os.environ[REAL_HOME_VAR])
+SESSION_START_NS = time.time_ns()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_home():
+    """The temporary tree every test runs in (set up when this file was loaded: see above); it is
+    checked to still be in place for the session, and removed afterwards."""
+    env = hermetic_paths(HOME_TREE)
+    moved = {k: os.environ.get(k) for k, v in env.items() if os.environ.get(k) != v}
+    assert not moved, f"the hermetic environment was changed before the tests ran: {moved}"
+    yield HOME_TREE
+    shutil.rmtree(HOME_TREE, ignore_errors=True)
+
+
+def changed_since(root: Path, since_ns: int, excludes: tuple[str, ...] = ()) -> list[str]:
+    """Paths under ``root`` (relative, sorted) created, modified or changed (ctime) at or after
+    ``since_ns``; a removed entry shows as its changed parent folder. ``excludes``: relative paths
+    left out with everything below them. Links are not followed."""
+    skip = {os.path.normpath(os.path.join(str(root), e)) for e in excludes}
+    found = []
+    stack = [str(root)]
+    while stack:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                if e.path in skip:
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if st.st_mtime_ns >= since_ns or st.st_ctime_ns >= since_ns:
+                    found.append(os.path.relpath(e.path, root))
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+    return sorted(found)
+
+
+def home_excludes() -> tuple[str, ...]:
+    extra = [p for p in os.environ.get("HIPEXPLORE_TEST_HOME_EXCLUDE", "").split(":") if p.strip()]
+    return HOME_EXCLUDES + tuple(extra)
+
+
+def _check_real_home(session) -> None:
+    """Fail the session (or, with HIPEXPLORE_TEST_HOME_CHECK=warn, only say so) when anything under
+    the real HOME changed while it ran. Off with HIPEXPLORE_TEST_HOME_CHECK=0 (a machine where other
+    work writes to HOME meanwhile). A session a test starts checks the HOME it found: the starting
+    session's temporary one, or the fake HOME tests/test_hermetic.py hands it."""
+    mode = os.environ.get("HIPEXPLORE_TEST_HOME_CHECK", "fail")
+    if mode == "0" or not REAL_HOME.is_dir():
+        return
+    changed = changed_since(REAL_HOME, SESSION_START_NS, home_excludes())
+    if not changed:
+        return
+    shown = "\n  ".join(changed[:40]) + (f"\n  ... and {len(changed) - 40} more" if len(changed) > 40 else "")
+    msg = (f"hermetic HOME: {len(changed)} path(s) under the real HOME {REAL_HOME} changed during the test session "
+           f"(the tests run in {HOME_TREE}; font caches left out):\n  {shown}")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_line(msg, red=mode != "warn", yellow=mode == "warn")
+    else:
+        print(msg, file=sys.stderr)
+    if mode != "warn" and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 TRIAD_HIP = r"""
 extern "C" __global__ void triad(float* a, const float* b, const float* c, float s, int n) {
@@ -46,38 +197,100 @@ def slow_c_source(loops: int = 1500) -> str:
     return "double slow(double* a, int n) { double s = 0;\n" + "\n".join(body) + "\n return s; }\n"
 
 
+# -- requirements: the one place a test skips ---------------------------------------------------------
+#: The host CI (``.ci/run``, the README's test command): every compiler, tool, Python extra and
+#: repository data file that ``setup.sh --dev`` provides must be here.
+COMPILERS = "HIPEXPLORE_REQUIRE_COMPILERS"
+#: The GPU job (``scripts/device_check.sh`` on the H200): a CUDA GPU, and what only the GPU tests use
+#: with it (``GPU_ONLY`` below).
+GPU = "HIPEXPLORE_REQUIRE_GPU"
+#: For a condition no machine can be asked to meet (a test of the no-GPU error where a GPU is
+#: present): always a skip, with the reason; no flag turns it into a failure.
+NOT_REQUIRED = None
+#: What only the GPU job must have (``setup.sh`` does not install these; the host CI may lack them):
+#:  - torch: a second, independent producer of device buffers for the bring-your-own-kernel tests
+#:    (a multi-GB wheel that no host test uses; the H200 image has it);
+#:  - cuobjdump: the SASS disassembly of NVRTC cubins (CUDA toolkit; the pip NVRTC has none).
+GPU_ONLY = {"module torch": "not installed by setup.sh (a multi-GB wheel only the GPU tests use)",
+            "tool cuobjdump": "part of the CUDA toolkit, not of the pip NVRTC that setup.sh installs"}
+REQUIREMENT_RULES = f"""\
+{COMPILERS}=1 (host CI): a missing compiler, tool, Python extra or repository data file fails by name.
+{GPU}=1 (GPU job): a missing CUDA GPU fails by name, and so do {', '.join(sorted(GPU_ONLY))}.
+Unset (a developer's machine): each of these skips with its reason.
+A condition no machine can be asked for (NOT_REQUIRED, e.g. "no GPU here") is always a skip."""
+
+
+def flag_set(flag: str | None) -> bool:
+    return flag is not None and os.environ.get(flag) == "1"
+
+
 def required() -> bool:
     """True when missing compilers/tools must fail the suite (``.ci/run`` sets the variable)."""
-    return os.environ.get("HIPEXPLORE_REQUIRE_COMPILERS") == "1"
+    return flag_set(COMPILERS)
+
+
+def need(what: str, reason: str, *, flag: str | None = COMPILERS):
+    """``what`` is not here (``reason`` says why): fail naming it when ``flag`` is set to 1, else skip.
+
+    The only way a test in tests/ skips (see ``REQUIREMENT_RULES``): ``flag`` is ``COMPILERS`` for
+    what setup.sh --dev provides, ``GPU`` for a GPU and what only the GPU tests use, ``NOT_REQUIRED``
+    for a condition no machine can be asked for."""
+    if flag_set(flag):
+        pytest.fail(f"{what} required ({flag}=1) but unavailable: {reason}", pytrace=False)
+    because = "" if flag is not None else " (no CI flag can require it)"
+    pytest.skip(f"{what} unavailable{because}: {reason}")
+
+
+def _flag_of(what: str, flag: str | None | bool) -> str | None:
+    if flag is not False:  # an explicit flag (or NOT_REQUIRED)
+        return flag  # type: ignore[return-value]
+    return GPU if what in GPU_ONLY else COMPILERS
+
+
+def need_tool(*names: str, flag: str | None | bool = False, hint: str = "setup.sh --dev installs it") -> str:
+    """Path of the first executable found among ``names`` (a name on PATH or an absolute path);
+    otherwise ``need`` (the flag: ``GPU`` for the tools in ``GPU_ONLY``, else ``COMPILERS``)."""
+    for n in names:
+        path = shutil.which(n) or (n if os.path.isabs(n) and os.access(n, os.X_OK) else None)
+        if path:
+            return path
+    what = f"tool {names[0]}"
+    flag = _flag_of(what, flag)
+    need(what, f"none of {', '.join(names)} is on PATH ({GPU_ONLY.get(what, hint)})", flag=flag)
+    raise AssertionError("unreachable")
+
+
+def need_module(name: str, *, flag: str | None | bool = False, hint: str = "setup.sh --dev installs it"):
+    """The imported module ``name``; otherwise ``need`` naming it (``GPU`` for torch, see
+    ``GPU_ONLY``; else ``COMPILERS``). Replaces ``pytest.importorskip``, which no flag reaches."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        what = f"module {name}"
+        flag = _flag_of(what, flag)
+        need(what, f"{exc} ({GPU_ONLY.get(what, hint)})", flag=flag)
 
 
 def missing(what: str, reason: str) -> None:
     """Skip (default) or fail (``HIPEXPLORE_REQUIRE_COMPILERS=1``) because ``what`` is unavailable."""
-    if required():
-        pytest.fail(f"{what} required (HIPEXPLORE_REQUIRE_COMPILERS=1) but unavailable: {reason}")
-    pytest.skip(f"{what} unavailable: {reason}")
+    need(what, reason, flag=COMPILERS)
 
 
 def require_compiler(name: str):
-    """The registry's compiler ``name`` if it is available; otherwise skip/fail (see ``missing``)."""
+    """The registry's compiler ``name`` if it is available; otherwise skip/fail (see ``need``)."""
     from hipexplore.compile.registry import get_compiler
 
     compiler = get_compiler(name)
     if not compiler.available():
-        missing(f"compiler {name}", compiler.unavailable_reason())
+        need(f"compiler {name}", compiler.unavailable_reason(), flag=COMPILERS)
     return compiler
 
 
 def require_tool(*names: str) -> str:
     """Path of the first executable found among ``names`` (llvm-objdump, chromium, ...)."""
-    import shutil
-
-    for n in names:
-        path = shutil.which(n) or (n if os.path.isabs(n) and os.access(n, os.X_OK) else None)
-        if path:
-            return path
-    missing(f"tool {names[0]}", f"none of {', '.join(names)} is on PATH (setup.sh --dev installs it)")
-    raise AssertionError("unreachable")
+    return need_tool(*names)
 
 
 OBJDUMP_NAMES = ("llvm-objdump", "llvm-objdump-14", "llvm-objdump-15", "llvm-objdump-16", "llvm-objdump-19")
@@ -187,10 +400,7 @@ class RedisServer:
 @pytest.fixture
 def redis_server(tmp_path_factory):
     """A fresh real redis-server on 127.0.0.1 (never another address), stopped afterwards."""
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        missing("redis-py", "not installed (pip install '.[remote]'; setup.sh --dev installs it)")
+    need_module("redis", hint="pip install '.[remote]'; setup.sh --dev installs it")
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     server.start()
     try:
@@ -201,9 +411,7 @@ def redis_server(tmp_path_factory):
 
 # -- GPU tests ----------------------------------------------------------------------------------
 def _no_gpu(reason: str) -> None:
-    if os.environ.get("HIPEXPLORE_REQUIRE_GPU") == "1":
-        pytest.fail(f"a CUDA GPU is required here (HIPEXPLORE_REQUIRE_GPU=1) but: {reason}")
-    pytest.skip(f"no CUDA GPU: {reason}")
+    need("a CUDA GPU", reason, flag=GPU)
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +439,8 @@ _EXIT = {"status": None}
 
 
 def pytest_sessionfinish(session, exitstatus):
-    _EXIT["status"] = int(exitstatus)
+    _check_real_home(session)
+    _EXIT["status"] = int(session.exitstatus)
 
 
 @pytest.hookimpl(trylast=True)

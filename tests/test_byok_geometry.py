@@ -64,7 +64,7 @@ def test_transpose_grid_block_and_shared_from_expressions():
     ("rows/32", "'rows'"),
     ("n/", "not an arithmetic expression"),
     ("'a'*3", "only numbers"),
-    ("2**n", "out of range"),
+    ("2**(3*n)", "out of range"),
 ])
 def test_bad_expressions_are_config_errors(expr, why):
     with pytest.raises(ConfigError, match=None) as err:

@@ -1,5 +1,5 @@
 """hipexplore.settings: one declaration per HIPEXPLORE_* variable, validated, read at use time,
-and the README's table generated from it."""
+and the settings page's table (docs/guide/settings.md, moved there from the README) generated from it."""
 from __future__ import annotations
 
 import re
@@ -14,16 +14,22 @@ from hipexplore.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[1]
 
 
+SETTINGS_PAGE = ROOT / "docs" / "guide" / "settings.md"
+
+
 def _readme_block() -> str:
-    text = (ROOT / "README.md").read_text()
+    """The generated table, on the docs' settings page (the README links to it)."""
+    text = SETTINGS_PAGE.read_text()
     m = re.search(r"<!-- settings:begin -->\n(.*?)\n<!-- settings:end -->", text, re.S)
-    assert m, "README.md has no <!-- settings:begin --> ... <!-- settings:end --> block"
+    assert m, "docs/guide/settings.md has no <!-- settings:begin --> ... <!-- settings:end --> block"
     return m.group(1)
 
 
 def test_readme_table_is_generated_from_settings():
     assert _readme_block() == settings.markdown_table(), (
-        "README settings table is stale: paste settings.markdown_table() between the markers")
+        "the settings table of docs/guide/settings.md is stale: run `python scripts/gen_docs.py` "
+        "(or paste settings.markdown_table() between the markers)")
+    assert "docs/guide/settings.md" in (ROOT / "README.md").read_text(), "the README no longer links the settings page"
 
 
 def test_every_variable_the_package_mentions_is_declared():
@@ -31,7 +37,7 @@ def test_every_variable_the_package_mentions_is_declared():
     for path in (ROOT / "hipexplore").rglob("*.py"):
         mentioned |= set(re.findall(r"HIPEXPLORE_[A-Z0-9_]*[A-Z0-9]", path.read_text()))
     assert mentioned - set(settings.SETTINGS) == set()
-    # and every declared one is in the README table
+    # and every declared one is in the settings page's table
     block = _readme_block()
     assert [n for n in settings.SETTINGS if f"`{n}`" not in block] == []
 

@@ -6,7 +6,7 @@ dashboard), so no scheduler is written here. The unit of work is one (kernel, si
 cold reference of a (kernel, size) is taken in parts through its configurations and every bias in
 the group is measured against it, so a group runs whole on one worker (configurations are never
 split across devices, and a bias never compares two GPUs). Each group is a sub-``SweepSpec``
-(``kernels=(k,)``, ``sizes=(s,)``) measured by ``bench.run.run`` on the worker.
+(``kernels=(k,)``, ``sizes=(s,)``) measured on the worker as one unit (``bench.sweeprun.SweepRun``).
 
 Pinning: ``local:N`` starts N worker processes, each with ``CUDA_VISIBLE_DEVICES`` /
 ``HIP_VISIBLE_DEVICES`` / ``ROCR_VISIBLE_DEVICES`` set to its own ordinal before the process
@@ -21,8 +21,9 @@ finished group (an interrupted single-device run) is measured again whole and on
 configurations are added, so no finished row is lost.
 
 Failures: a worker that dies mid-group loses only that group. Dask reschedules it (the scheduler's
-``allowed-failures``); a ``KilledWorker`` is caught here and the group resubmitted, at most
-``retries`` times. Every re-run is reported (``SweepResult.metadata['cluster.reruns']`` and the
+``allowed-failures``); a ``KilledWorker`` is caught here and the group resubmitted; a retry is
+charged only to a group that had started on a worker (groups waiting in a dying worker's queue
+never ran), at most ``retries`` of them. Every re-run is reported (``SweepResult.metadata['cluster.reruns']`` and the
 rows' ``warning``); groups that never finished are listed in ``cluster.failed``. The run never
 hangs: no result for ``stall_s`` seconds, or no worker for ``no_workers_s``, ends it with what
 finished written.
@@ -37,12 +38,12 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..errors import BenchmarkError, ConfigError
-from ..schema import CLUSTER_COLUMNS, COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
-from .io import output_paths, read_results, write_results
+from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration, configurations_of
+from .io import check_resume, output_paths, previous_results
+from .recorder import Recorder
 from .result import SweepHooks, SweepResult
 from .spec import SweepSpec
 
@@ -189,15 +190,25 @@ def gpu_workers(client: Any) -> list[str]:
 _DEVICES: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
 
 
-def measure_group(spec: SweepSpec, device: str, device_options: dict[str, Any], run_id: str, group: str) -> dict[str, Any]:
-    """On a worker: measure one (kernel, size) sub-spec; the frames gain worker, host and gpu."""
-    from .run import run
+def measure_group(spec: SweepSpec, device: str, device_options: dict[str, Any], run_id: str, group: str,
+                  attempt: int = 1) -> dict[str, Any]:
+    """On a worker: measure one (kernel, size) sub-spec as one unit; the frames gain worker, host and
+    gpu. The ``started`` event it logs first is what lets the coordinator charge a retry only to a
+    group that actually ran (``attempt``: which submission of the group this is)."""
+    from .recorder import Recorder
+    from .sweeprun import SweepRun
 
     distributed = _distributed()
     worker = distributed.get_worker()
-    worker.log_event(EVENT_TOPIC, {"group": group, "worker": worker.address, "state": "started", "pid": os.getpid()})
+    worker.log_event(EVENT_TOPIC, {"group": group, "attempt": int(attempt), "worker": worker.address, "state": "started",
+                                   "pid": os.getpid()})
+    from ..provenance import collect
+
     device_name(device, device_options)  # one device object per worker process: its context and cache stay warm
-    res = run(spec, _DEVICES[(device, tuple(sorted(device_options.items())))], progress=False, run_id=run_id, resume=False)
+    dev = _DEVICES[(device, tuple(sorted(device_options.items())))]
+    unit = Recorder(collect(dev, None), write=False)
+    SweepRun(spec, dev, unit, run_id=run_id).measure()
+    res = unit.result()
     ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
     meta = {k: v for k, v in res.metadata.items() if k.startswith(("device.", "verify.", "warmup.", "flush.", "telemetry."))}
     return {"samples": res.samples.assign(**ident), "summary": res.summary.assign(**ident), "metadata": meta, **ident}
@@ -212,41 +223,30 @@ def groups_of(spec: SweepSpec) -> list[SweepSpec]:
     return [replace(spec, kernels=(k,), sizes=(s,)) for k in spec.kernels for s in spec.sizes]
 
 
-def expected_keys(sub: SweepSpec) -> set[tuple[str, int, str, str, str]]:
-    """(kernel, size, rotating_requested, flush, timer) of every row a sub-spec's run produces."""
-    keys: set[tuple[str, int, str, str, str]] = set()
-    for kspec in sub.specs():
-        for size in sub.sizes:
-            keys |= {(kspec.name, size, str(r), f, t) for r in sub.rotating for f in sub.flush for t in sub.timers
-                     if not (f == "inline-icache" and t == "in-kernel")}
-            if sub.reference:
-                keys |= {(kspec.name, size, "1", COLD_REFERENCE, t) for t in sub.timers}
-    return keys
+def expected_keys(sub: SweepSpec) -> set[Configuration]:
+    """Every configuration a sub-spec's run produces (``SweepSpec.configurations()``)."""
+    return set(sub.configurations())
 
 
-def _keys(frame: pd.DataFrame) -> list[tuple[str, int, str, str, str]]:
-    timer = frame["timer"] if "timer" in frame.columns else pd.Series(["events"] * len(frame), index=frame.index)
-    return [(str(k), int(s), str(r), str(f), str(t)) for k, s, r, f, t in
-            zip(frame["kernel"], frame["size_bytes"], frame["rotating_requested"], frame["flush"], timer)]
-
-
-def _check_resume(path: str, old_meta: dict[str, str] | None, spec: SweepSpec) -> None:
-    if not old_meta:
-        return
-    then, now = SweepSpec.recorded_measurement(old_meta), spec.measurement()
-    keys = sorted(set(then) | set(now)) if old_meta.get("sweep.spec") else sorted(then)
-    differ = [f"{k}: {then.get(k, '')!r} then, {now.get(k, '')!r} now" for k in keys if then.get(k, "") != now.get(k, "")]
-    if differ:
-        raise ConfigError(f"cannot resume {path!r}: its finished rows were measured with other settings "
-                          f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file")
-
-
-def _started(client: Any) -> dict[str, list[str]]:
-    """group -> workers that started it, from the workers' logged events."""
-    out: dict[str, list[str]] = {}
+def _started(client: Any) -> dict[str, set[int]]:
+    """group -> the attempts of it that started on a worker, from the workers' logged events."""
+    out: dict[str, set[int]] = {}
     try:
         events = client.get_events(EVENT_TOPIC)
     except Exception:  # noqa: BLE001 - the scheduler went away: no knowledge, no report
+        return out
+    for _t, msg in events:
+        if isinstance(msg, dict) and msg.get("state") == "started":
+            out.setdefault(str(msg["group"]), set()).add(int(msg.get("attempt", 1)))
+    return out
+
+
+def _starts(client: Any) -> dict[str, list[str]]:
+    """group -> workers that started it (any attempt), in the order they did."""
+    out: dict[str, list[str]] = {}
+    try:
+        events = client.get_events(EVENT_TOPIC)
+    except Exception:  # noqa: BLE001
         return out
     for _t, msg in events:
         if isinstance(msg, dict) and msg.get("state") == "started":
@@ -271,6 +271,44 @@ def run_cluster(
     progress: bool = False,
 ) -> SweepResult:
     """Measure ``spec`` on the workers of ``cluster`` (see the module docstring)."""
+    _check_arguments(spec, device, retries)
+    from ..provenance import collect
+
+    paths = output_paths(out) if out is not None else None
+    previous = previous_results(paths, resume)
+    if paths is not None and previous.metadata:
+        check_resume(str(paths[0]), previous, spec.measurement())
+    run_id = run_id or previous.run_id or uuid.uuid4().hex[:12]
+    metadata = collect(None, command)
+    metadata.update({**spec.record(), "run_id": run_id, "cluster.device": device,
+                     "timing.method": "per-configuration on one pinned worker per GPU (bench.cluster); see each device's method"})
+    rec = Recorder(metadata, previous=previous.with_cluster_columns(), paths=paths, hooks=hooks,
+                   columns=([*SAMPLE_COLUMNS, *CLUSTER_COLUMNS], [*SUMMARY_COLUMNS, *CLUSTER_COLUMNS]))
+    todo = [(i, g) for i, g in enumerate(groups_of(spec)) if not expected_keys(g) <= previous.done]
+    conn = connect(cluster)
+    try:
+        gpu_workers(conn.client)
+        metadata["cluster.scheduler"] = str(conn.client.scheduler.address)
+        metadata["cluster.dashboard"] = str(conn.client.dashboard_link or "")
+        if previous.done:  # finished rows are kept only when the workers measure the same device kind
+            _check_devices(conn.client, str(paths[0]), rec.rows, device, dict(device_options or {}))  # type: ignore[index]
+        coordinator = _Coordinator(conn.client, rec, set(previous.done), device, dict(device_options or {}), run_id,
+                                   retries=retries, stall_s=stall_s, no_workers_s=no_workers_s)
+        stopped = coordinator.run(todo)
+        metadata["cluster.reruns"] = json.dumps(coordinator.reruns)
+        metadata["cluster.failed"] = json.dumps(coordinator.failed)
+        metadata["cluster.workers"] = ",".join(sorted({str(r["worker"]) for r in rec.rows if r.get("worker")}))
+        rec.write()
+    finally:
+        conn.close()
+    result = rec.result(stopped)
+    if coordinator.failed and not stopped:
+        result.metadata["cluster.incomplete"] = f"{len(coordinator.failed)} group(s) did not finish: " + \
+            "; ".join(f"{f['group']} ({f['error']})" for f in coordinator.failed)
+    return result
+
+
+def _check_arguments(spec: SweepSpec, device: Any, retries: Any) -> None:
     if not isinstance(spec, SweepSpec):
         raise ConfigError(f"run_cluster() takes a SweepSpec; got {type(spec).__name__}")
     if not isinstance(device, str):
@@ -282,131 +320,103 @@ def run_cluster(
         if kspec.name not in _catalog_names():
             raise ConfigError(f"kernel {kspec.name!r} is not in the catalog; a cluster run sends kernels by name "
                               f"(register it on the workers, or run it on one device)")
-    hooks = hooks or SweepHooks()
-    distributed = _distributed()
-    from ..provenance import collect
 
-    paths = output_paths(out) if out is not None else None
-    previous = read_results(paths) if paths is not None and resume else None
-    samples_parts: list[pd.DataFrame] = []
-    summary_rows: list[dict[str, Any]] = []
-    done: set[tuple[str, int, str, str, str]] = set()
-    if previous is not None:
-        old_samples, old_summary, old_meta = previous
-        _check_resume(str(paths[0]), old_meta, spec)  # type: ignore[index]
-        if len(old_summary):
-            run_id = run_id or str(old_summary["run_id"].iloc[0])
-            fill = {c: "" for c in CLUSTER_COLUMNS}  # rows of a one-device run: not measured by a worker
-            for c in ("pass_index", "lead"):  # written before the column existed: 0
-                if c not in old_samples.columns:
-                    old_samples = old_samples.assign(**{c: np.zeros(len(old_samples), dtype=np.int64)})
-            samples_parts.append(old_samples.assign(**{c: old_samples[c].fillna("") if c in old_samples else "" for c in fill}))
-            summary_rows = old_summary.assign(**{c: old_summary[c].fillna("") if c in old_summary else ""
-                                                 for c in fill}).to_dict("records")
-            done = set(_keys(old_summary))
-    run_id = run_id or uuid.uuid4().hex[:12]
-    metadata = collect(None, command)
-    metadata.update({**spec.record(), "run_id": run_id, "cluster.device": device,
-                     "timing.method": "per-configuration on one pinned worker per GPU (bench.cluster); see each device's method"})
-    todo = [(i, g) for i, g in enumerate(groups_of(spec)) if not expected_keys(g) <= done]
-    conn = connect(cluster)
-    client = conn.client
-    reruns: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []
-    stopped = False
-    try:
-        gpu_workers(client)
-        metadata["cluster.scheduler"] = str(client.scheduler.address)
-        metadata["cluster.dashboard"] = str(client.dashboard_link or "")
-        columns_s = [*SAMPLE_COLUMNS, *CLUSTER_COLUMNS]
-        columns_m = [*SUMMARY_COLUMNS, *CLUSTER_COLUMNS]
 
-        def write() -> None:
-            if paths is not None:
-                write_results(paths, samples_parts, summary_rows, metadata, columns=(columns_s, columns_m))
+#: resubmissions of a group lost before it started (not charged a retry) allowed on top of the retries:
+#: a bound, in case a worker dies before its "started" event reaches the scheduler every time
+MAX_UNCHARGED = 16
 
-        attempts: dict[str, int] = {}
-        futures: dict[Any, tuple[str, SweepSpec]] = {}
 
-        def submit(name: str, sub: SweepSpec) -> None:
-            attempts[name] = attempts.get(name, 0) + 1
-            fut = client.submit(measure_group, sub, device, dict(device_options or {}), run_id, name,
-                                key=f"{TASK_PREFIX}-{name}-a{attempts[name]}", resources={"GPU": 1}, pure=False)
-            futures[fut] = (name, sub)
+class _Coordinator:
+    """Submits the groups, records each finished one, resubmits lost ones, ends a stalled run.
 
-        if done:  # finished rows are kept only when the workers measure the same device kind
-            _check_devices(client, str(paths[0]), summary_rows, device, dict(device_options or {}))  # type: ignore[index]
-        nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
-        names = {}
+    A group lost with a dying worker (``KilledWorker``) is charged a retry only when one of its
+    attempts had started on a worker (its ``started`` event): groups that were only waiting in the
+    dying worker's queue never ran, and are resubmitted free (three deaths in one run once lost 10
+    of 30 configurations that way)."""
+
+    def __init__(self, client: Any, rec: Recorder, done: set[Configuration], device: str, options: dict[str, Any],
+                 run_id: str, *, retries: int, stall_s: float, no_workers_s: float) -> None:
+        self.client, self.rec, self.done, self.device, self.options, self.run_id = client, rec, done, device, options, run_id
+        self.retries, self.stall_s, self.no_workers_s = retries, stall_s, no_workers_s
+        self.attempts: dict[str, int] = {}
+        self.charged: dict[str, int] = {}
+        self.futures: dict[Any, tuple[str, SweepSpec]] = {}
+        self.reruns: list[dict[str, Any]] = []
+        self.failed: list[dict[str, Any]] = []
+        self.nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
+
+    def submit(self, name: str, sub: SweepSpec) -> None:
+        n = self.attempts[name] = self.attempts.get(name, 0) + 1
+        fut = self.client.submit(measure_group, sub, self.device, self.options, self.run_id, name, n,
+                                 key=f"{TASK_PREFIX}-{name}-a{n}", resources={"GPU": 1}, pure=False)
+        self.futures[fut] = (name, sub)
+
+    def run(self, todo: list[tuple[int, SweepSpec]]) -> bool:
+        """Until every group finished or failed; True when the hooks stopped it."""
+        distributed = _distributed()
         for i, sub in todo:
-            name = f"{run_id}-{nonce}-{i}-{'+'.join(k.name for k in sub.specs())}-{sub.sizes[0]}"
-            names[name] = sub
-            submit(name, sub)
-        last_result = time.monotonic()
-        no_workers_since: float | None = None
-        while futures:
-            if hooks.stop_now():
-                stopped = True
-                client.cancel(list(futures))
-                break
+            self.submit(f"{self.run_id}-{self.nonce}-{i}-{'+'.join(k.name for k in sub.specs())}-{sub.sizes[0]}", sub)
+        self.last_result = time.monotonic()
+        self.no_workers_since: float | None = None
+        while self.futures:
+            if self.rec.stop_now():
+                self.client.cancel(list(self.futures))
+                return True
             try:
-                distributed.wait(list(futures), timeout=0.5, return_when="FIRST_COMPLETED")
+                distributed.wait(list(self.futures), timeout=0.5, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 pass
-            for fut in [f for f in futures if f.status in ("finished", "error", "cancelled")]:
-                name, sub = futures.pop(fut)
-                if fut.status == "finished":
-                    res = fut.result()
-                    last_result = time.monotonic()
-                    starts = _started(client).get(name, [])
-                    lost = [w for w in starts if w != res["worker"]]
-                    if attempts[name] > 1 or lost:
-                        note = (f"re-run on {res['worker']} after worker(s) {', '.join(dict.fromkeys(lost)) or '?'} "
-                                f"died while measuring it (attempt {attempts[name]})")
-                        reruns.append({"group": name, "lost": list(dict.fromkeys(lost)), "worker": res["worker"],
-                                       "attempts": attempts[name]})
-                    else:
-                        note = ""
-                    _merge(res, note, done, samples_parts, summary_rows, metadata, hooks)
-                    write()
-                    continue
-                exc = fut.exception() if fut.status == "error" else None
-                if isinstance(exc, distributed.KilledWorker) and attempts[name] <= retries:
-                    submit(name, sub)
-                    continue
-                if isinstance(exc, distributed.KilledWorker) or fut.status == "cancelled":
-                    failed.append({"group": name, "attempts": attempts[name], "error": str(exc or "cancelled")})
-                    continue
-                write()
-                client.cancel(list(futures))
-                raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it
-            now = time.monotonic()
-            if not client.scheduler_info().get("workers"):
-                no_workers_since = no_workers_since or now
-                if now - no_workers_since > no_workers_s:
-                    failed += [{"group": n, "attempts": attempts[n], "error": f"no worker for {no_workers_s:g} s"}
-                               for n, _ in futures.values()]
-                    client.cancel(list(futures))
-                    futures.clear()
-            else:
-                no_workers_since = None
-            if futures and now - last_result > stall_s:
-                failed += [{"group": n, "attempts": attempts[n], "error": f"no result for {stall_s:g} s"} for n, _ in futures.values()]
-                client.cancel(list(futures))
-                futures.clear()
-        metadata["cluster.reruns"] = json.dumps(reruns)
-        metadata["cluster.failed"] = json.dumps(failed)
-        metadata["cluster.workers"] = ",".join(sorted({str(r["worker"]) for r in summary_rows if r.get("worker")}))
-        write()
-    finally:
-        conn.close()
-    samples = pd.concat(samples_parts, ignore_index=True) if samples_parts else pd.DataFrame(columns=[*SAMPLE_COLUMNS, *CLUSTER_COLUMNS])
-    summary = pd.DataFrame(summary_rows, columns=[*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
-    result = SweepResult(samples, summary, metadata, paths[0] if paths else None, stopped)
-    if failed and not stopped:
-        result.metadata["cluster.incomplete"] = f"{len(failed)} group(s) did not finish: " + \
-            "; ".join(f"{f['group']} ({f['error']})" for f in failed)
-    return result
+            for fut in [f for f in self.futures if f.status in ("finished", "error", "cancelled")]:
+                self.collect(fut, *self.futures.pop(fut))
+            self.watch(time.monotonic())
+        return False
+
+    def collect(self, fut: Any, name: str, sub: SweepSpec) -> None:
+        distributed = _distributed()
+        if fut.status == "finished":
+            self.finished(name, fut.result())
+            return
+        exc = fut.exception() if fut.status == "error" else None
+        if isinstance(exc, distributed.KilledWorker):
+            ran = self.attempts[name] in _started(self.client).get(name, set())
+            self.charged[name] = self.charged.get(name, 0) + (1 if ran else 0)
+            if self.charged[name] <= self.retries and self.attempts[name] <= self.retries + 1 + MAX_UNCHARGED:
+                self.submit(name, sub)
+                return
+        if isinstance(exc, distributed.KilledWorker) or fut.status == "cancelled":
+            self.failed.append({"group": name, "attempts": self.attempts[name], "error": str(exc or "cancelled")})
+            return
+        self.rec.write()
+        self.client.cancel(list(self.futures))
+        raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it
+
+    def finished(self, name: str, res: dict[str, Any]) -> None:
+        self.last_result = time.monotonic()
+        lost = [w for w in _starts(self.client).get(name, []) if w != res["worker"]]
+        note = ""
+        if self.charged.get(name) or lost:
+            note = (f"re-run on {res['worker']} after worker(s) {', '.join(dict.fromkeys(lost)) or '?'} "
+                    f"died while measuring it (attempt {self.attempts[name]})")
+            self.reruns.append({"group": name, "lost": list(dict.fromkeys(lost)), "worker": res["worker"],
+                                "attempts": self.attempts[name]})
+        _merge(res, note, self.done, self.rec)
+
+    def watch(self, now: float) -> None:
+        """End the run when no worker was there for ``no_workers_s`` or no result came for ``stall_s``."""
+        if not self.client.scheduler_info().get("workers"):
+            self.no_workers_since = self.no_workers_since or now
+            if now - self.no_workers_since > self.no_workers_s:
+                self.give_up(f"no worker for {self.no_workers_s:g} s")
+        else:
+            self.no_workers_since = None
+        if self.futures and now - self.last_result > self.stall_s:
+            self.give_up(f"no result for {self.stall_s:g} s")
+
+    def give_up(self, why: str) -> None:
+        self.failed += [{"group": n, "attempts": self.attempts[n], "error": why} for n, _ in self.futures.values()]
+        self.client.cancel(list(self.futures))
+        self.futures.clear()
 
 
 def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", run_id: str | None = None,
@@ -459,30 +469,20 @@ def _catalog_names() -> set[str]:
     return set(catalog.names())
 
 
-def _merge(res: dict[str, Any], note: str, done: set, samples_parts: list[pd.DataFrame], summary_rows: list[dict[str, Any]],
-           metadata: dict[str, str], hooks: SweepHooks) -> None:
+def _merge(res: dict[str, Any], note: str, done: set[Configuration], rec: Recorder) -> None:
     """Add a finished group's rows that are not in the results yet (resume keeps finished rows)."""
     summary, samples = res["summary"], res["samples"]
-    new = [k not in done for k in _keys(summary)]
-    summary = summary[new]
+    summary = summary[[k not in done for k in configurations_of(summary)]]
     if not len(summary):
         return
-    keep = set(_keys(summary))
-    samples = samples[[k in keep for k in _keys(samples)]]
+    keep = set(configurations_of(summary))
+    samples = samples[[k in keep for k in configurations_of(samples)]].reset_index(drop=True)
     if note:
         summary = summary.assign(warning=["; ".join(filter(None, [w, note])) for w in summary["warning"]])
-    for k, v in res["metadata"].items():  # the first worker's device description; every group's verification
-        if k.startswith("verify.") or k not in metadata:
-            metadata[k] = v
+    # the first worker's device description; every group's verification
+    rec.meta({k: v for k, v in res["metadata"].items() if k.startswith("verify.") or k not in rec.metadata})
     done.update(keep)
-    samples_parts.append(samples.reset_index(drop=True))
-    rows = summary.to_dict("records")
-    summary_rows.extend(rows)
-    if hooks.on_samples is not None:
-        hooks.on_samples(samples.copy())
-    if hooks.on_result is not None:
-        for r in rows:
-            hooks.on_result(dict(r))
+    rec.add_group(samples, summary.to_dict("records"))
 
 
 def worker_progress(summary: pd.DataFrame) -> dict[str, int]:

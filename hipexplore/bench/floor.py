@@ -21,8 +21,6 @@ The in-kernel timer needs no floor (it excludes it by construction): its rows le
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import numpy as np
 
 from ..devices.base import Device, pack_args
@@ -30,7 +28,7 @@ from ..kernels import catalog
 from ..kernels.build import kernel_for
 from .flush import Flusher
 from .stats import StopRule
-from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, Workload, time_launches
+from .timing import TimingOptions, Workload, time_launches
 
 #: samples of the empty kernel per flush mode and process (a median of 64 held launches: the floor
 #: is steady within a process, so more would only cost time)
@@ -38,16 +36,14 @@ FLOOR_SAMPLES = 64
 FLOOR_KERNEL = "floor-empty"
 
 
-def measure_floor(device: Device, flusher: Flusher | None, *, samples: int = FLOOR_SAMPLES, chunk: int = DEFAULT_CHUNK,
-                  warmup_s: float = 0.02, telemetry: Any = None, lead: int | str = CHUNK_LEAD,
-                  trail: int = CHUNK_TRAIL) -> float:
+def measure_floor(device: Device, flusher: Flusher | None, options: TimingOptions | None = None, *,
+                  samples: int = FLOOR_SAMPLES) -> float:
     """Median seconds the event pair reads around ``floor-empty`` after ``flusher`` (None: no flush),
-    timed like any configuration."""
+    timed like any configuration (the sweep's ``options``)."""
     spec = catalog.get(FLOOR_KERNEL)
     grid, block = spec.geometry(0, device)
     wl = Workload(device, kernel_for(device, spec), grid, block, [pack_args((), {})])
-    raw = time_launches(wl, flusher, StopRule(iterations=int(samples)), chunk=chunk, warmup_s=warmup_s, telemetry=telemetry,
-                        lead=lead, trail=trail)
+    raw = time_launches(wl, flusher, StopRule(iterations=int(samples)), options)
     return float(np.median(raw.time_s)) if len(raw.time_s) else math.nan
 
 

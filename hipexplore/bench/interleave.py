@@ -20,11 +20,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..devices.telemetry import Telemetry
 from ..errors import ConfigError
 from .flush import Flusher
 from .stats import StopRule
-from .timing import CHUNK_LEAD, CHUNK_TRAIL, LEAD_SEED, RawTimes, Workload, time_launches
+from .timing import LEAD_SEED, RawTimes, TimingOptions, Workload, time_launches, timing_options
 
 #: chunks per turn: short turns cancel faster drift, each turn costs one warm-up
 DEFAULT_TURN_CHUNKS = 2
@@ -53,15 +52,14 @@ def _rotated(workload: Workload, start: int, count: int) -> Workload:
     return Workload(workload.device, workload.kernel, workload.grid, workload.block, picked, timer=timer)
 
 
-def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[str, Flusher | None], rule: StopRule, *,
-                         chunk: int, rng: np.random.Generator, turn_chunks: int = DEFAULT_TURN_CHUNKS,
-                         warmup_s: float = 0.02, flush_end_event: bool = False,
-                         telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD,
-                         trail: int = CHUNK_TRAIL) -> Interleaved:
+def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[str, Flusher | None], rule: StopRule,
+                         options: TimingOptions | None = None, *, rng: np.random.Generator,
+                         turn_chunks: int = DEFAULT_TURN_CHUNKS, **overrides: Any) -> Interleaved:
     """Measure ``workloads`` (kernel name -> workload) in shuffled turns until every kernel's
     ``rule`` says stop (module docstring). ``flushers``: the flush before each launch, per kernel;
-    ``lead`` / ``trail``: each chunk's untimed launches before and after (``bench.timing``; a random
-    lead is drawn anew each turn)."""
+    ``options``: how each turn is timed (``bench.timing``; a random lead is drawn anew each turn,
+    and turns after the first warm up for at most 2 ms)."""
+    opts = timing_options(options, overrides)
     if not workloads:
         raise ConfigError("interleaving needs at least one kernel")
     if isinstance(turn_chunks, bool) or not isinstance(turn_chunks, int) or turn_chunks < 1:
@@ -73,7 +71,7 @@ def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[st
     reasons: dict[str, str] = {}
     next_chunk = 0
     order: list[str] = []
-    turn = chunk * turn_chunks
+    turn = opts.chunk * turn_chunks
     t0 = time.perf_counter()
     first = True
     while True:
@@ -94,10 +92,9 @@ def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[st
             if not rule.adaptive:  # a fixed count: the last turn takes only what is left
                 want = max(1, min(turn, int(rule.iterations or 0) - used[k]))
             sub = _rotated(w, used[k], want)
-            raw = time_launches(sub, flushers.get(k), StopRule(iterations=want), chunk=chunk,
-                                warmup_s=warmup_s if first else min(warmup_s, 0.002),
-                                flush_end_event=flush_end_event, telemetry=telemetry, lead=lead,
-                                lead_seed=LEAD_SEED + len(order), trail=trail)  # another draw each turn
+            raw = time_launches(sub, flushers.get(k), StopRule(iterations=want), opts,
+                                warmup_s=opts.warmup_s if first else min(opts.warmup_s, 0.002),
+                                lead_seed=LEAD_SEED + len(order))  # another draw each turn
             raw.buffer_set = (raw.buffer_set + used[k]) % len(w.arg_sets)
             raw.chunk = raw.chunk + next_chunk
             next_chunk = int(raw.chunk.max()) + 1 if raw.chunk.size else next_chunk

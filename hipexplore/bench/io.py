@@ -1,26 +1,45 @@
-"""A sweep's files: FILE.parquet (samples), FILE.summary.parquet, FILE.meta.json.
+"""A sweep's files (FILE.parquet samples, FILE.summary.parquet, FILE.meta.json) and resuming them.
 
 Why apart from the loop: what is on disk is a contract the report reads back (by the schema tag
-each parquet file carries, see ``hipexplore.schema``) and that resume builds on, and it is easier
-to keep atomic (temp file + ``os.replace``, samples before summary: a summary row never exists
-without its samples) when the writing lives in one place.
+each parquet file carries, see ``hipexplore.schema``) and that resume builds on; local and cluster
+runs share one reader, one resume check and one writer here.
+
+One unit: the summary file is the commit record. Every write replaces the samples file first and
+the summary file second (each atomically: temp file + ``os.replace``), and the summary carries the
+run's metadata in its own parquet metadata. A process killed between the two leaves samples of a
+configuration the summary does not name: the reader drops them (they were never committed), so
+resuming measures that configuration once, not twice. The meta.json beside them is a readable copy,
+written last; the reader prefers the summary's embedded copy, which is always the committed one.
+
+Resume keeps a finished row only when it was measured the way a new row would be: the same device,
+the same measurement settings (``SweepSpec.measurement()``, the LLC) and, per kernel, the same code,
+compile options, arguments and geometry (``kernel_identity``, recorded as ``identity.<kernel>``).
+Anything else is refused in one line that names what differs.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..schema import SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS, write_parquet
+from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS,
+                      Configuration, configurations_of, write_parquet)
 
 _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
                   "pass_index": "int64", "chunk": "int64", "position": "int64", "lead": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
                   "gap_s": "float64", "clock_mhz": "float64", "temp_c": "float64", "power_w": "float64",
                   "throttled": "bool", "dropped": "bool"}
+#: columns older files lack, and the value every old row had (written before the column existed)
+_UPGRADES_SAMPLES = {"timer": "events", "pass_index": 0, "lead": 0}
+_UPGRADES_SUMMARY = {"timer": "events", "passes": 1}
 
 
 def output_paths(out: str | os.PathLike) -> tuple[Path, Path, Path]:
@@ -36,43 +55,158 @@ def empty_frame(columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=_SAMPLE_DTYPES.get(c, "object")) for c in columns})
 
 
-def samples_frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(parts, ignore_index=True) if parts else empty_frame(SAMPLE_COLUMNS)
+def samples_frame(parts: list[pd.DataFrame], columns: Sequence[str] = SAMPLE_COLUMNS) -> pd.DataFrame:
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True).reindex(columns=list(columns)) if parts else empty_frame(columns)
 
 
-def summary_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)) if rows else empty_frame(SUMMARY_COLUMNS)
+def summary_frame(rows: list[dict[str, Any]], columns: Sequence[str] = SUMMARY_COLUMNS) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(columns)) if rows else empty_frame(columns)
 
 
 def write_results(paths: tuple[Path, Path, Path], samples_parts: list[pd.DataFrame], summary_rows: list[dict[str, Any]],
                   metadata: dict[str, str], columns: tuple[Sequence[str], Sequence[str]] | None = None) -> None:
-    """Rewrite all three files atomically, samples first (``columns``: the samples' and the
+    """Rewrite the three files as one unit (module docstring): samples, then the summary (the
+    commit record, carrying ``metadata``), then meta.json (``columns``: the samples' and the
     summary's columns, when not the schema's: a cluster sweep adds ``CLUSTER_COLUMNS``)."""
     samples_path, summary_path, meta_path = paths
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
-    samples = samples_frame(samples_parts)
-    write_parquet(samples if columns is None else samples.reindex(columns=list(sample_cols)), samples_path, SAMPLES, metadata)
-    write_parquet(pd.DataFrame(summary_rows, columns=list(summary_cols)), summary_path, SUMMARY, metadata)
+    write_parquet(samples_frame(samples_parts, sample_cols), samples_path, SAMPLES, metadata)
+    write_parquet(summary_frame(summary_rows, summary_cols), summary_path, SUMMARY, metadata)
     tmp = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(metadata, indent=1, sort_keys=True))
     os.replace(tmp, meta_path)
 
 
+def _embedded_metadata(path: Path) -> dict[str, str] | None:
+    import pyarrow.parquet as pq
+
+    raw = (pq.read_schema(str(path)).metadata or {}).get(METADATA_KEY.encode())
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
 def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str] | None] | None:
-    """(samples, summary, metadata or None) of an earlier sweep, None when there is none."""
+    """(samples, summary, metadata or None) of an earlier sweep, None when there is none; samples of
+    configurations the summary does not name (an interrupted write) are dropped."""
     if not (paths[0].exists() and paths[1].exists()):
         return None
     try:
         samples, summary = pd.read_parquet(paths[0]), pd.read_parquet(paths[1])
+        meta = _embedded_metadata(paths[1])
     except Exception as exc:  # pyarrow's ArrowInvalid & co: a truncated or foreign file; leave it as it is
         raise ConfigError(f"cannot resume from {str(paths[0])!r}: it or {paths[1].name} is not a readable parquet file "
                           f"({type(exc).__name__}: {str(exc)[:200]}); nothing was changed: move it away, or start over "
                           f"with --no-resume (resume=False)") from None
-    meta: dict[str, str] | None = None
-    if paths[2].exists():
+    if meta is None and paths[2].exists():
         try:
             meta = json.loads(paths[2].read_text())
         except (OSError, ValueError):
             meta = {}
+    if len(samples) and {"kernel", "size_bytes", "rotating_requested", "flush"} <= set(samples.columns):
+        committed = set(configurations_of(summary))
+        samples = samples[[c in committed for c in configurations_of(samples)]].reset_index(drop=True)
     return samples, summary, meta
+
+
+def upgraded(frame: pd.DataFrame, defaults: dict[str, Any]) -> pd.DataFrame:
+    """``frame`` with the columns older writers did not have, filled with what their rows had."""
+    missing = {c: v for c, v in defaults.items() if c not in frame.columns}
+    if not missing:
+        return frame
+    return frame.assign(**{c: np.full(len(frame), v, dtype=np.int64) if isinstance(v, int) else [v] * len(frame)
+                           for c, v in missing.items()})
+
+
+@dataclass
+class Previous:
+    """What an out file already holds, upgraded to the current columns: its frames, metadata, the
+    configurations done, and the cold references (kernel, size, timer) -> their sample rows."""
+
+    samples: pd.DataFrame
+    summary: pd.DataFrame
+    metadata: dict[str, str] | None
+    done: set[Configuration] = field(default_factory=set)
+
+    @property
+    def run_id(self) -> str | None:
+        return str(self.summary["run_id"].iloc[0]) if len(self.summary) else None
+
+    def references(self) -> dict[tuple[str, int, str], pd.DataFrame]:
+        cold = self.samples[(self.samples["flush"] == COLD_REFERENCE).to_numpy()] if len(self.samples) else self.samples
+        return {(str(k), int(s), str(t)): g for (k, s, t), g in cold.groupby(["kernel", "size_bytes", "timer"])} if len(cold) else {}
+
+    def with_cluster_columns(self) -> "Previous":
+        """Rows of a one-device run inside a cluster file: not measured by a worker (``''``)."""
+        fill = lambda f: f.assign(**{c: f[c].fillna("") if c in f else "" for c in CLUSTER_COLUMNS})  # noqa: E731
+        return Previous(fill(self.samples), fill(self.summary), self.metadata, set(self.done))
+
+
+def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool) -> Previous:
+    """The out file's finished results (none without ``paths`` or with ``resume=False``)."""
+    got = read_results(paths) if paths is not None and resume else None
+    if got is None:
+        return Previous(empty_frame(SAMPLE_COLUMNS), empty_frame(SUMMARY_COLUMNS), None)
+    samples, summary, meta = got
+    summary = upgraded(summary, _UPGRADES_SUMMARY)
+    return Previous(upgraded(samples, _UPGRADES_SAMPLES), summary, meta, set(configurations_of(summary)))
+
+
+def _stable(obj: Any) -> str:
+    """``repr`` without object addresses (a lambda's repr differs between processes)."""
+    if callable(obj) and hasattr(obj, "__qualname__"):
+        return f"{getattr(obj, '__module__', '')}.{obj.__qualname__}"
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))
+
+
+def kernel_identity(kspec: Any, device: Any) -> str:
+    """A digest of everything that decides what a kernel's rows measure on ``device``: the compile
+    request (source and its include closure, entry, options, target) or code object (path, size,
+    mtime), the arguments, the geometry and the traffic; plus the device's name."""
+    from ..kernels.build import request_for
+
+    if kspec.call is not None:
+        code = _stable(kspec.call)
+    elif kspec.code_object:
+        st = Path(kspec.code_object).stat()
+        code = f"{kspec.code_object}:{st.st_size}:{st.st_mtime_ns}"
+    else:
+        code = json.dumps(request_for(kspec, device.compiler, device.target).record(), sort_keys=True, default=str)
+    parts = [code, _stable(kspec.args), _stable(kspec.geometry), _stable(kspec.bytes_per_launch), kspec.element_dtype,
+             str(device.name)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def check_resume(path: str, previous: Previous, now: dict[str, str], device_names: set[str] | None = None) -> None:
+    """Refuse (one line) to add rows to ``previous`` that would be measured otherwise than its own:
+    ``now`` is the new run's measurement (``SweepSpec.measurement()``, ``device.llc_bytes`` where
+    known) and kernel identities (``identity.<kernel>``); ``device_names`` the devices that will measure."""
+    names = set(previous.summary["device_name"].unique()) if len(previous.summary) else set()
+    if names and device_names is not None and not names <= device_names:
+        raise ConfigError(f"cannot resume {path!r}: it holds results from {sorted(names)}, not {sorted(device_names)}; "
+                          f"use another out file")
+    meta = previous.metadata
+    if meta is None:
+        return
+    from .spec import SweepSpec
+
+    then = {**SweepSpec.recorded_measurement(meta), **{k: v for k, v in meta.items() if k == "device.llc_bytes"}}
+    measure_now = {k: v for k, v in now.items() if not k.startswith("identity.")}
+    # a recorded spec is compared whole (a flush factor set only now differs too); a legacy file's
+    # loose keys only where it has them, as before specs were recorded
+    keys = sorted(set(then) | set(measure_now)) if meta.get("sweep.spec") else sorted(then)
+    keys = [k for k in keys if k != "device.llc_bytes" or ("device.llc_bytes" in then and k in measure_now)]
+    differ = [f"{k}: {then.get(k, '')!r} then, {measure_now.get(k, '')!r} now" for k in keys if then.get(k, "") != measure_now.get(k, "")]
+    if differ:
+        raise ConfigError(f"cannot resume {path!r}: its finished rows were measured with other settings "
+                          f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file")
+    kernels = {c.kernel for c in previous.done}
+    changed = [f"{k} ({meta[f'identity.{k}']} then, {now[f'identity.{k}']} now)"
+               for k in sorted(kernels) if f"identity.{k}" in now and f"identity.{k}" in meta  # older files: not recorded
+               and meta[f"identity.{k}"] != now[f"identity.{k}"]]
+    if changed:
+        raise ConfigError(f"cannot resume {path!r}: its rows of {', '.join(changed)} were measured with other code, "
+                          f"options, arguments or geometry; --no-resume measures them again, or use another out file")

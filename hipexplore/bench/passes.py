@@ -14,7 +14,8 @@ benchmarks/placement_h200.py; BENCHMARKS.md "Run-to-run drift"):
 A pass is a whole sweep of its share of the samples (fixed iterations split evenly, rounded up;
 an adaptive rule's minimum, time budget and sample cap divided by the passes), with its own
 buffers and its own reference parts. On a GPU each pass runs in a worker process of its own, since
-the event floor is fixed per process. Every pass but the first also holds a pad allocation of its
+the event floor is fixed per process (``bench.run.run_location``: each pass is one unit, a
+``bench.sweeprun.SweepRun``). Every pass but the first also holds a pad allocation of its
 own size (``pad_bytes``) through the pass, allocated before its buffers, so that they land at other
 addresses (fresh processes without one allocate alike; on the H200 the pads widened the 16 MiB
 intervals to cover the spread between runs). Passes that share one process (the host device,
@@ -40,7 +41,7 @@ import pandas as pd
 
 from ..devices.base import Device
 from ..errors import ConfigError
-from ..schema import COLD_REFERENCE, SUMMARY_COLUMNS
+from ..schema import COLD_REFERENCE, CONFIGURATION_COLUMNS, SUMMARY_COLUMNS
 from .stats import Measurement, StopRule, is_timeout, set_bias
 
 #: the pad of pass k is k * PAD_STEP plus a pass-dependent multiple of PAD_JITTER
@@ -49,7 +50,7 @@ PAD_JITTER = 64 << 10
 #: summary warnings that are the statistics' own (``Measurement.warnings``: recomputed on the merged
 #: samples, not carried over from the passes)
 _STAT_WARNINGS = re.compile(r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)")
-CONFIG = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
+CONFIG = list(CONFIGURATION_COLUMNS)
 
 
 def pass_rule(rule: StopRule, passes: int) -> StopRule:
@@ -88,24 +89,6 @@ def run_passes(device: Device, passes: int, measure: Callable[[int], Any], *, pa
             if pad_buf is not None:
                 device.free(pad_buf)
     return results
-
-
-def pass_in_worker(one: Any, device: Device, *, hooks: Any, run_id: str, done: set, metadata: dict[str, str],
-                   pad: int = 0) -> Any:
-    """One pass (``one``: the one-pass spec) in a fresh worker process (``bench.worker``) that holds
-    ``pad`` bytes allocated before anything else, without the configurations ``done`` already; its
-    telemetry and flush metadata join ``metadata``."""
-    from .worker import run_in_worker
-
-    res = run_in_worker(one, device, out=None, hooks=hooks, run_id=run_id, pad_bytes=pad)
-    def keep(f: pd.DataFrame) -> np.ndarray:  # rows of configurations not done (done keys as in bench.run)
-        keys = zip(f["kernel"], f["size_bytes"].astype(int), f["rotating_requested"].astype(str), f["flush"], f["timer"])
-        return np.array([k not in done for k in keys], dtype=bool)
-
-    if done and len(res.summary):
-        res.samples, res.summary = res.samples[keep(res.samples)], res.summary[keep(res.summary)]
-    metadata.update({k: v for k, v in res.metadata.items() if not k.startswith("sweep.") and k != "run_id"})
-    return res
 
 
 def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_bandwidth_gbs: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -159,7 +142,8 @@ def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_ba
         row["warning"] = "; ".join([*notes, *(x for x in m.warnings() if x not in notes)])
         reasons = list(dict.fromkeys(str(r) for r in g["stop_reason"]))
         row["stop_reason"] = " | ".join(reasons)
-        row["timed_out"] = bool(any(is_timeout(r) for r in reasons))
+        # timed out when any pass did: a pass's own flag, or a stop reason that is a timeout or a cap
+        row["timed_out"] = bool(g["timed_out"].fillna(False).astype(bool).any() or any(is_timeout(r) for r in reasons))
         row["n_throttled"] = int(g["n_throttled"].sum())
         clocks = groups[key]["clock_mhz"].to_numpy(float)
         row["clock_mhz"] = float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan
@@ -179,4 +163,4 @@ def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_ba
     return merged, pd.DataFrame(out, columns=list(SUMMARY_COLUMNS))
 
 
-__all__ = ["PAD_STEP", "merge", "pad_bytes", "pass_in_worker", "pass_rule", "run_passes"]
+__all__ = ["PAD_STEP", "merge", "pad_bytes", "pass_rule", "run_passes"]

@@ -1,5 +1,11 @@
 """``SweepSpec``: what a sweep measures, as one frozen, picklable value.
 
+The spec is the one place a sweep's options are declared: ``sweep()``'s keyword parameters and the
+``hipexplore bench`` options are derived from its fields (their defaults and the ``help`` each
+field carries in its metadata), ``configurations()`` is the one list of what a sweep measures, and
+``timing()`` the ``TimingOptions`` every timed run takes. Adding a field: declare it here (with
+``help``) and read it where it is used.
+
 Why a value object: ``sweep()`` took 24 parameters and its resume check compared them by hand. A
 spec is validated once (``__post_init__``: a ``ConfigError`` naming the field, the value and what
 is allowed), can be sent to another process or machine (kernels are catalog names, or the
@@ -21,9 +27,10 @@ from ..devices.base import FLUSH_MODES
 from ..errors import ConfigError
 from ..kernels import catalog
 from ..kernels.spec import KernelSpec
+from ..schema import COLD_REFERENCE, Configuration
 from . import rotating as rot
 from .stats import StopRule
-from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, TIMERS, check_lead, check_trail
+from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, TIMERS, WARMUP_S, TimingOptions, check_lead, check_trail
 
 #: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
 MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.chunk_lead", "sweep.chunk_trail", "sweep.mem_fraction", "sweep.reference_samples",
@@ -50,6 +57,19 @@ def parse_size(text: str | int) -> int:
     if unit not in units or not val > 0 or not math.isfinite(val):
         raise ConfigError(f"size {text!r} is not a positive size like 4096, 64KiB, 1MiB, 256M, 1GiB or 1TiB")
     return int(val * units[unit])
+
+
+def _option(default: Any, help: str, *, metavar: str | None = None, least: int | None = None, most: int | None = None,
+            alias: str | None = None) -> Any:
+    """A spec field that ``sweep()`` and ``hipexplore bench`` offer as an option: its ``help`` (one
+    line, the CLI shows it with the default), and for the CLI's parser a ``metavar``, the bounds of
+    an integer (``least``, ``most``) and an older flag name still accepted (``alias``)."""
+    return field(default=default, metadata={"help": help, "metavar": metavar, "least": least, "most": most, "alias": alias})
+
+
+def options() -> list[dataclasses.Field]:
+    """The spec fields ``sweep()`` takes as keywords and ``hipexplore bench`` as ``--options``, in order."""
+    return [f for f in dataclasses.fields(SweepSpec) if "help" in f.metadata]
 
 
 def _listed(value: Any, scalar: tuple[type, ...]) -> list[Any]:
@@ -83,45 +103,54 @@ class SweepSpec:
     rotating: tuple[int | str, ...] = (1,)
     flush: tuple[str, ...] = ("none",)
     stop: StopRule = field(default_factory=StopRule)
-    reference: bool = True
-    reference_samples: int = 48
-    mem_fraction: float = rot.DEFAULT_MEM_FRACTION
-    chunk: int = DEFAULT_CHUNK
+    reference: bool = _option(True, "take a cold reference per (kernel, size): single launches after an l2-read flush "
+                                    "(bias is NaN without one)")
+    reference_samples: int = _option(48, "cold-reference launches per (kernel, size), taken in reference_parts parts",
+                                     least=1, most=1_000_000)
+    mem_fraction: float = _option(rot.DEFAULT_MEM_FRACTION, "cap rotating sets at this fraction of free device memory")
+    chunk: int = _option(DEFAULT_CHUNK, "timed launches per stream hold (equal queue depth behind every timed launch)",
+                       least=1)
     #: untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk, seeded):
     #: every chunk position then sees both launch parities (see bench.timing)
-    chunk_lead: int | str = CHUNK_LEAD
+    chunk_lead: int | str = _option(CHUNK_LEAD, "untimed launches at the head of each hold: random (0 or 1 per chunk, "
+                                                "so every position sees both launch parities) or N", metavar="random|N")
     #: untimed samples after each chunk's last timed one, so that it too has work queued behind it
-    chunk_trail: int = CHUNK_TRAIL
-    warmup_s: float = 0.02
-    verify: bool = True
+    chunk_trail: int = _option(CHUNK_TRAIL, "untimed samples after the last timed one of each hold", least=0)
+    warmup_s: float = _option(WARMUP_S, "seconds of launches before each timed run")
+    verify: bool = _option(True, "check each (kernel, size)'s output element by element before timing it")
     #: (mode, factor) pairs: the flush buffer as a multiple of the LLC (see bench.flush)
-    flush_factors: tuple[tuple[str, float], ...] = ()
-    flush_end_event: bool = False
+    flush_factors: tuple[tuple[str, float], ...] = _option((), "flush buffer as a multiple of the LLC per mode, "
+                                                                "e.g. l2-read=3,l2-write=1", metavar="MODE=X,...")
+    flush_end_event: bool = _option(False, "record an event between flush and kernel (a separate flush time)")
     #: which timers measure each configuration: ``events`` and/or ``in-kernel`` (kernels with a
     #: timed variant only; see bench.timing): one summary row per configuration and timer
-    timers: tuple[str, ...] = ("events",)
+    timers: tuple[str, ...] = _option(("events",), "events, in-kernel (kernels' own timestamps), or both: events,in-kernel",
+                                      metavar="TIMER,...")
     #: the cold reference is taken in this many parts spread through the (kernel, size)'s
     #: configurations, so drift during the sweep reaches the reference too (at most one part per
     #: reference sample)
-    reference_parts: int = 3
+    reference_parts: int = _option(3, "the cold reference is taken in this many parts through its configurations", least=1)
     #: samples whose chunk ran below this fraction of the device's maximum clock are throttled:
     #: flagged, and left out of the statistics when ``drop_throttled`` (counted in ``n_throttled``)
-    throttle_threshold: float = 0.75
-    drop_throttled: bool = True
+    throttle_threshold: float = _option(0.75, "a chunk below this fraction of the maximum clock is throttled")
+    drop_throttled: bool = _option(True, "leave throttled samples out of the statistics (--no-drop-throttled keeps them)")
     #: warm-up before the first configuration until the clock is stable, at least this long
     #: (None: the device's default: 0.4 s on AMD, whose clocks ramp slowly; 0.2 s on NVIDIA; 0 on the host)
-    clock_warmup_s: float | None = None
+    clock_warmup_s: float | None = _option(None, "warm up until the clock is stable, at least this long (default: "
+                                                 "0.4 s on AMD, 0.2 s on NVIDIA, 0 on the host)")
     #: A/B in one run: the kernels of each configuration are measured in alternating turns of a
     #: few chunks, in an order shuffled with ``interleave_seed`` (see bench.interleave)
-    interleave: bool = False
-    interleave_seed: int = 0
+    interleave: bool = _option(False, "A/B in one run: the kernels of each configuration in alternating, shuffled turns")
+    interleave_seed: int = _option(0, "the seed of the interleaved turns' shuffled order", least=0, alias="--seed")
     #: the sweep is made this many times through, each pass with its share of the samples, its
     #: own buffers (at other addresses) and its own reference parts; intervals are then bootstrapped
     #: over passes too, so they cover what changes between runs (see bench.passes)
-    passes: int = 1
+    passes: int = _option(1, "make the sweep this many times through, each pass with fresh buffers at other addresses",
+                          least=1, most=MAX_PASSES)
     #: time the launch floor (an empty kernel, per flush mode, in each process) and report
     #: ``floor_s`` / ``net_median_s`` on events rows (see bench.floor); None: on a GPU, not on the host
-    floor: bool | None = None
+    floor: bool | None = _option(None, "time the launch floor and report floor_s / net_median_s on events rows "
+                                       "(auto: on a GPU, not on the host)", metavar="auto|on|off")
 
     def __post_init__(self) -> None:
         kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
@@ -200,10 +229,30 @@ class SweepSpec:
     def flush_factor(self) -> dict[str, float]:
         return dict(self.flush_factors)
 
-    def configurations(self) -> int:
-        """How many rows the sweep's summary will hold."""
-        per_size = (len(self.rotating) * len(self.flush) + (1 if self.reference else 0)) * len(self.timers)
-        return len(self.kernels) * len(self.sizes) * per_size
+    @staticmethod
+    def measures(flush: str, timer: str) -> bool:
+        """Whether a (flush, timer) pair exists: the inline icache flush has no in-kernel timed
+        variant (its wrapper has no timer slot), so that pair is never measured."""
+        return not (flush == "inline-icache" and timer == "in-kernel")
+
+    def configurations(self) -> tuple[Configuration, ...]:
+        """Every configuration the sweep measures, in the order it measures them: per kernel and
+        size, each rotating count's flush modes and timers, then the cold reference per timer.
+        The one list of which configurations exist (the summary's rows, the progress total,
+        resume's and the cluster's bookkeeping all count these)."""
+        out: list[Configuration] = []
+        for kspec in self.specs():
+            for size in self.sizes:
+                out += [Configuration(kspec.name, size, str(r), f, t) for r in self.rotating for f in self.flush
+                        for t in self.timers if self.measures(f, t)]
+                if self.reference:
+                    out += [Configuration(kspec.name, size, "1", COLD_REFERENCE, t) for t in self.timers]
+        return tuple(out)
+
+    def timing(self, telemetry: Any = None) -> TimingOptions:
+        """How every timed run of this sweep is taken (``telemetry``: read after each chunk)."""
+        return TimingOptions(chunk=self.chunk, warmup_s=self.warmup_s, flush_end_event=self.flush_end_event,
+                             lead=self.chunk_lead, trail=self.chunk_trail, telemetry=telemetry)
 
     def as_record(self) -> dict[str, Any]:
         """Every field as JSON-ready data (kernels by name): what ``sweep.spec`` stores."""
@@ -285,23 +334,30 @@ def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def spec_from_arguments(
-    kernels: Any, sizes: Any, rotating: Any, flush: Any, *, iterations: int | None, stop: StopRule | None,
-    reference: bool, reference_samples: int, mem_fraction: float, chunk: int, warmup_s: float,
-    verify_results: bool, flush_factor: Mapping[str, float] | None, flush_end_event: bool,
-    **more: Any,
-) -> SweepSpec:
-    """``sweep()``'s arguments as a ``SweepSpec`` (``iterations`` and ``stop`` exclude each other)."""
+#: ``sweep()`` keywords of earlier releases and the spec fields they fill (a DeprecationWarning names both)
+RENAMED = {"verify_results": "verify", "flush_factor": "flush_factors"}
+
+
+def spec_from_arguments(kernels: Any, sizes: Any, rotating: Any, flush: Any, *, iterations: int | None = None,
+                        stop: StopRule | None = None, **fields: Any) -> SweepSpec:
+    """``sweep()``'s arguments as a ``SweepSpec`` (``iterations`` and ``stop`` exclude each other;
+    ``fields``: spec fields by name, or their old names in ``RENAMED``)."""
+    import warnings
+
+    for old, new in RENAMED.items():
+        if old in fields:
+            warnings.warn(f"sweep({old}=...) is now {new}=...", DeprecationWarning, stacklevel=3)
+            fields[new] = fields.pop(old)
+    known = {f.name for f in options()}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ConfigError(f"unknown sweep option(s) {', '.join(unknown)}; expected one of {', '.join(sorted(known))}")
+    if isinstance(fields.get("flush_factors"), Mapping):
+        fields["flush_factors"] = tuple(fields["flush_factors"].items())
     kernels = list(_listed(kernels, (str, KernelSpec)))
     specs = [catalog.get(k) for k in kernels]  # unknown kernel: the catalog's error, first
     if iterations is not None and stop is not None:
         SweepSpec(tuple(specs), sizes, rotating, flush)  # the lists' own errors come first, as they did
         raise ConfigError("give either iterations (fixed count) or stop (a StopRule), not both")
     rule = StopRule(iterations=iterations) if iterations is not None else (stop or StopRule())
-    return SweepSpec(
-        kernels=tuple(specs),
-        sizes=sizes, rotating=rotating, flush=flush, stop=rule, reference=reference,
-        reference_samples=reference_samples, mem_fraction=mem_fraction, chunk=chunk, warmup_s=warmup_s,
-        verify=verify_results, flush_factors=tuple((flush_factor or {}).items()), flush_end_event=flush_end_event,
-        **more,
-    )
+    return SweepSpec(kernels=tuple(specs), sizes=sizes, rotating=rotating, flush=flush, stop=rule, **fields)

@@ -62,6 +62,7 @@ function, without the ctypes call).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 import time
 import weakref
@@ -86,11 +87,63 @@ CHUNK_TRAIL = 1
 #: Seed of the random leads' order (each call draws the same balanced sequence: reproducible).
 LEAD_SEED = 0x1EAD
 HOLD_TIMEOUT_S = 5.0
+#: Wall time of launches before each timed run (module load, first touch, clocks settle).
+WARMUP_S = 0.02
 #: Failed holds in a row (each retried with half the launches, down to one) before giving up.
 MAX_HOLD_FAILURES = 6
 TIMERS = ("events", "in-kernel")
 _TOL_S = 1e-9
 _U64_MAX = np.iinfo(np.uint64).max
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """How every timed run of a sweep is taken, as one value (``SweepSpec.timing()`` builds it).
+
+    Why one value: the same six options (chunk, warm-up, flush-end event, lead, trail, telemetry)
+    reach ``time_launches`` from the sweep, the cold reference, the launch floor and the interleaved
+    turns; threaded by hand they drifted (the warm-up default was written in six places). A
+    function that times takes ``options`` whole; keyword overrides (``chunk=2``) are a short form
+    of ``dataclasses.replace(options, chunk=2)``, checked against these field names.
+    """
+
+    #: timed launches per stream hold
+    chunk: int = DEFAULT_CHUNK
+    #: wall time of launches before each timed run
+    warmup_s: float = WARMUP_S
+    #: an event between flush and kernel start (a separate flush time; see ``time_launches``)
+    flush_end_event: bool = False
+    #: untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk)
+    lead: int | str = CHUNK_LEAD
+    #: the seed of the random leads' order
+    lead_seed: int = LEAD_SEED
+    #: untimed samples after each chunk's last timed one
+    trail: int = CHUNK_TRAIL
+    #: the blocking kernel gives up after this long (the chunk is then measured again, smaller)
+    hold_timeout_s: float = HOLD_TIMEOUT_S
+    #: clock, temperature and power read after each chunk (None: not read)
+    telemetry: Telemetry | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lead", check_lead(self.lead))
+        object.__setattr__(self, "trail", check_trail(self.trail))
+        if isinstance(self.chunk, bool) or not isinstance(self.chunk, (int, np.integer)) or self.chunk < 1:
+            raise ConfigError(f"chunk must be a positive number of samples, got {self.chunk}")
+
+    def but(self, **overrides: Any) -> "TimingOptions":
+        """These options with some fields replaced (an unknown name is a ConfigError naming the fields)."""
+        if not overrides:
+            return self
+        known = {f.name for f in dataclasses.fields(self)}
+        bad = sorted(set(overrides) - known)
+        if bad:
+            raise ConfigError(f"unknown timing option(s) {', '.join(bad)}; expected {', '.join(sorted(known))}")
+        return dataclasses.replace(self, **overrides)
+
+
+def timing_options(options: TimingOptions | None, overrides: dict[str, Any]) -> TimingOptions:
+    """``options`` (default ``TimingOptions()``) with the keyword overrides a caller gave."""
+    return (options or TimingOptions()).but(**overrides)
 
 
 class InKernelTimer:
@@ -201,7 +254,7 @@ class _EventPool:
 _EVENT_POOLS: "weakref.WeakKeyDictionary[Any, _EventPool]" = weakref.WeakKeyDictionary()
 
 
-def warm_up(workload: Workload, flusher: Flusher | None, min_seconds: float = 0.02, max_launches: int = 10_000) -> None:
+def warm_up(workload: Workload, flusher: Flusher | None, min_seconds: float = WARMUP_S, max_launches: int = 10_000) -> None:
     """Run every buffer set at least once (module load, first touch, clocks), then keep launching
     until ``min_seconds`` of wall time have passed."""
     dev = workload.device
@@ -316,10 +369,8 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
     return times, flush, gaps, set_ids, timed_out
 
 
-def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *, chunk: int = DEFAULT_CHUNK,
-                  hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02, flush_end_event: bool = False,
-                  telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD, lead_seed: int = LEAD_SEED,
-                  trail: int = CHUNK_TRAIL) -> RawTimes:
+def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, options: TimingOptions | None = None,
+                  **overrides: Any) -> RawTimes:
     """Time launches of ``workload`` rotating over its buffer sets, each after ``flusher`` (if any).
 
     ``flush_end_event=False`` (default) enqueues flush, start event, kernel back to back, like
@@ -330,10 +381,8 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
     at the head of each chunk (an int, or ``"random"``: 0 or 1 per chunk drawn from ``lead_seed``;
     see the module docstring); ``trail``: untimed samples after the last timed one of each chunk.
     """
-    lead = check_lead(lead)
-    trail = check_trail(trail)
-    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise ConfigError(f"chunk must be a positive number of samples, got {chunk}")
+    opts = timing_options(options, overrides)
+    chunk, lead, trail, telemetry = opts.chunk, opts.lead, opts.trail, opts.telemetry
     nsets = len(workload.arg_sets)
     if nsets < 1:
         raise ConfigError("the workload has no buffer sets")
@@ -345,13 +394,13 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
         check_iterations(int(rule.iterations or 0), nsets)
     rule = rule.at_least(nsets)
     tracker = rule.tracker()
-    warm_up(workload, flusher, warmup_s)
+    warm_up(workload, flusher, opts.warmup_s)
     pool = _EventPool.of(workload.device)
     parts: list[tuple[np.ndarray, ...]] = []
     notes: list[str] = []
     timeouts = failures = taken = chunk_no = 0
     size = int(chunk)
-    leads = _leads(lead, lead_seed)
+    leads = _leads(lead, opts.lead_seed)
     t0 = time.perf_counter()
     why = ""
     while True:
@@ -362,14 +411,14 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
             break
         k = min(size, more) if not rule.adaptive else size
         n_lead = next(leads)
-        t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, hold_timeout_s, flush_end_event=flush_end_event,
+        t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, opts.hold_timeout_s, flush_end_event=opts.flush_end_event,
                                 lead=n_lead, trail=trail)
         if to:
             timeouts += 1
             failures += 1
             if failures >= MAX_HOLD_FAILURES:
                 raise BenchmarkError(
-                    f"the stream hold timed out {failures} times in a row (last with {k} launch(es) in {hold_timeout_s:g} s): "
+                    f"the stream hold timed out {failures} times in a row (last with {k} launch(es) in {opts.hold_timeout_s:g} s): "
                     f"the host cannot enqueue a chunk before the blocking kernel gives up; nothing was kept")
             size = max(1, k // 2)
             continue
@@ -396,10 +445,8 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, *
     )
 
 
-def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, *, chunk: int = DEFAULT_CHUNK,
-                        hold_timeout_s: float = HOLD_TIMEOUT_S, warmup_s: float = 0.02,
-                        telemetry: Telemetry | None = None, lead: int | str = CHUNK_LEAD,
-                        trail: int = CHUNK_TRAIL) -> RawTimes:
+def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, options: TimingOptions | None = None,
+                        **overrides: Any) -> RawTimes:
     """Single launches on one buffer set, each after its own l2-read flush: the cold reference
     every other configuration reports its bias against.
 
@@ -414,5 +461,4 @@ def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int,
         raise ConfigError(f"cold reference needs at least 1 sample, got {samples}")
     single = Workload(workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1],
                       timer=workload.timer)
-    return time_launches(single, read_flusher, StopRule(iterations=samples), chunk=chunk,
-                         hold_timeout_s=hold_timeout_s, warmup_s=warmup_s, telemetry=telemetry, lead=lead, trail=trail)
+    return time_launches(single, read_flusher, StopRule(iterations=samples), timing_options(options, overrides))

@@ -3,12 +3,14 @@
 Why: on the H200 a kernel writing out of bounds surfaced as ``cuMemFree failed:
 CUDA_ERROR_ILLEGAL_ADDRESS`` *later*, named neither kernel nor configuration, and left the
 process's CUDA context dead (the notebook had to be restarted, in-memory results were at risk).
-``run_in_worker(spec, device)`` runs ``bench.run.run`` in a fresh interpreter (``subprocess``,
-as the compile workers of ``compile.isolation`` are started: never ``fork``, the parent has
-threads and a GPU context) with its own device of the same kind and index. The worker announces
-each configuration before measuring it and streams every finished one back (samples, then the
-summary row), so the caller's hooks see results as they are measured and nothing finished is
-lost. A fault becomes ``KernelFault`` ("kernel K faulted in configuration C:
+``unit_in_worker(spec, device, channel)`` measures one unit (``bench.sweeprun.SweepRun``) in a
+fresh interpreter started by the launcher compile workers use (``compile.isolation.start_worker``:
+never ``fork``, the parent has threads and a GPU context), with its own device of the same kind and
+index. This module is the parent's side; ``bench.worker_main`` the child's. The child reports
+through the pipe exactly what an in-process unit reports to its channel (``started``, ``meta``,
+``add``, ``update``; ``stop_now`` is a round trip), and this side replays it on the caller's
+channel (``bench.recorder.Recorder``: the files, the hooks), so results are recorded as they are
+measured and nothing finished is lost. A fault becomes ``KernelFault`` ("kernel K faulted in configuration C:
 CUDA_ERROR_ILLEGAL_ADDRESS"), whether the worker caught a device error or died (``SIGSEGV``),
 carrying the finished configurations; the parent's device and context were never touched, so the
 next sweep works. ``should_stop`` is the caller's, asked over the pipe (a round trip between
@@ -23,31 +25,18 @@ worker compiles through the process-default cache (the disk tier is shared; a cu
 from __future__ import annotations
 
 import copy
-import json
 import os
 import pickle
+import signal
 import subprocess
-import sys
-import tempfile
-from multiprocessing.connection import Connection
-from typing import Any, Sequence
-
-import pandas as pd
+from typing import Any
 
 from .. import settings
+from ..compile.isolation import log_tail, signal_description, start_worker
 from ..errors import ConfigError, KernelFault
 from ..kernels import catalog
-from .io import samples_frame, summary_frame
-from .result import SweepHooks, SweepResult
 from .spec import SweepSpec
 
-_BOOT = (
-    "import sys, json\n"
-    "for p in reversed(json.loads(sys.argv[1])):\n"
-    "    sys.path.insert(0, p) if p not in sys.path else None\n"
-    "from hipexplore.bench.worker_main import _worker_main\n"
-    "_worker_main(int(sys.argv[2]), int(sys.argv[3]))\n"
-)
 STDERR_TAIL = 4000
 
 
@@ -89,77 +78,52 @@ def _device_text(device: Any) -> str:
     return f"{device.kind}:{device.index}"
 
 
-def run_in_worker(spec: SweepSpec, device: Any, *, out: Any = None, resume: bool = True, hooks: SweepHooks | None = None,
-                  run_id: str | None = None, command: str | Sequence[str] | None = None, pad_bytes: int = 0) -> SweepResult:
-    """``run(spec, device)`` in a worker process (see the module docstring); ``pad_bytes``: held
-    allocated there before the sweep allocates anything (``bench.passes``)."""
-    hooks = hooks or SweepHooks()
+def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, done: set, refs: dict,
+                   pad_bytes: int = 0) -> bool:
+    """One unit of ``spec`` in a worker process (see the module docstring), reported to ``channel``;
+    True when the caller's ``stop_now`` stopped it. ``pad_bytes``: held allocated there before the
+    unit allocates anything (``bench.passes``)."""
     spec, kernels = _shippable(spec)
     llc = device.llc_bytes if "override" in str(getattr(device, "llc_source", "")) else None
-    fd, err_path = tempfile.mkstemp(prefix="hipexplore-sweep-worker-", suffix=".log")
-    os.close(fd)
-    child_read, parent_write = os.pipe()
-    parent_read, child_write = os.pipe()
-    try:
-        with open(err_path, "ab", buffering=0) as errf:
-            proc = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(child_read), str(child_write)],
-                                    stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, pass_fds=(child_read, child_write),
-                                    start_new_session=True, env=dict(os.environ, LIBC_FATAL_STDERR_="1"))
-    finally:
-        os.close(child_read)
-        os.close(child_write)
-    rx, tx = Connection(parent_read, writable=False), Connection(parent_write, readable=False)
-    samples: list[pd.DataFrame] = []
-    rows: list[dict[str, Any]] = []
+    proc, rx, tx, log_fd, _path = start_worker("hipexplore.bench.worker_main", log_prefix="hipexplore-sweep-worker-")
     current = ["", ""]
     try:
         tx.send_bytes(pickle.dumps({"device": _device_text(device), "llc_bytes": llc, "kernels": kernels, "spec": spec,
-                                    "out": None if out is None else os.fspath(out), "resume": resume, "run_id": run_id,
-                                    "command": command, "pad_bytes": int(pad_bytes)}))
+                                    "run_id": run_id, "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes)}))
         while True:
             try:
                 kind, payload = pickle.loads(rx.recv_bytes())
             except (EOFError, OSError):
                 proc.wait()
-                from ..compile.isolation import signal_description
-
                 _, how = signal_description(proc.returncode)
-                partial = SweepResult(samples_frame(samples), summary_frame(rows), {}, None)
-                tail = _tail(err_path)
+                tail = log_tail(log_fd, STDERR_TAIL).strip()
                 raise KernelFault(current[0] or "?", current[1] or "(before the first configuration)",
-                                  f"the sweep worker (pid {proc.pid}) died with {how}" + (f"; its stderr: {tail}" if tail else ""),
-                                  partial) from None
-            if kind == "ask":  # the worker's should_stop(), answered by the caller's
-                tx.send_bytes(pickle.dumps(hooks.stop_now()))
+                                  f"the sweep worker (pid {proc.pid}) died with {how}" + (f"; its stderr: {tail}" if tail else "")) from None
+            if kind == "ask":  # the worker's stop_now(), answered by the caller's
+                tx.send_bytes(pickle.dumps(channel.stop_now()))
             elif kind == "start":
                 current[:] = payload
-                hooks.started(current)
-            elif kind == "samples":
-                samples.append(payload)
-                if hooks.on_samples is not None:
-                    hooks.on_samples(payload.copy())
-            elif kind == "result":
-                rows.append(payload)
-                if hooks.on_result is not None:
-                    hooks.on_result(dict(payload))
+                channel.started(current)
+            elif kind in ("meta", "update"):
+                getattr(channel, kind)(payload)
+            elif kind == "add":
+                channel.add(*payload)
             elif kind == "done":
                 _reap(proc)
-                return payload
+                return bool(payload)
             elif kind == "error":
                 _reap(proc)
-                if isinstance(payload, KernelFault):
-                    payload.result = SweepResult(samples_frame(samples), summary_frame(rows), {}, None)
                 raise payload
     finally:
         for c in (rx, tx):
             c.close()
         if proc.poll() is None:
-            proc.kill()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             proc.wait()
-        try:
-            os.unlink(err_path)
-        except OSError:
-            pass
+        os.close(log_fd)
 
 
 def _reap(proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -171,13 +135,4 @@ def _reap(proc: subprocess.Popen, timeout: float = 30.0) -> None:
         proc.wait()
 
 
-def _tail(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()[-STDERR_TAIL:]
-    except OSError:
-        return ""
-    return data.decode("utf-8", "replace").strip()
-
-
-__all__ = ["run_in_worker", "use_worker"]
+__all__ = ["unit_in_worker", "use_worker"]

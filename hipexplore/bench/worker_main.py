@@ -1,8 +1,9 @@
 """The sweep worker's own side (the child process ``bench.worker`` starts): build the device,
-register the kernels it was sent, run the sweep, stream results back.
+register the kernels it was sent, measure one unit (``bench.sweeprun.SweepRun``), report back.
 
-Apart from ``bench.worker`` (the parent side) so that the parent never imports the sweep loop: a
-pass of a multi-pass sweep (``bench.passes``) starts workers from inside ``bench.run``.
+Apart from ``bench.worker`` (the parent side) so that the parent never imports what only the child
+runs. The child owns no file and no hook: everything it measures goes back through the pipe as the
+calls of the unit's channel (``_PipeChannel``), and the parent records it.
 """
 from __future__ import annotations
 
@@ -12,49 +13,69 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..kernels import catalog
-from .result import SweepHooks
+
+
+class _PipeChannel:
+    """The unit's channel (``bench.sweeprun.Channel``) as messages to the parent."""
+
+    def __init__(self, rx: Connection, tx: Connection) -> None:
+        self.rx, self.tx = rx, tx
+
+    def send(self, kind: str, payload: Any) -> None:
+        self.tx.send_bytes(pickle.dumps((kind, payload)))
+
+    def started(self, where: list[str]) -> None:
+        self.send("start", list(where))
+
+    def stop_now(self) -> bool:
+        """A round trip to the parent (asked between configurations only), so a stop takes effect
+        exactly where it would in-process."""
+        self.send("ask", None)
+        return bool(pickle.loads(self.rx.recv_bytes()))
+
+    def meta(self, entries: dict[str, str]) -> None:
+        self.send("meta", dict(entries))
+
+    def add(self, rows: Any, row: dict[str, Any]) -> None:
+        self.send("add", (rows, row))
+
+    def update(self, rows: list[dict[str, Any]]) -> None:
+        self.send("update", [dict(r) for r in rows])
+
+
+def _register(kernels: list[tuple[str, bytes | None]]) -> None:
+    for name, blob in kernels:
+        if blob is not None:
+            catalog.register(pickle.loads(blob), replace=True)
+        elif name not in catalog.names():
+            raise ConfigError(f"kernel {name!r} cannot be sent to a sweep worker (its spec does not pickle: a lambda?) "
+                              f"and the worker's catalog has no kernel of that name; build it with user_kernel "
+                              f"expressions, or use worker=False")
 
 
 def _worker_main(read_fd: int, write_fd: int) -> None:
-    """The worker: build the device, register the kernels it was sent, run, stream, report."""
+    """The worker: build the device, register the kernels it was sent, measure, report."""
     rx, tx = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    def send(kind: str, payload: Any) -> None:
-        tx.send_bytes(pickle.dumps((kind, payload)))
-
-    def should_stop() -> bool:
-        """A round trip to the parent (asked between configurations only), so a stop takes effect
-        exactly where it would in-process."""
-        send("ask", None)
-        return bool(pickle.loads(rx.recv_bytes()))
-
+    channel = _PipeChannel(rx, tx)
     try:
         job = pickle.loads(rx.recv_bytes())
-        for name, blob in job["kernels"]:
-            if blob is not None:
-                catalog.register(pickle.loads(blob), replace=True)
-            elif name not in catalog.names():
-                raise ConfigError(f"kernel {name!r} cannot be sent to a sweep worker (its spec does not pickle: a lambda?) "
-                                  f"and the worker's catalog has no kernel of that name; build it with user_kernel "
-                                  f"expressions, or use worker=False")
+        _register(job["kernels"])
         from ..devices import get_device
-        from .run import run
+        from .sweeprun import SweepRun
 
         dev = get_device(job["device"], llc_bytes=job["llc_bytes"])
         # a pass's own placement (bench.passes): held until the process ends
         pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
-        hooks = SweepHooks(on_result=lambda r: send("result", r), on_samples=lambda f: send("samples", f),
-                           should_stop=should_stop, on_start=lambda k, c: send("start", [k, c]))
-        res = run(job["spec"], dev, out=job["out"], resume=job["resume"], hooks=hooks, progress=False,
-                  run_id=job["run_id"], command=job["command"])
         if pad is not None:
-            res.metadata["worker.pad_bytes"] = str(pad.nbytes)
-        send("done", res)
+            channel.meta({"worker.pad_bytes": str(pad.nbytes)})
+        stopped = SweepRun(job["spec"], dev, channel, run_id=job["run_id"], done=job["done"], refs=job["refs"]).measure()
+        channel.send("done", stopped)
     except BaseException as exc:  # everything goes back to the parent, which raises it
         try:
             pickle.dumps(exc)
-            send("error", exc)
+            channel.send("error", exc)
         except Exception:
-            send("error", RuntimeError(f"{type(exc).__name__}: {exc}"))
+            channel.send("error", RuntimeError(f"{type(exc).__name__}: {exc}"))
     finally:
         tx.close()
         rx.close()

@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _clean_leftovers()
     try:
         return int(args.func(args) or 0)
     except HipexploreError as exc:
@@ -61,6 +62,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+
+
+def _clean_leftovers() -> None:
+    """What killed hipexplore processes left in the temp dir (build folders of dead pids, worker
+    logs nobody holds): removed at the start of the next command. Never a reason to fail one."""
+    try:
+        from ..compile.host import _clean_dead_build_dirs
+
+        _clean_dead_build_dirs()
+    except Exception:  # noqa: BLE001 - housekeeping only
+        if settings.DEBUG.get():
+            raise
 
 
 def _one_line(exc: HipexploreError) -> str:

@@ -85,7 +85,11 @@ def _dims(flag: str):
     from ..kernels.geometry import split_top_level
 
     def parse(text: str) -> str:
-        for part in split_top_level(text) or [text]:
+        try:
+            parts = split_top_level(text) or [text]
+        except ConfigError as exc:  # an unbalanced bracket: argparse would only say "invalid value"
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        for part in parts:
             if re.fullmatch(r"\s*[-+]?[0-9_.]+\s*", part):
                 _count(flag)(part)
         return text
@@ -217,6 +221,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         _check_out(args.out, force=args.force)
     device = args.device if cluster else get_device(args.device, llc_bytes=args.llc_bytes)
+    if not cluster:
+        _preflight(kernels, sizes, device)
     if stop is not None and not args.json:
         print(f"hipexplore bench: adaptive sampling (no --iterations): each configuration runs until the 95% CI of its "
               f"median is within {args.target_ci:.1%} of it (or its relative stdev <= {args.target_cv:.2%}) with >= "
@@ -252,6 +258,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"INCOMPLETE: {res.metadata['cluster.incomplete']}", file=sys.stderr)
         return 1
     return 0
+
+
+def _preflight(kernels: list[Any], sizes: list[str], device: Any) -> None:
+    """Before anything compiles: evaluate every kernel's launch geometry, buffer counts, scalar
+    values and traffic at every size on this device, so a bad expression (``--grid 'n**n'``, a count
+    of 0) is one line now, not after the compiles and in the middle of the sweep."""
+    from ..bench.spec import parse_size
+
+    for k in kernels:
+        for s in sizes:
+            try:
+                n = k.elements(parse_size(s))
+            except ConfigError:
+                continue  # a bad size: the sweep names it with the others
+            k.launch(n, device)
+            k.set_bytes(n)
+            k.footprint(n)
 
 
 def _check_out(out: str, force: bool) -> None:

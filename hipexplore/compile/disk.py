@@ -6,27 +6,50 @@ GPU compile caches (MIGraphX #5100, Triton, CuPy, cuda.core) converged on plain 
 with ``os.replace`` and a checksum, as here. The entry format is in ``entry.py``.
 
 Layout: ``<root>/v<KEY_SCHEMA>/<digest[:2]>/<digest>.hxc``; temp files ``.tmp-<host>-<pid>-*``
-and per-key locks ``.lock-<digest>`` live beside the entries.
+and per-key locks ``.lock-<id>`` live beside the entries.
+
+Trust (issue 25): nothing is done by path below the root. The root is opened (its own path may
+be a link), every level below it with ``O_DIRECTORY | O_NOFOLLOW`` relative to the opened level
+above, and each opened folder is checked on its descriptor (``fstat``) before the next is opened.
+Entries are read, written, listed and removed relative to the shard folder's descriptor, so a
+folder swapped for a symlink mid-walk is never followed (the walk keeps the folder it checked).
+
+  * Private (default): the root must be this user's and writable by no one else, or a sticky
+    folder of this user or of root (like ``/tmp``: others may add names to it, but cannot remove
+    or replace this user's); the version and shard folders must be this user's and writable by no
+    one else (no sticky exception); entry files must be this user's and writable by no one else.
+    Anything else is not used (one warning naming it and its mode). Entries then carry a SHA-256,
+    which only detects damage: the folder checks are what keep others' code out.
+  * Team (``HIPEXPLORE_CACHE_SHARED=group``): folders others can write are fine because every
+    entry must carry an HMAC under ``HIPEXPLORE_CACHE_SECRET``: code from a folder another user
+    can write is loaded only when it verifies under the team's secret.
+  * Files and folders this process makes are never writable by others than the owner (private)
+    or the owner and group (team); the umask can only narrow that.
+  * Other users' files are never counted against the cap, never pruned and never deleted.
 
 Guarantees:
   * Writers publish atomically (temp file in the same folder, fsync, ``os.replace``); readers see
-    the old entry, the new one, or nothing. A per-key ``filelock`` (``key_lock``) lets processes
-    sharing the directory compile each key once; waits are bounded, and a dead holder's lock is
-    released by the kernel (flock), so the next waiter takes over.
-  * Every read is hostile-safe (``entry.read_entry_file``): below the root, no symlink is followed
-    (folders are opened with ``O_NOFOLLOW`` relative to their parent's fd), FIFOs and devices are
-    misses, reads are bounded by the declared size, every header field is type-checked.
-  * Private by default: a root or folder that users other than the owner can write to (group- or
-    world-writable without the sticky bit, or owned by someone else) is not used, with one warning
-    naming it and its mode, unless ``HIPEXPLORE_CACHE_SHARED=group`` makes it a team directory,
-    where entries carry an HMAC under ``HIPEXPLORE_CACHE_SECRET``. Files and folders follow the
-    umask (private folders never get group/other write).
+    the old entry, the new one, or nothing.
+  * One compile across processes (``key_lock``): a lock file is made under a unique name, locked
+    (``flock``), given its owner's record (host/kernel, pid, its start time, uid, when) and only
+    then linked to ``.lock-<id>``; its holder unlinks it before letting go, so no lock file
+    outlives its holder's release. A waiter takes over at once when no process holds the file
+    (a killed holder), or when the record names a dead process on this host (a lock held on by a
+    forked child), or when the lock is older than its lifetime (``HIPEXPLORE_COMPILE_TIMEOUT`` +
+    30 s); it waits on another user's lock at most ``FOREIGN_LOCK_WAIT_S`` and on its own user's at
+    most ``HIPEXPLORE_CACHE_LOCK_TIMEOUT``. In a private cache lock files are ``0600``, so no
+    other user can even open one to hold it. Pruning and ``clear`` remove lock files no live
+    process holds. A lock never fails a compile: past a wait, the caller compiles on its own.
+  * Every read is hostile-safe (``entry.read_entry_file``): FIFOs and devices are misses, reads
+    are bounded by the declared size, every header field is type-checked.
   * One bad path never turns the tier off: a directory at an entry path, a file or symlink where
     a shard folder should be, skips that one read or write. Only a root that cannot be written
     (read-only, no permission, a file) turns writes off, with ONE ``RuntimeWarning``; a full disk
     first prunes and retries.
-  * Size is capped (entries + temp files): hits refresh the mtime; the pruner removes the oldest
-    entries and the temp files of writers that are gone (dead pid on this host, or an hour old).
+  * Size is capped (this user's entries + temp files, each counted by the blocks it occupies, at
+    most its length: a sparse file costs what it holds): hits refresh the mtime; the pruner
+    removes the oldest of this user's entries, the temp files of this user's writers that are
+    gone (dead pid on this host, or an hour old) and lock files no process holds.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ import os
 import stat
 import struct
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .base import ObjectCode
 from .request import CacheKey
@@ -160,24 +160,34 @@ def _read_exactly(fd: int, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def open_regular(name: str, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
+#: ``check(stat)`` raises when an opened file may not be read (``disk.py``: owned by another user
+#: or writable by others in a private cache); it runs on the fstat of the opened file, before any read.
+FileCheck = Callable[[os.stat_result], None]
+
+
+def open_regular(name: str, dir_fd: int | None = None, check: FileCheck | None = None) -> tuple[int, os.stat_result]:
     """An fd of the regular file ``name`` (no symlink followed, a FIFO never blocks) and its fstat;
-    ``Corrupt`` for anything that is not a regular file. OSError (ENOENT, ELOOP, EACCES) passes."""
+    ``Corrupt`` for anything that is not a regular file; whatever ``check`` raises. OSError
+    (ENOENT, ELOOP, EACCES) passes."""
     fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise Corrupt(f"not a regular file (mode {stat.filemode(st.st_mode)})")
+        if check is not None:
+            check(st)
     except BaseException:
         os.close(fd)
         raise
     return fd, st
 
 
-def read_entry_file(name: str, dir_fd: int | None = None, limit: int = MAX_ENTRY_BYTES) -> tuple[bytes, os.stat_result]:
+def read_entry_file(name: str, dir_fd: int | None = None, limit: int = MAX_ENTRY_BYTES,
+                    check: FileCheck | None = None) -> tuple[bytes, os.stat_result]:
     """The bytes of one entry file, read safely (see the module docstring). Raises ``Corrupt`` for
-    a file that cannot be an entry of at most ``limit`` bytes, OSError for I/O trouble."""
-    fd, st = open_regular(name, dir_fd)
+    a file that cannot be an entry of at most ``limit`` bytes, OSError for I/O trouble, and
+    whatever ``check`` raises for the opened file (before a byte is read)."""
+    fd, st = open_regular(name, dir_fd, check)
     try:
         limit = min(limit, MAX_ENTRY_BYTES)
         if st.st_size > limit:
@@ -194,10 +204,14 @@ def read_entry_file(name: str, dir_fd: int | None = None, limit: int = MAX_ENTRY
         os.close(fd)
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
 def read_entry_path(path: str | os.PathLike) -> tuple[bytes, os.stat_result]:
-    """``read_entry_file`` of a listed path, its folder opened without following a link."""
+    """``read_entry_file`` of a listed path, its folder opened without following a link (the disk
+    tier itself reads through the folder descriptors it checked, not through paths)."""
     path = os.fspath(path)
-    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(os.path.dirname(path) or ".", _DIR_FLAGS)
     try:
         return read_entry_file(os.path.basename(path), fd)
     finally:
@@ -205,9 +219,15 @@ def read_entry_path(path: str | os.PathLike) -> tuple[bytes, os.stat_result]:
 
 
 def read_header(path: str | os.PathLike) -> dict:
-    """The validated JSON header of an entry file, read without verifying the tag (listings).
-    Bounded like ``read_entry_file``; raises ``Corrupt`` (or OSError)."""
-    fd, st = open_regular(os.fspath(path))
+    """The validated JSON header of an entry file, read without verifying the tag (listings; the
+    file and its folder are opened without following a link). Bounded like ``read_entry_file``;
+    raises ``Corrupt`` (or OSError)."""
+    path = os.fspath(path)
+    dfd = os.open(os.path.dirname(path) or ".", _DIR_FLAGS)
+    try:
+        fd, st = open_regular(os.path.basename(path), dfd)
+    finally:
+        os.close(dfd)
     try:
         prefix = _read_exactly(fd, PREFIX.size)
         if len(prefix) < PREFIX.size:

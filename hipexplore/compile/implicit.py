@@ -269,173 +269,157 @@ def watch_shadows(col: Collector, deps: list[str], roots: list[str]) -> None:
                 col.watch_missing(os.path.join(root, rel))
 
 
-# -- NVRTC and hiprtc: resolve as they do ------------------------------------------------------
-_DIRECTIVE = re.compile(
-    r'^[ \t]*#[ \t]*(include_next|include|import)[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|([A-Za-z_]\w*))'
-    r'|__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.M)
-_DEFINE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+(?:"([^"\n]+)"|<([^>\n]+)>)', re.M)
-_OPT_DEFINE = re.compile(r'^(?:-D|--define-macro=?)([A-Za-z_]\w*)=(?:"([^"]+)"|<([^>]+)>)$')
+# -- NVRTC and hiprtc: ask the compiler ------------------------------------------------------
+@dataclass(frozen=True)
+class Deps:
+    """What a compiler's own dependency output said: the files its preprocessor opened (as it
+    printed them: relative ones are relative to the current directory), the folders it searches
+    (hiprtc's ``-v``), and an error text when it could not say."""
+
+    files: tuple[str, ...] = ()
+    quoted: tuple[str, ...] = ()
+    angled: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    error: str = ""
 
 
-def _directives(text: str, macros: dict[str, list[tuple[str, bool]]]) -> Iterator[tuple[str, bool, bool]]:
-    """(spelling, quoted, next) of each include line and ``__has_include`` probe in ``text``."""
-    for m in _DEFINE.finditer(text):
-        spelling = (m.group(2) or m.group(3), m.group(2) is not None)
-        if spelling not in macros.setdefault(m.group(1), []):
-            macros[m.group(1)].append(spelling)
-    for m in _DIRECTIVE.finditer(text):
-        kind, q, a, name, has_next, hq, ha = m.groups()
-        if kind is None:
-            yield (hq or ha), hq is not None, has_next is not None
-        elif name is not None:
-            yield from ((s, quoted, kind == "include_next") for s, quoted in macros.get(name, ()))
-        else:
-            yield (q or a), q is not None, kind == "include_next"
+#: Options that cannot make a runtime compiler read a file (nor change where it looks): only with
+#: these does the fast path below skip the compiler's dependency output.
+_SAFE_OPTION = re.compile(
+    r"^(?:-[DU].+|-O\w*|--?std=[\w+]+|-g\w*|-w|-W[\w=-]+|-G|-lineinfo|--generate-line-info|--device-debug|"
+    r"--?use_fast_math|-ffast-math|--(?:fmad|ftz|prec-div|prec-sqrt|extra-device-vectorization|relocatable-device-code|"
+    r"device-int128|dlink-time-opt|extensible-whole-program|restrict|expt-relaxed-constexpr|extended-lambda|"
+    r"maxrregcount|default-device|device-as-default-execution-space|minimal)(?:=\w+)?|"
+    r"-(?:dc|rdc=\w+|dlto|ewp|maxrregcount=\d+|default-device|fgpu-rdc|fno-gpu-rdc|munsafe-fp-atomics|mcumode|"
+    r"mno-cumode|mwavefrontsize64|mno-wavefrontsize64|fno-[\w-]+|ffp-contract=\w+|fgpu-flush-denormals-to-zero|"
+    r"fno-gpu-flush-denormals-to-zero|funsafe-math-optimizations|ffinite-math-only|fno-finite-math-only|"
+    r"fgpu-approx-transcendentals|fno-gpu-approx-transcendentals))$")
+#: Words without which no preprocessor reads a file: a directive name (include, include_next,
+#: import, embed), a probe (__has_include), a pragma that opens one (GCC dependency, clang module).
+#: Line splices are removed first; trigraphs and UCNs send the text to the compiler's own list.
+_TRIGGER = re.compile(r"include|import|embed|dependency|module|\\[uU]|\?\?")
+_SPLICE = re.compile(r"(?:\\|\?\?/)[ \t]*\r?\n")
+_SIMPLE_INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*(?://[^\n]*)?$')
+_HAS_INCLUDE = re.compile(r"__has_include(?:_next)?\b")
+_HAS_LITERAL = re.compile(r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)')
 
 
-def _option_macros(options: tuple[str, ...]) -> dict[str, list[tuple[str, bool]]]:
-    macros: dict[str, list[tuple[str, bool]]] = {}
-    joined = [a + b for a, b in zip(options, options[1:]) if a in ("-D", "--define-macro")] + list(options)
-    for opt in joined:
-        m = _OPT_DEFINE.match(opt)
-        if m:
-            macros.setdefault(m.group(1), []).append((m.group(2) or m.group(3), m.group(2) is not None))
-    return macros
+def spliced(text: str) -> str:
+    """``text`` after translation phase 2 (backslash-newline removed; ``??/``-newline too, and a
+    backslash followed by blanks before the newline, which gcc and clang also splice)."""
+    return _SPLICE.sub("", text)
 
 
-def walk(col: Collector, request: CompileRequest, dirs: Callable[[], list[str]] | None) -> None:
-    """Resolve every include of ``request`` as NVRTC (``dirs`` None) or hiprtc (``dirs`` gives
-    its system search folders, asked only when a search reaches them) does, keying files read."""
-    nvrtc = dirs is None
-    memory = {h.name: h.text for h in request.headers}
-    if not nvrtc:
-        memory = {os.path.normpath(n): t for n, t in memory.items()}
-    cwd = os.getcwd()
-    macros = _option_macros(request.options)
-    # (text, where: None for hiprtc's main source, ("mem", name) or ("disk", opened, path), found-at index)
-    todo: list[tuple[str, tuple | None, int]] = [(request.source.text, ("mem", request.source.name) if nvrtc else None, -1)]
-    walked: list[tuple[str, tuple | None, int]] = []
-    seen: set = set()
-    done: set = set()
-    known = -1
-    while todo or known != sum(map(len, macros.values())):
-        if not todo:  # macros learned later (a header's #define) may spell includes of texts walked before
-            known = sum(map(len, macros.values()))
-            todo = list(walked)
-            walked = []
-        text, where, index = todo.pop()
-        walked.append((text, where, index))
-        for spelled, quoted, nxt in list(_directives(text, macros)):
-            if (where, index, spelled, quoted, nxt) in done:
+def reads_only_request(request: CompileRequest, nvrtc: bool) -> bool:
+    """True only when the compile provably reads no file outside the request: every text has no
+    word a file-reading directive needs, except plain ``#include "x"``/``<x>`` lines naming a
+    request header by the spelling the compiler matches, and every option is a known harmless
+    one. Anything else (a comment inside a directive, a digraph, a macro, ``__has_include``, a
+    trigraph, an unknown option) is left to the compiler's own dependency output."""
+    if not all(_SAFE_OPTION.match(o) for o in request.options):
+        return False
+    names = {h.name for h in request.headers} if nvrtc else {os.path.normpath(h.name) for h in request.headers}
+    for text in (request.source.text, *(h.text for h in request.headers)):
+        body = spliced(text)
+        if not _TRIGGER.search(body):
+            continue
+        for line in body.splitlines():
+            if not _TRIGGER.search(line):
                 continue
-            done.add((where, index, spelled, quoted, nxt))
-            for cand in _candidates(spelled, quoted, nxt, where, index, nvrtc, dirs):
-                if cand[0] == "mem":
-                    if cand[1] in memory:
-                        if cand not in seen:
-                            seen.add(cand)
-                            todo.append((memory[cand[1]], cand, -1))
-                        break
-                    continue
-                _, opened, idx = cand
-                path = opened if os.path.isabs(opened) else os.path.join(cwd, opened)
-                if not os.path.isabs(opened):
-                    col.cwd = cwd
-                data = col.read(opened, path)
-                if data is not None:
-                    if (path, idx) not in seen:
-                        seen.add((path, idx))
-                        todo.append((data.decode("utf-8", "replace"), ("disk", opened, path), idx))
-                    break
+            m = _SIMPLE_INCLUDE.match(line)
+            if m is None:
+                return False
+            spelled = m.group(1) or m.group(2)
+            if os.path.isabs(spelled) or (spelled if nvrtc else os.path.normpath(spelled)) not in names:
+                return False
+    return True
 
 
-def _candidates(spelled: str, quoted: bool, nxt: bool, where: tuple | None, index: int, nvrtc: bool,
-                dirs: Callable[[], list[str]] | None) -> Iterator[tuple]:
-    """Where the compiler looks for ``spelled``, in order: ("mem", name) or ("disk", opened, index)."""
-    if nvrtc:
-        yield ("mem", spelled)
+def _has_include_probes(col: Collector, text: str, here: str | None, cwd: str, quoted_bases: list[str],
+                        angled_bases: list[str]) -> None:
+    """Watch where each ``__has_include`` in ``text`` looks, so that a file appearing there (which
+    the dependency output, listing only files found, cannot show) resolves again. ``here``: the
+    folder of the file the text came from (None for a request text). An operand that is not a
+    literal (a macro) cannot be placed: the resolution is then not trusted (done again on every
+    lookup)."""
+    body = spliced(text)
+    probes = _HAS_INCLUDE.findall(body)
+    if not probes:
+        return
+    literal = list(_HAS_LITERAL.finditer(body))
+    if len(literal) != len(probes):
+        col.racy = True
+    for m in literal:
+        q, a = m.group(2), m.group(3)
+        spelled = q or a
         if os.path.isabs(spelled):
-            yield ("disk", spelled, -1)
-        elif quoted and where is not None:
-            base = os.path.dirname(where[1])  # the including name (main source, request header or file)
-            yield ("disk", os.path.join(base, spelled) if base else spelled, -1)
-        return
-    if os.path.isabs(spelled):
-        yield ("disk", spelled, -1)
-        return
-    if quoted and where is not None and where[0] == "disk":
-        yield ("disk", os.path.join(os.path.dirname(where[1]), spelled), -1)
-    elif quoted and where is not None:
-        yield ("mem", os.path.normpath(os.path.join(os.path.dirname(where[1]), spelled)))
-    start = index + 1 if nxt and index >= 0 else 0
-    if start == 0:
-        yield ("mem", os.path.normpath(spelled))
-    assert dirs is not None
-    for i, d in enumerate(dirs()):
-        if i >= start:
-            yield ("disk", os.path.join(d, spelled), i)
+            col.watch_missing(spelled)
+            continue
+        bases = ([here] if q is not None and here is not None else []) + (quoted_bases if q is not None else angled_bases)
+        for base in bases:
+            col.watch_missing(os.path.normpath(os.path.join(cwd, base, spelled)))
 
 
-# -- hiprtc's system search list -----------------------------------------------------------------
-_PROBE = r"""
-import json, sys
-sys.path[:0] = json.loads(sys.argv[1])
-from hipexplore.compile.hiprtc import HiprtcCompiler
-from hipexplore.compile.request import CompileRequest, Source
-comp = HiprtcCompiler(library=sys.argv[2] or None, allow_unknown_targets=True)
-comp.compile(CompileRequest(Source("probe.hip", "\n"), "hiprtc", sys.argv[3], options=(*json.loads(sys.argv[4]), "-v")))
-"""
-#: (identity, library, target, options) -> (system folders, [(folder, exists)] it depends on, cwd or None)
-_probes: dict[tuple, tuple[list[str], tuple[tuple[str, bool], ...], str | None]] = {}
+def runtime_inputs(request: CompileRequest, identity: CompilerIdentity, probe: Callable[[CompileRequest], Deps]) -> Implicit:
+    """The implicit inputs of an NVRTC or hiprtc request, from the compiler's own dependency
+    output (``probe``: NVRTC's front end ``-M``, hiprtc's clang ``-M -MF``, run with the request's
+    texts and options in the current directory). Every file it lists that exists on disk is
+    keyed; the folders where a ``__has_include`` would find a new file, and hiprtc's search
+    folders (where a new header could shadow one found later on the list), are watched."""
+    nvrtc = request.compiler == "nvrtc"
 
-
-def hiprtc_dirs(col: Collector, library: str, identity: CompilerIdentity, request: CompileRequest) -> list[str]:
-    """comgr's system include folders for this target and options (after the request-header
-    folder it writes itself), with the folders it ignored as missing watched. The probe is run
-    again when one of those appears or a listed one goes. Raises ``RuntimeError`` when it fails."""
-    key = (identity, library, request.target, request.options)
-    cwd = os.getcwd()
-    hit = _probes.get(key)
-    if hit is None or (hit[2] is not None and hit[2] != cwd) or any(os.path.isdir(d) != e for d, e in hit[1]):
-        proc = subprocess.run(
-            [sys.executable, "-c", _PROBE, json.dumps(sys.path), library, request.target, json.dumps(request.options)],
-            capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-        quoted, angled, missing = search_list(proc.stderr + proc.stdout)
-        if proc.returncode != 0 or not angled:
-            tail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-            raise RuntimeError(f"the hiprtc search-list probe failed: {tail[:300]}")
-        system = [d for d in (*quoted, *angled) if not re.search(r"/comgr-[^/]+/include$", d)]
-        state = tuple((os.path.join(cwd, d), d in system) for d in dict.fromkeys((*system, *missing)))
-        relative = any(not os.path.isabs(d) for d in (*system, *missing))
-        hit = (system, state, cwd if relative else None)
-        _probes[key] = hit
-    system, state, used_cwd = hit
-    for folder, _ in state:  # one appearing or going changes the list: resolve (and probe) again
-        col.watch_dir(folder)
-    if used_cwd is not None:
-        col.cwd = used_cwd
-    return system
-
-
-def runtime_inputs(request: CompileRequest, identity: CompilerIdentity, library: str | None = None) -> Implicit:
-    """The implicit inputs of an NVRTC (``library`` None) or hiprtc request."""
     def resolve(col: Collector) -> str:
-        if request.compiler == "nvrtc":
-            walk(col, request, None)
+        if reads_only_request(request, nvrtc):
             return ""
-        cached: list[list[str]] = []
-
-        def dirs() -> list[str]:
-            if not cached:
-                cached.append(hiprtc_dirs(col, library or "", identity, request))
-            return cached[0]
-        try:
-            walk(col, request, dirs)
-        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-            return str(exc)
+        cwd = os.getcwd()
+        col.cwd = cwd
+        deps = probe(request)
+        if deps.error:
+            return deps.error
+        texts: list[tuple[str, str | None]] = [(request.source.text, None), *((h.text, None) for h in request.headers)]
+        for dep in deps.files:
+            path = os.path.normpath(os.path.join(cwd, dep))
+            data = col.read(dep, path)
+            if data is not None:
+                texts.append((data.decode("utf-8", "replace"), os.path.dirname(path)))
+        system = [*deps.quoted, *deps.angled]
+        if nvrtc:  # quoted: beside the including *name* (request texts: relative to the current directory)
+            names = [os.path.dirname(n) for n in (request.source.name, *(h.name for h in request.headers))]
+            quoted, angled = list(dict.fromkeys(names)), []
+        else:  # hiprtc: request headers are in comgr's own folder; then the system folders
+            quoted, angled = system, list(deps.angled)
+        for text, here in texts:
+            _has_include_probes(col, text, here, cwd, quoted, angled)
+        for folder in (*system, *(d for d in deps.missing)):
+            col.watch_dir(os.path.normpath(os.path.join(cwd, folder)))
+        on_disk = [os.path.normpath(os.path.join(cwd, d)) for d in deps.files]
+        watch_shadows(col, [p for p in on_disk if p in col.checks and col.checks[p] is not None and p in
+                            {os.path.normpath(os.path.join(cwd, o)) for o in col.files}],
+                      [os.path.normpath(os.path.join(cwd, d)) for d in system])
         return ""
     return current(request, identity, resolve)
 
 
-__all__ = ["Collector", "Implicit", "READS_CWD", "current", "make_dependencies", "runtime_inputs", "search_list",
-           "unchanged", "walk", "watch_shadows"]
+def parse_nvrtc_deps(text: str, source_name: str) -> list[str]:
+    """NVRTC's front end ``-M``: one ``<object>: <path>`` line per file, names unescaped. The
+    first is the main source (read from memory); built-in pseudo files are dropped by the caller
+    (they do not exist on disk)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    target = lines[0].split(": ", 1)[0] + ": "
+    deps = [line[len(target):] if line.startswith(target) else line for line in lines]
+    if deps and deps[0] == source_name:
+        deps = deps[1:]
+    return deps
+
+
+def parse_make_deps(text: str, skip_prefix: str = "") -> list[str]:
+    """clang's ``-M -MF`` (make syntax); paths under ``skip_prefix`` (comgr's own temp folder:
+    the source and the request headers it wrote there) are dropped."""
+    return [d for d in make_dependencies(text) if not (skip_prefix and d.startswith(skip_prefix))]
+
+
+__all__ = ["Collector", "Deps", "Implicit", "READS_CWD", "current", "make_dependencies", "parse_make_deps",
+           "parse_nvrtc_deps", "reads_only_request", "runtime_inputs", "search_list", "spliced", "unchanged",
+           "watch_shadows"]

@@ -53,12 +53,60 @@ DEFAULT_STARTUP_TIMEOUT = 120.0
 STDERR_TAIL_BYTES = 8192
 
 _BOOT = (
-    "import sys, json\n"
+    "import sys, json, importlib\n"
     "for p in reversed(json.loads(sys.argv[1])):\n"
     "    sys.path.insert(0, p) if p not in sys.path else None\n"
-    "from hipexplore.compile.isolation import _worker_main\n"
-    "_worker_main(int(sys.argv[2]), int(sys.argv[3]))\n"
+    "importlib.import_module(sys.argv[2])._worker_main(int(sys.argv[3]), int(sys.argv[4]))\n"
 )
+
+
+def start_worker(module: str, *, log_prefix: str, env: dict[str, str] | None = None
+                 ) -> tuple[subprocess.Popen, Connection, Connection, int, str]:
+    """Start a fresh interpreter running ``MODULE._worker_main(read_fd, write_fd)``: the one
+    launcher of compile workers (``_Worker``) and sweep workers (``bench.worker``).
+
+    Returns (process, receive end, send end, log descriptor, log path). Started with ``subprocess``
+    (spawn-equivalent, never fork: the parent has threads, maybe a GPU context), in a session of
+    its own (its process group can be killed whole), ``env`` added, and ``LIBC_FATAL_STDERR_=1``:
+    glibc writes "munmap_chunk(): invalid pointer" and friends to /dev/tty unless told otherwise,
+    and we want them in the worker's log, i.e. in the error. The log has no name once the worker
+    has it open: the parent reads its tail through the descriptor (``log_tail``) and the file is
+    gone with the last descriptor, however either process ends (a SIGKILLed parent left 245 logs
+    in TMPDIR)."""
+    fd, log_path = tempfile.mkstemp(prefix=log_prefix, suffix=".log")
+    child_read, parent_write = os.pipe()
+    parent_read, child_write = os.pipe()
+    try:
+        with open(log_path, "ab", buffering=0) as errf:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, json.dumps(sys.path), module, str(child_read), str(child_write)],
+                stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, pass_fds=(child_read, child_write),
+                start_new_session=True, env=dict(os.environ, **(env or {}), LIBC_FATAL_STDERR_="1"),
+            )
+    except BaseException:
+        for f in (child_read, child_write, parent_read, parent_write, fd):
+            os.close(f)
+        os.unlink(log_path)
+        raise
+    try:
+        os.unlink(log_path)  # both processes hold it open: nothing to leave behind
+    except OSError:
+        pass
+    os.close(child_read)
+    os.close(child_write)
+    return proc, Connection(parent_read, writable=False), Connection(parent_write, readable=False), fd, log_path
+
+
+def log_tail(fd: int | None, limit: int = STDERR_TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a worker's log (``start_worker``'s descriptor) as text."""
+    if fd is None:
+        return ""
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - limit)
+        return os.pread(fd, size - start, start).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def signal_description(returncode: int | None) -> tuple[str, str]:
@@ -89,34 +137,17 @@ class _Worker:
     """One worker process and its two pipes. Used by one thread at a time."""
 
     def __init__(self, backend: str, kwargs: dict[str, Any]) -> None:
-        fd, self.stderr_path = tempfile.mkstemp(prefix=f"hipexplore-{backend}-worker-", suffix=".log")
-        os.close(fd)
-        child_read, parent_write = os.pipe()
-        parent_read, child_write = os.pipe()
-        # LIBC_FATAL_STDERR_: glibc writes "munmap_chunk(): invalid pointer" and friends to /dev/tty
-        # unless told otherwise; we want them in the worker's stderr file, i.e. in the error's log
-        env = dict(os.environ, **{settings.COMPILE_WORKER.name: "1"}, LIBC_FATAL_STDERR_="1")
+        # The worker's stderr goes to a file that has no name once the worker has it open
+        # (``start_worker``): this process keeps a descriptor to read its tail (the crash report of a
+        # CompilerCrashed, whose text the CLI writes to a log file it names).
         #: the variables the backend reads, as this worker inherited them (part of its identity)
         self.env_values = env_values(backend)
         #: its current directory, where NVRTC and hiprtc look for some includes (implicit.READS_CWD)
         self.cwd = os.getcwd()
-        try:
-            with open(self.stderr_path, "ab", buffering=0) as errf:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(child_read), str(child_write)],
-                    stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, pass_fds=(child_read, child_write),
-                    start_new_session=True, env=env,
-                )
-        except BaseException:
-            for f in (child_read, child_write, parent_read, parent_write):
-                os.close(f)
-            os.unlink(self.stderr_path)
-            raise
-        os.close(child_read)
-        os.close(child_write)
+        self.proc, self.rx, self.tx, fd, self.stderr_path = start_worker(
+            "hipexplore.compile.isolation", log_prefix=f"hipexplore-{backend}-worker-", env={settings.COMPILE_WORKER.name: "1"})
+        self._log_fd: int | None = fd
         self.pid = self.proc.pid
-        self.rx = Connection(parent_read, writable=False)
-        self.tx = Connection(parent_write, readable=False)
         try:
             self.pidfd: int | None = os.pidfd_open(self.pid)
         except (AttributeError, OSError):  # old kernel or platform: fall back to polling
@@ -175,14 +206,7 @@ class _Worker:
 
     # -- ending ------------------------------------------------------------------------------
     def stderr_tail(self) -> str:
-        try:
-            with open(self.stderr_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - STDERR_TAIL_BYTES))
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return log_tail(self._log_fd)
 
     def kill(self) -> None:
         """SIGKILL the worker's whole process group, reap it, release pipes and files."""
@@ -229,10 +253,12 @@ class _Worker:
             except OSError:
                 pass
             self.pidfd = None
-        try:
-            os.unlink(self.stderr_path)
-        except OSError:
-            pass
+        if self._log_fd is not None:
+            try:
+                os.close(self._log_fd)
+            except OSError:
+                pass
+            self._log_fd = None
 
 
 def _shutdown(idle: list[_Worker], busy: set[_Worker], lock: threading.Lock) -> None:

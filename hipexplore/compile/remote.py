@@ -2,26 +2,49 @@
 
 Why Redis: a team's build hosts and notebooks already reach one, it evicts on its own under
 ``maxmemory`` with ``allkeys-lru`` (the size bound is the server's, set once by whoever runs it;
-this tier sets no TTL and never scans), and ``SET NX PX`` gives a lease with expiry, so hosts
-sharing a server compile a key once and a dead holder's lease runs out by itself.
+this tier sets no TTL on entries and never scans), and ``SET NX PX`` gives a lease with expiry, so
+hosts sharing a server compile a key once and a dead holder's lease runs out by itself.
 
 The values are the disk tier's entry bytes (``entry.py``) with an HMAC under the team secret
 (``HIPEXPLORE_CACHE_SECRET``, required): anyone who can write to the server but lacks the secret
 cannot plant code, and the full key stored in the entry is compared on every hit.
 
-An unreachable or slow server never fails a compile: connect and read timeouts are short
-(``HIPEXPLORE_CACHE_REMOTE_TIMEOUT``), and the first failure gives ONE ``RuntimeWarning`` and
-turns the tier off for the process (local tiers only from then on).
+An unreachable, slow or trickling server never fails a compile and never costs more than its
+timeout per request (issue 25, item 6):
+
+* **Every request is bounded as a whole.** ``HIPEXPLORE_CACHE_REMOTE_TIMEOUT`` is a deadline for
+  the whole request (connect, send, every read of the reply), not for each socket read: the
+  connection's socket is wrapped so each operation gets only the time left until the deadline;
+  past it the request raises and the connection is dropped (a half-read reply is never reused).
+  redis-py's own retries are off (a retry would start the clock again).
+* **The tier switches off** (one ``RuntimeWarning``, local tiers only from then on) at the first
+  failed request, and after ``SLOW_LIMIT`` answers in a row slower than ``SLOW_FRACTION`` of the
+  timeout: a server that answers just inside the deadline every time would otherwise cost that
+  much on every lookup.
+* **Leases have an owner and a lifetime.** A lease value names its owner (host, pid, a random
+  token), its lifetime, and carries an HMAC under the team secret over the lease's name and those
+  fields; it is set with ``PX`` = that lifetime (the compile timeout plus ``LEASE_MARGIN_S``).
+  A host waits on another's lease only while it authenticates, has an expiry and no more than the
+  longest lifetime this host would give one, and at most for the time it had left when first seen:
+  a lease an outsider set without expiry (or with a long one) is not waited on at all. A lease is
+  released only by its owner and only while it still holds it (compare-and-delete in one Lua
+  script), so a lease that expired and was taken by another host is never deleted.
+
+Not bounded by the deadline: resolving the server's host name (``getaddrinfo``) and a TLS
+handshake (``rediss://``: Python bounds each of its reads by the timeout, not the handshake).
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
+import os
 import secrets
+import socket
 import threading
 import time
 import warnings
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import settings
@@ -32,24 +55,138 @@ from .request import KEY_SCHEMA, CacheKey
 
 #: How often a host waiting on another host's lease looks for the entry.
 LEASE_POLL_S = 0.05
+#: A lease lives for the compile timeout plus this (the holder writes the tiers after compiling).
+LEASE_MARGIN_S = 30.0
+#: An answer slower than this fraction of the timeout is slow; SLOW_LIMIT in a row turn the tier off.
+SLOW_FRACTION = 0.5
+SLOW_LIMIT = 3
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+_LEASE_VERSION = "hx1"
+
+T = TypeVar("T")
 
 
 def redacted(url: str) -> str:
     """The URL without a password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        port = parts.port
+    except ValueError:  # an unparsable port: say nothing of what follows the scheme
+        return url.split("://", 1)[0] + "://***"
+    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{port}" if port else "")
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def check_url(url: object, what: str = "remote") -> str:
+    """``url`` if it is a Redis URL with a host (``redis://``, ``rediss://``) or a socket path
+    (``unix://``) and a valid port; else a one-line ``ConfigError`` naming the value."""
+    try:
+        if not isinstance(url, str):
+            raise ValueError(url)
+        return settings._redis_url(url)
+    except ValueError:
+        shown = redacted(url) if isinstance(url, str) else url
+        raise ConfigError(f"{what} must be a Redis URL with a host and a port in 1-65535, such as "
+                          f"redis://host:6379/0 (or unix:///path/to/redis.sock); got {shown!r}") from None
+
+
+# -- a deadline for a whole request ------------------------------------------------------------
+class _Deadline(threading.local):
+    at: float | None = None
+
+
+_DEADLINE = _Deadline()
+
+
+class DeadlinePassed(socket.timeout):
+    """The request's deadline passed before this socket operation could start."""
+
+
+def _time_left(timeout: float | None) -> float | None:
+    """What a socket operation may take now: ``timeout`` (what redis-py asked for; None blocks)
+    cut to the time left before the current request's deadline."""
+    at = _DEADLINE.at
+    if at is None:
+        return timeout
+    left = at - time.monotonic()
+    if left <= 0:
+        raise DeadlinePassed("the remote request's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _BoundedSocket:
+    """A connected socket whose every blocking operation ends by the current request's deadline.
+    Everything else is the socket's own (``__getattr__``)."""
+
+    def __init__(self, sock: Any, timeout: float | None) -> None:
+        self._sock = sock
+        self._timeout = timeout
+
+    def settimeout(self, timeout: float | None) -> None:
+        self._timeout = timeout
+        self._sock.settimeout(timeout)
+
+    def gettimeout(self) -> float | None:
+        return self._timeout
+
+    def _arm(self) -> None:
+        self._sock.settimeout(_time_left(self._timeout))
+
+    def recv(self, *args: Any) -> bytes:
+        self._arm()
+        return self._sock.recv(*args)
+
+    def recv_into(self, *args: Any) -> int:
+        self._arm()
+        return self._sock.recv_into(*args)
+
+    def send(self, *args: Any) -> int:
+        self._arm()
+        return self._sock.send(*args)
+
+    def sendall(self, *args: Any) -> None:
+        self._arm()  # Python bounds a whole sendall by the timeout (3.5+), not each send
+        return self._sock.sendall(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+_BOUNDED: dict[type, type] = {}
+
+
+def _bounded_class(base: type) -> type:
+    """``base`` (redis-py's TCP, TLS or Unix socket connection) whose connect and socket honour
+    the current request's deadline."""
+    if base not in _BOUNDED:
+        class Bounded(base):  # type: ignore[misc, valid-type]
+            def _connect(self):
+                limit = self.socket_connect_timeout  # the configured one: restored below
+                self.socket_connect_timeout = _time_left(limit)
+                try:
+                    sock = super()._connect()
+                finally:
+                    self.socket_connect_timeout = limit
+                return _BoundedSocket(sock, self.socket_timeout)
+
+        Bounded.__name__ = Bounded.__qualname__ = f"Bounded{base.__name__}"
+        _BOUNDED[base] = Bounded
+    return _BOUNDED[base]
+
+
+# -- the tier ----------------------------------------------------------------------------------
 class RemoteCache:
-    """Entries in Redis under ``hx:v<schema>:<digest>``; leases under ``hx:lease:<digest>``."""
+    """Entries in Redis under ``hx:v<schema>:<digest>``; leases under ``hx:lease:<sha256 of the key>``."""
 
     def __init__(self, url: str, secret: str | bytes | None = None, timeout: float | None = None) -> None:
+        url = check_url(url)
         try:
             import redis
+            from redis.backoff import NoBackoff
+            from redis.connection import parse_url
+            from redis.retry import Retry
         except ImportError:
             raise ConfigError(f"{settings.CACHE_REMOTE.name}={redacted(url)} needs redis-py: "
                               "pip install 'hipexplore[remote]'") from None
@@ -60,14 +197,22 @@ class RemoteCache:
         self.secret = secret.encode("utf-8") if isinstance(secret, str) else secret
         self.url = url
         self.timeout = settings.CACHE_REMOTE_TIMEOUT.get() if timeout is None else float(timeout)
+        if not (self.timeout > 0 and self.timeout != float("inf")):
+            raise ConfigError(f"the remote timeout must be a positive, finite number of seconds; got {timeout!r}")
         self._errors = (redis.RedisError, OSError)
-        self.client = redis.Redis.from_url(url, socket_connect_timeout=self.timeout, socket_timeout=self.timeout,
-                                           retry_on_timeout=False, health_check_interval=0)
+        options = parse_url(url)
+        base = options.pop("connection_class", redis.Connection)
+        pool = redis.ConnectionPool(connection_class=_bounded_class(base), socket_connect_timeout=self.timeout,
+                                    socket_timeout=self.timeout, retry=Retry(NoBackoff(), 0), retry_on_timeout=False,
+                                    health_check_interval=0, **options)
+        self.client = redis.Redis(connection_pool=pool)
         self.available = True
         self.error = ""
         self._lock = threading.Lock()
+        self._slow_in_a_row = 0
+        self._owner = f"{socket.gethostname()}:{os.getpid()}"
         self.counters = {"hits": 0, "misses": 0, "corrupt": 0, "key_mismatches": 0, "writes": 0, "errors": 0,
-                         "leases": 0, "lease_waits": 0}
+                         "leases": 0, "lease_waits": 0, "leases_ignored": 0, "slow": 0, "requests": 0}
 
     def __repr__(self) -> str:
         return f"RemoteCache({redacted(self.url)!r}, available={self.available})"
@@ -79,21 +224,60 @@ class RemoteCache:
         with self._lock:
             self.counters[name] += 1
 
-    def _fail(self, exc: BaseException) -> None:
+    def _off(self, why: str) -> None:
+        """Turn the tier off for this process, with one warning (the first reason wins)."""
         with self._lock:
-            self.counters["errors"] += 1
             if not self.available:
                 return
             self.available = False
-            self.error = f"{type(exc).__name__}: {exc}"
-        warnings.warn(f"hipexplore compile cache: the Redis tier at {redacted(self.url)} failed ({type(exc).__name__}: "
-                      f"{exc}); continuing with the local tiers only", RuntimeWarning, stacklevel=4)
+            self.error = why
+        try:
+            self.client.connection_pool.disconnect()
+        except Exception:  # noqa: BLE001 - dropping sockets must never fail a compile
+            pass
+        warnings.warn(f"hipexplore compile cache: the Redis tier at {redacted(self.url)} {why}; "
+                      f"continuing with the local tiers only", RuntimeWarning, stacklevel=5)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._count("errors")
+        self._off(f"failed ({type(exc).__name__}: {exc})")
+
+    def _request(self, call: Callable[[], T]) -> T:
+        """Run one request (one command or one pipeline) under a deadline ``timeout`` seconds
+        away; count it slow when it took more than ``SLOW_FRACTION`` of that. Raises what the
+        client raised (the caller turns the tier off)."""
+        start = time.monotonic()
+        _DEADLINE.at = start + self.timeout
+        try:
+            result = call()
+        except self._errors:
+            try:  # the socket may hold half a reply: never reuse it
+                self.client.connection_pool.disconnect()
+            except Exception:  # noqa: BLE001
+                pass
+            raise
+        finally:
+            _DEADLINE.at = None
+        elapsed = time.monotonic() - start
+        with self._lock:
+            self.counters["requests"] += 1
+            if elapsed > SLOW_FRACTION * self.timeout:
+                self.counters["slow"] += 1
+                self._slow_in_a_row += 1
+                slow = self._slow_in_a_row
+            else:
+                self._slow_in_a_row = 0
+                slow = 0
+        if slow >= SLOW_LIMIT:
+            self._off(f"answered {slow} requests in a row in more than {SLOW_FRACTION:g} x its timeout of "
+                      f"{self.timeout:g} s (the last one {elapsed:.2f} s)")
+        return result
 
     def get(self, key: CacheKey) -> ObjectCode | None:
         if not self.available:
             return None
         try:
-            data = self.client.get(self._name(key.digest))
+            data = self._request(lambda: self.client.get(self._name(key.digest)))
         except self._errors as exc:
             self._fail(exc)
             return None
@@ -121,37 +305,81 @@ class RemoteCache:
         data = encode_entry(key, code, secret=self.secret)
         if len(data) > MAX_ENTRY_BYTES:
             return False
-        try:
-            self.client.set(self._name(key.digest), data)  # no TTL: the server's maxmemory + allkeys-lru bound it
+        try:  # no TTL: the server's maxmemory + allkeys-lru bound it
+            self._request(lambda: self.client.set(self._name(key.digest), data))
         except self._errors as exc:
             self._fail(exc)
             return False
         self._count("writes")
         return True
 
+    # -- leases ----------------------------------------------------------------------------------
+    @staticmethod
+    def lease_name(key: CacheKey) -> str:
+        return f"hx:lease:{hashlib.sha256(key.canonical).hexdigest()}"  # per full key: digest collisions never wait
+
+    @staticmethod
+    def lease_lifetime_ms() -> int:
+        """How long a lease of this host lives: the compile timeout plus ``LEASE_MARGIN_S``."""
+        return int((settings.COMPILE_TIMEOUT.get() + LEASE_MARGIN_S) * 1000)
+
+    def _lease_mac(self, name: str, fields: str) -> str:
+        return hmac.new(self.secret, f"{name}\0{fields}".encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def lease_value(self, name: str, ttl_ms: int) -> str:
+        """A new lease value for ``name``: owner, token, lifetime and their HMAC."""
+        fields = f"{_LEASE_VERSION}|{self._owner}|{secrets.token_hex(8)}|{ttl_ms}"
+        return f"{fields}|{self._lease_mac(name, fields)}"
+
+    def _lease_lifetime(self, name: str, value: bytes | None) -> int | None:
+        """The lifetime (ms) an authentic lease value declares; None for anything else."""
+        if value is None:
+            return None
+        try:
+            text = value.decode("ascii")
+            fields, mac = text.rsplit("|", 1)
+            version, _owner, _token, ttl = fields.split("|")
+            ttl_ms = int(ttl)
+        except (UnicodeDecodeError, ValueError):
+            return None
+        if version != _LEASE_VERSION or not hmac.compare_digest(mac, self._lease_mac(name, fields)):
+            return None
+        return ttl_ms
+
+    def _worth_waiting(self, name: str, value: bytes | None, pttl: int) -> tuple[bool, str]:
+        """Whether another host's lease is one to wait on, and why not."""
+        declared = self._lease_lifetime(name, value)
+        if declared is None:
+            return False, "not authenticated under the team secret"
+        if pttl < 0:  # -1: no expiry, -2: gone
+            return False, "no expiry" if pttl == -1 else "gone"
+        longest = self.lease_lifetime_ms()
+        if pttl > declared or declared > longest:
+            return False, f"a lifetime ({max(pttl, declared)} ms) longer than this host allows ({longest} ms)"
+        return True, ""
+
     @contextmanager
     def lease(self, key: CacheKey, timeout: float | None = None) -> Iterator[bool]:
         """Hold ``key``'s lease while compiling it: yields True when this host holds it; False
-        after waiting (bounded by ``timeout``) for another host's lease to end (the caller then
-        looks again and compiles if still missing). The lease expires on its own after the
-        compile timeout plus a margin, so a holder that died does not block anyone for long."""
+        after waiting for another host's lease to end (the caller then looks again and compiles
+        if still missing). A wait lasts at most ``timeout`` (``HIPEXPLORE_CACHE_LOCK_TIMEOUT``)
+        and at most the lease's time left when first seen; a lease that does not authenticate,
+        has no expiry or a longer one than this host would give is not waited on."""
         timeout = settings.CACHE_LOCK_TIMEOUT.get() if timeout is None else timeout
         if not self.available:
             yield False
             return
-        name = f"hx:lease:{hashlib.sha256(key.canonical).hexdigest()}"  # per full key: digest collisions never wait
-        token = secrets.token_hex(8)
-        ttl_ms = int((settings.COMPILE_TIMEOUT.get() + 30.0) * 1000)
+        name = self.lease_name(key)
+        ttl_ms = self.lease_lifetime_ms()
+        value = self.lease_value(name, ttl_ms)
+        entry = self._name(key.digest)
         held = False
         try:
-            held = bool(self.client.set(name, token, nx=True, px=ttl_ms))
-            if not held:
-                self._count("lease_waits")
-                deadline = time.monotonic() + timeout
-                while time.monotonic() < deadline and self.client.exists(name) and not self.client.exists(self._name(key.digest)):
-                    time.sleep(LEASE_POLL_S)
-            else:
+            held = bool(self._request(lambda: self.client.set(name, value, nx=True, px=ttl_ms)))
+            if held:
                 self._count("leases")
+            else:
+                self._wait(name, entry, timeout)
         except self._errors as exc:
             self._fail(exc)
             held = False
@@ -159,10 +387,37 @@ class RemoteCache:
             yield held
         finally:
             if held and self.available:
-                try:
-                    self.client.eval(_RELEASE, 1, name, token)
+                try:  # compare-and-delete: a lease that expired and was taken by another host stays theirs
+                    self._request(lambda: self.client.eval(_RELEASE, 1, name, value))
                 except self._errors as exc:
                     self._fail(exc)
+
+    def _look(self, name: str, entry: str) -> tuple[bytes | None, int, bool]:
+        def call():
+            pipe = self.client.pipeline(transaction=False)
+            pipe.get(name)
+            pipe.pttl(name)
+            pipe.exists(entry)
+            return pipe.execute()
+        value, pttl, exists = self._request(call)
+        return value, int(pttl), bool(exists)
+
+    def _wait(self, name: str, entry: str, timeout: float) -> None:
+        start = time.monotonic()
+        value, pttl, exists = self._look(name, entry)
+        if exists or pttl == -2:
+            return
+        ok, why = self._worth_waiting(name, value, pttl)
+        if not ok:
+            self._count("leases_ignored")
+            return
+        self._count("lease_waits")
+        until = start + min(timeout, pttl / 1000.0 + 2 * LEASE_POLL_S)
+        while self.available and time.monotonic() < until:
+            time.sleep(LEASE_POLL_S)
+            value, pttl, exists = self._look(name, entry)
+            if exists or pttl == -2 or not self._worth_waiting(name, value, pttl)[0]:
+                return
 
     def stats(self) -> dict:
         with self._lock:
@@ -180,9 +435,4 @@ def remote_cache_from_env(remote: str | bool | None = None) -> RemoteCache | Non
         return None
     if not isinstance(url, str):
         raise ConfigError(f"remote must be a redis:// URL, False or None (environment); got {url!r}")
-    if isinstance(remote, str):
-        try:
-            settings._redis_url(remote)
-        except ValueError:
-            raise ConfigError(f"remote must be a Redis URL such as redis://host:6379/0; got {remote!r}") from None
-    return RemoteCache(url)
+    return RemoteCache(check_url(url, "remote" if isinstance(remote, str) else settings.CACHE_REMOTE.name))

@@ -111,7 +111,12 @@ class HostDevice(DeviceBase):
         elif env is not None:
             llc, src = env, "override (HIPEXPLORE_LLC_BYTES)"
         self._llc = (llc, src)
-        self._tmp = tempfile.TemporaryDirectory(prefix="hipexplore-host-")
+        # the pid in the name: a process killed before close() leaves this folder behind, and the
+        # next hipexplore process removes it once that pid is dead (compile.host.clean_leftovers)
+        from ..compile.host import BUILD_PREFIX, _clean_dead_build_dirs
+
+        _clean_dead_build_dirs()
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}-device-")
         self._libs: list[ctypes.CDLL] = []
         self._nlib = 0
 

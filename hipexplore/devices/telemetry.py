@@ -12,10 +12,18 @@ Sources, chosen by what is present:
   AMD     ``amdsmi`` where it is installed (ROCm >= 6): current and max GFX clock, temperature, power.
   host    ``/sys/devices/system/cpu/cpuN/cpufreq/scaling_cur_freq`` (and ``cpuinfo_max_freq``).
 Anything missing reads NaN and ``source`` says why; telemetry never fails a measurement.
+
+The host is read too, whatever the device (``HostLoad``, every chunk): how many other tasks were
+runnable, the share of CPU time others used and the share stolen by a hypervisor since the last
+chunk. Why: on the 2-core review VM a background process keeping one core busy moved the host
+kernel's medians by up to 9% between runs, and GPU timings include host-side launch work too; a
+verdict over a run whose load changed half-way says so (``verdicts.drift_check``), and the rows show
+which chunks ran under load.
 """
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +41,12 @@ class Reading:
     clock_mhz: float = NAN
     temp_c: float = NAN
     power_w: float = NAN
+    #: other runnable tasks on the host at the reading (``/proc/stat`` procs_running less this one)
+    host_load: float = NAN
+    #: share of all CPUs' time since the previous reading spent busy by others (not this process)
+    host_busy: float = NAN
+    #: share of all CPUs' time since the previous reading stolen by the hypervisor
+    host_steal: float = NAN
 
 
 class Telemetry:
@@ -148,7 +162,76 @@ class SysfsCpuTelemetry(Telemetry):
         return Reading(clock_mhz=cur / 1000.0 if cur == cur else NAN)
 
 
+class HostLoad:
+    """The host's load between two readings, from ``/proc/stat`` and this process's CPU times.
+
+    ``read()`` returns (other runnable tasks now, share of CPU time busy by others, share stolen)
+    since the previous call; NaN where ``/proc`` is absent (not Linux) or on the first call's shares.
+    """
+
+    def __init__(self, proc: Path = Path("/proc")) -> None:
+        self._proc = proc
+        self._last: tuple[float, float, float, float] | None = None
+        self._tick = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+        self.read()
+
+    def _stat(self) -> tuple[float, float, float, float, float] | None:
+        try:
+            text = (self._proc / "stat").read_text()
+        except OSError:
+            return None
+        cpu = running = None
+        for line in text.splitlines():
+            if line.startswith("cpu "):
+                cpu = [float(v) for v in line.split()[1:]]
+            elif line.startswith("procs_running"):
+                running = float(line.split()[1])
+        if cpu is None or running is None or len(cpu) < 4:
+            return None
+        idle = cpu[3] + (cpu[4] if len(cpu) > 4 else 0.0)
+        steal = cpu[7] if len(cpu) > 7 else 0.0
+        total = sum(cpu[:8])
+        own = sum(os.times()[:2]) * self._tick  # this process's user + system time, in ticks
+        return total, idle, steal, own, running
+
+    def read(self) -> tuple[float, float, float]:
+        now = self._stat()
+        if now is None:
+            return NAN, NAN, NAN
+        total, idle, steal, own, running = now
+        last, self._last = self._last, (total, idle, steal, own)
+        load = max(0.0, running - 1.0)
+        if last is None or total <= last[0]:
+            return load, NAN, NAN
+        span = total - last[0]
+        busy_others = (span - (idle - last[1]) - (steal - last[2]) - (own - last[3])) / span
+        return load, min(1.0, max(0.0, busy_others)), min(1.0, max(0.0, (steal - last[2]) / span))
+
+
+class WithHostLoad(Telemetry):
+    """A device's telemetry with the host's load added to every reading (``HostLoad``)."""
+
+    def __init__(self, inner: Telemetry, host: HostLoad | None = None) -> None:
+        self.inner = inner
+        self.host = host or HostLoad()
+        self.max_clock_mhz = inner.max_clock_mhz
+        self.source = f"{inner.source}; host load from /proc/stat"
+
+    def read(self) -> Reading:
+        r = self.inner.read()
+        load, busy, steal = self.host.read()
+        return Reading(r.clock_mhz, r.temp_c, r.power_w, load, busy, steal)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def for_device(device: Any) -> Telemetry:
+    """The best telemetry for ``device`` plus the host's load (``WithHostLoad``)."""
+    return WithHostLoad(_device_telemetry(device))
+
+
+def _device_telemetry(device: Any) -> Telemetry:
     """The best telemetry for ``device`` (a ``Telemetry`` that reads NaN when none is available)."""
     why = ""
     try:

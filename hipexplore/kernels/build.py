@@ -15,7 +15,9 @@ dependencies), a direct in-process compile through the same compiler libraries i
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import re
 import threading
 import weakref
 from pathlib import Path
@@ -180,6 +182,8 @@ class KernelBuilder:
             if found is not None:
                 return found
             code = compile_request(request, device.cache)
+            if device.compiler == "host" and not timed:
+                check_host_signature(spec, request)  # before the function can ever be called
             module = device.load(code)
             loaded = LoadedKernel(module, device.kernel(module, code.symbol(spec.entry_for(device.compiler))), code)
         with self._lock:
@@ -200,9 +204,204 @@ def _file_stamp(path: str) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
+# --- host kernels: the --args spec checked against the C function's own parameter list ------------
+#
+# Why: the host device calls a user's C function through ctypes with the arguments the spec
+# describes. A spec shorter than the function (or a scalar of the wrong width, a pointer passed
+# where a number is expected) is not an error ctypes can see: the function reads garbage registers
+# as pointers and counts and the whole process dies with SIGSEGV (rc 139, no message). The compiler
+# knows the parameters: gcc's ``-aux-info`` prints every function's prototype, and
+# ``__builtin_classify_type``/``sizeof`` in a probe compiled beside the source tell what each
+# parameter is (pointer or value, integer or floating, its width), typedefs and macros resolved as
+# in the real compile. A compiler without ``-aux-info`` (clang) gives no signature: the call is
+# then made unchecked (``signature_checked`` says which).
+
+#: ``__builtin_classify_type`` classes (gcc's typeclass.h)
+_TYPE_CLASS = {0: "void", 1: "integer", 2: "char", 3: "enum", 4: "bool", 5: "pointer", 6: "reference", 7: "offset",
+               8: "floating", 9: "complex", 10: "function", 11: "method", 12: "struct", 13: "union", 14: "array",
+               15: "string", 16: "lang", 17: "opaque", 18: "bitint"}
+_INTEGERS = {1, 2, 3, 4}
+_SIG_MEMO: dict[str, str] = {}
+_SIG_LOCK = threading.Lock()
+
+
+def _aux_prototype(aux: str, entry: str) -> tuple[str, list[str]] | None:
+    """(parameter list text, parameter names) of ``entry``'s definition in gcc ``-aux-info`` output;
+    None when it holds no definition of it with named parameters."""
+    best = None
+    for line in aux.splitlines():
+        m = re.match(r"/\* .*:\d+:(?P<kind>[NO][FC]) \*/ (?P<decl>.*)$", line)
+        if not m or m.group("kind")[1] != "F":
+            continue
+        decl = m.group("decl")
+        at = re.search(rf"(?<![A-Za-z0-9_]){re.escape(entry)} \(", decl)
+        if at is None or decl[:at.start()].count("(") != decl[:at.start()].count(")"):
+            continue
+        depth, i = 0, at.end() - 1
+        for i in range(at.end() - 1, len(decl)):
+            depth += {"(": 1, ")": -1}.get(decl[i], 0)
+            if depth == 0:
+                break
+        params = decl[at.end():i]
+        names = re.search(r"/\* \((?P<names>[^)]*)\)", decl[i:])
+        if names is None:
+            continue
+        best = (params, [n.strip() for n in names.group("names").split(",") if n.strip()])
+    return best
+
+
+def _host_signature_problems(spec: KernelSpec, request: CompileRequest) -> str:
+    """Compare ``spec.args`` with the C parameters of ``request``'s entry; "" when they agree (or the
+    compiler cannot say), else the reason, naming the arguments."""
+    import os
+    import subprocess
+    import tempfile
+
+    from ..compile.host import BUILD_PREFIX, HostCompiler
+    from ..devices.base import CTYPES as ctypes_of
+
+    entry = spec.entry_for("host")
+    try:
+        argv = HostCompiler()._command()
+    except CompilerUnavailable:
+        return ""
+    env = dict(os.environ, LC_ALL="C", LANGUAGE="C")
+    with tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}-sig-") as tmp:
+        folder = Path(tmp)
+        for src in (request.source, *request.headers):
+            path = (folder / src.name).resolve()
+            if folder.resolve() not in path.parents:
+                return ""
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(src.text, encoding="utf-8")
+        source = folder / request.source.name
+        aux = folder / "hx.aux"
+        opts = [o for o in request.options if not o.startswith(("-o", "-M"))]
+
+        def run(cmd: list[str]) -> subprocess.CompletedProcess:
+            return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=env, timeout=120, errors="replace")
+
+        try:
+            proc = run([*argv, *opts, f"-I{tmp}", "-fsyntax-only", "-aux-info", str(aux), str(source)])
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        if proc.returncode != 0 or not aux.is_file():
+            return ""  # clang has no -aux-info; a source error is the compile's to report
+        found = _aux_prototype(aux.read_text(encoding="utf-8", errors="replace"), entry)
+        if found is None:
+            return ""
+        params_text, names = found
+        if params_text.strip() == "void":
+            names = []
+        if "..." in params_text:
+            return f"{entry}() takes a variable argument list (...), which a kernel launch cannot pass"
+        args = list(spec.args)
+        decls = [p.strip() for p in _split_params(params_text)] if names else []
+        if len(names) != len(args):
+            shown = f"({params_text.strip()})"
+            effect = ("calling it would read the missing ones from whatever the registers hold" if len(args) < len(names)
+                      else "the spec does not describe this function")
+            return (f"the spec describes {len(args)} argument(s) ({', '.join(a.name for a in args) or 'none'}) but "
+                    f"{entry}{shown} takes {len(names)}: {effect}")
+        probe = folder / "hx_signature_probe.c"
+        head = f'#include "{request.source.name}"\nstatic void __hx_signature_probe({params_text}) {{\n'
+
+        def facts(body: list[str]) -> set[str]:
+            probe.write_text(head + "\n".join(body) + "\n}\n", encoding="utf-8")
+            try:
+                p = run([*argv, *opts, f"-I{tmp}", "-fsyntax-only", "-w", "-fno-diagnostics-show-caret", str(probe)])
+            except (OSError, subprocess.TimeoutExpired):
+                return {"?"}
+            return set(re.findall(r'static assertion failed: "(HXSIG [^"]*)"', p.stderr)) if p.returncode else set()
+
+        body = []
+        for i, name in enumerate(names):
+            for k in _TYPE_CLASS:
+                body.append(f'_Static_assert(__builtin_classify_type({name}) != {k}, "HXSIG {i} class {k}");')
+                if args[i].kind == "buffer":
+                    body.append(f'_Static_assert(__builtin_classify_type(({name})[0]) != {k}, "HXSIG {i} pointee {k}");')
+        got = facts(body)
+        if "?" in got:
+            return ""
+        cls = {int(m.split()[1]): int(m.split()[3]) for m in got if m.split()[2] == "class"}
+        pointee = {int(m.split()[1]): int(m.split()[3]) for m in got if m.split()[2] == "pointee"}
+        if len(cls) != len(names):
+            return ""  # the probe did not compile as expected: no verdict
+        sizes_body = []
+        for i, name in enumerate(names):
+            target = f"({name})[0]" if args[i].kind == "buffer" and pointee.get(i) in (*_INTEGERS, 8) else name
+            if args[i].kind == "scalar" and cls[i] not in (*_INTEGERS, 8):
+                continue
+            if args[i].kind == "buffer" and pointee.get(i) not in (*_INTEGERS, 8):
+                continue
+            for size in (1, 2, 4, 8, 16):
+                sizes_body.append(f'_Static_assert(sizeof({target}) != {size}, "HXSIG {i} size {size}");')
+        size_of = {int(m.split()[1]): int(m.split()[3]) for m in facts(sizes_body)} if sizes_body else {}
+    problems = []
+    for i, (a, decl) in enumerate(zip(args, decls)):
+        width = ctypes.sizeof(ctypes_of[a.dtype])
+        floating = a.dtype.startswith("float")
+        kind = _TYPE_CLASS.get(cls[i], "other")
+        if a.kind == "buffer":
+            if cls[i] not in (5, 14):
+                problems.append(f"argument {i + 1} {a.name!r} is a buffer (a pointer) but the C parameter is '{decl}' ({kind})")
+                continue
+            pk = pointee.get(i)
+            if pk in (0, 12, 13, 14, 10, None):
+                continue  # void*, a struct or an array: the element layout is the kernel's, not checkable
+            if pk == 5:
+                problems.append(f"argument {i + 1} {a.name!r} is a buffer of {a.dtype} but the C parameter '{decl}' points to pointers")
+            elif (pk == 8) != floating or size_of.get(i, width) != width:
+                what = "floating" if pk == 8 else "integer"
+                problems.append(f"argument {i + 1} {a.name!r} is a buffer of {a.dtype} ({width}-byte elements) but the C "
+                                f"parameter '{decl}' points to {size_of.get(i, '?')}-byte {what} elements")
+        else:
+            if cls[i] not in (*_INTEGERS, 8):
+                problems.append(f"argument {i + 1} {a.name!r} is a scalar {a.dtype} passed by value but the C parameter is '{decl}' ({kind})")
+            elif (cls[i] == 8) != floating or size_of.get(i, width) != width:
+                what = "floating" if cls[i] == 8 else "integer"
+                problems.append(f"argument {i + 1} {a.name!r} is a {a.dtype} ({width} bytes) but the C parameter '{decl}' is a "
+                                f"{size_of.get(i, '?')}-byte {what}")
+    return "; ".join(problems)
+
+
+def _split_params(text: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in text:
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [p for p in out if p.strip()]
+
+
+def check_host_signature(spec: KernelSpec, request: CompileRequest) -> None:
+    """``ConfigError`` (one line) when ``spec.args`` does not match the host C entry's parameters:
+    their number, pointer or value, integer or floating, width. Memoized per request content.
+    Catalog kernels are trusted (their specs and sources are written together and tested)."""
+    if id(spec) in _TRUSTED:
+        return
+    digest = hashlib.sha256(canonical_json(request.record()) + repr([(a.name, a.kind, a.dtype) for a in spec.args]).encode()).hexdigest()
+    with _SIG_LOCK:
+        known = _SIG_MEMO.get(digest)
+    if known is None:
+        known = _host_signature_problems(spec, request)
+        with _SIG_LOCK:
+            _SIG_MEMO[digest] = known
+    if known:
+        raise ConfigError(f"kernel {spec.name!r}: its --args spec does not match the C function "
+                          f"{spec.entry_for('host')}() in {Path(spec.source_file).name or request.source.name}: {known}; "
+                          f"it was not called (fix the spec or the function)")
+
+
 #: the builder every device's ``compiled_kernel`` asks
 BUILDER = KernelBuilder()
 install_kernel_builder(BUILDER)
+#: the catalog's own kernels (registered at import): not probed
+_TRUSTED = {id(catalog.get(n)) for n in catalog.names()}
 
 
 def kernel_for(device: Any, name: "str | KernelSpec", *, inline_icache: bool = False, timed: bool = False) -> Any:

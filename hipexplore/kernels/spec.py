@@ -80,24 +80,46 @@ class Arg:
         return np.dtype(self.dtype).itemsize
 
     def elements(self, n: int, env: Mapping[str, Any] | None = None) -> int:
-        """Element count for ``n``; ``env`` holds the kernel's scalar values (``count="rows*cols"``)."""
-        return int(evaluate(self.count, n, what=f"count of argument {self.name!r}", env=env))
+        """Element count for ``n``; ``env`` holds the kernel's scalar values (``count="rows*cols"``).
+        A fractional count rounds up (a buffer is never one element short); it must come out >= 1."""
+        what = f"count of argument {self.name!r}"
+        v = evaluate(self.count, n, what=what, env=env)
+        count = math.ceil(v) if isinstance(v, float) else int(v)
+        if count < 1:
+            raise ConfigError(f"{what}: {_geometry._text_of(self.count)} is {_geometry._num(v)} at n={_geometry._num(n)}; "
+                              f"a buffer needs at least 1 element")
+        return count
 
     def nbytes(self, n: int, env: Mapping[str, Any] | None = None) -> int:
         return self.elements(n, env) * self.itemsize
 
     def scalar(self, n: int, env: Mapping[str, Any] | None = None) -> int | float:
-        v = evaluate(self.value, n, what=f"value of argument {self.name!r}", env=env)
-        return float(v) if self.dtype.startswith("float") else int(v)
+        """The value passed by value, checked against its C type: an integer must fit (a u32 of -1 or
+        an i32 of 2**40 would be passed as some other number), a float32 must not overflow to inf."""
+        what = f"value of argument {self.name!r}"
+        v = evaluate(self.value, n, what=what, env=env)
+        if self.dtype.startswith("float"):
+            fmax = float(np.finfo(self.dtype).max)
+            if abs(v) > fmax:
+                raise ConfigError(f"{what}: {_geometry._text_of(self.value)} is {_geometry._num(v)}, beyond the largest "
+                                  f"{self.dtype} ({fmax:g})")
+            return float(v)
+        iv = int(v)
+        info = np.iinfo(self.dtype)
+        if not info.min <= iv <= info.max:
+            raise ConfigError(f"{what}: {_geometry._text_of(self.value)} is {_geometry._num(iv)}, outside {self.dtype}'s "
+                              f"range [{info.min}, {info.max}]")
+        return iv
 
 
 def evaluate(expr: int | float | str | None, n: int, *, what: str, env: Mapping[str, Any] | None = None) -> int | float:
     """Evaluate a number or an arithmetic expression in ``n`` (and the names in ``env``), through the
-    ast-based evaluator of ``kernels.geometry`` (never ``eval``): ``'n'``, ``'2*n'``, ``'isqrt(n)'``."""
+    ast-based evaluator of ``kernels.geometry`` (never ``eval``): ``'n'``, ``'2*n'``, ``'isqrt(n)'``.
+    Every value is a finite real number within the evaluator's bound (``geometry.MAX_BITS``)."""
     if isinstance(expr, (int, float)) and not isinstance(expr, bool):
-        return expr
+        return _geometry.evaluate(expr, {}, what=what)
     if not isinstance(expr, str):
-        raise ConfigError(f"{what}: {expr!r} is not a number or an arithmetic expression in n (e.g. 'n', '2*n', 'n//4')")
+        raise ConfigError(f"{what}: {_geometry._text_of(expr)} is not a number or an arithmetic expression in n (e.g. 'n', '2*n', 'n//4')")
     return _geometry.evaluate(expr, {**(env or {}), "n": n}, what=what)
 
 
@@ -112,7 +134,13 @@ class NExpr:
         self.expr, self.what = expr, what
 
     def __call__(self, n: int) -> int:
-        return int(evaluate(self.expr, n, what=self.what))
+        """A count of bytes or flops: rounded up when fractional, never negative."""
+        v = evaluate(self.expr, n, what=self.what)
+        out = math.ceil(v) if isinstance(v, float) else int(v)
+        if out < 0:
+            raise ConfigError(f"{self.what}: {_geometry._text_of(self.expr)} is {_geometry._num(v)} at n={_geometry._num(n)}; "
+                              f"expected a count >= 0")
+        return out
 
     def __repr__(self) -> str:
         return f"NExpr({self.expr!r})"

@@ -1,0 +1,238 @@
+"""False verdicts and power at default settings, through the real CLI (issue #23's done-when).
+
+A reviewer's A/B, run as a reviewer would run it, many times:
+
+    hipexplore bench A,B,S5,S3 --source a.cu --source b.cu --source s5.cu --source s3.cu \
+        --entry hx_stream --args ... --size 1MiB,16MiB,256MiB --flush none,l2-write --interleave --out run.parquet
+
+* ``B`` is a byte-identical copy of ``A`` (same text, same entry, another kernel name): every
+  ``faster``/``slower`` of ``compare(run, base=A, new=B)`` is a false verdict.
+* Separate runs of one kernel: ``A`` of run i against ``A`` of run i+1 (``compare(run_i, run_j)``
+  on the samples of ``A`` alone): every ``faster``/``slower`` is false.
+* ``S5`` / ``S3`` do the same work over 5% / 3% more elements (the grid-stride loop wraps around):
+  what they cost is read off a many-process reference, all units of all runs pooled (each unit its
+  own process and placement), and ``slower`` should be called where they are.
+* On the host (``--device host``) the kernels are C: ``B`` the identical copy, ``W4`` four times the
+  work (the done-when's 4x kernel); ``--busy`` keeps a background process spinning on one core.
+* ``--baseline DIR``: an older checkout's default is timed beside this one's, alternating, on the
+  catalog triad over the same configurations (the 1.5x wall-time bound).
+
+Writes DIR/verdict_truth.json (counts, per-configuration power, wall times, versions) and
+DIR/rows.parquet (one row per comparison row), prints a short table last.
+Usage: PYTHONPATH=. python3 benchmarks/verdict_truth.py --device cuda --runs 17 --out DIR
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STREAM_CU = r"""
+extern "C" __global__ void hx_stream(float* __restrict__ out, const float* __restrict__ a,
+                                     const float* __restrict__ b, float s, unsigned long long n) {
+  /* EXTRA/100 more elements than n, wrapping around: that much more work, the same code shape */
+  unsigned long long total = n + (n * EXTRA) / 100;
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    unsigned long long j = i < n ? i : i - n;
+    out[j] = a[j] * s + b[j];
+  }
+}
+"""
+WORK_C = r"""
+typedef unsigned long long hx_u64;
+void hx_work(float* restrict a, const float* restrict b, float s, hx_u64 n) {
+  for (hx_u64 i = 0; i < n; ++i) {
+    float v = 2.0f + 0.0f * a[i];
+    for (hx_u64 r = 0; r < 8 * REPS; ++r) v = v * s + 1.0f;
+    a[i] = v + b[i] * 0.0f;
+  }
+}
+"""
+GPU_ARGS = "out:out:f32[n],in:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n"
+HOST_ARGS = "inout:a:f32[n],in:b:f32[n],s:f32=0.5,n:u64=n"
+
+
+def sources(device: str, where: Path) -> tuple[list[str], list[Path], str, str]:
+    """(kernel names, their source files, entry, args) for the device."""
+    where.mkdir(parents=True, exist_ok=True)
+    if device == "host":
+        kernels = {"A": 1, "B": 1, "W4": 4}
+        files = []
+        for name, reps in kernels.items():
+            p = where / f"{name.lower()}.c"
+            p.write_text(f"#define REPS {reps}\n" + WORK_C)
+            files.append(p)
+        return list(kernels), files, "hx_work", HOST_ARGS
+    kernels = {"A": 0, "B": 0, "S5": 5, "S3": 3}
+    files = []
+    for name, extra in kernels.items():
+        p = where / f"{name.lower()}.cu"
+        p.write_text(f"#define EXTRA {extra}ULL\n" + STREAM_CU)
+        files.append(p)
+    return list(kernels), files, "hx_stream", GPU_ARGS
+
+
+def hx(pythonpath: str | None = None) -> tuple[list[str], dict[str, str]]:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return [sys.executable, "-m", "hipexplore"], env
+
+
+def run_bench(args: argparse.Namespace, kernels: list[str], files: list[Path], entry: str, spec: str, out: Path,
+              seed: int) -> float:
+    cmd, env = hx()
+    line = [*cmd, "bench", ",".join(kernels), *sum((["--source", str(f)] for f in files), []), "--entry", entry,
+            "--args", spec, "--device", args.device, "--size", args.sizes, "--flush", args.flush, "--interleave",
+            "--seed", str(seed), "--out", str(out), "--no-progress", "--no-resume"]
+    t0 = time.perf_counter()
+    done = subprocess.run(line, env=env, capture_output=True, text=True, timeout=args.run_timeout)
+    wall = time.perf_counter() - t0
+    (out.parent / f"{out.stem}.log").write_text(" ".join(line) + "\n" + done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise SystemExit(f"bench failed (rc {done.returncode}): {done.stderr.strip()[-2000:]}")
+    return wall
+
+
+def baseline_walls(args: argparse.Namespace, reps: int) -> list[dict]:
+    """The catalog triad over the same configurations at each version's defaults, alternating."""
+    rows = []
+    for r in range(reps):
+        for label, path in (("baseline", args.baseline), ("this", None)):
+            cmd, env = hx(path)
+            line = [*cmd, "bench", "triad", "--device", args.device, "--size", args.sizes, "--flush", args.flush,
+                    "--no-progress"]
+            t0 = time.perf_counter()
+            done = subprocess.run(line, env=env, capture_output=True, text=True, timeout=args.run_timeout,
+                                  cwd=path or None)
+            rows.append({"version": label, "rep": r, "wall_s": time.perf_counter() - t0, "rc": done.returncode,
+                         "tail": (done.stdout + done.stderr)[-400:]})
+            print(f"wall {label} rep {r}: {rows[-1]['wall_s']:.1f} s (rc {done.returncode})", flush=True)
+    return rows
+
+
+def comparisons(paths: list[Path], kernels: list[str]):
+    import pandas as pd
+
+    import hipexplore
+
+    rows = []
+    base = kernels[0]
+    for i, p in enumerate(paths):
+        for new in kernels[1:]:
+            c = hipexplore.compare(str(p), base=base, new=new)
+            rows.append(c.assign(kind="identical copy" if new == "B" else f"{new} vs {base}", run=i))
+    for i in range(len(paths) - 1):
+        for k in kernels[:2]:  # separate runs of one kernel (A, and its copy B)
+            s1 = pd.read_parquet(paths[i])
+            s2 = pd.read_parquet(paths[i + 1])
+            c = hipexplore.compare(s1[s1["kernel"] == k], s2[s2["kernel"] == k])
+            rows.append(c.assign(kind="separate runs", run=i, base_kernel=k, new_kernel=k))
+    return pd.concat(rows, ignore_index=True)
+
+
+def reference(paths: list[Path], kernels: list[str]):
+    """Per configuration and kernel: the median over every unit of every run (each unit its own
+    process) of the unit's median over the base kernel's in the same unit."""
+    import numpy as np
+    import pandas as pd
+
+    frames = []
+    for i, p in enumerate(paths):
+        s = pd.read_parquet(p)
+        s = s[(s["flush"] != "cold-reference") & ~s.get("dropped", pd.Series(False, index=s.index)).astype(bool)]
+        g = s.groupby(["kernel", "size_bytes", "flush", "pass_index"])["time_s"].median().rename("unit_median").reset_index()
+        frames.append(g.assign(run=i))
+    u = pd.concat(frames)
+    base = u[u["kernel"] == kernels[0]].rename(columns={"unit_median": "base"}).drop(columns="kernel")
+    m = u.merge(base, on=["size_bytes", "flush", "pass_index", "run"])
+    m["log_ratio"] = np.log(m["unit_median"] / m["base"])
+    out = m.groupby(["kernel", "size_bytes", "flush"]).agg(units=("log_ratio", "size"), ratio=("log_ratio", "mean"),
+                                                           sd=("log_ratio", "std")).reset_index()
+    out["ratio"] = np.exp(out["ratio"])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--runs", type=int, default=17)
+    ap.add_argument("--sizes", default="1MiB,16MiB,256MiB")
+    ap.add_argument("--flush", default="none,l2-write")
+    ap.add_argument("--busy", action="store_true", help="keep one core busy with a background process")
+    ap.add_argument("--baseline", default=None, help="an older checkout: time its default beside this one's")
+    ap.add_argument("--baseline-reps", type=int, default=2)
+    ap.add_argument("--run-timeout", type=float, default=400)
+    ap.add_argument("--budget-s", type=float, default=1e9, help="start no new run after this many seconds")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    kernels, files, entry, spec = sources(args.device, out / "src")
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
+    t_start = time.perf_counter()
+    walls, paths = [], []
+    try:
+        if args.baseline:
+            base_rows = baseline_walls(args, args.baseline_reps)
+        else:
+            base_rows = []
+        for r in range(args.runs):
+            if time.perf_counter() - t_start > args.budget_s:
+                print(f"budget reached after {r} runs", flush=True)
+                break
+            p = out / f"run{r:02d}.parquet"
+            walls.append(run_bench(args, kernels, files, entry, spec, p, seed=r))
+            paths.append(p)
+            print(f"run {r}: {walls[-1]:.1f} s", flush=True)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+    rows = comparisons(paths, kernels)
+    rows.to_parquet(out / "rows.parquet")
+    ref = reference(paths, kernels)
+    ref.to_parquet(out / "reference.parquet")
+    import hipexplore
+    from hipexplore.provenance import collect
+
+    counts = {}
+    for kind, g in rows[rows["present"] == "both"].groupby("kind"):
+        counts[kind] = {"rows": int(len(g)), **{v: int((g["verdict"] == v).sum()) for v in ("faster", "slower", "same", "undecided")}}
+    power = []
+    for (kind, size, flush), g in rows[rows["present"] == "both"].groupby(["kind", "size_bytes", "flush"]):
+        power.append({"kind": kind, "size_bytes": int(size), "flush": flush, "rows": int(len(g)),
+                      "slower": int((g["verdict"] == "slower").sum()), "faster": int((g["verdict"] == "faster").sum()),
+                      "median_ratio": float(g["ratio"].median()), "median_half_width": float(g["half_width"].median()),
+                      "units": int(g["new_units"].min()) if "new_units" in g else None})
+    meta = collect(compilers=False)
+    summary = {"device": args.device, "runs": len(paths), "kernels": kernels, "sizes": args.sizes, "flush": args.flush,
+               "busy": args.busy, "wall_s": walls, "wall_median_s": float(sorted(walls)[len(walls) // 2]) if walls else None,
+               "baseline_walls": base_rows, "counts": counts, "power": power,
+               "reference": ref.to_dict("records"), "hipexplore": hipexplore.__version__,
+               "git_revision": meta.get("git_revision"), "provenance": {k: str(v) for k, v in meta.items()}}
+    (out / "verdict_truth.json").write_text(json.dumps(summary, indent=1, default=str))
+    print("\nreference (all units pooled):")
+    for r in ref.to_dict("records"):
+        print(f"  {r['kernel']:>3} {r['size_bytes'] >> 20:>4} MiB {r['flush']:<9} ratio {r['ratio']:.4f} sd {r['sd']:.4f} units {r['units']}")
+    print("\nverdict counts:")
+    for kind, c in counts.items():
+        print(f"  {kind:<16} {c}")
+    print("\npower / false calls by configuration:")
+    for p in power:
+        print(f"  {p['kind']:<16} {p['size_bytes'] >> 20:>4} MiB {p['flush']:<9} slower {p['slower']}/{p['rows']} "
+              f"faster {p['faster']} ratio {p['median_ratio']:.4f} +-{p['median_half_width']:.2%} units {p['units']}")
+    if walls:
+        print(f"\nwall per run: median {summary['wall_median_s']:.1f} s over {len(walls)} runs")
+    for b in base_rows:
+        print(f"  baseline timing: {b['version']} rep {b['rep']}: {b['wall_s']:.1f} s rc {b['rc']}")
+
+
+if __name__ == "__main__":
+    main()

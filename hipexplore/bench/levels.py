@@ -1,0 +1,170 @@
+"""Intervals at the level that varies: units first, chunks within them.
+
+Why: a *unit* is one measurement of a configuration with everything the code under review does not
+decide drawn afresh — its own process (on a GPU), its own buffer allocations at other addresses,
+its own code-object load, another time. On the H200 the same 1 MiB triad ran 0.96-1.12 us depending
+on where its buffers landed, the event floor moved 3.04-3.30 us between processes, and a
+byte-identical copy of a kernel interleaved with the original read 3.2-3.7% slower at 16 MiB
+because its buffers were allocated second. Chunks within one unit share all of that, so an
+interval from them (however carefully blocked) describes sampling noise only: it called identical
+code different in 5 of 36 rows. Following Kalibera & Jones ("Rigorous Benchmarking in Reasonable
+Time", ISMM 2013) the interval that decides is built from the variation *between units*; the
+within-unit interval is kept beside it for information, and the decision interval is the wider of
+the two (a unit-level interval over very few, very similar units must not be narrower than the
+noise inside them).
+
+* ``paired_units``: two kernels measured in the same units (an interleaved run): the per-unit
+  ratio of medians, a Student t interval over their logarithms (df = units - 1). What a unit shares
+  between the two kernels (its process, its load, its clock) cancels in each unit's ratio.
+* ``independent_units``: two separate runs (or two kernels not measured in the same units): each
+  side's unit medians, a Welch t interval over the difference of their mean logarithms.
+* ``trend``: Mann-Kendall's test for a monotone trend in a sequence (the paired log ratios of an
+  interleaved run in time order): a ratio that drifts across the run (one kernel heating the chip,
+  a load that starts half-way) is no stationary difference, and the verdict then says so.
+
+Every function takes ``Measurement``s whose ``groups`` hold the unit of each sample
+(``pass_index`` in the sample frames); a measurement without groups is one unit.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .stats import Measurement, student_t_quantile
+
+#: Fewest units on each side before a between-unit interval exists (with one unit there is no
+#: between-unit variation to see, and a decision would rest on chunks of one unit alone).
+MIN_UNITS = 2
+
+
+@dataclass(frozen=True)
+class LevelInterval:
+    """A ratio ``new / base`` with its between-unit interval (NaN bounds: too few units)."""
+
+    ratio: float
+    low: float
+    high: float
+    base_units: int
+    new_units: int
+    #: "paired units" (per-unit ratios, t over units) or "independent units" (Welch t over unit medians)
+    method: str
+    df: float
+
+    @property
+    def decided(self) -> bool:
+        """True when a between-unit interval exists (enough units on both sides)."""
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+
+def unit_medians(m: Measurement) -> dict[int, float]:
+    """The median of each unit's samples (one entry, the whole median, without unit ids)."""
+    if m.groups is None:
+        return {0: m.median}
+    out: dict[int, float] = {}
+    for g in np.unique(m.groups):
+        out[int(g)] = float(np.median(m.samples[m.groups == g]))
+    return out
+
+
+def _t_bounds(center: float, se: float, df: float, level: float) -> tuple[float, float]:
+    if not (df >= 1 and math.isfinite(se)):
+        return math.nan, math.nan
+    q = student_t_quantile(1 - (1 - level) / 2, max(1, int(math.floor(df))))
+    return math.exp(center - q * se), math.exp(center + q * se)
+
+
+def paired_units(new: Measurement, base: Measurement, level: float = 0.95) -> LevelInterval:
+    """Per-unit ratios over the units both sides share; a t interval on their logarithms."""
+    mn, mb = unit_medians(new), unit_medians(base)
+    common = sorted(set(mn) & set(mb))
+    logs = np.array([math.log(mn[u] / mb[u]) for u in common if mb[u] > 0 and mn[u] > 0])
+    ratio = new.median / base.median if base.median > 0 else math.nan
+    if logs.size < MIN_UNITS:
+        return LevelInterval(ratio, math.nan, math.nan, len(mb), len(mn), "paired units", 0.0)
+    se = float(np.std(logs, ddof=1)) / math.sqrt(logs.size)
+    lo, hi = _t_bounds(float(np.mean(logs)), se, logs.size - 1, level)
+    return LevelInterval(ratio, lo, hi, len(mb), len(mn), "paired units", float(logs.size - 1))
+
+
+def independent_units(new: Measurement, base: Measurement, level: float = 0.95) -> LevelInterval:
+    """Each side's unit medians; Welch's t interval over the difference of their mean logarithms."""
+    ln = np.log([v for v in unit_medians(new).values() if v > 0])
+    lb = np.log([v for v in unit_medians(base).values() if v > 0])
+    ratio = new.median / base.median if base.median > 0 else math.nan
+    if ln.size < MIN_UNITS or lb.size < MIN_UNITS:
+        return LevelInterval(ratio, math.nan, math.nan, int(lb.size), int(ln.size), "independent units", 0.0)
+    vn, vb = float(np.var(ln, ddof=1)) / ln.size, float(np.var(lb, ddof=1)) / lb.size
+    se = math.sqrt(vn + vb)
+    if se == 0:
+        df = float(ln.size + lb.size - 2)
+    else:  # Welch-Satterthwaite
+        df = (vn + vb) ** 2 / ((vn ** 2 / (ln.size - 1) if vn else 0.0) + (vb ** 2 / (lb.size - 1) if vb else 0.0))
+    lo, hi = _t_bounds(float(np.mean(ln) - np.mean(lb)), se, df, level)
+    return LevelInterval(ratio, lo, hi, int(lb.size), int(ln.size), "independent units", float(df))
+
+
+def paired_windows(new: Measurement, base: Measurement, *, with_units: bool = False) -> Any:
+    """An interleaved pair cut, in chunk order, into windows holding at least a block's worth
+    (n ** (1/3)) of samples of each side: (base samples, new samples) per window, in time order.
+    A window never spans two units (their chunk ids are distinct and ordered by unit). With
+    ``with_units``: (windows, the unit of each window)."""
+    assert base.chunks is not None and new.chunks is not None
+    want = max(1, math.ceil(min(base.n, new.n) ** (1 / 3)))
+    ids = np.r_[base.chunks, new.chunks]
+    side = np.r_[np.zeros(base.n, bool), np.ones(new.n, bool)]
+    values = np.r_[base.samples, new.samples]
+    gb = base.groups if base.groups is not None else np.zeros(base.n, np.int64)
+    gn = new.groups if new.groups is not None else np.zeros(new.n, np.int64)
+    units = np.r_[gb, gn]
+    order = np.lexsort((ids, units))
+    ids, side, values, units = ids[order], side[order], values[order], units[order]
+    bounds = np.flatnonzero((np.diff(ids) != 0) | (np.diff(units) != 0)) + 1
+    windows: list[tuple[np.ndarray, np.ndarray]] = []
+    of_unit: list[int] = []
+    start = last = nb = nn = 0
+    for stop in list(bounds) + [ids.size]:
+        seg = side[last:stop]
+        nb += int((~seg).sum())
+        nn += int(seg.sum())
+        last = stop
+        unit_ends = stop == ids.size or units[stop] != units[stop - 1]
+        if (nb >= want and nn >= want) or (unit_ends and nb and nn):
+            windows.append((values[start:stop][~side[start:stop]], values[start:stop][side[start:stop]]))
+            of_unit.append(int(units[start]))
+            start, nb, nn = stop, 0, 0
+        elif unit_ends:  # a unit's tail with one side only: dropped from the pairing
+            start, nb, nn = stop, 0, 0
+    return (windows, of_unit) if with_units else windows
+
+
+def trend(values: Sequence[float] | np.ndarray, order: Sequence[float] | np.ndarray | None = None,
+          max_n: int = 2000) -> tuple[float, float]:
+    """Mann-Kendall trend test: (Kendall's tau of ``values`` against ``order`` — their time order
+    when None —, two-sided p-value from the normal approximation with the tie corrections).
+    Longer sequences are thinned evenly to ``max_n``."""
+    y = np.asarray(values, dtype=np.float64)
+    x = np.arange(y.size, dtype=np.float64) if order is None else np.asarray(order, dtype=np.float64)
+    ok = np.isfinite(y) & np.isfinite(x)
+    x, y = x[ok], y[ok]
+    if y.size > max_n:
+        pick = np.linspace(0, y.size - 1, max_n).astype(int)
+        x, y = x[pick], y[pick]
+    n = y.size
+    if n < 8:
+        return math.nan, 1.0
+    d = np.sign(y[None, :] - y[:, None]) * np.sign(x[None, :] - x[:, None])
+    s = float(np.triu(d, 1).sum())
+
+    def ties(v: np.ndarray) -> float:
+        _, c = np.unique(v, return_counts=True)
+        return float(np.sum(c * (c - 1) * (2 * c + 5)))
+
+    var = (n * (n - 1) * (2 * n + 5) - ties(y) - ties(x)) / 18.0
+    if var <= 0 or s == 0:
+        return 0.0, 1.0
+    z = (s - math.copysign(1.0, s)) / math.sqrt(var)
+    p = math.erfc(abs(z) / math.sqrt(2))
+    return s / (n * (n - 1) / 2), p

@@ -1,0 +1,446 @@
+"""``SweepRun``: one unit of a sweep — every configuration of a spec, measured in one process.
+
+Why a unit: everything that must hold together for one placement is here (the flush buffers and the
+rotating plans sized against this process's free memory, the clock warm-up, the launch floor that is
+fixed per process, the cold reference a (kernel, size) is measured against, the interleaved turns
+of several kernels). A one-pass sweep is one unit; a sweep in passes (``bench.passes``) is several,
+each in a process of its own with its own pad allocation; a cluster worker measures one (kernel,
+size) group as a unit. Where a unit runs is ``bench.sweep.run_location``'s decision; the unit only
+measures and reports through its channel (``bench.recorder.Recorder`` in-process, a pipe from a
+worker): ``started``, ``stop_now``, ``meta``, ``add(rows, row)`` and ``update(rows)``.
+
+The steps, in the order a unit takes them: ``prepare`` (flushers, then rotating plans against the
+free memory that remains), per (kernel, size) ``warm_up`` (once per unit, until the clock is
+stable) and the output check, then its rotating counts as groups (``measure_group``: each flush
+mode and timer on one allocation of the sets), the cold reference taken in parts between the
+groups (``take_reference``), and last the reference row with every bias against it (``emit``).
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from ..devices.base import BoundKernel, Device
+from ..devices.telemetry import for_device, wait_for_stable_clock
+from ..errors import DeviceError, KernelFault
+from ..kernels.build import kernel_for
+from ..kernels.spec import KernelSpec
+from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, Configuration
+from . import rotating as rot
+from .callable import check_callable, sets_for
+from .check import check_outputs
+from .floor import floor_columns, measure_floor, wants_floor
+from .flush import Flusher, make_flusher
+from .interleave import interleaved_launches
+from .spec import SweepSpec
+from .stats import Measurement, is_timeout, set_bias
+from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
+
+
+class Channel(Protocol):
+    """Where a unit reports (``bench.recorder.Recorder``, or the pipe of a sweep worker)."""
+
+    def started(self, where: list[str]) -> None: ...
+
+    def stop_now(self) -> bool: ...
+
+    def meta(self, entries: dict[str, str]) -> None: ...
+
+    def add(self, rows: pd.DataFrame, row: dict[str, Any]) -> None: ...
+
+    def update(self, rows: list[dict[str, Any]]) -> None: ...
+
+
+def verify(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
+           block: tuple[int, int, int], rtol: float | None = None, *, config: str = "") -> float:
+    """The output check (``bench.check``): one launch on set 0 with poisoned outputs, compared element
+    by element with the reference (NumPy function, second kernel, or a callable's reference).
+
+    Returns the largest ||out - ref|| / ||ref||; raises ``BenchmarkError`` naming the configuration
+    and the worst element. Kernels without a reference return NaN (nothing to check).
+    """
+    if spec.call is not None:
+        return check_callable(device, spec, sets, config=config or f"callable {spec.name!r} at n={sets.n}")
+    return check_outputs(device, spec, sets, kernel, grid, block, config=config, rtol=rtol)
+
+
+def fault_status(message: str) -> str:
+    """The runtime status in a device error (``CUDA_ERROR_ILLEGAL_ADDRESS``), else the message."""
+    import re
+
+    m = re.search(r"\b(CUDA_ERROR_\w+|hipError\w+)", message)
+    return m.group(1) if m else message
+
+
+def reference_schedule(groups: int, parts: int, samples: int) -> list[tuple[int, int]]:
+    """(group index before which a part is taken — ``groups`` meaning after the last — and its
+    samples), parts spread evenly from before the first group to after the last."""
+    parts = max(1, min(parts, samples))
+    where = [0] if parts == 1 else [round(i * groups / (parts - 1)) for i in range(parts)]
+    sizes = [samples // parts + (1 if i < samples % parts else 0) for i in range(parts)]
+    out: dict[int, int] = {}
+    for w, k in zip(where, sizes):
+        out[w] = out.get(w, 0) + k
+    return sorted(out.items())
+
+
+def _bound(kernel: Any, shared: int) -> Any:
+    """The loaded function with its dynamic shared memory (``Device.launch`` unwraps it)."""
+    return BoundKernel(kernel, shared) if shared else kernel
+
+
+@dataclass
+class _Target:
+    """One (kernel, size) of the unit, built: what each of its configurations launches."""
+
+    kspec: KernelSpec
+    size: int
+    n: int
+    footprint: int
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared: int
+    kernels: dict[str, Any]  # per timer
+    plain: Any  # the events variant (warm-up and output check)
+    base: dict[str, Any]  # the columns every row of it shares
+
+    def kernel(self, device: Device, flush: str, timer: str) -> Any:
+        if flush == "inline-icache":
+            return _bound(kernel_for(device, self.kspec, inline_icache=True), self.shared)
+        return self.kernels[timer]
+
+    @staticmethod
+    def build(device: Device, kspec: KernelSpec, size: int, timers: tuple[str, ...], base: dict[str, Any]) -> "_Target":
+        n = kspec.elements(size)
+        grid, block, shared = kspec.launch(n, device)
+        kernels = {t: _bound(kernel_for(device, kspec, timed=(t == "in-kernel")), shared) for t in timers}
+        plain = kernels.get("events") or _bound(kernel_for(device, kspec), shared)
+        footprint = kspec.footprint(n)
+        return _Target(kspec, size, n, footprint, grid, block, shared, kernels, plain,
+                       {**base, "kernel": kspec.name, "size_bytes": size, "footprint_bytes": footprint})
+
+
+class SweepRun:
+    """Measure ``spec`` on ``device`` in this process, minus the configurations in ``done``
+    (``refs``: cold references of earlier runs, (kernel, size, timer) -> Measurement)."""
+
+    def __init__(self, spec: SweepSpec, device: Device, channel: Channel, *, run_id: str,
+                 done: frozenset[Configuration] | set[Configuration] = frozenset(),
+                 refs: dict[tuple[str, int, str], Measurement] | None = None) -> None:
+        self.spec, self.dev, self.channel, self.done = spec, device, channel, set(done)
+        self.refs = dict(refs or {})
+        self.specs = spec.specs()
+        self.base = dict(run_id=run_id, device=_label(device), device_name=device.name)
+        self.where: list[str] = []  # (kernel, configuration) being measured: what a fault names
+        self.flushers: dict[str, Flusher | None] = {}
+        self.plans: dict[tuple[str, int, str], rot.RotatingPlan] = {}
+        self.floors: dict[str, float] = {}
+        self.pending: dict[Configuration, RawTimes] = {}  # interleaved partners' times, until the loop reaches them
+        self.kept: dict[Configuration, Measurement] = {}  # each emitted row's statistics (biases are set again)
+        self.rng = np.random.default_rng(spec.interleave_seed)
+        self.warmed = False
+        self.telemetry: Any = None
+        self.free = 0
+
+    # -- the whole unit ---------------------------------------------------------------------------
+    def measure(self) -> bool:
+        """Every configuration not done; True when ``stop_now`` stopped it. A device error while
+        measuring is a ``KernelFault`` naming kernel and configuration (its result: the caller's)."""
+        faulted = False
+        try:
+            self.prepare()
+            for kspec in self.specs:
+                for size in self.spec.sizes:
+                    if self.measure_target(kspec, size):
+                        return True
+            return False
+        except DeviceError as exc:
+            if not self.where:
+                raise
+            faulted = True
+            raise KernelFault(self.where[0], self.where[1], fault_status(str(exc))) from exc
+        finally:
+            self.release(faulted)
+
+    def prepare(self) -> None:
+        """Telemetry, then the flushers (their memory is taken before rotating sets are sized
+        against free memory), then every rotating plan."""
+        spec, dev = self.spec, self.dev
+        self.telemetry = for_device(dev)
+        self.timing = spec.timing(self.telemetry)
+        self.throttle_mhz = spec.throttle_threshold * self.telemetry.max_clock_mhz if self.telemetry.available else math.nan
+        factors = spec.flush_factor
+        for f in set(spec.flush) | ({"l2-read"} if spec.reference else set()):
+            self.flushers[f] = make_flusher(dev, f, factor=factors.get(f))
+        self.free, _total = dev.memory_info()
+        for kspec in self.specs:
+            for size in spec.sizes:
+                n = kspec.elements(size)
+                for r in spec.rotating:
+                    p = rot.plan(r, footprint_bytes=kspec.footprint(n), set_bytes=kspec.set_bytes(n), llc_bytes=dev.llc_bytes,
+                                 free_bytes=self.free, mem_fraction=spec.mem_fraction)
+                    if not spec.stop.adaptive:
+                        rot.check_iterations(int(spec.stop.iterations or 0), p.count)
+                    self.plans[(kspec.name, size, str(r))] = p
+        self.channel.meta({
+            "telemetry.source": self.telemetry.source, "telemetry.max_clock_mhz": f"{self.telemetry.max_clock_mhz:g}",
+            **{f"flush.{f}.bytes": str(self.flushers[f].nbytes if self.flushers.get(f) else 0) for f in spec.flush},
+            "device.llc_bytes": str(dev.llc_bytes), "device.llc_source": dev.llc_source,
+        })
+
+    def release(self, faulted: bool) -> None:
+        for fl in self.flushers.values():
+            if fl is not None:
+                try:
+                    fl.free()
+                except DeviceError:
+                    if not faulted:  # after a fault the context is gone: freeing fails too
+                        raise
+        if self.telemetry is not None:
+            self.telemetry.close()
+
+    # -- one (kernel, size) -----------------------------------------------------------------------
+    def measure_target(self, kspec: KernelSpec, size: int) -> bool:
+        """Warm up, check the output, then the groups with the reference parts between them."""
+        self.where.clear()  # building and loading are not the kernel's fault: a DeviceError there is raised as is
+        target = _Target.build(self.dev, kspec, size, self.spec.timers, self.base)
+        self.where[:] = [kspec.name, f"size={size}"]
+        if self.channel.stop_now():
+            return True
+        self.warm_up(target)
+        self.check_output(target)
+        groups = []
+        for r in self.spec.rotating:
+            p = self.plans[(kspec.name, size, str(r))]
+            todo = [c for c in (Configuration(kspec.name, size, p.requested, f, t) for f in self.spec.flush for t in self.spec.timers)
+                    if c not in self.done and SweepSpec.measures(c.flush, c.timer)]
+            if todo:
+                groups.append((p, todo))
+        need_ref = [t for t in self.spec.timers
+                    if self.spec.reference and Configuration(kspec.name, size, "1", COLD_REFERENCE, t) not in self.done]
+        schedule = dict(reference_schedule(len(groups), self.spec.reference_parts, self.spec.reference_samples)) if need_ref else {}
+        parts: dict[str, list[RawTimes]] = {t: [] for t in need_ref}
+        rows: list[dict[str, Any]] = []
+        for gi, group in enumerate([*groups, None]):
+            if gi in schedule:
+                if self.channel.stop_now():
+                    return True
+                self.take_reference(target, schedule[gi], parts)
+            if group is None:
+                break
+            if self.measure_group(target, *group, rows):
+                return True
+        self.emit_references(target, parts, rows)
+        return False
+
+    def warm_up(self, target: _Target) -> None:
+        """Once per unit: launch until the clock is stable (MI300 ramps for >= 400 ms)."""
+        if self.warmed:
+            return
+        self.where[1] = f"size={target.size} (clock warm-up)"
+        self.channel.started(self.where)
+        with sets_for(self.dev, target.kspec, target.n, 1) as sets:
+            wl = Workload(self.dev, target.plain, target.grid, target.block, sets.args)
+            _spent, what = wait_for_stable_clock(self.telemetry, lambda: warm_up(wl, None, 0.005), min_s=self._clock_warmup_s())
+        self.channel.meta({"warmup.clock": what})
+        self.warmed = True
+
+    def _clock_warmup_s(self) -> float:
+        if self.spec.clock_warmup_s is not None:
+            return float(self.spec.clock_warmup_s)
+        return {"hip": 0.4, "cuda": 0.2}.get(self.dev.kind, 0.0)
+
+    def check_output(self, t: _Target) -> None:
+        if not self.spec.verify:
+            return
+        self.where[1] = f"size={t.size} (output check)"
+        self.channel.started(self.where)
+        with sets_for(self.dev, t.kspec, t.n, 1) as sets:
+            err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block,
+                         config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
+        self.channel.meta({f"verify.{t.kspec.name}.{t.size}": f"rel_l2_error={err:.3g}"})
+
+    # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
+    def measure_group(self, t: _Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[dict[str, Any]]) -> bool:
+        if self.channel.stop_now():
+            return True
+        with sets_for(self.dev, t.kspec, t.n, p.count) as sets:
+            for conf in todo:
+                if self.channel.stop_now():
+                    return True
+                self.where[1] = conf.describe()
+                self.channel.started(self.where)
+                raw = self.time_configuration(t, conf, sets)
+                notes = ([p.note] if p.note else []) + list(raw.notes)
+                if conf.flush == "inline-icache":
+                    notes.append("by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry")
+                m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
+                frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get((t.kspec.name, t.size, conf.timer)),
+                                     self.dev, p.cap_bytes)
+                row.update(floor_columns(self.floor_of(conf.flush) if conf.timer == "events" else None, row["median_s"], conf.timer))
+                rows.append(row)
+                self.emit(conf, frame, row, m)
+        return False
+
+    def time_configuration(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
+        timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if conf.timer == "in-kernel" else None
+        try:
+            wl = Workload(self.dev, t.kernel(self.dev, conf.flush, conf.timer), t.grid, t.block, sets.args, timer=timer)
+            if self.spec.interleave and len(self.specs) > 1:
+                return self.interleave(conf, wl)
+            return time_launches(wl, self.flushers.get(conf.flush), self.spec.stop, self.timing)
+        finally:
+            if timer is not None:
+                timer.free()
+
+    def interleave(self, conf: Configuration, wl: Workload) -> RawTimes:
+        """This configuration of every interleaved kernel in shuffled turns (``bench.interleave``);
+        the partners' raw times wait in ``pending`` until the loop reaches their kernel."""
+        if conf in self.pending:
+            return self.pending.pop(conf)
+        partners = [o for o in self.specs if o.name != conf.kernel and conf._replace(kernel=o.name) not in self.done
+                    and conf._replace(kernel=o.name) not in self.pending]
+        with contextlib.ExitStack() as stack:
+            wls = {conf.kernel: wl}
+            for o in partners:
+                n_o = o.elements(conf.size)
+                sets_o = stack.enter_context(sets_for(self.dev, o, n_o, self.plans[(o.name, conf.size, conf.rotating)].count))
+                grid_o, block_o, shared_o = o.launch(n_o, self.dev)
+                k_o = _bound(kernel_for(self.dev, o, inline_icache=True) if conf.flush == "inline-icache" else
+                             kernel_for(self.dev, o, timed=(conf.timer == "in-kernel")), shared_o)
+                timer_o = InKernelTimer(self.dev, sets_o.args, self.spec.chunk) if conf.timer == "in-kernel" else None
+                if timer_o is not None:
+                    stack.callback(timer_o.free)
+                wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, sets_o.args, timer=timer_o)
+            got = interleaved_launches(wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing,
+                                       rng=self.rng)
+        for o in partners:
+            self.pending[conf._replace(kernel=o.name)] = got.raws[o.name]
+        return got.raws[conf.kernel]
+
+    # -- the cold reference -----------------------------------------------------------------------
+    def take_reference(self, t: _Target, samples: int, parts: dict[str, list[RawTimes]]) -> None:
+        """One part of the (kernel, size)'s cold reference, ``samples`` single launches per timer."""
+        with sets_for(self.dev, t.kspec, t.n, 1) as sets:
+            for timer_name, got in parts.items():
+                self.where[1] = f"size={t.size} rotating=1 flush={COLD_REFERENCE} timer={timer_name}"
+                self.channel.started(self.where)
+                timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if timer_name == "in-kernel" else None
+                try:
+                    wl = Workload(self.dev, t.kernels[timer_name], t.grid, t.block, sets.args, timer=timer)
+                    raw = time_cold_reference(wl, self.flushers["l2-read"], samples, self.timing)  # type: ignore[arg-type]
+                finally:
+                    if timer is not None:
+                        timer.free()
+                if got:
+                    raw.chunk = raw.chunk + int(got[-1].chunk.max()) + 1
+                got.append(raw)
+                self.refs[(t.kspec.name, t.size, timer_name)] = self.statistics(_concat(got), f"{t.kspec.name} {t.size} cold", [])[0]
+
+    def emit_references(self, t: _Target, parts: dict[str, list[RawTimes]], rows: list[dict[str, Any]]) -> None:
+        """The reference row of each timer, then every bias of the group against the whole reference."""
+        for timer_name, got in parts.items():
+            if not got:
+                continue
+            raw = _concat(got)
+            m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} cold", list(raw.notes))
+            self.refs[(t.kspec.name, t.size, timer_name)] = m
+            conf = Configuration(t.kspec.name, t.size, "1", COLD_REFERENCE, timer_name)
+            frame, row = _frames(t.base, conf, 1, raw, m, throttled, m, self.dev, int(self.free * self.spec.mem_fraction))
+            row.update(floor_columns(self.floor_of("l2-read") if timer_name == "events" else None, row["median_s"], timer_name))
+            row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(got)} part(s) through the sweep"]))
+            biased = [r for r in rows if r["timer"] == timer_name]
+            for r in biased:
+                set_bias(r, self.kept[Configuration.of(r)], m)
+            self.channel.update(biased)
+            self.emit(conf, frame, row, m)
+
+    def emit(self, conf: Configuration, frame: pd.DataFrame, row: dict[str, Any], m: Measurement) -> None:
+        self.kept[conf] = m
+        self.channel.add(frame, row)
+
+    # -- statistics of one configuration ----------------------------------------------------------
+    def statistics(self, raw: RawTimes, what: str, notes: list[str]) -> tuple[Measurement, np.ndarray]:
+        """The configuration's ``Measurement`` (throttled samples left out with ``drop_throttled``,
+        the notes saying so) and which samples were throttled."""
+        spec, max_mhz = self.spec, self.telemetry.max_clock_mhz
+        throttled = raw.clock_mhz < self.throttle_mhz if not math.isnan(self.throttle_mhz) else np.zeros(len(raw.time_s), bool)
+        keep = ~throttled if spec.drop_throttled else np.ones(len(raw.time_s), bool)
+        notes = list(notes)
+        if throttled.any():
+            below = f"throttled: {int(throttled.sum())} sample(s) ran below {spec.throttle_threshold:.0%} of the {max_mhz:g} MHz maximum clock"
+            if spec.drop_throttled and keep.any():
+                notes.append(f"{below} and are left out of the statistics")
+            else:
+                keep = np.ones(len(raw.time_s), bool)
+                notes.append(f"{below} (kept: {'every sample was throttled' if spec.drop_throttled else 'drop_throttled=False'})")
+        if is_timeout(raw.stop_reason):
+            notes.append(f"stopped by its {raw.stop_reason.split(' reached', 1)[0]} before convergence")
+        return Measurement(raw.time_s[keep], label=what, notes=notes, chunks=raw.chunk[keep]), throttled
+
+    def floor_of(self, flush: str) -> float | None:
+        """The launch floor after ``flush`` in this process (``bench.floor``), timed once."""
+        if not wants_floor(self.spec.floor, self.dev):
+            return None
+        if flush not in self.floors:
+            self.floors[flush] = measure_floor(self.dev, self.flushers.get(flush), self.timing)
+            self.channel.meta({f"floor.{flush}.median_s": f"{self.floors[flush]:.6g}"})
+        return self.floors[flush]
+
+
+def _label(device: Device) -> str:
+    from ..devices import device_label
+
+    return device_label(device)
+
+
+def _concat(raws: list[RawTimes]) -> RawTimes:
+    """Reference parts as one RawTimes (chunk ids already made distinct by the caller)."""
+    if len(raws) == 1:
+        return raws[0]
+    cat = lambda name: np.concatenate([getattr(r, name) for r in raws])  # noqa: E731
+    return RawTimes(time_s=cat("time_s"), flush_s=cat("flush_s"), gap_s=cat("gap_s"), buffer_set=cat("buffer_set"),
+                    chunk=cat("chunk"), position=cat("position"), lead=cat("lead"), clock_mhz=cat("clock_mhz"),
+                    temp_c=cat("temp_c"), power_w=cat("power_w"), notes=[x for r in raws for x in r.notes],
+                    hold_timeouts=sum(r.hold_timeouts for r in raws), chunks=sum(r.chunks for r in raws),
+                    stop_reason=raws[-1].stop_reason, timer=raws[-1].timer)
+
+
+def _frames(base: dict[str, Any], conf: Configuration, count: int, raw: RawTimes, m: Measurement, throttled: np.ndarray,
+            ref: Measurement | None, dev: Device, cap: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A configuration's sample rows and summary row (columns: ``hipexplore.schema``)."""
+    k = len(raw.time_s)
+    dropped = throttled if m.n < k else np.zeros(k, bool)
+    rows = pd.DataFrame({
+        **{c: [base[c]] * k for c in ("run_id", "device", "device_name", "kernel")},
+        "size_bytes": np.full(k, conf.size, dtype=np.int64), "footprint_bytes": np.full(k, base["footprint_bytes"], dtype=np.int64),
+        "rotating": np.full(k, count, dtype=np.int64), "rotating_requested": [conf.rotating] * k, "flush": [conf.flush] * k,
+        "timer": [conf.timer] * k, "iteration": np.arange(k, dtype=np.int64), "pass_index": np.zeros(k, dtype=np.int64),
+        "chunk": raw.chunk.astype(np.int64), "position": raw.position.astype(np.int64), "lead": raw.lead.astype(np.int64),
+        "buffer_set": raw.buffer_set.astype(np.int64), "time_s": raw.time_s, "flush_s": raw.flush_s, "gap_s": raw.gap_s,
+        "clock_mhz": raw.clock_mhz, "temp_c": raw.temp_c, "power_w": raw.power_w,
+        "throttled": throttled.astype(bool), "dropped": dropped.astype(bool),
+    }, columns=list(SAMPLE_COLUMNS))
+    s = m.summary()
+    row: dict[str, Any] = {**base, "rotating": count, "rotating_requested": conf.rotating, "flush": conf.flush,
+                           "timer": conf.timer, "passes": 1}
+    row.update({key: s[key] for key in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
+                                        "ci_high_s", "n_outliers", "bimodality")})
+    set_bias(row, m, ref)
+    row["bandwidth_gbs"] = base["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
+    row["peak_bandwidth_gbs"] = float(dev.peak_bandwidth_gbs)
+    row["rotating_cap_bytes"] = int(cap)
+    row["stop_reason"] = raw.stop_reason
+    row["timed_out"] = bool(is_timeout(raw.stop_reason))
+    row["n_throttled"] = int(throttled.sum())
+    row["clock_mhz"] = float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan
+    row["warning"] = s["warning"]
+    return rows, row
+
+
+__all__ = ["Channel", "SweepRun", "fault_status", "reference_schedule", "verify"]

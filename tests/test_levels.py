@@ -1,0 +1,157 @@
+"""Intervals at the level that varies (``bench.levels``) and the verdicts built on them.
+
+The effect guarded against is built in: a fake timer for statistics (allowed: it tests the
+statistics, not a device) whose samples carry a per-unit placement offset far larger than the
+chunk noise, as buffer placement did on the H200 (a byte-identical copy 3.5% slower because its
+buffers were allocated second). A verdict from chunks alone calls such identical code different;
+the between-unit interval must not.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hipexplore.bench.levels import MIN_UNITS, independent_units, paired_units, paired_windows, trend
+from hipexplore.bench.stats import Measurement
+from hipexplore.verdicts import _row, drift_check
+
+CHUNK = 4
+
+
+def _interleaved(rng: np.random.Generator, units: int, per_unit: int, *, effect: float = 1.0,
+                 placement_sd: float = 0.03, noise_sd: float = 0.002, drift: float = 0.0,
+                 base_time: float = 1e-5) -> tuple[Measurement, Measurement]:
+    """Two kernels interleaved chunk by chunk in ``units`` units; each kernel's buffers land at a
+    unit-specific place (an offset drawn per unit and kernel), samples of a chunk share it too."""
+    bs, ns, bc, nc, bg, ng = [], [], [], [], [], []
+    chunk = 0
+    total = units * per_unit
+    for u in range(units):
+        pb = rng.normal(0, placement_sd)
+        pn = rng.normal(0, placement_sd)
+        for c in range(per_unit):
+            t = (u * per_unit + c) / total
+            for side in (0, 1):
+                level = base_time * (1 + (pb if side == 0 else pn)) * ((effect * (1 + drift * t)) if side else 1.0)
+                vals = level * (1 + rng.normal(0, noise_sd, CHUNK))
+                (bs if side == 0 else ns).extend(vals)
+                (bc if side == 0 else nc).extend([chunk] * CHUNK)
+                (bg if side == 0 else ng).extend([u] * CHUNK)
+                chunk += 1
+    base = Measurement(np.array(bs), chunks=np.array(bc), groups=np.array(bg) if units > 1 else None, label="A")
+    new = Measurement(np.array(ns), chunks=np.array(nc), groups=np.array(ng) if units > 1 else None, label="B")
+    return base, new
+
+
+def test_chunks_of_one_unit_call_identical_code_different_but_units_do_not() -> None:
+    """The H200 failure, rebuilt: identical code, placement-dependent: the chunk-level interval
+    excludes 1 by far; with several units the decision interval covers the placement."""
+    rng = np.random.default_rng(11)
+    wrong_chunk_only = 0
+    wrong_units = 0
+    for _ in range(40):
+        base, new = _interleaved(rng, units=1, per_unit=60)
+        row = _row(base, new, 0.02, 0.95, 400)
+        assert row["verdict"] == "undecided" and "unit" in row["note"]  # one unit: never decided
+        if not (row["chunk_ci_low"] <= 1 <= row["chunk_ci_high"]) and abs(row["ratio"] - 1) > 0.02:
+            wrong_chunk_only += 1
+        base, new = _interleaved(rng, units=5, per_unit=12)
+        row = _row(base, new, 0.02, 0.95, 400)
+        assert row["base_units"] == row["new_units"] == 5
+        if row["verdict"] in ("faster", "slower"):
+            wrong_units += 1
+    assert wrong_chunk_only >= 10  # the effect is really there: chunks alone would have decided wrongly
+    assert wrong_units <= 1
+
+
+def test_a_real_difference_is_still_found_over_units() -> None:
+    rng = np.random.default_rng(5)
+    calls = [_row(*_interleaved(rng, units=6, per_unit=12, effect=1.10, placement_sd=0.01), 0.02, 0.95, 400)["verdict"]
+             for _ in range(10)]
+    assert calls.count("slower") >= 9, calls
+
+
+def test_paired_units_is_a_t_interval_over_per_unit_log_ratios() -> None:
+    rng = np.random.default_rng(2)
+    base, new = _interleaved(rng, units=4, per_unit=10, effect=1.05)
+    lv = paired_units(new, base)
+    logs = []
+    for u in range(4):
+        mb = np.median(base.samples[base.groups == u])
+        mn = np.median(new.samples[new.groups == u])
+        logs.append(math.log(mn / mb))
+    logs = np.array(logs)
+    se = logs.std(ddof=1) / 2
+    assert lv.df == 3
+    assert lv.low == pytest.approx(math.exp(logs.mean() - 3.182446 * se), rel=1e-5)
+    assert lv.high == pytest.approx(math.exp(logs.mean() + 3.182446 * se), rel=1e-5)
+    assert lv.decided
+
+
+def test_too_few_units_give_no_between_unit_interval() -> None:
+    rng = np.random.default_rng(1)
+    base, new = _interleaved(rng, units=1, per_unit=30)
+    assert MIN_UNITS >= 2
+    assert not paired_units(new, base).decided
+    assert not independent_units(new, base).decided
+
+
+def test_separate_runs_compare_unit_medians_with_welch() -> None:
+    rng = np.random.default_rng(4)
+
+    def run(level: float, units: int) -> Measurement:
+        vals, groups = [], []
+        for u in range(units):
+            place = rng.normal(0, 0.03)
+            vals.extend(level * (1 + place) * (1 + rng.normal(0, 0.002, 40)))
+            groups.extend([u] * 40)
+        return Measurement(np.array(vals), groups=np.array(groups), chunks=np.arange(len(vals)) // CHUNK)
+
+    wrong = 0
+    for _ in range(30):
+        a, b = run(1e-5, 5), run(1e-5, 5)
+        row = _row(a, b, 0.02, 0.95, 300)
+        assert row["interval"].startswith("independent units")
+        wrong += row["verdict"] in ("faster", "slower")
+    assert wrong <= 1
+    a, b = run(1e-5, 1), run(1e-5, 5)
+    row = _row(a, b, 0.02, 0.95, 300)
+    assert row["verdict"] == "undecided" and "separate runs" in row["note"]
+
+
+def test_windows_never_span_two_units() -> None:
+    rng = np.random.default_rng(8)
+    base, new = _interleaved(rng, units=3, per_unit=9)
+    wins = paired_windows(new, base)
+    assert wins
+    unit_of = {}
+    for u in range(3):
+        for v in base.samples[base.groups == u]:
+            unit_of[v] = u
+        for v in new.samples[new.groups == u]:
+            unit_of[v] = u
+    for b, n in wins:
+        assert len({unit_of[v] for v in np.r_[b, n]}) == 1
+
+
+def test_mann_kendall_finds_a_trend_and_not_noise() -> None:
+    rng = np.random.default_rng(0)
+    tau, p = trend(np.arange(50) * 0.01 + rng.normal(0, 0.01, 50))
+    assert tau > 0.5 and p < 1e-6
+    ps = [trend(rng.normal(size=60))[1] for _ in range(200)]
+    assert 0.02 < np.mean(np.array(ps) < 0.05) < 0.09  # about 5% false alarms at 5%
+    assert trend([1.0] * 20) == (0.0, 1.0)
+
+
+def test_a_drifting_ratio_turns_a_decided_verdict_undecided() -> None:
+    rng = np.random.default_rng(9)
+    base, new = _interleaved(rng, units=6, per_unit=20, effect=1.06, placement_sd=0.002, drift=0.8)
+    p, note = drift_check(new, base, 0.02)
+    assert p < 1e-3 and "not stationary" in note
+    row = _row(base, new, 0.02, 0.95, 300)
+    assert row["verdict"] == "undecided" and "not stationary" in row["note"]
+    # the same effect without drift is decided
+    base, new = _interleaved(rng, units=6, per_unit=20, effect=1.06, placement_sd=0.002)
+    assert _row(base, new, 0.02, 0.95, 300)["verdict"] == "slower"
