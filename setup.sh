@@ -3,7 +3,8 @@
 #   ./setup.sh          runtime: ROCm hiprtc packages (apt, as root), .venv with hipexplore[hip,cuda,notebook]
 #   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools,
 #                       redis-py and Debian's redis-server (the tests start their own on a loopback port),
-#                       and the extra cluster (Dask distributed: the cluster tests start real workers)
+#                       the extra cluster (Dask distributed: the cluster tests start real workers), and
+#                       the extra docs (MkDocs + mkdocstrings), then builds the docs with --strict
 # Environment: HIPEXPLORE_VENV (default .venv), HIPEXPLORE_PYTHON (default python3),
 #              HIPEXPLORE_SKIP_APT=1 to never call apt-get.
 set -euo pipefail
@@ -51,7 +52,7 @@ fi
 
 if [ ! -x "$VENV/bin/python" ]; then say "creating $VENV"; "$PY" -m venv "$VENV"; fi
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
-EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,cluster,dev,triton"
+EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,cluster,dev,triton,docs"
 say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }
@@ -62,6 +63,12 @@ if [ "$DEV" = 1 ] && [ ! -d .hip-python-10/rocm ]; then  # tests run hiprtc/HIP 
 fi
 say "Jupyter kernel 'hipexplore' (your own python3 kernel is left alone)"
 scripts/install_kernel.sh "$VENV/bin/python" >/dev/null || say "could not install the Jupyter kernel hipexplore (notebooks need it; 'hipexplore report' does not)"
+if [ "$DEV" = 1 ]; then  # the docs site, warnings as errors (a broken link or a vanished API name fails)
+  say "docs: mkdocs build --strict"
+  site=$(mktemp -d)
+  "$VENV/bin/python" -m mkdocs build --strict --quiet --site-dir "$site" || { rm -rf "$site"; say "the docs do not build (mkdocs build --strict, warnings above)"; exit 1; }
+  rm -rf "$site"
+fi
 if [ "$DEV" = 1 ]; then  # the test suite needs every compiler and tool: say which is missing, by name
   "$VENV/bin/python" - <<'PY' || { say "the test suite cannot run here: see the MISSING lines above"; exit 1; }
 import shutil, sys

@@ -387,8 +387,27 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
               "two separate runs with a single unit on a side: nothing says how far a rerun would move, so no "
               "row is decided; rerun both with --units 4 or more, or measure both in one interleaved run")
     frame.attrs.update(threshold=threshold, level=level, rule=rule_text(threshold), caveat=caveat,
-                       base_metadata=dict(metas[0]), new_metadata=dict(metas[1]))
+                       base_metadata=dict(metas[0]), new_metadata=dict(metas[1]),
+                       hint=_no_overlap_hint(frame) if other is not None else "")
     return frame
+
+
+def _no_overlap_hint(frame: pd.DataFrame) -> str:
+    """Two runs sharing no configuration, most often because their kernels have other names
+    (every row "only in the base run" / "only in the new run"): say which kernels each run holds
+    and how to compare two differently named kernels."""
+    if frame.empty or "present" not in frame.columns or (frame["present"] == "both").any():
+        return ""
+    kernels = {side: sorted(map(str, pd.unique(frame.loc[frame["present"] == f"{side} only", "kernel"])))
+               for side in ("base", "new")} if "kernel" in frame.columns else {"base": [], "new": []}
+    if kernels["base"] and kernels["new"] and set(kernels["base"]) != set(kernels["new"]):
+        a, b = kernels["base"][0], kernels["new"][0]
+        return (f"no configuration is in both runs: configurations are matched by kernel name, and the base run "
+                f"holds kernel(s) {', '.join(kernels['base'])} while the new run holds {', '.join(kernels['new'])}. "
+                f"To compare two kernels, measure them in one run and name them: hipexplore bench {a},{b} "
+                f"--interleave --out RUN.parquet, then hipexplore compare RUN.parquet --base {a} --new {b}")
+    return ("no configuration is in both runs (sizes, rotating counts, flush modes or timers differ): "
+            "rerun one of them with the other's configurations")
 
 
 def pairs(kernels: Sequence[str]) -> list[tuple[str, str]]:

@@ -11,7 +11,6 @@ import json
 import os
 import stat
 import threading
-import time
 import warnings
 from pathlib import Path
 
@@ -37,15 +36,24 @@ def generated(i: int, size: int = 2048) -> ObjectCode:
     return ObjectCode(binary=bytes([i % 251]) * size, compiler="host", target="host", mode="shared-library")
 
 
-def bounded(fn, seconds: float = 5.0):
-    """Run ``fn`` in a thread; fail if it has not returned within ``seconds`` (a hang, not a slow test)."""
+def bytes_read() -> int:
+    """Bytes this process has read through read() and friends so far (``rchar`` of /proc/self/io):
+    what "without reading it" means, counted instead of timed (issue 26.6: "within 2 s" measured
+    the machine as well)."""
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def bounded(fn, seconds: float = 30.0):
+    """Run ``fn`` in a thread; fail if it has not returned within ``seconds`` (a hang, not a slow test);
+    returns (its value, the bytes this process read meanwhile)."""
     box: dict = {}
     t = threading.Thread(target=lambda: box.update(value=fn()), daemon=True)
-    start = time.monotonic()
+    before = bytes_read()
     t.start()
     t.join(seconds)
     assert not t.is_alive(), f"{fn} did not return within {seconds} s"
-    return box.get("value"), time.monotonic() - start
+    return box.get("value"), bytes_read() - before
 
 
 def raw_entry(header: dict, binary: bytes) -> bytes:
@@ -88,8 +96,8 @@ def test_a_symlink_to_dev_zero_is_a_miss_and_is_not_followed(tmp_path):
     path = disk.path_for(key.digest)
     path.parent.mkdir(parents=True)
     os.symlink("/dev/zero", path)
-    value, seconds = bounded(lambda: disk.get(key))
-    assert value is None and seconds < 2
+    value, nread = bounded(lambda: disk.get(key))
+    assert value is None and nread < 1 << 20  # /dev/zero never read from
     assert disk.counters["unreadable"] == 1  # ELOOP from O_NOFOLLOW: never opened
     report = disk.verify()
     assert report["corrupt"] == 1 and report["removed"] == 1 and not path.is_symlink()
@@ -108,12 +116,12 @@ def test_a_6_gib_sparse_file_is_a_miss_without_reading_it(tmp_path, capsys):
         f.write(PREFIX.pack(MAGIC, 1024**3, huge - PREFIX.size - 1024**3 - 32))
         f.truncate(huge)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    value, seconds = bounded(lambda: disk.get(key))
-    assert value is None and seconds < 2 and disk.counters["corrupt"] == 1
+    value, nread = bounded(lambda: disk.get(key))
+    assert value is None and nread < 1 << 20 and disk.counters["corrupt"] == 1  # the prefix, not the 6 GiB
     assert main(["cache", "stats", "--dir", str(tmp_path), "--json"]) == 0  # the header is not read whole either
     assert json.loads(capsys.readouterr().out)["unreadable_headers"] == 1
-    report, seconds = bounded(lambda: disk.verify())
-    assert report["removed"] == 1 and seconds < 2
+    report, nread = bounded(lambda: disk.verify())
+    assert report["removed"] == 1 and nread < 1 << 20
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 200 * 1024, f"reading hostile files grew the process by {grown_kib} KiB"
 

@@ -16,6 +16,8 @@ import time
 import warnings
 from pathlib import Path
 
+import pytest
+
 
 from hipexplore.compile import ObjectCode
 from hipexplore.compile.disk import _HOST, DiskCache
@@ -89,12 +91,14 @@ def test_the_lock_of_a_holder_that_died_is_taken_over_at_once(tmp_path):
         start = time.monotonic()
         with disk.key_lock(digest, timeout=0.3) as held:
             assert not held  # alive and holding: the wait is bounded
-        assert 0.25 < time.monotonic() - start < 3 and disk.counters["lock_timeouts"] == 1
+        # it waited its timeout (exact on this clock), then gave up (60 s: a hang guard, not a speed test)
+        assert 0.3 <= time.monotonic() - start < 60 and disk.counters["lock_timeouts"] == 1
         holder.kill()
         holder.wait()
-        start = time.monotonic()
-        with disk.key_lock(digest, timeout=30) as held:
-            assert held and time.monotonic() - start < 2  # the kernel released the dead holder's flock
+        # at once: one try, no wait (timeout 0), succeeds: the kernel released the dead holder's flock
+        # (was "within 2 s" on the clock, which measured the machine: issue 26.6)
+        with disk.key_lock(digest, timeout=0) as held:
+            assert held and disk.counters["lock_timeouts"] == 1
     finally:
         holder.kill()
         holder.wait()
@@ -114,7 +118,8 @@ def test_a_hung_holder_delays_a_compile_by_the_lock_timeout_only(tmp_path, monke
         monkeypatch.setenv("HIPEXPLORE_CACHE_LOCK_TIMEOUT", "0.5")
         start = time.monotonic()
         assert cache.get_or_compile(req).outcome == "compiled"
-        assert 0.4 < time.monotonic() - start < 10
+        # the lock timeout, then a compile (60 s: a hang guard; the frozen holder would block forever)
+        assert 0.5 <= time.monotonic() - start < 60 and cache.disk.counters["lock_timeouts"] == 1
     finally:
         holder.kill()
         holder.wait()
@@ -131,12 +136,18 @@ def test_a_lock_is_not_taken_on_a_memory_hit(tmp_path):
     req = CompileRequest(Source("k.c", "int answer(void) { return 6; }\n"), "host", "host")
     cache.get_or_compile(req)
     holder = _holder(tmp_path, cache.key_for(req).digest)
+    def no_lock(self, *a, **k):
+        raise AssertionError("a hit took the per-key lock")
+
     try:
-        start = time.monotonic()
-        assert cache.get_or_compile(req).outcome == "memory-hit"
-        fresh = CompileCache(disk_dir=tmp_path)
-        assert fresh.get_or_compile(req).outcome == "disk-hit"  # a disk hit neither
-        assert time.monotonic() - start < 2
+        # while a live process holds the key's lock, a hit does not even ask for it (was "within 2 s"
+        # on the clock, a measurement of the machine: issue 26.6)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(DiskCache, "key_lock", no_lock)
+            assert cache.get_or_compile(req).outcome == "memory-hit"
+            fresh = CompileCache(disk_dir=tmp_path)
+            assert fresh.get_or_compile(req).outcome == "disk-hit"  # a disk hit neither
+        assert fresh.disk.counters["lock_timeouts"] == 0
     finally:
         holder.kill()
         holder.wait()

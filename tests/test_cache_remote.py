@@ -115,10 +115,15 @@ def test_an_unreachable_or_slow_server_never_fails_a_compile(tmp_path, redis_ser
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.monotonic()
-            outcomes = [cache.get_or_compile(req(v)).outcome for v in (11, 12, 11)]
+            results = [cache.get_or_compile(req(v)) for v in (11, 12, 11)]
             seconds = time.monotonic() - start
+        outcomes = [r.outcome for r in results]
         assert outcomes == ["compiled", "compiled", "memory-hit"]
-        assert seconds < 5, seconds
+        # what the outage cost beyond the compiles themselves: one 0.3 s remote timeout, not one per
+        # request (the server is then marked unavailable) and never a hang. Less the compiles' own
+        # time, which a loaded machine stretches (issue 26.6: "all three within 5 s" measured it too)
+        compiling = sum(r.compile_seconds for r in results if r.outcome == "compiled")
+        assert seconds - compiling < 3, (seconds, compiling)
         msgs = [str(w.message) for w in caught if "Redis" in str(w.message)]
         assert len(msgs) == 1 and redis_server.url.split("//")[1].split("/")[0] in msgs[0], msgs
         assert cache.remote.available is False and cache.stats()["remote_available"] is False

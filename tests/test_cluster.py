@@ -52,7 +52,7 @@ def test_every_configuration_once_by_both_workers(cluster, tmp_path):
     res = run_cluster(spec, cluster, device="host", out=out, hooks=hx.bench.SweepHooks(on_result=seen.append))
     want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
     assert configs(res.summary) == want  # exactly once each (a duplicate or a missing row differs)
-    assert len(want) == spec.configurations() == 12
+    assert len(want) == len(spec.configurations()) == 12
     assert res.summary["worker"].nunique() == 2, res.summary[["size_bytes", "worker"]]
     # a (kernel, size) group stays on one worker: its reference and biases come from one device
     assert (res.summary.groupby("size_bytes")["worker"].nunique() == 1).all()
@@ -283,7 +283,9 @@ def test_workers_without_a_gpu_slot_are_refused_and_a_stalled_run_ends(tmp_path)
         slow = SweepSpec(kernels=("triad",), sizes=("1MiB",), stop=StopRule(iterations=4000), reference_samples=8)
         t0 = time.monotonic()
         res = run_cluster(slow, client, device="host", out=tmp_path / "s.parquet", stall_s=0.0)
-        assert time.monotonic() - t0 < 5  # it did not wait for the group
+        # it did not wait for the group: the rows say so below ("did not finish"); the clock is only a
+        # hang guard (a 5 s bound measured the machine's load: issue 26.6)
+        assert time.monotonic() - t0 < 120
         failed = json.loads(res.metadata["cluster.failed"])
         assert len(failed) == 1 and "no result for 0 s" in failed[0]["error"]
         assert "did not finish" in res.metadata["cluster.incomplete"] and res.summary.empty
@@ -341,7 +343,7 @@ def test_groups_are_kernel_size_pairs_or_sizes_when_interleaved():
     groups = groups_of(spec)
     assert [(g.specs()[0].name, g.sizes) for g in groups] == [("triad", (16384,)), ("triad", (32768,)),
                                                               ("copy", (16384,)), ("copy", (32768,))]
-    assert sum(len(expected_keys(g)) for g in groups) == spec.configurations() == 20
+    assert sum(len(expected_keys(g)) for g in groups) == len(spec.configurations()) == 20
     inter = groups_of(SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB"), stop=StopRule(iterations=40),
                                 interleave=True))
     assert [tuple(k.name for k in g.specs()) for g in inter] == [("triad", "copy")] * 2  # A and B stay on one GPU

@@ -380,6 +380,10 @@ def test_host_identity_follows_cc_and_its_stamp(need_host_cc, tmp_path, monkeypa
     assert second.stamp != first.stamp and second.version == first.version and second.library == first.library
 
 
+#: A 1 s compile timeout on the ~20 s slow_c_source() compile has fired, and killed it, by then.
+KILLED_BY_S = 6.0
+
+
 def test_host_in_process_timeout_kills_the_compiler(need_host_cc):
     from hipexplore.compile.host import HostCompiler
 
@@ -389,8 +393,10 @@ def test_host_in_process_timeout_kills_the_compiler(need_host_cc):
     with pytest.raises(CompileTimeout, match="1.0 s") as info:
         c.compile(CompileRequest(Source("slow.c", slow_c_source()), "host", "host"))
     elapsed = time.monotonic() - start
-    # the compile takes ~20 s: the timeout fired, and within 2x of its limit (measured: 1.01 s)
-    assert 1.0 <= elapsed < 2.0, elapsed
+    # the compile takes ~20 s: the timeout fired at its limit (measured: 1.01 s), not when the compile
+    # ended. The lower bound is exact (the limit is read on this clock); the upper one only has to tell
+    # the two apart: "within 2x" (< 2 s) measured the machine's load on the kill (issue 26.6).
+    assert 1.0 <= elapsed < KILLED_BY_S, elapsed
     assert info.value.timeout == 1.0
     assert "slow.c" in info.value.log  # the command line
     command = info.value.log.splitlines()[0]  # "$ cc -O3 ... -o <tmp>/lib.so <tmp>/slow.c"

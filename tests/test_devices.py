@@ -20,6 +20,7 @@ from hipexplore.devices.base import (
 from hipexplore.devices.host import HostDevice, parse_size, read_llc
 from hipexplore.errors import ConfigError, DeviceUnavailable, UnsupportedOperation
 from hipexplore.kernels import catalog
+from hipexplore.kernels.build import kernel_for
 
 
 def test_parse_device_and_unknown_kind() -> None:
@@ -161,7 +162,7 @@ def test_host_device_runs_triad_through_the_compile_cache(need_host_cc, tmp_path
     dev = HostDevice()
     dev.cache = CompileCache(disk_dir=tmp_path)
     spec = catalog.get("triad")
-    kernel = dev.compiled_kernel("triad")
+    kernel = kernel_for(dev, "triad")
     n = 1000
     with BufferSets(dev, spec, n, 2, seed=3) as sets:
         grid, block = spec.geometry(n, dev)
@@ -176,7 +177,7 @@ def test_host_device_runs_triad_through_the_compile_cache(need_host_cc, tmp_path
     events = dev.cache.events()
     assert list(events["kernel"]) == ["triad"] and events["outcome"].iloc[0] == "compiled"
     with pytest.raises(UnsupportedOperation, match="inline-icache"):
-        dev.compiled_kernel("triad", inline_icache=True)
+        kernel_for(dev, "triad", inline_icache=True)
 
 
 def test_peak_bandwidth_sources() -> None:
@@ -253,9 +254,9 @@ class _HostWithBrokenHold(HostDevice):
         super().__init__(llc_bytes=256 << 10)
         self.holds = 0
 
-    def hold_stream(self, timeout_s: float = 2.0):
+    def hold_stream(self, timeout_s: float = 2.0, **kw):
         self.holds += 1
-        return _TimingOutHold() if self.holds in (2, 4) else super().hold_stream(timeout_s)
+        return _TimingOutHold() if self.holds in (2, 4) else super().hold_stream(timeout_s, **kw)
 
 
 def test_timed_out_holds_are_counted_and_noted(need_host_cc, tmp_path) -> None:
@@ -274,7 +275,7 @@ def test_timed_out_holds_are_counted_and_noted(need_host_cc, tmp_path) -> None:
     for dev, timeouts, chunks in ((broken, 2, 16), (host, 0, 5)):
         with BufferSets(dev, spec, 256, 1) as sets:
             grid, block = spec.geometry(256, dev)
-            wl = Workload(dev, dev.compiled_kernel("triad"), grid, block, sets.args)
+            wl = Workload(dev, kernel_for(dev, "triad"), grid, block, sets.args)
             raw = time_launches(wl, None, StopRule(iterations=20), chunk=4, warmup_s=0, hold_timeout_s=1e-9)
         assert raw.chunks == chunks and raw.hold_timeouts == timeouts and len(raw.time_s) == 20
         assert list(raw.chunk) == sorted(raw.chunk) and raw.chunk.max() == chunks - 1

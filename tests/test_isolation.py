@@ -122,9 +122,10 @@ def test_timeout_kills_worker_and_its_compiler_then_recovers(need_host_cc):
         with pytest.raises(CompileTimeout, match="timeout of 1.0 s") as info:
             comp.compile(slow_c())
         elapsed = time.monotonic() - start
-        # the compile takes ~20 s: the timeout fired within 2x of its limit (measured: 1.01 s); the
-        # worker was started by the compile above, so no start-up is inside this window
-        assert 1.0 <= elapsed < 2.0, elapsed
+        # the compile takes ~20 s: the timeout fired at its limit (measured: 1.01 s), not when the
+        # compile ended; the worker was started by the compile above, so no start-up is inside this
+        # window. The upper bound only tells the two apart ("within 2x" measured the load, issue 26.6).
+        assert 1.0 <= elapsed < 6.0, elapsed
         assert info.value.timeout == 1.0 and info.value.compiler == "host"
         assert process_gone(pid)
         assert live_group_members(pid) == []  # cc and cc1 went with it

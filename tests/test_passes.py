@@ -141,6 +141,17 @@ def test_a_finished_multi_pass_file_resumes_as_done_and_refuses_another_pass_cou
                  progress=False, out=out)
 
 
+def pass_in_worker(one, dev, *, hooks, run_id, done, metadata, pad=0):
+    """One pass as the sweep runs it on a GPU: one unit in a worker process of its own
+    (``bench.run.measure_unit``), recorded into ``metadata`` (the sweep's)."""
+    from hipexplore.bench.recorder import Recorder
+    from hipexplore.bench.run import WORKER, measure_unit
+
+    unit = Recorder(metadata, hooks=hooks, write=False)
+    stopped = measure_unit(one, dev, unit, where=WORKER, run_id=run_id, done=done, pad_bytes=pad)
+    return unit.result(stopped)
+
+
 def test_a_pass_in_its_own_worker_leaves_out_what_is_done_and_keeps_its_telemetry_source():
     # on a GPU every pass runs this way (the event floor is per process); the host device runs it too
     from hipexplore.devices import get_device
@@ -148,7 +159,7 @@ def test_a_pass_in_its_own_worker_leaves_out_what_is_done_and_keeps_its_telemetr
     dev = get_device("host")
     one = SweepSpec(kernels=("triad",), sizes=(4096, 16384), flush=("none",), stop=StopRule(iterations=8), reference=False)
     meta: dict[str, str] = {"sweep.spec": "outer"}
-    res = ps.pass_in_worker(one, dev, hooks=None, run_id="r1", done={("triad", 4096, "1", "none", "events")}, metadata=meta)
+    res = pass_in_worker(one, dev, hooks=None, run_id="r1", done={("triad", 4096, "1", "none", "events")}, metadata=meta)
     assert res.summary["size_bytes"].tolist() == [16384]
     assert set(res.samples["size_bytes"]) == {16384} and len(res.samples) == 8
     assert set(res.summary["run_id"]) == {"r1"}
@@ -161,9 +172,9 @@ def test_a_pass_in_its_own_worker_holds_its_pad_there_and_the_sweep_records_ever
     dev = get_device("host")
     one = SweepSpec(kernels=("triad",), sizes=(4096,), flush=("none",), stop=StopRule(iterations=8), reference=False)
     meta: dict[str, str] = {}
-    res = ps.pass_in_worker(one, dev, hooks=None, run_id="r2", done=set(), metadata=meta, pad=ps.pad_bytes(2))
+    res = pass_in_worker(one, dev, hooks=None, run_id="r2", done=set(), metadata=meta, pad=ps.pad_bytes(2))
     assert res.metadata["worker.pad_bytes"] == str(ps.pad_bytes(2)) == meta["worker.pad_bytes"]
-    res0 = ps.pass_in_worker(one, dev, hooks=None, run_id="r3", done=set(), metadata={}, pad=0)
+    res0 = pass_in_worker(one, dev, hooks=None, run_id="r3", done=set(), metadata={}, pad=0)
     assert "worker.pad_bytes" not in res0.metadata  # the first pass holds none
     res3 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=9, passes=3, reference=False, progress=False)
     assert res3.metadata["sweep.pass_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(3))

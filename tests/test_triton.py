@@ -139,9 +139,16 @@ def test_knob_in_key_is_the_knob_compiled_with(kernel_dir):
 
 
 def test_kernel_module_carries_only_what_the_kernel_needs(kernel_dir):
+    """The kernel's module holds the kernel and what it reads; the local module it imports from is
+    carried as a generated module of its own (its names keep their own globals, as in Python)."""
+    from hipexplore.compile.triton_source import kernel_sources
+
     text = kernel_module(kernel_dir / "k.py", "scale")
-    assert "def twice" in text and "def scale" in text
+    main, modules, why = kernel_sources(kernel_dir / "k.py", "scale")
+    assert main == text and why == ()
+    assert "def scale" in text and "def twice" not in text and "from ._hx1_helpers import twice" in text
     assert "not_a_kernel" not in text and "UNUSED" not in text and "from helpers" not in text
+    assert [m.name for m in modules] == ["_hx1_helpers.py"] and "def twice" in modules[0].text
 
 
 def test_bad_inputs_are_one_line_each(kernel_dir, tmp_path, capsys, monkeypatch):

@@ -186,8 +186,8 @@ def check_resume(path: str, previous: Previous, now: dict[str, str], device_name
     known) and kernel identities (``identity.<kernel>``); ``device_names`` the devices that will measure."""
     names = set(previous.summary["device_name"].unique()) if len(previous.summary) else set()
     if names and device_names is not None and not names <= device_names:
-        raise ConfigError(f"cannot resume {path!r}: it holds results from {sorted(names)}, not {sorted(device_names)}; "
-                          f"use another out file")
+        now_text = repr(next(iter(device_names))) if len(device_names) == 1 else repr(sorted(device_names))
+        raise ConfigError(f"cannot resume {path!r}: it holds results from {sorted(names)}, not {now_text}; use another out file")
     meta = previous.metadata
     if meta is None:
         return

@@ -125,7 +125,7 @@ class SweepSpec:
     #: which timers measure each configuration: ``events`` and/or ``in-kernel`` (kernels with a
     #: timed variant only; see bench.timing): one summary row per configuration and timer
     timers: tuple[str, ...] = _option(("events",), "events, in-kernel (kernels' own timestamps), or both: events,in-kernel",
-                                      metavar="TIMER,...")
+                                      metavar="TIMER,...", alias="--timer")
     #: the cold reference is taken in this many parts spread through the (kernel, size)'s
     #: configurations, so drift during the sweep reaches the reference too (at most one part per
     #: reference sample)
@@ -136,8 +136,8 @@ class SweepSpec:
     drop_throttled: bool = _option(True, "leave throttled samples out of the statistics (--no-drop-throttled keeps them)")
     #: warm-up before the first configuration until the clock is stable, at least this long
     #: (None: the device's default: 0.4 s on AMD, whose clocks ramp slowly; 0.2 s on NVIDIA; 0 on the host)
-    clock_warmup_s: float | None = _option(None, "warm up until the clock is stable, at least this long (default: "
-                                                 "0.4 s on AMD, 0.2 s on NVIDIA, 0 on the host)")
+    clock_warmup_s: float | None = _option(None, "warm up until the clock is stable, at least this many seconds "
+                                                 "(auto: 0.4 on AMD, 0.2 on NVIDIA, 0 on the host)")
     #: A/B in one run: the kernels of each configuration are measured in alternating turns of a
     #: few chunks, in an order shuffled with ``interleave_seed`` (see bench.interleave)
     interleave: bool = _option(False, "A/B in one run: the kernels of each configuration in alternating, shuffled turns")

@@ -206,7 +206,8 @@ class SweepRun:
 
     # -- one (kernel, size) -----------------------------------------------------------------------
     def measure_target(self, kspec: KernelSpec, size: int) -> bool:
-        """Warm up, check the output, then the groups with the reference parts between them."""
+        """Warm up, check the output, then the groups with the reference parts between them; True
+        when ``stop_now`` stopped it."""
         self.where.clear()  # building and loading are not the kernel's fault: a DeviceError there is raised as is
         target = _Target.build(self.dev, kspec, size, self.spec.timers, self.base)
         self.where[:] = [kspec.name, f"size={size}"]
@@ -226,17 +227,20 @@ class SweepRun:
         schedule = dict(reference_schedule(len(groups), self.spec.reference_parts, self.spec.reference_samples)) if need_ref else {}
         parts: dict[str, list[RawTimes]] = {t: [] for t in need_ref}
         rows: list[dict[str, Any]] = []
+        stopped = False
         for gi, group in enumerate([*groups, None]):
             if gi in schedule:
                 if self.channel.stop_now():
-                    return True
+                    stopped = True
+                    break
                 self.take_reference(target, schedule[gi], parts)
             if group is None:
                 break
             if self.measure_group(target, *group, rows):
-                return True
-        self.emit_references(target, parts, rows)
-        return False
+                stopped = True
+                break
+        self.emit_references(target, parts, rows)  # a stopped sweep keeps the reference parts it took
+        return stopped
 
     def warm_up(self, target: _Target) -> None:
         """Once per unit: launch until the clock is stable (MI300 ramps for >= 400 ms)."""

@@ -74,6 +74,7 @@ import numpy as np
 from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..devices.telemetry import Telemetry
 from ..errors import BenchmarkError, ConfigError
+from ..kernels.build import BUILDER
 from .flush import Flusher
 from .stats import StopRule
 
@@ -315,7 +316,7 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
     set_ids = np.array([(start_index + j) % nsets for j in range(k)] if sets is None else list(sets), dtype=np.int64)
     if workload.timer is not None:
         workload.timer.reset(k)
-    hold = dev.hold_stream(hold_timeout_s)
+    hold = dev.hold_stream(hold_timeout_s, kernels=BUILDER)  # a GPU builds its spin kernel with it
     try:
         before = int((int(set_ids[0]) - 1) % nsets) if k else 0
         for _ in range(lead):  # untimed: what every timed launch of the chunk follows, the first too

@@ -107,7 +107,72 @@ def _bytes(flag: str):
     return parse
 
 
+def _field_type(f: Any) -> Any:
+    """The argparse type of a ``SweepSpec`` option, from its annotation (errors name the expected value)."""
+    least, most, kind = f.metadata.get("least"), f.metadata.get("most"), str(f.type).replace(" ", "")
+    if kind == "bool|None":
+        return _floor
+    if kind == "int|str":
+        return _lead
+    if kind == "int":
+        return _trail if least == 0 else _count(f.name, most)
+    if kind.startswith("float"):
+        return float
+    if kind == "tuple[str,...]":
+        return _csv
+    if kind.startswith("tuple[tuple[str,float]"):
+        return _factors
+    raise TypeError(f"SweepSpec.{f.name}: no command-line form for a {f.type}")  # pragma: no cover - a new kind of field
+
+
+def _factors(text: str) -> dict[str, float]:
+    """argparse type of MODE=X,...: flush modes and factors."""
+    out: dict[str, float] = {}
+    for part in _csv(text):
+        mode, _, value = part.partition("=")
+        try:
+            out[mode.strip()] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected MODE=FACTOR pairs such as l2-read=3,l2-write=1, got {text!r}") from None
+    return out
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "auto"
+    if isinstance(value, tuple):
+        return ",".join(map(str, value)) or "none"
+    return str(value)
+
+
+def _spec_options(p: argparse.ArgumentParser) -> None:
+    """One option per ``SweepSpec`` option field, named after it (``chunk_lead`` -> ``--chunk-lead``; a
+    boolean has its ``--no-`` form), its default the spec's (options not given are left to the spec)."""
+    from ..bench.spec import options
+
+    g = p.add_argument_group("measurement (SweepSpec fields)")
+    for f in options():
+        flags = [f"--{f.name.replace('_', '-')}", *([f.metadata["alias"]] if f.metadata.get("alias") else [])]
+        text = f"{f.metadata['help']} (default {_shown(f.default)})".replace("%", "%%")
+        if str(f.type) == "bool":
+            g.add_argument(*flags, dest=f.name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=text)
+        else:
+            g.add_argument(*flags, dest=f.name, type=_field_type(f), default=argparse.SUPPRESS, metavar=f.metadata.get("metavar"),
+                           help=text)
+
+
+def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``SweepSpec`` options given on the command line, by field name."""
+    from ..bench.spec import options
+
+    return {f.name: getattr(args, f.name) for f in options() if hasattr(args, f.name)}
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..bench.stats import StopRule
+
     p = subparsers.add_parser(
         "bench",
         help="benchmark kernels with rotating buffers and cache flushes",
@@ -122,39 +187,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--flush", default="none", help="none, l2-write, l2-read, icache, inline-icache; comma separated (default none)")
     p.add_argument("--iterations", type=_count("--iterations", MAX_ITERATIONS), default=None,
                    help=f"fixed samples per configuration (must be >= buffer sets; at most {MAX_ITERATIONS:,}); default adaptive")
-    p.add_argument("--min-samples", type=_count("--min-samples", MAX_ITERATIONS), default=20, help="adaptive: at least this many samples")
-    p.add_argument("--min-time", type=float, default=0.05, help="adaptive: at least this much measured kernel time (s)")
-    p.add_argument("--target-ci", type=float, default=0.01,
-                   help="adaptive: stop when the 95%% CI of the median is within this fraction of it (default 0.01)")
-    p.add_argument("--target-cv", type=float, default=0.005, help="adaptive: stop at this relative stdev")
-    p.add_argument("--timeout", type=float, default=10.0, help="adaptive: give up after this many seconds per configuration")
-    p.add_argument("--timer", default="events",
-                   help="events, in-kernel (catalog kernels' own timestamps), or both: events,in-kernel (default events)")
-    p.add_argument("--chunk", type=_count("--chunk"), default=None, help="timed launches per stream hold (default 4: equal queue depth)")
-    p.add_argument("--chunk-lead", type=_lead, default="random", metavar="random|N",
-                   help="untimed launches at the head of each hold (default random: 0 or 1 per chunk, so every chunk position "
-                   "sees both launch parities)")
-    p.add_argument("--chunk-trail", type=_trail, default=1, metavar="N",
-                   help="untimed samples after the last timed one of each hold (default 1: it too has work queued behind it)")
-    p.add_argument("--keep-throttled", action="store_true",
-                   help="keep samples whose chunk ran below 75%% of the maximum clock in the statistics")
-    p.add_argument("--reference-samples", type=_count("--reference-samples", MAX_ITERATIONS), default=48,
-                   help="cold-reference launches per (kernel, size), taken in 3 parts through its configurations")
-    p.add_argument("--no-reference", action="store_true", help="skip the cold reference (bias is then NaN)")
-    p.add_argument("--mem-fraction", type=float, default=0.5, help="cap rotating sets at this fraction of free device memory")
+    rule = StopRule()  # the adaptive rule's defaults are its own
+    p.add_argument("--min-samples", type=_count("--min-samples", MAX_ITERATIONS), default=rule.min_samples,
+                   help=f"adaptive: at least this many samples (default {rule.min_samples})")
+    p.add_argument("--min-time", type=float, default=rule.min_time_s,
+                   help=f"adaptive: at least this much measured kernel time (s; default {rule.min_time_s:g})")
+    p.add_argument("--target-ci", type=float, default=rule.target_ci,
+                   help=f"adaptive: stop when the 95%% CI of the median is within this fraction of it (default {rule.target_ci:g})")
+    p.add_argument("--target-cv", type=float, default=rule.target_cv, help=f"adaptive: stop at this relative stdev (default {rule.target_cv:g})")
+    p.add_argument("--timeout", type=float, default=rule.timeout_s,
+                   help=f"adaptive: give up after this many seconds per configuration (default {rule.timeout_s:g})")
+    _spec_options(p)
     p.add_argument("--llc-bytes", type=_bytes("--llc-bytes"), default=None, help="override the last-level cache size the device reports (e.g. 32MiB)")
     p.add_argument("--out", default=None, metavar="FILE.parquet", help="write samples here (+ .summary.parquet, .meta.json); resumes")
     p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
-    p.add_argument("--interleave", action="store_true",
-                   help="A/B in one run: measure the kernels of each configuration in alternating turns of a few chunks, "
-                   "in a shuffled (seeded) order, so drift cancels; compare them with `hipexplore compare RUN --base A --new B`")
-    p.add_argument("--passes", type=_count("--passes", 64), default=1,
-                   help="make the sweep this many times through, each pass with its share of the samples and fresh buffers "
-                   "at other addresses; intervals then cover what changes between runs (default 1)")
-    p.add_argument("--floor", type=_floor, default=None, metavar="auto|on|off",
-                   help="time the launch floor (an empty kernel after each flush, in each process) and report floor_s and "
-                   "net_median_s = median - floor on events rows (default auto: on a GPU, not on the host)")
-    p.add_argument("--seed", type=int, default=0, help="with --interleave: the seed of the shuffled order (default 0)")
     p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -230,13 +276,9 @@ def run(args: argparse.Namespace) -> int:
               f"or {args.timeout:g} s have passed "
               f"(--iterations N for a fixed count)", file=sys.stderr)
     res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
-                reference=not args.no_reference, reference_samples=args.reference_samples, out=args.out,
-                resume=not args.no_resume, progress=not args.no_progress and not args.json, mem_fraction=args.mem_fraction,
-                worker=args.worker,
-                timers=_csv(args.timer), drop_throttled=not args.keep_throttled, interleave=args.interleave,
-                interleave_seed=args.seed, passes=args.passes, floor=args.floor, chunk_lead=args.chunk_lead, chunk_trail=args.chunk_trail,
-                **({"chunk": args.chunk} if args.chunk is not None else {}), cluster=cluster,
-                command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None)
+                out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json, worker=args.worker,
+                cluster=cluster, command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
+                **_spec_fields(args))
     if res.skipped:
         shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
                           for k, sz, r, f, *rest in res.skipped[:8])

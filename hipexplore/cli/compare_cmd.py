@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare",
         help="A/B verdicts (faster/slower/same/undecided) between two runs or two kernels of one run",
         description="Compare two sweeps' samples configuration by configuration, or two kernels of one (interleaved) "
-        "run. Decision rule: faster/slower only when the 95%% interval of new/base lies wholly beyond "
+        "run. Decision rule: faster/slower only when the 95% interval of new/base lies wholly beyond "
         "+-threshold; same when wholly within it; otherwise undecided.",
     )
     p.add_argument("runs", nargs="+", metavar="RUN.parquet", help="BASE NEW (two runs), or one run with --base/--new")
@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
                 for r in frame.to_dict("records")]
         print(json.dumps({"rule": frame.attrs["rule"], "threshold": frame.attrs["threshold"],
-                          "caveat": frame.attrs.get("caveat", ""), "rows": rows}, default=str))
+                          "caveat": frame.attrs.get("caveat", ""), "hint": frame.attrs.get("hint", ""), "rows": rows},
+                         default=str))
         return 0
     print(table(frame))
     return 0
@@ -70,4 +71,6 @@ def table(frame) -> str:
             continue
         ci = f"[{r['ratio_ci_low'] - 1:+.1%}, {r['ratio_ci_high'] - 1:+.1%}]"
         lines.append(f"{head} {r['change']:>+9.1%} {ci:>19} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {r['verdict']}")
+    if frame.attrs.get("hint"):
+        lines.append(f"hint: {frame.attrs['hint']}")
     return "\n".join(lines)

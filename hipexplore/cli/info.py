@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import textwrap
 from typing import Any
 
 
@@ -59,9 +60,10 @@ def _text(info: dict[str, Any]) -> str:
     for c in info["compilers"]:
         if c.get("available"):
             targets = c.get("targets") or []
-            shown = ", ".join(targets[:12]) + (" ..." if len(targets) > 12 else "")
             lines.append(f"  {c['name']:<7} {c.get('version', '')}  [{c.get('library', '')}]")
-            lines.append(f"          targets: {shown}")
+            # every target, wrapped: a cut list hid gfx90a (hiprtc's 13th) and read as "not supported"
+            lines += textwrap.wrap(f"targets ({len(targets)}): {', '.join(targets) or '-'}", width=100,
+                                   initial_indent=" " * 10, subsequent_indent=" " * 19, break_on_hyphens=False)
             if c.get("crashing_targets"):
                 lines.append(f"          crashing targets: {', '.join(c['crashing_targets'])}")
             for note in c.get("notes", []) or []:

@@ -173,3 +173,28 @@ def _short(value: Any, limit: int = 120) -> str:
 def join_log(*parts: str) -> str:
     """Concatenate non-empty log parts with newlines."""
     return "\n".join(p.rstrip("\n") for p in parts if p and p.strip())
+
+
+# --------------------------------------------------------------------------- diagnostics
+_COMGR_SOURCE = re.compile(r"(?:[^\s:'\"()]*/)?comgr-[A-Za-z0-9]+/input/CompileSource")
+_COMGR_HEADER = re.compile(r"(?:[^\s:'\"()]*/)?comgr-[A-Za-z0-9]+/include/([^\s:'\"()]+)")
+_MISSING_HEADER = re.compile(r"""'([^'\n]+)' file not found|cannot open source file "([^"\n]+)"|could not open source file "([^"\n]+)\"""")
+
+
+def user_diagnostics(log: str, request: CompileRequest) -> str:
+    """The compiler's log in the user's terms: hiprtc (comgr) compiles copies of the texts in a temp
+    folder of its own (``.../comgr-xxxx/input/CompileSource``, ``.../include/<header>``), so its
+    diagnostics name those; they are rewritten to the source's and headers' names (the lines are
+    the user's: comgr adds its runtime header with ``-include``, not into the text). A missing
+    header gets a hint: the runtime compilers search no folders of the user's unless told."""
+    if not log:
+        return log
+    out = _COMGR_SOURCE.sub(lambda m: request.source.name, log)
+    out = _COMGR_HEADER.sub(lambda m: m.group(1), out)
+    missing = sorted({next(g for g in m.groups() if g) for m in _MISSING_HEADER.finditer(out)})
+    if missing:
+        names = ", ".join(repr(n) for n in missing)
+        out = join_log(out, f"hint: {names} was not found: the compiler searches no folder of yours by itself; give the folder "
+                            f"that holds it with `-I DIR` / `--include-dir DIR` (Python: include_dirs=[...], which keys every "
+                            f"file found there) or the file itself with `--header FILE` (headers=[...])")
+    return out

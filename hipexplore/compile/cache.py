@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict, deque
 from contextlib import ExitStack, contextmanager
 from concurrent.futures import Future
@@ -97,7 +98,13 @@ def disk_cache_from_env(disk_dir: str | os.PathLike | None | bool = None, disk_m
 @dataclass(frozen=True)
 class CacheResult:
     """What a lookup returned and what it cost. ``compile_seconds`` is the entry's recorded
-    compile time; ``seconds_saved`` = compile_seconds - lookup_seconds on hits/joins, else 0."""
+    compile time; ``seconds_saved`` = compile_seconds - lookup_seconds on hits/joins, else 0.
+
+    ``setup_seconds``: what the first lookup through a compiler object paid to get that compiler
+    loaded and ready (building the backend, loading its library or starting its worker, its
+    identity); 0 afterwards. It is not in ``lookup_seconds`` (nor, so, in the saving): a compile
+    needs the same loaded compiler, so a hit does not add that cost and a hit does not save it
+    (issue 26, item 4: the first disk hit of a process reported ``saved=-0.214 s``)."""
 
     object_code: ObjectCode
     outcome: str
@@ -105,6 +112,7 @@ class CacheResult:
     lookup_seconds: float
     compile_seconds: float
     seconds_saved: float
+    setup_seconds: float = 0.0
 
     @property
     def binary(self) -> bytes:
@@ -163,6 +171,7 @@ class CompileCache:
         self._events: deque[CacheEvent] = deque(maxlen=max_events or None)
         self._seq = 0
         self._compilers: dict[str, Compiler] = {}
+        self._ready: weakref.WeakSet = weakref.WeakSet()  # compilers whose set-up a lookup has already timed
         self._key_memo: OrderedDict[tuple, tuple[Any, CacheKey]] = OrderedDict()
         self._key_memo_bytes = 0
         self._counters = {
@@ -178,6 +187,7 @@ class CompileCache:
             "events_dropped": 0,
             "seconds_saved": 0.0,
             "compile_seconds": 0.0,
+            "setup_seconds": 0.0,
         }
 
     def __repr__(self) -> str:
@@ -215,6 +225,21 @@ class CompileCache:
                 f"request is for compiler {request.compiler!r} but the compiler given is {getattr(compiler, 'name', compiler)!r}"
             )
         return compiler
+
+    def _set_up(self, compiler: Compiler, since: float) -> float:
+        """Seconds from ``since`` until ``compiler`` is ready to key a request: the first lookup
+        through a compiler object pays its loading (backend, library, worker) and its identity
+        here; later ones return 0 without timing anything (the identity is then memoized, and a
+        re-check of it, such as the host compiler's periodic one, is the lookup's own cost)."""
+        try:
+            if compiler in self._ready:
+                return 0.0
+        except TypeError:  # not weak-referenceable: nothing to tell first from later lookups by
+            return 0.0
+        compiler.identity()  # memoized by the compiler: the key below reuses it
+        with self._lock:
+            self._ready.add(compiler)
+        return time.perf_counter() - since
 
     def key_for(self, request: CompileRequest, compiler: Compiler | None = None) -> CacheKey:
         """The key ``get_or_compile`` would use (loads the compiler to learn its identity)."""
@@ -257,14 +282,16 @@ class CompileCache:
         compile in flight, or by compiling. Compile errors propagate and are not cached."""
         if not isinstance(request, CompileRequest):
             raise ConfigError(f"get_or_compile needs a CompileRequest; got {type(request).__name__}")
-        start = time.perf_counter()
+        began = time.perf_counter()
         compiler = self._compiler_for(request, compiler)
+        setup = self._set_up(compiler, began)
+        start = began + setup  # the lookup's own time starts once the compiler is ready
         key = self._key(request, compiler)
 
         # diagnostics: side effects a hit would skip; not cacheable: the files it reads could not be
         # listed (cc -M failed, e.g. a missing header). Either way: always compile, store nothing
         if request.diagnostics or not key.cacheable:
-            return self._compile_uncached(request, compiler, key, start, "bypassed")
+            return self._compile_uncached(request, compiler, key, start, "bypassed", setup)
 
         flight: _InFlight | None = None
         owner = False
@@ -274,7 +301,7 @@ class CompileCache:
                 entry = self._lru.get(key.digest)
                 if entry is not None and entry.canonical == key.canonical:
                     self._lru.move_to_end(key.digest)
-                    return self._finish_locked(request, key, entry.code, "memory-hit", start)
+                    return self._finish_locked(request, key, entry.code, "memory-hit", start, setup)
                 flight = self._inflight.get(key.digest)
                 if flight is not None and flight.canonical != key.canonical:
                     flight = None  # a digest collision in flight: compile on our own, share nothing
@@ -290,8 +317,8 @@ class CompileCache:
                 self._record_failure(request, key, start, exc)
                 raise
             with self._lock:
-                return self._finish_locked(request, key, code, "joined", start)
-        return self._lookup_as_owner(request, compiler, key, start, flight)
+                return self._finish_locked(request, key, code, "joined", start, setup)
+        return self._lookup_as_owner(request, compiler, key, start, flight, setup)
 
     def _from_tiers(self, key: CacheKey) -> tuple[ObjectCode | None, str]:
         """Disk, then Redis (a remote hit is copied to disk)."""
@@ -318,7 +345,8 @@ class CompileCache:
             yield
 
     def _lookup_as_owner(
-        self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, flight: _InFlight | None
+        self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, flight: _InFlight | None,
+        setup: float = 0.0,
     ) -> CacheResult:
         with ExitStack() as held:
             try:
@@ -354,9 +382,10 @@ class CompileCache:
                 if self.remote is not None:
                     self.remote.put(key, code)
         with self._lock:
-            return self._finish_locked(request, key, code, outcome, start)
+            return self._finish_locked(request, key, code, outcome, start, setup)
 
-    def _compile_uncached(self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, outcome: str) -> CacheResult:
+    def _compile_uncached(self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, outcome: str,
+                          setup: float = 0.0) -> CacheResult:
         with self._lock:
             self._counters["lookups"] += 1
         try:
@@ -365,7 +394,7 @@ class CompileCache:
             self._record_failure(request, key, start, exc)
             raise
         with self._lock:
-            return self._finish_locked(request, key, code, outcome, start)
+            return self._finish_locked(request, key, code, outcome, start, setup)
 
     @staticmethod
     def _run_compiler(request: CompileRequest, compiler: Compiler) -> ObjectCode:
@@ -396,7 +425,7 @@ class CompileCache:
             self._counters["evictions"] += 1
 
     def _finish_locked(
-        self, request: CompileRequest, key: CacheKey, code: ObjectCode, outcome: str, start: float
+        self, request: CompileRequest, key: CacheKey, code: ObjectCode, outcome: str, start: float, setup: float = 0.0
     ) -> CacheResult:
         lookup = time.perf_counter() - start
         recorded = float(code.compile_seconds)
@@ -404,10 +433,11 @@ class CompileCache:
         counter = {"memory-hit": "memory_hits", "disk-hit": "disk_hits", "remote-hit": "remote_hits"}.get(outcome, outcome)
         self._counters[counter] += 1
         self._counters["seconds_saved"] += saved
+        self._counters["setup_seconds"] += setup
         if outcome in ("compiled", "bypassed"):
             self._counters["compile_seconds"] += recorded
         self._append_event_locked(request, key, outcome, lookup, recorded, saved, code.nbytes, "")
-        return CacheResult(code, outcome, key, lookup, recorded, saved)
+        return CacheResult(code, outcome, key, lookup, recorded, saved, setup)
 
     def _record_failure(self, request: CompileRequest, key: CacheKey, start: float, exc: BaseException) -> None:
         lookup = time.perf_counter() - start

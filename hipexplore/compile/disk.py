@@ -54,7 +54,10 @@ Guarantees:
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
+import json
+import math
 import os
 import re
 import secrets
@@ -72,10 +75,10 @@ from .. import settings
 from ..errors import CacheError, ConfigError
 from .base import ObjectCode
 from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, Unauthenticated, decode_entry, encode_entry, object_code, read_entry_file,
-                    read_entry_path, read_header)
+                    read_header)
 from .request import KEY_SCHEMA, CacheKey
 
-__all__ = ["MAGIC", "DiskCache", "DiskEntryInfo", "Corrupt", "decode_entry", "encode_entry", "read_header"]
+__all__ = ["MAGIC", "DiskCache", "DiskEntryInfo", "Corrupt", "Untrusted", "decode_entry", "encode_entry", "read_header"]
 
 #: errno values after which only the one write is skipped (a busy file system, or a bad path:
 #: a directory at the entry path, a file or symlink where a shard folder should be).
@@ -86,14 +89,25 @@ FULL_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT})
 SUFFIX = ".hxc"
 _TEMP_PREFIX = ".tmp-"
 _LOCK_PREFIX = ".lock-"
+_PRUNE_LOCK = ".prune.lock"
 PRUNE_TO_FRACTION = 0.9
 TOUCH_INTERVAL_S = 1.0
 #: Temp files older than this are left-overs whoever wrote them (another host's dead writer).
 STALE_TEMP_S = 3600.0
+#: How often a waiter looks at a lock it waits on.
+LOCK_POLL_S = 0.05
+#: A lock is its holder's for the compile timeout plus this; older, a waiter takes it over.
+LOCK_LIFETIME_MARGIN_S = 30.0
+#: The longest wait on a lock another user holds (team directories): then compile on our own.
+FOREIGN_LOCK_WAIT_S = 10.0
+#: A lock file under its unique name this young may be a holder's between create and link.
+_FRESH_LOCK_S = 60.0
 DEFAULT_DISK_MAX_BYTES = settings.CACHE_DISK_MAX_BYTES.default
 
 _DIGEST_RE = re.compile(r"[0-9A-Za-z_\-]{2,128}")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_PEEK_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 _HOST = re.sub(r"[^0-9A-Za-z_]", "_", socket.gethostname())[:40] or "host"
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
@@ -108,7 +122,7 @@ def _warn_once(what: str, message: str) -> None:
 
 
 class Untrusted(CacheError):
-    """A cache folder other users can write to, in private mode."""
+    """A cache folder or entry file that users other than this one can change, in private mode."""
 
 
 class _RootProblem(Exception):
@@ -130,16 +144,180 @@ def _umask() -> int:
     return mask
 
 
+def charged_bytes(st: os.stat_result) -> int:
+    """What a file costs against the cap: the bytes its blocks occupy, at most its length (a
+    sparse file costs what it holds, not what it claims; block rounding is not charged)."""
+    blocks = getattr(st, "st_blocks", None)
+    if blocks is None:
+        return st.st_size
+    return min(st.st_size, blocks * 512)
+
+
+# -- lock owners -----------------------------------------------------------------------------------
+_node_id: str | None = None
+
+
+def _node() -> str:
+    """Where a pid means something: host name, kernel boot and pid namespace (two containers on
+    one host, or two hosts with one name, do not read each other's pids)."""
+    global _node_id
+    if _node_id is None:
+        parts = [socket.gethostname()]
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                parts.append(f.read().strip())
+        except OSError:
+            pass
+        try:
+            parts.append(os.readlink("/proc/self/ns/pid"))
+        except OSError:
+            pass
+        _node_id = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    return _node_id
+
+
+def _proc_start(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot, /proc), "" for a zombie, None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if fields and fields[0] in (b"Z", b"X"):
+        return ""
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def _pid_alive(pid: int, start: str | None) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        pass
+    except OSError:
+        return True
+    now_start = _proc_start(pid)
+    if now_start == "":  # a zombie holds nothing
+        return False
+    return not (start and now_start and start != now_start)  # a new process under a reused pid
+
+
+def _owner_record() -> bytes:
+    pid = os.getpid()
+    return json.dumps({"node": _node(), "host": socket.gethostname(), "pid": pid, "start": _proc_start(pid) or "",
+                       "uid": os.geteuid(), "since": time.time()}, sort_keys=True).encode()
+
+
+def _read_record(fd: int) -> dict | None:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        record = json.loads(raw)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    pid, since = record.get("pid"), record.get("since")
+    if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(since, (int, float)) \
+            or isinstance(since, bool) or not math.isfinite(since):
+        return None
+    return record
+
+
+def _lock_state(record: dict | None, st: os.stat_result, lifetime: float, now: float) -> str:
+    """``live``, ``dead`` (its holder is gone: a dead pid on this node) or ``expired``. Without a
+    record (an older hipexplore's lock), the file's mtime is its start."""
+    since = st.st_mtime if record is None else min(float(record["since"]), st.st_mtime + 1.0)
+    if now - since > lifetime:
+        return "expired"
+    if record is not None and record.get("node") == _node():
+        start = record.get("start")
+        if not _pid_alive(record["pid"], start if isinstance(start, str) else None):
+            return "dead"
+    return "live"
+
+
+def _try_flock(fd: int, how: int) -> bool | None:
+    """True when taken, False when someone holds it, None when this file system cannot say."""
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _linked(dfd: int, name: str, st: os.stat_result) -> bool:
+    """Whether ``name`` in the folder is still the file ``st`` describes."""
+    try:
+        return _same_file(os.stat(name, dir_fd=dfd, follow_symlinks=False), st)
+    except OSError:
+        return False
+
+
+def _unlink_if_same(dfd: int, name: str, st: os.stat_result) -> bool:
+    """Remove ``name`` from the folder if it is still the file ``st`` describes (relative to the
+    folder's descriptor: nothing is followed). False when it changed, vanished or cannot go."""
+    if not _linked(dfd, name, st):
+        return False
+    try:
+        os.unlink(name, dir_fd=dfd)
+        return True
+    except OSError:
+        return False
+
+
+def _classify(name: str, st: os.stat_result) -> tuple[str, str]:
+    if name.startswith(_TEMP_PREFIX):
+        kind, digest = "temp", ""
+    elif name.startswith(_LOCK_PREFIX):
+        kind, digest = "lock", name[len(_LOCK_PREFIX):]
+    elif name.endswith(SUFFIX):
+        kind, digest = "entry", name[: -len(SUFFIX)]
+    else:
+        kind, digest = "foreign", ""
+    if not stat.S_ISREG(st.st_mode):
+        kind = "foreign"
+    return kind, digest
+
+
 @dataclass(frozen=True)
 class DiskEntryInfo:
     """One file in a shard folder as the listing sees it (nothing read or verified).
-    ``kind``: ``entry``, ``temp``, ``lock``, or ``foreign`` (not a regular file, or a stray name)."""
+    ``kind``: ``entry``, ``temp``, ``lock``, or ``foreign`` (not a regular file, or a stray name).
+    ``size`` is what it is charged (``charged_bytes``); ``own``: this user's file (others' files
+    are never counted, pruned or removed)."""
 
     path: Path
     digest: str
     size: int
     mtime: float
     kind: str = "entry"
+    uid: int = -1
+    own: bool = True
+    length: int = 0
+
+
+class _HeldLock:
+    """A key lock this process holds: the shard folder's fd, the lock file's fd and its identity."""
+
+    def __init__(self, dfd: int, name: str, fd: int) -> None:
+        self.dfd, self.name, self.fd = dfd, name, fd
+        self.st = os.fstat(fd)
+
+    def release(self) -> None:
+        try:
+            _unlink_if_same(self.dfd, self.name, self.st)  # before unlocking: a waiter never takes a released file
+        finally:
+            os.close(self.fd)
+            os.close(self.dfd)
 
 
 class DiskCache:
@@ -170,9 +348,16 @@ class DiskCache:
         self._prune_guard = threading.Lock()
         self._estimated_bytes: int | None = None
         self._umask = _umask()
+        self._uid = os.geteuid()
+        team = self.shared == "group"
+        #: modes asked of open/mkdir (the umask narrows them): never writable by others than the
+        #: owner (private) or the owner and the team's group; private lock files are the owner's alone
+        self._file_mode = 0o664 if team else 0o644
+        self._lock_mode = 0o644 if team else 0o600
+        self._dir_mode = 0o2775 if team else 0o755
         self.counters = {"write_errors": 0, "hits": 0, "misses": 0, "key_mismatches": 0, "corrupt": 0,
                          "unreadable": 0, "untrusted": 0, "writes": 0, "pruned": 0, "full_disk_retries": 0,
-                         "lock_timeouts": 0}
+                         "lock_timeouts": 0, "locks_taken_over": 0, "locks_not_waited": 0, "locks_removed": 0}
 
     def __repr__(self) -> str:
         return f"DiskCache({str(self.root)!r}, max_bytes={self.max_bytes}, shared={self.shared!r})"
@@ -187,84 +372,175 @@ class DiskCache:
         with self._lock:
             self.counters[name] += n
 
-    def _check_folder(self, fd: int, path: Path) -> None:
-        """Private mode: the folder must be ours (below the root) and writable by us alone; sticky
-        folders like /tmp are fine (others cannot remove or replace what we put in them, and a
-        version folder they made first is theirs, so it is refused)."""
+    def _refuse(self, what: Path, mode: int, why: str) -> None:
+        _warn_once("untrusted", (
+            f"hipexplore compile cache: not using {str(what)!r} (mode {stat.filemode(mode)}, {why}): other users "
+            f"could plant code in it. Use a private directory, or set {settings.CACHE_SHARED.name}=group and "
+            f"{settings.CACHE_SECRET.name} for a team directory."))
+        raise Untrusted(f"{what} is {why}")
+
+    def _check_folder(self, fd: int, path: Path, is_root: bool) -> None:
+        """Private mode: a folder on the path from the root down must be this user's and writable
+        by no one else. The root alone may instead be a sticky folder of this user or of root
+        (like /tmp: others may add names to it, but cannot remove or replace this user's, and a
+        version folder another user made first there is theirs, so it is refused)."""
         if self.shared == "group":
             return
         st = os.fstat(fd)
         mode = st.st_mode
         why = ""
-        if mode & stat.S_ISVTX:
-            pass  # like /tmp: others cannot remove or replace what this user puts there
+        if is_root and mode & stat.S_ISVTX and st.st_uid in (self._uid, 0):
+            pass
+        elif st.st_uid != self._uid:
+            why = f"owned by uid {st.st_uid}, not by this user"
         elif mode & stat.S_IWOTH:
-            why = "world-writable without the sticky bit"
+            why = "world-writable without the sticky bit" if is_root else "world-writable"
         elif mode & stat.S_IWGRP:
             why = "group-writable"
-        elif st.st_uid != os.geteuid() and path != self.root:
-            why = f"owned by uid {st.st_uid}, not by this user"
         if why:
-            _warn_once("untrusted", (
-                f"hipexplore compile cache: not using {str(path)!r} (mode {stat.filemode(mode)}, {why}): other users "
-                f"could plant code in it. Use a private directory, or set {settings.CACHE_SHARED.name}=group and "
-                f"{settings.CACHE_SECRET.name} for a team directory."))
-            raise Untrusted(f"{path} is {why}")
+            self._refuse(path, mode, why)
 
-    def _folder_mode(self) -> int:
-        if self.shared == "group":
-            return 0o2777  # setgid: the team's group is inherited; the umask decides the rest
-        return 0o755  # never group/other-writable, or the check above would refuse our own folder
+    def _check_file(self, path: Path):
+        """The check an entry file must pass before it is read (``entry.read_entry_file``)."""
+        def check(st: os.stat_result) -> None:
+            if self.shared == "group":
+                return  # any member's entry: the HMAC decides
+            if st.st_uid != self._uid:
+                self._refuse(path, st.st_mode, f"owned by uid {st.st_uid}, not by this user")
+            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                self._refuse(path, st.st_mode, "writable by other users")
+        return check
 
     def _open_dir(self, parent_fd: int | None, name: str, path: Path, create: bool) -> int:
-        flags = _DIR_FLAGS if parent_fd is not None else (_DIR_FLAGS & ~os.O_NOFOLLOW)  # the root may be a link
+        is_root = parent_fd is None
+        flags = _DIR_FLAGS & ~os.O_NOFOLLOW if is_root else _DIR_FLAGS  # the root's own path may hold links
+        made = False
         try:
             fd = os.open(name, flags, dir_fd=parent_fd)
         except FileNotFoundError:
             if not create:
                 raise
             try:
-                os.mkdir(name, self._folder_mode(), dir_fd=parent_fd)
-                if self.shared == "group" and parent_fd is not None:
-                    os.chmod(name, 0o2777 & ~self._umask, dir_fd=parent_fd)  # mkdir drops setgid on some systems
+                os.mkdir(name, self._dir_mode & 0o777, dir_fd=parent_fd)
+                made = True
             except FileExistsError:
                 pass
             fd = os.open(name, flags, dir_fd=parent_fd)
         try:
-            self._check_folder(fd, path)
+            if made and self.shared == "group":  # setgid (the team's group is inherited), on the folder we opened
+                st = os.fstat(fd)
+                if st.st_uid == self._uid:
+                    os.fchmod(fd, self._dir_mode & ~self._umask)
+            self._check_folder(fd, path, is_root)
         except BaseException:
             os.close(fd)
             raise
         return fd
 
-    @contextmanager
-    def _shard(self, digest: str, create: bool) -> Iterator[int]:
-        """An fd of the digest's shard folder, reached without following a symlink below the root.
-        Raises Untrusted, or OSError: ENOENT (not there), ENOTDIR/ELOOP (a file or link planted)."""
+    def _make_root_parents(self) -> None:
+        missing = []
+        p = self.root.parent
+        while not p.exists() and p != p.parent:
+            missing.append(p)
+            p = p.parent
+        for q in reversed(missing):
+            try:
+                os.mkdir(q, 0o755)  # never the umask's 0777 for folders above a cache
+            except FileExistsError:
+                pass
+
+    def _open_top(self, create: bool) -> list[int]:
+        """fds of the root and the version folder, each checked. Raises FileNotFoundError,
+        Untrusted, or _RootProblem (the tier cannot be used at all)."""
         fds: list[int] = []
         try:
             try:
-                if create and not self.root.exists():
-                    os.makedirs(self.root, self._folder_mode() & 0o777, exist_ok=True)
+                if create and not os.path.lexists(self.root):
+                    self._make_root_parents()
                 fds.append(self._open_dir(None, str(self.root), self.root, create))
                 fds.append(self._open_dir(fds[-1], self.directory.name, self.directory, create))
             except FileNotFoundError:
                 raise
             except OSError as exc:
                 raise _RootProblem(exc) from None
-            fds.append(self._open_dir(fds[-1], digest[:2], self.directory / digest[:2], create))
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
+
+    @contextmanager
+    def _shard_named(self, shard: str, create: bool) -> Iterator[int]:
+        """An fd of the shard folder ``shard``, every level opened relative to the one above and
+        checked. Raises Untrusted, _RootProblem, or OSError: ENOENT (not there), ENOTDIR/ELOOP (a
+        file or link planted)."""
+        fds = self._open_top(create)
+        try:
+            fds.append(self._open_dir(fds[-1], shard, self.directory / shard, create))
             yield fds[-1]
         finally:
             for fd in fds:
                 os.close(fd)
 
+    def _shard(self, digest: str, create: bool):
+        return self._shard_named(digest[:2], create)
+
+    def _walk(self) -> Iterator[tuple[str, int, list[tuple[str, os.stat_result]]]]:
+        """Each shard folder once: (name, fd, [(file name, lstat)]); the fd stays open (and is the
+        folder that was checked) while the caller's loop body runs. Links, files and untrusted
+        folders among the shards are skipped."""
+        try:
+            top = self._open_top(create=False)
+        except (OSError, Untrusted, _RootProblem):
+            return
+        try:
+            with os.scandir(top[-1]) as it:
+                shards = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+            for shard in shards:
+                try:
+                    sfd = self._open_dir(top[-1], shard, self.directory / shard, create=False)
+                except (OSError, Untrusted):
+                    continue
+                try:
+                    files = []
+                    with os.scandir(sfd) as it:
+                        names = [e.name for e in it]
+                    for name in names:
+                        try:
+                            files.append((name, os.stat(name, dir_fd=sfd, follow_symlinks=False)))
+                        except OSError:
+                            continue
+                    yield shard, sfd, files
+                finally:
+                    os.close(sfd)
+        except OSError:
+            return
+        finally:
+            for fd in top:
+                os.close(fd)
+
+    def _usable(self) -> str:
+        """'' when the root and version folder can be walked (or are absent), else why not."""
+        try:
+            fds = self._open_top(create=False)
+        except FileNotFoundError:
+            return ""
+        except Untrusted as exc:
+            return f"not used: {exc}"
+        except _RootProblem as exc:
+            return f"{self.directory}: {exc.error.strerror or exc.error}"
+        for fd in fds:
+            os.close(fd)
+        return ""
+
     # -- read --------------------------------------------------------------------------------
     def get(self, key: CacheKey) -> ObjectCode | None:
         """The stored object code for ``key``, or None (absent, corrupt, hostile, other key)."""
-        name = self.path_for(key.digest).name
+        path = self.path_for(key.digest)
+        name = path.name
         try:
             with self._shard(key.digest, create=False) as fd:
-                data, st = read_entry_file(name, fd, limit=self.max_bytes or MAX_ENTRY_BYTES)
+                data, st = read_entry_file(name, fd, limit=self.max_bytes or MAX_ENTRY_BYTES, check=self._check_file(path))
                 header, binary = decode_entry(data, self.secret)
                 if header["key"].encode("utf-8") != key.canonical:
                     self._count("key_mismatches")
@@ -332,8 +608,7 @@ class DiskCache:
             if estimate is not None:
                 estimate = self._estimated_bytes = estimate + len(data)
         if estimate is None:  # first write of this process: one scan (left-overs cleaned), then a running estimate
-            self._clean_temps(time.time())
-            estimate = sum(e.size for e in self.listing() if e.kind in ("entry", "temp"))
+            estimate = self._sweep(time.time())
             with self._lock:
                 self._estimated_bytes = estimate
         if estimate > self.max_bytes > 0:
@@ -343,8 +618,7 @@ class DiskCache:
     def _write(self, digest: str, name: str, data: bytes) -> None:
         tmp = f"{_TEMP_PREFIX}{_HOST}-{os.getpid()}-{secrets.token_hex(6)}{SUFFIX}.part"
         with self._shard(digest, create=True) as dfd:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                         0o666, dir_fd=dfd)  # the umask applies, as to any file the user creates
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, self._file_mode, dir_fd=dfd)
             try:
                 try:
                     view = memoryview(data)
@@ -363,9 +637,10 @@ class DiskCache:
                         pass
 
     def _make_room(self, needed: int) -> None:
-        """After ENOSPC: drop left-over temp files and prune to half of what is there (or less)."""
-        self._clean_temps(time.time())
-        total = sum(e.size for e in self.listing() if e.kind == "entry")
+        """After ENOSPC: drop left-over temp and lock files and prune this user's entries to half
+        of what they take (or less)."""
+        self._sweep(time.time())
+        total = sum(e.size for e in self.listing() if e.kind == "entry" and e.own)
         self.prune(target_bytes=max(0, min(total // 2, total - 2 * needed)))
 
     def _disable_writes(self, exc: OSError) -> None:
@@ -380,78 +655,179 @@ class DiskCache:
                       "silence this.", RuntimeWarning, stacklevel=4)
 
     # -- one compile across processes ------------------------------------------------------------
+    @staticmethod
+    def lock_lifetime() -> float:
+        """Seconds a key lock belongs to its holder: the compile timeout plus a margin."""
+        return settings.COMPILE_TIMEOUT.get() + LOCK_LIFETIME_MARGIN_S
+
     @contextmanager
     def key_lock(self, key: CacheKey | str, timeout: float | None = None) -> Iterator[bool]:
-        """Hold the per-key lock while compiling ``key``; yields True if held, False when the
-        wait ran past ``timeout`` (default ``HIPEXPLORE_CACHE_LOCK_TIMEOUT``) or the lock file
-        cannot be made (the caller compiles anyway: a lock never fails a compile). The lock is
-        named by a SHA-256 of the full key, not by the (injectable) index digest, so keys that
-        collide on a digest never wait on each other."""
-        from filelock import FileLock, Timeout
-
+        """Hold the per-key lock while compiling ``key``; yields True if held, False when it was
+        not (the wait ran past ``timeout``, default ``HIPEXPLORE_CACHE_LOCK_TIMEOUT``; another
+        user's lock was waited on for ``FOREIGN_LOCK_WAIT_S``; a lock that is not this user's to
+        take over; no lock file can be made). The caller compiles anyway: a lock never fails a
+        compile. The lock is named by a SHA-256 of the full key, not by the (injectable) index
+        digest, so keys that collide on a digest never wait on each other."""
         digest = lock_id(key)
         self.path_for(digest)  # validates a string id
         timeout = settings.CACHE_LOCK_TIMEOUT.get() if timeout is None else timeout
         if not self.writable:  # nothing this process compiles can be shared through this tier
             yield False
             return
-        lock = None
+        held: _HeldLock | None = None
         try:
-            with self._shard(digest, create=True):
-                pass
-            lock = FileLock(str(self.directory / digest[:2] / f"{_LOCK_PREFIX}{digest}"), timeout=timeout,
-                            mode=0o666 & ~self._umask)
-            lock.acquire()
-        except Timeout:
-            self._count("lock_timeouts")
-            lock = None
+            held = self._acquire(digest, float(timeout))
         except (OSError, CacheError, _RootProblem):
-            lock = None
+            held = None
         try:
-            yield lock is not None
+            yield held is not None
         finally:
-            if lock is not None:
-                lock.release()
+            if held is not None:
+                held.release()
+
+    def _acquire(self, lid: str, timeout: float) -> _HeldLock | None:
+        with self._shard(lid, create=True) as shard_fd:
+            dfd = os.dup(shard_fd)
+        name = f"{_LOCK_PREFIX}{lid}"
+        start = time.monotonic()
+        deadline, foreign_deadline = start + max(0.0, timeout), start + max(0.0, min(timeout, FOREIGN_LOCK_WAIT_S))
+        try:
+            while True:
+                fd = self._try_link(dfd, name)
+                if fd is not None:
+                    held = _HeldLock(dfd, name, fd)
+                    dfd = -1
+                    return held
+                if not self._wait_on(dfd, name, deadline, foreign_deadline):
+                    return None
+        finally:
+            if dfd >= 0:
+                os.close(dfd)
+
+    def _try_link(self, dfd: int, name: str) -> int | None:
+        """Make a lock file under a unique name, lock it, write the owner's record, and only then
+        link it as ``name``: a file at ``name`` is always locked by its maker and says who that is.
+        The fd when this process now holds ``name``; None when another file is there."""
+        while True:
+            tmp = f"{name}.{secrets.token_hex(6)}"
+            try:
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, self._lock_mode, dir_fd=dfd)
+            except FileExistsError:
+                continue
+            keep = False
+            try:
+                if _try_flock(fd, fcntl.LOCK_EX) is not True:
+                    raise OSError(errno.ENOLCK, "cannot lock a new lock file")
+                os.write(fd, _owner_record())
+                try:
+                    os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+                except FileExistsError:
+                    return None
+                except FileNotFoundError:  # swept between create and lock: again
+                    continue
+                keep = True
+                return fd
+            finally:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except OSError:
+                    pass
+                if not keep:
+                    os.close(fd)
+
+    def _wait_on(self, dfd: int, name: str, deadline: float, foreign_deadline: float) -> bool:
+        """Wait while the file at ``name`` is a live lock; True to try taking it again, False to
+        go on without it (timed out, another user's lock waited on long enough, or not usable)."""
+        try:
+            fd = os.open(name, _PEEK_FLAGS, dir_fd=dfd)
+        except FileNotFoundError:
+            return True  # released meanwhile
+        except OSError:  # a link or something unreadable planted at the name
+            self._count("locks_not_waited")
+            return False
+        try:
+            st = os.fstat(fd)
+            own = st.st_uid == self._uid
+            if not stat.S_ISREG(st.st_mode) or (not own and self.shared != "group"):
+                self._count("locks_not_waited")  # not a lock this user made: never waited on
+                return False
+            lifetime = self.lock_lifetime()
+            while True:
+                if not _linked(dfd, name, st):
+                    return True  # released (holders unlink first) or taken over
+                free = _try_flock(fd, fcntl.LOCK_SH)
+                if free:
+                    # no process holds a file that is still linked: its holder died (SIGKILL)
+                    try:
+                        if own and _unlink_if_same(dfd, name, st):
+                            self._count("locks_taken_over")
+                            return True
+                    finally:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                    if not own:
+                        self._count("locks_not_waited")  # another user's left-over: theirs to remove
+                        return False
+                    return True
+                state = _lock_state(_read_record(fd), st, lifetime, time.time())
+                if state != "live":  # dead holder (a child holds the flock on), or past its lifetime
+                    if own and _unlink_if_same(dfd, name, st):
+                        self._count("locks_taken_over")
+                        return True
+                    if not own:
+                        self._count("locks_not_waited")
+                        return False
+                    return True
+                now = time.monotonic()
+                if now >= deadline:
+                    self._count("lock_timeouts")
+                    return False
+                if not own and now >= foreign_deadline:
+                    self._count("locks_not_waited")
+                    return False
+                time.sleep(LOCK_POLL_S)
+        finally:
+            os.close(fd)
+
+    def _stale_lock(self, sfd: int, name: str, st: os.stat_result, now: float) -> bool:
+        """Remove this user's lock file ``name`` if no live holder has it (a holder unlinks its
+        own on release; what is left is a killed holder's). True when removed."""
+        if st.st_uid != self._uid or not stat.S_ISREG(st.st_mode):
+            return False
+        if "." in name[len(_LOCK_PREFIX):] and now - st.st_mtime < _FRESH_LOCK_S:
+            return False  # a maker's unique name between create and link
+        try:
+            fd = os.open(name, _PEEK_FLAGS, dir_fd=sfd)
+        except OSError:
+            return False
+        try:
+            held = os.fstat(fd)
+            if not _same_file(held, st):
+                return False
+            free = _try_flock(fd, fcntl.LOCK_EX)
+            if free is None:
+                free = _try_flock(fd, fcntl.LOCK_SH)
+            if not free and _lock_state(_read_record(fd), held, self.lock_lifetime(), now) == "live":
+                return False
+            return _unlink_if_same(sfd, name, held)
+        finally:
+            os.close(fd)
 
     # -- maintenance -------------------------------------------------------------------------
+    def _info(self, shard: str, name: str, st: os.stat_result) -> DiskEntryInfo:
+        kind, digest = _classify(name, st)
+        return DiskEntryInfo(self.directory / shard / name, digest, charged_bytes(st), st.st_mtime, kind,
+                             st.st_uid, st.st_uid == self._uid, st.st_size)
+
     def listing(self) -> Iterator[DiskEntryInfo]:
-        """Every file in the shard folders, classified; vanished files and unreadable or linked
-        folders are skipped (nothing is followed or opened)."""
-        try:
-            if self.directory.is_symlink():
-                return
-            shards = list(os.scandir(self.directory))
-        except OSError:
-            return
-        for shard in shards:
-            try:
-                if not shard.is_dir(follow_symlinks=False):
-                    continue
-                files = list(os.scandir(shard.path))
-            except OSError:
-                continue
-            for f in files:
-                try:
-                    st = f.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                name = f.name
-                if name.startswith(_TEMP_PREFIX):
-                    kind, digest = "temp", ""
-                elif name.startswith(_LOCK_PREFIX):
-                    kind, digest = "lock", name[len(_LOCK_PREFIX):]
-                elif name.endswith(SUFFIX):
-                    kind, digest = "entry", name[: -len(SUFFIX)]
-                else:
-                    kind, digest = "foreign", ""
-                if not stat.S_ISREG(st.st_mode):
-                    kind = "foreign"
-                yield DiskEntryInfo(Path(f.path), digest, st.st_size, st.st_mtime, kind)
+        """Every file in the shard folders, classified; vanished files and unreadable, untrusted
+        or linked folders are skipped (nothing is followed or opened)."""
+        for shard, _, files in self._walk():
+            for name, st in files:
+                yield self._info(shard, name, st)
 
     def entries(self) -> Iterator[DiskEntryInfo]:
         """Regular entry files currently present (listing only)."""
         return (i for i in self.listing() if i.kind == "entry")
-
 
     @staticmethod
     def writer_gone(name: str, mtime: float, now: float) -> bool:
@@ -473,79 +849,143 @@ class DiskCache:
             return False
         return False
 
-    def _clean_temps(self, now: float) -> int:
-        removed = 0
-        for info in [i for i in self.listing() if i.kind == "temp"]:
-            if self.writer_gone(info.path.name, info.mtime, now):
-                try:
-                    info.path.unlink()
-                    removed += 1
-                except OSError:
-                    pass
-        return removed
+    def _sweep(self, now: float) -> int:
+        """Remove this user's temp files whose writer is gone and lock files no one holds; returns
+        the bytes this user's entries and remaining temp files are charged."""
+        total = 0
+        for _, sfd, files in self._walk():
+            for name, st in files:
+                if st.st_uid != self._uid:
+                    continue  # another user's: not counted, not touched
+                kind, _ = _classify(name, st)
+                if kind == "temp" and self.writer_gone(name, st.st_mtime, now):
+                    if _unlink_if_same(sfd, name, st):
+                        continue
+                elif kind == "lock":
+                    if self._stale_lock(sfd, name, st, now):
+                        self._count("locks_removed")
+                    continue
+                if kind in ("entry", "temp"):
+                    total += charged_bytes(st)
+        return total
 
     def stats(self) -> dict:
         infos = list(self.listing())
         with self._lock:
             counters = dict(self.counters)
-        entries = [i for i in infos if i.kind == "entry"]
-        temps = [i for i in infos if i.kind == "temp"]
+        entries = [i for i in infos if i.kind == "entry" and i.own]
+        temps = [i for i in infos if i.kind == "temp" and i.own]
+        others = [i for i in infos if not i.own]
         return {
             "root": str(self.root), "directory": str(self.directory), "max_bytes": self.max_bytes,
             "shared": self.shared, "authenticated": self.secret is not None,
             "writable": self.writable, "write_error": self.write_error,
             "entries": len(entries), "bytes": sum(i.size for i in entries) + sum(i.size for i in temps),
             "entry_bytes": sum(i.size for i in entries), "temp_files": len(temps), "temp_bytes": sum(i.size for i in temps),
-            "foreign_files": sum(1 for i in infos if i.kind == "foreign"),
+            "foreign_files": sum(1 for i in infos if i.kind == "foreign" and i.own),
+            "lock_files": sum(1 for i in infos if i.kind == "lock" and i.own),
+            "others_files": len(others), "others_entries": sum(1 for i in others if i.kind == "entry"),
+            "usable": self._usable() or "yes",
             **{f"disk_{k}": v for k, v in counters.items()},
         }
 
-    def prune(self, target_bytes: int | None = None) -> int:
-        """Remove least-recently-used entries until entries + temp files are at most
-        ``target_bytes`` (default: 90 % of the cap), and the temp files of writers that are gone.
-        Skips, returning 0, while another thread or process holds the prune lock. A lock file
-        that cannot be opened (planted, a link) does not stop pruning: one warning, prune anyway."""
-        from filelock import FileLock, Timeout
+    def _prune_lock(self, vfd: int) -> tuple[int | None, str]:
+        """(fd, '') holding this user's prune lock; (None, '') when another of this user's live
+        processes prunes now; (None, why) when the file cannot serve (prune without it)."""
+        try:
+            fd = os.open(_PRUNE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, self._lock_mode,
+                         dir_fd=vfd)
+        except OSError as exc:
+            return None, str(exc)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != self._uid:
+                os.close(fd)
+                return None, f"not this user's regular file (uid {st.st_uid}, mode {stat.filemode(st.st_mode)})"
+            got = _try_flock(fd, fcntl.LOCK_EX)
+            if got is None:
+                os.close(fd)
+                return None, "cannot be locked on this file system"
+            if not got:
+                alive = _lock_state(_read_record(fd), st, self.lock_lifetime(), time.time()) == "live"
+                os.close(fd)
+                return None, ("" if alive else "held by a process that is gone")
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _owner_record(), 0)
+            return fd, ""
+        except BaseException:
+            os.close(fd)
+            raise
 
+    def prune(self, target_bytes: int | None = None) -> int:
+        """Remove this user's least-recently-used entries until this user's entries + temp files
+        are at most ``target_bytes`` (default: 90 % of the cap), temp files of writers that are
+        gone, and lock files no one holds. Skips, returning 0, while another thread or live
+        process of this user holds the prune lock. A prune lock that cannot serve (planted, a
+        link, another user's, its holder gone) does not stop pruning: one warning, prune anyway."""
         if target_bytes is None:
             target_bytes = int(self.max_bytes * PRUNE_TO_FRACTION)
         if not self._prune_guard.acquire(blocking=False):
             return 0
         try:
-            path = self.directory / ".prune.lock"
-            lock = FileLock(str(path), timeout=0, mode=0o666 & ~self._umask)
             try:
-                lock.acquire()
-            except Timeout:
+                top = self._open_top(create=False)
+            except (OSError, Untrusted, _RootProblem):
                 return 0
-            except OSError as exc:
-                _warn_once(str(path), f"hipexplore compile cache: cannot use the prune lock {str(path)!r} ({exc}); "
-                                      "pruning without it (remove that file)")
-                return self._prune_locked(target_bytes)
             try:
-                return self._prune_locked(target_bytes)
+                fd, why = self._prune_lock(top[-1])
+                if fd is None and not why:
+                    return 0
+                if fd is None:
+                    path = self.directory / _PRUNE_LOCK
+                    _warn_once(str(path), f"hipexplore compile cache: cannot use the prune lock {str(path)!r} ({why}); "
+                                          "pruning without it (remove that file)")
+                try:
+                    return self._prune_locked(target_bytes)
+                finally:
+                    if fd is not None:
+                        os.ftruncate(fd, 0)
+                        os.close(fd)
             finally:
-                lock.release()
+                for f in top:
+                    os.close(f)
         finally:
             self._prune_guard.release()
 
     def _prune_locked(self, target_bytes: int) -> int:
-        self._clean_temps(time.time())
-        infos = list(self.listing())
-        entries = sorted((i for i in infos if i.kind == "entry"), key=lambda i: i.mtime)
-        total = sum(i.size for i in infos if i.kind in ("entry", "temp"))
-        removed = 0
-        for info in entries:
-            if total <= target_bytes:
+        now = time.time()
+        self._sweep(now)
+        entries: list[tuple[float, str, str, os.stat_result]] = []
+        total = 0
+        for shard, _, files in self._walk():
+            for name, st in files:
+                if st.st_uid != self._uid:
+                    continue
+                kind, _ = _classify(name, st)
+                if kind in ("entry", "temp"):
+                    total += charged_bytes(st)
+                if kind == "entry":
+                    entries.append((st.st_mtime, shard, name, st))
+        entries.sort(key=lambda e: e[0])
+        doomed: dict[str, list[tuple[str, os.stat_result]]] = {}
+        planned = total
+        for _, shard, name, st in entries:
+            if planned <= target_bytes:
                 break
+            doomed.setdefault(shard, []).append((name, st))
+            planned -= charged_bytes(st)
+        removed = 0
+        for shard, files in doomed.items():
             try:
-                info.path.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError:
+                with self._shard_named(shard, create=False) as sfd:
+                    for name, st in files:
+                        if _unlink_if_same(sfd, name, st):
+                            removed += 1
+                            total -= charged_bytes(st)
+                        elif not _linked(sfd, name, st):
+                            total -= charged_bytes(st)  # gone (another pruner) or replaced: recounted next scan
+            except (OSError, Untrusted, _RootProblem):
                 continue
-            total -= info.size
-            removed += 1
         with self._lock:
             self._estimated_bytes = total
             self.counters["pruned"] += removed
@@ -553,71 +993,108 @@ class DiskCache:
 
     def verify(self) -> dict:
         """Read every entry safely and check it (tag, lengths, header types, file name); remove
-        what is not a valid entry. ``problems`` lists (path, what, action); ``failed`` counts
-        files that could not be read or removed (the command line exits non-zero then)."""
-        ok = corrupt = removed = failed = unauthenticated = 0
+        what is not a valid entry, if it is this user's (others' files are reported, left in
+        place). ``problems`` lists (path, what, action); ``failed`` counts files that could not
+        be read or removed, or a cache that cannot be used (the command line exits non-zero)."""
+        ok = corrupt = removed = failed = unauthenticated = untrusted = 0
         problems: list[tuple[str, str, str]] = []
-        for info in self.listing():
-            if info.kind in ("temp", "lock"):
-                continue
-            why = ""
-            if info.kind == "foreign":
-                why = "not a regular entry file"
-            else:
+        usable = self._usable()
+        if usable:
+            failed += 1
+            problems.append((str(self.directory), usable, "nothing checked"))
+        for shard, sfd, files in self._walk():
+            for name, st in files:
+                kind, digest = _classify(name, st)
+                if kind in ("temp", "lock"):
+                    continue
+                path = self.directory / shard / name
+                why = ""
+                if kind == "foreign":
+                    why = "not a regular entry file"
+                else:
+                    try:
+                        data, st = read_entry_file(name, sfd, check=self._check_file(path))
+                        header, _ = decode_entry(data, self.secret)
+                        if header["digest"] != digest:
+                            why = f"file name {digest} does not match stored digest {header['digest']}"
+                    except FileNotFoundError:
+                        continue
+                    except Untrusted as exc:
+                        untrusted += 1
+                        problems.append((str(path), f"not trusted: {exc}", "left in place"))
+                        continue
+                    except Unauthenticated as exc:  # a teammate's under another secret, or forged: a miss, kept
+                        unauthenticated += 1
+                        problems.append((str(path), str(exc), "left in place"))
+                        continue
+                    except Corrupt as exc:
+                        why = str(exc)
+                    except OSError as exc:
+                        why = f"unreadable ({exc.strerror or exc})"
+                if not why:
+                    ok += 1
+                    continue
+                corrupt += 1
+                if st.st_uid != self._uid:
+                    problems.append((str(path), why, f"left in place (owned by uid {st.st_uid})"))
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    failed += 1
+                    problems.append((str(path), why, "NOT removed: a directory (left in place)"))
+                    continue
                 try:
-                    data, _ = read_entry_path(info.path)
-                    header, _ = decode_entry(data, self.secret)
-                    if header["digest"] != info.digest:
-                        why = f"file name {info.digest} does not match stored digest {header['digest']}"
+                    if not _linked(sfd, name, st):
+                        continue  # replaced or gone meanwhile
+                    os.unlink(name, dir_fd=sfd)
+                    removed += 1
+                    problems.append((str(path), why, "removed"))
                 except FileNotFoundError:
                     continue
-                except Unauthenticated as exc:  # a teammate's under another secret, or forged: a miss, kept
-                    unauthenticated += 1
-                    problems.append((str(info.path), str(exc), "left in place"))
-                    continue
-                except Corrupt as exc:
-                    why = str(exc)
                 except OSError as exc:
-                    why = f"unreadable ({exc.strerror or exc})"
-            if not why:
-                ok += 1
-                continue
-            corrupt += 1
-            try:
-                if info.path.is_dir() and not info.path.is_symlink():
-                    raise IsADirectoryError(errno.EISDIR, "a directory (left in place)")
-                info.path.unlink()
-                removed += 1
-                problems.append((str(info.path), why, "removed"))
-            except OSError as exc:
-                failed += 1
-                problems.append((str(info.path), why, f"NOT removed: {exc.strerror or exc}"))
+                    failed += 1
+                    problems.append((str(path), why, f"NOT removed: {exc.strerror or exc}"))
         with self._lock:
             self._estimated_bytes = None
-        return {"checked": ok + corrupt + unauthenticated, "ok": ok, "corrupt": corrupt, "removed": removed,
-                "failed": failed, "unauthenticated": unauthenticated, "problems": problems}
+        return {"checked": ok + corrupt + unauthenticated + untrusted, "ok": ok, "corrupt": corrupt, "removed": removed,
+                "failed": failed, "unauthenticated": unauthenticated, "untrusted": untrusted, "problems": problems}
 
     def clear(self) -> dict:
-        """Remove every entry, temp file and lock file; returns counts ``removed`` (entries),
-        ``temp_removed``, ``failed`` and the first ``error`` (e.g. a read-only mount)."""
-        removed = temp_removed = failed = 0
-        error = ""
-        for info in list(self.listing()):
-            if info.kind == "foreign" and info.path.is_dir() and not info.path.is_symlink():
-                continue
-            try:
-                info.path.unlink()
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                failed += 1
-                error = error or f"{info.path}: {exc.strerror or exc}"
-                continue
-            if info.kind == "entry":
-                removed += 1
-            elif info.kind == "temp":
-                temp_removed += 1
+        """Remove this user's entries, temp files, stray files and lock files no one holds (a live
+        holder's stays; it removes its own on release); other users' files stay (``others_left``).
+        Returns counts ``removed`` (entries), ``temp_removed``, ``locks_removed``, ``failed`` and
+        the first ``error`` (e.g. a read-only mount, or a cache that is not used)."""
+        removed = temp_removed = locks_removed = failed = others = 0
+        error = self._usable()
+        if error:
+            failed += 1
+        now = time.time()
+        for shard, sfd, files in self._walk():
+            for name, st in files:
+                if st.st_uid != self._uid:
+                    others += 1
+                    continue
+                kind, _ = _classify(name, st)
+                if stat.S_ISDIR(st.st_mode):
+                    continue
+                if kind == "lock":
+                    if self._stale_lock(sfd, name, st, now):
+                        locks_removed += 1
+                    continue
+                if not _linked(sfd, name, st):
+                    continue
+                try:
+                    os.unlink(name, dir_fd=sfd)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    failed += 1
+                    error = error or f"{self.directory / shard / name}: {exc.strerror or exc}"
+                    continue
+                if kind == "entry":
+                    removed += 1
+                elif kind == "temp":
+                    temp_removed += 1
         with self._lock:
             self._estimated_bytes = None
-        return {"removed": removed, "temp_removed": temp_removed, "failed": failed, "error": error}
-
+        return {"removed": removed, "temp_removed": temp_removed, "locks_removed": locks_removed, "failed": failed,
+                "error": error, "others_left": others}

@@ -16,20 +16,26 @@ real compile run in a worker process whose death becomes ``CompilerCrashed("... 
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import glob
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from typing import Any, ContextManager
 
 from .. import settings
 from ..errors import CompilerUnavailable, ConfigError
-from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries
-from .implicit import Implicit, runtime_inputs
+from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries, user_diagnostics
+from . import implicit
+from .implicit import Deps, Implicit, runtime_inputs
+from .inputs import env_values
 from .inputs import env_identity
 from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
@@ -228,9 +234,49 @@ class HiprtcCompiler(RuntimeCompiler):
         return env_identity(self._identity)
 
     def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Implicit:
-        """Files hiprtc reads outside the request: absolute includes and what its system search
-        folders supply (``/usr/local/include``...), compile/implicit.py."""
-        return runtime_inputs(request, identity, self.requested_library or "")
+        """Files hiprtc reads outside the request (absolute includes, what its system search
+        folders supply: ``/usr/local/include``...), as comgr's clang lists them
+        (``dependencies``), compile/implicit.py."""
+        return runtime_inputs(request, identity, self.dependencies)
+
+    def dependencies(self, request: CompileRequest) -> Deps:
+        """comgr's clang's own list of the files a compile opens (``-M -MF FILE -v``: the make
+        dependencies and the search folders), from the same program and options in this
+        directory. It runs in a helper process kept for the purpose (comgr is not loaded into
+        this one: a crash there must not take the caller with it), ~15 ms a call. A target
+        missing from comgr's ISA list is not tried (ROCm 5.2 aborts on it): ``error``."""
+        try:
+            self._check(request)
+            known = self.targets()
+        except (CompilerUnavailable, ConfigError) as exc:
+            return Deps(error=str(exc).splitlines()[0])
+        if known and request.target.split(":")[0] not in known:
+            return Deps(error=f"hiprtc: target {request.target!r} is not in this comgr's ISA list, so the files its "
+                              f"compile reads cannot be listed (ROCm 5.2 aborts on such targets)")
+        job = {"cwd": os.getcwd(), "source": [request.source.name, request.source.text],
+               "headers": [[h.name, h.text] for h in request.headers],
+               "options": [f"--offload-arch={request.target}", *request.options]}
+        try:
+            reply = _helper(self.requested_library or "").ask(job)
+        except (OSError, RuntimeError, ValueError) as exc:
+            return Deps(error=f"hiprtc could not list the files this compile reads: {str(exc)[:300]}")
+        deps_text, log = reply.get("deps", ""), reply.get("log", "")
+        sources = [d for d in implicit.make_dependencies(deps_text) if d.endswith("/input/CompileSource")]
+        if not sources:
+            lines = [x.strip() for x in log.splitlines() if "error" in x]
+            why = lines[0] if lines else (log.strip().splitlines() or [f"no dependency output ({reply.get('status')})"])[0]
+            return Deps(error=f"hiprtc could not list the files this compile reads (-M): {why[:300]}")
+        own = sources[0][: -len("input/CompileSource")]  # comgr's temp folder: the request's own texts
+        errors = [x.strip() for x in log.splitlines() if re.search(r"\b(fatal )?error:", x)]
+        if errors:
+            return Deps(error=f"hiprtc could not list the files this compile reads (-M): {errors[0][:300]}")
+        quoted, angled, missing = implicit.search_list(reply.get("verbose", ""))
+        if not angled:
+            return Deps(error="hiprtc could not list the files this compile reads: no search list under -v")
+        keep = [d for d in (*quoted, *angled) if not d.startswith(own) and not re.search(r"/comgr-[^/]+/include$", d)]
+        return Deps(files=tuple(implicit.parse_make_deps(deps_text, own)),
+                    quoted=tuple(d for d in quoted if d in keep), angled=tuple(d for d in angled if d in keep),
+                    missing=tuple(missing))
 
     @staticmethod
     def device_libs_dir() -> str:
@@ -303,7 +349,7 @@ class HiprtcCompiler(RuntimeCompiler):
 
     def _invoke(self, request: CompileRequest, options: tuple[str, ...], trace: Trace) -> RawCompile:
         code, lowered, log, status = self._run(self._bindings(), request, options, trace)
-        return RawCompile(code, lowered, log, "" if int(status) == _SUCCESS else _status_name(status))
+        return RawCompile(code, lowered, user_diagnostics(log, request), "" if int(status) == _SUCCESS else _status_name(status))
 
     def _dump_asm(self, request: CompileRequest, raw: RawCompile) -> list[str]:
         return [_dump_asm(request, raw.binary)]
@@ -384,3 +430,127 @@ def _dump_asm(request: CompileRequest, code: bytes) -> str:
         return f"dump-asm: {tool} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}"
     path = dump_text(request, ".s", proc.stdout)
     return f"dump-asm: wrote {path}"
+
+
+# ---------------------------------------------------------------------- the dependency helper
+_HELPER = r"""
+import json, os, sys, tempfile
+reply = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)  # nothing the libraries print may reach the reply pipe
+sys.path[:0] = json.loads(sys.argv[1])
+from hipexplore.compile.hiprtc import HiprtcCompiler, _program_log
+hip = HiprtcCompiler(library=sys.argv[2] or None)._bindings()
+for line in sys.stdin:
+    job = json.loads(line)
+    out = {}
+    try:
+        os.chdir(job["cwd"])
+        folder = tempfile.mkdtemp(prefix="hipexplore-hiprtc-deps-")
+        deps, verbose = os.path.join(folder, "deps.d"), os.path.join(folder, "v.txt")
+        names = [h[0].encode() for h in job["headers"]]
+        texts = [h[1].encode() for h in job["headers"]]
+        status, prog = hip.hiprtcCreateProgram(job["source"][1].encode(), job["source"][0].encode(), len(texts),
+                                               texts or None, names or None)
+        opts = [o.encode() for o in (*job["options"], "-M", "-MF", deps, "-v")]
+        saved = os.dup(2)
+        with open(verbose, "wb") as v:
+            os.dup2(v.fileno(), 2)  # clang's -v goes to file descriptor 2
+            try:
+                (status,) = hip.hiprtcCompileProgram(prog, len(opts), opts)
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+        out["status"] = int(status)
+        out["log"] = _program_log(hip, prog)
+        hip.hiprtcDestroyProgram(prog.createRef())
+        for key, path in (("deps", deps), ("verbose", verbose)):
+            try:
+                with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                    out[key] = f.read()
+                os.unlink(path)
+            except OSError:
+                out[key] = ""
+        os.rmdir(folder)
+    except Exception as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    reply.write(json.dumps(out) + "\n")
+    reply.flush()
+"""
+
+
+class _Helper:
+    """One long-lived process that answers dependency questions with comgr loaded (started on
+    first use, restarted when it dies or the environment hiprtc reads changes)."""
+
+    def __init__(self, library: str) -> None:
+        self.library = library
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.env: tuple = ()
+
+    def _start(self) -> subprocess.Popen:
+        self.close()
+        self.env = env_values("hiprtc")
+        self.proc = subprocess.Popen([sys.executable, "-c", _HELPER, json.dumps(sys.path), self.library],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, start_new_session=True)
+        return self.proc
+
+    def ask(self, job: dict, timeout: float = 300.0) -> dict:
+        with self.lock:
+            proc = self.proc
+            if proc is None or proc.poll() is not None or self.env != env_values("hiprtc"):
+                proc = self._start()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(json.dumps(job) + "\n")
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self.close()
+                raise RuntimeError("the hiprtc dependency helper exited") from None
+            timer = threading.Timer(timeout, proc.kill)
+            timer.start()
+            try:
+                line = proc.stdout.readline()
+            finally:
+                timer.cancel()
+            if not line:
+                code = proc.wait()
+                self.close()
+                raise RuntimeError(f"the hiprtc dependency helper died (exit {code})")
+            out = json.loads(line)
+            if "error" in out:
+                raise RuntimeError(out["error"])
+            return out
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                proc.kill()
+            except OSError:
+                pass
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    stream.close()
+                except (OSError, AttributeError):
+                    pass
+
+
+_helpers: dict[str, _Helper] = {}
+_helpers_lock = threading.Lock()
+
+
+def _helper(library: str) -> _Helper:
+    with _helpers_lock:
+        helper = _helpers.get(library)
+        if helper is None:
+            helper = _helpers[library] = _Helper(library)
+        return helper
+
+
+@atexit.register
+def _close_helpers() -> None:
+    for helper in list(_helpers.values()):
+        helper.close()

@@ -390,12 +390,11 @@ def runtime_inputs(request: CompileRequest, identity: CompilerIdentity, probe: C
             quoted, angled = system, list(deps.angled)
         for text, here in texts:
             _has_include_probes(col, text, here, cwd, quoted, angled)
-        for folder in (*system, *(d for d in deps.missing)):
-            col.watch_dir(os.path.normpath(os.path.join(cwd, folder)))
-        on_disk = [os.path.normpath(os.path.join(cwd, d)) for d in deps.files]
-        watch_shadows(col, [p for p in on_disk if p in col.checks and col.checks[p] is not None and p in
-                            {os.path.normpath(os.path.join(cwd, o)) for o in col.files}],
-                      [os.path.normpath(os.path.join(cwd, d)) for d in system])
+        for folder in (*system, *deps.missing):
+            col.watch_dir(os.path.normpath(os.path.join(cwd, folder)))  # a header added there: look again
+        if system:  # a header appearing earlier on the search list than one found would shadow it
+            found = [os.path.normpath(os.path.join(cwd, o)) for o in col.files]
+            watch_shadows(col, found, [os.path.normpath(os.path.join(cwd, d)) for d in system])
         return ""
     return current(request, identity, resolve)
 

@@ -52,6 +52,15 @@ REFUSED_PREFIXES = (
     "-fsanitize-ignorelist", "-fprofile-list", "-include-pch", "-fmodule-file", "-fmodules", "-T", "-Wl,", "-Xlinker",
     "-Xassembler", "-Wa,", "-L", "--library-directory", "--pch-dir", "-pch", "--use-pch", "--create-pch",
     "-mlink-builtin-bitcode", "-fprofile-instr-use", "-fsave-optimization-record", "-time",
+    # pass-through to a compiler's inner tools, and options naming files or folders it reads
+    # (NVRTC's front end -Xcudafe can add include folders or pre-includes; clang's VFS overlays,
+    # config files, resource/toolchain/ROCm folders, module maps, profile and sanitizer lists)
+    "-Xcudafe", "--preinclude", "-Xarch", "-Xoffload", "-ivfsoverlay", "--config", "-resource-dir", "--rocm-path",
+    "--hip-path", "--hip-device-lib-path", "--rocm-device-lib-path", "--cuda-path", "--gcc-toolchain",
+    "--gcc-install-dir", "-fmodule-map-file", "-fprebuilt-module-path", "-fmodules-cache-path",
+    "-fprofile-remapping-file", "-fxray-attr-list", "-fxray-always-instrument", "-fxray-never-instrument",
+    "-fsanitize-coverage-allowlist", "-fsanitize-coverage-ignorelist", "-fthinlto-index", "-fbasic-block-sections=list",
+    "--embed-dir", "-fembed-dir",
 )
 _EXACT_OK = frozenset({"-fPIC", "-fPIE", "-fpic", "-fpie", "-ffast-math"})
 

@@ -75,7 +75,7 @@ def redacted(url: str) -> str:
         port = parts.port
     except ValueError:  # an unparsable port: say nothing of what follows the scheme
         return url.split("://", 1)[0] + "://***"
-    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{port}" if port else "")
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}" + (f":{port}" if port else "")
     return urlunsplit(parts._replace(netloc=netloc))
 
 

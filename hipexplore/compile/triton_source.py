@@ -20,9 +20,12 @@ Request layout (``compiler="triton"``): ``source`` = the generated module, ``ker
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.machinery
 import importlib.util
 import os
 import re
+import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,31 +34,11 @@ from typing import Mapping
 from ..errors import ConfigError
 from .request import CompileRequest, Source
 
-#: Triton environment variables that do NOT change generated code (paths of caches, printing,
-#: profiling, runtime libraries). Every other TRITON_* / AMDGCN_* / MLIR_* / LLVM_* / NVPTX_* one
-#: that is set enters the key: keying one too many costs a miss, one too few serves stale code.
-NON_CODEGEN_ENV = frozenset({
-    "TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_CACHE_MANAGER", "TRITON_REMOTE_CACHE_BACKEND",
-    "TRITON_REDIS_HOST", "TRITON_REDIS_PORT", "TRITON_REDIS_KEY_FORMAT", "TRITON_PRINT_AUTOTUNING",
-    "TRITON_CACHE_AUTOTUNING", "TRITON_ALWAYS_COMPILE", "TRITON_KERNEL_DUMP", "TRITON_STORE_BINARY_ONLY",
-    "TRITON_INTERPRET", "TRITON_ENABLE_NVTX", "TRITON_LIBCUDA_PATH", "TRITON_LIBHIP_PATH", "TRITON_PROTON_DISABLE",
-    "TRITON_DUMP_PTXAS_LOG", "TRITON_HSA_RUNTIME_PATH", "TRITON_HSA_RUNTIME_LIBRARY", "TRITON_ENABLE_HW_TRACE",
-    "TRITON_ROCPROFILER_SDK_INCLUDE_PATH", "TRITON_ROCPROFILER_SDK_LIB_PATH", "TRITON_ROCPROFILER_SDK_LIBRARY",
-    "TRITON_ROCTRACER_LIB_PATH", "TRITON_ROCTRACER_LIBRARY", "TRITON_ROCTX_LIB_PATH", "TRITON_ROCTX_LIBRARY",
-    "LLVM_SYMBOLIZER_PATH", "LLVM_DISABLE_SYMBOLIZATION", "LLVM_ENABLE_SYMBOLIZER_MARKUP",
-})
-_KNOB_RX = re.compile(r"^(TRITON|AMDGCN|MLIR|LLVM|NVPTX)_[A-Z0-9_]+$|^(DISABLE_LLVM_OPT|DISABLE_PTXAS_OPT|USE_IR_LOC)$")
 _NAME_RX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: arg types Triton's signature accepts (pointers are ``*`` + a scalar type)
 SCALAR_TYPES = ("i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64", "fp8e4nv", "fp8e5", "fp8e4b8",
                 "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
 _TARGET_RX = re.compile(r"^(gfx[0-9a-f]{3,4}[a-z]?|sm_[0-9]{2,3}[af]?)$")
-
-
-def codegen_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The code-generating Triton knobs set in ``environ`` (default: this process's)."""
-    env = os.environ if environ is None else environ
-    return {k: v for k, v in sorted(env.items()) if _KNOB_RX.match(k) and k not in NON_CODEGEN_ENV}
 
 
 def check_target(target: str) -> str:
@@ -113,42 +96,262 @@ def parse_assignments(items: Mapping[str, object] | list[str] | tuple[str, ...] 
     return dict(pairs)
 
 
-# ---------------------------------------------------------------------------------------------
+# -- the environment Triton reads ------------------------------------------------------------------
+#: Variables Triton reads that change nothing in the code object ``triton.compile`` returns: where
+#: its caches and dumps go, printing, profiling, the runtime libraries and devices of a launch,
+#: the C compiler of its launcher stub, its own test runner. Not keyed.
+NEUTRAL_ENV = frozenset({
+    "TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_CACHE_MANAGER", "TRITON_REMOTE_CACHE_BACKEND",
+    "TRITON_REDIS_HOST", "TRITON_REDIS_PORT", "TRITON_REDIS_KEY_FORMAT", "TRITON_PRINT_AUTOTUNING",
+    "TRITON_CACHE_AUTOTUNING", "TRITON_ALWAYS_COMPILE", "TRITON_KERNEL_DUMP", "TRITON_STORE_BINARY_ONLY",
+    "TRITON_INTERPRET", "TRITON_ENABLE_NVTX", "TRITON_LIBCUDA_PATH", "TRITON_LIBHIP_PATH", "TRITON_PROTON_DISABLE",
+    "TRITON_DUMP_PTXAS_LOG", "TRITON_HSA_RUNTIME_PATH", "TRITON_HSA_RUNTIME_LIBRARY", "TRITON_ENABLE_HW_TRACE",
+    "TRITON_ROCPROFILER_SDK_INCLUDE_PATH", "TRITON_ROCPROFILER_SDK_LIB_PATH", "TRITON_ROCPROFILER_SDK_LIBRARY",
+    "TRITON_ROCTRACER_LIB_PATH", "TRITON_ROCTRACER_LIBRARY", "TRITON_ROCTX_LIB_PATH", "TRITON_ROCTX_LIBRARY",
+    "TRITON_CUPTI_LIB_PATH", "TRITON_CUPTI_LIB_BLACKWELL_PATH", "TRITON_PROFILE_BUFFER_SIZE",
+    "TRITON_PROFILE_METRIC_BUFFER_SIZE", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_CUDACRT_PATH",
+    "TRITON_CUDART_PATH", "TRITON_DEFAULT_BACKEND", "TRITON_REPRODUCER_PATH", "TRITON_ENABLE_PYTHON_STACKTRACE",
+    "TRITON_CI_CACHE_PHASE", "TRITON_CI_COMPILE_TRACE_DIR", "TRITON_TEST_JUNIT_DIR", "TRITON_TEST_NUM_GPUS",
+    "TRITON_TEST_PROCESS_TIMEOUT", "TRITON_TEST_VISIBLE_GPUS", "TRITON_WARMUP_COMPILER_WORKER",
+    "TRITON_WARMUP_COORDINATOR", "TRITON_WARMUP_DEBUG", "WARMUP_PROCS", "DISABLE_SUBPROCESS", "NUM_GPUS", "NUM_PROCS",
+    "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CC", "CXX",
+    "LD_LIBRARY_PATH", "HIP_PATH", "ROCM_PATH", "PATH",
+    "LLVM_SYMBOLIZER_PATH", "LLVM_DISABLE_SYMBOLIZATION", "LLVM_ENABLE_SYMBOLIZER_MARKUP",
+})
+#: Kept for callers of the old name.
+NON_CODEGEN_ENV = NEUTRAL_ENV
+#: Variables naming files the compile reads: their value is keyed, and the files' contents too
+#: (``TritonCompiler.implicit_inputs``; a script, whose choice of tool is not in the key, is not cached).
+FILE_ENV = frozenset({"TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH", "TRITON_LIBDEVICE_PATH",
+                      "TRITON_AMD_CODEGEN_PATH", "LLVM_PASS_PLUGIN_PATH", "TRITON_PLUGIN_PATHS"})
+#: Variables that make the compile read files chosen at compile time (IR overrides, MIR swaps):
+#: a request with one set is compiled every time, never cached.
+UNCACHEABLE_ENV = {"TRITON_KERNEL_OVERRIDE": "replaces the kernel's IR with files from TRITON_OVERRIDE_DIR",
+                   "TRITON_SWAP_MIR": "replaces the generated MIR with files from that folder"}
+#: Variables whose value changes the code (or what Triton writes with it): keyed by value. With
+#: the three sets above this covers every variable Triton 3.9 reads (``triton_env_names``; a test
+#: checks the installed Triton against it).
+VALUE_ENV = frozenset({
+    "ALLOW_LHS_TMEM_LAYOUT_CONVERSION", "AMDGCN_ANALYZE_SMALL_TENSOR_RANGE", "AMDGCN_ENABLE_DUMP",
+    "AMDGCN_SCALARIZE_PACKED_FOPS", "AMDGCN_USE_BUFFER_ATOMICS", "AMDGCN_USE_BUFFER_OPS", "DISABLE_LLVM_OPT",
+    "DISABLE_MMA_V3", "DISABLE_MMA_V5", "DISABLE_PTXAS_OPT", "LLVM_ENABLE_TIMING", "LLVM_EXTRACT_DI_LOCAL_VARIABLES",
+    "LLVM_IR_ENABLE_DUMP", "MLIR_DISABLE_MULTITHREADING", "MLIR_DUMP_PATH", "MLIR_ENABLE_DIAGNOSTICS",
+    "MLIR_ENABLE_DUMP", "MLIR_ENABLE_TIMING", "NVPTX_ENABLE_DUMP", "PTXAS_OPTIONS",
+    "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", "TRITON_BACKENDS_IN_TREE", "TRITON_CONSAN_INIT_ALLOCATIONS", "TRITON_DEBUG",
+    "TRITON_DEFAULT_FP_FUSION", "TRITON_DISABLE_LINE_INFO", "TRITON_DUMP_MIR", "TRITON_ENABLE_ASAN",
+    "TRITON_ENABLE_EXPERIMENTAL_CONSAN", "TRITON_ENABLE_LLVM_DEBUG", "TRITON_F32_DEFAULT",
+    "TRITON_FORCE_DISABLE_FP_FUSION", "TRITON_FPSAN_HOMOMORPHIC_CASTS", "TRITON_FRONT_END_DEBUGGING",
+    "TRITON_HIP_USE_ASYNC_COPY", "TRITON_HIP_USE_BLOCK_PINGPONG", "TRITON_HIP_USE_COEXEC_SCHEDULER",
+    "TRITON_HIP_USE_EXPERT_SCHEDULING", "TRITON_HIP_USE_IN_THREAD_TRANSPOSE", "TRITON_INSTRUMENTATION_MODE",
+    "TRITON_LLVM_DEBUG_ONLY", "TRITON_MOCK_PTX_VERSION", "TRITON_OVERRIDE_ARCH", "TRITON_OVERRIDE_DIR",
+    "TRITON_PARTITION_SCHEDULING_DUMP_DATA_ONLY", "TRITON_PARTITION_SCHEDULING_DUMP_LOOP_ONLY",
+    "TRITON_PARTITION_SCHEDULING_ENABLE_DUMP_DOT", "TRITON_PLUGIN_VERSION_CHECK", "TRITON_SWAP_MIR_ENABLE_MISCHED",
+    "USE_IR_LOC",
+})
+#: Any other variable of Triton's, LLVM's or MLIR's families that is set is keyed by value too:
+#: keying one too many costs a miss, one too few serves stale code.
+_KNOB_RX = re.compile(r"^(TRITON|AMDGCN|MLIR|LLVM|NVPTX)_[A-Z0-9_]+$|^(DISABLE_LLVM_OPT|DISABLE_PTXAS_OPT|USE_IR_LOC)$")
+_ENV_CALL_RX = re.compile(r"""(?:getenv(?:_bool)?|environ\.get|os\.getenv|environ\.pop|environ\.setdefault)\(\s*["']"""
+                          r"""([A-Za-z_][A-Za-z0-9_]*)["']|environ\[\s*["']([A-Za-z_][A-Za-z0-9_]*)["']\s*\]""")
+_TRUE = frozenset({"1", "true", "on", "yes"})
+
+
+def _triton_root() -> str | None:
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        return None
+    return os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+
+
+@functools.lru_cache(maxsize=8)
+def _env_names_in(root: str, stamp: tuple) -> frozenset[str]:
+    names: set[str] = set()
+    try:
+        tree = ast.parse(Path(root, "knobs.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        tree = ast.Module(body=[], type_ignores=[])
+    for n in ast.walk(tree):  # env_bool("TRITON_X"), env_nvidia_tool("ptxas") -> TRITON_PTXAS_PATH
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id.startswith("env_") and n.args \
+                and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str):
+            v = n.args[0].value
+            names.add(f"TRITON_{v.upper().replace('-', '_')}_PATH" if n.func.id == "env_nvidia_tool" else v)
+    for dirpath, dirnames, files in os.walk(root):
+        dirnames.sort()
+        for f in sorted(files):
+            if f.endswith(".py"):
+                try:
+                    text = Path(dirpath, f).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                for m in _ENV_CALL_RX.finditer(text):
+                    names.add(m.group(1) or m.group(2))
+    try:  # the C++ side reads only the variables its GetEnv.h lists
+        header = Path(root, "include", "triton", "Tools", "Sys", "GetEnv.h").read_text(encoding="utf-8")
+    except OSError:
+        header = ""
+    for m in re.finditer(r"std::set<std::string>\s+\w+\s*=\s*\{(.*?)\};", header, re.S):
+        names.update(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', m.group(1)))
+    return frozenset(names)
+
+
+def triton_env_names() -> frozenset[str]:
+    """Every environment variable the installed Triton reads, found in its files without importing
+    it: the ``env_*`` knobs of ``knobs.py``, ``getenv``/``os.environ`` reads in its Python sources,
+    and the lists of ``include/triton/Tools/Sys/GetEnv.h`` (what its C++ reads). Empty without Triton."""
+    root = _triton_root()
+    if root is None:
+        return frozenset()
+    try:
+        st = os.stat(os.path.join(root, "knobs.py"))
+        stamp: tuple = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        stamp = ()
+    return _env_names_in(root, stamp)
+
+
+def knob_names(environ: Mapping[str, str] | None = None) -> set[str]:
+    """The variables that enter a Triton request's key when set (see ``triton_environment``)."""
+    env = os.environ if environ is None else environ
+    known = VALUE_ENV | FILE_ENV | frozenset(UNCACHEABLE_ENV) | triton_env_names()
+    return {k for k in env if (k in known or _KNOB_RX.match(k)) and k not in NEUTRAL_ENV}
+
+
+def triton_environment(environ: Mapping[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """(the keyed variables set in ``environ`` (default: this process's), sorted; the reasons the
+    request must not be cached). Keyed: every variable Triton reads but ``NEUTRAL_ENV``, and any
+    other of its families' that is set. Not cached: one of ``UNCACHEABLE_ENV`` set, or one the
+    installed Triton reads that this table does not know (a newer Triton: it may read files)."""
+    env = os.environ if environ is None else environ
+    keyed = {k: env[k] for k in sorted(knob_names(env))}
+    why = []
+    for name, what in UNCACHEABLE_ENV.items():
+        value = env.get(name)
+        if value is not None and value.strip() and (name != "TRITON_KERNEL_OVERRIDE" or value.strip().lower() in _TRUE):
+            why.append(f"{name}={value} {what} at compile time (not cached)")
+    unknown = sorted(k for k in keyed if k in triton_env_names() and k not in VALUE_ENV | FILE_ENV | set(UNCACHEABLE_ENV))
+    for k in unknown:
+        why.append(f"{k} is read by the installed Triton but not known to hipexplore (not cached)")
+    return keyed, why
+
+
+def codegen_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The code-generating Triton variables set in ``environ`` (default: this process's)."""
+    return triton_environment(environ)[0]
+
+
+# -- the kernel's sources, found the way Python and Triton resolve its names ---------------------
+#: Standard-library modules whose values do not depend on the machine, the environment or time:
+#: a module-level value computed with them is as keyed as its text. Any other standard module
+#: (os, sys, time, random, pathlib, ...) read by a carried statement makes the request uncacheable.
+PURE_STDLIB = frozenset({
+    "__future__", "abc", "builtins", "cmath", "collections", "copy", "dataclasses", "enum", "fractions", "functools",
+    "itertools", "json", "math", "numbers", "operator", "re", "string", "struct", "textwrap", "types", "typing",
+    "typing_extensions", "warnings",
+})
+#: Builtins whose result depends on more than their arguments' text.
+IMPURE_BUILTINS = frozenset({"open", "input", "eval", "exec", "compile", "__import__", "globals", "locals", "vars",
+                             "id", "hash", "breakpoint", "memoryview"})
+_COMPOUND = (ast.If, ast.Try, ast.With, ast.For, ast.While) + ((ast.Match,) if hasattr(ast, "Match") else ()) + \
+    ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
 @dataclass
 class _Module:
     path: Path
+    name: str  # the dotted name it was imported as (for messages and the header)
     tree: ast.Module
     lines: list[str]
-    defs: dict[str, ast.AST]  # module-level function/class defs and assignments by bound name
-    imports: dict[str, ast.AST]  # bound name -> the import statement binding it
+    binds: dict[str, list[ast.stmt]]  # name -> the top-level statements that bind or change it, in file order
+    imports: dict[str, tuple[ast.stmt, ast.alias]]  # bound name -> the import binding it
+    stars: list[ast.ImportFrom]  # ``from m import *``
+    order: dict[int, int]  # id(statement) -> position in the file
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.name == "__init__.py"
 
 
-def _load(path: Path) -> _Module:
+def _load(path: Path, name: str = "") -> _Module:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
         tree = ast.parse(text, filename=str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read Triton source {str(path)!r}: {exc}") from exc
     except SyntaxError as exc:
         raise ConfigError(f"Triton source {str(path)!r} does not parse: line {exc.lineno}: {exc.msg}") from exc
-    defs: dict[str, ast.AST] = {}
-    imports: dict[str, ast.AST] = {}
+    binds: dict[str, list[ast.stmt]] = {}
+    imports: dict[str, tuple[ast.stmt, ast.alias]] = {}
+    stars: list[ast.ImportFrom] = []
+
+    def bind(n: str, node: ast.stmt) -> None:
+        binds.setdefault(n, []).append(node)
+
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defs[node.name] = node
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            bind(node.name, node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Name):
-                        defs[n.id] = node
+                for root in _target_roots(t):
+                    bind(root, node)  # `X = ...` binds X; `f.attr = ...` / `X[0] += 1` change f / X
         elif isinstance(node, ast.Import):
             for a in node.names:
-                imports[(a.asname or a.name).split(".")[0]] = node
+                imports[(a.asname or a.name).split(".")[0] if not a.asname else a.asname] = (node, a)
         elif isinstance(node, ast.ImportFrom):
             for a in node.names:
-                imports[a.asname or a.name] = node
-    return _Module(path, tree, text.splitlines(keepends=True), defs, imports)
+                if a.name == "*":
+                    stars.append(node)
+                else:
+                    imports[a.asname or a.name] = (node, a)
+        elif isinstance(node, _COMPOUND):  # names bound under if/try/with/for: the whole statement carries them
+            for n in _bound_anywhere(node):
+                bind(n, node)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):  # `register(f)`, `f.x.update(...)`
+            for root in _target_roots(node.value.func):
+                if root in binds:
+                    bind(root, node)
+    order = {id(n): i for i, n in enumerate(tree.body)}
+    return _Module(path, name or path.stem, tree, text.splitlines(keepends=True), binds, imports, stars, order)
+
+
+def _target_roots(t: ast.AST) -> list[str]:
+    """The names an assignment target binds or changes (tuple targets: each element's)."""
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [n for e in t.elts for n in _target_roots(e)]
+    if isinstance(t, ast.Starred):
+        return _target_roots(t.value)
+    if isinstance(t, (ast.Attribute, ast.Subscript)):
+        return _target_roots(t.value)
+    return []
+
+
+def _bound_anywhere(node: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in n.names if a.name != "*")
+    return out
+
+
+def _local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The function's parameters and the names it assigns (Python's locals), minus ``global`` ones."""
+    a = fn.args
+    names = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, *(v for v in (a.vararg, a.kwarg) if v))}
+    declared: set[str] = set()
+    for stmt in fn.body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                names.add(n.id)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                declared.update(n.names)
+    return names - declared
 
 
 def _segment(mod: _Module, node: ast.AST) -> str:
@@ -156,122 +359,314 @@ def _segment(mod: _Module, node: ast.AST) -> str:
     return "".join(mod.lines[start - 1:node.end_lineno])
 
 
-def _names(node: ast.AST) -> list[str]:
-    return sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)})
+class _Uses(ast.NodeVisitor):
+    """The names a statement reads: plain names, and attribute chains on a name (``H.sub.f``)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.chains: set[tuple[str, ...]] = set()
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        chain: list[str] = []
+        value: ast.AST = node
+        while isinstance(value, ast.Attribute):
+            chain.append(value.attr)
+            value = value.value
+        if isinstance(value, ast.Name):
+            self.chains.add((value.id, *reversed(chain)))
+        else:
+            self.visit(value)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.names.add(node.id)
 
 
-def _is_installed(origin: str) -> bool:
-    """True for modules of the standard library or site-packages (their code is versioned elsewhere)."""
-    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    origin = os.path.realpath(origin)
-    return any(origin.startswith(os.path.realpath(p) + os.sep) for p in paths)
+def _uses(node: ast.AST) -> _Uses:
+    u = _Uses()
+    u.visit(node)
+    return u
 
 
-def _local_module(stmt: ast.ImportFrom, mod: _Module) -> Path | None:
-    """The file of ``from X import y`` when X is a local (not installed) Python file."""
-    if stmt.level:
-        base = mod.path.parent
-        for _ in range(stmt.level - 1):
-            base = base.parent
-        cand = base.joinpath(*(stmt.module or "").split(".")) if stmt.module else base
-        for p in (cand.with_suffix(".py"), cand / "__init__.py"):
-            if p.is_file():
-                return p
-        return None
-    if not stmt.module:
-        return None
-    cand = mod.path.parent.joinpath(*stmt.module.split(".")).with_suffix(".py")
-    if cand.is_file():
-        return cand
-    try:
-        spec = importlib.util.find_spec(stmt.module.split(".")[0]) and importlib.util.find_spec(stmt.module)
-    except (ImportError, ValueError):
-        return None
-    origin = getattr(spec, "origin", None) if spec else None
-    if origin and origin.endswith(".py") and not _is_installed(origin):
-        return Path(origin)
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    site = {os.path.realpath(paths[k]) for k in ("purelib", "platlib")}
+    return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if os.path.realpath(paths[k]) not in site)
+
+
+class _Found:
+    """Where an imported module is: ``kind`` triton / stdlib / source (a Python file we carry) /
+    opaque (found without Python source, or not found: its contents are not known)."""
+
+    def __init__(self, kind: str, name: str, path: Path | None = None) -> None:
+        self.kind, self.name, self.path = kind, name, path
+
+
+def _module_file(base: Path, parts: list[str]) -> Path | None:
+    cand = base.joinpath(*parts) if parts else base
+    for p in (cand / "__init__.py", cand.with_suffix(".py")) if parts else (cand / "__init__.py",):
+        if p.is_file():
+            return p
     return None
 
 
+def _find(dotted: str, level: int, importer: _Module, roots: tuple[Path, ...] = ()) -> _Found:
+    """The module ``dotted`` (``level`` dots of relative import) as imported from ``importer``:
+    relative to its package; else in ``roots`` (the kernel's folder: it is first on the path when
+    the kernel's script runs) or beside the importer; else on ``sys.path`` (no import: a package's
+    ``__init__`` is never executed to look)."""
+    parts = [p for p in dotted.split(".") if p]
+    if level:
+        base = importer.path.parent
+        for _ in range(level - 1):
+            base = base.parent
+        found = _module_file(base, parts)
+        return _Found("source", dotted, found) if found else _Found("opaque", "." * level + dotted)
+    top = parts[0]
+    if top == "triton":
+        return _Found("triton", dotted)
+    if top in sys.builtin_module_names:
+        return _Found("stdlib", dotted)
+    for folder in (*roots, importer.path.parent):
+        beside = _module_file(folder, parts)
+        if beside is not None:
+            return _Found("source", dotted, beside)
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(top, sys.path)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return _Found("opaque", dotted)
+    origin = spec.origin if spec.origin not in (None, "built-in", "frozen") else None
+    if origin and os.path.realpath(origin).startswith(_stdlib_dirs()):
+        return _Found("stdlib", dotted)
+    locations = list(spec.submodule_search_locations or [])
+    if len(parts) == 1:
+        if origin and origin.endswith(".py"):
+            return _Found("source", dotted, Path(origin))
+        return _Found("opaque", dotted)
+    for loc in locations:
+        found = _module_file(Path(loc), parts[1:])
+        if found is not None:
+            return _Found("source", dotted, found)
+    return _Found("opaque", dotted)
+
+
 class _Collector:
-    """Gathers the pieces a kernel needs, in dependency order, across local modules."""
+    """The statements each module's needed names come from, the modules they import (each carried
+    as a generated module of its own: names keep their own globals, as in Python), and why the
+    result could change without its text changing (then it is not cached)."""
 
-    def __init__(self) -> None:
-        self.imports: list[str] = []
-        self.pieces: list[str] = []
-        self.bound: dict[str, str] = {}  # name -> where it came from (clash detection)
-        self.seen: set[tuple[str, str]] = set()
+    def __init__(self, kernel: str) -> None:
+        self.kernel = kernel
         self.modules: dict[Path, _Module] = {}
+        self.generated: dict[Path, str] = {}  # module file -> its generated module name (main: "")
+        self.keep: dict[Path, set[int]] = {}  # module file -> ids of statements kept
+        self.import_lines: dict[Path, list[str]] = {}
+        self.seen: set[tuple[Path, str]] = set()
+        self.whole: set[Path] = set()
+        self.uncacheable: list[str] = []
+        self.roots: tuple[Path, ...] = ()
 
-    def module(self, path: Path) -> _Module:
+    def module(self, path: Path, name: str = "", main: bool = False) -> _Module:
         path = path.resolve()
+        if main:
+            self.roots = (path.parent,)
         if path not in self.modules:
-            self.modules[path] = _load(path)
+            self.modules[path] = _load(path, name)
+            self.keep[path] = set()
+            self.import_lines[path] = []
+            stem = path.parent.name if path.name == "__init__.py" else path.stem
+            self.generated[path] = "" if main else f"_hx{len(self.generated)}_{re.sub(r'[^A-Za-z0-9_]', '_', stem)}"
         return self.modules[path]
 
+    def _why(self, text: str) -> None:
+        if text not in self.uncacheable:
+            self.uncacheable.append(text)
+
+    def _line(self, mod: _Module, text: str) -> None:
+        lines = self.import_lines[mod.path]
+        if text not in lines:
+            lines.append(text)
+
     def need(self, mod: _Module, name: str) -> None:
-        if (str(mod.path), name) in self.seen:
+        if (mod.path, name) in self.seen:
             return
-        self.seen.add((str(mod.path), name))
-        if name in mod.defs:
-            node = mod.defs[name]
-            for dep in _names(node):
-                if dep != name:
-                    self.need(mod, dep)
-            self._bind(name, f"{mod.path}:{node.lineno}")
-            text = _segment(mod, node)
-            if text not in self.pieces:
-                self.pieces.append(text)
+        self.seen.add((mod.path, name))
+        if name in mod.binds:
+            for node in mod.binds[name]:
+                self._keep(mod, node)
         elif name in mod.imports:
-            stmt = mod.imports[name]
-            local = _local_module(stmt, mod) if isinstance(stmt, ast.ImportFrom) else None
-            if local is not None:
-                sub = self.module(local)
-                for a in stmt.names:
-                    if (a.asname or a.name) == name:
-                        if a.asname and a.asname != a.name:
-                            raise ConfigError(f"{mod.path}: 'from {stmt.module} import {a.name} as {a.asname}': a renamed "
-                                              f"local Triton helper is not supported; import it under its own name")
-                        self.need(sub, a.name)
+            self._import(mod, name)
+        elif mod.is_package and self._submodule(mod, name) is not None:
+            sub = self._submodule(mod, name)
+            self._line(mod, f"from . import {self.generated[sub.path]} as {name}\n")
+        else:
+            for star in mod.stars:
+                found = _find(star.module or "", star.level, mod, self.roots)
+                if found.kind in ("triton", "stdlib"):
+                    self._line(mod, f"from {found.name} import *\n")
+                    if found.kind == "stdlib" and found.name.split(".")[0] not in PURE_STDLIB:
+                        self._why(f"{mod.name} star-imports {found.name}")
+                elif found.kind == "source":
+                    sub = self.module(found.path, found.name)
+                    if name in sub.binds or name in sub.imports:
+                        self._line(mod, f"from .{self.generated[sub.path]} import {name}\n")
+                        self.need(sub, name)
+                        return
+                else:
+                    self._why(f"{mod.name} star-imports {found.name}, whose contents are not known here")
+            # otherwise a builtin or a local variable: nothing to carry
+
+    def _keep(self, mod: _Module, node: ast.stmt) -> None:
+        if id(node) in self.keep[mod.path]:
+            return
+        self.keep[mod.path].add(id(node))
+        if isinstance(node, _COMPOUND):
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    for a in sub.names:
+                        found = _find(a.name if isinstance(sub, ast.Import) else (sub.module or ""),
+                                      getattr(sub, "level", 0) or 0, mod, self.roots)
+                        if found.kind not in ("triton", "stdlib") or found.name.split(".")[0] not in PURE_STDLIB | {"triton"}:
+                            self._why(f"{mod.name} line {node.lineno} imports {found.name} inside a compound statement")
+        uses = _uses(node)
+        own = {getattr(node, "name", None)}
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own |= _local_names(node)  # a parameter or local hides the global of that name (as for Triton)
+        # what Python itself runs of the statement (a def: its decorators and defaults; a jit body
+        # is Triton's, where a name like `input` is a parameter, not the builtin)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            run = _Uses()
+            for part in [*node.decorator_list, *node.args.defaults, *[d for d in node.args.kw_defaults if d]]:
+                run.visit(part)
+        else:
+            run = uses
+        for n in sorted(run.names | {c[0] for c in run.chains}):
+            if n in IMPURE_BUILTINS and n not in mod.binds and n not in mod.imports:
+                self._why(f"{mod.name} line {node.lineno} calls {n}()")
+        for n in sorted(uses.names):
+            if n not in own:
+                self._use(mod, n, bare=True)
+        for chain in sorted(uses.chains):
+            if chain[0] not in own:
+                self._use(mod, chain[0], bare=False)
+                self._attrs(mod, chain)
+
+    def _use(self, mod: _Module, name: str, bare: bool) -> None:
+        self.need(mod, name)
+        if bare:
+            target = self._module_bound(mod, name)
+            if target is not None and target.path not in self.whole:  # a module passed around whole
+                self.whole.add(target.path)
+                for n in list(target.binds) + list(target.imports):
+                    self.need(target, n)
+
+    def _attrs(self, mod: _Module, chain: tuple[str, ...]) -> None:
+        target = self._module_bound(mod, chain[0])
+        for attr in chain[1:]:
+            if target is None:
                 return
-            text = _import_text(stmt, name)
-            self._bind(name, text)
-            if text not in self.imports:
-                self.imports.append(text)
-        # otherwise a builtin or a local variable: nothing to carry
+            self.need(target, attr)
+            target = self._module_bound(target, attr)
 
-    def _bind(self, name: str, where: str) -> None:
-        if self.bound.setdefault(name, where) != where and not where.startswith(("import", "from")):
-            raise ConfigError(f"the name {name!r} is defined twice among the kernel's dependencies "
-                              f"({self.bound[name]} and {where}); rename one")
+    def _submodule(self, pkg: _Module, name: str) -> _Module | None:
+        found = _module_file(pkg.path.parent, [name])
+        return self.module(found, f"{pkg.name}.{name}") if found is not None else None
+
+    def _module_bound(self, mod: _Module, name: str) -> _Module | None:
+        """The carried module ``name`` stands for in ``mod`` (an import of a module, or a
+        submodule of a package); None for anything else."""
+        if name in mod.imports:
+            stmt, alias = mod.imports[name]
+            if isinstance(stmt, ast.Import):
+                dotted = alias.name if alias.asname else alias.name.split(".")[0]
+                found = _find(dotted, 0, mod, self.roots)
+                return self.module(found.path, found.name) if found.kind == "source" else None
+            found = _find(stmt.module or "", stmt.level or 0, mod, self.roots)
+            if found.kind != "source":
+                return None
+            parent = self.module(found.path, found.name)
+            if alias.name not in parent.binds and alias.name not in parent.imports and parent.is_package:
+                return self._submodule(parent, alias.name)
+            return self._module_bound(parent, alias.name) if alias.name in parent.imports else None
+        if name not in mod.binds and mod.is_package:
+            return self._submodule(mod, name)
+        return None
+
+    def _import(self, mod: _Module, name: str) -> None:
+        stmt, alias = mod.imports[name]
+        if isinstance(stmt, ast.Import):
+            dotted = alias.name if alias.asname else alias.name.split(".")[0]
+            found = _find(dotted, 0, mod, self.roots)
+            if found.kind == "source":
+                target = self.module(found.path, found.name)
+                self._line(mod, f"from . import {self.generated[target.path]} as {name}\n")
+                return
+            self._line(mod, f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "") + "\n")
+            self._opaque_or_impure(mod, found, name)
+            return
+        found = _find(stmt.module or "", stmt.level or 0, mod, self.roots)
+        if found.kind == "source":
+            parent = self.module(found.path, found.name)
+            if alias.name not in parent.binds and alias.name not in parent.imports and parent.is_package \
+                    and self._submodule(parent, alias.name) is not None:
+                sub = self._submodule(parent, alias.name)
+                self._line(mod, f"from . import {self.generated[sub.path]} as {name}\n")
+                return
+            self._line(mod, f"from .{self.generated[parent.path]} import {alias.name}"
+                            + (f" as {alias.asname}" if alias.asname else "") + "\n")
+            self.need(parent, alias.name)
+            return
+        if stmt.level:
+            raise ConfigError(f"{mod.path}: relative import 'from {'.' * stmt.level}{stmt.module or ''} import "
+                              f"{alias.name}' does not resolve to a Python file")
+        self._line(mod, f"from {stmt.module} import {alias.name}" + (f" as {alias.asname}" if alias.asname else "") + "\n")
+        self._opaque_or_impure(mod, found, name)
+
+    def _opaque_or_impure(self, mod: _Module, found: _Found, name: str) -> None:
+        if found.kind == "opaque":
+            self._why(f"{mod.name} uses {name} from {found.name}, a module without Python source here "
+                      f"(its contents are not in the key)")
+        elif found.kind == "stdlib" and found.name.split(".")[0] not in PURE_STDLIB:
+            self._why(f"{mod.name} uses {name} from {found.name} (its values can change without the text changing)")
+
+    def text(self, path: Path, header: str) -> str:
+        mod = self.modules[path]
+        kept = sorted((n for n in mod.tree.body if id(n) in self.keep[path]), key=lambda n: mod.order[id(n)])
+        pieces: list[str] = []
+        for node in kept:
+            seg = _segment(mod, node)
+            if seg not in pieces:
+                pieces.append(seg)
+        return header + "".join(self.import_lines[path]) + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in pieces)
 
 
-def _import_text(stmt: ast.AST, name: str) -> str:
-    if isinstance(stmt, ast.Import):
-        alias = next(a for a in stmt.names if (a.asname or a.name).split(".")[0] == name)
-        return f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "") + "\n"
-    assert isinstance(stmt, ast.ImportFrom)
-    alias = next(a for a in stmt.names if (a.asname or a.name) == name)
-    if stmt.level:
-        raise ConfigError(f"relative import 'from {'.' * stmt.level}{stmt.module or ''} import {alias.name}' does not "
-                          f"resolve to a local file next to the kernel")
-    return f"from {stmt.module} import {alias.name}" + (f" as {alias.asname}" if alias.asname else "") + "\n"
-
-
-def kernel_module(path: str | os.PathLike, kernel: str) -> str:
-    """The self-contained module text for ``kernel`` in the Python file ``path`` (see module doc)."""
-    c = _Collector()
-    mod = c.module(Path(path))
-    node = mod.defs.get(kernel)
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        found = sorted(n for n, d in mod.defs.items() if isinstance(d, ast.FunctionDef) and _is_jit(d))
+def kernel_sources(path: str | os.PathLike, kernel: str) -> tuple[str, tuple[Source, ...], tuple[str, ...]]:
+    """The generated module for ``kernel`` in the Python file ``path``, the generated modules of
+    the (non-Triton, non-standard) modules it reaches, and the reasons the result could change
+    without these texts changing (empty when it cannot): see the module doc."""
+    c = _Collector(kernel)
+    mod = c.module(Path(path), main=True)
+    nodes = mod.binds.get(kernel, [])
+    node = next((n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if node is None:
+        found = sorted(n for n, ds in mod.binds.items() for d in ds if isinstance(d, ast.FunctionDef) and _is_jit(d))
         raise ConfigError(f"no function {kernel!r} in {str(path)!r}; @triton.jit functions there: "
                           f"{', '.join(found) or 'none'}")
     if not _is_jit(node):
         raise ConfigError(f"{kernel!r} in {str(path)!r} is not decorated with @triton.jit")
     c.need(mod, kernel)
-    header = f'"""Kernel {kernel!r} and what it needs, extracted from {Path(path).name} by hipexplore."""\n'
-    return header + "".join(c.imports) + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in c.pieces)
+    main = c.text(mod.path, f'"""Kernel {kernel!r} and what it needs, extracted from {Path(path).name} by hipexplore."""\n')
+    headers = tuple(
+        Source(f"{gen}.py", c.text(p, f'"""{c.modules[p].name} ({p.name}) as kernel {kernel!r} needs it, carried by hipexplore."""\n'))
+        for p, gen in c.generated.items() if gen)
+    return main, headers, tuple(c.uncacheable)
+
+
+def kernel_module(path: str | os.PathLike, kernel: str) -> str:
+    """The generated module text for ``kernel`` in the Python file ``path`` (``kernel_sources``
+    gives the modules it imports as well)."""
+    return kernel_sources(path, kernel)[0]
 
 
 def _is_jit(node: ast.AST) -> bool:
@@ -305,13 +700,18 @@ def triton_request(
     clash = sorted(set(sig) & set(consts))
     if clash:
         raise ConfigError(f"{', '.join(clash)} given both in the signature and as constexprs; give each once")
-    text = kernel_module(path, kernel)
+    for name in ("uncacheable",):
+        if name in opts:
+            raise ConfigError(f"option {name!r} is reserved (hipexplore sets it)")
+    text, modules, why = kernel_sources(path, kernel)
+    env, env_why = triton_environment(environ)
     encoded = [f"signature={','.join(f'{k}:{v}' for k, v in sig.items())}"]
     encoded += [f"constexpr={k}:{v!r}" for k, v in sorted(consts.items())]
-    encoded += [f"env={k}={v}" for k, v in codegen_env(environ).items()]
+    encoded += [f"env={k}={v}" for k, v in env.items()]
     encoded += [f"{k}={v!r}" for k, v in sorted(opts.items())]
+    encoded += [f"uncacheable={w}" for w in (*why, *env_why)]  # TritonCompiler.implicit_inputs: never cached
     return CompileRequest(source=Source(f"{kernel}.py", text), compiler="triton", target=target, kernels=(kernel,),
-                          options=tuple(encoded), mode=mode, label=label or kernel)
+                          headers=modules, options=tuple(encoded), mode=mode, label=label or kernel)
 
 
 def decode_options(options: tuple[str, ...]) -> tuple[dict[str, str], dict[str, object], dict[str, str], dict[str, object]]:
@@ -332,6 +732,8 @@ def decode_options(options: tuple[str, ...]) -> tuple[dict[str, str], dict[str, 
         elif key == "env":
             name, _, v = value.partition("=")
             env[name] = v
+        elif key == "uncacheable":
+            continue
         elif _NAME_RX.match(key) and value:
             try:
                 opts[key] = _ast.literal_eval(value)

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.abc
 import importlib.util
+import linecache
 import os
 import re
 import shutil
@@ -37,7 +39,7 @@ from ..errors import CompileError, CompilerUnavailable, ConfigError
 from ._common import file_stamp, join_log
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
-from .triton_source import NON_CODEGEN_ENV, _KNOB_RX, check_target, decode_options
+from .triton_source import FILE_ENV, check_target, decode_options, knob_names
 
 #: binary: the hsaco (gfx) or cubin (sm); asm: the AMDGCN (gfx) or PTX (sm) text Triton's own LLVM
 #: wrote, as UTF-8 bytes (LLVM 14's llvm-objdump cannot disassemble gfx942, so this is the listing)
@@ -155,6 +157,46 @@ class TritonCompiler(CompilerBase):
                                           extra=tuple(extra))
         return self._identity
 
+    def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Any:
+        """Files the compile reads outside the request, keyed by content (``compile/implicit.py``):
+        the files the variables of ``FILE_ENV`` name (ptxas, libdevice, the AMD code generator,
+        LLVM and Triton plugins), the files ptxas options name (``--options-file``, or any
+        operand that is a file), an ``ir_override`` file. Not cached (an ``error``): a request
+        ``triton_request`` marked (a value that can change without its text changing, a variable
+        that reads files chosen at compile time), a tool given as a script (what it runs is not in
+        the key), a file that cannot be read."""
+        from . import implicit
+
+        _, _, env, opts = decode_options(request.options)
+        marked = [o.partition("=")[2] for o in request.options if o.startswith("uncacheable=")]
+
+        def resolve(col: Any) -> str:
+            cwd = os.getcwd()
+
+            def read(label: str, path: str, tool: bool = False) -> str:
+                full = os.path.join(cwd, path) if not os.path.isabs(path) else path
+                if full != path:
+                    col.cwd = cwd
+                data = col.read(f"{label}={path}", full)
+                if data is None:
+                    return f"{label}={path} is not a readable file"
+                if tool and data[:2] == b"#!":
+                    return f"{label}={path} is a script: the tool it runs is not in the key"
+                return ""
+            problems: list[str] = []
+            for name in sorted(FILE_ENV & set(env)):
+                parts = [p for p in env[name].split(os.pathsep if name == "TRITON_PLUGIN_PATHS" else "\0") if p]
+                problems += [read(name, p, tool=name.endswith("PTXAS_PATH") or name.endswith("PTXAS_BLACKWELL_PATH"))
+                             for p in parts]
+            ptx = opts.get("ptx_options", env.get("PTXAS_OPTIONS", "")) if request.target.startswith("sm_") else ""
+            for label, path in _ptxas_files(str(ptx or ""), cwd):
+                problems.append(read(label, path))
+            if opts.get("ir_override"):
+                problems.append(read("ir_override", str(opts["ir_override"])))
+            problems = [p for p in (*marked, *problems) if p]
+            return "; ".join(problems)
+        return implicit.current(request, identity, resolve)
+
     def close(self) -> None:
         super().close()
         if self._workdir:
@@ -185,7 +227,7 @@ class TritonCompiler(CompilerBase):
         own = self.triton_cache_dir
         hits: list[bool] = []
         with self._lock, _knobs(env, own or os.path.join(self._dir(), "triton-cache"), always_compile=not own), \
-                _listener(triton, hits.append if own else None):
+                _python_knobs(triton), _listener(triton, hits.append if own else None):
             fn = self._load(request, kernel)
             from triton.compiler import ASTSource
 
@@ -199,6 +241,10 @@ class TritonCompiler(CompilerBase):
             full_sig = {a: ("constexpr" if a in consts else sig[a]) for a in fn.arg_names}
             target = gpu_target(request.target)
             self._check_options(request, target, opts)
+            if target.backend == "cuda" and "ptx_options" not in opts:
+                # CUDAOptions reads PTXAS_OPTIONS once, when Triton is imported (a dataclass default):
+                # a worker that imported it under another value would compile with that one
+                opts = {**opts, "ptx_options": env.get("PTXAS_OPTIONS", "")}
             start = time.perf_counter()
             try:
                 compiled = triton.compile(ASTSource(fn, full_sig, consts), target=target, options=opts)
@@ -223,21 +269,25 @@ class TritonCompiler(CompilerBase):
                           lowered_names={kernel: meta["name"]}, compile_seconds=seconds, metadata=meta)
 
     def _load(self, request: CompileRequest, kernel: str) -> Any:
+        """Import the request's kernel module as a package whose submodules are the request's
+        generated modules (``headers``: the local modules it imports, ``triton_source``), under a
+        name derived from all their texts (a module imported for another request never stands
+        in), from memory: each has the file name ``<hipexplore-triton>/<digest>/<name>``, which
+        is what Triton writes into the binary's line info. A real temporary folder's random name
+        made two compiles of one request differ byte for byte."""
         from triton.runtime.jit import JITFunction
 
-        digest = hashlib.sha256(request.source.text.encode()).hexdigest()[:16]
-        folder = os.path.join(self._dir(), digest)
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, request.source.name)
-        with open(path, "w") as f:
-            f.write(request.source.text)
+        texts = request.source.text + "".join(f"\0{h.name}\0{h.text}" for h in request.headers)
+        digest = hashlib.sha256(texts.encode()).hexdigest()[:16]
         modname = f"_hipexplore_triton_{digest}"
-        spec = importlib.util.spec_from_file_location(modname, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = module  # Triton's code generator looks functions' modules up
+        base = f"<hipexplore-triton>/{digest}"
+        _SOURCES.add(modname, f"{base}/{request.source.name}", request.source.text, package=True)
+        for h in request.headers:
+            if h.name.endswith(".py"):
+                _SOURCES.add(f"{modname}.{h.name[:-3]}", f"{base}/{h.name}", h.text)
+        sys.modules.pop(modname, None)  # run the kernel's module again: its globals are the request's
         try:
-            spec.loader.exec_module(module)
+            module = importlib.import_module(modname)  # Triton's code generator looks functions' modules up
         except Exception as exc:
             sys.modules.pop(modname, None)
             raise self._error(f"importing the kernel module for {kernel!r} failed: {type(exc).__name__}: {exc}",
@@ -261,11 +311,51 @@ class TritonCompiler(CompilerBase):
                               f"{', '.join(sorted(f for f in fields if not f.startswith('_')))}")
 
 
+class _Sources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports the generated modules of Triton requests from their texts (``TritonCompiler._load``),
+    with the file names given; ``get_source`` and ``linecache`` give ``inspect`` (and so Triton)
+    their lines."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, tuple[str, str, bool]] = {}
+        self._installed = False
+
+    def add(self, name: str, filename: str, text: str, package: bool = False) -> None:
+        self._texts[name] = (filename, text, package)
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+        if not self._installed:
+            sys.meta_path.insert(0, self)
+            self._installed = True
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self._texts:
+            return None
+        filename, _, package = self._texts[fullname]
+        return importlib.util.spec_from_loader(fullname, self, origin=filename, is_package=package)
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        filename, text, package = self._texts[module.__name__]
+        module.__file__ = filename
+        if package:
+            module.__path__ = []
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+        exec(compile(text, filename, "exec"), module.__dict__)
+
+    def get_source(self, fullname: str) -> str:
+        return self._texts[fullname][1]
+
+
+_SOURCES = _Sources()
+
+
 @contextlib.contextmanager
 def _knobs(env: dict[str, str], cache_dir: str, always_compile: bool = True) -> Iterator[None]:
-    """Exactly the request's code-generating knobs in os.environ (others of the kind unset), a
-    private Triton cache, and always_compile, for the duration of one compile."""
-    keyed = [k for k in os.environ if _KNOB_RX.match(k) and k not in NON_CODEGEN_ENV]
+    """Exactly the request's keyed variables in os.environ (every other one the key would hold
+    unset), a private Triton cache, and always_compile, for the duration of one compile."""
+    keyed = sorted(knob_names())
     saved = {k: os.environ.get(k) for k in {*keyed, *env, "TRITON_CACHE_DIR", "TRITON_ALWAYS_COMPILE"}}
     try:
         for k in keyed:
@@ -286,6 +376,33 @@ def _knobs(env: dict[str, str], cache_dir: str, always_compile: bool = True) -> 
 
 
 @contextlib.contextmanager
+def _python_knobs(triton: Any) -> Iterator[None]:
+    """Triton's knobs as the environment (the request's) says, for one compile: values set from
+    Python (``triton.knobs.nvidia.ptxas_options = ...`` in an in-process compiler), the ones read
+    once at import (``runtime.debug``, ``compilation.instrumentation_mode``) and the stages
+    inspection hook are not in the key, so they must not reach the compile."""
+    knobs = getattr(triton, "knobs", None)
+    if knobs is None:
+        yield
+        return
+    with contextlib.ExitStack() as stack:
+        for name in ("build", "cache", "compilation", "runtime", "language", "nvidia", "amd"):
+            group = getattr(knobs, name, None)
+            if group is not None and hasattr(group, "scope") and hasattr(group, "reset"):
+                stack.enter_context(group.scope())  # restores Python values and their variables afterwards
+                group.reset()
+        refresh = getattr(knobs, "refresh_knobs", None)
+        if refresh is not None:
+            refresh()
+        runtime = getattr(knobs, "runtime", None)
+        hook = getattr(runtime, "add_stages_inspection_hook", None)
+        if hook is not None:
+            runtime.add_stages_inspection_hook = None
+            stack.callback(setattr, runtime, "add_stages_inspection_hook", hook)
+        yield
+
+
+@contextlib.contextmanager
 def _listener(triton: Any, record: Any) -> Iterator[None]:
     """Triton's compilation listener, telling a hit of its own cache from a compile."""
     if record is None:
@@ -298,6 +415,31 @@ def _listener(triton: Any, record: Any) -> Iterator[None]:
         yield
     finally:
         knobs.listener = saved
+
+
+def _ptxas_files(options: str, cwd: str) -> list[tuple[str, str]]:
+    """The files ptxas options make it read: ``--options-file``/``-optf`` operands (comma lists)
+    and any other operand that names an existing file (Triton splits the options on spaces)."""
+    found: list[tuple[str, str]] = []
+    tokens = [t for t in options.split(" ") if t]
+    take = False
+    for tok in tokens:
+        if take:
+            found += [("ptxas --options-file", p) for p in tok.split(",") if p]
+            take = False
+            continue
+        flag, eq, value = tok.partition("=")
+        if flag in ("--options-file", "-optf"):
+            if eq:
+                found += [("ptxas --options-file", p) for p in value.split(",") if p]
+            else:
+                take = True
+            continue
+        for cand in ((value,) if eq else ()) + (tok,):
+            if cand and os.path.isfile(os.path.join(cwd, cand)):
+                found.append(("ptxas operand", cand))
+                break
+    return found
 
 
 _PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)

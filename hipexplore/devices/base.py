@@ -5,9 +5,11 @@ The harness in ``hipexplore.bench`` only talks to this interface: allocate, copy
 release the stream. A backend that cannot do something raises ``UnsupportedOperation``.
 
 Devices sit *below* ``hipexplore.kernels``: they know nothing of the catalog. Building a catalog
-kernel (spec -> request -> cache -> loaded function) is ``hipexplore.kernels.build``'s job; the
-``compiled_kernel(name)`` convenience on every device asks the ``KernelBuilder`` that module
-installs here (``install_kernel_builder``), the usual inversion that keeps the arrow kernels -> devices.
+kernel (spec -> request -> cache -> loaded function) is ``hipexplore.kernels.build``'s job
+(``kernel_for(device, name)``). The one kernel a device needs for itself, the spin kernel that holds
+a GPU stream, it gets through an explicit interface: ``hold_stream(timeout_s, kernels=...)`` takes
+the ``KernelBuilder`` to build it with (the harness passes ``kernels.build.BUILDER``), so nothing
+depends on an import having installed anything.
 Argument marshalling needs only an argument's name, kind and dtype (``ArgLike``), so ``Arg`` stays
 in ``kernels.spec`` and ``CTYPES`` lives here.
 
@@ -303,10 +305,6 @@ class Device(Protocol):
         """Look a kernel up in a loaded module by its (lowered) symbol name."""
         ...
 
-    def compiled_kernel(self, name: str, *, inline_icache: bool = False) -> Any:
-        """A catalog kernel compiled through the compile cache for this device, loaded, looked up."""
-        ...
-
     def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs, shared_bytes: int = 0) -> None: ...
 
     def event(self) -> Event: ...
@@ -319,7 +317,10 @@ class Device(Protocol):
 
     def synchronize(self) -> None: ...
 
-    def hold_stream(self, timeout_s: float = 2.0) -> StreamHold: ...
+    def hold_stream(self, timeout_s: float = 2.0, *, kernels: "KernelBuilder | None" = None) -> StreamHold:
+        """Block the stream until the returned hold is released (or ``timeout_s`` passes); a GPU
+        builds its spin kernel with ``kernels`` (the host has no queue to hold and needs none)."""
+        ...
 
     def supports_flush(self, mode: str) -> bool: ...
 
@@ -356,7 +357,8 @@ def fill_host_array(arr: np.ndarray, init: str | float, rng: np.random.Generator
 
 
 class KernelBuilder(Protocol):
-    """Builds catalog kernels for devices (``hipexplore.kernels.build.KernelBuilder``)."""
+    """What a device asks for the kernels it needs itself (``hipexplore.kernels.build.KernelBuilder``):
+    given explicitly, as ``hold_stream``'s ``kernels``."""
 
     def kernel(self, device: Any, name: str, *, inline_icache: bool = False) -> Any:
         """The loaded, looked-up kernel function for ``device`` (memoized per device)."""
@@ -367,29 +369,11 @@ class KernelBuilder(Protocol):
         ...
 
 
-_builders: list[KernelBuilder] = []
-
-
-def install_kernel_builder(builder: KernelBuilder) -> None:
-    """Make ``builder`` the one ``compiled_kernel`` asks (``hipexplore.kernels.build`` calls this)."""
-    _builders[:] = [builder]
-
-
-def kernel_builder() -> KernelBuilder:
-    if not _builders:  # importing hipexplore.kernels (the catalog the names come from) installs it
-        raise DeviceError("no kernel builder is installed: import hipexplore.kernels (the kernel catalog) first")
-    return _builders[0]
-
-
 class DeviceBase:
     """What every backend shares above the runtime calls: the compile cache its kernels build
-    through (``cache``; None means the default cache) and the ``compiled_kernel`` convenience."""
+    through (``cache``; None means the default cache)."""
 
     kind: str = ""
     index: int = 0
     #: the CompileCache the device's kernels compile through (None: the process default cache)
     cache: Any = None
-
-    def compiled_kernel(self, name: str, *, inline_icache: bool = False) -> Any:
-        """A catalog kernel compiled (through ``cache``), loaded and looked up; memoized per device."""
-        return kernel_builder().kernel(self, name, inline_icache=inline_icache)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import settings
 from ..errors import ConfigError, DeviceError, DeviceUnavailable
-from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, is_stream_work, kernel_builder, pack_args, unbind
+from .base import DeviceBase, DeviceBuffer, DeviceProperties, KernelBuilder, PackedArgs, is_stream_work, pack_args, unbind
 
 
 class SpinHold:
@@ -217,14 +217,19 @@ class GpuDeviceBase(DeviceBase):
         )
 
     # shared ------------------------------------------------------------------------------
-    def hold_stream(self, timeout_s: float = 2.0) -> SpinHold:
+    def hold_stream(self, timeout_s: float = 2.0, *, kernels: KernelBuilder | None = None) -> SpinHold:
+        """The spin kernel (built with ``kernels``, the caller's explicit ``KernelBuilder``) launched
+        on the stream, spinning on a host-mapped flag until the hold is released."""
+        if kernels is None:
+            raise DeviceError(f"{self.kind} device: a stream hold launches the spin kernel, built with kernels= "
+                              f"(a KernelBuilder: hipexplore.kernels.build.BUILDER); none was given")
         if self._hold_mem is None:
             self._hold_mem = self._host_alloc_mapped(8)
         host, dev = self._hold_mem
         ctypes.c_int32.from_address(host).value = 0
         ctypes.c_int32.from_address(host + 4).value = 0
-        spin = self.compiled_kernel("spin")
-        self._spin_args = pack_args(kernel_builder().arguments("spin"), {"flag": dev, "status": dev + 4, "timeout_ns": self._spin_timeout_arg(timeout_s)})
+        spin = kernels.kernel(self, "spin")
+        self._spin_args = pack_args(kernels.arguments("spin"), {"flag": dev, "status": dev + 4, "timeout_ns": self._spin_timeout_arg(timeout_s)})
         self.launch(spin, (1, 1, 1), (32, 1, 1), self._spin_args)
         return SpinHold(self, host)
 

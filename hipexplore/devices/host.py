@@ -244,17 +244,11 @@ class HostDevice(DeviceBase):
     def synchronize(self) -> None:
         return None
 
-    def hold_stream(self, timeout_s: float = 2.0) -> _NoHold:
-        return _NoHold()
+    def hold_stream(self, timeout_s: float = 2.0, *, kernels: Any = None) -> _NoHold:
+        return _NoHold()  # synchronous calls: no queue to hold, no spin kernel to build
 
     def supports_flush(self, mode: str) -> bool:
         return mode in ("none", "l2-write", "l2-read")
-
-    def compiled_kernel(self, name: str, *, inline_icache: bool = False) -> Any:
-        """Compile (through the cache), load and look up a catalog kernel; memoized."""
-        if inline_icache:
-            raise UnsupportedOperation("inline-icache inserts AMD GPU instructions (s_icache_inv); the host device cannot run it")
-        return super().compiled_kernel(name)
 
     def close(self) -> None:
         self._libs.clear()

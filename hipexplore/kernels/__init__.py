@@ -6,8 +6,7 @@ results can be shown as bandwidth against the device's peak.
 """
 from __future__ import annotations
 
-# build installs the KernelBuilder behind Device.compiled_kernel (devices sit below kernels)
-from . import build as _build  # noqa: F401
+from . import build as _build  # noqa: F401  (kernel_for, BUILDER: spec -> request -> cache -> loaded function)
 from .catalog import BUILTIN, get, names, parse_args, register, unregister, user_kernel
 from .spec import Arg, KernelSpec, canonical_dtype, fixed_geometry, grid_stride
 from .transform import insert_icache_flush

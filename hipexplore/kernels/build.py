@@ -3,7 +3,7 @@
 Why here and not in ``devices/``: devices only load code objects, allocate and launch; knowing the
 catalog and the cache is this layer's job. ``KernelBuilder`` memoizes the loaded function per
 device (a weak map, so a closed and dropped device takes its modules with it) and is installed as
-the builder behind ``Device.compiled_kernel`` (see ``devices.base.install_kernel_builder``).
+the ``KernelBuilder`` a device is given when it needs kernels itself (``Device.hold_stream(kernels=...)``).
 
 Every kernel the harness runs (the one under test, the flush kernels, the blocking kernel) is a
 ``CompileRequest`` answered by ``hipexplore.compile.compile(request, cache)``, so benchmark runs
@@ -27,7 +27,6 @@ from typing import Any, Sequence
 from ..compile.base import ObjectCode
 from ..compile.includes import with_closure
 from ..compile.request import CompileRequest, Source, canonical_json
-from ..devices.base import install_kernel_builder
 from ..errors import CompileError, CompilerUnavailable, ConfigError
 from . import catalog
 from .spec import Arg, KernelSpec
@@ -140,7 +139,7 @@ def _direct_compile(request: CompileRequest) -> ObjectCode:
     return cls().compile(request)
 
 
-# --- the per-device builder behind Device.compiled_kernel ---------------------------------------
+# --- the per-device builder (kernel_for; a GPU's hold_stream(kernels=BUILDER)) ------------------
 
 @dataclass(frozen=True)
 class LoadedKernel:
@@ -162,6 +161,11 @@ class KernelBuilder:
         """Memoized per device and per request content: a kernel whose source file or any header
         of its include closure changed builds again (and the cache then compiles it anew)."""
         spec = catalog.get(name)
+        if inline_icache and not device.supports_flush("inline-icache"):
+            from ..errors import UnsupportedOperation
+
+            raise UnsupportedOperation(f"inline-icache inserts AMD GPU instructions (s_icache_inv); the {device.kind} device "
+                                       f"cannot run it")
         if spec.call is not None:  # a Python callable: nothing to build or load
             return LoadedKernel(None, spec.call, None)  # type: ignore[arg-type]
         if spec.code_object:
@@ -397,9 +401,9 @@ def check_host_signature(spec: KernelSpec, request: CompileRequest) -> None:
                           f"it was not called (fix the spec or the function)")
 
 
-#: the builder every device's ``compiled_kernel`` asks
+#: the process's builder: what ``kernel_for`` asks, and what the harness hands a device that needs
+#: its own kernels (``Device.hold_stream(kernels=BUILDER)``: the spin kernel)
 BUILDER = KernelBuilder()
-install_kernel_builder(BUILDER)
 #: the catalog's own kernels (registered at import): not probed
 _TRUSTED = {id(catalog.get(n)) for n in catalog.names()}
 

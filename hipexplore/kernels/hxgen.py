@@ -184,6 +184,17 @@ def roles(problem: Problem, config: PerfConfig) -> tuple[str, ...]:
     return ("fill", "gemm") if problem.epilogue == "none" else ROLES
 
 
+def kernel_key(role: str, problem: Problem, config: PerfConfig) -> tuple:
+    """What a role's kernel depends on (equal keys: equal requests, on every backend): the fill
+    only on M*N; the tail on M, N and the epilogue; the GEMM on the shape, the candidate and, when
+    fused (split 1), the epilogue."""
+    if role == "fill":
+        return (role, problem.m * problem.n)
+    if role == "pointwise":
+        return (role, problem.m, problem.n, problem.epilogue)
+    return (role, problem.shape, problem.epilogue if config.split == 1 else "", config)
+
+
 # ----------------------------------------------------------------------------- sources
 @lru_cache(maxsize=None)
 def _text(name: str) -> str:
@@ -228,13 +239,14 @@ def gemm_source(problem: Problem, config: PerfConfig) -> str:
         "namespace hx {\n"
         f"{_op_functor(problem.epilogue if fused else 'none')}\n"
         f"using hx_config = gemm_config<{cfg.bm}, {cfg.bn}, {cfg.bk}, {cfg.tm}, {cfg.tn}, {cfg.vec}, {cfg.split}, {cfg.unroll}>;\n"
-        f"using hx_problem = gemm_problem<{problem.m}, {problem.n}, {problem.k}>;\n\n"
+        f"using hx_problem = gemm_problem<{problem.m}, {problem.n}, {problem.k}>;\n"
+        "}  // namespace hx\n\n"
         f"HX_GLOBAL void __launch_bounds__({cfg.threads}) hx_gemm({', '.join(args)})\n"
         "{\n"
+        "    using namespace hx;\n"
         f"    gemm<hx_config, hx_problem>(a, b, c, hx_op_{problem.epilogue if fused else 'none'}{{}}"
         f"{''.join(', ' + e for e in extra)});\n"
         "}\n"
-        "}  // namespace hx\n"
     )
 
 
@@ -257,30 +269,31 @@ def pointwise_source(problem: Problem) -> str:
         "#include <hx/kernels/math.hpp>\n"
         "#include <hx/kernels/ops.hpp>\n\n"
         "namespace hx {\n"
-        f"{_op_functor(problem.epilogue)}\n"
+        f"{_op_functor(problem.epilogue)}"
+        "}  // namespace hx\n\n"
         f"HX_GLOBAL void __launch_bounds__({TAIL_THREADS}) hx_pointwise({params})\n"
         "{\n"
+        "    using namespace hx;\n"
         f"    transform_args(make_tensors<float, {', '.join(shapes)}>(), rotate_last())({names})([]({views}) {{\n"
         f"        pointwise<{TAIL_VEC}>(make_index(), hx_op_{problem.epilogue}{{}}, y, {xs});\n"
         "    });\n"
         "}\n"
-        "}  // namespace hx\n"
     )
 
 
 def fill_source(problem: Problem) -> str:
-    """The generated zero fill of the M x N output (MIGraphX's fill before a split-K GEMM)."""
+    """The generated zero fill of the M x N output (MIGraphX's fill before a split-K GEMM), as
+    M*N contiguous elements: one fill serves every output of that size, on every backend."""
     return (
         "#include <hx/kernels/index.hpp>\n"
         "#include <hx/kernels/pointwise.hpp>\n\n"
-        "namespace hx {\n"
         f"HX_GLOBAL void __launch_bounds__({TAIL_THREADS}) hx_fill(void* p0)\n"
         "{\n"
-        f"    make_tensors<float, packed_shape<{problem.m}, {problem.n}>>()(p0)([](auto y) {{\n"
+        "    using namespace hx;\n"
+        f"    make_tensors<float, packed_shape<{problem.m * problem.n}>>()(p0)([](auto y) {{\n"
         f"        fill<{TAIL_VEC}>(make_index(), y, 0.0f);\n"
         "    });\n"
         "}\n"
-        "}  // namespace hx\n"
     )
 
 
@@ -338,8 +351,9 @@ def request(role: str, compiler: str, target: str, problem: Problem, config: Per
     if compiler == "host":
         text = _text(f"hxh_{role}.c")
         opts = tuple(f"-D{k}={v}" for k, v in host_defines(role, problem, config).items())
-        return CompileRequest(Source(f"hxh_{role}.c", text), "host", target, kernels=(SYMBOLS[role],), options=opts,
-                              label=label)
+        headers = (Source("hxh_epilogue.h", _text("hxh_epilogue.h")),) if role != "fill" else ()
+        return CompileRequest(Source(f"hxh_{role}.c", text), "host", target, headers=headers, kernels=(SYMBOLS[role],),
+                              options=opts, label=label)
     text = {"gemm": gemm_source, "pointwise": pointwise_source, "fill": fill_source}[role](
         *((problem, config) if role == "gemm" else (problem,)))
     return CompileRequest(Source(SYMBOLS[role] + _EXT[compiler], text), compiler, target, headers=prelude_headers(),

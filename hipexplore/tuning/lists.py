@@ -98,6 +98,9 @@ class TuningList:
     problems: tuple[GemmProblem, ...]
     candidates: tuple[GemmConfig, ...]
     entries: tuple[ListEntry, ...] = field(repr=False)
+    #: a list read from a file (listfile.py): its name and path; empty for the built-in lists
+    name: str = ""
+    source: str = ""
 
     @property
     def kernels(self) -> int:
@@ -116,10 +119,18 @@ class TuningList:
     def unique_kernels(self) -> int:
         return len(self.unique_requests)
 
+    @property
+    def n_candidates(self) -> int:
+        """(problem, candidate) pairs the list tunes."""
+        return len({(e.problem, e.candidate) for e in self.entries})
+
     def counts_by_role(self) -> dict[str, dict[str, int]]:
         """role -> {"kernels": n, "unique": n}: where the repetition is."""
         out: dict[str, dict[str, int]] = {}
+        present = {e.role for e in self.entries}
         for role in ("gemm", "fill", "reduce", "pointwise"):
+            if role == "reduce" and role not in present and self.name:  # the list families have no reduce kernel
+                continue
             reqs = [e.request for e in self.entries if e.role == role]
             out[role] = {"kernels": len(reqs), "unique": len(set(reqs))}
         return out

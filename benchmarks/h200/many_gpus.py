@@ -19,7 +19,7 @@ Run on the GPU host, from the repository root (Dask is not installed there: carr
 downloaded here with
 ``pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl "dask[distributed]==2026.8.0"``):
     pip install --no-index --find-links .whl --target /tmp/site "dask[distributed]" && \\
-    PYTHONPATH=/tmp/site:. python3 benchmarks/cluster_gpu.py --out data/cluster_gpu
+    PYTHONPATH=/tmp/site:. python3 benchmarks/h200/many_gpus.py --out data/cluster_gpu
 Outputs (in --out): one_gpu.parquet, cluster.parquet (+ .summary.parquet, .meta.json each),
 every_gpu.summary.parquet, replay.parquet (events, with worker/host), cluster_gpu.json (the figures).
 """

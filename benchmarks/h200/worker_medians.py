@@ -5,8 +5,8 @@ The worker changes *where* a sweep runs (a fresh interpreter with its own device
 timed; this prints and records the medians of the same triad both ways, rounds interleaved so a
 clock drift hits both alike.
 
-    PYTHONPATH=. python3 benchmarks/worker_medians.py --device host --out /tmp/wm      # here
-    PYTHONPATH=. python3 benchmarks/worker_medians.py --device cuda --out DIR          # on the H200
+    PYTHONPATH=. python3 benchmarks/h200/worker_medians.py --device host --out /tmp/wm      # here
+    PYTHONPATH=. python3 benchmarks/h200/worker_medians.py --device cuda --out DIR          # on the H200
 Writes DIR/worker_medians.json (one record per size: the medians of each round, their ratio).
 """
 from __future__ import annotations

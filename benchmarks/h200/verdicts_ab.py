@@ -11,7 +11,7 @@ B. The same kernel twice in one interleaved run (``stream`` vs ``stream_twin``, 
 C. Two runs of one sweep of ``stream`` back to back (not interleaved), compared run against run:
    no ``faster`` / ``slower`` is allowed (drift between runs is reported by ``bench.drift`` too).
 
-Usage (GPU machine): PYTHONPATH=. python3 benchmarks/verdict_h200.py --out DIR [--quick]
+Usage (GPU machine): PYTHONPATH=. python3 benchmarks/h200/verdicts_ab.py --out DIR [--quick]
 Writes DIR/verdicts.json (every table, and the pass/fail of B and C), DIR/*.parquet (the runs,
 readable by ``hipexplore compare`` and ``hipexplore report --run ... --baseline ... --candidate ...``)
 and prints the tables.

@@ -8,9 +8,9 @@ swept through ``--code-object``; a torch add through ``callable_kernel`` - each 
 {1, 4} and flushes {none, l2-write}, output-checked against NumPy. Then a kernel writing through
 NULL at 16 MiB (the sweep runs in a worker by default: the error names kernel and configuration,
 the finished sizes are kept) followed by a good sweep, in a worker and in this process; and the
-in-process vs worker medians of the triad (benchmarks/worker_medians.py).
+in-process vs worker medians of the triad (benchmarks/h200/worker_medians.py).
 
-    PYTHONPATH=. python3 benchmarks/byok_h200.py --out data/byok_h200
+    PYTHONPATH=. python3 benchmarks/h200/own_kernels.py --out data/byok_h200
 Outputs: <name>.parquet (+ .summary.parquet, .meta.json) per sweep, byok.json (what ran, errors,
 the fault text, medians), byok_sources/ (the kernels and the header as swept).
 """

@@ -9,7 +9,7 @@ median over rounds reported. The excess of each memory pass over its round's ide
   outside   (1 job) wall time outside compiler calls: keys, lookups, hits, event bookkeeping
   waiting   (jobs > 1) the rest: workers idle (joins, the end of the list, scheduling)
 Usage (the command recorded in BENCHMARKS.md):
-  PYTHONPATH=. .venv/bin/python benchmarks/replay_ideal.py --lists nvrtc:sm_90:2:6,triton:gfx942:1:6 \
+  PYTHONPATH=. .venv/bin/python benchmarks/compile/replay_ideal.py --lists nvrtc:sm_90:2:6,triton:gfx942:1:6 \
       --jobs 1,8 --rounds 4 --granularity scheduled
 (LIST = compiler:target:problems:candidates-per-problem.)
 """
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import pandas as pd  # noqa: E402
 

@@ -11,7 +11,7 @@ The order of the passes alternates between rounds (ABBA), so a drift of the shar
 speed does not favour one pass; ratios are taken within a round, then the median over rounds.
 
 Usage (the command recorded in BENCHMARKS.md):
-  .venv/bin/python benchmarks/tune_bench.py --compilers hiprtc:gfx90a,nvrtc:sm_90 --jobs 1,1i,2 \
+  .venv/bin/python benchmarks/compile/tune_replay.py --compilers hiprtc:gfx90a,nvrtc:sm_90 --jobs 1,1i,2 \
       --rounds 3 --out data/tuning/tune_bench.parquet
 (``1i``: serial through one isolated worker process, the baseline of the parallel speed-up; for
 hiprtc serial is isolated anyway, so ``1`` and ``1i`` are the same.)
@@ -19,7 +19,7 @@ Prints a markdown table; writes every event (with round and pass) to --out, the 
 <out>.passes.parquet and the provenance to <out>.meta.json.
 
 Device mode (item 4; needs a GPU, or --device host for a small dry run):
-  PYTHONPATH=. python3 benchmarks/tune_bench.py --device cuda --out DIR
+  PYTHONPATH=. python3 benchmarks/compile/tune_replay.py --device cuda --out DIR
 checks the GEMM pipeline against numpy on the device, then times every candidate's whole pipeline
 (fill, gemm, reduce, pointwise) with rotating buffers x flush modes and writes DIR/check.csv,
 DIR/candidates.parquet, DIR/choice.csv (does the pick change?) and DIR/meta.json.
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from hipexplore.compile.cache import CompileCache  # noqa: E402
 from hipexplore.errors import ConfigError  # noqa: E402
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs_list = [(int(x.rstrip("i")), x.endswith("i") or None) for x in args.jobs.split(",")]
     if any(j < 1 for j, _ in jobs_list) or args.rounds < 1:
         raise SystemExit(f"--jobs values and --rounds must be positive; got {args.jobs!r}, {args.rounds}")
-    command = shlex.join([".venv/bin/python", "benchmarks/tune_bench.py", *(argv if argv is not None else sys.argv[1:])])
+    command = shlex.join([".venv/bin/python", "benchmarks/compile/tune_replay.py", *(argv if argv is not None else sys.argv[1:])])
     if args.device:
         return device_main(args, command)
     all_passes, all_frames = [], []

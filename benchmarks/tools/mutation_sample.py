@@ -5,7 +5,7 @@ at most SMALL mutants is taken whole and a larger one by a seeded random sample 
 from 150 has a 95% interval of about +-6 points). Run after mutmut has generated its mutants
 (mutants/hipexplore/**.meta); prints one mutant name a line, modules in the order given.
 
-    python benchmarks/mutation_sample.py bench/sweep.py bench/run.py ... > names.txt
+    python benchmarks/tools/mutation_sample.py bench/sweep.py bench/run.py ... > names.txt
 """
 import json
 import random

@@ -2,9 +2,9 @@
 
 Two ways to get the cubins, and the output says which it used (DIR/meta.json "cubins"):
   * carried: compiled on a machine with triton >= 3.9 (no GPU needed) and carried in an ignored folder:
-        PYTHONPATH=. .venv/bin/python benchmarks/triton_h200.py --export .triton_cubins
+        PYTHONPATH=. .venv/bin/python benchmarks/h200/triton_pick.py --export .triton_cubins
     then on the H200 (the run's carry: [".triton_cubins"]):
-        PYTHONPATH=. python3 benchmarks/triton_h200.py --cubins .triton_cubins --out DIR
+        PYTHONPATH=. python3 benchmarks/h200/triton_pick.py --cubins .triton_cubins --out DIR
   * compiled there: without --cubins (or for any kernel missing from it) the same backend compiles
     with the H200's own triton (3.6) in worker processes, through the compile cache.
 Writes DIR/candidates.parquet (one row per problem x candidate x rotating x flush), DIR/choice.csv
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import pandas as pd  # noqa: E402
 

@@ -7,10 +7,10 @@ templated kernel with 16 fully unrolled instances (about 50 KB of code object). 
 wall times around ``CompileCache.get_or_compile`` (key building, lookup, checksum, everything);
 the disk tier is read through a page cache that the first read warms (stated in the output).
 
-    python benchmarks/cache_bench.py                      # full run, writes benchmarks/results/
-    python benchmarks/cache_bench.py --quick              # smoke run (few samples)
-    python benchmarks/cache_bench.py --compiler nvrtc --target sm_90
-    python benchmarks/cache_bench.py --team-only --compiler host --target host   # remote hit + lock arms only (~20 s)
+    python benchmarks/compile/cache_latency.py                      # full run, writes benchmarks/results/
+    python benchmarks/compile/cache_latency.py --quick              # smoke run (few samples)
+    python benchmarks/compile/cache_latency.py --compiler nvrtc --target sm_90
+    python benchmarks/compile/cache_latency.py --team-only --compiler host --target host   # remote hit + lock arms only (~20 s)
 
 The team arms start their own ``redis-server`` (Debian package) on a free 127.0.0.1 port in a temp
 dir (maxmemory 256 MB, allkeys-lru, no persistence) and stop it afterwards.
@@ -30,7 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from hipexplore.compile import CompileRequest, Source  # noqa: E402

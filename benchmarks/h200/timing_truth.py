@@ -11,7 +11,7 @@
   N. ours (l2-write) against nvbench's cold measurement, each in a fresh process, in alternation.
   S. a default adaptive sweep of 8 configurations (stops before its timeout?).
 
-Usage (GPU machine): PYTHONPATH=/tmp/site:. python3 benchmarks/truth3_h200.py --out DIR [--reps 3]
+Usage (GPU machine): PYTHONPATH=/tmp/site:. python3 benchmarks/h200/timing_truth.py --out DIR [--reps 3]
 Writes DIR/truth3.json, DIR/*.parquet and prints the tables. ``--device host`` smoke-tests the
 script's own code (no in-kernel timer or nvbench there).
 """
@@ -147,7 +147,7 @@ def main() -> None:
             ours += [{"alt": k, "size_mib": x.size_bytes / MIB, "median_s": x.median_s} for x in r.summary.itertuples()]
             if gpu:
                 f = out / f"nv_{k}.json"
-                cmd = [sys.executable, str(HERE / "truth2_h200.py"), "--out", str(f), "--nvbench-only",
+                cmd = [sys.executable, str(HERE / "nvbench_cold.py"), "--out", str(f),
                        "--sizes-mib", *[str(x / MIB) for x in sizes]]
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
                 if p.returncode != 0 or not f.exists():

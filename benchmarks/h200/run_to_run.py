@@ -11,7 +11,7 @@ shared by every configuration of a run. This script separates the candidates, in
   B. one long run of 10x the iterations on one set of buffers, split into 10 consecutive epochs:
      drift in time with buffers fixed, against the same statistic as A.
 
-Usage (GPU machine): PYTHONPATH=. python3 benchmarks/drift_h200.py --out DIR [--runs 10]
+Usage (GPU machine): PYTHONPATH=. python3 benchmarks/h200/run_to_run.py --out DIR [--runs 10]
 Writes DIR/A_runs.parquet, DIR/B_samples.parquet, DIR/drift.json and prints the tables.
 """
 from __future__ import annotations

@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""The current figures, computed from the recorded data in data/ and benchmarks/results/.
+
+Each figure is one function over the files one run wrote: it returns the number as it is quoted and
+where it comes from (the command that made the data, the device, the revision, the date). The
+provenance is read from the data files themselves (`.meta.json`, a result's `provenance`, a
+truth/drift JSON's `revision`); where a file does not hold a field, the figure names it from the
+run's record (the `scripts/h200_all.sh` phase of that revision, the date of BENCHMARKS.md's section)
+and says so with "(log)".
+
+    python benchmarks/figures.py                 # print the table (Markdown)
+    python scripts/gen_docs.py                   # write docs/figures.md and BENCHMARKS.md's head
+
+`tests/test_generated_docs.py` fails when the committed pages differ from what this computes, so a
+new recorded run changes the figures by changing the data, never by editing a page.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+H200 = "NVIDIA H200 (driver 580.159.04)"
+VM = "2-core AMD EPYC dev VM (shared), no GPU"
+
+
+@dataclass(frozen=True)
+class Figure:
+    area: str
+    what: str
+    value: str
+    command: str
+    device: str
+    revision: str
+    date: str
+    data: str
+
+
+def _load(rel: str) -> dict:
+    return json.loads((REPO / rel).read_text())
+
+
+def _rev(revision: str) -> str:
+    revision = str(revision or "unknown")
+    if revision == "unknown":
+        return "unknown (tree copied without .git)"
+    dirty = "+dirty" if revision.endswith("+dirty") else ""
+    return revision.removesuffix("+dirty")[:7] + dirty
+
+
+def _day(date: str) -> str:
+    return str(date)[:16].replace("T", " ") + (" UTC" if "T" in str(date) else "")
+
+
+def _us(seconds: float) -> str:
+    us = seconds * 1e6
+    return f"{us:.1f} µs" if us < 1000 else f"{us / 1000:.2f} ms"
+
+
+def _cmd(command: str) -> str:
+    """A recorded command without the machine's temporary output folder."""
+    import re
+
+    command = re.sub(r"--out \S+", "--out DIR", str(command))
+    return command.replace("__main__.py ", "hipexplore ")
+
+
+# -- compile cache ----------------------------------------------------------------------------------
+def cache_hits(rel: str, device: str, label: str) -> list[Figure]:
+    d = _load(rel)
+    p = d["provenance"]
+    common = dict(command=_cmd(p["command"]), device=device, revision=_rev(p["git_revision"]), date=_day(p["date"]), data=rel)
+    return [
+        Figure("compile cache", f"{label}: memory hit, p50 (n={d['memory_hit']['n']})", _us(d["memory_hit"]["p50_s"]), **common),
+        Figure("compile cache", f"{label}: disk hit, p50, warm page cache (n={d['disk_hit']['n']})", _us(d["disk_hit"]["p50_s"]), **common),
+        Figure("compile cache", f"{label}: real compile of the same kernel, p50 (n={d['recompile']['n']})",
+               _us(d["recompile"]["p50_s"]), **common),
+    ]
+
+
+def cache_team() -> list[Figure]:
+    rel = "benchmarks/results/cache_bench_team.json"
+    d = _load(rel)
+    p, t = d["provenance"], d["team"]
+    return [Figure("compile cache", f"host: Redis remote hit on loopback, p50 (n={t['remote_hit']['n']}, {t['remote_hit']['server']})",
+                   _us(t["remote_hit"]["p50_s"]), _cmd(p["command"]), VM, _rev(p["git_revision"]), _day(p["date"]), rel)]
+
+
+def replay_cli() -> list[Figure]:
+    rel = "data/tuning/h200_cli/tune_cli_j4.json"
+    d = _load(rel)
+    p = d["provenance"]
+    value = (f"{d['seconds']:.2f} s through the cache, {d['seconds_without_cache']:.2f} s without, ideal "
+             f"{d['seconds_ideal']:.2f} s ({d['kernels']} kernels, {d['unique_kernels']} unique, {d['joins']} joined)")
+    return [Figure("tuning replay", f"NVRTC sm_90, {d['jobs']} jobs, memory cache", value, _cmd(p["command"]),
+                   "H200 machine's host CPU (Intel Xeon, 16 cores)", _rev(p["git_revision"]), _day(p["date"]), rel)]
+
+
+# -- the harness on the H200 (session 4) --------------------------------------------------------------
+S4_DATE = "2026-12-01 (log)"
+S4_TRUTH = "bash scripts/h200_all.sh {phase} (log): python3 benchmarks/truth3_h200.py {args}"
+S4_CALLS = {  # the phase of scripts/h200_all.sh at that revision, and its truth3 arguments
+    1: ("7", "--reps 3 --alternations 2"),
+    2: ("9", "--reps 2 --designs random:1,random:0 --skip N S nofence"),
+    4: ("10", "--reps 3 --designs random:1,random:2 --skip N S nofence"),
+}
+
+
+def _truth(call: int) -> tuple[dict, str]:
+    rel = f"data/h200/session4/call{call}_truth3.json"
+    return _load(rel), rel
+
+
+def _s4_command(call: int) -> str:
+    phase, args = S4_CALLS[call]
+    return S4_TRUTH.format(phase=phase, args=args)
+
+
+def triad_timers() -> list[Figure]:
+    out = []
+    d, _ = _truth(4)
+    rel = "data/h200/session4/call4_L_floor.parquet"
+    f = pd.read_parquet(REPO / rel)
+    f = f[(f["design"] == "random:1") & (f["flush"] == "l2-read")]
+    for mib in (1.0, 256.0):
+        row = f[f["size_mib"] == mib]
+        ev, ik = row["events_us"].median(), row["in_kernel_us"].median()
+        out.append(Figure("harness", f"triad {mib:g} MiB, l2-read: events / in-kernel timer median ({len(row)} runs)",
+                          f"{ev:.2f} µs / {ik:.2f} µs", _s4_command(4), H200, _rev(d["revision"]), S4_DATE, rel))
+    return out
+
+
+def launch_floor() -> list[Figure]:
+    floors, net_ok, net_n, revs = [], 0, 0, []
+    for call in (1, 2, 4):
+        d, _ = _truth(call)
+        revs.append(_rev(d["revision"]))
+        f = pd.read_parquet(REPO / f"data/h200/session4/call{call}_L_floor.parquet")
+        floors += list(f["floor_us"])
+        big = f[f["size_mib"] >= 16]
+        net_ok += int((big["net_over_inkernel"].abs() <= 0.03).sum())
+        net_n += len(big)
+    cmd = "; ".join(_s4_command(c).split(" (log)")[0] for c in (1, 2, 4)) + " (log)"
+    data = "data/h200/session4/call{1,2,4}_L_floor.parquet"
+    return [
+        Figure("harness", "launch floor (empty one-block kernel after the same flush), range over 16 sweeps",
+               f"{min(floors):.2f}–{max(floors):.2f} µs", cmd, H200, ", ".join(revs), S4_DATE, data),
+        Figure("harness", "net_median_s within 3% of the in-kernel timer, configurations ≥ 16 MiB",
+               f"{net_ok} of {net_n}", cmd, H200, ", ".join(revs), S4_DATE, data),
+    ]
+
+
+def nvbench() -> list[Figure]:
+    d, rel = _truth(1)
+    worst = max(abs(r["ratio"] - 1) for r in d["N_ours_vs_nvbench"])
+    sizes = [r["size_mib"] for r in d["N_ours_vs_nvbench"]]
+    return [Figure("harness", f"l2-write median vs nvbench's cold median, same cubin, {min(sizes):g}–{max(sizes):g} MiB: largest difference",
+                   f"{worst * 100:.1f}%", _s4_command(1), H200, _rev(d["revision"]), S4_DATE, rel)]
+
+
+def chunk_position() -> list[Figure]:
+    within, total, revs = 0, 0, []
+    for call in (2, 4):
+        d, _ = _truth(call)
+        revs.append(_rev(d["revision"]))
+        f = pd.read_parquet(REPO / f"data/h200/session4/call{call}_P_effects.parquet")
+        col = "design" if "design" in f.columns else "lead"
+        f = f[f[col] == "random:1"]
+        within += int((f["max_effect"] <= 0.01).sum())
+        total += len(f)
+    cmd = "; ".join(_s4_command(c).split(" (log)")[0] for c in (2, 4)) + " (log)"
+    return [Figure("harness", "chunk position: (configuration, run) position medians within 1% of the typical one, "
+                   "default chunk (random lead, trail 1), 1–256 MiB, 2000 iterations",
+                   f"{within} of {total}", cmd, H200, ", ".join(revs), S4_DATE, "data/h200/session4/call{2,4}_P_effects.parquet")]
+
+
+def drift() -> list[Figure]:
+    rel = "data/h200/session4/call3_drift.json"
+    d = _load(rel)
+    rows = d["A_spread_by_passes"]["4"]
+    ratios = [r["ratio"] for r in rows if not math.isnan(r["ratio"])]
+    runs = max(r["rep"] for r in rows)
+    sizes = sorted({r["size_kib"] for r in rows})
+    return [Figure("harness", f"run-to-run: SD of {runs} run medians (4 passes each) / the σ the intervals imply, "
+                   f"{sizes[0]} KiB–{sizes[-1] // 1024} MiB, both timers",
+                   f"{min(ratios):.2f}–{max(ratios):.2f}×",
+                   "bash scripts/h200_all.sh 8 (log): python3 benchmarks/drift_h200.py --passes 4 --runs 10 --no-long",
+                   H200, _rev(d["revision"]), S4_DATE, rel)]
+
+
+def adaptive() -> list[Figure]:
+    d, rel = _truth(1)
+    s = [r for r in d["S_adaptive"] if r["flush"] != "cold-reference"]
+    timed_out = sum(bool(r["timed_out"]) for r in s)
+    return [Figure("harness", f"default adaptive sweep, {len(s)} configurations and their cold references: wall time (timeouts)",
+                   f"{d['S_seconds']:.1f} s ({timed_out} timed out)", _s4_command(1), H200, _rev(d["revision"]), S4_DATE, rel)]
+
+
+# -- verdicts, own kernels, Dask, Triton (second wave) -------------------------------------------------
+def _meta(rel: str) -> dict:
+    return _load(rel)
+
+
+def verdicts() -> list[Figure]:
+    rel = "data/h200/wave2/2/verdicts/verdicts.json"
+    d = _load(rel)
+    m = _meta("data/h200/wave2/2/verdicts/interleaved.meta.json")
+    slower = sum(r["verdict"] == "slower" for r in d["A_plus5_vs_stream"])
+    n = len(d["A_plus5_vs_stream"])
+    twins = len(d["B_twin_vs_stream"])
+    common = dict(command="bash scripts/h200_all.sh 2 (log): python3 benchmarks/verdict_h200.py --quick",
+                  device=H200, revision=_rev(m["git_revision"]), date=_day(m["date"]), data=rel)
+    return [
+        Figure("verdicts", "a +5%-traffic variant interleaved with its base: configurations called `slower`",
+               f"{slower} of {n}", **common),
+        Figure("verdicts", "an identical twin interleaved with its base: false `faster`/`slower` verdicts",
+               f"{d['B_false_verdicts']} of {twins}", **common),
+    ]
+
+
+def own_kernels() -> list[Figure]:
+    rel = "data/h200/wave2/1/byok/byok.json"
+    d = _load(rel)
+    m = _meta("data/h200/wave2/1/byok/transpose.meta.json")
+    runs = d["runs"]
+    checked = sum(1 for r in runs.values() for v in r.get("checks", {}).values() if str(v).startswith("rel_l2_error="))
+    return [Figure("own kernels", f"own kernels swept and output-checked ({', '.join(runs)})",
+                   f"{len(runs)} kernels, {checked} checks passed, {len(d['errors'])} errors",
+                   "bash scripts/h200_all.sh 1 (log): python3 benchmarks/byok_h200.py", H200,
+                   _rev(m["git_revision"]), _day(m["date"]), rel)]
+
+
+def cluster() -> list[Figure]:
+    rel = "data/h200/wave2/2/cluster/cluster_gpu.json"
+    d = _load(rel)
+    p = d["provenance"]
+    o = d["one_vs_cluster"]
+    return [Figure("cluster", f"one Dask worker vs this process on {d['gpus']} GPU: configurations whose medians agree within their intervals",
+                   f"{o['agree']} of {o['configurations']} (ratios {o['ratio_min']:.3f}–{o['ratio_max']:.3f})",
+                   _cmd(p["command"]), H200, _rev(p["git_revision"]), _day(p["date"]), rel)]
+
+
+def triton() -> list[Figure]:
+    rel = "data/h200/wave2/2/triton/choice.csv"
+    c = pd.read_csv(REPO / rel)
+    m = _load("data/h200/wave2/2/triton/meta.json")
+    p = m.get("provenance", m)
+    changed = c[~c["same_choice"].astype(bool)]
+    worst = changed["regret"].max() if len(changed) else 0.0
+    told = int(changed["distinguishable"].astype(bool).sum())
+    return [Figure("tuning replay", "Triton split-K candidates on the H200: (problem, rotating, flush) settings whose pick differs "
+                   "from the hot-cache pick (of them, beyond the noise; largest regret)",
+                   f"{len(changed)} of {len(c)} ({told} beyond the noise; {worst * 100:.1f}%)",
+                   "bash scripts/h200_all.sh 2 (log): python3 benchmarks/triton_h200.py --cubins .triton_cubins",
+                   H200, _rev(p.get("git_revision", "0ccb506")), _day(p.get("date", "2026-12-01 (log)")), rel)]
+
+
+FIGURES: list[Callable[[], list[Figure]]] = [
+    lambda: cache_hits("benchmarks/results/cache_bench.json", VM, "hiprtc gfx90a"),
+    lambda: cache_hits("benchmarks/results/cache_bench_h200_nvrtc.json", "H200 machine's host CPU (Intel Xeon, 16 cores)", "NVRTC sm_90"),
+    cache_team, replay_cli, triton,
+    triad_timers, launch_floor, nvbench, chunk_position, drift, adaptive,
+    verdicts, own_kernels, cluster,
+]
+
+
+def figures() -> list[Figure]:
+    return [f for make in FIGURES for f in make()]
+
+
+def markdown_table(rows: list[Figure] | None = None) -> str:
+    rows = figures() if rows is None else rows
+    out = ["| area | figure | value | command | device | revision | date | data |", "|---|---|---|---|---|---|---|---|"]
+    for f in rows:
+        cells = [f.area, f.what, f"**{f.value}**", f"`{f.command}`", f.device, f"`{f.revision}`", f.date, f"`{f.data}`"]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(markdown_table())
