@@ -49,7 +49,7 @@ SAMPLE_COLUMNS = (
     "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",
     "rotating_requested", "flush", "timer", "iteration", "pass_index", "chunk", "position", "lead", "buffer_set",
     "time_s",
-    "flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "throttled", "dropped",
+    "flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal", "throttled", "dropped",
 )
 #: One row per sweep configuration.
 SUMMARY_COLUMNS = (

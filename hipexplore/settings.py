@@ -199,7 +199,8 @@ CACHE_REMOTE: Setting[str | None] = _declare(
     "HIPEXPLORE_CACHE_REMOTE", "url", None, "Redis team tier below disk, e.g. `redis://host:6379/0` (extra `remote`)")
 CACHE_REMOTE_TIMEOUT: Setting[float] = _declare(
     "HIPEXPLORE_CACHE_REMOTE_TIMEOUT", "seconds", 0.5,
-    "connect and read timeout of the Redis tier; past it the tier is off for the process (one warning)")
+    "deadline of each Redis request as a whole (connect, send, every read); one request past it, or 3 in a row "
+    "slower than half of it, turn the tier off for the process (one warning)")
 
 # -- compilers --------------------------------------------------------------------------------
 COMPILE_TIMEOUT: Setting[float] = _declare(

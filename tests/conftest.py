@@ -238,7 +238,7 @@ def need(what: str, reason: str, *, flag: str | None = COMPILERS):
     if flag_set(flag):
         pytest.fail(f"{what} required ({flag}=1) but unavailable: {reason}", pytrace=False)
     because = "" if flag is not None else " (no CI flag can require it)"
-    pytest.skip(f"{what} unavailable{because}: {reason}")
+    pytest.skip(f"{what} unavailable{because}: {reason}", allow_module_level=True)
 
 
 def _flag_of(what: str, flag: str | None | bool) -> str | None:

@@ -124,6 +124,30 @@ def launch(pw):
     )
 
 
+def test_chromium_starts_with_the_suites_options_and_renders_a_page(tmp_path):
+    """The browser every test here drives, on a page of its own: it starts (its profile, crash
+    reports and dconf go under the tests' temporary HOME: tests/test_hermetic.py runs this one
+    against a fake HOME) and lays out 900 px without sideways scrolling."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        from conftest import missing
+
+        missing("tool chromium", f"{CHROMIUM} does not exist (setup.sh --dev installs Debian's chromium)")
+    page_file = tmp_path / "p.html"
+    page_file.write_text("<!doctype html><html><body><p id='t'>hipexplore</p><div style='width:100%'>x</div></body></html>")
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        try:
+            page = browser.new_page(viewport={"width": 900, "height": 600})
+            page.goto(page_file.as_uri(), wait_until="load")
+            got = page.evaluate("() => [document.getElementById('t').innerText, window.innerWidth, "
+                                "document.documentElement.scrollWidth]")
+        finally:
+            browser.close()
+    assert got == ["hipexplore", 900, 900], got
+
+
 def open_and_run_all(page, url: str, token: str, name: str) -> None:
     page.goto(f"{url}/lab/tree/{name}.ipynb?token={token}", wait_until="domcontentloaded")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
@@ -208,9 +232,12 @@ def test_sweep_panel_before_during_after_a_run(lab):
             fix = page.wait_for_selector(".jupyter-widgets button:has-text('set iterations to')", timeout=60_000)
             before_text = page.locator(".jupyter-widgets").first.inner_text()
             before = (page.evaluate(_BROKEN), page.evaluate(_SHOWN), page.evaluate(_SIDEWAYS))
+            run_disabled_before = run.is_disabled()  # too few iterations for the sets: Run cannot start (issue 26.11)
             page.screenshot(path=str(RESULTS / "browser-panel-before.png"))
             fix.click()
             page.wait_for_function("() => !document.body.innerText.includes('set iterations to')", timeout=30_000)
+            run.wait_for_element_state("enabled", timeout=30_000)  # the fix lifts it
+            run_disabled_after_fix = run.is_disabled()
             run.click()
             page.wait_for_function(f"() => ({_SHOWN})() >= 1 && /running \\d+\\/\\d+/.test(document.body.innerText)", timeout=180_000)
             during = (page.evaluate(_BROKEN), page.evaluate(_SIDEWAYS))
@@ -223,6 +250,7 @@ def test_sweep_panel_before_during_after_a_run(lab):
         finally:
             browser.close()
     assert before == (0, 0, False), f"before Run: broken images, plots shown, sideways scroll = {before}"
+    assert run_disabled_before and not run_disabled_after_fix, (run_disabled_before, run_disabled_after_fix)
     from hipexplore.bench.rotating import auto_count
     from hipexplore.devices import get_device
 

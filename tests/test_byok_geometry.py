@@ -175,7 +175,9 @@ def test_cli_bad_geometry_is_one_line_exit_2(flag, value, needle, tmp_path, caps
 
 
 def test_sweep_panel_takes_geometry_expressions(need_host_cc, tmp_path, monkeypatch):
-    pytest.importorskip("ipywidgets")
+    from conftest import need_module
+
+    need_module("ipywidgets")  # the notebook extra
     from hipexplore.widgets import SweepPanel
 
     monkeypatch.setenv("HIPEXPLORE_CACHE_DIR", str(tmp_path / "cache"))

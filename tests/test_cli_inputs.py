@@ -184,3 +184,125 @@ def test_sizes_accept_tib_and_print_human_readable():
     assert format_percent(0.01234) == "1.2%" and format_percent(-0.5, signed=True) == "-50.0%"
     with pytest.raises(Exception, match="1TiB"):
         parse_size("-1TiB")
+
+
+# --- issue 25 item 7 / issue 26 items 12, 13: every subcommand's bad values, one line each -------
+
+@pytest.fixture
+def files(tmp_path):
+    """A kernel, a non-UTF-8 file, a directory, a junk .parquet, an existing output to protect."""
+    (tmp_path / "k.c").write_text(HOST_KERNEL)
+    (tmp_path / "bad.c").write_bytes(b"void k(float* a) { } /* \xff\xfe */\n")
+    (tmp_path / "bad.yaml").write_bytes(b"device: host\n\xff: 1\n")
+    (tmp_path / "broken.json").write_text('{"device": "host"')
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet")
+    (tmp_path / "keep.bin").write_bytes(b"precious")
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["compile", "k.c", "--compiler", "host", "--out", ""], "--out is empty"),
+    (["compile", "k.c", "--compiler", "host", "--out", "/proc/x.so"], "cannot write --out '/proc/x.so'"),
+    (["compile", "k.c", "--compiler", "host", "--out", "adir"], "is a directory"),
+    (["compile", "k.c", "--compiler", "host", "--out", "nodir/x.so"], "directory 'nodir' does not exist"),
+    (["compile", "k.c", "--compiler", "host", "--target", ""], "--target is empty"),
+    (["compile", "bad.c", "--compiler", "host", "--out", "keep.bin"], "is not UTF-8"),
+    (["compile", "adir", "--compiler", "host"], "is a directory"),
+    (["cache", "stats", "--dir", ""], "--dir is empty"),
+    (["cache", "clear", "--dir", "k.c"], "is not a directory"),
+    (["compare", "junk.parquet", "junk.parquet"], "run 'junk.parquet' is not a readable parquet file"),
+    (["compare", "adir", "junk.parquet"], "adir"),
+    (["compare", "nosuch.parquet", "nosuch.parquet"], "does not exist"),
+    (["compare", "junk.parquet", "junk.parquet", "--threshold", "nan"], "nan"),
+    (["tune-replay", "--compiler", "host", "--jobs", "99999999999"], "argument --jobs: 99999999999 is more than the maximum, 256"),
+    (["tune-replay", "--compiler", "host", "--jobs", "-1"], "argument --jobs: expected a positive integer, got '-1'"),
+    (["tune-replay", "--compiler", "host", "--frame", "/proc/x.parquet"], "--frame '/proc/x.parquet'"),
+    (["tune-replay", "--compiler", "host", "--frame", "adir"], "--frame"),
+    (["report", "--params", "bad.yaml", "--out", "r.html"], "--params 'bad.yaml' is not UTF-8 text"),
+    (["report", "--params", "adir", "--out", "r.html"], "--params 'adir' is a directory"),
+    (["report", "--params", "nosuch.yaml", "--out", "r.html"], "--params 'nosuch.yaml' does not exist"),
+    (["report", "--params", "broken.json", "--out", "r.html"], "broken.json"),
+    (["report", "--out", "/proc/x.html"], "/proc/x.html"),
+    (["bench", "", "--device", "host"], "names no kernel"),
+    (["bench", "triad", "--device", "host", "--size", ""], "--size '' names no size"),
+    (["bench", "triad", "--device", "host", "--iterations", "3", "--timeout", "-5"], "timeout_s must be a finite number > 0, got -5"),
+    (["bench", "triad", "--device", "host", "--iterations", "3", "--target-ci", "nan"], "target_ci must be a finite number > 0, got nan"),
+    (["bench", "triad", "--device", "host", "--chunk-lead", "99999999999999999"], "argument --chunk-lead: 99999999999999999 is more than the maximum, 1,024"),
+    (["bench", "triad", "--device", "host", "--chunk-trail", "10000"], "argument --chunk-trail: 10000 is more than the maximum"),
+    (["bench", "triad", "--device", "host", "--iterations", "3", "--out", "/proc/x.parquet"], "--out '/proc/x.parquet': cannot write in directory '/proc'"),
+    (["bench", "k", "--source", "bad.c", "--args", "out:a:f32[n]", "--device", "host"], "--source 'bad.c' is not UTF-8 text (byte 0xff"),
+    (["bench", "k", "--source", "k.c", "--header", "bad.c", "--args", "out:a:f32[n]", "--device", "host"], "--header 'bad.c' is not UTF-8"),
+    (["bench", "k", "--source", "k.c", "--header", "adir", "--args", "out:a:f32[n]", "--device", "host"], "--header 'adir' is a directory"),
+    (["bench", "k", "--source", "adir", "--args", "out:a:f32[n]", "--device", "host"], "--source 'adir' is not a kernel source file name"),
+    (["bench", "k", "--source", "k.c", "-I", "nodir", "--args", "out:a:f32[n]", "--device", "host"], "--include-dir 'nodir' is not a directory"),
+    (["bench", "k", "--source", "k.c", "--entry", "", "--args", "out:a:f32[n]", "--device", "host"], "--entry is empty"),
+    (["bench", "k", "--source", "k.c", "--args", "out:a:f32[\u0661\u0662],n:u64=n", "--device", "host"], "U+0661"),
+    (["bench", "k", "--source", "k.c", "--args", "out:a:f32[n", "--device", "host"], "is never closed"),
+    (["bench", "k", "--source", "k.c", "--args", "out:a:f32[n],n:u64=-1", "--device", "host", "--iterations", "3"],
+     "outside uint64's range"),
+    (["bench", "k", "--source", "k.c", "--args", "out:a:f32[0],n:u64=n", "--device", "host", "--iterations", "3"],
+     "a buffer needs at least 1 element"),
+    (["bench", "k", "--source", "k.c", "--args", "out:a:f32[n],n:u64=n", "--grid", "n**n", "--device", "host", "--iterations", "3"],
+     "out of range"),
+    (["bench", "k", "--source", "k.c", "--args", "out:a:f32[n],n:u64=n", "--grid", "max(n,1", "--device", "host"], "never closed"),
+])
+def test_every_subcommand_refuses_bad_values_in_one_line(files, capsys, argv, says):
+    before = {p.name: p.read_bytes() for p in files.iterdir() if p.is_file()}
+    line = bad(capsys, *argv)
+    assert says in line, line
+    assert {p.name: p.read_bytes() for p in files.iterdir() if p.is_file()} == before  # nothing clobbered, nothing new
+    assert list((files / "adir").iterdir()) == []
+
+
+def test_compile_out_is_replaced_whole_or_not_at_all(files, capsys):
+    out = files / "lib.so"
+    assert main(["compile", "k.c", "--compiler", "host", "--out", str(out)]) == 0
+    first = out.read_bytes()
+    assert first.startswith(b"\x7fELF") and not [p for p in files.iterdir() if p.name.endswith((".tmp", ".check"))]
+    os.chmod(files, 0o500)  # the directory refuses the temp file: the old binary stays
+    try:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a 0500 directory")  # pragma: no cover - the CI user is not root
+    finally:
+        os.chmod(files, 0o700)
+
+
+def test_compare_help_has_no_doubled_percent(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    out = capsys.readouterr().out
+    assert "95% interval" in out and "%%" not in out
+
+
+def test_info_lists_every_target_gfx90a_included(capsys):
+    from conftest import require_compiler
+    from hipexplore.compile.registry import compiler_info
+
+    require_compiler("hiprtc")
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    hiprtc = next(c for c in compiler_info() if c["name"] == "hiprtc")
+    assert "gfx90a" in hiprtc["targets"] and len(hiprtc["targets"]) > 12
+    block = text.split("  hiprtc", 1)[1].split("crashing targets", 1)[0]
+    assert all(t in block.replace("\n", " ") for t in hiprtc["targets"]) and " ..." not in block
+
+
+def test_compare_of_runs_with_other_kernel_names_says_why_and_what_to_do(tmp_path, capsys):
+    for kernel in ("triad", "copy"):
+        assert main(["bench", kernel, "--device", "host", "--size", "4KiB", "--iterations", "24", "--no-reference",
+                     "--no-progress", "--out", str(tmp_path / f"{kernel}.parquet")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "triad.parquet"), str(tmp_path / "copy.parquet")]) == 0
+    out = capsys.readouterr().out
+    hint = [line for line in out.splitlines() if line.startswith("hint: ")]
+    assert len(hint) == 1, out
+    assert "the base run holds kernel(s) triad while the new run holds copy" in hint[0]
+    assert "--base triad --new copy" in hint[0] and "--interleave" in hint[0]
+    assert main(["compare", str(tmp_path / "triad.parquet"), str(tmp_path / "copy.parquet"), "--json"]) == 0
+    import json
+
+    assert "--base triad --new copy" in json.loads(capsys.readouterr().out)["hint"]
+    # the same kernel in both runs: rows are compared, no hint
+    assert main(["compare", str(tmp_path / "triad.parquet"), str(tmp_path / "triad.parquet")]) == 0
+    assert "hint:" not in capsys.readouterr().out

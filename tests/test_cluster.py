@@ -12,7 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-distributed = pytest.importorskip("distributed")
+from conftest import need_module  # noqa: E402
+
+distributed = need_module("distributed")  # the cluster extra (setup.sh --dev)
 
 import hipexplore as hx  # noqa: E402
 from hipexplore.bench.cluster import expected_keys, groups_of, local_cluster, run_cluster  # noqa: E402
@@ -254,7 +256,7 @@ def test_tune_replay_over_workers_sharing_the_disk_tier(cluster, tmp_path):
 
 
 def test_sweep_panel_on_a_cluster_shows_dashboard_and_per_worker_progress(cluster):
-    pytest.importorskip("ipywidgets")
+    need_module("ipywidgets")  # the notebook extra
     from hipexplore.widgets import SweepPanel
 
     panel = SweepPanel(device="host", kernel="triad", sizes="16KiB, 32KiB", rotating="1, 2", flush=("none",),
@@ -348,3 +350,58 @@ def test_groups_are_kernel_size_pairs_or_sizes_when_interleaved():
                                 interleave=True))
     assert [tuple(k.name for k in g.specs()) for g in inter] == [("triad", "copy")] * 2  # A and B stay on one GPU
     assert [g.sizes for g in inter] == [(16384,), (32768,)]
+
+
+class KillThree(distributed.WorkerPlugin):
+    """SIGKILLs the worker process that starts a sweep task, three times in a run, never twice for
+    one group (a marker file per group and one per death): the other groups queued on a dying
+    worker never started."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def setup(self, worker) -> None:
+        self.worker = worker
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        if finish != "executing" or "hipexplore-sweep" not in str(key):
+            return
+        group = str(key).rsplit("-a", 1)[0]
+        try:
+            os.close(os.open(os.path.join(self.folder, f"group-{abs(hash(group))}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return  # this group was killed once already: let it run
+        for i in range(3):
+            try:
+                os.close(os.open(os.path.join(self.folder, f"death-{i}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                continue
+            Path(self.folder, f"death-{i}").write_text(self.worker.address)
+            # after the task's "started" event reached the scheduler: this group did run
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGKILL)).start()
+            return
+
+
+def test_three_worker_deaths_lose_no_configuration(tmp_path):
+    """Issue 25 item 7: three deaths in one run lost 10 of 30 configurations, because every group
+    waiting in a dying worker's queue was charged a retry as if it had run. Only a group that had
+    started may be charged: with retries=1 each killed group is re-run once, and every other group
+    measured exactly once."""
+    lc = local_cluster(2)
+    client = distributed.Client(lc)
+    try:
+        client.register_plugin(KillThree(str(tmp_path)))
+        spec = small_spec(("16KiB", "20KiB", "24KiB", "28KiB", "32KiB", "36KiB", "40KiB", "44KiB", "48KiB", "52KiB"))
+        res = run_cluster(spec, client, device="host", out=tmp_path / "d.parquet", retries=1, no_workers_s=120)
+        deaths = sorted(tmp_path.glob("death-*"))
+        assert len(deaths) == 3, deaths  # three real worker processes were SIGKILLed
+        want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
+        assert len(want) == 30 and configs(res.summary) == want  # every configuration, exactly once
+        assert json.loads(res.metadata["cluster.failed"]) == [], res.metadata["cluster.failed"]
+        samples = pd.read_parquet(tmp_path / "d.parquet")
+        assert not samples.duplicated(KEYS + ["iteration"]).any()
+        reruns = json.loads(res.metadata["cluster.reruns"])
+        assert 1 <= len(reruns) <= 3, reruns  # the killed groups (a death may take a group that logged no start)
+    finally:
+        client.close()
+        lc.close()

@@ -233,6 +233,26 @@ def test_nvrtc_dump_asm_writes_ptx(need_nvrtc, nvrtc, tmp_path, monkeypatch):
     assert "[trace] nvrtcCompileProgram(['-arch=sm_90'])" in obj.log
 
 
+@pytest.mark.gpu  # cuobjdump comes with the CUDA toolkit of the GPU job (conftest.GPU_ONLY), not with pip's NVRTC
+def test_nvrtc_cubin_dump_asm_writes_sass_with_cuobjdump(need_nvrtc, nvrtc, tmp_path, monkeypatch):
+    from conftest import need_tool
+
+    need_tool("cuobjdump")
+    monkeypatch.setenv("HIPEXPLORE_DUMP_DIR", str(tmp_path))
+    obj = nvrtc.compile(CompileRequest(Source("k.cu", TRIAD_HIP), "nvrtc", "sm_90", mode="cubin", kernels=("triad",),
+                                       diagnostics={"dump-asm"}))
+    sass = list(tmp_path.rglob("*.sass"))
+    assert sass and "triad" in sass[0].read_text(), obj.log
+
+
+def test_nvrtc_dump_asm_without_cuobjdump_says_the_sass_was_skipped(need_nvrtc, nvrtc, tmp_path, monkeypatch):
+    monkeypatch.setenv("HIPEXPLORE_DUMP_DIR", str(tmp_path / "dump"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no cuobjdump, wherever the machine has one
+    obj = nvrtc.compile(CompileRequest(Source("k.cu", TRIAD_HIP), "nvrtc", "sm_90", mode="cubin", kernels=("triad",),
+                                       diagnostics={"dump-asm"}))
+    assert "dump-asm: SASS skipped, cuobjdump not on PATH" in obj.log and not list(tmp_path.rglob("*.sass"))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["cubin", "ptx"])
 def test_nvrtc_output_runs_on_a_cuda_gpu(need_nvrtc, nvrtc, mode, tmp_path, monkeypatch):
@@ -242,9 +262,8 @@ def test_nvrtc_output_runs_on_a_cuda_gpu(need_nvrtc, nvrtc, mode, tmp_path, monk
     req = CompileRequest(Source("k.cu", TRIAD_HIP + AXPY_TEMPLATE), "nvrtc", "sm_90", mode=mode,
                          headers=[AXPY_HEADER], kernels=("triad", "axpy<float>"), diagnostics={"dump-asm"})
     obj = nvrtc.compile(req)
-    if mode == "cubin" and shutil.which("cuobjdump"):
-        sass = list(tmp_path.rglob("*.sass"))
-        assert sass and "triad" in sass[0].read_text(), obj.log
+    from conftest import GPU, need
+
     try:
         from cuda.bindings import driver as cu
     except ImportError:
@@ -252,9 +271,9 @@ def test_nvrtc_output_runs_on_a_cuda_gpu(need_nvrtc, nvrtc, mode, tmp_path, monk
     try:
         status = cu.cuInit(0)[0]
     except Exception as exc:  # no libcuda
-        pytest.skip(f"no CUDA driver: {exc}")
+        need("a CUDA GPU", f"no CUDA driver: {exc}", flag=GPU)
     if int(status) != 0:
-        pytest.skip(f"no CUDA device: cuInit -> {status!r}")
+        need("a CUDA GPU", f"cuInit -> {status!r}", flag=GPU)
 
     def ok(result):
         assert int(result[0]) == 0, result
@@ -345,7 +364,9 @@ def _copied_cc(tmp_path) -> str:
     prefix's lib/ and libexec/ are linked in next to the copy's bin/)."""
     real = os.path.realpath(shutil.which("cc") or "")
     if "gcc" not in os.path.basename(real):
-        pytest.skip(f"cc is {real}, not gcc; the copy trick relies on gcc's relative lookup")
+        from conftest import need
+
+        need("gcc as the host compiler cc (Debian's, as in CI)", f"cc is {real}; the copy trick relies on gcc's relative lookup")
     (tmp_path / "bin").mkdir()
     prefix = os.path.dirname(os.path.dirname(real))
     for sub in ("lib", "libexec"):

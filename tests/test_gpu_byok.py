@@ -142,7 +142,9 @@ def test_cubin_compiled_elsewhere_through_code_object(cuda, sources, tmp_path, c
 
 
 def test_torch_op_through_callable_kernel(cuda):
-    torch = pytest.importorskip("torch")
+    from conftest import need_module
+
+    torch = need_module("torch")  # required under HIPEXPLORE_REQUIRE_GPU=1 only (conftest.GPU_ONLY)
     import hipexplore as hx
 
     def make_args(n, i):

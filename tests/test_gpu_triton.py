@@ -20,9 +20,9 @@ def cuda():
 
         return get_device("cuda")
     except (DeviceUnavailable, ImportError) as exc:
-        if os.environ.get("HIPEXPLORE_REQUIRE_GPU") == "1":
-            pytest.fail(f"a CUDA GPU is required here (HIPEXPLORE_REQUIRE_GPU=1) but: {exc}")
-        pytest.skip(f"no CUDA GPU: {exc}")
+        from conftest import GPU, need
+
+        need("a CUDA GPU", str(exc), flag=GPU)
 
 
 def test_triton_candidates_check_and_time(cuda):

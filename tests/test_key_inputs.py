@@ -33,8 +33,8 @@ NAME = {"host": "k.c", "nvrtc": "k.cu", "hiprtc": "k.hip"}
 
 @pytest.fixture(autouse=True)
 def settled(monkeypatch):
-    """Trust signatures older than 50 ms (the real second is exercised in test_std_headers.py's
-    neighbour test_racy_window.py); each change below waits past it."""
+    """Trust signatures older than 50 ms (the real one-second window is exercised on a file system
+    with one-second timestamps in test_racy_window.py); each change below waits past it."""
     monkeypatch.setattr(implicit, "RACY_NS", 50_000_000)
 
 
@@ -280,7 +280,7 @@ def test_host_library_found_through_library_path(tmp_path, monkeypatch):
     build_archive(folder, OLD)
     monkeypatch.setenv("LIBRARY_PATH", str(folder))
     req = CompileRequest(Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"), "host", "host",
-                         options=("-lhxkey",))
+                         options=("-u", "helper", "-lhxkey"))  # -u: the archive member is needed
     compiler("host")
     served_is_fresh(tmp_path, req, lambda: build_archive(folder, NEW))
 
@@ -292,7 +292,7 @@ def test_host_linker_script_operand_naming_an_archive(tmp_path):
     script = tmp_path / "inputs.ld"
     script.write_text(f"/* inputs */\nGROUP ( {lib} )\n")
     req = CompileRequest(Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"), "host", "host",
-                         options=(str(script),))
+                         options=("-u", "helper", str(script)))
     compiler("host")
     served_is_fresh(tmp_path, req, lambda: build_archive(folder, NEW))
 
@@ -341,7 +341,41 @@ def test_the_fast_path_skips_the_compiler_only_for_plain_request_headers(monkeyp
 
     plain = request("nvrtc", '#include "defs.h"', headers=[("defs.h", "#define VALUE 1\n")])
     assert reads_only_request(plain, nvrtc=True)
-    for text in ('%:include "defs.h"', '#inc\\\nlude "x.h"', "#include /**/ \"defs.h\"", "#include X",
+    assert reads_only_request(request("nvrtc", '%:include "defs.h"', headers=[("defs.h", "")]), nvrtc=True)
+    for text in ('#inc\\\nlude "x.h"', "#include /**/ \"defs.h\"", "#include X",
                  '#if __has_include("x.h")\n#endif', '??=include "defs.h"', '#include_next "defs.h"', '#import "defs.h"'):
         assert not reads_only_request(request("nvrtc", text, headers=[("defs.h", "")]), nvrtc=True), text
     assert not reads_only_request(plain.with_(options=("-Dx", "--unknown-option")), nvrtc=True)
+
+
+# -- include folders (-I DIR): the closure reads the files into the request --------------------
+SPELLINGS = {"digraph": '%:include "cfg.h"', "splice": '#inc\\\nlude <cfg.h>', "comments": '#include /*c*/ "cfg.h" // x',
+             "macro": '#define CFG "cfg.h"\n#include CFG', "import": '#import "cfg.h"'}
+
+
+@pytest.mark.parametrize("name,spelling", [(n, s) for n in ("nvrtc", "hiprtc", "host") for k, s in SPELLINGS.items()
+                                           if not (n == "nvrtc" and k == "import")],  # NVRTC has no #import
+                         ids=[f"{n}-{k}" for n in ("nvrtc", "hiprtc", "host") for k in SPELLINGS
+                              if not (n == "nvrtc" and k == "import")])
+def test_include_folder_headers_in_any_spelling(tmp_path, work, name, spelling):
+    """With ``-I DIR`` the closure copies what it finds into the request (as the CLI does on every
+    run): its directive reading is the preprocessor's (splices, comments, digraphs, a macro
+    naming a literal spelling), so the compile finds the header and the key holds its text."""
+    from hipexplore.compile.includes import with_closure
+
+    inc = tmp_path / "inc"
+    cfg = header(inc / "cfg.h", OLD)
+    comp = compiler(name)
+
+    def build() -> CompileRequest:
+        return with_closure(request(name, spelling), include_dirs=[inc])[0]
+    cache = CompileCache(disk_dir=tmp_path / "cache")
+    first = cache.get_or_compile(build(), comp)
+    assert first.outcome == "compiled"
+    settle()
+    header(cfg, NEW)
+    settle()
+    req = build()
+    fresh = comp.compile(req).binary
+    assert fresh != first.binary
+    assert cache.get_or_compile(req, comp).binary == fresh

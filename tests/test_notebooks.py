@@ -123,6 +123,8 @@ def test_notebook_runs_on_recorded_data(name, recorded, tmp_path):
 def test_notebook_runs_on_the_repository_data(name, params, tmp_path):
     missing = [p for p in params.values() if not any((ROOT / p).rglob("*.parquet"))]
     if missing:
-        pytest.skip(f"no recorded parquet under {missing}")
+        from conftest import need
+
+        need(f"recorded parquet under {', '.join(missing)}", "not in this checkout (the repository carries it)")
     nb = report.execute_notebook(name, {k: str(ROOT / v) for k, v in params.items()}, output=tmp_path / f"{name}.ipynb")
     check_executed(nb, name)

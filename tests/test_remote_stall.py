@@ -162,13 +162,15 @@ def test_one_remote_request_is_bounded_as_a_whole(redis_server, trickle):
     assert RemoteCache(redis_server.url, timeout=TIMEOUT).get(key) is not None
 
 
-def test_answers_slow_but_inside_the_deadline_switch_the_tier_off_after_a_few(redis_server, trickle):
-    """Each reply comes whole after 0.6 s (inside the 1 s deadline, past half of it): three in
-    a row turn the tier off, with one warning, instead of costing 0.6 s per request forever."""
+def test_answers_slow_but_inside_the_deadline_switch_the_tier_off_after_a_few(redis_server, trickle, monkeypatch):
+    """Each reply comes whole after 1.2 s (inside a 2 s deadline, past half of it): three in a row
+    turn the tier off, with one warning, instead of costing 1.2 s per request forever."""
+    timeout = 2.0
+    monkeypatch.setenv("HIPEXPLORE_CACHE_REMOTE_TIMEOUT", str(timeout))
     proxy = trickle(None, 0.0)
     cache = CompileCache(disk_dir=False, remote=proxy.url)
     cache.remote.client.ping()  # connected (its hand-shake answered at once); from now on each reply is late
-    proxy.delay = 0.6
+    proxy.delay = 1.2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.monotonic()
@@ -181,7 +183,7 @@ def test_answers_slow_but_inside_the_deadline_switch_the_tier_off_after_a_few(re
     msgs = _redis_warnings(caught)
     assert len(msgs) == 1 and "in a row" in msgs[0], msgs
     compile_s = sum(r.compile_seconds for r in results)
-    assert wall - compile_s <= remote_mod.SLOW_LIMIT * 2 * TIMEOUT, (wall, compile_s)
+    assert wall - compile_s <= remote_mod.SLOW_LIMIT * 2 * timeout, (wall, compile_s)
 
 
 def test_a_fast_answer_resets_the_slow_count(redis_server):
@@ -285,7 +287,7 @@ def test_a_dead_holders_lease_ends_within_its_lifetime_and_the_waiter_goes_on(re
         waited = time.monotonic() - killed
         assert res.outcome == "compiled"
         assert cache.remote.stats()["remote_lease_waits"] == 1
-        assert waited - res.compile_seconds <= lifetime + 2 * TIMEOUT, waited
+        assert waited - res.compile_seconds <= lifetime + 4 * TIMEOUT, waited
         assert client.exists(name) == 0  # gone: it did not outlive its owner by more than its lifetime
     finally:
         if holder.poll() is None:

@@ -465,3 +465,90 @@ def test_cache_all_runs_memory_and_disk_in_one_replay():
     assert rep.primary == "memory" and {"memory", "disk-cold", "disk-warm"} <= set(s)
     assert s["memory"]["compiles"] == s["disk-cold"]["compiles"] == tl.unique_kernels
     assert s["disk-warm"]["compiles"] == 0 and s["disk-warm"]["disk_hits"] == tl.unique_kernels
+
+
+# ------------------------------------------------------------------------------------ defaults and the floor
+def test_the_default_schedule_with_more_than_one_job_is_scheduled(capsys):
+    """The fastest schedule (on the H200 machine, NVRTC at 8 jobs: 1.021x the ideal against 1.144x
+    for ``candidate``) is what a user gets without --granularity; serial runs stay ``candidate``."""
+    from hipexplore.tuning.replay import resolve_granularity
+
+    _available("host")
+    assert resolve_granularity("auto", 2) == "scheduled" and resolve_granularity("auto", 1) == "candidate"
+    assert resolve_granularity("kernel", 8) == "kernel"
+    with pytest.raises(ConfigError, match="'batch'"):
+        resolve_granularity("batch", 2)
+    rep = run_replay(_small(problems="2", limit=3), jobs=2, cache="memory", measure_without_cache=False)
+    assert rep.granularity == "scheduled" and rep.to_json()["joins"] == 0  # nobody waits on a kernel in flight
+    for jobs, want in (("2", "scheduled"), ("1", "candidate")):
+        assert main(["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "2", "--tokens", "32",
+                     "--d-model", "16", "--jobs", jobs, "--estimate-without-cache", "--json", "--quiet"]) == 0
+        assert json.loads(capsys.readouterr().out)["granularity"] == want
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_floor_is_never_above_a_measured_replay(jobs):
+    """#26.5: the floor is built from the fastest measured compile of each unique kernel, so no
+    pass that compiles every unique kernel (ideal and its repeats, off, memory, disk-cold) is
+    below it, in wall time (jobs at a time) or in summed lookups (the report's curve)."""
+    from hipexplore.tuning.floor import check_below
+
+    _available("host")
+    tl = _small(problems="2", limit=3)
+    rep = run_replay(tl, jobs=jobs, cache="all", ideal_repeats=2)
+    fl = rep.floor()
+    assert fl["complete"] and fl["kernels"] == tl.unique_kernels and fl["jobs"] == jobs
+    # the bound's sources: 2 ideal passes, off (every entry), memory and disk-cold (the uniques)
+    assert fl["compiles_measured"] == 4 * tl.unique_kernels + tl.kernels
+    passes = [rep.scenarios[n] for n in ("off", "memory", "disk-cold")] + rep.ideal_passes
+    for res in passes:
+        assert fl["floor_s"] <= res.seconds, (res.scenario, res.seconds, fl)
+        assert fl["compile_sum_s"] <= float(res.frame["lookup_seconds"].sum()), res.scenario
+    assert check_below(fl, rep.scenarios) == []
+    js = rep.to_json()
+    assert js["seconds_floor"] == pytest.approx(fl["floor_s"]) and js["ideal_repeats"] == 2
+    assert js["seconds_ideal"] == pytest.approx(min(js["seconds_ideal_passes"]))
+    assert js["ratio_vs_floor"] >= 1.0
+    # the bound is max(sum / jobs, longest), from per-kernel minima
+    from hipexplore.tuning.floor import per_kernel_min
+
+    mins = per_kernel_min([s.frame for s in rep.scenarios.values()] + [p.frame for p in rep.ideal_passes])
+    assert fl["compile_sum_s"] == pytest.approx(float(mins.sum()))
+    assert fl["floor_s"] == pytest.approx(max(float(mins.sum()) / jobs, float(mins.max())))
+
+
+def test_the_report_floor_is_below_the_cache_curve_even_when_the_ideal_pass_ran_slow():
+    """The defect of #26.5 reproduced: a recorded replay whose ideal pass ran slower than the
+    memory pass's compiles (memory 1.27 s under an "ideal" 1.33 s on the report). The panel's
+    dashed line was the ideal pass's summed time; it must be the floor, never above the curve."""
+    from hipexplore.report.replay import split_replay
+    from hipexplore.report.review import ideal_floor
+
+    _available("host")
+    rep = run_replay(_small(problems="2", limit=3), jobs=1, cache="memory")
+    frame = rep.frame.copy()
+    slow = frame["scenario"] == "ideal"
+    for col in ("lookup_seconds", "call_seconds", "compile_seconds"):
+        frame.loc[slow, col] = frame.loc[slow, col] * 1.5  # a slow ideal pass, as recorded on that report
+    mem = frame[frame["scenario"] == "memory"]
+    assert frame.loc[slow, "lookup_seconds"].sum() > mem["lookup_seconds"].sum()  # the old line would be above
+    data = split_replay(frame, source="recorded")
+    floor = ideal_floor(data)
+    assert floor is not None and floor <= float(data.events["lookup_seconds"].sum())
+    assert floor <= float(data.baseline["lookup_seconds"].sum())
+    assert data.floor["kernels"] == rep.tuning_list.unique_kernels
+
+
+def test_the_off_and_memory_passes_never_use_the_redis_tier(monkeypatch):
+    """With HIPEXPLORE_CACHE_REMOTE set (a team's shell), the cache-off and memory passes still
+    measure what they say: no Redis lookups (an unreachable server would warn and slow them)."""
+    import warnings
+
+    _available("host")
+    monkeypatch.setenv("HIPEXPLORE_CACHE_REMOTE", "redis://127.0.0.1:9/0")
+    monkeypatch.setenv("HIPEXPLORE_CACHE_SECRET", "s3cret")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the remote tier's one-time warning would raise here
+        rep = run_replay(_small(problems="1", limit=2), jobs=1, cache="memory")
+    js = rep.to_json()
+    assert js["remote_hits"] == 0 and js["scenarios"]["off"]["remote_hits"] == 0

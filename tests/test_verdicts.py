@@ -138,7 +138,8 @@ def test_a_kernel_doing_four_times_the_work_is_slower_everywhere(interleaved) ->
 
 def test_kernels_doing_the_same_work_are_never_faster_or_slower(interleaved) -> None:
     c = compare(interleaved, base="w1", new="w1b")
-    assert (c["interval"] == "paired windows (interleaved)").all()
+    assert c["interval"].str.startswith("paired units").all() and c["interval"].str.contains("paired windows").all()
+    assert (c["base_units"] >= 2).all() and (c["new_units"] == c["base_units"]).all()  # decided over units
     assert set(c["verdict"]) <= {"same", "undecided"}, c[["size_bytes", "ratio", "ratio_ci_low", "ratio_ci_high"]]
     assert ((c["ratio_ci_low"] < 1.05) & (c["ratio_ci_high"] > 0.95)).all()
 
@@ -169,7 +170,7 @@ def test_two_runs_list_configurations_present_in_one_only_and_refuse_other_devic
     assert ((c["present"] == "new only") & (c["size_bytes"] == 1 << 20)).any()
     assert (c["present"] == "base only").sum() == len(interleaved.summary) - 1
     assert (c.loc[c["present"] != "both", "verdict"] == "").all()
-    assert "drift between runs" in c.attrs["caveat"] and compare(interleaved, base="w1", new="w4").attrs["caveat"] == ""
+    assert "units" in c.attrs["caveat"] and compare(interleaved, base="w1", new="w4").attrs["caveat"] == ""
     moved = other.samples.assign(device_name="Some GPU")
     with pytest.raises(ConfigError, match="different devices"):
         compare(interleaved, moved)
@@ -302,7 +303,7 @@ def test_bench_cli_interleaves_and_compare_reads_it(tmp_path, capsys) -> None:
     assert not set(samples[samples["kernel"] == "copy"]["chunk"]) & set(samples[samples["kernel"] == "triad"]["chunk"])
     assert main(["compare", str(out), "--base", "copy", "--new", "triad", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert len(rows) == 1 and rows[0]["interval"] == "paired windows (interleaved)"
+    assert len(rows) == 1 and rows[0]["interval"].endswith("paired windows (interleaved)")
     assert rows[0]["verdict"] in ("slower", "undecided")  # triad moves 1.5x the bytes of copy
 
 
@@ -364,7 +365,8 @@ def test_two_runs_in_passes_are_compared_over_their_passes_not_as_one_pool():
     c = compare(a, b)
     row = c.iloc[0]
     assert row.ratio_ci_low < 1.0 < row.ratio_ci_high and row.verdict in ("same", "undecided")
-    assert "4 or more passes" in c.attrs["caveat"]
+    assert "4 or more units" in c.attrs["caveat"]
     pooled = compare(a.drop(columns=["pass_index"]), b.drop(columns=["pass_index"]))
-    assert pooled.iloc[0].ratio_ci_low > 1.0  # what the pass-blind interval claimed
-    assert "passes=4" in pooled.attrs["caveat"]
+    assert pooled.iloc[0].chunk_ci_low > 1.0  # what the pass-blind interval claimed: slower
+    assert pooled.iloc[0].verdict == "undecided" and "units" in pooled.iloc[0].note  # one unit a side decides nothing
+    assert "--units 4" in pooled.attrs["caveat"]

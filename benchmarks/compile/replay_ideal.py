@@ -75,7 +75,8 @@ def main() -> int:
     ap.add_argument("--lists", default="nvrtc:sm_90:2:6,triton:gfx942:1:6")
     ap.add_argument("--jobs", default="1,8")
     ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--granularity", default="scheduled", choices=("candidate", "kernel", "scheduled"))
+    ap.add_argument("--granularity", default="auto", choices=("auto", "candidate", "kernel", "scheduled"),
+                    help="unit of parallel work (default auto: scheduled with --jobs > 1, as tune-replay)")
     ap.add_argument("--json", default=None, help="write all rounds here")
     args = ap.parse_args()
     rows = []

@@ -49,6 +49,7 @@ from hipexplore.tuning.replay import (  # noqa: E402
     make_compiler,
     measure_ideal,
     replay_through_cache,
+    resolve_granularity,
     salted,
     warm_up,
 )
@@ -67,10 +68,11 @@ def _parse_pairs(text: str) -> list[tuple[str, str]]:
 
 
 def run_one(name: str, target: str, jobs: int, rounds: int, problems: str | None, limit: int | None,
-            log=print, isolated: bool | None = None, granularity: str = "candidate",
+            log=print, isolated: bool | None = None, granularity: str = "auto",
             salt: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     tl = base = build_list(name, target, problems=select_problems(problems), limit=limit)
     comp = make_compiler(name, jobs, isolated)
+    granularity = resolve_granularity(granularity, jobs)  # auto: scheduled with jobs > 1
     rows, frames = [], []
     try:
         check_target(comp, target)
@@ -228,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--problems", default=None, help="as in tune-replay: count or names (default all four)")
     ap.add_argument("--limit", type=int, default=None, help="candidates per problem (default all 12)")
     ap.add_argument("--out", default="data/tuning/tune_bench.parquet", help="events parquet (default %(default)s)")
-    ap.add_argument("--granularity", choices=("candidate", "kernel"), default="candidate",
+    ap.add_argument("--granularity", choices=("auto", "candidate", "kernel", "scheduled"), default="auto",
                     help="unit of parallel work in the replay passes (default %(default)s)")
     ap.add_argument("--no-salt", action="store_true",
                     help="compile every pass from the same sources (default: a salt in the source text per pass and round)")

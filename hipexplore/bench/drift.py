@@ -24,16 +24,17 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..schema import CONFIGURATION_COLUMNS
 from .stats import Measurement, student_t_quantile
 
 #: SD of run medians above this multiple of the implied sigma: drift between runs is reported.
 DRIFT_FACTOR = 1.5
 #: configurations are compared run to run only on one device kind (bench.grouping)
-CONFIG_KEYS = ("device_name", "kernel", "size_bytes", "rotating_requested", "flush", "timer")
+CONFIG_KEYS = ("device_name", *CONFIGURATION_COLUMNS)
 
 
 #: the configuration of a sample row (bench.grouping): position effects are per configuration
-POSITION_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+POSITION_KEYS = CONFIGURATION_COLUMNS
 
 
 def _tick(times: np.ndarray) -> float:

@@ -15,8 +15,9 @@ from typing import Iterator
 import pandas as pd
 
 from ..errors import ConfigError
+from ..schema import CONFIGURATION_COLUMNS
 
-CONFIG_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+CONFIG_KEYS = CONFIGURATION_COLUMNS
 
 
 def device_names(frame: pd.DataFrame) -> list[str]:

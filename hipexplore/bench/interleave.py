@@ -105,17 +105,13 @@ def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[st
     out: dict[str, RawTimes] = {}
     for k in names:
         raws = parts[k]
-        cat = lambda name, r=raws: np.concatenate([getattr(x, name) for x in r])  # noqa: E731
         notes = list(dict.fromkeys(n for x in raws for n in x.notes))
         why = reasons[k]
         if why and not why.startswith(("fixed iteration count", "converged")):
             notes.append(why)
         notes.append(f"interleaved with {', '.join(n for n in names if n != k)} in {len(raws)} turn(s) of "
                      f"{turn_chunks} chunk(s), shuffled order")
-        out[k] = RawTimes(time_s=cat("time_s"), flush_s=cat("flush_s"), gap_s=cat("gap_s"), buffer_set=cat("buffer_set"),
-                          chunk=cat("chunk"), position=cat("position"), lead=cat("lead"), clock_mhz=cat("clock_mhz"),
-                          temp_c=cat("temp_c"), power_w=cat("power_w"), notes=notes, hold_timeouts=sum(x.hold_timeouts for x in raws),
-                          chunks=sum(x.chunks for x in raws), stop_reason=why, timer=raws[-1].timer)
+        out[k] = RawTimes.concat(raws, notes=notes, stop_reason=why)
     return Interleaved(out, order)
 
 

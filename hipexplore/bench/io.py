@@ -36,9 +36,11 @@ from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, METADATA_KEY, SAMPLE_COLU
 _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
                   "pass_index": "int64", "chunk": "int64", "position": "int64", "lead": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
                   "gap_s": "float64", "clock_mhz": "float64", "temp_c": "float64", "power_w": "float64",
+                  "host_load": "float64", "host_busy": "float64", "host_steal": "float64",
                   "throttled": "bool", "dropped": "bool"}
 #: columns older files lack, and the value every old row had (written before the column existed)
-_UPGRADES_SAMPLES = {"timer": "events", "pass_index": 0, "lead": 0}
+_UPGRADES_SAMPLES = {"timer": "events", "pass_index": 0, "lead": 0,
+                     "host_load": float("nan"), "host_busy": float("nan"), "host_steal": float("nan")}
 _UPGRADES_SUMMARY = {"timer": "events", "passes": 1}
 
 
@@ -90,18 +92,19 @@ def _embedded_metadata(path: Path) -> dict[str, str] | None:
 
 
 def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str] | None] | None:
-    """(samples, summary, metadata or None) of an earlier sweep, None when there is none; samples of
-    configurations the summary does not name (an interrupted write) are dropped."""
+    """(samples, summary, meta.json's metadata: None when absent, {} when unreadable) of an earlier
+    sweep, None when there is none; samples of configurations the summary does not name (an
+    interrupted write) are dropped."""
     if not (paths[0].exists() and paths[1].exists()):
         return None
     try:
         samples, summary = pd.read_parquet(paths[0]), pd.read_parquet(paths[1])
-        meta = _embedded_metadata(paths[1])
     except Exception as exc:  # pyarrow's ArrowInvalid & co: a truncated or foreign file; leave it as it is
         raise ConfigError(f"cannot resume from {str(paths[0])!r}: it or {paths[1].name} is not a readable parquet file "
                           f"({type(exc).__name__}: {str(exc)[:200]}); nothing was changed: move it away, or start over "
                           f"with --no-resume (resume=False)") from None
-    if meta is None and paths[2].exists():
+    meta: dict[str, str] | None = None
+    if paths[2].exists():
         try:
             meta = json.loads(paths[2].read_text())
         except (OSError, ValueError):
@@ -151,14 +154,21 @@ def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool) -> Pre
     if got is None:
         return Previous(empty_frame(SAMPLE_COLUMNS), empty_frame(SUMMARY_COLUMNS), None)
     samples, summary, meta = got
+    try:  # the commit record's own copy first: meta.json is written after it, and may be a write behind
+        meta = _embedded_metadata(paths[1]) or meta  # type: ignore[index]
+    except Exception:  # noqa: BLE001 - unreadable metadata: what meta.json says
+        pass
     summary = upgraded(summary, _UPGRADES_SUMMARY)
     return Previous(upgraded(samples, _UPGRADES_SAMPLES), summary, meta, set(configurations_of(summary)))
 
 
 def _stable(obj: Any) -> str:
-    """``repr`` without object addresses (a lambda's repr differs between processes)."""
+    """``repr`` without object addresses (a lambda's repr differs between processes); an object
+    without a repr of its own is described by its attributes (a ``grid_stride``'s block and blocks)."""
     if callable(obj) and hasattr(obj, "__qualname__"):
         return f"{getattr(obj, '__module__', '')}.{obj.__qualname__}"
+    if type(obj).__repr__ is object.__repr__ and hasattr(obj, "__dict__"):
+        return f"{type(obj).__qualname__}({', '.join(f'{k}={_stable(v)}' for k, v in sorted(vars(obj).items()))})"
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))
 
 

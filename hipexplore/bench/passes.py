@@ -42,6 +42,7 @@ import pandas as pd
 from ..devices.base import Device
 from ..errors import ConfigError
 from ..schema import COLD_REFERENCE, CONFIGURATION_COLUMNS, SUMMARY_COLUMNS
+from .modes import warning_with_modes
 from .stats import Measurement, StopRule, is_timeout, set_bias
 
 #: the pad of pass k is k * PAD_STEP plus a pass-dependent multiple of PAD_JITTER
@@ -49,7 +50,8 @@ PAD_STEP = 2 << 20
 PAD_JITTER = 64 << 10
 #: summary warnings that are the statistics' own (``Measurement.warnings``: recomputed on the merged
 #: samples, not carried over from the passes)
-_STAT_WARNINGS = re.compile(r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)")
+_STAT_WARNINGS = re.compile(r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)"
+                            r"|bimodal: modes at [^;]*")  # bench.modes' flag, recomputed too
 CONFIG = list(CONFIGURATION_COLUMNS)
 
 
@@ -100,7 +102,9 @@ def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_ba
             continue
         frame = frame.copy()
         frame["pass_index"] = k
-        for key, idx in frame.groupby(CONFIG, sort=False).groups.items():
+        # offsets per configuration less its kernel: interleaved kernels number their chunks through
+        # one sequence within a unit, and must stay apart (and in time order) across units too
+        for key, idx in frame.groupby(CONFIG[1:], sort=False).groups.items():
             start = offsets.get(key, 0)
             chunks = frame.loc[idx, "chunk"].to_numpy()
             frame.loc[idx, "chunk"] = chunks + start
@@ -139,7 +143,8 @@ def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_ba
                 part = part.strip()
                 if part and part not in notes:
                     notes.append(part)
-        row["warning"] = "; ".join([*notes, *(x for x in m.warnings() if x not in notes)])
+        row["warning"] = warning_with_modes("; ".join([*notes, *(x for x in m.warnings() if x not in notes)]), m,
+                                            row["ci_low_s"], row["ci_high_s"])
         reasons = list(dict.fromkeys(str(r) for r in g["stop_reason"]))
         row["stop_reason"] = " | ".join(reasons)
         # timed out when any pass did: a pass's own flag, or a stop reason that is a timeout or a cap

@@ -18,8 +18,6 @@ each one, so a widget can show live results and stop the sweep.
 """
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 import uuid
 from typing import Any, Sequence
@@ -54,7 +52,7 @@ def run_location(spec: SweepSpec, device: Any, worker: bool | None) -> str:
     has_callable = any(k.call is not None for k in spec.specs())
     if has_callable and worker is None:
         return IN_PROCESS
-    if spec.passes > 1 and getattr(device, "kind", "host") != "host" and not has_callable:
+    if spec.units != 1 and getattr(device, "kind", "host") != "host" and not has_callable:
         return WORKER
     return WORKER if use_worker(device, worker) else IN_PROCESS
 
@@ -79,11 +77,11 @@ def run(spec: SweepSpec, device: Device, *, out: str | os.PathLike | None = None
     metadata["run_id"] = run_id = run_id or previous.run_id or uuid.uuid4().hex[:12]
     configurations = spec.configurations()
     rec = Recorder(metadata, previous=previous, paths=paths, hooks=hooks, total=len(configurations), progress=progress,
-                   write=spec.passes == 1)
+                   write=spec.units == 1)
     where = run_location(spec, device, worker)
     try:
-        if spec.passes > 1:
-            stopped = _passes(spec, device, rec, previous, where, run_id)
+        if spec.units != 1:
+            stopped = _units(spec, device, rec, previous, where, run_id)
         else:
             stopped = measure_unit(spec, device, rec, where=where, run_id=run_id, done=previous.done,
                                    refs=_references(previous))
@@ -92,44 +90,68 @@ def run(spec: SweepSpec, device: Device, *, out: str | os.PathLike | None = None
         raise
     finally:
         rec.close()
-    if not stopped or spec.passes == 1:  # a sweep in passes stopped part-way keeps only what earlier sweeps wrote
+    if not stopped or spec.units == 1:  # a sweep in units stopped part-way keeps only what earlier sweeps wrote
         rec.write(final=True)
     return rec.result(stopped, sorted(c for c in previous.done if not c.is_reference))
 
 
 def measure_unit(spec: SweepSpec, device: Device, channel: Any, *, where: str, run_id: str,
                  done: set[Configuration] | frozenset[Configuration] = frozenset(),
-                 refs: dict[tuple[str, int, str], Measurement] | None = None, pad_bytes: int = 0) -> bool:
-    """One unit (``SweepRun``) of ``spec`` at ``where``, reporting to ``channel``; True if stopped."""
+                 refs: dict[tuple[str, int, str], Measurement] | None = None, pad_bytes: int = 0, unit: int = 0,
+                 started: Any = None) -> bool:
+    """One unit (``SweepRun``) of ``spec`` at ``where``, reporting to ``channel``; True if stopped
+    (``unit``: its index, which seeds its draws; ``started``: a worker started ahead for it)."""
     if where == WORKER:
         from .worker import unit_in_worker
 
-        return unit_in_worker(spec, device, channel, run_id=run_id, done=set(done), refs=refs or {}, pad_bytes=pad_bytes)
-    return SweepRun(spec, device, channel, run_id=run_id, done=done, refs=refs).measure()
+        return unit_in_worker(spec, device, channel, run_id=run_id, done=set(done), refs=refs or {}, pad_bytes=pad_bytes,
+                              unit=unit, started=started)
+    return SweepRun(spec, device, channel, run_id=run_id, done=done, refs=refs, unit=unit).measure()
 
 
-def _passes(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, where: str, run_id: str) -> bool:
-    """``spec.passes`` units of the configurations not done yet, each with its share of the samples
-    and its own placement, merged (``bench.passes``); the merged rows join ``rec``."""
+def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, where: str, run_id: str) -> bool:
+    """The units of ``spec`` (``bench.units``: planned, then adaptive extras) over the
+    configurations not done yet, each with its share of the samples and its own placement, merged
+    (``bench.passes.merge``); the merged rows join ``rec``. Workers are started one unit ahead."""
     from . import passes as ps
+    from . import units as us
 
-    one = dataclasses.replace(spec, passes=1, stop=ps.pass_rule(spec.stop, spec.passes),
-                              reference_samples=max(1, math.ceil(spec.reference_samples / spec.passes)))
-    results: list[SweepResult] = []
+    pads: list[int] = []
+    ahead: list[Any] = []
 
-    def measure(k: int) -> SweepResult:
-        if results and results[-1].stopped:
-            return results[-1]
+    def run_unit(one: SweepSpec, k: int, done: set) -> SweepResult:
         unit = Recorder(rec.metadata, hooks=rec.hooks, write=False)
-        stopped = measure_unit(one, dev, unit, where=where, run_id=run_id, done=previous.done,
-                               pad_bytes=ps.pad_bytes(k) if where == WORKER else 0)
-        results.append(unit.result(stopped))
-        return results[-1]
+        pad = ps.pad_bytes(k, seed=spec.interleave_seed)
+        pads.append(pad)
+        if where == WORKER:
+            from .worker import start_unit_worker
 
-    ps.run_passes(dev, spec.passes, measure, pad=where != WORKER)
+            started = ahead.pop() if ahead else start_unit_worker()
+            ahead.append(start_unit_worker())  # the next unit's interpreter starts while this one measures
+            stopped = measure_unit(one, dev, unit, where=where, run_id=run_id, done=done, pad_bytes=pad, unit=k,
+                                   started=started)
+        else:
+            unit_dev = dev.fresh() if k and hasattr(dev, "fresh") else dev  # host: the library loaded anew
+            pad_buf = unit_dev.alloc(pad) if pad else None
+            try:
+                stopped = measure_unit(one, unit_dev, unit, where=where, run_id=run_id, done=done, unit=k)
+            finally:
+                if pad_buf is not None:
+                    unit_dev.free(pad_buf)
+                if unit_dev is not dev:
+                    unit_dev.close()
+        return unit.result(stopped)
+
+    try:
+        results = us.measure(spec, dev, run_unit, set(previous.done))
+    finally:
+        for started in ahead:
+            started.discard()
     stopped = any(r.stopped for r in results)
-    rec.meta({"sweep.pass_pad_bytes": ",".join(str(ps.pad_bytes(k)) for k in range(len(results))),
-              "sweep.passes_done": str(len(results) - (1 if stopped else 0))})
+    rec.meta({"sweep.unit_pad_bytes": ",".join(map(str, pads)),
+              "sweep.units_done": str(len(results) - (1 if stopped else 0)),
+              "sweep.units_planned": str(us.planned(spec, dev)[0]),
+              "sweep.unit_location": where})
     merged_s, merged_m = ps.merge([r.samples for r in results], [r.summary for r in results],
                                   peak_bandwidth_gbs=float(dev.peak_bandwidth_gbs))
     if len(merged_s):

@@ -34,9 +34,13 @@ from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, TIMERS, WARMUP_S, Ti
 
 #: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
 MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.chunk_lead", "sweep.chunk_trail", "sweep.mem_fraction", "sweep.reference_samples",
-                    "sweep.flush_end_event", "sweep.reference_parts", "sweep.throttle", "sweep.passes")
-#: most passes a sweep may make (each pass is a whole sweep of its share of the samples)
-MAX_PASSES = 64
+                    "sweep.flush_end_event", "sweep.reference_parts", "sweep.throttle", "sweep.units")
+#: most units a sweep may make (each unit is a whole sweep of its share of the samples)
+MAX_UNITS = 64
+MAX_PASSES = MAX_UNITS  # the former name
+#: ``units="auto"``: at least ``AUTO_UNITS[0]`` units, more (up to ``AUTO_UNITS[1]``) for the
+#: configurations whose unit medians still spread wider than the stop rule's target (``bench.units``)
+AUTO_UNITS = (3, 6)
 
 
 def parse_size(text: str | int) -> int:
@@ -59,12 +63,27 @@ def parse_size(text: str | int) -> int:
     return int(val * units[unit])
 
 
+def check_units(value: Any) -> int | str:
+    """``units``: "auto" or an integer in [1, MAX_UNITS] (text as the CLI gives it too)."""
+    if isinstance(value, str):
+        t = value.strip().lower()
+        if t == "auto":
+            return "auto"
+        if t.isdigit():
+            value = int(t)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_UNITS:
+        raise ConfigError(f"units must be 'auto' or an integer in [1, {MAX_UNITS}], got {value!r}")
+    return int(value)
+
+
 def _option(default: Any, help: str, *, metavar: str | None = None, least: int | None = None, most: int | None = None,
-            alias: str | None = None) -> Any:
+            alias: str | None = None, check: Any = None) -> Any:
     """A spec field that ``sweep()`` and ``hipexplore bench`` offer as an option: its ``help`` (one
     line, the CLI shows it with the default), and for the CLI's parser a ``metavar``, the bounds of
-    an integer (``least``, ``most``) and an older flag name still accepted (``alias``)."""
-    return field(default=default, metadata={"help": help, "metavar": metavar, "least": least, "most": most, "alias": alias})
+    an integer (``least``, ``most``), an older flag name still accepted (``alias``) and the function
+    that reads the command line's text (``check``: text -> value, a ``ConfigError`` when it is wrong)."""
+    return field(default=default, metadata={"help": help, "metavar": metavar, "least": least, "most": most, "alias": alias,
+                                            "check": check})
 
 
 def options() -> list[dataclasses.Field]:
@@ -142,11 +161,14 @@ class SweepSpec:
     #: few chunks, in an order shuffled with ``interleave_seed`` (see bench.interleave)
     interleave: bool = _option(False, "A/B in one run: the kernels of each configuration in alternating, shuffled turns")
     interleave_seed: int = _option(0, "the seed of the interleaved turns' shuffled order", least=0, alias="--seed")
-    #: the sweep is made this many times through, each pass with its share of the samples, its
-    #: own buffers (at other addresses) and its own reference parts; intervals are then bootstrapped
-    #: over passes too, so they cover what changes between runs (see bench.passes)
-    passes: int = _option(1, "make the sweep this many times through, each pass with fresh buffers at other addresses",
-                          least=1, most=MAX_PASSES)
+    #: how many *units* measure each configuration: each unit its own share of the samples, its own
+    #: buffer placement (fresh allocations behind a pad of its own size), its own code-object load
+    #: and, on a GPU, its own process; intervals and verdicts are decided from the variation between
+    #: units (``bench.levels``). "auto": at least 3, up to 6 where the unit medians spread wide
+    #: (``bench.units``); 1 gives the old single-unit sweep, whose intervals cover chunk noise only
+    units: int | str = _option("auto", "units per configuration, each with its own placement, code load and (GPU) "
+                                       "process; verdicts need >= 2 (auto: 3, up to 6 where units disagree)",
+                               metavar="auto|N", alias="--passes", check=check_units)
     #: time the launch floor (an empty kernel, per flush mode, in each process) and report
     #: ``floor_s`` / ``net_median_s`` on events rows (see bench.floor); None: on a GPU, not on the host
     floor: bool | None = _option(None, "time the launch floor and report floor_s / net_median_s on events rows "
@@ -185,9 +207,7 @@ class SweepSpec:
                 or not math.isfinite(self.warmup_s) or self.warmup_s < 0:
             raise ConfigError(f"warmup_s must be a finite number of seconds >= 0, got {self.warmup_s!r}")
         self._check_int("interleave_seed", self.interleave_seed, 0)
-        self._check_int("passes", self.passes, 1)
-        if self.passes > MAX_PASSES:
-            raise ConfigError(f"passes must be an integer in [1, {MAX_PASSES}], got {self.passes!r}")
+        object.__setattr__(self, "units", check_units(self.units))
         if self.floor is not None and not isinstance(self.floor, bool):
             raise ConfigError(f"floor must be True, False or None (on a GPU only), got {self.floor!r}")
         for name in ("reference", "verify", "flush_end_event", "drop_throttled", "interleave"):
@@ -279,7 +299,7 @@ class SweepSpec:
             "clock_warmup_s": self.clock_warmup_s,
             "interleave": self.interleave,
             "interleave_seed": self.interleave_seed,
-            "passes": self.passes,
+            "units": self.units,
             "floor": self.floor,
         }
 
@@ -329,13 +349,13 @@ def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
         "sweep.reference_parts": str(record.get("reference_parts", 1)),
         "sweep.throttle": f"{record.get('throttle_threshold', 0.0)} drop={record.get('drop_throttled', False)}",
         "sweep.interleave": (f"seed={record.get('interleave_seed', 0)}" if record.get("interleave") else "no"),
-        "sweep.passes": str(record.get("passes", 1)),
+        "sweep.units": str(record.get("units", record.get("passes", 1))),  # older files: passes
         **{f"flush.factor.{k}": str(v) for k, v in dict(record["flush_factors"]).items()},
     }
 
 
 #: ``sweep()`` keywords of earlier releases and the spec fields they fill (a DeprecationWarning names both)
-RENAMED = {"verify_results": "verify", "flush_factor": "flush_factors"}
+RENAMED = {"verify_results": "verify", "flush_factor": "flush_factors", "passes": "units"}
 
 
 def spec_from_arguments(kernels: Any, sizes: Any, rotating: Any, flush: Any, *, iterations: int | None = None,

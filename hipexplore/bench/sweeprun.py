@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,6 +36,7 @@ from .check import check_outputs
 from .floor import floor_columns, measure_floor, wants_floor
 from .flush import Flusher, make_flusher
 from .interleave import interleaved_launches
+from .modes import warning_with_modes
 from .spec import SweepSpec
 from .stats import Measurement, is_timeout, set_bias
 from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
@@ -94,35 +94,24 @@ def _bound(kernel: Any, shared: int) -> Any:
     return BoundKernel(kernel, shared) if shared else kernel
 
 
-@dataclass
 class _Target:
-    """One (kernel, size) of the unit, built: what each of its configurations launches."""
+    """One (kernel, size) of the unit, built: what each of its configurations launches (the loaded
+    variants per timer, the events variant ``plain`` for the warm-up and the output check, the
+    geometry) and ``base``, the columns every row of it shares."""
 
-    kspec: KernelSpec
-    size: int
-    n: int
-    footprint: int
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared: int
-    kernels: dict[str, Any]  # per timer
-    plain: Any  # the events variant (warm-up and output check)
-    base: dict[str, Any]  # the columns every row of it shares
+    def __init__(self, device: Device, kspec: KernelSpec, size: int, timers: tuple[str, ...], base: dict[str, Any]) -> None:
+        self.kspec, self.size = kspec, size
+        self.n = kspec.elements(size)
+        self.grid, self.block, self.shared = kspec.launch(self.n, device)
+        self.kernels = {t: _bound(kernel_for(device, kspec, timed=(t == "in-kernel")), self.shared) for t in timers}
+        self.plain = self.kernels.get("events") or _bound(kernel_for(device, kspec), self.shared)
+        self.footprint = kspec.footprint(self.n)
+        self.base = {**base, "kernel": kspec.name, "size_bytes": size, "footprint_bytes": self.footprint}
 
     def kernel(self, device: Device, flush: str, timer: str) -> Any:
         if flush == "inline-icache":
             return _bound(kernel_for(device, self.kspec, inline_icache=True), self.shared)
         return self.kernels[timer]
-
-    @staticmethod
-    def build(device: Device, kspec: KernelSpec, size: int, timers: tuple[str, ...], base: dict[str, Any]) -> "_Target":
-        n = kspec.elements(size)
-        grid, block, shared = kspec.launch(n, device)
-        kernels = {t: _bound(kernel_for(device, kspec, timed=(t == "in-kernel")), shared) for t in timers}
-        plain = kernels.get("events") or _bound(kernel_for(device, kspec), shared)
-        footprint = kspec.footprint(n)
-        return _Target(kspec, size, n, footprint, grid, block, shared, kernels, plain,
-                       {**base, "kernel": kspec.name, "size_bytes": size, "footprint_bytes": footprint})
 
 
 class SweepRun:
@@ -131,10 +120,14 @@ class SweepRun:
 
     def __init__(self, spec: SweepSpec, device: Device, channel: Channel, *, run_id: str,
                  done: frozenset[Configuration] | set[Configuration] = frozenset(),
-                 refs: dict[tuple[str, int, str], Measurement] | None = None) -> None:
+                 refs: dict[tuple[str, int, str], Measurement] | None = None, unit: int = 0) -> None:
         self.spec, self.dev, self.channel, self.done = spec, device, channel, set(done)
         self.refs = dict(refs or {})
+        self.unit = unit
+        self.rng = np.random.default_rng([spec.interleave_seed, unit])
         self.specs = spec.specs()
+        if spec.interleave and unit:  # who allocates first moves from unit to unit (placement is not the code's)
+            self.specs = [self.specs[i] for i in self.rng.permutation(len(self.specs))]
         self.base = dict(run_id=run_id, device=_label(device), device_name=device.name)
         self.where: list[str] = []  # (kernel, configuration) being measured: what a fault names
         self.flushers: dict[str, Flusher | None] = {}
@@ -142,8 +135,8 @@ class SweepRun:
         self.floors: dict[str, float] = {}
         self.pending: dict[Configuration, RawTimes] = {}  # interleaved partners' times, until the loop reaches them
         self.kept: dict[Configuration, Measurement] = {}  # each emitted row's statistics (biases are set again)
-        self.rng = np.random.default_rng(spec.interleave_seed)
         self.warmed = False
+        self.current_sets: Any = None  # the group's rotating sets (interleaved partners may share them)
         self.telemetry: Any = None
         self.free = 0
 
@@ -209,7 +202,7 @@ class SweepRun:
         """Warm up, check the output, then the groups with the reference parts between them; True
         when ``stop_now`` stopped it."""
         self.where.clear()  # building and loading are not the kernel's fault: a DeviceError there is raised as is
-        target = _Target.build(self.dev, kspec, size, self.spec.timers, self.base)
+        target = _Target(self.dev, kspec, size, self.spec.timers, self.base)
         self.where[:] = [kspec.name, f"size={size}"]
         if self.channel.stop_now():
             return True
@@ -274,6 +267,7 @@ class SweepRun:
         if self.channel.stop_now():
             return True
         with sets_for(self.dev, t.kspec, t.n, p.count) as sets:
+            self.current_sets = sets
             for conf in todo:
                 if self.channel.stop_now():
                     return True
@@ -311,16 +305,24 @@ class SweepRun:
                     and conf._replace(kernel=o.name) not in self.pending]
         with contextlib.ExitStack() as stack:
             wls = {conf.kernel: wl}
+            mine = self.current_sets
             for o in partners:
                 n_o = o.elements(conf.size)
-                sets_o = stack.enter_context(sets_for(self.dev, o, n_o, self.plans[(o.name, conf.size, conf.rotating)].count))
                 grid_o, block_o, shared_o = o.launch(n_o, self.dev)
                 k_o = _bound(kernel_for(self.dev, o, inline_icache=True) if conf.flush == "inline-icache" else
                              kernel_for(self.dev, o, timed=(conf.timer == "in-kernel")), shared_o)
-                timer_o = InKernelTimer(self.dev, sets_o.args, self.spec.chunk) if conf.timer == "in-kernel" else None
+                shared = shared_pool(mine, o, n_o) if conf.timer == "events" else None
+                if shared is not None:  # one pool of buffers: both kernels see the same placement
+                    args_o = shared
+                else:
+                    sets_o = stack.enter_context(sets_for(self.dev, o, n_o, self.plans[(o.name, conf.size, conf.rotating)].count))
+                    args_o = sets_o.args
+                timer_o = InKernelTimer(self.dev, args_o, self.spec.chunk) if conf.timer == "in-kernel" else None
                 if timer_o is not None:
                     stack.callback(timer_o.free)
-                wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, sets_o.args, timer=timer_o)
+                wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, args_o, timer=timer_o)
+            self.channel.meta({f"interleave.pool.{conf.size}": "shared" if len(wls) > 1 and all(
+                shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners) else "own sets"})
             got = interleaved_launches(wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing,
                                        rng=self.rng)
         for o in partners:
@@ -397,6 +399,28 @@ class SweepRun:
         return self.floors[flush]
 
 
+def shared_pool(sets: Any, other: KernelSpec, n: int) -> list[Any] | None:
+    """``other``'s packed arguments over the buffers of ``sets`` (another kernel's rotating sets),
+    or None when they cannot serve it: its buffer arguments must match theirs one for one (dtype
+    and element count, in order, no Python callable), its scalars are its own. Why: interleaved
+    kernels with their own buffers are placed differently (a byte-identical copy read 3.5% slower
+    on the H200 at 16 MiB because its buffers were allocated second); on one pool of sets they
+    launch on the very same memory, turn by turn, so placement cannot tell them apart."""
+    from ..devices.base import pack_args
+
+    mine = getattr(sets, "spec", None)
+    if mine is None or other.call is not None or getattr(mine, "call", None) is not None or not hasattr(sets, "buffers"):
+        return None
+    a, b = mine.buffers(), other.buffers()  # same roles and fills too: the same data, read and written alike
+    if len(a) != len(b) or sets.n != n:
+        return None
+    env_a, scalars = mine.scalars(n), other.scalars(n)
+    if any(x.dtype != y.dtype or x.role != y.role or x.init != y.init or x.nbytes(n, env_a) != y.nbytes(n, scalars)
+           for x, y in zip(a, b)):
+        return None
+    return [pack_args(other.args, {**{y.name: bufs[x.name] for x, y in zip(a, b)}, **scalars}) for bufs in sets.buffers]
+
+
 def _label(device: Device) -> str:
     from ..devices import device_label
 
@@ -405,14 +429,7 @@ def _label(device: Device) -> str:
 
 def _concat(raws: list[RawTimes]) -> RawTimes:
     """Reference parts as one RawTimes (chunk ids already made distinct by the caller)."""
-    if len(raws) == 1:
-        return raws[0]
-    cat = lambda name: np.concatenate([getattr(r, name) for r in raws])  # noqa: E731
-    return RawTimes(time_s=cat("time_s"), flush_s=cat("flush_s"), gap_s=cat("gap_s"), buffer_set=cat("buffer_set"),
-                    chunk=cat("chunk"), position=cat("position"), lead=cat("lead"), clock_mhz=cat("clock_mhz"),
-                    temp_c=cat("temp_c"), power_w=cat("power_w"), notes=[x for r in raws for x in r.notes],
-                    hold_timeouts=sum(r.hold_timeouts for r in raws), chunks=sum(r.chunks for r in raws),
-                    stop_reason=raws[-1].stop_reason, timer=raws[-1].timer)
+    return RawTimes.concat(raws)
 
 
 def _frames(base: dict[str, Any], conf: Configuration, count: int, raw: RawTimes, m: Measurement, throttled: np.ndarray,
@@ -428,6 +445,7 @@ def _frames(base: dict[str, Any], conf: Configuration, count: int, raw: RawTimes
         "chunk": raw.chunk.astype(np.int64), "position": raw.position.astype(np.int64), "lead": raw.lead.astype(np.int64),
         "buffer_set": raw.buffer_set.astype(np.int64), "time_s": raw.time_s, "flush_s": raw.flush_s, "gap_s": raw.gap_s,
         "clock_mhz": raw.clock_mhz, "temp_c": raw.temp_c, "power_w": raw.power_w,
+        "host_load": raw.host_load, "host_busy": raw.host_busy, "host_steal": raw.host_steal,
         "throttled": throttled.astype(bool), "dropped": dropped.astype(bool),
     }, columns=list(SAMPLE_COLUMNS))
     s = m.summary()
@@ -443,7 +461,7 @@ def _frames(base: dict[str, Any], conf: Configuration, count: int, raw: RawTimes
     row["timed_out"] = bool(is_timeout(raw.stop_reason))
     row["n_throttled"] = int(throttled.sum())
     row["clock_mhz"] = float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan
-    row["warning"] = s["warning"]
+    row["warning"] = warning_with_modes(s["warning"], m, s["ci_low_s"], s["ci_high_s"])
     return rows, row
 
 

@@ -197,6 +197,12 @@ class Workload:
         self.device.launch(self.kernel, self.grid, self.block, args)
 
 
+#: telemetry read once per chunk, one value per sample of that chunk (``devices.telemetry.Reading``)
+PER_CHUNK_READINGS = ("clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal")
+#: every per-sample array of ``RawTimes``
+SAMPLE_ARRAYS = ("time_s", "flush_s", "gap_s", "buffer_set", "chunk", "position", "lead", *PER_CHUNK_READINGS)
+
+
 @dataclass
 class RawTimes:
     """Per-sample arrays (seconds; the chunk and position of each sample; the device's clock,
@@ -213,6 +219,11 @@ class RawTimes:
     clock_mhz: np.ndarray = field(default_factory=lambda: np.empty(0))
     temp_c: np.ndarray = field(default_factory=lambda: np.empty(0))
     power_w: np.ndarray = field(default_factory=lambda: np.empty(0))
+    #: the host's load after each chunk (``devices.telemetry.HostLoad``): other runnable tasks, the
+    #: share of CPU time others used and the share stolen since the previous chunk
+    host_load: np.ndarray = field(default_factory=lambda: np.empty(0))
+    host_busy: np.ndarray = field(default_factory=lambda: np.empty(0))
+    host_steal: np.ndarray = field(default_factory=lambda: np.empty(0))
     notes: list[str] = field(default_factory=list)
     hold_timeouts: int = 0
     chunks: int = 0
@@ -226,9 +237,20 @@ class RawTimes:
             self.position = np.arange(n, dtype=np.int64)
         if len(self.lead) != n:
             self.lead = np.zeros(n, dtype=np.int64)
-        for name in ("clock_mhz", "temp_c", "power_w"):
+        for name in PER_CHUNK_READINGS:
             if len(getattr(self, name)) != n:
                 setattr(self, name, np.full(n, math.nan))
+
+    @staticmethod
+    def concat(raws: "list[RawTimes]", **fields: Any) -> "RawTimes":
+        """Several runs' times as one (chunk ids as the caller made them); ``fields`` replace the
+        summed or last-taken ones (notes, stop_reason, ...)."""
+        if len(raws) == 1 and not fields:
+            return raws[0]
+        arrays = {f: np.concatenate([getattr(r, f) for r in raws]) for f in SAMPLE_ARRAYS}
+        rest = dict(notes=[x for r in raws for x in r.notes], hold_timeouts=sum(r.hold_timeouts for r in raws),
+                    chunks=sum(r.chunks for r in raws), stop_reason=raws[-1].stop_reason, timer=raws[-1].timer)
+        return RawTimes(**arrays, **{**rest, **fields})
 
 
 class _EventPool:
@@ -425,11 +447,9 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
             continue
         failures = 0
         reading = telemetry.read() if telemetry is not None else None
-        clock = np.full(k, reading.clock_mhz if reading else math.nan)
-        temp = np.full(k, reading.temp_c if reading else math.nan)
-        power = np.full(k, reading.power_w if reading else math.nan)
-        parts.append((t, f, g, s, np.full(k, chunk_no, dtype=np.int64), np.arange(k, dtype=np.int64), clock, temp, power,
-                      np.full(k, n_lead, dtype=np.int64)))
+        per_chunk = [np.full(k, getattr(reading, name, math.nan) if reading else math.nan) for name in PER_CHUNK_READINGS]
+        parts.append((t, f, g, s, np.full(k, chunk_no, dtype=np.int64), np.arange(k, dtype=np.int64), *per_chunk[:3],
+                      np.full(k, n_lead, dtype=np.int64), *per_chunk[3:]))
         chunk_no += 1
         taken += k
     if timeouts:
@@ -441,6 +461,7 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
     return RawTimes(
         time_s=cat(0), flush_s=cat(1), gap_s=cat(2), buffer_set=cat(3, np.int64), chunk=cat(4, np.int64),
         position=cat(5, np.int64), clock_mhz=cat(6), temp_c=cat(7), power_w=cat(8), lead=cat(9, np.int64),
+        host_load=cat(10), host_busy=cat(11), host_steal=cat(12),
         notes=notes, hold_timeouts=timeouts, chunks=len(parts), stop_reason=why,
         timer="in-kernel" if workload.timer is not None else "events",
     )

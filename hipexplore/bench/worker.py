@@ -78,18 +78,56 @@ def _device_text(device: Any) -> str:
     return f"{device.kind}:{device.index}"
 
 
+class StartedWorker:
+    """A sweep worker started ahead of its unit: its interpreter imports what a unit needs while
+    the previous unit measures, and waits for its job (``unit_in_worker(..., started=)``). Why: a
+    unit's process start-up (interpreter, NumPy, pandas, the device runtime's bindings) is most of
+    what a unit costs beyond its samples; started ahead it costs no wall time. The device itself is
+    opened only when the job arrives (an idle second GPU context beside a measuring unit slowed
+    L2-resident kernels on the H200)."""
+
+    def __init__(self) -> None:
+        self.proc, self.rx, self.tx, self.log_fd, self.path = start_worker("hipexplore.bench.worker_main",
+                                                                           log_prefix="hipexplore-sweep-worker-")
+        self.used = False
+
+    def discard(self) -> None:
+        """End a worker that was never given a job."""
+        if self.used:
+            return
+        self.used = True
+        for c in (self.rx, self.tx):
+            c.close()
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+        os.close(self.log_fd)
+
+
+def start_unit_worker() -> StartedWorker:
+    """A sweep worker started now for a later unit (``StartedWorker``)."""
+    return StartedWorker()
+
+
 def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, done: set, refs: dict,
-                   pad_bytes: int = 0) -> bool:
+                   pad_bytes: int = 0, unit: int = 0, started: StartedWorker | None = None) -> bool:
     """One unit of ``spec`` in a worker process (see the module docstring), reported to ``channel``;
     True when the caller's ``stop_now`` stopped it. ``pad_bytes``: held allocated there before the
-    unit allocates anything (``bench.passes``)."""
+    unit allocates anything (``bench.units``); ``unit``: the unit's index (seeds its draws);
+    ``started``: a worker started ahead (``start_unit_worker``), else one is started now."""
     spec, kernels = _shippable(spec)
     llc = device.llc_bytes if "override" in str(getattr(device, "llc_source", "")) else None
-    proc, rx, tx, log_fd, _path = start_worker("hipexplore.bench.worker_main", log_prefix="hipexplore-sweep-worker-")
+    w = started or StartedWorker()
+    w.used = True
+    proc, rx, tx, log_fd = w.proc, w.rx, w.tx, w.log_fd
     current = ["", ""]
     try:
         tx.send_bytes(pickle.dumps({"device": _device_text(device), "llc_bytes": llc, "kernels": kernels, "spec": spec,
-                                    "run_id": run_id, "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes)}))
+                                    "run_id": run_id, "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes),
+                                    "unit": int(unit)}))
         while True:
             try:
                 kind, payload = pickle.loads(rx.recv_bytes())
@@ -135,4 +173,4 @@ def _reap(proc: subprocess.Popen, timeout: float = 30.0) -> None:
         proc.wait()
 
 
-__all__ = ["unit_in_worker", "use_worker"]
+__all__ = ["StartedWorker", "start_unit_worker", "unit_in_worker", "use_worker"]

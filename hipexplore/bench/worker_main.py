@@ -58,17 +58,25 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
     rx, tx = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     channel = _PipeChannel(rx, tx)
     try:
-        job = pickle.loads(rx.recv_bytes())
-        _register(job["kernels"])
+        # imported before the job arrives: a worker started ahead of its unit (bench.worker.StartedWorker)
+        # pays its start-up while the previous unit measures; the device is opened only below
         from ..devices import get_device
         from .sweeprun import SweepRun
+
+        try:  # the CUDA driver bindings too, where present (importing them opens no context)
+            import cuda.bindings.driver  # noqa: F401
+        except Exception:
+            pass
+        job = pickle.loads(rx.recv_bytes())
+        _register(job["kernels"])
 
         dev = get_device(job["device"], llc_bytes=job["llc_bytes"])
         # a pass's own placement (bench.passes): held until the process ends
         pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
         if pad is not None:
             channel.meta({"worker.pad_bytes": str(pad.nbytes)})
-        stopped = SweepRun(job["spec"], dev, channel, run_id=job["run_id"], done=job["done"], refs=job["refs"]).measure()
+        stopped = SweepRun(job["spec"], dev, channel, run_id=job["run_id"], done=job["done"], refs=job["refs"],
+                           unit=job.get("unit", 0)).measure()
         channel.send("done", stopped)
     except BaseException as exc:  # everything goes back to the parent, which raises it
         try:

@@ -79,7 +79,7 @@ def _clean_leftovers() -> None:
 def _one_line(exc: HipexploreError) -> str:
     """What the user sees. A crashed compiler worker's stderr (``Fatal Python error: Aborted`` and
     a stack dump) is not a message: it goes to a log file named in the line."""
-    from ..errors import CompilerCrashed
+    from ..errors import CompileError, CompilerCrashed
 
     if isinstance(exc, CompilerCrashed) and exc.log.strip():
         import tempfile
@@ -88,7 +88,11 @@ def _one_line(exc: HipexploreError) -> str:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(exc.log)
         return f"{exc.headline()} (the worker's crash output is in {path}; HIPEXPLORE_DEBUG=1 shows it here)"
-    return str(exc).strip()
+    text = str(exc).strip()
+    if isinstance(exc, CompileError):  # the headline, then the compiler's own last diagnostic lines
+        return text
+    # one line, whatever the message quotes (a YAML parser's error marks, a value with a newline)
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,6 +28,10 @@ def _csv(text: str) -> list[str]:
 MAX_ITERATIONS = 1_000_000
 
 
+#: the most untimed launches --chunk-lead / --chunk-trail may add to each chunk (the default chunk is 4)
+MAX_UNTIMED = 1024
+
+
 def _floor(text: str) -> bool | None:
     """argparse type of --floor: auto (on a GPU only), on, off."""
     got = {"auto": None, "on": True, "off": False}.get(text.strip().lower(), "bad")
@@ -47,6 +51,8 @@ def _lead(text: str) -> int | str:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected random or an integer >= 0, got {text!r}")
+    if value > MAX_UNTIMED:  # each chunk would run that many untimed launches: a hang, not a measurement
+        raise argparse.ArgumentTypeError(f"{text} is more than the maximum, {MAX_UNTIMED:,}")
     return value
 
 
@@ -58,6 +64,8 @@ def _trail(text: str) -> int:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    if value > MAX_UNTIMED:
+        raise argparse.ArgumentTypeError(f"{text} is more than the maximum, {MAX_UNTIMED:,}")
     return value
 
 
@@ -110,6 +118,15 @@ def _bytes(flag: str):
 def _field_type(f: Any) -> Any:
     """The argparse type of a ``SweepSpec`` option, from its annotation (errors name the expected value)."""
     least, most, kind = f.metadata.get("least"), f.metadata.get("most"), str(f.type).replace(" ", "")
+    if f.metadata.get("check") is not None:  # the field reads its own text
+        check = f.metadata["check"]
+
+        def parse(text: str) -> Any:
+            try:
+                return check(text)
+            except ConfigError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+        return parse
     if kind == "bool|None":
         return _floor
     if kind == "int|str":
@@ -242,18 +259,26 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--source/--code-object needs --args describing the kernel's arguments (e.g. 'out:a:f32[n],n:u64=n')")
         if args.code_object is not None and not args.entry:
             raise ConfigError("--code-object needs --entry NAME: the kernel's symbol in the code object")
+        from .inputs import check_user_kernel
+
+        check_user_kernel(args)  # files readable UTF-8, expressions ASCII: one line each, before the build
         block: Any = int(args.block) if args.block.strip().isdigit() else args.block
         kernels: list[Any] = [catalog.user_kernel(args.source, args.entry or args.kernel, args.args, name=args.kernel,
                                                   grid=args.grid, block=block, shared_bytes=args.shared_bytes,
                                                   bytes_per_launch=args.bytes_per_launch, include_dirs=args.include_dir,
                                                   headers=args.header, options=args.option, code_object=args.code_object)]
     else:
+        if not _csv(args.kernel):
+            raise ConfigError(f"KERNEL {args.kernel!r} names no kernel; expected e.g. triad or triad,copy")
         kernels = [catalog.get(k) for k in _csv(args.kernel)]
+    if any(not _csv(chunk) for chunk in args.size):
+        raise ConfigError(f"--size {next(c for c in args.size if not _csv(c))!r} names no size; expected e.g. 4096, 64KiB, 1MiB")
     sizes = [s for chunk in (args.size or ["1MiB"]) for s in _csv(chunk)]
-    stop = None
-    if args.iterations is None:
-        stop = StopRule(min_samples=args.min_samples, min_time_s=args.min_time, target_ci=args.target_ci,
-                        target_cv=args.target_cv, timeout_s=args.timeout)
+    # built (and so checked) even with --iterations: a bad --timeout is refused, never silently unused
+    stop = StopRule(min_samples=args.min_samples, min_time_s=args.min_time, target_ci=args.target_ci,
+                    target_cv=args.target_cv, timeout_s=args.timeout)
+    if args.iterations is not None:
+        stop = None
     cluster = None
     if args.cluster is not None:
         from ..bench.cluster import parse_cluster
@@ -270,11 +295,7 @@ def run(args: argparse.Namespace) -> int:
     if not cluster:
         _preflight(kernels, sizes, device)
     if stop is not None and not args.json:
-        print(f"hipexplore bench: adaptive sampling (no --iterations): each configuration runs until the 95% CI of its "
-              f"median is within {args.target_ci:.1%} of it (or its relative stdev <= {args.target_cv:.2%}) with >= "
-              f"{args.min_samples} samples and >= {args.min_time:g} s measured (or {stop.min_wall_s:g} s of wall time), "
-              f"or {args.timeout:g} s have passed "
-              f"(--iterations N for a fixed count)", file=sys.stderr)
+        print(_banner(stop), file=sys.stderr)
     res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
                 out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json, worker=args.worker,
                 cluster=cluster, command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
@@ -319,6 +340,17 @@ def _preflight(kernels: list[Any], sizes: list[str], device: Any) -> None:
             k.footprint(n)
 
 
+def _tagged_samples(path: Path) -> bool:
+    """A samples file hipexplore wrote (its schema tag): a sweep killed before its first summary
+    left it; it is a result to start over from, not someone else's file."""
+    from ..schema import SAMPLES, schema_of
+
+    try:
+        return schema_of(path) == SAMPLES
+    except Exception:  # noqa: BLE001 - not a parquet file at all: not ours
+        return False
+
+
 def _check_out(out: str, force: bool) -> None:
     """Before anything runs: refuse to replace a parquet file that is not a hipexplore result."""
     from ..bench.io import output_paths
@@ -326,25 +358,76 @@ def _check_out(out: str, force: bool) -> None:
     samples, _summary, meta = output_paths(out)
     if samples.is_dir():
         raise ConfigError(f"--out {out!r} is a directory; expected a FILE.parquet name")
-    if samples.exists() and not meta.exists() and not force:
+    if samples.exists() and not meta.exists() and not force and not _tagged_samples(samples):
         raise ConfigError(f"--out {out!r} exists and is not a hipexplore result (no {meta.name} beside it); it was left "
                           f"as it is: choose another file, or pass --force to replace it")
     parent = samples.parent if str(samples.parent) else Path(".")
-    if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"--out {out!r}: cannot write in directory {str(parent)!r}")
+    while not parent.exists() and parent != parent.parent:  # the writer makes missing folders: check where it would
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--out {out!r}: {str(parent)!r} is not a directory")
+    # access() says yes for root on /proc and on read-only mounts: make (and remove) a file there
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".hipexplore-out-check-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"--out {out!r}: cannot write in directory {str(parent)!r} ({exc.strerror or exc}); "
+                          f"checked before running") from None
+
+
+def _banner(stop: Any) -> str:
+    """The start-up line of an adaptive sweep: every rule that can stop a configuration (the ``stop``
+    column of the table names the one that did)."""
+    return (f"hipexplore bench: adaptive sampling (no --iterations): once a configuration has >= {stop.min_samples} samples and "
+            f">= {stop.min_time_s:g} s measured (or {stop.min_wall_s:g} s of wall time), it stops at the first of: the 95% CI "
+            f"of its median within {stop.target_ci:.1%} of it (stop 'ci'), its relative stdev <= {stop.target_cv:.2%} ('cv'), "
+            f"its noise stable, i.e. the robust relative stdev varying < {stop.stable_noise:.0%} over its recent checks "
+            f"(nvbench's stdrel rule: 'noise', at whatever level the noise settled); else it gives up at {stop.timeout_s:g} s "
+            f"('TIMEOUT') or {stop.max_samples:,} samples ('CAP') (--iterations N for a fixed count)")
+
+
+#: the table's ``stop`` column: the start of a stop reason (``bench.stats``) and its short name
+_STOPS = (("fixed iteration count", "fixed"), ("converged: 95% CI", "ci"), ("converged: rel stdev", "cv"),
+          ("converged: noise stabilised", "noise"), ("timeout", "TIMEOUT"), ("max_samples", "CAP"))
+
+
+def _stop(reason: Any) -> str:
+    """A stop reason as the table shows it: 'ci 0.8%', 'noise 20.7%', 'TIMEOUT', ...; passes joined by '|'."""
+    import re
+
+    out = []
+    for part in str(reason or "").split(" | "):
+        name = next((short for start, short in _STOPS if part.startswith(start)), part[:12] or "-")
+        level = re.search(r"(?:\+-|stdev |stabilised at )([0-9.]+%)", part) if name in ("ci", "cv", "noise") else None
+        out.append(f"{name} {level.group(1)}" if level else name)
+    return "|".join(dict.fromkeys(out))
 
 
 def _table(summary: Any) -> str:
+    """The summary as a text table; every column sized to its widest cell (``auto=32`` included)."""
     from ..units import format_bytes, format_percent
 
     floor = "floor_s" in summary.columns and bool(summary["floor_s"].notna().any())  # the launch floor (bench.floor)
-    lines = [f"{'kernel':<8} {'size':>10} {'rot':>5} {'flush':<15} {'timer':<9} {'n':>5} {'median_us':>10} {'95% CI us':>17} "
-             + (f"{'floor_us':>9} " if floor else "") + f"{'iqr_rel':>8} {'bias':>7} {'GB/s':>8}  warning"]
+    heads = ["kernel", "size", "rot", "flush", "timer", "n", "median_us", "95% CI us", *(["floor_us"] if floor else []),
+             "iqr_rel", "bias", "GB/s", "stop", "warning"]
+    left = {"kernel", "flush", "timer", "stop", "warning"}
+    rows = []
     for r in summary.itertuples():
         rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
-        ci = f"[{r.ci_low_s * 1e6:.3f}, {r.ci_high_s * 1e6:.3f}]"
-        fl = (f"{r.floor_s * 1e6:>9.3f} " if r.floor_s == r.floor_s else f"{'':>9} ") if floor else ""
-        lines.append(f"{r.kernel:<8} {format_bytes(r.size_bytes):>10} {rot:>5} {r.flush:<15} {getattr(r, 'timer', 'events'):<9} {r.n:>5} "
-                     f"{r.median_s * 1e6:>10.3f} {ci:>17} {fl}{format_percent(r.iqr_rel, 2):>8} {format_percent(r.bias, 1, signed=True):>7} "
-                     f"{r.bandwidth_gbs:>8.1f}  {r.warning}")
-    return "\n".join(lines)
+        cells = [str(r.kernel), format_bytes(r.size_bytes), rot, str(r.flush), str(getattr(r, "timer", "events")), str(r.n),
+                 f"{r.median_s * 1e6:.3f}", f"[{r.ci_low_s * 1e6:.3f}, {r.ci_high_s * 1e6:.3f}]"]
+        if floor:
+            cells.append(f"{r.floor_s * 1e6:.3f}" if r.floor_s == r.floor_s else "")
+        cells += [format_percent(r.iqr_rel, 2), format_percent(r.bias, 1, signed=True), f"{r.bandwidth_gbs:.1f}",
+                  _stop(getattr(r, "stop_reason", "")), str(r.warning or "")]
+        rows.append(cells)
+    widths = [max([len(h), *(len(c[i]) for c in rows)]) for i, h in enumerate(heads)]
+    widths[-1] = 0  # the warning runs to the end of the line
+
+    def line(cells: list[str]) -> str:
+        return " ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cells, widths, heads)).rstrip()
+
+    return "\n".join([line(heads), *(line(c) for c in rows)])

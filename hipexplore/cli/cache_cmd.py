@@ -39,6 +39,8 @@ def _disk(args: argparse.Namespace):
     from ..compile.cache import default_cache_dir
     from ..compile.disk import DiskCache
 
+    if args.dir is not None and not args.dir.strip():
+        raise CacheError("--dir is empty; expected a cache directory (or leave --dir out: $HIPEXPLORE_CACHE_DIR or the user cache dir)")
     root = args.dir or default_cache_dir()
     disk = DiskCache(root, max_bytes=settings.CACHE_DISK_MAX_BYTES.get())
     if disk.root.exists() and not disk.root.is_dir():

@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.runs) > 2:
         raise ConfigError(f"compare takes one or two runs; got {len(args.runs)}: {args.runs}")
+    for path in args.runs:
+        _readable_parquet(path)
     if len(args.runs) == 2:
         if args.base or args.new:
             raise ConfigError("--base/--new compare two kernels of one run; with two runs give neither")
@@ -55,6 +57,24 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(table(frame))
     return 0
+
+
+def _readable_parquet(path: str) -> None:
+    """A run that exists but is no parquet file (truncated, another format) is one line, not
+    pyarrow's traceback; a missing one is left to ``verdicts.compare`` (it says what it expected)."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        return
+    try:
+        import pyarrow.parquet as pq
+
+        pq.read_schema(p)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, ...
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"run {path!r} is not a readable parquet file ({first[:200]}); expected a sweep's samples "
+                          f".parquet file (hipexplore bench --out)") from None
 
 
 def table(frame) -> str:

@@ -72,6 +72,56 @@ def _read_text(path: str, what: str) -> str:
         raise ConfigError(f"cannot read {what} file {path!r}: {exc.strerror or exc}") from None
 
 
+def _check_destination(out: str) -> None:
+    """``--out``: a file name in a directory that exists and takes a new file (tried, not guessed:
+    ``access()`` says yes for root on /proc and read-only mounts)."""
+    import tempfile
+
+    if not out.strip():
+        raise ConfigError("--out is empty; expected a file name for the binary")
+    p = Path(out)
+    if p.is_dir() or out.endswith(os.sep):
+        raise ConfigError(f"--out {out!r} is a directory; expected a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"--out {out!r}: directory {str(parent)!r} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".check", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"cannot write --out {out!r}: {exc.strerror or exc} (checked before compiling)") from None
+
+
+def _write_atomically(path: str, data: bytes, shown: str) -> None:
+    """A temp file beside ``path``, then ``os.replace``: an existing file is either kept as it was
+    or replaced whole, never left truncated by a failed write."""
+    import tempfile
+
+    folder = os.path.dirname(path) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise ConfigError(f"cannot write --out {shown!r}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ConfigError(f"cannot write --out {shown!r}: {exc.strerror or exc}; an existing file was left as it was") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def build_request(args: argparse.Namespace):
     from ..compile.request import CompileRequest, Source
 
@@ -133,6 +183,10 @@ def _triton_request(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from ..compile.cache import CompileCache
 
+    if args.target is not None and not args.target.strip():
+        raise ConfigError(f"--target is empty; expected e.g. --target {_EXAMPLE_TARGET[args.compiler]}")
+    if args.out is not None:
+        _check_destination(args.out)  # before the compile: a failed write must not follow a long compile
     request = build_request(args)
     if args.no_cache:
         cache = CompileCache(max_entries=0, max_bytes=0, disk_dir=False)
@@ -148,10 +202,7 @@ def run(args: argparse.Namespace) -> int:
     out_path = None
     if args.out:
         out_path = os.path.abspath(args.out)
-        try:
-            Path(out_path).write_bytes(code.binary)
-        except OSError as exc:
-            raise ConfigError(f"cannot write --out {args.out!r}: {exc.strerror or exc}") from None
+        _write_atomically(out_path, code.binary, args.out)
     identity = key.record["compiler"]
     report: dict[str, Any] = {
         "source": os.path.abspath(args.source),

@@ -72,6 +72,10 @@ def command_line(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from ..report import build_report, load_params
 
+    if args.params is not None:
+        from .inputs import read_text_file
+
+        read_text_file(args.params, "--params")  # a directory, unreadable or not UTF-8: one line, not a traceback
     params = load_params(args.params)
     if args.device:
         params["device"] = args.device

@@ -15,8 +15,16 @@ COMPILERS = ("hiprtc", "nvrtc", "host", "triton")
 DEFAULT_TARGETS = {"hiprtc": "gfx90a", "nvrtc": "sm_90", "host": "host", "triton": "gfx942"}
 
 _EPILOG = """\
+Lists: without --list, a small built-in transformer layer (--problems, --limit, --tokens, --d-model);
+with --list FILE (or the name of a shipped list: llama3-8b, resnet50; data/tuning/lists/), the GEMMs of
+a real model x their perf-config candidates (format: hipexplore/tuning/listfile.py); --problems,
+--limit and --every select from it. --dry-run prints the list's kernels and unique_kernels and
+compiles nothing; --export-list FILE writes the list in use (in that format).
 What is measured (all in this one run, after a warm-up compile per worker):
   seconds_ideal          wall time of compiling each unique kernel once, fresh, no cache, same --jobs
+                         (a measured pass, the fastest of --ideal-repeats; not a bound)
+  seconds_floor          the bound: each unique kernel's fastest compile measured in this run, summed,
+                         / jobs (or the slowest kernel when larger); no compiling pass is below it
   seconds_without_cache  measured: the whole list with the cache off (every entry compiles); with
                          --estimate-without-cache: the sum of the recorded compile time of every entry
   seconds                wall time of the whole list through the cache mode chosen by --cache
@@ -28,6 +36,8 @@ Exit status: 0 ok, 1 some compiles failed (they are counted in "failed"), 2 bad 
 
 #: largest GEMM dimensions the list accepts: a transformer layer's rows (batch x sequence) and width
 MAX_TOKENS = 1 << 20
+#: the most compiles at once: each is a worker process (a billion of them was a MemoryError traceback)
+MAX_JOBS = 256
 MAX_D_MODEL = 1 << 16
 
 
@@ -58,20 +68,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compiler", required=True, choices=COMPILERS, help="compiler backend")
     p.add_argument("--target", default=None,
                    help="GPU target (hiprtc: gfx90a; nvrtc: sm_90; host: host; triton: gfx942, gfx950 or sm_90). Default: the one shown")
-    p.add_argument("--jobs", type=_positive, default=1,
+    p.add_argument("--jobs", type=_at_most(MAX_JOBS), default=1,
                    help="compiles at once: a thread pool of N over an isolated compiler with N worker processes (default 1)")
-    p.add_argument("--granularity", choices=("candidate", "kernel", "scheduled"), default="candidate",
-                   help="unit of parallel work: a whole candidate, as a tuner's worker builds it (default), each kernel, or "
-                        "scheduled: each kernel, passing over one in flight on another worker while other work is queued")
+    p.add_argument("--granularity", choices=("auto", "candidate", "kernel", "scheduled"), default="auto",
+                   help="unit of parallel work: scheduled: each kernel, passing over one in flight on another worker while "
+                        "other work is queued; candidate: a whole candidate, as a tuner's worker builds it; kernel: each "
+                        "kernel in list order. Default auto: scheduled with --jobs > 1 (the fastest), candidate serially "
+                        "and with --cluster")
     p.add_argument("--cache", choices=("off", "memory", "disk", "all"), default=None,
                    help="cache mode (default memory; disk with --cluster, the only mode workers share; all: memory, "
                         "then disk cold and warm, in one run)")
     p.add_argument("--cluster", default=None, metavar="local:N|tcp://HOST:PORT",
                    help="compile over Dask workers sharing the disk tier ($HIPEXPLORE_CACHE_DIR, or a temporary directory "
                         "on one host); every event records its worker")
+    p.add_argument("--list", default=None, metavar="FILE|NAME",
+                   help="a tuning list file (JSON Lines, see hipexplore/tuning/listfile.py) or a shipped list's name "
+                        "(llama3-8b, resnet50); default: the built-in transformer layer")
     p.add_argument("--problems", default=None,
-                   help="transformer-layer GEMMs to tune: a count N (the first N) or names from qkv,attn_out,mlp_up,mlp_down (default all)")
-    p.add_argument("--limit", type=_positive, default=None, help="candidates per problem (default all 12: 4 tiles x split-K 1,2,4)")
+                   help="GEMMs to tune: a count N (the first N) or names (built-in: qkv,attn_out,mlp_up,mlp_down; default all)")
+    p.add_argument("--limit", type=_positive, default=None,
+                   help="the first N candidates of each problem (built-in default all 12: 4 tiles x split-K 1,2,4)")
+    p.add_argument("--every", type=_positive, default=None, metavar="K",
+                   help="with --list: keep every K-th candidate of the list (a reduced-scale run with the list's mix)")
+    p.add_argument("--every-problem", type=_positive, default=None, metavar="K",
+                   help="with --list: keep every K-th problem with all its candidates (a reduced-scale run that keeps "
+                        "the list's repetition of tails)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="expand the list and print its kernels and unique_kernels (and per role); compile nothing")
+    p.add_argument("--export-list", default=None, metavar="FILE.jsonl",
+                   help="write the list in use (after --problems/--limit/--every) as a list file, for --list")
+    p.add_argument("--ideal-repeats", type=_at_most(100), default=1, metavar="N",
+                   help="measure the ideal pass N times; seconds_ideal is the fastest (default 1)")
+    p.add_argument("--no-ideal", action="store_true",
+                   help="skip the warm-up pass and the ideal (e.g. a second tuning run on a warm --cache disk directory: "
+                        "only the cache's own passes are timed)")
     p.add_argument("--tokens", type=_at_most(MAX_TOKENS), default=512, help=f"rows of every GEMM (batch x sequence; default 512, at most {MAX_TOKENS:,})")
     p.add_argument("--d-model", type=_at_most(MAX_D_MODEL), default=512, help=f"model width (default 512, at most {MAX_D_MODEL:,})")
     p.add_argument("--estimate-without-cache", action="store_true",
@@ -94,14 +124,32 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--target must be a non-empty string; got {args.target!r}")
     if args.frame:
         check_destination(args.frame, "--frame", ".parquet")
-    problems = select_problems(args.problems, tokens=args.tokens, d_model=args.d_model)
-    if args.compiler == "triton":  # Triton autotune configs and tails written in Triton (tuning/triton_list.py)
+    if args.export_list:
+        check_destination(args.export_list, "--export-list", ".jsonl")
+    if args.compiler == "triton":
         from ..compile.triton_source import check_target
-        from ..tuning.triton_list import build_triton_list
 
-        tlist = build_triton_list(check_target(target), problems=problems, limit=args.limit)
+        target = check_target(target)
+    spec = None
+    if args.list is not None:
+        from ..tuning import listfile
+
+        spec = listfile.read(args.list).select(args.problems, args.limit, args.every, args.every_problem)
+        tlist = listfile.expand(spec, args.compiler, target)
     else:
-        tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
+        if args.every is not None or args.every_problem is not None:
+            raise ConfigError("--every and --every-problem select from a --list; the built-in list takes --problems and --limit")
+        problems = select_problems(args.problems, tokens=args.tokens, d_model=args.d_model)
+        if args.compiler == "triton":  # Triton autotune configs and tails written in Triton (tuning/triton_list.py)
+            from ..tuning.triton_list import build_triton_list
+
+            tlist = build_triton_list(target, problems=problems, limit=args.limit)
+        else:
+            tlist = build_list(args.compiler, target, problems=problems, limit=args.limit)
+    if args.export_list:
+        _export(args, spec, tlist)
+    if args.dry_run:
+        return _dry_run(args, tlist)
     cache_dir = settings.CACHE_DIR.raw()
     if args.cluster is not None:
         from ..bench.cluster import parse_cluster
@@ -112,10 +160,12 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--cluster shares compiles through the disk tier; --cache {args.cache} is not shared (use --cache disk)")
         if args.jobs != 1:
             raise ConfigError("--jobs is one compile per worker with --cluster (start more workers instead)")
-        report = replay_on_cluster(tlist, args.cluster, cache_dir=cache_dir, granularity=args.granularity, salt=not args.no_salt)
+        gran = "candidate" if args.granularity == "auto" else args.granularity
+        report = replay_on_cluster(tlist, args.cluster, cache_dir=cache_dir, granularity=gran, salt=not args.no_salt)
         return _finish(args, report)
     args.cache = args.cache or "memory"
-    bar = None if args.quiet else _pass_bar(replay_passes(args.cache, not args.estimate_without_cache))
+    bar = None if args.quiet else _pass_bar(replay_passes(args.cache, not args.estimate_without_cache, not args.no_ideal,
+                                                          args.ideal_repeats, not args.no_ideal))
     try:
         report = run_replay(
             tlist,
@@ -126,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
             measure_without_cache=not args.estimate_without_cache,
             granularity=args.granularity,
             salt=not args.no_salt,
+            ideal_repeats=args.ideal_repeats,
+            ideal=not args.no_ideal,
+            warm_pass=not args.no_ideal,
         )
     finally:
         if bar is not None:
@@ -135,6 +188,51 @@ def run(args: argparse.Namespace) -> int:
 
         add_triton_cache_passes(report)
     return _finish(args, report)
+
+
+def _export(args: argparse.Namespace, spec: Any, tlist: Any) -> None:
+    from ..tuning import listfile
+
+    if spec is None:
+        if args.compiler == "triton":
+            raise ConfigError("--export-list: the built-in Triton list's candidates are Triton configs, not perf configs; "
+                              "export the built-in list with --compiler hiprtc/nvrtc/host, or give --list")
+        spec = listfile.from_builtin(tlist)
+    listfile.write(spec, args.export_list)
+    if not args.quiet:
+        print(f"tune-replay: wrote {spec.n_candidates} candidates of {len(spec.problems)} problems to {args.export_list}",
+              file=sys.stderr)
+
+
+def dry_run_info(tlist: Any) -> dict[str, Any]:
+    """What a list is, without compiling: kernels, unique kernels, per role, problems, candidates."""
+    reqs = tlist.unique_requests
+    return {
+        "list": tlist.name or "built-in",
+        "list_file": tlist.source,
+        "compiler": tlist.compiler,
+        "target": tlist.target,
+        "problems": len(tlist.problems),
+        "candidates": tlist.n_candidates,
+        "kernels": tlist.kernels,
+        "unique_kernels": tlist.unique_kernels,
+        "repeated_kernels": tlist.kernels - tlist.unique_kernels,
+        "by_role": tlist.counts_by_role(),
+        "unique_source_bytes": sum(len(r.source.text.encode()) + sum(len(h.text.encode()) for h in r.headers) for r in reqs),
+        "headers_per_kernel": max((len(r.headers) for r in reqs), default=0),
+    }
+
+
+def _dry_run(args: argparse.Namespace, tlist: Any) -> int:
+    info = dry_run_info(tlist)
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(f"list {info['list']}{' (' + info['list_file'] + ')' if info['list_file'] else ''}: {info['problems']} problems, "
+              f"{info['candidates']} candidates -> {info['kernels']} kernels, {info['unique_kernels']} unique "
+              f"({args.compiler} {tlist.target}; nothing compiled)")
+        print("  " + ", ".join(f"{r}: {v['kernels']} ({v['unique']} unique)" for r, v in info["by_role"].items()))
+    return 0
 
 
 def _finish(args: argparse.Namespace, report: Any) -> int:
@@ -208,25 +306,30 @@ def _text(out: dict[str, Any], summary) -> str:
     lines = [
         f"tune-replay  compiler={out['compiler']} target={out['target']} jobs={out['jobs']} "
         f"cache={out['cache']} isolated={out['isolated']}",
-        f"list: {len(out['problems'])} problems x {out['candidates_per_problem']} candidates = "
+        f"list {out.get('list', 'built-in')}: {len(out['problems'])} problems, {out.get('candidates', '?')} candidates = "
         f"{out['kernels']} kernels, {out['unique_kernels']} unique",
         "  " + ", ".join(f"{r}: {v['kernels']} ({v['unique']} unique)" for r, v in out["by_role"].items()),
         "",
     ]
     cols = ["scenario", "jobs", "lookups", "compiles", "memory_hits", "disk_hits", "remote_hits", "joins", "failed", "seconds", "compile_seconds", "seconds_saved"]
     lines.append(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    ideal = f"{out['seconds_ideal']:.3f}" if out.get("seconds_ideal") is not None else "not measured"
+    floor = f"{out['seconds_floor']:.3f}" if out.get("seconds_floor") is not None else "-"
     lines += [
         "",
-        f"seconds {out['seconds']:.3f}  ideal {out['seconds_ideal']:.3f}  "
+        f"seconds {out['seconds']:.3f}  ideal pass {ideal}  floor {floor}  "
         f"without cache {out['seconds_without_cache']:.3f} ({out['seconds_without_cache_source']})",
     ]
     if out.get("overhead_vs_ideal") is not None:
         over = out["overhead_vs_ideal"]
         lines.append(f"vs ideal: {100 * over:+.1f}%   speed-up vs no cache: {out['speedup_vs_without_cache']:.2f}x")
         if over < 0:
-            lines.append("  (negative: this pass was faster than the ideal pass. The ideal is one measured run of each "
+            lines.append("  (negative: this pass was faster than the ideal pass. The ideal pass is a measured run of each "
                          "unique compile, not a bound; timing noise and compiler state warmed by earlier passes can put "
-                         "a cached pass below it: read it as 'at the ideal')")
+                         "a cached pass below it: read it as 'at the ideal'; the floor is the bound)")
+    if out.get("ratio_vs_floor") is not None:
+        lines.append(f"vs floor: {out['ratio_vs_floor']:.3f}x (floor: each unique kernel's fastest measured compile, "
+                     f"summed over {out['floor_kernels']} kernels from {out['floor_compiles_measured']} compiles, / jobs)")
     if out.get("seconds_saved") is not None:
         lines.append(f"saved: {out['seconds_saved']:.3f} s of wall time (without cache - with cache; quote this one). "
                      f"Recorded compile time of the hits: {out['seconds_saved_recorded']:.3f} s (serial-equivalent)")

@@ -194,7 +194,7 @@ def user_diagnostics(log: str, request: CompileRequest) -> str:
     missing = sorted({next(g for g in m.groups() if g) for m in _MISSING_HEADER.finditer(out)})
     if missing:
         names = ", ".join(repr(n) for n in missing)
-        out = join_log(out, f"hint: {names} was not found: the compiler searches no folder of yours by itself; give the folder "
+        out = join_log(out, f"hint: {names} was not found: hipexplore gives the compiler no include folder of yours unless told; give the folder "
                             f"that holds it with `-I DIR` / `--include-dir DIR` (Python: include_dirs=[...], which keys every "
                             f"file found there) or the file itself with `--header FILE` (headers=[...])")
     return out

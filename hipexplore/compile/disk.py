@@ -229,7 +229,9 @@ def _read_record(fd: int) -> dict | None:
 def _lock_state(record: dict | None, st: os.stat_result, lifetime: float, now: float) -> str:
     """``live``, ``dead`` (its holder is gone: a dead pid on this node) or ``expired``. Without a
     record (an older hipexplore's lock), the file's mtime is its start."""
-    since = st.st_mtime if record is None else min(float(record["since"]), st.st_mtime + 1.0)
+    since = st.st_mtime if record is None else float(record["since"])
+    if since > now + 60.0:  # a start in the future (a forged record): the file's own time instead
+        since = min(since, st.st_mtime)
     if now - since > lifetime:
         return "expired"
     if record is not None and record.get("node") == _node():
@@ -355,6 +357,8 @@ class DiskCache:
         self._file_mode = 0o664 if team else 0o644
         self._lock_mode = 0o644 if team else 0o600
         self._dir_mode = 0o2775 if team else 0o755
+        #: each member of a team prunes only its own files, so each has its own prune lock
+        self._prune_lock_name = f".prune-{self._uid}.lock" if team else _PRUNE_LOCK
         self.counters = {"write_errors": 0, "hits": 0, "misses": 0, "key_mismatches": 0, "corrupt": 0,
                          "unreadable": 0, "untrusted": 0, "writes": 0, "pruned": 0, "full_disk_retries": 0,
                          "lock_timeouts": 0, "locks_taken_over": 0, "locks_not_waited": 0, "locks_removed": 0}
@@ -893,7 +897,7 @@ class DiskCache:
         """(fd, '') holding this user's prune lock; (None, '') when another of this user's live
         processes prunes now; (None, why) when the file cannot serve (prune without it)."""
         try:
-            fd = os.open(_PRUNE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, self._lock_mode,
+            fd = os.open(self._prune_lock_name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, self._lock_mode,
                          dir_fd=vfd)
         except OSError as exc:
             return None, str(exc)
@@ -937,7 +941,7 @@ class DiskCache:
                 if fd is None and not why:
                     return 0
                 if fd is None:
-                    path = self.directory / _PRUNE_LOCK
+                    path = self.directory / self._prune_lock_name
                     _warn_once(str(path), f"hipexplore compile cache: cannot use the prune lock {str(path)!r} ({why}); "
                                           "pruning without it (remove that file)")
                 try:

@@ -14,9 +14,11 @@ only HMAC tags; a reader without one only checksums, so an entry never crosses b
 
 Reading a file (``read_entry_file``): opened with ``O_NOFOLLOW | O_NONBLOCK`` relative to an
 already opened folder (a FIFO does not block, a symlink is refused), ``fstat`` must say regular
-file, and no more than the smaller of the declared total and ``limit`` bytes is ever read (a
-6 GiB sparse file or ``/dev/zero`` costs one ``fstat``). Every header field has its type checked
-(``validate_header``), so a well-formed entry with ``compile_seconds: "x"`` is corrupt, not a crash.
+file and pass the caller's ``check`` on that same opened file (``disk.py``: in a private cache,
+this user's and writable by no one else), and no more than the smaller of the declared total
+and ``limit`` bytes is ever read (a 6 GiB sparse file or ``/dev/zero`` costs one ``fstat``).
+Every header field has its type checked (``validate_header``), so a well-formed entry with
+``compile_seconds: "x"`` is corrupt, not a crash.
 """
 from __future__ import annotations
 

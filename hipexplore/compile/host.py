@@ -8,14 +8,21 @@ once a second (``identity_recheck_seconds``), so pointing ``CC`` elsewhere or re
 binary changes the identity within a second.
 
 The files a compile reads outside the request (``/usr/local/include``, ``CPATH`` folders, absolute
-``#include``) are listed by the compiler itself: ``implicit_inputs`` runs ``cc -M -v`` on the
-request laid out as for the compile (compile/implicit.py keys and watches them).
+``#include``, object files, archives and linker scripts among the options, ``-l`` libraries) are
+listed by the compiler itself: ``implicit_inputs`` runs ``cc -M -v`` and the driver's ``-###`` plan
+on the request laid out as for the compile (compile/implicit.py keys and watches them).
+
+``CC`` may be a wrapper that picks the compiler, or adds flags, from the environment: the
+identity holds what actually runs, as the driver reports it through the wrapper in the current
+environment (its ``-###`` plan for a probe compile: the programs, their files' SHA-256 and their
+arguments; the full ``--version`` text), and it is asked again whenever any environment variable
+changes (a wrapper may read any) or one of those files changes. Not covered: a wrapper choosing
+by something other than its environment and files it runs (a config file it reads, the time).
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -30,6 +37,7 @@ from ..errors import CompilerUnavailable, CompileTimeout, ConfigError
 from ._common import dump_text, file_stamp, join_log
 from . import implicit
 from .inputs import env_identity
+from .link_inputs import commands, driver_inputs, stable_line
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 
@@ -83,9 +91,9 @@ class HostCompiler(CompilerBase):
         return ("host",)
 
     def identity(self) -> CompilerIdentity:
-        """Recomputed when the driver's, cc1's, as's or ld's (path, size, mtime, inode) or the
-        variables that choose them (PATH, GCC_EXEC_PREFIX, COMPILER_PATH) change; otherwise
-        cached. The variables the driver reads (``inputs.HOST_ENV``) are added on every call.
+        """Recomputed when the driver's, cc1's, as's, ld's or a planned program's (path, size,
+        mtime, inode) or any environment variable changes (a ``CC`` wrapper may read any);
+        otherwise cached. The variables the driver reads (``inputs.HOST_ENV``) are added on every call.
 
         The file check itself (which + stat, ~0.1 ms) is repeated at most every
         ``IDENTITY_RECHECK_SECONDS`` so that a memory hit stays in the microseconds.
@@ -127,12 +135,12 @@ class HostCompiler(CompilerBase):
                               text=True, timeout=60, env=dict(os.environ, LC_ALL="C", LANGUAGE="C"))
         programs = []
         lines = []
-        for cmd in _commands(plan.stderr):
+        for cmd in commands(plan.stderr):
             lines.append(shlex.join(cmd))
             prog = shutil.which(cmd[0]) if not os.path.isabs(cmd[0]) else cmd[0]
             if prog and os.path.exists(prog):
                 programs.append(os.path.realpath(prog))
-        extra.append(("plan", hashlib.sha256("\n".join(_stable(line) for line in lines).encode()).hexdigest()))
+        extra.append(("plan", hashlib.sha256("\n".join(stable_line(line) for line in lines).encode()).hexdigest()))
         for prog in dict.fromkeys(programs):
             if prog not in found:
                 extra += [("runs", prog), ("runs_stamp", file_stamp(prog))]
@@ -192,7 +200,7 @@ class HostCompiler(CompilerBase):
                 if plan.returncode != 0:
                     last = (plan.stderr.strip().splitlines() or [""])[-1]
                     return f"{shlex.join(link)} exited {plan.returncode}: {last[:300]}"
-                operands, watched, error = _driver_inputs(plan.stderr, tmp, inside, argv)
+                operands, watched, error = driver_inputs(plan.stderr, tmp, inside, argv)
                 if error:
                     return error
         except (ConfigError, CompilerUnavailable, CompileTimeout, OSError) as exc:
@@ -431,140 +439,6 @@ def _remove_tree(path: Path) -> int:
         return 1
     except OSError:
         return 0
-
-
-def _stable(line: str) -> str:
-    """A plan line without the driver's random temp names (``/tmp/ccAbC123.s``)."""
-    return re.sub(r"/(?:cc|tmp)[A-Za-z0-9]{6}\.(\w+)\b", r"/TEMP.\1", line)
-
-
-def _commands(plan: str) -> list[list[str]]:
-    """The commands a driver's ``-###`` prints (one per line, a space first, arguments quoted)."""
-    out = []
-    for line in plan.splitlines():
-        if line.startswith(" ") and line.strip() and not line.lstrip().startswith(("(", "#")):
-            try:
-                out.append(shlex.split(line))
-            except ValueError:
-                continue
-    return out
-
-
-_ld_dirs: dict[tuple, list[str]] = {}
-
-
-def _linker_search_dirs(ld: str) -> list[str]:
-    """ld's built-in ``SEARCH_DIR``s (after the driver's -L folders), memoized per ld file."""
-    try:
-        st = os.stat(ld)
-    except OSError:
-        return []
-    key = (ld, st.st_size, st.st_mtime_ns, st.st_ino)
-    if key not in _ld_dirs:
-        try:
-            proc = subprocess.run([ld, "--verbose"], capture_output=True, text=True, timeout=60)
-            found = re.findall(r'SEARCH_DIR\("=?([^"]+)"\)', proc.stdout)
-        except (OSError, subprocess.SubprocessError):
-            found = []
-        _ld_dirs[key] = found
-    return _ld_dirs[key]
-
-
-_SCRIPT_WORD = re.compile(r"\b(INCLUDE|SEARCH_DIR|STARTUP|INPUT|GROUP|AS_NEEDED|OUTPUT_FORMAT|OUTPUT_ARCH|OUTPUT|TARGET|SECTIONS|MEMORY|ENTRY)\b")
-
-
-def _driver_inputs(plan: str, tmp: str, inside: tuple[str, ...], argv: list[str]) -> tuple[list[str], list[str], str]:
-    """From the driver's ``-###`` plan: the files its programs would read that the key must hold
-    (every existing file argument outside the build folder; each ``-l`` library as the linker
-    finds it, through the driver's ``-L`` folders and ld's own; the files a linker script names),
-    the paths to watch (where a same-named library in an earlier folder would win), and an error
-    text for what cannot be followed (a linker script that includes others or moves the search)."""
-    files: list[str] = []
-    watch: list[str] = []
-    for cmd in _commands(plan):
-        if not cmd:
-            continue
-        prog = os.path.basename(cmd[0])
-        linking = prog in ("collect2", "ld", "ld.bfd", "ld.gold", "ld.lld", "lld") or prog.startswith("ld.")
-        dirs = [a[2:] for a in cmd if a.startswith("-L") and len(a) > 2]
-        dirs += [b for a, b in zip(cmd, cmd[1:]) if a == "-L"]
-        if linking:
-            ld = next((c[0] for c in _commands(plan) if os.path.basename(c[0]).startswith("ld")), "")
-            if not ld:
-                ld = shutil.which("ld") or ""
-            dirs += _linker_search_dirs(ld) if ld else []
-        static = False
-        todo = list(cmd[1:])
-        while todo:
-            arg = todo.pop(0)
-            if arg in ("-Bstatic", "-static", "-dn", "-non_shared"):
-                static = True
-                continue
-            if arg in ("-Bdynamic", "-dy", "-call_shared"):
-                static = False
-                continue
-            name = ""
-            if linking and arg == "-l" and todo:
-                name = todo.pop(0)
-            elif linking and arg.startswith("-l") and len(arg) > 2:
-                name = arg[2:]
-            if name:
-                names = [name[1:]] if name.startswith(":") else ([f"lib{name}.a"] if static else [f"lib{name}.so", f"lib{name}.a"])
-                hit = ""
-                for d in dirs:
-                    for n in names:
-                        cand = os.path.normpath(os.path.join(tmp, d, n))
-                        if os.path.isfile(cand):
-                            hit = cand
-                            break
-                        watch.append(cand)
-                    if hit:
-                        break
-                if hit:
-                    todo[:0] = _script_operands(hit, files) if _is_script(hit) else []
-                    files.append(hit)
-                continue
-            if arg.startswith("-"):
-                continue
-            path = os.path.normpath(os.path.join(tmp, arg))
-            if path.startswith(inside) or not os.path.isfile(path):
-                continue
-            if linking and _is_script(path):
-                text = _read_script(path)
-                if re.search(r"\b(INCLUDE|SEARCH_DIR)\b", text):
-                    return [], [], (f"{arg!r} is a linker script that includes other scripts or changes the library "
-                                    f"search (INCLUDE/SEARCH_DIR): the files it reads cannot be listed, so it is not cached")
-                todo[:0] = _script_operands(path, files)
-            files.append(path)
-    return list(dict.fromkeys(files)), list(dict.fromkeys(watch)), ""
-
-
-def _is_script(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-    except OSError:
-        return False
-    return not head.startswith((b"\x7fELF", b"!<arch>", b"!<thin>")) and bool(_SCRIPT_WORD.search(_read_script(path)))
-
-
-def _read_script(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return re.sub(r"/\*.*?\*/", " ", f.read(1 << 20), flags=re.S)
-    except OSError:
-        return ""
-
-
-def _script_operands(path: str, files: list[str]) -> list[str]:
-    """The inputs a GROUP/INPUT/AS_NEEDED linker script names (paths, -l names), as arguments."""
-    text = _read_script(path)
-    out = []
-    for m in re.finditer(r"\b(?:INPUT|GROUP|AS_NEEDED)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)", text):
-        for word in re.split(r"[\s,()]+", m.group(1)):
-            if word and word != "AS_NEEDED":
-                out.append(word if word.startswith(("-l", "/")) else f"-l:{word}")
-    return out
 
 
 def _kill_group(proc: subprocess.Popen, own_group: bool) -> None:

@@ -7,29 +7,35 @@ current directory. An edit to any of those was served stale from the cache (issu
 ccache's direct mode, the key now lists ``(path, sha256)`` of each such file, found the way each
 compiler really finds them (checked with the compilers installed here):
 
-* **host**: the compiler's own dependency output, ``cc -M -v`` run with the request's options on
-  its sources laid out in a build folder as for the compile (``host.py``); every file listed
-  outside that folder is keyed. Conditions, macros and ``#include_next`` are the compiler's.
-* **NVRTC** (13.x): a header given in the request wins by exact spelling; else an absolute
-  spelling is opened as written; else a quoted include is looked up beside the including file's
-  *name*: for the main source and request headers that name is relative to the process's
-  current directory (``"cfg.h"`` in ``k.cu`` reads ``./cfg.h``), for a file read from disk it is
-  that file's folder. Angled includes have no search directories ("no directories in search list").
-* **hiprtc** (ROCm 5.2's comgr): request headers are written to a folder first on its search
-  list and the source to a folder of its own, so a quoted include of the main source never
-  sees the current directory; absolute spellings are opened as written; a quoted include from a
-  file read from disk looks beside that file first; then come the system folders comgr's clang
-  lists under ``-v`` (libstdc++, ``lib/clang/<v>/include`` *relative to the current directory*
-  on Debian's build, ``/usr/local/include``, ``/usr/include``...). That list is learned by a
-  probe compile in a subprocess (its ``-v`` text goes to file descriptor 2, not the program log),
-  once per (identity, target, options), only for requests whose includes reach those folders,
-  and again when a folder it ignored as missing appears or a listed one goes (~0.4 s here).
+Every list comes from the compiler itself, never from a scan of our own (a hand-written scanner
+missed ``%:include``, ``#inc\<newline>lude``, ``#include /*c*/ "x"``, issue 25): conditions,
+macros, digraphs, trigraphs, line splices, comments and ``#include_next`` are the compiler's.
 
-For NVRTC and hiprtc every ``#include``/``#include_next`` line and ``__has_include`` probe is
-resolved whatever the preprocessor conditions (a superset: at worst a spurious miss, never a
-stale hit); ``#include NAME`` uses every ``#define NAME "x"`` / ``-DNAME="x"`` spelling seen in
-the texts walked or the options. Not covered: a ``#include NAME`` whose spelling is built by
-other macro means, and file systems whose timestamps are coarser than ``RACY_NS``.
+* **host**: ``cc -M -v`` run with the request's options on its sources laid out in a build folder
+  as for the compile, and the driver's ``-###`` plan of the real command (``host.py``): every
+  file listed outside that folder is keyed, and so is every file operand the plan hands to
+  cc1/as/ld (object files, archives, assembler sources, linker scripts and what their
+  GROUP/INPUT name, each ``-l`` library as ld finds it through the driver's and its own folders).
+* **NVRTC** (13.x): its front end's make-dependency mode (``-Xcudafe -M -Xcudafe -o FILE``) on the
+  same program and options, in this process (~15 ms). Relative paths are relative to the current
+  directory (quoted includes are looked up beside the including *name*: ``"cfg.h"`` in ``k.cu``
+  reads ``./cfg.h``); a path that is also a request header's name is keyed if it exists on disk
+  (a superset: at worst a spurious miss). NVRTC has no search folders, so nothing can shadow.
+* **hiprtc** (ROCm 5.2's comgr): clang's ``-M -MF FILE -v`` through ``hiprtcCompileProgram`` on
+  the same program and options, in a helper process kept for it (comgr stays out of the caller;
+  ~15 ms a call); comgr's own temp folder (the source and request headers) is dropped. Its ``-v``
+  search list (libstdc++, ``lib/clang/<v>/include`` *relative to the current directory* on
+  Debian's build, ``/usr/local/include``, ``/usr/include``) is watched for shadowing headers and
+  for folders it ignored as missing appearing. Targets absent from comgr's ISA list are not
+  tried (they abort ROCm 5.2): such a request is not cached.
+
+A dependency output lists the files found, not the places a ``__has_include`` looked in vain:
+those places are watched (beside the including file, the search folders) for a literal operand;
+for an operand built by a macro they cannot be placed, and the resolution is then not trusted
+(done again on every lookup). A request provably reading nothing outside itself (every include a
+plain ``#include "x"``/``<x>`` of a request header, no other file-reading word after line
+splicing, only known harmless options: ``reads_only_request``) skips the compiler's list. When a
+compiler cannot say (it fails, or its output is missing), the request is compiled uncached.
 
 Memo (a memory hit must stay cheap): per (request, identity) the files read and their stat
 signature (mtime, ctime, size, inode, device), plus the signature of every folder where a file
@@ -38,24 +44,23 @@ candidate), are remembered; a later lookup only re-stats them and resolves again
 A signature younger than ``RACY_NS`` (file times are coarse) is not trusted: the next lookup
 resolves again. A resolution that fails (``cc -M`` exits non-zero: a missing header) yields an
 ``Implicit`` with ``error`` set; the cache then compiles without storing (the compile reports
-the error). The first lookup of a request in a process pays the resolution (host: one
-``cc -M``, ~15 ms); a memory hit pays one ``stat`` per path remembered.
+the error). The first lookup of a request in a process pays the resolution (host: ``cc -M`` and
+``cc -###``, ~30 ms; NVRTC/hiprtc ~15 ms, hiprtc's helper start ~1 s once); a memory hit pays one
+``stat`` per path remembered.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
-import subprocess
-import sys
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
+from .inputs import env_values
 from .request import CompileRequest, CompilerIdentity
 
 #: Backends whose compiles read files relative to the current directory (workers started in
@@ -369,8 +374,8 @@ def runtime_inputs(request: CompileRequest, identity: CompilerIdentity, probe: C
     nvrtc = request.compiler == "nvrtc"
 
     def resolve(col: Collector) -> str:
-        if reads_only_request(request, nvrtc):
-            return ""
+        if reads_only_request(request, nvrtc) and not env_values(request.compiler):
+            return ""  # (a variable the compiler reads could add options: then it is asked)
         cwd = os.getcwd()
         col.cwd = cwd
         deps = probe(request)

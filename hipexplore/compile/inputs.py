@@ -61,6 +61,8 @@ REFUSED_PREFIXES = (
     "-fprofile-remapping-file", "-fxray-attr-list", "-fxray-always-instrument", "-fxray-never-instrument",
     "-fsanitize-coverage-allowlist", "-fsanitize-coverage-ignorelist", "-fthinlto-index", "-fbasic-block-sections=list",
     "--embed-dir", "-fembed-dir",
+    # programs the driver would run instead of the ones the identity names
+    "-wrapper", "-fuse-ld", "--ld-path", "-fintegrated-as", "-no-integrated-as", "-fno-integrated-as",
 )
 _EXACT_OK = frozenset({"-fPIC", "-fPIE", "-fpic", "-fpie", "-ffast-math"})
 

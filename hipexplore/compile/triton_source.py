@@ -2,20 +2,40 @@
 
 Why a module of its own, and why ``ast``: Triton is heavy to import (and its LLVM is process-global),
 so the parent process never imports it — compiles run in worker processes. But the cache key must
-be decided in the parent, and it must contain exactly what decides the output: the kernel's source,
-the sources of the ``@triton.jit`` functions it calls (transitively, also from local modules it
-imports), the module-level values it reads, its signature, constexprs, options, target, and the
-environment variables Triton's code generation reads. ``kernel_module()`` walks the kernel's file
-with ``ast`` and writes a self-contained module holding only those pieces; that text *is* the
-request's source, and the worker compiles exactly that text, so what is keyed is what is compiled
-(an edit to an unrelated function in the same file does not change the key; an edit to a called
-helper, in this file or a local module, does).
+be decided in the parent, and it must contain exactly what decides the output (issue 25, item 4:
+a helper reached as ``import m as H; H.f()`` and ``PTXAS_OPTIONS`` were not keyed).
 
-Request layout (``compiler="triton"``): ``source`` = the generated module, ``kernels`` = (name,),
-``options`` = ``signature=a:*fp32,n:i32``, ``constexpr=NAME:VALUE`` (one each), ``env=NAME=VALUE``
-(code-generating knobs set in the environment, sorted), then ``NAME=VALUE`` Triton options
-(``num_warps=4``...). ``mode`` is ``binary`` (hsaco for gfx targets, cubin for sm targets) or
-``asm`` (the AMDGCN / PTX listing).
+**Sources, found the way Python and Triton resolve the kernel's names.** ``kernel_sources()`` walks
+the kernel's file with ``ast`` and follows every name the kernel (and, transitively, everything it
+keeps) reads, as Triton's ``DependenciesFinder`` and code generator do: module-level functions,
+classes and values (every statement that binds or changes the name, in file order, also under
+``if``/``try``), imports of any spelling (``import m``, ``import m as H``, ``import pkg.sub``,
+``from m import f as g``, ``from pkg import sub``, relative imports, re-exports, ``from m import *``)
+and attribute chains on them (``H.f``, ``pkg.sub.f``); a parameter or local hides a global of its
+name. Each module reached that is neither Triton nor the standard library (wherever it is: beside
+the kernel, in a package, on ``sys.path``, in site-packages) becomes a generated module holding
+only what is needed of it, with its own globals, and its imports are rewritten to the other
+generated modules. Those texts *are* the request (``source`` and ``headers``) and the worker
+compiles exactly them, so what is keyed is what is compiled; an edit to an unrelated function does
+not change the key, an edit to anything the kernel reaches does.
+
+What the texts cannot pin makes the request *uncacheable* (compiled every time, never stored; the
+reasons are in the ``uncacheable=`` options and the key's ``implicit.error``): a value computed
+with a module whose results depend on the machine, environment or time (``os``, ``time``,
+``random``: anything outside ``PURE_STDLIB``), with ``open()`` and other impure builtins, with a
+module that has no Python source here (an extension), or an import inside a compound statement.
+
+**Environment.** ``triton_environment()`` keys every variable the installed Triton reads
+(``triton_env_names``: its ``knobs.py``, its ``getenv`` calls, ``GetEnv.h``) but the neutral ones,
+by value, plus the contents of the files ``FILE_ENV`` variables name (ptxas, libdevice, ...);
+``UNCACHEABLE_ENV`` (IR overrides) and a variable Triton reads that these tables do not know make
+the request uncacheable.
+
+Request layout (``compiler="triton"``): ``source`` = the generated kernel module, ``headers`` = the
+generated modules it imports (``_hx<N>_<name>.py``), ``kernels`` = (name,), ``options`` =
+``signature=a:*fp32,n:i32``, ``constexpr=NAME:VALUE`` (one each), ``env=NAME=VALUE`` (sorted), then
+``NAME=VALUE`` Triton options (``num_warps=4``...), then ``uncacheable=WHY`` (one per reason).
+``mode`` is ``binary`` (hsaco for gfx targets, cubin for sm targets) or ``asm`` (AMDGCN / PTX).
 """
 from __future__ import annotations
 
@@ -638,7 +658,9 @@ class _Collector:
             seg = _segment(mod, node)
             if seg not in pieces:
                 pieces.append(seg)
-        return header + "".join(self.import_lines[path]) + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in pieces)
+        future = "".join(f"from __future__ import {', '.join(a.name for a in n.names)}\n" for n in mod.tree.body
+                         if isinstance(n, ast.ImportFrom) and n.module == "__future__")  # they change how it compiles
+        return header + future + "".join(self.import_lines[path]) + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in pieces)
 
 
 def kernel_sources(path: str | os.PathLike, kernel: str) -> tuple[str, tuple[Source, ...], tuple[str, ...]]:

@@ -6,14 +6,19 @@ Triton is heavy to import and its LLVM is process-global, so the registry runs i
 worker processes) by default and the parent never imports it: requests are built by
 ``triton_source.triton_request`` with ``ast`` alone.
 
-Each compile: write the request's module text to a private directory, import it, find the
-``@triton.jit`` function (through ``autotune``/``heuristics`` wrappers), set exactly the request's
-code-generating knobs in the environment, and call ``triton.compile(ASTSource(...), target=...)``
+Each compile: import the request's generated modules from their texts (from memory, under file
+names derived from their digest, so the line info Triton writes is the same in every process), find
+the ``@triton.jit`` function (through ``autotune``/``heuristics`` wrappers), set exactly the
+request's keyed variables in the environment (every other one the key would hold unset), make
+Triton's knobs follow them (values set from Python, those read once at import such as
+``PTXAS_OPTIONS``' default, passed explicitly), and call ``triton.compile(ASTSource(...), target=...)``
 with Triton's own cache pointed at a private directory and ``always_compile`` on (our cache is the
 cache; Triton's must not turn a compile into a silent hit). The ``ObjectCode`` carries the binary
 and ``metadata``: kernel name, shared memory, num_warps/warp size, the kernel parameters the ABI
 takes (the user's non-constexpr arguments, then Triton 3.x's trailing scratch pointers, counted from
 the PTX/AMDGCN entry) and, for AMD, the resource usage from the code object's metadata.
+``implicit_inputs`` keys the files the compile reads outside the request (the tools and libraries
+variables name, files named by ptxas options, an ``ir_override``) by content.
 
 The identity (computed from the installed files, without importing Triton): its version, a stamp
 of libtriton, a hash of the Python sources that generate code (what ``triton_key()`` hashes) and
@@ -394,6 +399,9 @@ def _python_knobs(triton: Any) -> Iterator[None]:
         refresh = getattr(knobs, "refresh_knobs", None)
         if refresh is not None:
             refresh()
+        tool = getattr(getattr(knobs, "NvidiaTool", None), "from_path", None)
+        if hasattr(tool, "cache_clear"):  # ptxas & co. are remembered by path: the file may have changed
+            tool.cache_clear()
         runtime = getattr(knobs, "runtime", None)
         hook = getattr(runtime, "add_stages_inspection_hook", None)
         if hook is not None:

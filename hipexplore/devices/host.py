@@ -120,6 +120,15 @@ class HostDevice(DeviceBase):
         self._libs: list[ctypes.CDLL] = []
         self._nlib = 0
 
+    def fresh(self) -> "HostDevice":
+        """Another host device with this one's settings and nothing loaded: a sweep's next unit
+        (``bench.units``) loads its libraries anew through it, at other addresses, since where
+        the code sits is no property of the code under review (Mytkowicz et al., ASPLOS 2009)."""
+        other = HostDevice()
+        other._llc = self._llc
+        other.auto_reasons = list(self.auto_reasons)
+        return other
+
     # --- identity -------------------------------------------------------------------------
     @property
     def name(self) -> str:

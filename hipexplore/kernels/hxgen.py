@@ -68,7 +68,9 @@ EPILOGUES: dict[str, tuple[tuple[str, ...], str]] = {
 EPILOGUE_CODES = {name: i for i, name in enumerate(EPILOGUES)}
 
 ROLES = ("fill", "gemm", "pointwise")
-OPTIONS = {"hiprtc": ("-std=c++17",), "nvrtc": ("-std=c++17",), "host": (), "triton": ()}
+#: NVRTC 13.0 treats the lambdas of device code as host functions unless unannotated code defaults to
+#: device code (13.5 does not need it; the meaning is the same for these all-device sources)
+OPTIONS = {"hiprtc": ("-std=c++17",), "nvrtc": ("-std=c++17", "-default-device"), "host": (), "triton": ()}
 _EXT = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}
 SYMBOLS = {"fill": "hx_fill", "gemm": "hx_gemm", "pointwise": "hx_pointwise"}
 #: threads per block of the fill and pointwise kernels, and their vector width

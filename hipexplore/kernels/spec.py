@@ -86,7 +86,7 @@ class Arg:
         v = evaluate(self.count, n, what=what, env=env)
         count = math.ceil(v) if isinstance(v, float) else int(v)
         if count < 1:
-            raise ConfigError(f"{what}: {_geometry._text_of(self.count)} is {_geometry._num(v)} at n={_geometry._num(n)}; "
+            raise ConfigError(f"{what}: {_said(self.count, v)} at n={_geometry._num(n)}; "
                               f"a buffer needs at least 1 element")
         return count
 
@@ -101,15 +101,21 @@ class Arg:
         if self.dtype.startswith("float"):
             fmax = float(np.finfo(self.dtype).max)
             if abs(v) > fmax:
-                raise ConfigError(f"{what}: {_geometry._text_of(self.value)} is {_geometry._num(v)}, beyond the largest "
+                raise ConfigError(f"{what}: {_said(self.value, v)}, beyond the largest "
                                   f"{self.dtype} ({fmax:g})")
             return float(v)
         iv = int(v)
         info = np.iinfo(self.dtype)
         if not info.min <= iv <= info.max:
-            raise ConfigError(f"{what}: {_geometry._text_of(self.value)} is {_geometry._num(iv)}, outside {self.dtype}'s "
+            raise ConfigError(f"{what}: {_said(self.value, iv)}, outside {self.dtype}'s "
                               f"range [{info.min}, {info.max}]")
         return iv
+
+
+def _said(expr: Any, value: Any) -> str:
+    """``'2*n' is 8`` for an error line; just ``'-1'`` when the text is the value."""
+    shown = _geometry._num(value)
+    return repr(str(expr).strip()) if str(expr).strip() == shown else f"{_geometry._text_of(expr)} is {shown}"
 
 
 def evaluate(expr: int | float | str | None, n: int, *, what: str, env: Mapping[str, Any] | None = None) -> int | float:
@@ -138,7 +144,7 @@ class NExpr:
         v = evaluate(self.expr, n, what=self.what)
         out = math.ceil(v) if isinstance(v, float) else int(v)
         if out < 0:
-            raise ConfigError(f"{self.what}: {_geometry._text_of(self.expr)} is {_geometry._num(v)} at n={_geometry._num(n)}; "
+            raise ConfigError(f"{self.what}: {_said(self.expr, v)} at n={_geometry._num(n)}; "
                               f"expected a count >= 0")
         return out
 

@@ -153,8 +153,10 @@ def dashboard_configuration(bench: BenchData, replay: ReplayData) -> dict[str, A
     kernel, size, device_name = cfg["kernel"], cfg["size_bytes"], cfg["device_name"]
     ev = replay.events
     comp = f"{ev['compiler'].iloc[0]}/{ev['target'].iloc[0]}" if {"compiler", "target"} <= set(ev.columns) and len(ev) else ""
+    listed = getattr(replay, "list_name", "")
+    listed = f" of list {listed}" if listed and listed != "built-in" else ""
     title = (f"{device_name} — {kernel}, {format_bytes(size)} per array   |   "
-             f"tuning replay {comp}: {len(ev)} requests, cache '{replay.primary}'")
+             f"tuning replay{listed} {comp}: {len(ev)} requests, cache '{replay.primary}'")
     return {"kernel": kernel, "size_bytes": size, "device_name": device_name, "title": title}
 
 

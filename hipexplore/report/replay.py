@@ -3,6 +3,7 @@ table (outcome counts from ``schema.count_outcomes``), and the small cache demo.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping
 
 import pandas as pd
@@ -30,6 +31,11 @@ class ReplayData:
     source: str
     by_role: pd.DataFrame | None = None
     provenance: dict[str, str] = field(default_factory=dict)
+    #: the compile floor of the run (tuning/floor.py: each unique kernel's fastest measured compile,
+    #: summed, from every pass of the replay shown); the panel's dashed line. None without compiles.
+    floor: dict | None = None
+    #: the tuning list replayed (a shipped list's name, ``built-in`` for the transformer layer)
+    list_name: str = ""
 
 
 def scenario_table(frame: pd.DataFrame, wall_seconds: Mapping[str, float] | None = None) -> pd.DataFrame:
@@ -89,9 +95,21 @@ def split_replay(frame: pd.DataFrame, source: str, wall_seconds: Mapping[str, fl
     if "role" in frame.columns:
         by_role = pd.crosstab(events["role"], events["outcome"])
     data = ReplayData(frame, events, baseline, scenario_table(frame, wall_seconds), primary, source, by_role)
+    data.floor = _floor(frame)
     if note:
         data.provenance["recorded.replay_pass"] = note
     return data
+
+
+def _floor(frame: pd.DataFrame) -> dict | None:
+    """The floor of one pass per scenario (every scenario's compiles count), None when there is
+    nothing to build it from (no entry/call_seconds columns: frames recorded before the replay kept them)."""
+    from ..tuning.floor import floor_of_frame
+
+    if not {"entry", "call_seconds", "digest"} <= set(frame.columns):
+        return None
+    fl = floor_of_frame(frame)
+    return fl if fl["kernels"] else None
 
 
 #: the target each compiler replays for when neither the device nor the caller names one
@@ -130,6 +148,8 @@ def replay_data(
     jobs: int = 1,
     cache: str = "memory",
     device_properties: Mapping[str, object] | None = None,
+    tuning_list: str | None = None,
+    every_problem: int | None = None,
 ) -> ReplayData:
     """Replay a (small) split-K tuning list through the cache, or load a recorded replay.
 
@@ -137,6 +157,10 @@ def replay_data(
     ``scenario``). compiler/target: ``"auto"`` picks the compiler of ``device_properties`` (the
     benchmarked device; the host compiler when None). problems: a count or names (see
     ``tuning.lists.select_problems``); candidates: how many candidates per problem to keep.
+    tuning_list: a shipped list's name (``llama3-8b``, ``resnet50``) or a list file, replayed live
+    in the selection problems / candidates / every_problem give (``tuning.listfile.ListSpec.select``);
+    a whole list replays for an hour on a small host, so the report's full-scale panel comes from
+    a recorded run (``source``: e.g. the folder ``benchmarks/tuning_scale.py`` wrote).
     """
     compiler, target = resolve_compiler(compiler, target, device_properties)
     if source != "live":
@@ -153,16 +177,29 @@ def replay_data(
             walls = dict(zip(passes["scenario"], passes["seconds"].astype(float)))
             data.scenarios = scenario_table(data.frame, walls)
         data.provenance.update({**rec.provenance, **({"recorded.note": " ".join(rec.notes)} if rec.notes else {})})
+        data.list_name = str(rec.provenance.get("tuning.list", ""))
+        if not data.list_name:  # benchmarks/tuning_scale.py names its frames step__list__compiler-target__jN
+            parts = Path(next((f for f in rec.files if f.endswith(".parquet")), "")).name.split("__")
+            data.list_name = parts[1] if len(parts) > 2 else ""
         return data
     from ..tuning.lists import build_list, select_problems
     from ..tuning.replay import run_replay
 
-    tl = build_list(compiler, target, problems=select_problems(None if problems is None else str(problems)), limit=candidates)
+    if tuning_list:  # a shipped list (or a list file): a selection of it, the live report cannot wait an hour
+        from ..tuning import listfile
+
+        spec = listfile.read(tuning_list).select(None if problems is None else str(problems), candidates,
+                                                 every_problem=every_problem)
+        tl = listfile.expand(spec, compiler, target)
+    else:
+        tl = build_list(compiler, target, problems=select_problems(None if problems is None else str(problems)), limit=candidates)
     rep = run_replay(tl, jobs=jobs, cache=cache, measure_without_cache=True)
     walls = {name: s.seconds for name, s in rep.scenarios.items()}
     frame = rep.frame
     data = split_replay(frame[frame["scenario"] != "ideal"], source="live", wall_seconds=walls, primary=rep.primary)
     data.scenarios = scenario_table(frame, walls)
+    data.floor = rep.floor()  # from every pass, the ideal's too
+    data.list_name = tl.name or "built-in"
     return data
 
 

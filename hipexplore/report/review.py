@@ -257,6 +257,14 @@ def plot_cache_review(replay: Any) -> Figure:
 
 
 def ideal_floor(replay: Any) -> float | None:
+    """The dashed line of the compile-time panel: the compile floor (each unique kernel's fastest
+    compile measured in the run, summed; tuning/floor.py), which no cached pass's summed lookups
+    can go below. Replays without one (frames recorded before it) fall back to the ideal pass's
+    summed compile times (one measured pass: a sample, not a bound)."""
+    floor = getattr(replay, "floor", None)
+    if floor and floor.get("kernels"):
+        v = float(floor["compile_sum_s"])
+        return v if math.isfinite(v) else None
     sc = getattr(replay, "scenarios", None)
     if sc is not None and "ideal" in sc.index and "lookup_seconds_sum" in sc.columns:
         v = float(sc.loc["ideal", "lookup_seconds_sum"])

@@ -77,11 +77,18 @@ class ListSpec:
     def rows(self) -> list[tuple[Problem, PerfConfig]]:
         return [(p, c) for p in self.problems for c in self.candidates[p.name]]
 
-    def select(self, problems: str | None = None, limit: int | None = None, every: int | None = None) -> "ListSpec":
-        """A reduced list: ``problems`` a count N (the first N) or comma-separated names; ``limit``
-        the first N candidates of each problem; ``every`` every K-th candidate of the whole list
-        (in file order, the first kept), which keeps the list's mix of problems and tiles."""
+    def select(self, problems: str | None = None, limit: int | None = None, every: int | None = None,
+               every_problem: int | None = None) -> "ListSpec":
+        """A reduced list: ``problems`` a count N (the first N) or comma-separated names; ``every_problem``
+        every K-th problem (the first kept), each with all its candidates, so the repetition of tails
+        across candidates stays what it is in the full list; ``limit`` the first N candidates of each
+        problem; ``every`` every K-th candidate of the whole list (in file order, the first kept),
+        which keeps the mix of problems and tiles but not the repetition."""
         probs = list(self.problems)
+        if every_problem is not None:
+            if isinstance(every_problem, bool) or not isinstance(every_problem, int) or every_problem < 1:
+                raise ConfigError(f"--every-problem must be a positive integer; got {every_problem!r}")
+            probs = probs[::every_problem]
         if problems:
             spec = problems.strip()
             if spec.isdigit():
@@ -114,7 +121,7 @@ class ListSpec:
         probs = [p for p in probs if p.name in cands]
         if not probs:
             raise ConfigError(f"the selection left no candidate of list {self.name!r} (problems={problems!r}, "
-                              f"limit={limit!r}, every={every!r})")
+                              f"limit={limit!r}, every={every!r}, every_problem={every_problem!r})")
         header = {k: v for k, v in self.header.items() if k not in ("problems", "candidates", "kernels", "unique_kernels")}
         return ListSpec(header, probs, cands, {p.name: self.meta.get(p.name, {}) for p in probs}, self.path)
 

@@ -1,0 +1,157 @@
+"""A sweep measured in *units*: each configuration several times over, with what the code under
+review does not decide drawn afresh each time.
+
+Why: on the H200 the same 1 MiB triad ran 0.96-1.12 us depending on where its buffers landed, the
+event floor moved 3.04-3.30 us between processes, and a byte-identical copy of a kernel read 3.5%
+slower at 16 MiB because its buffers were allocated second. One unit sees one draw of all that, and
+no interval over its chunks can show how far the next run would move (pyperf runs 20 processes for
+this reason; Kalibera & Jones, ISMM 2013: repeat at every level that varies). So every sweep is made
+of units (``SweepSpec.units``), and verdicts are decided from the variation between them
+(``bench.levels``, ``verdicts``). A unit is one ``bench.sweeprun.SweepRun`` with:
+
+* its own buffer placement: a pad allocation of its own size is taken before anything else
+  (``passes.pad_bytes``), then fresh buffers; interleaved kernels are allocated in an order
+  shuffled per unit, and kernels whose buffer arguments match share one pool of sets (their
+  placement is then the same by construction: ``sweeprun``);
+* its own code-object load: a fresh process on a GPU (module loaded anew); on the host a fresh
+  device object, whose loaded library is a new copy at a new address;
+* its own process on a GPU (the event floor is fixed per process), started ahead of its turn while
+  the previous unit measures, so its interpreter start-up costs no wall time (``bench.worker``);
+* its own share of the samples: fixed counts are split exactly; an adaptive rule's minimums, time
+  budget and sample cap are divided by the planned units and its interval target widened by
+  sqrt(units), so that the units together take about what one unit took before.
+
+``units="auto"`` plans ``AUTO_UNITS[0]`` units (3), then adds units, up to ``AUTO_UNITS[1]``, for the
+configurations whose unit medians still spread wider than twice the stop rule's interval target,
+as long as the extra units cost at most ``EXTRA_BUDGET`` of the time the planned ones took (the
+number of units follows the between-unit variance, as Kalibera & Jones size each level).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from ..schema import Configuration
+from . import passes as ps
+from . import rotating as rot
+from .spec import AUTO_UNITS, SweepSpec
+from .stats import StopRule, student_t_quantile
+
+#: extra units (beyond the planned ones) may take at most this fraction of the planned units' time
+EXTRA_BUDGET = 0.35
+#: a configuration gets an extra unit while the t half-width of its unit medians, relative to the
+#: median, exceeds this multiple of the stop rule's ``target_ci``
+WIDE_FACTOR = 2.0
+
+
+def planned(spec: SweepSpec, device: Any) -> tuple[int, int]:
+    """(units planned, most units) of ``spec`` on ``device``. A fixed sample count is split among
+    units only as far as every unit still covers each configuration's buffer sets (a unit must
+    launch on every set); auto then plans no extra units (the count is the caller's)."""
+    if spec.units != "auto":
+        return int(spec.units), int(spec.units)
+    lo, hi = AUTO_UNITS
+    if not spec.stop.adaptive:
+        sets = max_sets(spec, device)
+        fit = int(spec.stop.iterations or 0) // max(1, sets)
+        lo = max(1, min(lo, fit))
+        hi = lo
+    return lo, hi
+
+
+def max_sets(spec: SweepSpec, device: Any) -> int:
+    """The most rotating sets any configuration of ``spec`` uses on ``device``."""
+    free, _ = device.memory_info()
+    most = 1
+    for k in spec.specs():
+        for size in spec.sizes:
+            n = k.elements(size)
+            for r in spec.rotating:
+                p = rot.plan(r, footprint_bytes=k.footprint(n), set_bytes=k.set_bytes(n), llc_bytes=device.llc_bytes,
+                             free_bytes=free, mem_fraction=spec.mem_fraction)
+                most = max(most, p.count)
+    return most
+
+
+def unit_rule(rule: StopRule, units: int, k: int) -> StopRule:
+    """The stop rule of unit ``k`` of ``units``: a fixed count split exactly (the first
+    ``iterations % units`` units take one more), an adaptive rule's minimums, budget and cap
+    divided and its targets widened by sqrt(units)."""
+    if units == 1:
+        return rule
+    if rule.iterations is not None:
+        share = rule.iterations // units + (1 if k < rule.iterations % units else 0)
+        return dataclasses.replace(rule, iterations=max(1, share))
+    widen = math.sqrt(units)
+    return dataclasses.replace(ps.pass_rule(rule, units),
+                               target_ci=rule.target_ci * widen if rule.target_ci is not None else None,
+                               target_cv=rule.target_cv * widen if rule.target_cv is not None else None)
+
+
+def unit_spec(spec: SweepSpec, units: int, k: int) -> SweepSpec:
+    """The spec one unit measures (one unit of its share of the samples and reference)."""
+    return dataclasses.replace(spec, units=1, stop=unit_rule(spec.stop, units, k),
+                               reference_samples=max(1, math.ceil(spec.reference_samples / units)))
+
+
+def wide(samples: Any, spec: SweepSpec) -> set[Configuration]:
+    """Configurations (all kernels of one when interleaved) whose unit medians spread wider than
+    ``WIDE_FACTOR`` times the rule's interval target (a t half-width over the units)."""
+    target = (spec.stop.target_ci or 0.01) * WIDE_FACTOR
+    out: set[Configuration] = set()
+    if not len(samples):
+        return out
+    kept = samples[~samples["dropped"].to_numpy(bool)] if "dropped" in samples.columns else samples
+    kept = kept[kept["flush"] != "cold-reference"]
+    cols = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
+    for key, g in kept.groupby(cols, sort=False):
+        med = g.groupby("pass_index")["time_s"].median().to_numpy()
+        med = med[med > 0]
+        if med.size < 2:
+            continue
+        logs = np.log(med)
+        half = student_t_quantile(0.975, med.size - 1) * float(np.std(logs, ddof=1)) / math.sqrt(med.size)
+        if half > target:
+            out.add(Configuration(str(key[0]), int(key[1]), str(key[2]), str(key[3]), str(key[4])))
+    if spec.interleave:  # a wide configuration is measured again for every kernel, so the pairs stay paired
+        names = [k.name for k in spec.specs()]
+        out = {c._replace(kernel=n) for c in out for n in names}
+    return out
+
+
+def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, set], Any],
+            all_done: set[Configuration], clock: Callable[[], float] = time.perf_counter) -> list[Any]:
+    """The units of ``spec``: ``run_unit(unit_spec, k, done)`` for each (it returns a
+    ``SweepResult``); the planned units first, then the adaptive extras (module docstring)."""
+    lo, hi = planned(spec, device)
+    results: list[Any] = []
+    t0 = clock()
+    for k in range(lo):
+        results.append(run_unit(unit_spec(spec, lo, k), k, set(all_done)))
+        if results[-1].stopped:
+            return results
+    spent = clock() - t0
+    every = set(spec.configurations())
+    import pandas as pd
+
+    while len(results) < hi:
+        frames = [r.samples.assign(pass_index=i) for i, r in enumerate(results) if len(r.samples)]
+        todo = wide(pd.concat(frames, ignore_index=True), spec) if frames else set()
+        todo -= all_done
+        measured = [c for c in every if not c.is_reference and c not in all_done]
+        cost = spent / lo * len(todo) / max(1, len(measured))  # a unit of just these configurations
+        if not todo or clock() - t0 + cost > spent * (1 + EXTRA_BUDGET):
+            break
+        done = set(all_done) | {c for c in every if c not in todo}  # references too: taken by the planned units
+        k = len(results)
+        results.append(run_unit(unit_spec(spec, lo, k % lo), k, done))
+        if results[-1].stopped:
+            break
+    return results
+
+
+__all__ = ["EXTRA_BUDGET", "WIDE_FACTOR", "max_sets", "measure", "planned", "unit_rule", "unit_spec", "wide"]
