@@ -559,7 +559,7 @@ def test_a_teammate_swapping_folders_for_symlinks_never_makes_the_victim_delete_
     assert victim.returncode == 0, err[-2000:]
     done = json.loads(out.strip().splitlines()[-1])
     writes = done.pop("writes")
-    assert done == {"clear": 40, "verify": 40, "prune": 40} and int(swaps) > 100 and writes > 400, (done, writes, swaps)
+    assert done == {"clear": 40, "verify": 40, "prune": 40} and int(swaps) > 100 and writes > 100, (done, writes, swaps)
     after = sorted(str(p.relative_to(precious)) for p in precious.rglob("*"))
     assert after == before, f"deleted outside the cache: {sorted(set(before) - set(after))}"
     assert all((flat / n).read_text() == f"the victim's {n}" for n in names)

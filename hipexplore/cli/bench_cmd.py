@@ -187,6 +187,56 @@ def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
     return {f.name: getattr(args, f.name) for f in options() if hasattr(args, f.name)}
 
 
+def _per_kernel(args: argparse.Namespace) -> list[argparse.Namespace]:
+    """The user kernels of a ``bench`` command line, one namespace each with single values: KERNEL's
+    names in order, each with its own ``--source`` (one per name, or one source for a single name),
+    its ``--entry`` and ``--args`` (one per name, or one shared by all)."""
+    names = _csv(args.kernel) or [args.kernel]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"KERNEL {args.kernel!r} names a kernel twice; each --source kernel needs a name of its own")
+    sources = args.source or []
+    if sources and len(sources) != len(names):
+        raise ConfigError(f"{len(sources)} --source file(s) for {len(names)} kernel name(s) {names}; give one --source per "
+                          f"name, in order (bench A,B --source a.cu --source b.cu)")
+    if args.code_object is not None and len(names) > 1:
+        raise ConfigError(f"--code-object loads one kernel; KERNEL names {len(names)} ({args.kernel!r})")
+
+    def each(flag: str, values: list[str] | None) -> list[str | None]:
+        values = values or []
+        if len(values) in (0, 1):
+            return [values[0] if values else None] * len(names)
+        if len(values) != len(names):
+            raise ConfigError(f"{len(values)} {flag} values for {len(names)} kernel name(s) {names}; give one shared "
+                              f"{flag}, or one per name, in order")
+        return list(values)
+
+    out = []
+    for name, source, entry, spec in zip(names, sources or [None] * len(names), each("--entry", args.entry),
+                                         each("--args", args.args)):
+        one = argparse.Namespace(**vars(args))
+        one.kernel, one.source, one.entry, one.args = name, source, entry, spec
+        out.append(one)
+    return out
+
+
+def _user_kernel(args: argparse.Namespace) -> Any:
+    """One ``--source``/``--code-object`` kernel (``_per_kernel``'s namespace), registered."""
+    from ..kernels import catalog
+
+    if not args.args:
+        raise ConfigError("--source/--code-object needs --args describing the kernel's arguments (e.g. 'out:a:f32[n],n:u64=n')")
+    if args.code_object is not None and not args.entry:
+        raise ConfigError("--code-object needs --entry NAME: the kernel's symbol in the code object")
+    from .inputs import check_user_kernel
+
+    check_user_kernel(args)  # files readable UTF-8, expressions ASCII: one line each, before the build
+    block: Any = int(args.block) if args.block.strip().isdigit() else args.block
+    return catalog.user_kernel(args.source, args.entry or args.kernel, args.args, name=args.kernel,
+                               grid=args.grid, block=block, shared_bytes=args.shared_bytes,
+                               bytes_per_launch=args.bytes_per_launch, include_dirs=args.include_dir,
+                               headers=args.header, options=args.option, code_object=args.code_object)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..bench.stats import StopRule
 
@@ -229,9 +279,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="spread (kernel, size) groups over Dask workers, one per GPU (local:N starts N pinned workers); "
                         "the results gain worker, host and gpu columns")
     g = p.add_argument_group("user kernel")
-    g.add_argument("--source", default=None, help="kernel source file (compiled with hiprtc/NVRTC for GPUs, cc for the host)")
-    g.add_argument("--entry", default=None, help="kernel function name in --source (default: KERNEL)")
-    g.add_argument("--args", default=None, help="argument spec, e.g. 'out:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n'")
+    g.add_argument("--source", action="append", default=None,
+                   help="kernel source file (compiled with hiprtc/NVRTC for GPUs, cc for the host); for an A/B of two "
+                        "files give one --source per KERNEL name, in order: bench A,B --source a.cu --source b.cu --interleave")
+    g.add_argument("--entry", action="append", default=None,
+                   help="kernel function name in --source (default: KERNEL); one per kernel, or one shared by all")
+    g.add_argument("--args", action="append", default=None,
+                   help="argument spec, e.g. 'out:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n'; one per kernel, or one shared by all")
     g.add_argument("--grid", type=_dims("--grid"), default=None,
                    help="grid in blocks: 1-3 comma separated numbers or expressions in n, the scalar arguments and "
                         "block_x/y/z, e.g. 'ceil(n/256)' or 'cols/32,rows/32' (default: 4 blocks per compute unit, grid-stride)")
@@ -255,18 +309,7 @@ def run(args: argparse.Namespace) -> int:
     from ..units import format_bytes
 
     if args.source is not None or args.code_object is not None:
-        if not args.args:
-            raise ConfigError("--source/--code-object needs --args describing the kernel's arguments (e.g. 'out:a:f32[n],n:u64=n')")
-        if args.code_object is not None and not args.entry:
-            raise ConfigError("--code-object needs --entry NAME: the kernel's symbol in the code object")
-        from .inputs import check_user_kernel
-
-        check_user_kernel(args)  # files readable UTF-8, expressions ASCII: one line each, before the build
-        block: Any = int(args.block) if args.block.strip().isdigit() else args.block
-        kernels: list[Any] = [catalog.user_kernel(args.source, args.entry or args.kernel, args.args, name=args.kernel,
-                                                  grid=args.grid, block=block, shared_bytes=args.shared_bytes,
-                                                  bytes_per_launch=args.bytes_per_launch, include_dirs=args.include_dir,
-                                                  headers=args.header, options=args.option, code_object=args.code_object)]
+        kernels: list[Any] = [_user_kernel(one) for one in _per_kernel(args)]
     else:
         if not _csv(args.kernel):
             raise ConfigError(f"KERNEL {args.kernel!r} names no kernel; expected e.g. triad or triad,copy")
@@ -284,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
         from ..bench.cluster import parse_cluster
 
         parse_cluster(args.cluster)  # a bad value fails before anything starts
-        if args.source is not None:
+        if args.source is not None or args.code_object is not None:
             raise ConfigError("--cluster sends catalog kernels by name; a --source kernel runs on one device")
         if args.llc_bytes is not None:
             raise ConfigError("--llc-bytes applies to one device; with --cluster each worker reads its own device's LLC")

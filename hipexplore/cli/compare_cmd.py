@@ -82,15 +82,18 @@ def table(frame) -> str:
 
     lines = [f"decision rule: {frame.attrs['rule']}", *([f"note: {frame.attrs['caveat']}"] if frame.attrs.get("caveat") else []),
              f"{'kernel':<24} {'size':>9} {'rot':>4} {'flush':<14} {'timer':<9} {'new/base':>9} {'95% interval':>19} "
-             f"{'p':>8} {'min det.':>8}  verdict"]
+             f"{'units':>5} {'p':>8} {'min det.':>8}  verdict"]
     for r in frame.to_dict("records"):
         kern = r.get("kernel") or f"{r['base_kernel']}→{r['new_kernel']}"
         head = f"{str(kern)[:24]:<24} {format_bytes(r['size_bytes']):>9} {str(r['rotating_requested']):>4} {r['flush']:<14} {r['timer']:<9}"
         if r["present"] != "both":
             lines.append(f"{head} {'':>9} {'':>19} {'':>8} {'':>8}  ({r['note']})")
             continue
-        ci = f"[{r['ratio_ci_low'] - 1:+.1%}, {r['ratio_ci_high'] - 1:+.1%}]"
-        lines.append(f"{head} {r['change']:>+9.1%} {ci:>19} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {r['verdict']}")
+        lo, hi = r["ratio_ci_low"], r["ratio_ci_high"]
+        ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]" if lo == lo and hi == hi else "(too few units)"
+        units = f"{r.get('base_units', 1)}/{r.get('new_units', 1)}" if r.get("base_units") != r.get("new_units") else str(r.get("base_units", 1))
+        verdict = r["verdict"] + (f"  ({r['note']})" if r["verdict"] == "undecided" and r.get("note") else "")
+        lines.append(f"{head} {r['change']:>+9.1%} {ci:>19} {units:>5} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {verdict}")
     if frame.attrs.get("hint"):
         lines.append(f"hint: {frame.attrs['hint']}")
     return "\n".join(lines)

@@ -98,7 +98,9 @@ def review_parameters(args: argparse.Namespace) -> dict[str, Any]:
     review notebook's parameters."""
     out: dict[str, Any] = {}
     if args.threshold is not None:
-        out["threshold"] = args.threshold
+        from ..verdicts import check_threshold
+
+        out["threshold"] = check_threshold(args.threshold)  # now, not in the notebook's third cell
     if args.run:
         if not (args.baseline and args.candidate):
             raise ConfigError("--run needs --baseline KERNEL and --candidate KERNEL")

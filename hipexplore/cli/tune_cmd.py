@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from ..tuning.lists import build_list, select_problems
     from ..tuning.replay import replay_passes, run_replay
 
-    target = args.target or DEFAULT_TARGETS[args.compiler]
+    target = DEFAULT_TARGETS[args.compiler] if args.target is None else args.target
     if not target.strip():
         raise ConfigError(f"--target must be a non-empty string; got {args.target!r}")
     if args.frame:
@@ -130,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
         from ..compile.triton_source import check_target
 
         target = check_target(target)
+    if args.problems is not None and not args.problems.strip(" ,"):
+        raise ConfigError("--problems is empty; expected a count N or names from qkv,attn_out,mlp_up,mlp_down "
+                          "(or the problems of the --list; or leave it out: all of them)")
     spec = None
     if args.list is not None:
         from ..tuning import listfile
@@ -271,6 +274,14 @@ def check_destination(path: str, flag: str, suffix: str) -> None:
         raise ConfigError(f"{flag} {path!r}: directory {str(parent)!r} does not exist (checked before running)")
     if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise ConfigError(f"{flag} {path!r}: cannot write there (checked before running)")
+    import tempfile
+
+    try:  # access() says yes for root on /proc and on read-only mounts: make (and remove) a file there
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".check", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path!r}: cannot write there ({exc.strerror or exc}; checked before running)") from None
 
 
 class _pass_bar:
