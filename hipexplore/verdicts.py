@@ -28,7 +28,9 @@ process, and on the H200 an interval from them called a byte-identical copy 3.5%
 the interval's half-width. The Mann–Whitney U p-value (normal approximation with tie correction,
 exact for small samples without ties) is reported beside it, as information, not as the rule.
 
-Two runs are compared configuration by configuration (kernel, size, rotating, flush, timer);
+Two runs are compared configuration by configuration (kernel, size, rotating, flush, timer), their
+between-unit interval at ``SEPARATE_RUNS_LEVEL`` (99%) at least: what changed between two sessions
+is a level no unit inside either run sees;
 configurations only in one run are listed with ``present`` = ``base only`` / ``new only``.
 Runs from different devices are refused unless ``allow_other_device=True``. Two kernels of one
 (interleaved) run are compared with ``compare(run, base="A", new="B")``.
@@ -281,10 +283,17 @@ def _units_note(lv: LevelInterval, paired: bool) -> str:
             f"or more, or better, measure both in one interleaved run (hipexplore bench A,B --interleave)")
 
 
-def _row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int) -> dict[str, Any]:
+#: Two *separate* runs are decided at this level at least: what moved between their sessions (the
+#: GPU's state, other tenants, a reboot) is a level no unit inside either run sees, so the units'
+#: variation understates it; a wider interval keeps identical code from being called different.
+SEPARATE_RUNS_LEVEL = 0.99
+
+
+def _row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int,
+         separate: bool = False) -> dict[str, Any]:
     paired = interleaved_pair(base, new)
     ratio, c_lo, c_hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
-    lv = (paired_units if paired else independent_units)(new, base, level)
+    lv = (paired_units if paired else independent_units)(new, base, max(level, SEPARATE_RUNS_LEVEL) if separate else level)
     _u, p = mann_whitney_u(new.samples, base.samples)
     b_lo, b_hi = base.bootstrap_ci(level, resamples)
     n_lo, n_hi = new.bootstrap_ci(level, resamples)
@@ -370,7 +379,7 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
                                                                  else (1, 0, str(x)) for x in k)):
         row: dict[str, Any] = {**fixed, **dict(zip(keys, key))}
         if key in left and key in right:
-            row.update(present="both", **_row(left[key], right[key], threshold, level, resamples))
+            row.update(present="both", **_row(left[key], right[key], threshold, level, resamples, separate=other is not None))
         else:
             row.update(present="base only" if key in left else "new only", verdict="",
                        note=f"only in the {'base' if key in left else 'new'} run: not compared")

@@ -17,8 +17,8 @@ from hipexplore.bench.timing import DEFAULT_CHUNK, Workload, time_cold_reference
 from hipexplore.compile.cache import CompileCache
 from hipexplore.devices.host import HostDevice
 from hipexplore.errors import BenchmarkError, ConfigError, UnsupportedOperation
-from hipexplore.kernels import catalog
-from hipexplore.kernels.build import kernel_for, user_kernel
+from hipexplore.kernels import catalog, user_kernel
+from hipexplore.kernels.build import kernel_for
 
 MIB = 1 << 20
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import missing, require_compiler
+from conftest import GPU, NOT_REQUIRED, missing, need, require_compiler
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_LANGS = {"bash": "bash", "sh": "bash", "shell": "bash", "python": "python", "py": "python"}
@@ -145,9 +145,7 @@ def require(needs: tuple[str, ...]) -> None:
         elif need == "gpu":
             reason = _gpu_reason()
             if reason:
-                if os.environ.get("HIPEXPLORE_REQUIRE_GPU") == "1":
-                    pytest.fail(f"a GPU is required here (HIPEXPLORE_REQUIRE_GPU=1) but: {reason}")
-                pytest.skip(f"no GPU: {reason}")
+                need("a GPU", reason, flag=GPU)  # fails by name under HIPEXPLORE_REQUIRE_GPU=1
 
 
 def workdir(tmp: Path) -> dict[str, str]:
@@ -201,8 +199,8 @@ def test_every_example_of_the_page_runs(page, tmp_path):
         if block.exit == 2:
             lines = [ln for ln in res.stderr.splitlines() if ln.strip() and "%|" not in ln]
             assert lines and "Traceback" not in res.stderr, f"{block}: an error example must fail with one line:\n{res.stderr}"
-    if skipped and not ran:
-        pytest.skip("; ".join(skipped))
+    if skipped and not ran:  # each requirement already had its flag's say (need, in require)
+        need("what the page's examples need", "; ".join(skipped), flag=NOT_REQUIRED)
     for s in skipped:
         print("skipped", s)
 

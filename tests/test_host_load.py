@@ -6,11 +6,12 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from hipexplore.devices.telemetry import HostLoad, Reading, Telemetry, WithHostLoad
 
-pytestmark = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="needs Linux /proc/stat")
+if not os.path.exists("/proc/stat"):
+    from conftest import need
+
+    need("Linux /proc/stat", "the host load is read from it (devices.telemetry.HostLoad)")
 
 
 def test_a_busy_process_shows_as_others_load() -> None:

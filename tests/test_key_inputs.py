@@ -379,3 +379,19 @@ def test_include_folder_headers_in_any_spelling(tmp_path, work, name, spelling):
     fresh = comp.compile(req).binary
     assert fresh != first.binary
     assert cache.get_or_compile(req, comp).binary == fresh
+
+
+@pytest.mark.parametrize("var", ["CPATH", "CPLUS_INCLUDE_PATH"])
+def test_hiprtc_reads_the_include_path_variables_of_its_clang(tmp_path, work, monkeypatch, var):
+    """comgr runs clang's driver in-process, which reads CPATH / CPLUS_INCLUDE_PATH: the header's
+    content (from clang's -M) and the variable (the identity, the helper's and workers'
+    environment) are keyed; pointing the variable at another folder is a change too."""
+    first, second = header(tmp_path / "one" / "only.h", OLD).parent, header(tmp_path / "two" / "only.h", NEW).parent
+    monkeypatch.setenv(var, str(first))
+    served_is_fresh(tmp_path, request("hiprtc", "#include <only.h>"), lambda: monkeypatch.setenv(var, str(second)))
+
+
+def test_hiprtc_header_found_through_cpath_edited(tmp_path, work, monkeypatch):
+    only = header(tmp_path / "one" / "only.h", OLD)
+    monkeypatch.setenv("CPATH", str(only.parent))
+    served_is_fresh(tmp_path, request("hiprtc", "#include <only.h>"), lambda: header(only, NEW))

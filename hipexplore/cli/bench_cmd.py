@@ -52,7 +52,7 @@ def _lead(text: str) -> int | str:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected random or an integer >= 0, got {text!r}")
     if value > MAX_UNTIMED:  # each chunk would run that many untimed launches: a hang, not a measurement
-        raise argparse.ArgumentTypeError(f"{text} is more than the maximum, {MAX_UNTIMED:,}")
+        raise argparse.ArgumentTypeError(f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {MAX_UNTIMED:,}")
     return value
 
 
@@ -65,7 +65,7 @@ def _trail(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
     if value > MAX_UNTIMED:
-        raise argparse.ArgumentTypeError(f"{text} is more than the maximum, {MAX_UNTIMED:,}")
+        raise argparse.ArgumentTypeError(f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {MAX_UNTIMED:,}")
     return value
 
 
@@ -79,7 +79,7 @@ def _count(flag: str, maximum: int | None = None):
         if value < 1:
             raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
         if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"{text} is more than the maximum, {maximum:,}")
+            raise argparse.ArgumentTypeError(f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {maximum:,}")
         return value
     return parse
 

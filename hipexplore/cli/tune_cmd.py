@@ -49,7 +49,7 @@ def _positive(text: str, maximum: int | None = None) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     if maximum is not None and value > maximum:
-        raise argparse.ArgumentTypeError(f"{text} is more than the maximum, {maximum:,}")
+        raise argparse.ArgumentTypeError(f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {maximum:,}")
     return value
 
 

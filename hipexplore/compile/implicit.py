@@ -8,7 +8,7 @@ ccache's direct mode, the key now lists ``(path, sha256)`` of each such file, fo
 compiler really finds them (checked with the compilers installed here):
 
 Every list comes from the compiler itself, never from a scan of our own (a hand-written scanner
-missed ``%:include``, ``#inc\<newline>lude``, ``#include /*c*/ "x"``, issue 25): conditions,
+missed ``%:include``, ``#inc\\<newline>lude``, ``#include /*c*/ "x"``, issue 25): conditions,
 macros, digraphs, trigraphs, line splices, comments and ``#include_next`` are the compiler's.
 
 * **host**: ``cc -M -v`` run with the request's options on its sources laid out in a build folder

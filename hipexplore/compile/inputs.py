@@ -36,9 +36,13 @@ HOST_ENV = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH"
             "LIBRARY_PATH", "SOURCE_DATE_EPOCH", "GCC_COMPARE_DEBUG", "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES",
             "CCC_OVERRIDE_OPTIONS", "COLLECT_GCC_OPTIONS", "GCC_ROOT", "LANG", "LC_ALL", "LC_CTYPE")
 #: Read by hiprtc/comgr (strings of libamd_comgr.so.2 and libamdhip64.so.5; newer ROCm adds the
-#: *_APPEND option variables).
+#: *_APPEND option variables) and by the clang driver comgr runs.
 HIPRTC_ENV = ("HIP_PATH", "ROCM_PATH", "HIP_DEVICE_LIB_PATH", "LLVM_PATH", "HIPRTC_COMPILE_OPTIONS_APPEND",
-              "HIPRTC_LINK_OPTIONS_APPEND", "AMD_COMGR_EMIT_VERBOSE_LOGS")
+              "HIPRTC_LINK_OPTIONS_APPEND", "AMD_COMGR_EMIT_VERBOSE_LOGS",
+              # comgr runs clang's driver in-process, and the driver reads these (checked: a header
+              # found only through CPATH or CPLUS_INCLUDE_PATH compiles with hiprtc here)
+              "CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "OBJCPLUS_INCLUDE_PATH",
+              "CCC_OVERRIDE_OPTIONS")
 #: NVRTC: none of the variables in libnvrtc.so changes the output.
 NVRTC_ENV: tuple[str, ...] = ()
 ENV = {"host": HOST_ENV, "hiprtc": HIPRTC_ENV, "nvrtc": NVRTC_ENV}

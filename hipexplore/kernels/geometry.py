@@ -8,6 +8,14 @@ User text is never given to ``eval``: ``parse`` reads it with ``ast`` and accept
 the names the caller allows, ``+ - * / // % **`` and a short list of functions (``FUNCTIONS``).
 Anything else is a ``ConfigError`` naming the expression, what was wrong and what is allowed.
 
+Every evaluation is cheap whatever the text: at most 500 ASCII characters nested at most 50 deep,
+every value (constant, name, each intermediate result) a finite real number within ±2**256
+(``MAX_BITS``), and the operations that grow faster than their operands (``**``, ``round`` with
+``ndigits``) bounded from their operands *before* they run; complex results (``(-1)**0.5``) are
+refused. So ``round(1, -99999999)``, ``9**9**9`` or a chain of products is a one-line
+``ConfigError`` in microseconds, and no error message ever formats a 4,300-digit integer.
+``cdiv(a, b)`` is the exact ceiling of a/b (ints and floats; ``cdiv(-7, 2)`` = -3).
+
 Names, in the order they become known for one configuration (``ExprGeometry``):
 ``n`` (elements per array) and ``compute_units``; the kernel's scalar arguments (each may use the
 ones before it: ``rows:i32=isqrt(n), cols:i32=n//rows``); ``block_x, block_y, block_z`` (for the grid

@@ -1,0 +1,180 @@
+"""Sweeps in units (``bench.units``) and verdicts over them, against the effect they guard against.
+
+The device is the real host backend (real C kernels, really launched through ctypes) with a fake
+*timer* (allowed: it stands in for the clock, not for something that can run): every launch
+advances a virtual clock by a base time scaled by where the launch's first buffer sits. Each
+allocation draws its placement factor from a fixed pseudo-random sequence, as buffer placement did
+on the H200 (0.96-1.12 us for the same 1 MiB triad), so the test is deterministic and independent
+of the machine's load. Identical code on its own buffers is then timed differently, as a
+byte-identical copy was on the H200; the verdict must not call it different.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from hipexplore.bench import sweep
+from hipexplore.bench import units as us
+from hipexplore.bench.spec import SweepSpec
+from hipexplore.bench.stats import StopRule
+from hipexplore.devices.base import PackedArgs
+from hipexplore.devices.host import HostDevice
+from hipexplore.errors import ConfigError
+from hipexplore.kernels import catalog, user_kernel
+from hipexplore.verdicts import compare
+
+AXPY_C = r"""
+void hx_axpy(float* restrict y, const float* restrict x, float s, unsigned long long n) {
+  for (unsigned long long i = 0; i < n; ++i) y[i] = s * x[i] + y[i];
+}
+void hx_axpy_pad(float* restrict y, const float* restrict x, const float* restrict unused, float s,
+                 unsigned long long n) {
+  for (unsigned long long i = 0; i < n; ++i) y[i] = s * x[i] + y[i];
+}
+"""
+ARGS = "inout:y:f32[n],in:x:f32[n],s:f32=2,n:u64=n"
+ARGS_PAD = "inout:y:f32[n],in:x:f32[n],in:unused:f32[16],s:f32=2,n:u64=n"
+
+
+class PlacementDevice(HostDevice):
+    """The host device with a virtual clock: a launch takes BASE_NS times the placement factor of
+    its first buffer (drawn per allocation, +-6%) times a tiny deterministic jitter."""
+
+    BASE_NS = 100_000
+    _sequence = 0  # across devices: every unit's fresh allocations draw new factors
+    _factor: dict[int, float] = {}
+
+    def __init__(self, *a, **k) -> None:
+        super().__init__(*a, **k)
+        self.clock_ns = 0
+        self.launches = 0
+
+    def alloc(self, nbytes):
+        buf = super().alloc(nbytes)
+        PlacementDevice._sequence += 1
+        PlacementDevice._factor[buf.ptr] = 1.0 + 0.06 * math.sin(PlacementDevice._sequence * 2.399963)
+        return buf
+
+    def launch(self, kernel, grid, block, args: PackedArgs, shared_bytes: int = 0) -> None:
+        super().launch(kernel, grid, block, args, shared_bytes)  # the real call
+        ptr = next((int(v.value) for v in args.values if isinstance(v, ctypes.c_void_p)), 0)
+        self.launches += 1
+        jitter = 1.0 + 0.002 * math.sin(self.launches * 0.7)
+        self.clock_ns += int(self.BASE_NS * PlacementDevice._factor.get(ptr, 1.0) * jitter)
+
+    def record(self, event) -> None:
+        self.clock_ns += 1
+        event.t_ns = self.clock_ns
+
+
+@pytest.fixture(scope="module")
+def axpy(tmp_path_factory):
+    src = tmp_path_factory.mktemp("src") / "axpy.c"
+    src.write_text(AXPY_C)
+    user_kernel(src, "hx_axpy", ARGS, name="ax_a")
+    user_kernel(src, "hx_axpy", ARGS, name="ax_copy")
+    user_kernel(src, "hx_axpy_pad", ARGS_PAD, name="ax_own")  # same work, buffers of its own (no shared pool)
+    yield
+    for name in ("ax_a", "ax_copy", "ax_own"):
+        catalog.unregister(name)
+
+
+def _run(kernels, units, seed=0, sizes=("64KiB", "256KiB")):
+    return sweep(kernels, list(sizes), [1], ["none"], device=PlacementDevice(), iterations=48, units=units,
+                 interleave=True, interleave_seed=seed, progress=False, reference=False)
+
+
+def test_chunks_of_one_unit_are_fooled_by_placement_and_decide_nothing(axpy) -> None:
+    res = _run(["ax_a", "ax_own"], units=1)
+    c = compare(res, base="ax_a", new="ax_own")
+    # the effect is there: the within-unit interval excludes 1 where the placements differ by > 2%
+    fooled = ~((c["chunk_ci_low"] <= 1) & (1 <= c["chunk_ci_high"]))
+    assert fooled.any(), c[["size_bytes", "ratio", "chunk_ci_low", "chunk_ci_high"]]
+    assert (c["verdict"] == "undecided").all() and c["note"].str.contains("units").all()
+
+
+def test_identical_code_on_its_own_buffers_is_not_called_different_over_units(axpy) -> None:
+    """Placement drawn per unit: the between-unit interval covers it. A 95% interval over units
+    may still exclude the band now and then (about 2.5% of rows, one-sided, when placement moves a
+    unit by far more than the 2% threshold, as here: +-6%); chunks of one unit did so in most rows."""
+    calls, fooled = [], 0
+    for seed in range(6):
+        c = compare(_run(["ax_a", "ax_own"], units=4, seed=seed), base="ax_a", new="ax_own")
+        assert (c["base_units"] == 4).all()
+        calls += list(c["verdict"])
+        fooled += int((~((c["chunk_ci_low"] <= 0.98) & (1.02 <= c["chunk_ci_high"])) & ((c["chunk_ci_low"] > 1.02) | (c["chunk_ci_high"] < 0.98))).sum())
+    wrong = sum(v in ("faster", "slower") for v in calls)
+    assert wrong <= 1, calls
+    assert fooled >= 4, fooled  # what a chunk-level interval would have called
+
+
+def test_kernels_with_matching_buffers_share_one_pool(axpy) -> None:
+    res = _run(["ax_a", "ax_copy"], units=3)
+    assert res.metadata["interleave.pool.65536"] == "shared"
+    c = compare(res, base="ax_a", new="ax_copy")
+    # one pool: the same placement for both, so the ratio is 1 to the jitter and the verdict "same"
+    assert np.allclose(c["ratio"], 1.0, atol=0.01), c[["size_bytes", "ratio"]]
+    assert (c["verdict"] == "same").all(), c[["size_bytes", "ratio_ci_low", "ratio_ci_high", "verdict", "note"]]
+    own = _run(["ax_a", "ax_own"], units=1)
+    assert own.metadata["interleave.pool.65536"] == "own sets"
+
+
+def test_every_sample_records_its_unit_and_units_differ_in_placement(axpy) -> None:
+    res = _run(["ax_a", "ax_own"], units=3, sizes=("64KiB",))
+    s = res.samples
+    assert set(s["pass_index"]) == {0, 1, 2}
+    pads = res.metadata["sweep.unit_pad_bytes"].split(",")
+    assert len(set(pads)) == 3 and pads[0] == "0"
+    assert res.metadata["sweep.units_done"] == "3"
+    # the allocation order moves between units: which kernel is measured (allocated) first
+    first = s.sort_values("chunk").groupby("pass_index")["kernel"].first()
+    assert len(first) == 3
+
+
+def test_auto_units_split_a_fixed_count_only_as_far_as_every_unit_covers_the_sets(axpy) -> None:
+    dev = HostDevice()
+    spec = SweepSpec(kernels=("ax_a",), sizes=(65536,), rotating=(4,), stop=StopRule(iterations=10))
+    assert us.planned(spec, dev) == (2, 2)  # 10 samples over 4 sets: 2 units of 5
+    spec = SweepSpec(kernels=("ax_a",), sizes=(65536,), rotating=(1,), stop=StopRule(iterations=96))
+    assert us.planned(spec, dev) == (3, 3)
+    spec = SweepSpec(kernels=("ax_a",), sizes=(65536,), rotating=(1,))
+    assert us.planned(spec, dev) == (3, 6)  # adaptive: 3, more where units disagree
+    rules = [us.unit_rule(StopRule(iterations=10), 3, k).iterations for k in range(3)]
+    assert rules == [4, 3, 3] and sum(rules) == 10  # split exactly
+    r = us.unit_rule(StopRule(), 4, 0)
+    assert r.target_ci == pytest.approx(StopRule().target_ci * 2) and r.timeout_s == pytest.approx(StopRule().timeout_s / 4)
+
+
+def test_units_are_checked() -> None:
+    for bad in (0, -1, 65, "many", 2.5, True):
+        with pytest.raises(ConfigError, match="units must be 'auto' or an integer"):
+            SweepSpec(units=bad)
+    assert SweepSpec(units="AUTO").units == "auto" and SweepSpec(units="3").units == 3
+
+
+def test_extra_units_go_to_the_configurations_whose_units_disagree(axpy) -> None:
+    """Adaptive: after 3 units, a configuration whose unit medians spread wider than twice the
+    target gets more units (the placement factors spread +-6%), within the time budget."""
+    t = [0.0]
+
+    def clock() -> float:  # a fake clock: every unit "takes" one second
+        return t[0]
+
+    seen = []
+
+    def run_unit(one, k, done):
+        t[0] += 1.0
+        seen.append((k, frozenset(done)))
+        return sweep(list(one.kernels), list(one.sizes), list(one.rotating), list(one.flush), device=PlacementDevice(),
+                     stop=one.stop, units=1, progress=False, reference=False, interleave=True)
+
+    spec = SweepSpec(kernels=("ax_a", "ax_own"), sizes=(65536,), interleave=True, reference=False,
+                     stop=StopRule(min_samples=24, max_samples=48, min_time_s=0.0, min_wall_s=0.0))
+    results = us.measure(spec, HostDevice(), run_unit, set(), clock=clock)
+    assert 3 <= len(results) <= 6
+    assert [k for k, _ in seen] == list(range(len(results)))
+    # the budget: extra units at most EXTRA_BUDGET of the planned units' time (a unit of all = 1 s here)
+    assert len(results) - 3 <= max(1, int(us.EXTRA_BUDGET * 3))
