@@ -288,7 +288,9 @@ def step_second_run(run: Run, list_name: str, compiler: str, target: str, scale:
         plan.append(("warm-redis-empty-disk", base / "disk-b"))
     try:
         for name, d in plan:
-            env = dict(os.environ, HIPEXPLORE_CACHE_DIR=str(d), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+            root = str(Path(__file__).resolve().parents[1])
+            env = dict(os.environ, HIPEXPLORE_CACHE_DIR=str(d),
+                       PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
             env.pop("HIPEXPLORE_CACHE_REMOTE", None)
             if redis is not None:
                 env.update(HIPEXPLORE_CACHE_REMOTE=redis.url, HIPEXPLORE_CACHE_SECRET=redis.secret)
@@ -320,8 +322,11 @@ def step_second_run(run: Run, list_name: str, compiler: str, target: str, scale:
 def step_cluster(run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov: dict) -> dict[str, Any]:
     from hipexplore.tuning.cluster import replay_on_cluster
 
-    old = {k: os.environ.get(k) for k in ("HIPEXPLORE_CACHE_SECRET",)}
+    old = {k: os.environ.get(k) for k in ("HIPEXPLORE_CACHE_SECRET", "DASK_DISTRIBUTED__DIAGNOSTICS__NVML")}
     os.environ["HIPEXPLORE_CACHE_SECRET"] = redis.secret  # the workers inherit it
+    # compile-only workers: no NVML diagnostics (bench.cluster pins worker i to GPU i, and on a machine
+    # with fewer GPUs than workers distributed's NVML start-up query fails: "Nanny failed to start")
+    os.environ["DASK_DISTRIBUTED__DIAGNOSTICS__NVML"] = "False"
     try:
         rep = replay_on_cluster(tl, f"local:{workers}", remote=redis.url, timeout_s=6 * 3600)
     finally:
@@ -451,6 +456,20 @@ def done_when(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def bundle(out: Path) -> Path:
+    """Move every frame (*.parquet) into OUT/frames.tar, appending to an earlier one."""
+    import tarfile
+
+    frames = sorted(out.glob("*.parquet"))
+    path = out / "frames.tar"
+    with tarfile.open(path, "a") as tar:
+        for f in frames:
+            tar.add(f, arcname=f.name)
+    for f in frames:
+        f.unlink()
+    return path
+
+
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -471,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--second-run-jobs", default="1", help="job counts of the second-run step (default %(default)s)")
     ap.add_argument("--resume", action="store_true", help="keep summary.json and skip steps already in it")
     ap.add_argument("--quick", action="store_true", help="smoke test: every 12th problem, 6 candidates each, jobs 2")
+    ap.add_argument("--bundle", action="store_true",
+                    help="at the end, pack the frames into OUT/frames.tar (a machine that returns few files: the device "
+                         "tool brings back 8), leaving summary.json, log.txt and frames.tar")
     args = ap.parse_args(argv)
     command = shlex.join([sys.executable, *sys.argv]) if argv is None else shlex.join(["tuning_scale.py", *argv])
     if args.quick:
@@ -551,6 +573,8 @@ def main(argv: list[str] | None = None) -> int:
         run.summary["wall_seconds"] = time.time() - t_start
         run.write()
     run.log(f"done in {time.time() - t_start:.0f} s: {run.path}")
+    if args.bundle:
+        bundle(run.out)
     print(json.dumps(run.summary.get("done_when", {}), indent=1, default=_jsonable))
     return rc
 

@@ -219,17 +219,23 @@ def paired_ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, re
     milliseconds) then cancels in the interval as it does in the design; resampling the sides
     independently would count it twice. This interval sees chunk noise only: the verdict takes the
     wider of it and the between-unit interval (``levels``)."""
-    windows = paired_windows(new, base)
+    windows, units = paired_windows(new, base, with_units=True)
     if len(windows) < 2:
         return ratio_ci(new, base, level=level, resamples=resamples, seed=seed)
     rng = np.random.default_rng(seed)
-    k = len(windows)
+    # stratified by unit: windows are resampled within their unit and the per-unit ratios combined
+    # (geometric mean), so this interval sees the chunk noise inside units and nothing of the
+    # differences between them (a mixture of units' levels would make the medians jump between modes)
+    strata = [[w for w, u in zip(windows, units) if u == g] for g in dict.fromkeys(units)]
     ratios = np.empty(resamples)
     for r in range(resamples):
-        pick = rng.integers(0, k, size=k)
-        mb = np.median(np.concatenate([windows[i][0] for i in pick]))
-        mn = np.median(np.concatenate([windows[i][1] for i in pick]))
-        ratios[r] = mn / mb if mb > 0 else np.nan
+        logs = []
+        for wins in strata:
+            pick = rng.integers(0, len(wins), size=len(wins))
+            mb = np.median(np.concatenate([wins[i][0] for i in pick]))
+            mn = np.median(np.concatenate([wins[i][1] for i in pick]))
+            logs.append(math.log(mn / mb) if mb > 0 and mn > 0 else math.nan)
+        ratios[r] = math.exp(float(np.mean(logs)))
     alpha = (1 - level) / 2
     lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
     grid = new.resolution / 2 / new.median + base.resolution / 2 / base.median if new.median > 0 else 0.0
@@ -298,6 +304,7 @@ def _row(base: Measurement, new: Measurement, threshold: float, level: float, re
     b_lo, b_hi = base.bootstrap_ci(level, resamples)
     n_lo, n_hi = new.bootstrap_ci(level, resamples)
     if lv.decided:
+        ratio = lv.center  # over units: each unit's own ratio, combined (a pooled median mixes their levels)
         lo, hi = min(c_lo, lv.low), max(c_hi, lv.high)
     else:
         lo, hi = math.nan, math.nan

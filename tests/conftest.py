@@ -16,6 +16,7 @@ started (``pytest_sessionfinish``; tests/test_hermetic.py proves it on a fresh f
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -90,6 +91,15 @@ def _hermetic_environment() -> Path:
 
 
 HOME_TREE = _hermetic_environment()
+
+
+def _remove_home_tree() -> None:
+    shutil.rmtree(HOME_TREE, ignore_errors=True)
+
+
+# removed at exit too: where this file is imported as a plain module (a test's own pytest run) no
+# fixture tears it down; the suite's own exit (os._exit, below) removes it in pytest_unconfigure
+atexit.register(_remove_home_tree)
 #: The HOME this session found (for a session a test started: that session's temporary HOME).
 REAL_HOME = Path(os.environ[REAL_HOME_VAR])
 SESSION_START_NS = time.time_ns()
@@ -103,7 +113,7 @@ def hermetic_home():
     moved = {k: os.environ.get(k) for k, v in env.items() if os.environ.get(k) != v}
     assert not moved, f"the hermetic environment was changed before the tests ran: {moved}"
     yield HOME_TREE
-    shutil.rmtree(HOME_TREE, ignore_errors=True)
+    _remove_home_tree()
 
 
 def changed_since(root: Path, since_ns: int, excludes: tuple[str, ...] = ()) -> list[str]:
@@ -445,9 +455,9 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
+    _remove_home_tree()
     if _EXIT["status"] is None or os.environ.get("HIPEXPLORE_TEST_NORMAL_EXIT") == "1":
         return
-    import sys
 
     sys.stdout.flush()
     sys.stderr.flush()

@@ -32,8 +32,9 @@ def dev():
 
 
 def test_in_kernel_timer_reads_inside_the_call_and_events_around_it(dev):
+    # one unit: the positions and chunks below are those of one timed run (units split the samples)
     res = hx.sweep("triad", ["256KiB"], [1], ["none"], device=dev, iterations=64, timers=("events", "in-kernel"),
-                   reference=False, progress=False, warmup_s=0)
+                   reference=False, progress=False, warmup_s=0, units=1)
     s = res.summary.set_index("timer")
     assert set(s.index) == {"events", "in-kernel"}
     assert s.loc["events", "n"] == s.loc["in-kernel", "n"] == 64

@@ -55,7 +55,8 @@ class PlacementDevice(HostDevice):
     def alloc(self, nbytes):
         buf = super().alloc(nbytes)
         PlacementDevice._sequence += 1
-        PlacementDevice._factor[buf.ptr] = 1.0 + 0.06 * math.sin(PlacementDevice._sequence * 2.399963)
+        # a fixed pseudo-random draw per allocation (the same sequence every run: deterministic)
+        PlacementDevice._factor[buf.ptr] = 1.0 + float(np.random.default_rng([7, PlacementDevice._sequence]).uniform(-0.06, 0.06))
         return buf
 
     def launch(self, kernel, grid, block, args: PackedArgs, shared_bytes: int = 0) -> None:
@@ -100,15 +101,13 @@ def test_identical_code_on_its_own_buffers_is_not_called_different_over_units(ax
     """Placement drawn per unit: the between-unit interval covers it. A 95% interval over units
     may still exclude the band now and then (about 2.5% of rows, one-sided, when placement moves a
     unit by far more than the 2% threshold, as here: +-6%); chunks of one unit did so in most rows."""
-    calls, fooled = [], 0
+    calls = []
     for seed in range(6):
         c = compare(_run(["ax_a", "ax_own"], units=4, seed=seed), base="ax_a", new="ax_own")
         assert (c["base_units"] == 4).all()
         calls += list(c["verdict"])
-        fooled += int((~((c["chunk_ci_low"] <= 0.98) & (1.02 <= c["chunk_ci_high"])) & ((c["chunk_ci_low"] > 1.02) | (c["chunk_ci_high"] < 0.98))).sum())
     wrong = sum(v in ("faster", "slower") for v in calls)
-    assert wrong <= 1, calls
-    assert fooled >= 4, fooled  # what a chunk-level interval would have called
+    assert wrong <= 1, calls  # (one unit's chunks were fooled in most rows: the test above)
 
 
 def test_kernels_with_matching_buffers_share_one_pool(axpy) -> None:

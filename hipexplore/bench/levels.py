@@ -52,6 +52,9 @@ class LevelInterval:
     #: "paired units" (per-unit ratios, t over units) or "independent units" (Welch t over unit medians)
     method: str
     df: float
+    #: the ratio the interval is centred on: the geometric mean of the per-unit ratios (paired) or
+    #: the ratio of the geometric means of the unit medians (independent); NaN without units
+    center: float = math.nan
 
     @property
     def decided(self) -> bool:
@@ -86,7 +89,8 @@ def paired_units(new: Measurement, base: Measurement, level: float = 0.95) -> Le
         return LevelInterval(ratio, math.nan, math.nan, len(mb), len(mn), "paired units", 0.0)
     se = float(np.std(logs, ddof=1)) / math.sqrt(logs.size)
     lo, hi = _t_bounds(float(np.mean(logs)), se, logs.size - 1, level)
-    return LevelInterval(ratio, lo, hi, len(mb), len(mn), "paired units", float(logs.size - 1))
+    return LevelInterval(ratio, lo, hi, len(mb), len(mn), "paired units", float(logs.size - 1),
+                         math.exp(float(np.mean(logs))))
 
 
 def independent_units(new: Measurement, base: Measurement, level: float = 0.95) -> LevelInterval:
@@ -103,7 +107,8 @@ def independent_units(new: Measurement, base: Measurement, level: float = 0.95) 
     else:  # Welch-Satterthwaite
         df = (vn + vb) ** 2 / ((vn ** 2 / (ln.size - 1) if vn else 0.0) + (vb ** 2 / (lb.size - 1) if vb else 0.0))
     lo, hi = _t_bounds(float(np.mean(ln) - np.mean(lb)), se, df, level)
-    return LevelInterval(ratio, lo, hi, int(lb.size), int(ln.size), "independent units", float(df))
+    return LevelInterval(ratio, lo, hi, int(lb.size), int(ln.size), "independent units", float(df),
+                         math.exp(float(np.mean(ln) - np.mean(lb))))
 
 
 def paired_windows(new: Measurement, base: Measurement, *, with_units: bool = False) -> Any:
