@@ -62,14 +62,14 @@ def sources(device: str, where: Path) -> tuple[list[str], list[Path], str, str]:
     """(kernel names, their source files, entry, args) for the device."""
     where.mkdir(parents=True, exist_ok=True)
     if device == "host":
-        kernels = {"A": 1, "B": 1, "W4": 4}
+        kernels = {"A": 1, "B": 1, "C": 1, "W4": 4}
         files = []
         for name, reps in kernels.items():
             p = where / f"{name.lower()}.c"
             p.write_text(f"#define REPS {reps}\n" + WORK_C)
             files.append(p)
         return list(kernels), files, "hx_work", HOST_ARGS
-    kernels = {"A": 0, "B": 0, "S5": 5, "S3": 3}
+    kernels = {"A": 0, "B": 0, "C": 0, "S5": 5, "S3": 3}
     files = []
     for name, extra in kernels.items():
         p = where / f"{name.lower()}.cu"
@@ -124,12 +124,18 @@ def comparisons(paths: list[Path], kernels: list[str]):
 
     rows = []
     base = kernels[0]
+    copies = [k for k in kernels if k in ("A", "B", "C")]
     for i, p in enumerate(paths):
-        for new in kernels[1:]:
-            c = hipexplore.compare(str(p), base=base, new=new)
-            rows.append(c.assign(kind="identical copy" if new == "B" else f"{new} vs {base}", run=i))
+        for a in range(len(copies)):
+            for b in range(a + 1, len(copies)):
+                c = hipexplore.compare(str(p), base=copies[a], new=copies[b])
+                rows.append(c.assign(kind="identical copy", run=i))
+        for new in kernels:
+            if new not in copies:
+                c = hipexplore.compare(str(p), base=base, new=new)
+                rows.append(c.assign(kind=f"{new} vs {base}", run=i))
     for i in range(len(paths) - 1):
-        for k in kernels[:2]:  # separate runs of one kernel (A, and its copy B)
+        for k in copies:  # separate runs of one kernel (A, and its copies)
             s1 = pd.read_parquet(paths[i])
             s2 = pd.read_parquet(paths[i + 1])
             c = hipexplore.compare(s1[s1["kernel"] == k], s2[s2["kernel"] == k])
@@ -171,10 +177,20 @@ def main() -> None:
     ap.add_argument("--baseline-reps", type=int, default=2)
     ap.add_argument("--run-timeout", type=float, default=400)
     ap.add_argument("--budget-s", type=float, default=1e9, help="start no new run after this many seconds")
+    ap.add_argument("--start", type=int, default=0, help="index of the first run (a later call goes on numbering)")
+    ap.add_argument("--analyze", nargs="*", default=None, metavar="DIR",
+                    help="measure nothing: analyse the run*.parquet files of these folders together")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     kernels, files, entry, spec = sources(args.device, out / "src")
+    if args.analyze is not None:
+        paths = sorted(p for d in args.analyze for p in Path(d).glob("run*.parquet") if not p.name.endswith(".summary.parquet"))
+        walls = [float(w) for d in args.analyze if (Path(d) / "walls.json").exists()
+                 for w in json.loads((Path(d) / "walls.json").read_text())]
+        base_rows = [b for d in args.analyze if (Path(d) / "baseline.json").exists()
+                     for b in json.loads((Path(d) / "baseline.json").read_text())]
+        return report(args, out, kernels, paths, walls, base_rows)
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
     t_start = time.perf_counter()
     walls, paths = [], []
@@ -183,18 +199,25 @@ def main() -> None:
             base_rows = baseline_walls(args, args.baseline_reps)
         else:
             base_rows = []
-        for r in range(args.runs):
+        (out / "baseline.json").write_text(json.dumps(base_rows))
+        for r in range(args.start, args.start + args.runs):
             if time.perf_counter() - t_start > args.budget_s:
-                print(f"budget reached after {r} runs", flush=True)
+                print(f"budget reached after {r - args.start} runs", flush=True)
                 break
             p = out / f"run{r:02d}.parquet"
             walls.append(run_bench(args, kernels, files, entry, spec, p, seed=r))
+            (out / "walls.json").write_text(json.dumps(walls))
             paths.append(p)
             print(f"run {r}: {walls[-1]:.1f} s", flush=True)
     finally:
         if busy is not None:
             busy.kill()
             busy.wait()
+    report(args, out, kernels, paths, walls, base_rows)
+
+
+def report(args: argparse.Namespace, out: Path, kernels: list[str], paths: list[Path], walls: list[float],
+           base_rows: list[dict]) -> None:
     rows = comparisons(paths, kernels)
     rows.to_parquet(out / "rows.parquet")
     ref = reference(paths, kernels)

@@ -401,7 +401,7 @@ def test_three_worker_deaths_lose_no_configuration(tmp_path):
         samples = pd.read_parquet(tmp_path / "d.parquet")
         assert not samples.duplicated(KEYS + ["iteration"]).any()
         reruns = json.loads(res.metadata["cluster.reruns"])
-        assert 1 <= len(reruns) <= 3, reruns  # the killed groups (a death may take a group that logged no start)
+        assert reruns and all(r["charged"] <= 1 for r in reruns), reruns  # killed and queued groups, each charged at most once
     finally:
         client.close()
         lc.close()

@@ -393,13 +393,14 @@ class _Coordinator:
 
     def finished(self, name: str, res: dict[str, Any]) -> None:
         self.last_result = time.monotonic()
-        lost = [w for w in _starts(self.client).get(name, []) if w != res["worker"]]
+        lost = list(dict.fromkeys(w for w in _starts(self.client).get(name, []) if w != res["worker"]))
         note = ""
-        if self.charged.get(name) or lost:
-            note = (f"re-run on {res['worker']} after worker(s) {', '.join(dict.fromkeys(lost)) or '?'} "
-                    f"died while measuring it (attempt {self.attempts[name]})")
-            self.reruns.append({"group": name, "lost": list(dict.fromkeys(lost)), "worker": res["worker"],
-                                "attempts": self.attempts[name]})
+        if self.attempts[name] > 1 or lost:
+            how = (f"after worker(s) {', '.join(lost)} died while measuring it" if lost or self.charged.get(name) else
+                   "after the worker it was queued on died (no start of it was seen: not charged a retry)")
+            note = f"re-run on {res['worker']} {how} (attempt {self.attempts[name]})"
+            self.reruns.append({"group": name, "lost": lost, "worker": res["worker"], "attempts": self.attempts[name],
+                                "charged": self.charged.get(name, 0)})
         _merge(res, note, self.done, self.rec)
 
     def watch(self, now: float) -> None:
