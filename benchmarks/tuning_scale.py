@@ -119,7 +119,7 @@ def build(list_name: str, compiler: str, target: str, scale: "Scale"):
 
     spec = listfile.read(list_name)
     if scale.reduced:
-        spec = spec.select(limit=scale.limit, every=scale.every, every_problem=scale.every_problem)
+        spec = spec.select(scale.problems, limit=scale.limit, every=scale.every, every_problem=scale.every_problem)
     return listfile.expand(spec, compiler, target)
 
 
@@ -127,22 +127,24 @@ class Scale:
     """How much of each list a run replays: all of it, or a selection (tune-replay's --every-problem,
     --limit, --every), passed the same way to the second-run processes."""
 
-    def __init__(self, every: int | None = None, every_problem: int | None = None, limit: int | None = None) -> None:
-        self.every, self.every_problem, self.limit = every, every_problem, limit
+    def __init__(self, every: int | None = None, every_problem: int | None = None, limit: int | None = None,
+                 problems: str | None = None) -> None:
+        self.every, self.every_problem, self.limit, self.problems = every, every_problem, limit, problems
 
     @property
     def reduced(self) -> bool:
-        return any(v and v > 1 for v in (self.every, self.every_problem)) or self.limit is not None
+        return any(v and v > 1 for v in (self.every, self.every_problem)) or self.limit is not None or bool(self.problems)
 
     def cli(self) -> list[str]:
         out = []
-        for flag, v in (("--every", self.every), ("--every-problem", self.every_problem), ("--limit", self.limit)):
+        for flag, v in (("--every", self.every), ("--every-problem", self.every_problem), ("--limit", self.limit),
+                        ("--problems", self.problems)):
             if v:
                 out += [flag, str(v)]
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"every": self.every, "every_problem": self.every_problem, "limit": self.limit,
+        return {"every": self.every, "every_problem": self.every_problem, "limit": self.limit, "problems": self.problems,
                 "note": "a selection of each list (tune-replay --every / --every-problem / --limit)" if self.reduced
                 else "the full lists"}
 
@@ -319,7 +321,10 @@ def step_second_run(run: Run, list_name: str, compiler: str, target: str, scale:
     return out
 
 
-def step_cluster(run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov: dict) -> dict[str, Any]:
+def step_cluster(run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov: dict, timeout_s: float) -> dict[str, Any]:
+    import distributed
+
+    from hipexplore.bench.cluster import local_cluster
     from hipexplore.tuning.cluster import replay_on_cluster
 
     old = {k: os.environ.get(k) for k in ("HIPEXPLORE_CACHE_SECRET", "DASK_DISTRIBUTED__DIAGNOSTICS__NVML")}
@@ -327,9 +332,21 @@ def step_cluster(run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov
     # compile-only workers: no NVML diagnostics (bench.cluster pins worker i to GPU i, and on a machine
     # with fewer GPUs than workers distributed's NVML start-up query fails: "Nanny failed to start")
     os.environ["DASK_DISTRIBUTED__DIAGNOSTICS__NVML"] = "False"
+    lc = client = None
     try:
-        rep = replay_on_cluster(tl, f"local:{workers}", remote=redis.url, timeout_s=6 * 3600)
+        t0 = time.perf_counter()
+        lc = local_cluster(workers)
+        client = distributed.Client(lc, timeout=120)
+        run.log(f"  {key}: {workers} workers up in {time.perf_counter() - t0:.1f} s; ideal, cold and warm passes "
+                f"(each bounded by {timeout_s:g} s)")
+        rep = replay_on_cluster(tl, client, remote=redis.url, timeout_s=timeout_s)
     finally:
+        for c in (client, lc):
+            if c is not None:
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001 - closing a broken cluster must not hide the step's error
+                    pass
         for k, v in old.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -481,11 +498,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every-problem", type=int, default=None,
                     help="reduced scale: every K-th problem of each list, with all its candidates (keeps the repetition)")
     ap.add_argument("--limit", type=int, default=None, help="reduced scale: the first N candidates of each problem")
+    ap.add_argument("--problems", default=None, help="reduced scale: these problems of each list (names, or a count N: the first N)")
     ap.add_argument("--every", type=int, default=None, help="reduced scale: every K-th candidate of each list")
     ap.add_argument("--ideal-repeats", type=int, default=1, help="ideal passes per replay (default %(default)s)")
     ap.add_argument("--no-warm-pass", action="store_true", help="skip the untimed warm pass before the ideal (saves one pass of uniques)")
     ap.add_argument("--sample", type=int, default=48, help="estimate: unique kernels in the sample (default %(default)s)")
     ap.add_argument("--workers", type=int, default=2, help="cluster: Dask workers (default %(default)s)")
+    ap.add_argument("--cluster-timeout", type=float, default=1800.0,
+                    help="cluster: a pass that runs longer than this many seconds fails the step (default %(default)s)")
     ap.add_argument("--redis", default="auto", help="auto (start redis-server if on PATH), a redis:// URL, or none")
     ap.add_argument("--second-run-jobs", default="1", help="job counts of the second-run step (default %(default)s)")
     ap.add_argument("--resume", action="store_true", help="keep summary.json and skip steps already in it")
@@ -508,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     run = Run(Path(args.out), command, args.resume)
     prov = provenance(command)
     run.summary["provenance"] = prov
-    scale = Scale(args.every, args.every_problem, args.limit)
+    scale = Scale(args.every, args.every_problem, args.limit, args.problems)
     run.summary["scale"] = scale.describe()
     run.write()
     redis: Redis | None = None
@@ -548,7 +568,8 @@ def main(argv: list[str] | None = None) -> int:
                                      lambda j=j: step_second_run(run, list_name, compiler, target, scale, j, redis)))
                 if "cluster" in steps and redis is not None:
                     k = key_of("cluster", list_name, compiler, target, args.workers)
-                    todo.append((k, lambda k=k: (redis.flush(), step_cluster(run, k, tl, args.workers, redis, prov))[1]))
+                    todo.append((k, lambda k=k: (redis.flush(), step_cluster(run, k, tl, args.workers, redis, prov,
+                                                                              args.cluster_timeout))[1]))
                 if "triton-cache" in steps and compiler == "triton":
                     for j in sorted({1, max(jobs_list)}):
                         k = key_of("triton-cache", list_name, compiler, target, j)
