@@ -149,6 +149,34 @@ class Scale:
                 else "the full lists"}
 
 
+def full_counts(list_name: str) -> dict[str, dict[str, int]]:
+    """role -> kernels and unique kernels of the whole list (no selection), without building requests."""
+    from hipexplore.kernels import hxgen
+    from hipexplore.tuning import listfile
+
+    spec = listfile.read(list_name)
+    out: dict[str, dict[str, Any]] = {}
+    for p, c in spec.rows():
+        for role in hxgen.roles(p, c):
+            d = out.setdefault(role, {"kernels": 0, "keys": set()})
+            d["kernels"] += 1
+            d["keys"].add(hxgen.kernel_key(role, p, c))
+    return {r: {"kernels": d["kernels"], "unique": len(d["keys"])} for r, d in out.items()}
+
+
+def extrapolate_off(frame: Any, list_name: str) -> dict[str, Any]:
+    """The whole list's cache-off serial time from a reduced-scale off pass: each role's mean
+    compile time in that pass times the role's count in the whole list (EXTRAPOLATED)."""
+    off = frame[(frame["scenario"] == "off") & frame["outcome"].isin(("compiled", "bypassed"))]
+    means = off.groupby("role")["call_seconds"].mean().to_dict()
+    counts = full_counts(list_name)
+    missing = sorted(set(counts) - set(means))
+    est = sum(counts[r]["kernels"] * means[r] for r in counts if r in means)
+    return {"extrapolated_off_s_full_list": est, "mean_compile_s_by_role": means, "full_list_counts": counts,
+            "roles_not_measured": missing,
+            "note": "EXTRAPOLATED: per-role mean compile time of the measured (reduced) off pass x the whole list's counts"}
+
+
 def write_frames(run: Run, key: str, report: Any, prov: dict[str, str]) -> str:
     from hipexplore.schema import PASSES, TUNING, write_parquet
 
@@ -198,6 +226,7 @@ def step_estimate(run: Run, tl: Any, list_name: str, jobs_list: list[int], sampl
         picked += [es[int(i * step)] for i in range(n)]
     counts = {role: sum(1 for e in tl.entries if e.role == role) for role in by_role}
     ucounts = {role: len(es) for role, es in by_role.items()}
+    whole = full_counts(list_name)
     out: dict[str, Any] = {"list": list_name, "compiler": tl.compiler, "target": tl.target, "kernels": tl.kernels,
                            "unique_kernels": tl.unique_kernels, "sample": len(picked), "counts_by_role": counts,
                            "unique_by_role": ucounts, "note": "EXTRAPOLATED from a sample of unique kernels (per-role means)"}
@@ -241,14 +270,17 @@ def step_estimate(run: Run, tl: Any, list_name: str, jobs_list: list[int], sampl
         est_ideal = sum(ucounts[r] * means[r] for r in ucounts) / jobs
         out[f"j{jobs}"] = {"sample_wall_s": wall, "mean_compile_s_by_role": means,
                            "max_compile_s_by_role": {r: max(v) for r, v in times.items()},
-                           "extrapolated_off_s": est_off, "extrapolated_ideal_s": est_ideal}
+                           "extrapolated_off_s": est_off, "extrapolated_ideal_s": est_ideal,
+                           "extrapolated_off_s_full_list": sum(whole[r]["kernels"] * means.get(r, 0.0) for r in whole) / jobs,
+                           "extrapolated_ideal_s_full_list": sum(whole[r]["unique"] * means.get(r, 0.0) for r in whole) / jobs}
         run.log(f"  estimate {list_name} {tl.compiler}:{tl.target} j{jobs}: sample {len(picked)} in {wall:.1f} s; "
                 f"EXTRAPOLATED off {est_off:.0f} s, ideal {est_ideal:.0f} s "
                 + ", ".join(f"{r} {m:.3f} s" for r, m in means.items()))
     return out
 
 
-def step_replay(run: Run, key: str, tl: Any, jobs: int, ideal_repeats: int, warm_pass: bool, prov: dict) -> dict[str, Any]:
+def step_replay(run: Run, key: str, tl: Any, jobs: int, ideal_repeats: int, warm_pass: bool, prov: dict,
+                reduced: bool = False, list_name: str = "") -> dict[str, Any]:
     from hipexplore.tuning.floor import check_below
     from hipexplore.tuning.replay import run_replay
 
@@ -263,7 +295,14 @@ def step_replay(run: Run, key: str, tl: Any, jobs: int, ideal_repeats: int, warm
         "floor_s": js["seconds_floor"], "memory_vs_ideal": sc["memory"]["seconds"] / sc["ideal"]["seconds"],
         "memory_vs_floor": js["ratio_vs_floor"], "off_vs_memory": sc["off"]["seconds"] / sc["memory"]["seconds"],
         "floor_above_a_pass": check_below(rep.floor(), rep.scenarios), "step_wall_s": time.time() - t0,
+        "memory_vs_ideal_cpu": sc["memory"]["cpu_seconds"] / sc["ideal"]["cpu_seconds"] if sc["ideal"]["cpu_seconds"] else None,
+        "off_vs_memory_cpu": sc["off"]["cpu_seconds"] / sc["memory"]["cpu_seconds"] if sc["memory"]["cpu_seconds"] else None,
+        "load_average_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
+    if reduced and jobs == 1:
+        js["derived"]["full_list"] = extrapolate_off(rep.frame, list_name)
+        run.log(f"  {key}: the whole list's cache-off serial pass, EXTRAPOLATED from this one: "
+                f"{js['derived']['full_list']['extrapolated_off_s_full_list']:.0f} s")
     d = js["derived"]
     run.log(f"  {key}: off {d['off_s']:.1f} s, memory {d['memory_s']:.1f} s, ideal {d['ideal_s']:.1f} s, floor "
             f"{d['floor_s']:.1f} s; memory/ideal {d['memory_vs_ideal']:.3f}, memory/floor {d['memory_vs_floor']:.3f}, "
@@ -445,8 +484,12 @@ def done_when(results: dict[str, Any]) -> dict[str, Any]:
                                                   "scale": r.get("kernels"), "memory_vs_ideal": r["derived"]["memory_vs_ideal"],
                                                   "memory_vs_floor": r["derived"]["memory_vs_floor"]})
         if k.startswith("estimate__") and "j1" in r:
-            off.setdefault(r["list"], []).append({"compiler": f"{r['compiler']}:{r['target']}",
-                                                  "extrapolated_off_s": r["j1"]["extrapolated_off_s"], "scale": r["kernels"]})
+            off.setdefault(r["list"], []).append({"compiler": f"{r['compiler']}:{r['target']}", "scale": r["kernels"],
+                                                  "extrapolated_off_s": r["j1"].get("extrapolated_off_s_full_list",
+                                                                                    r["j1"]["extrapolated_off_s"])})
+        if k.startswith("serial__") and "full_list" in r.get("derived", {}):
+            off.setdefault(r["list"], []).append({"compiler": f"{r['compiler']}:{r['target']}", "scale": "whole list",
+                                                  "extrapolated_off_s": r["derived"]["full_list"]["extrapolated_off_s_full_list"]})
     out["off_serial_ge_300s"] = {
         lst: {"rows": rows, "met_measured": any(x.get("off_s", 0) >= DONE_WHEN["off_serial_min_s"] for x in rows),
               "met_extrapolated": any(x.get("extrapolated_off_s", 0) >= DONE_WHEN["off_serial_min_s"] for x in rows)}
@@ -473,6 +516,61 @@ def done_when(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _ratio(a: Any, b: Any) -> str:
+    return f"{a / b:.3f}" if a and b else "-"
+
+
+def tables(folders: list[Path]) -> str:
+    """Markdown tables (for BENCHMARKS.md) of the summary.json in each folder."""
+    rep_rows, sec_rows, cl_rows, tc_rows = [], [], [], []
+    for folder in folders:
+        summ = json.loads((folder / "summary.json").read_text())
+        host = f"{summ['provenance'].get('cpu', '?')} ({summ['provenance'].get('cpu_count', '?')} cores)"
+        scale = summ.get("scale", {})
+        for k, r in sorted(summ["results"].items()):
+            if "error" in r:
+                continue
+            step = k.split("__")[0]
+            if step in ("serial", "parallel"):
+                d, sc = r["derived"], r["scenarios"]
+                full = d.get("full_list", {}).get("extrapolated_off_s_full_list")
+                seed = SEED["serial_speedup"] if r["jobs"] == 1 else SEED["parallel_speedup"]
+                rep_rows.append(
+                    f"| {r['list']} | {r['compiler']}:{r['target']} | {r['kernels']} ({r['unique_kernels']}) | {r['jobs']} "
+                    f"| {d['off_s']:.1f}{f' (whole list ~{full:.0f}, extrapolated)' if full else ''} | {d['memory_s']:.1f} "
+                    f"| {d['ideal_s']:.1f} | {d['floor_s']:.1f} | {d['memory_vs_ideal']:.3f} "
+                    f"| {d['memory_vs_floor']:.3f} | {_ratio(sc['memory'].get('cpu_seconds'), sc['ideal'].get('cpu_seconds'))} "
+                    f"| {d['off_vs_memory']:.2f}x (seed {seed:.2f}x) | {host} |")
+            elif step == "second-run":
+                runs = r["runs"]
+                cold = runs["cold"]
+                cells = [f"{n}: {x['seconds']:.2f} s = {100 * x['seconds'] / cold['seconds']:.2f}% "
+                         f"({x['disk_hits']} disk, {x['remote_hits']} remote, {x['compiles']} compiles)"
+                         for n, x in runs.items() if n != "cold"]
+                sec_rows.append(f"| {r['list']} | {r['compiler']}:{r['target']} | {cold['kernels']} ({cold['unique_kernels']}) "
+                                f"| {r['jobs']} | {cold['seconds']:.1f} | {'; '.join(cells)} | {host} |")
+            elif step == "cluster":
+                d = r["derived"]
+                cl_rows.append(f"| {r['list']} | {r['compiler']}:{r['target']} | {r['kernels']} ({r['unique_kernels']}) "
+                               f"| {len(d['workers_used'])} | {d['cold_compiles']} | {d['each_unique_once']} | {d['ideal_s']:.1f} "
+                               f"| {d['cold_s']:.1f} | {d['warm_s']:.2f} | {host} |")
+            elif step == "triton-cache":
+                sec = r["derived"]["seconds"]
+                tc_rows.append(f"| {r['list']} | {r['compiler']}:{r['target']} | {r['kernels']} ({r['unique_kernels']}) | {r['jobs']} "
+                               f"| {sec['disk-cold']:.1f} | {sec['disk-warm']:.2f} | {sec['triton-cold']:.1f} | {sec['triton-warm']:.2f} | {host} |")
+        if scale.get("note"):
+            rep_rows.append(f"| ({folder.name}: {scale['note']}, {json.dumps({k: v for k, v in scale.items() if v and k != 'note'})}) |")
+    out = ["| list | compiler:target | kernels (unique) | jobs | cache off s | memory s | ideal pass s | floor s "
+           "| memory / ideal | memory / floor | memory / ideal (CPU) | off / memory | host |", "|" + "---|" * 13, *rep_rows, "",
+           "| list | compiler:target | kernels (unique) | jobs | cold run s | second run (fresh process) | host |",
+           "|" + "---|" * 7, *sec_rows, "",
+           "| list | compiler:target | kernels (unique) | workers | compiles in the cold pass | each unique once | ideal s "
+           "| cold s | warm s | host |", "|" + "---|" * 10, *cl_rows, "",
+           "| list | compiler:target | kernels (unique) | jobs | ours cold s | ours warm s | Triton's own cold s "
+           "| Triton's own warm s | host |", "|" + "---|" * 9, *tc_rows]
+    return "\n".join(out)
+
+
 def bundle(out: Path) -> Path:
     """Move every frame (*.parquet) into OUT/frames.tar, appending to an earlier one."""
     import tarfile
@@ -490,7 +588,8 @@ def bundle(out: Path) -> Path:
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="output folder (summary.json, frames, log)")
+    ap.add_argument("--out", required=True, help="output folder (summary.json, frames, log); with --table: folders, comma-separated")
+    ap.add_argument("--table", action="store_true", help="print the markdown tables of the summary.json under --out and exit")
     ap.add_argument("--lists", default="llama3-8b,resnet50", help="shipped list names or list files (default %(default)s)")
     ap.add_argument("--compilers", default="nvrtc:sm_90,triton:sm_90", help="compiler:target,... (default %(default)s)")
     ap.add_argument("--steps", default=",".join(STEPS), help=f"any of {', '.join(STEPS)} (default all)")
@@ -514,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="at the end, pack the frames into OUT/frames.tar (a machine that returns few files: the device "
                          "tool brings back 8), leaving summary.json, log.txt and frames.tar")
     args = ap.parse_args(argv)
+    if args.table:
+        print(tables([Path(p) for p in args.out.split(",")]))
+        return 0
     command = shlex.join([sys.executable, *sys.argv]) if argv is None else shlex.join(["tuning_scale.py", *argv])
     if args.quick:
         args.every_problem = args.every_problem or 12
@@ -557,7 +659,8 @@ def main(argv: list[str] | None = None) -> int:
                                  lambda: step_estimate(run, tl, list_name, jobs_list, args.sample)))
                 if "serial" in steps:
                     k = key_of("serial", list_name, compiler, target, 1)
-                    todo.append((k, lambda k=k: step_replay(run, k, tl, 1, args.ideal_repeats, not args.no_warm_pass, prov)))
+                    todo.append((k, lambda k=k: step_replay(run, k, tl, 1, args.ideal_repeats, not args.no_warm_pass, prov,
+                                                            scale.reduced, list_name)))
                 if "parallel" in steps:
                     for j in (j for j in jobs_list if j > 1):
                         k = key_of("parallel", list_name, compiler, target, j)

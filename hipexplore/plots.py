@@ -399,7 +399,7 @@ def plot_compile_time_saved(events: pd.DataFrame, ax: Axes | None = None, baseli
     fig, ax = _axes(ax)
     if ideal_s is not None and np.isfinite(ideal_s):
         ax.axhline(float(ideal_s), color="#9467bd", linestyle="--", linewidth=1,
-                   label=f"ideal floor {float(ideal_s):.3g} s (unique kernels once, each at its fastest measured compile)")
+                   label=f"ideal floor {float(ideal_s):.3g} s (unique kernels, fastest measured)")
     x = curves["request"]
     ax.plot(x, curves["off_s"], color="#d62728", label=f"cache off ({curves.attrs['off_source']})")
     ax.plot(x, curves["on_s"], color="#2ca02c", label="cache on (measured lookups)")

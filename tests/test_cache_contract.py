@@ -316,7 +316,7 @@ def test_every_sweep_argument_reaches_the_recorded_spec_and_the_run(tmp_path):
                    reference_samples=5, out=out, progress=False, mem_fraction=0.3, chunk=3, warmup_s=0.001,
                    verify_results=False, flush_factor={"l2-read": 2.5}, flush_end_event=True, run_id="rid-1",
                    command=["hipexplore", "bench", "x"], timers=("events",), reference_parts=2, throttle_threshold=0.5,
-                   drop_throttled=False, clock_warmup_s=0.0, worker=False, interleave_seed=7, passes=1)
+                   drop_throttled=False, clock_warmup_s=0.0, worker=False, interleave_seed=7, units=1)
     rec = _json.loads(res.metadata["sweep.spec"])
     assert (rec["reference_samples"], rec["mem_fraction"], rec["chunk"], rec["warmup_s"], rec["verify"]) == (5, 0.3, 3, 0.001, False)
     assert (rec["flush_factors"], rec["flush_end_event"], rec["reference_parts"]) == ({"l2-read": 2.5}, True, 2)

@@ -24,7 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -173,6 +173,7 @@ def page_params():
     return [pytest.param(page, id=page) for page, blocks in PAGES.items() if any(b.runs or b.file for b in blocks)]
 
 
+@pytest.mark.timeout(1800)  # a page runs several sweeps and reports: more than one test's default 600 s on a loaded host
 @pytest.mark.parametrize("page", page_params())
 def test_every_example_of_the_page_runs(page, tmp_path):
     """The page's blocks in order, in one directory: each must exit as documented."""

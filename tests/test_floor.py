@@ -51,7 +51,7 @@ def test_measure_floor_on_the_host_reads_the_empty_call_well_below_a_real_kernel
 
 
 def test_a_host_sweep_with_the_floor_reports_it_per_flush_and_subtracts_it():
-    res = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=12,
+    res = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=12, units=1,
                    reference_samples=8, timers=("events", "in-kernel"), floor=True, progress=False)
     s = res.summary
     ev = s[s.timer == "events"]
@@ -69,7 +69,7 @@ def test_a_host_sweep_leaves_the_floor_out_by_default_and_passes_merge_it():
     res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=8, reference=False, progress=False)
     assert res.summary[["floor_s", "net_median_s"]].isna().all().all()
     assert not any(k.startswith("floor.") for k in res.metadata)
-    merged = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=12, passes=3, reference=False,
+    merged = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=12, units=3, reference=False,
                       floor=True, progress=False)
     row = merged.summary.iloc[0]
     assert row.passes == 3 and row.floor_s > 0 and row.net_median_s == pytest.approx(row.median_s - row.floor_s)

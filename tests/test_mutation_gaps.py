@@ -76,7 +76,7 @@ def _every_field_set() -> SweepSpec:
                      stop=StopRule(iterations=6), reference=False, reference_samples=5, mem_fraction=0.25, chunk=3,
                      warmup_s=0.5, verify=False, flush_factors={"l2-read": 2.5}, flush_end_event=True,
                      timers=("events", "events"), reference_parts=4, throttle_threshold=0.5, drop_throttled=False,
-                     clock_warmup_s=1.5, interleave=True, interleave_seed=9, passes=3, floor=True, chunk_lead=2,
+                     clock_warmup_s=1.5, interleave=True, interleave_seed=9, units=3, floor=True, chunk_lead=2,
                      chunk_trail=0)
 
 
@@ -89,7 +89,7 @@ def test_the_record_holds_every_field_under_its_own_name():
         "stop": dataclasses.asdict(StopRule(iterations=6)), "reference": False, "reference_samples": 5,
         "mem_fraction": 0.25, "chunk": 3, "chunk_lead": 2, "chunk_trail": 0, "warmup_s": 0.5, "verify": False, "flush_factors": {"l2-read": 2.5},
         "flush_end_event": True, "timers": ["events"], "reference_parts": 4, "throttle_threshold": 0.5,
-        "drop_throttled": False, "clock_warmup_s": 1.5, "interleave": True, "interleave_seed": 9, "passes": 3,
+        "drop_throttled": False, "clock_warmup_s": 1.5, "interleave": True, "interleave_seed": 9, "units": 3,
         "floor": True}
     assert SweepSpec(**{**spec.as_record(), "stop": StopRule(**spec.as_record()["stop"])}) == spec
     rec = spec.record()
@@ -107,22 +107,22 @@ def test_the_measurement_of_a_record_names_each_setting():
         "sweep.stop_rule": repr(StopRule(iterations=6)), "sweep.chunk": "3", "sweep.chunk_lead": "2",
         "sweep.chunk_trail": "0", "sweep.mem_fraction": "0.25",
         "sweep.reference_samples": "0", "sweep.flush_end_event": "True", "sweep.reference_parts": "4",
-        "sweep.throttle": "0.5 drop=False", "sweep.interleave": "seed=9", "sweep.passes": "3",
+        "sweep.throttle": "0.5 drop=False", "sweep.interleave": "seed=9", "sweep.units": "3",
         "flush.factor.l2-read": "2.5"}
     old = {"stop": dataclasses.asdict(StopRule()), "chunk": 10, "mem_fraction": 0.5, "reference": True,
            "reference_samples": 48, "flush_end_event": False, "flush_factors": {}}
     assert _measurement_of(old) == {
         "sweep.stop_rule": repr(StopRule()), "sweep.chunk": "10", "sweep.chunk_lead": "0", "sweep.chunk_trail": "0",
         "sweep.mem_fraction": "0.5", "sweep.reference_samples": "48", "sweep.flush_end_event": "False", "sweep.reference_parts": "1",
-        "sweep.throttle": "0.0 drop=False", "sweep.interleave": "no", "sweep.passes": "1"}
+        "sweep.throttle": "0.0 drop=False", "sweep.interleave": "no", "sweep.units": "1"}
 
 
 def test_an_unreadable_recorded_spec_falls_back_to_the_loose_keys():
     """Why: a damaged ``sweep.spec`` must not stop a resume check, and the loose keys it falls back
     to are only the measurement's (and flush factors), stringified; a file from before chunk leads
     and trails had neither (so it does not resume under a design that pads its chunks)."""
-    loose = {"sweep.chunk": 7, "sweep.passes": "2", "flush.factor.l2-read": "3.0", "sweep.kernels": "triad", "x": "y"}
-    want = {"sweep.chunk": "7", "sweep.passes": "2", "flush.factor.l2-read": "3.0", "sweep.chunk_lead": "0",
+    loose = {"sweep.chunk": 7, "sweep.units": "2", "flush.factor.l2-read": "3.0", "sweep.kernels": "triad", "x": "y"}
+    want = {"sweep.chunk": "7", "sweep.units": "2", "flush.factor.l2-read": "3.0", "sweep.chunk_lead": "0",
             "sweep.chunk_trail": "0"}
     for raw in ("{not json", json.dumps({"chunk": 1}), json.dumps([1]), json.dumps({**SweepSpec().as_record(), "stop": {"bogus": 1}})):
         assert SweepSpec.recorded_measurement({**loose, "sweep.spec": raw}) == want
@@ -131,7 +131,7 @@ def test_an_unreadable_recorded_spec_falls_back_to_the_loose_keys():
 
 @pytest.mark.parametrize("kw", [
     {"mem_fraction": 1}, {"mem_fraction": 1e-9}, {"warmup_s": 0}, {"chunk": 1}, {"reference_samples": 1},
-    {"interleave_seed": 0}, {"passes": MAX_PASSES}, {"reference_parts": 1}, {"throttle_threshold": 0},
+    {"interleave_seed": 0}, {"units": MAX_PASSES}, {"units": "auto"}, {"reference_parts": 1}, {"throttle_threshold": 0},
     {"throttle_threshold": 0.99}, {"clock_warmup_s": 0}, {"clock_warmup_s": 60}, {"clock_warmup_s": None},
     {"flush_factors": {"l2-read": 1e-3}}, {"flush_factors": (("l2-read", 2),)}, {"sizes": 1}, {"chunk": np.int64(2)},
 ])
@@ -144,8 +144,8 @@ def test_a_spec_at_each_fields_edge_is_accepted(kw):
     ({"mem_fraction": 0}, "mem_fraction"), ({"mem_fraction": True}, "mem_fraction"), ({"mem_fraction": "0.5"}, "mem_fraction"),
     ({"warmup_s": -1e-9}, "warmup_s"), ({"warmup_s": True}, "warmup_s"), ({"warmup_s": float("inf")}, "warmup_s"),
     ({"warmup_s": "1"}, "warmup_s"),
-    ({"interleave_seed": -1}, "interleave_seed"), ({"passes": 0}, "passes"), ({"passes": MAX_PASSES + 1}, "passes"),
-    ({"passes": True}, "passes"), ({"reference_parts": 0}, "reference_parts"),
+    ({"interleave_seed": -1}, "interleave_seed"), ({"units": 0}, "units"), ({"units": MAX_PASSES + 1}, "units"),
+    ({"units": True}, "units"), ({"reference_parts": 0}, "reference_parts"),
     ({"throttle_threshold": 1}, "throttle_threshold"), ({"throttle_threshold": -0.1}, "throttle_threshold"),
     ({"throttle_threshold": True}, "throttle_threshold"), ({"throttle_threshold": "0.5"}, "throttle_threshold"),
     ({"clock_warmup_s": 60.5}, "clock_warmup_s"), ({"clock_warmup_s": -1}, "clock_warmup_s"),
@@ -232,12 +232,12 @@ def test_a_multi_pass_sweep_returns_its_summary_and_file_name(tmp_path):
     """Why: the merged result of passes is what the caller sees: every configuration, ``passes``
     recorded, the out file's name (not the summary's), and passes_done in the metadata."""
     out = tmp_path / "p.parquet"
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, passes=2, reference_samples=2,
+    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, units=2, reference_samples=2,
                    progress=False, out=out, warmup_s=0.0, worker=False)
     assert res.path == out and not res.stopped and out.exists()
     assert len(res.summary) == 2 and set(res.summary["passes"]) == {2} and set(res.samples["pass_index"]) == {0, 1}
-    assert res.metadata["sweep.passes_done"] == "2"
-    res2 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, passes=2, reference=False,
+    assert res.metadata["sweep.units_done"] == "2"
+    res2 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, units=2, reference=False,
                     progress=False, warmup_s=0.0, worker=False)
     assert res2.path is None and len(res2.summary) == 1
 
@@ -247,10 +247,10 @@ def test_a_multi_pass_sweep_stopped_in_its_first_pass_writes_nothing(tmp_path):
     out file alone (its passes are not written part-way)."""
     for out in (None, tmp_path / "stopped.parquet"):
         calls: list[int] = []
-        res = hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], device="host", iterations=4, passes=3,
+        res = hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], device="host", iterations=4, units=3,
                        reference=False, progress=False, out=out, warmup_s=0.0, worker=False,
                        should_stop=lambda: bool(calls.append(1)) or len(calls) > 2)
-        assert res.stopped and res.metadata["sweep.passes_done"] == "0"
+        assert res.stopped and res.metadata["sweep.units_done"] == "0"
         assert len(res.summary) <= 1
         if out is not None:
             assert not out.exists() and res.path == out
@@ -457,7 +457,7 @@ def test_a_ratio_interval_is_reproducible_with_its_default_seed_and_resamples():
 def test_a_one_pass_summary_row_records_one_pass_its_stop_reason_and_nan_biases(capsys):
     """Why: the row fields a one-pass sweep writes (``passes`` 1, the rule's stop reason, NaN
     bias fields as floats without a reference); the progress bar names the sweep and its unit."""
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, reference=False, progress=True,
+    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, reference=False, progress=True, units=1,
                    warmup_s=0.0, worker=False)
     row = res.summary.iloc[0]
     assert row["passes"] == 1 and row["stop_reason"] == "fixed iteration count"
@@ -476,15 +476,15 @@ def test_resuming_keeps_pass_ids_and_the_references_chunks(tmp_path, capsys):
 
     out = tmp_path / "r.parquet"
     kw = dict(device="host", iterations=6, chunk=2, reference_samples=6, warmup_s=0.0, worker=False, out=out)
-    first = hx.sweep("triad", ["16KiB"], [1], ["none"], passes=2, progress=True, **kw)
+    first = hx.sweep("triad", ["16KiB"], [1], ["none"], units=2, progress=True, **kw)
     assert "hipexplore sweep" in capsys.readouterr().err
     assert first.metadata["telemetry.source"] and "telemetry.max_clock_mhz" in first.metadata
-    grown = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], passes=2, progress=False, **kw)
+    grown = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], units=2, progress=False, **kw)
     old = grown.samples[grown.samples["flush"] == "none"]
     assert set(old["pass_index"]) == {0, 1}
     # one pass: the new row's bias is computed in this run against the reference read back
     out2 = tmp_path / "one.parquet"
-    kw2 = {**kw, "out": out2, "reference_samples": 27, "chunk": 9}  # chunks of 9, not the bootstrap's blocks of 3
+    kw2 = {**kw, "out": out2, "reference_samples": 27, "chunk": 9, "units": 1}  # chunks of 9, not the bootstrap's blocks of 3
     hx.sweep("triad", ["16KiB"], [1], ["none"], progress=False, **kw2)
     res = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], progress=False, **kw2)
     s = res.samples

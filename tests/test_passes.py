@@ -79,10 +79,10 @@ def test_each_pass_after_the_first_holds_a_pad_of_another_size():
     assert len(set(pads)) == 6 and all(p >= k * ps.PAD_STEP for k, p in enumerate(pads))
 
 
-@pytest.mark.parametrize("value", [0, -1, 65, True, 2.0, "2"])
-def test_spec_refuses_a_bad_number_of_passes(value):
-    with pytest.raises(ConfigError, match=f"passes must be an integer.*got {value!r}"):
-        SweepSpec(kernels=("triad",), sizes=(4096,), passes=value)
+@pytest.mark.parametrize("value", [0, -1, 65, True, 2.0, "two"])
+def test_spec_refuses_a_bad_number_of_units(value):
+    with pytest.raises(ConfigError, match=f"units must be 'auto' or an integer.*got {value!r}"):
+        SweepSpec(kernels=("triad",), sizes=(4096,), units=value)
 
 
 def test_cli_refuses_zero_passes_with_one_line_and_status_2(tmp_path):
@@ -96,7 +96,7 @@ def test_cli_refuses_zero_passes_with_one_line_and_status_2(tmp_path):
 @pytest.fixture(scope="module")
 def three_passes(tmp_path_factory):
     out = tmp_path_factory.mktemp("passes") / "r.parquet"
-    res = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=30, passes=3,
+    res = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=30, units=3,
                    reference_samples=12, progress=False, out=out)
     return res, out
 
@@ -132,12 +132,12 @@ def test_merged_summary_is_recomputed_from_the_merged_samples(three_passes):
 
 def test_a_finished_multi_pass_file_resumes_as_done_and_refuses_another_pass_count(three_passes, tmp_path):
     res, out = three_passes
-    again = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=30, passes=3,
+    again = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=30, units=3,
                      reference_samples=12, progress=False, out=out)
     assert len(again.skipped) == 4
     pd.testing.assert_frame_equal(again.summary.reset_index(drop=True), res.summary.reset_index(drop=True))
-    with pytest.raises(ConfigError, match="passes"):
-        hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=30, passes=2, reference_samples=12,
+    with pytest.raises(ConfigError, match="units"):
+        hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=30, units=2, reference_samples=12,
                  progress=False, out=out)
 
 
@@ -176,5 +176,5 @@ def test_a_pass_in_its_own_worker_holds_its_pad_there_and_the_sweep_records_ever
     assert res.metadata["worker.pad_bytes"] == str(ps.pad_bytes(2)) == meta["worker.pad_bytes"]
     res0 = pass_in_worker(one, dev, hooks=None, run_id="r3", done=set(), metadata={}, pad=0)
     assert "worker.pad_bytes" not in res0.metadata  # the first pass holds none
-    res3 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=9, passes=3, reference=False, progress=False)
-    assert res3.metadata["sweep.pass_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(3))
+    res3 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=9, units=3, reference=False, progress=False)
+    assert res3.metadata["sweep.unit_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(3))

@@ -79,7 +79,7 @@ def test_host_sweep_produces_tidy_frames(dev, tmp_path) -> None:
 
 def test_stop_and_resume_keeps_finished_work(dev, tmp_path) -> None:
     out = tmp_path / "r.parquet"
-    kw = dict(device=dev, iterations=6, reference_samples=2, out=out, progress=False, warmup_s=0)
+    kw = dict(device=dev, iterations=6, reference_samples=2, out=out, progress=False, warmup_s=0, units=1)  # one unit's writes
     done: list[dict] = []
     res = sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none", "l2-read"], on_result=done.append,
                 should_stop=lambda: len(done) >= 3, **kw)
@@ -216,7 +216,7 @@ def test_sweep_launches_flush_before_each_sample_and_rotate_buffer_addresses(dev
     rec = _Recording(dev.llc_bytes)
     rec.cache = dev.cache
     try:
-        res = sweep("triad", "16KiB", [3], ["l2-read"], device=rec, iterations=6, reference_samples=2,
+        res = sweep("triad", "16KiB", [3], ["l2-read"], device=rec, iterations=6, reference_samples=2, units=1,
                     progress=False, warmup_s=0, verify_results=False, chunk_lead=0, chunk_trail=0)
     finally:
         rec.close()
@@ -312,7 +312,8 @@ def test_samples_reach_disk_before_their_summary(dev, tmp_path) -> None:
     samples_path, summary_path, _meta = output_paths(out)
     summary_path.mkdir()
     with pytest.raises(OSError):
-        sweep("triad", "16KiB", [1], ["none"], device=dev, iterations=3, reference_samples=2, out=out, progress=False, warmup_s=0)
+        sweep("triad", "16KiB", [1], ["none"], device=dev, iterations=3, reference_samples=2, out=out, progress=False, warmup_s=0,
+              units=1)  # one unit: written after each configuration
     written = pd.read_parquet(samples_path)
     assert set(written.flush) == {"none"} and len(written) == 3  # the first configuration's samples
 

@@ -70,7 +70,7 @@ def test_no_reference_allows_zero_reference_samples() -> None:
 def test_run_takes_a_spec_and_writes_schema_tagged_files(dev, tmp_path) -> None:
     out = tmp_path / "s.parquet"
     seen: list[dict] = []
-    spec = SweepSpec("triad", "16KiB", 1, "none", stop=StopRule(iterations=4), reference=False, warmup_s=0)
+    spec = SweepSpec("triad", "16KiB", 1, "none", stop=StopRule(iterations=4), reference=False, warmup_s=0, units=1)
     res = run(spec, dev, out=out, hooks=SweepHooks(on_result=seen.append), progress=False)
     assert len(res.summary) == 1 and len(seen) == 1 and len(res.samples) == 4
     samples, summary, meta = output_paths(out)

@@ -14,6 +14,7 @@ import ctypes
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hipexplore.bench import sweep
@@ -177,3 +178,22 @@ def test_extra_units_go_to_the_configurations_whose_units_disagree(axpy) -> None
     assert [k for k, _ in seen] == list(range(len(results)))
     # the budget: extra units at most EXTRA_BUDGET of the planned units' time (a unit of all = 1 s here)
     assert len(results) - 3 <= max(1, int(us.EXTRA_BUDGET * 3))
+
+
+def test_a_sweep_in_units_stopped_part_way_keeps_finished_units_and_resume_measures_the_rest(axpy, tmp_path) -> None:
+    """The merge is written after every unit; a configuration recorded with fewer units than planned
+    is measured again whole on resume, so no row stands on fewer units than the spec plans."""
+    from hipexplore.bench.io import output_paths
+
+    out = tmp_path / "u.parquet"
+    seen: list[dict] = []
+    kw = dict(device=PlacementDevice(), iterations=48, units=3, progress=False, reference=False, out=out)
+    res = sweep(["ax_a"], ["64KiB", "256KiB"], [1], ["none"], on_result=seen.append,
+                should_stop=lambda: len(seen) >= 3, **kw)  # stops inside the second unit
+    assert res.stopped
+    on_disk = pd.read_parquet(output_paths(out)[1])
+    assert len(on_disk) == 2 and set(on_disk["passes"]) == {1}  # unit 0 of both configurations, written
+    again = sweep(["ax_a"], ["64KiB", "256KiB"], [1], ["none"], **kw)
+    assert not again.stopped and set(again.summary["passes"]) == {3}
+    assert set(again.samples["pass_index"]) == {0, 1, 2}
+    assert not again.samples.duplicated(["size_bytes", "pass_index", "iteration", "chunk", "position"]).any()

@@ -70,6 +70,10 @@ def run(spec: SweepSpec, device: Device, *, out: str | os.PathLike | None = None
         kspec.source_for(device.compiler)  # a kernel without a source for this device fails now, not mid-sweep
     paths = output_paths(out) if out is not None else None
     previous = previous_results(paths, resume)
+    if spec.units != 1:  # rows of an interrupted sweep in units with fewer units than planned: measured again
+        from . import units as us
+
+        previous = us.drop_partial(previous, us.planned(spec, device)[0])
     metadata = _metadata(spec, device, command)
     if paths is not None and (previous.metadata is not None or len(previous.summary)):
         check_resume(str(paths[0]), previous, {**spec.measurement(), "device.llc_bytes": str(device.llc_bytes),
@@ -90,7 +94,7 @@ def run(spec: SweepSpec, device: Device, *, out: str | os.PathLike | None = None
         raise
     finally:
         rec.close()
-    if not stopped or spec.units == 1:  # a sweep in units stopped part-way keeps only what earlier sweeps wrote
+    if not stopped or spec.units == 1:  # a sweep in units stopped part-way: its finished units were written as each ended
         rec.write(final=True)
     return rec.result(stopped, sorted(c for c in previous.done if not c.is_reference))
 
@@ -140,8 +144,13 @@ def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, wher
                     unit_dev.free(pad_buf)
                 if unit_dev is not dev:
                     unit_dev.close()
-        return unit.result(stopped)
+        done_units.append(unit.result(stopped))
+        if not stopped:  # what the units so far give is written at once: a kill loses only the unit under way
+            _record_merged(rec, base_samples, base_rows, done_units, dev, final=True)
+        return done_units[-1]
 
+    done_units: list[SweepResult] = []
+    base_samples, base_rows = list(rec.samples), list(rec.rows)
     try:
         results = us.measure(spec, dev, run_unit, set(previous.done))
     finally:
@@ -152,12 +161,21 @@ def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, wher
               "sweep.units_done": str(len(results) - (1 if stopped else 0)),
               "sweep.units_planned": str(us.planned(spec, dev)[0]),
               "sweep.unit_location": where})
+    _record_merged(rec, base_samples, base_rows, [r for r in results if not r.stopped] or results, dev)
+    return stopped
+
+
+def _record_merged(rec: Recorder, samples: list, rows: list, results: list[SweepResult], dev: Device,
+                   final: bool = False) -> None:
+    """``rec`` holds the previous rows plus the units' merge (``bench.passes.merge``); written when ``final``."""
+    from . import passes as ps
+
     merged_s, merged_m = ps.merge([r.samples for r in results], [r.summary for r in results],
                                   peak_bandwidth_gbs=float(dev.peak_bandwidth_gbs))
-    if len(merged_s):
-        rec.samples.append(merged_s)
-    rec.rows += merged_m.to_dict("records")
-    return stopped
+    rec.samples = [*samples, *([merged_s] if len(merged_s) else [])]
+    rec.rows = [*rows, *merged_m.to_dict("records")]
+    if final:
+        rec.write(final=True)
 
 
 def _references(previous: Previous) -> dict[tuple[str, int, str], Measurement]:

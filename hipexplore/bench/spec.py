@@ -65,6 +65,7 @@ def parse_size(text: str | int) -> int:
 
 def check_units(value: Any) -> int | str:
     """``units``: "auto" or an integer in [1, MAX_UNITS] (text as the CLI gives it too)."""
+    given = value
     if isinstance(value, str):
         t = value.strip().lower()
         if t == "auto":
@@ -72,7 +73,7 @@ def check_units(value: Any) -> int | str:
         if t.isdigit():
             value = int(t)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_UNITS:
-        raise ConfigError(f"units must be 'auto' or an integer in [1, {MAX_UNITS}], got {value!r}")
+        raise ConfigError(f"units must be 'auto' or an integer in [1, {MAX_UNITS}], got {given!r}")
     return int(value)
 
 

@@ -154,4 +154,25 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
     return results
 
 
-__all__ = ["EXTRA_BUDGET", "WIDE_FACTOR", "max_sets", "measure", "planned", "unit_rule", "unit_spec", "wide"]
+def drop_partial(previous: Any, least: int) -> Any:
+    """``previous`` (``bench.io.Previous``) less the configurations recorded with fewer than
+    ``least`` units (an interrupted sweep in units writes after every unit): those are measured
+    again whole on resume, so no row stands on fewer units than the spec plans."""
+    from .io import Previous
+
+    summary = previous.summary
+    if not len(summary) or "passes" not in summary.columns:
+        return previous
+    short = {Configuration.of(r) for r in summary.to_dict("records") if int(r.get("passes") or 1) < least}
+    if not short:
+        return previous
+    keep_rows = [Configuration.of(r) not in short for r in summary.to_dict("records")]
+    samples = previous.samples
+    if len(samples):
+        keep = [Configuration.of(r) not in short for r in samples[["kernel", "size_bytes", "rotating_requested", "flush",
+                                                                     "timer"]].to_dict("records")]
+        samples = samples[keep].reset_index(drop=True)
+    return Previous(samples, summary[keep_rows].reset_index(drop=True), previous.metadata, set(previous.done) - short)
+
+
+__all__ = ["EXTRA_BUDGET", "drop_partial", "WIDE_FACTOR", "max_sets", "measure", "planned", "unit_rule", "unit_spec", "wide"]

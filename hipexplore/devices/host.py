@@ -124,7 +124,10 @@ class HostDevice(DeviceBase):
         """Another host device with this one's settings and nothing loaded: a sweep's next unit
         (``bench.units``) loads its libraries anew through it, at other addresses, since where
         the code sits is no property of the code under review (Mytkowicz et al., ASPLOS 2009)."""
-        other = type(self)()
+        try:
+            other = type(self)()
+        except TypeError:  # a subclass that needs arguments: a plain host device
+            other = HostDevice()
         other._llc = self._llc
         other.auto_reasons = list(self.auto_reasons)
         return other

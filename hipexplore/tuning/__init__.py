@@ -2,7 +2,10 @@
 
 ``lists``: problems x candidates expanded into compile requests (fill, gemm, reduce, pointwise);
 ``replay``: compile a list serially or in parallel through each cache mode, beside the ideal;
-``device``: time each candidate on a device under rotating buffers and flushes, pick the best.
+``device``: time each candidate on a device under rotating buffers and flushes, pick the best;
+``listfile``: tuning lists as files (the shipped real-model lists, data/tuning/lists), ``models``
+their problems and candidate space, ``generate`` the script that writes them; ``floor``: the
+compile floor, a bound no compiling pass of a replay is below.
 Names resolve lazily, so importing this package loads no compiler and no device runtime.
 """
 from __future__ import annotations
@@ -19,6 +22,9 @@ _LAZY = {
     "ReplayReport": ".replay",
     "ScenarioResult": ".replay",
     "measure_ideal": ".replay",
+    "resolve_granularity": ".replay",
+    "ListSpec": ".listfile",
+    "compile_floor": ".floor",
     "replay_through_cache": ".replay",
     "run_replay": ".replay",
     "benchmark_candidates": ".device",
