@@ -28,16 +28,25 @@ def auto_count(llc_bytes: int, footprint_bytes: int) -> int:
     return max(2, 2 * math.ceil(llc_bytes / footprint_bytes))
 
 
-def parse_rotating(value: int | str) -> int | str:
-    """1, 4, '4' -> int; 'auto' -> 'auto'; anything else is a ConfigError."""
+def auto_or_count(value: Any) -> Any:
+    """Text as a command line gives it: 'auto' (any case, spaces around) -> 'auto', digits -> int;
+    anything else is returned as it is, for the caller's own check (rotating counts, units)."""
     if isinstance(value, str):
         v = value.strip().lower()
         if v == "auto":
             return "auto"
         if v.isdigit():
-            value = int(v)
-        else:
-            raise ConfigError(f"rotating must be a positive integer or 'auto', got {value!r}")
+            return int(v)
+    return value
+
+
+def parse_rotating(value: int | str) -> int | str:
+    """1, 4, '4' -> int; 'auto' -> 'auto'; anything else is a ConfigError."""
+    given, value = value, auto_or_count(value)
+    if value == "auto":
+        return "auto"
+    if isinstance(value, str):
+        raise ConfigError(f"rotating must be a positive integer or 'auto', got {given!r}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ConfigError(f"rotating must be a positive integer or 'auto', got {value!r}")
     return int(value)

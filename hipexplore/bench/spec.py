@@ -65,13 +65,9 @@ def parse_size(text: str | int) -> int:
 
 def check_units(value: Any) -> int | str:
     """``units``: "auto" or an integer in [1, MAX_UNITS] (text as the CLI gives it too)."""
-    given = value
-    if isinstance(value, str):
-        t = value.strip().lower()
-        if t == "auto":
-            return "auto"
-        if t.isdigit():
-            value = int(t)
+    given, value = value, rot.auto_or_count(value)
+    if value == "auto":
+        return "auto"
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_UNITS:
         raise ConfigError(f"units must be 'auto' or an integer in [1, {MAX_UNITS}], got {given!r}")
     return int(value)

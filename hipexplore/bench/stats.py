@@ -215,21 +215,10 @@ class Measurement:
     def n(self) -> int:
         return int(self.samples.size)
 
-    @property
-    def median(self) -> float:
-        return float(np.median(self.samples))
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.samples))
-
-    @property
-    def min(self) -> float:
-        return float(np.min(self.samples))
-
-    @property
-    def max(self) -> float:
-        return float(np.max(self.samples))
+    median = property(lambda self: float(np.median(self.samples)), doc="median of the samples (s)")
+    mean = property(lambda self: float(np.mean(self.samples)), doc="mean of the samples (s)")
+    min = property(lambda self: float(np.min(self.samples)), doc="fastest sample (s)")
+    max = property(lambda self: float(np.max(self.samples)), doc="slowest sample (s)")
 
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.samples, q))
