@@ -52,6 +52,10 @@ def run_location(spec: SweepSpec, device: Any, worker: bool | None) -> str:
     has_callable = any(k.call is not None for k in spec.specs())
     if has_callable and worker is None:
         return IN_PROCESS
+    if worker is None and getattr(device, "kind", "host") == "host" and any(k.code_object for k in spec.specs()):
+        # a precompiled host library: no source to check --args against (kernels.build.check_host_signature),
+        # so a spec shorter than the function must fault a worker, not this process
+        return WORKER
     if spec.units != 1 and getattr(device, "kind", "host") != "host" and not has_callable:
         return WORKER
     return WORKER if use_worker(device, worker) else IN_PROCESS
