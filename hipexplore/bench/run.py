@@ -129,6 +129,14 @@ def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, wher
 
     def run_unit(one: SweepSpec, k: int, done: set) -> SweepResult:
         unit = Recorder(rec.metadata, hooks=rec.hooks, write=False)
+        try:
+            return measured(one, k, done, unit)
+        except KernelFault:  # what the units measured before the fault is kept, recorded and written
+            done_units.append(unit.result(True))
+            _record_merged(rec, base_samples, base_rows, done_units, dev, final=True)
+            raise
+
+    def measured(one: SweepSpec, k: int, done: set, unit: Recorder) -> SweepResult:
         pad = ps.pad_bytes(k, seed=spec.interleave_seed)
         pads.append(pad)
         if where == WORKER:
