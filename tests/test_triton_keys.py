@@ -212,9 +212,9 @@ def test_every_variable_the_installed_triton_reads_is_classified():
 
 
 def test_an_unknown_triton_variable_is_not_cached(monkeypatch):
-    from hipexplore.compile import triton_source
+    from hipexplore.compile import triton_env  # where the environment is classified (triton_source re-exports it)
 
-    monkeypatch.setattr(triton_source, "triton_env_names", lambda: frozenset({"TRITON_NEW_KNOB"}))
+    monkeypatch.setattr(triton_env, "triton_env_names", lambda: frozenset({"TRITON_NEW_KNOB"}))
     env, why = triton_environment({"TRITON_NEW_KNOB": "1"})
     assert env == {"TRITON_NEW_KNOB": "1"} and why and "TRITON_NEW_KNOB" in why[0]
 
