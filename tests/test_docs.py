@@ -136,13 +136,13 @@ def _gpu_reason() -> str | None:
 
 
 def require(needs: tuple[str, ...]) -> None:
-    for need in needs:
-        if need in ("hiprtc", "nvrtc", "triton", "host"):
-            require_compiler(need)
-        elif need == "redis":
+    for what in needs:
+        if what in ("hiprtc", "nvrtc", "triton", "host"):
+            require_compiler(what)
+        elif what == "redis":
             if not shutil.which("redis-server"):
                 missing("tool redis-server", "not on PATH (setup.sh --dev installs it)")
-        elif need == "gpu":
+        elif what == "gpu":
             reason = _gpu_reason()
             if reason:
                 need("a GPU", reason, flag=GPU)  # fails by name under HIPEXPLORE_REQUIRE_GPU=1

@@ -31,14 +31,18 @@ def run_cli(*argv: str, env: dict | None = None, timeout: float = 300, cwd: Path
 def test_setup_kernel_step_leaves_the_users_python3_kernel_alone(tmp_path):
     """setup.sh's kernel step (scripts/install_kernel.sh, run here in isolation: the whole setup.sh
     would pip-install a fresh venv) in a temporary HOME that already has a python3 kernelspec."""
+    from conftest import hermetic_paths
+
     home = tmp_path / "home"
     mine = home / ".local" / "share" / "jupyter" / "kernels" / "python3"
     mine.mkdir(parents=True)
     own = json.dumps({"argv": ["/opt/other/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                       "display_name": "My own Python 3", "language": "python"})
     (mine / "kernel.json").write_text(own)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
-    env["HOME"] = str(home)
+    # Every per-user location (HOME, XDG_*, JUPYTER_*) under tmp_path: the session's hermetic HOME sets
+    # XDG_DATA_HOME/JUPYTER_DATA_DIR, which ipykernel follows before HOME.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "XDG_"))}
+    env.update(hermetic_paths(tmp_path))
     res = subprocess.run([str(REPO / "scripts" / "install_kernel.sh"), sys.executable], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert (mine / "kernel.json").read_text() == own
