@@ -326,3 +326,39 @@ def test_the_interval_rule_waits_for_enough_blocks_to_mean_anything():
     x = np.tile(chunk, 9)
     tracker.check(x, 0.2, np.repeat(np.arange(9), 16))
     assert math.isfinite(tracker.last_ci_rel)  # evaluated once there are enough blocks
+
+
+def test_block_bootstrap_medians_are_exactly_those_of_the_concatenated_draws() -> None:
+    """The vectorised resampled medians (bench.stats._resampled_medians: a window of the sorted
+    samples, whole scans where the middle falls outside it) against np.median of each resample's
+    concatenated blocks, on ties, sorted series (the middle far off the window for some draws)
+    and draws that skip whole halves."""
+    from hipexplore.bench.stats import _resampled_medians
+
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n = int(rng.integers(2, 2500))
+        x = rng.normal(size=n).round(2)  # ties
+        if trial % 3 == 0:
+            x = np.sort(x)
+        _, block = np.unique(np.sort(rng.integers(0, int(rng.integers(2, 40)), size=n)), return_inverse=True)
+        k = int(block.max()) + 1
+        counts = rng.integers(0, 3, size=(6, k))
+        counts[:, 0] += 1
+        if trial % 5 == 0:
+            counts[:, : k // 2] = 0
+            counts[:, -1] += 1
+        want = [np.median(np.concatenate([np.repeat(x[block == b], c[b]) for b in range(k)])) for c in counts]
+        assert np.array_equal(_resampled_medians(x, block, counts), np.array(want)), trial
+
+
+def test_two_stage_bootstrap_draws_groups_then_their_blocks() -> None:
+    """Groups (units) of very different levels: every resampled median lies within the range of the
+    drawn groups' levels, and over many resamples each group's level is drawn about as often."""
+    levels = np.array([1.0, 2.0, 3.0])
+    x = np.concatenate([lv + 1e-3 * np.arange(40) for lv in levels])
+    m = Measurement(x, chunks=np.tile(np.arange(40) // 4, 3), groups=np.repeat([0, 1, 2], 40))
+    meds = m.bootstrap_medians(3000, seed=1)
+    assert meds.min() >= 1.0 and meds.max() <= 3.04
+    # the median of 3 groups drawn with replacement is group 2's level with probability 13/27
+    assert np.mean((meds > 1.9) & (meds < 2.1)) == pytest.approx(13 / 27, abs=0.03)

@@ -10,6 +10,8 @@ byte-identical copy was on the H200; the verdict must not call it different.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import ctypes
 import math
 
@@ -148,6 +150,33 @@ def test_auto_units_split_a_fixed_count_only_as_far_as_every_unit_covers_the_set
     assert r.target_ci == pytest.approx(StopRule().target_ci * 2) and r.timeout_s == pytest.approx(StopRule().timeout_s / 4)
 
 
+def _stopped_at(rule: StopRule, x: np.ndarray) -> int:
+    """Where ``rule`` stops over the series ``x`` taken 4 samples a chunk (a fake timer: wall = 3x kernel time)."""
+    tracker, n = rule.tracker(), 4
+    while tracker.check(x[:n], elapsed_s=float(x[:n].sum()) * 3, chunks=np.arange(n) // 4)[0]:
+        n += 4
+    return n
+
+
+def test_adaptive_units_together_take_about_the_samples_one_unit_took() -> None:
+    """On a noisy host the noise rule (nvbench's stdrel) is the stop that binds; unscaled, every unit
+    took as many samples as a whole one-unit sweep (3 units: 3.0x the samples, 2.9x the wall time of
+    the one-unit default measured on this host). Scaled like the interval target (its limit widened
+    by sqrt(units), read units times as often), three units take 1.6x on these series."""
+    ratios, unscaled = [], []
+    for seed in range(4):
+        x = np.abs(1e-3 * (1 + 0.15 * np.random.default_rng(seed).standard_normal(20000)))
+        one = _stopped_at(StopRule(), x)
+        unit = us.unit_rule(StopRule(), 3, 0)
+        ratios.append(3 * _stopped_at(unit, x) / one)
+        unscaled.append(3 * _stopped_at(dataclasses.replace(unit, stable_noise=StopRule().stable_noise,
+                                                            noise_every=StopRule().noise_every), x) / one)
+    assert np.mean(unscaled) == pytest.approx(3.0)  # the defect this guards against
+    assert np.mean(ratios) <= 1.75 and max(ratios) < 2.0, ratios
+    r = us.unit_rule(StopRule(), 4, 1)
+    assert r.stable_noise == pytest.approx(StopRule().stable_noise * 2) and r.noise_every == 4
+
+
 def test_units_are_checked() -> None:
     for bad in (0, -1, 65, "many", 2.5, True):
         with pytest.raises(ConfigError, match="units must be 'auto' or an integer"):
@@ -181,7 +210,7 @@ def test_extra_units_go_to_the_configurations_whose_units_disagree(axpy) -> None
 
 
 def test_a_sweep_in_units_stopped_part_way_keeps_finished_units_and_resume_measures_the_rest(axpy, tmp_path) -> None:
-    """The merge is written after every unit; a configuration recorded with fewer units than planned
+    """A stopped sweep writes the merge of its finished units; a configuration recorded with fewer units than planned
     is measured again whole on resume, so no row stands on fewer units than the spec plans."""
     from hipexplore.bench.io import output_paths
 

@@ -98,7 +98,7 @@ def run(spec: SweepSpec, device: Device, *, out: str | os.PathLike | None = None
         raise
     finally:
         rec.close()
-    if not stopped or spec.units == 1:  # a sweep in units stopped part-way: its finished units were written as each ended
+    if not stopped or spec.units == 1:  # a sweep in units stopped part-way: _units wrote its finished units
         rec.write(final=True)
     return rec.result(stopped, sorted(c for c in previous.done if not c.is_reference))
 
@@ -157,11 +157,17 @@ def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, wher
                 if unit_dev is not dev:
                     unit_dev.close()
         done_units.append(unit.result(stopped))
-        if not stopped:  # what the units so far give is written at once: a kill loses only the unit under way
+        if not stopped and len(done_units) >= lo:
+            # written once every planned unit is in, then after each extra one: a kill loses only the
+            # unit under way (before the planned units are in, resume would measure every row again
+            # anyway: units.drop_partial), and each merge re-bootstraps every row
             _record_merged(rec, base_samples, base_rows, done_units, dev, final=True)
+            merged_at[0] = len(done_units)
         return done_units[-1]
 
+    lo = us.planned(spec, dev)[0]
     done_units: list[SweepResult] = []
+    merged_at = [0]
     base_samples, base_rows = list(rec.samples), list(rec.rows)
     try:
         results = us.measure(spec, dev, run_unit, set(previous.done))
@@ -171,9 +177,11 @@ def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, wher
     stopped = any(r.stopped for r in results)
     rec.meta({"sweep.unit_pad_bytes": ",".join(map(str, pads)),
               "sweep.units_done": str(len(results) - (1 if stopped else 0)),
-              "sweep.units_planned": str(us.planned(spec, dev)[0]),
+              "sweep.units_planned": str(lo),
               "sweep.unit_location": where})
-    _record_merged(rec, base_samples, base_rows, [r for r in results if not r.stopped] or results, dev)
+    finished = [r for r in results if not r.stopped] or results
+    if stopped or merged_at[0] != len(finished):  # a stopped sweep writes the units it finished
+        _record_merged(rec, base_samples, base_rows, finished, dev, final=stopped)
     return stopped
 
 

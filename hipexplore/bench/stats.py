@@ -79,6 +79,56 @@ def block_labels(chunks: np.ndarray | None, n: int, min_block: int | None = None
     return labels
 
 
+def _resampled_medians(values: np.ndarray, block: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The median of each resample, given as ``counts[r, b]``: how many times resample ``r`` drew
+    block ``b`` (``block[i]``: the block of sample ``values[i]``). Exactly ``np.median`` of the
+    concatenated draws (the middle one or two of the samples repeated by their counts), in
+    vectorised passes instead of one concatenation per resample: the stop rule asks for an
+    interval every 10% of growth, and each unit of a sweep in units asks as often as a whole sweep
+    did, so the per-resample loop cost seconds of idle device per configuration.
+
+    Only a window of the sorted samples around the middle is scanned per resample (the draws below
+    it are counted per block, a matrix product); a resample whose middle falls outside the window
+    is scanned whole."""
+    order = np.argsort(values, kind="stable")
+    vals, blk = values[order], block[order]
+    n, resamples = vals.size, counts.shape[0]
+    nblocks = counts.shape[1]
+    half = max(64, int(8 * math.sqrt(n)))  # the resampled middle rarely moves further (else: scanned whole)
+    lo_i, hi_i = max(0, n // 2 - half), min(n, n // 2 + half)
+    below = np.bincount(blk[:lo_i], minlength=nblocks).astype(np.int64)  # samples of each block under the window
+    out = np.empty(resamples)
+    total = counts @ np.bincount(blk, minlength=nblocks).astype(np.int64)  # samples drawn, per resample
+    targets = np.stack([(total - 1) // 2, total // 2], axis=1)  # (r, 2): ranks of the middle one or two
+    base = counts @ below  # draws under the window, per resample
+    inside = np.flatnonzero((targets[:, 0] >= base) & (targets[:, 1] < base + counts @ np.bincount(
+        blk[lo_i:hi_i], minlength=nblocks).astype(np.int64)))
+    rest = np.setdiff1d(np.arange(resamples), inside, assume_unique=True)
+    for rows, start, stop in ((inside, lo_i, hi_i), (rest, 0, n)):
+        if not rows.size:
+            continue
+        width = stop - start
+        per = max(1, 4_000_000 // max(1, width))  # bound memory: at most ~4M weights at once
+        for j in range(0, rows.size, per):
+            sel = rows[j:j + per]
+            r = sel.size
+            c = counts[sel]
+            cw = np.cumsum(c[:, blk[start:stop]], axis=1) + (base[sel][:, None] if start else 0)
+            top = int(cw[:, -1].max()) + 1
+            offset = np.arange(r, dtype=np.int64) * top  # one sorted row after another
+            flat = (cw + offset[:, None]).ravel()
+            picks = [np.searchsorted(flat, targets[sel, t] + offset, side="right") - np.arange(r) * width + start
+                     for t in (0, 1)]
+            out[sel] = (vals[picks[0]] + vals[picks[1]]) / 2
+    return out
+
+
+def _row_counts(draws: np.ndarray, k: int) -> np.ndarray:
+    """``draws`` (r, m) of indices below ``k`` as counts (r, k)."""
+    r = draws.shape[0]
+    return np.bincount((draws + np.arange(r)[:, None] * k).ravel(), minlength=r * k).reshape(r, k)
+
+
 def _block_medians(samples: np.ndarray, labels: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Medians of ``resamples`` block-bootstrap resamples (blocks drawn with replacement)."""
     order = np.argsort(labels, kind="stable")
@@ -93,33 +143,29 @@ def _block_medians(samples: np.ndarray, labels: np.ndarray, resamples: int, rng:
         mat = np.stack(groups)
         picks = rng.integers(0, k, size=(resamples, k))
         return np.median(mat[picks].reshape(resamples, -1), axis=1)
-    out = np.empty(resamples)
-    for r in range(resamples):
-        out[r] = np.median(np.concatenate([groups[i] for i in rng.integers(0, k, size=k)]))
-    return out
+    block = np.repeat(np.arange(k), sizes)
+    return _resampled_medians(samples[order], block, _row_counts(rng.integers(0, k, size=(resamples, k)), k))
 
 
 def _grouped_block_medians(samples: np.ndarray, chunks: np.ndarray | None, groups: np.ndarray, resamples: int,
                            rng: np.random.Generator) -> np.ndarray:
     """Two-stage bootstrap medians: groups (passes) drawn with replacement, then the blocks of each
-    drawn group with replacement (blocks labelled within each group by ``block_labels``)."""
-    per_group: list[list[np.ndarray]] = []
+    drawn group with replacement (blocks labelled within each group by ``block_labels``). A group
+    drawn m times contributes m independent draws of its B blocks: together a multinomial of
+    m * B draws over its blocks, which is how the counts are drawn."""
+    values, block, sizes = [], [], []
     for g in np.unique(groups):
         mask = groups == g
         vals = samples[mask]
         labels = block_labels(None if chunks is None else chunks[mask], int(vals.size))
-        order = np.argsort(labels, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(labels[order]) != 0])
-        per_group.append(np.split(vals[order], starts[1:]))
-    k = len(per_group)
-    out = np.empty(resamples)
-    for r in range(resamples):
-        parts = []
-        for gi in rng.integers(0, k, size=k):
-            blocks = per_group[gi]
-            parts.extend(blocks[i] for i in rng.integers(0, len(blocks), size=len(blocks)))
-        out[r] = np.median(np.concatenate(parts))
-    return out
+        _, local = np.unique(labels, return_inverse=True)
+        values.append(vals)
+        block.append(local.ravel() + sum(sizes))
+        sizes.append(int(local.max()) + 1)
+    k = len(sizes)
+    times = _row_counts(rng.integers(0, k, size=(resamples, k)), k)  # (r, k): how often each group was drawn
+    counts = np.hstack([rng.multinomial(times[:, gi] * b, np.full(b, 1.0 / b)) for gi, b in enumerate(sizes)])
+    return _resampled_medians(np.concatenate(values), np.concatenate(block), counts)
 
 
 def student_t_quantile(p: float, df: int) -> float:
@@ -421,9 +467,11 @@ class StopRule:
     2. the noise is low: relative stdev at most ``target_cv`` (nvbench's max-noise, 0.5%);
     3. the noise has stabilised (nvbench's stdrel rule): the noise, measured robustly (IQR / 1.349 /
        median, the relative stdev of normal noise that one huge sample from a busy host does not
-       throw) about every 16 samples, has a spread relative to its current value below
+       throw) every ``noise_every`` (16) samples, has a spread relative to its current value below
        ``stable_noise`` (5%) over the newer half of its history (at least 8 values, at most
        ``noise_window``). Inherently noisy kernels stop here instead of running to the timeout.
+       A unit of a sweep in units records it more often (``bench.units.unit_rule``: every
+       16/units samples), so that the units together take the samples one unit took.
 
     ``timeout_s`` of wall time (default 10 s; nvbench's is 15 s) or ``max_samples`` is the last resort; a stop there is reported as
     a timeout, never as convergence. The CI is re-evaluated only when the sample count has grown by
@@ -438,6 +486,7 @@ class StopRule:
     target_cv: float = 0.005
     stable_noise: float = 0.05
     noise_window: int = 512
+    noise_every: int = 16
     timeout_s: float = 10.0
     max_samples: int = 100_000
 
@@ -457,6 +506,8 @@ class StopRule:
             raise ConfigError(f"stop rule min_wall_s must be a finite number of seconds >= 0, got {self.min_wall_s!r}")
         if self.noise_window < 2:
             raise ConfigError(f"stop rule noise_window must be >= 2, got {self.noise_window!r}")
+        if isinstance(self.noise_every, bool) or not isinstance(self.noise_every, int) or self.noise_every < 1:
+            raise ConfigError(f"stop rule noise_every must be an int >= 1 (samples between noise readings), got {self.noise_every!r}")
 
     @property
     def adaptive(self) -> bool:
@@ -532,8 +583,8 @@ class StopTracker:
                 return 0, f"converged: rel stdev {cv:.2%} <= {rule.target_cv:.2%}"
             # nvbench's stdrel rule, on a robust noise measure (IQR / 1.349 / median: the relative
             # stdev for normal noise, but not thrown by the rare huge sample a busy host produces),
-            # recorded about every 16 samples; the window is the newer half of that history
-            if n >= self._noise_at + 16:
+            # recorded every noise_every samples; the window is the newer half of that history
+            if n >= self._noise_at + rule.noise_every:
                 self._noise_at = n
                 q1, q3 = np.percentile(x, [25, 75])
                 med = float(np.median(x))

@@ -18,8 +18,9 @@ of units (``SweepSpec.units``), and verdicts are decided from the variation betw
 * its own process on a GPU (the event floor is fixed per process), started ahead of its turn while
   the previous unit measures, so its interpreter start-up costs no wall time (``bench.worker``);
 * its own share of the samples: fixed counts are split exactly; an adaptive rule's minimums, time
-  budget and sample cap are divided by the planned units and its interval target widened by
-  sqrt(units), so that the units together take about what one unit took before.
+  budget and sample cap are divided by the planned units, its interval and noise-stability
+  targets widened by sqrt(units) and its noise read units times as often, so that the units together take about what
+  one unit took before.
 
 ``units="auto"`` plans ``AUTO_UNITS[0]`` units (3), then adds units, up to ``AUTO_UNITS[1]``, for the
 configurations whose unit medians still spread wider than twice the stop rule's interval target,
@@ -87,9 +88,16 @@ def unit_rule(rule: StopRule, units: int, k: int) -> StopRule:
         share = rule.iterations // units + (1 if k < rule.iterations % units else 0)
         return dataclasses.replace(rule, iterations=max(1, share))
     widen = math.sqrt(units)
+    # The noise rule (nvbench's stdrel) stops when the noise read from n/2 and from n samples agree
+    # within stable_noise: a relative error that shrinks as 1/sqrt(n), like the interval, so its
+    # limit is widened by sqrt(units) too, and it reads the noise units times as often (it needs 8
+    # readings). Unscaled, each unit took as many samples as a whole one-unit sweep: 2.9x the wall
+    # time of the one-unit default on the host, where this is the stop that binds.
     return dataclasses.replace(ps.pass_rule(rule, units),
                                target_ci=rule.target_ci * widen if rule.target_ci is not None else None,
-                               target_cv=rule.target_cv * widen if rule.target_cv is not None else None)
+                               target_cv=rule.target_cv * widen if rule.target_cv is not None else None,
+                               stable_noise=rule.stable_noise * widen,
+                               noise_every=max(1, round(rule.noise_every / units)))
 
 
 def unit_spec(spec: SweepSpec, units: int, k: int) -> SweepSpec:
@@ -156,7 +164,7 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
 
 def drop_partial(previous: Any, least: int) -> Any:
     """``previous`` (``bench.io.Previous``) less the configurations recorded with fewer than
-    ``least`` units (an interrupted sweep in units writes after every unit): those are measured
+    ``least`` units (a sweep in units stopped or faulted part-way writes the units it finished): those are measured
     again whole on resume, so no row stands on fewer units than the spec plans."""
     from .io import Previous
 
