@@ -226,3 +226,50 @@ def test_a_sweep_in_units_stopped_part_way_keeps_finished_units_and_resume_measu
     assert not again.stopped and set(again.summary["passes"]) == {3}
     assert set(again.samples["pass_index"]) == {0, 1, 2}
     assert not again.samples.duplicated(["size_bytes", "pass_index", "iteration", "chunk", "position"]).any()
+
+
+def test_unit_workers_draw_each_input_layout_once_between_them(tmp_path) -> None:
+    """Units in worker processes (as on a GPU): the first draws the seeded inputs of each size and
+    the later ones map them from the sweep's private folder (bench.inputs), which is gone after the
+    sweep; the outputs still check against the reference in unit 0."""
+    import glob
+    import os
+    import tempfile
+
+    before = set(glob.glob(os.path.join("/dev/shm", "hipexplore-inputs-*")) +
+                 glob.glob(os.path.join(tempfile.gettempdir(), "hipexplore-inputs-*")))
+    res = sweep("triad", ["64KiB", "256KiB"], [1], ["none"], device="host", worker=True, units=3, iterations=12,
+                progress=False, reference=False)
+    assert res.metadata["sweep.unit_location"] == "worker"
+    assert res.metadata["inputs.unit.0"] == "drawn 2, mapped 0"
+    assert res.metadata["inputs.unit.1"] == res.metadata["inputs.unit.2"] == "drawn 0, mapped 2"
+    assert set(res.summary["passes"]) == {3} and "verify.triad.65536" in res.metadata
+    after = set(glob.glob(os.path.join("/dev/shm", "hipexplore-inputs-*")) +
+                glob.glob(os.path.join(tempfile.gettempdir(), "hipexplore-inputs-*")))
+    assert after <= before  # the folder went with the sweep
+
+
+def test_shared_inputs_are_the_drawn_ones_and_a_torn_file_is_drawn_again(tmp_path) -> None:
+    from hipexplore.bench import inputs
+
+    spec = catalog.get("triad")
+    n = spec.elements(1 << 16)
+    inputs.share_in(str(tmp_path))
+    try:
+        inputs._HOST_INPUTS.clear()
+        drawn = inputs.host_inputs(spec, n, spec.scalars(n), 3)
+        files = sorted(tmp_path.iterdir())
+        assert len(files) == len(spec.buffers())
+        inputs._HOST_INPUTS.clear()
+        mapped = inputs.host_inputs(spec, n, spec.scalars(n), 3, copy=False)
+        for k in drawn:
+            np.testing.assert_array_equal(mapped[k], drawn[k])
+            assert not mapped[k].flags.writeable
+        files[0].write_bytes(files[0].read_bytes()[:100])  # torn: not mapped, drawn again
+        inputs._HOST_INPUTS.clear()
+        again = inputs.host_inputs(spec, n, spec.scalars(n), 3)
+        for k in drawn:
+            np.testing.assert_array_equal(again[k], drawn[k])
+    finally:
+        inputs.share_in(None)
+        inputs._HOST_INPUTS.clear()

@@ -9,15 +9,15 @@ never silent.
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..devices.base import Device, DeviceBuffer, PackedArgs, fill_host_array, pack_args
+from ..devices.base import Device, DeviceBuffer, PackedArgs, pack_args
 from ..errors import ConfigError
 from ..kernels.spec import KernelSpec
+from .inputs import _HOST_INPUTS, HOST_INPUT_CACHE_BYTES, host_inputs  # noqa: F401 - importable from here too
 
 DEFAULT_MEM_FRACTION = 0.5
 
@@ -93,42 +93,11 @@ def check_iterations(iterations: int, buffer_sets: int) -> None:
         )
 
 
-#: pristine host inputs of the last (buffers, n, seed) filled, reused up to this many bytes: a sweep
-#: builds the same inputs for every flush mode and timer of a size (4+ times per size and pass), and
-#: drawing 3 x 64 Mi random floats took ~2.5 s of every 256 MiB configuration on a CPU core
-HOST_INPUT_CACHE_BYTES = 1 << 30
-_HOST_INPUTS: dict[Any, dict[str, np.ndarray]] = {}
-_HOST_LOCK = threading.Lock()
-
-
-def host_inputs(spec: KernelSpec, n: int, scalars: dict[str, Any], seed: int = 0) -> dict[str, np.ndarray]:
-    """Each buffer's host data (seeded random / zeros / ones / a value, in the spec's buffer order
-    from one generator): fresh copies, so a reference that writes into them changes nothing kept."""
-    layout = tuple((a.name, np.dtype(a.dtype), int(a.elements(n, scalars)), str(a.init)) for a in spec.buffers())
-    key = (layout, int(seed))
-    with _HOST_LOCK:
-        kept = _HOST_INPUTS.get(key)
-    if kept is None:
-        rng = np.random.default_rng(seed)
-        kept = {}
-        for (name, dtype, elements, _), a in zip(layout, spec.buffers()):
-            arr = np.empty(elements, dtype=dtype)
-            fill_host_array(arr, a.init, rng)
-            kept[name] = arr
-        if sum(a.nbytes for a in kept.values()) <= HOST_INPUT_CACHE_BYTES:
-            with _HOST_LOCK:
-                _HOST_INPUTS.clear()
-                _HOST_INPUTS[key] = kept
-        else:
-            return kept  # not kept: these are the only copies
-    return {name: arr.copy() for name, arr in kept.items()}
-
-
 class BufferSets:
     """``count`` independent copies of a kernel's buffers, each with its marshalled arguments.
 
-    Inputs are filled once on the host (seeded random data) and copied into every set, so all sets
-    hold the same values; the host copies of set 0 are kept for correctness checks.
+    Inputs are filled once on the host (seeded random data, ``bench.inputs``) and copied into every
+    set, so all sets hold the same values; ``host`` gives writable copies for correctness checks.
     """
 
     def __init__(self, device: Device, spec: KernelSpec, n: int, count: int, *, seed: int = 0,
@@ -138,19 +107,28 @@ class BufferSets:
         self.args: list[PackedArgs] = []
         self.scalars = spec.scalars(n)
         self.scalars.update(scalars or {})
-        self.host: dict[str, np.ndarray] = host_inputs(spec, n, self.scalars, seed)
+        self._pristine = host_inputs(spec, n, self.scalars, seed, copy=False)  # read-only, shared
+        self._host: dict[str, np.ndarray] | None = None
         try:
             for _ in range(count):
                 bufs: dict[str, DeviceBuffer] = {}
                 self.buffers.append(bufs)
                 for a in spec.buffers():
-                    bufs[a.name] = device.alloc(self.host[a.name].nbytes)
-                    device.copy_to_device(bufs[a.name], self.host[a.name])
+                    bufs[a.name] = device.alloc(self._pristine[a.name].nbytes)
+                    device.copy_to_device(bufs[a.name], self._pristine[a.name])
                 self.args.append(pack_args(spec.args, {**bufs, **self.scalars}))
             device.synchronize()
         except BaseException:
             self.free()
             raise
+
+    @property
+    def host(self) -> dict[str, np.ndarray]:
+        """Writable host copies of set 0's inputs (for the output check), made at first use: most
+        sets are only launched, and at 256 MiB each copy cost a fraction of a second."""
+        if self._host is None:
+            self._host = {k: (v if v.flags.writeable else v.copy()) for k, v in self._pristine.items()}
+        return self._host
 
     @property
     def total_bytes(self) -> int:

@@ -18,6 +18,7 @@ each one, so a widget can show live results and stop the sweep.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from typing import Any, Sequence
@@ -25,6 +26,7 @@ from typing import Any, Sequence
 from ..devices.base import Device, check_flush_mode
 from ..errors import ConfigError, KernelFault
 from ..schema import Configuration
+from .inputs import shared_folder
 from .io import Previous, check_resume, kernel_identity, output_paths, previous_results
 from .recorder import Recorder
 from .result import SweepHooks, SweepResult
@@ -106,14 +108,15 @@ def run(spec: SweepSpec, device: Device, *, out: str | os.PathLike | None = None
 def measure_unit(spec: SweepSpec, device: Device, channel: Any, *, where: str, run_id: str,
                  done: set[Configuration] | frozenset[Configuration] = frozenset(),
                  refs: dict[tuple[str, int, str], Measurement] | None = None, pad_bytes: int = 0, unit: int = 0,
-                 started: Any = None) -> bool:
+                 started: Any = None, inputs_dir: str | None = None) -> bool:
     """One unit (``SweepRun``) of ``spec`` at ``where``, reporting to ``channel``; True if stopped
-    (``unit``: its index, which seeds its draws; ``started``: a worker started ahead for it)."""
+    (``unit``: its index, which seeds its draws; ``started``: a worker started ahead for it;
+    ``inputs_dir``: the sweep's shared input folder, ``bench.inputs``)."""
     if where == WORKER:
         from .worker import unit_in_worker
 
         return unit_in_worker(spec, device, channel, run_id=run_id, done=set(done), refs=refs or {}, pad_bytes=pad_bytes,
-                              unit=unit, started=started)
+                              unit=unit, started=started, inputs_dir=inputs_dir)
     return SweepRun(spec, device, channel, run_id=run_id, done=done, refs=refs, unit=unit).measure()
 
 
@@ -145,7 +148,7 @@ def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, wher
             started = ahead.pop() if ahead else start_unit_worker()
             ahead.append(start_unit_worker())  # the next unit's interpreter starts while this one measures
             stopped = measure_unit(one, dev, unit, where=where, run_id=run_id, done=done, pad_bytes=pad, unit=k,
-                                   started=started)
+                                   started=started, inputs_dir=folder[0])
         else:
             unit_dev = dev.fresh() if k and hasattr(dev, "fresh") else dev  # host: the library loaded anew
             pad_buf = unit_dev.alloc(pad) if pad else None
@@ -169,11 +172,15 @@ def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, wher
     done_units: list[SweepResult] = []
     merged_at = [0]
     base_samples, base_rows = list(rec.samples), list(rec.rows)
-    try:
-        results = us.measure(spec, dev, run_unit, set(previous.done))
-    finally:
-        for started in ahead:
-            started.discard()
+    folder: list[str | None] = [None]
+    with contextlib.ExitStack() as stack:
+        if where == WORKER:  # the units' processes draw each input layout once between them (bench.inputs)
+            folder[0] = stack.enter_context(shared_folder())
+        try:
+            results = us.measure(spec, dev, run_unit, set(previous.done))
+        finally:
+            for started in ahead:
+                started.discard()
     stopped = any(r.stopped for r in results)
     rec.meta({"sweep.unit_pad_bytes": ",".join(map(str, pads)),
               "sweep.units_done": str(len(results) - (1 if stopped else 0)),

@@ -113,11 +113,13 @@ def start_unit_worker() -> StartedWorker:
 
 
 def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, done: set, refs: dict,
-                   pad_bytes: int = 0, unit: int = 0, started: StartedWorker | None = None) -> bool:
+                   pad_bytes: int = 0, unit: int = 0, started: StartedWorker | None = None,
+                   inputs_dir: str | None = None) -> bool:
     """One unit of ``spec`` in a worker process (see the module docstring), reported to ``channel``;
     True when the caller's ``stop_now`` stopped it. ``pad_bytes``: held allocated there before the
     unit allocates anything (``bench.units``); ``unit``: the unit's index (seeds its draws);
-    ``started``: a worker started ahead (``start_unit_worker``), else one is started now."""
+    ``started``: a worker started ahead (``start_unit_worker``), else one is started now;
+    ``inputs_dir``: the sweep's folder of host inputs shared between its units (``bench.inputs``)."""
     spec, kernels = _shippable(spec)
     llc = device.llc_bytes if "override" in str(getattr(device, "llc_source", "")) else None
     w = started or StartedWorker()
@@ -127,7 +129,7 @@ def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, d
     try:
         tx.send_bytes(pickle.dumps({"device": _device_text(device), "llc_bytes": llc, "kernels": kernels, "spec": spec,
                                     "run_id": run_id, "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes),
-                                    "unit": int(unit)}))
+                                    "unit": int(unit), "inputs_dir": inputs_dir}))
         while True:
             try:
                 kind, payload = pickle.loads(rx.recv_bytes())

@@ -61,6 +61,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         # imported before the job arrives: a worker started ahead of its unit (bench.worker.StartedWorker)
         # pays its start-up while the previous unit measures; the device is opened only below
         from ..devices import get_device
+        from .inputs import share_in
         from .sweeprun import SweepRun
 
         try:  # the CUDA driver bindings too, where present (importing them opens no context)
@@ -69,6 +70,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
             pass
         job = pickle.loads(rx.recv_bytes())
         _register(job["kernels"])
+        share_in(job.get("inputs_dir"))  # inputs an earlier unit of the sweep drew are mapped, not drawn
 
         dev = get_device(job["device"], llc_bytes=job["llc_bytes"])
         # a pass's own placement (bench.passes): held until the process ends
@@ -77,6 +79,10 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
             channel.meta({"worker.pad_bytes": str(pad.nbytes)})
         stopped = SweepRun(job["spec"], dev, channel, run_id=job["run_id"], done=job["done"], refs=job["refs"],
                            unit=job.get("unit", 0)).measure()
+        if job.get("inputs_dir"):
+            from .inputs import COUNTS
+
+            channel.meta({f"inputs.unit.{job.get('unit', 0)}": f"drawn {COUNTS['drawn']}, mapped {COUNTS['mapped']}"})
         channel.send("done", stopped)
     except BaseException as exc:  # everything goes back to the parent, which raises it
         try:

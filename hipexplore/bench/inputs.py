@@ -1,0 +1,138 @@
+"""Pristine host inputs of a kernel's buffers: drawn once per sweep, not once per unit.
+
+Why: a sweep builds the same inputs (seeded random data, zeros, ones, a value) for every group,
+reference part and output check of a size, and drawing 3 x 64 Mi random floats took ~2.5 s of every
+256 MiB configuration on a CPU core. Within a process the last layout drawn is kept (up to
+``HOST_INPUT_CACHE_BYTES``). A sweep in units measures each unit on a GPU in a fresh process
+(``bench.units``), which would draw everything again per unit; so the parent gives every unit
+worker one private folder (``shared_folder``, under /dev/shm where it can: memory, not disk), the
+first unit to need a layout writes it there and the later ones map it (``np.load(mmap_mode="r")``).
+The data is the same by construction (same layout, same seed): what moves between units is where
+the device buffers land, never their contents.
+
+The folder is made by ``tempfile.mkdtemp`` (mode 0700, a fresh name) in the sweep's own process and
+removed when the sweep ends; a file is written under a temporary name and renamed into place, so a
+unit never maps half a file. Nothing in it is trusted across sweeps.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..devices.base import fill_host_array
+from ..kernels.spec import KernelSpec
+
+#: pristine host inputs of the last (buffers, n, seed) filled, reused up to this many bytes
+HOST_INPUT_CACHE_BYTES = 1 << 30
+#: the most bytes a sweep's shared folder holds (beyond it, layouts are drawn per unit)
+SHARED_BYTES = 8 << 30
+_HOST_INPUTS: dict[Any, dict[str, np.ndarray]] = {}
+_HOST_LOCK = threading.Lock()
+_SHARED: list[str | None] = [None]
+#: layouts this process drew and mapped (a unit worker reports them: ``inputs.unit.K`` metadata)
+COUNTS = {"drawn": 0, "mapped": 0}
+
+
+def host_inputs(spec: KernelSpec, n: int, scalars: dict[str, Any], seed: int = 0, *, copy: bool = True) -> dict[str, np.ndarray]:
+    """Each buffer's host data (seeded random / zeros / ones / a value, in the spec's buffer order
+    from one generator). ``copy``: fresh writable copies, so a reference that writes into them
+    changes nothing kept; else the pristine arrays themselves, read-only."""
+    layout = tuple((a.name, np.dtype(a.dtype), int(a.elements(n, scalars)), str(a.init)) for a in spec.buffers())
+    key = (layout, int(seed))
+    with _HOST_LOCK:
+        kept = _HOST_INPUTS.get(key)
+    if kept is None:
+        mapped = _shared(key)
+        kept = mapped or _draw(spec, layout, seed)
+        COUNTS["mapped" if mapped else "drawn"] += 1
+        if mapped is None and sum(a.nbytes for a in kept.values()) > HOST_INPUT_CACHE_BYTES:
+            return kept  # not kept: these are the only copies, the caller's to write
+        for arr in kept.values():
+            arr.setflags(write=False)
+        if sum(a.nbytes for a in kept.values()) <= HOST_INPUT_CACHE_BYTES:
+            with _HOST_LOCK:
+                _HOST_INPUTS.clear()
+                _HOST_INPUTS[key] = kept
+    return {name: arr.copy() for name, arr in kept.items()} if copy else dict(kept)
+
+
+def _draw(spec: KernelSpec, layout: tuple, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for (name, dtype, elements, _), a in zip(layout, spec.buffers()):
+        arr = np.empty(elements, dtype=dtype)
+        fill_host_array(arr, a.init, rng)
+        out[name] = arr
+    folder = _SHARED[0]
+    if folder is not None:
+        _save(folder, layout, seed, out)
+    return out
+
+
+def _stem(layout: tuple, seed: int) -> str:
+    return hashlib.sha256(repr((layout, seed)).encode()).hexdigest()[:32]
+
+
+def _shared(key: tuple) -> dict[str, np.ndarray] | None:
+    """The layout from the sweep's shared folder, mapped read-only, or None."""
+    folder = _SHARED[0]
+    if folder is None:
+        return None
+    layout, seed = key
+    stem = _stem(layout, seed)
+    out = {}
+    for i, (name, dtype, elements, _) in enumerate(layout):
+        path = os.path.join(folder, f"{stem}-{i}.npy")
+        try:
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError):
+            return None
+        if arr.dtype != dtype or arr.shape != (elements,):
+            return None
+        out[name] = arr
+    return out
+
+
+def _save(folder: str, layout: tuple, seed: int, arrays: dict[str, np.ndarray]) -> None:
+    """Write a drawn layout for the later units (skipped past ``SHARED_BYTES`` or when the folder
+    is full: they then draw it themselves)."""
+    nbytes = sum(a.nbytes for a in arrays.values())
+    try:
+        used = sum(e.stat().st_size for e in os.scandir(folder))
+        if used + nbytes > SHARED_BYTES or shutil.disk_usage(folder).free < 2 * nbytes:
+            return
+        stem = _stem(layout, seed)
+        for i, (name, *_rest) in enumerate(layout):
+            final = os.path.join(folder, f"{stem}-{i}.npy")
+            tmp = f"{final}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                np.save(f, arrays[name], allow_pickle=False)
+            os.replace(tmp, final)
+    except OSError:
+        return  # a full or vanished folder: the later units draw their own
+
+
+def share_in(folder: str | None) -> None:
+    """Use ``folder`` (a sweep's shared folder, given to a unit worker) for this process's inputs."""
+    _SHARED[0] = folder if folder and os.path.isdir(folder) else None
+
+
+@contextlib.contextmanager
+def shared_folder() -> Iterator[str]:
+    """A fresh private folder for a sweep's units to share their inputs through, removed after."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    folder = tempfile.mkdtemp(prefix="hipexplore-inputs-", dir=base)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+__all__ = ["HOST_INPUT_CACHE_BYTES", "SHARED_BYTES", "host_inputs", "share_in", "shared_folder"]
