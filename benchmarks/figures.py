@@ -223,6 +223,45 @@ def verdicts() -> list[Figure]:
     ]
 
 
+def host_verdicts() -> list[Figure]:
+    """#23 on this VM: identical copies and a 4x-work kernel, interleaved, default units, one core busy;
+    and the default sweep's wall time beside 887bcf3's."""
+    out = []
+    rel = "data/host/wave3/verdicts-busy/verdict_truth.json"
+    if (REPO / rel).exists():
+        d = _load(rel)
+        p = d["provenance"]
+        c = d["counts"]
+        ident, sep, w4 = c.get("identical copy", {}), c.get("separate runs", {}), c.get("W4 vs A", {})
+        common = dict(command=f"python benchmarks/verdict_truth.py --device host --runs {d['runs']} --sizes {d['sizes']} --busy --out DIR",
+                      device=VM + ", one core kept busy", revision=_rev(p.get("git_revision")), date=_day(p.get("date")), data=rel)
+        out += [
+            Figure("verdicts", f"byte-identical copies interleaved, {d['runs']} runs: false `faster`/`slower` (same / undecided)",
+                   f"{ident.get('faster', 0) + ident.get('slower', 0)} of {ident.get('rows', 0)} "
+                   f"({ident.get('same', 0)} / {ident.get('undecided', 0)})", **common),
+            Figure("verdicts", "separate runs of one kernel compared: false `faster`/`slower` (same / undecided)",
+                   f"{sep.get('faster', 0) + sep.get('slower', 0)} of {sep.get('rows', 0)} "
+                   f"({sep.get('same', 0)} / {sep.get('undecided', 0)})", **common),
+            Figure("verdicts", "a 4x-work kernel against its base: rows called `slower`",
+                   f"{w4.get('slower', 0)} of {w4.get('rows', 0)}", **common),
+        ]
+    rel = "data/host/wave3/default-wall/verdict_truth.json"
+    if (REPO / rel).exists():
+        d = _load(rel)
+        p = d["provenance"]
+        walls: dict[str, list[float]] = {}
+        for b in d["baseline_walls"]:
+            walls.setdefault(b["version"], []).append(float(b["wall_s"]))
+        old, new = (sorted(walls.get(k, [math.nan])) for k in ("baseline", "this"))
+        med = [v[len(v) // 2] for v in (old, new)]
+        out.append(Figure("harness", f"default `hipexplore bench triad` ({d['sizes']} x {d['flush']}) wall time, "
+                          f"887bcf3 (one unit) / units auto, median of {len(new)} alternating reps",
+                          f"{med[0]:.1f} s / {med[1]:.1f} s ({med[1] / med[0]:.2f}x)",
+                          f"python benchmarks/verdict_truth.py --device host --runs 0 --sizes {d['sizes']} --baseline .old "
+                          f"--baseline-reps {len(new)} --out DIR", VM, _rev(p.get("git_revision")), _day(p.get("date")), rel))
+    return out
+
+
 def own_kernels() -> list[Figure]:
     rel = "data/h200/wave2/1/byok/byok.json"
     d = _load(rel)
@@ -265,7 +304,7 @@ FIGURES: list[Callable[[], list[Figure]]] = [
     lambda: cache_hits("benchmarks/results/cache_bench_h200_nvrtc.json", "H200 machine's host CPU (Intel Xeon, 16 cores)", "NVRTC sm_90"),
     cache_team, replay_cli, triton,
     triad_timers, launch_floor, nvbench, chunk_position, drift, adaptive,
-    verdicts, own_kernels, cluster,
+    verdicts, host_verdicts, own_kernels, cluster,
 ]
 
 

@@ -218,6 +218,17 @@ def main() -> None:
 
 def report(args: argparse.Namespace, out: Path, kernels: list[str], paths: list[Path], walls: list[float],
            base_rows: list[dict]) -> None:
+    if not paths:  # --runs 0: the wall-time baseline alone
+        from hipexplore.provenance import collect
+
+        meta = collect(compilers=False)
+        (out / "verdict_truth.json").write_text(json.dumps(
+            {"device": args.device, "runs": 0, "sizes": args.sizes, "flush": args.flush, "busy": args.busy,
+             "baseline_walls": base_rows, "git_revision": meta.get("git_revision"),
+             "provenance": {k: str(v) for k, v in meta.items()}}, indent=1, default=str))
+        for b in base_rows:
+            print(f"  baseline timing: {b['version']} rep {b['rep']}: {b['wall_s']:.1f} s rc {b['rc']}")
+        return
     rows = comparisons(paths, kernels)
     rows.to_parquet(out / "rows.parquet")
     ref = reference(paths, kernels)

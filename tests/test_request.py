@@ -30,6 +30,23 @@ def test_key_is_canonical_and_ignores_label_and_header_order():
     assert make_key(a, IDENT).record["request"]["headers"][0]["name"] == "a.h"
 
 
+def test_headers_are_keyed_by_the_digest_of_their_text():
+    """A tuning list's kernels share a 75 KB header set: keyed in full it made every key record 79 KB
+    and a disk hit ~2 ms of JSON. By SHA-256 the record stays small whatever the headers weigh, and
+    any change to a header's text (one byte, deep in a large header) is still another key."""
+    import hashlib
+
+    big = "".join(f"#define H{i} {i}\n" for i in range(6000))  # ~80 KB
+    a = req(headers=(Source("big.h", big),))
+    key = make_key(a, IDENT)
+    assert len(key.canonical) < 2000 < len(big)
+    assert key.record["request"]["headers"] == [{"name": "big.h", "sha256": hashlib.sha256(big.encode()).hexdigest()}]
+    edited = big[:40000] + "1" + big[40001:]
+    assert make_key(req(headers=(Source("big.h", edited),)), IDENT) != key
+    assert make_key(req(headers=(Source("big.h", big + " "),)), IDENT) != key
+    assert make_key(req(headers=(Source("other.h", big),)), IDENT) != key  # the name is keyed too
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -18,9 +18,9 @@ of units (``SweepSpec.units``), and verdicts are decided from the variation betw
 * its own process on a GPU (the event floor is fixed per process), started ahead of its turn while
   the previous unit measures, so its interpreter start-up costs no wall time (``bench.worker``);
 * its own share of the samples: fixed counts are split exactly; an adaptive rule's minimums, time
-  budget and sample cap are divided by the planned units, its interval and noise-stability
-  targets widened by sqrt(units) and its noise read units times as often, so that the units together take about what
-  one unit took before.
+  budget and sample cap are divided by the planned units plus one (``shares``: room for the
+  extras), its interval and noise-stability targets widened by sqrt(shares) and its noise read
+  that many times as often, so that the units together take about what one unit took before.
 
 ``units="auto"`` plans ``AUTO_UNITS[0]`` units (3), then adds units, up to ``AUTO_UNITS[1]``, for the
 configurations whose unit medians still spread wider than twice the stop rule's interval target,
@@ -100,9 +100,20 @@ def unit_rule(rule: StopRule, units: int, k: int) -> StopRule:
                                noise_every=max(1, round(rule.noise_every / units)))
 
 
-def unit_spec(spec: SweepSpec, units: int, k: int) -> SweepSpec:
-    """The spec one unit measures (one unit of its share of the samples and reference)."""
-    return dataclasses.replace(spec, units=1, stop=unit_rule(spec.stop, units, k),
+def shares(spec: SweepSpec, lo: int, hi: int) -> int:
+    """Into how many shares an adaptive rule is divided: one more than the planned units when extra
+    units may follow (``hi > lo``), so that the planned units and the extras (at most
+    ``EXTRA_BUDGET`` of the planned units' time) together take about what one unit took before:
+    shares of the planned 3 alone put the default at 1.36-1.48x the one-unit wall time on the host,
+    where every configuration is noisy enough to earn its fourth unit. A fixed count is split among
+    the planned units exactly (no extras follow it)."""
+    return lo + 1 if spec.stop.adaptive and hi > lo else lo
+
+
+def unit_spec(spec: SweepSpec, units: int, k: int, share: int | None = None) -> SweepSpec:
+    """The spec unit ``k`` of ``units`` planned measures: its share of the samples (one of ``share``,
+    default ``units``: ``shares``) and of the cold reference (one of the planned units: extras take none)."""
+    return dataclasses.replace(spec, units=1, stop=unit_rule(spec.stop, share or units, k),
                                reference_samples=max(1, math.ceil(spec.reference_samples / units)))
 
 
@@ -136,10 +147,11 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
     """The units of ``spec``: ``run_unit(unit_spec, k, done)`` for each (it returns a
     ``SweepResult``); the planned units first, then the adaptive extras (module docstring)."""
     lo, hi = planned(spec, device)
+    share = shares(spec, lo, hi)
     results: list[Any] = []
     t0 = clock()
     for k in range(lo):
-        results.append(run_unit(unit_spec(spec, lo, k), k, set(all_done)))
+        results.append(run_unit(unit_spec(spec, lo, k, share), k, set(all_done)))
         if results[-1].stopped:
             return results
     spent = clock() - t0
@@ -156,7 +168,7 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
             break
         done = set(all_done) | {c for c in every if c not in todo}  # references too: taken by the planned units
         k = len(results)
-        results.append(run_unit(unit_spec(spec, lo, k % lo), k, done))
+        results.append(run_unit(unit_spec(spec, lo, k % lo, share), k, done))
         if results[-1].stopped:
             break
     return results
@@ -183,4 +195,4 @@ def drop_partial(previous: Any, least: int) -> Any:
     return Previous(samples, summary[keep_rows].reset_index(drop=True), previous.metadata, set(previous.done) - short)
 
 
-__all__ = ["EXTRA_BUDGET", "drop_partial", "WIDE_FACTOR", "max_sets", "measure", "planned", "unit_rule", "unit_spec", "wide"]
+__all__ = ["EXTRA_BUDGET", "drop_partial", "WIDE_FACTOR", "max_sets", "measure", "planned", "shares", "unit_rule", "unit_spec", "wide"]
