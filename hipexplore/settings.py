@@ -57,8 +57,16 @@ class Setting(Generic[T]):
             return self.parse(raw)
         except (ValueError, TypeError, OverflowError):
             raise ConfigError(
-                f"environment variable {self.name}={os.environ.get(self.name)!r} is invalid: expected {self.allowed}"
+                f"environment variable {self.name}={self.shown(os.environ.get(self.name) or '')!r} is invalid: expected {self.allowed}"
             ) from None
+
+    def shown(self, value: str) -> str:
+        """``value`` as a message may print it: a URL's password and a secret are never shown."""
+        if self.kind == "url":
+            return redacted_url(value)
+        if "SECRET" in self.name:
+            return "***"
+        return value
 
     def default_text(self) -> str:
         if self.default_doc:
@@ -147,6 +155,21 @@ def _redis_url(raw: str) -> str:
     if parts.port is not None and not 0 < parts.port < 65536:  # .port raises ValueError past 65535
         raise ValueError(raw)
     return raw
+
+
+def redacted_url(url: str) -> str:
+    """The URL without a password, for messages."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        port = parts.port
+    except ValueError:  # an unparsable port: say nothing of what follows the scheme
+        return url.split("://", 1)[0] + "://***"
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}" + (f":{port}" if port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str = "") -> Setting:

@@ -45,7 +45,6 @@ import time
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from .. import settings
 from ..errors import ConfigError
@@ -66,17 +65,8 @@ _LEASE_VERSION = "hx1"
 T = TypeVar("T")
 
 
-def redacted(url: str) -> str:
-    """The URL without a password, for messages."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        port = parts.port
-    except ValueError:  # an unparsable port: say nothing of what follows the scheme
-        return url.split("://", 1)[0] + "://***"
-    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}" + (f":{port}" if port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+#: the URL without a password, for messages (settings' errors print it the same way)
+redacted = settings.redacted_url
 
 
 def check_url(url: object, what: str = "remote") -> str:
