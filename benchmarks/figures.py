@@ -83,6 +83,20 @@ def cache_hits(rel: str, device: str, label: str) -> list[Figure]:
     ]
 
 
+def key_headers() -> list[Figure]:
+    rel = "benchmarks/results/key_headers.json"
+    if not (REPO / rel).exists():
+        return []
+    d = _load(rel)
+    p = d["provenance"]
+    a, b = d["by_digest"], d["full_text"]
+    return [Figure("compile cache", f"{d['compiler']} {d['target']} {d['list']} requests (~{d['header_bytes_median'] / 1024:.0f} KB "
+                   f"of headers each): disk hit p50, headers keyed by digest / in full (key record)",
+                   f"{_us(a['p50_s'])} / {_us(b['p50_s'])} ({a['key_bytes_median'] / 1024:.1f} / {b['key_bytes_median'] / 1024:.1f} KiB)",
+                   "python benchmarks/compile/key_headers.py --out benchmarks/results/key_headers.json", VM,
+                   _rev(p.get("git_revision")), _day(p.get("date")), rel)]
+
+
 def cache_team() -> list[Figure]:
     rel = "benchmarks/results/cache_bench_team.json"
     d = _load(rel)
@@ -302,7 +316,7 @@ def triton() -> list[Figure]:
 FIGURES: list[Callable[[], list[Figure]]] = [
     lambda: cache_hits("benchmarks/results/cache_bench.json", VM, "hiprtc gfx90a"),
     lambda: cache_hits("benchmarks/results/cache_bench_h200_nvrtc.json", "H200 machine's host CPU (Intel Xeon, 16 cores)", "NVRTC sm_90"),
-    cache_team, replay_cli, triton,
+    cache_team, key_headers, replay_cli, triton,
     triad_timers, launch_floor, nvbench, chunk_position, drift, adaptive,
     verdicts, host_verdicts, own_kernels, cluster,
 ]
