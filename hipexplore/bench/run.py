@@ -186,9 +186,11 @@ def _units(spec: SweepSpec, dev: Device, rec: Recorder, previous: Previous, wher
               "sweep.units_done": str(len(results) - (1 if stopped else 0)),
               "sweep.units_planned": str(lo),
               "sweep.unit_location": where})
-    finished = [r for r in results if not r.stopped] or results
-    if stopped or merged_at[0] != len(finished):  # a stopped sweep writes the units it finished
-        _record_merged(rec, base_samples, base_rows, finished, dev, final=stopped)
+    finished = [r for r in results if not r.stopped]
+    if stopped:  # what the result shows: the units finished (else the one stopped); only finished ones are written
+        _record_merged(rec, base_samples, base_rows, finished or results, dev, final=bool(finished))
+    elif merged_at[0] != len(finished):
+        _record_merged(rec, base_samples, base_rows, finished, dev)
     return stopped
 
 
