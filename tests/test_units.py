@@ -273,3 +273,24 @@ def test_shared_inputs_are_the_drawn_ones_and_a_torn_file_is_drawn_again(tmp_pat
     finally:
         inputs.share_in(None)
         inputs._HOST_INPUTS.clear()
+
+
+def test_a_killed_sweeps_input_folder_is_removed_by_the_next_sweep(tmp_path) -> None:
+    """A SIGKILLed sweep cannot remove its shared input folder (under /dev/shm: memory); the next
+    sweep removes the folders of dead creators and keeps a live one's."""
+    import os
+    import subprocess
+    import sys
+
+    from hipexplore.bench import inputs
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = tmp_path / f"{inputs.PREFIX}{dead.pid}-abc"
+    gone.mkdir()
+    (gone / "x.npy").write_bytes(b"0" * 100)
+    alive = tmp_path / f"{inputs.PREFIX}{os.getppid()}-def"  # a running process that made it (pytest's parent)
+    alive.mkdir()
+    os.utime(alive, (1e10, 1e10))  # made "after" that process started
+    assert inputs.clean_leftovers(str(tmp_path)) == 1
+    assert not gone.exists() and alive.exists()

@@ -10,8 +10,8 @@ first unit to need a layout writes it there and the later ones map it (``np.load
 The data is the same by construction (same layout, same seed): what moves between units is where
 the device buffers land, never their contents.
 
-The folder is made by ``tempfile.mkdtemp`` (mode 0700, a fresh name) in the sweep's own process and
-removed when the sweep ends; a file is written under a temporary name and renamed into place, so a
+The folder is made by ``tempfile.mkdtemp`` (mode 0700, a fresh name with the sweep's pid) in the
+sweep's own process and removed when the sweep ends (a killed sweep's folder by the next sweep); a file is written under a temporary name and renamed into place, so a
 unit never maps half a file. Nothing in it is trusted across sweeps.
 """
 from __future__ import annotations
@@ -20,8 +20,10 @@ import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import threading
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -124,15 +126,49 @@ def share_in(folder: str | None) -> None:
     _SHARED[0] = folder if folder and os.path.isdir(folder) else None
 
 
+PREFIX = "hipexplore-inputs-"
+
+
+def _base() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+
+
+def clean_leftovers(base: str | None = None) -> int:
+    """Remove the shared folders of sweeps whose process died (a SIGKILL leaves its folder, and under
+    /dev/shm that is memory): only this user's real folders named ``PREFIX<pid>-*`` whose creator is
+    gone (by pid and start time: ``compile.host._creator_alive``). Returns how many were removed."""
+    from ..compile.host import _creator_alive, _remove_tree
+
+    base = base or _base()
+    removed = 0
+    try:
+        entries = [e for e in os.scandir(base) if e.name.startswith(PREFIX)]
+    except OSError:
+        return 0
+    for e in entries:
+        pid = e.name[len(PREFIX):].split("-", 1)[0]
+        try:
+            st = os.lstat(e.path)
+        except OSError:
+            continue
+        if not (pid.isdigit() and stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()):
+            continue
+        if int(pid) != os.getpid() and not _creator_alive(int(pid), st.st_mtime):
+            removed += _remove_tree(Path(e.path))
+    return removed
+
+
 @contextlib.contextmanager
 def shared_folder() -> Iterator[str]:
-    """A fresh private folder for a sweep's units to share their inputs through, removed after."""
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    folder = tempfile.mkdtemp(prefix="hipexplore-inputs-", dir=base)
+    """A fresh private folder (mode 0700) for a sweep's units to share their inputs through,
+    removed after; dead sweeps' folders are removed first (``clean_leftovers``)."""
+    base = _base()
+    clean_leftovers(base)
+    folder = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base)
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["HOST_INPUT_CACHE_BYTES", "SHARED_BYTES", "host_inputs", "share_in", "shared_folder"]
+__all__ = ["HOST_INPUT_CACHE_BYTES", "PREFIX", "SHARED_BYTES", "clean_leftovers", "host_inputs", "share_in", "shared_folder"]
