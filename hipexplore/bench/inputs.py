@@ -5,7 +5,7 @@ reference part and output check of a size, and drawing 3 x 64 Mi random floats t
 256 MiB configuration on a CPU core. Within a process the last layout drawn is kept (up to
 ``HOST_INPUT_CACHE_BYTES``). A sweep in units measures each unit on a GPU in a fresh process
 (``bench.units``), which would draw everything again per unit; so the parent gives every unit
-worker one private folder (``shared_folder``, under /dev/shm where it can: memory, not disk), the
+worker one private folder (``shared_folder``, under /dev/shm where it has room: memory, not disk), the
 first unit to need a layout writes it there and the later ones map it (``np.load(mmap_mode="r")``).
 The data is the same by construction (same layout, same seed): what moves between units is where
 the device buffers land, never their contents.
@@ -129,8 +129,17 @@ def share_in(folder: str | None) -> None:
 PREFIX = "hipexplore-inputs-"
 
 
+#: /dev/shm is used when it has this much free (a container's is often 64 MiB), else the temp folder
+SHM_MIN_FREE = 2 << 30
+
+
 def _base() -> str:
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    try:
+        if os.access("/dev/shm", os.W_OK) and shutil.disk_usage("/dev/shm").free >= SHM_MIN_FREE:
+            return "/dev/shm"
+    except OSError:
+        pass
+    return tempfile.gettempdir()
 
 
 def clean_leftovers(base: str | None = None) -> int:
