@@ -137,6 +137,49 @@ def _int_field(obj: dict, key: str, where: str) -> int:
     return v
 
 
+def _header(obj: dict[str, Any], where: str) -> dict[str, Any]:
+    """The header line, checked (format, version, known keys, fp32, string fields)."""
+    if obj.get("format") != FORMAT:
+        raise ConfigError(f"{where}: the first line must be the header {{\"format\": \"{FORMAT}\", \"version\": {VERSION}, ...}}; "
+                          f"got format {obj.get('format')!r}")
+    if obj.get("version") != VERSION:
+        raise ConfigError(f"{where}: list format version {obj.get('version')!r} is not supported (this hipexplore reads {VERSION})")
+    unknown = sorted(k for k in obj if k not in HEADER_KEYS and not k.startswith("x_"))
+    if unknown:
+        raise ConfigError(f"{where}: unknown header key(s) {', '.join(unknown)}; expected {', '.join(HEADER_KEYS)} "
+                          f"(or x_* keys of your own)")
+    if "dtype" in obj and obj["dtype"] != "fp32":
+        raise ConfigError(f"{where}: dtype {obj['dtype']!r} is not supported; the replay's kernels are fp32")
+    for key in ("name", "model", "description", "generator"):
+        if key in obj and not isinstance(obj[key], str):
+            raise ConfigError(f"{where}: header {key!r} must be a string; got {obj[key]!r}")
+    return obj
+
+
+def _row(obj: dict[str, Any], where: str) -> tuple[Problem, PerfConfig]:
+    """A candidate line, checked: its problem and perf config."""
+    unknown = sorted(k for k in obj if k not in ROW_KEYS and not k.startswith("x_"))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; a candidate line has {', '.join(ROW_KEYS)} "
+                          f"(or x_* keys of your own)")
+    for key in ("problem", "m", "n", "k", "perf_config"):
+        if key not in obj:
+            raise ConfigError(f"{where}: missing {key!r} (a candidate line needs problem, m, n, k, perf_config)")
+    name = obj["problem"]
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: 'problem' must be a string; got {name!r}")
+    m, n, k = (_int_field(obj, key, where) for key in ("m", "n", "k"))
+    epilogue = obj.get("epilogue", "none")
+    if not isinstance(epilogue, str):
+        raise ConfigError(f"{where}: 'epilogue' must be a string; got {epilogue!r}")
+    if "meta" in obj and not isinstance(obj["meta"], dict):
+        raise ConfigError(f"{where}: 'meta' must be an object; got {obj['meta']!r}")
+    try:
+        return Problem(name, m, n, k, epilogue), PerfConfig.parse(obj["perf_config"])
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 def parse(text: str, source: str = "<list>") -> ListSpec:
     """Parse a list file's text (see the module doc); ``source`` names it in errors."""
     header: dict[str, Any] | None = None
@@ -157,47 +200,14 @@ def parse(text: str, source: str = "<list>") -> ListSpec:
         if not isinstance(obj, dict):
             raise ConfigError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         if header is None:
-            if obj.get("format") != FORMAT:
-                raise ConfigError(f"{where}: the first line must be the header {{\"format\": \"{FORMAT}\", \"version\": {VERSION}, ...}}; "
-                                  f"got format {obj.get('format')!r}")
-            if obj.get("version") != VERSION:
-                raise ConfigError(f"{where}: list format version {obj.get('version')!r} is not supported (this hipexplore reads {VERSION})")
-            unknown = sorted(k for k in obj if k not in HEADER_KEYS and not k.startswith("x_"))
-            if unknown:
-                raise ConfigError(f"{where}: unknown header key(s) {', '.join(unknown)}; expected {', '.join(HEADER_KEYS)} "
-                                  f"(or x_* keys of your own)")
-            if "dtype" in obj and obj["dtype"] != "fp32":
-                raise ConfigError(f"{where}: dtype {obj['dtype']!r} is not supported; the replay's kernels are fp32")
-            for key in ("name", "model", "description", "generator"):
-                if key in obj and not isinstance(obj[key], str):
-                    raise ConfigError(f"{where}: header {key!r} must be a string; got {obj[key]!r}")
-            header = obj
+            header = _header(obj, where)
             continue
-        unknown = sorted(k for k in obj if k not in ROW_KEYS and not k.startswith("x_"))
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; a candidate line has {', '.join(ROW_KEYS)} "
-                              f"(or x_* keys of your own)")
-        for key in ("problem", "m", "n", "k", "perf_config"):
-            if key not in obj:
-                raise ConfigError(f"{where}: missing {key!r} (a candidate line needs problem, m, n, k, perf_config)")
-        name = obj["problem"]
-        if not isinstance(name, str):
-            raise ConfigError(f"{where}: 'problem' must be a string; got {name!r}")
-        m, n, k = (_int_field(obj, key, where) for key in ("m", "n", "k"))
-        epilogue = obj.get("epilogue", "none")
-        if not isinstance(epilogue, str):
-            raise ConfigError(f"{where}: 'epilogue' must be a string; got {epilogue!r}")
-        if "meta" in obj and not isinstance(obj["meta"], dict):
-            raise ConfigError(f"{where}: 'meta' must be an object; got {obj['meta']!r}")
-        try:
-            prob = Problem(name, m, n, k, epilogue)
-            cfg = PerfConfig.parse(obj["perf_config"])
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+        prob, cfg = _row(obj, where)
+        name = prob.name
         if name in by_name:
             first, first_line = by_name[name]
             if first != prob:
-                raise ConfigError(f"{where}: problem {name!r} is {m}x{n}x{k} {epilogue} here but "
+                raise ConfigError(f"{where}: problem {name!r} is {prob.m}x{prob.n}x{prob.k} {prob.epilogue} here but "
                                   f"{first.m}x{first.n}x{first.k} {first.epilogue} at line {first_line}")
         else:
             by_name[name] = (prob, lineno)
