@@ -102,6 +102,23 @@ def _unique_parts(tuning_list: TuningList) -> list[tuple[int, ...]]:
     return [(i,) for i in first.values()]
 
 
+def _check_shared(client: Any, path: Path, url: str | None) -> None:
+    """Every worker must see the cache directory ``path`` (made here if missing), unless the Redis
+    tier ``url`` is shared: a marker file written here is looked for by each worker."""
+    path.mkdir(parents=True, exist_ok=True)
+    marker = path / f".hipexplore-shared-{uuid.uuid4().hex[:8]}"
+    marker.write_text("")
+    try:
+        seen = client.run(sees, str(marker))
+    finally:
+        marker.unlink()
+    blind = sorted(w for w, ok in seen.items() if not ok)
+    if blind and url is None:
+        raise ConfigError(f"cache directory {str(path)!r} is not shared with worker(s) {', '.join(blind)}: give every "
+                          f"worker the same directory (HIPEXPLORE_CACHE_DIR on a shared file system) or share the "
+                          f"Redis tier (HIPEXPLORE_CACHE_REMOTE=redis://HOST:6379/0)")
+
+
 def replay_on_cluster(
     tuning_list: TuningList,
     cluster: Any,
@@ -139,18 +156,7 @@ def replay_on_cluster(
             tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cluster-")
             cache_dir = tmp.name
         path = Path(cache_dir)
-        path.mkdir(parents=True, exist_ok=True)
-        marker = path / f".hipexplore-shared-{uuid.uuid4().hex[:8]}"
-        marker.write_text("")
-        try:
-            seen = client.run(sees, str(marker))
-        finally:
-            marker.unlink()
-        blind = sorted(w for w, ok in seen.items() if not ok)
-        if blind and url is None:
-            raise ConfigError(f"cache directory {str(path)!r} is not shared with worker(s) {', '.join(blind)}: give every "
-                              f"worker the same directory (HIPEXPLORE_CACHE_DIR on a shared file system) or share the "
-                              f"Redis tier (HIPEXPLORE_CACHE_REMOTE=redis://HOST:6379/0)")
+        _check_shared(client, path, url)
         for _w, _pid in client.run(warm_worker, tuning_list.compiler, tuning_list.target).items():
             pass  # a target the compiler refuses fails here, as ConfigError from the worker
         run_salt = f"{os.getpid()}_{time.time_ns()}"
