@@ -205,6 +205,46 @@ for _spec in (TRIAD, COPY, FILL, SPIN, FLUSH_L2_WRITE, FLUSH_L2_READ, FLUSH_ICAC
 BUILTIN = ("triad", "copy", "fill")
 
 
+def _user_sources(source: str | Path | None, host_source: str | Path | None,
+                  code_object: str | Path | None) -> tuple[str | None, str | None, str]:
+    """(GPU source text, host source text, the source file's resolved path or "") of ``user_kernel``:
+    a ``.c`` file is a host kernel (cc + ctypes), not hiprtc/NVRTC source."""
+    source_file = ""
+    text: str | None = None
+    if source is not None:
+        text = _read_source(source)
+        if _is_path(source):
+            source_file = str(Path(source).resolve())
+    elif code_object is None:
+        raise ConfigError("user_kernel needs a source (text or file) or a code_object")
+    host_text = _read_source(host_source) if host_source is not None else None
+    if host_text is None and source is not None and str(source).endswith(".c") and "\n" not in str(source):
+        host_text, text = text, None
+    return text, host_text, source_file
+
+
+def _user_geometry(grid: Any, block: Any, shared_bytes: Any, blocks_per_cu: int, scalar_names: list[str]) -> Any:
+    """``user_kernel``'s launch geometry: the given expressions, else a grid-stride launch of
+    ``blocks_per_cu`` blocks per compute unit."""
+    from .geometry import ExprGeometry
+
+    if grid is not None:
+        return ExprGeometry(grid, block, shared_bytes, scalar_names)
+    if shared_bytes not in (0, "0") or not isinstance(block, int):
+        return ExprGeometry("min(compute_units*%d, ceil(n/block_x))" % blocks_per_cu, block, shared_bytes, scalar_names)
+    return grid_stride(blocks_per_cu, block)
+
+
+def _code_object_path(code_object: str | Path | None) -> str:
+    """The precompiled code object's resolved path ("" for none); one that does not exist is an error."""
+    if code_object is None:
+        return ""
+    path = str(Path(code_object).resolve())
+    if not Path(path).is_file():
+        raise ConfigError(f"code object {str(code_object)!r} does not exist")
+    return path
+
+
 def user_kernel(
     source: str | Path | None,
     entry: str,
@@ -244,40 +284,17 @@ def user_kernel(
     ``check_kernel`` (a second kernel with the same arguments) is checked on the first launch of
     each configuration, within ``rtol``/``atol``.
     """
-    from .geometry import ExprGeometry
     from .spec import evaluate
 
-    source_file = ""
-    text: str | None = None
-    if source is not None:
-        text = _read_source(source)
-        if _is_path(source):
-            source_file = str(Path(source).resolve())
-    elif code_object is None:
-        raise ConfigError("user_kernel needs a source (text or file) or a code_object")
-    host_text = _read_source(host_source) if host_source is not None else None
-    if host_text is None and source is not None and str(source).endswith(".c") and "\n" not in str(source):
-        host_text, text = text, None  # a .c file is a host kernel (cc + ctypes), not hiprtc/NVRTC source
+    text, host_text, source_file = _user_sources(source, host_source, code_object)
     parsed = parse_args(args) if isinstance(args, str) else tuple(args)
-    scalar_names = [a.name for a in parsed if a.kind == "scalar"]
-    geometry: Any
-    if grid is None:
-        if shared_bytes not in (0, "0") or not isinstance(block, int):
-            geometry = ExprGeometry("min(compute_units*%d, ceil(n/block_x))" % blocks_per_cu, block, shared_bytes, scalar_names)
-        else:
-            geometry = grid_stride(blocks_per_cu, block)
-    else:
-        geometry = ExprGeometry(grid, block, shared_bytes, scalar_names)
+    geometry = _user_geometry(grid, block, shared_bytes, blocks_per_cu, [a.name for a in parsed if a.kind == "scalar"])
     bpl = None
     if bytes_per_launch is not None:
         evaluate(bytes_per_launch, 1, what="bytes_per_launch")
         bpl = _NExpr(bytes_per_launch, "bytes_per_launch")
     evaluate(flops_per_launch, 1, what="flops_per_launch")
-    code_path = ""
-    if code_object is not None:
-        code_path = str(Path(code_object).resolve())
-        if not Path(code_path).is_file():
-            raise ConfigError(f"code object {str(code_object)!r} does not exist")
+    code_path = _code_object_path(code_object)
     from ..compile.request import Source
     hdrs = tuple(h if isinstance(h, Source) else Source(Path(h).name, _read_source(h)) for h in headers)
     spec = KernelSpec(
