@@ -262,7 +262,6 @@ def _host_signature_problems(spec: KernelSpec, request: CompileRequest) -> str:
     import tempfile
 
     from ..compile.host import BUILD_PREFIX, HostCompiler
-    from ..devices.base import CTYPES as ctypes_of
 
     entry = spec.entry_for("host")
     try:
@@ -318,29 +317,48 @@ def _host_signature_problems(spec: KernelSpec, request: CompileRequest) -> str:
                 return {"?"}
             return set(re.findall(r'static assertion failed: "(HXSIG [^"]*)"', p.stderr)) if p.returncode else set()
 
-        body = []
-        for i, name in enumerate(names):
-            for k in _TYPE_CLASS:
-                body.append(f'_Static_assert(__builtin_classify_type({name}) != {k}, "HXSIG {i} class {k}");')
-                if args[i].kind == "buffer":
-                    body.append(f'_Static_assert(__builtin_classify_type(({name})[0]) != {k}, "HXSIG {i} pointee {k}");')
-        got = facts(body)
+        got = facts(_class_probe(names, args))
         if "?" in got:
             return ""
         cls = {int(m.split()[1]): int(m.split()[3]) for m in got if m.split()[2] == "class"}
         pointee = {int(m.split()[1]): int(m.split()[3]) for m in got if m.split()[2] == "pointee"}
         if len(cls) != len(names):
             return ""  # the probe did not compile as expected: no verdict
-        sizes_body = []
-        for i, name in enumerate(names):
-            target = f"({name})[0]" if args[i].kind == "buffer" and pointee.get(i) in (*_INTEGERS, 8) else name
-            if args[i].kind == "scalar" and cls[i] not in (*_INTEGERS, 8):
-                continue
-            if args[i].kind == "buffer" and pointee.get(i) not in (*_INTEGERS, 8):
-                continue
-            for size in (1, 2, 4, 8, 16):
-                sizes_body.append(f'_Static_assert(sizeof({target}) != {size}, "HXSIG {i} size {size}");')
+        sizes_body = _size_probe(names, args, cls, pointee)
         size_of = {int(m.split()[1]): int(m.split()[3]) for m in facts(sizes_body)} if sizes_body else {}
+    return "; ".join(_param_problems(args, decls, cls, pointee, size_of))
+
+
+def _class_probe(names: list[str], args: list[Any]) -> list[str]:
+    """Static assertions that fail naming each parameter's type class (and a buffer's pointee's)."""
+    body = []
+    for i, name in enumerate(names):
+        for k in _TYPE_CLASS:
+            body.append(f'_Static_assert(__builtin_classify_type({name}) != {k}, "HXSIG {i} class {k}");')
+            if args[i].kind == "buffer":
+                body.append(f'_Static_assert(__builtin_classify_type(({name})[0]) != {k}, "HXSIG {i} pointee {k}");')
+    return body
+
+
+def _size_probe(names: list[str], args: list[Any], cls: dict[int, int], pointee: dict[int, int]) -> list[str]:
+    """Static assertions that fail naming the size of each arithmetic parameter (or pointee)."""
+    body = []
+    for i, name in enumerate(names):
+        target = f"({name})[0]" if args[i].kind == "buffer" and pointee.get(i) in (*_INTEGERS, 8) else name
+        if args[i].kind == "scalar" and cls[i] not in (*_INTEGERS, 8):
+            continue
+        if args[i].kind == "buffer" and pointee.get(i) not in (*_INTEGERS, 8):
+            continue
+        for size in (1, 2, 4, 8, 16):
+            body.append(f'_Static_assert(sizeof({target}) != {size}, "HXSIG {i} size {size}");')
+    return body
+
+
+def _param_problems(args: list[Any], decls: list[str], cls: dict[int, int], pointee: dict[int, int],
+                    size_of: dict[int, int]) -> list[str]:
+    """Each argument of the spec against what the probes found of its C parameter."""
+    from ..devices.base import CTYPES as ctypes_of
+
     problems = []
     for i, (a, decl) in enumerate(zip(args, decls)):
         width = ctypes.sizeof(ctypes_of[a.dtype])
@@ -366,7 +384,7 @@ def _host_signature_problems(spec: KernelSpec, request: CompileRequest) -> str:
                 what = "floating" if cls[i] == 8 else "integer"
                 problems.append(f"argument {i + 1} {a.name!r} is a {a.dtype} ({width} bytes) but the C parameter '{decl}' is a "
                                 f"{size_of.get(i, '?')}-byte {what}")
-    return "; ".join(problems)
+    return problems
 
 
 def _split_params(text: str) -> list[str]:
