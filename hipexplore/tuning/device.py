@@ -129,6 +129,38 @@ def _stats(samples: np.ndarray) -> dict[str, Any]:
     }
 
 
+def _checked(problems: Iterable[GemmProblem] | None, candidates: Iterable[g.GemmConfig] | None,
+             rotating: Sequence[int | str], flush: Sequence[str], iterations: int) -> tuple[tuple, tuple, list, list]:
+    """``benchmark_candidates``' arguments checked: (problems, candidates, rotating counts, flush modes)."""
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ConfigError(f"iterations must be a positive integer; got {iterations!r}")
+    probs = tuple(problems) if problems is not None else transformer_problems()
+    cands = tuple(candidates) if candidates is not None else default_candidates()
+    rot_list = [rot.parse_rotating(r) for r in rotating]
+    flush_list = list(flush)
+    for f in flush_list:
+        if f not in FLUSH_MODES:
+            raise ConfigError(f"flush mode {f!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
+        if f == "inline-icache":
+            raise ConfigError("inline-icache needs a source transform of every candidate; use 'icache' here")
+    empty = [name for name, seq in (("problems", probs), ("candidates", cands), ("rotating counts", rot_list),
+                                    ("flush modes", flush_list)) if not seq]
+    if empty:
+        raise ConfigError(f"need at least one problem, candidate, rotating count and flush mode; got none of: {', '.join(empty)}")
+    return probs, cands, rot_list, flush_list
+
+
+def _load_candidate(dev: Device, cache: CompileCache, prob: GemmProblem, cfg: g.GemmConfig) -> _Loaded:
+    """Every kernel of a candidate's pipeline compiled through ``cache`` and loaded on ``dev``."""
+    kernels = {}
+    for role in g.roles_for(cfg):
+        req = g.kernel_request(role, dev.compiler, dev.target, prob.shape, cfg, prob.activation,
+                               label=f"{prob.name}/{cfg.name}/{role}")
+        code = cache.get_or_compile(req).object_code
+        kernels[role] = dev.kernel(dev.load(code), code.symbol(g.symbol(role)))
+    return _Loaded(cfg, kernels)
+
+
 def benchmark_candidates(
     problems: Iterable[GemmProblem] | None = None,
     candidates: Iterable[g.GemmConfig] | None = None,
@@ -146,21 +178,7 @@ def benchmark_candidates(
 
     A candidate whose result is wrong (relative error over ``rtol``) raises ``BenchmarkError``.
     """
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ConfigError(f"iterations must be a positive integer; got {iterations!r}")
-    probs = tuple(problems) if problems is not None else transformer_problems()
-    cands = tuple(candidates) if candidates is not None else default_candidates()
-    rot_list = [rot.parse_rotating(r) for r in rotating]
-    flush_list = list(flush)
-    for f in flush_list:
-        if f not in FLUSH_MODES:
-            raise ConfigError(f"flush mode {f!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
-        if f == "inline-icache":
-            raise ConfigError("inline-icache needs a source transform of every candidate; use 'icache' here")
-    empty = [name for name, seq in (("problems", probs), ("candidates", cands), ("rotating counts", rot_list),
-                                    ("flush modes", flush_list)) if not seq]
-    if empty:
-        raise ConfigError(f"need at least one problem, candidate, rotating count and flush mode; got none of: {', '.join(empty)}")
+    probs, cands, rot_list, flush_list = _checked(problems, candidates, rotating, flush, iterations)
     dev = get_device(device) if isinstance(device, str) else device
     for f in flush_list:
         check_flush_mode(dev, f)
@@ -173,13 +191,7 @@ def benchmark_candidates(
         for prob in probs:
             shape = prob.shape
             for cfg in cands:
-                kernels = {}
-                for role in g.roles_for(cfg):
-                    req = g.kernel_request(role, dev.compiler, dev.target, shape, cfg, prob.activation,
-                                           label=f"{prob.name}/{cfg.name}/{role}")
-                    code = cache.get_or_compile(req).object_code
-                    kernels[role] = dev.kernel(dev.load(code), code.symbol(g.symbol(role)))
-                loaded = _Loaded(cfg, kernels)
+                loaded = _load_candidate(dev, cache, prob, cfg)
                 footprint = _footprint(shape, cfg)
                 free = dev.memory_info()[0] if hasattr(dev, "memory_info") else 2**34
                 for req_rot in rot_list:
