@@ -16,6 +16,12 @@
 #   triton        benchmarks/h200/triton_pick.py: the Triton split-K candidates under rotating buffers
 #                 and flushes (cubins compiled off the GPU travel in .triton_cubins)                     190 s
 #   cluster       benchmarks/h200/many_gpus.py: one GPU against N Dask workers, then the replay over them 90 s
+#   verdict-truth benchmarks/verdict_truth.py: #23's done-when at defaults -- the default's wall time against
+#                 887bcf3 (carry .old = `git archive 887bcf3 hipexplore`), then as many interleaved runs of
+#                 A, byte-identical B and C, +5% S5 and +3% S3 as fit; HX_BASELINE=.old times the old
+#                 default first, HX_START=K numbers a later call's runs on (then --analyze DIR... here)  590 s
+#   tuning-scale  benchmarks/tuning_scale.py: llama3-8b with NVRTC sm_90, serial (ideal twice), 16 jobs, the
+#                 second run (warm disk / Redis; carry .redis), 2 Dask workers over Redis (#28)          590 s
 #
 # e.g.  bash scripts/h200_all.sh gpu-tests timing        (one call)
 #       bash scripts/h200_all.sh drift                   (a call of its own)
@@ -26,7 +32,7 @@
 # (Until this wave the phases were numbered 1-10; BENCHMARKS.md's log names them as they were.)
 set -uo pipefail
 : "${OUT:?set OUT}"
-[ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,25p' "$0"; exit 2; }
 pip_in() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" >/dev/null 2>&1; }
 ls .whl/cuda_bench-*.whl >/dev/null 2>&1 && pip_in .whl/cuda_bench-*.whl
 for p in dask distributed partd locket zict tblib tornado lazy_importer; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
@@ -48,7 +54,14 @@ for scenario in "$@"; do
     verdicts)    TAIL=40 step verdicts 150 python3 $B/verdicts_ab.py --quick --out "$R/verdicts" ;;
     triton)      step triton 190 python3 $B/triton_pick.py --cubins .triton_cubins --out "$R/triton" ;;
     cluster)     step cluster 90 python3 $B/many_gpus.py --out "$R/cluster" ;;
-    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster)" >&2; exit 2 ;;
+    verdict-truth)
+      TAIL=60 step verdict_truth 590 python3 benchmarks/verdict_truth.py --device cuda --runs 17 --budget-s 480 \
+        ${HX_BASELINE:+--baseline "$HX_BASELINE" --baseline-reps 2} ${HX_START:+--start "$HX_START"} --out "$R/vt" ;;
+    tuning-scale)
+      [ -x .redis/redis-server ] && export PATH=$PWD/.redis:$PATH
+      TAIL=60 step tuning_scale 590 python3 benchmarks/tuning_scale.py --out "$R/ts" --lists llama3-8b \
+        --compilers nvrtc:sm_90 --steps serial,parallel,second-run,cluster --jobs 16 --ideal-repeats 2 --bundle ;;
+    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, verdict-truth, tuning-scale)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
   tar -czf "$OUT/$scenario.tar.gz" -C /tmp/hx-h200 "$scenario" && echo "packed $(du -h "$OUT/$scenario.tar.gz" | cut -f1)"
