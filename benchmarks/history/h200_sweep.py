@@ -58,7 +58,7 @@ def main() -> int:
     from hipexplore.bench import rotating as rot
     from hipexplore.devices import get_device
     from hipexplore.kernels import catalog
-    from hipexplore.kernels.build import last_path
+    from hipexplore.kernels.build import kernel_for, last_path
 
     dev = get_device("cuda")
     props = dev.properties
@@ -75,7 +75,7 @@ def main() -> int:
         for n_odd in (1, 3, 262147, 10_000_019):
             with rot.BufferSets(dev, kspec, n_odd, 1, seed=n_odd) as sets:
                 g, b = kspec.geometry(n_odd, dev)
-                odd[f"{name}.{n_odd}"] = verify(dev, kspec, sets, dev.compiled_kernel(name), g, b)
+                odd[f"{name}.{n_odd}"] = verify(dev, kspec, sets, kernel_for(dev, catalog.get(name)), g, b)
     extra["verify_odd_n"] = odd
     print("odd-n correctness (||out - ref|| / ||ref||):", odd, flush=True)
 
@@ -110,7 +110,7 @@ def main() -> int:
 
     # --- triton do_bench on the same kernel, same cubin, same buffers, same process ---------------
     spec = catalog.get("triad")
-    kernel = dev.compiled_kernel("triad")
+    kernel = kernel_for(dev, catalog.get("triad"))
     dobench: list[dict] = []
     try:
         import torch

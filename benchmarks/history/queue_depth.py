@@ -102,6 +102,7 @@ def main() -> None:
     from hipexplore.bench.sweep import parse_size
     from hipexplore.devices import get_device
     from hipexplore.kernels import catalog
+    from hipexplore.kernels.build import kernel_for
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -110,7 +111,7 @@ def main() -> None:
     size = parse_size(a.size)
     n = spec.elements(size)
     grid, block = spec.geometry(n, dev)
-    kernel = dev.compiled_kernel("triad")
+    kernel = kernel_for(dev, catalog.get("triad"))
     designs = [("plain-64", 64, 0), ("plain-32", 32, 0), ("pad-8", 64, 8), ("pad-16", 64, 16), ("pad-32", 64, 32),
                ("bounded-8", 8, 0), ("bounded-4", 4, 0), ("bounded-2", 2, 0), ("bounded-1", 1, 0)]
     frames = []
