@@ -160,27 +160,7 @@ class SweepPanel:
         self.grid = w.Text(value=grid, description="grid", placeholder="kernel's own, e.g. cols/32,rows/32", style=style)
         self.block = w.Text(value=block, description="block", placeholder="e.g. 32,32", style=style)
         self.shared_bytes = w.Text(value=shared_bytes, description="shared bytes", placeholder="e.g. block_x*4", style=style)
-        self.run_button = w.Button(description="Run", button_style="success", icon="play")
-        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
-        self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", style=style)
-        self.status = w.Label(value="idle")
-        self.errors = w.HTML(value="")
-        self.errors.add_class("hx-errors")
-        # hidden until they hold a plot: an empty Image widget shows a broken-image icon
-        self.noise_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
-        self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
-        self.placeholder = w.HTML(value='<i style="color:#666">the noise and bias plots appear here as configurations finish</i>')
-        self.sets_hint = w.HTML(value="")  # what 'auto' resolves to, and whether iterations cover it
-        self.flush_hint = w.HTML(value="")  # the flush modes this device cannot do (not offered)
-        self.fix_button = w.Button(description="", button_style="warning", icon="wrench",
-                                   layout=w.Layout(display="none", width="auto", min_width="200px"))
-        self.fix_button.on_click(self._on_fix_clicked)
-        self.cluster_info = w.HTML(value=self._cluster_html())
-        self.run_button.on_click(self._on_run_clicked)
-        self.stop_button.on_click(self._on_stop_clicked)
-        self.device.observe(lambda _change: self.update_flush_choices(), names="value")
-        for control in (self.device, self.kernel, self.sizes, self.rotating, self.iterations):
-            control.observe(lambda _change: self.update_sets_hint(), names="value")
+        self._make_outputs(w, style)
         controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.flush_hint, self.iterations,
                            w.HBox([self.sets_hint, self.fix_button]), self.grid, self.block, self.shared_bytes])
         buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
@@ -203,6 +183,30 @@ class SweepPanel:
 
         self.update_flush_choices()
         self.update_sets_hint()
+
+    def _make_outputs(self, w: Any, style: dict[str, str]) -> None:
+        """The panel's buttons, progress, hints, errors and plot images, with their callbacks."""
+        self.run_button = w.Button(description="Run", button_style="success", icon="play")
+        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="progress", style=style)
+        self.status = w.Label(value="idle")
+        self.errors = w.HTML(value="")
+        self.errors.add_class("hx-errors")
+        # hidden until they hold a plot: an empty Image widget shows a broken-image icon
+        self.noise_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
+        self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
+        self.placeholder = w.HTML(value='<i style="color:#666">the noise and bias plots appear here as configurations finish</i>')
+        self.sets_hint = w.HTML(value="")  # what 'auto' resolves to, and whether iterations cover it
+        self.flush_hint = w.HTML(value="")  # the flush modes this device cannot do (not offered)
+        self.fix_button = w.Button(description="", button_style="warning", icon="wrench",
+                                   layout=w.Layout(display="none", width="auto", min_width="200px"))
+        self.fix_button.on_click(self._on_fix_clicked)
+        self.cluster_info = w.HTML(value=self._cluster_html())
+        self.run_button.on_click(self._on_run_clicked)
+        self.stop_button.on_click(self._on_stop_clicked)
+        self.device.observe(lambda _change: self.update_flush_choices(), names="value")
+        for control in (self.device, self.kernel, self.sizes, self.rotating, self.iterations):
+            control.observe(lambda _change: self.update_sets_hint(), names="value")
 
     # -- what the chosen device is: its LLC, free memory and flush modes (opened once per name) ---
     def _device_facts(self, name: str) -> dict[str, Any] | None:

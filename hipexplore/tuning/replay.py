@@ -458,6 +458,47 @@ def replay_passes(cache: str, measure_without_cache: bool = True, warm_pass: boo
     return names + ["ideal"] * (ideal_repeats - 1 if ideal else 0)
 
 
+def _replay_compiler(tuning_list: TuningList, jobs: int, ideal_repeats: int, cache: str, compiler: Compiler | None,
+                     isolated: bool | None) -> Compiler:
+    """``run_replay``'s arguments checked, and the compiler it uses (the given one or a new one)."""
+    _check_jobs(ideal_repeats)
+    if cache not in CACHE_MODES:
+        raise ConfigError(f"cache must be one of {', '.join(CACHE_MODES)}; got {cache!r}")
+    comp = compiler if compiler is not None else make_compiler(tuning_list.compiler, jobs, isolated)
+    if getattr(comp, "name", None) != tuning_list.compiler:
+        raise ConfigError(f"the list is for {tuning_list.compiler!r} but the compiler given is {getattr(comp, 'name', comp)!r}")
+    return comp
+
+
+def _off_and_memory(pass_list: Callable[[str], TuningList], comp: Compiler, scenarios: dict[str, ScenarioResult],
+                    step: Callable[[str], None], cache: str, measure_without_cache: bool, jobs: int, granularity: str,
+                    max_entries: int, max_bytes: int) -> str:
+    """``run_replay``'s cache-off and memory passes into ``scenarios``; returns the primary scenario so far."""
+    primary = "off"
+    if measure_without_cache or cache == "off":
+        step("off")
+        off = CompileCache(max_entries=0, max_bytes=0, disk_dir=False, remote=False)
+        scenarios["off"] = replay_through_cache(pass_list("off"), comp, off, "off", jobs, granularity)
+    if cache in ("memory", "all"):
+        step("memory")
+        mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False, remote=False)
+        scenarios["memory"] = replay_through_cache(pass_list("memory"), comp, mem, "memory", jobs, granularity)
+        primary = "memory"
+    return primary
+
+
+def _disk_passes(disk_list: TuningList, comp: Compiler, path: Path, scenarios: dict[str, ScenarioResult],
+                 step: Callable[[str], None], jobs: int, granularity: str, max_entries: int, max_bytes: int) -> str:
+    """The two disk passes of ``run_replay`` into ``scenarios``, each in a fresh cache object on
+    ``path`` (the first is ``disk-cold`` on an empty directory, else ``disk``); returns its name."""
+    first = "disk" if _dir_has_entries(path) else "disk-cold"
+    for name in (first, "disk-warm"):
+        step(name)
+        c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
+        scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
+    return first
+
+
 def run_replay(
     tuning_list: TuningList,
     jobs: int = 1,
@@ -477,36 +518,23 @@ def run_replay(
 ) -> ReplayReport:
     """Warm up, measure the ideal, optionally the cache-off pass, then the chosen cache mode.
 
-    salt: give each pass its own ``salted`` copy of the list (disk-cold and disk-warm share one,
-    and a caller-given ``cache_dir`` is never salted, so its entries are reused across runs), so
-    that no pass profits from the compiler's own caching of an earlier pass. warm_pass: compile the
-    list's unique kernels once (salted, untimed) before the ideal: on the H200 machine's CPU the
-    first pass of a fresh process ran up to 8x slower than the same pass later, which would
-    otherwise inflate whichever pass comes first.
-
-    cache: ``off``, ``memory`` or ``disk`` (disk runs twice: cold/pre-populated, then warm in a
-    fresh cache object on the same directory). on_pass(name) is called as each pass starts (progress;
-    ``replay_passes`` lists them in order). cache_dir: the disk tier's directory (a private
-    temporary directory, removed afterwards, when None). The memory limits default high enough
-    that nothing of a default list is evicted: the replay measures sharing, not the LRU. The off
-    and memory passes never use the Redis tier; the disk passes use it when
-    ``HIPEXPLORE_CACHE_REMOTE`` is set (the tier below disk).
-
-    ideal_repeats: measure the ideal pass this many times (each salted apart), the first before the
-    cache passes and the others after them; ``scenarios["ideal"]`` is the fastest, and every repeat
-    feeds the compile floor (``ReplayReport.floor``). ideal=False
-    skips it (a second tuning run that only times the cache; the report's ideal fields are then None).
-    granularity ``auto``: ``scheduled`` when jobs > 1, else ``candidate``.
+    salt: each pass its own ``salted`` copy of the list (disk-cold and disk-warm share one; a given
+    ``cache_dir`` is never salted, so its entries are reused across runs), so that no pass profits
+    from the compiler's own caching of an earlier one. warm_pass: the list's unique kernels once
+    (salted, untimed) before the ideal: on the H200 machine's CPU a fresh process's first pass ran
+    up to 8x slower than the same pass later. cache: ``off``, ``memory`` or ``disk`` (cold or
+    pre-populated, then warm in a fresh cache object on the same directory: ``cache_dir``, else a
+    private temporary one). on_pass(name): called as each pass starts (``replay_passes`` lists them).
+    The memory limits default high enough that nothing of a default list is evicted (the replay
+    measures sharing, not the LRU). Only the disk passes use the Redis tier (``HIPEXPLORE_CACHE_REMOTE``).
+    ideal_repeats: the ideal this many times (salted apart), the first before the cache passes, the
+    others after them; ``scenarios["ideal"]`` is the fastest, and every repeat feeds the compile
+    floor (``ReplayReport.floor``). ideal=False skips it (a second tuning run that only times the
+    cache). granularity ``auto``: ``scheduled`` when jobs > 1, else ``candidate``.
     """
-    _check_jobs(jobs)
-    granularity = resolve_granularity(granularity, jobs)
-    _check_jobs(ideal_repeats)
-    if cache not in CACHE_MODES:
-        raise ConfigError(f"cache must be one of {', '.join(CACHE_MODES)}; got {cache!r}")
+    granularity = resolve_granularity(granularity, _check_jobs(jobs))
     own_compiler = compiler is None
-    comp = compiler if compiler is not None else make_compiler(tuning_list.compiler, jobs, isolated)
-    if getattr(comp, "name", None) != tuning_list.compiler:
-        raise ConfigError(f"the list is for {tuning_list.compiler!r} but the compiler given is {getattr(comp, 'name', comp)!r}")
+    comp = _replay_compiler(tuning_list, jobs, ideal_repeats, cache, compiler, isolated)
     tmp: tempfile.TemporaryDirectory | None = None
     try:
         check_target(comp, tuning_list.target)
@@ -527,34 +555,18 @@ def run_replay(
             step("ideal")
             ideal_passes.append(measure_ideal(pass_list("ideal" if r == 0 else f"ideal{r}"), comp, jobs))
 
-        # the first ideal pass before the cache passes, the repeats after them: a process still
-        # speeding up (on the H200 machine the warm-up pass of the full llama3-8b list took 161 s,
-        # the ideal after it 50 s, the memory pass after that 41 s) then favours neither side
+        # the first ideal before the cache passes, repeats after: a machine still speeding up favours neither side
         if ideal:
             ideal_pass(0)
-        if measure_without_cache or cache == "off":
-            step("off")
-            off = CompileCache(max_entries=0, max_bytes=0, disk_dir=False, remote=False)
-            scenarios["off"] = replay_through_cache(pass_list("off"), comp, off, "off", jobs, granularity)
-        primary = "off"
+        primary = _off_and_memory(pass_list, comp, scenarios, step, cache, measure_without_cache, jobs, granularity,
+                                  max_entries, max_bytes)
         dir_used = ""
-        if cache in ("memory", "all"):
-            step("memory")
-            mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False, remote=False)
-            scenarios["memory"] = replay_through_cache(pass_list("memory"), comp, mem, "memory", jobs, granularity)
-            primary = "memory"
         if cache in ("disk", "all"):
-            disk_list = tuning_list if cache_dir is not None else pass_list("disk")
             if cache_dir is None:
                 tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cache-")
-                cache_dir = tmp.name
-            path = Path(cache_dir)
-            dir_used = str(path)
-            first = "disk" if _dir_has_entries(path) else "disk-cold"
-            for name in (first, "disk-warm"):
-                step(name)
-                c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
-                scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
+            disk_list = tuning_list if tmp is None else pass_list("disk")
+            dir_used = str(Path(cache_dir if tmp is None else tmp.name))
+            first = _disk_passes(disk_list, comp, Path(dir_used), scenarios, step, jobs, granularity, max_entries, max_bytes)
             primary = first if cache == "disk" else primary
         for r in range(1, ideal_repeats if ideal else 0):
             ideal_pass(r)
