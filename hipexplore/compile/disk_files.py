@@ -1,0 +1,215 @@
+"""The disk tier's files and lock records, below ``compile.disk``'s folder walking.
+
+What is here works on one opened folder or file at a time: a key's lock name, what a file is
+charged, the owner record a lock file holds and whether its holder is alive (pid, process start
+time, host), ``flock`` without blocking, unlinking a name only while it is still the file that was
+checked, what kind of file a shard entry is, and a held key lock. ``compile.disk.DiskCache`` opens
+the folders (descriptor by descriptor, ``O_NOFOLLOW``) and decides; these never follow a path.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import math
+import os
+import socket
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .request import CacheKey
+
+SUFFIX = ".hxc"
+_TEMP_PREFIX = ".tmp-"
+_LOCK_PREFIX = ".lock-"
+
+
+def lock_id(key: CacheKey | str) -> str:
+    """The name of a key's lock (and Redis lease): SHA-256 of the full canonical key."""
+    return key if isinstance(key, str) else hashlib.sha256(key.canonical).hexdigest()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def charged_bytes(st: os.stat_result) -> int:
+    """What a file costs against the cap: the bytes its blocks occupy, at most its length (a
+    sparse file costs what it holds, not what it claims; block rounding is not charged)."""
+    blocks = getattr(st, "st_blocks", None)
+    if blocks is None:
+        return st.st_size
+    return min(st.st_size, blocks * 512)
+
+
+# -- lock owners -----------------------------------------------------------------------------------
+_node_id: str | None = None
+
+
+def _node() -> str:
+    """Where a pid means something: host name, kernel boot and pid namespace (two containers on
+    one host, or two hosts with one name, do not read each other's pids)."""
+    global _node_id
+    if _node_id is None:
+        parts = [socket.gethostname()]
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                parts.append(f.read().strip())
+        except OSError:
+            pass
+        try:
+            parts.append(os.readlink("/proc/self/ns/pid"))
+        except OSError:
+            pass
+        _node_id = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    return _node_id
+
+
+def _proc_start(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot, /proc), "" for a zombie, None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if fields and fields[0] in (b"Z", b"X"):
+        return ""
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def _pid_alive(pid: int, start: str | None) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        pass
+    except OSError:
+        return True
+    now_start = _proc_start(pid)
+    if now_start == "":  # a zombie holds nothing
+        return False
+    return not (start and now_start and start != now_start)  # a new process under a reused pid
+
+
+def _owner_record() -> bytes:
+    pid = os.getpid()
+    return json.dumps({"node": _node(), "host": socket.gethostname(), "pid": pid, "start": _proc_start(pid) or "",
+                       "uid": os.geteuid(), "since": time.time()}, sort_keys=True).encode()
+
+
+def _read_record(fd: int) -> dict | None:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        record = json.loads(raw)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    pid, since = record.get("pid"), record.get("since")
+    if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(since, (int, float)) \
+            or isinstance(since, bool) or not math.isfinite(since):
+        return None
+    return record
+
+
+def _lock_state(record: dict | None, st: os.stat_result, lifetime: float, now: float) -> str:
+    """``live``, ``dead`` (its holder is gone: a dead pid on this node) or ``expired``. Without a
+    record (an older hipexplore's lock), the file's mtime is its start."""
+    since = st.st_mtime if record is None else float(record["since"])
+    if since > now + 60.0:  # a start in the future (a forged record): the file's own time instead
+        since = min(since, st.st_mtime)
+    if now - since > lifetime:
+        return "expired"
+    if record is not None and record.get("node") == _node():
+        start = record.get("start")
+        if not _pid_alive(record["pid"], start if isinstance(start, str) else None):
+            return "dead"
+    return "live"
+
+
+def _try_flock(fd: int, how: int) -> bool | None:
+    """True when taken, False when someone holds it, None when this file system cannot say."""
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _linked(dfd: int, name: str, st: os.stat_result) -> bool:
+    """Whether ``name`` in the folder is still the file ``st`` describes."""
+    try:
+        return _same_file(os.stat(name, dir_fd=dfd, follow_symlinks=False), st)
+    except OSError:
+        return False
+
+
+def _unlink_if_same(dfd: int, name: str, st: os.stat_result) -> bool:
+    """Remove ``name`` from the folder if it is still the file ``st`` describes (relative to the
+    folder's descriptor: nothing is followed). False when it changed, vanished or cannot go."""
+    if not _linked(dfd, name, st):
+        return False
+    try:
+        os.unlink(name, dir_fd=dfd)
+        return True
+    except OSError:
+        return False
+
+
+def _classify(name: str, st: os.stat_result) -> tuple[str, str]:
+    if name.startswith(_TEMP_PREFIX):
+        kind, digest = "temp", ""
+    elif name.startswith(_LOCK_PREFIX):
+        kind, digest = "lock", name[len(_LOCK_PREFIX):]
+    elif name.endswith(SUFFIX):
+        kind, digest = "entry", name[: -len(SUFFIX)]
+    else:
+        kind, digest = "foreign", ""
+    if not stat.S_ISREG(st.st_mode):
+        kind = "foreign"
+    return kind, digest
+
+
+@dataclass(frozen=True)
+class DiskEntryInfo:
+    """One file in a shard folder as the listing sees it (nothing read or verified).
+    ``kind``: ``entry``, ``temp``, ``lock``, or ``foreign`` (not a regular file, or a stray name).
+    ``size`` is what it is charged (``charged_bytes``); ``own``: this user's file (others' files
+    are never counted, pruned or removed)."""
+
+    path: Path
+    digest: str
+    size: int
+    mtime: float
+    kind: str = "entry"
+    uid: int = -1
+    own: bool = True
+    length: int = 0
+
+
+class _HeldLock:
+    """A key lock this process holds: the shard folder's fd, the lock file's fd and its identity."""
+
+    def __init__(self, dfd: int, name: str, fd: int) -> None:
+        self.dfd, self.name, self.fd = dfd, name, fd
+        self.st = os.fstat(fd)
+
+    def release(self) -> None:
+        try:
+            _unlink_if_same(self.dfd, self.name, self.st)  # before unlocking: a waiter never takes a released file
+        finally:
+            os.close(self.fd)
+            os.close(self.dfd)
