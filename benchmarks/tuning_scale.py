@@ -366,15 +366,12 @@ def step_cluster(run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov
     from hipexplore.bench.cluster import local_cluster
     from hipexplore.tuning.cluster import replay_on_cluster
 
-    old = {k: os.environ.get(k) for k in ("HIPEXPLORE_CACHE_SECRET", "DASK_DISTRIBUTED__DIAGNOSTICS__NVML")}
+    old = {k: os.environ.get(k) for k in ("HIPEXPLORE_CACHE_SECRET",)}
     os.environ["HIPEXPLORE_CACHE_SECRET"] = redis.secret  # the workers inherit it
-    # compile-only workers: no NVML diagnostics (bench.cluster pins worker i to GPU i, and on a machine
-    # with fewer GPUs than workers distributed's NVML start-up query fails: "Nanny failed to start")
-    os.environ["DASK_DISTRIBUTED__DIAGNOSTICS__NVML"] = "False"
     lc = client = None
     try:
         t0 = time.perf_counter()
-        lc = local_cluster(workers)
+        lc = local_cluster(workers, pin=False)  # compile-only: unpinned, any number of workers
         client = distributed.Client(lc, timeout=120)
         run.log(f"  {key}: {workers} workers up in {time.perf_counter() - t0:.1f} s; ideal, cold and warm passes "
                 f"(each bounded by {timeout_s:g} s)")

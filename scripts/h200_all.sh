@@ -35,7 +35,7 @@ set -uo pipefail
 [ $# -gt 0 ] || { sed -n '2,25p' "$0"; exit 2; }
 pip_in() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" >/dev/null 2>&1; }
 ls .whl/cuda_bench-*.whl >/dev/null 2>&1 && pip_in .whl/cuda_bench-*.whl
-for p in dask distributed partd locket zict tblib tornado lazy_importer; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
+for p in dask distributed partd locket zict tblib tornado lazy_importer redis; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HIPEXPLORE_REQUIRE_GPU=1
 export HIPEXPLORE_GIT_REVISION=${HX_REV:-unknown}
 B=benchmarks/h200
@@ -60,7 +60,7 @@ for scenario in "$@"; do
     tuning-scale)
       [ -x .redis/redis-server ] && export PATH=$PWD/.redis:$PATH
       TAIL=60 step tuning_scale 590 python3 benchmarks/tuning_scale.py --out "$R/ts" --lists llama3-8b \
-        --compilers nvrtc:sm_90 --steps serial,parallel,second-run,cluster --jobs 16 --ideal-repeats 2 --bundle ;;
+        --compilers nvrtc:sm_90 --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" --jobs 16 --ideal-repeats 2 --bundle ;;
     *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, verdict-truth, tuning-scale)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1

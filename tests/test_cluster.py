@@ -405,3 +405,45 @@ def test_three_worker_deaths_lose_no_configuration(tmp_path):
     finally:
         client.close()
         lc.close()
+
+
+def _worker_view() -> dict:
+    import dask
+
+    return {"visible": {v: os.environ.get(v) for v in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")},
+            "nvml": dask.config.get("distributed.diagnostics.nvml")}
+
+
+def test_compile_only_workers_are_unpinned_so_any_number_starts():
+    """The tuning replay compiles and needs no GPU: pinning worker i to GPU i made a 2-worker replay on
+    the one-GPU H200 machine fail ("Nanny failed to start": distributed's NVML query of GPU 1). Unpinned
+    workers see no visible-device variable, advertise no GPU and run no NVML diagnostics; pinned ones
+    still see their own ordinal."""
+    lc = local_cluster(2, pin=False)
+    client = distributed.Client(lc)
+    try:
+        views = client.run(_worker_view)
+        assert len(views) == 2
+        for view in views.values():
+            assert view["visible"] == dict.fromkeys(view["visible"]) and view["nvml"] is False, view
+        resources = [w.get("resources") or {} for w in client.scheduler_info()["workers"].values()]
+        assert all("GPU" not in r for r in resources), resources
+    finally:
+        client.close()
+        lc.close()
+
+
+def test_pinned_workers_see_their_own_gpu(cluster):
+    views = cluster.run(_worker_view)
+    seen = sorted(v["visible"]["CUDA_VISIBLE_DEVICES"] for v in views.values())
+    assert seen == ["0", "1"] and all(set(v["visible"].values()) == {v["visible"]["CUDA_VISIBLE_DEVICES"]} for v in views.values())
+
+
+def test_more_local_workers_than_gpus_is_one_line(monkeypatch):
+    """local:2 on a one-GPU machine: refused before any worker starts. (No GPU exists here, so the
+    count is the one value replaced; on the H200 machine the unguarded case failed in the Nanny.)"""
+    import hipexplore.devices.cuda as cuda_mod
+
+    monkeypatch.setattr(cuda_mod, "device_count", lambda: 1)
+    with pytest.raises(ConfigError, match=r"'local:2' starts one worker per GPU and this machine has 1 cuda GPU\(s\): use local:1"):
+        run_cluster(small_spec(("16KiB",)), "local:2", device="cuda")

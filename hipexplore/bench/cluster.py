@@ -99,17 +99,26 @@ def _pinned() -> str:
     return ""
 
 
-def local_cluster(n: int) -> Any:
-    """N pinned worker processes (1 thread, ``GPU=1`` each) and a scheduler on 127.0.0.1."""
+def local_cluster(n: int, pin: bool = True) -> Any:
+    """N worker processes (1 thread each) and a scheduler on 127.0.0.1.
+
+    ``pin=True`` (sweeps): worker i sees GPU i alone and advertises ``GPU=1``. ``pin=False`` (compile-only
+    work such as the tuning replay): no visible-device variables, no GPU resource, no NVML diagnostics,
+    so any number of workers starts on a machine with fewer GPUs (or none): pinning worker 1 on a
+    one-GPU machine made distributed's NVML start-up query fail ("Nanny failed to start")."""
     distributed = _distributed()
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"local cluster size must be a positive integer, got {n!r}")
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False}):
+    config = {"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False}
+    if not pin:
+        config["distributed.diagnostics.nvml"] = False
+    with dask.config.set(config):
         workers = {i: {"cls": distributed.Nanny,
-                       "options": {"nthreads": 1, "resources": {"GPU": 1}, "host": "127.0.0.1", "name": i,
-                                   "env": {v: str(i) for v in VISIBLE_DEVICE_VARS}, "silence_logs": 40}}
+                       "options": {"nthreads": 1, "resources": {"GPU": 1} if pin else {}, "host": "127.0.0.1",
+                                   "name": i, "env": {v: str(i) for v in VISIBLE_DEVICE_VARS} if pin else {},
+                                   "silence_logs": 40}}
                    for i in range(n)}
         scheduler = {"cls": distributed.Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}}
         return distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
@@ -146,9 +155,10 @@ class Connection:
                 pass
 
 
-def connect(cluster: Any, timeout_s: float = 30.0) -> Connection:
+def connect(cluster: Any, timeout_s: float = 30.0, pin: bool = True) -> Connection:
     """A client for ``cluster``: a ``distributed.Client`` (used as is), a cluster object,
-    ``'local:N'`` or a scheduler address; the ``PinDevices`` plugin is registered on it."""
+    ``'local:N'`` or a scheduler address; with ``pin`` the ``PinDevices`` plugin is registered on it
+    (``pin=False``: compile-only work, ``local:N`` starts unpinned workers, see ``local_cluster``)."""
     distributed = _distributed()
     owned: list[Any] = []
     if isinstance(cluster, distributed.Client):
@@ -156,7 +166,7 @@ def connect(cluster: Any, timeout_s: float = 30.0) -> Connection:
     elif isinstance(cluster, str):
         kind, value = parse_cluster(cluster)
         if kind == "local":
-            lc = local_cluster(value)
+            lc = local_cluster(value, pin=pin)
             owned.append(lc)
             client = distributed.Client(lc, timeout=timeout_s)
         else:
@@ -171,7 +181,8 @@ def connect(cluster: Any, timeout_s: float = 30.0) -> Connection:
     else:
         raise ConfigError(f"cluster must be a distributed.Client, a Dask cluster, 'local:N' or 'tcp://HOST:PORT'; "
                           f"got {type(cluster).__name__} {cluster!r}")
-    client.register_plugin(PinDevices())
+    if pin:
+        client.register_plugin(PinDevices())
     return Connection(client, owned)
 
 
@@ -285,6 +296,7 @@ def run_cluster(
     rec = Recorder(metadata, previous=previous.with_cluster_columns(), paths=paths, hooks=hooks,
                    columns=([*SAMPLE_COLUMNS, *CLUSTER_COLUMNS], [*SUMMARY_COLUMNS, *CLUSTER_COLUMNS]))
     todo = [(i, g) for i, g in enumerate(groups_of(spec)) if not expected_keys(g) <= previous.done]
+    _check_local_gpus(cluster, device)
     conn = connect(cluster)
     try:
         gpu_workers(conn.client)
@@ -320,6 +332,29 @@ def _check_arguments(spec: SweepSpec, device: Any, retries: Any) -> None:
         if kspec.name not in _catalog_names():
             raise ConfigError(f"kernel {kspec.name!r} is not in the catalog; a cluster run sends kernels by name "
                               f"(register it on the workers, or run it on one device)")
+
+
+def _check_local_gpus(cluster: Any, device: str) -> None:
+    """``local:N`` pins worker i to GPU i: more workers than this machine's GPUs would start workers on
+    no GPU (on an NVIDIA machine the Nanny then fails in distributed's NVML query). Say so in one line."""
+    if not isinstance(cluster, str) or device not in ("cuda", "hip"):
+        return
+    kind, n = parse_cluster(cluster)
+    if kind != "local":
+        return
+    from ..errors import DeviceUnavailable
+
+    try:
+        if device == "cuda":
+            from ..devices.cuda import device_count
+        else:
+            from ..devices.hip import device_count
+        have = device_count()
+    except DeviceUnavailable:
+        return  # the workers report the missing device themselves, each in one line
+    if n > have:
+        raise ConfigError(f"cluster {cluster!r} starts one worker per GPU and this machine has {have} {device} GPU(s): "
+                          f"use local:{max(have, 1)}, or a scheduler address whose workers have GPUs of their own")
 
 
 #: resubmissions of a group lost before it started (not charged a retry) allowed on top of the retries:

@@ -144,7 +144,7 @@ def replay_on_cluster(
         from ..compile.remote import remote_cache_from_env
 
         remote_cache_from_env(url)  # a bad URL fails here, before any worker starts
-    conn = connect(cluster)
+    conn = connect(cluster, pin=False)  # compiling needs no GPU: unpinned workers, any number
     client = conn.client
     tmp: tempfile.TemporaryDirectory | None = None
     try:
