@@ -276,6 +276,89 @@ def host_verdicts() -> list[Figure]:
     return out
 
 
+def h200_verdicts() -> list[Figure]:
+    """#23 on the H200 at defaults: byte-identical copies and separate runs (false calls), +5% / +3%
+    kernels (power), the default sweep's wall time beside 887bcf3's, all from one device call."""
+    folder = "data/h200/wave3/session3/verdict-truth"
+    rel = f"{folder}/verdict_truth.json"
+    if not (REPO / rel).exists():
+        return []
+    d = _load(rel)
+    m = _meta(f"{folder}/run00.meta.json")  # the device's own record (the summary was analysed here)
+    c = d["counts"]
+    ident, sep = c.get("identical copy", {}), c.get("separate runs", {})
+    common = dict(command=f"HX_BASELINE=.old bash scripts/h200_all.sh verdict-truth: python3 benchmarks/verdict_truth.py "
+                          f"--device cuda --runs 17 --budget-s 480 --baseline .old --baseline-reps 2 --out DIR "
+                          f"({d['runs']} runs; --analyze here)",
+                  device=H200, revision=_rev(m.get("git_revision")), date=_day(m.get("date")), data=rel)
+
+    def power(kernel: str, sizes: tuple[int, ...]) -> str:
+        rows = [p for p in d["power"] if p["kind"] == f"{kernel} vs A" and p["size_bytes"] >> 20 in sizes
+                and p["flush"] in ("none", "l2-write")]
+        return f"{sum(p['slower'] for p in rows)} of {sum(p['rows'] for p in rows)}"
+
+    ref = {(r["kernel"], r["size_bytes"] >> 20): r["ratio"] for r in d["reference"] if r["flush"] == "none"}
+    walls: dict[str, list[float]] = {}
+    for b in d["baseline_walls"]:
+        walls.setdefault(b["version"], []).append(float(b["wall_s"]))
+    old, new = (sum(walls[k]) / len(walls[k]) for k in ("baseline", "this"))
+    return [
+        Figure("verdicts", f"H200, byte-identical copies (A, B, C) interleaved, {d['runs']} runs x 9 configurations: false "
+               "`faster`/`slower` (same / undecided)",
+               f"{ident.get('faster', 0) + ident.get('slower', 0)} of {ident.get('rows', 0)} "
+               f"({ident.get('same', 0)} / {ident.get('undecided', 0)})", **common),
+        Figure("verdicts", "H200, separate runs of one kernel compared (run i vs i+1): false `faster`/`slower` (same / undecided)",
+               f"{sep.get('faster', 0) + sep.get('slower', 0)} of {sep.get('rows', 0)} "
+               f"({sep.get('same', 0)} / {sep.get('undecided', 0)})", **common),
+        Figure("verdicts", f"H200, +5% kernel (reference {ref.get(('S5', 16), math.nan):.3f}x at 16 MiB, "
+               f"{ref.get(('S5', 256), math.nan):.3f}x at 256 MiB): rows called `slower` at 16 and 256 MiB, none/l2-write",
+               power("S5", (16, 256)), **common),
+        Figure("verdicts", f"H200, +3% kernel (reference {ref.get(('S3', 256), math.nan):.3f}x at 256 MiB): rows called `slower` "
+               "at 256 MiB, none/l2-write", power("S3", (256,)), **common),
+        Figure("harness", f"H200, default `hipexplore bench triad` ({d['sizes']} x {d['flush']}) wall time, 887bcf3 / units auto, "
+               f"mean of {len(walls['this'])} alternating reps",
+               f"{old:.1f} s / {new:.1f} s ({new / old:.2f}x)", **common),
+    ]
+
+
+def h200_tuning_scale() -> list[Figure]:
+    """#28 on the H200 machine's 16 host cores: llama3-8b (1,144 requests, 532 unique), NVRTC sm_90."""
+    folder = "data/tuning/scale/h200-llama3-8b-nvrtc-wave3"
+    if not (REPO / folder / "summary.json").exists():
+        return []
+    d = _load(f"{folder}/summary.json")
+    p = d["provenance"]
+    r = d["results"]
+    dev = "H200 machine's host CPU (Intel Xeon, 16 cores)"
+    cmd = "bash scripts/h200_all.sh tuning-scale: " + _cmd(d["command"]).replace("/opt/torch/.venv/bin/python3", "python3")
+    common = dict(command=cmd, device=dev, revision=_rev(p.get("git_revision")), date=_day(p.get("date")), data=f"{folder}/summary.json")
+    ser = r["serial__llama3-8b__nvrtc-sm_90__j1"]["derived"]
+    par = r["parallel__llama3-8b__nvrtc-sm_90__j16"]["derived"]
+    sec = r["second-run__llama3-8b__nvrtc-sm_90__j1"]["warm_vs_cold"]
+    out = [
+        Figure("tuning replay", "llama3-8b list, NVRTC sm_90, 1 job: cache off / memory cache / ideal (fastest of 2)",
+               f"{ser['off_s']:.1f} s / {ser['memory_s']:.1f} s / {ser['ideal_s']:.1f} s (memory/ideal {ser['memory_vs_ideal']:.3f})",
+               **common),
+        Figure("tuning replay", "llama3-8b list, NVRTC sm_90, 16 jobs: cache off / memory cache / ideal (fastest of 2)",
+               f"{par['off_s']:.2f} s / {par['memory_s']:.2f} s / {par['ideal_s']:.2f} s (memory/ideal {par['memory_vs_ideal']:.3f})",
+               **common),
+        Figure("tuning replay", "llama3-8b list, NVRTC sm_90: second tuning run, warm disk / warm Redis on an empty disk, of the cold run",
+               f"{sec['warm-disk'] * 100:.2f}% / {sec['warm-redis-empty-disk'] * 100:.2f}%", **common),
+    ]
+    crel = f"{folder}/cluster/summary.json"
+    if (REPO / crel).exists():
+        c = _load(crel)
+        cd = c["results"]["cluster__llama3-8b__nvrtc-sm_90__j2"]["derived"]
+        out.append(Figure("tuning replay", "llama3-8b list, NVRTC sm_90, 2 Dask workers sharing Redis: compiles in the cold pass / unique kernels",
+                          f"{cd['cold_compiles']} / {cd['unique_kernels']} ({cd['cold_s']:.1f} s)",
+                          "bash scripts/h200_all.sh tuning-scale (HX_STEPS=cluster): " + _cmd(c["command"]).replace(
+                              "/opt/torch/.venv/bin/python3", "python3"), dev,
+                          # HX_REV=7ce0dc9+cluster-pin: 7ce0dc9 with the unpinned compile workers committed as 5fc5acb
+                          str(c["provenance"].get("git_revision")).replace("+cluster-pin", " + 5fc5acb's cluster.py"),
+                          _day(c["provenance"].get("date")), crel))
+    return out
+
+
 def own_kernels() -> list[Figure]:
     rel = "data/h200/wave2/1/byok/byok.json"
     d = _load(rel)
@@ -318,7 +401,7 @@ FIGURES: list[Callable[[], list[Figure]]] = [
     lambda: cache_hits("benchmarks/results/cache_bench_h200_nvrtc.json", "H200 machine's host CPU (Intel Xeon, 16 cores)", "NVRTC sm_90"),
     cache_team, key_headers, replay_cli, triton,
     triad_timers, launch_floor, nvbench, chunk_position, drift, adaptive,
-    verdicts, host_verdicts, own_kernels, cluster,
+    verdicts, host_verdicts, h200_verdicts, own_kernels, cluster, h200_tuning_scale,
 ]
 
 

@@ -596,7 +596,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="reduced scale: the first N candidates of each problem")
     ap.add_argument("--problems", default=None, help="reduced scale: these problems of each list (names, or a count N: the first N)")
     ap.add_argument("--every", type=int, default=None, help="reduced scale: every K-th candidate of each list")
-    ap.add_argument("--ideal-repeats", type=int, default=1, help="ideal passes per replay (default %(default)s)")
+    ap.add_argument("--ideal-repeats", type=int, default=1,
+                    help="ideal passes per replay, each repeat followed by a memory pass (default %(default)s)")
     ap.add_argument("--no-warm-pass", action="store_true", help="skip the untimed warm pass before the ideal (saves one pass of uniques)")
     ap.add_argument("--sample", type=int, default=48, help="estimate: unique kernels in the sample (default %(default)s)")
     ap.add_argument("--workers", type=int, default=2, help="cluster: Dask workers (default %(default)s)")

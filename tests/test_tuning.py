@@ -22,6 +22,7 @@ from hipexplore.tuning.replay import (
     FRAME_COLUMNS,
     candidate_groups,
     measure_ideal,
+    replay_passes,
     replay_through_cache,
     run_replay,
 )
@@ -498,9 +499,9 @@ def test_the_floor_is_never_above_a_measured_replay(jobs):
     rep = run_replay(tl, jobs=jobs, cache="all", ideal_repeats=2)
     fl = rep.floor()
     assert fl["complete"] and fl["kernels"] == tl.unique_kernels and fl["jobs"] == jobs
-    # the bound's sources: 2 ideal passes, off (every entry), memory and disk-cold (the uniques)
-    assert fl["compiles_measured"] == 4 * tl.unique_kernels + tl.kernels
-    passes = [rep.scenarios[n] for n in ("off", "memory", "disk-cold")] + rep.ideal_passes
+    # the bound's sources: 2 ideal passes, off (every entry), 2 memory passes and disk-cold (the uniques)
+    assert fl["compiles_measured"] == 5 * tl.unique_kernels + tl.kernels
+    passes = [rep.scenarios[n] for n in ("off", "disk-cold")] + rep.ideal_passes + rep.memory_passes
     for res in passes:
         assert fl["floor_s"] <= res.seconds, (res.scenario, res.seconds, fl)
         assert fl["compile_sum_s"] <= float(res.frame["lookup_seconds"].sum()), res.scenario
@@ -508,11 +509,18 @@ def test_the_floor_is_never_above_a_measured_replay(jobs):
     js = rep.to_json()
     assert js["seconds_floor"] == pytest.approx(fl["floor_s"]) and js["ideal_repeats"] == 2
     assert js["seconds_ideal"] == pytest.approx(min(js["seconds_ideal_passes"]))
+    # the memory side is repeated as often as the ideal, alternating, and read by the same statistic:
+    # the fastest of two ideals against one memory pass was biased against the cache
+    assert len(rep.memory_passes) == 2 and rep.memory_passes[0] is not rep.memory_passes[1]
+    assert rep.scenarios["memory"].seconds == pytest.approx(min(js["seconds_memory_passes"]))
+    assert replay_passes("all", ideal_repeats=2) == ["warm-up", "ideal", "off", "memory", "disk", "disk-warm",
+                                                     "ideal", "memory"]
+    assert replay_passes("disk", ideal_repeats=3) == ["warm-up", "ideal", "off", "disk", "disk-warm", "ideal", "ideal"]
     assert js["ratio_vs_floor"] >= 1.0
     # the bound is max(sum / jobs, longest), from per-kernel minima
     from hipexplore.tuning.floor import per_kernel_min
 
-    mins = per_kernel_min([s.frame for s in rep.scenarios.values()] + [p.frame for p in rep.ideal_passes])
+    mins = per_kernel_min([s.frame for s in rep.scenarios.values()] + [p.frame for p in rep.ideal_passes + rep.memory_passes])
     assert fl["compile_sum_s"] == pytest.approx(float(mins.sum()))
     assert fl["floor_s"] == pytest.approx(max(float(mins.sum()) / jobs, float(mins.max())))
 

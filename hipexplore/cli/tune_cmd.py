@@ -98,7 +98,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--export-list", default=None, metavar="FILE.jsonl",
                    help="write the list in use (after --problems/--limit/--every) as a list file, for --list")
     p.add_argument("--ideal-repeats", type=_at_most(100), default=1, metavar="N",
-                   help="measure the ideal pass N times; seconds_ideal is the fastest (default 1)")
+                   help="measure the ideal pass N times, each repeat followed by a memory pass of its own (--cache "
+                        "memory/all); each side reads its fastest pass (default 1)")
     p.add_argument("--no-ideal", action="store_true",
                    help="skip the warm-up pass and the ideal (e.g. a second tuning run on a warm --cache disk directory: "
                         "only the cache's own passes are timed)")

@@ -115,13 +115,17 @@ class ReplayReport:
     salted: bool = False
     #: every ideal pass measured (``ideal_repeats``); ``scenarios["ideal"]`` is the fastest of them
     ideal_passes: list[ScenarioResult] = field(default_factory=list, repr=False)
+    #: every memory pass measured (one per ideal repeat, alternating with them); ``scenarios["memory"]``
+    #: is the fastest, the same statistic as the ideal's, so noise between passes favours neither side
+    memory_passes: list[ScenarioResult] = field(default_factory=list, repr=False)
 
     def floor(self) -> dict[str, Any]:
         """The compile floor of this run (tuning/floor.py): from every compile it measured."""
         from .floor import compile_floor
 
-        frames = [s.frame for s in self.scenarios.values()] + [s.frame for s in self.ideal_passes
-                                                               if s is not self.scenarios.get("ideal")]
+        chosen = [id(s) for s in self.scenarios.values()]
+        frames = [s.frame for s in self.scenarios.values()] + [s.frame for s in (*self.ideal_passes, *self.memory_passes)
+                                                               if id(s) not in chosen]
         return compile_floor(frames, self.jobs, self.tuning_list.unique_kernels)
 
     @property
@@ -187,6 +191,7 @@ class ReplayReport:
             "seconds_ideal_compile_sum": ideal["compile_seconds"],
             "ideal_repeats": len(ideal_walls),
             "seconds_ideal_passes": ideal_walls,
+            "seconds_memory_passes": [float(s.seconds) for s in self.memory_passes],
             # lower bound of any pass that compiles every unique kernel (tuning/floor.py): the fastest
             # measured compile of each unique kernel over every pass of this run, summed, / jobs (or the
             # slowest such kernel when larger)
@@ -455,7 +460,8 @@ def replay_passes(cache: str, measure_without_cache: bool = True, warm_pass: boo
     if measure_without_cache or cache == "off":
         names.append("off")
     names += {"memory": ["memory"], "disk": ["disk", "disk-warm"], "all": ["memory", "disk", "disk-warm"]}.get(cache, [])
-    return names + ["ideal"] * (ideal_repeats - 1 if ideal else 0)
+    again = ["ideal"] + (["memory"] if cache in ("memory", "all") else []) if ideal else []
+    return names + again * (ideal_repeats - 1)
 
 
 def _replay_compiler(tuning_list: TuningList, jobs: int, ideal_repeats: int, cache: str, compiler: Compiler | None,
@@ -481,10 +487,34 @@ def _off_and_memory(pass_list: Callable[[str], TuningList], comp: Compiler, scen
         scenarios["off"] = replay_through_cache(pass_list("off"), comp, off, "off", jobs, granularity)
     if cache in ("memory", "all"):
         step("memory")
-        mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False, remote=False)
-        scenarios["memory"] = replay_through_cache(pass_list("memory"), comp, mem, "memory", jobs, granularity)
+        scenarios["memory"] = _memory_pass(pass_list("memory"), comp, jobs, granularity, max_entries, max_bytes)
         primary = "memory"
     return primary
+
+
+def _repeats(n: int, ideal_pass: Callable[[int], None], memory_pass: Callable[[int], None],
+             ideal_passes: list[ScenarioResult], memory_passes: list[ScenarioResult],
+             scenarios: dict[str, ScenarioResult]) -> dict[str, ScenarioResult]:
+    """Repeats 1..n-1 of the ideal, each followed by a memory pass where the run has one; the
+    scenarios with each side's fastest pass as its ``ideal`` / ``memory`` (the ideal first). One
+    statistic for both sides: the fastest of two ideals against a single memory pass read the H200
+    machine's 7% pass-to-pass spread as cache overhead. Every repeat feeds ``ReplayReport.floor``."""
+    for r in range(1, n):
+        ideal_pass(r)
+        if memory_passes:
+            memory_pass(r)
+    if len(memory_passes) > 1:
+        scenarios["memory"] = min(memory_passes, key=lambda res: res.seconds)
+    if ideal_passes:
+        scenarios = {"ideal": min(ideal_passes, key=lambda res: res.seconds), **scenarios}
+    return scenarios
+
+
+def _memory_pass(tl: TuningList, comp: Compiler, jobs: int, granularity: str, max_entries: int,
+                 max_bytes: int) -> ScenarioResult:
+    """One memory pass: the list through a fresh memory-only cache (no disk, no Redis)."""
+    mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False, remote=False)
+    return replay_through_cache(tl, comp, mem, "memory", jobs, granularity)
 
 
 def _disk_passes(disk_list: TuningList, comp: Compiler, path: Path, scenarios: dict[str, ScenarioResult],
@@ -527,10 +557,9 @@ def run_replay(
     private temporary one). on_pass(name): called as each pass starts (``replay_passes`` lists them).
     The memory limits default high enough that nothing of a default list is evicted (the replay
     measures sharing, not the LRU). Only the disk passes use the Redis tier (``HIPEXPLORE_CACHE_REMOTE``).
-    ideal_repeats: the ideal this many times (salted apart), the first before the cache passes, the
-    others after them; ``scenarios["ideal"]`` is the fastest, and every repeat feeds the compile
-    floor (``ReplayReport.floor``). ideal=False skips it (a second tuning run that only times the
-    cache). granularity ``auto``: ``scheduled`` when jobs > 1, else ``candidate``.
+    ideal_repeats: the ideal this many times, the first before the cache passes, each other one after
+    them followed by a memory pass of its own; each side reads its fastest pass (``_repeats``).
+    ideal=False skips it (a second tuning run). granularity ``auto``: ``scheduled`` when jobs > 1.
     """
     granularity = resolve_granularity(granularity, _check_jobs(jobs))
     own_compiler = compiler is None
@@ -541,9 +570,8 @@ def run_replay(
         warm_up(comp, tuning_list.compiler, tuning_list.target, jobs)
         run_salt = f"{os.getpid()}_{time.time_ns()}"
 
-        def pass_list(name: str) -> TuningList:
-            return salted(tuning_list, f"{run_salt}_{name}") if salt else tuning_list
-
+        pass_list: Callable[[str], TuningList] = (lambda name: salted(tuning_list, f"{run_salt}_{name}") if salt
+                                                  else tuning_list)
         step = on_pass or (lambda name: None)
         if warm_pass:  # the list's unique kernels once, salted, untimed: the first timed pass must not pay for warm-up
             step("warm-up")
@@ -555,8 +583,7 @@ def run_replay(
             step("ideal")
             ideal_passes.append(measure_ideal(pass_list("ideal" if r == 0 else f"ideal{r}"), comp, jobs))
 
-        # the first ideal before the cache passes, repeats after: a machine still speeding up favours neither side
-        if ideal:
+        if ideal:  # the first before the cache passes, repeats after: a machine speeding up favours neither side
             ideal_pass(0)
         primary = _off_and_memory(pass_list, comp, scenarios, step, cache, measure_without_cache, jobs, granularity,
                                   max_entries, max_bytes)
@@ -568,12 +595,15 @@ def run_replay(
             dir_used = str(Path(cache_dir if tmp is None else tmp.name))
             first = _disk_passes(disk_list, comp, Path(dir_used), scenarios, step, jobs, granularity, max_entries, max_bytes)
             primary = first if cache == "disk" else primary
-        for r in range(1, ideal_repeats if ideal else 0):
-            ideal_pass(r)
-        if ideal_passes:
-            scenarios = {"ideal": min(ideal_passes, key=lambda res: res.seconds), **scenarios}
+        memory_passes = [scenarios["memory"]] if "memory" in scenarios else []
+
+        def memory_pass(r: int) -> None:  # alternating with the ideal, its own salt and its own empty cache
+            step("memory")
+            memory_passes.append(_memory_pass(pass_list(f"memory{r}"), comp, jobs, granularity, max_entries, max_bytes))
+
+        scenarios = _repeats(ideal_repeats if ideal else 0, ideal_pass, memory_pass, ideal_passes, memory_passes, scenarios)
         return ReplayReport(tuning_list, jobs, cache, comp.isolated, primary, scenarios, dir_used, granularity, salt,
-                            ideal_passes)
+                            ideal_passes, memory_passes)
     finally:
         if tmp is not None:
             tmp.cleanup()
