@@ -58,7 +58,6 @@ import fcntl
 import os
 import re
 import secrets
-import socket
 import stat
 import threading
 import time
@@ -70,11 +69,14 @@ from typing import Iterator
 from .. import settings
 from ..errors import CacheError, ConfigError
 from .base import ObjectCode
-from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, Unauthenticated, decode_entry, encode_entry, object_code, read_entry_file,
+from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry, object_code, read_entry_file,
                     read_header)
 from .request import KEY_SCHEMA, CacheKey
 from .disk_files import (  # noqa: F401 - the files and lock records, by name here too
     DiskEntryInfo, SUFFIX, _HeldLock, _LOCK_PREFIX, _TEMP_PREFIX, _classify, _linked, _lock_state, _node, _node_id, _owner_record, _pid_alive, _proc_start, _read_record, _same_file, _try_flock, _umask, _unlink_if_same, charged_bytes, lock_id)
+from .disk_files import (  # noqa: F401 - shared with disk_maint, by name here too
+    _CLOEXEC, _HOST, PRUNE_TO_FRACTION, STALE_TEMP_S, Untrusted, _RootProblem, _warn_once, _warned)
+from .disk_maint import DiskMaintenance
 
 __all__ = ["MAGIC", "DiskCache", "DiskEntryInfo", "Corrupt", "Untrusted", "decode_entry", "encode_entry", "read_header"]
 
@@ -85,10 +87,7 @@ SKIP_WRITE_ERRORS = frozenset({errno.EINTR, errno.EAGAIN, errno.EBUSY, errno.EMF
 FULL_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 _PRUNE_LOCK = ".prune.lock"
-PRUNE_TO_FRACTION = 0.9
 TOUCH_INTERVAL_S = 1.0
-#: Temp files older than this are left-overs whoever wrote them (another host's dead writer).
-STALE_TEMP_S = 3600.0
 #: How often a waiter looks at a lock it waits on.
 LOCK_POLL_S = 0.05
 #: A lock is its holder's for the compile timeout plus this; older, a waiter takes it over.
@@ -100,35 +99,9 @@ _FRESH_LOCK_S = 60.0
 DEFAULT_DISK_MAX_BYTES = settings.CACHE_DISK_MAX_BYTES.default
 
 _DIGEST_RE = re.compile(r"[0-9A-Za-z_\-]{2,128}")
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _PEEK_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
-_HOST = re.sub(r"[^0-9A-Za-z_]", "_", socket.gethostname())[:40] or "host"
-_warned: set[tuple[str, str]] = set()
-_warned_lock = threading.Lock()
-
-
-def _warn_once(what: str, message: str) -> None:
-    with _warned_lock:
-        if (what, message) in _warned:
-            return
-        _warned.add((what, message))
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
-
-
-class Untrusted(CacheError):
-    """A cache folder or entry file that users other than this one can change, in private mode."""
-
-
-class _RootProblem(Exception):
-    """The root or the version folder cannot be opened or made: the whole tier, not one path."""
-
-    def __init__(self, error: OSError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class DiskCache:
+class DiskCache(DiskMaintenance):
     """Entry files under ``root``; thread-safe and safe across processes and users.
 
     ``get``/``put`` never raise for I/O trouble or hostile files: a read problem is a miss, a bad
@@ -622,289 +595,3 @@ class DiskCache:
         finally:
             os.close(fd)
 
-    # -- maintenance -------------------------------------------------------------------------
-    def _info(self, shard: str, name: str, st: os.stat_result) -> DiskEntryInfo:
-        kind, digest = _classify(name, st)
-        return DiskEntryInfo(self.directory / shard / name, digest, charged_bytes(st), st.st_mtime, kind,
-                             st.st_uid, st.st_uid == self._uid, st.st_size)
-
-    def listing(self) -> Iterator[DiskEntryInfo]:
-        """Every file in the shard folders, classified; vanished files and unreadable, untrusted
-        or linked folders are skipped (nothing is followed or opened)."""
-        for shard, _, files in self._walk():
-            for name, st in files:
-                yield self._info(shard, name, st)
-
-    def entries(self) -> Iterator[DiskEntryInfo]:
-        """Regular entry files currently present (listing only)."""
-        return (i for i in self.listing() if i.kind == "entry")
-
-    @staticmethod
-    def writer_gone(name: str, mtime: float, now: float) -> bool:
-        """True when the temp file's writer cannot still be writing it: its pid is dead on this
-        host, or the file is older than ``STALE_TEMP_S`` (another host, or an unknown name)."""
-        if now - mtime > STALE_TEMP_S:
-            return True
-        m = re.match(rf"{re.escape(_TEMP_PREFIX)}(\w+?)-(\d+)-", name)
-        if not m or m.group(1) != _HOST:
-            return False
-        pid = int(m.group(2))
-        if pid == os.getpid():
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            return False
-        return False
-
-    def _sweep(self, now: float) -> int:
-        """Remove this user's temp files whose writer is gone and lock files no one holds; returns
-        the bytes this user's entries and remaining temp files are charged."""
-        total = 0
-        for _, sfd, files in self._walk():
-            for name, st in files:
-                if st.st_uid != self._uid:
-                    continue  # another user's: not counted, not touched
-                kind, _ = _classify(name, st)
-                if kind == "temp" and self.writer_gone(name, st.st_mtime, now):
-                    if _unlink_if_same(sfd, name, st):
-                        continue
-                elif kind == "lock":
-                    if self._stale_lock(sfd, name, st, now):
-                        self._count("locks_removed")
-                    continue
-                if kind in ("entry", "temp"):
-                    total += charged_bytes(st)
-        return total
-
-    def stats(self) -> dict:
-        infos = list(self.listing())
-        with self._lock:
-            counters = dict(self.counters)
-        entries = [i for i in infos if i.kind == "entry" and i.own]
-        temps = [i for i in infos if i.kind == "temp" and i.own]
-        others = [i for i in infos if not i.own]
-        return {
-            "root": str(self.root), "directory": str(self.directory), "max_bytes": self.max_bytes,
-            "shared": self.shared, "authenticated": self.secret is not None,
-            "writable": self.writable, "write_error": self.write_error,
-            "entries": len(entries), "bytes": sum(i.size for i in entries) + sum(i.size for i in temps),
-            "entry_bytes": sum(i.size for i in entries), "temp_files": len(temps), "temp_bytes": sum(i.size for i in temps),
-            "foreign_files": sum(1 for i in infos if i.kind == "foreign" and i.own),
-            "lock_files": sum(1 for i in infos if i.kind == "lock" and i.own),
-            "others_files": len(others), "others_entries": sum(1 for i in others if i.kind == "entry"),
-            "usable": self._usable() or "yes",
-            **{f"disk_{k}": v for k, v in counters.items()},
-        }
-
-    def _prune_lock(self, vfd: int) -> tuple[int | None, str]:
-        """(fd, '') holding this user's prune lock; (None, '') when another of this user's live
-        processes prunes now; (None, why) when the file cannot serve (prune without it)."""
-        try:
-            fd = os.open(self._prune_lock_name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, self._lock_mode,
-                         dir_fd=vfd)
-        except OSError as exc:
-            return None, str(exc)
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != self._uid:
-                os.close(fd)
-                return None, f"not this user's regular file (uid {st.st_uid}, mode {stat.filemode(st.st_mode)})"
-            got = _try_flock(fd, fcntl.LOCK_EX)
-            if got is None:
-                os.close(fd)
-                return None, "cannot be locked on this file system"
-            if not got:
-                alive = _lock_state(_read_record(fd), st, self.lock_lifetime(), time.time()) == "live"
-                os.close(fd)
-                return None, ("" if alive else "held by a process that is gone")
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, _owner_record(), 0)
-            return fd, ""
-        except BaseException:
-            os.close(fd)
-            raise
-
-    def prune(self, target_bytes: int | None = None) -> int:
-        """Remove this user's least-recently-used entries until this user's entries + temp files
-        are at most ``target_bytes`` (default: 90 % of the cap), temp files of writers that are
-        gone, and lock files no one holds. Skips, returning 0, while another thread or live
-        process of this user holds the prune lock. A prune lock that cannot serve (planted, a
-        link, another user's, its holder gone) does not stop pruning: one warning, prune anyway."""
-        if target_bytes is None:
-            target_bytes = int(self.max_bytes * PRUNE_TO_FRACTION)
-        if not self._prune_guard.acquire(blocking=False):
-            return 0
-        try:
-            try:
-                top = self._open_top(create=False)
-            except (OSError, Untrusted, _RootProblem):
-                return 0
-            try:
-                fd, why = self._prune_lock(top[-1])
-                if fd is None and not why:
-                    return 0
-                if fd is None:
-                    path = self.directory / self._prune_lock_name
-                    _warn_once(str(path), f"hipexplore compile cache: cannot use the prune lock {str(path)!r} ({why}); "
-                                          "pruning without it (remove that file)")
-                try:
-                    return self._prune_locked(target_bytes)
-                finally:
-                    if fd is not None:
-                        os.ftruncate(fd, 0)
-                        os.close(fd)
-            finally:
-                for f in top:
-                    os.close(f)
-        finally:
-            self._prune_guard.release()
-
-    def _prune_locked(self, target_bytes: int) -> int:
-        now = time.time()
-        self._sweep(now)
-        entries: list[tuple[float, str, str, os.stat_result]] = []
-        total = 0
-        for shard, _, files in self._walk():
-            for name, st in files:
-                if st.st_uid != self._uid:
-                    continue
-                kind, _ = _classify(name, st)
-                if kind in ("entry", "temp"):
-                    total += charged_bytes(st)
-                if kind == "entry":
-                    entries.append((st.st_mtime, shard, name, st))
-        entries.sort(key=lambda e: e[0])
-        doomed: dict[str, list[tuple[str, os.stat_result]]] = {}
-        planned = total
-        for _, shard, name, st in entries:
-            if planned <= target_bytes:
-                break
-            doomed.setdefault(shard, []).append((name, st))
-            planned -= charged_bytes(st)
-        removed = 0
-        for shard, files in doomed.items():
-            try:
-                with self._shard_named(shard, create=False) as sfd:
-                    for name, st in files:
-                        if _unlink_if_same(sfd, name, st):
-                            removed += 1
-                            total -= charged_bytes(st)
-                        elif not _linked(sfd, name, st):
-                            total -= charged_bytes(st)  # gone (another pruner) or replaced: recounted next scan
-            except (OSError, Untrusted, _RootProblem):
-                continue
-        with self._lock:
-            self._estimated_bytes = total
-            self.counters["pruned"] += removed
-        return removed
-
-    def verify(self) -> dict:
-        """Read every entry safely and check it (tag, lengths, header types, file name); remove
-        what is not a valid entry, if it is this user's (others' files are reported, left in
-        place). ``problems`` lists (path, what, action); ``failed`` counts files that could not
-        be read or removed, or a cache that cannot be used (the command line exits non-zero)."""
-        ok = corrupt = removed = failed = unauthenticated = untrusted = 0
-        problems: list[tuple[str, str, str]] = []
-        usable = self._usable()
-        if usable:
-            failed += 1
-            problems.append((str(self.directory), usable, "nothing checked"))
-        for shard, sfd, files in self._walk():
-            for name, st in files:
-                kind, digest = _classify(name, st)
-                if kind in ("temp", "lock"):
-                    continue
-                path = self.directory / shard / name
-                why = ""
-                if kind == "foreign":
-                    why = "not a regular entry file"
-                else:
-                    try:
-                        data, st = read_entry_file(name, sfd, check=self._check_file(path))
-                        header, _ = decode_entry(data, self.secret)
-                        if header["digest"] != digest:
-                            why = f"file name {digest} does not match stored digest {header['digest']}"
-                    except FileNotFoundError:
-                        continue
-                    except Untrusted as exc:
-                        untrusted += 1
-                        problems.append((str(path), f"not trusted: {exc}", "left in place"))
-                        continue
-                    except Unauthenticated as exc:  # a teammate's under another secret, or forged: a miss, kept
-                        unauthenticated += 1
-                        problems.append((str(path), str(exc), "left in place"))
-                        continue
-                    except Corrupt as exc:
-                        why = str(exc)
-                    except OSError as exc:
-                        why = f"unreadable ({exc.strerror or exc})"
-                if not why:
-                    ok += 1
-                    continue
-                corrupt += 1
-                if st.st_uid != self._uid:
-                    problems.append((str(path), why, f"left in place (owned by uid {st.st_uid})"))
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    failed += 1
-                    problems.append((str(path), why, "NOT removed: a directory (left in place)"))
-                    continue
-                try:
-                    if not _linked(sfd, name, st):
-                        continue  # replaced or gone meanwhile
-                    os.unlink(name, dir_fd=sfd)
-                    removed += 1
-                    problems.append((str(path), why, "removed"))
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    failed += 1
-                    problems.append((str(path), why, f"NOT removed: {exc.strerror or exc}"))
-        with self._lock:
-            self._estimated_bytes = None
-        return {"checked": ok + corrupt + unauthenticated + untrusted, "ok": ok, "corrupt": corrupt, "removed": removed,
-                "failed": failed, "unauthenticated": unauthenticated, "untrusted": untrusted, "problems": problems}
-
-    def clear(self) -> dict:
-        """Remove this user's entries, temp files, stray files and lock files no one holds (a live
-        holder's stays; it removes its own on release); other users' files stay (``others_left``).
-        Returns counts ``removed`` (entries), ``temp_removed``, ``locks_removed``, ``failed`` and
-        the first ``error`` (e.g. a read-only mount, or a cache that is not used)."""
-        removed = temp_removed = locks_removed = failed = others = 0
-        error = self._usable()
-        if error:
-            failed += 1
-        now = time.time()
-        for shard, sfd, files in self._walk():
-            for name, st in files:
-                if st.st_uid != self._uid:
-                    others += 1
-                    continue
-                kind, _ = _classify(name, st)
-                if stat.S_ISDIR(st.st_mode):
-                    continue
-                if kind == "lock":
-                    if self._stale_lock(sfd, name, st, now):
-                        locks_removed += 1
-                    continue
-                if not _linked(sfd, name, st):
-                    continue
-                try:
-                    os.unlink(name, dir_fd=sfd)
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    failed += 1
-                    error = error or f"{self.directory / shard / name}: {exc.strerror or exc}"
-                    continue
-                if kind == "entry":
-                    removed += 1
-                elif kind == "temp":
-                    temp_removed += 1
-        with self._lock:
-            self._estimated_bytes = None
-        return {"removed": removed, "temp_removed": temp_removed, "locks_removed": locks_removed, "failed": failed,
-                "error": error, "others_left": others}

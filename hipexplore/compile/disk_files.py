@@ -13,17 +13,48 @@ import hashlib
 import json
 import math
 import os
+import re
 import socket
 import stat
+import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import CacheError
 from .request import CacheKey
 
 SUFFIX = ".hxc"
 _TEMP_PREFIX = ".tmp-"
 _LOCK_PREFIX = ".lock-"
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: Temp files older than this are left-overs whoever wrote them (another host's dead writer).
+STALE_TEMP_S = 3600.0
+PRUNE_TO_FRACTION = 0.9
+_HOST = re.sub(r"[^0-9A-Za-z_]", "_", socket.gethostname())[:40] or "host"
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(what: str, message: str) -> None:
+    with _warned_lock:
+        if (what, message) in _warned:
+            return
+        _warned.add((what, message))
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+class Untrusted(CacheError):
+    """A cache folder or entry file that users other than this one can change, in private mode."""
+
+
+class _RootProblem(Exception):
+    """The root or the version folder cannot be opened or made: the whole tier, not one path."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def lock_id(key: CacheKey | str) -> str:

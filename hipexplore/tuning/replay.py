@@ -21,15 +21,14 @@ so library loading and worker start-up land in no scenario.
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
@@ -38,11 +37,12 @@ from ..compile.cache import CompileCache
 from ..compile.events import EVENT_COLUMNS, CacheEvent, events_frame
 from ..compile.request import CompileRequest, make_key
 from ..errors import ConfigError, HipexploreError
-from ..schema import COMPILE_OUTCOMES, REPLAY_COLUMNS, count_outcomes
+from ..schema import REPLAY_COLUMNS
 from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
 from .schedule import _run_all, candidate_groups, run_tasks  # noqa: F401 - candidate_groups: public here too
 from .triton_list import warm_up_requests
+from .results import ReplayReport, ScenarioResult, _by_problem, _json_safe, empty_frame  # noqa: F401 - public here too
 from .timed_compiler import _TimedCompiler, _proc_cpu, cpu_delta, cpu_snapshot  # noqa: F401 - public here too
 
 CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm
@@ -59,193 +59,7 @@ def _check_jobs(jobs: int) -> int:
     return jobs
 
 
-# ----------------------------------------------------------------------------- results
-@dataclass
-class ScenarioResult:
-    """One pass over the list (or over its unique kernels, for ``ideal``)."""
-
-    scenario: str
-    jobs: int
-    seconds: float
-    frame: pd.DataFrame = field(repr=False)
-    cpu_seconds: float = float("nan")
-
-    def summary(self) -> dict[str, Any]:
-        f = self.frame
-        outcome = f["outcome"]
-        compiled = f[outcome.isin(COMPILE_OUTCOMES)]
-        return {
-            "scenario": self.scenario,
-            "jobs": self.jobs,
-            **count_outcomes(outcome),
-            "seconds": float(self.seconds),
-            # CPU time of this process and the compiler's workers during the pass
-            "cpu_seconds": float(self.cpu_seconds),
-            # wall time inside compiler calls, summed (> seconds when jobs > 1)
-            "call_seconds": float(f["call_seconds"].sum()),
-            # serial passes only: everything outside the compiler calls (keys, lookups, disk
-            # reads and writes, event bookkeeping); the complete cost of the cache on top of compiling
-            "outside_compiler_seconds": float(self.seconds - f["call_seconds"].sum()) if self.jobs == 1 else float("nan"),
-            # time the compiler ran in this pass (sum over compiles; > seconds when jobs > 1)
-            "compile_seconds": float(compiled["compile_seconds"].sum()),
-            # recorded compile time of every lookup, hits included: the no-cache estimate
-            "recorded_compile_seconds": float(f.loc[outcome != "failed", "compile_seconds"].sum()),
-            "seconds_saved": float(f["seconds_saved"].sum()),
-            # time spent in the cache itself: lookups minus the wall time of the compiler calls
-            # they made (keys, locks, disk reads/writes, hits); joins wait for another lookup's
-            # compile and are left out. What the cache costs beyond the ideal, free of load noise.
-            "cache_overhead_seconds": float(
-                (f["lookup_seconds"] - f["call_seconds"]).where(outcome != "joined", 0.0).sum()
-            ) if self.scenario != "ideal" else 0.0,
-        }
-
-
-@dataclass
-class ReplayReport:
-    """Everything one replay run measured; ``to_json()`` is the CLI's ``--json`` output."""
-
-    tuning_list: TuningList = field(repr=False)
-    jobs: int
-    cache: str
-    isolated: bool
-    primary: str
-    scenarios: dict[str, ScenarioResult]
-    cache_dir: str = ""
-    granularity: str = "candidate"
-    salted: bool = False
-    #: every ideal pass measured (``ideal_repeats``); ``scenarios["ideal"]`` is the fastest of them
-    ideal_passes: list[ScenarioResult] = field(default_factory=list, repr=False)
-    #: every memory pass measured (one per ideal repeat, alternating with them); ``scenarios["memory"]``
-    #: is the fastest, the same statistic as the ideal's, so noise between passes favours neither side
-    memory_passes: list[ScenarioResult] = field(default_factory=list, repr=False)
-
-    def floor(self) -> dict[str, Any]:
-        """The compile floor of this run (tuning/floor.py): from every compile it measured."""
-        from .floor import compile_floor
-
-        chosen = [id(s) for s in self.scenarios.values()]
-        frames = [s.frame for s in self.scenarios.values()] + [s.frame for s in (*self.ideal_passes, *self.memory_passes)
-                                                               if id(s) not in chosen]
-        return compile_floor(frames, self.jobs, self.tuning_list.unique_kernels)
-
-    @property
-    def frame(self) -> pd.DataFrame:
-        """All scenarios, one row per lookup (or per ideal compile)."""
-        frames = [s.frame for s in self.scenarios.values()]
-        return pd.concat(frames, ignore_index=True) if frames else empty_frame()
-
-    def summary_frame(self) -> pd.DataFrame:
-        """One row per scenario, the ideal beside the cache modes."""
-        rows = [s.summary() for s in self.scenarios.values()]
-        df = pd.DataFrame(rows)
-        df.insert(0, "compiler", self.tuning_list.compiler)
-        df.insert(1, "target", self.tuning_list.target)
-        df["kernels"] = self.tuning_list.kernels
-        df["unique_kernels"] = self.tuning_list.unique_kernels
-        return df
-
-    def to_json(self) -> dict[str, Any]:
-        tl = self.tuning_list
-        main = self.scenarios[self.primary].summary()
-        ideal = self.scenarios["ideal"].summary() if "ideal" in self.scenarios else dict.fromkeys(
-            ("seconds", "compile_seconds", "cpu_seconds"), None)
-        off = self.scenarios.get("off")
-        recorded_sum = main["recorded_compile_seconds"]
-        measured = off.seconds if off is not None else None
-        without = measured if measured is not None else recorded_sum
-        floor = self.floor()
-        ideal_walls = [float(s.seconds) for s in self.ideal_passes] or ([ideal["seconds"]] if ideal["seconds"] is not None else [])
-        out: dict[str, Any] = {
-            "compiler": tl.compiler,
-            "target": tl.target,
-            "list": tl.name or "built-in",
-            "list_file": tl.source,
-            "jobs": self.jobs,
-            "granularity": self.granularity,
-            "salted_per_pass": self.salted,
-            "isolated": self.isolated,
-            "cache": self.cache,
-            "scenario": self.primary,
-            "problems": [p.name for p in tl.problems],
-            "candidates": tl.n_candidates,
-            "candidates_per_problem": len(tl.candidates) if not tl.name else max(
-                sum(1 for _ in g) for g in _by_problem(tl)),
-            "kernels": tl.kernels,
-            "unique_kernels": tl.unique_kernels,
-            "compiles": main["compiles"],
-            "hits": main["hits"],
-            "memory_hits": main["memory_hits"],
-            "disk_hits": main["disk_hits"],
-            "remote_hits": main["remote_hits"],
-            "joins": main["joins"],
-            "failed": main["failed"],
-            "seconds": main["seconds"],
-            "seconds_without_cache": without,
-            "seconds_without_cache_source": "measured" if measured is not None else "recorded-sum",
-            "seconds_without_cache_measured": measured,
-            # serial-equivalent: each list entry's recorded compile time, summed
-            "seconds_without_cache_recorded_sum": recorded_sum,
-            # wall time of compiling each unique kernel once, fresh, with the same jobs: a measured
-            # pass (the fastest of ideal_repeats), not a bound; seconds_floor is the bound
-            "seconds_ideal": ideal["seconds"],
-            "seconds_ideal_compile_sum": ideal["compile_seconds"],
-            "ideal_repeats": len(ideal_walls),
-            "seconds_ideal_passes": ideal_walls,
-            "seconds_memory_passes": [float(s.seconds) for s in self.memory_passes],
-            # lower bound of any pass that compiles every unique kernel (tuning/floor.py): the fastest
-            # measured compile of each unique kernel over every pass of this run, summed, / jobs (or the
-            # slowest such kernel when larger)
-            "seconds_floor": floor["floor_s"],
-            "seconds_floor_compile_sum": floor["compile_sum_s"],
-            "floor_kernels": floor["kernels"],
-            "floor_compiles_measured": floor["compiles_measured"],
-            "floor_complete": floor["complete"],
-            "ratio_vs_floor": (main["seconds"] / floor["floor_s"]) if floor["floor_s"] and floor["floor_s"] > 0 else None,
-            "seconds_saved_recorded": main["seconds_saved"],
-            # the figure to quote: wall time without the cache (measured when measured) minus with it
-            "seconds_saved": (without - main["seconds"]) if without is not None else None,
-            "seconds_saved_quote": "seconds_saved: seconds_without_cache - seconds, both wall times of this run "
-                                   "(seconds_without_cache_source says whether the cache-off pass was measured); "
-                                   "seconds_saved_recorded sums the recorded compile time of each hit (serial-equivalent, "
-                                   "larger than the wall-time saving with --jobs > 1)",
-            "cpu_seconds": main["cpu_seconds"],
-            "cpu_seconds_ideal": ideal["cpu_seconds"],
-            "cache_overhead_seconds": main["cache_overhead_seconds"],
-            "outside_compiler_seconds": main["outside_compiler_seconds"],
-            "overhead_vs_ideal": (main["seconds"] / ideal["seconds"] - 1.0) if ideal["seconds"] else None,
-            "speedup_vs_without_cache": (without / main["seconds"]) if main["seconds"] > 0 else None,
-            "by_role": tl.counts_by_role(),
-            "scenarios": {name: s.summary() for name, s in self.scenarios.items()},
-            "cache_dir": self.cache_dir,
-        }
-        return _json_safe(out)
-
-
-def _by_problem(tl: TuningList) -> list[list[str]]:
-    """Each problem's distinct candidates (in list order)."""
-    seen: dict[str, dict[str, None]] = {}
-    for e in tl.entries:
-        seen.setdefault(e.problem, {})[e.candidate] = None
-    return [list(v) for v in seen.values()] or [[]]
-
-
-def _json_safe(obj: Any) -> Any:
-    """NaN and infinity become None: strict JSON has no such numbers (``outside_compiler_seconds``
-    is undefined for parallel passes)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
-
-
-def empty_frame() -> pd.DataFrame:
-    base = events_frame([])
-    for col in REPLAY_COLUMNS:
-        base[col] = pd.Series(dtype="int64" if col in ("entry", "jobs") else "object")
-    return base
+# ----------------------------------------------------------------------------- results: tuning/results.py
 
 
 def _annotate(events: pd.DataFrame, by_label: dict[str, ListEntry], scenario: str, jobs: int,
