@@ -60,10 +60,15 @@ def test_the_first_disk_hit_of_a_fresh_process_does_not_count_loading_the_compil
     hit = _run(tmp_path / "cache", compiler)  # a fresh process: the compiler is loaded again
     assert hit["outcome"] == "disk-hit"
     assert hit["setup"] > 0 and hit["setup"] == hit["stats_setup"]
-    # the hit's own time is what the cache did (key, read, check), not the compiler's start-up
-    assert hit["lookup"] + hit["setup"] <= hit["wall"] + 1e-3
-    assert hit["lookup"] < hit["setup"], hit
-    assert hit["saved"] == pytest.approx(hit["compile"] - hit["lookup"]) and hit["saved"] > 0, hit
+    # the hit's own time is what the cache did (key, read, check), not the compiler's start-up: the
+    # two are disjoint parts of the call's wall time (with the set-up inside the lookup, as before the
+    # fix, lookup + setup exceeds the wall by the set-up, which a fresh process pays by loading the
+    # compiler). No comparison of the two durations: which is longer depends on the machine's load
+    # (host: the lookup runs `cc -M`, the set-up `cc --version`; issue 26.6)
+    assert hit["setup"] > 2e-3 and hit["lookup"] + hit["setup"] <= hit["wall"] + 1e-3, hit
+    assert hit["saved"] == pytest.approx(hit["compile"] - hit["lookup"]), hit
+    if compiler == "hiprtc":  # a compile of ~0.5 s against a lookup of milliseconds: a saving at any load
+        assert hit["saved"] > 0, hit
     assert hit["event_lookup"][0] == pytest.approx(hit["lookup"]) and hit["event_saved"][0] == pytest.approx(hit["saved"])
     # later lookups in the process pay no set-up: the memory hit saves nearly the whole compile
     assert hit["again"][0] == "memory-hit" and hit["again"][1] == 0.0 and hit["again"][2] > 0
