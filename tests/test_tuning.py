@@ -536,8 +536,12 @@ def test_the_report_floor_is_below_the_cache_curve_even_when_the_ideal_pass_ran_
     rep = run_replay(_small(problems="2", limit=3), jobs=1, cache="memory")
     frame = rep.frame.copy()
     slow = frame["scenario"] == "ideal"
+    # a slow ideal pass, as recorded on that report: 1.5x the memory pass's lookups whatever the load did
+    # to either pass (a fixed factor on the ideal alone left the premise to the machine, issue 26.6)
+    factor = 1.5 * float(frame.loc[frame["scenario"] == "memory", "lookup_seconds"].sum()) / float(
+        frame.loc[slow, "lookup_seconds"].sum())
     for col in ("lookup_seconds", "call_seconds", "compile_seconds"):
-        frame.loc[slow, col] = frame.loc[slow, col] * 1.5  # a slow ideal pass, as recorded on that report
+        frame.loc[slow, col] = frame.loc[slow, col] * factor
     mem = frame[frame["scenario"] == "memory"]
     assert frame.loc[slow, "lookup_seconds"].sum() > mem["lookup_seconds"].sum()  # the old line would be above
     data = split_replay(frame, source="recorded")
