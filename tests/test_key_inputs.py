@@ -346,6 +346,22 @@ def test_the_fast_path_skips_the_compiler_only_for_plain_request_headers(monkeyp
                  '#if __has_include("x.h")\n#endif', '??=include "defs.h"', '#include_next "defs.h"', '#import "defs.h"'):
         assert not reads_only_request(request("nvrtc", text, headers=[("defs.h", "")]), nvrtc=True), text
     assert not reads_only_request(plain.with_(options=("-Dx", "--unknown-option")), nvrtc=True)
+    # a comment that says "include" (real headers are full of them) is no directive ...
+    commented = request("nvrtc", '// the prelude every kernel includes first\n  // #include "x.h" (was)\n#include "defs.h"',
+                        headers=[("defs.h", "// include guard below\n#pragma once\n")])
+    assert reads_only_request(commented, nvrtc=True)
+    # ... but not where a block comment could end inside it, or a trigraph splice could carry the next line
+    for text in ('/* open\n// */ #include "x.h"\n', '/* c */\n// a comment that includes x\n',
+                 '// a comment ??/\n#include "x.h"\n', '// includes ??= things\n'):
+        assert not reads_only_request(request("nvrtc", text, headers=[("defs.h", "")]), nvrtc=True), text
+
+
+def test_nvrtc_include_after_a_line_comment_that_closes_a_block_comment(tmp_path, work):
+    """``/*`` on one line, ``// */ #include "cfg.h"`` on the next: phase 3 turns the comment into a
+    space and the include is a directive the compiler follows. The fast path must not read the
+    line as a ``//`` comment, or an edit of ./cfg.h is served stale."""
+    cfg = header(work / "cfg.h", OLD)
+    served_is_fresh(tmp_path, request("nvrtc", '/* a block comment\n// */ #include "cfg.h"'), lambda: header(cfg, NEW))
 
 
 # -- include folders (-I DIR): the closure reads the files into the request --------------------

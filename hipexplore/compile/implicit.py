@@ -34,7 +34,8 @@ those places are watched (beside the including file, the search folders) for a l
 for an operand built by a macro they cannot be placed, and the resolution is then not trusted
 (done again on every lookup). A request provably reading nothing outside itself (every include a
 plain ``#include "x"``/``<x>`` of a request header, no other file-reading word after line
-splicing, only known harmless options: ``reads_only_request``) skips the compiler's list. When a
+splicing but on whole-line ``//`` comments of a text without ``/*`` or ``??``, only known harmless
+options: ``reads_only_request``) skips the compiler's list. When a
 compiler cannot say (it fails, or its output is missing), the request is compiled uncached.
 
 Memo (a memory hit must stay cheap): per (request, identity) the files read and their stat
@@ -305,6 +306,11 @@ _SAFE_OPTION = re.compile(
 _TRIGGER = re.compile(r"include|import|embed|dependency|module|\\[uU]|\?\?")
 _SPLICE = re.compile(r"(?:\\|\?\?/)[ \t]*\r?\n")
 _SIMPLE_INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*(?://[^\n]*)?$')
+#: a whole (spliced) line that is a ``//`` comment: never a directive. Trusted only in a text with no
+#: ``/*`` anywhere (a line opening inside a block comment, ``// */ #include "x.h"``, is a directive once
+#: the comment is replaced by a space) and no ``??`` anywhere in the original text (``// ... ??/``
+#: splices the next line only where trigraphs are on, ``spliced`` always: that line may be a directive).
+_LINE_COMMENT = re.compile(r"^[ \t]*//")
 _HAS_INCLUDE = re.compile(r"__has_include(?:_next)?\b")
 _HAS_LITERAL = re.compile(r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)')
 
@@ -328,9 +334,12 @@ def reads_only_request(request: CompileRequest, nvrtc: bool) -> bool:
         body = spliced(text)
         if not _TRIGGER.search(body):
             continue
+        comments_plain = "/*" not in body and "??" not in text  # see _LINE_COMMENT
         for line in body.splitlines():
             if not _TRIGGER.search(line):
                 continue
+            if comments_plain and _LINE_COMMENT.match(line):
+                continue  # "// the prelude every kernel includes first": no directive (see _LINE_COMMENT)
             m = _SIMPLE_INCLUDE.match(line)
             if m is None:
                 return False
