@@ -273,8 +273,20 @@ def test_sweep_panel_on_a_cluster_shows_dashboard_and_per_worker_progress(cluste
     assert cluster.status == "running"  # a Client handed in stays open
 
 
-def test_workers_without_a_gpu_slot_are_refused_and_a_stalled_run_ends(tmp_path):
+def _no_visible_devices(monkeypatch) -> None:
+    """The visible-device variables unset for the test and restored after: an in-process worker's
+    ``PinDevices`` writes them into this very process (set first, so the undo deletes them again)."""
+    from hipexplore.bench.cluster import VISIBLE_DEVICE_VARS
+
+    for var in VISIBLE_DEVICE_VARS:
+        monkeypatch.setenv(var, "unset-by-test")
+        monkeypatch.delenv(var)
+
+
+def test_workers_without_a_gpu_slot_are_refused_and_a_stalled_run_ends(tmp_path, monkeypatch):
     import time
+
+    _no_visible_devices(monkeypatch)  # the in-process worker below pins this process: undone after
 
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
             distributed.Client(lc) as client:
@@ -414,11 +426,13 @@ def _worker_view() -> dict:
             "nvml": dask.config.get("distributed.diagnostics.nvml")}
 
 
-def test_compile_only_workers_are_unpinned_so_any_number_starts():
+def test_compile_only_workers_are_unpinned_so_any_number_starts(monkeypatch):
     """The tuning replay compiles and needs no GPU: pinning worker i to GPU i made a 2-worker replay on
     the one-GPU H200 machine fail ("Nanny failed to start": distributed's NVML query of GPU 1). Unpinned
     workers see no visible-device variable, advertise no GPU and run no NVML diagnostics; pinned ones
-    still see their own ordinal."""
+    still see their own ordinal. (The workers inherit this process's environment: the variables are
+    unset here first, so whatever they hold was set by the cluster.)"""
+    _no_visible_devices(monkeypatch)
     lc = local_cluster(2, pin=False)
     client = distributed.Client(lc)
     try:
