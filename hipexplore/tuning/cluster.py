@@ -31,8 +31,9 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .lists import TuningList
-from .replay import (GRANULARITIES, ReplayReport, ScenarioResult, _dir_has_entries, candidate_groups, check_target,
-                     make_compiler, measure_ideal, replay_through_cache, salted, warm_up)
+from .replay import (GRANULARITIES, _dir_has_entries, candidate_groups, check_target, make_compiler, measure_ideal,
+                     replay_through_cache, salted, warm_up)
+from .results import ReplayReport, ScenarioResult
 
 #: what a cluster replay adds to the replay frame's columns
 WORKER_COLUMNS = ("worker", "host")

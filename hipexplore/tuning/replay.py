@@ -42,7 +42,7 @@ from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
 from .schedule import _run_all, candidate_groups, run_tasks  # noqa: F401 - candidate_groups: public here too
 from .triton_list import warm_up_requests
-from .results import ReplayReport, ScenarioResult, _by_problem, _json_safe, empty_frame  # noqa: F401 - public here too
+from .results import ReplayReport, ScenarioResult
 from .timed_compiler import _TimedCompiler, _proc_cpu, cpu_delta, cpu_snapshot  # noqa: F401 - public here too
 
 CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm

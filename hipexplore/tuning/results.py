@@ -2,8 +2,8 @@
 
 Why apart from ``tuning.replay``: the replay runs passes; these only hold and summarise what the
 passes recorded (counts per outcome, wall and CPU seconds, the cache's own overhead, the compile
-floor) and turn it into the CLI's ``--json`` and the report's frames. ``tuning.replay`` re-exports
-every name, so ``from hipexplore.tuning.replay import ReplayReport`` keeps working.
+floor) and turn it into the CLI's ``--json`` and the report's frames. ``tuning.replay`` still
+names ``ReplayReport`` and ``ScenarioResult`` (its passes return them).
 """
 from __future__ import annotations
 

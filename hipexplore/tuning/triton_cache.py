@@ -21,7 +21,8 @@ from ..compile.isolation import IsolatedCompiler
 from ..compile.request import make_key
 from ..errors import HipexploreError
 from .lists import ListEntry, TuningList
-from .replay import ReplayReport, ScenarioResult, _annotate, cpu_delta, cpu_snapshot, run_tasks, warm_up
+from .replay import _annotate, cpu_delta, cpu_snapshot, run_tasks, warm_up
+from .results import ReplayReport, ScenarioResult
 
 TRITON_SCENARIOS = ("triton-cold", "triton-warm")
 
