@@ -236,6 +236,15 @@ def test_tune_replay_over_workers_sharing_the_disk_tier(cluster, tmp_path):
     rep = replay_on_cluster(tlist, cluster, cache_dir=cache_dir)
     frame = rep.frame
     assert set(frame["scenario"]) == {"ideal", "disk-cold", "disk-warm"}
+    # the ideal twice (before and after the cache passes, each its own salt): each compiled every unique kernel
+    # exactly once, and the report's ideal is the faster
+    assert len(rep.ideal_passes) == 2
+    for res in rep.ideal_passes:
+        assert len(res.frame) == tlist.unique_kernels and res.frame["digest"].is_unique
+        assert set(res.frame["outcome"]) == {"compiled"}
+    assert rep.ideal_passes[0].frame["digest"].isin(rep.ideal_passes[1].frame["digest"]).sum() == 0  # fresh keys
+    assert rep.scenarios["ideal"].seconds == min(r.seconds for r in rep.ideal_passes)
+    assert rep.to_json()["seconds_ideal_passes"] == [r.seconds for r in rep.ideal_passes]
     workers = set(cluster.scheduler_info()["workers"])
     assert set(frame["worker"]) == workers and frame["host"].notna().all()  # both compiled; every event names its worker
     cold = frame[frame["scenario"] == "disk-cold"]
@@ -461,3 +470,24 @@ def test_more_local_workers_than_gpus_is_one_line(monkeypatch):
     monkeypatch.setattr(cuda_mod, "device_count", lambda: 1)
     with pytest.raises(ConfigError, match=r"'local:2' starts one worker per GPU and this machine has 1 cuda GPU\(s\): use local:1"):
         run_cluster(small_spec(("16KiB",)), "local:2", device="cuda")
+
+
+def test_cluster_ideal_tasks_are_shaped_like_the_cache_passes():
+    """The ideal's tasks: every unique kernel once at its first place, a candidate's first-seen kernels a
+    task (one task per kernel paid 532 round trips on the H200 machine against the cold pass's candidates)."""
+    from hipexplore.tuning.cluster import _parts, _unique_parts
+    from hipexplore.tuning.lists import build_list, select_problems
+
+    tlist = build_list("host", "host", problems=select_problems("2", tokens=64, d_model=64), limit=3)
+    assert tlist.kernels > tlist.unique_kernels  # the list repeats kernels: otherwise nothing is tested
+    for gran in ("candidate", "kernel"):
+        parts, uniq = _parts(tlist, gran), _unique_parts(tlist, gran)
+        flat = [i for p in uniq for i in p]
+        assert len(flat) == tlist.unique_kernels and len({tlist.entries[i].request for i in flat}) == len(flat)
+        firsts: dict = {}
+        for i, e in enumerate(tlist.entries):
+            firsts.setdefault(e.request, i)
+        assert sorted(flat) == sorted(firsts.values())  # each at its first place in the list
+        assert all(set(u) <= set(p) for u, p in zip(uniq, [p for p in parts if set(p) & set(flat)]))
+        assert len(uniq) <= len(parts)
+    assert len(_unique_parts(tlist, "candidate")) < tlist.unique_kernels  # grouped, not one task per kernel

@@ -9,8 +9,12 @@ tier instead (``remote=URL``, default ``HIPEXPLORE_CACHE_REMOTE``): then each wo
 is ``remote``.
 
 The passes are ``bench.replay``'s, with the workers as the jobs: ``ideal`` (each unique kernel
-compiled once, no cache, spread over the workers), then ``disk-cold`` (or ``disk`` when the
-directory already held entries) and ``disk-warm``. Each task is one candidate (or one kernel, by
+compiled once, no cache, spread over the workers in tasks shaped like the cache passes': a
+candidate's first-seen kernels a task), then ``disk-cold`` (or ``disk`` when the directory already
+held entries) and ``disk-warm``, then the ideal again (its own salt): the faster ideal is the
+report's, both are kept (``ReplayReport.ideal_passes``). Why: on the H200 machine one ideal pass
+first, one task per kernel, took 94.3 s against the cold pass's 34.2 s -- the workers' first pass
+after start-up and 532 tasks' scheduling, not compiling. Each task is one candidate (or one kernel, by
 ``granularity``) replayed by ``replay.replay_through_cache`` on a worker in a fresh cache object
 over the shared directory, with the worker's own compiler (loaded and warmed once per worker
 process before any pass is timed). A pass's ``seconds`` is its wall time, first submission to
@@ -96,11 +100,22 @@ def _parts(tuning_list: TuningList, granularity: str) -> list[tuple[int, ...]]:
     return [tuple(pos[id(e)] for e in g) for g in groups]
 
 
-def _unique_parts(tuning_list: TuningList) -> list[tuple[int, ...]]:
-    first: dict[Any, int] = {}
-    for i, e in enumerate(tuning_list.entries):
-        first.setdefault(e.request, i)
-    return [(i,) for i in first.values()]
+def _unique_parts(tuning_list: TuningList, granularity: str) -> list[tuple[int, ...]]:
+    """The ideal's tasks: each unique kernel once, at its first place in the list, grouped as the
+    cache passes group their tasks (one candidate's first-seen kernels a task, for ``candidate``),
+    so the ideal pays the same number of task round trips as the passes it is set against."""
+    seen: set[Any] = set()
+    parts = []
+    for part in _parts(tuning_list, granularity):
+        mine = []
+        for i in part:
+            req = tuning_list.entries[i].request
+            if req not in seen:
+                seen.add(req)
+                mine.append(i)
+        if mine:
+            parts.append(tuple(mine))
+    return parts
 
 
 def _check_shared(client: Any, path: Path, url: str | None) -> None:
@@ -180,8 +195,12 @@ def replay_on_cluster(
             return ScenarioResult(scenario, jobs, seconds, frame)
 
         scenarios: dict[str, ScenarioResult] = {}
-        ideal_list = salted(tuning_list, f"{run_salt}_ideal") if salt else tuning_list
-        scenarios["ideal"] = timed("ideal", ideal_task, ideal_list, _unique_parts(ideal_list))
+
+        def ideal(tag: str) -> ScenarioResult:
+            lst = salted(tuning_list, f"{run_salt}_{tag}") if salt else tuning_list
+            return timed("ideal", ideal_task, lst, _unique_parts(lst, granularity))
+
+        ideal_passes = [ideal("ideal")]
         disk_list = tuning_list if given or not salt else salted(tuning_list, f"{run_salt}_disk")
         if url is not None:  # Redis: cold only when the list is salted (its keys are new)
             disk_list = salted(tuning_list, f"{run_salt}_disk") if salt else tuning_list
@@ -190,8 +209,11 @@ def replay_on_cluster(
             first = "disk" if _dir_has_entries(path) else "disk-cold"
         for name in (first, "disk-warm"):
             scenarios[name] = timed(name, cache_task, disk_list, _parts(disk_list, granularity), name, str(path), granularity, url)
+        if salt:  # unsalted, a second ideal would compile the same keys: no fresh compile to time
+            ideal_passes.append(ideal("ideal1"))
+        scenarios = {"ideal": min(ideal_passes, key=lambda res: res.seconds), **scenarios}
         return ReplayReport(tuning_list, jobs, "remote" if url else "disk", False, first, scenarios,
-                            str(path) if given else "", granularity, salt)
+                            str(path) if given else "", granularity, salt, ideal_passes)
     finally:
         if tmp is not None:
             tmp.cleanup()
