@@ -22,6 +22,9 @@
 #                 default first, HX_START=K numbers a later call's runs on (then --analyze DIR... here)  590 s
 #   tuning-scale  benchmarks/tuning_scale.py: llama3-8b with NVRTC sm_90, serial (ideal twice), 16 jobs, the
 #                 second run (warm disk / Redis; carry .redis), 2 Dask workers over Redis (#28)          590 s
+#                 HX_STEPS, HX_LISTS, HX_COMPILERS, HX_JOBS, HX_EXTRA (more flags) and HX_LIMIT (seconds)
+#                 change what it runs; HX_TAG names its folder and archive (tuning-scale-TAG), so one call
+#                 can run it more than once
 #
 # e.g.  bash scripts/h200_all.sh gpu-tests timing        (one call)
 #       bash scripts/h200_all.sh drift                   (a call of its own)
@@ -41,7 +44,7 @@ export HIPEXPLORE_GIT_REVISION=${HX_REV:-unknown}
 B=benchmarks/h200
 step() { local name=$1 limit=$2; shift 2; echo "== $name"; timeout "$limit" "$@" > "$R/$name.log" 2>&1; echo "rc=$?" >> "$R/$name.log"; tail -n "${TAIL:-25}" "$R/$name.log"; }
 for scenario in "$@"; do
-  R=/tmp/hx-h200/$scenario; rm -rf "$R"; mkdir -p "$R"
+  name=$scenario${HX_TAG:+-$HX_TAG}; R=/tmp/hx-h200/$name; rm -rf "$R"; mkdir -p "$R"
   export HIPEXPLORE_CACHE_DIR=/tmp/hx-cache-$scenario
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$R/nvidia-smi.txt" 2>&1
   case "$scenario" in
@@ -59,11 +62,12 @@ for scenario in "$@"; do
         ${HX_BASELINE:+--baseline "$HX_BASELINE" --baseline-reps 2} ${HX_START:+--start "$HX_START"} --out "$R/vt" ;;
     tuning-scale)
       [ -x .redis/redis-server ] && export PATH=$PWD/.redis:$PATH
-      TAIL=60 step tuning_scale 590 python3 benchmarks/tuning_scale.py --out "$R/ts" --lists llama3-8b \
-        --compilers nvrtc:sm_90 --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" --jobs 16 --ideal-repeats 2 --bundle ;;
+      TAIL=60 step tuning_scale "${HX_LIMIT:-590}" python3 benchmarks/tuning_scale.py --out "$R/ts" --lists "${HX_LISTS:-llama3-8b}" \
+        --compilers "${HX_COMPILERS:-nvrtc:sm_90}" --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" \
+        --jobs "${HX_JOBS:-16}" --ideal-repeats 2 --bundle ${HX_EXTRA:-} ;;
     *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, verdict-truth, tuning-scale)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
-  tar -czf "$OUT/$scenario.tar.gz" -C /tmp/hx-h200 "$scenario" && echo "packed $(du -h "$OUT/$scenario.tar.gz" | cut -f1)"
+  tar -czf "$OUT/$name.tar.gz" -C /tmp/hx-h200 "$name" && echo "packed $(du -h "$OUT/$name.tar.gz" | cut -f1)"
   cp "$R"/*.log "$OUT/" 2>/dev/null | head -0
 done
