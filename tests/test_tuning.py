@@ -62,6 +62,10 @@ def test_list_arguments_are_checked():
         build_list("cuda", "sm_90")
     with pytest.raises(ConfigError, match="limit"):
         build_list("host", "host", limit=0)
+    n = len(build_list("host", "host").candidates)
+    assert len(build_list("host", "host", limit=n).candidates) == n  # all of them, by name
+    with pytest.raises(ConfigError, match=f"limit {n + 1} is above the {n} candidates per problem"):
+        build_list("host", "host", limit=n + 1)  # silently all of them before
     with pytest.raises(ConfigError, match="'mlp_side'"):
         select_problems("qkv,mlp_side")
     with pytest.raises(ConfigError, match="1..4"):
@@ -564,3 +568,13 @@ def test_the_off_and_memory_passes_never_use_the_redis_tier(monkeypatch):
         rep = run_replay(_small(problems="1", limit=2), jobs=1, cache="memory")
     js = rep.to_json()
     assert js["remote_hits"] == 0 and js["scenarios"]["off"]["remote_hits"] == 0
+
+
+def test_a_list_files_limit_above_every_problems_candidates_is_refused():
+    from hipexplore.tuning.listfile import read
+
+    spec = read("llama3-8b")
+    most = max(len(c) for c in spec.candidates.values())
+    assert spec.select(limit=most).candidates == spec.candidates  # the largest real limit keeps every candidate
+    with pytest.raises(ConfigError, match=rf"--limit {most + 1} is above .* \(at most {most}\)"):
+        spec.select(limit=most + 1)

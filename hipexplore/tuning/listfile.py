@@ -108,6 +108,10 @@ class ListSpec:
         for flag, v in (("--limit", limit), ("--every", every)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"{flag} must be a positive integer; got {v!r}")
+        most = max(len(self.candidates[p.name]) for p in probs) if probs else 0
+        if limit is not None and limit > most:  # above every problem's candidates: it would silently mean all
+            raise ConfigError(f"--limit {limit} is above the candidates of every selected problem of list {self.name!r} "
+                              f"(at most {most}); expected 1..{most} (or no --limit for all)")
         cands: dict[str, list[PerfConfig]] = {}
         i = 0
         for p in probs:

@@ -166,6 +166,9 @@ def build_list(
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be a positive integer (candidates per problem); got {limit!r}")
+        if limit > len(cands):  # a limit above the candidates would silently mean all of them
+            raise ConfigError(f"limit {limit} is above the {len(cands)} candidates per problem; "
+                              f"expected 1..{len(cands)} (or no limit for all)")
         cands = cands[:limit]
     entries: list[ListEntry] = []
     for prob in probs:
