@@ -31,6 +31,11 @@
 # Each scenario writes under $OUT/<scenario>/ (packed as $OUT/<scenario>.tar.gz, logs beside it); copy
 # it to data/h200/<session>/ and run `python scripts/gen_docs.py` when it changes a current figure.
 # Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps).
+#   .whl:   pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl "dask[distributed]" redis
+#   .redis: Debian 12's redis-server with its libraries and loader (the device's glibc may differ):
+#           mkdir -p .redis/lib; for l in $(ldd /usr/bin/redis-server | awk '/=>/{print $3} /ld-linux/{print $1}'); do cp -L $l .redis/lib/; done
+#           cp -L /usr/bin/redis-server .redis/lib/redis-server.bin, and .redis/redis-server a two-line sh wrapper:
+#           exec "$d/ld-linux-x86-64.so.2" --library-path "$d" "$d/redis-server.bin" "$@"   (d: the lib folder beside it)
 # Each step has its own timeout and log, so one failing step never loses the others.
 # (Until this wave the phases were numbered 1-10; BENCHMARKS.md's log names them as they were.)
 set -uo pipefail
