@@ -135,6 +135,16 @@ def _check_shared(client: Any, path: Path, url: str | None) -> None:
                           f"Redis tier (HIPEXPLORE_CACHE_REMOTE=redis://HOST:6379/0)")
 
 
+def _cache_passes_list(tuning_list: TuningList, path: Path, given: bool, salt: bool, url: str | None,
+                       run_salt: str) -> tuple[TuningList, str]:
+    """The list the cache passes replay and the name of the first: a given directory is replayed as it is
+    (``disk`` when it already holds entries); Redis is cold only when the list is salted (its keys are new)."""
+    if url is not None:
+        return (salted(tuning_list, f"{run_salt}_disk"), "disk-cold") if salt else (tuning_list, "disk")
+    disk_list = tuning_list if given or not salt else salted(tuning_list, f"{run_salt}_disk")
+    return disk_list, "disk" if _dir_has_entries(path) else "disk-cold"
+
+
 def replay_on_cluster(
     tuning_list: TuningList,
     cluster: Any,
@@ -201,12 +211,7 @@ def replay_on_cluster(
             return timed("ideal", ideal_task, lst, _unique_parts(lst, granularity))
 
         ideal_passes = [ideal("ideal")]
-        disk_list = tuning_list if given or not salt else salted(tuning_list, f"{run_salt}_disk")
-        if url is not None:  # Redis: cold only when the list is salted (its keys are new)
-            disk_list = salted(tuning_list, f"{run_salt}_disk") if salt else tuning_list
-            first = "disk-cold" if salt else "disk"
-        else:
-            first = "disk" if _dir_has_entries(path) else "disk-cold"
+        disk_list, first = _cache_passes_list(tuning_list, path, given, salt, url, run_salt)
         for name in (first, "disk-warm"):
             scenarios[name] = timed(name, cache_task, disk_list, _parts(disk_list, granularity), name, str(path), granularity, url)
         if salt:  # unsalted, a second ideal would compile the same keys: no fresh compile to time
