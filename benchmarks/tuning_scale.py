@@ -605,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="cluster: a pass that runs longer than this many seconds fails the step (default %(default)s)")
     ap.add_argument("--redis", default="auto", help="auto (start redis-server if on PATH), a redis:// URL, or none")
     ap.add_argument("--second-run-jobs", default="1", help="job counts of the second-run step (default %(default)s)")
+    ap.add_argument("--triton-cache-jobs", default=None,
+                    help="job counts of the triton-cache step (default: 1 and the top --jobs; one 10-minute call may fit only the top)")
     ap.add_argument("--resume", action="store_true", help="keep summary.json and skip steps already in it")
     ap.add_argument("--quick", action="store_true", help="smoke test: every 12th problem, 6 candidates each, jobs 2")
     ap.add_argument("--bundle", action="store_true",
@@ -624,6 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         ap.error(f"unknown steps {bad}; expected some of {', '.join(STEPS)}")
     jobs_list = [int(j) for j in (args.jobs or str(os.cpu_count() or 1)).split(",")]
+    tc_jobs = sorted({int(j) for j in args.triton_cache_jobs.split(",")} if args.triton_cache_jobs else {1, max(jobs_list)})
     pairs = [tuple(p.split(":", 1)) for p in args.compilers.split(",")]
     run = Run(Path(args.out), command, args.resume)
     prov = provenance(command)
@@ -672,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
                     todo.append((k, lambda k=k: (redis.flush(), step_cluster(run, k, tl, args.workers, redis, prov,
                                                                               args.cluster_timeout))[1]))
                 if "triton-cache" in steps and compiler == "triton":
-                    for j in sorted({1, max(jobs_list)}):
+                    for j in tc_jobs:
                         k = key_of("triton-cache", list_name, compiler, target, j)
                         todo.append((k, lambda k=k, j=j: step_triton_cache(run, k, tl, j, prov)))
                 for key, fn in todo:
