@@ -359,6 +359,44 @@ def h200_tuning_scale() -> list[Figure]:
     return out
 
 
+def h200_tuning_scale_s5() -> list[Figure]:
+    """#28's remaining H200 measurements (wave 3, session 5): resnet50 (1,202 requests, 626 unique) with
+    NVRTC at 1 job, its second run and 2 Dask workers; Triton's own cache beside ours at 16 jobs; Triton
+    sm_90 at 1 job over every 3rd llama3-8b problem. One folder per call, each with its summary.json."""
+    folder = "data/tuning/scale/h200-wave3-s5"
+    if not (REPO / folder / "r50-serial" / "summary.json").exists():
+        return []
+    dev = "H200 machine's host CPU (Intel Xeon, 16 cores)"
+    out: list[Figure] = []
+
+    def fig(sub: str, what: str, value: Callable[[dict], str]) -> None:
+        rel = f"{folder}/{sub}/summary.json"
+        d = _load(rel)
+        p = d["provenance"]
+        cmd = "bash scripts/h200_all.sh tuning-scale: " + _cmd(d["command"]).replace("/opt/torch/.venv/bin/python3", "python3")
+        out.append(Figure("tuning replay", what, value(d["results"]), cmd, dev, _rev(p.get("git_revision")), _day(p.get("date")), rel))
+
+    def ser(r: dict, key: str, digits: int = 1) -> str:
+        x = r[key]["derived"]
+        return (f"{x['off_s']:.{digits}f} s / {x['memory_s']:.{digits}f} s / {x['ideal_s']:.{digits}f} s "
+                f"(memory/ideal {x['memory_vs_ideal']:.3f})")
+
+    fig("r50-serial", "resnet50 list, NVRTC sm_90, 1 job: cache off / memory cache / ideal (memory and ideal each the fastest of 2 passes)",
+        lambda r: ser(r, "serial__resnet50__nvrtc-sm_90__j1"))
+    fig("r50-serial", "resnet50 list, NVRTC sm_90: second tuning run, warm disk / warm Redis on an empty disk, of the cold run",
+        lambda r: "{:.2f}% / {:.2f}%".format(*(100 * r["second-run__resnet50__nvrtc-sm_90__j1"]["warm_vs_cold"][k]
+                                               for k in ("warm-disk", "warm-redis-empty-disk"))))
+    fig("r50-cluster", "resnet50 list, NVRTC sm_90, 2 Dask workers sharing Redis: compiles in the cold pass / unique kernels",
+        lambda r: "{cold_compiles} / {unique_kernels} ({cold_s:.1f} s)".format(**r["cluster__resnet50__nvrtc-sm_90__j2"]["derived"]))
+    for lst in ("llama3-8b", "resnet50"):
+        fig("triton-cache", f"{lst} list, Triton sm_90, 16 jobs: our disk tier cold / warm beside Triton's own cache cold / warm",
+            lambda r, lst=lst: "{disk-cold:.1f} s / {disk-warm:.2f} s beside {triton-cold:.1f} s / {triton-warm:.2f} s".format(
+                **r[f"triton-cache__{lst}__triton-sm_90__j16"]["derived"]["seconds"]))
+    fig("triton-serial", "llama3-8b list, every 3rd problem (379 requests, 195 unique), Triton sm_90, 1 job: cache off / memory / ideal",
+        lambda r: ser(r, "serial__llama3-8b__triton-sm_90__j1"))
+    return out
+
+
 def own_kernels() -> list[Figure]:
     rel = "data/h200/wave2/1/byok/byok.json"
     d = _load(rel)
@@ -401,7 +439,7 @@ FIGURES: list[Callable[[], list[Figure]]] = [
     lambda: cache_hits("benchmarks/results/cache_bench_h200_nvrtc.json", "H200 machine's host CPU (Intel Xeon, 16 cores)", "NVRTC sm_90"),
     cache_team, key_headers, replay_cli, triton,
     triad_timers, launch_floor, nvbench, chunk_position, drift, adaptive,
-    verdicts, host_verdicts, h200_verdicts, own_kernels, cluster, h200_tuning_scale,
+    verdicts, host_verdicts, h200_verdicts, own_kernels, cluster, h200_tuning_scale, h200_tuning_scale_s5,
 ]
 
 
