@@ -27,6 +27,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 H200 = "NVIDIA H200 (driver 580.159.04)"
 VM = "2-core AMD EPYC dev VM (shared), no GPU"
+VM_XEON = "2-core Intel Xeon dev VM (480 MiB L3), no GPU; the test suite on its other core"
 
 
 @dataclass(frozen=True)
@@ -397,6 +398,47 @@ def h200_tuning_scale_s5() -> list[Figure]:
     return out
 
 
+def host_tuning_scale_s5() -> list[Figure]:
+    """#28's cache-off serial passes of the whole shipped lists on this 2-core VM (wave 3, session 5),
+    each a plain ``hipexplore tune-replay --cache off --no-ideal`` while the test suite ran on the other
+    core; with Triton the same command also times Triton's own cache over the list, cold then warm."""
+    folder = "data/tuning/scale/host-wave3-s5"
+    out: list[Figure] = []
+    for lst in ("llama3-8b", "resnet50"):
+        for comp, target in (("hiprtc", "gfx90a"), ("triton", "gfx942")):
+            rel = f"{folder}/off-{lst}-{comp}.json"
+            if not (REPO / rel).exists():
+                continue
+            d = _load(rel)
+            p = d["provenance"]
+            sc = d["scenarios"]
+            value = f"{d['seconds']:.1f} s ({d['compiles']} compiles, {d['failed']} failed)"
+            if "triton-cold" in sc:
+                value += f"; Triton's own cache cold / warm {sc['triton-cold']['seconds']:.1f} s / {sc['triton-warm']['seconds']:.2f} s"
+            out.append(Figure("tuning replay", f"{lst} whole list ({d['kernels']} requests, {d['unique_kernels']} unique), {comp} {target}, "
+                              "1 job: cache-off serial pass, measured", value, _cmd(p["command"]), VM_XEON,
+                              _rev(p.get("git_revision")), _day(p.get("date")), rel))
+    rel = f"{folder}/serial-r50/summary.json"
+    if (REPO / rel).exists():
+        d = _load(rel)
+        x = d["results"]["serial__resnet50__hiprtc-gfx90a__j1"]["derived"]
+        out.append(Figure("tuning replay", "resnet50 whole list, hiprtc gfx90a, 1 job: cache off / memory cache / ideal (memory and ideal each "
+                          "the fastest of 2 passes)", f"{x['off_s']:.1f} s / {x['memory_s']:.1f} s / {x['ideal_s']:.1f} s (memory/ideal "
+                          f"{x['memory_vs_ideal']:.3f})", _cmd(d["command"]).replace("/tmp/suite/.venv/bin/python", ".venv/bin/python"),
+                          VM_XEON, _rev(d["provenance"].get("git_revision")), _day(d["provenance"].get("date")), rel))
+    rel = f"{folder}/second-triton/summary.json"
+    if (REPO / rel).exists():
+        d = _load(rel)
+        for lst in ("llama3-8b", "resnet50"):
+            x = d["results"][f"second-run__{lst}__triton-gfx942__j1"]
+            w, cold = x["warm_vs_cold"], x["runs"]["cold"]["seconds"]
+            out.append(Figure("tuning replay", f"{lst} whole list, Triton gfx942: second tuning run, warm disk / warm Redis on an empty disk, "
+                              "of the cold run", f"{w['warm-disk'] * 100:.2f}% / {w['warm-redis-empty-disk'] * 100:.2f}% (cold {cold:.1f} s)",
+                              _cmd(d["command"]).replace("/tmp/suite/.venv/bin/python", ".venv/bin/python"), VM_XEON,
+                              _rev(d["provenance"].get("git_revision")), _day(d["provenance"].get("date")), rel))
+    return out
+
+
 def own_kernels() -> list[Figure]:
     rel = "data/h200/wave2/1/byok/byok.json"
     d = _load(rel)
@@ -439,7 +481,7 @@ FIGURES: list[Callable[[], list[Figure]]] = [
     lambda: cache_hits("benchmarks/results/cache_bench_h200_nvrtc.json", "H200 machine's host CPU (Intel Xeon, 16 cores)", "NVRTC sm_90"),
     cache_team, key_headers, replay_cli, triton,
     triad_timers, launch_floor, nvbench, chunk_position, drift, adaptive,
-    verdicts, host_verdicts, h200_verdicts, own_kernels, cluster, h200_tuning_scale, h200_tuning_scale_s5,
+    verdicts, host_verdicts, h200_verdicts, own_kernels, cluster, h200_tuning_scale, h200_tuning_scale_s5, host_tuning_scale_s5,
 ]
 
 
