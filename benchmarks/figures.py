@@ -360,6 +360,21 @@ def h200_tuning_scale() -> list[Figure]:
     return out
 
 
+def _triple(x: dict, digits: int = 1) -> str:
+    """A replay step's derived numbers as 'off / memory / ideal (memory/ideal r)'."""
+    return (f"{x['off_s']:.{digits}f} s / {x['memory_s']:.{digits}f} s / {x['ideal_s']:.{digits}f} s "
+            f"(memory/ideal {x['memory_vs_ideal']:.3f})")
+
+
+def _scale_figure(rel: str, what: str, value: Callable[[dict], str], device: str, prefix: str = "") -> Figure:
+    """One figure from a tuning_scale.py summary.json: ``value`` reads its results; the command is the
+    recorded one with the machine's own interpreter paths shortened to what a reader types."""
+    d = _load(rel)
+    p = d["provenance"]
+    cmd = _cmd(d["command"]).replace("/opt/torch/.venv/bin/python3", "python3").replace("/tmp/suite/.venv/bin/python", ".venv/bin/python")
+    return Figure("tuning replay", what, value(d["results"]), prefix + cmd, device, _rev(p.get("git_revision")), _day(p.get("date")), rel)
+
+
 def h200_tuning_scale_s5() -> list[Figure]:
     """#28's remaining H200 measurements (wave 3, session 5): resnet50 (1,202 requests, 626 unique) with
     NVRTC at 1 job, its second run and 2 Dask workers; Triton's own cache beside ours at 16 jobs; Triton
@@ -367,41 +382,35 @@ def h200_tuning_scale_s5() -> list[Figure]:
     folder = "data/tuning/scale/h200-wave3-s5"
     if not (REPO / folder / "r50-serial" / "summary.json").exists():
         return []
-    dev = "H200 machine's host CPU (Intel Xeon, 16 cores)"
-    out: list[Figure] = []
-
-    def fig(sub: str, what: str, value: Callable[[dict], str]) -> None:
-        rel = f"{folder}/{sub}/summary.json"
-        d = _load(rel)
-        p = d["provenance"]
-        cmd = "bash scripts/h200_all.sh tuning-scale: " + _cmd(d["command"]).replace("/opt/torch/.venv/bin/python3", "python3")
-        out.append(Figure("tuning replay", what, value(d["results"]), cmd, dev, _rev(p.get("git_revision")), _day(p.get("date")), rel))
-
-    def ser(r: dict, key: str, digits: int = 1) -> str:
-        x = r[key]["derived"]
-        return (f"{x['off_s']:.{digits}f} s / {x['memory_s']:.{digits}f} s / {x['ideal_s']:.{digits}f} s "
-                f"(memory/ideal {x['memory_vs_ideal']:.3f})")
-
-    fig("r50-serial", "resnet50 list, NVRTC sm_90, 1 job: cache off / memory cache / ideal (memory and ideal each the fastest of 2 passes)",
-        lambda r: ser(r, "serial__resnet50__nvrtc-sm_90__j1"))
-    fig("r50-serial", "resnet50 list, NVRTC sm_90: second tuning run, warm disk / warm Redis on an empty disk, of the cold run",
-        lambda r: "{:.2f}% / {:.2f}%".format(*(100 * r["second-run__resnet50__nvrtc-sm_90__j1"]["warm_vs_cold"][k]
-                                               for k in ("warm-disk", "warm-redis-empty-disk"))))
-    fig("r50-cluster", "resnet50 list, NVRTC sm_90, 2 Dask workers sharing Redis: compiles in the cold pass / unique kernels",
-        lambda r: "{cold_compiles} / {unique_kernels} ({cold_s:.1f} s)".format(**r["cluster__resnet50__nvrtc-sm_90__j2"]["derived"]))
+    dev, pre = "H200 machine's host CPU (Intel Xeon, 16 cores)", "bash scripts/h200_all.sh tuning-scale: "
+    out = [
+        _scale_figure(f"{folder}/r50-serial/summary.json", "resnet50 list, NVRTC sm_90, 1 job: cache off / memory cache / ideal "
+                      "(memory and ideal each the fastest of 2 passes)", lambda r: _triple(r["serial__resnet50__nvrtc-sm_90__j1"]["derived"]),
+                      dev, pre),
+        _scale_figure(f"{folder}/r50-serial/summary.json", "resnet50 list, NVRTC sm_90: second tuning run, warm disk / warm Redis on an "
+                      "empty disk, of the cold run", lambda r: "{:.2f}% / {:.2f}%".format(
+                          *(100 * r["second-run__resnet50__nvrtc-sm_90__j1"]["warm_vs_cold"][k] for k in ("warm-disk", "warm-redis-empty-disk"))),
+                      dev, pre),
+        _scale_figure(f"{folder}/r50-cluster/summary.json", "resnet50 list, NVRTC sm_90, 2 Dask workers sharing Redis: compiles in the "
+                      "cold pass / unique kernels", lambda r: "{cold_compiles} / {unique_kernels} ({cold_s:.1f} s)".format(
+                          **r["cluster__resnet50__nvrtc-sm_90__j2"]["derived"]), dev, pre),
+    ]
     for lst in ("llama3-8b", "resnet50"):
-        fig("triton-cache", f"{lst} list, Triton sm_90, 16 jobs: our disk tier cold / warm beside Triton's own cache cold / warm",
-            lambda r, lst=lst: "{disk-cold:.1f} s / {disk-warm:.2f} s beside {triton-cold:.1f} s / {triton-warm:.2f} s".format(
-                **r[f"triton-cache__{lst}__triton-sm_90__j16"]["derived"]["seconds"]))
-    fig("triton-serial", "llama3-8b list, every 3rd problem (379 requests, 195 unique), Triton sm_90, 1 job: cache off / memory / ideal",
-        lambda r: ser(r, "serial__llama3-8b__triton-sm_90__j1"))
+        out.append(_scale_figure(f"{folder}/triton-cache/summary.json", f"{lst} list, Triton sm_90, 16 jobs: our disk tier cold / warm "
+                                 "beside Triton's own cache cold / warm", lambda r, lst=lst: "{disk-cold:.1f} s / {disk-warm:.2f} s beside "
+                                 "{triton-cold:.1f} s / {triton-warm:.2f} s".format(**r[f"triton-cache__{lst}__triton-sm_90__j16"]["derived"]["seconds"]),
+                                 dev, pre))
+    out.append(_scale_figure(f"{folder}/triton-serial/summary.json", "llama3-8b list, every 3rd problem (379 requests, 195 unique), "
+                             "Triton sm_90, 1 job: cache off / memory / ideal", lambda r: _triple(r["serial__llama3-8b__triton-sm_90__j1"]["derived"]),
+                             dev, pre))
     return out
 
 
 def host_tuning_scale_s5() -> list[Figure]:
     """#28's cache-off serial passes of the whole shipped lists on this 2-core VM (wave 3, session 5),
     each a plain ``hipexplore tune-replay --cache off --no-ideal`` while the test suite ran on the other
-    core; with Triton the same command also times Triton's own cache over the list, cold then warm."""
+    core (with Triton the same command also times Triton's own cache over the list, cold then warm);
+    resnet50's serial step with hiprtc and Triton gfx942's second run, from tuning_scale.py."""
     folder = "data/tuning/scale/host-wave3-s5"
     out: list[Figure] = []
     for lst in ("llama3-8b", "resnet50"):
@@ -418,24 +427,18 @@ def host_tuning_scale_s5() -> list[Figure]:
             out.append(Figure("tuning replay", f"{lst} whole list ({d['kernels']} requests, {d['unique_kernels']} unique), {comp} {target}, "
                               "1 job: cache-off serial pass, measured", value, _cmd(p["command"]), VM_XEON,
                               _rev(p.get("git_revision")), _day(p.get("date")), rel))
-    rel = f"{folder}/serial-r50/summary.json"
-    if (REPO / rel).exists():
-        d = _load(rel)
-        x = d["results"]["serial__resnet50__hiprtc-gfx90a__j1"]["derived"]
-        out.append(Figure("tuning replay", "resnet50 whole list, hiprtc gfx90a, 1 job: cache off / memory cache / ideal (memory and ideal each "
-                          "the fastest of 2 passes)", f"{x['off_s']:.1f} s / {x['memory_s']:.1f} s / {x['ideal_s']:.1f} s (memory/ideal "
-                          f"{x['memory_vs_ideal']:.3f})", _cmd(d["command"]).replace("/tmp/suite/.venv/bin/python", ".venv/bin/python"),
-                          VM_XEON, _rev(d["provenance"].get("git_revision")), _day(d["provenance"].get("date")), rel))
-    rel = f"{folder}/second-triton/summary.json"
-    if (REPO / rel).exists():
-        d = _load(rel)
+    if (REPO / folder / "serial-r50" / "summary.json").exists():
+        out.append(_scale_figure(f"{folder}/serial-r50/summary.json", "resnet50 whole list, hiprtc gfx90a, 1 job: cache off / memory "
+                                 "cache / ideal (memory and ideal each the fastest of 2 passes)",
+                                 lambda r: _triple(r["serial__resnet50__hiprtc-gfx90a__j1"]["derived"]), VM_XEON))
+    if (REPO / folder / "second-triton" / "summary.json").exists():
         for lst in ("llama3-8b", "resnet50"):
-            x = d["results"][f"second-run__{lst}__triton-gfx942__j1"]
-            w, cold = x["warm_vs_cold"], x["runs"]["cold"]["seconds"]
-            out.append(Figure("tuning replay", f"{lst} whole list, Triton gfx942: second tuning run, warm disk / warm Redis on an empty disk, "
-                              "of the cold run", f"{w['warm-disk'] * 100:.2f}% / {w['warm-redis-empty-disk'] * 100:.2f}% (cold {cold:.1f} s)",
-                              _cmd(d["command"]).replace("/tmp/suite/.venv/bin/python", ".venv/bin/python"), VM_XEON,
-                              _rev(d["provenance"].get("git_revision")), _day(d["provenance"].get("date")), rel))
+            def second(r: dict, lst: str = lst) -> str:
+                x = r[f"second-run__{lst}__triton-gfx942__j1"]
+                w = x["warm_vs_cold"]
+                return f"{w['warm-disk'] * 100:.2f}% / {w['warm-redis-empty-disk'] * 100:.2f}% (cold {x['runs']['cold']['seconds']:.1f} s)"
+            out.append(_scale_figure(f"{folder}/second-triton/summary.json", f"{lst} whole list, Triton gfx942: second tuning run, warm "
+                                     "disk / warm Redis on an empty disk, of the cold run", second, VM_XEON))
     return out
 
 
