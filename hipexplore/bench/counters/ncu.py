@@ -1,0 +1,237 @@
+"""NVIDIA: Nsight Compute's CLI (``ncu``) as a command prefix around the child.
+
+    ncu --target-processes all --profile-from-start off --cache-control none --clock-control none
+        -k regex:<the kernels' names> --metrics dram__bytes_read.sum,dram__bytes_write.sum,
+        lts__t_sector_hit_rate.pct,gpu__time_duration.sum --csv --print-units base --log-file ncu.log
+        python -I -c <child> ...
+
+Why these options: ``--cache-control none`` (by default ncu flushes every cache before each
+profiled launch, which would make every configuration cold) and ``--clock-control none`` (its
+default locks the base clock) leave the sequence's own cache state and clocks alone;
+``--profile-from-start off`` profiles only between the child's ``cuProfilerStart`` and
+``cuProfilerStop``, around the counted launches, so the warm-up launches are not replayed; ``-k``
+keeps the flush kernels out (they run, uncounted, as in the timed run). Nsight Compute 2025.3.1
+read these counters on the lent H200 (driver 580) with this command shape; the four metrics are
+one replay pass there (ncu.log's ``- 1 pass`` lines: more than one pass is reported in the record's
+note, since a second pass would replay the kernel on a cache the first pass warmed).
+
+The CSV is ncu's default "details" page: one row per (launch, metric) with ``ID``, ``Kernel Name``,
+``Metric Name``, ``Metric Unit``, ``Metric Value``; the "raw" page (one row per launch, metrics as
+columns, a units row) parses too. Values may carry thousands separators (``2,097,152``); units are
+turned into bytes, seconds and percent.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import re
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .backends import CounterError, Launch, find_tool, name_pattern
+
+#: the metrics counted (one Hopper replay pass): DRAM bytes read and written, L2 sector hit rate, duration
+NCU_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct", "gpu__time_duration.sum")
+#: where ncu is looked for after PATH (the CUDA toolkit's link, then the installer's folders)
+NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
+LOG = "ncu.log"
+_BYTES = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
+          "kibyte": 2.0 ** 10, "mibyte": 2.0 ** 20, "gibyte": 2.0 ** 30}
+_SECONDS = {"second": 1.0, "msecond": 1e-3, "usecond": 1e-6, "nsecond": 1e-9, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size",
+               "Device", "CC", "Kernel Time", "Kernel Duration", "Section Name", "Rule Name", "Rule Type",
+               "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
+
+
+@lru_cache(maxsize=8)
+def _help_text(ncu: str) -> str:
+    try:
+        out = subprocess.run([ncu, "--help"], capture_output=True, text=True, timeout=60)
+        return out.stdout + out.stderr
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+@lru_cache(maxsize=8)
+def ncu_version(ncu: str) -> str:
+    """``ncu 2025.3.1`` from ``ncu --version`` (``ncu`` when it says no version)."""
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return "ncu"
+    m = re.search(r"Version\s+(\d+(?:\.\d+){1,2})", out.stdout + out.stderr)
+    return f"ncu {m.group(1)}" if m else "ncu"
+
+
+class NcuBackend:
+    """Nsight Compute's CLI around the child (see the module docstring)."""
+
+    name = "ncu"
+
+    def __init__(self, ncu: str | None = None, metrics: tuple[str, ...] = NCU_METRICS, *, profiler_range: bool = True) -> None:
+        """``profiler_range=False``: profile from the start (every launch of the kernels, the warm-up
+        too, dropped by order): slower, for a driver or ncu that ignores cuProfilerStart/Stop."""
+        self.explicit = ncu
+        self.metrics = tuple(metrics)
+        self.profiler_range = bool(profiler_range)
+        self.marker = "cuda-profiler" if self.profiler_range else "none"
+        self.captures_warmup = not self.profiler_range
+        self._path: str | None = None
+
+    @property
+    def path(self) -> str | None:
+        if self._path is None:
+            self._path = find_tool(self.explicit, "ncu", NCU_PLACES)
+        return self._path
+
+    def available(self, device: Any) -> str | None:
+        kind = getattr(device, "kind", "host")
+        if kind != "cuda":
+            return f"ncu counts NVIDIA GPUs; the device is {kind}:{getattr(device, 'index', 0)}"
+        if self.path is None:
+            where = f"{self.explicit!r} is not an executable" if self.explicit else \
+                f"not on PATH nor at {', '.join(NCU_PLACES)}"
+            return f"Nsight Compute (ncu) not found: {where} (install the CUDA toolkit's Nsight Compute, or pass ncu=PATH)"
+        return None
+
+    def groups(self, device: Any) -> list[tuple[str, ...]]:
+        return [self.metrics]
+
+    def prefix(self, group: tuple[str, ...], out_dir: Path, entries: list[str]) -> list[str]:
+        if self.path is None:
+            raise CounterError("ncu is not available (ask available(device) first)")
+        return ncu_command(self.path, group, name_pattern(entries), out_dir / LOG,
+                           print_units="--print-units" in _help_text(self.path), profiler_range=self.profiler_range)
+
+    def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
+        text = _read_log(out_dir)
+        return parse_csv(text), pass_note(text)
+
+    def per_launch(self, values: dict[str, float]) -> dict[str, float]:
+        out = {"dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
+               "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan),
+               "l2_hit_rate": values.get("lts__t_sector_hit_rate.pct", math.nan) / 100.0,
+               "duration_s": values.get("gpu__time_duration.sum", math.nan)}
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "label": ncu_version(self.path) if self.path else "ncu", "metrics": list(self.metrics),
+                "profiler_range": self.profiler_range, "path": self.path or ""}
+
+
+def ncu_command(ncu: str, metrics: tuple[str, ...], pattern: str, log: Path, *, print_units: bool = True,
+                profiler_range: bool = True) -> list[str]:
+    """The prefix: ``ncu`` with cache and clock control off, profiling only between the child's
+    cuProfilerStart/Stop (``profiler_range``), the kernels matching ``pattern``, ``metrics`` as CSV
+    into ``log`` (``print_units``: in base units, bytes and nanoseconds, where ncu has ``--print-units``)."""
+    return [ncu, "--target-processes", "all", *(["--profile-from-start", "off"] if profiler_range else []),
+            "--cache-control", "none", "--clock-control", "none", "-k", f"regex:{pattern}", "--metrics", ",".join(metrics),
+            "--csv", *(["--print-units", "base"] if print_units else []), "--log-file", str(log)]
+
+
+def _read_log(out_dir: Path) -> str:
+    """ncu's log (its CSV and ``==PROF==`` lines), else the child's stdout if ncu wrote there."""
+    for name in (LOG, "stdout.txt"):
+        p = out_dir / name
+        if p.is_file():
+            text = p.read_text(errors="replace")
+            if '"ID"' in text:
+                return text
+    raise CounterError(f"ncu wrote no CSV table under {out_dir} (looked in {LOG} and stdout.txt): "
+                       f"{_tail(out_dir / LOG) or _tail(out_dir / 'stderr.txt') or 'both empty'}")
+
+
+def _tail(path: Path, limit: int = 1500) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:].strip()
+    except OSError:
+        return ""
+
+
+def pass_counts(text: str) -> list[int]:
+    """Replay passes per profiled launch, from ncu's ``==PROF== Profiling "k" - 0: ... - 1 pass`` lines."""
+    return [int(m.group(1)) for m in re.finditer(r"==PROF== Profiling\b[^\n]*?-\s*(\d+)\s+pass", text)]
+
+
+def pass_note(text: str) -> str:
+    """A note when any launch needed more than one replay pass (else "")."""
+    most = max(pass_counts(text), default=1)
+    if most <= 1:
+        return ""
+    return (f"ncu replayed launches in up to {most} passes: counters of passes after the first saw a cache the first pass "
+            f"had warmed (use fewer metrics)")
+
+
+def number(text: str) -> float:
+    """A CSV cell as a float: thousands separators dropped, ``n/a`` and empty -> NaN."""
+    t = str(text).strip().replace(",", "").replace("\u202f", "").replace(" ", "")
+    if not t or t.lower() in ("n/a", "nan", "-"):
+        return math.nan
+    try:
+        return float(t)
+    except ValueError:
+        return math.nan
+
+
+def to_base(value: float, unit: str) -> float:
+    """``value`` in ``unit`` as bytes or seconds (percent, counts and other units unchanged)."""
+    u = unit.strip().lower()
+    if u in _BYTES:
+        return value * _BYTES[u]
+    if u in _SECONDS:
+        return value * _SECONDS[u]
+    return value  # percent, counts, and any unit none of the counted metrics uses
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        raise CounterError('ncu output has no CSV header (a line starting with "ID")')
+    return list(csv.reader(lines[start:]))
+
+
+def parse_csv(text: str) -> list[Launch]:
+    """The profiled launches of an ncu ``--csv`` output (details or raw page), in launch order."""
+    rows = _csv_rows(text)
+    head = rows[0]
+    col = {h: i for i, h in enumerate(head)}
+    if "Metric Name" in col:
+        return _long(rows[1:], col)
+    return _wide(rows[1:], head, col)
+
+
+def _long(rows: list[list[str]], col: dict[str, int]) -> list[Launch]:
+    launches: dict[str, Launch] = {}
+    need = max(col.get(c, 0) for c in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"))
+    for r in rows:
+        if len(r) <= need or not r[col["Metric Name"]]:
+            continue
+        launch = launches.setdefault(r[col["ID"]], Launch(r[col["Kernel Name"]]))
+        unit = r[col["Metric Unit"]] if "Metric Unit" in col else ""
+        launch.values[r[col["Metric Name"]]] = to_base(number(r[col["Metric Value"]]), unit)
+    return [launches[k] for k in sorted(launches, key=_id_order)]
+
+
+def _wide(rows: list[list[str]], head: list[str], col: dict[str, int]) -> list[Launch]:
+    units = [""] * len(head)
+    if rows and not rows[0][col["ID"]].strip():  # the raw page's units row
+        units, rows = rows[0], rows[1:]
+    metrics = [(i, h) for i, h in enumerate(head) if h not in _ID_COLUMNS]
+    out = []
+    for r in sorted(rows, key=lambda r: _id_order(r[col["ID"]])):
+        if len(r) < len(head):
+            continue
+        out.append(Launch(r[col["Kernel Name"]], {h: to_base(number(r[i]), units[i]) for i, h in metrics}))
+    return out
+
+
+def _id_order(ident: str) -> float:
+    v = number(ident)
+    return v if math.isfinite(v) else math.inf
+
+
+__all__ = ["LOG", "NCU_METRICS", "NCU_PLACES", "NcuBackend", "ncu_command", "ncu_version", "number", "parse_csv", "pass_counts", "pass_note",
+           "to_base"]

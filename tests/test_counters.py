@@ -1,0 +1,388 @@
+"""The counter pass (``hipexplore.bench.counters``): the state rule and its thresholds, the promise
+check, the inputs' bytes from argument roles, the host's refusal, the profilers' command lines, the
+parsers, the attribution of counted launches to configurations, the child's launch sequence on the
+host device, and (from the H200 recordings in data/counters/h200/) the records the recorded raw
+outputs give. GPU-marked tests run the pass for real under Nsight Compute."""
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import GPU, need, need_tool, require_compiler
+from hipexplore.bench import SweepSpec
+from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, HOST_LINE, WARM_AT, CountersUnavailable, asks_cold,
+                                       cache_state, collect, count_configurations, counted_configurations, input_bytes,
+                                       join_summary, launch_sequence, promise_check, warmup_launches)
+from hipexplore.bench.counters.backends import CounterError, Launch, base_name, from_description, name_pattern, reports
+from hipexplore.bench.counters.child import MANIFEST, CountJob, child_command
+from hipexplore.bench.counters.counting import attribute, run_child
+from hipexplore.bench.counters.ncu import NCU_METRICS, NcuBackend, ncu_command, parse_csv, pass_note
+from hipexplore.bench.counters.rocprof import GROUPS, RocprofBackend, parse_counter_collection, tcc_bytes
+from hipexplore.compile.cache import CompileCache
+from hipexplore.devices import get_device
+from hipexplore.devices.host import HostDevice
+from hipexplore.errors import ConfigError
+from hipexplore.kernels import catalog, user_kernel
+from hipexplore.schema import Configuration
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "data" / "counters" / "h200"
+KIB, MIB = 1 << 10, 1 << 20
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory) -> HostDevice:
+    require_compiler("host")
+    d = HostDevice(llc_bytes=128 * KIB)
+    d.cache = CompileCache(disk_dir=tmp_path_factory.mktemp("ccache"))
+    return d
+
+
+# -- the rule, the promise, the inputs ----------------------------------------------------------------
+def test_state_rule_thresholds() -> None:
+    assert (COLD_AT, WARM_AT) == (0.9, 0.1)
+    assert [cache_state(x) for x in (1.0, 0.9, 0.8999, 0.5, 0.1001, 0.1, 0.0)] == \
+        ["cold", "cold", "partial", "partial", "partial", "warm", "warm"]
+    assert cache_state(1.4) == "cold"  # over-fetch: more than the inputs read is still cold
+    assert cache_state(math.nan) == "n/a"
+
+
+def test_which_configurations_promise_cold_and_the_flag() -> None:
+    assert asks_cold("1", "l2-write") == "flush l2-write" and asks_cold("4", "l2-read") == "flush l2-read"
+    assert asks_cold(" AUTO ", "none") == "rotating auto"
+    assert asks_cold("5", "none") == "" and asks_cold("1", "icache") == "" and asks_cold("1", "inline-icache") == ""
+    assert promise_check("5", "none", 0.0) == ("", "")
+    assert promise_check("auto", "none", 0.97) == ("kept", "")
+    state, line = promise_check("auto", "none", 0.04, 85_000, 2 * MIB)
+    assert state == "broken"
+    assert line.startswith("asked cold (rotating auto) but counted warm: cold fraction 0.04") and "\n" not in line
+    assert "2 MiB of inputs" in line
+    assert promise_check("1", "l2-write", 0.5)[1].startswith("asked cold (flush l2-write) but counted partial")
+
+
+def test_input_bytes_of_catalog_kernels() -> None:
+    n = catalog.get("triad").elements(MIB)
+    assert input_bytes(catalog.get("triad"), n) == 2 * MIB  # b and c in; a out
+    assert input_bytes(catalog.get("copy"), n) == MIB
+    assert input_bytes(catalog.get("fill"), n) == 0  # nothing read: no state
+    assert input_bytes(catalog.get("flush-l2-read"), 1024) == 16 * 1024 + 0  # buf in (4*n u32), sink out
+
+
+def test_input_bytes_follow_roles_and_counts_of_a_source_kernel(tmp_path) -> None:
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" __global__ void k(float* o, const float* a, double* acc, const int* idx, int rows, int cols) {}\n')
+    k = user_kernel(str(src), "k", "out:o:f32[rows*cols],in:a:f32[rows*cols],inout:acc:f64[rows],in:idx:i32[17],"
+                                   "rows:i32=n//64,cols:i32=64", register_it=False)
+    n = k.elements(MIB)  # 262144 floats: rows 4096, cols 64
+    assert input_bytes(k, n) == 4 * n + 8 * 4096 + 4 * 17  # a + acc (inout) + idx; o is not read
+
+
+def test_counted_configurations_leave_out_the_reference_and_merge_timers() -> None:
+    spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=(1, "auto"), flush=("none", "l2-write"),
+                     timers=("events", "in-kernel"))
+    got = counted_configurations(spec)
+    assert got == [Configuration("triad", MIB, r, f) for r in ("1", "auto") for f in ("none", "l2-write")]
+    with pytest.raises(ConfigError, match="no configuration to count"):
+        counted_configurations(spec, [Configuration("triad", MIB, "1", "cold-reference")])
+
+
+# -- the host, and the profilers' command lines ---------------------------------------------------
+def test_the_host_refuses_in_one_line(dev) -> None:
+    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,))
+    for device in (dev, "host"):
+        with pytest.raises(CountersUnavailable) as err:
+            count_configurations(spec, device)
+        assert str(err.value) == HOST_LINE and "\n" not in HOST_LINE
+
+
+def test_ncu_command_line(tmp_path) -> None:
+    pattern = name_pattern(["triad", "transpose_tiled<32, 8>"])
+    cmd = ncu_command("/usr/local/cuda/bin/ncu", NCU_METRICS, pattern, tmp_path / "ncu.log")
+    assert cmd == ["/usr/local/cuda/bin/ncu", "--target-processes", "all", "--profile-from-start", "off",
+                   "--cache-control", "none", "--clock-control", "none",
+                   "-k", "regex:(^|[^A-Za-z0-9_])(transpose_tiled|triad)([^A-Za-z0-9_]|$)",
+                   "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum",
+                   "--csv", "--print-units", "base", "--log-file", str(tmp_path / "ncu.log")]
+    assert "--print-units" not in ncu_command("ncu", NCU_METRICS, pattern, tmp_path / "l", print_units=False)
+    assert "--profile-from-start" not in ncu_command("ncu", NCU_METRICS, pattern, tmp_path / "l", profiler_range=False)
+    whole = from_description(NcuBackend(ncu=str(tmp_path / "none"), profiler_range=False).describe())
+    assert (whole.profiler_range, whole.marker, whole.captures_warmup) == (False, "none", True)
+    assert (NcuBackend().marker, NcuBackend().captures_warmup) == ("cuda-profiler", False)
+    for name in ("triad", "void triad(float*, float const*)", "transpose_tiled", "void transpose_tiled<32, 8>(float*)"):
+        assert reports(name, "triad") or reports(name, "transpose_tiled<32, 8>"), name
+    for name in ("hx_write_flush", "hx_read_flush", "triad_timed", "mytriad", "hx_spin"):
+        assert not reports(name, "triad"), name
+    assert base_name("void transpose_tiled<32, 8>(float*)") == "transpose_tiled"
+    with pytest.raises(ConfigError, match="no function name"):
+        base_name("<lambda>")
+
+
+def test_rocprofv3_command_line_groups_and_label(tmp_path, dev) -> None:
+    be = RocprofBackend(rocprofv3=str(tmp_path / "no-such-rocprofv3"))
+    assert be.available(dev) == "rocprofv3 counts AMD GPUs; the device is host:0"
+    assert [be.groups(type("D", (), {"target": t})()) for t in ("gfx942:sramecc+:xnack-", "gfx90a")] == \
+        [list(GROUPS["gfx942"]), list(GROUPS["gfx90a"])]
+    assert all(len(g) <= 2 for gs in GROUPS.values() for g in gs)  # --pmc fails unless a set fits one pass
+    cmd = be.prefix(("TCC_HIT_sum", "TCC_MISS_sum"), tmp_path, ["triad"])
+    assert cmd == ["rocprofv3", "--pmc", "TCC_HIT_sum", "TCC_MISS_sum", "--kernel-include-regex",
+                   "(^|[^A-Za-z0-9_])(triad)([^A-Za-z0-9_]|$)", "--output-format", "csv", "-d", str(tmp_path / "rocprof"),
+                   "-o", "counters", "--"]
+    assert be.describe()["label"] == "rocprofv3 (built, not run)"
+
+
+def test_tcc_bytes_formulas() -> None:
+    # gfx942 (FETCH_SIZE/WRITE_SIZE of rocprofiler-sdk's counter_defs.yaml): 1 GiB read as 128-byte
+    # requests (TCC_BUBBLE), 152 more 64-byte ones; 1 GiB written as 64-byte requests
+    got = tcc_bytes({"TCC_BUBBLE_sum": 8388608, "TCC_EA0_RDREQ_sum": 8388760, "TCC_EA0_RDREQ_32B_sum": 0,
+                     "TCC_EA0_WRREQ_sum": 16777216, "TCC_EA0_WRREQ_64B_sum": 16777216, "TCC_HIT_sum": 3, "TCC_MISS_sum": 1},
+                    "gfx942")
+    assert got["dram_read_bytes"] == (1 << 30) + 64 * 152 and got["dram_write_bytes"] == 1 << 30 and got["l2_hit_rate"] == 0.75
+    got = tcc_bytes({"TCC_EA_RDREQ_sum": 10, "TCC_EA_RDREQ_32B_sum": 4, "TCC_EA_WRREQ_sum": 5, "TCC_EA_WRREQ_64B_sum": 2,
+                     "TCC_HIT_sum": 0, "TCC_MISS_sum": 0}, "gfx90a")
+    assert (got["dram_read_bytes"], got["dram_write_bytes"]) == (6 * 64 + 4 * 32, 2 * 64 + 3 * 32)
+    assert math.isnan(got["l2_hit_rate"])
+
+
+# -- parsers on text in the documented formats (the recorded outputs are tested further down) ----------
+DETAILS = """==PROF== Connected to process 4242 (/usr/bin/python3.12)
+==PROF== Profiling "triad" - 0: 0%....50%....100% - 1 pass
+==PROF== Profiling "triad" - 1: 0%....50%....100% - 1 pass
+==PROF== Disconnected from process 4242
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","2,101,248"
+"0","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","0.52"
+"1","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","Mbyte","1.50"
+"1","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","4.10"
+"1","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","n/a"
+"""
+RAW = """"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Device","CC","dram__bytes_read.sum","dram__bytes_write.sum"
+"","","","","","","","","","Kbyte","byte"
+"1","7","python3","h","stencil2d","1","7","0","9.0","2.5","1,048,576"
+"0","7","python3","h","stencil2d","1","7","0","9.0","1,024","0"
+"""
+
+
+def test_ncu_parser_reads_the_details_and_raw_pages() -> None:
+    got = parse_csv(DETAILS)
+    assert [x.kernel for x in got] == ["triad", "triad"]
+    assert got[0].values == {"dram__bytes_read.sum": 2101248.0, "lts__t_sector_hit_rate.pct": 0.52}
+    assert got[1].values["dram__bytes_read.sum"] == 1.5e6 and got[1].values["gpu__time_duration.sum"] == pytest.approx(4.1e-6)
+    assert math.isnan(got[1].values["lts__t_sector_hit_rate.pct"])
+    raw = parse_csv(RAW)  # rows by ID, the units row applied
+    assert [x.values for x in raw] == [{"dram__bytes_read.sum": 1.024e6, "dram__bytes_write.sum": 0.0},
+                                       {"dram__bytes_read.sum": 2500.0, "dram__bytes_write.sum": 1048576.0}]
+    assert pass_note(DETAILS) == ""
+    assert "2 passes" in pass_note(DETAILS.replace("- 1 pass", "- 2 passes"))
+    with pytest.raises(CounterError, match="no CSV header"):
+        parse_csv("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters")
+
+
+def test_rocprofv3_parser_reads_counter_collection() -> None:
+    head = ('"Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id",'
+            '"Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count",'
+            '"Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"')
+    rows = [f'{d},{d},4,1,99,99,1048576,10,"{k}",256,0,0,8,0,16,"{c}",{v},1,2'
+            for d, k, c, v in ((2, "triad", "TCC_HIT_sum", "7.000000"), (1, "triad", "TCC_HIT_sum", "5.000000"),
+                               (1, "triad", "TCC_MISS_sum", "1.000000"), (1, "triad", "TCC_MISS_sum", "2.000000"))]
+    got = parse_counter_collection("\n".join([head, *rows]))
+    assert [x.values for x in got] == [{"TCC_HIT_sum": 5.0, "TCC_MISS_sum": 3.0}, {"TCC_HIT_sum": 7.0}]
+    with pytest.raises(CounterError, match="needs columns"):
+        parse_counter_collection('"Kernel_Name","x"\n"a",1')
+
+
+def _entry(kernel: str, entry: str, warmup: int, count: int) -> dict:
+    return {"kernel": kernel, "entry": entry, "size_bytes": MIB, "rotating_requested": "1", "rotating": 1, "flush": "none",
+            "warmup": warmup, "count": count}
+
+
+def test_attribution_by_order_and_name() -> None:
+    entries = [_entry("triad", "triad", 4, 2), _entry("stencil", "stencil2d", 6, 3)]
+    counted = [Launch("triad", {"i": i}) for i in range(2)] + [Launch("stencil2d", {"i": i}) for i in range(3)]
+    owned, note = attribute(counted, entries, False, "ncu")
+    assert [[x.values["i"] for x in o] for o in owned] == [[0, 1], [0, 1, 2]] and note == ""
+    whole = [Launch("triad", {"i": i}) for i in range(6)] + [Launch("stencil2d", {"i": i}) for i in range(9)]
+    owned, note = attribute(whole, entries, False, "ncu")  # the warm-up reported although not asked: by the total
+    assert [[x.values["i"] for x in o] for o in owned] == [[4, 5], [6, 7, 8]] and "warm-up" in note
+    with pytest.raises(CounterError, match="reported 4 launch"):
+        attribute(counted[:4], entries, False, "ncu")
+    with pytest.raises(CounterError, match="expected kernel 'stencil2d', got \\['triad'\\]"):
+        attribute([Launch("triad")] * 5, entries, False, "ncu")
+
+
+# -- the launch sequence and the child, on the host device ----------------------------------------
+class _Watched:
+    """The real host device, its launches noted (which kernel, which argument set) in order."""
+
+    def __init__(self, device: HostDevice) -> None:
+        self.device, self.calls = device, []
+
+    def __getattr__(self, name: str):
+        return getattr(self.device, name)
+
+    def launch(self, kernel, grid, block, args, shared_bytes=0):
+        self.calls.append((kernel, args))
+        return self.device.launch(kernel, grid, block, args, shared_bytes)
+
+
+class _Marks:
+    name = "marks"
+
+    def __init__(self, watched: _Watched) -> None:
+        self.watched, self.at = watched, []
+
+    def start(self) -> None:
+        self.at.append(("start", len(self.watched.calls)))
+
+    def stop(self) -> None:
+        self.at.append(("stop", len(self.watched.calls)))
+
+
+def test_launch_sequence_rotates_flushes_and_marks_like_the_timed_run(dev) -> None:
+    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,), rotating=(3,), flush=("l2-write",))
+    watched = _Watched(dev)
+    marks = _Marks(watched)
+    flushers: dict = {}
+    entry = launch_sequence(spec, watched, Configuration("triad", 64 * KIB, "3", "l2-write"), None, 5, marker=marks,
+                            flushers=flushers)
+    assert (entry["rotating"], entry["warmup"], entry["count"], entry["first_counted_set"]) == (3, 6, 5, 0)
+    assert entry["input_bytes"] == 128 * KIB and entry["entry"] == "triad"
+    flush, kernel = flushers["l2-write"].kernel, watched.calls[1][0]
+    assert [k for k, _ in watched.calls] == [flush, kernel] * 11  # every launch after its flush
+    sets = [id(a) for k, a in watched.calls if k is kernel]
+    assert sets == [sets[i % 3] for i in range(11)] and len(set(sets[:3])) == 3  # round robin over 3 sets
+    assert marks.at == [("start", 12), ("stop", 22)]  # the counted launches, after the 6 warm-up ones
+    for f in flushers.values():
+        f.free()
+    assert warmup_launches(1) == 4 and warmup_launches(40) == 40 and warmup_launches(3) == 6
+
+
+def test_launch_sequence_refuses_in_one_line(dev) -> None:
+    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,))
+    for conf, match in ((Configuration("triad", 64 * KIB, "1", "cold-reference"), "cold reference is not counted"),
+                        (Configuration("copy", 64 * KIB, "1", "none"), "not one of the spec's kernels")):
+        with pytest.raises(ConfigError, match=match):
+            launch_sequence(spec, dev, conf, None, 3)
+    with pytest.raises(ConfigError, match="at least 1 counted launch"):
+        launch_sequence(spec, dev, Configuration("triad", 64 * KIB, "1", "none"), None, 0)
+
+
+def test_the_child_replays_every_configuration_in_a_process_of_its_own(dev, tmp_path) -> None:
+    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,), rotating=(1, "auto"), flush=("none", "l2-write"))
+    confs = counted_configurations(spec)
+    job = CountJob("host:0", tuple(spec.specs()), tuple(confs), 3, llc_bytes=128 * KIB)
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
+    run_child(child_command(tmp_path / "job.pkl"), tmp_path, 240)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    got = [(e["rotating_requested"], e["flush"], e["rotating"], e["warmup"], e["count"]) for e in manifest["entries"]]
+    auto = 2 * math.ceil(128 * KIB / (3 * 64 * KIB))  # the rocMLIR review's rule on the child's LLC
+    assert got == [("1", "none", 1, 4, 3), ("1", "l2-write", 1, 4, 3), ("auto", "none", auto, 4, 3), ("auto", "l2-write", auto, 4, 3)]
+    assert manifest["marker"] == "none" and manifest["llc_bytes"] == 128 * KIB
+
+
+def test_a_failing_child_is_one_clear_error(tmp_path) -> None:
+    job = CountJob("host:0", (catalog.get("triad"),), (Configuration("triad", 64 * KIB, "0", "none"),), 3, llc_bytes=128 * KIB)
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
+    with pytest.raises(CounterError, match=r"the counted child failed: ConfigError: rotating must be a positive integer"):
+        run_child(child_command(tmp_path / "job.pkl"), tmp_path, 240)
+
+
+def test_join_summary_adds_counters_to_both_timers_not_the_reference() -> None:
+    from hipexplore.bench.counters.record import make_record, records_frame
+
+    rec = make_record(kernel="triad", size_bytes=MIB, rotating_requested="auto", flush="none", rotating=40, backend="ncu 2025.3.1",
+                      launches=[{"dram_read_bytes": 2 * MIB, "dram_write_bytes": MIB, "l2_hit_rate": 0.3}] * 2, warmup=40,
+                      inputs=2 * MIB)
+    assert (rec.cold_fraction, rec.cache_state, rec.cold_promise) == (1.0, "cold", "kept")
+    summary = pd.DataFrame({"kernel": ["triad"] * 3, "size_bytes": [MIB] * 3, "rotating_requested": ["auto", "auto", "1"],
+                            "rotating": [40, 40, 1], "flush": ["none", "none", "cold-reference"],
+                            "timer": ["events", "in-kernel", "events"], "median_s": [1e-6, 2e-6, 3e-6]})
+    joined = join_summary(summary, records_frame([rec]))
+    assert list(joined["cache_state"]) == ["cold", "cold", ""] and list(joined["rotating"]) == [40, 40, 1]
+    assert set(COUNTER_COLUMNS) - set(joined.columns) == set()
+
+
+# -- the H200 recordings ----------------------------------------------------------------------------
+def _recorded() -> dict[str, object]:
+    folders = sorted(p.parent for p in RECORDED.glob("*/backend.json")) if RECORDED.is_dir() else []
+    if not folders:
+        need(f"recorded counter passes under {RECORDED.relative_to(ROOT)}",
+             "benchmarks/h200/counters.py records them on the H200 (scripts/h200_all.sh counters)")
+    return {p.name: collect(p) for p in folders}
+
+
+def _state(passes, group: str, rotating: str, flush: str, size: int = MIB):
+    rec = next(r for r in passes[group].records if (r.rotating_requested, r.flush, r.size_bytes) == (rotating, flush, size))
+    return rec
+
+
+def test_recorded_passes_parse_and_follow_the_rule() -> None:
+    passes = _recorded()
+    for name, counted in passes.items():
+        assert counted.records, name
+        manifest = json.loads((RECORDED / name / "group-0" / MANIFEST).read_text())
+        for rec, e in zip(counted.records, manifest["entries"]):
+            assert rec.counter_launches == e["count"] and rec.input_bytes == e["input_bytes"] > 0
+            assert rec.cache_state == cache_state(rec.dram_read_bytes / rec.input_bytes)
+            assert 0 <= rec.l2_hit_rate <= 1 and rec.dram_read_bytes >= 0 and rec.dram_write_bytes >= 0
+            assert (rec.cold_promise == "broken") == bool(rec.counter_warning)
+        assert "pass" not in " ".join(counted.notes), counted.notes  # one replay pass: the counters saw the sequence's cache
+
+
+def test_recorded_triad_answers_the_review() -> None:
+    passes = _recorded()
+    if "triad-1MiB" not in passes:
+        need("the recorded triad-1MiB pass", f"not among {sorted(passes)}")
+    assert _state(passes, "triad-1MiB", "5", "none").cold_fraction <= WARM_AT  # the PR's default stays in the L2
+    assert _state(passes, "triad-1MiB", "auto", "none").cold_fraction >= COLD_AT  # the review's rule is cold
+    assert _state(passes, "triad-1MiB-l2write", "1", "l2-write").cold_fraction >= COLD_AT
+    assert _state(passes, "triad-16MiB", "1", "none", 16 * MIB).cold_fraction >= COLD_AT
+    assert all(r.input_bytes == 2 * r.size_bytes for c in passes.values() for r in c.records if r.kernel == "triad")
+
+
+def test_recorded_user_kernels_keep_the_cold_promise() -> None:
+    passes = _recorded()
+    users = [n for n in passes if not n.startswith("triad")]
+    if not users:
+        need("recorded passes of the --source kernels", f"not among {sorted(passes)}")
+    for name in users:
+        for rec in passes[name].records:
+            if asks_cold(rec.rotating_requested, rec.flush):
+                assert rec.cold_promise == "kept", (name, rec)
+        assert _state(passes, name, "1", "none").cache_state == "warm", name  # 1 MiB of inputs stays in a 60 MB L2
+
+
+# -- on the GPU ----------------------------------------------------------------------------------------
+def _ncu() -> str:
+    return need_tool("ncu", "/usr/local/cuda/bin/ncu", flag=GPU, hint="Nsight Compute, part of the CUDA toolkit")
+
+
+@pytest.mark.gpu
+def test_counts_triad_states_on_the_gpu(cuda, tmp_path) -> None:
+    ncu = _ncu()
+    spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=(1, "auto"), flush=("none",))
+    confs = [Configuration("triad", MIB, "1", "none"), Configuration("triad", MIB, "auto", "none"),
+             Configuration("triad", MIB, "1", "l2-write")]
+    counted = count_configurations(spec, cuda, confs, backend=NcuBackend(ncu=ncu), workdir=tmp_path)
+    states = [(r.rotating_requested, r.flush, r.cache_state, r.cold_promise) for r in counted.records]
+    assert states == [("1", "none", "warm", ""), ("auto", "none", "cold", "kept"), ("1", "l2-write", "cold", "kept")], \
+        counted.frame().to_string()
+    assert all(r.counter_launches == 12 for r in counted.records) and len(counted.launches) == 36
+    assert collect(tmp_path).frame().equals(counted.frame())  # the folder alone gives the same records
+
+
+@pytest.mark.gpu
+def test_a_broken_cold_promise_is_flagged_on_the_gpu(cuda, tmp_path) -> None:
+    _ncu()
+    small = get_device("cuda", llc_bytes=MIB)  # auto on a 1 MiB "LLC": 2 sets of 3 MiB, which the real L2 keeps
+    try:
+        spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=("auto",), flush=("none",))
+        (rec,) = count_configurations(spec, small, workdir=tmp_path).records
+    finally:
+        small.close()
+    assert (rec.rotating, rec.cache_state, rec.cold_promise) == (2, "warm", "broken")
+    assert rec.counter_warning.startswith("asked cold (rotating auto) but counted warm")
