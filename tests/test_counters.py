@@ -63,6 +63,7 @@ def test_which_configurations_promise_cold_and_the_flag() -> None:
     assert line.startswith("asked cold (rotating auto) but counted warm: cold fraction 0.04") and "\n" not in line
     assert "2 MiB of inputs" in line
     assert promise_check("1", "l2-write", 0.5)[1].startswith("asked cold (flush l2-write) but counted partial")
+    assert promise_check("auto", "l2-write", math.nan) == ("", "")  # no inputs: neither kept nor broken
 
 
 def test_input_bytes_of_catalog_kernels() -> None:
@@ -289,6 +290,20 @@ def test_a_failing_child_is_one_clear_error(tmp_path) -> None:
     (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
     with pytest.raises(CounterError, match=r"the counted child failed: ConfigError: rotating must be a positive integer"):
         run_child(child_command(tmp_path / "job.pkl"), tmp_path, 240)
+
+
+def test_a_profiler_that_never_runs_the_child_or_hangs_is_one_clear_error(tmp_path) -> None:
+    job = CountJob("host:0", (catalog.get("triad"),), (Configuration("triad", 64 * KIB, "1", "none"),), 3, llc_bytes=128 * KIB)
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
+    (tmp_path / "ncu.log").write_text("==ERROR== the profiler's own complaint\n")
+    with pytest.raises(CounterError, match=r"exited with status 3 and wrote no manifest .*ncu.log: ==ERROR== the profiler's own"):
+        run_child(["sh", "-c", "exit 3", "prefix", *child_command(tmp_path / "job.pkl")], tmp_path, 60)
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(CounterError, match=r"did not finish in 1 s \(killed\)"):
+        run_child(["sh", "-c", "sleep 30 & wait", "prefix", *child_command(tmp_path / "job.pkl")], tmp_path, 1)
+    assert time.monotonic() - t0 < 10  # its whole process group killed, not waited for
 
 
 def test_join_summary_adds_counters_to_both_timers_not_the_reference() -> None:

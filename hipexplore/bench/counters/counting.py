@@ -174,17 +174,16 @@ def run_child(cmd: Sequence[str], out: Path, timeout_s: float) -> None:
                 pass
             proc.wait()
             raise CounterError(f"the counter pass did not finish in {timeout_s:g} s (killed): {cmd[0]} ...; "
-                               f"{_tail(out / 'stderr.txt')}") from None
+                               f"{_tails(out)}") from None
     manifest = out / MANIFEST
     if not manifest.is_file():
         raise CounterError(f"the counted child exited with status {rc} and wrote no manifest "
-                           f"({Path(cmd[0]).name} ...): {_tail(out / 'stderr.txt') or _tail(out / 'stdout.txt')}")
+                           f"({Path(cmd[0]).name} ...): {_tails(out)}")
     got = json.loads(manifest.read_text())
     if "error" in got:
         raise CounterError(f"the counted child failed: {got['error']}")
     if rc != 0:
-        raise CounterError(f"{Path(cmd[0]).name} exited with status {rc} after the sequence ran: "
-                           f"{_tail(out / 'stderr.txt') or _tail(out / 'stdout.txt')}")
+        raise CounterError(f"{Path(cmd[0]).name} exited with status {rc} after the sequence ran: {_tails(out)}")
 
 
 def _tail(path: Path) -> str:
@@ -193,6 +192,13 @@ def _tail(path: Path) -> str:
     except OSError:
         return ""
     return " | ".join(text[-_TAIL:].splitlines()[-12:])
+
+
+def _tails(out: Path) -> str:
+    """What the child and the profiler said last (a profiler such as ncu writes its errors to its
+    own log, not to stderr)."""
+    parts = [f"{p.name}: {t}" for p in [out / "stderr.txt", out / "stdout.txt", *sorted(out.glob("*.log"))] if (t := _tail(p))]
+    return " || ".join(parts) or "no output"
 
 
 def attribute(launches: list[Launch], entries: list[dict[str, Any]], captures_warmup: bool, who: str) -> tuple[list[list[Launch]], str]:

@@ -11,8 +11,8 @@ default locks the base clock) leave the sequence's own cache state and clocks al
 ``--profile-from-start off`` profiles only between the child's ``cuProfilerStart`` and
 ``cuProfilerStop``, around the counted launches, so the warm-up launches are not replayed; ``-k``
 keeps the flush kernels out (they run, uncounted, as in the timed run). Nsight Compute 2025.3.1
-read these counters on the lent H200 (driver 580) with this command shape; the four metrics are
-one replay pass there (ncu.log's ``- 1 pass`` lines: more than one pass is reported in the record's
+read DRAM counters on the lent H200 (driver 580) with this command shape; the four metrics are
+expected to be one replay pass there (ncu.log's ``- 1 pass`` lines: more than one pass is reported in the record's
 note, since a second pass would replay the kernel on a cache the first pass warmed).
 
 The CSV is ncu's default "details" page: one row per (launch, metric) with ``ID``, ``Kernel Name``,

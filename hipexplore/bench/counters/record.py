@@ -9,10 +9,11 @@ change what a launch moves, so both timers' rows get the same counters).
 The rule (``cache_state``): ``cold_fraction`` = DRAM bytes read per launch / bytes of the launch's
 ``in`` and ``inout`` buffers. At or above ``COLD_AT`` (0.9) the inputs came from memory: ``cold``;
 at or below ``WARM_AT`` (0.1) they came from the cache: ``warm``; between: ``partial``. Why 0.1 and
-0.9: on the H200 the triad's fractions sat at 0.00-0.07 when its sets fit the L2 and at 0.98-1.00
-when they did not (data/counters/h200/); what lies between the two clusters is a working set of
-which part survives (4 MiB x 3 sets read 0.19), and the margins absorb the traffic a launch adds
-besides its inputs (sector over-fetch, page-table walks, the previous launch's write-backs).
+0.9: on the H200 (Nsight Compute at 9124be5, issue 35's table) the triad's fractions sat at
+0.00-0.07 when its sets fit the L2 and at 0.98-1.00 when they did not; what lies between the two
+clusters is a working set of which part survives (4 MiB x 3 sets read 0.19), and the margins absorb
+the traffic a launch adds besides its inputs (sector over-fetch, page-table walks, the previous
+launch's write-backs). The kit's own recordings of the same table: data/counters/h200/.
 """
 from __future__ import annotations
 
@@ -118,12 +119,14 @@ def promise_check(rotating_requested: Any, flush: str, fraction: float, read_byt
                   inputs: int = 0) -> tuple[str, str]:
     """(``cold_promise``, one-line warning) of a configuration: a configuration asked to be cold (a
     flush, or rotating ``auto``) that measured ``warm`` or ``partial`` is ``broken`` and its line says
-    by how much; one not asked is ("", ""); one kept is ("kept", "")."""
+    by how much; one not asked, or without a state (no inputs), is ("", ""); one kept is ("kept", "")."""
     why = asks_cold(rotating_requested, flush)
     if not why:
         return "", ""
     state = cache_state(fraction)
-    if state in ("cold", NO_STATE):
+    if state == NO_STATE:  # no inputs, or nothing counted: the promise can be neither kept nor broken
+        return "", ""
+    if state == "cold":
         return "kept", ""
     from ...units import format_bytes
 
