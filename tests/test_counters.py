@@ -348,12 +348,18 @@ def test_recorded_passes_parse_and_follow_the_rule() -> None:
         assert "pass" not in " ".join(counted.notes), counted.notes  # one replay pass: the counters saw the sequence's cache
 
 
-def test_recorded_triad_answers_the_review() -> None:
+def test_recorded_triad_states_grow_with_the_sets() -> None:
+    """What the H200 recording (data/counters/h200/, scripts/h200_all.sh counters) says of the triad:
+    one set of 1 MiB arrays stays in the L2, a write flush or a 48 MiB working set does not, and
+    the cold fraction grows with the rotating sets. (The PR's 5 sets counted 0.39 here, partial, not
+    the 0.00 of the earlier ncu read over the timed CLI process: BENCHMARKS.md "Counters" says why
+    the pass replays the timed sequence itself.)"""
     passes = _recorded()
     if "triad-1MiB" not in passes:
         need("the recorded triad-1MiB pass", f"not among {sorted(passes)}")
-    assert _state(passes, "triad-1MiB", "5", "none").cold_fraction <= WARM_AT  # the PR's default stays in the L2
-    assert _state(passes, "triad-1MiB", "auto", "none").cold_fraction >= COLD_AT  # the review's rule is cold
+    frac = {r: _state(passes, "triad-1MiB", r, "none").cold_fraction for r in ("1", "2", "5", "10", "20")}
+    assert frac["1"] <= WARM_AT and frac["2"] <= WARM_AT
+    assert frac["2"] < frac["5"] < frac["10"] < frac["20"], frac
     assert _state(passes, "triad-1MiB-l2write", "1", "l2-write").cold_fraction >= COLD_AT
     assert _state(passes, "triad-16MiB", "1", "none", 16 * MIB).cold_fraction >= COLD_AT
     assert all(r.input_bytes == 2 * r.size_bytes for c in passes.values() for r in c.records if r.kernel == "triad")
