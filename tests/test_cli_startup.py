@@ -34,12 +34,12 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 COMMANDS = list(_subparsers(cli.build_parser()))
 
 
-def _imported(*argv: str) -> set[str]:
+def _imported(*argv: str, env: dict[str, str] | None = None, says: str = "usage: hipexplore") -> set[str]:
     """Every module the real ``hipexplore ARGV`` loaded, from ``-X importtime`` (stdout: the help)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     res = subprocess.run([sys.executable, "-X", "importtime", str(CLI), *argv], capture_output=True, text=True,
-                         timeout=120, env=env, cwd=REPO)
-    assert res.returncode == 0 and "usage: hipexplore" in res.stdout, (res.returncode, res.stderr[-2000:])
+                         timeout=240, env=env, cwd=REPO)
+    assert res.returncode == 0 and says in res.stdout, (res.returncode, res.stdout[-1000:], res.stderr[-2000:])
     lines = [line for line in res.stderr.splitlines() if line.startswith("import time:") and "|" in line]
     assert len(lines) > 20, res.stderr[-2000:]  # -X importtime wrote its table: the check below can fail
     return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}
@@ -85,3 +85,14 @@ def test_a_command_line_still_parses_to_the_chosen_command():
     args = cli.build_parser(["compile", "k.c", "--compiler", "host"]).parse_args(["compile", "k.c", "--compiler", "host"])
     assert (args.command, args.source, args.compiler, args.target) == ("compile", "k.c", "host", None)
     assert args.func.__module__ == "hipexplore.cli.compile_cmd"
+
+
+def test_a_compile_through_the_cache_loads_no_pandas_or_numpy(tmp_path, need_host_cc):
+    """The command itself, not only its help: a host compile through both cache tiers (compiled,
+    then a disk hit in a second process) records its events without building a frame."""
+    src = tmp_path / "k.c"
+    src.write_text("void k(float* a, unsigned long n) { for (unsigned long i = 0; i < n; i++) a[i] = 1; }\n")
+    env = {"HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache")}
+    for outcome in ("compiled", "disk-hit"):
+        modules = _imported("compile", str(src), "--compiler", "host", env=env, says=outcome)
+        assert not _heavy(modules), f"hipexplore compile ({outcome}) imported {_heavy(modules)}"
