@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from ._lazy import lazy  # noqa: E402
 from .errors import (  # noqa: E402
     BenchmarkError,
     CacheError,
@@ -60,13 +61,5 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    """Lazy top-level names, so ``import hipexplore`` loads no compiler or device library."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'hipexplore' has no attribute {name!r}")
-
-
+__getattr__, __dir__ = lazy(__name__, _LAZY)  # so ``import hipexplore`` loads no compiler or device library
 __all__ += list(_LAZY)

@@ -188,17 +188,7 @@ def collect(device: Any = None, command: str | list[str] | None = None, compiler
     if compilers:
         info.update(compiler_versions())
     if device is not None:
-        props = getattr(device, "properties", None)
-        if callable(props):
-            props = props()
-        if props is not None:
-            items = props.items() if isinstance(props, dict) else vars(props).items() if hasattr(props, "__dict__") else []
-            if not items and hasattr(props, "__dataclass_fields__"):
-                import dataclasses
-
-                items = dataclasses.asdict(props).items()
-            values = dict(items)
-            for k, v in values.items():
-                info[f"device.{k}"] = describe_value(k, v, values)
-        info.setdefault("device.name", str(getattr(device, "name", device)))
+        values = device.properties.as_dict()  # a Device's DeviceProperties (devices.base)
+        for k, v in values.items():
+            info[f"device.{k}"] = describe_value(k, v, values)
     return info

@@ -226,9 +226,7 @@ class SweepPanel:
                     "flush": tuple(m for m in _flush_choices() if dev.supports_flush(m)),
                 }
             finally:
-                close = getattr(dev, "close", None)
-                if callable(close):
-                    close()
+                dev.close()
         return self._facts[name]
 
     def _device_llc(self, name: str) -> int:
@@ -496,9 +494,8 @@ class SweepPanel:
             self.progress.bar_style = "danger"
             self.status.value = f"failed after {len(self.summary)} configurations"
         finally:
-            close = getattr(device, "close", None)
-            if callable(close):
-                close()
+            if device is not None:
+                device.close()
             self.stop_button.disabled = True
             self._refresh_run_button(running=False)
 

@@ -18,7 +18,7 @@ from hipexplore.devices.base import (
     peak_from_table,
 )
 from hipexplore.devices.host import HostDevice, parse_size, read_llc
-from hipexplore.errors import ConfigError, DeviceUnavailable, UnsupportedOperation
+from hipexplore.errors import ConfigError, DeviceError, DeviceUnavailable, UnsupportedOperation
 from hipexplore.kernels import catalog
 from hipexplore.kernels.build import kernel_for
 
@@ -100,7 +100,7 @@ def test_auto_falls_back_to_host_and_says_why() -> None:
         _not_here("a machine without a GPU", "a GPU is present here: auto does not fall back to the host")
     dev = get_device("auto")
     assert dev.kind == "host"
-    reasons = getattr(dev, "auto_reasons")
+    reasons = dev.auto_reasons
     assert len(reasons) == 2 and reasons[0].startswith("HIP") and reasons[1].startswith("CUDA")
 
 
@@ -296,13 +296,14 @@ def test_host_llc_override_by_argument_and_environment(monkeypatch) -> None:
     sysfs_llc, _src = read_llc()
     monkeypatch.delenv("HIPEXPLORE_LLC_BYTES", raising=False)
     dev = HostDevice()
-    assert (dev.llc_bytes, dev.llc_source) == (sysfs_llc, _src)
+    assert (dev.llc_bytes, dev.llc_source, dev.llc_override) == (sysfs_llc, _src, None)
     monkeypatch.setenv("HIPEXPLORE_LLC_BYTES", "7340032")
     dev = HostDevice()
-    assert dev.llc_bytes == 7 << 20 and dev.llc_source == "override (HIPEXPLORE_LLC_BYTES)"
-    assert dev.properties.llc_bytes == 7 << 20
+    assert dev.llc_bytes == 7 << 20 and dev.llc_source == f"override (HIPEXPLORE_LLC_BYTES; reported {sysfs_llc} B: {_src})"
+    assert dev.properties.llc_bytes == 7 << 20 and dev.llc_override == 7 << 20
     dev = HostDevice(llc_bytes=3 << 20)  # the argument wins over the environment
-    assert dev.llc_bytes == 3 << 20 and dev.llc_source == "override (llc_bytes argument)"
+    assert dev.llc_bytes == 3 << 20 and dev.llc_source.startswith("override (llc_bytes argument; reported ")
+    assert dev.llc_override == 3 << 20 and dev.fresh().llc_override == 3 << 20
     assert get_device("host").llc_bytes == 7 << 20 and get_device("host", llc_bytes=1 << 20).llc_bytes == 1 << 20
 
 
@@ -313,13 +314,16 @@ def test_gpu_llc_override_keeps_what_the_runtime_reported(monkeypatch) -> None:
     monkeypatch.delenv("HIPEXPLORE_LLC_BYTES", raising=False)
     gpu = GpuDeviceBase()
     gpu._init_common(None, None)
-    assert gpu._apply_llc_override(*reported) == reported
+    gpu._choose_llc(*reported, gpu._llc_given)
+    assert (gpu.llc_bytes, gpu.llc_source, gpu.llc_override) == (*reported, None)
     monkeypatch.setenv("HIPEXPLORE_LLC_BYTES", str(50 << 20))
-    llc, src = gpu._apply_llc_override(*reported)
-    assert llc == 50 << 20 and src == f"override (HIPEXPLORE_LLC_BYTES; runtime reported {60 << 20} B: CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)"
+    gpu._choose_llc(*reported, gpu._llc_given)
+    assert gpu.llc_bytes == gpu.llc_override == 50 << 20
+    assert gpu.llc_source == f"override (HIPEXPLORE_LLC_BYTES; reported {60 << 20} B: CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)"
     gpu._init_common(8 << 20, None)
-    llc, src = gpu._apply_llc_override(*reported)
-    assert llc == 8 << 20 and src.startswith("override (llc_bytes argument; runtime reported 62914560 B")
+    gpu._choose_llc(*reported, gpu._llc_given)
+    assert gpu.llc_bytes == gpu.llc_override == 8 << 20
+    assert gpu.llc_source.startswith("override (llc_bytes argument; reported 62914560 B")
 
 
 @pytest.mark.parametrize("arch", ["gfx940", "gfx941", "gfx942:sramecc+:xnack-", "gfx950"])
@@ -497,3 +501,155 @@ def test_spin_hold_timeout_argument_is_the_limit_in_the_kernels_clock() -> None:
     for khz, want in ((100_000, 2_000_000_000), (25_000, 500_000_000), (200_000, 4_000_000_000)):
         hip._wall_khz = khz
         assert hip._spin_timeout_arg(2.0) == want
+
+
+# --- capabilities are members of the device base: an answer, or one refusal line -----------------
+
+def _one_line_refusal(call, *words: str) -> str:
+    with pytest.raises(UnsupportedOperation) as info:
+        call()
+    text = str(info.value)
+    assert "\n" not in text and all(w in text for w in words), text
+    return text
+
+
+def test_host_compute_units_and_memory_are_what_the_os_reports() -> None:
+    import os
+
+    dev = HostDevice()
+    assert dev.compute_units == os.cpu_count() == dev.properties.compute_units
+    free, total = dev.memory_info()
+    assert total == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")  # MemTotal, read another way
+    assert 0 < free <= total and dev.properties.total_bytes == total
+
+
+def test_host_memset_sets_every_byte_of_the_buffer_only() -> None:
+    dev = HostDevice()
+    buf = dev.alloc(4096)
+    dev.copy_to_device(buf, np.full(4096, 1, dtype=np.uint8))
+    dev.memset(buf, 7)
+    out = np.zeros(4096, dtype=np.uint8)
+    dev.copy_to_host(buf, out)
+    assert (out == 7).all()
+    dev.memset(buf)
+    dev.copy_to_host(buf, out)
+    assert not out.any()
+    dev.free(buf)
+    with pytest.raises(DeviceError, match="already freed"):
+        dev.memset(buf, 1)
+
+
+def test_host_fresh_places_the_same_kernel_at_another_address(need_host_cc, tmp_path) -> None:
+    """``fresh()``: a device with this one's settings and nothing loaded, so a sweep's next unit
+    loads its library anew (the code lands elsewhere; bench.units relies on it)."""
+    from hipexplore.compile.cache import CompileCache
+
+    dev = HostDevice(llc_bytes=5 << 20)
+    dev.cache = CompileCache(disk_dir=tmp_path)
+    other = dev.fresh()
+    other.cache = dev.cache
+    assert type(other) is HostDevice and other is not dev
+    assert (other.llc_bytes, other.llc_source, other.llc_override) == (dev.llc_bytes, dev.llc_source, 5 << 20)
+    here, there = kernel_for(dev, "triad"), kernel_for(other, "triad")
+    assert ctypes.cast(here, ctypes.c_void_p).value != ctypes.cast(there, ctypes.c_void_p).value
+    dev.close(), other.close()
+
+
+def test_host_refuses_dynamic_shared_memory_in_one_line() -> None:
+    _one_line_refusal(lambda: HostDevice().set_max_dynamic_shared(object(), 64 << 10), "host device", "65536")
+
+
+def test_the_device_base_refuses_what_it_cannot_know() -> None:
+    """A backend deriving ``DeviceBase`` that reads nothing: every capability refuses in one line
+    naming the device (no 132-SM or 16-GiB stand-in); ``fresh`` is itself, ``llc_override`` None."""
+    from hipexplore.devices.base import DeviceBase, DeviceBuffer
+
+    class Bare(DeviceBase):
+        kind = "bare"
+
+    dev = Bare()
+    _one_line_refusal(lambda: dev.compute_units, "bare device", "compute-unit")
+    _one_line_refusal(dev.memory_info, "bare device", "memory")
+    _one_line_refusal(lambda: dev.memset(DeviceBuffer(0, 16, "bare")), "bare device", "memset")
+    _one_line_refusal(lambda: dev.set_max_dynamic_shared(None, 1024), "bare device", "1024")
+    _one_line_refusal(lambda: dev.llc_bytes, "bare device", "llc_bytes=")
+    assert dev.fresh() is dev and dev.llc_override is None and dev.llc_source.startswith("none")
+    assert isinstance(UnsupportedOperation("x"), ConfigError)  # the CLI's one line, exit 2
+
+
+def test_a_gpu_device_answers_from_its_runtime_or_refuses() -> None:
+    """What can run without a GPU: the GPU base reads compute units and memory from its runtime, so
+    before it has one it refuses (never a default count); HIP has no dynamic-shared opt-in to call
+    (ROCm ignores the attribute), so allowing it is a no-op there; a GPU unit's fresh placement is
+    a fresh worker process, so ``fresh()`` is the device itself."""
+    from hipexplore.devices.gpu import GpuDeviceBase
+    from hipexplore.devices.hip import HipDevice
+
+    gpu = GpuDeviceBase()
+    gpu._init_common(None, None)
+    _one_line_refusal(lambda: gpu.compute_units, "gpu device", "compute-unit")
+    _one_line_refusal(gpu.memory_info, "gpu device", "memory")
+    _one_line_refusal(lambda: gpu.set_max_dynamic_shared(None, 96 << 10), "gpu device", str(96 << 10))
+    assert gpu.fresh() is gpu
+    gpu._compute_units = 132  # what CudaDevice/HipDevice read from the runtime at start-up
+    assert gpu.compute_units == 132
+    hip = HipDevice.__new__(HipDevice)
+    assert hip.set_max_dynamic_shared(None, 64 << 10) is None
+
+
+def test_compute_units_reach_the_launch_geometry() -> None:
+    """A grid-stride launch scales with the device's own count (no stand-in when a device has none:
+    it refuses); without a device (a size check) it is one compute unit."""
+    from hipexplore.devices.base import DeviceBase
+
+    class Bare(DeviceBase):
+        kind = "bare"
+
+    triad = catalog.get("triad")
+    host = HostDevice()
+    assert triad.geometry(1 << 30, host)[0][0] == 4 * host.compute_units
+    assert triad.geometry(1 << 30, None)[0][0] == 4
+    _one_line_refusal(lambda: triad.geometry(1 << 30, Bare()), "bare device", "compute-unit")
+
+
+#: probes in the files the pipeline rewrite owns, replaced when it merges (each by the member named
+#: in the comment); no file may gain one, and no other file may have any
+PENDING_PROBES = {
+    ("hipexplore/bench/flush.py", "memset"),  # device.memset(buf, 0)
+    ("hipexplore/bench/run.py", "kind"),  # device.kind
+    ("hipexplore/bench/run.py", "fresh"),  # dev.fresh() if k else dev
+    ("hipexplore/bench/worker.py", "kind"),  # device.kind != "host"
+    ("hipexplore/bench/worker.py", "llc_source"),  # device.llc_override
+    ("hipexplore/kernels/hxrun.py", "kind"),  # device.kind
+    ("hipexplore/kernels/hxrun.py", "compute_units"),  # device.compute_units
+    ("hipexplore/tuning/device.py", "compute_units"),  # dev.compute_units
+    ("hipexplore/tuning/device.py", "memory_info"),  # dev.memory_info()[0]
+    ("hipexplore/tuning/triton_device.py", "memory_info"),  # device.memory_info()[0]
+    ("hipexplore/tuning/triton_device.py", "set_max_dynamic_shared"),  # device.set_max_dynamic_shared(...)
+}
+
+
+def _probes(source: str) -> list[tuple[str, int]]:
+    """(member, line) of every ``getattr``/``hasattr`` on a device-named object for a Device member."""
+    import ast
+
+    from hipexplore.devices.base import Device, DeviceBase
+
+    members = {n for n in (*vars(Device), *vars(DeviceBase)) if not n.startswith("__")} | {"kind", "index"}
+    return [(node.args[1].value, node.lineno) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in members
+            and "dev" in ast.unparse(node.args[0])]
+
+
+def test_no_getattr_or_hasattr_probes_a_device_for_its_members() -> None:
+    """Every ``Device`` member is answered by the device (or refused); a ``getattr(device, "x", d)``
+    or ``hasattr(device, "x")`` in the library is a second answer, usually one GPU's figure."""
+    from pathlib import Path
+
+    assert sorted(_probes('n = int(getattr(dev, "compute_units", 0) or 132)\nok = hasattr(self.device, "memset")')) == [
+        ("compute_units", 1), ("memset", 2)]
+    repo = Path(__file__).resolve().parents[1]
+    found = {(str(path.relative_to(repo)), member, line) for path in sorted((repo / "hipexplore").rglob("*.py"))
+             for member, line in _probes(path.read_text())}
+    assert {(f, m) for f, m, _ in found} <= PENDING_PROBES, sorted(found)

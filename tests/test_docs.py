@@ -128,8 +128,8 @@ def _gpu_reason() -> str | None:
         from hipexplore.devices import get_device
 
         dev = get_device("auto")
-        kind = getattr(dev, "kind", "host")
-        dev.close() if hasattr(dev, "close") else None
+        kind = dev.kind
+        dev.close()
         return None if kind in ("cuda", "hip") else "the best device here is the host CPU"
     except Exception as exc:  # noqa: BLE001 - any failure to open a GPU means none is usable
         return str(exc)

@@ -1,5 +1,5 @@
 """Bring your own kernel on a real NVIDIA GPU (marked ``gpu``; skip without one, fail under
-``HIPEXPLORE_REQUIRE_GPU=1``). The kernels are ``hipexplore.kernels.byok_examples``.
+``HIPEXPLORE_REQUIRE_GPU=1``). The kernels are the test fixture ``tests/fixtures/byok_examples.py``.
 
 What each test pins down, and the bug it catches:
 - a templated 2-D transpose swept over sizes with grid expressions (``cols/32,rows/32``), checked
@@ -38,7 +38,7 @@ from conftest import _no_gpu, cuda  # noqa: F401 - the GPU guard and the module-
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
-    from hipexplore.kernels.byok_examples import write_sources
+    from fixtures.byok_examples import write_sources
 
     return write_sources(tmp_path_factory.mktemp("byok"))
 
@@ -63,7 +63,7 @@ def _check_result(res, kernel: str, sizes) -> None:
 
 
 def test_templated_transpose_swept_with_grid_expressions(cuda, sources):
-    from hipexplore.kernels import byok_examples as ex
+    from fixtures import byok_examples as ex
     from hipexplore.kernels.catalog import user_kernel
 
     spec = user_kernel(sources["transpose.cu"], "transpose_tiled<32, 8>", ex.TRANSPOSE_ARGS, name="gpu_transpose",
@@ -75,7 +75,7 @@ def test_templated_transpose_swept_with_grid_expressions(cuda, sources):
 
 
 def test_row_softmax_with_dynamic_shared_memory(cuda, sources):
-    from hipexplore.kernels import byok_examples as ex
+    from fixtures import byok_examples as ex
     from hipexplore.kernels.catalog import user_kernel
 
     spec = user_kernel(sources["softmax.cu"], "row_softmax", ex.SOFTMAX_ARGS, name="gpu_softmax", grid="rows",
@@ -87,7 +87,7 @@ def test_row_softmax_with_dynamic_shared_memory(cuda, sources):
 
 
 def test_stencil_coefficients_from_an_include_dir_header(cuda, sources):
-    from hipexplore.kernels import byok_examples as ex
+    from fixtures import byok_examples as ex
     from hipexplore.kernels.catalog import user_kernel
 
     inc = sources["stencil.cu"].parent / "include"
@@ -111,7 +111,7 @@ def test_stencil_coefficients_from_an_include_dir_header(cuda, sources):
 def test_cubin_compiled_elsewhere_through_code_object(cuda, sources, tmp_path, capsys):
     from hipexplore.cli import main
     from hipexplore.errors import ConfigError
-    from hipexplore.kernels import byok_examples as ex
+    from fixtures import byok_examples as ex
     from hipexplore.kernels.catalog import user_kernel
 
     cubin = tmp_path / "saxpy.cubin"
@@ -170,7 +170,7 @@ def test_torch_op_through_callable_kernel(cuda):
 def test_a_faulting_kernel_is_named_and_the_next_sweep_works(cuda, sources):
     import hipexplore as hx
     from hipexplore.errors import KernelFault
-    from hipexplore.kernels import byok_examples as ex
+    from fixtures import byok_examples as ex
     from hipexplore.kernels.catalog import user_kernel
 
     faulty = user_kernel(sources["faulty.cu"], "scale_faulty", ex.FAULTY_ARGS, name="gpu_faulty", grid="ceil(n/256)",

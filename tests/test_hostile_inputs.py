@@ -407,3 +407,27 @@ def test_cleanup_removes_dead_folders_and_unheld_logs_only(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+def test_a_user_kernel_registered_before_the_builder_loads_is_still_checked(tmp_path, need_host_cc):
+    """``hipexplore.kernels`` loads ``kernels.build`` on first use, so a script can register its
+    kernel before the builder exists. The builder trusts the catalog's own kernels by name
+    (``catalog.OWN``), not "whatever was registered when it loaded": the user's spec is checked
+    against the C function and refused in one line, not called with the wrong arguments."""
+    src = tmp_path / "scale.c"
+    src.write_text(SCALE_C)
+    script = (
+        "import sys\n"
+        "from hipexplore.kernels import user_kernel\n"
+        "assert 'hipexplore.kernels.build' not in sys.modules, 'the builder loaded with the catalog'\n"
+        f"user_kernel({str(src)!r}, 'scale', 'out:out:f32[n],in:in:f32[n]', name='scale')\n"
+        "import hipexplore\n"
+        "try:\n"
+        "    hipexplore.sweep('scale', 4096, device='host', iterations=3, reference=False, progress=False)\n"
+        "except hipexplore.ConfigError as exc:\n"
+        "    print('REFUSED', exc)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
+    assert "REFUSED" in res.stdout and "does not match the C function scale()" in res.stdout, res.stdout[-2000:]

@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     import hipexplore as hx
     from hipexplore.cli import main as cli
     from hipexplore.devices import get_device
-    from hipexplore.kernels import byok_examples as ex
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # on sys.path in sweep workers too
+    from fixtures import byok_examples as ex  # tests/fixtures/byok_examples.py: the kernels test_gpu_byok checks
     from hipexplore.kernels.catalog import user_kernel
 
     src = ex.write_sources(out / "byok_sources")

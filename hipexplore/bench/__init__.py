@@ -3,12 +3,27 @@
 ``sweep(...)`` is the entry point (re-exported as ``hipexplore.sweep``); it fills a ``SweepSpec``
 (frozen, picklable, validated) that ``run(spec, device)`` measures; ``Measurement`` keeps raw
 samples and computes the statistics; ``StopRule`` chooses fixed or adaptive sample counts.
+
+Names resolve lazily (``hipexplore._lazy``): the CLI imports ``bench.spec`` for its option
+defaults, and that must not load pandas through ``bench.sweep``.
 """
 from __future__ import annotations
 
-from .callable import callable_kernel
-from .stats import Measurement, StopRule
-from .sweep import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS, SweepHooks, SweepResult, SweepSpec, parse_size, run, sweep
+from .._lazy import lazy
 
-__all__ = ["COLD_REFERENCE", "callable_kernel", "Measurement", "SAMPLE_COLUMNS", "SUMMARY_COLUMNS", "StopRule", "SweepHooks", "SweepResult",
-           "SweepSpec", "parse_size", "run", "sweep"]
+_LAZY = {
+    "COLD_REFERENCE": "hipexplore.schema",
+    "SAMPLE_COLUMNS": "hipexplore.schema",
+    "SUMMARY_COLUMNS": "hipexplore.schema",
+    "Measurement": ".stats",
+    "StopRule": ".stats",
+    "SweepSpec": ".spec",
+    "parse_size": ".spec",
+    "callable_kernel": ".callable",
+    "SweepHooks": ".sweep",
+    "SweepResult": ".sweep",
+    "run": ".sweep",
+    "sweep": ".sweep",
+}
+__getattr__, __dir__ = lazy(__name__, _LAZY)
+__all__ = list(_LAZY)

@@ -26,9 +26,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``hipexplore`` parser. With ``argv`` (a command line), only the subcommand it names is
+    built in full; every other subcommand is its name and one help line. Why: building a parser
+    imports what its defaults come from (``bench``'s are ``SweepSpec``'s: numpy and the kernel
+    catalog), and ``hipexplore --help`` or ``hipexplore compile`` must not pay for ``bench``'s.
+    Without ``argv`` every subcommand is built (for callers that inspect the whole parser)."""
     from .. import __version__
 
+    chosen = _chosen(argv)
     parser = _Parser(prog="hipexplore", description="Compile-cache and benchmark-noise evidence for GPU kernel reviews.")
     parser.add_argument("--version", action="version", version=f"hipexplore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -40,12 +46,22 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name != f"{__name__}.{name}":
                 raise
             continue
-        mod.register(sub)
+        if argv is None or mod.COMMAND == chosen:
+            mod.register(sub)
+        else:
+            sub.add_parser(mod.COMMAND, help=mod.HELP)
     return parser
 
 
+def _chosen(argv: Sequence[str] | None) -> str | None:
+    """The subcommand a command line names: its first word that is not an option (the top-level
+    parser's only options, --help and --version, take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     _clean_leftovers()
     try:

@@ -237,12 +237,17 @@ def _user_kernel(args: argparse.Namespace) -> Any:
                                headers=args.header, options=args.option, code_object=args.code_object)
 
 
+#: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
+COMMAND = "bench"
+HELP = "benchmark kernels with rotating buffers and cache flushes"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..bench.stats import StopRule
 
     p = subparsers.add_parser(
-        "bench",
-        help="benchmark kernels with rotating buffers and cache flushes",
+        COMMAND,
+        help=HELP,
         description="Sweep KERNEL(s) x sizes x rotating counts x flush modes; tidy results (one row per sample "
         "plus a summary), each reporting its bias against a cold reference (single launches after an l2-read flush).",
     )

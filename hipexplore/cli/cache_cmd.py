@@ -15,10 +15,15 @@ from typing import Any
 from ..errors import CacheError
 
 
+#: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
+COMMAND = "cache"
+HELP = "show, verify or clear the on-disk compile cache"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "cache",
-        help="show, verify or clear the on-disk compile cache",
+        COMMAND,
+        help=HELP,
         description="Maintain the on-disk compile cache at $HIPEXPLORE_CACHE_DIR (or --dir).",
     )
     sub = p.add_subparsers(dest="action", metavar="ACTION")

@@ -16,10 +16,15 @@ import math
 from ..errors import ConfigError
 
 
+#: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
+COMMAND = "compare"
+HELP = "A/B verdicts (faster/slower/same/undecided) between two runs or two kernels of one run"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "compare",
-        help="A/B verdicts (faster/slower/same/undecided) between two runs or two kernels of one run",
+        COMMAND,
+        help=HELP,
         description="Compare two sweeps' samples configuration by configuration, or two kernels of one (interleaved) "
         "run. Decision rule: faster/slower only when the 95% interval of new/base lies wholly beyond "
         "+-threshold; same when wholly within it; otherwise undecided.",

@@ -21,10 +21,15 @@ _DEFAULT_TARGET = {"host": "host"}
 _EXAMPLE_TARGET = {"hiprtc": "gfx90a", "nvrtc": "sm_90", "host": "host", "triton": "gfx942"}
 
 
+#: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
+COMMAND = "compile"
+HELP = "compile a kernel source through the compile cache"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "compile",
-        help="compile a kernel source through the compile cache",
+        COMMAND,
+        help=HELP,
         description="Compile SOURCE through the compile cache (memory + disk tier at $HIPEXPLORE_CACHE_DIR) "
         "and report the outcome (compiled, disk-hit, ...), the key digest and the times.",
     )

@@ -106,7 +106,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
+COMMAND = "info"
+HELP = "compilers, devices and the compile cache on this machine"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="compilers, devices and the compile cache on this machine")
+    p = sub.add_parser(COMMAND, help=HELP)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)

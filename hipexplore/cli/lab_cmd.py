@@ -22,8 +22,13 @@ def lab_command(path: str, euid: int, extra: Sequence[str] = (), python: str = s
     return [*cmd, *extra]
 
 
+#: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
+COMMAND = "lab"
+HELP = "start JupyterLab on the notebooks (adds --allow-root only when run as root)"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("lab", help="start JupyterLab on the notebooks (adds --allow-root only when run as root)",
+    p = sub.add_parser(COMMAND, help=HELP,
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", nargs="?", default="notebooks", help="folder or notebook to open (default: notebooks)")
     p.add_argument("extra", nargs=argparse.REMAINDER, help="after --: arguments for jupyter lab")

@@ -20,10 +20,15 @@ def _seconds(text: str) -> float:
     return value
 
 
+#: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
+COMMAND = "report"
+HELP = "run the dashboard notebook and export a self-contained HTML report"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "report",
-        help="run the dashboard notebook and export a self-contained HTML report",
+        COMMAND,
+        help=HELP,
         description="Run notebooks/dashboard.ipynb through papermill (kernel hipexplore) on the chosen device "
         "(default: the best available, the host CPU here) and export one HTML file with static figures "
         "and a provenance table.",

@@ -57,10 +57,15 @@ def _at_most(maximum: int):
     return lambda text: _positive(text, maximum)
 
 
+#: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
+COMMAND = "tune-replay"
+HELP = "replay a split-K GEMM tuning list through the compile cache"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "tune-replay",
-        help="replay a split-K GEMM tuning list through the compile cache",
+        COMMAND,
+        help=HELP,
         description=__doc__,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1,21 +1,22 @@
 """Compile kernels through one cache: requests and keys, compiler backends, the cache.
 
-Names are resolved lazily so that importing ``hipexplore.compile`` never loads a compiler library.
+Names are resolved lazily (``hipexplore._lazy``) so that importing ``hipexplore.compile`` never loads a
+compiler library, and ``hipexplore compile --help`` only the request module it takes its choices from.
 """
 from __future__ import annotations
 
-from .base import Compiler, ObjectCode
-from .request import (
-    CacheKey,
-    CompileRequest,
-    CompilerIdentity,
-    DIAGNOSTICS,
-    Source,
-    make_key,
-    sha256_digest,
-)
+from .._lazy import lazy
 
 _LAZY = {
+    "Compiler": ".base",
+    "ObjectCode": ".base",
+    "CacheKey": ".request",
+    "CompileRequest": ".request",
+    "CompilerIdentity": ".request",
+    "DIAGNOSTICS": ".request",
+    "Source": ".request",
+    "make_key": ".request",
+    "sha256_digest": ".request",
     "get_compiler": ".registry",
     "compiler_info": ".registry",
     "CompileCache": ".cache",
@@ -26,26 +27,5 @@ _LAZY = {
     "EVENT_COLUMNS": ".events",
     "DiskCache": ".disk",
 }
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        mod = importlib.import_module(_LAZY[name], __name__)
-        return getattr(mod, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = [
-    "CacheKey",
-    "Compiler",
-    "CompileRequest",
-    "CompilerIdentity",
-    "DIAGNOSTICS",
-    "ObjectCode",
-    "Source",
-    "make_key",
-    "sha256_digest",
-    *_LAZY,
-]
+__getattr__, __dir__ = lazy(__name__, _LAZY)
+__all__ = list(_LAZY)

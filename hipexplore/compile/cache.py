@@ -25,9 +25,7 @@ from contextlib import ExitStack, contextmanager
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import settings
 from ..errors import CacheError, ConfigError
@@ -36,6 +34,9 @@ from .disk import DEFAULT_DISK_MAX_BYTES, DiskCache
 from .events import HIT_OUTCOMES, CacheEvent, events_frame
 from .remote import RemoteCache, remote_cache_from_env
 from .request import CacheKey, CompileRequest, DigestFn, make_key, sha256_digest
+
+if TYPE_CHECKING:
+    import pandas as pd  # events() builds its frame on demand (compile.events.events_frame)
 
 DEFAULT_MAX_ENTRIES = settings.CACHE_MAX_ENTRIES.default
 DEFAULT_MAX_BYTES = settings.CACHE_MAX_BYTES.default

@@ -7,14 +7,15 @@ own columns to the same frame.
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass
-from typing import Iterable
-
-import pandas as pd
+from typing import TYPE_CHECKING, Iterable
 
 from ..errors import ConfigError
 
 # the outcomes and columns are the shared contract in hipexplore.schema (re-exported here)
 from ..schema import EVENT_COLUMNS, HIT_OUTCOMES, OUTCOMES, Outcome
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["EVENT_COLUMNS", "HIT_OUTCOMES", "OUTCOMES", "CacheEvent", "Outcome", "events_frame"]
 
@@ -61,7 +62,11 @@ class CacheEvent:
 
 
 def events_frame(events: Iterable[CacheEvent]) -> pd.DataFrame:
-    """A tidy frame with exactly ``EVENT_COLUMNS`` and stable dtypes, also when empty."""
+    """A tidy frame with exactly ``EVENT_COLUMNS`` and stable dtypes, also when empty. pandas is
+    imported here, when a frame is asked for: a compile (``hipexplore compile``) records events
+    without one."""
+    import pandas as pd
+
     rows = [astuple(e) for e in events]
     frame = pd.DataFrame.from_records(rows, columns=list(EVENT_COLUMNS))
     return frame.astype(_DTYPES)

@@ -3,13 +3,19 @@
 
 ``get_device("auto")`` picks an AMD GPU, else an NVIDIA GPU, else the host. Asking for a device
 that is absent raises ``DeviceUnavailable`` saying what was looked for.
+
+``base``'s names (``Device``, ``FLUSH_MODES``, ...) resolve lazily (``hipexplore._lazy``): parsing a
+device name (the CLI) must not load numpy.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy
 from ..errors import ConfigError, DeviceUnavailable
-from .base import FLUSH_MODES, Device, DeviceBuffer, DeviceProperties, PackedArgs, check_flush_mode, pack_args
+
+if TYPE_CHECKING:
+    from .base import Device
 
 KINDS = ("auto", "host", "cuda", "hip")
 
@@ -65,16 +71,7 @@ def device_label(device: Device) -> str:
     return f"{device.kind}:{device.index}"
 
 
-__all__ = [
-    "Device",
-    "DeviceBuffer",
-    "DeviceProperties",
-    "FLUSH_MODES",
-    "KINDS",
-    "PackedArgs",
-    "check_flush_mode",
-    "device_label",
-    "get_device",
-    "pack_args",
-    "parse_device",
-]
+_LAZY = {name: ".base" for name in ("Device", "DeviceBuffer", "DeviceProperties", "FLUSH_MODES", "PackedArgs",
+                                      "check_flush_mode", "pack_args")}
+__getattr__, __dir__ = lazy(__name__, _LAZY)
+__all__ = ["KINDS", "device_label", "get_device", "parse_device", *_LAZY]

@@ -28,7 +28,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..compile.base import ObjectCode
-from ..errors import BenchmarkError, ConfigError, DeviceError
+from ..errors import BenchmarkError, ConfigError, DeviceError, UnsupportedOperation
 
 #: numpy dtype name -> ctypes type used to marshal a scalar argument.
 CTYPES: dict[str, type] = {
@@ -277,6 +277,11 @@ class Device(Protocol):
     def llc_source(self) -> str: ...
 
     @property
+    def llc_override(self) -> int | None:
+        """The LLC bytes this device was given (``llc_bytes=``, HIPEXPLORE_LLC_BYTES), else None."""
+        ...
+
+    @property
     def compute_units(self) -> int: ...
 
     @property
@@ -289,9 +294,21 @@ class Device(Protocol):
         """(free, total) bytes of device memory now."""
         ...
 
+    def fresh(self) -> "Device":
+        """A device like this one with nothing loaded (code at new addresses), or itself."""
+        ...
+
     def alloc(self, nbytes: int) -> DeviceBuffer: ...
 
     def free(self, buf: DeviceBuffer) -> None: ...
+
+    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
+        """Every byte of ``buf`` set to ``value`` (GPU: enqueued on the device's stream)."""
+        ...
+
+    def set_max_dynamic_shared(self, kernel: Any, nbytes: int) -> None:
+        """Allow ``kernel`` launches with ``nbytes`` of dynamic shared memory."""
+        ...
 
     def copy_to_device(self, buf: DeviceBuffer, host: np.ndarray) -> None: ...
 
@@ -329,8 +346,6 @@ class Device(Protocol):
 
 def check_flush_mode(device: Device, mode: str) -> None:
     """Raise a clear error for an unknown mode or one the device cannot do."""
-    from ..errors import UnsupportedOperation
-
     if mode not in FLUSH_MODES:
         raise ConfigError(f"flush mode {mode!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
     if not device.supports_flush(mode):
@@ -371,9 +386,82 @@ class KernelBuilder(Protocol):
 
 class DeviceBase:
     """What every backend shares above the runtime calls: the compile cache its kernels build
-    through (``cache``; None means the default cache)."""
+    through (``cache``; None means the default cache), the last-level cache it sizes and flushes
+    against, and every capability the harness asks of a device, as a member.
+
+    Why members: callers used to probe with ``getattr``/``hasattr`` and fill a gap with one GPU's
+    figures (132 compute units, 16 GiB free). A member answers honestly here, or refuses with
+    ``UnsupportedOperation`` naming the device and what it cannot do; a backend overrides what it has.
+    """
 
     kind: str = ""
     index: int = 0
     #: the CompileCache the device's kernels compile through (None: the process default cache)
     cache: Any = None
+    #: (bytes, where the number came from) and whether it was given rather than read (``_choose_llc``)
+    _llc: tuple[int, str] | None = None
+    _llc_overridden = False
+    #: what the runtime reported at start-up (None: this device reports no count)
+    _compute_units: int | None = None
+
+    def _refuse(self, what: str) -> UnsupportedOperation:
+        return UnsupportedOperation(f"{self.kind or type(self).__name__} device: {what}")
+
+    # the last-level cache -------------------------------------------------------------------
+    def _choose_llc(self, reported: int, source: str, given: int | None) -> None:
+        """The LLC this device sizes rotating sets and flushes against: ``given`` (the ``llc_bytes``
+        argument), else HIPEXPLORE_LLC_BYTES, else what it ``reported`` (read from ``source``). An
+        override names what it replaced: the source is recorded with every result."""
+        from .. import settings
+
+        env = settings.LLC_BYTES.get()
+        if given is not None:
+            self._llc, self._llc_overridden = (int(given), f"override (llc_bytes argument; reported {reported} B: {source})"), True
+        elif env is not None:
+            self._llc, self._llc_overridden = (int(env), f"override (HIPEXPLORE_LLC_BYTES; reported {reported} B: {source})"), True
+        else:
+            self._llc, self._llc_overridden = (int(reported), source), False
+
+    @property
+    def llc_bytes(self) -> int:
+        if self._llc is None:
+            raise self._refuse("reports no last-level cache size (give llc_bytes= or HIPEXPLORE_LLC_BYTES)")
+        return self._llc[0]
+
+    @property
+    def llc_source(self) -> str:
+        return self._llc[1] if self._llc is not None else "none: this device reports no last-level cache"
+
+    @property
+    def llc_override(self) -> int | None:
+        """The LLC bytes this device was given (``llc_bytes=`` or HIPEXPLORE_LLC_BYTES), None when it
+        uses its own figure: what a device opened elsewhere (a sweep worker's) must be given to
+        size and flush like this one."""
+        return self._llc[0] if self._llc is not None and self._llc_overridden else None
+
+    # what the device has ---------------------------------------------------------------------
+    @property
+    def compute_units(self) -> int:
+        """Compute units (SMs, CUs; the host: CPUs): what grid-stride launches scale with."""
+        if self._compute_units is None:
+            raise self._refuse("reports no compute-unit count")
+        return self._compute_units
+
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) bytes of device memory now."""
+        raise self._refuse("reports no free/total memory")
+
+    def fresh(self) -> "DeviceBase":
+        """A device like this one with nothing loaded, so the next unit of a sweep places its code
+        anew (``bench.units``). This default is the device itself: a runtime that cannot be opened
+        twice in one process (a GPU's context) gets fresh placement from a fresh worker process."""
+        return self
+
+    def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
+        """Every byte of ``buf`` set to ``value``."""
+        raise self._refuse("has no memset")
+
+    def set_max_dynamic_shared(self, kernel: Any, nbytes: int) -> None:
+        """Allow ``kernel`` launches with ``nbytes`` of dynamic shared memory (beyond a runtime's
+        default cap, e.g. CUDA's 48 KiB)."""
+        raise self._refuse(f"has no dynamic shared memory to allow ({int(nbytes)} B asked)")

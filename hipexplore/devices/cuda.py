@@ -63,7 +63,7 @@ class CudaDevice(GpuDeviceBase):
         self._cc = (self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
         self._compute_units = self._attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         l2 = self._attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
-        self._llc = self._apply_llc_override(l2, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE")
+        self._choose_llc(l2, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE", self._llc_given)
         try:
             clock = self._attr(A.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
             bus = self._attr(A.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import settings
 from ..errors import ConfigError, DeviceError, DeviceUnavailable
 from .base import DeviceBase, DeviceBuffer, DeviceProperties, KernelBuilder, PackedArgs, is_stream_work, pack_args, unbind
 
@@ -64,17 +63,9 @@ class GpuDeviceBase(DeviceBase):
         self.cache = cache
         self._allocs: dict[int, DeviceBuffer] = {}
         self._closed = False
-        self._llc_override = llc_bytes
+        self._llc_given = llc_bytes  #: the llc_bytes argument, applied to what the runtime reports (_choose_llc)
         self._spin: tuple[Any, Any] | None = None
         self._hold_mem: tuple[int, int] | None = None  # (host ptr, device ptr) of [flag, status]
-
-    def _apply_llc_override(self, llc: int, source: str) -> tuple[int, str]:
-        env = settings.LLC_BYTES.get()
-        if self._llc_override is not None:
-            return int(self._llc_override), f"override (llc_bytes argument; runtime reported {llc} B: {source})"
-        if env is not None:
-            return env, f"override (HIPEXPLORE_LLC_BYTES; runtime reported {llc} B: {source})"
-        return llc, source
 
     # subclass hooks: the runtime calls ----------------------------------------------------
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:  # pragma: no cover - abstract
@@ -152,10 +143,8 @@ class GpuDeviceBase(DeviceBase):
     def _spin_timeout_arg(self, timeout_s: float) -> int:
         return int(timeout_s * 1e9)
 
-    # identity, from what the subclass read at start-up ----------------------------------------
+    # identity, from what the subclass read at start-up (and _compute_units, _llc: DeviceBase's) --
     _name: str
-    _compute_units: int
-    _llc: tuple[int, str]  #: (bytes, where the number came from)
     _peak: tuple[float, str]  #: (GB/s, where the number came from)
     _driver_version: str
 
@@ -165,9 +154,6 @@ class GpuDeviceBase(DeviceBase):
 
     @property
     def compiler(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def memory_info(self) -> tuple[int, int]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
@@ -189,18 +175,6 @@ class GpuDeviceBase(DeviceBase):
     @property
     def name(self) -> str:
         return self._name
-
-    @property
-    def llc_bytes(self) -> int:
-        return self._llc[0]
-
-    @property
-    def llc_source(self) -> str:
-        return self._llc[1]
-
-    @property
-    def compute_units(self) -> int:
-        return self._compute_units
 
     @property
     def peak_bandwidth_gbs(self) -> float:

@@ -141,7 +141,7 @@ class HipDevice(GpuDeviceBase):
         A = hip.hipDeviceAttribute_t
         self._compute_units = self._attr(A.hipDeviceAttributeMultiprocessorCount)
         l2 = self._attr(A.hipDeviceAttributeL2CacheSize)
-        self._llc = self._apply_llc_override(*llc_for_arch(self._arch, l2))
+        self._choose_llc(*llc_for_arch(self._arch, l2), self._llc_given)
         clock = self._attr(A.hipDeviceAttributeMemoryClockRate)
         bus = self._attr(A.hipDeviceAttributeMemoryBusWidth)
         self._wall_khz = self._attr(A.hipDeviceAttributeWallClockRate) or 100_000
@@ -192,6 +192,10 @@ class HipDevice(GpuDeviceBase):
 
     def kernel(self, module: Any, name: str) -> Any:
         return self._call(self._hip.hipModuleGetFunction(module, name.encode()), f"hipModuleGetFunction({name!r})")
+
+    def set_max_dynamic_shared(self, kernel: Any, nbytes: int) -> None:
+        """Nothing to allow: HIP has no opt-in cap below the LDS size (CUDA's 48 KiB default has no
+        AMD counterpart), so a launch may ask for the whole LDS and one asking more fails at launch."""
 
     def _launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
                 shared_bytes: int, stream: Any) -> None:

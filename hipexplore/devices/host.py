@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from ..compile.base import ObjectCode
-from .. import settings
 from ..errors import ConfigError, DeviceError, UnsupportedOperation
 from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, is_stream_work, unbind
 
@@ -104,13 +103,8 @@ class HostDevice(DeviceBase):
         self.index = 0
         #: when ``get_device('auto')`` fell back to the host: why each GPU runtime was not used
         self.auto_reasons: list[str] = []
-        llc, src = read_llc()
-        env = settings.LLC_BYTES.get()
-        if llc_bytes is not None:
-            llc, src = int(llc_bytes), "override (llc_bytes argument)"
-        elif env is not None:
-            llc, src = env, "override (HIPEXPLORE_LLC_BYTES)"
-        self._llc = (llc, src)
+        self._choose_llc(*read_llc(), llc_bytes)
+        self._compute_units = os.cpu_count() or 1  # None only where the count is undeterminable: one CPU runs it
         # the pid in the name: a process killed before close() leaves this folder behind, and the
         # next hipexplore process removes it once that pid is dead (compile.host.clean_leftovers)
         from ..compile.host import BUILD_PREFIX, _clean_dead_build_dirs
@@ -128,7 +122,7 @@ class HostDevice(DeviceBase):
             other = type(self)()
         except TypeError:  # a subclass that needs arguments: a plain host device
             other = HostDevice()
-        other._llc = self._llc
+        other._llc, other._llc_overridden = self._llc, self._llc_overridden
         other.auto_reasons = list(self.auto_reasons)
         return other
 
@@ -146,18 +140,6 @@ class HostDevice(DeviceBase):
     @property
     def compiler(self) -> str:
         return "host"
-
-    @property
-    def llc_bytes(self) -> int:
-        return self._llc[0]
-
-    @property
-    def llc_source(self) -> str:
-        return self._llc[1]
-
-    @property
-    def compute_units(self) -> int:
-        return os.cpu_count() or 1
 
     @property
     def peak_bandwidth_gbs(self) -> float:

@@ -3,26 +3,28 @@ NVRTC, with host C twins; open registration for GEMM kernels and user kernels.
 
 Each ``KernelSpec`` carries its argument spec, launch geometry, and bytes/flops per launch so that
 results can be shown as bandwidth against the device's peak.
+
+Names resolve lazily (``hipexplore._lazy``): ``import hipexplore.kernels`` loads neither numpy nor
+the kernel builder (``build``: spec -> request -> cache -> loaded function); they load on first use.
 """
 from __future__ import annotations
 
-from . import build as _build  # noqa: F401  (kernel_for, BUILDER: spec -> request -> cache -> loaded function)
-from .catalog import BUILTIN, get, names, parse_args, register, unregister, user_kernel
-from .spec import Arg, KernelSpec, canonical_dtype, fixed_geometry, grid_stride
-from .transform import insert_icache_flush
+from .._lazy import lazy
 
-__all__ = [
-    "Arg",
-    "BUILTIN",
-    "KernelSpec",
-    "canonical_dtype",
-    "fixed_geometry",
-    "get",
-    "grid_stride",
-    "insert_icache_flush",
-    "names",
-    "parse_args",
-    "register",
-    "unregister",
-    "user_kernel",
-]
+_LAZY = {
+    "Arg": ".spec",
+    "KernelSpec": ".spec",
+    "canonical_dtype": ".spec",
+    "fixed_geometry": ".spec",
+    "grid_stride": ".spec",
+    "BUILTIN": ".catalog",
+    "get": ".catalog",
+    "names": ".catalog",
+    "parse_args": ".catalog",
+    "register": ".catalog",
+    "unregister": ".catalog",
+    "user_kernel": ".catalog",
+    "insert_icache_flush": ".transform",
+}
+__getattr__, __dir__ = lazy(__name__, _LAZY)
+__all__ = list(_LAZY)

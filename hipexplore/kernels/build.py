@@ -422,8 +422,9 @@ def check_host_signature(spec: KernelSpec, request: CompileRequest) -> None:
 #: the process's builder: what ``kernel_for`` asks, and what the harness hands a device that needs
 #: its own kernels (``Device.hold_stream(kernels=BUILDER)``: the spin kernel)
 BUILDER = KernelBuilder()
-#: the catalog's own kernels (registered at import): not probed
-_TRUSTED = {id(catalog.get(n)) for n in catalog.names()}
+#: the catalog's own kernels: not probed. Named, not "whatever is registered when this module
+#: loads": ``hipexplore.kernels`` is lazy, so a user kernel may be registered before this import
+_TRUSTED = {id(spec) for spec in catalog.OWN}
 
 
 def kernel_for(device: Any, name: "str | KernelSpec", *, inline_icache: bool = False, timed: bool = False) -> Any:

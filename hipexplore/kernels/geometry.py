@@ -360,6 +360,13 @@ def _whole(val: int | float, expr: str, what: str, env: Mapping[str, Any], *, ro
     return int(val)
 
 
+def compute_units_of(device: Any) -> int:
+    """The compute units a launch scales with: the device's own count (a device that has none
+    refuses: ``DeviceBase.compute_units``), or 1 for a geometry asked without a device (a size
+    check, the docs). Never a guess: a GPU's count is its runtime's answer."""
+    return 1 if device is None else max(1, int(device.compute_units))
+
+
 class ExprGeometry:
     """Grid, block and dynamic shared bytes from expressions; picklable (it keeps only text).
 
@@ -387,7 +394,7 @@ class ExprGeometry:
 
     def launch(self, n: int, device: Any, scalars: Mapping[str, Any] | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(grid, block, shared_bytes) for ``n`` elements on ``device`` with these scalar values."""
-        env: dict[str, Any] = {"n": n, "compute_units": max(1, int(getattr(device, "compute_units", 1) or 1))}
+        env: dict[str, Any] = {"n": n, "compute_units": compute_units_of(device)}
         env.update({k: v for k, v in (scalars or {}).items() if k in self.scalar_names})
         missing = [s for s in self.scalar_names if s not in env]
         if missing:

@@ -161,7 +161,7 @@ class grid_stride:  # noqa: N801 - a function-like factory, kept lower case (a c
         self.__doc__ = f"grid_stride(blocks_per_cu={blocks_per_cu}, block={block})"
 
     def __call__(self, n: int, device: DeviceShape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        cus = max(1, int(getattr(device, "compute_units", 1) or 1))
+        cus = _geometry.compute_units_of(device)
         grid = max(1, min(cus * self.blocks_per_cu, math.ceil(max(n, 1) / self.block)))
         return (grid, 1, 1), (self.block, 1, 1)
 
