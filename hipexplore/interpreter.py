@@ -7,9 +7,10 @@ in every compile worker, the hiprtc dependency helper and every sweep worker, be
 ours; and a user whose project folder holds a ``random.py`` of their own saw the workers break.
 
 So every child that runs our code starts *isolated* (``isolated_argv``: ``-I``, i.e. no working
-directory, no ``PYTHON*`` variables, no user site-packages) and gets the parent's ``sys.path``
-explicitly (``child_path``): the same packages as the parent (``PYTHONPATH`` entries, the venv, an
-extra folder such as ``.hip-python-10``), less the working directory Python put there implicitly.
+directory, no ``PYTHON*`` variables, no user-site hooks of its own) and gets the parent's
+``sys.path`` explicitly (``child_path``): the same packages as the parent (``PYTHONPATH`` entries,
+the venv, an extra folder such as ``.hip-python-10``, the parent's user site-packages with its
+``.pth`` hooks when the parent had them), less the working directory Python put there implicitly.
 The path travels on the command line as a count and the entries (``PATH_PRELUDE`` reads them with
 nothing but ``sys``, a built-in no file can stand in for), so the child needs no ``json`` before its
 path is set. For processes whose command line is not ours to write (the Jupyter kernel, started from
@@ -24,12 +25,17 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-#: Prepended to an isolated child's code: ``sys.argv[1]`` is a count N, ``sys.argv[2:2+N]`` the
-#: parent's path; they replace ``sys.path`` and leave ``sys.argv`` as ``['-c', *args]``. It imports
-#: ``sys`` only (built in: found before any path is searched).
+#: Prepended to an isolated child's code: ``sys.argv[1]`` is a count N, ``sys.argv[2]`` the parent's
+#: user site-packages folder when the parent had one on its path (its ``.pth`` files are processed
+#: again: a ``pip install --user -e`` finder lives there) or ``''``, ``sys.argv[3:3+N]`` the parent's
+#: path. They replace ``sys.path`` and leave ``sys.argv`` as ``['-c', *args]``. It imports ``sys``
+#: (built in) and ``site`` (frozen, and loaded at start-up): nothing is looked up on a path.
 PATH_PRELUDE = (
     "import sys\n"
-    "_n = int(sys.argv[1]); sys.path[:] = sys.argv[2:2 + _n]; del sys.argv[1:2 + _n], _n\n"
+    "_n = int(sys.argv[1])\n"
+    "if sys.argv[2]:\n"
+    "    import site; site.addsitedir(sys.argv[2])\n"
+    "sys.path[:] = sys.argv[3:3 + _n]; del sys.argv[1:3 + _n], _n\n"
 )
 
 #: Interpreter options whose argument is the next command-line word when not attached (``-W x``).
@@ -108,15 +114,24 @@ def _inherited_options() -> list[str]:
     return out
 
 
+def _user_site(entries: Sequence[str]) -> str:
+    """This process's user site-packages folder when it is on the child's path (``-I`` would skip
+    its ``.pth`` files: the user's own, which this process ran too), else ``''``."""
+    import site
+
+    user_site = site.USER_SITE if site.ENABLE_USER_SITE else None
+    return user_site if user_site and user_site in entries else ""
+
+
 def isolated_argv(code: str, *args: str, path: Sequence[object] | None = None,
                   executable: str | None = None) -> list[str]:
-    """``[python, -I, ..., -c, PATH_PRELUDE + code, N, *entries, *args]``: ``code`` runs with
-    ``sys.path`` = ``child_path(path)`` and ``sys.argv`` = ``['-c', *args]``, and nothing from the
-    working directory or the ``PYTHON*`` variables. The one way hipexplore starts a Python of its
-    own (compile workers, sweep workers, the hiprtc dependency helper)."""
+    """``[python, -I, ..., -c, PATH_PRELUDE + code, N, USER_SITE, *entries, *args]``: ``code`` runs
+    with ``sys.path`` = ``child_path(path)`` and ``sys.argv`` = ``['-c', *args]``, and nothing from
+    the working directory or the ``PYTHON*`` variables. The one way hipexplore starts a Python of
+    its own (compile workers, sweep workers, the hiprtc dependency helper)."""
     entries = child_path(path)
     return [executable or sys.executable, "-I", *_inherited_options(), "-c", PATH_PRELUDE + code,
-            str(len(entries)), *entries, *map(str, args)]
+            str(len(entries)), _user_site(entries), *entries, *map(str, args)]
 
 
 def safe_path_argv(*args: str, executable: str | None = None) -> list[str]:
