@@ -14,6 +14,9 @@ for a in "$@"; do case "$a" in --dev) DEV=1 ;; *) echo "setup.sh: unknown argume
 VENV=${HIPEXPLORE_VENV:-.venv}
 PY=${HIPEXPLORE_PYTHON:-python3}
 say() { echo "[setup] $*"; }
+# 3.11: hipexplore starts its kernel and JupyterLab with -P (hipexplore/interpreter.py; pyproject.toml)
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+  || { say "HIPEXPLORE_PYTHON=$PY is not a Python 3.11 or newer; hipexplore needs >= 3.11"; exit 2; }
 
 APT_PKGS=()
 rocm_version=""

@@ -13,10 +13,14 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from ..interpreter import safe_path_argv
+
 
 def lab_command(path: str, euid: int, extra: Sequence[str] = (), python: str = sys.executable) -> list[str]:
-    """The JupyterLab command line for user ``euid`` (``--allow-root`` only for root, 0)."""
-    cmd = [python, "-m", "jupyterlab", path]
+    """The JupyterLab command line for user ``euid`` (``--allow-root`` only for root, 0). With ``-P``
+    (``interpreter.safe_path_argv``): ``python -m`` would put the folder it is started in first on
+    the server's path, and a ``json.py`` there would run as the user."""
+    cmd = safe_path_argv("-m", "jupyterlab", path, executable=python)
     if euid == 0:
         cmd.append("--allow-root")
     return [*cmd, *extra]

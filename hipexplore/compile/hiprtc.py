@@ -24,13 +24,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from typing import Any, ContextManager
 
 from .. import settings
+from ..interpreter import isolated_argv
 from ..errors import CompilerUnavailable, ConfigError
 from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries, user_diagnostics
 from . import implicit
@@ -437,9 +437,8 @@ _HELPER = r"""
 import json, os, sys, tempfile
 reply = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)  # nothing the libraries print may reach the reply pipe
-sys.path[:0] = json.loads(sys.argv[1])
 from hipexplore.compile.hiprtc import HiprtcCompiler, _program_log
-hip = HiprtcCompiler(library=sys.argv[2] or None)._bindings()
+hip = HiprtcCompiler(library=sys.argv[1] or None)._bindings()
 for line in sys.stdin:
     job = json.loads(line)
     out = {}
@@ -491,7 +490,9 @@ class _Helper:
     def _start(self) -> subprocess.Popen:
         self.close()
         self.env = env_values("hiprtc")
-        self.proc = subprocess.Popen([sys.executable, "-c", _HELPER, json.dumps(sys.path), self.library],
+        # isolated, with this process's path (interpreter.isolated_argv): it chdirs into the
+        # compile's folder, and nothing found there may be imported
+        self.proc = subprocess.Popen(isolated_argv(_HELPER, self.library),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True)
         return self.proc

@@ -24,7 +24,6 @@ waited for, so none is left a zombie.
 """
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import signal
@@ -39,6 +38,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .. import settings
+from ..interpreter import isolated_argv
 from ..errors import CompileError, CompilerCrashed, CompilerError, CompilerUnavailable, CompileTimeout, ConfigError, \
     HipexploreError
 from .backends import backend_class
@@ -52,11 +52,10 @@ DEFAULT_STARTUP_TIMEOUT = 120.0
 #: How much of a dead worker's stderr goes into the error's log.
 STDERR_TAIL_BYTES = 8192
 
+#: The worker's code after ``interpreter.PATH_PRELUDE`` has set its path: ``__import__`` (a built-in)
+#: rather than ``importlib``, so nothing but the worker module itself is looked up on that path.
 _BOOT = (
-    "import sys, json, importlib\n"
-    "for p in reversed(json.loads(sys.argv[1])):\n"
-    "    sys.path.insert(0, p) if p not in sys.path else None\n"
-    "importlib.import_module(sys.argv[2])._worker_main(int(sys.argv[3]), int(sys.argv[4]))\n"
+    "__import__(sys.argv[1], fromlist=['_worker_main'])._worker_main(int(sys.argv[2]), int(sys.argv[3]))\n"
 )
 
 
@@ -66,7 +65,9 @@ def start_worker(module: str, *, log_prefix: str, env: dict[str, str] | None = N
     launcher of compile workers (``_Worker``) and sweep workers (``bench.worker``).
 
     Returns (process, receive end, send end, log descriptor, log path). Started with ``subprocess``
-    (spawn-equivalent, never fork: the parent has threads, maybe a GPU context), in a session of
+    (spawn-equivalent, never fork: the parent has threads, maybe a GPU context) as an isolated
+    interpreter with this process's path (``interpreter.isolated_argv``: a ``json.py`` in the working
+    directory is never imported, and ``PYTHON*`` variables do not reach it), in a session of
     its own (its process group can be killed whole), ``env`` added, and ``LIBC_FATAL_STDERR_=1``:
     glibc writes "munmap_chunk(): invalid pointer" and friends to /dev/tty unless told otherwise,
     and we want them in the worker's log, i.e. in the error. The log has no name once the worker
@@ -79,7 +80,7 @@ def start_worker(module: str, *, log_prefix: str, env: dict[str, str] | None = N
     try:
         with open(log_path, "ab", buffering=0) as errf:
             proc = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, json.dumps(sys.path), module, str(child_read), str(child_write)],
+                isolated_argv(_BOOT, module, str(child_read), str(child_write)),
                 stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, pass_fds=(child_read, child_write),
                 start_new_session=True, env=dict(os.environ, **(env or {}), LIBC_FATAL_STDERR_="1"),
             )

@@ -26,6 +26,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from .. import settings
 from ..errors import ConfigError, HipexploreError
+from ..interpreter import kernel_argv
 
 #: The notebooks that ship with hipexplore, by short name.
 NOTEBOOKS = {
@@ -154,7 +155,8 @@ def _this_python_kernel() -> Iterator[None]:
         spec_dir.mkdir(parents=True)
         # the kernel's own log only says "KeyboardInterrupt caught" when papermill stops it and
         # warns about TCP on 127.0.0.1; cell errors and a dying kernel still reach ReportError
-        spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--IPKernelApp.log_level=CRITICAL"],
+        # the kernel's path never holds its working directory (the report's folder): kernel_argv's -P
+        spec = {"argv": [*kernel_argv(), "--IPKernelApp.log_level=CRITICAL"],
                 "display_name": "Python (hipexplore)", "language": "python"}
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         old = os.environ.get("JUPYTER_PATH")
