@@ -14,6 +14,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..files import write_file
+
 TRANSPOSE_CU = r"""#include <cuda_runtime.h>
 template <int TILE, int ROWS_PER_PASS>
 __global__ void transpose_tiled(float* __restrict__ out, const float* __restrict__ in, int rows, int cols) {
@@ -136,9 +138,8 @@ def write_sources(folder: Path) -> dict[str, Path]:
     paths = {}
     for name, text in (("transpose.cu", TRANSPOSE_CU), ("softmax.cu", SOFTMAX_CU), ("stencil.cu", STENCIL_CU),
                        ("saxpy.cu", SAXPY_CU), ("faulty.cu", FAULTY_CU)):
-        (folder / name).write_text(text)
-        paths[name] = folder / name
-    (folder / "include" / "stencil_coeffs.h").write_text(stencil_header(0.5, 0.2, 0.05))
+        paths[name] = write_file(folder / name, text, what="example source", durable=False)
+    write_file(folder / "include" / "stencil_coeffs.h", stencil_header(0.5, 0.2, 0.05), what="example header", durable=False)
     return paths
 
 
