@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, NamedTuple
 
 from .errors import ConfigError
+from .files import write_file
 
 # -- cache outcomes -------------------------------------------------------------------------------
 #: What one cache lookup did. ``joined``: waited for an identical compile already in flight in this
@@ -149,8 +150,9 @@ METADATA_KEY = "hipexplore"
 
 
 def write_parquet(frame: Any, path: str | os.PathLike, schema: str, metadata: Mapping[str, str] | None = None) -> None:
-    """Write ``frame`` atomically (temp file + ``os.replace``) with its schema tag and, when given,
-    the provenance ``metadata`` (JSON under ``hipexplore``) in the file's key-value metadata."""
+    """Write ``frame`` atomically and through no one's link (``files.write_file``) with its schema
+    tag and, when given, the provenance ``metadata`` (JSON under ``hipexplore``) in the file's
+    key-value metadata."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -163,9 +165,7 @@ def write_parquet(frame: Any, path: str | os.PathLike, schema: str, metadata: Ma
     if metadata is not None:
         meta[METADATA_KEY.encode()] = json.dumps(dict(metadata), sort_keys=True).encode()
     table = table.replace_schema_metadata(meta)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    write_file(path, lambda fh: pq.write_table(table, fh), what=f"{schema} file")
 
 
 def schema_of(path: str | os.PathLike) -> str | None:

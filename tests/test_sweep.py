@@ -311,7 +311,7 @@ def test_samples_reach_disk_before_their_summary(dev, tmp_path) -> None:
     out = tmp_path / "o.parquet"
     samples_path, summary_path, _meta = output_paths(out)
     summary_path.mkdir()
-    with pytest.raises(OSError):
+    with pytest.raises(ConfigError, match=r"cannot write summary file '.*o\.summary\.parquet': it is a folder"):
         sweep("triad", "16KiB", [1], ["none"], device=dev, iterations=3, reference_samples=2, out=out, progress=False, warmup_s=0,
               units=1)  # one unit: written after each configuration
     written = pd.read_parquet(samples_path)

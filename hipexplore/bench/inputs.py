@@ -29,6 +29,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..devices.base import fill_host_array
+from ..errors import ConfigError
+from ..files import write_file
 from ..kernels.spec import KernelSpec
 
 #: pristine host inputs of the last (buffers, n, seed) filled, reused up to this many bytes
@@ -113,11 +115,8 @@ def _save(folder: str, layout: tuple, seed: int, arrays: dict[str, np.ndarray]) 
         stem = _stem(layout, seed)
         for i, (name, *_rest) in enumerate(layout):
             final = os.path.join(folder, f"{stem}-{i}.npy")
-            tmp = f"{final}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                np.save(f, arrays[name], allow_pickle=False)
-            os.replace(tmp, final)
-    except OSError:
+            write_file(final, lambda f, a=arrays[name]: np.save(f, a, allow_pickle=False), what="shared inputs", durable=False)
+    except (OSError, ConfigError):
         return  # a full or vanished folder: the later units draw their own
 
 

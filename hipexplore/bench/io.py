@@ -5,7 +5,7 @@ each parquet file carries, see ``hipexplore.schema``) and that resume builds on;
 runs share one reader, one resume check and one writer here.
 
 One unit: the summary file is the commit record. Every write replaces the samples file first and
-the summary file second (each atomically: temp file + ``os.replace``), and the summary carries the
+the summary file second (each atomically and through no one's link: ``files.write_file``), and the summary carries the
 run's metadata in its own parquet metadata. A process killed between the two leaves samples of a
 configuration the summary does not name: the reader drops them (they were never committed), so
 resuming measures that configuration once, not twice. The meta.json beside them is a readable copy,
@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..files import write_file
 from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS,
                       Configuration, configurations_of, write_parquet)
 
@@ -76,9 +77,7 @@ def write_results(paths: tuple[Path, Path, Path], samples_parts: list[pd.DataFra
     sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
     write_parquet(samples_frame(samples_parts, sample_cols), samples_path, SAMPLES, metadata)
     write_parquet(summary_frame(summary_rows, summary_cols), summary_path, SUMMARY, metadata)
-    tmp = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(metadata, indent=1, sort_keys=True))
-    os.replace(tmp, meta_path)
+    write_file(meta_path, json.dumps(metadata, indent=1, sort_keys=True), what="sweep metadata")
 
 
 def _embedded_metadata(path: Path) -> dict[str, str] | None:

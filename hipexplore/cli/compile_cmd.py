@@ -98,35 +98,6 @@ def _check_destination(out: str) -> None:
         raise ConfigError(f"cannot write --out {out!r}: {exc.strerror or exc} (checked before compiling)") from None
 
 
-def _write_atomically(path: str, data: bytes, shown: str) -> None:
-    """A temp file beside ``path``, then ``os.replace``: an existing file is either kept as it was
-    or replaced whole, never left truncated by a failed write."""
-    import tempfile
-
-    folder = os.path.dirname(path) or "."
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise ConfigError(f"cannot write --out {shown!r}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise ConfigError(f"cannot write --out {shown!r}: {exc.strerror or exc}; an existing file was left as it was") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def build_request(args: argparse.Namespace):
     from ..compile.request import CompileRequest, Source
 
@@ -207,7 +178,9 @@ def run(args: argparse.Namespace) -> int:
     out_path = None
     if args.out:
         out_path = os.path.abspath(args.out)
-        _write_atomically(out_path, code.binary, args.out)
+        from ..files import write_file  # temp file beside it, renamed: an existing file is kept or replaced whole
+
+        write_file(out_path, code.binary, what="--out", shown=args.out)
     identity = key.record["compiler"]
     report: dict[str, Any] = {
         "source": os.path.abspath(args.source),

@@ -7,6 +7,7 @@ ctime, inode) and process: later calls cost one ``stat``.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -14,9 +15,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from .. import settings
+from ..errors import ConfigError
+from ..files import own_folder, write_below
 from .request import CompileRequest, canonical_json
 
 _stamp_cache: dict[tuple[str, int, int, int, int], str] = {}
@@ -83,13 +86,17 @@ _dump_dir: Path | None = None
 
 
 def dump_dir() -> Path:
-    """Where diagnostics write files: ``$HIPEXPLORE_DUMP_DIR``, else one temp dir per process."""
+    """Where diagnostics write files: ``$HIPEXPLORE_DUMP_DIR`` (made if missing; it may be a shared
+    folder: what is written into it goes into this user's own stem folders, ``_stem_folder``),
+    else one private temp dir per process."""
     global _dump_dir
     env = settings.DUMP_DIR.get()
     if env is not None:
-        path = env
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        try:
+            env.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"HIPEXPLORE_DUMP_DIR {str(env)!r}: cannot make the folder ({exc.strerror or exc})") from None
+        return env
     with _dump_lock:
         if _dump_dir is None:
             _dump_dir = Path(tempfile.mkdtemp(prefix="hipexplore-dump-"))
@@ -103,31 +110,48 @@ def dump_stem(request: CompileRequest) -> str:
     return f"{request.compiler}-{name}-{request.target}-{digest}"
 
 
+@contextlib.contextmanager
+def _stem_folder(request: CompileRequest) -> Iterator[tuple[int, Path]]:
+    """(descriptor, path) of ``<dump_dir>/<stem>``: this user's own folder, made by mkdir (the stem
+    is predictable, so in a shared dump folder someone else may have made it first, or planted a
+    link: ``files.own_folder`` refuses both in one line). Every write goes through the descriptor."""
+    root = dump_dir()
+    stem = dump_stem(request)
+    try:
+        root_fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ConfigError(f"cannot open the dump folder {str(root)!r}: {exc.strerror or exc}") from None
+    try:
+        fd = own_folder(root_fd, stem, what="dump", shown=str(root / stem))
+    finally:
+        os.close(root_fd)
+    try:
+        yield fd, root / stem
+    finally:
+        os.close(fd)
+
+
+def _dump_name(name: str) -> str:
+    """A source or header name as a path inside the stem folder: an absolute name or one with '..'
+    (``#include "../common/x.h"``) must not leave it."""
+    parts = ["_up_" if p == ".." else p for p in name.split("/") if p not in ("", ".")]
+    return "/".join(parts) or "source"
+
+
 def dump_sources(request: CompileRequest) -> list[Path]:
     """Write the source and its headers into ``<dump_dir>/<stem>/``; return the paths written."""
-    folder = dump_dir() / dump_stem(request)
-    folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for src in (request.source, *request.headers):
-        path = folder / src.name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(src.text, encoding="utf-8")
-        written.append(path)
-    (folder / "options.txt").write_text("\n".join(request.options) + "\n", encoding="utf-8")
-    written.append(folder / "options.txt")
+    with _stem_folder(request) as (fd, folder):
+        for src in (request.source, *request.headers):
+            written.append(write_below(fd, _dump_name(src.name), src.text, what="dump", shown_dir=str(folder)))
+        written.append(write_below(fd, "options.txt", "\n".join(request.options) + "\n", what="dump", shown_dir=str(folder)))
     return written
 
 
 def dump_text(request: CompileRequest, suffix: str, text: str | bytes) -> Path:
     """Write one diagnostic artefact (assembly, PTX) next to the dumped sources."""
-    folder = dump_dir() / dump_stem(request)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{dump_stem(request)}{suffix}"
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
+    with _stem_folder(request) as (fd, folder):
+        return write_below(fd, f"{dump_stem(request)}{suffix}", text, what="dump", shown_dir=str(folder))
 
 
 # --------------------------------------------------------------------------- API trace

@@ -27,6 +27,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .. import settings
 from ..errors import ConfigError, HipexploreError
 from ..interpreter import kernel_argv
+from ..files import write_file
 
 #: The notebooks that ship with hipexplore, by short name.
 NOTEBOOKS = {
@@ -182,15 +183,38 @@ def execute_notebook(
 
     Unknown parameters raise ``ConfigError``; a failing cell raises ``ReportError`` naming the
     cell's error, with the executed notebook (outputs up to the failure) kept at ``output``.
+    papermill writes into a fresh private folder (it opens its output path as it is, following a
+    link someone planted at that name); ``output`` gets a copy through ``files.write_file``.
     """
-    import nbformat
-    import papermill as pm
-
     params = dict(params or {})
     path = notebook_path(notebook)
     check_parameters(path, params)
-    out_path = Path(output) if output else Path(tempfile.mkdtemp(prefix="hipexplore-nb-")) / path.name
+    import shutil
+
+    scratch = Path(tempfile.mkdtemp(prefix="hipexplore-nb-")) / path.name
+    if not output:  # kept (and named) only when a cell fails
+        nb = _papermill(path, scratch, scratch, params, cwd, timeout, progress)
+        shutil.rmtree(scratch.parent, ignore_errors=True)
+        return nb
+    out_path = Path(output)
     out_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return _papermill(path, scratch, out_path, params, cwd, timeout, progress)
+    finally:  # after a failing cell too: the outputs up to it
+        try:
+            if scratch.exists():
+                write_file(out_path, scratch.read_bytes(), what="executed notebook")
+        finally:
+            shutil.rmtree(scratch.parent, ignore_errors=True)
+
+
+def _papermill(path: Path, out_path: Path, shown: Path, params: dict[str, Any], cwd: str | os.PathLike | None,
+               timeout: float | None, progress: bool) -> Any:
+    """Run the notebook into ``out_path`` (a private scratch file); errors name ``shown``, where the
+    caller keeps it."""
+    import nbformat
+    import papermill as pm
+
     try:
         with _this_python_kernel():
             pm.execute_notebook(
@@ -207,13 +231,13 @@ def execute_notebook(
     except pm.PapermillExecutionError as exc:
         raise ReportError(
             f"notebook {path.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
-            f"(executed notebook kept at {out_path})",
-            notebook=str(out_path),
+            f"(executed notebook kept at {shown})",
+            notebook=str(shown),
         ) from exc
     except Exception as exc:
         if isinstance(exc, HipexploreError):
             raise
-        raise ReportError(f"could not run notebook {path.name} with kernel {KERNEL_NAME!r}: {type(exc).__name__}: {exc}", notebook=str(out_path)) from exc
+        raise ReportError(f"could not run notebook {path.name} with kernel {KERNEL_NAME!r}: {type(exc).__name__}: {exc}", notebook=str(shown)) from exc
     return nbformat.read(str(out_path), as_version=4)
 
 
@@ -294,21 +318,6 @@ def _check_writable(path: Path) -> None:
     os.unlink(tmp)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # an ordinary file, not mkstemp's 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @dataclass
 class ReportResult:
     html: Path
@@ -357,7 +366,7 @@ def build_report(
     nb = execute_notebook(notebook, values, output=nb_path, cwd=Path.cwd(), timeout=timeout, progress=progress)
     html = export_html(nb, no_input=no_input, title="hipexplore review report" if notebook == "dashboard"
                        else f"hipexplore {notebook} report")
-    _atomic_write(out_path, html)
+    write_file(out_path, html, what="report output")
     if scratch is not None:
         import shutil
 

@@ -34,6 +34,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ConfigError
+from ..files import write_file
 from .lists import TuningList
 from .replay import (GRANULARITIES, _dir_has_entries, candidate_groups, check_target, make_compiler, measure_ideal,
                      replay_through_cache, salted, warm_up)
@@ -123,7 +124,7 @@ def _check_shared(client: Any, path: Path, url: str | None) -> None:
     tier ``url`` is shared: a marker file written here is looked for by each worker."""
     path.mkdir(parents=True, exist_ok=True)
     marker = path / f".hipexplore-shared-{uuid.uuid4().hex[:8]}"
-    marker.write_text("")
+    write_file(marker, "", what="shared-folder marker", durable=False)
     try:
         seen = client.run(sees, str(marker))
     finally:

@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..files import write_file
 from . import listfile
 from .models import MODELS
 
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{path}: {'missing' if have is None else 'differs from the generator output'}")
             continue
         out.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_file(path, text, what="list")
         spec = listfile.parse(text, str(path))
         c = listfile.counts(spec)
         print(f"{path}: {len(spec.problems)} problems, {spec.n_candidates} candidates, {c['kernels']} kernels, "

@@ -304,19 +304,10 @@ def dumps(spec: ListSpec, header_extra: dict[str, Any] | None = None) -> str:
 
 
 def write(spec: ListSpec, path: str | Path, header_extra: dict[str, Any] | None = None) -> Path:
-    """Write the list to ``path`` (atomically: a temporary file beside it, then renamed)."""
-    import os
+    """Write the list to ``path`` (atomically and through no one's link: ``files.write_file``)."""
+    from ..files import write_file
 
-    p = Path(path)
-    text = dumps(spec, header_extra)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ConfigError(f"cannot write list {str(p)!r}: {exc.strerror or exc}") from None
-    return p
+    return write_file(path, dumps(spec, header_extra), what="list")
 
 
 def from_rows(name: str, rows: Iterable[tuple[Problem, Sequence[PerfConfig], dict[str, Any]]], **header: Any) -> ListSpec:

@@ -30,6 +30,7 @@ from ..compile.cache import CompileCache
 from ..devices import device_label
 from ..devices.base import FLUSH_MODES, Device, DeviceBuffer, PackedArgs, check_flush_mode
 from ..errors import BenchmarkError, ConfigError
+from ..files import write_file
 from ..kernels import gemm as g
 from .device import _stats, free_flushers, free_sets, ranked
 from .lists import GemmProblem, transformer_problems
@@ -71,10 +72,10 @@ def export_cubins(directory: str | Path, target: str = "sm_90", problems: Iterab
                 if (d / f"{dig}.cubin").exists():
                     continue
                 code = cache.get_or_compile(req).object_code
-                (d / f"{dig}.cubin").write_bytes(code.binary)
-                (d / f"{dig}.json").write_text(json.dumps({"target": target, "kernel": req.kernels[0], "role": role,
-                                                           "problem": prob.name, "candidate": cfg.name,
-                                                           "metadata": dict(code.metadata)}, indent=1))
+                write_file(d / f"{dig}.cubin", code.binary, what="cubin")
+                write_file(d / f"{dig}.json", json.dumps({"target": target, "kernel": req.kernels[0], "role": role,
+                                                          "problem": prob.name, "candidate": cfg.name,
+                                                          "metadata": dict(code.metadata)}, indent=1), what="cubin metadata")
                 n += 1
     return n
 
