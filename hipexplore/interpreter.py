@@ -141,6 +141,21 @@ def safe_path_argv(*args: str, executable: str | None = None) -> list[str]:
     return [executable or sys.executable, "-P", *map(str, args)]
 
 
+def safe_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``environ`` (default ``os.environ``) for a ``safe_path_argv`` process: ``PYTHONPATH``
+    keeps only its absolute entries. ``-P`` stops Python prepending the working directory, but an
+    empty or relative ``PYTHONPATH`` entry (``PYTHONPATH=$PYTHONPATH:/x`` with the variable unset
+    gives ``:/x``) is the working directory again, named by the user's own variable."""
+    env = dict(os.environ if environ is None else environ)
+    if "PYTHONPATH" in env:
+        kept = [p for p in env["PYTHONPATH"].split(os.pathsep) if p and os.path.isabs(p)]
+        if kept:
+            env["PYTHONPATH"] = os.pathsep.join(kept)
+        else:
+            env.pop("PYTHONPATH")
+    return env
+
+
 def kernel_argv(executable: str | None = None) -> list[str]:
     """The ``argv`` of the ``hipexplore`` Jupyter kernelspec (``hipexplore report``'s own kernel and
     the one ``scripts/install_kernel.sh`` installs): ipykernel with a safe path. IPython adds

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hipexplore import interpreter
-from hipexplore.interpreter import child_path, implicit_cwd_entries, isolated_argv, kernel_argv, safe_path_argv
+from hipexplore.interpreter import safe_environ, child_path, implicit_cwd_entries, isolated_argv, kernel_argv, safe_path_argv
 
 REPO = Path(__file__).resolve().parents[1]
 PY = "/usr/bin/python3"
@@ -119,9 +119,25 @@ def test_safe_path_keeps_the_environment_but_not_the_folder(tmp_path):
     extra = tmp_path / "extra"
     extra.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(extra), os.environ.get("PYTHONPATH", "")])}
-    got = _run(safe_path_argv("-c", REPORT), cwd=tmp_path, env=env)
+    got = _run(safe_path_argv("-c", REPORT), cwd=tmp_path, env=safe_environ(env))
     assert got["safe"] is True and got["isolated"] == 0
     assert got["path"][0] == str(extra) and "" not in got["path"] and str(tmp_path) not in got["path"]
+
+
+@pytest.mark.parametrize("pythonpath", [":{extra}", "{extra}:", ".:{extra}", "{extra}::", "rel/dir:{extra}"])
+def test_an_empty_or_relative_pythonpath_entry_is_not_the_working_directory_again(tmp_path, pythonpath):
+    """``-P`` keeps Python from prepending the folder, but ``PYTHONPATH=$PYTHONPATH:/x`` with the
+    variable unset names it again (an empty entry): ``safe_environ`` keeps only absolute entries."""
+    (tmp_path / "json.py").write_text("raise SystemExit('the folder json.py ran')\n")
+    (tmp_path / "rel" / "dir").mkdir(parents=True)
+    (tmp_path / "rel" / "dir" / "json.py").write_text("raise SystemExit('the relative json.py ran')\n")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    env = {**os.environ, "PYTHONPATH": pythonpath.format(extra=extra)}
+    bare = subprocess.run(safe_path_argv("-c", REPORT), capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert bare.returncode != 0 and "ran" in bare.stderr  # the attack is real without safe_environ
+    got = _run(safe_path_argv("-c", REPORT), cwd=tmp_path, env=safe_environ(env))
+    assert got["path"][0] == str(extra) and str(tmp_path) not in got["path"]
 
 
 def test_kernel_argv_is_ipykernel_with_a_safe_path():

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..interpreter import safe_path_argv
+from ..interpreter import safe_environ, safe_path_argv
 
 
 def lab_command(path: str, euid: int, extra: Sequence[str] = (), python: str = sys.executable) -> list[str]:
@@ -47,5 +47,5 @@ def run(args: argparse.Namespace) -> int:
     extra = [a for a in args.extra if a != "--"]
     cmd = lab_command(args.path, os.geteuid(), extra)
     sys.stdout.flush()
-    os.execv(cmd[0], cmd)
+    os.execve(cmd[0], cmd, safe_environ())  # no empty/relative PYTHONPATH entry: the cwd again
     return 0  # pragma: no cover (execv does not return)

@@ -26,7 +26,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from .. import settings
 from ..errors import ConfigError, HipexploreError
-from ..interpreter import kernel_argv
+from ..interpreter import kernel_argv, safe_environ
 from ..files import write_file
 
 #: The notebooks that ship with hipexplore, by short name.
@@ -159,6 +159,9 @@ def _this_python_kernel() -> Iterator[None]:
         # the kernel's path never holds its working directory (the report's folder): kernel_argv's -P
         spec = {"argv": [*kernel_argv(), "--IPKernelApp.log_level=CRITICAL"],
                 "display_name": "Python (hipexplore)", "language": "python"}
+        pythonpath = safe_environ().get("PYTHONPATH")
+        if pythonpath is not None or "PYTHONPATH" in os.environ:  # the kernel's own: no empty/relative entry (= the cwd)
+            spec["env"] = {"PYTHONPATH": pythonpath or ""}
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         old = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = os.pathsep.join([tmp, *([old] if old else [])])

@@ -160,7 +160,7 @@ def backend_named(name: str, **options: Any) -> Any:
 def backend_for(device: Any, name: str | None = None, **options: Any) -> Any:
     """The backend for ``device`` (``name`` picks one): NVIDIA -> ncu, AMD -> rocprofv3, else the host's."""
     if name is None:
-        name = {"cuda": "ncu", "hip": "rocprofv3"}.get(getattr(device, "kind", "host"), "host")
+        name = {"cuda": "ncu", "hip": "rocprofv3"}.get(device.kind, "host")
     return backend_named(name, **options)
 
 

@@ -87,6 +87,7 @@ class DeviceRef:
     target: str = ""
     llc_bytes: int = 0
     llc_source: str = ""
+    llc_override: int | None = None
 
 
 def device_ref(device: Any) -> Any:
@@ -126,7 +127,7 @@ def count_configurations(spec: Any, device: Any, configurations: Iterable[Config
     kernels = tuple(k for k in spec.specs() if k.name in names)
     root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="hipexplore-counters-"))
     root.mkdir(parents=True, exist_ok=True)
-    llc = device.llc_bytes if "override" in str(getattr(device, "llc_source", "")) else None
+    llc = device.llc_override
     job = CountJob(f"{device.kind}:{device.index}", kernels, tuple(confs), int(count), be.marker, warmup, llc,
                    tuple(sorted(spec.flush_factor.items())), float(spec.mem_fraction))
     t0 = time.perf_counter()

@@ -87,9 +87,9 @@ class NcuBackend:
         return self._path
 
     def available(self, device: Any) -> str | None:
-        kind = getattr(device, "kind", "host")
+        kind = device.kind
         if kind != "cuda":
-            return f"ncu counts NVIDIA GPUs; the device is {kind}:{getattr(device, 'index', 0)}"
+            return f"ncu counts NVIDIA GPUs; the device is {kind}:{device.index}"
         if self.path is None:
             where = f"{self.explicit!r} is not an executable" if self.explicit else \
                 f"not on PATH nor at {', '.join(NCU_PLACES)}"

@@ -65,10 +65,10 @@ class RocprofBackend:
         return self._path
 
     def available(self, device: Any) -> str | None:
-        kind = getattr(device, "kind", "host")
+        kind = device.kind
         if kind != "hip":
-            return f"rocprofv3 counts AMD GPUs; the device is {kind}:{getattr(device, 'index', 0)}"
-        arch = arch_of(getattr(device, "target", ""))
+            return f"rocprofv3 counts AMD GPUs; the device is {kind}:{device.index}"
+        arch = arch_of(device.target)
         if arch not in GROUPS:
             return f"rocprofv3 counters are set up for {', '.join(sorted(GROUPS))}; the device is {arch or 'unknown'}"
         self.arch = arch
@@ -77,7 +77,7 @@ class RocprofBackend:
         return None
 
     def groups(self, device: Any) -> list[tuple[str, ...]]:
-        self.arch = arch_of(getattr(device, "target", self.arch)) or self.arch
+        self.arch = arch_of(device.target) or self.arch
         if self.arch not in GROUPS:
             raise CounterError(f"no rocprofv3 counter groups for {self.arch!r}; expected one of {sorted(GROUPS)}")
         return [tuple(g) for g in GROUPS[self.arch]]
