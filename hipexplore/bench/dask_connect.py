@@ -210,6 +210,21 @@ def parse_cluster(text: str) -> tuple[str, Any]:
     raise ConfigError(f"cluster {text!r} is neither local:N nor a scheduler address like tcp://HOST:PORT")
 
 
+def _client_for_address(distributed: Any, address: str, timeout_s: float, security: Any) -> Any:
+    """A client of the scheduler at ``address``; a ConfigError in one line when none answers or
+    a ``tls://`` address finds no certificates (distributed raises a TypeError about ``ssl_context``)."""
+    try:
+        return distributed.Client(address, timeout=timeout_s, security=security)
+    except (OSError, TimeoutError) as exc:
+        raise ConfigError(f"cluster {address!r}: no Dask scheduler answered within {timeout_s:g} s ({exc})") from exc
+    except TypeError as exc:
+        if "ssl_context" not in str(exc):
+            raise
+        raise ConfigError(f"cluster {address!r} speaks TLS and no client certificate is configured: set "
+                          f"distributed.comm.tls.ca-file, .client.cert and .client.key in the Dask configuration "
+                          f"(or DASK_DISTRIBUTED__COMM__TLS__CA_FILE etc.; see docs/guide/cluster.md)") from exc
+
+
 @dataclass
 class Connection:
     """A Dask client and whatever this module started for it (closed by ``close``)."""
@@ -242,10 +257,7 @@ def connect(cluster: Any, timeout_s: float = 30.0, pin: bool = True, security: A
             owned.append(lc)
             client = distributed.Client(lc, timeout=timeout_s)
         else:
-            try:
-                client = distributed.Client(value, timeout=timeout_s, security=security)
-            except (OSError, TimeoutError) as exc:
-                raise ConfigError(f"cluster {value!r}: no Dask scheduler answered within {timeout_s:g} s ({exc})") from exc
+            client = _client_for_address(distributed, value, timeout_s, security)
         owned.append(client)
     elif hasattr(cluster, "scheduler_address"):
         client = distributed.Client(cluster, timeout=timeout_s)
