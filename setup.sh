@@ -3,7 +3,8 @@
 #   ./setup.sh          runtime: ROCm hiprtc packages (apt, as root), .venv with hipexplore[hip,cuda,notebook]
 #   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools,
 #                       redis-py and Debian's redis-server (the tests start their own on a loopback port),
-#                       the extra cluster (Dask distributed: the cluster tests start real workers), and
+#                       the extra cluster (Dask distributed: the cluster tests start real workers; cryptography:
+#                       local:N clusters speak TLS under a key of their own), and
 #                       the extra docs (MkDocs + mkdocstrings), then builds the docs with --strict
 # Environment: HIPEXPLORE_VENV (default .venv), HIPEXPLORE_PYTHON (default python3),
 #              HIPEXPLORE_SKIP_APT=1 to never call apt-get.

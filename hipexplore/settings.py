@@ -218,6 +218,10 @@ CACHE_SECRET: Setting[str | None] = _declare(
 CACHE_LOCK_TIMEOUT: Setting[float] = _declare(
     "HIPEXPLORE_CACHE_LOCK_TIMEOUT", "seconds", 300.0,
     "most seconds a process waits for another one compiling the same key (then compiles itself)")
+CACHE_FOREIGN_LOCK_WAIT: Setting[float] = _declare(
+    "HIPEXPLORE_CACHE_FOREIGN_LOCK_WAIT", "seconds", 3.0,
+    "team directory: most seconds a process waits on a key's lock another user holds, then compiles without it "
+    "(one warning names the lock and its holder; entries are still verified before use)")
 CACHE_REMOTE: Setting[str | None] = _declare(
     "HIPEXPLORE_CACHE_REMOTE", "url", None, "Redis team tier below disk, e.g. `redis://host:6379/0` (extra `remote`)")
 CACHE_REMOTE_TIMEOUT: Setting[float] = _declare(

@@ -133,7 +133,7 @@ def test_killed_worker_configuration_is_rerun(tmp_path):
         spec = small_spec(("16KiB", "32KiB"))
         res = run_cluster(spec, client, device="host", out=tmp_path / "k.parquet")
         killed = marker.read_text()
-        assert killed.startswith("tcp://127.0.0.1:")
+        assert killed.startswith("tls://127.0.0.1:")  # local:N speaks TLS only (bench.dask_connect)
         want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
         assert configs(res.summary) == want  # the lost group was measured again, once
         reruns = json.loads(res.metadata["cluster.reruns"])

@@ -35,26 +35,22 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterator, Sequence
 
 import pandas as pd
 
 from ..errors import BenchmarkError, ConfigError
 from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration, configurations_of
+# the connection functions (local:N over TLS, addresses, device pinning) live in dask_connect.py, by name here too
+from .dask_connect import VISIBLE_DEVICE_VARS, Connection, PinDevices, connect, local_cluster, parse_cluster  # noqa: F401
 from .io import check_resume, output_paths, previous_results
 from .recorder import Recorder
 from .result import SweepHooks, SweepResult
 from .spec import SweepSpec
 
-VISIBLE_DEVICE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 TASK_PREFIX = "hipexplore-sweep"
 EVENT_TOPIC = "hipexplore.sweep"
-
-try:  # the extra ``cluster``; without it every entry point says how to install it (``_distributed``)
-    from distributed import WorkerPlugin as _PluginBase
-except ImportError:  # pragma: no cover
-    _PluginBase = object  # type: ignore[misc,assignment]
 
 
 def _distributed() -> Any:
@@ -66,124 +62,11 @@ def _distributed() -> Any:
 
 
 # ----------------------------------------------------------------------------- workers
-class PinDevices(_PluginBase):  # type: ignore[misc,valid-type]
-    """Worker plugin: pin a worker to one GPU through the visible-device variables.
-
-    ``devices``: the ordinals to hand out; a worker named with an integer ``i`` (as ``local:N``
-    and ``dask worker --name i`` name them) gets ``devices[i % len(devices)]``. A worker started
-    with the variables already set keeps them. Pinning must happen before a GPU library loads in
-    the worker process, which is why ``local:N`` also sets them in the process's environment."""
-
-    idempotent = True
-    name = "hipexplore-pin-devices"
-
-    def __init__(self, devices: Sequence[int | str] | None = None) -> None:
-        self.devices = [str(d) for d in devices] if devices else None
-
-    def setup(self, worker: Any) -> None:
-        if any(os.environ.get(v) for v in VISIBLE_DEVICE_VARS):
-            return
-        try:
-            i = int(worker.name)
-        except (TypeError, ValueError):
-            return  # not named by an ordinal: started pinned or not at all (recorded as gpu '')
-        value = self.devices[i % len(self.devices)] if self.devices else str(i)
-        for var in VISIBLE_DEVICE_VARS:
-            os.environ[var] = value
-
-
 def _pinned() -> str:
     for var in VISIBLE_DEVICE_VARS:
         if os.environ.get(var):
             return os.environ[var]
     return ""
-
-
-def local_cluster(n: int, pin: bool = True) -> Any:
-    """N worker processes (1 thread each) and a scheduler on 127.0.0.1.
-
-    ``pin=True`` (sweeps): worker i sees GPU i alone and advertises ``GPU=1``. ``pin=False`` (compile-only
-    work such as the tuning replay): no visible-device variables, no GPU resource, no NVML diagnostics,
-    so any number of workers starts on a machine with fewer GPUs (or none): pinning worker 1 on a
-    one-GPU machine made distributed's NVML start-up query fail ("Nanny failed to start")."""
-    distributed = _distributed()
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"local cluster size must be a positive integer, got {n!r}")
-    import dask
-
-    config = {"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False}
-    if not pin:
-        config["distributed.diagnostics.nvml"] = False
-    with dask.config.set(config):
-        workers = {i: {"cls": distributed.Nanny,
-                       "options": {"nthreads": 1, "resources": {"GPU": 1} if pin else {}, "host": "127.0.0.1",
-                                   "name": i, "env": {v: str(i) for v in VISIBLE_DEVICE_VARS} if pin else {},
-                                   "silence_logs": 40}}
-                   for i in range(n)}
-        scheduler = {"cls": distributed.Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}}
-        return distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40)
-
-
-def parse_cluster(text: str) -> tuple[str, Any]:
-    """'local:N' -> ('local', N); 'tcp://HOST:PORT' -> ('address', text); else a ConfigError."""
-    t = str(text).strip()
-    if t.startswith("local:"):
-        try:
-            n = int(t[len("local:"):])
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ConfigError(f"cluster {text!r}: expected local:N with N a positive integer (workers, one per GPU)")
-        return "local", n
-    if t.startswith(("tcp://", "tls://", "inproc://", "ucx://")) and ":" in t.split("://", 1)[1]:
-        return "address", t
-    raise ConfigError(f"cluster {text!r} is neither local:N nor a scheduler address like tcp://HOST:PORT")
-
-
-@dataclass
-class Connection:
-    """A Dask client and whatever this module started for it (closed by ``close``)."""
-
-    client: Any
-    owned: list[Any]
-
-    def close(self) -> None:
-        for obj in reversed(self.owned):
-            try:
-                obj.close()
-            except Exception:  # noqa: BLE001 - closing what we started, best effort
-                pass
-
-
-def connect(cluster: Any, timeout_s: float = 30.0, pin: bool = True) -> Connection:
-    """A client for ``cluster``: a ``distributed.Client`` (used as is), a cluster object,
-    ``'local:N'`` or a scheduler address; with ``pin`` the ``PinDevices`` plugin is registered on it
-    (``pin=False``: compile-only work, ``local:N`` starts unpinned workers, see ``local_cluster``)."""
-    distributed = _distributed()
-    owned: list[Any] = []
-    if isinstance(cluster, distributed.Client):
-        client = cluster
-    elif isinstance(cluster, str):
-        kind, value = parse_cluster(cluster)
-        if kind == "local":
-            lc = local_cluster(value, pin=pin)
-            owned.append(lc)
-            client = distributed.Client(lc, timeout=timeout_s)
-        else:
-            try:
-                client = distributed.Client(value, timeout=timeout_s)
-            except (OSError, TimeoutError) as exc:
-                raise ConfigError(f"cluster {value!r}: no Dask scheduler answered within {timeout_s:g} s ({exc})") from exc
-        owned.append(client)
-    elif hasattr(cluster, "scheduler_address"):
-        client = distributed.Client(cluster, timeout=timeout_s)
-        owned.append(client)
-    else:
-        raise ConfigError(f"cluster must be a distributed.Client, a Dask cluster, 'local:N' or 'tcp://HOST:PORT'; "
-                          f"got {type(cluster).__name__} {cluster!r}")
-    if pin:
-        client.register_plugin(PinDevices())
-    return Connection(client, owned)
 
 
 def gpu_workers(client: Any) -> list[str]:

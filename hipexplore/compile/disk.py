@@ -36,8 +36,8 @@ Guarantees:
     outlives its holder's release. A waiter takes over at once when no process holds the file
     (a killed holder), or when the record names a dead process on this host (a lock held on by a
     forked child), or when the lock is older than its lifetime (``HIPEXPLORE_COMPILE_TIMEOUT`` +
-    30 s); it waits on another user's lock at most ``FOREIGN_LOCK_WAIT_S`` and on its own user's at
-    most ``HIPEXPLORE_CACHE_LOCK_TIMEOUT``. In a private cache lock files are ``0600``, so no
+    30 s); it waits on another user's lock at most ``HIPEXPLORE_CACHE_FOREIGN_LOCK_WAIT`` (3 s: one
+    warning line then) and on its own user's at most ``HIPEXPLORE_CACHE_LOCK_TIMEOUT``. In a private cache lock files are ``0600``, so no
     other user can even open one to hold it. Pruning and ``clear`` remove lock files no live
     process holds. A lock never fails a compile: past a wait, the caller compiles on its own.
   * Every read is hostile-safe (``entry.read_entry_file``): FIFOs and devices are misses, reads
@@ -73,7 +73,7 @@ from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry,
                     read_header)
 from .request import KEY_SCHEMA, CacheKey
 from .disk_files import (  # noqa: F401 - the files and lock records, by name here too
-    DiskEntryInfo, SUFFIX, _HeldLock, _LOCK_PREFIX, _TEMP_PREFIX, _classify, _linked, _lock_state, _node, _node_id, _owner_record, _pid_alive, _proc_start, _read_record, _same_file, _try_flock, _umask, _unlink_if_same, charged_bytes, lock_id)
+    DiskEntryInfo, SUFFIX, _HeldLock, _LOCK_PREFIX, _TEMP_PREFIX, _classify, _foreign_lock_message, _linked, _lock_state, _node, _node_id, _owner_record, _pid_alive, _proc_start, _read_record, _same_file, _try_flock, _umask, _unlink_if_same, charged_bytes, lock_id)
 from .disk_files import (  # noqa: F401 - shared with disk_maint, by name here too
     _CLOEXEC, _HOST, PRUNE_TO_FRACTION, STALE_TEMP_S, Untrusted, _RootProblem, _warn_once, _warned)
 from .disk_maint import DiskMaintenance
@@ -92,8 +92,6 @@ TOUCH_INTERVAL_S = 1.0
 LOCK_POLL_S = 0.05
 #: A lock is its holder's for the compile timeout plus this; older, a waiter takes it over.
 LOCK_LIFETIME_MARGIN_S = 30.0
-#: The longest wait on a lock another user holds (team directories): then compile on our own.
-FOREIGN_LOCK_WAIT_S = 10.0
 #: A lock file under its unique name this young may be a holder's between create and link.
 _FRESH_LOCK_S = 60.0
 DEFAULT_DISK_MAX_BYTES = settings.CACHE_DISK_MAX_BYTES.default
@@ -447,7 +445,7 @@ class DiskCache(DiskMaintenance):
     def key_lock(self, key: CacheKey | str, timeout: float | None = None) -> Iterator[bool]:
         """Hold the per-key lock while compiling ``key``; yields True if held, False when it was
         not (the wait ran past ``timeout``, default ``HIPEXPLORE_CACHE_LOCK_TIMEOUT``; another
-        user's lock was waited on for ``FOREIGN_LOCK_WAIT_S``; a lock that is not this user's to
+        user's lock was waited on for ``HIPEXPLORE_CACHE_FOREIGN_LOCK_WAIT``; a lock not this user's to
         take over; no lock file can be made). The caller compiles anyway: a lock never fails a
         compile. The lock is named by a SHA-256 of the full key, not by the (injectable) index
         digest, so keys that collide on a digest never wait on each other."""
@@ -473,7 +471,8 @@ class DiskCache(DiskMaintenance):
             dfd = os.dup(shard_fd)
         name = f"{_LOCK_PREFIX}{lid}"
         start = time.monotonic()
-        deadline, foreign_deadline = start + max(0.0, timeout), start + max(0.0, min(timeout, FOREIGN_LOCK_WAIT_S))
+        deadline = start + max(0.0, timeout)
+        foreign = (start, min(timeout, settings.CACHE_FOREIGN_LOCK_WAIT.get()), self.directory / lid[:2] / name)
         try:
             while True:
                 fd = self._try_link(dfd, name)
@@ -481,7 +480,7 @@ class DiskCache(DiskMaintenance):
                     held = _HeldLock(dfd, name, fd)
                     dfd = -1
                     return held
-                if not self._wait_on(dfd, name, deadline, foreign_deadline):
+                if not self._wait_on(dfd, name, deadline, foreign):
                     return None
         finally:
             if dfd >= 0:
@@ -518,9 +517,10 @@ class DiskCache(DiskMaintenance):
                 if not keep:
                     os.close(fd)
 
-    def _wait_on(self, dfd: int, name: str, deadline: float, foreign_deadline: float) -> bool:
+    def _wait_on(self, dfd: int, name: str, deadline: float, foreign: tuple[float, float, Path]) -> bool:
         """Wait while the file at ``name`` is a live lock; True to try taking it again, False to
-        go on without it (timed out, another user's lock waited on long enough, or not usable)."""
+        go on without it (timed out, another user's lock waited on long enough, or not usable).
+        ``foreign``: when the wait began, its bound on another user's lock, the lock's path."""
         try:
             fd = os.open(name, _PEEK_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
@@ -561,11 +561,12 @@ class DiskCache(DiskMaintenance):
                         return False
                     return True
                 now = time.monotonic()
+                if not own and now >= foreign[0] + foreign[1]:
+                    self._count("locks_not_waited")
+                    _warn_once("foreign-lock", _foreign_lock_message(foreign, st, _read_record(fd), now))
+                    return False
                 if now >= deadline:
                     self._count("lock_timeouts")
-                    return False
-                if not own and now >= foreign_deadline:
-                    self._count("locks_not_waited")
                     return False
                 time.sleep(LOCK_POLL_S)
         finally:

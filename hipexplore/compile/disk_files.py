@@ -22,6 +22,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import settings
 from ..errors import CacheError
 from .request import CacheKey
 
@@ -148,6 +149,24 @@ def _read_record(fd: int) -> dict | None:
             or isinstance(since, bool) or not math.isfinite(since):
         return None
     return record
+
+
+def _foreign_lock_message(foreign: tuple[float, float, Path], st: os.stat_result, record: dict | None,
+                          now: float) -> str:
+    """The one line a waiter warns after giving up on another user's lock (``foreign``: when the
+    wait began, its bound, the lock's path): how long, on whose lock, and what happens now."""
+    start, bound, path = foreign
+    try:
+        import pwd
+
+        user = f" ({pwd.getpwuid(st.st_uid).pw_name})"
+    except (ImportError, KeyError):
+        user = ""
+    host = re.sub(r"[^\x20-\x7e]", "?", str(record.get("host", "?"))[:64]) if record else ""  # one line, whatever it holds
+    holder = f"pid {record['pid']} on {host}" if record else "no owner record"
+    return (f"hipexplore compile cache: waited {now - start:.1f} s on the lock {str(path)!r} that uid {st.st_uid}{user} "
+            f"holds ({holder}); compiling without it (a wait on another user's lock lasts at most {bound:g} s, "
+            f"{settings.CACHE_FOREIGN_LOCK_WAIT.name}; the entry is still verified before use)")
 
 
 def _lock_state(record: dict | None, st: os.stat_result, lifetime: float, now: float) -> str:

@@ -22,13 +22,23 @@ timeout per request (issue 25, item 6):
   timeout: a server that answers just inside the deadline every time would otherwise cost that
   much on every lookup.
 * **Leases have an owner and a lifetime.** A lease value names its owner (host, pid, a random
-  token), its lifetime, and carries an HMAC under the team secret over the lease's name and those
-  fields; it is set with ``PX`` = that lifetime (the compile timeout plus ``LEASE_MARGIN_S``).
-  A host waits on another's lease only while it authenticates, has an expiry and no more than the
-  longest lifetime this host would give one, and at most for the time it had left when first seen:
-  a lease an outsider set without expiry (or with a long one) is not waited on at all. A lease is
-  released only by its owner and only while it still holds it (compare-and-delete in one Lua
-  script), so a lease that expired and was taken by another host is never deleted.
+  token), its lifetime and when it was signed, and carries an HMAC under the team secret over the
+  lease's name and those fields; it is set with ``PX`` = that lifetime (the compile timeout plus
+  ``LEASE_MARGIN_S``). A host waits on another's lease only while it authenticates, has an expiry
+  and no more than the longest lifetime this host would give one, and at most for the time it had
+  left when first seen: a lease an outsider set without expiry (or with a long one) is not waited
+  on at all. A lease is released only by its owner and only while it still holds it
+  (compare-and-delete in one Lua script), so a lease that expired and was taken by another host is
+  never deleted.
+* **A replayed lease is not waited on** (issue 25, item 5). Anyone who can reach the server can
+  read a live lease and set the same value again after its holder let go: the HMAC still verifies,
+  and every host used to wait on it for the lock timeout, every round. So the holder signs its lease
+  again every ``LEASE_RENEW_S`` while it compiles (compare-and-set, the expiry kept), and a waiter
+  stops waiting on a value it has seen unchanged for ``LEASE_STALE_S`` (by its own clock: no clocks
+  are compared); a value signed more than ``LEASE_STALE_S + LEASE_CLOCK_SKEW_S`` ago by the waiter's
+  clock (an old capture) and a lease naming this very process that it does not hold (its own,
+  replayed) are not waited on at all. What an outsider can still cost: ``LEASE_STALE_S`` of waiting
+  with a value captured in the last minute; compiling the key twice is all it ever changes.
 
 Not bounded by the deadline: resolving the server's host name (``getaddrinfo``) and a TLS
 handshake (``rediss://``: Python bounds each of its reads by the timeout, not the handshake).
@@ -56,11 +66,23 @@ from .request import KEY_SCHEMA, CacheKey
 LEASE_POLL_S = 0.05
 #: A lease lives for the compile timeout plus this (the holder writes the tiers after compiling).
 LEASE_MARGIN_S = 30.0
+#: The holder signs its lease again this often while it compiles (a waiter sees the value change).
+LEASE_RENEW_S = 1.0
+#: A lease value a waiter has seen unchanged this long is a holder gone or a replay: the wait ends.
+LEASE_STALE_S = 5.0
+#: How far hosts' clocks may differ: a value signed longer ago than LEASE_STALE_S + this is not waited on.
+LEASE_CLOCK_SKEW_S = 60.0
 #: An answer slower than this fraction of the timeout is slow; SLOW_LIMIT in a row turn the tier off.
 SLOW_FRACTION = 0.5
 SLOW_LIMIT = 3
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
-_LEASE_VERSION = "hx1"
+#: compare-and-set that keeps the expiry: a renewal never makes a lease live longer than it was set to
+_RENEW = ("if redis.call('get', KEYS[1]) == ARGV[1] then local t = redis.call('pttl', KEYS[1]) "
+          "if t > 0 then redis.call('set', KEYS[1], ARGV[2], 'PX', t) return 1 end end return 0")
+_LEASE_VERSION = "hx2"
+#: tokens of the leases this process holds now (across every RemoteCache in it)
+_HELD: set[str] = set()
+_HELD_LOCK = threading.Lock()
 
 T = TypeVar("T")
 
@@ -200,9 +222,9 @@ class RemoteCache:
         self.error = ""
         self._lock = threading.Lock()
         self._slow_in_a_row = 0
-        self._owner = f"{socket.gethostname()}:{os.getpid()}"
         self.counters = {"hits": 0, "misses": 0, "corrupt": 0, "key_mismatches": 0, "writes": 0, "errors": 0,
-                         "leases": 0, "lease_waits": 0, "leases_ignored": 0, "slow": 0, "requests": 0}
+                         "leases": 0, "lease_waits": 0, "leases_ignored": 0, "lease_waits_ended": 0, "slow": 0,
+                         "requests": 0}
 
     def __repr__(self) -> str:
         return f"RemoteCache({redacted(self.url)!r}, available={self.available})"
@@ -316,71 +338,89 @@ class RemoteCache:
     def _lease_mac(self, name: str, fields: str) -> str:
         return hmac.new(self.secret, f"{name}\0{fields}".encode("utf-8"), hashlib.sha256).hexdigest()
 
-    def lease_value(self, name: str, ttl_ms: int) -> str:
-        """A new lease value for ``name``: owner, token, lifetime and their HMAC."""
-        fields = f"{_LEASE_VERSION}|{self._owner}|{secrets.token_hex(8)}|{ttl_ms}"
+    def lease_value(self, name: str, ttl_ms: int, token: str | None = None, signed_ms: int | None = None) -> str:
+        """A lease value for ``name``: owner (host:pid), token (new unless given: a renewal keeps
+        its lease's), lifetime, when it was signed (now unless given) and their HMAC."""
+        token = secrets.token_hex(8) if token is None else token
+        signed_ms = int(time.time() * 1000) if signed_ms is None else int(signed_ms)
+        fields = f"{_LEASE_VERSION}|{_owner()}|{token}|{ttl_ms}|{signed_ms}"
         return f"{fields}|{self._lease_mac(name, fields)}"
 
-    def _lease_lifetime(self, name: str, value: bytes | None) -> int | None:
-        """The lifetime (ms) an authentic lease value declares; None for anything else."""
+    def _parse_lease(self, name: str, value: bytes | None) -> dict | None:
+        """The fields of an authentic lease value of ``name``; None for anything else."""
         if value is None:
             return None
         try:
             text = value.decode("ascii")
             fields, mac = text.rsplit("|", 1)
-            version, _owner, _token, ttl = fields.split("|")
-            ttl_ms = int(ttl)
+            version, owner, token, ttl, signed = fields.split("|")
+            ttl_ms, signed_ms = int(ttl), int(signed)
         except (UnicodeDecodeError, ValueError):
             return None
         if version != _LEASE_VERSION or not hmac.compare_digest(mac, self._lease_mac(name, fields)):
             return None
-        return ttl_ms
+        return {"owner": owner, "token": token, "ttl_ms": ttl_ms, "signed_ms": signed_ms}
+
+    def _lease_lifetime(self, name: str, value: bytes | None) -> int | None:
+        """The lifetime (ms) an authentic lease value declares; None for anything else."""
+        lease = self._parse_lease(name, value)
+        return None if lease is None else lease["ttl_ms"]
 
     def _worth_waiting(self, name: str, value: bytes | None, pttl: int) -> tuple[bool, str]:
-        """Whether another host's lease is one to wait on, and why not."""
-        declared = self._lease_lifetime(name, value)
-        if declared is None:
+        """Whether another holder's lease is one to wait on, and why not."""
+        lease = self._parse_lease(name, value)
+        if lease is None:
             return False, "not authenticated under the team secret"
         if pttl < 0:  # -1: no expiry, -2: gone
             return False, "no expiry" if pttl == -1 else "gone"
-        longest = self.lease_lifetime_ms()
+        declared, longest = lease["ttl_ms"], self.lease_lifetime_ms()
         if pttl > declared or declared > longest:
             return False, f"a lifetime ({max(pttl, declared)} ms) longer than this host allows ({longest} ms)"
+        if lease["owner"] == _owner():
+            with _HELD_LOCK:
+                if lease["token"] not in _HELD:
+                    return False, "this process's own lease, which it does not hold (replayed)"
+        age_s = time.time() - lease["signed_ms"] / 1000.0
+        if age_s > LEASE_STALE_S + LEASE_CLOCK_SKEW_S:
+            return False, f"signed {age_s:.0f} s ago and not renewed since (replayed)"
         return True, ""
 
     @contextmanager
     def lease(self, key: CacheKey, timeout: float | None = None) -> Iterator[bool]:
-        """Hold ``key``'s lease while compiling it: yields True when this host holds it; False
-        after waiting for another host's lease to end (the caller then looks again and compiles
-        if still missing). A wait lasts at most ``timeout`` (``HIPEXPLORE_CACHE_LOCK_TIMEOUT``)
-        and at most the lease's time left when first seen; a lease that does not authenticate,
-        has no expiry or a longer one than this host would give is not waited on."""
+        """Hold ``key``'s lease while compiling it: yields True when this host holds it (renewed
+        every ``LEASE_RENEW_S`` meanwhile); False after waiting for another holder's lease to end
+        (the caller then looks again and compiles if still missing). A wait lasts at most
+        ``timeout`` (``HIPEXPLORE_CACHE_LOCK_TIMEOUT``), at most the lease's time left when first
+        seen, and ends once the value stays unchanged for ``LEASE_STALE_S``; a lease that does not
+        authenticate, has no expiry or a longer one than this host would give, is an old capture or
+        this process's own replayed is not waited on."""
         timeout = settings.CACHE_LOCK_TIMEOUT.get() if timeout is None else timeout
         if not self.available:
             yield False
             return
         name = self.lease_name(key)
         ttl_ms = self.lease_lifetime_ms()
-        value = self.lease_value(name, ttl_ms)
+        token = secrets.token_hex(8)
+        value = self.lease_value(name, ttl_ms, token)
         entry = self._name(key.digest)
-        held = False
+        renewal: _Renewal | None = None
+        with _HELD_LOCK:
+            _HELD.add(token)
         try:
-            held = bool(self._request(lambda: self.client.set(name, value, nx=True, px=ttl_ms)))
-            if held:
-                self._count("leases")
-            else:
-                self._wait(name, entry, timeout)
-        except self._errors as exc:
-            self._fail(exc)
-            held = False
-        try:
-            yield held
+            try:
+                if self._request(lambda: self.client.set(name, value, nx=True, px=ttl_ms)):
+                    self._count("leases")
+                    renewal = _Renewal(self, name, ttl_ms, token, value)
+                else:
+                    self._wait(name, entry, timeout)
+            except self._errors as exc:
+                self._fail(exc)
+            yield renewal is not None
         finally:
-            if held and self.available:
-                try:  # compare-and-delete: a lease that expired and was taken by another host stays theirs
-                    self._request(lambda: self.client.eval(_RELEASE, 1, name, value))
-                except self._errors as exc:
-                    self._fail(exc)
+            if renewal is not None:
+                renewal.release()
+            with _HELD_LOCK:
+                _HELD.discard(token)
 
     def _look(self, name: str, entry: str) -> tuple[bytes | None, int, bool]:
         def call():
@@ -403,10 +443,17 @@ class RemoteCache:
             return
         self._count("lease_waits")
         until = start + min(timeout, pttl / 1000.0 + 2 * LEASE_POLL_S)
+        seen, seen_at = value, start  # a holder renews its value: one that stays the same is not held
         while self.available and time.monotonic() < until:
             time.sleep(LEASE_POLL_S)
             value, pttl, exists = self._look(name, entry)
             if exists or pttl == -2 or not self._worth_waiting(name, value, pttl)[0]:
+                return
+            now = time.monotonic()
+            if value != seen:
+                seen, seen_at = value, now
+            elif now - seen_at > LEASE_STALE_S:
+                self._count("lease_waits_ended")
                 return
 
     def stats(self) -> dict:
@@ -414,6 +461,56 @@ class RemoteCache:
             counters = dict(self.counters)
         return {"remote_url": redacted(self.url), "remote_available": self.available, "remote_error": self.error,
                 **{f"remote_{k}": v for k, v in counters.items()}}
+
+
+def _owner() -> str:
+    """Who holds a lease: this host and process (the pid now: a forked child is not its parent)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class _Renewal:
+    """A held lease, signed again every ``LEASE_RENEW_S`` by a daemon thread until ``release``.
+
+    Why: a waiter stops waiting on a value that stays the same for ``LEASE_STALE_S``, so a value an
+    outsider captured and set again costs at most that; the holder's own changes every second. The
+    renewal is a compare-and-set that keeps the expiry (``_RENEW``): it never revives a lease that
+    expired or was taken by another holder, and then it stops."""
+
+    def __init__(self, cache: RemoteCache, name: str, ttl_ms: int, token: str, value: str) -> None:
+        self.cache, self.name, self.ttl_ms, self.token, self.value = cache, name, ttl_ms, token, value
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # the value the release compares against is the last one set
+        self._thread = threading.Thread(target=self._run, name="hipexplore-lease-renewal", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        cache = self.cache
+        while not self._stop.wait(LEASE_RENEW_S) and cache.available:
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                new = cache.lease_value(self.name, self.ttl_ms, self.token)
+                try:
+                    kept = cache._request(lambda: cache.client.eval(_RENEW, 1, self.name, self.value, new))
+                except cache._errors as exc:
+                    if cache.available:  # not the request cut short when another thread turned the tier off
+                        cache._fail(exc)
+                    return
+                if not kept:
+                    return  # expired, or taken by another holder: theirs now
+                self.value = new
+
+    def release(self) -> None:
+        """Stop renewing, then delete the lease if it is still the value this holder set last."""
+        with self._lock:
+            self._stop.set()
+        self._thread.join()
+        cache = self.cache
+        if cache.available:
+            try:  # compare-and-delete: a lease that expired and was taken by another host stays theirs
+                cache._request(lambda: cache.client.eval(_RELEASE, 1, self.name, self.value))
+            except cache._errors as exc:
+                cache._fail(exc)
 
 
 def remote_cache_from_env(remote: str | bool | None = None) -> RemoteCache | None:
