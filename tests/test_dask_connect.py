@@ -56,11 +56,22 @@ def test_the_dask_configurations_certificates_are_used(tls_cluster, tmp_path):
             conn.close()
 
 
+def assert_no_client_left_open() -> None:
+    """A refused client is closed at once, not by the garbage collector at some later moment: its
+    ``__del__`` closing it while the next client starts (holding its loop runner's lock) hung this
+    module (a client refused for want of certificates stayed 'connecting')."""
+    import gc
+
+    left = [c for c in gc.get_objects() if isinstance(c, distributed.Client) and c.status != "closed"]
+    assert left == [], [c.status for c in left]
+
+
 def test_a_tls_address_without_certificates_is_one_line(tls_cluster):
     address, _ = tls_cluster
     with pytest.raises(ConfigError, match="speaks TLS and no client certificate is configured") as err:
         connect(address, pin=False, timeout_s=5)
     assert address in str(err.value) and "\n" not in str(err.value)
+    assert_no_client_left_open()
 
 
 def test_a_certificate_of_another_ca_is_refused(tls_cluster):
@@ -68,6 +79,7 @@ def test_a_certificate_of_another_ca_is_refused(tls_cluster):
     with pytest.raises(Exception) as err:  # noqa: PT011 - distributed's own error: the handshake fails
         connect(address, pin=False, security=distributed.Security.temporary(), timeout_s=5)
     assert not isinstance(err.value, AssertionError)
+    assert_no_client_left_open()
 
 
 def test_safe_path_is_set_only_while_workers_spawn(monkeypatch):

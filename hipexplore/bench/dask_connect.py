@@ -57,6 +57,8 @@ works: docs/guide/cluster.md says what it exposes.
 """
 from __future__ import annotations
 
+import contextlib
+
 import os
 import shutil
 import tempfile
@@ -212,11 +214,32 @@ def parse_cluster(text: str) -> tuple[str, Any]:
     raise ConfigError(f"cluster {text!r} is neither local:N nor a scheduler address like tcp://HOST:PORT")
 
 
+def _client(distributed: Any, *args: Any, **kwargs: Any) -> Any:
+    """``distributed.Client(*args, **kwargs)``, closed here and now when its constructor fails.
+
+    Why: a client whose constructor raised is left to the garbage collector, and its ``__del__``
+    closes it — at whatever moment the collector runs. Run inside the next client's start (which
+    holds its loop runner's lock), that close waits on the same lock forever: a refused TLS handshake
+    followed by any other connection hung the test process (seen here)."""
+    client = distributed.Client.__new__(distributed.Client)
+    try:
+        client.__init__(*args, **kwargs)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.close(timeout=5)
+        with contextlib.suppress(Exception):
+            client._loop_runner.stop()
+        with contextlib.suppress(Exception):
+            client.status = "closed"  # its __del__ has nothing left to do
+        raise
+    return client
+
+
 def _client_for_address(distributed: Any, address: str, timeout_s: float, security: Any) -> Any:
     """A client of the scheduler at ``address``; a ConfigError in one line when none answers or
     a ``tls://`` address finds no certificates (distributed raises a TypeError about ``ssl_context``)."""
     try:
-        return distributed.Client(address, timeout=timeout_s, security=security)
+        return _client(distributed, address, timeout=timeout_s, security=security)
     except (OSError, TimeoutError) as exc:
         raise ConfigError(f"cluster {address!r}: no Dask scheduler answered within {timeout_s:g} s ({exc})") from exc
     except TypeError as exc:
@@ -257,12 +280,12 @@ def connect(cluster: Any, timeout_s: float = 30.0, pin: bool = True, security: A
         if kind == "local":
             lc = local_cluster(value, pin=pin)
             owned.append(lc)
-            client = distributed.Client(lc, timeout=timeout_s)
+            client = _client(distributed, lc, timeout=timeout_s)
         else:
             client = _client_for_address(distributed, value, timeout_s, security)
         owned.append(client)
     elif hasattr(cluster, "scheduler_address"):
-        client = distributed.Client(cluster, timeout=timeout_s)
+        client = _client(distributed, cluster, timeout=timeout_s)
         owned.append(client)
     else:
         raise ConfigError(f"cluster must be a distributed.Client, a Dask cluster, 'local:N' or 'tcp://HOST:PORT'; "
