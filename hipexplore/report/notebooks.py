@@ -7,8 +7,10 @@ so a built wheel carries real copies (pyproject's package-data ``notebooks/*.ipy
 order: ``$HIPEXPLORE_NOTEBOOKS``, then ``hipexplore/notebooks/``, then ``<repo>/notebooks/``.
 
 Reports carry static figures (widget state does not survive an HTML export) and a provenance
-table; every image is an inline ``data:`` URI and no external script is left in the page, so the
-file reads the same offline and in ten years.
+table; every image is an inline ``data:`` URI and no script is left in the page, so the file reads
+the same offline and in ten years. Every string in it that came from a run, a list or a source file
+is HTML-escaped where it is written (``recorded.escaped_style``, ``review.Banner``/``Headline``),
+and a Content-Security-Policy (``CSP``) forbids scripts in case one slips through.
 """
 from __future__ import annotations
 
@@ -215,9 +217,25 @@ def execute_notebook(
     return nbformat.read(str(out_path), as_version=4)
 
 
-_EXTERNAL_SCRIPT = re.compile(r'<script\b[^>]*\bsrc\s*=\s*["\']https?://[^"\']*["\'][^>]*>\s*</script>', re.I)
-#: nbconvert's loaders that fetch from a CDN: MathJax (needs the removed script) and mermaid
-_CDN_LOADERS = re.compile(r'<script type="text/x-mathjax-config">.*?</script>|<script type="module">(?:(?!</script>).)*?mermaid.*?</script>', re.S)
+#: The page's Content-Security-Policy: no script of any kind (inline, event handler, remote), no
+#: fetch, frame, form or base URL; images only as ``data:`` URIs (the figures, the theme's icons),
+#: styles only inline (nbconvert's theme, pandas' table styles). A string from a run file that
+#: escaped escaping still cannot run or phone home.
+CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; "
+       "base-uri 'none'; form-action 'none'")
+#: nbconvert's lab template without what a static report does not need: require.js, MathJax and
+#: mermaid from a CDN, the widget manager; with the CSP first in <head>, before anything it governs.
+_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head -%}
+<meta http-equiv="Content-Security-Policy" content="{{ resources.hipexplore_csp }}">
+{{ super() }}
+{%- endblock html_head -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+"""
+_SCRIPT = re.compile(r"<script\b", re.I)
 _EXTERNAL_REF = re.compile(
     r'<(?:img|script|link|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*["\'](?:https?:)?//[^"\']*["\']'
     r'|\bimport\s*\(\s*["\']https?://[^"\']*["\']|url\(\s*["\']?https?://[^)]*\)', re.I)
@@ -245,14 +263,17 @@ _NARROW_CSS = """<style>
 
 
 def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> str:
-    """One self-contained HTML page: inline images, no widget state, no CDN scripts.
+    """One self-contained HTML page: inline images, no widget state, no script at all, and a
+    Content-Security-Policy (``CSP``) that would stop one.
 
-    nbconvert's lab template links require.js and MathJax from a CDN; the report needs neither
-    (no math, no widgets), so those tags are removed and the result is checked for any other
-    network reference.
+    Why no script: a report is made from other people's runs and opened in a reviewer's browser;
+    the static page needs none (no math, no widgets), so nbconvert's lab template is used without
+    its require.js, MathJax, mermaid and widget loaders (``_TEMPLATE``), and the result is checked
+    for any ``<script>`` and any network reference.
     """
     import copy
 
+    import jinja2
     from nbconvert import HTMLExporter
 
     nb = copy.deepcopy(nb)
@@ -265,14 +286,18 @@ def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> st
             if data and "application/vnd.jupyter.widget-view+json" in data:
                 data.clear()
                 data["text/plain"] = "(interactive widget: open the notebook in JupyterLab to use it)"
-    exporter = HTMLExporter(embed_images=True, exclude_input=no_input, exclude_input_prompt=no_input, exclude_output_prompt=no_input)
-    html, _ = exporter.from_notebook_node(nb)
-    html = _EXTERNAL_SCRIPT.sub("", html)
-    html = _CDN_LOADERS.sub("", html)
+    exporter = HTMLExporter(embed_images=True, exclude_input=no_input, exclude_input_prompt=no_input, exclude_output_prompt=no_input,
+                            extra_loaders=[jinja2.DictLoader({"hipexplore-report.html.j2": _TEMPLATE})],
+                            template_file="hipexplore-report.html.j2")
+    html, _ = exporter.from_notebook_node(nb, resources={"hipexplore_csp": CSP})
     html = html.replace("</head>", _NARROW_CSS + "</head>", 1)
     left = external_references(html)
     if left:
         raise ReportError(f"exported HTML still references the network: {left[:3]}")
+    if _SCRIPT.search(html):
+        raise ReportError("exported HTML holds a <script> element; a report must hold none (a notebook output that is code?)")
+    if CSP not in html:
+        raise ReportError("exported HTML lost its Content-Security-Policy; is nbconvert's lab template 'index.html.j2' still there?")
     return html
 
 
