@@ -1,4 +1,5 @@
-"""Exported reports against hostile run files (security issue, item 4).
+"""Exported reports against hostile run files, parameters files against alias bombs (security
+issue, items 4 and 6).
 
 Script in an exported report: a report is made from other people's run files and opened in a
 reviewer's browser. The attack is mounted on real files: two tiny host sweeps are recorded with
@@ -12,10 +13,17 @@ page; every payload tries to run (an ``alert``, ``console.log``, ``document.titl
 on ``<html>``) and none may: no dialog, no marker, no injected element, every payload on the page
 as plain text, the Content-Security-Policy in place and nothing of the report's own blocked by it.
 A control page holding the same payloads raw proves each one fires when it is not escaped.
+
+Alias bomb (item 6): nine YAML anchors, each a list of nine aliases of the one before, under
+``sizes:`` (under 450 bytes, 9^9 items expanded) in ``report --params``: refused in one line naming
+the file, exit status 2, at once; so are merge keys, absurd nesting and oversized files.
 """
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +182,46 @@ def test_no_payload_from_a_run_file_runs_in_the_exported_report(hostile_reports,
     assert html.index("Content-Security-Policy") < html.index("<style") and "<script" not in html
     assert not [c for c in got["console"] if "Content Security Policy" in c], got["console"]
     assert got["images"] and all(w > 0 for w in got["images"]), got["images"]  # the figures still show
+
+
+def bomb(path: Path) -> Path:
+    names = "abcdefghi"
+    lines = ["sizes:", "  - &a [" + ", ".join(['"1KiB"'] * 9) + "]"]
+    lines += [f"  - &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]" for prev, cur in zip(names, names[1:])]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path, capsys):
+    params = bomb(tmp_path / "bomb.yaml")
+    assert params.stat().st_size < 450
+    res = subprocess.run([sys.executable, "-m", "hipexplore", "report", "--params", str(params),
+                          "--out", str(tmp_path / "r.html"), "--quiet"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2, res.stderr[-2000:]
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(params) in lines[0] and "alias" in lines[0] and "line 3" in lines[0], res.stderr
+    assert not (tmp_path / "r.html").exists()
+    start = time.monotonic()  # in this process (no interpreter start-up): the refusal itself
+    assert main(["report", "--params", str(params), "--out", str(tmp_path / "r.html"), "--quiet"]) == 2
+    assert time.monotonic() - start < 1.0
+    assert "YAML alias *a refused" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, what", [
+    ("base: &b {device: host}\n<<: *b\n", "YAML alias *b refused"),  # a merge key is an alias too
+    ("sizes: " + "[" * 12 + "1" + "]" * 12 + "\n", "nests values more than"),
+    ("sizes: [" + ", ".join(['"1KiB"'] * 20000) + "]\n", "a parameters file is at most"),
+])
+def test_other_oversized_parameters_files_are_refused(tmp_path, capsys, text, what):
+    params = tmp_path / "p.yaml"
+    params.write_text(text)
+    assert main(["report", "--params", str(params), "--out", str(tmp_path / "r.html"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and what in err and str(params) in err, err
+
+
+def test_anchors_without_aliases_still_load(tmp_path):
+    """An anchor alone repeats nothing: such a file is read as before."""
+    params = tmp_path / "p.yaml"
+    params.write_text("sizes: &s [64KiB]\niterations: 12\n")
+    assert notebooks.load_params(params) == {"sizes": ["64KiB"], "iterations": 12}
