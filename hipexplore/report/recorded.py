@@ -210,7 +210,12 @@ def escaped_style(table: pd.DataFrame) -> Any:
     the recorded command, file names, metadata). Unescaped, ``<img onerror=...>`` in a run's
     metadata is a script in the reviewer's browser. Every Styler the notebooks show starts here;
     a later ``.format`` must pass ``escape="html"`` again (dashboard.styled_summary does)."""
-    sty = table.style.format(escape="html").format_index(escape="html", axis=0).format_index(escape="html", axis=1)
+    import html
+
+    shown = table.copy(deep=False)  # the axis names head the label columns; Styler writes them unescaped too
+    shown.index = shown.index.set_names([None if n is None else html.escape(str(n)) for n in shown.index.names])
+    shown.columns = shown.columns.set_names([None if n is None else html.escape(str(n)) for n in shown.columns.names])
+    sty = shown.style.format(escape="html").format_index(escape="html", axis=0).format_index(escape="html", axis=1)
     # the report's CSS keeps row labels on one line; a label as long as a paragraph (a recorded kernel
     # name can be anything) wraps instead of pushing the values off the page
     return sty.map_index(_long_label, axis=0).map_index(_long_label, axis=1)
