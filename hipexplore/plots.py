@@ -109,7 +109,17 @@ def format_bytes(n: float) -> str:
     return fmt(n)
 
 
+def plain_text(text: Any) -> str:
+    """``text`` as matplotlib draws it literally: every ``$`` escaped.
+
+    Why: kernel names, device names, flush modes and file names in a figure come from run files,
+    and matplotlib reads text between two ``$`` as mathtext; ``k$\\foo$`` in a recorded kernel
+    name would make drawing the figure raise, and the whole report with it."""
+    return str(text).replace("$", r"\$")
+
+
 def _config_title(frame: pd.DataFrame) -> str:
+    """Device, kernel and size of a one-configuration frame (data strings: ``plain_text``)."""
     parts = []
     if "device_name" in frame.columns and frame["device_name"].nunique() == 1:
         parts.append(str(frame["device_name"].iloc[0]))
@@ -117,7 +127,7 @@ def _config_title(frame: pd.DataFrame) -> str:
         parts.append(str(frame["kernel"].iloc[0]))
     if "size_bytes" in frame.columns and frame["size_bytes"].nunique() == 1:
         parts.append(format_bytes(frame["size_bytes"].iloc[0]))
-    return ", ".join(parts)
+    return plain_text(", ".join(parts))
 
 
 def _clip_outliers(ax: Axes, values: np.ndarray, axis: str = "y") -> None:
@@ -182,7 +192,7 @@ def plot_noise_ecdf(samples: pd.DataFrame, ax: Axes | None = None, kernel: str |
         t = np.sort(grp["time_s"].to_numpy(dtype=float)) * scale
         y = np.arange(1, t.size + 1) / t.size
         ls = styles[rot_values.index(rot) % len(styles)]
-        label = flush if flush == COLD_REFERENCE else f"{flush}, rotating {rot}"
+        label = plain_text(flush if flush == COLD_REFERENCE else f"{flush}, rotating {rot}")
         ax.step(t, y, where="post", color=colors[flush], linestyle=ls, label=label)
     _clip_outliers(ax, data["time_s"].to_numpy(dtype=float) * scale, axis="x")
     ax.set_xlabel(f"time per launch ({unit})")
@@ -219,7 +229,7 @@ def plot_noise_violins(samples: pd.DataFrame, ax: Axes | None = None, kernel: st
                 parts["cmedians"].set_color(colors[mode])
             else:
                 ax.plot([pos], [float(np.median(t))], marker="_", markersize=14, color=colors[mode])
-        handles.append(ax.plot([], [], color=colors[mode], linewidth=8, alpha=0.55, label=mode)[0])
+        handles.append(ax.plot([], [], color=colors[mode], linewidth=8, alpha=0.55, label=plain_text(mode))[0])
     _clip_outliers(ax, data["time_s"].to_numpy(dtype=float) * scale, axis="y")
     ax.set_xticks(range(len(rots)))
     ax.set_xticklabels([str(r) for r in rots])
@@ -250,7 +260,7 @@ def _lines(ax: Axes, data: pd.DataFrame, column: str, colors: dict[str, str]) ->
     shades = matplotlib.colormaps["viridis"](np.linspace(0.0, 0.85, len(sizes)))
     for (mode, size), grp in data.groupby(["flush", "size_bytes"], sort=True):
         grp = grp.sort_values("rotating")
-        label = mode if len(sizes) == 1 else f"{mode}, {format_bytes(size)}"
+        label = plain_text(mode if len(sizes) == 1 else f"{mode}, {format_bytes(size)}")
         i = sizes.index(size)
         color = shades[i] if one_mode and len(sizes) > 1 else colors[mode]  # one flush mode: tell the sizes apart by colour
         ax.plot(grp["rotating"], grp[column] * 100, marker=_SIZE_MARKERS[i % len(_SIZE_MARKERS)], color=color, label=label)
@@ -334,7 +344,7 @@ def plot_bandwidth(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | 
     colors = flush_colors(data["flush"])
     for mode, grp in data.groupby("flush", sort=True):
         grp = grp.sort_values("size_bytes")
-        ax.plot(grp["size_bytes"], grp["bandwidth_gbs"], marker="o", color=colors[mode], label=mode)
+        ax.plot(grp["size_bytes"], grp["bandwidth_gbs"], marker="o", color=colors[mode], label=plain_text(mode))
     peak = data["peak_bandwidth_gbs"].dropna() if "peak_bandwidth_gbs" in data.columns else pd.Series(dtype=float)
     if not peak.empty and float(peak.max()) > 0:
         p = float(peak.max())
@@ -535,7 +545,7 @@ def dashboard_figure(
     plot_compile_time_saved(events, ax=ax_saved, baseline=baseline, ideal_s=ideal_s)
     plot_cache_hits(events, ax=ax_hits)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(plain_text(title))
     return fig
 
 
@@ -561,6 +571,7 @@ __all__ = [
     "hit_rate",
     "one_configuration",
     "outcome_counts",
+    "plain_text",
     "plot_bandwidth",
     "plot_bias",
     "plot_cache_hits",

@@ -56,11 +56,7 @@ data = review.review_data(baseline, None if candidate == "none" else candidate, 
 replay = None if tuning_data == "none" else report.replay_data(tuning_data, compiler=compiler, target=target,
                                                                problems=problems, candidates=candidates)
 display(review.Banner(data.base_metadata, data.new_metadata))
-display(Markdown(f"**Baseline:** `{data.base_label}` · **candidate:** `{data.new_label}` · {data.source}\n\n"
-                 f"**Decision rule:** {review.rule_text(data.threshold)}. The p-value is information, not the rule "
-                 f"(samples of one chunk are correlated, which makes it too small).\n\n"
-                 f"**Summary:** {review.verdict_counts(data.verdicts)}."
-                 + (f"\n\n**Note:** {data.verdicts.attrs['caveat']}." if data.verdicts.attrs.get("caveat") else "")))
+display(review.Headline(data))  # what is compared, the decision rule, the verdicts (escaped: the labels are file names)
 
 # %% [markdown]
 # ## Verdicts

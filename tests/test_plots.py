@@ -236,3 +236,17 @@ def test_compile_time_panel_draws_the_ideal_floor():
     assert len(floors) == 1 and list(floors[0].get_ydata()) == [1.5, 1.5]
     assert any("ideal floor 1.5 s" in t.get_text() for t in ax.get_legend().get_texts())
     assert not [ln for ln in p.plot_compile_time_saved(events).axes[0].get_lines() if ln.get_linestyle() == "--"]
+
+
+def test_names_from_a_run_file_are_drawn_literally_not_as_mathtext():
+    """A kernel, device or flush name from a recorded run holding ``$...$`` must not be parsed as
+    mathtext (``$\\foo$`` made drawing raise, and the whole report with it): it is drawn as written."""
+    hostile = r"k$\foo$"
+    summary = summary_frame().assign(kernel=hostile, device_name="cpu$\\bar$")
+    summary.loc[summary["flush"] == "none", "flush"] = "x$\\baz$"
+    samples = samples_frame().assign(kernel=hostile, device_name="cpu$\\bar$")
+    figs = [plots.plot_iqr_vs_rotating(summary, size_bytes=MiB), plots.plot_bias(summary, size_bytes=MiB),
+            plots.plot_bandwidth(summary), plots.plot_noise_ecdf(samples), plots.plot_noise_violins(samples)]
+    for fig in figs:
+        assert plots.figure_png(fig)[:8] == b"\x89PNG\r\n\x1a\n"  # drawn without a mathtext error
+    assert plots.plain_text(hostile) == r"k\$\foo\$" and plots.plain_text(hostile) in figs[0].axes[0].get_title()

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 from hipexplore import report
@@ -191,3 +192,17 @@ def test_report_names_the_device_and_gives_medians_their_intervals(cli_report):
     nb = nbformat.read(str(cli_report.with_suffix(".ipynb")), as_version=4)
     cell = next(c for c in nb.cells if c.cell_type == "code" and "dashboard_figure" in c.source)
     assert "ideal_s=" in cell.source  # the compile-time panel draws the ideal floor
+
+
+def test_every_table_the_notebooks_style_escapes_cells_labels_and_axis_names():
+    """pandas' Styler writes strings into the page as they are (DataFrame.to_html escapes, a
+    Styler does not): each Styler the notebooks show must escape what came from a run file."""
+    from hipexplore.report import full_width, styled_summary
+    from hipexplore.report.review import wrapped
+
+    tag = "<img src=x onerror=alert(1)>"
+    table = pd.DataFrame({f"col{tag}": [f"cell{tag}"]}, index=pd.Index([f"row{tag}"], name=f"name{tag}"))
+    table.columns.name = f"cols{tag}"
+    summary = pd.DataFrame({"flush": [f"none{tag}"], "median_us": [1.0], "warning": [f"noisy{tag}"]})
+    for html in (full_width(table).to_html(), wrapped(table).to_html(), styled_summary(summary).to_html()):
+        assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html, html

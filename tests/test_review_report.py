@@ -94,3 +94,35 @@ def test_review_report_renders_in_chromium_without_horizontal_scrolling(review_h
             page.screenshot(path=str(RESULTS / "browser-review.png"), full_page=True)
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="module")
+def interleaved_run(tmp_path_factory):
+    """Two catalog kernels in one small interleaved host sweep, recorded by the CLI."""
+    run = tmp_path_factory.mktemp("none") / "ct.parquet"
+    assert main(["bench", "copy,triad", "--device", "host", "--size", "64KiB", "--rotating", "1", "--flush", "none",
+                 "--iterations", "16", "--units", "1", "--interleave", "--no-progress", "--out", str(run)]) == 0
+    return run
+
+
+@pytest.mark.parametrize("spelling", ["none", "null", "~"])
+def test_tuning_data_none_in_a_parameters_file_means_no_replay(interleaved_run, tmp_path, capsys, spelling) -> None:
+    """``tuning_data: none`` (YAML's null and ~ too) is "no tuning data", not a file named none
+    beside the parameters file: the review is written without its compile-cache part."""
+    params = tmp_path / "p.yaml"
+    params.write_text(f"tuning_data: {spelling}\n")
+    out = tmp_path / "r.html"
+    assert main(["report", "--run", str(interleaved_run), "--baseline", "copy", "--candidate", "triad",
+                 "--params", str(params), "--out", str(out), "--quiet"]) == 0, capsys.readouterr().err
+    html = out.read_text()
+    assert "no tuning replay" in html and "cache off (s)" not in html
+    assert html.count('src="data:image/png;base64') == 2  # forest and noise; no compile-time | cache-hits figure
+
+
+def test_tuning_data_none_is_refused_by_the_dashboard_in_one_line(tmp_path, capsys) -> None:
+    params = tmp_path / "p.json"
+    params.write_text('{"tuning_data": null}')
+    assert main(["report", "--params", str(params), "--out", str(tmp_path / "r.html"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "tuning_data: 'none'" in err and "A/B review" in err, err
+    assert not (tmp_path / "r.html").exists()

@@ -2,6 +2,7 @@
 shows: its configuration, title, summary table and provenance table."""
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -9,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, HipexploreError
-from .recorded import collect_provenance, load_recorded, provenance_table
+from .recorded import collect_provenance, escaped_style, load_recorded, provenance_table
 from .replay import ReplayData
 
 # ----------------------------------------------------------------------------------------------
@@ -190,8 +191,10 @@ def styled_summary(table: pd.DataFrame) -> Any:
     width instead of four narrow lines cut off by JupyterLab's output area."""
     fmt = {c: "{:.2f}" for c in table.columns if c.endswith("_%") or c.startswith("median_")}
     fmt.update({c: "{:.1f}" for c in ("bandwidth_gbs",) if c in table.columns})
-    sty = table.style.format(fmt, na_rep="").hide(axis="index")
-    sty = sty.relabel_index([_SHORT_HEADERS.get(c, c) for c in table.columns], axis=1)  # 900 px: short headers
+    # escaped: the warning column and the labels can carry text from a recorded run (recorded.escaped_style)
+    sty = escaped_style(table).format(fmt, na_rep="", escape="html").hide(axis="index")
+    sty = sty.relabel_index([html.escape(_SHORT_HEADERS.get(c, c)).replace("{", "{{").replace("}", "}}") for c in table.columns],
+                            axis=1)  # 900 px: short headers
     if "warning" in table.columns:
         sty = sty.set_properties(subset=["warning"], **{"white-space": "normal", "min-width": "16em", "max-width": "28em",
                                                         "text-align": "left"})

@@ -7,8 +7,10 @@ so a built wheel carries real copies (pyproject's package-data ``notebooks/*.ipy
 order: ``$HIPEXPLORE_NOTEBOOKS``, then ``hipexplore/notebooks/``, then ``<repo>/notebooks/``.
 
 Reports carry static figures (widget state does not survive an HTML export) and a provenance
-table; every image is an inline ``data:`` URI and no external script is left in the page, so the
-file reads the same offline and in ten years.
+table; every image is an inline ``data:`` URI and no script is left in the page, so the file reads
+the same offline and in ten years. Every string in it that came from a run, a list or a source file
+is HTML-escaped where it is written (``recorded.escaped_style``, ``review.Banner``/``Headline``),
+and a Content-Security-Policy (``CSP``) forbids scripts in case one slips through.
 """
 from __future__ import annotations
 
@@ -72,35 +74,86 @@ def notebook_path(name: str | os.PathLike) -> Path:
     raise ConfigError(f"notebook {str(name)!r} is neither one of {sorted(NOTEBOOKS)} nor an existing .ipynb file")
 
 
+#: A parameters file is a few lines of names and values. Larger or deeper is not one, and papermill
+#: writes every value into the notebook's source (a huge value hangs the report before it starts).
+PARAMS_MAX_BYTES = 64 * 1024
+PARAMS_MAX_DEPTH = 8
+
+
 def load_params(path: str | os.PathLike | None) -> dict[str, Any]:
-    """Notebook parameters from a YAML or JSON file (a mapping at the top level)."""
+    """Notebook parameters from a YAML or JSON file (a mapping at the top level).
+
+    YAML aliases are refused (``_yaml_without_aliases``), the file and its nesting are bounded
+    (``PARAMS_MAX_BYTES``, ``PARAMS_MAX_DEPTH``), and ``tuning_data: none`` (or null, ``~``) means
+    no tuning data, not a file named ``none`` next to the parameters file."""
     if path is None:
         return {}
     p = Path(path)
+    where = f"parameters file {str(p)!r}"
     try:
+        if p.is_file() and p.stat().st_size > PARAMS_MAX_BYTES:
+            raise ConfigError(f"{where} is {p.stat().st_size} bytes; a parameters file is at most {PARAMS_MAX_BYTES}")
         text = p.read_text()
     except OSError as exc:
         raise ConfigError(f"cannot read parameters file {str(p)!r}: {exc.strerror or exc}") from exc
+    json_file = p.suffix.lower() == ".json"
     try:
-        if p.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
-    except Exception as exc:  # both parsers raise their own hierarchies
-        raise ConfigError(f"parameters file {str(p)!r} is not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: {exc}") from exc
+        data = json.loads(text) if json_file else _yaml_without_aliases(text, where)
+    except ConfigError:
+        raise
+    except Exception as exc:  # both parsers raise their own hierarchies (RecursionError for absurd nesting too)
+        raise ConfigError(f"{where} is not valid {'JSON' if json_file else 'YAML'}: {exc}") from exc
     if data is None:
         return {}
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
-        raise ConfigError(f"parameters file {str(p)!r} must hold a mapping of names to values; got {type(data).__name__}")
+        raise ConfigError(f"{where} must hold a mapping of names to values; got {type(data).__name__}")
+    _check_depth(data, where)
+    no_tuning_data(data)
     base = p.resolve().parent  # `data: data/h200` means next to the parameters file, wherever the command runs
     for name in PATH_PARAMS:
         value = data.get(name)
-        if isinstance(value, str) and value != "live" and not Path(value).expanduser().is_absolute():
+        if isinstance(value, str) and value not in ("live", "none") and not Path(value).expanduser().is_absolute():
             data[name] = str(base / value)
-    check_values(data, f"parameters file {str(p)!r}")
+    check_values(data, where)
     return data
+
+
+def _yaml_without_aliases(text: str, where: str) -> Any:
+    """``yaml.safe_load`` that refuses aliases (``*name``, merge keys ``<<: *name`` included).
+
+    Why: an alias repeats its anchor's whole value, so nine anchors of nine aliases each (under
+    400 bytes) expand to 9^9 items; PyYAML builds them all and papermill then writes them out.
+    A parameters file has no use for them; refusing them at the first alias costs nothing."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):  # the pure-Python composer: libyaml's gives no hook per node
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise ConfigError(f"{where}: line {event.start_mark.line + 1}: YAML alias *{event.anchor} refused "
+                                  f"(aliases can expand a few bytes into gigabytes); write the value out")
+            return super().compose_node(parent, index)
+
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
+
+
+def _check_depth(value: Any, where: str, depth: int = 0) -> None:
+    if depth > PARAMS_MAX_DEPTH:
+        raise ConfigError(f"{where} nests values more than {PARAMS_MAX_DEPTH} deep; parameters are names, numbers and short lists")
+    if isinstance(value, dict):
+        for v in value.values():
+            _check_depth(v, where, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _check_depth(v, where, depth + 1)
+
+
+def no_tuning_data(params: dict[str, Any]) -> None:
+    """``tuning_data`` given as none, null or ``~`` (YAML reads the last two as None; JSON's null
+    is None too) becomes ``"none"``: the notebooks' word for "no tuning replay"."""
+    value = params.get("tuning_data", "live")
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null", "~")):
+        params["tuning_data"] = "none"
 
 
 #: parameters naming files or folders: relative ones are taken from the parameters file's folder
@@ -244,9 +297,25 @@ def _papermill(path: Path, out_path: Path, shown: Path, params: dict[str, Any], 
     return nbformat.read(str(out_path), as_version=4)
 
 
-_EXTERNAL_SCRIPT = re.compile(r'<script\b[^>]*\bsrc\s*=\s*["\']https?://[^"\']*["\'][^>]*>\s*</script>', re.I)
-#: nbconvert's loaders that fetch from a CDN: MathJax (needs the removed script) and mermaid
-_CDN_LOADERS = re.compile(r'<script type="text/x-mathjax-config">.*?</script>|<script type="module">(?:(?!</script>).)*?mermaid.*?</script>', re.S)
+#: The page's Content-Security-Policy: no script of any kind (inline, event handler, remote), no
+#: fetch, frame, form or base URL; images only as ``data:`` URIs (the figures, the theme's icons),
+#: styles only inline (nbconvert's theme, pandas' table styles). A string from a run file that
+#: escaped escaping still cannot run or phone home.
+CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; "
+       "base-uri 'none'; form-action 'none'")
+#: nbconvert's lab template without what a static report does not need: require.js, MathJax and
+#: mermaid from a CDN, the widget manager; with the CSP first in <head>, before anything it governs.
+_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head -%}
+<meta http-equiv="Content-Security-Policy" content="{{ resources.hipexplore_csp }}">
+{{ super() }}
+{%- endblock html_head -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+"""
+_SCRIPT = re.compile(r"<script\b", re.I)
 _EXTERNAL_REF = re.compile(
     r'<(?:img|script|link|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*["\'](?:https?:)?//[^"\']*["\']'
     r'|\bimport\s*\(\s*["\']https?://[^"\']*["\']|url\(\s*["\']?https?://[^)]*\)', re.I)
@@ -274,14 +343,17 @@ _NARROW_CSS = """<style>
 
 
 def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> str:
-    """One self-contained HTML page: inline images, no widget state, no CDN scripts.
+    """One self-contained HTML page: inline images, no widget state, no script at all, and a
+    Content-Security-Policy (``CSP``) that would stop one.
 
-    nbconvert's lab template links require.js and MathJax from a CDN; the report needs neither
-    (no math, no widgets), so those tags are removed and the result is checked for any other
-    network reference.
+    Why no script: a report is made from other people's runs and opened in a reviewer's browser;
+    the static page needs none (no math, no widgets), so nbconvert's lab template is used without
+    its require.js, MathJax, mermaid and widget loaders (``_TEMPLATE``), and the result is checked
+    for any ``<script>`` and any network reference.
     """
     import copy
 
+    import jinja2
     from nbconvert import HTMLExporter
 
     nb = copy.deepcopy(nb)
@@ -294,14 +366,18 @@ def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> st
             if data and "application/vnd.jupyter.widget-view+json" in data:
                 data.clear()
                 data["text/plain"] = "(interactive widget: open the notebook in JupyterLab to use it)"
-    exporter = HTMLExporter(embed_images=True, exclude_input=no_input, exclude_input_prompt=no_input, exclude_output_prompt=no_input)
-    html, _ = exporter.from_notebook_node(nb)
-    html = _EXTERNAL_SCRIPT.sub("", html)
-    html = _CDN_LOADERS.sub("", html)
+    exporter = HTMLExporter(embed_images=True, exclude_input=no_input, exclude_input_prompt=no_input, exclude_output_prompt=no_input,
+                            extra_loaders=[jinja2.DictLoader({"hipexplore-report.html.j2": _TEMPLATE})],
+                            template_file="hipexplore-report.html.j2")
+    html, _ = exporter.from_notebook_node(nb, resources={"hipexplore_csp": CSP})
     html = html.replace("</head>", _NARROW_CSS + "</head>", 1)
     left = external_references(html)
     if left:
         raise ReportError(f"exported HTML still references the network: {left[:3]}")
+    if _SCRIPT.search(html):
+        raise ReportError("exported HTML holds a <script> element; a report must hold none (a notebook output that is code?)")
+    if CSP not in html:
+        raise ReportError("exported HTML lost its Content-Security-Policy; is nbconvert's lab template 'index.html.j2' still there?")
     return html
 
 
@@ -342,6 +418,7 @@ def build_report(
     (HTML). ``params`` is a mapping or a YAML/JSON file; ``command`` is recorded in the provenance
     table (defaults to this process's argv)."""
     values = dict(params) if isinstance(params, Mapping) else load_params(params)
+    no_tuning_data(values)
     check_values(values)
     if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise ConfigError(f"timeout must be a positive number of seconds per cell, got {timeout!r}")
@@ -352,6 +429,9 @@ def build_report(
     if notebook not in NOTEBOOKS:
         raise ConfigError(f"report notebook {notebook!r} is unknown; expected one of {sorted(NOTEBOOKS)}")
     known = notebook_parameters(notebook)
+    if notebook == "dashboard" and values.get("tuning_data") == "none":
+        raise ConfigError("tuning_data: 'none' (no tuning data) is for the A/B review; the dashboard's compile-time and "
+                          "cache-hit panels need 'live' or a folder of recorded replay parquet files")
     if "command" in known and "command" not in values:
         values["command"] = command
     out_path = Path(out)

@@ -202,11 +202,34 @@ def provenance_table(info: Mapping[str, Any], recorded: Mapping[str, Any] | None
     return table.set_index("item")
 
 
+def escaped_style(table: pd.DataFrame) -> Any:
+    """``table.style`` with every cell, row label and column label HTML-escaped.
+
+    Why: unlike ``DataFrame.to_html``, a pandas ``Styler`` writes cells into the page as they
+    are, and the tables of a report hold strings from other people's run files (kernel names,
+    the recorded command, file names, metadata). Unescaped, ``<img onerror=...>`` in a run's
+    metadata is a script in the reviewer's browser. Every Styler the notebooks show starts here;
+    a later ``.format`` must pass ``escape="html"`` again (dashboard.styled_summary does)."""
+    import html
+
+    shown = table.copy(deep=False)  # the axis names head the label columns; Styler writes them unescaped too
+    shown.index = shown.index.set_names([None if n is None else html.escape(str(n)) for n in shown.index.names])
+    shown.columns = shown.columns.set_names([None if n is None else html.escape(str(n)) for n in shown.columns.names])
+    sty = shown.style.format(escape="html").format_index(escape="html", axis=0).format_index(escape="html", axis=1)
+    # the report's CSS keeps row labels on one line; a label as long as a paragraph (a recorded kernel
+    # name can be anything) wraps instead of pushing the values off the page
+    return sty.map_index(_long_label, axis=0).map_index(_long_label, axis=1)
+
+
+def _long_label(label: Any) -> str:
+    return "white-space: normal !important; overflow-wrap: anywhere; min-width: 12em" if len(str(label)) > 48 else ""
+
+
 def full_width(table: pd.DataFrame) -> Any:
     """The table for display without pandas' 50-character cell truncation (provenance values
-    such as the command line must appear whole in the report), left-aligned."""
+    such as the command line must appear whole in the report), left-aligned, escaped."""
     # hx-wrap: long tokens (paths, the JSON spec) may break anywhere, so the table fits 900 px
-    return (table.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+    return (escaped_style(table).set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
             .set_td_classes(pd.DataFrame("hx-wrap", index=table.index, columns=table.columns)))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..plots import plain_text
 from ..verdicts import DEFAULT_THRESHOLD, compare, rule_text
 from ..errors import ConfigError
 
@@ -100,6 +101,38 @@ class Banner:
 
     def __repr__(self) -> str:
         return self.text()
+
+
+class Headline:
+    """The review's first paragraphs: what is compared, the decision rule, the count of verdicts.
+
+    Why HTML built here and not Markdown in the notebook: the labels are file names of other
+    people's runs. In Markdown a backtick in a name ends the code span around it and the
+    ``<img onerror=...>`` after it is live HTML; here every string is escaped once."""
+
+    def __init__(self, data: ReviewData) -> None:
+        self.data = data
+
+    def paragraphs(self) -> list[list[tuple[str, str]]]:
+        """Each paragraph as (kind, text) runs: ``b`` bold, ``code``, ``text``."""
+        d = self.data
+        out = [[("b", "Baseline:"), ("text", " "), ("code", d.base_label), ("text", " · "), ("b", "candidate:"),
+                ("text", " "), ("code", d.new_label), ("text", f" · {d.source}")],
+               [("b", "Decision rule:"), ("text", f" {rule_text(d.threshold)}. The p-value is information, not the rule "
+                                                  "(samples of one chunk are correlated, which makes it too small).")],
+               [("b", "Summary:"), ("text", f" {verdict_counts(d.verdicts)}.")]]
+        caveat = d.verdicts.attrs.get("caveat")
+        if caveat:
+            out.append([("b", "Note:"), ("text", f" {caveat}.")])
+        return out
+
+    def _repr_html_(self) -> str:
+        tags = {"b": ("<b>", "</b>"), "code": ("<code>", "</code>"), "text": ("", "")}
+        return "\n".join("<p>" + "".join(f"{tags[k][0]}{html.escape(t)}{tags[k][1]}" for k, t in para) + "</p>"
+                         for para in self.paragraphs())
+
+    def __repr__(self) -> str:
+        return "\n\n".join("".join(t for _, t in para) for para in self.paragraphs())
 
 
 def device_banner(bench: Any) -> Banner:
@@ -185,8 +218,11 @@ def provenance_pair(data: ReviewData) -> pd.DataFrame:
 
 
 def wrapped(table: pd.DataFrame) -> Any:
-    """A table that wraps long cells (command lines, hashes) instead of widening the page."""
-    return table.style.set_properties(**{"text-align": "left", "white-space": "pre-wrap", "overflow-wrap": "anywhere",
+    """A table that wraps long cells (command lines, hashes) instead of widening the page; every
+    cell and label HTML-escaped (the labels and provenance come from run files)."""
+    from .recorded import escaped_style
+
+    return escaped_style(table).set_properties(**{"text-align": "left", "white-space": "pre-wrap", "overflow-wrap": "anywhere",
                                          "max-width": "28em"})
 
 
@@ -214,9 +250,9 @@ def plot_forest(frame: pd.DataFrame, ax: Any = None, threshold: float | None = N
     for v, c in VERDICT_COLORS.items():
         if (both["verdict"] == v).any():
             ax.plot([], [], "o", color=c, label=v)
-    ax.set_yticks(y, [config_label(r) for r in both.to_dict("records")], fontsize="small")
+    ax.set_yticks(y, [plain_text(config_label(r)) for r in both.to_dict("records")], fontsize="small")
     ax.set_xlabel("change of the median, new vs base (%), with its 95% interval")
-    ax.set_title(title or "Verdicts: new / base")
+    ax.set_title(plain_text(title) if title else "Verdicts: new / base")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize="small", loc="best")
     return fig
@@ -230,11 +266,11 @@ def plot_noise_both(frame: pd.DataFrame, base_label: str = "base", new_label: st
     fig = Figure(figsize=(8.4, 1.2 + 0.38 * len(both)), layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(both))[::-1]
-    ax.barh(y + 0.2, both["base_iqr_rel"] * 100, height=0.38, color="0.6", label=f"baseline: {base_label}")
-    ax.barh(y - 0.2, both["new_iqr_rel"] * 100, height=0.38, color="#ff7f0e", label=f"candidate: {new_label}")
+    ax.barh(y + 0.2, both["base_iqr_rel"] * 100, height=0.38, color="0.6", label=plain_text(f"baseline: {base_label}"))
+    ax.barh(y - 0.2, both["new_iqr_rel"] * 100, height=0.38, color="#ff7f0e", label=plain_text(f"candidate: {new_label}"))
     for level, ls in ((10, "--"), (25, ":")):
         ax.axvline(level, color="k", linestyle=ls, linewidth=0.8, label=f"{level}% (torch.utils.benchmark warns)")
-    ax.set_yticks(y, [config_label(r) for r in both.to_dict("records")], fontsize="small")
+    ax.set_yticks(y, [plain_text(config_label(r)) for r in both.to_dict("records")], fontsize="small")
     ax.set_xlabel("noise: IQR / median (%)")
     ax.set_title("Noise, both sides")
     ax.grid(True, axis="x", alpha=0.3)
@@ -292,6 +328,6 @@ def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.Data
     return out.set_index("scenario")
 
 
-__all__ = ["Banner", "REVIEW_PROVENANCE", "ReviewData", "cache_verdicts", "config_label", "device_banner", "ideal_floor", "plot_cache_review",
+__all__ = ["Banner", "Headline", "REVIEW_PROVENANCE", "ReviewData", "cache_verdicts", "config_label", "device_banner", "ideal_floor", "plot_cache_review",
            "plot_forest", "plot_noise_both", "provenance_pair", "review_data", "rule_text", "verdict_counts",
            "verdict_table", "wrapped"]
