@@ -22,6 +22,15 @@ from .errors import ConfigError
 
 T = TypeVar("T")
 
+#: bounds of numeric values: an integer setting (a byte cap, an event count) at most 2**62 and of at
+#: most 19 digits, read before int() (which refuses 4,300 digits with its own traceback), a size in
+#: bytes at most 2**50; a worker
+#: count at most 1024; seconds at most a million (11.6 days: a larger timeout overflowed the
+#: C time type of a wait and ended in an OverflowError traceback)
+MAX_INT = 1 << 62
+MAX_BYTES = 1 << 50  # a cache size (LLC) of a petabyte
+MAX_WORKERS = 1024
+MAX_SECONDS = 1e6
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
@@ -57,7 +66,8 @@ class Setting(Generic[T]):
             return self.parse(raw)
         except (ValueError, TypeError, OverflowError):
             raise ConfigError(
-                f"environment variable {self.name}={self.shown(os.environ.get(self.name) or '')!r} is invalid: expected {self.allowed}"
+                f"environment variable {self.name}={_cut(self.shown(os.environ.get(self.name) or ''))} is invalid: "
+                f"expected {self.allowed}"
             ) from None
 
     def shown(self, value: str) -> str:
@@ -78,24 +88,38 @@ class Setting(Generic[T]):
         return str(self.default)
 
 
+def _cut(value: str) -> str:
+    """A value as a one-line message shows it: escaped (no newline or terminal escape reaches the
+    terminal) and cut short (a 100,000-character value is named, not printed)."""
+    return ascii(value) if len(value) <= 80 else f"{ascii(value[:80])}... ({len(value)} characters)"
+
+
 # -- parsers: each raises ValueError for a value it does not allow ------------------------------
+def _int(raw: str, least: int, most: int) -> int:
+    text = raw.replace("_", "")
+    if len(text.lstrip("+-")) > 19:  # before int(): bounded work, and no int() message of its own
+        raise ValueError(raw)
+    value = int(text)
+    if not least <= value <= most:
+        raise ValueError(raw)
+    return value
+
+
 def _non_negative_int(raw: str) -> int:
-    value = int(raw.replace("_", ""))
-    if value < 0:
-        raise ValueError(raw)
-    return value
+    return _int(raw, 0, MAX_INT)
 
 
-def _positive_int(raw: str) -> int:
-    value = int(raw.replace("_", ""))
-    if value < 1:
-        raise ValueError(raw)
-    return value
+def _bytes(raw: str) -> int:
+    return _int(raw, 1, MAX_BYTES)
+
+
+def _workers(raw: str) -> int:
+    return _int(raw, 1, MAX_WORKERS)
 
 
 def _positive_seconds(raw: str) -> float:
     value = float(raw)
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
         raise ValueError(raw)
     return value
 
@@ -176,10 +200,10 @@ def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str =
     parse, allowed = {
         "shared": (_shared, "'private' (or 0/off) or 'group' (a team directory)"),
         "url": (_redis_url, "a Redis URL such as redis://host:6379/0"),
-        "int": (_non_negative_int, "a non-negative integer (0 disables)"),
-        "count": (_positive_int, "a positive integer"),
-        "bytes": (_positive_int, "a positive integer number of bytes"),
-        "seconds": (_positive_seconds, "a positive, finite number of seconds"),
+        "int": (_non_negative_int, "a non-negative integer (0 disables), at most 2**62"),
+        "count": (_workers, f"a positive integer, at most {MAX_WORKERS}"),
+        "bytes": (_bytes, "a positive integer number of bytes, at most 2**50"),
+        "seconds": (_positive_seconds, "a positive, finite number of seconds, at most 1e6"),
         "flag": (_flag, "1/0 (or true/false, yes/no, on/off)"),
         "switch": (_switch, "any non-empty value but 0/false/no/off (on)"),
         "path": (_path, "a path"),

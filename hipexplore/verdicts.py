@@ -176,9 +176,12 @@ def _samples_of(run: Any, what: str) -> tuple[pd.DataFrame, dict[str, str]]:
         paths = output_paths(path)
         if not paths[0].is_file():
             raise ConfigError(f"{what} {str(path)!r} does not exist (expected a sweep's samples .parquet file)")
-        got = read_results(paths)
-        if got is None:  # samples without a summary file: read the samples alone
-            return pd.read_parquet(paths[0]), {}
+        got = read_results(paths)  # checked there as untrusted input (bench.readback)
+        if got is None:  # samples without a summary file: read the samples alone, checked the same way
+            from .bench.readback import read_frame
+            from .schema import SAMPLES
+
+            return read_frame(paths[0], SAMPLES), {}
         return got[0], dict(got[2] or {})
     raise ConfigError(f"{what} must be a SweepResult, a samples .parquet path or a samples DataFrame; got {type(run).__name__}")
 

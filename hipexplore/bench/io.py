@@ -15,6 +15,10 @@ Resume keeps a finished row only when it was measured the way a new row would be
 the same measurement settings (``SweepSpec.measurement()``, the LLC) and, per kernel, the same code,
 compile options, arguments and geometry (``kernel_identity``, recorded as ``identity.<kernel>``).
 Anything else is refused in one line that names what differs.
+
+What is read back is checked as untrusted input (``bench.readback``: column types, physically
+possible times and sizes, printable names, bounded JSON): a file someone else wrote or edited is
+refused in one line naming the file, the column and the value, never measured against or compared.
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ from ..errors import ConfigError
 from ..files import write_file
 from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS,
                       Configuration, configurations_of, write_parquet)
+from ..untrusted import shown
+from . import readback
 
 _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
                   "pass_index": "int64", "chunk": "int64", "position": "int64", "lead": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
@@ -85,9 +91,20 @@ def _embedded_metadata(path: Path) -> dict[str, str] | None:
 
     raw = (pq.read_schema(str(path)).metadata or {}).get(METADATA_KEY.encode())
     try:
-        return json.loads(raw) if raw else None
-    except ValueError:
+        return readback.metadata_of(raw.decode("utf-8"), f"{path}: its metadata") if raw else None
+    except (ValueError, UnicodeDecodeError):  # ConfigError is a ValueError: unreadable, as when it is absent
         return None
+
+
+def _metadata_file(path: Path) -> dict[str, str]:
+    """meta.json's metadata; ``{}`` when unreadable (not JSON, too large or deep, not an object of
+    text): the summary's embedded copy is the committed one, this file a readable copy of it."""
+    try:
+        if path.stat().st_size > readback.MAX_METADATA_BYTES:
+            return {}
+        return readback.metadata_of(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, ValueError):  # UnicodeDecodeError and ConfigError are ValueErrors
+        return {}
 
 
 def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str] | None] | None:
@@ -96,18 +113,17 @@ def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataF
     interrupted write) are dropped."""
     if not (paths[0].exists() and paths[1].exists()):
         return None
+    readback.check_footer(paths[0])
+    readback.check_footer(paths[1])
     try:
         samples, summary = pd.read_parquet(paths[0]), pd.read_parquet(paths[1])
     except Exception as exc:  # pyarrow's ArrowInvalid & co: a truncated or foreign file; leave it as it is
         raise ConfigError(f"cannot resume from {str(paths[0])!r}: it or {paths[1].name} is not a readable parquet file "
-                          f"({type(exc).__name__}: {str(exc)[:200]}); nothing was changed: move it away, or start over "
-                          f"with --no-resume (resume=False)") from None
-    meta: dict[str, str] | None = None
-    if paths[2].exists():
-        try:
-            meta = json.loads(paths[2].read_text())
-        except (OSError, ValueError):
-            meta = {}
+                          f"({type(exc).__name__}: {shown(str(exc), 200)}); nothing was changed: move it away, or "
+                          f"start over with --no-resume (resume=False)") from None
+    readback.check_frame(samples, SAMPLES, str(paths[0]))
+    readback.check_frame(summary, SUMMARY, str(paths[1]))
+    meta = _metadata_file(paths[2]) if paths[2].exists() else None
     if len(samples) and {"kernel", "size_bytes", "rotating_requested", "flush"} <= set(samples.columns):
         committed = set(configurations_of(summary))
         samples = samples[[c in committed for c in configurations_of(samples)]].reset_index(drop=True)

@@ -28,6 +28,7 @@ from ..errors import ConfigError
 from ..kernels import catalog
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, Configuration
+from ..untrusted import load_json
 from . import rotating as rot
 from .stats import StopRule
 from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, TIMERS, WARMUP_S, TimingOptions, check_lead, check_trail
@@ -324,8 +325,8 @@ class SweepSpec:
         else (legacy files, written before specs were recorded) its loose ``sweep.*`` keys."""
         raw = metadata.get("sweep.spec")
         if raw:
-            try:
-                return _measurement_of(json.loads(raw))
+            try:  # bounded: a recorded file is untrusted input (ConfigError for deep nesting, huge integers)
+                return _measurement_of(load_json(raw, "sweep.spec"))
             except (ValueError, TypeError, KeyError, AttributeError, ConfigError):
                 pass  # unreadable: compare what the loose keys say
         loose = {k: str(v) for k, v in metadata.items() if k.startswith((*MEASUREMENT_KEYS, "flush.factor."))}

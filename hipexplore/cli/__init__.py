@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 from typing import Sequence
 
 from .. import settings
@@ -64,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     _clean_leftovers()
+    shown_as = warnings.formatwarning
+    warnings.formatwarning = _warning_line(args.command)
     try:
         return int(args.func(args) or 0)
     except HipexploreError as exc:
@@ -78,6 +81,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    finally:
+        warnings.formatwarning = shown_as
+
+
+def _warning_line(command: str):
+    """How the command line prints a warning: one line, ``hipexplore COMMAND: warning: ...``.
+    Python's own format is two lines, the source file and line of the call and the source text
+    of that line (``cache.py:321: RuntimeWarning: ...`` then ``  return self._lookup_...``): code,
+    not a message. Only the printing changes: a warning is still a warning (filters, ``-W error``,
+    and ``warnings.catch_warnings(record=True)`` around ``main()`` see it as before)."""
+    def line(message, category, filename, lineno, line=None) -> str:  # noqa: ARG001 - formatwarning's signature
+        text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+        kind = "" if category in (UserWarning, RuntimeWarning) else f" ({category.__name__})"
+        return f"hipexplore {command}: warning: {text}{kind}\n"
+    return line
 
 
 def _clean_leftovers() -> None:

@@ -197,6 +197,10 @@ class NvrtcCompiler(RuntimeCompiler):
     def _prepare(self, request: CompileRequest) -> tuple[str, ...]:
         m = self._check(request)
         self._bindings()
+        known = self.targets()
+        if known and f"sm_{m.group(1)}" not in known:  # NVRTC's own refusal is two lines (status, then its log)
+            raise ConfigError(f"nvrtc target {request.target!r} is not one this NVRTC compiles for; expected one of "
+                              f"{', '.join(known)} (optionally with an 'a' or 'f' suffix)")
         arch = f"sm_{m.group(1)}{m.group(2)}" if request.mode == "cubin" else f"compute_{m.group(1)}{m.group(2)}"
         return (f"-arch={arch}", *request.options)
 

@@ -28,6 +28,7 @@ from importlib import resources
 
 from ..compile.request import COMPILERS, CompileRequest, Source
 from ..errors import ConfigError
+from ..untrusted import check_name, shown
 
 #: include name -> file under kernels/src (the order is the library's dependency order)
 PRELUDE_FILES: dict[str, str] = {
@@ -77,6 +78,11 @@ SYMBOLS = {"fill": "hx_fill", "gemm": "hx_gemm", "pointwise": "hx_pointwise"}
 TAIL_THREADS = 256
 TAIL_VEC = 4
 _SHARED_LIMIT = 48 * 1024
+#: the largest split-K factor a perf config may name: far above what tuners try (the shipped lists go
+#: to 8), and a bound where a list file could otherwise say 10**30
+MAX_SPLIT = 256
+#: digits of one perf-config field (every other field is bounded by the thread count and shared memory)
+_FIELD_DIGITS = 6
 
 
 def _pos(name: str, v: object) -> int:
@@ -103,6 +109,9 @@ class PerfConfig:
     def __post_init__(self) -> None:
         for f in ("bm", "bn", "bk", "tm", "tn", "vec", "split", "unroll"):
             _pos(f"config {f}", getattr(self, f))
+        if self.split > MAX_SPLIT:
+            raise ConfigError(f"config {self.perf_config}: split {self.split} is more than {MAX_SPLIT}; expected a "
+                              f"split-K factor in 1..{MAX_SPLIT}")
         if self.bm % self.tm or self.bn % self.tn:
             raise ConfigError(f"config {self.perf_config}: the thread tile {self.tm}x{self.tn} must divide the block tile "
                               f"{self.bm}x{self.bn}")
@@ -134,11 +143,16 @@ class PerfConfig:
 
     @classmethod
     def parse(cls, text: str) -> "PerfConfig":
-        m = re.fullmatch(r"v1:(\d+(?:,\d+){7})", text.strip()) if isinstance(text, str) else None
+        m = re.fullmatch(r"v1:(\d+(?:,\d+){7})", text.strip()) if isinstance(text, str) and len(text) < 200 else None
         if not m:
             raise ConfigError(f"perf config must look like 'v1:BM,BN,BK,TM,TN,VEC,SPLIT,UNROLL' "
-                              f"(e.g. 'v1:64,64,16,4,4,4,2,4'); got {text!r}")
-        return cls(*(int(x) for x in m.group(1).split(",")))
+                              f"(e.g. 'v1:64,64,16,4,4,4,2,4'); got {shown(text)}")
+        fields = m.group(1).split(",")
+        long = next((x for x in fields if len(x) > _FIELD_DIGITS), None)
+        if long is not None:  # before int(): 4,300 digits and more raise a ValueError of their own
+            raise ConfigError(f"perf config {shown(text)}: a field of {len(long)} digits; expected at most "
+                              f"{_FIELD_DIGITS} digits per field")
+        return cls(*(int(x) for x in fields))
 
     # Triton's view of the candidate: the block tile, split-K, warps from the thread count and
     # software-pipelining stages from the unroll (a full unroll of bk pipelines deeper)
@@ -163,7 +177,8 @@ class Problem:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or "/" in self.name or self.name != self.name.strip():
-            raise ConfigError(f"problem name must be a non-empty string without '/' or surrounding spaces; got {self.name!r}")
+            raise ConfigError(f"problem name must be a non-empty string without '/' or surrounding spaces; got {shown(self.name)}")
+        check_name(self.name, "problem name")  # it labels every entry and event, and is printed
         for f in ("m", "n", "k"):
             _pos(f"problem {self.name!r} {f}", getattr(self, f))
             if getattr(self, f) > 1 << 24:

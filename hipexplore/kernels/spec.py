@@ -131,6 +131,18 @@ def evaluate(expr: int | float | str | None, n: int, *, what: str, env: Mapping[
 
 Geometry = Callable[[int, DeviceShape], tuple[tuple[int, int, int], tuple[int, int, int]]]
 
+#: The most bytes (or flops) one launch may declare: 2**60, an exabyte, beyond any launch. The sweep
+#: records the footprint in 64-bit integer columns and multiplies it (rotating sets, totals); a
+#: declared 2**63 used to pass the checks, be measured, and end the run in an OverflowError.
+MAX_COUNT_PER_LAUNCH = 1 << 60
+
+
+def _count_in_range(what: str, said: str, n: int, value: int) -> int:
+    if not 0 <= value <= MAX_COUNT_PER_LAUNCH:
+        raise ConfigError(f"{what}: {said} at n={_geometry._num(n)}; expected a count in [0, 2**60] per launch "
+                          f"(the sweep records it as a 64-bit integer)")
+    return value
+
 
 class NExpr:
     """``n -> int`` from a number or an expression in n (a KernelSpec's traffic and flops): unlike
@@ -146,7 +158,7 @@ class NExpr:
         if out < 0:
             raise ConfigError(f"{self.what}: {_said(self.expr, v)} at n={_geometry._num(n)}; "
                               f"expected a count >= 0")
-        return out
+        return _count_in_range(self.what, _said(self.expr, v), n, out)
 
     def __repr__(self) -> str:
         return f"NExpr({self.expr!r})"
@@ -264,8 +276,9 @@ class KernelSpec:
 
     def footprint(self, n: int) -> int:
         """Bytes one launch touches: the declared traffic, else the sum of its buffers."""
-        if self.bytes_per_launch is not None:
-            return int(self.bytes_per_launch(n))
+        if self.bytes_per_launch is not None:  # an NExpr checks its own range; a callable's result is checked here
+            v = int(self.bytes_per_launch(n))
+            return _count_in_range("bytes_per_launch", f"{self.name}'s is {_geometry._num(v)}", n, v)
         return self.set_bytes(n)
 
     def set_bytes(self, n: int) -> int:

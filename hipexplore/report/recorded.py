@@ -9,7 +9,6 @@ under ``data/``) have no tag; for those, and only those, the kind is inferred fr
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ import pandas as pd
 
 from .. import schema
 from ..errors import ConfigError
+from ..untrusted import load_json
 
 #: Provenance rows shown first, in this order; the rest follow sorted.
 PROVENANCE_ORDER = (
@@ -51,14 +51,6 @@ _KIND_OF_TAG = {schema.SAMPLES: "samples", schema.SUMMARY: "summary", schema.EVE
                 schema.TUNING: "events", schema.PASSES: "passes"}
 
 
-def _kind_of(path: Path, columns: Sequence[str]) -> str | None:
-    """The kind of a recorded file: its writer's schema tag, else (legacy, untagged) its columns."""
-    tag = schema.schema_of(path)
-    if tag is not None:
-        return _KIND_OF_TAG.get(tag)
-    return _legacy_kind_of(columns)
-
-
 def _legacy_kind_of(columns: Sequence[str]) -> str | None:
     """LEGACY: files recorded before writers stored a schema tag (data/ holds some): guess the
     kind from the columns. New files never take this path."""
@@ -84,13 +76,34 @@ def parquet_provenance(path: str | os.PathLike) -> dict[str, str]:
     for k, v in meta.items():
         key, val = k.decode(errors="replace"), v.decode(errors="replace")
         if key in ("hipexplore", "hipexplore.provenance", "provenance"):
-            try:
-                out.update({str(a): str(b) for a, b in json.loads(val).items()})
+            try:  # bounded (deep nesting, huge integers): unreadable provenance is left out
+                out.update({str(a): str(b) for a, b in load_json(val, str(path)).items()})
             except (ValueError, AttributeError):
                 continue
         elif key.startswith("provenance."):
             out[key[len("provenance."):]] = val
     return out
+
+
+def _read_recorded(path: Path) -> tuple[pd.DataFrame, str | None]:
+    """A recorded file's frame and kind (its writer's schema tag, else, legacy and untagged, its
+    columns); a sweep's samples and summary are checked as untrusted
+    input (``bench.readback``: types, physically possible times, printable names), by the columns
+    they have when untagged (legacy files lack some), by all a reader needs when tagged."""
+    from ..bench import readback
+
+    readback.check_footer(path)
+    try:
+        frame = pd.read_parquet(path)
+        tag = schema.schema_of(path)
+    except Exception as exc:  # noqa: BLE001 - ArrowInvalid, OSError, ...: a truncated or foreign file
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"recorded file {str(path)!r} is not a readable parquet file ({first[:200]})") from None
+    kind = _KIND_OF_TAG.get(tag) if tag is not None else _legacy_kind_of(frame.columns)
+    if kind in ("samples", "summary"):
+        readback.check_frame(frame, schema.SAMPLES if kind == "samples" else schema.SUMMARY, str(path),
+                             required=tag is not None)
+    return frame, kind
 
 
 def _recorded_files(root: Path) -> list[Path]:
@@ -120,8 +133,7 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
         raise ConfigError(f"no .parquet files under {str(root)!r}")
     found: dict[str, list[tuple[Path, pd.DataFrame, dict[str, str]]]] = {"samples": [], "summary": [], "events": [], "passes": []}
     for f in files:
-        frame = pd.read_parquet(f)
-        kind = _kind_of(f, frame.columns)
+        frame, kind = _read_recorded(f)
         if kind is not None:
             found[kind].append((f, frame, parquet_provenance(f)))
     if not any(found.values()):

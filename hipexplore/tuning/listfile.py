@@ -33,7 +33,11 @@ every further line, one candidate of one problem::
   Every line of one problem gives the same m, n, k and epilogue; a (problem, perf_config) pair
   appears once. Candidates are replayed in file order, problems in order of first appearance.
 
-A bad file is refused with one line naming the file, the line and the problem.
+A bad file is refused with one line naming the file, the line and the problem. The file is read
+as untrusted input (``hipexplore.untrusted``): at most ``MAX_LIST_BYTES`` bytes and lines of at most
+``MAX_LINE_CHARS`` characters, JSON nested at most ``untrusted.MAX_DEPTH`` levels with integers of at
+most 19 digits and finite numbers, names (problems, the header's texts) printable text, and the
+perf config's split-K factor at most ``hxgen.MAX_SPLIT``.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from typing import Any, Iterable, Sequence
 from ..errors import ConfigError
 from ..kernels import hxgen
 from ..kernels.hxgen import PerfConfig, Problem
+from ..untrusted import check_name, load_json, shown
 
 FORMAT = "hipexplore.tuning-list"
 VERSION = 1
@@ -54,6 +59,12 @@ ROW_KEYS = ("problem", "m", "n", "k", "epilogue", "perf_config", "meta")
 #: where the shipped lists live (a name given to ``--list`` is looked up here)
 LISTS_DIR = Path(__file__).resolve().parents[2] / "data" / "tuning" / "lists"
 SUFFIX = ".jsonl"
+#: the largest list file read (the shipped lists are 0.1-0.2 MB; a tuning run of 100,000 candidates ~25 MB)
+MAX_LIST_BYTES = 64 << 20
+#: the longest line (a candidate line is ~150 characters; its optional meta a few hundred more)
+MAX_LINE_CHARS = 1 << 20
+#: the header's texts: how long each may be
+_HEADER_TEXT_LIMIT = {"name": 256, "model": 1024, "description": 4096, "generator": 1024}
 
 
 @dataclass
@@ -137,7 +148,7 @@ def _where(source: str, line: int) -> str:
 def _int_field(obj: dict, key: str, where: str) -> int:
     v = obj.get(key)
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ConfigError(f"{where}: {key!r} must be an integer; got {v!r}")
+        raise ConfigError(f"{where}: {key!r} must be an integer; got {shown(v)}")
     return v
 
 
@@ -145,18 +156,24 @@ def _header(obj: dict[str, Any], where: str) -> dict[str, Any]:
     """The header line, checked (format, version, known keys, fp32, string fields)."""
     if obj.get("format") != FORMAT:
         raise ConfigError(f"{where}: the first line must be the header {{\"format\": \"{FORMAT}\", \"version\": {VERSION}, ...}}; "
-                          f"got format {obj.get('format')!r}")
-    if obj.get("version") != VERSION:
-        raise ConfigError(f"{where}: list format version {obj.get('version')!r} is not supported (this hipexplore reads {VERSION})")
+                          f"got format {shown(obj.get('format'))}")
+    if obj.get("version") != VERSION or isinstance(obj.get("version"), bool):
+        raise ConfigError(f"{where}: list format version {shown(obj.get('version'))} is not supported (this hipexplore reads {VERSION})")
     unknown = sorted(k for k in obj if k not in HEADER_KEYS and not k.startswith("x_"))
     if unknown:
-        raise ConfigError(f"{where}: unknown header key(s) {', '.join(unknown)}; expected {', '.join(HEADER_KEYS)} "
+        raise ConfigError(f"{where}: unknown header key(s) {', '.join(map(shown, unknown[:8]))}; expected {', '.join(HEADER_KEYS)} "
                           f"(or x_* keys of your own)")
     if "dtype" in obj and obj["dtype"] != "fp32":
-        raise ConfigError(f"{where}: dtype {obj['dtype']!r} is not supported; the replay's kernels are fp32")
-    for key in ("name", "model", "description", "generator"):
+        raise ConfigError(f"{where}: dtype {shown(obj['dtype'])} is not supported; the replay's kernels are fp32")
+    for key, limit in _HEADER_TEXT_LIMIT.items():
         if key in obj and not isinstance(obj[key], str):
-            raise ConfigError(f"{where}: header {key!r} must be a string; got {obj[key]!r}")
+            raise ConfigError(f"{where}: header {key!r} must be a string; got {shown(obj[key])}")
+        if key in obj:
+            check_name(obj[key], f"{where}: header {key!r}", allow_empty=key != "name", limit=limit)
+    for key in ("problems", "candidates", "kernels", "unique_kernels"):
+        v = obj.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ConfigError(f"{where}: header {key!r} must be a count (an integer >= 0); got {shown(v)}")
     return obj
 
 
@@ -164,20 +181,20 @@ def _row(obj: dict[str, Any], where: str) -> tuple[Problem, PerfConfig]:
     """A candidate line, checked: its problem and perf config."""
     unknown = sorted(k for k in obj if k not in ROW_KEYS and not k.startswith("x_"))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; a candidate line has {', '.join(ROW_KEYS)} "
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(shown, unknown[:8]))}; a candidate line has {', '.join(ROW_KEYS)} "
                           f"(or x_* keys of your own)")
     for key in ("problem", "m", "n", "k", "perf_config"):
         if key not in obj:
             raise ConfigError(f"{where}: missing {key!r} (a candidate line needs problem, m, n, k, perf_config)")
     name = obj["problem"]
     if not isinstance(name, str):
-        raise ConfigError(f"{where}: 'problem' must be a string; got {name!r}")
+        raise ConfigError(f"{where}: 'problem' must be a string; got {shown(name)}")
     m, n, k = (_int_field(obj, key, where) for key in ("m", "n", "k"))
     epilogue = obj.get("epilogue", "none")
     if not isinstance(epilogue, str):
-        raise ConfigError(f"{where}: 'epilogue' must be a string; got {epilogue!r}")
+        raise ConfigError(f"{where}: 'epilogue' must be a string; got {shown(epilogue)}")
     if "meta" in obj and not isinstance(obj["meta"], dict):
-        raise ConfigError(f"{where}: 'meta' must be an object; got {obj['meta']!r}")
+        raise ConfigError(f"{where}: 'meta' must be an object; got {shown(obj['meta'])}")
     try:
         return Problem(name, m, n, k, epilogue), PerfConfig.parse(obj["perf_config"])
     except ConfigError as exc:
@@ -192,15 +209,16 @@ def parse(text: str, source: str = "<list>") -> ListSpec:
     cands: dict[str, list[PerfConfig]] = {}
     seen: dict[tuple[str, str], int] = {}
     meta: dict[str, dict[str, Any]] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    # JSON Lines: lines end at "\n" only (a U+2028 inside a JSON string is not a line break)
+    for lineno, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
         if not line:
             continue
         where = _where(source, lineno)
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}: not JSON ({exc.msg} at column {exc.colno}); each line must be one JSON object") from None
+        if len(line) > MAX_LINE_CHARS:
+            raise ConfigError(f"{where}: a line of {len(line)} characters; expected at most {MAX_LINE_CHARS} "
+                              f"(one candidate per line)")
+        obj = load_json(line, where, hint="each line must be one JSON object")
         if not isinstance(obj, dict):
             raise ConfigError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         if header is None:
@@ -230,7 +248,7 @@ def parse(text: str, source: str = "<list>") -> ListSpec:
     spec = ListSpec(header, problems, cands, meta, source)
     for key, have in (("problems", len(problems)), ("candidates", spec.n_candidates)):
         if key in header and header[key] != have:
-            raise ConfigError(f"{source}: the header says {header[key]!r} {key} but the file has {have} (truncated or edited?)")
+            raise ConfigError(f"{source}: the header says {shown(header[key])} {key} but the file has {have} (truncated or edited?)")
     return spec
 
 
@@ -252,6 +270,10 @@ def read(name_or_path: str | Path) -> ListSpec:
     """Read and check a list file (a path, or a shipped list's name)."""
     path = resolve(name_or_path)
     try:
+        size = path.stat().st_size
+        if size > MAX_LIST_BYTES:
+            raise ConfigError(f"list {str(path)!r} is {size} bytes; a list file is at most {MAX_LIST_BYTES} bytes "
+                              f"({MAX_LIST_BYTES >> 20} MiB)")
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read list {str(path)!r}: {exc.strerror or exc}") from None

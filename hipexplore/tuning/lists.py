@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 
 from ..compile.request import COMPILERS, CompileRequest
 from ..errors import ConfigError
+from ..untrusted import check_name, shown
 from ..kernels.gemm import ACTIVATIONS, GemmConfig, GemmShape, kernel_request, roles_for
 
 
@@ -27,7 +28,8 @@ class GemmProblem:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ConfigError(f"problem name must be a non-empty string without '/'; got {self.name!r}")
+            raise ConfigError(f"problem name must be a non-empty string without '/'; got {shown(self.name)}")
+        check_name(self.name, "problem name")  # it labels every entry and event, and is printed
         if self.activation not in ACTIVATIONS:
             raise ConfigError(f"activation must be one of {', '.join(ACTIVATIONS)}; got {self.activation!r}")
 

@@ -21,12 +21,16 @@ from ..compile.request import CompileRequest
 from ..compile.triton_source import triton_request
 from ..errors import ConfigError
 from ..kernels.gemm import ACTIVATIONS
+from ..kernels.hxgen import MAX_SPLIT
 from .lists import GemmProblem, ListEntry, TuningList, transformer_problems
 
 #: role -> the @triton.jit function in triton_splitk.py
 KERNELS = {"fill": "zero_fill", "gemm": "matmul_splitk", "reduce": "splitk_reduce", "pointwise": "bias_act"}
 TAIL_BLOCK = 1024
 TAIL_WARPS = 4
+#: the largest value of each TritonConfig field: a block of 1024 (Triton's tensors hold at most 2**20
+#: elements: 1024 x 1024), hxgen's split-K bound, a block of 32 warps (1024 threads), 16 stages
+_MOST = {"block_m": 1024, "block_n": 1024, "block_k": 1024, "split_k": MAX_SPLIT, "num_warps": 32, "num_stages": 16}
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,8 @@ class TritonConfig:
     def __post_init__(self) -> None:
         for attr in ("block_m", "block_n", "block_k", "split_k", "num_warps", "num_stages"):
             v = getattr(self, attr)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"TritonConfig.{attr} must be a positive integer; got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= _MOST[attr]:
+                raise ConfigError(f"TritonConfig.{attr} must be an integer in 1..{_MOST[attr]}; got {v!r}")
         for attr in ("block_m", "block_n", "block_k", "num_warps"):
             v = getattr(self, attr)
             if v & (v - 1):
