@@ -16,7 +16,7 @@ Design notes (each one a failure seen elsewhere):
     buffer sets a configuration gets (``bench.rotating.plan`` against the device's LLC and free
     memory, then ``check_iterations``, as ``bench.sweep`` does) disables Run and says why, with a
     button that fixes it; a click anyway shows the same ``ConfigError`` and starts nothing.
-  * Only the flush modes the chosen device supports (``Device.supports_flush``) are offered: the
+  * Only the flush modes the chosen device supports (``bench.flush.FlushMode.supported_by``) are offered: the
     AMD instruction-cache flushes are not listed for the host or an NVIDIA GPU.
 """
 from __future__ import annotations
@@ -80,12 +80,9 @@ def _kernel_choices() -> list[str]:
 
 
 def _flush_choices() -> tuple[str, ...]:
-    try:
-        from .devices.base import FLUSH_MODES
+    from .bench.flush import FLUSH_MODES
 
-        return FLUSH_MODES
-    except Exception:
-        return ("none", "l2-write", "l2-read")
+    return FLUSH_MODES
 
 
 def _as_frame(obj: Any) -> pd.DataFrame | None:
@@ -213,6 +210,7 @@ class SweepPanel:
         """``{"llc", "free", "flush"}`` of device ``name``, or None when it cannot be opened (Run
         then reports why). Opened once per name and closed at once."""
         if name not in self._facts:
+            from .bench.flush import supported_modes
             from .devices import get_device
 
             try:
@@ -223,7 +221,7 @@ class SweepPanel:
             try:
                 self._facts[name] = {
                     "llc": int(dev.llc_bytes), "free": int(dev.memory_info()[0]), "kind": str(dev.kind),
-                    "flush": tuple(m for m in _flush_choices() if dev.supports_flush(m)),
+                    "flush": tuple(m.name for m in supported_modes(dev)),
                 }
             finally:
                 close = getattr(dev, "close", None)
@@ -254,7 +252,9 @@ class SweepPanel:
         self._asked_flush = ()
         left_out = [m for m in _flush_choices() if m not in allowed]
         if facts is not None and left_out:
-            why = "AMD GPU instruction-cache flushes" if all("icache" in m for m in left_out) else "not supported"
+            from .bench.flush import flush_mode
+
+            why = "AMD GPU instruction-cache flushes" if all(flush_mode(m).icache for m in left_out) else "not supported"
             self.flush_hint.value = (f'<span style="color:#666">not on this {html.escape(facts["kind"])} device: '
                                      f'{", ".join(left_out)} ({why})</span>')
         else:

@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 
 from ..errors import BenchmarkError, ConfigError
-from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration, configurations_of
+from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
 from .io import check_resume, output_paths, previous_results
 from .recorder import Recorder
 from .result import SweepHooks, SweepResult
@@ -508,11 +508,11 @@ def _catalog_names() -> set[str]:
 def _merge(res: dict[str, Any], note: str, done: set[Configuration], rec: Recorder) -> None:
     """Add a finished group's rows that are not in the results yet (resume keeps finished rows)."""
     summary, samples = res["summary"], res["samples"]
-    summary = summary[[k not in done for k in configurations_of(summary)]]
+    summary = Configuration.select(summary, done, keep=False)
     if not len(summary):
         return
-    keep = set(configurations_of(summary))
-    samples = samples[[k in keep for k in configurations_of(samples)]].reset_index(drop=True)
+    keep = set(Configuration.of_frame(summary))
+    samples = Configuration.select(samples, keep)
     if note:
         summary = summary.assign(warning=["; ".join(filter(None, [w, note])) for w in summary["warning"]])
     # the first worker's device description; every group's verification

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS,
-                      Configuration, configurations_of, write_parquet)
+                      Configuration, write_parquet)
 
 _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
                   "pass_index": "int64", "chunk": "int64", "position": "int64", "lead": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
@@ -109,9 +109,8 @@ def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataF
             meta = json.loads(paths[2].read_text())
         except (OSError, ValueError):
             meta = {}
-    if len(samples) and {"kernel", "size_bytes", "rotating_requested", "flush"} <= set(samples.columns):
-        committed = set(configurations_of(summary))
-        samples = samples[[c in committed for c in configurations_of(samples)]].reset_index(drop=True)
+    if len(samples) and Configuration.in_frame(samples):
+        samples = Configuration.select(samples, Configuration.of_frame(summary))
     return samples, summary, meta
 
 
@@ -140,7 +139,7 @@ class Previous:
 
     def references(self) -> dict[tuple[str, int, str], pd.DataFrame]:
         cold = self.samples[(self.samples["flush"] == COLD_REFERENCE).to_numpy()] if len(self.samples) else self.samples
-        return {(str(k), int(s), str(t)): g for (k, s, t), g in cold.groupby(["kernel", "size_bytes", "timer"])} if len(cold) else {}
+        return {(str(k), int(s), str(t)): g for (k, s, t), g in cold.groupby(list(Configuration.REFERENCE_COLUMNS))} if len(cold) else {}
 
     def with_cluster_columns(self) -> "Previous":
         """Rows of a one-device run inside a cluster file: not measured by a worker (``''``)."""
@@ -159,7 +158,7 @@ def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool) -> Pre
     except Exception:  # noqa: BLE001 - unreadable metadata: what meta.json says
         pass
     summary = upgraded(summary, _UPGRADES_SUMMARY)
-    return Previous(upgraded(samples, _UPGRADES_SAMPLES), summary, meta, set(configurations_of(summary)))
+    return Previous(upgraded(samples, _UPGRADES_SAMPLES), summary, meta, set(Configuration.of_frame(summary)))
 
 
 def _stable(obj: Any) -> str:

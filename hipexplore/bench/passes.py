@@ -41,7 +41,7 @@ import pandas as pd
 
 from ..devices.base import Device
 from ..errors import ConfigError
-from ..schema import COLD_REFERENCE, CONFIGURATION_COLUMNS, SUMMARY_COLUMNS
+from ..schema import COLD_REFERENCE, SUMMARY_COLUMNS, Configuration
 from .modes import warning_with_modes
 from .stats import Measurement, StopRule, is_timeout, set_bias
 
@@ -52,7 +52,7 @@ PAD_JITTER = 64 << 10
 #: samples, not carried over from the passes)
 _STAT_WARNINGS = re.compile(r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)"
                             r"|bimodal: modes at [^;]*")  # bench.modes' flag, recomputed too
-CONFIG = list(CONFIGURATION_COLUMNS)
+CONFIG = list(Configuration.COLUMNS)
 
 
 def pass_rule(rule: StopRule, passes: int) -> StopRule:

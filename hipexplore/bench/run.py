@@ -23,9 +23,10 @@ import os
 import uuid
 from typing import Any, Sequence
 
-from ..devices.base import Device, check_flush_mode
+from ..devices.base import Device
 from ..errors import ConfigError, KernelFault
 from ..schema import Configuration
+from .flush import check_flush_mode
 from .inputs import shared_folder
 from .io import Previous, check_resume, kernel_identity, output_paths, previous_results
 from .recorder import Recorder

@@ -34,7 +34,7 @@ from . import rotating as rot
 from .callable import check_callable, sets_for
 from .check import check_outputs
 from .floor import floor_columns, measure_floor, wants_floor
-from .flush import Flusher, make_flusher
+from .flush import REFERENCE, Flusher, flush_mode
 from .interleave import interleaved_launches
 from .modes import warning_with_modes
 from .spec import SweepSpec
@@ -109,8 +109,9 @@ class _Target:
         self.base = {**base, "kernel": kspec.name, "size_bytes": size, "footprint_bytes": self.footprint}
 
     def kernel(self, device: Device, flush: str, timer: str) -> Any:
-        if flush == "inline-icache":
-            return _bound(kernel_for(device, self.kspec, inline_icache=True), self.shared)
+        mode = flush_mode(flush)
+        if mode.transforms_kernel:  # the flush is compiled into the kernel: its own variant
+            return _bound(mode.kernel(device, self.kspec, timed=False), self.shared)
         return self.kernels[timer]
 
 
@@ -168,8 +169,8 @@ class SweepRun:
         self.timing = spec.timing(self.telemetry)
         self.throttle_mhz = spec.throttle_threshold * self.telemetry.max_clock_mhz if self.telemetry.available else math.nan
         factors = spec.flush_factor
-        for f in set(spec.flush) | ({"l2-read"} if spec.reference else set()):
-            self.flushers[f] = make_flusher(dev, f, factor=factors.get(f))
+        for f in set(spec.flush) | ({REFERENCE.name} if spec.reference else set()):
+            self.flushers[f] = flush_mode(f).make(dev, factor=factors.get(f))
         self.free, _total = dev.memory_info()
         for kspec in self.specs:
             for size in spec.sizes:
@@ -277,8 +278,8 @@ class SweepRun:
                 self.channel.started(self.where)
                 raw = self.time_configuration(t, conf, sets)
                 notes = ([p.note] if p.note else []) + list(raw.notes)
-                if conf.flush == "inline-icache":
-                    notes.append("by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry")
+                if flush_mode(conf.flush).note:
+                    notes.append(flush_mode(conf.flush).note)
                 m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
                 frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get((t.kspec.name, t.size, conf.timer)),
                                      self.dev, p.cap_bytes)
@@ -311,8 +312,7 @@ class SweepRun:
             for o in partners:
                 n_o = o.elements(conf.size)
                 grid_o, block_o, shared_o = o.launch(n_o, self.dev)
-                k_o = _bound(kernel_for(self.dev, o, inline_icache=True) if conf.flush == "inline-icache" else
-                             kernel_for(self.dev, o, timed=(conf.timer == "in-kernel")), shared_o)
+                k_o = _bound(flush_mode(conf.flush).kernel(self.dev, o, timed=(conf.timer == "in-kernel")), shared_o)
                 shared = shared_pool(mine, o, n_o) if conf.timer == "events" else None
                 if shared is not None:  # one pool of buffers: both kernels see the same placement
                     args_o = shared
@@ -341,7 +341,7 @@ class SweepRun:
                 timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if timer_name == "in-kernel" else None
                 try:
                     wl = Workload(self.dev, t.kernels[timer_name], t.grid, t.block, sets.args, timer=timer)
-                    raw = time_cold_reference(wl, self.flushers["l2-read"], samples, self.timing)  # type: ignore[arg-type]
+                    raw = time_cold_reference(wl, self.flushers[REFERENCE.name], samples, self.timing)  # type: ignore[arg-type]
                 finally:
                     if timer is not None:
                         timer.free()
@@ -360,7 +360,7 @@ class SweepRun:
             self.refs[(t.kspec.name, t.size, timer_name)] = m
             conf = Configuration(t.kspec.name, t.size, "1", COLD_REFERENCE, timer_name)
             frame, row = _frames(t.base, conf, 1, raw, m, throttled, m, self.dev, int(self.free * self.spec.mem_fraction))
-            row.update(floor_columns(self.floor_of("l2-read") if timer_name == "events" else None, row["median_s"], timer_name))
+            row.update(floor_columns(self.floor_of(REFERENCE.name) if timer_name == "events" else None, row["median_s"], timer_name))
             row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(got)} part(s) through the sweep"]))
             biased = [r for r in rows if r["timer"] == timer_name]
             for r in biased:

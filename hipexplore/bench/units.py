@@ -126,8 +126,7 @@ def wide(samples: Any, spec: SweepSpec) -> set[Configuration]:
         return out
     kept = samples[~samples["dropped"].to_numpy(bool)] if "dropped" in samples.columns else samples
     kept = kept[kept["flush"] != "cold-reference"]
-    cols = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
-    for key, g in kept.groupby(cols, sort=False):
+    for key, g in kept.groupby(list(Configuration.COLUMNS), sort=False):
         med = g.groupby("pass_index")["time_s"].median().to_numpy()
         med = med[med > 0]
         if med.size < 2:
@@ -189,9 +188,7 @@ def drop_partial(previous: Any, least: int) -> Any:
     keep_rows = [Configuration.of(r) not in short for r in summary.to_dict("records")]
     samples = previous.samples
     if len(samples):
-        keep = [Configuration.of(r) not in short for r in samples[["kernel", "size_bytes", "rotating_requested", "flush",
-                                                                     "timer"]].to_dict("records")]
-        samples = samples[keep].reset_index(drop=True)
+        samples = Configuration.select(samples, short, keep=False)
     return Previous(samples, summary[keep_rows].reset_index(drop=True), previous.metadata, set(previous.done) - short)
 
 

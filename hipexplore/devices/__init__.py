@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError, DeviceUnavailable
-from .base import FLUSH_MODES, Device, DeviceBuffer, DeviceProperties, PackedArgs, check_flush_mode, pack_args
+from .base import Device, DeviceBuffer, DeviceProperties, PackedArgs, pack_args
 
 KINDS = ("auto", "host", "cuda", "hip")
 
@@ -69,10 +69,8 @@ __all__ = [
     "Device",
     "DeviceBuffer",
     "DeviceProperties",
-    "FLUSH_MODES",
     "KINDS",
     "PackedArgs",
-    "check_flush_mode",
     "device_label",
     "get_device",
     "pack_args",

@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 
 from ..bench import rotating as rot
-from ..bench.flush import make_flusher
+from ..bench.flush import check_flush_mode, flush_mode, make_flusher
 from ..bench.stats import Measurement, StopRule
 from ..bench.timing import time_launches
 from ..compile.cache import CompileCache
 from ..devices import device_label, get_device
-from ..devices.base import FLUSH_MODES, Device, DeviceBuffer, PackedArgs, check_flush_mode
+from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..errors import BenchmarkError, ConfigError
 from ..kernels import gemm as g
 from .lists import GemmProblem, default_candidates, transformer_problems
@@ -139,10 +139,8 @@ def _checked(problems: Iterable[GemmProblem] | None, candidates: Iterable[g.Gemm
     rot_list = [rot.parse_rotating(r) for r in rotating]
     flush_list = list(flush)
     for f in flush_list:
-        if f not in FLUSH_MODES:
-            raise ConfigError(f"flush mode {f!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
-        if f == "inline-icache":
-            raise ConfigError("inline-icache needs a source transform of every candidate; use 'icache' here")
+        if flush_mode(f).transforms_kernel:
+            raise ConfigError(f"{f} needs a source transform of every candidate; use a flush that launches on its own here")
     empty = [name for name, seq in (("problems", probs), ("candidates", cands), ("rotating counts", rot_list),
                                     ("flush modes", flush_list)) if not seq]
     if empty:

@@ -22,13 +22,13 @@ import numpy as np
 import pandas as pd
 
 from ..bench import rotating as rot
-from ..bench.flush import make_flusher
+from ..bench.flush import MODES, check_flush_mode, flush_mode, make_flusher
 from ..bench.stats import StopRule
 from ..bench.timing import time_launches
 from ..compile.base import ObjectCode
 from ..compile.cache import CompileCache
 from ..devices import device_label
-from ..devices.base import FLUSH_MODES, Device, DeviceBuffer, PackedArgs, check_flush_mode
+from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..errors import BenchmarkError, ConfigError
 from ..kernels import gemm as g
 from .device import _stats, free_flushers, free_sets, ranked
@@ -144,8 +144,9 @@ def benchmark_triton_candidates(device: Device, problems: Iterable[GemmProblem] 
     probs = tuple(problems) if problems is not None else transformer_problems()
     cands = tuple(candidates) if candidates is not None else default_candidates()
     for f in flush:
-        if f not in FLUSH_MODES or f == "inline-icache":
-            raise ConfigError(f"flush mode {f!r}: expected one of {', '.join(m for m in FLUSH_MODES if m != 'inline-icache')}")
+        launched = [m.name for m in MODES if not m.transforms_kernel]
+        if f not in launched or flush_mode(f).transforms_kernel:
+            raise ConfigError(f"flush mode {f!r}: expected one of {', '.join(launched)}")
         check_flush_mode(device, f)
     rot_list = [rot.parse_rotating(r) for r in rotating]
     cache = cache if cache is not None else CompileCache(max_entries=4096, max_bytes=2**30, disk_dir=False)
