@@ -30,6 +30,7 @@ from ..compile.cache import CompileCache
 from ..devices import device_label, get_device
 from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..errors import BenchmarkError, ConfigError
+from ..schema import Configuration
 from ..kernels import gemm as g
 from .lists import GemmProblem, default_candidates, transformer_problems
 
@@ -242,7 +243,7 @@ def free_flushers(flushers: dict[str, Any]) -> None:
 def ranked(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The candidates' result rows as one frame, ranked by median within (problem, rotating, flush)."""
     df = pd.DataFrame(rows)
-    df["rank"] = df.groupby(["problem", "rotating_requested", "flush"])["median_s"].rank(method="min").astype("int64")
+    df["rank"] = df.groupby(["problem", *Configuration.COLUMNS[2:4]])["median_s"].rank(method="min").astype("int64")
     df["best"] = df["rank"] == 1
     return df[list(RESULT_COLUMNS)]
 
