@@ -7,7 +7,7 @@ them from here, and docs/ARCHITECTURE.md ("Cache events", "Benchmark frames") do
 
 Files: every parquet file a hipexplore writer produces carries its kind as a schema tag in the
 file's key-value metadata (``hipexplore.schema``: ``samples``, ``summary``, ``events``,
-``tuning``, ``passes``), so a reader recognises it by what its writer said, not by its columns.
+``tuning``, ``passes``, ``units``), so a reader recognises it by what its writer said, not by its columns.
 """
 from __future__ import annotations
 
@@ -194,7 +194,9 @@ def count_outcomes(outcome: Any) -> dict[str, int]:
 # -- schema tags on parquet files -----------------------------------------------------------------
 SCHEMA_KEY = "hipexplore.schema"
 SAMPLES, SUMMARY, EVENTS, TUNING, PASSES = "samples", "summary", "events", "tuning", "passes"
-SCHEMAS = (SAMPLES, SUMMARY, EVENTS, TUNING, PASSES)
+#: a sweep in units: one summary row per (configuration, unit), ``pass_index`` the unit (FILE.units.parquet)
+UNITS = "units"
+SCHEMAS = (SAMPLES, SUMMARY, EVENTS, TUNING, PASSES, UNITS)
 #: the key under which writers store their provenance JSON
 METADATA_KEY = "hipexplore"
 

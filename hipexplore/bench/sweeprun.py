@@ -1,19 +1,22 @@
-"""``SweepRun``: one unit of a sweep — every configuration of a spec, measured in one process.
+"""``SweepRun``: one unit of a sweep — every configuration of a spec, measured in one process, in phases.
 
 Why a unit: everything that must hold together for one placement is here (the flush buffers and the
 rotating plans sized against this process's free memory, the clock warm-up, the launch floor that is
 fixed per process, the cold reference a (kernel, size) is measured against, the interleaved turns
 of several kernels). A one-pass sweep is one unit; a sweep in passes (``bench.passes``) is several,
 each in a process of its own with its own pad allocation; a cluster worker measures one (kernel,
-size) group as a unit. Where a unit runs is ``bench.sweep.run_location``'s decision; the unit only
-measures and reports through its channel (``bench.recorder.Recorder`` in-process, a pipe from a
-worker): ``started``, ``stop_now``, ``meta``, ``add(rows, row)`` and ``update(rows)``.
+size) group as a unit. Where a unit runs is an executor's business (``bench.executors``); the
+unit only measures and reports through its channel (the orchestrator's, ``bench.orchestrator``,
+in-process; a pipe from a worker): ``started``, ``stop_now``, ``meta``, ``add(rows, row)`` and
+``update(rows)``.
 
-The steps, in the order a unit takes them: ``prepare`` (flushers, then rotating plans against the
-free memory that remains), per (kernel, size) ``warm_up`` (once per unit, until the clock is
-stable) and the output check, then its rotating counts as groups (``measure_group``: each flush
-mode and timer on one allocation of the sets), the cold reference taken in parts between the
-groups (``take_reference``), and last the reference row with every bias against it (``emit``).
+The phases (``bench.phases``, nvbench's ``measure_cold`` order), as a unit takes them:
+``initialize`` (flushers, then rotating plans against the free memory that remains), per (kernel,
+size) ``warm_up`` (once per unit, until the clock is stable) and ``check`` (the output check), then
+its rotating counts as groups (``measure_group``: each flush mode and timer on one allocation of the
+sets; per configuration ``trials``, ``summarise``, then the run's ``ConfigurationPhase``s outside the
+timed window), the cold reference taken in parts between the groups (``take_reference``), and last
+the reference row with every bias against it (``emit_references``); ``release`` at the end.
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from .floor import floor_columns, measure_floor, wants_floor
 from .flush import REFERENCE, Flusher, flush_mode
 from .interleave import interleaved_launches
 from .modes import warning_with_modes
+from .phases import ConfigurationPhase, LaunchSequence, phases_for
 from .spec import SweepSpec
 from .stats import Measurement, is_timeout, set_bias
 from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
@@ -121,8 +125,10 @@ class SweepRun:
 
     def __init__(self, spec: SweepSpec, device: Device, channel: Channel, *, run_id: str,
                  done: frozenset[Configuration] | set[Configuration] = frozenset(),
-                 refs: dict[tuple[str, int, str], Measurement] | None = None, unit: int = 0) -> None:
+                 refs: dict[tuple[str, int, str], Measurement] | None = None, unit: int = 0,
+                 phases: "tuple[ConfigurationPhase, ...] | None" = None) -> None:
         self.spec, self.dev, self.channel, self.done = spec, device, channel, set(done)
+        self.phases = tuple(phases_for(spec) if phases is None else phases)  # after the timed ones (bench.phases)
         self.refs = dict(refs or {})
         self.unit = unit
         self.rng = np.random.default_rng([spec.interleave_seed, unit])
@@ -147,7 +153,7 @@ class SweepRun:
         measuring is a ``KernelFault`` naming kernel and configuration (its result: the caller's)."""
         faulted = False
         try:
-            self.prepare()
+            self.initialize()
             for kspec in self.specs:
                 for size in self.spec.sizes:
                     if self.measure_target(kspec, size):
@@ -161,7 +167,7 @@ class SweepRun:
         finally:
             self.release(faulted)
 
-    def prepare(self) -> None:
+    def initialize(self) -> None:
         """Telemetry, then the flushers (their memory is taken before rotating sets are sized
         against free memory), then every rotating plan."""
         spec, dev = self.spec, self.dev
@@ -208,7 +214,7 @@ class SweepRun:
         if self.channel.stop_now():
             return True
         self.warm_up(target)
-        self.check_output(target)
+        self.check(target)
         groups = []
         for r in self.spec.rotating:
             p = self.plans[(kspec.name, size, str(r))]
@@ -253,7 +259,7 @@ class SweepRun:
             return float(self.spec.clock_warmup_s)
         return {"hip": 0.4, "cuda": 0.2}.get(self.dev.kind, 0.0)
 
-    def check_output(self, t: _Target) -> None:
+    def check(self, t: _Target) -> None:
         """The element-wise output check, in a sweep's first unit only: correctness does not move with
         placement, and at 256 MiB each check copies the output back and compares it on the host."""
         if not self.spec.verify or self.unit:
@@ -276,19 +282,32 @@ class SweepRun:
                     return True
                 self.where[1] = conf.describe()
                 self.channel.started(self.where)
-                raw = self.time_configuration(t, conf, sets)
-                notes = ([p.note] if p.note else []) + list(raw.notes)
-                if flush_mode(conf.flush).note:
-                    notes.append(flush_mode(conf.flush).note)
-                m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
-                frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get((t.kspec.name, t.size, conf.timer)),
-                                     self.dev, p.cap_bytes)
-                row.update(floor_columns(self.floor_of(conf.flush) if conf.timer == "events" else None, row["median_s"], conf.timer))
+                raw = self.trials(t, conf, sets)
+                frame, row, m = self.summarise(t, p, conf, raw)
+                for phase in self.phases:  # outside the timed window: counters and the like (bench.phases)
+                    row.update(phase.run(conf, self.launches(t, conf, sets), row))
                 rows.append(row)
                 self.emit(conf, frame, row, m)
         return False
 
-    def time_configuration(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
+    def summarise(self, t: _Target, p: rot.RotatingPlan, conf: Configuration, raw: RawTimes
+                  ) -> tuple[pd.DataFrame, dict[str, Any], Measurement]:
+        """A configuration's samples, summary row (bias against the reference so far, the floor) and statistics."""
+        mode = flush_mode(conf.flush)
+        notes = ([p.note] if p.note else []) + list(raw.notes) + ([mode.note] if mode.note else [])
+        m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
+        frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get(conf.reference_key), self.dev, p.cap_bytes)
+        row.update(floor_columns(self.floor_of(conf.flush) if conf.timer == "events" else None, row["median_s"], conf.timer))
+        return frame, row, m
+
+    def launches(self, t: _Target, conf: Configuration, sets: Any) -> LaunchSequence:
+        """The configuration's flush and kernel on its sets, as its trials launched them (events variant)."""
+        kernel = t.kernel(self.dev, conf.flush, conf.timer) if flush_mode(conf.flush).transforms_kernel else t.plain
+        wl = Workload(self.dev, kernel, t.grid, t.block, sets.args)
+        return LaunchSequence(wl, self.flushers.get(conf.flush))
+
+    def trials(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
+        """The timed launches of one configuration: the only timed window of the unit."""
         timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if conf.timer == "in-kernel" else None
         try:
             wl = Workload(self.dev, t.kernel(self.dev, conf.flush, conf.timer), t.grid, t.block, sets.args, timer=timer)

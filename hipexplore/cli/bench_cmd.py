@@ -339,10 +339,16 @@ def run(args: argparse.Namespace) -> int:
         _preflight(kernels, sizes, device)
     if stop is not None and not args.json:
         print(_banner(stop), file=sys.stderr)
-    res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
-                out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json, worker=args.worker,
-                cluster=cluster, command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
-                **_spec_fields(args))
+    with _terminate_as_interrupt() as got:
+        try:
+            res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations,
+                        stop=stop, out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json,
+                        worker=args.worker, cluster=cluster,
+                        command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
+                        **_spec_fields(args))
+        except KeyboardInterrupt as exc:
+            print(_kept(exc, args.out), file=sys.stderr)
+            return 128 + int(got.get("signal", 2))
     if res.skipped:
         shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
                           for k, sz, r, f, *rest in res.skipped[:8])
@@ -364,6 +370,44 @@ def run(args: argparse.Namespace) -> int:
         print(f"INCOMPLETE: {res.metadata['cluster.incomplete']}", file=sys.stderr)
         return 1
     return 0
+
+
+class _terminate_as_interrupt:
+    """SIGTERM during the sweep ends it as Ctrl-C does (``KeyboardInterrupt``: the units in flight
+    are stopped, what finished is on disk already); ``got["signal"]`` says which one came."""
+
+    def __enter__(self) -> dict[str, int]:
+        import signal
+        import threading
+
+        self.got: dict[str, int] = {}
+        self.old = None
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            def on_term(signum: int, frame: Any) -> None:
+                self.got["signal"] = signum
+                raise KeyboardInterrupt
+            self.old = signal.signal(signal.SIGTERM, on_term)
+        return self.got
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+
+
+def _kept(exc: BaseException, out: str | None) -> str:
+    """The line an interrupted sweep ends with: what was kept, and that the same command goes on from there."""
+    state = getattr(exc, "sweep_progress", None)
+    result = getattr(exc, "sweep_result", None)
+    if state is None or result is None:
+        return "hipexplore bench: interrupted before anything was measured"
+    complete = len(result.summary)
+    if out is None:
+        return (f"hipexplore bench: interrupted after {state.done} of {state.total} (configuration, unit)s; nothing was "
+                f"kept (no --out FILE.parquet to keep them in)")
+    return (f"hipexplore bench: interrupted: {out} keeps {state.done} of {state.total} (configuration, unit)s "
+            f"({complete} configuration(s) with rows); the same command measures only the rest")
 
 
 def _preflight(kernels: list[Any], sizes: list[str], device: Any) -> None:
