@@ -143,6 +143,8 @@ class SweepPanel:
 
             self._cluster = connect(cluster)
         self._per_worker: dict[str, int] = {}
+        self._seen: dict[str, set] = {}
+        self._progress_hook = False
         devices = _device_choices()
         kernels = _kernel_choices()
         flushes = _flush_choices()
@@ -444,6 +446,8 @@ class SweepPanel:
         self._total = max(1, self.expected_results(params))
         self._done = 0
         self._per_worker = {}
+        self._seen = {}
+        self._progress_hook = False
         self._started = time.perf_counter()
         self.progress.max, self.progress.value, self.progress.bar_style = self._total, 0, ""
         self.status.value = f"running 0/{self._total}"
@@ -481,6 +485,8 @@ class SweepPanel:
 
                 device = params["device"] = get_device(params["device"])
                 params["progress"] = False  # the panel has its own bar
+            if self._runner is None:  # the real sweep: its progress is per (configuration, unit), with the time left
+                params["on_progress"] = self._on_progress
             final = runner(**params, on_result=self._on_result, on_samples=self._on_samples, should_stop=self._stop.is_set)
             samples, summary = split_result(final) if final is not None else (None, None)
             with self._lock:
@@ -516,12 +522,22 @@ class SweepPanel:
             if summary is not None:
                 self._summary.append(summary)
         self._done += 1
-        if isinstance(result, dict) and result.get("worker"):
-            self._per_worker[str(result["worker"])] = self._per_worker.get(str(result["worker"]), 0) + 1
+        if isinstance(result, dict) and result.get("worker"):  # configurations per worker (a row per unit of each)
+            from .schema import Configuration
+
+            self._seen.setdefault(str(result["worker"]), set()).add(Configuration.of(result))
+            self._per_worker = {w: len(cs) for w, cs in self._seen.items()}
             self.cluster_info.value = self._cluster_html()
-        self.progress.value = min(self._done, self.progress.max)
-        self.status.value = f"running {self._done}/{self._total} ({time.perf_counter() - self._started:.1f} s)"
+        if not self._progress_hook:
+            self.progress.value = min(self._done, self.progress.max)
+            self.status.value = f"running {self._done}/{self._total} ({time.perf_counter() - self._started:.1f} s)"
         self._redraw()
+
+    def _on_progress(self, state: Any) -> None:
+        """The sweep's own count, per (configuration, unit), with the time left."""
+        self._progress_hook = True
+        self.progress.max, self.progress.value = max(1, state.total), min(state.done, max(1, state.total))
+        self.status.value = f"running {state.text()}"
 
     def _redraw(self) -> None:
         """Re-render the plots from the summary rows so far: relative IQR and bias against the

@@ -169,3 +169,11 @@ def test_one_unit_sweeps_write_no_units_file_and_a_no_resume_run_removes_a_stale
     assert read_units(output_paths(out)) is not None
     hx.sweep("triad", ["16KiB"], [1], ["none"], units=1, resume=False, **kw)
     assert read_units(output_paths(out)) is None and len(pd.read_parquet(output_paths(out)[1])) == 1
+
+
+@pytest.mark.parametrize("sig, point", [(signal.SIGINT, 3), (signal.SIGTERM, 9)])
+def test_a_cluster_sweep_interrupted_keeps_its_finished_units_and_the_rerun_measures_only_the_rest(tmp_path, sig, point):
+    from conftest import need_module
+
+    need_module("distributed")
+    interrupt_then_rerun(tmp_path, environment(tmp_path), sig, point, "--cluster", "local:2")

@@ -105,16 +105,14 @@ class LocalExecutor:
     def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
         """Provenance, the code under test, the spec, the timing method."""
         from ..provenance import code_provenance, collect
+        from .info import RunInfo
 
-        metadata = collect(self.device, command)
-        metadata.update(code_provenance(spec.specs(), self.device.compiler))
-        metadata.update({
-            **spec.record(),
-            "timing.method": ("perf_counter_ns around each synchronous ctypes call (host: no launch queue, no latency to hide)"
-                              if self.device.kind == "host" else
-                              "per-launch event pairs enqueued in chunks behind a blocking kernel (nvbench's method)"),
-        })
-        return metadata
+        return RunInfo(provenance=collect(self.device, command), code=code_provenance(spec.specs(), self.device.compiler),
+                       spec=spec.record(),
+                       timing_method=("perf_counter_ns around each synchronous ctypes call (host: no launch queue, no "
+                                      "latency to hide)" if self.device.kind == "host" else
+                                      "per-launch event pairs enqueued in chunks behind a blocking kernel (nvbench's method)"),
+                       ).to_metadata()
 
     def groups(self, spec: SweepSpec) -> list[SweepSpec]:
         """One group: the whole sweep (a unit measures every configuration, in the spec's order)."""

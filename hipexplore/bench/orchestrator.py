@@ -26,10 +26,11 @@ import uuid
 from typing import Any, Sequence
 
 from ..errors import ConfigError, KernelFault
-from ..schema import Configuration
+from ..schema import CLUSTER_COLUMNS, Configuration
 from . import passes as ps
 from . import units as us
 from .executors import UnitRun
+from .info import UnitsInfo
 from .io import Previous, check_resume, output_paths, previous_results
 from .progress import Progress
 from .record import Record
@@ -58,31 +59,38 @@ class Orchestrator:
         """Measure what the out file does not hold yet; the result holds both."""
         self.executor.check(self.spec)
         previous = previous_results(self.paths, self.resume)
+        with self.executor.session(self.spec):
+            plans, kept = self._prepare(previous)
+            try:
+                self.stopped = self.executor.run(self, plans)
+            except KernelFault as exc:  # what finished is on disk already; the result goes with the error
+                exc.result = self._finish(True)
+                raise
+            except BaseException as exc:  # an interrupt (KeyboardInterrupt, SIGTERM turned into one): kept is on disk
+                exc.sweep_result = self.result(True, kept)  # type: ignore[attr-defined]
+                exc.sweep_progress = self.progress.state()  # type: ignore[attr-defined]
+                self.progress.close()
+                raise
+            self._finish(True)
+        return self.result(self.stopped, kept)
+
+    def _prepare(self, previous: Previous) -> tuple[list[us.UnitPlan], set[Configuration]]:
+        """The device facts and metadata, the resume check, the record, each group's plan, the progress."""
         facts = self.executor.facts(self.spec)
         self.metadata = self.executor.metadata(self.spec, self.command)
         self.metadata.update({f"identity.{k}": v for k, v in facts["identities"].items()})
         self._check_resume(previous, facts)
         self.metadata["run_id"] = self.run_id = self.run_id or previous.run_id or uuid.uuid4().hex[:12]
         self.lo, self.hi = us.planned(self.spec, facts["plan_device"]) if self.spec.units != 1 else (1, 1)
+        if set(CLUSTER_COLUMNS) <= set(self.executor.columns[1]):  # a cluster file: rows of a one-device run say no worker
+            previous = previous.with_cluster_columns()
         self.record = Record(previous, merged=self.spec.units != 1, planned=self.lo, columns=self.executor.columns)
         kept = self.record.complete()
         plans = [self._plan(g, i) for i, g in enumerate(self.executor.groups(self.spec))]
         total = sum(len(p.configs) for p in plans) * self.lo
         self.progress = Progress(total, self.record.kept(), bar=self.show_bar, units=self.spec.units != 1,
                                  hook=self.hooks.on_progress)
-        try:
-            with self.executor.session(self.spec):
-                self.stopped = self.executor.run(self, plans)
-        except KernelFault as exc:  # what finished is on disk already; the result goes with the error
-            exc.result = self._finish(True)
-            raise
-        except BaseException as exc:  # an interrupt (KeyboardInterrupt, SIGTERM turned into one): kept is on disk
-            exc.sweep_result = self.result(True, kept)  # type: ignore[attr-defined]
-            exc.sweep_progress = self.progress.state()  # type: ignore[attr-defined]
-            self.progress.close()
-            raise
-        self._finish(True)
-        return self.result(self.stopped, kept)
+        return plans, kept
 
     def _check_resume(self, previous: Previous, facts: dict[str, Any]) -> None:
         """The one resume rule (``bench.io.check_resume``): another device, measurement, LLC or kernel code is refused."""
@@ -107,9 +115,7 @@ class Orchestrator:
         """The units' metadata, the last write (when anything is there to write), the bar closed."""
         if self.spec.units != 1:
             units_done = min((len(self.record.units_of(c)) for c in self.spec.configurations()), default=0)
-            self.metadata.update({"sweep.unit_pad_bytes": ",".join(map(str, self.pads)),
-                                  "sweep.units_done": str(units_done), "sweep.units_planned": str(self.lo),
-                                  "sweep.unit_location": self.executor.where})
+            self.metadata.update(UnitsInfo(self.lo, units_done, self.executor.where, self.pads).entries())
         if write and (not self.stopped or self.spec.units == 1 or self.record.added):
             self.record.write(self.paths, self.metadata)
         self.progress.close()

@@ -22,6 +22,13 @@ class SweepResult:
     stopped: bool = False
     skipped: list[tuple] = field(default_factory=list)  #: (kernel, size, rotating, flush, timer) kept from the out file
 
+    @property
+    def info(self) -> Any:
+        """The metadata, typed (``bench.info.RunInfo``: its units, its cluster, what it measured with)."""
+        from .info import RunInfo
+
+        return RunInfo.from_metadata(self.metadata)
+
 
 @dataclass(frozen=True)
 class SweepProgress:

@@ -73,7 +73,7 @@ def sweep(
     if cluster is not None:
         from .cluster import run_cluster
 
-        return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks,  # type: ignore[arg-type]
+        return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks, progress=progress,  # type: ignore[arg-type]
                            run_id=run_id, command=command)
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:

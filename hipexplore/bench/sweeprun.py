@@ -38,6 +38,7 @@ from .callable import check_callable, sets_for
 from .check import check_outputs
 from .floor import floor_columns, measure_floor, wants_floor
 from .flush import REFERENCE, Flusher, flush_mode
+from .info import MeasuredInfo
 from .interleave import interleaved_launches
 from .modes import warning_with_modes
 from .phases import ConfigurationPhase, LaunchSequence, phases_for
@@ -47,7 +48,7 @@ from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time
 
 
 class Channel(Protocol):
-    """Where a unit reports (``bench.recorder.Recorder``, or the pipe of a sweep worker)."""
+    """Where a unit reports (``bench.orchestrator.UnitChannel``, ``bench.record.Collector``, or the pipe of a sweep worker)."""
 
     def started(self, where: list[str]) -> None: ...
 
@@ -187,11 +188,8 @@ class SweepRun:
                     if not spec.stop.adaptive:
                         rot.check_iterations(int(spec.stop.iterations or 0), p.count)
                     self.plans[(kspec.name, size, str(r))] = p
-        self.channel.meta({
-            "telemetry.source": self.telemetry.source, "telemetry.max_clock_mhz": f"{self.telemetry.max_clock_mhz:g}",
-            **{f"flush.{f}.bytes": str(self.flushers[f].nbytes if self.flushers.get(f) else 0) for f in spec.flush},
-            "device.llc_bytes": str(dev.llc_bytes), "device.llc_source": dev.llc_source,
-        })
+        self.channel.meta(MeasuredInfo.entries_initialized(
+            self.telemetry, {f: self.flushers[f].nbytes if self.flushers.get(f) else 0 for f in spec.flush}, dev))
 
     def release(self, faulted: bool) -> None:
         for fl in self.flushers.values():
@@ -251,7 +249,7 @@ class SweepRun:
         with sets_for(self.dev, target.kspec, target.n, 1) as sets:
             wl = Workload(self.dev, target.plain, target.grid, target.block, sets.args)
             _spent, what = wait_for_stable_clock(self.telemetry, lambda: warm_up(wl, None, 0.005), min_s=self._clock_warmup_s())
-        self.channel.meta({"warmup.clock": what})
+        self.channel.meta(MeasuredInfo.entry_warmup(what))
         self.warmed = True
 
     def _clock_warmup_s(self) -> float:
@@ -269,7 +267,7 @@ class SweepRun:
         with sets_for(self.dev, t.kspec, t.n, 1) as sets:
             err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block,
                          config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
-        self.channel.meta({f"verify.{t.kspec.name}.{t.size}": f"rel_l2_error={err:.3g}"})
+        self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
     def measure_group(self, t: _Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[dict[str, Any]]) -> bool:
@@ -342,8 +340,8 @@ class SweepRun:
                 if timer_o is not None:
                     stack.callback(timer_o.free)
                 wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, args_o, timer=timer_o)
-            self.channel.meta({f"interleave.pool.{conf.size}": "shared" if len(wls) > 1 and all(
-                shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners) else "own sets"})
+            self.channel.meta(MeasuredInfo.entry_pool(conf.size, len(wls) > 1 and all(
+                shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners)))
             got = interleaved_launches(wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing,
                                        rng=self.rng)
         for o in partners:
@@ -416,7 +414,7 @@ class SweepRun:
             return None
         if flush not in self.floors:
             self.floors[flush] = measure_floor(self.dev, self.flushers.get(flush), self.timing)
-            self.channel.meta({f"floor.{flush}.median_s": f"{self.floors[flush]:.6g}"})
+            self.channel.meta(MeasuredInfo.entry_floor(flush, self.floors[flush]))
         return self.floors[flush]
 
 

@@ -355,19 +355,19 @@ def run(args: argparse.Namespace) -> int:
         more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
         print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
               f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
+    on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
         print(json.dumps({"out": str(res.path) if res.path else None, "summary": records,
-                          **({"cluster": {k[8:]: v for k, v in res.metadata.items() if k.startswith("cluster.")}} if cluster else {})},
-                         default=str))
-        return 1 if res.metadata.get("cluster.incomplete") else 0
+                          **({"cluster": on.shown()} if cluster and on is not None else {})}, default=str))
+        return 1 if on is not None and on.incomplete else 0
     print(_table(res.summary))
     if res.path is not None:
         print(f"samples: {res.path}")
-    if cluster and res.metadata.get("cluster.reruns", "[]") != "[]":
-        print(f"re-run after a lost worker: {res.metadata['cluster.reruns']}")
-    if res.metadata.get("cluster.incomplete"):
-        print(f"INCOMPLETE: {res.metadata['cluster.incomplete']}", file=sys.stderr)
+    if on is not None and on.reruns:
+        print(f"re-run after a lost worker: {json.dumps(on.reruns)}")
+    if on is not None and on.incomplete:
+        print(f"INCOMPLETE: {on.incomplete}", file=sys.stderr)
         return 1
     return 0
 
