@@ -260,7 +260,7 @@ def test_carried_cubins_round_trip(tmp_path):
     from hipexplore.compile.cache import CompileCache
     from hipexplore.kernels.gemm import GemmShape
     from hipexplore.tuning.lists import GemmProblem
-    from hipexplore.tuning.triton_device import export_cubins, load_carried, request_digest
+    from hipexplore.tuning.triton_workload import export_cubins, load_carried, request_digest
     from hipexplore.tuning.triton_list import TritonConfig, role_request, roles_for
 
     compiler = require_compiler("triton")
