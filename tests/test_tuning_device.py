@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from hipexplore.errors import BenchmarkError, ConfigError
-from hipexplore.kernels.gemm import GemmConfig
+from hipexplore.tuning.gemm import GemmConfig
 from hipexplore.tuning.ranking import RESULT_COLUMNS, choice_table
 from hipexplore.tuning.workload import benchmark_candidates, check_on_device
 from hipexplore.tuning.lists import transformer_problems

@@ -151,7 +151,8 @@ def test_run_on_the_host_fills_progress_plots_and_frames():
     assert set(summary["flush"]) >= {"none", "l2-read"}
     assert set(summary.loc[summary["flush"] != "cold-reference", "rotating"]) == {1, 2}
     assert (samples["device"] == "host:0").all() and len(samples) >= 4 * 8
-    assert panel.progress.value == panel.progress.max == 5  # 4 settings + the cold reference
+    # 4 settings + the cold reference, each in its 3 units: the bar counts (configuration, unit)s
+    assert panel.progress.value == panel.progress.max == 5 * 3
     assert panel.progress.bar_style == "success" and panel.status.value.startswith("done")
     assert bytes(panel.noise_image.value).startswith(b"\x89PNG") and bytes(panel.detail_image.value).startswith(b"\x89PNG")
     assert panel.errors.value == ""

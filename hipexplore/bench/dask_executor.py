@@ -294,15 +294,19 @@ class _Coordinator:
         if fut.status == "finished":
             self.finished(name, plan, job, channel, fut.result())
             return
+        cancelled = fut.status == "cancelled"
         exc = fut.exception() if fut.status == "error" else None
-        if isinstance(exc, distributed.KilledWorker):
+        # lost with its worker: a KilledWorker, or a future that ended with no error of its own (lost data)
+        lost = not cancelled and (isinstance(exc, distributed.KilledWorker) or not isinstance(exc, BaseException))
+        if lost:
             ran = self.attempts[name] in {int(m.get("attempt", 1)) for m in _events(self.client) if m["group"] == name}
             self.charged[name] = self.charged.get(name, 0) + (1 if ran else 0)
             if self.charged[name] <= self.ex.retries and self.attempts[name] <= self.ex.retries + 1 + MAX_UNCHARGED:
                 self.submit(name, plan, job, run, channel)
                 return
-        if isinstance(exc, distributed.KilledWorker) or fut.status == "cancelled":
-            self.ex.failed.append({"group": name, "attempts": self.attempts[name], "error": str(exc or "cancelled")})
+        if lost or cancelled:
+            self.ex.failed.append({"group": name, "attempts": self.attempts[name],
+                                   "error": str(exc or ("cancelled" if cancelled else f"lost ({fut.status})"))})
             return
         self.client.cancel(list(self.futures))
         raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it

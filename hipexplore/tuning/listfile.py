@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..errors import ConfigError
-from ..kernels import hxgen
-from ..kernels.hxgen import PerfConfig, Problem
+from . import hxgen
+from .hxgen import PerfConfig, Problem
 
 FORMAT = "hipexplore.tuning-list"
 VERSION = 1

@@ -31,7 +31,7 @@ from ..compile.cache import CompileCache
 from ..devices import get_device
 from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..errors import BenchmarkError, ConfigError
-from ..kernels import gemm as g
+from . import gemm as g
 from .lists import GemmProblem, default_candidates, transformer_problems
 from .ranking import RESULT_COLUMNS, candidate_rows, choice_table, ranked
 
@@ -94,7 +94,7 @@ def pipeline_plan(cfg_split: int, bufs: dict[str, DeviceBuffer], ws: str) -> lis
 
 def hip_candidate(device: Device, cache: CompileCache, problem: GemmProblem, cfg: g.GemmConfig,
                   rtol: float = DEFAULT_RTOL, seed: int = INPUT_SEED) -> Workload:
-    """A candidate of the HIP/CUDA/host list (``kernels.gemm``) as a workload: its kernels compiled
+    """A candidate of the HIP/CUDA/host list (``tuning.gemm``) as a workload: its kernels compiled
     through ``cache`` and loaded, its buffer sets (inputs drawn from ``seed``), its check."""
     shape = problem.shape
     kernels = {}
