@@ -84,7 +84,7 @@ class FlushMode:
 
     def supported_by(self, device: Any) -> bool:
         """Whether ``device`` can run this flush (what the device declares it can do)."""
-        return not self.icache or bool(getattr(device, "instruction_cache_flush", False))
+        return not self.icache or bool(device.instruction_cache_flush)
 
     def check(self, device: Any) -> None:
         """``UnsupportedOperation`` naming the mode and the device when it cannot run it."""

@@ -98,22 +98,24 @@ def stack(samples: list[pd.DataFrame]) -> pd.DataFrame:
     frame: ``pass_index`` = the unit, chunk ids offset per configuration less its kernel (interleaved
     kernels number their chunks through one sequence within a unit, and must stay apart, and in time
     order, across units too), ``iteration`` counted through per configuration."""
-    parts = []
-    offsets: dict[tuple, int] = {}
-    for k, frame in enumerate(samples):
-        if not len(frame):
-            continue
-        frame = frame.copy()
-        frame["pass_index"] = k
-        for key, idx in frame.groupby(CONFIG[1:], sort=False).groups.items():
-            start = offsets.get(key, 0)
-            chunks = frame.loc[idx, "chunk"].to_numpy()
-            frame.loc[idx, "chunk"] = chunks + start
-            offsets[key] = start + int(chunks.max()) + 1
-        parts.append(frame)
-    merged = pd.concat(parts, ignore_index=True) if parts else samples[0]
-    if len(merged):
-        merged["iteration"] = merged.groupby(CONFIG, sort=False).cumcount().astype(np.int64)
+    parts = [frame.assign(pass_index=np.int64(k)) for k, frame in enumerate(samples) if len(frame)]
+    if not parts:
+        return samples[0]
+    merged = pd.concat(parts, ignore_index=True)
+    codes = merged.groupby(CONFIG[1:], sort=False).ngroup().to_numpy()
+    units = merged["pass_index"].to_numpy()
+    chunk = merged["chunk"].to_numpy(np.int64).copy()
+    offsets = np.zeros(int(codes.max()) + 1, dtype=np.int64)
+    for k in dict.fromkeys(units.tolist()):  # the units in order: each starts where the last one's ids ended
+        rows = units == k
+        here = codes[rows]
+        top = np.full(len(offsets), -1, dtype=np.int64)
+        np.maximum.at(top, here, chunk[rows])
+        chunk[rows] += offsets[here]
+        seen = top >= 0
+        offsets[seen] += top[seen] + 1
+    merged["chunk"] = chunk
+    merged["iteration"] = merged.groupby(CONFIG, sort=False).cumcount().astype(np.int64)
     return merged
 
 
@@ -123,13 +125,19 @@ def unstack(merged: pd.DataFrame) -> dict[int, pd.DataFrame]:
     out: dict[int, pd.DataFrame] = {}
     if not len(merged):
         return out
-    ends: dict[tuple, int] = {}
-    for k, frame in merged.groupby("pass_index", sort=True):
-        frame = frame.copy()
-        for key, idx in frame.groupby(CONFIG[1:], sort=False).groups.items():
-            chunks = frame.loc[idx, "chunk"].to_numpy()
-            frame.loc[idx, "chunk"] = chunks - ends.get(key, 0)
-            ends[key] = int(chunks.max()) + 1
+    codes = merged.groupby(CONFIG[1:], sort=False).ngroup().to_numpy()
+    units = merged["pass_index"].to_numpy()
+    chunk = merged["chunk"].to_numpy(np.int64)
+    ends = np.zeros(int(codes.max()) + 1, dtype=np.int64)
+    for k in sorted(set(units.tolist())):
+        rows = units == k
+        here = codes[rows]
+        top = np.full(len(ends), -1, dtype=np.int64)
+        np.maximum.at(top, here, chunk[rows])
+        frame = merged[rows].copy()
+        frame["chunk"] = chunk[rows] - ends[here]
+        seen = top >= 0
+        ends[seen] = top[seen] + 1
         frame["iteration"] = frame.groupby(CONFIG, sort=False).cumcount().astype(np.int64)
         out[int(k)] = frame.reset_index(drop=True)
     return out

@@ -33,10 +33,15 @@ from .stats import Measurement
 
 def _by_configuration(frame: pd.DataFrame) -> dict[Configuration, pd.DataFrame]:
     """``frame``'s rows per configuration, in the order the configurations first appear."""
-    where: dict[Configuration, list[int]] = {}
-    for i, c in enumerate(Configuration.of_frame(frame) if len(frame) else []):
-        where.setdefault(c, []).append(i)
-    return {c: frame.iloc[idx].reset_index(drop=True) for c, idx in where.items()}
+    if not len(frame):
+        return {}
+    if "timer" not in frame.columns:
+        frame = frame.assign(timer="events")
+    out = {}
+    for key, g in frame.groupby(list(Configuration.COLUMNS), sort=False, dropna=False):
+        out[Configuration(str(key[0]), int(key[1]), str(key[2]), str(key[3]), str(key[4]) if key[4] == key[4] else "events")] = \
+            g.reset_index(drop=True)
+    return out
 
 
 class Record:
