@@ -151,7 +151,7 @@ class Scale:
 
 def full_counts(list_name: str) -> dict[str, dict[str, int]]:
     """role -> kernels and unique kernels of the whole list (no selection), without building requests."""
-    from hipexplore.kernels import hxgen
+    from hipexplore.tuning import hxgen
     from hipexplore.tuning import listfile
 
     spec = listfile.read(list_name)

@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .errors import ConfigError
-from .schema import COLD_REFERENCE, HIT_OUTCOMES, require_columns
+from .schema import COLD_REFERENCE, HIT_OUTCOMES, Configuration, require_columns
 
 #: torch.utils.benchmark warns at these relative-IQR levels; the noise plots draw them.
 IQR_WARN_LEVELS = (0.10, 0.25)
@@ -332,7 +332,7 @@ def plot_bandwidth(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | 
     if data.empty:
         raise ConfigError("summary frame has no bandwidth_gbs values")
     if rotating is not None:
-        key = data["rotating_requested"].astype(str) if "rotating_requested" in data.columns else data["rotating"].astype(str)
+        key = Configuration.rotating_of(data)
         chosen = data[(key == str(rotating)) | (data["flush"] == COLD_REFERENCE)]
         if (chosen["flush"] != COLD_REFERENCE).sum() == 0:
             raise ConfigError(f"summary frame has no rows with rotating={rotating!r}; it holds {sorted(key.unique())}")

@@ -7,7 +7,7 @@ them from here, and docs/ARCHITECTURE.md ("Cache events", "Benchmark frames") do
 
 Files: every parquet file a hipexplore writer produces carries its kind as a schema tag in the
 file's key-value metadata (``hipexplore.schema``: ``samples``, ``summary``, ``events``,
-``tuning``, ``passes``), so a reader recognises it by what its writer said, not by its columns.
+``tuning``, ``passes``, ``units``), so a reader recognises it by what its writer said, not by its columns.
 """
 from __future__ import annotations
 
@@ -67,19 +67,25 @@ CLUSTER_COLUMNS = ("worker", "host", "gpu")
 COLD_REFERENCE = "cold-reference"
 
 # -- one configuration of a sweep -----------------------------------------------------------------
-#: The columns that name one configuration in the sample and summary frames, in ``Configuration``'s
-#: order: the one place the key is spelled out (resume, passes, cluster, grouping, drift use it).
-CONFIGURATION_COLUMNS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
-
-
 class Configuration(NamedTuple):
     """One configuration of a sweep: what one summary row (and its sample rows) measured.
 
     A frozen, ordered value. A ``NamedTuple`` rather than a dataclass so that it *is* the
     (kernel, size, rotating, flush, timer) tuple the frames' rows spell: sets of configurations
-    built from a file and from a ``SweepSpec`` compare and hash alike. ``rotating`` is the count as
-    requested (text: ``"auto"``, ``"4"``: the ``rotating_requested`` column), ``size`` bytes per array.
+    built from a file and from a ``SweepSpec`` compare and hash alike. ``size`` is bytes per array.
     Which configurations a sweep has is ``SweepSpec.configurations()``'s business, not this type's.
+
+    It owns how it is spelled in a frame: ``COLUMNS`` (the one list of the key's columns: resume,
+    units, cluster, grouping, drift and verdicts all use it), the readers ``of`` (a row),
+    ``of_frame`` (every row), ``select`` (a frame's rows of some configurations), ``frame_key``
+    (the key columns of a frame, for joins) and the writer ``columns``.
+
+    The one rotating story: ``rotating`` is the count *as requested* (text: ``"auto"``, ``"4"``),
+    written to the ``rotating_requested`` column, and it is the key: a sweep asked for ``auto`` is
+    resumed, merged and compared as ``auto`` whatever it resolved to. The ``rotating`` column is the
+    number of buffer sets the plan used, an outcome of the measurement like ``median_s``
+    (``rotating_cap_bytes`` says when memory capped it); ``rotating_of`` reads the key of a frame,
+    also from frames that carry only the count.
     """
 
     kernel: str
@@ -88,26 +94,71 @@ class Configuration(NamedTuple):
     flush: str
     timer: str = "events"
 
+    #: the frame columns of the key, in field order
+    COLUMNS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+    #: the frame columns of a cold reference's key: one reference per (kernel, size, timer)
+    REFERENCE_COLUMNS = ("kernel", "size_bytes", "timer")
+
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> "Configuration":
         """The configuration of a sample or summary row (a dict; ``timer`` absent in old files: events)."""
         return cls(str(row["kernel"]), int(row["size_bytes"]), str(row["rotating_requested"]), str(row["flush"]),
                    str(row.get("timer", "events") or "events"))
 
+    @classmethod
+    def of_frame(cls, frame: Any) -> "list[Configuration]":
+        """The configuration of every row of a sample or summary frame, in row order."""
+        timer = frame["timer"] if "timer" in frame.columns else ["events"] * len(frame)
+        return [cls(str(k), int(s), str(r), str(f), str(t) if t == t and t else "events")
+                for k, s, r, f, t in zip(frame["kernel"], frame["size_bytes"], frame["rotating_requested"], frame["flush"],
+                                         timer)]
+
+    @classmethod
+    def in_frame(cls, frame: Any) -> bool:
+        """Whether ``frame`` spells configurations (it has the key's columns; ``timer`` may be missing in old files)."""
+        return set(cls.COLUMNS[:-1]) <= set(frame.columns)
+
+    @classmethod
+    def select(cls, frame: Any, configurations: "Iterable[Configuration]", keep: bool = True) -> Any:
+        """The rows of ``frame`` whose configuration is in ``configurations`` (``keep=False``: the others)."""
+        wanted = set(configurations)
+        if not len(frame):
+            return frame
+        return frame[[(c in wanted) == keep for c in cls.of_frame(frame)]].reset_index(drop=True)
+
+    @classmethod
+    def frame_key(cls, frame: Any, columns: "Iterable[str]" = ()) -> "list[str]":
+        """The key columns ``frame`` has (for a groupby or a join), ``columns`` first."""
+        return [*columns, *(c for c in cls.COLUMNS if c in frame.columns)]
+
+    @staticmethod
+    def rotating_of(frame: Any) -> Any:
+        """The rotating key of every row of ``frame`` (the requested text), the count as text in
+        frames written before requests were recorded."""
+        if "rotating_requested" in frame.columns:
+            return frame["rotating_requested"].astype(str)
+        return frame["rotating"].astype(str)
+
+    def columns(self) -> dict[str, Any]:
+        """The key as frame columns (what a writer puts in a row)."""
+        return dict(zip(self.COLUMNS, self))
+
     @property
     def is_reference(self) -> bool:
         return self.flush == COLD_REFERENCE
 
+    @property
+    def reference_key(self) -> tuple[str, int, str]:
+        """(kernel, size, timer): the cold reference this configuration's bias is measured against."""
+        return (self.kernel, self.size, self.timer)
+
+    def reference(self) -> "Configuration":
+        """The configuration of its cold reference."""
+        return Configuration(self.kernel, self.size, "1", COLD_REFERENCE, self.timer)
+
     def describe(self) -> str:
         """How a message names it: ``size=16384 rotating=auto flush=l2-read`` (+ `` timer=in-kernel``)."""
         return f"size={self.size} rotating={self.rotating} flush={self.flush}" + ("" if self.timer == "events" else f" timer={self.timer}")
-
-
-def configurations_of(frame: Any) -> list[Configuration]:
-    """The configuration of every row of a sample or summary frame, in row order."""
-    timer = frame["timer"] if "timer" in frame.columns else ["events"] * len(frame)
-    return [Configuration(str(k), int(s), str(r), str(f), str(t) if t == t and t else "events")
-            for k, s, r, f, t in zip(frame["kernel"], frame["size_bytes"], frame["rotating_requested"], frame["flush"], timer)]
 
 
 def require_columns(frame: Any, columns: Iterable[str], what: str) -> Any:
@@ -144,7 +195,9 @@ def count_outcomes(outcome: Any) -> dict[str, int]:
 # -- schema tags on parquet files -----------------------------------------------------------------
 SCHEMA_KEY = "hipexplore.schema"
 SAMPLES, SUMMARY, EVENTS, TUNING, PASSES = "samples", "summary", "events", "tuning", "passes"
-SCHEMAS = (SAMPLES, SUMMARY, EVENTS, TUNING, PASSES)
+#: a sweep in units: one summary row per (configuration, unit), ``pass_index`` the unit (FILE.units.parquet)
+UNITS = "units"
+SCHEMAS = (SAMPLES, SUMMARY, EVENTS, TUNING, PASSES, UNITS)
 #: the key under which writers store their provenance JSON
 METADATA_KEY = "hipexplore"
 

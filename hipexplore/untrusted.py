@@ -2,7 +2,7 @@
 with bounds, names kept printable, values shown escaped and cut short.
 
 Why a leaf module (beside errors.py): run files (``bench.readback``), tuning lists
-(``tuning.listfile``), the settings and the names of problems (``kernels.hxgen``,
+(``tuning.listfile``), the settings and the names of problems (``tuning.hxgen``,
 ``tuning.lists``) all read text someone else wrote. Python's own parser is not bounded: it
 recurses once per nesting level (a line nested 100,000 deep ends in a RecursionError traceback),
 refuses an integer of more than 4,300 digits with a ValueError that names

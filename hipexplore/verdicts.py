@@ -48,10 +48,10 @@ import pandas as pd
 from .bench.levels import MIN_UNITS, LevelInterval, independent_units, paired_units, paired_windows, trend
 from .bench.stats import Measurement, ratio_ci
 from .errors import ConfigError
+from .schema import Configuration
 
 DEFAULT_THRESHOLD = 0.02
 VERDICTS = ("faster", "slower", "same", "undecided")
-CONFIG_KEYS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
 _EXACT_MAX = 400  # exact U distribution up to n1 * n2 of this size (no ties)
 
 
@@ -367,7 +367,7 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
                 raise ConfigError(f"{name} kernel {k!r} is not in the run; it holds {have}")
         if base == new:
             raise ConfigError(f"base and new are the same kernel {base!r}")
-        keys = CONFIG_KEYS[1:]
+        keys = Configuration.COLUMNS[1:]
         left = _measurements(samples[samples["kernel"] == base], keys, "run")
         right = _measurements(samples[samples["kernel"] == new], keys, "run")
         fixed = {"base_kernel": base, "new_kernel": new}
@@ -380,7 +380,7 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
             raise ConfigError(f"the runs were measured on different devices (base: {sorted(d1)}, new: {sorted(d2)}); "
                               f"timings of different devices are no A/B comparison (allow_other_device=True / "
                               f"--allow-other-device to compare anyway)")
-        keys = CONFIG_KEYS
+        keys = Configuration.COLUMNS
         left, right = _measurements(s1, keys, "base run"), _measurements(s2, keys, "new run")
         fixed = {}
         metas = (m1, m2)
@@ -501,5 +501,5 @@ def saving_text(row: Mapping[str, Any]) -> str:
             f"({row['ratio'] - 1:+.1%} time, verdict: {row['verdict']})")
 
 
-__all__ = ["CONFIG_KEYS", "DEFAULT_THRESHOLD", "VERDICTS", "check_threshold", "compare", "compare_scenarios",
+__all__ = ["DEFAULT_THRESHOLD", "VERDICTS", "check_threshold", "compare", "compare_scenarios",
            "mann_whitney_u", "pairs", "rule_text", "saving_text", "verdict"]

@@ -16,7 +16,7 @@ Design notes (each one a failure seen elsewhere):
     buffer sets a configuration gets (``bench.rotating.plan`` against the device's LLC and free
     memory, then ``check_iterations``, as ``bench.sweep`` does) disables Run and says why, with a
     button that fixes it; a click anyway shows the same ``ConfigError`` and starts nothing.
-  * Only the flush modes the chosen device supports (``Device.supports_flush``) are offered: the
+  * Only the flush modes the chosen device supports (``bench.flush.FlushMode.supported_by``) are offered: the
     AMD instruction-cache flushes are not listed for the host or an NVIDIA GPU.
 """
 from __future__ import annotations
@@ -80,12 +80,9 @@ def _kernel_choices() -> list[str]:
 
 
 def _flush_choices() -> tuple[str, ...]:
-    try:
-        from .devices.base import FLUSH_MODES
+    from .bench.flush import FLUSH_MODES
 
-        return FLUSH_MODES
-    except Exception:
-        return ("none", "l2-write", "l2-read")
+    return FLUSH_MODES
 
 
 def _as_frame(obj: Any) -> pd.DataFrame | None:
@@ -146,6 +143,8 @@ class SweepPanel:
 
             self._cluster = connect(cluster)
         self._per_worker: dict[str, int] = {}
+        self._seen: dict[str, set] = {}
+        self._progress_hook = False
         devices = _device_choices()
         kernels = _kernel_choices()
         flushes = _flush_choices()
@@ -213,6 +212,7 @@ class SweepPanel:
         """``{"llc", "free", "flush"}`` of device ``name``, or None when it cannot be opened (Run
         then reports why). Opened once per name and closed at once."""
         if name not in self._facts:
+            from .bench.flush import supported_modes
             from .devices import get_device
 
             try:
@@ -223,7 +223,7 @@ class SweepPanel:
             try:
                 self._facts[name] = {
                     "llc": int(dev.llc_bytes), "free": int(dev.memory_info()[0]), "kind": str(dev.kind),
-                    "flush": tuple(m for m in _flush_choices() if dev.supports_flush(m)),
+                    "flush": tuple(m.name for m in supported_modes(dev)),
                 }
             finally:
                 dev.close()
@@ -252,7 +252,9 @@ class SweepPanel:
         self._asked_flush = ()
         left_out = [m for m in _flush_choices() if m not in allowed]
         if facts is not None and left_out:
-            why = "AMD GPU instruction-cache flushes" if all("icache" in m for m in left_out) else "not supported"
+            from .bench.flush import flush_mode
+
+            why = "AMD GPU instruction-cache flushes" if all(flush_mode(m).icache for m in left_out) else "not supported"
             self.flush_hint.value = (f'<span style="color:#666">not on this {html.escape(facts["kind"])} device: '
                                      f'{", ".join(left_out)} ({why})</span>')
         else:
@@ -442,6 +444,8 @@ class SweepPanel:
         self._total = max(1, self.expected_results(params))
         self._done = 0
         self._per_worker = {}
+        self._seen = {}
+        self._progress_hook = False
         self._started = time.perf_counter()
         self.progress.max, self.progress.value, self.progress.bar_style = self._total, 0, ""
         self.status.value = f"running 0/{self._total}"
@@ -479,6 +483,8 @@ class SweepPanel:
 
                 device = params["device"] = get_device(params["device"])
                 params["progress"] = False  # the panel has its own bar
+            if self._runner is None:  # the real sweep: its progress is per (configuration, unit), with the time left
+                params["on_progress"] = self._on_progress
             final = runner(**params, on_result=self._on_result, on_samples=self._on_samples, should_stop=self._stop.is_set)
             samples, summary = split_result(final) if final is not None else (None, None)
             with self._lock:
@@ -513,12 +519,22 @@ class SweepPanel:
             if summary is not None:
                 self._summary.append(summary)
         self._done += 1
-        if isinstance(result, dict) and result.get("worker"):
-            self._per_worker[str(result["worker"])] = self._per_worker.get(str(result["worker"]), 0) + 1
+        if isinstance(result, dict) and result.get("worker"):  # configurations per worker (a row per unit of each)
+            from .schema import Configuration
+
+            self._seen.setdefault(str(result["worker"]), set()).add(Configuration.of(result))
+            self._per_worker = {w: len(cs) for w, cs in self._seen.items()}
             self.cluster_info.value = self._cluster_html()
-        self.progress.value = min(self._done, self.progress.max)
-        self.status.value = f"running {self._done}/{self._total} ({time.perf_counter() - self._started:.1f} s)"
+        if not self._progress_hook:
+            self.progress.value = min(self._done, self.progress.max)
+            self.status.value = f"running {self._done}/{self._total} ({time.perf_counter() - self._started:.1f} s)"
         self._redraw()
+
+    def _on_progress(self, state: Any) -> None:
+        """The sweep's own count, per (configuration, unit), with the time left."""
+        self._progress_hook = True
+        self.progress.max, self.progress.value = max(1, state.total), min(state.done, max(1, state.total))
+        self.status.value = f"running {state.text()}"
 
     def _redraw(self) -> None:
         """Re-render the plots from the summary rows so far: relative IQR and bias against the

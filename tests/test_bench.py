@@ -716,11 +716,10 @@ def test_verify_restores_set_0_and_refuses_a_small_numerical_error(dev, tmp_path
 
 
 class _ClaimsInlineIcache(_Allocs):
-    """The real host device claiming the HIP-only inline-icache mode (it is a source transform of
-    the kernel under test, so there is no separate flush to prepare)."""
+    """The real host device claiming the HIP-only instruction-cache flush (inline-icache is a source
+    transform of the kernel under test, so there is no separate flush to prepare)."""
 
-    def supports_flush(self, mode: str) -> bool:
-        return mode == "inline-icache" or super().supports_flush(mode)
+    instruction_cache_flush = True
 
 
 def test_flush_factors_are_checked_and_flushers_free_their_buffers(dev) -> None:

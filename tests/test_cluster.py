@@ -61,7 +61,7 @@ def test_every_configuration_once_by_both_workers(cluster, tmp_path):
     assert (res.summary.groupby("size_bytes")["worker"].nunique() == 1).all()
     assert set(res.summary["gpu"]) == {"0", "1"}  # pinned, one ordinal per worker
     assert res.summary["bias"].notna().all()
-    assert len(seen) == 12
+    assert set(res.summary["passes"]) == {3} and len(seen) == 12 * 3  # every configuration in its 3 units, each reported
     on_disk = pd.read_parquet(tmp_path / "s.summary.parquet")
     assert configs(on_disk) == want and set(on_disk["worker"]) == set(res.summary["worker"])
     samples = pd.read_parquet(out)
@@ -81,17 +81,18 @@ def test_resume_submits_only_missing_groups(cluster, tmp_path):
                        hooks=hx.bench.SweepHooks(on_result=lambda r: stop_after.__setitem__("n", stop_after["n"] + 1),
                                                  should_stop=should_stop))
     assert res1.stopped and 3 <= len(res1.summary) < 12
-    first = pd.read_parquet(tmp_path / "r.summary.parquet")
-    before = {tuple(r) for r in first[KEYS + ["median_s"]].astype(str).to_numpy().tolist()}
-    done_sizes = set(first["size_bytes"])
+    units = pd.read_parquet(tmp_path / "r.units.parquet")  # the (configuration, unit)s the first run finished
+    kept = {(int(s), int(k)) for (s, k), g in units.groupby(["size_bytes", "pass_index"]) if len(g) == 3}  # whole group units
+    first_samples = pd.read_parquet(out)
     started_before = len(cluster.get_events("hipexplore.sweep"))
     res2 = run_cluster(spec, cluster, device="host", out=out)
-    assert len(configs(res2.summary)) == 12 and len(set(configs(res2.summary))) == 12
-    after = {tuple(r) for r in res2.summary[KEYS + ["median_s"]].astype(str).to_numpy().tolist()}
-    assert before <= after  # finished rows kept as measured
+    assert len(configs(res2.summary)) == 12 and len(set(configs(res2.summary))) == 12 and set(res2.summary["passes"]) == {3}
+    for size, unit in kept:  # finished units kept as measured
+        pick = lambda f: f[(f["size_bytes"] == size) & (f["pass_index"] == unit)]["time_s"].tolist()  # noqa: E731
+        assert pick(res2.samples) == pick(first_samples)
     new_starts = [m for _t, m in cluster.get_events("hipexplore.sweep")[started_before:] if m.get("state") == "started"]
-    started_sizes = {int(m["group"].split("-")[-1]) for m in new_starts}
-    assert not (started_sizes & done_sizes) and len(new_starts) == 4 - len(done_sizes)
+    started = {(int(m["group"].split("-")[-2]), int(m["group"].split("-")[-1][1:])) for m in new_starts}
+    assert not (started & kept) and len(new_starts) == 4 * 3 - len(kept)  # only the missing units of each group
 
 
 def test_resume_refuses_other_settings(cluster, tmp_path):
@@ -326,7 +327,7 @@ def test_resume_refuses_rows_of_another_device_kind(cluster, tmp_path):
     meta = json.loads((tmp_path / "d.meta.json").read_text())
     write_parquet(summary.assign(device_name="NVIDIA H200"), tmp_path / "d.summary.parquet", SUMMARY, meta)
     before = (tmp_path / "d.summary.parquet").read_bytes()
-    with pytest.raises(ConfigError, match=r"cannot resume .*\['NVIDIA H200'\], the workers measure on"):
+    with pytest.raises(ConfigError, match=r"cannot resume .*\['NVIDIA H200'\], not "):
         run_cluster(small_spec(("16KiB", "32KiB")), cluster, device="host", out=out)
     assert (tmp_path / "d.summary.parquet").read_bytes() == before  # nothing lost
 
@@ -493,3 +494,22 @@ def test_cluster_ideal_tasks_are_shaped_like_the_cache_passes():
         assert all(set(u) <= set(p) for u, p in zip(uniq, [p for p in parts if set(p) & set(flat)]))
         assert len(uniq) <= len(parts)
     assert len(_unique_parts(tlist, "candidate")) < tlist.unique_kernels  # grouped, not one task per kernel
+
+
+def test_a_cluster_run_has_the_units_of_a_local_run(cluster, tmp_path):
+    """A cluster run is an ordinary sweep whose units run on the workers: the same units planned,
+    the same unit counts per configuration, the same samples per unit as the one-device run."""
+    from hipexplore.bench.run import run
+    from hipexplore.devices import get_device
+
+    spec = small_spec(("16KiB", "32KiB"))
+    local = run(spec, get_device("host"), progress=False)
+    remote = run_cluster(spec, cluster, device="host", out=tmp_path / "u.parquet")
+    assert local.metadata["sweep.units_planned"] == remote.metadata["sweep.units_planned"] == "3"
+    assert remote.metadata["sweep.unit_location"] == "cluster"
+    passes = lambda r: r.summary.set_index(KEYS)["passes"].sort_index()  # noqa: E731
+    pd.testing.assert_series_equal(passes(local), passes(remote))
+    per_unit = lambda r: r.samples.groupby([*KEYS, "pass_index"]).size().sort_index()  # noqa: E731
+    pd.testing.assert_series_equal(per_unit(local), per_unit(remote))
+    units = pd.read_parquet(tmp_path / "u.units.parquet")
+    assert len(units) == len(spec.configurations()) * 3 and (units.groupby("size_bytes")["worker"].nunique() == 1).all()

@@ -16,7 +16,7 @@ from hipexplore.bench.spec import SweepSpec, options
 from hipexplore.bench.sweep import sweep
 from hipexplore.bench.timing import WARMUP_S, TimingOptions
 from hipexplore.errors import ConfigError
-from hipexplore.schema import COLD_REFERENCE, Configuration, configurations_of
+from hipexplore.schema import COLD_REFERENCE, Configuration
 
 
 def test_configurations_own_the_inline_icache_rule_so_the_total_is_what_is_measured():
@@ -39,7 +39,7 @@ def test_a_configuration_is_the_tuple_a_row_spells():
     import pandas as pd
 
     frame = pd.DataFrame([{"kernel": "triad", "size_bytes": 4096, "rotating_requested": "auto", "flush": "l2-read"}])
-    assert configurations_of(frame) == [c]  # an old file without a timer column: events
+    assert Configuration.of_frame(frame) == [c]  # an old file without a timer column: events
     assert c.describe() == "size=4096 rotating=auto flush=l2-read" and "timer=in-kernel" in c._replace(timer="in-kernel").describe()
     assert sorted([c._replace(size=8192), c]) == [c, c._replace(size=8192)]  # ordered
 

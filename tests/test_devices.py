@@ -451,11 +451,14 @@ def test_gpu_index_checks_flush_modes_and_runtime_errors() -> None:
             check("CUDA", 2, bad, "none")
     cuda_like = type("CudaLike", (GpuDeviceBase,), {"kind": "cuda"})()
     hip_like = type("HipLike", (GpuDeviceBase,), {"kind": "hip"})()
-    for mode in ("none", "l2-write", "l2-read"):
-        assert cuda_like.supports_flush(mode) and hip_like.supports_flush(mode)
-    for mode in ("icache", "inline-icache"):
-        assert not cuda_like.supports_flush(mode) and hip_like.supports_flush(mode)
-    assert not hip_like.supports_flush("l3-write")
+    from hipexplore.bench.flush import flush_mode
+
+    for mode in map(flush_mode, ("none", "l2-write", "l2-read")):
+        assert mode.supported_by(cuda_like) and mode.supported_by(hip_like)
+    for mode in map(flush_mode, ("icache", "inline-icache")):
+        assert not mode.supported_by(cuda_like) and mode.supported_by(hip_like)
+    with pytest.raises(ConfigError, match="'l3-write' is unknown"):
+        flush_mode("l3-write")
     # real hip-python results: (hipErrorNoDevice, 0) from hipGetDeviceCount, (hipSuccess, version)
     hip = _hip_or_missing()
     with pytest.raises(DeviceError, match=r"^hipGetDeviceCount failed: hipErrorNoDevice \(100\)$"):

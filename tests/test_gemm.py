@@ -8,7 +8,7 @@ import pytest
 from elfcheck import assert_amdgpu_code_object, assert_cubin
 from hipexplore.compile.registry import get_compiler
 from hipexplore.errors import ConfigError
-from hipexplore.kernels import gemm as g
+from hipexplore.tuning import gemm as g
 
 # fp32 accumulation over K <= 300 terms of size ~1: far under 1e-5 relative in practice
 RTOL = 2e-5

@@ -27,7 +27,7 @@ def cuda():
 
 def test_triton_candidates_check_and_time(cuda):
     from hipexplore.tuning.lists import select_problems
-    from hipexplore.tuning.triton_device import benchmark_triton_candidates
+    from hipexplore.tuning.triton_workload import benchmark_triton_candidates
     from hipexplore.tuning.triton_list import default_candidates
 
     carried = ".triton_cubins" if os.path.isdir(".triton_cubins") else None

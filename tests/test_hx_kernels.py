@@ -1,4 +1,4 @@
-"""The kernels of the real-model tuning lists (kernels/hxgen.py): the generated GPU text compiles
+"""The kernels of the real-model tuning lists (tuning/hxgen.py): the generated GPU text compiles
 with hiprtc and NVRTC (ELF checked), the Triton twins compile, the host C twins compute what numpy
 computes for every epilogue, and (on a GPU) the generated CUDA text does too."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 
 from elfcheck import assert_amdgpu_code_object, assert_cubin
 from hipexplore.errors import ConfigError
-from hipexplore.kernels import hxgen as g
-from hipexplore.kernels import hxrun
+from hipexplore.tuning import hxgen as g
+from hipexplore.tuning import hxrun
 
 
 def _compiler(name: str):

@@ -143,12 +143,13 @@ def test_a_finished_multi_pass_file_resumes_as_done_and_refuses_another_pass_cou
 
 def pass_in_worker(one, dev, *, hooks, run_id, done, metadata, pad=0):
     """One pass as the sweep runs it on a GPU: one unit in a worker process of its own
-    (``bench.run.measure_unit``), recorded into ``metadata`` (the sweep's)."""
-    from hipexplore.bench.recorder import Recorder
-    from hipexplore.bench.run import WORKER, measure_unit
+    (``bench.executors.WorkerExecutor``), recorded into ``metadata`` (the sweep's)."""
+    from hipexplore.bench.executors import UnitRun, WorkerExecutor
+    from hipexplore.bench.record import Collector
+    from hipexplore.bench.units import UnitJob
 
-    unit = Recorder(metadata, hooks=hooks, write=False)
-    stopped = measure_unit(one, dev, unit, where=WORKER, run_id=run_id, done=done, pad_bytes=pad)
+    unit = Collector(metadata, hooks=hooks)
+    stopped = WorkerExecutor(dev).run_unit(UnitRun(UnitJob(one, 0, frozenset(done)), run_id, pad_bytes=pad), unit)
     return unit.result(stopped)
 
 

@@ -19,7 +19,9 @@ import textwrap
 import pandas as pd
 import pytest
 
-from hipexplore.schema import CONFIGURATION_COLUMNS
+from hipexplore.schema import Configuration
+
+CONFIGURATION_COLUMNS = Configuration.COLUMNS
 
 #: the real CLI, with the results writer's Nth call (samples, summary alternate) followed by SIGKILL
 KILLER = textwrap.dedent("""

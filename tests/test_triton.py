@@ -212,7 +212,7 @@ def test_gfx942_evidence_resources_and_disassembly_diff():
     from hipexplore.compile.cache import CompileCache
     from hipexplore.tuning.amd_evidence import disassembly_diff, instruction_mix, resource_table
     from hipexplore.tuning.lists import GemmProblem
-    from hipexplore.kernels.gemm import GemmShape
+    from hipexplore.tuning.gemm import GemmShape
     from hipexplore.tuning.triton_list import TritonConfig, role_request
 
     compiler = require_compiler("triton")
@@ -258,9 +258,9 @@ def test_carried_cubins_round_trip(tmp_path):
     """export_cubins writes what load_carried finds by the request alone: the same cubin and the
     launch metadata the H200 script needs when it cannot compile (or uses another Triton)."""
     from hipexplore.compile.cache import CompileCache
-    from hipexplore.kernels.gemm import GemmShape
+    from hipexplore.tuning.gemm import GemmShape
     from hipexplore.tuning.lists import GemmProblem
-    from hipexplore.tuning.triton_device import export_cubins, load_carried, request_digest
+    from hipexplore.tuning.triton_workload import export_cubins, load_carried, request_digest
     from hipexplore.tuning.triton_list import TritonConfig, role_request, roles_for
 
     compiler = require_compiler("triton")

@@ -11,7 +11,7 @@ from hipexplore.cli import main
 from hipexplore.compile.cache import CompileCache
 from hipexplore.compile.registry import get_compiler
 from hipexplore.errors import ConfigError
-from hipexplore.kernels.gemm import GemmShape
+from hipexplore.tuning.gemm import GemmShape
 from hipexplore.tuning.lists import (
     GemmProblem,
     build_list,

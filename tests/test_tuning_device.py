@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from hipexplore.errors import BenchmarkError, ConfigError
-from hipexplore.kernels.gemm import GemmConfig
-from hipexplore.tuning.device import RESULT_COLUMNS, benchmark_candidates, check_on_device, choice_table
+from hipexplore.tuning.gemm import GemmConfig
+from hipexplore.tuning.ranking import RESULT_COLUMNS, choice_table
+from hipexplore.tuning.workload import benchmark_candidates, check_on_device
 from hipexplore.tuning.lists import transformer_problems
 
 CANDS = (GemmConfig(16, 16, 8, 2, 2, split=1, unroll=2), GemmConfig(16, 16, 8, 2, 2, split=3, unroll=2))

@@ -11,7 +11,7 @@ import pytest
 
 from hipexplore.cli import main
 from hipexplore.errors import ConfigError
-from hipexplore.kernels import hxgen
+from hipexplore.tuning import hxgen
 from hipexplore.tuning import generate, listfile
 from hipexplore.tuning.models import MODELS, resnet50_convs
 

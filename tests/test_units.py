@@ -210,8 +210,8 @@ def test_extra_units_go_to_the_configurations_whose_units_disagree(axpy) -> None
 
 
 def test_a_sweep_in_units_stopped_part_way_keeps_finished_units_and_resume_measures_the_rest(axpy, tmp_path) -> None:
-    """A stopped sweep writes the merge of its finished units; a configuration recorded with fewer units than planned
-    is measured again whole on resume, so no row stands on fewer units than the spec plans."""
+    """A stopped sweep has written every (configuration, unit) it finished; resume measures only the
+    missing units, so every row ends on the units the spec plans, each measured once."""
     from hipexplore.bench.io import output_paths
 
     out = tmp_path / "u.parquet"
@@ -221,11 +221,17 @@ def test_a_sweep_in_units_stopped_part_way_keeps_finished_units_and_resume_measu
                 should_stop=lambda: len(seen) >= 3, **kw)  # stops inside the second unit
     assert res.stopped
     on_disk = pd.read_parquet(output_paths(out)[1])
-    assert len(on_disk) == 2 and set(on_disk["passes"]) == {1}  # unit 0 of both configurations, written
-    again = sweep(["ax_a"], ["64KiB", "256KiB"], [1], ["none"], **kw)
+    # unit 0 of both configurations and unit 1 of the first, written as each finished
+    assert on_disk.set_index("size_bytes")["passes"].to_dict() == {65536: 2, 262144: 1}
+    kept = pd.read_parquet(out)
+    again = sweep(["ax_a"], ["64KiB", "256KiB"], [1], ["none"], on_result=seen.append, **kw)
     assert not again.stopped and set(again.summary["passes"]) == {3}
     assert set(again.samples["pass_index"]) == {0, 1, 2}
     assert not again.samples.duplicated(["size_bytes", "pass_index", "iteration", "chunk", "position"]).any()
+    assert len(seen) == 3 + 3  # the resumed run measured the three missing (configuration, unit)s only
+    for (size, unit), g in kept.groupby(["size_bytes", "pass_index"]):  # the kept units, as they were measured
+        now = again.samples[(again.samples["size_bytes"] == size) & (again.samples["pass_index"] == unit)]
+        assert list(now["time_s"]) == list(g["time_s"])
 
 
 def test_unit_workers_draw_each_input_layout_once_between_them(tmp_path) -> None:

@@ -151,7 +151,8 @@ def test_run_on_the_host_fills_progress_plots_and_frames():
     assert set(summary["flush"]) >= {"none", "l2-read"}
     assert set(summary.loc[summary["flush"] != "cold-reference", "rotating"]) == {1, 2}
     assert (samples["device"] == "host:0").all() and len(samples) >= 4 * 8
-    assert panel.progress.value == panel.progress.max == 5  # 4 settings + the cold reference
+    # 4 settings + the cold reference, each in its 3 units: the bar counts (configuration, unit)s
+    assert panel.progress.value == panel.progress.max == 5 * 3
     assert panel.progress.bar_style == "success" and panel.status.value.startswith("done")
     assert bytes(panel.noise_image.value).startswith(b"\x89PNG") and bytes(panel.detail_image.value).startswith(b"\x89PNG")
     assert panel.errors.value == ""
@@ -250,27 +251,25 @@ def test_the_panel_blocks_exactly_what_the_sweep_refuses(monkeypatch):
 
 class _AmdLikeHost:
     """Stands in for an AMD GPU in the device list: the real host device claiming the AMD-only
-    instruction-cache flushes (``supports_flush`` is what the panel asks)."""
+    instruction-cache flushes (``instruction_cache_flush``: what the flush modes ask of a device)."""
 
     def __new__(cls, *args, **kwargs):
         from hipexplore.devices.host import HostDevice
 
         class Claims(HostDevice):
             kind = "hip"
-
-            def supports_flush(self, mode: str) -> bool:
-                return mode in ("icache", "inline-icache") or super().supports_flush(mode)
+            instruction_cache_flush = True
 
         return Claims()
 
 
 def test_only_the_flush_modes_of_the_chosen_device_are_offered(monkeypatch):
     import hipexplore.devices as devices
-    from hipexplore.devices.base import FLUSH_MODES
+    from hipexplore.bench.flush import FLUSH_MODES, flush_mode
     from hipexplore.devices.host import HostDevice
 
     host = HostDevice()
-    on_host = tuple(m for m in FLUSH_MODES if host.supports_flush(m))
+    on_host = tuple(m for m in FLUSH_MODES if flush_mode(m).supported_by(host))
     assert "icache" not in on_host and "inline-icache" not in on_host
     panel = small_panel(flush=("none", "icache", "l2-read"))
     assert tuple(panel.flush.options) == on_host

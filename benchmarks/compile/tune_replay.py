@@ -177,7 +177,8 @@ def device_main(args: argparse.Namespace, command: str) -> int:
     """Item 4: check the GEMM family on a device against numpy, then time every candidate's
     pipeline under each rotating count and flush mode and say whether the pick changes."""
     from hipexplore.devices import get_device
-    from hipexplore.tuning.device import benchmark_candidates, check_on_device, choice_table
+    from hipexplore.tuning.ranking import choice_table
+    from hipexplore.tuning.workload import benchmark_candidates, check_on_device
     from hipexplore.tuning.lists import default_candidates
 
     out = Path(args.out)

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = select_problems(args.problems)
     cands = default_candidates()[: args.limit] if args.limit else default_candidates()
     if args.export:
-        from hipexplore.tuning.triton_device import export_cubins
+        from hipexplore.tuning.triton_workload import export_cubins
 
         t0 = time.time()
         n = export_cubins(args.export, "sm_90", problems, cands)
@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cubins and not Path(args.cubins).is_dir():
         raise ConfigError(f"--cubins {args.cubins!r} is not a directory (make it with --export)")
     from hipexplore.devices import get_device
-    from hipexplore.tuning.device import choice_table
-    from hipexplore.tuning.triton_device import benchmark_triton_candidates
+    from hipexplore.tuning.ranking import choice_table
+    from hipexplore.tuning.triton_workload import benchmark_triton_candidates
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

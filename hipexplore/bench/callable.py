@@ -139,6 +139,8 @@ class _Call:
         self.make_args = make_args
         self.fn = fn
         self.reference = reference
+        self.output: Callable[[Any], Any] | None = None
+        self.check: Callable[[Any], float] | None = None
 
     def run(self, args: Any, stream: Any) -> None:
         self.work.run(args, stream)
@@ -158,14 +160,15 @@ def callable_kernel(fn: Callable[..., Any], make_args: Callable[[int, int], Any]
                     name: str | None = None, stream: str = "arg", element_dtype: str = "float32",
                     flops_per_launch: int | str = 0, reference: Callable[..., Any] | None = None,
                     output: Callable[[Any], Any] | None = None, rtol: float = 1e-5, atol: float = 1e-6,
-                    register_it: bool = True) -> KernelSpec:
+                    register_it: bool = True, check: Callable[[Any], float] | None = None) -> KernelSpec:
     """A sweepable kernel from a callable (see the module docstring).
 
     ``make_args(n, i)``: the arguments of buffer set ``i`` for ``n`` elements (sizes map to ``n``
     through ``element_dtype`` as for kernels). ``bytes_per_launch``: an int, an expression in n, or
     a function of n (the traffic, also the rotating-set size). The output check: ``reference(args)``
     returns the expected array and ``output(args)`` picks what the callable wrote (default: the
-    last argument), compared after the first launch of each configuration.
+    last argument), compared after the first launch of each configuration; or ``check(args)``, a
+    check of its own that returns the error (``BenchmarkError`` when it is wrong).
     """
     if not callable(fn) or not callable(make_args):
         raise ConfigError(f"callable_kernel needs a callable fn and make_args(n, i); got {fn!r}, {make_args!r}")
@@ -185,7 +188,7 @@ def callable_kernel(fn: Callable[..., Any], make_args: Callable[[int, int], Any]
     spec = KernelSpec(name=label, entry=label, args=(), geometry=lambda n, dev: ((1, 1, 1), (1, 1, 1)),
                       element_dtype=element_dtype, bytes_per_launch=bpl, flops_per_launch=_NExpr(flops_per_launch, "flops_per_launch"),
                       description=f"Python callable {label}", call=call, check_rtol=rtol, check_atol=atol)
-    call.output = output  # type: ignore[attr-defined]
+    call.output, call.check = output, check
     if register_it:
         catalog.register(spec, replace=True)
     return spec
@@ -196,11 +199,14 @@ def check_callable(device: Any, spec: KernelSpec, sets: CallableSets, *, config:
     from .check import compare
 
     call = spec.call
-    if call.reference is None:
+    own = call.check
+    if call.reference is None and own is None:
         return float("nan")
     device.launch(call, (1, 1, 1), (1, 1, 1), sets.args[0])
     device.synchronize()
     values = sets.args[0].values
+    if own is not None:
+        return float(own(values))
     seq = values if isinstance(values, (tuple, list)) else (values,)
     got = call.output(values) if call.output is not None else seq[-1]
     return compare(config, "output", _to_numpy(got), _to_numpy(call.reference(values)), rtol=spec.check_rtol, atol=spec.check_atol)

@@ -1,153 +1,38 @@
-"""A sweep spread over Dask workers, one worker process per GPU.
+"""Sweeps on a Dask cluster, one worker process per GPU: connecting, pinning, and the front.
 
 Why Dask and why this shape: a sweep over kernels x sizes x rotating counts x flush modes takes
 minutes per device; notebooks already speak Dask (``LocalCluster``, a scheduler address, its
-dashboard), so no scheduler is written here. The unit of work is one (kernel, size) *group*: the
-cold reference of a (kernel, size) is taken in parts through its configurations and every bias in
-the group is measured against it, so a group runs whole on one worker (configurations are never
-split across devices, and a bias never compares two GPUs). Each group is a sub-``SweepSpec``
-(``kernels=(k,)``, ``sizes=(s,)``) measured on the worker as one unit (``bench.sweeprun.SweepRun``).
+dashboard), so no scheduler is written here. A cluster run is an ordinary sweep
+(``bench.orchestrator``: resume, units, files, progress) whose units run on the workers
+(``bench.dask_executor.DaskExecutor``): the unit of work is one unit of one (kernel, size) group.
 
 Pinning: ``local:N`` starts N worker processes, each with ``CUDA_VISIBLE_DEVICES`` /
 ``HIP_VISIBLE_DEVICES`` / ``ROCR_VISIBLE_DEVICES`` set to its own ordinal before the process
 starts, plus the ``PinDevices`` worker plugin (which also pins workers of an external cluster by
 their names, when they were not started pinned). Every worker advertises the resource ``GPU=1``
-and every group asks for it, so two groups never time on one GPU at once.
+and every unit asks for it, so two units never time on one GPU at once.
 
-Results stream back as groups finish: the frames gain ``worker``, ``host`` and ``gpu`` (the
-visible-device ordinal the worker was pinned to) and ``--out`` is rewritten after each group.
-Resume: groups whose configurations are all in the out file are not submitted; a partially
-finished group (an interrupted single-device run) is measured again whole and only its missing
-configurations are added, so no finished row is lost.
-
-Failures: a worker that dies mid-group loses only that group. Dask reschedules it (the scheduler's
-``allowed-failures``); a ``KilledWorker`` is caught here and the group resubmitted; a retry is
-charged only to a group that had started on a worker (groups waiting in a dying worker's queue
-never ran), at most ``retries`` of them. Every re-run is reported (``SweepResult.metadata['cluster.reruns']`` and the
-rows' ``warning``); groups that never finished are listed in ``cluster.failed``. The run never
-hangs: no result for ``stall_s`` seconds, or no worker for ``no_workers_s``, ends it with what
-finished written.
+Results stream back as units finish: the frames gain ``worker``, ``host`` and ``gpu`` (the
+visible-device ordinal the worker was pinned to) and ``--out`` is rewritten after each
+(configuration, unit). Resume is a one-device run's: what the out file holds is not measured again.
 """
 from __future__ import annotations
 
-import json
 import os
-import socket
-import time
 import uuid
-from dataclasses import replace
 from typing import Any, Iterator, Sequence
 
 import pandas as pd
 
 from ..errors import BenchmarkError, ConfigError
-from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration, configurations_of
+from ..schema import CLUSTER_COLUMNS, SUMMARY_COLUMNS
 # the connection functions (local:N over TLS, addresses, device pinning) live in dask_connect.py, by name here too
-from .dask_connect import VISIBLE_DEVICE_VARS, Connection, PinDevices, connect, local_cluster, parse_cluster  # noqa: F401
-from .io import check_resume, output_paths, previous_results
-from .recorder import Recorder
+from .dask_connect import VISIBLE_DEVICE_VARS, Connection, PinDevices, _distributed, connect, local_cluster, parse_cluster  # noqa: F401
+from .dask_executor import DaskExecutor, expected_keys, gpu_workers, groups_of  # noqa: F401
 from .result import SweepHooks, SweepResult
 from .spec import SweepSpec
 
-TASK_PREFIX = "hipexplore-sweep"
-EVENT_TOPIC = "hipexplore.sweep"
-
-
-def _distributed() -> Any:
-    try:
-        import distributed
-    except ImportError as exc:  # pragma: no cover - the extra is installed by the dev set-up
-        raise ConfigError("cluster runs need Dask distributed: pip install 'hipexplore[cluster]'") from exc
-    return distributed
-
-
-# ----------------------------------------------------------------------------- workers
-def _pinned() -> str:
-    for var in VISIBLE_DEVICE_VARS:
-        if os.environ.get(var):
-            return os.environ[var]
-    return ""
-
-
-def gpu_workers(client: Any) -> list[str]:
-    """Addresses of the workers advertising ``GPU`` >= 1; a ConfigError when there are none."""
-    workers = client.scheduler_info().get("workers", {})
-    ok = [a for a, w in workers.items() if float((w.get("resources") or {}).get("GPU", 0)) >= 1]
-    if not ok:
-        raise ConfigError(f"the cluster at {client.scheduler.address} has {len(workers)} worker(s) and none advertises the "
-                          f"resource GPU=1; start one worker per GPU: CUDA_VISIBLE_DEVICES=i dask worker ADDRESS "
-                          f"--nthreads 1 --resources GPU=1")
-    return ok
-
-
-# ----------------------------------------------------------------------------- the task
-_DEVICES: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
-
-
-def measure_group(spec: SweepSpec, device: str, device_options: dict[str, Any], run_id: str, group: str,
-                  attempt: int = 1) -> dict[str, Any]:
-    """On a worker: measure one (kernel, size) sub-spec as one unit; the frames gain worker, host and
-    gpu. The ``started`` event it logs first is what lets the coordinator charge a retry only to a
-    group that actually ran (``attempt``: which submission of the group this is)."""
-    from .recorder import Recorder
-    from .sweeprun import SweepRun
-
-    distributed = _distributed()
-    worker = distributed.get_worker()
-    worker.log_event(EVENT_TOPIC, {"group": group, "attempt": int(attempt), "worker": worker.address, "state": "started",
-                                   "pid": os.getpid()})
-    from ..provenance import collect
-
-    device_name(device, device_options)  # one device object per worker process: its context and cache stay warm
-    dev = _DEVICES[(device, tuple(sorted(device_options.items())))]
-    unit = Recorder(collect(dev, None), write=False)
-    SweepRun(spec, dev, unit, run_id=run_id).measure()
-    res = unit.result()
-    ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
-    meta = {k: v for k, v in res.metadata.items() if k.startswith(("device.", "verify.", "warmup.", "flush.", "telemetry."))}
-    return {"samples": res.samples.assign(**ident), "summary": res.summary.assign(**ident), "metadata": meta, **ident}
-
-
-# ----------------------------------------------------------------------------- the coordinator
-def groups_of(spec: SweepSpec) -> list[SweepSpec]:
-    """One sub-spec per (kernel, size), in the spec's order; per size (every kernel together) when
-    the spec interleaves its kernels (their alternating turns must stay on one device)."""
-    if getattr(spec, "interleave", False):
-        return [replace(spec, sizes=(s,)) for s in spec.sizes]
-    return [replace(spec, kernels=(k,), sizes=(s,)) for k in spec.kernels for s in spec.sizes]
-
-
-def expected_keys(sub: SweepSpec) -> set[Configuration]:
-    """Every configuration a sub-spec's run produces (``SweepSpec.configurations()``)."""
-    return set(sub.configurations())
-
-
-def _started(client: Any) -> dict[str, set[int]]:
-    """group -> the attempts of it that started on a worker, from the workers' logged events."""
-    out: dict[str, set[int]] = {}
-    try:
-        events = client.get_events(EVENT_TOPIC)
-    except Exception:  # noqa: BLE001 - the scheduler went away: no knowledge, no report
-        return out
-    for _t, msg in events:
-        if isinstance(msg, dict) and msg.get("state") == "started":
-            out.setdefault(str(msg["group"]), set()).add(int(msg.get("attempt", 1)))
-    return out
-
-
-def _starts(client: Any) -> dict[str, list[str]]:
-    """group -> workers that started it (any attempt), in the order they did."""
-    out: dict[str, list[str]] = {}
-    try:
-        events = client.get_events(EVENT_TOPIC)
-    except Exception:  # noqa: BLE001
-        return out
-    for _t, msg in events:
-        if isinstance(msg, dict) and msg.get("state") == "started":
-            out.setdefault(str(msg["group"]), []).append(str(msg["worker"]))
-    return out
-
-
+# ----------------------------------------------------------------------------- the front
 def run_cluster(
     spec: SweepSpec,
     cluster: Any,
@@ -164,57 +49,16 @@ def run_cluster(
     no_workers_s: float = 60.0,
     progress: bool = False,
 ) -> SweepResult:
-    """Measure ``spec`` on the workers of ``cluster`` (see the module docstring)."""
-    _check_arguments(spec, device, retries)
-    from ..provenance import collect
+    """Measure ``spec`` on the workers of ``cluster`` (module docstring; ``bench.dask_executor``)."""
+    from .orchestrator import Orchestrator
 
-    paths = output_paths(out) if out is not None else None
-    previous = previous_results(paths, resume)
-    if paths is not None and previous.metadata:
-        check_resume(str(paths[0]), previous, spec.measurement())
-    run_id = run_id or previous.run_id or uuid.uuid4().hex[:12]
-    metadata = collect(None, command)
-    metadata.update({**spec.record(), "run_id": run_id, "cluster.device": device,
-                     "timing.method": "per-configuration on one pinned worker per GPU (bench.cluster); see each device's method"})
-    rec = Recorder(metadata, previous=previous.with_cluster_columns(), paths=paths, hooks=hooks,
-                   columns=([*SAMPLE_COLUMNS, *CLUSTER_COLUMNS], [*SUMMARY_COLUMNS, *CLUSTER_COLUMNS]))
-    todo = [(i, g) for i, g in enumerate(groups_of(spec)) if not expected_keys(g) <= previous.done]
-    _check_local_gpus(cluster, device)
-    conn = connect(cluster)
-    try:
-        gpu_workers(conn.client)
-        metadata["cluster.scheduler"] = str(conn.client.scheduler.address)
-        metadata["cluster.dashboard"] = str(conn.client.dashboard_link or "")
-        if previous.done:  # finished rows are kept only when the workers measure the same device kind
-            _check_devices(conn.client, str(paths[0]), rec.rows, device, dict(device_options or {}))  # type: ignore[index]
-        coordinator = _Coordinator(conn.client, rec, set(previous.done), device, dict(device_options or {}), run_id,
-                                   retries=retries, stall_s=stall_s, no_workers_s=no_workers_s)
-        stopped = coordinator.run(todo)
-        metadata["cluster.reruns"] = json.dumps(coordinator.reruns)
-        metadata["cluster.failed"] = json.dumps(coordinator.failed)
-        metadata["cluster.workers"] = ",".join(sorted({str(r["worker"]) for r in rec.rows if r.get("worker")}))
-        rec.write()
-    finally:
-        conn.close()
-    result = rec.result(stopped)
-    if coordinator.failed and not stopped:
-        result.metadata["cluster.incomplete"] = f"{len(coordinator.failed)} group(s) did not finish: " + \
-            "; ".join(f"{f['group']} ({f['error']})" for f in coordinator.failed)
-    return result
-
-
-def _check_arguments(spec: SweepSpec, device: Any, retries: Any) -> None:
     if not isinstance(spec, SweepSpec):
         raise ConfigError(f"run_cluster() takes a SweepSpec; got {type(spec).__name__}")
-    if not isinstance(device, str):
-        raise ConfigError(f"with a cluster, device must be a name each worker opens (auto, host, cuda, hip); "
-                          f"got a {type(device).__name__} object")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
-    for kspec in spec.specs():
-        if kspec.name not in _catalog_names():
-            raise ConfigError(f"kernel {kspec.name!r} is not in the catalog; a cluster run sends kernels by name "
-                              f"(register it on the workers, or run it on one device)")
+    executor = DaskExecutor(cluster, device, device_options, connect=connect, retries=retries, stall_s=stall_s,
+                            no_workers_s=no_workers_s)
+    _check_local_gpus(cluster, device)
+    return Orchestrator(spec, executor, out=out, resume=resume, hooks=hooks, progress=progress, run_id=run_id,
+                        command=command).run()
 
 
 def _check_local_gpus(cluster: Any, device: str) -> None:
@@ -240,115 +84,22 @@ def _check_local_gpus(cluster: Any, device: str) -> None:
                           f"use local:{max(have, 1)}, or a scheduler address whose workers have GPUs of their own")
 
 
-#: resubmissions of a group lost before it started (not charged a retry) allowed on top of the retries:
-#: a bound, in case a worker dies before its "started" event reaches the scheduler every time
-MAX_UNCHARGED = 16
-
-
-class _Coordinator:
-    """Submits the groups, records each finished one, resubmits lost ones, ends a stalled run.
-
-    A group lost with a dying worker (``KilledWorker``) is charged a retry only when one of its
-    attempts had started on a worker (its ``started`` event): groups that were only waiting in the
-    dying worker's queue never ran, and are resubmitted free (three deaths in one run once lost 10
-    of 30 configurations that way)."""
-
-    def __init__(self, client: Any, rec: Recorder, done: set[Configuration], device: str, options: dict[str, Any],
-                 run_id: str, *, retries: int, stall_s: float, no_workers_s: float) -> None:
-        self.client, self.rec, self.done, self.device, self.options, self.run_id = client, rec, done, device, options, run_id
-        self.retries, self.stall_s, self.no_workers_s = retries, stall_s, no_workers_s
-        self.attempts: dict[str, int] = {}
-        self.charged: dict[str, int] = {}
-        self.futures: dict[Any, tuple[str, SweepSpec]] = {}
-        self.reruns: list[dict[str, Any]] = []
-        self.failed: list[dict[str, Any]] = []
-        self.nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
-
-    def submit(self, name: str, sub: SweepSpec) -> None:
-        n = self.attempts[name] = self.attempts.get(name, 0) + 1
-        fut = self.client.submit(measure_group, sub, self.device, self.options, self.run_id, name, n,
-                                 key=f"{TASK_PREFIX}-{name}-a{n}", resources={"GPU": 1}, pure=False)
-        self.futures[fut] = (name, sub)
-
-    def run(self, todo: list[tuple[int, SweepSpec]]) -> bool:
-        """Until every group finished or failed; True when the hooks stopped it."""
-        distributed = _distributed()
-        for i, sub in todo:
-            self.submit(f"{self.run_id}-{self.nonce}-{i}-{'+'.join(k.name for k in sub.specs())}-{sub.sizes[0]}", sub)
-        self.last_result = time.monotonic()
-        self.no_workers_since: float | None = None
-        while self.futures:
-            if self.rec.stop_now():
-                self.client.cancel(list(self.futures))
-                return True
-            try:
-                distributed.wait(list(self.futures), timeout=0.5, return_when="FIRST_COMPLETED")
-            except TimeoutError:
-                pass
-            for fut in [f for f in self.futures if f.status in ("finished", "error", "cancelled")]:
-                self.collect(fut, *self.futures.pop(fut))
-            self.watch(time.monotonic())
-        return False
-
-    def collect(self, fut: Any, name: str, sub: SweepSpec) -> None:
-        distributed = _distributed()
-        if fut.status == "finished":
-            self.finished(name, fut.result())
-            return
-        exc = fut.exception() if fut.status == "error" else None
-        if isinstance(exc, distributed.KilledWorker):
-            ran = self.attempts[name] in _started(self.client).get(name, set())
-            self.charged[name] = self.charged.get(name, 0) + (1 if ran else 0)
-            if self.charged[name] <= self.retries and self.attempts[name] <= self.retries + 1 + MAX_UNCHARGED:
-                self.submit(name, sub)
-                return
-        if isinstance(exc, distributed.KilledWorker) or fut.status == "cancelled":
-            self.failed.append({"group": name, "attempts": self.attempts[name], "error": str(exc or "cancelled")})
-            return
-        self.rec.write()
-        self.client.cancel(list(self.futures))
-        raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it
-
-    def finished(self, name: str, res: dict[str, Any]) -> None:
-        self.last_result = time.monotonic()
-        lost = list(dict.fromkeys(w for w in _starts(self.client).get(name, []) if w != res["worker"]))
-        note = ""
-        if self.attempts[name] > 1 or lost:
-            how = (f"after worker(s) {', '.join(lost)} died while measuring it" if lost or self.charged.get(name) else
-                   "after the worker it was queued on died (no start of it was seen: not charged a retry)")
-            note = f"re-run on {res['worker']} {how} (attempt {self.attempts[name]})"
-            self.reruns.append({"group": name, "lost": lost, "worker": res["worker"], "attempts": self.attempts[name],
-                                "charged": self.charged.get(name, 0)})
-        _merge(res, note, self.done, self.rec)
-
-    def watch(self, now: float) -> None:
-        """End the run when no worker was there for ``no_workers_s`` or no result came for ``stall_s``."""
-        if not self.client.scheduler_info().get("workers"):
-            self.no_workers_since = self.no_workers_since or now
-            if now - self.no_workers_since > self.no_workers_s:
-                self.give_up(f"no worker for {self.no_workers_s:g} s")
-        else:
-            self.no_workers_since = None
-        if self.futures and now - self.last_result > self.stall_s:
-            self.give_up(f"no result for {self.stall_s:g} s")
-
-    def give_up(self, why: str) -> None:
-        self.failed += [{"group": n, "attempts": self.attempts[n], "error": why} for n, _ in self.futures.values()]
-        self.client.cancel(list(self.futures))
-        self.futures.clear()
-
-
 def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", run_id: str | None = None,
                         timeout_s: float = 1800.0) -> pd.DataFrame:
     """The whole ``spec`` once on every GPU worker (are the GPUs alike?): their summaries, with
     ``worker``, ``host`` and ``gpu``; ``grouping.per_gpu`` compares them. A lost worker's sweep is
     not re-run here (there is no "elsewhere" for a per-GPU measurement): the error names it."""
+    from .dask_executor import TASK_PREFIX, unit_task
+    from .executors import UnitRun
+    from .units import UnitJob
+
     distributed = _distributed()
     run_id = run_id or uuid.uuid4().hex[:12]
     conn = connect(cluster)
     try:
         workers = gpu_workers(conn.client)
-        futs = [conn.client.submit(measure_group, spec, device, {}, run_id, f"{run_id}-every-{i}", workers=[w],
+        run = UnitRun(UnitJob(spec, 0, frozenset()), run_id)
+        futs = [conn.client.submit(unit_task, run, device, {}, f"{run_id}-every-{i}", workers=[w],
                                    allow_other_workers=False, resources={"GPU": 1}, pure=False,
                                    key=f"{TASK_PREFIX}-{run_id}-every-{i}")
                 for i, w in enumerate(workers)]
@@ -358,50 +109,7 @@ def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", 
             raise BenchmarkError(f"run_on_every_worker: no result from every worker within {timeout_s:g} s") from exc
     finally:
         conn.close()
-    return pd.concat([r["summary"] for r in results], ignore_index=True)
-
-
-def device_name(device: str, device_options: dict[str, Any]) -> str:
-    """On a worker: the name of the device it measures on (opened once per process)."""
-    from ..devices import get_device
-
-    key = (device, tuple(sorted(device_options.items())))
-    if key not in _DEVICES:
-        _DEVICES[key] = get_device(device, **device_options)
-    return str(_DEVICES[key].name)
-
-
-def _check_devices(client: Any, path: str, rows: list[dict[str, Any]], device: str, options: dict[str, Any]) -> None:
-    """Refuse to resume a file whose rows came from another device kind than the workers'."""
-    futs = [client.submit(device_name, device, options, workers=[w], allow_other_workers=False, resources={"GPU": 1},
-                          pure=False) for w in gpu_workers(client)]
-    now = set(client.gather(futs))
-    then = {str(r["device_name"]) for r in rows}
-    if not then <= now:
-        raise ConfigError(f"cannot resume {path!r}: it holds results from {sorted(then)}, the workers measure on "
-                          f"{sorted(now)}; use another out file")
-
-
-def _catalog_names() -> set[str]:
-    from ..kernels import catalog
-
-    return set(catalog.names())
-
-
-def _merge(res: dict[str, Any], note: str, done: set[Configuration], rec: Recorder) -> None:
-    """Add a finished group's rows that are not in the results yet (resume keeps finished rows)."""
-    summary, samples = res["summary"], res["samples"]
-    summary = summary[[k not in done for k in configurations_of(summary)]]
-    if not len(summary):
-        return
-    keep = set(configurations_of(summary))
-    samples = samples[[k in keep for k in configurations_of(samples)]].reset_index(drop=True)
-    if note:
-        summary = summary.assign(warning=["; ".join(filter(None, [w, note])) for w in summary["warning"]])
-    # the first worker's device description; every group's verification
-    rec.meta({k: v for k, v in res["metadata"].items() if k.startswith("verify.") or k not in rec.metadata})
-    done.update(keep)
-    rec.add_group(samples, summary.to_dict("records"))
+    return pd.DataFrame([row for r in results for row in r["rows"]], columns=[*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
 
 
 def worker_progress(summary: pd.DataFrame) -> dict[str, int]:
@@ -433,4 +141,4 @@ def iter_groups(spec: SweepSpec) -> Iterator[tuple[str, int]]:
 
 
 __all__ = ["CLUSTER_COLUMNS", "Connection", "PinDevices", "connect", "expected_keys", "gpu_workers", "groups_of",
-           "local_cluster", "measure_group", "parse_cluster", "run_cluster", "run_on_every_worker", "worker_progress"]
+           "local_cluster", "parse_cluster", "run_cluster", "run_on_every_worker", "worker_progress"]

@@ -24,17 +24,17 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..schema import CONFIGURATION_COLUMNS
+from ..schema import Configuration
 from .stats import Measurement, student_t_quantile
 
 #: SD of run medians above this multiple of the implied sigma: drift between runs is reported.
 DRIFT_FACTOR = 1.5
 #: configurations are compared run to run only on one device kind (bench.grouping)
-CONFIG_KEYS = ("device_name", *CONFIGURATION_COLUMNS)
+CONFIG_KEYS = ("device_name", *Configuration.COLUMNS)
 
 
 #: the configuration of a sample row (bench.grouping): position effects are per configuration
-POSITION_KEYS = CONFIGURATION_COLUMNS
+POSITION_KEYS = Configuration.COLUMNS
 
 
 def _tick(times: np.ndarray) -> float:

@@ -15,9 +15,8 @@ from typing import Iterator
 import pandas as pd
 
 from ..errors import ConfigError
-from ..schema import CONFIGURATION_COLUMNS
+from ..schema import Configuration
 
-CONFIG_KEYS = CONFIGURATION_COLUMNS
 
 
 def device_names(frame: pd.DataFrame) -> list[str]:
@@ -47,21 +46,21 @@ def per_gpu(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per (device kind, configuration) measured by several workers/GPUs of that kind:
     ``gpus``, ``medians_s`` (per gpu), ``spread_rel`` ((max - min) / min of the medians) and
     ``agree`` (every pair of 95% intervals overlaps)."""
-    need = [*CONFIG_KEYS, "device_name", "median_s", "ci_low_s", "ci_high_s"]
+    need = [*Configuration.COLUMNS, "device_name", "median_s", "ci_low_s", "ci_high_s"]
     missing = [c for c in need if c not in summary.columns]
     if missing:
         raise ConfigError(f"per_gpu needs summary columns {missing}")
     who = "gpu" if "gpu" in summary.columns else "worker"
     rows = []
-    for (name, *key), g in summary.groupby(["device_name", *CONFIG_KEYS], sort=False, dropna=False):
+    for (name, *key), g in summary.groupby(["device_name", *Configuration.COLUMNS], sort=False, dropna=False):
         if g[who].nunique() < 2:
             continue
         meds = {str(w): float(m) for w, m in zip(g[who], g["median_s"])}
         agree = bool(g["ci_low_s"].max() <= g["ci_high_s"].min())
-        rows.append({"device_name": name, **dict(zip(CONFIG_KEYS, key)), "gpus": len(meds), "medians_s": meds,
+        rows.append({"device_name": name, **dict(zip(Configuration.COLUMNS, key)), "gpus": len(meds), "medians_s": meds,
                      "spread_rel": (max(meds.values()) - min(meds.values())) / min(meds.values()) if min(meds.values()) > 0 else float("nan"),
                      "agree": agree})
-    return pd.DataFrame(rows, columns=["device_name", *CONFIG_KEYS, "gpus", "medians_s", "spread_rel", "agree"])
+    return pd.DataFrame(rows, columns=["device_name", *Configuration.COLUMNS, "gpus", "medians_s", "spread_rel", "agree"])
 
 
 __all__ = ["by_device", "check_one_device", "device_names", "per_gpu"]

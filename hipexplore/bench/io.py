@@ -11,6 +11,13 @@ configuration the summary does not name: the reader drops them (they were never 
 resuming measures that configuration once, not twice. The meta.json beside them is a readable copy,
 written last; the reader prefers the summary's embedded copy, which is always the committed one.
 
+A sweep in units also writes FILE.units.parquet (tag ``units``: one summary row per (configuration,
+unit), ``pass_index`` the unit), between the samples and the summary: it is the commit record of
+each (configuration, unit), written as each finishes. The samples of a (configuration, unit) it
+does not name were never committed and are dropped; the summary's merged rows are derived from it
+(``bench.record`` merges again what a kill left behind the summary). Readers that know only the
+samples and summary files read them as before.
+
 Resume keeps a finished row only when it was measured the way a new row would be: the same device,
 the same measurement settings (``SweepSpec.measurement()``, the LLC) and, per kernel, the same code,
 compile options, arguments and geometry (``kernel_identity``, recorded as ``identity.<kernel>``).
@@ -36,7 +43,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..files import write_file
 from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS,
-                      Configuration, configurations_of, write_parquet)
+                      UNITS, Configuration, write_parquet)
 from ..untrusted import shown
 from . import readback
 
@@ -49,6 +56,11 @@ _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating":
 _UPGRADES_SAMPLES = {"timer": "events", "pass_index": 0, "lead": 0,
                      "host_load": float("nan"), "host_busy": float("nan"), "host_steal": float("nan")}
 _UPGRADES_SUMMARY = {"timer": "events", "passes": 1}
+
+
+def units_path(paths: tuple[Path, Path, Path]) -> Path:
+    """FILE.units.parquet beside FILE.parquet: a sweep in units' rows per (configuration, unit)."""
+    return paths[0].with_name(paths[0].name[: -len(".parquet")] + ".units.parquet")
 
 
 def output_paths(out: str | os.PathLike) -> tuple[Path, Path, Path]:
@@ -74,14 +86,20 @@ def summary_frame(rows: list[dict[str, Any]], columns: Sequence[str] = SUMMARY_C
 
 
 def write_results(paths: tuple[Path, Path, Path], samples_parts: list[pd.DataFrame], summary_rows: list[dict[str, Any]],
-                  metadata: dict[str, str], columns: tuple[Sequence[str], Sequence[str]] | None = None) -> None:
-    """Rewrite the three files as one unit (module docstring): samples, then the summary (the
-    commit record, carrying ``metadata``), then meta.json (``columns``: the samples' and the
-    summary's columns, when not the schema's: a cluster sweep adds ``CLUSTER_COLUMNS``)."""
+                  metadata: dict[str, str], columns: tuple[Sequence[str], Sequence[str]] | None = None,
+                  unit_rows: list[dict[str, Any]] | None = None) -> None:
+    """Rewrite the files as one unit (module docstring): samples, then (a sweep in units) the rows
+    per (configuration, unit), then the summary (the commit record, carrying ``metadata``), then
+    meta.json (``columns``: the samples' and the summary's columns, when not the schema's: a
+    cluster sweep adds ``CLUSTER_COLUMNS``)."""
     samples_path, summary_path, meta_path = paths
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
     write_parquet(samples_frame(samples_parts, sample_cols), samples_path, SAMPLES, metadata)
+    if unit_rows is not None:
+        write_parquet(summary_frame(unit_rows, [*summary_cols, "pass_index"]), units_path(paths), UNITS, metadata)
+    else:  # a one-unit sweep over an older file (--no-resume): no stale rows per unit may stay beside it
+        units_path(paths).unlink(missing_ok=True)
     write_parquet(summary_frame(summary_rows, summary_cols), summary_path, SUMMARY, metadata)
     write_file(meta_path, json.dumps(metadata, indent=1, sort_keys=True), what="sweep metadata")
 
@@ -124,10 +142,39 @@ def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataF
     readback.check_frame(samples, SAMPLES, str(paths[0]))
     readback.check_frame(summary, SUMMARY, str(paths[1]))
     meta = _metadata_file(paths[2]) if paths[2].exists() else None
-    if len(samples) and {"kernel", "size_bytes", "rotating_requested", "flush"} <= set(samples.columns):
-        committed = set(configurations_of(summary))
-        samples = samples[[c in committed for c in configurations_of(samples)]].reset_index(drop=True)
+    if len(samples) and Configuration.in_frame(samples):
+        units = read_units(paths)
+        samples = _committed(samples, summary, units)
     return samples, summary, meta
+
+
+def read_units(paths: tuple[Path, Path, Path]) -> pd.DataFrame | None:
+    """The rows per (configuration, unit) of a sweep in units (FILE.units.parquet), None when there are none."""
+    path = units_path(paths)
+    if not path.exists():
+        return None
+    readback.check_footer(path)
+    try:
+        units = pd.read_parquet(path)
+    except Exception as exc:  # a truncated or foreign file: say so, change nothing
+        raise ConfigError(f"cannot resume from {str(paths[0])!r}: {path.name} is not a readable parquet file "
+                          f"({type(exc).__name__}: {shown(str(exc), 200)}); nothing was changed: move it away, or start over "
+                          f"with --no-resume (resume=False)") from None
+    readback.check_frame(units, SUMMARY, str(path))  # summary rows per (configuration, unit): the same checks
+    return units
+
+
+def _committed(samples: pd.DataFrame, summary: pd.DataFrame, units: pd.DataFrame | None) -> pd.DataFrame:
+    """The samples a commit record names: of a (configuration, unit) in the units file, or (a
+    configuration it does not hold) of a configuration in the summary."""
+    named = set(Configuration.of_frame(summary))
+    if units is None or not len(units):
+        return Configuration.select(samples, named)
+    pairs = set(zip(Configuration.of_frame(units), units["pass_index"].astype(int)))
+    held = {c for c, _ in pairs}
+    passes = samples["pass_index"].astype(int) if "pass_index" in samples.columns else [0] * len(samples)
+    keep = [(c, k) in pairs if c in held else c in named for c, k in zip(Configuration.of_frame(samples), passes)]
+    return samples[keep].reset_index(drop=True)
 
 
 def upgraded(frame: pd.DataFrame, defaults: dict[str, Any]) -> pd.DataFrame:
@@ -142,12 +189,14 @@ def upgraded(frame: pd.DataFrame, defaults: dict[str, Any]) -> pd.DataFrame:
 @dataclass
 class Previous:
     """What an out file already holds, upgraded to the current columns: its frames, metadata, the
-    configurations done, and the cold references (kernel, size, timer) -> their sample rows."""
+    configurations done, the cold references (kernel, size, timer) -> their sample rows, and (a
+    sweep in units) its rows per (configuration, unit)."""
 
     samples: pd.DataFrame
     summary: pd.DataFrame
     metadata: dict[str, str] | None
     done: set[Configuration] = field(default_factory=set)
+    units: pd.DataFrame | None = None
 
     @property
     def run_id(self) -> str | None:
@@ -155,12 +204,13 @@ class Previous:
 
     def references(self) -> dict[tuple[str, int, str], pd.DataFrame]:
         cold = self.samples[(self.samples["flush"] == COLD_REFERENCE).to_numpy()] if len(self.samples) else self.samples
-        return {(str(k), int(s), str(t)): g for (k, s, t), g in cold.groupby(["kernel", "size_bytes", "timer"])} if len(cold) else {}
+        return {(str(k), int(s), str(t)): g for (k, s, t), g in cold.groupby(list(Configuration.REFERENCE_COLUMNS))} if len(cold) else {}
 
     def with_cluster_columns(self) -> "Previous":
         """Rows of a one-device run inside a cluster file: not measured by a worker (``''``)."""
         fill = lambda f: f.assign(**{c: f[c].fillna("") if c in f else "" for c in CLUSTER_COLUMNS})  # noqa: E731
-        return Previous(fill(self.samples), fill(self.summary), self.metadata, set(self.done))
+        return Previous(fill(self.samples), fill(self.summary), self.metadata, set(self.done),
+                        None if self.units is None else fill(self.units))
 
 
 def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool) -> Previous:
@@ -174,7 +224,9 @@ def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool) -> Pre
     except Exception:  # noqa: BLE001 - unreadable metadata: what meta.json says
         pass
     summary = upgraded(summary, _UPGRADES_SUMMARY)
-    return Previous(upgraded(samples, _UPGRADES_SAMPLES), summary, meta, set(configurations_of(summary)))
+    units = read_units(paths)  # type: ignore[arg-type]
+    return Previous(upgraded(samples, _UPGRADES_SAMPLES), summary, meta, set(Configuration.of_frame(summary)),
+                    None if units is None else upgraded(units, _UPGRADES_SUMMARY))
 
 
 def _stable(obj: Any) -> str:

@@ -41,7 +41,7 @@ import pandas as pd
 
 from ..devices.base import Device
 from ..errors import ConfigError
-from ..schema import COLD_REFERENCE, CONFIGURATION_COLUMNS, SUMMARY_COLUMNS
+from ..schema import COLD_REFERENCE, SUMMARY_COLUMNS, Configuration
 from .modes import warning_with_modes
 from .stats import Measurement, StopRule, is_timeout, set_bias
 
@@ -52,7 +52,7 @@ PAD_JITTER = 64 << 10
 #: samples, not carried over from the passes)
 _STAT_WARNINGS = re.compile(r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)"
                             r"|bimodal: modes at [^;]*")  # bench.modes' flag, recomputed too
-CONFIG = list(CONFIGURATION_COLUMNS)
+CONFIG = list(Configuration.COLUMNS)
 
 
 def pass_rule(rule: StopRule, passes: int) -> StopRule:
@@ -93,79 +93,124 @@ def run_passes(device: Device, passes: int, measure: Callable[[int], Any], *, pa
     return results
 
 
+def stack(samples: list[pd.DataFrame]) -> pd.DataFrame:
+    """The units' sample frames (in unit order, an empty frame for a unit that is not there) as one
+    frame: ``pass_index`` = the unit, chunk ids offset per configuration less its kernel (interleaved
+    kernels number their chunks through one sequence within a unit, and must stay apart, and in time
+    order, across units too), ``iteration`` counted through per configuration."""
+    parts = [frame.assign(pass_index=np.int64(k)) for k, frame in enumerate(samples) if len(frame)]
+    if not parts:
+        return samples[0]
+    merged = pd.concat(parts, ignore_index=True)
+    codes = merged.groupby(CONFIG[1:], sort=False).ngroup().to_numpy()
+    units = merged["pass_index"].to_numpy()
+    chunk = merged["chunk"].to_numpy(np.int64).copy()
+    offsets = np.zeros(int(codes.max()) + 1, dtype=np.int64)
+    for k in dict.fromkeys(units.tolist()):  # the units in order: each starts where the last one's ids ended
+        rows = units == k
+        here = codes[rows]
+        top = np.full(len(offsets), -1, dtype=np.int64)
+        np.maximum.at(top, here, chunk[rows])
+        chunk[rows] += offsets[here]
+        seen = top >= 0
+        offsets[seen] += top[seen] + 1
+    merged["chunk"] = chunk
+    merged["iteration"] = merged.groupby(CONFIG, sort=False).cumcount().astype(np.int64)
+    return merged
+
+
+def unstack(merged: pd.DataFrame) -> dict[int, pd.DataFrame]:
+    """``stack`` undone: each unit's sample frame with its own chunk ids (what it measured), by
+    unit. Exact for frames ``stack`` wrote: a unit's offset is where the previous unit's ids ended."""
+    out: dict[int, pd.DataFrame] = {}
+    if not len(merged):
+        return out
+    codes = merged.groupby(CONFIG[1:], sort=False).ngroup().to_numpy()
+    units = merged["pass_index"].to_numpy()
+    chunk = merged["chunk"].to_numpy(np.int64)
+    ends = np.zeros(int(codes.max()) + 1, dtype=np.int64)
+    for k in sorted(set(units.tolist())):
+        rows = units == k
+        here = codes[rows]
+        top = np.full(len(ends), -1, dtype=np.int64)
+        np.maximum.at(top, here, chunk[rows])
+        frame = merged[rows].copy()
+        frame["chunk"] = chunk[rows] - ends[here]
+        seen = top >= 0
+        ends[seen] = top[seen] + 1
+        frame["iteration"] = frame.groupby(CONFIG, sort=False).cumcount().astype(np.int64)
+        out[int(k)] = frame.reset_index(drop=True)
+    return out
+
+
+def measurement_of(key: tuple, g: pd.DataFrame) -> Measurement:
+    """A merged configuration's ``Measurement``: its kept samples (all when every one was dropped),
+    blocks of chunks within its units."""
+    kept = g[~g["dropped"].to_numpy(bool)]
+    if not len(kept):
+        kept = g
+    return Measurement(kept["time_s"].to_numpy(), label=" ".join(str(x) for x in key),
+                       chunks=kept["chunk"].to_numpy(), groups=kept["pass_index"].to_numpy())
+
+
+def merged_row(g: pd.DataFrame, m: Measurement, samples: pd.DataFrame, peak_bandwidth_gbs: float) -> dict[str, Any]:
+    """One configuration's summary row from its units' rows ``g`` and its merged ``samples``
+    (``m``: their ``measurement_of``); the bias is set by the caller, against the merged reference."""
+    row = g.iloc[0].to_dict()
+    s = m.summary()
+    row.update({c: s[c] for c in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
+                                  "ci_high_s", "n_outliers", "bimodality")})
+    row["passes"] = m.passes
+    notes: list[str] = []
+    for w in g["warning"].fillna(""):
+        for part in _STAT_WARNINGS.sub("", str(w)).split("; "):
+            part = part.strip()
+            if part and part not in notes:
+                notes.append(part)
+    row["warning"] = warning_with_modes("; ".join([*notes, *(x for x in m.warnings() if x not in notes)]), m,
+                                        row["ci_low_s"], row["ci_high_s"])
+    reasons = list(dict.fromkeys(str(r) for r in g["stop_reason"]))
+    row["stop_reason"] = " | ".join(reasons)
+    # timed out when any pass did: a pass's own flag, or a stop reason that is a timeout or a cap
+    row["timed_out"] = bool(g["timed_out"].fillna(False).astype(bool).any() or any(is_timeout(r) for r in reasons))
+    row["n_throttled"] = int(g["n_throttled"].sum())
+    clocks = samples["clock_mhz"].to_numpy(float)
+    row["clock_mhz"] = float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan
+    row["bandwidth_gbs"] = row["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
+    row["peak_bandwidth_gbs"] = peak_bandwidth_gbs
+    floors = g["floor_s"].to_numpy(float) if "floor_s" in g else np.empty(0)
+    row["floor_s"] = float(np.median(floors[np.isfinite(floors)])) if np.isfinite(floors).any() else math.nan
+    row["net_median_s"] = row["median_s"] - row["floor_s"] if math.isfinite(row["floor_s"]) else math.nan
+    return row
+
+
+def rebias(row: dict[str, Any], m: Measurement, ref: Measurement | None) -> None:
+    """A merged row's bias against its merged reference (left as the units had it when there is no
+    reference and they had none either)."""
+    if ref is not None or not math.isnan(float(row.get("reference_median_s", math.nan))):
+        set_bias(row, m, ref)
+
+
 def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_bandwidth_gbs: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One sweep result from its passes (samples and summary frames in pass order)."""
-    parts = []
-    offsets: dict[tuple, int] = {}
-    for k, frame in enumerate(samples):
-        if not len(frame):
-            continue
-        frame = frame.copy()
-        frame["pass_index"] = k
-        # offsets per configuration less its kernel: interleaved kernels number their chunks through
-        # one sequence within a unit, and must stay apart (and in time order) across units too
-        for key, idx in frame.groupby(CONFIG[1:], sort=False).groups.items():
-            start = offsets.get(key, 0)
-            chunks = frame.loc[idx, "chunk"].to_numpy()
-            frame.loc[idx, "chunk"] = chunks + start
-            offsets[key] = start + int(chunks.max()) + 1
-        parts.append(frame)
-    merged = pd.concat(parts, ignore_index=True) if parts else samples[0]
-    if len(merged):
-        merged["iteration"] = merged.groupby(CONFIG, sort=False).cumcount().astype(np.int64)
+    merged = stack(samples)
     groups = {key: g for key, g in merged.groupby(CONFIG, sort=False)} if len(merged) else {}
-
-    def measurement(key: tuple) -> Measurement | None:
-        g = groups.get(key)
-        if g is None:
-            return None
-        kept = g[~g["dropped"].to_numpy(bool)]
-        if not len(kept):
-            kept = g
-        return Measurement(kept["time_s"].to_numpy(), label=" ".join(str(x) for x in key),
-                           chunks=kept["chunk"].to_numpy(), groups=kept["pass_index"].to_numpy())
-
     rows = pd.concat([s for s in summaries if len(s)], ignore_index=True) if any(len(s) for s in summaries) else summaries[0]
     out = []
+    kept: dict[tuple, Measurement] = {}
     refs: dict[tuple, Measurement] = {}
     for key, g in rows.groupby(CONFIG, sort=False):
-        row = g.iloc[0].to_dict()
-        m = measurement(key)
-        if m is None:
+        if key not in groups:
             continue
-        s = m.summary()
-        row.update({c: s[c] for c in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
-                                      "ci_high_s", "n_outliers", "bimodality")})
-        row["passes"] = m.passes
-        notes = []
-        for w in g["warning"].fillna(""):
-            for part in _STAT_WARNINGS.sub("", str(w)).split("; "):
-                part = part.strip()
-                if part and part not in notes:
-                    notes.append(part)
-        row["warning"] = warning_with_modes("; ".join([*notes, *(x for x in m.warnings() if x not in notes)]), m,
-                                            row["ci_low_s"], row["ci_high_s"])
-        reasons = list(dict.fromkeys(str(r) for r in g["stop_reason"]))
-        row["stop_reason"] = " | ".join(reasons)
-        # timed out when any pass did: a pass's own flag, or a stop reason that is a timeout or a cap
-        row["timed_out"] = bool(g["timed_out"].fillna(False).astype(bool).any() or any(is_timeout(r) for r in reasons))
-        row["n_throttled"] = int(g["n_throttled"].sum())
-        clocks = groups[key]["clock_mhz"].to_numpy(float)
-        row["clock_mhz"] = float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan
-        row["bandwidth_gbs"] = row["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
-        row["peak_bandwidth_gbs"] = peak_bandwidth_gbs
-        floors = g["floor_s"].to_numpy(float) if "floor_s" in g else np.empty(0)
-        row["floor_s"] = float(np.median(floors[np.isfinite(floors)])) if np.isfinite(floors).any() else math.nan
-        row["net_median_s"] = row["median_s"] - row["floor_s"] if math.isfinite(row["floor_s"]) else math.nan
+        m = kept[key] = measurement_of(key, groups[key])
+        row = merged_row(g, m, groups[key], peak_bandwidth_gbs)
         if row["flush"] == COLD_REFERENCE:
             refs[(row["kernel"], row["size_bytes"], row["timer"])] = m
         out.append(row)
     for row in out:
         key = tuple(row[c] for c in CONFIG)
-        ref = refs.get((row["kernel"], row["size_bytes"], row["timer"]))
-        if ref is not None or not math.isnan(float(row.get("reference_median_s", math.nan))):
-            set_bias(row, measurement(key), ref)  # type: ignore[arg-type]
+        rebias(row, kept[key], refs.get((row["kernel"], row["size_bytes"], row["timer"])))
     return merged, pd.DataFrame(out, columns=list(SUMMARY_COLUMNS))
 
 
-__all__ = ["PAD_STEP", "merge", "pad_bytes", "pass_rule", "run_passes"]
+__all__ = ["PAD_STEP", "measurement_of", "merge", "merged_row", "pad_bytes", "pass_rule", "rebias", "run_passes", "stack", "unstack"]

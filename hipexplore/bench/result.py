@@ -22,6 +22,36 @@ class SweepResult:
     stopped: bool = False
     skipped: list[tuple] = field(default_factory=list)  #: (kernel, size, rotating, flush, timer) kept from the out file
 
+    @property
+    def info(self) -> Any:
+        """The metadata, typed (``bench.info.RunInfo``: its units, its cluster, what it measured with)."""
+        from .info import RunInfo
+
+        return RunInfo.from_metadata(self.metadata)
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """Where a running sweep stands, in (configuration, unit)s: ``done`` of ``total`` (a one-unit
+    sweep's are its configurations; an adaptive sweep's total grows when extra units are planned),
+    ``elapsed_s`` since this run started and ``left_s`` the time left at this run's pace (NaN before
+    anything finished)."""
+
+    done: int
+    total: int
+    elapsed_s: float
+    left_s: float
+
+    def text(self) -> str:
+        """``12/42 (configuration, unit)s, 31 s, about 1 min 8 s left``."""
+        left = "" if self.left_s != self.left_s else f", about {_duration(self.left_s)} left"
+        return f"{self.done}/{self.total} (configuration, unit)s, {_duration(self.elapsed_s)}{left}"
+
+
+def _duration(s: float) -> str:
+    s = max(0.0, float(s))
+    return f"{s:.0f} s" if s < 60 else f"{int(s // 60)} min {int(s % 60)} s"
+
 
 @dataclass(frozen=True)
 class SweepHooks:
@@ -33,6 +63,8 @@ class SweepHooks:
     #: ``on_start(kernel, configuration)`` before each measurement (a sweep worker reports it, so a
     #: worker that dies names what it was measuring)
     on_start: Callable[[str, str], None] | None = None
+    #: ``on_progress(SweepProgress)`` after each finished (configuration, unit)
+    on_progress: Callable[["SweepProgress"], None] | None = None
 
     def started(self, where: Sequence[str]) -> None:
         if self.on_start is not None:
@@ -42,4 +74,4 @@ class SweepHooks:
         return self.should_stop is not None and bool(self.should_stop())
 
 
-__all__ = ["SweepHooks", "SweepResult"]
+__all__ = ["SweepHooks", "SweepProgress", "SweepResult"]

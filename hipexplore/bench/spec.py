@@ -23,13 +23,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..devices.base import FLUSH_MODES
 from ..errors import ConfigError
 from ..kernels import catalog
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, Configuration
 from ..untrusted import load_json
 from . import rotating as rot
+from .flush import FLUSH_MODES, flush_mode
 from .stats import StopRule
 from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, TIMERS, WARMUP_S, TimingOptions, check_lead, check_trail
 
@@ -181,16 +181,16 @@ class SweepSpec:
         flush = tuple(_listed(self.flush, (str,)))
         if not kernels or not sizes or not rotating or not flush:
             raise ConfigError("sweep needs at least one kernel, size, rotating count and flush mode")
-        for f in flush:
-            if f not in FLUSH_MODES:
-                raise ConfigError(f"flush mode {f!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
+        flush = tuple(flush_mode(f).name for f in flush)  # an unknown name: one line naming the known ones
         if not isinstance(self.stop, StopRule):
             raise ConfigError(f"stop must be a StopRule; got {self.stop!r}")
         factors = tuple((str(k), v) for k, v in (self.flush_factors.items() if isinstance(self.flush_factors, Mapping)
                                                   else self.flush_factors))
         for mode, factor in factors:
-            if mode not in FLUSH_MODES:
-                raise ConfigError(f"flush factor for {mode!r}: unknown flush mode; expected one of {', '.join(FLUSH_MODES)}")
+            try:
+                flush_mode(mode)
+            except ConfigError:
+                raise ConfigError(f"flush factor for {mode!r}: unknown flush mode; expected one of {', '.join(FLUSH_MODES)}") from None
             if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
                 raise ConfigError(f"flush factor for {mode!r} must be a positive, finite number; got {factor!r}")
         self._check_int("chunk", self.chunk, 1)
@@ -249,9 +249,9 @@ class SweepSpec:
 
     @staticmethod
     def measures(flush: str, timer: str) -> bool:
-        """Whether a (flush, timer) pair exists: the inline icache flush has no in-kernel timed
-        variant (its wrapper has no timer slot), so that pair is never measured."""
-        return not (flush == "inline-icache" and timer == "in-kernel")
+        """Whether a (flush, timer) pair exists (``FlushMode.measures``: the inline icache flush has
+        no in-kernel timed variant, its wrapper has no timer slot, so that pair is never measured)."""
+        return flush_mode(flush).measures(timer)
 
     def configurations(self) -> tuple[Configuration, ...]:
         """Every configuration the sweep measures, in the order it measures them: per kernel and

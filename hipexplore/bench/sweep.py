@@ -22,6 +22,7 @@ from ..devices.base import Device
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
 from .io import output_paths
+from .result import SweepProgress
 from .run import SweepHooks, SweepResult, run, verify
 from .spec import SweepSpec, options, parse_size, spec_from_arguments
 from .stats import StopRule
@@ -42,6 +43,7 @@ def sweep(
     on_result: Callable[[dict[str, Any]], None] | None = None,
     on_samples: Callable[[pd.DataFrame], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_progress: Callable[[SweepProgress], None] | None = None,
     run_id: str | None = None,
     command: str | Sequence[str] | None = None,
     cache: Any = None,
@@ -59,18 +61,19 @@ def sweep(
     naming kernel and configuration, finished configurations are kept, this process's device stays
     usable). Default (``None``): a worker for GPU devices, in-process for the host device
     (``HIPEXPLORE_SWEEP_WORKER`` changes the default); Python callables always run in-process
-    (``bench.run.run_location`` decides).
+    (``bench.executors.run_location`` decides). ``on_progress(SweepProgress)``: after every finished
+    (configuration, unit), with the time left.
 
     ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
     each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
     frames gain ``worker``, ``host`` and ``gpu``; ``device`` is then the name each worker opens.
     """
     spec = spec_from_arguments(kernels, sizes, rotating, flush, iterations=iterations, stop=stop, **fields)
-    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop)
+    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop, on_progress=on_progress)
     if cluster is not None:
         from .cluster import run_cluster
 
-        return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks,  # type: ignore[arg-type]
+        return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks, progress=progress,  # type: ignore[arg-type]
                            run_id=run_id, command=command)
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:

@@ -1,19 +1,22 @@
-"""``SweepRun``: one unit of a sweep — every configuration of a spec, measured in one process.
+"""``SweepRun``: one unit of a sweep — every configuration of a spec, measured in one process, in phases.
 
 Why a unit: everything that must hold together for one placement is here (the flush buffers and the
 rotating plans sized against this process's free memory, the clock warm-up, the launch floor that is
 fixed per process, the cold reference a (kernel, size) is measured against, the interleaved turns
 of several kernels). A one-pass sweep is one unit; a sweep in passes (``bench.passes``) is several,
 each in a process of its own with its own pad allocation; a cluster worker measures one (kernel,
-size) group as a unit. Where a unit runs is ``bench.sweep.run_location``'s decision; the unit only
-measures and reports through its channel (``bench.recorder.Recorder`` in-process, a pipe from a
-worker): ``started``, ``stop_now``, ``meta``, ``add(rows, row)`` and ``update(rows)``.
+size) group as a unit. Where a unit runs is an executor's business (``bench.executors``); the
+unit only measures and reports through its channel (the orchestrator's, ``bench.orchestrator``,
+in-process; a pipe from a worker): ``started``, ``stop_now``, ``meta``, ``add(rows, row)`` and
+``update(rows)``.
 
-The steps, in the order a unit takes them: ``prepare`` (flushers, then rotating plans against the
-free memory that remains), per (kernel, size) ``warm_up`` (once per unit, until the clock is
-stable) and the output check, then its rotating counts as groups (``measure_group``: each flush
-mode and timer on one allocation of the sets), the cold reference taken in parts between the
-groups (``take_reference``), and last the reference row with every bias against it (``emit``).
+The phases (``bench.phases``, nvbench's ``measure_cold`` order), as a unit takes them:
+``initialize`` (flushers, then rotating plans against the free memory that remains), per (kernel,
+size) ``warm_up`` (once per unit, until the clock is stable) and ``check`` (the output check), then
+its rotating counts as groups (``measure_group``: each flush mode and timer on one allocation of the
+sets; per configuration ``trials``, ``summarise``, then the run's ``ConfigurationPhase``s outside the
+timed window), the cold reference taken in parts between the groups (``take_reference``), and last
+the reference row with every bias against it (``emit_references``); ``release`` at the end.
 """
 from __future__ import annotations
 
@@ -34,16 +37,18 @@ from . import rotating as rot
 from .callable import check_callable, sets_for
 from .check import check_outputs
 from .floor import floor_columns, measure_floor, wants_floor
-from .flush import Flusher, make_flusher
+from .flush import REFERENCE, Flusher, flush_mode
+from .info import MeasuredInfo
 from .interleave import interleaved_launches
 from .modes import warning_with_modes
+from .phases import ConfigurationPhase, LaunchSequence, phases_for
 from .spec import SweepSpec
 from .stats import Measurement, is_timeout, set_bias
 from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
 
 
 class Channel(Protocol):
-    """Where a unit reports (``bench.recorder.Recorder``, or the pipe of a sweep worker)."""
+    """Where a unit reports (``bench.orchestrator.UnitChannel``, ``bench.record.Collector``, or the pipe of a sweep worker)."""
 
     def started(self, where: list[str]) -> None: ...
 
@@ -109,8 +114,9 @@ class _Target:
         self.base = {**base, "kernel": kspec.name, "size_bytes": size, "footprint_bytes": self.footprint}
 
     def kernel(self, device: Device, flush: str, timer: str) -> Any:
-        if flush == "inline-icache":
-            return _bound(kernel_for(device, self.kspec, inline_icache=True), self.shared)
+        mode = flush_mode(flush)
+        if mode.transforms_kernel:  # the flush is compiled into the kernel: its own variant
+            return _bound(mode.kernel(device, self.kspec, timed=False), self.shared)
         return self.kernels[timer]
 
 
@@ -120,8 +126,10 @@ class SweepRun:
 
     def __init__(self, spec: SweepSpec, device: Device, channel: Channel, *, run_id: str,
                  done: frozenset[Configuration] | set[Configuration] = frozenset(),
-                 refs: dict[tuple[str, int, str], Measurement] | None = None, unit: int = 0) -> None:
+                 refs: dict[tuple[str, int, str], Measurement] | None = None, unit: int = 0,
+                 phases: "tuple[ConfigurationPhase, ...] | None" = None) -> None:
         self.spec, self.dev, self.channel, self.done = spec, device, channel, set(done)
+        self.phases = tuple(phases_for(spec) if phases is None else phases)  # after the timed ones (bench.phases)
         self.refs = dict(refs or {})
         self.unit = unit
         self.rng = np.random.default_rng([spec.interleave_seed, unit])
@@ -146,7 +154,7 @@ class SweepRun:
         measuring is a ``KernelFault`` naming kernel and configuration (its result: the caller's)."""
         faulted = False
         try:
-            self.prepare()
+            self.initialize()
             for kspec in self.specs:
                 for size in self.spec.sizes:
                     if self.measure_target(kspec, size):
@@ -160,7 +168,7 @@ class SweepRun:
         finally:
             self.release(faulted)
 
-    def prepare(self) -> None:
+    def initialize(self) -> None:
         """Telemetry, then the flushers (their memory is taken before rotating sets are sized
         against free memory), then every rotating plan."""
         spec, dev = self.spec, self.dev
@@ -168,8 +176,8 @@ class SweepRun:
         self.timing = spec.timing(self.telemetry)
         self.throttle_mhz = spec.throttle_threshold * self.telemetry.max_clock_mhz if self.telemetry.available else math.nan
         factors = spec.flush_factor
-        for f in set(spec.flush) | ({"l2-read"} if spec.reference else set()):
-            self.flushers[f] = make_flusher(dev, f, factor=factors.get(f))
+        for f in set(spec.flush) | ({REFERENCE.name} if spec.reference else set()):
+            self.flushers[f] = flush_mode(f).make(dev, factor=factors.get(f))
         self.free, _total = dev.memory_info()
         for kspec in self.specs:
             for size in spec.sizes:
@@ -180,11 +188,8 @@ class SweepRun:
                     if not spec.stop.adaptive:
                         rot.check_iterations(int(spec.stop.iterations or 0), p.count)
                     self.plans[(kspec.name, size, str(r))] = p
-        self.channel.meta({
-            "telemetry.source": self.telemetry.source, "telemetry.max_clock_mhz": f"{self.telemetry.max_clock_mhz:g}",
-            **{f"flush.{f}.bytes": str(self.flushers[f].nbytes if self.flushers.get(f) else 0) for f in spec.flush},
-            "device.llc_bytes": str(dev.llc_bytes), "device.llc_source": dev.llc_source,
-        })
+        self.channel.meta(MeasuredInfo.entries_initialized(
+            self.telemetry, {f: self.flushers[f].nbytes if self.flushers.get(f) else 0 for f in spec.flush}, dev))
 
     def release(self, faulted: bool) -> None:
         for fl in self.flushers.values():
@@ -207,7 +212,7 @@ class SweepRun:
         if self.channel.stop_now():
             return True
         self.warm_up(target)
-        self.check_output(target)
+        self.check(target)
         groups = []
         for r in self.spec.rotating:
             p = self.plans[(kspec.name, size, str(r))]
@@ -244,7 +249,7 @@ class SweepRun:
         with sets_for(self.dev, target.kspec, target.n, 1) as sets:
             wl = Workload(self.dev, target.plain, target.grid, target.block, sets.args)
             _spent, what = wait_for_stable_clock(self.telemetry, lambda: warm_up(wl, None, 0.005), min_s=self._clock_warmup_s())
-        self.channel.meta({"warmup.clock": what})
+        self.channel.meta(MeasuredInfo.entry_warmup(what))
         self.warmed = True
 
     def _clock_warmup_s(self) -> float:
@@ -252,7 +257,7 @@ class SweepRun:
             return float(self.spec.clock_warmup_s)
         return {"hip": 0.4, "cuda": 0.2}.get(self.dev.kind, 0.0)
 
-    def check_output(self, t: _Target) -> None:
+    def check(self, t: _Target) -> None:
         """The element-wise output check, in a sweep's first unit only: correctness does not move with
         placement, and at 256 MiB each check copies the output back and compares it on the host."""
         if not self.spec.verify or self.unit:
@@ -262,7 +267,7 @@ class SweepRun:
         with sets_for(self.dev, t.kspec, t.n, 1) as sets:
             err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block,
                          config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
-        self.channel.meta({f"verify.{t.kspec.name}.{t.size}": f"rel_l2_error={err:.3g}"})
+        self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
     def measure_group(self, t: _Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[dict[str, Any]]) -> bool:
@@ -275,19 +280,32 @@ class SweepRun:
                     return True
                 self.where[1] = conf.describe()
                 self.channel.started(self.where)
-                raw = self.time_configuration(t, conf, sets)
-                notes = ([p.note] if p.note else []) + list(raw.notes)
-                if conf.flush == "inline-icache":
-                    notes.append("by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry")
-                m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
-                frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get((t.kspec.name, t.size, conf.timer)),
-                                     self.dev, p.cap_bytes)
-                row.update(floor_columns(self.floor_of(conf.flush) if conf.timer == "events" else None, row["median_s"], conf.timer))
+                raw = self.trials(t, conf, sets)
+                frame, row, m = self.summarise(t, p, conf, raw)
+                for phase in self.phases:  # outside the timed window: counters and the like (bench.phases)
+                    row.update(phase.run(conf, self.launches(t, conf, sets), row))
                 rows.append(row)
                 self.emit(conf, frame, row, m)
         return False
 
-    def time_configuration(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
+    def summarise(self, t: _Target, p: rot.RotatingPlan, conf: Configuration, raw: RawTimes
+                  ) -> tuple[pd.DataFrame, dict[str, Any], Measurement]:
+        """A configuration's samples, summary row (bias against the reference so far, the floor) and statistics."""
+        mode = flush_mode(conf.flush)
+        notes = ([p.note] if p.note else []) + list(raw.notes) + ([mode.note] if mode.note else [])
+        m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
+        frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get(conf.reference_key), self.dev, p.cap_bytes)
+        row.update(floor_columns(self.floor_of(conf.flush) if conf.timer == "events" else None, row["median_s"], conf.timer))
+        return frame, row, m
+
+    def launches(self, t: _Target, conf: Configuration, sets: Any) -> LaunchSequence:
+        """The configuration's flush and kernel on its sets, as its trials launched them (events variant)."""
+        kernel = t.kernel(self.dev, conf.flush, conf.timer) if flush_mode(conf.flush).transforms_kernel else t.plain
+        wl = Workload(self.dev, kernel, t.grid, t.block, sets.args)
+        return LaunchSequence(wl, self.flushers.get(conf.flush))
+
+    def trials(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
+        """The timed launches of one configuration: the only timed window of the unit."""
         timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if conf.timer == "in-kernel" else None
         try:
             wl = Workload(self.dev, t.kernel(self.dev, conf.flush, conf.timer), t.grid, t.block, sets.args, timer=timer)
@@ -311,8 +329,7 @@ class SweepRun:
             for o in partners:
                 n_o = o.elements(conf.size)
                 grid_o, block_o, shared_o = o.launch(n_o, self.dev)
-                k_o = _bound(kernel_for(self.dev, o, inline_icache=True) if conf.flush == "inline-icache" else
-                             kernel_for(self.dev, o, timed=(conf.timer == "in-kernel")), shared_o)
+                k_o = _bound(flush_mode(conf.flush).kernel(self.dev, o, timed=(conf.timer == "in-kernel")), shared_o)
                 shared = shared_pool(mine, o, n_o) if conf.timer == "events" else None
                 if shared is not None:  # one pool of buffers: both kernels see the same placement
                     args_o = shared
@@ -323,8 +340,8 @@ class SweepRun:
                 if timer_o is not None:
                     stack.callback(timer_o.free)
                 wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, args_o, timer=timer_o)
-            self.channel.meta({f"interleave.pool.{conf.size}": "shared" if len(wls) > 1 and all(
-                shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners) else "own sets"})
+            self.channel.meta(MeasuredInfo.entry_pool(conf.size, len(wls) > 1 and all(
+                shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners)))
             got = interleaved_launches(wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing,
                                        rng=self.rng)
         for o in partners:
@@ -341,7 +358,7 @@ class SweepRun:
                 timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if timer_name == "in-kernel" else None
                 try:
                     wl = Workload(self.dev, t.kernels[timer_name], t.grid, t.block, sets.args, timer=timer)
-                    raw = time_cold_reference(wl, self.flushers["l2-read"], samples, self.timing)  # type: ignore[arg-type]
+                    raw = time_cold_reference(wl, self.flushers[REFERENCE.name], samples, self.timing)  # type: ignore[arg-type]
                 finally:
                     if timer is not None:
                         timer.free()
@@ -360,7 +377,7 @@ class SweepRun:
             self.refs[(t.kspec.name, t.size, timer_name)] = m
             conf = Configuration(t.kspec.name, t.size, "1", COLD_REFERENCE, timer_name)
             frame, row = _frames(t.base, conf, 1, raw, m, throttled, m, self.dev, int(self.free * self.spec.mem_fraction))
-            row.update(floor_columns(self.floor_of("l2-read") if timer_name == "events" else None, row["median_s"], timer_name))
+            row.update(floor_columns(self.floor_of(REFERENCE.name) if timer_name == "events" else None, row["median_s"], timer_name))
             row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(got)} part(s) through the sweep"]))
             biased = [r for r in rows if r["timer"] == timer_name]
             for r in biased:
@@ -397,7 +414,7 @@ class SweepRun:
             return None
         if flush not in self.floors:
             self.floors[flush] = measure_floor(self.dev, self.flushers.get(flush), self.timing)
-            self.channel.meta({f"floor.{flush}.median_s": f"{self.floors[flush]:.6g}"})
+            self.channel.meta(MeasuredInfo.entry_floor(flush, self.floors[flush]))
         return self.floors[flush]
 
 

@@ -75,7 +75,7 @@ from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..devices.telemetry import Telemetry
 from ..errors import BenchmarkError, ConfigError
 from ..kernels.build import BUILDER
-from .flush import Flusher
+from .flush import REFERENCE, Flusher
 from .stats import StopRule
 
 #: Timed launches per stream hold: short chunks keep the queue depth behind every timed launch
@@ -477,8 +477,8 @@ def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int,
     single launch; on the H200 that read a constant ~0.7 us below the same launches in chunks
     (1 to 256 MiB alike): an artefact of how it was timed, which then inflated every small-size bias.
     """
-    if read_flusher.mode != "l2-read":
-        raise ConfigError(f"the cold reference uses an l2-read flush, got {read_flusher.mode!r}")
+    if read_flusher.mode is not REFERENCE:
+        raise ConfigError(f"the cold reference uses an {REFERENCE} flush, got {str(read_flusher.mode)!r}")
     if samples < 1:
         raise ConfigError(f"cold reference needs at least 1 sample, got {samples}")
     single = Workload(workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1],

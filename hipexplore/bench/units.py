@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -126,8 +127,7 @@ def wide(samples: Any, spec: SweepSpec) -> set[Configuration]:
         return out
     kept = samples[~samples["dropped"].to_numpy(bool)] if "dropped" in samples.columns else samples
     kept = kept[kept["flush"] != "cold-reference"]
-    cols = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
-    for key, g in kept.groupby(cols, sort=False):
+    for key, g in kept.groupby(list(Configuration.COLUMNS), sort=False):
         med = g.groupby("pass_index")["time_s"].median().to_numpy()
         med = med[med > 0]
         if med.size < 2:
@@ -142,57 +142,93 @@ def wide(samples: Any, spec: SweepSpec) -> set[Configuration]:
     return out
 
 
+@dataclass(frozen=True)
+class UnitJob:
+    """One unit of one group, as an executor runs it: the unit's ``spec`` (its share of the samples,
+    ``units=1``), its index ``unit`` (seeds its draws and its pad), the configurations it leaves out
+    (``done``: those that have this unit already, or, for an extra unit, every one not wide), and
+    its ``group`` (a cluster run's (kernel, size); 0 for a one-device run, whose group is the sweep)."""
+
+    spec: SweepSpec
+    unit: int
+    done: frozenset[Configuration]
+    group: int = 0
+
+
+class UnitPlan:
+    """Which units a group still needs, in order: each planned unit (``planned``) over the
+    configurations without it, then the adaptive extras (module docstring) for the configurations
+    measured in this run whose unit medians spread wide, within ``EXTRA_BUDGET`` of the time the
+    planned units took here. ``had``: the units each configuration had when the run started;
+    ``previous``: their sample frames (``pass_index`` the unit, for the spread); ``group``: stamped
+    on the jobs."""
+
+    def __init__(self, spec: SweepSpec, planned_units: tuple[int, int], had: dict[Configuration, set[int]] | None = None,
+                 previous: list[Any] | None = None, group: int = 0) -> None:
+        self.spec, self.group = spec, group
+        self.lo, self.hi = planned_units
+        self.share = shares(spec, self.lo, self.hi)
+        self.configs = spec.configurations()
+        self.had = {c: set((had or {}).get(c, ())) for c in self.configs}
+        self.fresh = {c for c in self.configs if not c.is_reference and len(self.had[c]) < self.lo}
+        self.frames: list[Any] = list(previous or [])
+        self.next_planned, self.stopped = 0, False
+        self.spent = {"planned": 0.0, "extra": 0.0}
+        self.measured = 0  # (configuration, unit)s of the planned units measured in this run
+        self.top = max((k for ks in self.had.values() for k in ks), default=-1)
+
+    def next(self) -> UnitJob | None:
+        """The next unit to run, None when the group is finished (or was stopped)."""
+        if self.stopped:
+            return None
+        while self.next_planned < self.lo:
+            k = self.next_planned
+            self.next_planned += 1
+            done = frozenset(c for c in self.configs if k in self.had[c])
+            if len(done) < len(self.configs):
+                return UnitJob(unit_spec(self.spec, self.lo, k, self.share), k, done, self.group)
+        return self._extra()
+
+    def _extra(self) -> UnitJob | None:
+        k = max(self.top + 1, self.lo)
+        if k >= self.hi or not self.measured or not self.frames:
+            return None
+        import pandas as pd
+
+        todo = wide(pd.concat(self.frames, ignore_index=True), self.spec) & self.fresh
+        cost = self.spent["planned"] / self.measured * len(todo)  # a unit of just these configurations
+        if not todo or self.spent["planned"] + self.spent["extra"] + cost > self.spent["planned"] * (1 + EXTRA_BUDGET):
+            return None
+        done = frozenset(c for c in self.configs if c not in todo)  # references too: taken by the planned units
+        self.top = k
+        return UnitJob(unit_spec(self.spec, self.lo, k % self.lo, self.share), k, done, self.group)
+
+    def finished(self, job: UnitJob, samples: Any, stopped: bool, seconds: float) -> None:
+        """``job`` ran: its samples (any ``pass_index``), whether it was stopped, its wall time."""
+        self.stopped = self.stopped or stopped
+        self.top = max(self.top, job.unit)
+        planned_unit = job.unit < self.lo
+        self.spent["planned" if planned_unit else "extra"] += seconds
+        if samples is not None and len(samples):
+            mine = samples.assign(pass_index=job.unit)
+            self.frames.append(mine)
+            if planned_unit:
+                self.measured += len({c for c in Configuration.of_frame(mine) if not c.is_reference})
+
+
 def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, set], Any],
             all_done: set[Configuration], clock: Callable[[], float] = time.perf_counter) -> list[Any]:
-    """The units of ``spec``: ``run_unit(unit_spec, k, done)`` for each (it returns a
-    ``SweepResult``); the planned units first, then the adaptive extras (module docstring)."""
+    """The units of ``spec`` in this process: ``run_unit(unit_spec, k, done)`` for each (it returns a
+    ``SweepResult``), as ``UnitPlan`` orders them (``all_done``: configurations already complete)."""
     lo, hi = planned(spec, device)
-    share = shares(spec, lo, hi)
+    plan = UnitPlan(spec, (lo, hi), {c: set(range(lo)) for c in all_done})
     results: list[Any] = []
-    t0 = clock()
-    for k in range(lo):
-        results.append(run_unit(unit_spec(spec, lo, k, share), k, set(all_done)))
-        if results[-1].stopped:
-            return results
-    spent = clock() - t0
-    every = set(spec.configurations())
-    import pandas as pd
-
-    while len(results) < hi:
-        frames = [r.samples.assign(pass_index=i) for i, r in enumerate(results) if len(r.samples)]
-        todo = wide(pd.concat(frames, ignore_index=True), spec) if frames else set()
-        todo -= all_done
-        measured = [c for c in every if not c.is_reference and c not in all_done]
-        cost = spent / lo * len(todo) / max(1, len(measured))  # a unit of just these configurations
-        if not todo or clock() - t0 + cost > spent * (1 + EXTRA_BUDGET):
-            break
-        done = set(all_done) | {c for c in every if c not in todo}  # references too: taken by the planned units
-        k = len(results)
-        results.append(run_unit(unit_spec(spec, lo, k % lo, share), k, done))
-        if results[-1].stopped:
-            break
+    while (job := plan.next()) is not None:
+        t = clock()
+        results.append(run_unit(job.spec, job.unit, set(job.done)))
+        plan.finished(job, results[-1].samples, results[-1].stopped, clock() - t)
     return results
 
 
-def drop_partial(previous: Any, least: int) -> Any:
-    """``previous`` (``bench.io.Previous``) less the configurations recorded with fewer than
-    ``least`` units (a sweep in units stopped or faulted part-way writes the units it finished): those are measured
-    again whole on resume, so no row stands on fewer units than the spec plans."""
-    from .io import Previous
-
-    summary = previous.summary
-    if not len(summary) or "passes" not in summary.columns:
-        return previous
-    short = {Configuration.of(r) for r in summary.to_dict("records") if int(r.get("passes") or 1) < least}
-    if not short:
-        return previous
-    keep_rows = [Configuration.of(r) not in short for r in summary.to_dict("records")]
-    samples = previous.samples
-    if len(samples):
-        keep = [Configuration.of(r) not in short for r in samples[["kernel", "size_bytes", "rotating_requested", "flush",
-                                                                     "timer"]].to_dict("records")]
-        samples = samples[keep].reset_index(drop=True)
-    return Previous(samples, summary[keep_rows].reset_index(drop=True), previous.metadata, set(previous.done) - short)
-
-
-__all__ = ["EXTRA_BUDGET", "drop_partial", "WIDE_FACTOR", "max_sets", "measure", "planned", "shares", "unit_rule", "unit_spec", "wide"]
+__all__ = ["EXTRA_BUDGET", "UnitJob", "UnitPlan", "WIDE_FACTOR", "max_sets", "measure", "planned", "shares", "unit_rule",
+           "unit_spec", "wide"]

@@ -9,7 +9,7 @@ never ``fork``, the parent has threads and a GPU context), with its own device o
 index. This module is the parent's side; ``bench.worker_main`` the child's. The child reports
 through the pipe exactly what an in-process unit reports to its channel (``started``, ``meta``,
 ``add``, ``update``; ``stop_now`` is a round trip), and this side replays it on the caller's
-channel (``bench.recorder.Recorder``: the files, the hooks), so results are recorded as they are
+channel (``bench.orchestrator.UnitChannel``: the files, the hooks), so results are recorded as they are
 measured and nothing finished is lost. A fault becomes ``KernelFault`` ("kernel K faulted in configuration C:
 CUDA_ERROR_ILLEGAL_ADDRESS"), whether the worker caught a device error or died (``SIGSEGV``),
 carrying the finished configurations; the parent's device and context were never touched, so the

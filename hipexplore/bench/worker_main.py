@@ -61,6 +61,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         # imported before the job arrives: a worker started ahead of its unit (bench.worker.StartedWorker)
         # pays its start-up while the previous unit measures; the device is opened only below
         from ..devices import get_device
+        from .info import MeasuredInfo, UnitsInfo
         from .inputs import share_in
         from .sweeprun import SweepRun
 
@@ -76,13 +77,13 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         # a pass's own placement (bench.passes): held until the process ends
         pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
         if pad is not None:
-            channel.meta({"worker.pad_bytes": str(pad.nbytes)})
+            channel.meta(MeasuredInfo.entry_worker_pad(pad.nbytes))
         stopped = SweepRun(job["spec"], dev, channel, run_id=job["run_id"], done=job["done"], refs=job["refs"],
                            unit=job.get("unit", 0)).measure()
         if job.get("inputs_dir"):
             from .inputs import COUNTS
 
-            channel.meta({f"inputs.unit.{job.get('unit', 0)}": f"drawn {COUNTS['drawn']}, mapped {COUNTS['mapped']}"})
+            channel.meta(UnitsInfo(inputs={job.get("unit", 0): f"drawn {COUNTS['drawn']}, mapped {COUNTS['mapped']}"}).entries())
         channel.send("done", stopped)
     except BaseException as exc:  # everything goes back to the parent, which raises it
         try:

@@ -344,31 +344,75 @@ def run(args: argparse.Namespace) -> int:
         _preflight(kernels, sizes, device)
     if stop is not None and not args.json:
         print(_banner(stop), file=sys.stderr)
-    res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations, stop=stop,
-                out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json, worker=args.worker,
-                cluster=cluster, command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
-                **_spec_fields(args))
+    with _terminate_as_interrupt() as got:
+        try:
+            res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations,
+                        stop=stop, out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json,
+                        worker=args.worker, cluster=cluster,
+                        command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
+                        **_spec_fields(args))
+        except KeyboardInterrupt as exc:
+            print(_kept(exc, args.out), file=sys.stderr)
+            return 128 + int(got.get("signal", 2))
     if res.skipped:
         shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
                           for k, sz, r, f, *rest in res.skipped[:8])
         more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
         print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
               f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
+    on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
         print(json.dumps({"out": str(res.path) if res.path else None, "summary": records,
-                          **({"cluster": {k[8:]: v for k, v in res.metadata.items() if k.startswith("cluster.")}} if cluster else {})},
-                         default=str))
-        return 1 if res.metadata.get("cluster.incomplete") else 0
+                          **({"cluster": on.shown()} if cluster and on is not None else {})}, default=str))
+        return 1 if on is not None and on.incomplete else 0
     print(_table(res.summary))
     if res.path is not None:
         print(f"samples: {res.path}")
-    if cluster and res.metadata.get("cluster.reruns", "[]") != "[]":
-        print(f"re-run after a lost worker: {res.metadata['cluster.reruns']}")
-    if res.metadata.get("cluster.incomplete"):
-        print(f"INCOMPLETE: {res.metadata['cluster.incomplete']}", file=sys.stderr)
+    if on is not None and on.reruns:
+        print(f"re-run after a lost worker: {json.dumps(on.reruns)}")
+    if on is not None and on.incomplete:
+        print(f"INCOMPLETE: {on.incomplete}", file=sys.stderr)
         return 1
     return 0
+
+
+class _terminate_as_interrupt:
+    """SIGTERM during the sweep ends it as Ctrl-C does (``KeyboardInterrupt``: the units in flight
+    are stopped, what finished is on disk already); ``got["signal"]`` says which one came."""
+
+    def __enter__(self) -> dict[str, int]:
+        import signal
+        import threading
+
+        self.got: dict[str, int] = {}
+        self.old = None
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            def on_term(signum: int, frame: Any) -> None:
+                self.got["signal"] = signum
+                raise KeyboardInterrupt
+            self.old = signal.signal(signal.SIGTERM, on_term)
+        return self.got
+
+    def __exit__(self, *exc: Any) -> None:
+        import signal
+
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+
+
+def _kept(exc: BaseException, out: str | None) -> str:
+    """The line an interrupted sweep ends with: what was kept, and that the same command goes on from there."""
+    state = getattr(exc, "sweep_progress", None)
+    result = getattr(exc, "sweep_result", None)
+    if state is None or result is None:
+        return "hipexplore bench: interrupted before anything was measured"
+    complete = len(result.summary)
+    if out is None:
+        return (f"hipexplore bench: interrupted after {state.done} of {state.total} (configuration, unit)s; nothing was "
+                f"kept (no --out FILE.parquet to keep them in)")
+    return (f"hipexplore bench: interrupted: {out} keeps {state.done} of {state.total} (configuration, unit)s "
+            f"({complete} configuration(s) with rows); the same command measures only the rest")
 
 
 def _preflight(kernels: list[Any], sizes: list[str], device: Any) -> None:

@@ -4,7 +4,7 @@
 ``get_device("auto")`` picks an AMD GPU, else an NVIDIA GPU, else the host. Asking for a device
 that is absent raises ``DeviceUnavailable`` saying what was looked for.
 
-``base``'s names (``Device``, ``FLUSH_MODES``, ...) resolve lazily (``hipexplore._lazy``): parsing a
+``base``'s names (``Device``, ``DeviceBuffer``, ...) resolve lazily (``hipexplore._lazy``): parsing a
 device name (the CLI) must not load numpy.
 """
 from __future__ import annotations
@@ -71,7 +71,6 @@ def device_label(device: Device) -> str:
     return f"{device.kind}:{device.index}"
 
 
-_LAZY = {name: ".base" for name in ("Device", "DeviceBuffer", "DeviceProperties", "FLUSH_MODES", "PackedArgs",
-                                      "check_flush_mode", "pack_args")}
+_LAZY = {name: ".base" for name in ("Device", "DeviceBuffer", "DeviceProperties", "PackedArgs", "pack_args")}
 __getattr__, __dir__ = lazy(__name__, _LAZY)
 __all__ = ["KINDS", "device_label", "get_device", "parse_device", *_LAZY]

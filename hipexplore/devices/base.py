@@ -57,9 +57,6 @@ class ArgLike(Protocol):
     @property
     def dtype(self) -> str: ...
 
-#: Flush modes, in the order the docs list them.
-FLUSH_MODES = ("none", "l2-write", "l2-read", "icache", "inline-icache")
-
 #: Vendor datasheet peak memory bandwidth in GB/s, matched by substring of the device name.
 PEAK_BANDWIDTH_TABLE: dict[str, float] = {
     "H200": 4800.0,
@@ -339,18 +336,13 @@ class Device(Protocol):
         builds its spin kernel with ``kernels`` (the host has no queue to hold and needs none)."""
         ...
 
-    def supports_flush(self, mode: str) -> bool: ...
+    @property
+    def instruction_cache_flush(self) -> bool:
+        """Whether the device can invalidate its instruction cache (AMD's ``s_icache_inv``): what
+        the flush vocabulary (``bench.flush``) asks before offering an instruction-cache flush."""
+        ...
 
     def close(self) -> None: ...
-
-
-def check_flush_mode(device: Device, mode: str) -> None:
-    """Raise a clear error for an unknown mode or one the device cannot do."""
-    if mode not in FLUSH_MODES:
-        raise ConfigError(f"flush mode {mode!r} is unknown; expected one of {', '.join(FLUSH_MODES)}")
-    if not device.supports_flush(mode):
-        why = "it is an AMD GPU instruction-cache flush (s_icache_inv)" if "icache" in mode else "the backend has no such flush"
-        raise UnsupportedOperation(f"flush mode {mode!r} is not available on {device.kind} device {device.name!r}: {why}")
 
 
 def fill_host_array(arr: np.ndarray, init: str | float, rng: np.random.Generator) -> None:
@@ -465,3 +457,7 @@ class DeviceBase:
         """Allow ``kernel`` launches with ``nbytes`` of dynamic shared memory (beyond a runtime's
         default cap, e.g. CUDA's 48 KiB)."""
         raise self._refuse(f"has no dynamic shared memory to allow ({int(nbytes)} B asked)")
+
+    #: whether the device can invalidate its instruction cache (``s_icache_inv``): the flush modes
+    #: that need it (``bench.flush``: icache, inline-icache) are offered on such devices only
+    instruction_cache_flush: bool = False

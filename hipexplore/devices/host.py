@@ -241,9 +241,6 @@ class HostDevice(DeviceBase):
     def hold_stream(self, timeout_s: float = 2.0, *, kernels: Any = None) -> _NoHold:
         return _NoHold()  # synchronous calls: no queue to hold, no spin kernel to build
 
-    def supports_flush(self, mode: str) -> bool:
-        return mode in ("none", "l2-write", "l2-read")
-
     def close(self) -> None:
         self._libs.clear()
         self._tmp.cleanup()

@@ -161,7 +161,7 @@ class KernelBuilder:
         """Memoized per device and per request content: a kernel whose source file or any header
         of its include closure changed builds again (and the cache then compiles it anew)."""
         spec = catalog.get(name)
-        if inline_icache and not device.supports_flush("inline-icache"):
+        if inline_icache and not device.instruction_cache_flush:
             from ..errors import UnsupportedOperation
 
             raise UnsupportedOperation(f"inline-icache inserts AMD GPU instructions (s_icache_inv); the {device.kind} device "

@@ -1,7 +1,7 @@
 """The kernel catalog: built-in streaming kernels plus anything a user or another module registers.
 
 Registration is open: ``register(spec)`` adds a kernel (``replace=True`` to overwrite), so the GEMM
-family in ``kernels/gemm.py`` and user kernels sit next to triad, copy and fill.
+family in ``tuning/gemm.py`` and user kernels sit next to triad, copy and fill.
 """
 from __future__ import annotations
 

@@ -207,7 +207,7 @@ def cache_demo(compiler: str = "host", target: str = "host") -> pd.DataFrame:
     """Three lookups through a fresh memory cache: a compile, a hit of the same request, and the
     same request with the ``trace`` diagnostic (which bypasses the cache). Returns the events."""
     from ..compile.cache import CompileCache
-    from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
+    from ..tuning.gemm import GemmConfig, GemmShape, kernel_request
     from ..tuning.replay import make_compiler
 
     comp = make_compiler(compiler, 1)

@@ -2,7 +2,8 @@
 
 ``lists``: problems x candidates expanded into compile requests (fill, gemm, reduce, pointwise);
 ``replay``: compile a list serially or in parallel through each cache mode, beside the ideal;
-``device``: time each candidate on a device under rotating buffers and flushes, pick the best;
+``workload``: each candidate's pipeline a workload timed by the one pipeline (``bench``) under
+rotating buffers and flushes, ``ranking``: the best per setting;
 ``listfile``: tuning lists as files (the shipped real-model lists, data/tuning/lists), ``models``
 their problems and candidate space, ``generate`` the script that writes them; ``floor``: the
 compile floor, a bound no compiling pass of a replay is below.
@@ -27,9 +28,9 @@ _LAZY = {
     "compile_floor": ".floor",
     "replay_through_cache": ".replay",
     "run_replay": ".replay",
-    "benchmark_candidates": ".device",
-    "check_on_device": ".device",
-    "choice_table": ".device",
+    "benchmark_candidates": ".workload",
+    "check_on_device": ".workload",
+    "choice_table": ".ranking",
 }
 
 

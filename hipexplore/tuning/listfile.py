@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..errors import ConfigError
-from ..kernels import hxgen
-from ..kernels.hxgen import PerfConfig, Problem
+from . import hxgen
+from .hxgen import PerfConfig, Problem
 from ..untrusted import check_name, load_json, shown
 
 FORMAT = "hipexplore.tuning-list"

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 from ..compile.request import COMPILERS, CompileRequest
 from ..errors import ConfigError
 from ..untrusted import check_name, shown
-from ..kernels.gemm import ACTIVATIONS, GemmConfig, GemmShape, kernel_request, roles_for
+from .gemm import ACTIVATIONS, GemmConfig, GemmShape, kernel_request, roles_for
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kernels.hxgen import PerfConfig, Problem
+from .hxgen import PerfConfig, Problem
 
 #: (bm, bn, bk, tm, tn, vec, unroll): each tile's threads are (bm/tm)*(bn/tn)
 TILES: tuple[tuple[int, int, int, int, int, int, int], ...] = (

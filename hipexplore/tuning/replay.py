@@ -38,7 +38,7 @@ from ..compile.events import EVENT_COLUMNS, CacheEvent, events_frame
 from ..compile.request import CompileRequest, make_key
 from ..errors import ConfigError, HipexploreError
 from ..schema import REPLAY_COLUMNS
-from ..kernels.gemm import GemmConfig, GemmShape, kernel_request
+from .gemm import GemmConfig, GemmShape, kernel_request
 from .lists import ListEntry, TuningList
 from .schedule import _run_all, candidate_groups, run_tasks  # noqa: F401 - candidate_groups: public here too
 from .triton_list import warm_up_requests

@@ -1,6 +1,6 @@
 """The Triton split-K tuning list: the same transformer-layer GEMMs as ``lists.py``, candidates
 that are Triton autotune configs (BLOCK_M/N/K, SPLIT_K, num_warps, num_stages), and the tails
-(zero fill, split-K reduction, bias + activation) written in Triton too (kernels/src/triton_splitk.py).
+(zero fill, split-K reduction, bias + activation) written in Triton too (tuning/src/triton_splitk.py).
 
 Why its own list: a Triton tuner's candidate differs from a HIP one in what it varies (warps and
 software-pipelining stages instead of register tiles), but the repetition is the same: only the
@@ -20,8 +20,8 @@ from typing import Iterable, Sequence
 from ..compile.request import CompileRequest
 from ..compile.triton_source import triton_request
 from ..errors import ConfigError
-from ..kernels.gemm import ACTIVATIONS
-from ..kernels.hxgen import MAX_SPLIT
+from .gemm import ACTIVATIONS
+from .hxgen import MAX_SPLIT
 from .lists import GemmProblem, ListEntry, TuningList, transformer_problems
 
 #: role -> the @triton.jit function in triton_splitk.py
@@ -90,7 +90,7 @@ def roles_for(config: TritonConfig) -> tuple[str, ...]:
 @lru_cache(maxsize=1)
 def kernel_file() -> Path:
     """The Triton kernel file shipped with hipexplore (package data)."""
-    return Path(str(resources.files("hipexplore.kernels").joinpath("src", "triton_splitk.py")))
+    return Path(str(resources.files("hipexplore.tuning").joinpath("src", "triton_splitk.py")))
 
 
 def role_request(role: str, target: str, problem: GemmProblem, config: TritonConfig, label: str = "",
@@ -147,7 +147,7 @@ def warm_up_requests(target: str, tag: str) -> list[CompileRequest]:
     """One tiny kernel of every role, with a module-level salt ``tag`` so none is in any list."""
     from dataclasses import replace
 
-    from ..kernels.gemm import GemmShape
+    from .gemm import GemmShape
 
     prob, cfg = GemmProblem("warm", GemmShape(16, 16, 16), "gelu"), TritonConfig(16, 16, 16, 2, 1, 1)
     out = []

@@ -5,7 +5,7 @@ Why generated, and why a library: MIGraphX compiles a few lines of generated sou
 (``pointwise_kernel`` calling ``pointwise(...)`` on ``make_tensors()``), and what costs the time
 is the kernel library every such source includes (index, shape, tensor_view, vectorize, math, the
 low-precision types, ...): its headers travel with every compile. Our ``hx`` library
-(``kernels/src/hx_*.hpp``, passed to the compiler as ``headers=`` so their text is in every key)
+(``tuning/src/hx_*.hpp``, passed to the compiler as ``headers=`` so their text is in every key)
 is that library in miniature; the generated sources here are MIGraphX's shape: shapes baked in as
 template arguments, the pointwise op a generated functor, the output the last argument.
 
@@ -16,8 +16,8 @@ GEMM adding each K slice into it atomically, and the ``pointwise`` tail applying
 so they repeat across every split-K candidate of a problem, and across problems of equal output.
 
 Compilers: hiprtc and NVRTC compile the same C++ text (``-std=c++17``); the host C compiler
-compiles C twins (``kernels/src/hxh_*.c``: same arguments and arithmetic, loops instead of
-threads); Triton compiles ``kernels/src/triton_models.py`` (the epilogue a constexpr).
+compiles C twins (``tuning/src/hxh_*.c``: same arguments and arithmetic, loops instead of
+threads); Triton compiles ``tuning/src/triton_models.py`` (the epilogue a constexpr).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from ..compile.request import COMPILERS, CompileRequest, Source
 from ..errors import ConfigError
 from ..untrusted import check_name, shown
 
-#: include name -> file under kernels/src (the order is the library's dependency order)
+#: include name -> file under tuning/src (the order is the library's dependency order)
 PRELUDE_FILES: dict[str, str] = {
     "hx/kernels/config.hpp": "hx_config.hpp",
     "hx/kernels/types.hpp": "hx_types.hpp",
@@ -65,7 +65,7 @@ EPILOGUES: dict[str, tuple[tuple[str, ...], str]] = {
     "mul": (("elem",), "x0 * x1"),
 }
 
-#: Triton's spelling of each epilogue (kernels/src/triton_models.py switches on it)
+#: Triton's spelling of each epilogue (tuning/src/triton_models.py switches on it)
 EPILOGUE_CODES = {name: i for i, name in enumerate(EPILOGUES)}
 
 ROLES = ("fill", "gemm", "pointwise")

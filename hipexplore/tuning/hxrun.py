@@ -96,7 +96,7 @@ def check_candidate(device: Any, problem: hxgen.Problem, config: hxgen.PerfConfi
             names = {"gemm": ("a", "b", "c", "e0", "e1"), "fill": ("c",), "pointwise": ("c", "e0", "e1", "y")}[role]
         else:
             names = hxgen.kernel_arguments(role, problem, config)
-        grid, block = hxgen.launch(role, problem, config, int(getattr(device, "compute_units", 0) or 132))
+        grid, block = hxgen.launch(role, problem, config, int(getattr(device, "compute_units", 0) or 132))  # capability: compute_units
         device.launch(kernels[role], grid, block, Args([ptr(x) for x in names]))
     device.synchronize()
     result = np.empty(m * n, dtype=np.float32)

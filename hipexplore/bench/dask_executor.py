@@ -1,0 +1,344 @@
+"""``DaskExecutor``: the units of a sweep on the workers of a Dask cluster, one GPU each.
+
+Why an executor like the others: the orchestrator (``bench.orchestrator``) reads the out file,
+checks resume, plans the units, records every (configuration, unit) and shows progress whatever
+runs them, so a cluster run has units like a one-device run (it used to measure one unit per group
+and never read ``units``) and the same resume rules. What this executor adds is where and how:
+
+* the unit of work is one unit of one *group*, a (kernel, size) (all kernels of a size when they are
+  interleaved): its cold reference is taken in parts through its configurations and every bias is
+  measured against it, so a group's configurations never split across devices. Groups run in
+  parallel, one task per GPU worker at a time (every task asks for the resource ``GPU=1``); the
+  units of one group run in order, the later ones on the worker that ran its first (a loose
+  restriction: elsewhere once that worker is gone, and the rows say which workers measured them);
+* on the worker a unit runs as in-process units do (``bench.executors.InProcessExecutor``: a fresh
+  device object for a later unit on the host, its pad allocation held), on one device object per
+  worker process, and its rows come back with ``worker``, ``host`` and ``gpu`` when it finishes;
+  the orchestrator then writes each of its (configuration, unit)s;
+* what the orchestrator asks of the device (its name, LLC, free memory, each kernel's identity)
+  every GPU worker answers for its own device (``worker_facts``): resume refuses another device kind;
+* failures: a worker that dies mid-unit loses only that unit. Dask reschedules it (the scheduler's
+  ``allowed-failures``); a ``KilledWorker`` is caught here and the unit resubmitted; a retry is
+  charged only to a unit that had started on a worker (units waiting in a dying worker's queue
+  never ran), at most ``retries`` of them. Every re-run is reported (``cluster.reruns`` and the rows'
+  ``warning``); units that never finished are listed in ``cluster.failed``. The run never hangs: no
+  result for ``stall_s`` seconds, or no worker for ``no_workers_s``, ends it with what finished written.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+import uuid
+from dataclasses import replace
+from typing import Any, Iterator
+
+from ..errors import ConfigError
+from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+from .dask_connect import VISIBLE_DEVICE_VARS, _distributed
+from .executors import CLUSTER, UnitRun
+from .info import ClusterInfo, RunInfo
+from .spec import SweepSpec
+from .units import UnitJob, UnitPlan
+
+TASK_PREFIX = "hipexplore-sweep"
+EVENT_TOPIC = "hipexplore.sweep"
+#: resubmissions of a unit lost before it started (not charged a retry) allowed on top of the retries:
+#: a bound, in case a worker dies before its "started" event reaches the scheduler every time
+MAX_UNCHARGED = 16
+_DEVICES: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+
+
+def _pinned() -> str:
+    for var in VISIBLE_DEVICE_VARS:
+        if os.environ.get(var):
+            return os.environ[var]
+    return ""
+
+
+def gpu_workers(client: Any) -> list[str]:
+    """Addresses of the workers advertising ``GPU`` >= 1; a ConfigError when there are none."""
+    workers = client.scheduler_info().get("workers", {})
+    ok = [a for a, w in workers.items() if float((w.get("resources") or {}).get("GPU", 0)) >= 1]
+    if not ok:
+        raise ConfigError(f"the cluster at {client.scheduler.address} has {len(workers)} worker(s) and none advertises the "
+                          f"resource GPU=1; start one worker per GPU: CUDA_VISIBLE_DEVICES=i dask worker ADDRESS "
+                          f"--nthreads 1 --resources GPU=1")
+    return ok
+
+
+def groups_of(spec: SweepSpec) -> list[SweepSpec]:
+    """One sub-spec per (kernel, size), in the spec's order; per size (every kernel together) when
+    the spec interleaves its kernels (their alternating turns must stay on one device)."""
+    if getattr(spec, "interleave", False):
+        return [replace(spec, sizes=(s,)) for s in spec.sizes]
+    return [replace(spec, kernels=(k,), sizes=(s,)) for k in spec.kernels for s in spec.sizes]
+
+
+def expected_keys(sub: SweepSpec) -> set[Configuration]:
+    """Every configuration a sub-spec's run produces (``SweepSpec.configurations()``)."""
+    return set(sub.configurations())
+
+
+# ----------------------------------------------------------------------------- on a worker
+def worker_device(device: str, device_options: dict[str, Any]) -> Any:
+    """On a worker: its device (opened once per process: its context and cache stay warm)."""
+    from ..devices import get_device
+
+    key = (device, tuple(sorted(device_options.items())))
+    if key not in _DEVICES:
+        _DEVICES[key] = get_device(device, **device_options)
+    return _DEVICES[key]
+
+
+def device_name(device: str, device_options: dict[str, Any]) -> str:
+    """On a worker: the name of the device it measures on."""
+    return str(worker_device(device, device_options).name)
+
+
+def worker_facts(spec: SweepSpec, device: str, device_options: dict[str, Any]) -> dict[str, Any]:
+    """On a worker: what the orchestrator asks of the device (``LocalExecutor.facts``), its flush
+    modes and sources checked, and its free memory (the unit plan sizes its units against it)."""
+    from .executors import InProcessExecutor
+
+    ex = InProcessExecutor(worker_device(device, device_options))
+    ex.check(spec)
+    facts = ex.facts(spec)
+    free, total = ex.device.memory_info()
+    return {"name": ex.device.name, "llc_bytes": int(ex.device.llc_bytes), "free": int(free), "total": int(total),
+            "identities": facts["identities"]}
+
+
+def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: str, attempt: int = 1) -> dict[str, Any]:
+    """On a worker: one unit of one group, measured as an in-process unit is; its frames with worker,
+    host and gpu. The ``started`` event it logs first is what lets the coordinator charge a retry only
+    to a unit that actually ran (``attempt``: which submission of it this is)."""
+    from .executors import InProcessExecutor
+    from .record import Collector
+
+    worker = _distributed().get_worker()
+    worker.log_event(EVENT_TOPIC, {"group": name, "attempt": int(attempt), "worker": worker.address, "state": "started",
+                                   "pid": os.getpid()})
+    unit = Collector()
+    t0 = time.perf_counter()
+    stopped = InProcessExecutor(worker_device(device, device_options)).run_unit(run, unit)
+    ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
+    return {"frames": [f.assign(**ident) for f in unit.frames], "rows": [{**r, **ident} for r in unit.rows],
+            "metadata": unit.metadata, "stopped": stopped, "seconds": time.perf_counter() - t0, **ident}
+
+
+# ----------------------------------------------------------------------------- the parent
+class _PlanDevice:
+    """A worker's device as the unit plan sizes units against it (its LLC and free memory)."""
+
+    def __init__(self, facts: dict[str, Any]) -> None:
+        self.llc_bytes, self._memory = facts["llc_bytes"], (facts["free"], facts["total"])
+
+    def memory_info(self) -> tuple[int, int]:
+        return self._memory
+
+
+class DaskExecutor:
+    """Units of groups on the GPU workers of ``cluster`` (module docstring); ``device``: the name each
+    worker opens (``device_options``: its keywords)."""
+
+    where = CLUSTER
+    columns = ([*SAMPLE_COLUMNS, *CLUSTER_COLUMNS], [*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
+
+    def __init__(self, cluster: Any, device: str = "auto", device_options: dict[str, Any] | None = None, *,
+                 connect: Any, retries: int = 2, stall_s: float = 1800.0, no_workers_s: float = 60.0) -> None:
+        if not isinstance(device, str):
+            raise ConfigError(f"with a cluster, device must be a name each worker opens (auto, host, cuda, hip); "
+                              f"got a {type(device).__name__} object")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
+        self.cluster, self.device, self.options, self.connect = cluster, device, dict(device_options or {}), connect
+        self.retries, self.stall_s, self.no_workers_s = retries, stall_s, no_workers_s
+        self.conn: Any = None
+        self.reruns: list[dict[str, Any]] = []
+        self.failed: list[dict[str, Any]] = []
+
+    # -- what the orchestrator asks -----------------------------------------------------------------
+    def check(self, spec: SweepSpec) -> None:
+        from ..kernels import catalog
+
+        for kspec in spec.specs():
+            if kspec.name not in catalog.names():
+                raise ConfigError(f"kernel {kspec.name!r} is not in the catalog; a cluster run sends kernels by name "
+                                  f"(register it on the workers, or run it on one device)")
+
+    @contextlib.contextmanager
+    def session(self, spec: SweepSpec) -> Iterator["DaskExecutor"]:
+        self.conn = self.connect(self.cluster)
+        try:
+            self.workers = gpu_workers(self.conn.client)
+            yield self
+        finally:
+            self.conn.close()
+
+    def facts(self, spec: SweepSpec) -> dict[str, Any]:
+        """Every GPU worker's device (they must be of one kind for finished rows to be kept)."""
+        client = self.conn.client
+        futs = [client.submit(worker_facts, spec, self.device, self.options, workers=[w], allow_other_workers=False,
+                              resources={"GPU": 1}, pure=False) for w in self.workers]
+        got = client.gather(futs)
+        return {"names": {g["name"] for g in got}, "llc_bytes": got[0]["llc_bytes"], "plan_device": _PlanDevice(got[0]),
+                "identities": got[0]["identities"]}
+
+    def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
+        from ..provenance import collect
+
+        self.info = ClusterInfo(self.device, str(self.conn.client.scheduler.address), str(self.conn.client.dashboard_link or ""))
+        return RunInfo(provenance=collect(None, command), spec=spec.record(), cluster=self.info,
+                       timing_method="per unit of a (kernel, size) group on one pinned worker per GPU (bench.cluster); "
+                                     "see each device's method").to_metadata()
+
+    def groups(self, spec: SweepSpec) -> list[SweepSpec]:
+        return groups_of(spec)
+
+    def run(self, orchestrator: Any, plans: list[UnitPlan]) -> bool:
+        """Every group's units (module docstring); True when the hooks stopped the sweep."""
+        coordinator = _Coordinator(self, orchestrator, plans)
+        try:
+            return coordinator.run()
+        finally:
+            self.info.reruns, self.info.failed = self.reruns, self.failed
+            self.info.workers = sorted({str(r.get("worker")) for r in orchestrator.record.summary_rows() if r.get("worker")})
+            if self.failed and not coordinator.stopped:
+                self.info.incomplete = f"{len(self.failed)} unit(s) did not finish: " + \
+                    "; ".join(f"{f['group']} ({f['error']})" for f in self.failed)
+            orchestrator.metadata.update(self.info.entries())
+
+
+def _events(client: Any) -> list[dict[str, Any]]:
+    try:
+        return [m for _t, m in client.get_events(EVENT_TOPIC) if isinstance(m, dict) and m.get("state") == "started"]
+    except Exception:  # noqa: BLE001 - the scheduler went away: no knowledge, no report
+        return []
+
+
+class _Coordinator:
+    """Submits each group's next unit, records each finished one, resubmits lost ones, ends a stalled run.
+
+    A unit lost with a dying worker (``KilledWorker``) is charged a retry only when one of its
+    attempts had started on a worker (its ``started`` event): units that were only waiting in the
+    dying worker's queue never ran, and are resubmitted free (three deaths in one run once lost 10
+    of 30 configurations that way)."""
+
+    def __init__(self, ex: DaskExecutor, orch: Any, plans: list[UnitPlan]) -> None:
+        self.ex, self.orch, self.plans = ex, orch, plans
+        self.client = ex.conn.client
+        self.attempts: dict[str, int] = {}
+        self.charged: dict[str, int] = {}
+        self.futures: dict[Any, tuple[str, UnitPlan, UnitJob, UnitRun, Any]] = {}
+        self.home: dict[int, str] = {}  # group -> the worker its units run on
+        self.nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
+        self.stopped = False
+        for plan in plans:
+            rows = [orch.record.rows.get(c) for c in plan.configs]
+            known = [r["worker"] for r in rows if r and r.get("worker")]
+            if known:
+                self.home[plan.group] = str(known[0])
+
+    def name(self, plan: UnitPlan) -> str:
+        sub = plan.spec
+        return f"{self.orch.run_id}-{self.nonce}-{plan.group}-{'+'.join(k.name for k in sub.specs())}-{sub.sizes[0]}"
+
+    def submit_next(self, plan: UnitPlan) -> None:
+        job = plan.next()
+        if job is not None:
+            self.submit(f"{self.name(plan)}-u{job.unit}", plan, job, *self.orch.start(job))
+
+    def submit(self, name: str, plan: UnitPlan, job: UnitJob, run: UnitRun, channel: Any) -> None:
+        n = self.attempts[name] = self.attempts.get(name, 0) + 1
+        home = self.home.get(plan.group)
+        fut = self.client.submit(unit_task, run, self.ex.device, self.ex.options, name, n, key=f"{TASK_PREFIX}-{name}-a{n}",
+                                 resources={"GPU": 1}, pure=False,
+                                 **({"workers": [home], "allow_other_workers": True} if home else {}))
+        self.futures[fut] = (name, plan, job, run, channel)
+
+    def run(self) -> bool:
+        """Until every group finished or failed; True when the hooks stopped it."""
+        distributed = _distributed()
+        for plan in self.plans:
+            self.submit_next(plan)
+        self.last_result = time.monotonic()
+        self.no_workers_since: float | None = None
+        while self.futures:
+            if self.orch.hooks.stop_now():
+                self.client.cancel(list(self.futures))
+                self.stopped = True
+                return True
+            try:
+                distributed.wait(list(self.futures), timeout=0.5, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
+            for fut in [f for f in self.futures if f.status in ("finished", "error", "cancelled")]:
+                self.collect(fut, *self.futures.pop(fut))
+            self.watch(time.monotonic())
+        return False
+
+    def collect(self, fut: Any, name: str, plan: UnitPlan, job: UnitJob, run: UnitRun, channel: Any) -> None:
+        distributed = _distributed()
+        if fut.status == "finished":
+            self.finished(name, plan, job, channel, fut.result())
+            return
+        cancelled = fut.status == "cancelled"
+        exc = fut.exception() if fut.status == "error" else None
+        # lost with its worker: a KilledWorker, or a future that ended with no error of its own (lost data)
+        lost = not cancelled and (isinstance(exc, distributed.KilledWorker) or not isinstance(exc, BaseException))
+        if lost:
+            ran = self.attempts[name] in {int(m.get("attempt", 1)) for m in _events(self.client) if m["group"] == name}
+            self.charged[name] = self.charged.get(name, 0) + (1 if ran else 0)
+            if self.charged[name] <= self.ex.retries and self.attempts[name] <= self.ex.retries + 1 + MAX_UNCHARGED:
+                self.submit(name, plan, job, run, channel)
+                return
+        if lost or cancelled:
+            self.ex.failed.append({"group": name, "attempts": self.attempts[name],
+                                   "error": str(exc or ("cancelled" if cancelled else f"lost ({fut.status})"))})
+            return
+        self.client.cancel(list(self.futures))
+        raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it
+
+    def finished(self, name: str, plan: UnitPlan, job: UnitJob, channel: Any, res: dict[str, Any]) -> None:
+        """A unit's rows, each (configuration, unit) recorded (and written) by the orchestrator; the group's next unit."""
+        self.last_result = time.monotonic()
+        self.home.setdefault(plan.group, res["worker"])
+        lost = list(dict.fromkeys(str(m["worker"]) for m in _events(self.client) if m["group"] == name
+                                  and str(m["worker"]) != res["worker"]))
+        note = ""
+        if self.attempts[name] > 1 or lost:
+            how = (f"after worker(s) {', '.join(lost)} died while measuring it" if lost or self.charged.get(name) else
+                   "after the worker it was queued on died (no start of it was seen: not charged a retry)")
+            note = f"re-run on {res['worker']} {how} (attempt {self.attempts[name]})"
+            self.ex.reruns.append({"group": name, "lost": lost, "worker": res["worker"], "attempts": self.attempts[name],
+                                   "charged": self.charged.get(name, 0)})
+        # the first worker's device description; every unit's verification
+        channel.meta({k: v for k, v in res["metadata"].items() if k.startswith("verify.") or k not in self.orch.metadata})
+        for frame, row in zip(res["frames"], res["rows"]):
+            if note:
+                row = {**row, "warning": "; ".join(filter(None, [row.get("warning") or "", note]))}
+            channel.add(frame, row)
+        self.orch.finished(plan, job, channel, bool(res["stopped"]), float(res["seconds"]))
+        self.submit_next(plan)
+
+    def watch(self, now: float) -> None:
+        """End the run when no worker was there for ``no_workers_s`` or no result came for ``stall_s``."""
+        if not self.client.scheduler_info().get("workers"):
+            self.no_workers_since = self.no_workers_since or now
+            if now - self.no_workers_since > self.ex.no_workers_s:
+                self.give_up(f"no worker for {self.ex.no_workers_s:g} s")
+        else:
+            self.no_workers_since = None
+        if self.futures and now - self.last_result > self.ex.stall_s:
+            self.give_up(f"no result for {self.ex.stall_s:g} s")
+
+    def give_up(self, why: str) -> None:
+        self.ex.failed += [{"group": n, "attempts": self.attempts[n], "error": why} for n, *_ in self.futures.values()]
+        self.client.cancel(list(self.futures))
+        self.futures.clear()
+
+
+__all__ = ["DaskExecutor", "VISIBLE_DEVICE_VARS", "device_name", "expected_keys", "gpu_workers", "groups_of", "unit_task",
+           "worker_facts"]

@@ -1,0 +1,199 @@
+"""``Orchestrator``: one sweep, wherever its units run — resume, the unit plan, durability,
+progress and metadata, in one place (pyperf's one ``Runner``).
+
+Why one: a sweep on one device and a sweep on a Dask cluster used to be two orchestrators with
+different resume rules, and the cluster never read ``units``. Here an executor
+(``bench.executors``: this process, a worker process per unit, or a Dask worker per group) runs
+"one unit of one group" and everything else is this class's:
+
+1. the out file's finished work is read (``bench.io``) and checked against how the new rows would
+   be measured (``check_resume``: the device, the measurement, the LLC, each kernel's code), the
+   same rules whatever the executor;
+2. each group (the whole sweep on one device; a (kernel, size) on a cluster) gets a ``UnitPlan``
+   (``bench.units``): the units each of its configurations still lacks, then adaptive extras;
+3. each unit reports through a channel of its own; every (configuration, unit) it finishes is added
+   to the ``Record`` (``bench.record``) and the files are rewritten at once: an interrupt loses at
+   most what was being measured, and running the same sweep again measures only what is missing,
+   never a configuration or unit twice;
+4. progress advances per (configuration, unit), with the time left (``bench.progress``);
+5. the metadata (provenance, the spec, what the units measured with) is gathered and written with
+   the rows.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any, Sequence
+
+from ..errors import ConfigError, KernelFault
+from ..schema import CLUSTER_COLUMNS, Configuration
+from . import passes as ps
+from . import units as us
+from .executors import UnitRun
+from .info import UnitsInfo
+from .io import Previous, check_resume, output_paths, previous_results
+from .progress import Progress
+from .record import Record
+from .result import SweepHooks, SweepResult
+from .spec import SweepSpec
+from .stats import Measurement
+
+
+class Orchestrator:
+    """One sweep of ``spec`` through ``executor`` (module docstring); ``run()`` measures it."""
+
+    def __init__(self, spec: SweepSpec, executor: Any, *, out: str | os.PathLike | None = None, resume: bool = True,
+                 hooks: SweepHooks | None = None, progress: bool = True, run_id: str | None = None,
+                 command: str | Sequence[str] | None = None) -> None:
+        if not isinstance(spec, SweepSpec):
+            raise ConfigError(f"run() takes a SweepSpec; got {type(spec).__name__}")
+        self.spec, self.executor, self.hooks = spec, executor, hooks or SweepHooks()
+        self.paths = output_paths(out) if out is not None else None
+        self.resume, self.show_bar, self.command, self.run_id = resume, progress, command, run_id
+        self.metadata: dict[str, str] = {}
+        self.pads: list[int] = []
+        self.stopped = False
+
+    # -- the whole sweep --------------------------------------------------------------------------
+    def run(self) -> SweepResult:
+        """Measure what the out file does not hold yet; the result holds both."""
+        self.executor.check(self.spec)
+        previous = previous_results(self.paths, self.resume)
+        with self.executor.session(self.spec):
+            plans, kept = self._prepare(previous)
+            try:
+                self.stopped = self.executor.run(self, plans)
+            except KernelFault as exc:  # what finished is on disk already; the result goes with the error
+                exc.result = self._finish(True)
+                raise
+            except BaseException as exc:  # an interrupt (KeyboardInterrupt, SIGTERM turned into one): kept is on disk
+                exc.sweep_result = self.result(True, kept)  # type: ignore[attr-defined]
+                exc.sweep_progress = self.progress.state()  # type: ignore[attr-defined]
+                self.progress.close()
+                raise
+            self._finish(True)
+        return self.result(self.stopped, kept)
+
+    def _prepare(self, previous: Previous) -> tuple[list[us.UnitPlan], set[Configuration]]:
+        """The device facts and metadata, the resume check, the record, each group's plan, the progress."""
+        facts = self.executor.facts(self.spec)
+        self.metadata = self.executor.metadata(self.spec, self.command)
+        self.metadata.update({f"identity.{k}": v for k, v in facts["identities"].items()})
+        self._check_resume(previous, facts)
+        self.metadata["run_id"] = self.run_id = self.run_id or previous.run_id or uuid.uuid4().hex[:12]
+        self.lo, self.hi = us.planned(self.spec, facts["plan_device"]) if self.spec.units != 1 else (1, 1)
+        if set(CLUSTER_COLUMNS) <= set(self.executor.columns[1]):  # a cluster file: rows of a one-device run say no worker
+            previous = previous.with_cluster_columns()
+        self.record = Record(previous, merged=self.spec.units != 1, planned=self.lo, columns=self.executor.columns)
+        kept = self.record.complete()
+        plans = [self._plan(g, i) for i, g in enumerate(self.executor.groups(self.spec))]
+        total = sum(len(p.configs) for p in plans) * self.lo
+        self.progress = Progress(total, self.record.kept(), bar=self.show_bar, units=self.spec.units != 1,
+                                 hook=self.hooks.on_progress)
+        return plans, kept
+
+    def _check_resume(self, previous: Previous, facts: dict[str, Any]) -> None:
+        """The one resume rule (``bench.io.check_resume``): another device, measurement, LLC or kernel code is refused."""
+        if self.paths is None or (previous.metadata is None and not len(previous.summary)):
+            return
+        now = {**self.spec.measurement(), **{f"identity.{k}": v for k, v in facts["identities"].items()}}
+        if facts.get("llc_bytes") is not None:
+            now["device.llc_bytes"] = str(facts["llc_bytes"])
+        check_resume(str(self.paths[0]), previous, now, facts["names"])
+
+    def _plan(self, group: SweepSpec, index: int) -> us.UnitPlan:
+        confs = group.configurations()
+        had = {c: self.record.units_of(c) for c in confs}
+        frames = []
+        if self.record.merged:
+            for c in confs:
+                for k, (frame, _row) in self.record.units.get(c, {}).items():
+                    frames.append(frame.assign(pass_index=k))
+        return us.UnitPlan(group, (self.lo, self.hi), had, frames, group=index)
+
+    def _finish(self, write: bool) -> SweepResult:
+        """The units' metadata, the last write (when anything is there to write), the bar closed."""
+        if self.spec.units != 1:
+            units_done = min((len(self.record.units_of(c)) for c in self.spec.configurations()), default=0)
+            self.metadata.update(UnitsInfo(self.lo, units_done, self.executor.where, self.pads).entries())
+        if write and (not self.stopped or self.spec.units == 1 or self.record.added):
+            self.record.write(self.paths, self.metadata)
+        self.progress.close()
+        return self.result(self.stopped)
+
+    def result(self, stopped: bool, kept: set[Configuration] | None = None) -> SweepResult:
+        skipped = sorted(c for c in (kept or set()) if not c.is_reference)
+        return self.record.result(self.metadata, self.paths[0] if self.paths else None, stopped, skipped)
+
+    # -- one unit ---------------------------------------------------------------------------------
+    def start(self, job: us.UnitJob) -> tuple[UnitRun, "UnitChannel"]:
+        """What an executor needs to run ``job``, and the channel it reports to."""
+        pad = ps.pad_bytes(job.unit, seed=self.spec.interleave_seed) if self.spec.units != 1 else 0
+        self.pads.append(pad)
+        run = UnitRun(job, self.run_id or "", self._references(job), pad, getattr(self.executor, "inputs_dir", None))
+        return run, UnitChannel(self, job)
+
+    def _references(self, job: us.UnitJob) -> dict[tuple[str, int, str], Measurement]:
+        """The cold references this unit took before (for its rows' biases): a one-unit sweep's
+        from the out file; a unit's own, from the record."""
+        out = {}
+        for c in job.done:
+            if not c.is_reference:
+                continue
+            if self.spec.units == 1:
+                frame = self.record.samples.get(c)
+            else:
+                frame = self.record.units.get(c, {}).get(job.unit, (None, None))[0]
+            if frame is not None and len(frame):
+                out[c.reference_key] = Measurement(frame["time_s"].to_numpy(), label=f"{c.kernel} {c.size} cold",
+                                                   chunks=frame["chunk"].to_numpy())
+        return out
+
+    def add(self, job: us.UnitJob, frame: Any, row: dict[str, Any]) -> None:
+        """A finished (configuration, unit): recorded, written, shown."""
+        c = Configuration.of(row)
+        self.record.add(c, job.unit, frame, row)
+        self.record.write(self.paths, self.metadata)
+        if self.hooks.on_samples is not None:
+            self.hooks.on_samples(frame.copy())
+        if self.hooks.on_result is not None:
+            self.hooks.on_result(dict(row))
+        self.progress.advance()
+
+    def finished(self, plan: us.UnitPlan, job: us.UnitJob, channel: "UnitChannel", stopped: bool, seconds: float) -> None:
+        """A unit ended: the plan learns its samples (adaptive extras); progress grows by an extra unit's steps."""
+        import pandas as pd
+
+        frames = [f for f in channel.frames if len(f)]
+        plan.finished(job, pd.concat(frames, ignore_index=True) if frames else None, stopped, seconds)
+        self.stopped = self.stopped or stopped
+
+
+class UnitChannel:
+    """The channel one unit reports to (``bench.sweeprun.Channel``): the orchestrator's hooks and record."""
+
+    def __init__(self, orchestrator: Orchestrator, job: us.UnitJob) -> None:
+        self.orch, self.job = orchestrator, job
+        self.frames: list[Any] = []
+        self.expected = len(set(job.spec.configurations()) - set(job.done))
+        if job.unit >= orchestrator.lo:  # an extra unit: its (configuration, unit)s join the total
+            orchestrator.progress.grow(self.expected)
+
+    def started(self, where: list[str]) -> None:
+        self.orch.hooks.started(where)
+
+    def stop_now(self) -> bool:
+        return self.orch.hooks.stop_now()
+
+    def meta(self, entries: dict[str, str]) -> None:
+        self.orch.metadata.update(entries)
+
+    def add(self, rows: Any, row: dict[str, Any]) -> None:
+        self.frames.append(rows)
+        self.orch.add(self.job, rows, row)
+
+    def update(self, rows: list[dict[str, Any]]) -> None:
+        self.orch.record.update(self.job.unit, rows)
+
+
+__all__ = ["Orchestrator", "UnitChannel"]
