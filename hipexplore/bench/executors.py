@@ -151,8 +151,7 @@ class InProcessExecutor(LocalExecutor):
         from .sweeprun import SweepRun
 
         dev = self.device
-        fresh = getattr(dev, "fresh", None)  # capability: fresh
-        unit_dev = fresh() if run.unit and fresh is not None else dev  # host: the library loaded anew
+        unit_dev = dev.fresh() if run.unit else dev  # host: the library loaded anew (a GPU: the device itself)
         pad_buf = unit_dev.alloc(run.pad_bytes) if run.pad_bytes else None
         try:
             return SweepRun(run.spec, unit_dev, channel, run_id=run.run_id, done=run.job.done, refs=run.refs,

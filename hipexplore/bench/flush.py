@@ -204,11 +204,12 @@ def make_flusher(device: Device, mode: "str | FlushMode", *, factor: float | Non
 
 
 def _zero(device: Device, buf: DeviceBuffer) -> None:
-    memset = getattr(device, "memset", None)  # capability: memset
-    if memset is not None:
-        memset(buf, 0)
+    try:
+        device.memset(buf, 0)
         device.synchronize()
         return
+    except UnsupportedOperation:  # a device without memset: zeros copied in
+        pass
     import numpy as np
 
     device.copy_to_device(buf, np.zeros(buf.nbytes, dtype=np.uint8))

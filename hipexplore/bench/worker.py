@@ -48,7 +48,7 @@ def use_worker(device: Any, worker: bool | None) -> bool:
     env = settings.SWEEP_WORKER.get()
     if env is not None:
         return bool(env)
-    return getattr(device, "kind", "host") != "host"
+    return device.kind != "host"
 
 
 def _shippable(spec: SweepSpec) -> tuple[SweepSpec, list[tuple[str, bytes | None]]]:
@@ -121,7 +121,7 @@ def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, d
     ``started``: a worker started ahead (``start_unit_worker``), else one is started now;
     ``inputs_dir``: the sweep's folder of host inputs shared between its units (``bench.inputs``)."""
     spec, kernels = _shippable(spec)
-    llc = device.llc_bytes if "override" in str(getattr(device, "llc_source", "")) else None
+    llc = device.llc_override
     w = started or StartedWorker()
     w.used = True
     proc, rx, tx, log_fd = w.proc, w.rx, w.tx, w.log_fd

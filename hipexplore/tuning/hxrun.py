@@ -68,7 +68,7 @@ def check_candidate(device: Any, problem: hxgen.Problem, config: hxgen.PerfConfi
     ``device`` (a hipexplore Device: host, cuda or hip); return the relative error of the result."""
     from ..devices.base import PackedArgs as Args
 
-    kind = getattr(device, "kind", "host")
+    kind = device.kind
     compiler = {"host": "host", "cuda": "nvrtc", "hip": "hiprtc"}.get(kind)
     if compiler is None:
         raise ConfigError(f"check_candidate runs on the host, cuda or hip device; got {kind!r}")
@@ -96,7 +96,7 @@ def check_candidate(device: Any, problem: hxgen.Problem, config: hxgen.PerfConfi
             names = {"gemm": ("a", "b", "c", "e0", "e1"), "fill": ("c",), "pointwise": ("c", "e0", "e1", "y")}[role]
         else:
             names = hxgen.kernel_arguments(role, problem, config)
-        grid, block = hxgen.launch(role, problem, config, int(getattr(device, "compute_units", 0) or 132))  # capability: compute_units
+        grid, block = hxgen.launch(role, problem, config, device.compute_units)
         device.launch(kernels[role], grid, block, Args([ptr(x) for x in names]))
     device.synchronize()
     result = np.empty(m * n, dtype=np.float32)

@@ -105,7 +105,7 @@ def hip_candidate(device: Device, cache: CompileCache, problem: GemmProblem, cfg
         kernels[role] = device.kernel(device.load(code), code.symbol(g.symbol(role)))
     sizes = {"a": shape.m * shape.k, "b": shape.k * shape.n, "bias": shape.n, "work": g.workspace_elements(shape, cfg),
              "y": shape.m * shape.n, **({"c": shape.m * shape.n} if cfg.split > 1 else {})}
-    sm_count = int(getattr(device, "compute_units", 0) or 132)  # capability: compute_units
+    sm_count = device.compute_units
 
     def make_set(i: int) -> PipelineSet:
         bufs = filled_set(device, sizes, problem, ("work", "y", "c"), seed)
@@ -152,7 +152,7 @@ def measure_candidates(device: Device, workloads: dict[str, tuple[GemmProblem, W
     names = {name: (prob, cand, split) for name, (prob, _w, cand, split) in workloads.items()}
     for prob in dict.fromkeys(p for p, *_ in workloads.values()):
         mine = tuple(w for p, w, *_ in workloads.values() if p is prob)
-        free = device.memory_info()[0]  # capability: memory_info
+        free = device.memory_info()[0]
         most = max(rot.plan(r, footprint_bytes=w.footprint(1), set_bytes=w.footprint(1), llc_bytes=device.llc_bytes,
                             free_bytes=free, mem_fraction=fields.get("mem_fraction", rot.DEFAULT_MEM_FRACTION)).count
                    for w in mine for r in rotating)
