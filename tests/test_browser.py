@@ -292,3 +292,113 @@ def test_report_at_900_px_has_no_sideways_scrolling(tmp_path):
     assert result["scroll"] <= result["inner"], result
     assert result["images"] and all(w > 0 for w in result["images"]), result
     assert result["wide"] == 0, result
+
+
+#: in the page, from before JupyterLab loads: the text of every dialog that ever opens (a kernel
+#: choice, an error), kept after it is closed
+_DIALOG_WATCH = """
+window.__dialogs = [];
+new MutationObserver(() => {
+  for (const d of document.querySelectorAll('.jp-Dialog')) {
+    const t = d.innerText.trim();
+    if (t && !window.__dialogs.includes(t)) window.__dialogs.push(t);
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
+_ALL_RUN = """() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+  return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.innerText)) && document.body.innerText.includes('Idle'); }"""
+
+
+def test_notebook_run_from_a_clone_leaves_the_clone_clean(tmp_path):
+    """A newcomer's first hour: a fresh clone, a fresh HOME, `hipexplore lab` in the clone. The
+    notebook opens with no kernel dialog (it names kernel hipexplore, which `hipexplore lab`
+    registers), all its cells run, the outputs are saved (File > Save, what the autosave does) into
+    the workspace copy, and `git status` of the clone stays empty."""
+    from playwright.sync_api import sync_playwright
+
+    import checkout
+    from conftest import hermetic_paths
+
+    if not CHROMIUM.exists():
+        from conftest import missing
+
+        missing("tool chromium", f"{CHROMIUM} does not exist (setup.sh --dev installs Debian's chromium)")
+    clone = checkout.copy_checkout(tmp_path / "clone", commit=True)
+    assert checkout.status(clone) == ""
+    env = {k: v for k, v in os.environ.items() if k not in ("JUPYTER_PATH", "MPLBACKEND")}
+    env.update(hermetic_paths(tmp_path / "fresh"), PYTHONPATH=str(clone))
+    for d in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        Path(env[d]).mkdir(parents=True, exist_ok=True)
+    port, token = free_port(), secrets.token_hex(16)
+    log = open(tmp_path / "lab.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "hipexplore", "lab", "--", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+                             f"--ServerApp.token={token}", "--LabApp.news_url=",
+                             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+                            cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    workspace = Path(env["XDG_DATA_HOME"]) / "hipexplore" / "workspace"
+    RESULTS.mkdir(exist_ok=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "lab.log").read_text()[-3000:]
+            time.sleep(0.5)
+        with sync_playwright() as pw:
+            browser = launch(pw)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.add_init_script(_DIALOG_WATCH)
+                page.goto(f"{url}/lab/tree/dashboard.ipynb?token={token}", wait_until="domcontentloaded")
+                page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+                page.wait_for_function("() => window.__dialogs.length > 0 || document.body.innerText.includes('Idle')",
+                                       timeout=90_000)
+                opened = page.evaluate("() => window.__dialogs")
+                if not opened:
+                    page.click("li.lm-MenuBar-item:has-text('Run')")
+                    page.click("li.lm-Menu-item[data-command='runmenu:run-all']")
+                    page.wait_for_function("() => document.body.innerText.includes('Busy')", timeout=60_000)
+                    page.wait_for_function(_ALL_RUN, timeout=300_000)
+                    page.click("li.lm-MenuBar-item:has-text('File')")
+                    page.click("li.lm-Menu-item[data-command='docmanager:save']")
+                    deadline = time.monotonic() + 60
+                    while time.monotonic() < deadline and not saved_outputs(workspace / "dashboard.ipynb"):
+                        time.sleep(0.5)
+                page.screenshot(path=str(RESULTS / "browser-clone-dashboard.png"))
+                dialogs = page.evaluate("() => window.__dialogs")
+                errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+            finally:
+                browser.close()
+    finally:
+        stop_group(proc)
+        log.close()
+    assert not dialogs, f"JupyterLab opened a dialog: {dialogs}"
+    assert checkout.status(clone) == "", f"the clone is dirty after a run in JupyterLab:\n{checkout.status(clone)}"
+    assert saved_outputs(workspace / "dashboard.ipynb") >= 3, "the run's outputs were not saved into the workspace copy"
+    assert not [e for e in errors if "Traceback" in e or "Error" in e], errors
+
+
+def saved_outputs(path: Path) -> int:
+    """How many code cells of the notebook file on disk carry outputs."""
+    try:
+        nb = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return 0
+    return sum(1 for c in nb.get("cells", []) if c.get("cell_type") == "code" and c.get("outputs"))
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """Stop a server started in its own session, and what it started (its kernels)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:  # it had exited already
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)

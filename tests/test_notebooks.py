@@ -6,6 +6,7 @@ papermill (kernel hipexplore) on the host device and on recorded parquet data, w
 """
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import jupytext
@@ -33,18 +34,38 @@ def code_sources(nb) -> list[tuple[str, str]]:
     return [(c.cell_type, c.source.strip()) for c in nb.cells]
 
 
+def test_no_notebook_file_is_tracked():
+    """The scripts are the one source: a tracked .ipynb would take the outputs a JupyterLab run saves
+    into it (and every later report's provenance would read +dirty)."""
+    tracked = subprocess.run(["git", "ls-files", "notebooks"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    if tracked.returncode != 0:
+        from conftest import need
+
+        need("a git checkout", f"git ls-files failed here: {tracked.stderr.strip()}")
+    files = tracked.stdout.split()
+    assert sorted(files) == sorted(f"notebooks/{name}.py" for name in NAMES), files
+    ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", "notebooks/dashboard.ipynb"], cwd=ROOT, timeout=60)
+    assert ignored.returncode == 0, "notebooks/*.ipynb must be ignored (made from the scripts, never tracked)"
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_script_and_notebook_are_paired_and_stripped(name):
+def test_notebook_is_made_from_its_script(name):
     py = ROOT / "notebooks" / f"{name}.py"
-    ipynb = ROOT / "notebooks" / f"{name}.ipynb"
     script = jupytext.read(py)
-    nb = nbformat.read(str(ipynb), as_version=4)
-    assert code_sources(script) == code_sources(nb), f"{ipynb.name} is out of sync with {py.name}: run `jupytext --sync {py}`"
+    made = report.notebook_path(name)
+    assert made.parent != py.parent and ROOT not in made.parents  # never beside the source
+    nb = nbformat.read(str(made), as_version=4)
+    nbformat.validate(nb)
+    assert code_sources(script) == code_sources(nb)
     assert nb.metadata["kernelspec"]["name"] == "hipexplore"
-    assert "ipynb" in nb.metadata["jupytext"]["formats"] and "py:percent" in nb.metadata["jupytext"]["formats"]
+    assert "jupytext" not in nb.metadata  # a saved copy writes no paired script beside it
+    assert "ipynb" in script.metadata["jupytext"]["formats"]  # `jupytext --sync` still makes the (ignored) .ipynb
+    # the script opened as a notebook in a plain JupyterLab (jupytext) and saved is rewritten as it was
+    assert jupytext.writes(script, fmt="py:percent") == py.read_text()
     for cell in nb.cells:
         if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, f"{ipynb.name} has outputs: strip them"
+            assert cell.outputs == [] and cell.execution_count is None
+    assert made.read_text() == nbformat.writes(report.workspace.read_notebook(name))  # the same file every time
     tagged = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(tagged) == 1
     params = report.notebook_parameters(name)
@@ -64,6 +85,7 @@ def test_package_reaches_the_notebooks():
     assert report.notebooks_dir().resolve() == (ROOT / "notebooks").resolve()
     for name in NAMES:
         assert report.notebook_path(name).is_file()
+        assert report.workspace.source_path(name) == report.notebooks_dir() / f"{name}.py"
 
 
 def check_executed(nb, name: str) -> None:

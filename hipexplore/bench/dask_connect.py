@@ -83,11 +83,9 @@ except ImportError:  # pragma: no cover
 
 
 def _distributed() -> Any:
-    try:
-        import distributed
-    except ImportError as exc:  # pragma: no cover - the extra is installed by the dev set-up
-        raise ConfigError("cluster runs need Dask distributed: pip install 'hipexplore[cluster]'") from exc
-    return distributed
+    from ..extras import require
+
+    return require("distributed", "a run on a cluster (Dask distributed)", "cluster")
 
 
 def _security() -> Any:

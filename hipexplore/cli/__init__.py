@@ -18,6 +18,10 @@ from ..errors import HipexploreError
 
 #: subcommand modules, in the order shown by --help
 SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "compare_cmd", "tune_cmd", "report_cmd", "lab_cmd")
+#: subcommands that start another program: what follows the first ``--`` after the subcommand is that
+#: program's, unparsed (``args.passthrough``): ``hipexplore lab -- --no-browser`` must not take
+#: ``--no-browser`` for its own optional PATH, as argparse's ``--`` handling does
+PASSTHROUGH = frozenset({"lab"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,10 +64,26 @@ def _chosen(argv: Sequence[str] | None) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
 
 
+def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """``argv`` up to the first ``--`` after a PASSTHROUGH subcommand, and what follows it (None for
+    the other subcommands: their ``--`` is argparse's)."""
+    chosen = _chosen(argv)
+    if chosen not in PASSTHROUGH:
+        return argv, None
+    start = argv.index(chosen) + 1
+    if "--" not in argv[start:]:
+        return argv, []
+    cut = argv.index("--", start)
+    return argv[:cut], argv[cut + 1:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    argv, passthrough = _split_passthrough(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if passthrough is not None:
+        args.passthrough = passthrough
     _clean_leftovers()
     shown_as = warnings.formatwarning
     warnings.formatwarning = _warning_line(args.command)

@@ -29,14 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         COMMAND,
         help=HELP,
-        description="Run notebooks/dashboard.ipynb through papermill (kernel hipexplore) on the chosen device "
+        description="Run the dashboard notebook (notebooks/dashboard.py) through papermill (kernel hipexplore) on the chosen device "
         "(default: the best available, the host CPU here) and export one HTML file with static figures "
         "and a provenance table.",
     )
     p.add_argument("--params", metavar="FILE", help="YAML or JSON file of notebook parameters (device, kernel, sizes, "
                    "rotating, flush, iterations, compiler, target, data: 'live' or a folder of recorded parquet files)")
     p.add_argument("--baseline", metavar="RUN.parquet|KERNEL",
-                   help="A/B review (notebooks/review.ipynb): the baseline run, or with --run the baseline kernel")
+                   help="A/B review (notebooks/review.py): the baseline run, or with --run the baseline kernel")
     p.add_argument("--candidate", metavar="RUN.parquet|KERNEL",
                    help="A/B review: the candidate run, or with --run the candidate kernel")
     p.add_argument("--run", metavar="RUN.parquet", help="A/B review of two kernels of one (interleaved) run")
@@ -75,6 +75,10 @@ def command_line(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..extras import require_modules
+    from ..report.workspace import RUN_MODULES
+
+    require_modules(RUN_MODULES, "hipexplore report", "notebook")  # before any work, not as a traceback after it
     from ..report import build_report, load_params
 
     if args.params is not None:

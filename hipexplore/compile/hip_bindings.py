@@ -52,8 +52,10 @@ def point(kind: str, library: str) -> None:
                 mod.DLL = library.encode()
             return
         if which != ROCM_BINDINGS:
-            raise CompilerUnavailable(f"hip-python is not importable: looked for hip.chiprtc (6.x-7.x) and "
-                                      f"rocm.bindings (>= 10); install hipexplore[hip]")
+            from ..extras import message
+
+            raise CompilerUnavailable(message("hip-python's " + kind, "hip", detail="hip-python is not importable: looked for "
+                                              "hip.chiprtc (6.x-7.x) and rocm.bindings (>= 10)"))
         previous = _chosen.get(short)
         if previous is not None:
             if previous != library:

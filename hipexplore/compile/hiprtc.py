@@ -171,8 +171,10 @@ class HiprtcCompiler(RuntimeCompiler):
             from . import hip_bindings
 
             if not hip_bindings.layout():
-                self._reason = ("hip-python is not importable in either layout: hip.chiprtc is not importable "
-                                "(hip-python 6.x-7.x) and neither is rocm.bindings (hip-python >= 10); install hipexplore[hip]")
+                from ..extras import message
+
+                self._reason = message("hiprtc", "hip", detail="hip-python is not importable in either layout: hip.chiprtc "
+                                       "is not importable (hip-python 6.x-7.x) and neither is rocm.bindings (hip-python >= 10)")
                 raise CompilerUnavailable(self._reason)
             try:
                 hip_bindings.point("hiprtc", self._library_name)

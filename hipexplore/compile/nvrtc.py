@@ -41,10 +41,11 @@ def _import_nvrtc() -> Any:
 
             return nvrtc
         except ImportError:
-            raise CompilerUnavailable(
-                f"NVRTC bindings not importable: looked for cuda.bindings.nvrtc ({first}) and cuda.nvrtc; "
-                f"install hipexplore[cuda] (cuda-bindings + nvidia-cuda-nvrtc)"
-            ) from first
+            from ..extras import message
+
+            raise CompilerUnavailable(message(
+                "NVRTC", "cuda", detail=f"NVRTC bindings not importable: looked for cuda.bindings.nvrtc ({first}) and "
+                "cuda.nvrtc; the extra brings cuda-bindings + nvidia-cuda-nvrtc")) from first
 
 
 def _package_version(name: str) -> str:

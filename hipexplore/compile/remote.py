@@ -194,14 +194,12 @@ class RemoteCache:
 
     def __init__(self, url: str, secret: str | bytes | None = None, timeout: float | None = None) -> None:
         url = check_url(url)
-        try:
-            import redis
-            from redis.backoff import NoBackoff
-            from redis.connection import parse_url
-            from redis.retry import Retry
-        except ImportError:
-            raise ConfigError(f"{settings.CACHE_REMOTE.name}={redacted(url)} needs redis-py: "
-                              "pip install 'hipexplore[remote]'") from None
+        from ..extras import require
+
+        redis = require("redis", f"{settings.CACHE_REMOTE.name}={redacted(url)}", "remote")
+        from redis.backoff import NoBackoff
+        from redis.connection import parse_url
+        from redis.retry import Retry
         secret = settings.CACHE_SECRET.get() if secret is None else secret
         if not secret:
             raise ConfigError(f"{settings.CACHE_REMOTE.name} needs a team secret in {settings.CACHE_SECRET.name} "

@@ -51,6 +51,10 @@ from .triton_source import FILE_ENV, check_target, decode_options, knob_names
 MODES = ("binary", "asm")
 
 
+#: what the extra brings (said where it is missing)
+_WHEEL = "the PyPI wheel, >= 3.9, carries its own LLVM, AMD device libraries and ptxas"
+
+
 def _import_triton() -> Any:
     try:
         import triton  # noqa: F401
@@ -59,8 +63,10 @@ def _import_triton() -> Any:
 
         return triton
     except Exception as exc:  # ImportError, or a broken install raising anything on import
-        raise CompilerUnavailable(f"triton is not importable ({type(exc).__name__}: {exc}); install hipexplore[triton] "
-                                  f"(the PyPI wheel, >= 3.9, carries its own LLVM, AMD device libraries and ptxas)") from exc
+        from ..extras import message
+
+        raise CompilerUnavailable(message("the Triton compiler", "triton", detail=f"triton is not importable "
+                                          f"({type(exc).__name__}: {exc}); {_WHEEL}")) from exc
 
 
 def gpu_target(target: str) -> Any:
@@ -107,8 +113,9 @@ class TritonCompiler(CompilerBase):
         except (ImportError, ValueError):  # a broken install, or sys.modules["triton"] = None
             spec = None
         if spec is None or not spec.origin:
-            self._reason = ("triton is not installed: looked for the 'triton' package; install hipexplore[triton] "
-                            "(the PyPI wheel, >= 3.9, carries its own LLVM, AMD device libraries and ptxas)")
+            from ..extras import message
+
+            self._reason = message("the Triton compiler", "triton", ["triton"], detail=_WHEEL)
             raise CompilerUnavailable(self._reason)
         return os.path.dirname(spec.origin)
 

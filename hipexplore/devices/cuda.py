@@ -23,7 +23,10 @@ def _driver() -> Any:
     try:
         from cuda.bindings import driver
     except ImportError as exc:
-        raise DeviceUnavailable(f"CUDA: looked for the cuda-python package (cuda.bindings.driver) and could not import it: {exc}") from None
+        from ..extras import message
+
+        raise DeviceUnavailable(message("the CUDA device", "cuda", detail="looked for the cuda-python package "
+                                        f"(cuda.bindings.driver) and could not import it: {exc}")) from None
     return driver
 
 

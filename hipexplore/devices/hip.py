@@ -92,8 +92,10 @@ def _hip() -> Any:
     from ..errors import CompilerUnavailable
 
     if not hip_bindings.layout():
-        raise DeviceUnavailable("HIP: looked for hip-python (hip.chip for 6.x-7.x, rocm.bindings for >= 10) and could "
-                                "not import it; install hipexplore[hip]") from None
+        from ..extras import message
+
+        raise DeviceUnavailable(message("the HIP device", "hip", detail="looked for hip-python (hip.chip for 6.x-7.x, "
+                                        "rocm.bindings for >= 10) and could not import it")) from None
     try:
         if not _dll_chosen:
             hip_bindings.point("hip", hip_dll().decode())

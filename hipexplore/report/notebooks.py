@@ -1,10 +1,7 @@
 """Run the review notebooks with papermill and export one self-contained HTML report.
 
-Where the notebooks come from: the jupytext percent scripts in the repository's ``notebooks/``
-are the reviewed source, paired with ``.ipynb`` files (outputs stripped). The package reaches them
-as ``hipexplore/notebooks/``, a symlink to ``../notebooks`` in a checkout; setuptools follows it,
-so a built wheel carries real copies (pyproject's package-data ``notebooks/*.ipynb``). Lookup
-order: ``$HIPEXPLORE_NOTEBOOKS``, then ``hipexplore/notebooks/``, then ``<repo>/notebooks/``.
+Where the notebooks come from: ``workspace.py`` (the jupytext scripts in ``notebooks/`` are the one
+source; ``notebook_path`` makes an ``.ipynb`` from one in a temporary folder, never beside it).
 
 Reports carry static figures (widget state does not survive an HTML export) and a provenance
 table; every image is an inline ``data:`` URI and no script is left in the page, so the file reads
@@ -26,20 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .. import settings
 from ..errors import ConfigError, HipexploreError
-from ..interpreter import kernel_argv, safe_environ
+from ..extras import require
 from ..files import write_file
+from ..interpreter import kernel_argv, safe_environ
+from .workspace import KERNEL_NAME, NOTEBOOKS, notebook_path, notebooks_dir  # noqa: F401 (re-exported)
 
-#: The notebooks that ship with hipexplore, by short name.
-NOTEBOOKS = {
-    "compile_cache": "compile_cache.ipynb",
-    "rotating_buffers": "rotating_buffers.ipynb",
-    "dashboard": "dashboard.ipynb",
-    "review": "review.ipynb",
-}
-#: The kernel papermill starts; a mismatch with the notebook's metadata is the classic CI failure.
-KERNEL_NAME = "hipexplore"
+
 class ReportError(HipexploreError):
     """A notebook failed while running or the report could not be written; ``notebook`` holds
     the path of the executed (partial) notebook so nothing is lost."""
@@ -50,28 +40,6 @@ class ReportError(HipexploreError):
 
 # ----------------------------------------------------------------------------------------------
 # finding and parameterising notebooks
-
-
-def notebooks_dir() -> Path:
-    """The folder holding the shipped ``.ipynb`` files (see the module docstring for the order)."""
-    env = settings.NOTEBOOKS.get()
-    candidates = [env] if env is not None else []
-    here = Path(__file__).resolve().parents[1]  # the hipexplore package
-    candidates += [here / "notebooks", here.parent / "notebooks"]
-    for cand in candidates:
-        if (cand / NOTEBOOKS["dashboard"]).is_file():
-            return cand
-    raise ConfigError(f"no hipexplore notebooks found; looked for {NOTEBOOKS['dashboard']} in {[str(c) for c in candidates]}")
-
-
-def notebook_path(name: str | os.PathLike) -> Path:
-    """A shipped notebook by short name (``dashboard``), or an existing ``.ipynb`` path."""
-    if str(name) in NOTEBOOKS:
-        return notebooks_dir() / NOTEBOOKS[str(name)]
-    path = Path(name)
-    if path.suffix == ".ipynb" and path.is_file():
-        return path
-    raise ConfigError(f"notebook {str(name)!r} is neither one of {sorted(NOTEBOOKS)} nor an existing .ipynb file")
 
 
 #: A parameters file is a few lines of names and values. Larger or deeper is not one, and papermill
@@ -97,6 +65,8 @@ def load_params(path: str | os.PathLike | None) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read parameters file {str(p)!r}: {exc.strerror or exc}") from exc
     json_file = p.suffix.lower() == ".json"
+    if not json_file:
+        require("yaml", f"parameters file {str(p)!r} (YAML; a .json file needs nothing more)", "notebook")
     try:
         data = json.loads(text) if json_file else _yaml_without_aliases(text, where)
     except ConfigError:
@@ -176,7 +146,7 @@ def check_values(params: Mapping[str, Any], where: str = "parameters") -> None:
 
 def notebook_parameters(notebook: str | os.PathLike) -> dict[str, Any]:
     """The names of a notebook's ``parameters`` cell and their defaults (as source text)."""
-    import papermill as pm
+    pm = require("papermill", "running a notebook", "notebook")
 
     path = notebook_path(notebook)
     found = pm.inspect_notebook(str(path))
@@ -242,6 +212,8 @@ def execute_notebook(
     papermill writes into a fresh private folder (it opens its output path as it is, following a
     link someone planted at that name); ``output`` gets a copy through ``files.write_file``.
     """
+    require("nbformat", "running a notebook", "notebook")
+    require("papermill", "running a notebook", "notebook")
     params = dict(params or {})
     path = notebook_path(notebook)
     check_parameters(path, params)

@@ -162,7 +162,9 @@ def replay_on_cluster(
 
     if granularity not in GRANULARITIES:
         raise ConfigError(f"granularity must be one of {', '.join(GRANULARITIES)}; got {granularity!r}")
-    import distributed
+    from ..extras import require
+
+    distributed = require("distributed", "a tuning replay on a cluster (Dask distributed)", "cluster")
 
     from .. import settings
 

@@ -1,0 +1,237 @@
+"""The shipped notebooks: where their source is, the ``.ipynb`` made from it, the user's copies.
+
+Why: a notebook run in JupyterLab saves its outputs into the file it was opened from. With tracked
+``notebooks/*.ipynb`` every run from a clone dirtied the repository (and every later report's
+provenance read ``+dirty``); from a pip install it would write into the installed package. So the
+jupytext percent scripts ``notebooks/*.py`` are the one source (outputs cannot live in them; no
+``.ipynb`` is tracked), and an ``.ipynb`` is always *made* from a script into a folder that is not
+the source's: a per-process temporary folder for ``hipexplore report`` (``notebook_path``), the
+user's workspace for ``hipexplore lab`` (``write_workspace``; the user's own copies, never
+overwritten). The package reaches the scripts as ``hipexplore/notebooks/``, a symlink to
+``../notebooks`` in a checkout and real files in a wheel. Lookup order: ``$HIPEXPLORE_NOTEBOOKS``,
+then ``hipexplore/notebooks/``, then ``<repo>/notebooks/``; in a folder the ``.py`` script wins and
+an ``.ipynb`` is read only where no script of that name is there (a folder of one's own notebooks).
+
+``hipexplore lab`` also registers the kernel the notebooks ask for (``hipexplore``) as the Python
+that runs it (``kernel_environment``): a spec in hipexplore's own data folder, first on the
+server's ``JUPYTER_PATH``, so an older ``hipexplore`` spec pointing at another environment never
+answers, and JupyterLab never asks which kernel to use.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Mapping
+
+from .. import settings
+from ..errors import ConfigError
+from ..extras import require
+from ..interpreter import kernel_argv
+
+#: The notebooks that ship with hipexplore, by short name (the ``.ipynb`` name each is made as).
+NOTEBOOKS = {
+    "compile_cache": "compile_cache.ipynb",
+    "rotating_buffers": "rotating_buffers.ipynb",
+    "dashboard": "dashboard.ipynb",
+    "review": "review.ipynb",
+}
+#: The kernel the notebooks ask for (their metadata) and papermill starts.
+KERNEL_NAME = "hipexplore"
+#: What running a shipped notebook needs besides the core (the extra ``notebook``): making it from
+#: its script, executing it, exporting it, and what the notebooks import.
+RUN_MODULES = ("jupytext", "nbformat", "papermill", "nbconvert", "ipykernel", "matplotlib")
+
+
+def notebooks_dir() -> Path:
+    """The folder holding the shipped notebooks' scripts (see the module docstring for the order)."""
+    env = settings.NOTEBOOKS.get()
+    candidates = [env] if env is not None else []
+    here = Path(__file__).resolve().parents[1]  # the hipexplore package
+    candidates += [here / "notebooks", here.parent / "notebooks"]
+    for cand in candidates:
+        if any((cand / f"dashboard{ext}").is_file() for ext in (".py", ".ipynb")):
+            return cand
+    raise ConfigError(f"no hipexplore notebooks found; looked for dashboard.py in {[str(c) for c in candidates]}")
+
+
+def source_path(name: str) -> Path:
+    """The source of shipped notebook ``name``: its script, else an ``.ipynb`` of that name."""
+    if name not in NOTEBOOKS:
+        raise ConfigError(f"notebook {name!r} is not one of {sorted(NOTEBOOKS)}")
+    folder = notebooks_dir()
+    script = folder / f"{name}.py"
+    return script if script.is_file() else folder / NOTEBOOKS[name]
+
+
+def is_shipped_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is the folder of the shipped notebooks (a clone's ``notebooks/``, the
+    installed ``hipexplore/notebooks``)."""
+    try:
+        shipped = {notebooks_dir().resolve()}
+    except ConfigError:
+        shipped = set()
+    shipped.add((Path(__file__).resolve().parents[1] / "notebooks").resolve())
+    return Path(path).resolve() in shipped
+
+
+def _inside_shipped(path: Path) -> bool:
+    """``path`` is the shipped folder, lies in it, or in the installed package: no output goes there."""
+    here = path.resolve()
+    package = Path(__file__).resolve().parents[1]
+    roots = {package, (package / "notebooks").resolve()}
+    try:
+        roots.add(notebooks_dir().resolve())
+    except ConfigError:
+        pass
+    return any(here == r or r in here.parents for r in roots)
+
+
+def read_notebook(name: str) -> Any:
+    """Shipped notebook ``name`` as a notebook node made from its source: no outputs, the
+    ``hipexplore`` kernelspec, cell ids numbered (the same file every time), and no jupytext
+    pairing (saving a copy must not write a script beside it)."""
+    jupytext = require("jupytext", "making a notebook from its script", "notebook")
+    path = source_path(name)
+    nb = jupytext.read(str(path), fmt="py:percent") if path.suffix == ".py" else jupytext.read(str(path))
+    nb.metadata.pop("jupytext", None)
+    nb.metadata.setdefault("kernelspec", {"name": KERNEL_NAME, "display_name": "Python (hipexplore)", "language": "python"})
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{name}-{i}"
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def _text(name: str) -> str:
+    nbformat = require("nbformat", "making a notebook from its script", "notebook")
+    return nbformat.writes(read_notebook(name))
+
+
+_LOCK = threading.Lock()
+_MADE: dict[str, tuple[tuple[str, int, int], Path]] = {}  # name -> (source path, mtime, size), made file
+_FOLDER: list[Path] = []
+
+
+def _scratch() -> Path:
+    if not _FOLDER:
+        folder = Path(tempfile.mkdtemp(prefix="hipexplore-notebooks-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _FOLDER.append(folder)
+    return _FOLDER[0]
+
+
+def notebook_path(name: str | os.PathLike) -> Path:
+    """A shipped notebook by short name (``dashboard``): an ``.ipynb`` made from its source in this
+    process's temporary folder (made again when the source changes). Or an existing ``.ipynb`` path."""
+    if str(name) in NOTEBOOKS:
+        src = source_path(str(name))
+        st = src.stat()
+        key = (str(src), st.st_mtime_ns, st.st_size)
+        with _LOCK:
+            made = _MADE.get(str(name))
+            if made is None or made[0] != key or not made[1].is_file():
+                out = _scratch() / NOTEBOOKS[str(name)]
+                _atomic_text(out, _text(str(name)))
+                _MADE[str(name)] = (key, out)
+            return _MADE[str(name)][1]
+    path = Path(name)
+    if path.suffix == ".ipynb" and path.is_file():
+        return path
+    raise ConfigError(f"notebook {str(name)!r} is neither one of {sorted(NOTEBOOKS)} nor an existing .ipynb file")
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ----------------------------------------------------------------------------------------------
+# hipexplore lab: the user's workspace and the kernel
+
+
+def data_dir() -> Path:
+    """hipexplore's per-user data folder (platformdirs: ``~/.local/share/hipexplore`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("hipexplore", appauthor=False))
+
+
+def default_workspace() -> Path:
+    return data_dir() / "workspace"
+
+
+def _cell_sources(nb: Any) -> list[tuple[str, str]]:
+    return [(c.get("cell_type", ""), "".join(c.get("source", ""))) for c in nb.get("cells", [])]
+
+
+def write_workspace(folder: str | os.PathLike) -> list[str]:
+    """Copy every shipped notebook into ``folder`` as ``NAME.ipynb`` where no file of that name is
+    there yet; a copy already there is the user's (their edits, their outputs) and is kept. Returns
+    one word per notebook: ``NAME.ipynb (new)``, ``NAME.ipynb (kept)`` or ``NAME.ipynb (kept; the
+    shipped one differs: move yours away to get it)``. The shipped folder itself is refused."""
+    folder = Path(folder).expanduser()
+    if _inside_shipped(folder) or (folder.exists() and not folder.is_dir()):
+        raise ConfigError(f"workspace {str(folder)!r} must be a folder of your own, outside the shipped notebooks "
+                          f"and the installed package (default: {default_workspace()})")
+    folder.mkdir(parents=True, exist_ok=True)
+    words = []
+    for name, file in NOTEBOOKS.items():
+        text = _text(name)
+        target = folder / file
+        try:
+            with open(target, "x", encoding="utf-8") as fh:
+                fh.write(text)
+            words.append(f"{file} (new)")
+            continue
+        except FileExistsError:
+            pass
+        try:
+            same = _cell_sources(json.loads(target.read_text(encoding="utf-8"))) == _cell_sources(json.loads(text))
+        except (OSError, ValueError):
+            same = False
+        words.append(f"{file} (kept)" if same else f"{file} (kept; the shipped one differs: move yours away to get it)")
+    return words
+
+
+def kernel_display_name(prefix: str | None = None) -> str:
+    """``Python (hipexplore: ~/venvs/x)``: which environment runs the notebooks, in the kernel menu."""
+    prefix = sys.prefix if prefix is None else prefix
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (prefix == home or prefix.startswith(home + os.sep)):
+        prefix = "~" + prefix[len(home):]
+    return f"Python (hipexplore: {prefix})"
+
+
+def register_kernel() -> Path:
+    """Write kernelspec ``hipexplore`` for this Python (``kernel_argv``: -P, no working directory on
+    its path) into a folder of this environment's own under ``data_dir()``, and return the folder to
+    put first on ``JUPYTER_PATH``. Per environment, so two environments' labs never swap kernels."""
+    tag = hashlib.sha256(f"{sys.executable}\0{sys.prefix}".encode()).hexdigest()[:16]
+    root = data_dir() / "kernels" / tag
+    spec_dir = root / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {"argv": kernel_argv(), "display_name": kernel_display_name(), "language": "python",
+            "metadata": {"hipexplore_prefix": sys.prefix}}
+    _atomic_text(spec_dir / "kernel.json", json.dumps(spec, indent=1) + "\n")
+    return root
+
+
+def kernel_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with this Python's ``hipexplore`` kernelspec first on ``JUPYTER_PATH``."""
+    env = dict(environ)
+    root = str(register_kernel())
+    env["JUPYTER_PATH"] = os.pathsep.join([root, *[p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]])
+    return env
