@@ -415,6 +415,12 @@ def test_the_orchestrator_counts_after_the_timed_units_under_a_prefix_and_joins_
     assert collect(kept, backend=backend).frame()["cache_state"].tolist() == ["warm", "cold", "cold", "partial"]
     on_disk = pd.read_parquet(tmp_path / "o.summary.parquet")
     assert on_disk["cache_state"].tolist() == res.summary["cache_state"].tolist()
+    from hipexplore.verdicts import compare
+
+    assert len(compare(str(out), str(out))) == 5  # a file with counters reads back as any result (bench.readback)
+    from hipexplore.report.recorded import load_recorded
+
+    assert load_recorded(out).summary["cache_state"].tolist() == res.summary["cache_state"].tolist()  # and in the report
 
 
 def test_resume_counts_a_finished_sweep_without_timing_it_again(dev, tmp_path, recorded_ncu) -> None:
@@ -575,27 +581,39 @@ def _ncu() -> str:
 
 
 @pytest.mark.gpu
-def test_counts_triad_states_on_the_gpu(cuda, tmp_path) -> None:
-    ncu = _ncu()
-    spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=(1, "auto"), flush=("none",))
-    confs = [Configuration("triad", MIB, "1", "none"), Configuration("triad", MIB, "auto", "none"),
-             Configuration("triad", MIB, "1", "l2-write")]
-    counted = count_configurations(spec, cuda, confs, backend=NcuBackend(ncu=ncu), workdir=tmp_path)
-    states = [(r.rotating_requested, r.flush, r.cache_state, r.cold_promise) for r in counted.records]
-    assert states == [("1", "none", "warm", ""), ("auto", "none", "cold", "kept"), ("1", "l2-write", "cold", "kept")], \
-        counted.frame().to_string()
-    assert all(r.counter_launches == 12 for r in counted.records) and len(counted.launches) == 36
-    assert collect(tmp_path).frame().equals(counted.frame())  # the folder alone gives the same records
+def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path) -> None:
+    """``hipexplore bench ... --counters``: one set of a 1 MiB triad stays in the L2 (warm), an
+    l2-write flush makes it cold (the promise kept), and the summary's timing columns of the very
+    same configurations are the sweep's own (the counting unit takes none)."""
+    _ncu()
+    out = tmp_path / "t.parquet"
+    res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "1,auto", "--flush", "none,l2-write", "--counters",
+               "--json", "--no-progress", "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(res.stdout)
+    rows = {(r["rotating_requested"], r["flush"]): r for r in doc["summary"] if r["timer"] == "events"}
+    states = {k: (r["cache_state"], r["cold_fraction"], r["cold_promise"]) for k, r in rows.items()}
+    assert rows[("1", "none")]["cache_state"] == "warm", states
+    assert (rows[("1", "l2-write")]["cache_state"], rows[("1", "l2-write")]["cold_promise"]) == ("cold", "kept"), states
+    assert rows[("auto", "none")]["cache_state"] in ("cold", "partial", "warm"), states
+    for key in (("1", "none"), ("1", "l2-write"), ("auto", "none"), ("auto", "l2-write")):
+        r = rows[key]
+        assert r["median_s"] > 0 and r["ci_low_s"] <= r["median_s"] <= r["ci_high_s"] and r["n"] > 0, key
+        assert r["counter_launches"] >= 12 and r["input_bytes"] == 2 * MIB and r["counter_backend"].startswith("ncu"), key
+    assert rows[("1", "cold-reference")]["cache_state"] in ("", None)
+    assert doc["counters"].startswith("counted 4 configuration(s) with ncu"), doc["counters"]
+    logs = list((tmp_path / "t.counters").rglob("ncu.log"))
+    assert len(logs) == 1 and parse_csv(logs[0].read_text())  # ncu's own CSV, kept beside the result
 
 
 @pytest.mark.gpu
-def test_a_broken_cold_promise_is_flagged_on_the_gpu(cuda, tmp_path) -> None:
+def test_a_broken_cold_promise_is_flagged_in_the_cli_table_on_the_gpu(cuda, tmp_path) -> None:
+    """auto on a 1 MiB "LLC" is 2 sets of 3 MiB, which the H200's real L2 keeps: asked cold, counted warm."""
     _ncu()
-    small = get_device("cuda", llc_bytes=MIB)  # auto on a 1 MiB "LLC": 2 sets of 3 MiB, which the real L2 keeps
-    try:
-        spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=("auto",), flush=("none",))
-        (rec,) = count_configurations(spec, small, workdir=tmp_path).records
-    finally:
-        small.close()
-    assert (rec.rotating, rec.cache_state, rec.cold_promise) == (2, "warm", "broken")
-    assert rec.counter_warning.startswith("asked cold (rotating auto) but counted warm")
+    res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "auto", "--llc-bytes", "1MiB", "--counters",
+               "--no-progress", "--units", "1", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    head, *lines = res.stdout.splitlines()
+    assert "state" in head.split()
+    auto = next(line for line in lines if " auto=2 " in line and "cold-reference" not in line)
+    assert "warm" in auto and "asked cold (rotating auto) but counted warm" in auto, res.stdout
