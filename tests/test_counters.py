@@ -440,6 +440,21 @@ def test_resume_counts_a_finished_sweep_without_timing_it_again(dev, tmp_path, r
     assert plain.summary["cache_state"].tolist() == again.summary["cache_state"].tolist()
 
 
+def test_a_failed_counter_pass_is_one_line_and_the_sweep_is_kept(dev, tmp_path, recorded_ncu) -> None:
+    backend, seen = recorded_ncu
+    backend.prefix = lambda group, out_dir, entries: ["false"]  # a profiler that exits before starting the worker
+    with pytest.warns(CountersSkipped) as caught:
+        res = _sweep(dev, _host_spec(counters=True), tmp_path / "o.parquet", backend, seen)
+    (line,) = [str(w.message) for w in caught if w.category is CountersSkipped]
+    # the worker's death is a KernelFault naming how it ended, whether it died before or after its job was sent
+    assert line.startswith("no counters: the counter pass failed (KernelFault: ") and "exit code 1" in line
+    assert "\n" not in line
+    assert res.metadata["counters.status"] == line
+    assert len(seen) == 5 and res.summary["median_s"].notna().all()  # every timed row kept
+    assert (res.summary["cache_state"].fillna("") == "").all()
+    assert pd.read_parquet(tmp_path / "o.summary.parquet")["median_s"].notna().all()
+
+
 def test_the_prefix_goes_in_front_of_the_isolated_interpreter() -> None:
     from hipexplore.interpreter import isolated_argv
 

@@ -140,8 +140,11 @@ class Orchestrator:
         return self.counting is not None
 
     def _no_counters(self, why: str) -> None:
+        """Say once, in one line, why this sweep has no counters (a failed pass's tail folded in)."""
         from .counters.counting import CountersSkipped
 
+        why = " | ".join(line.strip() for line in str(why).splitlines() if line.strip())
+        why = why if len(why) <= 1500 else why[:1500] + " ..."
         self.metadata["counters.status"] = f"no counters: {why}"
         warnings.warn(f"no counters: {why}", CountersSkipped, stacklevel=2)
 

@@ -131,9 +131,13 @@ def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, d
     proc, rx, tx, log_fd = w.proc, w.rx, w.tx, w.log_fd
     current = ["", ""]
     try:
-        tx.send_bytes(pickle.dumps({"device": _device_text(device), "llc_bytes": llc, "kernels": kernels, "spec": spec,
-                                    "run_id": run_id, "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes),
-                                    "unit": int(unit), "inputs_dir": inputs_dir, "counting": counting}))
+        job = pickle.dumps({"device": _device_text(device), "llc_bytes": llc, "kernels": kernels, "spec": spec, "run_id": run_id,
+                            "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes), "unit": int(unit),
+                            "inputs_dir": inputs_dir, "counting": counting})
+        try:
+            tx.send_bytes(job)
+        except OSError:  # the worker (or a prefix it starts under) is gone already: its status and log say why, below
+            pass
         while True:
             try:
                 kind, payload = pickle.loads(rx.recv_bytes())
