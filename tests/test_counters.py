@@ -20,7 +20,7 @@ import pytest
 
 from conftest import GPU, need, need_tool, require_compiler
 from hipexplore.bench import SweepSpec
-from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, HOST_LINE, WARM_AT, Counting, CountersSkipped, asks_cold,
+from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, HOST_LINE, RECORD_COLUMNS, WARM_AT, Counting, CountersSkipped, asks_cold,
                                        cache_state, collect, counted_configurations, counter_backend, input_bytes,
                                        join_summary, promise_check)
 from hipexplore.bench.counters.backends import CounterError, Launch, base_name, from_description, name_pattern, reports
@@ -38,7 +38,6 @@ from hipexplore.compile.cache import CompileCache
 from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError
 from hipexplore.kernels import catalog, user_kernel
-from hipexplore.schema import COUNTER_COLUMNS as SUMMARY_COUNTER_COLUMNS
 from hipexplore.schema import SUMMARY_COLUMNS, Configuration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -394,7 +393,7 @@ def test_the_orchestrator_counts_after_the_timed_units_under_a_prefix_and_joins_
     assert backend.calls == [5]  # one counting unit, started after all 5 timed rows (4 configurations and the reference)
     argv = backend.argv_file.read_text().splitlines()
     assert argv[:2] == [sys.executable, "-I"]  # the prefix, then the isolated interpreter of a sweep worker
-    assert list(res.summary.columns) == [*SUMMARY_COLUMNS, *SUMMARY_COUNTER_COLUMNS]
+    assert list(res.summary.columns) == [*SUMMARY_COLUMNS, *COUNTER_COLUMNS]  # schema.COUNTER_COLUMNS, re-exported
     rows = _by(res.summary)
     for key, (folder, rot, flush) in RECORDED_FOR.items():
         timed = _recorded_launches(folder, rot, flush)
@@ -531,7 +530,7 @@ def test_join_summary_adds_counters_to_both_timers_not_the_reference() -> None:
                             "timer": ["events", "in-kernel", "events"], "median_s": [1e-6, 2e-6, 3e-6]})
     joined = join_summary(summary, records_frame([rec]))
     assert list(joined["cache_state"]) == ["cold", "cold", ""] and list(joined["rotating"]) == [40, 40, 1]
-    assert set(COUNTER_COLUMNS) - set(joined.columns) == set()
+    assert set(RECORD_COLUMNS) - set(joined.columns) == set() and set(COUNTER_COLUMNS) <= set(RECORD_COLUMNS)
 
 
 # -- the H200 recordings ----------------------------------------------------------------------------

@@ -60,7 +60,7 @@ class CounterPass:
     notes: list[str] = field(default_factory=list)
 
     def frame(self) -> Any:
-        """One row per configuration (``record.COUNTER_COLUMNS``)."""
+        """One row per configuration (``record.RECORD_COLUMNS``)."""
         return records_frame(self.records)
 
     def to_json(self) -> dict[str, Any]:
