@@ -124,13 +124,15 @@ def _user_site(entries: Sequence[str]) -> str:
 
 
 def isolated_argv(code: str, *args: str, path: Sequence[object] | None = None,
-                  executable: str | None = None) -> list[str]:
-    """``[python, -I, ..., -c, PATH_PRELUDE + code, N, USER_SITE, *entries, *args]``: ``code`` runs
-    with ``sys.path`` = ``child_path(path)`` and ``sys.argv`` = ``['-c', *args]``, and nothing from
-    the working directory or the ``PYTHON*`` variables. The one way hipexplore starts a Python of
-    its own (compile workers, sweep workers, the hiprtc dependency helper)."""
+                  executable: str | None = None, prefix: Sequence[str] = ()) -> list[str]:
+    """``[*prefix, python, -I, ..., -c, PATH_PRELUDE + code, N, USER_SITE, *entries, *args]``: ``code``
+    runs with ``sys.path`` = ``child_path(path)`` and ``sys.argv`` = ``['-c', *args]``, and nothing
+    from the working directory or the ``PYTHON*`` variables. The one way hipexplore starts a Python
+    of its own (compile workers, sweep workers, the hiprtc dependency helper). ``prefix``: a program
+    that starts the interpreter itself (a profiler: ``ncu ... --``, ``rocprofv3 ... --``; the counter
+    pass's worker, ``bench.counters``); the interpreter's own command line is the same behind it."""
     entries = child_path(path)
-    return [executable or sys.executable, "-I", *_inherited_options(), "-c", PATH_PRELUDE + code,
+    return [*map(str, prefix), executable or sys.executable, "-I", *_inherited_options(), "-c", PATH_PRELUDE + code,
             str(len(entries)), _user_site(entries), *entries, *map(str, args)]
 
 

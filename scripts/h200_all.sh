@@ -15,9 +15,11 @@
 #                 two back-to-back runs                                                                  150 s
 #   triton        benchmarks/h200/triton_pick.py: the Triton split-K candidates under rotating buffers
 #                 and flushes (cubins compiled off the GPU travel in .triton_cubins)                     190 s
-#   counters      benchmarks/h200/counters.py: the counter pass (ncu) against the sweep of the same configurations:
-#                 the triad table of issue 35, a --source stencil and reduction; then the counter GPU tests  470 s
-#                 (copy counters/out/data/* from counters.tar.gz to data/counters/h200/ for the host tests)
+#   counters      benchmarks/h200/counters.py: `hipexplore bench ... --counters --json` (the counter pass, ncu) for
+#                 the triad table of issue 35 and a --source stencil and reduction, each beside the same
+#                 command without --counters (the pass's cost; `hipexplore compare` plain vs counted must
+#                 never say faster/slower); then the counter GPU tests                                  470 s
+#                 (copy out/runs/*-counted.counters/ from counters.tar.gz to data/counters/h200-cli/)
 #   cluster       benchmarks/h200/many_gpus.py: one GPU against N Dask workers, then the replay over them 90 s
 #   verdict-truth benchmarks/verdict_truth.py: #23's done-when at defaults -- the default's wall time against
 #                 887bcf3 (carry .old = `git archive 887bcf3 hipexplore`), then as many interleaved runs of
@@ -65,7 +67,7 @@ for scenario in "$@"; do
     verdicts)    TAIL=40 step verdicts 150 python3 $B/verdicts_ab.py --quick --out "$R/verdicts" ;;
     triton)      step triton 190 python3 $B/triton_pick.py --cubins .triton_cubins --out "$R/triton" ;;
     cluster)     step cluster 90 python3 $B/many_gpus.py --out "$R/cluster" ;;
-    counters)    TAIL=40 step counters 470 python3 $B/counters.py --out "$R/out" ;;
+    counters)    TAIL=60 step counters 470 python3 $B/counters.py --out "$R/out" --budget-s 420 ;;
     verdict-truth)
       TAIL=60 step verdict_truth 590 python3 benchmarks/verdict_truth.py --device cuda --runs 17 --budget-s 480 \
         ${HX_BASELINE:+--baseline "$HX_BASELINE" --baseline-reps 2} ${HX_START:+--start "$HX_START"} --out "$R/vt" ;;

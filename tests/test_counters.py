@@ -1,13 +1,18 @@
-"""The counter pass (``hipexplore.bench.counters``): the state rule and its thresholds, the promise
-check, the inputs' bytes from argument roles, the host's refusal, the profilers' command lines, the
-parsers, the attribution of counted launches to configurations, the child's launch sequence on the
-host device, and (from the H200 recordings in data/counters/h200/) the records the recorded raw
-outputs give. GPU-marked tests run the pass for real under Nsight Compute."""
+"""The counter pass (``hipexplore.bench.counters``), a phase of the one measurement pipeline: the
+state rule and its thresholds, the promise check, the inputs' bytes from argument roles, the host's
+refusal, the profilers' command lines, the parsers, the attribution of counted launches to
+configurations, the counting unit's replay through the trials' own path on the host device, the
+orchestrator running the counting unit after the timed units under a command prefix and joining
+records (parsed from the H200's recorded ncu output) to the right summary rows, resume, the CLI on
+the host, and (from the recordings in data/counters/h200/) the records the recorded raw outputs
+give. GPU-marked tests run ``hipexplore bench ... --counters`` for real under Nsight Compute."""
 from __future__ import annotations
 
 import json
 import math
-import pickle
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -15,20 +20,25 @@ import pytest
 
 from conftest import GPU, need, need_tool, require_compiler
 from hipexplore.bench import SweepSpec
-from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, HOST_LINE, WARM_AT, CountersUnavailable, asks_cold,
-                                       cache_state, collect, count_configurations, counted_configurations, input_bytes,
-                                       join_summary, launch_sequence, promise_check, warmup_launches)
+from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, HOST_LINE, RECORD_COLUMNS, WARM_AT, Counting, CountersSkipped, asks_cold,
+                                       cache_state, collect, counted_configurations, counter_backend, input_bytes,
+                                       join_summary, promise_check)
 from hipexplore.bench.counters.backends import CounterError, Launch, base_name, from_description, name_pattern, reports
-from hipexplore.bench.counters.child import MANIFEST, CountJob, child_command
-from hipexplore.bench.counters.counting import attribute, run_child
+from hipexplore.bench.counters.counting import MANIFEST, attribute
 from hipexplore.bench.counters.ncu import NCU_METRICS, NcuBackend, ncu_command, parse_csv, pass_note
+from hipexplore.bench.counters.phase import CounterPhase
 from hipexplore.bench.counters.rocprof import GROUPS, RocprofBackend, parse_counter_collection, tcc_bytes
+from hipexplore.bench.executors import InProcessExecutor
+from hipexplore.bench.orchestrator import Orchestrator
+from hipexplore.bench.record import Collector
+from hipexplore.bench.result import SweepHooks
+from hipexplore.bench.stats import StopRule
+from hipexplore.bench.sweeprun import SweepRun
 from hipexplore.compile.cache import CompileCache
-from hipexplore.devices import get_device
 from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError
 from hipexplore.kernels import catalog, user_kernel
-from hipexplore.schema import Configuration
+from hipexplore.schema import SUMMARY_COLUMNS, Configuration
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "data" / "counters" / "h200"
@@ -94,11 +104,11 @@ def test_counted_configurations_leave_out_the_reference_and_merge_timers() -> No
 
 # -- the host, and the profilers' command lines ---------------------------------------------------
 def test_the_host_refuses_in_one_line(dev) -> None:
-    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,))
-    for device in (dev, "host"):
-        with pytest.raises(CountersUnavailable) as err:
-            count_configurations(spec, device)
-        assert str(err.value) == HOST_LINE and "\n" not in HOST_LINE
+    for counters in (True, "ncu", "rocprofv3"):
+        backend, why = counter_backend(SweepSpec(kernels=("triad",), sizes=(64 * KIB,), counters=counters), dev)
+        assert backend is None and "\n" not in why
+    assert counter_backend(SweepSpec(counters=True), dev)[1] == HOST_LINE
+    assert counter_backend(SweepSpec(counters="ncu"), dev)[1] == "ncu counts NVIDIA GPUs; the device is host:0"
 
 
 def test_ncu_command_line(tmp_path) -> None:
@@ -208,14 +218,14 @@ def test_attribution_by_order_and_name() -> None:
     assert [[x.values["i"] for x in o] for o in owned] == [[0, 1], [0, 1, 2]] and note == ""
     whole = [Launch("triad", {"i": i}) for i in range(6)] + [Launch("stencil2d", {"i": i}) for i in range(9)]
     owned, note = attribute(whole, entries, False, "ncu")  # the warm-up reported although not asked: by the total
-    assert [[x.values["i"] for x in o] for o in owned] == [[4, 5], [6, 7, 8]] and "warm-up" in note
+    assert [[x.values["i"] for x in o] for o in owned] == [[4, 5], [6, 7, 8]] and "before the range" in note
     with pytest.raises(CounterError, match="reported 4 launch"):
         attribute(counted[:4], entries, False, "ncu")
     with pytest.raises(CounterError, match="expected kernel 'stencil2d', got \\['triad'\\]"):
         attribute([Launch("triad")] * 5, entries, False, "ncu")
 
 
-# -- the launch sequence and the child, on the host device ----------------------------------------
+# -- the counting unit's replay, on the host device ------------------------------------------------
 class _Watched:
     """The real host device, its launches noted (which kernel, which argument set) in order."""
 
@@ -231,79 +241,281 @@ class _Watched:
 
 
 class _Marks:
-    name = "marks"
+    """A marker noting where the range opens and closes, in the device's launches."""
+
+    name, status = "marks", ""
 
     def __init__(self, watched: _Watched) -> None:
         self.watched, self.at = watched, []
 
     def start(self) -> None:
-        self.at.append(("start", len(self.watched.calls)))
+        self.at.append(len(self.watched.calls))
 
     def stop(self) -> None:
-        self.at.append(("stop", len(self.watched.calls)))
+        self.at.append(len(self.watched.calls))
 
 
-def test_launch_sequence_rotates_flushes_and_marks_like_the_timed_run(dev) -> None:
-    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,), rotating=(3,), flush=("l2-write",))
+def test_the_counting_unit_replays_the_trials_path_and_takes_no_timed_sample(dev) -> None:
+    """Counting mode of a unit: initialize and warm up as a timed unit, then per configuration only
+    the counter phase, which launches through ``time_launches`` (chunks of 4, seeded leads, a trail,
+    each kernel launch after its flush, set i for timed sample i) with the range around the chunks;
+    the manifest lists every launch inside the range in order, and says how many came before."""
+    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,), rotating=(3,), flush=("none", "l2-write"),
+                     stop=StopRule(iterations=6), units=1, warmup_s=0.0)
     watched = _Watched(dev)
-    marks = _Marks(watched)
-    flushers: dict = {}
-    entry = launch_sequence(spec, watched, Configuration("triad", 64 * KIB, "3", "l2-write"), None, 5, marker=marks,
-                            flushers=flushers)
-    assert (entry["rotating"], entry["warmup"], entry["count"], entry["first_counted_set"]) == (3, 6, 5, 0)
-    assert entry["input_bytes"] == 128 * KIB and entry["entry"] == "triad"
-    flush, kernel = flushers["l2-write"].kernel, watched.calls[1][0]
-    assert [k for k, _ in watched.calls] == [flush, kernel] * 11  # every launch after its flush
-    sets = [id(a) for k, a in watched.calls if k is kernel]
-    assert sets == [sets[i % 3] for i in range(11)] and len(set(sets[:3])) == 3  # round robin over 3 sets
-    assert marks.at == [("start", 12), ("stop", 22)]  # the counted launches, after the 6 warm-up ones
-    for f in flushers.values():
-        f.free()
-    assert warmup_launches(1) == 4 and warmup_launches(40) == 40 and warmup_launches(3) == 6
+    phase = CounterPhase(Counting("none", 5))
+    phase.marker = marks = _Marks(watched)
+    channel = Collector()
+    run = SweepRun(spec, watched, channel, run_id="count", counting=Counting("none", 5), phases=(phase,))
+    assert run.measure() is False
+    assert channel.rows == [] and channel.frames == []  # no timed sample, no row
+    entries = channel.counted_entries
+    assert [(e["rotating_requested"], e["flush"], e["rotating"], e["timed"]) for e in entries] == \
+        [("3", "none", 3, 5), ("3", "l2-write", 3, 5)]
+    kernel = next(k for k, _ in watched.calls if k is not run.flushers["l2-write"].kernel)
+    for e, (lo, hi) in zip(entries, zip(marks.at[0::2], marks.at[1::2])):
+        inside = watched.calls[lo:hi]
+        launched = [a for k, a in inside if k is kernel]
+        assert len(launched) == e["count"] == len(e["launches"])  # the manifest is every launch in the range, in order
+        timed = [(s, p) for s, p in e["launches"] if p >= 0]
+        assert [s for s, _ in timed] == [i % 3 for i in range(5)] and [p for _, p in timed] == [0, 1, 2, 3, 0]
+        for j, (s, p) in enumerate(e["launches"]):  # an untimed launch repeats a neighbour's set (a lead, a trail)
+            if p < 0:
+                assert s in {e["launches"][j - 1][0] if j else None, *(x for x, _ in e["launches"][j + 1:j + 2])}
+        if e["flush"] == "l2-write":
+            flush = run.flushers["l2-write"].kernel
+            assert [k is flush for k, _ in inside] == [True, False] * len(launched)  # every launch after its flush
+        else:
+            assert all(k is kernel for k, _ in inside)
+        assert e["warmup"] > 0 and e["input_bytes"] == 128 * KIB and e["entry"] == "triad"
+    ids = {}
+    for s_, (_k, a) in zip([s for e in entries for s, _ in e["launches"]],
+                           [c for lo, hi in zip(marks.at[0::2], marks.at[1::2]) for c in watched.calls[lo:hi] if c[0] is kernel]):
+        ids.setdefault(s_, set()).add(id(a))
+    # set i is always the same buffers, and the three sets are three: the manifest names the sets launched
+    assert sorted(ids) == [0, 1, 2] and all(len(v) == 1 for v in ids.values()) and len({next(iter(v)) for v in ids.values()}) == 3
 
 
-def test_launch_sequence_refuses_in_one_line(dev) -> None:
-    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,))
-    for conf, match in ((Configuration("triad", 64 * KIB, "1", "cold-reference"), "cold reference is not counted"),
-                        (Configuration("copy", 64 * KIB, "1", "none"), "not one of the spec's kernels")):
-        with pytest.raises(ConfigError, match=match):
-            launch_sequence(spec, dev, conf, None, 3)
-    with pytest.raises(ConfigError, match="at least 1 counted launch"):
-        launch_sequence(spec, dev, Configuration("triad", 64 * KIB, "1", "none"), None, 0)
+# -- the orchestrator: the counting unit after the timed units, under a prefix, joined to the rows ----
+#: where each host configuration's counted launches come from: the H200's recorded ncu output of
+#: triad at 1 MiB (the same kernel and size). ("auto", "none") is given launches that read their
+#: inputs from DRAM (recorded after an l2-write flush); ("auto", "l2-write") the stand-alone replay's
+#: own 40 sets, which read partial (0.73: why the pass replays the timed path now): a broken cold
+#: promise, to see it flagged
+RECORDED_FOR = {("1", "none"): ("triad-1MiB", "1", "none"), ("1", "l2-write"): ("triad-1MiB-l2write", "1", "l2-write"),
+                ("auto", "none"): ("triad-1MiB-l2write", "1", "l2-write"), ("auto", "l2-write"): ("triad-1MiB", "auto", "none")}
+UNTIMED_READ = 1e12  # what a chunk's untimed lead and trail "read": a record that averaged them would show it
 
 
-def test_the_child_replays_every_configuration_in_a_process_of_its_own(dev, tmp_path) -> None:
-    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,), rotating=(1, "auto"), flush=("none", "l2-write"))
-    confs = counted_configurations(spec)
-    job = CountJob("host:0", tuple(spec.specs()), tuple(confs), 3, llc_bytes=128 * KIB)
-    (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
-    run_child(child_command(tmp_path / "job.pkl"), tmp_path, 240)
-    manifest = json.loads((tmp_path / MANIFEST).read_text())
-    got = [(e["rotating_requested"], e["flush"], e["rotating"], e["warmup"], e["count"]) for e in manifest["entries"]]
-    auto = 2 * math.ceil(128 * KIB / (3 * 64 * KIB))  # the rocMLIR review's rule on the child's LLC
-    assert got == [("1", "none", 1, 4, 3), ("1", "l2-write", 1, 4, 3), ("auto", "none", auto, 4, 3), ("auto", "l2-write", auto, 4, 3)]
-    assert manifest["marker"] == "none" and manifest["llc_bytes"] == 128 * KIB
+def _recorded_launches(folder: str, rotating: str, flush: str) -> list[dict[str, float]]:
+    manifest = json.loads((RECORDED / folder / "group-0" / MANIFEST).read_text())
+    launches = parse_csv((RECORDED / folder / "group-0" / "ncu.log").read_text())
+    i = 0
+    for e in manifest["entries"]:
+        if (e["rotating_requested"], e["flush"]) == (rotating, flush):
+            return [x.values for x in launches[i:i + e["count"]]]
+        i += e["count"]
+    raise AssertionError(f"{folder} has no {rotating}/{flush}")
 
 
-def test_a_failing_child_is_one_clear_error(tmp_path) -> None:
-    job = CountJob("host:0", (catalog.get("triad"),), (Configuration("triad", 64 * KIB, "0", "none"),), 3, llc_bytes=128 * KIB)
-    (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
-    with pytest.raises(CounterError, match=r"the counted child failed: ConfigError: rotating must be a positive integer"):
-        run_child(child_command(tmp_path / "job.pkl"), tmp_path, 240)
+class _RecordedNcu(NcuBackend):
+    """Nsight Compute as the H200 recorded it, for a host without a GPU: the counting unit runs for
+    real (a sweep worker under ``wrapper``, a prefix that writes its argv to a file and execs the
+    rest), and its manifest's launches are given, as ncu's own CSV lines in ncu.log, the launches
+    ncu recorded on the H200 (``RECORDED_FOR``): timed launch i the i-th recorded one. The real
+    parser, attribution, record and join read them."""
+
+    def __init__(self, wrapper: Path, argv_file: Path, seen: list) -> None:
+        super().__init__(ncu=str(wrapper))
+        self.marker, self.captures_warmup = "none", False  # the host has no cuProfilerStart; the log holds the range only
+        self.wrapper, self.argv_file, self.seen, self.calls = wrapper, argv_file, seen, []
+
+    def available(self, device) -> str | None:
+        return None
+
+    def prefix(self, group, out_dir, entries):
+        self.calls.append(len(self.seen))  # how many timed rows had arrived when the counting unit started
+        return [str(self.wrapper), str(self.argv_file)]
+
+    def parse(self, out_dir):
+        entries = json.loads((out_dir / MANIFEST).read_text())["entries"]
+        lines = ['"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+                 '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"']
+        ident = 0
+        for e in entries:
+            recorded = _recorded_launches(*RECORDED_FOR[(e["rotating_requested"], e["flush"])])
+            timed = iter(recorded)
+            for _set, position in e["launches"]:
+                values = next(timed) if position >= 0 else {"dram__bytes_read.sum": UNTIMED_READ, "dram__bytes_write.sum": 0.0,
+                                                            "lts__t_sector_hit_rate.pct": 0.0}
+                for name, value in values.items():
+                    unit = "%" if name.endswith(".pct") else "nsecond" if name.startswith("gpu__time") else "byte"
+                    scale = 1e9 if unit == "nsecond" else 1
+                    lines.append(f'"{ident}","1","python3","h","{e["entry"]}","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0",'
+                                 f'"Command line profiler metrics","{name}","{unit}","{value * scale:.6f}"')
+                ident += 1
+        (out_dir / "ncu.log").write_text("\n".join(lines) + "\n")
+        return super().parse(out_dir)
+
+    def describe(self):  # not ncu_version(): the wrapper is no ncu to ask
+        return {"name": "ncu", "label": "ncu (recorded on the H200)", "metrics": list(self.metrics), "profiler_range": False}
 
 
-def test_a_profiler_that_never_runs_the_child_or_hangs_is_one_clear_error(tmp_path) -> None:
-    job = CountJob("host:0", (catalog.get("triad"),), (Configuration("triad", 64 * KIB, "1", "none"),), 3, llc_bytes=128 * KIB)
-    (tmp_path / "job.pkl").write_bytes(pickle.dumps(job))
-    (tmp_path / "ncu.log").write_text("==ERROR== the profiler's own complaint\n")
-    with pytest.raises(CounterError, match=r"exited with status 3 and wrote no manifest .*ncu.log: ==ERROR== the profiler's own"):
-        run_child(["sh", "-c", "exit 3", "prefix", *child_command(tmp_path / "job.pkl")], tmp_path, 60)
-    import time
+@pytest.fixture
+def recorded_ncu(tmp_path):
+    if not (RECORDED / "triad-1MiB" / "group-0" / "ncu.log").is_file():
+        need("the recorded triad passes under data/counters/h200", "scripts/h200_all.sh counters records them")
+    wrapper = tmp_path / "wrap.sh"
+    wrapper.write_text('#!/bin/sh\nout="$1"; shift\nprintf \'%s\\n\' "$@" > "$out"\nexec "$@"\n')
+    wrapper.chmod(0o755)
+    seen: list = []
+    return _RecordedNcu(wrapper, tmp_path / "argv.txt", seen), seen
 
-    t0 = time.monotonic()
-    with pytest.raises(CounterError, match=r"did not finish in 1 s \(killed\)"):
-        run_child(["sh", "-c", "sleep 30 & wait", "prefix", *child_command(tmp_path / "job.pkl")], tmp_path, 1)
-    assert time.monotonic() - t0 < 10  # its whole process group killed, not waited for
+
+def _host_spec(**kw) -> SweepSpec:
+    return SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=(1, "auto"), flush=("none", "l2-write"),
+                     stop=StopRule(iterations=4), units=1, reference_samples=4, warmup_s=0.0, **kw)
+
+
+def _sweep(dev, spec, out, backend=None, seen=None):
+    hooks = SweepHooks(on_result=(seen.append if seen is not None else None))
+    return Orchestrator(spec, InProcessExecutor(dev), out=out, hooks=hooks, progress=False, counter_backend=backend).run()
+
+
+def _by(summary) -> dict:
+    return {(r["rotating_requested"], r["flush"]): r for r in summary.to_dict("records")}
+
+
+def test_the_orchestrator_counts_after_the_timed_units_under_a_prefix_and_joins_the_rows(dev, tmp_path, recorded_ncu) -> None:
+    backend, seen = recorded_ncu
+    out = tmp_path / "o.parquet"
+    res = _sweep(dev, _host_spec(counters=True), out, backend, seen)
+    assert backend.calls == [5]  # one counting unit, started after all 5 timed rows (4 configurations and the reference)
+    argv = backend.argv_file.read_text().splitlines()
+    assert argv[:2] == [sys.executable, "-I"]  # the prefix, then the isolated interpreter of a sweep worker
+    assert list(res.summary.columns) == [*SUMMARY_COLUMNS, *COUNTER_COLUMNS]  # schema.COUNTER_COLUMNS, re-exported
+    rows = _by(res.summary)
+    for key, (folder, rot, flush) in RECORDED_FOR.items():
+        timed = _recorded_launches(folder, rot, flush)
+        want = sum(x["dram__bytes_read.sum"] for x in timed) / len(timed)
+        assert rows[key]["dram_read_bytes"] == pytest.approx(want)  # the timed launches' mean: leads and trails left out
+        assert rows[key]["cold_fraction"] == pytest.approx(want / (2 * MIB)) and rows[key]["input_bytes"] == 2 * MIB
+        assert rows[key]["counter_backend"] == "ncu (recorded on the H200)" and rows[key]["counter_launches"] == 12
+    states = {k: (r["cache_state"], r["cold_promise"]) for k, r in rows.items()}
+    assert states == {("1", "none"): ("warm", ""), ("1", "l2-write"): ("cold", "kept"), ("auto", "none"): ("cold", "kept"),
+                      ("auto", "l2-write"): ("partial", "broken"), ("1", "cold-reference"): ("", "")}
+    broken = rows[("auto", "l2-write")]
+    assert broken["counter_warning"].startswith("asked cold (flush l2-write) but counted partial")
+    assert broken["counter_warning"] in broken["warning"]
+    assert rows[("1", "none")]["median_s"] > 0  # the timed columns are the sweep's own
+    assert res.metadata["counters.status"].startswith("counted 4 configuration(s) with ncu (recorded on the H200)")
+    kept = tmp_path / "o.counters" / "triad-1048576"
+    assert {p.name for p in kept.rglob("*")} >= {"backend.json", "group-0", MANIFEST, "ncu.log"}
+    assert collect(kept, backend=backend).frame()["cache_state"].tolist() == ["warm", "cold", "cold", "partial"]
+    on_disk = pd.read_parquet(tmp_path / "o.summary.parquet")
+    assert on_disk["cache_state"].tolist() == res.summary["cache_state"].tolist()
+    from hipexplore.verdicts import compare
+
+    assert len(compare(str(out), str(out))) == 5  # a file with counters reads back as any result (bench.readback)
+    from hipexplore.report.recorded import load_recorded
+
+    assert load_recorded(out).summary["cache_state"].tolist() == res.summary["cache_state"].tolist()  # and in the report
+
+
+def test_resume_counts_a_finished_sweep_without_timing_it_again(dev, tmp_path, recorded_ncu) -> None:
+    backend, seen = recorded_ncu
+    out = tmp_path / "o.parquet"
+    first = _sweep(dev, _host_spec(), out, None, seen)  # no counters asked: the columns of a sweep without them
+    assert list(first.summary.columns) == list(SUMMARY_COLUMNS) and len(seen) == 5
+    seen.clear()
+    again = _sweep(dev, _host_spec(counters=True), out, backend, seen)  # counters are not part of measurement(): resumed
+    assert seen == [] and backend.calls == [0]  # nothing timed again; the counting unit ran
+    assert again.summary["median_s"].tolist() == first.summary["median_s"].tolist()
+    assert _by(again.summary)[("1", "none")]["cache_state"] == "warm"
+    third = _sweep(dev, _host_spec(counters=True), out, backend, seen)  # every configuration counted: nothing runs
+    assert seen == [] and backend.calls == [0] and third.metadata["counters.status"].startswith("every configuration")
+    assert third.summary["cache_state"].tolist() == again.summary["cache_state"].tolist()
+    plain = _sweep(dev, _host_spec(), out, None, seen)  # resumed without counters: the counted columns stay
+    assert plain.summary["cache_state"].tolist() == again.summary["cache_state"].tolist()
+
+
+def test_a_failed_counter_pass_is_one_line_and_the_sweep_is_kept(dev, tmp_path, recorded_ncu) -> None:
+    backend, seen = recorded_ncu
+    backend.prefix = lambda group, out_dir, entries: ["false"]  # a profiler that exits before starting the worker
+    with pytest.warns(CountersSkipped) as caught:
+        res = _sweep(dev, _host_spec(counters=True), tmp_path / "o.parquet", backend, seen)
+    (line,) = [str(w.message) for w in caught if w.category is CountersSkipped]
+    # the worker's death is a KernelFault naming how it ended, whether it died before or after its job was sent
+    assert line.startswith("no counters: the counter pass failed (KernelFault: ") and "exit code 1" in line
+    assert "\n" not in line
+    assert res.metadata["counters.status"] == line
+    assert len(seen) == 5 and res.summary["median_s"].notna().all()  # every timed row kept
+    assert (res.summary["cache_state"].fillna("") == "").all()
+    assert pd.read_parquet(tmp_path / "o.summary.parquet")["median_s"].notna().all()
+
+
+def test_the_prefix_goes_in_front_of_the_isolated_interpreter() -> None:
+    from hipexplore.interpreter import isolated_argv
+
+    argv = isolated_argv("pass", "a", prefix=("ncu", "--csv"))
+    assert argv[:4] == ["ncu", "--csv", sys.executable, "-I"] and argv[-1] == "a"
+
+
+def test_counters_are_an_option_outside_the_measurement() -> None:
+    from hipexplore.bench import sweep
+
+    assert SweepSpec().counters is False and SweepSpec(counters="ON").counters is True
+    assert SweepSpec(counters="ncu").counters == "ncu" and SweepSpec(counters="off").counters is False
+    assert SweepSpec(counters=True).measurement() == SweepSpec().measurement()  # rows resume either way
+    assert json.loads(SweepSpec(counters="rocprofv3").record()["sweep.spec"])["counters"] == "rocprofv3"
+    import inspect
+
+    assert inspect.signature(sweep).parameters["counters"].default is False
+    with pytest.raises(ConfigError, match="counters must be on, off or a backend \\(ncu, rocprofv3\\), got 'triad'"):
+        SweepSpec(counters="triad")
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "hipexplore", "bench", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=240)
+
+
+def test_the_cli_on_the_host_says_in_one_line_why_there_are_no_counters(tmp_path) -> None:
+    args = ["triad", "--device", "host", "--size", "64KiB", "--rotating", "1,2", "--iterations", "4", "--units", "1",
+            "--reference-samples", "4", "--no-progress", "--json"]
+    plain = _cli(*args, "--out", str(tmp_path / "a.parquet"), cwd=tmp_path)
+    counted = _cli(*args, "--counters", "--out", str(tmp_path / "b.parquet"), cwd=tmp_path)
+    assert plain.returncode == counted.returncode == 0, counted.stderr
+    assert counted.stderr.strip() == f"hipexplore bench: no counters: {HOST_LINE}"  # one line
+    a, b = json.loads(plain.stdout), json.loads(counted.stdout)
+    assert [list(r) for r in a["summary"]] == [list(r) for r in b["summary"]]  # the same columns: no counter column
+    key = lambda r: (r["rotating_requested"], r["flush"], r["n"])  # noqa: E731
+    assert [key(r) for r in a["summary"]] == [key(r) for r in b["summary"]]
+    assert b["counters"] == f"no counters: {HOST_LINE}"
+    table = _cli(*args[:-1], "--counters", cwd=tmp_path)
+    assert table.returncode == 0 and " state " not in table.stdout.splitlines()[0]
+    bad = _cli("triad", "--device", "host", "--counters", "nvprof", cwd=tmp_path)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "'nvprof'" in bad.stderr
+
+
+def test_the_library_warns_once_on_the_host(dev) -> None:
+    with pytest.warns(CountersSkipped, match="no counters: host: no hardware counters"):
+        res = Orchestrator(_host_spec(counters=True), InProcessExecutor(dev), progress=False).run()
+    assert "cache_state" not in res.summary.columns
+
+
+def test_the_state_column_in_the_table() -> None:
+    from hipexplore.cli.bench_cmd import _table
+
+    row = {c: math.nan for c in SUMMARY_COLUMNS}
+    row.update(kernel="triad", size_bytes=MIB, rotating=40, rotating_requested="auto", flush="none", timer="events", n=10,
+               median_s=1e-6, ci_low_s=1e-6, ci_high_s=1e-6, stop_reason="", warning="")
+    counted = {**row, "cache_state": "cold", "cold_fraction": 0.98}
+    text = _table(pd.DataFrame([counted, {**row, "cache_state": "", "cold_fraction": math.nan}]))
+    head, first, second = text.splitlines()
+    assert "state" in head.split() and "cold 0.98" in first and "cold" not in second
+    assert "state" not in _table(pd.DataFrame([row])).splitlines()[0].split()
 
 
 def test_join_summary_adds_counters_to_both_timers_not_the_reference() -> None:
@@ -318,7 +530,7 @@ def test_join_summary_adds_counters_to_both_timers_not_the_reference() -> None:
                             "timer": ["events", "in-kernel", "events"], "median_s": [1e-6, 2e-6, 3e-6]})
     joined = join_summary(summary, records_frame([rec]))
     assert list(joined["cache_state"]) == ["cold", "cold", ""] and list(joined["rotating"]) == [40, 40, 1]
-    assert set(COUNTER_COLUMNS) - set(joined.columns) == set()
+    assert set(RECORD_COLUMNS) - set(joined.columns) == set() and set(COUNTER_COLUMNS) <= set(RECORD_COLUMNS)
 
 
 # -- the H200 recordings ----------------------------------------------------------------------------
@@ -383,27 +595,39 @@ def _ncu() -> str:
 
 
 @pytest.mark.gpu
-def test_counts_triad_states_on_the_gpu(cuda, tmp_path) -> None:
-    ncu = _ncu()
-    spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=(1, "auto"), flush=("none",))
-    confs = [Configuration("triad", MIB, "1", "none"), Configuration("triad", MIB, "auto", "none"),
-             Configuration("triad", MIB, "1", "l2-write")]
-    counted = count_configurations(spec, cuda, confs, backend=NcuBackend(ncu=ncu), workdir=tmp_path)
-    states = [(r.rotating_requested, r.flush, r.cache_state, r.cold_promise) for r in counted.records]
-    assert states == [("1", "none", "warm", ""), ("auto", "none", "cold", "kept"), ("1", "l2-write", "cold", "kept")], \
-        counted.frame().to_string()
-    assert all(r.counter_launches == 12 for r in counted.records) and len(counted.launches) == 36
-    assert collect(tmp_path).frame().equals(counted.frame())  # the folder alone gives the same records
+def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path) -> None:
+    """``hipexplore bench ... --counters``: one set of a 1 MiB triad stays in the L2 (warm), an
+    l2-write flush makes it cold (the promise kept), and the summary's timing columns of the very
+    same configurations are the sweep's own (the counting unit takes none)."""
+    _ncu()
+    out = tmp_path / "t.parquet"
+    res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "1,auto", "--flush", "none,l2-write", "--counters",
+               "--json", "--no-progress", "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(res.stdout)
+    rows = {(r["rotating_requested"], r["flush"]): r for r in doc["summary"] if r["timer"] == "events"}
+    states = {k: (r["cache_state"], r["cold_fraction"], r["cold_promise"]) for k, r in rows.items()}
+    assert rows[("1", "none")]["cache_state"] == "warm", states
+    assert (rows[("1", "l2-write")]["cache_state"], rows[("1", "l2-write")]["cold_promise"]) == ("cold", "kept"), states
+    assert rows[("auto", "none")]["cache_state"] in ("cold", "partial", "warm"), states
+    for key in (("1", "none"), ("1", "l2-write"), ("auto", "none"), ("auto", "l2-write")):
+        r = rows[key]
+        assert r["median_s"] > 0 and r["ci_low_s"] <= r["median_s"] <= r["ci_high_s"] and r["n"] > 0, key
+        assert r["counter_launches"] >= 12 and r["input_bytes"] == 2 * MIB and r["counter_backend"].startswith("ncu"), key
+    assert rows[("1", "cold-reference")]["cache_state"] in ("", None)
+    assert doc["counters"].startswith("counted 4 configuration(s) with ncu"), doc["counters"]
+    logs = list((tmp_path / "t.counters").rglob("ncu.log"))
+    assert len(logs) == 1 and parse_csv(logs[0].read_text())  # ncu's own CSV, kept beside the result
 
 
 @pytest.mark.gpu
-def test_a_broken_cold_promise_is_flagged_on_the_gpu(cuda, tmp_path) -> None:
+def test_a_broken_cold_promise_is_flagged_in_the_cli_table_on_the_gpu(cuda, tmp_path) -> None:
+    """auto on a 1 MiB "LLC" is 2 sets of 3 MiB, which the H200's real L2 keeps: asked cold, counted warm."""
     _ncu()
-    small = get_device("cuda", llc_bytes=MIB)  # auto on a 1 MiB "LLC": 2 sets of 3 MiB, which the real L2 keeps
-    try:
-        spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=("auto",), flush=("none",))
-        (rec,) = count_configurations(spec, small, workdir=tmp_path).records
-    finally:
-        small.close()
-    assert (rec.rotating, rec.cache_state, rec.cold_promise) == (2, "warm", "broken")
-    assert rec.counter_warning.startswith("asked cold (rotating auto) but counted warm")
+    res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "auto", "--llc-bytes", "1MiB", "--counters",
+               "--no-progress", "--units", "1", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    head, *lines = res.stdout.splitlines()
+    assert "state" in head.split()
+    auto = next(line for line in lines if " auto=2 " in line and "cold-reference" not in line)
+    assert "warm" in auto and "asked cold (rotating auto) but counted warm" in auto, res.stdout

@@ -1,5 +1,6 @@
 #!/bin/bash
-# diagnostic: per-launch cold fraction of triad 1 MiB, rotating 5 and 40, (A) ncu over the timed CLI bench, (B) the counter child with 40 counted launches
+# diagnostic: per-launch cold fraction of triad 1 MiB, rotating 5 and 40, (A) ncu over the timed CLI bench, (B) the
+# pipeline's counting unit with 40 timed launches (and their leads and trails: every launch in the range is printed)
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 NCU=/usr/local/cuda/bin/ncu
 M=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct
@@ -20,17 +21,22 @@ for R in 5 40; do
   show $OUT/A$R.log
 done
 python3 - <<'PY'
-import os, glob
+# (B) the pipeline's counting unit (hipexplore.bench.counters: the trials' own time_launches, no hold,
+# inside the profiler's range) with 40 timed launches, profiler range on and off; before 2026-12-05 this
+# was the stand-alone replay child (its recordings: data/counters/h200-probe/BTrue, BFalse)
+import os
 from pathlib import Path
 from hipexplore.bench import SweepSpec
-from hipexplore.kernels import catalog
-from hipexplore.bench.counters import count_configurations
+from hipexplore.bench.counters import run_counter_pass
 from hipexplore.bench.counters.ncu import NcuBackend
+from hipexplore.devices import get_device
+from hipexplore.kernels import catalog
 out=Path(os.environ["OUT"])
 spec=SweepSpec(kernels=(catalog.get("triad"),), sizes=(1<<20,), rotating=("5","40"), flush=("none",))
+dev=get_device("cuda")
 for pr in (True, False):
-    c=count_configurations(spec,"cuda:0",count=40,backend=NcuBackend(profiler_range=pr),workdir=out/f"B{pr}",timeout_s=150)
+    c=run_counter_pass(spec, dev, NcuBackend(profiler_range=pr), list(spec.configurations()), count=40, keep=out/f"B{pr}")
     print("== B profiler_range", pr, [(r.rotating_requested, round(r.cold_fraction,3)) for r in c.records])
 PY
-for f in $OUT/BTrue/group-0/ncu.log $OUT/BFalse/group-0/ncu.log; do echo "== $f"; show $f; done
+for f in $OUT/BTrue/*/group-0/ncu.log $OUT/BFalse/*/group-0/ncu.log; do echo "== $f"; show $f; done
 cd $OUT && tar czf probe.tgz A*.log BTrue BFalse && rm -rf BTrue BFalse A*.log

@@ -42,6 +42,8 @@ class UnitRun:
     refs: dict[tuple[str, int, str], Measurement] = field(default_factory=dict)
     pad_bytes: int = 0
     inputs_dir: str | None = None
+    #: a counting unit (``bench.counters.phase.Counting``): no timed sample, the counter phase per configuration
+    counting: Any = None
 
     @property
     def spec(self) -> SweepSpec:
@@ -155,7 +157,7 @@ class InProcessExecutor(LocalExecutor):
         pad_buf = unit_dev.alloc(run.pad_bytes) if run.pad_bytes else None
         try:
             return SweepRun(run.spec, unit_dev, channel, run_id=run.run_id, done=run.job.done, refs=run.refs,
-                            unit=run.unit).measure()
+                            unit=run.unit, counting=run.counting).measure()
         finally:
             if pad_buf is not None:
                 unit_dev.free(pad_buf)
@@ -165,8 +167,9 @@ class InProcessExecutor(LocalExecutor):
 
 class WorkerExecutor(LocalExecutor):
     """Each unit in a worker process of its own (module docstring). ``prefix``: a command the
-    workers start under (a profiler: ``ncu --target-processes all``), for a phase that needs the
-    launches run under it (``bench.phases``); it needs ``compile.isolation.start_worker`` to take one."""
+    workers' interpreters start under (a profiler: ``ncu ... --log-file F``), for the counting
+    units of the counter pass (``bench.counters``), whose launches the profiler must see; it
+    reaches ``compile.isolation.start_worker`` and ``interpreter.isolated_argv``."""
 
     where = WORKER
 
@@ -195,11 +198,12 @@ class WorkerExecutor(LocalExecutor):
     def run_unit(self, run: UnitRun, channel: Any) -> bool:
         from .worker import start_unit_worker, unit_in_worker
 
-        started = self.ahead.pop() if self.ahead else (start_unit_worker() if self.many else None)
+        started = self.ahead.pop() if self.ahead else (start_unit_worker(self.prefix) if self.many else None)
         if self.many:
-            self.ahead.append(start_unit_worker())  # the next unit's interpreter starts while this one measures
+            self.ahead.append(start_unit_worker(self.prefix))  # the next unit's interpreter starts while this one measures
         return unit_in_worker(run.spec, self.device, channel, run_id=run.run_id, done=set(run.job.done), refs=run.refs,
-                              pad_bytes=run.pad_bytes, unit=run.unit, started=started, inputs_dir=self.inputs_dir)
+                              pad_bytes=run.pad_bytes, unit=run.unit, started=started, inputs_dir=self.inputs_dir,
+                              counting=run.counting, prefix=self.prefix)
 
 
 def executor_for(spec: SweepSpec, device: Any, worker: bool | None) -> LocalExecutor:

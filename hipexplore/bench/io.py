@@ -42,8 +42,8 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..files import write_file
-from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS,
-                      UNITS, Configuration, write_parquet)
+from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, COUNTER_COLUMNS, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY,
+                      SUMMARY_COLUMNS, UNITS, Configuration, write_parquet)
 from ..untrusted import shown
 from . import readback
 
@@ -96,8 +96,9 @@ def write_results(paths: tuple[Path, Path, Path], samples_parts: list[pd.DataFra
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
     write_parquet(samples_frame(samples_parts, sample_cols), samples_path, SAMPLES, metadata)
-    if unit_rows is not None:
-        write_parquet(summary_frame(unit_rows, [*summary_cols, "pass_index"]), units_path(paths), UNITS, metadata)
+    if unit_rows is not None:  # the timings of each (configuration, unit); the counters are the configuration's, in the summary
+        unit_cols = [c for c in summary_cols if c not in COUNTER_COLUMNS]
+        write_parquet(summary_frame(unit_rows, [*unit_cols, "pass_index"]), units_path(paths), UNITS, metadata)
     else:  # a one-unit sweep over an older file (--no-resume): no stale rows per unit may stay beside it
         units_path(paths).unlink(missing_ok=True)
     write_parquet(summary_frame(summary_rows, summary_cols), summary_path, SUMMARY, metadata)

@@ -17,19 +17,29 @@ different resume rules, and the cluster never read ``units``. Here an executor
    never a configuration or unit twice;
 4. progress advances per (configuration, unit), with the time left (``bench.progress``);
 5. the metadata (provenance, the spec, what the units measured with) is gathered and written with
-   the rows.
+   the rows;
+6. with ``spec.counters``, after the last timed unit: the counter pass (``bench.counters``), one
+   counting unit per (kernel, size) group in a worker started under the profiler's command, over
+   the configurations no counter has counted yet; its columns join the configurations' summary rows
+   (``schema.COUNTER_COLUMNS``). Whether the device can count is decided before any timed unit
+   runs: one that cannot (the host, no profiler, a cluster) says so in one line (a
+   ``CountersSkipped`` warning, ``counters.status`` in the metadata) and the sweep runs unchanged.
+   Counting is not part of ``measurement()``: a finished sweep run again with counters is counted
+   without being timed again.
 """
 from __future__ import annotations
 
 import os
 import uuid
+import warnings
+from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ConfigError, KernelFault
-from ..schema import CLUSTER_COLUMNS, Configuration
+from ..schema import CLUSTER_COLUMNS, COUNTER_COLUMNS, Configuration
 from . import passes as ps
 from . import units as us
-from .executors import UnitRun
+from .executors import CLUSTER, UnitRun
 from .info import UnitsInfo
 from .io import Previous, check_resume, output_paths, previous_results
 from .progress import Progress
@@ -44,10 +54,14 @@ class Orchestrator:
 
     def __init__(self, spec: SweepSpec, executor: Any, *, out: str | os.PathLike | None = None, resume: bool = True,
                  hooks: SweepHooks | None = None, progress: bool = True, run_id: str | None = None,
-                 command: str | Sequence[str] | None = None) -> None:
+                 command: str | Sequence[str] | None = None, counter_backend: Any = None) -> None:
+        """``counter_backend``: the counter pass's backend, instead of the one ``spec.counters`` names
+        (``bench.counters.backends``; a profiler of one's own, or recorded output in a test)."""
         if not isinstance(spec, SweepSpec):
             raise ConfigError(f"run() takes a SweepSpec; got {type(spec).__name__}")
         self.spec, self.executor, self.hooks = spec, executor, hooks or SweepHooks()
+        self.counter_backend = counter_backend
+        self.counting: Any = None  # the backend that counts this sweep after its timed units (None: no counters)
         self.paths = output_paths(out) if out is not None else None
         self.resume, self.show_bar, self.command, self.run_id = resume, progress, command, run_id
         self.metadata: dict[str, str] = {}
@@ -63,6 +77,8 @@ class Orchestrator:
             plans, kept = self._prepare(previous)
             try:
                 self.stopped = self.executor.run(self, plans)
+                if not self.stopped:
+                    self._count()
             except KernelFault as exc:  # what finished is on disk already; the result goes with the error
                 exc.result = self._finish(True)
                 raise
@@ -84,7 +100,10 @@ class Orchestrator:
         self.lo, self.hi = us.planned(self.spec, facts["plan_device"]) if self.spec.units != 1 else (1, 1)
         if set(CLUSTER_COLUMNS) <= set(self.executor.columns[1]):  # a cluster file: rows of a one-device run say no worker
             previous = previous.with_cluster_columns()
-        self.record = Record(previous, merged=self.spec.units != 1, planned=self.lo, columns=self.executor.columns)
+        columns = self.executor.columns
+        if self._counters_wanted() or set(COUNTER_COLUMNS) & set(previous.summary.columns):
+            columns = (columns[0], [*columns[1], *(c for c in COUNTER_COLUMNS if c not in columns[1])])
+        self.record = Record(previous, merged=self.spec.units != 1, planned=self.lo, columns=columns)
         kept = self.record.complete()
         plans = [self._plan(g, i) for i, g in enumerate(self.executor.groups(self.spec))]
         total = sum(len(p.configs) for p in plans) * self.lo
@@ -100,6 +119,58 @@ class Orchestrator:
         if facts.get("llc_bytes") is not None:
             now["device.llc_bytes"] = str(facts["llc_bytes"])
         check_resume(str(self.paths[0]), previous, now, facts["names"])
+
+    # -- the counter pass -------------------------------------------------------------------------
+    def _counters_wanted(self) -> bool:
+        """Before any timed unit: the backend that will count (``self.counting``), or the one line
+        why there will be no counters (warned, and kept as ``counters.status``)."""
+        if not self.spec.counters:
+            return False
+        from .counters.counting import counter_backend
+
+        if self.executor.where == CLUSTER:
+            why = "a cluster's units run on Dask workers, and the counter pass counts on one device (run it without --cluster)"
+        elif self.counter_backend is not None:
+            why = self.counter_backend.available(self.executor.device) or ""
+            self.counting = None if why else self.counter_backend
+        else:
+            self.counting, why = counter_backend(self.spec, self.executor.device)
+        if why:
+            self._no_counters(why)
+        return self.counting is not None
+
+    def _no_counters(self, why: str) -> None:
+        """Say once, in one line, why this sweep has no counters (a failed pass's tail folded in)."""
+        from .counters.counting import CountersSkipped
+
+        why = " | ".join(line.strip() for line in str(why).splitlines() if line.strip())
+        why = why if len(why) <= 1500 else why[:1500] + " ..."
+        self.metadata["counters.status"] = f"no counters: {why}"
+        warnings.warn(f"no counters: {why}", CountersSkipped, stacklevel=2)
+
+    def _count(self) -> None:
+        """After the timed units: the configurations no counter has counted yet, counted
+        (``bench.counters.counting.run_counter_pass``), their columns added to the record."""
+        if self.counting is None:
+            return
+        from .counters.backends import CounterError
+        from .counters.counting import counted_configurations, run_counter_pass
+
+        todo = [c for c in counted_configurations(self.spec) if tuple(c[:4]) not in self.record.counters]
+        if not todo:
+            self.metadata["counters.status"] = "every configuration was counted before: nothing to count"
+            return
+        keep = Path(f"{self.paths[0].with_suffix('')}.counters") if self.paths is not None else None
+        try:
+            got = run_counter_pass(self.spec, self.executor.device, self.counting, todo, run_id=self.run_id or "",
+                                   stop_now=self.hooks.stop_now, keep=keep)
+        except CounterError as exc:
+            self._no_counters(str(exc))
+            return
+        self.record.set_counters(got.records)
+        self.metadata.update({"counters.status": f"counted {len(got.records)} configuration(s) with {got.backend} in "
+                                                 f"{got.wall_s:.1f} s", "counters.backend": got.backend,
+                              "counters.wall_s": f"{got.wall_s:.3f}", "counters.outputs": str(got.workdir or "")})
 
     def _plan(self, group: SweepSpec, index: int) -> us.UnitPlan:
         confs = group.configurations()

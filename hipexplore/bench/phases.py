@@ -15,14 +15,22 @@ A unit (``bench.sweeprun.SweepRun``) measures in named phases, in the style of n
   references   the cold reference, in parts between the groups, and every bias against it
   release      the flushers and the telemetry
 
-A phase after the timed ones (a hardware-counter pass per configuration, say) is a
-``ConfigurationPhase``: it gets the configuration, its ``LaunchSequence`` (the flush, then the
-kernel on buffer set *i*, exactly what the trials timed, on the same buffers) and the row so far,
-and returns columns to add to it. It runs after ``summarise``, so nothing it does is inside a timed
-window. ``phases_for(spec)`` builds a run's phases from its spec (in-process and in a sweep
-worker alike, since a worker builds them from the spec it is sent). A phase that needs the
-launches under another program (``ncu ... python ...``) runs in a sweep worker started under that
-command (``bench.executors.WorkerExecutor(prefix=...)``).
+A phase after the timed ones is a ``ConfigurationPhase``: it gets the configuration, its
+``LaunchSequence`` (the flush, then the kernel on buffer set *i*, exactly what the trials timed, on
+the same buffers, with the trials' timing options) and the row so far, and returns columns to add
+to it. It runs after ``summarise``, so nothing it does is inside a timed window. ``phases_for(spec,
+counting)`` builds a run's phases (in-process and in a sweep worker alike, since a worker builds
+them from what it is sent).
+
+The counter pass (``bench.counters``) is such a phase, run in a *counting unit*: a unit of its own,
+after the timed ones, in a worker started under the profiler's command
+(``bench.executors.WorkerExecutor(prefix=...)``). It takes the same ``initialize`` and ``warm_up``
+as a timed unit, no output check and no cold reference, and per configuration, in place of
+``trials`` and ``summarise``, only the counter phase: the configuration's launches through the
+trials' own path (``LaunchSequence.timed``: ``time_launches`` with a small fixed count, its
+timings thrown away) with the profiler's range opened after that path's warm-up. Why not a
+stand-alone replay: on the H200 a child that launched "flush, kernel on set i" alone did not
+reproduce the timed run's cache state (data/counters/h200-probe/).
 """
 from __future__ import annotations
 
@@ -35,10 +43,15 @@ from ..schema import Configuration
 @dataclass(frozen=True)
 class LaunchSequence:
     """One configuration's launches as the trials timed them: ``flusher`` (None for no flush),
-    then the kernel on a buffer set (``workload``: a ``bench.timing.Workload``)."""
+    then the kernel on a buffer set (``workload``: a ``bench.timing.Workload``, on the trials' own
+    sets), timed the way the trials were (``timing``: the run's ``TimingOptions``); ``kspec`` and
+    ``n``: the kernel and its element count (what a phase reports about its inputs)."""
 
     workload: Any
     flusher: Any = None
+    timing: Any = None
+    kspec: Any = None
+    n: int = 0
 
     @property
     def sets(self) -> int:
@@ -51,25 +64,44 @@ class LaunchSequence:
         self.workload.launch(i % self.sets)
 
     def replay(self, count: int) -> None:
-        """``count`` launches over the sets in turn, then wait for them."""
+        """``count`` launches over the sets in turn, then wait for them (no holds, no events)."""
         for i in range(count):
             self.enqueue(i)
         self.workload.device.synchronize()
 
+    def timed(self, samples: int, **overrides: Any) -> Any:
+        """``samples`` launches through the trials' own path (``bench.timing.time_launches``: its
+        warm-up, then chunks with their leads, events, flushes and trails), ``overrides`` replacing
+        timing options (the counter pass: no hold, its profiler range); the ``RawTimes``."""
+        from .stats import StopRule
+        from .timing import TimingOptions, time_launches
+
+        return time_launches(self.workload, self.flusher, StopRule(iterations=int(samples)),
+                             (self.timing or TimingOptions()).but(**overrides))
+
 
 class ConfigurationPhase(Protocol):
-    """A phase run per configuration after the timed ones (module docstring)."""
+    """A phase run per configuration after the timed ones (module docstring). ``tap``: told of
+    every launch of the unit's kernel (``bench.timing.Workload.tap``), or None."""
 
     name: str
+    tap: Any
 
     def run(self, configuration: Configuration, launches: LaunchSequence, row: dict[str, Any]) -> dict[str, Any]:
-        """Columns to add to the configuration's summary row."""
+        """Columns to add to the configuration's summary row (a counting unit: its manifest entry)."""
         ...
 
 
-def phases_for(spec: Any) -> tuple[ConfigurationPhase, ...]:
-    """The phases after the timed ones that ``spec`` asks for (none yet: where a counter pass is added)."""
-    return ()
+def phases_for(spec: Any, counting: Any = None) -> tuple[ConfigurationPhase, ...]:
+    """The phases after the timed ones that a unit of ``spec`` runs: none in a timed unit; in a
+    counting unit (``counting``: a ``bench.counters.phase.Counting``, sent by the orchestrator when
+    ``spec.counters`` asks for counters) the counter phase, which replays each configuration
+    through the timing path inside the profiler's range (the unit then takes no timed sample)."""
+    if counting is None:
+        return ()
+    from .counters.phase import CounterPhase
+
+    return (CounterPhase(counting),)
 
 
 __all__ = ["ConfigurationPhase", "LaunchSequence", "phases_for"]

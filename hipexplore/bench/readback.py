@@ -46,8 +46,9 @@ MAX_METADATA_BYTES = 16 << 20
 
 #: text columns that name a configuration: text on every row
 _NAMES = ("kernel", "rotating_requested", "flush")
-#: other text columns (a row may lack one: legacy files, cluster columns of rows no worker measured)
-_TEXTS = ("run_id", "device", "device_name", "timer", *CLUSTER_COLUMNS)
+#: other text columns (a row may lack one: legacy files, cluster columns of rows no worker measured,
+#: counter columns of rows nothing counted)
+_TEXTS = ("run_id", "device", "device_name", "timer", *CLUSTER_COLUMNS, "cache_state", "cold_promise", "counter_backend")
 _COUNT = (0, MAX_COUNT)
 _INTS: dict[str, dict[str, tuple[int, int]]] = {
     SAMPLES: {"size_bytes": (1, MAX_SIZE_BYTES), "footprint_bytes": (0, MAX_BYTES), "rotating": (1, MAX_COUNT),
@@ -61,7 +62,9 @@ _TIMES = {SAMPLES: ("time_s",), SUMMARY: ("median_s", "mean_s", "min_s", "p5_s",
 #: other numbers: finite or NaN
 _NUMBERS = {SAMPLES: ("flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal"),
             SUMMARY: ("iqr_rel", "cv", "ci_low_s", "ci_high_s", "bimodality", "bias", "bias_ci_low", "bias_ci_high",
-                      "bandwidth_gbs", "peak_bandwidth_gbs", "clock_mhz", "net_median_s")}
+                      "bandwidth_gbs", "peak_bandwidth_gbs", "clock_mhz", "net_median_s",
+                      # the counter pass's numbers (schema.COUNTER_COLUMNS): NaN where nothing was counted
+                      "dram_read_bytes", "dram_write_bytes", "l2_hit_rate", "input_bytes", "cold_fraction", "counter_launches")}
 #: what a reader computes with: a file of the kind without one of these is not a sweep's file
 _REQUIRED = {SAMPLES: ("kernel", "size_bytes", "rotating_requested", "flush", "time_s"),
              SUMMARY: ("kernel", "size_bytes", "rotating_requested", "flush")}

@@ -24,8 +24,9 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..schema import SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+from ..schema import COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
 from . import passes as ps
+from .counters.record import counters_of_row, summary_columns, with_counters
 from .io import Previous, samples_frame, summary_frame, write_results
 from .result import SweepHooks, SweepResult
 from .stats import Measurement
@@ -57,6 +58,10 @@ class Record:
         self.units: dict[Configuration, dict[int, tuple[pd.DataFrame, dict[str, Any]]]] = {}
         self.peak = float("nan")
         self.added = 0  # (configuration, unit)s this run added
+        #: the counter pass's columns per (kernel, size, rotating, flush) (``bench.counters``): both
+        #: timers' rows get them when the summary is written; kept from the file, added by a pass
+        self.counters: dict[tuple[str, int, str, str], dict[str, Any]] = {}
+        self.counting = bool(set(COUNTER_COLUMNS) & set(self.columns[1]))
         self._load(previous)
 
     # -- what the files held --------------------------------------------------------------------
@@ -69,6 +74,9 @@ class Record:
             rows = {c: r for c, r in rows.items() if int(r.get("passes") or 1) >= self.planned}
         for c, r in rows.items():
             self._keep(c, r, samples.get(c))
+            counted = counters_of_row(r)
+            if counted is not None:
+                self.counters[tuple(c[:4])] = counted  # type: ignore[index]
         for c in list(self.units):
             if c not in self.order:
                 self.order.append(c)
@@ -175,7 +183,15 @@ class Record:
         return [self.samples[c] for c in self.order if c in self.samples and len(self.samples[c])]
 
     def summary_rows(self) -> list[dict[str, Any]]:
-        return [self.rows[c] for c in self.order if c in self.rows]
+        rows = [self.rows[c] for c in self.order if c in self.rows]
+        if not self.counting:
+            return rows
+        return [with_counters(r, self.counters.get(tuple(Configuration.of(r)[:4]))) for r in rows]  # type: ignore[arg-type]
+
+    def set_counters(self, records: Any) -> None:
+        """The counter pass's records (``bench.counters.CounterRecord``), each for its configuration's rows."""
+        for rec in records:
+            self.counters[(rec.kernel, int(rec.size_bytes), str(rec.rotating_requested), rec.flush)] = summary_columns(rec)
 
     def result(self, metadata: dict[str, str], path: Path | None, stopped: bool = False,
                skipped: list[tuple] | None = None) -> SweepResult:
@@ -191,6 +207,7 @@ class Collector:
         self.hooks = hooks or SweepHooks()
         self.frames: list[pd.DataFrame] = []
         self.rows: list[dict[str, Any]] = []
+        self.counted_entries: list[dict[str, Any]] = []  # a counting unit's (bench.counters)
 
     def started(self, where: list[str]) -> None:
         self.hooks.started(where)
@@ -208,6 +225,9 @@ class Collector:
             self.hooks.on_samples(rows.copy())
         if self.hooks.on_result is not None:
             self.hooks.on_result(dict(row))
+
+    def counted(self, entry: dict[str, Any]) -> None:
+        self.counted_entries.append(dict(entry))
 
     def update(self, rows: list[dict[str, Any]]) -> None:
         new = {Configuration.of(r): r for r in rows}

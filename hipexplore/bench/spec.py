@@ -75,13 +75,33 @@ def check_units(value: Any) -> int | str:
 
 
 def _option(default: Any, help: str, *, metavar: str | None = None, least: int | None = None, most: int | None = None,
-            alias: str | None = None, check: Any = None) -> Any:
+            alias: str | None = None, check: Any = None, const: Any = None) -> Any:
     """A spec field that ``sweep()`` and ``hipexplore bench`` offer as an option: its ``help`` (one
     line, the CLI shows it with the default), and for the CLI's parser a ``metavar``, the bounds of
-    an integer (``least``, ``most``), an older flag name still accepted (``alias``) and the function
-    that reads the command line's text (``check``: text -> value, a ``ConfigError`` when it is wrong)."""
+    an integer (``least``, ``most``), an older flag name still accepted (``alias``), the function
+    that reads the command line's text (``check``: text -> value, a ``ConfigError`` when it is wrong)
+    and the value of the flag given without one (``const``: ``--counters`` alone is ``True``)."""
     return field(default=default, metadata={"help": help, "metavar": metavar, "least": least, "most": most, "alias": alias,
-                                            "check": check})
+                                            "check": check, "const": const})
+
+
+#: ``SweepSpec.counters``: the values it takes (True: the device's own backend)
+COUNTER_BACKENDS = ("ncu", "rocprofv3")
+
+
+def check_counters(value: Any) -> bool | str:
+    """``counters``: False, True (the device's backend) or a backend's name; the command line's text
+    too (on/off, true/false, ncu, rocprofv3)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, str) else None
+    words = {"on": True, "true": True, "yes": True, "auto": True, "off": False, "false": False, "no": False, "none": False}
+    if text in words:
+        return words[text]
+    if text in COUNTER_BACKENDS:
+        return text
+    raise ConfigError(f"counters must be on, off or a backend ({', '.join(COUNTER_BACKENDS)}), got {value!r} "
+                      f"(on the command line, KERNEL goes before a bare --counters)")
 
 
 def options() -> list[dataclasses.Field]:
@@ -171,6 +191,13 @@ class SweepSpec:
     #: ``floor_s`` / ``net_median_s`` on events rows (see bench.floor); None: on a GPU, not on the host
     floor: bool | None = _option(None, "time the launch floor and report floor_s / net_median_s on events rows "
                                        "(auto: on a GPU, not on the host)", metavar="auto|on|off")
+    #: after the timed units, count each configuration's DRAM bytes and L2 hit rate with the
+    #: device's profiler (``bench.counters``: a counting unit per (kernel, size) replays the trials'
+    #: launches under ncu / rocprofv3, outside every timed window): True (the device's backend), a
+    #: backend's name, or False. Not part of ``measurement()``: counting changes no timed sample.
+    counters: bool | str = _option(False, "after the timed units, count DRAM bytes, L2 hit rate and cold fraction per "
+                                          "configuration (ncu on NVIDIA, rocprofv3 on AMD; --counters alone: the device's)",
+                                   metavar="on|off|ncu|rocprofv3", check=check_counters, const=True)
 
     def __post_init__(self) -> None:
         kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
@@ -206,6 +233,7 @@ class SweepSpec:
             raise ConfigError(f"warmup_s must be a finite number of seconds >= 0, got {self.warmup_s!r}")
         self._check_int("interleave_seed", self.interleave_seed, 0)
         object.__setattr__(self, "units", check_units(self.units))
+        object.__setattr__(self, "counters", check_counters(self.counters))
         if self.floor is not None and not isinstance(self.floor, bool):
             raise ConfigError(f"floor must be True, False or None (on a GPU only), got {self.floor!r}")
         for name in ("reference", "verify", "flush_end_event", "drop_throttled", "interleave"):
@@ -299,6 +327,7 @@ class SweepSpec:
             "interleave_seed": self.interleave_seed,
             "units": self.units,
             "floor": self.floor,
+            "counters": self.counters,
         }
 
     def record(self) -> dict[str, str]:

@@ -64,6 +64,11 @@ def sweep(
     (``bench.executors.run_location`` decides). ``on_progress(SweepProgress)``: after every finished
     (configuration, unit), with the time left.
 
+    ``counters=True`` (or ``"ncu"``, ``"rocprofv3"``): after the timed units, the counter pass
+    (``bench.counters``) adds DRAM bytes, L2 hit rate, cold fraction and a cache state per
+    configuration to the summary; where the device cannot count, a ``CountersSkipped`` warning says
+    why in one line and the sweep is the same as without.
+
     ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
     each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
     frames gain ``worker``, ``host`` and ``gpu``; ``device`` is then the name each worker opens.

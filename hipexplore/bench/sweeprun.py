@@ -17,6 +17,11 @@ its rotating counts as groups (``measure_group``: each flush mode and timer on o
 sets; per configuration ``trials``, ``summarise``, then the run's ``ConfigurationPhase``s outside the
 timed window), the cold reference taken in parts between the groups (``take_reference``), and last
 the reference row with every bias against it (``emit_references``); ``release`` at the end.
+
+A *counting unit* (``counting``: the counter pass, ``bench.counters``) takes the same
+``initialize``, ``warm_up`` and groups of sets, but no output check, no cold reference, and per
+configuration neither ``trials`` nor ``summarise``: only its phases (``count``), whose entry goes
+to the channel as ``counted(entry)``. It never takes a timed sample.
 """
 from __future__ import annotations
 
@@ -59,6 +64,10 @@ class Channel(Protocol):
     def add(self, rows: pd.DataFrame, row: dict[str, Any]) -> None: ...
 
     def update(self, rows: list[dict[str, Any]]) -> None: ...
+
+    def counted(self, entry: dict[str, Any]) -> None:
+        """A counting unit's manifest entry of one configuration (``bench.counters``)."""
+        ...
 
 
 def verify(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
@@ -127,9 +136,12 @@ class SweepRun:
     def __init__(self, spec: SweepSpec, device: Device, channel: Channel, *, run_id: str,
                  done: frozenset[Configuration] | set[Configuration] = frozenset(),
                  refs: dict[tuple[str, int, str], Measurement] | None = None, unit: int = 0,
-                 phases: "tuple[ConfigurationPhase, ...] | None" = None) -> None:
+                 phases: "tuple[ConfigurationPhase, ...] | None" = None, counting: Any = None) -> None:
         self.spec, self.dev, self.channel, self.done = spec, device, channel, set(done)
-        self.phases = tuple(phases_for(spec) if phases is None else phases)  # after the timed ones (bench.phases)
+        # a counting unit (bench.counters): no timed sample, only the phases per configuration
+        self.counting = counting
+        self.phases = tuple(phases_for(spec, counting) if phases is None else phases)  # after the timed ones (bench.phases)
+        self.tap = next((p.tap for p in self.phases if p.tap is not None), None)  # told of every launch (the counter phase)
         self.refs = dict(refs or {})
         self.unit = unit
         self.rng = np.random.default_rng([spec.interleave_seed, unit])
@@ -212,7 +224,8 @@ class SweepRun:
         if self.channel.stop_now():
             return True
         self.warm_up(target)
-        self.check(target)
+        if self.counting is None:  # a counting unit checks nothing: the timed units did
+            self.check(target)
         groups = []
         for r in self.spec.rotating:
             p = self.plans[(kspec.name, size, str(r))]
@@ -220,8 +233,8 @@ class SweepRun:
                     if c not in self.done and SweepSpec.measures(c.flush, c.timer)]
             if todo:
                 groups.append((p, todo))
-        need_ref = [t for t in self.spec.timers
-                    if self.spec.reference and Configuration(kspec.name, size, "1", COLD_REFERENCE, t) not in self.done]
+        need_ref = [t for t in self.spec.timers if self.spec.reference and self.counting is None
+                    and Configuration(kspec.name, size, "1", COLD_REFERENCE, t) not in self.done]
         schedule = dict(reference_schedule(len(groups), self.spec.reference_parts, self.spec.reference_samples)) if need_ref else {}
         parts: dict[str, list[RawTimes]] = {t: [] for t in need_ref}
         rows: list[dict[str, Any]] = []
@@ -247,7 +260,7 @@ class SweepRun:
         self.where[1] = f"size={target.size} (clock warm-up)"
         self.channel.started(self.where)
         with sets_for(self.dev, target.kspec, target.n, 1) as sets:
-            wl = Workload(self.dev, target.plain, target.grid, target.block, sets.args)
+            wl = Workload(self.dev, target.plain, target.grid, target.block, sets.args, tap=self.tap)
             _spent, what = wait_for_stable_clock(self.telemetry, lambda: warm_up(wl, None, 0.005), min_s=self._clock_warmup_s())
         self.channel.meta(MeasuredInfo.entry_warmup(what))
         self.warmed = True
@@ -280,6 +293,9 @@ class SweepRun:
                     return True
                 self.where[1] = conf.describe()
                 self.channel.started(self.where)
+                if self.counting is not None:
+                    self.count(t, p, conf, sets)
+                    continue
                 raw = self.trials(t, conf, sets)
                 frame, row, m = self.summarise(t, p, conf, raw)
                 for phase in self.phases:  # outside the timed window: counters and the like (bench.phases)
@@ -301,8 +317,19 @@ class SweepRun:
     def launches(self, t: _Target, conf: Configuration, sets: Any) -> LaunchSequence:
         """The configuration's flush and kernel on its sets, as its trials launched them (events variant)."""
         kernel = t.kernel(self.dev, conf.flush, conf.timer) if flush_mode(conf.flush).transforms_kernel else t.plain
-        wl = Workload(self.dev, kernel, t.grid, t.block, sets.args)
-        return LaunchSequence(wl, self.flushers.get(conf.flush))
+        wl = Workload(self.dev, kernel, t.grid, t.block, sets.args, tap=self.tap)
+        return LaunchSequence(wl, self.flushers.get(conf.flush), self.timing, t.kspec, t.n)
+
+    def count(self, t: _Target, p: rot.RotatingPlan, conf: Configuration, sets: Any) -> None:
+        """A counting unit's configuration: its phases only (the counter phase replays it through the
+        trials' path inside the profiler's range), the entry sent as ``channel.counted``. One timer's
+        configuration per (kernel, size, rotating, flush): the timers launch the same data."""
+        if conf.timer != self.spec.timers[0]:
+            return
+        entry: dict[str, Any] = {"plan_note": p.note}
+        for phase in self.phases:
+            entry.update(phase.run(conf, self.launches(t, conf, sets), entry))
+        self.channel.counted(entry)
 
     def trials(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
         """The timed launches of one configuration: the only timed window of the unit."""

@@ -124,6 +124,12 @@ class TimingOptions:
     hold_timeout_s: float = HOLD_TIMEOUT_S
     #: clock, temperature and power read after each chunk (None: not read)
     telemetry: Telemetry | None = field(default=None, compare=False)
+    #: hold the stream behind a blocking kernel while a chunk is enqueued (False: the counter pass,
+    #: whose profiler serialises launches: a counted launch would wait for the hold until it timed out)
+    hold: bool = True
+    #: opened after the warm-up and closed after the last chunk (``start()``/``stop()``): the counter
+    #: pass's profiler range around the launches it counts (``bench.counters.phase``); None: none
+    profiler: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lead", check_lead(self.lead))
@@ -189,11 +195,16 @@ class Workload:
     block: tuple[int, int, int]
     arg_sets: Sequence[PackedArgs]
     timer: InKernelTimer | None = None
+    #: told of every launch (``tap(buffer_set, position)``): the counter pass's manifest of the
+    #: launches it counted, in order (``bench.counters.phase``); None in a timed unit
+    tap: Any = None
 
     def launch(self, buffer_set: int, position: int = 0) -> None:
         """Launch on ``buffer_set``; with a timer, into the slot of chunk ``position`` (-1: the
         untimed lead's and trail's slot)."""
         args = self.arg_sets[buffer_set] if self.timer is None else self.timer.args[buffer_set][position]
+        if self.tap is not None:
+            self.tap(buffer_set, position)
         self.device.launch(self.kernel, self.grid, self.block, args)
 
 
@@ -328,8 +339,10 @@ def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:
 
 
 def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int, pool: _EventPool,
-           hold_timeout_s: float, sets: Sequence[int] | None = None, flush_end_event: bool = False, lead: int = 0,
+           hold_timeout_s: float | None, sets: Sequence[int] | None = None, flush_end_event: bool = False, lead: int = 0,
            trail: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """One chunk: [lead], then per sample its events, flush and launch, then the trail, behind a
+    stream hold (``hold_timeout_s``; None: no hold, the counter pass's replay)."""
     dev = workload.device
     nsets = len(workload.arg_sets)
     per = 2 if flusher is None else (4 if flush_end_event else 3)
@@ -338,7 +351,7 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
     set_ids = np.array([(start_index + j) % nsets for j in range(k)] if sets is None else list(sets), dtype=np.int64)
     if workload.timer is not None:
         workload.timer.reset(k)
-    hold = dev.hold_stream(hold_timeout_s, kernels=BUILDER)  # a GPU builds its spin kernel with it
+    hold = dev.hold_stream(hold_timeout_s, kernels=BUILDER) if hold_timeout_s is not None else None  # a GPU builds its spin kernel
     try:
         before = int((int(set_ids[0]) - 1) % nsets) if k else 0
         for _ in range(lead):  # untimed: what every timed launch of the chunk follows, the first too
@@ -358,9 +371,10 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
             workload.launch(int(set_ids[j]) if j < k else last, j if j < k else -1)
             dev.record(e[-1])
     finally:
-        hold.release()
+        if hold is not None:
+            hold.release()
     dev.synchronize()
-    timed_out = hold.timed_out()
+    timed_out = hold.timed_out() if hold is not None else False
     times = np.empty(k)
     flush = np.zeros(k)
     gaps = np.empty(k)
@@ -403,55 +417,27 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
     ``MAX_HOLD_FAILURES`` failures in a row a ``BenchmarkError`` says so. ``lead``: untimed launches
     at the head of each chunk (an int, or ``"random"``: 0 or 1 per chunk drawn from ``lead_seed``;
     see the module docstring); ``trail``: untimed samples after the last timed one of each chunk.
+    ``profiler`` (the counter pass): started after the warm-up, stopped after the last chunk.
     """
     opts = timing_options(options, overrides)
-    chunk, lead, trail, telemetry = opts.chunk, opts.lead, opts.trail, opts.telemetry
     nsets = len(workload.arg_sets)
     if nsets < 1:
         raise ConfigError("the workload has no buffer sets")
-    if workload.timer is not None and workload.timer.chunk < chunk:
-        raise ConfigError(f"the in-kernel timer has {workload.timer.chunk} slots for chunks of {chunk}")
+    if workload.timer is not None and workload.timer.chunk < opts.chunk:
+        raise ConfigError(f"the in-kernel timer has {workload.timer.chunk} slots for chunks of {opts.chunk}")
     if not rule.adaptive:
         from .rotating import check_iterations
 
         check_iterations(int(rule.iterations or 0), nsets)
-    rule = rule.at_least(nsets)
-    tracker = rule.tracker()
     warm_up(workload, flusher, opts.warmup_s)
-    pool = _EventPool.of(workload.device)
-    parts: list[tuple[np.ndarray, ...]] = []
+    if opts.profiler is not None:
+        opts.profiler.start()
+    try:
+        parts, timeouts, why = _chunks(workload, flusher, rule.at_least(nsets), opts)
+    finally:
+        if opts.profiler is not None:
+            opts.profiler.stop()
     notes: list[str] = []
-    timeouts = failures = taken = chunk_no = 0
-    size = int(chunk)
-    leads = _leads(lead, opts.lead_seed)
-    t0 = time.perf_counter()
-    why = ""
-    while True:
-        so_far = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
-        ids = np.concatenate([p[4] for p in parts]) if parts else np.empty(0, dtype=np.int64)
-        more, why = tracker.check(so_far, time.perf_counter() - t0, ids)
-        if more == 0:
-            break
-        k = min(size, more) if not rule.adaptive else size
-        n_lead = next(leads)
-        t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, opts.hold_timeout_s, flush_end_event=opts.flush_end_event,
-                                lead=n_lead, trail=trail)
-        if to:
-            timeouts += 1
-            failures += 1
-            if failures >= MAX_HOLD_FAILURES:
-                raise BenchmarkError(
-                    f"the stream hold timed out {failures} times in a row (last with {k} launch(es) in {opts.hold_timeout_s:g} s): "
-                    f"the host cannot enqueue a chunk before the blocking kernel gives up; nothing was kept")
-            size = max(1, k // 2)
-            continue
-        failures = 0
-        reading = telemetry.read() if telemetry is not None else None
-        per_chunk = [np.full(k, getattr(reading, name, math.nan) if reading else math.nan) for name in PER_CHUNK_READINGS]
-        parts.append((t, f, g, s, np.full(k, chunk_no, dtype=np.int64), np.arange(k, dtype=np.int64), *per_chunk[:3],
-                      np.full(k, n_lead, dtype=np.int64), *per_chunk[3:]))
-        chunk_no += 1
-        taken += k
     if timeouts:
         notes.append(f"stream hold timed out in {timeouts} chunk(s): those samples were discarded and measured again "
                      f"with fewer launches per hold")
@@ -465,6 +451,45 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
         notes=notes, hold_timeouts=timeouts, chunks=len(parts), stop_reason=why,
         timer="in-kernel" if workload.timer is not None else "events",
     )
+
+
+def _chunks(workload: Workload, flusher: Flusher | None, rule: StopRule, opts: TimingOptions
+            ) -> tuple[list[tuple[np.ndarray, ...]], int, str]:
+    """``time_launches``' chunks until ``rule`` stops: (per chunk its arrays, holds that timed out, why it stopped)."""
+    tracker = rule.tracker()
+    pool = _EventPool.of(workload.device)
+    parts: list[tuple[np.ndarray, ...]] = []
+    timeouts = failures = taken = chunk_no = 0
+    size = int(opts.chunk)
+    leads = _leads(opts.lead, opts.lead_seed)
+    hold_s = opts.hold_timeout_s if opts.hold else None
+    t0 = time.perf_counter()
+    while True:
+        so_far = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
+        ids = np.concatenate([p[4] for p in parts]) if parts else np.empty(0, dtype=np.int64)
+        more, why = tracker.check(so_far, time.perf_counter() - t0, ids)
+        if more == 0:
+            return parts, timeouts, why
+        k = min(size, more) if not rule.adaptive else size
+        n_lead = next(leads)
+        t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, hold_s, flush_end_event=opts.flush_end_event,
+                                lead=n_lead, trail=opts.trail)
+        if to:
+            timeouts += 1
+            failures += 1
+            if failures >= MAX_HOLD_FAILURES:
+                raise BenchmarkError(
+                    f"the stream hold timed out {failures} times in a row (last with {k} launch(es) in {opts.hold_timeout_s:g} s): "
+                    f"the host cannot enqueue a chunk before the blocking kernel gives up; nothing was kept")
+            size = max(1, k // 2)
+            continue
+        failures = 0
+        reading = opts.telemetry.read() if opts.telemetry is not None else None
+        per_chunk = [np.full(k, getattr(reading, name, math.nan) if reading else math.nan) for name in PER_CHUNK_READINGS]
+        parts.append((t, f, g, s, np.full(k, chunk_no, dtype=np.int64), np.arange(k, dtype=np.int64), *per_chunk[:3],
+                      np.full(k, n_lead, dtype=np.int64), *per_chunk[3:]))
+        chunk_no += 1
+        taken += k
 
 
 def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, options: TimingOptions | None = None,

@@ -86,9 +86,10 @@ class StartedWorker:
     opened only when the job arrives (an idle second GPU context beside a measuring unit slowed
     L2-resident kernels on the H200)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: tuple[str, ...] = ()) -> None:
+        """``prefix``: a program the worker's interpreter is started under (the counter pass's profiler)."""
         self.proc, self.rx, self.tx, self.log_fd, self.path = start_worker("hipexplore.bench.worker_main",
-                                                                           log_prefix="hipexplore-sweep-worker-")
+                                                                           log_prefix="hipexplore-sweep-worker-", prefix=prefix)
         self.used = False
 
     def discard(self) -> None:
@@ -107,29 +108,36 @@ class StartedWorker:
         os.close(self.log_fd)
 
 
-def start_unit_worker() -> StartedWorker:
-    """A sweep worker started now for a later unit (``StartedWorker``)."""
-    return StartedWorker()
+def start_unit_worker(prefix: tuple[str, ...] = ()) -> StartedWorker:
+    """A sweep worker started now for a later unit (``StartedWorker``), under ``prefix`` if one is given."""
+    return StartedWorker(prefix)
 
 
 def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, done: set, refs: dict,
                    pad_bytes: int = 0, unit: int = 0, started: StartedWorker | None = None,
-                   inputs_dir: str | None = None) -> bool:
+                   inputs_dir: str | None = None, counting: Any = None, prefix: tuple[str, ...] = ()) -> bool:
     """One unit of ``spec`` in a worker process (see the module docstring), reported to ``channel``;
     True when the caller's ``stop_now`` stopped it. ``pad_bytes``: held allocated there before the
     unit allocates anything (``bench.units``); ``unit``: the unit's index (seeds its draws);
     ``started``: a worker started ahead (``start_unit_worker``), else one is started now;
-    ``inputs_dir``: the sweep's folder of host inputs shared between its units (``bench.inputs``)."""
+    ``inputs_dir``: the sweep's folder of host inputs shared between its units (``bench.inputs``);
+    ``counting``: a counting unit (``bench.counters.phase.Counting``: no timed sample, each
+    configuration replayed inside the profiler's range, reported as ``channel.counted(entry)``),
+    its worker started under ``prefix`` (the profiler's command) when none was started ahead."""
     spec, kernels = _shippable(spec)
     llc = device.llc_override
-    w = started or StartedWorker()
+    w = started or StartedWorker(prefix)
     w.used = True
     proc, rx, tx, log_fd = w.proc, w.rx, w.tx, w.log_fd
     current = ["", ""]
     try:
-        tx.send_bytes(pickle.dumps({"device": _device_text(device), "llc_bytes": llc, "kernels": kernels, "spec": spec,
-                                    "run_id": run_id, "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes),
-                                    "unit": int(unit), "inputs_dir": inputs_dir}))
+        job = pickle.dumps({"device": _device_text(device), "llc_bytes": llc, "kernels": kernels, "spec": spec, "run_id": run_id,
+                            "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes), "unit": int(unit),
+                            "inputs_dir": inputs_dir, "counting": counting})
+        try:
+            tx.send_bytes(job)
+        except OSError:  # the worker (or a prefix it starts under) is gone already: its status and log say why, below
+            pass
         while True:
             try:
                 kind, payload = pickle.loads(rx.recv_bytes())
@@ -148,6 +156,8 @@ def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, d
                 getattr(channel, kind)(payload)
             elif kind == "add":
                 channel.add(*payload)
+            elif kind == "counted":  # a counting unit's manifest entry (bench.counters)
+                channel.counted(payload)
             elif kind == "done":
                 _reap(proc)
                 return bool(payload)

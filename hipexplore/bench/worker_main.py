@@ -42,6 +42,10 @@ class _PipeChannel:
     def update(self, rows: list[dict[str, Any]]) -> None:
         self.send("update", [dict(r) for r in rows])
 
+    def counted(self, entry: dict[str, Any]) -> None:
+        """A counting unit's entry for one configuration (``bench.counters.phase``)."""
+        self.send("counted", dict(entry))
+
 
 def _register(kernels: list[tuple[str, bytes | None]]) -> None:
     for name, blob in kernels:
@@ -79,7 +83,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         if pad is not None:
             channel.meta(MeasuredInfo.entry_worker_pad(pad.nbytes))
         stopped = SweepRun(job["spec"], dev, channel, run_id=job["run_id"], done=job["done"], refs=job["refs"],
-                           unit=job.get("unit", 0)).measure()
+                           unit=job.get("unit", 0), counting=job.get("counting")).measure()
         if job.get("inputs_dir"):
             from .inputs import COUNTS
 

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,9 @@ def _spec_options(p: argparse.ArgumentParser) -> None:
         text = f"{f.metadata['help']} (default {_shown(f.default)})".replace("%", "%%")
         if str(f.type) == "bool":
             g.add_argument(*flags, dest=f.name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=text)
+        elif f.metadata.get("const") is not None:  # the flag alone means const (--counters), or takes a value
+            g.add_argument(*flags, dest=f.name, type=_field_type(f), nargs="?", const=f.metadata["const"],
+                           default=argparse.SUPPRESS, metavar=f.metadata.get("metavar"), help=text)
         else:
             g.add_argument(*flags, dest=f.name, type=_field_type(f), default=argparse.SUPPRESS, metavar=f.metadata.get("metavar"),
                            help=text)
@@ -344,7 +348,10 @@ def run(args: argparse.Namespace) -> int:
         _preflight(kernels, sizes, device)
     if stop is not None and not args.json:
         print(_banner(stop), file=sys.stderr)
-    with _terminate_as_interrupt() as got:
+    with _terminate_as_interrupt() as got, warnings.catch_warnings():
+        from ..bench.counters import CountersSkipped
+
+        warnings.simplefilter("ignore", CountersSkipped)  # said once below, in the command's own words
         try:
             res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations,
                         stop=stop, out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json,
@@ -360,11 +367,15 @@ def run(args: argparse.Namespace) -> int:
         more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
         print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
               f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
+    counted = res.metadata.get("counters.status", "")
+    if counted.startswith("no counters"):  # asked for, and the device cannot: one line, the sweep as without
+        print(f"hipexplore bench: {counted}", file=sys.stderr)
     on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
         print(json.dumps({"out": str(res.path) if res.path else None, "summary": records,
-                          **({"cluster": on.shown()} if cluster and on is not None else {})}, default=str))
+                          **({"cluster": on.shown()} if cluster and on is not None else {}),
+                          **({"counters": counted} if counted else {})}, default=str))
         return 1 if on is not None and on.incomplete else 0
     print(_table(res.summary))
     if res.path is not None:
@@ -498,14 +509,24 @@ def _stop(reason: Any) -> str:
     return "|".join(dict.fromkeys(out))
 
 
+def _state(word: Any, fraction: Any) -> str:
+    """The table's ``state`` cell: ``cold 0.98``, ``warm 0.02``; empty where nothing was counted."""
+    word = word if isinstance(word, str) else ""
+    if not word:
+        return ""
+    return f"{word} {fraction:.2f}" if isinstance(fraction, float) and fraction == fraction else word
+
+
 def _table(summary: Any) -> str:
     """The summary as a text table; every column sized to its widest cell (``auto=32`` included)."""
     from ..units import format_bytes, format_percent
 
     floor = "floor_s" in summary.columns and bool(summary["floor_s"].notna().any())  # the launch floor (bench.floor)
+    # the counter pass (bench.counters): the state word with its cold fraction, when anything was counted
+    state = "cache_state" in summary.columns and bool((summary["cache_state"].fillna("") != "").any())
     heads = ["kernel", "size", "rot", "flush", "timer", "n", "median_us", "95% CI us", *(["floor_us"] if floor else []),
-             "iqr_rel", "bias", "GB/s", "stop", "warning"]
-    left = {"kernel", "flush", "timer", "stop", "warning"}
+             "iqr_rel", "bias", "GB/s", *(["state"] if state else []), "stop", "warning"]
+    left = {"kernel", "flush", "timer", "state", "stop", "warning"}
     rows = []
     for r in summary.itertuples():
         rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
@@ -514,7 +535,8 @@ def _table(summary: Any) -> str:
         if floor:
             cells.append(f"{r.floor_s * 1e6:.3f}" if r.floor_s == r.floor_s else "")
         cells += [format_percent(r.iqr_rel, 2), format_percent(r.bias, 1, signed=True), f"{r.bandwidth_gbs:.1f}",
-                  _stop(getattr(r, "stop_reason", "")), str(r.warning or "")]
+                  *([_state(r.cache_state, r.cold_fraction)] if state else []), _stop(getattr(r, "stop_reason", "")),
+                  str(r.warning or "")]
         rows.append(cells)
     widths = [max([len(h), *(len(c[i]) for c in rows)]) for i, h in enumerate(heads)]
     widths[-1] = 0  # the warning runs to the end of the line

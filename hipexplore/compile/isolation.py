@@ -59,7 +59,7 @@ _BOOT = (
 )
 
 
-def start_worker(module: str, *, log_prefix: str, env: dict[str, str] | None = None
+def start_worker(module: str, *, log_prefix: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
                  ) -> tuple[subprocess.Popen, Connection, Connection, int, str]:
     """Start a fresh interpreter running ``MODULE._worker_main(read_fd, write_fd)``: the one
     launcher of compile workers (``_Worker``) and sweep workers (``bench.worker``).
@@ -73,14 +73,16 @@ def start_worker(module: str, *, log_prefix: str, env: dict[str, str] | None = N
     and we want them in the worker's log, i.e. in the error. The log has no name once the worker
     has it open: the parent reads its tail through the descriptor (``log_tail``) and the file is
     gone with the last descriptor, however either process ends (a SIGKILLed parent left 245 logs
-    in TMPDIR)."""
+    in TMPDIR). ``prefix``: a program the interpreter is started under (``isolated_argv``'s: a
+    profiler for the counter pass's worker); it inherits the pipes and passes them on to the
+    interpreter it starts, and what it writes itself goes to the same log."""
     fd, log_path = tempfile.mkstemp(prefix=log_prefix, suffix=".log")
     child_read, parent_write = os.pipe()
     parent_read, child_write = os.pipe()
     try:
         with open(log_path, "ab", buffering=0) as errf:
             proc = subprocess.Popen(
-                isolated_argv(_BOOT, module, str(child_read), str(child_write)),
+                isolated_argv(_BOOT, module, str(child_read), str(child_write), prefix=prefix),
                 stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, pass_fds=(child_read, child_write),
                 start_new_session=True, env=dict(os.environ, **(env or {}), LIBC_FATAL_STDERR_="1"),
             )

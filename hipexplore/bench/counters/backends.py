@@ -1,9 +1,10 @@
-"""Counter backends: who counts a launch sequence, and how their output becomes per-launch numbers.
+"""Counter backends: who counts a counting unit's launches, and how their output becomes per-launch numbers.
 
-A backend is a command prefix around the child that replays the sequence (``counters.child``),
-plus a parser of what it wrote. Each answers ``available(device)`` (None, or one line saying why
-not), ``groups(device)`` (the counter sets, one child run each: a set must fit one hardware pass,
-since a second replay pass would not see the sequence's cache state), ``prefix(group, out_dir,
+A backend is a command prefix the counting unit's sweep worker starts under
+(``bench.executors.WorkerExecutor(prefix=...)``: ``[*prefix, python, -I, ...]``), plus a parser of
+what it wrote. Each answers ``available(device)`` (None, or one line saying why not),
+``groups(device)`` (the counter sets, one counting unit each: a set must fit one hardware pass,
+since a second replay pass would not see the launches' cache state), ``prefix(group, out_dir,
 entries)``, ``parse(out_dir)`` (the counted launches, in launch order) and ``per_launch(values)``
 (DRAM bytes read and written, L2 hit rate). What it knows about how it counted is written once
 beside its output (``describe`` -> backend.json), so a recorded folder parses again without the tool.
@@ -32,8 +33,8 @@ class CountersUnavailable(UnsupportedOperation):
 
 
 class CounterError(BenchmarkError):
-    """A counter pass ran and failed: the profiler refused, the child died, or what it reported
-    does not match the sequence that was launched (the message names which and shows the tail)."""
+    """A counter pass ran and failed: the profiler refused, the counting unit died, or what it
+    reported does not match the launches the unit made (the message names which and shows the tail)."""
 
 
 @dataclass
@@ -48,9 +49,9 @@ class Backend(Protocol):
     """See the module docstring."""
 
     name: str
-    #: how the child marks its counted launches (``sequence.MARKERS``)
+    #: how the counting unit marks its counted launches (``phase.MARKERS``)
     marker: str
-    #: True when the backend reports the warm-up launches too (dropped by order)
+    #: True when the backend reports the launches before the range too (dropped by order)
     captures_warmup: bool
 
     def available(self, device: Any) -> str | None: ...

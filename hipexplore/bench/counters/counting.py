@@ -1,43 +1,50 @@
-"""``count_configurations``: the counter pass over a sweep's configurations, and ``collect``, which
-turns a pass's folder (the backend's raw output beside each child's manifest) into records.
+"""The counter pass, the parent's side: after a sweep's timed units, one counting unit per (kernel,
+size) group in a sweep worker started under the profiler's command, then the profiler's raw output
+parsed into one ``CounterRecord`` per configuration (``run_counter_pass``); ``collect`` reads a pass
+folder back without the GPU or the profiler.
 
-The pass: for each of the backend's counter groups, one child process (``counters.child``) under
-the backend's command prefix replays every configuration's launch sequence (``counters.sequence``)
-and writes its manifest; then ``collect`` reads the folder back: the backend parses its raw output
-into launches in launch order, the launches are attributed to configurations by the manifest's
-order and counts (each launch's kernel name checked against the configuration's), the groups are
-joined launch by launch, and each configuration becomes a ``CounterRecord``. ``collect`` needs no
-GPU and no profiler, so a recorded folder (data/counters/h200/) parses on any machine.
+The orchestrator (``bench.orchestrator``) asks ``counter_backend(spec, device)`` before any timed
+unit runs (so the summary's columns are known, and a sweep that cannot count says so in one line
+and runs on unchanged), then ``run_counter_pass`` with the configurations no counter has counted.
+Each counting unit is a ``bench.sweeprun.SweepRun`` of its group with ``counting`` set
+(``counters.phase``): it reports, per configuration, a manifest entry (``CountChannel.counted``),
+written here as ``group-N/manifest.json`` beside the profiler's output, and the profiler's launches
+are attributed to configurations by the manifest's order and counts (``attribute``: each reported
+kernel name checked against the configuration's). A backend whose counters need several hardware
+passes (rocprofv3) runs the unit once per counter group; the groups are joined launch by launch.
 
-The pass runs outside any timed window: it is a process of its own, started after (or before) the
-timed launches, never between them.
+The pass never runs a timed unit under a profiler and never between timed launches: its units
+start after the last timed unit of the sweep has finished.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-import os
-import pickle
-import signal
-import subprocess
+import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 from ...errors import ConfigError
+from ...files import write_file
 from ...schema import COLD_REFERENCE, Configuration
-from .backends import CounterError, CountersUnavailable, Launch, backend_for, from_description, reports
-from .child import MANIFEST, CountJob, child_command
+from .backends import CounterError, Launch, backend_for, from_description, reports
+from .phase import DEFAULT_COUNT, Counting
 from .record import CounterRecord, make_record, records_frame
-from .sequence import DEFAULT_COUNT
 
-#: a child run (start, compile, replay, the profiler's own work) gives up after this long
-DEFAULT_TIMEOUT_S = 300.0
 #: what the backend was and how it was run, written once per pass folder
 BACKEND_FILE = "backend.json"
-_TAIL = 2000
+#: a counting unit's entries, one per configuration in launch order, beside the profiler's output
+MANIFEST = "manifest.json"
+
+
+class CountersSkipped(UserWarning):
+    """A sweep asked for counters and has none: the one line says why (the host, no profiler, a
+    cluster, a failed pass); the timed results are the same as without counters."""
 
 
 @dataclass
@@ -53,7 +60,7 @@ class CounterPass:
     notes: list[str] = field(default_factory=list)
 
     def frame(self) -> Any:
-        """One row per configuration (``record.COUNTER_COLUMNS``)."""
+        """One row per configuration (``record.RECORD_COLUMNS``)."""
         return records_frame(self.records)
 
     def to_json(self) -> dict[str, Any]:
@@ -76,130 +83,144 @@ def counted_configurations(spec: Any, configurations: Iterable[Configuration] | 
     return list(seen.values())
 
 
-@dataclass(frozen=True)
-class DeviceRef:
-    """What a pass needs to know of its device, without holding it: the caller of a sweep opens no
-    GPU context of its own (an idle one beside a measuring unit slowed L2-resident kernels on the
-    H200), so a pass may be given ``"cuda:0"`` and the child opens the device."""
-
-    kind: str
-    index: int = 0
-    target: str = ""
-    llc_bytes: int = 0
-    llc_source: str = ""
-    llc_override: int | None = None
-
-
-def device_ref(device: Any) -> Any:
-    """``device`` itself, or for a text (``"cuda"``, ``"hip:1"``) a ``DeviceRef``; an AMD device
-    (its counter groups depend on the architecture) and ``"auto"`` are opened briefly to learn which."""
-    if not isinstance(device, str):
-        return device
-    from ...devices import get_device, parse_device
-
-    kind, index = parse_device(device)
-    if kind not in ("hip", "auto"):
-        return DeviceRef(kind, index)
-    dev = get_device(device)
-    try:
-        return DeviceRef(dev.kind, dev.index, dev.target)
-    finally:
-        dev.close()
-
-
-def count_configurations(spec: Any, device: Any, configurations: Iterable[Configuration] | None = None, *,
-                         backend: Any = None, count: int = DEFAULT_COUNT, warmup: int | None = None,
-                         workdir: str | Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> CounterPass:
-    """Count ``configurations`` of ``spec`` (a ``SweepSpec``; default: all of its configurations)
-    on ``device`` (a ``Device``, or its text such as ``"cuda:0"``: see ``DeviceRef``): ``warmup`` launches (None: whole rotations), then ``count`` counted launches per
-    configuration, in a child process under ``backend`` (a name or a backend; None: the device's).
-
-    Raises ``CountersUnavailable`` (one line: the host, a missing profiler) before anything runs,
-    ``CounterError`` when the pass ran and failed. ``workdir``: where the raw outputs stay (default:
-    a new private temporary folder, kept, named in ``CounterPass.workdir``)."""
-    device = device_ref(device)
-    be = backend if backend is not None and not isinstance(backend, str) else backend_for(device, backend)
+def counter_backend(spec: Any, device: Any) -> tuple[Any, str]:
+    """(the backend that counts ``spec`` on ``device``, "") or (None, one line saying why there are
+    no counters): ``spec.counters`` names the backend (True: the device's, ncu on NVIDIA, rocprofv3
+    on AMD); the host, a missing profiler and Python-callable kernels have none."""
+    be = backend_for(device, None if spec.counters is True else str(spec.counters))
     why = be.available(device)
     if why:
-        raise CountersUnavailable(why)
-    confs = counted_configurations(spec, configurations)
-    names = {c.kernel for c in confs}
-    kernels = tuple(k for k in spec.specs() if k.name in names)
-    root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="hipexplore-counters-"))
-    root.mkdir(parents=True, exist_ok=True)
-    llc = device.llc_override
-    job = CountJob(f"{device.kind}:{device.index}", kernels, tuple(confs), int(count), be.marker, warmup, llc,
-                   tuple(sorted(spec.flush_factor.items())), float(spec.mem_fraction))
-    t0 = time.perf_counter()
+        return None, why
+    callables = [k.name for k in spec.specs() if k.call is not None]
+    if callables:
+        return None, (f"kernel(s) {', '.join(callables)} are Python callables: a profiler counts launches of a process it "
+                      f"starts, and a callable cannot leave this one")
+    return be, ""
+
+
+class CountChannel:
+    """A counting unit's channel (``bench.sweeprun.Channel``): its entries; ``should_stop`` is the
+    sweep's; a counting unit takes no timed sample, so ``add`` is an error; its metadata is its own."""
+
+    def __init__(self, stop_now: Any = None) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.where: list[str] = []
+        self._stop = stop_now
+
+    def started(self, where: list[str]) -> None:
+        self.where = list(where)
+
+    def stop_now(self) -> bool:
+        return bool(self._stop()) if self._stop is not None else False
+
+    def meta(self, entries: dict[str, str]) -> None:
+        pass  # the timed units' flush buffers, warm-up and floors are the run's; a counting unit's are not recorded
+
+    def add(self, rows: Any, row: dict[str, Any]) -> None:
+        raise CounterError("a counting unit sent a timed sample: counting units take none")
+
+    def update(self, rows: list[dict[str, Any]]) -> None:
+        pass
+
+    def counted(self, entry: dict[str, Any]) -> None:
+        self.entries.append(dict(entry))
+
+
+def _folder_name(kernel: str, size: int) -> str:
+    return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', kernel)[:60]}-{int(size)}"
+
+
+def count_group(spec: Any, device: Any, backend: Any, configurations: list[Configuration], folder: Path, *,
+                run_id: str = "", count: int = DEFAULT_COUNT, stop_now: Any = None) -> list[list[str]]:
+    """One counting unit per counter group of ``backend`` for ``configurations`` (one (kernel, size)
+    of ``spec``), each in a sweep worker started under the backend's prefix
+    (``WorkerExecutor(prefix=...)``), the profiler writing into ``folder``/group-N beside the
+    unit's manifest; the prefixes it ran under."""
+    from ..executors import UnitRun, WorkerExecutor
+    from ..units import UnitJob
+
+    (kernel, size), = {(c.kernel, int(c.size)) for c in configurations}
+    kspec = next(k for k in spec.specs() if k.name == kernel)
+    group_spec = dataclasses.replace(spec, kernels=(kspec,), sizes=(size,), units=1)
+    wanted = {c._replace(timer="events") for c in configurations}
+    done = frozenset(c for c in group_spec.configurations() if c._replace(timer="events") not in wanted)
     commands = []
-    groups = be.groups(device)
-    for gi, group in enumerate(groups):
-        out = root / f"group-{gi}"
-        out.mkdir(exist_ok=True)
-        job_path = out / "job.pkl"
-        fd = os.open(job_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(_pickled(job))
-        cmd = be.prefix(group, out, sorted({k.entry for k in kernels})) + child_command(job_path)
-        commands.append(cmd)
-        try:
-            run_child(cmd, out, timeout_s)
-        finally:  # an input, not a record (and a pickle is nothing to keep or load later)
-            job_path.unlink(missing_ok=True)
-    (root / BACKEND_FILE).write_text(json.dumps({**be.describe(), "groups": [list(g) for g in groups], "count": int(count),
-                                                 "commands": commands}, indent=1))
-    result = collect(root, backend=be)
-    result.wall_s = time.perf_counter() - t0
-    return result
+    for gi, group in enumerate(backend.groups(device)):
+        out = folder / f"group-{gi}"
+        out.mkdir(parents=True, exist_ok=True)
+        prefix = tuple(backend.prefix(group, out, [kspec.entry]))
+        commands.append(list(prefix))
+        ex = WorkerExecutor(device, prefix=prefix)
+        channel = CountChannel(stop_now)
+        run = UnitRun(UnitJob(group_spec, 0, done), run_id, counting=Counting(backend.marker, int(count)))
+        stopped = ex.run_unit(run, channel)
+        write_file(out / MANIFEST, json.dumps({"device": device.name, "marker": backend.marker,
+                                               "stopped": bool(stopped), "entries": channel.entries}, indent=1, default=str),
+                   what="counter manifest")
+        if stopped:
+            raise CounterError("the sweep was stopped during its counter pass")
+    return commands
 
 
-def _pickled(job: CountJob) -> bytes:
+def run_counter_pass(spec: Any, device: Any, backend: Any, configurations: list[Configuration], *, run_id: str = "",
+                     count: int = DEFAULT_COUNT, stop_now: Any = None, keep: Path | None = None) -> CounterPass:
+    """Count ``configurations`` of ``spec`` (after its timed units): per (kernel, size) ``count_group``
+    into a private temporary folder, then ``collect``; the raw outputs are copied below ``keep``
+    (the sweep's ``FILE.counters/``) when given, and the temporary folder is removed. A pass that
+    failed raises ``CounterError`` naming where its outputs are."""
+    t0 = time.perf_counter()
+    root = Path(tempfile.mkdtemp(prefix="hipexplore-counters-"))
+    groups: dict[tuple[str, int], list[Configuration]] = {}
+    for c in counted_configurations(spec, configurations):
+        groups.setdefault((c.kernel, int(c.size)), []).append(c)
+    passes, failed = [], None
     try:
-        return pickle.dumps(job)
-    except Exception as exc:
-        raise ConfigError(f"the counted kernels cannot be sent to the counting process ({type(exc).__name__}: {exc}); "
-                          f"give a kernel's reference and traffic as importable functions or expressions") from None
+        for (kernel, size), confs in groups.items():
+            folder = root / _folder_name(kernel, size)
+            commands = count_group(spec, device, backend, confs, folder, run_id=run_id, count=count, stop_now=stop_now)
+            write_file(folder / BACKEND_FILE, json.dumps({**backend.describe(), "groups": [list(g) for g in backend.groups(device)],
+                                                          "count": int(count), "commands": commands}, indent=1),
+                       what="counter backend description")
+            passes.append(collect(folder, backend=backend))
+    except Exception as exc:  # noqa: BLE001 - the timed results are on disk: a failed pass is one line, never their loss
+        failed = exc
+    finally:
+        kept = _keep(root, keep) if keep is not None else None
+        if kept is not None or failed is None:
+            shutil.rmtree(root, ignore_errors=True)
+    if failed is not None:
+        where = kept or root
+        raise CounterError(f"the counter pass failed ({type(failed).__name__}: {failed}); its outputs: {where}") from failed
+    records = [r for p in passes for r in p.records]
+    launches = [row for p in passes for row in p.launches]
+    notes = list(dict.fromkeys(n for p in passes for n in p.notes))
+    label = passes[0].backend if passes else backend.name
+    return CounterPass(records, launches, label, [c for p in passes for c in p.commands], time.perf_counter() - t0, keep, notes)
 
 
-def run_child(cmd: Sequence[str], out: Path, timeout_s: float) -> None:
-    """Run one counted child (its output in ``out``: stdout.txt, stderr.txt, the manifest); a
-    CounterError when it did not finish in ``timeout_s``, failed, or wrote no manifest."""
-    with open(out / "stdout.txt", "wb") as so, open(out / "stderr.txt", "wb") as se:
-        proc = subprocess.Popen(list(cmd), cwd=out, stdin=subprocess.DEVNULL, stdout=so, stderr=se, start_new_session=True)
-        try:
-            rc = proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
-            raise CounterError(f"the counter pass did not finish in {timeout_s:g} s (killed): {cmd[0]} ...; "
-                               f"{_tails(out)}") from None
-    manifest = out / MANIFEST
-    if not manifest.is_file():
-        raise CounterError(f"the counted child exited with status {rc} and wrote no manifest "
-                           f"({Path(cmd[0]).name} ...): {_tails(out)}")
-    got = json.loads(manifest.read_text())
-    if "error" in got:
-        raise CounterError(f"the counted child failed: {got['error']}")
-    if rc != 0:
-        raise CounterError(f"{Path(cmd[0]).name} exited with status {rc} after the sequence ran: {_tails(out)}")
+def _keep(root: Path, keep: Path) -> Path | None:
+    """The pass folder's files copied below ``keep`` (this user's own folders, nothing followed);
+    None when that failed (the temporary folder then stays, and the error names it)."""
+    import os
 
+    from ...files import own_folder, write_below
 
-def _tail(path: Path) -> str:
     try:
-        text = path.read_text(errors="replace").strip()
-    except OSError:
-        return ""
-    return " | ".join(text[-_TAIL:].splitlines()[-12:])
-
-
-def _tails(out: Path) -> str:
-    """What the child and the profiler said last (a profiler such as ncu writes its errors to its
-    own log, not to stderr)."""
-    parts = [f"{p.name}: {t}" for p in [out / "stderr.txt", out / "stdout.txt", *sorted(out.glob("*.log"))] if (t := _tail(p))]
-    return " || ".join(parts) or "no output"
+        parent = keep.parent if str(keep.parent) else Path(".")
+        pfd = os.open(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fd = own_folder(pfd, keep.name, what="counter outputs", shown=str(keep))
+        finally:
+            os.close(pfd)
+        try:
+            for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+                write_below(fd, path.relative_to(root).as_posix(), path.read_bytes(), what="counter output",
+                            shown_dir=str(keep), durable=False)
+        finally:
+            os.close(fd)
+        return keep
+    except (OSError, ConfigError):
+        return None
 
 
 def attribute(launches: list[Launch], entries: list[dict[str, Any]], captures_warmup: bool, who: str) -> tuple[list[list[Launch]], str]:
@@ -210,11 +231,11 @@ def attribute(launches: list[Launch], entries: list[dict[str, Any]], captures_wa
     whole = counted + sum(int(e["warmup"]) for e in entries)
     note = ""
     if not captures_warmup and len(launches) == whole and whole != counted:
-        captures_warmup, note = True, f"{who} reported the warm-up launches too: dropped by order"
+        captures_warmup, note = True, f"{who} reported the launches before the range too: dropped by order"
     expected = whole if captures_warmup else counted
     if len(launches) != expected:
         raise CounterError(f"{who} reported {len(launches)} launch(es) of the counted kernels; the sequence made {expected} "
-                           f"({counted} counted{f', {whole - counted} warm-up' if captures_warmup else ''}) over "
+                           f"({counted} counted{f', {whole - counted} before the range' if captures_warmup else ''}) over "
                            f"{len(entries)} configuration(s)")
     out, i = [], 0
     for e in entries:
@@ -235,16 +256,25 @@ def _manifests(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     if not groups:
         raise CounterError(f"{root} holds no group-N folder of a counter pass")
     out = [(g, json.loads((g / MANIFEST).read_text())) for g in groups]
-    shape = [[(e["kernel"], e["size_bytes"], e["rotating"], e["flush"], e["warmup"], e["count"]) for e in m["entries"]]
-             for _, m in out]
+    shape = [[(e["kernel"], e["size_bytes"], e["rotating"], e["flush"], e["count"]) for e in m["entries"]] for _, m in out]
     if any(s != shape[0] for s in shape):
         raise CounterError(f"the counter groups under {root} replayed different sequences; their launches cannot be joined")
     return out
 
 
+def _positions(e: dict[str, Any]) -> list[tuple[int, int]]:
+    """(buffer set, chunk position) of each counted launch of an entry: the manifest's ``launches``
+    (a counting unit's: position -1 for a chunk's untimed lead and trail), or for a pass recorded
+    by the earlier stand-alone replay (no ``launches``) round robin after its warm-up, every one timed."""
+    if "launches" in e:
+        return [(int(s), int(p)) for s, p in e["launches"]]
+    return [((int(e["warmup"]) + li) % int(e["rotating"]), li) for li in range(int(e["count"]))]
+
+
 def collect(root: str | Path, backend: Any = None) -> CounterPass:
     """The ``CounterPass`` of a pass folder: ``backend.json``, and per group its manifest and the
-    backend's raw output (``backend``: None reads it from backend.json)."""
+    backend's raw output (``backend``: None reads it from backend.json). A configuration's record
+    averages its timed launches (a chunk's untimed lead and trail are in ``launches`` only)."""
     root = Path(root)
     desc = json.loads((root / BACKEND_FILE).read_text())
     be = backend if backend is not None else from_description(desc)
@@ -254,23 +284,26 @@ def collect(root: str | Path, backend: Any = None) -> CounterPass:
     joined: list[list[dict[str, float]]] = [[{} for _ in range(int(e["count"]))] for e in entries]
     for folder, manifest in groups:
         launches, note = be.parse(folder)
-        owned, how = attribute(launches, entries, be.captures_warmup, be.name)
-        notes += [n for n in (note, how, manifest.get("marker_status", "")) if n and n not in notes]
+        owned, how = attribute(launches, manifest["entries"], be.captures_warmup, be.name)
+        status = [str(e.get("marker_status", "")) for e in manifest["entries"]] + [str(manifest.get("marker_status", ""))]
+        notes += [n for n in (note, how, *status) if n and n not in notes]
         for ci, conf_launches in enumerate(owned):
             for li, launch in enumerate(conf_launches):
                 joined[ci][li].update(launch.values)
     records, rows = [], []
     for ci, e in enumerate(entries):
         per = [be.per_launch(v) for v in joined[ci]]
+        where = _positions(e)
+        timed = [p for p, (_s, pos) in zip(per, where) if pos >= 0]
         records.append(make_record(kernel=e["kernel"], size_bytes=e["size_bytes"], rotating_requested=e["rotating_requested"],
                                    flush=e["flush"], rotating=e["rotating"], backend=desc.get("label", be.name),
-                                   launches=per, warmup=e["warmup"], inputs=e["input_bytes"],
+                                   launches=timed, warmup=e["warmup"], inputs=e["input_bytes"],
                                    note="; ".join(filter(None, [*notes, e.get("plan_note", "")]))))
         rows += [{"configuration": ci, "kernel": e["kernel"], "size_bytes": e["size_bytes"],
-                  "rotating_requested": e["rotating_requested"], "flush": e["flush"], "launch": li,
-                  "buffer_set": (int(e["warmup"]) + li) % int(e["rotating"]), **p} for li, p in enumerate(per)]
+                  "rotating_requested": e["rotating_requested"], "flush": e["flush"], "launch": li, "buffer_set": s,
+                  "position": pos, **p} for li, (p, (s, pos)) in enumerate(zip(per, where))]
     return CounterPass(records, rows, desc.get("label", be.name), desc.get("commands", []), math.nan, root, notes)
 
 
-__all__ = ["BACKEND_FILE", "CounterPass", "DEFAULT_TIMEOUT_S", "DeviceRef", "device_ref", "attribute", "collect", "count_configurations",
-           "counted_configurations", "run_child"]
+__all__ = ["BACKEND_FILE", "CountChannel", "CounterPass", "CountersSkipped", "MANIFEST", "attribute", "collect", "count_group",
+           "counted_configurations", "counter_backend", "run_counter_pass"]

@@ -1,16 +1,17 @@
-"""NVIDIA: Nsight Compute's CLI (``ncu``) as a command prefix around the child.
+"""NVIDIA: Nsight Compute's CLI (``ncu``) as the command prefix of the counting unit's worker.
 
     ncu --target-processes all --profile-from-start off --cache-control none --clock-control none
         -k regex:<the kernels' names> --metrics dram__bytes_read.sum,dram__bytes_write.sum,
         lts__t_sector_hit_rate.pct,gpu__time_duration.sum --csv --print-units base --log-file ncu.log
-        python -I -c <child> ...
+        python -I -c <sweep worker> ...
 
 Why these options: ``--cache-control none`` (by default ncu flushes every cache before each
 profiled launch, which would make every configuration cold) and ``--clock-control none`` (its
 default locks the base clock) leave the sequence's own cache state and clocks alone;
-``--profile-from-start off`` profiles only between the child's ``cuProfilerStart`` and
-``cuProfilerStop``, around the counted launches, so the warm-up launches are not replayed; ``-k``
-keeps the flush kernels out (they run, uncounted, as in the timed run). Nsight Compute 2025.3.1
+``--profile-from-start off`` profiles only between the counting unit's ``cuProfilerStart`` and
+``cuProfilerStop``, around the counted chunks (``counters.phase``), so the warm-up launches are not
+replayed; ``-k`` keeps the flush kernels (and the floor's empty kernel) out: they run, uncounted, as
+in the timed run. Nsight Compute 2025.3.1
 read DRAM counters on the lent H200 (driver 580) with this command shape; the four metrics are
 expected to be one replay pass there (ncu.log's ``- 1 pass`` lines: more than one pass is reported in the record's
 note, since a second pass would replay the kernel on a cache the first pass warmed).
@@ -66,7 +67,7 @@ def ncu_version(ncu: str) -> str:
 
 
 class NcuBackend:
-    """Nsight Compute's CLI around the child (see the module docstring)."""
+    """Nsight Compute's CLI around the counting unit's worker (see the module docstring)."""
 
     name = "ncu"
 
@@ -125,7 +126,7 @@ class NcuBackend:
 
 def ncu_command(ncu: str, metrics: tuple[str, ...], pattern: str, log: Path, *, print_units: bool = True,
                 profiler_range: bool = True) -> list[str]:
-    """The prefix: ``ncu`` with cache and clock control off, profiling only between the child's
+    """The prefix: ``ncu`` with cache and clock control off, profiling only between the unit's
     cuProfilerStart/Stop (``profiler_range``), the kernels matching ``pattern``, ``metrics`` as CSV
     into ``log`` (``print_units``: in base units, bytes and nanoseconds, where ncu has ``--print-units``)."""
     return [ncu, "--target-processes", "all", *(["--profile-from-start", "off"] if profiler_range else []),
@@ -134,7 +135,7 @@ def ncu_command(ncu: str, metrics: tuple[str, ...], pattern: str, log: Path, *, 
 
 
 def _read_log(out_dir: Path) -> str:
-    """ncu's log (its CSV and ``==PROF==`` lines), else the child's stdout if ncu wrote there."""
+    """ncu's log (its CSV and ``==PROF==`` lines), else a recorded stdout if ncu wrote there."""
     for name in (LOG, "stdout.txt"):
         p = out_dir / name
         if p.is_file():

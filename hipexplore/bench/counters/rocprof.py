@@ -1,18 +1,20 @@
-"""AMD: rocprofiler-sdk's ``rocprofv3`` (ROCm >= 6.2) as a command prefix around the child.
+"""AMD: rocprofiler-sdk's ``rocprofv3`` (ROCm >= 6.2) as the command prefix of the counting unit's worker.
 BUILT, NOT RUN: written to the documented interface; no AMD GPU has run it (what-ran-where says so).
 
     rocprofv3 --pmc TCC_HIT_sum TCC_MISS_sum --kernel-include-regex <the kernels' names>
-              --output-format csv -d <out>/rocprof -o counters -- python -I -c <child> ...
+              --output-format csv -d <out>/rocprof -o counters -- python -I -c <sweep worker> ...
 
 From rocprofiler-sdk's "Using rocprofv3" (source/docs/how-to/using-rocprofv3.rst): ``--pmc`` takes
 counters separated by spaces or commas and "the job fails if the entire set of counters can't be
-collected in a single pass", so the counters are split into groups of two and the child runs once
-per group (the same deterministic sequence each time; the groups' values are joined launch by
-launch). Each run writes ``*counter_collection.csv`` under the output directory, one row per
+collected in a single pass", so the counters are split into groups of two and the counting unit
+runs once per group (the same counted launches each time: a fixed count, seeded leads; the groups'
+values are joined launch by launch, each group's launches before the range dropped by its own
+manifest). Each run writes ``*counter_collection.csv`` under the output directory, one row per
 (dispatch, counter): ``Correlation_Id, Dispatch_Id, Agent_Id, Queue_Id, Process_Id, Thread_Id,
 Grid_Size, Kernel_Id, Kernel_Name, ..., Counter_Name, Counter_Value, Start_Timestamp, End_Timestamp``.
 rocprofv3 counts every dispatch of a matching kernel (no start/stop marker is used), so the
-warm-up launches are reported too and dropped by order.
+launches before the range (the clock warm-up, the timing path's warm-up) are reported too and
+dropped by order (the manifest's ``warmup``: every launch of the kernel passes the unit's tap).
 
 Bytes, as rocprofiler-sdk's ``FETCH_SIZE`` / ``WRITE_SIZE`` derive them (counter_defs.yaml):
 gfx942/gfx950 (MI300, MI350; the ``TCC_EA0_*`` names): read = 128*TCC_BUBBLE + 64*(RDREQ - BUBBLE -
@@ -36,7 +38,7 @@ _GFX942 = (("TCC_EA0_RDREQ_sum", "TCC_EA0_RDREQ_32B_sum"), ("TCC_BUBBLE_sum",),
            ("TCC_EA0_WRREQ_sum", "TCC_EA0_WRREQ_64B_sum"), ("TCC_HIT_sum", "TCC_MISS_sum"))
 _GFX90A = (("TCC_EA_RDREQ_sum", "TCC_EA_RDREQ_32B_sum"), ("TCC_EA_WRREQ_sum", "TCC_EA_WRREQ_64B_sum"),
            ("TCC_HIT_sum", "TCC_MISS_sum"))
-#: counter groups per architecture (each group one hardware pass, one child run)
+#: counter groups per architecture (each group one hardware pass, one counting unit)
 GROUPS = {"gfx942": _GFX942, "gfx940": _GFX942, "gfx941": _GFX942, "gfx950": _GFX942, "gfx90a": _GFX90A}
 STATUS = "built, not run"
 
@@ -47,7 +49,7 @@ def arch_of(target: str) -> str:
 
 
 class RocprofBackend:
-    """rocprofv3 around the child (see the module docstring)."""
+    """rocprofv3 around the counting unit's worker (see the module docstring)."""
 
     name = "rocprofv3"
     marker = "none"

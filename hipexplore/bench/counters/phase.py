@@ -1,0 +1,173 @@
+"""The counter phase: a counting unit's replay of each configuration through the trials' own path,
+inside the profiler's range (the worker's side of the counter pass; the parent's is
+``counters.counting``).
+
+What a counting unit is (``bench.phases``): a ``SweepRun`` of one (kernel, size) group, in a sweep
+worker started under the profiler's command, that takes the timed units' set-up (``initialize``:
+the same flushers, then the rotating plans and buffer sets in the same order; ``warm_up``: the clock
+warm-up) and then, per configuration, only this phase: ``LaunchSequence.timed`` runs
+``bench.timing.time_launches`` (its own warm-up, then chunks with their random leads, events,
+flushes and trails, exactly as the trials did) for ``Counting.samples(sets)`` timed launches, with
+the profiler's range opened after that warm-up and closed after the last chunk. The times are
+thrown away; no timed sample is ever taken under a profiler.
+
+Why the timed path and not a replay of "flush, kernel on set i": on the H200 such a replay did not
+reproduce the timed run's cache state (data/counters/h200-probe/: in the replay the first 3-5
+launches after each wrap to set 0 hit the L2 and the rest read DRAM; under ncu over the timed
+process set 0 read 1.00 at the wrap and 5 sets read 0.01-0.95 per launch). The leads and trails
+re-launch a set just used, the warm-up runs for a time rather than a count: the state depends on them.
+
+One difference is deliberate: no stream hold (``TimingOptions.hold=False``). A profiler that
+serialises launches (Nsight Compute) makes the first counted launch of a chunk wait for the spin
+kernel holding the stream, which waits for the host: the probe's run over the timed process timed
+the hold out 6 times in a row and stopped. The spin kernel polls a host-mapped flag and moves no
+device memory, so leaving it out changes nothing the counters see.
+
+Every launch of the kernel in the unit passes the ``tap`` (``bench.timing.Workload.tap``): the
+manifest entry of a configuration says how many launches came before its range (``warmup``:
+what a backend that reports every launch, rocprofv3 or ncu without a range, drops by order) and
+each launch inside it (``launches``: [buffer set, chunk position], position -1 for a chunk's untimed
+lead and trail): the parent attributes the profiler's rows by that order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ...schema import Configuration
+from ..phases import LaunchSequence
+from .record import input_bytes
+
+#: timed launches a counting unit replays per configuration, at least (and at least one rotation)
+DEFAULT_COUNT = 12
+
+
+@dataclass(frozen=True)
+class Counting:
+    """What makes a unit a counting unit (sent to its worker): how the profiler's range is marked
+    (``marker``: ``cuda-profiler`` or ``none``) and how many timed launches to replay (``count``;
+    at least one whole rotation over the sets, so every set is counted)."""
+
+    marker: str = "none"
+    count: int = DEFAULT_COUNT
+
+    def samples(self, sets: int) -> int:
+        """Timed launches for ``sets`` buffer sets: ``count``, or one rotation if that is more
+        (``time_launches`` refuses fewer samples than sets)."""
+        return max(int(self.count), int(sets))
+
+
+class Marker(Protocol):
+    """Where the counted launches start and stop, for a profiler that counts only between them."""
+
+    name: str
+    status: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class NoMarker:
+    """Nothing marked: the backend counts every launch of the kernel and drops the earlier ones by order."""
+
+    name = "none"
+    status = ""
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+class CudaProfilerRange:
+    """``cuProfilerStart`` / ``cuProfilerStop`` around the counted launches (Nsight Compute's
+    ``--profile-from-start off`` profiles only between them), so the warm-up is never replayed by
+    the profiler: microseconds per launch instead of a profiled launch each."""
+
+    name = "cuda-profiler"
+
+    def __init__(self) -> None:
+        from cuda.bindings import driver
+
+        self._drv = driver
+        self.status = ""
+
+    def _call(self, fn: Any, what: str) -> None:
+        err = fn()[0]
+        if err != self._drv.CUresult.CUDA_SUCCESS:
+            self.status = f"{what} returned {getattr(err, 'name', err)}"
+
+    def start(self) -> None:
+        self._call(self._drv.cuProfilerStart, "cuProfilerStart")
+
+    def stop(self) -> None:
+        self._call(self._drv.cuProfilerStop, "cuProfilerStop")
+
+
+MARKERS = {"none": NoMarker, "cuda-profiler": CudaProfilerRange}
+
+
+class LaunchTap:
+    """Every launch of the unit's kernel, in order: how many before the range opened (since the
+    previous configuration's range closed), and [buffer set, chunk position] of each inside it."""
+
+    def __init__(self) -> None:
+        self.before = 0
+        self.inside: list[list[int]] | None = None
+
+    def __call__(self, buffer_set: int, position: int) -> None:
+        if self.inside is None:
+            self.before += 1
+        else:
+            self.inside.append([int(buffer_set), int(position)])
+
+    def open(self) -> None:
+        self.inside = []
+
+    def close(self) -> tuple[int, list[list[int]]]:
+        """(launches before the range, launches inside it); the tally starts again."""
+        got = (self.before, list(self.inside or []))
+        self.before, self.inside = 0, None
+        return got
+
+
+class _Range:
+    """The profiler range ``time_launches`` opens after its warm-up (``TimingOptions.profiler``)."""
+
+    def __init__(self, marker: Any, tap: LaunchTap) -> None:
+        self.marker, self.tap = marker, tap
+
+    def start(self) -> None:
+        self.tap.open()
+        self.marker.start()
+
+    def stop(self) -> None:
+        self.marker.stop()
+
+
+class CounterPhase:
+    """The counter phase of a counting unit (module docstring); ``run`` returns the manifest entry."""
+
+    name = "counters"
+
+    def __init__(self, counting: Counting) -> None:
+        self.counting = counting
+        self.marker = MARKERS[counting.marker]()
+        self.tap = LaunchTap()
+
+    def run(self, configuration: Configuration, launches: LaunchSequence, row: dict[str, Any]) -> dict[str, Any]:
+        sets = launches.sets
+        samples = self.counting.samples(sets)
+        launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
+        before, inside = self.tap.close()
+        kspec = launches.kspec
+        return {"kernel": configuration.kernel, "entry": kspec.entry, "size_bytes": int(configuration.size), "n": int(launches.n),
+                "rotating_requested": str(configuration.rotating), "rotating": sets, "flush": configuration.flush,
+                "warmup": before, "count": len(inside), "timed": samples, "launches": inside,
+                "input_bytes": input_bytes(kspec, launches.n), "footprint_bytes": kspec.footprint(launches.n),
+                "marker": self.marker.name, "marker_status": self.marker.status, "plan_note": str(row.get("plan_note", ""))}
+
+
+__all__ = ["Counting", "CounterPhase", "CudaProfilerRange", "DEFAULT_COUNT", "LaunchTap", "MARKERS", "Marker", "NoMarker"]
