@@ -106,6 +106,8 @@ class Configuration(NamedTuple):
     COLUMNS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
     #: the frame columns of a cold reference's key: one reference per (kernel, size, timer)
     REFERENCE_COLUMNS = ("kernel", "size_bytes", "timer")
+    #: the key without the timer: what a legacy file (no timer column) and a counter record carry
+    UNTIMED_COLUMNS = COLUMNS[:4]
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> "Configuration":

@@ -274,7 +274,9 @@ class _Coordinator:
                 distributed.wait(list(self.futures), timeout=0.5, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 pass
-            for fut in [f for f in self.futures if f.status in ("finished", "error", "cancelled")]:
+            # "lost": its worker died and the scheduler forgot it (every worker gone at once): it never
+            # turns "error", so waiting for one hung the run until stall_s (seen: 900 s in the suite)
+            for fut in [f for f in self.futures if f.status in ("finished", "error", "cancelled", "lost")]:
                 self.collect(fut, *self.futures.pop(fut))
             self.watch(time.monotonic())
         return False

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..kernels.spec import MAX_COUNT_PER_LAUNCH
-from ..schema import CLUSTER_COLUMNS, SAMPLES, SUMMARY
+from ..schema import CLUSTER_COLUMNS, SAMPLES, SUMMARY, Configuration
 from ..untrusted import check_name, load_json, shown
 
 MIN_TIME_S = 1e-10
@@ -66,8 +66,7 @@ _NUMBERS = {SAMPLES: ("flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "hos
                       # the counter pass's numbers (schema.COUNTER_COLUMNS): NaN where nothing was counted
                       "dram_read_bytes", "dram_write_bytes", "l2_hit_rate", "input_bytes", "cold_fraction", "counter_launches")}
 #: what a reader computes with: a file of the kind without one of these is not a sweep's file
-_REQUIRED = {SAMPLES: ("kernel", "size_bytes", "rotating_requested", "flush", "time_s"),
-             SUMMARY: ("kernel", "size_bytes", "rotating_requested", "flush")}
+_REQUIRED = {SAMPLES: (*Configuration.UNTIMED_COLUMNS, "time_s"), SUMMARY: Configuration.UNTIMED_COLUMNS}
 
 
 def check_footer(path: str | Path) -> None:

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Iterable, Mapping
 
 from ...kernels.spec import KernelSpec
-from ...schema import COUNTER_COLUMNS
+from ...schema import COUNTER_COLUMNS, Configuration
 
 #: at or above: the inputs were read from memory (``cold``)
 COLD_AT = 0.9
@@ -38,7 +38,7 @@ COLD_FLUSHES = ("l2-write", "l2-read")
 INPUT_ROLES = ("in", "inout")
 
 #: the columns a counter record joins the summary on
-COUNTER_KEY = ("kernel", "size_bytes", "rotating_requested", "flush")
+COUNTER_KEY = Configuration.UNTIMED_COLUMNS
 
 
 @dataclass(frozen=True)
