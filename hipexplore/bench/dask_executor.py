@@ -36,6 +36,7 @@ from typing import Any, Iterator
 
 from ..errors import ConfigError
 from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+from . import interrupts
 from .dask_connect import VISIBLE_DEVICE_VARS, _distributed
 from .executors import CLUSTER, UnitRun
 from .info import ClusterInfo, RunInfo
@@ -266,6 +267,7 @@ class _Coordinator:
         self.last_result = time.monotonic()
         self.no_workers_since: float | None = None
         while self.futures:
+            interrupts.check()  # a Ctrl-C whose KeyboardInterrupt a library swallowed: it ends the run here
             if self.orch.hooks.stop_now():
                 self.client.cancel(list(self.futures))
                 self.stopped = True

@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 from ..errors import ConfigError, KernelFault
 from ..schema import CLUSTER_COLUMNS, COUNTER_COLUMNS, Configuration
+from . import interrupts
 from . import passes as ps
 from . import units as us
 from .executors import CLUSTER, UnitRun
@@ -72,6 +73,7 @@ class Orchestrator:
     def run(self) -> SweepResult:
         """Measure what the out file does not hold yet; the result holds both."""
         self.executor.check(self.spec)
+        interrupts.clear()  # a signal noted by an earlier sweep in this process is not this one's
         previous = previous_results(self.paths, self.resume)
         with self.executor.session(self.spec):
             plans, kept = self._prepare(previous)
@@ -238,6 +240,7 @@ class Orchestrator:
         frames = [f for f in channel.frames if len(f)]
         plan.finished(job, pd.concat(frames, ignore_index=True) if frames else None, stopped, seconds)
         self.stopped = self.stopped or stopped
+        interrupts.check()  # a signal whose KeyboardInterrupt was lost on the way ends the sweep here
 
 
 class UnitChannel:
@@ -254,6 +257,7 @@ class UnitChannel:
         self.orch.hooks.started(where)
 
     def stop_now(self) -> bool:
+        interrupts.check()
         return self.orch.hooks.stop_now()
 
     def meta(self, entries: dict[str, str]) -> None:

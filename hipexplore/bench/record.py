@@ -19,15 +19,13 @@ unit, a test's).
 """
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
 from ..schema import COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+from . import interrupts
 from . import passes as ps
 from .counters.record import counters_of_row, summary_columns, with_counters
 from .io import Previous, samples_frame, summary_frame, write_results
@@ -47,22 +45,6 @@ def _by_configuration(frame: pd.DataFrame) -> dict[Configuration, pd.DataFrame]:
             g.reset_index(drop=True)
     return out
 
-
-
-@contextlib.contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """SIGINT and SIGTERM held back while a (configuration, unit) is written: the files are written
-    samples, units, summary, and a Ctrl-C between the units file and the first summary left a pair
-    the reader does not count (the rerun measured it again). Held, the signal arrives as soon as
-    the write is whole (SIGKILL cannot be held: the reader's commit rule covers it)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class Record:
@@ -196,7 +178,7 @@ class Record:
 
     def write(self, paths: tuple[Path, Path, Path] | None, metadata: dict[str, str]) -> None:
         if paths is not None:
-            with _interrupts_held():
+            with interrupts.held():  # a pair is written whole; the signal lands after it
                 write_results(paths, self.sample_parts(), self.summary_rows(), metadata, columns=self.columns,
                               unit_rows=self.unit_rows())
 

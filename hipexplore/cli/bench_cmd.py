@@ -361,6 +361,10 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt as exc:
             print(_kept(exc, args.out), file=sys.stderr)
             return 128 + int(got.get("signal", 2))
+        if "signal" in got:  # it came after the last (configuration, unit), and its KeyboardInterrupt was lost
+            print(f"hipexplore bench: interrupted after the sweep finished: every (configuration, unit) was kept"
+                  f"{' in ' + str(res.path) if res.path else ''}", file=sys.stderr)
+            return 128 + int(got["signal"])
     if res.skipped:
         shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
                           for k, sz, r, f, *rest in res.skipped[:8])
@@ -390,26 +394,41 @@ def run(args: argparse.Namespace) -> int:
 
 class _terminate_as_interrupt:
     """SIGTERM during the sweep ends it as Ctrl-C does (``KeyboardInterrupt``: the units in flight
-    are stopped, what finished is on disk already); ``got["signal"]`` says which one came."""
+    are stopped, what finished is on disk already); ``got["signal"]`` says which one came. Both are
+    also noted (``bench.interrupts``): a ``KeyboardInterrupt`` lost on its way up still ends the
+    sweep at the next (configuration, unit)."""
 
     def __enter__(self) -> dict[str, int]:
         import signal
         import threading
 
+        from ..bench import interrupts
+
         self.got: dict[str, int] = {}
-        self.old = None
-        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            def on_term(signum: int, frame: Any) -> None:
-                self.got["signal"] = signum
-                raise KeyboardInterrupt
-            self.old = signal.signal(signal.SIGTERM, on_term)
+        self.old: dict[int, Any] = {}
+        interrupts.clear()
+        if threading.current_thread() is not threading.main_thread():
+            return self.got
+        wanted = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+
+        def on_signal(signum: int, frame: Any) -> None:
+            self.got.setdefault("signal", signum)
+            interrupts.note(signum)
+            raise KeyboardInterrupt
+
+        for sig, default in wanted.items():
+            if signal.getsignal(sig) == default:  # a handler someone else installed is left as it is
+                self.old[sig] = signal.signal(sig, on_signal)
         return self.got
 
     def __exit__(self, *exc: Any) -> None:
         import signal
 
-        if self.old is not None:
-            signal.signal(signal.SIGTERM, self.old)
+        from ..bench import interrupts
+
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        interrupts.clear()
 
 
 def _kept(exc: BaseException, out: str | None) -> str:
