@@ -167,7 +167,7 @@ def backend_for(device: Any, name: str | None = None, **options: Any) -> Any:
 
 def from_description(desc: dict[str, Any]) -> Any:
     """The backend that wrote ``desc`` (a recorded backend.json), able to parse its output again."""
-    options = {k: v for k, v in desc.items() if k in ("metrics", "arch", "profiler_range")}
+    options = {k: v for k, v in desc.items() if k in ("metrics", "arch", "profiler_range", "replay")}
     if "metrics" in options:
         options["metrics"] = tuple(options["metrics"])
     return backend_named(str(desc.get("name", "")), **options)

@@ -31,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ...errors import ConfigError
 from .backends import CounterError, Launch, find_tool, name_pattern
 
 #: the metrics counted (one Hopper replay pass): DRAM bytes read and written, L2 sector hit rate, duration
@@ -38,6 +39,10 @@ NCU_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_h
 #: where ncu is looked for after PATH (the CUDA toolkit's link, then the installer's folders)
 NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
 LOG = "ncu.log"
+#: ncu's --replay-mode values the backend passes on
+REPLAY_MODES = ("kernel", "application")
+#: the default: ncu's own (kernel replay)
+REPLAY = "kernel"
 _BYTES = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
           "kibyte": 2.0 ** 10, "mibyte": 2.0 ** 20, "gibyte": 2.0 ** 30}
 _SECONDS = {"second": 1.0, "msecond": 1e-3, "usecond": 1e-6, "nsecond": 1e-9, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -71,9 +76,14 @@ class NcuBackend:
 
     name = "ncu"
 
-    def __init__(self, ncu: str | None = None, metrics: tuple[str, ...] = NCU_METRICS, *, profiler_range: bool = True) -> None:
+    def __init__(self, ncu: str | None = None, metrics: tuple[str, ...] = NCU_METRICS, *, profiler_range: bool = True,
+                 replay: str = REPLAY) -> None:
         """``profiler_range=False``: profile from the start (every launch of the kernels, the warm-up
-        too, dropped by order): slower, for a driver or ncu that ignores cuProfilerStart/Stop."""
+        too, dropped by order): slower, for a driver or ncu that ignores cuProfilerStart/Stop.
+        ``replay``: ncu's ``--replay-mode`` (``REPLAY_MODES``; see ``REPLAY``)."""
+        if replay not in REPLAY_MODES:
+            raise ConfigError(f"ncu replay mode must be one of {', '.join(REPLAY_MODES)}, got {replay!r}")
+        self.replay = replay
         self.explicit = ncu
         self.metrics = tuple(metrics)
         self.profiler_range = bool(profiler_range)
@@ -104,7 +114,8 @@ class NcuBackend:
         if self.path is None:
             raise CounterError("ncu is not available (ask available(device) first)")
         return ncu_command(self.path, group, name_pattern(entries), out_dir / LOG,
-                           print_units="--print-units" in _help_text(self.path), profiler_range=self.profiler_range)
+                           print_units="--print-units" in _help_text(self.path), profiler_range=self.profiler_range,
+                           replay=self.replay)
 
     def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
         text = _read_log(out_dir)
@@ -121,15 +132,16 @@ class NcuBackend:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "label": ncu_version(self.path) if self.path else "ncu", "metrics": list(self.metrics),
-                "profiler_range": self.profiler_range, "path": self.path or ""}
+                "profiler_range": self.profiler_range, "replay": self.replay, "path": self.path or ""}
 
 
 def ncu_command(ncu: str, metrics: tuple[str, ...], pattern: str, log: Path, *, print_units: bool = True,
-                profiler_range: bool = True) -> list[str]:
+                profiler_range: bool = True, replay: str = "") -> list[str]:
     """The prefix: ``ncu`` with cache and clock control off, profiling only between the unit's
     cuProfilerStart/Stop (``profiler_range``), the kernels matching ``pattern``, ``metrics`` as CSV
     into ``log`` (``print_units``: in base units, bytes and nanoseconds, where ncu has ``--print-units``)."""
     return [ncu, "--target-processes", "all", *(["--profile-from-start", "off"] if profiler_range else []),
+            *(["--replay-mode", replay] if replay else []),
             "--cache-control", "none", "--clock-control", "none", "-k", f"regex:{pattern}", "--metrics", ",".join(metrics),
             "--csv", *(["--print-units", "base"] if print_units else []), "--log-file", str(log)]
 
@@ -236,5 +248,5 @@ def _id_order(ident: str) -> float:
     return v if math.isfinite(v) else math.inf
 
 
-__all__ = ["LOG", "NCU_METRICS", "NCU_PLACES", "NcuBackend", "ncu_command", "ncu_version", "number", "parse_csv", "pass_counts", "pass_note",
+__all__ = ["LOG", "NCU_METRICS", "REPLAY", "REPLAY_MODES", "NCU_PLACES", "NcuBackend", "ncu_command", "ncu_version", "number", "parse_csv", "pass_counts", "pass_note",
            "to_base"]
