@@ -13,8 +13,9 @@ A. torch, no hipexplore: ``torch.add(a, b, alpha=2, out=c)`` on one set, 40 laun
    replay: does an allocation the kernel never touches make the launches cold?
 B. the pipeline's counter pass (``run_counter_pass``, the counting unit of ``hipexplore bench
    --counters``) on rotating 1, 5, 40, flush none and l2-write, kernel and application replay.
-C. the CLI, as a user runs it: ``hipexplore bench triad --counters`` with the default replay, its
-   counted table (``--json``) and the pass's cost against the same sweep without counters.
+C. the CLI, as a user runs it: ``hipexplore bench triad --counters`` with the default replay
+   (application since this probe), its counted table (``--json``) and the pass's cost against the
+   same sweep without counters.
 
     python3 benchmarks/h200/counters_replay.py --out DIR      (on the H200, ncu on PATH or in /usr/local/cuda)
 """
@@ -108,7 +109,7 @@ def part_b(out: Path) -> dict:
             for l_ in c.launches:
                 got[replay]["per_launch"][f"{l_['rotating_requested']}/{l_['flush']}"].append(
                     [l_["buffer_set"], l_["position"], round(l_["dram_read_bytes"] / 2 ** 21, 3)])
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - a probe: say what failed and go on
             got[replay] = {"error": f"{type(exc).__name__}: {exc}"[:3000]}
         print("B", replay, json.dumps({k: v for k, v in got[replay].items() if k != "per_launch"}), flush=True)
     return got
@@ -116,11 +117,11 @@ def part_b(out: Path) -> dict:
 
 def part_c(out: Path) -> dict:
     got = {}
-    base = [sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "cuda", "--sizes", "1MiB,16MiB",
+    base = [sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "cuda", "--sizes", "1MiB",
             "--rotating", "1,5,auto", "--flush", "none,l2-write", "--json", "--no-progress"]
     for name, extra in (("plain", []), ("counted", ["--counters"])):
         t0 = time.perf_counter()
-        run = subprocess.run([*base, "--out", str(out / f"C-{name}.parquet"), *extra], capture_output=True, text=True, timeout=400)
+        run = subprocess.run([*base, "--out", str(out / f"C-{name}.parquet"), *extra], capture_output=True, text=True, timeout=200)
         got[name] = {"rc": run.returncode, "wall_s": round(time.perf_counter() - t0, 1), "stderr": run.stderr[-1500:]}
         if run.returncode == 0:
             rows = json.loads(run.stdout)["summary"]

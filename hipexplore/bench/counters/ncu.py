@@ -41,8 +41,11 @@ NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvid
 LOG = "ncu.log"
 #: ncu's --replay-mode values the backend passes on
 REPLAY_MODES = ("kernel", "application")
-#: the default: ncu's own (kernel replay)
-REPLAY = "kernel"
+#: the default: application replay. Kernel replay (ncu's own default) saves the memory a profiled
+#: launch can reach before it runs, so that a second pass can restore it; on the H200 every launch
+#: of the sweep worker then read its inputs from DRAM (1 set of 1 MiB too: the worker also holds the
+#: flush buffers). With one pass, application replay runs the launch as the process enqueued it.
+REPLAY = "application"
 _BYTES = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
           "kibyte": 2.0 ** 10, "mibyte": 2.0 ** 20, "gibyte": 2.0 ** 30}
 _SECONDS = {"second": 1.0, "msecond": 1e-3, "usecond": 1e-6, "nsecond": 1e-9, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
