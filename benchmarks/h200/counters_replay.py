@@ -117,7 +117,7 @@ def part_b(out: Path) -> dict:
 
 def part_c(out: Path) -> dict:
     got = {}
-    base = [sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "cuda", "--sizes", "1MiB",
+    base = [sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "cuda", "--size", "1MiB",
             "--rotating", "1,5,auto", "--flush", "none,l2-write", "--json", "--no-progress"]
     for name, extra in (("plain", []), ("counted", ["--counters"])):
         t0 = time.perf_counter()
