@@ -33,18 +33,34 @@
 device = "auto"  # "auto", "host", "cuda", "hip"
 kernel = "triad"
 sizes = ["1MiB", "8MiB"]  # per array (iterations must cover the "auto" count: 2 x LLC / footprint)
-rotating = [1, 2, 4, "auto"]
+rotating = [1, 2, 5, "auto"]  # 5: a fixed default such as rocMLIR PR 2188's, shown against the knee and auto
 flush = ["none", "l2-write", "l2-read"]
 iterations = 40
+counters = True  # count DRAM bytes per configuration after the timed units (the device's profiler; the host has none)
 data = "live"  # "live", or a folder of recorded benchmark parquet files (e.g. "data/h200")
 
 # %%
 # %matplotlib inline
 from hipexplore import plots, report
 
-bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations)
+bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations,
+                              counters=counters)
 config = report.bench_configuration(bench)
 report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"]))
+
+# %% [markdown]
+# ## How many rotating buffers does this kernel need?
+# Timing and the counted cold fraction (DRAM bytes read per launch / bytes of the inputs) against
+# the rotating count, flush `none`: the fewest sets whose inputs come from memory (the knee), what
+# `auto` chose and a fixed 5 sets. Cold is >= 0.9, warm <= 0.1; a configuration asked to be cold
+# (a flush or `auto`) that counted otherwise is flagged in the table's warning column.
+
+# %%
+from hipexplore.rotating import need_text, plot_rotating_need
+
+why = bench.provenance.get("counters.status", "")
+print(need_text(bench.summary, kernel=config["kernel"], why_uncounted=why))
+plot_rotating_need(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"], why_uncounted=why)
 
 # %% [markdown]
 # ## Noise

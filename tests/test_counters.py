@@ -124,6 +124,15 @@ def test_ncu_command_line(tmp_path) -> None:
     whole = from_description(NcuBackend(ncu=str(tmp_path / "none"), profiler_range=False).describe())
     assert (whole.profiler_range, whole.marker, whole.captures_warmup) == (False, "none", True)
     assert (NcuBackend().marker, NcuBackend().captures_warmup) == ("cuda-profiler", False)
+    # the backend's own prefix: application replay (kernel replay saves what a launch can reach first)
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    prefix = NcuBackend(ncu=str(fake)).prefix(NCU_METRICS, tmp_path, ["triad"])
+    assert prefix[prefix.index("--replay-mode") + 1] == "application" and prefix.index("--replay-mode") < prefix.index("-k")
+    assert from_description(NcuBackend(ncu=str(fake), replay="kernel").describe()).replay == "kernel"
+    with pytest.raises(ConfigError, match="replay mode must be one of kernel, application, got 'range'"):
+        NcuBackend(replay="range")
     for name in ("triad", "void triad(float*, float const*)", "transpose_tiled", "void transpose_tiled<32, 8>(float*)"):
         assert reports(name, "triad") or reports(name, "transpose_tiled<32, 8>"), name
     for name in ("hx_write_flush", "hx_read_flush", "triad_timed", "mytriad", "hx_spin"):

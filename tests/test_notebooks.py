@@ -6,6 +6,7 @@ papermill (kernel hipexplore) on the host device and on recorded parquet data, w
 """
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -27,7 +28,7 @@ SMALL = {
     "review": {"sizes": ["64KiB"], "iterations": 16, **SMALL_TUNING},
 }
 #: figures each notebook must show (a figure is an image/png output)
-FIGURES = {"compile_cache": 4, "rotating_buffers": 5, "dashboard": 1, "review": 3}
+FIGURES = {"compile_cache": 4, "rotating_buffers": 6, "dashboard": 1, "review": 3}
 
 
 def code_sources(nb) -> list[tuple[str, str]]:
@@ -61,7 +62,9 @@ def test_notebook_is_made_from_its_script(name):
     assert "jupytext" not in nb.metadata  # a saved copy writes no paired script beside it
     assert "ipynb" in script.metadata["jupytext"]["formats"]  # `jupytext --sync` still makes the (ignored) .ipynb
     # the script opened as a notebook in a plain JupyterLab (jupytext) and saved is rewritten as it was
-    assert jupytext.writes(script, fmt="py:percent") == py.read_text()
+    # (the header's jupytext_version line is whichever jupytext wrote it: a release of jupytext is not a change)
+    unversioned = lambda text: re.sub(r"(?m)^#\s+jupytext_version: .*\n", "", text)  # noqa: E731
+    assert unversioned(jupytext.writes(script, fmt="py:percent")) == unversioned(py.read_text())
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None

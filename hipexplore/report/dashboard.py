@@ -3,6 +3,7 @@ shows: its configuration, title, summary table and provenance table."""
 from __future__ import annotations
 
 import html
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -53,10 +54,13 @@ def benchmark_data(
     iterations: int | None = 40,
     progress: bool = False,
     command: str | Sequence[str] | None = None,
+    counters: bool | str = False,
 ) -> BenchData:
     """A rotating x flush sweep of one kernel on ``device`` (``hipexplore.bench.sweep``), or the
     frames recorded under ``source`` (a parquet file or folder). ``iterations`` must be at least
-    the largest rotating count (``auto`` included); None lets the adaptive stop rule decide."""
+    the largest rotating count (``auto`` included); None lets the adaptive stop rule decide.
+    ``counters``: the sweep's counter pass (``SweepSpec.counters``; True: the device's profiler,
+    and one line in the provenance's ``counters.status`` where it has none)."""
     if source != "live":
         rec = load_recorded(source)
         if rec.summary is None:
@@ -83,7 +87,12 @@ def benchmark_data(
                 note = (f"iterations raised from {iterations} to {needed}: rotating 'auto' wants {needed} buffer sets "
                         f"on this device (LLC {dev.llc_bytes} B), and every set must be timed at least once")
                 iterations = needed
-        result = sweep(kernel, sizes, rotating, flush, device=dev, iterations=iterations, progress=progress, command=command)
+        with warnings.catch_warnings():
+            from ..bench.counters import CountersSkipped
+
+            warnings.simplefilter("ignore", CountersSkipped)  # the reason is kept as counters.status and shown by the figure
+            result = sweep(kernel, sizes, rotating, flush, device=dev, iterations=iterations, progress=progress, command=command,
+                           counters=counters)
         if note:
             result.metadata["report.iterations_note"] = note
     finally:
@@ -133,7 +142,7 @@ def provenance_for(bench: BenchData | None, replay: ReplayData | None = None, co
 
 #: Summary columns a reviewer reads first.
 SUMMARY_VIEW = ("flush", "rotating_requested", "rotating", "n", "median_s", "iqr_rel", "cv", "bias",
-                "bandwidth_gbs", "n_outliers", "warning")
+                "bandwidth_gbs", "n_outliers", "cold_fraction", "cache_state", "warning")
 
 
 def bench_configuration(bench: BenchData) -> dict[str, Any]:
@@ -168,6 +177,10 @@ def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
     from ..units import percent_columns
 
     rows = one_configuration(summary, kernel, size_bytes, "summary frame")
+    if "counter_warning" in rows.columns:  # a broken cold promise is flagged beside the other warnings
+        joined = [("; ".join(t for t in (str(w or ""), str(c or "")) if t and t != "nan"))
+                  for w, c in zip(rows.get("warning", [""] * len(rows)), rows["counter_warning"])]
+        rows = rows.assign(warning=joined)
     cols = [c for c in SUMMARY_VIEW if c in rows.columns]
     table = rows.sort_values(["flush", "rotating"])[cols].reset_index(drop=True)
     scale, unit = time_unit(table["median_s"])  # seconds with six decimals hide the differences

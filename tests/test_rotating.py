@@ -1,0 +1,70 @@
+"""hipexplore.rotating: how many rotating buffers a kernel needs, from the H200's recorded counter
+pass beside its timing (data/counters/h200/summary.json) and from a real host sweep (no counters)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+import hipexplore as hx  # noqa: E402
+from hipexplore.errors import ConfigError  # noqa: E402
+from hipexplore.rotating import plot_rotating_need, rotating_need  # noqa: E402
+
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "counters" / "h200" / "summary.json"
+
+
+def recorded(group: str) -> pd.DataFrame:
+    rows = [r for r in json.loads(RECORDED.read_text())["rows"] if r["group"] == group]
+    assert rows, group
+    return pd.DataFrame([{**{k: r[k] for k in ("kernel", "size_bytes", "rotating", "rotating_requested", "flush",
+                                                  "cold_fraction", "cache_state")},
+                          "median_s": r["median_us"] * 1e-6, "ci_low_s": r["ci_us"][0] * 1e-6, "ci_high_s": r["ci_us"][1] * 1e-6}
+                         for r in rows])
+
+
+def test_a_stencil_cold_from_five_sets_is_called_so_with_the_numbers():
+    need = rotating_need(recorded("stencil2d-1MiB"))
+    assert (need.counted, need.knee, need.auto) == (True, 5, 60)
+    assert need.fixed["state"] == "cold" and need.fixed["cold_fraction"] == pytest.approx(1.003, abs=1e-3)
+    text = " ".join(need.sentences())
+    assert "from 5 rotating set(s) on" in text and "'auto' chose 60 sets, cold (1.00)" in text
+
+
+def test_a_triad_that_no_swept_count_made_cold_is_said_so_not_given_a_knee():
+    need = rotating_need(recorded("triad-1MiB"))
+    assert need.counted and need.knee is None and need.auto == 40
+    assert need.fixed["state"] == "partial" and need.fixed["cold_fraction"] == pytest.approx(0.388, abs=1e-3)
+    text = " ".join(need.sentences())
+    assert "no rotating count swept made the inputs cold: the most sets (40) read a cold fraction of 0.73" in text
+    assert "5 sets (a fixed default such as rocMLIR PR 2188's): cold fraction 0.39, partial" in text
+    fig = plot_rotating_need(recorded("triad-1MiB"))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "auto = 40" in labels and "fixed 5" in labels and not any(lbl.startswith("cold from") for lbl in labels)
+    assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == "cold fraction (counted)"
+
+
+def test_a_host_sweep_has_no_counters_and_the_figure_says_why(tmp_path):
+    res = hx.sweep("triad", ["64KiB"], [1, 2, 5], ["none"], device="host", iterations=10, reference=False, units=1,
+                   warmup_s=0.0, progress=False, counters=True)
+    why = res.metadata.get("counters.status", "")
+    assert why.startswith("no counters")
+    need = rotating_need(res.summary, why_uncounted=why)
+    assert not need.counted and need.knee is None and need.fixed["sets"] == 5 and need.plateau in (1, 2, 5)
+    assert need.sentences()[0].startswith("triad at 64 KiB per array: no counters (no counters")
+    fig = plot_rotating_need(res.summary, why_uncounted=why)
+    assert len(fig.axes) == 1 and any("no counters" in t.get_text() for t in fig.axes[0].texts)
+
+
+def test_a_frame_without_the_kernel_or_the_rows_is_one_line():
+    frame = recorded("triad-1MiB")
+    with pytest.raises(ConfigError, match=r"no summary rows of kernel 'gemm' at size None; the summary has \[\('triad', 1048576\)\]"):
+        rotating_need(frame, kernel="gemm")
+    with pytest.raises(ConfigError, match="has no flush 'none' rows"):
+        rotating_need(frame.assign(flush="l2-write"))
+    with pytest.raises(ConfigError, match="no 'median_s' column"):
+        rotating_need(frame.drop(columns=["median_s"]))
