@@ -23,7 +23,8 @@ from hipexplore.bench import SweepSpec
 from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, HOST_LINE, RECORD_COLUMNS, WARM_AT, Counting, CountersSkipped, asks_cold,
                                        cache_state, collect, counted_configurations, counter_backend, input_bytes,
                                        join_summary, promise_check)
-from hipexplore.bench.counters.backends import CounterError, Launch, base_name, from_description, name_pattern, reports
+from hipexplore.bench.counters.backends import CounterError, Launch, base_name, name_pattern, reports
+from hipexplore.bench.counters.registry import from_description
 from hipexplore.bench.counters.counting import MANIFEST, attribute
 from hipexplore.bench.counters.ncu import NCU_METRICS, NcuBackend, ncu_command, parse_csv, pass_note
 from hipexplore.bench.counters.phase import CounterPhase

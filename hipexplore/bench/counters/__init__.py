@@ -19,7 +19,8 @@ path is replayed: docs/guide/counters.md.
 """
 from __future__ import annotations
 
-from .backends import HOST_LINE, CounterError, CountersUnavailable, backend_for
+from .backends import HOST_LINE, CounterError, CountersUnavailable
+from .registry import backend_for
 from .counting import CounterPass, CountersSkipped, collect, counted_configurations, counter_backend, run_counter_pass
 from .phase import DEFAULT_COUNT, Counting, CounterPhase
 from .record import (COLD_AT, COUNTER_COLUMNS, COUNTER_KEY, RECORD_COLUMNS, WARM_AT, CounterRecord, asks_cold, cache_state,

@@ -141,37 +141,5 @@ def find_tool(explicit: str | None, name: str, places: Iterable[str]) -> str | N
     return None
 
 
-def backend_named(name: str, **options: Any) -> Any:
-    """A backend by name: ``ncu``, ``rocprofv3``, ``host``."""
-    from ...errors import ConfigError
-
-    if name == "ncu":
-        from .ncu import NcuBackend
-
-        return NcuBackend(**options)
-    if name == "rocprofv3":
-        from .rocprof import RocprofBackend
-
-        return RocprofBackend(**options)
-    if name == "host":
-        return HostBackend()
-    raise ConfigError(f"counter backend {name!r} is unknown; expected ncu, rocprofv3 or host")
-
-
-def backend_for(device: Any, name: str | None = None, **options: Any) -> Any:
-    """The backend for ``device`` (``name`` picks one): NVIDIA -> ncu, AMD -> rocprofv3, else the host's."""
-    if name is None:
-        name = {"cuda": "ncu", "hip": "rocprofv3"}.get(device.kind, "host")
-    return backend_named(name, **options)
-
-
-def from_description(desc: dict[str, Any]) -> Any:
-    """The backend that wrote ``desc`` (a recorded backend.json), able to parse its output again."""
-    options = {k: v for k, v in desc.items() if k in ("metrics", "arch", "profiler_range", "replay")}
-    if "metrics" in options:
-        options["metrics"] = tuple(options["metrics"])
-    return backend_named(str(desc.get("name", "")), **options)
-
-
-__all__ = ["Backend", "CounterError", "CountersUnavailable", "HOST_LINE", "HostBackend", "Launch", "backend_for", "backend_named",
-           "base_name", "find_tool", "from_description", "name_pattern", "reports"]
+__all__ = ["Backend", "CounterError", "CountersUnavailable", "HOST_LINE", "HostBackend", "Launch", 
+           "base_name", "find_tool", "name_pattern", "reports"]

@@ -32,7 +32,8 @@ from typing import Any, Iterable
 from ...errors import ConfigError
 from ...files import write_file
 from ...schema import COLD_REFERENCE, Configuration
-from .backends import CounterError, Launch, backend_for, from_description, reports
+from .backends import CounterError, Launch, reports
+from .registry import backend_for, from_description
 from .phase import DEFAULT_COUNT, Counting
 from .record import CounterRecord, make_record, records_frame
 

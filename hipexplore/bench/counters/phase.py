@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...schema import Configuration
-from ..phases import LaunchSequence
 from .record import input_bytes
 
 #: timed launches a counting unit replays per configuration, at least (and at least one rotation)
@@ -55,6 +54,17 @@ class Counting:
         """Timed launches for ``sets`` buffer sets: ``count``, or one rotation if that is more
         (``time_launches`` refuses fewer samples than sets)."""
         return max(int(self.count), int(sets))
+
+
+class Replayed(Protocol):
+    """What the phase replays (``bench.phases.LaunchSequence``, which builds this phase: named by
+    what it offers rather than imported, which made an import circle)."""
+
+    sets: int
+    n: int
+    kspec: Any
+
+    def timed(self, samples: int, **overrides: Any) -> Any: ...
 
 
 class Marker(Protocol):
@@ -157,7 +167,7 @@ class CounterPhase:
         self.marker = MARKERS[counting.marker]()
         self.tap = LaunchTap()
 
-    def run(self, configuration: Configuration, launches: LaunchSequence, row: dict[str, Any]) -> dict[str, Any]:
+    def run(self, configuration: Configuration, launches: Replayed, row: dict[str, Any]) -> dict[str, Any]:
         sets = launches.sets
         samples = self.counting.samples(sets)
         launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
