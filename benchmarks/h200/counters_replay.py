@@ -87,6 +87,31 @@ def part_a(out: Path, ncu: str) -> dict:
     return got
 
 
+def part_d(out: Path, ncu: str) -> dict:
+    """D: does kernel replay save memory only when the metrics need more than one pass? The 512 MiB
+    pad under kernel replay with fewer metrics (one, two, the four), and one metric in application
+    replay (how many times ncu starts the process: its "Connected" lines)."""
+    got = {}
+    cases = [("kernel", "dram__bytes_read.sum"), ("kernel", "dram__bytes_read.sum,dram__bytes_write.sum"),
+             ("kernel", "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct"),
+             ("application", "dram__bytes_read.sum")]
+    for replay, metrics in cases:
+        log = out / f"D-{replay}-{metrics.count(',') + 1}.log"
+        cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off", "--replay-mode", replay, "--cache-control",
+               "none", "--clock-control", "none", "-k", "regex:elementwise", "--metrics", metrics, "--csv",
+               "--print-units", "base", "--log-file", str(log), sys.executable, "-c", TORCH_CHILD, str(512 << 20)]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+        key = f"{replay} replay, {metrics}"
+        try:
+            fr = per_launch(log)
+            got[key] = {"median": sorted(fr)[len(fr) // 2] if fr else None, "first": fr[:6], "rc": run.returncode,
+                        "processes": log.read_text().count("==PROF== Connected")}
+        except Exception as exc:  # noqa: BLE001 - a probe: say what failed and go on
+            got[key] = {"error": f"{type(exc).__name__}: {exc}", "rc": run.returncode}
+        print("D", key, got[key], flush=True)
+    return got
+
+
 def part_b(out: Path) -> dict:
     from hipexplore.bench import SweepSpec
     from hipexplore.bench.counters import run_counter_pass
@@ -146,6 +171,8 @@ def main() -> int:
         res["A"] = part_a(args.out, ncu)
     if "B" in parts:
         res["B"] = part_b(args.out)
+    if "D" in parts:
+        res["D"] = part_d(args.out, ncu)
     if "C" in parts:
         res["C"] = part_c(args.out)
     (args.out / "summary.json").write_text(json.dumps(res, indent=1, default=str))
