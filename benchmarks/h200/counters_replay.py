@@ -87,7 +87,7 @@ def part_a(out: Path, ncu: str) -> dict:
     return got
 
 
-def part_d(out: Path, ncu: str) -> dict:
+def part_d(out: Path, ncu: str, only_hit_rate: bool = False) -> dict:
     """D: does kernel replay save memory only when the metrics need more than one pass? The 512 MiB
     pad under kernel replay with fewer metrics (one, two, the four), and one metric in application
     replay (how many times ncu starts the process: its "Connected" lines)."""
@@ -95,6 +95,8 @@ def part_d(out: Path, ncu: str) -> dict:
     cases = [("kernel", "dram__bytes_read.sum"), ("kernel", "dram__bytes_read.sum,dram__bytes_write.sum"),
              ("kernel", "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct"),
              ("application", "dram__bytes_read.sum")]
+    if only_hit_rate:  # E: the hit rate alone, as NCU_GROUPS' second group counts it
+        cases = [("kernel", "lts__t_sector_hit_rate.pct,dram__bytes_read.sum")]
     for replay, metrics in cases:
         log = out / f"D-{replay}-{metrics.count(',') + 1}.log"
         cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off", "--replay-mode", replay, "--cache-control",
@@ -173,6 +175,8 @@ def main() -> int:
         res["B"] = part_b(args.out)
     if "D" in parts:
         res["D"] = part_d(args.out, ncu)
+    if "E" in parts:
+        res["E"] = part_d(args.out, ncu, only_hit_rate=True)
     if "C" in parts:
         res["C"] = part_c(args.out)
     (args.out / "summary.json").write_text(json.dumps(res, indent=1, default=str))

@@ -1,9 +1,8 @@
 """NVIDIA: Nsight Compute's CLI (``ncu``) as the command prefix of the counting unit's worker.
 
-    ncu --target-processes all --profile-from-start off --cache-control none --clock-control none
-        -k regex:<the kernels' names> --metrics dram__bytes_read.sum,dram__bytes_write.sum,
-        lts__t_sector_hit_rate.pct,gpu__time_duration.sum --csv --print-units base --log-file ncu.log
-        python -I -c <sweep worker> ...
+    ncu --target-processes all --profile-from-start off --replay-mode kernel --cache-control none
+        --clock-control none -k regex:<the kernels' names> --metrics <one group of NCU_GROUPS>
+        --csv --print-units base --log-file ncu.log  python -I -c <sweep worker> ...
 
 Why these options: ``--cache-control none`` (by default ncu flushes every cache before each
 profiled launch, which would make every configuration cold) and ``--clock-control none`` (its
@@ -11,10 +10,11 @@ default locks the base clock) leave the sequence's own cache state and clocks al
 ``--profile-from-start off`` profiles only between the counting unit's ``cuProfilerStart`` and
 ``cuProfilerStop``, around the counted chunks (``counters.phase``), so the warm-up launches are not
 replayed; ``-k`` keeps the flush kernels (and the floor's empty kernel) out: they run, uncounted, as
-in the timed run. Nsight Compute 2025.3.1
-read DRAM counters on the lent H200 (driver 580) with this command shape; the four metrics are
-expected to be one replay pass there (ncu.log's ``- 1 pass`` lines: more than one pass is reported in the record's
-note, since a second pass would replay the kernel on a cache the first pass warmed).
+in the timed run. The metrics go in groups of one replay pass each (``NCU_GROUPS``), one counting
+unit per group: with metrics needing a second pass, kernel replay saves the memory a launch can
+reach before the first, which read every configuration cold (1 set of 1 MiB too) in the sweep
+worker, whose flush buffers are hundreds of MiB. Nsight Compute 2025.3.1 on the lent H200/H100
+(driver 580) with this command shape.
 
 The CSV is ncu's default "details" page: one row per (launch, metric) with ``ID``, ``Kernel Name``,
 ``Metric Name``, ``Metric Unit``, ``Metric Value``; the "raw" page (one row per launch, metrics as
@@ -34,18 +34,24 @@ from typing import Any
 from ...errors import ConfigError
 from .backends import CounterError, Launch, find_tool, name_pattern
 
-#: the metrics counted (one Hopper replay pass): DRAM bytes read and written, L2 sector hit rate, duration
-NCU_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct", "gpu__time_duration.sum")
+#: the metrics counted, in groups of one replay pass each: DRAM bytes read and written (the cold
+#: fraction), then the L2 sector hit rate. Why groups: a launch whose metrics need a second replay
+#: pass is first saved by ncu's kernel replay (everything the launch can reach, so the pass can be
+#: restored), and the save streams the process's allocations through the L2: on an H100 a triad of
+#: 1 MiB on one set read 1.00 cold with an unused 512 MiB allocation beside it once the hit rate was
+#: among its metrics, 0.00 with the DRAM metrics alone (benchmarks/h200/counters_replay.py, part D).
+#: Each group is its own counting unit replaying the same sequence; they are joined launch by launch.
+NCU_GROUPS = (("dram__bytes_read.sum", "dram__bytes_write.sum"), ("lts__t_sector_hit_rate.pct",))
+NCU_METRICS = tuple(m for g in NCU_GROUPS for m in g)
 #: where ncu is looked for after PATH (the CUDA toolkit's link, then the installer's folders)
 NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
 LOG = "ncu.log"
 #: ncu's --replay-mode values the backend passes on
 REPLAY_MODES = ("kernel", "application")
-#: the default: application replay. Kernel replay (ncu's own default) saves the memory a profiled
-#: launch can reach before it runs, so that a second pass can restore it; on the H200 every launch
-#: of the sweep worker then read its inputs from DRAM (1 set of 1 MiB too: the worker also holds the
-#: flush buffers). With one pass, application replay runs the launch as the process enqueued it.
-REPLAY = "application"
+#: the default: kernel replay, one pass per group (``NCU_GROUPS``). Application replay starts the
+#: program once per pass: a sweep worker started again gets no job over its pipe, so ncu counted
+#: nothing (the probe's part B), and it needed several runs even for the four metrics of a torch loop.
+REPLAY = "kernel"
 _BYTES = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
           "kibyte": 2.0 ** 10, "mibyte": 2.0 ** 20, "gibyte": 2.0 ** 30}
 _SECONDS = {"second": 1.0, "msecond": 1e-3, "usecond": 1e-6, "nsecond": 1e-9, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -79,16 +85,22 @@ class NcuBackend:
 
     name = "ncu"
 
-    def __init__(self, ncu: str | None = None, metrics: tuple[str, ...] = NCU_METRICS, *, profiler_range: bool = True,
-                 replay: str = REPLAY) -> None:
+    def __init__(self, ncu: str | None = None, metrics: tuple[str, ...] | None = None, *, profiler_range: bool = True,
+                 replay: str = REPLAY, groups: Any = None) -> None:
         """``profiler_range=False``: profile from the start (every launch of the kernels, the warm-up
         too, dropped by order): slower, for a driver or ncu that ignores cuProfilerStart/Stop.
-        ``replay``: ncu's ``--replay-mode`` (``REPLAY_MODES``; see ``REPLAY``)."""
+        ``replay``: ncu's ``--replay-mode`` (``REPLAY_MODES``; see ``REPLAY``). ``metrics``: one group
+        of one's own instead of ``NCU_GROUPS``; ``groups``: several (each one replay pass, or the save
+        before the second pass changes the cache state the counters read)."""
         if replay not in REPLAY_MODES:
             raise ConfigError(f"ncu replay mode must be one of {', '.join(REPLAY_MODES)}, got {replay!r}")
         self.replay = replay
         self.explicit = ncu
-        self.metrics = tuple(metrics)
+        if groups:
+            self.metric_groups = tuple(tuple(g) for g in groups)
+        else:
+            self.metric_groups = (tuple(metrics),) if metrics else NCU_GROUPS
+        self.metrics = tuple(m for g in self.metric_groups for m in g)
         self.profiler_range = bool(profiler_range)
         self.marker = "cuda-profiler" if self.profiler_range else "none"
         self.captures_warmup = not self.profiler_range
@@ -111,7 +123,7 @@ class NcuBackend:
         return None
 
     def groups(self, device: Any) -> list[tuple[str, ...]]:
-        return [self.metrics]
+        return [tuple(g) for g in self.metric_groups]
 
     def prefix(self, group: tuple[str, ...], out_dir: Path, entries: list[str]) -> list[str]:
         if self.path is None:
@@ -135,6 +147,7 @@ class NcuBackend:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "label": ncu_version(self.path) if self.path else "ncu", "metrics": list(self.metrics),
+                "groups": [list(g) for g in self.metric_groups],
                 "profiler_range": self.profiler_range, "replay": self.replay, "path": self.path or ""}
 
 
@@ -251,5 +264,5 @@ def _id_order(ident: str) -> float:
     return v if math.isfinite(v) else math.inf
 
 
-__all__ = ["LOG", "NCU_METRICS", "REPLAY", "REPLAY_MODES", "NCU_PLACES", "NcuBackend", "ncu_command", "ncu_version", "number", "parse_csv", "pass_counts", "pass_note",
+__all__ = ["LOG", "NCU_GROUPS", "NCU_METRICS", "REPLAY", "REPLAY_MODES", "NCU_PLACES", "NcuBackend", "ncu_command", "ncu_version", "number", "parse_csv", "pass_counts", "pass_note",
            "to_base"]

@@ -39,6 +39,8 @@ def from_description(desc: dict[str, Any]) -> Any:
     options = {k: v for k, v in desc.items() if k in ("metrics", "arch", "profiler_range", "replay")}
     if "metrics" in options:
         options["metrics"] = tuple(options["metrics"])
+    if desc.get("name") == "ncu" and desc.get("groups"):  # several replay passes, each its own counting unit
+        options["groups"] = [tuple(g) for g in desc["groups"]]
     return backend_named(str(desc.get("name", "")), **options)
 
 
