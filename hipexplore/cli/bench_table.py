@@ -103,11 +103,13 @@ def table(summary: Any) -> str:
         rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
         reason = getattr(r, "stop_reason", "")
         refs = sorted(notes.setdefault(text, len(notes) + 1) for text in row_notes(r.warning, reason))
+        d = _decimals(r.median_s * 1e6, 3)  # the interval in the median's digits
         cells = [str(r.kernel), format_bytes(r.size_bytes), rot, str(r.flush), *([str(r.timer)] if timers else []), str(r.n),
-                 f"{r.median_s * 1e6:.3f}", f"[{r.ci_low_s * 1e6:.3f}, {r.ci_high_s * 1e6:.3f}]"]
+                 f"{r.median_s * 1e6:.{d}f}", f"[{r.ci_low_s * 1e6:.{d}f}, {r.ci_high_s * 1e6:.{d}f}]"]
         if floor:
-            cells.append(f"{r.floor_s * 1e6:.3f}" if r.floor_s == r.floor_s else "")
-        cells += [format_percent(r.iqr_rel, 2), format_percent(r.bias, 1, signed=True), f"{r.bandwidth_gbs:.1f}",
+            cells.append(f"{r.floor_s * 1e6:.{_decimals(r.floor_s * 1e6, 3)}f}" if r.floor_s == r.floor_s else "")
+        gbs = r.bandwidth_gbs
+        cells += [format_percent(r.iqr_rel, 2), format_percent(r.bias, 1, signed=True), f"{gbs:.{_decimals(gbs, 1)}f}",
                   *([_state(r.cache_state, r.cold_fraction)] if state else []), stop_word(reason),
                   ",".join(map(str, refs))]
         rows.append(cells)
@@ -117,6 +119,16 @@ def table(summary: Any) -> str:
         return " ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cells, widths, heads)).rstrip()
 
     return "\n".join([line(heads), *(line(c) for c in rows), *footnotes(notes)])
+
+
+def _decimals(value: float, most: int) -> int:
+    """Decimals that show ``value`` to 4 significant digits, at most ``most`` (1234.567 us reads
+    1235: a thousandth of a microsecond of a millisecond kernel is noise, and width)."""
+    import math
+
+    if not (isinstance(value, (int, float)) and math.isfinite(value)) or value == 0:
+        return most
+    return max(0, min(most, 3 - math.floor(math.log10(abs(value)))))
 
 
 def footnotes(notes: dict[str, int]) -> list[str]:
