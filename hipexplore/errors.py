@@ -130,3 +130,29 @@ class KernelFault(BenchmarkError):
 
     def __reduce__(self):  # survive pickling across worker processes (result stays behind)
         return (KernelFault, (self.kernel, self.configuration, self.status))
+
+
+class CacheWarning(RuntimeWarning):
+    """A compile-cache tier is off or skipped something for this run (the compile goes on). Shown
+    as one line, ``hipexplore: MESSAGE`` (``warn_line``), never as Python's two lines of this
+    library's file, line and source text: those say where the cache noticed, not what to do."""
+
+
+def warn_line(message: str, category: type[Warning] = CacheWarning) -> None:
+    """Warn with ``category``, shown as one line (see ``CacheWarning``). Only how it prints changes:
+    filters, ``-W error`` and ``catch_warnings(record=True)`` see an ordinary warning. The printing
+    is a wrapper around ``warnings.formatwarning`` set on first use: other warnings print as before."""
+    import warnings
+
+    current = warnings.formatwarning
+    if not getattr(current, "one_line", False):  # the CLI's own formatter is one line already
+        def formatted(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      line: str | None = None) -> str:
+            if not issubclass(category, CacheWarning):
+                return current(message, category, filename, lineno, line)
+            text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+            return f"{text if text.startswith('hipexplore') else 'hipexplore: ' + text}\n"
+
+        formatted.one_line = True  # type: ignore[attr-defined]
+        warnings.formatwarning = formatted
+    warnings.warn(message, category, stacklevel=3)

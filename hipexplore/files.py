@@ -226,4 +226,19 @@ def write_below(dir_fd: int, relname: str, content: Content, *, what: str, shown
             os.close(fd)
 
 
-__all__ = ["Content", "own_folder", "umask", "write_below", "write_file"]
+def why_no_new_file(exc: OSError, folder: str | os.PathLike) -> str:
+    """Why creating a file in ``folder`` (a folder that exists) failed, in words: the errno text
+    alone misleads there (``/proc`` answers "No such file or directory" for a folder it lists)."""
+    code = exc.errno
+    if code == errno.ENOENT and Path(folder).is_dir():
+        return "the folder exists but refuses new files: a special filesystem such as /proc or /sys"
+    if code in (errno.EACCES, errno.EPERM):
+        return "the folder is not writable by this user"
+    if code == errno.EROFS:
+        return "the folder is on a read-only filesystem"
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return "no space (or quota) left there"
+    return exc.strerror or str(exc)
+
+
+__all__ = ["Content", "own_folder", "umask", "why_no_new_file", "write_below", "write_file"]

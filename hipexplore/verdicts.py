@@ -292,6 +292,16 @@ def _units_note(lv: LevelInterval, paired: bool) -> str:
             f"or more, or better, measure both in one interleaved run (hipexplore bench A,B --interleave)")
 
 
+def _more_units(units: int) -> str:
+    """The undecided note's way out: the ``--units`` that narrows the interval (about 1/sqrt(units))."""
+    from .bench.spec import MAX_UNITS
+
+    if units >= MAX_UNITS:
+        return f"{units} units is the most a run takes: only a wider --threshold can decide it"
+    more = min(max(2 * units, 4), MAX_UNITS)
+    return f"more units narrow it: rerun with --units {more} (sweep(..., units={more}))"
+
+
 #: Two *separate* runs are decided at this level at least: what moved between their sessions (the
 #: GPU's state, other tenants, a reboot) is a level no unit inside either run sees, so the units'
 #: variation understates it; a wider interval keeps identical code from being called different.
@@ -321,7 +331,7 @@ def _row(base: Measurement, new: Measurement, threshold: float, level: float, re
     elif v == "undecided":
         note = (f"the noise allows no call at ±{threshold:.0%}: the interval over {min(lv.base_units, lv.new_units)} "
                 f"units is ±{half:.1%} wide; changes of {threshold + half:.1%} or more could be called "
-                f"(more units narrow it)")
+                f"({_more_units(min(lv.base_units, lv.new_units))})")
     else:
         note = ""
     return {

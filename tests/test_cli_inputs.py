@@ -109,7 +109,7 @@ def test_destinations_are_checked_before_the_work(tmp_path, capsys, monkeypatch)
     line = bad(capsys, "tune-replay", "--compiler", "host", "--frame", "/no/dir/f.parquet")
     assert "--frame '/no/dir/f.parquet'" in line and "does not exist" in line
     line = bad(capsys, "report", "--out", "/proc/x.html")
-    assert "/proc/x.html" in line and "cannot write" in line
+    assert "/proc/x.html" in line and "cannot create a file in the folder" in line
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -234,7 +234,7 @@ def files(tmp_path):
     (["bench", "triad", "--device", "host", "--iterations", "3", "--target-ci", "nan"], "target_ci must be a finite number > 0, got nan"),
     (["bench", "triad", "--device", "host", "--chunk-lead", "99999999999999999"], "argument --chunk-lead: 99999999999999999 is more than the maximum, 1,024"),
     (["bench", "triad", "--device", "host", "--chunk-trail", "10000"], "argument --chunk-trail: 10000 is more than the maximum"),
-    (["bench", "triad", "--device", "host", "--iterations", "3", "--out", "/proc/x.parquet"], "--out '/proc/x.parquet': cannot write in directory '/proc'"),
+    (["bench", "triad", "--device", "host", "--iterations", "3", "--out", "/proc/x.parquet"], "--out '/proc/x.parquet': cannot create a file in the folder '/proc'"),
     (["bench", "k", "--source", "bad.c", "--args", "out:a:f32[n]", "--device", "host"], "--source 'bad.c' is not UTF-8 text (byte 0xff"),
     (["bench", "k", "--source", "k.c", "--header", "bad.c", "--args", "out:a:f32[n]", "--device", "host"], "--header 'bad.c' is not UTF-8"),
     (["bench", "k", "--source", "k.c", "--header", "adir", "--args", "out:a:f32[n]", "--device", "host"], "--header 'adir' is a directory"),

@@ -89,8 +89,10 @@ class FlushMode:
     def check(self, device: Any) -> None:
         """``UnsupportedOperation`` naming the mode and the device when it cannot run it."""
         if not self.supported_by(device):
+            has = ",".join(m.name for m in supported_modes(device))
             raise UnsupportedOperation(f"flush mode {self.name!r} is not available on {device.kind} device {device.name!r}: "
-                                       f"it is an AMD GPU instruction-cache flush (s_icache_inv)")
+                                       f"it is an AMD GPU instruction-cache flush (s_icache_inv); this device has "
+                                       f"--flush {has}")
 
     def measures(self, timer: str) -> bool:
         """Whether this flush has a ``timer`` variant (an inline flush has no in-kernel timer slot)."""

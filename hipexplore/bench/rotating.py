@@ -16,6 +16,7 @@ import numpy as np
 
 from ..devices.base import Device, DeviceBuffer, PackedArgs, pack_args
 from ..errors import ConfigError
+from ..units import format_bytes
 from ..kernels.spec import KernelSpec
 from .inputs import _HOST_INPUTS, HOST_INPUT_CACHE_BYTES, host_inputs  # noqa: F401 - importable from here too
 
@@ -65,8 +66,10 @@ class RotatingPlan:
 
 
 def plan(requested: int | str, *, footprint_bytes: int, set_bytes: int, llc_bytes: int, free_bytes: int,
-         mem_fraction: float = DEFAULT_MEM_FRACTION) -> RotatingPlan:
-    """Decide how many buffer sets to allocate; a count that does not fit the cap is reduced (noted)."""
+         mem_fraction: float = DEFAULT_MEM_FRACTION, size_bytes: int | None = None) -> RotatingPlan:
+    """Decide how many buffer sets to allocate; a count that does not fit the cap is reduced (noted).
+    ``size_bytes`` (the configuration's size per array, where known) lets a set that cannot fit at
+    all name the largest ``--size`` that would."""
     req = parse_rotating(requested)
     if not 0 < mem_fraction <= 1:
         raise ConfigError(f"mem_fraction must be in (0, 1], got {mem_fraction!r}")
@@ -74,9 +77,8 @@ def plan(requested: int | str, *, footprint_bytes: int, set_bytes: int, llc_byte
     cap = int(free_bytes * mem_fraction)
     fits = cap // set_bytes if set_bytes > 0 else want
     if fits < 1:
-        raise ConfigError(
-            f"one buffer set needs {set_bytes} B but the cap is {cap} B ({mem_fraction:.0%} of {free_bytes} B free device memory)"
-        )
+        raise ConfigError(f"one buffer set needs {format_bytes(set_bytes)} but the cap is {format_bytes(cap)} ({mem_fraction * 100:g}% of "
+                          f"{format_bytes(free_bytes)} free device memory): {_fits(set_bytes, free_bytes, size_bytes, cap)}")
     count, note = want, ""
     if want > fits:
         count = int(fits)
@@ -85,11 +87,30 @@ def plan(requested: int | str, *, footprint_bytes: int, set_bytes: int, llc_byte
     return RotatingPlan(str(req), count, footprint_bytes, set_bytes, llc_bytes, cap, want > fits, note)
 
 
+def _fits(set_bytes: int, free_bytes: int, size_bytes: int | None, cap: int) -> str:
+    """What makes a buffer set fit: a smaller ``--size`` (the largest that fits, where the size is
+    known) or, where the set fits in the free memory at all, the ``--mem-fraction`` it would need."""
+    smaller = f"--size {_size_at_most(size_bytes * cap // set_bytes)} or less" if size_bytes else "a smaller --size"
+    if 0 < set_bytes <= free_bytes:
+        return f"give {smaller}, or --mem-fraction {math.ceil(set_bytes / free_bytes * 100) / 100:.2f} or more (at most 1)"
+    return f"give {smaller} (one set is more than all of the free memory: no --mem-fraction fits it)"
+
+
+def _size_at_most(n: int) -> str:
+    """``n`` bytes rounded down to a ``--size`` value (``3.5GiB``, ``640KiB``, ``12``) that is <= n."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{math.floor(n / size * 10) / 10:g}{unit}"
+    return str(max(int(n), 0))
+
+
 def check_iterations(iterations: int, buffer_sets: int) -> None:
-    """Fewer iterations than buffer sets would leave sets unused: an error that shows both numbers."""
+    """Fewer iterations than buffer sets would leave sets unused: an error that shows both numbers
+    and both ways out."""
     if iterations < buffer_sets:
         raise ConfigError(
-            f"iterations ({iterations}) must be greater than or equal to the number of rotating buffer sets ({buffer_sets})"
+            f"iterations ({iterations}) must be greater than or equal to the number of rotating buffer sets ({buffer_sets}): "
+            f"give --iterations {buffer_sets} or more, or --rotating {iterations} or fewer"
         )
 
 

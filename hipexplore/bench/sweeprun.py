@@ -196,7 +196,7 @@ class SweepRun:
                 n = kspec.elements(size)
                 for r in spec.rotating:
                     p = rot.plan(r, footprint_bytes=kspec.footprint(n), set_bytes=kspec.set_bytes(n), llc_bytes=dev.llc_bytes,
-                                 free_bytes=self.free, mem_fraction=spec.mem_fraction)
+                                 free_bytes=self.free, mem_fraction=spec.mem_fraction, size_bytes=size)
                     if not spec.stop.adaptive:
                         rot.check_iterations(int(spec.stop.iterations or 0), p.count)
                     self.plans[(kspec.name, size, str(r))] = p
@@ -431,7 +431,7 @@ class SweepRun:
             else:
                 keep = np.ones(len(raw.time_s), bool)
                 notes.append(f"{below} (kept: {'every sample was throttled' if spec.drop_throttled else 'drop_throttled=False'})")
-        if is_timeout(raw.stop_reason):
+        if is_timeout(raw.stop_reason) and raw.stop_reason not in notes:  # the timing's own note says it already
             notes.append(f"stopped by its {raw.stop_reason.split(' reached', 1)[0]} before convergence")
         return Measurement(raw.time_s[keep], label=what, notes=notes, chunks=raw.chunk[keep]), throttled
 

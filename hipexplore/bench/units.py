@@ -74,7 +74,7 @@ def max_sets(spec: SweepSpec, device: Any) -> int:
             n = k.elements(size)
             for r in spec.rotating:
                 p = rot.plan(r, footprint_bytes=k.footprint(n), set_bytes=k.set_bytes(n), llc_bytes=device.llc_bytes,
-                             free_bytes=free, mem_fraction=spec.mem_fraction)
+                             free_bytes=free, mem_fraction=spec.mem_fraction, size_bytes=size)
                 most = max(most, p.count)
     return most
 

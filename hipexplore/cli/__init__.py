@@ -14,7 +14,7 @@ import warnings
 from typing import Sequence
 
 from .. import settings
-from ..errors import HipexploreError
+from ..errors import CacheWarning, HipexploreError
 
 #: subcommand modules, in the order shown by --help
 SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "compare_cmd", "tune_cmd", "report_cmd", "lab_cmd")
@@ -113,8 +113,9 @@ def _warning_line(command: str):
     and ``warnings.catch_warnings(record=True)`` around ``main()`` see it as before)."""
     def line(message, category, filename, lineno, line=None) -> str:  # noqa: ARG001 - formatwarning's signature
         text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
-        kind = "" if category in (UserWarning, RuntimeWarning) else f" ({category.__name__})"
+        kind = "" if category in (UserWarning, RuntimeWarning, CacheWarning) else f" ({category.__name__})"
         return f"hipexplore {command}: warning: {text}{kind}\n"
+    line.one_line = True  # type: ignore[attr-defined] - errors.warn_line leaves it as it is
     return line
 
 

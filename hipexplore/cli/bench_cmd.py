@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .bench_table import table as _table  # the summary table and its notes (issue 36.5)
 
 
 def _csv(text: str) -> list[str]:
@@ -496,8 +497,10 @@ def _check_out(out: str, force: bool) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise ConfigError(f"--out {out!r}: cannot write in directory {str(parent)!r} ({exc.strerror or exc}); "
-                          f"checked before running") from None
+        from ..files import why_no_new_file
+
+        raise ConfigError(f"--out {out!r}: cannot create a file in the folder {str(parent)!r} ({why_no_new_file(exc, parent)}); "
+                          f"give --out a path in a folder you can write (checked before running)") from None
 
 
 def _banner(stop: Any) -> str:
@@ -509,58 +512,3 @@ def _banner(stop: Any) -> str:
             f"its noise stable, i.e. the robust relative stdev varying < {stop.stable_noise:.0%} over its recent checks "
             f"(nvbench's stdrel rule: 'noise', at whatever level the noise settled); else it gives up at {stop.timeout_s:g} s "
             f"('TIMEOUT') or {stop.max_samples:,} samples ('CAP') (--iterations N for a fixed count)")
-
-
-#: the table's ``stop`` column: the start of a stop reason (``bench.stats``) and its short name
-_STOPS = (("fixed iteration count", "fixed"), ("converged: 95% CI", "ci"), ("converged: rel stdev", "cv"),
-          ("converged: noise stabilised", "noise"), ("timeout", "TIMEOUT"), ("max_samples", "CAP"))
-
-
-def _stop(reason: Any) -> str:
-    """A stop reason as the table shows it: 'ci 0.8%', 'noise 20.7%', 'TIMEOUT', ...; passes joined by '|'."""
-    import re
-
-    out = []
-    for part in str(reason or "").split(" | "):
-        name = next((short for start, short in _STOPS if part.startswith(start)), part[:12] or "-")
-        level = re.search(r"(?:\+-|stdev |stabilised at )([0-9.]+%)", part) if name in ("ci", "cv", "noise") else None
-        out.append(f"{name} {level.group(1)}" if level else name)
-    return "|".join(dict.fromkeys(out))
-
-
-def _state(word: Any, fraction: Any) -> str:
-    """The table's ``state`` cell: ``cold 0.98``, ``warm 0.02``; empty where nothing was counted."""
-    word = word if isinstance(word, str) else ""
-    if not word:
-        return ""
-    return f"{word} {fraction:.2f}" if isinstance(fraction, float) and fraction == fraction else word
-
-
-def _table(summary: Any) -> str:
-    """The summary as a text table; every column sized to its widest cell (``auto=32`` included)."""
-    from ..units import format_bytes, format_percent
-
-    floor = "floor_s" in summary.columns and bool(summary["floor_s"].notna().any())  # the launch floor (bench.floor)
-    # the counter pass (bench.counters): the state word with its cold fraction, when anything was counted
-    state = "cache_state" in summary.columns and bool((summary["cache_state"].fillna("") != "").any())
-    heads = ["kernel", "size", "rot", "flush", "timer", "n", "median_us", "95% CI us", *(["floor_us"] if floor else []),
-             "iqr_rel", "bias", "GB/s", *(["state"] if state else []), "stop", "warning"]
-    left = {"kernel", "flush", "timer", "state", "stop", "warning"}
-    rows = []
-    for r in summary.itertuples():
-        rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
-        cells = [str(r.kernel), format_bytes(r.size_bytes), rot, str(r.flush), str(getattr(r, "timer", "events")), str(r.n),
-                 f"{r.median_s * 1e6:.3f}", f"[{r.ci_low_s * 1e6:.3f}, {r.ci_high_s * 1e6:.3f}]"]
-        if floor:
-            cells.append(f"{r.floor_s * 1e6:.3f}" if r.floor_s == r.floor_s else "")
-        cells += [format_percent(r.iqr_rel, 2), format_percent(r.bias, 1, signed=True), f"{r.bandwidth_gbs:.1f}",
-                  *([_state(r.cache_state, r.cold_fraction)] if state else []), _stop(getattr(r, "stop_reason", "")),
-                  str(r.warning or "")]
-        rows.append(cells)
-    widths = [max([len(h), *(len(c[i]) for c in rows)]) for i, h in enumerate(heads)]
-    widths[-1] = 0  # the warning runs to the end of the line
-
-    def line(cells: list[str]) -> str:
-        return " ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cells, widths, heads)).rstrip()
-
-    return "\n".join([line(heads), *(line(c) for c in rows)])

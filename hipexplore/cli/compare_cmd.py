@@ -14,6 +14,7 @@ import json
 import math
 
 from ..errors import ConfigError
+from .inputs import threshold
 
 
 #: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
@@ -32,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN.parquet", help="BASE NEW (two runs), or one run with --base/--new")
     p.add_argument("--base", metavar="KERNEL", help="with one run: the baseline kernel")
     p.add_argument("--new", metavar="KERNEL", help="with one run: the candidate kernel")
-    p.add_argument("--threshold", type=float, default=0.02, help="practical threshold as a fraction (default 0.02: 2%%)")
+    p.add_argument("--threshold", type=threshold, default=0.02,
+                   help="practical threshold: a fraction (0.02) or a percentage (2%%) (default 2%%)")
     p.add_argument("--allow-other-device", action="store_true", help="compare runs measured on different devices anyway")
     p.add_argument("--json", action="store_true", help="print the rows as JSON records")
     p.set_defaults(func=run)

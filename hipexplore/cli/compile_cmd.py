@@ -173,7 +173,16 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     key = cache.key_for(request)
     setup_seconds = time.perf_counter() - t0
-    result = cache.get_or_compile(request)
+    from ..errors import CompileError
+
+    try:
+        result = cache.get_or_compile(request)
+    except CompileError as exc:  # the diagnostics name the file as given, not its copy in the build folder
+        if args.compiler == "host" and request.source.name != args.source:
+            from ..kernels.build import user_paths
+
+            exc.log = user_paths(exc.log, request.source.name, args.source)
+        raise
     code = result.object_code
     out_path = None
     if args.out:

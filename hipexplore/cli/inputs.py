@@ -82,3 +82,21 @@ def check_user_kernel(args: argparse.Namespace) -> None:
             raise ConfigError(f"--code-object {_shown(args.code_object)} is not a file")
         if not os.access(p, os.R_OK):
             raise ConfigError(f"--code-object {_shown(args.code_object)} cannot be read (permission denied)")
+
+
+def threshold(text: str) -> float:
+    """argparse type of ``--threshold``: a fraction (``0.02``) or a percentage (``2%``), in (0, 1).
+    Why both: the verdicts and their notes say thresholds as percentages (``±2%``), and ``2%``
+    is what a reader of them types."""
+    import math
+
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02 or a percentage such as 2%, got {_shown(text)}") from None
+    if not (math.isfinite(value) and 0 < value < 1):
+        fix = (f"for {t}% give --threshold {t}% or {value / 100:g}" if not t.endswith("%") and 1 <= value < 100
+               else "give e.g. --threshold 0.02 or --threshold 2%")
+        raise argparse.ArgumentTypeError(f"threshold must be a fraction in (0, 1), got {_shown(text)}: {fix}")
+    return value

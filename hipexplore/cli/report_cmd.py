@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import ConfigError
+from .inputs import threshold
 
 
 def _seconds(text: str) -> float:
@@ -40,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--candidate", metavar="RUN.parquet|KERNEL",
                    help="A/B review: the candidate run, or with --run the candidate kernel")
     p.add_argument("--run", metavar="RUN.parquet", help="A/B review of two kernels of one (interleaved) run")
-    p.add_argument("--threshold", type=float, default=None, help="A/B review: practical threshold (default 0.02: 2%%)")
+    p.add_argument("--threshold", type=threshold, default=None,
+                   help="A/B review: practical threshold, a fraction (0.02) or a percentage (2%%) (default 2%%)")
     p.add_argument("--out", default="report.html", metavar="FILE", help="HTML file to write (default: report.html)")
     p.add_argument("--show-input", action="store_true", help="show the notebook's code cells (hidden by default: the report is "
                    "text, figures and tables, readable at 900 px)")

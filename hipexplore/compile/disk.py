@@ -61,13 +61,13 @@ import secrets
 import stat
 import threading
 import time
-import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from .. import settings
-from ..errors import CacheError, ConfigError
+from ..errors import CacheError, ConfigError, warn_line
+from .disk_files import unusable_root
 from .base import ObjectCode
 from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry, object_code, read_entry_file,
                     read_header)
@@ -430,10 +430,7 @@ class DiskCache(DiskMaintenance):
                 return
             self.writable = False
             self.write_error = f"{type(exc).__name__}: {exc}"
-        reason = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-        warnings.warn(f"hipexplore compile cache: cannot write to {str(self.root)!r} ({reason}: {exc}); continuing with the "
-                      "memory cache only. Set HIPEXPLORE_CACHE_DIR to a writable directory, or HIPEXPLORE_CACHE_DISK=0 to "
-                      "silence this.", RuntimeWarning, stacklevel=4)
+        warn_line(unusable_root(self.root, exc))
 
     # -- one compile across processes ------------------------------------------------------------
     @staticmethod

@@ -18,12 +18,11 @@ import socket
 import stat
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import settings
-from ..errors import CacheError
+from ..errors import CacheError, warn_line
 from .request import CacheKey
 
 SUFFIX = ".hxc"
@@ -43,7 +42,24 @@ def _warn_once(what: str, message: str) -> None:
         if (what, message) in _warned:
             return
         _warned.add((what, message))
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
+    warn_line(message)
+
+
+def unusable_root(root: Path, exc: OSError) -> str:
+    """The one line of a cache root that cannot be written: what, why, and what to set. It names
+    ``HIPEXPLORE_CACHE_DIR=...`` when the root is the one that variable gives (the value to fix)."""
+    import errno
+
+    try:
+        env = settings.CACHE_DIR.get()
+    except Exception:  # noqa: BLE001 - a bad value is refused where it is read; here it only words a message
+        env = None
+    named = env is not None and Path(env).expanduser() == root
+    what = f"{settings.CACHE_DIR.name}={str(root)!r}" if named else f"the compile cache folder {str(root)!r}"
+    reason = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    return (f"{what} is not usable ({reason}: {exc.strerror or exc}): the disk cache is off for this run (memory cache "
+            f"only); set {'it' if named else settings.CACHE_DIR.name} to a writable folder, or HIPEXPLORE_CACHE_DISK=0 "
+            f"to silence this.")
 
 
 class Untrusted(CacheError):

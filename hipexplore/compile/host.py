@@ -238,7 +238,7 @@ class HostCompiler(CompilerBase):
             seconds = time.perf_counter() - start
             trace = f"[trace] {shlex.join(cmd)} -> exit {proc.returncode} in {seconds * 1e3:.1f} ms" \
                 if "trace" in request.diagnostics else ""
-            log = join_log(proc.stdout, proc.stderr)
+            log = _in_build_names(join_log(proc.stdout, proc.stderr), tmp)
             if proc.returncode != 0:
                 raise self._error(
                     f"host compiler {argv[0]} failed to compile {request.name!r} (exit {proc.returncode})",
@@ -456,6 +456,16 @@ def _text(data: bytes | str | None) -> str:
     if data is None:
         return ""
     return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+
+
+def _in_build_names(log: str, folder: str) -> str:
+    """The compiler's diagnostics with the build folder left out of every path (``broken.c:2:11``,
+    not ``/tmp/hipexplore-host-123-ab/broken.c:2:11``): the folder is gone when the message is read,
+    and a name the caller knows (``request.source.name``) can be mapped back to the user's file
+    (``kernels.build``)."""
+    for prefix in dict.fromkeys((os.path.join(folder, ""), os.path.join(os.path.realpath(folder), ""))):
+        log = log.replace(prefix, "")
+    return log
 
 
 def _write_sources(folder: Path, request: CompileRequest) -> Path:

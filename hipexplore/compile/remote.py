@@ -52,12 +52,11 @@ import secrets
 import socket
 import threading
 import time
-import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
 from .. import settings
-from ..errors import ConfigError
+from ..errors import ConfigError, warn_line
 from .base import ObjectCode
 from .entry import MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry, object_code
 from .request import KEY_SCHEMA, CacheKey
@@ -245,8 +244,7 @@ class RemoteCache:
             self.client.connection_pool.disconnect()
         except Exception:  # noqa: BLE001 - dropping sockets must never fail a compile
             pass
-        warnings.warn(f"hipexplore compile cache: the Redis tier at {redacted(self.url)} {why}; "
-                      f"continuing with the local tiers only", RuntimeWarning, stacklevel=5)
+        warn_line(f"hipexplore compile cache: the Redis tier at {redacted(self.url)} {why}; continuing with the local tiers only")
 
     def _fail(self, exc: BaseException) -> None:
         self._count("errors")

@@ -210,7 +210,7 @@ class HostDevice(DeviceBase):
         try:
             fn = getattr(module, name)
         except AttributeError:
-            raise DeviceError(f"kernel {name!r} is not in the loaded host module") from None
+            raise DeviceError(f"kernel {name!r} is not in the loaded host module; {_exports_hint(module)}") from None
         fn.restype = None
         return fn
 
@@ -247,3 +247,16 @@ class HostDevice(DeviceBase):
 
     def __repr__(self) -> str:
         return f"HostDevice({self.name!r}, llc={self.llc_bytes} B)"
+
+
+def _exports_hint(module: ctypes.CDLL) -> str:
+    """What a missing kernel's message offers: the functions the module does export (``--entry``
+    takes one of them) and, where they are C++-mangled, the ``extern "C"`` that keeps a name."""
+    from .elf import exported_functions
+
+    names = exported_functions(getattr(module, "_name", "") or "")
+    if not names:
+        return 'it exports no function: give --entry NAME of a function the source defines (extern "C" in C++)'
+    shown = ", ".join(names[:12]) + (f", and {len(names) - 12} more" if len(names) > 12 else "")
+    mangled = ' (a C++ name is mangled, _Z...: declare the kernel extern "C")' if any(n.startswith("_Z") for n in names) else ""
+    return f"it exports {shown}: give --entry NAME with one of them{mangled}"

@@ -124,6 +124,16 @@ def _as_object_code(result: Any) -> ObjectCode:
     raise CompileError(f"the compile cache returned {type(result).__name__}, which holds no ObjectCode")
 
 
+def user_paths(log: str, name: str, path: str) -> str:
+    """A compiler log with the request's source ``name`` (what the compiler was given, in its build
+    folder) shown as the user's file ``path``, in the diagnostics (``broken.c:2:11: error`` ->
+    ``src/broken.c:2:11: error``); the ``$ command`` line keeps what ran."""
+    import re
+
+    spelled = re.compile(r"(?<![\w./-])" + re.escape(name) + r"(?=:)")
+    return "\n".join(line if line.startswith("$ ") else spelled.sub(lambda _m: path, line) for line in log.split("\n"))
+
+
 # --- direct compile: used only when hipexplore.compile.cache cannot be imported ------------------
 
 def _direct_compile(request: CompileRequest) -> ObjectCode:
@@ -185,7 +195,12 @@ class KernelBuilder:
                 found = self._memo.get(device, {}).get(key)
             if found is not None:
                 return found
-            code = compile_request(request, device.cache)
+            try:
+                code = compile_request(request, device.cache)
+            except CompileError as exc:
+                if spec.source_file and request.source.name != spec.source_file:
+                    exc.log = user_paths(exc.log, request.source.name, spec.source_file)
+                raise
             if device.compiler == "host" and not timed:
                 check_host_signature(spec, request)  # before the function can ever be called
             module = device.load(code)

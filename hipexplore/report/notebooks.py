@@ -364,7 +364,10 @@ def _check_writable(path: Path) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".check", dir=parent)
     except OSError as exc:
-        raise ConfigError(f"report output {str(path)!r}: cannot write in {str(parent)!r} ({exc.strerror or exc})") from None
+        from ..files import why_no_new_file
+
+        raise ConfigError(f"report output {str(path)!r}: cannot create a file in the folder {str(parent)!r} "
+                          f"({why_no_new_file(exc, parent)}); give --out a path in a folder you can write") from None
     os.close(fd)
     os.unlink(tmp)
 
