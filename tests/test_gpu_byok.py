@@ -178,7 +178,7 @@ def test_a_faulting_kernel_is_named_and_the_next_sweep_works(cuda, sources):
     seen = []
     with pytest.raises(KernelFault) as err:
         hx.sweep(faulty, [1 * MIB, 4 * MIB, 16 * MIB], device=cuda, iterations=20, reference=False, progress=False,
-                 on_result=seen.append)  # GPU default: a worker
+                 on_result=seen.append, verify=False)  # GPU default: a worker; a fault while timing (the role check would launch it first)
     msg = str(err.value)
     assert msg.startswith("kernel gpu_faulty faulted in configuration size=16777216 rotating=1 flush=none: "), msg
     assert msg.endswith("CUDA_ERROR_ILLEGAL_ADDRESS"), msg

@@ -6,7 +6,8 @@ A unit (``bench.sweeprun.SweepRun``) measures in named phases, in the style of n
   initialize   telemetry, the flushers (``bench.flush``: each mode's ``Flusher``, a member of the
                run), the rotating plans against the free memory left (``SweepRun.initialize``)
   warm_up      once per unit: launches until the clock is stable (``SweepRun.warm_up``)
-  check        per (kernel, size), in the first unit: the output check (``SweepRun.check``)
+  check        per (kernel, size), in the first unit, before its timing: the output check
+               (``SweepRun.check``: the declared roles, ``bench.roles``, then the reference)
   trials       per configuration: the timed launches (``bench.timing.time_launches``), the only
                timed window (``SweepRun.trials``)
   summarise    per configuration: statistics, throttled samples, the launch floor, the row

@@ -152,6 +152,12 @@ class BufferSets:
         return self._host
 
     @property
+    def pristine(self) -> dict[str, np.ndarray]:
+        """Every buffer's data as it was put into each set (read-only, shared): what the role check
+        (``bench.roles``) compares with and restores, without a writable copy of 256 MiB."""
+        return dict(self._pristine)
+
+    @property
     def total_bytes(self) -> int:
         return sum(b.nbytes for bufs in self.buffers for b in bufs.values())
 

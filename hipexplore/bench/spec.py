@@ -154,7 +154,9 @@ class SweepSpec:
     #: untimed samples after each chunk's last timed one, so that it too has work queued behind it
     chunk_trail: int = _option(CHUNK_TRAIL, "untimed samples after the last timed one of each hold", least=0)
     warmup_s: float = _option(WARMUP_S, "seconds of launches before each timed run")
-    verify: bool = _option(True, "check each (kernel, size)'s output element by element before timing it")
+    verify: bool = _option(True, "before any timing, check each (kernel, size) once: the --args roles (an 'in' never "
+                                 "written, every 'out' element written, an 'inout' changed) and the output against its "
+                                 "reference element by element")
     #: (mode, factor) pairs: the flush buffer as a multiple of the LLC (see bench.flush)
     flush_factors: tuple[tuple[str, float], ...] = _option((), "flush buffer as a multiple of the LLC per mode, "
                                                                 "e.g. l2-read=3,l2-write=1", metavar="MODE=X,...")

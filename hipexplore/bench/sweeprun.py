@@ -12,11 +12,12 @@ in-process; a pipe from a worker): ``started``, ``stop_now``, ``meta``, ``add(ro
 
 The phases (``bench.phases``, nvbench's ``measure_cold`` order), as a unit takes them:
 ``initialize`` (flushers, then rotating plans against the free memory that remains), per (kernel,
-size) ``warm_up`` (once per unit, until the clock is stable) and ``check`` (the output check), then
-its rotating counts as groups (``measure_group``: each flush mode and timer on one allocation of the
-sets; per configuration ``trials``, ``summarise``, then the run's ``ConfigurationPhase``s outside the
-timed window), the cold reference taken in parts between the groups (``take_reference``), and last
-the reference row with every bias against it (``emit_references``); ``release`` at the end.
+size) ``warm_up`` (once per unit, until the clock is stable) and ``check`` (the output check: the
+declared roles, then the reference), then its rotating counts as groups (``measure_group``: each
+flush mode and timer on one allocation of the sets; per configuration ``trials``, ``summarise``,
+then the run's ``ConfigurationPhase``s outside the timed window), the cold reference taken in
+parts between the groups (``take_reference``), and last the reference row with every bias against
+it (``emit_references``); ``release`` at the end.
 
 A *counting unit* (``counting``: the counter pass, ``bench.counters``) takes the same
 ``initialize``, ``warm_up`` and groups of sets, but no output check, no cold reference, and per
@@ -34,10 +35,12 @@ import pandas as pd
 
 from ..devices.base import BoundKernel, Device
 from ..devices.telemetry import for_device, wait_for_stable_clock
-from ..errors import DeviceError, KernelFault
+from ..errors import ConfigError, DeviceError, KernelFault
 from ..kernels.build import kernel_for
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, Configuration
+from ..units import format_bytes
+from . import roles
 from . import rotating as rot
 from .callable import check_callable, sets_for
 from .check import check_outputs
@@ -71,16 +74,25 @@ class Channel(Protocol):
 
 
 def verify(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
-           block: tuple[int, int, int], rtol: float | None = None, *, config: str = "") -> float:
-    """The output check (``bench.check``): one launch on set 0 with poisoned outputs, compared element
-    by element with the reference (NumPy function, second kernel, or a callable's reference).
+           block: tuple[int, int, int], rtol: float | None = None, *, config: str = "", where: str = "") -> float:
+    """The output check: first the role check (``bench.roles``: an ``in`` never written, every
+    ``out`` element written, an ``inout`` changed; a ``ConfigError`` naming the argument), then
+    (``bench.check``) one launch on set 0 with poisoned outputs, compared element by element with
+    the reference (NumPy function, second kernel, or a callable's reference).
 
     Returns the largest ||out - ref|| / ||ref||; raises ``BenchmarkError`` naming the configuration
-    and the worst element. Kernels without a reference return NaN (nothing to check).
+    and the worst element. Kernels without a reference return NaN (nothing to compare).
     """
     if spec.call is not None:
         return check_callable(device, spec, sets, config=config or f"callable {spec.name!r} at n={sets.n}")
-    return check_outputs(device, spec, sets, kernel, grid, block, config=config, rtol=rtol)
+    later = ""
+    if roles.applies(spec):  # unwritten outputs of a kernel with a reference: its check names the worst element first
+        later = roles.check_roles(device, spec, sets, kernel, grid, block, where=where or f"n={sets.n}",
+                                  defer_unwritten=spec.reference is not None or spec.check_kernel is not None)
+    err = check_outputs(device, spec, sets, kernel, grid, block, config=config, rtol=rtol)
+    if later:
+        raise ConfigError(later)
+    return err
 
 
 def fault_status(message: str) -> str:
@@ -271,14 +283,15 @@ class SweepRun:
         return {"hip": 0.4, "cuda": 0.2}.get(self.dev.kind, 0.0)
 
     def check(self, t: _Target) -> None:
-        """The element-wise output check, in a sweep's first unit only: correctness does not move with
-        placement, and at 256 MiB each check copies the output back and compares it on the host."""
+        """The output check (roles, then the reference: ``verify``) of a (kernel, size) before any of
+        its timing, in a sweep's first unit only: correctness does not move with placement, and at
+        256 MiB each check copies the buffers back and compares them on the host."""
         if not self.spec.verify or self.unit:
             return
         self.where[1] = f"size={t.size} (output check)"
         self.channel.started(self.where)
         with sets_for(self.dev, t.kspec, t.n, 1) as sets:
-            err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block,
+            err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block, where=f"size {format_bytes(t.size)} (n={t.n})",
                          config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
         self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 

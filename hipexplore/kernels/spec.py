@@ -233,6 +233,9 @@ class KernelSpec:
     check_kernel: "KernelSpec | None" = None
     check_rtol: float = 1e-5
     check_atol: float = 1e-6
+    #: test the declared roles before timing (``bench.roles``: an ``in`` is never written, every ``out``
+    #: element is, an ``inout`` changes); off for the catalog's own kernels, whose reference checks them
+    role_check: bool = True
     #: a Python callable run on the harness's stream instead of a kernel (``bench.callable``)
     call: Any = None
     #: the file the source was read from (user kernels), for the provenance of the code under review
