@@ -149,20 +149,36 @@ def home_excludes() -> tuple[str, ...]:
     return HOME_EXCLUDES + tuple(extra)
 
 
+def home_check_mode() -> str:
+    """``fail``, ``warn`` or ``0``: HIPEXPLORE_TEST_HOME_CHECK when set; else ``fail`` under CI (``CI``
+    set, as CI services do, or the README's test command's HIPEXPLORE_REQUIRE_COMPILERS=1, which
+    .ci/run runs) and ``warn`` for a person, whose own programs may write to HOME meanwhile."""
+    mode = os.environ.get("HIPEXPLORE_TEST_HOME_CHECK", "").strip().lower()
+    if mode in ("fail", "warn", "0"):
+        return mode
+    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    return "fail" if ci or required() else "warn"
+
+
 def _check_real_home(session) -> None:
-    """Fail the session (or, with HIPEXPLORE_TEST_HOME_CHECK=warn, only say so) when anything under
-    the real HOME changed while it ran. Off with HIPEXPLORE_TEST_HOME_CHECK=0 (a machine where other
-    work writes to HOME meanwhile). A session a test starts checks the HOME it found: the starting
-    session's temporary one, or the fake HOME tests/test_hermetic.py hands it."""
-    mode = os.environ.get("HIPEXPLORE_TEST_HOME_CHECK", "fail")
+    """Fail the session under CI (a warning for a person: ``home_check_mode``) when anything under
+    the real HOME changed while it ran. Off with HIPEXPLORE_TEST_HOME_CHECK=0. A session a test
+    starts checks the HOME it found: the starting session's temporary one, or the fake HOME
+    tests/test_hermetic.py hands it."""
+    mode = home_check_mode()
     if mode == "0" or not REAL_HOME.is_dir():
         return
     changed = changed_since(REAL_HOME, SESSION_START_NS, home_excludes())
     if not changed:
         return
     shown = "\n  ".join(changed[:40]) + (f"\n  ... and {len(changed) - 40} more" if len(changed) > 40 else "")
+    why = ("the tests run in a temporary HOME so that running them never changes a user's caches, settings or "
+           "kernelspecs: a test (or a tool it started) escaped it")
+    after = ("this fails the session under CI" if mode == "fail" else
+             "a warning only (no CI): if another program of yours wrote these meanwhile, ignore it, or list the paths "
+             "in HIPEXPLORE_TEST_HOME_EXCLUDE (colon-separated)")
     msg = (f"hermetic HOME: {len(changed)} path(s) under the real HOME {REAL_HOME} changed during the test session "
-           f"(the tests run in {HOME_TREE}; font caches left out):\n  {shown}")
+           f"(the tests run in {HOME_TREE}; font caches left out). Why it matters: {why}; {after}:\n  {shown}")
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line("")

@@ -147,8 +147,9 @@ def test_a_representative_run_leaves_a_users_home_as_it_found_it(tmp_path):
 
 def test_the_end_of_session_check_fails_a_session_that_writes_to_home(tmp_path):
     """The guard of the whole suite (conftest.pytest_sessionfinish): a test that writes to the HOME
-    the session found fails the session, naming the path, although every test passed; with
-    HIPEXPLORE_TEST_HOME_CHECK=warn it only says so."""
+    the session found fails the session under CI (CI set, or the README's HIPEXPLORE_REQUIRE_COMPILERS=1),
+    naming the path and why it matters, although every test passed; for a person (neither set) or
+    with HIPEXPLORE_TEST_HOME_CHECK=warn it only says so."""
     home = tmp_path / "home"
     (home / ".cache").mkdir(parents=True)
     test = tmp_path / "test_writes_home.py"
@@ -158,13 +159,20 @@ def test_the_end_of_session_check_fails_a_session_that_writes_to_home(tmp_path):
         "def test_writes():\n"
         "    Path(os.environ['HIPEXPLORE_TEST_REAL_HOME'], '.cache', 'written-by-a-test').write_text('x')\n")
     args = ["-p", "conftest", "--rootdir", str(tmp_path), str(test)]
-    env = user_env(home, PYTHONPATH=str(TESTS))
-    failed = run_pytest(args, env, cwd=tmp_path)
-    assert failed.returncode == 1 and "1 passed" in failed.stdout, failed.stdout[-3000:]
-    assert "changed during the test session" in failed.stdout and ".cache/written-by-a-test" in failed.stdout
-    (home / ".cache" / "written-by-a-test").unlink()
-    warned = run_pytest(args, {**env, "HIPEXPLORE_TEST_HOME_CHECK": "warn"}, cwd=tmp_path)
-    assert warned.returncode == 0 and ".cache/written-by-a-test" in warned.stdout, warned.stdout[-3000:]
+    person = {k: v for k, v in user_env(home, PYTHONPATH=str(TESTS)).items()
+              if k not in ("CI", "HIPEXPLORE_REQUIRE_COMPILERS", "HIPEXPLORE_TEST_HOME_CHECK")}
+    for env in ({**person, "CI": "true"}, {**person, "HIPEXPLORE_REQUIRE_COMPILERS": "1"},
+                {**person, "HIPEXPLORE_TEST_HOME_CHECK": "fail"}):  # CI: the session fails although every test passed
+        failed = run_pytest(args, env, cwd=tmp_path)
+        assert failed.returncode == 1 and "1 passed" in failed.stdout, failed.stdout[-3000:]
+        assert "changed during the test session" in failed.stdout and ".cache/written-by-a-test" in failed.stdout
+        assert "Why it matters" in failed.stdout and "this fails the session under CI" in failed.stdout
+        (home / ".cache" / "written-by-a-test").unlink()
+    for env in (person, {**person, "CI": "true", "HIPEXPLORE_TEST_HOME_CHECK": "warn"}):  # a person: said, not failed
+        warned = run_pytest(args, env, cwd=tmp_path)
+        assert warned.returncode == 0 and ".cache/written-by-a-test" in warned.stdout, warned.stdout[-3000:]
+        assert "a warning only (no CI)" in warned.stdout and "HIPEXPLORE_TEST_HOME_EXCLUDE" in warned.stdout
+        (home / ".cache" / "written-by-a-test").unlink()
 
 
 # -- 26.8: skips go through conftest.need, which the CI flags turn into failures ------------------------
