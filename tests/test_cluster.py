@@ -391,8 +391,11 @@ class KillThree(distributed.WorkerPlugin):
         if finish != "executing" or "hipexplore-sweep" not in str(key):
             return
         group = str(key).rsplit("-a", 1)[0]
+        # the group's own name, not hash(group): str hashes differ between processes (PYTHONHASHSEED), so
+        # each worker (and each restarted one) had its own marker and killed a group a second time
+        marker = "group-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in group)
         try:
-            os.close(os.open(os.path.join(self.folder, f"group-{abs(hash(group))}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(os.path.join(self.folder, marker), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return  # this group was killed once already: let it run
         for i in range(3):
