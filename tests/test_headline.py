@@ -151,6 +151,12 @@ def test_undecided_beside_a_small_p_carries_its_reason(work, ab, tmp_path):
             f"±{shown} is not resolved")
     assert verdict_table(again)["note"].iloc[0].startswith(want)
     assert f"straddles the +{shown} threshold" in " ".join(hl.verdict_sentences(again, "hw4", "hw5"))
+    # an interval that holds no change at all: p's independent launches overstate the evidence
+    wide = again.iloc[0].to_dict()
+    wide.update(ratio_ci_low=0.9, ratio_ci_high=wide["ratio"] + 0.1)  # the same row, its interval widened past 1
+    assert hl.p_note(wide, t).startswith("significant (p < 0.001, counting every launch as independent) but the 95% "
+                                         "interval [-10.0%, ")
+    assert hl.p_note(wide, t).endswith("includes no change: the difference is not established")
     # a decided row's note gets nothing
     assert not verdict_table(compare(ab, base="hw1", new="hw4"))["note"].str.contains("significant").any()
 

@@ -247,6 +247,11 @@ def p_note(row: Mapping[str, Any], threshold: float) -> str:
     if row.get("verdict") != "undecided" or not p < 0.05:
         return ""
     reason = undecided_reason(row, threshold)
+    lo, hi = float(row.get("ratio_ci_low", math.nan)), float(row.get("ratio_ci_high", math.nan))
+    if lo < 1 < hi:  # the interval over units holds no change at all: p's independent launches overstate
+        return (f"significant (p {format_p(p)}, counting every launch as independent) but the 95% interval "
+                f"[{_pct(lo - 1, True)}, {_pct(hi - 1, True)}], which counts the variation between units, includes "
+                f"no change: the difference is not established")
     if reason.startswith("the 95% interval"):
         return (f"significant (p {format_p(p)}: the medians differ) but {reason}: whether the change exceeds "
                 f"±{_thr(threshold)} is not resolved")

@@ -6,7 +6,8 @@ source; ``notebook_path`` makes an ``.ipynb`` from one in a temporary folder, ne
 Reports carry static figures (widget state does not survive an HTML export) and a provenance
 table; every image is an inline ``data:`` URI and no script is left in the page, so the file reads
 the same offline and in ten years. Every string in it that came from a run, a list or a source file
-is HTML-escaped where it is written (``recorded.escaped_style``, ``review.Banner``/``Headline``),
+is HTML-escaped where it is written (``recorded.escaped_style``, ``review.Banner``/``Headline``,
+``headline.HeadlineBox``/``Paragraph``),
 and a Content-Security-Policy (``CSP``) forbids scripts in case one slips through.
 """
 from __future__ import annotations

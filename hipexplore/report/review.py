@@ -4,8 +4,10 @@ Why its own module: the dashboard shows the evidence of one configuration; a rev
 change. This module turns ``hipexplore.compare`` rows into what notebooks/review.py shows: a
 banner naming the device (and saying "host CPU — not a GPU measurement" where so), the verdict
 table (medians with their intervals, changes in percent, sizes human-readable), a forest plot of
-the ratios with their intervals and the ±threshold band, the noise of both sides, the compile-cache
-verdicts with the ideal floor, and both sides' provenance, the code under review included.
+the ratios with their intervals and the ±threshold band, the noise of both sides, the compile
+section (absent with one sentence why, or a tuning list's cache verdicts named as such:
+``compile_section``), and both sides' provenance, the code under review included. The headline
+sentences above them are ``headline``'s.
 """
 from __future__ import annotations
 
