@@ -401,23 +401,38 @@ def compile_time_curves(events: pd.DataFrame, baseline: pd.DataFrame | None = No
     return out
 
 
+def _num(v: float) -> str:
+    from .units import format_number
+
+    return format_number(v, trim=True)  # never 1.04e+03
+
+
+def saving_text(off: float, on: float) -> str:
+    """The panel's second line: ``saved 0.998 s, 2.0× less``; a pass slower with the cache says so
+    (not ``saved -0.00165 s, 1.0× less``), and a factor under 1.05 is left out (it reads 1.0×)."""
+    if off < on:
+        return f"{_num(on - off)} s more with the cache (no saving)"
+    factor = off / on if on > 0 else float("inf")
+    return f"saved {_num(off - on)} s" + (f", {factor:.1f}× less" if 1.05 <= factor < float("inf") else "")
+
+
 def plot_compile_time_saved(events: pd.DataFrame, ax: Axes | None = None, baseline: pd.DataFrame | None = None,
                             ideal_s: float | None = None) -> Figure:
     """Cumulative compile time with the cache off and on over the request index, the saving shaded;
-    ``ideal_s`` (each unique kernel compiled once, no cache: the floor no cache can beat) as a dashed line."""
+    ``ideal_s`` (the compile floor: each unique kernel's fastest measured compile, summed; tuning/floor.py)
+    as a dashed line."""
     curves = compile_time_curves(events, baseline)
     fig, ax = _axes(ax)
     if ideal_s is not None and np.isfinite(ideal_s):
         ax.axhline(float(ideal_s), color="#9467bd", linestyle="--", linewidth=1,
-                   label=f"ideal floor {float(ideal_s):.3g} s (unique kernels, fastest measured)")
+                   label=f"ideal floor {_num(float(ideal_s))} s (unique kernels, fastest measured)")
     x = curves["request"]
     ax.plot(x, curves["off_s"], color="#d62728", label=f"cache off ({curves.attrs['off_source']})")
     ax.plot(x, curves["on_s"], color="#2ca02c", label="cache on (measured lookups)")
     ax.fill_between(x, curves["on_s"], curves["off_s"], where=curves["off_s"] >= curves["on_s"], color="#2ca02c",
                     alpha=0.2, interpolate=True, label="saved")
     off, on = float(curves["off_s"].iloc[-1]), float(curves["on_s"].iloc[-1])
-    ratio = f", {off / on:.1f}× less" if on > 0 else ""
-    ax.text(0.02, 0.97, f"{len(curves)} requests: {off:.3g} s → {on:.3g} s\nsaved {off - on:.3g} s{ratio}",
+    ax.text(0.02, 0.97, f"{len(curves)} requests: {_num(off)} s → {_num(on)} s\n{saving_text(off, on)}",
             transform=ax.transAxes, va="top", fontsize="small", bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.8"})
     ax.set_xlabel("request index")
     ax.set_ylabel("cumulative compile time (s)")

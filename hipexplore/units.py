@@ -53,3 +53,72 @@ def percent_columns(frame: Any) -> Any:
         if c in out.columns:
             out[c] = out[c].astype(float) * 100
     return out.rename(columns={c: f"{c}_%" for c in RELATIVE_COLUMNS if c in out.columns})
+
+
+def format_number(value: Any, digits: int = 3, trim: bool = False) -> str:
+    """A number in fixed notation with at least ``digits`` significant digits, never an exponent:
+    ``1040.3`` -> ``'1040'``, ``12.345`` -> ``'12.3'``, ``-0.001654`` -> ``'-0.00165'``; NaN -> ``''``.
+
+    Why not ``.3g``: it writes 1040 µs as ``1.04e+03``, which a reviewer has to decode, and
+    loses the digits that tell an interval's ends apart. ``trim`` drops trailing zeros (``2`` for
+    ``2.00``), as ``g`` would, for a figure's annotation."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return ""
+    if not math.isfinite(v):
+        return ""
+    text = f"{v:.{_decimals(v, digits)}f}"
+    return text.rstrip("0").rstrip(".") if trim and "." in text else text
+
+
+def _decimals(v: float, digits: int) -> int:
+    if v == 0:
+        return 0
+    return max(0, digits - 1 - math.floor(math.log10(abs(v))))
+
+
+def format_interval(mid: Any, low: Any, high: Any, digits: int = 3) -> str:
+    """``'1040 [1035, 1046]'``: a value and its interval at one precision (the value's, see
+    ``format_number``), with more decimals (up to three more) where the ends would otherwise read
+    the same as the value although they differ."""
+    got = _interval_texts(mid, low, high, digits)
+    return f"{got[0]} [{got[1]}, {got[2]}]" if got else ""
+
+
+def format_bounds(mid: Any, low: Any, high: Any, digits: int = 3) -> str:
+    """``'[1035, 1046]'``: an interval alone, at the precision ``format_interval`` gives it beside ``mid``."""
+    got = _interval_texts(mid, low, high, digits)
+    return f"[{got[1]}, {got[2]}]" if got else ""
+
+
+def _interval_texts(mid: Any, low: Any, high: Any, digits: int) -> tuple[str, str, str] | None:
+    try:
+        m, lo, hi = float(mid), float(low), float(high)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(m):
+        return None
+    d = _decimals(m, digits)
+    ends = [x for x in (lo, hi) if math.isfinite(x) and x != m]
+    for extra in range(4):
+        if all(f"{x:.{d + extra}f}" != f"{m:.{d + extra}f}" for x in ends):
+            break
+    d += extra
+    show = lambda x: f"{x:.{d}f}" if math.isfinite(x) else "?"  # noqa: E731
+    return show(m), show(lo), show(hi)
+
+
+def format_p(p: Any) -> str:
+    """A p-value as a reader uses it: ``0.012``, ``0.43``; below 0.001 ``'< 0.001'``.
+
+    Why a floor: thousands of chunk-correlated samples give p-values such as 2.5e-52 (the
+    samples are not independent, so the test's p is too small); beyond "below 0.001" the digits
+    carry no information."""
+    try:
+        v = float(p)
+    except (TypeError, ValueError):
+        return ""
+    if not math.isfinite(v):
+        return ""
+    return "< 0.001" if v < 0.001 else f"{v:.2g}"

@@ -29,8 +29,9 @@
 # * every lookup is an event: `compiled`, `memory-hit`, `disk-hit`, `joined` (waited on an identical
 #   compile in flight), `failed`, `bypassed`; "seconds saved" is a sum of recorded compile times.
 #
-# This notebook replays a tuning list once per scenario (`ideal`: each unique kernel compiled once
-# without a cache; `off`: every request compiles; then the chosen cache mode) and plots the events.
+# This notebook replays a tuning list once per scenario (`ideal`: one cold compile per unique
+# request, measured in a pass of its own, so its own noise can put it above a cached pass; `off`:
+# every request compiles; then the chosen cache mode) and plots the events.
 
 # %% tags=["parameters"]
 compiler = "host"  # "host", "hiprtc" (ROCm), "nvrtc" (CUDA)
@@ -43,10 +44,15 @@ data = "live"  # "live", or a folder of recorded replay parquet files (e.g. "dat
 
 # %%
 # %matplotlib inline
+from IPython.display import display
+
 from hipexplore import plots, report
+from hipexplore.report import headline
 
 replay = report.replay_data(data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache)
-replay.scenarios
+display(replay.scenarios)
+# what the cache saved, and what the 'ideal' row is and is not (the floor is computed from every pass)
+headline.Paragraph(headline.cache_sentences(replay) + headline.ideal_sentences(replay))
 
 # %% [markdown]
 # ## Where the repetition is

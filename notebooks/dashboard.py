@@ -46,15 +46,21 @@ command = ""  # the command line recorded in the provenance table (set by `hipex
 
 # %%
 # %matplotlib inline
+from IPython.display import display
+
 from hipexplore import plots, report
-from hipexplore.report import review
+from hipexplore.report import headline, review
 
 bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations)
 replay = report.replay_data(tuning_data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache,
                             device_properties=bench.device_properties)
 config = report.dashboard_configuration(bench, replay)
 print(config["title"])  # the device timed, and the compiler/target the tuning list was replayed with
-review.device_banner(bench)  # the device the numbers come from ("host CPU — not a GPU measurement" where so)
+display(review.device_banner(bench))  # the device the numbers come from ("host CPU — not a GPU measurement" where so)
+# the answer first: the noise and whether it lets the rows be told apart, what the cache saved, and the
+# verdict where the data hold two kernels (sentences from hipexplore.report.headline)
+headline.HeadlineBox(headline.headline(bench.summary, bench.samples, replay, kernel=config["kernel"],
+                                       size_bytes=config["size_bytes"]))
 
 # %% [markdown]
 # ## Noise | compile time saved | cache hits
@@ -75,11 +81,12 @@ plots.dashboard_figure(bench.summary, replay.events, baseline=replay.baseline,
 report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"]))
 
 # %% [markdown]
-# Tuning replay, one row per scenario (`off`: every request compiles; `ideal`: each unique kernel
-# compiled once without a cache, the floor no cache can beat):
+# Tuning replay, one row per scenario (`off`: every request compiles; `ideal`: one cold compile per
+# unique request, measured in a pass of its own; what its figures say is written below the table):
 
 # %%
-replay.scenarios
+display(replay.scenarios)
+headline.Paragraph(headline.ideal_sentences(replay))
 
 # %% [markdown]
 # ## Provenance

@@ -36,7 +36,7 @@ sizes = ["256KiB", "1MiB"]  # live only: bytes per array
 rotating = [1]  # live only
 flush = ["none"]  # live only
 iterations = 64  # live only: samples per configuration and kernel
-tuning_data = "live"  # compile-cache A/B: "live", a folder of recorded replay parquet files, or "none"
+tuning_data = "none"  # "none": no compile section (the runs record no compiles of the code under review); "live" or a replay folder: the cache on a tuning list
 compiler = "host"  # live replay: "host", "hiprtc", "nvrtc"
 target = "host"
 problems = 1
@@ -45,10 +45,10 @@ command = ""  # the command line recorded in the provenance table (set by `hipex
 
 # %%
 # %matplotlib inline
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from hipexplore import report
-from hipexplore.report import review
+from hipexplore.report import headline, review
 
 data = review.review_data(baseline, None if candidate == "none" else candidate, base_kernel=base_kernel,
                           new_kernel=new_kernel, threshold=threshold, allow_other_device=allow_other_device,
@@ -56,6 +56,10 @@ data = review.review_data(baseline, None if candidate == "none" else candidate, 
 replay = None if tuning_data == "none" else report.replay_data(tuning_data, compiler=compiler, target=target,
                                                                problems=problems, candidates=candidates)
 display(review.Banner(data.base_metadata, data.new_metadata))
+# the answer first: the verdict with its changes, the noise and the smallest change it lets the rule call,
+# the cache's saving where a replay was asked for (sentences from hipexplore.report.headline)
+display(headline.HeadlineBox(headline.headline(verdicts=data.verdicts, replay=replay, base_label=data.base_label,
+                                               new_label=data.new_label, threshold=data.threshold)))
 display(review.Headline(data))  # what is compared, the decision rule, the verdicts (escaped: the labels are file names)
 
 # %% [markdown]
@@ -74,19 +78,13 @@ review.wrapped(review.verdict_table(data.verdicts))
 review.plot_noise_both(data.verdicts, data.base_label, data.new_label)
 
 # %% [markdown]
-# ## Compile time saved | cache hits
-#
-# The tuning replay's scenarios against the cache off, the same way: seconds of one pass, the saving
-# with its 95% interval (over repeated passes where recorded, else over the requests of the pass),
-# and the verdict of the same rule. The dashed line is the ideal floor (each unique kernel compiled
-# once, no cache).
+# ## Compile time
 
 # %%
-if replay is not None:
+display(review.compile_section(data, replay))  # why there is none, or which tuning list the figures are about
+if replay is not None:  # the scenarios against the cache off: one pass's seconds, the saving's 95% interval, the verdict
     display(review.plot_cache_review(replay))
     display(review.wrapped(review.cache_verdicts(replay, data.threshold)))
-else:
-    display(Markdown("(no tuning replay: `tuning_data = \"none\"`)"))
 
 # %% [markdown]
 # ## Provenance, both sides

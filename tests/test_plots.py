@@ -152,6 +152,17 @@ def test_compile_time_saved_shades_the_saving_and_states_it():
     assert "2 s → 1 s" in text and "saved 0.998 s" in text
 
 
+def test_a_pass_slower_with_the_cache_is_no_saving():
+    """The review report printed 'saved -0.00165 s, 1.0× less' for a replay the cache did not speed
+    up; a slower pass says so, and a factor that rounds to 1.0× is left out."""
+    ev = events_frame(["compiled", "compiled"], compile_s=0.5)
+    base = events_frame(["compiled", "compiled"], compile_s=0.49917)
+    text = " ".join(t.get_text() for t in plots.plot_compile_time_saved(ev, baseline=base).axes[0].texts)
+    assert "0.998 s → 1 s" in text and "0.00166 s more with the cache (no saving)" in text
+    assert "saved" not in text and "×" not in text
+    assert plots.saving_text(1.0, 0.99) == "saved 0.01 s" and plots.saving_text(2400.0, 1200.0) == "saved 1200 s, 2.0× less"
+
+
 def test_hit_rate_counts_joins_as_hits():
     ev = events_frame(["compiled", "memory-hit", "joined", "disk-hit", "compiled", "bypassed"])
     r = plots.hit_rate(ev, window=2)

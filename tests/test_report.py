@@ -194,6 +194,28 @@ def test_report_names_the_device_and_gives_medians_their_intervals(cli_report):
     assert "ideal_s=" in cell.source  # the compile-time panel draws the ideal floor
 
 
+def first_evidence(html: str) -> int:
+    """Where the first table or figure of a report starts."""
+    return min(i for i in (html.find("<table"), html.find("<img")) if i >= 0)
+
+
+def test_report_opens_with_a_headline_of_noise_and_cache_saving(cli_report):
+    """The first screen answers before the evidence: the noise and whether it lets the rows be told
+    apart, and what the cache saved (the sentences' numbers: tests/test_headline.py)."""
+    html = cli_report.read_text()
+    at = html.index('class="hx-headline"')
+    assert html.index("hx-banner") < at < first_evidence(html)
+    box = html[at:html.index("</div>", at)]
+    assert "Noise: the median run-to-run spread of single launches is" in box and "% (IQR/median" in box
+    assert "cannot be resolved at these settings" in box
+    assert "Compile cache: replaying the built-in split-K list" in box and "with the cache off" in box
+    # the 'ideal' row is explained from the replay's figures, never called the floor no cache can beat
+    assert "floor no cache can beat" not in html
+    assert "is one cold compile per unique request, no cache, measured in a pass of its own" in html
+    shown = re.sub(r'src="data:[^"]*"', "", html[at:html.index(">Provenance<")])  # the text, not the images
+    assert not re.search(r"\d\.?\d*e[+-]\d", shown), re.findall(r".{40}\d\.?\d*e[+-]\d.{10}", shown)
+
+
 def test_every_table_the_notebooks_style_escapes_cells_labels_and_axis_names():
     """pandas' Styler writes strings into the page as they are (DataFrame.to_html escapes, a
     Styler does not): each Styler the notebooks show must escape what came from a run file."""

@@ -48,8 +48,23 @@ def test_review_report_holds_verdicts_banner_and_both_provenances(review_html) -
     assert "baseline: rv1" in html and "candidate: rv4" in html
     assert "code under review: rv1 sha256" in html and "code under review: rv4 sha256" in html
     assert "slower" in html and "64 KiB r=1 none" in html
-    assert "change [95%]" in html and "ideal floor" in html
+    assert "change [95%]" in html
+    # the replay asked for by the parameters file, named for what it is: a tuning list, not rv1/rv4
+    assert "These figures are about the compile cache on the built-in split-K list with host/host" in html
+    assert "cache off (s)" in html
     assert html.count("data:image/png;base64") >= 3  # forest, noise, compile time | cache hits
+
+
+def test_review_report_opens_with_the_verdict_and_its_noise(review_html) -> None:
+    """Headline first (after the device banner): the verdict with its changes and the smallest change
+    the noise lets the rule call; the compile section says it is about a tuning list, not rv1/rv4."""
+    html = review_html
+    at = html.index('class="hx-headline"')
+    assert html.index("hx-banner") < at < min(html.index("<table"), html.index("<img"))
+    box = html[at:html.index("</div>", at)]
+    assert "Verdict (rv4 against rv1, rule ±2%): slower in 2 of 2 configuration(s)." in box
+    assert "cannot be resolved at these settings" in box and "Compile cache: replaying" in box
+    assert "not about the code under review (rv1, rv4)" in html
 
 
 def test_review_report_cli_errors(tmp_path, capsys) -> None:
@@ -105,17 +120,24 @@ def interleaved_run(tmp_path_factory):
     return run
 
 
-@pytest.mark.parametrize("spelling", ["none", "null", "~"])
+@pytest.mark.parametrize("spelling", ["none", "null", "~", None])
 def test_tuning_data_none_in_a_parameters_file_means_no_replay(interleaved_run, tmp_path, capsys, spelling) -> None:
     """``tuning_data: none`` (YAML's null and ~ too) is "no tuning data", not a file named none
-    beside the parameters file: the review is written without its compile-cache part."""
+    beside the parameters file: the review is written without its compile-cache part, and says why
+    in one sentence. None: no parameters file, the default (a replay of a GEMM list is no evidence
+    about the code under review); that run also shows the progress line names the review notebook."""
     params = tmp_path / "p.yaml"
     params.write_text(f"tuning_data: {spelling}\n")
     out = tmp_path / "r.html"
-    assert main(["report", "--run", str(interleaved_run), "--baseline", "copy", "--candidate", "triad",
-                 "--params", str(params), "--out", str(out), "--quiet"]) == 0, capsys.readouterr().err
+    argv = ["report", "--run", str(interleaved_run), "--baseline", "copy", "--candidate", "triad", "--out", str(out)]
+    assert main(argv + (["--params", str(params), "--quiet"] if spelling else [])) == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    if spelling is None:  # `report --run` announced "running the dashboard notebook" while it ran the review
+        assert f"running the A/B review notebook (verdicts of a candidate against a baseline): kernels copy and " \
+               f"triad of {interleaved_run}" in err and "dashboard" not in err
     html = out.read_text()
-    assert "no tuning replay" in html and "cache off (s)" not in html
+    assert "No compile-time section: the runs record no compile events of the code under review (copy, triad)" in html
+    assert "cache off (s)" not in html and "Compile cache: replaying" not in html
     assert html.count('src="data:image/png;base64') == 2  # forest and noise; no compile-time | cache-hits figure
 
 

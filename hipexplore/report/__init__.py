@@ -5,8 +5,9 @@ Why a package: these were five jobs in one 790-line module. ``notebooks`` finds,
 executes and exports notebooks; ``recorded`` loads parquet files by the schema tag their writers
 stored (with a marked fallback for the untagged legacy files under ``data/``) and builds the
 provenance table; ``replay`` and ``dashboard`` turn live runs or recorded frames into the tables
-and configurations the notebooks show. Every public name stays importable from
-``hipexplore.report``.
+and configurations the notebooks show; ``headline`` writes the sentences each report opens with
+(noise and what it resolves, the cache's saving, the verdict). Every public name stays importable
+from ``hipexplore.report``.
 """
 from __future__ import annotations
 

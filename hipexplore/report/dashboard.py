@@ -174,7 +174,7 @@ def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
     """The reviewer's columns of one configuration's summary rows, sorted by flush and rotating;
     ``iqr_rel``, ``cv`` and ``bias`` in percent (``iqr_rel_%``...), as the plots show them."""
     from ..plots import one_configuration, time_unit
-    from ..units import percent_columns
+    from ..units import format_bounds, percent_columns
 
     rows = one_configuration(summary, kernel, size_bytes, "summary frame")
     if "counter_warning" in rows.columns:  # a broken cold promise is flagged beside the other warnings
@@ -188,7 +188,8 @@ def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
     if {"ci_low_s", "ci_high_s"} <= set(rows.columns):  # a median carries its interval
         ordered = rows.sort_values(["flush", "rotating"]).reset_index(drop=True)
         table.insert(list(table.columns).index("median_s") + 1, f"95% CI ({unit.replace('µ', 'u')})",
-                     [f"[{lo * scale:.4g}, {hi * scale:.4g}]" for lo, hi in zip(ordered["ci_low_s"], ordered["ci_high_s"])])
+                     [format_bounds(m * scale, lo * scale, hi * scale, digits=4)  # fixed notation: no 1.04e+04
+                      for m, lo, hi in zip(ordered["median_s"], ordered["ci_low_s"], ordered["ci_high_s"])])
     if "floor_s" in rows.columns and np.isfinite(rows["floor_s"].to_numpy(float)).any():  # the launch floor (bench.floor)
         ordered = rows.sort_values(["flush", "rotating"]).reset_index(drop=True)
         at = list(table.columns).index(f"95% CI ({unit.replace('µ', 'u')})") + 1 if f"95% CI ({unit.replace('µ', 'u')})" in table.columns else 1

@@ -6,7 +6,8 @@ source; ``notebook_path`` makes an ``.ipynb`` from one in a temporary folder, ne
 Reports carry static figures (widget state does not survive an HTML export) and a provenance
 table; every image is an inline ``data:`` URI and no script is left in the page, so the file reads
 the same offline and in ten years. Every string in it that came from a run, a list or a source file
-is HTML-escaped where it is written (``recorded.escaped_style``, ``review.Banner``/``Headline``),
+is HTML-escaped where it is written (``recorded.escaped_style``, ``review.Banner``/``Headline``,
+``headline.HeadlineBox``/``Paragraph``),
 and a Content-Security-Policy (``CSP``) forbids scripts in case one slips through.
 """
 from __future__ import annotations
@@ -372,6 +373,26 @@ def _check_writable(path: Path) -> None:
     os.unlink(tmp)
 
 
+#: what each report notebook is, for the line ``build_report`` prints before running it
+_WHAT = {"dashboard": "the dashboard notebook (noise | compile time saved | cache hits)",
+         "review": "the A/B review notebook (verdicts of a candidate against a baseline)"}
+
+
+def announcement(notebook: str, values: Mapping[str, Any], out: Path) -> str:
+    """The progress line before a report runs: the notebook that will run (``report --run`` was
+    announced as the dashboard while the review ran), where its data come from, where it writes."""
+    what = _WHAT.get(notebook, f"notebook {notebook}")
+    if notebook == "review":
+        base, cand = values.get("baseline", "live"), values.get("candidate", "none")
+        source = (f"two runs: {base} against {cand}" if cand not in (None, "", "none") else
+                  f"kernels {values.get('base_kernel')} and {values.get('new_kernel')} of "
+                  + ("a live interleaved sweep" if base == "live" else str(base)))
+    else:
+        data = values.get("data", "live")
+        source = f"device {values.get('device', 'auto')!r}; about 20 s on the host" if data == "live" else f"recorded data {data}"
+    return f"hipexplore report: running {what}: {source}; then writing {out}"
+
+
 @dataclass
 class ReportResult:
     html: Path
@@ -414,8 +435,7 @@ def build_report(
         raise ConfigError(f"report output must be an .html file; got {str(out_path)!r}")
     _check_writable(out_path)  # before the notebook runs, not after
     if progress:
-        print(f"hipexplore report: running the dashboard notebook (device {values.get('device', 'auto')!r}; about 20 s "
-              f"on the host), then writing {out_path}", file=sys.stderr)
+        print(announcement(notebook, values, out_path), file=sys.stderr)
     # the executed notebook: where asked, else a temporary file that is removed after a success
     # and kept (named in the error) after a failure
     scratch = None if notebook_out else Path(tempfile.mkdtemp(prefix="hipexplore-report-"))

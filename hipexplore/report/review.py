@@ -4,8 +4,10 @@ Why its own module: the dashboard shows the evidence of one configuration; a rev
 change. This module turns ``hipexplore.compare`` rows into what notebooks/review.py shows: a
 banner naming the device (and saying "host CPU — not a GPU measurement" where so), the verdict
 table (medians with their intervals, changes in percent, sizes human-readable), a forest plot of
-the ratios with their intervals and the ±threshold band, the noise of both sides, the compile-cache
-verdicts with the ideal floor, and both sides' provenance, the code under review included.
+the ratios with their intervals and the ±threshold band, the noise of both sides, the compile
+section (absent with one sentence why, or a tuning list's cache verdicts named as such:
+``compile_section``), and both sides' provenance, the code under review included. The headline
+sentences above them are ``headline``'s.
 """
 from __future__ import annotations
 
@@ -148,8 +150,13 @@ def _size(n: Any) -> str:
     return format_bytes(float(n))
 
 
-def _time(s: float, unit: tuple[float, str]) -> str:
-    return f"{s * unit[0]:.3g}" if math.isfinite(s) else ""
+def _interval(r: Mapping[str, Any], side: str, unit: tuple[float, str]) -> str:
+    """``1040 [1035, 1046]``: a side's median and interval in the table's unit, fixed notation
+    (``units.format_interval``; ``.3g`` wrote 1040 µs as ``1.04e+03``)."""
+    from ..units import format_interval
+
+    k = unit[0]
+    return format_interval(r[f"{side}_median_s"] * k, r[f"{side}_ci_low_s"] * k, r[f"{side}_ci_high_s"] * k)
 
 
 def config_label(row: Mapping[str, Any]) -> str:
@@ -161,8 +168,15 @@ def config_label(row: Mapping[str, Any]) -> str:
 
 def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration: medians with their 95% intervals (one time unit per table),
-    the change and its interval in percent, p, the smallest callable change and the verdict."""
+    the change and its interval in percent, p, the smallest callable change and the verdict.
+
+    An ``undecided`` row with a small p says why both stand (``headline.p_note``): the rule is the
+    interval against the threshold, the p-value only says that the medians differ."""
     from ..plots import time_unit
+    from ..units import format_p
+    from .headline import p_note
+
+    threshold = float(frame.attrs.get("threshold", DEFAULT_THRESHOLD))
 
     both = frame[frame["present"] == "both"]
     unit = time_unit(both["base_median_s"]) if len(both) else (1e6, "us")
@@ -171,13 +185,14 @@ def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
         out = {"configuration": config_label(r)}
         if r["present"] == "both":
             out.update({
-                f"base median [95%] ({unit[1]})": f"{_time(r['base_median_s'], unit)} [{_time(r['base_ci_low_s'], unit)}, {_time(r['base_ci_high_s'], unit)}]",
-                f"new median [95%] ({unit[1]})": f"{_time(r['new_median_s'], unit)} [{_time(r['new_ci_low_s'], unit)}, {_time(r['new_ci_high_s'], unit)}]",
-                "change [95%]": f"{r['change']:+.1%} [{r['ratio_ci_low'] - 1:+.1%}, {r['ratio_ci_high'] - 1:+.1%}]",
-                "p (Mann-Whitney)": f"{r['p_value']:.2g}",
+                f"base median [95%] ({unit[1]})": _interval(r, "base", unit),
+                f"new median [95%] ({unit[1]})": _interval(r, "new", unit),
+                "change [95%]": f"{r['change']:+.1%} " + (f"[{r['ratio_ci_low'] - 1:+.1%}, {r['ratio_ci_high'] - 1:+.1%}]"
+                                                           if math.isfinite(r["ratio_ci_low"]) else "(no interval: see note)"),
+                "p (Mann-Whitney)": format_p(r["p_value"]),
                 "min. detectable": f"{r['min_detectable']:.1%}",
                 "verdict": r["verdict"],
-                "note": r.get("note") or "",
+                "note": "; ".join(filter(None, [p_note(r, threshold), r.get("note") or ""])),
             })
         else:
             out.update({"verdict": "", "note": r["note"]})
@@ -308,6 +323,39 @@ def ideal_floor(replay: Any) -> float | None:
     return None
 
 
+def kernels_under_review(data: ReviewData) -> list[str]:
+    """The kernels the review compares (both sides), in order."""
+    names = list(data.base_kernels or []) + list(data.new_kernels or [])
+    if not names and "kernel" in data.verdicts.columns:
+        names = [str(k) for k in pd.unique(data.verdicts["kernel"].dropna())]
+    return list(dict.fromkeys(names))
+
+
+def compile_section(data: ReviewData, replay: Any = None) -> Any:
+    """The compile section's words: why it is absent (no replay), or what its figures are about.
+
+    Why not the tuning replay by default (issue #36): it replays a GEMM list unrelated to the code
+    under review, and its "saved -0.00165 s" read as a fact about that code. A sweep records each
+    kernel's code hash (``code.<kernel>.sha256``), not its compile events, so there is nothing about
+    the code under review's compiles to show; a replay is shown only where ``tuning_data`` asks for
+    one, and then says which list it is."""
+    from .headline import Paragraph, cache_sentences
+
+    kernels = ", ".join(kernels_under_review(data)) or "the kernels compared"
+    if replay is None:
+        return Paragraph(f"No compile-time section: the runs record no compile events of the code under review "
+                         f"({kernels}): a sweep stores each kernel's code hash, not its compiles, and a tuning-list "
+                         f"replay would time other code (set tuning_data to a recorded replay folder, or 'live', "
+                         f"to see the compile cache on a tuning list).")
+    listed = getattr(replay, "list_name", "") or "a tuning list"
+    listed = "the built-in split-K list" if listed == "built-in" else listed
+    ev = replay.events
+    comp = f" with {ev['compiler'].iloc[0]}/{ev['target'].iloc[0]}" if {"compiler", "target"} <= set(ev.columns) and len(ev) else ""
+    return Paragraph([f"These figures are about the compile cache on {listed}{comp} (tuning_data = {replay.source!r}), "
+                      f"not about the code under review ({kernels}), whose compiles the runs do not record.",
+                      *cache_sentences(replay, data.threshold)])
+
+
 def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
     """``compare_scenarios`` of the replay (every scenario against the cache off), as a table."""
     from ..verdicts import compare_scenarios
@@ -315,12 +363,14 @@ def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.Data
     frame = replay.frame
     if "off" not in set(frame["scenario"]):
         raise ConfigError("the replay has no 'off' scenario (cache disabled): nothing to compare against")
+    from ..units import format_interval, format_number
+
     rows = compare_scenarios(frame[frame["scenario"] != "ideal"], "off", threshold=threshold)
     out = pd.DataFrame({
         "scenario": rows["scenario"],
-        "cache off (s)": rows["base_s"].map(lambda v: f"{v:.3g}"),
-        "with it (s)": rows["new_s"].map(lambda v: f"{v:.3g}"),
-        "saved (s) [95%]": [f"{r.saved_s:.3g} [{r.saved_ci_low_s:.3g}, {r.saved_ci_high_s:.3g}]" for r in rows.itertuples()],
+        "cache off (s)": rows["base_s"].map(format_number),
+        "with it (s)": rows["new_s"].map(format_number),
+        "saved (s) [95%]": [format_interval(r.saved_s, r.saved_ci_low_s, r.saved_ci_high_s) for r in rows.itertuples()],
         "time change [95%]": [f"{r.ratio - 1:+.1%} [{r.ratio_ci_low - 1:+.1%}, {r.ratio_ci_high - 1:+.1%}]" for r in rows.itertuples()],
         "verdict": rows["verdict"].map(lambda v: {"faster": "faster (saves time)"}.get(v, v)),
         "interval over": rows["interval_over"],
@@ -328,6 +378,6 @@ def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.Data
     return out.set_index("scenario")
 
 
-__all__ = ["Banner", "Headline", "REVIEW_PROVENANCE", "ReviewData", "cache_verdicts", "config_label", "device_banner", "ideal_floor", "plot_cache_review",
+__all__ = ["Banner", "Headline", "REVIEW_PROVENANCE", "ReviewData", "cache_verdicts", "compile_section", "config_label", "device_banner", "ideal_floor", "kernels_under_review", "plot_cache_review",
            "plot_forest", "plot_noise_both", "provenance_pair", "review_data", "rule_text", "verdict_counts",
            "verdict_table", "wrapped"]

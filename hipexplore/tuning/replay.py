@@ -7,7 +7,8 @@ over recorded events, and the ideal (each unique kernel compiled exactly once, f
 through the compiler) is measured beside it rather than assumed.
 
 Scenarios (the ``scenario`` column):
-  ``ideal``      each unique kernel compiled once, no cache, same compiler and jobs (the floor);
+  ``ideal``      each unique kernel compiled once, no cache, same compiler and jobs (one measured
+                 pass, not a bound: tuning/floor.py has the floor);
   ``off``        cache with zero limits and no disk tier: every list entry compiles;
   ``memory``     memory tier only (in-flight sharing gives ``joined`` events when jobs > 1);
   ``disk-cold``  memory + disk tier on an empty directory;
