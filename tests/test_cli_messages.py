@@ -178,3 +178,28 @@ def test_the_bench_table_reads_at_120_columns_with_one_stop_word_and_each_note_o
     assert "stopped by its timeout" not in out  # the same timeout said twice, once
     used = {int(n) for row in rows for n in row[lines[0].index("notes"):].split(",") if n.strip()}
     assert used == set(range(1, len(numbered) + 1))  # every note is referenced, every reference has its note
+
+
+def test_the_widest_table_still_fits_120_columns_by_leaving_columns_out_and_saying_so() -> None:
+    """Every optional column at once (a timer other than events, the launch floor, counted states) and
+    a kernel named as C++ templates get named: columns are left out in a stated order and said so,
+    the name is cut; --json keeps everything."""
+    import hipexplore as hx
+    from hipexplore.cli.bench_table import DROPPABLE, KERNEL_CHARS, table
+
+    res = hx.sweep("triad", ["16KiB", "1MiB"], [1, 2], ["none", "l2-write"], device="host", iterations=8, units=1,
+                   reference=True, reference_samples=4, warmup_s=0.0, progress=False)
+    wide = res.summary.assign(kernel="transpose_tiled_shared_memory_kernel<float, 32, 8>", timer="in-kernel",
+                              floor_s=res.summary["median_s"] * 0.4, cache_state="partial", cold_fraction=0.4321,
+                              median_s=res.summary["median_s"] * 1234.5, ci_low_s=res.summary["ci_low_s"] * 1234.5,
+                              ci_high_s=res.summary["ci_high_s"] * 1234.5)
+    text = table(wide)
+    lines = text.splitlines()
+    assert all(len(line) <= 120 for line in lines), max(lines, key=len)
+    said = next(line for line in lines if line.startswith("(left out to fit 120 columns:"))
+    gone = said.split(": ", 1)[1].split(";")[0].split(", ")
+    assert gone == list(DROPPABLE[:len(gone)]) and "every column: --json" in said
+    head = lines[0].split()
+    assert not set(gone) & set(head) and {"timer", "floor_us", "state", "stop"} - set(gone) <= set(head) | {"floor_us"}
+    assert lines[1].startswith("transpose_tiled_shared_memory_kernel"[:KERNEL_CHARS - 1] + "…") and "partial 0.43" in lines[1]
+    assert table(res.summary).count("left out") == 0  # a table that fits keeps every column

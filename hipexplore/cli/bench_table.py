@@ -113,12 +113,41 @@ def table(summary: Any) -> str:
                   *([_state(r.cache_state, r.cold_fraction)] if state else []), stop_word(reason),
                   ",".join(map(str, refs))]
         rows.append(cells)
+    heads, rows, dropped = fit(heads, rows)
     widths = [max([len(h), *(len(c[i]) for c in rows)]) for i, h in enumerate(heads)]
 
     def line(cells: list[str]) -> str:
         return " ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cells, widths, heads)).rstrip()
 
-    return "\n".join([line(heads), *(line(c) for c in rows), *footnotes(notes)])
+    said = [f"(left out to fit {WIDTH} columns: {', '.join(dropped)}; every column: --json)"] if dropped else []
+    return "\n".join([line(heads), *(line(c) for c in rows), *said, *footnotes(notes)])
+
+
+#: columns left out, in this order, while a table is wider than ``WIDTH`` (the answer's columns stay)
+DROPPABLE = ("GB/s", "floor_us", "iqr_rel", "bias")
+#: a longer kernel name is cut to this many characters (its full name: --json)
+KERNEL_CHARS = 28
+
+
+def fit(heads: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]], list[str]]:
+    """The table's columns at ``WIDTH``: long kernel names cut (``…``), then the ``DROPPABLE``
+    columns left out one by one while the widest line is still wider; which were left out."""
+    k = heads.index("kernel")
+    rows = [[c[:KERNEL_CHARS - 1] + "…" if i == k and len(c) > KERNEL_CHARS else c for i, c in enumerate(r)] for r in rows]
+    dropped: list[str] = []
+
+    def width() -> int:
+        return sum(max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(heads)) + len(heads) - 1
+
+    for name in DROPPABLE:
+        if width() <= WIDTH:
+            break
+        if name in heads:
+            i = heads.index(name)
+            heads = heads[:i] + heads[i + 1:]
+            rows = [r[:i] + r[i + 1:] for r in rows]
+            dropped.append(name)
+    return heads, rows, dropped
 
 
 def _decimals(value: float, most: int) -> int:
@@ -143,4 +172,4 @@ def footnotes(notes: dict[str, int]) -> list[str]:
     return out
 
 
-__all__ = ["MIXED", "WIDTH", "footnotes", "general_note", "row_notes", "stop_word", "table"]
+__all__ = ["DROPPABLE", "KERNEL_CHARS", "MIXED", "WIDTH", "fit", "footnotes", "general_note", "row_notes", "stop_word", "table"]
