@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .bench.counters.record import COLD_AT, WARM_AT
+from .bench.flush import NONE
 from .errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,7 +96,7 @@ def rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
         if col not in summary.columns:
             raise ConfigError(f"the summary has no {col!r} column (a sweep's summary frame is expected)")
     k, size = _pick(summary, kernel, size_bytes)
-    rows = summary[(summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == "none")]
+    rows = summary[(summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == NONE.name)]
     if "timer" in rows.columns:
         rows = rows[rows["timer"].fillna("events") == "events"]
     if rows.empty:
@@ -143,7 +144,7 @@ def plot_rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_by
 
     k, size = _pick(summary, kernel, size_bytes)
     fig, ax = _axes(ax, (7.2, 4.4))
-    if not ((summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == "none")).any():
+    if not ((summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == NONE.name)).any():
         ax.text(0.5, 0.5, f"{k} at {format_bytes(size)}: no flush 'none' rows, so no rotating count to compare\n"
                           f"(sweep the rotating counts with flush none)", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()

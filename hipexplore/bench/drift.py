@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..schema import Configuration
+from ..schema import COLD_REFERENCE, Configuration
 from .stats import Measurement, student_t_quantile
 
 #: SD of run medians above this multiple of the implied sigma: drift between runs is reported.
@@ -70,7 +70,7 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
     if statistic not in ("median", "mean"):
         raise ConfigError(f"statistic must be 'median' or 'mean', got {statistic!r}")
     centre = np.nanmedian if statistic == "median" else np.nanmean
-    x = samples[samples["flush"] != "cold-reference"]
+    x = samples[samples["flush"] != COLD_REFERENCE]
     if "dropped" in x.columns:
         x = x[~x["dropped"].to_numpy(bool)]
     keys = [k for k in POSITION_KEYS if k in x.columns]
@@ -123,7 +123,7 @@ def run_to_run(summaries: pd.DataFrame | Iterable[pd.DataFrame], *, factor: floa
     if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor > 0):
         raise ConfigError(f"factor must be a positive number, got {factor!r}")
     keys = [k for k in CONFIG_KEYS if k in frame.columns]
-    frame = frame[frame["flush"] != "cold-reference"]
+    frame = frame[frame["flush"] != COLD_REFERENCE]
     rows = []
     for key, g in frame.groupby(keys, dropna=False):
         if g["run_id"].nunique() < 2:

@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..schema import Configuration
+from ..schema import COLD_REFERENCE, Configuration
 from . import passes as ps
 from . import rotating as rot
 from .spec import AUTO_UNITS, SweepSpec
@@ -126,7 +126,7 @@ def wide(samples: Any, spec: SweepSpec) -> set[Configuration]:
     if not len(samples):
         return out
     kept = samples[~samples["dropped"].to_numpy(bool)] if "dropped" in samples.columns else samples
-    kept = kept[kept["flush"] != "cold-reference"]
+    kept = kept[kept["flush"] != COLD_REFERENCE]
     for key, g in kept.groupby(list(Configuration.COLUMNS), sort=False):
         med = g.groupby("pass_index")["time_s"].median().to_numpy()
         med = med[med > 0]
