@@ -34,6 +34,7 @@ sizes = ["1MiB"]  # per array
 rotating = [1, 2, 4, "auto"]  # rotating buffer sets; "auto" derives the count from the cache size
 flush = ["none", "l2-read"]
 iterations = 40
+counters = True  # count DRAM bytes per configuration after the timed units (the device's profiler; the host has none)
 compiler = "auto"  # compiler for the tuning replay: "auto" (the benchmarked device's: nvrtc, hiprtc or host), "host", "hiprtc", "nvrtc"
 target = "auto"  # its target: "auto" (the device's), "host", "gfx90a", "sm_90", ...
 problems = 2  # GEMM problems of the tuning list (count or names such as "qkv,mlp_up")
@@ -51,7 +52,8 @@ from IPython.display import display
 from hipexplore import plots, report
 from hipexplore.report import headline, review
 
-bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations)
+bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations,
+                              counters=counters)
 replay = report.replay_data(tuning_data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache,
                             device_properties=bench.device_properties)
 config = report.dashboard_configuration(bench, replay)
@@ -79,6 +81,19 @@ plots.dashboard_figure(bench.summary, replay.events, baseline=replay.baseline,
 
 # %%
 report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"]))
+
+# %% [markdown]
+# ## How many rotating buffers does this kernel need?
+# Median time and the counted cold fraction (DRAM bytes read per launch / bytes of the inputs)
+# against the rotating count, flush `none`: the fewest sets whose inputs come from memory, what
+# `auto` chose and a fixed 5 (the rocMLIR PR 2188 default). Without counters (the host) the time alone.
+
+# %%
+from hipexplore.rotating import need_text, plot_rotating_need
+
+why = bench.provenance.get("counters.status", "")
+print(need_text(bench.summary, kernel=config["kernel"], why_uncounted=why))
+plot_rotating_need(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"], why_uncounted=why)
 
 # %% [markdown]
 # Tuning replay, one row per scenario (`off`: every request compiles; `ideal`: one cold compile per

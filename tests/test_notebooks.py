@@ -28,7 +28,7 @@ SMALL = {
     "review": {"sizes": ["64KiB"], "iterations": 16, **SMALL_TUNING},
 }
 #: figures each notebook must show (a figure is an image/png output)
-FIGURES = {"compile_cache": 4, "rotating_buffers": 6, "dashboard": 1, "review": 2}  # review: + 1 with tuning_data
+FIGURES = {"compile_cache": 4, "rotating_buffers": 6, "dashboard": 2, "review": 2}  # review: + 1 with tuning_data
 
 
 def code_sources(nb) -> list[tuple[str, str]]:
