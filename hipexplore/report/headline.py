@@ -17,12 +17,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..schema import COLD_REFERENCE
+from ..schema import COLD_REFERENCE, Configuration
 from ..units import format_bytes, format_number, format_p
 from ..verdicts import DEFAULT_THRESHOLD
 
 #: configuration columns a row label is made of (those that vary among the rows described)
-_LABEL_COLUMNS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
+_LABEL_COLUMNS = Configuration.COLUMNS
 #: at most this many configurations are named in one sentence (the tables list them all)
 NAMED = 3
 
@@ -267,7 +267,7 @@ def verdict_sentences(verdicts: pd.DataFrame, base_label: str, new_label: str) -
     both = verdicts[verdicts["present"] == "both"].reset_index(drop=True) if "present" in verdicts.columns else verdicts
     if both.empty:
         return [f"Verdict: {new_label} and {base_label} share no configuration; nothing is compared."]
-    cols = _varying(both) if len(both) > 1 else [c for c in ("size_bytes", "rotating_requested", "flush") if c in both.columns]
+    cols = _varying(both) if len(both) > 1 else [c for c in Configuration.UNTIMED_COLUMNS[1:] if c in both.columns]
     counts = both["verdict"].value_counts()
     tally = ", ".join(f"{v} in {int(counts[v])}" for v in ("faster", "slower", "same", "undecided") if counts.get(v, 0))
     out = [f"Verdict ({new_label} against {base_label}, rule ±{_thr(thr)}): {tally} of {len(both)} configuration(s)."]
