@@ -52,7 +52,8 @@ class RotatingNeed:
         what = f"{self.kernel} at {format_bytes(self.size_bytes)} per array"
         out = []
         if not self.counted:
-            out.append(f"{what}: no counters{f' ({self.why_uncounted})' if self.why_uncounted else ''}; "
+            why = self.why_uncounted.removeprefix("no counters:").strip()
+            out.append(f"{what}: no counters{f' ({why})' if why else ''}; "
                        f"the cache state is inferred from the time alone.")
         elif self.knee is None:
             most = self.rows.iloc[-1]
@@ -179,7 +180,8 @@ def plot_rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_by
         handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8)
     else:
-        ax.text(0.02, 0.02, "no counters: " + (why_uncounted or "this sweep did not count"), transform=ax.transAxes,
+        why = why_uncounted.removeprefix("no counters:").strip() or "this sweep did not count"
+        ax.text(0.02, 0.02, f"no counters: {why}", transform=ax.transAxes,
                 fontsize=8, color="0.3", va="bottom")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8)
     ax.set_title(f"How many rotating buffers? {need.kernel}, {format_bytes(need.size_bytes)} per array")

@@ -329,6 +329,13 @@ def test_notebook_run_from_a_clone_leaves_the_clone_clean(tmp_path):
     env.update(hermetic_paths(tmp_path / "fresh"), PYTHONPATH=str(clone))
     for d in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
         Path(env[d]).mkdir(parents=True, exist_ok=True)
+    # every cell in the page: JupyterLab 4 renders only the cells near the view ("windowing"), and the
+    # check that every cell ran reads the prompts in the page (a long notebook's far cells had none)
+    settings = tmp_path / "lab-settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
     port, token = free_port(), secrets.token_hex(16)
     log = open(tmp_path / "lab.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "hipexplore", "lab", "--", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
@@ -363,7 +370,13 @@ def test_notebook_run_from_a_clone_leaves_the_clone_clean(tmp_path):
                     page.click("li.lm-MenuBar-item:has-text('Run')")
                     page.click("li.lm-Menu-item[data-command='runmenu:run-all']")
                     page.wait_for_function("() => document.body.innerText.includes('Busy')", timeout=60_000)
-                    page.wait_for_function(_ALL_RUN, timeout=300_000)
+                    try:
+                        page.wait_for_function(_ALL_RUN, timeout=300_000)
+                    except Exception:  # what the page shows, for the failure's message
+                        prompts = page.evaluate("() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell "
+                                                ".jp-InputPrompt')].map(e => e.innerText)")
+                        page.screenshot(path=str(RESULTS / "browser-clone-dashboard.png"))
+                        raise AssertionError(f"not every cell ran: prompts {prompts}") from None
                     page.click("li.lm-MenuBar-item:has-text('File')")
                     page.click("li.lm-Menu-item[data-command='docmanager:save']")
                     deadline = time.monotonic() + 60

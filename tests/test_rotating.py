@@ -55,7 +55,7 @@ def test_a_host_sweep_has_no_counters_and_the_figure_says_why(tmp_path):
     assert why.startswith("no counters")
     need = rotating_need(res.summary, why_uncounted=why)
     assert not need.counted and need.knee is None and need.fixed["sets"] == 5 and need.plateau in (1, 2, 5)
-    assert need.sentences()[0].startswith("triad at 64 KiB per array: no counters (no counters")
+    assert need.sentences()[0].startswith("triad at 64 KiB per array: no counters (host: no hardware counters")
     fig = plot_rotating_need(res.summary, why_uncounted=why)
     assert len(fig.axes) == 1 and any("no counters" in t.get_text() for t in fig.axes[0].texts)
 
