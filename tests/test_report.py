@@ -103,7 +103,7 @@ def test_report_with_code_cells_and_recorded_data(tmp_path):
     assert "hl-ipython3" in html and "benchmark_data" in html  # code shown
     assert report.external_references(html) == []
     assert res.notebook is None and sorted(p.name for p in tmp_path.iterdir()) == ["bench", "r.html", "tuning"]
-    assert html.count('src="data:image/png;base64,') == 1  # the composite figure
+    assert html.count('src="data:image/png;base64,') == 2  # the composite figure and the rotating buffers' one
     assert "recorded data" in html and str(bench) in html  # recorded provenance column
     assert "l2-write" in html
 
