@@ -17,6 +17,15 @@ RELATIVE_COLUMNS = ("iqr_rel", "cv", "bias")
 _BINARY = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
 
+def _finite(value: Any) -> float | None:
+    """``value`` as a finite float, or None (not a number, NaN, infinite): every formatter's first step."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
 def format_bytes(n: Any) -> str:
     """``268435456`` -> ``'256 MiB'``; ``1536`` -> ``'1.5 KiB'``; ``512`` -> ``'512 B'``."""
     try:
@@ -36,11 +45,8 @@ def format_bytes(n: Any) -> str:
 
 def format_percent(fraction: Any, digits: int = 1, signed: bool = False) -> str:
     """``0.0123`` -> ``'1.2%'`` (``'+1.2%'`` when ``signed``); NaN/None -> ``''``."""
-    try:
-        v = float(fraction)
-    except (TypeError, ValueError):
-        return ""
-    if not math.isfinite(v):
+    v = _finite(fraction)
+    if v is None:
         return ""
     return f"{100 * v:{'+' if signed else ''}.{digits}f}%"
 
@@ -62,11 +68,8 @@ def format_number(value: Any, digits: int = 3, trim: bool = False) -> str:
     Why not ``.3g``: it writes 1040 µs as ``1.04e+03``, which a reviewer has to decode, and
     loses the digits that tell an interval's ends apart. ``trim`` drops trailing zeros (``2`` for
     ``2.00``), as ``g`` would, for a figure's annotation."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return ""
-    if not math.isfinite(v):
+    v = _finite(value)
+    if v is None:
         return ""
     text = f"{v:.{_decimals(v, digits)}f}"
     return text.rstrip("0").rstrip(".") if trim and "." in text else text
@@ -115,10 +118,7 @@ def format_p(p: Any) -> str:
     Why a floor: thousands of chunk-correlated samples give p-values such as 2.5e-52 (the
     samples are not independent, so the test's p is too small); beyond "below 0.001" the digits
     carry no information."""
-    try:
-        v = float(p)
-    except (TypeError, ValueError):
-        return ""
-    if not math.isfinite(v):
+    v = _finite(p)
+    if v is None:
         return ""
     return "< 0.001" if v < 0.001 else f"{v:.2g}"

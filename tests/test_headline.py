@@ -16,13 +16,12 @@ import pytest
 
 from hipexplore import report
 from hipexplore.bench import sweep
-from hipexplore.kernels import catalog, user_kernel
 from hipexplore.report import headline as hl
 from hipexplore.report.review import verdict_table
 from hipexplore.units import format_bounds, format_interval, format_number, format_p
 from hipexplore.verdicts import compare
 
-from test_verdicts import ARGS, WORK_C
+from test_verdicts import registered_work
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,14 +32,9 @@ def pct(fraction: float, signed: bool = False) -> str:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    src = tmp_path_factory.mktemp("hl") / "work.c"
-    src.write_text(WORK_C)
     names = {"hw1": 1, "hw4": 4, "hw5": 5}
-    for name, reps in names.items():
-        user_kernel(src, "hx_work", ARGS.format(reps=reps), name=name)
-    yield names
-    for name in names:
-        catalog.unregister(name)
+    for _src in registered_work(tmp_path_factory.mktemp("hl"), names):
+        yield names
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -105,16 +104,23 @@ def test_the_decision_rule() -> None:
 
 # -- real host kernels, interleaved ----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def work_kernels(tmp_path_factory):
-    src = tmp_path_factory.mktemp("src") / "work.c"
+def registered_work(folder, names: dict[str, int]):
+    """``hx_work`` (WORK_C) registered under each name with its ``reps`` (the work factor), compiled
+    from ``folder``/work.c; the names are unregistered when the generator is closed (a fixture's)."""
+    src = folder / "work.c"
     src.write_text(WORK_C)
-    names = {"w1": 1, "w1b": 1, "w4": 4}
     for name, reps in names.items():
         user_kernel(src, "hx_work", ARGS.format(reps=reps), name=name)
-    yield src
-    for name in names:
-        catalog.unregister(name)
+    try:
+        yield src
+    finally:
+        for name in names:
+            catalog.unregister(name)
+
+
+@pytest.fixture(scope="module")
+def work_kernels(tmp_path_factory):
+    yield from registered_work(tmp_path_factory.mktemp("src"), {"w1": 1, "w1b": 1, "w4": 4})
 
 
 @pytest.fixture(scope="module")
