@@ -89,7 +89,7 @@ report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"
 # `auto` chose and a fixed 5 (the rocMLIR PR 2188 default). Without counters (the host) the time alone.
 
 # %%
-from hipexplore.rotating import need_text, plot_rotating_need
+from hipexplore.rotating_need import need_text, plot_rotating_need
 
 why = bench.provenance.get("counters.status", "")
 print(need_text(bench.summary, kernel=config["kernel"], why_uncounted=why))

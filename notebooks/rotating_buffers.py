@@ -56,7 +56,7 @@ report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"
 # (a flush or `auto`) that counted otherwise is flagged in the table's warning column.
 
 # %%
-from hipexplore.rotating import need_text, plot_rotating_need
+from hipexplore.rotating_need import need_text, plot_rotating_need
 
 why = bench.provenance.get("counters.status", "")
 print(need_text(bench.summary, kernel=config["kernel"], why_uncounted=why))

@@ -1,4 +1,4 @@
-"""hipexplore.rotating: how many rotating buffers a kernel needs, from the H200's recorded counter
+"""hipexplore.rotating_need: how many rotating buffers a kernel needs, from the H200's recorded counter
 pass beside its timing (data/counters/h200/summary.json) and from a real host sweep (no counters)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 
 import hipexplore as hx  # noqa: E402
 from hipexplore.errors import ConfigError  # noqa: E402
-from hipexplore.rotating import plot_rotating_need, rotating_need  # noqa: E402
+from hipexplore.rotating_need import plot_rotating_need, rotating_need  # noqa: E402
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "counters" / "h200" / "summary.json"
 
