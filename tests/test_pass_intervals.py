@@ -37,11 +37,21 @@ def test_with_passes_the_interval_is_at_least_the_t_interval_of_the_pass_medians
     m = _run(np.random.default_rng(1), 4, between=0.05, within=1e-4)
     lo, hi = m.bootstrap_ci(resamples=400)
     per = np.array([np.median(m.samples[m.groups == g]) for g in range(4)])
-    t_half = 3.1824463 * per.std(ddof=1) / 2
-    assert lo <= m.median - t_half + 1e-12 and hi >= m.median + t_half - 1e-12
+    t_half = 3.1824463 * np.log(per).std(ddof=1) / 2  # in log space: median x/÷ exp(t * SD(log) / sqrt(k))
+    assert lo <= m.median * np.exp(-t_half) + 1e-12 and hi >= m.median * np.exp(t_half) - 1e-12
     # and it is the t-interval that sets it here: the bootstrap of 4 values alone is narrower
     boot = np.quantile(m.bootstrap_medians(400), [0.025, 0.975])
     assert boot[1] - boot[0] < 0.8 * (hi - lo)
+
+
+def test_a_noisy_median_over_two_passes_never_gets_a_bound_at_or_below_zero() -> None:
+    # seen on the host: a cold reference of 2 units (pass medians 5 and 40 us) read [-21, 63] us with
+    # the linear t-interval (t = 12.7 at 1 degree of freedom); in log space it stays positive and
+    # still holds both pass medians
+    samples = np.r_[np.full(24, 5e-6), np.full(24, 40e-6)] * (1 + 0.01 * np.random.default_rng(4).standard_normal(48))
+    m = Measurement(samples, chunks=np.arange(48) // 4, groups=np.repeat([0, 1], 24))
+    lo, hi = m.bootstrap_ci(resamples=400)
+    assert 0 < lo < 5e-6 and hi > 40e-6
 
 
 def test_one_pass_keeps_the_block_bootstrap_interval() -> None:

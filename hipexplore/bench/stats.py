@@ -24,8 +24,9 @@ A bootstrap over a handful of passes is too narrow, though: it resamples only k 
 shrinks by (k-1)/k) and reads normal quantiles where k pass medians call for Student's t with k-1
 degrees of freedom (3.18 for k = 4 at 95%, not 1.96). On the H200, 9 runs of 4 passes each spread
 their 4 MiB in-kernel medians 1.63x what the two-stage bootstrap implied. So with passes the
-interval is at least the t-interval over the pass medians (median +- t * SD(pass medians) / sqrt(k)),
-and a bias's interval at least the t-interval over the per-pass ratios (``ratio_ci``).
+interval is at least the t-interval over the pass medians, in log space (median x/÷
+exp(t * SD(log pass medians) / sqrt(k))): a time is positive and its noise multiplicative, and the
+linear form gave a host cold reference of 2 passes the interval [-21, 63] us), and a bias's interval at least the t-interval over the per-pass ratios (``ratio_ci``).
 
 A bimodality flag uses Sarle's bimodality coefficient, (skew^2 + 1) / (excess kurtosis +
 3 (n-1)^2 / ((n-2)(n-3))), above 5/9 (the value of a uniform distribution): two modes, so a median
@@ -236,8 +237,10 @@ class Measurement:
         if self.passes > 1:  # at least the t-interval over the pass medians (module docstring)
             assert self.groups is not None
             per = np.array([np.median(self.samples[self.groups == g]) for g in np.unique(self.groups)])
-            t_half = student_t_quantile(1 - alpha, per.size - 1) * float(np.std(per, ddof=1)) / math.sqrt(per.size)
-            low, high = min(float(low), self.median - t_half), max(float(high), self.median + t_half)
+            logs = np.log(per[per > 0])
+            if logs.size > 1 and self.median > 0:  # in log space: never a bound <= 0 (module docstring)
+                t_half = student_t_quantile(1 - alpha, logs.size - 1) * float(np.std(logs, ddof=1)) / math.sqrt(logs.size)
+                low, high = min(float(low), self.median * math.exp(-t_half)), max(float(high), self.median * math.exp(t_half))
         half = self.resolution / 2
         return float(low) - half, float(high) + half
 
