@@ -158,6 +158,8 @@ def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, d
                 channel.add(*payload)
             elif kind == "counted":  # a counting unit's manifest entry (bench.counters)
                 channel.counted(payload)
+            elif kind == "warn":  # a warning in the worker (worker_main._PipeChannel.warning): shown here
+                _rewarn(*payload)
             elif kind == "done":
                 _reap(proc)
                 return bool(payload)
@@ -174,6 +176,19 @@ def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, d
                 pass
             proc.wait()
         os.close(log_fd)
+
+
+#: warnings forwarded from workers, shown once per (text, category, line) in this process: every unit
+#: has a worker of its own, and a cache tier that is down would otherwise be reported once per unit
+_FORWARDED: dict = {}
+
+
+def _rewarn(category: type[Warning], message: str, filename: str, lineno: int) -> None:
+    import warnings
+
+    if not (isinstance(category, type) and issubclass(category, Warning)):
+        category = UserWarning
+    warnings.warn_explicit(message, category, filename, lineno, registry=_FORWARDED)
 
 
 def _reap(proc: subprocess.Popen, timeout: float = 30.0) -> None:

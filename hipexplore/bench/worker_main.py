@@ -8,6 +8,8 @@ calls of the unit's channel (``_PipeChannel``), and the parent records it.
 from __future__ import annotations
 
 import pickle
+import threading
+import warnings
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -20,9 +22,27 @@ class _PipeChannel:
 
     def __init__(self, rx: Connection, tx: Connection) -> None:
         self.rx, self.tx = rx, tx
+        self.lock = threading.Lock()  # a warning may come from another thread (a cache tier's) mid-message
 
     def send(self, kind: str, payload: Any) -> None:
-        self.tx.send_bytes(pickle.dumps((kind, payload)))
+        data = pickle.dumps((kind, payload))
+        with self.lock:
+            self.tx.send_bytes(data)
+
+    def warning(self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                file: Any = None, line: str | None = None) -> None:
+        """``warnings.showwarning`` in the worker: the warning goes to the parent, which shows it as
+        its own (``bench.worker``). Why: the worker's stderr is a log file read only when it dies, so
+        a warning there (a team cache tier that is down, a cache folder that cannot be used) reached
+        nobody; on a GPU every unit runs in a worker."""
+        try:
+            pickle.dumps(category)
+        except Exception:  # a category defined where the parent cannot import it
+            category = UserWarning
+        try:
+            self.send("warn", (category, str(message), str(filename), int(lineno)))
+        except OSError:  # the parent is gone: nobody to tell
+            pass
 
     def started(self, where: list[str]) -> None:
         self.send("start", list(where))
@@ -61,6 +81,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
     """The worker: build the device, register the kernels it was sent, measure, report."""
     rx, tx = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
     channel = _PipeChannel(rx, tx)
+    warnings.showwarning = channel.warning
     try:
         # imported before the job arrives: a worker started ahead of its unit (bench.worker.StartedWorker)
         # pays its start-up while the previous unit measures; the device is opened only below
