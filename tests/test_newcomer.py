@@ -128,6 +128,8 @@ def test_adaptive_bench_says_what_it_does_and_resume_names_what_it_kept(tmp_path
     first = run_cli(*args)
     assert first.returncode == 0, first.stderr
     assert "adaptive sampling (no --iterations)" in first.stderr and "0.3 s" in first.stderr
+    banner = next(ln for ln in first.stderr.splitlines() if "adaptive sampling" in ln)
+    assert len(banner) <= 240 and all(f"('{w}')" in banner for w in ("ci", "cv", "noise", "TIMEOUT", "CAP")), banner
     second = run_cli(*args[:5], "4KiB,8KiB", *args[6:])
     assert second.returncode == 0, second.stderr
     assert "kept 1 finished configuration(s), not measured again: triad 4 KiB rot=1 flush=none" in second.stderr

@@ -504,11 +504,10 @@ def _check_out(out: str, force: bool) -> None:
 
 
 def _banner(stop: Any) -> str:
-    """The start-up line of an adaptive sweep: every rule that can stop a configuration (the ``stop``
-    column of the table names the one that did)."""
-    return (f"hipexplore bench: adaptive sampling (no --iterations): once a configuration has >= {stop.min_samples} samples and "
-            f">= {stop.min_time_s:g} s measured (or {stop.min_wall_s:g} s of wall time), it stops at the first of: the 95% CI "
-            f"of its median within {stop.target_ci:.1%} of it (stop 'ci'), its relative stdev <= {stop.target_cv:.2%} ('cv'), "
-            f"its noise stable, i.e. the robust relative stdev varying < {stop.stable_noise:.0%} over its recent checks "
-            f"(nvbench's stdrel rule: 'noise', at whatever level the noise settled); else it gives up at {stop.timeout_s:g} s "
-            f"('TIMEOUT') or {stop.max_samples:,} samples ('CAP') (--iterations N for a fixed count)")
+    """The start-up line of an adaptive sweep: the rules that can stop a configuration, by the names
+    the table's ``stop`` column uses, in at most two lines (the whole rule, with the minimum time and
+    nvbench's stdrel definition of settled noise, is ``StopRule``'s docstring; it was one 560-character
+    line that a new user scrolled past)."""
+    return (f"hipexplore bench: adaptive sampling (no --iterations): a configuration stops at a 95% CI within "
+            f"±{stop.target_ci:.1%} ('ci'), a rel. stdev <= {stop.target_cv:.2%} ('cv') or settled noise ('noise') from "
+            f"{stop.min_samples} samples on; at most {stop.timeout_s:g} s ('TIMEOUT') or {stop.max_samples:,} samples ('CAP')")
