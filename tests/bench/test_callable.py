@@ -121,7 +121,7 @@ def test_worker_sweep_survives_a_faulting_kernel(need_host_cc, tmp_path):
     with pytest.raises(KernelFault) as err:
         hx.sweep(faulty, ["4KiB", "8KiB", "16KiB", "32KiB"], device="host", iterations=5, reference=False,
                  progress=False, worker=True, out=out, on_result=seen.append,
-                 verify=False)  # a fault while timing (the role check would find it first: test_output_check.py)
+                 verify=False)  # a fault while timing (the role check would find it first: tests/bench/test_roles.py)
     fault = err.value
     assert os.getpid() == parent
     assert str(fault).startswith("kernel test_w_faulty faulted in configuration size=16384 rotating=1 flush=none: "

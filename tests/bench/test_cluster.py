@@ -182,7 +182,7 @@ def test_cli_bench_cluster_local2_then_resume(tmp_path):
     cmd = [sys.executable, "-m", "hipexplore", "bench", "triad,copy", "--device", "host", "--size", "16KiB",
            "--rotating", "1,2", "--iterations", "40", "--reference-samples", "8", "--cluster", "local:2",
            "--out", str(out), "--json"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
     got = json.loads(first.stdout)

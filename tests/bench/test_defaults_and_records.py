@@ -501,7 +501,7 @@ def test_resuming_keeps_pass_ids_and_the_references_chunks(tmp_path, capsys):
 
 def test_sweeps_list_defaults_are_the_specs_and_it_runs_on_the_best_device_with_a_bar():
     """Why: ``sweep()`` with no arguments measures what ``SweepSpec()`` describes, on ``'auto'``
-    (a GPU when one is usable), resuming and with a progress bar (test_cache_contract checks the
+    (a GPU when one is usable), resuming and with a progress bar (tests/compile/test_cache_contract.py checks the
     other keyword defaults against the spec's)."""
     import inspect
 

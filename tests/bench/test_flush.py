@@ -14,7 +14,7 @@ from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError, UnsupportedOperation
 from hipexplore.schema import COLD_REFERENCE, Configuration
 
-PACKAGE = Path(__file__).resolve().parents[1] / "hipexplore"
+PACKAGE = Path(__file__).resolve().parents[2] / "hipexplore"
 
 
 def test_every_mode_is_an_object_found_by_its_name_and_an_unknown_name_is_one_line():

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import hipexplore as hx
 from hipexplore.bench.info import ClusterInfo, RunInfo, UnitsInfo
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _recorded() -> list[dict[str, str]]:

@@ -18,7 +18,7 @@ import hipexplore as hx
 from hipexplore.bench import interrupts
 from hipexplore.bench.io import output_paths, read_units
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_sigint_inside_the_hold_is_raised_right_after_it_not_inside():

@@ -25,7 +25,7 @@ from hipexplore.bench import passes as ps
 from hipexplore.bench.io import output_paths, read_results, read_units
 from hipexplore.schema import Configuration
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 UNITS, ITERATIONS, REFERENCE = 3, 12, 6
 PAIRS = 6 * UNITS
 

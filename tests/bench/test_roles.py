@@ -21,7 +21,7 @@ import hipexplore as hx
 from hipexplore.errors import BenchmarkError, ConfigError, KernelFault
 from hipexplore.kernels import catalog
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 STENCIL_C = """
 void stencil2d(float* out, const float* in, int nx, int ny) {

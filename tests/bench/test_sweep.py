@@ -17,7 +17,7 @@ from hipexplore.devices import get_device
 from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError, DeviceUnavailable, UnsupportedOperation
 
-ARCH = Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md"
+ARCH = Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md"
 KIB = 1 << 10
 
 

@@ -23,7 +23,7 @@ from hipexplore import report
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 RESULTS = ROOT / "test-results"
 SMALL = {"sizes": ["256KiB"], "rotating": [1, 2], "flush": ["none", "l2-read"], "iterations": 12, "problems": 1, "candidates": 3}
@@ -126,7 +126,7 @@ def launch(pw):
 
 def test_chromium_starts_with_the_suites_options_and_renders_a_page(tmp_path):
     """The browser every test here drives, on a page of its own: it starts (its profile, crash
-    reports and dconf go under the tests' temporary HOME: tests/test_hermetic.py runs this one
+    reports and dconf go under the tests' temporary HOME: tests/suite/test_hermetic_home.py runs this one
     against a fake HOME) and lays out 900 px without sideways scrolling."""
     from playwright.sync_api import sync_playwright
 

@@ -16,7 +16,7 @@ import pytest
 
 from hipexplore.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 HOST_SRC = "int answer(void) { return 17; }\n"
 HIP_SRC = """extern "C" __global__ void triad(float* a, const float* b, const float* c, float s, int n) {

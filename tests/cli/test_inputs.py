@@ -16,7 +16,7 @@ import pytest
 from hipexplore.cli import main
 from hipexplore.errors import CompileError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HOST_KERNEL = "void k(float* a, unsigned long n) { for (unsigned long i = 0; i < n; i++) a[i] = 1; }\n"
 
 

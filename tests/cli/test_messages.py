@@ -18,7 +18,7 @@ import pytest
 from conftest import require_compiler
 from hipexplore.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BENCH = ["bench", "triad", "--device", "host", "--no-progress"]
 
 

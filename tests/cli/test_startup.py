@@ -17,7 +17,7 @@ import pytest
 
 from hipexplore import cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("hipexplore")
 
 #: never for a --help: each is imported by the command that needs it, when it runs

@@ -23,7 +23,7 @@ from hipexplore.compile import ObjectCode
 from hipexplore.compile.disk import _HOST, DiskCache
 from hipexplore.compile.request import CacheKey
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def fake_key(i: int) -> CacheKey:

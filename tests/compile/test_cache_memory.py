@@ -20,7 +20,7 @@ from hipexplore.compile.cache import CacheResult, CompileCache, default_cache
 from hipexplore.compile.events import EVENT_COLUMNS
 from hipexplore.errors import CompileError, ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _host():

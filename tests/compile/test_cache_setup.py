@@ -15,7 +15,7 @@ import pytest
 
 from conftest import require_compiler
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 LOOKUP = r"""
 import json, sys, time

@@ -15,7 +15,7 @@ from hipexplore.compile.isolation import IsolatedCompiler
 from hipexplore.compile.request import CompileRequest, Source
 from hipexplore.errors import CompilerError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 C_SOURCE = "int hx_answer(void) { return 42; }\n"
 
 

@@ -461,7 +461,7 @@ def test_write_failing_mid_file_warns_once_and_leaves_no_partial_entry(tmp_path)
 
     root = tmp_path / "cache"
     out = subprocess.run([sys.executable, "-c", FULL_DISK_SCRIPT, str(root)], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[1])
+                         cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["outcomes"] == ["compiled", "compiled", "memory-hit"]

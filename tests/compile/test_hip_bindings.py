@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import missing, require_compiler
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 OVERLAY = REPO / ".hip-python-10"
 
 PROBE = r"""

@@ -34,7 +34,7 @@ NAME = {"host": "k.c", "nvrtc": "k.cu", "hiprtc": "k.hip"}
 @pytest.fixture(autouse=True)
 def settled(monkeypatch):
     """Trust signatures older than 50 ms (the real one-second window is exercised on a file system
-    with one-second timestamps in test_racy_window.py); each change below waits past it."""
+    with one-second timestamps in tests/compile/test_implicit_racy_window.py); each change below waits past it."""
     monkeypatch.setattr(implicit, "RACY_NS", 50_000_000)
 
 

@@ -21,7 +21,7 @@ from hipexplore.compile.entry import encode_entry
 from hipexplore.compile.remote import RemoteCache
 from hipexplore.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SECRET = "team-secret-for-tests"
 
 

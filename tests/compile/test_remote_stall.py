@@ -25,7 +25,7 @@ from hipexplore.compile.cache import CompileCache
 from hipexplore.compile.remote import RemoteCache
 from hipexplore.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SECRET = "team-secret-for-stall-tests"
 TIMEOUT = 1.0
 

@@ -16,7 +16,7 @@ from hipexplore.cli import main
 from hipexplore.compile.triton_source import codegen_env, kernel_module, triton_request
 from hipexplore.errors import ConfigError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 HELPERS = '''import triton
 import triton.language as tl

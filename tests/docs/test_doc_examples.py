@@ -31,7 +31,7 @@ import pytest
 
 from conftest import GPU, NOT_REQUIRED, missing, need, require_compiler
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RUN_LANGS = {"bash": "bash", "sh": "bash", "shell": "bash", "python": "python", "py": "python"}
 NEEDS = {"hiprtc", "nvrtc", "triton", "host", "gpu", "redis"}
 SETUP_LINES = (

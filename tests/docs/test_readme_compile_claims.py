@@ -25,7 +25,7 @@ from conftest import TRIAD_HIP, require_compiler, slow_c_source
 from hipexplore.compile import CompileRequest, Source
 from hipexplore.compile.cache import CompileCache
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -323,7 +323,7 @@ def test_nvrtc_library_comes_from_cuda_pathfinder_first(tmp_path):
 def test_hip_python_without_chiprtc_is_refused_with_a_clear_message(tmp_path):
     """A ``hip`` package without ``chiprtc`` placed first on sys.path (an empty package, nothing that
     pretends to compile) and no ``rocm.bindings``: neither layout is there (hip-python 10.x itself,
-    whose ``rocm.bindings`` is used, is tested in test_hip_bindings.py). The backend must say
+    whose ``rocm.bindings`` is used, is tested in tests/compile/test_hip_bindings.py). The backend must say
     unavailable, naming both layouts, and never reach a dlopen."""
     require_compiler("hiprtc")  # the real one works here: only the layout differs in the child
     pkg = tmp_path / "newlayout" / "hip"

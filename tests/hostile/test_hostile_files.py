@@ -27,7 +27,7 @@ import pytest
 from hipexplore.cli import main
 from hipexplore.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("hipexplore")
 #: CPU seconds one refusal may take in process (the work before the answer, not the interpreter's start)
 CPU_BOUND_S = 1.0

@@ -25,7 +25,7 @@ from hipexplore.errors import ConfigError
 from hipexplore.kernels import catalog
 from hipexplore.kernels.geometry import FUNCTIONS, ExprGeometry, evaluate, split_top_level
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("hipexplore")
 HOST_KERNEL = "void k(float* a, unsigned long n) { for (unsigned long i = 0; i < n; i++) a[i] = 1; }\n"
 ARGS = "out:a:f32[n],n:u64=n"

@@ -50,7 +50,7 @@ def cli_report(tmp_path_factory):
     out = d / "report.html"
     res = subprocess.run([sys.executable, "-m", "hipexplore", "report", "--params", str(params), "--out", str(out),
                           "--notebook-out", str(d / "report.ipynb")], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == f"wrote {out} (executed notebook: {d / 'report.ipynb'})"
     assert "running the dashboard notebook" in res.stderr and "Executing" in res.stderr  # papermill's tqdm bar
@@ -201,7 +201,7 @@ def first_evidence(html: str) -> int:
 
 def test_report_opens_with_a_headline_of_noise_and_cache_saving(cli_report):
     """The first screen answers before the evidence: the noise and whether it lets the rows be told
-    apart, and what the cache saved (the sentences' numbers: tests/test_headline.py)."""
+    apart, and what the cache saved (the sentences' numbers: tests/report/test_headline.py)."""
     html = cli_report.read_text()
     at = html.index('class="hx-headline"')
     assert html.index("hx-banner") < at < first_evidence(html)

@@ -23,7 +23,7 @@ from hipexplore.verdicts import compare
 
 from test_verdicts import registered_work
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def pct(fraction: float, signed: bool = False) -> str:

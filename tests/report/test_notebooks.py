@@ -17,7 +17,7 @@ import pytest
 from hipexplore import report
 from hipexplore.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAMES = sorted(report.NOTEBOOKS)
 SMALL_BENCH = {"sizes": ["256KiB"], "rotating": [1, 2], "flush": ["none", "l2-read"], "iterations": 12}
 SMALL_TUNING = {"problems": 1, "candidates": 3}

@@ -13,7 +13,7 @@ from hipexplore.kernels import catalog, user_kernel
 
 from test_verdicts import ARGS, WORK_C
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 RESULTS = ROOT / "test-results"
 

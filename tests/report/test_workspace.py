@@ -1,7 +1,7 @@
 """hipexplore/report/workspace.py and ``hipexplore lab``'s choices: the user's workspace copies (made
 from the scripts, never overwritten, never the shipped folder), the kernelspec of the running
 environment, and ``--`` handing JupyterLab its own options. JupyterLab itself runs in
-tests/test_newcomer.py, tests/test_browser.py (a clone, in chromium) and tests/test_install.py."""
+tests/e2e/test_first_use.py, tests/browser/test_dashboard_in_lab.py (a clone, in chromium) and tests/e2e/test_install.py."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ import pytest
 from hipexplore.errors import ConfigError
 from hipexplore.report import workspace
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*argv: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -42,7 +42,7 @@ def test_require_flag_turns_a_missing_compiler_into_a_failure(tmp_path):
         "    require_compiler('hiprtc')\n"
     )
     env = {**os.environ, "HIPEXPLORE_HIPRTC_LIBRARY": str(tmp_path / "no-such-libhiprtc.so"),
-           "PYTHONPATH": os.path.dirname(__file__)}
+           "PYTHONPATH": os.path.dirname(os.path.dirname(__file__))}
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(test)]
     strict = subprocess.run(args, env={**env, "HIPEXPLORE_REQUIRE_COMPILERS": "1"}, capture_output=True, text=True, timeout=300)
     assert strict.returncode == 1, strict.stdout[-2000:]
@@ -52,7 +52,7 @@ def test_require_flag_turns_a_missing_compiler_into_a_failure(tmp_path):
 
 
 def test_ci_sets_the_require_flag():
-    ci = open(os.path.join(os.path.dirname(__file__), "..", ".ci", "run")).read()
+    ci = open(os.path.join(os.path.dirname(__file__), "..", "..", ".ci", "run")).read()
     assert "HIPEXPLORE_REQUIRE_COMPILERS=1" in ci
     if os.environ.get("CI") == "true":
         assert required()

@@ -20,7 +20,7 @@ import pytest
 import conftest
 from conftest import COMPILERS, GPU, HOME_TREE, hermetic_paths
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 
 #: Parts of the suite that wrote to the user's HOME before issue 26.7 (each named by what it wrote):
@@ -29,10 +29,10 @@ REPO = TESTS.parent
 #: kernel's runtime files (a report notebook run by papermill), ~/.config/chromium and ~/.cache/dconf
 #: (chromium started by Playwright, as every browser test starts it).
 REPRESENTATIVE = (
-    "tests/test_floor.py::test_a_host_sweep_leaves_the_floor_out_by_default_and_passes_merge_it",
-    "tests/test_newcomer.py::test_hipexplore_lab_starts_jupyterlab_as_this_user",
-    "tests/test_report.py::test_a_failing_notebook_names_the_error_and_keeps_the_notebook",
-    "tests/test_browser.py::test_chromium_starts_with_the_suites_options_and_renders_a_page",
+    "tests/bench/test_floor.py::test_a_host_sweep_leaves_the_floor_out_by_default_and_passes_merge_it",
+    "tests/e2e/test_first_use.py::test_hipexplore_lab_starts_jupyterlab_as_this_user",
+    "tests/report/test_dashboard.py::test_a_failing_notebook_names_the_error_and_keeps_the_notebook",
+    "tests/browser/test_dashboard_in_lab.py::test_chromium_starts_with_the_suites_options_and_renders_a_page",
 )
 
 
@@ -274,7 +274,7 @@ def test_no_test_skips_past_the_ci_flags():
     """Every skip in tests/ goes through conftest.need (need_tool, need_module, require_compiler, the
     cuda fixture...): a bare ``pytest.skip``, ``importorskip`` or skip mark would skip under the CI
     flags too (issue 26.8: test_compilers' GPU test did, and its SASS check silently needed cuobjdump)."""
-    bare = [b for p in sorted(TESTS.glob("*.py")) if p.name != "conftest.py" for b in bare_skips(p)]
+    bare = [b for p in sorted(TESTS.rglob("*.py")) if p.name != "conftest.py" for b in bare_skips(p)]
     assert not bare, "skips that no CI flag reaches; use conftest.need (see REQUIREMENT_RULES):\n" + "\n".join(bare)
 
 

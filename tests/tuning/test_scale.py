@@ -13,7 +13,7 @@ import pytest
 
 from hipexplore.tuning import listfile
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _scale_module():

@@ -41,7 +41,7 @@ from hipexplore.errors import ConfigError
 from hipexplore.kernels import catalog, user_kernel
 from hipexplore.schema import SUMMARY_COLUMNS, Configuration
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 RECORDED = ROOT / "data" / "counters" / "h200"
 KIB, MIB = 1 << 10, 1 << 20
 
