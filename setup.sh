@@ -61,7 +61,7 @@ say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }
 if [ "$DEV" = 1 ] && [ ! -d .hip-python-10/rocm ]; then  # tests run hiprtc/HIP through hip-python 10's rocm.bindings too
-  say "hip-python 10 (rocm.bindings layout) into .hip-python-10 for tests/test_hip_bindings.py"
+  say "hip-python 10 (rocm.bindings layout) into .hip-python-10 for tests/compile/test_hip_bindings.py"
   "${PIP[@]}" --no-deps --target .hip-python-10 "hip-python==10.0.0.0.1.2" "rocm-bindings-hip==10.0.0.0.1.2" \
     "rocm-bindings-core==10.0.0.0.1.2" 2>&1 | grep -v "^WARNING" || true
 fi

@@ -11,7 +11,7 @@ and says so with "(log)".
     python benchmarks/figures.py                 # print the table (Markdown)
     python scripts/gen_docs.py                   # write docs/figures.md and BENCHMARKS.md's head
 
-`tests/test_generated_docs.py` fails when the committed pages differ from what this computes, so a
+`tests/docs/test_generated_docs.py` fails when the committed pages differ from what this computes, so a
 new recorded run changes the figures by changing the data, never by editing a page.
 """
 from __future__ import annotations

@@ -12,10 +12,10 @@ export PYTHONPATH=$PWD HIPEXPLORE_CACHE_DIR=/tmp/hipexplore-cache PYTHONUNBUFFER
 export HIPEXPLORE_GIT_REVISION=${HIPEXPLORE_GIT_REVISION:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$R/nvidia-smi.txt" 2>&1
 python3 -m hipexplore info --json > "$R/info.json" 2>&1; echo "info rc=$?"
-python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu_cuda.py tests/test_gpu_byok.py tests/test_compilers.py 2>&1 | tee "$R/pytest_gpu.txt" | tail -25
-python3 -m pytest -q -p no:cacheprovider -m "not gpu" tests/test_devices.py tests/test_kernels.py tests/test_bench.py \
-  tests/test_sweep.py tests/test_stats.py tests/test_compilers.py tests/test_gemm.py tests/test_tuning_device.py \
-  tests/test_cache_memory.py tests/test_request.py 2>&1 | tee "$R/pytest.txt" | tail -5
+python3 -m pytest -q -p no:cacheprovider -m gpu -rs tests/gpu/test_gpu_cuda.py tests/gpu/test_gpu_byok.py tests/compile/test_backends.py 2>&1 | tee "$R/pytest_gpu.txt" | tail -25
+python3 -m pytest -q -p no:cacheprovider -m "not gpu" tests/devices/test_devices.py tests/kernels/test_catalog.py tests/bench/test_run.py \
+  tests/bench/test_sweep.py tests/bench/test_stats.py tests/compile/test_backends.py tests/tuning/test_gemm.py tests/tuning/test_ranking.py \
+  tests/compile/test_cache_memory.py tests/compile/test_request.py 2>&1 | tee "$R/pytest.txt" | tail -5
 python3 -m hipexplore bench triad --device cuda --size 1MiB,256MiB --rotating 1,auto --flush none,l2-read \
   --iterations 200 --no-progress --out "$R/bench.parquet" --json > "$R/bench.json" 2> "$R/bench.err"; echo "bench rc=$?"
 python3 -m hipexplore tune-replay --compiler nvrtc --target sm_90 --jobs 4 --cache memory --json > "$R/tune.json" 2> "$R/tune.err"; echo "tune rc=$?"

@@ -2,7 +2,7 @@
 """Write the generated parts of the documentation, or check them (``--check``).
 
     python scripts/gen_docs.py            # rewrite them
-    python scripts/gen_docs.py --check    # exit 1 naming each stale file (tests/test_generated_docs.py)
+    python scripts/gen_docs.py --check    # exit 1 naming each stale file (tests/docs/test_generated_docs.py)
 
 What is generated, and from what:
   docs/guide/settings.md   the table between its markers: hipexplore.settings.markdown_table()
@@ -42,7 +42,7 @@ def between(text: str, name: str, body: str, where: str) -> str:
 FIGURES_HEAD = """# Current figures
 
 The numbers these docs quote, each computed from the recorded data it names (by
-`benchmarks/figures.py`; `tests/test_generated_docs.py` fails when this page and the data
+`benchmarks/figures.py`; `tests/docs/test_generated_docs.py` fails when this page and the data
 disagree). *Command* is the command that recorded the data, *revision* the tree it ran at, and
 "(log)" marks a field the data file does not hold, taken from the run's record in `BENCHMARKS.md`.
 Nothing here ran on an AMD GPU ([what ran where](guide/what-ran-where.md)); host-CPU figures are
@@ -194,7 +194,7 @@ Every error hipexplore raises for a bad input is **one line on stderr and exit s
 (`HIPEXPLORE_DEBUG=1` shows the traceback instead); a compile error adds the compiler's log below
 its line. The messages below are the real ones: `scripts/gen_docs.py` runs each command (on the
 host device, in an empty directory) and records what it printed (a temporary build folder and the
-CPU's name are replaced), and `tests/test_generated_docs.py` fails when a message changes and this
+CPU's name are replaced), and `tests/docs/test_generated_docs.py` fails when a message changes and this
 page was not regenerated.
 
 """

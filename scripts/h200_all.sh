@@ -59,7 +59,7 @@ for scenario in "$@"; do
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$R/nvidia-smi.txt" 2>&1
   case "$scenario" in
     gpu-tests)
-      gpu_files=$(grep -l "mark.gpu" tests/*.py | tr '\n' ' ')
+      gpu_files=$(grep -rl --include="*.py" "mark.gpu" tests | tr '\n' ' ')
       TAIL=30 step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider -m gpu -rs $gpu_files ;;
     timing)      TAIL=90 step timing 370 python3 $B/timing_truth.py --out "$R/timing" --reps 3 --alternations 2 ;;
     drift)       TAIL=40 step drift 585 python3 $B/run_to_run.py --out "$R/drift" --passes 4 --runs 10 --no-long ;;

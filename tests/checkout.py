@@ -1,5 +1,5 @@
 """A copy of this checkout as a user's fresh clone has it, for the tests that build, install or run
-from one (tests/test_install.py, tests/test_browser.py).
+from one (tests/e2e/test_install.py, tests/browser/test_dashboard_in_lab.py).
 
 Why not ``git clone``: a clone holds the last commit, and the tests must see the working tree being
 tested (uncommitted edits included). So the files git would commit (tracked and untracked, less

@@ -5,14 +5,14 @@ file or GPU that is not here skips its tests with the reason; under a CI flag th
 naming what is missing. ``REQUIREMENT_RULES`` says which flag makes what mandatory. Every test that
 needs something goes through ``need`` / ``need_tool`` / ``need_module`` (``require_compiler``,
 ``require_tool``, ``missing`` and the ``cuda`` fixture are built on it): no test-local
-``pytest.skip`` or ``pytest.importorskip`` (tests/test_hermetic.py checks the whole directory).
+``pytest.skip`` or ``pytest.importorskip`` (tests/suite/test_hermetic_home.py checks the whole directory).
 
 **Hermetic HOME** (issue 26.7): before any test module is imported or any process is spawned,
 ``_hermetic_environment`` points HOME, the XDG directories, IPython's, Jupyter's, npm's,
 matplotlib's and hipexplore's cache at a fresh temporary tree (subprocesses inherit it), and drops
 the user's own ``HIPEXPLORE_*`` settings (a team cache server, a shared cache, a dump folder...).
 At the end of the session the real HOME is checked for anything changed since the session
-started (``pytest_sessionfinish``; tests/test_hermetic.py proves it on a fresh fake HOME).
+started (``pytest_sessionfinish``; tests/suite/test_hermetic_home.py proves it on a fresh fake HOME).
 """
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def _check_real_home(session) -> None:
     """Fail the session under CI (a warning for a person: ``home_check_mode``) when anything under
     the real HOME changed while it ran. Off with HIPEXPLORE_TEST_HOME_CHECK=0. A session a test
     starts checks the HOME it found: the starting session's temporary one, or the fake HOME
-    tests/test_hermetic.py hands it."""
+    tests/suite/test_hermetic_home.py hands it."""
     mode = home_check_mode()
     if mode == "0" or not REAL_HOME.is_dir():
         return

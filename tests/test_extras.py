@@ -1,5 +1,5 @@
 """hipexplore/extras.py: the one way a missing extra is said. The real commands of an install
-without extras are run in tests/test_install.py; here the table and the words."""
+without extras are run in tests/e2e/test_install.py; here the table and the words."""
 from __future__ import annotations
 
 import importlib.metadata

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from hipexplore.cli import main as cli
     from hipexplore.devices import get_device
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # on sys.path in sweep workers too
-    from fixtures import byok_examples as ex  # tests/fixtures/byok_examples.py: the kernels test_gpu_byok checks
+    from fixtures import byok_examples as ex  # tests/fixtures/byok_examples.py: the kernels tests/gpu/test_gpu_byok.py checks
     from hipexplore.kernels.catalog import user_kernel
 
     src = ex.write_sources(out / "byok_sources")

@@ -4,7 +4,7 @@
     python -m hipexplore.tuning.generate --check    # exit 1 if a shipped list differs from what this writes
 
 The lists are data (anyone can read, diff or replace them); this script is how they were made, and
-``tests/test_tuning_lists.py`` checks that the shipped files are exactly its output.
+``tests/tuning/test_lists.py`` checks that the shipped files are exactly its output.
 """
 from __future__ import annotations
 

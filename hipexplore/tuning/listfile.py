@@ -300,7 +300,7 @@ def _check_counts(spec: ListSpec) -> None:
 def counts(spec: ListSpec) -> dict[str, int]:
     """kernels (compiles without a cache) and unique_kernels of the list, from what each kernel
     depends on (``hxgen.kernel_key``): the same for every compiler, and what ``expand`` gives
-    (tests/test_tuning_lists.py checks both on every backend), without building a request."""
+    (tests/tuning/test_lists.py checks both on every backend), without building a request."""
     keys = [hxgen.kernel_key(role, p, c) for p, c in spec.rows() for role in hxgen.roles(p, c)]
     return {"kernels": len(keys), "unique_kernels": len(set(keys))}
 

@@ -117,7 +117,7 @@ def open_page(path: Path, shot: str | None = None) -> dict:
     page errors, the title, attributes on <html>, elements an injection would add, the text."""
     from playwright.sync_api import sync_playwright
 
-    from test_browser import CHROMIUM, launch
+    from browser.test_dashboard_in_lab import CHROMIUM, launch
 
     if not CHROMIUM.exists():
         from conftest import missing

@@ -1,0 +1,1 @@
+"""Tests of hipexplore/bench/counters/ (a package so basenames may repeat across folders)."""

@@ -1,0 +1,1 @@
+"""Cross-cutting: a real browser (Playwright's chromium) against JupyterLab."""

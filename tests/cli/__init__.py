@@ -1,0 +1,1 @@
+"""Tests of hipexplore/cli/ (a package so basenames may repeat across folders)."""

@@ -1,0 +1,98 @@
+"""What ``hipexplore --help`` and each subcommand's ``--help`` import: the real console script in a
+fresh process under ``python -X importtime``, whose stderr names every module the process loaded.
+
+Why imports and not milliseconds: start-up time on a shared machine is noise, the imports are not;
+pandas alone cost every command 0.4-0.9 s when ``cli/bench_cmd.py`` reached it through an eager
+``bench/__init__`` (the before/after medians are in BENCHMARKS.md, "CLI start-up").
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hipexplore import cli
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).with_name("hipexplore")
+
+#: never for a --help: each is imported by the command that needs it, when it runs
+HEAVY = ("pandas", "pyarrow", "matplotlib", "dask", "distributed", "redis", "triton", "scipy")
+#: bench's options are SweepSpec's fields, with SweepSpec's defaults: building its parser imports
+#: bench/spec.py, which imports numpy (and the kernel catalog); every other --help must not
+NUMPY_ALLOWED = {"bench"}
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+COMMANDS = list(_subparsers(cli.build_parser()))
+
+
+def _imported(*argv: str, env: dict[str, str] | None = None, says: str = "usage: hipexplore") -> set[str]:
+    """Every module the real ``hipexplore ARGV`` loaded, from ``-X importtime`` (stdout: the help)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    res = subprocess.run([sys.executable, "-X", "importtime", str(CLI), *argv], capture_output=True, text=True,
+                         timeout=240, env=env, cwd=REPO)
+    assert res.returncode == 0 and says in res.stdout, (res.returncode, res.stdout[-1000:], res.stderr[-2000:])
+    lines = [line for line in res.stderr.splitlines() if line.startswith("import time:") and "|" in line]
+    assert len(lines) > 20, res.stderr[-2000:]  # -X importtime wrote its table: the check below can fail
+    return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}
+
+
+def _heavy(modules: set[str], allowed: set[str] = frozenset()) -> list[str]:
+    tops = {m.split(".")[0] for m in modules}
+    return sorted(t for t in tops if t in HEAVY + ("numpy",) and t not in allowed)
+
+
+def test_the_import_table_names_the_heavy_modules_a_command_does_load():
+    """The check can fail: a command that builds a sweep's parser does load numpy, and the table
+    shows it (the same fresh-process table the other tests read)."""
+    assert "numpy" in _heavy(_imported("bench", "--help"))
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("compile", "--help")], ids=["help", "compile-help"])
+def test_help_and_compile_help_load_no_numpy_pandas_or_plotting(argv):
+    modules = _imported(*argv)
+    assert not _heavy(modules), f"hipexplore {' '.join(argv)} imported {_heavy(modules)}"
+    assert "hipexplore.bench.spec" not in modules and "hipexplore.compile.cache" not in modules
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_subcommand_help_loads_nothing_heavy(command):
+    modules = _imported(command, "--help")
+    allowed = {"numpy"} if command in NUMPY_ALLOWED else set()
+    assert not _heavy(modules, allowed), f"hipexplore {command} --help imported {_heavy(modules, allowed)}"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_subcommand_built_alone_is_the_one_the_full_parser_builds(command):
+    """Only the named subcommand is built in full (``cli.build_parser(argv)``); its parser, its help
+    and the top-level help are those of the parser with every subcommand built."""
+    full, alone = cli.build_parser(), cli.build_parser([command, "--help"])
+    assert alone.format_help() == full.format_help()
+    assert _subparsers(alone)[command].format_help() == _subparsers(full)[command].format_help()
+    others = [name for name in COMMANDS if name != command]
+    assert all(not _subparsers(alone)[name]._actions[1:] for name in others)  # the rest: a name and a help line
+
+
+def test_a_command_line_still_parses_to_the_chosen_command():
+    args = cli.build_parser(["compile", "k.c", "--compiler", "host"]).parse_args(["compile", "k.c", "--compiler", "host"])
+    assert (args.command, args.source, args.compiler, args.target) == ("compile", "k.c", "host", None)
+    assert args.func.__module__ == "hipexplore.cli.compile_cmd"
+
+
+def test_a_compile_through_the_cache_loads_no_pandas_or_numpy(tmp_path, need_host_cc):
+    """The command itself, not only its help: a host compile through both cache tiers (compiled,
+    then a disk hit in a second process) records its events without building a frame."""
+    src = tmp_path / "k.c"
+    src.write_text("void k(float* a, unsigned long n) { for (unsigned long i = 0; i < n; i++) a[i] = 1; }\n")
+    env = {"HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache")}
+    for outcome in ("compiled", "disk-hit"):
+        modules = _imported("compile", str(src), "--compiler", "host", env=env, says=outcome)
+        assert not _heavy(modules), f"hipexplore compile ({outcome}) imported {_heavy(modules)}"

@@ -1,0 +1,1 @@
+"""Tests of hipexplore/compile/ (a package so basenames may repeat across folders)."""

@@ -1,0 +1,1 @@
+"""Tests of hipexplore/devices/ (a package so basenames may repeat across folders)."""

@@ -1,0 +1,1 @@
+"""Cross-cutting: the documentation's examples and claims, run for real."""

@@ -1,0 +1,1 @@
+"""Cross-cutting: end to end, the way a user installs and first runs hipexplore."""

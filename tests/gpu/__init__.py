@@ -1,0 +1,1 @@
+"""Cross-cutting: tests on a real GPU (marked ``gpu``; skipped without one)."""

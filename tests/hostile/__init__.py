@@ -1,0 +1,1 @@
+"""Cross-cutting: hostile inputs and files through the real CLI."""

@@ -1,0 +1,433 @@
+"""Hostile inputs (issue 25 items 3 and 7, issue 26 item 3): expressions that would cost minutes or
+gigabytes, give complex or infinite numbers, or crash the formatting of their own error message;
+``--args`` specs that do not describe the C function (which segfaulted the in-process host run);
+files that are not UTF-8; outputs that cannot be written; leftovers of killed processes.
+
+Each expression goes through the real command line (``.venv/bin/hipexplore`` in a subprocess, a
+per-case timeout) in one of the flags that take expressions, and through every such place in
+process, where its evaluation must take well under a second of CPU time. Every failure is one
+line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from hipexplore.cli.inputs import ascii_text
+from hipexplore.errors import ConfigError
+from hipexplore.kernels import catalog
+from hipexplore.kernels.geometry import FUNCTIONS, ExprGeometry, evaluate, split_top_level
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).with_name("hipexplore")
+HOST_KERNEL = "void k(float* a, unsigned long n) { for (unsigned long i = 0; i < n; i++) a[i] = 1; }\n"
+ARGS = "out:a:f32[n],n:u64=n"
+
+#: expressions an attacker (or a typo) gives; each must be refused in every place that takes one
+HOSTILE = [
+    # from the issue
+    "round(1,-99999999)", "(-1)**0.5", "1e999", "-1e999", "1e999-1e999",
+    # huge powers, towers and products: the work must be refused before it is done
+    "9**9**9", "2**2**2**2**2**2", "10**100", "(2**128)**3", "n**n**n", "n**(n*n)", "1.5**100000",
+    "2**255*2**255", "2**200*2**200*2**200*2**200", "(10**70)*(10**70)", "n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n",
+    "int(1e300)", "ceil(1e300)", "floor(-1e300)", "abs(-2**300)", "round(2**200, -50)*2**100", "1e308*1e308",
+    "-(1e308*10)", "isqrt(10**200)*10**100", "max(2**255, 2**255)*4", "0x" + "f" * 70, "9" * 400,
+    "round(1.5, 1e9)", "round(n, -10**9)", "round(1, n*99999999)", "cdiv(10**300, 1)", "min(2**300, 1)",
+    # shifts and other operators the evaluator does not allow
+    "n<<99999999", "1<<10**9", "n>>1", "~n", "n^n", "n|n", "n&1", "n@n",
+    # no complex, infinite or undefined results
+    "(-8)**(1/3)", "sqrt(-1)", "log2(0)", "log2(-1)", "isqrt(-5)", "0**-1", "0.0**-1", "1/0", "n//0", "n%0",
+    "cdiv(n, 0)", "cdiv(n, n-n)", "1j", "n*1j",
+    # deep nesting, recursion, very long text
+    "(1+" * 100 + "1" + ")" * 100, "-" * 400 + "1", "max(1," * 60 + "1" + ")" * 60, "1+" * 300 + "1",
+    "abs(" * 80 + "n" + ")" * 80, "x" * 100_000,
+    # not arithmetic: calls, attributes, lambdas, comprehensions, strings, names of the interpreter
+    "__import__('os').system('true')", "n.__class__", "n.real", "().__class__.__bases__", "(lambda: 1)()", "lambda: 1",
+    "[n for n in range(9)]", "{n for n in range(9)}", "(n for n in range(9))", "{1: 2}", "'a'*10**9", "b'x'",
+    "f'{n}'", "True", "None", "1 if n else 2", "n and 1", "n == 1", "(y := 1)", "n[0]", "print(1)", "eval('1')",
+    "exec", "globals()", "min(*[1, 2])", "round(1, ndigits=2)", "int('9'*5000)", "min(n)", "cdiv(n)", "nan", "inf",
+    # unicode digits and look-alikes (int() accepts '١٢٣', the parser does not: refused with the character)
+    "\u0661\u0662\u0663", "\uff11\uff12", "n\u200b", "n\u00b2", "\u2460",
+]
+
+#: (flag, how the expression is put into the command line)
+PLACES = [
+    ("--grid", lambda e: ["--grid", e]),
+    ("--block", lambda e: ["--block", e]),
+    ("--shared-bytes", lambda e: ["--shared-bytes", e]),
+    ("--args count", lambda e: ["--args", f"out:a:f32[{e}],n:u64=n"]),
+    ("--args value", lambda e: ["--args", f"out:a:f32[n],n:u64={e}"]),
+    ("--bytes-per-launch", lambda e: ["--bytes-per-launch", e]),
+]
+
+
+def test_the_list_is_long_enough():
+    assert len(HOSTILE) >= 40 + 5 and len(set(HOSTILE)) == len(HOSTILE)
+
+
+class _Dev:
+    compute_units = 4
+    kind = "host"
+
+
+def _in_place(place: str, expr: str):
+    """Build and evaluate ``expr`` where ``place`` puts it (what bench's pre-flight does)."""
+    kw: dict = {"grid": "ceil(n/256)", "block": 256, "shared_bytes": 0, "bytes_per_launch": None}
+    args = ARGS
+    if place == "--grid":
+        kw["grid"] = expr
+    elif place == "--block":
+        kw["block"] = expr
+    elif place == "--shared-bytes":
+        kw["shared_bytes"] = expr
+    elif place == "--bytes-per-launch":
+        kw["bytes_per_launch"] = expr
+    elif place == "--args count":
+        args = f"out:a:f32[{expr}],n:u64=n"
+    else:
+        args = f"out:a:f32[n],n:u64={expr}"
+    for value in (args, *(v for v in kw.values() if isinstance(v, str))):
+        ascii_text(value, "an expression")  # what the command line checks first (int() would take '١٢٣' as 123)
+    spec = catalog.user_kernel(HOST_KERNEL, "k", args, name="hostile", register_it=False, **kw)
+    n = spec.elements(4096)
+    spec.launch(n, _Dev())
+    spec.set_bytes(n)
+    spec.footprint(n)
+
+
+@pytest.mark.parametrize("place", [p for p, _ in PLACES])
+def test_every_hostile_expression_is_refused_in_every_place_in_well_under_a_second(place):
+    """In process, all of them in all six places: a ConfigError of one short line, and the CPU time
+    of building + evaluating bounded (CPU time, not wall time: this machine is shared)."""
+    slow = []
+    for expr in HOSTILE:
+        t0 = time.process_time()
+        with pytest.raises(ConfigError) as err:
+            _in_place(place, expr)
+        spent = time.process_time() - t0
+        msg = str(err.value)
+        assert "\n" not in msg and len(msg) < 1000, (expr, msg[:300])
+        if spent > 0.25:
+            slow.append((expr, spent))
+    assert not slow, slow
+
+
+def _cli(tmp_path: Path, *argv: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CLI), *argv], capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache"),
+                               **(env or {})})
+
+
+def _bench_argv(src: Path, extra: list[str]) -> list[str]:
+    argv = ["bench", "k", "--source", str(src), "--args", ARGS, "--device", "host", "--size", "4KiB",
+            "--iterations", "3", "--no-reference", "--no-progress"]
+    if extra[0] == "--args":  # replaces the default spec
+        argv[argv.index("--args") + 1] = extra[1]
+        return argv
+    return argv + extra
+
+
+def test_hostile_expressions_through_the_real_cli(tmp_path, need_host_cc):
+    """Each expression in one of the six places (in turn), through ``hipexplore bench`` in its own
+    process: exit status 2, one line on stderr naming the flag's value, no traceback; a per-case
+    timeout (generous: the interpreter's start-up on a loaded 2-core machine is most of it)."""
+    src = tmp_path / "k.c"
+    src.write_text(HOST_KERNEL)
+
+    def one(i_expr):
+        i, expr = i_expr
+        place, make = PLACES[i % len(PLACES)]
+        t0 = time.monotonic()
+        try:
+            res = _cli(tmp_path, *_bench_argv(src, make(expr)), timeout=90)
+        except subprocess.TimeoutExpired:
+            return (place, expr, "timed out after 90 s")
+        spent = time.monotonic() - t0
+        lines = res.stderr.strip().splitlines()
+        if res.returncode != 2 or len(lines) != 1 or "Traceback" in res.stderr:
+            return (place, expr, f"rc={res.returncode} after {spent:.1f} s: {res.stderr[-600:]}")
+        return None
+
+    with ThreadPoolExecutor(2) as pool:
+        failures = [f for f in pool.map(one, enumerate(HOSTILE)) if f]
+    assert not failures, failures
+
+
+# --- cdiv (issue 26 item 3) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("a,b,want", [
+    (7, 2, 4), (8, 2, 4), (1, 256, 1), (257, 256, 2), (0, 5, 0), (-7, 2, -3), (-8, 2, -4), (7, -2, -3),
+    (-7, -2, 4), (6.5, 2, 4), (6.0, 2, 3), (0.1, 1, 1), (-0.5, 1, 0), (10**30 + 1, 10**30, 2),
+])
+def test_cdiv_rounds_up_exactly(a, b, want):
+    """No clamp around it (the old test was ``min(compute_units*4, cdiv(...))``, which a cdiv that
+    rounds down passed): cdiv(a, b) is the smallest integer >= a/b, for negatives and zero too."""
+    assert FUNCTIONS["cdiv"](a, b) == want
+    got = evaluate(f"cdiv({a}, {b})", {}, what="t")
+    assert got == want and isinstance(got, int)
+    got = evaluate("cdiv(a, b)", {"a": a, "b": b}, what="t")
+    assert got == want and isinstance(got, int)
+
+
+def test_cdiv_drives_a_grid_unclamped():
+    g = ExprGeometry("cdiv(n, block_x)", 256)
+    assert [g.launch(n, None)[0][0] for n in (1, 255, 256, 257, 512, 513, 1000)] == [1, 1, 1, 2, 2, 3, 4]
+
+
+def test_cdiv_by_zero_is_one_line():
+    with pytest.raises(ConfigError, match=r"^grid\[0\]: 'cdiv\(n, n-n\)' divides by zero with n=100$"):
+        ExprGeometry("cdiv(n, n-n)", 1).launch(100, None)
+
+
+# --- --args against the C function (issue 25 item 7) ---------------------------------------------
+
+SCALE_C = "void scale(float* out, const float* in, float s, unsigned long n) {\n" \
+          "  for (unsigned long i = 0; i < n; ++i) out[i] = s * in[i];\n}\n"
+GOOD_SCALE = "out:out:f32[n],in:in:f32[n],s:f32=2,n:u64=n"
+
+
+@pytest.mark.parametrize("args, says", [
+    ("out:out:f32[n],in:in:f32[n]", "the spec describes 2 argument(s) (out, in) but scale(float *out, const float *in, float s, long unsigned int n) takes 4"),
+    ("out:out:f32[n]", "describes 1 argument(s)"),
+    ("out:out:f32[n],in:in:f32[n],s:f32=2,n:i32=n", "argument 4 'n' is a int32 (4 bytes) but the C parameter 'long unsigned int n' is a 8-byte integer"),
+    ("out:out:f64[n],in:in:f32[n],s:f32=2,n:u64=n", "argument 1 'out' is a buffer of float64 (8-byte elements)"),
+    ("out:out:f32[n],in:in:f32[n],s:f64=2,n:u64=n", "argument 3 's' is a float64 (8 bytes) but the C parameter 'float s'"),
+    ("out:out:f32[n],n:u64=n,s:f32=2,in:in:f32[n]", "argument 2 'n' is a scalar uint64 passed by value but the C parameter is 'const float *in' (pointer)"),
+    ("out:out:f32[n],in:in:f32[n],s:f32=2,n:u64=n,m:u64=1", "describes 5 argument(s)"),
+])
+def test_a_spec_that_does_not_match_the_c_function_is_refused_before_the_call(tmp_path, need_host_cc, args, says):
+    """It segfaulted the in-process host run (rc 139, no message); now one line, rc 2, and the
+    process lives (a real compile and a real run through the CLI)."""
+    src = tmp_path / "scale.c"
+    src.write_text(SCALE_C)
+    res = _cli(tmp_path, "bench", "scale", "--source", str(src), "--args", args, "--device", "host", "--size", "4KiB",
+               "--iterations", "3", "--no-reference", "--no-progress")
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, (res.returncode, res.stderr[-2000:])
+    assert says in lines[0] and "does not match the C function scale()" in lines[0], lines[0]
+
+
+def test_a_matching_spec_runs_and_typedefs_macros_and_void_pointers_are_understood(tmp_path, need_host_cc):
+    src = tmp_path / "scale2.c"
+    src.write_text("#include <stddef.h>\n#define REAL float\ntypedef REAL real;\nstruct opaque;\n"
+                   "void scale(real* restrict out, const void* in, struct opaque* p, real s, size_t n) {\n"
+                   "  for (size_t i = 0; i < n; ++i) out[i] = s * ((const float*)in)[i];\n}\n")
+    res = _cli(tmp_path, "bench", "scale", "--source", str(src), "--args",
+               "out:out:f32[n],in:in:f32[n],in:p:u8[16],s:f32=2,n:u64=n", "--device", "host", "--size", "4KiB",
+               "--iterations", "3", "--no-reference", "--no-progress", "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("text, says", [
+    ("out:a:f32[n,n:u64=n", "the '[' at character 10 is never closed"),
+    ("out:a:f32[n", "is never closed"),
+    ("out:a:f32[n]],n:u64=n", "']' at character 13 closes nothing"),
+    ("out:a:f32[min(n,4],n:u64=n", "closes nothing"),
+])
+def test_unbalanced_brackets_in_args_are_refused(text, says):
+    with pytest.raises(ConfigError, match=None) as err:
+        catalog.parse_args(text)
+    assert says in str(err.value)
+    with pytest.raises(ConfigError):
+        split_top_level(text)
+
+
+# --- files and destinations (issue 25 item 7) -----------------------------------------------------
+
+def test_non_utf8_sources_headers_and_params_are_one_line(tmp_path, need_host_cc):
+    (tmp_path / "bad.c").write_bytes(b"void k(float* a) { a[0] = 1; } /* \xff\xfe */\n")
+    (tmp_path / "bad.hip").write_bytes(b"__global__ void k(float* a) { } // \x80\n")
+    (tmp_path / "bad.h").write_bytes(b"#define X 1 /* \xc3\x28 */\n")
+    (tmp_path / "good.c").write_text(HOST_KERNEL)
+    (tmp_path / "p.yaml").write_bytes(b"device: host\n\xff\xfe: 1\n")
+    cases = [
+        ("bench", "k", "--source", "bad.c", "--args", ARGS, "--device", "host", "--iterations", "3"),
+        ("bench", "k", "--source", "bad.hip", "--args", ARGS, "--device", "host", "--iterations", "3"),
+        ("bench", "k", "--source", "good.c", "--header", "bad.h", "--args", ARGS, "--device", "host", "--iterations", "3"),
+        ("compile", "bad.c", "--compiler", "host"),
+        ("report", "--params", "p.yaml", "--out", "r.html"),
+    ]
+    for argv in cases:
+        res = _cli(tmp_path, *argv)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1 and "UTF-8" in lines[0], (argv, res.stderr[-1500:])
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("dest", ["/proc/x.parquet", "/proc/self/x.parquet", "/proc/nodir/x.parquet", "adir", "adir/",
+                                  "k.c/x.parquet"])
+def test_unwritable_bench_out_is_one_line_before_anything_runs(tmp_path, need_host_cc, dest):
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "k.c").write_text(HOST_KERNEL)
+    res = _cli(tmp_path, "bench", "triad", "--device", "host", "--size", "4KiB", "--iterations", "3", "--no-reference",
+               "--no-progress", "--out", dest)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and dest.rstrip("/") in lines[0], res.stderr[-1500:]
+    assert list((tmp_path / "adir").iterdir()) == []
+
+
+# --- leftovers of killed processes (issue 25 item 7) ----------------------------------------------
+
+def _leftovers(tmp: Path) -> list[str]:
+    """hipexplore's temp folders and worker logs in ``tmp`` (crash logs an error named are not leftovers)."""
+    return sorted(p.name for p in tmp.iterdir()
+                  if p.name.startswith("hipexplore-host-") or (p.name.startswith("hipexplore-") and "-worker-" in p.name))
+
+
+def _wait_for(pred, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return pred()
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and f"\nPPid:\t{pid}\n" in (d / "status").read_text():
+                out.append(int(d.name))
+        except OSError:
+            pass
+    return out
+
+
+SLOW_C = ("void slow(float* a, unsigned long n) {\n"
+          "  for (int r = 0; r < 20000; ++r) for (unsigned long i = 0; i < n; ++i) a[i] = a[i] * 0.5f + 1.0f;\n}\n")
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["in-process", "sweep-worker"])
+def test_sigkilled_bench_leaves_nothing_after_the_next_run(tmp_path, need_host_cc, worker):
+    """A real ``hipexplore bench`` SIGKILLed while it measures (its device folder holds the loaded
+    kernel; with --worker a sweep worker and its log exist too); the next run removes what it left."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    (tmp_path / "slow.c").write_text(SLOW_C)
+    env = {"TMPDIR": str(tmp)}
+    argv = [str(CLI), "bench", "slow", "--source", "slow.c", "--args", "inout:a:f32[n],n:u64=n", "--device", "host",
+            "--size", "64KiB", "--iterations", "1000", "--no-reference", "--no-progress", *(["--worker"] if worker else [])]
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache"), **env}
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        def measuring() -> bool:  # the kernel is loaded: a module file in a device folder
+            return any(p.name.endswith(".so") for d in tmp.glob("hipexplore-host-*") for p in d.iterdir())
+        assert _wait_for(measuring, 180), (sorted(os.listdir(tmp)), proc.poll())
+        assert proc.poll() is None
+        before = _leftovers(tmp)
+        children = _children(proc.pid)  # a sweep worker runs in a session of its own: the kill misses it
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert before, os.listdir(tmp)  # the kill left something: the test tests something
+    # an orphaned worker notices its parent is gone (its pipe closes) and ends
+    assert _wait_for(lambda: not any(Path(f"/proc/{c}").exists() for c in children), 120), children
+    res = _cli(tmp_path, "bench", "triad", "--device", "host", "--size", "4KiB", "--iterations", "3", "--no-reference",
+               "--no-progress", env=env)
+    assert res.returncode == 0, res.stderr[-1500:]
+    assert _wait_for(lambda: _leftovers(tmp) == [], 10), _leftovers(tmp)
+
+
+def test_sigkilled_compile_worker_parent_leaves_no_log(tmp_path):
+    """A hiprtc compile runs in a worker that writes its stderr to a log; SIGKILL the parent while
+    the worker lives: the worker ends when its pipe closes, and no log is left (the file has no name
+    once both hold it)."""
+    from conftest import require_compiler
+
+    require_compiler("hiprtc")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    code = ("import time\nfrom hipexplore.compile.isolation import IsolatedCompiler\n"
+            "c = IsolatedCompiler('hiprtc')\nc.identity()\nprint('ready', flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)})
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.kill()
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert [p.name for p in tmp.iterdir() if p.name.endswith(".log")] == []
+
+
+def test_cleanup_removes_dead_folders_and_unheld_logs_only(tmp_path):
+    """The next start's cleanup, against real processes: a folder of a live pid stays, one of a dead
+    pid goes, one whose pid was reused by a later process goes, a log some process holds open stays,
+    an unheld one goes, a crash log an error message named stays, nothing is followed through a link."""
+    from hipexplore.compile import host
+
+    base = tmp_path / "tmp"
+    base.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    try:
+        (base / f"hipexplore-host-{dead.pid}-abc").mkdir()
+        (base / f"hipexplore-host-{dead.pid}-abc" / "lib.so").write_text("x")
+        (base / f"hipexplore-host-{live.pid}-def").mkdir()
+        reused = base / f"hipexplore-host-{live.pid}-old"
+        reused.mkdir()
+        old = time.time() - 4000
+        os.utime(reused, (old, old))  # made long before the live process with that pid started
+        (base / f"hipexplore-host-{dead.pid}-link").symlink_to(outside)
+        held = base / "hipexplore-sweep-worker-held.log"
+        unheld = base / "hipexplore-hiprtc-worker-gone.log"
+        crash = base / "hipexplore-crash-x.log"
+        for p in (held, unheld, crash):
+            p.write_text("log")
+            os.utime(p, (old, old))
+        fh = open(held)  # held open by this process
+        unnumbered = base / "hipexplore-host-ab12cd34"
+        unnumbered.mkdir()
+        os.utime(unnumbered, (old, old))
+        try:
+            removed = host.clean_leftovers(base)
+        finally:
+            fh.close()
+        left = sorted(p.name for p in base.iterdir())
+        assert left == sorted([f"hipexplore-host-{live.pid}-def", held.name, crash.name, f"hipexplore-host-{dead.pid}-link"]), left
+        assert removed == 4 and (outside / "keep").exists()
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_a_user_kernel_registered_before_the_builder_loads_is_still_checked(tmp_path, need_host_cc):
+    """``hipexplore.kernels`` loads ``kernels.build`` on first use, so a script can register its
+    kernel before the builder exists. The builder trusts the catalog's own kernels by name
+    (``catalog.OWN``), not "whatever was registered when it loaded": the user's spec is checked
+    against the C function and refused in one line, not called with the wrong arguments."""
+    src = tmp_path / "scale.c"
+    src.write_text(SCALE_C)
+    script = (
+        "import sys\n"
+        "from hipexplore.kernels import user_kernel\n"
+        "assert 'hipexplore.kernels.build' not in sys.modules, 'the builder loaded with the catalog'\n"
+        f"user_kernel({str(src)!r}, 'scale', 'out:out:f32[n],in:in:f32[n]', name='scale')\n"
+        "import hipexplore\n"
+        "try:\n"
+        "    hipexplore.sweep('scale', 4096, device='host', iterations=3, reference=False, progress=False)\n"
+        "except hipexplore.ConfigError as exc:\n"
+        "    print('REFUSED', exc)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
+    assert "REFUSED" in res.stdout and "does not match the C function scale()" in res.stdout, res.stdout[-2000:]

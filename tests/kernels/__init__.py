@@ -1,0 +1,1 @@
+"""Tests of hipexplore/kernels/ (a package so basenames may repeat across folders)."""

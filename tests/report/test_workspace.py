@@ -1,0 +1,97 @@
+"""hipexplore/report/workspace.py and ``hipexplore lab``'s choices: the user's workspace copies (made
+from the scripts, never overwritten, never the shipped folder), the kernelspec of the running
+environment, and ``--`` handing JupyterLab its own options. JupyterLab itself runs in
+tests/e2e/test_first_use.py, tests/browser/test_dashboard_in_lab.py (a clone, in chromium) and tests/e2e/test_install.py."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hipexplore.errors import ConfigError
+from hipexplore.report import workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*argv: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_workspace_gets_copies_and_keeps_the_users_own(tmp_path):
+    ws = tmp_path / "ws"
+    words = workspace.write_workspace(ws)
+    assert words == [f"{f} (new)" for f in workspace.NOTEBOOKS.values()]
+    for name, file in workspace.NOTEBOOKS.items():
+        nb = nbformat.read(str(ws / file), as_version=4)
+        assert nb.metadata["kernelspec"]["name"] == "hipexplore"
+    mine = ws / "dashboard.ipynb"
+    nb = nbformat.read(str(mine), as_version=4)
+    nb.cells[0].source += "\nmy own note"
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="my run\n")] if nb.cells[2].cell_type == "code" else []
+    nbformat.write(nb, str(mine))
+    text = mine.read_text()
+    again = workspace.write_workspace(ws)
+    assert mine.read_text() == text  # the user's copy, edits and outputs, is never replaced
+    assert "dashboard.ipynb (kept; the shipped one differs: move yours away to get it)" in again
+    assert "review.ipynb (kept)" in again
+
+
+@pytest.mark.parametrize("where", ["shipped", "inside", "package"])
+def test_workspace_is_never_the_shipped_notebooks_or_the_package(where, tmp_path):
+    folder = {"shipped": workspace.notebooks_dir(), "inside": workspace.notebooks_dir() / "runs",
+              "package": Path(workspace.__file__).resolve().parents[1] / "my-notebooks"}[where]
+    with pytest.raises(ConfigError, match="must be a folder of your own"):
+        workspace.write_workspace(folder)
+    assert not (folder.exists() and where != "shipped")
+    assert not list(workspace.notebooks_dir().glob("*.ipynb.tmp"))
+
+
+def test_kernelspec_is_this_environment_first_on_the_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    env = workspace.kernel_environment({"JUPYTER_PATH": "/somewhere/else"})
+    first, rest = env["JUPYTER_PATH"].split(os.pathsep)
+    assert rest == "/somewhere/else" and Path(first).is_relative_to(tmp_path / "data" / "hipexplore")
+    spec = json.loads((Path(first) / "kernels" / "hipexplore" / "kernel.json").read_text())
+    assert spec["argv"][:4] == [sys.executable, "-P", "-m", "ipykernel_launcher"]
+    assert spec["display_name"] == workspace.kernel_display_name()
+    assert workspace.kernel_display_name(os.path.expanduser("~/venvs/hx")) == "Python (hipexplore: ~/venvs/hx)"
+    assert workspace.kernel_display_name("/opt/hx") == "Python (hipexplore: /opt/hx)"
+    other = workspace.kernel_environment({})["JUPYTER_PATH"]
+    assert other == first  # the same folder for the same environment
+
+
+def test_lab_passes_everything_after_the_double_dash_to_jupyterlab(tmp_path):
+    """`hipexplore lab -- --version`: JupyterLab's own option (it prints its version and exits),
+    not hipexplore's PATH; with no PATH the workspace copies are what would be opened."""
+    res = run_cli("lab", "--", "--version", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip()[:1].isdigit(), res.stdout
+    ws = Path(os.environ["XDG_DATA_HOME"]) / "hipexplore" / "workspace"
+    assert f"copies in {ws}" in res.stderr and (ws / "dashboard.ipynb").is_file()
+    assert "kernel 'hipexplore' is this Python" in res.stderr
+
+
+def test_lab_refuses_a_workspace_beside_a_path_of_ones_own_and_a_missing_path(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    both = run_cli("lab", str(mine), "--workspace", str(tmp_path / "ws"), cwd=tmp_path)
+    assert both.returncode == 2 and "give one or the other" in both.stderr and len(both.stderr.splitlines()) == 1
+    gone = run_cli("lab", "nope", cwd=tmp_path)
+    assert gone.returncode == 2 and "path 'nope' does not exist" in gone.stderr
+    assert not (tmp_path / "ws").exists()
+
+
+def test_lab_on_the_shipped_folder_opens_the_workspace_copy():
+    from hipexplore.cli.lab_cmd import target
+
+    opened, line = target(str(workspace.notebooks_dir() / "dashboard.py"), None)
+    assert opened == workspace.default_workspace() / "dashboard.ipynb" and "copies in" in line
+    opened, _ = target(str(ROOT / "notebooks"), None)
+    assert opened == workspace.default_workspace()

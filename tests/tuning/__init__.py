@@ -1,0 +1,1 @@
+"""Tests of hipexplore/tuning/ (a package so basenames may repeat across folders)."""
