@@ -191,17 +191,38 @@ def test_each_unit_loads_the_library_anew_in_process(kernels, log) -> None:
         assert len({a for _, _, a in mine}) == 3  # three libraries, three copies of the flag
 
 
+def _worker_children() -> list[int]:
+    """This process's children that are sweep workers (``bench.worker_main``)."""
+    me, out = os.getpid(), []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat_line = Path(f"/proc/{d}/stat").read_text()
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat_line.rsplit(")", 1)[1].split()[1]) == me and b"hipexplore.bench.worker_main" in cmd:
+            out.append(int(d))
+    return out
+
+
 @pytest.mark.timeout(300)
 def test_worker_units_each_run_in_a_process_of_their_own(kernels, log) -> None:
     """``worker=True``: the unit location is ``worker`` and each unit's library is loaded in a
-    process of its own (three pids, none of them this one), each holding its own pad there."""
-    res = _run(["dr_a", "dr_own"], 3, 0, worker=True, per_unit=12)
+    process of its own (three pids, none of them this one), each holding its own pad there; while
+    a unit measures, the next unit's worker is already started (its start-up costs no wall time)."""
+    during: list[list[int]] = []
+    res = _run(["dr_a", "dr_own"], 3, 0, worker=True, per_unit=12, on_result=lambda row: during.append(_worker_children()))
     assert res.metadata["sweep.unit_location"] == "worker"
     loads = _loads(log)
     pids = {who: [p for p, w, _ in loads if w == who] for who in ("a", "b")}
     assert len(pids["a"]) == 3 and len(set(pids["a"])) == 3 and os.getpid() not in pids["a"], loads
     assert sorted(pids["a"]) == sorted(pids["b"])  # both kernels of a unit in the unit's process
     assert res.metadata["worker.pad_bytes"] == str(ps.pad_bytes(2, seed=0))  # the last unit's, held in its worker
+    first_unit = during[0]  # unit 0's first row: unit 0's worker measures, unit 1's waits
+    assert len(first_unit) == 2 and pids["a"][0] in first_unit and pids["a"][1] in first_unit, (during, pids)
+    assert not _worker_children()  # every worker gone after the sweep
 
 
 @pytest.mark.timeout(240)
@@ -223,6 +244,13 @@ def test_a_pool_is_shared_only_by_buffers_of_the_same_dtype(kernels, log) -> Non
     with sets_for(dev, a, n, 1) as sets:
         assert shared_pool(sets, catalog.get("dr_copy"), n) is not None
         assert shared_pool(sets, i, n) is None
+    # the pristine host inputs kept between configurations are kept per dtype too: the i32 kernel
+    # right after the f32 one of the same bytes and seed gets i32 data of its own
+    from hipexplore.bench.inputs import host_inputs
+
+    fa = host_inputs(a, n, a.scalars(n), seed=11)
+    fi = host_inputs(i, n, i.scalars(n), seed=11)
+    assert {x.dtype for x in fa.values()} == {np.dtype(np.float32)} and {x.dtype for x in fi.values()} == {np.dtype(np.int32)}
 
 
 # -- the extras' pairing and budget: the unit plan fed with unit frames of known spread -------------------
@@ -299,6 +327,24 @@ def test_an_extra_unit_waits_for_room_in_the_budget(kernels) -> None:
     assert extra is not None and not extra.done
     plan.finished(extra, pd.concat([_unit_frame("dr_a", 3, 1e-5), _unit_frame("dr_own", 3, 1e-5)]), False, 0.5)
     assert plan.next() is None
+
+
+@pytest.mark.timeout(60)
+def test_extra_units_take_no_cold_reference(kernels) -> None:
+    """The cold reference is taken by the planned units (each its share); an extra unit leaves
+    every reference configuration out, measuring only the wide ones."""
+    spec = SweepSpec(kernels=("dr_a",), sizes=(65536,), rotating=(1,), flush=("none",), reference=True,
+                     reference_samples=48)
+    plan = us.UnitPlan(spec, (3, 6))
+    refs = {c for c in spec.configurations() if c.is_reference}
+    assert refs
+    for k, spread in enumerate((1.0, 1.3, 0.75)):
+        job = plan.next()
+        assert not job.done & refs and job.spec.reference_samples == 16  # 48 over the 3 planned units
+        plan.finished(job, _unit_frame("dr_a", k, 1e-5 * spread), False, 1.0)
+    extra = plan.next()
+    assert extra is not None and refs <= extra.done
+    assert set(spec.configurations()) - extra.done == {Configuration("dr_a", 65536, "1", "none", "events")}
 
 
 @pytest.mark.timeout(60)
