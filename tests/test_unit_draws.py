@@ -359,3 +359,55 @@ def test_a_fixed_count_is_split_among_the_planned_units_without_room_for_extras(
         plan.finished(job, None, False, 1.0)
     assert got == [4, 3, 3]
     assert us.shares(SweepSpec(kernels=("triad",), sizes=(65536,)), 3, 6) == 4
+
+
+class PlacementClock(RecordingDevice):
+    """A virtual clock (a stand-in for the timer only; the kernels really run): a launch takes 100 us,
+    dr_own's (``hx_axpy_pad``) times the placement factor of its first buffer, drawn per allocation
+    from a fixed sequence (+-8%), so its units on fresh buffers disagree as placements did on the
+    H200 while dr_a's agree."""
+
+    sequence = 0
+    factor: dict[int, float] = {}
+
+    def __init__(self, *a, **k) -> None:
+        super().__init__(*a, **k)
+        self.clock_ns = 0
+
+    def alloc(self, nbytes):
+        buf = super().alloc(nbytes)
+        PlacementClock.sequence += 1
+        PlacementClock.factor[buf.ptr] = 1.0 + float(np.random.default_rng([9, PlacementClock.sequence]).uniform(-0.08, 0.08))
+        return buf
+
+    def launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
+        import ctypes
+
+        super().launch(kernel, grid, block, args, shared_bytes)
+        ptr = next((int(v.value) for v in args.values if isinstance(v, ctypes.c_void_p)), 0)
+        placed = unbind(kernel, shared_bytes)[0].__name__ == "hx_axpy_pad"
+        self.clock_ns += int(100_000 * (PlacementClock.factor.get(ptr, 1.0) if placed else 1.0))
+
+    def record(self, event) -> None:
+        self.clock_ns += 1
+        event.t_ns = self.clock_ns
+
+
+@pytest.mark.timeout(300)
+def test_a_real_adaptive_sweep_adds_extra_units_to_both_kernels_of_a_pair(kernels, log) -> None:
+    """``units="auto"``, interleaved, dr_own's unit medians moved by its placement, dr_a's not: the
+    extra units (index 3 and up) measure both kernels of each configuration they measure (dr_a
+    too, which alone would need none), so the verdict's pairs stay paired, and both end with the
+    same number of units."""
+    RecordingDevice.events = []
+    res = sweep(["dr_a", "dr_own"], ["64KiB", "128KiB"], [1], ["none"], device=PlacementClock(), units="auto",
+                stop=StopRule(min_samples=16, max_samples=32, min_time_s=0.0, min_wall_s=0.0), interleave=True,
+                interleave_seed=1, progress=False, reference=False, worker=False)
+    s = res.samples
+    extra = s[s["pass_index"] >= 3]
+    assert len(extra), res.summary[["kernel", "size_bytes", "passes"]]  # the spread earned extras
+    for (size, unit), g in extra.groupby(["size_bytes", "pass_index"]):
+        assert set(g["kernel"]) == {"dr_a", "dr_own"}, (size, unit)
+    passes = res.summary.pivot(index="size_bytes", columns="kernel", values="passes")
+    assert (passes["dr_a"] == passes["dr_own"]).all(), passes
+    assert res.metadata["sweep.units_planned"] == "3"
