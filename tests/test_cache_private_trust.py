@@ -75,9 +75,9 @@ def test_a_folder_owned_by_another_user_is_not_trusted(tmp_path, level) -> None:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("level", ["version", "shard"])
-def test_a_sticky_folder_below_the_root_is_not_trusted_even_from_root(tmp_path, level) -> None:
-    """The sticky exception is the root's alone: a version or shard folder owned by root (this
-    user here) is fine, but one of another user's, sticky and 1755, is not."""
+def test_a_sticky_folder_of_another_user_below_the_root_is_not_trusted(tmp_path, level) -> None:
+    """The sticky exception is the root's alone: a version or shard folder of another user is
+    refused though sticky (1755: others could not even add names to it)."""
     root, p = stored(tmp_path)
     os.chown(p[level], OTHER, OTHER)
     os.chmod(p[level], 0o1755)
