@@ -68,3 +68,17 @@ def test_a_frame_without_the_kernel_or_the_rows_is_one_line():
         rotating_need(frame.assign(flush="l2-write"))
     with pytest.raises(ConfigError, match="no 'median_s' column"):
         rotating_need(frame.drop(columns=["median_s"]))
+
+
+def test_the_time_plateau_is_relative_to_the_most_sets_time():
+    # microsecond times: the plateau is the fewest sets within PLATEAU_REL (3%) *of* the most sets'
+    # median, not within 0.03 s of it (which every microsecond row would be)
+    from hipexplore.rotating_need import PLATEAU_REL
+
+    us = [0.50, 0.70, 0.95, 0.99, 1.00]
+    frame = pd.DataFrame({"kernel": "k", "size_bytes": 1 << 20, "rotating": [1, 2, 5, 10, 20],
+                          "rotating_requested": ["1", "2", "5", "10", "20"], "flush": "none",
+                          "median_s": [u * 1e-6 for u in us]})
+    need = rotating_need(frame)
+    assert PLATEAU_REL == 0.03 and need.plateau == 10  # 0.95 us is 5% from 1.00 us: outside; 0.99 us inside
+    assert need.knee is None and need.auto is None and need.fixed["sets"] == 5 and need.fixed["median_s"] == pytest.approx(0.95e-6)

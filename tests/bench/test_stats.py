@@ -362,3 +362,18 @@ def test_two_stage_bootstrap_draws_groups_then_their_blocks() -> None:
     assert meds.min() >= 1.0 and meds.max() <= 3.04
     # the median of 3 groups drawn with replacement is group 2's level with probability 13/27
     assert np.mean((meds > 1.9) & (meds < 2.1)) == pytest.approx(13 / 27, abs=0.03)
+
+
+def test_the_interval_must_meet_its_target_at_two_evaluations_in_a_row() -> None:
+    # narrow (a hit), then two modes with the median between them (a miss: the count starts again),
+    # then narrow again (one hit): no stop yet. Counting hits that are not consecutive would stop
+    # on the second lucky interval, which biases adaptive runs narrow (StopRule's docstring).
+    rule = StopRule(min_samples=20, min_time_s=0, min_wall_s=0, target_ci=0.02, target_cv=1e-9, stable_noise=1e-9,
+                    timeout_s=1e9)
+    rng = np.random.default_rng(0)
+    a, b, c = (lv + 0.001 * rng.standard_normal(k) for lv, k in ((1.0, 40), (1.5, 40), (1.0, 60)))
+    tracker = rule.tracker()
+    seen = [tracker.check(x, 1.0) for x in (a, np.r_[a, b], np.r_[a, b, c])]
+    assert [s[0] > 0 for s in seen] == [True, True, True], seen
+    left, why = tracker.check(np.r_[a, b, c, 1.0 + 0.001 * rng.standard_normal(20)], 1.0)  # the second hit in a row
+    assert left == 0 and why.startswith("converged: 95% CI of the median"), why

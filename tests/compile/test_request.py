@@ -159,3 +159,14 @@ def test_object_code_names_are_read_only_and_survive_pickling():
         code.lowered_names.update(x="y")
     again = pickle.loads(pickle.dumps(code))
     assert again == code and again.symbol("k<int>") == "_Z1kIiEvv"
+
+
+@pytest.mark.parametrize("compiler, a, b", [("hiprtc", "gfx942", "gfx950"), ("nvrtc", "sm_90", "sm_80"),
+                                            ("triton", "gfx942", "sm_90")])
+def test_the_target_alone_changes_the_key(compiler, a, b):
+    # one compiler, one identity, one source: only the target differs (a code object for gfx942 is
+    # not one for gfx950: a key without the target would hand one to the other)
+    ident = CompilerIdentity(compiler, "1.0")
+    ka = make_key(req(compiler=compiler, target=a), ident)
+    kb = make_key(req(compiler=compiler, target=b), ident)
+    assert ka.digest != kb.digest and ka.record["request"]["target"] == a
