@@ -56,8 +56,8 @@ def test_compare_a_nan_where_a_number_was_expected_is_the_unwritten_poison():
     g[3] = np.nan
     with pytest.raises(BenchmarkError, match=r"out\[3\] = nan but expected 1 \(left unwritten: the poison value\).* 1 of 5 elements"):
         compare("c", "out", g, e, rtol=1e-3, atol=1e-3)
-    # NaN on both sides agrees (no error raised; the returned L2 figure is then inf, see the report
-    # of issue 39); a NaN only in the reference does not agree
+    # NaN on both sides agrees (no error raised; the L2 figure returned is then inf: matching NaNs are
+    # not left out of the norm); a NaN only in the reference does not agree
     compare("c", "out", np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), rtol=0, atol=0)
     with pytest.raises(BenchmarkError) as exc:
         compare("c", "out", np.array([0.0, 1.0]), np.array([np.nan, 1.0]), rtol=0, atol=0)
