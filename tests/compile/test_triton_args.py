@@ -15,7 +15,7 @@ def test_targets_that_look_like_amd_or_nvidia_pass(target):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("target", ["", "gfx9", "GFX942", "sm90", "sm_9", "sm_1000", "gfx942 ", "gfx942:xnack+", "cuda", None, 942])
+@pytest.mark.parametrize("target", ["", "gfx9", "gfx9q0", "gfxxyz", "GFX942", "sm90", "sm_9", "sm_1000", "gfx942 ", "gfx942:xnack+", "cuda", None, 942])
 def test_other_targets_are_one_line_naming_them(target):
     with pytest.raises(ConfigError) as exc:
         check_target(target)
