@@ -59,7 +59,6 @@ ELSEWHERE: dict[str, tuple[str, ...]] = {
                          "tests/compile/test_cache_processes.py", "tests/compile/test_cache_setup.py"),
     "compile/disk_files.py": ("tests/compile/test_disk_maint.py", "tests/security/test_security_leases.py"),
     "compile/entry.py": ("tests/security/test_security_disk.py", "tests/compile/test_disk_hostile.py"),
-    "compile/events.py": ("tests/test_schema.py", "tests/compile/test_cache_memory.py"),
     "compile/host.py": ("tests/compile/test_backends.py", "tests/compile/test_inputs.py", "tests/compile/test_cache_keys.py"),
     "compile/nvrtc.py": ("tests/compile/test_backends.py",),
     "compile/registry.py": ("tests/compile/test_backends.py", "tests/compile/test_compiler_lifecycle.py"),
