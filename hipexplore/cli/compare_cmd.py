@@ -84,6 +84,12 @@ def _readable_parquet(path: str) -> None:
                           f".parquet file (hipexplore bench --out)") from None
 
 
+def _count(value) -> str:
+    """A unit count as a whole number: the column is float when a configuration present in one run
+    only leaves it NaN, and "4.0" units read as a measured fraction."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def table(frame) -> str:
     from ..verdicts import size_text as format_bytes  # no matplotlib: this table is printed on GPU machines too
 
@@ -98,7 +104,8 @@ def table(frame) -> str:
             continue
         lo, hi = r["ratio_ci_low"], r["ratio_ci_high"]
         ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]" if lo == lo and hi == hi else "(too few units)"
-        units = f"{r.get('base_units', 1)}/{r.get('new_units', 1)}" if r.get("base_units") != r.get("new_units") else str(r.get("base_units", 1))
+        base_units, new_units = _count(r.get("base_units", 1)), _count(r.get("new_units", 1))
+        units = f"{base_units}/{new_units}" if base_units != new_units else base_units
         verdict = r["verdict"] + (f"  ({r['note']})" if r["verdict"] == "undecided" and r.get("note") else "")
         lines.append(f"{head} {r['change']:>+9.1%} {ci:>19} {units:>5} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {verdict}")
     if frame.attrs.get("hint"):

@@ -163,3 +163,58 @@ def test_default_is_in_process_on_the_host_and_a_worker_on_gpus(monkeypatch):
     assert use_worker(host, None) is True
     monkeypatch.setenv("HIPEXPLORE_SWEEP_WORKER", "0")
     assert use_worker(gpu, None) is False
+
+
+# --- hipexplore.bench.callable directly: the sets, the work and the check on the host device ---------
+
+from hipexplore.bench.callable import STREAM_MODES, CallableSets, CallableWork, callable_kernel, check_callable, sets_for  # noqa: E402
+
+
+@pytest.mark.timeout(120)
+def test_callable_module_sets_work_and_names(dev):
+    rec = Recorder()
+    spec = callable_kernel(rec, make_args, bytes_per_launch="8*n", name="not an identifier", register_it=False)
+    assert spec.name == "callable" and spec.call is not None and STREAM_MODES == ("arg", "torch", "cupy")
+    assert spec.bytes_per_launch(100) == 800
+    sets = sets_for(dev, spec, 64, 3)
+    assert isinstance(sets, CallableSets) and [a.values[2] for a in sets.args] == [0, 1, 2]
+    assert sets.buffers == [{}, {}, {}] and sets.host == {}
+    with sets:
+        dev.launch(spec.call, (1, 1, 1), (1, 1, 1), sets.args[2])
+        np.testing.assert_array_equal(sets.args[2].values[1], 2.0 * sets.args[2].values[0])
+        assert rec.seen == [2]
+    assert sets.args == []  # freed on exit
+    from hipexplore.bench.rotating import BufferSets
+
+    with sets_for(dev, catalog.get("triad"), 64, 1) as kernel_sets:
+        assert isinstance(kernel_sets, BufferSets)
+
+
+@pytest.mark.timeout(60)
+def test_callable_work_on_the_host_calls_without_a_stream():
+    got = []
+    CallableWork(lambda values, handle: got.append((values, handle)), "arg").run((1, 2), None)
+    # torch/cupy modes unpack the arguments; on the host there is no stream to enter
+    CallableWork(lambda a, b: got.append((a, b)), "torch").run((3, 4), None)
+    CallableWork(lambda a: got.append(a), "cupy").run(5, None)
+    assert got == [((1, 2), None), (3, 4), 5]
+
+
+@pytest.mark.timeout(120)
+def test_check_callable_reference_own_check_or_none(dev):
+    def fn(args, stream):
+        x, y, _ = args
+        np.multiply(x, 2.0, out=y)
+        y[7] += 1.0  # one wrong element
+
+    ref = callable_kernel(fn, make_args, bytes_per_launch=8, name="t_chk", register_it=False,
+                          reference=lambda a: 2.0 * a[0], output=lambda a: a[1], rtol=1e-6, atol=1e-6)
+    with CallableSets(dev, ref, 32, 1) as sets:
+        with pytest.raises(BenchmarkError, match=r"^output check failed for cfg-32: output\[7\] = "):
+            check_callable(dev, ref, sets, config="cfg-32")
+    own = callable_kernel(fn, make_args, bytes_per_launch=8, name="t_own", register_it=False, check=lambda a: 0.25)
+    none = callable_kernel(fn, make_args, bytes_per_launch=8, name="t_none", register_it=False)
+    with CallableSets(dev, own, 32, 1) as sets:
+        assert check_callable(dev, own, sets, config="c") == 0.25
+    with CallableSets(dev, none, 32, 1) as sets:
+        assert np.isnan(check_callable(dev, none, sets, config="c"))

@@ -190,3 +190,71 @@ def test_the_catalog_kernels_are_not_role_checked_and_still_verified():
     assert not catalog.get("triad").role_check and not catalog.get("copy").role_check
     res = hx.sweep("triad", ["16KiB"], device="host", iterations=3, reference=False, progress=False)
     assert float(res.metadata[f"verify.triad.{16 << 10}"].split("=")[1]) < 1e-6
+
+
+# --- hipexplore.bench.roles directly: what the CLI runs above cannot pin ------------------------------
+
+from hipexplore.bench import roles  # noqa: E402
+
+
+def _roles_run(tmp_path: Path, source: str, entry: str, args: str, n: int = 1000, **kw) -> str:
+    from hipexplore.bench import rotating as rot
+    from hipexplore.compile.cache import CompileCache
+    from hipexplore.devices.host import HostDevice
+    from hipexplore.kernels.build import kernel_for
+
+    src = tmp_path / f"{entry}.c"
+    src.write_text(source)
+    spec = hx.user_kernel(src, entry, args, name=f"roles_{entry}", host_source=src, register_it=False)
+    dev = HostDevice(llc_bytes=64 << 10)
+    dev.cache = CompileCache(disk_dir=tmp_path / "cache")
+    with rot.BufferSets(dev, spec, n, 1) as sets:
+        before = {k: v.copy() for k, v in sets.pristine.items()}
+        try:
+            return roles.check_roles(dev, spec, sets, kernel_for(dev, spec), (1, 1, 1), (1, 1, 1), **kw)
+        finally:  # every buffer of set 0 restored, whatever the check found
+            for name, arr in before.items():
+                got = np.empty_like(arr)
+                dev.copy_to_host(sets.buffers[0][name], got)
+                np.testing.assert_array_equal(got, arr)
+
+
+@pytest.mark.timeout(300)
+def test_roles_check_roles_returns_or_raises_what_it_found(need_host_cc, tmp_path):
+    assert roles.check_roles.__module__ == "hipexplore.bench.roles"
+    assert _roles_run(tmp_path, STENCIL_C.replace("stencil2d", "st_ok"), "st_ok", RIGHT) == ""
+    args = "out:y:f32[n], in:x:f32[n], n:u64=n"
+    # defer_unwritten: only unwritten outputs found, so the line is returned for the caller to raise later
+    text = _roles_run(tmp_path, PARTIAL_C, "scale_head", args, where="at n=1000", defer_unwritten=True)
+    assert text.startswith("argument 1 'y' (out:f32[n]) was not written by scale_head: 7 of 1000 elements were left "
+                           "unwritten (still the poison NaN 0xffffffff put there before the launch; the first at index 993)")
+    assert text.endswith("Seen in one checked launch before timing at n=1000; --no-verify skips this check")
+    with pytest.raises(ConfigError) as exc:
+        _roles_run(tmp_path, PARTIAL_C, "scale_head", args)
+    assert str(exc.value).startswith(text.split(". ")[0])
+    # an 'in' that is written is raised even with defer_unwritten
+    swapped = (r"^argument 1 'in' \(in:f32\[nx\*ny\]\) was written by stencil2d: 256 of 256 .* "
+               r"Swapped roles\? The C signature is stencil2d\(float\* out, ")
+    with pytest.raises(ConfigError, match=swapped):
+        _roles_run(tmp_path, STENCIL_C, "stencil2d", SWAPPED, n=16 * 16, defer_unwritten=True)
+
+
+@pytest.mark.timeout(300)
+def test_roles_an_int8_output_that_stores_the_poison_value_is_written(need_host_cc, tmp_path):
+    src = "void sat(signed char* y, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = 127; }\n"
+    assert _roles_run(tmp_path, src, "sat", "out:y:i8[n], n:u64=n") == ""  # 0x7f is the first poison: checked twice
+    text = _roles_run(tmp_path, src.replace("i < n", "i + 1 < n"), "sat", "out:y:i8[n], n:u64=n", defer_unwritten=True)
+    assert "1 of 1000 elements were left unwritten (still the poison 0x7f" in text and "first at index 999" in text
+
+
+@pytest.mark.timeout(60)
+def test_roles_c_signature_and_which_kernels_are_checked():
+    spec = hx.user_kernel(STENCIL_C, "stencil2d", RIGHT, host_source=STENCIL_C, register_it=False)
+    assert roles.c_signature(spec) == "stencil2d(float* out, const float* in, int nx, int ny)"
+    assert roles.applies(spec)
+    import dataclasses
+
+    assert roles.c_signature(dataclasses.replace(spec, host_source="", gpu_source="")) == ""
+    assert roles.c_signature(dataclasses.replace(spec, entry="other")) == ""  # not defined in the source
+    assert not roles.applies(dataclasses.replace(spec, role_check=False))
+    assert not roles.applies(catalog.get("triad"))  # the catalog's kernels: their reference checks every output

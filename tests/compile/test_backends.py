@@ -503,3 +503,31 @@ def test_compiler_info_rows():
         assert "gfx90a" in rows["hiprtc"]["targets"]
     if rows["nvrtc"]["available"]:
         assert "sm_90" in rows["nvrtc"]["targets"]
+
+
+# --- hipexplore.compile.backends directly: the name -> class table ------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_backends_table_names_classes_and_refuses_unknown_names():
+    import subprocess
+    import sys
+
+    from hipexplore.compile.backends import BACKENDS, backend_class
+    from hipexplore.compile.request import COMPILERS
+
+    assert tuple(BACKENDS) == tuple(COMPILERS)
+    assert {n: b.isolated_by_default for n, b in BACKENDS.items()} == {"hiprtc": True, "nvrtc": False, "host": False,
+                                                                       "triton": True}
+    from hipexplore.compile.host import HostCompiler
+
+    assert backend_class("host") is HostCompiler
+    assert backend_class("nvrtc").__name__ == "NvrtcCompiler" == BACKENDS["nvrtc"].cls
+    with pytest.raises(ConfigError, match=r"^unknown compiler 'nvcc'; expected one of hiprtc, nvrtc, host, triton$"):
+        backend_class("nvcc")
+    # only the asked backend's module is imported (a machine without hip-python still has nvrtc and host)
+    probe = ("import sys; from hipexplore.compile.backends import backend_class; backend_class('host'); "
+             "print(sorted(m for m in sys.modules if m in ('hipexplore.compile.hiprtc', 'hipexplore.compile.nvrtc', "
+             "'hipexplore.compile.tritonc', 'hipexplore.compile.host')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=100, check=True).stdout
+    assert out.strip() == "['hipexplore.compile.host']"

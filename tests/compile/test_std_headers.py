@@ -141,3 +141,31 @@ def test_a_file_of_the_users_wins_over_the_stand_in(tmp_path):
                                 include_dirs=[tmp_path])
     assert closure.builtin == () and [h.text for h in req.headers] == ["#define USERS_OWN 1\n"]
     assert BUILTIN_HEADERS["nvrtc"]["cstdint"] != "#define USERS_OWN 1\n"
+
+
+# --- hipexplore.compile.std_headers directly: every stand-in stands alone ----------------------------
+
+from hipexplore.compile import std_headers  # noqa: E402
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", ["nvrtc", "hiprtc"])
+def test_std_headers_each_spelling_compiles_alone_and_c_twins_share_text(name):
+    """Each standard spelling (``<cstdint>`` and ``<stdint.h>``, ...) is a complete header by itself,
+    included alone, with a use of a name it declares, on both runtime compilers."""
+    assert STD_HEADERS is std_headers.STD_HEADERS
+    for cxx, c in (("cstdint", "stdint.h"), ("cstddef", "stddef.h"), ("climits", "limits.h"), ("cfloat", "float.h"),
+                   ("cmath", "math.h")):
+        assert std_headers.STD_HEADERS[cxx] == std_headers.STD_HEADERS[c]
+    uses = {"cstdint": "std::uint32_t v = UINT32_MAX;", "cstddef": "std::size_t v = offsetof(S, b);",
+            "climits": "int v = INT_MAX + CHAR_BIT - CHAR_BIT;", "cfloat": "float v = FLT_EPSILON;",
+            "type_traits": "bool v = std::is_same<int, int>::value;", "limits": "float v = std::numeric_limits<float>::max();",
+            "cmath": "float v = std::sqrt(2.0f);", "utility": "auto v = std::make_pair(1, 2).first;",
+            "algorithm": "int v = std::max(1, 2);"}
+    for header in sorted(std_headers.STD_HEADERS):
+        use = uses.get(header) or uses[{"stdint.h": "cstdint", "stddef.h": "cstddef", "limits.h": "climits",
+                                        "float.h": "cfloat", "math.h": "cmath"}[header]]
+        text = (f"#include <{header}>\nstruct S {{ int a; int b; }};\n"
+                f"extern \"C\" __global__ void k(int* out) {{ {use} out[0] = (int)v; }}\n")
+        code, _ = compile_with_closure(name, text)
+        assert code.binary, header

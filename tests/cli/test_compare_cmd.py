@@ -1,0 +1,101 @@
+"""hipexplore.cli.compare_cmd: ``hipexplore compare``'s table, its JSON and its refusals.
+The verdicts themselves are hipexplore.verdicts' (tests/test_verdicts.py); here the command's own
+parts on real ``verdicts.compare`` frames of samples built in passes."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hipexplore.cli import main
+from hipexplore.cli.compare_cmd import _readable_parquet, table
+from hipexplore.errors import ConfigError
+from hipexplore.verdicts import compare
+
+
+def samples(rng, shifts, *, kernel="triad", size=4096, per_pass=40, chunk=4) -> pd.DataFrame:
+    """One configuration's samples in len(shifts) passes, pass p at 10 us * (1 + shifts[p])."""
+    rows = [{"kernel": kernel, "size_bytes": size, "rotating_requested": "1", "flush": "none", "timer": "events",
+             "device_name": "dev", "time_s": 10e-6 * (1 + sh) * (1 + rng.normal(0, 0.002)), "chunk": p * 1000 + i // chunk,
+             "pass_index": p, "dropped": False}
+            for p, sh in enumerate(shifts) for i in range(per_pass)]
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    rng = np.random.default_rng(1)
+    base = pd.concat([samples(rng, [0] * 4), samples(rng, [0] * 4, size=8192)], ignore_index=True)
+    new = pd.concat([samples(rng, [0.2] * 4), samples(rng, [0, 0], size=16384)], ignore_index=True)
+    folder = tmp_path_factory.mktemp("runs")
+    base.to_parquet(folder / "base.parquet")
+    new.to_parquet(folder / "new.parquet")
+    return base, new, folder
+
+
+@pytest.mark.timeout(120)
+def test_table_rows_verdicts_and_configurations_in_one_run_only(runs):
+    base, new, _ = runs
+    lines = table(compare(base, new)).splitlines()
+    assert lines[0].startswith("decision rule: faster/slower only when the 95% interval")
+    assert lines[1].startswith("note: two separate runs")
+    head = lines[2].split()
+    assert head[:6] == ["kernel", "size", "rot", "flush", "timer", "new/base"] and head[-1] == "verdict"
+    row = lines[3].split()
+    assert row[:6] == ["triad", "4", "KiB", "1", "none", "events"] and row[6] == "+20.0%" and row[-1] == "slower"
+    assert row[9] == "4"  # units: a whole number even when another row's units are missing (NaN)
+    assert lines[4].split()[:3] == ["triad", "8", "KiB"] and lines[4].endswith("(only in the base run: not compared)")
+    assert lines[5].endswith("(only in the new run: not compared)")
+
+
+@pytest.mark.timeout(120)
+def test_table_units_that_differ_and_an_interval_too_few_units_give():
+    rng = np.random.default_rng(2)
+    lines = table(compare(samples(rng, [0] * 4), samples(rng, [0, 0.001, 0, 0.002, 0]))).splitlines()
+    assert lines[-1].split()[9] == "4/5"
+    one = table(compare(samples(rng, [0]).drop(columns="pass_index"), samples(rng, [0.1]).drop(columns="pass_index")))
+    row = one.splitlines()[-2] if one.splitlines()[-1].startswith("hint:") else one.splitlines()[-1]
+    assert "undecided" in row and "units" in row
+
+
+@pytest.mark.timeout(120)
+def test_json_has_the_rule_and_strict_nulls(runs, capsys):
+    _, _, folder = runs
+    assert main(["compare", str(folder / "base.parquet"), str(folder / "new.parquet"), "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "NaN" not in text  # strict JSON: a missing value is null
+    out = json.loads(text)
+    assert out["threshold"] == 0.02 and "wholly" in out["rule"] and out["hint"] == ""
+    assert [r["present"] for r in out["rows"]] == ["both", "base only", "new only"]
+    assert out["rows"][1]["ratio"] is None and out["rows"][0]["verdict"] == "slower"
+    assert main(["compare", str(folder / "base.parquet"), str(folder / "new.parquet"), "--json", "--threshold", "25%"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["verdict"] == "same"  # +20% lies within +-25%
+
+
+@pytest.mark.timeout(120)
+def test_a_file_that_is_no_parquet_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "cut.parquet"
+    bad.write_bytes(b"PAR1 this is not a whole parquet file")
+    with pytest.raises(ConfigError) as exc:
+        _readable_parquet(str(bad))
+    text = str(exc.value)
+    assert text.startswith(f"run {str(bad)!r} is not a readable parquet file (") and "\n" not in text
+    assert text.endswith("expected a sweep's samples .parquet file (hipexplore bench --out)")
+    _readable_parquet(str(tmp_path / "missing.parquet"))  # left to verdicts.compare, which names what it expected
+    _readable_parquet(str(tmp_path))  # a folder too
+    assert main(["compare", str(bad), str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hipexplore compare: error: run ")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("argv, said", [
+    (["a.parquet", "b.parquet", "c.parquet"], "compare takes one or two runs; got 3: ['a.parquet', 'b.parquet', 'c.parquet']"),
+    (["a.parquet", "b.parquet", "--new", "k"], "--base/--new compare two kernels of one run; with two runs give neither"),
+    (["a.parquet", "--base", "k"], "one run needs --base KERNEL and --new KERNEL (or give two runs: BASE.parquet NEW.parquet)"),
+])
+def test_refused_command_lines_exit_2_with_one_line(argv, said, capsys):
+    assert main(["compare", *argv]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"hipexplore compare: error: {said}"]

@@ -1,0 +1,168 @@
+"""Every module of hipexplore/ has tests a maintainer finds by its path (issue 39).
+
+``tests/<package>/test_<module>.py`` mirrors ``hipexplore/<package>/<module>.py``. A module whose
+tests live elsewhere (a suite over several modules, such as the compile cache's, or the counter
+pass's one file) is listed in ``ELSEWHERE`` with the files that hold them; each of those must exist
+and import the module by its dotted name (``hipexplore.compile.entry``) or ``from hipexplore.compile
+import entry``. A new module with neither fails here, naming the file to add.
+
+Why by path: "23 modules are imported by no test file" (issue 39) was found by grep, one module at
+a time; this check makes the next one a failing test instead of a search.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "hipexplore"
+TESTS = REPO / "tests"
+#: not modules with tests of their own: the notebooks' jupytext scripts (tests/report/test_notebooks.py
+#: runs them) and the Triton/C sources the tuning lists compile
+SKIPPED = ("notebooks", "tuning/src")
+
+#: module (path under hipexplore/) -> the test files where its tests live, when not at its mirror path.
+#: Built from where the tests are (grep for the module's import); keep it short: a module tested on
+#: its own gets a mirror-path file instead.
+ELSEWHERE: dict[str, tuple[str, ...]] = {
+    "_lazy.py": ("tests/test_lazy.py",),
+    "bench/counters/backends.py": ("tests/bench/counters/test_counters.py",),
+    "bench/counters/counting.py": ("tests/bench/counters/test_counters.py",),
+    "bench/counters/ncu.py": ("tests/bench/counters/test_counters.py",),
+    "bench/counters/phase.py": ("tests/bench/counters/test_counters.py", "tests/bench/test_phases.py"),
+    "bench/counters/record.py": ("tests/bench/counters/test_counters.py",),
+    "bench/counters/registry.py": ("tests/bench/counters/test_counters.py",),
+    "bench/counters/rocprof.py": ("tests/bench/counters/test_counters.py",),
+    "bench/executors.py": ("tests/bench/test_passes.py", "tests/bench/counters/test_counters.py"),
+    "bench/grouping.py": ("tests/bench/test_cluster.py",),
+    "bench/inputs.py": ("tests/bench/test_units.py",),
+    "bench/interleave.py": ("tests/bench/test_run.py",),
+    "bench/io.py": ("tests/bench/test_defaults_and_records.py", "tests/bench/test_resume_kills.py"),
+    "bench/modes.py": ("tests/bench/test_stop_flags.py",),
+    "bench/readback.py": ("tests/hostile/test_hostile_files.py",),
+    "bench/record.py": ("tests/bench/counters/test_counters.py", "tests/bench/test_passes.py"),
+    "bench/result.py": ("tests/bench/counters/test_counters.py",),
+    "bench/rotating.py": ("tests/bench/test_run.py", "tests/test_widgets.py"),
+    "bench/sweeprun.py": ("tests/bench/test_timing.py",),
+    "bench/worker_main.py": ("tests/security/test_security_interpreters.py",),
+    "cli/bench_cmd.py": ("tests/bench/test_stop_flags.py", "tests/bench/counters/test_counters.py"),
+    "cli/bench_table.py": ("tests/cli/test_messages.py", "tests/bench/test_stop_flags.py"),
+    "cli/cache_cmd.py": ("tests/compile/test_disk_hostile.py",),
+    "cli/lab_cmd.py": ("tests/report/test_workspace.py", "tests/e2e/test_first_use.py"),
+    "cli/tune_cmd.py": ("tests/e2e/test_first_use.py",),
+    "compile/_common.py": ("tests/compile/test_backends.py", "tests/compile/test_hiprtc.py"),
+    "compile/base.py": ("tests/compile/test_compiler_lifecycle.py", "tests/compile/test_request.py"),
+    "compile/cache.py": ("tests/compile/test_cache_memory.py", "tests/compile/test_cache_contract.py",
+                         "tests/compile/test_cache_keys.py", "tests/compile/test_cache_locks.py",
+                         "tests/compile/test_cache_processes.py", "tests/compile/test_cache_setup.py"),
+    "compile/disk_files.py": ("tests/compile/test_disk_maint.py", "tests/security/test_security_leases.py"),
+    "compile/entry.py": ("tests/security/test_security_disk.py", "tests/compile/test_disk_hostile.py"),
+    "compile/host.py": ("tests/compile/test_backends.py", "tests/compile/test_inputs.py", "tests/compile/test_cache_keys.py"),
+    "compile/nvrtc.py": ("tests/compile/test_backends.py",),
+    "compile/registry.py": ("tests/compile/test_backends.py", "tests/compile/test_compiler_lifecycle.py"),
+    "compile/triton_env.py": ("tests/compile/test_triton_keys.py",),
+    "compile/triton_source.py": ("tests/compile/test_triton_keys.py", "tests/compile/test_triton.py"),
+    "compile/tritonc.py": ("tests/compile/test_backends.py", "tests/security/test_security_interpreters.py"),
+    "devices/base.py": ("tests/devices/test_devices.py",),
+    "devices/cuda.py": ("tests/gpu/test_gpu_cuda.py",),
+    "devices/gpu.py": ("tests/devices/test_devices.py",),
+    "devices/hip.py": ("tests/devices/test_devices.py", "tests/compile/test_hip_bindings.py"),
+    "devices/host.py": ("tests/devices/test_devices.py", "tests/bench/test_run.py"),
+    "kernels/build.py": ("tests/kernels/test_catalog.py", "tests/bench/test_run.py"),
+    "kernels/spec.py": ("tests/docs/test_doc_examples.py",),
+    "provenance.py": ("tests/test_verdicts.py", "tests/e2e/test_first_use.py"),
+    "report/recorded.py": ("tests/bench/counters/test_counters.py", "tests/hostile/test_hostile_files.py"),
+    "report/replay.py": ("tests/tuning/test_replay.py", "tests/tuning/test_scale.py"),
+    "tuning/amd_evidence.py": ("tests/compile/test_triton.py",),
+    "tuning/cluster.py": ("tests/bench/test_cluster.py", "tests/tuning/test_scale.py"),
+    "tuning/floor.py": ("tests/tuning/test_replay.py",),
+    "tuning/generate.py": ("tests/tuning/test_lists.py",),
+    "tuning/hxrun.py": ("tests/tuning/test_hxgen.py",),
+    "tuning/listfile.py": ("tests/tuning/test_lists.py", "tests/tuning/test_scale.py"),
+    "tuning/models.py": ("tests/tuning/test_lists.py",),
+    "tuning/schedule.py": ("tests/tuning/test_replay.py",),
+    "tuning/triton_list.py": ("tests/compile/test_triton.py", "tests/tuning/test_triton_cache.py"),
+    "tuning/triton_workload.py": ("tests/compile/test_triton.py", "tests/gpu/test_gpu_triton.py"),
+    "tuning/workload.py": ("tests/bench/test_workload.py", "tests/tuning/test_ranking.py"),
+}
+
+
+def modules() -> list[str]:
+    """Every module under hipexplore/ (paths relative to it), packages' __init__ and SKIPPED left out."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if path.name == "__init__.py" or any(rel == s or rel.startswith(s + "/") for s in SKIPPED):
+            continue
+        out.append(rel)
+    return out
+
+
+def mirror(rel: str) -> Path:
+    """``bench/stats.py`` -> tests/bench/test_stats.py; ``errors.py`` -> tests/test_errors.py."""
+    parent, _, name = rel.rpartition("/")
+    return TESTS / parent / f"test_{name}"
+
+
+def dotted(rel: str) -> str:
+    return "hipexplore." + rel[:-3].replace("/", ".")
+
+
+def imports(text: str, module: str) -> bool:
+    """Whether test source ``text`` imports ``module`` (dotted): ``hipexplore.a.b`` anywhere (import,
+    from-import, a subprocess's ``-c`` text), or ``from hipexplore.a import b`` (parenthesised too)."""
+    if re.search(rf"(?<![\w.]){re.escape(module)}(?![\w])", text):
+        return True
+    package, _, name = module.rpartition(".")
+    for m in re.finditer(rf"from\s+{re.escape(package)}\s+import\s+(\([^)]*\)|[^\n]*)", text):
+        if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", m.group(1)):
+            return True
+    return False
+
+
+def problems() -> list[str]:
+    found = []
+    known = modules()
+    for rel in known:
+        place = mirror(rel).relative_to(REPO).as_posix()
+        if mirror(rel).is_file():
+            if rel in ELSEWHERE:
+                found.append(f"hipexplore/{rel} has its mirror file {place}: remove it from ELSEWHERE in {__name__}")
+            continue
+        listed = ELSEWHERE.get(rel)
+        if not listed:
+            found.append(f"hipexplore/{rel} has no tests a maintainer finds by its path: add {place} (tests of what "
+                         f"{dotted(rel)} promises), or list the files that test it in ELSEWHERE in tests/suite/test_layout.py")
+            continue
+        for test in listed:
+            path = REPO / test
+            if not path.is_file():
+                found.append(f"hipexplore/{rel}: ELSEWHERE lists {test}, which does not exist")
+            elif not imports(path.read_text(encoding="utf-8"), dotted(rel)):
+                found.append(f"hipexplore/{rel}: ELSEWHERE lists {test}, which does not import {dotted(rel)}")
+    for rel in sorted(set(ELSEWHERE) - set(known)):
+        found.append(f"ELSEWHERE lists hipexplore/{rel}, which is not a module of hipexplore/ (renamed or removed?)")
+    return found
+
+
+@pytest.mark.timeout(60)
+def test_every_module_has_a_mirror_test_file_or_listed_ones_that_import_it():
+    found = problems()
+    assert not found, f"{len(found)} module(s) without tests found by path:\n" + "\n".join(found)
+
+
+@pytest.mark.timeout(60)
+def test_the_check_sees_a_module_import_and_a_missing_file():
+    """The check itself: what counts as importing, and that a module with neither is named."""
+    assert imports("from hipexplore.compile.entry import decode_entry", "hipexplore.compile.entry")
+    assert imports("from hipexplore.compile import (\n    cache,\n    entry as e,\n)", "hipexplore.compile.entry")
+    assert imports("import hipexplore.bench.io as io", "hipexplore.bench.io")
+    assert not imports("from hipexplore.bench.io_extra import x", "hipexplore.bench.io")
+    assert not imports("from hipexplore.compile import entry_points", "hipexplore.compile.entry")
+    assert not imports("from hipexplore.compile.cache import entry", "hipexplore.compile.entry")
+    assert mirror("bench/stats.py") == TESTS / "bench" / "test_stats.py" and mirror("units.py") == TESTS / "test_units.py"
+    assert dotted("bench/counters/ncu.py") == "hipexplore.bench.counters.ncu"
+    assert "bench/stats.py" in modules() and not any(m.startswith(("notebooks/", "tuning/src/")) for m in modules())
+    assert "__init__.py" not in {m.rpartition("/")[2] for m in modules()}
