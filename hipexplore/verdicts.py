@@ -152,10 +152,48 @@ def verdict(low: float, high: float, threshold: float = DEFAULT_THRESHOLD) -> st
     return "undecided"
 
 
+#: ``change_called`` of a row: the direction of the measured change whenever its interval excludes 1,
+#: whatever the threshold says (the second answer beside ``verdict``; "none": the interval holds 1)
+CHANGES = ("faster", "slower", "none")
+
+
+def change_called(low: float, high: float) -> str:
+    """The measured change's direction: ``slower`` / ``faster`` when the whole interval of new / base
+    lies above / below 1, else ``none``. Why beside ``verdict``: a change of +1.2% measured to ±0.1%
+    is ``same`` at a 2% threshold, and a reviewer told only "same" hears "no change" (pyperf reports
+    every significant change with its size and judges it against ``--min-speed`` separately)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "none"
+    return "slower" if low > 1 else "faster" if high < 1 else "none"
+
+
+def change_text(row: Mapping[str, Any], threshold: float = DEFAULT_THRESHOLD) -> str:
+    """Both answers of a compared row in words: ``slower by 1.2% [+1.1%, +1.3%] — below the 2%
+    threshold``; ``no measurable change: +0.1% [-0.3%, +0.4%] — within ±2%``."""
+    t = _thr(threshold)
+    lo, hi, v = float(row["ratio_ci_low"]), float(row["ratio_ci_high"]), str(row["verdict"])
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{row['change']:+.1%} (no interval: too few units) — {v}"
+    ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]"
+    called = change_called(lo, hi)
+    if called == "none":
+        judged = {"same": f"within ±{t}", "undecided": f"the interval reaches past ±{t}: undecided"}.get(v, v)
+        return f"no measurable change: {row['change']:+.1%} {ci} — {judged}"
+    judged = {"same": f"below the {t} threshold", "faster": f"past the {t} threshold",
+              "slower": f"past the {t} threshold"}.get(v, f"not resolved against the {t} threshold: undecided")
+    return f"{called} by {abs(row['change']):.1%} {ci} — {judged}"
+
+
+def _thr(threshold: float) -> str:
+    """``2%`` for 0.02, ``2.5%`` for 0.025."""
+    return f"{threshold:.0%}" if round(threshold * 100, 6) == round(threshold * 100) else f"{threshold:.1%}"
+
+
 def rule_text(threshold: float = DEFAULT_THRESHOLD) -> str:
-    t = f"{threshold:.0%}" if round(threshold * 100, 6) == round(threshold * 100) else f"{threshold:.1%}"
+    t = _thr(threshold)
     return (f"faster/slower only when the 95% interval of new/base lies wholly below -{t} / above +{t}; "
-            f"same when it lies wholly within ±{t}; otherwise undecided")
+            f"same when it lies wholly within ±{t}; otherwise undecided. Beside it, the measured change is named "
+            f"(faster/slower) whenever its interval excludes no change, whatever its size")
 
 
 # -- loading runs ---------------------------------------------------------------------------------
@@ -342,6 +380,7 @@ def _row(base: Measurement, new: Measurement, threshold: float, level: float, re
         "ratio": ratio, "ratio_ci_low": lo, "ratio_ci_high": hi, "change": ratio - 1.0,
         "chunk_ci_low": c_lo, "chunk_ci_high": c_hi, "unit_ci_low": lv.low, "unit_ci_high": lv.high,
         "p_value": p, "drift_p": drift_p, "half_width": half, "min_detectable": threshold + half, "verdict": v,
+        "change_called": change_called(lo, hi),
         "interval": (f"{lv.method} (t, df {lv.df:g}) and " if lv.decided else "")
                     + ("paired windows (interleaved)" if paired else "independent blocks"),
         "note": note,
@@ -401,7 +440,7 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
         if key in left and key in right:
             row.update(present="both", **_row(left[key], right[key], threshold, level, resamples, separate=other is not None))
         else:
-            row.update(present="base only" if key in left else "new only", verdict="",
+            row.update(present="base only" if key in left else "new only", verdict="", change_called="",
                        note=f"only in the {'base' if key in left else 'new'} run: not compared")
         rows.append(row)
     frame = pd.DataFrame(rows)
@@ -461,8 +500,9 @@ def compare_scenarios(frame: pd.DataFrame, base: str = "off", new: Sequence[str]
     """Tuning-replay scenarios against ``base`` (default the cache off): per scenario the seconds of
     one pass (summed lookup seconds), ``saved_s`` = base - new with a 95% interval, the ratio
     new / base with its interval, and the verdict of the same rule (``faster``: the cache saves
-    time). The interval is over repeated passes (``round`` / ``jobs``) where each side has at least
-    two, else over the requests of the single pass (noted)."""
+    time) with ``change_called`` beside it. The intervals are over repeated passes (``round`` /
+    ``jobs``) where each side has at least two (the ratio's: Welch's t over log pass totals,
+    ``_pass_ratio_ci``), else over the requests of the single pass (noted)."""
     from .schema import require_columns
 
     require_columns(frame, ("scenario", "lookup_seconds"), "replay frame")
@@ -498,6 +538,7 @@ def compare_scenarios(frame: pd.DataFrame, base: str = "off", new: Sequence[str]
                      "saved_ci_low_s": float(s_lo), "saved_ci_high_s": float(s_hi),
                      "ratio": n_mean / b_mean if b_mean > 0 else math.nan, "ratio_ci_low": float(lo),
                      "ratio_ci_high": float(hi), "verdict": verdict(float(lo), float(hi), threshold),
+                     "change_called": change_called(float(lo), float(hi)),
                      "interval_over": f"base: {b_how}; {s}: {n_how}"})
     out = pd.DataFrame(rows)
     out.attrs.update(threshold=threshold, rule=rule_text(threshold))
@@ -511,5 +552,5 @@ def saving_text(row: Mapping[str, Any]) -> str:
             f"({row['ratio'] - 1:+.1%} time, verdict: {row['verdict']})")
 
 
-__all__ = ["DEFAULT_THRESHOLD", "VERDICTS", "check_threshold", "compare", "compare_scenarios",
+__all__ = ["CHANGES", "DEFAULT_THRESHOLD", "VERDICTS", "change_called", "change_text", "check_threshold", "compare", "compare_scenarios",
            "mann_whitney_u", "pairs", "rule_text", "saving_text", "verdict"]
