@@ -128,3 +128,54 @@ def test_the_replay_ratio_is_welch_over_log_pass_totals():
     many = compare_scenarios(replay({"off": [10.0, 10.1, 9.95, 10.05, 10.02], "memory": [9.0, 9.1, 8.95, 9.05, 9.0]}),
                              "off").iloc[0]
     assert many["verdict"] == "faster" and many["change_called"] == "faster" and 0.88 < many["ratio_ci_low"] < 0.9
+
+
+# -- precision on request: --resolution -----------------------------------------------------------
+
+def test_resolution_plans_extra_units_until_the_budget_runs_out_and_says_so(tmp_path):
+    """A real host sweep (triad and copy interleaved): an unreachable resolution takes extra units
+    until the budget is spent and the metadata says it was not reached and why; a loose one is
+    reached with the planned units alone."""
+    from hipexplore import sweep
+
+    tight = sweep(["triad", "copy"], ["64KiB"], [1], ["none"], device="host", interleave=True, progress=False,
+                  reference=False, resolution=0.0001, resolution_budget=0.5)
+    units = tight.samples.groupby("kernel")["pass_index"].nunique()
+    # 3 planned; an extra unit of the one (pair) configuration costs 1/3 of them: one fits 0.5x, two do not
+    assert set(units) == {4}, units
+    assert tight.metadata["units.resolution"] == "0.01%"
+    out = tight.metadata["units.resolution_outcome"]
+    assert out.startswith("not reached: stopped by the budget (0.5x the planned units' time); 1 configuration(s) "
+                          "still wider than ±0.01%: copy 65536 r=1 none events: ±"), out
+    loose = sweep(["triad", "copy"], ["64KiB"], [1], ["none"], device="host", interleave=True, progress=False,
+                  reference=False, resolution=0.45)
+    assert set(loose.samples.groupby("kernel")["pass_index"].nunique()) == {3}
+    assert loose.metadata["units.resolution_outcome"].startswith("reached: every configuration's 95% half-width over "
+                                                                 "its units is within ±45.00% (widest ±")
+    assert "units.resolution" not in sweep("triad", ["64KiB"], device="host", progress=False, reference=False,
+                                           iterations=30).metadata
+
+
+def test_resolution_is_a_cli_option_that_reports_and_refuses_bad_values(tmp_path, capsys):
+    from hipexplore.bench.spec import SweepSpec
+    from hipexplore.cli import main
+    from hipexplore.errors import ConfigError
+
+    assert SweepSpec(resolution="1%").resolution == 0.01 and SweepSpec(resolution=0.02).resolution == 0.02
+    for bad in ("60%", "-1%", "x"):
+        with pytest.raises(ConfigError, match="resolution must be 0 .off. or a half-width below 50%, such as 1% or 0.01"):
+            SweepSpec(resolution=bad)
+    with pytest.raises(ConfigError, match="resolution_budget must be a positive multiple"):
+        SweepSpec(resolution_budget=0)
+    out = tmp_path / "r.parquet"
+    assert main(["bench", "triad,copy", "--device", "host", "--size", "64KiB", "--interleave", "--no-reference",
+                 "--no-progress", "--resolution", "0.01%", "--resolution-budget", "0.5", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "hipexplore bench: resolution ±0.01%: not reached: stopped by the budget (0.5x" in err, err
+    try:
+        rc = main(["bench", "triad", "--device", "host", "--resolution", "70%"])
+    except SystemExit as exc:
+        rc = exc.code
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "resolution must be 0 (off) or a half-width below 50%" in err[-1], err

@@ -372,6 +372,9 @@ def run(args: argparse.Namespace) -> int:
         more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
         print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
               f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
+    if res.metadata.get("units.resolution_outcome"):  # --resolution: reached, or what stopped the extra units
+        print(f"hipexplore bench: resolution ±{res.metadata['units.resolution']}: {res.metadata['units.resolution_outcome']}",
+              file=sys.stderr)
     counted = res.metadata.get("counters.status", "")
     if counted.startswith("no counters"):  # asked for, and the device cannot: one line, the sweep as without
         print(f"hipexplore bench: {counted}", file=sys.stderr)
