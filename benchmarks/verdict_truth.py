@@ -221,7 +221,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     kernels, files, entry, spec = sources(args.device, out / "src")
     if args.analyze is not None:
-        paths = sorted(p for d in args.analyze for p in Path(d).glob("run*.parquet") if not p.name.endswith(".summary.parquet"))
+        paths = sorted(p for d in args.analyze for p in Path(d).glob("run*.parquet")
+                       if not p.name.endswith((".summary.parquet", ".units.parquet")))
         walls = [float(w) for d in args.analyze if (Path(d) / "walls.json").exists()
                  for w in json.loads((Path(d) / "walls.json").read_text())]
         base_rows = [b for d in args.analyze if (Path(d) / "baseline.json").exists()

@@ -30,7 +30,8 @@ exact for small samples without ties) is reported beside it, as information, not
 
 Two runs are compared configuration by configuration (kernel, size, rotating, flush, timer), their
 between-unit interval at ``SEPARATE_RUNS_LEVEL`` (99%) at least: what changed between two sessions
-is a level no unit inside either run sees;
+is a level no unit inside either run sees (two kernels of one run that were not interleaved, such as
+their cold references, are decided at that level too);
 configurations only in one run are listed with ``present`` = ``base only`` / ``new only``.
 Runs from different devices are refused unless ``allow_other_device=True``. Two kernels of one
 (interleaved) run are compared with ``compare(run, base="A", new="B")``.
@@ -342,6 +343,9 @@ def _more_units(units: int) -> str:
 #: Two *separate* runs are decided at this level at least: what moved between their sessions (the
 #: GPU's state, other tenants, a reboot) is a level no unit inside either run sees, so the units'
 #: variation understates it; a wider interval keeps identical code from being called different.
+#: So are two kernels of one run that were not interleaved (their cold references, taken in parts
+#: at other times; a sweep without --interleave): on the shared host, with the load changing during
+#: the run, the cold references of two byte-identical copies read 1.34x apart in all 3 units.
 SEPARATE_RUNS_LEVEL = 0.99
 
 
@@ -349,7 +353,10 @@ def _row(base: Measurement, new: Measurement, threshold: float, level: float, re
          separate: bool = False) -> dict[str, Any]:
     paired = interleaved_pair(base, new)
     ratio, c_lo, c_hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
-    lv = (paired_units if paired else independent_units)(new, base, max(level, SEPARATE_RUNS_LEVEL) if separate else level)
+    # not interleaved (two runs; two kernels of one run measured one after the other, or their cold
+    # references): separate measurements, whatever file they are in (SEPARATE_RUNS_LEVEL)
+    lv = (paired_units if paired else independent_units)(new, base, max(level, SEPARATE_RUNS_LEVEL)
+                                                          if separate or not paired else level)
     _u, p = mann_whitney_u(new.samples, base.samples)
     b_lo, b_hi = base.bootstrap_ci(level, resamples)
     n_lo, n_hi = new.bootstrap_ci(level, resamples)

@@ -179,3 +179,16 @@ def test_resolution_is_a_cli_option_that_reports_and_refuses_bad_values(tmp_path
     assert rc == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "resolution must be 0 (off) or a half-width below 50%" in err[-1], err
+
+
+def test_two_kernels_of_one_run_not_interleaved_are_decided_as_separate_runs():
+    # one run, kernels a and b measured one after the other (their own chunk ids, not interleaved):
+    # nothing pairs them, so their Welch interval is at the separate-runs level, as two runs' is
+    dev = np.array([-0.01, 0.0, 0.01, 0.02])
+    a = run_frame(10e-6 * np.exp(dev), kernel="a")
+    b = run_frame(10e-6 * np.exp(dev[::-1]), kernel="b").assign(chunk=lambda f: f["chunk"] + 50_000)
+    row = compare(pd.concat([a, b], ignore_index=True), base="a", new="b").iloc[0]
+    ln, lb = np.log(10e-6 * np.exp(dev[::-1])), np.log(10e-6 * np.exp(dev))
+    se = math.sqrt(ln.var(ddof=1) / 4 + lb.var(ddof=1) / 4)
+    assert row["interval"].startswith("independent units (t, df 6)")
+    assert row["unit_ci_high"] == pytest.approx(math.exp(ln.mean() - lb.mean() + T_995_DF6 * se), rel=1e-6)
