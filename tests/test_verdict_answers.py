@@ -108,3 +108,22 @@ def test_one_sided_rows_carry_no_change_called(shift):
     c = compare(a[a["kernel"] == "A"], pd.concat([a[a["kernel"] == "B"].assign(kernel="A"), b]))
     assert set(c["present"]) == {"both", "new only"}
     assert c.set_index("present").loc["new only", "change_called"] == ""
+
+
+def test_the_cache_sentence_names_a_resolved_saving_below_the_threshold():
+    """A replay whose cached pass is 1% faster in each of 5 alternated passes: `same` at ±2%, and
+    the sentence says the time changed measurably instead of 'neither saves nor costs'."""
+    from types import SimpleNamespace
+
+    totals = {"off": [10.0, 10.01, 9.99, 10.0, 10.005], "memory": [9.9, 9.91, 9.89, 9.9, 9.905]}
+    frame = pd.DataFrame([{"scenario": s, "round": r, "seq": i, "lookup_seconds": t / 4}
+                          for s, per in totals.items() for r, t in enumerate(per) for i in range(4)])
+    events = pd.DataFrame({"outcome": ["miss"] * 4 + ["memory-hit"] * 16})
+    replay = SimpleNamespace(frame=frame, primary="memory", events=events, list_name="a list")
+    text = " ".join(hl.cache_sentences(replay))
+    assert "verdict: same (within ±2%), but the time measurably changed: faster by 1.0% [" in text, text
+    assert "— below the 2% threshold." in text and "neither saves nor costs" not in text
+    same = SimpleNamespace(frame=frame.assign(lookup_seconds=lambda f: np.where(
+        f["scenario"] == "memory", f["lookup_seconds"] * 10.0 / 9.9, f["lookup_seconds"])), primary="memory",
+        events=events, list_name="a list")  # the cached pass as slow as the cache off, pass by pass
+    assert "the cache neither saves nor costs time here" in " ".join(hl.cache_sentences(same))

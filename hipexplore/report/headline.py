@@ -174,14 +174,20 @@ def cache_sentences(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> list[s
              else f"{format_number(-saved)} s more with the cache")
     text += f", 95% interval [{format_number(lo)}, {format_number(hi)}] s of saving ({row['interval_over']}); "
     verdict = str(row["verdict"])
+    # the second answer: a change resolved below the threshold is named, not hidden by "same"
+    measured = (change_text({**row, "change": float(row["ratio"]) - 1}, threshold)
+                if row.get("change_called") in ("faster", "slower") and verdict not in ("faster", "slower") else "")
     if verdict == "faster":
         text += "verdict: the cache saves time."
+    elif verdict == "same" and measured:
+        text += f"verdict: same (within ±{_thr(threshold)}), but the time measurably changed: {measured}."
     elif verdict == "same":
         text += f"verdict: same (within ±{_thr(threshold)}): the cache neither saves nor costs time here."
     elif verdict == "slower":
         text += "verdict: slower: the cache costs time here."
     else:
         text += f"verdict: undecided: the interval of the time ratio straddles the ±{_thr(threshold)} threshold."
+        text += f" Measured: {measured}." if measured else ""
     return [text]
 
 
