@@ -17,7 +17,8 @@ A reviewer's A/B, run as a reviewer would run it, many times:
 * ``--baseline DIR``: an older checkout's default is timed beside this one's, alternating, on the
   catalog triad over the same configurations (the 1.5x wall-time bound).
 
-Writes DIR/verdict_truth.json (counts, per-configuration power, wall times, versions) and
+Writes DIR/verdict_truth.json (counts, coverage of 1 on identical code, per-configuration power,
+wall times, versions) and
 DIR/rows.parquet (one row per comparison row), prints a short table last.
 Usage: PYTHONPATH=. python3 benchmarks/verdict_truth.py --device cuda --runs 17 --out DIR
 """
@@ -165,6 +166,41 @@ def reference(paths: list[Path], kernels: list[str]):
     return out
 
 
+def coverage(rows) -> dict:
+    """Per kind of identical-code rows (identical copies, separate runs): how many rows, and the
+    fraction whose decision interval (``ratio_ci_low``..``ratio_ci_high``: the wider of the unit and
+    the chunk interval) contains 1 -- at a nominal 95% (99% for separate runs) about that fraction
+    should; far above it, the intervals are wider than the variation they describe. The unit and
+    the chunk interval are counted on their own too (which of them is too wide), and the rows whose
+    measured change is named (``change_called``, the interval excluding 1)."""
+    import numpy as np
+
+    out = {}
+    both = rows[rows["present"] == "both"]
+    for kind in ("identical copy", "separate runs"):
+        g = both[both["kind"] == kind]
+        lo, hi = g["ratio_ci_low"].to_numpy(float), g["ratio_ci_high"].to_numpy(float)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        if not ok.any():
+            continue
+
+        def covers(a: str, b: str) -> float:
+            x, y = g[a].to_numpy(float)[ok], g[b].to_numpy(float)[ok]
+            return float(np.mean((x <= 1) & (1 <= y)))
+
+        rel = (hi[ok] - lo[ok]) / 2
+        out[kind] = {"rows": int(ok.sum()), "coverage": covers("ratio_ci_low", "ratio_ci_high"),
+                     "unit_coverage": covers("unit_ci_low", "unit_ci_high"),
+                     "chunk_coverage": covers("chunk_ci_low", "chunk_ci_high"),
+                     "unit_wider": float(np.mean((g["unit_ci_high"] - g["unit_ci_low"]).to_numpy(float)[ok]
+                                                 >= (g["chunk_ci_high"] - g["chunk_ci_low"]).to_numpy(float)[ok])),
+                     "median_half_width": float(np.median(rel)),
+                     "change_called": int(g["change_called"].isin(("faster", "slower")).sum())
+                     if "change_called" in g.columns else None,
+                     "min_low_bound": float(np.nanmin(lo[ok]))}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -185,7 +221,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     kernels, files, entry, spec = sources(args.device, out / "src")
     if args.analyze is not None:
-        paths = sorted(p for d in args.analyze for p in Path(d).glob("run*.parquet") if not p.name.endswith(".summary.parquet"))
+        paths = sorted(p for d in args.analyze for p in Path(d).glob("run*.parquet")
+                       if not p.name.endswith((".summary.parquet", ".units.parquet")))
         walls = [float(w) for d in args.analyze if (Path(d) / "walls.json").exists()
                  for w in json.loads((Path(d) / "walls.json").read_text())]
         base_rows = [b for d in args.analyze if (Path(d) / "baseline.json").exists()
@@ -243,12 +280,14 @@ def report(args: argparse.Namespace, out: Path, kernels: list[str], paths: list[
     for (kind, size, flush), g in rows[rows["present"] == "both"].groupby(["kind", "size_bytes", "flush"]):
         power.append({"kind": kind, "size_bytes": int(size), "flush": flush, "rows": int(len(g)),
                       "slower": int((g["verdict"] == "slower").sum()), "faster": int((g["verdict"] == "faster").sum()),
+                      "named_slower": int((g["change_called"] == "slower").sum()) if "change_called" in g else None,
+                      "named_faster": int((g["change_called"] == "faster").sum()) if "change_called" in g else None,
                       "median_ratio": float(g["ratio"].median()), "median_half_width": float(g["half_width"].median()),
                       "units": int(g["new_units"].min()) if "new_units" in g else None})
     meta = collect(compilers=False)
     summary = {"device": args.device, "runs": len(paths), "kernels": kernels, "sizes": args.sizes, "flush": args.flush,
                "busy": args.busy, "wall_s": walls, "wall_median_s": float(sorted(walls)[len(walls) // 2]) if walls else None,
-               "baseline_walls": base_rows, "counts": counts, "power": power,
+               "baseline_walls": base_rows, "counts": counts, "power": power, "coverage": coverage(rows),
                "reference": ref.to_dict("records"), "hipexplore": hipexplore.__version__,
                "git_revision": meta.get("git_revision"), "provenance": {k: str(v) for k, v in meta.items()}}
     (out / "verdict_truth.json").write_text(json.dumps(summary, indent=1, default=str))
@@ -258,6 +297,11 @@ def report(args: argparse.Namespace, out: Path, kernels: list[str], paths: list[
     print("\nverdict counts:")
     for kind, c in counts.items():
         print(f"  {kind:<16} {c}")
+    print("\ncoverage of 1 by the decision interval on identical code (unit / chunk interval alone):")
+    for kind, c in summary["coverage"].items():
+        print(f"  {kind:<16} {c['coverage']:.1%} of {c['rows']} rows ({c['unit_coverage']:.1%} / {c['chunk_coverage']:.1%}; "
+              f"unit interval the wider in {c['unit_wider']:.0%}); median half-width {c['median_half_width']:.2%}; "
+              f"change named in {c['change_called']}")
     print("\npower / false calls by configuration:")
     for p in power:
         print(f"  {p['kind']:<16} {p['size_bytes'] >> 20:>4} MiB {p['flush']:<9} slower {p['slower']}/{p['rows']} "

@@ -191,6 +191,8 @@ def test_compare_cli(interleaved, tmp_path, capsys) -> None:
     assert main(["compare", run, "--base", "w1", "--new", "w4"]) == 0
     text = capsys.readouterr().out
     assert "decision rule" in text and "64 KiB" in text and "slower" in text
+    assert text.count("— past the 2% threshold") == sum(r["verdict"] == "slower" for r in out["rows"])  # both answers
+    assert {r["change_called"] for r in out["rows"]} == {"slower"}
     bad = [
         ([run, "--base", "w1", "--new", "nope"], "new kernel 'nope' is not in the run"),
         ([run], "one run needs --base"),

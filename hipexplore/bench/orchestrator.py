@@ -107,7 +107,7 @@ class Orchestrator:
             columns = (columns[0], [*columns[1], *(c for c in COUNTER_COLUMNS if c not in columns[1])])
         self.record = Record(previous, merged=self.spec.units != 1, planned=self.lo, columns=columns)
         kept = self.record.complete()
-        plans = [self._plan(g, i) for i, g in enumerate(self.executor.groups(self.spec))]
+        plans = self.plans = [self._plan(g, i) for i, g in enumerate(self.executor.groups(self.spec))]
         total = sum(len(p.configs) for p in plans) * self.lo
         self.progress = Progress(total, self.record.kept(), bar=self.show_bar, units=self.spec.units != 1,
                                  hook=self.hooks.on_progress)
@@ -189,6 +189,7 @@ class Orchestrator:
         if self.spec.units != 1:
             units_done = min((len(self.record.units_of(c)) for c in self.spec.configurations()), default=0)
             self.metadata.update(UnitsInfo(self.lo, units_done, self.executor.where, self.pads).entries())
+            self.metadata.update(us.resolution_entries(self.spec, getattr(self, "plans", []), self.stopped))
         if write and (not self.stopped or self.spec.units == 1 or self.record.added):
             self.record.write(self.paths, self.metadata)
         self.progress.close()

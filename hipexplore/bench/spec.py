@@ -74,6 +74,32 @@ def check_units(value: Any) -> int | str:
     return int(value)
 
 
+def check_resolution(value: Any) -> float:
+    """``resolution``: 0 (off) or a fraction in (0, 0.5): ``0.01`` or ``1%`` (text as the CLI gives it too)."""
+    given = value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            value = math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value == 0 or 0 < value < 0.5):
+        raise ConfigError(f"resolution must be 0 (off) or a half-width below 50%, such as 1% or 0.01; got {given!r}")
+    return float(value)
+
+
+def check_budget(value: Any) -> float:
+    """``resolution_budget``: a positive multiple of the planned units' time (text as the CLI gives it too)."""
+    given = value
+    try:
+        value = float(value) if isinstance(value, str) else value
+    except ValueError:
+        value = math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"resolution_budget must be a positive multiple of the planned units' time, such as 2; got {given!r}")
+    return float(value)
+
+
 def _option(default: Any, help: str, *, metavar: str | None = None, least: int | None = None, most: int | None = None,
             alias: str | None = None, check: Any = None, const: Any = None) -> Any:
     """A spec field that ``sweep()`` and ``hipexplore bench`` offer as an option: its ``help`` (one
@@ -189,6 +215,16 @@ class SweepSpec:
     units: int | str = _option("auto", "units per configuration, each with its own placement, code load and (GPU) "
                                        "process; verdicts need >= 2 (auto: 3, up to 6 where units disagree)",
                                metavar="auto|N", alias="--passes", check=check_units)
+    #: precision on request (Kalibera & Jones: size a level's repetitions by its variance): extra
+    #: units, beyond the planned ones, for each configuration whose 95% interval over its units (the
+    #: paired ratio to the first kernel when interleaved) is wider than +-resolution, until it is or
+    #: the extras have taken ``resolution_budget`` times the planned units' time (``bench.units``);
+    #: the metadata's ``units.resolution`` says which. 0: off (auto's few extras only)
+    resolution: float = _option(0.0, "extra units until each configuration's 95% half-width over its units (the paired "
+                                     "ratio when interleaved) reaches this, e.g. 1% or 0.01, or the budget runs out; 0: off",
+                                metavar="PCT", check=check_resolution)
+    resolution_budget: float = _option(2.0, "with --resolution: the extra units may take this multiple of the planned "
+                                            "units' time", metavar="X", check=check_budget)
     #: time the launch floor (an empty kernel, per flush mode, in each process) and report
     #: ``floor_s`` / ``net_median_s`` on events rows (see bench.floor); None: on a GPU, not on the host
     floor: bool | None = _option(None, "time the launch floor and report floor_s / net_median_s on events rows "
@@ -236,6 +272,8 @@ class SweepSpec:
         self._check_int("interleave_seed", self.interleave_seed, 0)
         object.__setattr__(self, "units", check_units(self.units))
         object.__setattr__(self, "counters", check_counters(self.counters))
+        object.__setattr__(self, "resolution", check_resolution(self.resolution))
+        object.__setattr__(self, "resolution_budget", check_budget(self.resolution_budget))
         if self.floor is not None and not isinstance(self.floor, bool):
             raise ConfigError(f"floor must be True, False or None (on a GPU only), got {self.floor!r}")
         for name in ("reference", "verify", "flush_end_event", "drop_throttled", "interleave"):
@@ -330,6 +368,8 @@ class SweepSpec:
             "units": self.units,
             "floor": self.floor,
             "counters": self.counters,
+            "resolution": self.resolution,
+            "resolution_budget": self.resolution_budget,
         }
 
     def record(self) -> dict[str, str]:

@@ -26,6 +26,12 @@ of units (``SweepSpec.units``), and verdicts are decided from the variation betw
 configurations whose unit medians still spread wider than twice the stop rule's interval target,
 as long as the extra units cost at most ``EXTRA_BUDGET`` of the time the planned ones took (the
 number of units follows the between-unit variance, as Kalibera & Jones size each level).
+
+``resolution`` (``--resolution 1%``) asks for a precision instead: extra units, up to ``MAX_UNITS``,
+for each configuration whose 95% t half-width over its units (for interleaved kernels: of the
+per-unit ratio to the first kernel, what a verdict of the pair uses) is still wider, as long as the
+extras take at most ``resolution_budget`` times the planned units' time; the metadata's
+``units.resolution_outcome`` says whether it was reached, or what stopped it and where it was not.
 """
 from __future__ import annotations
 
@@ -40,7 +46,7 @@ import numpy as np
 from ..schema import COLD_REFERENCE, Configuration
 from . import passes as ps
 from . import rotating as rot
-from .spec import AUTO_UNITS, SweepSpec
+from .spec import AUTO_UNITS, MAX_UNITS, SweepSpec
 from .stats import StopRule, student_t_quantile
 
 #: extra units (beyond the planned ones) may take at most this fraction of the planned units' time
@@ -55,14 +61,16 @@ def planned(spec: SweepSpec, device: Any) -> tuple[int, int]:
     units only as far as every unit still covers each configuration's buffer sets (a unit must
     launch on every set); auto then plans no extra units (the count is the caller's)."""
     if spec.units != "auto":
-        return int(spec.units), int(spec.units)
-    lo, hi = AUTO_UNITS
-    if not spec.stop.adaptive:
-        sets = max_sets(spec, device)
-        fit = int(spec.stop.iterations or 0) // max(1, sets)
-        lo = max(1, min(lo, fit))
-        hi = lo
-    return lo, hi
+        lo = hi = int(spec.units)
+    else:
+        lo, hi = AUTO_UNITS
+        if not spec.stop.adaptive:
+            sets = max_sets(spec, device)
+            fit = int(spec.stop.iterations or 0) // max(1, sets)
+            lo = max(1, min(lo, fit))
+            hi = lo
+    # --resolution: extras up to the most units a run takes, bounded by its budget (``UnitPlan._extra``)
+    return lo, (MAX_UNITS if spec.resolution and lo >= 2 else hi)
 
 
 def max_sets(spec: SweepSpec, device: Any) -> int:
@@ -118,24 +126,50 @@ def unit_spec(spec: SweepSpec, units: int, k: int, share: int | None = None) -> 
                                reference_samples=max(1, math.ceil(spec.reference_samples / units)))
 
 
-def wide(samples: Any, spec: SweepSpec) -> set[Configuration]:
-    """Configurations (all kernels of one when interleaved) whose unit medians spread wider than
-    ``WIDE_FACTOR`` times the rule's interval target (a t half-width over the units)."""
-    target = (spec.stop.target_ci or 0.01) * WIDE_FACTOR
-    out: set[Configuration] = set()
+def _t_half(logs: np.ndarray) -> float:
+    logs = logs[np.isfinite(logs)]
+    if logs.size < 2:
+        return math.inf
+    return student_t_quantile(0.975, logs.size - 1) * float(np.std(logs, ddof=1)) / math.sqrt(logs.size)
+
+
+def half_widths(samples: Any, spec: SweepSpec) -> dict[Configuration, float]:
+    """Each configuration's 95% t half-width over its units, relative (of the log unit medians; with
+    ``resolution`` and interleaved kernels, of each kernel's per-unit log ratio to the first kernel,
+    which is what a verdict of that pair decides on: what a unit shares cancels in it)."""
+    out: dict[Configuration, float] = {}
     if not len(samples):
         return out
     kept = samples[~samples["dropped"].to_numpy(bool)] if "dropped" in samples.columns else samples
     kept = kept[kept["flush"] != COLD_REFERENCE]
+    units: dict[Configuration, Any] = {}  # each configuration's log unit medians, by unit
     for key, g in kept.groupby(list(Configuration.COLUMNS), sort=False):
-        med = g.groupby("pass_index")["time_s"].median().to_numpy()
-        med = med[med > 0]
-        if med.size < 2:
-            continue
-        logs = np.log(med)
-        half = student_t_quantile(0.975, med.size - 1) * float(np.std(logs, ddof=1)) / math.sqrt(med.size)
-        if half > target:
-            out.add(Configuration(str(key[0]), int(key[1]), str(key[2]), str(key[3]), str(key[4])))
+        med = g.groupby("pass_index")["time_s"].median()
+        units[Configuration(str(key[0]), int(key[1]), str(key[2]), str(key[3]), str(key[4]))] = np.log(med[med > 0])
+    first = spec.specs()[0].name
+    for c, logs in units.items():
+        base = units.get(c._replace(kernel=first))
+        if spec.resolution and spec.interleave and c.kernel != first and base is not None:
+            logs = (logs - base).dropna()  # per-unit log ratio to the first kernel: the pair's interval
+        h = _t_half(logs.to_numpy(float))
+        if math.isfinite(h):  # fewer than 2 units: no spread to read yet
+            out[c] = h
+    return out
+
+
+def target(spec: SweepSpec) -> float:
+    """The half-width a configuration's units must reach before no extra unit is planned for it."""
+    return spec.resolution or (spec.stop.target_ci or 0.01) * WIDE_FACTOR
+
+
+def wide(samples: Any, spec: SweepSpec) -> set[Configuration]:
+    """Configurations (all kernels of one when interleaved) whose unit medians spread wider than
+    ``target``: ``WIDE_FACTOR`` times the rule's interval target, or ``resolution`` (a t half-width
+    over the units, ``half_widths``)."""
+    want = target(spec)
+    out = {c for c, h in half_widths(samples, spec).items() if h > want}
+    if spec.resolution and spec.interleave:  # the first kernel's own spread is no pair's interval
+        out = {c for c in out if c.kernel != spec.specs()[0].name or len(spec.kernels) == 1}
     if spec.interleave:  # a wide configuration is measured again for every kernel, so the pairs stay paired
         names = [k.name for k in spec.specs()]
         out = {c._replace(kernel=n) for c in out for n in names}
@@ -176,6 +210,7 @@ class UnitPlan:
         self.spent = {"planned": 0.0, "extra": 0.0}
         self.measured = 0  # (configuration, unit)s of the planned units measured in this run
         self.top = max((k for ks in self.had.values() for k in ks), default=-1)
+        self.ended = ""  # why the extras ended: "reached", "the budget (...)", "the most units (N)"
 
     def next(self) -> UnitJob | None:
         """The next unit to run, None when the group is finished (or was stopped)."""
@@ -191,13 +226,17 @@ class UnitPlan:
 
     def _extra(self) -> UnitJob | None:
         k = max(self.top + 1, self.lo)
-        if k >= self.hi or not self.measured or not self.frames:
+        if not self.measured or not self.frames:
             return None
         import pandas as pd
 
         todo = wide(pd.concat(self.frames, ignore_index=True), self.spec) & self.fresh
         cost = self.spent["planned"] / self.measured * len(todo)  # a unit of just these configurations
-        if not todo or self.spent["planned"] + self.spent["extra"] + cost > self.spent["planned"] * (1 + EXTRA_BUDGET):
+        budget = self.spec.resolution_budget if self.spec.resolution else EXTRA_BUDGET
+        self.ended = ("reached" if not todo else f"the most units ({self.hi})" if k >= self.hi else
+                      f"the budget ({budget:g}x the planned units' time)"
+                      if self.spent["planned"] + self.spent["extra"] + cost > self.spent["planned"] * (1 + budget) else "")
+        if self.ended:
             return None
         done = frozenset(c for c in self.configs if c not in todo)  # references too: taken by the planned units
         self.top = k
@@ -216,6 +255,30 @@ class UnitPlan:
                 self.measured += len({c for c in Configuration.of_frame(mine) if not c.is_reference})
 
 
+def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) -> dict[str, str]:
+    """With ``resolution``: the metadata saying whether every configuration reached it, or which did
+    not and why the extras ended (the budget, the most units, the sweep stopped)."""
+    if not spec.resolution:
+        return {}
+    import pandas as pd
+
+    want, wider, widest = spec.resolution, [], 0.0
+    for plan in plans:
+        frames = [f for f in plan.frames if len(f)]
+        for c, h in half_widths(pd.concat(frames, ignore_index=True), spec).items() if frames else ():
+            if spec.interleave and c.kernel == spec.specs()[0].name and len(spec.kernels) > 1:
+                continue  # the base kernel's own spread: its pairs' ratios are what a verdict uses
+            widest = max(widest, h)
+            if h > want:
+                wider.append(f"{c.kernel} {c.size} r={c.rotating} {c.flush} {c.timer}: ±{h:.2%}")
+    why = "; ".join(sorted({p.ended for p in plans if p.ended and p.ended != "reached"})) or \
+        ("the sweep was stopped" if stopped else "no extra unit ran")
+    text = (f"reached: every configuration's 95% half-width over its units is within ±{want:.2%} (widest ±{widest:.2%})"
+            if not wider else f"not reached: stopped by {why}; {len(wider)} configuration(s) still wider than "
+                              f"±{want:.2%}: {', '.join(wider[:6])}{' ...' if len(wider) > 6 else ''}")
+    return {"units.resolution": f"{want:.2%}", "units.resolution_outcome": text}
+
+
 def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, set], Any],
             all_done: set[Configuration], clock: Callable[[], float] = time.perf_counter) -> list[Any]:
     """The units of ``spec`` in this process: ``run_unit(unit_spec, k, done)`` for each (it returns a
@@ -230,5 +293,5 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
     return results
 
 
-__all__ = ["EXTRA_BUDGET", "UnitJob", "UnitPlan", "WIDE_FACTOR", "max_sets", "measure", "planned", "shares", "unit_rule",
-           "unit_spec", "wide"]
+__all__ = ["EXTRA_BUDGET", "UnitJob", "UnitPlan", "WIDE_FACTOR", "half_widths", "max_sets", "measure", "planned",
+           "resolution_entries", "shares", "target", "unit_rule", "unit_spec", "wide"]

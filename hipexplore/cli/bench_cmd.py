@@ -166,6 +166,17 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
+def _status_lines(metadata: dict) -> None:
+    """One stderr line each: --resolution's outcome (reached, or what stopped the extra units), and
+    counters asked for that the device cannot count (the sweep is then as without)."""
+    if metadata.get("units.resolution_outcome"):
+        print(f"hipexplore bench: resolution ±{metadata['units.resolution']}: {metadata['units.resolution_outcome']}",
+              file=sys.stderr)
+    counted = metadata.get("counters.status", "")
+    if counted.startswith("no counters"):
+        print(f"hipexplore bench: {counted}", file=sys.stderr)
+
+
 def _spec_options(p: argparse.ArgumentParser) -> None:
     """One option per ``SweepSpec`` option field, named after it (``chunk_lead`` -> ``--chunk-lead``; a
     boolean has its ``--no-`` form), its default the spec's (options not given are left to the spec)."""
@@ -372,9 +383,8 @@ def run(args: argparse.Namespace) -> int:
         more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
         print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
               f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
+    _status_lines(res.metadata)
     counted = res.metadata.get("counters.status", "")
-    if counted.startswith("no counters"):  # asked for, and the device cannot: one line, the sweep as without
-        print(f"hipexplore bench: {counted}", file=sys.stderr)
     on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]

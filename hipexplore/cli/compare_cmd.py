@@ -3,9 +3,10 @@
     hipexplore compare BASE.parquet NEW.parquet [--threshold 0.02] [--json]
     hipexplore compare RUN.parquet --base A --new B
 
-One row per configuration: new/base ratio of the medians with its 95% interval (block bootstrap
-over chunks), the Mann-Whitney p-value, the smallest change this noise could call, and the verdict
-of the decision rule (``hipexplore.compare``). Configurations only in one run are listed.
+One row per configuration, two answers: the verdict of the decision rule against the threshold
+(``hipexplore.compare``), and the measured change new/base with its 95% interval, its direction named
+whenever the interval excludes no change (``slower by 1.2% [+1.1%, +1.3%] — below the 2% threshold``);
+beside them the Mann-Whitney p-value and the smallest change this noise could call. Configurations only in one run are listed.
 """
 from __future__ import annotations
 
@@ -91,23 +92,27 @@ def _count(value) -> str:
 
 
 def table(frame) -> str:
+    """One line per configuration with both answers: the verdict against the threshold, and the
+    measured change with its interval, named (faster/slower) whenever the interval excludes no
+    change (``verdicts.change_text``): ``same  slower by 1.2% [+1.1%, +1.3%] — below the 2% threshold``."""
+    from ..verdicts import DEFAULT_THRESHOLD, change_text
     from ..verdicts import size_text as format_bytes  # no matplotlib: this table is printed on GPU machines too
 
+    thr = float(frame.attrs.get("threshold", DEFAULT_THRESHOLD))
     lines = [f"decision rule: {frame.attrs['rule']}", *([f"note: {frame.attrs['caveat']}"] if frame.attrs.get("caveat") else []),
-             f"{'kernel':<24} {'size':>9} {'rot':>4} {'flush':<14} {'timer':<9} {'new/base':>9} {'95% interval':>19} "
-             f"{'units':>5} {'p':>8} {'min det.':>8}  verdict"]
+             f"{'kernel':<24} {'size':>9} {'rot':>4} {'flush':<14} {'timer':<9} {'units':>5} {'p':>8} {'min det.':>8}  "
+             f"{'verdict':<9}  measured change new/base [95% interval] — against the threshold"]
     for r in frame.to_dict("records"):
         kern = r.get("kernel") or f"{r['base_kernel']}→{r['new_kernel']}"
         head = f"{str(kern)[:24]:<24} {format_bytes(r['size_bytes']):>9} {str(r['rotating_requested']):>4} {r['flush']:<14} {r['timer']:<9}"
         if r["present"] != "both":
-            lines.append(f"{head} {'':>9} {'':>19} {'':>8} {'':>8}  ({r['note']})")
+            lines.append(f"{head} {'':>5} {'':>8} {'':>8}  ({r['note']})")
             continue
-        lo, hi = r["ratio_ci_low"], r["ratio_ci_high"]
-        ci = f"[{lo - 1:+.1%}, {hi - 1:+.1%}]" if lo == lo and hi == hi else "(too few units)"
         base_units, new_units = _count(r.get("base_units", 1)), _count(r.get("new_units", 1))
         units = f"{base_units}/{new_units}" if base_units != new_units else base_units
-        verdict = r["verdict"] + (f"  ({r['note']})" if r["verdict"] == "undecided" and r.get("note") else "")
-        lines.append(f"{head} {r['change']:>+9.1%} {ci:>19} {units:>5} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {verdict}")
+        note = f"  ({r['note']})" if r["verdict"] == "undecided" and r.get("note") else ""
+        lines.append(f"{head} {units:>5} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {r['verdict']:<9}  "
+                     f"{change_text(r, thr)}{note}")
     if frame.attrs.get("hint"):
         lines.append(f"hint: {frame.attrs['hint']}")
     return "\n".join(lines)

@@ -19,7 +19,8 @@ import pandas as pd
 
 from ..schema import COLD_REFERENCE, Configuration
 from ..units import format_bytes, format_number, format_p
-from ..verdicts import DEFAULT_THRESHOLD
+from ..verdicts import DEFAULT_THRESHOLD, change_text
+from ..verdicts import _thr as _threshold_text
 
 #: configuration columns a row label is made of (those that vary among the rows described)
 _LABEL_COLUMNS = Configuration.COLUMNS
@@ -31,9 +32,7 @@ def _pct(fraction: float, signed: bool = False) -> str:
     return f"{100 * fraction:{'+' if signed else ''}.1f}%"
 
 
-def _thr(threshold: float) -> str:
-    """``2%`` for 0.02, ``2.5%`` for 0.025 (as ``verdicts.rule_text`` writes the threshold)."""
-    return f"{threshold:.0%}" if round(threshold * 100, 6) == round(threshold * 100) else f"{threshold:.1%}"
+_thr = _threshold_text  # ``2%`` for 0.02, ``2.5%`` for 0.025 (as ``verdicts.rule_text`` writes the threshold)
 
 
 def _times(ratio: float) -> str:
@@ -175,14 +174,20 @@ def cache_sentences(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> list[s
              else f"{format_number(-saved)} s more with the cache")
     text += f", 95% interval [{format_number(lo)}, {format_number(hi)}] s of saving ({row['interval_over']}); "
     verdict = str(row["verdict"])
+    # the second answer: a change resolved below the threshold is named, not hidden by "same"
+    measured = (change_text({**row, "change": float(row["ratio"]) - 1}, threshold)
+                if row.get("change_called") in ("faster", "slower") and verdict not in ("faster", "slower") else "")
     if verdict == "faster":
         text += "verdict: the cache saves time."
+    elif verdict == "same" and measured:
+        text += f"verdict: same (within ±{_thr(threshold)}), but the time measurably changed: {measured}."
     elif verdict == "same":
         text += f"verdict: same (within ±{_thr(threshold)}): the cache neither saves nor costs time here."
     elif verdict == "slower":
         text += "verdict: slower: the cache costs time here."
     else:
         text += f"verdict: undecided: the interval of the time ratio straddles the ±{_thr(threshold)} threshold."
+        text += f" Measured: {measured}." if measured else ""
     return [text]
 
 
@@ -270,11 +275,13 @@ def verdict_sentences(verdicts: pd.DataFrame, base_label: str, new_label: str) -
     cols = _varying(both) if len(both) > 1 else [c for c in Configuration.UNTIMED_COLUMNS[1:] if c in both.columns]
     counts = both["verdict"].value_counts()
     tally = ", ".join(f"{v} in {int(counts[v])}" for v in ("faster", "slower", "same", "undecided") if counts.get(v, 0))
-    out = [f"Verdict ({new_label} against {base_label}, rule ±{_thr(thr)}): {tally} of {len(both)} configuration(s)."]
-    decided = [f"{row_label(r, cols)} {r['verdict']} {_pct(r['change'], True)} [{_pct(r['ratio_ci_low'] - 1, True)}, "
-               f"{_pct(r['ratio_ci_high'] - 1, True)}]" for r in both.to_dict("records") if r["verdict"] != "undecided"]
-    if decided:
-        out.append(f"Decided: {_named(decided)}.")
+    out = [f"Verdict ({new_label} against {base_label}, rule ±{_thr(thr)}): {tally} of {len(both)} configuration(s); "
+           f"{_measured(both)}."]
+    # every row whose change is measured (interval excluding 1) or decided, both answers in one phrase
+    told = [f"{row_label(r, cols)} {change_text(r, thr)}" for r in both.to_dict("records")
+            if r["verdict"] != "undecided" or r.get("change_called") in ("faster", "slower")]
+    if told:
+        out.append(f"Measured: {_named(told)}.")
     by_reason: dict[str, list[str]] = {}
     for r in both.to_dict("records"):
         if r["verdict"] == "undecided":
@@ -285,6 +292,16 @@ def verdict_sentences(verdicts: pd.DataFrame, base_label: str, new_label: str) -
 
         out.append("Undecided: " + "; ".join(f"{who(labels)}: {reason}" for reason, labels in by_reason.items()) + ".")
     return out + _rule_noise(both, thr, base_label, new_label)
+
+
+def _measured(both: pd.DataFrame) -> str:
+    """``a change measured in 3 (slower in 3), past the threshold in 1``: the second answer counted."""
+    called = both["change_called"].astype(str) if "change_called" in both.columns else pd.Series([], dtype=str)
+    n = int(called.isin(("faster", "slower")).sum())
+    dirs = ", ".join(f"{d} in {int((called == d).sum())}" for d in ("faster", "slower") if (called == d).any())
+    past = int(both["verdict"].isin(("faster", "slower")).sum())
+    return (f"a change measured (interval excluding no change) in {n}" + (f" ({dirs})" if dirs else "")
+            + f", past the threshold in {past}")
 
 
 def _rule_noise(both: pd.DataFrame, thr: float, base_label: str, new_label: str) -> list[str]:
@@ -299,8 +316,9 @@ def _rule_noise(both: pd.DataFrame, thr: float, base_label: str, new_label: str)
                  f"whatever its size (run with --units 4 or more)")
     elif np.isfinite(md).any():
         m = float(np.nanmedian(md))
-        text += (f"; the rule's 95% intervals are ±{_pct(m - thr)} wide (median), so changes under ~{_pct(m)} "
-                 f"cannot be resolved at these settings (threshold ±{_thr(thr)}; more units narrow the intervals)")
+        text += (f"; the rule's 95% intervals are ±{_pct(m - thr)} wide (median), so changes of ~{_pct(m - thr)} or "
+                 f"more are measured and named, and changes under ~{_pct(m)} cannot be called past the ±{_thr(thr)} "
+                 f"threshold at these settings (more units narrow the intervals)")
     return [text + "."]
 
 

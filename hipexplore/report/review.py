@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..plots import plain_text
-from ..verdicts import DEFAULT_THRESHOLD, compare, rule_text
+from ..verdicts import DEFAULT_THRESHOLD, change_text, compare, rule_text
 from ..errors import ConfigError
 
 VERDICT_COLORS = {"faster": "#2ca02c", "slower": "#d62728", "same": "#1f77b4", "undecided": "0.5"}
@@ -192,6 +192,7 @@ def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "p (Mann-Whitney)": format_p(r["p_value"]),
                 "min. detectable": f"{r['min_detectable']:.1%}",
                 "verdict": r["verdict"],
+                "measured change": change_text(r, threshold),
                 "note": "; ".join(filter(None, [p_note(r, threshold), r.get("note") or ""])),
             })
         else:
@@ -201,6 +202,10 @@ def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def verdict_counts(frame: pd.DataFrame) -> str:
+    """Both answers counted: the verdicts against the threshold, and how many rows measured a change
+    at all (their interval excluding no change), whatever its size."""
+    from .headline import _measured
+
     both = frame[frame["present"] == "both"]
     counts = both["verdict"].value_counts()
     parts = [f"{int(counts.get(v, 0))} {v}" for v in ("faster", "slower", "same", "undecided") if counts.get(v, 0)]
@@ -209,7 +214,8 @@ def verdict_counts(frame: pd.DataFrame) -> str:
     undecided = both[both["verdict"] == "undecided"]
     where = (f"; the noise allows no call at: {', '.join(config_label(r) for r in undecided.to_dict('records'))}"
              if len(undecided) else "")
-    return f"{len(both)} configuration(s) compared: {', '.join(parts) or 'none'}{extra}{where}"
+    return (f"{len(both)} configuration(s) compared: {', '.join(parts) or 'none'}; {_measured(both)}"
+            f"{extra}{where}")
 
 
 def provenance_pair(data: ReviewData) -> pd.DataFrame:

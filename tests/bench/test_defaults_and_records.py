@@ -77,7 +77,7 @@ def _every_field_set() -> SweepSpec:
                      warmup_s=0.5, verify=False, flush_factors={"l2-read": 2.5}, flush_end_event=True,
                      timers=("events", "events"), reference_parts=4, throttle_threshold=0.5, drop_throttled=False,
                      clock_warmup_s=1.5, interleave=True, interleave_seed=9, units=3, floor=True, chunk_lead=2,
-                     chunk_trail=0, counters="ncu")
+                     chunk_trail=0, counters="ncu", resolution=0.01, resolution_budget=3.0)
 
 
 def test_the_record_holds_every_field_under_its_own_name():
@@ -90,7 +90,7 @@ def test_the_record_holds_every_field_under_its_own_name():
         "mem_fraction": 0.25, "chunk": 3, "chunk_lead": 2, "chunk_trail": 0, "warmup_s": 0.5, "verify": False, "flush_factors": {"l2-read": 2.5},
         "flush_end_event": True, "timers": ["events"], "reference_parts": 4, "throttle_threshold": 0.5,
         "drop_throttled": False, "clock_warmup_s": 1.5, "interleave": True, "interleave_seed": 9, "units": 3,
-        "floor": True, "counters": "ncu"}
+        "floor": True, "counters": "ncu", "resolution": 0.01, "resolution_budget": 3.0}
     assert SweepSpec(**{**spec.as_record(), "stop": StopRule(**spec.as_record()["stop"])}) == spec
     rec = spec.record()
     assert {k: rec[k] for k in ("sweep.kernels", "sweep.sizes", "sweep.rotating", "sweep.flush", "sweep.timers")} == {

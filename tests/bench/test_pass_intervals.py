@@ -87,9 +87,9 @@ def test_a_ratio_over_passes_is_at_least_the_t_interval_of_the_per_pass_ratios()
     base = _run(rng, 4, between=1e-4, within=1e-4)
     point, lo, hi = ratio_ci(new, base, resamples=400)
     per = np.array([np.median(new.samples[new.groups == g]) / np.median(base.samples[base.groups == g]) for g in range(4)])
-    t_half = 3.1824463 * per.std(ddof=1) / 2
-    assert lo <= point - t_half + 1e-9 and hi >= point + t_half - 1e-9
+    t_half = 3.1824463 * np.log(per).std(ddof=1) / 2  # in log space (a ratio's bounds stay above 0)
+    assert lo <= point * np.exp(-t_half) + 1e-9 and hi >= point * np.exp(t_half) - 1e-9
     one = Measurement(base.samples)  # one side without passes: its median against each pass of the other
     _, lo1, hi1 = ratio_ci(new, one, resamples=400)
     per1 = np.array([np.median(new.samples[new.groups == g]) for g in range(4)]) / one.median
-    assert hi1 - lo1 >= 2 * 3.1824463 * per1.std(ddof=1) / 2 - 1e-9
+    assert np.log(hi1 / lo1) >= 2 * 3.1824463 * np.log(per1).std(ddof=1) / 2 - 1e-9

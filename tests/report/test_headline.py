@@ -55,11 +55,13 @@ def test_the_verdict_sentences_carry_each_change_and_the_smallest_callable_chang
     verdicts = compare(ab, base="hw1", new="hw4")
     assert set(verdicts["verdict"]) == {"slower"}, verdicts[["verdict", "note"]]
     text = " ".join(hl.headline(verdicts=verdicts, base_label="hw1", new_label="hw4"))
-    assert "Verdict (hw4 against hw1, rule ±2%): slower in 3 of 3 configuration(s)." in text
+    assert ("Verdict (hw4 against hw1, rule ±2%): slower in 3 of 3 configuration(s); a change measured (interval "
+            "excluding no change) in 3 (slower in 3), past the threshold in 3.") in text
     for r in verdicts.to_dict("records"):
-        assert f"{pct(r['change'], True)} [{pct(r['ratio_ci_low'] - 1, True)}, {pct(r['ratio_ci_high'] - 1, True)}]" in text
+        assert (f"slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, {pct(r['ratio_ci_high'] - 1, True)}]"
+                f" — past the 2% threshold") in text
     md = float(np.nanmedian(verdicts["min_detectable"]))
-    assert f"changes under ~{pct(md)} cannot be resolved at these settings" in text
+    assert f"changes under ~{pct(md)} cannot be called past the ±2% threshold at these settings" in text
     b, n = np.nanmedian(verdicts["base_iqr_rel"]), np.nanmedian(verdicts["new_iqr_rel"])
     assert f"is {pct(b)} (hw1) and {pct(n)} (hw4), IQR/median" in text
 
