@@ -42,10 +42,11 @@ def test_table_rows_verdicts_and_configurations_in_one_run_only(runs):
     assert lines[0].startswith("decision rule: faster/slower only when the 95% interval")
     assert lines[1].startswith("note: two separate runs")
     head = lines[2].split()
-    assert head[:6] == ["kernel", "size", "rot", "flush", "timer", "new/base"] and head[-1] == "verdict"
+    assert head[:7] == ["kernel", "size", "rot", "flush", "timer", "units", "p"] and "verdict" in head
     row = lines[3].split()
-    assert row[:6] == ["triad", "4", "KiB", "1", "none", "events"] and row[6] == "+20.0%" and row[-1] == "slower"
-    assert row[9] == "4"  # units: a whole number even when another row's units are missing (NaN)
+    assert row[:6] == ["triad", "4", "KiB", "1", "none", "events"] and row[9] == "slower"  # the verdict
+    assert lines[3].endswith("slower by 20.0% [+19.9%, +20.2%] — past the 2% threshold")  # the measured change
+    assert row[6] == "4"  # units: a whole number even when another row's units are missing (NaN)
     assert lines[4].split()[:3] == ["triad", "8", "KiB"] and lines[4].endswith("(only in the base run: not compared)")
     assert lines[5].endswith("(only in the new run: not compared)")
 
@@ -54,7 +55,7 @@ def test_table_rows_verdicts_and_configurations_in_one_run_only(runs):
 def test_table_units_that_differ_and_an_interval_too_few_units_give():
     rng = np.random.default_rng(2)
     lines = table(compare(samples(rng, [0] * 4), samples(rng, [0, 0.001, 0, 0.002, 0]))).splitlines()
-    assert lines[-1].split()[9] == "4/5"
+    assert lines[-1].split()[6] == "4/5"
     one = table(compare(samples(rng, [0]).drop(columns="pass_index"), samples(rng, [0.1]).drop(columns="pass_index")))
     row = one.splitlines()[-2] if one.splitlines()[-1].startswith("hint:") else one.splitlines()[-1]
     assert "undecided" in row and "units" in row
