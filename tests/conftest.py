@@ -481,16 +481,23 @@ def _xdist_group(item) -> str | None:
     return None
 
 
+#: Tests of a minute or more each on a loaded 2-core host that no group holds (BENCHMARKS.md "Test
+#: suite"): xdist hands out the groups first (largest first), then single tests in collection order,
+#: so these are put first among the single tests; last, one would run alone at the end.
+LONG_SINGLE_TESTS = ("tests/docs/test_doc_examples.py::test_every_example_of_the_page_runs", "tests/browser/")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup``, mark each test with its group (``_xdist_group``) before xdist
-    reads the marks (it runs after this hook: tryfirst)."""
+    reads the marks (it runs after this hook: tryfirst), and put the long single tests first."""
     if getattr(config.option, "dist", "no") != "loadgroup":
         return
     for item in items:
         group = _xdist_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_SINGLE_TESTS))  # stable: the rest keep their order
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown (and never called) without it
