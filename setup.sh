@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-shot set-up for a fresh Debian/Ubuntu machine (idempotent; safe to re-run).
 #   ./setup.sh          runtime: ROCm hiprtc packages (apt, as root), .venv with hipexplore[hip,cuda,notebook]
-#   ./setup.sh --dev    also the test tools: pytest, Playwright (driving Debian's chromium), pyelftools,
+#   ./setup.sh --dev    also the test tools: pytest and pytest-xdist (the tests run in parallel), Playwright (driving
+#                       Debian's chromium), pyelftools,
 #                       redis-py and Debian's redis-server (the tests start their own on a loopback port),
 #                       the extra cluster (Dask distributed: the cluster tests start real workers; cryptography:
 #                       local:N clusters speak TLS under a key of their own), and

@@ -454,6 +454,60 @@ def cuda():
     dev.close()
 
 
+# -- parallel runs (pytest-xdist: the README's command runs ``-n auto --dist loadgroup``) --------------
+#: Tests that must share one worker although they sit in different files: the two-user security
+#: tests (``useradd``/``groupadd`` lock /etc/passwd and /etc/group, and their users are named by
+#: the worker's pid).
+SHARED_FIXTURE_GROUPS = {"users": "two-real-users"}
+
+
+def _xdist_group(item) -> str | None:
+    """The worker group of ``item``: its own ``xdist_group`` mark; else a group for a fixture that
+    must stay on one worker (``SHARED_FIXTURE_GROUPS``); else its file when it uses a fixture wider
+    than a test (a module's Dask cluster, recorded sweep, compiled catalog, JupyterLab: built once,
+    as in a serial run, and never by two workers at once); else none (each test goes where a worker
+    is free)."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return None  # xdist reads the mark itself
+    names = getattr(item, "fixturenames", ())
+    for fixture, group in SHARED_FIXTURE_GROUPS.items():
+        if fixture in names:
+            return group
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+        if any(d.scope in ("module", "package", "class") for d in defs):
+            return item.nodeid.split("::", 1)[0]
+    return None
+
+
+#: Tests of a minute or more each on a loaded 2-core host that no group holds (BENCHMARKS.md "Test
+#: suite"): xdist hands out the groups first (largest first), then single tests in collection order,
+#: so these are put first among the single tests; last, one would run alone at the end.
+LONG_SINGLE_TESTS = ("tests/docs/test_doc_examples.py::test_every_example_of_the_page_runs", "tests/browser/")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``, mark each test with its group (``_xdist_group``) before xdist
+    reads the marks (it runs after this hook: tryfirst), and put the long single tests first."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        group = _xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_SINGLE_TESTS))  # stable: the rest keep their order
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown (and never called) without it
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per CPU, and one more: a good part of the suite waits on the
+    processes it starts (compilers, CLIs, servers, browsers), so a CPU would otherwise idle."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return n + 1
+
+
 # -- process exit -------------------------------------------------------------------------------
 # A fresh-clone run of the whole suite (CI) passed every test and then died with SIGSEGV while the
 # interpreter tore down: an exit-time destructor of one of the native libraries the suite loads
@@ -465,7 +519,8 @@ _EXIT = {"status": None}
 
 
 def pytest_sessionfinish(session, exitstatus):
-    _check_real_home(session)
+    if not hasattr(session.config, "workerinput"):  # an xdist worker found the controller's temporary
+        _check_real_home(session)                  # HOME; the controller checks the real one, over the whole run
     _EXIT["status"] = int(session.exitstatus)
 
 

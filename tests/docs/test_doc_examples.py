@@ -36,7 +36,7 @@ RUN_LANGS = {"bash": "bash", "sh": "bash", "shell": "bash", "python": "python", 
 NEEDS = {"hiprtc", "nvrtc", "triton", "host", "gpu", "redis"}
 SETUP_LINES = (
     "./setup.sh && .venv/bin/hipexplore report --out report.html",
-    "./setup.sh --dev && HIPEXPLORE_REQUIRE_COMPILERS=1 .venv/bin/python -m pytest -q",
+    "./setup.sh --dev && HIPEXPLORE_REQUIRE_COMPILERS=1 .venv/bin/python -m pytest -q -n auto --dist loadgroup",
 )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import COMPILERS, GPU, HOME_TREE, hermetic_paths
+from conftest import COMPILERS, GPU, HOME_TREE, hermetic_paths, need_module
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
@@ -174,6 +174,36 @@ def test_the_end_of_session_check_fails_a_session_that_writes_to_home(tmp_path):
         assert "a warning only (no CI)" in warned.stdout and "HIPEXPLORE_TEST_HOME_EXCLUDE" in warned.stdout
         (home / ".cache" / "written-by-a-test").unlink()
 
+
+
+def test_the_end_of_session_check_holds_when_the_tests_run_in_parallel(tmp_path):
+    """Under pytest-xdist (the README's ``-n auto``) each worker loads conftest with the controller's
+    temporary HOME as the one it found; the controller, which found the real one, checks it over
+    the whole run: a worker's test that writes there still fails the session under CI."""
+    need_module("xdist", hint="pytest-xdist: setup.sh --dev installs it (the dev extra)")
+    home = tmp_path / "home"
+    (home / ".cache").mkdir(parents=True)
+    test = tmp_path / "test_writes_home_in_a_worker.py"
+    test.write_text(
+        "import os\n"
+        "from pathlib import Path\n"
+        "def test_in_a_worker():\n"
+        "    assert os.environ.get('PYTEST_XDIST_WORKER')\n"
+        "    Path(os.environ['HX_TEST_FAKE_REAL_HOME'], '.cache', 'written-by-a-worker').write_text('x')\n"
+        "def test_another():\n"
+        "    pass\n")
+    args = ["-p", "conftest", "-n", "2", "--dist", "loadgroup", "--rootdir", str(tmp_path), str(test)]
+    person = {k: v for k, v in user_env(home, PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
+                                         HX_TEST_FAKE_REAL_HOME=str(home)).items()
+              if k not in ("CI", "HIPEXPLORE_REQUIRE_COMPILERS", "HIPEXPLORE_TEST_HOME_CHECK", "PYTEST_XDIST_WORKER")}
+    failed = run_pytest(args, {**person, "CI": "true"}, cwd=tmp_path)
+    assert failed.returncode == 1 and "2 passed" in failed.stdout, failed.stdout[-3000:]
+    assert "changed during the test session" in failed.stdout and ".cache/written-by-a-worker" in failed.stdout
+    (home / ".cache" / "written-by-a-worker").unlink()
+    clean = tmp_path / "test_clean.py"
+    clean.write_text("def test_a():\n    pass\ndef test_b():\n    pass\n")
+    passed = run_pytest(args[:-1] + [str(clean)], {**person, "CI": "true"}, cwd=tmp_path)
+    assert passed.returncode == 0 and "2 passed" in passed.stdout, passed.stdout[-3000:]
 
 # -- 26.8: skips go through conftest.need, which the CI flags turn into failures ------------------------
 REQUIREMENTS = '''\
