@@ -155,3 +155,15 @@ def test_a_drifting_ratio_turns_a_decided_verdict_undecided() -> None:
     # the same effect without drift is decided
     base, new = _interleaved(rng, units=6, per_unit=20, effect=1.06, placement_sd=0.002)
     assert _row(base, new, 0.02, 0.95, 300)["verdict"] == "slower"
+
+
+def test_a_window_holds_a_block_of_n_to_the_third_samples_of_each_side() -> None:
+    # 1000 samples a side, alternating one-sample chunks in one unit: a block is ceil(1000 ** (1/3)) = 10
+    # samples, so every window holds 10 of each side and there are 100 windows (a window of sqrt(n) = 32
+    # would leave 31, and the paired bootstrap far fewer units of resampling)
+    n = 1000
+    t = np.linspace(1.0, 1.1, n)
+    base = Measurement(t, chunks=np.arange(n) * 2, groups=np.zeros(n, np.int64))
+    new = Measurement(t * 1.01, chunks=np.arange(n) * 2 + 1, groups=np.zeros(n, np.int64))
+    wins = paired_windows(new, base)
+    assert len(wins) == 100 and {(b.size, w.size) for b, w in wins} == {(10, 10)}
