@@ -193,6 +193,10 @@ def _copy_tree(dest: Path) -> None:
 
 def run(out: Path, only: set[str] | None, base: str, timeout: int) -> list[dict]:
     tests = _tracked_tests(base)
+    # the revision the copy is made from (recorded now: the checkout may move while the mutants run)
+    git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "hipexplore", "tests"],
+                           capture_output=True, text=True).stdout.strip()
     records = []
     with tempfile.TemporaryDirectory(prefix="hx-mutants-") as tmp:
         tree = Path(tmp)
@@ -229,9 +233,6 @@ def run(out: Path, only: set[str] | None, base: str, timeout: int) -> list[dict]
             print(f"{rec['status']:<16} {mid:<22} {rec['seconds']:>6} s  {bug}", flush=True)
     applicable = [r for r in records if r["status"].startswith(("killed", "survived"))]
     killed = sum(r["status"].startswith("killed") for r in applicable)
-    git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "hipexplore", "tests"],
-                           capture_output=True, text=True).stdout.strip()
     result = {"revision": git + ("+dirty" if dirty else ""), "base": base, "killed": killed, "applicable": len(applicable),
               "score": killed / len(applicable) if applicable else None, "mutants": records,
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
