@@ -491,7 +491,9 @@ LONG_SINGLE_TESTS = ("tests/docs/test_doc_examples.py::test_every_example_of_the
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup``, mark each test with its group (``_xdist_group``) before xdist
     reads the marks (it runs after this hook: tryfirst), and put the long single tests first."""
-    if getattr(config.option, "dist", "no") != "loadgroup":
+    # on an xdist worker the option reads dist="no" and loadgroup=True (xdist.remote.setup_config); the
+    # controller only schedules by the "@group" suffix the workers add: so the workers must mark
+    if getattr(config.option, "dist", "no") != "loadgroup" and not getattr(config.option, "loadgroup", False):
         return
     for item in items:
         group = _xdist_group(item)
