@@ -242,16 +242,16 @@ def test_unit_workers_draw_each_input_layout_once_between_them(tmp_path) -> None
     import os
     import tempfile
 
-    before = set(glob.glob(os.path.join("/dev/shm", "hipexplore-inputs-*")) +
-                 glob.glob(os.path.join(tempfile.gettempdir(), "hipexplore-inputs-*")))
+    # this process's folders only: the suite runs in parallel, and another worker's sweep has its own
+    mine = f"hipexplore-inputs-{os.getpid()}-*"
+    before = set(glob.glob(os.path.join("/dev/shm", mine)) + glob.glob(os.path.join(tempfile.gettempdir(), mine)))
     res = sweep("triad", ["64KiB", "256KiB"], [1], ["none"], device="host", worker=True, units=3, iterations=12,
                 progress=False, reference=False)
     assert res.metadata["sweep.unit_location"] == "worker"
     assert res.metadata["inputs.unit.0"] == "drawn 2, mapped 0"
     assert res.metadata["inputs.unit.1"] == res.metadata["inputs.unit.2"] == "drawn 0, mapped 2"
     assert set(res.summary["passes"]) == {3} and "verify.triad.65536" in res.metadata
-    after = set(glob.glob(os.path.join("/dev/shm", "hipexplore-inputs-*")) +
-                glob.glob(os.path.join(tempfile.gettempdir(), "hipexplore-inputs-*")))
+    after = set(glob.glob(os.path.join("/dev/shm", mine)) + glob.glob(os.path.join(tempfile.gettempdir(), mine)))
     assert after <= before  # the folder went with the sweep
 
 
