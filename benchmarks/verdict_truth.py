@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -91,7 +92,7 @@ def run_bench(args: argparse.Namespace, kernels: list[str], files: list[Path], e
     cmd, env = hx()
     line = [*cmd, "bench", ",".join(kernels), *sum((["--source", str(f)] for f in files), []), "--entry", entry,
             "--args", spec, "--device", args.device, "--size", args.sizes, "--flush", args.flush, "--interleave",
-            "--seed", str(seed), "--out", str(out), "--no-progress", "--no-resume"]
+            "--seed", str(seed), "--out", str(out), "--no-progress", "--no-resume", *shlex.split(args.bench_extra)]
     t0 = time.perf_counter()
     done = subprocess.run(line, env=env, capture_output=True, text=True, timeout=args.run_timeout)
     wall = time.perf_counter() - t0
@@ -208,6 +209,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=17)
     ap.add_argument("--sizes", default="1MiB,16MiB,256MiB")
     ap.add_argument("--flush", default="none,l2-write")
+    ap.add_argument("--bench-extra", default="", help="more flags for each run's bench command, e.g. '--resolution 1%%'")
     ap.add_argument("--busy", action="store_true", help="keep one core busy with a background process")
     ap.add_argument("--baseline", default=None, help="an older checkout: time its default beside this one's")
     ap.add_argument("--baseline-reps", type=int, default=2)
@@ -286,7 +288,7 @@ def report(args: argparse.Namespace, out: Path, kernels: list[str], paths: list[
                       "units": int(g["new_units"].min()) if "new_units" in g else None})
     meta = collect(compilers=False)
     summary = {"device": args.device, "runs": len(paths), "kernels": kernels, "sizes": args.sizes, "flush": args.flush,
-               "busy": args.busy, "wall_s": walls, "wall_median_s": float(sorted(walls)[len(walls) // 2]) if walls else None,
+               "bench_extra": getattr(args, "bench_extra", ""), "busy": args.busy, "wall_s": walls, "wall_median_s": float(sorted(walls)[len(walls) // 2]) if walls else None,
                "baseline_walls": base_rows, "counts": counts, "power": power, "coverage": coverage(rows),
                "reference": ref.to_dict("records"), "hipexplore": hipexplore.__version__,
                "git_revision": meta.get("git_revision"), "provenance": {k: str(v) for k, v in meta.items()}}

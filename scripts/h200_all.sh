@@ -25,6 +25,8 @@
 #                 887bcf3 (carry .old = `git archive 887bcf3 hipexplore`), then as many interleaved runs of
 #                 A, byte-identical B and C, +5% S5 and +3% S3 as fit; HX_BASELINE=.old times the old
 #                 default first, HX_START=K numbers a later call's runs on (then --analyze DIR... here)  590 s
+#   resolution    benchmarks/verdict_truth.py at 1 MiB l2-write with --resolution 1% (#37: a +2.5% change named
+#                 slower in >= 9 of 10 runs), HX_RUNS runs (default 10)                                  HX_LIMIT or 300 s
 #   tuning-scale  benchmarks/tuning_scale.py: llama3-8b with NVRTC sm_90, serial (ideal twice), 16 jobs, the
 #                 second run (warm disk / Redis; carry .redis), 2 Dask workers over Redis (#28)          590 s
 #                 HX_STEPS, HX_LISTS, HX_COMPILERS, HX_JOBS, HX_EXTRA (more flags) and HX_LIMIT (seconds)
@@ -71,12 +73,15 @@ for scenario in "$@"; do
     verdict-truth)
       TAIL=60 step verdict_truth 590 python3 benchmarks/verdict_truth.py --device cuda --runs 17 --budget-s 480 \
         ${HX_BASELINE:+--baseline "$HX_BASELINE" --baseline-reps 2} ${HX_START:+--start "$HX_START"} --out "$R/vt" ;;
+    resolution)
+      TAIL=40 step resolution "${HX_LIMIT:-300}" python3 benchmarks/verdict_truth.py --device cuda --runs "${HX_RUNS:-10}" \
+        --sizes 1MiB --flush l2-write --bench-extra "--resolution 1%" --budget-s "$(( ${HX_LIMIT:-300} - 60 ))" --out "$R/vt" ;;
     tuning-scale)
       [ -x .redis/redis-server ] && export PATH=$PWD/.redis:$PATH
       TAIL=60 step tuning_scale "${HX_LIMIT:-590}" python3 benchmarks/tuning_scale.py --out "$R/ts" --lists "${HX_LISTS:-llama3-8b}" \
         --compilers "${HX_COMPILERS:-nvrtc:sm_90}" --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" \
         --jobs "${HX_JOBS:-16}" --ideal-repeats 2 --bundle ${HX_EXTRA:-} ;;
-    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, tuning-scale)" >&2; exit 2 ;;
+    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, resolution, tuning-scale)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
   tar -czf "$OUT/$name.tar.gz" -C /tmp/hx-h200 "$name" && echo "packed $(du -h "$OUT/$name.tar.gz" | cut -f1)"
