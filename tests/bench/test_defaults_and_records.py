@@ -66,7 +66,7 @@ def test_read_results_needs_both_parquet_files_and_tolerates_the_metadata_file(t
 
 # --- bench/spec.py -----------------------------------------------------------------------------
 
-from hipexplore.bench.spec import MAX_PASSES, SweepSpec, _measurement_of, parse_size  # noqa: E402
+from hipexplore.bench.spec import MAX_PASSES, SweepSpec, parse_size  # noqa: E402
 from hipexplore.bench.stats import StopRule  # noqa: E402
 from hipexplore.errors import ConfigError  # noqa: E402
 
@@ -111,7 +111,7 @@ def test_the_measurement_of_a_record_names_each_setting():
         "flush.factor.l2-read": "2.5"}
     old = {"stop": dataclasses.asdict(StopRule()), "chunk": 10, "mem_fraction": 0.5, "reference": True,
            "reference_samples": 48, "flush_end_event": False, "flush_factors": {}}
-    assert _measurement_of(old) == {
+    assert SweepSpec.recorded_measurement({"sweep.spec": json.dumps(old)}) == {  # a record from before the later fields
         "sweep.stop_rule": repr(StopRule()), "sweep.chunk": "10", "sweep.chunk_lead": "0", "sweep.chunk_trail": "0",
         "sweep.mem_fraction": "0.5", "sweep.reference_samples": "48", "sweep.flush_end_event": "False", "sweep.reference_parts": "1",
         "sweep.throttle": "0.0 drop=False", "sweep.interleave": "no", "sweep.units": "1"}
@@ -318,7 +318,7 @@ def test_room_after_a_full_disk_first_drops_abandoned_temp_files(tmp_path):
     fresh.write_bytes(b"y" * 10)
     then = time.time() - STALE_TEMP_S - 60
     os.utime(old, (then, then))
-    disk._make_room(100)
+    disk.make_room(100)
     assert not old.exists() and fresh.exists()
 
 
@@ -403,7 +403,7 @@ def test_the_two_stage_bootstrap_draws_whole_chunks():
 
     x = np.array([1.0, 1, 1, 5, 5, 1, 1, 1])
     chunks = np.array([0, 0, 0, 1, 1, 2, 2, 2])
-    medians = st._grouped_block_medians(x, chunks, np.zeros(8, int), 400, np.random.default_rng(0))
+    medians = st.grouped_block_medians(x, chunks, np.zeros(8, int), 400, np.random.default_rng(0))
     assert set(np.round(medians, 9)) == {1.0, 5.0}
 
 

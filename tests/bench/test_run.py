@@ -761,10 +761,10 @@ def test_host_inputs_are_drawn_once_and_handed_out_as_fresh_copies(dev) -> None:
     spec = catalog.get("triad")
     with rot.BufferSets(dev, spec, 4096, 1) as one:
         first = {k: v.copy() for k, v in one.host.items()}
-        kept = rot._HOST_INPUTS[next(iter(rot._HOST_INPUTS))]
+        kept = rot.HOST_INPUTS[next(iter(rot.HOST_INPUTS))]
         one.host["b"][:] = -7.0  # a reference that scribbles on its inputs
     with rot.BufferSets(dev, spec, 4096, 2) as two:
-        assert rot._HOST_INPUTS[next(iter(rot._HOST_INPUTS))] is kept  # not drawn again
+        assert rot.HOST_INPUTS[next(iter(rot.HOST_INPUTS))] is kept  # not drawn again
         for k in first:
             np.testing.assert_array_equal(two.host[k], first[k])
         got = np.empty(4096, dtype=np.float32)

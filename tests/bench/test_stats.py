@@ -329,11 +329,11 @@ def test_the_interval_rule_waits_for_enough_blocks_to_mean_anything():
 
 
 def test_block_bootstrap_medians_are_exactly_those_of_the_concatenated_draws() -> None:
-    """The vectorised resampled medians (bench.stats._resampled_medians: a window of the sorted
+    """The vectorised resampled medians (bench.stats.resampled_medians: a window of the sorted
     samples, whole scans where the middle falls outside it) against np.median of each resample's
     concatenated blocks, on ties, sorted series (the middle far off the window for some draws)
     and draws that skip whole halves."""
-    from hipexplore.bench.stats import _resampled_medians
+    from hipexplore.bench.stats import resampled_medians
 
     rng = np.random.default_rng(0)
     for trial in range(300):
@@ -349,7 +349,7 @@ def test_block_bootstrap_medians_are_exactly_those_of_the_concatenated_draws() -
             counts[:, : k // 2] = 0
             counts[:, -1] += 1
         want = [np.median(np.concatenate([np.repeat(x[block == b], c[b]) for b in range(k)])) for c in counts]
-        assert np.array_equal(_resampled_medians(x, block, counts), np.array(want)), trial
+        assert np.array_equal(resampled_medians(x, block, counts), np.array(want)), trial
 
 
 def test_two_stage_bootstrap_draws_groups_then_their_blocks() -> None:

@@ -1,5 +1,5 @@
 """hipexplore.cli.info: ``hipexplore info``, what this machine can compile and run and where the
-cache lives. ``gather`` on this machine's real compilers and devices; ``_text`` and ``_strict``
+cache lives. ``gather`` on this machine's real compilers and devices; ``info_text`` and ``strict_json``
 on the edges the machine does not show (an unavailable compiler, a long target list, NaN)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import pytest
 
 from hipexplore.cli import main
-from hipexplore.cli.info import _strict, _text, gather
+from hipexplore.cli.info import strict_json, info_text, gather
 
 
 @pytest.mark.timeout(300)
@@ -43,7 +43,7 @@ def test_json_is_strict_and_the_text_names_every_part(capsys):
 
 @pytest.mark.timeout(30)
 def test_strict_turns_non_finite_numbers_into_null_at_any_depth():
-    got = _strict({"a": math.nan, "b": [1.5, math.inf, (-math.inf, 2)], "c": {"d": math.nan, "e": "x"}, "f": 3})
+    got = strict_json({"a": math.nan, "b": [1.5, math.inf, (-math.inf, 2)], "c": {"d": math.nan, "e": "x"}, "f": 3})
     assert got == {"a": None, "b": [1.5, None, [None, 2]], "c": {"d": None, "e": "x"}, "f": 3}
     json.dumps(got, allow_nan=False)
 
@@ -64,7 +64,7 @@ INFO = {
 
 @pytest.mark.timeout(30)
 def test_text_wraps_every_target_and_says_what_is_absent():
-    text = _text(INFO)
+    text = info_text(INFO)
     lines = text.splitlines()
     assert all(len(line) <= 100 for line in lines)
     assert "targets (30):" in text and all(f"gfx9{i:02d}" in text for i in range(30))  # none cut off

@@ -106,7 +106,7 @@ def test_tune_replay_progress_on_stderr_json_alone_on_stdout(tmp_path):
 
 
 def test_negative_vs_ideal_is_explained():
-    from hipexplore.cli.tune_cmd import _text
+    from hipexplore.cli.tune_cmd import replay_text
 
     out = {"compiler": "host", "target": "host", "jobs": 1, "cache": "memory", "isolated": True, "problems": ["qkv"],
            "candidates_per_problem": 2, "kernels": 4, "unique_kernels": 3, "by_role": {}, "seconds": 0.8,
@@ -115,10 +115,10 @@ def test_negative_vs_ideal_is_explained():
            "seconds_saved_recorded": 0.9}
     cols = ["scenario", "jobs", "lookups", "compiles", "memory_hits", "disk_hits", "remote_hits", "joins", "failed", "seconds",
             "compile_seconds", "seconds_saved"]
-    text = _text(out, pd.DataFrame([dict.fromkeys(cols, 0)]))
+    text = replay_text(out, pd.DataFrame([dict.fromkeys(cols, 0)]))
     assert "vs ideal: -20.0%" in text and "negative: this pass was faster than the ideal pass" in text
     assert "saved: 1.200 s of wall time" in text and "quote this one" in text
-    assert "negative" not in _text({**out, "overhead_vs_ideal": 0.1}, pd.DataFrame([dict.fromkeys(cols, 0)]))
+    assert "negative" not in replay_text({**out, "overhead_vs_ideal": 0.1}, pd.DataFrame([dict.fromkeys(cols, 0)]))
 
 
 def test_adaptive_bench_says_what_it_does_and_resume_names_what_it_kept(tmp_path):
