@@ -90,3 +90,12 @@ def test_grouped_medians_draw_whole_groups_first():
     assert 0.2 < (meds == 1.0).mean() < 0.3 and 0.2 < (meds == 3.0).mean() < 0.3 and 0.45 < (meds == 2.0).mean() < 0.55
     pooled = bootstrap.block_medians(samples, block_labels(None, 80), 2000, np.random.default_rng(3))
     assert (pooled == 2.0).mean() < 0.3
+
+
+def test_the_two_stage_bootstrap_draws_whole_chunks():
+    """Why: a chunk is drawn whole (its samples are correlated): with chunks of three 1s, two 5s
+    and three 1s, every resampled median is 1 or 5, and both occur."""
+    x = np.array([1.0, 1, 1, 5, 5, 1, 1, 1])
+    chunks = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    medians = bootstrap.grouped_block_medians(x, chunks, np.zeros(8, int), 400, np.random.default_rng(0))
+    assert set(np.round(medians, 9)) == {1.0, 5.0}

@@ -804,3 +804,13 @@ def test_interleaved_turns_with_the_in_kernel_timer_launch_the_sets_they_record(
     assert set(used) == {0, 1, 2, 3, 4}
     # each turn: a warm-up over its 4 sets, then its 4 samples on the same sets in the same order
     assert used == [0, 1, 2, 3] * 2 + [4, 0, 1, 2] * 2 + [3, 4, 0, 1] * 2
+
+
+def test_a_fault_is_named_by_the_runtime_status_in_its_message():
+    """Why: ``KernelFault`` names the status (what a user searches for); GPU faults are not
+    reachable on the host, so the parsing is checked on the runtimes' own message shapes."""
+    from hipexplore.bench.run import fault_status
+
+    assert fault_status("cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)") == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert fault_status("hipModuleLaunchKernel: hipErrorIllegalAddress: an illegal memory access") == "hipErrorIllegalAddress"
+    assert fault_status("the device went away") == "the device went away"

@@ -39,7 +39,6 @@ ELSEWHERE: dict[str, tuple[str, ...]] = {
     "bench/grouping.py": ("tests/bench/test_cluster.py",),
     "bench/inputs.py": ("tests/bench/test_units.py",),
     "bench/interleave.py": ("tests/bench/test_run.py",),
-    "bench/io.py": ("tests/bench/test_defaults_and_records.py", "tests/bench/test_resume_kills.py"),
     "bench/modes.py": ("tests/bench/test_stop_flags.py",),
     "bench/readback.py": ("tests/hostile/test_hostile_files.py",),
     "bench/record.py": ("tests/bench/counters/test_counters.py", "tests/bench/test_passes.py"),
