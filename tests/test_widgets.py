@@ -283,3 +283,28 @@ def test_only_the_flush_modes_of_the_chosen_device_are_offered(monkeypatch):
     panel.device.value = "host"  # back to the host: the AMD-only mode leaves the options and the selection
     assert tuple(panel.flush.options) == on_host and panel.flush.value == ("none",)
     assert panel.params()["flush"] == ["none"]
+
+
+def test_sweep_panel_hint_fix_and_images(tmp_path):
+    from hipexplore.bench.rotating import auto_count
+    from hipexplore.devices import get_device
+    from hipexplore.widgets import SweepPanel
+
+    panel = SweepPanel(device="host", kernel="triad", sizes="256KiB", rotating="1, auto", flush=("none",), iterations=6)
+    dev = get_device("host")
+    sets = auto_count(dev.llc_bytes, 3 * 256 * 1024)
+    dev.close()
+    assert f"auto = 256 KiB: {sets} buffer sets" in panel.sets_hint.value
+    assert f"iterations (6) &lt; {sets} buffer sets" in panel.sets_hint.value
+    assert panel.fix_button.layout.display == "" and panel.fix_button.description == f"set iterations to {sets}"
+    assert panel.noise_image.layout.display == "none" and panel.detail_image.layout.display == "none"  # no broken icons
+    panel.sizes.value = "64KiB, 128KiB"  # the hint follows the inputs
+    assert "64 KiB: " in panel.sets_hint.value and "128 KiB: " in panel.sets_hint.value
+    panel.fix_button.click()
+    assert panel.iterations.value == auto_count(get_device("host").llc_bytes, 3 * 64 * 1024)
+    assert panel.fix_button.layout.display == "none" and "&lt;" not in panel.sets_hint.value
+    panel.rotating.value, panel.iterations.value = "1, 2", 8
+    panel.run(blocking=True)
+    assert sorted(panel.summary["size_bytes"].unique()) == [64 << 10, 128 << 10]
+    assert panel.noise_image.layout.display == "" and panel.noise_image.value[:4] == b"\x89PNG"
+    assert panel.placeholder.layout.display == "none"

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from hipexplore.cli import main
-from hipexplore.cli.info import strict_json, info_text, gather
+from hipexplore.cli.info import gather, info_text, strict_json
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(300)
@@ -74,3 +77,18 @@ def test_text_wraps_every_target_and_says_what_is_absent():
     assert "  host  cpu  target=x86_64  LLC=32.0 MiB (sysfs)" in lines
     assert "  disk dir: (disk tier off)" in lines and "  remote (Redis team tier): off" in lines
     assert any(line.startswith("  disk: 3 entries, 4096 bytes (") and line.endswith("[team directory]") for line in lines)
+
+
+def test_info_and_readme_name_the_crashing_targets(capsys):
+    from conftest import require_compiler
+
+    from hipexplore.compile.registry import get_compiler
+
+    require_compiler("hiprtc")
+    crashing = get_compiler("hiprtc").crashing_targets()
+    assert crashing
+    page = (REPO / "docs" / "guide" / "what-ran-where.md").read_text()  # moved there from the README
+    sentence = page.split("ROCm 5.2's comgr does not know", 1)[1].split("and aborts", 1)[0]
+    assert [t.strip() for t in sentence.split("(")[0].split(",")] == list(crashing)
+    assert main(["info"]) == 0
+    assert f"crashing targets: {', '.join(crashing)}" in capsys.readouterr().out
