@@ -42,10 +42,11 @@ PATH_PRELUDE = (
 _WITH_VALUE = frozenset("WX")
 
 
-def _run_mode(orig_argv: Sequence[str]) -> str:
+def run_mode(orig_argv: Sequence[str]) -> str:
     """How the interpreter was started, from its own command line (``sys.orig_argv``): ``"-c"``,
     ``"-m"``, ``"script"`` or ``""`` (interactive or standard input). It decides what Python put
-    first on ``sys.path``: ``''`` for -c and interactive, the working directory for -m."""
+    first on ``sys.path``: ``''`` for -c and interactive, the working directory for -m. Public: its tests
+    pin the parse on command lines this process was not started with."""
     args = list(orig_argv[1:])
     i = 0
     while i < len(args):
@@ -83,7 +84,7 @@ def implicit_cwd_entries(orig_argv: Sequence[str] | None = None, cwd: str | None
     the directory, for ``python -m`` without ``-P``/``-I``; none otherwise (``''`` is always left
     out by ``child_path``, and a script's own folder is the script's, not the working directory's)."""
     safe = (sys.flags.safe_path or sys.flags.isolated) if safe_path is None else safe_path
-    if safe or _run_mode(sys.orig_argv if orig_argv is None else orig_argv) != "-m":
+    if safe or run_mode(sys.orig_argv if orig_argv is None else orig_argv) != "-m":
         return set()
     here = os.getcwd() if cwd is None else cwd
     return {here, os.path.realpath(here)}

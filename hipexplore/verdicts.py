@@ -349,8 +349,10 @@ def _more_units(units: int) -> str:
 SEPARATE_RUNS_LEVEL = 0.99
 
 
-def _row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int,
-         separate: bool = False) -> dict[str, Any]:
+def comparison_row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int,
+                   separate: bool = False) -> dict[str, Any]:
+    """One row of ``compare``: ``new`` against ``base``, its ratio, intervals and verdict (public: the
+    rule over units is pinned on Measurements built to a known effect, without writing runs)."""
     paired = interleaved_pair(base, new)
     ratio, c_lo, c_hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
     # not interleaved (two runs; two kernels of one run measured one after the other, or their cold
@@ -444,7 +446,7 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
                                                                  else (1, 0, str(x)) for x in k)):
         row: dict[str, Any] = {**fixed, **dict(zip(keys, key))}
         if key in left and key in right:
-            row.update(present="both", **_row(left[key], right[key], threshold, level, resamples, separate=other is not None))
+            row.update(present="both", **comparison_row(left[key], right[key], threshold, level, resamples, separate=other is not None))
         else:
             row.update(present="base only" if key in left else "new only", verdict="", change_called="",
                        note=f"only in the {'base' if key in left else 'new'} run: not compared")
@@ -576,4 +578,5 @@ def saving_text(row: Mapping[str, Any]) -> str:
 
 
 __all__ = ["CHANGES", "DEFAULT_THRESHOLD", "VERDICTS", "change_called", "change_text", "check_threshold", "compare", "compare_scenarios",
+           "comparison_row",
            "mann_whitney_u", "pairs", "rule_text", "saving_text", "verdict"]

@@ -416,7 +416,7 @@ class SweepPanel:
         reference per size."""
         return len(params["sizes"]) * (len(params["rotating"]) * len(params["flush"]) + 1)
 
-    # -- handlers (called by the buttons; tests call them directly) -----------------------------
+    # -- handlers (called by the buttons; tests press them with Button.click()) ----------------------
     def _on_run_clicked(self, _button: Any = None) -> None:
         try:
             self.run(blocking=False)

@@ -61,12 +61,12 @@ def test_pythonpath_entries_and_a_scripts_folder_are_kept(tmp_path):
     ([PY], ""), ([PY, "-"], ""), ([PY, "--", "s.py"], "script"), ([PY, "-E", "s.py", "-m"], "script"),
 ])
 def test_run_mode_read_from_the_command_line(argv, mode):
-    assert interpreter._run_mode(argv) == mode
+    assert interpreter.run_mode(argv) == mode
 
 
 def test_implicit_entries_for_this_process():
     """pytest runs as ``python -m pytest`` or a script: either way the answer matches how it started."""
-    mode = interpreter._run_mode(sys.orig_argv)
+    mode = interpreter.run_mode(sys.orig_argv)
     expected = set() if (mode != "-m" or sys.flags.safe_path or sys.flags.isolated) else {os.getcwd(), os.path.realpath(os.getcwd())}
     assert implicit_cwd_entries() == expected
 

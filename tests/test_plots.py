@@ -261,3 +261,64 @@ def test_names_from_a_run_file_are_drawn_literally_not_as_mathtext():
     for fig in figs:
         assert plots.figure_png(fig)[:8] == b"\x89PNG\r\n\x1a\n"  # drawn without a mathtext error
     assert plots.plain_text(hostile) == r"k\$\foo\$" and plots.plain_text(hostile) in figs[0].axes[0].get_title()
+
+
+def summary_rows(sizes=(1 << 16, 1 << 18), rotating=(1, 2, 342), flush=("none", "l2-read")) -> pd.DataFrame:
+    rows = []
+    for size in sizes:
+        for f in flush:
+            for i, r in enumerate(rotating):
+                rows.append(dict(kernel="triad", size_bytes=size, rotating=r, rotating_requested="auto" if r > 100 else str(r),
+                                 flush=f, median_s=1e-5 * (i + 1), iqr_rel=0.05 * (i + 1), bias=0.1 * i - 0.05,
+                                 reference_median_s=1e-5, cv=0.02, n=400))
+    return pd.DataFrame(rows)
+
+
+def test_rotating_axis_says_auto_and_log2():
+    fig = plots.plot_iqr_vs_rotating(summary_rows(sizes=(1 << 16,)), size_bytes=1 << 16)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "rotating buffer sets (log2 scale)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "auto (342)"]
+    lin = plots.plot_bias(summary_rows(sizes=(1 << 16,), rotating=(1, 2, 4)), size_bytes=1 << 16).axes[0]
+    assert lin.get_xlabel() == "rotating buffer sets"
+
+
+def test_all_sizes_stay_on_the_live_plots():
+    fig = plots.plot_iqr_vs_rotating(summary_rows(), size_bytes="all")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["l2-read, 64 KiB", "l2-read, 256 KiB", "none, 64 KiB", "none, 256 KiB"]
+
+
+def _overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def noise_samples_frame(n_rot=6, flushes=("none", "l2-write"), outliers=3) -> pd.DataFrame:
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for f in flushes:
+        for r in range(1, n_rot + 1):
+            t = rng.normal(1e-5 * r, 1e-7, 60)
+            rows += [dict(kernel="triad", size_bytes=1 << 20, rotating=r, flush=f, time_s=float(v), iteration=i) for i, v in enumerate(t)]
+    for i in range(outliers):
+        rows.append(dict(kernel="triad", size_bytes=1 << 20, rotating=1, flush="none", time_s=1e-2, iteration=100 + i))
+    return pd.DataFrame(rows)
+
+
+def test_ecdf_legend_does_not_cover_the_curves():
+    fig = plots.plot_noise_ecdf(noise_samples_frame())
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    assert len(legend.get_texts()) == 12
+    assert not _overlap(legend.get_window_extent(), ax.get_window_extent())
+
+
+def test_violin_off_scale_note_is_not_under_the_legend():
+    fig = plots.plot_noise_violins(noise_samples_frame(n_rot=3))
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    note = next(t for t in ax.texts if "off scale" in t.get_text())
+    assert not _overlap(note.get_window_extent(), ax.get_legend().get_window_extent())

@@ -74,12 +74,12 @@ def test_bad_input_is_shown_in_the_panel_and_nothing_runs():
     calls = []
     panel = small_panel(runner=lambda **kw: calls.append(kw))
     panel.rotating.value = "1, zero"
-    panel._on_run_clicked(panel.run_button)  # a user error: shown, not raised
+    panel.run_button.click()  # a user error: shown, not raised
     assert "ConfigError" in panel.errors.value and "zero" in panel.errors.value
     assert calls == [] and not panel.running
     panel.rotating.value = "1"
     panel.flush.value = ()
-    panel._on_run_clicked(None)
+    panel.run_button.click()
     assert "no flush mode selected" in panel.errors.value
 
 
@@ -106,7 +106,7 @@ def test_a_bug_in_the_runner_is_shown_kept_and_reraised():
         raise ZeroDivisionError("bug in the sweep")
 
     panel = small_panel(runner=broken)
-    panel._on_run_clicked(None)
+    panel.run_button.click()
     with pytest.raises(ZeroDivisionError, match="bug in the sweep"):
         panel.wait(timeout=30)
     assert isinstance(panel.error, ZeroDivisionError)
@@ -118,7 +118,7 @@ def test_a_bug_in_the_runner_is_shown_kept_and_reraised():
 def test_an_unexpected_error_in_the_click_handler_is_not_swallowed(monkeypatch):
     panel = small_panel()
     monkeypatch.setattr(panel, "params", lambda: 1 / 0)
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(ZeroDivisionError):  # the handler itself (Button.click's dispatcher would log it instead)
         panel._on_run_clicked(None)
     assert "ZeroDivisionError" in panel.errors.value
 
@@ -136,7 +136,7 @@ def test_an_absent_device_is_reported_in_the_panel():
     else:
         need("a machine without a HIP device", "an AMD GPU is here: the absent-device error cannot be produced",
              flag=NOT_REQUIRED)
-    panel._on_run_clicked(None)
+    panel.run_button.click()
     with pytest.raises(HipexploreError):
         panel.wait(timeout=60)
     assert "DeviceUnavailable" in panel.errors.value
@@ -144,7 +144,7 @@ def test_an_absent_device_is_reported_in_the_panel():
 
 def test_run_on_the_host_fills_progress_plots_and_frames():
     panel = small_panel()
-    panel._on_run_clicked(panel.run_button)
+    panel.run_button.click()
     panel.wait(timeout=300)
     assert panel.error is None, panel.errors.value
     summary, samples = panel.summary, panel.samples
@@ -179,10 +179,10 @@ def test_stop_ends_the_sweep_early_and_keeps_what_arrived():
         return sweep(**kw, on_result=on_result, progress=False)
 
     panel = small_panel(runner=runner, rotating="1, 2, 4, 8", flush=("none", "l2-write", "l2-read"), iterations=16)
-    panel._on_run_clicked(None)
+    panel.run_button.click()
     assert first.wait(120)
     assert panel.running and not panel.stop_button.disabled
-    panel._on_stop_clicked(panel.stop_button)
+    panel.stop_button.click()
     panel.wait(timeout=300)
     done = panel.summary
     # the first configuration, then the reference its samples were taken against (kept on stop)
@@ -283,3 +283,28 @@ def test_only_the_flush_modes_of_the_chosen_device_are_offered(monkeypatch):
     panel.device.value = "host"  # back to the host: the AMD-only mode leaves the options and the selection
     assert tuple(panel.flush.options) == on_host and panel.flush.value == ("none",)
     assert panel.params()["flush"] == ["none"]
+
+
+def test_sweep_panel_hint_fix_and_images(tmp_path):
+    from hipexplore.bench.rotating import auto_count
+    from hipexplore.devices import get_device
+    from hipexplore.widgets import SweepPanel
+
+    panel = SweepPanel(device="host", kernel="triad", sizes="256KiB", rotating="1, auto", flush=("none",), iterations=6)
+    dev = get_device("host")
+    sets = auto_count(dev.llc_bytes, 3 * 256 * 1024)
+    dev.close()
+    assert f"auto = 256 KiB: {sets} buffer sets" in panel.sets_hint.value
+    assert f"iterations (6) &lt; {sets} buffer sets" in panel.sets_hint.value
+    assert panel.fix_button.layout.display == "" and panel.fix_button.description == f"set iterations to {sets}"
+    assert panel.noise_image.layout.display == "none" and panel.detail_image.layout.display == "none"  # no broken icons
+    panel.sizes.value = "64KiB, 128KiB"  # the hint follows the inputs
+    assert "64 KiB: " in panel.sets_hint.value and "128 KiB: " in panel.sets_hint.value
+    panel.fix_button.click()
+    assert panel.iterations.value == auto_count(get_device("host").llc_bytes, 3 * 64 * 1024)
+    assert panel.fix_button.layout.display == "none" and "&lt;" not in panel.sets_hint.value
+    panel.rotating.value, panel.iterations.value = "1, 2", 8
+    panel.run(blocking=True)
+    assert sorted(panel.summary["size_bytes"].unique()) == [64 << 10, 128 << 10]
+    assert panel.noise_image.layout.display == "" and panel.noise_image.value[:4] == b"\x89PNG"
+    assert panel.placeholder.layout.display == "none"

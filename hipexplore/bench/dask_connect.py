@@ -104,7 +104,7 @@ _SAFE_STATE: dict[str, Any] = {"users": 0, "saved": None}
 
 
 @contextmanager
-def _safe_path_environ() -> Iterator[None]:
+def safe_path_environ() -> Iterator[None]:
     """``PYTHONSAFEPATH=1`` in this process's environment while worker processes are spawned; the
     value it had is restored when the last spawn in progress ends."""
     with _SAFE_LOCK:
@@ -130,7 +130,7 @@ class _SafePathNanny(_NannyBase):  # type: ignore[misc,valid-type]
     of a dead one: each goes through ``instantiate``)."""
 
     async def instantiate(self) -> Any:
-        with _safe_path_environ():
+        with safe_path_environ():
             return await super().instantiate()
 
 
@@ -293,4 +293,5 @@ def connect(cluster: Any, timeout_s: float = 30.0, pin: bool = True, security: A
     return Connection(client, owned)
 
 
-__all__ = ["Connection", "PinDevices", "SAFE_PATH_VAR", "VISIBLE_DEVICE_VARS", "connect", "local_cluster", "parse_cluster"]
+__all__ = ["Connection", "PinDevices", "SAFE_PATH_VAR", "VISIBLE_DEVICE_VARS", "connect", "local_cluster", "parse_cluster",
+           "safe_path_environ"]

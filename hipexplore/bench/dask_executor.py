@@ -130,7 +130,7 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
 
 
 # ----------------------------------------------------------------------------- the parent
-class _PlanDevice:
+class PlanDevice:
     """A worker's device as the unit plan sizes units against it (its LLC and free memory)."""
 
     def __init__(self, facts: dict[str, Any]) -> None:
@@ -184,7 +184,7 @@ class DaskExecutor:
         futs = [client.submit(worker_facts, spec, self.device, self.options, workers=[w], allow_other_workers=False,
                               resources={"GPU": 1}, pure=False) for w in self.workers]
         got = client.gather(futs)
-        return {"names": {g["name"] for g in got}, "llc_bytes": got[0]["llc_bytes"], "plan_device": _PlanDevice(got[0]),
+        return {"names": {g["name"] for g in got}, "llc_bytes": got[0]["llc_bytes"], "plan_device": PlanDevice(got[0]),
                 "identities": got[0]["identities"]}
 
     def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
@@ -344,5 +344,5 @@ class _Coordinator:
         self.futures.clear()
 
 
-__all__ = ["DaskExecutor", "VISIBLE_DEVICE_VARS", "device_name", "expected_keys", "gpu_workers", "groups_of", "unit_task",
+__all__ = ["DaskExecutor", "PlanDevice", "VISIBLE_DEVICE_VARS", "device_name", "expected_keys", "gpu_workers", "groups_of", "unit_task",
            "worker_facts"]

@@ -37,7 +37,8 @@ from ..kernels.spec import KernelSpec
 HOST_INPUT_CACHE_BYTES = 1 << 30
 #: the most bytes a sweep's shared folder holds (beyond it, layouts are drawn per unit)
 SHARED_BYTES = 8 << 30
-_HOST_INPUTS: dict[Any, dict[str, np.ndarray]] = {}
+#: the kept inputs (at most one (layout, seed)); public: tests read and clear it to see a draw
+HOST_INPUTS: dict[Any, dict[str, np.ndarray]] = {}
 _HOST_LOCK = threading.Lock()
 _SHARED: list[str | None] = [None]
 #: layouts this process drew and mapped (a unit worker reports them: ``inputs.unit.K`` metadata)
@@ -51,7 +52,7 @@ def host_inputs(spec: KernelSpec, n: int, scalars: dict[str, Any], seed: int = 0
     layout = tuple((a.name, np.dtype(a.dtype), int(a.elements(n, scalars)), str(a.init)) for a in spec.buffers())
     key = (layout, int(seed))
     with _HOST_LOCK:
-        kept = _HOST_INPUTS.get(key)
+        kept = HOST_INPUTS.get(key)
     if kept is None:
         mapped = _shared(key)
         kept = mapped or _draw(spec, layout, seed)
@@ -62,8 +63,8 @@ def host_inputs(spec: KernelSpec, n: int, scalars: dict[str, Any], seed: int = 0
             arr.setflags(write=False)
         if sum(a.nbytes for a in kept.values()) <= HOST_INPUT_CACHE_BYTES:
             with _HOST_LOCK:
-                _HOST_INPUTS.clear()
-                _HOST_INPUTS[key] = kept
+                HOST_INPUTS.clear()
+                HOST_INPUTS[key] = kept
     return {name: arr.copy() for name, arr in kept.items()} if copy else dict(kept)
 
 
@@ -179,4 +180,4 @@ def shared_folder() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["HOST_INPUT_CACHE_BYTES", "PREFIX", "SHARED_BYTES", "clean_leftovers", "host_inputs", "share_in", "shared_folder"]
+__all__ = ["HOST_INPUTS", "HOST_INPUT_CACHE_BYTES", "PREFIX", "SHARED_BYTES", "clean_leftovers", "host_inputs", "share_in", "shared_folder"]

@@ -18,7 +18,7 @@ from ..devices.base import Device, DeviceBuffer, PackedArgs, pack_args
 from ..errors import ConfigError
 from ..units import format_bytes
 from ..kernels.spec import KernelSpec
-from .inputs import _HOST_INPUTS, HOST_INPUT_CACHE_BYTES, host_inputs  # noqa: F401 - importable from here too
+from .inputs import HOST_INPUTS, HOST_INPUT_CACHE_BYTES, host_inputs  # noqa: F401 - importable from here too
 
 DEFAULT_MEM_FRACTION = 0.5
 

@@ -42,7 +42,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..errors import ConfigError
-from .bootstrap import _block_medians, _grouped_block_medians, _resampled_medians, block_labels  # noqa: F401 - re-exported
+from .bootstrap import block_labels, block_medians, grouped_block_medians, resampled_medians  # noqa: F401 - re-exported
 
 NOISY_IQR = 0.10
 VERY_NOISY_IQR = 0.25
@@ -201,9 +201,9 @@ class Measurement:
         single samples (seeded: the same samples give the same medians)."""
         rng = np.random.default_rng(self.seed if seed is None else seed)
         if self.passes > 1:
-            return _grouped_block_medians(self.samples, self.chunks, self.groups, resamples, rng)  # type: ignore[arg-type]
+            return grouped_block_medians(self.samples, self.chunks, self.groups, resamples, rng)  # type: ignore[arg-type]
         if self.chunks is not None:
-            return _block_medians(self.samples, self.blocks(), resamples, rng)
+            return block_medians(self.samples, self.blocks(), resamples, rng)
         meds = np.empty(resamples)
         per = max(1, int(4_000_000 // self.n))  # bound memory: at most ~4M indices at once
         for lo in range(0, resamples, per):

@@ -359,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
     if not cluster:
         _preflight(kernels, sizes, device)
     if stop is not None and not args.json:
-        print(_banner(stop), file=sys.stderr)
+        print(adaptive_banner(stop), file=sys.stderr)
     with _terminate_as_interrupt() as got, warnings.catch_warnings():
         from ..bench.counters import CountersSkipped
 
@@ -513,7 +513,7 @@ def _check_out(out: str, force: bool) -> None:
                           f"give --out a path in a folder you can write (checked before running)") from None
 
 
-def _banner(stop: Any) -> str:
+def adaptive_banner(stop: Any) -> str:
     """The start-up line of an adaptive sweep: the rules that can stop a configuration, by the names
     the table's ``stop`` column uses, in at most two lines (the whole rule, with the minimum time and
     nvbench's stdrel definition of settled noise, is ``StopRule``'s docstring; it was one 560-character

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
                               "disk_enabled": enabled, "shared": disk.shared}
     status = 0
     if args.action == "stats":
-        report.update(_stats(disk))
+        report.update(disk_stats(disk))
     elif args.action == "clear":
         report.update(disk.clear())
         status = 1 if report["failed"] else 0
@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _stats(disk) -> dict[str, Any]:
+def disk_stats(disk) -> dict[str, Any]:
+    """What ``hipexplore cache stats`` reports of a disk tier: entries, temp files and bytes by compiler
+    (public: its tests read it on a tier they damaged)."""
     from ..compile.entry import Corrupt, read_header
 
     listing = list(disk.listing())

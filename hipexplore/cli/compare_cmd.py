@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if len(args.runs) > 2:
         raise ConfigError(f"compare takes one or two runs; got {len(args.runs)}: {args.runs}")
     for path in args.runs:
-        _readable_parquet(path)
+        check_readable_parquet(path)
     if len(args.runs) == 2:
         if args.base or args.new:
             raise ConfigError("--base/--new compare two kernels of one run; with two runs give neither")
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _readable_parquet(path: str) -> None:
+def check_readable_parquet(path: str) -> None:
     """A run that exists but is no parquet file (truncated, another format) is one line, not
     pyarrow's traceback; a missing one is left to ``verdicts.compare`` (it says what it expected)."""
     from pathlib import Path

@@ -55,7 +55,9 @@ def _cache() -> dict[str, Any]:
     }
 
 
-def _text(info: dict[str, Any]) -> str:
+def info_text(info: dict[str, Any]) -> str:
+    """``hipexplore info`` as text, from ``gather()``'s dict (public: its tests feed it the edges this
+    machine does not show: an unavailable compiler, a long target list)."""
     lines = [f"hipexplore {info['hipexplore']}", "", "compilers:"]
     for c in info["compilers"]:
         if c.get("available"):
@@ -89,20 +91,20 @@ def _text(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _strict(obj: Any) -> Any:
+def strict_json(obj: Any) -> Any:
     """NaN and infinity become null (an unknown peak bandwidth is NaN): strict JSON has no such numbers."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _strict(v) for k, v in obj.items()}
+        return {k: strict_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_strict(v) for v in obj]
+        return [strict_json(v) for v in obj]
     return obj
 
 
 def run(args: argparse.Namespace) -> int:
     info = gather()
-    print(json.dumps(_strict(info), indent=2, default=str, allow_nan=False) if args.json else _text(info))
+    print(json.dumps(strict_json(info), indent=2, default=str, allow_nan=False) if args.json else info_text(info))
     return 0
 
 

@@ -9,7 +9,9 @@ from ..errors import ConfigError
 from .inputs import threshold
 
 
-def _seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
+    """The argparse type of ``--timeout``: a positive finite number of seconds, else argparse's one-line
+    refusal (public: its tests pin the refusal of 0, negatives, NaN and infinity)."""
     import math
 
     try:
@@ -50,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--device", metavar="NAME", help="override the 'device' parameter (auto, host, cuda, hip, ...)")
     p.add_argument("--notebook-out", metavar="FILE", help="keep the executed notebook here (default: not kept after a success)")
-    p.add_argument("--timeout", type=_seconds, default=900, metavar="S", help="per-cell time limit in seconds (default: 900)")
+    p.add_argument("--timeout", type=positive_seconds, default=900, metavar="S", help="per-cell time limit in seconds (default: 900)")
     p.set_defaults(func=run)
 
 

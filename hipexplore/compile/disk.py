@@ -73,9 +73,9 @@ from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry,
                     read_header)
 from .request import KEY_SCHEMA, CacheKey
 from .disk_files import (  # noqa: F401 - the files and lock records, by name here too
-    DiskEntryInfo, SUFFIX, _HeldLock, _LOCK_PREFIX, _TEMP_PREFIX, _classify, _foreign_lock_message, _linked, _lock_state, _node, _node_id, _owner_record, _pid_alive, _proc_start, _read_record, _same_file, _try_flock, _umask, _unlink_if_same, charged_bytes, lock_id)
+    DiskEntryInfo, SUFFIX, _HeldLock, _LOCK_PREFIX, TEMP_PREFIX, _classify, _foreign_lock_message, _linked, _lock_state, _node, _node_id, _owner_record, _pid_alive, _proc_start, _read_record, _same_file, _try_flock, _umask, _unlink_if_same, charged_bytes, lock_id)
 from .disk_files import (  # noqa: F401 - shared with disk_maint, by name here too
-    _CLOEXEC, _HOST, PRUNE_TO_FRACTION, STALE_TEMP_S, Untrusted, _RootProblem, _warn_once, _warned)
+    _CLOEXEC, HOST_TAG, PRUNE_TO_FRACTION, STALE_TEMP_S, Untrusted, _RootProblem, _warn_once, _warned)
 from .disk_maint import DiskMaintenance
 
 __all__ = ["MAGIC", "DiskCache", "DiskEntryInfo", "Corrupt", "Untrusted", "decode_entry", "encode_entry", "read_header"]
@@ -376,7 +376,7 @@ class DiskCache(DiskMaintenance):
             except OSError as exc:
                 if exc.errno in FULL_DISK_ERRORS and attempt == 0:
                     self._count("full_disk_retries")
-                    self._make_room(len(data))
+                    self.make_room(len(data))
                     continue
                 if exc.errno in SKIP_WRITE_ERRORS:  # this write is lost; the tier stays on
                     self._count("write_errors")
@@ -397,7 +397,7 @@ class DiskCache(DiskMaintenance):
         return True
 
     def _write(self, digest: str, name: str, data: bytes) -> None:
-        tmp = f"{_TEMP_PREFIX}{_HOST}-{os.getpid()}-{secrets.token_hex(6)}{SUFFIX}.part"
+        tmp = f"{TEMP_PREFIX}{HOST_TAG}-{os.getpid()}-{secrets.token_hex(6)}{SUFFIX}.part"
         with self._shard(digest, create=True) as dfd:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, self._file_mode, dir_fd=dfd)
             try:
@@ -417,9 +417,9 @@ class DiskCache(DiskMaintenance):
                     except OSError:
                         pass
 
-    def _make_room(self, needed: int) -> None:
+    def make_room(self, needed: int) -> None:
         """After ENOSPC: drop left-over temp and lock files and prune this user's entries to half
-        of what they take (or less)."""
+        of what they take (or less). Public: its tests pin this rule without filling a disk."""
         self._sweep(time.time())
         total = sum(e.size for e in self.listing() if e.kind == "entry" and e.own)
         self.prune(target_bytes=max(0, min(total // 2, total - 2 * needed)))

@@ -26,13 +26,16 @@ from ..errors import CacheError, warn_line
 from .request import CacheKey
 
 SUFFIX = ".hxc"
-_TEMP_PREFIX = ".tmp-"
+#: a temp file is ``<TEMP_PREFIX><HOST_TAG>-<pid>-<random><SUFFIX>.part``: who wrote it, so that a dead
+#: writer's left-overs can be told from a live one's (public: tests make such files by that name)
+TEMP_PREFIX = ".tmp-"
 _LOCK_PREFIX = ".lock-"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 #: Temp files older than this are left-overs whoever wrote them (another host's dead writer).
 STALE_TEMP_S = 3600.0
 PRUNE_TO_FRACTION = 0.9
-_HOST = re.sub(r"[^0-9A-Za-z_]", "_", socket.gethostname())[:40] or "host"
+#: this host in temp-file names (``TEMP_PREFIX``)
+HOST_TAG = re.sub(r"[^0-9A-Za-z_]", "_", socket.gethostname())[:40] or "host"
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 
@@ -236,7 +239,7 @@ def _unlink_if_same(dfd: int, name: str, st: os.stat_result) -> bool:
 
 
 def _classify(name: str, st: os.stat_result) -> tuple[str, str]:
-    if name.startswith(_TEMP_PREFIX):
+    if name.startswith(TEMP_PREFIX):
         kind, digest = "temp", ""
     elif name.startswith(_LOCK_PREFIX):
         kind, digest = "lock", name[len(_LOCK_PREFIX):]

@@ -18,7 +18,7 @@ import stat
 import time
 from typing import Iterator
 
-from .disk_files import (_CLOEXEC, _HOST, _TEMP_PREFIX, PRUNE_TO_FRACTION, STALE_TEMP_S, DiskEntryInfo, Untrusted,
+from .disk_files import (_CLOEXEC, HOST_TAG, TEMP_PREFIX, PRUNE_TO_FRACTION, STALE_TEMP_S, DiskEntryInfo, Untrusted,
                          _classify, _linked, _lock_state, _owner_record, _read_record, _RootProblem, _try_flock,
                          _unlink_if_same, _warn_once, charged_bytes)
 from .entry import Corrupt, Unauthenticated, decode_entry, read_entry_file
@@ -49,8 +49,8 @@ class DiskMaintenance:
         host, or the file is older than ``STALE_TEMP_S`` (another host, or an unknown name)."""
         if now - mtime > STALE_TEMP_S:
             return True
-        m = re.match(rf"{re.escape(_TEMP_PREFIX)}(\w+?)-(\d+)-", name)
-        if not m or m.group(1) != _HOST:
+        m = re.match(rf"{re.escape(TEMP_PREFIX)}(\w+?)-(\d+)-", name)
+        if not m or m.group(1) != HOST_TAG:
             return False
         pid = int(m.group(2))
         if pid == os.getpid():

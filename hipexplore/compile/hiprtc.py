@@ -84,8 +84,9 @@ def _rocm_root() -> str:
     return os.environ.get("ROCM_PATH") or os.environ.get("HIP_PATH") or "/opt/rocm"
 
 
-def _probe_library(candidates: tuple[str, ...]) -> tuple[str, str, list[str]]:
-    """First candidate that loads and exports hiprtcCreateProgram: (name, real file, failures)."""
+def probe_library(candidates: tuple[str, ...]) -> tuple[str, str, list[str]]:
+    """First candidate that loads and exports hiprtcCreateProgram: (name, real file, failures).
+    Public: the README's search order is checked against it with the real dlopen."""
     failures = []
     for name in candidates:
         try:
@@ -147,7 +148,7 @@ class HiprtcCompiler(RuntimeCompiler):
         with self._lock:
             if self._probed:
                 return
-            name, real, failures = _probe_library(self._candidates)
+            name, real, failures = probe_library(self._candidates)
             if name:
                 self._library_name, self._library_file = name, real
             else:

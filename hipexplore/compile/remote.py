@@ -357,8 +357,9 @@ class RemoteCache:
             return None
         return {"owner": owner, "token": token, "ttl_ms": ttl_ms, "signed_ms": signed_ms}
 
-    def _lease_lifetime(self, name: str, value: bytes | None) -> int | None:
-        """The lifetime (ms) an authentic lease value declares; None for anything else."""
+    def declared_lifetime(self, name: str, value: bytes | None) -> int | None:
+        """The lifetime (ms) an authentic lease value declares; None for anything else (another key's
+        value, another secret's, a forged one). Public: the authentication is tested through it."""
         lease = self._parse_lease(name, value)
         return None if lease is None else lease["ttl_ms"]
 

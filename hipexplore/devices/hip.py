@@ -84,9 +84,10 @@ def check_runtime_version(runtime: int, gpus: int) -> None:
         )
 
 
-def _hip() -> Any:
+def hip_runtime() -> Any:
     """hip-python's HIP runtime module (6.x-7.x ``hip.hip`` or 10.x ``rocm.bindings.hip``, whichever
-    is installed: compile/hip_bindings.py), pointed at ``hip_dll()`` once per process."""
+    is installed: compile/hip_bindings.py), pointed at ``hip_dll()`` once per process. Public: tests ask the
+    runtime directly to check what a ``HipDevice`` reports."""
     global _dll_chosen
     from ..compile import hip_bindings
     from ..errors import CompilerUnavailable
@@ -110,7 +111,7 @@ def _hip() -> Any:
 
 def device_count() -> int:
     """Number of HIP devices; raises ``DeviceUnavailable`` naming what was looked for."""
-    hip = _hip()
+    hip = hip_runtime()
     try:
         err, n = hip.hipGetDeviceCount()
     except Exception as exc:
@@ -129,7 +130,7 @@ class HipDevice(GpuDeviceBase):
                     "memset": "hipMemsetD8Async"}
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
-        hip = self._hip = _hip()
+        hip = self._hip = hip_runtime()
         n = device_count()
         self._start("HIP", hip, hip.hipError_t.hipSuccess, n, index, "the runtime loaded but reports 0 AMD GPUs", llc_bytes, cache)
         check_runtime_version(int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion")), n)

@@ -94,20 +94,20 @@ def cache_task(whole: TuningList, positions: tuple[int, ...], scenario: str, cac
     return res.frame.assign(**_identity())
 
 
-def _parts(tuning_list: TuningList, granularity: str) -> list[tuple[int, ...]]:
+def task_parts(tuning_list: TuningList, granularity: str) -> list[tuple[int, ...]]:
     """Positions of each task's entries: one candidate each (``candidate``), else one entry each."""
     pos = {id(e): i for i, e in enumerate(tuning_list.entries)}
     groups = candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries]
     return [tuple(pos[id(e)] for e in g) for g in groups]
 
 
-def _unique_parts(tuning_list: TuningList, granularity: str) -> list[tuple[int, ...]]:
+def unique_task_parts(tuning_list: TuningList, granularity: str) -> list[tuple[int, ...]]:
     """The ideal's tasks: each unique kernel once, at its first place in the list, grouped as the
     cache passes group their tasks (one candidate's first-seen kernels a task, for ``candidate``),
     so the ideal pays the same number of task round trips as the passes it is set against."""
     seen: set[Any] = set()
     parts = []
-    for part in _parts(tuning_list, granularity):
+    for part in task_parts(tuning_list, granularity):
         mine = []
         for i in part:
             req = tuning_list.entries[i].request
@@ -211,12 +211,12 @@ def replay_on_cluster(
 
         def ideal(tag: str) -> ScenarioResult:
             lst = salted(tuning_list, f"{run_salt}_{tag}") if salt else tuning_list
-            return timed("ideal", ideal_task, lst, _unique_parts(lst, granularity))
+            return timed("ideal", ideal_task, lst, unique_task_parts(lst, granularity))
 
         ideal_passes = [ideal("ideal")]
         disk_list, first = _cache_passes_list(tuning_list, path, given, salt, url, run_salt)
         for name in (first, "disk-warm"):
-            scenarios[name] = timed(name, cache_task, disk_list, _parts(disk_list, granularity), name, str(path), granularity, url)
+            scenarios[name] = timed(name, cache_task, disk_list, task_parts(disk_list, granularity), name, str(path), granularity, url)
         if salt:  # unsalted, a second ideal would compile the same keys: no fresh compile to time
             ideal_passes.append(ideal("ideal1"))
         scenarios = {"ideal": min(ideal_passes, key=lambda res: res.seconds), **scenarios}
@@ -228,4 +228,4 @@ def replay_on_cluster(
         conn.close()
 
 
-__all__ = ["WORKER_COLUMNS", "replay_on_cluster"]
+__all__ = ["WORKER_COLUMNS", "replay_on_cluster", "task_parts", "unique_task_parts"]

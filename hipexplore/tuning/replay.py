@@ -44,7 +44,7 @@ from .lists import ListEntry, TuningList
 from .schedule import _run_all, candidate_groups, run_tasks  # noqa: F401 - candidate_groups: public here too
 from .triton_list import warm_up_requests
 from .results import ReplayReport, ScenarioResult
-from .timed_compiler import _TimedCompiler, _proc_cpu, cpu_delta, cpu_snapshot  # noqa: F401 - public here too
+from .timed_compiler import TimedCompiler, proc_cpu, cpu_delta, cpu_snapshot  # noqa: F401 - public here too
 
 CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm
 SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm", "triton-cold", "triton-warm")
@@ -125,7 +125,7 @@ def replay_through_cache(
     if len(cache.events()):
         raise ConfigError("replay needs a fresh CompileCache (this one already has events)")
 
-    timed = _TimedCompiler(compiler)
+    timed = TimedCompiler(compiler)
 
     def one(candidate: Sequence[ListEntry]) -> None:
         for entry in candidate:  # a candidate's kernels in launch order, as a tuner's worker does

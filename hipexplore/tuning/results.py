@@ -127,7 +127,7 @@ class ReplayReport:
             "problems": [p.name for p in tl.problems],
             "candidates": tl.n_candidates,
             "candidates_per_problem": len(tl.candidates) if not tl.name else max(
-                sum(1 for _ in g) for g in _by_problem(tl)),
+                sum(1 for _ in g) for g in candidates_by_problem(tl)),
             "kernels": tl.kernels,
             "unique_kernels": tl.unique_kernels,
             "compiles": main["compiles"],
@@ -179,8 +179,9 @@ class ReplayReport:
         return _json_safe(out)
 
 
-def _by_problem(tl: TuningList) -> list[list[str]]:
-    """Each problem's distinct candidates (in list order)."""
+def candidates_by_problem(tl: TuningList) -> list[list[str]]:
+    """Each problem's distinct candidates (in list order; public: the report's candidate count is
+    pinned through it)."""
     seen: dict[str, dict[str, None]] = {}
     for e in tl.entries:
         seen.setdefault(e.problem, {})[e.candidate] = None

@@ -16,7 +16,7 @@ from ..compile.request import CompileRequest
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-class _TimedCompiler:
+class TimedCompiler:
     """The replay's compiler seen through a stopwatch: records the wall time of every
     ``compile`` call by request label, so the cache's own cost can be separated from it."""
 
@@ -65,14 +65,14 @@ class _TimedCompiler:
     def close(self) -> None:
         self._inner.close()
 
-    def __enter__(self) -> "_TimedCompiler":
+    def __enter__(self) -> "TimedCompiler":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def _proc_cpu(pid: int) -> float:
+def proc_cpu(pid: int) -> float:
     """utime + stime + cutime + cstime of a live process (its waited-for children included)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
@@ -90,7 +90,7 @@ def cpu_snapshot(compiler: Compiler) -> dict[int, float]:
     t = os.times()
     snap = {0: t.user + t.system + t.children_user + t.children_system}
     for pid in compiler.worker_pids():
-        snap[int(pid)] = _proc_cpu(int(pid))
+        snap[int(pid)] = proc_cpu(int(pid))
     return snap
 
 
@@ -98,4 +98,4 @@ def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(v - before.get(k, 0.0) for k, v in after.items())
 
 
-__all__ = ["_TimedCompiler", "_proc_cpu", "cpu_delta", "cpu_snapshot"]
+__all__ = ["TimedCompiler", "cpu_delta", "cpu_snapshot", "proc_cpu"]

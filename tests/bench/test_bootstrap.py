@@ -48,32 +48,32 @@ def test_resampled_medians_are_exactly_the_median_of_the_concatenated_draws(n, n
     block = np.sort(rng.integers(0, nblocks, n))
     block = np.unique(block, return_inverse=True)[1].ravel()
     k = int(block.max()) + 1
-    counts = bootstrap._row_counts(rng.integers(0, k, size=(60, k)), k)
+    counts = bootstrap.row_counts(rng.integers(0, k, size=(60, k)), k)
     counts[0] = 0
     counts[0, 0] = 1  # a resample of one block only: its middle lies outside the scanned window
-    got = bootstrap._resampled_medians(values, block, counts)
+    got = bootstrap.resampled_medians(values, block, counts)
     np.testing.assert_array_equal(got, naive_medians(values, block, counts))
 
 
 @pytest.mark.timeout(30)
 def test_row_counts_count_each_rows_draws():
     draws = np.array([[0, 0, 2], [1, 2, 2]])
-    assert bootstrap._row_counts(draws, 4).tolist() == [[2, 0, 1, 0], [0, 1, 2, 0]]
+    assert bootstrap.row_counts(draws, 4).tolist() == [[2, 0, 1, 0], [0, 1, 2, 0]]
 
 
 @pytest.mark.timeout(60)
 def test_block_medians_equal_and_unequal_blocks_and_one_block():
     rng = np.random.default_rng(7)
     samples = rng.normal(10, 1, 90)
-    one = bootstrap._block_medians(samples, np.zeros(90, dtype=int), 20, rng)
+    one = bootstrap.block_medians(samples, np.zeros(90, dtype=int), 20, rng)
     assert (one == np.median(samples)).all()  # one block: every resample is the sample itself
-    equal = bootstrap._block_medians(samples, np.repeat(np.arange(9), 10), 200, np.random.default_rng(1))
-    unequal = bootstrap._block_medians(samples, np.repeat(np.arange(4), [10, 20, 30, 30]), 200, np.random.default_rng(1))
+    equal = bootstrap.block_medians(samples, np.repeat(np.arange(9), 10), 200, np.random.default_rng(1))
+    unequal = bootstrap.block_medians(samples, np.repeat(np.arange(4), [10, 20, 30, 30]), 200, np.random.default_rng(1))
     for meds in (equal, unequal):
         assert meds.shape == (200,) and meds.min() >= samples.min() and meds.max() <= samples.max()
         assert abs(np.median(meds) - np.median(samples)) < 0.5
     # same seed, same draws: reproducible
-    again = bootstrap._block_medians(samples, np.repeat(np.arange(4), [10, 20, 30, 30]), 200, np.random.default_rng(1))
+    again = bootstrap.block_medians(samples, np.repeat(np.arange(4), [10, 20, 30, 30]), 200, np.random.default_rng(1))
     np.testing.assert_array_equal(unequal, again)
 
 
@@ -85,8 +85,17 @@ def test_grouped_medians_draw_whole_groups_first():
     only about 1 time in 5."""
     samples = np.r_[np.full(40, 1.0), np.full(40, 3.0)]
     groups = np.repeat([0, 1], 40)
-    meds = bootstrap._grouped_block_medians(samples, None, groups, 2000, np.random.default_rng(3))
+    meds = bootstrap.grouped_block_medians(samples, None, groups, 2000, np.random.default_rng(3))
     assert set(np.unique(meds)) <= {1.0, 2.0, 3.0}
     assert 0.2 < (meds == 1.0).mean() < 0.3 and 0.2 < (meds == 3.0).mean() < 0.3 and 0.45 < (meds == 2.0).mean() < 0.55
-    pooled = bootstrap._block_medians(samples, block_labels(None, 80), 2000, np.random.default_rng(3))
+    pooled = bootstrap.block_medians(samples, block_labels(None, 80), 2000, np.random.default_rng(3))
     assert (pooled == 2.0).mean() < 0.3
+
+
+def test_the_two_stage_bootstrap_draws_whole_chunks():
+    """Why: a chunk is drawn whole (its samples are correlated): with chunks of three 1s, two 5s
+    and three 1s, every resampled median is 1 or 5, and both occur."""
+    x = np.array([1.0, 1, 1, 5, 5, 1, 1, 1])
+    chunks = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    medians = bootstrap.grouped_block_medians(x, chunks, np.zeros(8, int), 400, np.random.default_rng(0))
+    assert set(np.round(medians, 9)) == {1.0, 5.0}

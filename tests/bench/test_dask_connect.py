@@ -91,9 +91,9 @@ def test_safe_path_is_set_only_while_workers_spawn(monkeypatch):
             monkeypatch.delenv(var, raising=False)
         else:
             monkeypatch.setenv(var, before)
-        with dask_connect._safe_path_environ():
+        with dask_connect.safe_path_environ():
             assert os.environ[var] == "1"
-            with dask_connect._safe_path_environ():
+            with dask_connect.safe_path_environ():
                 assert os.environ[var] == "1"
             assert os.environ[var] == "1"  # the first spawn still runs
         assert os.environ.get(var) == before

@@ -12,7 +12,7 @@ distributed = need_module("distributed")  # the cluster extra (setup.sh --dev)
 
 from hipexplore.bench.dask_executor import (  # noqa: E402
     DaskExecutor,
-    _PlanDevice,
+    PlanDevice,
     device_name,
     expected_keys,
     gpu_workers,
@@ -57,7 +57,7 @@ def test_a_worker_answers_for_its_own_device():
     assert name == facts["name"] == HostDevice().name
     assert facts["llc_bytes"] > 0 and 0 < facts["free"] <= facts["total"]
     assert facts["identities"]  # each kernel's identity, for resume
-    plan = _PlanDevice(facts)
+    plan = PlanDevice(facts)
     assert plan.llc_bytes == facts["llc_bytes"] and plan.memory_info() == (facts["free"], facts["total"])
 
 

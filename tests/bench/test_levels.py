@@ -15,7 +15,7 @@ import pytest
 
 from hipexplore.bench.levels import MIN_UNITS, independent_units, paired_units, paired_windows, trend
 from hipexplore.bench.stats import Measurement
-from hipexplore.verdicts import _row, drift_check
+from hipexplore.verdicts import comparison_row, drift_check
 
 CHUNK = 4
 
@@ -53,12 +53,12 @@ def test_chunks_of_one_unit_call_identical_code_different_but_units_do_not() -> 
     wrong_units = 0
     for _ in range(40):
         base, new = _interleaved(rng, units=1, per_unit=60)
-        row = _row(base, new, 0.02, 0.95, 400)
+        row = comparison_row(base, new, 0.02, 0.95, 400)
         assert row["verdict"] == "undecided" and "unit" in row["note"]  # one unit: never decided
         if not (row["chunk_ci_low"] <= 1 <= row["chunk_ci_high"]) and abs(row["ratio"] - 1) > 0.02:
             wrong_chunk_only += 1
         base, new = _interleaved(rng, units=5, per_unit=12)
-        row = _row(base, new, 0.02, 0.95, 400)
+        row = comparison_row(base, new, 0.02, 0.95, 400)
         assert row["base_units"] == row["new_units"] == 5
         if row["verdict"] in ("faster", "slower"):
             wrong_units += 1
@@ -68,7 +68,7 @@ def test_chunks_of_one_unit_call_identical_code_different_but_units_do_not() -> 
 
 def test_a_real_difference_is_still_found_over_units() -> None:
     rng = np.random.default_rng(5)
-    calls = [_row(*_interleaved(rng, units=6, per_unit=12, effect=1.10, placement_sd=0.01), 0.02, 0.95, 400)["verdict"]
+    calls = [comparison_row(*_interleaved(rng, units=6, per_unit=12, effect=1.10, placement_sd=0.01), 0.02, 0.95, 400)["verdict"]
              for _ in range(10)]
     assert calls.count("slower") >= 9, calls
 
@@ -112,12 +112,12 @@ def test_separate_runs_compare_unit_medians_with_welch() -> None:
     wrong = 0
     for _ in range(30):
         a, b = run(1e-5, 5), run(1e-5, 5)
-        row = _row(a, b, 0.02, 0.95, 300)
+        row = comparison_row(a, b, 0.02, 0.95, 300)
         assert row["interval"].startswith("independent units")
         wrong += row["verdict"] in ("faster", "slower")
     assert wrong <= 1
     a, b = run(1e-5, 1), run(1e-5, 5)
-    row = _row(a, b, 0.02, 0.95, 300)
+    row = comparison_row(a, b, 0.02, 0.95, 300)
     assert row["verdict"] == "undecided" and "separate runs" in row["note"]
 
 
@@ -150,11 +150,11 @@ def test_a_drifting_ratio_turns_a_decided_verdict_undecided() -> None:
     base, new = _interleaved(rng, units=6, per_unit=20, effect=1.06, placement_sd=0.002, drift=0.8)
     p, note = drift_check(new, base, 0.02)
     assert p < 1e-3 and "not stationary" in note
-    row = _row(base, new, 0.02, 0.95, 300)
+    row = comparison_row(base, new, 0.02, 0.95, 300)
     assert row["verdict"] == "undecided" and "not stationary" in row["note"]
     # the same effect without drift is decided
     base, new = _interleaved(rng, units=6, per_unit=20, effect=1.06, placement_sd=0.002)
-    assert _row(base, new, 0.02, 0.95, 300)["verdict"] == "slower"
+    assert comparison_row(base, new, 0.02, 0.95, 300)["verdict"] == "slower"
 
 
 def test_a_window_holds_a_block_of_n_to_the_third_samples_of_each_side() -> None:

@@ -16,7 +16,9 @@ import hipexplore as hx
 from hipexplore.bench import passes as ps
 from hipexplore.bench.spec import SweepSpec
 from hipexplore.bench.stats import Measurement, StopRule
+from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError
+from hipexplore.schema import SUMMARY_COLUMNS
 
 
 def _run_like(rng, passes, per_pass, between, within, chunk=4):
@@ -179,3 +181,151 @@ def test_a_pass_in_its_own_worker_holds_its_pad_there_and_the_sweep_records_ever
     assert "worker.pad_bytes" not in res0.metadata  # the first pass holds none
     res3 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=9, units=3, reference=False, progress=False)
     assert res3.metadata["sweep.unit_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(3))
+
+
+class _CountingHost(HostDevice):
+    """The host device, noting each allocation's size (the allocation itself is the real one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+        self.freed = 0
+
+    def alloc(self, nbytes):
+        self.sizes.append(int(nbytes))
+        return super().alloc(nbytes)
+
+    def free(self, buf):
+        self.freed += 1
+        super().free(buf)
+
+
+def test_run_passes_measures_each_pass_by_index_holding_its_pad():
+    """Why: pass k's pad (``pad_bytes(k)``) is held while pass k measures and freed after; without
+    ``pad`` (each pass in a process of its own) nothing is allocated."""
+    dev = _CountingHost()
+    seen = ps.run_passes(dev, 3, lambda k: (k, list(dev.sizes), dev.freed))
+    assert seen == [(0, [], 0), (1, [ps.pad_bytes(1)], 0), (2, [ps.pad_bytes(1), ps.pad_bytes(2)], 1)]
+    assert dev.freed == 2
+    dev2 = _CountingHost()
+    assert ps.run_passes(dev2, 2, lambda k: k, pad=False) == [0, 1] and dev2.sizes == []
+
+
+def test_a_multi_pass_sweep_returns_its_summary_and_file_name(tmp_path):
+    """Why: the merged result of passes is what the caller sees: every configuration, ``passes``
+    recorded, the out file's name (not the summary's), and passes_done in the metadata."""
+    out = tmp_path / "p.parquet"
+    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, units=2, reference_samples=2,
+                   progress=False, out=out, warmup_s=0.0, worker=False)
+    assert res.path == out and not res.stopped and out.exists()
+    assert len(res.summary) == 2 and set(res.summary["passes"]) == {2} and set(res.samples["pass_index"]) == {0, 1}
+    assert res.metadata["sweep.units_done"] == "2"
+    res2 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, units=2, reference=False,
+                    progress=False, warmup_s=0.0, worker=False)
+    assert res2.path is None and len(res2.summary) == 1
+
+
+def test_a_multi_pass_sweep_stopped_in_its_first_pass_writes_nothing(tmp_path):
+    """Why: a stopped multi-pass sweep returns what it has, makes no further pass, and leaves the
+    out file alone (its passes are not written part-way)."""
+    for out in (None, tmp_path / "stopped.parquet"):
+        calls: list[int] = []
+        res = hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], device="host", iterations=4, units=3,
+                       reference=False, progress=False, out=out, warmup_s=0.0, worker=False,
+                       should_stop=lambda: bool(calls.append(1)) or len(calls) > 2)
+        assert res.stopped and res.metadata["sweep.units_done"] == "0"
+        assert len(res.summary) <= 1
+        if out is not None:
+            assert not out.exists() and res.path == out
+
+
+def _one_pass(**kw):
+    kw = {"reference": False, **kw}
+    return hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], device="host", iterations=6, chunk=3,
+                    progress=False, warmup_s=0.0, worker=False, **kw)
+
+
+def test_merge_offsets_each_passes_chunks_and_bootstraps_over_passes_and_chunks():
+    """Why: ``merge`` on two real one-pass sweeps: chunk ids of pass 1 continue where pass 0's end
+    (per configuration), and each merged row's interval is the two-stage bootstrap of its samples."""
+    a, b = _one_pass(), _one_pass()
+    samples, summary = ps.merge([a.samples, b.samples], [a.summary, b.summary], peak_bandwidth_gbs=1.0)
+    for size, g in samples.groupby("size_bytes"):
+        first, second = g[g.pass_index == 0]["chunk"], g[g.pass_index == 1]["chunk"]
+        assert first.tolist() == a.samples[a.samples.size_bytes == size]["chunk"].tolist()
+        assert second.min() == first.max() + 1
+    assert summary["size_bytes"].tolist() == [16384, 32768] and set(summary["passes"]) == {2}
+    for row in summary.itertuples():
+        g = samples[samples.size_bytes == row.size_bytes]
+        m = ps.Measurement(g["time_s"].to_numpy(), chunks=g["chunk"].to_numpy(), groups=g["pass_index"].to_numpy())
+        assert row.n == 12 and (row.ci_low_s, row.ci_high_s) == pytest.approx(m.bootstrap_ci())
+        assert row.peak_bandwidth_gbs == 1.0
+    # a summary row without samples (its configuration measured nothing) is left out, not the end
+    ghost = a.summary.iloc[[0]].assign(size_bytes=999)
+    _, kept = ps.merge([a.samples], [pd.concat([ghost, a.summary], ignore_index=True)], peak_bandwidth_gbs=1.0)
+    assert kept["size_bytes"].tolist() == [16384, 32768]
+    # one pass that measured nothing merges to nothing
+    empty_s, empty_m = ps.merge([a.samples.iloc[:0]], [a.summary.iloc[:0]], peak_bandwidth_gbs=1.0)
+    assert len(empty_s) == 0 and len(empty_m) == 0 and list(empty_m.columns) == list(SUMMARY_COLUMNS)
+
+
+def test_merge_names_the_configuration_of_a_bad_sample():
+    a = _one_pass()
+    bad = a.samples.copy()
+    bad.loc[bad.index[0], "time_s"] = float("nan")
+    with pytest.raises(ConfigError, match="triad 16384 1 none events"):
+        ps.merge([bad], [a.summary], peak_bandwidth_gbs=1.0)
+
+
+def test_a_merged_summary_row_is_recomputed_field_by_field():
+    """Why: each merged row's fields come from all passes: notes joined without repeats (the
+    statistics' own warnings recomputed, not carried), throttled counts summed, the clock the median
+    of every sample's, bandwidth from the merged median, the bias against the merged reference; the
+    columns are the schema's (extra columns of a pass's rows are not carried)."""
+    import warnings
+
+    a, b = _one_pass(reference=True, reference_samples=4), _one_pass(reference=True, reference_samples=4)
+    sa, sb = a.samples.copy(), b.samples.copy()
+    sa["clock_mhz"], sb["clock_mhz"] = 1000.0, 2000.0
+    ma, mb = a.summary.copy(), b.summary.copy()
+    first = (ma["size_bytes"] == 16384) & (ma["flush"] == "none")
+    ma.loc[first, "warning"] = "noisy: IQR/median 50% (> 10%); custom note"
+    mb.loc[first.to_numpy(), "warning"] = "custom note; other"
+    ma.loc[first, "n_throttled"], mb.loc[first.to_numpy(), "n_throttled"] = 2, 3
+    mb.loc[~first.to_numpy(), "warning"] = None
+    ma["worker"] = "w0"
+    samples, summary = ps.merge([sa, sb], [ma, mb], peak_bandwidth_gbs=7.0)
+    assert list(summary.columns) == list(SUMMARY_COLUMNS)
+    assert set(summary["passes"]) == {2} and set(summary["clock_mhz"]) == {1500.0}
+    assert set(summary["peak_bandwidth_gbs"]) == {7.0}
+    row = summary[(summary["size_bytes"] == 16384) & (summary["flush"] == "none")].iloc[0]
+    assert row["warning"].split("; ")[:2] == ["custom note", "other"] and "50%" not in row["warning"]
+    assert row["n_throttled"] == 5
+    assert not any("XXXX" in str(w) for w in summary["warning"])
+    for r in summary.itertuples():
+        assert r.bandwidth_gbs == pytest.approx(r.footprint_bytes / r.median_s / 1e9, rel=1e-12)
+        ref = summary[(summary.size_bytes == r.size_bytes) & (summary.flush == "cold-reference")].iloc[0]
+        assert r.reference_median_s == ref.median_s and r.bias == pytest.approx(r.median_s / ref.median_s - 1.0)
+    # a configuration whose reference is not among the merged rows loses its pass's bias
+    no_ref = [s[s["flush"] != "cold-reference"] for s in (a.summary, b.summary)]
+    no_ref_s = [s[s["flush"] != "cold-reference"] for s in (a.samples, b.samples)]
+    assert no_ref[0]["bias"].notna().all()
+    _, alone = ps.merge(no_ref_s, no_ref, peak_bandwidth_gbs=7.0)
+    assert alone["bias"].isna().all() and alone["reference_median_s"].isna().all()
+    # the host's clocks are NaN: the merged clock is NaN, with no all-NaN warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, host = ps.merge([a.samples, b.samples], [a.summary, b.summary], peak_bandwidth_gbs=7.0)
+    assert host["clock_mhz"].isna().all()
+
+
+def test_pad_jitter_takes_every_step_from_1_to_31():
+    """Why: the pad's jitter is 1..31 steps of PAD_JITTER (never 0: a pass's pad always differs
+    from the plain k * PAD_STEP)."""
+    jitters = {(ps.pad_bytes(k, seed) - k * ps.PAD_STEP) // ps.PAD_JITTER for k in range(1, 9) for seed in range(60)}
+    assert jitters == set(range(1, 32))
+
+
+def test_an_adaptive_rule_split_over_many_passes_keeps_at_least_one_sample_each():
+    r = ps.pass_rule(StopRule(min_samples=1, max_samples=3), 4)
+    assert (r.min_samples, r.max_samples) == (1, 1)

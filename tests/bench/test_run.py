@@ -761,10 +761,10 @@ def test_host_inputs_are_drawn_once_and_handed_out_as_fresh_copies(dev) -> None:
     spec = catalog.get("triad")
     with rot.BufferSets(dev, spec, 4096, 1) as one:
         first = {k: v.copy() for k, v in one.host.items()}
-        kept = rot._HOST_INPUTS[next(iter(rot._HOST_INPUTS))]
+        kept = rot.HOST_INPUTS[next(iter(rot.HOST_INPUTS))]
         one.host["b"][:] = -7.0  # a reference that scribbles on its inputs
     with rot.BufferSets(dev, spec, 4096, 2) as two:
-        assert rot._HOST_INPUTS[next(iter(rot._HOST_INPUTS))] is kept  # not drawn again
+        assert rot.HOST_INPUTS[next(iter(rot.HOST_INPUTS))] is kept  # not drawn again
         for k in first:
             np.testing.assert_array_equal(two.host[k], first[k])
         got = np.empty(4096, dtype=np.float32)
@@ -804,3 +804,13 @@ def test_interleaved_turns_with_the_in_kernel_timer_launch_the_sets_they_record(
     assert set(used) == {0, 1, 2, 3, 4}
     # each turn: a warm-up over its 4 sets, then its 4 samples on the same sets in the same order
     assert used == [0, 1, 2, 3] * 2 + [4, 0, 1, 2] * 2 + [3, 4, 0, 1] * 2
+
+
+def test_a_fault_is_named_by_the_runtime_status_in_its_message():
+    """Why: ``KernelFault`` names the status (what a user searches for); GPU faults are not
+    reachable on the host, so the parsing is checked on the runtimes' own message shapes."""
+    from hipexplore.bench.run import fault_status
+
+    assert fault_status("cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)") == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert fault_status("hipModuleLaunchKernel: hipErrorIllegalAddress: an illegal memory access") == "hipErrorIllegalAddress"
+    assert fault_status("the device went away") == "the device went away"

@@ -329,11 +329,11 @@ def test_the_interval_rule_waits_for_enough_blocks_to_mean_anything():
 
 
 def test_block_bootstrap_medians_are_exactly_those_of_the_concatenated_draws() -> None:
-    """The vectorised resampled medians (bench.stats._resampled_medians: a window of the sorted
+    """The vectorised resampled medians (bench.stats.resampled_medians: a window of the sorted
     samples, whole scans where the middle falls outside it) against np.median of each resample's
     concatenated blocks, on ties, sorted series (the middle far off the window for some draws)
     and draws that skip whole halves."""
-    from hipexplore.bench.stats import _resampled_medians
+    from hipexplore.bench.stats import resampled_medians
 
     rng = np.random.default_rng(0)
     for trial in range(300):
@@ -349,7 +349,7 @@ def test_block_bootstrap_medians_are_exactly_those_of_the_concatenated_draws() -
             counts[:, : k // 2] = 0
             counts[:, -1] += 1
         want = [np.median(np.concatenate([np.repeat(x[block == b], c[b]) for b in range(k)])) for c in counts]
-        assert np.array_equal(_resampled_medians(x, block, counts), np.array(want)), trial
+        assert np.array_equal(resampled_medians(x, block, counts), np.array(want)), trial
 
 
 def test_two_stage_bootstrap_draws_groups_then_their_blocks() -> None:
@@ -377,3 +377,40 @@ def test_the_interval_must_meet_its_target_at_two_evaluations_in_a_row() -> None
     assert [s[0] > 0 for s in seen] == [True, True, True], seen
     left, why = tracker.check(np.r_[a, b, c, 1.0 + 0.001 * rng.standard_normal(20)], 1.0)  # the second hit in a row
     assert left == 0 and why.startswith("converged: 95% CI of the median"), why
+
+
+def test_a_measurements_repr_shows_its_median_in_microseconds():
+    from hipexplore.bench.stats import Measurement
+
+    text = repr(Measurement(np.array([1e-6, 2e-6, 3e-6]), label="k"))
+    assert text.startswith("Measurement('k', n=3, median=2.000 us, ")
+
+
+def test_the_stateless_stop_check_uses_the_chunks_it_is_given():
+    """Why: ``StopRule.remaining`` is the tracker's check in one call; a timeout's reason reports
+    the interval of the median, which with chunks is the block bootstrap's (wider here: each chunk
+    sits at its own level)."""
+    rule = StopRule(min_samples=10, min_time_s=0.0, timeout_s=1.0, target_ci=1e-9, target_cv=1e-9)
+    rng = np.random.default_rng(3)
+    chunks = np.repeat(np.arange(6), 10)
+    x = 1e-3 * (1 + 0.05 * chunks + 0.001 * rng.standard_normal(60))
+    with_chunks = rule.remaining(x, 2.0, chunks)
+    assert with_chunks == rule.tracker().check(x, 2.0, chunks) and with_chunks[1].startswith("timeout")
+    assert with_chunks != rule.remaining(x, 2.0)
+
+
+def test_a_ratio_interval_is_reproducible_with_its_default_seed_and_resamples():
+    """Why: a bias interval must read the same when the same samples are summarised again."""
+    from hipexplore.bench.stats import Measurement, ratio_ci
+
+    rng = np.random.default_rng(5)
+    new, base = Measurement(1.1 + 0.05 * rng.random(40)), Measurement(1.0 + 0.05 * rng.random(40))
+    assert ratio_ci(new, base) == ratio_ci(new, base) == ratio_ci(new, base, resamples=2000, seed=0)
+
+
+def test_a_ratio_interval_follows_its_seed_argument_not_the_measurements_own_seed():
+    from hipexplore.bench.stats import Measurement, ratio_ci
+
+    rng = np.random.default_rng(6)
+    x, base = 1.1 + 0.05 * rng.random(40), Measurement(1.0 + 0.05 * rng.random(40))
+    assert ratio_ci(Measurement(x, seed=0), base, seed=3) == ratio_ci(Measurement(x, seed=99), base, seed=3)

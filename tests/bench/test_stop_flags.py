@@ -12,8 +12,8 @@ import hipexplore as hx
 from hipexplore.bench import passes as ps
 from hipexplore.bench.modes import bimodal_note, split, warning_with_modes
 from hipexplore.bench.stats import Measurement, StopRule
-from hipexplore.cli.bench_cmd import _banner, _table
-from hipexplore.cli.bench_table import stop_word
+from hipexplore.cli.bench_cmd import adaptive_banner
+from hipexplore.cli.bench_table import stop_word, table
 
 #: an adaptive rule that cannot converge (every target out of reach): only its cap can stop it
 NEVER = dict(min_samples=8, min_time_s=0.0, min_wall_s=0.0, target_ci=1e-12, target_cv=1e-12, stable_noise=1e-12, timeout_s=120.0)
@@ -53,7 +53,7 @@ def test_the_table_shows_why_each_row_stopped_and_stays_aligned_with_auto_counts
         rows.append(dict(kernel="triad", size_bytes=1 << 20, rotating=rot, rotating_requested=req, flush="l2-read", timer="events",
                          n=40, median_s=4.5e-6, ci_low_s=4.4e-6, ci_high_s=4.6e-6, floor_s=np.nan, iqr_rel=0.01, bias=0.02,
                          bandwidth_gbs=700.0, stop_reason=why, warning=""))
-    text = _table(pd.DataFrame(rows)).splitlines()
+    text = table(pd.DataFrame(rows)).splitlines()
     stops = [line.split()[-1] for line in text[1:]]  # one word each, the level in --json's stop_reason
     assert stops == ["fixed", "noise", "TIMEOUT", "ci"], text
     assert "auto=32" in text[2]
@@ -65,7 +65,7 @@ def test_the_table_shows_why_each_row_stopped_and_stays_aligned_with_auto_counts
 
 def test_the_banner_lists_every_rule_the_stop_column_can_name():
     rule = StopRule()
-    banner = _banner(rule)
+    banner = adaptive_banner(rule)
     # the stops by the words the table's stop column uses; the whole rule (nvbench's stdrel definition of
     # settled noise among it) is StopRule's docstring: the banner is at most 240 characters
     for name in ("'ci'", "'cv'", "'noise'", "'TIMEOUT'", "'CAP'", f"{rule.target_ci:.1%}", f"{rule.max_samples:,}"):

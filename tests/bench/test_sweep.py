@@ -7,10 +7,14 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+import hipexplore as hx
 from hipexplore.bench import SAMPLE_COLUMNS, SUMMARY_COLUMNS, sweep
+from hipexplore.bench.spec import SweepSpec
+from hipexplore.bench.stats import StopRule
 from hipexplore.bench.sweep import output_paths, parse_size
 from hipexplore.compile.cache import CompileCache
 from hipexplore.devices import get_device
@@ -347,3 +351,92 @@ def test_resuming_a_file_written_before_chunk_leads_gives_its_rows_lead_0(dev, t
     x = res.samples
     assert x["lead"].dtype == np.int64 and (x["lead"] == 0).all() and len(x) == 16
     assert pd.read_parquet(out)["lead"].tolist() == [0] * 16
+
+
+def test_a_one_pass_summary_row_records_one_pass_its_stop_reason_and_nan_biases(capsys):
+    """Why: the row fields a one-pass sweep writes (``passes`` 1, the rule's stop reason, NaN
+    bias fields as floats without a reference); the progress bar names the sweep and its unit."""
+    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, reference=False, progress=True, units=1,
+                   warmup_s=0.0, worker=False)
+    row = res.summary.iloc[0]
+    assert row["passes"] == 1 and row["stop_reason"] == "fixed iteration count"
+    for col in ("reference_median_s", "bias", "bias_ci_low", "bias_ci_high"):
+        assert str(res.summary[col].dtype) == "float64" and np.isnan(row[col]), col
+    err = capsys.readouterr().err
+    assert "hipexplore sweep" in err and "config" in err
+
+
+def test_resuming_keeps_pass_ids_and_the_references_chunks(tmp_path, capsys):
+    """Why: a resumed sweep reads its finished rows back: a multi-pass file's samples keep their
+    pass ids, and a new configuration's bias is against the recorded reference with its chunk ids
+    (the block bootstrap's interval, not the i.i.d. one); the telemetry it used is recorded and the
+    progress bar is shown for passes too."""
+    from hipexplore.bench.stats import Measurement, ratio_ci
+
+    out = tmp_path / "r.parquet"
+    kw = dict(device="host", iterations=6, chunk=2, reference_samples=6, warmup_s=0.0, worker=False, out=out)
+    first = hx.sweep("triad", ["16KiB"], [1], ["none"], units=2, progress=True, **kw)
+    assert "hipexplore sweep" in capsys.readouterr().err
+    assert first.metadata["telemetry.source"] and "telemetry.max_clock_mhz" in first.metadata
+    grown = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], units=2, progress=False, **kw)
+    old = grown.samples[grown.samples["flush"] == "none"]
+    assert set(old["pass_index"]) == {0, 1}
+    # one pass: the new row's bias is computed in this run against the reference read back
+    out2 = tmp_path / "one.parquet"
+    kw2 = {**kw, "out": out2, "reference_samples": 27, "chunk": 9, "units": 1}  # chunks of 9, not the bootstrap's blocks of 3
+    hx.sweep("triad", ["16KiB"], [1], ["none"], progress=False, **kw2)
+    res = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], progress=False, **kw2)
+    s = res.samples
+    ref = s[s["flush"] == "cold-reference"]
+    new = s[(s["flush"] == "l2-read") & ~s["dropped"]]
+    ratio, lo, hi = ratio_ci(Measurement(new["time_s"].to_numpy(), chunks=new["chunk"].to_numpy()),
+                             Measurement(ref["time_s"].to_numpy(), chunks=ref["chunk"].to_numpy()), resamples=1000)
+    row = res.summary[res.summary["flush"] == "l2-read"].iloc[0]
+    assert (row["bias"], row["bias_ci_low"], row["bias_ci_high"]) == pytest.approx((ratio - 1, lo - 1, hi - 1))
+
+
+def test_sweeps_list_defaults_are_the_specs_and_it_runs_on_the_best_device_with_a_bar():
+    """Why: ``sweep()`` with no arguments measures what ``SweepSpec()`` describes, on ``'auto'``
+    (a GPU when one is usable), resuming and with a progress bar (tests/compile/test_cache_contract.py checks the
+    other keyword defaults against the spec's)."""
+    import inspect
+
+    from hipexplore.bench.sweep import sweep
+
+    p = inspect.signature(sweep).parameters
+    spec = SweepSpec()
+    assert SweepSpec(kernels=p["kernels"].default, sizes=p["sizes"].default, rotating=p["rotating"].default,
+                     flush=p["flush"].default) == spec
+    assert (p["device"].default, p["resume"].default, p["progress"].default) == ("auto", True, True)
+
+
+def test_a_device_object_gets_the_cache_it_is_given_and_keeps_its_own():
+    """Why: ``sweep(device=dev, cache=c)`` builds the kernels through ``c`` when ``dev`` has no
+    cache of its own, and leaves a device's own cache in place."""
+    from hipexplore.compile.cache import CompileCache
+
+    dev, cache = HostDevice(), CompileCache(disk_dir=False)
+    hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, cache=cache, iterations=2, reference=False,
+             progress=False, warmup_s=0.0, worker=False)
+    assert dev.cache is cache and cache.stats()["compiled"] + cache.stats()["memory_hits"] >= 1
+    other = CompileCache(disk_dir=False)
+    hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, cache=other, iterations=2, reference=False,
+             progress=False, warmup_s=0.0, worker=False)
+    assert dev.cache is cache
+
+
+def test_a_sweep_left_to_its_defaults_measures_what_sweepspec_describes():
+    """Why: behaviour, not the signature (mutmut's trampoline keeps the original signature, so a
+    changed default is only seen by a call that leaves the argument out): what ``sweep()`` records
+    with only sizes, device and a count given is ``SweepSpec()``'s record."""
+    res = hx.sweep(sizes=["16KiB"], device="host", iterations=2, reference_samples=2, warmup_s=0.0, worker=False)
+    want = SweepSpec(sizes=(16384,), stop=StopRule(iterations=2), reference_samples=2, warmup_s=0.0).as_record()
+    assert json.loads(res.metadata["sweep.spec"]) == want
+    assert set(res.summary["kernel"]) == {"triad"} and any(k.startswith("verify.") for k in res.metadata)
+
+
+def test_an_adaptive_sweep_keeps_the_stop_rule_it_is_given():
+    rule = StopRule(min_samples=4, max_samples=6, timeout_s=1.0)
+    res = hx.sweep("triad", ["16KiB"], device="host", stop=rule, reference=False, progress=False, warmup_s=0.0, worker=False)
+    got = json.loads(res.metadata["sweep.spec"])["stop"]
+    assert (got["min_samples"], got["max_samples"], got["timeout_s"]) == (4, 6, 1.0)

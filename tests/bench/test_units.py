@@ -262,23 +262,23 @@ def test_shared_inputs_are_the_drawn_ones_and_a_torn_file_is_drawn_again(tmp_pat
     n = spec.elements(1 << 16)
     inputs.share_in(str(tmp_path))
     try:
-        inputs._HOST_INPUTS.clear()
+        inputs.HOST_INPUTS.clear()
         drawn = inputs.host_inputs(spec, n, spec.scalars(n), 3)
         files = sorted(tmp_path.iterdir())
         assert len(files) == len(spec.buffers())
-        inputs._HOST_INPUTS.clear()
+        inputs.HOST_INPUTS.clear()
         mapped = inputs.host_inputs(spec, n, spec.scalars(n), 3, copy=False)
         for k in drawn:
             np.testing.assert_array_equal(mapped[k], drawn[k])
             assert not mapped[k].flags.writeable
         files[0].write_bytes(files[0].read_bytes()[:100])  # torn: not mapped, drawn again
-        inputs._HOST_INPUTS.clear()
+        inputs.HOST_INPUTS.clear()
         again = inputs.host_inputs(spec, n, spec.scalars(n), 3)
         for k in drawn:
             np.testing.assert_array_equal(again[k], drawn[k])
     finally:
         inputs.share_in(None)
-        inputs._HOST_INPUTS.clear()
+        inputs.HOST_INPUTS.clear()
 
 
 def test_a_killed_sweeps_input_folder_is_removed_by_the_next_sweep(tmp_path) -> None:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from hipexplore.cli import main
-from hipexplore.cli.compare_cmd import _readable_parquet, table
+from hipexplore.cli.compare_cmd import check_readable_parquet, table
 from hipexplore.errors import ConfigError
 from hipexplore.verdicts import compare
 
@@ -80,12 +80,12 @@ def test_a_file_that_is_no_parquet_is_one_line(tmp_path, capsys):
     bad = tmp_path / "cut.parquet"
     bad.write_bytes(b"PAR1 this is not a whole parquet file")
     with pytest.raises(ConfigError) as exc:
-        _readable_parquet(str(bad))
+        check_readable_parquet(str(bad))
     text = str(exc.value)
     assert text.startswith(f"run {str(bad)!r} is not a readable parquet file (") and "\n" not in text
     assert text.endswith("expected a sweep's samples .parquet file (hipexplore bench --out)")
-    _readable_parquet(str(tmp_path / "missing.parquet"))  # left to verdicts.compare, which names what it expected
-    _readable_parquet(str(tmp_path))  # a folder too
+    check_readable_parquet(str(tmp_path / "missing.parquet"))  # left to verdicts.compare, which names what it expected
+    check_readable_parquet(str(tmp_path))  # a folder too
     assert main(["compare", str(bad), str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("hipexplore compare: error: run ")

@@ -1,15 +1,18 @@
 """hipexplore.cli.info: ``hipexplore info``, what this machine can compile and run and where the
-cache lives. ``gather`` on this machine's real compilers and devices; ``_text`` and ``_strict``
+cache lives. ``gather`` on this machine's real compilers and devices; ``info_text`` and ``strict_json``
 on the edges the machine does not show (an unavailable compiler, a long target list, NaN)."""
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from hipexplore.cli import main
-from hipexplore.cli.info import _strict, _text, gather
+from hipexplore.cli.info import gather, info_text, strict_json
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(300)
@@ -43,7 +46,7 @@ def test_json_is_strict_and_the_text_names_every_part(capsys):
 
 @pytest.mark.timeout(30)
 def test_strict_turns_non_finite_numbers_into_null_at_any_depth():
-    got = _strict({"a": math.nan, "b": [1.5, math.inf, (-math.inf, 2)], "c": {"d": math.nan, "e": "x"}, "f": 3})
+    got = strict_json({"a": math.nan, "b": [1.5, math.inf, (-math.inf, 2)], "c": {"d": math.nan, "e": "x"}, "f": 3})
     assert got == {"a": None, "b": [1.5, None, [None, 2]], "c": {"d": None, "e": "x"}, "f": 3}
     json.dumps(got, allow_nan=False)
 
@@ -64,7 +67,7 @@ INFO = {
 
 @pytest.mark.timeout(30)
 def test_text_wraps_every_target_and_says_what_is_absent():
-    text = _text(INFO)
+    text = info_text(INFO)
     lines = text.splitlines()
     assert all(len(line) <= 100 for line in lines)
     assert "targets (30):" in text and all(f"gfx9{i:02d}" in text for i in range(30))  # none cut off
@@ -74,3 +77,18 @@ def test_text_wraps_every_target_and_says_what_is_absent():
     assert "  host  cpu  target=x86_64  LLC=32.0 MiB (sysfs)" in lines
     assert "  disk dir: (disk tier off)" in lines and "  remote (Redis team tier): off" in lines
     assert any(line.startswith("  disk: 3 entries, 4096 bytes (") and line.endswith("[team directory]") for line in lines)
+
+
+def test_info_and_readme_name_the_crashing_targets(capsys):
+    from conftest import require_compiler
+
+    from hipexplore.compile.registry import get_compiler
+
+    require_compiler("hiprtc")
+    crashing = get_compiler("hiprtc").crashing_targets()
+    assert crashing
+    page = (REPO / "docs" / "guide" / "what-ran-where.md").read_text()  # moved there from the README
+    sentence = page.split("ROCm 5.2's comgr does not know", 1)[1].split("and aborts", 1)[0]
+    assert [t.strip() for t in sentence.split("(")[0].split(",")] == list(crashing)
+    assert main(["info"]) == 0
+    assert f"crashing targets: {', '.join(crashing)}" in capsys.readouterr().out

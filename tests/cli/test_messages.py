@@ -142,7 +142,7 @@ def test_a_threshold_out_of_range_names_both_forms(run_file, capsys) -> None:
 
 def test_the_undecided_note_names_the_units_flag() -> None:
     from hipexplore.bench.stats import Measurement
-    from hipexplore.verdicts import _row
+    from hipexplore.verdicts import comparison_row
 
     rng = np.random.default_rng(5)
     sides = []
@@ -150,7 +150,7 @@ def test_the_undecided_note_names_the_units_flag() -> None:
         levels = np.repeat(1e-5 * (1 + rng.normal(0, 0.05, 3)), 64)
         sides.append(Measurement(levels * (1 + rng.normal(0, 0.002, levels.size)), chunks=np.arange(levels.size) // 4,
                                  groups=np.repeat(np.arange(3), 64)))
-    row = _row(sides[0], sides[1], 0.02, 0.95, 400, separate=True)
+    row = comparison_row(sides[0], sides[1], 0.02, 0.95, 400, separate=True)
     assert row["verdict"] == "undecided" and "the noise allows no call" in row["note"], row["note"]
     assert "more units narrow it: rerun with --units 6 (sweep(..., units=6))" in row["note"], row["note"]
 

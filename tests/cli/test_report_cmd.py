@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from hipexplore.cli import main
-from hipexplore.cli.report_cmd import _seconds, command_line, register, review_parameters
+from hipexplore.cli.report_cmd import positive_seconds, command_line, register, review_parameters
 from hipexplore.errors import ConfigError
 
 
@@ -20,10 +20,10 @@ def parse(*argv: str) -> argparse.Namespace:
 
 @pytest.mark.timeout(30)
 def test_seconds_takes_positive_finite_numbers_only():
-    assert _seconds("900") == 900.0 and _seconds("0.5") == 0.5 and _seconds("1e3") == 1000.0
+    assert positive_seconds("900") == 900.0 and positive_seconds("0.5") == 0.5 and positive_seconds("1e3") == 1000.0
     for bad in ("0", "-1", "nan", "inf", "-inf", "ten", ""):
         with pytest.raises(argparse.ArgumentTypeError, match=f"^expected a positive number of seconds, got {bad!r}$"):
-            _seconds(bad)
+            positive_seconds(bad)
 
 
 @pytest.mark.timeout(30)

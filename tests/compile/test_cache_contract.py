@@ -172,12 +172,12 @@ def _entry_bytes(disk):
 def test_room_after_a_full_disk_is_half_or_twice_the_write(tmp_path):
     disk = _filled(tmp_path / "a")
     total = _entry_bytes(disk)
-    disk._make_room(100)  # a small write: prune to half
+    disk.make_room(100)  # a small write: prune to half
     left = _entry_bytes(disk)
     assert total // 2 - 5000 < left <= total // 2
     disk = _filled(tmp_path / "b")
     total = _entry_bytes(disk)
-    disk._make_room(int(total * 0.4))  # a large write: leave room for twice it
+    disk.make_room(int(total * 0.4))  # a large write: leave room for twice it
     left = _entry_bytes(disk)
     assert left <= total - 2 * int(total * 0.4) and left > total - 2 * int(total * 0.4) - 5000
 

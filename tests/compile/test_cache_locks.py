@@ -20,7 +20,7 @@ import pytest
 
 
 from hipexplore.compile import ObjectCode
-from hipexplore.compile.disk import _HOST, DiskCache
+from hipexplore.compile.disk import HOST_TAG, DiskCache
 from hipexplore.compile.request import CacheKey
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,9 +164,9 @@ def test_temp_files_are_counted_and_removed_once_their_writer_is_gone(tmp_path):
     disk = DiskCache(tmp_path, max_bytes=10**7)
     assert disk.put(fake_key(1), generated(1))
     shard = disk.path_for(fake_key(1).digest).parent
-    dead = shard / f".tmp-{_HOST}-{_dead_pid()}-aaaa.hxc.part"
+    dead = shard / f".tmp-{HOST_TAG}-{_dead_pid()}-aaaa.hxc.part"
     dead.write_bytes(b"x" * 100_000)  # what a killed 4 MB writer leaves, smaller
-    alive = shard / f".tmp-{_HOST}-{os.getppid()}-bbbb.hxc.part"  # a live writer (our parent)
+    alive = shard / f".tmp-{HOST_TAG}-{os.getppid()}-bbbb.hxc.part"  # a live writer (our parent)
     alive.write_bytes(b"y" * 1000)
     stats = disk.stats()
     assert stats["temp_files"] == 2 and stats["temp_bytes"] == 101_000
@@ -174,7 +174,7 @@ def test_temp_files_are_counted_and_removed_once_their_writer_is_gone(tmp_path):
     disk.prune()
     assert not dead.exists() and alive.exists()  # the dead writer's went, a live one stays
     fresh = DiskCache(tmp_path, max_bytes=10**7)  # also at a process's first write, without a prune
-    dead2 = shard / f".tmp-{_HOST}-{_dead_pid()}-cccc.hxc.part"
+    dead2 = shard / f".tmp-{HOST_TAG}-{_dead_pid()}-cccc.hxc.part"
     dead2.write_bytes(b"z")
     assert fresh.put(fake_key(2), generated(2)) and not dead2.exists()
 
@@ -213,9 +213,8 @@ def test_host_build_folders_of_killed_compiles_are_removed(tmp_path):
     (left / "lib.so").write_bytes(b"x" * 1000)
     mine = Path(tempfile.gettempdir()) / f"{host_mod.BUILD_PREFIX}{os.getppid()}-zz"  # a live process's
     mine.mkdir(exist_ok=True)
-    host_mod._cleaned = False
     try:
-        assert host_mod._clean_dead_build_dirs() >= 1
+        assert host_mod.clean_leftovers() >= 1  # the work of the once-per-process clean-up, every call
         assert not left.exists() and mine.exists()
     finally:
         mine.rmdir()

@@ -502,3 +502,53 @@ def test_a_transient_write_error_skips_one_write_and_keeps_the_tier(tmp_path, mo
     assert disk.writable and disk.counters["write_errors"] == 1
     assert not list(tmp_path.rglob("*.part"))  # the temp file was removed
     assert disk.put(fake_key(2), generated(2)) is True and disk.get(fake_key(2)) is not None
+
+
+def test_room_after_a_full_disk_first_drops_abandoned_temp_files(tmp_path):
+    """Why: after ENOSPC the first room to win back is temp files whose writer is gone (here: older
+    than ``STALE_TEMP_S``); a live writer's fresh temp file stays."""
+    import hashlib
+    import os
+    import time
+
+    from hipexplore.compile.base import ObjectCode
+    from hipexplore.compile.disk import STALE_TEMP_S, DiskCache
+    from hipexplore.compile.request import CacheKey
+
+    disk = DiskCache(tmp_path / "c")
+    canonical = json.dumps({"generated": 1}).encode()
+    assert disk.put(CacheKey(canonical, hashlib.sha256(canonical).hexdigest()),
+                    ObjectCode(b"x" * 4096, "host", "host", "shared-library", compile_seconds=0.5))
+    shard = next(p.parent for p in disk.directory.rglob("*.hxc"))
+    old, fresh = shard / ".tmp-otherhost-1-abc.hxc.part", shard / ".tmp-otherhost-2-def.hxc.part"
+    old.write_bytes(b"x" * 10)
+    fresh.write_bytes(b"y" * 10)
+    then = time.time() - STALE_TEMP_S - 60
+    os.utime(old, (then, then))
+    disk.make_room(100)
+    assert not old.exists() and fresh.exists()
+
+
+def test_a_disk_tiers_stats_name_every_field(tmp_path):
+    """Why: ``DiskCache.stats()`` is what ``hipexplore cache stats`` and the notebooks print: every
+    key, with one entry, one temp file and one foreign file in a shard."""
+    import hashlib
+
+    from hipexplore.compile.base import ObjectCode
+    from hipexplore.compile.disk import DiskCache
+    from hipexplore.compile.request import CacheKey
+
+    disk = DiskCache(tmp_path / "c")
+    canonical = json.dumps({"generated": 2}).encode()
+    assert disk.put(CacheKey(canonical, hashlib.sha256(canonical).hexdigest()),
+                    ObjectCode(b"x" * 4096, "host", "host", "shared-library", compile_seconds=0.5))
+    shard = next(p.parent for p in disk.directory.rglob("*.hxc"))
+    (shard / ".tmp-otherhost-1-abc.hxc.part").write_bytes(b"t" * 10)
+    (shard / "notes.txt").write_text("x")
+    s = disk.stats()
+    entry = sum(i.size for i in disk.listing() if i.kind == "entry")
+    assert {k: s[k] for k in ("shared", "authenticated", "writable", "write_error", "entries", "bytes", "entry_bytes",
+                              "temp_files", "temp_bytes", "foreign_files")} == {
+        "shared": disk.shared, "authenticated": False, "writable": True, "write_error": "", "entries": 1,
+        "bytes": entry + 10, "entry_bytes": entry, "temp_files": 1, "temp_bytes": 10, "foreign_files": 1}
+    assert s["disk_writes"] == 1

@@ -185,7 +185,7 @@ def test_the_same_header_with_right_types_is_a_hit(tmp_path):
 
 
 def test_stats_does_not_count_an_entry_pruned_mid_listing_as_unreadable(tmp_path):
-    from hipexplore.cli.cache_cmd import _stats
+    from hipexplore.cli.cache_cmd import disk_stats
 
     class Racing(DiskCache):
         racing = False
@@ -202,7 +202,7 @@ def test_stats_does_not_count_an_entry_pruned_mid_listing_as_unreadable(tmp_path
     for i in range(3):
         assert disk.put(fake_key(i), generated(i))
     disk.racing = True
-    report = _stats(disk)
+    report = disk_stats(disk)
     assert report["unreadable_headers"] == 0 and report["entries"] == 3
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from hipexplore.compile import ObjectCode
 from hipexplore.compile.disk import DiskCache
-from hipexplore.compile.disk_files import _HOST, _TEMP_PREFIX, STALE_TEMP_S, SUFFIX
+from hipexplore.compile.disk_files import HOST_TAG, TEMP_PREFIX, STALE_TEMP_S, SUFFIX
 from hipexplore.compile.disk_maint import DiskMaintenance
 from hipexplore.compile.request import CacheKey
 
@@ -45,17 +45,17 @@ def test_writer_gone_dead_pid_own_pid_live_pid_other_host_and_age():
     now = time.time()
     gone = DiskMaintenance.writer_gone
     assert issubclass(DiskCache, DiskMaintenance)
-    assert gone(f"{_TEMP_PREFIX}{_HOST}-{dead_pid()}-abc{SUFFIX}.part", now, now)
-    assert not gone(f"{_TEMP_PREFIX}{_HOST}-{os.getpid()}-abc{SUFFIX}.part", now, now)  # this process writes it
+    assert gone(f"{TEMP_PREFIX}{HOST_TAG}-{dead_pid()}-abc{SUFFIX}.part", now, now)
+    assert not gone(f"{TEMP_PREFIX}{HOST_TAG}-{os.getpid()}-abc{SUFFIX}.part", now, now)  # this process writes it
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) as live:
         try:
-            assert not gone(f"{_TEMP_PREFIX}{_HOST}-{live.pid}-abc{SUFFIX}.part", now, now)
+            assert not gone(f"{TEMP_PREFIX}{HOST_TAG}-{live.pid}-abc{SUFFIX}.part", now, now)
         finally:
             live.kill()
-    assert not gone(f"{_TEMP_PREFIX}otherhost-{dead_pid()}-abc{SUFFIX}.part", now, now)  # cannot tell: not yet
+    assert not gone(f"{TEMP_PREFIX}otherhost-{dead_pid()}-abc{SUFFIX}.part", now, now)  # cannot tell: not yet
     assert not gone("unknown-name", now, now)
     assert gone("unknown-name", now - STALE_TEMP_S - 1, now)  # old enough whatever wrote it
-    assert gone(f"{_TEMP_PREFIX}{_HOST}-{os.getpid()}-abc{SUFFIX}.part", now - STALE_TEMP_S - 1, now)
+    assert gone(f"{TEMP_PREFIX}{HOST_TAG}-{os.getpid()}-abc{SUFFIX}.part", now - STALE_TEMP_S - 1, now)
 
 
 @pytest.mark.timeout(120)
@@ -63,9 +63,9 @@ def test_prune_removes_least_recently_used_down_to_the_target_and_dead_writers_t
     disk = DiskCache(tmp_path, max_bytes=1 << 30)
     digests = [put(disk, i, age_s=100 - i) for i in range(6)]  # entry 0 the oldest
     shard = disk.path_for(digests[0]).parent
-    stale = shard / f"{_TEMP_PREFIX}{_HOST}-{dead_pid()}-x{SUFFIX}.part"
+    stale = shard / f"{TEMP_PREFIX}{HOST_TAG}-{dead_pid()}-x{SUFFIX}.part"
     stale.write_bytes(b"half written")
-    mine = shard / f"{_TEMP_PREFIX}{_HOST}-{os.getpid()}-y{SUFFIX}.part"
+    mine = shard / f"{TEMP_PREFIX}{HOST_TAG}-{os.getpid()}-y{SUFFIX}.part"
     mine.write_bytes(b"being written")
     sizes = {d: disk.path_for(d).stat().st_size for d in digests}
     keep = sum(sizes[d] for d in digests[3:]) + len(b"being written")
@@ -85,7 +85,7 @@ def test_listing_and_stats_classify_every_file(tmp_path):
     d = put(disk, 1)
     shard = disk.path_for(d).parent
     (shard / "README.txt").write_text("not ours")
-    (shard / f"{_TEMP_PREFIX}{_HOST}-{os.getpid()}-z{SUFFIX}.part").write_bytes(b"t")
+    (shard / f"{TEMP_PREFIX}{HOST_TAG}-{os.getpid()}-z{SUFFIX}.part").write_bytes(b"t")
     kinds = sorted(i.kind for i in disk.listing())
     assert kinds == ["entry", "foreign", "temp"]
     assert [i.digest for i in disk.entries()] == [d] and all(i.own for i in disk.listing())
@@ -119,7 +119,7 @@ def test_clear_removes_this_users_files_and_counts_them(tmp_path):
     disk = DiskCache(tmp_path)
     digests = [put(disk, i) for i in range(3)]
     shard = disk.path_for(digests[0]).parent
-    (shard / f"{_TEMP_PREFIX}{_HOST}-{os.getpid()}-c{SUFFIX}.part").write_bytes(b"t")
+    (shard / f"{TEMP_PREFIX}{HOST_TAG}-{os.getpid()}-c{SUFFIX}.part").write_bytes(b"t")
     (shard / "stray").write_text("x")
     out = disk.clear()
     assert out == {"removed": 3, "temp_removed": 1, "locks_removed": 0, "failed": 0, "error": "", "others_left": 0}

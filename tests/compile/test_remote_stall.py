@@ -304,7 +304,7 @@ def test_a_lease_is_released_only_by_its_owner_while_it_still_holds_it(redis_ser
         assert held
         mine = client.get(name)
         assert 0 < client.pttl(name) <= RemoteCache.lease_lifetime_ms()
-        assert remote._lease_lifetime(name, mine) == RemoteCache.lease_lifetime_ms()
+        assert remote.declared_lifetime(name, mine) == RemoteCache.lease_lifetime_ms()
     assert client.exists(name) == 0  # released
     # the lease expired during a long compile and another host took it: ours must not delete theirs
     other = RemoteCache(redis_server.url, timeout=TIMEOUT)
@@ -321,8 +321,8 @@ def test_a_lease_value_is_bound_to_its_key(redis_server):
     remote = RemoteCache(redis_server.url, timeout=TIMEOUT)
     a, b = RemoteCache.lease_name(_key(60)), RemoteCache.lease_name(_key(61))
     value = remote.lease_value(a, 1000).encode()
-    assert remote._lease_lifetime(a, value) == 1000 and remote._lease_lifetime(b, value) is None
-    assert RemoteCache(redis_server.url, secret="another team", timeout=TIMEOUT)._lease_lifetime(a, value) is None
+    assert remote.declared_lifetime(a, value) == 1000 and remote.declared_lifetime(b, value) is None
+    assert RemoteCache(redis_server.url, secret="another team", timeout=TIMEOUT).declared_lifetime(a, value) is None
 
 
 # -- URLs ---------------------------------------------------------------------------------------

@@ -42,10 +42,10 @@ def _not_here(what: str, reason: str) -> None:
 
 def _hip_or_missing():
     from conftest import missing
-    from hipexplore.devices.hip import _hip
+    from hipexplore.devices.hip import hip_runtime
 
     try:
-        return _hip()
+        return hip_runtime()
     except DeviceUnavailable as exc:
         missing("hip-python with a loadable HIP runtime", str(exc))
 
@@ -53,10 +53,10 @@ def _hip_or_missing():
 def test_hip_absent_names_what_was_looked_for() -> None:
     """With hip-python and a runtime installed but no AMD GPU, the error is the runtime's own answer
     (hipErrorNoDevice from hipGetDeviceCount), not some other failure passed off as 'no device'."""
-    from hipexplore.devices.hip import _hip
+    from hipexplore.devices.hip import hip_runtime
 
     try:
-        hip = _hip()
+        hip = hip_runtime()
     except DeviceUnavailable as exc:  # no hip-python or no runtime library: that is what get_device says
         assert str(exc).startswith("HIP: ") and ("hip-python" in str(exc) or "HIP runtime" in str(exc))
         with pytest.raises(DeviceUnavailable) as again:

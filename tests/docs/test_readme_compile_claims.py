@@ -230,8 +230,8 @@ def _stand_in_library(tmp_path: Path, soname: str, with_symbol: bool) -> Path:
 
 PROBE = """
 import json
-from hipexplore.compile.hiprtc import DEFAULT_LIBRARIES, _probe_library
-name, real, failures = _probe_library(DEFAULT_LIBRARIES)
+from hipexplore.compile.hiprtc import DEFAULT_LIBRARIES, probe_library
+name, real, failures = probe_library(DEFAULT_LIBRARIES)
 print(json.dumps({"name": name, "real": real, "failures": failures}))
 """
 
@@ -239,11 +239,11 @@ print(json.dumps({"name": name, "real": real, "failures": failures}))
 def test_hiprtc_search_order_on_this_machine():
     """README: ``libhiprtc.so``, ``.so.7``, ``.so.6``, then ROCm 5's ``libamdhip64.so.5``. Here
     (Debian ROCm 5.2) the first three are absent and were tried, in that order, before the fourth."""
-    from hipexplore.compile.hiprtc import DEFAULT_LIBRARIES, HiprtcCompiler, _probe_library
+    from hipexplore.compile.hiprtc import DEFAULT_LIBRARIES, HiprtcCompiler, probe_library
 
     require_compiler("hiprtc")
     assert DEFAULT_LIBRARIES == ("libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6", "libamdhip64.so.5")
-    name, real, failures = _probe_library(DEFAULT_LIBRARIES)
+    name, real, failures = probe_library(DEFAULT_LIBRARIES)
     tried = [f.split(":", 1)[0] for f in failures]
     assert tried == list(DEFAULT_LIBRARIES[: DEFAULT_LIBRARIES.index(name)])
     assert HiprtcCompiler().identity().library == real and os.path.exists(real)
@@ -269,10 +269,10 @@ def test_hiprtc_search_takes_the_first_candidate_with_the_symbol(tmp_path):
 
 def test_hiprtc_library_override(monkeypatch, tmp_path):
     """HIPEXPLORE_HIPRTC_LIBRARY replaces the search with one name or path."""
-    from hipexplore.compile.hiprtc import DEFAULT_LIBRARIES, HiprtcCompiler, _probe_library
+    from hipexplore.compile.hiprtc import DEFAULT_LIBRARIES, HiprtcCompiler, probe_library
 
     require_compiler("hiprtc")
-    _, real, _ = _probe_library(DEFAULT_LIBRARIES)
+    _, real, _ = probe_library(DEFAULT_LIBRARIES)
     monkeypatch.setenv("HIPEXPLORE_HIPRTC_LIBRARY", real)
     c = HiprtcCompiler()
     assert c.available() and c.identity().library == real
@@ -296,7 +296,7 @@ import ctypes, json, shutil, sys
 from hipexplore.compile.nvrtc import NvrtcCompiler
 from hipexplore.compile._common import loaded_libraries
 c = NvrtcCompiler()
-c._bindings()  # cuda-bindings loads its libnvrtc
+c.library_path()  # cuda-bindings loads its libnvrtc (the first call does)
 real = [p for p in loaded_libraries(r"^libnvrtc\\.so")][0]
 copy = sys.argv[1] + "/libnvrtc.so.13"
 shutil.copy(real, copy)
@@ -350,7 +350,7 @@ def test_installed_hip_python_layout_is_the_supported_one(monkeypatch):
     """The decision on the installed hip-python (7.x): ``hip.chiprtc`` with a DLL switch, which the
     backend points at the library its own search found before anything loads."""
     monkeypatch.delenv("HIPEXPLORE_HIPRTC_LIBRARY", raising=False)
-    from hipexplore.compile.hiprtc import DEFAULT_LIBRARIES, HiprtcCompiler, _probe_library
+    from hipexplore.compile.hiprtc import DEFAULT_LIBRARIES, HiprtcCompiler, probe_library
 
     comp = HiprtcCompiler()
     require_compiler("hiprtc")
@@ -358,7 +358,7 @@ def test_installed_hip_python_layout_is_the_supported_one(monkeypatch):
 
     assert comp.available()
     assert hasattr(chiprtc, "DLL")
-    name, _, _ = _probe_library(DEFAULT_LIBRARIES)
+    name, _, _ = probe_library(DEFAULT_LIBRARIES)
     assert chiprtc.DLL == name.encode()
     assert dict(comp.identity().extra)["hip_python"].split(".")[0] in {"6", "7"}
 

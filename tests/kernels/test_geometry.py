@@ -193,7 +193,7 @@ def test_sweep_panel_takes_geometry_expressions(need_host_cc, tmp_path, monkeypa
         assert len(panel.summary) == 3 and panel.error is None
         # an expression that only fails with this kernel's values: it reached the sweep and is shown
         panel.grid.value = "cols/(rows-64)"
-        panel._on_run_clicked(panel.run_button)
+        panel.run_button.click()
         with pytest.raises(ConfigError, match="divides by zero with cols=64, rows=64"):
             panel.wait(60)
         assert "divides by zero" in panel.errors.value

@@ -153,3 +153,10 @@ def test_notebook_runs_on_the_repository_data(name, params, tmp_path):
         need(f"recorded parquet under {', '.join(missing)}", "not in this checkout (the repository carries it)")
     nb = report.execute_notebook(name, {k: str(ROOT / v) for k, v in params.items()}, output=tmp_path / f"{name}.ipynb")
     check_executed(nb, name)
+
+
+def test_dashboard_defaults_to_auto_compiler():
+    from hipexplore import report
+
+    params = report.notebook_parameters("dashboard")
+    assert params["compiler"].strip("'\"") == "auto" and params["target"].strip("'\"") == "auto"

@@ -1,7 +1,7 @@
 """hipexplore/report/workspace.py and ``hipexplore lab``'s choices: the user's workspace copies (made
 from the scripts, never overwritten, never the shipped folder), the kernelspec of the running
 environment, and ``--`` handing JupyterLab its own options. JupyterLab itself runs in
-tests/e2e/test_first_use.py, tests/browser/test_dashboard_in_lab.py (a clone, in chromium) and tests/e2e/test_install.py."""
+tests/e2e/test_first_run_cli.py, tests/browser/test_dashboard_in_lab.py (a clone, in chromium) and tests/e2e/test_install.py."""
 from __future__ import annotations
 
 import json
@@ -95,3 +95,13 @@ def test_lab_on_the_shipped_folder_opens_the_workspace_copy():
     assert opened == workspace.default_workspace() / "dashboard.ipynb" and "copies in" in line
     opened, _ = target(str(ROOT / "notebooks"), None)
     assert opened == workspace.default_workspace()
+
+
+def test_notebooks_and_report_ask_for_the_hipexplore_kernel():
+    import jupytext
+
+    from hipexplore import report
+
+    assert report.KERNEL_NAME == "hipexplore"
+    for py in (ROOT / "notebooks").glob("*.py"):
+        assert jupytext.read(py).metadata["kernelspec"]["name"] == "hipexplore", py

@@ -609,14 +609,14 @@ with disk.key_lock(sys.argv[2]) as held:
 
 
 def test_a_3_gib_sparse_temp_file_does_not_make_every_write_prune_every_entry(tmp_path):
-    from hipexplore.compile.disk import _HOST, DiskCache
+    from hipexplore.compile.disk import HOST_TAG, DiskCache
 
     root = tmp_path / "c"
     disk = DiskCache(root, max_bytes=1024**2)
     for i in range(10):
         assert disk.put(_key(i), _payload(i))
     shard = disk.path_for(_key(0).digest).parent
-    sparse = shard / f".tmp-{_HOST}-{os.getpid()}-sparse.hxc.part"  # a live writer's (ours): never swept
+    sparse = shard / f".tmp-{HOST_TAG}-{os.getpid()}-sparse.hxc.part"  # a live writer's (ours): never swept
     with open(sparse, "wb") as f:
         f.truncate(3 * 1024**3)
     assert sparse.stat().st_size == 3 * 1024**3 and sparse.stat().st_blocks * 512 < 1024**2  # really sparse

@@ -30,7 +30,7 @@ REPO = TESTS.parent
 #: (chromium started by Playwright, as every browser test starts it).
 REPRESENTATIVE = (
     "tests/bench/test_floor.py::test_a_host_sweep_leaves_the_floor_out_by_default_and_passes_merge_it",
-    "tests/e2e/test_first_use.py::test_hipexplore_lab_starts_jupyterlab_as_this_user",
+    "tests/e2e/test_first_run_cli.py::test_hipexplore_lab_starts_jupyterlab_as_this_user",
     "tests/report/test_dashboard.py::test_a_failing_notebook_names_the_error_and_keeps_the_notebook",
     "tests/browser/test_dashboard_in_lab.py::test_chromium_starts_with_the_suites_options_and_renders_a_page",
 )

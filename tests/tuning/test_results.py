@@ -13,7 +13,7 @@ import pytest
 from hipexplore.schema import REPLAY_COLUMNS
 from hipexplore.tuning.lists import build_list, select_problems
 from hipexplore.tuning.replay import run_replay
-from hipexplore.tuning.results import ReplayReport, ScenarioResult, _by_problem, empty_frame
+from hipexplore.tuning.results import ReplayReport, ScenarioResult, candidates_by_problem, empty_frame
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_frames_one_row_per_lookup_and_one_per_scenario(report):
 
 @pytest.mark.timeout(600)
 def test_by_problem_lists_each_problems_distinct_candidates_in_order(report):
-    groups = _by_problem(report.tuning_list)
+    groups = candidates_by_problem(report.tuning_list)
     assert len(groups) == len(report.tuning_list.problems)
     order = list(dict.fromkeys(e.candidate for e in report.tuning_list.entries))
     for g in groups:

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import require_compiler
 from hipexplore.compile import CompileRequest, Source
-from hipexplore.tuning.timed_compiler import _proc_cpu, _TimedCompiler, cpu_delta, cpu_snapshot
+from hipexplore.tuning.timed_compiler import proc_cpu, TimedCompiler, cpu_delta, cpu_snapshot
 
 
 def request(i: int, label: str) -> CompileRequest:
@@ -25,7 +25,7 @@ def request(i: int, label: str) -> CompileRequest:
 @pytest.mark.timeout(300)
 def test_every_compile_call_is_timed_by_label_and_summed():
     comp = require_compiler("host")
-    timed = _TimedCompiler(comp)
+    timed = TimedCompiler(comp)
     assert timed.name == comp.name and timed.available() and timed.targets() == comp.targets()
     assert timed.identity() == comp.identity() and timed.isolated == comp.isolated
     code = timed.compile(request(1, "a"))
@@ -43,7 +43,7 @@ def test_every_compile_call_is_timed_by_label_and_summed():
 def test_a_failed_compile_is_timed_too_and_threads_sum_safely():
     from hipexplore.errors import CompileError
 
-    timed = _TimedCompiler(require_compiler("host"))
+    timed = TimedCompiler(require_compiler("host"))
     with pytest.raises(CompileError):
         timed.compile(CompileRequest(Source("bad.c", "int k( {\n"), "host", "host", label="bad"))
     assert timed.calls["bad"] > 0
@@ -64,7 +64,7 @@ def test_cpu_snapshots_count_cc_and_isolated_workers():
     assert cpu_delta(before, cpu_snapshot(comp)) > 0
     from hipexplore.compile.isolation import IsolatedCompiler
 
-    with _TimedCompiler(IsolatedCompiler("host", workers=1, timeout=120.0)) as iso:
+    with TimedCompiler(IsolatedCompiler("host", workers=1, timeout=120.0)) as iso:
         iso.compile(request(21, "warm"))  # starts the worker
         pids = iso.worker_pids()
         assert len(pids) == 1 and pids[0] != os.getpid()
@@ -83,13 +83,13 @@ def test_proc_cpu_of_a_busy_process_a_dead_one_and_the_delta_of_a_new_worker():
                              "while time.process_time() - t < 0.3: pass\ntime.sleep(30)"])
     try:
         deadline = 0
-        while _proc_cpu(busy.pid) < 0.2 and deadline < 200:
+        while proc_cpu(busy.pid) < 0.2 and deadline < 200:
             threading.Event().wait(0.05)
             deadline += 1
-        assert _proc_cpu(busy.pid) >= 0.2
+        assert proc_cpu(busy.pid) >= 0.2
     finally:
         busy.kill()
         busy.wait()
-    assert _proc_cpu(busy.pid) == 0.0  # gone: nothing, not an error
+    assert proc_cpu(busy.pid) == 0.0  # gone: nothing, not an error
     # a worker that appeared between two snapshots counts from zero
     assert cpu_delta({0: 1.0}, {0: 1.5, 42: 0.25}) == pytest.approx(0.75)

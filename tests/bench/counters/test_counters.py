@@ -525,16 +525,16 @@ def test_the_library_warns_once_on_the_host(dev) -> None:
 
 
 def test_the_state_column_in_the_table() -> None:
-    from hipexplore.cli.bench_cmd import _table
+    from hipexplore.cli.bench_table import table
 
     row = {c: math.nan for c in SUMMARY_COLUMNS}
     row.update(kernel="triad", size_bytes=MIB, rotating=40, rotating_requested="auto", flush="none", timer="events", n=10,
                median_s=1e-6, ci_low_s=1e-6, ci_high_s=1e-6, stop_reason="", warning="")
     counted = {**row, "cache_state": "cold", "cold_fraction": 0.98}
-    text = _table(pd.DataFrame([counted, {**row, "cache_state": "", "cold_fraction": math.nan}]))
+    text = table(pd.DataFrame([counted, {**row, "cache_state": "", "cold_fraction": math.nan}]))
     head, first, second = text.splitlines()
     assert "state" in head.split() and "cold 0.98" in first and "cold" not in second
-    assert "state" not in _table(pd.DataFrame([row])).splitlines()[0].split()
+    assert "state" not in table(pd.DataFrame([row])).splitlines()[0].split()
 
 
 def test_join_summary_adds_counters_to_both_timers_not_the_reference() -> None:

@@ -1,0 +1,28 @@
+"""hipexplore.provenance: what a run records about where it ran (the host device's driver and
+bandwidth, the command a notebook ran, the machine hash)."""
+from __future__ import annotations
+
+
+def test_host_provenance_explains_driver_and_bandwidth():
+    from hipexplore.devices import get_device
+    from hipexplore.provenance import collect
+
+    dev = get_device("host")
+    try:
+        info = collect(dev, command="x", compilers=False)
+    finally:
+        dev.close()
+    assert info["device.driver"].startswith("none (host CPU")
+    assert info["device.peak_bandwidth_gbs"].startswith("unknown") and "nan" not in info["device.peak_bandwidth_gbs"].lower()
+
+
+def test_command_in_a_notebook_and_machine_hash():
+    from hipexplore.provenance import default_command, machine_hash
+
+    argv = ["/x/ipykernel_launcher.py", "-f", "/root/.local/share/jupyter/runtime/kernel-1.json"]
+    assert default_command(argv, {"JPY_SESSION_NAME": "/w/notebooks/dashboard.ipynb"}) == "notebook /w/notebooks/dashboard.ipynb"
+    assert "ipykernel_launcher" not in default_command(argv, {})
+    assert default_command(["/usr/bin/hipexplore", "bench", "triad"], {}) == "hipexplore bench triad"
+    a = machine_hash("3d1219c7", "vm", 0x1234)
+    assert a != machine_hash("9f00aa11", "vm", 0x1234) and a != machine_hash("3d1219c7", "vm", 0x5678)
+    assert len(a) == 12 and a == machine_hash("3d1219c7", "vm", 0x1234)
