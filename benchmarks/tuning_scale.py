@@ -299,15 +299,39 @@ def step_replay(run: Run, key: str, tl: Any, jobs: int, ideal_repeats: int, warm
         "off_vs_memory_cpu": sc["off"]["cpu_seconds"] / sc["memory"]["cpu_seconds"] if sc["memory"]["cpu_seconds"] else None,
         "load_average_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
+    js["derived"]["memory_vs_ideal_interval"] = scenario_interval(rep.frame, js)
     if reduced and jobs == 1:
         js["derived"]["full_list"] = extrapolate_off(rep.frame, list_name)
         run.log(f"  {key}: the whole list's cache-off serial pass, EXTRAPOLATED from this one: "
                 f"{js['derived']['full_list']['extrapolated_off_s_full_list']:.0f} s")
     d = js["derived"]
+    iv = d["memory_vs_ideal_interval"]
     run.log(f"  {key}: off {d['off_s']:.1f} s, memory {d['memory_s']:.1f} s, ideal {d['ideal_s']:.1f} s, floor "
-            f"{d['floor_s']:.1f} s; memory/ideal {d['memory_vs_ideal']:.3f}, memory/floor {d['memory_vs_floor']:.3f}, "
+            f"{d['floor_s']:.1f} s; memory/ideal {d['memory_vs_ideal']:.3f} (requests: {iv['ratio']:.3f} "
+            f"[{iv['low']:.3f}, {iv['high']:.3f}], {iv['change_called']}), memory/floor {d['memory_vs_floor']:.3f}, "
             f"off/memory {d['off_vs_memory']:.2f}x")
     return js
+
+
+def scenario_interval(frame, js: dict) -> dict:
+    """memory / ideal as issue 37 asks for it: a ratio with its 95% interval, not the fastest of two.
+    ``compare_scenarios`` over the recorded pass's requests (the frame keeps one pass per scenario),
+    and Welch's t over the log pass totals of every timed pass (``seconds_*_passes``) beside it."""
+    import numpy as np
+
+    from hipexplore.bench.levels import independent_units
+    from hipexplore.bench.stats import Measurement
+    from hipexplore.verdicts import compare_scenarios
+
+    row = compare_scenarios(frame, base="ideal", new="memory").iloc[0]
+    out = {"ratio": float(row["ratio"]), "low": float(row["ratio_ci_low"]), "high": float(row["ratio_ci_high"]),
+           "change_called": str(row["change_called"]), "over": str(row["interval_over"])}
+    mem, ideal = (np.asarray(js.get(k) or [], float) for k in ("seconds_memory_passes", "seconds_ideal_passes"))
+    if mem.size >= 2 and ideal.size >= 2:
+        lv = independent_units(Measurement(mem, groups=np.arange(mem.size)), Measurement(ideal, groups=np.arange(ideal.size)))
+        out.update(passes_ratio=float(lv.center), passes_low=float(lv.low), passes_high=float(lv.high),
+                   passes=f"{mem.size} memory, {ideal.size} ideal passes (Welch t, df {lv.df:.1f})")
+    return out
 
 
 def _tune_cli(list_name: str, compiler: str, target: str, scale: Scale, jobs: int, frame: Path) -> list[str]:

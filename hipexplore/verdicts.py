@@ -46,7 +46,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .bench.levels import MIN_UNITS, LevelInterval, independent_units, paired_units, paired_windows, trend
+from .bench.levels import (MIN_UNITS, LevelInterval, independent_units, interleaved_pair, paired_ratio_ci,
+                           paired_units, paired_windows, trend)
 from .bench.stats import Measurement, ratio_ci, widen_by_grid
 from .errors import ConfigError
 from .schema import Configuration
@@ -241,46 +242,6 @@ def _measurements(samples: pd.DataFrame, keys: Sequence[str], what: str) -> dict
         out[key] = Measurement(g["time_s"].to_numpy(), chunks=g["chunk"].to_numpy(), groups=groups,
                                label=" ".join(map(str, key)))
     return out
-
-
-def interleaved_pair(base: Measurement, new: Measurement) -> bool:
-    """True when two measurements of one configuration ran interleaved: no chunk id in common
-    (an interleaved sweep numbers the chunks of all its kernels through) and overlapping ranges."""
-    if base.chunks is None or new.chunks is None:
-        return False
-    a, b = np.unique(base.chunks), np.unique(new.chunks)
-    return not np.intersect1d(a, b).size and a.min() < b.max() and b.min() < a.max()
-
-
-def paired_ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000,
-                    seed: int = 0) -> tuple[float, float, float]:
-    """``median(new) / median(base)`` of an interleaved pair and its *within-unit* interval from a
-    joint block bootstrap: the run is cut, in chunk order, into windows holding at least a block's
-    worth of samples of each side (``levels.paired_windows``), and whole windows are resampled for
-    both sides at once. What the two kernels shared inside a window (drift, a busy host for a few
-    milliseconds) then cancels in the interval as it does in the design; resampling the sides
-    independently would count it twice. This interval sees chunk noise only: the verdict takes the
-    wider of it and the between-unit interval (``levels``)."""
-    windows, units = paired_windows(new, base, with_units=True)
-    if len(windows) < 2:
-        return ratio_ci(new, base, level=level, resamples=resamples, seed=seed)
-    rng = np.random.default_rng(seed)
-    # stratified by unit: windows are resampled within their unit and the per-unit ratios combined
-    # (geometric mean), so this interval sees the chunk noise inside units and nothing of the
-    # differences between them (a mixture of units' levels would make the medians jump between modes)
-    strata = [[w for w, u in zip(windows, units) if u == g] for g in dict.fromkeys(units)]
-    ratios = np.empty(resamples)
-    for r in range(resamples):
-        logs = []
-        for wins in strata:
-            pick = rng.integers(0, len(wins), size=len(wins))
-            mb = np.median(np.concatenate([wins[i][0] for i in pick]))
-            mn = np.median(np.concatenate([wins[i][1] for i in pick]))
-            logs.append(math.log(mn / mb) if mb > 0 and mn > 0 else math.nan)
-        ratios[r] = math.exp(float(np.mean(logs)))
-    alpha = (1 - level) / 2
-    lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
-    return (new.median / base.median, *widen_by_grid(float(lo), float(hi), new, base))
 
 
 #: A paired ratio whose Mann-Kendall trend over the run has a p-value below this, and that moved by

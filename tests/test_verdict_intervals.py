@@ -150,8 +150,12 @@ def test_resolution_plans_extra_units_until_the_budget_runs_out_and_says_so(tmp_
     loose = sweep(["triad", "copy"], ["64KiB"], [1], ["none"], device="host", interleave=True, progress=False,
                   reference=False, resolution=0.45)
     assert set(loose.samples.groupby("kernel")["pass_index"].nunique()) == {3}
-    assert loose.metadata["units.resolution_outcome"].startswith("reached: every configuration's 95% half-width over "
-                                                                 "its units is within ±45.00% (widest ±")
+    outcome = loose.metadata["units.resolution_outcome"]
+    assert outcome.startswith("reached: every configuration's 95% half-width (what compare reads) is within ±45.00% "
+                              "(widest ±"), outcome
+    # the half-width it judged is the one the user's compare reports for the pair (not the units' spread alone)
+    row = compare(loose.samples, base="triad", new="copy").iloc[0]
+    assert outcome.endswith(f"(widest ±{row['half_width']:.2%})"), (outcome, row["half_width"])
     assert "units.resolution" not in sweep("triad", ["64KiB"], device="host", progress=False, reference=False,
                                            iterations=30).metadata
 

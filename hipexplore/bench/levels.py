@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .stats import Measurement, student_t_quantile
+from .stats import Measurement, ratio_ci, student_t_quantile, widen_by_grid
 
 #: Fewest units on each side before a between-unit interval exists (with one unit there is no
 #: between-unit variation to see, and a decision would rest on chunks of one unit alone).
@@ -143,6 +143,46 @@ def paired_windows(new: Measurement, base: Measurement, *, with_units: bool = Fa
         elif unit_ends:  # a unit's tail with one side only: dropped from the pairing
             start, nb, nn = stop, 0, 0
     return (windows, of_unit) if with_units else windows
+
+
+def interleaved_pair(base: Measurement, new: Measurement) -> bool:
+    """True when two measurements of one configuration ran interleaved: no chunk id in common
+    (an interleaved sweep numbers the chunks of all its kernels through) and overlapping ranges."""
+    if base.chunks is None or new.chunks is None:
+        return False
+    a, b = np.unique(base.chunks), np.unique(new.chunks)
+    return not np.intersect1d(a, b).size and a.min() < b.max() and b.min() < a.max()
+
+
+def paired_ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000,
+                    seed: int = 0) -> tuple[float, float, float]:
+    """``median(new) / median(base)`` of an interleaved pair and its *within-unit* interval from a
+    joint block bootstrap: the run is cut, in chunk order, into windows holding at least a block's
+    worth of samples of each side (``levels.paired_windows``), and whole windows are resampled for
+    both sides at once. What the two kernels shared inside a window (drift, a busy host for a few
+    milliseconds) then cancels in the interval as it does in the design; resampling the sides
+    independently would count it twice. This interval sees chunk noise only: the verdict takes the
+    wider of it and the between-unit interval (``levels``)."""
+    windows, units = paired_windows(new, base, with_units=True)
+    if len(windows) < 2:
+        return ratio_ci(new, base, level=level, resamples=resamples, seed=seed)
+    rng = np.random.default_rng(seed)
+    # stratified by unit: windows are resampled within their unit and the per-unit ratios combined
+    # (geometric mean), so this interval sees the chunk noise inside units and nothing of the
+    # differences between them (a mixture of units' levels would make the medians jump between modes)
+    strata = [[w for w, u in zip(windows, units) if u == g] for g in dict.fromkeys(units)]
+    ratios = np.empty(resamples)
+    for r in range(resamples):
+        logs = []
+        for wins in strata:
+            pick = rng.integers(0, len(wins), size=len(wins))
+            mb = np.median(np.concatenate([wins[i][0] for i in pick]))
+            mn = np.median(np.concatenate([wins[i][1] for i in pick]))
+            logs.append(math.log(mn / mb) if mb > 0 and mn > 0 else math.nan)
+        ratios[r] = math.exp(float(np.mean(logs)))
+    alpha = (1 - level) / 2
+    lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
+    return (new.median / base.median, *widen_by_grid(float(lo), float(hi), new, base))
 
 
 def trend(values: Sequence[float] | np.ndarray, order: Sequence[float] | np.ndarray | None = None,

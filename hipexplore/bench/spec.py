@@ -217,11 +217,12 @@ class SweepSpec:
                                metavar="auto|N", alias="--passes", check=check_units)
     #: precision on request (Kalibera & Jones: size a level's repetitions by its variance): extra
     #: units, beyond the planned ones, for each configuration whose 95% interval over its units (the
-    #: paired ratio to the first kernel when interleaved) is wider than +-resolution, until it is or
-    #: the extras have taken ``resolution_budget`` times the planned units' time (``bench.units``);
+    #: interval compare gives the ratio to the first kernel when interleaved) is wider than
+    #: +-resolution, until it is or the extras have taken ``resolution_budget`` times the planned units' time (``bench.units``);
     #: the metadata's ``units.resolution`` says which. 0: off (auto's few extras only)
-    resolution: float = _option(0.0, "extra units until each configuration's 95% half-width over its units (the paired "
-                                     "ratio when interleaved) reaches this, e.g. 1% or 0.01, or the budget runs out; 0: off",
+    resolution: float = _option(0.0, "extra units until each configuration's 95% half-width over its units (when "
+                                     "interleaved: compare's interval of the ratio to the first kernel) reaches this, "
+                                     "e.g. 1% or 0.01, or the budget runs out; 0: off",
                                 metavar="PCT", check=check_resolution)
     resolution_budget: float = _option(2.0, "with --resolution: the extra units may take this multiple of the planned "
                                             "units' time", metavar="X", check=check_budget)
