@@ -657,3 +657,35 @@ def test_a_broken_cold_promise_is_flagged_in_the_cli_table_on_the_gpu(cuda, tmp_
     notes = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in lines
              if line.strip() and line.split(None, 1)[0].isdigit() and len(line.split(None, 1)) == 2}
     assert any("asked cold (rotating auto) but counted warm" in notes.get(m, "") for m in marks), res.stdout
+
+
+# -- the pipeline's own recording (the CLI's pass, one replay pass per metric group) -------------------
+PIPELINE_RECORDED = ROOT / "data" / "counters" / "h100-cli"
+
+
+def test_the_pipelines_recorded_pass_parses_here_to_what_the_cli_printed_on_the_gpu() -> None:
+    """``hipexplore bench ... --counters`` on the H100 (data/counters/h100-cli/, BENCHMARKS.md "Wave 4"): its folders,
+    one ``group-N`` per metric group, read back on the host give exactly the rows the CLI printed there
+    (``summary.json``), and the issue's table: 5 sets of a 1 MiB triad warm, auto and l2-write cold with the
+    promise kept, 3 sets of 4 MiB partial, the user kernels' auto and l2-write cold."""
+    folders = sorted(p.parent for p in PIPELINE_RECORDED.glob("*/*/backend.json"))
+    if not folders:
+        need(f"the pipeline's recorded pass under {PIPELINE_RECORDED.relative_to(ROOT)}", "scripts/h200_all.sh counters")
+    printed = {(r["group"], r["rotating"].split("=")[0], r["flush"]): r
+               for r in json.loads((PIPELINE_RECORDED / "summary.json").read_text())["rows"]}
+    seen = {}
+    for folder in folders:
+        assert {p.name for p in folder.glob("group-*")} == {f"group-{i}" for i in range(len(NCU_GROUPS))}, folder
+        for rec in collect(folder).records:
+            key = (folder.parent.name, rec.rotating_requested, rec.flush)
+            cli = printed[key]
+            for col in ("dram_read_bytes", "dram_write_bytes", "l2_hit_rate", "cold_fraction", "counter_launches"):
+                assert getattr(rec, col) == pytest.approx(cli[col], rel=1e-9), (key, col)
+            assert (rec.cache_state, rec.cold_promise) == (cli["cache_state"], cli["cold_promise"]), key
+            seen[key] = rec
+    assert len(seen) == len(printed) == 24  # the table of BENCHMARKS.md "Wave 4": 6 + 1 + 6 + 6 + 4 + 1 configurations
+    assert seen[("triad-1MiB", "5", "none")].cold_fraction <= 0.1 and seen[("triad-1MiB", "5", "none")].cache_state == "warm"
+    for key in (("triad-1MiB", "auto", "none"), ("triad-1MiB-l2write", "1", "l2-write"), ("stencil2d-1MiB", "auto", "none"),
+                ("reduce_sum-1MiB", "auto", "none"), ("stencil2d-1MiB", "5", "l2-write"), ("reduce_sum-1MiB", "1", "l2-write")):
+        assert seen[key].cold_fraction >= COLD_AT and (seen[key].cache_state, seen[key].cold_promise) == ("cold", "kept"), key
+    assert seen[("triad-4MiB", "3", "none")].cache_state == "partial"
