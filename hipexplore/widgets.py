@@ -99,6 +99,13 @@ def _as_frame(obj: Any) -> pd.DataFrame | None:
     raise TypeError(f"cannot turn a {type(obj).__name__} into a DataFrame")
 
 
+def _resolution(text: str) -> float:
+    """The resolution field: ``1%`` or ``0.01`` (``SweepSpec``'s own check, one line naming the value)."""
+    from .bench.spec import check_resolution
+
+    return check_resolution(text.strip())
+
+
 def split_result(result: Any) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """(samples, summary) from what a sweep hands over: one summary row (a dict, what
     ``bench.sweep`` passes to ``on_result``), an object with ``samples`` and ``summary``
@@ -131,6 +138,7 @@ class SweepPanel:
         block: str = "",
         shared_bytes: str = "",
         cluster: Any = None,
+        resolution: str = "",
     ) -> None:
         import ipywidgets as w
 
@@ -155,13 +163,15 @@ class SweepPanel:
         self.rotating = w.Text(value=rotating, description="rotating", placeholder="1, 2, 4, auto", style=style)
         self.flush = w.SelectMultiple(options=list(flushes), value=tuple(f for f in flush if f in flushes), description="flush", rows=min(5, len(flushes)), style=style)
         self.iterations = w.BoundedIntText(value=iterations, min=1, max=1_000_000, description="iterations", style=style)
+        # --resolution: extra units until each configuration's interval is this narrow (bench.units); empty: off
+        self.resolution = w.Text(value=resolution, description="resolution", placeholder="off, or e.g. 1%", style=style)
         # launch geometry as expressions (kernels.geometry); empty keeps the kernel's own
         self.grid = w.Text(value=grid, description="grid", placeholder="kernel's own, e.g. cols/32,rows/32", style=style)
         self.block = w.Text(value=block, description="block", placeholder="e.g. 32,32", style=style)
         self.shared_bytes = w.Text(value=shared_bytes, description="shared bytes", placeholder="e.g. block_x*4", style=style)
         self._make_outputs(w, style)
         controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.flush_hint, self.iterations,
-                           w.HBox([self.sets_hint, self.fix_button]), self.grid, self.block, self.shared_bytes])
+                           self.resolution, w.HBox([self.sets_hint, self.fix_button]), self.grid, self.block, self.shared_bytes])
         buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
         self.widget = w.VBox([controls, buttons, self.cluster_info, self.errors, self.placeholder, w.HBox([self.noise_image, self.detail_image])])
         self._facts: dict[str, dict[str, Any] | None] = {}
@@ -390,6 +400,7 @@ class SweepPanel:
             "rotating": parse_rotating(self.rotating.value),
             "flush": flush,
             "iterations": int(self.iterations.value),
+            **({"resolution": _resolution(self.resolution.value)} if self.resolution.value.strip() else {}),
             **({"cluster": self._cluster.client} if self._cluster is not None else {}),
         }
 

@@ -308,3 +308,21 @@ def test_sweep_panel_hint_fix_and_images(tmp_path):
     assert sorted(panel.summary["size_bytes"].unique()) == [64 << 10, 128 << 10]
     assert panel.noise_image.layout.display == "" and panel.noise_image.value[:4] == b"\x89PNG"
     assert panel.placeholder.layout.display == "none"
+
+
+def test_the_resolution_field_reaches_the_sweep_and_a_bad_value_is_named():
+    """The panel's resolution field is ``--resolution``: a real host sweep given an unreachable
+    precision takes extra units (more than the 3 planned) and records what it asked and why it
+    stopped; a bad value is one line in the panel naming it, and nothing runs."""
+    panel = small_panel(rotating="1", flush=("none",), iterations=12, resolution="0.01%")
+    assert panel.params()["resolution"] == pytest.approx(0.0001)
+    panel.run(blocking=True)
+    assert panel.error is None, panel.errors.value
+    samples = panel.samples
+    assert samples.loc[samples["flush"] == "none", "pass_index"].nunique() > 3
+    calls = []
+    bad = small_panel(runner=lambda **kw: calls.append(kw), resolution="60%")
+    bad.run_button.click()
+    assert "resolution must be 0 (off) or a half-width below 50%" in bad.errors.value and "'60%'" in bad.errors.value
+    assert calls == []
+    assert "resolution" not in small_panel().params()
