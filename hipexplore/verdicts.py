@@ -7,13 +7,17 @@ whether the change matters, so the verdict comes from the 95% interval of the ra
 
 Which interval: the one at the level that varies (``bench.levels``). A sweep measures each
 configuration in several *units* (``SweepSpec.units``; the ``pass_index`` of each sample): each unit
-with its own buffer placement, process and time. The decision interval is the wider of
-
-* the between-unit interval: two kernels of one interleaved run (``bench.interleave``) get a t
-  interval over their per-unit ratios (what a unit shares cancels in its ratio); two separate
-  runs a Welch t interval over each run's unit medians; and
-* the within-unit interval: for an interleaved pair, windows of chunks holding samples of both are
-  resampled jointly (``paired_ratio_ci``); otherwise each side's chunk blocks on their own.
+with its own buffer placement, process and time. The decision interval is the between-unit one
+(``levels.decision_interval``): two kernels of one interleaved run (``bench.interleave``) get a t
+interval over their per-unit ratios (what a unit shares cancels in its ratio); two separate runs a
+Welch t interval over each run's unit medians. Its half-width is at least the timer's grid (a
+median read on a 32 ns grid is not known better than that, and three units reading the same grid
+values would otherwise give an interval of width 0). The within-unit interval (``chunk_ci_*``: for
+an interleaved pair, windows of chunks holding samples of both resampled jointly,
+``paired_ratio_ci``; otherwise each side's chunk blocks on their own) is reported beside it, as
+information: each unit's median already carries its chunks' noise, and deciding on the wider of the
+two covered 1 in 98.3-98.8% of identical-code rows at a nominal 95% (H100, H200, busy host), the
+units' interval with the grid floor in 94.2-98.0% (BENCHMARKS.md, "Wave 4 on the H100").
 
 With fewer than ``levels.MIN_UNITS`` units on a side there is no between-unit interval and the
 verdict is ``undecided``, saying what to run instead: chunks of one unit share its placement and
@@ -46,7 +50,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .bench.levels import (MIN_UNITS, LevelInterval, independent_units, interleaved_pair, paired_ratio_ci,
+from .bench.levels import (MIN_UNITS, LevelInterval, decision_interval, independent_units, interleaved_pair, paired_ratio_ci,
                            paired_units, paired_windows, trend)
 from .bench.stats import Measurement, ratio_ci, widen_by_grid
 from .errors import ConfigError
@@ -325,7 +329,7 @@ def comparison_row(base: Measurement, new: Measurement, threshold: float, level:
     n_lo, n_hi = new.bootstrap_ci(level, resamples)
     if lv.decided:
         ratio = lv.center  # over units: each unit's own ratio, combined (a pooled median mixes their levels)
-        lo, hi = min(c_lo, lv.low), max(c_hi, lv.high)
+        lo, hi = decision_interval(lv, new, base)
     else:
         lo, hi = math.nan, math.nan
     half = (hi - lo) / 2 if lv.decided else (c_hi - c_lo) / 2
@@ -350,7 +354,7 @@ def comparison_row(base: Measurement, new: Measurement, threshold: float, level:
         "chunk_ci_low": c_lo, "chunk_ci_high": c_hi, "unit_ci_low": lv.low, "unit_ci_high": lv.high,
         "p_value": p, "drift_p": drift_p, "half_width": half, "min_detectable": threshold + half, "verdict": v,
         "change_called": change_called(lo, hi),
-        "interval": (f"{lv.method} (t, df {lv.df:g}) and " if lv.decided else "")
+        "interval": (f"{lv.method} (t, df {lv.df:g}), grid floor; chunks beside it: " if lv.decided else "chunks: ")
                     + ("paired windows (interleaved)" if paired else "independent blocks"),
         "note": note,
     }

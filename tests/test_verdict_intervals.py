@@ -60,15 +60,35 @@ def test_separate_runs_use_welch_on_log_unit_medians_at_99_percent_oriented_new_
     assert back["verdict"] == "faster" and back["ratio_ci_high"] < 1 / 1.2
 
 
-def test_the_chunk_interval_decides_where_it_is_the_wider():
-    # units with one median each side (no variation between units) but a wide spread inside them
-    base = run_frame([10e-6] * 4, spread=0.05, per_unit=9)
-    new = run_frame([10.1e-6] * 4, spread=0.05, per_unit=9)
-    row = compare(base, new).iloc[0]
-    assert row["unit_ci_low"] == pytest.approx(1.01) and row["unit_ci_high"] == pytest.approx(1.01)
-    assert row["chunk_ci_low"] < 1.0 < row["chunk_ci_high"]
-    assert (row["ratio_ci_low"], row["ratio_ci_high"]) == (row["chunk_ci_low"], row["chunk_ci_high"])
-    assert row["verdict"] == "undecided"
+def grid_frame(unit_ticks, tick=32e-9, per_unit=15, kernel="k") -> pd.DataFrame:
+    """One run whose samples sit on a timer grid (CUDA events tick in 32 ns): unit u's samples are
+    unit_ticks[u] ticks, one tick either side of it too (an odd count: the unit's median is exactly
+    unit_ticks[u] ticks)."""
+    frame = run_frame([t * tick for t in unit_ticks], spread=0.0, per_unit=per_unit, kernel=kernel)
+    steps = np.tile([-1, 0, 1], per_unit // 3 + 1)[:per_unit]
+    frame["time_s"] = frame["time_s"] + np.tile(steps, len(unit_ticks)) * tick
+    return frame
+
+
+def test_the_units_decide_the_chunks_are_shown_and_the_timer_grid_floors_the_interval():
+    """The decision interval is the between-unit one (``levels.decision_interval``); the within-unit
+    (chunk) interval is information beside it; and a timer grid floors its half-width."""
+    # wide noise inside units, little between them: the chunk interval is the wider, and does not decide
+    dev = np.array([-0.002, 0.0, 0.002, 0.001])
+    row = compare(run_frame(10e-6 * np.exp(dev), spread=0.05, per_unit=9),
+                  run_frame(10.5e-6 * np.exp(dev[::-1]), spread=0.05, per_unit=9)).iloc[0]
+    assert row["chunk_ci_high"] - row["chunk_ci_low"] > row["unit_ci_high"] - row["unit_ci_low"]
+    assert (row["ratio_ci_low"], row["ratio_ci_high"]) == (row["unit_ci_low"], row["unit_ci_high"])
+    assert row["verdict"] == "slower" and "chunks beside it" in row["interval"]
+    # identical medians on a 32 ns grid in every unit: the t interval has width 0; the grid floors it
+    same = compare(grid_frame([119] * 4), grid_frame([119] * 4)).iloc[0]  # 3.808 us
+    assert same["unit_ci_low"] == pytest.approx(1.0) and same["unit_ci_high"] == pytest.approx(1.0)
+    g = 2 * (16e-9 / (119 * 32e-9))  # half a tick of each median
+    assert same["ratio_ci_low"] == pytest.approx(1 / (1 + g)) and same["ratio_ci_high"] == pytest.approx(1 + g)
+    assert same["change_called"] == "none" and same["verdict"] == "same"
+    # two ticks apart in every unit (+1.7%): a measured change, named, whatever the grid
+    two = compare(grid_frame([119] * 4), grid_frame([121] * 4)).iloc[0]
+    assert two["change_called"] == "slower" and two["ratio_ci_low"] > 1
 
 
 def test_a_ratio_interval_over_three_scattered_passes_stays_above_zero():

@@ -153,11 +153,13 @@ MUTANTS: list[tuple[str, str, str, str, str, tuple[str, ...]]] = [
 ]
 
 
-ALTERNATES: dict[str, tuple[str, str]] = {
+ALTERNATES: dict[str, tuple[str, ...]] = {
     "v-separate-level": ("max(level, SEPARATE_RUNS_LEVEL)\n                                                          "
                          "if separate or not paired else level", "level"),
     "u-wide-sign": ("if h > want}", "if h < want}"),
     "u-extra-budget": ('> self.spent["planned"] * (1 + budget)', '> self.spent["planned"] * (2 + budget)'),
+    # since 2026-12-06 the units' interval decides, floored by the timer grid: the same bug is the floor gone
+    "v-units-only": ("return min(lv.low, g_lo), max(lv.high, g_hi)", "return lv.low, lv.high", "hipexplore/bench/levels.py"),
     "s-ratio-passes": ("lo, hi = min(float(lo), point * math.exp(-t_half)), max(float(hi), point * math.exp(t_half))",
                        "lo, hi = float(lo), float(hi)"),
 }
@@ -207,8 +209,12 @@ def run(out: Path, only: set[str] | None, base: str, timeout: int) -> list[dict]
                 continue
             path = tree / module
             text = path.read_text()
-            if text.count(old) != 1 and mid in ALTERNATES and text.count(ALTERNATES[mid][0]) == 1:
-                old, new = ALTERNATES[mid]
+            if text.count(old) != 1 and mid in ALTERNATES:  # (old, new[, the module it moved to])
+                alt = ALTERNATES[mid]
+                alt_path = tree / alt[2] if len(alt) > 2 else path
+                alt_text = alt_path.read_text()
+                if alt_text.count(alt[0]) == 1:
+                    old, new, path, text = alt[0], alt[1], alt_path, alt_text
             rec = {"id": mid, "module": module, "bug": bug, "tests": [], "status": "", "seconds": 0.0}
             present = [n for n in names if n in tests]  # a file added later (a new test of the module) counts once it exists
             if text.count(old) != 1 or not present:

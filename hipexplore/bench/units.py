@@ -47,8 +47,8 @@ from ..schema import COLD_REFERENCE, Configuration
 from . import passes as ps
 from . import rotating as rot
 from .spec import AUTO_UNITS, MAX_UNITS, SweepSpec
-from .levels import interleaved_pair, paired_ratio_ci, paired_units
-from .stats import Measurement, StopRule, ratio_ci, student_t_quantile
+from .levels import decision_interval, paired_units
+from .stats import Measurement, StopRule, student_t_quantile
 
 #: extra units (beyond the planned ones) may take at most this fraction of the planned units' time
 EXTRA_BUDGET = 0.35
@@ -139,8 +139,8 @@ def half_widths(samples: Any, spec: SweepSpec) -> dict[Configuration, float]:
 
     With ``resolution`` and interleaved kernels, a kernel's half-width is that of the interval a
     verdict of it against the first kernel decides on (``pair_half_width``): asked for ±1%, the
-    user's ``compare`` must read ±1%, and on the H100 the units' spread alone read ±0.92% where
-    ``compare``'s interval (the wider of units and chunks) was ±1.11%."""
+    user's ``compare`` must read ±1% (on the H100 this rule once read ±0.92% where ``compare``
+    reported ±1.11%: the two computed different intervals)."""
     out: dict[Configuration, float] = {}
     if not len(samples):
         return out
@@ -163,24 +163,15 @@ def half_widths(samples: Any, spec: SweepSpec) -> dict[Configuration, float]:
 
 def pair_half_width(new: Any, base: Any) -> float:
     """The half-width ``compare(run, base=first, new=kernel)`` reports for one configuration of an
-    interleaved run (``verdicts``): the wider of the paired between-unit t interval and the
-    within-unit paired-window interval (same level, same resamples, same seed); inf with fewer
-    than ``levels.MIN_UNITS`` units."""
-    # the units' own frames number their chunks from 0 each: apart per unit (in unit order), as the
-    # stacked samples a user compares are (``passes.stack``); the windows stay within their unit
-    span = int(max(new["chunk"].max(), base["chunk"].max())) + 1 if "chunk" in new.columns else 0
-
+    interleaved run (``verdicts``): its decision interval, the paired between-unit t interval with
+    the timer's grid as a floor (``levels.decision_interval``); inf with fewer than
+    ``levels.MIN_UNITS`` units."""
     def measurement(g: Any) -> Measurement:
-        units = g["pass_index"].to_numpy(np.int64)
-        chunks = g["chunk"].to_numpy(np.int64) + units * span if span else None
-        return Measurement(g["time_s"].to_numpy(float), chunks=chunks, groups=units)
+        return Measurement(g["time_s"].to_numpy(float), groups=g["pass_index"].to_numpy(np.int64))
 
     n, b = measurement(new), measurement(base)
-    lv = paired_units(n, b)
-    if not lv.decided:
-        return math.inf
-    _r, c_lo, c_hi = paired_ratio_ci(n, b) if interleaved_pair(b, n) else ratio_ci(n, b)
-    return (max(c_hi, lv.high) - min(c_lo, lv.low)) / 2
+    lo, hi = decision_interval(paired_units(n, b), n, b)
+    return (hi - lo) / 2 if math.isfinite(lo) and math.isfinite(hi) else math.inf
 
 
 def target(spec: SweepSpec) -> float:

@@ -135,8 +135,10 @@ def test_undecided_beside_a_small_p_carries_its_reason(work, ab, tmp_path):
     # a threshold inside a row's interval: significant, but whether the change exceeds it is open
     # 120 launches each: with 24, three xdist workers on two cores (load ~4.6) once gave p = 0.0076
     # for this 1.25x pair; p must be small whatever else runs for the sentence below to be tested
+    # and 6 units: the interval must exclude 1 for that sentence, and 3 units (df 2) of a loaded host once
+    # read [-7.2%, +131.4%]
     pair = sweep(["hw4", "hw5"], ["64KiB"], [1], ["none"], device="host", iterations=120, interleave=True,
-                 progress=False, reference=False)
+                 units=6, progress=False, reference=False)
     first = compare(pair, base="hw4", new="hw5").iloc[0]
     assert 0.05 < first["change"] < 0.95 and first["ratio_ci_low"] < first["ratio"] < first["ratio_ci_high"], first
     t = round(float(first["ratio"] - 1), 4)
