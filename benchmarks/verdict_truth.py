@@ -178,8 +178,15 @@ def coverage(rows) -> dict:
 
     out = {}
     both = rows[rows["present"] == "both"]
-    for kind in ("identical copy", "separate runs"):
-        g = both[both["kind"] == kind]
+    cold = both["flush"] == "cold-reference"
+    # the interleaved copies are decided at 95%; their cold references (not interleaved) and separate
+    # runs at 99% (verdicts.SEPARATE_RUNS_LEVEL): each level's coverage on its own, and all together
+    groups = {"identical copy": both["kind"] == "identical copy",
+              "identical copy, interleaved (95%)": (both["kind"] == "identical copy") & ~cold,
+              "identical copy, cold references (99%)": (both["kind"] == "identical copy") & cold,
+              "separate runs": both["kind"] == "separate runs"}
+    for kind, pick in groups.items():
+        g = both[pick]
         lo, hi = g["ratio_ci_low"].to_numpy(float), g["ratio_ci_high"].to_numpy(float)
         ok = np.isfinite(lo) & np.isfinite(hi)
         if not ok.any():
