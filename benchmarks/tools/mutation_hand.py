@@ -158,6 +158,11 @@ ALTERNATES: dict[str, tuple[str, ...]] = {
                          "if separate or not paired else level", "level"),
     "u-wide-sign": ("if h > want}", "if h < want}"),
     "u-extra-budget": ('> self.spent["planned"] * (1 + budget)', '> self.spent["planned"] * (2 + budget)'),
+    # moved to bench/levels.py on 2026-12-06 (the resolution rule uses them too)
+    "v-interleaved-or": ("a.min() < b.max() and b.min() < a.max()", "a.min() < b.max() or b.min() < a.max()",
+                         "hipexplore/bench/levels.py"),
+    "v-paired-side": ("mn = np.median(np.concatenate([wins[i][1] for i in pick]))",
+                      "mn = np.median(np.concatenate([wins[i][0] for i in pick]))", "hipexplore/bench/levels.py"),
     # since 2026-12-06 the units' interval decides, floored by the timer grid: the same bug is the floor gone
     "v-units-only": ("return min(lv.low, g_lo), max(lv.high, g_hi)", "return lv.low, lv.high", "hipexplore/bench/levels.py"),
     "s-ratio-passes": ("lo, hi = min(float(lo), point * math.exp(-t_half)), max(float(hi), point * math.exp(t_half))",
