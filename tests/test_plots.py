@@ -16,6 +16,7 @@ from matplotlib.collections import PolyCollection
 
 from hipexplore import plots
 from hipexplore.errors import ConfigError
+from frames import summary_rows
 
 MiB = 1 << 20
 
@@ -261,17 +262,6 @@ def test_names_from_a_run_file_are_drawn_literally_not_as_mathtext():
     for fig in figs:
         assert plots.figure_png(fig)[:8] == b"\x89PNG\r\n\x1a\n"  # drawn without a mathtext error
     assert plots.plain_text(hostile) == r"k\$\foo\$" and plots.plain_text(hostile) in figs[0].axes[0].get_title()
-
-
-def summary_rows(sizes=(1 << 16, 1 << 18), rotating=(1, 2, 342), flush=("none", "l2-read")) -> pd.DataFrame:
-    rows = []
-    for size in sizes:
-        for f in flush:
-            for i, r in enumerate(rotating):
-                rows.append(dict(kernel="triad", size_bytes=size, rotating=r, rotating_requested="auto" if r > 100 else str(r),
-                                 flush=f, median_s=1e-5 * (i + 1), iqr_rel=0.05 * (i + 1), bias=0.1 * i - 0.05,
-                                 reference_median_s=1e-5, cv=0.02, n=400))
-    return pd.DataFrame(rows)
 
 
 def test_rotating_axis_says_auto_and_log2():

@@ -21,6 +21,7 @@ import pytest
 from hipexplore import report
 from hipexplore.cli import main
 from hipexplore.errors import ConfigError
+from frames import summary_rows
 
 SMALL = {"sizes": ["256KiB"], "rotating": [1, 2], "flush": ["none", "l2-read"], "iterations": 12,
          "problems": 1, "candidates": 3}
@@ -228,17 +229,6 @@ def test_every_table_the_notebooks_style_escapes_cells_labels_and_axis_names():
     summary = pd.DataFrame({"flush": [f"none{tag}"], "median_us": [1.0], "warning": [f"noisy{tag}"]})
     for html in (full_width(table).to_html(), wrapped(table).to_html(), styled_summary(summary).to_html()):
         assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html, html
-
-
-def summary_rows(sizes=(1 << 16, 1 << 18), rotating=(1, 2, 342), flush=("none", "l2-read")) -> pd.DataFrame:
-    rows = []
-    for size in sizes:
-        for f in flush:
-            for i, r in enumerate(rotating):
-                rows.append(dict(kernel="triad", size_bytes=size, rotating=r, rotating_requested="auto" if r > 100 else str(r),
-                                 flush=f, median_s=1e-5 * (i + 1), iqr_rel=0.05 * (i + 1), bias=0.1 * i - 0.05,
-                                 reference_median_s=1e-5, cv=0.02, n=400))
-    return pd.DataFrame(rows)
 
 
 def test_summary_table_is_in_percent():
