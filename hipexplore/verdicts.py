@@ -17,7 +17,10 @@ an interleaved pair, windows of chunks holding samples of both resampled jointly
 ``paired_ratio_ci``; otherwise each side's chunk blocks on their own) is reported beside it, as
 information: each unit's median already carries its chunks' noise, and deciding on the wider of the
 two covered 1 in 98.3-98.8% of identical-code rows at a nominal 95% (H100, H200, busy host), the
-units' interval with the grid floor in 94.2-98.0% (BENCHMARKS.md, "Wave 4 on the H100").
+units' interval with the grid floor in 94.2-98.0% (BENCHMARKS.md, "Wave 4 on the H100"). Units that
+shared one process (the host device's default, ``levels.SHARED_PROCESS_LOCATIONS``) decide on the
+wider of the two: they do not draw the process-level state afresh, and on a loaded CI host three of
+them called a byte-identical copy 1.117x slower on the units' interval alone.
 
 With fewer than ``levels.MIN_UNITS`` units on a side there is no between-unit interval and the
 verdict is ``undecided``, saying what to run instead: chunks of one unit share its placement and
@@ -51,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from .bench.levels import (MIN_UNITS, LevelInterval, decision_interval, independent_units, interleaved_pair, paired_ratio_ci,
-                           paired_units, paired_windows, trend)
+                           paired_units, paired_windows, shared_process, trend)
 from .bench.stats import Measurement, ratio_ci, widen_by_grid
 from .errors import ConfigError
 from .schema import Configuration
@@ -230,6 +233,17 @@ def _samples_of(run: Any, what: str) -> tuple[pd.DataFrame, dict[str, str]]:
     raise ConfigError(f"{what} must be a SweepResult, a samples .parquet path or a samples DataFrame; got {type(run).__name__}")
 
 
+def _one_process(meta: Mapping[str, Any], samples: pd.DataFrame) -> bool:
+    """True when a run's units shared one process (``levels.shared_process``): its metadata says
+    where they ran; a run recorded without it is taken as in-process when it ran on the host
+    device (where units run unless ``worker=True``) in more than one unit."""
+    where = str(meta.get("sweep.unit_location", "") or "")
+    if where:
+        return shared_process(where)
+    return bool(len(samples)) and "device" in samples.columns and set(map(str, samples["device"].unique())) == {"host"} \
+        and "pass_index" in samples.columns and samples["pass_index"].nunique() > 1
+
+
 def _measurements(samples: pd.DataFrame, keys: Sequence[str], what: str) -> dict[tuple, Measurement]:
     need = [*keys, "time_s", "chunk"]
     missing = [c for c in need if c not in samples.columns]
@@ -315,9 +329,11 @@ SEPARATE_RUNS_LEVEL = 0.99
 
 
 def comparison_row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int,
-                   separate: bool = False) -> dict[str, Any]:
+                   separate: bool = False, one_process: bool = False) -> dict[str, Any]:
     """One row of ``compare``: ``new`` against ``base``, its ratio, intervals and verdict (public: the
-    rule over units is pinned on Measurements built to a known effect, without writing runs)."""
+    rule over units is pinned on Measurements built to a known effect, without writing runs).
+    ``one_process``: a side's units shared one process (``levels.shared_process``): the decision
+    interval is then the wider of the between-unit and the within-unit one."""
     paired = interleaved_pair(base, new)
     ratio, c_lo, c_hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
     # not interleaved (two runs; two kernels of one run measured one after the other, or their cold
@@ -329,7 +345,7 @@ def comparison_row(base: Measurement, new: Measurement, threshold: float, level:
     n_lo, n_hi = new.bootstrap_ci(level, resamples)
     if lv.decided:
         ratio = lv.center  # over units: each unit's own ratio, combined (a pooled median mixes their levels)
-        lo, hi = decision_interval(lv, new, base)
+        lo, hi = decision_interval(lv, new, base, (c_lo, c_hi) if one_process else None)
     else:
         lo, hi = math.nan, math.nan
     half = (hi - lo) / 2 if lv.decided else (c_hi - c_lo) / 2
@@ -354,7 +370,8 @@ def comparison_row(base: Measurement, new: Measurement, threshold: float, level:
         "chunk_ci_low": c_lo, "chunk_ci_high": c_hi, "unit_ci_low": lv.low, "unit_ci_high": lv.high,
         "p_value": p, "drift_p": drift_p, "half_width": half, "min_detectable": threshold + half, "verdict": v,
         "change_called": change_called(lo, hi),
-        "interval": (f"{lv.method} (t, df {lv.df:g}), grid floor; chunks beside it: " if lv.decided else "chunks: ")
+        "interval": (f"{lv.method} (t, df {lv.df:g}), grid floor; chunks "
+                     f"{'widening it (units in one process)' if one_process else 'beside it'}: " if lv.decided else "chunks: ")
                     + ("paired windows (interleaved)" if paired else "independent blocks"),
         "note": note,
     }
@@ -393,7 +410,7 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
         left = _measurements(samples[samples["kernel"] == base], keys, "run")
         right = _measurements(samples[samples["kernel"] == new], keys, "run")
         fixed = {"base_kernel": base, "new_kernel": new}
-        metas = (meta, meta)
+        metas, sides = (meta, meta), (samples, samples)
     else:
         s1, m1 = _samples_of(run, "base run")
         s2, m2 = _samples_of(other, "new run")
@@ -405,13 +422,15 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
         keys = Configuration.COLUMNS
         left, right = _measurements(s1, keys, "base run"), _measurements(s2, keys, "new run")
         fixed = {}
-        metas = (m1, m2)
+        metas, sides = (m1, m2), (s1, s2)
+    one_process = any(_one_process(m, s) for m, s in zip(metas, sides))
     rows = []
     for key in sorted(set(left) | set(right), key=lambda k: tuple((0, x, "") if isinstance(x, (int, float, np.integer))
                                                                  else (1, 0, str(x)) for x in k)):
         row: dict[str, Any] = {**fixed, **dict(zip(keys, key))}
         if key in left and key in right:
-            row.update(present="both", **comparison_row(left[key], right[key], threshold, level, resamples, separate=other is not None))
+            row.update(present="both", **comparison_row(left[key], right[key], threshold, level, resamples,
+                                                        separate=other is not None, one_process=one_process))
         else:
             row.update(present="base only" if key in left else "new only", verdict="", change_called="",
                        note=f"only in the {'base' if key in left else 'new'} run: not compared")

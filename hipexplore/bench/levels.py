@@ -13,7 +13,11 @@ within-unit interval is kept beside it for information. The decision interval
 (``decision_interval``) is the between-unit one with a floor: its half-width is at least the timer's
 grid, so a few units that read the same grid values do not make an interval of width 0. (Until
 2026-12-06 it was the wider of the two levels; that covered 1 in 98.3-98.8% of identical-code rows
-at a nominal 95%: each unit's median already carries its chunks' noise.)
+at a nominal 95%: each unit's median already carries its chunks' noise.) Units that ran in one
+process (``SHARED_PROCESS_LOCATIONS``: the host device's default) still decide on the wider of the
+two: they share what only a process draws (physical pages, the core, the allocator's state), and on
+a loaded CI host three such units read a byte-identical copy 1.117x [1.085, 1.150] slower (one tight
+cluster of three in-process units, which the t interval over units alone took at face value).
 
 * ``paired_units``: two kernels measured in the same units (an interleaved run): the per-unit
   ratio of medians, a Student t interval over their logarithms (df = units - 1). What a unit shares
@@ -36,6 +40,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from .stats import Measurement, ratio_ci, student_t_quantile, widen_by_grid
+
+#: Where units share one process (``bench.executors``: the host device's units and Python callables
+#: run in the caller's process): they draw a fresh code load and pad, but not the process-level state
+#: (its physical pages, its core and SMT sibling, its allocator's history), so their spread can
+#: understate what a rerun moves. Their verdicts decide on the wider of the between-unit and the
+#: within-unit interval (module docstring).
+SHARED_PROCESS_LOCATIONS = frozenset({"in-process"})
 
 #: Fewest units on each side before a between-unit interval exists (with one unit there is no
 #: between-unit variation to see, and a decision would rest on chunks of one unit alone).
@@ -113,15 +124,26 @@ def independent_units(new: Measurement, base: Measurement, level: float = 0.95) 
                          math.exp(float(np.mean(ln) - np.mean(lb))))
 
 
-def decision_interval(lv: LevelInterval, new: Measurement, base: Measurement) -> tuple[float, float]:
+def decision_interval(lv: LevelInterval, new: Measurement, base: Measurement,
+                      within: tuple[float, float] | None = None) -> tuple[float, float]:
     """The interval a verdict decides on: the between-unit interval ``lv``, its half-width at least
     the timer's grid around its centre (``stats.widen_by_grid``: each median is known to half a tick
-    at best; three units reading the same grid values give a t interval of width 0). NaN bounds
-    when ``lv`` is not decided (too few units)."""
+    at best; three units reading the same grid values give a t interval of width 0). ``within``:
+    the within-unit (chunk) interval, given for units that shared one process
+    (``SHARED_PROCESS_LOCATIONS``): the result is then the wider of the two (module docstring).
+    NaN bounds when ``lv`` is not decided (too few units)."""
     if not lv.decided:
         return math.nan, math.nan
     g_lo, g_hi = widen_by_grid(lv.center, lv.center, new, base)
-    return min(lv.low, g_lo), max(lv.high, g_hi)
+    lo, hi = min(lv.low, g_lo), max(lv.high, g_hi)
+    if within is not None and all(math.isfinite(x) for x in within):
+        lo, hi = min(lo, within[0]), max(hi, within[1])
+    return lo, hi
+
+
+def shared_process(location: str) -> bool:
+    """True when a run's units ran in one process (``sweep.unit_location``; module docstring)."""
+    return location in SHARED_PROCESS_LOCATIONS
 
 
 def paired_windows(new: Measurement, base: Measurement, *, with_units: bool = False) -> Any:

@@ -42,6 +42,7 @@ from . import passes as ps
 from . import units as us
 from .executors import CLUSTER, UnitRun
 from .info import UnitsInfo
+from .levels import shared_process
 from .io import Previous, check_resume, output_paths, previous_results
 from .progress import Progress
 from .record import Record
@@ -182,7 +183,8 @@ class Orchestrator:
             for c in confs:
                 for k, (frame, _row) in self.record.units.get(c, {}).items():
                     frames.append(frame.assign(pass_index=k))
-        return us.UnitPlan(group, (self.lo, self.hi), had, frames, group=index)
+        return us.UnitPlan(group, (self.lo, self.hi), had, frames, group=index,
+                           one_process=shared_process(self.executor.where))
 
     def _finish(self, write: bool) -> SweepResult:
         """The units' metadata, the last write (when anything is there to write), the bar closed."""

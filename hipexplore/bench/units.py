@@ -47,7 +47,7 @@ from ..schema import COLD_REFERENCE, Configuration
 from . import passes as ps
 from . import rotating as rot
 from .spec import AUTO_UNITS, MAX_UNITS, SweepSpec
-from .levels import decision_interval, paired_units
+from .levels import decision_interval, interleaved_pair, paired_ratio_ci, paired_units
 from .stats import Measurement, StopRule, student_t_quantile
 
 #: extra units (beyond the planned ones) may take at most this fraction of the planned units' time
@@ -134,7 +134,7 @@ def _t_half(logs: np.ndarray) -> float:
     return student_t_quantile(0.975, logs.size - 1) * float(np.std(logs, ddof=1)) / math.sqrt(logs.size)
 
 
-def half_widths(samples: Any, spec: SweepSpec) -> dict[Configuration, float]:
+def half_widths(samples: Any, spec: SweepSpec, one_process: bool = False) -> dict[Configuration, float]:
     """Each configuration's 95% t half-width over its units, relative (of the log unit medians).
 
     With ``resolution`` and interleaved kernels, a kernel's half-width is that of the interval a
@@ -152,7 +152,7 @@ def half_widths(samples: Any, spec: SweepSpec) -> dict[Configuration, float]:
     for c, g in groups.items():
         base = groups.get(c._replace(kernel=first))
         if spec.resolution and spec.interleave and c.kernel != first and base is not None:
-            h = pair_half_width(g, base)
+            h = pair_half_width(g, base, one_process)
         else:
             med = g.groupby("pass_index")["time_s"].median()
             h = _t_half(np.log(med[med > 0]).to_numpy(float))
@@ -161,16 +161,18 @@ def half_widths(samples: Any, spec: SweepSpec) -> dict[Configuration, float]:
     return out
 
 
-def pair_half_width(new: Any, base: Any) -> float:
+def pair_half_width(new: Any, base: Any, one_process: bool = False) -> float:
     """The half-width ``compare(run, base=first, new=kernel)`` reports for one configuration of an
     interleaved run (``verdicts``): its decision interval, the paired between-unit t interval with
-    the timer's grid as a floor (``levels.decision_interval``); inf with fewer than
+    the timer's grid as a floor (``levels.decision_interval``), widened to the paired within-unit
+    interval when the units shared one process (``one_process``); inf with fewer than
     ``levels.MIN_UNITS`` units."""
     def measurement(g: Any) -> Measurement:
-        return Measurement(g["time_s"].to_numpy(float), groups=g["pass_index"].to_numpy(np.int64))
+        return Measurement(g["time_s"].to_numpy(float), chunks=g["chunk"].to_numpy(), groups=g["pass_index"].to_numpy(np.int64))
 
     n, b = measurement(new), measurement(base)
-    lo, hi = decision_interval(paired_units(n, b), n, b)
+    within = paired_ratio_ci(n, b)[1:] if one_process and interleaved_pair(b, n) else None
+    lo, hi = decision_interval(paired_units(n, b), n, b, within)
     return (hi - lo) / 2 if math.isfinite(lo) and math.isfinite(hi) else math.inf
 
 
@@ -179,12 +181,12 @@ def target(spec: SweepSpec) -> float:
     return spec.resolution or (spec.stop.target_ci or 0.01) * WIDE_FACTOR
 
 
-def wide(samples: Any, spec: SweepSpec) -> set[Configuration]:
+def wide(samples: Any, spec: SweepSpec, one_process: bool = False) -> set[Configuration]:
     """Configurations (all kernels of one when interleaved) whose unit medians spread wider than
     ``target``: ``WIDE_FACTOR`` times the rule's interval target, or ``resolution`` (a t half-width
     over the units, ``half_widths``)."""
     want = target(spec)
-    out = {c for c, h in half_widths(samples, spec).items() if h > want}
+    out = {c for c, h in half_widths(samples, spec, one_process).items() if h > want}
     if spec.resolution and spec.interleave:  # the first kernel's own spread is no pair's interval
         out = {c for c in out if c.kernel != spec.specs()[0].name or len(spec.kernels) == 1}
     if spec.interleave:  # a wide configuration is measured again for every kernel, so the pairs stay paired
@@ -215,8 +217,9 @@ class UnitPlan:
     on the jobs."""
 
     def __init__(self, spec: SweepSpec, planned_units: tuple[int, int], had: dict[Configuration, set[int]] | None = None,
-                 previous: list[Any] | None = None, group: int = 0) -> None:
+                 previous: list[Any] | None = None, group: int = 0, one_process: bool = False) -> None:
         self.spec, self.group = spec, group
+        self.one_process = one_process  # the units share this process: half-widths as its verdicts read them
         self.lo, self.hi = planned_units
         self.share = shares(spec, self.lo, self.hi)
         self.configs = spec.configurations()
@@ -247,7 +250,7 @@ class UnitPlan:
             return None
         import pandas as pd
 
-        todo = wide(pd.concat(self.frames, ignore_index=True), self.spec) & self.fresh
+        todo = wide(pd.concat(self.frames, ignore_index=True), self.spec, self.one_process) & self.fresh
         cost = self.spent["planned"] / self.measured * len(todo)  # a unit of just these configurations
         budget = self.spec.resolution_budget if self.spec.resolution else EXTRA_BUDGET
         self.ended = ("reached" if not todo else f"the most units ({self.hi})" if k >= self.hi else
@@ -282,7 +285,7 @@ def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) ->
     want, wider, widest = spec.resolution, [], 0.0
     for plan in plans:
         frames = [f for f in plan.frames if len(f)]
-        for c, h in half_widths(pd.concat(frames, ignore_index=True), spec).items() if frames else ():
+        for c, h in half_widths(pd.concat(frames, ignore_index=True), spec, plan.one_process).items() if frames else ():
             if spec.interleave and c.kernel == spec.specs()[0].name and len(spec.kernels) > 1:
                 continue  # the base kernel's own spread: its pairs' ratios are what a verdict uses
             widest = max(widest, h)

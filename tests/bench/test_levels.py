@@ -66,6 +66,26 @@ def test_chunks_of_one_unit_call_identical_code_different_but_units_do_not() -> 
     assert wrong_units <= 1
 
 
+def test_units_sharing_one_process_decide_on_the_wider_of_the_two_levels() -> None:
+    """Units that ran in one process (the host's default) do not redraw the process-level state, so
+    their verdict interval is the wider of the between-unit one and the chunk windows'; units in
+    processes of their own decide on the between-unit one alone (``levels.decision_interval``)."""
+    rng = np.random.default_rng(23)
+    widened = 0
+    for _ in range(30):
+        base, new = _interleaved(rng, units=3, per_unit=6, placement_sd=0.0, noise_sd=0.04)
+        own = comparison_row(base, new, 0.02, 0.95, 300)
+        one = comparison_row(base, new, 0.02, 0.95, 300, one_process=True)
+        assert one["ratio_ci_low"] == pytest.approx(min(own["ratio_ci_low"], own["chunk_ci_low"]))
+        assert one["ratio_ci_high"] == pytest.approx(max(own["ratio_ci_high"], own["chunk_ci_high"]))
+        assert "units in one process" in one["interval"] and "units in one process" not in own["interval"]
+        assert one["min_detectable"] >= own["min_detectable"] - 1e-12
+        if one["verdict"] != own["verdict"]:
+            assert one["verdict"] == "undecided", (own["verdict"], one["verdict"])
+        widened += one["half_width"] > own["half_width"] + 1e-9
+    assert widened >= 3  # the chunk windows were wider often enough for the rule to matter here
+
+
 def test_a_real_difference_is_still_found_over_units() -> None:
     rng = np.random.default_rng(5)
     calls = [comparison_row(*_interleaved(rng, units=6, per_unit=12, effect=1.10, placement_sd=0.01), 0.02, 0.95, 400)["verdict"]
