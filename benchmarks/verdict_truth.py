@@ -60,8 +60,20 @@ GPU_ARGS = "out:out:f32[n],in:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n"
 HOST_ARGS = "inout:a:f32[n],in:b:f32[n],s:f32=0.5,n:u64=n"
 
 
-def sources(device: str, where: Path) -> tuple[list[str], list[Path], str, str]:
-    """(kernel names, their source files, entry, args) for the device."""
+def parse_variants(text: str) -> dict[str, int]:
+    """``--variants``: "S5=5,S3=3" -> {"S5": 5, "S3": 3} (name = percent more elements)."""
+    out = {}
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        name, _, pct = part.partition("=")
+        if not name or not pct.isdigit() or name in ("A", "B", "C"):
+            raise SystemExit(f"--variants: expected NAME=PERCENT pairs such as S5=5,S1=1, got {part!r}")
+        out[name] = int(pct)
+    return out
+
+
+def sources(device: str, where: Path, variants: dict[str, int] | None = None) -> tuple[list[str], list[Path], str, str]:
+    """(kernel names, their source files, entry, args) for the device; ``variants``: the GPU's
+    changed kernels (name -> percent more elements; default S5 and S3)."""
     where.mkdir(parents=True, exist_ok=True)
     if device == "host":
         kernels = {"A": 1, "B": 1, "C": 1, "W4": 4}
@@ -71,7 +83,7 @@ def sources(device: str, where: Path) -> tuple[list[str], list[Path], str, str]:
             p.write_text(f"#define REPS {reps}\n" + WORK_C)
             files.append(p)
         return list(kernels), files, "hx_work", HOST_ARGS
-    kernels = {"A": 0, "B": 0, "C": 0, "S5": 5, "S3": 3}
+    kernels = {"A": 0, "B": 0, "C": 0, **(variants if variants is not None else {"S5": 5, "S3": 3})}
     files = []
     for name, extra in kernels.items():
         p = where / f"{name.lower()}.cu"
@@ -217,6 +229,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="1MiB,16MiB,256MiB")
     ap.add_argument("--flush", default="none,l2-write")
     ap.add_argument("--bench-extra", default="", help="more flags for each run's bench command, e.g. '--resolution 1%%'")
+    ap.add_argument("--variants", default="S5=5,S3=3",
+                    help="the GPU's changed kernels, NAME=PERCENT more elements each (e.g. S1=1 for a +1%% change)")
     ap.add_argument("--busy", action="store_true", help="keep one core busy with a background process")
     ap.add_argument("--baseline", default=None, help="an older checkout: time its default beside this one's")
     ap.add_argument("--baseline-reps", type=int, default=2)
@@ -228,7 +242,7 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    kernels, files, entry, spec = sources(args.device, out / "src")
+    kernels, files, entry, spec = sources(args.device, out / "src", parse_variants(args.variants))
     if args.analyze is not None:
         paths = sorted(p for d in args.analyze for p in Path(d).glob("run*.parquet")
                        if not p.name.endswith((".summary.parquet", ".units.parquet")))
