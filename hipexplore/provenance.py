@@ -112,15 +112,21 @@ def _cpu_model() -> str:
 
 
 def compiler_versions() -> dict[str, str]:
-    """``compiler.<name>`` -> version, or why it is unavailable. Never raises."""
+    """``compiler.<name>`` -> version, or why it is unavailable. Never raises. Versions only
+    (``Compiler.version``): every run records them, and the identities ``hipexplore info`` shows
+    hash the compilers' files (1.4 s a run here, most of a small host sweep's CPU)."""
     try:
-        from .compile.registry import compiler_info
+        from .compile.registry import COMPILERS, backend_class
     except Exception as exc:  # pragma: no cover - registry missing is a bug, keep provenance alive
         return {"compilers": f"unavailable: {exc}"}
     out: dict[str, str] = {}
-    for info in compiler_info():
-        key = f"compiler.{info['name']}"
-        out[key] = str(info.get("version") or "") if info.get("available") else f"unavailable: {info.get('reason', '')}"
+    for name in COMPILERS:
+        try:
+            backend = backend_class(name)()
+            out[f"compiler.{name}"] = str(backend.version() or "") if backend.available() else \
+                f"unavailable: {backend.unavailable_reason()}"
+        except Exception as exc:  # noqa: BLE001 - provenance describes a broken install, never dies on it
+            out[f"compiler.{name}"] = f"unavailable: {type(exc).__name__}: {exc}"
     return out
 
 

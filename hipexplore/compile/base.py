@@ -84,6 +84,10 @@ class Compiler(Protocol):
 
     def identity(self) -> CompilerIdentity: ...
 
+    def version(self) -> str:
+        """``identity().version`` without the identity's file hashes (provenance records it per run)."""
+        ...
+
     def targets(self) -> tuple[str, ...]:
         """Targets this compiler is known to handle (may be a partial list)."""
         ...
@@ -129,6 +133,12 @@ class CompilerBase:
     def crashing_targets(self) -> tuple[str, ...]:
         """Targets known to kill the compiling process (only hiprtc on ROCm 5.2 has any)."""
         return ()
+
+    def version(self) -> str:
+        """The version string of ``identity()``. Why apart: every run's provenance records each
+        compiler's version, and an identity hashes the compiler's files (Triton's: its whole Python
+        source tree, 0.7 s a time); a backend whose version is cheaper to read overrides this."""
+        return self.identity().version  # type: ignore[attr-defined]
 
     def worker_pids(self) -> list[int]:
         """PIDs of the processes that compile for this compiler, other than this one (none in-process)."""

@@ -211,13 +211,16 @@ class HiprtcCompiler(RuntimeCompiler):
                 return _library_file(lib, "amd_comgr_get_isa_count") or name, lib
         return "", None
 
+    def version(self) -> str:
+        """``hiprtc MAJOR.MINOR; rocm X`` (the identity's version, no file hashed)."""
+        _status, major, minor = self._bindings().hiprtcVersion()
+        return f"hiprtc {major}.{minor}; rocm {_rocm_version(self._library_file or self._library_name)}"
+
     def identity(self) -> CompilerIdentity:
         if self._identity is not None:
             return env_identity(self._identity)
-        hiprtc = self._bindings()
-        _status, major, minor = hiprtc.hiprtcVersion()
+        version = self.version()  # loads the bindings: the library's name and file are known after it
         library = self._library_file or self._library_name
-        version = f"hiprtc {major}.{minor}; rocm {_rocm_version(library)}"
         extra: list[tuple[str, str]] = [("hip_python", _hip_python_version())]
         comgr_file, comgr = self._comgr()
         if comgr is not None:

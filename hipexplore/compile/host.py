@@ -50,6 +50,17 @@ TOOLS = ("cc1", "as", "ld")
 IDENTITY_RECHECK_SECONDS = 1.0
 
 
+
+def _version_probe(argv: list[str]) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise CompilerUnavailable(f"{argv[0]} --version failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
+    return proc
+
+
+def _first_line(proc: subprocess.CompletedProcess) -> str:
+    return (proc.stdout.strip().splitlines() or ["unknown"])[0]
+
 class HostCompiler(CompilerBase):
     """``cc`` (or ``$CC``, which may carry flags, e.g. ``"ccache gcc"``) building shared libraries."""
 
@@ -90,6 +101,10 @@ class HostCompiler(CompilerBase):
     def targets(self) -> tuple[str, ...]:
         return ("host",)
 
+    def version(self) -> str:
+        """The first line of ``CC --version`` (the identity's version, without its tool probes and hashes)."""
+        return _first_line(_version_probe(self._command()))
+
     def identity(self) -> CompilerIdentity:
         """Recomputed when the driver's, cc1's, as's, ld's or a planned program's (path, size,
         mtime, inode) or any environment variable changes (a ``CC`` wrapper may read any);
@@ -111,10 +126,8 @@ class HostCompiler(CompilerBase):
             if self._identity is not None and self._identity_key == key:
                 self._identity_checked = now
                 return env_identity(self._identity)
-        proc = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
-        if proc.returncode != 0:
-            raise CompilerUnavailable(f"{argv[0]} --version failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
-        first = (proc.stdout.strip().splitlines() or ["unknown"])[0]
+        proc = _version_probe(argv)
+        first = _first_line(proc)
         extra: list[tuple[str, str]] = [("command", shlex.join(argv))]
         found = []
         for tool in TOOLS:  # the compiler proper, the assembler and the linker the driver runs

@@ -106,11 +106,15 @@ class NvrtcCompiler(RuntimeCompiler):
         mapped = sorted({os.path.realpath(m) for m in loaded_libraries(r"^libnvrtc\.so")})
         return mapped[0] if len(mapped) == 1 else ""
 
+    def version(self) -> str:
+        """``nvrtc MAJOR.MINOR`` from the loaded library (the identity's version, no file hashed)."""
+        _status, major, minor = self._bindings().nvrtcVersion()
+        return f"nvrtc {major}.{minor}"
+
     def identity(self) -> CompilerIdentity:
         if self._identity is not None:
             return env_identity(self._identity)
-        nvrtc = self._bindings()
-        _status, major, minor = nvrtc.nvrtcVersion()
+        version = self.version()  # loads libnvrtc: its file is known (mapped) after it
         library = self.library_path()
         extra: list[tuple[str, str]] = [("cuda_bindings", _package_version("cuda-bindings"))]
         # libnvrtc-builtins is loaded lazily by the first compile: take it from libnvrtc's directory
@@ -119,7 +123,7 @@ class NvrtcCompiler(RuntimeCompiler):
         if builtins:
             extra += [("builtins", os.path.realpath(builtins[-1])), ("builtins_stamp", file_stamp(builtins[-1]))]
         self._identity = CompilerIdentity(
-            name=self.name, version=f"nvrtc {major}.{minor}", library=library,
+            name=self.name, version=version, library=library,
             stamp=file_stamp(library) if library and os.path.exists(library) else "", extra=tuple(extra),
         )
         return env_identity(self._identity)

@@ -134,6 +134,12 @@ class TritonCompiler(CompilerBase):
             return ()
         return ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
 
+    def version(self) -> str:
+        """``triton <distribution version>``: the identity's version, read without hashing a file."""
+        from importlib.metadata import version as dist_version
+
+        return f"triton {dist_version('triton')}"
+
     def identity(self) -> CompilerIdentity:
         """Triton's version, libtriton's stamp, a hash of the Python sources that generate code
         (compiler, backends, language, runtime: what ``triton_key()`` hashes) and stamps of the
@@ -164,7 +170,7 @@ class TritonCompiler(CompilerBase):
                 if f.endswith(".bc"):
                     extra.append((f"{sub}/{f}", file_stamp(os.path.join(lib, f))))
         libtriton = os.path.join(root, "_C", "libtriton.so")
-        self._identity = CompilerIdentity(name=self.name, version=f"triton {dist_version('triton')}", library=libtriton,
+        self._identity = CompilerIdentity(name=self.name, version=self.version(), library=libtriton,
                                           stamp=file_stamp(libtriton) if os.path.exists(libtriton) else "",
                                           extra=tuple(extra))
         return self._identity
