@@ -26,3 +26,25 @@ def test_command_in_a_notebook_and_machine_hash():
     a = machine_hash("3d1219c7", "vm", 0x1234)
     assert a != machine_hash("9f00aa11", "vm", 0x1234) and a != machine_hash("3d1219c7", "vm", 0x5678)
     assert len(a) == 12 and a == machine_hash("3d1219c7", "vm", 0x1234)
+
+
+def test_each_compilers_recorded_version_is_its_identitys_and_a_broken_one_is_named(monkeypatch):
+    """Provenance reads versions without hashing compiler files (``Compiler.version``): the string
+    must be the identity's own, for every compiler of this machine; a compiler whose version cannot
+    be read is recorded as unavailable with the reason, and the others still are."""
+    from hipexplore.compile.registry import backend_class, compiler_info
+    from hipexplore.provenance import compiler_versions
+
+    got = compiler_versions()
+    rows = {r["name"]: r for r in compiler_info()}
+    assert set(got) == {f"compiler.{n}" for n in rows}
+    for name, row in rows.items():
+        if row["available"]:
+            assert got[f"compiler.{name}"] == row["version"] != ""
+        else:
+            assert got[f"compiler.{name}"].startswith("unavailable: ")
+    assert backend_class("host")().version() == rows["host"]["version"]
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    broken = compiler_versions()
+    assert broken["compiler.host"].startswith("unavailable: ") and "/nonexistent/cc" in broken["compiler.host"]
+    assert {k: v for k, v in broken.items() if k != "compiler.host"} == {k: v for k, v in got.items() if k != "compiler.host"}
