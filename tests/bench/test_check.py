@@ -56,9 +56,12 @@ def test_compare_a_nan_where_a_number_was_expected_is_the_unwritten_poison():
     g[3] = np.nan
     with pytest.raises(BenchmarkError, match=r"out\[3\] = nan but expected 1 \(left unwritten: the poison value\).* 1 of 5 elements"):
         compare("c", "out", g, e, rtol=1e-3, atol=1e-3)
-    # NaN on both sides agrees (no error raised; the L2 figure returned is then inf: matching NaNs are
-    # not left out of the norm); a NaN only in the reference does not agree
-    compare("c", "out", np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), rtol=0, atol=0)
+    # NaN on both sides agrees, and so does the same infinity: no error, and they add nothing to the
+    # relative L2 figure (it stays the finite elements' error, not inf); a NaN only in the reference does not agree
+    assert compare("c", "out", np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), rtol=0, atol=0) == 0.0
+    e2 = np.array([np.nan, np.inf, -np.inf, 2.0])
+    assert compare("c", "out", e2 + [0, 0, 0, 1e-6], e2, rtol=1e-5, atol=0) == pytest.approx(1e-6 / 2)
+    assert compare("c", "out", np.array([np.nan, 0.0]), np.array([np.nan, 0.0]), rtol=0, atol=0) == 0.0  # zero norm
     with pytest.raises(BenchmarkError) as exc:
         compare("c", "out", np.array([0.0, 1.0]), np.array([np.nan, 1.0]), rtol=0, atol=0)
     assert "out[0] = 0 but expected nan" in str(exc.value) and "left unwritten" not in str(exc.value)
