@@ -97,6 +97,7 @@ def table(frame) -> str:
     change (``verdicts.change_text``): ``same  slower by 1.2% [+1.1%, +1.3%] — below the 2% threshold``."""
     from ..verdicts import DEFAULT_THRESHOLD, change_text
     from ..verdicts import size_text as format_bytes  # no matplotlib: this table is printed on GPU machines too
+    from ..report.headline import p_note  # no matplotlib either (27 ms)
 
     thr = float(frame.attrs.get("threshold", DEFAULT_THRESHOLD))
     lines = [f"decision rule: {frame.attrs['rule']}", *([f"note: {frame.attrs['caveat']}"] if frame.attrs.get("caveat") else []),
@@ -110,7 +111,9 @@ def table(frame) -> str:
             continue
         base_units, new_units = _count(r.get("base_units", 1)), _count(r.get("new_units", 1))
         units = f"{base_units}/{new_units}" if base_units != new_units else base_units
-        note = f"  ({r['note']})" if r["verdict"] == "undecided" and r.get("note") else ""
+        # an undecided row with a tiny p says why both stand (report.headline.p_note, as the report does)
+        why = "; ".join(filter(None, [p_note(r, thr), r.get("note") or ""])) if r["verdict"] == "undecided" else ""
+        note = f"  ({why})" if why else ""
         lines.append(f"{head} {units:>5} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {r['verdict']:<9}  "
                      f"{change_text(r, thr)}{note}")
     if frame.attrs.get("hint"):

@@ -100,3 +100,21 @@ def test_a_file_that_is_no_parquet_is_one_line(tmp_path, capsys):
 def test_refused_command_lines_exit_2_with_one_line(argv, said, capsys):
     assert main(["compare", *argv]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"hipexplore compare: error: {said}"]
+
+
+@pytest.mark.timeout(60)
+def test_an_undecided_row_with_a_tiny_p_says_why_both_stand():
+    """The table prints each row's Mann-Whitney p: an ``undecided`` row with p = 1e-12 must say why
+    the p does not decide (the report's ``p_note``), not leave the two side by side unexplained."""
+    row = {"kernel": "", "base_kernel": "A", "new_kernel": "B", "size_bytes": 1 << 20, "rotating_requested": "1",
+           "flush": "none", "timer": "events", "present": "both", "base_units": 3, "new_units": 3, "p_value": 1e-12,
+           "min_detectable": 0.05, "verdict": "undecided", "ratio": 1.01, "ratio_ci_low": 0.98, "ratio_ci_high": 1.04,
+           "change": 0.01, "change_called": "none", "half_width": 0.03,
+           "note": "the noise allows no call at ±2%: the interval over 3 units is ±3.0% wide"}
+    frame = pd.DataFrame([row])
+    frame.attrs.update(threshold=0.02, rule="r", caveat="")
+    line = table(frame).splitlines()[-1]
+    assert "undecided" in line and "significant (p < 0.001" in line and "includes no change" in line, line
+    assert line.endswith("the interval over 3 units is ±3.0% wide)"), line
+    decided = frame.assign(verdict="same", ratio_ci_low=0.99, ratio_ci_high=1.01)
+    assert "significant" not in table(decided).splitlines()[-1]  # the rule decided: nothing to explain
