@@ -45,6 +45,10 @@ MUTANTS: list[tuple[str, str, str, str, str, tuple[str, ...]]] = [
      "if low >= 1 - threshold or high <= 1 + threshold:", "same when either bound is inside", ("test_verdicts.py", "test_verdict_answers.py", "test_verdict_intervals.py", "test_verdict_drift.py")),
     ("v-units-only", "hipexplore/verdicts.py", "lo, hi = min(c_lo, lv.low), max(c_hi, lv.high)", "lo, hi = lv.low, lv.high",
      "the decision interval is the units' alone, not the wider of units and chunks", ("test_verdicts.py", "test_verdict_answers.py", "test_verdict_intervals.py", "test_verdict_drift.py")),
+    ("v-one-process", "hipexplore/verdicts.py", "decision_interval(lv, new, base, (c_lo, c_hi) if one_process else None)",
+     "decision_interval(lv, new, base, None)",
+     "units that shared one process decide on the units' interval alone (the CI false call of 2026-12-06)",
+     ("test_verdicts.py", "test_levels.py", "test_verdict_intervals.py", "test_verdict_answers.py")),
     ("v-separate-level", "hipexplore/verdicts.py", "max(level, SEPARATE_RUNS_LEVEL) if separate else level", "level",
      "separate runs decided at 95%, not at SEPARATE_RUNS_LEVEL", ("test_verdicts.py", "test_verdict_answers.py", "test_verdict_intervals.py", "test_verdict_drift.py")),
     ("v-separate-constant", "hipexplore/verdicts.py", "SEPARATE_RUNS_LEVEL = 0.99", "SEPARATE_RUNS_LEVEL = 0.95",
@@ -164,7 +168,7 @@ ALTERNATES: dict[str, tuple[str, ...]] = {
     "v-paired-side": ("mn = np.median(np.concatenate([wins[i][1] for i in pick]))",
                       "mn = np.median(np.concatenate([wins[i][0] for i in pick]))", "hipexplore/bench/levels.py"),
     # since 2026-12-06 the units' interval decides, floored by the timer grid: the same bug is the floor gone
-    "v-units-only": ("return min(lv.low, g_lo), max(lv.high, g_hi)", "return lv.low, lv.high", "hipexplore/bench/levels.py"),
+    "v-units-only": ("lo, hi = min(lv.low, g_lo), max(lv.high, g_hi)", "lo, hi = lv.low, lv.high", "hipexplore/bench/levels.py"),
     "s-ratio-passes": ("lo, hi = min(float(lo), point * math.exp(-t_half)), max(float(hi), point * math.exp(t_half))",
                        "lo, hi = float(lo), float(hi)"),
 }
