@@ -1,7 +1,7 @@
 """What a run's provenance costs, two trees side by side (fourth session of 2026-12-06).
 
 Every sweep records the machine, the packages and each compiler's version (``provenance.collect``).
-Until dc72ad1 the compiler versions came from ``compiler_info()``, whose identities hash the
+Until 6dd1ea5 the compiler versions came from ``compiler_info()``, whose identities hash the
 compilers' files (Triton's whole Python source tree, libnvrtc, cc1): paid once per process, by
 every ``hipexplore bench`` and ``report`` and by each test process that sweeps. This times, in fresh
 processes alternating between the trees: the CPU of the first ``collect()`` (after numpy and pandas
