@@ -371,7 +371,7 @@ def comparison_row(base: Measurement, new: Measurement, threshold: float, level:
         "p_value": p, "drift_p": drift_p, "half_width": half, "min_detectable": threshold + half, "verdict": v,
         "change_called": change_called(lo, hi),
         "interval": (f"{lv.method} (t, df {lv.df:g}), grid floor; chunks "
-                     f"{'widening it (units in one process)' if one_process else 'beside it'}: " if lv.decided else "chunks: ")
+                     f"{'taken where wider (units in one process)' if one_process else 'beside it'}: " if lv.decided else "chunks: ")
                     + ("paired windows (interleaved)" if paired else "independent blocks"),
         "note": note,
     }

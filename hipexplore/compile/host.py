@@ -50,7 +50,6 @@ TOOLS = ("cc1", "as", "ld")
 IDENTITY_RECHECK_SECONDS = 1.0
 
 
-
 def _version_probe(argv: list[str]) -> subprocess.CompletedProcess:
     proc = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
@@ -60,6 +59,7 @@ def _version_probe(argv: list[str]) -> subprocess.CompletedProcess:
 
 def _first_line(proc: subprocess.CompletedProcess) -> str:
     return (proc.stdout.strip().splitlines() or ["unknown"])[0]
+
 
 class HostCompiler(CompilerBase):
     """``cc`` (or ``$CC``, which may carry flags, e.g. ``"ccache gcc"``) building shared libraries."""
