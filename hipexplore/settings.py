@@ -280,6 +280,14 @@ HIP_DLL: Setting[str | None] = _declare(
     "HIPEXPLORE_HIP_DLL", "text", None, "the HIP runtime library the HIP device loads",
     default_doc="libamdhip64.so, .so.6, .so.5")
 
+CUPTI_LIBRARY: Setting[str | None] = _declare(
+    "HIPEXPLORE_CUPTI_LIBRARY", "text", None, "the CUPTI library the counter pass loads on NVIDIA (`--counters cupti`)",
+    default_doc="the CUDA toolkit's extras/CUPTI/lib64, then the nvidia-cuda-cupti wheel's")
+CUPTI_RANGES: Setting[str | None] = _declare(
+    "HIPEXPLORE_CUPTI_RANGES", "text", None,
+    "`auto`: CUPTI makes a range per kernel launch and the counted kernel's are picked by name, instead of a range "
+    "around each counted launch (`user`)", default_doc="user")
+
 # -- results, notebooks, command line ---------------------------------------------------------
 GIT_REVISION: Setting[str | None] = _declare(
     "HIPEXPLORE_GIT_REVISION", "text", None, "git revision recorded in provenance (for trees without `.git`)",

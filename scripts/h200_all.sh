@@ -29,6 +29,9 @@
 #                 slower in >= 9 of 10 runs), HX_RUNS runs (default 10)                                  HX_LIMIT or 300 s
 #   small-change  benchmarks/verdict_truth.py at 16 and 256 MiB with a +1% (S1) and a +2% (S2) kernel beside the
 #                 identical copies (#37: +1% named slower in >= 9 of 10 runs), HX_RUNS runs (default 10)  HX_LIMIT or 480 s
+#   cupti         benchmarks/h200/cupti_probe.py (CUPTI's range profiler through ctypes on torch's launches: passes,
+#                 warm/cold/flushed DRAM bytes, user vs auto ranges, the cost per range), then counters.py with
+#                 --counters cupti in the range mode the probe found working                            HX_LIMIT+150 (550) s
 #   wall          benchmarks/verdict_truth.py --runs 0: the default triad's wall time against an older tree's
 #                 (HX_BASELINE, default .old = `git archive REV hipexplore`), alternating, HX_REPS times   HX_LIMIT or 200 s
 #   tuning-scale  benchmarks/tuning_scale.py: llama3-8b with NVRTC sm_90, serial (ideal twice), 16 jobs, the
@@ -83,6 +86,20 @@ for scenario in "$@"; do
     small-change)
       TAIL=40 step small_change "${HX_LIMIT:-480}" python3 benchmarks/verdict_truth.py --device cuda --runs "${HX_RUNS:-10}" \
         --sizes 16MiB,256MiB --variants S1=1,S2=2 --budget-s "$(( ${HX_LIMIT:-480} - 70 ))" --out "$R/vt" ;;
+    cupti)
+      TAIL=40 step cupti_probe 150 python3 $B/cupti_probe.py --out "$R/probe"
+      mode=$(python3 - "$R/probe/cupti_probe.json" <<'PY' 2>/dev/null || echo user
+import json, sys
+d = json.load(open(sys.argv[1]))
+def ok(k):
+    v = d.get(k)
+    return isinstance(v, dict) and "error" not in v and all("error" not in x for x in v.values() if isinstance(x, dict))
+print("user" if ok("user-4") or ok("user-2") else "auto" if ok("auto-4") or ok("auto-2") else "user")
+PY
+)
+      export HIPEXPLORE_CUPTI_RANGES=$mode; echo "CUPTI ranges: $mode" | tee "$R/mode.txt"
+      TAIL=60 step counters "${HX_LIMIT:-400}" python3 $B/counters.py --out "$R/out" --budget-s "$(( ${HX_LIMIT:-400} - 40 ))" \
+        --backend cupti ;;
     wall)
       TAIL=20 step wall "${HX_LIMIT:-200}" python3 benchmarks/verdict_truth.py --device cuda --runs 0 \
         --baseline "${HX_BASELINE:-.old}" --baseline-reps "${HX_REPS:-3}" --out "$R/vt" ;;
@@ -91,7 +108,7 @@ for scenario in "$@"; do
       TAIL=60 step tuning_scale "${HX_LIMIT:-590}" python3 benchmarks/tuning_scale.py --out "$R/ts" --lists "${HX_LISTS:-llama3-8b}" \
         --compilers "${HX_COMPILERS:-nvrtc:sm_90}" --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" \
         --jobs "${HX_JOBS:-16}" --ideal-repeats 2 --bundle ${HX_EXTRA:-} ;;
-    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, resolution, small-change, wall, tuning-scale)" >&2; exit 2 ;;
+    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, resolution, small-change, cupti, wall, tuning-scale)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
   tar -czf "$OUT/$name.tar.gz" -C /tmp/hx-h200 "$name" && echo "packed $(du -h "$OUT/$name.tar.gz" | cut -f1)"

@@ -91,13 +91,15 @@ def environment(out: Path) -> dict:
 
 #: the device the runs measure on (``--device``: ``host`` for a dry run of this script's own logic)
 DEVICE = ["cuda"]
+#: the counter backend named on the command line (empty: --counters alone, the device's)
+BACKEND: list[str] = []
 
 
 def bench_command(group: tuple, out: Path, counted: bool) -> list[str]:
     name, kernel, extra, size, rot, flush = group
     path = out / "runs" / f"{name}-{'counted' if counted else 'plain'}.parquet"
     return [sys.executable, "-m", "hipexplore", "bench", kernel, *extra, "--device", DEVICE[0], "--size", size, "--rotating", rot,
-            "--flush", flush, "--no-progress", "--json", "--out", str(path), "--no-resume", *(["--counters"] if counted else [])]
+            "--flush", flush, "--no-progress", "--json", "--out", str(path), "--no-resume", *(["--counters", *BACKEND] if counted else [])]
 
 
 def run_bench(group: tuple, out: Path, counted: bool, left_s: float) -> dict:
@@ -233,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
                                                                  "what is left, plus 20 s)")
     p.add_argument("--no-tests", action="store_true")
     p.add_argument("--device", default="cuda", help="cuda (default); host for a dry run of this script (no counters there)")
+    p.add_argument("--backend", default="", help="the counter backend (cupti, ncu); default: the device's")
     a = p.parse_args(argv)
     DEVICE[0] = a.device
+    BACKEND[:] = [a.backend] if a.backend else []
     start = time.perf_counter()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -112,12 +112,12 @@ def _option(default: Any, help: str, *, metavar: str | None = None, least: int |
 
 
 #: ``SweepSpec.counters``: the values it takes (True: the device's own backend)
-COUNTER_BACKENDS = ("ncu", "rocprofv3")
+COUNTER_BACKENDS = ("cupti", "ncu", "rocprofv3")
 
 
 def check_counters(value: Any) -> bool | str:
     """``counters``: False, True (the device's backend) or a backend's name; the command line's text
-    too (on/off, true/false, ncu, rocprofv3)."""
+    too (on/off, true/false, cupti, ncu, rocprofv3)."""
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower() if isinstance(value, str) else None
@@ -232,11 +232,12 @@ class SweepSpec:
                                        "(auto: on a GPU, not on the host)", metavar="auto|on|off")
     #: after the timed units, count each configuration's DRAM bytes and L2 hit rate with the
     #: device's profiler (``bench.counters``: a counting unit per (kernel, size) replays the trials'
-    #: launches under ncu / rocprofv3, outside every timed window): True (the device's backend), a
+    #: launches under CUPTI / ncu / rocprofv3, outside every timed window): True (the device's backend), a
     #: backend's name, or False. Not part of ``measurement()``: counting changes no timed sample.
     counters: bool | str = _option(False, "after the timed units, count DRAM bytes, L2 hit rate and cold fraction per "
-                                          "configuration (ncu on NVIDIA, rocprofv3 on AMD; --counters alone: the device's)",
-                                   metavar="on|off|ncu|rocprofv3", check=check_counters, const=True)
+                                          "configuration (CUPTI in process or ncu on NVIDIA, rocprofv3 on AMD; --counters alone: the "
+                                          "device's)",
+                                   metavar="on|off|cupti|ncu|rocprofv3", check=check_counters, const=True)
 
     def __post_init__(self) -> None:
         kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))

@@ -195,17 +195,23 @@ class Workload:
     block: tuple[int, int, int]
     arg_sets: Sequence[PackedArgs]
     timer: InKernelTimer | None = None
-    #: told of every launch (``tap(buffer_set, position)``): the counter pass's manifest of the
-    #: launches it counted, in order (``bench.counters.phase``); None in a timed unit
+    #: told of every launch (``tap(buffer_set, position)`` before it, and ``tap.launched()``
+    #: after it is enqueued where the tap has one): the counter pass's manifest of the launches it counted, in order, and the
+    #: ranges an in-process profiler puts around each (``bench.counters.phase``); None in a timed unit
     tap: Any = None
 
     def launch(self, buffer_set: int, position: int = 0) -> None:
         """Launch on ``buffer_set``; with a timer, into the slot of chunk ``position`` (-1: the
         untimed lead's and trail's slot)."""
         args = self.arg_sets[buffer_set] if self.timer is None else self.timer.args[buffer_set][position]
+        after = getattr(self.tap, "launched", None)  # a plain callable hears the launch only
         if self.tap is not None:
             self.tap(buffer_set, position)
-        self.device.launch(self.kernel, self.grid, self.block, args)
+        try:
+            self.device.launch(self.kernel, self.grid, self.block, args)
+        finally:
+            if after is not None:
+                after()
 
 
 #: telemetry read once per chunk, one value per sample of that chunk (``devices.telemetry.Reading``)

@@ -24,6 +24,9 @@ from typing import Any, Iterable, Protocol
 
 from ...errors import BenchmarkError, UnsupportedOperation
 
+#: a counting unit's entries, one per configuration in launch order, beside the profiler's output
+#: (an in-process backend's counters travel in them: ``counters.cupti``)
+MANIFEST = "manifest.json"
 #: what the host says instead of counting
 HOST_LINE = "host: no hardware counters (the host device has no GPU profiler); the counter pass is skipped"
 
@@ -141,5 +144,5 @@ def find_tool(explicit: str | None, name: str, places: Iterable[str]) -> str | N
     return None
 
 
-__all__ = ["Backend", "CounterError", "CountersUnavailable", "HOST_LINE", "HostBackend", "Launch", 
+__all__ = ["Backend", "CounterError", "CountersUnavailable", "HOST_LINE", "HostBackend", "Launch", "MANIFEST",
            "base_name", "find_tool", "name_pattern", "reports"]

@@ -32,15 +32,13 @@ from typing import Any, Iterable
 from ...errors import ConfigError
 from ...files import write_file
 from ...schema import COLD_REFERENCE, Configuration
-from .backends import CounterError, Launch, reports
+from .backends import MANIFEST, CounterError, Launch, reports
 from .registry import backend_for, from_description
 from .phase import DEFAULT_COUNT, Counting
 from .record import CounterRecord, make_record, records_frame
 
 #: what the backend was and how it was run, written once per pass folder
 BACKEND_FILE = "backend.json"
-#: a counting unit's entries, one per configuration in launch order, beside the profiler's output
-MANIFEST = "manifest.json"
 
 
 class CountersSkipped(UserWarning):
@@ -133,27 +131,29 @@ def _folder_name(kernel: str, size: int) -> str:
 
 def count_group(spec: Any, device: Any, backend: Any, configurations: list[Configuration], folder: Path, *,
                 run_id: str = "", count: int = DEFAULT_COUNT, stop_now: Any = None) -> list[list[str]]:
-    """One counting unit per counter group of ``backend`` for ``configurations`` (one (kernel, size)
-    of ``spec``), each in a sweep worker started under the backend's prefix
-    (``WorkerExecutor(prefix=...)``), the profiler writing into ``folder``/group-N beside the
-    unit's manifest; the prefixes it ran under."""
+    """One counting unit per counter group of ``backend`` for ``configurations`` (of one (kernel,
+    size) of ``spec``, or of several for a backend that counts in the worker itself), each in a
+    sweep worker started under the backend's prefix (``WorkerExecutor(prefix=...)``), the profiler
+    writing into ``folder``/group-N beside the unit's manifest; the prefixes it ran under."""
     from ..executors import UnitRun, WorkerExecutor
     from ..units import UnitJob
 
-    (kernel, size), = {(c.kernel, int(c.size)) for c in configurations}
-    kspec = next(k for k in spec.specs() if k.name == kernel)
-    group_spec = dataclasses.replace(spec, kernels=(kspec,), sizes=(size,), units=1)
+    names = list(dict.fromkeys(c.kernel for c in configurations))
+    kspecs = tuple(k for k in spec.specs() if k.name in names)
+    sizes = tuple(s for s in spec.sizes if int(s) in {int(c.size) for c in configurations})
+    group_spec = dataclasses.replace(spec, kernels=kspecs, sizes=sizes, units=1)
     wanted = {c._replace(timer="events") for c in configurations}
     done = frozenset(c for c in group_spec.configurations() if c._replace(timer="events") not in wanted)
     commands = []
     for gi, group in enumerate(backend.groups(device)):
         out = folder / f"group-{gi}"
         out.mkdir(parents=True, exist_ok=True)
-        prefix = tuple(backend.prefix(group, out, [kspec.entry]))
+        prefix = tuple(backend.prefix(group, out, [k.entry for k in kspecs]))
         commands.append(list(prefix))
         ex = WorkerExecutor(device, prefix=prefix)
         channel = CountChannel(stop_now)
-        run = UnitRun(UnitJob(group_spec, 0, done), run_id, counting=Counting(backend.marker, int(count)))
+        counting = Counting(backend.marker, int(count), metrics=tuple(group), device_index=int(getattr(device, "index", 0) or 0))
+        run = UnitRun(UnitJob(group_spec, 0, done), run_id, counting=counting)
         stopped = ex.run_unit(run, channel)
         write_file(out / MANIFEST, json.dumps({"device": device.name, "marker": backend.marker,
                                                "stopped": bool(stopped), "entries": channel.entries}, indent=1, default=str),
@@ -173,7 +173,10 @@ def run_counter_pass(spec: Any, device: Any, backend: Any, configurations: list[
     root = Path(tempfile.mkdtemp(prefix="hipexplore-counters-"))
     groups: dict[tuple[str, int], list[Configuration]] = {}
     for c in counted_configurations(spec, configurations):
-        groups.setdefault((c.kernel, int(c.size)), []).append(c)
+        # one counting unit per (kernel, size) under a profiler's command; one for the whole pass
+        # where the worker counts itself (no tool to start per group: ``counters.cupti``)
+        key = ("all", 0) if getattr(backend, "one_unit", False) else (c.kernel, int(c.size))
+        groups.setdefault(key, []).append(c)
     passes, failed = [], None
     try:
         for (kernel, size), confs in groups.items():

@@ -44,11 +44,14 @@ DEFAULT_COUNT = 12
 @dataclass(frozen=True)
 class Counting:
     """What makes a unit a counting unit (sent to its worker): how the profiler's range is marked
-    (``marker``: ``cuda-profiler`` or ``none``) and how many timed launches to replay (``count``;
-    at least one whole rotation over the sets, so every set is counted)."""
+    (``marker``: ``cuda-profiler``, ``cupti-range`` or ``none``), how many timed launches to replay
+    (``count``; at least one whole rotation over the sets, so every set is counted), and for a
+    marker that counts in the worker itself (``cupti-range``) the ``metrics`` and the device's index."""
 
     marker: str = "none"
     count: int = DEFAULT_COUNT
+    metrics: tuple[str, ...] = ()
+    device_index: int = 0
 
     def samples(self, sets: int) -> int:
         """Timed launches for ``sets`` buffer sets: ``count``, or one rotation if that is more
@@ -68,7 +71,9 @@ class Replayed(Protocol):
 
 
 class Marker(Protocol):
-    """Where the counted launches start and stop, for a profiler that counts only between them."""
+    """Where the counted launches start and stop, for a profiler that counts only between them;
+    ``launch_begins`` / ``launch_ends`` around each counted launch (a range of its own, for a
+    profiler in this process: ``counters.cupti``)."""
 
     name: str
     status: str
@@ -76,6 +81,10 @@ class Marker(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
+
+    def launch_begins(self, index: int) -> None: ...
+
+    def launch_ends(self) -> None: ...
 
 
 class NoMarker:
@@ -88,6 +97,12 @@ class NoMarker:
         pass
 
     def stop(self) -> None:
+        pass
+
+    def launch_begins(self, index: int) -> None:
+        pass
+
+    def launch_ends(self) -> None:
         pass
 
 
@@ -115,23 +130,45 @@ class CudaProfilerRange:
     def stop(self) -> None:
         self._call(self._drv.cuProfilerStop, "cuProfilerStop")
 
+    def launch_begins(self, index: int) -> None:
+        pass
 
-MARKERS = {"none": NoMarker, "cuda-profiler": CudaProfilerRange}
+    def launch_ends(self) -> None:
+        pass
+
+
+def _cupti(counting: Counting) -> Marker:
+    from .cupti import CuptiRanges
+
+    return CuptiRanges(counting)
+
+
+#: a marker by name, made from the unit's ``Counting``
+MARKERS = {"none": lambda counting: NoMarker(), "cuda-profiler": lambda counting: CudaProfilerRange(),
+           "cupti-range": _cupti}
 
 
 class LaunchTap:
     """Every launch of the unit's kernel, in order: how many before the range opened (since the
-    previous configuration's range closed), and [buffer set, chunk position] of each inside it."""
+    previous configuration's range closed), and [buffer set, chunk position] of each inside it;
+    the ``marker`` hears each launch inside begin and end (``launched``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, marker: Marker | None = None) -> None:
         self.before = 0
         self.inside: list[list[int]] | None = None
+        self.marker = marker if marker is not None else NoMarker()
 
     def __call__(self, buffer_set: int, position: int) -> None:
         if self.inside is None:
             self.before += 1
         else:
             self.inside.append([int(buffer_set), int(position)])
+            self.marker.launch_begins(len(self.inside) - 1)
+
+    def launched(self) -> None:
+        """The launch just told of is enqueued (or failed to be)."""
+        if self.inside is not None:
+            self.marker.launch_ends()
 
     def open(self) -> None:
         self.inside = []
@@ -164,16 +201,24 @@ class CounterPhase:
 
     def __init__(self, counting: Counting) -> None:
         self.counting = counting
-        self.marker = MARKERS[counting.marker]()
-        self.tap = LaunchTap()
+        self.marker = MARKERS[counting.marker](counting)
+        self.tap = LaunchTap(self.marker)
 
     def run(self, configuration: Configuration, launches: Replayed, row: dict[str, Any]) -> dict[str, Any]:
         sets = launches.sets
         samples = self.counting.samples(sets)
+        if hasattr(self.marker, "entry"):  # a marker that picks the kernel's own launches by name
+            self.marker.entry = launches.kspec.entry
         launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
         before, inside = self.tap.close()
         kspec = launches.kspec
-        return {"kernel": configuration.kernel, "entry": kspec.entry, "size_bytes": int(configuration.size), "n": int(launches.n),
+        counted = self.marker.take() if hasattr(self.marker, "take") else None
+        if counted is not None and len(counted) != len(inside):
+            from .backends import CounterError
+
+            raise CounterError(f"{self.marker.name} counted {len(counted)} launch(es) of {configuration.kernel} size "
+                               f"{configuration.size}; the range held {len(inside)}")
+        return {**({"values": counted} if counted is not None else {}), "kernel": configuration.kernel, "entry": kspec.entry, "size_bytes": int(configuration.size), "n": int(launches.n),
                 "rotating_requested": str(configuration.rotating), "rotating": sets, "flush": configuration.flush,
                 "warmup": before, "count": len(inside), "timed": samples, "launches": inside,
                 "input_bytes": input_bytes(kspec, launches.n), "footprint_bytes": kspec.footprint(launches.n),

@@ -1,4 +1,4 @@
-"""Counter backends by name: ``ncu`` (NVIDIA), ``rocprofv3`` (AMD), ``host`` (none).
+"""Counter backends by name: ``cupti`` and ``ncu`` (NVIDIA), ``rocprofv3`` (AMD), ``host`` (none).
 
 Why its own module: the backends import their shared pieces (``backends``: the errors, ``Launch``,
 the name pattern, ``find_tool``); the registry imports the backends. Kept in one module they made
@@ -13,7 +13,11 @@ from .backends import HostBackend
 
 
 def backend_named(name: str, **options: Any) -> Any:
-    """A backend by name: ``ncu``, ``rocprofv3``, ``host``."""
+    """A backend by name: ``cupti``, ``ncu``, ``rocprofv3``, ``host``."""
+    if name == "cupti":
+        from .cupti import CuptiBackend
+
+        return CuptiBackend(**options)
     if name == "ncu":
         from .ncu import NcuBackend
 
@@ -24,13 +28,16 @@ def backend_named(name: str, **options: Any) -> Any:
         return RocprofBackend(**options)
     if name == "host":
         return HostBackend()
-    raise ConfigError(f"counter backend {name!r} is unknown; expected ncu, rocprofv3 or host")
+    raise ConfigError(f"counter backend {name!r} is unknown; expected cupti, ncu, rocprofv3 or host")
 
 
 def backend_for(device: Any, name: str | None = None, **options: Any) -> Any:
-    """The backend for ``device`` (``name`` picks one): NVIDIA -> ncu, AMD -> rocprofv3, else the host's."""
+    """The backend for ``device`` (``name`` picks one): NVIDIA -> CUPTI in the counting unit's own
+    worker where its library is found, else Nsight Compute; AMD -> rocprofv3; else the host's."""
     if name is None:
-        name = {"cuda": "ncu", "hip": "rocprofv3"}.get(device.kind, "host")
+        name = {"cuda": "cupti", "hip": "rocprofv3"}.get(device.kind, "host")
+        if name == "cupti" and backend_named("cupti").available(device):
+            name = "ncu"
     return backend_named(name, **options)
 
 

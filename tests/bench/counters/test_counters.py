@@ -5,7 +5,8 @@ configurations, the counting unit's replay through the trials' own path on the h
 orchestrator running the counting unit after the timed units under a command prefix and joining
 records (parsed from the H200's recorded ncu output) to the right summary rows, resume, the CLI on
 the host, and (from the recordings in data/counters/h200/) the records the recorded raw outputs
-give. GPU-marked tests run ``hipexplore bench ... --counters`` for real under Nsight Compute."""
+give. GPU-marked tests run ``hipexplore bench ... --counters`` for real, with CUPTI in the counting
+unit's worker and under Nsight Compute."""
 from __future__ import annotations
 
 import json
@@ -110,6 +111,7 @@ def test_the_host_refuses_in_one_line(dev) -> None:
         assert backend is None and "\n" not in why
     assert counter_backend(SweepSpec(counters=True), dev)[1] == HOST_LINE
     assert counter_backend(SweepSpec(counters="ncu"), dev)[1] == "ncu counts NVIDIA GPUs; the device is host:0"
+    assert counter_backend(SweepSpec(counters="cupti"), dev)[1] == "CUPTI counts NVIDIA GPUs; the device is host:0"
 
 
 def test_ncu_command_line(tmp_path) -> None:
@@ -490,7 +492,7 @@ def test_counters_are_an_option_outside_the_measurement() -> None:
     import inspect
 
     assert inspect.signature(sweep).parameters["counters"].default is False
-    with pytest.raises(ConfigError, match="counters must be on, off or a backend \\(ncu, rocprofv3\\), got 'triad'"):
+    with pytest.raises(ConfigError, match="counters must be on, off or a backend \\(cupti, ncu, rocprofv3\\), got 'triad'"):
         SweepSpec(counters="triad")
 
 
@@ -614,14 +616,17 @@ def _ncu() -> str:
 
 
 @pytest.mark.gpu
-def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path) -> None:
-    """``hipexplore bench ... --counters``: one set of a 1 MiB triad stays in the L2 (warm), an
-    l2-write flush makes it cold (the promise kept), and the summary's timing columns of the very
-    same configurations are the sweep's own (the counting unit takes none)."""
-    _ncu()
+@pytest.mark.parametrize("backend", ["cupti", "ncu"])
+def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path, backend) -> None:
+    """``hipexplore bench ... --counters BACKEND``: one set of a 1 MiB triad stays in the L2 (warm),
+    an l2-write flush makes it cold (the promise kept), and the summary's timing columns of the very
+    same configurations are the sweep's own (the counting unit takes none). CUPTI counts in one
+    counting unit for the whole pass, its values in the manifest; ncu under one process per metric group."""
+    if backend == "ncu":
+        _ncu()
     out = tmp_path / "t.parquet"
     res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "1,auto", "--flush", "none,l2-write", "--counters",
-               "--json", "--no-progress", "--out", str(out), cwd=tmp_path)
+               backend, "--json", "--no-progress", "--out", str(out), cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads(res.stdout)
     rows = {(r["rotating_requested"], r["flush"]): r for r in doc["summary"] if r["timer"] == "events"}
@@ -632,13 +637,20 @@ def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path) -> None:
     for key in (("1", "none"), ("1", "l2-write"), ("auto", "none"), ("auto", "l2-write")):
         r = rows[key]
         assert r["median_s"] > 0 and r["ci_low_s"] <= r["median_s"] <= r["ci_high_s"] and r["n"] > 0, key
-        assert r["counter_launches"] >= 12 and r["input_bytes"] == 2 * MIB and r["counter_backend"].startswith("ncu"), key
+        assert r["counter_launches"] >= 12 and r["input_bytes"] == 2 * MIB, key
+        assert r["counter_backend"].startswith("ncu" if backend == "ncu" else "CUPTI"), key
     assert rows[("1", "cold-reference")]["cache_state"] in ("", None)
-    assert doc["counters"].startswith("counted 4 configuration(s) with ncu"), doc["counters"]
-    # ncu's own CSV kept beside the result: one profiled process per metric group (one replay pass each)
-    logs = sorted((tmp_path / "t.counters").rglob("ncu.log"))
-    assert len(logs) == len(NCU_GROUPS), logs
-    assert all(parse_csv(log.read_text()) for log in logs), logs
+    assert doc["counters"].startswith(f"counted 4 configuration(s) with {'ncu' if backend == 'ncu' else 'CUPTI'}"), doc["counters"]
+    if backend == "ncu":  # ncu's own CSV kept beside the result: one profiled process per metric group (one replay pass each)
+        logs = sorted((tmp_path / "t.counters").rglob("ncu.log"))
+        assert len(logs) == len(NCU_GROUPS), logs
+        assert all(parse_csv(log.read_text()) for log in logs), logs
+    else:  # one counting unit for the pass; each counted launch's values in its manifest
+        manifests = sorted((tmp_path / "t.counters").rglob(MANIFEST))
+        assert len(manifests) == 1, manifests
+        entries = json.loads(manifests[0].read_text())["entries"]
+        assert len(entries) == 4 and all(len(e["values"]) == e["count"] >= 12 for e in entries), entries
+        assert rows[("1", "none")]["l2_hit_rate"] > rows[("1", "l2-write")]["l2_hit_rate"], states
 
 
 @pytest.mark.gpu

@@ -1,0 +1,173 @@
+"""NVIDIA in process: CUPTI's range profiler in the counting unit's own worker (``cupti_api``).
+
+Why beside Nsight Compute, and the default where it loads: ncu counts a process it starts, so a
+counting unit under it paid ~4 s to start Python, CUDA and the module under the tool, per metric
+group, and ~90 ms per profiled launch (kernel replay); on an H100 the pass cost 216% of the sweep it
+accompanied. Here the counting unit is an ordinary sweep worker: one for the whole pass, its counters
+read by CUPTI around each counted launch (a user range pushed before the launch and popped after it,
+so the flush kernels, which run between the ranges, are never counted), one hardware pass, nothing
+replayed. nvbench counts the same way (``nvbench/cupti_profiler.cu``: user ranges, user replay).
+
+The metrics (``CUPTI_METRICS``): DRAM bytes read and written (the cold fraction) and the L2's lookup
+hits and misses (the hit rate as their ratio, rather than ncu's ``lts__t_sector_hit_rate.pct``). If
+the chip needs a second hardware pass for the L2 pair, the unit counts the DRAM pair alone and says so.
+
+What the worker counted travels in the counting unit's manifest (each entry's ``values``, one dict
+per counted launch, in launch order): ``parse`` reads it back, so a recorded pass folder parses
+again without the GPU or the library.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .backends import MANIFEST, CounterError, Launch, base_name, reports
+
+#: what is counted, in the order tried: all four, else the DRAM pair alone (one hardware pass each)
+CUPTI_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_lookup_hit.sum",
+                 "lts__t_sectors_lookup_miss.sum")
+DRAM_ONLY = CUPTI_METRICS[:2]
+
+
+def launch_of(reported: str, entry: str) -> bool:
+    """Whether CUPTI's range name ``reported`` (a kernel's name, plain, demangled or mangled:
+    ``_Z5triadPfPKfS1_f``) is a launch of ``entry``."""
+    base = base_name(entry)
+    return reports(reported, entry) or reported.startswith(f"_Z{len(base)}{base}")  # the length prefix: no other name
+
+
+class CuptiRanges:
+    """The counting unit's marker (``counters.phase``): the range profiler started when the timed
+    path opens its range, a user range around each counted launch, the values read when it closes.
+    HIPEXPLORE_CUPTI_RANGES=auto: no user ranges; CUPTI makes one per kernel launch (the flush
+    kernels' too) and the configuration's own launches are picked by the kernel's name (``entry``)."""
+
+    name = "cupti-range"
+
+    def __init__(self, counting: Any) -> None:
+        from ... import settings
+
+        self.mode = str(settings.CUPTI_RANGES.get() or "user")
+        self.entry = ""  # the configuration's kernel (the phase sets it): what auto ranges are picked by
+        self.metrics = tuple(counting.metrics or CUPTI_METRICS)
+        self.device_index = int(getattr(counting, "device_index", 0))
+        self.samples = int(counting.count)
+        self.session: Any = None
+        self.status = ""
+        self.values: list[dict[str, float]] = []
+        self._open = False
+
+    def _session(self) -> Any:
+        from .cupti_api import RangeSession
+
+        tries = [self.metrics] + ([DRAM_ONLY] if self.metrics == CUPTI_METRICS else [])
+        for i, metrics in enumerate(tries):
+            try:
+                session = RangeSession(metrics, device_index=self.device_index, mode=self.mode)
+            except CounterError as exc:
+                if i + 1 < len(tries) and "hardware passes" in str(exc):
+                    continue
+                raise
+            if metrics != self.metrics:
+                self.status = (f"the L2 lookups need a second hardware pass on {session.chip}: "
+                               f"the L2 hit rate is not counted")
+            return session
+        raise CounterError("no metric set counts in one pass")  # pragma: no cover - the loop returns or raises
+
+    def start(self) -> None:
+        if self.session is None:
+            self.session = self._session()
+        self.values, self._open = [], False
+        self.session.begin((4 if self.mode == "user" else 8) * max(self.samples, 1) + 64)
+
+    def launch_begins(self, index: int) -> None:
+        if self.mode == "user":
+            self.session.push(str(index))
+            self._open = True
+
+    def launch_ends(self) -> None:
+        if self._open:
+            self.session.pop()
+            self._open = False
+
+    def stop(self) -> None:
+        if self._open:
+            self.launch_ends()
+        ranges, dropped = self.session.end()
+        if dropped:
+            raise CounterError(f"CUPTI dropped {dropped} range(s) of {len(ranges) + dropped}: the counter-data image was "
+                               f"too small")
+        if self.mode == "auto":
+            ranges = [r for r in ranges if launch_of(r.name, self.entry)]
+            self.values = [r.values for r in ranges]
+            return
+        names = [r.name for r in ranges]
+        if names != [str(i) for i in range(len(ranges))]:
+            raise CounterError(f"CUPTI returned ranges {names[:8]}{'...' if len(names) > 8 else ''}; expected 0..{len(ranges) - 1}")
+        self.values = [r.values for r in ranges]
+
+    def take(self) -> list[dict[str, float]]:
+        """The last range's values per launch (then forgotten)."""
+        out, self.values = self.values, []
+        return out
+
+
+class CuptiBackend:
+    """CUPTI's range profiler in the counting unit's worker (module docstring)."""
+
+    name = "cupti"
+    marker = "cupti-range"
+    captures_warmup = False
+    #: one counting unit for the whole pass (no tool to start per group)
+    one_unit = True
+
+    def __init__(self, library: str | None = None, metrics: tuple[str, ...] | None = None) -> None:
+        self.library = library
+        self.metrics = tuple(metrics) if metrics else CUPTI_METRICS
+
+    def path(self) -> str | None:
+        from .cupti_api import find_cupti
+
+        return find_cupti(self.library)
+
+    def available(self, device: Any) -> str | None:
+        if device.kind != "cuda":
+            return f"CUPTI counts NVIDIA GPUs; the device is {device.kind}:{device.index}"
+        if self.path() is None:
+            return ("CUPTI not found: set HIPEXPLORE_CUPTI_LIBRARY, install the CUDA toolkit's CUPTI "
+                    "(extras/CUPTI/lib64) or `pip install nvidia-cuda-cupti`")
+        return None
+
+    def groups(self, device: Any) -> list[tuple[str, ...]]:
+        return [self.metrics]
+
+    def prefix(self, group: tuple[str, ...], out_dir: Path, entries: list[str]) -> list[str]:
+        return []  # the worker counts itself
+
+    def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
+        path = Path(out_dir) / MANIFEST
+        try:
+            entries = json.loads(path.read_text())["entries"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise CounterError(f"no counting unit manifest at {path}: {exc}") from exc
+        launches = [Launch(str(e["entry"]), {k: float(v) for k, v in values.items()})
+                    for e in entries for values in e.get("values", [])]
+        return launches, ""
+
+    def per_launch(self, values: dict[str, float]) -> dict[str, float]:
+        hit = values.get("lts__t_sectors_lookup_hit.sum", math.nan)
+        miss = values.get("lts__t_sectors_lookup_miss.sum", math.nan)
+        looked = hit + miss
+        return {"dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
+                "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan),
+                "l2_hit_rate": hit / looked if looked > 0 else math.nan, "duration_s": math.nan}
+
+    def describe(self) -> dict[str, Any]:
+        path = self.path()
+        label = f"CUPTI range profiler ({Path(path).resolve().name})" if path else "CUPTI range profiler"
+        return {"name": self.name, "label": label, "metrics": list(self.metrics), "path": path or ""}
+
+
+__all__ = ["CUPTI_METRICS", "CuptiBackend", "CuptiRanges", "DRAM_ONLY", "launch_of"]

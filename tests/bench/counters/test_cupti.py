@@ -1,0 +1,87 @@
+"""The CUPTI backend (``hipexplore.bench.counters.cupti``) on the host: which launches are the
+counted kernel's among CUPTI's auto ranges, the hit rate from the L2 lookups, the refusals in one
+line (the host device, an unknown range mode, a library that is not there), and a real CUPTI
+library that cannot profile here (no CUDA driver) failing as one ``CounterError`` naming the call and
+the library, never taking the process down. The counting itself runs on the GPU
+(``test_counters.py``'s GPU tests; ``benchmarks/h200/cupti_probe.py``)."""
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from conftest import NOT_REQUIRED, need
+from hipexplore.bench.counters.backends import MANIFEST, CounterError
+from hipexplore.bench.counters.cupti import CUPTI_METRICS, CuptiBackend, launch_of
+from hipexplore.bench.counters.cupti_api import RangeSession, find_cupti
+from hipexplore.bench.counters.registry import backend_for, from_description
+from hipexplore.devices.host import HostDevice
+
+
+def test_auto_ranges_are_picked_by_the_kernels_name_plain_demangled_or_mangled() -> None:
+    assert launch_of("triad", "triad") and launch_of("void triad(float*, const float*)", "triad")
+    assert launch_of("_Z5triadPfPKfS1_f", "triad") and launch_of("transpose_tiled<32, 8>", "transpose_tiled<32, 8>")
+    for other in ("hx_write_flush", "triad2", "_Z6triad2Pf", "_Z4triaPf", "my_triad", "hx_icache_flush"):
+        assert not launch_of(other, "triad"), other
+
+
+def test_the_hit_rate_is_the_lookups_ratio_and_missing_counters_are_nan() -> None:
+    be = CuptiBackend()
+    got = be.per_launch({"dram__bytes_read.sum": 2.0 ** 21, "dram__bytes_write.sum": 2.0 ** 20,
+                         "lts__t_sectors_lookup_hit.sum": 30.0, "lts__t_sectors_lookup_miss.sum": 10.0})
+    assert got["dram_read_bytes"] == 2.0 ** 21 and got["dram_write_bytes"] == 2.0 ** 20 and got["l2_hit_rate"] == 0.75
+    dram_only = be.per_launch({"dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0})
+    assert math.isnan(dram_only["l2_hit_rate"]) and math.isnan(dram_only["duration_s"])
+    assert math.isnan(be.per_launch({"lts__t_sectors_lookup_hit.sum": 0.0, "lts__t_sectors_lookup_miss.sum": 0.0})["l2_hit_rate"])
+
+
+def test_the_manifests_values_are_the_launches_in_order(tmp_path) -> None:
+    entries = [{"entry": "triad", "count": 2, "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": 2.0}]},
+               {"entry": "stencil2d", "count": 1, "values": [{"dram__bytes_read.sum": 3.0}]}]
+    (tmp_path / MANIFEST).write_text(json.dumps({"entries": entries}))
+    launches, note = CuptiBackend().parse(tmp_path)
+    assert [(x.kernel, x.values["dram__bytes_read.sum"]) for x in launches] == [("triad", 1.0), ("triad", 2.0), ("stencil2d", 3.0)]
+    assert note == ""
+    with pytest.raises(CounterError, match="no counting unit manifest"):
+        CuptiBackend().parse(tmp_path / "elsewhere")
+
+
+def test_the_host_and_a_missing_library_are_one_line_each(monkeypatch, tmp_path) -> None:
+    dev = HostDevice()
+    assert CuptiBackend().available(dev) == "CUPTI counts NVIDIA GPUs; the device is host:0"
+    assert backend_for(dev).name == "host"
+    missing = str(tmp_path / "libcupti.so.99")
+    assert find_cupti(missing) is None
+    monkeypatch.setenv("HIPEXPLORE_CUPTI_LIBRARY", missing)
+    assert find_cupti() is None
+    with pytest.raises(CounterError, match="CUPTI library not found"):
+        RangeSession(CUPTI_METRICS)
+    with pytest.raises(CounterError, match="CUPTI range mode must be one of user, auto, got 'kernel'"):
+        RangeSession(CUPTI_METRICS, mode="kernel")
+    desc = CuptiBackend(metrics=CUPTI_METRICS[:2]).describe()
+    again = from_description(desc)
+    assert again.name == "cupti" and again.metrics == CUPTI_METRICS[:2] and desc["label"].startswith("CUPTI range profiler")
+
+
+def test_a_real_cupti_without_a_gpu_fails_as_one_error_naming_the_call() -> None:
+    """The library loads here (the CUDA toolkit's or the nvidia-cuda-cupti wheel's), and with no
+    CUDA driver its first call fails: a ``CounterError`` in a child process that then exits 0."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        need("a machine without a CUDA driver", "libcuda.so.1 loads here: CUPTI would profile", flag=NOT_REQUIRED)
+    except OSError:
+        pass
+    path = find_cupti()
+    if path is None:
+        need("a CUPTI library", "none in the CUDA toolkit's folders nor the nvidia-cuda-cupti wheel (the `cuda` extra)")
+    code = ("from hipexplore.bench.counters.cupti_api import RangeSession\n"
+            "from hipexplore.bench.counters.backends import CounterError\n"
+            "try:\n    RangeSession(('dram__bytes_read.sum',))\nexcept CounterError as exc:\n    print('ERR', exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = done.stdout.strip()
+    assert line.startswith("ERR cupti") and "failed" in line and path in line and "\n" not in line, line
