@@ -25,10 +25,18 @@ from typing import Any
 
 from .backends import MANIFEST, CounterError, Launch, base_name, reports
 
-#: what is counted, in the order tried: all four, else the DRAM pair alone (one hardware pass each)
-CUPTI_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_lookup_hit.sum",
-                 "lts__t_sectors_lookup_miss.sum")
-DRAM_ONLY = CUPTI_METRICS[:2]
+#: what is counted: the DRAM pair and the L2's lookups. One hardware pass only (a second would replay
+#: launches whose cache state the first changed), so the sets are tried in order (``METRIC_SETS``)
+#: and the first that fits one pass on the chip is counted; on an H100 (GH100, CUPTI 2025.3.1) the
+#: four below need two passes.
+DRAM_ONLY = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+CUPTI_METRICS = (*DRAM_ONLY, "lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum")
+METRIC_SETS = (CUPTI_METRICS, (*DRAM_ONLY, "lts__t_sector_hit_rate.pct"),
+               (*DRAM_ONLY, "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"),
+               DRAM_ONLY)
+#: the L2 hit rate from whichever pair (hits, misses) or percentage was counted
+_HIT_PAIRS = (("lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum"),
+              ("lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"))
 
 
 def launch_of(reported: str, entry: str) -> bool:
@@ -62,7 +70,7 @@ class CuptiRanges:
     def _session(self) -> Any:
         from .cupti_api import RangeSession
 
-        tries = [self.metrics] + ([DRAM_ONLY] if self.metrics == CUPTI_METRICS else [])
+        tries = list(METRIC_SETS) if self.metrics == CUPTI_METRICS else [self.metrics]
         for i, metrics in enumerate(tries):
             try:
                 session = RangeSession(metrics, device_index=self.device_index, mode=self.mode)
@@ -70,9 +78,11 @@ class CuptiRanges:
                 if i + 1 < len(tries) and "hardware passes" in str(exc):
                     continue
                 raise
-            if metrics != self.metrics:
-                self.status = (f"the L2 lookups need a second hardware pass on {session.chip}: "
-                               f"the L2 hit rate is not counted")
+            if metrics == DRAM_ONLY and self.metrics != DRAM_ONLY:
+                self.status = (f"the L2's counters need a second hardware pass on {session.chip}: "
+                               f"the L2 hit rate is not counted (DRAM bytes are)")
+            elif metrics != self.metrics:
+                self.status = f"the L2 hit rate counted as {metrics[2]} (one hardware pass on {session.chip})"
             return session
         raise CounterError("no metric set counts in one pass")  # pragma: no cover - the loop returns or raises
 
@@ -157,12 +167,15 @@ class CuptiBackend:
         return launches, ""
 
     def per_launch(self, values: dict[str, float]) -> dict[str, float]:
-        hit = values.get("lts__t_sectors_lookup_hit.sum", math.nan)
-        miss = values.get("lts__t_sectors_lookup_miss.sum", math.nan)
-        looked = hit + miss
+        rate = min(values.get("lts__t_sector_hit_rate.pct", math.nan) / 100.0, 1.0)
+        for hit_name, miss_name in _HIT_PAIRS:
+            if hit_name in values:
+                hit, miss = values[hit_name], values.get(miss_name, math.nan)
+                rate = hit / (hit + miss) if hit + miss > 0 else math.nan
+                break
         return {"dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
-                "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan),
-                "l2_hit_rate": hit / looked if looked > 0 else math.nan, "duration_s": math.nan}
+                "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan), "l2_hit_rate": rate,
+                "duration_s": math.nan}
 
     def describe(self) -> dict[str, Any]:
         path = self.path()
@@ -170,4 +183,4 @@ class CuptiBackend:
         return {"name": self.name, "label": label, "metrics": list(self.metrics), "path": path or ""}
 
 
-__all__ = ["CUPTI_METRICS", "CuptiBackend", "CuptiRanges", "DRAM_ONLY", "launch_of"]
+__all__ = ["CUPTI_METRICS", "CuptiBackend", "CuptiRanges", "DRAM_ONLY", "METRIC_SETS", "launch_of"]

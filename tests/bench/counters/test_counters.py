@@ -650,12 +650,17 @@ def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path, backend) -> None:
         assert len(manifests) == 1, manifests
         entries = json.loads(manifests[0].read_text())["entries"]
         assert len(entries) == 4 and all(len(e["values"]) == e["count"] >= 12 for e in entries), entries
-        assert rows[("1", "none")]["l2_hit_rate"] > rows[("1", "l2-write")]["l2_hit_rate"], states
+        warm_rate, cold_rate = rows[("1", "none")]["l2_hit_rate"], rows[("1", "l2-write")]["l2_hit_rate"]
+        if warm_rate is None:  # the chip counts no L2 counter in the DRAM pair's pass: said in the notes
+            assert "the L2 hit rate is not counted" in json.dumps(doc), doc["counters"]
+        else:
+            assert warm_rate > cold_rate, states
 
 
 @pytest.mark.gpu
 def test_a_broken_cold_promise_is_flagged_in_the_cli_table_on_the_gpu(cuda, tmp_path) -> None:
-    """auto on a 1 MiB "LLC" is 2 sets of 3 MiB, which the H200's real L2 keeps: asked cold, counted warm."""
+    """auto on a 1 MiB "LLC" is 2 sets of 3 MiB, which the H200's real L2 keeps: asked cold, counted
+    warm (ncu on the H200) or partial (CUPTI on an H100: 0.17 cold), never cold, and flagged."""
     _ncu()
     res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "auto", "--llc-bytes", "1MiB", "--counters",
                "--no-progress", "--units", "1", cwd=tmp_path)
@@ -663,12 +668,13 @@ def test_a_broken_cold_promise_is_flagged_in_the_cli_table_on_the_gpu(cuda, tmp_
     head, *lines = res.stdout.splitlines()
     assert "state" in head.split()
     auto = next(line for line in lines if " auto=2 " in line and "cold-reference" not in line)
-    assert " warm " in auto, res.stdout
+    state = "warm" if " warm " in auto else "partial"
+    assert f" {state} " in auto, res.stdout
     # the row's note numbers point at the notes under the table, where the whole warning is spelled out
     marks = auto.split()[-1].split(",")
     notes = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in lines
              if line.strip() and line.split(None, 1)[0].isdigit() and len(line.split(None, 1)) == 2}
-    assert any("asked cold (rotating auto) but counted warm" in notes.get(m, "") for m in marks), res.stdout
+    assert any(f"asked cold (rotating auto) but counted {state}" in notes.get(m, "") for m in marks), res.stdout
 
 
 # -- the pipeline's own recording (the CLI's pass, one replay pass per metric group) -------------------
