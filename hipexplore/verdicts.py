@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from .bench.levels import (MIN_UNITS, LevelInterval, decision_interval, independent_units, interleaved_pair, paired_ratio_ci,
-                           paired_units, paired_windows, shared_process, trend)
+                           paired_units, paired_windows, pooled_spreads, shared_process, trend)
 from .bench.stats import Measurement, ratio_ci, widen_by_grid
 from .errors import ConfigError
 from .schema import Configuration
@@ -329,17 +329,20 @@ SEPARATE_RUNS_LEVEL = 0.99
 
 
 def comparison_row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int,
-                   separate: bool = False, one_process: bool = False) -> dict[str, Any]:
+                   separate: bool = False, one_process: bool = False, pooled: Any = None) -> dict[str, Any]:
     """One row of ``compare``: ``new`` against ``base``, its ratio, intervals and verdict (public: the
     rule over units is pinned on Measurements built to a known effect, without writing runs).
     ``one_process``: a side's units shared one process (``levels.shared_process``): the decision
-    interval is then the wider of the between-unit and the within-unit one."""
+    interval is then the wider of the between-unit and the within-unit one. ``pooled``: the spread
+    of the per-unit ratios over the run's flush modes of this configuration (``levels.pooled_spreads``)."""
     paired = interleaved_pair(base, new)
     ratio, c_lo, c_hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
     # not interleaved (two runs; two kernels of one run measured one after the other, or their cold
     # references): separate measurements, whatever file they are in (SEPARATE_RUNS_LEVEL)
-    lv = (paired_units if paired else independent_units)(new, base, max(level, SEPARATE_RUNS_LEVEL)
-                                                          if separate or not paired else level)
+    if paired:
+        lv = paired_units(new, base, max(level, SEPARATE_RUNS_LEVEL) if separate else level, pooled)
+    else:
+        lv = independent_units(new, base, max(level, SEPARATE_RUNS_LEVEL))
     _u, p = mann_whitney_u(new.samples, base.samples)
     b_lo, b_hi = base.bootstrap_ci(level, resamples)
     n_lo, n_hi = new.bootstrap_ci(level, resamples)
@@ -424,13 +427,17 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
         fixed = {}
         metas, sides = (m1, m2), (s1, s2)
     one_process = any(_one_process(m, s) for m, s in zip(metas, sides))
+    flush_at = list(keys).index("flush")
+    pooled = pooled_spreads({k: (right[k], left[k]) for k in set(left) & set(right)},
+                            lambda k: k[:flush_at] + k[flush_at + 1:])
     rows = []
     for key in sorted(set(left) | set(right), key=lambda k: tuple((0, x, "") if isinstance(x, (int, float, np.integer))
                                                                  else (1, 0, str(x)) for x in k)):
         row: dict[str, Any] = {**fixed, **dict(zip(keys, key))}
         if key in left and key in right:
             row.update(present="both", **comparison_row(left[key], right[key], threshold, level, resamples,
-                                                        separate=other is not None, one_process=one_process))
+                                                        separate=other is not None, one_process=one_process,
+                                                        pooled=pooled.get(key)))
         else:
             row.update(present="base only" if key in left else "new only", verdict="", change_called="",
                        note=f"only in the {'base' if key in left else 'new'} run: not compared")

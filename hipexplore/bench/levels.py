@@ -22,6 +22,15 @@ cluster of three in-process units, which the t interval over units alone took at
 * ``paired_units``: two kernels measured in the same units (an interleaved run): the per-unit
   ratio of medians, a Student t interval over their logarithms (df = units - 1). What a unit shares
   between the two kernels (its process, its load, its clock) cancels in each unit's ratio.
+  ``pooled_spreads``: the configurations of one run that differ only in their flush share their
+  units (the same processes, loads and placements), so the spread of the per-unit log ratios is
+  estimated from all of them (pooled variance, df = sum of units - 1): each configuration keeps its
+  own centre. With 3 units, t at df 2 is 4.30 and at df 4 (two flush modes) 2.78, so the interval
+  is a third narrower for the same units. Measured on identical-code rows before adopting it
+  (2026-12-06): covering 1 in 95.0% (H100, 80 rows), 96.4% (H100, 168) and 95.2% (H200, 168) at
+  a nominal 95%, against 97.0-97.5% unpooled, and a +1% change at 16 MiB named in 18 of 20 rows
+  instead of 16 (BENCHMARKS.md, "Fifth session"). Pooling over sizes too covered only 91.2-93.5%:
+  the spread differs by size, so it is not pooled across them.
 * ``independent_units``: two separate runs (or two kernels not measured in the same units): each
   side's unit medians, a Welch t interval over the difference of their mean logarithms.
 * ``trend``: Mann-Kendall's test for a monotone trend in a sequence (the paired log ratios of an
@@ -92,18 +101,55 @@ def _t_bounds(center: float, se: float, df: float, level: float) -> tuple[float,
     return math.exp(center - q * se), math.exp(center + q * se)
 
 
-def paired_units(new: Measurement, base: Measurement, level: float = 0.95) -> LevelInterval:
-    """Per-unit ratios over the units both sides share; a t interval on their logarithms."""
+def paired_logs(new: Measurement, base: Measurement) -> np.ndarray:
+    """The logarithm of each shared unit's ratio of medians, ``new / base``."""
     mn, mb = unit_medians(new), unit_medians(base)
-    common = sorted(set(mn) & set(mb))
-    logs = np.array([math.log(mn[u] / mb[u]) for u in common if mb[u] > 0 and mn[u] > 0])
+    return np.array([math.log(mn[u] / mb[u]) for u in sorted(set(mn) & set(mb)) if mb[u] > 0 and mn[u] > 0])
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A pooled variance of per-unit log ratios, its degrees of freedom and how many configurations it pools."""
+
+    variance: float
+    df: int
+    configurations: int
+
+
+def pooled_spreads(pairs: dict[Any, tuple[Measurement, Measurement]], group: Any) -> dict[Any, Spread]:
+    """For each key of ``pairs`` ((new, base) measurements of one configuration), the spread pooled
+    over the interleaved pairs of its ``group(key)`` that have ``MIN_UNITS`` units or more (module
+    docstring); keys whose group pools one configuration (or none) are left out."""
+    logs = {k: paired_logs(n, b) for k, (n, b) in pairs.items() if interleaved_pair(b, n)}
+    members: dict[Any, list[Any]] = {}
+    for k, v in logs.items():
+        if v.size >= MIN_UNITS:
+            members.setdefault(group(k), []).append(k)
+    out: dict[Any, Spread] = {}
+    for keys in members.values():
+        if len(keys) < 2:
+            continue
+        df = sum(logs[k].size - 1 for k in keys)
+        var = sum(float(np.var(logs[k], ddof=1)) * (logs[k].size - 1) for k in keys) / df
+        out.update({k: Spread(var, df, len(keys)) for k in keys})
+    return out
+
+
+def paired_units(new: Measurement, base: Measurement, level: float = 0.95, pooled: Spread | None = None) -> LevelInterval:
+    """Per-unit ratios over the units both sides share; a t interval on their logarithms, with the
+    spread of its configuration's ``pooled`` group when given (``pooled_spreads``)."""
+    mn, mb = unit_medians(new), unit_medians(base)
+    logs = paired_logs(new, base)
     ratio = new.median / base.median if base.median > 0 else math.nan
     if logs.size < MIN_UNITS:
         return LevelInterval(ratio, math.nan, math.nan, len(mb), len(mn), "paired units", 0.0)
-    se = float(np.std(logs, ddof=1)) / math.sqrt(logs.size)
-    lo, hi = _t_bounds(float(np.mean(logs)), se, logs.size - 1, level)
-    return LevelInterval(ratio, lo, hi, len(mb), len(mn), "paired units", float(logs.size - 1),
-                         math.exp(float(np.mean(logs))))
+    if pooled is not None and pooled.df > logs.size - 1:
+        se, df = math.sqrt(pooled.variance / logs.size), pooled.df
+        method = f"paired units, spread pooled over {pooled.configurations} flush modes"
+    else:
+        se, df, method = float(np.std(logs, ddof=1)) / math.sqrt(logs.size), logs.size - 1, "paired units"
+    lo, hi = _t_bounds(float(np.mean(logs)), se, df, level)
+    return LevelInterval(ratio, lo, hi, len(mb), len(mn), method, float(df), math.exp(float(np.mean(logs))))
 
 
 def independent_units(new: Measurement, base: Measurement, level: float = 0.95) -> LevelInterval:

@@ -47,7 +47,7 @@ from ..schema import COLD_REFERENCE, Configuration
 from . import passes as ps
 from . import rotating as rot
 from .spec import AUTO_UNITS, MAX_UNITS, SweepSpec
-from .levels import decision_interval, interleaved_pair, paired_ratio_ci, paired_units
+from .levels import decision_interval, interleaved_pair, paired_ratio_ci, paired_units, pooled_spreads
 from .stats import Measurement, StopRule, student_t_quantile
 
 #: extra units (beyond the planned ones) may take at most this fraction of the planned units' time
@@ -149,10 +149,12 @@ def half_widths(samples: Any, spec: SweepSpec, one_process: bool = False) -> dic
     groups = {Configuration(str(k[0]), int(k[1]), str(k[2]), str(k[3]), str(k[4])): g
               for k, g in kept.groupby(list(Configuration.COLUMNS), sort=False)}
     first = spec.specs()[0].name
+    paired = {c: (_measurement(g), _measurement(groups[c._replace(kernel=first)])) for c, g in groups.items()
+              if spec.resolution and spec.interleave and c.kernel != first and c._replace(kernel=first) in groups}
+    pooled = pooled_spreads(paired, lambda c: c._replace(flush=""))  # as ``compare`` pools (levels.pooled_spreads)
     for c, g in groups.items():
-        base = groups.get(c._replace(kernel=first))
-        if spec.resolution and spec.interleave and c.kernel != first and base is not None:
-            h = pair_half_width(g, base, one_process)
+        if c in paired:
+            h = pair_half_width(g, groups[c._replace(kernel=first)], one_process, pooled.get(c))
         else:
             med = g.groupby("pass_index")["time_s"].median()
             h = _t_half(np.log(med[med > 0]).to_numpy(float))
@@ -161,18 +163,19 @@ def half_widths(samples: Any, spec: SweepSpec, one_process: bool = False) -> dic
     return out
 
 
-def pair_half_width(new: Any, base: Any, one_process: bool = False) -> float:
-    """The half-width ``compare(run, base=first, new=kernel)`` reports for one configuration of an
-    interleaved run (``verdicts``): its decision interval, the paired between-unit t interval with
-    the timer's grid as a floor (``levels.decision_interval``), widened to the paired within-unit
-    interval when the units shared one process (``one_process``); inf with fewer than
-    ``levels.MIN_UNITS`` units."""
-    def measurement(g: Any) -> Measurement:
-        return Measurement(g["time_s"].to_numpy(float), chunks=g["chunk"].to_numpy(), groups=g["pass_index"].to_numpy(np.int64))
+def _measurement(g: Any) -> Measurement:
+    return Measurement(g["time_s"].to_numpy(float), chunks=g["chunk"].to_numpy(), groups=g["pass_index"].to_numpy(np.int64))
 
-    n, b = measurement(new), measurement(base)
+
+def pair_half_width(new: Any, base: Any, one_process: bool = False, pooled: Any = None) -> float:
+    """The half-width ``compare(run, base=first, new=kernel)`` reports for one configuration of an
+    interleaved run (``verdicts``): its decision interval, the paired between-unit t interval (with
+    the spread ``pooled`` over its flush modes, ``levels.pooled_spreads``) with the timer's grid as
+    a floor (``levels.decision_interval``), widened to the paired within-unit interval when the
+    units shared one process (``one_process``); inf with fewer than ``levels.MIN_UNITS`` units."""
+    n, b = _measurement(new), _measurement(base)
     within = paired_ratio_ci(n, b)[1:] if one_process and interleaved_pair(b, n) else None
-    lo, hi = decision_interval(paired_units(n, b), n, b, within)
+    lo, hi = decision_interval(paired_units(n, b, pooled=pooled), n, b, within)
     return (hi - lo) / 2 if math.isfinite(lo) and math.isfinite(hi) else math.inf
 
 

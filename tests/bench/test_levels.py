@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from hipexplore.bench.levels import MIN_UNITS, independent_units, paired_units, paired_windows, trend
+from hipexplore.bench.levels import (MIN_UNITS, Spread, independent_units, paired_logs, paired_units, paired_windows,
+                                     pooled_spreads, trend)
 from hipexplore.bench.stats import Measurement
 from hipexplore.verdicts import comparison_row, drift_check
 
@@ -108,6 +109,55 @@ def test_paired_units_is_a_t_interval_over_per_unit_log_ratios() -> None:
     assert lv.low == pytest.approx(math.exp(logs.mean() - 3.182446 * se), rel=1e-5)
     assert lv.high == pytest.approx(math.exp(logs.mean() + 3.182446 * se), rel=1e-5)
     assert lv.decided
+
+
+def test_the_spread_is_pooled_over_flush_modes_of_one_size_never_across_sizes() -> None:
+    """Three units, two flush modes at one size: df 2 + 2 = 4 and the variance their weighted mean;
+    each configuration keeps its own centre. Another size, and a lone configuration, pool nothing."""
+    rng = np.random.default_rng(5)
+    pairs = {(size, flush): _interleaved(rng, units=3, per_unit=8, effect=1.01)[::-1]
+             for size in (16, 256) for flush in ("none", "l2-write")}
+    pairs[(1, "none")] = _interleaved(rng, units=3, per_unit=8)[::-1]
+    pairs[(64, "none")] = _interleaved(rng, units=1, per_unit=8)[::-1]  # one unit: no spread to pool
+    pairs[(64, "l2-write")] = _interleaved(rng, units=3, per_unit=8)[::-1]
+    got = pooled_spreads(pairs, lambda k: k[0])
+    assert set(got) == {(16, "none"), (16, "l2-write"), (256, "none"), (256, "l2-write")}
+    for size in (16, 256):
+        a, b = (paired_logs(*pairs[(size, f)]) for f in ("none", "l2-write"))
+        want = (a.var(ddof=1) * 2 + b.var(ddof=1) * 2) / 4
+        assert got[(size, "none")] == got[(size, "l2-write")] == Spread(pytest.approx(want, rel=1e-12), 4, 2)
+        new, base = pairs[(size, "none")]
+        lv = paired_units(new, base, pooled=got[(size, "none")])
+        se = math.sqrt(want / 3)
+        assert lv.df == 4 and lv.method == "paired units, spread pooled over 2 flush modes"
+        assert lv.low == pytest.approx(math.exp(a.mean() - 2.776445 * se), rel=1e-5)
+        assert lv.high == pytest.approx(math.exp(a.mean() + 2.776445 * se), rel=1e-5)
+        assert lv.center == pytest.approx(math.exp(a.mean()), rel=1e-12)
+    assert got[(16, "none")] != got[(256, "none")]
+    # a pooled spread with no more degrees of freedom than the configuration's own is not used
+    new, base = pairs[(1, "none")]
+    assert paired_units(new, base, pooled=Spread(1.0, 2, 2)).method == "paired units"
+
+
+def test_pooling_keeps_identical_code_covered_and_names_a_small_change_more_often() -> None:
+    """The H100/H200 runs' case (BENCHMARKS.md, "Fifth session"), rebuilt with the fake timer: three
+    units, two flush modes per size sharing the units' placement. Identical code: covered about as
+    often as nominal, never far below; a +1% change: named more often than without pooling."""
+    rng = np.random.default_rng(37)
+    covered = {"own": 0, "pooled": 0}
+    named = {"own": 0, "pooled": 0}
+    trials = 300
+    for _ in range(trials):
+        for effect, tally in ((1.0, covered), (1.01, named)):
+            pairs = {f: _interleaved(rng, units=3, per_unit=6, effect=effect, placement_sd=0.004)[::-1]
+                     for f in ("none", "l2-write")}
+            spread = pooled_spreads(pairs, lambda k: 0)["none"]
+            new, base = pairs["none"]
+            for rule, lv in (("own", paired_units(new, base)), ("pooled", paired_units(new, base, pooled=spread))):
+                inside = lv.low <= 1.0 <= lv.high
+                tally[rule] += int(inside) if effect == 1.0 else int(lv.low > 1.0)
+    assert 0.92 * trials <= covered["pooled"] <= covered["own"], covered
+    assert named["pooled"] > named["own"], named
 
 
 def test_too_few_units_give_no_between_unit_interval() -> None:
