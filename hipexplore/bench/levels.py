@@ -26,10 +26,12 @@ cluster of three in-process units, which the t interval over units alone took at
   units (the same processes, loads and placements), so the spread of the per-unit log ratios is
   estimated from all of them (pooled variance, df = sum of units - 1): each configuration keeps its
   own centre. With 3 units, t at df 2 is 4.30 and at df 4 (two flush modes) 2.78, so the interval
-  is a third narrower for the same units. Measured on identical-code rows before adopting it
-  (2026-12-06): covering 1 in 95.0% (H100, 80 rows), 96.4% (H100, 168) and 95.2% (H200, 168) at
-  a nominal 95%, against 97.0-97.5% unpooled, and a +1% change at 16 MiB named in 18 of 20 rows
-  instead of 16 (BENCHMARKS.md, "Fifth session"). Pooling over sizes too covered only 91.2-93.5%:
+  is a third narrower for the same units. Measured on identical-code interleaved rows through
+  ``compare`` before adopting it (2026-12-06, ``benchmarks/verdict_truth.py --analyze`` on the
+  recorded runs): covering 1 in 93.3% (H100, 120 rows), 96.4% (H100, 252), 97.6% (H200, 252) and
+  95.0% (the busy host, 120) at a nominal 95%, against 97.5%, 97.2%, 98.0% and 98.3% unpooled,
+  none called faster or slower; a +1.4% change at 16 MiB named in 10 of 10 runs instead of 8
+  (BENCHMARKS.md, "Fifth session"). Pooling over sizes too covered only 91-93% in a first look:
   the spread differs by size, so it is not pooled across them.
 * ``independent_units``: two separate runs (or two kernels not measured in the same units): each
   side's unit medians, a Welch t interval over the difference of their mean logarithms.

@@ -290,7 +290,7 @@ def collect(root: str | Path, backend: Any = None) -> CounterPass:
         launches, note = be.parse(folder)
         owned, how = attribute(launches, manifest["entries"], be.captures_warmup, be.name)
         status = [str(e.get("marker_status", "")) for e in manifest["entries"]] + [str(manifest.get("marker_status", ""))]
-        notes += [n for n in (note, how, *status) if n and n not in notes]
+        notes = list(dict.fromkeys([*notes, *(n for n in (note, how, *status) if n)]))
         for ci, conf_launches in enumerate(owned):
             for li, launch in enumerate(conf_launches):
                 joined[ci][li].update(launch.values)

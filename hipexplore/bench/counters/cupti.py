@@ -86,9 +86,16 @@ class CuptiRanges:
             return session
         raise CounterError("no metric set counts in one pass")  # pragma: no cover - the loop returns or raises
 
-    def start(self) -> None:
+    def prepare(self) -> None:
+        """The profiler enabled before the configuration's warm-up: enabling it evicts what the L2
+        held (on an H100 the first counted launch after it read its 1 MiB set from DRAM although the
+        warm-up had just read it: data/counters/h100-cupti/, 1 set, no flush), and the warm-up then
+        brings the sequence's own cache state back."""
         if self.session is None:
             self.session = self._session()
+
+    def start(self) -> None:
+        self.prepare()
         self.values, self._open = [], False
         self.session.begin((4 if self.mode == "user" else 8) * max(self.samples, 1) + 64)
 

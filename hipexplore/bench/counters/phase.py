@@ -209,6 +209,9 @@ class CounterPhase:
         samples = self.counting.samples(sets)
         if hasattr(self.marker, "entry"):  # a marker that picks the kernel's own launches by name
             self.marker.entry = launches.kspec.entry
+        prepare = getattr(self.marker, "prepare", None)
+        if prepare is not None:  # a profiler in this process is set up before the warm-up, never after it
+            prepare()
         launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
         before, inside = self.tap.close()
         kspec = launches.kspec

@@ -11,10 +11,12 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import NOT_REQUIRED, need
+from hipexplore.bench.counters import collect
 from hipexplore.bench.counters.backends import MANIFEST, CounterError
 from hipexplore.bench.counters.cupti import CUPTI_METRICS, DRAM_ONLY, METRIC_SETS, CuptiBackend, launch_of
 from hipexplore.bench.counters.cupti_api import RangeSession, find_cupti
@@ -92,3 +94,41 @@ def test_a_real_cupti_without_a_gpu_fails_as_one_error_naming_the_call() -> None
     assert done.returncode == 0, done.stderr[-2000:]
     line = done.stdout.strip()
     assert line.startswith("ERR cupti") and "failed" in line and path in line and "\n" not in line, line
+
+
+# -- the pass CUPTI counted through the CLI on an H100 (data/counters/h100-cupti/, BENCHMARKS.md "Fifth session") --
+RECORDED = Path(__file__).resolve().parents[3] / "data" / "counters" / "h100-cupti"
+
+
+def test_the_recorded_cupti_pass_parses_here_to_what_the_cli_printed_on_the_gpu() -> None:
+    """``benchmarks/h200/counters.py --backend cupti`` on the H100: each group's folder (one counting
+    unit, every counted launch's values in its manifest) read back on the host gives the rows the CLI
+    printed there, and the issue's table: 5 sets of a 1 MiB triad warm, auto and l2-write cold with
+    the promise kept, 3 sets of 4 MiB partial, the stencil's and the reduction's auto and l2-write cold."""
+    folders = sorted(p.parent for p in RECORDED.glob("*/*/backend.json"))
+    if not folders:
+        need(f"the recorded CUPTI pass under {RECORDED}", "scripts/h200_all.sh cupti")
+    printed = {(r["group"], r["rotating"].split("=")[0], r["flush"]): r
+               for r in json.loads((RECORDED / "summary.json").read_text())["rows"]}
+    seen = {}
+    for folder in folders:
+        assert [p.name for p in folder.glob("group-*")] == ["group-0"], folder  # one counting unit, no tool per group
+        got = collect(folder)
+        assert got.backend.startswith("CUPTI range profiler")
+        for rec in got.records:
+            key = (folder.parent.name, rec.rotating_requested, rec.flush)
+            cli = printed[key]
+            for col in ("dram_read_bytes", "dram_write_bytes", "cold_fraction", "counter_launches"):
+                assert getattr(rec, col) == pytest.approx(cli[col], rel=1e-9), (key, col)
+            assert (rec.cache_state, rec.cold_promise) == (cli["cache_state"], cli["cold_promise"]), key
+            assert math.isnan(rec.l2_hit_rate) and cli["l2_hit_rate"] is None  # GH100: the DRAM pair's pass only
+            seen[key] = rec
+    assert len(seen) == len(printed) == 24
+    assert seen[("triad-1MiB", "5", "none")].cold_fraction <= 0.1 and seen[("triad-1MiB", "5", "none")].cache_state == "warm"
+    for key in (("triad-1MiB", "auto", "none"), ("triad-1MiB-l2write", "1", "l2-write"), ("stencil2d-1MiB", "auto", "none"),
+                ("reduce_sum-1MiB", "auto", "none"), ("stencil2d-1MiB", "5", "l2-write"), ("reduce_sum-1MiB", "1", "l2-write")):
+        assert seen[key].cold_fraction >= 0.9 and (seen[key].cache_state, seen[key].cold_promise) == ("cold", "kept"), key
+    assert seen[("triad-4MiB", "3", "none")].cache_state == "partial"
+    # the pass's own cost there: 12.9 s of passes for the 64.6 s of their sweeps (20%), summed over the six groups
+    cost = json.loads((RECORDED / "summary.json").read_text())["cost"]
+    assert cost["pass_ratio"] <= 0.25 and not json.loads((RECORDED / "summary.json").read_text())["moved"]
