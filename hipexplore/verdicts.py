@@ -240,7 +240,8 @@ def _one_process(meta: Mapping[str, Any], samples: pd.DataFrame) -> bool:
     where = str(meta.get("sweep.unit_location", "") or "")
     if where:
         return shared_process(where)
-    return bool(len(samples)) and "device" in samples.columns and set(map(str, samples["device"].unique())) == {"host"} \
+    devices = set(map(str, samples["device"].unique())) if len(samples) and "device" in samples.columns else set()
+    return bool(devices) and all(d == "host" or d.startswith("host:") for d in devices) \
         and "pass_index" in samples.columns and samples["pass_index"].nunique() > 1
 
 

@@ -180,6 +180,22 @@ def test_resolution_plans_extra_units_until_the_budget_runs_out_and_says_so(tmp_
                                            iterations=30).metadata
 
 
+def test_a_sizes_flush_modes_pool_their_unit_spread_in_compare_and_in_the_resolution_rule_alike():
+    """A real host sweep, triad and copy interleaved over two flush modes: ``compare`` decides each
+    configuration on the spread pooled over both (df 2 + 2), and the resolution rule judged exactly
+    the half-widths ``compare`` reports (its widest is compare's widest)."""
+    from hipexplore import sweep
+
+    res = sweep(["triad", "copy"], ["64KiB"], [1], ["none", "l2-write"], device="host", interleave=True, progress=False,
+                reference=False, resolution=0.45)
+    rows = compare(res.samples, base="triad", new="copy")
+    assert len(rows) == 2 and set(rows["flush"]) == {"none", "l2-write"}
+    assert all(t.startswith("paired units, spread pooled over 2 flush modes (t, df 4)") for t in rows["interval"]), \
+        list(rows["interval"])
+    outcome = res.metadata["units.resolution_outcome"]
+    assert outcome.endswith(f"(widest ±{rows['half_width'].max():.2%})"), (outcome, list(rows["half_width"]))
+
+
 def test_resolution_is_a_cli_option_that_reports_and_refuses_bad_values(tmp_path, capsys):
     from hipexplore.bench.spec import SweepSpec
     from hipexplore.cli import main

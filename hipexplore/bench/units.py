@@ -251,9 +251,7 @@ class UnitPlan:
         k = max(self.top + 1, self.lo)
         if not self.measured or not self.frames:
             return None
-        import pandas as pd
-
-        todo = wide(pd.concat(self.frames, ignore_index=True), self.spec, self.one_process) & self.fresh
+        todo = wide(units_frame(self.frames), self.spec, self.one_process) & self.fresh
         cost = self.spent["planned"] / self.measured * len(todo)  # a unit of just these configurations
         budget = self.spec.resolution_budget if self.spec.resolution else EXTRA_BUDGET
         self.ended = ("reached" if not todo else f"the most units ({self.hi})" if k >= self.hi else
@@ -278,17 +276,33 @@ class UnitPlan:
                 self.measured += len({c for c in Configuration.of_frame(mine) if not c.is_reference})
 
 
+def units_frame(frames: list[Any]) -> Any:
+    """A plan's unit frames (each unit's chunk ids as it measured them) as one frame stacked the way
+    the sweep's record stacks them (``passes.stack``: chunk ids apart across units). ``compare``
+    reads that frame, and an interleaved pair is recognised by its chunk ids, so the unit rules read
+    the same: concatenated as measured, two units' ids overlapped, the pair was taken for separate
+    measurements, and the resolution rule judged a wider interval than ``compare`` reported."""
+    import pandas as pd
+
+    by_unit: dict[int, list[Any]] = {}
+    for f in frames:
+        for k, g in f.groupby("pass_index", sort=True):
+            by_unit.setdefault(int(k), []).append(g)
+    if not by_unit:
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    empty = frames[0].iloc[:0]
+    return ps.stack([pd.concat(by_unit[k], ignore_index=True) if k in by_unit else empty for k in range(max(by_unit) + 1)])
+
+
 def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) -> dict[str, str]:
     """With ``resolution``: the metadata saying whether every configuration reached it, or which did
     not and why the extras ended (the budget, the most units, the sweep stopped)."""
     if not spec.resolution:
         return {}
-    import pandas as pd
-
     want, wider, widest = spec.resolution, [], 0.0
     for plan in plans:
         frames = [f for f in plan.frames if len(f)]
-        for c, h in half_widths(pd.concat(frames, ignore_index=True), spec, plan.one_process).items() if frames else ():
+        for c, h in half_widths(units_frame(frames), spec, plan.one_process).items() if frames else ():
             if spec.interleave and c.kernel == spec.specs()[0].name and len(spec.kernels) > 1:
                 continue  # the base kernel's own spread: its pairs' ratios are what a verdict uses
             widest = max(widest, h)

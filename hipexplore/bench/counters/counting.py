@@ -152,7 +152,7 @@ def count_group(spec: Any, device: Any, backend: Any, configurations: list[Confi
         commands.append(list(prefix))
         ex = WorkerExecutor(device, prefix=prefix)
         channel = CountChannel(stop_now)
-        counting = Counting(backend.marker, int(count), metrics=tuple(group), device_index=int(getattr(device, "index", 0) or 0))
+        counting = Counting(backend.marker, int(count), metrics=tuple(group), device_index=int(device.index))
         run = UnitRun(UnitJob(group_spec, 0, done), run_id, counting=counting)
         stopped = ex.run_unit(run, channel)
         write_file(out / MANIFEST, json.dumps({"device": device.name, "marker": backend.marker,
