@@ -284,12 +284,14 @@ def units_frame(frames: list[Any]) -> Any:
     measurements, and the resolution rule judged a wider interval than ``compare`` reported."""
     import pandas as pd
 
+    if not frames or any("chunk" not in f.columns or "pass_index" not in f.columns for f in frames):
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()  # no chunk ids to keep apart
     by_unit: dict[int, list[Any]] = {}
     for f in frames:
         for k, g in f.groupby("pass_index", sort=True):
             by_unit.setdefault(int(k), []).append(g)
     if not by_unit:
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return pd.concat(frames, ignore_index=True)
     empty = frames[0].iloc[:0]
     return ps.stack([pd.concat(by_unit[k], ignore_index=True) if k in by_unit else empty for k in range(max(by_unit) + 1)])
 
