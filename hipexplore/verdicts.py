@@ -10,7 +10,7 @@ configuration in several *units* (``SweepSpec.units``; the ``pass_index`` of eac
 with its own buffer placement, process and time. The decision interval is the between-unit one
 (``levels.decision_interval``): two kernels of one interleaved run (``bench.interleave``) get a t
 interval over their per-unit ratios (what a unit shares cancels in its ratio); two separate runs a
-Welch t interval over each run's unit medians. Its half-width is at least the timer's grid (a
+Welch t interval over each run's unit levels (a unit's trimmed mean, ``levels.unit_level``). Its half-width is at least the timer's grid (a
 median read on a 32 ns grid is not known better than that, and three units reading the same grid
 values would otherwise give an interval of width 0). The within-unit interval (``chunk_ci_*``: for
 an interleaved pair, windows of chunks holding samples of both resampled jointly,
@@ -448,7 +448,7 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
         return int(samples["pass_index"].nunique()) if "pass_index" in samples.columns and len(samples) else 1
     fewest = min(passes_of(s1), passes_of(s2)) if other is not None else 1
     caveat = ("" if other is None else
-              f"two separate runs, each in {fewest} or more units: the intervals compare the runs' unit medians "
+              f"two separate runs, each in {fewest} or more units: the intervals compare the runs' unit levels "
               f"(each unit its own process and placement), so they cover what moved between units, not what "
               f"changed between the two runs' sessions (a driver update, another machine); one interleaved run "
               f"(hipexplore bench A,B --interleave) leaves nothing between them" if fewest >= MIN_UNITS else

@@ -19,8 +19,10 @@ two: they share what only a process draws (physical pages, the core, the allocat
 a loaded CI host three such units read a byte-identical copy 1.117x [1.085, 1.150] slower (one tight
 cluster of three in-process units, which the t interval over units alone took at face value).
 
+* ``unit_level``: a unit's level is its samples' mean with 10% cut from each end (not their
+  median: on the timer's grid a median moves in whole ticks; see ``unit_level``).
 * ``paired_units``: two kernels measured in the same units (an interleaved run): the per-unit
-  ratio of medians, a Student t interval over their logarithms (df = units - 1). What a unit shares
+  ratio of levels, a Student t interval over their logarithms (df = units - 1). What a unit shares
   between the two kernels (its process, its load, its clock) cancels in each unit's ratio.
   ``pooled_spreads``: the configurations of one run that differ only in their flush share their
   units (the same processes, loads and placements), so the spread of the per-unit log ratios is
@@ -34,7 +36,7 @@ cluster of three in-process units, which the t interval over units alone took at
   (BENCHMARKS.md, "Fifth session"). Pooling over sizes too covered only 91-93% in a first look:
   the spread differs by size, so it is not pooled across them.
 * ``independent_units``: two separate runs (or two kernels not measured in the same units): each
-  side's unit medians, a Welch t interval over the difference of their mean logarithms.
+  side's unit levels, a Welch t interval over the difference of their mean logarithms.
 * ``trend``: Mann-Kendall's test for a monotone trend in a sequence (the paired log ratios of an
   interleaved run in time order): a ratio that drifts across the run (one kernel heating the chip,
   a load that starts half-way) is no stationary difference, and the verdict then says so.
@@ -73,11 +75,11 @@ class LevelInterval:
     high: float
     base_units: int
     new_units: int
-    #: "paired units" (per-unit ratios, t over units) or "independent units" (Welch t over unit medians)
+    #: "paired units" (per-unit ratios, t over units) or "independent units" (Welch t over unit levels)
     method: str
     df: float
     #: the ratio the interval is centred on: the geometric mean of the per-unit ratios (paired) or
-    #: the ratio of the geometric means of the unit medians (independent); NaN without units
+    #: the ratio of the geometric means of the unit levels (independent); NaN without units
     center: float = math.nan
 
     @property
@@ -86,14 +88,33 @@ class LevelInterval:
         return math.isfinite(self.low) and math.isfinite(self.high)
 
 
-def unit_medians(m: Measurement) -> dict[int, float]:
-    """The median of each unit's samples (one entry, the whole median, without unit ids)."""
+#: each side trimmed of this share of a unit's samples before their mean is its level (``unit_levels``)
+UNIT_TRIM = 0.10
+#: fewer samples than this in a unit: its median is its level (a trimmed mean of a handful is an outlier's)
+TRIM_MIN_SAMPLES = 10
+
+
+def unit_level(samples: np.ndarray) -> float:
+    """One unit's level: the mean of its samples with ``UNIT_TRIM`` cut from each end (their median
+    below ``TRIM_MIN_SAMPLES``). Why not the median: GPU times sit on the timer's grid (32 ns on the
+    H100/H200, 0.16% of a 20 us kernel), so a unit's median moves in whole ticks and its tick noise
+    went into every unit-to-unit spread; a trimmed mean resolves below the grid and keeps the
+    median's indifference to a few outliers. On the recorded runs (pooled over flush modes, the
+    module docstring) it narrowed the 16 MiB half-widths from ~0.70% to ~0.43%, identical code still
+    covered in 95.0-97.2% of rows and never called different, and a +1% change at 16 MiB was named
+    in 9 and 10 of 10 runs instead of 8 and 10 (BENCHMARKS.md, "Fifth session")."""
+    v = np.sort(np.asarray(samples, dtype=np.float64))
+    if v.size < TRIM_MIN_SAMPLES:
+        return float(np.median(v)) if v.size else math.nan
+    k = int(v.size * UNIT_TRIM)
+    return float(v[k:v.size - k].mean())
+
+
+def unit_levels(m: Measurement) -> dict[int, float]:
+    """Each unit's level (``unit_level``; one entry for a measurement without unit ids)."""
     if m.groups is None:
-        return {0: m.median}
-    out: dict[int, float] = {}
-    for g in np.unique(m.groups):
-        out[int(g)] = float(np.median(m.samples[m.groups == g]))
-    return out
+        return {0: unit_level(m.samples)}
+    return {int(g): unit_level(m.samples[m.groups == g]) for g in np.unique(m.groups)}
 
 
 def _t_bounds(center: float, se: float, df: float, level: float) -> tuple[float, float]:
@@ -104,8 +125,8 @@ def _t_bounds(center: float, se: float, df: float, level: float) -> tuple[float,
 
 
 def paired_logs(new: Measurement, base: Measurement) -> np.ndarray:
-    """The logarithm of each shared unit's ratio of medians, ``new / base``."""
-    mn, mb = unit_medians(new), unit_medians(base)
+    """The logarithm of each shared unit's ratio of levels (``unit_level``), ``new / base``."""
+    mn, mb = unit_levels(new), unit_levels(base)
     return np.array([math.log(mn[u] / mb[u]) for u in sorted(set(mn) & set(mb)) if mb[u] > 0 and mn[u] > 0])
 
 
@@ -140,7 +161,7 @@ def pooled_spreads(pairs: dict[Any, tuple[Measurement, Measurement]], group: Any
 def paired_units(new: Measurement, base: Measurement, level: float = 0.95, pooled: Spread | None = None) -> LevelInterval:
     """Per-unit ratios over the units both sides share; a t interval on their logarithms, with the
     spread of its configuration's ``pooled`` group when given (``pooled_spreads``)."""
-    mn, mb = unit_medians(new), unit_medians(base)
+    mn, mb = unit_levels(new), unit_levels(base)
     logs = paired_logs(new, base)
     ratio = new.median / base.median if base.median > 0 else math.nan
     if logs.size < MIN_UNITS:
@@ -155,9 +176,9 @@ def paired_units(new: Measurement, base: Measurement, level: float = 0.95, poole
 
 
 def independent_units(new: Measurement, base: Measurement, level: float = 0.95) -> LevelInterval:
-    """Each side's unit medians; Welch's t interval over the difference of their mean logarithms."""
-    ln = np.log([v for v in unit_medians(new).values() if v > 0])
-    lb = np.log([v for v in unit_medians(base).values() if v > 0])
+    """Each side's unit levels; Welch's t interval over the difference of their mean logarithms."""
+    ln = np.log([v for v in unit_levels(new).values() if v > 0])
+    lb = np.log([v for v in unit_levels(base).values() if v > 0])
     ratio = new.median / base.median if base.median > 0 else math.nan
     if ln.size < MIN_UNITS or lb.size < MIN_UNITS:
         return LevelInterval(ratio, math.nan, math.nan, int(lb.size), int(ln.size), "independent units", 0.0)

@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from hipexplore.bench.levels import (MIN_UNITS, Spread, independent_units, paired_logs, paired_units, paired_windows,
-                                     pooled_spreads, trend)
+from hipexplore.bench.levels import (MIN_UNITS, UNIT_TRIM, Spread, independent_units, paired_logs, paired_units,
+                                     paired_windows, pooled_spreads, trend, unit_level)
 from hipexplore.bench.stats import Measurement
 from hipexplore.verdicts import comparison_row, drift_check
 
@@ -99,9 +99,9 @@ def test_paired_units_is_a_t_interval_over_per_unit_log_ratios() -> None:
     base, new = _interleaved(rng, units=4, per_unit=10, effect=1.05)
     lv = paired_units(new, base)
     logs = []
-    for u in range(4):
-        mb = np.median(base.samples[base.groups == u])
-        mn = np.median(new.samples[new.groups == u])
+    for u in range(4):  # each unit's level: its samples' mean with 10% cut from each end (10 chunks of 4: 4 cut a side)
+        mb = np.sort(base.samples[base.groups == u])[4:-4].mean()
+        mn = np.sort(new.samples[new.groups == u])[4:-4].mean()
         logs.append(math.log(mn / mb))
     logs = np.array(logs)
     se = logs.std(ddof=1) / 2
@@ -158,6 +158,21 @@ def test_pooling_keeps_identical_code_covered_and_names_a_small_change_more_ofte
                 tally[rule] += int(inside) if effect == 1.0 else int(lv.low > 1.0)
     assert 0.92 * trials <= covered["pooled"] <= covered["own"], covered
     assert named["pooled"] > named["own"], named
+
+
+def test_a_units_level_resolves_below_the_timer_grid_and_ignores_a_few_outliers() -> None:
+    """Times on a 32 ns grid around 20.05 us: the median sits on a tick, the trimmed mean between
+    ticks where the samples are; one sample 10x off moves neither; a handful of samples: the median."""
+    grid = 32e-9
+    rng = np.random.default_rng(3)
+    times = np.round((20.05e-6 + rng.normal(0, 40e-9, 400)) / grid) * grid
+    assert np.median(times) % grid == pytest.approx(0, abs=1e-15) or np.median(times) % grid == pytest.approx(grid, abs=1e-15)
+    assert unit_level(times) == pytest.approx(20.05e-6, rel=2e-4) and abs(unit_level(times) - np.median(times)) < grid
+    spiked = times.copy()
+    spiked[::100] *= 10  # 4 of 400: inside the 10% cut
+    assert unit_level(spiked) == pytest.approx(unit_level(times), rel=1e-3)
+    few = np.array([1.0, 1.0, 1.0, 5.0])
+    assert unit_level(few) == 1.0 and UNIT_TRIM == 0.10
 
 
 def test_too_few_units_give_no_between_unit_interval() -> None:
