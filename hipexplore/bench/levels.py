@@ -19,8 +19,8 @@ two: they share what only a process draws (physical pages, the core, the allocat
 a loaded CI host three such units read a byte-identical copy 1.117x [1.085, 1.150] slower (one tight
 cluster of three in-process units, which the t interval over units alone took at face value).
 
-* ``unit_level``: a unit's level is its samples' mean with 10% cut from each end (not their
-  median: on the timer's grid a median moves in whole ticks; see ``unit_level``).
+* ``unit_level``: a unit's level is, on a timer grid, its samples' mean with 10% cut from each
+  end (a median on the grid moves in whole ticks), off a grid their median; see ``unit_level``.
 * ``paired_units``: two kernels measured in the same units (an interleaved run): the per-unit
   ratio of levels, a Student t interval over their logarithms (df = units - 1). What a unit shares
   between the two kernels (its process, its load, its clock) cancels in each unit's ratio.
@@ -94,27 +94,33 @@ UNIT_TRIM = 0.10
 TRIM_MIN_SAMPLES = 10
 
 
-def unit_level(samples: np.ndarray) -> float:
-    """One unit's level: the mean of its samples with ``UNIT_TRIM`` cut from each end (their median
-    below ``TRIM_MIN_SAMPLES``). Why not the median: GPU times sit on the timer's grid (32 ns on the
-    H100/H200, 0.16% of a 20 us kernel), so a unit's median moves in whole ticks and its tick noise
-    went into every unit-to-unit spread; a trimmed mean resolves below the grid and keeps the
-    median's indifference to a few outliers. On the recorded runs (pooled over flush modes, the
-    module docstring) it narrowed the 16 MiB half-widths from ~0.70% to ~0.43%, identical code still
-    covered in 95.0-97.2% of rows and never called different, and a +1% change at 16 MiB was named
-    in 9 and 10 of 10 runs instead of 8 and 10 (BENCHMARKS.md, "Fifth session")."""
+def unit_level(samples: np.ndarray, on_grid: bool = True) -> float:
+    """One unit's level: on a timer grid (``on_grid``), the mean of its samples with ``UNIT_TRIM``
+    cut from each end (their median below ``TRIM_MIN_SAMPLES``); off a grid, their median.
+
+    Why: GPU times sit on the timer's grid (32 ns on the H100/H200, 0.16% of a 20 us kernel), so a
+    unit's median moves in whole ticks and its tick noise went into every unit-to-unit spread; a
+    trimmed mean resolves below the grid and keeps the median's indifference to a few outliers. On
+    the recorded GPU runs (pooled over flush modes, the module docstring) it narrowed the 16 MiB
+    half-widths from ~0.70% to ~0.43%, identical code still covered in 95.0-97.2% of rows and never
+    called different, and a +1% change at 16 MiB was named in 9 and 10 of 10 runs instead of 8 and
+    10 (BENCHMARKS.md, "Fifth session"). Off a grid (the host's nanosecond clock) there are no
+    ticks to resolve, and a loaded host's tails reach past a 10% cut: there the median stays (a
+    trimmed level read a host pair's interval [-2.7%, +52.9%] where the medians excluded 1)."""
     v = np.sort(np.asarray(samples, dtype=np.float64))
-    if v.size < TRIM_MIN_SAMPLES:
+    if not on_grid or v.size < TRIM_MIN_SAMPLES:
         return float(np.median(v)) if v.size else math.nan
     k = int(v.size * UNIT_TRIM)
     return float(v[k:v.size - k].mean())
 
 
 def unit_levels(m: Measurement) -> dict[int, float]:
-    """Each unit's level (``unit_level``; one entry for a measurement without unit ids)."""
+    """Each unit's level (``unit_level``, on a grid when the measurement's samples are:
+    ``Measurement.resolution``; one entry for a measurement without unit ids)."""
+    on_grid = m.resolution > 0
     if m.groups is None:
-        return {0: unit_level(m.samples)}
-    return {int(g): unit_level(m.samples[m.groups == g]) for g in np.unique(m.groups)}
+        return {0: unit_level(m.samples, on_grid)}
+    return {int(g): unit_level(m.samples[m.groups == g], on_grid) for g in np.unique(m.groups)}
 
 
 def _t_bounds(center: float, se: float, df: float, level: float) -> tuple[float, float]:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from hipexplore.bench.levels import (MIN_UNITS, UNIT_TRIM, Spread, independent_units, paired_logs, paired_units,
-                                     paired_windows, pooled_spreads, trend, unit_level)
+                                     paired_windows, pooled_spreads, trend, unit_level, unit_levels)
 from hipexplore.bench.stats import Measurement
 from hipexplore.verdicts import comparison_row, drift_check
 
@@ -99,9 +99,9 @@ def test_paired_units_is_a_t_interval_over_per_unit_log_ratios() -> None:
     base, new = _interleaved(rng, units=4, per_unit=10, effect=1.05)
     lv = paired_units(new, base)
     logs = []
-    for u in range(4):  # each unit's level: its samples' mean with 10% cut from each end (10 chunks of 4: 4 cut a side)
-        mb = np.sort(base.samples[base.groups == u])[4:-4].mean()
-        mn = np.sort(new.samples[new.groups == u])[4:-4].mean()
+    for u in range(4):  # each unit's level: off a timer grid (these fake times are continuous), its median
+        mb = np.median(base.samples[base.groups == u])
+        mn = np.median(new.samples[new.groups == u])
         logs.append(math.log(mn / mb))
     logs = np.array(logs)
     se = logs.std(ddof=1) / 2
@@ -173,6 +173,12 @@ def test_a_units_level_resolves_below_the_timer_grid_and_ignores_a_few_outliers(
     assert unit_level(spiked) == pytest.approx(unit_level(times), rel=1e-3)
     few = np.array([1.0, 1.0, 1.0, 5.0])
     assert unit_level(few) == 1.0 and UNIT_TRIM == 0.10
+    # off a grid (a host's nanosecond clock, every value distinct): the median
+    host = 1e-6 * (1 + rng.standard_exponential(400) * 0.3)
+    assert Measurement(host).resolution == 0 and Measurement(times).resolution > 0
+    assert unit_level(host, on_grid=False) == np.median(host) != unit_level(host)
+    assert unit_levels(Measurement(host)) == {0: np.median(host)}
+    assert unit_levels(Measurement(times)) == {0: unit_level(times)}
 
 
 def test_too_few_units_give_no_between_unit_interval() -> None:

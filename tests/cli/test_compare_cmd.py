@@ -45,7 +45,7 @@ def test_table_rows_verdicts_and_configurations_in_one_run_only(runs):
     assert head[:7] == ["kernel", "size", "rot", "flush", "timer", "units", "p"] and "verdict" in head
     row = lines[3].split()
     assert row[:6] == ["triad", "4", "KiB", "1", "none", "events"] and row[9] == "slower"  # the verdict
-    assert lines[3].endswith("slower by 20.0% [+19.9%, +20.1%] — past the 2% threshold")  # the measured change
+    assert lines[3].endswith("slower by 20.0% [+19.9%, +20.2%] — past the 2% threshold")  # the measured change
     assert row[6] == "4"  # units: a whole number even when another row's units are missing (NaN)
     assert lines[4].split()[:3] == ["triad", "8", "KiB"] and lines[4].endswith("(only in the base run: not compared)")
     assert lines[5].endswith("(only in the new run: not compared)")
