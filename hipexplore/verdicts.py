@@ -10,7 +10,8 @@ configuration in several *units* (``SweepSpec.units``; the ``pass_index`` of eac
 with its own buffer placement, process and time. The decision interval is the between-unit one
 (``levels.decision_interval``): two kernels of one interleaved run (``bench.interleave``) get a t
 interval over their per-unit ratios (what a unit shares cancels in its ratio); two separate runs a
-Welch t interval over each run's unit levels (a unit's trimmed mean, ``levels.unit_level``). Its half-width is at least the timer's grid (a
+Welch t interval over each run's unit levels (``levels.unit_level``: on a timer grid a unit's
+10%-trimmed mean, off one its median). Its half-width is at least the timer's grid (a
 median read on a 32 ns grid is not known better than that, and three units reading the same grid
 values would otherwise give an interval of width 0). The within-unit interval (``chunk_ci_*``: for
 an interleaved pair, windows of chunks holding samples of both resampled jointly,

@@ -195,9 +195,10 @@ class Workload:
     block: tuple[int, int, int]
     arg_sets: Sequence[PackedArgs]
     timer: InKernelTimer | None = None
-    #: told of every launch (``tap(buffer_set, position)`` before it, and ``tap.launched()``
-    #: after it is enqueued where the tap has one): the counter pass's manifest of the launches it counted, in order, and the
-    #: ranges an in-process profiler puts around each (``bench.counters.phase``); None in a timed unit
+    #: told of every launch (``tap(buffer_set, position)`` before it, and ``tap.launched()`` after
+    #: it is enqueued where the tap has one): the counter pass's manifest of the launches it counted,
+    #: in order, and the ranges an in-process profiler puts around each (``bench.counters.phase``);
+    #: None in a timed unit
     tap: Any = None
 
     def launch(self, buffer_set: int, position: int = 0) -> None:

@@ -58,9 +58,9 @@ class CuptiRanges:
         from ... import settings
 
         self.mode = str(settings.CUPTI_RANGES.get() or "user")
-        self.entry = ""  # the configuration's kernel (the phase sets it): what auto ranges are picked by
+        self.entry = ""  # the configuration's kernel (``prepare``): what auto ranges are picked by
         self.metrics = tuple(counting.metrics or CUPTI_METRICS)
-        self.device_index = int(getattr(counting, "device_index", 0))
+        self.device_index = int(counting.device_index)
         self.samples = int(counting.count)
         self.session: Any = None
         self.status = ""
@@ -86,16 +86,18 @@ class CuptiRanges:
             return session
         raise CounterError("no metric set counts in one pass")  # pragma: no cover - the loop returns or raises
 
-    def prepare(self) -> None:
-        """The profiler enabled before the configuration's warm-up: enabling it evicts what the L2
-        held (on an H100 the first counted launch after it read its 1 MiB set from DRAM although the
-        warm-up had just read it: data/counters/h100-cupti/, 1 set, no flush), and the warm-up then
-        brings the sequence's own cache state back."""
+    def prepare(self, entry: str) -> None:
+        """The configuration's kernel noted, and the profiler enabled before its warm-up: enabling
+        it evicts what the L2 held (on an H100 the first counted launch after it read its 1 MiB set
+        from DRAM although the warm-up had just read it: data/counters/h100-cupti/, 1 set, no
+        flush), and the warm-up then brings the sequence's own cache state back."""
+        self.entry = entry
         if self.session is None:
             self.session = self._session()
 
     def start(self) -> None:
-        self.prepare()
+        if self.session is None:  # started without ``prepare`` (a caller of the timed path alone)
+            self.session = self._session()
         self.values, self._open = [], False
         self.session.begin((4 if self.mode == "user" else 8) * max(self.samples, 1) + 64)
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...schema import Configuration
+from .backends import CounterError
 from .record import input_bytes
 
 #: timed launches a counting unit replays per configuration, at least (and at least one rotation)
@@ -71,12 +72,16 @@ class Replayed(Protocol):
 
 
 class Marker(Protocol):
-    """Where the counted launches start and stop, for a profiler that counts only between them;
-    ``launch_begins`` / ``launch_ends`` around each counted launch (a range of its own, for a
-    profiler in this process: ``counters.cupti``)."""
+    """Where the counted launches start and stop, for a profiler that counts only between them.
+    A profiler in this process (``counters.cupti``) also hears ``prepare(entry)`` before the
+    configuration's warm-up, ``launch_begins`` / ``launch_ends`` around each counted launch (a range
+    of its own), and hands over what it counted (``take``: one dict per counted launch; None for a
+    profiler whose output is read from its own files)."""
 
     name: str
     status: str
+
+    def prepare(self, entry: str) -> None: ...
 
     def start(self) -> None: ...
 
@@ -86,12 +91,17 @@ class Marker(Protocol):
 
     def launch_ends(self) -> None: ...
 
+    def take(self) -> list[dict[str, float]] | None: ...
 
-class NoMarker:
-    """Nothing marked: the backend counts every launch of the kernel and drops the earlier ones by order."""
 
-    name = "none"
+class _OutsideMarker:
+    """A marker for a profiler outside this process: nothing to prepare, per launch or to hand over."""
+
+    name = ""
     status = ""
+
+    def prepare(self, entry: str) -> None:
+        pass
 
     def start(self) -> None:
         pass
@@ -105,8 +115,17 @@ class NoMarker:
     def launch_ends(self) -> None:
         pass
 
+    def take(self) -> None:
+        return None
 
-class CudaProfilerRange:
+
+class NoMarker(_OutsideMarker):
+    """Nothing marked: the backend counts every launch of the kernel and drops the earlier ones by order."""
+
+    name = "none"
+
+
+class CudaProfilerRange(_OutsideMarker):
     """``cuProfilerStart`` / ``cuProfilerStop`` around the counted launches (Nsight Compute's
     ``--profile-from-start off`` profiles only between them), so the warm-up is never replayed by
     the profiler: microseconds per launch instead of a profiled launch each."""
@@ -129,12 +148,6 @@ class CudaProfilerRange:
 
     def stop(self) -> None:
         self._call(self._drv.cuProfilerStop, "cuProfilerStop")
-
-    def launch_begins(self, index: int) -> None:
-        pass
-
-    def launch_ends(self) -> None:
-        pass
 
 
 def _cupti(counting: Counting) -> Marker:
@@ -207,21 +220,16 @@ class CounterPhase:
     def run(self, configuration: Configuration, launches: Replayed, row: dict[str, Any]) -> dict[str, Any]:
         sets = launches.sets
         samples = self.counting.samples(sets)
-        if hasattr(self.marker, "entry"):  # a marker that picks the kernel's own launches by name
-            self.marker.entry = launches.kspec.entry
-        prepare = getattr(self.marker, "prepare", None)
-        if prepare is not None:  # a profiler in this process is set up before the warm-up, never after it
-            prepare()
+        kspec = launches.kspec
+        self.marker.prepare(kspec.entry)  # a profiler in this process is set up before the warm-up, never after it
         launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
         before, inside = self.tap.close()
-        kspec = launches.kspec
-        counted = self.marker.take() if hasattr(self.marker, "take") else None
+        counted = self.marker.take()
         if counted is not None and len(counted) != len(inside):
-            from .backends import CounterError
-
             raise CounterError(f"{self.marker.name} counted {len(counted)} launch(es) of {configuration.kernel} size "
                                f"{configuration.size}; the range held {len(inside)}")
-        return {**({"values": counted} if counted is not None else {}), "kernel": configuration.kernel, "entry": kspec.entry, "size_bytes": int(configuration.size), "n": int(launches.n),
+        return {**({"values": counted} if counted is not None else {}), "kernel": configuration.kernel, "entry": kspec.entry,
+                "size_bytes": int(configuration.size), "n": int(launches.n),
                 "rotating_requested": str(configuration.rotating), "rotating": sets, "flush": configuration.flush,
                 "warmup": before, "count": len(inside), "timed": samples, "launches": inside,
                 "input_bytes": input_bytes(kspec, launches.n), "footprint_bytes": kspec.footprint(launches.n),

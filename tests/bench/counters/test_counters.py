@@ -28,7 +28,7 @@ from hipexplore.bench.counters.backends import CounterError, Launch, base_name, 
 from hipexplore.bench.counters.registry import from_description
 from hipexplore.bench.counters.counting import MANIFEST, attribute
 from hipexplore.bench.counters.ncu import NCU_GROUPS, NCU_METRICS, NcuBackend, ncu_command, parse_csv, pass_note
-from hipexplore.bench.counters.phase import CounterPhase
+from hipexplore.bench.counters.phase import CounterPhase, NoMarker
 from hipexplore.bench.counters.rocprof import GROUPS, RocprofBackend, parse_counter_collection, tcc_bytes
 from hipexplore.bench.executors import InProcessExecutor
 from hipexplore.bench.orchestrator import Orchestrator
@@ -259,7 +259,7 @@ class _Watched:
         return self.device.launch(kernel, grid, block, args, shared_bytes)
 
 
-class _Marks:
+class _Marks(NoMarker):
     """A marker noting where the range opens and closes, in the device's launches."""
 
     name, status = "marks", ""
