@@ -154,7 +154,7 @@ def half_widths(samples: Any, spec: SweepSpec, one_process: bool = False) -> dic
     pooled = pooled_spreads(paired, lambda c: c._replace(flush=""))  # as ``compare`` pools (levels.pooled_spreads)
     for c, g in groups.items():
         if c in paired:
-            h = pair_half_width(g, groups[c._replace(kernel=first)], one_process, pooled.get(c))
+            h = _pair_half(*paired[c], one_process, pooled.get(c))
         else:
             med = g.groupby("pass_index")["time_s"].median()
             h = _t_half(np.log(med[med > 0]).to_numpy(float))
@@ -173,7 +173,10 @@ def pair_half_width(new: Any, base: Any, one_process: bool = False, pooled: Any 
     the spread ``pooled`` over its flush modes, ``levels.pooled_spreads``) with the timer's grid as
     a floor (``levels.decision_interval``), widened to the paired within-unit interval when the
     units shared one process (``one_process``); inf with fewer than ``levels.MIN_UNITS`` units."""
-    n, b = _measurement(new), _measurement(base)
+    return _pair_half(_measurement(new), _measurement(base), one_process, pooled)
+
+
+def _pair_half(n: Measurement, b: Measurement, one_process: bool, pooled: Any) -> float:
     within = paired_ratio_ci(n, b)[1:] if one_process and interleaved_pair(b, n) else None
     lo, hi = decision_interval(paired_units(n, b, pooled=pooled), n, b, within)
     return (hi - lo) / 2 if math.isfinite(lo) and math.isfinite(hi) else math.inf
