@@ -241,6 +241,7 @@ def test_hiprtc_searches_a_folder_relative_to_the_current_directory(tmp_path, mo
     edited_is_a_miss(tmp_path, req, lambda: header(work / relative[0] / local_header.name, NEW), cwd=work)
 
 
+@pytest.mark.xdist_group("usr-local-include")  # conftest.USR_LOCAL_INCLUDE: /usr/local/include is watched here
 def test_unchanged_inputs_stay_memory_and_disk_hits_and_are_only_re_stated(tmp_path, monkeypatch):
     compiler_for("host")
     cfg = header(tmp_path / "inc" / "cfg.h", OLD)
