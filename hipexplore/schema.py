@@ -64,7 +64,7 @@ SUMMARY_COLUMNS = (
 #: configuration (both timers' rows alike; the cold reference none): DRAM bytes read and written per
 #: launch, the L2 hit rate (0-1), the bytes of the launch's in/inout buffers, cold_fraction = DRAM
 #: read / input bytes, the state word (cold / partial / warm, n/a without inputs), the promise check
-#: ("" not asked cold, kept, broken) and its one line, who counted, how many launches, and a note.
+#: ("" not asked cold, kept, broken, unverified: DRAM bytes not counted) and its one line, who counted, how many launches, and a note.
 #: A summary without them (no counters asked, the host, files written before them) is read as it is.
 COUNTER_COLUMNS = ("dram_read_bytes", "dram_write_bytes", "l2_hit_rate", "input_bytes", "cold_fraction", "cache_state",
                    "cold_promise", "counter_warning", "counter_backend", "counter_launches", "counter_note")

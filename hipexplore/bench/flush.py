@@ -68,8 +68,9 @@ class FlushMode:
     buffer takes, None for modes without a buffer; ``icache``: it needs the device's
     instruction-cache flush (``Device.instruction_cache_flush``); ``transforms_kernel``: it is
     compiled into the kernel under test (no ``Flusher``, the kernel is built in its variant);
-    ``in_kernel_timer``: that kernel still has its in-kernel timed variant; ``note``: said in every
-    row's warning."""
+    ``in_kernel_timer``: that kernel still has its in-kernel timed variant; ``cold_data``: it
+    promises the kernel's inputs come from memory (it evicts the last-level cache: the counter
+    pass checks the promise); ``note``: said in every row's warning."""
 
     name: str
     build: Callable[["FlushMode", Device, int], Flusher] | None = None
@@ -77,6 +78,7 @@ class FlushMode:
     icache: bool = False
     transforms_kernel: bool = False
     in_kernel_timer: bool = True
+    cold_data: bool = False
     note: str = ""
 
     def __str__(self) -> str:
@@ -159,8 +161,8 @@ def _read(mode: FlushMode, device: Device, nbytes: int) -> Flusher:
 
 
 NONE = FlushMode("none")
-L2_WRITE = FlushMode("l2-write", _write, factor=(WRITE_FACTOR, 1.0))
-L2_READ = FlushMode("l2-read", _read, factor=(READ_FACTOR, 2.0))
+L2_WRITE = FlushMode("l2-write", _write, factor=(WRITE_FACTOR, 1.0), cold_data=True)
+L2_READ = FlushMode("l2-read", _read, factor=(READ_FACTOR, 2.0), cold_data=True)
 ICACHE = FlushMode("icache", _icache, icache=True)
 INLINE_ICACHE = FlushMode("inline-icache", icache=True, transforms_kernel=True, in_kernel_timer=False,
                           note="by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry")

@@ -70,6 +70,17 @@ class LaunchSequence:
             self.enqueue(i)
         self.workload.device.synchronize()
 
+    def launch_bound(self, samples: int) -> int:
+        """At most how many launches of the workload ``timed(samples)`` makes after its warm-up:
+        the timed ones, and per chunk its untimed lead and trail (a profiler in this process sizes
+        its record of ranges by it: an ``auto`` rotation of hundreds of sets runs that many)."""
+        from .timing import TimingOptions
+
+        opts = self.timing or TimingOptions()
+        chunks = -(-max(int(samples), 1) // max(int(opts.chunk), 1))
+        lead = 1 if opts.lead == "random" else int(opts.lead)
+        return int(samples) + chunks * (lead + int(opts.trail))
+
     def timed(self, samples: int, **overrides: Any) -> Any:
         """``samples`` launches through the trials' own path (``bench.timing.time_launches``: its
         warm-up, then chunks with their leads, events, flushes and trails), ``overrides`` replacing

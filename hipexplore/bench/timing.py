@@ -441,9 +441,15 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
         opts.profiler.start()
     try:
         parts, timeouts, why = _chunks(workload, flusher, rule.at_least(nsets), opts)
-    finally:
+    except BaseException:
         if opts.profiler is not None:
-            opts.profiler.stop()
+            try:
+                opts.profiler.stop()
+            except Exception:  # noqa: BLE001 - the launches' own error is the one to report, not the range's
+                pass
+        raise
+    if opts.profiler is not None:
+        opts.profiler.stop()
     notes: list[str] = []
     if timeouts:
         notes.append(f"stream hold timed out in {timeouts} chunk(s): those samples were discarded and measured again "

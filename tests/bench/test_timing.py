@@ -126,6 +126,44 @@ def test_in_kernel_timer_refuses_a_kernel_that_did_not_write_its_timestamps(dev)
             timer.free()
 
 
+class _RangeThatFailsToClose:
+    """A profiler range (the counter pass's ``TimingOptions.profiler``) whose stop fails, as a CUPTI
+    range does when its launches failed before it could be decoded."""
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+        from hipexplore.bench.counters.backends import CounterError
+
+        raise CounterError("cuptiRangeProfilerStop failed")
+
+
+def test_a_failing_launch_is_the_error_reported_when_the_profiler_range_then_fails_to_close(dev):
+    """The launches' own error (a kernel that never wrote its timestamps) is what the caller sees;
+    the range is still closed, and its failure to close does not replace the cause."""
+    spec = catalog.get("triad")
+    plain = kernel_for(dev, "triad")
+    with rot.BufferSets(dev, spec, 1024, 1) as sets:
+        timer = InKernelTimer(dev, sets.args, 4)
+        try:
+            wl = Workload(dev, plain, (1, 1, 1), (1, 1, 1), sets.args, timer=timer)
+            rng = _RangeThatFailsToClose()
+            with pytest.raises(BenchmarkError, match="did not write its timestamps at chunk position 0"):
+                time_launches(wl, None, StopRule(iterations=4), warmup_s=0, profiler=rng)
+            assert rng.calls == ["start", "stop"]
+            # with the launches fine, the range's failure is the error
+            ok = Workload(dev, plain, (1, 1, 1), (1, 1, 1), sets.args)
+            with pytest.raises(Exception, match="cuptiRangeProfilerStop failed"):
+                time_launches(ok, None, StopRule(iterations=4), warmup_s=0, profiler=_RangeThatFailsToClose())
+        finally:
+            timer.free()
+
+
 def test_in_kernel_timer_needs_a_timer_capable_kernel(dev, tmp_path):
     spec = catalog.user_kernel("void k(float* y, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = 1; }",
                                "k", "out:y:f32[n], n:u64=n", name="hx-untimed", register_it=True)

@@ -62,6 +62,7 @@ class CuptiRanges:
         self.metrics = tuple(counting.metrics or CUPTI_METRICS)
         self.device_index = int(counting.device_index)
         self.samples = int(counting.count)
+        self.launches = 0  # at most how many launches the next range holds (``prepare``); 0: not told
         self.session: Any = None
         self.status = ""
         self.values: list[dict[str, float]] = []
@@ -86,12 +87,14 @@ class CuptiRanges:
             return session
         raise CounterError("no metric set counts in one pass")  # pragma: no cover - the loop returns or raises
 
-    def prepare(self, entry: str) -> None:
-        """The configuration's kernel noted, and the profiler enabled before its warm-up: enabling
+    def prepare(self, entry: str, launches: int = 0) -> None:
+        """The configuration's kernel and its launch bound noted (``launches``: what sizes the
+        counter-data image: a record too small for the ranges drops them, and a rotation over
+        hundreds of sets makes hundreds), and the profiler enabled before its warm-up: enabling
         it evicts what the L2 held (on an H100 the first counted launch after it read its 1 MiB set
         from DRAM although the warm-up had just read it: data/counters/h100-cupti/, 1 set, no
         flush), and the warm-up then brings the sequence's own cache state back."""
-        self.entry = entry
+        self.entry, self.launches = entry, max(int(launches), 0)
         if self.session is None:
             self.session = self._session()
 
@@ -99,7 +102,14 @@ class CuptiRanges:
         if self.session is None:  # started without ``prepare`` (a caller of the timed path alone)
             self.session = self._session()
         self.values, self._open = [], False
-        self.session.begin((4 if self.mode == "user" else 8) * max(self.samples, 1) + 64)
+        self.session.begin(self.ranges())
+
+    def ranges(self) -> int:
+        """Room for the next range's launches: one range each with user ranges; with auto ranges
+        one per kernel, the flush's and (a pipeline workload) several of the workload's. Without
+        a bound from ``prepare``, as if every timed launch came with a lead and a trail."""
+        launches = self.launches or 3 * max(self.samples, 1)
+        return (1 if self.mode == "user" else 8) * launches + 64
 
     def launch_begins(self, index: int) -> None:
         if self.mode == "user":
@@ -154,8 +164,11 @@ class CuptiBackend:
     def available(self, device: Any) -> str | None:
         if device.kind != "cuda":
             return f"CUPTI counts NVIDIA GPUs; the device is {device.kind}:{device.index}"
-        if self.path() is None:
-            return ("CUPTI not found: set HIPEXPLORE_CUPTI_LIBRARY, install the CUDA toolkit's CUPTI "
+        from .cupti_api import locate
+
+        path, why = locate(self.library)
+        if path is None:
+            return (f"CUPTI not usable ({why}): set HIPEXPLORE_CUPTI_LIBRARY, install the CUDA toolkit's CUPTI "
                     "(extras/CUPTI/lib64) or `pip install nvidia-cuda-cupti`")
         return None
 

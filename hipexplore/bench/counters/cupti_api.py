@@ -6,7 +6,7 @@ which is what counts a chosen launch's DRAM bytes (nvbench's ``cupti_profiler.cu
 calls for its CUPTI measurements). The structures are CUPTI 13.0's (``cupti_range_profiler.h``,
 ``cupti_profiler_host.h``, ``cupti_profiler_target.h``, ``cupti_target.h``); each carries its size,
 so a newer library reads them as the older layout it still accepts
-(``tests/bench/counters/test_cupti_layout.py`` compiles them against the installed headers).
+(``tests/bench/counters/test_cupti_api.py`` compiles them against the installed headers).
 
 The sequence (``RangeSession``): ``cuptiProfilerInitialize``; the chip's name; a profiler-host object
 for it and a configuration image of the metrics (refused when they need more than one hardware
@@ -95,28 +95,79 @@ STRUCTS: dict[str, type] = {s.__name__: s for s in (
 )}
 
 
-def find_cupti(explicit: str | None = None) -> str | None:
-    """The CUPTI library to load: ``explicit`` (or HIPEXPLORE_CUPTI_LIBRARY) if it is a file, else
-    the toolkit's (``CUPTI_PLACES``), else the ``nvidia-cuda-cupti`` wheel's; None when none is."""
-    from ... import settings
+def _version_key(path: str) -> tuple:
+    """Sorts paths by the numbers in them, as versions (``cuda-12.10`` after ``cuda-12.4``)."""
+    import re
 
-    explicit = explicit or settings.CUPTI_LIBRARY.get()
-    if explicit:
-        return explicit if Path(explicit).is_file() else None
-    for pattern in CUPTI_PLACES:
-        hits = sorted(p for p in glob.glob(pattern) if Path(p).is_file())
-        if hits:
-            return hits[0]
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", path))
+
+
+def candidates(places: tuple[str, ...] | None = None) -> list[str]:
+    """The CUPTI libraries found, in the order they are tried: ``places`` (``CUPTI_PLACES``) in
+    order, within a pattern the newest toolkit first (``cuda-13.0`` before ``cuda-12.4``) and
+    in one folder the plain ``libcupti.so`` first; then the ``nvidia-cuda-cupti`` wheel's."""
+    out: list[str] = []
+    for pattern in CUPTI_PLACES if places is None else places:
+        hits = [p for p in glob.glob(pattern) if Path(p).is_file()]
+        folders = sorted({os.path.dirname(p) for p in hits}, key=_version_key, reverse=True)
+        out += [p for folder in folders for p in sorted((h for h in hits if os.path.dirname(h) == folder), key=len)]
     try:
         import nvidia  # the wheels' namespace package (nvidia/cu13/lib/libcupti.so.13)
 
         for root in getattr(nvidia, "__path__", []):
-            hits = sorted(glob.glob(os.path.join(root, "*", "lib", "libcupti.so*")))
-            if hits:
-                return hits[0]
+            out += sorted(glob.glob(os.path.join(root, "*", "lib", "libcupti.so*")), key=len)
     except ImportError:
         pass
-    return None
+    return list(dict.fromkeys(out))
+
+
+_usable: dict[str, str] = {}
+
+
+def usable(path: str) -> str:
+    """"" when ``path`` is a shared library that exports the range profiler (CUPTI 12.6 or newer:
+    ``cuptiRangeProfilerEnable`` in its dynamic symbol names); else why not (a toolkit too old, a
+    file that is not a library). Read, not loaded: the parent of a sweep that may time in its own
+    process never has CUPTI in it (only the counting unit's worker loads it)."""
+    if path not in _usable:
+        import mmap
+
+        try:
+            with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                if data[:4] != b"\x7fELF":
+                    _usable[path] = f"{path} is not a shared library"
+                elif data.find(b"\0cuptiRangeProfilerEnable\0") < 0:
+                    _usable[path] = f"{path} has no range profiler (cuptiRangeProfilerEnable: CUPTI 12.6 or newer)"
+                else:
+                    _usable[path] = ""
+        except (OSError, ValueError) as exc:
+            return f"{path} cannot be read: {exc}"
+    return _usable[path]
+
+
+def locate(explicit: str | None = None, places: tuple[str, ...] | None = None) -> tuple[str | None, str]:
+    """(the CUPTI library to load, "") or (None, why none): ``explicit`` (or HIPEXPLORE_CUPTI_LIBRARY)
+    when given, which must be usable; else the first usable of ``candidates``."""
+    from ... import settings
+
+    explicit = explicit or settings.CUPTI_LIBRARY.get()
+    if explicit:
+        if not Path(explicit).is_file():
+            return None, f"{explicit} is not a file"
+        why = usable(explicit)
+        return (None, why) if why else (explicit, "")
+    reasons = []
+    for path in candidates(places):
+        why = usable(path)
+        if not why:
+            return path, ""
+        reasons.append(why)
+    return None, "; ".join(reasons[:3]) or "no libcupti.so found"
+
+
+def find_cupti(explicit: str | None = None) -> str | None:
+    """The CUPTI library to load (``locate``), or None."""
+    return locate(explicit)[0]
 
 
 def load(path: str) -> C.CDLL:
@@ -189,10 +240,10 @@ class RangeSession:
         if mode not in RANGE_MODES:
             raise CounterError(f"CUPTI range mode must be one of {', '.join(RANGE_MODES)}, got {mode!r}")
         self.mode = mode
-        path = find_cupti(library)
+        path, why = locate(library)
         if path is None:
-            raise CounterError("CUPTI library not found (HIPEXPLORE_CUPTI_LIBRARY, the CUDA toolkit's extras/CUPTI/lib64, "
-                               "or the nvidia-cuda-cupti wheel)")
+            raise CounterError(f"CUPTI library not usable: {why} (HIPEXPLORE_CUPTI_LIBRARY, the CUDA toolkit's "
+                               "extras/CUPTI/lib64, or the nvidia-cuda-cupti wheel)")
         self.api, self.metrics = Api(path), tuple(metrics)
         self._names = _c_names(self.metrics)
         self.obj = self.host = None
@@ -315,4 +366,5 @@ class RangeSession:
         self._initialized = False
 
 
-__all__ = ["Api", "CUPTI_PLACES", "Counted", "RANGE_MODES", "RangeSession", "STRUCTS", "find_cupti", "load"]
+__all__ = ["Api", "CUPTI_PLACES", "Counted", "RANGE_MODES", "RangeSession", "STRUCTS", "candidates", "find_cupti", "load",
+           "locate", "usable"]

@@ -68,20 +68,22 @@ class Replayed(Protocol):
     n: int
     kspec: Any
 
+    def launch_bound(self, samples: int) -> int: ...
+
     def timed(self, samples: int, **overrides: Any) -> Any: ...
 
 
 class Marker(Protocol):
     """Where the counted launches start and stop, for a profiler that counts only between them.
-    A profiler in this process (``counters.cupti``) also hears ``prepare(entry)`` before the
-    configuration's warm-up, ``launch_begins`` / ``launch_ends`` around each counted launch (a range
+    A profiler in this process (``counters.cupti``) also hears ``prepare(entry, launches)`` before
+    the configuration's warm-up (its kernel, and at most how many launches the range will hold), ``launch_begins`` / ``launch_ends`` around each counted launch (a range
     of its own), and hands over what it counted (``take``: one dict per counted launch; None for a
     profiler whose output is read from its own files)."""
 
     name: str
     status: str
 
-    def prepare(self, entry: str) -> None: ...
+    def prepare(self, entry: str, launches: int) -> None: ...
 
     def start(self) -> None: ...
 
@@ -100,7 +102,7 @@ class _OutsideMarker:
     name = ""
     status = ""
 
-    def prepare(self, entry: str) -> None:
+    def prepare(self, entry: str, launches: int) -> None:
         pass
 
     def start(self) -> None:
@@ -221,7 +223,8 @@ class CounterPhase:
         sets = launches.sets
         samples = self.counting.samples(sets)
         kspec = launches.kspec
-        self.marker.prepare(kspec.entry)  # a profiler in this process is set up before the warm-up, never after it
+        # a profiler in this process is set up before the warm-up, never after it
+        self.marker.prepare(kspec.entry, launches.launch_bound(samples))
         launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
         before, inside = self.tap.close()
         counted = self.marker.take()

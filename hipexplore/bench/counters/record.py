@@ -32,8 +32,6 @@ WARM_AT = 0.1
 #: the state words, and the one for a kernel without inputs (nothing can be cold)
 STATES = ("cold", "partial", "warm")
 NO_STATE = "n/a"
-#: flush modes that promise cold inputs (an instruction-cache flush promises nothing about data)
-COLD_FLUSHES = ("l2-write", "l2-read")
 #: the buffer roles a launch reads
 INPUT_ROLES = ("in", "inout")
 
@@ -65,9 +63,9 @@ class CounterRecord:
     cold_fraction: float
     #: cold / partial / warm (n/a without inputs)
     cache_state: str
-    #: "" (not asked cold), "kept" or "broken"
+    #: "" (not asked cold), "kept", "broken", or "unverified" (asked, inputs, no DRAM bytes counted)
     cold_promise: str
-    #: the promise check's one line ("" unless broken)
+    #: the promise check's one line ("" unless broken or unverified)
     counter_warning: str
     #: what the backend said about how it counted ("" when nothing is to be said)
     counter_note: str = ""
@@ -114,7 +112,14 @@ def cache_state(fraction: float) -> str:
 
 def asks_cold(rotating_requested: Any, flush: str) -> str:
     """Why a configuration promises cold inputs ("flush l2-write", "rotating auto"), or ""."""
-    if flush in COLD_FLUSHES:
+    from ...errors import ConfigError
+    from ..flush import flush_mode
+
+    try:
+        cold = flush_mode(flush).cold_data  # the mode says (an instruction-cache flush promises nothing about data)
+    except ConfigError:  # a recorded name this version does not know: no promise it can check
+        cold = False
+    if cold:
         return f"flush {flush}"
     if str(rotating_requested).strip().lower() == "auto":
         return "rotating auto"
@@ -125,12 +130,16 @@ def promise_check(rotating_requested: Any, flush: str, fraction: float, read_byt
                   inputs: int = 0) -> tuple[str, str]:
     """(``cold_promise``, one-line warning) of a configuration: a configuration asked to be cold (a
     flush, or rotating ``auto``) that measured ``warm`` or ``partial`` is ``broken`` and its line says
-    by how much; one not asked, or without a state (no inputs), is ("", ""); one kept is ("kept", "")."""
+    by how much; one not asked, or without inputs (nothing to be cold), is ("", ""); one kept is
+    ("kept", ""); one with inputs whose DRAM bytes were not counted (a backend without the
+    metric) is ``unverified`` and says so, rather than reading as a configuration never asked."""
     why = asks_cold(rotating_requested, flush)
     if not why:
         return "", ""
     state = cache_state(fraction)
-    if state == NO_STATE:  # no inputs, or nothing counted: the promise can be neither kept nor broken
+    if state == NO_STATE:  # no inputs: the promise can be neither kept nor broken; else nothing was counted
+        if inputs and not math.isfinite(read_bytes):
+            return "unverified", f"asked cold ({why}) but its DRAM bytes were not counted: the state is unknown"
         return "", ""
     if state == "cold":
         return "kept", ""
@@ -206,6 +215,6 @@ def join_summary(summary: Any, counters: Any) -> Any:
     return out
 
 
-__all__ = ["COLD_AT", "COLD_FLUSHES", "COUNTER_COLUMNS", "COUNTER_KEY", "COUNTER_VALUE_COLUMNS", "CounterRecord", "NO_STATE",
+__all__ = ["COLD_AT", "COUNTER_COLUMNS", "COUNTER_KEY", "COUNTER_VALUE_COLUMNS", "CounterRecord", "NO_STATE",
            "RECORD_COLUMNS", "STATES", "WARM_AT", "asks_cold", "cache_state", "cold_fraction", "counters_of_row",
            "input_bytes", "join_summary", "make_record", "promise_check", "records_frame", "summary_columns", "with_counters"]

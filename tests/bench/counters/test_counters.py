@@ -68,6 +68,7 @@ def test_which_configurations_promise_cold_and_the_flag() -> None:
     assert asks_cold("1", "l2-write") == "flush l2-write" and asks_cold("4", "l2-read") == "flush l2-read"
     assert asks_cold(" AUTO ", "none") == "rotating auto"
     assert asks_cold("5", "none") == "" and asks_cold("1", "icache") == "" and asks_cold("1", "inline-icache") == ""
+    assert asks_cold("1", "l3-magic") == ""  # a recorded flush name this version does not know promises nothing
     assert promise_check("5", "none", 0.0) == ("", "")
     assert promise_check("auto", "none", 0.97) == ("kept", "")
     state, line = promise_check("auto", "none", 0.04, 85_000, 2 * MIB)
@@ -76,6 +77,10 @@ def test_which_configurations_promise_cold_and_the_flag() -> None:
     assert "2 MiB of inputs" in line
     assert promise_check("1", "l2-write", 0.5)[1].startswith("asked cold (flush l2-write) but counted partial")
     assert promise_check("auto", "l2-write", math.nan) == ("", "")  # no inputs: neither kept nor broken
+    # inputs, but no DRAM bytes counted (a backend without the metric): unknown, and said, not silent
+    assert promise_check("auto", "none", math.nan, math.nan, 2 * MIB) == \
+        ("unverified", "asked cold (rotating auto) but its DRAM bytes were not counted: the state is unknown")
+    assert promise_check("5", "none", math.nan, math.nan, 2 * MIB) == ("", "")  # not asked: nothing to verify
 
 
 def test_input_bytes_of_catalog_kernels() -> None:
@@ -313,6 +318,51 @@ def test_the_counting_unit_replays_the_trials_path_and_takes_no_timed_sample(dev
         ids.setdefault(s_, set()).add(id(a))
     # set i is always the same buffers, and the three sets are three: the manifest names the sets launched
     assert sorted(ids) == [0, 1, 2] and all(len(v) == 1 for v in ids.values()) and len({next(iter(v)) for v in ids.values()}) == 3
+
+
+class _Bound(NoMarker):
+    """A marker noting the launch bound the phase announces (``prepare``) and the launches its range holds."""
+
+    name, status = "bound", ""
+
+    def __init__(self) -> None:
+        self.bounds: list[int] = []
+        self.held: list[int] = []
+
+    def prepare(self, entry: str, launches: int) -> None:
+        self.bounds.append(launches)
+
+    def start(self) -> None:
+        self.held.append(0)
+
+    def launch_begins(self, index: int) -> None:
+        self.held[-1] += 1
+
+
+@pytest.mark.parametrize("timing", [{}, {"chunk": 1, "chunk_lead": 1, "chunk_trail": 2}, {"chunk": 7, "chunk_lead": 0, "chunk_trail": 0},
+                                    {"chunk": 3, "chunk_lead": 2, "chunk_trail": 1}])
+def test_the_phase_announces_a_launch_bound_its_range_never_passes(dev, timing) -> None:
+    """A profiler in the process sizes its record of ranges before the range opens (CUPTI drops
+    the ranges past its counter-data image: the pass then fails). An ``auto`` rotation of hundreds
+    of sets replays hundreds of timed launches, each chunk with its leads and trail: the bound the
+    phase announces covers what the range holds, whatever the chunking, and is not far above it."""
+    from hipexplore.bench.counters.cupti import CuptiRanges
+
+    spec = SweepSpec(kernels=("triad",), sizes=(4 * KIB,), rotating=(1, 301), flush=("none",), stop=StopRule(iterations=301),
+                     units=1, warmup_s=0.0, **timing)
+    phase = CounterPhase(Counting("none", 12))
+    phase.marker = phase.tap.marker = marker = _Bound()
+    run = SweepRun(spec, dev, Collector(), run_id="bound", counting=Counting("none", 12), phases=(phase,))
+    run.measure()
+    entries = run.channel.counted_entries
+    assert [e["timed"] for e in entries] == [12, 301] and [e["count"] for e in entries] == marker.held
+    for bound, held in zip(marker.bounds, marker.held):
+        assert held <= bound <= 2 * held, (bound, held)  # a random lead is counted in every chunk: half of them have one
+    ranges = CuptiRanges.__new__(CuptiRanges)  # the record CUPTI's marker asks for, from the same bound
+    ranges.mode, ranges.samples = "user", 12
+    for bound, held in zip(marker.bounds, marker.held):
+        ranges.launches = bound
+        assert ranges.ranges() >= held + 64
 
 
 # -- the orchestrator: the counting unit after the timed units, under a prefix, joined to the rows ----
@@ -633,7 +683,8 @@ def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path, backend) -> None:
     states = {k: (r["cache_state"], r["cold_fraction"], r["cold_promise"]) for k, r in rows.items()}
     assert rows[("1", "none")]["cache_state"] == "warm", states
     assert (rows[("1", "l2-write")]["cache_state"], rows[("1", "l2-write")]["cold_promise"]) == ("cold", "kept"), states
-    assert rows[("auto", "none")]["cache_state"] in ("cold", "partial", "warm"), states
+    for key in (("auto", "none"), ("auto", "l2-write")):  # auto (~40 sets of 2 MiB) defeats the L2: the issue's >= 0.9
+        assert (rows[key]["cache_state"], rows[key]["cold_promise"]) == ("cold", "kept"), states
     for key in (("1", "none"), ("1", "l2-write"), ("auto", "none"), ("auto", "l2-write")):
         r = rows[key]
         assert r["median_s"] > 0 and r["ci_low_s"] <= r["median_s"] <= r["ci_high_s"] and r["n"] > 0, key
@@ -660,8 +711,12 @@ def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path, backend) -> None:
 @pytest.mark.gpu
 def test_a_broken_cold_promise_is_flagged_in_the_cli_table_on_the_gpu(cuda, tmp_path) -> None:
     """auto on a 1 MiB "LLC" is 2 sets of 3 MiB, which the H200's real L2 keeps: asked cold, counted
-    warm (ncu on the H200) or partial (CUPTI on an H100: 0.17 cold), never cold, and flagged."""
-    _ncu()
+    warm (ncu on the H200) or partial (CUPTI on an H100: 0.17 cold), never cold, and flagged. The
+    default backend counts: CUPTI where it is usable, else Nsight Compute."""
+    from hipexplore.bench.counters.cupti import CuptiBackend
+
+    if CuptiBackend().available(cuda) is not None:
+        _ncu()
     res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "auto", "--llc-bytes", "1MiB", "--counters",
                "--no-progress", "--units", "1", cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
