@@ -62,19 +62,48 @@ def run_location(spec: SweepSpec, device: Any, worker: bool | None) -> str:
     process of its own, whatever ``worker`` says: the event floor is fixed per process (BENCHMARKS.md
     "Run-to-run drift"), and the units are orchestrated from here, since from a worker one more
     idle CUDA context sat beside every unit and read L2-resident triads 1.6-4% slower on the H200.
+    On the host a user's own C kernel runs in a worker too unless asked otherwise: a kernel there
+    runs in the process that calls it, so one that faults (a NULL store, an index past its buffer,
+    a spec longer than its buffers) took the whole Python process down with a bare "Segmentation
+    fault"; in a worker it is a ``KernelFault`` naming the configuration. The catalog's own kernels
+    stay in this process (written with their specs and tested), and so does a kernel that cannot
+    travel (a reference given as a lambda: as before, rather than refusing a sweep that worked).
     Otherwise ``worker`` decides; None: ``HIPEXPLORE_SWEEP_WORKER``, else a worker for GPU devices."""
+    from .. import settings
     from .worker import use_worker
 
-    has_callable = any(k.call is not None for k in spec.specs())
+    specs = spec.specs()
+    has_callable = any(k.call is not None for k in specs)
     if has_callable and worker is None:
         return IN_PROCESS
-    if worker is None and device.kind == "host" and any(k.code_object for k in spec.specs()):
+    if worker is None and device.kind == "host" and any(k.code_object for k in specs):
         # a precompiled host library: no source to check --args against (kernels.build.check_host_signature),
         # so a spec shorter than the function must fault a worker, not this process
+        return WORKER
+    if worker is None and device.kind == "host" and settings.SWEEP_WORKER.get() is None and _user_code_travels(specs):
         return WORKER
     if spec.units != 1 and device.kind != "host" and not has_callable:
         return WORKER
     return WORKER if use_worker(device, worker) else IN_PROCESS
+
+
+def _user_code_travels(specs: Any) -> bool:
+    """Whether ``specs`` hold a kernel that is not the catalog's own, and every one can be sent to
+    a sweep worker (pickled: its reference and traffic importable functions or expressions)."""
+    import pickle
+
+    from ..kernels import catalog
+
+    own = {id(k) for k in catalog.OWN}
+    if all(id(k) in own for k in specs):
+        return False
+    try:
+        for k in specs:
+            if id(k) not in own:
+                pickle.dumps(k)
+    except Exception:  # noqa: BLE001 - what fails to pickle stays in this process, as before
+        return False
+    return True
 
 
 class LocalExecutor:

@@ -211,6 +211,12 @@ class HostDevice(DeviceBase):
             fn = getattr(module, name)
         except AttributeError:
             raise DeviceError(f"kernel {name!r} is not in the loaded host module; {_exports_hint(module)}") from None
+        from .elf import exported_symbols
+
+        kind = exported_symbols(getattr(module, "_name", "") or "").get(name, "function")
+        if kind != "function":  # calling a variable's address jumps into data: a fault, no word
+            raise ConfigError(f"kernel {name!r} is {kind} in the host module (a variable, an array or a function pointer), "
+                              f"not a function; {_exports_hint(module)}")
         fn.restype = None
         return fn
 
