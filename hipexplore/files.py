@@ -241,4 +241,31 @@ def why_no_new_file(exc: OSError, folder: str | os.PathLike) -> str:
     return exc.strerror or str(exc)
 
 
-__all__ = ["Content", "own_folder", "umask", "why_no_new_file", "write_below", "write_file"]
+#: how much of an existing file ``check_replace`` reads to recognise it
+RECOGNISE_BYTES = 1 << 16
+
+
+def check_replace(path: str | os.PathLike, flag: str, kind: str, ours: Callable[[bytes], bool], force: bool = False) -> None:
+    """Before any work: refuse (one ``ConfigError`` line) to replace an existing, non-empty file at
+    ``path`` that ``ours`` (given its first ``RECOGNISE_BYTES``) does not recognise as ``kind``, a
+    file hipexplore wrote; ``force`` replaces it anyway. A file hipexplore wrote is replaced as
+    before (a report rebuilt, a binary compiled again): nothing else is ever overwritten silently."""
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except OSError:
+        return  # nothing there (or nothing this process may look at: the write itself will say)
+    if force or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return
+    try:
+        with open(name, "rb") as f:
+            head = f.read(RECOGNISE_BYTES)
+    except OSError:
+        return
+    if not ours(head):
+        raise ConfigError(f"{flag} {name!r} exists and is not {kind}; it was left as it is: choose another file, or pass "
+                          f"--force to replace it")
+
+
+__all__ = ["Content", "RECOGNISE_BYTES", "check_replace", "own_folder", "umask", "why_no_new_file", "write_below",
+           "write_file"]

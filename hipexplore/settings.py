@@ -272,7 +272,7 @@ COMPILE_WORKER: Setting[bool] = _declare(
 SWEEP_WORKER: Setting[bool | None] = _declare(
     "HIPEXPLORE_SWEEP_WORKER", "flag", None,
     "`1`: sweeps run in a worker process (a faulting kernel kills only the worker); `0`: in the calling process",
-    default_doc="a worker for GPU devices, in-process for the host device")
+    default_doc="a worker for GPU devices and your own host C kernels, in-process for the catalog's host kernels")
 LLC_BYTES: Setting[int | None] = _declare(
     "HIPEXPLORE_LLC_BYTES", "bytes", None, "last-level cache size to use instead of the runtime's/sysfs's",
     default_doc="what the runtime reports")

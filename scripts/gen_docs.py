@@ -127,10 +127,24 @@ CASES = [
     Case("Own kernels", "A dtype hipexplore does not know",
          ("bench", "k", "--source", "k.c", "--args", "out:y:f16[n], in:x:f32[n], n:u64=n", "--device", "host"),
          "Buffers and scalars take `f32 f64 i8 u8 i16 u16 i32 u32 i64 u64` (or numpy names).", files={"k.c": HOST_C}),
+    Case("Own kernels", "A kernel that faults on the host",
+         ("bench", "k", "--source", "k.c", "--args", ARGS, "--device", "host", "--size", "16KiB", "--iterations", "8",
+          "--no-progress"),
+         "Your own C kernels run in a sweep worker on the host too, so a fault ends the worker, not your Python: "
+         "look for a NULL or out-of-range pointer, or an `--args` count larger than the kernel's loop expects. "
+         "Finished configurations are kept in `--out`.",
+         files={"k.c": "void k(float* y, const float* x, unsigned long long n) { volatile float* p = 0; *p = x[0]; }\n"}),
+    Case("Own kernels", "An entry that names a variable, not a function",
+         ("bench", "k", "--source", "k.c", "--args", ARGS, "--device", "host", "--iterations", "8"),
+         "`--entry` (or the kernel name) must be a function the source defines; the message lists those it exports.",
+         files={"k.c": "float k[4];\nvoid scale(float* y, const float* x, unsigned long long n) { y[0] = x[0]; }\n"}),
     Case("Compiling", "A raw option that would make the compiler read files the key cannot see",
          ("compile", "k.c", "--compiler", "host", "--option=-I/usr/include"),
          "Give include folders as `-I DIR` (hipexplore reads them and keys every header it finds) and "
          "headers as `--header FILE`; only the raw compiler option is refused.", files={"k.c": HOST_C}),
+    Case("Compiling", "An --out file that is not compiler output", ("compile", "k.c", "--compiler", "host", "--out", "k.so"),
+         "hipexplore never overwrites a file it did not write (compile, report and tune-replay outputs alike): choose "
+         "another `--out`, or add `--force`.", files={"k.c": HOST_C, "k.so": "my notes\n"}),
     Case("Compiling", "A target the compiler does not build for", ("compile", "k.c", "--compiler", "host", "--target", "gfx90a"),
          "`hipexplore info` lists each compiler's targets; the host compiler builds for `host` only.", files={"k.c": HOST_C}),
     Case("Compiling", "A kernel that does not compile", ("compile", "bad.c", "--compiler", "host"),
@@ -178,6 +192,7 @@ def normalize(text: str) -> str:
     """The parts of a message that differ between machines and runs: a compile's temporary build
     folder and the host CPU's name."""
     text = re.sub(r"/tmp/hipexplore-host-[\w-]+", "BUILD", text)
+    text = re.sub(r"\(pid \d+\)", "(pid PID)", text)  # a sweep worker's process id
     return re.sub(r"host device '[^']*'", "host device 'CPU'", text)
 
 

@@ -126,8 +126,10 @@ def work_kernels(tmp_path_factory):
 @pytest.fixture(scope="module")
 def interleaved(work_kernels, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "ab.parquet"
+    # units in this process (worker=False; a user's kernels on the host run in workers by default): the
+    # rule for units that share a process is the one under test here
     res = sweep(["w1", "w1b", "w4"], ["64KiB", "256KiB"], [1, 2], ["none"], device="host", iterations=96,
-                interleave=True, interleave_seed=5, progress=False, reference=False, out=out)
+                interleave=True, interleave_seed=5, progress=False, reference=False, out=out, worker=False)
     return res
 
 

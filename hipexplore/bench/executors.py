@@ -66,8 +66,10 @@ def run_location(spec: SweepSpec, device: Any, worker: bool | None) -> str:
     runs in the process that calls it, so one that faults (a NULL store, an index past its buffer,
     a spec longer than its buffers) took the whole Python process down with a bare "Segmentation
     fault"; in a worker it is a ``KernelFault`` naming the configuration. The catalog's own kernels
-    stay in this process (written with their specs and tested), and so does a kernel that cannot
-    travel (a reference given as a lambda: as before, rather than refusing a sweep that worked).
+    stay in this process (written with their specs and tested), and so do a kernel that cannot
+    travel (a reference given as a lambda or defined in ``__main__``: as before, rather than
+    refusing a sweep that worked) and a device of the caller's own making (a subclass: a worker
+    would make a plain one).
     Otherwise ``worker`` decides; None: ``HIPEXPLORE_SWEEP_WORKER``, else a worker for GPU devices."""
     from .. import settings
     from .worker import use_worker
@@ -80,11 +82,19 @@ def run_location(spec: SweepSpec, device: Any, worker: bool | None) -> str:
         # a precompiled host library: no source to check --args against (kernels.build.check_host_signature),
         # so a spec shorter than the function must fault a worker, not this process
         return WORKER
-    if worker is None and device.kind == "host" and settings.SWEEP_WORKER.get() is None and _user_code_travels(specs):
+    if worker is None and settings.SWEEP_WORKER.get() is None and _plain_host(device) and _user_code_travels(specs):
         return WORKER
     if spec.units != 1 and device.kind != "host" and not has_callable:
         return WORKER
     return WORKER if use_worker(device, worker) else IN_PROCESS
+
+
+def _plain_host(device: Any) -> bool:
+    """The host device itself, which a worker makes again the same (a subclass, say one with a
+    clock of its own, would not travel)."""
+    from ..devices.host import HostDevice
+
+    return type(device) is HostDevice
 
 
 def _user_code_travels(specs: Any) -> bool:
@@ -99,8 +109,9 @@ def _user_code_travels(specs: Any) -> bool:
         return False
     try:
         for k in specs:
-            if id(k) not in own:
-                pickle.dumps(k)
+            # a function of ``__main__`` (a script's, a notebook's) pickles by name and is not there in a worker
+            if id(k) not in own and b"__main__" in pickle.dumps(k):
+                return False
     except Exception:  # noqa: BLE001 - what fails to pickle stays in this process, as before
         return False
     return True

@@ -52,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--device", metavar="NAME", help="override the 'device' parameter (auto, host, cuda, hip, ...)")
     p.add_argument("--notebook-out", metavar="FILE", help="keep the executed notebook here (default: not kept after a success)")
+    p.add_argument("--force", action="store_true", help="replace an --out or --notebook-out file that hipexplore did not write")
     p.add_argument("--timeout", type=positive_seconds, default=900, metavar="S", help="per-cell time limit in seconds (default: 900)")
     p.set_defaults(func=run)
 
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     command = command_line(args)
     result = build_report(params, out=args.out, no_input=not args.show_input, command=command,
                           notebook_out=args.notebook_out, timeout=args.timeout, progress=not args.quiet,
-                          notebook=notebook)
+                          notebook=notebook, force=args.force)
     kept = f" (executed notebook: {result.notebook})" if result.notebook else ""
     print(f"wrote {result.html}{kept}")
     return 0

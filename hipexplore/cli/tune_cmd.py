@@ -116,6 +116,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compile every pass from the same sources (by default each pass gets its own salt in the source text, so "
                         "no pass profits from the compiler's own caching of an earlier pass)")
     p.add_argument("--frame", default=None, metavar="PATH.parquet", help="write the compile-event frame (all scenarios) here")
+    p.add_argument("--force", action="store_true", help="replace a --frame or --export-list file that hipexplore did not write")
     p.add_argument("--json", action="store_true", help="machine-readable output (alone on stdout; progress stays on stderr)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
@@ -128,10 +129,16 @@ def run(args: argparse.Namespace) -> int:
     target = DEFAULT_TARGETS[args.compiler] if args.target is None else args.target
     if not target.strip():
         raise ConfigError(f"--target must be a non-empty string; got {args.target!r}")
+    from ..files import check_replace
+
     if args.frame:
         check_destination(args.frame, "--frame", ".parquet")
+        check_replace(args.frame, "--frame", "a compile-event frame hipexplore wrote", lambda _head: _is_frame(args.frame),
+                      args.force)
     if args.export_list:
         check_destination(args.export_list, "--export-list", ".jsonl")
+        check_replace(args.export_list, "--export-list", "a list hipexplore exported",
+                      lambda head: b'"format": "hipexplore.tuning-list"' in head, args.force)
     if args.compiler == "triton":
         from ..compile.triton_source import check_target
 
@@ -262,6 +269,16 @@ def _finish(args: argparse.Namespace, report: Any) -> int:
     else:
         print(replay_text(out, report.summary_frame()))
     return 1 if out["failed"] else 0
+
+
+def _is_frame(path: str) -> bool:
+    """A parquet file with the compile-event frame's schema tag (what ``--frame`` writes)."""
+    from ..schema import TUNING, schema_of
+
+    try:
+        return schema_of(path) == TUNING
+    except Exception:  # noqa: BLE001 - not a parquet file at all: not ours
+        return False
 
 
 def check_destination(path: str, flag: str, suffix: str) -> None:

@@ -50,8 +50,31 @@ TOOLS = ("cc1", "as", "ld")
 IDENTITY_RECHECK_SECONDS = 1.0
 
 
+def _probe(cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+    """A question to the compiler driver (``--version``, ``-print-prog-name``, its ``-###`` plan),
+    in a session of its own: a driver (or a wrapper ``CC``) that does not answer within
+    ``HIPEXPLORE_COMPILE_TIMEOUT`` is killed with everything it started, and is a one-line
+    ``CompilerUnavailable`` rather than a traceback and an orphan left running."""
+    timeout = settings.COMPILE_TIMEOUT.get()
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                env=env, errors="replace")
+    except OSError as exc:
+        raise CompilerUnavailable(f"{cmd[0]} cannot be run: {exc}") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc, True)
+        raise CompilerUnavailable(f"{shlex.join(cmd)} did not answer within {timeout:g} s and was killed "
+                                  f"(HIPEXPLORE_COMPILE_TIMEOUT; is CC a compiler?)") from None
+    except BaseException:
+        _kill_group(proc, True)
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def _version_probe(argv: list[str]) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
+    proc = _probe([*argv, "--version"])
     if proc.returncode != 0:
         raise CompilerUnavailable(f"{argv[0]} --version failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
     return proc
@@ -131,7 +154,7 @@ class HostCompiler(CompilerBase):
         extra: list[tuple[str, str]] = [("command", shlex.join(argv))]
         found = []
         for tool in TOOLS:  # the compiler proper, the assembler and the linker the driver runs
-            out = subprocess.run([*argv, f"-print-prog-name={tool}"], capture_output=True, text=True, timeout=60)
+            out = _probe([*argv, f"-print-prog-name={tool}"])
             path = out.stdout.strip()
             if out.returncode == 0 and path and not os.path.isabs(path):
                 path = shutil.which(path) or ""
@@ -144,8 +167,7 @@ class HostCompiler(CompilerBase):
         # environment, names every program it would run and their arguments; key the plan and the
         # programs' files. It is asked again whenever the environment or one of those files changes.
         extra.append(("version_text", hashlib.sha256((proc.stdout + proc.stderr).encode()).hexdigest()))
-        plan = subprocess.run([*argv, "-###", "-x", "c", "-c", "-o", os.devnull, os.devnull], capture_output=True,
-                              text=True, timeout=60, env=dict(os.environ, LC_ALL="C", LANGUAGE="C"))
+        plan = _probe([*argv, "-###", "-x", "c", "-c", "-o", os.devnull, os.devnull], env=dict(os.environ, LC_ALL="C", LANGUAGE="C"))
         programs = []
         lines = []
         for cmd in commands(plan.stderr):

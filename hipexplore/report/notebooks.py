@@ -281,6 +281,7 @@ CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src d
 _TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head -%}
 <meta http-equiv="Content-Security-Policy" content="{{ resources.hipexplore_csp }}">
+<meta name="generator" content="hipexplore report">
 {{ super() }}
 {%- endblock html_head -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
@@ -354,6 +355,17 @@ def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> st
     return html
 
 
+def is_report(head: bytes) -> bool:
+    """Whether a file that starts with ``head`` is a report hipexplore wrote (its generator tag, or
+    the title every report had before the tag)."""
+    return b'<meta name="generator" content="hipexplore report">' in head or b"<title>hipexplore " in head
+
+
+def is_executed_notebook(head: bytes) -> bool:
+    """Whether a file that starts with ``head`` is a notebook (JSON with cells) that uses hipexplore."""
+    return head.lstrip().startswith(b"{") and b'"cells"' in head and b"hipexplore" in head
+
+
 def _check_writable(path: Path) -> None:
     """Create and remove a scratch file beside ``path``: the only sure test (``/proc`` is
     ``W_OK`` for root and still refuses new files)."""
@@ -409,10 +421,12 @@ def build_report(
     timeout: float | None = 900,
     notebook: str = "dashboard",
     progress: bool = False,
+    force: bool = False,
 ) -> ReportResult:
     """Run the dashboard notebook (or ``notebook="review"``: the A/B review) and write ``out``
     (HTML). ``params`` is a mapping or a YAML/JSON file; ``command`` is recorded in the provenance
-    table (defaults to this process's argv)."""
+    table (defaults to this process's argv). An existing ``out`` or ``notebook_out`` that is not a
+    report or notebook hipexplore wrote is refused before anything runs (``force``: replaced)."""
     values = dict(params) if isinstance(params, Mapping) else load_params(params)
     no_tuning_data(values)
     check_values(values)
@@ -434,6 +448,11 @@ def build_report(
     if out_path.suffix.lower() not in (".html", ".htm"):
         raise ConfigError(f"report output must be an .html file; got {str(out_path)!r}")
     _check_writable(out_path)  # before the notebook runs, not after
+    from ..files import check_replace
+
+    check_replace(out_path, "report output", "a hipexplore report", is_report, force)
+    if notebook_out:
+        check_replace(notebook_out, "--notebook-out", "a notebook hipexplore executed", is_executed_notebook, force)
     if progress:
         print(announcement(notebook, values, out_path), file=sys.stderr)
     # the executed notebook: where asked, else a temporary file that is removed after a success

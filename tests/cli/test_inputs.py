@@ -207,7 +207,7 @@ def files(tmp_path):
     (["compile", "k.c", "--compiler", "host", "--out", "adir"], "is a directory"),
     (["compile", "k.c", "--compiler", "host", "--out", "nodir/x.so"], "directory 'nodir' does not exist"),
     (["compile", "k.c", "--compiler", "host", "--target", ""], "--target is empty"),
-    (["compile", "bad.c", "--compiler", "host", "--out", "keep.bin"], "is not UTF-8"),
+    (["compile", "bad.c", "--compiler", "host", "--out", "new.bin"], "is not UTF-8"),
     (["compile", "adir", "--compiler", "host"], "is a directory"),
     (["cache", "stats", "--dir", ""], "--dir is empty"),
     (["cache", "clear", "--dir", "k.c"], "is not a directory"),
@@ -263,8 +263,13 @@ def test_compile_out_is_replaced_whole_or_not_at_all(files, capsys):
     (files / "broken.c").write_text("int f(void) { return }\n")
     assert main(["compile", "broken.c", "--compiler", "host", "--out", "keep.bin"]) == 2  # a compile error
     assert (files / "keep.bin").read_bytes() == b"precious"
-    assert main(["compile", "k.c", "--compiler", "host", "--out", "keep.bin"]) == 0
+    # not compiler output: left as it is unless --force (hipexplore never overwrites a file it did not write)
+    assert main(["compile", "k.c", "--compiler", "host", "--out", "keep.bin"]) == 2
+    assert (files / "keep.bin").read_bytes() == b"precious"
+    assert "exists and is not compiler output" in capsys.readouterr().err
+    assert main(["compile", "k.c", "--compiler", "host", "--out", "keep.bin", "--force"]) == 0
     assert (files / "keep.bin").read_bytes().startswith(b"\x7fELF")
+    assert main(["compile", "k.c", "--compiler", "host", "--out", "keep.bin"]) == 0  # its own output: replaced
     assert not [p.name for p in files.iterdir() if p.name.endswith((".tmp", ".check"))]
 
 

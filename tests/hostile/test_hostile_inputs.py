@@ -282,6 +282,99 @@ def test_a_matching_spec_runs_and_typedefs_macros_and_void_pointers_are_understo
     assert res.returncode == 0, res.stderr[-2000:]
 
 
+FAULTS = {  # kernels as users get them wrong: each faulted the host run in this process (rc 139 or 134, no word)
+    "null_store": "void k(float* y, const float* x, unsigned long long n) { volatile float* p = 0; *p = x[0]; }\n",
+    "past_the_end": "void k(float* y, const float* x, unsigned long long n) {\n"
+                    "  for (unsigned long long i = 0; i < n * 4096; ++i) y[i] = x[i]; }\n",
+    "abort": "#include <stdlib.h>\nvoid k(float* y, const float* x, unsigned long long n) { if (n > 1) abort(); }\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_a_faulting_user_kernel_on_the_host_ends_its_worker_not_the_python_process(tmp_path, need_host_cc, name):
+    """Through the CLI and through ``sweep()`` in this very process, at the defaults (no ``--worker``):
+    the user's own kernel runs in a sweep worker, its fault is one line (exit 2) or a ``KernelFault``
+    naming the configuration, and this interpreter goes on to measure a catalog kernel."""
+    import hipexplore as hx
+    from hipexplore.errors import KernelFault
+
+    src = tmp_path / f"{name}.c"
+    src.write_text(FAULTS[name])
+    args = "out:y:f32[n], in:x:f32[n], n:u64=n"
+    res = _cli(tmp_path, "bench", "k", "--source", str(src), "--args", args, "--device", "host", "--size", "16KiB",
+               "--iterations", "4", "--no-progress")
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and lines and lines[-1].startswith("hipexplore bench: error: kernel k faulted in configuration"), \
+        (res.returncode, res.stderr[-2000:])
+    assert "sweep worker" in lines[-1] and "died with SIG" in lines[-1], lines[-1]
+    kernel = hx.user_kernel(str(src), "k", args, name="k", register_it=False)
+    with pytest.raises(KernelFault, match="kernel k faulted in configuration"):
+        hx.sweep(kernel, ["16KiB"], [1], ["none"], device="host", iterations=4, reference=False, progress=False)
+    ok = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, reference=False, progress=False)
+    assert len(ok.samples) == 4  # this process lives, and measures
+
+
+@pytest.mark.parametrize("decl", ["int k = 3;", "const char k[] = \"hi\";", "void (*k)(void) = 0;", "float k[16];"])
+def test_an_entry_that_names_a_variable_is_refused_not_called(tmp_path, need_host_cc, decl):
+    """Called as a function, a variable's address jumps into data (a fault, no word): refused in
+    one line naming it and the functions the library does export, in process too (``--in-process``)."""
+    src = tmp_path / "var.c"
+    src.write_text(f"{decl}\nvoid scale(float* y, const float* x, unsigned long long n) {{ y[0] = x[0]; }}\n")
+    for where in ((), ("--in-process",)):
+        res = _cli(tmp_path, "bench", "k", "--source", str(src), "--args", "out:y:f32[n], in:x:f32[n], n:u64=n", "--device",
+                   "host", "--size", "16KiB", "--iterations", "4", "--no-progress", *where)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and lines, (where, res.returncode, res.stderr[-2000:])
+        assert "kernel 'k' is data in the host module" in lines[-1] and "not a function; it exports scale" in lines[-1], lines[-1]
+
+
+@pytest.mark.parametrize("argv, name, content", [
+    (("report", "--out", "{}"), "notes.html", b"<html>my review notes</html>\n"),
+    (("report", "--notebook-out", "{}", "--out", "r.html"), "mine.ipynb", b'{"cells": [], "my": "notebook"}\n'),
+    (("compile", "k.c", "--compiler", "host", "--out", "{}"), "k.so", b"my notes\n"),
+    (("tune-replay", "--compiler", "host", "--dry-run", "--export-list", "{}"), "mine.jsonl", b'{"mine": 1}\n'),
+    (("tune-replay", "--compiler", "host", "--dry-run", "--frame", "{}"), "mine.parquet", b"PAR1 not really\n"),
+])
+def test_an_output_file_hipexplore_did_not_write_is_never_replaced_without_force(tmp_path, need_host_cc, argv, name, content):
+    """Every command that writes a file the user names: an existing file that is not what it
+    writes is refused in one line before any work (exit 2) and left byte for byte; ``--force``
+    replaces it; and a file it wrote itself is replaced by the same command again (a report
+    rebuilt, a binary compiled again) without ``--force``."""
+    (tmp_path / "k.c").write_text(HOST_KERNEL)
+    target = tmp_path / name
+    target.write_bytes(content)
+    cmd = [a.replace("{}", str(target)) for a in argv]
+    res = _cli(tmp_path, *cmd, timeout=300)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and lines and "exists and is not" in lines[-1] and "--force" in lines[-1], \
+        (res.returncode, res.stderr[-2000:])
+    assert target.read_bytes() == content
+    if argv[0] == "report" or "--frame" in argv:
+        return  # a notebook run, a whole replay: the same helper (files.check_replace) replaces as the others do
+    forced = _cli(tmp_path, *cmd, "--force", timeout=300)
+    assert forced.returncode == 0 and target.read_bytes() != content, forced.stderr[-2000:]
+    again = _cli(tmp_path, *cmd, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+
+
+def test_a_compiler_that_never_answers_is_killed_with_what_it_started(tmp_path, need_host_cc):
+    """A ``CC`` wrapper that answers ``--version`` and then hangs: one line naming the question and
+    the timeout (exit 2) instead of a traceback after a fixed minute, and nothing it started left running."""
+    marker = f"sleep {900000 + os.getpid() % 90000}"  # a duration no other process sleeps: how it is found again
+    cc = tmp_path / "hangcc.sh"
+    cc.write_text(f'#!/bin/sh\ncase "$*" in *--version*) exec cc "$@";; esac\n{marker}\n')
+    cc.chmod(0o755)
+    (tmp_path / "ok.c").write_text("float f(float a) { return a; }\n")
+    env = dict(os.environ, CC=str(cc), HIPEXPLORE_COMPILE_TIMEOUT="3")
+    started = time.monotonic()
+    res = _cli(tmp_path, "compile", "ok.c", "--compiler", "host", env=env)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and "did not answer within 3 s and was killed" in lines[0], res.stderr[-2000:]
+    assert time.monotonic() - started < 60
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout.strip() == "", left.stdout
+
+
 @pytest.mark.parametrize("text, says", [
     ("out:a:f32[n,n:u64=n", "the '[' at character 10 is never closed"),
     ("out:a:f32[n", "is never closed"),
