@@ -253,6 +253,11 @@ CACHE_REMOTE_TIMEOUT: Setting[float] = _declare(
     "deadline of each Redis request as a whole (connect, send, every read); one request past it, or 3 in a row "
     "slower than half of it, turn the tier off for the process (one warning)")
 
+LAUNCH_TIMEOUT: Setting[float] = _declare(
+    "HIPEXPLORE_LAUNCH_TIMEOUT", "seconds", 120.0,
+    "seconds one host kernel launch may run in a sweep worker before the worker is stopped (a kernel that never "
+    "returns is then a KernelFault naming it, not a sweep that hangs)")
+
 # -- compilers --------------------------------------------------------------------------------
 COMPILE_TIMEOUT: Setting[float] = _declare(
     "HIPEXPLORE_COMPILE_TIMEOUT", "seconds", 120.0, "seconds one compile may take before its worker is killed")

@@ -7,7 +7,9 @@ calls of the unit's channel (``_PipeChannel``), and the parent records it.
 """
 from __future__ import annotations
 
+import os
 import pickle
+import signal
 import threading
 import warnings
 from multiprocessing.connection import Connection
@@ -77,6 +79,35 @@ def _register(kernels: list[tuple[str, bytes | None]]) -> None:
                               f"expressions, or use worker=False")
 
 
+def _watch_launches(dev: Any) -> None:
+    """A thread that stops this worker when one host launch runs past ``HIPEXPLORE_LAUNCH_TIMEOUT``:
+    a host kernel runs on this process's own thread inside a foreign call, which neither a signal
+    nor Python can interrupt, so a kernel that never returns hung the sweep for good. The line on
+    stderr names the kernel and the limit; the parent reports the worker's death as a
+    ``KernelFault`` of the configuration, with that line."""
+    import time
+
+    from .. import settings
+
+    limit = float(settings.LAUNCH_TIMEOUT.get())
+
+    def watch() -> None:
+        seen, since = -1, time.monotonic()
+        while True:
+            time.sleep(min(1.0, limit / 4))
+            begun, ended = dev.launches_begun, dev.launches_ended
+            if begun == ended:
+                seen = -1
+            elif begun != seen:
+                seen, since = begun, time.monotonic()
+            elif time.monotonic() - since > limit:
+                os.write(2, (f"hipexplore: one launch of kernel {dev.launching} ran past {limit:g} s "
+                             f"(HIPEXPLORE_LAUNCH_TIMEOUT): the sweep worker was stopped\n").encode())
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="hipexplore-launch-watchdog", daemon=True).start()
+
+
 def _worker_main(read_fd: int, write_fd: int) -> None:
     """The worker: build the device, register the kernels it was sent, measure, report."""
     rx, tx = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
@@ -99,6 +130,8 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         share_in(job.get("inputs_dir"))  # inputs an earlier unit of the sweep drew are mapped, not drawn
 
         dev = get_device(job["device"], llc_bytes=job["llc_bytes"])
+        if dev.kind == "host":
+            _watch_launches(dev)
         # a pass's own placement (bench.passes): held until the process ends
         pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
         if pad is not None:

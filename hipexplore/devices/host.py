@@ -101,6 +101,10 @@ class HostDevice(DeviceBase):
         if index != 0:
             raise ConfigError(f"the host device has only index 0, got {index}")
         self.index = 0
+        #: launches begun and ended, and the kernel of the last one begun: a watchdog in a sweep
+        #: worker (``bench.worker_main``) reads them to stop a launch that never returns
+        self.launches_begun = self.launches_ended = 0
+        self.launching = ""
         #: when ``get_device('auto')`` fell back to the host: why each GPU runtime was not used
         self.auto_reasons: list[str] = []
         self._choose_llc(*read_llc(), llc_bytes)
@@ -227,7 +231,12 @@ class HostDevice(DeviceBase):
         kernel, _ = unbind(kernel, shared_bytes)
         if kernel.argtypes is None or list(kernel.argtypes) != args.argtypes:
             kernel.argtypes = args.argtypes
-        kernel(*args.values)
+        self.launching = getattr(kernel, "__name__", "?")
+        self.launches_begun += 1
+        try:
+            kernel(*args.values)
+        finally:
+            self.launches_ended += 1
 
     # --- timing ---------------------------------------------------------------------------
     def event(self) -> HostEvent:

@@ -314,6 +314,29 @@ def test_a_faulting_user_kernel_on_the_host_ends_its_worker_not_the_python_proce
     assert len(ok.samples) == 4  # this process lives, and measures
 
 
+def test_a_user_kernel_that_never_returns_is_stopped_and_named(tmp_path, need_host_cc):
+    """A host kernel that loops forever cannot be interrupted inside its foreign call: in its sweep
+    worker a watchdog stops it after ``HIPEXPLORE_LAUNCH_TIMEOUT`` and the sweep ends in one line
+    naming the kernel, the configuration and the limit, the configurations before it kept."""
+    src = tmp_path / "spin.c"
+    src.write_text("void k(float* y, const float* x, unsigned long long n) {\n"
+                   "  if (n > 4096) for (volatile int i = 0; ; ) (void)i;\n"
+                   "  for (unsigned long long i = 0; i < n; ++i) y[i] = x[i]; }\n")
+    started = time.monotonic()
+    res = _cli(tmp_path, "bench", "k", "--source", str(src), "--args", "out:y:f32[n], in:x:f32[n], n:u64=n", "--device", "host",
+               "--size", "4KiB,64KiB", "--iterations", "4", "--no-progress", "--out", "spin.parquet",
+               env={"HIPEXPLORE_LAUNCH_TIMEOUT": "2"}, timeout=120)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and lines, (res.returncode, res.stderr[-2000:])
+    assert lines[-1].startswith("hipexplore bench: error: kernel k faulted in configuration size=65536"), lines[-1]
+    assert "one launch of kernel k ran past 2 s (HIPEXPLORE_LAUNCH_TIMEOUT)" in lines[-1], lines[-1]
+    assert time.monotonic() - started < 90
+    import pandas as pd
+
+    kept = pd.read_parquet(tmp_path / "spin.summary.parquet")
+    assert set(kept["size_bytes"]) == {4096}  # the size before the hang is kept
+
+
 @pytest.mark.parametrize("decl", ["int k = 3;", "const char k[] = \"hi\";", "void (*k)(void) = 0;", "float k[16];"])
 def test_an_entry_that_names_a_variable_is_refused_not_called(tmp_path, need_host_cc, decl):
     """Called as a function, a variable's address jumps into data (a fault, no word): refused in
