@@ -160,6 +160,26 @@ class PinDevices(_PluginBase):  # type: ignore[misc,valid-type]
             os.environ[var] = value
 
 
+@contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """SIGINT ignored while the cluster starts its processes, which inherit that (an ignored signal
+    stays ignored across exec, and Python then installs no KeyboardInterrupt handler): a Ctrl-C at
+    the terminal reaches the whole process group, and every Dask worker printed a KeyboardInterrupt
+    traceback (about 60 lines) over the sweep's one "interrupted: keeps ..." line. This process
+    handles the interrupt and closes the cluster, which stops them. Only on the main thread (the
+    only one that may set a handler); a Ctrl-C during the few seconds of the start waits for it."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def local_cluster(n: int, pin: bool = True) -> Any:
     """N worker processes (1 thread each) and a scheduler on 127.0.0.1, over TLS with a key only
     this process and its workers hold (``tls://127.0.0.1:PORT``; ``cluster.security`` is what a
@@ -181,7 +201,7 @@ def local_cluster(n: int, pin: bool = True) -> Any:
     if not pin:
         config["distributed.diagnostics.nvml"] = False
     try:
-        with dask.config.set(config):
+        with dask.config.set(config), _workers_ignore_sigint():
             workers = {i: {"cls": _SafePathNanny,
                            "options": {**common, "nthreads": 1, "resources": {"GPU": 1} if pin else {}, "name": i,
                                        "env": {v: str(i) for v in VISIBLE_DEVICE_VARS} if pin else {},

@@ -96,13 +96,18 @@ def check_every_pair_once(out: Path) -> pd.DataFrame:
     return samples
 
 
-def interrupt_then_rerun(tmp_path: Path, env: dict[str, str], sig: int, point: int, *more: str) -> None:
+def interrupt_then_rerun(tmp_path: Path, env: dict[str, str], sig: int, point: int, *more: str, group: bool = False) -> None:
+    """``group``: the signal goes to the whole process group, as a Ctrl-C at a terminal does (every
+    process the sweep started gets it too); then no traceback may reach stderr."""
     out = tmp_path / "r.parquet"
     argv = [sys.executable, "-m", "hipexplore", *bench_argv(out, "--json", *more)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=group)
     try:
         wait_for_pairs(proc, out, point)
-        proc.send_signal(sig)
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
         _stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -114,6 +119,8 @@ def interrupt_then_rerun(tmp_path: Path, env: dict[str, str], sig: int, point: i
         assert proc.returncode == 128 + sig, stderr[-3000:]
         line = stderr.strip().splitlines()[-1]
         assert "interrupted" in line and f"of {PAIRS} (configuration, unit)s" in line and "only the rest" in line, line
+        if group:
+            assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
     kept_pairs, kept_samples = committed(out)
     assert point <= len(kept_pairs) < PAIRS  # interrupted where it was: part of the sweep is kept
     again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
@@ -171,9 +178,11 @@ def test_one_unit_sweeps_write_no_units_file_and_a_no_resume_run_removes_a_stale
     assert read_units(output_paths(out)) is None and len(pd.read_parquet(output_paths(out)[1])) == 1
 
 
-@pytest.mark.parametrize("sig, point", [(signal.SIGINT, 3), (signal.SIGTERM, 9)])
-def test_a_cluster_sweep_interrupted_keeps_its_finished_units_and_the_rerun_measures_only_the_rest(tmp_path, sig, point):
+@pytest.mark.parametrize("sig, point, group", [(signal.SIGINT, 3, False), (signal.SIGTERM, 9, False), (signal.SIGINT, 4, True)])
+def test_a_cluster_sweep_interrupted_keeps_its_finished_units_and_the_rerun_measures_only_the_rest(tmp_path, sig, point, group):
+    """``group``: a Ctrl-C at the terminal, which reaches the Dask workers as well: one line, no
+    worker's KeyboardInterrupt traceback."""
     from conftest import need_module
 
     need_module("distributed")
-    interrupt_then_rerun(tmp_path, environment(tmp_path), sig, point, "--cluster", "local:2")
+    interrupt_then_rerun(tmp_path, environment(tmp_path), sig, point, "--cluster", "local:2", group=group)
