@@ -249,19 +249,27 @@ def check_replace(path: str | os.PathLike, flag: str, kind: str, ours: Callable[
     """Before any work: refuse (one ``ConfigError`` line) to replace an existing, non-empty file at
     ``path`` that ``ours`` (given its first ``RECOGNISE_BYTES``) does not recognise as ``kind``, a
     file hipexplore wrote; ``force`` replaces it anyway. A file hipexplore wrote is replaced as
-    before (a report rebuilt, a binary compiled again): nothing else is ever overwritten silently."""
+    before (a report rebuilt, a binary compiled again): nothing else is ever overwritten silently.
+    Only a regular file at the name itself is read: a link there is left to ``write_file`` (which
+    replaces the link and never writes through it) and a FIFO is not waited on."""
     name = os.fspath(path)
-    try:
-        st = os.stat(name)
-    except OSError:
-        return  # nothing there (or nothing this process may look at: the write itself will say)
-    if force or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+    if force:
         return
+    # never followed, never blocking: a link planted at the name (``write_file`` replaces the link, not
+    # what it points at) or a FIFO put there must neither be read through nor hang this process
     try:
-        with open(name, "rb") as f:
-            head = f.read(RECOGNISE_BYTES)
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return  # nothing there, a link, or nothing this process may look at: the write itself decides
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            return
+        head = os.read(fd, RECOGNISE_BYTES)
     except OSError:
         return
+    finally:
+        os.close(fd)
     if not ours(head):
         raise ConfigError(f"{flag} {name!r} exists and is not {kind}; it was left as it is: choose another file, or pass "
                           f"--force to replace it")

@@ -173,3 +173,34 @@ def test_own_folder_makes_or_accepts_only_this_users_private_folder(tmp_path):
         assert (tmp_path / "stem/include/h.h").read_text() == "h"
     finally:
         os.close(parent)
+
+
+def test_check_replace_refuses_a_foreign_file_reads_no_link_and_waits_on_no_fifo(tmp_path):
+    """``check_replace``: a regular file that is not what the command writes is refused in one line
+    and left as it was; its own kind, an empty file, ``force`` and a missing name pass; a link at
+    the name is not read through (``write_file`` replaces the link, never what it points at), and
+    a FIFO planted at the name neither blocks nor is refused (the write replaces it)."""
+    ours = lambda head: head.startswith(b"OURS")  # noqa: E731
+    mine = tmp_path / "notes.txt"
+    mine.write_bytes(b"my notes\n")
+    with pytest.raises(ConfigError) as err:
+        files.check_replace(mine, "--out", "a thing hipexplore writes", ours)
+    assert str(err.value) == (f"--out {str(mine)!r} exists and is not a thing hipexplore writes; it was left as it is: "
+                              f"choose another file, or pass --force to replace it")
+    assert mine.read_bytes() == b"my notes\n"
+    files.check_replace(mine, "--out", "x", ours, force=True)
+    (tmp_path / "own").write_bytes(b"OURS v1")
+    files.check_replace(tmp_path / "own", "--out", "x", ours)
+    (tmp_path / "empty").write_bytes(b"")
+    files.check_replace(tmp_path / "empty", "--out", "x", ours)
+    files.check_replace(tmp_path / "missing", "--out", "x", ours)
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    files.check_replace(link, "--out", "x", ours)  # not read through: the write will replace the link itself
+    files.write_file(link, b"OURS v2")
+    assert mine.read_bytes() == b"my notes\n" and not link.is_symlink() and link.read_bytes() == b"OURS v2"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    files.check_replace(fifo, "--out", "x", ours)
+    assert time.monotonic() - started < 5
