@@ -273,6 +273,11 @@ class SweepSpec:
             raise ConfigError(f"warmup_s must be a finite number of seconds >= 0, got {self.warmup_s!r}")
         self._check_int("interleave_seed", self.interleave_seed, 0)
         object.__setattr__(self, "units", check_units(self.units))
+        iterations = None if self.stop.adaptive else int(self.stop.iterations or 0)
+        if self.units != "auto" and iterations and int(self.units) > iterations:
+            # each unit takes a sample at least: 20 units of 10 iterations silently took 20
+            raise ConfigError(f"units {self.units} is more than the {iterations} iterations it would split: each unit takes at "
+                              f"least one sample; give {iterations} units or fewer, more iterations, or units 'auto'")
         object.__setattr__(self, "counters", check_counters(self.counters))
         object.__setattr__(self, "resolution", check_resolution(self.resolution))
         object.__setattr__(self, "resolution_budget", check_budget(self.resolution_budget))

@@ -230,3 +230,15 @@ def test_sizes_parse_with_every_unit(text, want):
 def test_sizes_that_are_not_positive_byte_counts_are_refused(bad):
     with pytest.raises(ConfigError, match="size"):
         parse_size(bad)
+
+
+def test_more_units_than_iterations_is_one_line_not_extra_samples():
+    """20 units of 10 iterations took 20 samples without a word (each unit takes one at least)."""
+    from hipexplore.bench.spec import SweepSpec
+    from hipexplore.bench.stats import StopRule
+    from hipexplore.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^units 20 is more than the 10 iterations it would split: each unit takes at least one"):
+        SweepSpec(kernels=("triad",), sizes=(4096,), stop=StopRule(iterations=10), units=20)
+    assert SweepSpec(kernels=("triad",), sizes=(4096,), stop=StopRule(iterations=10), units=10).units == 10
+    assert SweepSpec(kernels=("triad",), sizes=(4096,), stop=StopRule(), units=20).units == 20  # adaptive: no count to split
