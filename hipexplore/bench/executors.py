@@ -82,7 +82,7 @@ def run_location(spec: SweepSpec, device: Any, worker: bool | None) -> str:
         # a precompiled host library: no source to check --args against (kernels.build.check_host_signature),
         # so a spec shorter than the function must fault a worker, not this process
         return WORKER
-    if worker is None and settings.SWEEP_WORKER.get() is None and _plain_host(device) and _user_code_travels(specs):
+    if worker is None and settings.SWEEP_WORKER.get() is None and _plain_host(device) and _user_code_travels(spec):
         return WORKER
     if spec.units != 1 and device.kind != "host" and not has_callable:
         return WORKER
@@ -97,24 +97,23 @@ def _plain_host(device: Any) -> bool:
     return type(device) is HostDevice
 
 
-def _user_code_travels(specs: Any) -> bool:
-    """Whether ``specs`` hold a kernel that is not the catalog's own, and every one can be sent to
-    a sweep worker (pickled: its reference and traffic importable functions or expressions)."""
-    import pickle
-
+def _user_code_travels(spec: SweepSpec) -> bool:
+    """Whether ``spec`` holds a kernel that is not the catalog's own, and every one can be sent to
+    a sweep worker as ``bench.worker`` sends them (pickled: its reference and traffic importable
+    functions or expressions; not ``__main__``'s, which pickle by name and are not in a worker)."""
+    from ..errors import ConfigError
     from ..kernels import catalog
+    from .worker import _shippable
 
     own = {id(k) for k in catalog.OWN}
-    if all(id(k) in own for k in specs):
+    if all(id(k) in own for k in spec.specs()):
         return False
     try:
-        for k in specs:
-            # a function of ``__main__`` (a script's, a notebook's) pickles by name and is not there in a worker
-            if id(k) not in own and b"__main__" in pickle.dumps(k):
-                return False
-    except Exception:  # noqa: BLE001 - what fails to pickle stays in this process, as before
+        _named, kernels = _shippable(spec)
+    except ConfigError:  # what cannot travel stays in this process, as before
         return False
-    return True
+    # a user kernel sent by name only (it did not pickle) would not be in the worker's catalog
+    return all(id(k) in own or (blob is not None and b"__main__" not in blob) for k, (_name, blob) in zip(spec.specs(), kernels))
 
 
 class LocalExecutor:

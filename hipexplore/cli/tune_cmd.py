@@ -129,16 +129,7 @@ def run(args: argparse.Namespace) -> int:
     target = DEFAULT_TARGETS[args.compiler] if args.target is None else args.target
     if not target.strip():
         raise ConfigError(f"--target must be a non-empty string; got {args.target!r}")
-    from ..files import check_replace
-
-    if args.frame:
-        check_destination(args.frame, "--frame", ".parquet")
-        check_replace(args.frame, "--frame", "a compile-event frame hipexplore wrote", lambda _head: _is_frame(args.frame),
-                      args.force)
-    if args.export_list:
-        check_destination(args.export_list, "--export-list", ".jsonl")
-        check_replace(args.export_list, "--export-list", "a list hipexplore exported",
-                      lambda head: b'"format": "hipexplore.tuning-list"' in head, args.force)
+    _check_outputs(args)
     if args.compiler == "triton":
         from ..compile.triton_source import check_target
 
@@ -269,6 +260,21 @@ def _finish(args: argparse.Namespace, report: Any) -> int:
     else:
         print(replay_text(out, report.summary_frame()))
     return 1 if out["failed"] else 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Before any work: ``--frame`` and ``--export-list`` can be written, and neither replaces a
+    file hipexplore did not write (unless ``--force``)."""
+    from ..files import check_replace
+
+    if args.frame:
+        check_destination(args.frame, "--frame", ".parquet")
+        check_replace(args.frame, "--frame", "a compile-event frame hipexplore wrote", lambda _head: _is_frame(args.frame),
+                      args.force)
+    if args.export_list:
+        check_destination(args.export_list, "--export-list", ".jsonl")
+        check_replace(args.export_list, "--export-list", "a list hipexplore exported",
+                      lambda head: b'"format": "hipexplore.tuning-list"' in head, args.force)
 
 
 def _is_frame(path: str) -> bool:

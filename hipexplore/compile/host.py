@@ -62,14 +62,10 @@ def _probe(cmd: list[str], env: dict | None = None) -> subprocess.CompletedProce
     except OSError as exc:
         raise CompilerUnavailable(f"{cmd[0]} cannot be run: {exc}") from None
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = _communicate(proc, timeout, True)
     except subprocess.TimeoutExpired:
-        _kill_group(proc, True)
         raise CompilerUnavailable(f"{shlex.join(cmd)} did not answer within {timeout:g} s and was killed "
                                   f"(HIPEXPLORE_COMPILE_TIMEOUT; is CC a compiler?)") from None
-    except BaseException:
-        _kill_group(proc, True)
-        raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
@@ -302,19 +298,15 @@ class HostCompiler(CompilerBase):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
                                 start_new_session=own_group, env=env)
         try:
-            out, err = proc.communicate(timeout=self.timeout)
+            out, err = _communicate(proc, self.timeout, own_group)
             return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
         except subprocess.TimeoutExpired as exc:
-            _kill_group(proc, own_group)
             raise CompileTimeout(
                 f"host compile of {request.name!r} ran past its timeout of {self.timeout} s and was killed",
                 log=join_log(f"$ {shlex.join(cmd)}", _text(exc.stdout), _text(exc.stderr)),
                 options=(*BASE_FLAGS, *request.options),
                 target=request.target, compiler=self.name, kernels=request.kernels, timeout=float(self.timeout or 0),
             ) from None
-        except BaseException:  # KeyboardInterrupt and friends: leave no compiler running
-            _kill_group(proc, own_group)
-            raise
 
 
 _cleaned = False
@@ -474,6 +466,17 @@ def _remove_tree(path: Path) -> int:
         return 1
     except OSError:
         return 0
+
+
+def _communicate(proc: subprocess.Popen, timeout: float | None, own_group: bool) -> tuple[str, str]:
+    """``proc``'s output; on its timeout (``subprocess.TimeoutExpired``, re-raised) or any other
+    exit from the wait (KeyboardInterrupt and friends) it is killed first, with its process group
+    when it has its own: no compiler is left running."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except BaseException:
+        _kill_group(proc, own_group)
+        raise
 
 
 def _kill_group(proc: subprocess.Popen, own_group: bool) -> None:

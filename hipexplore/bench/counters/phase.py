@@ -76,9 +76,10 @@ class Replayed(Protocol):
 class Marker(Protocol):
     """Where the counted launches start and stop, for a profiler that counts only between them.
     A profiler in this process (``counters.cupti``) also hears ``prepare(entry, launches)`` before
-    the configuration's warm-up (its kernel, and at most how many launches the range will hold), ``launch_begins`` / ``launch_ends`` around each counted launch (a range
-    of its own), and hands over what it counted (``take``: one dict per counted launch; None for a
-    profiler whose output is read from its own files)."""
+    the configuration's warm-up (its kernel, and at most how many launches the range will hold),
+    ``launch_begins`` / ``launch_ends`` around each counted launch (a range of its own), and hands
+    over what it counted (``take``: one dict per counted launch; None for a profiler whose output
+    is read from its own files)."""
 
     name: str
     status: str
