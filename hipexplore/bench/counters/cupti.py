@@ -67,6 +67,7 @@ class CuptiRanges:
         self.status = ""
         self.values: list[dict[str, float]] = []
         self._open = False
+        self.first = True  # no range has closed on this session yet (``Marker.first``)
 
     def _session(self) -> Any:
         from .cupti_api import RangeSession
@@ -90,10 +91,11 @@ class CuptiRanges:
     def prepare(self, entry: str, launches: int = 0) -> None:
         """The configuration's kernel and its launch bound noted (``launches``: what sizes the
         counter-data image: a record too small for the ranges drops them, and a rotation over
-        hundreds of sets makes hundreds), and the profiler enabled before its warm-up: enabling
-        it evicts what the L2 held (on an H100 the first counted launch after it read its 1 MiB set
-        from DRAM although the warm-up had just read it: data/counters/h100-cupti/, 1 set, no
-        flush), and the warm-up then brings the sequence's own cache state back."""
+        hundreds of sets makes hundreds), and the profiler set up before its warm-up, so the warm-up
+        brings the sequence's own cache state back after it. That alone is not enough:
+        the session's first range still read its first launch from DRAM on an H100 (the probe's
+        1 MiB add on one set: 2.0 MiB, then 0 B; data/counters/h100-cupti/), which ``first`` hands
+        to the phase (one range run and dropped)."""
         self.entry, self.launches = entry, max(int(launches), 0)
         if self.session is None:
             self.session = self._session()
@@ -125,6 +127,7 @@ class CuptiRanges:
         if self._open:
             self.launch_ends()
         ranges, dropped = self.session.end()
+        self.first = False
         if dropped:
             raise CounterError(f"CUPTI dropped {dropped} range(s) of {len(ranges) + dropped}: the counter-data image was "
                                f"too small")

@@ -365,6 +365,43 @@ def test_the_phase_announces_a_launch_bound_its_range_never_passes(dev, timing) 
         assert ranges.ranges() >= held + 64
 
 
+class _First(_Bound):
+    """A profiler whose first range reads what its set-up left (CUPTI's: ``Marker.first``): each
+    range's launches noted, and only the ranges after the first read as the warm-up left them."""
+
+    name = "first"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first, self.taken = True, []
+
+    def stop(self) -> None:
+        self.first = False
+
+    def take(self) -> list[dict[str, float]]:
+        self.taken.append(self.held[-1])
+        return [{"dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0}] * self.held[-1]
+
+
+def test_a_profilers_first_range_is_run_and_dropped_before_the_first_configurations(dev) -> None:
+    """CUPTI's first range after its set-up read a 1 MiB add's first launch from DRAM (2.0 MiB, then
+    0 B): that range is run once and dropped, so the first configuration's counted launches are the
+    second range's (the same count as the later configurations', which run one range each); an
+    outside profiler (ncu counts every range it sees) gets no extra range."""
+    spec = SweepSpec(kernels=("triad",), sizes=(4 * KIB,), rotating=(1, 3), flush=("none",), stop=StopRule(iterations=12),
+                     units=1, warmup_s=0.0)
+    for marker, ranges in ((_First(), 3), (_Bound(), 2)):
+        phase = CounterPhase(Counting("none", 12))
+        phase.marker = phase.tap.marker = marker
+        run = SweepRun(spec, dev, Collector(), run_id="first", counting=Counting("none", 12), phases=(phase,))
+        run.measure()
+        entries = run.channel.counted_entries
+        assert len(marker.held) == ranges and len(entries) == 2, (marker.name, marker.held)
+        assert [e["count"] for e in entries] == marker.held[-2:]  # the entries are the last two ranges'
+        if ranges == 3:
+            assert marker.taken == marker.held and [len(e["values"]) for e in entries] == marker.held[-2:]
+
+
 # -- the orchestrator: the counting unit after the timed units, under a prefix, joined to the rows ----
 #: where each host configuration's counted launches come from: the H200's recorded ncu output of
 #: triad at 1 MiB (the same kernel and size). ("auto", "none") is given launches that read their
