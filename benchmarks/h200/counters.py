@@ -215,7 +215,7 @@ def table(rows: list[dict], results: list[dict]) -> str:
 
 def gpu_tests(out: Path, timeout: float) -> dict:
     env = dict(os.environ, HIPEXPLORE_REQUIRE_GPU="1")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "-rs", "tests/bench/counters/test_counters.py"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "-rs", "tests/bench/counters/"]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
