@@ -358,6 +358,7 @@ def run(args: argparse.Namespace) -> int:
     device = args.device if cluster else get_device(args.device, llc_bytes=args.llc_bytes)
     if not cluster:
         _preflight(kernels, sizes, device)
+        _unused_geometry(args, device)
     if stop is not None and not args.json:
         print(adaptive_banner(stop), file=sys.stderr)
     with _terminate_as_interrupt() as got, warnings.catch_warnings():
@@ -471,6 +472,18 @@ def _preflight(kernels: list[Any], sizes: list[str], device: Any) -> None:
             k.launch(n, device)
             k.set_bytes(n)
             k.footprint(n)
+
+
+def _unused_geometry(args: argparse.Namespace, device: Any) -> None:
+    """One line when launch geometry was given for the host: a host kernel is one C call (no grid,
+    block or shared memory), so the values were checked (``_preflight``) and are not used. Not a
+    refusal: the same command line also runs on a GPU, where they are."""
+    given = [f"{flag} {value}" for flag, value, default in (("--grid", args.grid, None), ("--block", args.block, "256"),
+                                                            ("--shared-bytes", args.shared_bytes, "0"))
+             if value != default and (args.source is not None or args.code_object is not None)]
+    if given and getattr(device, "kind", "") == "host":
+        print(f"hipexplore bench: {', '.join(given)}: not used on the host (a host kernel is one C call, no launch "
+              f"geometry); checked, and used where the device is a GPU", file=sys.stderr)
 
 
 def _tagged_samples(path: Path) -> bool:

@@ -282,6 +282,22 @@ def test_a_matching_spec_runs_and_typedefs_macros_and_void_pointers_are_understo
     assert res.returncode == 0, res.stderr[-2000:]
 
 
+def test_launch_geometry_given_for_the_host_is_said_to_be_unused_in_one_line(tmp_path, need_host_cc):
+    """A host kernel is one C call: --grid/--block/--shared-bytes were silently dropped there. Now one
+    line names each value given and says it is not used (the run goes on: the same command line runs
+    on a GPU, where they are); a bad expression is still refused; defaults say nothing."""
+    src = tmp_path / "k.c"
+    src.write_text(HOST_KERNEL)
+    res = _cli(tmp_path, *_bench_argv(src, ["--grid", "ceil(n/256)", "--block", "128", "--json"]))
+    lines = [x for x in res.stderr.splitlines() if "not used on the host" in x]
+    assert res.returncode == 0 and len(lines) == 1, (res.returncode, res.stderr[-2000:])
+    assert "--grid ceil(n/256)" in lines[0] and "--block 128" in lines[0] and "--shared-bytes" not in lines[0], lines[0]
+    plain = _cli(tmp_path, *_bench_argv(src, ["--json"]))
+    assert plain.returncode == 0 and "not used on the host" not in plain.stderr, plain.stderr[-2000:]
+    bad = _cli(tmp_path, *_bench_argv(src, ["--grid", "nope/2"]))
+    assert bad.returncode == 2 and "nope" in bad.stderr and "not used on the host" not in bad.stderr, bad.stderr[-2000:]
+
+
 FAULTS = {  # kernels as users get them wrong: each faulted the host run in this process (rc 139 or 134, no word)
     "null_store": "void k(float* y, const float* x, unsigned long long n) { volatile float* p = 0; *p = x[0]; }\n",
     "past_the_end": "void k(float* y, const float* x, unsigned long long n) {\n"
