@@ -260,6 +260,9 @@ class KernelSpec:
         n = int(size_bytes) // item
         if n < 1:
             raise ConfigError(f"size {size_bytes} B is smaller than one {self.element_dtype} element of kernel {self.name!r}")
+        if n * item != size_bytes:  # recorded as given, measured as the whole elements below it: a row that lies
+            raise ConfigError(f"size {size_bytes} B is not a whole number of {self.element_dtype} elements ({item} B) of "
+                              f"kernel {self.name!r}; expected a multiple of {item}, e.g. {n * item} or {(n + 1) * item}")
         return n
 
     def buffers(self) -> tuple[Arg, ...]:

@@ -298,6 +298,21 @@ def test_launch_geometry_given_for_the_host_is_said_to_be_unused_in_one_line(tmp
     assert bad.returncode == 2 and "nope" in bad.stderr and "not used on the host" not in bad.stderr, bad.stderr[-2000:]
 
 
+@pytest.mark.parametrize("size,kernel", [("4097", "triad"), ("1MiB,4098", "copy"), ("4101", "k")])
+def test_a_size_that_is_not_whole_elements_is_one_line(tmp_path, need_host_cc, size, kernel):
+    """--size 4097 was measured as 1024 floats and recorded as 4097 B (a row that lies about its
+    size): one line naming the size, the element and two sizes that work, exit 2, nothing run."""
+    src = tmp_path / "k.c"
+    src.write_text(HOST_KERNEL)
+    argv = _bench_argv(src, ["--size", size]) if kernel == "k" else \
+        ["bench", kernel, "--device", "host", "--size", size, "--iterations", "3", "--no-progress"]
+    res = _cli(tmp_path, *argv)
+    lines = res.stderr.strip().splitlines()
+    bad = size.split(",")[-1]
+    assert res.returncode == 2 and len(lines) == 1, (res.returncode, res.stderr[-2000:])
+    assert f"size {bad} B is not a whole number" in lines[0] and "expected a multiple of 4" in lines[0], lines[0]
+
+
 FAULTS = {  # kernels as users get them wrong: each faulted the host run in this process (rc 139 or 134, no word)
     "null_store": "void k(float* y, const float* x, unsigned long long n) { volatile float* p = 0; *p = x[0]; }\n",
     "past_the_end": "void k(float* y, const float* x, unsigned long long n) {\n"
