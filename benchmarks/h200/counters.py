@@ -196,9 +196,11 @@ def _num(v, fmt: str) -> str:
 
 
 def table(rows: list[dict], results: list[dict]) -> str:
-    lines = [f"{'group':20} {'rot':>8} {'flush':9} {'cold':>6} {'state':8} {'promise':7} {'us':>8} {'plain us':>8} verdict"]
+    lines = [f"{'group':20} {'rot':>8} {'flush':9} {'cold':>6} {'L2 hit':>6} {'state':8} {'promise':7} {'us':>8} "
+             f"{'plain us':>8} verdict"]
     for r in rows:
         lines.append(f"{r['group']:20} {r['rotating']:>8} {r['flush']:9} {_num(r['cold_fraction'], '.2f'):>6} "
+                     f"{_num(r['l2_hit_rate'], '.2f'):>6} "
                      f"{r['cache_state'] or '-':8} {r['cold_promise'] or '-':7} {_num(r['median_us'], '.3f'):>8} "
                      f"{_num(r['plain_median_us'], '.3f'):>8} {r['verdict'] or '-'}")
     lines.append("")

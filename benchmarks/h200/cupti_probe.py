@@ -9,7 +9,10 @@ range mode (``user``: a range pushed/popped around each counted launch; ``auto``
 - a 1 MiB-per-array add, c = a + b, on 1 set (warm: DRAM read ~0), on 40 sets in rotation (cold:
   ~2 MiB read per launch), and on 1 set after a 256 MiB write flush between launches, outside the
   ranges (cold, and the flush's own traffic must not be in the ranges);
-- the cost: 200 launches with a range each against the same 200 launches without the profiler.
+- the cost: 200 launches with a range each against the same 200 launches without the profiler;
+- two groups on one session (``rounds``: the DRAM pair, then the L2 lookups added with ``add_group``),
+  each switched to in turn with ``use``: whether a switch, like the session's first range, makes the
+  first counted launch read its set from DRAM (why the counter phase drops a range after each switch).
 
     PYTHONPATH=. python3 benchmarks/h200/cupti_probe.py --out DIR     (writes DIR/cupti_probe.json)
 """
@@ -56,6 +59,26 @@ def scenario(torch, session, mode: str, sets: int, flush, launches: int) -> dict
             "enqueue_s": enqueue_s, "total_s": total_s}
 
 
+def rounds(torch) -> dict:
+    """One session, two groups: warm 1-set ranges on group 0, 1, 1, 0, 0 (each switch and each repeat)."""
+    doc: dict = {}
+    try:
+        session = RangeSession(FOUR[:2], mode="user")
+        doc["l2_group"] = session.add_group(FOUR[2:])
+        doc["passes"] = [g.passes for g in session.groups]
+        for i, g in enumerate((0, 1, 1, 0, 0)):
+            session.use(g)
+            try:
+                doc[f"{i}-group{g}"] = scenario(torch, session, "user", 1, None, 12)
+            except Exception as exc:  # noqa: BLE001
+                doc[f"{i}-group{g}"] = {"error": f"{type(exc).__name__}: {exc}", "tb": traceback.format_exc()[-1500:]}
+        session.close()
+    except Exception as exc:  # noqa: BLE001
+        doc["error"] = f"{type(exc).__name__}: {exc}"
+        doc["tb"] = traceback.format_exc()[-1500:]
+    return doc
+
+
 def bare(torch, launches: int) -> float:
     a, b, c = (torch.rand(N, device="cuda") for _ in range(3))
     torch.cuda.synchronize()
@@ -94,6 +117,8 @@ def main() -> int:
             except Exception as exc:  # noqa: BLE001
                 doc[key] = {"error": f"{type(exc).__name__}: {exc}", "tb": traceback.format_exc()[-1500:]}
             (out / "cupti_probe.json").write_text(json.dumps(doc, indent=1, default=str))
+    doc["rounds"] = rounds(torch)
+    (out / "cupti_probe.json").write_text(json.dumps(doc, indent=1, default=str))
     for key, v in doc.items():
         if not isinstance(v, dict):
             print(key, v)
@@ -101,10 +126,12 @@ def main() -> int:
         print(key, {k: x for k, x in v.items() if not isinstance(x, dict)})
         for name, r in v.items():
             if isinstance(r, dict):
-                reads = [x.get("dram__bytes_read.sum") for x in r.get("values", [])]
+                reads = [x["dram__bytes_read.sum"] for x in r.get("values", []) if "dram__bytes_read.sum" in x]
                 med = sorted(reads)[len(reads) // 2] if reads else None
+                head = [{k: round(v) for k, v in x.items()} for x in r.get("values", [])[:3]]
                 print(f"  {name}: ranges {r.get('ranges')} dropped {r.get('dropped')} names {r.get('names')} "
-                      f"median DRAM read {med} enqueue {r.get('enqueue_s')} total {r.get('total_s')} {r.get('error', '')}")
+                      f"median DRAM read {med} first three {head} enqueue {r.get('enqueue_s')} total {r.get('total_s')} "
+                      f"{r.get('error', '')}")
     return 0
 
 

@@ -481,7 +481,7 @@ def _unused_geometry(args: argparse.Namespace, device: Any) -> None:
     given = [f"{flag} {value}" for flag, value, default in (("--grid", args.grid, None), ("--block", args.block, "256"),
                                                             ("--shared-bytes", args.shared_bytes, "0"))
              if value != default and (args.source is not None or args.code_object is not None)]
-    if given and getattr(device, "kind", "") == "host":
+    if given and device.kind == "host":
         print(f"hipexplore bench: {', '.join(given)}: not used on the host (a host kernel is one C call, no launch "
               f"geometry); checked, and used where the device is a GPU", file=sys.stderr)
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import NOT_REQUIRED, need
 from hipexplore.bench.counters import collect
 from hipexplore.bench.counters.backends import MANIFEST, CounterError
-from hipexplore.bench.counters.cupti import CUPTI_METRICS, DRAM_ONLY, METRIC_SETS, CuptiBackend, launch_of
+from hipexplore.bench.counters.cupti import CUPTI_METRICS, DRAM_ONLY, L2_SETS, CuptiBackend, launch_of
 from hipexplore.bench.counters.cupti_api import RangeSession, candidates, find_cupti, locate
 from hipexplore.bench.counters.registry import backend_for, from_description
 from hipexplore.devices.host import HostDevice
@@ -39,13 +39,15 @@ def test_the_hit_rate_is_the_lookups_ratio_and_missing_counters_are_nan() -> Non
     dram_only = be.per_launch({"dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0})
     assert math.isnan(dram_only["l2_hit_rate"]) and math.isnan(dram_only["duration_s"])
     assert math.isnan(be.per_launch({"lts__t_sectors_lookup_hit.sum": 0.0, "lts__t_sectors_lookup_miss.sum": 0.0})["l2_hit_rate"])
-    # the other single-pass sets' L2 counters (``METRIC_SETS``): a percentage (at most 1) or the texture unit's lookups
+    # the other L2 groups' counters (``L2_SETS``): a percentage (at most 1) or the texture unit's lookups
     assert be.per_launch({"lts__t_sector_hit_rate.pct": 104.0})["l2_hit_rate"] == 1.0
     assert be.per_launch({"lts__t_sector_hit_rate.pct": 55.5})["l2_hit_rate"] == pytest.approx(0.555)
     assert be.per_launch({"lts__t_sectors_srcunit_tex_lookup_hit.sum": 1.0,
                           "lts__t_sectors_srcunit_tex_lookup_miss.sum": 3.0})["l2_hit_rate"] == 0.25
-    assert METRIC_SETS[0] == CUPTI_METRICS and METRIC_SETS[-1] == DRAM_ONLY
-    assert all(m[:2] == DRAM_ONLY for m in METRIC_SETS)
+    assert CUPTI_METRICS == (*DRAM_ONLY, *L2_SETS[0])
+    for l2 in L2_SETS:  # each group's values alone give a hit rate (a second round counts the L2 group alone)
+        values = {m: 50.0 for m in l2}
+        assert 0.0 <= be.per_launch(values)["l2_hit_rate"] <= 1.0 and math.isnan(be.per_launch(values)["dram_read_bytes"])
 
 
 def test_the_manifests_values_are_the_launches_in_order(tmp_path) -> None:
