@@ -50,6 +50,68 @@ def test_the_hit_rate_is_the_lookups_ratio_and_missing_counters_are_nan() -> Non
         assert 0.0 <= be.per_launch(values)["l2_hit_rate"] <= 1.0 and math.isnan(be.per_launch(values)["dram_read_bytes"])
 
 
+class _Chip:
+    """CUPTI's answer about passes, as a chip gives it (this host has no GPU for the real one: only
+    the choice of groups is under test here; the GPU tests run the real sessions): ``passes`` maps
+    a metric group to its hardware passes; ``broken`` groups fail to set up for another reason."""
+
+    def __init__(self, passes: dict, broken: tuple = ()) -> None:
+        self.passes, self.broken, self.made = passes, broken, []
+
+    def session(self, metrics, **_):
+        chip, made = self, self.made
+
+        class Session:
+            def __init__(self) -> None:
+                self.chip, self.groups = "GH100", []
+                self._check(tuple(metrics))
+                made.append(self)
+
+            def _check(self, group) -> None:
+                if group in chip.broken:
+                    raise CounterError(f"cuptiProfilerHostConfigAddMetrics failed for {group}")
+                if chip.passes.get(group, 1) != 1:
+                    raise CounterError(f"metrics {group} need {chip.passes[group]} hardware passes on GH100")
+                self.groups.append(group)
+
+            def add_group(self, group) -> int:
+                self._check(tuple(group))
+                return len(self.groups) - 1
+
+            def use(self, index) -> None:
+                pass
+
+        return Session()
+
+
+@pytest.mark.parametrize("case", ["one-pass", "two-rounds", "second-l2-set", "none-fits", "l2-broken"])
+def test_the_metrics_are_counted_in_one_pass_else_in_two_rounds_else_the_dram_pair_alone(monkeypatch, case) -> None:
+    """Where the four need two passes (GH100) the DRAM pair and the first L2 group that fits one pass
+    are counted in two rounds (the hit rate is not lost, nothing is replayed); with no L2 group in
+    one pass, or one that fails to set up, the DRAM pair alone, and the notes say why."""
+    from hipexplore.bench.counters import cupti_api
+    from hipexplore.bench.counters.cupti import CuptiRanges
+    from hipexplore.bench.counters.phase import Counting
+
+    passes = {CUPTI_METRICS: 2} if case != "one-pass" else {}
+    if case in ("second-l2-set", "none-fits"):
+        passes[L2_SETS[0]] = 2
+    if case == "none-fits":
+        passes.update({group: 2 for group in L2_SETS})
+    chip = _Chip(passes, broken=(L2_SETS[0],) if case == "l2-broken" else ())
+    monkeypatch.setattr(cupti_api, "RangeSession", chip.session)
+    ranges = CuptiRanges(Counting("cupti-range", 12))
+    assert ranges.rounds == 1 and ranges.first  # nothing set up yet
+    ranges.prepare("triad", 40)
+    groups = chip.made[-1].groups
+    want = {"one-pass": [CUPTI_METRICS], "two-rounds": [DRAM_ONLY, L2_SETS[0]], "second-l2-set": [DRAM_ONLY, L2_SETS[1]],
+            "none-fits": [DRAM_ONLY], "l2-broken": [DRAM_ONLY]}[case]
+    assert groups == want and ranges.rounds == len(want), groups
+    says = {"one-pass": "", "two-rounds": "two rounds", "second-l2-set": "two rounds", "none-fits": "not counted",
+            "l2-broken": "could not be set up"}[case]
+    assert (says in ranges.status) if says else ranges.status == "", ranges.status
+
+
 def test_the_manifests_values_are_the_launches_in_order(tmp_path) -> None:
     entries = [{"entry": "triad", "count": 2, "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": 2.0}]},
                {"entry": "stencil2d", "count": 1, "values": [{"dram__bytes_read.sum": 3.0}]}]
