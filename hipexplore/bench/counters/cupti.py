@@ -89,6 +89,13 @@ class CuptiRanges:
         if self.session is not None:
             self.session.use(self.round)
 
+    def drop_rounds(self, why: str) -> None:
+        """A later round failed: the DRAM pair's group alone from now on, the L2 hit rate said missing."""
+        if self.session is not None:
+            self.session.keep_first_group()
+        self.round, self._last = 0, None  # the profiler is set up again for the DRAM pair: its next range is dropped
+        self.status = f"the L2 hit rate is not counted: {why}"
+
     def _session(self) -> Any:
         from .cupti_api import RangeSession
 

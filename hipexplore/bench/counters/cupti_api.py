@@ -336,6 +336,13 @@ class RangeSession:
             raise
         return len(self.groups) - 1
 
+    def keep_first_group(self) -> None:
+        """The later groups released (a round of them failed): the first alone is counted from now on."""
+        for group in self.groups[1:]:
+            self._release(group)
+        del self.groups[1:]
+        self.current = 0
+
     def use(self, index: int) -> None:
         """Which group the next ``begin`` counts."""
         if not 0 <= index < len(self.groups):

@@ -84,7 +84,9 @@ class Marker(Protocol):
     an H100: 2.0 MiB read from DRAM by a 1 MiB add that reads 0 B from its second range on,
     data/counters/h100-cupti/cupti_probe.json), so the phase runs one range first and drops it.
     ``rounds``: how many times each configuration's launches run, each counting one group of
-    metrics (``select(i)`` before round ``i``), where the chip counts them in one pass no longer."""
+    metrics (``select(i)`` before round ``i``), where the chip counts them in one pass no longer;
+    ``drop_rounds(why)``: a later round failed, so the first round's group alone is counted from
+    then on (its counters stand; the notes say why the others are missing)."""
 
     name: str
     status: str
@@ -92,6 +94,8 @@ class Marker(Protocol):
     rounds: int
 
     def select(self, index: int) -> None: ...
+
+    def drop_rounds(self, why: str) -> None: ...
 
     def prepare(self, entry: str, launches: int) -> None: ...
 
@@ -118,6 +122,9 @@ class _OutsideMarker:
         pass
 
     def select(self, index: int) -> None:
+        pass
+
+    def drop_rounds(self, why: str) -> None:
         pass
 
     def start(self) -> None:
@@ -242,7 +249,11 @@ class CounterPhase:
         self.marker.prepare(kspec.entry, launches.launch_bound(samples))
         before, inside, counted = self._round(launches, samples, 0)
         for r in range(1, self.marker.rounds):  # the same launches again, another group of metrics
-            _, again, more = self._round(launches, samples, r)
+            try:
+                _, again, more = self._round(launches, samples, r)
+            except CounterError as exc:  # the first round's counters stand; the later groups are given up, said
+                self.marker.drop_rounds(f"round {r + 1} failed on {configuration.kernel} size {configuration.size}: {exc}")
+                break
             if again != inside or counted is None or more is None or len(more) != len(counted):
                 raise CounterError(f"{self.marker.name}'s round {r + 1} of {configuration.kernel} size {configuration.size} "
                                    f"held other launches than its first ({len(again)} against {len(inside)}); their "

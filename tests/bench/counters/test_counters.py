@@ -372,9 +372,13 @@ class _First(_Bound):
 
     name = "first"
 
-    def __init__(self, rounds: int = 1) -> None:
+    def __init__(self, rounds: int = 1, fail_round: int | None = None) -> None:
         super().__init__()
         self.rounds, self.round, self.last, self.taken, self.groups = rounds, 0, None, [], []
+        self.fail_round, self.dropped = fail_round, ""
+
+    def drop_rounds(self, why: str) -> None:
+        self.rounds, self.round, self.last, self.dropped = 1, 0, None, why
 
     @property
     def first(self) -> bool:
@@ -386,6 +390,8 @@ class _First(_Bound):
     def start(self) -> None:
         super().start()
         self.groups.append(self.round)
+        if self.round == self.fail_round:
+            raise CounterError(f"cuptiRangeProfilerSetConfig failed for group {self.round}")
 
     def stop(self) -> None:
         self.last = self.round
@@ -424,6 +430,25 @@ def test_a_profilers_set_up_range_is_run_and_dropped_and_rounds_join_launch_by_l
                 assert all(v[f"group{g}"] == i for i, v in enumerate(e["values"]) for g in range(rounds))
         else:
             assert len(marker.held) == 2 and [e["count"] for e in entries] == marker.held
+
+
+def test_a_failing_later_round_leaves_the_first_rounds_counters_and_says_so(dev) -> None:
+    """A second round that fails (CUPTI refusing the L2 group's configuration on the GPU) never loses
+    the first round's counters: they are the configuration's, the rounds after it are given up for
+    the rest of the pass (the DRAM pair's group set up again: a range dropped first), and the marker
+    says why the L2 hit rate is missing."""
+    spec = SweepSpec(kernels=("triad",), sizes=(4 * KIB,), rotating=(1, 3), flush=("none",), stop=StopRule(iterations=12),
+                     units=1, warmup_s=0.0)
+    marker = _First(rounds=2, fail_round=1)
+    phase = CounterPhase(Counting("none", 12))
+    phase.marker = phase.tap.marker = marker
+    run = SweepRun(spec, dev, Collector(), run_id="fail", counting=Counting("none", 12), phases=(phase,))
+    run.measure()
+    entries = run.channel.counted_entries
+    assert len(entries) == 2 and "round 2 failed on triad" in marker.dropped and "group 1" in marker.dropped
+    assert marker.groups == [0, 0, 1, 0, 0], marker.groups  # the failed round's start, then the DRAM pair again, dropped first
+    for e in entries:
+        assert [set(v) for v in e["values"]] == [{"group0"}] * e["count"]
 
 
 # -- the orchestrator: the counting unit after the timed units, under a prefix, joined to the rows ----
