@@ -787,11 +787,14 @@ def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path, backend) -> None:
         assert len(manifests) == 1, manifests
         entries = json.loads(manifests[0].read_text())["entries"]
         assert len(entries) == 4 and all(len(e["values"]) == e["count"] >= 12 for e in entries), entries
-        # every counted launch has both the DRAM pair and an L2 group: in one pass, or (GH100) in two rounds joined
-        assert all("dram__bytes_read.sum" in v and any(m.startswith("lts__") for m in v)
-                   for e in entries for v in e["values"]), entries[0]["values"][:2]
+        assert all("dram__bytes_read.sum" in v for e in entries for v in e["values"]), entries[0]["values"][:2]
         warm_rate, cold_rate = rows[("1", "none")]["l2_hit_rate"], rows[("1", "l2-write")]["l2_hit_rate"]
-        assert warm_rate is not None and cold_rate is not None and warm_rate > cold_rate, (warm_rate, cold_rate, states)
+        if warm_rate is None:  # no L2 group counts in one pass beside or after the DRAM pair (GH100): said in the notes
+            assert "the L2 hit rate is not counted" in json.dumps(doc), doc["counters"]
+            assert not any(m.startswith("lts__") for e in entries for v in e["values"] for m in v)
+        else:  # in the DRAM pair's pass, or in a second round of the same launches, joined launch by launch
+            assert all(any(m.startswith("lts__") for m in v) for e in entries for v in e["values"]), entries[0]["values"][:2]
+            assert cold_rate is not None and warm_rate > cold_rate, (warm_rate, cold_rate, states)
 
 
 @pytest.mark.gpu
