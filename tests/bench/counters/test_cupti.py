@@ -206,6 +206,7 @@ def test_a_real_cupti_without_a_gpu_fails_as_one_error_naming_the_call() -> None
 
 # -- the pass CUPTI counted through the CLI on an H100 (data/counters/h100-cupti/, BENCHMARKS.md "Fifth session") --
 RECORDED = Path(__file__).resolve().parents[3] / "data" / "counters" / "h100-cupti"
+MIB = 1 << 20
 
 
 #: the recorded CUPTI passes (BENCHMARKS.md), all on an H100: the fifth session's (98388df: the session's
@@ -262,3 +263,30 @@ def test_the_recorded_cupti_pass_parses_here_to_what_the_cli_printed_on_the_gpu(
     wall_s = sum(float(g["counted"]["wall_s"]) for g in summary["groups"])
     assert pass_s / (wall_s - pass_s) == pytest.approx(summary["cost"]["pass_ratio"], rel=1e-9)
     assert pass_s / (wall_s - pass_s) <= 0.25 and not summary["moved"]
+
+
+def test_the_h200s_recorded_cupti_pass_parses_here_to_its_summary_and_meets_the_issue() -> None:
+    """``hipexplore bench triad --size 1MiB,4MiB --rotating 1,2,3,5,10,20,auto --flush none,l2-write --counters cupti`` on
+    the H200 (data/counters/h200-cupti/, BENCHMARKS.md "Seventh session"): the counting unit's manifest read back on the
+    host gives the summary's counter columns row for row, and issue 35's done-when: 5 sets of 1 MiB warm (<= 0.1),
+    auto and l2-write cold (>= 0.9) with the promise kept; the chip is GH100 there too (its note names it)."""
+    import pandas as pd
+
+    folder = RECORDED.parent / "h200-cupti"
+    summary = pd.read_parquet(folder / "triad-counted.summary.parquet")
+    rows = {(int(r.size_bytes), str(r.rotating_requested), str(r.flush)): r for r in summary.itertuples()
+            if r.flush != "cold-reference"}
+    got = collect(folder / "triad-counted.counters" / "all-0")
+    assert got.backend.startswith("CUPTI range profiler") and len(got.records) == len(rows) == 28
+    for rec in got.records:
+        row = rows[(rec.size_bytes, rec.rotating_requested, rec.flush)]
+        for col in ("dram_read_bytes", "dram_write_bytes", "cold_fraction", "counter_launches"):
+            assert getattr(rec, col) == pytest.approx(getattr(row, col), rel=1e-9), (rec, col)
+        assert (rec.cache_state, rec.cold_promise) == (row.cache_state, row.cold_promise)
+        assert "GH100" in rec.counter_note and math.isnan(rec.l2_hit_rate)
+    by = {(r.size_bytes, r.rotating_requested, r.flush): r for r in got.records}
+    assert by[(MIB, "5", "none")].cold_fraction <= 0.1 and by[(MIB, "5", "none")].cache_state == "warm"
+    for key in ((MIB, "auto", "none"), (MIB, "1", "l2-write"), (MIB, "auto", "l2-write"), (4 * MIB, "auto", "none")):
+        assert by[key].cold_fraction >= 0.9 and (by[key].cache_state, by[key].cold_promise) == ("cold", "kept"), key
+    assert all(by[(MIB, str(k), "none")].cache_state == "warm" for k in (1, 2, 3, 5, 10))  # the knee: 20 sets
+    assert by[(MIB, "20", "none")].cache_state == "cold"
