@@ -10,9 +10,9 @@ range mode (``user``: a range pushed/popped around each counted launch; ``auto``
   ~2 MiB read per launch), and on 1 set after a 256 MiB write flush between launches, outside the
   ranges (cold, and the flush's own traffic must not be in the ranges);
 - the cost: 200 launches with a range each against the same 200 launches without the profiler;
-- two groups on one session (``rounds``: the DRAM pair, then the L2 lookups added with ``add_group``),
-  each switched to in turn with ``use``: whether a switch, like the session's first range, makes the
-  first counted launch read its set from DRAM (why the counter phase drops a range after each switch).
+- each L2 metric set alone (``l2_alone``): whether the L2 counters fit one hardware pass without the
+  DRAM pair (on GH100 they do not: ``data/counters/h100-cupti-groups/``, whose probe tried the lookups'
+  pair as a second group of one session).
 
     PYTHONPATH=. python3 benchmarks/h200/cupti_probe.py --out DIR     (writes DIR/cupti_probe.json)
 """
@@ -59,23 +59,20 @@ def scenario(torch, session, mode: str, sets: int, flush, launches: int) -> dict
             "enqueue_s": enqueue_s, "total_s": total_s}
 
 
-def rounds(torch) -> dict:
-    """One session, two groups: warm 1-set ranges on group 0, 1, 1, 0, 0 (each switch and each repeat)."""
+def l2_alone() -> dict:
+    """Each L2 metric set the pass tries (``cupti.METRIC_SETS`` less the DRAM pair) in a session of its own:
+    its hardware passes, or why it was refused (on GH100 the DRAM pair with them needs two; do they alone?)."""
+    from hipexplore.bench.counters.cupti import DRAM_ONLY, METRIC_SETS
+
     doc: dict = {}
-    try:
-        session = RangeSession(FOUR[:2], mode="user")
-        doc["l2_group"] = session.add_group(FOUR[2:])
-        doc["passes"] = [g.passes for g in session.groups]
-        for i, g in enumerate((0, 1, 1, 0, 0)):
-            session.use(g)
-            try:
-                doc[f"{i}-group{g}"] = scenario(torch, session, "user", 1, None, 12)
-            except Exception as exc:  # noqa: BLE001
-                doc[f"{i}-group{g}"] = {"error": f"{type(exc).__name__}: {exc}", "tb": traceback.format_exc()[-1500:]}
-        session.close()
-    except Exception as exc:  # noqa: BLE001
-        doc["error"] = f"{type(exc).__name__}: {exc}"
-        doc["tb"] = traceback.format_exc()[-1500:]
+    for metrics in METRIC_SETS[:-1]:
+        l2 = tuple(m for m in metrics if m not in DRAM_ONLY)
+        try:
+            session = RangeSession(l2, mode="user")
+            doc[" ".join(l2)] = {"passes": session.passes}
+            session.close()
+        except Exception as exc:  # noqa: BLE001 - recorded, the next one goes on
+            doc[" ".join(l2)] = {"error": f"{type(exc).__name__}: {exc}"}
     return doc
 
 
@@ -117,7 +114,7 @@ def main() -> int:
             except Exception as exc:  # noqa: BLE001
                 doc[key] = {"error": f"{type(exc).__name__}: {exc}", "tb": traceback.format_exc()[-1500:]}
             (out / "cupti_probe.json").write_text(json.dumps(doc, indent=1, default=str))
-    doc["rounds"] = rounds(torch)
+    doc["l2_alone"] = l2_alone()
     (out / "cupti_probe.json").write_text(json.dumps(doc, indent=1, default=str))
     for key, v in doc.items():
         if not isinstance(v, dict):

@@ -10,10 +10,7 @@ replayed. nvbench counts the same way (``nvbench/cupti_profiler.cu``: user range
 
 The metrics (``CUPTI_METRICS``): DRAM bytes read and written (the cold fraction) and the L2's lookup
 hits and misses (the hit rate as their ratio, rather than ncu's ``lts__t_sector_hit_rate.pct``). If
-the chip needs a second hardware pass for the L2 pair, the unit counts in two rounds (``rounds``):
-each configuration's warm-up and timed launches run once per group of metrics, the DRAM pair in the
-first and the L2's lookups in the second, and each launch's values are joined by its place in the
-sequence (the sequence is the same each time: its random leads are seeded).
+the chip needs a second hardware pass for the L2 pair, the unit counts the DRAM pair alone and says so.
 
 What the worker counted travels in the counting unit's manifest (each entry's ``values``, one dict
 per counted launch, in launch order): ``parse`` reads it back, so a recorded pass folder parses
@@ -28,14 +25,15 @@ from typing import Any
 
 from .backends import MANIFEST, CounterError, Launch, base_name, reports
 
-#: what is counted: the DRAM pair and the L2's lookups. A launch is never replayed (a second hardware
-#: pass over it would see the cache state the first pass left), so where the four need two passes
-#: (an H100: GH100, CUPTI 2025.3.1) they are counted in two rounds over the same warm-up and timed
-#: launches, one pass each: the DRAM pair, then the first of ``L2_SETS`` that fits one pass.
+#: what is counted: the DRAM pair and the L2's lookups. One hardware pass only (a second would replay
+#: launches whose cache state the first changed), so the sets are tried in order (``METRIC_SETS``)
+#: and the first that fits one pass on the chip is counted; on an H100 (GH100, CUPTI 2025.3.1) the
+#: four below need two passes.
 DRAM_ONLY = ("dram__bytes_read.sum", "dram__bytes_write.sum")
-L2_SETS = (("lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum"), ("lts__t_sector_hit_rate.pct",),
-           ("lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"))
-CUPTI_METRICS = (*DRAM_ONLY, *L2_SETS[0])
+CUPTI_METRICS = (*DRAM_ONLY, "lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum")
+METRIC_SETS = (CUPTI_METRICS, (*DRAM_ONLY, "lts__t_sector_hit_rate.pct"),
+               (*DRAM_ONLY, "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"),
+               DRAM_ONLY)
 #: the L2 hit rate from whichever pair (hits, misses) or percentage was counted
 _HIT_PAIRS = (("lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum"),
               ("lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"))
@@ -69,78 +67,43 @@ class CuptiRanges:
         self.status = ""
         self.values: list[dict[str, float]] = []
         self._open = False
-        self.round = 0  # which group of metrics the next range counts (``select``)
-        self._last: int | None = None  # the group of the last range closed on this session
-
-    @property
-    def rounds(self) -> int:
-        """How many times each configuration's launches run: once per one-pass group of metrics."""
-        return len(self.session.groups) if self.session is not None else 1
-
-    @property
-    def first(self) -> bool:
-        """Whether the next range counts another group than the last range closed on this session
-        (or is the session's first): the profiler is set up again for it, and its first launch
-        finds the L2 that left (``Marker.first``). Ranges of the same group in a row did not."""
-        return self._last != self.round
-
-    def select(self, index: int) -> None:
-        self.round = int(index)
-        if self.session is not None:
-            self.session.use(self.round)
-
-    def drop_rounds(self, why: str) -> None:
-        """A later round failed: the DRAM pair's group alone from now on, the L2 hit rate said missing."""
-        if self.session is not None:
-            self.session.keep_first_group()
-        self.round, self._last = 0, None  # the profiler is set up again for the DRAM pair: its next range is dropped
-        self.status = f"the L2 hit rate is not counted: {why}"
+        self.first = True  # no range has closed on this session yet (``Marker.first``)
 
     def _session(self) -> Any:
         from .cupti_api import RangeSession
 
-        if self.metrics != CUPTI_METRICS:  # the caller's own metrics: one pass, or refused
-            return RangeSession(self.metrics, device_index=self.device_index, mode=self.mode)
-        try:
-            return RangeSession(self.metrics, device_index=self.device_index, mode=self.mode)
-        except CounterError as exc:
-            if "hardware passes" not in str(exc):
-                raise
-        session = RangeSession(DRAM_ONLY, device_index=self.device_index, mode=self.mode)
-        for l2 in L2_SETS:
+        tries = list(METRIC_SETS) if self.metrics == CUPTI_METRICS else [self.metrics]
+        for i, metrics in enumerate(tries):
             try:
-                session.add_group(l2)
+                session = RangeSession(metrics, device_index=self.device_index, mode=self.mode)
             except CounterError as exc:
-                if "hardware passes" in str(exc):
+                if i + 1 < len(tries) and "hardware passes" in str(exc):
                     continue
-                # the DRAM pair (what the cold fraction needs) still counts; the hit rate is said missing
-                self.status = f"the L2's counters could not be set up on {session.chip} ({exc}): the L2 hit rate is not counted"
-                return session
-            self.status = (f"counted in two rounds on {session.chip} (its DRAM and L2 counters need two hardware passes): "
-                           f"the DRAM bytes, then {' and '.join(l2)}, over the same warm-up and launches")
+                raise
+            if metrics == DRAM_ONLY and self.metrics != DRAM_ONLY:
+                self.status = (f"the L2's counters need a second hardware pass on {session.chip}: "
+                               f"the L2 hit rate is not counted (DRAM bytes are)")
+            elif metrics != self.metrics:
+                self.status = f"the L2 hit rate counted as {metrics[2]} (one hardware pass on {session.chip})"
             return session
-        self.status = (f"the L2's counters need a second hardware pass on {session.chip} and none fits one: the L2 hit "
-                       f"rate is not counted (DRAM bytes are)")
-        return session
+        raise CounterError("no metric set counts in one pass")  # pragma: no cover - the loop returns or raises
 
     def prepare(self, entry: str, launches: int = 0) -> None:
         """The configuration's kernel and its launch bound noted (``launches``: what sizes the
         counter-data image: a record too small for the ranges drops them, and a rotation over
         hundreds of sets makes hundreds), and the profiler set up before its warm-up, so the warm-up
-        brings the sequence's own cache state back after it. That alone is not enough: the
-        session's first range still read its first launch from DRAM on an H100 (the probe's 1 MiB
-        add on one set: 2.0 MiB, then 0 B; data/counters/h100-cupti/), which ``first`` hands to the
-        phase (one range run and dropped)."""
+        brings the sequence's own cache state back after it. That alone is not enough:
+        the session's first range still read its first launch from DRAM on an H100 (the probe's
+        1 MiB add on one set: 2.0 MiB, then 0 B; data/counters/h100-cupti/), which ``first`` hands
+        to the phase (one range run and dropped)."""
         self.entry, self.launches = entry, max(int(launches), 0)
         if self.session is None:
             self.session = self._session()
-        self.select(0)
 
     def start(self) -> None:
         if self.session is None:  # started without ``prepare`` (a caller of the timed path alone)
             self.session = self._session()
         self.values, self._open = [], False
-        self.session.use(self.round)
         self.session.begin(self.ranges())
 
     def ranges(self) -> int:
@@ -164,7 +127,7 @@ class CuptiRanges:
         if self._open:
             self.launch_ends()
         ranges, dropped = self.session.end()
-        self._last = self.round
+        self.first = False
         if dropped:
             raise CounterError(f"CUPTI dropped {dropped} range(s) of {len(ranges) + dropped}: the counter-data image was "
                                f"too small")
@@ -245,4 +208,4 @@ class CuptiBackend:
         return {"name": self.name, "label": label, "metrics": list(self.metrics), "path": path or ""}
 
 
-__all__ = ["CUPTI_METRICS", "CuptiBackend", "CuptiRanges", "DRAM_ONLY", "L2_SETS", "launch_of"]
+__all__ = ["CUPTI_METRICS", "CuptiBackend", "CuptiRanges", "DRAM_ONLY", "METRIC_SETS", "launch_of"]

@@ -232,25 +232,8 @@ class Counted:
     values: dict[str, float]
 
 
-class _Group:
-    """One set of metrics the profiler counts in one hardware pass: its host object (evaluates
-    values), configuration image and counter-data image (sized for its metrics and ranges)."""
-
-    def __init__(self, metrics: tuple[str, ...]) -> None:
-        self.metrics = tuple(metrics)
-        self.names = _c_names(self.metrics)
-        self.host: Any = None
-        self.config: Any = None
-        self.passes = 0
-        self.image: Any = None
-        self.capacity = 0
-
-
 class RangeSession:
-    """The range profiler on this process's current CUDA context (module docstring). ``metrics``
-    is the first group; ``add_group`` adds another, counted in a range of its own (``use``): a chip
-    whose DRAM and L2 counters need two hardware passes counts them in two rounds of the same
-    launches instead of replaying one launch (the replay would see the cache the first pass left)."""
+    """The range profiler on this process's current CUDA context (module docstring)."""
 
     def __init__(self, metrics: tuple[str, ...], *, device_index: int = 0, library: str | None = None,
                  ranges: int = 256, mode: str = "user") -> None:
@@ -261,38 +244,40 @@ class RangeSession:
         if path is None:
             raise CounterError(f"CUPTI library not usable: {why} (HIPEXPLORE_CUPTI_LIBRARY, the CUDA toolkit's "
                                "extras/CUPTI/lib64, or the nvidia-cuda-cupti wheel)")
-        self.api = Api(path)
-        self.groups: list[_Group] = []
-        self.current = 0
-        self.obj = None
-        self.chip = ""
+        self.api, self.metrics = Api(path), tuple(metrics)
+        self._names = _c_names(self.metrics)
+        self.obj = self.host = None
+        self.capacity, self.image = 0, None
         self._initialized = False
         try:
-            self._open(tuple(metrics), device_index, ranges)
+            self._open(device_index, ranges)
         except BaseException:
             self.close()
             raise
 
-    @property
-    def metrics(self) -> tuple[str, ...]:
-        return self.groups[self.current].metrics
-
-    @property
-    def passes(self) -> int:
-        return self.groups[self.current].passes
-
-    @property
-    def capacity(self) -> int:
-        return self.groups[self.current].capacity
-
-    def _open(self, metrics: tuple[str, ...], device_index: int, ranges: int) -> None:
+    def _open(self, device_index: int, ranges: int) -> None:
         api = self.api
         api.call("cuptiProfilerInitialize", api.make("CUpti_Profiler_Initialize_Params"))
         self._initialized = True
         chip = api.call("cuptiDeviceGetChipName", api.make("CUpti_Device_GetChipName_Params", deviceIndex=device_index))
-        self._chip_name = chip.pChipName  # CUPTI's own string, kept for every group's host object
         self.chip = (chip.pChipName or b"").decode()
-        group = self._configure(metrics)
+        host = api.call("cuptiProfilerHostInitialize", api.make("CUpti_Profiler_Host_Initialize_Params",
+                                                                profilerType=RANGE_PROFILER, pChipName=chip.pChipName))
+        self.host = host.pHostObject
+        api.call("cuptiProfilerHostConfigAddMetrics", api.make("CUpti_Profiler_Host_ConfigAddMetrics_Params",
+                                                               pHostObject=self.host, ppMetricNames=self._names,
+                                                               numMetrics=len(self.metrics)))
+        size = api.call("cuptiProfilerHostGetConfigImageSize", api.make("CUpti_Profiler_Host_GetConfigImageSize_Params",
+                                                                         pHostObject=self.host)).configImageSize
+        self.config = (C.c_uint8 * size)()
+        api.call("cuptiProfilerHostGetConfigImage", api.make("CUpti_Profiler_Host_GetConfigImage_Params", pHostObject=self.host,
+                                                             configImageSize=size, pConfigImage=self.config))
+        self.passes = api.call("cuptiProfilerHostGetNumOfPasses", api.make("CUpti_Profiler_Host_GetNumOfPasses_Params",
+                                                                           configImageSize=size,
+                                                                           pConfigImage=self.config)).numOfPasses
+        if self.passes != 1:
+            raise CounterError(f"metrics {', '.join(self.metrics)} need {self.passes} hardware passes on {self.chip}; the "
+                               f"counter pass counts in one (a replayed launch would see the cache the first pass left)")
         from cuda.bindings import driver
 
         err, ctx = driver.cuCtxGetCurrent()
@@ -300,78 +285,29 @@ class RangeSession:
             raise CounterError(f"no current CUDA context to profile (cuCtxGetCurrent: {getattr(err, 'name', err)})")
         self.obj = api.call("cuptiRangeProfilerEnable", api.make("CUpti_RangeProfiler_Enable_Params",
                                                                  ctx=int(ctx))).pRangeProfilerObject
-        self._image(group, ranges)
+        self._image(ranges)
 
-    def _configure(self, metrics: tuple[str, ...]) -> _Group:
-        """A group's host object and configuration image, refused unless it counts in one pass."""
-        api, group = self.api, _Group(metrics)
-        self.groups.append(group)
-        host = api.call("cuptiProfilerHostInitialize", api.make("CUpti_Profiler_Host_Initialize_Params",
-                                                                profilerType=RANGE_PROFILER, pChipName=self._chip_name))
-        group.host = host.pHostObject
-        api.call("cuptiProfilerHostConfigAddMetrics", api.make("CUpti_Profiler_Host_ConfigAddMetrics_Params",
-                                                               pHostObject=group.host, ppMetricNames=group.names,
-                                                               numMetrics=len(group.metrics)))
-        size = api.call("cuptiProfilerHostGetConfigImageSize", api.make("CUpti_Profiler_Host_GetConfigImageSize_Params",
-                                                                         pHostObject=group.host)).configImageSize
-        group.config = (C.c_uint8 * size)()
-        api.call("cuptiProfilerHostGetConfigImage", api.make("CUpti_Profiler_Host_GetConfigImage_Params", pHostObject=group.host,
-                                                             configImageSize=size, pConfigImage=group.config))
-        group.passes = api.call("cuptiProfilerHostGetNumOfPasses", api.make("CUpti_Profiler_Host_GetNumOfPasses_Params",
-                                                                            configImageSize=size,
-                                                                            pConfigImage=group.config)).numOfPasses
-        if group.passes != 1:
-            raise CounterError(f"metrics {', '.join(group.metrics)} need {group.passes} hardware passes on {self.chip}; the "
-                               f"counter pass counts in one (a replayed launch would see the cache the first pass left)")
-        return group
-
-    def add_group(self, metrics: tuple[str, ...], ranges: int = 256) -> int:
-        """Another one-pass group (its index for ``use``); a group that needs more passes is refused
-        and leaves the session as it was."""
-        try:
-            group = self._configure(tuple(metrics))
-            self._image(group, ranges)
-        except CounterError:
-            self._release(self.groups.pop())
-            raise
-        return len(self.groups) - 1
-
-    def keep_first_group(self) -> None:
-        """The later groups released (a round of them failed): the first alone is counted from now on."""
-        for group in self.groups[1:]:
-            self._release(group)
-        del self.groups[1:]
-        self.current = 0
-
-    def use(self, index: int) -> None:
-        """Which group the next ``begin`` counts."""
-        if not 0 <= index < len(self.groups):
-            raise CounterError(f"CUPTI group {index} asked for; the session has {len(self.groups)}")
-        self.current = index
-
-    def _image(self, group: _Group, ranges: int) -> None:
-        """A counter-data image for ``ranges`` ranges of ``group`` (made again, larger, when a configuration needs more)."""
+    def _image(self, ranges: int) -> None:
+        """A counter-data image for ``ranges`` ranges (made again, larger, when a configuration needs more)."""
         api = self.api
         size = api.call("cuptiRangeProfilerGetCounterDataSize", api.make(
-            "CUpti_RangeProfiler_GetCounterDataSize_Params", pRangeProfilerObject=self.obj, pMetricNames=group.names,
-            numMetrics=len(group.metrics), maxNumOfRanges=ranges, maxNumRangeTreeNodes=ranges)).counterDataSize
-        group.image, group.capacity = (C.c_uint8 * size)(), int(ranges)
+            "CUpti_RangeProfiler_GetCounterDataSize_Params", pRangeProfilerObject=self.obj, pMetricNames=self._names,
+            numMetrics=len(self.metrics), maxNumOfRanges=ranges, maxNumRangeTreeNodes=ranges)).counterDataSize
+        self.image, self.capacity = (C.c_uint8 * size)(), int(ranges)
 
     def begin(self, ranges: int) -> None:
-        """A fresh counter-data image with room for ``ranges`` ranges; the profiler configured with the
-        current group (``use``) and started."""
-        group = self.groups[self.current]
-        if ranges > group.capacity:
-            self._image(group, max(int(ranges), 2 * group.capacity))
+        """A fresh counter-data image with room for ``ranges`` ranges; the profiler configured and started."""
+        if ranges > self.capacity:
+            self._image(max(int(ranges), 2 * self.capacity))
         api = self.api
         api.call("cuptiRangeProfilerCounterDataImageInitialize", api.make(
             "CUpti_RangeProfiler_CounterDataImage_Initialize_Params", pRangeProfilerObject=self.obj,
-            counterDataSize=len(group.image), pCounterData=group.image))
+            counterDataSize=len(self.image), pCounterData=self.image))
         api.call("cuptiRangeProfilerSetConfig", api.make(
-            "CUpti_RangeProfiler_SetConfig_Params", pRangeProfilerObject=self.obj, configSize=len(group.config),
-            pConfig=group.config, counterDataImageSize=len(group.image), pCounterDataImage=group.image,
-            range=RANGE_MODES[self.mode][0], replayMode=RANGE_MODES[self.mode][1], maxRangesPerPass=group.capacity,
-            numNestingLevels=1, minNestingLevel=1, passIndex=0, targetNestingLevel=1))
+            "CUpti_RangeProfiler_SetConfig_Params", pRangeProfilerObject=self.obj, configSize=len(self.config),
+            pConfig=self.config, counterDataImageSize=len(self.image), pCounterDataImage=self.image, range=RANGE_MODES[self.mode][0],
+            replayMode=RANGE_MODES[self.mode][1], maxRangesPerPass=self.capacity, numNestingLevels=1, minNestingLevel=1, passIndex=0,
+            targetNestingLevel=1))
         api.call("cuptiRangeProfilerStart", api.make("CUpti_RangeProfiler_Start_Params", pRangeProfilerObject=self.obj))
 
     def push(self, name: str) -> None:
@@ -384,57 +320,49 @@ class RangeSession:
                                                                    pRangeProfilerObject=self.obj))
 
     def end(self) -> tuple[list[Counted], int]:
-        """Stop, decode, and every range's values (the current group's metrics) in order; (ranges,
-        ranges CUPTI dropped)."""
-        api, group = self.api, self.groups[self.current]
+        """Stop, decode, and every range's values in order; (ranges, ranges CUPTI dropped)."""
+        api = self.api
         stop = api.call("cuptiRangeProfilerStop", api.make("CUpti_RangeProfiler_Stop_Params", pRangeProfilerObject=self.obj))
         if not stop.isAllPassSubmitted:
             raise CounterError("CUPTI asked for another replay pass of a one-pass configuration")
         dropped = api.call("cuptiRangeProfilerDecodeData", api.make("CUpti_RangeProfiler_DecodeData_Params",
                                                                     pRangeProfilerObject=self.obj)).numOfRangeDropped
         total = api.call("cuptiRangeProfilerGetCounterDataInfo", api.make(
-            "CUpti_RangeProfiler_GetCounterDataInfo_Params", pCounterDataImage=group.image,
-            counterDataImageSize=len(group.image))).numTotalRanges
+            "CUpti_RangeProfiler_GetCounterDataInfo_Params", pCounterDataImage=self.image,
+            counterDataImageSize=len(self.image))).numTotalRanges
         out = []
-        values = (C.c_double * len(group.metrics))()
+        values = (C.c_double * len(self.metrics))()
         for i in range(int(total)):
             info = api.call("cuptiRangeProfilerCounterDataGetRangeInfo", api.make(
-                "CUpti_RangeProfiler_CounterData_GetRangeInfo_Params", pCounterDataImage=group.image,
-                counterDataImageSize=len(group.image), rangeIndex=i, rangeDelimiter=b"/"))
+                "CUpti_RangeProfiler_CounterData_GetRangeInfo_Params", pCounterDataImage=self.image,
+                counterDataImageSize=len(self.image), rangeIndex=i, rangeDelimiter=b"/"))
             api.call("cuptiProfilerHostEvaluateToGpuValues", api.make(
-                "CUpti_Profiler_Host_EvaluateToGpuValues_Params", pHostObject=group.host, pCounterDataImage=group.image,
-                counterDataImageSize=len(group.image), rangeIndex=i, ppMetricNames=group.names,
-                numMetrics=len(group.metrics), pMetricValues=values))
-            out.append(Counted((info.rangeName or b"").decode(errors="replace"), dict(zip(group.metrics, list(values)))))
+                "CUpti_Profiler_Host_EvaluateToGpuValues_Params", pHostObject=self.host, pCounterDataImage=self.image,
+                counterDataImageSize=len(self.image), rangeIndex=i, ppMetricNames=self._names,
+                numMetrics=len(self.metrics), pMetricValues=values))
+            out.append(Counted((info.rangeName or b"").decode(errors="replace"), dict(zip(self.metrics, list(values)))))
         return out, int(dropped)
-
-    def _release(self, group: _Group) -> None:
-        if group.host is not None:
-            try:
-                self.api.call("cuptiProfilerHostDeinitialize", self.api.make("CUpti_Profiler_Host_Deinitialize_Params",
-                                                                             pHostObject=group.host))
-            except CounterError:
-                pass
-            group.host = None
 
     def close(self) -> None:
         """Everything released, each step tried (a failed step never hides the error that led here)."""
         api = getattr(self, "api", None)
         if api is None:
             return
+        steps = []
         if self.obj is not None:
-            try:
-                api.call("cuptiRangeProfilerDisable", api.make("CUpti_RangeProfiler_Disable_Params", pRangeProfilerObject=self.obj))
-            except CounterError:
-                pass
-        for group in getattr(self, "groups", []):
-            self._release(group)
+            steps.append(("cuptiRangeProfilerDisable", api.make("CUpti_RangeProfiler_Disable_Params",
+                                                                pRangeProfilerObject=self.obj)))
+        if self.host is not None:
+            steps.append(("cuptiProfilerHostDeinitialize", api.make("CUpti_Profiler_Host_Deinitialize_Params",
+                                                                    pHostObject=self.host)))
         if self._initialized:
+            steps.append(("cuptiProfilerDeInitialize", api.make("CUpti_Profiler_DeInitialize_Params")))
+        for function, params in steps:
             try:
-                api.call("cuptiProfilerDeInitialize", api.make("CUpti_Profiler_DeInitialize_Params"))
+                api.call(function, params)
             except CounterError:
                 pass
-        self.obj = None
+        self.obj = self.host = None
         self._initialized = False
 
 

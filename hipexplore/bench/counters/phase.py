@@ -82,20 +82,11 @@ class Marker(Protocol):
     is read from its own files). ``first``: the next range is the profiler's first since it was set
     up, whose first counted launch finds the L2 the set-up left rather than the warm-up's (CUPTI on
     an H100: 2.0 MiB read from DRAM by a 1 MiB add that reads 0 B from its second range on,
-    data/counters/h100-cupti/cupti_probe.json), so the phase runs one range first and drops it.
-    ``rounds``: how many times each configuration's launches run, each counting one group of
-    metrics (``select(i)`` before round ``i``), where the chip counts them in one pass no longer;
-    ``drop_rounds(why)``: a later round failed, so the first round's group alone is counted from
-    then on (its counters stand; the notes say why the others are missing)."""
+    data/counters/h100-cupti/cupti_probe.json), so the phase runs one range first and drops it."""
 
     name: str
     status: str
     first: bool
-    rounds: int
-
-    def select(self, index: int) -> None: ...
-
-    def drop_rounds(self, why: str) -> None: ...
 
     def prepare(self, entry: str, launches: int) -> None: ...
 
@@ -116,15 +107,8 @@ class _OutsideMarker:
     name = ""
     status = ""
     first = False  # an outside profiler counts every range it sees: none is run to be dropped
-    rounds = 1  # its metric groups are its own units (``CounterBackend.groups``)
 
     def prepare(self, entry: str, launches: int) -> None:
-        pass
-
-    def select(self, index: int) -> None:
-        pass
-
-    def drop_rounds(self, why: str) -> None:
         pass
 
     def start(self) -> None:
@@ -247,18 +231,13 @@ class CounterPhase:
         kspec = launches.kspec
         # a profiler in this process is set up before the warm-up, never after it
         self.marker.prepare(kspec.entry, launches.launch_bound(samples))
-        before, inside, counted = self._round(launches, samples, 0)
-        for r in range(1, self.marker.rounds):  # the same launches again, another group of metrics
-            try:
-                _, again, more = self._round(launches, samples, r)
-            except CounterError as exc:  # the first round's counters stand; the later groups are given up, said
-                self.marker.drop_rounds(f"round {r + 1} failed on {configuration.kernel} size {configuration.size}: {exc}")
-                break
-            if again != inside or counted is None or more is None or len(more) != len(counted):
-                raise CounterError(f"{self.marker.name}'s round {r + 1} of {configuration.kernel} size {configuration.size} "
-                                   f"held other launches than its first ({len(again)} against {len(inside)}); their "
-                                   f"counters cannot be joined")
-            counted = [{**a, **b} for a, b in zip(counted, more)]
+        if self.marker.first:  # its first range reads what the set-up left: run one and drop it
+            launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
+            self.tap.close()
+            self.marker.take()
+        launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
+        before, inside = self.tap.close()
+        counted = self.marker.take()
         if counted is not None and len(counted) != len(inside):
             raise CounterError(f"{self.marker.name} counted {len(counted)} launch(es) of {configuration.kernel} size "
                                f"{configuration.size}; the range held {len(inside)}")
@@ -268,19 +247,6 @@ class CounterPhase:
                 "warmup": before, "count": len(inside), "timed": samples, "launches": inside,
                 "input_bytes": input_bytes(kspec, launches.n), "footprint_bytes": kspec.footprint(launches.n),
                 "marker": self.marker.name, "marker_status": self.marker.status, "plan_note": str(row.get("plan_note", ""))}
-
-    def _round(self, launches: Replayed, samples: int, index: int) -> tuple[int, list[list[int]], Any]:
-        """One round: the marker's group ``index`` selected, a range run and dropped first where the
-        profiler was set up again for it (``Marker.first``), then the counted range: (the warm-up's
-        launches, the range's launches, what the marker counted)."""
-        self.marker.select(index)
-        if self.marker.first:  # its first range reads what the set-up left: run one and drop it
-            launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
-            self.tap.close()
-            self.marker.take()
-        launches.timed(samples, hold=False, profiler=_Range(self.marker, self.tap), telemetry=None)
-        before, inside = self.tap.close()
-        return before, inside, self.marker.take()
 
 
 __all__ = ["Counting", "CounterPhase", "CudaProfilerRange", "DEFAULT_COUNT", "LaunchTap", "MARKERS", "Marker", "NoMarker"]

@@ -18,7 +18,7 @@ import pytest
 from conftest import NOT_REQUIRED, need
 from hipexplore.bench.counters import collect
 from hipexplore.bench.counters.backends import MANIFEST, CounterError
-from hipexplore.bench.counters.cupti import CUPTI_METRICS, DRAM_ONLY, L2_SETS, CuptiBackend, launch_of
+from hipexplore.bench.counters.cupti import CUPTI_METRICS, DRAM_ONLY, METRIC_SETS, CuptiBackend, launch_of
 from hipexplore.bench.counters.cupti_api import RangeSession, candidates, find_cupti, locate
 from hipexplore.bench.counters.registry import backend_for, from_description
 from hipexplore.devices.host import HostDevice
@@ -39,77 +39,13 @@ def test_the_hit_rate_is_the_lookups_ratio_and_missing_counters_are_nan() -> Non
     dram_only = be.per_launch({"dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0})
     assert math.isnan(dram_only["l2_hit_rate"]) and math.isnan(dram_only["duration_s"])
     assert math.isnan(be.per_launch({"lts__t_sectors_lookup_hit.sum": 0.0, "lts__t_sectors_lookup_miss.sum": 0.0})["l2_hit_rate"])
-    # the other L2 groups' counters (``L2_SETS``): a percentage (at most 1) or the texture unit's lookups
+    # the other single-pass sets' L2 counters (``METRIC_SETS``): a percentage (at most 1) or the texture unit's lookups
     assert be.per_launch({"lts__t_sector_hit_rate.pct": 104.0})["l2_hit_rate"] == 1.0
     assert be.per_launch({"lts__t_sector_hit_rate.pct": 55.5})["l2_hit_rate"] == pytest.approx(0.555)
     assert be.per_launch({"lts__t_sectors_srcunit_tex_lookup_hit.sum": 1.0,
                           "lts__t_sectors_srcunit_tex_lookup_miss.sum": 3.0})["l2_hit_rate"] == 0.25
-    assert CUPTI_METRICS == (*DRAM_ONLY, *L2_SETS[0])
-    for l2 in L2_SETS:  # each group's values alone give a hit rate (a second round counts the L2 group alone)
-        values = {m: 50.0 for m in l2}
-        assert 0.0 <= be.per_launch(values)["l2_hit_rate"] <= 1.0 and math.isnan(be.per_launch(values)["dram_read_bytes"])
-
-
-class _Chip:
-    """CUPTI's answer about passes, as a chip gives it (this host has no GPU for the real one: only
-    the choice of groups is under test here; the GPU tests run the real sessions): ``passes`` maps
-    a metric group to its hardware passes; ``broken`` groups fail to set up for another reason."""
-
-    def __init__(self, passes: dict, broken: tuple = ()) -> None:
-        self.passes, self.broken, self.made = passes, broken, []
-
-    def session(self, metrics, **_):
-        chip, made = self, self.made
-
-        class Session:
-            def __init__(self) -> None:
-                self.chip, self.groups = "GH100", []
-                self._check(tuple(metrics))
-                made.append(self)
-
-            def _check(self, group) -> None:
-                if group in chip.broken:
-                    raise CounterError(f"cuptiProfilerHostConfigAddMetrics failed for {group}")
-                if chip.passes.get(group, 1) != 1:
-                    raise CounterError(f"metrics {group} need {chip.passes[group]} hardware passes on GH100")
-                self.groups.append(group)
-
-            def add_group(self, group) -> int:
-                self._check(tuple(group))
-                return len(self.groups) - 1
-
-            def use(self, index) -> None:
-                pass
-
-        return Session()
-
-
-@pytest.mark.parametrize("case", ["one-pass", "two-rounds", "second-l2-set", "none-fits", "l2-broken"])
-def test_the_metrics_are_counted_in_one_pass_else_in_two_rounds_else_the_dram_pair_alone(monkeypatch, case) -> None:
-    """Where the four need two passes (GH100) the DRAM pair and the first L2 group that fits one pass
-    are counted in two rounds (the hit rate is not lost, nothing is replayed); with no L2 group in
-    one pass, or one that fails to set up, the DRAM pair alone, and the notes say why."""
-    from hipexplore.bench.counters import cupti_api
-    from hipexplore.bench.counters.cupti import CuptiRanges
-    from hipexplore.bench.counters.phase import Counting
-
-    passes = {CUPTI_METRICS: 2} if case != "one-pass" else {}
-    if case in ("second-l2-set", "none-fits"):
-        passes[L2_SETS[0]] = 2
-    if case == "none-fits":
-        passes.update({group: 2 for group in L2_SETS})
-    chip = _Chip(passes, broken=(L2_SETS[0],) if case == "l2-broken" else ())
-    monkeypatch.setattr(cupti_api, "RangeSession", chip.session)
-    ranges = CuptiRanges(Counting("cupti-range", 12))
-    assert ranges.rounds == 1 and ranges.first  # nothing set up yet
-    ranges.prepare("triad", 40)
-    groups = chip.made[-1].groups
-    want = {"one-pass": [CUPTI_METRICS], "two-rounds": [DRAM_ONLY, L2_SETS[0]], "second-l2-set": [DRAM_ONLY, L2_SETS[1]],
-            "none-fits": [DRAM_ONLY], "l2-broken": [DRAM_ONLY]}[case]
-    assert groups == want and ranges.rounds == len(want), groups
-    says = {"one-pass": "", "two-rounds": "two rounds", "second-l2-set": "two rounds", "none-fits": "not counted",
-            "l2-broken": "could not be set up"}[case]
-    assert (says in ranges.status) if says else ranges.status == "", ranges.status
+    assert METRIC_SETS[0] == CUPTI_METRICS and METRIC_SETS[-1] == DRAM_ONLY
+    assert all(m[:2] == DRAM_ONLY for m in METRIC_SETS)
 
 
 def test_the_manifests_values_are_the_launches_in_order(tmp_path) -> None:
@@ -210,8 +146,8 @@ MIB = 1 << 20
 
 
 #: the recorded CUPTI passes (BENCHMARKS.md), all on an H100: the fifth session's (98388df: the session's
-#: first range not dropped), the seventh's with it dropped (f0ddc63) and with the L2 groups tried as a
-#: second round (a80d05c: on GH100 none counts in one pass, so the DRAM pair alone, said in the notes)
+#: first range not dropped), the seventh's with it dropped (f0ddc63), and a80d05c, which also tried each
+#: L2 metric set on its own (on GH100 none counts in one pass: the DRAM pair alone, said in the notes)
 RECORDINGS = ("h100-cupti", "h100-cupti-primed", "h100-cupti-groups")
 
 
@@ -241,7 +177,7 @@ def test_the_recorded_cupti_pass_parses_here_to_what_the_cli_printed_on_the_gpu(
                 assert getattr(rec, col) == pytest.approx(cli[col], rel=1e-9), (key, col)
             assert (rec.cache_state, rec.cold_promise) == (cli["cache_state"], cli["cold_promise"]), key
             assert math.isnan(rec.l2_hit_rate) and cli["l2_hit_rate"] is None  # GH100: the DRAM pair's pass only
-            if name == "h100-cupti-groups":  # every L2 group needs two passes there: tried as a round, said
+            if name == "h100-cupti-groups":  # every L2 set needs two passes there, alone too: said
                 assert "none fits one: the L2 hit rate is not counted" in cli["counter_note"], cli["counter_note"]
             seen[key] = rec
     assert len(seen) == len(printed) == 24
