@@ -289,7 +289,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--llc-bytes", type=_bytes("--llc-bytes"), default=None, help="override the last-level cache size the device reports (e.g. 32MiB)")
     p.add_argument("--out", default=None, metavar="FILE.parquet", help="write samples here (+ .summary.parquet, .meta.json); resumes")
     p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
-    p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
+    p.add_argument("--resume-from-others", action="store_true",
+                   help="with --out: resume from results another user wrote there (a team folder); refused otherwise")
+    p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result, "
+                   "or (with --no-resume) another user's results")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     w = p.add_mutually_exclusive_group()
@@ -343,6 +346,9 @@ def run(args: argparse.Namespace) -> int:
                     target_cv=args.target_cv, timeout_s=args.timeout)
     if args.iterations is not None:
         stop = None
+    from .inputs import check_bench_values
+
+    check_bench_values(args, kernels, sizes, stop, _spec_fields(args))  # every value, before a device or compiler starts
     cluster = None
     if args.cluster is not None:
         from ..bench.cluster import parse_cluster
@@ -355,6 +361,9 @@ def run(args: argparse.Namespace) -> int:
         cluster = args.cluster
     if args.out is not None:
         _check_out(args.out, force=args.force)
+        from .inputs import check_out_owner
+
+        check_out_owner(args.out, resume=not args.no_resume, others=args.resume_from_others, force=args.force)
     device = args.device if cluster else get_device(args.device, llc_bytes=args.llc_bytes)
     if not cluster:
         _preflight(kernels, sizes, device)
@@ -367,7 +376,8 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", CountersSkipped)  # said once below, in the command's own words
         try:
             res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations,
-                        stop=stop, out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json,
+                        stop=stop, out=args.out, resume=not args.no_resume, resume_from_others=args.resume_from_others,
+                        progress=not args.no_progress and not args.json,
                         worker=args.worker, cluster=cluster,
                         command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
                         **_spec_fields(args))
@@ -382,8 +392,9 @@ def run(args: argparse.Namespace) -> int:
         shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
                           for k, sz, r, f, *rest in res.skipped[:8])
         more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
-        print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
-              f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
+        whose = f"{res.kept_from}'s results (--resume-from-others)" if res.kept_from else "your own results"
+        print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s) of {whose}, not "
+              f"measured again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
     _status_lines(res.metadata)
     counted = res.metadata.get("counters.status", "")
     on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
