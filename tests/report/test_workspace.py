@@ -39,7 +39,8 @@ def test_workspace_gets_copies_and_keeps_the_users_own(tmp_path):
     text = mine.read_text()
     again = workspace.write_workspace(ws)
     assert mine.read_text() == text  # the user's copy, edits and outputs, is never replaced
-    assert "dashboard.ipynb (kept; the shipped one differs: move yours away to get it)" in again
+    assert ("dashboard.ipynb (yours, kept as it is: its cells differ from the shipped ones, it holds outputs of an "
+            "earlier run; move it away to get the shipped one)") in again
     assert "review.ipynb (kept)" in again
 
 
