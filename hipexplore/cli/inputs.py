@@ -134,6 +134,9 @@ def check_bench_values(args: argparse.Namespace, kernels: list, sizes: list[str]
     import sys
 
     from ..bench.spec import spec_from_arguments
+    from ..devices import parse_device
+
+    parse_device(args.device)  # the name only: no device opens here
 
     rotating = [p.strip() for p in str(args.rotating).split(",") if p.strip()]
     flush = [p.strip() for p in str(args.flush).split(",") if p.strip()]

@@ -12,6 +12,7 @@ import ctypes
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -300,7 +301,7 @@ class KernelSpec:
             return ""
         if src is None:
             other = "GPU" if compiler == "host" else "host C"
-            named = f" ({self.source_file} is {other} source)" if self.source_file else ""
+            named = f" ({Path(self.source_file).name} is {other} source)" if self.source_file else ""
             fix = ("run it on a GPU (--device cuda or hip), or give a C twin of it as a .c --source for the host"
                    if compiler == "host" else "run it on the host (--device host), or give a GPU source (.cu/.hip)")
             where = "host C" if compiler == "host" else "GPU (hiprtc/NVRTC)"
