@@ -39,6 +39,8 @@
 #                 HX_STEPS, HX_LISTS, HX_COMPILERS, HX_JOBS, HX_EXTRA (more flags) and HX_LIMIT (seconds)
 #                 change what it runs; HX_TAG names its folder and archive (tuning-scale-TAG), so one call
 #                 can run it more than once
+#   early-checks  benchmarks/cli/early_checks.py: how soon each bad input of issues 47/49 is refused (fresh
+#                 processes, median of 5, beside `hipexplore --help`) on an idle host; no GPU used        120 s
 #
 # e.g.  bash scripts/h200_all.sh gpu-tests timing        (one call)
 #       bash scripts/h200_all.sh drift                   (a call of its own)
@@ -76,6 +78,7 @@ for scenario in "$@"; do
     verdicts)    TAIL=40 step verdicts 150 python3 $B/verdicts_ab.py --quick --out "$R/verdicts" ;;
     triton)      step triton 190 python3 $B/triton_pick.py --cubins .triton_cubins --out "$R/triton" ;;
     cluster)     step cluster 90 python3 $B/many_gpus.py --out "$R/cluster" ;;
+    early-checks) TAIL=15 step early_checks 120 python3 benchmarks/cli/early_checks.py --rounds 5 --out "$R/early_checks.json" ;;
     counters)    TAIL=60 step counters 470 python3 $B/counters.py --out "$R/out" --budget-s 420 ;;
     verdict-truth)
       TAIL=60 step verdict_truth 590 python3 benchmarks/verdict_truth.py --device cuda --runs 17 --budget-s 480 \
@@ -108,7 +111,7 @@ PY
       TAIL=60 step tuning_scale "${HX_LIMIT:-590}" python3 benchmarks/tuning_scale.py --out "$R/ts" --lists "${HX_LISTS:-llama3-8b}" \
         --compilers "${HX_COMPILERS:-nvrtc:sm_90}" --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" \
         --jobs "${HX_JOBS:-16}" --ideal-repeats 2 --bundle ${HX_EXTRA:-} ;;
-    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, resolution, small-change, cupti, wall, tuning-scale)" >&2; exit 2 ;;
+    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, resolution, small-change, cupti, wall, tuning-scale, early-checks)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
   tar -czf "$OUT/$name.tar.gz" -C /tmp/hx-h200 "$name" && echo "packed $(du -h "$OUT/$name.tar.gz" | cut -f1)"

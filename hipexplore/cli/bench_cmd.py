@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .bench_table import table as _table  # the summary table and its notes (issue 36.5)
+from .inputs import check_bench_values, check_out_owner  # values and out-file owners, before anything runs (issue 47)
 
 
 def _csv(text: str) -> list[str]:
@@ -330,7 +331,6 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import StopRule, sweep
     from ..devices import get_device
     from ..kernels import catalog
-    from ..units import format_bytes
 
     if args.source is not None or args.code_object is not None:
         kernels: list[Any] = [_user_kernel(one) for one in _per_kernel(args)]
@@ -346,8 +346,6 @@ def run(args: argparse.Namespace) -> int:
                     target_cv=args.target_cv, timeout_s=args.timeout)
     if args.iterations is not None:
         stop = None
-    from .inputs import check_bench_values
-
     check_bench_values(args, kernels, sizes, stop, _spec_fields(args))  # every value, before a device or compiler starts
     cluster = None
     if args.cluster is not None:
@@ -361,8 +359,6 @@ def run(args: argparse.Namespace) -> int:
         cluster = args.cluster
     if args.out is not None:
         _check_out(args.out, force=args.force)
-        from .inputs import check_out_owner
-
         check_out_owner(args.out, resume=not args.no_resume, others=args.resume_from_others, force=args.force)
     device = args.device if cluster else get_device(args.device, llc_bytes=args.llc_bytes)
     if not cluster:
@@ -389,12 +385,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{' in ' + str(res.path) if res.path else ''}", file=sys.stderr)
             return 128 + int(got["signal"])
     if res.skipped:
-        shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
-                          for k, sz, r, f, *rest in res.skipped[:8])
-        more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
-        whose = f"{res.kept_from}'s results (--resume-from-others)" if res.kept_from else "your own results"
-        print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s) of {whose}, not "
-              f"measured again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
+        print(_resumed_line(res), file=sys.stderr)
     _status_lines(res.metadata)
     counted = res.metadata.get("counters.status", "")
     on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
@@ -413,6 +404,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"INCOMPLETE: {on.incomplete}", file=sys.stderr)
         return 1
     return 0
+
+
+def _resumed_line(res: Any) -> str:
+    """The line of a resumed sweep: what it kept, and whose results those were (issue 47.2)."""
+    from ..units import format_bytes
+
+    shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
+                      for k, sz, r, f, *rest in res.skipped[:8])
+    more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
+    whose = f"{res.kept_from}'s results (--resume-from-others)" if res.kept_from else "your own results"
+    return (f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s) of {whose}, not "
+            f"measured again: {shown}{more} (--no-resume starts over)")
 
 
 class _terminate_as_interrupt:
