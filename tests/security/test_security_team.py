@@ -135,15 +135,25 @@ def test_lab_refuses_a_workspace_the_attacker_made(users, mode):
     assert not res.stdout.strip()  # JupyterLab never started (it would print its version)
 
 
-def test_lab_refuses_an_own_workspace_others_may_write(users):
-    d = users.home("victim") / "ws-open"
+@pytest.mark.parametrize("how", ["everyone", "team"])
+def test_lab_refuses_an_own_workspace_others_may_write(users, how):
+    """The victim's own folder, but 0777, or 2770 with the team group (the attacker is a member):
+    the attacker could plant notebooks or links in it. A group-writable folder whose group is the
+    victim's own (a user-private group) is the control: nobody else is in it."""
+    d = users.home("victim") / f"ws-open-{how}"
     d.mkdir()
-    os.chown(d, users.uid["victim"], users.gid["victim"])
-    os.chmod(d, 0o777)
+    os.chown(d, users.uid["victim"], users.team_gid if how == "team" else users.gid["victim"])
+    os.chmod(d, 0o777 if how == "everyone" else 0o2770)
     res = users.run("victim", CLI, *LAB, str(d), "--", "--version", timeout=300)
     assert res.returncode == 2, res.stderr
-    assert "writable by every user (mode 0777)" in one_error(res.stderr, "lab")
+    line = one_error(res.stderr, "lab")
+    said = ("writable by every user (mode 0777)" if how == "everyone"
+            else f"writable by its group, gid {users.team_gid}, which has other members (mode 2770)")
+    assert said in line, line
     assert list(d.iterdir()) == []
+    os.chown(d, users.uid["victim"], users.gid["victim"])  # the victim's private group: the victim alone
+    res = users.run("victim", CLI, *LAB, str(d), "--", "--version", timeout=300)
+    assert res.returncode == 0 and "dashboard.ipynb (new)" in res.stderr, res.stderr
 
 
 def test_a_link_in_an_own_workspace_is_never_opened(users):
