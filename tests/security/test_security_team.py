@@ -152,6 +152,7 @@ def test_lab_refuses_an_own_workspace_others_may_write(users, how):
     assert said in line, line
     assert list(d.iterdir()) == []
     os.chown(d, users.uid["victim"], users.gid["victim"])  # the victim's private group: the victim alone
+    os.chmod(d, 0o770)
     res = users.run("victim", CLI, *LAB, str(d), "--", "--version", timeout=300)
     assert res.returncode == 0 and "dashboard.ipynb (new)" in res.stderr, res.stderr
 
