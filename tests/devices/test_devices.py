@@ -9,7 +9,7 @@ import struct
 import numpy as np
 import pytest
 
-from hipexplore.devices import get_device, parse_device
+from hipexplore.devices import available, get_device, parse_device
 from hipexplore.devices.base import (
     DeviceBuffer,
     expected_packed,
@@ -70,7 +70,10 @@ def test_hip_absent_names_what_was_looked_for() -> None:
     with pytest.raises(DeviceUnavailable) as exc:
         get_device("hip")
     msg = str(exc.value)
-    assert msg.startswith("HIP: ") and "hipGetDeviceCount" in msg and msg.endswith("returned hipErrorNoDevice")
+    assert msg.startswith("HIP: ") and "hipGetDeviceCount" in msg
+    # the runtime's answer, then the devices that are here (issue 49.5: say which devices exist)
+    assert msg.endswith(f"returned hipErrorNoDevice; devices here: {', '.join(available())}"), msg
+    assert available()[-1] == "--device host (this CPU)" and not any(d.startswith("--device hip") for d in available())
 
 
 def _gpu_present(kind: str) -> bool:
@@ -87,6 +90,7 @@ def test_cuda_absent_names_what_was_looked_for() -> None:
     with pytest.raises(DeviceUnavailable) as exc:
         get_device("cuda")
     msg = str(exc.value)
+    assert msg.endswith(f"; devices here: {', '.join(available())}"), msg
     try:
         ctypes.CDLL("libcuda.so.1")
     except OSError:  # no NVIDIA driver here: the message names the library that was looked for
