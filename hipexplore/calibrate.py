@@ -134,8 +134,10 @@ def analyse(runs: Sequence[Any], kernels: tuple[str, str] = ("A", "B"), threshol
 
 def calibrate(device: str = "auto", sizes: Sequence[str] | None = None, flush: Sequence[str] = ("none",), *,
               budget_s: float | None = None, rounds: int | None = None, threshold: float = 0.02,
+              iterations: int | None = None, units: int | str = "auto",
               progress: Callable[[str], None] | None = None, keep: str | None = None) -> dict[str, Any]:
-    """Run the calibration (module docstring) and return its record (``store`` keeps it)."""
+    """Run the calibration (module docstring) and return its record (``store`` keeps it).
+    ``iterations``/``units``: other than the defaults only for a quick look (the record says so)."""
     from .bench import sweep
     from .devices import get_device
     from .kernels.catalog import user_kernel
@@ -162,7 +164,7 @@ def calibrate(device: str = "auto", sizes: Sequence[str] | None = None, flush: S
             f"{', '.join(sizes)} x {', '.join(flush)} ({done:.0f} s of {budget:.0f} s)")
         start = time.monotonic()
         res = sweep(kernels, sizes, ["1"], list(flush), device=dev, interleave=True, progress=False,
-                    interleave_seed=len(runs))
+                    interleave_seed=len(runs), iterations=iterations, units=units)
         walls.append(time.monotonic() - start)
         runs.append(res.samples)
     say(f"comparing {len(runs)} round(s): interleaved copies and separate runs")
@@ -171,6 +173,7 @@ def calibrate(device: str = "auto", sizes: Sequence[str] | None = None, flush: S
     record.update(format=FORMAT, device_name=str(meta.get("device.name", dev.name)), device_kind=dev.kind,
                   device_class=cls, sizes=sizes, flush=list(flush), wall_s=walls, date=time.strftime("%Y-%m-%d"),
                   hipexplore=str(meta.get("hipexplore", "")), git_revision=str(meta.get("git_revision", "")),
+                  iterations=iterations, units=units, at_defaults=iterations is None and units == "auto",
                   command=" ".join(["hipexplore", "calibrate", "--device", device, "--sizes", ",".join(sizes)]))
     return record
 
@@ -232,7 +235,8 @@ def sentence(record: Mapping[str, Any]) -> str:
             f"called different in {tot['false']} of {tot['rows']} rows ({tot['false_rate']:.1%}, 95% interval "
             f"[{lo:.1%}, {hi:.1%}])")
     if math.isfinite(worst):
-        text += f"; changes under {worst:.1%} are not resolved at defaults (per size: {per})"
+        at = "at defaults" if record.get("at_defaults", True) else "at the calibration's own settings (not the defaults)"
+        text += f"; changes under {worst:.1%} are not resolved {at} (per size: {per})"
     return text
 
 

@@ -38,6 +38,20 @@ def _rounds(text: str) -> int:
     return int(text)
 
 
+def _iterations(text: str) -> int:
+    if not text.isdigit() or not 8 <= int(text) <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected a whole number of samples from 8 to 100000, got {text!r}")
+    return int(text)
+
+
+def _units(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if not text.isdigit() or not 1 <= int(text) <= 6:
+        raise argparse.ArgumentTypeError(f"expected auto or a number of units from 1 to 6, got {text!r}")
+    return int(text)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(COMMAND, help=HELP, description=(
         "Measure a kernel and its byte-identical copy interleaved, in rounds, at the default stop rule and units; "
@@ -50,6 +64,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=_positive, default=None, metavar="S",
                    help="wall time for the rounds in seconds (default 140 on the host, 250 on a GPU); at least 2 rounds run")
     p.add_argument("--rounds", type=_rounds, default=None, help="a fixed number of rounds instead of the time budget")
+    p.add_argument("--iterations", type=_iterations, default=None, metavar="N",
+                   help="fixed samples per configuration instead of the adaptive default (a quick look: the record says "
+                        "it is not at the defaults)")
+    p.add_argument("--units", type=_units, default="auto", help="units per configuration (default auto, as bench's)")
     p.add_argument("--threshold", type=threshold, default=0.02, help="the verdicts' practical threshold (default 2%%)")
     p.add_argument("--out", default=None, metavar="FILE.json", help="also write the record here")
     p.add_argument("--json", action="store_true", help="print the record as JSON")
@@ -81,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"hipexplore calibrate: {text}", file=sys.stderr, flush=True)
 
     record = calibrate(args.device, sizes, flush, budget_s=args.budget, rounds=args.rounds, threshold=args.threshold,
-                       progress=progress)
+                       iterations=args.iterations, units=args.units, progress=progress)
     kept = store(record, args.out)
     if args.json:
         print(json.dumps(record, default=float))
