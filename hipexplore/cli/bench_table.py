@@ -129,12 +129,13 @@ DROPPABLE = ("GB/s", "floor_us", "iqr_rel", "bias")
 KERNEL_CHARS = 28
 
 
-def fit(heads: list[str], rows: list[list[str]], droppable: tuple[str, ...] = DROPPABLE) -> tuple[list[str], list[list[str]], list[str]]:
+def fit(heads: list[str], rows: list[list[str]], droppable: tuple[str, ...] = DROPPABLE,
+        kernel_chars: int = KERNEL_CHARS) -> tuple[list[str], list[list[str]], list[str]]:
     """The table's columns at ``WIDTH``: long kernel names cut (``…``), then the ``droppable``
     columns (``bench``'s: ``DROPPABLE``) left out one by one while the widest line is still wider;
     which were left out."""
     k = heads.index("kernel")
-    rows = [[c[:KERNEL_CHARS - 1] + "…" if i == k and len(c) > KERNEL_CHARS else c for i, c in enumerate(r)] for r in rows]
+    rows = [[c[:kernel_chars - 1] + "…" if i == k and len(c) > kernel_chars else c for i, c in enumerate(r)] for r in rows]
     dropped: list[str] = []
 
     def width() -> int:

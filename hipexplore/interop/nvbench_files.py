@@ -50,6 +50,7 @@ LACKS_SAMPLES = ("nvbench: one file is one process (no units), so the interval i
 LACKS_SUMMARIES = ("nvbench summaries only (no per-sample data: written with --json, not --jsonbin): a weaker interval, "
                    "the normal approximation from each side's mean, relative stdev and sample count (samples taken as "
                    "independent), at 99%; no units, no median")
+_FLAGS = re.compile(r"\[[^]]*\]$")
 _BIN_NAME = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)?$")
 
 
@@ -166,7 +167,7 @@ def _key(bname: str, state: Any) -> tuple[str, int, str, str]:
         rot = str(point.pop("Rotating", "-"))
         flush = str(point.pop("Flush", "-"))
         point.pop("Timer", None)
-    extra = " ".join(f"{k}={v}" for k, v in point.items())
+    extra = " ".join(f"{_FLAGS.sub('', str(k))}={v}" for k, v in point.items())  # BlockSize[pow2] -> BlockSize
     return (f"{bname}[{extra}]" if extra else bname), max(1, size), rot, flush
 
 
