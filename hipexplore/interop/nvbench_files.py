@@ -126,7 +126,7 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str], boo
         for state in sub:
             if state.is_skipped:
                 continue
-            kernel, size, rot, flush = _key(bname, state)
+            kernel, size, rot, flush = _key(bname, state, len(sub.devices) > 1)
             device = str(devices.get(state.device, "nvbench device"))
             base = {"kernel": kernel, "size_bytes": size, "rotating_requested": rot, "flush": flush, "timer": TIMER,
                     "device_name": device}
@@ -154,10 +154,11 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str], boo
     return frame, meta, bool(samples)
 
 
-def _key(bname: str, state: Any) -> tuple[str, int, str, str]:
+def _key(bname: str, state: Any, devices: bool = False) -> tuple[str, int, str, str]:
     """A state's configuration: our own export's axes back to their columns; any other benchmark's
-    axes stay in its name (``bench[Elements=2^20]``), its size unknown (1, shown as '-')."""
-    point = dict(state.point)
+    axes stay in its name (``bench[Elements=2^20]``), its size unknown (1, shown as '-'); a
+    benchmark run on several devices has the device in its name too (``bench[Device=1]``)."""
+    point = ({"Device": state.device} if devices else {}) | dict(state.point)
     size, rot, flush = 1, "-", "-"
     if "Size" in point:
         try:
