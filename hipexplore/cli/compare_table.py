@@ -118,7 +118,8 @@ def table(frame: Any) -> str:
     notes: dict[str, int] = {}
     body = []
     for r in rows:
-        kern = r.get("kernel") if isinstance(r.get("kernel"), str) else f"{r.get('base_kernel')}→{r.get('new_kernel')}"
+        kern = r.get("kernel") if isinstance(r.get("kernel"), str) and r.get("kernel") \
+            else f"{r.get('base_kernel')}→{r.get('new_kernel')}"
         body.append(cells(r, str(kern), heads, thr, notes))
     # another tool's file (nvbench, pyperf) has no size, sets or flush: those columns go, and the
     # benchmark's name (its axes in it) gets their room
