@@ -33,18 +33,22 @@ _REFS["<"] = "&lt;"
 _REFS[">"] = "&gt;"
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 _WWW = re.compile(r"(?i)www\.")
+#: GFM's autolink extension finds URLs, www. and e-mail addresses in the text after character
+#: references are decoded: an empty HTML comment splits the text there, so nothing is linked
+_SPLIT = "<!-- -->"
 
 
 def md(text: Any) -> str:
     """``text`` as inline Markdown that renders as exactly that text (module docstring): one line,
-    controls dropped, every syntax character a character reference, ``www.`` kept from autolinking,
-    a leading ``-``/``+`` (a list item) or digit-dot (an ordered one) neutralised."""
+    controls dropped, every syntax character a character reference, URLs, ``www.`` and addresses
+    kept from autolinking (``_SPLIT``), a leading ``-``/``+``/``1.`` (a list item) neutralised."""
     s = _CONTROL.sub(" ", str(text))
     s = "".join(_REFS.get(c, c) for c in s)
-    s = _WWW.sub(lambda m: m.group()[:3] + "&#46;", s)
+    s = s.replace("&#64;", "&#64;" + _SPLIT).replace("&#58;", _SPLIT + "&#58;")
+    s = _WWW.sub(lambda m: m.group()[:1] + _SPLIT + m.group()[1:], s)
     if s[:1] in ("-", "+"):
         s = f"&#{ord(s[0])};" + s[1:]
-    return s
+    return re.sub(r"^(\d+)([.])", r"\1&#46;", s)  # "1. x" after a bullet would open an ordered list
 
 
 def _pct(v: float, signed: bool = True) -> str:
