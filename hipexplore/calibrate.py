@@ -61,7 +61,7 @@ GPU_ARGS = "out:out:f32[n],in:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n"
 HOST_ARGS = "inout:a:f32[n],in:b:f32[n],s:f32=0.5,n:u64=n"
 #: defaults per device class: sizes, and the wall-time budget of the rounds (the command's limit:
 #: <= 3 min on the host, <= 5 min on a GPU, set-up included)
-DEFAULTS = {"host": (("64KiB", "1MiB"), 140.0), "gpu": (("1MiB", "16MiB", "256MiB"), 250.0)}
+DEFAULTS = {"host": (("64KiB", "256KiB"), 120.0), "gpu": (("1MiB", "16MiB", "256MiB"), 250.0)}
 MIN_ROUNDS = 2
 FORMAT = "hipexplore-calibration/1"
 
@@ -153,7 +153,7 @@ def calibrate(device: str = "auto", sizes: Sequence[str] | None = None, flush: S
     folder.mkdir(parents=True, exist_ok=True)
     files, entry, args = kernel_files(dev.kind, folder)
     kernels = [user_kernel(f, entry, args, name=k, register_it=False) for f, k in zip(files, ("A", "B"))]
-    runs, walls, t0 = [], [], time.monotonic()
+    runs, walls, t0, load0 = [], [], time.monotonic(), os.getloadavg()[0]
     while True:
         done = time.monotonic() - t0
         if rounds is not None and len(runs) >= rounds:
@@ -173,7 +173,7 @@ def calibrate(device: str = "auto", sizes: Sequence[str] | None = None, flush: S
     record.update(format=FORMAT, device_name=str(meta.get("device.name", dev.name)), device_kind=dev.kind,
                   device_class=cls, sizes=sizes, flush=list(flush), wall_s=walls, date=time.strftime("%Y-%m-%d"),
                   hipexplore=str(meta.get("hipexplore", "")), git_revision=str(meta.get("git_revision", "")),
-                  iterations=iterations, units=units, at_defaults=iterations is None and units == "auto",
+                  iterations=iterations, units=units, host_load=[round(load0, 2), round(os.getloadavg()[0], 2)], at_defaults=iterations is None and units == "auto",
                   command=" ".join(["hipexplore", "calibrate", "--device", device, "--sizes", ",".join(sizes)]))
     return record
 

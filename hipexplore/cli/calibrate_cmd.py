@@ -58,11 +58,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "count the faster/slower verdicts (all false) among the interleaved rows and among consecutive rounds compared "
         "as separate runs, and how many intervals hold 1. Keeps the result for this device (HIPEXPLORE_CALIBRATION_DIR)."))
     p.add_argument("--device", default="auto", help="auto, host, cuda, hip (optionally :INDEX); default auto")
-    p.add_argument("--sizes", default=None, metavar="S,S", help="bytes per array, comma separated (default: 64KiB,1MiB on "
+    p.add_argument("--sizes", default=None, metavar="S,S", help="bytes per array, comma separated (default: 64KiB,256KiB on "
                    "the host; 1MiB,16MiB,256MiB on a GPU)")
     p.add_argument("--flush", default="none", help="flush modes, comma separated (default none)")
     p.add_argument("--budget", type=_positive, default=None, metavar="S",
-                   help="wall time for the rounds in seconds (default 140 on the host, 250 on a GPU); at least 2 rounds run")
+                   help="wall time for the rounds in seconds (default 120 on the host, 250 on a GPU); at least 2 rounds run")
     p.add_argument("--rounds", type=_rounds, default=None, help="a fixed number of rounds instead of the time budget")
     p.add_argument("--iterations", type=_iterations, default=None, metavar="N",
                    help="fixed samples per configuration instead of the adaptive default (a quick look: the record says "
