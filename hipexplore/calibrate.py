@@ -266,9 +266,12 @@ def report_text(record: Mapping[str, Any]) -> str:
         cov = (f"{k['coverage']:.1%} [{k['coverage_ci'][0]:.1%}, {k['coverage_ci'][1]:.1%}]"
                if k["intervals"] else "no intervals")
         lines.append(f"{k['kind']:<24} {k['rows']:>5} {k['false']:>6} {fr:>24} {cov:>26}")
-    lines.append("minimum detectable change at the default wall time (median over interleaved rows): "
-                 + ", ".join(f"{size_text(int(s))} {v:.1%}" for s, v in record["min_detectable"].items()))
-    lines.append(sentence(record))
+    import textwrap
+
+    at = "the default wall time" if record.get("at_defaults", True) else "this calibration's settings"
+    lines += textwrap.wrap(f"minimum detectable change at {at} (median over interleaved rows): "
+                           + ", ".join(f"{size_text(int(s))} {v:.1%}" for s, v in record["min_detectable"].items()), 120)
+    lines += textwrap.wrap(sentence(record), 120, subsequent_indent="  ")
     return "\n".join(lines)
 
 
