@@ -275,5 +275,29 @@ def report_text(record: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DEFAULTS", "FORMAT", "GPU_ARGS", "HOST_ARGS", "STREAM_CU", "WORK_C", "analyse", "calibrate", "cite", "load",
+def markdown_table(records: Mapping[str, Mapping[str, Any]]) -> str:
+    """The verdicts guide's table, one row per recorded calibration (``data/calibration/CLASS/calibrate.json``,
+    keyed by its folder): false verdicts of identical code per kind of row, coverage, minimum detectable change."""
+    from .verdicts import size_text
+
+    def rate(k: Mapping[str, Any]) -> str:
+        return f"{k['false']} of {k['rows']} ({k['false_ci'][0]:.0%}–{k['false_ci'][1]:.0%})" if k["rows"] else "–"
+
+    lines = ["| device (folder) | date, revision | rounds, wall time, load | interleaved (95%) | cold references (99%) | "
+             "separate runs (99%) | coverage of 1 | min. detectable at defaults |", "|---|---|---|---|---|---|---|---|"]
+    for folder, r in sorted(records.items()):
+        kinds = {k["kind"]: k for k in r["kinds"]}
+        load = r.get("host_load") or []
+        mde = ", ".join(f"{size_text(int(s))} {v:.1%}" for s, v in r["min_detectable"].items())
+        cov = r["all"]
+        lines.append(f"| {r['device_name']} ({folder}) | {r['date']}, {str(r.get('git_revision', ''))[:7]} | "
+                     f"{r['runs']}, {sum(r['wall_s']):.0f} s{f', load {load[0]:g}-{load[1]:g}' if load else ''} | "
+                     + " | ".join(rate(kinds.get(k, {"rows": 0})) for k in ("interleaved (95%)", "cold references (99%)",
+                                                                            "separate runs (99%)"))
+                     + f" | {cov['covered']} of {cov['intervals']} | {mde}"
+                     + ("" if r.get("at_defaults", True) else " (not at defaults)") + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["DEFAULTS", "FORMAT", "GPU_ARGS", "HOST_ARGS", "STREAM_CU", "WORK_C", "analyse", "calibrate", "cite", "load", "markdown_table",
            "report_text", "sentence", "store", "store_dir", "wilson"]
