@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from hipexplore import calibrate as cal
-from hipexplore.cli import main
+from hipexplore.cli import calibrate_cmd, main
 
 
 def test_wilson_interval_is_inside_0_1_and_not_empty_at_the_ends():
@@ -89,6 +89,7 @@ def test_calibrate_cli_on_the_host_keeps_the_record_and_compare_cites_it(tmp_pat
     (["--budget", "nan"], "expected seconds between 10 and 3600"),
 ])
 def test_bad_values_are_one_line_exit_2_before_the_device(argv, said, capsys):
+    assert calibrate_cmd.COMMAND == "calibrate"
     try:
         rc = main(["calibrate", "--device", "host", *argv])
     except SystemExit as exc:  # argparse's refusal

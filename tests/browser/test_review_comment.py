@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from hipexplore.cli import main
+from hipexplore.cli.report_markdown import COMMENT, FIGURES, HTML
 
 pytestmark = pytest.mark.browser
 
@@ -54,8 +55,8 @@ def test_the_comment_renders_every_headline_number_and_no_injected_element(tmp_p
     out = tmp_path / "review"
     assert main(["report", "--format", "markdown", "--run", str(run), "--baseline", EVIL, "--candidate", PIPE,
                  "--out", str(out), "--quiet"]) == 0
-    text = (out / "comment.md").read_text()
-    assert len(text) <= 65_536 and {p.name for p in out.iterdir()} >= {"comment.md", "verdicts.png", "noise.png", "report.html"}
+    text = (out / COMMENT).read_text()
+    assert len(text) <= 65_536 and {p.name for p in out.iterdir()} == {COMMENT, HTML, *(name for _, name in FIGURES)}
     page = tmp_path / "comment.html"
     page.write_text("<!doctype html><meta charset=utf-8><body>"
                     + cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE) + "</body>")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hipexplore.cli import main
+from hipexplore.interop import nvbench_files, pyperf_files
 
 
 def nvbench_examples() -> tuple[Path, Path]:
@@ -36,7 +37,7 @@ def one_line_exit_2(argv: list[str], capsys) -> str:
 
 
 @pytest.fixture(scope="module")
-def pyperf_files(tmp_path_factory):
+def pyperf_results(tmp_path_factory):
     """Two real pyperf results of one benchmark (4 worker processes each) and one of another."""
     folder = tmp_path_factory.mktemp("pyperf")
     for name, stmt, bench in (("a", "sum(range(200))", "sum200"), ("b", "sum(range(200))", "sum200"),
@@ -49,22 +50,22 @@ def pyperf_files(tmp_path_factory):
 
 
 @pytest.mark.timeout(600)
-def test_compare_gives_verdicts_on_real_pyperf_files(pyperf_files, capsys):
-    a, b = pyperf_files / "a.json", pyperf_files / "b.json"
+def test_compare_gives_verdicts_on_real_pyperf_files(pyperf_results, capsys):
+    a, b = pyperf_results / "a.json", pyperf_results / "b.json"
     assert main(["compare", str(a), str(b), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     (row,) = got["rows"]
     assert row["kernel"] == "sum200" and row["base_units"] == 4 and row["new_units"] == 4  # a run per process
     assert row["verdict"] in ("faster", "slower", "same", "undecided") and row["ratio_ci_low"] is not None
-    assert "pyperf records no size" in got["source"]
+    assert got["source"] == pyperf_files.LACKS
     assert main(["compare", str(a), str(b)]) == 0
     text = capsys.readouterr().out
     assert max(map(len, text.splitlines())) <= 120 and "sum200" in text
 
 
 @pytest.mark.timeout(600)
-def test_a_pyperf_file_of_another_benchmark_is_refused(pyperf_files, capsys):
-    line = one_line_exit_2(["compare", str(pyperf_files / "a.json"), str(pyperf_files / "other.json")], capsys)
+def test_a_pyperf_file_of_another_benchmark_is_refused(pyperf_results, capsys):
+    line = one_line_exit_2(["compare", str(pyperf_results / "a.json"), str(pyperf_results / "other.json")], capsys)
     assert "share no benchmark" in line and "sum200" in line and "sort50" in line
 
 
@@ -73,7 +74,7 @@ def test_compare_reads_real_nvbench_summaries_with_a_weaker_interval_named(capsy
     ref, cmp = nvbench_examples()
     assert main(["compare", str(ref), str(cmp), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert "summaries only" in got["source"] and "weaker" in got["source"]
+    assert got["source"] == nvbench_files.LACKS_SUMMARIES and "weaker" in got["source"]
     rows = [r for r in got["rows"] if r["present"] == "both"]
     assert len(rows) > 20
     assert all("weaker" in r["interval"] for r in rows)
