@@ -53,8 +53,8 @@ def test_analyse_counts_false_verdicts_coverage_and_min_detectable():
     assert text.startswith("on this device (dev, hipexplore calibrate d) identical code was called different in 4 of")
 
 
-@pytest.mark.timeout(900)
-def test_calibrate_cli_on_the_host_keeps_the_record_and_compare_cites_it(tmp_path, monkeypatch, capsys):
+@pytest.mark.timeout(1200)
+def test_calibrate_cli_on_the_host_keeps_the_record_and_compare_and_the_report_cite_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HIPEXPLORE_CALIBRATION_DIR", str(tmp_path / "store"))
     out = tmp_path / "cal.json"
     assert main(["calibrate", "--device", "host", "--sizes", "4KiB", "--rounds", "2", "--iterations", "16", "--units", "3",
@@ -62,7 +62,7 @@ def test_calibrate_cli_on_the_host_keeps_the_record_and_compare_cites_it(tmp_pat
     got = capsys.readouterr()
     assert "round 1/2" in got.err and "round 2/2" in got.err  # progress
     lines = got.out.splitlines()
-    assert max(map(len, lines)) <= 120 and lines[-1].startswith("kept: ")
+    assert max(map(len, lines[:-1])) <= 120 and lines[-1].startswith("kept: ")  # the last: paths
     record = json.loads(out.read_text())
     assert record["format"] == cal.FORMAT and record["device_kind"] == "host" and record["runs"] == 2
     assert record["at_defaults"] is False and record["iterations"] == 16
@@ -80,6 +80,11 @@ def test_calibrate_cli_on_the_host_keeps_the_record_and_compare_cites_it(tmp_pat
     assert main(["compare", str(tmp_path / "ab.parquet"), "--base", "triad", "--new", "copy"]) == 0
     text = capsys.readouterr().out
     assert "calibration: on this device (" in text and max(map(len, text.splitlines())) <= 120
+    # the review report (the notebook, in its own kernel process) cites it too
+    assert main(["report", "--run", str(tmp_path / "ab.parquet"), "--baseline", "triad", "--candidate", "copy",
+                 "--out", str(tmp_path / "r.html"), "--quiet"]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "Calibration: on this device (" in html and "identical code was called different in" in html
 
 
 @pytest.mark.timeout(60)

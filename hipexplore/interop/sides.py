@@ -43,6 +43,8 @@ def detect(path: str | Path) -> str:
     try:
         with p.open("rb") as fh:
             head = fh.read(4)
+    except (FileNotFoundError, IsADirectoryError):
+        return "parquet"  # the parquet reader says what it expected there
     except OSError as exc:
         raise ConfigError(f"run {str(path)!r}: {exc.strerror or exc} (expected a sweep's .parquet, an nvbench or a "
                           f"pyperf JSON file)") from None
