@@ -24,16 +24,25 @@ COMMENT, HTML = "comment.md", "report.html"
 FIGURES = (("verdicts: change new/base with 95% intervals", "verdicts.png"), ("noise of both sides", "noise.png"))
 
 
-def out_folder(path: str) -> int:
-    """An opened descriptor of DIR: made here, or this user's own and writable by nobody else
-    (``files.own_folder``); its parent checked as an export folder is (``interop.export``)."""
-    from ..files import own_folder
+def check_out_folder(path: str) -> None:
+    """Before anything runs: DIR's parent must be a folder an export may go to (``interop.export``:
+    yours, or a sticky one of root's); an existing DIR must be a folder (``out_folder`` checks its owner)."""
     from ..interop.export import check_export_path
 
     p = Path(path)
-    if p.exists() and not p.is_dir():
+    if os.path.lexists(p) and not p.is_dir():
         raise ConfigError(f"--out {path!r} exists and is not a folder; with --format markdown --out names a folder")
-    check_export_path(str(p), "--out") if not p.exists() else None
+    if not p.exists():
+        check_export_path(str(p), "--out")
+
+
+def out_folder(path: str) -> int:
+    """An opened descriptor of DIR: made here, or this user's own and writable by nobody else
+    (``files.own_folder``)."""
+    from ..files import own_folder
+
+    p = Path(path)
+    check_out_folder(path)
     parent = str(p.parent) if str(p.parent) else "."
     pfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -74,12 +83,13 @@ def run_markdown(args: argparse.Namespace, params: dict[str, Any], build: Any) -
                           "or --run with --baseline and --candidate (two kernels)")
     if args.out in (None, "report.html"):
         raise ConfigError("--format markdown needs --out DIR (the folder for comment.md, its plots and report.html)")
+    check_out_folder(args.out)
+    base, cand = params.get("baseline"), params.get("candidate")
+    data = review.review_data(base, None if cand in (None, "none") else cand, base_kernel=params.get("base_kernel"),
+                              new_kernel=params.get("new_kernel"), threshold=float(params.get("threshold", 0.02)),
+                              allow_other_device=bool(params.get("allow_other_device", False)))  # a bad run: nothing made
     dfd = out_folder(args.out)
     try:
-        base, cand = params.get("baseline"), params.get("candidate")
-        data = review.review_data(base, None if cand in (None, "none") else cand, base_kernel=params.get("base_kernel"),
-                                  new_kernel=params.get("new_kernel"), threshold=float(params.get("threshold", 0.02)),
-                                  allow_other_device=bool(params.get("allow_other_device", False)))
         result = build(str(Path(args.out) / HTML))
         lines = hl.headline(verdicts=data.verdicts, base_label=data.base_label, new_label=data.new_label,
                             threshold=data.threshold)

@@ -48,7 +48,6 @@ ELSEWHERE: dict[str, tuple[str, ...]] = {
     "bench/worker_main.py": ("tests/security/test_security_interpreters.py",),
     "cli/bench_cmd.py": ("tests/bench/test_stop_flags.py",),
     "cli/calibrate_cmd.py": ("tests/test_calibrate.py",),
-    "cli/report_markdown.py": ("tests/browser/test_review_comment.py",),
     "interop/nvbench_files.py": ("tests/interop/test_sides.py",),
     "interop/pyperf_files.py": ("tests/interop/test_sides.py",),
     "cli/bench_table.py": ("tests/cli/test_messages.py", "tests/bench/test_stop_flags.py", "tests/bench/counters/test_counters.py"),
