@@ -5,9 +5,10 @@ Reading (``read``): ``cuda.bench.results.BenchmarkResult.from_json`` (cuda-bench
 the file and, where nvbench wrote them (``--jsonbin``), each state's per-sample times from the binary
 files beside it. Each (benchmark, state) is one configuration. Before cuda-bench sees the file it is
 checked as untrusted input here: bounded JSON (``untrusted.load_json``), and every binary file it
-names must be a plain relative name of a regular file in the JSON's own folder (nvbench writes
-``NAME-bin/N.bin``): cuda-bench's reader would otherwise open any path a file names (``/dev/stdin``
-blocks, ``/etc/...`` is read).
+names must be a regular file in the JSON's own folder (nvbench writes ``NAME-bin/N.bin``); cuda-bench
+then reads a checked copy naming them by absolute path (``_checked_binaries``): its reader would
+otherwise open any path a file names (``/dev/stdin`` blocks, ``/etc/...`` is read) and look for a
+missing one in the folder above and the working directory.
 
 What an nvbench file lacks (said beside every verdict on one, ``lacks``): one file is one process,
 so there are no units (hipexplore's verdict needs the variation between processes); a file written
@@ -51,42 +52,63 @@ LACKS_SUMMARIES = ("nvbench summaries only (no per-sample data: written with --j
                    "the normal approximation from each side's mean, relative stdev and sample count (samples taken as "
                    "independent), at 99%; no units, no median")
 _FLAGS = re.compile(r"\[[^]]*\]$")
-_BIN_NAME = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)?$")
 
 
 def looks_like(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("benchmarks"), list) and "devices" in obj
 
 
-def _check_binaries(obj: dict, folder: Path, where: str) -> None:
-    """Every sample file the JSON names: a relative name (at most one folder deep, no '..') of a
-    regular file in the JSON's folder, of at most ``MAX_SAMPLES`` floats."""
+def _inside(name: Any, folder: Path, where: str) -> Path:
+    """A sample file's path, if it lies in the JSON's folder: a relative name without '..' (current
+    nvbench writes ``NAME-bin/N.bin``), or an absolute one inside that folder (older nvbench wrote the
+    path it was given); anything else is refused before cuda-bench's reader could open it."""
+    if not isinstance(name, str) or not name or ".." in Path(name).parts:
+        raise ConfigError(f"{where}: sample file {shown(name)} is not a plain relative name in the JSON's folder; "
+                          f"expected NAME-bin/N.bin as nvbench writes it")
+    check_name(name, f"{where}: sample file name")
+    target = Path(name) if os.path.isabs(name) else folder / name
+    home = os.path.realpath(folder)
+    if os.path.commonpath([os.path.realpath(target), home]) != home:
+        raise ConfigError(f"{where}: sample file {shown(name)} is not a plain relative name in the JSON's folder "
+                          f"({shown(home)}); expected NAME-bin/N.bin as nvbench writes it")
+    return target
+
+
+def _checked_binaries(obj: dict, folder: Path, where: str) -> dict:
+    """``obj`` with every sample file it names checked: in the JSON's folder (``_inside``), a regular
+    file (not a link, a FIFO or a device) of at most ``MAX_SAMPLES`` floats, then named by its
+    absolute path; a summary naming a file that is not there is dropped (the state reads as
+    summaries only). Why rewrite: cuda-bench's reader looks for a name it cannot find beside the
+    JSON in the folder above and in the working directory too."""
+    import stat as st_mod
+
     for bench in obj.get("benchmarks", []):
         for state in (bench.get("states") or []) if isinstance(bench, dict) else []:
-            for summ in (state.get("summaries") or []) if isinstance(state, dict) else []:
-                if not (isinstance(summ, dict) and str(summ.get("tag", "")).startswith("nv/json/")):
-                    continue
-                for d in summ.get("data") or []:
-                    if not (isinstance(d, dict) and d.get("name") == "filename"):
-                        continue
-                    name = d.get("value")
-                    if not isinstance(name, str) or not _BIN_NAME.match(name) or ".." in name.split("/"):
-                        raise ConfigError(f"{where}: sample file {shown(name)} is not a plain relative name in the "
-                                          f"JSON's folder; expected NAME-bin/N.bin as nvbench writes it")
-                    p = folder / name
+            if not isinstance(state, dict):
+                continue
+            kept = []
+            for summ in state.get("summaries") or []:
+                names = [d for d in (summ.get("data") or []) if isinstance(d, dict) and d.get("name") == "filename"] \
+                    if isinstance(summ, dict) and str(summ.get("tag", "")).startswith("nv/json/") else []
+                for d in names:
+                    p = _inside(d.get("value"), folder, where)
                     try:
                         st = os.lstat(p)
                     except OSError:
-                        continue  # absent: cuda-bench reads the state as summaries only
-                    import stat as st_mod
-
+                        summ = None  # absent: this state has summaries only
+                        break
                     if not st_mod.S_ISREG(st.st_mode) or st.st_size > 4 * MAX_SAMPLES:
-                        raise ConfigError(f"{where}: sample file {shown(name)} is not a regular file of at most "
+                        raise ConfigError(f"{where}: sample file {shown(d.get('value'))} is not a regular file of at most "
                                           f"{MAX_SAMPLES:,} floats")
+                    d["value"] = os.path.realpath(p)
+                if summ is not None:
+                    kept.append(summ)
+            state["summaries"] = kept
+    return obj
 
 
 def parse(path: Path) -> Any:
-    """The file's JSON, bounded and checked (``_check_binaries``); a truncated file is one line."""
+    """The file's JSON, bounded (``untrusted.load_json``); a truncated file is one line."""
     where = f"nvbench file {str(path)!r}"
     try:
         size = path.stat().st_size
@@ -113,13 +135,13 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str], boo
     obj = parse(path) if parsed is None else parsed
     if not looks_like(obj):
         raise ConfigError(f"{where} is not nvbench JSON (no 'benchmarks' and 'devices'); expected nvbench --json output")
-    _check_binaries(obj, path.parent, where)
     results = require("cuda.bench.results", "reading an nvbench file", "interop")
-    try:
-        res = results.BenchmarkResult.from_json(path)
-    except Exception as exc:  # noqa: BLE001 - cuda-bench raises KeyError, ValueError, TypeError on a malformed file
-        raise ConfigError(f"{where}: cuda-bench's reader refused it ({type(exc).__name__}: {shown(str(exc), 160)}); "
-                          f"expected a complete nvbench JSON file") from None
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hipexplore-nvbench-") as scratch:  # the checked copy cuda-bench reads
+        checked = Path(scratch) / "nvbench.json"
+        checked.write_text(json.dumps(_checked_binaries(obj, path.parent, where)))
+        res = _from_json(results, checked, where)
     devices = {i: d.name for i, d in res.devices.items()}
     samples, summaries = [], []
     for bname, sub in res.items():
@@ -152,6 +174,14 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str], boo
     meta = {"device.name": ", ".join(sorted(set(map(str, frame["device_name"].unique())))), "device.kind": "nvbench",
             "source.format": "nvbench"}
     return frame, meta, bool(samples)
+
+
+def _from_json(results: Any, path: Path, where: str) -> Any:
+    try:
+        return results.BenchmarkResult.from_json(path)
+    except Exception as exc:  # noqa: BLE001 - cuda-bench raises KeyError, ValueError, TypeError on a malformed file
+        raise ConfigError(f"{where}: cuda-bench's reader refused it ({type(exc).__name__}: {shown(str(exc), 160)}); "
+                          f"expected a complete nvbench JSON file") from None
 
 
 def _key(bname: str, state: Any, devices: bool = False) -> tuple[str, int, str, str]:

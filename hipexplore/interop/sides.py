@@ -143,6 +143,9 @@ def single_process_rows(sides: list[Side], base: str | None, new: str | None, th
         left, right = f[f["kernel"] == base], f[f["kernel"] == new]
         keys, fixed = list(Configuration.COLUMNS[1:]), {"base_kernel": base, "new_kernel": new}
     both_samples = all(s.has_samples for s in sides)
+    if not both_samples:  # one side has samples, the other summaries: compare summaries of both
+        left, right = (_as_summaries(f, keys) if s.has_samples else f
+                       for f, s in zip((left, right), (sides[0], sides[-1])))
     lg = {k if isinstance(k, tuple) else (k,): g for k, g in left.groupby(keys, sort=True)}
     rg = {k if isinstance(k, tuple) else (k,): g for k, g in right.groupby(keys, sort=True)}
     rows = []
@@ -159,6 +162,14 @@ def single_process_rows(sides: list[Side], base: str | None, new: str | None, th
     frame.attrs.update(threshold=threshold, level=SEPARATE_RUNS_LEVEL, rule=rule_text(threshold), caveat="", hint="",
                        base_metadata=dict(sides[0].meta), new_metadata=dict(sides[-1].meta))
     return frame
+
+
+def _as_summaries(frame: Any, keys: list[str]) -> Any:
+    """Per-sample rows as nvbench's summaries would hold them: mean, relative stdev, sample count."""
+    g = frame.groupby(keys, sort=True)["time_s"]
+    out = g.agg(time_s="mean", sd="std", n="size").reset_index()
+    out["rel_sd"] = out["sd"] / out["time_s"]
+    return out.drop(columns="sd")
 
 
 def _decided(ratio: float, lo: float, hi: float, threshold: float) -> dict[str, Any]:

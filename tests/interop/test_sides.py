@@ -119,6 +119,16 @@ def test_nvbench_per_sample_data_gets_the_within_process_interval(tmp_path, caps
     for row in got["rows"]:
         assert row["base_n"] == 400 and "within one process" in row["interval"]
         assert row["verdict"] == "slower" and 1.08 < row["ratio"] < 1.12  # +10% per sample, 1% noise
+    # the same JSON without its -bin folder: summaries only, nothing looked up elsewhere
+    import shutil
+
+    shutil.rmtree(tmp_path / "b" / "test_ref-bin")
+    (tmp_path / "test_ref-bin").mkdir()  # where cuda-bench's own reader would look next (the folder above)
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["source"].count("nvbench") == 2 and all("weaker" in r["interval"] for r in got["rows"])
+    # the sample side reduced to its mean: test_ref's own GPU means (b) against 1e-5 s samples (a)
+    assert all(r["base_n"] == 400 and r["ratio_ci_low"] is not None for r in got["rows"])
 
 
 @pytest.mark.timeout(120)
