@@ -96,7 +96,7 @@ def check_url(url: object, what: str = "remote") -> str:
     try:
         if not isinstance(url, str):
             raise ValueError(url)
-        return settings._redis_url(url)
+        return settings.CACHE_REMOTE.parse(url)  # the variable's own check, for a URL given in Python too
     except ValueError:
         shown = redacted(url) if isinstance(url, str) else url
         raise ConfigError(f"{what} must be a Redis URL with a host and a port in 1-65535, such as "
