@@ -61,7 +61,7 @@ import secrets
 import stat
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -99,8 +99,11 @@ class DiskCache(DiskMaintenance):
     """Entry files under ``root``; thread-safe and safe across processes and users.
 
     ``get``/``put`` never raise for I/O trouble or hostile files: a read problem is a miss, a bad
-    path skips one write, an unwritable root disables writes with one warning.
+    path skips one write, an unwritable root disables writes with one warning. A ``tiers.Tier``:
+    its ``lock`` is ``key_lock``.
     """
+
+    name = "disk"
 
     def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_DISK_MAX_BYTES,
                  shared: str | None = None, secret: str | bytes | None = None) -> None:
@@ -458,6 +461,10 @@ class DiskCache(DiskMaintenance):
         finally:
             if held is not None:
                 held.release()
+
+    def lock(self, key: CacheKey) -> AbstractContextManager[bool]:
+        """The ``Tier`` lock: ``key_lock`` with its default timeout."""
+        return self.key_lock(key)
 
     def _acquire(self, lid: str, timeout: float) -> HeldLock | None:
         with self._shard(lid, create=True) as shard_fd:

@@ -131,6 +131,12 @@ class DiskMaintenance:
             **{f"disk_{k}": v for k, v in counters.items()},
         }
 
+    def describe(self) -> dict:
+        """The ``Tier`` description: this tier's fields in ``CompileCache.stats()``."""
+        stats = self.stats()
+        return {"disk_entries": stats["entries"], "disk_bytes": stats["bytes"], "disk_dir": stats["root"],
+                "disk_writable": stats["writable"], "disk_corrupt": stats["disk_corrupt"]}
+
     def _prune_lock(self, vfd: int) -> tuple[int | None, str]:
         """(fd, '') holding this user's prune lock; (None, '') when another of this user's live
         processes prunes now; (None, why) when the file cannot serve (prune without it)."""
