@@ -191,6 +191,7 @@ def test_sweep_panel_runs_and_plots_in_a_real_browser(lab):
             run.click()
             page.wait_for_function("() => /done: \\d+ configurations/.test(document.body.innerText)", timeout=180_000)
             images = page.locator(".jupyter-widgets img").evaluate_all("els => els.map(e => e.naturalWidth)")
+            load = page.locator(".jupyter-widgets .hx-load").all_inner_texts()
             page.locator(".jupyter-widgets button:has-text('Stop')").scroll_into_view_if_needed()
             page.screenshot(path=str(shot))
             panel_errors = page.locator(".hx-errors").all_inner_texts()
@@ -198,6 +199,8 @@ def test_sweep_panel_runs_and_plots_in_a_real_browser(lab):
             browser.close()
     assert len([w for w in images if w > 0]) >= 2, images
     assert not any(t.strip() for t in panel_errors), panel_errors
+    # the host's load beside the noise plots (issue 49), judged against this host's cores
+    assert len(load) == 1 and load[0].startswith("Host load: ") and f"{os.cpu_count()} cores" in load[0], load
 
 
 #: in the page: images shown (laid out) whose picture did not load, and whether the page scrolls sideways
