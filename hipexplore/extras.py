@@ -30,6 +30,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "triton": ("triton",),
     "cuda": ("cuda",),
     "hip": ("hip", "rocm"),
+    "interop": ("pyperf",),
 }
 
 

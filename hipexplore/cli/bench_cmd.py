@@ -295,6 +295,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result, "
                    "or (with --no-resume) another user's results")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
+    p.add_argument("--export", nargs=2, action="append", default=None, metavar=("FORMAT", "FILE"),
+                   help="also write the result for another tool: nvbench (JSON nvbench's compare scripts read), pyperf "
+                        "(pyperf compare_to reads it) or bencher (Bencher Metric Format); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     w = p.add_mutually_exclusive_group()
     w.add_argument("--worker", dest="worker", action="store_const", const=True, default=None,
@@ -357,9 +360,7 @@ def run(args: argparse.Namespace) -> int:
         if args.llc_bytes is not None:
             raise ConfigError("--llc-bytes applies to one device; with --cluster each worker reads its own device's LLC")
         cluster = args.cluster
-    if args.out is not None:
-        _check_out(args.out, force=args.force)
-        check_out_owner(args.out, resume=not args.no_resume, others=args.resume_from_others, force=args.force)
+    _check_outputs(args)  # --out and every --export, before any device or compiler starts
     device = args.device if cluster else get_device(args.device, llc_bytes=args.llc_bytes)
     if not cluster:
         _preflight(kernels, sizes, device)
@@ -387,6 +388,7 @@ def run(args: argparse.Namespace) -> int:
     if res.skipped:
         print(_resumed_line(res), file=sys.stderr)
     _status_lines(res.metadata)
+    _exports(args, res)
     counted = res.metadata.get("counters.status", "")
     on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
     if args.json:
@@ -416,6 +418,26 @@ def _resumed_line(res: Any) -> str:
     whose = f"{res.kept_from}'s results (--resume-from-others)" if res.kept_from else "your own results"
     return (f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s) of {whose}, not "
             f"measured again: {shown}{more} (--no-resume starts over)")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    if args.out is not None:
+        _check_out(args.out, force=args.force)
+        check_out_owner(args.out, resume=not args.no_resume, others=args.resume_from_others, force=args.force)
+    _exports(args)
+
+
+def _exports(args: argparse.Namespace, res: Any = None) -> None:
+    """``--export FORMAT FILE``: without a result, check each (the format, the file's folder:
+    ``interop.export``); with one, write each."""
+    from ..interop.export import check_export_path, check_format, write_export
+
+    for fmt, path in args.export or []:
+        if res is None:
+            check_format(fmt)
+            check_export_path(path)
+        else:
+            print(f"exported ({fmt}): {write_export(fmt, path, res.summary, res.samples, res.metadata)}", file=sys.stderr)
 
 
 class _terminate_as_interrupt:

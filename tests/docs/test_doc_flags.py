@@ -28,7 +28,7 @@ FLAG = re.compile(r"^--[a-z][a-z0-9-]*")
 FOREIGN = {
     "--replay-mode": "ncu", "--cache-control": "ncu", "--clock-control": "ncu", "--metrics": "ncu",
     "--profile-from-start": "ncu", "--pmc": "rocprofv3", "--include-path": "nvrtc", "--include-directory": "hiprtc",
-    "--dev": "setup.sh",
+    "--dev": "setup.sh", "--jsonbin": "nvbench (cuda-bench)",
 }
 #: a word before which a flag belongs to another program (the segment's program is that one)
 SHELL_SPLIT = re.compile(r"\s(?:\||&&|\|\||;)\s|\$\(|:\s")
