@@ -117,10 +117,7 @@ class ReplayReport:
         """The compile floor of this run (tuning/floor.py): from every compile it measured."""
         from .floor import compile_floor
 
-        chosen = [id(s) for s in self.scenarios.values()]
-        frames = [s.frame for s in self.scenarios.values()] + [s.frame for s in (*self.ideal_passes, *self.memory_passes)
-                                                               if id(s) not in chosen]
-        return compile_floor(frames, self.jobs, self.tuning_list.unique_kernels)
+        return compile_floor([s.frame for s in self.all_passes()], self.jobs, self.tuning_list.unique_kernels)
 
     @property
     def frame(self) -> pd.DataFrame:
