@@ -35,7 +35,7 @@ from pathlib import Path
 from .. import settings
 from ..errors import CompilerUnavailable, CompileTimeout, ConfigError
 from ._common import dump_text, file_stamp, join_log
-from . import implicit
+from . import implicit, memo
 from .inputs import env_identity
 from .leftovers import (  # noqa: F401 - the leftover clean-up lived here; its names still do
     BUILD_PREFIX, LOG_MIN_AGE_S, UNNUMBERED_MIN_AGE_S, WORKER_LOG_GLOB, _clean_dead_build_dirs, _creator_alive, _held,
@@ -147,6 +147,17 @@ class HostCompiler(CompilerBase):
             if self._identity is not None and self._identity_key == key:
                 self._identity_checked = now
                 return env_identity(self._identity)
+        # remembered across processes for this command line and this whole environment (memo.identity:
+        # every program it names re-stat'ed), so a hit in a new process runs no probe
+        ident = memo.identity(self.name, [argv, sorted(self._trigger_env().items())], lambda: self._probed(argv, exe))
+        found = [p for k, p in ident.extra if k in TOOLS or k == "runs"]
+        key = self._check_key(argv, exe, found)  # the key the next recheck compares against includes the tools
+        with self._lock:
+            self._identity, self._identity_key, self._identity_checked = ident, key, now
+        return env_identity(ident)
+
+    def _probed(self, argv: list[str], exe: str) -> CompilerIdentity:
+        """The identity from the driver itself: its version, the programs it runs and their stamps."""
         proc = _version_probe(argv)
         first = _first_line(proc)
         extra: list[tuple[str, str]] = [("command", shlex.join(argv))]
@@ -178,11 +189,7 @@ class HostCompiler(CompilerBase):
             if prog not in found:
                 extra += [("runs", prog), ("runs_stamp", file_stamp(prog))]
                 found.append(prog)
-        ident = CompilerIdentity(name=self.name, version=first, library=exe, stamp=file_stamp(exe), extra=tuple(extra))
-        key = self._check_key(argv, exe, found)  # the key the next recheck compares against includes the tools
-        with self._lock:
-            self._identity, self._identity_key, self._identity_checked = ident, key, now
-        return env_identity(ident)
+        return CompilerIdentity(name=self.name, version=first, library=exe, stamp=file_stamp(exe), extra=tuple(extra))
 
     @staticmethod
     def _trigger_env() -> dict:

@@ -231,7 +231,7 @@ def current(request: CompileRequest, identity: CompilerIdentity, resolve: Callab
     if memo is not None and memo.implicit == implicit:
         implicit = memo.implicit  # the same object: the cache's key memo compares by identity first
     entry = _Memo(implicit, tuple(col.checks.items()), col.cwd, trusted=not (col.racy or error))
-    if entry.trusted and entry.cwd is not None:  # the compiler was asked (a request reading only itself is not)
+    if entry.trusted and (entry.cwd is not None or entry.checks):  # the compiler was asked (not: a request reading only itself)
         from . import memo as disk
 
         disk.store("implicit", _disk_key(request, identity), {
