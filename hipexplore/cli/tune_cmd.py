@@ -136,12 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if not target.strip():
         raise ConfigError(f"--target must be a non-empty string; got {args.target!r}")
     _check_outputs(args)
-    from ..compile import compiler_cache
-
-    compiler_cache.check(args.compiler)  # a folder its own cache cannot use (CUDA_CACHE_PATH...): one line, before any pass
-    if args.passes is not None and args.cluster is not None:
-        raise ConfigError("--passes runs each pass in fresh local compiler processes; --cluster replays over Dask workers "
-                          "(use one of them)")
+    _check_own_cache(args)
     if args.compiler == "triton":
         from ..compile.triton_source import check_target
 
@@ -209,6 +204,17 @@ def run(args: argparse.Namespace) -> int:
 
         add_triton_cache_passes(report)
     return _finish(args, report)
+
+
+def _check_own_cache(args: argparse.Namespace) -> None:
+    """Before any pass: a folder the compiler's own cache cannot use (``CUDA_CACHE_PATH`` a file...) is
+    one line, and ``--passes`` goes with no option it replaces."""
+    from ..compile import compiler_cache
+
+    compiler_cache.check(args.compiler)
+    if args.passes is not None and args.cluster is not None:
+        raise ConfigError("--passes runs each pass in fresh local compiler processes; --cluster replays over Dask workers "
+                          "(use one of them)")
 
 
 def _rounds(args: argparse.Namespace, tlist: Any) -> Any:

@@ -116,3 +116,17 @@ def test_the_cli_json_and_its_refusals(tmp_path):
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--passes" in bad.stderr, bad.stderr
     zero = run("--compiler", "host", "--passes", "0")
     assert zero.returncode == 2 and "--passes" in zero.stderr
+
+
+def test_a_bad_cuda_cache_path_stops_the_replay_before_any_pass(tmp_path):
+    """One line, exit 2, and the --frame file already there is kept (checked before any compile)."""
+    frame = tmp_path / "events.parquet"
+    frame.write_bytes(b"not yours")
+    bad = tmp_path / "a-file"
+    bad.write_text("x")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("HIPEXPLORE_COMPILER_CACHE", "CUDA_CACHE"))},
+           "CUDA_CACHE_PATH": str(bad)}
+    proc = subprocess.run([sys.executable, "-m", "hipexplore", "tune-replay", "--compiler", "nvrtc", "--passes", "2",
+                           "--frame", str(frame), "--force"], capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "CUDA_CACHE_PATH" in proc.stderr and "is a file" in proc.stderr and frame.read_bytes() == b"not yours"
