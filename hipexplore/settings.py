@@ -319,6 +319,9 @@ CUPTI_RANGES: Setting[str | None] = _declare(
 GIT_REVISION: Setting[str | None] = _declare(
     "HIPEXPLORE_GIT_REVISION", "text", None, "git revision recorded in provenance (for trees without `.git`)",
     default_doc="`git rev-parse HEAD`")
+CALIBRATION_DIR: Setting[Path | None] = _declare(
+    "HIPEXPLORE_CALIBRATION_DIR", "path", None, "where `hipexplore calibrate` keeps each device's A/A calibration "
+    "(`compare` and the report cite it)", default_doc="`$XDG_DATA_HOME/hipexplore/calibration` (`~/.local/share/...`)")
 NOTEBOOKS: Setting[Path | None] = _declare(
     "HIPEXPLORE_NOTEBOOKS", "path", None, "folder of the shipped notebooks, searched first",
     default_doc="`hipexplore/notebooks/`, then `<repo>/notebooks/`")

@@ -10,6 +10,7 @@ What is generated, and from what:
   BENCHMARKS.md            the same table between its markers, at the top
   docs/guide/cache.md      the table "where each cache is wrong": benchmarks/compile/stale_keys.py's
                            recorded run in data/compile/stale-keys/ (a GPU host's where there is one)
+  docs/guide/verdicts.md   the A/A calibration table between its markers: data/calibration/*/calibrate.json
   docs/troubleshooting.md  the real error messages: each case runs the real CLI (a child process,
                            on the host device, in a temporary directory) and records its stderr
                            and exit status
@@ -70,6 +71,16 @@ def settings_page(text: str) -> str:
     from hipexplore import settings
 
     return between(text, "settings", settings.markdown_table(), "docs/guide/settings.md")
+
+
+def verdicts_page(text: str) -> str:
+    """The A/A calibrations recorded under data/calibration/*/calibrate.json, one row each."""
+    import json
+
+    from hipexplore.calibrate import markdown_table
+
+    records = {p.parent.name: json.loads(p.read_text()) for p in sorted((REPO / "data" / "calibration").glob("*/calibrate.json"))}
+    return between(text, "calibration", markdown_table(records), "docs/guide/verdicts.md")
 
 
 # -- troubleshooting ----------------------------------------------------------------------------------
@@ -258,12 +269,14 @@ def generated() -> dict[Path, str]:
     settings = REPO / "docs" / "guide" / "settings.md"
     bench = REPO / "BENCHMARKS.md"
     cache = REPO / "docs" / "guide" / "cache.md"
+    verdicts = REPO / "docs" / "guide" / "verdicts.md"
     return {
         cache: stale_keys_page(cache.read_text()),
         settings: settings_page(settings.read_text()),
         REPO / "docs" / "figures.md": figures_page(),
         bench: benchmarks_md(bench.read_text()),
         REPO / "docs" / "troubleshooting.md": troubleshooting_page(),
+        verdicts: verdicts_page(verdicts.read_text()),
     }
 
 

@@ -19,8 +19,10 @@ from pathlib import Path
 MIB = 1 << 20
 
 
-def nvbench_cold(dev, sizes):
-    """nvbench cold medians (s) per size for our triad cubin, launched on nvbench's stream."""
+def nvbench_cold(dev, sizes, json_flag="--json", out_dir=None):
+    """nvbench cold medians (s) per size for our triad cubin, launched on nvbench's stream.
+    ``json_flag="--jsonbin"`` keeps nvbench's per-sample files too; ``out_dir``: where nvbench.json
+    (and nvbench.json-bin/) stay (default: a temporary folder)."""
     import sys
     import tempfile
 
@@ -49,8 +51,8 @@ def nvbench_cold(dev, sizes):
 
         fn.__name__ = f"triad_{size // MIB}MiB"
         bench.register(fn)
-    out = Path(tempfile.mkdtemp()) / "nvbench.json"
-    argv = [sys.argv[0], "--json", str(out)]
+    out = Path(out_dir or tempfile.mkdtemp()) / "nvbench.json"
+    argv = [sys.argv[0], json_flag, str(out)]
     bench.run_all_benchmarks(argv)
     root = json.loads(out.read_text())
     res = {}

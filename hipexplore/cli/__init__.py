@@ -17,7 +17,7 @@ from .. import settings
 from ..errors import CacheWarning, HipexploreError
 
 #: subcommand modules, in the order shown by --help
-SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "compare_cmd", "tune_cmd", "report_cmd", "lab_cmd")
+SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "compare_cmd", "calibrate_cmd", "tune_cmd", "report_cmd", "lab_cmd")
 #: subcommands that start another program: what follows the first ``--`` after the subcommand is that
 #: program's, unparsed (``args.passthrough``): ``hipexplore lab -- --no-browser`` must not take
 #: ``--no-browser`` for its own optional PATH, as argparse's ``--`` handling does
