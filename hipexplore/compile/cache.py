@@ -181,7 +181,7 @@ class CompileCache:
         self._compilers: dict[str, Compiler] = {}
         self._ready: weakref.WeakSet = weakref.WeakSet()  # compilers whose set-up a lookup has already timed
         self._key_memo: OrderedDict[tuple, tuple[Any, CacheKey]] = OrderedDict()
-        self._own_labels: dict[tuple, str] = {}  # (compiler, options, its cache variables) -> OwnCache label
+        self._own_labels: dict[tuple, CacheKey] = {}  # (key, compiler, its cache variables) -> the labelled key
         self._key_memo_bytes = 0
         self._counters = {
             "lookups": 0,
@@ -285,18 +285,19 @@ class CompileCache:
                 self._key_memo_bytes -= len(dropped.canonical)
         return key
 
-    def _own_cache(self, request: CompileRequest, compiler: Compiler) -> str:
-        """The label of the compiler's own cache for this request (``compiler_cache``), recorded in its
-        event: remembered per compiler, cache options and the variables its cache reads (a dict lookup)."""
-        memo_key = (compiler, request.options, compiler_cache.signature(request.compiler))
-        label = self._own_labels.get(memo_key)
-        if label is None:
-            label = compiler_cache.label_for(compiler, request.options)
+    def _labelled(self, key: CacheKey, request: CompileRequest, compiler: Compiler) -> CacheKey:
+        """``key`` carrying the label of the compiler's own cache for this request (``compiler_cache``,
+        recorded in its event): remembered per key, compiler, and the raw values of the variables its
+        cache reads, so a memory hit pays one dict lookup for it."""
+        memo_key = (key, compiler, compiler_cache.signature(request.compiler))
+        found = self._own_labels.get(memo_key)
+        if found is None:
+            found = replace(key, compiler_cache=compiler_cache.label_for(compiler, request.options))
             with self._lock:
-                if len(self._own_labels) > 256:
+                if len(self._own_labels) > _KEY_MEMO_ENTRIES:
                     self._own_labels.clear()
-                self._own_labels[memo_key] = label
-        return label
+                self._own_labels[memo_key] = found
+        return found
 
     def get_or_compile(self, request: CompileRequest, compiler: Compiler | None = None) -> CacheResult:
         """Return the object code for ``request``: from memory, from disk, by joining an identical
@@ -308,7 +309,7 @@ class CompileCache:
         setup = self._set_up(compiler, began)
         start = began + setup  # the lookup's own time starts once the compiler is ready
         key = self._key(request, compiler)
-        key = replace(key, compiler_cache=self._own_cache(request, compiler))
+        key = self._labelled(key, request, compiler)
 
         # diagnostics: side effects a hit would skip; not cacheable: the files it reads could not be
         # listed (cc -M failed, e.g. a missing header). Either way: always compile, store nothing

@@ -247,12 +247,25 @@ def process_environment(compiler: str, environ: Mapping[str, str] | None = None)
     return {}
 
 
+def _names(compiler: str) -> tuple[str, ...]:
+    return (settings.COMPILER_CACHE.name, settings.NVRTC_PCH.name, *ENV.get(compiler, ()))
+
+
+_ENCODED: dict[str, tuple] = {}
+
+
 def signature(compiler: str, environ: Mapping[str, str] | None = None) -> tuple:
     """What a compiling process's own cache depends on (a worker started with other values is
-    retired: ``isolation``)."""
-    env = os.environ if environ is None else environ
-    names = (settings.COMPILER_CACHE.name, settings.NVRTC_PCH.name, *ENV.get(compiler, ()))
-    return tuple(env.get(n) for n in names)
+    retired: ``isolation``; a cache event's label is remembered per value). This process's: the raw
+    values in one pass (every lookup asks, memory hits too)."""
+    data = getattr(os.environ, "_data", None) if environ is None else None
+    if data is None:
+        env = os.environ if environ is None else environ
+        return tuple(env.get(n) for n in _names(compiler))
+    keys = _ENCODED.get(compiler)
+    if keys is None:
+        keys = _ENCODED[compiler] = tuple(os.environ.encodekey(n) for n in _names(compiler))
+    return tuple(map(data.get, keys))
 
 
 def pass_environment(compiler: str, chosen: str, folder: str) -> dict[str, str]:
