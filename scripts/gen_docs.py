@@ -191,7 +191,9 @@ def run_case(case: Case, tmp: Path) -> tuple[int, str]:
     for name, text in case.files.items():
         (work / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPEXPLORE_")}
-    env.update(PYTHONPATH=str(REPO), HIPEXPLORE_CACHE_DIR=str(work / "cache"), COLUMNS="100", **case.env)
+    # the disk tier and the compiler facts a CLI remembers (compile/memo.py) stay in the case's folder
+    env.update(PYTHONPATH=str(REPO), HIPEXPLORE_CACHE_DIR=str(work / "cache"), XDG_CACHE_HOME=str(work / "xdg"),
+               COLUMNS="100", **case.env)
     cmd = [sys.executable, "-m", "hipexplore"]
     for before in case.before:
         subprocess.run([*cmd, *before], cwd=work, env=env, capture_output=True, text=True, timeout=600, check=True)
