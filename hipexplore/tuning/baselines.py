@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from statistics import median
 from typing import Callable
 
 from .. import settings
@@ -171,15 +170,9 @@ def run_rounds(tuning_list: TuningList, jobs: int = 1, cache: str = "memory", pa
         mine = sorted((p for p in run.passes if p.scenario == name), key=lambda p: p.seconds)
         scenarios[name] = mine[(len(mine) - 1) // 2]  # the median pass (the lower of two middles)
     primary = {"off": "off", "memory": "memory", "disk": "disk-cold", "all": "memory"}[cache]
-    report = ReplayReport(tuning_list, jobs, cache, True, primary, scenarios, "", granularity, salt,
-                          [p for p in run.passes if p.scenario == "ideal"], [p for p in run.passes if p.scenario == "memory"],
-                          passes=run.passes, own_caches=run.own)
-    return report
+    return ReplayReport(tuning_list, jobs, cache, True, primary, scenarios, "", granularity, salt,
+                        [p for p in run.passes if p.scenario == "ideal"], [p for p in run.passes if p.scenario == "memory"],
+                        passes=run.passes, own_caches=run.own)
 
 
-def median_walls(report: ReplayReport) -> dict[str, float]:
-    """Each scenario's median pass wall time."""
-    return {name: float(median(walls)) for name, walls in report.walls().items()}
-
-
-__all__ = ["BASELINES", "CACHE_PASSES", "round_order", "round_units", "run_rounds", "median_walls"]
+__all__ = ["BASELINES", "CACHE_PASSES", "round_order", "round_units", "run_rounds"]
