@@ -15,6 +15,10 @@ from pathlib import Path
 
 #: the build and device folders of the host compiler and device (``<tmp>/hipexplore-host-<pid>-*``)
 BUILD_PREFIX = "hipexplore-host-"
+#: other folders named by the pid of the process that made them: a replay's folder for the compilers'
+#: own caches (``tuning.baselines``) and NVRTC's automatic PCH (``-pch``: NVRTC leaves
+#: ``<tmp>/__nvrtc_auto_pch_<pid>_<n>`` behind at exit); removed once that process is dead
+PID_FOLDERS = (("hipexplore-own-caches-", "-"), ("__nvrtc_auto_pch_", "_"))
 _cleaned = False
 #: files hipexplore's worker processes write their stderr to (``compile.isolation``, ``bench.worker``)
 WORKER_LOG_GLOB = "hipexplore-*-worker-*.log"
@@ -143,6 +147,12 @@ def clean_leftovers(base: str | Path | None = None) -> int:
         if int(pid) == os.getpid() or _creator_alive(int(pid), st.st_mtime):
             continue
         removed += _remove_tree(path)
+    for prefix, sep in PID_FOLDERS:
+        for path in _glob(base, prefix):
+            st = ours(path, True)
+            pid = path.name[len(prefix):].split(sep, 1)[0]
+            if st is not None and pid.isdigit() and int(pid) != os.getpid() and not _creator_alive(int(pid), st.st_mtime):
+                removed += _remove_tree(path)
     for path in logs:
         st = ours(path, False)
         if st is not None and now - st.st_mtime >= LOG_MIN_AGE_S:
@@ -161,6 +171,13 @@ def clean_leftovers(base: str | Path | None = None) -> int:
                 except OSError:
                     pass
     return removed
+
+
+def _glob(base: Path, prefix: str) -> list[Path]:
+    try:
+        return list(base.glob(f"{prefix}*"))
+    except OSError:
+        return []
 
 
 def _remove_tree(path: Path) -> int:

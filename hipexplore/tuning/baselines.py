@@ -160,7 +160,7 @@ def run_rounds(tuning_list: TuningList, jobs: int = 1, cache: str = "memory", pa
         check_target(probe, tuning_list.target)
     finally:
         probe.close()
-    with tempfile.TemporaryDirectory(prefix="hipexplore-own-caches-") as folder:
+    with tempfile.TemporaryDirectory(prefix=f"hipexplore-own-caches-{os.getpid()}-") as folder:  # a killed run's: leftovers.py
         run = _Run(tuning_list, jobs, granularity, salt, timeout or settings.COMPILE_TIMEOUT.get(), on_pass or (lambda _n: None),
                    folder)
         for r in range(passes):
