@@ -45,6 +45,10 @@
 #                 HX_STEPS, HX_LISTS, HX_COMPILERS, HX_JOBS, HX_EXTRA (more flags) and HX_LIMIT (seconds)
 #                 change what it runs; HX_TAG names its folder and archive (tuning-scale-TAG), so one call
 #                 can run it more than once
+#   compiler-caches benchmarks/compile/compiler_caches.py (#45): the stale-key cases against NVRTC's own cache
+#                 (live here) and hipexplore's; tune-replay --passes 3 (ideal, cold, off, compiler-cache, memory
+#                 in alternated rounds, each pass in fresh processes) for llama3-8b and resnet50 with NVRTC
+#                 at 16 and 1 job, and Triton at 16 jobs, each list scaled to fit its share of HX_BUDGET  HX_BUDGET+40 (370) s
 #
 # e.g.  bash scripts/h200_all.sh gpu-tests timing        (one call)
 #       bash scripts/h200_all.sh drift                   (a call of its own)
@@ -60,7 +64,7 @@
 # (Until this wave the phases were numbered 1-10; BENCHMARKS.md's log names them as they were.)
 set -uo pipefail
 : "${OUT:?set OUT}"
-[ $# -gt 0 ] || { sed -n '2,50p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,52p' "$0"; exit 2; }
 pip_in() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" >/dev/null 2>&1; }
 ls .whl/cuda_bench-*.whl >/dev/null 2>&1 && pip_in .whl/cuda_bench-*.whl
 for p in dask distributed partd locket zict tblib tornado lazy_importer redis; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
@@ -119,7 +123,10 @@ PY
       TAIL=60 step tuning_scale "${HX_LIMIT:-590}" python3 benchmarks/tuning_scale.py --out "$R/ts" --lists "${HX_LISTS:-llama3-8b}" \
         --compilers "${HX_COMPILERS:-nvrtc:sm_90}" --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" \
         --jobs "${HX_JOBS:-16}" --ideal-repeats 2 --bundle ${HX_EXTRA:-} ;;
-    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, resolution, small-change, cupti, cuda-bench, calibrate, wall, tuning-scale)" >&2; exit 2 ;;
+    compiler-caches)
+      TAIL=40 step compiler_caches "$(( ${HX_BUDGET:-330} + 40 ))" python3 benchmarks/compile/compiler_caches.py --out "$R/cc" \
+        --budget-s "${HX_BUDGET:-330}" --passes "${HX_PASSES:-3}" ;;
+    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, resolution, small-change, cupti, cuda-bench, calibrate, wall, tuning-scale, compiler-caches)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
   tar -czf "$OUT/$name.tar.gz" -C /tmp/hx-h200 "$name" && echo "packed $(du -h "$OUT/$name.tar.gz" | cut -f1)"
