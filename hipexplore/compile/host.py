@@ -38,8 +38,8 @@ from ._common import dump_text, file_stamp, join_log
 from . import implicit, memo
 from .inputs import env_identity
 from .leftovers import (  # noqa: F401 - the leftover clean-up lived here; its names still do
-    BUILD_PREFIX, LOG_MIN_AGE_S, UNNUMBERED_MIN_AGE_S, WORKER_LOG_GLOB, _clean_dead_build_dirs, _creator_alive, _held,
-    _remove_tree, _start_time, clean_leftovers)
+    BUILD_PREFIX, LOG_MIN_AGE_S, UNNUMBERED_MIN_AGE_S, WORKER_LOG_GLOB, clean_dead_build_dirs, creator_alive, held_names,
+    remove_tree, start_time, clean_leftovers)
 from .link_inputs import commands, driver_inputs, stable_line
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
@@ -266,7 +266,7 @@ class HostCompiler(CompilerBase):
             raise ConfigError(f"host compiler mode must be 'shared-library'; got {request.mode!r}")
         argv = self._command()
         notes = self._source_notes(request)
-        _clean_dead_build_dirs()
+        clean_dead_build_dirs()
         with tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}-") as tmp:
             src = _write_sources(Path(tmp), request)
             out = Path(tmp) / "lib.so"

@@ -31,7 +31,7 @@ LOG_MIN_AGE_S = 5.0
 UNNUMBERED_MIN_AGE_S = 3600.0
 
 
-def _start_time(pid: int) -> float | None:
+def start_time(pid: int) -> float | None:
     """When process ``pid`` started (epoch seconds, from /proc), None if it is gone or unknown."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -42,7 +42,7 @@ def _start_time(pid: int) -> float | None:
         return None
 
 
-def _creator_alive(pid: int, made: float) -> bool:
+def creator_alive(pid: int, made: float) -> bool:
     """Is the process that made a leftover at time ``made`` (its folder's mtime) still running?
     A live pid that started after ``made`` is another process with a reused pid: the maker is dead."""
     try:
@@ -51,11 +51,11 @@ def _creator_alive(pid: int, made: float) -> bool:
         return False
     except OSError:  # PermissionError: alive but another user's, so not the maker of a folder we own
         return False
-    started = _start_time(pid)
+    started = start_time(pid)
     return started is None or started <= made + 2.0
 
 
-def _held(base: Path, names: set[str]) -> set[str]:
+def held_names(base: Path, names: set[str]) -> set[str]:
     """Which of the entries ``names`` of folder ``base`` some process holds: an open file, its
     current directory, or a mapped library in or at it (read from /proc; processes whose /proc
     entries cannot be read are not seen, which is why only our own leftovers are touched)."""
@@ -96,7 +96,7 @@ def _held(base: Path, names: set[str]) -> set[str]:
     return held
 
 
-def _clean_dead_build_dirs() -> int:
+def clean_dead_build_dirs() -> int:
     """Once per process: remove what killed hipexplore processes left in the temp dir (SIGKILL gives
     no ``TemporaryDirectory`` or ``finally`` a chance): build and device folders
     (``<tmp>/hipexplore-host-<pid>-*``) whose process is dead (by pid and start time), folders of the
@@ -112,7 +112,7 @@ def _clean_dead_build_dirs() -> int:
 
 
 def clean_leftovers(base: str | Path | None = None) -> int:
-    """The work of ``_clean_dead_build_dirs`` (every call does it; tests call this)."""
+    """The work of ``clean_dead_build_dirs`` (every call does it; tests call this)."""
     import stat as stat_mod
 
     removed = 0
@@ -144,26 +144,26 @@ def clean_leftovers(base: str | Path | None = None) -> int:
             if now - st.st_mtime >= UNNUMBERED_MIN_AGE_S:
                 unheld[path.name] = True
             continue
-        if int(pid) == os.getpid() or _creator_alive(int(pid), st.st_mtime):
+        if int(pid) == os.getpid() or creator_alive(int(pid), st.st_mtime):
             continue
-        removed += _remove_tree(path)
+        removed += remove_tree(path)
     for prefix, sep in PID_FOLDERS:
         for path in _glob(base, prefix):
             st = ours(path, True)
             pid = path.name[len(prefix):].split(sep, 1)[0]
-            if st is not None and pid.isdigit() and int(pid) != os.getpid() and not _creator_alive(int(pid), st.st_mtime):
-                removed += _remove_tree(path)
+            if st is not None and pid.isdigit() and int(pid) != os.getpid() and not creator_alive(int(pid), st.st_mtime):
+                removed += remove_tree(path)
     for path in logs:
         st = ours(path, False)
         if st is not None and now - st.st_mtime >= LOG_MIN_AGE_S:
             unheld[path.name] = False
     if unheld:
-        held = _held(base, set(unheld))
+        held = held_names(base, set(unheld))
         for name, is_dir in sorted(unheld.items()):
             if name in held:
                 continue
             if is_dir:
-                removed += _remove_tree(base / name)
+                removed += remove_tree(base / name)
             else:
                 try:
                     (base / name).unlink()
@@ -180,7 +180,7 @@ def _glob(base: Path, prefix: str) -> list[Path]:
         return []
 
 
-def _remove_tree(path: Path) -> int:
+def remove_tree(path: Path) -> int:
     """Remove a folder without following links out of it (``rmtree`` unlinks a link, never its target)."""
     try:
         if path.is_symlink():
