@@ -67,7 +67,7 @@ set -uo pipefail
 [ $# -gt 0 ] || { sed -n '2,52p' "$0"; exit 2; }
 pip_in() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" >/dev/null 2>&1; }
 ls .whl/cuda_bench-*.whl >/dev/null 2>&1 && pip_in .whl/cuda_bench-*.whl
-for p in dask distributed partd locket zict tblib tornado lazy_importer redis; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
+for p in dask distributed partd locket zict tblib tornado lazy_importer redis colorama jsondiff tabulate; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HIPEXPLORE_REQUIRE_GPU=1
 export HIPEXPLORE_GIT_REVISION=${HX_REV:-unknown}
 B=benchmarks/h200
