@@ -18,6 +18,8 @@ from hipexplore.errors import ConfigError
 from hipexplore.kernels import catalog, user_kernel
 from hipexplore.verdicts import compare, compare_scenarios, mann_whitney_u, saving_text, verdict
 
+from fakeclock import WorkClock, load_text, need_quiet_run
+
 WORK_C = r"""
 typedef unsigned long long hx_u64;
 /* 8 * REPS dependent multiply-adds per element, one pass over memory: a kernel doing REPS times the
@@ -134,17 +136,47 @@ def interleaved(work_kernels, tmp_path_factory):
 
 
 def test_a_kernel_doing_four_times_the_work_is_slower_everywhere(interleaved) -> None:
+    """Real host timing: what must hold at any load is asserted always (never the wrong direction,
+    the rule's own arithmetic, the mirror verdict); the sharp claim (slower everywhere, by far) only
+    where the run's chunks were measured on a quiet host, else a skip naming the load. (A busy
+    host made one 256 KiB row ``undecided`` at load 12-20: issue 50; the rule itself is pinned on
+    the fake clock below and in test_verdict_intervals / test_verdict_answers.)"""
     c = hipexplore.compare(interleaved, base="w1", new="w4")
     assert len(c) == 4 and (c["present"] == "both").all()
-    assert (c["verdict"] == "slower").all(), c[["size_bytes", "ratio", "ratio_ci_low", "verdict"]]
-    assert (c["ratio_ci_low"] > 1.5).all()
-    assert (c["p_value"] < 1e-6).all()
+    shown = c[["size_bytes", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]]
+    # at any load: slower or undecided, never the wrong direction (nor a change called faster)
+    assert set(c["verdict"]) <= {"slower", "undecided"}, (shown, load_text(interleaved.samples))
+    assert "faster" not in set(c["change_called"]), (shown, load_text(interleaved.samples))
     assert (c["half_width"] > 0).all()
     # the smallest change the rule could call: the threshold plus the decision interval's half-width
     assert np.allclose(c["min_detectable"], 0.02 + c["half_width"]), c[["min_detectable", "half_width"]]
     assert np.allclose(c["half_width"], (c["ratio_ci_high"] - c["ratio_ci_low"]) / 2)
     back = compare(interleaved, base="w4", new="w1")
-    assert (back["verdict"] == "faster").all()
+    assert set(back["verdict"]) <= {"faster", "undecided"}, back[["size_bytes", "ratio", "verdict"]]
+    clear = (c["ratio_ci_low"] > 1 / 0.98).to_numpy()  # past the threshold seen from either side
+    assert (back["verdict"].to_numpy()[clear] == "faster").all() and (c["verdict"].to_numpy()[clear] == "slower").all()
+    need_quiet_run(interleaved.samples, f"4x the work slower everywhere by far (here: {', '.join(c['verdict'])})")
+    assert (c["verdict"] == "slower").all(), shown
+    assert (c["ratio_ci_low"] > 1.5).all()
+    assert (c["p_value"] < 1e-6).all()
+
+
+@pytest.fixture(scope="module")
+def by_work(work_kernels, tmp_path_factory):
+    """w1, w1b and w4 interleaved as ``interleaved`` is, timed by the fake clock (tests/fakeclock.py):
+    w4 reads exactly 4x w1 whatever the host's load, for tests of what the rule and the CLI say."""
+    out = tmp_path_factory.mktemp("runs") / "work.parquet"
+    return sweep(["w1", "w1b", "w4"], ["64KiB", "256KiB"], [1, 2], ["none"], device=WorkClock(), iterations=48,
+                 interleave=True, interleave_seed=5, progress=False, reference=False, out=out)
+
+
+def test_on_the_fake_clock_four_times_the_work_is_slower_everywhere_and_the_mirror_faster(by_work) -> None:
+    c = compare(by_work, base="w1", new="w4")
+    assert len(c) == 4 and (c["verdict"] == "slower").all() and (c["change_called"] == "slower").all(), c
+    assert np.allclose(c["ratio"], 4.0, rtol=0.01) and (c["ratio_ci_low"] > 3.9).all() and (c["p_value"] < 1e-6).all()
+    assert np.allclose(c["min_detectable"], 0.02 + c["half_width"])
+    assert (compare(by_work, base="w4", new="w1")["verdict"] == "faster").all()
+    assert set(compare(by_work, base="w1", new="w1b")["verdict"]) == {"same"}
 
 
 def test_kernels_doing_the_same_work_are_never_faster_or_slower(interleaved) -> None:
@@ -194,15 +226,15 @@ def test_two_runs_list_configurations_present_in_one_only_and_refuse_other_devic
     assert len(compare(interleaved, moved, allow_other_device=True)) == len(c)
 
 
-def test_compare_cli(interleaved, tmp_path, capsys) -> None:
-    run = str(interleaved.path)
+def test_compare_cli(by_work, tmp_path, capsys) -> None:
+    run = str(by_work.path)
     assert main(["compare", run, "--base", "w1", "--new", "w4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {r["verdict"] for r in out["rows"]} == {"slower"} and "wholly" in out["rule"]
     assert main(["compare", run, "--base", "w1", "--new", "w4"]) == 0
     text = capsys.readouterr().out
     assert "decision rule" in text and "64 KiB" in text and "slower" in text
-    assert text.count("— past the 2% threshold") == sum(r["verdict"] == "slower" for r in out["rows"])  # both answers
+    assert text.count("— past the 2% threshold") == sum(r["verdict"] == "slower" for r in out["rows"]) == 4  # both answers
     assert {r["change_called"] for r in out["rows"]} == {"slower"}
     bad = [
         ([run, "--base", "w1", "--new", "nope"], "new kernel 'nope' is not in the run"),
