@@ -517,6 +517,50 @@ def pytest_xdist_auto_num_workers(config):
     return n + 1
 
 
+# -- every test's own bound, hard -------------------------------------------------------------------
+# pytest-timeout ends a test past its bound (its ``timeout`` mark, else ``timeout`` in pyproject.toml)
+# with SIGALRM: a clean failure naming the test, the session going on. A signal's handler runs only
+# between bytecodes, though, and pytest-timeout's "thread" method needs the GIL: neither ends a C
+# call that holds it (9**9**9 with no bound on ``**`` in kernels/geometry.py is minutes in one call:
+# issue 50 saw a run stuck past 150 s). faulthandler's watchdog is a C thread of its own: HARD_MARGIN_S
+# after the bound it writes every thread's traceback (the test's frame among them) to the real stderr
+# and ends the process; under xdist the controller then reports the test its worker crashed in, and
+# goes on with a new worker.
+HARD_MARGIN_S = 10.0
+
+
+def test_bound_s(item) -> float:
+    """``item``'s bound in seconds: its ``timeout`` mark's, else the ini ``timeout`` (0: none)."""
+    mark = item.get_closest_marker("timeout")
+    value = (mark.args[0] if mark.args else mark.kwargs.get("timeout", 0)) if mark is not None else item.config.getini("timeout")
+    try:
+        return max(0.0, float(value or 0))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+test_bound_s.__test__ = False  # a helper, not a test
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    import faulthandler
+
+    try:
+        from _pytest.faulthandler import fault_handler_stderr_fd_key
+        fd = item.config.stash[fault_handler_stderr_fd_key]  # the real stderr pytest's faulthandler writes to
+    except (ImportError, KeyError):  # -p no:faulthandler
+        fd = None
+    bound = test_bound_s(item)
+    if fd is None or bound <= 0:
+        return (yield)
+    faulthandler.dump_traceback_later(bound + HARD_MARGIN_S, exit=True, file=fd)
+    try:
+        return (yield)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
 # -- process exit -------------------------------------------------------------------------------
 # A fresh-clone run of the whole suite (CI) passed every test and then died with SIGSEGV while the
 # interpreter tore down: an exit-time destructor of one of the native libraries the suite loads
