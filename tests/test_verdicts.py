@@ -4,6 +4,7 @@ CLI, the provenance of the code under review and the compile-cache A/B."""
 from __future__ import annotations
 
 import itertools
+import math
 import json
 import subprocess
 
@@ -425,3 +426,24 @@ def test_two_runs_in_passes_are_compared_over_their_passes_not_as_one_pool():
     assert pooled.iloc[0].chunk_ci_low > 1.0  # what the pass-blind interval claimed: slower
     assert pooled.iloc[0].verdict == "undecided" and "units" in pooled.iloc[0].note  # one unit a side decides nothing
     assert "--units 4" in pooled.attrs["caveat"]
+
+
+@pytest.mark.timeout(120)
+def test_compare_at_another_level_sets_the_interleaved_pairs_interval_at_that_level() -> None:
+    """``compare(level=...)`` for an interleaved pair: the paired t interval over its units is taken at
+    that level (df = units - 1), not at 0.95: its half-width in logarithms scales by the t quantiles'
+    ratio, around the same centre. (Synthetic samples: kernels A and B alternating chunk by chunk in
+    4 units, B 3% slower, as an interleaved sweep writes them.)"""
+    from test_verdict_answers import interleaved_frame
+
+    frame = interleaved_frame(0.03, units=4, unit_sd=0.004, noise=0.004, seed=11)
+    t = {0.90: 2.353363, 0.95: 3.182446, 0.99: 5.840909}  # t(1 - (1 - level) / 2, df 3), printed tables
+    rows = {level: compare(frame, base="A", new="B", level=level).iloc[0] for level in t}
+    half = {level: math.log(r["unit_ci_high"] / r["unit_ci_low"]) / 2 for level, r in rows.items()}
+    centre = {level: math.log(r["unit_ci_high"] * r["unit_ci_low"]) / 2 for level, r in rows.items()}
+    assert all(r["interval"].startswith("paired units (t, df 3)") for r in rows.values()), rows[0.95]["interval"]
+    for level in (0.90, 0.99):
+        assert half[level] / half[0.95] == pytest.approx(t[level] / t[0.95], rel=1e-4), (level, half)
+        assert centre[level] == pytest.approx(centre[0.95], abs=1e-12)
+    assert rows[0.90]["ratio_ci_low"] > rows[0.95]["ratio_ci_low"] > rows[0.99]["ratio_ci_low"]
+    assert compare(frame, base="A", new="B", level=0.9).attrs["level"] == 0.9

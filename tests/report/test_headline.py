@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hipexplore import report
@@ -198,3 +199,42 @@ def test_report_announces_the_notebook_it_runs(tmp_path):
     assert "running the dashboard notebook" in announcement("dashboard", {"device": "host"}, out)
     assert "two runs: a.parquet against b.parquet" in announcement("review", {"baseline": "a.parquet",
                                                                               "candidate": "b.parquet"}, out)
+
+
+# -- the rules the sentences state (issue 50 item 3), on frames of known intervals -----------------------
+
+def settings(intervals: dict[str, tuple[float, float, float]]) -> pd.DataFrame:
+    """A summary of one kernel and size: per rotating count, (median, 95% low, 95% high) in µs."""
+    return pd.DataFrame([{"kernel": "k", "size_bytes": 65536, "rotating_requested": r, "flush": "none", "timer": "events",
+                          "median_s": m * 1e-6, "ci_low_s": lo * 1e-6, "ci_high_s": hi * 1e-6, "iqr_rel": 0.02}
+                         for r, (m, lo, hi) in intervals.items()])
+
+
+def test_settings_are_resolved_only_when_their_95_percent_intervals_do_not_overlap():
+    """Medians 10 and 11 µs whose intervals overlap ([9.0, 10.6] and [10.5, 12.0]): not resolved,
+    although the medians differ, the slower's low end is above the faster's median and the slower's
+    median above the faster's high end (each a rule that would call it resolved). Apart ([9.5,
+    10.4] and [10.5, 12.0]): resolved."""
+    overlap = " ".join(hl.noise_sentences(settings({"1": (10.0, 9.0, 10.6), "2": (11.0, 10.5, 12.0)})))
+    assert ("The slowest and fastest settings shown (r=2 11.0 µs, r=1 10.0 µs) differ by 10.0%: not resolved (their "
+            "95% intervals overlap)") in overlap, overlap
+    apart = " ".join(hl.noise_sentences(settings({"1": (10.0, 9.5, 10.4), "2": (11.0, 10.5, 12.0)})))
+    assert "differ by 10.0%: resolved (their 95% intervals do not overlap)" in apart, apart
+    touching = " ".join(hl.noise_sentences(settings({"1": (10.0, 9.5, 10.5), "2": (11.0, 10.5, 12.0)})))
+    assert "not resolved (their 95% intervals overlap)" in touching  # a shared end is an overlap
+
+
+def test_the_headline_names_an_undecided_row_whose_change_was_measured():
+    """A change of +2% measured to about ±0.3%: its interval excludes no change (measured: slower)
+    and straddles the +2% threshold (undecided). The headline names it under "Measured" with its
+    interval, and under "Undecided" with why."""
+    from test_verdict_answers import interleaved_frame
+
+    rows = compare(interleaved_frame(0.02, units=6, unit_sd=0.001, noise=0.001, seed=3), base="A", new="B")
+    r = rows.iloc[0]
+    assert r["verdict"] == "undecided" and r["change_called"] == "slower", r[["ratio_ci_low", "ratio_ci_high"]]
+    assert r["ratio_ci_low"] > 1 and r["ratio_ci_low"] < 1.02 < r["ratio_ci_high"]
+    text = " ".join(hl.verdict_sentences(rows, "A", "B"))
+    assert f"Measured: 1 MiB r=1 none slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, " \
+           f"{pct(r['ratio_ci_high'] - 1, True)}]" in text, text
+    assert "Undecided: 1 MiB r=1 none: the 95% interval [" in text and "straddles the +2% threshold" in text, text
