@@ -213,13 +213,6 @@ def test_cluster_columns_are_written_in_the_given_order(tmp_path):
     assert list(pd.read_parquet(paths[1]).columns) == [*SUMMARY_COLUMNS, "worker"]
 
 
-def test_reference_parts_spread_from_first_group_to_after_the_last():
-    from hipexplore.bench.run import reference_schedule as _reference_schedule
-
-    assert _reference_schedule(4, 1, 48) == [(0, 48)]
-    assert _reference_schedule(4, 3, 50) == [(0, 17), (2, 17), (4, 16)]
-
-
 def test_rows_name_their_device_and_a_sweep_keeping_throttled_samples_runs():
     from hipexplore.devices import device_label, get_device
 

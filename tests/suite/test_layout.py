@@ -27,17 +27,6 @@ SKIPPED = ("notebooks", "tuning/src")
 #: Built from where the tests are (grep for the module's import); keep it short: a module tested on
 #: its own gets a mirror-path file instead.
 ELSEWHERE: dict[str, tuple[str, ...]] = {
-    "_lazy.py": ("tests/test_lazy.py",),
-    "bench/executors.py": ("tests/bench/test_passes.py", "tests/bench/counters/test_counters.py"),
-    "bench/grouping.py": ("tests/bench/test_cluster.py",),
-    "bench/inputs.py": ("tests/bench/test_units.py",),
-    "bench/interleave.py": ("tests/bench/test_run.py",),
-    "bench/modes.py": ("tests/bench/test_stop_flags.py",),
-    "bench/readback.py": ("tests/hostile/test_hostile_files.py",),
-    "bench/record.py": ("tests/bench/counters/test_phase.py", "tests/bench/test_passes.py"),
-    "bench/result.py": ("tests/bench/counters/test_counters.py",),
-    "bench/rotating.py": ("tests/bench/test_run.py", "tests/test_widgets.py"),
-    "bench/sweeprun.py": ("tests/bench/test_timing.py",),
     "bench/worker_main.py": ("tests/security/test_security_interpreters.py",),
     "cli/bench_cmd.py": ("tests/bench/test_stop_flags.py",),
     "cli/bench_table.py": ("tests/cli/test_messages.py", "tests/bench/test_stop_flags.py", "tests/bench/counters/test_counters.py"),
