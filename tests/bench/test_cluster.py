@@ -480,27 +480,6 @@ def test_more_local_workers_than_gpus_is_one_line(monkeypatch):
         run_cluster(small_spec(("16KiB",)), "local:2", device="cuda")
 
 
-def test_cluster_ideal_tasks_are_shaped_like_the_cache_passes():
-    """The ideal's tasks: every unique kernel once at its first place, a candidate's first-seen kernels a
-    task (one task per kernel paid 532 round trips on the H200 machine against the cold pass's candidates)."""
-    from hipexplore.tuning.cluster import task_parts, unique_task_parts
-    from hipexplore.tuning.lists import build_list, select_problems
-
-    tlist = build_list("host", "host", problems=select_problems("2", tokens=64, d_model=64), limit=3)
-    assert tlist.kernels > tlist.unique_kernels  # the list repeats kernels: otherwise nothing is tested
-    for gran in ("candidate", "kernel"):
-        parts, uniq = task_parts(tlist, gran), unique_task_parts(tlist, gran)
-        flat = [i for p in uniq for i in p]
-        assert len(flat) == tlist.unique_kernels and len({tlist.entries[i].request for i in flat}) == len(flat)
-        firsts: dict = {}
-        for i, e in enumerate(tlist.entries):
-            firsts.setdefault(e.request, i)
-        assert sorted(flat) == sorted(firsts.values())  # each at its first place in the list
-        assert all(set(u) <= set(p) for u, p in zip(uniq, [p for p in parts if set(p) & set(flat)]))
-        assert len(uniq) <= len(parts)
-    assert len(unique_task_parts(tlist, "candidate")) < tlist.unique_kernels  # grouped, not one task per kernel
-
-
 def test_a_cluster_run_has_the_units_of_a_local_run(cluster, tmp_path):
     """A cluster run is an ordinary sweep whose units run on the workers: the same units planned,
     the same unit counts per configuration, the same samples per unit as the one-device run."""

@@ -43,19 +43,6 @@ ELSEWHERE: dict[str, tuple[str, ...]] = {
     "compile/triton_env.py": ("tests/compile/test_triton_keys.py",),
     "compile/triton_source.py": ("tests/compile/test_triton_keys.py", "tests/compile/test_triton.py"),
     "compile/tritonc.py": ("tests/compile/test_backends.py", "tests/security/test_security_interpreters.py"),
-    "kernels/build.py": ("tests/kernels/test_catalog.py", "tests/bench/test_run.py"),
-    "kernels/spec.py": ("tests/docs/test_doc_examples.py",),
-    "tuning/amd_evidence.py": ("tests/compile/test_triton.py",),
-    "tuning/cluster.py": ("tests/bench/test_cluster.py", "tests/tuning/test_scale.py"),
-    "tuning/floor.py": ("tests/tuning/test_replay.py",),
-    "tuning/generate.py": ("tests/tuning/test_lists.py",),
-    "tuning/hxrun.py": ("tests/tuning/test_hxgen.py",),
-    "tuning/listfile.py": ("tests/tuning/test_lists.py", "tests/tuning/test_scale.py"),
-    "tuning/models.py": ("tests/tuning/test_lists.py",),
-    "tuning/schedule.py": ("tests/tuning/test_replay.py",),
-    "tuning/triton_list.py": ("tests/compile/test_triton.py", "tests/tuning/test_triton_cache.py"),
-    "tuning/triton_workload.py": ("tests/compile/test_triton.py", "tests/gpu/test_gpu_triton.py"),
-    "tuning/workload.py": ("tests/bench/test_workload.py", "tests/tuning/test_ranking.py"),
 }
 
 
