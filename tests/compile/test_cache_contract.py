@@ -96,7 +96,8 @@ def test_the_backends_own_compile_time_is_kept(tmp_path):
     res = cache.get_or_compile(_req(7), _host())
     ev = cache.events()
     event = ev[ev.outcome == "compiled"].iloc[-1]
-    assert 0 < res.object_code.compile_seconds < 1.0 and event.compile_seconds == res.object_code.compile_seconds
+    # the backend's own time, inside the lookup's (a bound in seconds would measure the host's load)
+    assert 0 < res.object_code.compile_seconds <= event.lookup_seconds and event.compile_seconds == res.object_code.compile_seconds
 
 
 def test_clear_empties_memory_and_leaves_the_disk_unless_asked(tmp_path):
