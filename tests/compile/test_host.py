@@ -17,6 +17,7 @@ from hipexplore.compile.request import CompileRequest, Source
 from hipexplore.errors import CompileError, CompileTimeout, ConfigError
 
 from compile.test_backends import EM_X86_64, ELFFile, elf_header, symbols
+from compile.test_isolation import _processes_mentioning
 
 
 @pytest.fixture
@@ -130,24 +131,6 @@ def test_host_in_process_timeout_kills_the_compiler(need_host_cc):
     while _processes_mentioning(tmpdir) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _processes_mentioning(tmpdir), "the cc/cc1 of the timed-out compile is still running"
-
-
-def _processes_mentioning(text: bytes) -> list[int]:
-    """Live (non-zombie) processes whose command line contains ``text``."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state != b"Z":
-            found.append(int(pid))
-    return found
 
 
 #: A 1 s compile timeout on the ~20 s slow_c_source() compile has fired, and killed it, by then.

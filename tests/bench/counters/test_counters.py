@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import GPU, need, need_tool, require_compiler
+from conftest import GPU, need, need_tool
 from hipexplore.bench import SweepSpec
 from hipexplore.bench.counters import COLD_AT, COUNTER_COLUMNS, HOST_LINE, WARM_AT, CountersSkipped, asks_cold, cache_state, collect
 from hipexplore.bench.counters.counting import MANIFEST
@@ -27,22 +27,14 @@ from hipexplore.bench.executors import InProcessExecutor
 from hipexplore.bench.orchestrator import Orchestrator
 from hipexplore.bench.result import SweepHooks
 from hipexplore.bench.stats import StopRule
-from hipexplore.compile.cache import CompileCache
-from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError
 from hipexplore.schema import SUMMARY_COLUMNS
+
+from bench.counters.test_phase import dev  # noqa: F401 - the host device fixture (a small LLC, its own compile cache)
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDED = ROOT / "data" / "counters" / "h200"
 KIB, MIB = 1 << 10, 1 << 20
-
-
-@pytest.fixture(scope="module")
-def dev(tmp_path_factory) -> HostDevice:
-    require_compiler("host")
-    d = HostDevice(llc_bytes=128 * KIB)
-    d.cache = CompileCache(disk_dir=tmp_path_factory.mktemp("ccache"))
-    return d
 
 
 # -- the rule, the promise, the inputs ----------------------------------------------------------------

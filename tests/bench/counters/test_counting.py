@@ -5,22 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import require_compiler
 from hipexplore.bench import SweepSpec
 from hipexplore.bench.counters import HOST_LINE, counted_configurations, counter_backend
 from hipexplore.bench.counters.backends import CounterError, Launch
 from hipexplore.bench.counters.counting import attribute
-from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError
 from hipexplore.schema import Configuration
 
+from bench.counters.test_phase import dev  # noqa: F401 - the host device fixture (a small LLC, its own compile cache)
+
 KIB, MIB = 1 << 10, 1 << 20
-
-
-@pytest.fixture(scope="module")
-def dev() -> HostDevice:
-    require_compiler("host")
-    return HostDevice(llc_bytes=128 * KIB)
 
 
 def test_counted_configurations_leave_out_the_reference_and_merge_timers() -> None:

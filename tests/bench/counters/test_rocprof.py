@@ -6,18 +6,12 @@ import math
 
 import pytest
 
-from conftest import require_compiler
 from hipexplore.bench.counters.backends import CounterError
 from hipexplore.bench.counters.rocprof import GROUPS, RocprofBackend, parse_counter_collection, tcc_bytes
-from hipexplore.devices.host import HostDevice
+
+from bench.counters.test_phase import dev  # noqa: F401 - the host device fixture (a small LLC, its own compile cache)
 
 KIB = 1 << 10
-
-
-@pytest.fixture(scope="module")
-def dev() -> HostDevice:
-    require_compiler("host")
-    return HostDevice(llc_bytes=128 * KIB)
 
 
 def test_rocprofv3_command_line_groups_and_label(tmp_path, dev) -> None:
