@@ -13,11 +13,7 @@ matplotlib's and hipexplore's cache at a fresh temporary tree (subprocesses inhe
 the user's own ``HIPEXPLORE_*`` settings (a team cache server, a shared cache, a dump folder...).
 At the end of the session the real HOME is checked for anything changed since the session
 started (``pytest_sessionfinish``; tests/suite/test_hermetic_home.py proves it on a fresh fake HOME).
-On a machine without a GPU the suite then sets the host's LLC to ``SUITE_HOST_LLC_BYTES``
-(``suite_settings``: the review VM's 480 MiB L3 made every host flush 1.9 GiB).
-
-**Bounds**: every test runs under its own bound (its ``timeout`` mark, else pyproject.toml's), and
-a hang in a C call that holds the GIL ends the process soon after it, naming the test (below).
+Without a GPU the host's LLC is ``SUITE_HOST_LLC_BYTES``. **Bounds**: each test has its own (below).
 """
 from __future__ import annotations
 
@@ -73,19 +69,16 @@ def hermetic_paths(tree: Path) -> dict[str, str]:
     }
 
 
-#: The host device's LLC in the suite, on a machine without a GPU (``suite_settings``): the 2-core
-#: review VM's sysfs reports a 480 MiB L3, so every host cold reference flushed 1.9 GiB per sample and
-#: allocated it, and an ``auto`` rotating count covered 480 MiB (capped by half the free memory):
-#: a tuning-ranking test spent 187 of its 195 s flushing, and host benches held ~2 GB each. The suite
-#: tests the harness, not the host's cache: the override is said in every run's ``device.llc_source``,
-#: and tests of the LLC itself set or delete HIPEXPLORE_LLC_BYTES (monkeypatch).
+#: The host device's LLC in the suite on a machine without a GPU (``suite_settings``): the review VM's
+#: sysfs reports a 480 MiB L3, so a host cold reference flushed 1.9 GiB per sample (a tuning-ranking
+#: test spent 187 of its 195 s flushing) and host benches held ~2 GB. The suite tests the harness, not
+#: the host's cache; tests of the LLC itself set or delete HIPEXPLORE_LLC_BYTES (monkeypatch).
 SUITE_HOST_LLC_BYTES = 8 << 20
 
 
 def suite_settings() -> dict[str, str]:
-    """The settings this suite gives itself (after dropping the user's): HIPEXPLORE_LLC_BYTES =
-    ``SUITE_HOST_LLC_BYTES`` where no GPU device node exists (the override would apply to a GPU too,
-    whose real L2 its tests read) and HIPEXPLORE_TEST_REAL_LLC is not 1."""
+    """The suite's own settings (after dropping the user's): HIPEXPLORE_LLC_BYTES where no GPU device
+    node exists (it would reach a GPU's real L2, which its tests read), unless HIPEXPLORE_TEST_REAL_LLC=1."""
     if os.environ.get("HIPEXPLORE_TEST_REAL_LLC") == "1" or any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd")):
         return {}
     return {"HIPEXPLORE_LLC_BYTES": str(SUITE_HOST_LLC_BYTES)}
@@ -542,18 +535,16 @@ def pytest_xdist_auto_num_workers(config):
 
 
 # -- every test's own bound, hard -------------------------------------------------------------------
-# pytest-timeout ends a test past its bound (its ``timeout`` mark, else ``timeout`` in pyproject.toml)
-# with SIGALRM: a clean failure naming the test, the session going on. A signal's handler runs only
-# between bytecodes, though, and pytest-timeout's "thread" method needs the GIL: neither ends a C
-# call that holds it (9**9**9 with no bound on ``**`` in kernels/geometry.py is minutes in one call:
-# issue 50 saw a run stuck past 150 s). faulthandler's watchdog is a C thread of its own: HARD_MARGIN_S
-# after the bound it writes every thread's traceback (the test's frame among them) to the real stderr
-# and ends the process; under xdist the controller then reports the test its worker crashed in, and
-# goes on with a new worker.
+# pytest-timeout ends a test past its bound (its ``timeout`` mark, else pyproject.toml's) with SIGALRM:
+# a failure naming it, the session going on. Neither its signal nor its "thread" method ends a C call
+# that holds the GIL (9**9**9 without the ``**`` bound of kernels/geometry.py: minutes in one call).
+# faulthandler's watchdog, a C thread, does: HARD_MARGIN_S after the bound it writes every thread's
+# traceback (the test's frame among them) to the real stderr and ends the process (under xdist the
+# controller names the test its worker crashed in and goes on). tests/suite/test_bounds.py mounts both.
 HARD_MARGIN_S = 10.0
 
 
-def test_bound_s(item) -> float:
+def bound_of(item) -> float:
     """``item``'s bound in seconds: its ``timeout`` mark's, else the ini ``timeout`` (0: none)."""
     mark = item.get_closest_marker("timeout")
     value = (mark.args[0] if mark.args else mark.kwargs.get("timeout", 0)) if mark is not None else item.config.getini("timeout")
@@ -563,19 +554,16 @@ def test_bound_s(item) -> float:
         return 0.0
 
 
-test_bound_s.__test__ = False  # a helper, not a test
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     import faulthandler
 
-    try:
+    try:  # the real stderr, which pytest's faulthandler writes to (absent with -p no:faulthandler)
         from _pytest.faulthandler import fault_handler_stderr_fd_key
-        fd = item.config.stash[fault_handler_stderr_fd_key]  # the real stderr pytest's faulthandler writes to
-    except (ImportError, KeyError):  # -p no:faulthandler
+        fd = item.config.stash[fault_handler_stderr_fd_key]
+    except (ImportError, KeyError):
         fd = None
-    bound = test_bound_s(item)
+    bound = bound_of(item)
     if fd is None or bound <= 0:
         return (yield)
     faulthandler.dump_traceback_later(bound + HARD_MARGIN_S, exit=True, file=fd)

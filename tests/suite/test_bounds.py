@@ -93,10 +93,10 @@ def test_the_default_bound_suits_a_loaded_host_and_each_test_reads_its_own():
         def get_closest_marker(self, name):
             return self.mark
 
-    assert conftest.test_bound_s(Item(pytest.mark.timeout(15).mark, "600")) == 15
-    assert conftest.test_bound_s(Item(pytest.mark.timeout(timeout=7).mark, "600")) == 7
-    assert conftest.test_bound_s(Item(None, "600")) == 600
-    assert conftest.test_bound_s(Item(None, "")) == 0
+    assert conftest.bound_of(Item(pytest.mark.timeout(15).mark, "600")) == 15
+    assert conftest.bound_of(Item(pytest.mark.timeout(timeout=7).mark, "600")) == 7
+    assert conftest.bound_of(Item(None, "600")) == 600
+    assert conftest.bound_of(Item(None, "")) == 0
 
 
 #: tests of a bound the code keeps (on work, nesting, size): without the bound each would run for
