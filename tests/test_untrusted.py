@@ -84,12 +84,12 @@ def test_load_json_within_bounds_is_json_loads():
 
 @pytest.mark.timeout(30)
 def test_load_json_refuses_deep_nesting_in_linear_time_without_recursion():
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     with pytest.raises(ConfigError) as exc:
         load_json("[" * 100_000 + "]" * 100_000, "run.json line 3")
     assert one_line(exc) == (f"run.json line 3: JSON nested more than {MAX_DEPTH} levels deep; "
                              f"expected at most {MAX_DEPTH}")
-    assert time.perf_counter() - t0 < 5  # not a RecursionError after a long parse
+    assert time.process_time() - t0 < 5  # not a RecursionError after a long parse (CPU time: the host is shared)
     deeper = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
     with pytest.raises(ConfigError, match="nested more than"):
         load_json(deeper, "f")
