@@ -17,7 +17,8 @@ and never read ``units``) and the same resume rules. What this executor adds is 
   ``deserializers`` the client was given), and its rows come back with ``worker``, ``host`` and
   ``gpu`` when it finishes, as ``bench.wire`` frames (bytes, no pickle of rows), which the client
   decodes and checks against the unit's plan (``unit_result``, ``bench.guard``); the orchestrator
-  then writes each of its (configuration, unit)s. What this does not cover: the Dask worker itself
+  then writes each of its (configuration, unit)s. The price: an interpreter start per unit (seconds,
+  not hidden behind the previous unit as ``WorkerExecutor`` hides it). What this does not cover: the Dask worker itself
   is trusted (its exceptions reach the client pickled), and a kernel, running as its user, can
   read that user's files, the cluster's TLS key among them;
 * what the orchestrator asks of the device (its name, LLC, free memory, each kernel's identity)
@@ -89,7 +90,8 @@ def expected_keys(sub: SweepSpec) -> set[Configuration]:
 
 # ----------------------------------------------------------------------------- on a worker
 def worker_device(device: str, device_options: dict[str, Any]) -> Any:
-    """On a worker: its device (opened once per process: its context and cache stay warm)."""
+    """On a worker: its device, for the facts (opened once, and closed before a unit runs in a
+    process of its own: ``_release_devices``)."""
     from ..devices import get_device
 
     key = (device, tuple(sorted(device_options.items())))

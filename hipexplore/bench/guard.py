@@ -32,7 +32,8 @@ from ..errors import (BenchmarkError, CacheError, CompileError, CompilerCrashed,
 from ..schema import Configuration
 from ..untrusted import escaped, shown
 from .info import MeasuredInfo
-from .wire import Add, Ask, Counted, Done, Failed, Message, Meta, Start, UnitEnd, Update, Warn, WireError, type_name
+from .wire import (MAX_KEY, Add, Ask, Counted, Done, Failed, Message, Meta, Start, UnitEnd, Update, Warn, WireError, clean,
+                   type_name)
 
 #: the project's errors a worker's error frame may name, rebuilt from their message alone
 _PLAIN = {c.__name__: c for c in (ConfigError, BenchmarkError, DeviceError, DeviceUnavailable, UnsupportedOperation,
@@ -52,8 +53,10 @@ class UnitGuard:
 
     def __init__(self, spec: Any, done: Any = (), *, run_id: str, counting: bool = False, cluster: bool = False) -> None:
         skip = set(done)
-        confs = [c for c in spec.configurations() if c not in skip]
-        self.kernels = tuple(dict.fromkeys(c.kernel for c in spec.configurations())) or tuple(k.name for k in spec.specs())
+        # names as the writer spells them (``wire.clean``: a control character escaped), so a kernel
+        # named with one is not taken for a stranger
+        confs = [c._replace(kernel=clean(c.kernel, MAX_KEY)) for c in spec.configurations() if c not in skip]
+        self.kernels = tuple(dict.fromkeys(clean(k.name, MAX_KEY) for k in spec.specs()))
         self.run_id, self.counting, self.cluster = str(run_id), bool(counting), bool(cluster)
         first = spec.timers[0] if spec.timers else "events"
         self.expected = {_key(c) for c in confs if c.timer == first and not c.is_reference} if counting else set(confs)

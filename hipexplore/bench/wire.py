@@ -49,6 +49,8 @@ DEFAULT_MAX_ROWS = 1 << 22
 #: one text value (a warning, a metadata entry, an error message); a compiler log may be longer
 MAX_TEXT = 1 << 16
 MAX_LOG = 1 << 18
+#: a name: a kernel's, a configuration's, a metadata key, a counter (a kernel may be named at length)
+MAX_KEY = 4096
 MAX_ITEMS = 4096
 
 TEXT, INT, FLOAT, BOOL = "text", "<i8", "<f8", "|b1"
@@ -215,7 +217,7 @@ def _list(value: Any, what: str, limit: int = MAX_ITEMS) -> list[Any]:
 def _strings(value: Any, what: str) -> dict[str, str]:
     if not isinstance(value, dict) or len(value) > MAX_ITEMS:
         raise WireError(f"{what} must be an object of at most {MAX_ITEMS} text entries; got {shown(value)}")
-    return {_text(k, f"{what} key", 256, empty=False): _text(v, f"{what} {shown(k)}") for k, v in value.items()}
+    return {_text(k, f"{what} key", MAX_KEY, empty=False): _text(v, f"{what} {shown(k)}") for k, v in value.items()}
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -249,8 +251,8 @@ def _decode_table(desc: Any, body: memoryview, offset: int, types: Mapping[str, 
     texts = [c for c, t in types.items() if t == TEXT]
     want_arrays = [[c, t] for c, t in types.items() if t != TEXT]
     if not isinstance(desc["text"], dict) or sorted(desc["text"]) != sorted(texts):
-        raise WireError(f"{what} has text columns {shown(sorted(map(str, desc['text'])) if isinstance(desc['text'], dict) else desc['text'], 200)}; "
-                        f"expected {texts}")
+        given = sorted(map(str, desc["text"])) if isinstance(desc["text"], dict) else desc["text"]
+        raise WireError(f"{what} has text columns {shown(str(given), 200)}; expected {texts}")
     if desc["arrays"] != want_arrays:
         raise WireError(f"{what} declares arrays {shown(str(desc['arrays']), 200)}; expected {want_arrays}")
     out: dict[str, Any] = {}
@@ -307,11 +309,11 @@ def encode(msg: Message, *, cluster: bool = False) -> bytes:
     """``msg`` as one frame (``cluster``: tables with the cluster columns, a cluster unit's)."""
     st, rt = (CLUSTER_SAMPLE_TYPES, CLUSTER_SUMMARY_TYPES) if cluster else (SAMPLE_TYPES, SUMMARY_TYPES)
     if isinstance(msg, Start):
-        return _pack({"kind": "start", "kernel": clean(msg.kernel, 256), "configuration": clean(msg.configuration, 1024)})
+        return _pack({"kind": "start", "kernel": clean(msg.kernel, MAX_KEY), "configuration": clean(msg.configuration, MAX_KEY)})
     if isinstance(msg, Ask):
         return _pack({"kind": "ask"})
     if isinstance(msg, Meta):
-        return _pack({"kind": "meta", "entries": {clean(k, 256): clean(v) for k, v in msg.entries.items()}})
+        return _pack({"kind": "meta", "entries": {clean(k, MAX_KEY): clean(v) for k, v in msg.entries.items()}})
     if isinstance(msg, Add):
         sd, sb = _encode_table(msg.samples, st)
         rd, rb = _encode_table([msg.row], rt)
@@ -328,12 +330,13 @@ def encode(msg: Message, *, cluster: bool = False) -> bytes:
         return _pack({"kind": "done", "stopped": bool(msg.stopped)})
     if isinstance(msg, Failed):
         return _pack({"kind": "error", "type": clean(msg.type, 128), "message": clean(msg.message, lines=True),
-                      "kernel": clean(msg.kernel, 256), "configuration": clean(msg.configuration, 1024),
+                      "kernel": clean(msg.kernel, MAX_KEY), "configuration": clean(msg.configuration, MAX_KEY),
                       "status": clean(msg.status, lines=True), "log": clean(msg.log, MAX_LOG, lines=True)})
     if isinstance(msg, UnitEnd):
-        return _pack({"kind": "unit", "worker": clean(msg.worker, 256), "host": clean(msg.host, 256), "gpu": clean(msg.gpu, 256),
+        return _pack({"kind": "unit", "worker": clean(msg.worker, MAX_KEY), "host": clean(msg.host, MAX_KEY),
+                      "gpu": clean(msg.gpu, MAX_KEY),
                       "seconds": float(msg.seconds) if math.isfinite(msg.seconds) else 0.0,
-                      "extra": {clean(k, 256): clean(v) for k, v in msg.extra.items()}})
+                      "extra": {clean(k, MAX_KEY): clean(v) for k, v in msg.extra.items()}})
     raise TypeError(f"not a wire message: {type(msg).__name__}")
 
 
@@ -344,22 +347,22 @@ _COUNTED_TEXTS = ("kernel", "entry", "rotating_requested", "flush", "marker", "m
 
 def _counted_out(entry: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: int(entry[k]) for k in _COUNTED_INTS}
-    out.update({k: clean(entry[k], 4096) for k in _COUNTED_TEXTS})
+    out.update({k: clean(entry[k], MAX_KEY) for k in _COUNTED_TEXTS})
     out["launches"] = [[int(s), int(p)] for s, p in entry["launches"]]
     if entry.get("values") is not None:
-        out["values"] = [{clean(k, 256): _finite(float(v)) for k, v in d.items()} for d in entry["values"]]
+        out["values"] = [{clean(k, MAX_KEY): _finite(float(v)) for k, v in d.items()} for d in entry["values"]]
     return out
 
 
 def _counted_in(value: Any) -> dict[str, Any]:
     e = _obj(value, "a counted entry", (*_COUNTED_INTS, *_COUNTED_TEXTS, "launches"), ("values",))
     out: dict[str, Any] = {k: _int(e[k], f"counted {k}", 0) for k in _COUNTED_INTS}
-    out.update({k: _text(e[k], f"counted {k}", 4096) for k in _COUNTED_TEXTS})
+    out.update({k: _text(e[k], f"counted {k}", MAX_KEY) for k in _COUNTED_TEXTS})
     pairs = _list(e["launches"], "counted launches", 1 << 20)
     out["launches"] = [(_int(p[0], "a launch's set", -1), _int(p[1], "a launch's position", -1)) if isinstance(p, list)
                        and len(p) == 2 else _int(None, "a launch (a [set, position] pair)") for p in pairs]
     if "values" in e:
-        out["values"] = [{_text(k, "a counter's name", 256, empty=False): _number(v, f"counter {shown(k)}")
+        out["values"] = [{_text(k, "a counter's name", MAX_KEY, empty=False): _number(v, f"counter {shown(k)}")
                           for k, v in (d.items() if isinstance(d, dict) else _obj(d, "counted values", ()).items())}
                          for d in _list(e["values"], "counted values", 1 << 20)]
     return out
@@ -411,7 +414,8 @@ def decode(head: bytes, body: memoryview | bytes, *, max_rows: int = DEFAULT_MAX
 def _plain(kind: str, h: dict[str, Any]) -> Message:
     """The messages without a body."""
     if kind == "start":
-        return Start(_text(h["kernel"], "a start frame's kernel", 256), _text(h["configuration"], "a start frame's configuration", 1024))
+        return Start(_text(h["kernel"], "a start frame's kernel", MAX_KEY),
+                     _text(h["configuration"], "a start frame's configuration", MAX_KEY))
     if kind == "ask":
         return Ask()
     if kind == "meta":
@@ -425,13 +429,13 @@ def _plain(kind: str, h: dict[str, Any]) -> Message:
         return Done(_bool(h["stopped"], "a done frame's stopped"))
     if kind == "error":
         return Failed(_text(h["type"], "an error's type", 128, empty=False), _text(h["message"], "an error's message", lines=True),
-                      _text(h["kernel"], "an error's kernel", 256), _text(h["configuration"], "an error's configuration", 1024),
+                      _text(h["kernel"], "an error's kernel", MAX_KEY), _text(h["configuration"], "an error's configuration", MAX_KEY),
                       _text(h["status"], "an error's status", lines=True), _text(h["log"], "an error's log", MAX_LOG, lines=True))
     seconds = _number(h["seconds"], "a unit's seconds")
     if not math.isfinite(seconds) or seconds < 0:
         raise WireError(f"a unit's seconds must be a finite number >= 0; got {shown(seconds)}")
-    return UnitEnd(_text(h["worker"], "a unit's worker", 256), _text(h["host"], "a unit's host", 256),
-                   _text(h["gpu"], "a unit's gpu", 256), seconds, _strings(h["extra"], "a unit's extra"))
+    return UnitEnd(_text(h["worker"], "a unit's worker", MAX_KEY), _text(h["host"], "a unit's host", MAX_KEY),
+                   _text(h["gpu"], "a unit's gpu", MAX_KEY), seconds, _strings(h["extra"], "a unit's extra"))
 
 
 class FrameReader:

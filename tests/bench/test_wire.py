@@ -159,3 +159,9 @@ def test_every_schema_column_has_a_declared_type():
     for types, columns in ((wire.SAMPLE_TYPES, SAMPLE_COLUMNS), (wire.SUMMARY_TYPES, SUMMARY_COLUMNS)):
         assert list(types) == list(columns)
         assert [c for c, t in types.items() if t == wire.UNTYPED] == []
+
+
+def test_a_long_kernel_name_travels_whole():
+    name = "k" * 300  # a name may be long (issue 47's 300-character --source name)
+    got = wire.decode_all(wire.encode(wire.Start(name, "size=1")) + wire.encode(wire.Add(samples(1), row(kernel=name))))
+    assert got[0].kernel == name and got[1].row["kernel"] == name
