@@ -295,6 +295,10 @@ NVRTC_PCH: Setting[str] = _declare(
 COMPILE_WORKER: Setting[bool] = _declare(
     "HIPEXPLORE_COMPILE_WORKER", "switch", False, "internal: set in isolation worker processes")
 
+SWEEP_WORKER_MARK: Setting[str | None] = _declare(
+    "HIPEXPLORE_SWEEP_WORKER_MARK", "text", None,
+    "internal: set in a sweep worker (a random token), so every process its kernel starts is found and ended with it")
+
 # -- devices ----------------------------------------------------------------------------------
 SWEEP_WORKER: Setting[bool | None] = _declare(
     "HIPEXPLORE_SWEEP_WORKER", "flag", None,
