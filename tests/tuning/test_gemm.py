@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from elfcheck import assert_amdgpu_code_object, assert_cubin
-from hipexplore.compile.registry import get_compiler
 from hipexplore.errors import ConfigError
 from hipexplore.tuning import gemm as g
 
