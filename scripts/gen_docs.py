@@ -167,7 +167,7 @@ CASES = [
          "Every `HIPEXPLORE_*` variable is validated where it is used ([settings](guide/settings.md)).",
          env={"HIPEXPLORE_CACHE_DISK_MAX_BYTES": "lots"}),
     Case("Verdicts", "Comparing a kernel the run does not hold",
-         ("compare", "data/h200/wave2/2/verdicts/interleaved.parquet", "--base", "stream", "--new", "stream2"),
+         ("compare", "data/h200/verdicts-twin-and-5pct/interleaved.parquet", "--base", "stream", "--new", "stream2"),
          "The message lists the kernels the run holds; `--base` and `--new` take those names."),
     Case("Verdicts", "Comparing a file that is not there", ("compare", "before.parquet", "after.parquet"),
          "`compare` reads the samples file a sweep's `--out` wrote (`NAME.parquet`, beside `NAME.summary.parquet`)."),

@@ -53,7 +53,8 @@
 # e.g.  bash scripts/h200_all.sh gpu-tests timing        (one call)
 #       bash scripts/h200_all.sh drift                   (a call of its own)
 # Each scenario writes under $OUT/<scenario>/ (packed as $OUT/<scenario>.tar.gz, logs beside it); copy
-# it to data/h200/<session>/ and run `python scripts/gen_docs.py` when it changes a current figure.
+# it to data/<device>/<question>/ with a MANIFEST.md (data/README.md) and run `python scripts/gen_docs.py`
+# when it changes a current figure.
 # Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps).
 #   .whl:   pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl "dask[distributed]" redis
 #   .redis: Debian 12's redis-server with its libraries and loader (the device's glibc may differ):

@@ -330,7 +330,7 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import StopRule, sweep
     from ..devices import get_device
     from ..kernels import catalog
-    from ..units import format_bytes
+    from ..readable import format_bytes
 
     if args.source is not None or args.code_object is not None:
         kernels: list[Any] = [_user_kernel(one) for one in _per_kernel(args)]

@@ -33,7 +33,7 @@ from .. import settings
 from ..errors import CacheError, ConfigError
 from . import compiler_cache
 from .base import Compiler, ObjectCode
-from .disk import DEFAULT_DISK_MAX_BYTES, DiskCache
+from .disk import DiskCache
 from .events import HIT_OUTCOMES, CacheEvent, events_frame
 from .remote import RemoteCache, remote_cache_from_env
 from .request import CacheKey, CompileRequest, DigestFn, make_key, sha256_digest

@@ -24,9 +24,7 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
-import time
 from typing import Any, ContextManager
 
 from .. import settings

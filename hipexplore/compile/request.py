@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from ..errors import ConfigError
 from . import inputs

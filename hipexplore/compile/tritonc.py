@@ -162,8 +162,6 @@ class TritonCompiler(CompilerBase):
         if self._identity is not None:
             return self._identity
         root = self._root()
-        from importlib.metadata import version as dist_version
-
         sources = hashlib.sha256()
         for sub in ("compiler", "backends", "language", "runtime"):
             for dirpath, dirnames, files in sorted(os.walk(os.path.join(root, sub))):

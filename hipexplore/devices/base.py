@@ -28,7 +28,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..compile.base import ObjectCode
-from ..errors import BenchmarkError, ConfigError, DeviceError, UnsupportedOperation
+from ..errors import BenchmarkError, ConfigError, UnsupportedOperation
 
 #: numpy dtype name -> ctypes type used to marshal a scalar argument.
 CTYPES: dict[str, type] = {

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..compile.base import ObjectCode
-from ..errors import ConfigError, DeviceError, UnsupportedOperation
+from ..errors import ConfigError, DeviceError
 from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, is_stream_work, unbind
 
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..units import format_number
+from ..readable import format_number
 
 #: how the report names each compiler's own cache
 OWN = {"nvrtc": "NVRTC's own cache", "hiprtc": "COMGR's own cache", "triton": "Triton's own cache",

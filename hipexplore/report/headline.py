@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import COLD_REFERENCE, Configuration
-from ..units import format_bytes, format_number, format_p
+from ..readable import format_bytes, format_number, format_p
 from ..verdicts import DEFAULT_THRESHOLD, change_text
 from ..verdicts import _thr as _threshold_text
 

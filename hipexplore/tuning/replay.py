@@ -407,8 +407,8 @@ def run_replay(
         warm_up(comp, tuning_list.compiler, tuning_list.target, jobs)
         run_salt = f"{os.getpid()}_{time.time_ns()}"
 
-        pass_list: Callable[[str], TuningList] = (lambda name: salted(tuning_list, f"{run_salt}_{name}") if salt
-                                                  else tuning_list)
+        def pass_list(name: str) -> TuningList:  # each pass its own salt (unless salt is off)
+            return salted(tuning_list, f"{run_salt}_{name}") if salt else tuning_list
         step = on_pass or (lambda name: None)
         if warm_pass:  # the list's unique kernels once, salted, untimed: the first timed pass must not pay for warm-up
             step("warm-up")

@@ -120,15 +120,20 @@ def test_a_tables_declared_shape_must_be_the_schemas_and_the_body_exactly_its_ar
     head = json.loads(good[wire.PREFIX.size:wire.PREFIX.size + hlen])
     body = good[wire.PREFIX.size + hlen:]
     cases = []
-    h = json.loads(json.dumps(head)); h["samples"]["arrays"][0][1] = "<f8"  # an int column declared float
+    h = json.loads(json.dumps(head))
+    h["samples"]["arrays"][0][1] = "<f8"  # an int column declared float
     cases.append((frame(h, body), "declares arrays"))
-    h = json.loads(json.dumps(head)); h["samples"]["rows"] = 10**6  # more rows than the body holds
+    h = json.loads(json.dumps(head))
+    h["samples"]["rows"] = 10**6  # more rows than the body holds
     cases.append((frame(h, body), "needs .* bytes"))
-    h = json.loads(json.dumps(head)); h["samples"]["rows"] = 2  # fewer: bytes left over
+    h = json.loads(json.dumps(head))
+    h["samples"]["rows"] = 2  # fewer: bytes left over
     cases.append((frame(h, body), "tables declare"))
-    h = json.loads(json.dumps(head)); h["row"]["rows"] = 2
+    h = json.loads(json.dumps(head))
+    h["row"]["rows"] = 2
     cases.append((frame(h, body), r"rows must be an integer in \[0, 1\]"))
-    h = json.loads(json.dumps(head)); del h["samples"]["text"]["kernel"]
+    h = json.loads(json.dumps(head))
+    del h["samples"]["text"]["kernel"]
     cases.append((frame(h, body), "text columns"))
     bad_bool = bytearray(body)
     first_bool = 3 * 8 * sum(1 for t in wire.SAMPLE_TYPES.values() if t in (wire.INT, wire.FLOAT))

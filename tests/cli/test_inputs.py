@@ -177,7 +177,7 @@ def test_unknown_kernel_lists_user_kernels_only(capsys):
 
 def test_sizes_accept_tib_and_print_human_readable():
     from hipexplore.bench.spec import parse_size
-    from hipexplore.units import format_bytes, format_percent
+    from hipexplore.readable import format_bytes, format_percent
 
     assert parse_size("1TiB") == 1 << 40 and parse_size("2T") == 2 << 40
     assert format_bytes(268435456) == "256 MiB" and format_bytes(16106127360000) == "14.6 TiB" and format_bytes(512) == "512 B"

@@ -1,6 +1,6 @@
 """The reports' headline (``hipexplore.report.headline``) on real small sweeps of the host device
 and real tuning replays: the sentences carry the numbers of the frames they describe and the
-verdict; plus the number formats of the report tables (``hipexplore.units``) and the p-value
+verdict; plus the number formats of the report tables (``hipexplore.readable``) and the p-value
 beside ``undecided``.
 
 Kernels: ``hx_work`` of test_verdicts at 1, 4 and 5 times the work, timed by the fake clock of
@@ -21,7 +21,7 @@ from hipexplore import report
 from hipexplore.bench import sweep
 from hipexplore.report import headline as hl
 from hipexplore.report.review import verdict_table
-from hipexplore.units import format_bounds, format_interval, format_number, format_p
+from hipexplore.readable import format_bounds, format_interval, format_number, format_p
 from hipexplore.verdicts import compare
 
 from fakeclock import WorkClock

@@ -138,7 +138,7 @@ def test_the_check_sees_a_module_import_and_a_missing_file():
     assert not imports("from hipexplore.bench.io_extra import x", "hipexplore.bench.io")
     assert not imports("from hipexplore.compile import entry_points", "hipexplore.compile.entry")
     assert not imports("from hipexplore.compile.cache import entry", "hipexplore.compile.entry")
-    assert mirror("bench/stats.py") == TESTS / "bench" / "test_stats.py" and mirror("units.py") == TESTS / "test_units.py"
+    assert mirror("bench/stats.py") == TESTS / "bench" / "test_stats.py" and mirror("readable.py") == TESTS / "test_readable.py"
     assert dotted("bench/counters/ncu.py") == "hipexplore.bench.counters.ncu"
     assert "bench/stats.py" in modules() and not any(m.startswith(("notebooks/", "tuning/src/")) for m in modules())
     assert "__init__.py" not in {m.rpartition("/")[2] for m in modules()}

@@ -9,6 +9,7 @@ from elfcheck import assert_amdgpu_code_object, assert_cubin
 from hipexplore.errors import ConfigError
 from hipexplore.tuning import hxgen as g
 from hipexplore.tuning import hxrun
+from tuning.test_gemm import assert_the_count_is_required
 
 
 def _compiler(name: str):
@@ -95,6 +96,16 @@ def test_bad_problems_are_refused():
     with pytest.raises(ConfigError, match="2\\^31"):
         g.Problem("p", 1 << 20, 1 << 12, 4)
     assert g.PerfConfig.parse(" v1:64,64,16,4,4,4,2,4 ").perf_config == "v1:64,64,16,4,4,4,2,4"
+
+
+def test_launch_takes_the_devices_own_count():
+    """The tail's grid is capped at 8 blocks per multiprocessor of the count given (no H100/H200
+    default); a missing or bad count is refused by name."""
+    prob, cfg = g.Problem("p", 512, 512, 64, "bias"), g.PerfConfig(64, 64, 16, 4, 4, 4, 2, 4)
+    assert g.launch("pointwise", prob, cfg, 4) == ((32, 1, 1), (g.TAIL_THREADS, 1, 1))
+    assert g.launch("pointwise", prob, cfg, 300)[0][0] == -(-512 * 512 // g.TAIL_VEC // g.TAIL_THREADS)
+    assert g.launch("gemm", prob, cfg, 4) == g.launch("gemm", prob, cfg, 300)
+    assert_the_count_is_required(lambda *count: g.launch("pointwise", prob, cfg, *count))
 
 
 @pytest.mark.gpu

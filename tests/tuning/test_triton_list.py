@@ -51,3 +51,27 @@ def test_the_warm_up_requests_are_salted_out_of_every_list():
     a, b = warm_up_requests("sm_90", "x1"), warm_up_requests("sm_90", "x2")
     assert [r.kernels[0] for r in a] == [KERNELS[r] for r in ("fill", "gemm", "reduce", "pointwise")]
     assert all("hx_warmup_x1 = 0" in r.source.text for r in a) and all(x != y for x, y in zip(a, b))
+
+
+def test_both_triton_gemms_carry_the_one_tile_and_no_tail_does():
+    """One GEMM body (tuning/src/triton_tile.py): the split-K list's matmul_splitk and the real-model
+    lists' matmul_fused each carry it as the same generated module, so a change to it changes both
+    GEMMs' keys; the tails' requests carry no module and no tile, so their keys stay as they were."""
+    from hipexplore.tuning import hxgen
+
+    prob = GemmProblem("p", GemmShape(32, 48, 64), "gelu")
+    cfg = TritonConfig(16, 16, 16, 2, 1, 1)
+    ours = role_request("gemm", "gfx942", prob, cfg)
+    theirs = hxgen.request("gemm", "triton", "gfx942", hxgen.Problem("p", 32, 48, 64, "bias"),
+                           hxgen.PerfConfig(16, 16, 16, 2, 2, 4, 2, 16))
+
+    def tile(req):
+        (module,) = req.headers
+        assert "def splitk_tile(" in module.text and "tl.dot(" in module.text
+        assert "tl.dot(" not in req.source.text and "splitk_tile(" in req.source.text
+        return module.text.split("\n", 1)[1]  # after the line naming the kernel it was carried for
+
+    assert tile(ours) == tile(theirs)
+    for role in ("fill", "reduce", "pointwise"):
+        req = role_request(role, "gfx942", prob, cfg)
+        assert req.headers == () and "splitk_tile" not in req.source.text
