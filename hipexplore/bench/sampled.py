@@ -136,8 +136,7 @@ class SampledCheck:
     # -- one check ---------------------------------------------------------------------------------
     def _check(self, chunk: int, launched: int) -> None:
         self.checks += 1
-        nsets = len(self.sets.args)
-        index = (chunk + self.checks) % nsets  # another of the run's sets each time
+        index = (self.checks - 1) % len(self.sets.args)  # the run's sets in turn
         where = f"after {launched} timed launch(es), on buffer set {index}"
         try:
             if self.spec.call is not None:

@@ -179,7 +179,6 @@ class SweepRun:
         self.pending: dict[Configuration, RawTimes] = {}  # interleaved partners' times, until the loop reaches them
         self.kept: dict[Configuration, Measurement] = {}  # each emitted row's statistics (biases are set again)
         self.warmed = False
-        self.checked: set[str] = set()  # kernels whose output check passed in this unit
         self.current_sets: Any = None  # the group's rotating sets (interleaved partners may share them)
         self.telemetry: Any = None
         self.free = 0
@@ -308,13 +307,13 @@ class SweepRun:
                 err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block, where=f"size {format_bytes(t.size)} (n={t.n})",
                              config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
             except (BenchmarkError, ConfigError) as exc:
-                if t.kspec.name not in self.checked and not isinstance(exc, StatefulKernel):
+                if _identity(t.kspec) not in _CHECKED and not isinstance(exc, StatefulKernel):
                     raise  # wrong from its first launch: a broken kernel, an error
                 # right before, wrong after its own launches: it keeps state between launches
                 t.flags.append(flag(f"the output check before timing failed, though this kernel passed it earlier in the "
                                     f"same process: {exc}"))
                 err = math.nan
-        self.checked.add(t.kspec.name)
+        _CHECKED.add(_identity(t.kspec))
         self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
@@ -466,10 +465,11 @@ class SweepRun:
             frame, row = _frames(t.base, conf, 1, raw, m, throttled, m, self.dev, int(self.free * self.spec.mem_fraction))
             row.update(floor_columns(self.floor_of(REFERENCE.name) if timer_name == "events" else None, row["median_s"], timer_name))
             row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(got)} part(s) through the sweep"]))
+            add_flags(row, t.flags)  # the same kernel's flags: a reference of a kernel that keeps state is not one
             biased = [r for r in rows if r["timer"] == timer_name]
             for r in biased:
                 set_bias(r, self.kept[Configuration.of(r)], m)
-                add_flags(r, reference_flag(r))
+                add_flags(r, reference_flag(r, self.dev))
             self.channel.update(biased)
             self.emit(conf, frame, row, m)
 
@@ -526,6 +526,17 @@ def shared_pool(sets: Any, other: KernelSpec, n: int) -> list[Any] | None:
            for x, y in zip(a, b)):
         return None
     return [pack_args(other.args, {**{y.name: bufs[x.name] for x, y in zip(a, b)}, **scalars}) for bufs in sets.buffers]
+
+
+#: the kernels whose output check passed in this process (``_identity``): one that fails a later
+#: check kept state between launches (its code stays loaded, a host .so's statics with it)
+_CHECKED: set[tuple[Any, ...]] = set()
+
+
+def _identity(kspec: KernelSpec) -> tuple[Any, ...]:
+    """A kernel as far as its loaded code goes: name, entry, options and its source."""
+    return (kspec.name, kspec.entry, tuple(kspec.options), kspec.source_file or "", kspec.gpu_source or "",
+            kspec.host_source or "", kspec.code_object or "")
 
 
 def _label(device: Device) -> str:

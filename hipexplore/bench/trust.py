@@ -228,9 +228,12 @@ def row_floor_flags(row: Mapping[str, Any], kspec: Any, n: int, device: Any) -> 
     return floor_flags(row, inputs, bandwidth)
 
 
-def reference_flag(row: Mapping[str, Any]) -> list[str]:
+def reference_flag(row: Mapping[str, Any], device: Any = None) -> list[str]:
     """A cold-promised row whose bias interval lies wholly ``REFERENCE_MARGIN`` or more below the cold
-    reference (the same kernel after an l2-read flush): its inputs were not read from memory."""
+    reference (the same kernel after an l2-read flush): its inputs were not read from memory. None
+    on a host whose LLC is overridden (its flushes then evict less than its cache: nothing is cold)."""
+    if getattr(device, "kind", "") == "host" and getattr(device, "llc_override", None) is not None:
+        return []
     why = asks_cold(row)
     hi = float(row.get("bias_ci_high", math.nan))
     if not why or str(row.get("flush")) == "cold-reference" or not (math.isfinite(hi) and hi < -REFERENCE_MARGIN):
