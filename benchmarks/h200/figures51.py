@@ -14,13 +14,15 @@ Steps, each started only while its estimate fits what is left of the budget:
             one CLI command each (``hipexplore bench ... --counters X --json``)
   nvbench   parity: ``hipexplore bench`` at defaults with ``--flush l2-write`` against cuda-bench's cold
             mode on the same cubin, at 1, 4, 16, 64 and 256 MiB (nvbench in a fresh process)
-  verdicts  as many interleaved runs as the budget leaves (at most --runs) of A, B, C (byte-identical
-            copies), S1 (+1%) and S25 (+2.5%) at 1, 16 and 256 MiB, flush l2-write, ``--resolution 1%``,
-            each a CLI command as a reviewer runs it; then (``benchmarks/verdict_truth.py``'s analysis)
-            the coverage of 1 by the intervals on identical code (copies in a run; one kernel over
-            separate runs), S1 named slower at 16 and 256 MiB, S25 named slower at 1 MiB
-Cut to fit 9 minutes, said in the output: 10 runs is the most (the issue's 9-of-10 counts); with
-fewer, the counts are over the runs made.
+  verdicts  two series of interleaved runs, taken in turns while the budget lasts (at most --runs each):
+            ``small-change``: A, B, C (byte-identical copies) and S1 (+1%) at 16 and 256 MiB, flush
+            l2-write, defaults; ``resolution``: A, B and S25 (+2.5%) at 1 MiB, l2-write, ``--resolution
+            1%``; each run a CLI command as a reviewer runs it; then (``benchmarks/verdict_truth.py``'s
+            analysis) the coverage of 1 by the intervals on identical code (copies within a run; one
+            kernel over separate runs), S1 named slower at 16 and 256 MiB, S25 at 1 MiB
+Cut to fit 9 minutes (said in the output): nvbench at five sizes but one process each side, the cold
+fraction at one size, one flush for the verdicts, at most 10 runs per series (the issue's 9-of-10
+counts; with fewer, the counts are over the runs made).
 
 Writes DIR/figures51.json, DIR/summary.txt, DIR/runs/ (each run's parquet and log), DIR/cold/ (the
 counted commands' JSON and their .counters folders), DIR/nvbench.json.
@@ -178,41 +180,58 @@ def step_nvbench(a, out: Path, files: list[Path], left: float) -> dict:
     return res
 
 
+#: the two series of verdict runs, taken in turns: (name, kernels, GPU sizes, host sizes, extra flags)
+SERIES = (("small-change", ("A", "B", "C", "S1"), "16MiB,256MiB", "64KiB,256KiB", []),
+          ("resolution", ("A", "B", "S25"), "1MiB", "64KiB", ["--resolution", "1%"]))
+
+
 def step_verdicts(a, out: Path, files: list[Path], deadline: float) -> dict:
+    """Interleaved runs of the two series in turns (each as a reviewer runs it: one CLI command), as
+    many as the budget leaves, then verdict_truth.py's analysis per series and over both."""
+    import pandas as pd
     import verdict_truth as vt
 
     runs = out / "runs"
     runs.mkdir(exist_ok=True)
-    sizes = "64KiB,256KiB" if a.device == "host" else "1MiB,16MiB,256MiB"
-    paths, walls = [], []
+    source = dict(zip(VARIANTS, files))
+    paths: dict[str, list[Path]] = {name: [] for name, *_ in SERIES}
+    walls: dict[str, list[float]] = {name: [] for name, *_ in SERIES}
     for r in range(a.runs):
-        if paths and time.monotonic() + 1.2 * max(walls) > deadline:
-            break
-        p = runs / f"run{r:02d}.parquet"
-        line = ["bench", ",".join(VARIANTS), *sum((["--source", str(f)] for f in files), []), "--entry", "hx_cmadd",
-                "--args", ARGS, "--device", a.device, "--size", sizes, "--flush", "l2-write", "--interleave", "--seed", str(r),
-                "--resolution", "1%", "--out", str(p), "--no-progress", "--no-resume"]
-        rc, _text, secs = cli(line, runs / f"run{r:02d}.log", timeout=max(30.0, deadline - time.monotonic()))
-        if rc != 0:
-            return {"error": f"run {r} rc {rc}: see runs/run{r:02d}.log", "runs": len(paths)}
-        paths.append(p)
-        walls.append(secs)
-        print(f"   run {r}: {secs:.1f} s", flush=True)
-    if not paths:
-        return {"runs": 0}
-    kernels = list(VARIANTS)
-    rows = vt.comparisons(paths, kernels)
-    rows.to_parquet(out / "rows.parquet")
-    both = rows[rows["present"] == "both"]
-    power = []
-    for (kind, size), g in both[both["flush"] != "cold-reference"].groupby(["kind", "size_bytes"]):
-        power.append({"kind": kind, "size_mib": int(size) / MIB, "rows": int(len(g)), "slower": int((g["verdict"] == "slower").sum()),
-                      "faster": int((g["verdict"] == "faster").sum()),
-                      "named_slower": int((g["change_called"] == "slower").sum()) if "change_called" in g else None,
-                      "median_ratio": round(float(g["ratio"].median()), 4),
-                      "median_half_width": round(float(g["half_width"].median()), 4)})
-    return {"runs": len(paths), "wall_s": [round(w, 1) for w in walls], "coverage": vt.coverage(rows), "power": power,
-            "identical_rows": int((both["kind"].isin(["identical copy", "separate runs"])).sum())}
+        for name, kernels, gpu_sizes, host_sizes, extra in SERIES:
+            if walls[name] and time.monotonic() + 1.2 * max(walls[name]) > deadline:
+                continue
+            p = runs / f"{name}-{r:02d}.parquet"
+            line = ["bench", ",".join(kernels), *sum((["--source", str(source[k])] for k in kernels), []), "--entry", "hx_cmadd",
+                    "--args", ARGS, "--device", a.device, "--size", host_sizes if a.device == "host" else gpu_sizes,
+                    "--flush", "l2-write", "--interleave", "--seed", str(r), *extra, "--out", str(p), "--no-progress",
+                    "--no-resume"]
+            rc, _text, secs = cli(line, runs / f"{name}-{r:02d}.log", timeout=max(30.0, deadline - time.monotonic()))
+            if rc != 0:
+                print(f"   {name} run {r}: rc {rc} (see runs/{name}-{r:02d}.log)", flush=True)
+                continue
+            paths[name].append(p)
+            walls[name].append(round(secs, 1))
+            print(f"   {name} run {r}: {secs:.1f} s", flush=True)
+    res: dict = {"runs": {k: len(v) for k, v in paths.items()}, "wall_s": walls, "power": [], "series": {}}
+    frames = []
+    for name, kernels, *_ in SERIES:
+        if not paths[name]:
+            continue
+        rows = vt.comparisons(paths[name], list(kernels)).assign(series=name)
+        frames.append(rows)
+        res["series"][name] = {"coverage": vt.coverage(rows)}
+        both = rows[(rows["present"] == "both") & (rows["flush"] != "cold-reference")]
+        for (kind, size), g in both.groupby(["kind", "size_bytes"]):
+            res["power"].append({"series": name, "kind": kind, "size_mib": int(size) / MIB, "rows": int(len(g)),
+                                 "slower": int((g["verdict"] == "slower").sum()), "faster": int((g["verdict"] == "faster").sum()),
+                                 "named_slower": int((g["change_called"] == "slower").sum()) if "change_called" in g else None,
+                                 "median_ratio": round(float(g["ratio"].median()), 4),
+                                 "median_half_width": round(float(g["half_width"].median()), 4)})
+    if frames:
+        rows = pd.concat(frames, ignore_index=True)
+        rows.to_parquet(out / "rows.parquet")
+        res["coverage"] = vt.coverage(rows)
+    return res
 
 
 def summary_lines(res: dict) -> list[str]:
@@ -227,15 +246,16 @@ def summary_lines(res: dict) -> list[str]:
                      f"{r['nvbench_median_us']:.2f} mean {r['nvbench_mean_us']:.2f} us: ratio to the mean "
                      f"{r['ours_over_nvbench_mean']:.3f}")
     v = res.get("verdicts") or {}
-    if v.get("coverage"):
-        for kind, c in v["coverage"].items():
-            lines.append(f"coverage {kind}: {c['coverage']:.1%} of {c['rows']} rows")
+    for kind, c in (v.get("coverage") or {}).items():
+        lines.append(f"coverage, both series, {kind}: {c['coverage']:.1%} of {c['rows']} rows")
     for p in v.get("power", []):
-        if p["kind"] != "identical copy" and p["kind"] != "separate runs":
-            lines.append(f"{p['kind']} at {p['size_mib']:g} MiB: slower {p['slower']}/{p['rows']} (named slower "
+        if p["kind"] not in ("identical copy", "separate runs"):
+            lines.append(f"{p['series']}: {p['kind']} at {p['size_mib']:g} MiB: slower {p['slower']}/{p['rows']} (named slower "
                          f"{p['named_slower']}), ratio {p['median_ratio']} +-{p['median_half_width']}")
+        elif p["faster"] or p["slower"]:
+            lines.append(f"{p['series']}: FALSE VERDICTS {p['kind']} at {p['size_mib']:g} MiB: faster {p['faster']}, slower {p['slower']}")
     if v:
-        lines.append(f"verdict runs: {v.get('runs')} of the 10 planned{'' if v.get('runs', 0) >= 10 else ' (cut to the budget)'}"
+        lines.append(f"verdict runs per series: {v.get('runs')} (10 asked; fewer: cut to the budget)"
                      + (f"; ERROR {v['error']}" if v.get("error") else ""))
     return lines
 

@@ -199,3 +199,22 @@ def test_report_announces_the_notebook_it_runs(tmp_path):
     assert "running the dashboard notebook" in announcement("dashboard", {"device": "host"}, out)
     assert "two runs: a.parquet against b.parquet" in announcement("review", {"baseline": "a.parquet",
                                                                               "candidate": "b.parquet"}, out)
+
+
+def test_untrusted_timings_come_first_and_name_each_row_with_its_reason():
+    """The trust sentence (issue 51) counts the flagged rows (a flag line, or a broken cold promise)
+    and names each with its first reason; a summary without flags gets no such sentence."""
+    import pandas as pd
+
+    rows = pd.DataFrame([
+        {"kernel": "k", "size_bytes": 1 << 20, "rotating_requested": "1", "flush": "l2-read", "timer": "events",
+         "warning": "noisy: IQR/median 12% > 10%; untrusted timing: below the launch floor: median 0.06 us", "cold_promise": ""},
+        {"kernel": "k", "size_bytes": 1 << 20, "rotating_requested": "auto", "flush": "none", "timer": "events",
+         "warning": "", "cold_promise": "broken", "counter_warning": "asked cold (rotating auto) but counted warm"},
+        {"kernel": "j", "size_bytes": 1 << 20, "rotating_requested": "1", "flush": "l2-read", "timer": "events",
+         "warning": "noisy: IQR/median 12% > 10%", "cold_promise": "kept"}])
+    (line,) = hl.trust_sentences(rows)
+    assert line == ("Untrusted timings: 2 of 3 configuration(s) of 1 kernel(s) (k) failed a check that needs nothing from "
+                    "the kernel, so their times are not evidence: k r=1 l2-read: below the launch floor: median 0.06 us; "
+                    "k r=auto none: asked cold (rotating auto) but counted warm.")
+    assert hl.trust_sentences(rows.iloc[[2]]) == [] and hl.trust_sentences(None) == []
