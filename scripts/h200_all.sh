@@ -33,7 +33,7 @@
 #                 warm/cold/flushed DRAM bytes, user vs auto ranges, the cost per range), then counters.py with
 #                 --counters cupti in the range mode the probe found working                            HX_LIMIT+150 (550) s
 #   hostile       benchmarks/h200/hostile.py (#51): the hostile-kernel suite (7 families, each with its honest twin)
-#                 and the honest set (39 kernels + 8 GEMM pipelines + 6 Triton candidates + a launcher) through the
+#                 and the honest set (43 kernels + 8 GEMM pipelines + 4 Triton candidates + a launcher) through the
 #                 trust checks, the families twice; what the persisting-L2 reset costs               240 s
 #   figures51     benchmarks/h200/figures51.py (#51 item 4, on hx_cmadd, a kernel new for it): the cold fraction
 #                 at 4 MiB x 2-5 sets from CUPTI and from ncu, nvbench parity at 1-256 MiB (carry .whl with
