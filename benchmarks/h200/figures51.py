@@ -115,45 +115,15 @@ def step_cold(a, out: Path, files: list[Path], left: float) -> dict:
 
 
 def nvbench_only(sizes_mib: list[float], out: Path) -> None:
-    """In a fresh process: cuda-bench's cold medians and means of A's cubin (``benchmarks/h200/nvbench_cold.py``'s method)."""
-    import tempfile
+    """In a fresh process: cuda-bench's cold medians and means of A's cubin (``nvbench_cold.py``'s method)."""
+    from h200.nvbench_cold import nvbench_cold
 
-    import cuda.bench as bench
-    from cuda.bindings import driver as drv
-
-    from hipexplore.bench import rotating as rot
     from hipexplore.devices import get_device
-    from hipexplore.kernels.build import kernel_for
     from hipexplore.kernels.catalog import user_kernel
 
-    dev = get_device("cuda")
     spec = user_kernel(str(out.parent / "src" / "a.cu"), "hx_cmadd", ARGS, name="A", register_it=False)
-    kernel = kernel_for(dev, spec)
-    keep = []
-    for mib in sizes_mib:
-        size = int(mib * MIB)
-        n = spec.elements(size)
-        sets = rot.BufferSets(dev, spec, n, 1)
-        keep.append(sets)
-        grid, block, _shared = spec.launch(n, dev)
-
-        def fn(state, grid=grid, block=block, args=sets.args[0], size=size):
-            state.add_global_memory_reads(3 * size)
-            state.add_global_memory_writes(size)
-            state.exec(lambda launch: dev.launch(kernel, grid, block, args,
-                                                 stream=drv.CUstream(launch.get_stream().__cuda_stream__()[1])))
-
-        fn.__name__ = f"cmadd_{size}"
-        bench.register(fn)
-    raw = Path(tempfile.mkdtemp()) / "nvbench.json"
-    bench.run_all_benchmarks([sys.argv[0], "--json", str(raw)])
-    res = {}
-    for b in json.loads(raw.read_text()).get("benchmarks", []):
-        size = int(b["name"].split("_")[1])
-        for st in b.get("states", []):
-            tags = {s["tag"]: {d["name"]: d.get("value") for d in s.get("data", [])} for s in st.get("summaries", [])}
-            res[str(size)] = {k: float(tags.get(f"nv/cold/time/gpu/{k}", {}).get("value", math.nan)) for k in ("median", "mean")}
-    out.write_text(json.dumps(res))
+    got = nvbench_cold(get_device("cuda"), [int(m * MIB) for m in sizes_mib], spec=spec, reads=3, writes=1)
+    out.write_text(json.dumps({str(k): {"median": v["median_s"], "mean": v["mean_s"]} for k, v in got.items()}))
 
 
 def step_nvbench(a, out: Path, files: list[Path], left: float) -> dict:

@@ -71,6 +71,31 @@ def test_the_stateful_families_compile_with_hiprtc_for_gfx90a(need_hiprtc):
     assert len(built) == 6, built
 
 
+def test_a_child_launch_cannot_reach_the_harness(need_nvrtc):
+    """Dynamic parallelism (a parent that returns while its child works): NVRTC refuses the device-side
+    launch, and with -rdc=true makes a relocatable object (ELF type 1) whose child launch is an
+    undefined cudadevrt symbol: one NVRTC module loaded with cuModuleLoadData, as here, cannot run it."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    from hipexplore.compile import CompileCache
+    from hipexplore.errors import CompileError
+    from hipexplore.kernels.build import compile_kernel
+    from hipexplore.kernels.catalog import user_kernel
+
+    cache = CompileCache(disk_dir=False)
+    args = "out:out:f32[n], in:x:f32[n], n:u64=n"
+    plain = user_kernel(str(HERE / "child_launch.cu"), "hx_parent", args, name="cdp", register_it=False)
+    with pytest.raises(CompileError, match="device-side kernel launch could not be processed"):
+        compile_kernel(plain, "nvrtc", "sm_90", cache=cache)
+    rdc = user_kernel(str(HERE / "child_launch.cu"), "hx_parent", args, name="cdp_rdc", options=("-rdc=true",), register_it=False)
+    elf = ELFFile(io.BytesIO(compile_kernel(rdc, "nvrtc", "sm_90", cache=cache).binary))
+    undefined = {s.name for sec in elf.iter_sections() if sec.name == ".symtab" for s in sec.iter_symbols()
+                 if s["st_shndx"] == "SHN_UNDEF"}
+    assert elf.header["e_type"] == "ET_REL" and "__cudaCDP2LaunchDeviceV2" in undefined, undefined
+
+
 @pytest.fixture(scope="module")
 def verdicts(host):
     return suite.host_verdicts(host, iterations=16)
