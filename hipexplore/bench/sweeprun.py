@@ -307,13 +307,13 @@ class SweepRun:
                 err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block, where=f"size {format_bytes(t.size)} (n={t.n})",
                              config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
             except (BenchmarkError, ConfigError) as exc:
-                if _identity(t.kspec) not in _CHECKED and not isinstance(exc, StatefulKernel):
+                if id(_code(t.plain)) not in _CHECKED and not isinstance(exc, StatefulKernel):
                     raise  # wrong from its first launch: a broken kernel, an error
                 # right before, wrong after its own launches: it keeps state between launches
                 t.flags.append(flag(f"the output check before timing failed, though this kernel passed it earlier in the "
                                     f"same process: {exc}"))
                 err = math.nan
-        _CHECKED.add(_identity(t.kspec))
+        _CHECKED.setdefault(id(_code(t.plain)), _code(t.plain))
         self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
@@ -528,15 +528,15 @@ def shared_pool(sets: Any, other: KernelSpec, n: int) -> list[Any] | None:
     return [pack_args(other.args, {**{y.name: bufs[x.name] for x, y in zip(a, b)}, **scalars}) for bufs in sets.buffers]
 
 
-#: the kernels whose output check passed in this process (``_identity``): one that fails a later
-#: check kept state between launches (its code stays loaded, a host .so's statics with it)
-_CHECKED: set[tuple[Any, ...]] = set()
+#: the loaded code whose output check passed in this process (by ``id``, the object kept so the id
+#: stays its own): that code failing a later check kept state between launches (a host .so's statics,
+#: a module's device globals). Code built anew (an edited source or header) is another object.
+_CHECKED: dict[int, Any] = {}
 
 
-def _identity(kspec: KernelSpec) -> tuple[Any, ...]:
-    """A kernel as far as its loaded code goes: name, entry, options and its source."""
-    return (kspec.name, kspec.entry, tuple(kspec.options), kspec.source_file or "", kspec.gpu_source or "",
-            kspec.host_source or "", kspec.code_object or "")
+def _code(kernel: Any) -> Any:
+    """The loaded function under a ``BoundKernel``."""
+    return kernel.function if isinstance(kernel, BoundKernel) else kernel
 
 
 def _label(device: Device) -> str:
