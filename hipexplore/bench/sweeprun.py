@@ -389,14 +389,15 @@ class SweepRun:
     def sampled_check(self, t: _Target, conf: Configuration, sets: Any) -> SampledCheck | None:
         """The configuration's sampled output check (``bench.sampled``), None when the sweep checks no
         output (``verify`` off, ``HIPEXPLORE_SAMPLED_CHECKS=0``) or interleaves (each kernel's turns are
-        checked before timing only)."""
+        checked before timing only). Fresh inputs against the reference in the first unit (at 256 MiB the
+        reference costs a second a unit); every unit looks for outputs left unwritten."""
         from .. import settings
 
         limit = settings.SAMPLED_CHECKS.get()
         if not self.spec.verify or not limit or (self.spec.interleave and len(self.specs) > 1):
             return None
-        if t.fresh is None:
-            t.fresh = Fresh(self.dev, t.kspec, self.unit)
+        if t.fresh is None and self.unit == 0:  # fresh inputs and the reference once per sweep, as the check
+            t.fresh = Fresh(self.dev, t.kspec, self.unit)  # before timing; later units look for unwritten outputs
         return SampledCheck(self.dev, t.kspec, sets, t.plain, t.grid, t.block, limit=limit, fresh=t.fresh,
                             config=f"kernel {t.kspec.name} {conf.describe()}")
 

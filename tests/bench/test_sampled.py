@@ -43,14 +43,14 @@ def test_points_are_chunks_1_8_64_then_the_end():
     assert points(4) == {1, 8, 64} and points(2) == {1} and points(1) == set() and points(0) == set()
 
 
-def test_fresh_inputs_redraw_inputs_and_keep_the_rest(dev):
+def test_fresh_inputs_rotate_the_inputs_and_keep_the_rest(dev):
     from fixtures.hostile import BY_NAME, host_spec
 
     spec = host_spec(BY_NAME["output-cache"], True)
     with BufferSets(dev, spec, N, 1) as bufs:
         got = fresh_inputs(spec, N, bufs.scalars, bufs.pristine, [1, 2])
         assert not np.array_equal(got["x"], bufs.pristine["x"]) and not np.array_equal(got["y"], bufs.pristine["y"])
-        assert ((got["x"] >= 0.5) & (got["x"] < 1.5)).all()  # the same fill rule: uniform in [0.5, 1.5)
+        assert sorted(got["x"]) == sorted(bufs.pristine["x"])  # the same values (the fill rule's range), elsewhere
         assert np.array_equal(got["out"], bufs.pristine["out"]) and got["out"] is not bufs.pristine["out"]
         assert np.array_equal(fresh_inputs(spec, N, bufs.scalars, bufs.pristine, [1, 2])["x"], got["x"])  # seeded
 
@@ -134,3 +134,20 @@ def test_a_callable_is_checked_on_the_sets_in_turn(dev):
     assert calls == [0, 1]
     (line,) = check.take()
     assert "1 of 2 output checks" in line and "on buffer set 1" in line
+
+
+def test_a_large_output_is_compared_on_a_sample_first_and_whole_where_it_fails(dev):
+    """Past 2^20 elements a check compares a seeded sample; a sample that disagrees sends it to the
+    whole comparison, whose message names the worst element of the whole output."""
+    from hipexplore.bench import sampled
+    from hipexplore.errors import BenchmarkError
+
+    check, bufs = _check(dev, "output-cache", honest=True)
+    with bufs:
+        n = sampled.SAMPLE_ELEMENTS * 3
+        ref = np.linspace(1, 2, n, dtype=np.float32)
+        check._compare("out", ref.copy(), ref)  # equal: the sample passes, nothing more is read
+        bad = ref.copy()
+        bad[::7] = 0  # a seventh wrong: the sample sees it
+        with pytest.raises(BenchmarkError, match=rf"out\[\d+\] = 0 but expected .* {len(bad[::7])} of {n} elements differ"):
+            check._compare("out", bad, ref)
