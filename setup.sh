@@ -57,7 +57,7 @@ fi
 
 if [ ! -x "$VENV/bin/python" ]; then say "creating $VENV"; "$PY" -m venv "$VENV"; fi
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
-EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,cluster,dev,triton,docs"
+EXTRAS="cuda,notebook"; [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,remote,cluster,dev,triton,docs,interop"
 say "pip install -e .[$EXTRAS] '$HIP_SPEC'"
 "${PIP[@]}" -e ".[$EXTRAS]" "$HIP_SPEC" 2>&1 | grep -v "^WARNING: Location" || true
 "$VENV/bin/python" -c 'import hipexplore' || { say "hipexplore failed to import"; exit 1; }

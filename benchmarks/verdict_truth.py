@@ -34,30 +34,8 @@ import sys
 import time
 from pathlib import Path
 
-STREAM_CU = r"""
-extern "C" __global__ void hx_stream(float* __restrict__ out, const float* __restrict__ a,
-                                     const float* __restrict__ b, float s, unsigned long long n) {
-  /* EXTRA/100 more elements than n, wrapping around: that much more work, the same code shape */
-  unsigned long long total = n + (n * EXTRA) / 100;
-  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-    unsigned long long j = i < n ? i : i - n;
-    out[j] = a[j] * s + b[j];
-  }
-}
-"""
-WORK_C = r"""
-typedef unsigned long long hx_u64;
-void hx_work(float* restrict a, const float* restrict b, float s, hx_u64 n) {
-  for (hx_u64 i = 0; i < n; ++i) {
-    float v = 2.0f + 0.0f * a[i];
-    for (hx_u64 r = 0; r < 8 * REPS; ++r) v = v * s + 1.0f;
-    a[i] = v + b[i] * 0.0f;
-  }
-}
-"""
-GPU_ARGS = "out:out:f32[n],in:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n"
-HOST_ARGS = "inout:a:f32[n],in:b:f32[n],s:f32=0.5,n:u64=n"
+# the kernels (their texts are hipexplore calibrate's: the same A/A measurement, as one command)
+from hipexplore.calibrate import GPU_ARGS, HOST_ARGS, STREAM_CU, WORK_C  # noqa: E402
 
 
 def parse_variants(text: str) -> dict[str, int]:

@@ -29,6 +29,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "triton": ("triton",),
     "cuda": ("cuda",),
     "hip": ("hip", "rocm"),
+    "interop": ("pyperf",),
 }
 
 

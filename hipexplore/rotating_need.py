@@ -5,10 +5,16 @@ sets defeats the cache, and how many sets a kernel needs. Timing alone cannot an
 faster median may be a warm cache or a lucky clock); the counter pass (``bench.counters``) reads
 the DRAM bytes of the launches. ``rotating_need`` reads one (kernel, size)'s summary rows of a
 sweep over rotating counts (flush ``none``) and says where the inputs become cold by the counters
-(the knee: the fewest sets whose cold fraction is at least ``COLD_AT``), where the time reaches
-its plateau, what ``auto`` chose and what a fixed count (5, the PR's default) measured;
-``plot_rotating_need`` draws both on one figure with those counts marked. Without counters (the
-host, a device without a profiler) the timing is drawn alone and the answer says so.
+(the knee: the fewest sets whose cold fraction is at least ``COLD_AT``), what ``auto`` chose and
+what a fixed count (5, the PR's default) measured; ``plot_rotating_need`` draws both on one figure
+with those counts marked. Without counters (the host, a device without a profiler) the time alone
+answers, by its plateau, and the answer says so.
+
+The plateau is claimed only where it is seen: the fewest sets from which every larger count's median
+is within ``PLATEAU_REL`` of the most sets', and at least one count below the most sets on it. A
+"plateau" at the largest count alone (the median still rising to the last point: 41 -> 108 us at
+1 MiB on the host, issue 49) is "no plateau seen up to N sets", with the sweep that would show one.
+Where counters exist the cold fraction answers, not the time (a flat time can be a warm cache).
 """
 from __future__ import annotations
 
@@ -40,7 +46,7 @@ class RotatingNeed:
     rows: pd.DataFrame
     counted: bool
     knee: int | None = None  # fewest sets counted cold (None: never, or no counters)
-    plateau: int | None = None  # fewest sets on the time plateau
+    plateau: int | None = None  # fewest sets from which the time stays on its plateau (None: none seen)
     auto: int | None = None  # the count 'auto' chose, if it was swept
     fixed: dict[str, Any] = field(default_factory=dict)  # the fixed count's row: sets, cold fraction, state
     why_uncounted: str = ""
@@ -70,10 +76,32 @@ class RotatingNeed:
             row = self.rows[self.rows["rotating_requested"].astype(str) == "auto"].iloc[0]
             state = f", {row['cache_state']} ({float(row['cold_fraction']):.2f})" if self.counted else ""
             out.append(f"'auto' chose {self.auto} sets{state}.")
-        if self.plateau is not None:
-            out.append(f"The median time reaches its plateau (within {PLATEAU_REL:.0%} of the most sets') at "
-                       f"{self.plateau} set(s).")
+        if self.counted and self.knee is None:
+            out.append(f"Sweeping {self._more()}, would show where the inputs turn cold.")
+        elif not self.counted and len(self.rows) > 1:
+            out.append(self._time_sentence())
         return out
+
+    def _most(self) -> int:
+        return int(self.rows["rotating"].max())
+
+    def _more(self) -> str:
+        """The sweep that would go further: 'auto' and beyond (twice and four times the most sets)."""
+        most = self._most()
+        auto = "" if self.auto is not None else "'auto' and "
+        return f"{auto}more than {most} sets, e.g. --rotating {most},{2 * most},{4 * most}"
+
+    def _time_sentence(self) -> str:
+        """Without counters: where the median time levels off, or that it was not seen to."""
+        if self.plateau is not None:
+            return (f"The median time levels off from {self.plateau} set(s) on: every larger count is within "
+                    f"{PLATEAU_REL:.0%} of the most sets' ({self._most()}).")
+        first, last = self.rows.iloc[0], self.rows.iloc[-1]
+        sets = lambda n: f"{n} set{'' if n == 1 else 's'}"  # noqa: E731
+        return (f"No plateau seen up to {sets(self._most())}: the median went from {float(first['median_s']) * 1e6:.4g} us "
+                f"({sets(int(first['rotating']))}) to {float(last['median_s']) * 1e6:.4g} us ({sets(int(last['rotating']))}), "
+                f"and no smaller count is within {PLATEAU_REL:.0%} of the most sets'; sweeping {self._more()}, would "
+                f"show whether it levels off.")
 
 
 def _pick(summary: pd.DataFrame, kernel: str | None, size_bytes: int | None) -> tuple[str, int]:
@@ -108,10 +136,7 @@ def rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
     if counted:
         cold = rows[rows["cold_fraction"] >= COLD_AT]
         need.knee = int(cold["rotating"].min()) if len(cold) else None
-    most = float(rows["median_s"].iloc[-1])
-    if math.isfinite(most) and most > 0 and len(rows) > 1:
-        near = rows[(rows["median_s"] - most).abs() <= PLATEAU_REL * most]
-        need.plateau = int(near["rotating"].min())
+    need.plateau = _plateau(rows)
     auto = rows[rows["rotating_requested"].astype(str) == "auto"]
     need.auto = int(auto["rotating"].iloc[0]) if len(auto) else None
     fixed = rows[rows["rotating"].astype("int64") == FIXED_SETS]
@@ -121,6 +146,26 @@ def rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
         state = str(f.get("cache_state", "")) if counted else ""
         need.fixed = {"sets": FIXED_SETS, "median_s": float(f["median_s"]), "cold_fraction": frac, "state": state}
     return need
+
+
+def _plateau(rows: pd.DataFrame) -> int | None:
+    """The fewest sets from which every larger count's median is within ``PLATEAU_REL`` of the most
+    sets'; None where only the most sets themselves are (a time still rising is no plateau)."""
+    most = float(rows["median_s"].iloc[-1])
+    if not (math.isfinite(most) and most > 0 and len(rows) > 1):
+        return None
+    near = ((rows["median_s"] - most).abs() <= PLATEAU_REL * most).to_numpy()
+    first = len(near) - 1
+    while first > 0 and near[first - 1]:
+        first -= 1
+    counts = rows["rotating"].astype("int64").to_numpy()
+    return int(counts[first]) if counts[first] < counts[-1] else None
+
+
+def need_paragraphs(summary: pd.DataFrame, kernel: str | None = None, why_uncounted: str = "") -> list[str]:
+    """``need_text``'s paragraphs, one per size (for a page: each its own paragraph, never a printed
+    line the browser wraps mid-word)."""
+    return need_text(summary, kernel, why_uncounted).split("\n\n")
 
 
 def need_text(summary: pd.DataFrame, kernel: str | None = None, why_uncounted: str = "") -> str:
@@ -188,4 +233,4 @@ def plot_rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_by
     return fig
 
 
-__all__ = ["FIXED_SETS", "PLATEAU_REL", "RotatingNeed", "need_text", "plot_rotating_need", "rotating_need"]
+__all__ = ["FIXED_SETS", "PLATEAU_REL", "RotatingNeed", "need_paragraphs", "need_text", "plot_rotating_need", "rotating_need"]

@@ -145,6 +145,18 @@ def _text(raw: str) -> str:
     return raw
 
 
+def _tristate(raw: str) -> str:
+    """``default``, ``on`` or ``off`` (1/0, true/false, yes/no as on/off)."""
+    value = raw.lower()
+    if value in ("default", "on", "off"):
+        return value
+    if value in _TRUE:
+        return "on"
+    if value in _FALSE:
+        return "off"
+    raise ValueError(raw)
+
+
 def _default_workers() -> int:
     try:  # the CPUs this process may run on (affinity, cgroup cpusets), not the host's count
         cpus = len(os.sched_getaffinity(0))
@@ -208,6 +220,7 @@ def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str =
         "switch": (_switch, "any non-empty value but 0/false/no/off (on)"),
         "path": (_path, "a path"),
         "text": (_text, "a name or path"),
+        "tristate": (_tristate, "default, on or off"),
     }[kind]
     setting = Setting(name, kind, default, doc, allowed, parse, default_doc)
     if name in SETTINGS:  # pragma: no cover - a declaration mistake
@@ -270,8 +283,21 @@ HIPRTC_LIBRARY: Setting[str | None] = _declare(
 DUMP_DIR: Setting[Path | None] = _declare(
     "HIPEXPLORE_DUMP_DIR", "path", None, "where diagnostics (`dump-source`, `dump-asm`) write files",
     default_doc="one temp dir per process")
+COMPILER_CACHE: Setting[str] = _declare(
+    "HIPEXPLORE_COMPILER_CACHE", "tristate", "default",
+    "the compilers' own caches (NVRTC's in the driver's compute cache, COMGR's, Triton's): `off` turns each off "
+    "(NVRTC `--no-cache`), `on` uses each (Triton: its `TRITON_CACHE_DIR`); recorded in every compile event",
+    default_doc="default: what each compiler does by itself (NVRTC's and COMGR's on, Triton's kept off by hipexplore)")
+NVRTC_PCH: Setting[str] = _declare(
+    "HIPEXPLORE_NVRTC_PCH", "tristate", "default",
+    "NVRTC's automatic precompiled headers: `on` adds `-pch` to every NVRTC compile; `off`/`default` add nothing "
+    "(a request's own `-pch` is kept and keyed)", default_doc="default: NVRTC's (no PCH without `-pch`)")
 COMPILE_WORKER: Setting[bool] = _declare(
     "HIPEXPLORE_COMPILE_WORKER", "switch", False, "internal: set in isolation worker processes")
+
+SWEEP_WORKER_MARK: Setting[str | None] = _declare(
+    "HIPEXPLORE_SWEEP_WORKER_MARK", "text", None,
+    "internal: set in a sweep worker (a random token), so every process its kernel starts is found and ended with it")
 
 # -- devices ----------------------------------------------------------------------------------
 SWEEP_WORKER: Setting[bool | None] = _declare(
@@ -309,6 +335,9 @@ CUPTI_RANGES: Setting[str | None] = _declare(
 GIT_REVISION: Setting[str | None] = _declare(
     "HIPEXPLORE_GIT_REVISION", "text", None, "git revision recorded in provenance (for trees without `.git`)",
     default_doc="`git rev-parse HEAD`")
+CALIBRATION_DIR: Setting[Path | None] = _declare(
+    "HIPEXPLORE_CALIBRATION_DIR", "path", None, "where `hipexplore calibrate` keeps each device's A/A calibration "
+    "(`compare` and the report cite it)", default_doc="`$XDG_DATA_HOME/hipexplore/calibration` (`~/.local/share/...`)")
 NOTEBOOKS: Setting[Path | None] = _declare(
     "HIPEXPLORE_NOTEBOOKS", "path", None, "folder of the shipped notebooks, searched first",
     default_doc="`hipexplore/notebooks/`, then `<repo>/notebooks/`")

@@ -173,7 +173,8 @@ class SweepPanel:
         controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.flush_hint, self.iterations,
                            self.resolution, w.HBox([self.sets_hint, self.fix_button]), self.grid, self.block, self.shared_bytes])
         buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
-        self.widget = w.VBox([controls, buttons, self.cluster_info, self.errors, self.placeholder, w.HBox([self.noise_image, self.detail_image])])
+        plots = w.HBox([self.noise_image, self.detail_image])
+        self.widget = w.VBox([controls, buttons, self.cluster_info, self.errors, self.placeholder, self.load_info, plots])
         self._facts: dict[str, dict[str, Any] | None] = {}
         self._needed_sets = 0
         self._blocked = ""  # why Run is disabled ("" when it is not)
@@ -205,6 +206,7 @@ class SweepPanel:
         self.noise_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
         self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
         self.placeholder = w.HTML(value='<i style="color:#666">the noise and bias plots appear here as configurations finish</i>')
+        self.load_info = w.HTML(value="")  # the host's load beside the noise (bench.hostload), from the samples so far
         self.sets_hint = w.HTML(value="")  # what 'auto' resolves to, and whether iterations cover it
         self.flush_hint = w.HTML(value="")  # the flush modes this device cannot do (not offered)
         self.fix_button = w.Button(description="", button_style="warning", icon="wrench",
@@ -556,6 +558,7 @@ class SweepPanel:
         if summary.empty:
             return
         kernel = summary["kernel"].iloc[-1]
+        self._show_load(kernel)
         for image, draw in ((self.noise_image, plots.plot_iqr_vs_rotating), (self.detail_image, plots.plot_bias)):
             try:
                 image.value = plots.figure_png(draw(summary, kernel=kernel, size_bytes="all"), dpi=80)
@@ -563,6 +566,15 @@ class SweepPanel:
                 continue
             image.layout.display = ""
             self.placeholder.layout.display = "none"
+
+    def _show_load(self, kernel: str) -> None:
+        """The host's load so far and whether the spread tracks it (a cluster's workers' cores unknown)."""
+        import os
+
+        from .bench.hostload import load_summary
+
+        found = load_summary(self.samples, None if self._cluster is not None else os.cpu_count(), kernel=kernel)
+        self.load_info.value = "" if found is None else f'<span class="hx-load">{html.escape(found.answer())}</span>'
 
     def _cluster_html(self) -> str:
         if self._cluster is None:

@@ -15,17 +15,6 @@
 
 # %% [markdown]
 # # hipexplore review dashboard
-#
-# Three pieces of evidence side by side for one configuration:
-#
-# * **Noise**: relative IQR (IQR / median) of the per-launch times for each rotating-buffer count
-#   and flush mode, with the 10% and 25% levels at which `torch.utils.benchmark` warns.
-# * **Compile time saved**: a split-K tuning list replayed through the compile cache; cumulative
-#   compile time with the cache off (measured in the same run) and on, the saving shaded.
-# * **Cache hits**: hit rate over the request index and what each request did.
-#
-# Everything is computed by the library (`hipexplore.report`, `hipexplore.plots`); this notebook
-# only wires parameters to calls. Run it with `hipexplore report` (papermill) or by hand.
 
 # %% tags=["parameters"]
 device = "auto"  # "auto" (best available), "host", "cuda", "hip"
@@ -50,22 +39,36 @@ command = ""  # the command line recorded in the provenance table (set by `hipex
 from IPython.display import display
 
 from hipexplore import plots, report
-from hipexplore.report import headline, review
+from hipexplore.report import answers, headline, review
 
 bench = report.benchmark_data(data, device=device, kernel=kernel, sizes=sizes, rotating=rotating, flush=flush, iterations=iterations,
                               counters=counters)
 replay = report.replay_data(tuning_data, compiler=compiler, target=target, problems=problems, candidates=candidates, jobs=jobs, cache=cache,
                             device_properties=bench.device_properties)
 config = report.dashboard_configuration(bench, replay)
-print(config["title"])  # the device timed, and the compiler/target the tuning list was replayed with
 display(review.device_banner(bench))  # the device the numbers come from ("host CPU — not a GPU measurement" where so)
-# the answer first: the noise and whether it lets the rows be told apart, what the cache saved, and the
-# verdict where the data hold two kernels (sentences from hipexplore.report.headline)
-headline.HeadlineBox(headline.headline(bench.summary, bench.samples, replay, kernel=config["kernel"],
-                                       size_bytes=config["size_bytes"]))
+# the answer first, in plain words (is the timing precise enough, was the host busy, did the cache save,
+# the verdict where the data hold two kernels), then the details (hipexplore.report.answers / headline)
+answers.first_screen(bench.summary, bench.samples, replay, kernel=config["kernel"], size_bytes=config["size_bytes"],
+                     cores=bench.cores)
 
 # %% [markdown]
 # ## Noise | compile time saved | cache hits
+#
+# Three pieces of evidence side by side for one configuration (its device, kernel, size and tuning
+# list are named below):
+#
+# * **Noise**: relative IQR (IQR / median) of the per-launch times for each rotating-buffer count
+#   and flush mode, with the 10% and 25% levels at which `torch.utils.benchmark` warns.
+# * **Compile time saved**: a split-K tuning list replayed through the compile cache; cumulative
+#   compile time with the cache off (measured in the same run) and on, the saving shaded.
+# * **Cache hits**: hit rate over the request index and what each request did.
+#
+# Everything is computed by the library (`hipexplore.report`, `hipexplore.plots`); this notebook
+# only wires parameters to calls. Run it with `hipexplore report` (papermill) or by hand.
+
+# %%
+headline.Paragraph(config["title"])  # the device timed, and the compiler/target the tuning list was replayed with
 
 # %%
 plots.dashboard_figure(bench.summary, replay.events, baseline=replay.baseline,
@@ -89,10 +92,10 @@ report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"
 # `auto` chose and a fixed 5 (the rocMLIR PR 2188 default). Without counters (the host) the time alone.
 
 # %%
-from hipexplore.rotating_need import need_text, plot_rotating_need
+from hipexplore.rotating_need import need_paragraphs, plot_rotating_need
 
 why = bench.provenance.get("counters.status", "")
-print(need_text(bench.summary, kernel=config["kernel"], why_uncounted=why))
+display(*map(headline.Paragraph, need_paragraphs(bench.summary, kernel=config["kernel"], why_uncounted=why)))
 plot_rotating_need(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"], why_uncounted=why)
 
 # %% [markdown]

@@ -47,7 +47,7 @@ command = ""  # the command line recorded in the provenance table (set by `hipex
 # %matplotlib inline
 from IPython.display import display
 
-from hipexplore import report
+from hipexplore import calibrate, report
 from hipexplore.report import headline, review
 
 data = review.review_data(baseline, None if candidate == "none" else candidate, base_kernel=base_kernel,
@@ -61,6 +61,10 @@ display(review.Banner(data.base_metadata, data.new_metadata))
 display(headline.HeadlineBox(headline.headline(verdicts=data.verdicts, replay=replay, base_label=data.base_label,
                                                new_label=data.new_label, threshold=data.threshold)))
 display(review.Headline(data))  # what is compared, the decision rule, the verdicts (escaped: the labels are file names)
+# this device's A/A calibration, where `hipexplore calibrate` kept one: how often identical code was called different
+calibration = calibrate.cite(data.base_metadata)
+if calibration:
+    display(headline.Paragraph(f"Calibration: {calibration}."))
 
 # %% [markdown]
 # ## Verdicts

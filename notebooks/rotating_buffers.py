@@ -56,10 +56,13 @@ report.styled_summary(report.summary_table(bench.summary, kernel=config["kernel"
 # (a flush or `auto`) that counted otherwise is flagged in the table's warning column.
 
 # %%
-from hipexplore.rotating_need import need_text, plot_rotating_need
+from IPython.display import display
+
+from hipexplore.report.headline import Paragraph
+from hipexplore.rotating_need import need_paragraphs, plot_rotating_need
 
 why = bench.provenance.get("counters.status", "")
-print(need_text(bench.summary, kernel=config["kernel"], why_uncounted=why))
+display(*map(Paragraph, need_paragraphs(bench.summary, kernel=config["kernel"], why_uncounted=why)))
 plot_rotating_need(bench.summary, kernel=config["kernel"], size_bytes=config["size_bytes"], why_uncounted=why)
 
 # %% [markdown]

@@ -42,11 +42,21 @@
 #                 Either with HX_DRY=1 (and PY=.venv/bin/python) runs its host dry run, here, without a GPU
 #   wall          benchmarks/verdict_truth.py --runs 0: the default triad's wall time against an older tree's
 #                 (HX_BASELINE, default .old = `git archive REV hipexplore`), alternating, HX_REPS times   HX_LIMIT or 200 s
+#   cuda-bench    benchmarks/h200/nvbench_files.py: two real cuda-bench (nvbench) runs of the triad cubin, each in a
+#                 fresh process with --jsonbin (1/16/256 MiB), read by `hipexplore compare` with their per-sample
+#                 data and as summaries only, and by nvbench-compare-legacy (needs .whl/cuda_bench-*.whl)    120 s
+#   calibrate     `hipexplore calibrate --device cuda` at its defaults (1/16/256 MiB, 250 s of rounds): the A/A
+#                 false-verdict rate, coverage and minimum detectable change; copy calibrate/calibrate.json to
+#                 data/calibration/h200/ (or h100/) and run python scripts/gen_docs.py                     330 s
 #   tuning-scale  benchmarks/tuning_scale.py: llama3-8b with NVRTC sm_90, serial (ideal twice), 16 jobs, the
 #                 second run (warm disk / Redis; carry .redis), 2 Dask workers over Redis (#28)          590 s
 #                 HX_STEPS, HX_LISTS, HX_COMPILERS, HX_JOBS, HX_EXTRA (more flags) and HX_LIMIT (seconds)
 #                 change what it runs; HX_TAG names its folder and archive (tuning-scale-TAG), so one call
 #                 can run it more than once
+#   compiler-caches benchmarks/compile/compiler_caches.py (#45): the stale-key cases against NVRTC's own cache
+#                 (live here) and hipexplore's; tune-replay --passes 3 (ideal, cold, off, compiler-cache, memory
+#                 in alternated rounds, each pass in fresh processes) for llama3-8b and resnet50 with NVRTC
+#                 at 16 and 1 job, and Triton at 16 jobs, each list scaled to fit its share of HX_BUDGET  HX_BUDGET+40 (370) s
 #
 # e.g.  bash scripts/h200_all.sh gpu-tests timing        (one call)
 #       bash scripts/h200_all.sh drift                   (a call of its own)
@@ -62,10 +72,10 @@
 # (Until this wave the phases were numbered 1-10; BENCHMARKS.md's log names them as they were.)
 set -uo pipefail
 : "${OUT:?set OUT}"
-[ $# -gt 0 ] || { sed -n '2,33p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,62p' "$0"; exit 2; }
 pip_in() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" >/dev/null 2>&1; }
 ls .whl/cuda_bench-*.whl >/dev/null 2>&1 && pip_in .whl/cuda_bench-*.whl
-for p in dask distributed partd locket zict tblib tornado lazy_importer redis; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
+for p in dask distributed partd locket zict tblib tornado lazy_importer redis colorama jsondiff tabulate; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HIPEXPLORE_REQUIRE_GPU=1
 export HIPEXPLORE_GIT_REVISION=${HX_REV:-unknown}
 B=benchmarks/h200
@@ -113,6 +123,11 @@ PY
       export HIPEXPLORE_CUPTI_RANGES=$mode; echo "CUPTI ranges: $mode" | tee "$R/mode.txt"
       TAIL=60 step counters "${HX_LIMIT:-400}" python3 $B/counters.py --out "$R/out" --budget-s "$(( ${HX_LIMIT:-400} - 40 ))" \
         --backend cupti ;;
+    cuda-bench)  TAIL=60 step cuda_bench 120 python3 $B/nvbench_files.py --out "$R/nvbench" ;;
+    calibrate)
+      mkdir -p "$R/calibrate"
+      HIPEXPLORE_CALIBRATION_DIR="$R/calibrate/store" TAIL=30 step calibrate 330 python3 -m hipexplore calibrate --device cuda \
+        --out "$R/calibrate/calibrate.json" ;;
     wall)
       TAIL=20 step wall "${HX_LIMIT:-200}" python3 benchmarks/verdict_truth.py --device cuda --runs 0 \
         --baseline "${HX_BASELINE:-.old}" --baseline-reps "${HX_REPS:-3}" --out "$R/vt" ;;
@@ -121,7 +136,10 @@ PY
       TAIL=60 step tuning_scale "${HX_LIMIT:-590}" python3 benchmarks/tuning_scale.py --out "$R/ts" --lists "${HX_LISTS:-llama3-8b}" \
         --compilers "${HX_COMPILERS:-nvrtc:sm_90}" --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" \
         --jobs "${HX_JOBS:-16}" --ideal-repeats 2 --bundle ${HX_EXTRA:-} ;;
-    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, hostile, figures51, verdict-truth, resolution, small-change, cupti, wall, tuning-scale)" >&2; exit 2 ;;
+    compiler-caches)
+      TAIL=40 step compiler_caches "$(( ${HX_BUDGET:-330} + 40 ))" python3 benchmarks/compile/compiler_caches.py --out "$R/cc" \
+        --budget-s "${HX_BUDGET:-330}" --passes "${HX_PASSES:-3}" ;;
+    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, hostile, figures51, verdict-truth, resolution, small-change, cupti, cuda-bench, calibrate, wall, tuning-scale, compiler-caches)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
   tar -czf "$OUT/$name.tar.gz" -C /tmp/hx-h200 "$name" && echo "packed $(du -h "$OUT/$name.tar.gz" | cut -f1)"

@@ -105,6 +105,21 @@ def test_violins_one_body_per_setting():
     assert len(bodies) == 4
 
 
+def test_the_bias_title_names_each_sizes_own_cold_time():
+    """Issue 49: the sweep panel draws every size (``size_bytes="all"``) and its title named the first
+    size's cold reference for all of them; each size has its own."""
+    summary = summary_frame()
+    both = plots.plot_bias(summary, size_bytes="all").axes[0].get_title()
+    scale, unit = plots.time_unit(summary["reference_median_s"])
+    cold = {s: summary.loc[summary["size_bytes"] == s, "reference_median_s"].iloc[0] * scale for s in (MiB, 16 * MiB)}
+    assert both.endswith(f"(cold {cold[MiB]:.3g} {unit} at 1 MiB, {cold[16 * MiB]:.3g} {unit} at 16 MiB)"), both
+    one = plots.plot_bias(summary, size_bytes=16 * MiB).axes[0].get_title()
+    one_scale, one_unit = plots.time_unit(summary.loc[summary["size_bytes"] == 16 * MiB, "reference_median_s"])
+    assert one.endswith(f"(cold {summary['reference_median_s'].max() * one_scale:.3g} {one_unit})"), one
+    many = pd.concat([summary_frame().assign(size_bytes=summary["size_bytes"] * k) for k in (1, 2)], ignore_index=True)
+    assert plots.plot_bias(many, size_bytes="all").axes[0].get_title().endswith("(cold reference: one per size, in the table)")
+
+
 def test_bias_in_percent_without_cold_reference_rows():
     fig = plots.plot_bias(summary_frame(), size_bytes=16 * MiB)
     lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}

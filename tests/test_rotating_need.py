@@ -54,8 +54,12 @@ def test_a_host_sweep_has_no_counters_and_the_figure_says_why(tmp_path):
     why = res.metadata.get("counters.status", "")
     assert why.startswith("no counters")
     need = rotating_need(res.summary, why_uncounted=why)
-    assert not need.counted and need.knee is None and need.fixed["sets"] == 5 and need.plateau in (1, 2, 5)
+    assert not need.counted and need.knee is None and need.fixed["sets"] == 5 and need.plateau in (None, 1, 2)
     assert need.sentences()[0].startswith("triad at 64 KiB per array: no counters (host: no hardware counters")
+    # without counters the time answers: a plateau below the most sets, or "no plateau seen up to 5 sets"
+    last = need.sentences()[-1]
+    assert (last.startswith(f"The median time levels off from {need.plateau} set") if need.plateau
+            else last.startswith("No plateau seen up to 5 sets")), last
     fig = plot_rotating_need(res.summary, why_uncounted=why)
     assert len(fig.axes) == 1 and any("no counters" in t.get_text() for t in fig.axes[0].texts)
 
@@ -82,3 +86,39 @@ def test_the_time_plateau_is_relative_to_the_most_sets_time():
     need = rotating_need(frame)
     assert PLATEAU_REL == 0.03 and need.plateau == 10  # 0.95 us is 5% from 1.00 us: outside; 0.99 us inside
     assert need.knee is None and need.auto is None and need.fixed["sets"] == 5 and need.fixed["median_s"] == pytest.approx(0.95e-6)
+
+
+def issue_frame(medians_us, counts=(1, 2, 4, 22), auto=True) -> pd.DataFrame:
+    """The issue 49 host run at 1 MiB: rotating 1, 2, 4 and 'auto' (22 sets on its 32 MiB L3)."""
+    return pd.DataFrame({"kernel": "triad", "size_bytes": 1 << 20, "rotating": list(counts),
+                         "rotating_requested": [*map(str, counts[:-1]), "auto" if auto else str(counts[-1])], "flush": "none",
+                         "median_s": [u * 1e-6 for u in medians_us]})
+
+
+def test_a_time_still_rising_at_the_most_sets_is_no_plateau_and_says_what_would_show_one():
+    """Issue 49: at 1 MiB on the host the median rose 41 -> 108 us up to 22 sets (the largest count,
+    'auto'), and the answer was "plateau (within 3% of the most sets') at 22 set(s)"."""
+    need = rotating_need(issue_frame([41, 58, 76, 108]))
+    assert need.plateau is None and need.auto == 22
+    text = " ".join(need.sentences())
+    assert "plateau (within" not in text and "at 22 set(s)" not in text
+    assert ("No plateau seen up to 22 sets: the median went from 41 us (1 set) to 108 us (22 sets), and no smaller count "
+            "is within 3% of the most sets'; sweeping more than 22 sets, e.g. --rotating 22,44,88, would show whether it "
+            "levels off.") in text
+    # without 'auto' in the sweep, 'auto' is what to add first
+    assert "sweeping 'auto' and more than 22 sets" in " ".join(rotating_need(issue_frame([41, 58, 76, 108], auto=False)).sentences())
+    # a point near the last one by chance, before a rise, is no plateau either: every larger count must stay on it
+    assert rotating_need(issue_frame([107, 58, 76, 108])).plateau is None
+    # two counts on the plateau: it is seen, from the first of them
+    assert rotating_need(issue_frame([41, 58, 106, 108])).plateau == 4
+
+
+def test_where_counters_exist_the_cold_fraction_answers_not_the_time():
+    frame = recorded("stencil2d-1MiB")
+    text = " ".join(rotating_need(frame).sentences())
+    assert "from 5 rotating set(s) on" in text and "plateau" not in text and "levels off" not in text
+    # no count made the inputs cold: the counters still answer, and say which sweep would show the knee
+    triad = " ".join(rotating_need(recorded("triad-1MiB")).sentences())
+    assert "no rotating count swept made the inputs cold" in triad and "plateau" not in triad
+    assert "Sweeping more than 40 sets, e.g. --rotating 40,80,160, would show where the inputs turn cold." in triad
+

@@ -60,7 +60,7 @@ def test_a_resolved_change_below_the_threshold_is_named_not_hidden_by_same():
                                  "change) in 1 (slower in 1), past the threshold in 0")
     text = " ".join(hl.verdict_sentences(c, "A", "B"))
     assert "same in 1 of 1 configuration(s); a change measured (interval excluding no change) in 1 (slower in 1)" in text
-    assert f"Measured: 1 MiB r=1 none {want}." in text
+    assert f"Measured: 1 MiB, 1 rotating set, no flush: {want}." in text
 
 
 def test_identical_code_reads_no_measurable_change_and_a_faster_change_is_named_faster():
@@ -83,8 +83,8 @@ def test_the_summary_counts_changes_measured_and_changes_past_the_threshold():
     assert verdict_counts(c) == ("3 configuration(s) compared: 1 slower, 2 same; a change measured (interval "
                                  "excluding no change) in 2 (slower in 2), past the threshold in 1")
     text = " ".join(hl.verdict_sentences(c, "A", "B"))
-    assert "16 MiB slower by 5.0% [" in text and "— past the 2% threshold" in text
-    assert "1 MiB slower by 1.2% [" in text and "256 MiB no measurable change" in text
+    assert "16 MiB: slower by 5.0% [" in text and "— past the 2% threshold" in text
+    assert "1 MiB: slower by 1.2% [" in text and "256 MiB: no measurable change" in text
 
 
 def test_the_change_named_whenever_its_interval_excludes_one():

@@ -156,6 +156,15 @@ def test_run_on_the_host_fills_progress_plots_and_frames():
     assert panel.progress.bar_style == "success" and panel.status.value.startswith("done")
     assert bytes(panel.noise_image.value).startswith(b"\x89PNG") and bytes(panel.detail_image.value).startswith(b"\x89PNG")
     assert panel.errors.value == ""
+    # the host's load beside the noise (issue 49): judged against this host's cores, from the samples' own readings
+    import os
+
+    from hipexplore.bench.hostload import load_summary
+
+    found = load_summary(samples, os.cpu_count(), kernel="triad")
+    assert found is not None and found.chunks > 0
+    assert 'class="hx-load"' in panel.load_info.value and found.answer().split(":")[0] == "Host load"
+    assert (f"all {os.cpu_count()} cores" in panel.load_info.value), panel.load_info.value
 
 
 def test_stop_ends_the_sweep_early_and_keeps_what_arrived():

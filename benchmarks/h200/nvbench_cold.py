@@ -19,9 +19,11 @@ from pathlib import Path
 MIB = 1 << 20
 
 
-def nvbench_cold(dev, sizes, spec=None, reads: int = 2, writes: int = 1):
+def nvbench_cold(dev, sizes, json_flag="--json", out_dir=None, spec=None, reads: int = 2, writes: int = 1):
     """nvbench cold medians and means (s) per size for our triad cubin (or ``spec``'s, which moves
-    ``reads`` and ``writes`` arrays of the size), launched on nvbench's stream."""
+    ``reads`` and ``writes`` arrays of the size), launched on nvbench's stream.
+    ``json_flag="--jsonbin"`` keeps nvbench's per-sample files too; ``out_dir``: where nvbench.json
+    (and nvbench.json-bin/) stay (default: a temporary folder)."""
     import sys
     import tempfile
 
@@ -50,8 +52,8 @@ def nvbench_cold(dev, sizes, spec=None, reads: int = 2, writes: int = 1):
 
         fn.__name__ = f"triad_{size // MIB}MiB"
         bench.register(fn)
-    out = Path(tempfile.mkdtemp()) / "nvbench.json"
-    argv = [sys.argv[0], "--json", str(out)]
+    out = Path(out_dir or tempfile.mkdtemp()) / "nvbench.json"
+    argv = [sys.argv[0], json_flag, str(out)]
     bench.run_all_benchmarks(argv)
     root = json.loads(out.read_text())
     res = {}

@@ -151,8 +151,8 @@ MUTANTS: list[tuple[str, str, str, str, str, tuple[str, ...]]] = [
     # -- counters and the rotating need -------------------------------------------------------------
     ("c-cold-at", "hipexplore/bench/counters/record.py", "COLD_AT = 0.9", "COLD_AT = 0.5",
      "half the inputs from memory called cold", ("test_counters.py", "test_rotating_need.py")),
-    ("rn-plateau", "hipexplore/rotating_need.py", "near = rows[(rows[\"median_s\"] - most).abs() <= PLATEAU_REL * most]",
-     "near = rows[(rows[\"median_s\"] - most).abs() <= PLATEAU_REL]", "the plateau's band in seconds, not relative",
+    ("rn-plateau", "hipexplore/rotating_need.py", "near = ((rows[\"median_s\"] - most).abs() <= PLATEAU_REL * most).to_numpy()",
+     "near = ((rows[\"median_s\"] - most).abs() <= PLATEAU_REL).to_numpy()", "the plateau's band in seconds, not relative",
      ("test_rotating_need.py",)),
 ]
 

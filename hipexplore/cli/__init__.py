@@ -17,7 +17,7 @@ from .. import settings
 from ..errors import CacheWarning, HipexploreError
 
 #: subcommand modules, in the order shown by --help
-SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "compare_cmd", "tune_cmd", "report_cmd", "lab_cmd")
+SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "compare_cmd", "calibrate_cmd", "tune_cmd", "report_cmd", "lab_cmd")
 #: subcommands that start another program: what follows the first ``--`` after the subcommand is that
 #: program's, unparsed (``args.passthrough``): ``hipexplore lab -- --no-browser`` must not take
 #: ``--no-browser`` for its own optional PATH, as argparse's ``--`` handling does
@@ -123,9 +123,9 @@ def _clean_leftovers() -> None:
     """What killed hipexplore processes left in the temp dir (build folders of dead pids, worker
     logs nobody holds): removed at the start of the next command. Never a reason to fail one."""
     try:
-        from ..compile.host import _clean_dead_build_dirs
+        from ..compile.leftovers import clean_dead_build_dirs
 
-        _clean_dead_build_dirs()
+        clean_dead_build_dirs()
     except Exception:  # noqa: BLE001 - housekeeping only
         if settings.DEBUG.get():
             raise

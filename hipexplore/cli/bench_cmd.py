@@ -291,6 +291,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
     p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
+    p.add_argument("--export", nargs=2, action="append", default=None, metavar=("FORMAT", "FILE"),
+                   help="also write the result for another tool: nvbench (JSON nvbench's compare scripts read), pyperf "
+                        "(pyperf compare_to reads it) or bencher (Bencher Metric Format); repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     w = p.add_mutually_exclusive_group()
     w.add_argument("--worker", dest="worker", action="store_const", const=True, default=None,
@@ -353,8 +356,7 @@ def run(args: argparse.Namespace) -> int:
         if args.llc_bytes is not None:
             raise ConfigError("--llc-bytes applies to one device; with --cluster each worker reads its own device's LLC")
         cluster = args.cluster
-    if args.out is not None:
-        _check_out(args.out, force=args.force)
+    _check_outputs(args)  # --out and every --export, before any device or compiler starts
     device = args.device if cluster else get_device(args.device, llc_bytes=args.llc_bytes)
     if not cluster:
         _preflight(kernels, sizes, device)
@@ -385,6 +387,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
               f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
     _status_lines(res.metadata)
+    _exports(args, res)
     counted = res.metadata.get("counters.status", "")
     on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
     if args.json:
@@ -402,6 +405,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"INCOMPLETE: {on.incomplete}", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    if args.out is not None:
+        _check_out(args.out, force=args.force)
+    _exports(args)
+
+
+def _exports(args: argparse.Namespace, res: Any = None) -> None:
+    """``--export FORMAT FILE``: without a result, check each (the format, the file's folder:
+    ``interop.export``); with one, write each."""
+    from ..interop.export import check_export_path, check_format, write_export
+
+    for fmt, path in args.export or []:
+        if res is None:
+            check_format(fmt)
+            check_export_path(path)
+        else:
+            print(f"exported ({fmt}): {write_export(fmt, path, res.summary, res.samples, res.metadata)}", file=sys.stderr)
 
 
 class _terminate_as_interrupt:

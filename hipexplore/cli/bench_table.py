@@ -129,17 +129,19 @@ DROPPABLE = ("GB/s", "floor_us", "iqr_rel", "bias")
 KERNEL_CHARS = 28
 
 
-def fit(heads: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]], list[str]]:
-    """The table's columns at ``WIDTH``: long kernel names cut (``…``), then the ``DROPPABLE``
-    columns left out one by one while the widest line is still wider; which were left out."""
+def fit(heads: list[str], rows: list[list[str]], droppable: tuple[str, ...] = DROPPABLE,
+        kernel_chars: int = KERNEL_CHARS) -> tuple[list[str], list[list[str]], list[str]]:
+    """The table's columns at ``WIDTH``: long kernel names cut (``…``), then the ``droppable``
+    columns (``bench``'s: ``DROPPABLE``) left out one by one while the widest line is still wider;
+    which were left out."""
     k = heads.index("kernel")
-    rows = [[c[:KERNEL_CHARS - 1] + "…" if i == k and len(c) > KERNEL_CHARS else c for i, c in enumerate(r)] for r in rows]
+    rows = [[c[:kernel_chars - 1] + "…" if i == k and len(c) > kernel_chars else c for i, c in enumerate(r)] for r in rows]
     dropped: list[str] = []
 
     def width() -> int:
         return sum(max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(heads)) + len(heads) - 1
 
-    for name in DROPPABLE:
+    for name in droppable:
         if width() <= WIDTH:
             break
         if name in heads:
@@ -160,11 +162,11 @@ def _decimals(value: float, most: int) -> int:
     return max(0, min(most, 3 - math.floor(math.log10(abs(value)))))
 
 
-def footnotes(notes: dict[str, int]) -> list[str]:
+def footnotes(notes: dict[str, int], title: str = "notes (every row's full warning and stop reason: --json):") -> list[str]:
     """The numbered notes under the table, each once, wrapped at ``WIDTH``; none without notes."""
     if not notes:
         return []
-    out = ["", "notes (every row's full warning and stop reason: --json):"]
+    out = ["", title]
     pad = len(str(len(notes))) + 3
     for text, number in notes.items():
         out += textwrap.wrap(text, WIDTH, initial_indent=f"{number:>{pad - 2}}  ", subsequent_indent=" " * pad,

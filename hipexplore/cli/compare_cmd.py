@@ -2,6 +2,8 @@
 
     hipexplore compare BASE.parquet NEW.parquet [--threshold 0.02] [--json]
     hipexplore compare RUN.parquet --base A --new B
+    hipexplore compare BASE.json NEW.json          (nvbench or pyperf files, read with their own tools)
+    hipexplore compare ... --fail-on slower        (exit 3 when a row is slower: a CI step)
 
 One row per configuration, two answers: the verdict of the decision rule against the threshold
 (``hipexplore.compare``), and the measured change new/base with its 95% interval, its direction named
@@ -31,18 +33,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run. Decision rule: faster/slower only when the 95% interval of new/base lies wholly beyond "
         "+-threshold; same when wholly within it; otherwise undecided.",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN.parquet", help="BASE NEW (two runs), or one run with --base/--new")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="BASE NEW (two runs), or one run with --base/--new: a sweep's "
+                   ".parquet, an nvbench JSON (cuda-bench --json/--jsonbin) or a pyperf JSON file")
     p.add_argument("--base", metavar="KERNEL", help="with one run: the baseline kernel")
     p.add_argument("--new", metavar="KERNEL", help="with one run: the candidate kernel")
     p.add_argument("--threshold", type=threshold, default=0.02,
                    help="practical threshold: a fraction (0.02) or a percentage (2%%) (default 2%%)")
     p.add_argument("--allow-other-device", action="store_true", help="compare runs measured on different devices anyway")
     p.add_argument("--json", action="store_true", help="print the rows as JSON records")
+    p.add_argument("--fail-on", type=fail_on, default=None, metavar="VERDICTS",
+                   help="exit with status 3 when a compared row is slower, faster or undecided (comma separated; any: "
+                        "all three); 0 otherwise, 2 for a bad input (docs/guide/ci.md)")
     p.set_defaults(func=run)
 
 
+#: ``--fail-on`` words: each verdict, and ``any`` for every one that is not ``same``
+FAIL_ON = ("slower", "faster", "undecided", "any")
+#: the exit status when a compared row has a verdict ``--fail-on`` names (2 is a bad input, 1 a crash)
+EXIT_FAILED_ON = 3
+
+
+def fail_on(text: str) -> frozenset[str]:
+    """argparse type of ``--fail-on``: comma-separated verdicts (``any``: slower, faster and undecided)."""
+    words = [w.strip().lower() for w in text.split(",") if w.strip()]
+    bad = [w for w in words if w not in FAIL_ON]
+    if not words or bad:
+        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(FAIL_ON)} (comma separated), got {text!r}")
+    return frozenset({"slower", "faster", "undecided"} if "any" in words else words)
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..verdicts import compare
+    from ..interop.sides import compare_files
 
     if len(args.runs) > 2:
         raise ConfigError(f"compare takes one or two runs; got {len(args.runs)}: {args.runs}")
@@ -51,29 +72,63 @@ def run(args: argparse.Namespace) -> int:
     if len(args.runs) == 2:
         if args.base or args.new:
             raise ConfigError("--base/--new compare two kernels of one run; with two runs give neither")
-        frame = compare(args.runs[0], args.runs[1], threshold=args.threshold, allow_other_device=args.allow_other_device)
-    else:
-        if not (args.base and args.new):
-            raise ConfigError("one run needs --base KERNEL and --new KERNEL (or give two runs: BASE.parquet NEW.parquet)")
-        frame = compare(args.runs[0], base=args.base, new=args.new, threshold=args.threshold)
+    elif not (args.base and args.new):
+        raise ConfigError("one run needs --base KERNEL and --new KERNEL (or give two runs: BASE.parquet NEW.parquet)")
+    frame = compare_files(list(args.runs), base=args.base, new=args.new, threshold=args.threshold,
+                          allow_other_device=args.allow_other_device)
+    _cite_calibration(frame)
     if args.json:
-        rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-                for r in frame.to_dict("records")]
+        from .compare_table import is_reference
+
+        rows = [{**{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()},
+                 "reference": is_reference(r)} for r in frame.to_dict("records")]
         print(json.dumps({"rule": frame.attrs["rule"], "threshold": frame.attrs["threshold"],
-                          "caveat": frame.attrs.get("caveat", ""), "hint": frame.attrs.get("hint", ""), "rows": rows},
-                         default=str))
+                          "caveat": frame.attrs.get("caveat", ""), "hint": frame.attrs.get("hint", ""),
+                          "source": frame.attrs.get("source_note", ""), "calibration": frame.attrs.get("calibration", ""),
+                          "rows": rows}, default=str))
+    else:
+        from .compare_table import table
+
+        print(table(frame))
+    return failed_on(frame, args.fail_on)
+
+
+def failed_on(frame, verdicts: frozenset[str] | None) -> int:
+    """``EXIT_FAILED_ON`` when a compared row (a cold reference is no change under review) has one of
+    ``verdicts``, each such row named on stderr; else 0."""
+    import sys
+
+    from .compare_table import is_reference
+
+    if not verdicts:
         return 0
-    print(table(frame))
-    return 0
+    hit = [r for r in frame.to_dict("records") if r.get("present") == "both" and not is_reference(r)
+           and r.get("verdict") in verdicts]
+    for r in hit:
+        kern = r.get("kernel") if isinstance(r.get("kernel"), str) else f"{r.get('base_kernel')}->{r.get('new_kernel')}"
+        print(f"hipexplore compare: --fail-on {','.join(sorted(verdicts))}: {kern} size={r['size_bytes']} "
+              f"rotating={r['rotating_requested']} flush={r['flush']} is {r['verdict']} "
+              f"({float(r['change']):+.1%})", file=sys.stderr)
+    return EXIT_FAILED_ON if hit else 0
+
+
+def _cite_calibration(frame) -> None:
+    """The device's recorded A/A calibration, where ``hipexplore calibrate`` kept one (``calibrate.cite``)."""
+    from ..calibrate import cite
+
+    frame.attrs["calibration"] = cite(frame.attrs.get("base_metadata", {}) or {})
 
 
 def check_readable_parquet(path: str) -> None:
     """A run that exists but is no parquet file (truncated, another format) is one line, not
-    pyarrow's traceback; a missing one is left to ``verdicts.compare`` (it says what it expected)."""
+    pyarrow's traceback; a missing one is left to ``verdicts.compare`` (it says what it expected), and
+    a JSON file (nvbench, pyperf) to its reader."""
     from pathlib import Path
 
+    from ..interop.sides import detect
+
     p = Path(path)
-    if not p.is_file():
+    if not p.is_file() or detect(p) != "parquet":
         return
     try:
         import pyarrow.parquet as pq
@@ -85,37 +140,8 @@ def check_readable_parquet(path: str) -> None:
                           f".parquet file (hipexplore bench --out)") from None
 
 
-def _count(value) -> str:
-    """A unit count as a whole number: the column is float when a configuration present in one run
-    only leaves it NaN, and "4.0" units read as a measured fraction."""
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
 def table(frame) -> str:
-    """One line per configuration with both answers: the verdict against the threshold, and the
-    measured change with its interval, named (faster/slower) whenever the interval excludes no
-    change (``verdicts.change_text``): ``same  slower by 1.2% [+1.1%, +1.3%] — below the 2% threshold``."""
-    from ..verdicts import DEFAULT_THRESHOLD, change_text
-    from ..verdicts import size_text as format_bytes  # no matplotlib: this table is printed on GPU machines too
-    from ..report.headline import p_note  # no matplotlib either (27 ms)
+    """The table at 120 columns (``compare_table.table``; the name kept for callers of this module)."""
+    from .compare_table import table as laid_out
 
-    thr = float(frame.attrs.get("threshold", DEFAULT_THRESHOLD))
-    lines = [f"decision rule: {frame.attrs['rule']}", *([f"note: {frame.attrs['caveat']}"] if frame.attrs.get("caveat") else []),
-             f"{'kernel':<24} {'size':>9} {'rot':>4} {'flush':<14} {'timer':<9} {'units':>5} {'p':>8} {'min det.':>8}  "
-             f"{'verdict':<9}  measured change new/base [95% interval] — against the threshold"]
-    for r in frame.to_dict("records"):
-        kern = r.get("kernel") or f"{r['base_kernel']}→{r['new_kernel']}"
-        head = f"{str(kern)[:24]:<24} {format_bytes(r['size_bytes']):>9} {str(r['rotating_requested']):>4} {r['flush']:<14} {r['timer']:<9}"
-        if r["present"] != "both":
-            lines.append(f"{head} {'':>5} {'':>8} {'':>8}  ({r['note']})")
-            continue
-        base_units, new_units = _count(r.get("base_units", 1)), _count(r.get("new_units", 1))
-        units = f"{base_units}/{new_units}" if base_units != new_units else base_units
-        # an undecided row with a tiny p says why both stand (report.headline.p_note, as the report does)
-        why = "; ".join(filter(None, [p_note(r, thr), r.get("note") or ""])) if r["verdict"] == "undecided" else ""
-        note = f"  ({why})" if why else ""
-        lines.append(f"{head} {units:>5} {r['p_value']:>8.2g} {r['min_detectable']:>8.1%}  {r['verdict']:<9}  "
-                     f"{change_text(r, thr)}{note}")
-    if frame.attrs.get("hint"):
-        lines.append(f"hint: {frame.attrs['hint']}")
-    return "\n".join(lines)
+    return laid_out(frame)

@@ -91,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
     print(line, file=sys.stderr)
     print(f"hipexplore lab: kernel '{ws.KERNEL_NAME}' is this Python ({sys.executable}): "
           f"'{ws.kernel_display_name()}'", file=sys.stderr)
+    stale = ws.stale_kernel_note()  # a plain `jupyter lab` would ask for a kernel: say so, and how to repair it
+    if stale:
+        print(stale, file=sys.stderr)
     cmd = lab_command(str(opened), os.geteuid(), args.passthrough)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -45,7 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", metavar="RUN.parquet", help="A/B review of two kernels of one (interleaved) run")
     p.add_argument("--threshold", type=threshold, default=None,
                    help="A/B review: practical threshold, a fraction (0.02) or a percentage (2%%) (default 2%%)")
-    p.add_argument("--out", default="report.html", metavar="FILE", help="HTML file to write (default: report.html)")
+    p.add_argument("--out", default="report.html", metavar="FILE", help="HTML file to write (default: report.html); "
+                   "with --format markdown a folder")
+    p.add_argument("--format", choices=("html", "markdown"), default="html",
+                   help="markdown: an A/B review as a pull-request comment, DIR/comment.md (at most 65,536 characters) "
+                        "with its plots as PNG files beside it and DIR/report.html (docs/guide/ci.md)")
     p.add_argument("--show-input", action="store_true", help="show the notebook's code cells (hidden by default: the report is "
                    "text, figures and tables, readable at 900 px)")
     p.add_argument("--no-input", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old command lines
@@ -68,6 +72,8 @@ def command_line(args: argparse.Namespace) -> list[str]:
     if getattr(args, "threshold", None) is not None:
         cmd += ["--threshold", f"{args.threshold:g}"]
     cmd += ["--out", args.out]
+    if getattr(args, "format", "html") != "html":
+        cmd += ["--format", args.format]
     if args.show_input:
         cmd.append("--show-input")
     if args.device:
@@ -99,9 +105,17 @@ def run(args: argparse.Namespace) -> int:
     elif args.threshold is not None:
         raise ConfigError("--threshold belongs to an A/B review: give --baseline and --candidate too")
     command = command_line(args)
-    result = build_report(params, out=args.out, no_input=not args.show_input, command=command,
-                          notebook_out=args.notebook_out, timeout=args.timeout, progress=not args.quiet,
-                          notebook=notebook, force=args.force)
+
+    def build(out: str) -> Any:
+        return build_report(params, out=out, no_input=not args.show_input, command=command,
+                            notebook_out=args.notebook_out, timeout=args.timeout, progress=not args.quiet,
+                            notebook=notebook, force=args.force)
+
+    if getattr(args, "format", "html") == "markdown":
+        from .report_markdown import run_markdown
+
+        return run_markdown(args, params, build)
+    result = build(args.out)
     kept = f" (executed notebook: {result.notebook})" if result.notebook else ""
     print(f"wrote {result.html}{kept}")
     return 0

@@ -7,10 +7,12 @@ entry in flight is not in the LRU, so trimming never counts or evicts it, and it
 only after its result has been published to the requests waiting on it; failures are not cached;
 diagnostics bypass the cache; limits of 0 disable the memory tier.
 
-Across processes and hosts a miss is compiled once: the owner of a miss takes the disk tier's
-per-key lock and the Redis lease, looks again (another process may have finished meanwhile), and
-only then compiles and writes both tiers before letting go. Waits are bounded; a lock that cannot
-be had in time never fails a compile (it compiles on its own).
+The tiers are one list of ``tiers.Tier`` objects, fastest first (memory, disk, Redis): a lookup
+walks it and a lower tier's hit is copied into the tiers above it. Across processes and hosts a
+miss is compiled once: the owner of a miss takes every lower tier's ``lock`` (the disk tier's
+per-key lock, then the Redis lease), looks again (another process may have finished meanwhile),
+and only then compiles and writes every tier before letting go. Waits are bounded; a lock that
+cannot be had in time never fails a compile (it compiles on its own).
 
 Every lookup appends one ``CacheEvent``; ``events()`` returns them as a tidy DataFrame.
 """
@@ -23,17 +25,19 @@ import weakref
 from collections import OrderedDict, deque
 from contextlib import ExitStack, contextmanager
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import settings
 from ..errors import CacheError, ConfigError
+from . import compiler_cache
 from .base import Compiler, ObjectCode
 from .disk import DEFAULT_DISK_MAX_BYTES, DiskCache
 from .events import HIT_OUTCOMES, CacheEvent, events_frame
 from .remote import RemoteCache, remote_cache_from_env
 from .request import CacheKey, CompileRequest, DigestFn, make_key, sha256_digest
+from .tiers import MemoryTier, Tier
 
 if TYPE_CHECKING:
     import pandas as pd  # events() builds its frame on demand (compile.events.events_frame)
@@ -125,24 +129,24 @@ class CacheResult:
 
 
 @dataclass
-class _Entry:
-    canonical: bytes
-    code: ObjectCode
-    nbytes: int
-
-
-@dataclass
 class _InFlight:
     canonical: bytes
     future: Future
 
 
 # -- the cache -------------------------------------------------------------------------------
+#: ``stats()`` fields of the tiers that are off (a tier that is on overwrites them with its ``describe()``)
+_MEMORY_OFF = {"entries": 0, "bytes": 0, "evictions": 0}
+_DISK_OFF = {"disk_entries": 0, "disk_bytes": 0, "disk_dir": "", "disk_writable": False, "disk_corrupt": 0}
+
+
 class CompileCache:
-    """Memory LRU (entries and bytes) + optional disk tier + in-flight sharing + events.
+    """Memory LRU (entries and bytes) + optional disk and Redis tiers + in-flight sharing + events.
 
     Thread-safe. ``max_entries``/``max_bytes`` of 0 disable the memory tier (no sharing of
-    in-flight compiles either: every request compiles unless the disk tier has it).
+    in-flight compiles either: every request compiles unless the disk tier has it). ``tiers``
+    lists the tiers that are on, fastest first; ``memory``, ``disk`` and ``remote`` name each
+    (None when off) for what only that tier does (``verify``, ``clear``, its counters).
     """
 
     def __init__(
@@ -161,12 +165,15 @@ class CompileCache:
             raise ConfigError(f"digest must be a function bytes -> hex string; got {digest!r}")
         self.disk: DiskCache | None = disk_cache_from_env(disk_dir, disk_max_bytes)
         self.remote: RemoteCache | None = remote_cache_from_env(remote)
+        on = self.max_entries > 0 and self.max_bytes > 0
+        self.memory: MemoryTier | None = MemoryTier(self.max_entries, self.max_bytes) if on else None
+        self.tiers: list[Tier] = [t for t in (self.memory, self.disk, self.remote) if t is not None]
+        #: the tiers below memory: shared with other processes, so locked on a miss and looked at again
+        self._lower: list[Tier] = [t for t in self.tiers if t is not self.memory]
         self._digest = digest
         self._record_events = bool(events)
         self._lock = threading.Lock()
-        self._lru: OrderedDict[str, _Entry] = OrderedDict()
         self._inflight: dict[str, _InFlight] = {}
-        self._bytes = 0
         max_events = settings.CACHE_MAX_EVENTS.get()
         # a long-lived process (a notebook, a tuning service) must not grow without bound
         self._events: deque[CacheEvent] = deque(maxlen=max_events or None)
@@ -174,6 +181,7 @@ class CompileCache:
         self._compilers: dict[str, Compiler] = {}
         self._ready: weakref.WeakSet = weakref.WeakSet()  # compilers whose set-up a lookup has already timed
         self._key_memo: OrderedDict[tuple, tuple[Any, CacheKey]] = OrderedDict()
+        self._own_labels: dict[tuple, CacheKey] = {}  # (key, compiler, its cache variables) -> the labelled key
         self._key_memo_bytes = 0
         self._counters = {
             "lookups": 0,
@@ -184,7 +192,6 @@ class CompileCache:
             "joined": 0,
             "failed": 0,
             "bypassed": 0,
-            "evictions": 0,
             "events_dropped": 0,
             "seconds_saved": 0.0,
             "compile_seconds": 0.0,
@@ -206,7 +213,7 @@ class CompileCache:
 
     @property
     def memory_enabled(self) -> bool:
-        return self.max_entries > 0 and self.max_bytes > 0
+        return self.memory is not None
 
     # -- lookups -----------------------------------------------------------------------------
     def _compiler_for(self, request: CompileRequest, compiler: Compiler | None) -> Compiler:
@@ -278,6 +285,20 @@ class CompileCache:
                 self._key_memo_bytes -= len(dropped.canonical)
         return key
 
+    def _labelled(self, key: CacheKey, request: CompileRequest, compiler: Compiler) -> CacheKey:
+        """``key`` carrying the label of the compiler's own cache for this request (``compiler_cache``,
+        recorded in its event): remembered per key, compiler, and the raw values of the variables its
+        cache reads, so a memory hit pays one dict lookup for it."""
+        memo_key = (key, compiler, compiler_cache.signature(request.compiler))
+        found = self._own_labels.get(memo_key)
+        if found is None:
+            found = replace(key, compiler_cache=compiler_cache.label_for(compiler, request.options))
+            with self._lock:
+                if len(self._own_labels) > _KEY_MEMO_ENTRIES:
+                    self._own_labels.clear()
+                self._own_labels[memo_key] = found
+        return found
+
     def get_or_compile(self, request: CompileRequest, compiler: Compiler | None = None) -> CacheResult:
         """Return the object code for ``request``: from memory, from disk, by joining an identical
         compile in flight, or by compiling. Compile errors propagate and are not cached."""
@@ -288,6 +309,7 @@ class CompileCache:
         setup = self._set_up(compiler, began)
         start = began + setup  # the lookup's own time starts once the compiler is ready
         key = self._key(request, compiler)
+        key = self._labelled(key, request, compiler)
 
         # diagnostics: side effects a hit would skip; not cacheable: the files it reads could not be
         # listed (cc -M failed, e.g. a missing header). Either way: always compile, store nothing
@@ -298,11 +320,10 @@ class CompileCache:
         owner = False
         with self._lock:
             self._counters["lookups"] += 1
-            if self.memory_enabled:
-                entry = self._lru.get(key.digest)
-                if entry is not None and entry.canonical == key.canonical:
-                    self._lru.move_to_end(key.digest)
-                    return self._finish_locked(request, key, entry.code, "memory-hit", start, setup)
+            if self.memory is not None:
+                code = self.memory.get(key)
+                if code is not None:
+                    return self._finish_locked(request, key, code, "memory-hit", start, setup)
                 flight = self._inflight.get(key.digest)
                 if flight is not None and flight.canonical != key.canonical:
                     flight = None  # a digest collision in flight: compile on our own, share nothing
@@ -322,27 +343,23 @@ class CompileCache:
         return self._lookup_as_owner(request, compiler, key, start, flight, setup)
 
     def _from_tiers(self, key: CacheKey) -> tuple[ObjectCode | None, str]:
-        """Disk, then Redis (a remote hit is copied to disk)."""
-        if self.disk is not None:
-            code = self.disk.get(key)
+        """The first lower tier that has ``key`` (disk, then Redis); its hit is copied into the lower
+        tiers above it (a Redis hit to disk). Memory gets it when it is published."""
+        for i, tier in enumerate(self._lower):
+            code = tier.get(key)
             if code is not None:
-                return code, "disk-hit"
-        if self.remote is not None:
-            code = self.remote.get(key)
-            if code is not None:
-                if self.disk is not None:
-                    self.disk.put(key, code)
-                return code, "remote-hit"
+                for above in self._lower[:i]:
+                    above.put(key, code)
+                return code, f"{tier.name}-hit"
         return None, "compiled"
 
     @contextmanager
     def _across_processes(self, key: CacheKey) -> Iterator[None]:
-        """The disk tier's per-key lock, then the Redis lease (each bounded; never raises)."""
+        """Every lower tier's lock, in order: the disk tier's per-key lock, then the Redis lease
+        (each bounded; never raises)."""
         with ExitStack() as stack:
-            if self.disk is not None:
-                stack.enter_context(self.disk.key_lock(key))
-            if self.remote is not None:
-                stack.enter_context(self.remote.lease(key))
+            for tier in self._lower:
+                stack.enter_context(tier.lock(key))
             yield
 
     def _lookup_as_owner(
@@ -352,7 +369,7 @@ class CompileCache:
         with ExitStack() as held:
             try:
                 code, outcome = self._from_tiers(key)
-                if code is None and (self.disk is not None or self.remote is not None):
+                if code is None and self._lower:
                     held.enter_context(self._across_processes(key))
                     code, outcome = self._from_tiers(key)  # the holder we waited on may have stored it
                 if code is None:
@@ -375,13 +392,11 @@ class CompileCache:
                     flight.future.set_result(code)
                     if self._inflight.get(key.digest) is flight:
                         del self._inflight[key.digest]
-                if self.memory_enabled:
-                    self._store_locked(key, code)
+                if self.memory is not None:
+                    self.memory.put(key, code)
             if outcome == "compiled":  # after publishing (joiners do not wait for the fsync), before unlocking
-                if self.disk is not None:
-                    self.disk.put(key, code)
-                if self.remote is not None:
-                    self.remote.put(key, code)
+                for tier in self._lower:
+                    tier.put(key, code)
         with self._lock:
             return self._finish_locked(request, key, code, outcome, start, setup)
 
@@ -405,26 +420,10 @@ class CompileCache:
         if not isinstance(code, ObjectCode):
             raise ConfigError(f"compiler {compiler.name!r} returned {type(code).__name__}, expected ObjectCode")
         if code.compile_seconds <= 0.0:  # the backend did not time itself: record our wall time
-            from dataclasses import replace
-
             code = replace(code, compile_seconds=elapsed)
         return code
 
     # -- bookkeeping (callers hold the lock) --------------------------------------------------
-    def _store_locked(self, key: CacheKey, code: ObjectCode) -> None:
-        nbytes = code.nbytes
-        if nbytes > self.max_bytes:
-            return  # returned to the caller, never stored: it would evict everything else
-        old = self._lru.pop(key.digest, None)
-        if old is not None:  # a digest collision (or a re-store): the newer entry replaces it
-            self._bytes -= old.nbytes
-        self._lru[key.digest] = _Entry(key.canonical, code, nbytes)
-        self._bytes += nbytes
-        while self._lru and (len(self._lru) > self.max_entries or self._bytes > self.max_bytes):
-            _, evicted = self._lru.popitem(last=False)
-            self._bytes -= evicted.nbytes
-            self._counters["evictions"] += 1
-
     def _finish_locked(
         self, request: CompileRequest, key: CacheKey, code: ObjectCode, outcome: str, start: float, setup: float = 0.0
     ) -> CacheResult:
@@ -471,6 +470,7 @@ class CompileCache:
                 seconds_saved=saved,
                 bytes=nbytes,
                 error=error,
+                compiler_cache=key.compiler_cache,
             )
         )
 
@@ -482,32 +482,19 @@ class CompileCache:
         return events_frame(events)
 
     def stats(self) -> dict[str, Any]:
-        """Counters of this cache object plus the current size of both tiers."""
+        """Counters of this cache object plus what each tier describes of itself (its size; the
+        disk fields read 0 when that tier is off; Redis adds its ``remote_*`` fields when on)."""
         with self._lock:
             stats: dict[str, Any] = dict(self._counters)
-            stats["entries"] = len(self._lru)
-            stats["bytes"] = self._bytes
-            stats["in_flight"] = len(self._inflight)
-        if self.disk is not None:
-            disk = self.disk.stats()
-            stats["disk_entries"] = disk["entries"]
-            stats["disk_bytes"] = disk["bytes"]
-            stats["disk_dir"] = disk["root"]
-            stats["disk_writable"] = disk["writable"]
-            stats["disk_corrupt"] = disk["disk_corrupt"]
-        else:
-            stats.update(disk_entries=0, disk_bytes=0, disk_dir="", disk_writable=False, disk_corrupt=0)
-        if self.remote is not None:
-            stats.update(self.remote.stats())
+            stats.update(_MEMORY_OFF, in_flight=len(self._inflight), **_DISK_OFF)
+        for tier in self.tiers:
+            stats.update(tier.describe())
         return stats
 
     def clear(self, disk: bool = True) -> dict[str, int]:
         """Drop stored entries (memory, and disk unless ``disk=False``); events and counters stay.
         Compiles in flight are unaffected."""
-        with self._lock:
-            memory = len(self._lru)
-            self._lru.clear()
-            self._bytes = 0
+        memory = self.memory.clear() if self.memory is not None else 0
         disk_removed = self.disk.clear()["removed"] if (disk and self.disk is not None) else 0
         return {"memory": memory, "disk": disk_removed}
 

@@ -61,21 +61,20 @@ import secrets
 import stat
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from .. import settings
 from ..errors import CacheError, ConfigError, warn_line
-from .disk_files import unusable_root
 from .base import ObjectCode
+from .disk_files import (HOST_TAG, LOCK_PREFIX, O_CLOEXEC, PEEK_FLAGS, SUFFIX, TEMP_PREFIX, DiskEntryInfo, HeldLock,
+                         RootProblem, Untrusted, current_umask, foreign_lock_message, lock_id, lock_state, owner_record,
+                         read_record, still_linked, try_flock, unlink_if_same, unusable_root, warn_once)
+from .disk_files import STALE_TEMP_S  # noqa: F401 - by name here too (tests age temp files past it)
 from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry, object_code, read_entry_file,
                     read_header)
 from .request import KEY_SCHEMA, CacheKey
-from .disk_files import (  # noqa: F401 - the files and lock records, by name here too
-    DiskEntryInfo, SUFFIX, _HeldLock, _LOCK_PREFIX, TEMP_PREFIX, _classify, _foreign_lock_message, _linked, _lock_state, _node, _node_id, _owner_record, _pid_alive, _proc_start, _read_record, _same_file, _try_flock, _umask, _unlink_if_same, charged_bytes, lock_id)
-from .disk_files import (  # noqa: F401 - shared with disk_maint, by name here too
-    _CLOEXEC, HOST_TAG, PRUNE_TO_FRACTION, STALE_TEMP_S, Untrusted, _RootProblem, _warn_once, _warned)
 from .disk_maint import DiskMaintenance
 
 __all__ = ["MAGIC", "DiskCache", "DiskEntryInfo", "Corrupt", "Untrusted", "decode_entry", "encode_entry", "read_header"]
@@ -92,19 +91,19 @@ TOUCH_INTERVAL_S = 1.0
 LOCK_POLL_S = 0.05
 #: A lock is its holder's for the compile timeout plus this; older, a waiter takes it over.
 LOCK_LIFETIME_MARGIN_S = 30.0
-#: A lock file under its unique name this young may be a holder's between create and link.
-_FRESH_LOCK_S = 60.0
 DEFAULT_DISK_MAX_BYTES = settings.CACHE_DISK_MAX_BYTES.default
 
 _DIGEST_RE = re.compile(r"[0-9A-Za-z_\-]{2,128}")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_PEEK_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | O_CLOEXEC
 class DiskCache(DiskMaintenance):
     """Entry files under ``root``; thread-safe and safe across processes and users.
 
     ``get``/``put`` never raise for I/O trouble or hostile files: a read problem is a miss, a bad
-    path skips one write, an unwritable root disables writes with one warning.
+    path skips one write, an unwritable root disables writes with one warning. A ``tiers.Tier``:
+    its ``lock`` is ``key_lock``.
     """
+
+    name = "disk"
 
     def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_DISK_MAX_BYTES,
                  shared: str | None = None, secret: str | bytes | None = None) -> None:
@@ -126,7 +125,7 @@ class DiskCache(DiskMaintenance):
         self._lock = threading.Lock()
         self._prune_guard = threading.Lock()
         self._estimated_bytes: int | None = None
-        self._umask = _umask()
+        self._umask = current_umask()
         self._uid = os.geteuid()
         team = self.shared == "group"
         #: modes asked of open/mkdir (the umask narrows them): never writable by others than the
@@ -154,7 +153,7 @@ class DiskCache(DiskMaintenance):
             self.counters[name] += n
 
     def _refuse(self, what: Path, mode: int, why: str) -> None:
-        _warn_once("untrusted", (
+        warn_once("untrusted", (
             f"hipexplore compile cache: not using {str(what)!r} (mode {stat.filemode(mode)}, {why}): other users "
             f"could plant code in it. Use a private directory, or set {settings.CACHE_SHARED.name}=group and "
             f"{settings.CACHE_SECRET.name} for a team directory."))
@@ -232,7 +231,7 @@ class DiskCache(DiskMaintenance):
 
     def _open_top(self, create: bool) -> list[int]:
         """fds of the root and the version folder, each checked. Raises FileNotFoundError,
-        Untrusted, or _RootProblem (the tier cannot be used at all)."""
+        Untrusted, or RootProblem (the tier cannot be used at all)."""
         fds: list[int] = []
         try:
             try:
@@ -243,7 +242,7 @@ class DiskCache(DiskMaintenance):
             except FileNotFoundError:
                 raise
             except OSError as exc:
-                raise _RootProblem(exc) from None
+                raise RootProblem(exc) from None
         except BaseException:
             for fd in fds:
                 os.close(fd)
@@ -253,7 +252,7 @@ class DiskCache(DiskMaintenance):
     @contextmanager
     def _shard_named(self, shard: str, create: bool) -> Iterator[int]:
         """An fd of the shard folder ``shard``, every level opened relative to the one above and
-        checked. Raises Untrusted, _RootProblem, or OSError: ENOENT (not there), ENOTDIR/ELOOP (a
+        checked. Raises Untrusted, RootProblem, or OSError: ENOENT (not there), ENOTDIR/ELOOP (a
         file or link planted)."""
         fds = self._open_top(create)
         try:
@@ -272,7 +271,7 @@ class DiskCache(DiskMaintenance):
         folders among the shards are skipped."""
         try:
             top = self._open_top(create=False)
-        except (OSError, Untrusted, _RootProblem):
+        except (OSError, Untrusted, RootProblem):
             return
         try:
             with os.scandir(top[-1]) as it:
@@ -308,7 +307,7 @@ class DiskCache(DiskMaintenance):
             return ""
         except Untrusted as exc:
             return f"not used: {exc}"
-        except _RootProblem as exc:
+        except RootProblem as exc:
             return f"{self.directory}: {exc.error.strerror or exc.error}"
         for fd in fds:
             os.close(fd)
@@ -339,7 +338,7 @@ class DiskCache(DiskMaintenance):
             self._count("untrusted")
             self._count("misses")
             return None
-        except _RootProblem:
+        except RootProblem:
             self._count("unreadable")
             self._count("misses")
             return None
@@ -370,7 +369,7 @@ class DiskCache(DiskMaintenance):
             except Untrusted:
                 self._count("untrusted")
                 return False
-            except _RootProblem as problem:
+            except RootProblem as problem:
                 self._disable_writes(problem.error)
                 return False
             except OSError as exc:
@@ -399,7 +398,7 @@ class DiskCache(DiskMaintenance):
     def _write(self, digest: str, name: str, data: bytes) -> None:
         tmp = f"{TEMP_PREFIX}{HOST_TAG}-{os.getpid()}-{secrets.token_hex(6)}{SUFFIX}.part"
         with self._shard(digest, create=True) as dfd:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, self._file_mode, dir_fd=dfd)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | O_CLOEXEC, self._file_mode, dir_fd=dfd)
             try:
                 try:
                     view = memoryview(data)
@@ -452,10 +451,10 @@ class DiskCache(DiskMaintenance):
         if not self.writable:  # nothing this process compiles can be shared through this tier
             yield False
             return
-        held: _HeldLock | None = None
+        held: HeldLock | None = None
         try:
             held = self._acquire(digest, float(timeout))
-        except (OSError, CacheError, _RootProblem):
+        except (OSError, CacheError, RootProblem):
             held = None
         try:
             yield held is not None
@@ -463,10 +462,14 @@ class DiskCache(DiskMaintenance):
             if held is not None:
                 held.release()
 
-    def _acquire(self, lid: str, timeout: float) -> _HeldLock | None:
+    def lock(self, key: CacheKey) -> AbstractContextManager[bool]:
+        """The ``Tier`` lock: ``key_lock`` with its default timeout."""
+        return self.key_lock(key)
+
+    def _acquire(self, lid: str, timeout: float) -> HeldLock | None:
         with self._shard(lid, create=True) as shard_fd:
             dfd = os.dup(shard_fd)
-        name = f"{_LOCK_PREFIX}{lid}"
+        name = f"{LOCK_PREFIX}{lid}"
         start = time.monotonic()
         deadline = start + max(0.0, timeout)
         foreign = (start, min(timeout, settings.CACHE_FOREIGN_LOCK_WAIT.get()), self.directory / lid[:2] / name)
@@ -474,7 +477,7 @@ class DiskCache(DiskMaintenance):
             while True:
                 fd = self._try_link(dfd, name)
                 if fd is not None:
-                    held = _HeldLock(dfd, name, fd)
+                    held = HeldLock(dfd, name, fd)
                     dfd = -1
                     return held
                 if not self._wait_on(dfd, name, deadline, foreign):
@@ -490,14 +493,14 @@ class DiskCache(DiskMaintenance):
         while True:
             tmp = f"{name}.{secrets.token_hex(6)}"
             try:
-                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, self._lock_mode, dir_fd=dfd)
+                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | O_CLOEXEC, self._lock_mode, dir_fd=dfd)
             except FileExistsError:
                 continue
             keep = False
             try:
-                if _try_flock(fd, fcntl.LOCK_EX) is not True:
+                if try_flock(fd, fcntl.LOCK_EX) is not True:
                     raise OSError(errno.ENOLCK, "cannot lock a new lock file")
-                os.write(fd, _owner_record())
+                os.write(fd, owner_record())
                 try:
                     os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
                 except FileExistsError:
@@ -519,7 +522,7 @@ class DiskCache(DiskMaintenance):
         go on without it (timed out, another user's lock waited on long enough, or not usable).
         ``foreign``: when the wait began, its bound on another user's lock, the lock's path."""
         try:
-            fd = os.open(name, _PEEK_FLAGS, dir_fd=dfd)
+            fd = os.open(name, PEEK_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
             return True  # released meanwhile
         except OSError:  # a link or something unreadable planted at the name
@@ -533,13 +536,13 @@ class DiskCache(DiskMaintenance):
                 return False
             lifetime = self.lock_lifetime()
             while True:
-                if not _linked(dfd, name, st):
+                if not still_linked(dfd, name, st):
                     return True  # released (holders unlink first) or taken over
-                free = _try_flock(fd, fcntl.LOCK_SH)
+                free = try_flock(fd, fcntl.LOCK_SH)
                 if free:
                     # no process holds a file that is still linked: its holder died (SIGKILL)
                     try:
-                        if own and _unlink_if_same(dfd, name, st):
+                        if own and unlink_if_same(dfd, name, st):
                             self._count("locks_taken_over")
                             return True
                     finally:
@@ -548,9 +551,9 @@ class DiskCache(DiskMaintenance):
                         self._count("locks_not_waited")  # another user's left-over: theirs to remove
                         return False
                     return True
-                state = _lock_state(_read_record(fd), st, lifetime, time.time())
+                state = lock_state(read_record(fd), st, lifetime, time.time())
                 if state != "live":  # dead holder (a child holds the flock on), or past its lifetime
-                    if own and _unlink_if_same(dfd, name, st):
+                    if own and unlink_if_same(dfd, name, st):
                         self._count("locks_taken_over")
                         return True
                     if not own:
@@ -560,7 +563,7 @@ class DiskCache(DiskMaintenance):
                 now = time.monotonic()
                 if not own and now >= foreign[0] + foreign[1]:
                     self._count("locks_not_waited")
-                    _warn_once("foreign-lock", _foreign_lock_message(foreign, st, _read_record(fd), now))
+                    warn_once("foreign-lock", foreign_lock_message(foreign, st, read_record(fd), now))
                     return False
                 if now >= deadline:
                     self._count("lock_timeouts")
@@ -568,28 +571,3 @@ class DiskCache(DiskMaintenance):
                 time.sleep(LOCK_POLL_S)
         finally:
             os.close(fd)
-
-    def _stale_lock(self, sfd: int, name: str, st: os.stat_result, now: float) -> bool:
-        """Remove this user's lock file ``name`` if no live holder has it (a holder unlinks its
-        own on release; what is left is a killed holder's). True when removed."""
-        if st.st_uid != self._uid or not stat.S_ISREG(st.st_mode):
-            return False
-        if "." in name[len(_LOCK_PREFIX):] and now - st.st_mtime < _FRESH_LOCK_S:
-            return False  # a maker's unique name between create and link
-        try:
-            fd = os.open(name, _PEEK_FLAGS, dir_fd=sfd)
-        except OSError:
-            return False
-        try:
-            held = os.fstat(fd)
-            if not _same_file(held, st):
-                return False
-            free = _try_flock(fd, fcntl.LOCK_EX)
-            if free is None:
-                free = _try_flock(fd, fcntl.LOCK_SH)
-            if not free and _lock_state(_read_record(fd), held, self.lock_lifetime(), now) == "live":
-                return False
-            return _unlink_if_same(sfd, name, held)
-        finally:
-            os.close(fd)
-

@@ -5,6 +5,10 @@ charged, the owner record a lock file holds and whether its holder is alive (pid
 time, host), ``flock`` without blocking, unlinking a name only while it is still the file that was
 checked, what kind of file a shard entry is, and a held key lock. ``compile.disk.DiskCache`` opens
 the folders (descriptor by descriptor, ``O_NOFOLLOW``) and decides; these never follow a path.
+
+Its public names are the API ``disk.py`` and ``disk_maint.py`` use; what starts with an underscore
+(the node id, a pid's start time, the warned-once set) is this module's own and is never imported
+elsewhere (``tests/compile/test_private_names.py`` keeps it so).
 """
 from __future__ import annotations
 
@@ -29,8 +33,12 @@ SUFFIX = ".hxc"
 #: a temp file is ``<TEMP_PREFIX><HOST_TAG>-<pid>-<random><SUFFIX>.part``: who wrote it, so that a dead
 #: writer's left-overs can be told from a live one's (public: tests make such files by that name)
 TEMP_PREFIX = ".tmp-"
-_LOCK_PREFIX = ".lock-"
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: a key lock is ``<LOCK_PREFIX><lock_id>`` beside the entries (``classify`` tells it from an entry)
+LOCK_PREFIX = ".lock-"
+#: ``os.O_CLOEXEC`` where the platform has it: no descriptor here leaks into a compiler's child
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: how a lock file is opened to be looked at: never through a link, never blocking on a planted FIFO
+PEEK_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | O_CLOEXEC
 #: Temp files older than this are left-overs whoever wrote them (another host's dead writer).
 STALE_TEMP_S = 3600.0
 PRUNE_TO_FRACTION = 0.9
@@ -40,7 +48,9 @@ _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 
 
-def _warn_once(what: str, message: str) -> None:
+def warn_once(what: str, message: str) -> None:
+    """Warn ``message`` (one line) once per process for each (what, message): a tier that goes on
+    without a folder or a lock says so once, not on every lookup."""
     with _warned_lock:
         if (what, message) in _warned:
             return
@@ -69,7 +79,7 @@ class Untrusted(CacheError):
     """A cache folder or entry file that users other than this one can change, in private mode."""
 
 
-class _RootProblem(Exception):
+class RootProblem(Exception):
     """The root or the version folder cannot be opened or made: the whole tier, not one path."""
 
     def __init__(self, error: OSError) -> None:
@@ -82,7 +92,8 @@ def lock_id(key: CacheKey | str) -> str:
     return key if isinstance(key, str) else hashlib.sha256(key.canonical).hexdigest()
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's umask (read by setting and restoring it: there is no getter)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -149,13 +160,16 @@ def _pid_alive(pid: int, start: str | None) -> bool:
     return not (start and now_start and start != now_start)  # a new process under a reused pid
 
 
-def _owner_record() -> bytes:
+def owner_record() -> bytes:
+    """What a lock file says about its holder: node, host, pid, its start time, uid, since when."""
     pid = os.getpid()
     return json.dumps({"node": _node(), "host": socket.gethostname(), "pid": pid, "start": _proc_start(pid) or "",
                        "uid": os.geteuid(), "since": time.time()}, sort_keys=True).encode()
 
 
-def _read_record(fd: int) -> dict | None:
+def read_record(fd: int) -> dict | None:
+    """The owner record of an opened lock file; None when it is absent or not a valid record
+    (an older hipexplore's lock, or a forged one: every field used is type-checked)."""
     try:
         raw = os.pread(fd, 4096, 0)
         record = json.loads(raw)
@@ -170,8 +184,8 @@ def _read_record(fd: int) -> dict | None:
     return record
 
 
-def _foreign_lock_message(foreign: tuple[float, float, Path], st: os.stat_result, record: dict | None,
-                          now: float) -> str:
+def foreign_lock_message(foreign: tuple[float, float, Path], st: os.stat_result, record: dict | None,
+                         now: float) -> str:
     """The one line a waiter warns after giving up on another user's lock (``foreign``: when the
     wait began, its bound, the lock's path): how long, on whose lock, and what happens now."""
     start, bound, path = foreign
@@ -188,7 +202,7 @@ def _foreign_lock_message(foreign: tuple[float, float, Path], st: os.stat_result
             f"{settings.CACHE_FOREIGN_LOCK_WAIT.name}; the entry is still verified before use)")
 
 
-def _lock_state(record: dict | None, st: os.stat_result, lifetime: float, now: float) -> str:
+def lock_state(record: dict | None, st: os.stat_result, lifetime: float, now: float) -> str:
     """``live``, ``dead`` (its holder is gone: a dead pid on this node) or ``expired``. Without a
     record (an older hipexplore's lock), the file's mtime is its start."""
     since = st.st_mtime if record is None else float(record["since"])
@@ -203,7 +217,7 @@ def _lock_state(record: dict | None, st: os.stat_result, lifetime: float, now: f
     return "live"
 
 
-def _try_flock(fd: int, how: int) -> bool | None:
+def try_flock(fd: int, how: int) -> bool | None:
     """True when taken, False when someone holds it, None when this file system cannot say."""
     try:
         fcntl.flock(fd, how | fcntl.LOCK_NB)
@@ -214,22 +228,23 @@ def _try_flock(fd: int, how: int) -> bool | None:
         return None
 
 
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+def same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    """Whether two stats are of one file (device and inode): a name re-checked before it is removed."""
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def _linked(dfd: int, name: str, st: os.stat_result) -> bool:
+def still_linked(dfd: int, name: str, st: os.stat_result) -> bool:
     """Whether ``name`` in the folder is still the file ``st`` describes."""
     try:
-        return _same_file(os.stat(name, dir_fd=dfd, follow_symlinks=False), st)
+        return same_file(os.stat(name, dir_fd=dfd, follow_symlinks=False), st)
     except OSError:
         return False
 
 
-def _unlink_if_same(dfd: int, name: str, st: os.stat_result) -> bool:
+def unlink_if_same(dfd: int, name: str, st: os.stat_result) -> bool:
     """Remove ``name`` from the folder if it is still the file ``st`` describes (relative to the
     folder's descriptor: nothing is followed). False when it changed, vanished or cannot go."""
-    if not _linked(dfd, name, st):
+    if not still_linked(dfd, name, st):
         return False
     try:
         os.unlink(name, dir_fd=dfd)
@@ -238,11 +253,13 @@ def _unlink_if_same(dfd: int, name: str, st: os.stat_result) -> bool:
         return False
 
 
-def _classify(name: str, st: os.stat_result) -> tuple[str, str]:
+def classify(name: str, st: os.stat_result) -> tuple[str, str]:
+    """(kind, digest) of a file in a shard folder by its name and lstat: ``entry``, ``temp``,
+    ``lock`` or ``foreign`` (anything that is not a regular file counts as foreign)."""
     if name.startswith(TEMP_PREFIX):
         kind, digest = "temp", ""
-    elif name.startswith(_LOCK_PREFIX):
-        kind, digest = "lock", name[len(_LOCK_PREFIX):]
+    elif name.startswith(LOCK_PREFIX):
+        kind, digest = "lock", name[len(LOCK_PREFIX):]
     elif name.endswith(SUFFIX):
         kind, digest = "entry", name[: -len(SUFFIX)]
     else:
@@ -269,7 +286,7 @@ class DiskEntryInfo:
     length: int = 0
 
 
-class _HeldLock:
+class HeldLock:
     """A key lock this process holds: the shard folder's fd, the lock file's fd and its identity."""
 
     def __init__(self, dfd: int, name: str, fd: int) -> None:
@@ -278,7 +295,7 @@ class _HeldLock:
 
     def release(self) -> None:
         try:
-            _unlink_if_same(self.dfd, self.name, self.st)  # before unlocking: a waiter never takes a released file
+            unlink_if_same(self.dfd, self.name, self.st)  # before unlocking: a waiter never takes a released file
         finally:
             os.close(self.fd)
             os.close(self.dfd)

@@ -3,11 +3,12 @@
 Why a module of its own: ``compile.disk`` opens the folders and serves ``get``/``put``/``key_lock``;
 what is here walks every shard through ``DiskCache._walk`` (opened descriptors, ``O_NOFOLLOW``, each
 folder checked before use) and removes only this user's files, each by name relative to the checked
-shard's descriptor and only while the name still is the file that was checked (``_unlink_if_same``,
-``_linked``). Other users' files are reported, never counted, pruned or deleted. The methods rely on
+shard's descriptor and only while the name still is the file that was checked (``unlink_if_same``,
+``still_linked``). Other users' files are reported, never counted, pruned or deleted. The methods rely on
 ``DiskCache``'s state (``_uid``, ``_lock``, ``counters``, ``secret``, ``directory``) and helpers
-(``_walk``, ``_open_top``, ``_shard_named``, ``_stale_lock``, ``_check_file``, ``_usable``,
-``lock_lifetime``); they are not meant to be used without it.
+(``_walk``, ``_open_top``, ``_shard_named``, ``_check_file``, ``_usable``, ``lock_lifetime``); they are
+not meant to be used without it. ``_stale_lock`` (removing this user's lock files no live holder has)
+is here with its callers, the sweep and ``clear``; ``key_lock`` takes a dead holder's lock over itself.
 """
 from __future__ import annotations
 
@@ -18,17 +19,20 @@ import stat
 import time
 from typing import Iterator
 
-from .disk_files import (_CLOEXEC, HOST_TAG, TEMP_PREFIX, PRUNE_TO_FRACTION, STALE_TEMP_S, DiskEntryInfo, Untrusted,
-                         _classify, _linked, _lock_state, _owner_record, _read_record, _RootProblem, _try_flock,
-                         _unlink_if_same, _warn_once, charged_bytes)
+from .disk_files import (HOST_TAG, LOCK_PREFIX, O_CLOEXEC, PEEK_FLAGS, PRUNE_TO_FRACTION, STALE_TEMP_S, TEMP_PREFIX,
+                         DiskEntryInfo, RootProblem, Untrusted, charged_bytes, classify, lock_state, owner_record,
+                         read_record, same_file, still_linked, try_flock, unlink_if_same, warn_once)
 from .entry import Corrupt, Unauthenticated, decode_entry, read_entry_file
+
+#: A lock file under its unique name this young may be a holder's between create and link.
+FRESH_LOCK_S = 60.0
 
 
 class DiskMaintenance:
     """Listing, stats, prune, verify and clear of a ``DiskCache`` (its base class)."""
 
     def _info(self, shard: str, name: str, st: os.stat_result) -> DiskEntryInfo:
-        kind, digest = _classify(name, st)
+        kind, digest = classify(name, st)
         return DiskEntryInfo(self.directory / shard / name, digest, charged_bytes(st), st.st_mtime, kind,
                              st.st_uid, st.st_uid == self._uid, st.st_size)
 
@@ -71,9 +75,9 @@ class DiskMaintenance:
             for name, st in files:
                 if st.st_uid != self._uid:
                     continue  # another user's: not counted, not touched
-                kind, _ = _classify(name, st)
+                kind, _ = classify(name, st)
                 if kind == "temp" and self.writer_gone(name, st.st_mtime, now):
-                    if _unlink_if_same(sfd, name, st):
+                    if unlink_if_same(sfd, name, st):
                         continue
                 elif kind == "lock":
                     if self._stale_lock(sfd, name, st, now):
@@ -82,6 +86,30 @@ class DiskMaintenance:
                 if kind in ("entry", "temp"):
                     total += charged_bytes(st)
         return total
+
+    def _stale_lock(self, sfd: int, name: str, st: os.stat_result, now: float) -> bool:
+        """Remove this user's lock file ``name`` if no live holder has it (a holder unlinks its
+        own on release; what is left is a killed holder's). True when removed."""
+        if st.st_uid != self._uid or not stat.S_ISREG(st.st_mode):
+            return False
+        if "." in name[len(LOCK_PREFIX):] and now - st.st_mtime < FRESH_LOCK_S:
+            return False  # a maker's unique name between create and link
+        try:
+            fd = os.open(name, PEEK_FLAGS, dir_fd=sfd)
+        except OSError:
+            return False
+        try:
+            held = os.fstat(fd)
+            if not same_file(held, st):
+                return False
+            free = try_flock(fd, fcntl.LOCK_EX)
+            if free is None:
+                free = try_flock(fd, fcntl.LOCK_SH)
+            if not free and lock_state(read_record(fd), held, self.lock_lifetime(), now) == "live":
+                return False
+            return unlink_if_same(sfd, name, held)
+        finally:
+            os.close(fd)
 
     def stats(self) -> dict:
         infos = list(self.listing())
@@ -103,11 +131,17 @@ class DiskMaintenance:
             **{f"disk_{k}": v for k, v in counters.items()},
         }
 
+    def describe(self) -> dict:
+        """The ``Tier`` description: this tier's fields in ``CompileCache.stats()``."""
+        stats = self.stats()
+        return {"disk_entries": stats["entries"], "disk_bytes": stats["bytes"], "disk_dir": stats["root"],
+                "disk_writable": stats["writable"], "disk_corrupt": stats["disk_corrupt"]}
+
     def _prune_lock(self, vfd: int) -> tuple[int | None, str]:
         """(fd, '') holding this user's prune lock; (None, '') when another of this user's live
         processes prunes now; (None, why) when the file cannot serve (prune without it)."""
         try:
-            fd = os.open(self._prune_lock_name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, self._lock_mode,
+            fd = os.open(self._prune_lock_name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | O_CLOEXEC, self._lock_mode,
                          dir_fd=vfd)
         except OSError as exc:
             return None, str(exc)
@@ -116,16 +150,16 @@ class DiskMaintenance:
             if not stat.S_ISREG(st.st_mode) or st.st_uid != self._uid:
                 os.close(fd)
                 return None, f"not this user's regular file (uid {st.st_uid}, mode {stat.filemode(st.st_mode)})"
-            got = _try_flock(fd, fcntl.LOCK_EX)
+            got = try_flock(fd, fcntl.LOCK_EX)
             if got is None:
                 os.close(fd)
                 return None, "cannot be locked on this file system"
             if not got:
-                alive = _lock_state(_read_record(fd), st, self.lock_lifetime(), time.time()) == "live"
+                alive = lock_state(read_record(fd), st, self.lock_lifetime(), time.time()) == "live"
                 os.close(fd)
                 return None, ("" if alive else "held by a process that is gone")
             os.ftruncate(fd, 0)
-            os.pwrite(fd, _owner_record(), 0)
+            os.pwrite(fd, owner_record(), 0)
             return fd, ""
         except BaseException:
             os.close(fd)
@@ -144,7 +178,7 @@ class DiskMaintenance:
         try:
             try:
                 top = self._open_top(create=False)
-            except (OSError, Untrusted, _RootProblem):
+            except (OSError, Untrusted, RootProblem):
                 return 0
             try:
                 fd, why = self._prune_lock(top[-1])
@@ -152,7 +186,7 @@ class DiskMaintenance:
                     return 0
                 if fd is None:
                     path = self.directory / self._prune_lock_name
-                    _warn_once(str(path), f"hipexplore compile cache: cannot use the prune lock {str(path)!r} ({why}); "
+                    warn_once(str(path), f"hipexplore compile cache: cannot use the prune lock {str(path)!r} ({why}); "
                                           "pruning without it (remove that file)")
                 try:
                     return self._prune_locked(target_bytes)
@@ -175,7 +209,7 @@ class DiskMaintenance:
             for name, st in files:
                 if st.st_uid != self._uid:
                     continue
-                kind, _ = _classify(name, st)
+                kind, _ = classify(name, st)
                 if kind in ("entry", "temp"):
                     total += charged_bytes(st)
                 if kind == "entry":
@@ -193,12 +227,12 @@ class DiskMaintenance:
             try:
                 with self._shard_named(shard, create=False) as sfd:
                     for name, st in files:
-                        if _unlink_if_same(sfd, name, st):
+                        if unlink_if_same(sfd, name, st):
                             removed += 1
                             total -= charged_bytes(st)
-                        elif not _linked(sfd, name, st):
+                        elif not still_linked(sfd, name, st):
                             total -= charged_bytes(st)  # gone (another pruner) or replaced: recounted next scan
-            except (OSError, Untrusted, _RootProblem):
+            except (OSError, Untrusted, RootProblem):
                 continue
         with self._lock:
             self._estimated_bytes = total
@@ -218,7 +252,7 @@ class DiskMaintenance:
             problems.append((str(self.directory), usable, "nothing checked"))
         for shard, sfd, files in self._walk():
             for name, st in files:
-                kind, digest = _classify(name, st)
+                kind, digest = classify(name, st)
                 if kind in ("temp", "lock"):
                     continue
                 path = self.directory / shard / name
@@ -257,7 +291,7 @@ class DiskMaintenance:
                     problems.append((str(path), why, "NOT removed: a directory (left in place)"))
                     continue
                 try:
-                    if not _linked(sfd, name, st):
+                    if not still_linked(sfd, name, st):
                         continue  # replaced or gone meanwhile
                     os.unlink(name, dir_fd=sfd)
                     removed += 1
@@ -287,14 +321,14 @@ class DiskMaintenance:
                 if st.st_uid != self._uid:
                     others += 1
                     continue
-                kind, _ = _classify(name, st)
+                kind, _ = classify(name, st)
                 if stat.S_ISDIR(st.st_mode):
                     continue
                 if kind == "lock":
                     if self._stale_lock(sfd, name, st, now):
                         locks_removed += 1
                     continue
-                if not _linked(sfd, name, st):
+                if not still_linked(sfd, name, st):
                     continue
                 try:
                     os.unlink(name, dir_fd=sfd)

@@ -52,7 +52,7 @@ import secrets
 import socket
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
 from .. import settings
@@ -96,7 +96,7 @@ def check_url(url: object, what: str = "remote") -> str:
     try:
         if not isinstance(url, str):
             raise ValueError(url)
-        return settings._redis_url(url)
+        return settings.CACHE_REMOTE.parse(url)  # the variable's own check, for a URL given in Python too
     except ValueError:
         shown = redacted(url) if isinstance(url, str) else url
         raise ConfigError(f"{what} must be a Redis URL with a host and a port in 1-65535, such as "
@@ -189,7 +189,10 @@ def _bounded_class(base: type) -> type:
 
 # -- the tier ----------------------------------------------------------------------------------
 class RemoteCache:
-    """Entries in Redis under ``hx:v<schema>:<digest>``; leases under ``hx:lease:<sha256 of the key>``."""
+    """Entries in Redis under ``hx:v<schema>:<digest>``; leases under ``hx:lease:<sha256 of the key>``.
+    A ``tiers.Tier``: its ``lock`` is ``lease``, its ``describe`` is ``stats``."""
+
+    name = "remote"
 
     def __init__(self, url: str, secret: str | bytes | None = None, timeout: float | None = None) -> None:
         url = check_url(url)
@@ -419,6 +422,10 @@ class RemoteCache:
             with _HELD_LOCK:
                 _HELD.discard(token)
 
+    def lock(self, key: CacheKey) -> AbstractContextManager[bool]:
+        """The ``Tier`` lock: ``lease`` with its default timeout."""
+        return self.lease(key)
+
     def _look(self, name: str, entry: str) -> tuple[bytes | None, int, bool]:
         def call():
             pipe = self.client.pipeline(transaction=False)
@@ -458,6 +465,8 @@ class RemoteCache:
             counters = dict(self.counters)
         return {"remote_url": redacted(self.url), "remote_available": self.available, "remote_error": self.error,
                 **{f"remote_{k}": v for k, v in counters.items()}}
+
+    describe = stats  # the Tier description: every field already carries the remote_ prefix
 
 
 def _owner() -> str:

@@ -8,7 +8,8 @@ from typing import Mapping
 from ..errors import ConfigError
 
 
-_NAME_RX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: a Python identifier: an argument or constexpr name (triton_source reads compile-option names with it too)
+NAME_RX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: arg types Triton's signature accepts (pointers are ``*`` + a scalar type)
 SCALAR_TYPES = ("i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64", "fp8e4nv", "fp8e5", "fp8e4b8",
                 "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
@@ -28,7 +29,7 @@ def parse_signature(text: str | Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, ty in items:
         name, ty = name.strip(), ty.strip()
-        if not _NAME_RX.match(name) or not (ty.lstrip("*") in SCALAR_TYPES):
+        if not NAME_RX.match(name) or not (ty.lstrip("*") in SCALAR_TYPES):
             raise ConfigError(f"signature entry {name}:{ty!r} is not NAME:TYPE with TYPE one of {', '.join(SCALAR_TYPES)} "
                               f"or a pointer '*TYPE' (e.g. 'x_ptr:*fp32,n:i32')")
         out[name] = ty
@@ -65,7 +66,7 @@ def parse_assignments(items: Mapping[str, object] | list[str] | tuple[str, ...] 
             k, v = str(item).split("=", 1)
             pairs.append((k.strip(), parse_value(v.strip())))
     for k, v in pairs:
-        if not _NAME_RX.match(str(k)) or not isinstance(v, (int, float, bool, str)):
+        if not NAME_RX.match(str(k)) or not isinstance(v, (int, float, bool, str)):
             raise ConfigError(f"{what} {k}={v!r}: expected an identifier and an int, float, bool or string value")
     return dict(pairs)
 

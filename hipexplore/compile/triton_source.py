@@ -53,7 +53,7 @@ from typing import Mapping
 
 from ..errors import ConfigError
 from .request import CompileRequest, Source
-from .triton_args import (_NAME_RX, SCALAR_TYPES, check_target, parse_signature, parse_value, parse_assignments)  # noqa: F401 - public here too
+from .triton_args import (NAME_RX, SCALAR_TYPES, check_target, parse_signature, parse_value, parse_assignments)  # noqa: F401 - public here too
 from .triton_env import (FILE_ENV, UNCACHEABLE_ENV, triton_env_names, triton_environment)  # noqa: F401 - public here too
 from .triton_env import NEUTRAL_ENV, NON_CODEGEN_ENV, VALUE_ENV, knob_names, codegen_env  # noqa: F401 - public here too
 
@@ -553,7 +553,7 @@ def decode_options(options: tuple[str, ...]) -> tuple[dict[str, str], dict[str, 
             env[name] = v
         elif key == "uncacheable":
             continue
-        elif _NAME_RX.match(key) and value:
+        elif NAME_RX.match(key) and value:
             try:
                 opts[key] = _ast.literal_eval(value)
             except (ValueError, SyntaxError):

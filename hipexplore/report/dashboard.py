@@ -26,6 +26,13 @@ class BenchData:
     device_properties: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def cores(self) -> int | None:
+        """The measuring host's core count (its recorded ``cpu_count``): what a busy chunk is judged against."""
+        from ..bench.hostload import cores_of
+
+        return cores_of(self.provenance)
+
 
 def _one_device(summary: pd.DataFrame, samples: pd.DataFrame, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of the device kind with the most configurations, and a note naming the others

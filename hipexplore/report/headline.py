@@ -46,17 +46,24 @@ def _varying(rows: pd.DataFrame) -> list[str]:
 
 
 def row_label(row: Mapping[str, Any], columns: Sequence[str]) -> str:
-    """``r=1 l2-read`` (only the columns that tell the rows described apart)."""
+    """``1 MiB, 2 rotating sets, l2-read flush`` (only the columns that tell the rows described apart).
+
+    In words, not the harness's shorthand (``r=2 l2-read``): the headline is read first, by people
+    who never saw the sweep's options."""
     parts = []
     for c in columns:
         v = row.get(c)
         if c == "size_bytes":
             parts.append(format_bytes(v))
         elif c == "rotating_requested":
-            parts.append(f"r={v}")
-        elif c != "timer" or v not in (None, "events"):
+            parts.append(f"{v} rotating set{'' if str(v) == '1' else 's'}")
+        elif c == "flush":
+            parts.append({"none": "no flush", COLD_REFERENCE: "the cold reference"}.get(str(v), f"{v} flush"))
+        elif c == "timer" and v not in (None, "events"):
+            parts.append(f"{v} timer")
+        elif c != "timer":
             parts.append(str(v))
-    return " ".join(parts)
+    return ", ".join(parts)
 
 
 def _time(seconds: float, unit: tuple[float, str]) -> str:
@@ -70,6 +77,18 @@ def _named(items: Sequence[str], sep: str = "; ") -> str:
 
 # -- noise ----------------------------------------------------------------------------------------
 
+def noise_rows(summary: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None) -> pd.DataFrame:
+    """The summary rows the noise sentences describe: ``kernel``'s at ``size_bytes`` (all where None)
+    with a measured median."""
+    rows = summary
+    if kernel is not None and "kernel" in rows.columns:
+        rows = rows[rows["kernel"] == kernel]
+    if size_bytes is not None and "size_bytes" in rows.columns:
+        rows = rows[rows["size_bytes"] == size_bytes]
+    rows = rows[np.isfinite(rows["median_s"].to_numpy(float)) & (rows["median_s"].to_numpy(float) > 0)]
+    return rows.reset_index(drop=True)
+
+
 def noise_sentences(summary: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None) -> list[str]:
     """What the noise is (the spread of single launches), how well the medians are known (their
     95% intervals), and whether the rows shown can be told apart at that precision.
@@ -77,15 +96,9 @@ def noise_sentences(summary: pd.DataFrame, kernel: str | None = None, size_bytes
     ``kernel``/``size_bytes`` pick the configuration the report's table shows (all rows when None).
     Resolution: two medians are told apart when their 95% intervals do not overlap, i.e. roughly
     when they differ by more than the sum of their half-widths (twice the typical half-width)."""
-    rows = summary
-    if kernel is not None and "kernel" in rows.columns:
-        rows = rows[rows["kernel"] == kernel]
-    if size_bytes is not None and "size_bytes" in rows.columns:
-        rows = rows[rows["size_bytes"] == size_bytes]
-    rows = rows[np.isfinite(rows["median_s"].to_numpy(float)) & (rows["median_s"].to_numpy(float) > 0)]
+    rows = noise_rows(summary, kernel, size_bytes)
     if rows.empty:
         return ["Noise: no configuration with a measured median."]
-    rows = rows.reset_index(drop=True)
     cols = _varying(rows)
     n = len(rows)
     iqr = float(np.nanmedian(rows["iqr_rel"].to_numpy(float)))
@@ -117,6 +130,16 @@ def noise_sentences(summary: pd.DataFrame, kernel: str | None = None, size_bytes
     return out
 
 
+def load_sentences(samples: pd.DataFrame | None, cores: int | None, kernel: str | None = None,
+                   size_bytes: int | None = None) -> list[str]:
+    """The host's load over the chunks shown and whether the spread tracks it (``bench.hostload``);
+    none where the samples recorded no load."""
+    from ..bench.hostload import load_summary
+
+    found = load_summary(samples, cores, kernel, size_bytes)
+    return [found.sentence()] if found is not None else []
+
+
 def _settings_sentence(rows: pd.DataFrame, cols: Sequence[str]) -> str:
     """Whether the fastest and the slowest row shown are told apart (intervals not overlapping)."""
     from ..plots import time_unit
@@ -125,8 +148,8 @@ def _settings_sentence(rows: pd.DataFrame, cols: Sequence[str]) -> str:
     lo, hi = rows.loc[rows["median_s"].idxmin()], rows.loc[rows["median_s"].idxmax()]
     ratio = float(hi["median_s"] / lo["median_s"])
     apart = float(hi["ci_low_s"]) > float(lo["ci_high_s"])
-    what = (f"The slowest and fastest settings shown ({row_label(hi, cols)} {_time(hi['median_s'], unit)}, "
-            f"{row_label(lo, cols)} {_time(lo['median_s'], unit)}) differ by {_times(ratio)}")
+    what = (f"The slowest and fastest settings shown ({row_label(hi, cols)}: {_time(hi['median_s'], unit)}; "
+            f"{row_label(lo, cols)}: {_time(lo['median_s'], unit)}) differ by {_times(ratio)}")
     if apart:
         return what + ": resolved (their 95% intervals do not overlap), so the setting changes the time here."
     return what + ": not resolved (their 95% intervals overlap); at these settings the rows cannot be told apart."
@@ -141,7 +164,7 @@ def _bias_sentence(rows: pd.DataFrame, cols: Sequence[str]) -> str:
     if b.empty:
         return ""
     resolved = b[(b["bias_ci_low"] > 0) | (b["bias_ci_high"] < 0)]
-    named = [f"{row_label(r, cols)} {_pct(r['bias'], True)} [{_pct(r['bias_ci_low'], True)}, {_pct(r['bias_ci_high'], True)}]"
+    named = [f"{row_label(r, cols)}: {_pct(r['bias'], True)} [{_pct(r['bias_ci_low'], True)}, {_pct(r['bias_ci_high'], True)}]"
              for r in resolved.to_dict("records")]
     text = (f"Against the cold reference (single launches after a cache flush) the bias is resolved (its 95% "
             f"interval excludes 0) in {len(resolved)} of {len(b)} settings")
@@ -213,7 +236,9 @@ def cache_sentences(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> list[s
     else:
         text += f"verdict: undecided: the interval of the time ratio straddles the ±{_thr(threshold)} threshold."
         text += f" Measured: {measured}." if measured else ""
-    return [text]
+    from .baselines import own_cache_sentences  # the compiler's own cache, and the saving beyond it (issue 45)
+
+    return [text, *own_cache_sentences(replay)]
 
 
 def ideal_sentences(replay: Any) -> list[str]:
@@ -303,7 +328,7 @@ def verdict_sentences(verdicts: pd.DataFrame, base_label: str, new_label: str) -
     out = [f"Verdict ({new_label} against {base_label}, rule ±{_thr(thr)}): {tally} of {len(both)} configuration(s); "
            f"{_measured(both)}."]
     # every row whose change is measured (interval excluding 1) or decided, both answers in one phrase
-    told = [f"{row_label(r, cols)} {change_text(r, thr)}" for r in both.to_dict("records")
+    told = [f"{row_label(r, cols)}: {change_text(r, thr)}" for r in both.to_dict("records")
             if r["verdict"] != "undecided" or r.get("change_called") in ("faster", "slower")]
     if told:
         out.append(f"Measured: {_named(told)}.")
@@ -313,7 +338,7 @@ def verdict_sentences(verdicts: pd.DataFrame, base_label: str, new_label: str) -
             by_reason.setdefault(undecided_reason(r, thr), []).append(row_label(r, cols))
     if by_reason:
         def who(labels: list[str]) -> str:
-            return f"all {len(labels)}" if len(labels) == len(both) > 1 else _named(labels, ", ")
+            return f"all {len(labels)}" if len(labels) == len(both) > 1 else _named(labels)
 
         out.append("Undecided: " + "; ".join(f"{who(labels)}: {reason}" for reason, labels in by_reason.items()) + ".")
     return out + _rule_noise(both, thr, base_label, new_label)
@@ -372,10 +397,12 @@ def _kernel_paragraphs(samples: pd.DataFrame | None, threshold: float) -> list[s
 def headline(summary: pd.DataFrame | None = None, samples: pd.DataFrame | None = None, replay: Any = None,
              verdicts: pd.DataFrame | None = None, *, kernel: str | None = None, size_bytes: int | None = None,
              base_label: str = "baseline", new_label: str = "candidate",
-             threshold: float = DEFAULT_THRESHOLD) -> list[str]:
+             threshold: float = DEFAULT_THRESHOLD, cores: int | None = None) -> list[str]:
     """The headline's paragraphs (each a few sentences): the verdict (``verdicts``, or computed
     from ``samples`` holding two kernels), the noise (of ``summary``'s rows of ``kernel`` and
-    ``size_bytes``, or of the verdicts' two sides), and what the compile cache saved (``replay``)."""
+    ``size_bytes``, or of the verdicts' two sides) with the host's load beside it (``samples``' chunks
+    against ``cores``, the run's ``cpu_count``), and what the compile cache saved (``replay``); first,
+    the configurations whose timing the trust checks flagged (``trust_sentences``)."""
     out: list[str] = list(trust_sentences(summary))
     if verdicts is not None:
         out.append(" ".join(verdict_sentences(verdicts, base_label, new_label)))
@@ -383,6 +410,7 @@ def headline(summary: pd.DataFrame | None = None, samples: pd.DataFrame | None =
         out += _kernel_paragraphs(samples, threshold)
     if summary is not None and not summary.empty:
         out.append(" ".join(noise_sentences(summary, kernel, size_bytes)))
+        out += load_sentences(samples, cores, kernel, size_bytes)
     if replay is not None:
         out.append(" ".join(cache_sentences(replay, threshold)))
     return out
@@ -418,5 +446,5 @@ class Paragraph:
         return self.text
 
 
-__all__ = ["HeadlineBox", "Paragraph", "cache_sentences", "headline", "ideal_sentences", "kernel_verdicts", "noise_sentences",
-           "p_note", "row_label", "trust_sentences", "undecided_reason", "verdict_sentences"]
+__all__ = ["HeadlineBox", "Paragraph", "cache_sentences", "headline", "ideal_sentences", "kernel_verdicts", "load_sentences",
+           "noise_rows", "noise_sentences", "p_note", "row_label", "trust_sentences", "undecided_reason", "verdict_sentences"]

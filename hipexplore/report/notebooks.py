@@ -302,7 +302,9 @@ def external_references(html: str) -> list[str]:
 
 
 #: the report must read at 900 px without sideways scrolling: figures scale down, long table
-#: cells (warnings, provenance values, command lines) and code wrap instead of widening the page
+#: cells (warnings, provenance values, command lines) and code wrap instead of widening the page;
+#: printed lines wrap between words (JupyterLab's ``word-break: break-all`` cut "in|ferred"), a word
+#: only where it is wider than the page
 _NARROW_CSS = """<style>
 .jp-RenderedImage img, .jp-OutputArea-output img { max-width: 100%; height: auto; }
 .jp-RenderedHTMLCommon table { max-width: 100%; font-size: 0.85em; }
@@ -310,7 +312,7 @@ _NARROW_CSS = """<style>
   padding: 0.25em 0.4em !important; }
 .jp-RenderedHTMLCommon tbody th { white-space: nowrap !important; }
 .jp-RenderedHTMLCommon td.hx-wrap { overflow-wrap: anywhere; }
-.jp-OutputArea-output pre, .jp-InputArea pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.jp-OutputArea-output pre, .jp-InputArea pre { white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; }
 .jp-OutputArea-output { overflow-x: visible; }
 </style>
 """

@@ -234,6 +234,8 @@ def provenance_pair(data: ReviewData) -> pd.DataFrame:
     keys = [k for k in REVIEW_PROVENANCE if k in a or k in b]
     code = sorted(k for k in set(a) | set(b) if k.startswith("code under review"))
     keys += code + sorted((set(a) | set(b)) - set(keys) - set(code))
+    if not keys:  # runs recorded without metadata (samples alone): one row that says so, not an empty table
+        keys, a, b = ["provenance"], {"provenance": "none recorded"}, {"provenance": "none recorded"}
     return pd.DataFrame({"item": keys, f"baseline: {data.base_label}": [a.get(k, "") for k in keys],
                          f"candidate: {data.new_label}": [b.get(k, "") for k in keys]}).set_index("item")
 

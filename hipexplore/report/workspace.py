@@ -95,13 +95,19 @@ def _inside_shipped(path: Path) -> bool:
 
 def read_notebook(name: str) -> Any:
     """Shipped notebook ``name`` as a notebook node made from its source: no outputs, the
-    ``hipexplore`` kernelspec, cell ids numbered (the same file every time), and no jupytext
-    pairing (saving a copy must not write a script beside it)."""
+    ``hipexplore`` kernelspec and the language (``language_info``), cell ids numbered (the same file
+    every time), and no jupytext pairing (saving a copy must not write a script beside it).
+
+    Why the language: JupyterLab starts the kernel a notebook names, else the one installed kernel of
+    the notebook's ``language_info.name`` (never the kernelspec's ``language``), else it asks "Select
+    Kernel". A made notebook without it opened in a plain ``jupyter lab`` where no ``hipexplore``
+    kernelspec is installed (a pip install, a fresh HOME) asked, although Python 3 was the only choice."""
     jupytext = require("jupytext", "making a notebook from its script", "notebook")
     path = source_path(name)
     nb = jupytext.read(str(path), fmt="py:percent") if path.suffix == ".py" else jupytext.read(str(path))
     nb.metadata.pop("jupytext", None)
     nb.metadata.setdefault("kernelspec", {"name": KERNEL_NAME, "display_name": "Python (hipexplore)", "language": "python"})
+    nb.metadata.setdefault("language_info", {"name": "python"})
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{name}-{i}"
         if cell.cell_type == "code":
@@ -235,3 +241,27 @@ def kernel_environment(environ: Mapping[str, str]) -> dict[str, str]:
     root = str(register_kernel())
     env["JUPYTER_PATH"] = os.pathsep.join([root, *[p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]])
     return env
+
+
+def stale_kernel_note() -> str:
+    """One line where the ``hipexplore`` kernelspec a plain ``jupyter lab`` starts (the first of that
+    name on this process's Jupyter path: ``setup.sh`` installs one per user, and each clone's run
+    rewrites it) names a Python that no longer exists (its environment removed): JupyterLab then shows
+    "Error Starting Kernel" and asks "Select Kernel". ``hipexplore lab`` puts its own spec first and is
+    not affected; the line says how to repair the other. "" when the spec is absent or sound."""
+    try:
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    except ImportError:
+        return ""
+    try:
+        spec = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    except (NoSuchKernel, OSError, ValueError):
+        return ""
+    python = spec.argv[0] if spec.argv else ""
+    if not os.path.isabs(python) or os.path.exists(python):
+        return ""
+    return (f"hipexplore lab: note: kernel '{KERNEL_NAME}' of a plain `jupyter lab` ({spec.resource_dir}) runs {python}, "
+            f"which no longer exists, so there JupyterLab asks for a kernel; this lab uses its own. To repair it: "
+            f"scripts/install_kernel.sh {sys.executable} (in a clone), or {sys.executable} -m ipykernel install --user "
+            f"--name {KERNEL_NAME}")
+

@@ -61,3 +61,9 @@ def test_troubleshooting_page_holds_the_real_messages(gen):
             assert len(text.strip().splitlines()) == 1, (case.title, text)
     assert (REPO / "docs" / "troubleshooting.md").read_text() == gen.troubleshooting_page(results), \
         "docs/troubleshooting.md is stale: run python scripts/gen_docs.py"
+
+
+def test_verdicts_page_calibration_table_equals_the_data(gen):
+    page = REPO / "docs" / "guide" / "verdicts.md"
+    assert page.read_text() == gen.verdicts_page(page.read_text()), "run python scripts/gen_docs.py"
+    assert "| Intel" in page.read_text() or "(host) |" in page.read_text()  # the host's recorded calibration

@@ -201,20 +201,44 @@ def first_evidence(html: str) -> int:
 
 
 def test_report_opens_with_a_headline_of_noise_and_cache_saving(cli_report):
-    """The first screen answers before the evidence: the noise and whether it lets the rows be told
-    apart, and what the cache saved (the sentences' numbers: tests/report/test_headline.py)."""
+    """The first screen answers before the evidence, in plain words, and the details follow (issue 49):
+    the answers right after the device banner, before the panels' introduction; no shorthand such as
+    ``r=2``; the host's load beside the noise (the numbers: tests/report/test_answers.py, test_headline.py)."""
     html = cli_report.read_text()
     at = html.index('class="hx-headline"')
     assert html.index("hx-banner") < at < first_evidence(html)
+    assert at < html.index("Three pieces of evidence side by side")  # the introduction comes after the answer
     box = html[at:html.index("</div>", at)]
-    assert "Noise: the median run-to-run spread of single launches is" in box and "% (IQR/median" in box
-    assert "cannot be resolved at these settings" in box
-    assert "Compile cache: replaying the built-in split-K list" in box and "with the cache off" in box
+    assert "Timing: single launches spread" in box and "so settings closer than" in box
+    assert "Compile cache: " in box and "IQR/median" not in box
+    details_at = html.index('class="hx-details"')
+    assert at < details_at < first_evidence(html)
+    details = html[details_at:html.index("</div>", details_at)]
+    assert "Noise: the median run-to-run spread of single launches is" in details and "% (IQR/median" in details
+    assert "cannot be resolved at these settings" in details
+    assert "Compile cache: replaying the built-in split-K list" in details and "with the cache off" in details
+    assert "Host load: other runnable tasks at each chunk" in details and "busy in " in details
+    for text in (box, details):
+        assert not re.search(r"\br=\d", text), text
+    # the run's title is a paragraph of the page, not a printed line cut mid-word; printed lines wrap between words
+    assert '<p class="hx-note">' in html and "word-break: normal" in html
     # the 'ideal' row is explained from the replay's figures, never called the floor no cache can beat
     assert "floor no cache can beat" not in html
     assert "is one cold compile per unique request, no cache, measured in a pass of its own" in html
     shown = re.sub(r'src="data:[^"]*"', "", html[at:html.index(">Provenance<")])  # the text, not the images
     assert not re.search(r"\d\.?\d*e[+-]\d", shown), re.findall(r".{40}\d\.?\d*e[+-]\d.{10}", shown)
+
+
+def test_report_says_how_many_rotating_buffers_without_claiming_an_unseen_plateau(cli_report):
+    """Issue 49: the answer at the most sets measured is "no plateau seen", never a plateau at the
+    largest count; on the page as a paragraph (a printed line wrapped mid-word, "in|ferred")."""
+    html = cli_report.read_text()
+    need = re.search(r'<p class="hx-note">(triad at 256 KiB per array: no counters[^<]*)</p>', html)
+    assert need, "the rotating-buffers answer is not a paragraph of the page"
+    text = need.group(1)
+    assert "the cache state is inferred from the time alone" in text
+    assert "reaches its plateau" not in text and "at 2 set(s)" not in text
+    assert ("The median time levels off from 1 set(s) on" in text) != ("No plateau seen up to 2 sets" in text), text
 
 
 def test_every_table_the_notebooks_style_escapes_cells_labels_and_axis_names():

@@ -64,7 +64,7 @@ def test_review_report_opens_with_the_verdict_and_its_noise(review_html) -> None
     box = html[at:html.index("</div>", at)]
     # both answers (issue 37): the verdict against the threshold, and the measured change with its interval
     assert "Verdict (rv4 against rv1, rule ±2%): slower in 2 of 2 configuration(s); a change measured" in box
-    assert "past the threshold in 2. Measured: 64 KiB slower by" in box
+    assert "past the threshold in 2. Measured: 64 KiB: slower by" in box
     assert "cannot be called past the ±2% threshold at these settings" in box and "Compile cache: replaying" in box
     assert "not about the code under review (rv1, rv4)" in html
 

@@ -31,6 +31,9 @@ def test_workspace_gets_copies_and_keeps_the_users_own(tmp_path):
     for name, file in workspace.NOTEBOOKS.items():
         nb = nbformat.read(str(ws / file), as_version=4)
         assert nb.metadata["kernelspec"]["name"] == "hipexplore"
+        # the language too: where no 'hipexplore' kernel is installed JupyterLab then starts the one Python
+        # kernel instead of asking "Select Kernel" (it reads language_info, not the kernelspec's language)
+        assert nb.metadata["language_info"]["name"] == "python"
     mine = ws / "dashboard.ipynb"
     nb = nbformat.read(str(mine), as_version=4)
     nb.cells[0].source += "\nmy own note"
@@ -76,6 +79,29 @@ def test_lab_passes_everything_after_the_double_dash_to_jupyterlab(tmp_path):
     ws = Path(os.environ["XDG_DATA_HOME"]) / "hipexplore" / "workspace"
     assert f"copies in {ws}" in res.stderr and (ws / "dashboard.ipynb").is_file()
     assert "kernel 'hipexplore' is this Python" in res.stderr
+
+
+def test_lab_names_a_hipexplore_kernel_whose_python_is_gone(tmp_path):
+    """Issue 49: the per-user 'hipexplore' kernel that setup.sh installs (each clone's setup rewrites it)
+    outlives a removed environment; a plain `jupyter lab` then says "Error Starting Kernel" and asks
+    "Select Kernel". `hipexplore lab` puts its own first; it says so, and how to repair the other."""
+    data = tmp_path / "jupyter-data"
+    spec = data / "kernels" / "hipexplore" / "kernel.json"
+    spec.parent.mkdir(parents=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_DATA_DIR": str(data)}
+    env.pop("JUPYTER_PATH", None)
+    lab = [sys.executable, "-m", "hipexplore", "lab", "--workspace", str(tmp_path / "ws"), "--", "--version"]
+    notes = {}
+    for python in ("/gone/venv/bin/python", sys.executable):
+        spec.write_text(json.dumps({"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                                    "display_name": "Python (hipexplore)", "language": "python"}))
+        res = subprocess.run(lab, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+        assert res.returncode == 0, res.stderr
+        notes[python] = [line for line in res.stderr.splitlines() if line.startswith("hipexplore lab: note: ")]
+    assert not notes[sys.executable]
+    assert len(notes["/gone/venv/bin/python"]) == 1, notes
+    assert (f"kernel 'hipexplore' of a plain `jupyter lab` ({spec.parent}) runs /gone/venv/bin/python, which no longer "
+            f"exists") in notes["/gone/venv/bin/python"][0]
 
 
 def test_lab_refuses_a_workspace_beside_a_path_of_ones_own_and_a_missing_path(tmp_path):
