@@ -125,7 +125,7 @@ def test_the_headline_says_which_timings_are_not_evidence(host):
     first = headline(res.summary)[0]
     assert first.startswith("Untrusted timings: 3 of 6 configuration(s) of 1 kernel(s) (output_cache_hostile_c) failed a "
                             "check that needs nothing from the kernel, so their times are not evidence: "), first
-    assert "output_cache_hostile_c none: " in first and "output_cache_hostile_c cold-reference: " in first
+    assert "output_cache_hostile_c, no flush: " in first and "output_cache_hostile_c, the cold reference: " in first
     honest = res.summary[res.summary["kernel"] == "output_cache_honest_c"]
     assert headline(honest)[0].startswith("Noise:")
 

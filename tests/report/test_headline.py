@@ -252,6 +252,6 @@ def test_untrusted_timings_come_first_and_name_each_row_with_its_reason():
          "warning": "noisy: IQR/median 12% > 10%", "cold_promise": "kept"}])
     (line,) = hl.trust_sentences(rows)
     assert line == ("Untrusted timings: 2 of 3 configuration(s) of 1 kernel(s) (k) failed a check that needs nothing from "
-                    "the kernel, so their times are not evidence: k r=1 l2-read: below the launch floor: median 0.06 us; "
-                    "k r=auto none: asked cold (rotating auto) but counted warm.")
+                    "the kernel, so their times are not evidence: k, 1 rotating set, l2-read flush: below the launch floor: "
+                    "median 0.06 us; k, auto rotating sets, no flush: asked cold (rotating auto) but counted warm.")
     assert hl.trust_sentences(rows.iloc[[2]]) == [] and hl.trust_sentences(None) == []
