@@ -199,6 +199,9 @@ def collect(device: Any = None, command: str | list[str] | None = None, compiler
         info.update(compiler_versions())
     if device is not None:
         values = device.properties.as_dict()  # a Device's DeviceProperties (devices.base)
+        extra = values.pop("extra", None) or {}
         for k, v in values.items():
             info[f"device.{k}"] = describe_value(k, v, values)
+        for k, v in extra.items():  # what one runtime reports (CUDA: the persisting-L2 set-aside)
+            info.setdefault(f"device.{k}", str(v))
     return info

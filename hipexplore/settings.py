@@ -310,6 +310,18 @@ LLC_BYTES: Setting[int | None] = _declare(
 HIP_DLL: Setting[str | None] = _declare(
     "HIPEXPLORE_HIP_DLL", "text", None, "the HIP runtime library the HIP device loads",
     default_doc="libamdhip64.so, .so.6, .so.5")
+SAMPLED_CHECKS: Setting[int] = _declare(
+    "HIPEXPLORE_SAMPLED_CHECKS", "int", 4,
+    "output checks on launches sampled across each configuration's timed run (fresh inputs, poisoned outputs; "
+    "outside the timed windows); a failed one flags the row `untrusted timing` (0 turns them off)")
+L2_RESET: Setting[bool] = _declare(
+    "HIPEXPLORE_L2_RESET", "flag", True,
+    "NVIDIA: clear the persisting-L2 state (set-aside, the timed stream's window, persisting lines) before every "
+    "timed chunk; `0` only checks it (to measure what the reset costs)")
+HOST_BANDWIDTH: Setting[int | None] = _declare(
+    "HIPEXPLORE_HOST_BANDWIDTH", "bytes", None,
+    "the host's memory bandwidth in bytes per second, for the physical floor of host timings",
+    default_doc="measured: one thread's copy bandwidth times the CPU count")
 
 CUPTI_LIBRARY: Setting[str | None] = _declare(
     "HIPEXPLORE_CUPTI_LIBRARY", "text", None, "the CUPTI library the counter pass loads on NVIDIA (`--counters cupti`)",

@@ -238,3 +238,20 @@ def test_the_headline_names_an_undecided_row_whose_change_was_measured():
     assert f"Measured: 1 MiB r=1 none slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, " \
            f"{pct(r['ratio_ci_high'] - 1, True)}]" in text, text
     assert "Undecided: 1 MiB r=1 none: the 95% interval [" in text and "straddles the +2% threshold" in text, text
+
+
+def test_untrusted_timings_come_first_and_name_each_row_with_its_reason():
+    """The trust sentence (issue 51) counts the flagged rows (a flag line, or a broken cold promise)
+    and names each with its first reason; a summary without flags gets no such sentence."""
+    rows = pd.DataFrame([
+        {"kernel": "k", "size_bytes": 1 << 20, "rotating_requested": "1", "flush": "l2-read", "timer": "events",
+         "warning": "noisy: IQR/median 12% > 10%; untrusted timing: below the launch floor: median 0.06 us", "cold_promise": ""},
+        {"kernel": "k", "size_bytes": 1 << 20, "rotating_requested": "auto", "flush": "none", "timer": "events",
+         "warning": "", "cold_promise": "broken", "counter_warning": "asked cold (rotating auto) but counted warm"},
+        {"kernel": "j", "size_bytes": 1 << 20, "rotating_requested": "1", "flush": "l2-read", "timer": "events",
+         "warning": "noisy: IQR/median 12% > 10%", "cold_promise": "kept"}])
+    (line,) = hl.trust_sentences(rows)
+    assert line == ("Untrusted timings: 2 of 3 configuration(s) of 1 kernel(s) (k) failed a check that needs nothing from "
+                    "the kernel, so their times are not evidence: k, 1 rotating set, l2-read flush: below the launch floor: "
+                    "median 0.06 us; k, auto rotating sets, no flush: asked cold (rotating auto) but counted warm.")
+    assert hl.trust_sentences(rows.iloc[[2]]) == [] and hl.trust_sentences(None) == []

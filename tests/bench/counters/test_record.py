@@ -9,6 +9,7 @@ import pandas as pd
 
 from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, RECORD_COLUMNS, WARM_AT, asks_cold, cache_state,
                                        input_bytes, join_summary, promise_check)
+from hipexplore.bench.counters.record import make_record
 from hipexplore.kernels import catalog, user_kernel
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -39,6 +40,23 @@ def test_which_configurations_promise_cold_and_the_flag() -> None:
     assert promise_check("auto", "none", math.nan, math.nan, 2 * MIB) == \
         ("unverified", "asked cold (rotating auto) but its DRAM bytes were not counted: the state is unknown")
     assert promise_check("5", "none", math.nan, math.nan, 2 * MIB) == ("", "")  # not asked: nothing to verify
+
+
+def test_the_cold_promise_is_checked_per_launch_not_only_on_the_mean() -> None:
+    """A kernel that skips its reads on one launch in twenty averages 0.95 (cold): the launch that
+    read nothing breaks the promise, and the line says how many launches and the least (issue 51)."""
+    inputs = 2 * MIB
+    each = [1.0] * 19 + [0.0]
+    state, line = promise_check("1", "l2-read", sum(each) / 20, 0.95 * inputs, inputs, each)
+    assert state == "broken" and line == ("asked cold (flush l2-read) but 1 of 20 counted launches read less than 0.9 of "
+                                          "their inputs from DRAM (the least 0.00; the mean 0.95 hides them)")
+    assert promise_check("1", "l2-read", 1.0, inputs, inputs, [1.0001] * 12) == ("kept", "")
+    assert promise_check("5", "none", 0.5, inputs / 2, inputs, [0.0, 1.0]) == ("", "")  # not asked: nothing to break
+    # the record takes each launch's own fraction
+    launches = [{"dram_read_bytes": float(inputs), "dram_write_bytes": 0.0}] * 19 + [{"dram_read_bytes": 0.0, "dram_write_bytes": 0.0}]
+    rec = make_record(kernel="k", size_bytes=MIB, rotating_requested="1", flush="l2-read", rotating=1, backend="b",
+                      launches=launches, warmup=0, inputs=inputs)
+    assert rec.cold_promise == "broken" and "1 of 20 counted launches" in rec.counter_warning and rec.cache_state == "cold"
 
 
 def test_input_bytes_of_catalog_kernels() -> None:
