@@ -300,7 +300,7 @@ def test_compare_of_runs_with_other_kernel_names_says_why_and_what_to_do(tmp_pat
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "triad.parquet"), str(tmp_path / "copy.parquet")]) == 0
     out = capsys.readouterr().out
-    hint = [line for line in out.splitlines() if line.startswith("hint: ")]
+    hint = [" ".join(h.split()) for h in out.split("\n\n") if h.startswith("hint: ")]  # wrapped at 120 columns
     assert len(hint) == 1, out
     assert "the base run holds kernel(s) triad while the new run holds copy" in hint[0]
     assert "--base triad --new copy" in hint[0] and "--interleave" in hint[0]

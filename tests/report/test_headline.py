@@ -216,7 +216,8 @@ def test_settings_are_resolved_only_when_their_95_percent_intervals_do_not_overl
     median above the faster's high end (each a rule that would call it resolved). Apart ([9.5,
     10.4] and [10.5, 12.0]): resolved."""
     overlap = " ".join(hl.noise_sentences(settings({"1": (10.0, 9.0, 10.6), "2": (11.0, 10.5, 12.0)})))
-    assert ("The slowest and fastest settings shown (r=2 11.0 µs, r=1 10.0 µs) differ by 10.0%: not resolved (their "
+    assert ("The slowest and fastest settings shown (2 rotating sets: 11.0 µs; 1 rotating set: 10.0 µs) differ by 10.0%: not "
+            "resolved (their "
             "95% intervals overlap)") in overlap, overlap
     apart = " ".join(hl.noise_sentences(settings({"1": (10.0, 9.5, 10.4), "2": (11.0, 10.5, 12.0)})))
     assert "differ by 10.0%: resolved (their 95% intervals do not overlap)" in apart, apart
@@ -235,9 +236,9 @@ def test_the_headline_names_an_undecided_row_whose_change_was_measured():
     assert r["verdict"] == "undecided" and r["change_called"] == "slower", r[["ratio_ci_low", "ratio_ci_high"]]
     assert r["ratio_ci_low"] > 1 and r["ratio_ci_low"] < 1.02 < r["ratio_ci_high"]
     text = " ".join(hl.verdict_sentences(rows, "A", "B"))
-    assert f"Measured: 1 MiB r=1 none slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, " \
+    assert f"Measured: 1 MiB, 1 rotating set, no flush: slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, " \
            f"{pct(r['ratio_ci_high'] - 1, True)}]" in text, text
-    assert "Undecided: 1 MiB r=1 none: the 95% interval [" in text and "straddles the +2% threshold" in text, text
+    assert "Undecided: 1 MiB, 1 rotating set, no flush: the 95% interval [" in text and "straddles the +2% threshold" in text, text
 
 
 def test_untrusted_timings_come_first_and_name_each_row_with_its_reason():
