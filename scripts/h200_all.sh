@@ -96,9 +96,9 @@ for scenario in "$@"; do
     verdicts)    TAIL=40 step verdicts 150 python3 $B/verdicts_ab.py --quick --out "$R/verdicts" ;;
     triton)      step triton 190 python3 $B/triton_pick.py --cubins .triton_cubins --out "$R/triton" ;;
     cluster)     step cluster 90 python3 $B/many_gpus.py --out "$R/cluster" ;;
-    hostile)     TAIL=40 step hostile 240 "${PY:-python3}" $B/hostile.py --out "$R/hostile" --budget-s 210 \
+    hostile)     TAIL=40 step hostile "$(( ${HX_HOSTILE_BUDGET:-210} + 30 ))" "${PY:-python3}" $B/hostile.py --out "$R/hostile" --budget-s "${HX_HOSTILE_BUDGET:-210}" \
                    --device "$HXDEV" ;;
-    figures51)   TAIL=40 step figures51 540 "${PY:-python3}" $B/figures51.py --out "$R/figures51" --budget-s 495 \
+    figures51)   TAIL=40 step figures51 "$(( ${HX_F51_BUDGET:-495} + 45 ))" "${PY:-python3}" $B/figures51.py --out "$R/figures51" --budget-s "${HX_F51_BUDGET:-495}" \
                    --device "$HXDEV" ;;
     counters)    TAIL=60 step counters 470 python3 $B/counters.py --out "$R/out" --budget-s 420 ;;
     verdict-truth)
@@ -127,7 +127,7 @@ PY
     cuda-bench)  TAIL=60 step cuda_bench 120 python3 $B/nvbench_files.py --out "$R/nvbench" ;;
     calibrate)
       mkdir -p "$R/calibrate"
-      HIPEXPLORE_CALIBRATION_DIR="$R/calibrate/store" TAIL=30 step calibrate 330 python3 -m hipexplore calibrate --device cuda \
+      HIPEXPLORE_CALIBRATION_DIR="$R/calibrate/store" TAIL=30 step calibrate "$(( ${HX_CAL_BUDGET:-250} + 80 ))" python3 -m hipexplore calibrate --device cuda --budget "${HX_CAL_BUDGET:-250}" \
         --out "$R/calibrate/calibrate.json" ;;
     wall)
       TAIL=20 step wall "${HX_LIMIT:-200}" python3 benchmarks/verdict_truth.py --device cuda --runs 0 \
