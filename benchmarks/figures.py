@@ -127,7 +127,7 @@ S4_CALLS = {  # the phase of scripts/h200_all.sh at that revision, and its truth
 
 
 def _truth(call: int) -> tuple[dict, str]:
-    rel = f"data/h200/session4/call{call}_truth3.json"
+    rel = f"data/h200/chunk-padding-fenced-end/call{call}_truth3.json"
     return _load(rel), rel
 
 
@@ -139,7 +139,7 @@ def _s4_command(call: int) -> str:
 def triad_timers() -> list[Figure]:
     out = []
     d, _ = _truth(4)
-    rel = "data/h200/session4/call4_L_floor.parquet"
+    rel = "data/h200/chunk-padding-fenced-end/call4_L_floor.parquet"
     f = pd.read_parquet(REPO / rel)
     f = f[(f["design"] == "random:1") & (f["flush"] == "l2-read")]
     for mib in (1.0, 256.0):
@@ -155,13 +155,13 @@ def launch_floor() -> list[Figure]:
     for call in (1, 2, 4):
         d, _ = _truth(call)
         revs.append(_rev(d["revision"]))
-        f = pd.read_parquet(REPO / f"data/h200/session4/call{call}_L_floor.parquet")
+        f = pd.read_parquet(REPO / f"data/h200/chunk-padding-fenced-end/call{call}_L_floor.parquet")
         floors += list(f["floor_us"])
         big = f[f["size_mib"] >= 16]
         net_ok += int((big["net_over_inkernel"].abs() <= 0.03).sum())
         net_n += len(big)
     cmd = "; ".join(_s4_command(c).split(" (log)")[0] for c in (1, 2, 4)) + " (log)"
-    data = "data/h200/session4/call{1,2,4}_L_floor.parquet"
+    data = "data/h200/chunk-padding-fenced-end/call{1,2,4}_L_floor.parquet"
     return [
         Figure("harness", "launch floor (empty one-block kernel after the same flush), range over 16 sweeps",
                f"{min(floors):.2f}–{max(floors):.2f} µs", cmd, H200, ", ".join(revs), S4_DATE, data),
@@ -183,7 +183,7 @@ def chunk_position() -> list[Figure]:
     for call in (2, 4):
         d, _ = _truth(call)
         revs.append(_rev(d["revision"]))
-        f = pd.read_parquet(REPO / f"data/h200/session4/call{call}_P_effects.parquet")
+        f = pd.read_parquet(REPO / f"data/h200/chunk-padding-fenced-end/call{call}_P_effects.parquet")
         col = "design" if "design" in f.columns else "lead"
         f = f[f[col] == "random:1"]
         within += int((f["max_effect"] <= 0.01).sum())
@@ -191,11 +191,11 @@ def chunk_position() -> list[Figure]:
     cmd = "; ".join(_s4_command(c).split(" (log)")[0] for c in (2, 4)) + " (log)"
     return [Figure("harness", "chunk position: (configuration, run) position medians within 1% of the typical one, "
                    "default chunk (random lead, trail 1), 1–256 MiB, 2000 iterations",
-                   f"{within} of {total}", cmd, H200, ", ".join(revs), S4_DATE, "data/h200/session4/call{2,4}_P_effects.parquet")]
+                   f"{within} of {total}", cmd, H200, ", ".join(revs), S4_DATE, "data/h200/chunk-padding-fenced-end/call{2,4}_P_effects.parquet")]
 
 
 def drift() -> list[Figure]:
-    rel = "data/h200/session4/call3_drift.json"
+    rel = "data/h200/chunk-padding-fenced-end/call3_drift.json"
     d = _load(rel)
     rows = d["A_spread_by_passes"]["4"]
     ratios = [r["ratio"] for r in rows if not math.isnan(r["ratio"])]
@@ -222,9 +222,9 @@ def _meta(rel: str) -> dict:
 
 
 def verdicts() -> list[Figure]:
-    rel = "data/h200/wave2/2/verdicts/verdicts.json"
+    rel = "data/h200/verdicts-twin-and-5pct/verdicts.json"
     d = _load(rel)
-    m = _meta("data/h200/wave2/2/verdicts/interleaved.meta.json")
+    m = _meta("data/h200/verdicts-twin-and-5pct/interleaved.meta.json")
     slower = sum(r["verdict"] == "slower" for r in d["A_plus5_vs_stream"])
     n = len(d["A_plus5_vs_stream"])
     twins = len(d["B_twin_vs_stream"])
@@ -242,7 +242,7 @@ def host_verdicts() -> list[Figure]:
     """#23 on this VM: identical copies and a 4x-work kernel, interleaved, default units, one core busy;
     and the default sweep's wall time beside 887bcf3's."""
     out = []
-    rel = "data/host/wave3/verdicts-busy/verdict_truth.json"
+    rel = "data/host/verdicts-busy/verdict_truth.json"
     if (REPO / rel).exists():
         d = _load(rel)
         p = d["provenance"]
@@ -260,7 +260,7 @@ def host_verdicts() -> list[Figure]:
             Figure("verdicts", "a 4x-work kernel against its base: rows called `slower`",
                    f"{w4.get('slower', 0)} of {w4.get('rows', 0)}", **common),
         ]
-    rel = "data/host/wave3/default-wall/verdict_truth.json"
+    rel = "data/host/default-wall/verdict_truth.json"
     if (REPO / rel).exists():
         d = _load(rel)
         p = d["provenance"]
@@ -280,7 +280,7 @@ def host_verdicts() -> list[Figure]:
 def h200_verdicts() -> list[Figure]:
     """#23 on the H200 at defaults: byte-identical copies and separate runs (false calls), +5% / +3%
     kernels (power), the default sweep's wall time beside 887bcf3's, all from one device call."""
-    folder = "data/h200/wave3/session3/verdict-truth"
+    folder = "data/h200/verdict-truth"
     rel = f"{folder}/verdict_truth.json"
     if not (REPO / rel).exists():
         return []
@@ -324,7 +324,7 @@ def h200_verdicts() -> list[Figure]:
 
 def h200_tuning_scale() -> list[Figure]:
     """#28 on the H200 machine's 16 host cores: llama3-8b (1,144 requests, 532 unique), NVRTC sm_90."""
-    folder = "data/tuning/scale/h200-llama3-8b-wave3-s4"
+    folder = "data/tuning/scale/h200-memory-vs-ideal"
     if not (REPO / folder / "summary.json").exists():
         return []
     d = _load(f"{folder}/summary.json")
@@ -379,7 +379,7 @@ def h200_tuning_scale_s5() -> list[Figure]:
     """#28's remaining H200 measurements (wave 3, session 5): resnet50 (1,202 requests, 626 unique) with
     NVRTC at 1 job, its second run and 2 Dask workers; Triton's own cache beside ours at 16 jobs; Triton
     sm_90 at 1 job over every 3rd llama3-8b problem. One folder per call, each with its summary.json."""
-    folder = "data/tuning/scale/h200-wave3-s5"
+    folder = "data/tuning/scale/h200-resnet50-and-triton-cache"
     if not (REPO / folder / "r50-serial" / "summary.json").exists():
         return []
     dev, pre = "H200 machine's host CPU (Intel Xeon, 16 cores)", "bash scripts/h200_all.sh tuning-scale: "
@@ -411,7 +411,7 @@ def host_tuning_scale_s5() -> list[Figure]:
     each a plain ``hipexplore tune-replay --cache off --no-ideal`` while the test suite ran on the other
     core (with Triton the same command also times Triton's own cache over the list, cold then warm);
     resnet50's serial step with hiprtc and Triton gfx942's second run, from tuning_scale.py."""
-    folder = "data/tuning/scale/host-wave3-s5"
+    folder = "data/tuning/scale/host-whole-lists-cache-off"
     out: list[Figure] = []
     for lst in ("llama3-8b", "resnet50"):
         for comp, target in (("hiprtc", "gfx90a"), ("triton", "gfx942")):
@@ -443,9 +443,9 @@ def host_tuning_scale_s5() -> list[Figure]:
 
 
 def own_kernels() -> list[Figure]:
-    rel = "data/h200/wave2/1/byok/byok.json"
+    rel = "data/h200/own-kernels/byok.json"
     d = _load(rel)
-    m = _meta("data/h200/wave2/1/byok/transpose.meta.json")
+    m = _meta("data/h200/own-kernels/transpose.meta.json")
     runs = d["runs"]
     checked = sum(1 for r in runs.values() for v in r.get("checks", {}).values() if str(v).startswith("rel_l2_error="))
     return [Figure("own kernels", f"own kernels swept and output-checked ({', '.join(runs)})",
@@ -455,7 +455,7 @@ def own_kernels() -> list[Figure]:
 
 
 def cluster() -> list[Figure]:
-    rel = "data/h200/wave2/2/cluster/cluster_gpu.json"
+    rel = "data/h200/dask-one-gpu/cluster_gpu.json"
     d = _load(rel)
     p = d["provenance"]
     o = d["one_vs_cluster"]
@@ -465,9 +465,9 @@ def cluster() -> list[Figure]:
 
 
 def triton() -> list[Figure]:
-    rel = "data/h200/wave2/2/triton/choice.csv"
+    rel = "data/h200/triton-pick/choice.csv"
     c = pd.read_csv(REPO / rel)
-    m = _load("data/h200/wave2/2/triton/meta.json")
+    m = _load("data/h200/triton-pick/meta.json")
     p = m.get("provenance", m)
     changed = c[~c["same_choice"].astype(bool)]
     worst = changed["regret"].max() if len(changed) else 0.0
@@ -479,10 +479,26 @@ def triton() -> list[Figure]:
                    H200, _rev(p.get("git_revision", "0ccb506")), _day(p.get("date", "2026-12-01 (log)")), rel)]
 
 
+def cli_hit() -> list[Figure]:
+    """A CLI disk hit in a fresh process against the compile it replaces and `hipexplore --help` (#49, item 6)."""
+    rel = "benchmarks/results/compile_hit.json"
+    d = _load(rel)
+    m, p = d["median_s"], d["provenance"]
+    words = str(p["command"]).split()
+    command = _cmd(" ".join(["python", *(w.replace(f"{REPO}/", "") for w in words[1:])]))
+    load = ", ".join(f"{x:.0f}" for x in d.get("load_before", [])[:1])
+    device = f"2-core Intel Xeon dev VM, no GPU, load {load} (other sessions' work)"
+    return [Figure("compile cache", f"CLI disk hit in a fresh process / the compile it replaces / `hipexplore --help`, {c}, "
+                   f"medians of {len(d['rounds'])} alternated rounds",
+                   f"{m[f'{c}.hit']:.2f} s / {m[f'{c}.miss']:.2f} s / {m['help']:.2f} s ({m[f'{c}.hit'] / m['help']:.2f}x --help)",
+                   command, device, _rev(p.get("git_revision", "")), _day(p.get("date", "")), rel)
+            for c in ("hiprtc", "nvrtc", "host") if f"{c}.hit" in m]
+
+
 FIGURES: list[Callable[[], list[Figure]]] = [
     lambda: cache_hits("benchmarks/results/cache_bench.json", VM, "hiprtc gfx90a"),
     lambda: cache_hits("benchmarks/results/cache_bench_h200_nvrtc.json", "H200 machine's host CPU (Intel Xeon, 16 cores)", "NVRTC sm_90"),
-    cache_team, key_headers, replay_cli, triton,
+    cache_team, key_headers, cli_hit, replay_cli, triton,
     triad_timers, launch_floor, nvbench, chunk_position, drift, adaptive,
     verdicts, host_verdicts, h200_verdicts, own_kernels, cluster, h200_tuning_scale, h200_tuning_scale_s5, host_tuning_scale_s5,
 ]

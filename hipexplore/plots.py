@@ -104,7 +104,7 @@ def time_unit(seconds: Sequence[float] | np.ndarray | pd.Series) -> tuple[float,
 
 
 def format_bytes(n: float) -> str:
-    from .units import format_bytes as fmt
+    from .readable import format_bytes as fmt
 
     return fmt(n)
 
@@ -410,7 +410,7 @@ def compile_time_curves(events: pd.DataFrame, baseline: pd.DataFrame | None = No
 
 
 def _num(v: float) -> str:
-    from .units import format_number
+    from .readable import format_number
 
     return format_number(v, trim=True)  # never 1.04e+03
 

@@ -112,7 +112,8 @@ def _cpu_model() -> str:
 
 
 def compiler_versions() -> dict[str, str]:
-    """``compiler.<name>`` -> version, or why it is unavailable. Never raises. Versions only
+    """``compiler.<name>`` -> version, or why it is unavailable, and ``compiler_cache.<name>`` -> the
+    compiler's own cache as a compile here would use it (``HIPEXPLORE_COMPILER_CACHE``). Never raises. Versions only
     (``Compiler.version``): every run records them, and the identities ``hipexplore info`` shows
     hash the compilers' files (1.4 s a run here, most of a small host sweep's CPU)."""
     try:
@@ -123,8 +124,11 @@ def compiler_versions() -> dict[str, str]:
     for name in COMPILERS:
         try:
             backend = backend_class(name)()
-            out[f"compiler.{name}"] = str(backend.version() or "") if backend.available() else \
+            available = backend.available()
+            out[f"compiler.{name}"] = str(backend.version() or "") if available else \
                 f"unavailable: {backend.unavailable_reason()}"
+            if available:  # its own cache (NVRTC's, COMGR's, Triton's) as a compile here would use it (issue 45)
+                out[f"compiler_cache.{name}"] = str(backend.own_cache().label())
         except Exception as exc:  # noqa: BLE001 - provenance describes a broken install, never dies on it
             out[f"compiler.{name}"] = f"unavailable: {type(exc).__name__}: {exc}"
     return out
@@ -195,6 +199,9 @@ def collect(device: Any = None, command: str | list[str] | None = None, compiler
         info.update(compiler_versions())
     if device is not None:
         values = device.properties.as_dict()  # a Device's DeviceProperties (devices.base)
+        extra = values.pop("extra", None) or {}
         for k, v in values.items():
             info[f"device.{k}"] = describe_value(k, v, values)
+        for k, v in extra.items():  # what one runtime reports (CUDA: the persisting-L2 set-aside)
+            info.setdefault(f"device.{k}", str(v))
     return info

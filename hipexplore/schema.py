@@ -39,12 +39,15 @@ COMPILE_OUTCOMES: tuple[Outcome, ...] = (COMPILED, BYPASSED)
 
 # -- column lists ---------------------------------------------------------------------------------
 #: One row per cache lookup (``CompileCache.events()``).
+#: ``compiler_cache``: the compiler's own cache as that lookup's compile would use it
+#: (``compile.compiler_cache.OwnCache.label``: ``on: NVRTC's default; inert here: no CUDA driver; PCH off``).
 EVENT_COLUMNS = (
     "seq", "time", "digest", "kernel", "compiler", "target", "mode", "outcome", "lookup_seconds",
-    "compile_seconds", "seconds_saved", "bytes", "error",
+    "compile_seconds", "seconds_saved", "bytes", "error", "compiler_cache",
 )
-#: What the tuning replay adds to the event columns.
-REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "call_seconds")
+#: What the tuning replay adds to the event columns (``round``: the pass's round when every scenario
+#: ran in alternated rounds, 0 otherwise; ``pass_seconds``: the wall time of the pass the row belongs to).
+REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "call_seconds", "round", "pass_seconds")
 #: One row per timed launch of a sweep.
 SAMPLE_COLUMNS = (
     "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",

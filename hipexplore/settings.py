@@ -147,6 +147,18 @@ def _text(raw: str) -> str:
     return raw
 
 
+def _tristate(raw: str) -> str:
+    """``default``, ``on`` or ``off`` (1/0, true/false, yes/no as on/off)."""
+    value = raw.lower()
+    if value in ("default", "on", "off"):
+        return value
+    if value in _TRUE:
+        return "on"
+    if value in _FALSE:
+        return "off"
+    raise ValueError(raw)
+
+
 def _default_workers() -> int:
     try:  # the CPUs this process may run on (affinity, cgroup cpusets), not the host's count
         cpus = len(os.sched_getaffinity(0))
@@ -212,6 +224,7 @@ def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str =
         "switch": (_switch, "any non-empty value but 0/false/no/off (on)"),
         "path": (_path, "a path"),
         "text": (_text, "a name or path"),
+        "tristate": (_tristate, "default, on or off"),
     }[kind]
     if least is not None:
         if kind != "seconds":  # pragma: no cover - a declaration mistake
@@ -278,8 +291,21 @@ HIPRTC_LIBRARY: Setting[str | None] = _declare(
 DUMP_DIR: Setting[Path | None] = _declare(
     "HIPEXPLORE_DUMP_DIR", "path", None, "where diagnostics (`dump-source`, `dump-asm`) write files",
     default_doc="one temp dir per process")
+COMPILER_CACHE: Setting[str] = _declare(
+    "HIPEXPLORE_COMPILER_CACHE", "tristate", "default",
+    "the compilers' own caches (NVRTC's in the driver's compute cache, COMGR's, Triton's): `off` turns each off "
+    "(NVRTC `--no-cache`), `on` uses each (Triton: its `TRITON_CACHE_DIR`); recorded in every compile event",
+    default_doc="default: what each compiler does by itself (NVRTC's and COMGR's on, Triton's kept off by hipexplore)")
+NVRTC_PCH: Setting[str] = _declare(
+    "HIPEXPLORE_NVRTC_PCH", "tristate", "default",
+    "NVRTC's automatic precompiled headers: `on` adds `-pch` to every NVRTC compile; `off`/`default` add nothing "
+    "(a request's own `-pch` is kept and keyed)", default_doc="default: NVRTC's (no PCH without `-pch`)")
 COMPILE_WORKER: Setting[bool] = _declare(
     "HIPEXPLORE_COMPILE_WORKER", "switch", False, "internal: set in isolation worker processes")
+
+SWEEP_WORKER_MARK: Setting[str | None] = _declare(
+    "HIPEXPLORE_SWEEP_WORKER_MARK", "text", None,
+    "internal: set in a sweep worker (a random token), so every process its kernel starts is found and ended with it")
 
 # -- devices ----------------------------------------------------------------------------------
 SWEEP_WORKER: Setting[bool | None] = _declare(
@@ -292,6 +318,18 @@ LLC_BYTES: Setting[int | None] = _declare(
 HIP_DLL: Setting[str | None] = _declare(
     "HIPEXPLORE_HIP_DLL", "text", None, "the HIP runtime library the HIP device loads",
     default_doc="libamdhip64.so, .so.6, .so.5")
+SAMPLED_CHECKS: Setting[int] = _declare(
+    "HIPEXPLORE_SAMPLED_CHECKS", "int", 4,
+    "output checks on launches sampled across each configuration's timed run (fresh inputs, poisoned outputs; "
+    "outside the timed windows); a failed one flags the row `untrusted timing` (0 turns them off)")
+L2_RESET: Setting[bool] = _declare(
+    "HIPEXPLORE_L2_RESET", "flag", True,
+    "NVIDIA: clear the persisting-L2 state (set-aside, the timed stream's window, persisting lines) before every "
+    "timed chunk; `0` only checks it (to measure what the reset costs)")
+HOST_BANDWIDTH: Setting[int | None] = _declare(
+    "HIPEXPLORE_HOST_BANDWIDTH", "bytes", None,
+    "the host's memory bandwidth in bytes per second, for the physical floor of host timings",
+    default_doc="measured: one thread's copy bandwidth times the CPU count")
 
 CUPTI_LIBRARY: Setting[str | None] = _declare(
     "HIPEXPLORE_CUPTI_LIBRARY", "text", None, "the CUPTI library the counter pass loads on NVIDIA (`--counters cupti`)",

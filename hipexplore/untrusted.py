@@ -59,6 +59,22 @@ def shown(value: Any, limit: int = 80) -> str:
     return f"a {type(value).__name__}"
 
 
+def escaped(text: str, limit: int | None = None, keep: str = "") -> str:
+    """``text`` with every character a name may not hold (``_UNPRINTABLE``: controls, escapes,
+    line breaks, bidirectional overrides, lone surrogates) written as its Python escape (``\\x1b``,
+    ``\\u202e``), except those in ``keep`` (say ``"\\n\\t"`` for a message of several lines); cut at
+    ``limit`` characters. Why beside ``shown``: text another process wrote (a sweep worker's warning,
+    its stderr) is shown as it reads, not quoted, yet nothing in it reaches the terminal as a command."""
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + f"... ({len(text) - limit} more characters)"
+
+    def one(m: re.Match) -> str:
+        ch = m.group()
+        return ch if ch in keep else ascii(ch)[1:-1]
+
+    return _UNPRINTABLE.sub(one, text)
+
+
 def _describe(ch: str) -> str:
     if ch == "\x1b":
         return "an escape (U+001B; ANSI terminal sequences start with it)"
@@ -171,4 +187,4 @@ def load_json(text: str, where: str, *, hint: str = "", max_depth: int = MAX_DEP
     return obj
 
 
-__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "MAX_NAME", "check_name", "load_json", "nesting_depth", "shown"]
+__all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "MAX_NAME", "check_name", "escaped", "load_json", "nesting_depth", "shown"]

@@ -56,7 +56,7 @@ import pandas as pd
 
 from .bench.levels import (MIN_UNITS, LevelInterval, decision_interval, independent_units, interleaved_pair, paired_ratio_ci,
                            paired_units, paired_windows, pooled_spreads, shared_process, trend)
-from .bench.stats import Measurement, ratio_ci, widen_by_grid
+from .bench.stats import Measurement, ratio_ci
 from .errors import ConfigError
 from .schema import Configuration
 

@@ -318,7 +318,7 @@ class SweepPanel:
     def update_sets_hint(self) -> None:
         """Show what ``auto`` resolves to as the inputs change, and offer the iterations fix when
         fewer iterations than buffer sets are asked for (each set must be timed at least once)."""
-        from .units import format_bytes
+        from .readable import format_bytes
 
         self._needed_sets = 0
         self._blocked = ""

@@ -8,6 +8,8 @@ What is generated, and from what:
   docs/guide/settings.md   the table between its markers: hipexplore.settings.markdown_table()
   docs/figures.md          the current figures: benchmarks/figures.py over the recorded data in data/
   BENCHMARKS.md            the same table between its markers, at the top
+  docs/guide/cache.md      the table "where each cache is wrong": benchmarks/compile/stale_keys.py's
+                           recorded run in data/compile/stale-keys/ (a GPU host's where there is one)
   docs/guide/verdicts.md   the A/A calibration table between its markers: data/calibration/*/calibrate.json
   docs/troubleshooting.md  the real error messages: each case runs the real CLI (a child process,
                            on the host device, in a temporary directory) and records its stderr
@@ -166,7 +168,7 @@ CASES = [
          "([settings](guide/settings.md)).",
          env={"HIPEXPLORE_CACHE_DISK_MAX_BYTES": "lots"}),
     Case("Verdicts", "Comparing a kernel the run does not hold",
-         ("compare", "data/h200/wave2/2/verdicts/interleaved.parquet", "--base", "stream", "--new", "stream2"),
+         ("compare", "data/h200/verdicts-twin-and-5pct/interleaved.parquet", "--base", "stream", "--new", "stream2"),
          "The message lists the kernels the run holds; `--base` and `--new` take those names."),
     Case("Verdicts", "Comparing a file that is not there", ("compare", "before.parquet", "after.parquet"),
          "`compare` reads the samples file a sweep's `--out` wrote (`NAME.parquet`, beside `NAME.summary.parquet`)."),
@@ -193,7 +195,9 @@ def run_case(case: Case, tmp: Path) -> tuple[int, str]:
     for name, text in case.files.items():
         (work / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPEXPLORE_")}
-    env.update(PYTHONPATH=str(REPO), HIPEXPLORE_CACHE_DIR=str(work / "cache"), COLUMNS="100", **case.env)
+    # the disk tier and the compiler facts a CLI remembers (compile/memo.py) stay in the case's folder
+    env.update(PYTHONPATH=str(REPO), HIPEXPLORE_CACHE_DIR=str(work / "cache"), XDG_CACHE_HOME=str(work / "xdg"),
+               COLUMNS="100", **case.env)
     cmd = [sys.executable, "-m", "hipexplore"]
     for before in case.before:
         subprocess.run([*cmd, *before], cwd=work, env=env, capture_output=True, text=True, timeout=600, check=True)
@@ -254,12 +258,26 @@ def troubleshooting_page(results: list[tuple[Case, int, str]] | None = None) -> 
     return "\n".join(out)
 
 
+# -- where each cache is wrong ----------------------------------------------------------------------
+def stale_keys_page(text: str) -> str:
+    """docs/guide/cache.md's comparison table: the recorded run of benchmarks/compile/stale_keys.py."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("stale_keys", REPO / "benchmarks" / "compile" / "stale_keys.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    table = module.markdown_table(REPO / "data" / "compile" / "stale-keys", REPO)
+    return between(text, "stale-keys", table, "docs/guide/cache.md")
+
+
 # -- driver -----------------------------------------------------------------------------------------
 def generated() -> dict[Path, str]:
     settings = REPO / "docs" / "guide" / "settings.md"
     bench = REPO / "BENCHMARKS.md"
+    cache = REPO / "docs" / "guide" / "cache.md"
     verdicts = REPO / "docs" / "guide" / "verdicts.md"
     return {
+        cache: stale_keys_page(cache.read_text()),
         settings: settings_page(settings.read_text()),
         REPO / "docs" / "figures.md": figures_page(),
         bench: benchmarks_md(bench.read_text()),

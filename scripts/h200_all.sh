@@ -32,6 +32,14 @@
 #   cupti         benchmarks/h200/cupti_probe.py (CUPTI's range profiler through ctypes on torch's launches: passes,
 #                 warm/cold/flushed DRAM bytes, user vs auto ranges, the cost per range), then counters.py with
 #                 --counters cupti in the range mode the probe found working                            HX_LIMIT+150 (550) s
+#   hostile       benchmarks/h200/hostile.py (#51): the hostile-kernel suite (7 families, each with its honest twin)
+#                 and the honest set (43 kernels + 8 GEMM pipelines + 4 Triton candidates + a launcher) through the
+#                 trust checks, the families twice; what the persisting-L2 reset costs               240 s
+#   figures51     benchmarks/h200/figures51.py (#51 item 4, on hx_cmadd, a kernel new for it): the cold fraction
+#                 at 4 MiB x 2-5 sets from CUPTI and from ncu, nvbench parity at 1-256 MiB (carry .whl with
+#                 cuda-bench), then as many interleaved verdict runs (A,B,C identical, +1%, +2.5%; 1/16/256 MiB,
+#                 l2-write, --resolution 1%) as fit: coverage, +1% and +2.5% named slower             540 s
+#                 Either with HX_DRY=1 (and PY=.venv/bin/python) runs its host dry run, here, without a GPU
 #   wall          benchmarks/verdict_truth.py --runs 0: the default triad's wall time against an older tree's
 #                 (HX_BASELINE, default .old = `git archive REV hipexplore`), alternating, HX_REPS times   HX_LIMIT or 200 s
 #   cuda-bench    benchmarks/h200/nvbench_files.py: two real cuda-bench (nvbench) runs of the triad cubin, each in a
@@ -45,13 +53,18 @@
 #                 HX_STEPS, HX_LISTS, HX_COMPILERS, HX_JOBS, HX_EXTRA (more flags) and HX_LIMIT (seconds)
 #                 change what it runs; HX_TAG names its folder and archive (tuning-scale-TAG), so one call
 #                 can run it more than once
+#   compiler-caches benchmarks/compile/compiler_caches.py (#45): the stale-key cases against NVRTC's own cache
+#                 (live here) and hipexplore's; tune-replay --passes 3 (ideal, cold, off, compiler-cache, memory
+#                 in alternated rounds, each pass in fresh processes) for llama3-8b and resnet50 with NVRTC
+#                 at 16 and 1 job, and Triton at 16 jobs, each list scaled to fit its share of HX_BUDGET  HX_BUDGET+40 (370) s
 #   early-checks  benchmarks/cli/early_checks.py: how soon each bad input of issues 47/49 is refused (fresh
 #                 processes, median of 5, beside `hipexplore --help`) on an idle host; no GPU used        120 s
 #
 # e.g.  bash scripts/h200_all.sh gpu-tests timing        (one call)
 #       bash scripts/h200_all.sh drift                   (a call of its own)
 # Each scenario writes under $OUT/<scenario>/ (packed as $OUT/<scenario>.tar.gz, logs beside it); copy
-# it to data/h200/<session>/ and run `python scripts/gen_docs.py` when it changes a current figure.
+# it to data/<device>/<question>/ with a MANIFEST.md (data/README.md) and run `python scripts/gen_docs.py`
+# when it changes a current figure.
 # Wheels the machine lacks travel in .whl (cuda-bench; dask/distributed and their few missing deps).
 #   .whl:   pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl "dask[distributed]" redis
 #   .redis: Debian 12's redis-server with its libraries and loader (the device's glibc may differ):
@@ -62,13 +75,14 @@
 # (Until this wave the phases were numbered 1-10; BENCHMARKS.md's log names them as they were.)
 set -uo pipefail
 : "${OUT:?set OUT}"
-[ $# -gt 0 ] || { sed -n '2,50p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,62p' "$0"; exit 2; }
 pip_in() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@" >/dev/null 2>&1; }
 ls .whl/cuda_bench-*.whl >/dev/null 2>&1 && pip_in .whl/cuda_bench-*.whl
-for p in dask distributed partd locket zict tblib tornado lazy_importer redis; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
+for p in dask distributed partd locket zict tblib tornado lazy_importer redis colorama jsondiff tabulate; do ls .whl/${p}-*.whl >/dev/null 2>&1 && pip_in .whl/${p}-*.whl; done
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HIPEXPLORE_REQUIRE_GPU=1
 export HIPEXPLORE_GIT_REVISION=${HX_REV:-unknown}
 B=benchmarks/h200
+HXDEV=cuda; [ -n "${HX_DRY:-}" ] && HXDEV=host  # hostile, figures51: the host dry run
 step() { local name=$1 limit=$2; shift 2; echo "== $name"; timeout "$limit" "$@" > "$R/$name.log" 2>&1; echo "rc=$?" >> "$R/$name.log"; tail -n "${TAIL:-25}" "$R/$name.log"; }
 for scenario in "$@"; do
   name=$scenario${HX_TAG:+-$HX_TAG}; R=/tmp/hx-h200/$name; rm -rf "$R"; mkdir -p "$R"
@@ -85,6 +99,10 @@ for scenario in "$@"; do
     triton)      step triton 190 python3 $B/triton_pick.py --cubins .triton_cubins --out "$R/triton" ;;
     cluster)     step cluster 90 python3 $B/many_gpus.py --out "$R/cluster" ;;
     early-checks) TAIL=15 step early_checks 120 python3 benchmarks/cli/early_checks.py --rounds 5 --out "$R/early_checks.json" ;;
+    hostile)     TAIL=40 step hostile "$(( ${HX_HOSTILE_BUDGET:-210} + 30 ))" "${PY:-python3}" $B/hostile.py --out "$R/hostile" --budget-s "${HX_HOSTILE_BUDGET:-210}" \
+                   --device "$HXDEV" ;;
+    figures51)   TAIL=40 step figures51 "$(( ${HX_F51_BUDGET:-495} + 45 ))" "${PY:-python3}" $B/figures51.py --out "$R/figures51" --budget-s "${HX_F51_BUDGET:-495}" \
+                   --device "$HXDEV" ;;
     counters)    TAIL=60 step counters 470 python3 $B/counters.py --out "$R/out" --budget-s 420 ;;
     verdict-truth)
       TAIL=60 step verdict_truth 590 python3 benchmarks/verdict_truth.py --device cuda --runs 17 --budget-s 480 \
@@ -112,7 +130,7 @@ PY
     cuda-bench)  TAIL=60 step cuda_bench 120 python3 $B/nvbench_files.py --out "$R/nvbench" ;;
     calibrate)
       mkdir -p "$R/calibrate"
-      HIPEXPLORE_CALIBRATION_DIR="$R/calibrate/store" TAIL=30 step calibrate 330 python3 -m hipexplore calibrate --device cuda \
+      HIPEXPLORE_CALIBRATION_DIR="$R/calibrate/store" TAIL=30 step calibrate "$(( ${HX_CAL_BUDGET:-250} + 80 ))" python3 -m hipexplore calibrate --device cuda --budget "${HX_CAL_BUDGET:-250}" \
         --out "$R/calibrate/calibrate.json" ;;
     wall)
       TAIL=20 step wall "${HX_LIMIT:-200}" python3 benchmarks/verdict_truth.py --device cuda --runs 0 \
@@ -122,7 +140,10 @@ PY
       TAIL=60 step tuning_scale "${HX_LIMIT:-590}" python3 benchmarks/tuning_scale.py --out "$R/ts" --lists "${HX_LISTS:-llama3-8b}" \
         --compilers "${HX_COMPILERS:-nvrtc:sm_90}" --steps "${HX_STEPS:-serial,parallel,second-run,cluster}" \
         --jobs "${HX_JOBS:-16}" --ideal-repeats 2 --bundle ${HX_EXTRA:-} ;;
-    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, verdict-truth, resolution, small-change, cupti, cuda-bench, calibrate, wall, tuning-scale, early-checks)" >&2; exit 2 ;;
+    compiler-caches)
+      TAIL=40 step compiler_caches "$(( ${HX_BUDGET:-330} + 40 ))" python3 benchmarks/compile/compiler_caches.py --out "$R/cc" \
+        --budget-s "${HX_BUDGET:-330}" --passes "${HX_PASSES:-3}" ;;
+    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, hostile, figures51, verdict-truth, resolution, small-change, cupti, cuda-bench, calibrate, wall, tuning-scale, compiler-caches, early-checks)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
   tar -czf "$OUT/$name.tar.gz" -C /tmp/hx-h200 "$name" && echo "packed $(du -h "$OUT/$name.tar.gz" | cut -f1)"

@@ -13,6 +13,7 @@ matplotlib's and hipexplore's cache at a fresh temporary tree (subprocesses inhe
 the user's own ``HIPEXPLORE_*`` settings (a team cache server, a shared cache, a dump folder...).
 At the end of the session the real HOME is checked for anything changed since the session
 started (``pytest_sessionfinish``; tests/suite/test_hermetic_home.py proves it on a fresh fake HOME).
+Without a GPU the host's LLC is ``SUITE_HOST_LLC_BYTES``. **Bounds**: each test has its own (below).
 """
 from __future__ import annotations
 
@@ -68,6 +69,21 @@ def hermetic_paths(tree: Path) -> dict[str, str]:
     }
 
 
+#: The host device's LLC in the suite on a machine without a GPU (``suite_settings``): the review VM's
+#: sysfs reports a 480 MiB L3, so a host cold reference flushed 1.9 GiB per sample (a tuning-ranking
+#: test spent 187 of its 195 s flushing) and host benches held ~2 GB. The suite tests the harness, not
+#: the host's cache; tests of the LLC itself set or delete HIPEXPLORE_LLC_BYTES (monkeypatch).
+SUITE_HOST_LLC_BYTES = 8 << 20
+
+
+def suite_settings() -> dict[str, str]:
+    """The suite's own settings (after dropping the user's): HIPEXPLORE_LLC_BYTES where no GPU device
+    node exists (it would reach a GPU's real L2, which its tests read), unless HIPEXPLORE_TEST_REAL_LLC=1."""
+    if os.environ.get("HIPEXPLORE_TEST_REAL_LLC") == "1" or any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd")):
+        return {}
+    return {"HIPEXPLORE_LLC_BYTES": str(SUITE_HOST_LLC_BYTES)}
+
+
 def _hermetic_environment() -> Path:
     """Point every per-user location at a fresh temporary tree, in this process's environment (so in
     every process the tests start); drop the user's HIPEXPLORE_* preferences. Runs when pytest loads
@@ -86,6 +102,7 @@ def _hermetic_environment() -> Path:
     for name in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_PREFER_ENV_PATH", "JUPYTER_PLATFORM_DIRS"):
         os.environ.pop(name, None)
     os.environ.update(env)
+    os.environ.update(suite_settings())
     os.environ[TREE_VAR] = str(tree)
     return tree
 
@@ -515,6 +532,45 @@ def pytest_xdist_auto_num_workers(config):
     processes it starts (compilers, CLIs, servers, browsers), so a CPU would otherwise idle."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return n + 1
+
+
+# -- every test's own bound, hard -------------------------------------------------------------------
+# pytest-timeout ends a test past its bound (its ``timeout`` mark, else pyproject.toml's) with SIGALRM:
+# a failure naming it, the session going on. Neither its signal nor its "thread" method ends a C call
+# that holds the GIL (9**9**9 without the ``**`` bound of kernels/geometry.py: minutes in one call).
+# faulthandler's watchdog, a C thread, does: HARD_MARGIN_S after the bound it writes every thread's
+# traceback (the test's frame among them) to the real stderr and ends the process (under xdist the
+# controller names the test its worker crashed in and goes on). tests/suite/test_bounds.py mounts both.
+HARD_MARGIN_S = 10.0
+
+
+def bound_of(item) -> float:
+    """``item``'s bound in seconds: its ``timeout`` mark's, else the ini ``timeout`` (0: none)."""
+    mark = item.get_closest_marker("timeout")
+    value = (mark.args[0] if mark.args else mark.kwargs.get("timeout", 0)) if mark is not None else item.config.getini("timeout")
+    try:
+        return max(0.0, float(value or 0))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    import faulthandler
+
+    try:  # the real stderr, which pytest's faulthandler writes to (absent with -p no:faulthandler)
+        from _pytest.faulthandler import fault_handler_stderr_fd_key
+        fd = item.config.stash[fault_handler_stderr_fd_key]
+    except (ImportError, KeyError):
+        fd = None
+    bound = bound_of(item)
+    if fd is None or bound <= 0:
+        return (yield)
+    faulthandler.dump_traceback_later(bound + HARD_MARGIN_S, exit=True, file=fd)
+    try:
+        return (yield)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 # -- process exit -------------------------------------------------------------------------------

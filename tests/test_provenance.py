@@ -37,7 +37,11 @@ def test_each_compilers_recorded_version_is_its_identitys_and_a_broken_one_is_na
 
     got = compiler_versions()
     rows = {r["name"]: r for r in compiler_info()}
-    assert set(got) == {f"compiler.{n}" for n in rows}
+    assert {k for k in got if k.startswith("compiler.")} == {f"compiler.{n}" for n in rows}
+    # and each available compiler's own cache (issue 45): the state its compiles record
+    assert {k for k in got if k.startswith("compiler_cache.")} == {f"compiler_cache.{n}" for n, r in rows.items() if r["available"]}
+    if rows["host"]["available"]:
+        assert got["compiler_cache.host"].startswith("none: the host C compiler has no cache of its own")
     for name, row in rows.items():
         if row["available"]:
             assert got[f"compiler.{name}"] == row["version"] != ""
@@ -47,4 +51,5 @@ def test_each_compilers_recorded_version_is_its_identitys_and_a_broken_one_is_na
     monkeypatch.setenv("CC", "/nonexistent/cc")
     broken = compiler_versions()
     assert broken["compiler.host"].startswith("unavailable: ") and "/nonexistent/cc" in broken["compiler.host"]
-    assert {k: v for k, v in broken.items() if k != "compiler.host"} == {k: v for k, v in got.items() if k != "compiler.host"}
+    others = lambda d: {k: v for k, v in d.items() if not k.endswith(".host")}  # noqa: E731
+    assert others(broken) == others(got) and "compiler_cache.host" not in broken

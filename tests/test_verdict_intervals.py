@@ -161,8 +161,10 @@ def test_resolution_plans_extra_units_until_the_budget_runs_out_and_says_so(tmp_
     tight = sweep(["triad", "copy"], ["64KiB"], [1], ["none"], device="host", interleave=True, progress=False,
                   reference=False, resolution=0.0001, resolution_budget=0.5)
     units = tight.samples.groupby("kernel")["pass_index"].nunique()
-    # 3 planned; an extra unit of the one (pair) configuration costs 1/3 of them: one fits 0.5x, two do not
-    assert set(units) == {4}, units
+    # 3 planned; an extra unit of the one (pair) configuration is priced at 1/3 of them: the first fits 0.5x;
+    # a second only if the first took under 1/6 of the planned time (the wall clock decides, so at any
+    # load: at least one extra, both kernels alike; the rule itself on fake durations: bench/test_units.py)
+    assert units.nunique() == 1 and int(units.iloc[0]) >= 4, units
     assert tight.metadata["units.resolution"] == "0.01%"
     out = tight.metadata["units.resolution_outcome"]
     assert out.startswith("not reached: stopped by the budget (0.5x the planned units' time); 1 configuration(s) "

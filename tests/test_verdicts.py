@@ -4,6 +4,7 @@ CLI, the provenance of the code under review and the compile-cache A/B."""
 from __future__ import annotations
 
 import itertools
+import math
 import json
 import subprocess
 
@@ -17,6 +18,8 @@ from hipexplore.cli import main
 from hipexplore.errors import ConfigError
 from hipexplore.kernels import catalog, user_kernel
 from hipexplore.verdicts import compare, compare_scenarios, mann_whitney_u, saving_text, verdict
+
+from fakeclock import WorkClock, load_text, need_quiet_run
 
 WORK_C = r"""
 typedef unsigned long long hx_u64;
@@ -134,17 +137,47 @@ def interleaved(work_kernels, tmp_path_factory):
 
 
 def test_a_kernel_doing_four_times_the_work_is_slower_everywhere(interleaved) -> None:
+    """Real host timing: what must hold at any load is asserted always (never the wrong direction,
+    the rule's own arithmetic, the mirror verdict); the sharp claim (slower everywhere, by far) only
+    where the run's chunks were measured on a quiet host, else a skip naming the load. (A busy
+    host made one 256 KiB row ``undecided`` at load 12-20: issue 50; the rule itself is pinned on
+    the fake clock below and in test_verdict_intervals / test_verdict_answers.)"""
     c = hipexplore.compare(interleaved, base="w1", new="w4")
     assert len(c) == 4 and (c["present"] == "both").all()
-    assert (c["verdict"] == "slower").all(), c[["size_bytes", "ratio", "ratio_ci_low", "verdict"]]
-    assert (c["ratio_ci_low"] > 1.5).all()
-    assert (c["p_value"] < 1e-6).all()
+    shown = c[["size_bytes", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]]
+    # at any load: slower or undecided, never the wrong direction (nor a change called faster)
+    assert set(c["verdict"]) <= {"slower", "undecided"}, (shown, load_text(interleaved.samples))
+    assert "faster" not in set(c["change_called"]), (shown, load_text(interleaved.samples))
     assert (c["half_width"] > 0).all()
     # the smallest change the rule could call: the threshold plus the decision interval's half-width
     assert np.allclose(c["min_detectable"], 0.02 + c["half_width"]), c[["min_detectable", "half_width"]]
     assert np.allclose(c["half_width"], (c["ratio_ci_high"] - c["ratio_ci_low"]) / 2)
     back = compare(interleaved, base="w4", new="w1")
-    assert (back["verdict"] == "faster").all()
+    assert set(back["verdict"]) <= {"faster", "undecided"}, back[["size_bytes", "ratio", "verdict"]]
+    clear = (c["ratio_ci_low"] > 1 / 0.98).to_numpy()  # past the threshold seen from either side
+    assert (back["verdict"].to_numpy()[clear] == "faster").all() and (c["verdict"].to_numpy()[clear] == "slower").all()
+    need_quiet_run(interleaved.samples, f"4x the work slower everywhere by far (here: {', '.join(c['verdict'])})")
+    assert (c["verdict"] == "slower").all(), shown
+    assert (c["ratio_ci_low"] > 1.5).all()
+    assert (c["p_value"] < 1e-6).all()
+
+
+@pytest.fixture(scope="module")
+def by_work(work_kernels, tmp_path_factory):
+    """w1, w1b and w4 interleaved as ``interleaved`` is, timed by the fake clock (tests/fakeclock.py):
+    w4 reads exactly 4x w1 whatever the host's load, for tests of what the rule and the CLI say."""
+    out = tmp_path_factory.mktemp("runs") / "work.parquet"
+    return sweep(["w1", "w1b", "w4"], ["64KiB", "256KiB"], [1, 2], ["none"], device=WorkClock(), iterations=48,
+                 interleave=True, interleave_seed=5, progress=False, reference=False, out=out)
+
+
+def test_on_the_fake_clock_four_times_the_work_is_slower_everywhere_and_the_mirror_faster(by_work) -> None:
+    c = compare(by_work, base="w1", new="w4")
+    assert len(c) == 4 and (c["verdict"] == "slower").all() and (c["change_called"] == "slower").all(), c
+    assert np.allclose(c["ratio"], 4.0, rtol=0.01) and (c["ratio_ci_low"] > 3.9).all() and (c["p_value"] < 1e-6).all()
+    assert np.allclose(c["min_detectable"], 0.02 + c["half_width"])
+    assert (compare(by_work, base="w4", new="w1")["verdict"] == "faster").all()
+    assert set(compare(by_work, base="w1", new="w1b")["verdict"]) == {"same"}
 
 
 def test_kernels_doing_the_same_work_are_never_faster_or_slower(interleaved) -> None:
@@ -194,15 +227,15 @@ def test_two_runs_list_configurations_present_in_one_only_and_refuse_other_devic
     assert len(compare(interleaved, moved, allow_other_device=True)) == len(c)
 
 
-def test_compare_cli(interleaved, tmp_path, capsys) -> None:
-    run = str(interleaved.path)
+def test_compare_cli(by_work, tmp_path, capsys) -> None:
+    run = str(by_work.path)
     assert main(["compare", run, "--base", "w1", "--new", "w4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {r["verdict"] for r in out["rows"]} == {"slower"} and "wholly" in out["rule"]
     assert main(["compare", run, "--base", "w1", "--new", "w4"]) == 0
     text = capsys.readouterr().out
     assert "decision rule" in text and "64 KiB" in text and "slower" in text
-    assert text.count("— past the 2% threshold") == sum(r["verdict"] == "slower" for r in out["rows"])  # both answers
+    assert text.count("— past the 2% threshold") == sum(r["verdict"] == "slower" for r in out["rows"]) == 4  # both answers
     assert {r["change_called"] for r in out["rows"]} == {"slower"}
     bad = [
         ([run, "--base", "w1", "--new", "nope"], "new kernel 'nope' is not in the run"),
@@ -393,3 +426,24 @@ def test_two_runs_in_passes_are_compared_over_their_passes_not_as_one_pool():
     assert pooled.iloc[0].chunk_ci_low > 1.0  # what the pass-blind interval claimed: slower
     assert pooled.iloc[0].verdict == "undecided" and "units" in pooled.iloc[0].note  # one unit a side decides nothing
     assert "--units 4" in pooled.attrs["caveat"]
+
+
+@pytest.mark.timeout(120)
+def test_compare_at_another_level_sets_the_interleaved_pairs_interval_at_that_level() -> None:
+    """``compare(level=...)`` for an interleaved pair: the paired t interval over its units is taken at
+    that level (df = units - 1), not at 0.95: its half-width in logarithms scales by the t quantiles'
+    ratio, around the same centre. (Synthetic samples: kernels A and B alternating chunk by chunk in
+    4 units, B 3% slower, as an interleaved sweep writes them.)"""
+    from test_verdict_answers import interleaved_frame
+
+    frame = interleaved_frame(0.03, units=4, unit_sd=0.004, noise=0.004, seed=11)
+    t = {0.90: 2.353363, 0.95: 3.182446, 0.99: 5.840909}  # t(1 - (1 - level) / 2, df 3), printed tables
+    rows = {level: compare(frame, base="A", new="B", level=level).iloc[0] for level in t}
+    half = {level: math.log(r["unit_ci_high"] / r["unit_ci_low"]) / 2 for level, r in rows.items()}
+    centre = {level: math.log(r["unit_ci_high"] * r["unit_ci_low"]) / 2 for level, r in rows.items()}
+    assert all(r["interval"].startswith("paired units (t, df 3)") for r in rows.values()), rows[0.95]["interval"]
+    for level in (0.90, 0.99):
+        assert half[level] / half[0.95] == pytest.approx(t[level] / t[0.95], rel=1e-4), (level, half)
+        assert centre[level] == pytest.approx(centre[0.95], abs=1e-12)
+    assert rows[0.90]["ratio_ci_low"] > rows[0.95]["ratio_ci_low"] > rows[0.99]["ratio_ci_low"]
+    assert compare(frame, base="A", new="B", level=0.9).attrs["level"] == 0.9

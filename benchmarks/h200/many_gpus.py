@@ -88,7 +88,6 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     import distributed
-    import pandas as pd
 
     from hipexplore.bench.run import run
     from hipexplore.bench.cluster import local_cluster, run_cluster, run_on_every_worker

@@ -19,8 +19,9 @@ from pathlib import Path
 MIB = 1 << 20
 
 
-def nvbench_cold(dev, sizes, json_flag="--json", out_dir=None):
-    """nvbench cold medians (s) per size for our triad cubin, launched on nvbench's stream.
+def nvbench_cold(dev, sizes, json_flag="--json", out_dir=None, spec=None, reads: int = 2, writes: int = 1):
+    """nvbench cold medians and means (s) per size for our triad cubin (or ``spec``'s, which moves
+    ``reads`` and ``writes`` arrays of the size), launched on nvbench's stream.
     ``json_flag="--jsonbin"`` keeps nvbench's per-sample files too; ``out_dir``: where nvbench.json
     (and nvbench.json-bin/) stay (default: a temporary folder)."""
     import sys
@@ -33,19 +34,19 @@ def nvbench_cold(dev, sizes, json_flag="--json", out_dir=None):
     from hipexplore.kernels import catalog
     from hipexplore.kernels.build import kernel_for
 
-    spec = catalog.get("triad")
-    kernel = kernel_for(dev, "triad")
+    spec = spec if spec is not None else catalog.get("triad")
+    kernel = kernel_for(dev, spec)
     keep = []
     for size in sizes:
         n = spec.elements(size)
         sets = rot.BufferSets(dev, spec, n, 1)
         keep.append(sets)
-        grid, block = spec.geometry(n, dev)
+        grid, block, _shared = spec.launch(n, dev)
         args = sets.args[0]
 
         def fn(state, grid=grid, block=block, args=args, size=size):
-            state.add_global_memory_reads(2 * size)
-            state.add_global_memory_writes(size)
+            state.add_global_memory_reads(reads * size)
+            state.add_global_memory_writes(writes * size)
             state.exec(lambda launch: dev.launch(kernel, grid, block, args,
                                                  stream=drv.CUstream(launch.get_stream().__cuda_stream__()[1])))
 

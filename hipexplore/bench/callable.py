@@ -194,17 +194,18 @@ def callable_kernel(fn: Callable[..., Any], make_args: Callable[[int, int], Any]
     return spec
 
 
-def check_callable(device: Any, spec: KernelSpec, sets: CallableSets, *, config: str) -> float:
-    """The output check of a callable: run it once on set 0, compare ``output(args)`` with ``reference(args)``."""
+def check_callable(device: Any, spec: KernelSpec, sets: CallableSets, *, config: str, index: int = 0) -> float:
+    """The output check of a callable: run it once on set ``index`` (0 before timing; the sampled
+    check of ``bench.sampled`` takes others), compare ``output(args)`` with ``reference(args)``."""
     from .check import compare
 
     call = spec.call
     own = call.check
     if call.reference is None and own is None:
         return float("nan")
-    device.launch(call, (1, 1, 1), (1, 1, 1), sets.args[0])
+    device.launch(call, (1, 1, 1), (1, 1, 1), sets.args[index])
     device.synchronize()
-    values = sets.args[0].values
+    values = sets.args[index].values
     if own is not None:
         return float(own(values))
     seq = values if isinstance(values, (tuple, list)) else (values,)

@@ -20,6 +20,10 @@ from ..errors import BenchmarkError
 from ..kernels.spec import KernelSpec
 
 
+#: what a failed check says of an element that still holds the poison put there before the launch
+POISONED = "left unwritten: the poison value"
+
+
 def compare(config: str, output: str, got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> float:
     """Relative L2 error of ``got``; ``BenchmarkError`` naming the worst element when any fails."""
     got = np.asarray(got)
@@ -37,7 +41,7 @@ def compare(config: str, output: str, got: np.ndarray, expected: np.ndarray, *, 
         worst = int(np.argmax(np.where(bad, excess, -np.inf)))
         index = np.unravel_index(worst, expected.shape) if expected.ndim > 1 else worst
         shown = index if isinstance(index, int) else tuple(int(i) for i in index)
-        unwritten = " (left unwritten: the poison value)" if np.isnan(g[worst]) and not np.isnan(e[worst]) else ""
+        unwritten = f" ({POISONED})" if np.isnan(g[worst]) and not np.isnan(e[worst]) else ""
         raise BenchmarkError(
             f"output check failed for {config}: {output}[{shown}] = {g[worst]:.9g} but expected {e[worst]:.9g}"
             f"{unwritten} (|diff| {diff[worst]:.3g} > {tol[worst]:.3g} = atol {atol:g} + rtol {rtol:g} * |expected|); "
@@ -127,4 +131,4 @@ def _expected_from_kernel(device: Device, spec: KernelSpec, sets: Any) -> dict[s
         return _run_on(device, ref, rsets.buffers[0], rsets, BoundKernel(loaded.function, shared), grid, block, rsets.args[0])
 
 
-__all__ = ["check_outputs", "compare"]
+__all__ = ["POISONED", "check_outputs", "compare"]

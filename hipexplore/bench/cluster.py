@@ -90,7 +90,7 @@ def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", 
     """The whole ``spec`` once on every GPU worker (are the GPUs alike?): their summaries, with
     ``worker``, ``host`` and ``gpu``; ``grouping.per_gpu`` compares them. A lost worker's sweep is
     not re-run here (there is no "elsewhere" for a per-GPU measurement): the error names it."""
-    from .dask_executor import TASK_PREFIX, unit_task
+    from .dask_executor import TASK_PREFIX, unit_result, unit_task
     from .executors import UnitRun
     from .units import UnitJob
 
@@ -110,7 +110,7 @@ def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", 
             raise BenchmarkError(f"run_on_every_worker: no result from every worker within {timeout_s:g} s") from exc
     finally:
         conn.close()
-    return pd.DataFrame([row for r in results for row in r["rows"]], columns=[*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
+    return pd.DataFrame([row for r in results for row in unit_result(r, run).rows], columns=[*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
 
 
 def worker_progress(summary: pd.DataFrame) -> dict[str, int]:

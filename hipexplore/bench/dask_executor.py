@@ -11,10 +11,16 @@ and never read ``units``) and the same resume rules. What this executor adds is 
   parallel, one task per GPU worker at a time (every task asks for the resource ``GPU=1``); the
   units of one group run in order, the later ones on the worker that ran its first (a loose
   restriction: elsewhere once that worker is gone, and the rows say which workers measured them);
-* on the worker a unit runs as in-process units do (``bench.executors.InProcessExecutor``: a fresh
-  device object for a later unit on the host, its pad allocation held), on one device object per
-  worker process, and its rows come back with ``worker``, ``host`` and ``gpu`` when it finishes;
-  the orchestrator then writes each of its (configuration, unit)s;
+* on the worker a unit runs in a sweep worker *child* of the Dask worker (``bench.worker``: the
+  kernel never runs in a process that speaks Dask's protocol, whose messages the client unpickles
+  as they come: distributed's ``protocol.core.loads`` unpickles a ``__Pickled__`` frame whatever
+  ``deserializers`` the client was given), and its rows come back with ``worker``, ``host`` and
+  ``gpu`` when it finishes, as ``bench.wire`` frames (bytes, no pickle of rows), which the client
+  decodes and checks against the unit's plan (``unit_result``, ``bench.guard``); the orchestrator
+  then writes each of its (configuration, unit)s. The price: an interpreter start per unit (seconds,
+  not hidden behind the previous unit as ``WorkerExecutor`` hides it). What this does not cover: the Dask worker itself
+  is trusted (its exceptions reach the client pickled), and a kernel, running as its user, can
+  read that user's files, the cluster's TLS key among them;
 * what the orchestrator asks of the device (its name, LLC, free memory, each kernel's identity)
   every GPU worker answers for its own device (``worker_facts``): resume refuses another device kind;
 * failures: a worker that dies mid-unit loses only that unit. Dask reschedules it (the scheduler's
@@ -31,12 +37,12 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from ..errors import ConfigError
 from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
-from . import interrupts
+from . import interrupts, wire
 from .dask_connect import VISIBLE_DEVICE_VARS, _distributed
 from .executors import CLUSTER, UnitRun
 from .info import ClusterInfo, RunInfo
@@ -84,7 +90,8 @@ def expected_keys(sub: SweepSpec) -> set[Configuration]:
 
 # ----------------------------------------------------------------------------- on a worker
 def worker_device(device: str, device_options: dict[str, Any]) -> Any:
-    """On a worker: its device (opened once per process: its context and cache stay warm)."""
+    """On a worker: its device, for the facts (opened once, and closed before a unit runs in a
+    process of its own: ``_release_devices``)."""
     from ..devices import get_device
 
     key = (device, tuple(sorted(device_options.items())))
@@ -111,22 +118,86 @@ def worker_facts(spec: SweepSpec, device: str, device_options: dict[str, Any]) -
             "identities": facts["identities"]}
 
 
-def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: str, attempt: int = 1) -> dict[str, Any]:
-    """On a worker: one unit of one group, measured as an in-process unit is; its frames with worker,
-    host and gpu. The ``started`` event it logs first is what lets the coordinator charge a retry only
-    to a unit that actually ran (``attempt``: which submission of it this is)."""
-    from .executors import InProcessExecutor
+def _release_devices() -> None:
+    """Close the devices this worker process opened for ``worker_facts``: a unit measures in a
+    process of its own, and an idle second GPU context beside it slowed L2-resident kernels."""
+    while _DEVICES:
+        _key, dev = _DEVICES.popitem()
+        try:
+            dev.close()
+        except Exception:  # noqa: BLE001 - a device that cannot close is gone with this process
+            pass
+
+
+def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: str, attempt: int = 1) -> bytes:
+    """On a worker: one unit of one group, measured in a sweep worker *child* of this Dask worker
+    (``bench.worker.unit_in_worker``: the kernel never runs in a process that speaks Dask's
+    protocol, whose messages the client unpickles), its rows checked against the unit's plan there,
+    and returned as ``bench.wire`` frames with worker, host and gpu, which the client decodes and
+    checks again (``unit_result``). The ``started`` event it logs first is what lets the coordinator
+    charge a retry only to a unit that actually ran (``attempt``: which submission of it this is)."""
     from .record import Collector
+    from .worker import unit_in_worker
 
     worker = _distributed().get_worker()
     worker.log_event(EVENT_TOPIC, {"group": name, "attempt": int(attempt), "worker": worker.address, "state": "started",
                                    "pid": os.getpid()})
+    _release_devices()
     unit = Collector()
     t0 = time.perf_counter()
-    stopped = InProcessExecutor(worker_device(device, device_options)).run_unit(run, unit)
+    stopped = unit_in_worker(run.spec, device, unit, run_id=run.run_id, done=set(run.job.done), refs=run.refs,
+                             pad_bytes=run.pad_bytes, unit=run.unit, counting=run.counting,
+                             llc_bytes=device_options.get("llc_bytes"))
     ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
-    return {"frames": [f.assign(**ident) for f in unit.frames], "rows": [{**r, **ident} for r in unit.rows],
-            "metadata": unit.metadata, "stopped": stopped, "seconds": time.perf_counter() - t0, **ident}
+    frames = [wire.encode(wire.Meta(unit.metadata))]
+    frames += [wire.encode(wire.Add(f.assign(**ident), {**r, **ident}), cluster=True) for f, r in zip(unit.frames, unit.rows)]
+    frames += [wire.encode(wire.Done(bool(stopped))),
+               wire.encode(wire.UnitEnd(ident["worker"], ident["host"], ident["gpu"], time.perf_counter() - t0))]
+    return b"".join(frames)
+
+
+@dataclass
+class UnitResult:
+    """A cluster unit's result as the client believes it (``unit_result``)."""
+
+    frames: list[Any]
+    rows: list[dict[str, Any]]
+    metadata: dict[str, str]
+    stopped: bool
+    seconds: float
+    worker: str
+    host: str
+    gpu: str
+
+
+def unit_result(blob: Any, run: UnitRun) -> UnitResult:
+    """``unit_task``'s frames decoded (``bench.wire``: no pickle) and checked against ``run``'s plan
+    (``bench.guard``): its metadata, each configuration once, then ``done`` and where it ran. A
+    result that is anything else is one ``KernelFault`` line naming the kernel and configuration."""
+    from .guard import UnitGuard
+
+    guard = UnitGuard(run.spec, run.job.done, run_id=run.run_id, counting=run.counting is not None, cluster=True)
+    out = UnitResult([], [], {}, False, 0.0, "", "", "")
+    try:
+        msgs = wire.decode_all(blob, cluster=True, **wire.limits(run.spec))
+        for i, msg in enumerate(msgs):
+            guard.check(msg)
+            if isinstance(msg, wire.Meta):
+                out.metadata.update(msg.entries)
+            elif isinstance(msg, wire.Add):
+                out.frames.append(msg.samples)
+                out.rows.append(msg.row)
+            elif isinstance(msg, wire.Done):
+                out.stopped = msg.stopped
+            elif isinstance(msg, wire.UnitEnd) and i == len(msgs) - 1 and i and isinstance(msgs[i - 1], wire.Done):
+                out.seconds, out.worker, out.host, out.gpu = msg.seconds, msg.worker, msg.host, msg.gpu
+            else:
+                raise wire.WireError(f"a {type(msg).__name__} frame where a cluster unit's result has none")
+        if not out.worker:
+            raise wire.WireError("a cluster unit's result that does not end with done and where it ran")
+    except wire.WireError as exc:
+        raise guard.fault(f"the cluster unit's result is not what a unit reports: {exc}") from None
+    return out
 
 
 # ----------------------------------------------------------------------------- the parent
@@ -165,6 +236,9 @@ class DaskExecutor:
         from ..kernels import catalog
 
         for kspec in spec.specs():
+            if kspec.call is not None:  # before any set-up: a unit runs its kernel in a sweep worker (unit_task)
+                raise ConfigError(f"kernel {kspec.name!r} is a Python callable: a cluster unit runs its kernel in a sweep worker "
+                                  f"process, which a callable cannot reach; run it on one device")
             if kspec.name not in catalog.names():
                 raise ConfigError(f"kernel {kspec.name!r} is not in the catalog; a cluster run sends kernels by name "
                                   f"(register it on the workers, or run it on one device)")
@@ -286,7 +360,7 @@ class _Coordinator:
     def collect(self, fut: Any, name: str, plan: UnitPlan, job: UnitJob, run: UnitRun, channel: Any) -> None:
         distributed = _distributed()
         if fut.status == "finished":
-            self.finished(name, plan, job, channel, fut.result())
+            self.finished(name, plan, job, run, channel, fut.result())
             return
         cancelled = fut.status == "cancelled"
         exc = fut.exception() if fut.status == "error" else None
@@ -305,26 +379,32 @@ class _Coordinator:
         self.client.cancel(list(self.futures))
         raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it
 
-    def finished(self, name: str, plan: UnitPlan, job: UnitJob, channel: Any, res: dict[str, Any]) -> None:
-        """A unit's rows, each (configuration, unit) recorded (and written) by the orchestrator; the group's next unit."""
+    def finished(self, name: str, plan: UnitPlan, job: UnitJob, run: UnitRun, channel: Any, blob: Any) -> None:
+        """A unit's rows (checked: ``unit_result``), each (configuration, unit) recorded (and written) by
+        the orchestrator; the group's next unit."""
+        try:
+            res = unit_result(blob, run)
+        except BaseException:
+            self.client.cancel(list(self.futures))
+            raise
         self.last_result = time.monotonic()
-        self.home.setdefault(plan.group, res["worker"])
+        self.home.setdefault(plan.group, res.worker)
         lost = list(dict.fromkeys(str(m["worker"]) for m in _events(self.client) if m["group"] == name
-                                  and str(m["worker"]) != res["worker"]))
+                                  and str(m["worker"]) != res.worker))
         note = ""
         if self.attempts[name] > 1 or lost:
             how = (f"after worker(s) {', '.join(lost)} died while measuring it" if lost or self.charged.get(name) else
                    "after the worker it was queued on died (no start of it was seen: not charged a retry)")
-            note = f"re-run on {res['worker']} {how} (attempt {self.attempts[name]})"
-            self.ex.reruns.append({"group": name, "lost": lost, "worker": res["worker"], "attempts": self.attempts[name],
+            note = f"re-run on {res.worker} {how} (attempt {self.attempts[name]})"
+            self.ex.reruns.append({"group": name, "lost": lost, "worker": res.worker, "attempts": self.attempts[name],
                                    "charged": self.charged.get(name, 0)})
         # the first worker's device description; every unit's verification
-        channel.meta({k: v for k, v in res["metadata"].items() if k.startswith("verify.") or k not in self.orch.metadata})
-        for frame, row in zip(res["frames"], res["rows"]):
+        channel.meta({k: v for k, v in res.metadata.items() if k.startswith("verify.") or k not in self.orch.metadata})
+        for frame, row in zip(res.frames, res.rows):
             if note:
                 row = {**row, "warning": "; ".join(filter(None, [row.get("warning") or "", note]))}
             channel.add(frame, row)
-        self.orch.finished(plan, job, channel, bool(res["stopped"]), float(res["seconds"]))
+        self.orch.finished(plan, job, channel, res.stopped, res.seconds)
         self.submit_next(plan)
 
     def watch(self, now: float) -> None:
@@ -344,5 +424,6 @@ class _Coordinator:
         self.futures.clear()
 
 
-__all__ = ["DaskExecutor", "PlanDevice", "VISIBLE_DEVICE_VARS", "device_name", "expected_keys", "gpu_workers", "groups_of", "unit_task",
+__all__ = ["DaskExecutor", "PlanDevice", "UnitResult", "VISIBLE_DEVICE_VARS", "device_name", "expected_keys", "gpu_workers",
+           "groups_of", "unit_result", "unit_task",
            "worker_facts"]

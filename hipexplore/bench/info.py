@@ -15,6 +15,7 @@ A unit reports what it measured with through its channel as entries made here
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -100,6 +101,12 @@ class MeasuredInfo:
     floors: dict[str, str] = field(default_factory=dict)  # flush -> median seconds
     pools: dict[str, str] = field(default_factory=dict)  # size -> "shared" | "own sets"
     worker_pad_bytes: str = ""
+
+    #: the metadata keys a unit reports (the ``entry_*`` below and ``UnitsInfo``'s inputs): all a
+    #: unit measured elsewhere (a sweep worker, a cluster worker) may set in the run's metadata
+    #: (``bench.guard``), never the provenance, identities or spec the parent wrote
+    UNIT_KEYS = re.compile(r"telemetry\.(source|max_clock_mhz)|flush\.[^.]+\.bytes|device\.llc_(bytes|source)|warmup\.clock"
+                           r"|verify\..+|floor\.[^.]+\.median_s|interleave\.pool\..+|worker\.pad_bytes|inputs\.unit\.\d+")
 
     # -- what a unit sends through its channel ------------------------------------------------------
     @staticmethod

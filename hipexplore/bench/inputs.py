@@ -145,8 +145,8 @@ def _base() -> str:
 def clean_leftovers(base: str | None = None) -> int:
     """Remove the shared folders of sweeps whose process died (a SIGKILL leaves its folder, and under
     /dev/shm that is memory): only this user's real folders named ``PREFIX<pid>-*`` whose creator is
-    gone (by pid and start time: ``compile.host._creator_alive``). Returns how many were removed."""
-    from ..compile.host import _creator_alive, _remove_tree
+    gone (by pid and start time: ``compile.host.creator_alive``). Returns how many were removed."""
+    from ..compile.host import creator_alive, remove_tree
 
     base = base or _base()
     removed = 0
@@ -162,8 +162,8 @@ def clean_leftovers(base: str | None = None) -> int:
             continue
         if not (pid.isdigit() and stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()):
             continue
-        if int(pid) != os.getpid() and not _creator_alive(int(pid), st.st_mtime):
-            removed += _remove_tree(Path(e.path))
+        if int(pid) != os.getpid() and not creator_alive(int(pid), st.st_mtime):
+            removed += remove_tree(Path(e.path))
     return removed
 
 

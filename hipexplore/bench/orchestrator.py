@@ -91,6 +91,7 @@ class Orchestrator:
                 exc.result = self._finish(True)
                 raise
             except BaseException as exc:  # an interrupt (KeyboardInterrupt, SIGTERM turned into one): kept is on disk
+                self._interrupted()
                 exc.sweep_result = self.result(True, kept)  # type: ignore[attr-defined]
                 exc.sweep_progress = self.progress.state()  # type: ignore[attr-defined]
                 self.progress.close()
@@ -183,20 +184,40 @@ class Orchestrator:
     def _plan(self, group: SweepSpec, index: int) -> us.UnitPlan:
         confs = group.configurations()
         had = {c: self.record.units_of(c) for c in confs}
-        frames = []
-        if self.record.merged:
-            for c in confs:
-                for k, (frame, _row) in self.record.units.get(c, {}).items():
-                    frames.append(frame.assign(pass_index=k))
-        return us.UnitPlan(group, (self.lo, self.hi), had, frames, group=index,
+        return us.UnitPlan(group, (self.lo, self.hi), had, self._recorded(confs), group=index,
                            one_process=shared_process(self.executor.where))
 
-    def _finish(self, write: bool) -> SweepResult:
-        """The units' metadata, the last write (when anything is there to write), the bar closed."""
+    def _recorded(self, confs: list[Configuration]) -> list[Any]:
+        """The recorded (configuration, unit)s' sample frames of ``confs``, ``pass_index`` their unit."""
+        if not self.record.merged:
+            return []
+        return [frame.assign(pass_index=k) for c in confs for k, (frame, _row) in self.record.units.get(c, {}).items()]
+
+    def _units_metadata(self, stopped: bool) -> None:
+        """What the units reached: units done, the pads they held, the resolution's outcome."""
         if self.spec.units != 1:
             units_done = min((len(self.record.units_of(c)) for c in self.spec.configurations()), default=0)
             self.metadata.update(UnitsInfo(self.lo, units_done, self.executor.where, self.pads).entries())
-            self.metadata.update(us.resolution_entries(self.spec, getattr(self, "plans", []), self.stopped))
+            self.metadata.update(us.resolution_entries(self.spec, getattr(self, "plans", []), stopped))
+
+    def _interrupted(self) -> None:
+        """An interrupt: the units' metadata in the result and, with the (configuration, unit)s kept,
+        on disk (each was written as it finished, before these entries existed). Best effort: a
+        failed write leaves the files as the last finished pair wrote them, and the interrupt goes on."""
+        if not hasattr(self, "record"):
+            return
+        for plan in getattr(self, "plans", []):  # the unit cut short never told its plan: judge what is recorded
+            plan.frames = self._recorded(plan.configs)
+        self._units_metadata(True)
+        if self.spec.units != 1 and self.record.added:
+            try:
+                self.record.write(self.paths, self.metadata)
+            except Exception:  # noqa: BLE001 - the interrupt, not a write error, is what the caller must see
+                pass
+
+    def _finish(self, write: bool) -> SweepResult:
+        """The units' metadata, the last write (when anything is there to write), the bar closed."""
+        self._units_metadata(self.stopped)
         if write and (not self.stopped or self.spec.units == 1 or self.record.added):
             self.record.write(self.paths, self.metadata)
         self.progress.close()

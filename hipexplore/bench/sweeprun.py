@@ -35,7 +35,7 @@ import pandas as pd
 
 from ..devices.base import BoundKernel, Device
 from ..devices.telemetry import for_device, wait_for_stable_clock
-from ..errors import ConfigError, DeviceError, KernelFault
+from ..errors import BenchmarkError, ConfigError, DeviceError, KernelFault
 from ..kernels.build import kernel_for
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, Configuration
@@ -43,15 +43,17 @@ from ..units import format_bytes
 from . import roles
 from . import rotating as rot
 from .callable import check_callable, sets_for
-from .check import check_outputs
+from .check import POISONED, check_outputs
 from .floor import floor_columns, measure_floor, wants_floor
 from .flush import REFERENCE, Flusher, flush_mode
 from .info import MeasuredInfo
 from .interleave import interleaved_launches
 from .modes import warning_with_modes
 from .phases import ConfigurationPhase, LaunchSequence, phases_for
+from .sampled import Fresh, SampledCheck
 from .spec import SweepSpec
 from .stats import Measurement, is_timeout, set_bias
+from .trust import StatefulKernel, add_flags, flag, guard_for, reference_flag, row_floor_flags
 from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
 
 
@@ -86,10 +88,17 @@ def verify(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple
     if spec.call is not None:
         return check_callable(device, spec, sets, config=config or f"callable {spec.name!r} at n={sets.n}")
     later = ""
-    if roles.applies(spec):  # unwritten outputs of a kernel with a reference: its check names the worst element first
+    applies = roles.applies(spec)
+    if applies:  # unwritten outputs of a kernel with a reference: its check names the worst element first
         later = roles.check_roles(device, spec, sets, kernel, grid, block, where=where or f"n={sets.n}",
                                   defer_unwritten=spec.reference is not None or spec.check_kernel is not None)
-    err = check_outputs(device, spec, sets, kernel, grid, block, config=config, rtol=rtol)
+    try:
+        err = check_outputs(device, spec, sets, kernel, grid, block, config=config, rtol=rtol)
+    except BenchmarkError as exc:
+        if applies and not later and POISONED in str(exc):  # launch 1 wrote every output, launch 2 left some
+            raise StatefulKernel(f"its first launch (the role check) wrote every output and its second left some "
+                                 f"unwritten: {exc}") from None
+        raise
     if later:
         raise ConfigError(later)
     return err
@@ -133,6 +142,8 @@ class _Target:
         self.plain = self.kernels.get("events") or _bound(kernel_for(device, kspec), self.shared)
         self.footprint = kspec.footprint(self.n)
         self.base = {**base, "kernel": kspec.name, "size_bytes": size, "footprint_bytes": self.footprint}
+        self.flags: list[str] = []  # trust flags of every row of this (kernel, size) (``bench.trust``)
+        self.fresh: Fresh | None = None  # the sampled checks' fresh inputs, drawn at first use
 
     def kernel(self, device: Device, flush: str, timer: str) -> Any:
         mode = flush_mode(flush)
@@ -197,7 +208,8 @@ class SweepRun:
         against free memory), then every rotating plan."""
         spec, dev = self.spec, self.dev
         self.telemetry = for_device(dev)
-        self.timing = spec.timing(self.telemetry)
+        self.guard = guard_for(dev)  # the persisting-L2 reset before every timed chunk (bench.trust)
+        self.timing = spec.timing(self.telemetry).but(hooks=(self.guard,) if self.guard is not None else ())
         self.throttle_mhz = spec.throttle_threshold * self.telemetry.max_clock_mhz if self.telemetry.available else math.nan
         factors = spec.flush_factor
         for f in set(spec.flush) | ({REFERENCE.name} if spec.reference else set()):
@@ -235,9 +247,9 @@ class SweepRun:
         self.where[:] = [kspec.name, f"size={size}"]
         if self.channel.stop_now():
             return True
-        self.warm_up(target)
         if self.counting is None:  # a counting unit checks nothing: the timed units did
-            self.check(target)
+            self.check(target)  # first: the kernel's first launch in the unit is the one checked
+        self.warm_up(target)
         groups = []
         for r in self.spec.rotating:
             p = self.plans[(kspec.name, size, str(r))]
@@ -291,8 +303,17 @@ class SweepRun:
         self.where[1] = f"size={t.size} (output check)"
         self.channel.started(self.where)
         with sets_for(self.dev, t.kspec, t.n, 1) as sets:
-            err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block, where=f"size {format_bytes(t.size)} (n={t.n})",
-                         config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
+            try:
+                err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block, where=f"size {format_bytes(t.size)} (n={t.n})",
+                             config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
+            except (BenchmarkError, ConfigError) as exc:
+                if id(_code(t.plain)) not in _CHECKED and not isinstance(exc, StatefulKernel):
+                    raise  # wrong from its first launch: a broken kernel, an error
+                # right before, wrong after its own launches: it keeps state between launches
+                t.flags.append(flag(f"the output check before timing failed, though this kernel passed it earlier in the "
+                                    f"same process: {exc}"))
+                err = math.nan
+        _CHECKED.setdefault(id(_code(t.plain)), _code(t.plain))
         self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
@@ -325,6 +346,7 @@ class SweepRun:
         m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
         frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get(conf.reference_key), self.dev, p.cap_bytes)
         row.update(floor_columns(self.floor_of(conf.flush) if conf.timer == "events" else None, row["median_s"], conf.timer))
+        add_flags(row, [*t.flags, *row_floor_flags(row, t.kspec, t.n, self.dev)])
         return frame, row, m
 
     def launches(self, t: _Target, conf: Configuration, sets: Any) -> LaunchSequence:
@@ -345,16 +367,39 @@ class SweepRun:
         self.channel.counted(entry)
 
     def trials(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
-        """The timed launches of one configuration: the only timed window of the unit."""
+        """The timed launches of one configuration: the only timed window of the unit; between its
+        chunks the trust hooks (``bench.trust``: the persisting-L2 reset, the sampled output check),
+        whose flags join the configuration's notes."""
         timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if conf.timer == "in-kernel" else None
+        sampled = self.sampled_check(t, conf, sets)
         try:
             wl = Workload(self.dev, t.kernel(self.dev, conf.flush, conf.timer), t.grid, t.block, sets.args, timer=timer)
             if self.spec.interleave and len(self.specs) > 1:
-                return self.interleave(conf, wl)
-            return time_launches(wl, self.flushers.get(conf.flush), self.spec.stop, self.timing)
+                raw = self.interleave(conf, wl)
+            else:
+                timing = self.timing.but(hooks=(*self.timing.hooks, sampled)) if sampled is not None else self.timing
+                raw = time_launches(wl, self.flushers.get(conf.flush), self.spec.stop, timing)
         finally:
             if timer is not None:
                 timer.free()
+        found = (self.guard.take() if self.guard is not None else []) + (sampled.take() if sampled is not None else [])
+        raw.notes = [*raw.notes, *(x for x in found if x not in raw.notes)]
+        return raw
+
+    def sampled_check(self, t: _Target, conf: Configuration, sets: Any) -> SampledCheck | None:
+        """The configuration's sampled output check (``bench.sampled``), None when the sweep checks no
+        output (``verify`` off, ``HIPEXPLORE_SAMPLED_CHECKS=0``) or interleaves (each kernel's turns are
+        checked before timing only). Fresh inputs against the reference in the first unit (at 256 MiB the
+        reference costs a second a unit); every unit looks for outputs left unwritten."""
+        from .. import settings
+
+        limit = settings.SAMPLED_CHECKS.get()
+        if not self.spec.verify or not limit or (self.spec.interleave and len(self.specs) > 1):
+            return None
+        if t.fresh is None and self.unit == 0:  # fresh inputs and the reference once per sweep, as the check
+            t.fresh = Fresh(self.dev, t.kspec, self.unit)  # before timing; later units look for unwritten outputs
+        return SampledCheck(self.dev, t.kspec, sets, t.plain, t.grid, t.block, limit=limit, fresh=t.fresh,
+                            config=f"kernel {t.kspec.name} {conf.describe()}")
 
     def interleave(self, conf: Configuration, wl: Workload) -> RawTimes:
         """This configuration of every interleaved kernel in shuffled turns (``bench.interleave``);
@@ -402,6 +447,8 @@ class SweepRun:
                 finally:
                     if timer is not None:
                         timer.free()
+                if self.guard is not None:
+                    raw.notes = [*raw.notes, *self.guard.take()]
                 if got:
                     raw.chunk = raw.chunk + int(got[-1].chunk.max()) + 1
                 got.append(raw)
@@ -419,9 +466,11 @@ class SweepRun:
             frame, row = _frames(t.base, conf, 1, raw, m, throttled, m, self.dev, int(self.free * self.spec.mem_fraction))
             row.update(floor_columns(self.floor_of(REFERENCE.name) if timer_name == "events" else None, row["median_s"], timer_name))
             row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(got)} part(s) through the sweep"]))
+            add_flags(row, t.flags)  # the same kernel's flags: a reference of a kernel that keeps state is not one
             biased = [r for r in rows if r["timer"] == timer_name]
             for r in biased:
                 set_bias(r, self.kept[Configuration.of(r)], m)
+                add_flags(r, reference_flag(r, self.dev))
             self.channel.update(biased)
             self.emit(conf, frame, row, m)
 
@@ -478,6 +527,17 @@ def shared_pool(sets: Any, other: KernelSpec, n: int) -> list[Any] | None:
            for x, y in zip(a, b)):
         return None
     return [pack_args(other.args, {**{y.name: bufs[x.name] for x, y in zip(a, b)}, **scalars}) for bufs in sets.buffers]
+
+
+#: the loaded code whose output check passed in this process (by ``id``, the object kept so the id
+#: stays its own): that code failing a later check kept state between launches (a host .so's statics,
+#: a module's device globals). Code built anew (an edited source or header) is another object.
+_CHECKED: dict[int, Any] = {}
+
+
+def _code(kernel: Any) -> Any:
+    """The loaded function under a ``BoundKernel``."""
+    return kernel.function if isinstance(kernel, BoundKernel) else kernel
 
 
 def _label(device: Device) -> str:

@@ -130,6 +130,10 @@ class TimingOptions:
     #: opened after the warm-up and closed after the last chunk (``start()``/``stop()``): the counter
     #: pass's profiler range around the launches it counts (``bench.counters.phase``); None: none
     profiler: Any = field(default=None, compare=False)
+    #: told before every chunk and after the last, outside every timed window, with the device idle
+    #: (``before_chunk(chunk, launched)``, ``after_run(chunks, launched)``: ``launched`` = timed launches
+    #: so far): the trust checks of ``bench.trust`` (the persisting-L2 reset, the sampled output check)
+    hooks: tuple[Any, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lead", check_lead(self.lead))
@@ -450,6 +454,9 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
         raise
     if opts.profiler is not None:
         opts.profiler.stop()
+    launched = sum(len(p[0]) for p in parts)
+    for hook in opts.hooks:
+        hook.after_run(len(parts), launched)
     notes: list[str] = []
     if timeouts:
         notes.append(f"stream hold timed out in {timeouts} chunk(s): those samples were discarded and measured again "
@@ -484,6 +491,8 @@ def _chunks(workload: Workload, flusher: Flusher | None, rule: StopRule, opts: T
         if more == 0:
             return parts, timeouts, why
         k = min(size, more) if not rule.adaptive else size
+        for hook in opts.hooks:  # the previous chunk was synchronized: nothing of the kernel's runs now
+            hook.before_chunk(chunk_no, taken)
         n_lead = next(leads)
         t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, hold_s, flush_end_event=opts.flush_end_event,
                                 lead=n_lead, trail=opts.trail)

@@ -301,23 +301,39 @@ def units_frame(frames: list[Any]) -> Any:
 
 def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) -> dict[str, str]:
     """With ``resolution``: the metadata saying whether every configuration reached it, or which did
-    not and why the extras ended (the budget, the most units, the sweep stopped)."""
+    not and why the extras ended (the budget, the most units, the sweep stopped). A configuration
+    with fewer than 2 units has no half-width yet: it has not reached it (an interrupted first unit
+    once read "reached ... widest ±0.00%")."""
     if not spec.resolution:
         return {}
-    want, wider, widest = spec.resolution, [], 0.0
+    want, wider, unjudged, widest = spec.resolution, [], [], 0.0
+    base = spec.specs()[0].name if spec.interleave and len(spec.kernels) > 1 else None
     for plan in plans:
         frames = [f for f in plan.frames if len(f)]
-        for c, h in half_widths(units_frame(frames), spec, plan.one_process).items() if frames else ():
-            if spec.interleave and c.kernel == spec.specs()[0].name and len(spec.kernels) > 1:
+        halves = half_widths(units_frame(frames), spec, plan.one_process) if frames else {}
+        measured = {c for f in frames for c in Configuration.of_frame(f.drop_duplicates([k for k in Configuration.COLUMNS
+                                                                              if k in f.columns]))
+                    if not c.is_reference}
+        for c in sorted(measured | set(halves)):
+            if c.kernel == base:
                 continue  # the base kernel's own spread: its pairs' ratios are what a verdict uses
+            if c not in halves:
+                unjudged.append(f"{c.kernel} {c.size} r={c.rotating} {c.flush} {c.timer}")
+                continue
+            h = halves[c]
             widest = max(widest, h)
             if h > want:
                 wider.append(f"{c.kernel} {c.size} r={c.rotating} {c.flush} {c.timer}: ±{h:.2%}")
     why = "; ".join(sorted({p.ended for p in plans if p.ended and p.ended != "reached"})) or \
         ("the sweep was stopped" if stopped else "no extra unit ran")
-    text = (f"reached: every configuration's 95% half-width (what compare reads) is within ±{want:.2%} (widest ±{widest:.2%})"
-            if not wider else f"not reached: stopped by {why}; {len(wider)} configuration(s) still wider than "
-                              f"±{want:.2%}: {', '.join(wider[:6])}{' ...' if len(wider) > 6 else ''}")
+    if not wider and not unjudged:
+        text = f"reached: every configuration's 95% half-width (what compare reads) is within ±{want:.2%} (widest ±{widest:.2%})"
+    else:
+        parts = ([f"{len(wider)} configuration(s) still wider than ±{want:.2%}: {', '.join(wider[:6])}"
+                  f"{' ...' if len(wider) > 6 else ''}"] if wider else []) + \
+                ([f"{len(unjudged)} configuration(s) with fewer than 2 units (no half-width yet): {', '.join(unjudged[:6])}"
+                  f"{' ...' if len(unjudged) > 6 else ''}"] if unjudged else [])
+        text = f"not reached: stopped by {why}; " + "; ".join(parts)
     return {"units.resolution": f"{want:.2%}", "units.resolution_outcome": text}
 
 

@@ -3,12 +3,15 @@ register the kernels it was sent, measure one unit (``bench.sweeprun.SweepRun``)
 
 Apart from ``bench.worker`` (the parent side) so that the parent never imports what only the child
 runs. The child owns no file and no hook: everything it measures goes back through the pipe as the
-calls of the unit's channel (``_PipeChannel``), and the parent records it.
+calls of the unit's channel (``_PipeChannel``), as ``bench.wire`` frames (data, never a pickle: the
+parent does not trust this process, which runs the user's kernel), and the parent records it. The
+job comes the other way as a pickle (the parent is trusted). The worker is the subreaper of what its
+kernel starts and ends it all before it exits (``bench.reaper``); its watchdog does the same before
+it stops the worker.
 """
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import threading
 import warnings
@@ -17,62 +20,72 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..kernels import catalog
+from . import reaper
+from .wire import Add, Ask, Counted, Done, Failed, FrameWriter, Message, Meta, Start, Update, Warn
 
 
 class _PipeChannel:
-    """The unit's channel (``bench.sweeprun.Channel``) as messages to the parent."""
+    """The unit's channel (``bench.sweeprun.Channel``) as frames to the parent."""
 
-    def __init__(self, rx: Connection, tx: Connection) -> None:
-        self.rx, self.tx = rx, tx
-        self.lock = threading.Lock()  # a warning may come from another thread (a cache tier's) mid-message
+    def __init__(self, rx: Connection, write_fd: int) -> None:
+        self.rx = rx
+        self.out = FrameWriter(write_fd)  # whole frames under a lock: a warning may come from another thread mid-message
 
-    def send(self, kind: str, payload: Any) -> None:
-        data = pickle.dumps((kind, payload))
-        with self.lock:
-            self.tx.send_bytes(data)
+    def send(self, msg: Message) -> None:
+        self.out.send(msg)
 
     def warning(self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
                 file: Any = None, line: str | None = None) -> None:
         """``warnings.showwarning`` in the worker: the warning goes to the parent, which shows it as
-        its own (``bench.worker``). Why: the worker's stderr is a log file read only when it dies, so
-        a warning there (a team cache tier that is down, a cache folder that cannot be used) reached
-        nobody; on a GPU every unit runs in a worker."""
+        the worker's (``bench.worker.rewarn``). Why: the worker's stderr is a log file read only when
+        it dies, so a warning there (a team cache tier that is down, a cache folder that cannot be
+        used) reached nobody; on a GPU every unit runs in a worker."""
+        name = category.__name__ if isinstance(category, type) else "UserWarning"
         try:
-            pickle.dumps(category)
-        except Exception:  # a category defined where the parent cannot import it
-            category = UserWarning
-        try:
-            self.send("warn", (category, str(message), str(filename), int(lineno)))
+            self.send(Warn(name, str(message), int(lineno) if isinstance(lineno, int) else 0))
         except OSError:  # the parent is gone: nobody to tell
             pass
 
     def started(self, where: list[str]) -> None:
-        self.send("start", list(where))
+        self.send(Start(str(where[0]), str(where[1])))
 
     def stop_now(self) -> bool:
         """A round trip to the parent (asked between configurations only), so a stop takes effect
-        exactly where it would in-process."""
-        self.send("ask", None)
-        return bool(pickle.loads(self.rx.recv_bytes()))
+        exactly where it would in-process: one byte back, 1 for stop."""
+        self.send(Ask())
+        return self.rx.recv_bytes(1) == b"\x01"
 
     def meta(self, entries: dict[str, str]) -> None:
-        self.send("meta", dict(entries))
+        self.send(Meta({str(k): str(v) for k, v in entries.items()}))
 
     def add(self, rows: Any, row: dict[str, Any]) -> None:
-        self.send("add", (rows, row))
+        self.send(Add(rows, dict(row)))
 
     def update(self, rows: list[dict[str, Any]]) -> None:
-        self.send("update", [dict(r) for r in rows])
+        self.send(Update([dict(r) for r in rows]))
 
     def counted(self, entry: dict[str, Any]) -> None:
         """A counting unit's entry for one configuration (``bench.counters.phase``)."""
-        self.send("counted", dict(entry))
+        self.send(Counted(dict(entry)))
 
 
-def _register(kernels: list[tuple[str, bytes | None]]) -> None:
-    for name, blob in kernels:
-        if blob is not None:
-            catalog.register(pickle.loads(blob), replace=True)
+def failed(exc: BaseException) -> Failed:
+    """An exception as an error frame: its type's name and message, what a ``KernelFault`` names,
+    a compile error's log and where it compiled (the parent rebuilds the project's own type)."""
+    from ..errors import CompileError, KernelFault
+
+    if isinstance(exc, KernelFault):
+        return Failed("KernelFault", str(exc), exc.kernel, exc.configuration, exc.status)
+    if isinstance(exc, CompileError):
+        where = f" [compiler={exc.compiler} target={exc.target} options={list(exc.options)[:8]}]"
+        return Failed(type(exc).__name__, (exc.args[0] if exc.args else "") + where, log=exc.log)
+    return Failed(type(exc).__name__, str(exc))
+
+
+def _register(kernels: list[tuple[str, Any]]) -> None:
+    for name, kspec in kernels:
+        if kspec is not None:
+            catalog.register(kspec, replace=True)
         elif name not in catalog.names():
             raise ConfigError(f"kernel {name!r} cannot be sent to a sweep worker (its spec does not pickle: a lambda?) "
                               f"and the worker's catalog has no kernel of that name; build it with user_kernel "
@@ -103,6 +116,7 @@ def _watch_launches(dev: Any) -> None:
             elif time.monotonic() - since > limit:
                 os.write(2, (f"hipexplore: one launch of kernel {dev.launching} ran past {limit:g} s "
                              f"(HIPEXPLORE_LAUNCH_TIMEOUT): the sweep worker was stopped\n").encode())
+                reaper.end_descendants()  # while they are still this process's: what the kernel started ends first
                 os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="hipexplore-launch-watchdog", daemon=True).start()
@@ -110,9 +124,11 @@ def _watch_launches(dev: Any) -> None:
 
 def _worker_main(read_fd: int, write_fd: int) -> None:
     """The worker: build the device, register the kernels it was sent, measure, report."""
-    rx, tx = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    channel = _PipeChannel(rx, tx)
+    reaper.become_subreaper()  # what the kernel forks and orphans stays below this process (bench.reaper)
+    rx = Connection(read_fd, writable=False)
+    channel = _PipeChannel(rx, write_fd)
     warnings.showwarning = channel.warning
+    last: Message
     try:
         # imported before the job arrives: a worker started ahead of its unit (bench.worker.StartedWorker)
         # pays its start-up while the previous unit measures; the device is opened only below
@@ -125,7 +141,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
             import cuda.bindings.driver  # noqa: F401
         except Exception:
             pass
-        job = pickle.loads(rx.recv_bytes())
+        job = rx.recv()  # the parent's job (a pickle from the trusted side)
         _register(job["kernels"])
         share_in(job.get("inputs_dir"))  # inputs an earlier unit of the sweep drew are mapped, not drawn
 
@@ -142,15 +158,16 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
             from .inputs import COUNTS
 
             channel.meta(UnitsInfo(inputs={job.get("unit", 0): f"drawn {COUNTS['drawn']}, mapped {COUNTS['mapped']}"}).entries())
-        channel.send("done", stopped)
-    except BaseException as exc:  # everything goes back to the parent, which raises it
-        try:
-            pickle.dumps(exc)
-            channel.send("error", exc)
-        except Exception:
-            channel.send("error", RuntimeError(f"{type(exc).__name__}: {exc}"))
+        last = Done(bool(stopped))
+    except BaseException as exc:  # everything goes back to the parent, which raises the project's own error
+        last = failed(exc)
+    try:
+        reaper.end_descendants()  # what the kernel started ends before the parent hears the unit ended
+        channel.send(last)
+    except OSError:  # the parent is gone
+        pass
     finally:
-        tx.close()
+        os.close(write_fd)
         rx.close()
 
 

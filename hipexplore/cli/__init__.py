@@ -135,9 +135,9 @@ def _clean_leftovers() -> None:
     """What killed hipexplore processes left in the temp dir (build folders of dead pids, worker
     logs nobody holds): removed at the start of the next command. Never a reason to fail one."""
     try:
-        from ..compile.host import _clean_dead_build_dirs
+        from ..compile.leftovers import clean_dead_build_dirs
 
-        _clean_dead_build_dirs()
+        clean_dead_build_dirs()
     except Exception:  # noqa: BLE001 - housekeeping only
         if settings.DEBUG.get():
             raise

@@ -410,7 +410,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _resumed_line(res: Any) -> str:
     """The line of a resumed sweep: what it kept, and whose results those were (issue 47.2)."""
-    from ..units import format_bytes
+    from ..readable import format_bytes
 
     shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
                       for k, sz, r, f, *rest in res.skipped[:8])

@@ -88,7 +88,7 @@ def table(summary: Any) -> str:
     then its numbered notes (``footnotes``). Optional columns appear only where they say something:
     ``timer`` where a row is not timed by events, ``floor_us`` where a floor was taken, ``state``
     where the counters counted."""
-    from ..units import format_bytes, format_percent
+    from ..readable import format_bytes, format_percent
 
     floor = "floor_s" in summary.columns and bool(summary["floor_s"].notna().any())  # the launch floor (bench.floor)
     # the counter pass (bench.counters): the state word with its cold fraction, when anything was counted

@@ -128,7 +128,7 @@ def _text(r: dict[str, Any]) -> str:
     if r.get("shared") == "group":
         head += " (team directory: entries authenticated with HIPEXPLORE_CACHE_SECRET)"
     if r["action"] == "stats":
-        from ..units import format_bytes
+        from ..readable import format_bytes
 
         lines = [
             head,

@@ -48,7 +48,7 @@ def _change(r: Mapping[str, Any]) -> str:
 
 def _medians(r: Mapping[str, Any]) -> str:
     """A reference row's two medians: ``12.3 / 12.5 us``."""
-    from ..units import format_number
+    from ..readable import format_number
 
     b, n = float(r.get("base_median_s", math.nan)), float(r.get("new_median_s", math.nan))
     scale, unit = (1e3, "ms") if max(b, n) >= 1e-3 else (1e6, "us")

@@ -177,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.target is not None and not args.target.strip():
         raise ConfigError(f"--target is empty; expected e.g. --target {_EXAMPLE_TARGET[args.compiler]}")
+    from ..compile import compiler_cache
+
+    compiler_cache.check(args.compiler, tuple(args.option))  # its own cache's folder: one line before any work
     if args.out is not None:
         _check_destination(args.out, args.force)  # before the compile: a failed write must not follow a long compile
     request = build_request(args)
@@ -224,6 +227,8 @@ def run(args: argparse.Namespace) -> int:
         "lookup_seconds": result.lookup_seconds,
         "seconds_saved": result.seconds_saved,
         "setup_seconds": setup_seconds,
+        # the compiler's own cache as this compile (or the compile this hit replaces) used it
+        "compiler_cache": result.key.compiler_cache,
         "bytes": code.nbytes,
         "out": out_path,
         "cache_dir": str(cache.disk_dir) if cache.disk_dir is not None else None,
@@ -265,4 +270,5 @@ def _text(r: dict[str, Any]) -> str:
     if r["out"]:
         lines.append(f"  wrote {r['out']}")
     lines.append(f"  cache: {r['cache_dir'] or '(disk tier off)'}")
+    lines.append(f"  the compiler's own cache: {r['compiler_cache']}")
     return "\n".join(lines)

@@ -80,7 +80,7 @@ def info_text(info: dict[str, Any]) -> str:
             lines.append(f"  {d['kind']:<5} {d.get('name', '')}  target={d.get('target', '')}  LLC={llc_s}")
         else:
             lines.append(f"  {d['kind']:<5} absent: {d.get('reason', '')}")
-    from ..units import format_bytes
+    from ..readable import format_bytes
 
     c = info["cache"]
     lines += ["", "compile cache:", f"  disk dir: {c['disk_dir'] or '(disk tier off)'}",

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 from typing import Any
 
 from .. import settings
@@ -105,6 +106,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ideal-repeats", type=_at_most(100), default=1, metavar="N",
                    help="measure the ideal pass N times, each repeat followed by a memory pass of its own (--cache "
                         "memory/all); each side reads its fastest pass (default 1)")
+    p.add_argument("--passes", type=_at_most(100), default=None, metavar="N",
+                   help="run every scenario N times in alternated rounds, each pass in fresh compiler processes: ideal, "
+                        "cold (every compiler cache off), off, compiler-cache (the compiler's own cache alone, warm) and "
+                        "the --cache mode's passes; the savings against cold and beyond the compiler's own cache get 95%% "
+                        "intervals (N >= 2). Default: one pass each of ideal, off and the --cache mode, as before")
     p.add_argument("--no-ideal", action="store_true",
                    help="skip the warm-up pass and the ideal (e.g. a second tuning run on a warm --cache disk directory: "
                         "only the cache's own passes are timed)")
@@ -130,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if not target.strip():
         raise ConfigError(f"--target must be a non-empty string; got {args.target!r}")
     _check_outputs(args)
+    _check_own_cache(args)
     if args.compiler == "triton":
         from ..compile.triton_source import check_target
 
@@ -171,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
         report = replay_on_cluster(tlist, args.cluster, cache_dir=cache_dir, granularity=gran, salt=not args.no_salt)
         return _finish(args, report)
     args.cache = args.cache or "memory"
+    if args.passes is not None:
+        return _finish(args, _rounds(args, tlist))
     bar = None if args.quiet else _pass_bar(replay_passes(args.cache, not args.estimate_without_cache, not args.no_ideal,
                                                           args.ideal_repeats, not args.no_ideal))
     try:
@@ -195,6 +204,36 @@ def run(args: argparse.Namespace) -> int:
 
         add_triton_cache_passes(report)
     return _finish(args, report)
+
+
+def _check_own_cache(args: argparse.Namespace) -> None:
+    """Before any pass: a folder the compiler's own cache cannot use (``CUDA_CACHE_PATH`` a file...) is
+    one line, and ``--passes`` goes with no option it replaces."""
+    from ..compile import compiler_cache
+
+    compiler_cache.check(args.compiler)
+    if args.passes is not None and args.cluster is not None:
+        raise ConfigError("--passes runs each pass in fresh local compiler processes; --cluster replays over Dask workers "
+                          "(use one of them)")
+
+
+def _rounds(args: argparse.Namespace, tlist: Any) -> Any:
+    """``--passes N``: every scenario in N alternated rounds (``tuning.baselines``)."""
+    from ..tuning.baselines import round_order, run_rounds
+
+    clash = [flag for flag, given in (("--ideal-repeats", args.ideal_repeats != 1), ("--no-ideal", args.no_ideal),
+                                      ("--estimate-without-cache", args.estimate_without_cache)) if given]
+    if clash:
+        raise ConfigError(f"--passes runs every scenario (the ideal and the cache off included) N times; {clash[0]} "
+                          f"does not apply to it (leave it out)")
+    names = [n for r in range(args.passes) for n in round_order(args.cache, r)]
+    bar = None if args.quiet else _pass_bar(names)
+    try:
+        return run_rounds(tlist, jobs=args.jobs, cache=args.cache, passes=args.passes, granularity=args.granularity,
+                          salt=not args.no_salt, on_pass=bar.step if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _export(args: argparse.Namespace, spec: Any, tlist: Any) -> None:
@@ -354,7 +393,9 @@ def replay_text(out: dict[str, Any], summary) -> str:
         "",
     ]
     cols = ["scenario", "jobs", "lookups", "compiles", "memory_hits", "disk_hits", "remote_hits", "joins", "failed", "seconds", "compile_seconds", "seconds_saved"]
-    lines.append(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    shown = ["scenario", "jobs", "lookups", "compiles", "mem_hits", "disk_hits", "remote", "joins", "failed", "seconds",
+             "compile_s", "saved_s"]  # short headers: the table fits 120 columns (--json has the full names)
+    lines.append(summary[cols].to_string(index=False, header=shown, float_format=lambda v: f"{v:.3f}"))
     ideal = f"{out['seconds_ideal']:.3f}" if out.get("seconds_ideal") is not None else "not measured"
     floor = f"{out['seconds_floor']:.3f}" if out.get("seconds_floor") is not None else "-"
     lines += [
@@ -375,9 +416,39 @@ def replay_text(out: dict[str, Any], summary) -> str:
     if out.get("seconds_saved") is not None:
         lines.append(f"saved: {out['seconds_saved']:.3f} s of wall time (without cache - with cache; quote this one). "
                      f"Recorded compile time of the hits: {out['seconds_saved_recorded']:.3f} s (serial-equivalent)")
+    lines += own_cache_lines(out)
     if out["failed"]:
         lines.append(f"FAILED compiles: {out['failed']} (see the frame's error column)")
-    return "\n".join(lines)
+    # at most 120 columns: long sentences go on over indented lines (the table is narrower)
+    return "\n".join(part for line in lines
+                     for part in (textwrap.wrap(line, 120, subsequent_indent="    ", break_on_hyphens=False) or [""]))
+
+
+def own_cache_lines(out: dict[str, Any]) -> list[str]:
+    """The compiler's own cache in each scenario, each scenario's pass walls, and the savings against
+    every cache off and beyond the compiler's own cache with their 95% intervals (at most 120 columns)."""
+    from ..tuning.savings import interval_text
+
+    own = out.get("compiler_cache_by_scenario") or {}
+    legend = {label: chr(ord("a") + i) for i, label in enumerate(dict.fromkeys(own.values()))}
+    lines = ["", f"the compiler's own cache (HIPEXPLORE_COMPILER_CACHE={out.get('compiler_cache_setting', 'default')}), "
+                 f"and each scenario's passes (wall s):"]
+    for label, mark in legend.items():
+        lines.append(f"  ({mark}) {label}")
+    for name, walls in (out.get("pass_walls") or {}).items():
+        shown = " ".join(f"{w:.3f}" for w in walls[:8]) + (f" ... ({len(walls)})" if len(walls) > 8 else "")
+        lines.append(f"  {name:<15} ({legend.get(own.get(name, ''), '-')})  {shown}")
+    names = (("saved_vs_cold", "saved vs cold (every compiler cache off)"),
+             ("saved_beyond_compiler_cache", "saved beyond the compiler's own cache"), ("memory_vs_ideal", "memory / ideal"))
+    for key, title in names:
+        c = out.get(key)
+        if not c:
+            lines.append(f"{title}: not measured (tune-replay --passes N measures it)")
+            continue
+        ratio = f"{c['scenario']} / {c['base']} " if key != "memory_vs_ideal" else ""
+        seconds = "" if key == "memory_vs_ideal" else f"{interval_text(c)}; "
+        lines.append(f"{title}: {seconds}{ratio}{interval_text(c, 'ratio')}, {c['passes'][0]}+{c['passes'][1]} passes")
+    return lines
 
 
 if __name__ == "__main__":  # pragma: no cover

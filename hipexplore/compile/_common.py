@@ -3,7 +3,7 @@
 A *stamp* fingerprints the file a compiler actually loads or runs (size, mtime and a SHA-256 of the
 whole file), so a reinstalled toolkit with the same version string, or a ``CC`` wrapper edited past
 its first MiB, still changes the cache key. The hash is computed once per (path, size, mtime,
-ctime, inode) and process: later calls cost one ``stat``.
+ctime, inode): later calls cost one ``stat``, in this process and (``memo.py``) in later ones.
 """
 from __future__ import annotations
 
@@ -39,11 +39,17 @@ def file_stamp(path: str | os.PathLike) -> str:
         hit = _stamp_cache.get(key)
     if hit is not None:
         return hit
-    h = hashlib.sha256()
-    with open(real, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    stamp = f"size={st.st_size};sha256={h.hexdigest()}"
+    from . import memo
+
+    stamp = memo.load("stamp", key)  # a new process: the same file version was hashed before
+    if not isinstance(stamp, str):
+        h = hashlib.sha256()
+        with open(real, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        stamp = f"size={st.st_size};sha256={h.hexdigest()}"
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > 1_000_000_000:  # not a file still being written
+            memo.store("stamp", key, stamp)
     with _stamp_lock:
         _stamp_cache[key] = stamp
     return stamp

@@ -105,6 +105,11 @@ class Compiler(Protocol):
 
     def worker_pids(self) -> list[int]: ...
 
+    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
+                  environ: Any = None) -> Any:
+        """The compiler's own cache for a compile with ``options`` (``compiler_cache.OwnCache``)."""
+        ...
+
     def __enter__(self) -> Any: ...
 
     def __exit__(self, *exc: Any) -> None: ...
@@ -144,6 +149,21 @@ class CompilerBase:
         """PIDs of the processes that compile for this compiler, other than this one (none in-process)."""
         return []
 
+    @staticmethod
+    def identity_files(record: dict) -> list[str]:
+        """Files an identity (its ``record()``) was computed from beyond those it names itself: a
+        remembered identity (``memo.identity``) is re-``stat``ed against them too (Triton's sources)."""
+        return []
+
+    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
+                  environ: Any = None) -> Any:
+        """The compiler's own cache as a compile with ``options`` uses it (``compiler_cache.OwnCache``:
+        recorded in every cache event). ``identity``: the compiler's, when the caller has it (hiprtc
+        reads its comgr from it); ``environ``: the compiling process's variables (default this one's)."""
+        from . import compiler_cache
+
+        return compiler_cache.state(self.name, tuple(options), environ)
+
     def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Any:
         """The files a compile reads outside the request, for the key (compile/implicit.py's
         ``Implicit``); None for a compiler that reads none (Triton: its source is the request)."""
@@ -170,13 +190,15 @@ class CompilerBase:
 @dataclass(frozen=True)
 class RawCompile:
     """What a runtime compiler's API calls produced: ``failure`` is "" on success, else the status
-    name; ``asm`` is extra text for ``dump-asm`` (NVRTC's PTX)."""
+    name; ``asm`` is extra text for ``dump-asm`` (NVRTC's PTX); ``metadata`` goes into the
+    ``ObjectCode`` (NVRTC: the options and cache variables of the real call)."""
 
     binary: bytes
     lowered: dict[str, str]
     log: str
     failure: str = ""
     asm: bytes = b""
+    metadata: dict = field(default_factory=dict)
 
 
 class RuntimeCompiler(CompilerBase):
@@ -235,4 +257,5 @@ class RuntimeCompiler(CompilerBase):
         return ObjectCode(
             binary=raw.binary, compiler=self.name, target=request.target, mode=request.mode,
             log=join_log(raw.log, trace.text(), *notes), lowered_names=raw.lowered, compile_seconds=seconds,
+            metadata=raw.metadata,
         )

@@ -25,14 +25,15 @@ import weakref
 from collections import OrderedDict, deque
 from contextlib import ExitStack, contextmanager
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import settings
 from ..errors import CacheError, ConfigError
+from . import compiler_cache
 from .base import Compiler, ObjectCode
-from .disk import DEFAULT_DISK_MAX_BYTES, DiskCache
+from .disk import DiskCache
 from .events import HIT_OUTCOMES, CacheEvent, events_frame
 from .remote import RemoteCache, remote_cache_from_env
 from .request import CacheKey, CompileRequest, DigestFn, make_key, sha256_digest
@@ -180,6 +181,7 @@ class CompileCache:
         self._compilers: dict[str, Compiler] = {}
         self._ready: weakref.WeakSet = weakref.WeakSet()  # compilers whose set-up a lookup has already timed
         self._key_memo: OrderedDict[tuple, tuple[Any, CacheKey]] = OrderedDict()
+        self._own_labels: dict[tuple, CacheKey] = {}  # (key, compiler, its cache variables) -> the labelled key
         self._key_memo_bytes = 0
         self._counters = {
             "lookups": 0,
@@ -283,6 +285,20 @@ class CompileCache:
                 self._key_memo_bytes -= len(dropped.canonical)
         return key
 
+    def _labelled(self, key: CacheKey, request: CompileRequest, compiler: Compiler) -> CacheKey:
+        """``key`` carrying the label of the compiler's own cache for this request (``compiler_cache``,
+        recorded in its event): remembered per key, compiler, and the raw values of the variables its
+        cache reads, so a memory hit pays one dict lookup for it."""
+        memo_key = (key, compiler, compiler_cache.signature(request.compiler))
+        found = self._own_labels.get(memo_key)
+        if found is None:
+            found = replace(key, compiler_cache=compiler_cache.label_for(compiler, request.options))
+            with self._lock:
+                if len(self._own_labels) > _KEY_MEMO_ENTRIES:
+                    self._own_labels.clear()
+                self._own_labels[memo_key] = found
+        return found
+
     def get_or_compile(self, request: CompileRequest, compiler: Compiler | None = None) -> CacheResult:
         """Return the object code for ``request``: from memory, from disk, by joining an identical
         compile in flight, or by compiling. Compile errors propagate and are not cached."""
@@ -293,6 +309,7 @@ class CompileCache:
         setup = self._set_up(compiler, began)
         start = began + setup  # the lookup's own time starts once the compiler is ready
         key = self._key(request, compiler)
+        key = self._labelled(key, request, compiler)
 
         # diagnostics: side effects a hit would skip; not cacheable: the files it reads could not be
         # listed (cc -M failed, e.g. a missing header). Either way: always compile, store nothing
@@ -403,8 +420,6 @@ class CompileCache:
         if not isinstance(code, ObjectCode):
             raise ConfigError(f"compiler {compiler.name!r} returned {type(code).__name__}, expected ObjectCode")
         if code.compile_seconds <= 0.0:  # the backend did not time itself: record our wall time
-            from dataclasses import replace
-
             code = replace(code, compile_seconds=elapsed)
         return code
 
@@ -455,6 +470,7 @@ class CompileCache:
                 seconds_saved=saved,
                 bytes=nbytes,
                 error=error,
+                compiler_cache=key.compiler_cache,
             )
         )
 

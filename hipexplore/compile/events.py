@@ -33,6 +33,7 @@ _DTYPES = {
     "seconds_saved": "float64",
     "bytes": "int64",
     "error": "object",
+    "compiler_cache": "object",
 }
 
 
@@ -40,7 +41,9 @@ _DTYPES = {
 class CacheEvent:
     """One lookup. ``compile_seconds`` is the entry's recorded compile time (the original
     compile's on hits); ``seconds_saved`` is ``compile_seconds - lookup_seconds`` on hits and
-    joins (kept signed: a slow disk hit of a fast compile shows up negative), 0 otherwise."""
+    joins (kept signed: a slow disk hit of a fast compile shows up negative), 0 otherwise.
+    ``compiler_cache``: the compiler's own cache as this lookup's compile would use it
+    (``compiler_cache.OwnCache.label``)."""
 
     seq: int
     time: float
@@ -55,6 +58,7 @@ class CacheEvent:
     seconds_saved: float
     bytes: int
     error: str = ""
+    compiler_cache: str = ""
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:

@@ -24,16 +24,14 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
-import time
 from typing import Any, ContextManager
 
 from .. import settings
 from ..interpreter import isolated_argv
 from ..errors import CompilerUnavailable, ConfigError
 from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries, user_diagnostics
-from . import implicit
+from . import compiler_cache, implicit, memo
 from .implicit import Deps, Implicit, runtime_inputs
 from .inputs import env_values
 from .inputs import env_identity
@@ -217,8 +215,28 @@ class HiprtcCompiler(RuntimeCompiler):
         return f"hiprtc {major}.{minor}; rocm {_rocm_version(self._library_file or self._library_name)}"
 
     def identity(self) -> CompilerIdentity:
-        if self._identity is not None:
-            return env_identity(self._identity)
+        """Remembered across processes (``memo.identity``: the library, comgr, the device libraries
+        re-``stat``ed), so a new process that only hits the cache loads no hiprtc."""
+        if self._identity is None:
+            self._identity = memo.identity(self.name, [self.requested_library, self.allow_unknown_targets],
+                                           self._identity_now)
+        return env_identity(self._identity)
+
+    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
+                  environ: Any = None) -> compiler_cache.OwnCache:
+        """COMGR's own cache: none in ROCm 5.2 (comgr 2.4); newer comgr's as ``compiler_cache`` says.
+        The comgr file is the identity's (no library is loaded for it), else the one found now."""
+        extra = dict(identity.extra) if identity is not None else {}
+        comgr, version = extra.get("comgr", ""), extra.get("comgr_version", "")
+        if identity is None:
+            comgr, lib = self._comgr()
+            if lib is not None:
+                ma, mi = ctypes.c_size_t(), ctypes.c_size_t()
+                lib.amd_comgr_get_version(ctypes.byref(ma), ctypes.byref(mi))
+                version = f"{ma.value}.{mi.value}"
+        return compiler_cache.state(self.name, tuple(options), environ, comgr=comgr, comgr_version=version)
+
+    def _identity_now(self) -> CompilerIdentity:
         version = self.version()  # loads the bindings: the library's name and file are known after it
         library = self._library_file or self._library_name
         extra: list[tuple[str, str]] = [("hip_python", _hip_python_version())]
@@ -234,10 +252,7 @@ class HiprtcCompiler(RuntimeCompiler):
         if libdir:
             extra.append(("device_libs_stamp", directory_stamp(libdir)))
         stamp = file_stamp(library) if os.path.exists(library) else ""
-        self._identity = CompilerIdentity(
-            name=self.name, version=version, library=library, stamp=stamp, extra=tuple(extra)
-        )
-        return env_identity(self._identity)
+        return CompilerIdentity(name=self.name, version=version, library=library, stamp=stamp, extra=tuple(extra))
 
     def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Implicit:
         """Files hiprtc reads outside the request (absolute includes, what its system search

@@ -35,15 +35,17 @@ from pathlib import Path
 from .. import settings
 from ..errors import CompilerUnavailable, CompileTimeout, ConfigError
 from ._common import dump_text, file_stamp, join_log
-from . import implicit
+from . import implicit, memo
 from .inputs import env_identity
+from .leftovers import (  # noqa: F401 - the leftover clean-up lived here; its names still do
+    BUILD_PREFIX, LOG_MIN_AGE_S, UNNUMBERED_MIN_AGE_S, WORKER_LOG_GLOB, clean_dead_build_dirs, creator_alive, held_names,
+    remove_tree, start_time, clean_leftovers)
 from .link_inputs import commands, driver_inputs, stable_line
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 
 BASE_FLAGS = ("-O3", "-shared", "-fPIC")
 #: Build folders in the temp dir: ``hipexplore-host-<pid>-<random>``.
-BUILD_PREFIX = "hipexplore-host-"
 #: The programs the driver runs whose files are part of the identity.
 TOOLS = ("cc1", "as", "ld")
 #: How long a verified identity is trusted before the compiler file is stat'ed again.
@@ -145,6 +147,17 @@ class HostCompiler(CompilerBase):
             if self._identity is not None and self._identity_key == key:
                 self._identity_checked = now
                 return env_identity(self._identity)
+        # remembered across processes for this command line and this whole environment (memo.identity:
+        # every program it names re-stat'ed), so a hit in a new process runs no probe
+        ident = memo.identity(self.name, [argv, sorted(self._trigger_env().items())], lambda: self._probed(argv, exe))
+        found = [p for k, p in ident.extra if k in TOOLS or k == "runs"]
+        key = self._check_key(argv, exe, found)  # the key the next recheck compares against includes the tools
+        with self._lock:
+            self._identity, self._identity_key, self._identity_checked = ident, key, now
+        return env_identity(ident)
+
+    def _probed(self, argv: list[str], exe: str) -> CompilerIdentity:
+        """The identity from the driver itself: its version, the programs it runs and their stamps."""
         proc = _version_probe(argv)
         first = _first_line(proc)
         extra: list[tuple[str, str]] = [("command", shlex.join(argv))]
@@ -176,11 +189,7 @@ class HostCompiler(CompilerBase):
             if prog not in found:
                 extra += [("runs", prog), ("runs_stamp", file_stamp(prog))]
                 found.append(prog)
-        ident = CompilerIdentity(name=self.name, version=first, library=exe, stamp=file_stamp(exe), extra=tuple(extra))
-        key = self._check_key(argv, exe, found)  # the key the next recheck compares against includes the tools
-        with self._lock:
-            self._identity, self._identity_key, self._identity_checked = ident, key, now
-        return env_identity(ident)
+        return CompilerIdentity(name=self.name, version=first, library=exe, stamp=file_stamp(exe), extra=tuple(extra))
 
     @staticmethod
     def _trigger_env() -> dict:
@@ -257,7 +266,7 @@ class HostCompiler(CompilerBase):
             raise ConfigError(f"host compiler mode must be 'shared-library'; got {request.mode!r}")
         argv = self._command()
         notes = self._source_notes(request)
-        _clean_dead_build_dirs()
+        clean_dead_build_dirs()
         with tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}-") as tmp:
             src = _write_sources(Path(tmp), request)
             out = Path(tmp) / "lib.so"
@@ -307,165 +316,6 @@ class HostCompiler(CompilerBase):
                 options=(*BASE_FLAGS, *request.options),
                 target=request.target, compiler=self.name, kernels=request.kernels, timeout=float(self.timeout or 0),
             ) from None
-
-
-_cleaned = False
-#: files hipexplore's worker processes write their stderr to (``compile.isolation``, ``bench.worker``)
-WORKER_LOG_GLOB = "hipexplore-*-worker-*.log"
-#: how old a worker log no process holds open must be to be removed (one is opened by its worker
-#: within milliseconds of being made)
-LOG_MIN_AGE_S = 5.0
-#: folders of the older form without a pid (``hipexplore-host-XXXXXXXX``, made by ``HostDevice``
-#: before it put its pid in the name) are removed when no process holds a file of theirs and they
-#: are at least this old
-UNNUMBERED_MIN_AGE_S = 3600.0
-
-
-def _start_time(pid: int) -> float | None:
-    """When process ``pid`` started (epoch seconds, from /proc), None if it is gone or unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        ticks = int(stat.rsplit(")", 1)[1].split()[19])
-        btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
-        return btime + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
-
-
-def _creator_alive(pid: int, made: float) -> bool:
-    """Is the process that made a leftover at time ``made`` (its folder's mtime) still running?
-    A live pid that started after ``made`` is another process with a reused pid: the maker is dead."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: alive but another user's, so not the maker of a folder we own
-        return False
-    started = _start_time(pid)
-    return started is None or started <= made + 2.0
-
-
-def _held(base: Path, names: set[str]) -> set[str]:
-    """Which of the entries ``names`` of folder ``base`` some process holds: an open file, its
-    current directory, or a mapped library in or at it (read from /proc; processes whose /proc
-    entries cannot be read are not seen, which is why only our own leftovers are touched)."""
-    prefix = os.path.join(str(base), "")
-    held: set[str] = set()
-
-    def note(target: str) -> None:
-        if target.startswith(prefix):
-            name = target[len(prefix):].split("/", 1)[0].removesuffix(" (deleted)")
-            if name in names:
-                held.add(name)
-
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return set(names)  # cannot tell: everything counts as in use
-    for pid in pids:
-        try:
-            note(os.readlink(f"/proc/{pid}/cwd"))
-        except OSError:
-            pass
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            fds = []
-        for fd in fds:
-            try:
-                note(os.readlink(f"/proc/{pid}/fd/{fd}"))
-            except OSError:
-                continue
-        try:
-            with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if prefix in line:
-                        note(line.split(maxsplit=5)[-1].strip())
-        except OSError:
-            pass
-    return held
-
-
-def _clean_dead_build_dirs() -> int:
-    """Once per process: remove what killed hipexplore processes left in the temp dir (SIGKILL gives
-    no ``TemporaryDirectory`` or ``finally`` a chance): build and device folders
-    (``<tmp>/hipexplore-host-<pid>-*``) whose process is dead (by pid and start time), folders of the
-    older unnumbered form (``hipexplore-host-XXXXXXXX``) and worker logs (``hipexplore-*-worker-*.log``)
-    that no process of ours holds open or mapped. Only entries this user owns, real folders and
-    regular files (never through a link), older than ``LEFTOVER_MIN_AGE_S``. Crash logs that an error
-    message named (``hipexplore-crash-*.log``) are kept. Returns how many entries were removed."""
-    global _cleaned
-    if _cleaned:
-        return 0
-    _cleaned = True
-    return clean_leftovers()
-
-
-def clean_leftovers(base: str | Path | None = None) -> int:
-    """The work of ``_clean_dead_build_dirs`` (every call does it; tests call this)."""
-    import stat as stat_mod
-
-    removed = 0
-    base = Path(base if base is not None else tempfile.gettempdir())
-    try:
-        folders = list(base.glob(f"{BUILD_PREFIX}*"))
-        logs = list(base.glob(WORKER_LOG_GLOB))
-    except OSError:
-        return 0
-    now = time.time()
-    me = os.geteuid()
-
-    def ours(path: Path, want_dir: bool) -> os.stat_result | None:
-        try:
-            st = path.lstat()
-        except OSError:
-            return None
-        kind_ok = stat_mod.S_ISDIR(st.st_mode) if want_dir else stat_mod.S_ISREG(st.st_mode)
-        return st if kind_ok and st.st_uid == me else None
-
-    unheld: dict[str, bool] = {}  # name -> is a folder; removed if no process holds it
-    for path in folders:
-        st = ours(path, True)
-        if st is None:
-            continue
-        rest = path.name[len(BUILD_PREFIX):]
-        pid = rest.split("-", 1)[0]
-        if not (pid.isdigit() and "-" in rest):
-            if now - st.st_mtime >= UNNUMBERED_MIN_AGE_S:
-                unheld[path.name] = True
-            continue
-        if int(pid) == os.getpid() or _creator_alive(int(pid), st.st_mtime):
-            continue
-        removed += _remove_tree(path)
-    for path in logs:
-        st = ours(path, False)
-        if st is not None and now - st.st_mtime >= LOG_MIN_AGE_S:
-            unheld[path.name] = False
-    if unheld:
-        held = _held(base, set(unheld))
-        for name, is_dir in sorted(unheld.items()):
-            if name in held:
-                continue
-            if is_dir:
-                removed += _remove_tree(base / name)
-            else:
-                try:
-                    (base / name).unlink()
-                    removed += 1
-                except OSError:
-                    pass
-    return removed
-
-
-def _remove_tree(path: Path) -> int:
-    """Remove a folder without following links out of it (``rmtree`` unlinks a link, never its target)."""
-    try:
-        if path.is_symlink():
-            return 0
-        shutil.rmtree(path)
-        return 1
-    except OSError:
-        return 0
 
 
 def _communicate(proc: subprocess.Popen, timeout: float | None, own_group: bool) -> tuple[str, str]:

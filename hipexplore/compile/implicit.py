@@ -191,12 +191,38 @@ _memo: OrderedDict[tuple, _Memo] = OrderedDict()
 _memo_lock = threading.Lock()
 
 
+def _disk_key(request: CompileRequest, identity: CompilerIdentity) -> list:
+    from .request import canonical_json
+
+    return [canonical_json(request.record()).decode("utf-8", "surrogatepass"), identity.record()]
+
+
+def _from_disk(request: CompileRequest, identity: CompilerIdentity) -> _Memo | None:
+    """A resolution an earlier process made of the same request and compiler (``memo.py``), trusted
+    only as far as an in-process one: the same directory, every watched path re-``stat``ed."""
+    from . import memo as disk
+
+    held = disk.load("implicit", _disk_key(request, identity))
+    try:
+        checks = tuple((str(p), None if sig is None else tuple(int(x) for x in sig)) for p, sig in held["checks"])
+        files = tuple((str(p), str(h)) for p, h in held["files"])
+        return _Memo(Implicit(files=files), checks, held["cwd"], trusted=True)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def current(request: CompileRequest, identity: CompilerIdentity, resolve: Callable[[Collector], str]) -> Implicit:
-    """The implicit inputs of ``request``: from the memo when nothing it watched changed, else
-    by ``resolve(collector)`` (which returns an error text, "" on success)."""
+    """The implicit inputs of ``request``: from the memo (this process's, else one an earlier
+    process left on disk: a first hit in a new process asks no compiler) when nothing it watched
+    changed, else by ``resolve(collector)`` (which returns an error text, "" on success)."""
     memo_key = (request, identity)
     with _memo_lock:
         memo = _memo.get(memo_key)
+    if memo is None:
+        memo = _from_disk(request, identity)
+        if memo is not None:
+            with _memo_lock:
+                _memo[memo_key] = memo
     if memo is not None and memo.trusted and (memo.cwd is None or memo.cwd == os.getcwd()) and unchanged(memo.checks):
         return memo.implicit
     col = Collector()
@@ -205,6 +231,12 @@ def current(request: CompileRequest, identity: CompilerIdentity, resolve: Callab
     if memo is not None and memo.implicit == implicit:
         implicit = memo.implicit  # the same object: the cache's key memo compares by identity first
     entry = _Memo(implicit, tuple(col.checks.items()), col.cwd, trusted=not (col.racy or error))
+    if entry.trusted and (entry.cwd is not None or entry.checks):  # the compiler was asked (not: a request reading only itself)
+        from . import memo as disk
+
+        disk.store("implicit", _disk_key(request, identity), {
+            "files": [list(f) for f in implicit.files], "cwd": entry.cwd,
+            "checks": [[p, None if sig is None else list(sig)] for p, sig in entry.checks]})
     with _memo_lock:
         _memo[memo_key] = entry
         _memo.move_to_end(memo_key)

@@ -69,11 +69,15 @@ REFUSED_PREFIXES = (
     "-wrapper", "-fuse-ld", "--ld-path", "-fintegrated-as", "-no-integrated-as", "-fno-integrated-as",
 )
 _EXACT_OK = frozenset({"-fPIC", "-fPIE", "-fpic", "-fpie", "-ffast-math"})
+#: Per compiler, options that match a refused prefix but read no file of the user's: NVRTC's
+#: automatic PCH (``-pch``: its precompiled headers live in a temp folder of its own, checked
+#: against the headers they were made from; the option is keyed like any other).
+_COMPILER_OK = {"nvrtc": frozenset({"-pch", "--pch"})}
 
 
-def refused_option(option: str) -> str:
-    """Why ``option`` is refused ("" when it is fine)."""
-    if option in _EXACT_OK:
+def refused_option(option: str, compiler: str = "") -> str:
+    """Why ``option`` is refused for ``compiler`` ("" when it is fine)."""
+    if option in _EXACT_OK or option in _COMPILER_OK.get(compiler, ()):
         return ""
     for prefix in REFUSED_PREFIXES:
         if option == prefix or option.startswith(prefix):

@@ -46,6 +46,7 @@ from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 from .implicit import READS_CWD
 from .inputs import env_values
+from . import compiler_cache, memo
 
 #: Worker start-up (interpreter + imports + backend construction) is not part of a compile's timeout.
 DEFAULT_STARTUP_TIMEOUT = 120.0
@@ -139,16 +140,19 @@ class _TimedOut(Exception):
 class _Worker:
     """One worker process and its two pipes. Used by one thread at a time."""
 
-    def __init__(self, backend: str, kwargs: dict[str, Any]) -> None:
+    def __init__(self, backend: str, kwargs: dict[str, Any], env: dict[str, str] | None = None) -> None:
         # The worker's stderr goes to a file that has no name once the worker has it open
         # (``start_worker``): this process keeps a descriptor to read its tail (the crash report of a
         # CompilerCrashed, whose text the CLI writes to a log file it names).
-        #: the variables the backend reads, as this worker inherited them (part of its identity)
-        self.env_values = env_values(backend)
+        #: the variables the backend and its own cache read, as this worker inherited them (part of its
+        #: identity, and of the state its compiles record)
+        self.env_values = _worker_key(backend, env or {})
         #: its current directory, where NVRTC and hiprtc look for some includes (implicit.READS_CWD)
         self.cwd = os.getcwd()
+        merged = {**os.environ, **(env or {})}
         self.proc, self.rx, self.tx, fd, self.stderr_path = start_worker(
-            "hipexplore.compile.isolation", log_prefix=f"hipexplore-{backend}-worker-", env={settings.COMPILE_WORKER.name: "1"})
+            "hipexplore.compile.isolation", log_prefix=f"hipexplore-{backend}-worker-",
+            env={settings.COMPILE_WORKER.name: "1", **(env or {}), **compiler_cache.process_environment(backend, merged)})
         self._log_fd: int | None = fd
         self.pid = self.proc.pid
         try:
@@ -264,6 +268,12 @@ class _Worker:
             self._log_fd = None
 
 
+def _worker_key(backend: str, env: dict[str, str]) -> tuple:
+    """What a worker's environment must still be for its compiles to match the key and the state
+    recorded: the variables the backend reads, and those its own cache reads (``compiler_cache``)."""
+    return env_values(backend), compiler_cache.signature(backend, {**os.environ, **env} if env else None)
+
+
 def _shutdown(idle: list[_Worker], busy: set[_Worker], lock: threading.Lock) -> None:
     """Stop every worker (idle ones politely, busy ones by SIGKILL). Safe to call twice."""
     with lock:
@@ -294,7 +304,10 @@ class IsolatedCompiler(CompilerBase):
         workers: int = 1,
         timeout: float | None = 120.0,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        env: dict[str, str] | None = None,
     ) -> None:
+        """``env``: variables the workers get beside this process's (a replay pass's compiler-cache
+        mode and folders, ``compiler_cache.pass_environment``)."""
         backend_class(backend)  # validates the name
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise ConfigError(f"workers must be a positive integer; got {workers!r}")
@@ -302,6 +315,7 @@ class IsolatedCompiler(CompilerBase):
             raise ConfigError(f"timeout must be a positive number of seconds or None; got {timeout!r}")
         self.name = backend
         self.kwargs = dict(kwargs or {})
+        self.env = {str(k): str(v) for k, v in (env or {}).items()}
         for k, v in self.kwargs.items():  # fail here, not in a worker, if something cannot cross
             try:
                 pickle.dumps(v)
@@ -362,9 +376,18 @@ class IsolatedCompiler(CompilerBase):
         with self._identity_lock:
             if self._identity is None or self._identity_env != env:
                 timeout = None if self.timeout is None else max(self.timeout, 60.0)
-                self._identity = self._call("identity", None, timeout, None)
+                # remembered across processes (memo.identity): a hit in a new process starts no worker
+                self._identity = memo.identity(self.name, ["isolated", sorted(self.kwargs.items()), env, sorted(self.env.items())],
+                                               lambda: self._call("identity", None, timeout, None),
+                                               backend_class(self.name).identity_files)
                 self._identity_env = env
             return self._identity
+
+    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
+                  environ: Any = None) -> Any:
+        """The backend's own cache as the workers use it (their environment: this one's and ``env``)."""
+        env = {**os.environ, **self.env} if environ is None else environ
+        return self._probe_backend().own_cache(options, identity, env)
 
     def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Any:
         """Answered in this process by the backend's resolver (``cc -M``, include resolution, a
@@ -383,12 +406,12 @@ class IsolatedCompiler(CompilerBase):
             if self._closed:
                 raise CompilerError(f"the isolated {self.name} compiler is closed")
             worker = self._idle.pop() if self._idle else None
-        if worker is not None and (worker.env_values != env_values(self.name)
+        if worker is not None and (worker.env_values != _worker_key(self.name, self.env)
                                    or (self.name in READS_CWD and worker.cwd != os.getcwd())):
             worker.stop()  # started with an environment the key no longer describes
             worker = None
         if worker is None:
-            worker = _Worker(self.name, self.kwargs)
+            worker = _Worker(self.name, self.kwargs, self.env)
             with self._lock:
                 self._busy.add(worker)
             try:

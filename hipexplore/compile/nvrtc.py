@@ -3,7 +3,12 @@
 Targets are ``sm_XX`` (optionally ``sm_90a``). Mode ``cubin`` (default) compiles with
 ``-arch=sm_XX`` and returns the cubin; mode ``ptx`` compiles with ``-arch=compute_XX`` and returns
 the PTX text as bytes. The identity stamps the libnvrtc actually loaded (found through
-cuda-pathfinder, else /proc/self/maps after the first call) and its builtins library.
+cuda-pathfinder, else /proc/self/maps after the first call) and its builtins library; it is
+remembered across processes (``memo.identity``), so a new process that only hits the cache never
+loads NVRTC. NVRTC's own cache and automatic PCH are set per compile from
+``compiler_cache.state`` (``--no-cache``/``-pch`` added to the call), and every compile records the
+options and the cache variables of the real ``nvrtcCompileProgram`` call in its metadata
+(``compiler_call``).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import threading
 from typing import Any
 
 from ..errors import CompilerUnavailable, ConfigError
+from . import compiler_cache, memo
 from ._common import Trace, dump_text, file_stamp, join_log, loaded_libraries, user_diagnostics
 from .implicit import Deps, Implicit, parse_nvrtc_deps, runtime_inputs
 from .inputs import env_identity
@@ -112,8 +118,16 @@ class NvrtcCompiler(RuntimeCompiler):
         return f"nvrtc {major}.{minor}"
 
     def identity(self) -> CompilerIdentity:
-        if self._identity is not None:
-            return env_identity(self._identity)
+        if self._identity is None:
+            self._identity = memo.identity(self.name, [], self._identity_now)
+        return env_identity(self._identity)
+
+    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
+                  environ: Any = None) -> compiler_cache.OwnCache:
+        """NVRTC's own cache and PCH for a compile with ``options`` (``compiler_cache.state``)."""
+        return compiler_cache.state(self.name, tuple(options), environ)
+
+    def _identity_now(self) -> CompilerIdentity:
         version = self.version()  # loads libnvrtc: its file is known (mapped) after it
         library = self.library_path()
         extra: list[tuple[str, str]] = [("cuda_bindings", _package_version("cuda-bindings"))]
@@ -122,11 +136,10 @@ class NvrtcCompiler(RuntimeCompiler):
         builtins = sorted(glob.glob(os.path.join(os.path.dirname(library), "libnvrtc-builtins.so*"))) if library else []
         if builtins:
             extra += [("builtins", os.path.realpath(builtins[-1])), ("builtins_stamp", file_stamp(builtins[-1]))]
-        self._identity = CompilerIdentity(
+        return CompilerIdentity(
             name=self.name, version=version, library=library,
             stamp=file_stamp(library) if library and os.path.exists(library) else "", extra=tuple(extra),
         )
-        return env_identity(self._identity)
 
     def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Implicit:
         """Files NVRTC reads outside the request (absolute includes, quoted ones beside the
@@ -207,12 +220,15 @@ class NvrtcCompiler(RuntimeCompiler):
             raise ConfigError(f"nvrtc target {request.target!r} is not one this NVRTC compiles for; expected one of "
                               f"{', '.join(known)} (optionally with an 'a' or 'f' suffix)")
         arch = f"sm_{m.group(1)}{m.group(2)}" if request.mode == "cubin" else f"compute_{m.group(1)}{m.group(2)}"
-        return (f"-arch={arch}", *request.options)
+        compiler_cache.check(self.name, request.options)  # a CUDA_CACHE_PATH it cannot use: one line, before compiling
+        return (f"-arch={arch}", *request.options, *self.own_cache(request.options).options)
 
     def _invoke(self, request: CompileRequest, options: tuple[str, ...], trace: Trace) -> RawCompile:
         binary, ptx, lowered, log, status = self._run(self._bindings(), request, options, trace)
+        call = {"options": list(options), "environment": compiler_cache.environment(self.name), "pid": os.getpid(),
+                "own_cache": self.own_cache(request.options).label()}
         return RawCompile(binary, lowered, user_diagnostics(log, request), "" if int(status) == _SUCCESS else _status_name(status),
-                          asm=ptx)
+                          asm=ptx, metadata={"compiler_call": call})
 
     def _dump_asm(self, request: CompileRequest, raw: RawCompile) -> list[str]:
         return _dump_asm(request, raw.binary, raw.asm)

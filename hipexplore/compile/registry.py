@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import settings
 from ..errors import ConfigError
+from . import compiler_cache
 from .backends import BACKENDS, backend_class
 from .base import Compiler
 from .isolation import IsolatedCompiler
@@ -85,6 +86,8 @@ def _env_signature(name: str) -> tuple[str, ...]:
         return (*settings.raw_values(settings.HIPRTC_LIBRARY), os.environ.get("ROCM_PATH", ""))
     if name == "host":
         return (os.environ.get("CC", ""),)
+    if name == "triton":  # an in-process Triton backend reads HIPEXPLORE_COMPILER_CACHE when it is made
+        return compiler_cache.signature(name)
     return ()
 
 

@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from ..errors import ConfigError
 from . import inputs
@@ -149,7 +149,7 @@ class CompileRequest:
                     f"include_dirs=[...] in Python (hipexplore.compile.includes keys every file they supply), "
                     f"or headers as CompileRequest(headers=...) / `--header FILE`"
                 )
-            why = inputs.refused_option(o)
+            why = inputs.refused_option(o, self.compiler)
             if why:
                 raise ConfigError(why)
         texts = [(s.name, s.text) for s in (self.source, *hdrs)]
@@ -201,6 +201,9 @@ class CacheKey:
     digest: str
     #: False when the files the compile reads could not be listed (the cache then compiles, stores nothing)
     cacheable: bool = field(default=True, compare=False)
+    #: the compiler's own cache as this lookup's compile would use it (recorded in its event; not keyed:
+    #: the output does not depend on it, and a request's own --no-cache/-pch are among its options)
+    compiler_cache: str = field(default="", compare=False)
 
     @property
     def record(self) -> dict:

@@ -29,7 +29,7 @@ def parse_signature(text: str | Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, ty in items:
         name, ty = name.strip(), ty.strip()
-        if not NAME_RX.match(name) or not (ty.lstrip("*") in SCALAR_TYPES):
+        if not NAME_RX.match(name) or ty.lstrip("*") not in SCALAR_TYPES:
             raise ConfigError(f"signature entry {name}:{ty!r} is not NAME:TYPE with TYPE one of {', '.join(SCALAR_TYPES)} "
                               f"or a pointer '*TYPE' (e.g. 'x_ptr:*fp32,n:i32')")
         out[name] = ty

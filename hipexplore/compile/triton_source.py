@@ -40,7 +40,6 @@ generated modules it imports (``_hx<N>_<name>.py``), ``kernels`` = (name,), ``op
 from __future__ import annotations
 
 import ast
-import functools
 import importlib.machinery
 import importlib.util
 import os

@@ -42,6 +42,7 @@ from typing import Any, Iterator
 
 from ..errors import CompileError, CompilerUnavailable, ConfigError
 from ._common import file_stamp, join_log
+from . import compiler_cache
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 from .triton_source import FILE_ENV, check_target, decode_options, knob_names
@@ -84,16 +85,30 @@ class TritonCompiler(CompilerBase):
 
     name = "triton"
 
-    def __init__(self, triton_cache_dir: str = "") -> None:
-        #: "" (default): Triton's own cache is private and bypassed (always_compile), so every
-        #: compile is real. A directory: Triton's own on-disk cache there is used (the replay's
-        #: triton-cold/warm passes), and ``metadata["triton_cache_hit"]`` says whether it hit.
+    def __init__(self, triton_cache_dir: str | None = None) -> None:
+        #: "": Triton's own cache is private and bypassed (always_compile), so every compile is real.
+        #: A directory: Triton's own on-disk cache there is used (the replay's triton-cold/warm
+        #: passes), and ``metadata["triton_cache_hit"]`` says whether it hit. None (default): as
+        #: ``HIPEXPLORE_COMPILER_CACHE`` says in this process (``on``: TRITON_CACHE_DIR; else "").
+        self._dir_given = triton_cache_dir is not None
+        if triton_cache_dir is None:
+            triton_cache_dir = compiler_cache.backend_kwargs(self.name).get("triton_cache_dir", "")
         self.triton_cache_dir = str(triton_cache_dir or "")
         self._lock = threading.Lock()
         self._triton: Any = None
         self._reason = ""
         self._identity: CompilerIdentity | None = None
         self._workdir: str | None = None
+
+    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
+                  environ: Any = None) -> compiler_cache.OwnCache:
+        """Triton's own cache: the folder this backend was given, else as the environment chooses."""
+        if self._dir_given:
+            if not self.triton_cache_dir:
+                return compiler_cache.OwnCache(self.name, "off", "hipexplore compiles with always_compile")
+            return compiler_cache.OwnCache(self.name, "on", "Triton's own cache in a folder given to the backend",
+                                           live=True, directory=self.triton_cache_dir)
+        return compiler_cache.state(self.name, tuple(options), environ)
 
     def _bindings(self) -> Any:
         if self._triton is None:
@@ -147,8 +162,6 @@ class TritonCompiler(CompilerBase):
         if self._identity is not None:
             return self._identity
         root = self._root()
-        from importlib.metadata import version as dist_version
-
         sources = hashlib.sha256()
         for sub in ("compiler", "backends", "language", "runtime"):
             for dirpath, dirnames, files in sorted(os.walk(os.path.join(root, sub))):
@@ -174,6 +187,21 @@ class TritonCompiler(CompilerBase):
                                           stamp=file_stamp(libtriton) if os.path.exists(libtriton) else "",
                                           extra=tuple(extra))
         return self._identity
+
+    @staticmethod
+    def identity_files(record: dict) -> list[str]:
+        """Every file ``identity`` hashes (the Python sources, the code generator, ptxas, the device
+        libraries), found from its record: a remembered identity (``memo.identity``) is re-``stat``ed
+        against all of them, so an edited Triton source is a new identity in a new process too."""
+        root = os.path.dirname(os.path.dirname(str(record.get("library", ""))))
+        if not root or not os.path.isdir(root):
+            return []
+        out = []
+        for sub in ("compiler", "backends", "language", "runtime"):
+            for dirpath, dirnames, files in os.walk(os.path.join(root, sub)):
+                out.append(dirpath)
+                out += [os.path.join(dirpath, f) for f in files if f.endswith((".py", ".bc", ".so")) or f == "ptxas"]
+        return out
 
     def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Any:
         """Files the compile reads outside the request, keyed by content (``compile/implicit.py``):

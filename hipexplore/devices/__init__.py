@@ -94,4 +94,5 @@ def device_label(device: Device) -> str:
 
 _LAZY = {name: ".base" for name in ("Device", "DeviceBuffer", "DeviceProperties", "PackedArgs", "pack_args")}
 __getattr__, __dir__ = lazy(__name__, _LAZY)
-__all__ = ["KINDS", "available", "device_label", "get_device", "parse_device", *_LAZY]
+__all__ = ["KINDS", "available", "device_label", "get_device", "parse_device"]
+__all__ += list(_LAZY)

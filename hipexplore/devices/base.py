@@ -28,7 +28,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from ..compile.base import ObjectCode
-from ..errors import BenchmarkError, ConfigError, DeviceError, UnsupportedOperation
+from ..errors import BenchmarkError, ConfigError, UnsupportedOperation
 
 #: numpy dtype name -> ctypes type used to marshal a scalar argument.
 CTYPES: dict[str, type] = {
@@ -342,6 +342,11 @@ class Device(Protocol):
         the flush vocabulary (``bench.flush``) asks before offering an instruction-cache flush."""
         ...
 
+    def reset_l2_persistence(self, clear: bool = True) -> str:
+        """Persisting-L2 state cleared before a timed chunk (lines made normal, no set-aside, no
+        persisting window on the timed stream); what was found set, in words ("" when nothing)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -461,3 +466,12 @@ class DeviceBase:
     #: whether the device can invalidate its instruction cache (``s_icache_inv``): the flush modes
     #: that need it (``bench.flush``: icache, inline-icache) are offered on such devices only
     instruction_cache_flush: bool = False
+
+    def reset_l2_persistence(self, clear: bool = True) -> str:
+        """Clear every persisting-L2 state before a timed chunk and say what was set ("" when
+        nothing; ``clear=False``: only say). Why: a line marked persisting (an access-policy window over a set-aside of the
+        L2) survives any flush that reads or writes other memory, so a kernel's launcher could keep
+        its inputs in the L2 under a cold promise (``bench.trust.L2Guard`` calls this before every
+        chunk). This default: a device without persisting-L2 control (the host, AMD GPUs) has
+        nothing to clear."""
+        return ""

@@ -6,7 +6,8 @@ comparison with ``triton.testing.do_bench`` shares memory and clocks), one non-b
 and ``cuEventElapsedTime`` (0.5 us resolution per the CUDA docs).
 
 LLC: ``CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE``. Peak bandwidth: memory clock x bus width x 2, else the
-datasheet table in ``base.py``.
+datasheet table in ``base.py``. Persisting L2: the set-aside and the timed stream's access-policy
+window cleared before every timed chunk (``reset_l2_persistence``), the set-aside in the provenance.
 """
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ class CudaDevice(GpuDeviceBase):
             clock = bus = 0
         self._peak = choose_peak(self._name, clock, bus)
         self._driver_version = str(self._call(drv.cuDriverGetVersion(), "cuDriverGetVersion"))
+        self._persist_off = ""  #: why the persisting-L2 control is unavailable ("" while it works)
 
     # --- helpers --------------------------------------------------------------------------
     def _attr(self, attr: Any) -> int:
@@ -99,7 +101,56 @@ class CudaDevice(GpuDeviceBase):
 
     @property
     def properties(self) -> DeviceProperties:
-        return self._properties("cuda-python driver API")
+        return self._properties("cuda-python driver API", self._persisting_facts())
+
+    # --- persisting L2 ----------------------------------------------------------------------
+    def _persisting_facts(self) -> dict[str, str]:
+        """The persisting-L2 set-aside now (``CU_LIMIT_PERSISTING_L2_CACHE_SIZE``) and the most the
+        device allows, for the provenance (``device.persisting_l2_*``)."""
+        drv = self._drv
+        out = {}
+        try:
+            self._current()
+            out["persisting_l2_limit_bytes"] = str(int(self._call(drv.cuCtxGetLimit(drv.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE),
+                                                                  "cuCtxGetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE)")))
+            out["persisting_l2_max_bytes"] = str(self._attr(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE))
+        except DeviceError as exc:
+            out["persisting_l2_limit_bytes"] = f"unavailable: {exc}"
+        return out
+
+    def reset_l2_persistence(self, clear: bool = True) -> str:
+        """``DeviceBase.reset_l2_persistence`` with the driver: the set-aside read and set to 0
+        (``cuCtxSetLimit``), the timed stream's access-policy window read and cleared
+        (``cuStreamSetAttribute``), every persisting line made normal (``cuCtxResetPersistingL2Cache``;
+        it takes effect on return, so it runs while the stream is idle: between chunks). Where the
+        driver refuses the control (MIG, MPS) it is noted once and nothing is done after. ``clear=False``
+        (``HIPEXPLORE_L2_RESET=0``) only reads and says."""
+        if self._persist_off:
+            return ""
+        drv = self._drv
+        found = []
+        try:
+            self._current()
+            what = drv.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+            limit = int(self._call(drv.cuCtxGetLimit(what), "cuCtxGetLimit(persisting L2)"))
+            if limit:
+                found.append(f"a persisting-L2 set-aside of {limit >> 10} KiB")
+                if clear:
+                    self._call(drv.cuCtxSetLimit(what, 0), "cuCtxSetLimit(persisting L2, 0)")
+            attr = drv.CUstreamAttrID.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW
+            value = self._call(drv.cuStreamGetAttribute(self.stream, attr), "cuStreamGetAttribute(access policy window)")
+            window = value.accessPolicyWindow
+            persisting = drv.CUaccessProperty.CU_ACCESS_PROPERTY_PERSISTING
+            if int(window.num_bytes) and persisting in (window.hitProp, window.missProp):
+                found.append(f"a persisting access-policy window of {int(window.num_bytes) >> 10} KiB on the timed stream")
+                if clear:
+                    cleared = drv.CUstreamAttrValue()  # all zero: no window, normal access properties
+                    self._call(drv.cuStreamSetAttribute(self.stream, attr, cleared), "cuStreamSetAttribute(access policy window)")
+            if clear:
+                self._call(drv.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
+        except DeviceError as exc:
+            self._persist_off = str(exc)
+        return "; ".join(found)
 
     def memory_info(self) -> tuple[int, int]:
         self._current()

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..compile.base import ObjectCode
-from ..errors import ConfigError, DeviceError, UnsupportedOperation
+from ..errors import ConfigError, DeviceError
 from .base import DeviceBase, DeviceBuffer, DeviceProperties, PackedArgs, is_stream_work, unbind
 
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
@@ -111,9 +111,9 @@ class HostDevice(DeviceBase):
         self._compute_units = os.cpu_count() or 1  # None only where the count is undeterminable: one CPU runs it
         # the pid in the name: a process killed before close() leaves this folder behind, and the
         # next hipexplore process removes it once that pid is dead (compile.host.clean_leftovers)
-        from ..compile.host import BUILD_PREFIX, _clean_dead_build_dirs
+        from ..compile.host import BUILD_PREFIX, clean_dead_build_dirs
 
-        _clean_dead_build_dirs()
+        clean_dead_build_dirs()
         self._tmp = tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}-device-")
         self._libs: list[ctypes.CDLL] = []
         self._nlib = 0

@@ -53,7 +53,7 @@ def _text(path: Path) -> str:
 
 def looks_like(obj: Any) -> bool:
     """A parsed JSON document of pyperf's shape (a suite, or a single benchmark file)."""
-    return isinstance(obj, dict) and "version" in obj and ("benchmarks" in obj and not "devices" in obj or "runs" in obj)
+    return isinstance(obj, dict) and "version" in obj and ("benchmarks" in obj and "devices" not in obj or "runs" in obj)
 
 
 def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str]]:

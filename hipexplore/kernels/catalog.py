@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ConfigError
 from . import sources
 from .geometry import ExprGeometry
-from .spec import Arg, Geometry, KernelSpec, NExpr, fixed_geometry, grid_stride
+from .spec import Arg, KernelSpec, NExpr, fixed_geometry, grid_stride
 
 _REGISTRY: dict[str, KernelSpec] = {}
 _LOCK = threading.Lock()

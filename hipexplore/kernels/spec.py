@@ -8,7 +8,6 @@ rotating buffer sets.
 """
 from __future__ import annotations
 
-import ctypes
 import math
 import re
 from dataclasses import dataclass, field

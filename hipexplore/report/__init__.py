@@ -52,4 +52,8 @@ __all__ = [
     "notebooks_dir",
     "parquet_provenance",
     "provenance_table",
+    "PROVENANCE_ORDER",
+    "PRIMARY_SCENARIOS",
+    "SUMMARY_VIEW",
+    "one_pass",
 ]

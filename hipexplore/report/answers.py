@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..schema import COLD_REFERENCE
-from ..units import format_number
+from ..readable import format_number
 from ..verdicts import DEFAULT_THRESHOLD
 from . import headline as hl
 

@@ -181,7 +181,7 @@ def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
     """The reviewer's columns of one configuration's summary rows, sorted by flush and rotating;
     ``iqr_rel``, ``cv`` and ``bias`` in percent (``iqr_rel_%``...), as the plots show them."""
     from ..plots import one_configuration, time_unit
-    from ..units import format_bounds, percent_columns
+    from ..readable import format_bounds, percent_columns
 
     rows = one_configuration(summary, kernel, size_bytes, "summary frame")
     if "counter_warning" in rows.columns:  # a broken cold promise is flagged beside the other warnings

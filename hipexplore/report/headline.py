@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import COLD_REFERENCE, Configuration
-from ..units import format_bytes, format_number, format_p
+from ..readable import format_bytes, format_number, format_p
 from ..verdicts import DEFAULT_THRESHOLD, change_text
 from ..verdicts import _thr as _threshold_text
 
@@ -171,6 +171,31 @@ def _bias_sentence(rows: pd.DataFrame, cols: Sequence[str]) -> str:
     return text + (f": {_named(named)}." if named else ".")
 
 
+# -- trust ------------------------------------------------------------------------------------------
+
+def trust_sentences(summary: pd.DataFrame | None) -> list[str]:
+    """The configurations whose timing the harness does not trust (``bench.trust``: a flag line in
+    the warning, or a broken cold promise), counted and named with the first reason each; [] when
+    none is flagged. First on the page: a flagged row's time is not evidence."""
+    from ..bench.trust import flags_of, is_flagged
+
+    if summary is None or summary.empty or "warning" not in summary.columns:
+        return []
+    rows = summary.reset_index(drop=True)
+    flagged = [r for r in rows.to_dict("records") if is_flagged(r)]
+    if not flagged:
+        return []
+    cols = _varying(rows) if len(rows) > 1 else list(_LABEL_COLUMNS)
+    named = []
+    for r in flagged:
+        why = (flags_of(r.get("warning")) or [str(r.get("counter_warning") or "its cold promise broke")])[0]
+        named.append(f"{row_label(r, ['kernel', *[c for c in cols if c != 'kernel']])}: {why.split(': ', 1)[-1]}")
+    kernels = sorted({str(r.get("kernel")) for r in flagged})
+    return [f"Untrusted timings: {len(flagged)} of {len(rows)} configuration(s) of {len(kernels)} kernel(s) "
+            f"({', '.join(kernels[:NAMED])}{' and more' if len(kernels) > NAMED else ''}) failed a check that needs "
+            f"nothing from the kernel, so their times are not evidence: {_named(named)}."]
+
+
 # -- the compile cache ----------------------------------------------------------------------------
 
 def cache_sentences(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> list[str]:
@@ -211,7 +236,9 @@ def cache_sentences(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> list[s
     else:
         text += f"verdict: undecided: the interval of the time ratio straddles the ±{_thr(threshold)} threshold."
         text += f" Measured: {measured}." if measured else ""
-    return [text]
+    from .baselines import own_cache_sentences  # the compiler's own cache, and the saving beyond it (issue 45)
+
+    return [text, *own_cache_sentences(replay)]
 
 
 def ideal_sentences(replay: Any) -> list[str]:
@@ -374,8 +401,9 @@ def headline(summary: pd.DataFrame | None = None, samples: pd.DataFrame | None =
     """The headline's paragraphs (each a few sentences): the verdict (``verdicts``, or computed
     from ``samples`` holding two kernels), the noise (of ``summary``'s rows of ``kernel`` and
     ``size_bytes``, or of the verdicts' two sides) with the host's load beside it (``samples``' chunks
-    against ``cores``, the run's ``cpu_count``), and what the compile cache saved (``replay``)."""
-    out: list[str] = []
+    against ``cores``, the run's ``cpu_count``), and what the compile cache saved (``replay``); first,
+    the configurations whose timing the trust checks flagged (``trust_sentences``)."""
+    out: list[str] = list(trust_sentences(summary))
     if verdicts is not None:
         out.append(" ".join(verdict_sentences(verdicts, base_label, new_label)))
     else:
@@ -419,4 +447,4 @@ class Paragraph:
 
 
 __all__ = ["HeadlineBox", "Paragraph", "cache_sentences", "headline", "ideal_sentences", "kernel_verdicts", "load_sentences",
-           "noise_rows", "noise_sentences", "p_note", "row_label", "undecided_reason", "verdict_sentences"]
+           "noise_rows", "noise_sentences", "p_note", "row_label", "trust_sentences", "undecided_reason", "verdict_sentences"]

@@ -144,8 +144,8 @@ def comment(data: Any, *, headline: Sequence[str], compile_text: str = "", calib
         kept.append(line)
         room -= len(line) + 1
     moved = len(rows) - len(kept)
-    said = ([f"", f"_{moved} more row(s) are in the full report ({md(html_name)}): this comment holds at most "
-                  f"{limit:,} characters._"] if moved else [])
+    said = (["", f"_{moved} more row(s) are in the full report ({md(html_name)}): this comment holds at most "
+                 f"{limit:,} characters._"] if moved else [])
     text = "\n".join(head + kept + said + tail + details) + "\n"
     if len(text) > limit:  # the fixed parts alone (a huge provenance): cut them, saying so
         text = text[:limit - 200].rsplit("\n", 1)[0] + f"\n\n_Cut at {limit:,} characters: the full report is {md(html_name)}._\n"

@@ -36,6 +36,11 @@ class ReplayData:
     floor: dict | None = None
     #: the tuning list replayed (a shipped list's name, ``built-in`` for the transformer layer)
     list_name: str = ""
+    #: the compiler replayed, its own cache in the cache's pass (``compiler_cache`` of the events), and what
+    #: the cache saved against the baselines with 95% intervals over the passes (``tuning.savings``)
+    compiler: str = ""
+    own_cache: str = ""
+    savings: dict | None = None
 
 
 def scenario_table(frame: pd.DataFrame, wall_seconds: Mapping[str, float] | None = None) -> pd.DataFrame:
@@ -80,6 +85,7 @@ def split_replay(frame: pd.DataFrame, source: str, wall_seconds: Mapping[str, fl
     """Pick the scenario to show (``primary``) and the measured cache-off pass as its baseline,
     from one pass (see ``one_pass``)."""
     require_columns(frame, ("scenario", "seq", "outcome", "lookup_seconds", "compile_seconds"), "replay frame")
+    every_pass = frame
     frame, note = one_pass(frame, jobs)
     present = list(pd.unique(frame["scenario"]))
     if primary is None:
@@ -96,9 +102,23 @@ def split_replay(frame: pd.DataFrame, source: str, wall_seconds: Mapping[str, fl
         by_role = pd.crosstab(events["role"], events["outcome"])
     data = ReplayData(frame, events, baseline, scenario_table(frame, wall_seconds), primary, source, by_role)
     data.floor = _floor(frame)
+    _own_cache(data, every_pass[every_pass["jobs"] == frame["jobs"].iloc[0]] if "jobs" in frame.columns and len(frame)
+               else every_pass)
     if note:
         data.provenance["recorded.replay_pass"] = note
     return data
+
+
+def _own_cache(data: ReplayData, passes: pd.DataFrame) -> None:
+    """The compiler, its own cache in the primary pass, and the savings over every pass of the
+    shown job count (all rounds: ``one_pass`` keeps one for the figures)."""
+    from ..tuning.savings import pass_walls, savings
+
+    events = data.events
+    data.compiler = str(events["compiler"].iloc[0]) if "compiler" in events.columns and len(events) else ""
+    if "compiler_cache" in events.columns and len(events):
+        data.own_cache = str(events["compiler_cache"].iloc[0])
+    data.savings = savings(pass_walls(passes), data.primary)
 
 
 def _floor(frame: pd.DataFrame) -> dict | None:
@@ -150,6 +170,7 @@ def replay_data(
     device_properties: Mapping[str, object] | None = None,
     tuning_list: str | None = None,
     every_problem: int | None = None,
+    passes: int = 1,
 ) -> ReplayData:
     """Replay a (small) split-K tuning list through the cache, or load a recorded replay.
 
@@ -161,6 +182,8 @@ def replay_data(
     in the selection problems / candidates / every_problem give (``tuning.listfile.ListSpec.select``);
     a whole list replays for an hour on a small host, so the report's full-scale panel comes from
     a recorded run (``source``: e.g. the folder ``benchmarks/tuning_scale.py`` wrote).
+    passes: more than 1 replays live in alternated rounds with the baselines (``tuning.baselines``:
+    cold, compiler-cache), so the savings beyond the compiler's own cache get their intervals.
     """
     compiler, target = resolve_compiler(compiler, target, device_properties)
     if source != "live":
@@ -193,11 +216,17 @@ def replay_data(
         tl = listfile.expand(spec, compiler, target)
     else:
         tl = build_list(compiler, target, problems=select_problems(None if problems is None else str(problems)), limit=candidates)
-    rep = run_replay(tl, jobs=jobs, cache=cache, measure_without_cache=True)
+    if passes > 1:
+        from ..tuning.baselines import run_rounds
+
+        rep = run_rounds(tl, jobs=jobs, cache=cache, passes=passes)
+    else:
+        rep = run_replay(tl, jobs=jobs, cache=cache, measure_without_cache=True)
     walls = {name: s.seconds for name, s in rep.scenarios.items()}
     frame = rep.frame
     data = split_replay(frame[frame["scenario"] != "ideal"], source="live", wall_seconds=walls, primary=rep.primary)
-    data.scenarios = scenario_table(frame, walls)
+    data.savings = rep.savings()  # every pass, the ideal's too
+    data.scenarios = scenario_table(one_pass(frame)[0], walls)  # the table counts one pass a scenario
     data.floor = rep.floor()  # from every pass, the ideal's too
     data.list_name = tl.name or "built-in"
     return data

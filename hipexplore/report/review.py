@@ -152,8 +152,8 @@ def _size(n: Any) -> str:
 
 def _interval(r: Mapping[str, Any], side: str, unit: tuple[float, str]) -> str:
     """``1040 [1035, 1046]``: a side's median and interval in the table's unit, fixed notation
-    (``units.format_interval``; ``.3g`` wrote 1040 µs as ``1.04e+03``)."""
-    from ..units import format_interval
+    (``readable.format_interval``; ``.3g`` wrote 1040 µs as ``1.04e+03``)."""
+    from ..readable import format_interval
 
     k = unit[0]
     return format_interval(r[f"{side}_median_s"] * k, r[f"{side}_ci_low_s"] * k, r[f"{side}_ci_high_s"] * k)
@@ -173,7 +173,7 @@ def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
     An ``undecided`` row with a small p says why both stand (``headline.p_note``): the rule is the
     interval against the threshold, the p-value only says that the medians differ."""
     from ..plots import time_unit
-    from ..units import format_p
+    from ..readable import format_p
     from .headline import p_note
 
     threshold = float(frame.attrs.get("threshold", DEFAULT_THRESHOLD))
@@ -371,7 +371,7 @@ def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.Data
     frame = replay.frame
     if "off" not in set(frame["scenario"]):
         raise ConfigError("the replay has no 'off' scenario (cache disabled): nothing to compare against")
-    from ..units import format_interval, format_number
+    from ..readable import format_interval, format_number
 
     rows = compare_scenarios(frame[frame["scenario"] != "ideal"], "off", threshold=threshold)
     out = pd.DataFrame({

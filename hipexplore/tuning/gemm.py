@@ -206,9 +206,12 @@ class Launch:
     block: tuple[int, int, int]
 
 
-def launch_geometry(role: str, shape: GemmShape, config: GemmConfig, sm_count: int = 132) -> Launch:
+def launch_geometry(role: str, shape: GemmShape, config: GemmConfig, sm_count: int) -> Launch:
     """How to launch a role on a GPU: the GEMM has one block per output tile and K slice; the
-    elementwise kernels use a grid-stride loop, capped at a few blocks per multiprocessor."""
+    elementwise kernels use a grid-stride loop, capped at a few blocks per multiprocessor.
+    ``sm_count`` is the device's own (``device.compute_units``): no default, since one GPU's
+    count silently sizes another's grid."""
+    sm_count = _positive_int("sm_count (the device's compute units)", sm_count)
     if role == "gemm":
         return Launch(
             (math.ceil(shape.n / config.bn), math.ceil(shape.m / config.bm), config.split),

@@ -377,8 +377,10 @@ def request(role: str, compiler: str, target: str, problem: Problem, config: Per
                           kernels=(SYMBOLS[role],), options=OPTIONS[compiler], label=label)
 
 
-def launch(role: str, problem: Problem, config: PerfConfig, sm_count: int = 132) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """(grid, block) of a role on a GPU (the kernels never need more than that to run)."""
+def launch(role: str, problem: Problem, config: PerfConfig, sm_count: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, block) of a role on a GPU (the kernels never need more than that to run); ``sm_count``
+    is the device's own (``device.compute_units``), never one GPU's number standing in for all."""
+    sm_count = _pos("sm_count (the device's compute units)", sm_count)
     if role == "gemm":
         return ((-(-problem.n // config.bn), -(-problem.m // config.bm), config.split), (config.threads, 1, 1))
     n = problem.m * problem.n // (TAIL_VEC if problem.n % TAIL_VEC == 0 else 1)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import hxgen
+from .gemm import relative_error  # the one definition: both tuning families check alike
 
 #: fp32 accumulation in another order than numpy's (and K up to 16384): far under this
 DEFAULT_RTOL = 2e-5
@@ -52,14 +53,6 @@ def inputs(problem: hxgen.Problem, seed: int | None = None) -> dict[str, np.ndar
     for i, kind in enumerate(hxgen.EPILOGUES[problem.epilogue][0]):
         out[f"e{i}"] = rng.uniform(-1, 1, n if kind == "col" else (m, n)).astype(np.float32)
     return out
-
-
-def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
-    out64 = out.astype(np.float64)
-    if not np.all(np.isfinite(out64)):
-        return math.inf
-    denom = float(np.linalg.norm(ref))
-    return float(np.linalg.norm(out64 - ref)) / (denom if denom > 0 else 1.0)
 
 
 def check_candidate(device: Any, problem: hxgen.Problem, config: hxgen.PerfConfig,

@@ -14,7 +14,9 @@ Scenarios (the ``scenario`` column):
   ``disk-cold``  memory + disk tier on an empty directory;
   ``disk``       memory + disk on a directory that already held entries (not cold);
   ``disk-warm``  a fresh cache object on the same directory: every lookup should be a disk hit;
-  ``triton-cold``/``-warm``  Triton's own TRITON_CACHE_DIR alone (tuning/triton_cache.py).
+  ``triton-cold``/``-warm``  Triton's own TRITON_CACHE_DIR alone (tuning/triton_cache.py);
+  ``cold``/``compiler-cache``  every compiler cache off / the compiler's own cache alone, warm
+                 (tuning/baselines.py: a replay in alternated rounds, each pass in fresh processes).
 
 Timing: ``seconds`` is the wall time of compiling the whole list (first submission to last
 result). Before anything is timed the compiler is warmed up (one throw-away compile per worker),
@@ -47,7 +49,7 @@ from .results import ReplayReport, ScenarioResult
 from .timed_compiler import TimedCompiler, proc_cpu, cpu_delta, cpu_snapshot  # noqa: F401 - public here too
 
 CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm
-SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm", "triton-cold", "triton-warm")
+SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm", "triton-cold", "triton-warm", "cold", "compiler-cache")
 
 #: REPLAY_COLUMNS (schema): what the replay adds to the cache event columns (docs/ARCHITECTURE.md
 #: "Tuning replay frame"); ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
@@ -82,7 +84,25 @@ def _annotate(events: pd.DataFrame, by_label: dict[str, ListEntry], scenario: st
     else:
         frame["call_seconds"] = [float(calls.get(k, 0.0)) if o in ("compiled", "bypassed", "failed") else 0.0
                                  for k, o in zip(frame["kernel"], frame["outcome"])]
+    frame["round"] = pd.Series(0, index=frame.index, dtype="int64")  # ScenarioResult sets both
+    frame["pass_seconds"] = float("nan")
     return frame[list(FRAME_COLUMNS)]
+
+
+def own_cache_labels(frame: pd.DataFrame, compiler: Compiler, requests: dict[str, CompileRequest]) -> pd.DataFrame:
+    """Rows made without a cache (the ideal, Triton's own-cache passes) get the compiler's own cache
+    as each request's compile used it, as cache events do (``compiler_cache``)."""
+    from ..compile.compiler_cache import label_for
+
+    labels: dict[tuple, str] = {}
+    out = []
+    for kernel in frame["kernel"]:
+        options = requests[kernel].options
+        if options not in labels:
+            labels[options] = label_for(compiler, options)
+        out.append(labels[options])
+    frame["compiler_cache"] = out
+    return frame
 
 
 # ----------------------------------------------------------------------------- CPU time
@@ -177,7 +197,9 @@ def measure_ideal(tuning_list: TuningList, compiler: Compiler, jobs: int = 1) ->
     rows.sort(key=lambda r: r[1].time)
     events = [replace(ev, seq=i) for i, (_, ev) in enumerate(rows)]
     by_label = {e.label: e for e in tuning_list.entries}
-    return ScenarioResult("ideal", jobs, seconds, _annotate(events_frame(events), by_label, "ideal", jobs), cpu)
+    frame = own_cache_labels(_annotate(events_frame(events), by_label, "ideal", jobs), compiler,
+                             {e.label: e.request for e in tuning_list.entries})
+    return ScenarioResult("ideal", jobs, seconds, frame, cpu)
 
 
 def salted(tuning_list: TuningList, salt: str) -> TuningList:
@@ -385,8 +407,8 @@ def run_replay(
         warm_up(comp, tuning_list.compiler, tuning_list.target, jobs)
         run_salt = f"{os.getpid()}_{time.time_ns()}"
 
-        pass_list: Callable[[str], TuningList] = (lambda name: salted(tuning_list, f"{run_salt}_{name}") if salt
-                                                  else tuning_list)
+        def pass_list(name: str) -> TuningList:  # each pass its own salt (unless salt is off)
+            return salted(tuning_list, f"{run_salt}_{name}") if salt else tuning_list
         step = on_pass or (lambda name: None)
         if warm_pass:  # the list's unique kernels once, salted, untimed: the first timed pass must not pay for warm-up
             step("warm-up")

@@ -27,6 +27,15 @@ class ScenarioResult:
     seconds: float
     frame: pd.DataFrame = field(repr=False)
     cpu_seconds: float = float("nan")
+    #: the round of a replay in alternated rounds (``tuning.baselines``), 0 otherwise
+    round: int = 0
+
+    def __post_init__(self) -> None:
+        """Every row says which pass it belongs to: its round and the pass's wall time (the
+        savings' intervals are over passes: ``tuning.savings``)."""
+        if len(self.frame.columns):
+            self.frame["round"] = pd.Series(int(self.round), index=self.frame.index, dtype="int64")
+            self.frame["pass_seconds"] = float(self.seconds)
 
     def summary(self) -> dict[str, Any]:
         f = self.frame
@@ -76,20 +85,44 @@ class ReplayReport:
     #: every memory pass measured (one per ideal repeat, alternating with them); ``scenarios["memory"]``
     #: is the fastest, the same statistic as the ideal's, so noise between passes favours neither side
     memory_passes: list[ScenarioResult] = field(default_factory=list, repr=False)
+    #: a replay in alternated rounds (``tuning.baselines``): every pass of every scenario, in the order
+    #: run; ``scenarios`` then holds each scenario's pass of median wall time
+    passes: list[ScenarioResult] = field(default_factory=list, repr=False)
+    #: the compiler's own cache per scenario (``compiler_cache.OwnCache.label``), as the passes recorded it
+    own_caches: dict[str, str] = field(default_factory=dict)
+
+    def all_passes(self) -> list[ScenarioResult]:
+        """Every pass measured, each once (the chosen ones and the repeats)."""
+        if self.passes:
+            return list(self.passes)
+        seen: dict[int, ScenarioResult] = {}
+        for res in (*self.scenarios.values(), *self.ideal_passes, *self.memory_passes):
+            seen.setdefault(id(res), res)
+        return list(seen.values())
+
+    def walls(self) -> dict[str, list[float]]:
+        """Each scenario's pass wall times (the savings' intervals are over them)."""
+        out: dict[str, list[float]] = {}
+        for res in sorted(self.all_passes(), key=lambda r: r.round):
+            out.setdefault(res.scenario, []).append(float(res.seconds))
+        return out
+
+    def savings(self) -> dict[str, Any]:
+        """``saved_vs_cold``, ``saved_beyond_compiler_cache``, ``memory_vs_ideal`` (``tuning.savings``)."""
+        from .savings import savings
+
+        return savings(self.walls(), self.primary)
 
     def floor(self) -> dict[str, Any]:
         """The compile floor of this run (tuning/floor.py): from every compile it measured."""
         from .floor import compile_floor
 
-        chosen = [id(s) for s in self.scenarios.values()]
-        frames = [s.frame for s in self.scenarios.values()] + [s.frame for s in (*self.ideal_passes, *self.memory_passes)
-                                                               if id(s) not in chosen]
-        return compile_floor(frames, self.jobs, self.tuning_list.unique_kernels)
+        return compile_floor([s.frame for s in self.all_passes()], self.jobs, self.tuning_list.unique_kernels)
 
     @property
     def frame(self) -> pd.DataFrame:
-        """All scenarios, one row per lookup (or per ideal compile)."""
-        frames = [s.frame for s in self.scenarios.values()]
+        """All scenarios, one row per lookup (or per ideal compile); a replay in rounds: every pass."""
+        frames = [s.frame for s in (self.passes or self.scenarios.values())]
         return pd.concat(frames, ignore_index=True) if frames else empty_frame()
 
     def summary_frame(self) -> pd.DataFrame:
@@ -175,8 +208,26 @@ class ReplayReport:
             "by_role": tl.counts_by_role(),
             "scenarios": {name: s.summary() for name, s in self.scenarios.items()},
             "cache_dir": self.cache_dir,
+            **self._own_cache_json(),
         }
         return _json_safe(out)
+
+    def _own_cache_json(self) -> dict[str, Any]:
+        """The compiler's own cache and what the cache saved against it (issue 45)."""
+        from ..compile import compiler_cache
+
+        walls = self.walls()
+        own = self.own_caches or {name: str(s.frame["compiler_cache"].iloc[0]) for name, s in self.scenarios.items()
+                                  if "compiler_cache" in s.frame.columns and len(s.frame)}
+        return {
+            # the compiler's own cache in the cache's pass, each scenario's, and the setting that chose them
+            "compiler_cache": own.get(self.primary, ""),
+            "compiler_cache_setting": compiler_cache.mode(),
+            "compiler_cache_by_scenario": own,
+            "rounds": max((len(w) for w in walls.values()), default=0),
+            "pass_walls": walls,
+            **self.savings(),
+        }
 
 
 def candidates_by_problem(tl: TuningList) -> list[list[str]]:

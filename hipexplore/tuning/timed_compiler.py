@@ -62,6 +62,9 @@ class TimedCompiler:
     def worker_pids(self) -> list[int]:
         return self._inner.worker_pids()
 
+    def own_cache(self, options: tuple[str, ...] = (), identity: Any = None, environ: Any = None) -> Any:
+        return self._inner.own_cache(options, identity, environ)
+
     def close(self) -> None:
         self._inner.close()
 

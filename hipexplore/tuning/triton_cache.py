@@ -21,7 +21,7 @@ from ..compile.isolation import IsolatedCompiler
 from ..compile.request import make_key
 from ..errors import HipexploreError
 from .lists import ListEntry, TuningList
-from .replay import _annotate, cpu_delta, cpu_snapshot, run_tasks, warm_up
+from .replay import _annotate, cpu_delta, cpu_snapshot, own_cache_labels, run_tasks, warm_up
 from .results import ReplayReport, ScenarioResult
 
 TRITON_SCENARIOS = ("triton-cold", "triton-warm")
@@ -73,7 +73,9 @@ def triton_cache_passes(tuning_list: TuningList, jobs: int = 1, granularity: str
             cpu = cpu_delta(before, cpu_snapshot(comp))
             rows.sort(key=lambda r: r.time)
             frame = events_frame([replace(ev, seq=i) for i, ev in enumerate(rows)])
-            out[scenario] = ScenarioResult(scenario, jobs, seconds, _annotate(frame, by_label, scenario, jobs), cpu)
+            frame = own_cache_labels(_annotate(frame, by_label, scenario, jobs), comp,
+                                     {e.label: e.request for e in tuning_list.entries})
+            out[scenario] = ScenarioResult(scenario, jobs, seconds, frame, cpu)
     finally:
         comp.close()
         if tmp is not None:

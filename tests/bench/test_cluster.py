@@ -7,7 +7,7 @@ import os
 import re
 import signal
 import sys
-import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +19,7 @@ distributed = need_module("distributed")  # the cluster extra (setup.sh --dev)
 
 import hipexplore as hx  # noqa: E402
 from hipexplore.bench.cluster import expected_keys, groups_of, local_cluster, run_cluster  # noqa: E402
+from hipexplore.bench.dask_executor import EVENT_TOPIC  # noqa: E402
 from hipexplore.bench.spec import SweepSpec  # noqa: E402
 from hipexplore.bench.stats import StopRule  # noqa: E402
 from hipexplore.errors import ConfigError  # noqa: E402
@@ -105,35 +106,62 @@ def test_resume_refuses_other_settings(cluster, tmp_path):
     assert (tmp_path / "x.summary.parquet").read_bytes() == before
 
 
-class KillFirst(distributed.WorkerPlugin):
-    """SIGKILLs the worker process that starts the first sweep task (once: a marker file)."""
+class KillOnStart(distributed.WorkerPlugin):
+    """SIGKILLs a worker process from inside a sweep unit it runs, ``deaths`` times in a run, never
+    twice for one unit (a marker file per unit and one per death, in ``folder``).
 
-    def __init__(self, marker: str) -> None:
-        self.marker = marker
+    Deterministic: the kill happens in the unit's own thread, right after its ``started`` event
+    (``dask_executor.unit_task`` logs it first) has reached the scheduler, so the unit surely still
+    runs and the death is surely charged to it. (A timer 0.05-0.1 s after the task turned
+    "executing" raced the unit: one that finished first handed its death to a later task, and
+    when none started any more a death was lost: "two death markers seen of three", issue 50.)"""
+
+    def __init__(self, folder: str, deaths: int) -> None:
+        self.folder, self.deaths = folder, deaths
 
     def setup(self, worker) -> None:
         self.worker = worker
+        log_event = worker.log_event
 
-    def transition(self, key, start, finish, **kwargs) -> None:
-        if finish != "executing" or "hipexplore-sweep" not in str(key):
-            return
+        def logged(topic, msg):
+            log_event(topic, msg)
+            if topic == EVENT_TOPIC and isinstance(msg, dict) and msg.get("state") == "started":
+                self.started(str(msg["group"]), int(msg.get("attempt", 1)))
+
+        worker.log_event = logged
+
+    def _claim(self, name: str) -> bool:
         try:
-            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(os.path.join(self.folder, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
+            return False
+        return True
+
+    def started(self, unit: str, attempt: int) -> None:
+        # the unit's own name, not hash(unit): str hashes differ between processes (PYTHONHASHSEED)
+        if not self._claim("unit-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in unit)):
+            return  # this unit was killed once already: let it run
+        death = next((f"death-{i}" for i in range(self.deaths) if self._claim(f"death-{i}")), None)
+        if death is None:
             return
-        Path(self.marker).write_text(self.worker.address)
-        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        Path(self.folder, death).write_text(self.worker.address)
+        client = distributed.get_client()  # in the unit's thread: the worker's client
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(
+                isinstance(m, dict) and m.get("group") == unit and int(m.get("attempt", 1)) == attempt
+                for _t, m in client.get_events(EVENT_TOPIC)):
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def test_killed_worker_configuration_is_rerun(tmp_path):
     lc = local_cluster(2)
     client = distributed.Client(lc)
     try:
-        marker = tmp_path / "killed"
-        client.register_plugin(KillFirst(str(marker)))
+        client.register_plugin(KillOnStart(str(tmp_path), 1))
         spec = small_spec(("16KiB", "32KiB"))
         res = run_cluster(spec, client, device="host", out=tmp_path / "k.parquet")
-        killed = marker.read_text()
+        killed = (tmp_path / "death-0").read_text()
         assert killed.startswith("tls://127.0.0.1:")  # local:N speaks TLS only (bench.dask_connect)
         want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
         assert configs(res.summary) == want  # the lost group was measured again, once
@@ -382,53 +410,6 @@ def test_groups_are_kernel_size_pairs_or_sizes_when_interleaved():
     assert [g.sizes for g in inter] == [(16384,), (32768,)]
 
 
-class KillThree(distributed.WorkerPlugin):
-    """SIGKILLs the worker process that starts a sweep task, three times in a run, never twice for
-    one group (a marker file per group and one per death): the other groups queued on a dying
-    worker never started."""
-
-    def __init__(self, folder: str) -> None:
-        self.folder = folder
-
-    def setup(self, worker) -> None:
-        self.worker = worker
-
-    def transition(self, key, start, finish, **kwargs) -> None:
-        if finish != "executing" or "hipexplore-sweep" not in str(key):
-            return
-        group = str(key).rsplit("-a", 1)[0]
-        # the group's own name, not hash(group): str hashes differ between processes (PYTHONHASHSEED), so
-        # each worker (and each restarted one) had its own marker and killed a group a second time
-        marker = "group-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in group)
-        try:
-            os.close(os.open(os.path.join(self.folder, marker), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return  # this group was killed once already: let it run
-        for i in range(3):
-            try:
-                os.close(os.open(os.path.join(self.folder, f"death-{i}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            except FileExistsError:
-                continue
-            Path(self.folder, f"death-{i}").write_text(self.worker.address)
-            # 0.1 s in: the task runs (its "started" event usually at the scheduler: charged; if not, re-run free)
-            threading.Timer(0.1, self.kill, (key, i, marker)).start()
-            return
-
-    def kill(self, key, i, marker) -> None:
-        """SIGKILL this worker if ``key`` still runs here; if it finished within the 0.1 s, the next
-        group's task would die in its place (charged a second retry after its own death: the group
-        failed), so this death is handed to a later task instead."""
-        ts = self.worker.state.tasks.get(key)
-        if ts is not None and ts.state == "executing":
-            os.kill(os.getpid(), signal.SIGKILL)
-            return
-        for name in (f"death-{i}", marker):
-            try:
-                os.unlink(os.path.join(self.folder, name))
-            except FileNotFoundError:
-                pass
-
-
 def test_three_worker_deaths_lose_no_configuration(tmp_path):
     """Issue 25 item 7: three deaths in one run lost 10 of 30 configurations, because every group
     waiting in a dying worker's queue was charged a retry as if it had run. Only a group that had
@@ -437,7 +418,7 @@ def test_three_worker_deaths_lose_no_configuration(tmp_path):
     lc = local_cluster(2)
     client = distributed.Client(lc)
     try:
-        client.register_plugin(KillThree(str(tmp_path)))
+        client.register_plugin(KillOnStart(str(tmp_path), 3))
         spec = small_spec(("16KiB", "20KiB", "24KiB", "28KiB", "32KiB", "36KiB", "40KiB", "44KiB", "48KiB", "52KiB"))
         res = run_cluster(spec, client, device="host", out=tmp_path / "d.parquet", retries=1, no_workers_s=120)
         deaths = sorted(tmp_path.glob("death-*"))
@@ -448,7 +429,8 @@ def test_three_worker_deaths_lose_no_configuration(tmp_path):
         samples = pd.read_parquet(tmp_path / "d.parquet")
         assert not samples.duplicated(KEYS + ["iteration"]).any()
         reruns = json.loads(res.metadata["cluster.reruns"])
-        assert reruns and all(r["charged"] <= 1 for r in reruns), reruns  # killed and queued groups, each charged at most once
+        # the three killed units charged once each and re-run; a unit only queued on a dying worker is not charged
+        assert all(r["charged"] <= 1 for r in reruns) and sum(r["charged"] for r in reruns) == 3, reruns
     finally:
         client.close()
         lc.close()
@@ -496,27 +478,6 @@ def test_more_local_workers_than_gpus_is_one_line(monkeypatch):
     monkeypatch.setattr(cuda_mod, "device_count", lambda: 1)
     with pytest.raises(ConfigError, match=r"'local:2' starts one worker per GPU and this machine has 1 cuda GPU\(s\): use local:1"):
         run_cluster(small_spec(("16KiB",)), "local:2", device="cuda")
-
-
-def test_cluster_ideal_tasks_are_shaped_like_the_cache_passes():
-    """The ideal's tasks: every unique kernel once at its first place, a candidate's first-seen kernels a
-    task (one task per kernel paid 532 round trips on the H200 machine against the cold pass's candidates)."""
-    from hipexplore.tuning.cluster import task_parts, unique_task_parts
-    from hipexplore.tuning.lists import build_list, select_problems
-
-    tlist = build_list("host", "host", problems=select_problems("2", tokens=64, d_model=64), limit=3)
-    assert tlist.kernels > tlist.unique_kernels  # the list repeats kernels: otherwise nothing is tested
-    for gran in ("candidate", "kernel"):
-        parts, uniq = task_parts(tlist, gran), unique_task_parts(tlist, gran)
-        flat = [i for p in uniq for i in p]
-        assert len(flat) == tlist.unique_kernels and len({tlist.entries[i].request for i in flat}) == len(flat)
-        firsts: dict = {}
-        for i, e in enumerate(tlist.entries):
-            firsts.setdefault(e.request, i)
-        assert sorted(flat) == sorted(firsts.values())  # each at its first place in the list
-        assert all(set(u) <= set(p) for u, p in zip(uniq, [p for p in parts if set(p) & set(flat)]))
-        assert len(uniq) <= len(parts)
-    assert len(unique_task_parts(tlist, "candidate")) < tlist.unique_kernels  # grouped, not one task per kernel
 
 
 def test_a_cluster_run_has_the_units_of_a_local_run(cluster, tmp_path):

@@ -99,3 +99,68 @@ def test_a_kernel_not_in_the_catalog_cannot_be_sent_by_name(tmp_path):
     ex.check(spec())  # catalog kernels pass
     with pytest.raises(ConfigError, match=r"^kernel 'only_here' is not in the catalog; a cluster run sends kernels by name"):
         ex.check(SweepSpec(kernels=(k,), sizes=("16KiB",), stop=StopRule(iterations=10)))
+
+
+@pytest.mark.timeout(120)
+def test_a_callable_is_refused_before_any_set_up():
+    """A cluster unit runs its kernel in a sweep worker (never in a process that speaks Dask's protocol),
+    which a callable cannot reach: one line, before a cluster is asked for anything."""
+    import numpy as np
+
+    import hipexplore as hx
+
+    k = hx.callable_kernel(lambda a: None, lambda n, i: (np.zeros(n, np.float32),), bytes_per_launch="4*n", name="cl_refused")
+    with pytest.raises(ConfigError, match=r"^kernel 'cl_refused' is a Python callable: a cluster unit runs its kernel in a sweep worker"):
+        DaskExecutor("local:1", "host", connect=None).check(SweepSpec(kernels=(k,), sizes=("16KiB",), stop=StopRule(iterations=10)))
+
+
+def _run(s: SweepSpec, done=frozenset()):
+    from hipexplore.bench.executors import UnitRun
+    from hipexplore.bench.units import UnitJob
+
+    return UnitRun(UnitJob(s, 0, frozenset(done)), "run0001")
+
+
+def _unit_bytes(s: SweepSpec, *, rows=None, tail=None) -> bytes:
+    """What ``unit_task`` returns for ``s``: its rows as wire frames, then done and where it ran."""
+    import numpy as np
+    import pandas as pd
+
+    from hipexplore.bench import wire
+
+    out = [wire.encode(wire.Meta({"warmup.clock": "stable"}))]
+    for c in (s.configurations() if rows is None else rows):
+        ident = {"worker": "tls://127.0.0.1:1", "host": "h", "gpu": ""}
+        row = {k: ("" if t == wire.TEXT else 0 if t in (wire.INT, wire.BOOL) else 0.0) for k, t in wire.CLUSTER_SUMMARY_TYPES.items()}
+        row.update(c.columns(), run_id="run0001", **ident)
+        frame = pd.DataFrame({k: np.zeros(2) for k in wire.CLUSTER_SAMPLE_TYPES}).assign(**c.columns(), run_id="run0001", **ident)
+        out.append(wire.encode(wire.Add(frame, row), cluster=True))
+    out += tail if tail is not None else [wire.encode(wire.Done(False)), wire.encode(wire.UnitEnd("tls://127.0.0.1:1", "h", "", 1.5))]
+    return b"".join(out)
+
+
+def test_a_cluster_units_result_is_decoded_and_checked_against_its_plan():
+    """``unit_task`` returns wire bytes, never pickled rows; the client believes them only as the unit's plan allows."""
+    import pickle
+
+    from hipexplore.bench import wire
+    from hipexplore.bench.dask_executor import unit_result
+    from hipexplore.errors import KernelFault
+
+    s = spec(rotating=(1, 2))
+    got = unit_result(_unit_bytes(s), _run(s))
+    assert [r["rotating_requested"] for r in got.rows] == ["1", "2", "1"] and got.worker == "tls://127.0.0.1:1"
+    assert got.seconds == 1.5 and not got.stopped and got.metadata == {"warmup.clock": "stable"}
+    assert list(got.frames[0].columns[-3:]) == ["worker", "host", "gpu"]
+    bad = {
+        "a pickle": pickle.dumps({"rows": [], "frames": []}),
+        "an early done": _unit_bytes(s, rows=s.configurations()[:1]),
+        "a configuration twice": _unit_bytes(s, rows=[*s.configurations(), s.configurations()[0]]),
+        "no end": _unit_bytes(s, tail=[wire.encode(wire.Done(False))]),
+        "a foreign configuration": _unit_bytes(s, rows=[*s.configurations(), s.configurations()[0]._replace(size=1)]),
+        "not bytes": {"rows": []},
+    }
+    for what, blob in bad.items():
+        with pytest.raises(KernelFault, match="the cluster unit's result is not what a unit reports") as err:
+            unit_result(blob, _run(s))
+        assert str(err.value).startswith("kernel triad faulted in configuration ") and "\n" not in str(err.value), what

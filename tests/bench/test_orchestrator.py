@@ -186,3 +186,62 @@ def test_a_cluster_sweep_interrupted_keeps_its_finished_units_and_the_rerun_meas
 
     need_module("distributed")
     interrupt_then_rerun(tmp_path, environment(tmp_path), sig, point, "--cluster", "local:2", group=group)
+
+
+@pytest.mark.timeout(300)
+def test_extra_units_grow_the_progress_total(tmp_path):
+    """``--resolution``'s extra units join the total as they are planned: the bar never sits at 100%
+    while they run, and it ends at every (configuration, unit) measured. (A resolution no host
+    reaches and a budget that affords at least one extra unit: how many run is the host's business.)"""
+    seen = []
+    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=ITERATIONS, units=UNITS, reference=False,
+                   warmup_s=0.0, progress=False, worker=False, resolution=0.0001, resolution_budget=1.0,
+                   on_progress=seen.append)
+    measured = res.samples["pass_index"].nunique()
+    assert measured > UNITS, res.metadata.get("units.resolution_outcome")  # at least one extra unit ran
+    assert [p.done for p in seen] == list(range(1, measured + 1))
+    # each extra unit's (configuration, unit) joined the total when the unit started, before it was done
+    assert [p.total for p in seen] == [UNITS] * UNITS + list(range(UNITS + 1, measured + 1))
+
+
+def _units_entries(meta: dict) -> dict:
+    return {k: v for k, v in meta.items() if k.startswith(("sweep.unit", "units."))}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("how", ["stopped", "interrupted"])
+def test_an_interrupted_sweeps_units_metadata_reads_back(tmp_path, how):
+    """A sweep in units stopped (the hooks: the panel's Stop button) or interrupted (Ctrl-C: a
+    KeyboardInterrupt) inside its second unit: the files say how far the units got (units done,
+    each started unit's pad) and that the resolution was not reached, naming the configuration
+    with one unit only; the result says the same, and the reader reads it back."""
+    out = tmp_path / "i.parquet"
+    seen: list = []
+
+    def on_result(row):
+        seen.append(row)
+        if how == "interrupted" and len(seen) == 3:
+            raise KeyboardInterrupt
+
+    kw = dict(device="host", iterations=ITERATIONS, units=UNITS, reference=False, warmup_s=0.0, progress=False, worker=False,
+              resolution=0.0001, out=out, on_result=on_result)
+    if how == "stopped":
+        res = hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], should_stop=lambda: len(seen) >= 3, **kw)
+        assert res.stopped
+    else:
+        with pytest.raises(KeyboardInterrupt) as exc:
+            hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], **kw)
+        res = exc.value.sweep_result
+    meta = read_results(output_paths(out))[2]
+    units = _units_entries(meta)
+    assert units == _units_entries(res.metadata), (units, _units_entries(res.metadata))
+    assert units["sweep.units_done"] == "1" and units["sweep.units_planned"] == str(UNITS)
+    assert units["sweep.unit_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(2))  # units 0 and 1 started
+    assert units["sweep.unit_location"] == "in-process" and units["units.resolution"] == "0.01%"
+    outcome = units["units.resolution_outcome"]
+    assert outcome.startswith("not reached: stopped by the sweep was stopped; ") and \
+        "with fewer than 2 units (no half-width yet): triad 32768 r=1 none events" in outcome, outcome
+    from hipexplore.bench.info import RunInfo
+
+    info = RunInfo.from_metadata(meta).units
+    assert (info.done, info.planned, info.pad_bytes) == (1, UNITS, [ps.pad_bytes(0), ps.pad_bytes(1)])

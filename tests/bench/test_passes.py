@@ -143,46 +143,6 @@ def test_a_finished_multi_pass_file_resumes_as_done_and_refuses_another_pass_cou
                  progress=False, out=out)
 
 
-def pass_in_worker(one, dev, *, hooks, run_id, done, metadata, pad=0):
-    """One pass as the sweep runs it on a GPU: one unit in a worker process of its own
-    (``bench.executors.WorkerExecutor``), recorded into ``metadata`` (the sweep's)."""
-    from hipexplore.bench.executors import UnitRun, WorkerExecutor
-    from hipexplore.bench.record import Collector
-    from hipexplore.bench.units import UnitJob
-
-    unit = Collector(metadata, hooks=hooks)
-    stopped = WorkerExecutor(dev).run_unit(UnitRun(UnitJob(one, 0, frozenset(done)), run_id, pad_bytes=pad), unit)
-    return unit.result(stopped)
-
-
-def test_a_pass_in_its_own_worker_leaves_out_what_is_done_and_keeps_its_telemetry_source():
-    # on a GPU every pass runs this way (the event floor is per process); the host device runs it too
-    from hipexplore.devices import get_device
-
-    dev = get_device("host")
-    one = SweepSpec(kernels=("triad",), sizes=(4096, 16384), flush=("none",), stop=StopRule(iterations=8), reference=False)
-    meta: dict[str, str] = {"sweep.spec": "outer"}
-    res = pass_in_worker(one, dev, hooks=None, run_id="r1", done={("triad", 4096, "1", "none", "events")}, metadata=meta)
-    assert res.summary["size_bytes"].tolist() == [16384]
-    assert set(res.samples["size_bytes"]) == {16384} and len(res.samples) == 8
-    assert set(res.summary["run_id"]) == {"r1"}
-    assert meta["sweep.spec"] == "outer" and "telemetry.source" in meta
-
-
-def test_a_pass_in_its_own_worker_holds_its_pad_there_and_the_sweep_records_every_pad():
-    from hipexplore.devices import get_device
-
-    dev = get_device("host")
-    one = SweepSpec(kernels=("triad",), sizes=(4096,), flush=("none",), stop=StopRule(iterations=8), reference=False)
-    meta: dict[str, str] = {}
-    res = pass_in_worker(one, dev, hooks=None, run_id="r2", done=set(), metadata=meta, pad=ps.pad_bytes(2))
-    assert res.metadata["worker.pad_bytes"] == str(ps.pad_bytes(2)) == meta["worker.pad_bytes"]
-    res0 = pass_in_worker(one, dev, hooks=None, run_id="r3", done=set(), metadata={}, pad=0)
-    assert "worker.pad_bytes" not in res0.metadata  # the first pass holds none
-    res3 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=9, units=3, reference=False, progress=False)
-    assert res3.metadata["sweep.unit_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(3))
-
-
 class _CountingHost(HostDevice):
     """The host device, noting each allocation's size (the allocation itself is the real one)."""
 

@@ -30,51 +30,6 @@ def dev(tmp_path_factory) -> HostDevice:
     return d
 
 
-def test_auto_count_follows_the_review_rule() -> None:
-    assert rot.auto_count(60 * MIB, 3 * MIB) == 40  # H200: 60 MiB L2, 1 MiB triad
-    assert rot.auto_count(60 * MIB, 768 * MIB) == 2
-    assert rot.auto_count(4 * MIB + 256 * MIB, 3 * MIB) == 2 * 87  # MI300: L2 + Infinity Cache
-    with pytest.raises(ConfigError):
-        rot.auto_count(MIB, 0)
-
-
-@pytest.mark.parametrize("llc, footprint, expected", [
-    # expected = 2 * (the smallest whole number of footprints that covers the LLC), at least 2
-    (1001, 1000, 4),   # ratio 1.001: just above an integer (ceil(2x) gives 3, 2 round(x) gives 2)
-    (1400, 1000, 4),   # ratio 1.4: fractional part below 0.5 (2 round(x) gives 2, ceil(2x) gives 3)
-    (1500, 1000, 4),   # ratio 1.5: at 0.5 (ceil(2x) gives 3)
-    (2500, 1000, 6),   # ratio 2.5: at 0.5 (2 round(x) gives 4, ceil(2x) gives 5)
-    (2100, 1000, 6),   # ratio 2.1 (ceil(2x) gives 5, 2 round(x) gives 4)
-    (2000, 1000, 4),   # exact integers stay: 2 x 2
-    (3000, 1000, 6),
-    (1000, 1000, 2),
-    (999, 1000, 2),    # below one footprint: the floor of 2 sets
-    (1, 1000, 2),
-    (60 * MIB + 1, 3 * MIB, 42),  # one byte over 20 footprints needs a 21st
-])
-def test_auto_count_boundaries(llc: int, footprint: int, expected: int) -> None:
-    assert rot.auto_count(llc, footprint) == expected
-    p = rot.plan("auto", footprint_bytes=footprint, set_bytes=footprint, llc_bytes=llc, free_bytes=1 << 40)
-    assert p.count == expected and not p.capped
-
-
-def test_plan_caps_at_a_fraction_of_free_memory_and_says_so() -> None:
-    p = rot.plan("auto", footprint_bytes=3 * MIB, set_bytes=3 * MIB, llc_bytes=60 * MIB, free_bytes=1000 * MIB)
-    assert p.count == 40 and not p.capped and p.cap_bytes == 500 * MIB and p.requested == "auto"
-    p = rot.plan(100, footprint_bytes=30 * MIB, set_bytes=30 * MIB, llc_bytes=60 * MIB, free_bytes=1000 * MIB, mem_fraction=0.3)
-    assert p.capped and p.count == 10 and "capped to 10" in p.note and str(300 * MIB) in p.note
-    with pytest.raises(ConfigError, match="one buffer set needs"):
-        rot.plan(1, footprint_bytes=MIB, set_bytes=600 * MIB, llc_bytes=MIB, free_bytes=1000 * MIB)
-    for bad in ("two", 0, -1, True, 1.5):
-        with pytest.raises(ConfigError, match="rotating"):
-            rot.parse_rotating(bad)
-
-
-def test_fewer_iterations_than_sets_shows_both_numbers() -> None:
-    with pytest.raises(ConfigError, match=r"iterations \(3\) must be greater than or equal to .* \(8\)"):
-        rot.check_iterations(3, 8)
-
-
 def test_flush_sizes_and_modes(dev) -> None:
     assert flush_bytes("l2-write", 60 * MIB) == 120 * MIB
     assert flush_bytes("l2-read", 60 * MIB) == 240 * MIB
@@ -426,19 +381,6 @@ def test_adaptive_timeout_stops_at_the_first_check_past_it(dev, fake_clock) -> N
     assert raw.stop_reason.startswith("timeout 0.1 s") and wall >= 0.1, (raw.stop_reason, wall)
 
 
-def test_plan_caps_one_set_over_and_checks_the_fraction() -> None:
-    # 11 sets of 10 MiB wanted, a 100 MiB cap fits 10: capped (one over is over)
-    p = rot.plan(11, footprint_bytes=10 * MIB, set_bytes=10 * MIB, llc_bytes=MIB, free_bytes=200 * MIB)
-    assert p.capped and p.count == 10 and p.cap_bytes == 100 * MIB
-    p = rot.plan(10, footprint_bytes=10 * MIB, set_bytes=10 * MIB, llc_bytes=MIB, free_bytes=200 * MIB)
-    assert not p.capped and p.count == 10 and p.note == ""
-    for bad in (0, 1.01, 2, -0.5):
-        with pytest.raises(ConfigError, match="mem_fraction"):
-            rot.plan(1, footprint_bytes=MIB, set_bytes=MIB, llc_bytes=MIB, free_bytes=100 * MIB, mem_fraction=bad)
-    assert rot.plan(1, footprint_bytes=MIB, set_bytes=MIB, llc_bytes=MIB, free_bytes=100 * MIB, mem_fraction=1).cap_bytes == 100 * MIB
-    assert list(rot.rotation(7, 3)) == [0, 1, 2, 0, 1, 2, 0]
-
-
 class _Allocs(HostDevice):
     """The real host device, keeping every buffer it handed out; ``fail_at`` makes the Nth
     allocation fail as an out-of-memory device would."""
@@ -456,21 +398,6 @@ class _Allocs(HostDevice):
         buf = super().alloc(nbytes)
         self.bufs.append(buf)
         return buf
-
-
-def test_buffer_sets_free_everything_also_when_an_allocation_fails() -> None:
-    from hipexplore.errors import DeviceError
-
-    spec = catalog.get("triad")  # 3 buffers per set
-    d = _Allocs()
-    with rot.BufferSets(d, spec, 256, 4) as sets:
-        assert sets.total_bytes == 4 * 3 * 256 * 4 and len({b.ptr for b in d.bufs}) == 12
-        assert not any(b.freed for b in d.bufs)
-    assert len(d.bufs) == 12 and all(b.freed for b in d.bufs) and sets.buffers == [] and sets.args == []
-    d = _Allocs(fail_at=8)  # the second buffer of the third set
-    with pytest.raises(DeviceError, match="allocation 8"):
-        rot.BufferSets(d, spec, 256, 4)
-    assert len(d.bufs) == 7 and all(b.freed for b in d.bufs)
 
 
 # --- timing arithmetic on a scripted timeline (a fake clock behind the real host device) ----------
@@ -753,64 +680,3 @@ def test_the_hold_timeout_reaches_every_chunks_hold(sdev) -> None:
         finally:
             rd.free()
     assert sdev.hold_timeouts == [0.7, 0.7, 0.3, HOLD_TIMEOUT_S]  # the default when none is given
-
-
-def test_host_inputs_are_drawn_once_and_handed_out_as_fresh_copies(dev) -> None:
-    """The same (buffers, n, seed) gives the same data without a second draw; a reference writing
-    into its copy changes no later set; another seed or size draws anew."""
-    spec = catalog.get("triad")
-    with rot.BufferSets(dev, spec, 4096, 1) as one:
-        first = {k: v.copy() for k, v in one.host.items()}
-        kept = rot.HOST_INPUTS[next(iter(rot.HOST_INPUTS))]
-        one.host["b"][:] = -7.0  # a reference that scribbles on its inputs
-    with rot.BufferSets(dev, spec, 4096, 2) as two:
-        assert rot.HOST_INPUTS[next(iter(rot.HOST_INPUTS))] is kept  # not drawn again
-        for k in first:
-            np.testing.assert_array_equal(two.host[k], first[k])
-        got = np.empty(4096, dtype=np.float32)
-        dev.copy_to_device(two.buffers[1]["b"], two.host["b"])
-        dev.copy_to_host(two.buffers[1]["b"], got)
-        np.testing.assert_array_equal(got, first["b"])
-    with rot.BufferSets(dev, spec, 4096, 1, seed=5) as other:
-        assert not np.array_equal(other.host["b"], first["b"])
-    with rot.BufferSets(dev, spec, 2048, 1) as smaller:
-        assert smaller.host["b"].size == 2048
-    fresh = rot.host_inputs(spec, 4096, spec.scalars(4096), 0)
-    np.testing.assert_array_equal(fresh["c"], first["c"])
-
-
-def test_interleaved_turns_with_the_in_kernel_timer_launch_the_sets_they_record(rdev) -> None:
-    """A turn's rotated view carries the timer's arguments too: with 5 sets and turns of 4 samples,
-    every set is launched (set 4 in the second turn), as the recorded buffer_set says."""
-    from hipexplore.bench.interleave import interleaved_launches
-    from hipexplore.bench.timing import InKernelTimer
-    from hipexplore.kernels.build import kernel_for
-
-    spec = catalog.get("triad")
-    with rot.BufferSets(rdev, spec, 4096, 5) as sets:
-        timer = InKernelTimer(rdev, sets.args, 4)
-        try:
-            grid, block = spec.geometry(4096, rdev)
-            wl = Workload(rdev, kernel_for(rdev, spec, timed=True), grid, block, sets.args, timer=timer)
-            ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(5)}
-            rdev.launches.clear()
-            got = interleaved_launches({"triad": wl}, {"triad": None}, StopRule(iterations=12), chunk=4,
-                                       rng=np.random.default_rng(0), turn_chunks=1, warmup_s=0, lead=0, trail=0)
-        finally:
-            timer.free()
-    raw = got.raws["triad"]
-    assert list(raw.buffer_set) == [i % 5 for i in range(12)]
-    used = [ptr_to_set[p] for name, p in rdev.launches if p in ptr_to_set]
-    assert set(used) == {0, 1, 2, 3, 4}
-    # each turn: a warm-up over its 4 sets, then its 4 samples on the same sets in the same order
-    assert used == [0, 1, 2, 3] * 2 + [4, 0, 1, 2] * 2 + [3, 4, 0, 1] * 2
-
-
-def test_a_fault_is_named_by_the_runtime_status_in_its_message():
-    """Why: ``KernelFault`` names the status (what a user searches for); GPU faults are not
-    reachable on the host, so the parsing is checked on the runtimes' own message shapes."""
-    from hipexplore.bench.run import fault_status
-
-    assert fault_status("cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)") == "CUDA_ERROR_ILLEGAL_ADDRESS"
-    assert fault_status("hipModuleLaunchKernel: hipErrorIllegalAddress: an illegal memory access") == "hipErrorIllegalAddress"
-    assert fault_status("the device went away") == "the device went away"

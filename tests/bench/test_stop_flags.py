@@ -1,17 +1,15 @@
 """What a summary row says about how it stopped and how its samples lie (issue 26 items 9 and 10):
 ``timed_out`` for a sample cap as for a timeout, a merged row that timed out in one of its passes,
-the bench table's ``stop`` column and alignment, the start-up banner's rules, and a bimodal flag
-only where the modes can move the median beyond its interval."""
+the bench table's ``stop`` column and alignment, and the start-up banner's rules (the bimodal
+flag: tests/bench/test_modes.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 import hipexplore as hx
 from hipexplore.bench import passes as ps
-from hipexplore.bench.modes import bimodal_note, split, warning_with_modes
-from hipexplore.bench.stats import Measurement, StopRule
+from hipexplore.bench.stats import StopRule
 from hipexplore.cli.bench_cmd import adaptive_banner
 from hipexplore.cli.bench_table import stop_word, table
 
@@ -75,17 +73,3 @@ def test_the_banner_lists_every_rule_the_stop_column_can_name():
     assert stop_word("max_samples 100 reached before convergence | fixed iteration count") == "CAP"  # the most severe
 
 
-def test_a_bimodal_flag_only_where_the_modes_move_the_median_beyond_its_interval():
-    rng = np.random.default_rng(3)
-    far = Measurement(np.r_[rng.normal(1e-6, 2e-9, 300), rng.normal(1.5e-6, 2e-9, 200)])
-    assert far.bimodal
-    s = far.summary()
-    note = warning_with_modes(s["warning"], far, s["ci_low_s"], s["ci_high_s"])
-    assert "bimodal: modes at 1.000 and 1.500 us (40% in the upper)" in note and "Sarle" not in note
-    # two modes an interval would cover: the same shape, squeezed until the interval spans the gap
-    lo, hi, share = split(far.samples)
-    assert lo == pytest.approx(1e-6, rel=1e-2) and hi == pytest.approx(1.5e-6, rel=1e-2) and share == pytest.approx(0.4)
-    assert bimodal_note(far, s["ci_low_s"], s["ci_low_s"] + (hi - lo) * 1.01) == ""
-    assert bimodal_note(far, s["ci_low_s"], s["ci_low_s"] + (hi - lo) * 0.99) != ""
-    flat = Measurement(rng.normal(1e-6, 1e-8, 400))
-    assert not flat.bimodal and warning_with_modes("noisy: x", flat, 0.9e-6, 1.1e-6) == "noisy: x"

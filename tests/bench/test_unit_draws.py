@@ -233,17 +233,11 @@ def test_a_pool_is_shared_only_by_buffers_of_the_same_dtype(kernels, log) -> Non
     assert same.metadata["interleave.pool.65536"] == "shared"
     other = _run(["dr_a", "dr_int"], 1, 0, worker=False, per_unit=12)
     assert other.metadata["interleave.pool.65536"] == "own sets"
-    from hipexplore.bench.callable import sets_for
-    from hipexplore.bench.sweeprun import shared_pool
-
-    dev = HostDevice()
+    # (the pool's rule itself, sweeprun.shared_pool: tests/bench/test_sweeprun.py)
     a, i = catalog.get("dr_a"), catalog.get("dr_int")
     n = a.elements(65536)
     assert n == i.elements(65536) and [b.nbytes(n, a.scalars(n)) for b in a.buffers()] == \
         [b.nbytes(n, i.scalars(n)) for b in i.buffers()]
-    with sets_for(dev, a, n, 1) as sets:
-        assert shared_pool(sets, catalog.get("dr_copy"), n) is not None
-        assert shared_pool(sets, i, n) is None
     # the pristine host inputs kept between configurations are kept per dtype too: the i32 kernel
     # right after the f32 one of the same bytes and seed gets i32 data of its own
     from hipexplore.bench.inputs import host_inputs

@@ -234,69 +234,79 @@ def test_a_sweep_in_units_stopped_part_way_keeps_finished_units_and_resume_measu
         assert list(now["time_s"]) == list(g["time_s"])
 
 
-def test_unit_workers_draw_each_input_layout_once_between_them(tmp_path) -> None:
-    """Units in worker processes (as on a GPU): the first draws the seeded inputs of each size and
-    the later ones map them from the sweep's private folder (bench.inputs), which is gone after the
-    sweep; the outputs still check against the reference in unit 0."""
-    import glob
-    import os
-    import tempfile
+# -- --resolution: the rule a reviewer acts on (issue 50 item 3), on samples of known unit medians ---------------
 
-    # this process's folders only: the suite runs in parallel, and another worker's sweep has its own
-    mine = f"hipexplore-inputs-{os.getpid()}-*"
-    before = set(glob.glob(os.path.join("/dev/shm", mine)) + glob.glob(os.path.join(tempfile.gettempdir(), mine)))
-    res = sweep("triad", ["64KiB", "256KiB"], [1], ["none"], device="host", worker=True, units=3, iterations=12,
-                progress=False, reference=False)
-    assert res.metadata["sweep.unit_location"] == "worker"
-    assert res.metadata["inputs.unit.0"] == "drawn 2, mapped 0"
-    assert res.metadata["inputs.unit.1"] == res.metadata["inputs.unit.2"] == "drawn 0, mapped 2"
-    assert set(res.summary["passes"]) == {3} and "verify.triad.65536" in res.metadata
-    after = set(glob.glob(os.path.join("/dev/shm", mine)) + glob.glob(os.path.join(tempfile.gettempdir(), mine)))
-    assert after <= before  # the folder went with the sweep
+#: Student t quantiles from the printed tables, df 3 (four units): 97.5% and 95%
+T_975_DF3, T_95_DF3 = 3.182446, 2.353363
+TRIAD_64K = ("triad", 65536, "1", "none", "events")
 
 
-def test_shared_inputs_are_the_drawn_ones_and_a_torn_file_is_drawn_again(tmp_path) -> None:
-    from hipexplore.bench import inputs
-
-    spec = catalog.get("triad")
-    n = spec.elements(1 << 16)
-    inputs.share_in(str(tmp_path))
-    try:
-        inputs.HOST_INPUTS.clear()
-        drawn = inputs.host_inputs(spec, n, spec.scalars(n), 3)
-        files = sorted(tmp_path.iterdir())
-        assert len(files) == len(spec.buffers())
-        inputs.HOST_INPUTS.clear()
-        mapped = inputs.host_inputs(spec, n, spec.scalars(n), 3, copy=False)
-        for k in drawn:
-            np.testing.assert_array_equal(mapped[k], drawn[k])
-            assert not mapped[k].flags.writeable
-        files[0].write_bytes(files[0].read_bytes()[:100])  # torn: not mapped, drawn again
-        inputs.HOST_INPUTS.clear()
-        again = inputs.host_inputs(spec, n, spec.scalars(n), 3)
-        for k in drawn:
-            np.testing.assert_array_equal(again[k], drawn[k])
-    finally:
-        inputs.share_in(None)
-        inputs.HOST_INPUTS.clear()
+def unit_frame(unit_medians, kernel="triad", size=65536, per_unit=9, first_unit=0) -> pd.DataFrame:
+    """A one-kernel run (not interleaved): unit u's samples symmetric around unit_medians[u] (an
+    odd count: its median is exactly that), chunk ids numbered through, as a sweep writes them."""
+    rows = []
+    for u, med in enumerate(unit_medians, start=first_unit):
+        for i in range(per_unit):
+            rows.append({"kernel": kernel, "size_bytes": size, "rotating_requested": "1", "flush": "none", "timer": "events",
+                         "time_s": med * (1 + 0.001 * (i - per_unit // 2)), "chunk": u * 100 + i // 3, "pass_index": u,
+                         "dropped": False})
+    return pd.DataFrame(rows)
 
 
-def test_a_killed_sweeps_input_folder_is_removed_by_the_next_sweep(tmp_path) -> None:
-    """A SIGKILLed sweep cannot remove its shared input folder (under /dev/shm: memory); the next
-    sweep removes the folders of dead creators and keeps a live one's."""
-    import os
-    import subprocess
-    import sys
+def test_resolution_of_a_configuration_not_interleaved_reads_a_95_percent_t_half_width() -> None:
+    """The half-width the rule compares with ``--resolution`` is the 95% t one over the unit medians'
+    logarithms (df = units - 1); a resolution between the 90% and the 95% half-widths is not reached
+    (a 90% half-width would stop the extras early and say "reached")."""
+    logs = np.log(10e-6) + np.array([-0.01, 0.0, 0.01, 0.02])
+    frame = unit_frame(np.exp(logs))
+    sd = float(np.std(logs, ddof=1))
+    h95, h90 = T_975_DF3 * sd / 2, T_95_DF3 * sd / 2
+    spec = SweepSpec(kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), resolution=(h90 + h95) / 2,
+                     reference=False)
+    halves = us.half_widths(frame, spec)
+    assert list(halves) == [TRIAD_64K] and halves[TRIAD_64K] == pytest.approx(h95, rel=1e-5)
+    assert us.wide(frame, spec) == {TRIAD_64K}  # still wider than asked: an extra unit is due
+    plan = us.UnitPlan(spec, (4, 4), previous=[frame])
+    outcome = us.resolution_entries(spec, [plan], stopped=False)["units.resolution_outcome"]
+    assert outcome.startswith(f"not reached: stopped by no extra unit ran; 1 configuration(s) still wider than "
+                              f"±{spec.resolution:.2%}: triad 65536 r=1 none events: ±{h95:.2%}"), outcome
+    loose = dataclasses.replace(spec, resolution=h95 * 1.01)
+    assert us.wide(frame, loose) == set()
+    assert us.resolution_entries(loose, [us.UnitPlan(loose, (4, 4), previous=[frame])], False)[
+        "units.resolution_outcome"].startswith(f"reached: every configuration's 95% half-width (what compare reads) is "
+                                               f"within ±{loose.resolution:.2%} (widest ±{h95:.2%})")
 
-    from hipexplore.bench import inputs
 
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    gone = tmp_path / f"{inputs.PREFIX}{dead.pid}-abc"
-    gone.mkdir()
-    (gone / "x.npy").write_bytes(b"0" * 100)
-    alive = tmp_path / f"{inputs.PREFIX}{os.getppid()}-def"  # a running process that made it (pytest's parent)
-    alive.mkdir()
-    os.utime(alive, (1e10, 1e10))  # made "after" that process started
-    assert inputs.clean_leftovers(str(tmp_path)) == 1
-    assert not gone.exists() and alive.exists()
+def test_a_configuration_with_one_unit_has_not_reached_a_resolution() -> None:
+    """No spread to read yet (an interrupted or stopped first unit): never "reached"."""
+    spec = SweepSpec(kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), resolution=0.4, reference=False)
+    plan = us.UnitPlan(spec, (3, us.MAX_UNITS), previous=[unit_frame([10e-6])])
+    outcome = us.resolution_entries(spec, [plan], stopped=True)["units.resolution_outcome"]
+    assert outcome == ("not reached: stopped by the sweep was stopped; 1 configuration(s) with fewer than 2 units "
+                       "(no half-width yet): triad 65536 r=1 none events"), outcome
+
+
+def test_resolution_lifts_a_fixed_unit_count_up_to_the_most_units_a_run_takes() -> None:
+    """``--units 3 --resolution``: extra units past a fourth, up to the hard maximum (``MAX_UNITS``),
+    while the configuration's units still spread wider than asked and the budget allows; without
+    ``--resolution`` a fixed count is exactly what runs. (Fake durations: 1 s a unit.)"""
+    spec = SweepSpec(kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), units=3, resolution=0.0001,
+                     resolution_budget=1000, reference=False, stop=StopRule(iterations=30))
+    assert us.planned(spec, None) == (3, us.MAX_UNITS) == (3, 64)
+    assert us.planned(dataclasses.replace(spec, resolution=0.0), None) == (3, 3)
+
+    def units_run(plan: us.UnitPlan) -> list[int]:
+        ran = []
+        while (job := plan.next()) is not None:
+            ran.append(job.unit)
+            assert job.unit < us.MAX_UNITS
+            # units alternate 5% apart: their spread never narrows to 0.01%
+            plan.finished(job, unit_frame([10e-6 * (1.05 if job.unit % 2 else 1.0)], first_unit=0), False, 1.0)
+        return ran
+
+    plan = us.UnitPlan(spec, us.planned(spec, None))
+    assert units_run(plan) == list(range(us.MAX_UNITS)) and plan.ended == f"the most units ({us.MAX_UNITS})"
+    outcome = us.resolution_entries(spec, [plan], stopped=False)["units.resolution_outcome"]
+    assert outcome.startswith(f"not reached: stopped by the most units ({us.MAX_UNITS}); 1 configuration(s) still wider"), outcome
+    fixed = dataclasses.replace(spec, resolution=0.0)
+    assert units_run(us.UnitPlan(fixed, us.planned(fixed, None))) == [0, 1, 2]

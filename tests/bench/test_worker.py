@@ -22,3 +22,17 @@ def test_a_wrong_spec_for_a_host_library_is_one_line_not_a_segfault(tmp_path):
     assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "faulted" in lines[0] and "sweep worker" in lines[0], p.stderr
+
+
+def test_a_stop_asked_over_the_channel_ends_the_unit_where_it_would_in_process(tmp_path):
+    """``stop_now`` is a round trip (an ``ask`` frame, one byte back): a yes stops the worker between
+    configurations, and its ``done`` that says so is believed because this side said yes."""
+    from hipexplore.bench.sweep import sweep
+
+    seen: list = []
+    res = sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none"], device="host", iterations=20, units=1, progress=False,
+                worker=True, on_result=seen.append, should_stop=lambda: len(seen) >= 2, out=tmp_path / "s.parquet")
+    assert res.stopped  # not a KernelFault: the worker's "stopped" was asked for
+    # the two configurations finished before the stop, and the reference parts taken for them; 32 KiB never began
+    assert sorted(map(tuple, res.summary[["size_bytes", "rotating_requested", "flush"]].astype(str).to_numpy())) == [
+        ("16384", "1", "cold-reference"), ("16384", "1", "none"), ("16384", "2", "none")]

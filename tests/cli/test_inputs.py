@@ -177,7 +177,7 @@ def test_unknown_kernel_lists_user_kernels_only(capsys):
 
 def test_sizes_accept_tib_and_print_human_readable():
     from hipexplore.bench.spec import parse_size
-    from hipexplore.units import format_bytes, format_percent
+    from hipexplore.readable import format_bytes, format_percent
 
     assert parse_size("1TiB") == 1 << 40 and parse_size("2T") == 2 << 40
     assert format_bytes(268435456) == "256 MiB" and format_bytes(16106127360000) == "14.6 TiB" and format_bytes(512) == "512 B"
@@ -300,7 +300,7 @@ def test_compare_of_runs_with_other_kernel_names_says_why_and_what_to_do(tmp_pat
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "triad.parquet"), str(tmp_path / "copy.parquet")]) == 0
     out = capsys.readouterr().out
-    hint = [line for line in out.splitlines() if line.startswith("hint: ")]
+    hint = [" ".join(h.split()) for h in out.split("\n\n") if h.startswith("hint: ")]  # wrapped at 120 columns
     assert len(hint) == 1, out
     assert "the base run holds kernel(s) triad while the new run holds copy" in hint[0]
     assert "--base triad --new copy" in hint[0] and "--interleave" in hint[0]

@@ -96,7 +96,8 @@ def test_the_backends_own_compile_time_is_kept(tmp_path):
     res = cache.get_or_compile(_req(7), _host())
     ev = cache.events()
     event = ev[ev.outcome == "compiled"].iloc[-1]
-    assert 0 < res.object_code.compile_seconds < 1.0 and event.compile_seconds == res.object_code.compile_seconds
+    # the backend's own time, inside the lookup's (a bound in seconds would measure the host's load)
+    assert 0 < res.object_code.compile_seconds <= event.lookup_seconds and event.compile_seconds == res.object_code.compile_seconds
 
 
 def test_clear_empties_memory_and_leaves_the_disk_unless_asked(tmp_path):
@@ -211,13 +212,6 @@ def test_cluster_columns_are_written_in_the_given_order(tmp_path):
     write_results(paths, [frame], [{"run_id": "r", "worker": "w"}], {}, columns=([*SAMPLE_COLUMNS, "worker"], [*SUMMARY_COLUMNS, "worker"]))
     assert list(pd.read_parquet(paths[0]).columns) == [*SAMPLE_COLUMNS, "worker"]
     assert list(pd.read_parquet(paths[1]).columns) == [*SUMMARY_COLUMNS, "worker"]
-
-
-def test_reference_parts_spread_from_first_group_to_after_the_last():
-    from hipexplore.bench.run import reference_schedule as _reference_schedule
-
-    assert _reference_schedule(4, 1, 48) == [(0, 48)]
-    assert _reference_schedule(4, 3, 50) == [(0, 17), (2, 17), (4, 16)]
 
 
 def test_rows_name_their_device_and_a_sweep_keeping_throttled_samples_runs():

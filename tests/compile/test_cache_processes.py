@@ -17,7 +17,6 @@ import random
 import tempfile
 from pathlib import Path
 
-import pytest
 
 from hipexplore.compile import ObjectCode
 from hipexplore.compile.disk import DiskCache

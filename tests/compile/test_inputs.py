@@ -13,7 +13,6 @@ options that are refused because what they read cannot be listed).
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time

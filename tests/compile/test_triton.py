@@ -195,43 +195,6 @@ def test_tune_replay_triton_counts(capsys):
     assert warm["seconds"] < cold["seconds"]
 
 
-def test_occupancy_model_limits():
-    from hipexplore.tuning.amd_evidence import occupancy
-
-    assert occupancy({"vgpr": 128, "sgpr": 30, "num_warps": 4}, "gfx942")["waves_per_simd"] == 4  # 512 // 128
-    o = occupancy({"vgpr": 40, "sgpr": 30, "shared": 32768, "num_warps": 4}, "gfx942")
-    assert (o["waves_per_simd"], o["limited_by"]) == (2, "lds")  # 2 workgroups x 4 waves over 4 SIMDs
-    assert occupancy({"vgpr": 40, "sgpr": 30, "shared": 32768, "num_warps": 4}, "gfx950")["waves_per_simd"] == 5
-    assert occupancy({"vgpr": 8, "sgpr": 8, "num_warps": 1}, "gfx942")["limited_by"] == "waves"
-    with pytest.raises(ConfigError, match="gfx1100"):
-        occupancy({}, "gfx1100")
-
-
-def test_gfx942_evidence_resources_and_disassembly_diff():
-    """Two gemm candidates: resources from the code objects, MFMAs in the listing, and a diff."""
-    from hipexplore.compile.cache import CompileCache
-    from hipexplore.tuning.amd_evidence import disassembly_diff, instruction_mix, resource_table
-    from hipexplore.tuning.lists import GemmProblem
-    from hipexplore.tuning.gemm import GemmShape
-    from hipexplore.tuning.triton_list import TritonConfig, role_request
-
-    compiler = require_compiler("triton")
-    cache = CompileCache(disk_dir=False)
-    prob = GemmProblem("p", GemmShape(64, 64, 64))
-    cands = {"small": TritonConfig(32, 32, 32, 1, 2, 1), "large": TritonConfig(64, 64, 32, 1, 4, 1)}
-    codes = {n: cache.get_or_compile(role_request("gemm", "gfx942", prob, c), compiler).object_code for n, c in cands.items()}
-    asm = {n: cache.get_or_compile(role_request("gemm", "gfx942", prob, c).with_(mode="asm"), compiler).object_code.binary
-           for n, c in cands.items()}
-    res = resource_table(codes).set_index("kernel")
-    assert (res["vgpr"] > 0).all() and (res["waves_per_simd"] >= 1).all()
-    assert res.loc["large", "lds_bytes"] > res.loc["small", "lds_bytes"] > 0  # Triton's dynamic shared memory
-    mix = instruction_mix(asm).pivot(index="class", columns="kernel", values="count")
-    assert (mix.loc["mfma"] > 0).all() and (mix.loc["total"] > mix.loc["mfma"]).all()
-    diff = disassembly_diff(asm["small"], asm["large"], "small", "large")
-    assert diff.startswith("--- small\n+++ large\n@@")
-    assert disassembly_diff(asm["small"], asm["small"]) == ""
-
-
 def test_missing_triton_is_reported_unavailable_cleanly():
     """Where triton is not installed the backend says so (and nothing imports it to find out)."""
     code = ("import sys; sys.modules['triton'] = None\n"
@@ -254,24 +217,3 @@ def test_identity_does_not_import_triton():
     assert version.startswith("3.") and imported == "False"
 
 
-def test_carried_cubins_round_trip(tmp_path):
-    """export_cubins writes what load_carried finds by the request alone: the same cubin and the
-    launch metadata the H200 script needs when it cannot compile (or uses another Triton)."""
-    from hipexplore.compile.cache import CompileCache
-    from hipexplore.tuning.gemm import GemmShape
-    from hipexplore.tuning.lists import GemmProblem
-    from hipexplore.tuning.triton_workload import export_cubins, load_carried, request_digest
-    from hipexplore.tuning.triton_list import TritonConfig, role_request, roles_for
-
-    compiler = require_compiler("triton")
-    prob, cfg = GemmProblem("p", GemmShape(32, 32, 32), "gelu"), TritonConfig(16, 16, 16, 2, 1, 1)
-    cache = CompileCache(disk_dir=False)
-    assert export_cubins(tmp_path, "sm_90", [prob], [cfg], cache=cache) == len(roles_for(cfg)) == 4
-    for role in roles_for(cfg):
-        req = role_request(role, "sm_90", prob, cfg, label="another label")  # labels do not matter
-        carried = load_carried(tmp_path, request_digest(req))
-        assert carried is not None and _elf(carried.binary)[0] == EM_CUDA
-        assert carried.binary == cache.get_or_compile(req, compiler).object_code.binary
-        assert carried.metadata["scratch_params"] and carried.metadata["num_warps"] >= 1
-    other = role_request("gemm", "sm_90", prob, TritonConfig(32, 16, 16, 2, 1, 1))
-    assert load_carried(tmp_path, request_digest(other)) is None

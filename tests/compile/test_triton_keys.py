@@ -10,7 +10,6 @@ would be caught.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import textwrap
 from pathlib import Path

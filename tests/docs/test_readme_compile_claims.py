@@ -11,7 +11,6 @@ real CLI (a child process), the real compilers and the real libraries of this ma
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -260,7 +259,7 @@ def test_hiprtc_search_takes_the_first_candidate_with_the_symbol(tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["name"] == "libhiprtc.so.7" and got["real"] == str(seven.resolve())
-    assert got["failures"] == [f"libhiprtc.so: loads but has no hiprtcCreateProgram symbol"]
+    assert got["failures"] == ["libhiprtc.so: loads but has no hiprtcCreateProgram symbol"]
     (tmp_path / "libhiprtc.so.7").unlink()
     got = json.loads(run_python(PROBE, env={"LD_LIBRARY_PATH": str(tmp_path)}).stdout)
     assert got["name"] == "libhiprtc.so.6"

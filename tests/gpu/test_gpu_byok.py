@@ -23,7 +23,6 @@ What each test pins down, and the bug it catches:
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -33,7 +32,7 @@ pytestmark = pytest.mark.gpu
 MIB = 1 << 20
 
 
-from conftest import _no_gpu, cuda  # noqa: F401 - the GPU guard and the module-scoped device fixture
+from conftest import _no_gpu, cuda  # noqa: F401,E402 - the GPU guard and the module-scoped device fixture
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ What each test pins down, and the bug it catches:
 from __future__ import annotations
 
 import math
-import os
 import time
 
 import numpy as np
@@ -47,7 +46,7 @@ extern "C" __global__ void hx_test_empty(int* p) { if (p == 0 && threadIdx.x == 
 """
 
 
-from conftest import _no_gpu, cuda  # noqa: F401 - the GPU guard and the module-scoped device fixture
+from conftest import _no_gpu, cuda  # noqa: F401,E402 - the GPU guard and the module-scoped device fixture
 
 
 def _load(dev, source: str, entry: str):

@@ -3,7 +3,6 @@
 disassembled code object."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest

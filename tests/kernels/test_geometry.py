@@ -66,12 +66,14 @@ def test_transpose_grid_block_and_shared_from_expressions():
     ("'a'*3", "only numbers"),
     ("2**(3*n)", "out of range"),
 ])
+@pytest.mark.timeout(15)
 def test_bad_expressions_are_config_errors(expr, why):
     with pytest.raises(ConfigError, match=None) as err:
         ExprGeometry(expr, 256, scalar_names=["cols"]).launch(100, None, {"cols": 4})
     assert why in str(err.value) and "grid[0]" in str(err.value)
 
 
+@pytest.mark.timeout(15)
 def test_bad_values_are_config_errors():
     with pytest.raises(ConfigError, match=r"block\[0\]: 'n/3' is 33.3333, not a whole number"):
         ExprGeometry(1, "n/3").launch(100, None)

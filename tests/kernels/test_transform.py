@@ -9,7 +9,6 @@ same arguments.
 """
 from __future__ import annotations
 
-import re
 import subprocess
 
 import pytest

@@ -14,7 +14,7 @@ from hipexplore.bench import sweep
 from hipexplore.bench.hostload import cores_of, load_summary
 from hipexplore.report import answers
 from hipexplore.report import headline as hl
-from hipexplore.units import format_number
+from hipexplore.readable import format_number
 from hipexplore.verdicts import compare, compare_scenarios
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,6 @@ dumped source and a notebook, and in the team folder the bench run even exited 0
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import select
 import shutil

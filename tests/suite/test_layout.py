@@ -7,7 +7,8 @@ and import the module by its dotted name (``hipexplore.compile.entry``) or ``fro
 import entry``. A new module with neither fails here, naming the file to add.
 
 Why by path: "23 modules are imported by no test file" (issue 39) was found by grep, one module at
-a time; this check makes the next one a failing test instead of a search.
+a time; this check makes the next one a failing test instead of a search. And at most a tenth of the
+modules may be in ``ELSEWHERE`` (``MAX_ELSEWHERE_SHARE``): the exception stays one.
 """
 from __future__ import annotations
 
@@ -27,24 +28,6 @@ SKIPPED = ("notebooks", "tuning/src")
 #: Built from where the tests are (grep for the module's import); keep it short: a module tested on
 #: its own gets a mirror-path file instead.
 ELSEWHERE: dict[str, tuple[str, ...]] = {
-    "_lazy.py": ("tests/test_lazy.py",),
-    "bench/counters/backends.py": ("tests/bench/counters/test_counters.py",),
-    "bench/counters/counting.py": ("tests/bench/counters/test_counters.py",),
-    "bench/counters/ncu.py": ("tests/bench/counters/test_counters.py",),
-    "bench/counters/phase.py": ("tests/bench/counters/test_counters.py", "tests/bench/test_phases.py"),
-    "bench/counters/record.py": ("tests/bench/counters/test_counters.py",),
-    "bench/counters/registry.py": ("tests/bench/counters/test_counters.py",),
-    "bench/counters/rocprof.py": ("tests/bench/counters/test_counters.py",),
-    "bench/executors.py": ("tests/bench/test_passes.py", "tests/bench/counters/test_counters.py"),
-    "bench/grouping.py": ("tests/bench/test_cluster.py",),
-    "bench/inputs.py": ("tests/bench/test_units.py",),
-    "bench/interleave.py": ("tests/bench/test_run.py",),
-    "bench/modes.py": ("tests/bench/test_stop_flags.py",),
-    "bench/readback.py": ("tests/hostile/test_hostile_files.py",),
-    "bench/record.py": ("tests/bench/counters/test_counters.py", "tests/bench/test_passes.py"),
-    "bench/result.py": ("tests/bench/counters/test_counters.py",),
-    "bench/rotating.py": ("tests/bench/test_run.py", "tests/test_widgets.py"),
-    "bench/sweeprun.py": ("tests/bench/test_timing.py",),
     "bench/worker_main.py": ("tests/security/test_security_interpreters.py",),
     "cli/bench_cmd.py": ("tests/bench/test_stop_flags.py",),
     "cli/calibrate_cmd.py": ("tests/test_calibrate.py",),
@@ -58,30 +41,9 @@ ELSEWHERE: dict[str, tuple[str, ...]] = {
                          "tests/compile/test_cache_processes.py", "tests/compile/test_cache_setup.py"),
     "compile/disk_files.py": ("tests/compile/test_disk_maint.py", "tests/security/test_security_leases.py"),
     "compile/entry.py": ("tests/security/test_security_disk.py", "tests/compile/test_disk_hostile.py"),
-    "compile/host.py": ("tests/compile/test_backends.py", "tests/compile/test_inputs.py", "tests/compile/test_cache_keys.py"),
-    "compile/nvrtc.py": ("tests/compile/test_backends.py",),
-    "compile/registry.py": ("tests/compile/test_backends.py", "tests/compile/test_compiler_lifecycle.py"),
     "compile/triton_env.py": ("tests/compile/test_triton_keys.py",),
     "compile/triton_source.py": ("tests/compile/test_triton_keys.py", "tests/compile/test_triton.py"),
     "compile/tritonc.py": ("tests/compile/test_backends.py", "tests/security/test_security_interpreters.py"),
-    "devices/base.py": ("tests/devices/test_devices.py",),
-    "devices/cuda.py": ("tests/gpu/test_gpu_cuda.py",),
-    "devices/gpu.py": ("tests/devices/test_devices.py",),
-    "devices/hip.py": ("tests/devices/test_devices.py", "tests/compile/test_hip_bindings.py"),
-    "devices/host.py": ("tests/devices/test_devices.py", "tests/bench/test_run.py"),
-    "kernels/build.py": ("tests/kernels/test_catalog.py", "tests/bench/test_run.py"),
-    "kernels/spec.py": ("tests/docs/test_doc_examples.py",),
-    "tuning/amd_evidence.py": ("tests/compile/test_triton.py",),
-    "tuning/cluster.py": ("tests/bench/test_cluster.py", "tests/tuning/test_scale.py"),
-    "tuning/floor.py": ("tests/tuning/test_replay.py",),
-    "tuning/generate.py": ("tests/tuning/test_lists.py",),
-    "tuning/hxrun.py": ("tests/tuning/test_hxgen.py",),
-    "tuning/listfile.py": ("tests/tuning/test_lists.py", "tests/tuning/test_scale.py"),
-    "tuning/models.py": ("tests/tuning/test_lists.py",),
-    "tuning/schedule.py": ("tests/tuning/test_replay.py",),
-    "tuning/triton_list.py": ("tests/compile/test_triton.py", "tests/tuning/test_triton_cache.py"),
-    "tuning/triton_workload.py": ("tests/compile/test_triton.py", "tests/gpu/test_gpu_triton.py"),
-    "tuning/workload.py": ("tests/bench/test_workload.py", "tests/tuning/test_ranking.py"),
 }
 
 
@@ -149,6 +111,24 @@ def test_every_module_has_a_mirror_test_file_or_listed_ones_that_import_it():
     assert not found, f"{len(found)} module(s) without tests found by path:\n" + "\n".join(found)
 
 
+#: at most this share of hipexplore's modules may have their tests elsewhere (``ELSEWHERE``) instead
+#: of at their mirror path (issue 50: 50 of 136 modules had no file there)
+MAX_ELSEWHERE_SHARE = 0.10
+
+
+@pytest.mark.timeout(60)
+def test_at_most_a_tenth_of_the_modules_have_their_tests_elsewhere():
+    """The mirror path is the rule, ``ELSEWHERE`` the exception: a module tested only through others
+    gets a file at its path (the tests of it moved or split there, or new ones), not a new entry."""
+    known = modules()
+    elsewhere = sorted(rel for rel in known if not mirror(rel).is_file())
+    share = len(elsewhere) / len(known)
+    assert share <= MAX_ELSEWHERE_SHARE, (
+        f"{len(elsewhere)} of {len(known)} modules ({share:.1%}) have no test file at their path; at most "
+        f"{MAX_ELSEWHERE_SHARE:.0%} may: add {mirror(elsewhere[0]).relative_to(REPO)} (tests of what it promises) or "
+        f"move its tests there. Without one: {', '.join(elsewhere)}")
+
+
 @pytest.mark.timeout(60)
 def test_the_check_sees_a_module_import_and_a_missing_file():
     """The check itself: what counts as importing, and that a module with neither is named."""
@@ -158,7 +138,7 @@ def test_the_check_sees_a_module_import_and_a_missing_file():
     assert not imports("from hipexplore.bench.io_extra import x", "hipexplore.bench.io")
     assert not imports("from hipexplore.compile import entry_points", "hipexplore.compile.entry")
     assert not imports("from hipexplore.compile.cache import entry", "hipexplore.compile.entry")
-    assert mirror("bench/stats.py") == TESTS / "bench" / "test_stats.py" and mirror("units.py") == TESTS / "test_units.py"
+    assert mirror("bench/stats.py") == TESTS / "bench" / "test_stats.py" and mirror("readable.py") == TESTS / "test_readable.py"
     assert dotted("bench/counters/ncu.py") == "hipexplore.bench.counters.ncu"
     assert "bench/stats.py" in modules() and not any(m.startswith(("notebooks/", "tuning/src/")) for m in modules())
     assert "__init__.py" not in {m.rpartition("/")[2] for m in modules()}

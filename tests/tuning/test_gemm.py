@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from elfcheck import assert_amdgpu_code_object, assert_cubin
-from hipexplore.compile.registry import get_compiler
 from hipexplore.errors import ConfigError
 from hipexplore.tuning import gemm as g
 
@@ -125,3 +124,23 @@ def test_bad_arguments_name_the_value():
         g.GemmShape(4, 4, 0)
     with pytest.raises(ConfigError, match=r"a must have shape \(4, 4\)"):
         g.run_host_pipeline({}, shape, cfg, np.zeros((3, 4), np.float32), np.zeros((4, 4), np.float32), np.zeros(4, np.float32))
+
+
+def test_launch_geometry_takes_the_devices_own_count():
+    """No H100/H200 count stands in for a device: the elementwise grid is capped at 8 blocks per
+    multiprocessor of the count given, and a missing or bad count is refused by name."""
+    shape, cfg = g.GemmShape(1024, 1024, 64), g.GemmConfig(split=4)
+    assert g.launch_geometry("fill", shape, cfg, 4).grid == (32, 1, 1)
+    assert g.launch_geometry("fill", shape, cfg, 304).grid == (min(304 * 8, 4 * 1024 * 1024 // 256), 1, 1)
+    assert g.launch_geometry("gemm", shape, cfg, 4) == g.launch_geometry("gemm", shape, cfg, 304)
+    assert_the_count_is_required(lambda *count: g.launch_geometry("fill", shape, cfg, *count))
+
+
+def assert_the_count_is_required(launch) -> None:
+    """``launch(*count)`` without a count is a TypeError naming sm_count; None, 0, True, 1.5 are
+    refused by name (tests/tuning/test_hxgen.py checks hxgen.launch with it too)."""
+    with pytest.raises(TypeError, match="sm_count"):
+        launch()
+    for bad in (None, 0, True, 1.5):
+        with pytest.raises(ConfigError, match=rf"sm_count .*; got {bad!r}"):
+            launch(bad)

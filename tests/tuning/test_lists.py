@@ -1,229 +1,52 @@
-"""The shipped real-model tuning lists (data/tuning/lists) and their file format
-(hipexplore/tuning/listfile.py): the files are exactly what the generator writes, each is at the
-scale of a real tuning flow, every compiler expands them to the same kernels, ``tune-replay
---list FILE --dry-run`` counts without compiling, a list a user writes (or exports) replays, and
-a bad file is refused with one line and exit status 2."""
+"""``hipexplore.tuning.lists``: the built-in split-K GEMM tuning list: its tails repeat (what a
+cache saves), its labels name each entry, and its arguments are checked."""
 from __future__ import annotations
-
-import json
 
 import pytest
 
-from hipexplore.cli import main
 from hipexplore.errors import ConfigError
-from hipexplore.tuning import hxgen
-from hipexplore.tuning import generate, listfile
-from hipexplore.tuning.models import MODELS, resnet50_convs
+from hipexplore.tuning.gemm import GemmShape
+from hipexplore.tuning.lists import GemmProblem, build_list, default_candidates, select_problems
+from hipexplore.tuning.replay import candidate_groups
 
-SHIPPED = sorted(MODELS)
-
-
-def test_shipped_lists_are_exactly_the_generator_output():
-    texts = generate.texts()
-    assert sorted(texts) == [f"{n}.jsonl" for n in SHIPPED]
-    for fname, text in texts.items():
-        path = listfile.LISTS_DIR / fname
-        assert path.is_file(), f"{path} missing: run python -m hipexplore.tuning.generate"
-        assert path.read_text(encoding="utf-8") == text, f"{path} differs from the generator: run python -m hipexplore.tuning.generate"
-    assert generate.main(["--check"]) == 0
+pytestmark = pytest.mark.timeout(120)
 
 
-def test_generate_check_fails_on_an_edited_list(tmp_path, capsys):
-    for fname, text in generate.texts().items():
-        (tmp_path / fname).write_text(text)
-    edited = tmp_path / "resnet50.jsonl"
-    edited.write_text(edited.read_text().replace('"v1:32,32,32,2,2,4,1,32"', '"v1:32,32,32,2,2,4,1,16"', 1))
-    assert generate.main(["--check", "--out", str(tmp_path)]) == 1
-    assert "resnet50.jsonl: differs" in capsys.readouterr().out
+def test_default_list_repeats_the_tails():
+    tl = build_list("nvrtc", "sm_90")
+    roles = tl.counts_by_role()
+    # 4 problems x 12 candidates (4 tiles x split 1,2,4); a reduce only when split > 1
+    assert tl.kernels == 4 * 12 * 3 + 4 * 8 == 176
+    assert roles["gemm"] == {"kernels": 48, "unique": 48}
+    # one pointwise per (M, N, activation): attn_out and mlp_down share theirs
+    assert roles["pointwise"] == {"kernels": 48, "unique": 3}
+    # one reduce per (M*N, split > 1): 3 output sizes x 2 splits
+    assert roles["reduce"] == {"kernels": 32, "unique": 6}
+    # one fill per split*M*N: {1,2,4}*MN, {3,6,12}*MN, {4,8,16}*MN -> 4*MN shared by two problems
+    assert roles["fill"] == {"kernels": 48, "unique": 8}
+    assert tl.unique_kernels == 48 + 3 + 6 + 8
+    # labels are unique per entry and name it; candidates keep launch order
+    assert len({e.label for e in tl.entries}) == tl.kernels
+    assert [e.role for e in candidate_groups(tl)[1]] == ["fill", "gemm", "reduce", "pointwise"]
 
 
-@pytest.mark.parametrize("name", SHIPPED)
-def test_each_shipped_list_is_at_the_scale_of_a_real_tuning_flow(name):
-    spec = listfile.read(name)
-    counts = listfile.counts(spec)
-    assert counts["kernels"] >= 1000 and counts["unique_kernels"] >= 300, counts
-    assert spec.header["kernels"] == counts["kernels"] and spec.header["unique_kernels"] == counts["unique_kernels"]
-    assert spec.header["problems"] == len(spec.problems) and spec.header["candidates"] == spec.n_candidates
-    # several batch sizes, several candidates per problem, and the tails repeat (what a cache saves)
-    sizes = {m.get("tokens", m.get("batch")) for m in spec.meta.values()}
-    assert len(sizes) >= 2
-    assert max(len(c) for c in spec.candidates.values()) >= 16
-    assert counts["kernels"] - counts["unique_kernels"] >= 400
-    # the file round-trips byte for byte
-    assert listfile.dumps(spec) == listfile.resolve(name).read_text(encoding="utf-8")
-
-
-def test_the_lists_hold_the_real_shapes():
-    llama = listfile.read("llama3-8b")
-    shapes = {(llama.meta[q.name]["layer"], q.n, q.k, q.epilogue) for q in llama.problems}
-    assert shapes == {("qkv", 6144, 4096, "none"), ("o_proj", 4096, 4096, "add"), ("gate_proj", 14336, 4096, "silu"),
-                      ("up_proj", 14336, 4096, "mul"), ("down_proj", 4096, 14336, "add")}
-    assert sorted({p.m for p in llama.problems}) == [1, 16, 64, 256, 1024, 4096, 8192]
-    # ResNet-50: 53 convolutions + fc; implicit GEMM M = batch * H_out * W_out, N = C_out, K = C * R * S
-    convs = resnet50_convs()
-    assert len(convs) == 54 and sum(c["r"] == 3 for c in convs) == 16 and sum("downsample" in c["name"] for c in convs) == 4
-    rn = listfile.read("resnet50")
-    by = {(rn.meta[p.name]["batch"], rn.meta[p.name]["layer"]): p for p in rn.problems}
-    conv1 = by[(16, "conv1")]
-    assert (conv1.m, conv1.n, conv1.k, conv1.epilogue) == (16 * 112 * 112, 64, 3 * 7 * 7, "bias_relu")
-    c2 = by[(1, "layer3.0.conv2")]  # 3x3 stride 2, 256 channels, 28 -> 14
-    assert (c2.m, c2.n, c2.k) == (14 * 14, 256, 256 * 9)
-    last = by[(1, "layer4.0.conv3")]
-    assert (last.m, last.n, last.k, last.epilogue) == (49, 2048, 512, "bias_add_relu")
-    fc = by[(16, "fc")]
-    assert (fc.m, fc.n, fc.k, fc.epilogue) == (16, 1000, 2048, "bias")
-    # convolutions with one GEMM and one tail are one problem, the others named as aliases
-    aliases = [a for m in rn.meta.values() for a in m.get("aliases", [])]
-    assert "b1.layer1.1.conv2" in aliases and len(rn.problems) + len(aliases) == 2 * len(convs)
-
-
-@pytest.mark.parametrize("name", SHIPPED)
-def test_every_compiler_expands_a_list_to_the_same_kernels(name):
-    spec = listfile.read(name)
-    host = listfile.expand(spec, "host", "host")
-    assert (host.kernels, host.unique_kernels) == tuple(listfile.counts(spec).values())
-    part = spec.select(every_problem=5)  # the GPU requests carry the whole header set: a slice is enough here
-    want = listfile.counts(part)
-    for compiler, target in (("hiprtc", "gfx90a"), ("nvrtc", "sm_90"), ("triton", "sm_90")):
-        tl = listfile.expand(part, compiler, target)
-        assert {"kernels": tl.kernels, "unique_kernels": tl.unique_kernels} == want, compiler
-        assert len({e.label for e in tl.entries}) == tl.kernels  # every event names its entry
-        assert tl.counts_by_role().keys() == {"gemm", "fill", "pointwise"}
-
-
-def test_dry_run_counts_without_compiling(capsys, monkeypatch):
-    from hipexplore.compile import registry
-
-    def refuse(*a, **k):
-        raise AssertionError("--dry-run must not build a compiler")
-
-    monkeypatch.setattr(registry, "new_compiler", refuse)
-    monkeypatch.setattr(registry, "get_compiler", refuse)
-    for name in SHIPPED:
-        assert main(["tune-replay", "--compiler", "hiprtc", "--list", name, "--dry-run", "--json"]) == 0
-        out = json.loads(capsys.readouterr().out)
-        want = listfile.counts(listfile.read(name))
-        assert (out["kernels"], out["unique_kernels"]) == (want["kernels"], want["unique_kernels"])
-        assert out["list"] == name and out["headers_per_kernel"] == len(hxgen.PRELUDE_FILES)
-    path = str(listfile.resolve("resnet50"))  # a path works as well as a name
-    assert main(["tune-replay", "--compiler", "triton", "--target", "gfx942", "--list", path, "--dry-run"]) == 0
-    text = capsys.readouterr().out
-    assert "1202 kernels, 626 unique" in text and "nothing compiled" in text
-
-
-def test_selections():
-    spec = listfile.read("llama3-8b")
-    every = spec.select(every_problem=6)
-    assert [p.name for p in every.problems] == [spec.problems[i].name for i in range(0, len(spec.problems), 6)]
-    assert all(every.candidates[p.name] == spec.candidates[p.name] for p in every.problems)  # whole problems
-    lim = spec.select(problems="m256.o_proj,m1.qkv", limit=3)
-    assert [p.name for p in lim.problems] == ["m256.o_proj", "m1.qkv"] and lim.n_candidates == 6
-    sparse = spec.select(every=50)
-    assert sparse.n_candidates == -(-spec.n_candidates // 50)
-    assert spec.select(problems="2").problems == spec.problems[:2]
-    with pytest.raises(ConfigError, match="no problem 'm3.qkv'"):
-        spec.select(problems="m3.qkv")
-    with pytest.raises(ConfigError, match="1..35"):
-        spec.select(problems="99")
-
-
-def test_a_list_a_user_writes_replays(tmp_path, capsys):
-    """The smallest valid file: a header with format and version only, lines without the optional
-    keys, a key of the writer's own (x_*) ignored, blank lines allowed."""
-    from conftest import require_compiler
-
-    require_compiler("host")
-    f = tmp_path / "mine.jsonl"
-    f.write_text('{"format": "hipexplore.tuning-list", "version": 1}\n\n'
-                 '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,2,4", "x_ms": 0.3}\n'
-                 '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,4,16"}\n'
-                 '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,1,4"}\n'
-                 '{"problem": "down", "m": 24, "n": 40, "k": 64, "perf_config": "v1:32,32,16,2,2,4,1,4"}\n')
-    assert main(["tune-replay", "--compiler", "host", "--list", str(f), "--json", "--quiet"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    # proj: split 2 and 4 share fill and tail (2 x 3 kernels, 4 unique) + one fused gemm; down: one fused gemm
-    assert (out["kernels"], out["unique_kernels"], out["list"]) == (8, 6, "mine")
-    assert out["compiles"] == 6 and out["memory_hits"] == 2 and out["failed"] == 0
-    assert out["seconds_floor"] <= out["scenarios"]["memory"]["seconds"]
-
-
-def test_export_list_round_trips(tmp_path, capsys):
-    exported = tmp_path / "part.jsonl"
-    assert main(["tune-replay", "--compiler", "nvrtc", "--list", "resnet50", "--every-problem", "7", "--dry-run",
-                 "--export-list", str(exported), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    again = listfile.read(exported)
-    assert listfile.counts(again) == {"kernels": out["kernels"], "unique_kernels": out["unique_kernels"]}
-    assert again.rows() == listfile.read("resnet50").select(every_problem=7).rows()
-    assert again.header["kernels"] == out["kernels"]  # the exported header carries the counts
-    # the built-in transformer list exports too (its tails as epilogues), and reads back
-    builtin = tmp_path / "builtin.jsonl"
-    assert main(["tune-replay", "--compiler", "host", "--problems", "2", "--limit", "3", "--dry-run",
-                 "--export-list", str(builtin)]) == 0
-    spec = listfile.read(builtin)
-    assert [p.name for p in spec.problems] == ["qkv", "attn_out"] and spec.n_candidates == 6
-    assert {p.epilogue for p in spec.problems} == {"bias"}
-    assert main(["tune-replay", "--compiler", "triton", "--dry-run", "--export-list", str(tmp_path / "t.jsonl")]) == 2
-    assert "Triton configs" in capsys.readouterr().err
-
-
-HEADER = '{"format": "hipexplore.tuning-list", "version": 1}\n'
-ROW = '{"problem": "p", "m": 4, "n": 8, "k": 16, "perf_config": "v1:32,32,16,2,2,4,1,4"}\n'
-BAD_FILES = [
-    ("", "empty list file"),
-    (HEADER, "no candidate lines"),
-    ('{"format": "other", "version": 1}\n' + ROW, "first line must be the header"),
-    (ROW, "first line must be the header"),
-    ('{"format": "hipexplore.tuning-list", "version": 2}\n' + ROW, "version 2 is not supported"),
-    ('{"format": "hipexplore.tuning-list", "version": 1, "dtype": "fp16"}\n' + ROW, "dtype 'fp16'"),
-    ('{"format": "hipexplore.tuning-list", "version": 1, "author": "me"}\n' + ROW, "unknown header key"),
-    (HEADER + "[1, 2]\n", "expected a JSON object"),
-    (HEADER + '{"problem": "p", "m": 4,\n', r":2: not JSON"),
-    (HEADER + ROW.replace('"perf_config"', '"perf_cfg"'), "unknown key"),
-    (HEADER + ROW.replace('"m": 4, ', ""), "missing 'm'"),
-    (HEADER + ROW.replace('"m": 4', '"m": "4"'), "'m' must be an integer"),
-    (HEADER + ROW.replace('"m": 4', '"m": true'), "'m' must be an integer"),
-    (HEADER + ROW.replace('"m": 4', '"m": 0'), "positive integer"),
-    (HEADER + ROW.replace('"problem": "p"', '"problem": "a/b"'), "without '/'"),
-    (HEADER + ROW.replace("v1:32,32,16,2,2,4,1,4", "64x64"), "perf config must look like"),
-    (HEADER + ROW.replace("v1:32,32,16,2,2,4,1,4", "v1:32,32,16,3,2,4,1,4"), "must divide"),
-    (HEADER + ROW.replace('"k": 16,', '"k": 16, "epilogue": "tanh",'), "epilogue must be one of"),
-    (HEADER + ROW + ROW, "repeats line 2"),
-    (HEADER + ROW + ROW.replace('"k": 16', '"k": 32').replace(",1,4", ",2,4"), "4x8x16 none at line 2"),
-    (HEADER + ROW.replace('"k": 16,', '"k": 16, "meta": 3,'), "'meta' must be an object"),
-    ('{"format": "hipexplore.tuning-list", "version": 1, "candidates": 2}\n' + ROW, "says 2 candidates but the file has 1"),
-    ('{"format": "hipexplore.tuning-list", "version": 1, "kernels": 9}\n' + ROW, "says 9 kernels but the list expands to 1"),
-]
-
-
-@pytest.mark.parametrize("text,match", BAD_FILES, ids=[m for _, m in BAD_FILES])
-def test_a_bad_list_file_is_one_line_and_exit_2(tmp_path, capsys, text, match):
-    import re
-
-    f = tmp_path / "bad.jsonl"
-    f.write_text(text)
-    assert main(["tune-replay", "--compiler", "host", "--list", str(f), "--dry-run"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err
-    assert re.search(match, err), err
-    assert str(f) in err or "bad.jsonl" in err
-
-
-def test_list_files_that_are_not_files(tmp_path, capsys):
-    cases = [(str(tmp_path / "nope.jsonl"), "no such file, and no shipped list"), (str(tmp_path), "not a regular file"),
-             ("llama-9000", "shipped: llama3-8b, resnet50")]
-    (tmp_path / "bin.jsonl").write_bytes(b'{"format": "hipexplore.tuning-list", "version": 1}\n\xff\xfe\n')
-    cases.append((str(tmp_path / "bin.jsonl"), "not UTF-8"))
-    for arg, match in cases:
-        assert main(["tune-replay", "--compiler", "host", "--list", arg, "--dry-run"]) == 2
-        err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and match in err, err
-    for argv, match in ((["--every", "3"], "select from a --list"), (["--list", "resnet50", "--every", "0"], "positive integer"),
-                        (["--list", "resnet50", "--export-list", str(tmp_path / "x.txt")], "must name a .jsonl")):
-        code = None
-        try:
-            code = main(["tune-replay", "--compiler", "host", "--dry-run", *argv])
-        except SystemExit as exc:  # argparse refusals
-            code = exc.code
-        assert code == 2, argv
-        assert match in capsys.readouterr().err
+def test_list_arguments_are_checked():
+    with pytest.raises(ConfigError, match="'cuda'"):
+        build_list("cuda", "sm_90")
+    with pytest.raises(ConfigError, match="limit"):
+        build_list("host", "host", limit=0)
+    n = len(build_list("host", "host").candidates)
+    assert len(build_list("host", "host", limit=n).candidates) == n  # all of them, by name
+    with pytest.raises(ConfigError, match=f"limit {n + 1} is above the {n} candidates per problem"):
+        build_list("host", "host", limit=n + 1)  # silently all of them before
+    with pytest.raises(ConfigError, match="'mlp_side'"):
+        select_problems("qkv,mlp_side")
+    with pytest.raises(ConfigError, match="1..4"):
+        select_problems("9")
+    with pytest.raises(ConfigError, match="unique"):
+        p = GemmProblem("a", GemmShape(4, 4, 4))
+        build_list("host", "host", problems=[p, p])
+    with pytest.raises(ConfigError, match="'tanh'"):
+        GemmProblem("a", GemmShape(4, 4, 4), "tanh")
+    assert [p.name for p in select_problems("mlp_up,qkv")] == ["mlp_up", "qkv"]
+    assert len(default_candidates(splits=(1, 8))) == 8

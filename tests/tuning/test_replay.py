@@ -11,21 +11,8 @@ from hipexplore.cli import main
 from hipexplore.compile.cache import CompileCache
 from hipexplore.compile.registry import get_compiler
 from hipexplore.errors import ConfigError
-from hipexplore.tuning.gemm import GemmShape
-from hipexplore.tuning.lists import (
-    GemmProblem,
-    build_list,
-    default_candidates,
-    select_problems,
-)
-from hipexplore.tuning.replay import (
-    FRAME_COLUMNS,
-    candidate_groups,
-    measure_ideal,
-    replay_passes,
-    replay_through_cache,
-    run_replay,
-)
+from hipexplore.tuning.lists import build_list, select_problems
+from hipexplore.tuning.replay import FRAME_COLUMNS, measure_ideal, replay_through_cache, run_replay
 
 
 def _available(name: str):
@@ -36,47 +23,6 @@ def _available(name: str):
 
 def _small(compiler: str = "host", target: str = "host", problems: str = "2", limit: int = 3):
     return build_list(compiler, target, problems=select_problems(problems, tokens=64, d_model=32), limit=limit)
-
-
-# ------------------------------------------------------------------------------------ lists
-def test_default_list_repeats_the_tails():
-    tl = build_list("nvrtc", "sm_90")
-    roles = tl.counts_by_role()
-    # 4 problems x 12 candidates (4 tiles x split 1,2,4); a reduce only when split > 1
-    assert tl.kernels == 4 * 12 * 3 + 4 * 8 == 176
-    assert roles["gemm"] == {"kernels": 48, "unique": 48}
-    # one pointwise per (M, N, activation): attn_out and mlp_down share theirs
-    assert roles["pointwise"] == {"kernels": 48, "unique": 3}
-    # one reduce per (M*N, split > 1): 3 output sizes x 2 splits
-    assert roles["reduce"] == {"kernels": 32, "unique": 6}
-    # one fill per split*M*N: {1,2,4}*MN, {3,6,12}*MN, {4,8,16}*MN -> 4*MN shared by two problems
-    assert roles["fill"] == {"kernels": 48, "unique": 8}
-    assert tl.unique_kernels == 48 + 3 + 6 + 8
-    # labels are unique per entry and name it; candidates keep launch order
-    assert len({e.label for e in tl.entries}) == tl.kernels
-    assert [e.role for e in candidate_groups(tl)[1]] == ["fill", "gemm", "reduce", "pointwise"]
-
-
-def test_list_arguments_are_checked():
-    with pytest.raises(ConfigError, match="'cuda'"):
-        build_list("cuda", "sm_90")
-    with pytest.raises(ConfigError, match="limit"):
-        build_list("host", "host", limit=0)
-    n = len(build_list("host", "host").candidates)
-    assert len(build_list("host", "host", limit=n).candidates) == n  # all of them, by name
-    with pytest.raises(ConfigError, match=f"limit {n + 1} is above the {n} candidates per problem"):
-        build_list("host", "host", limit=n + 1)  # silently all of them before
-    with pytest.raises(ConfigError, match="'mlp_side'"):
-        select_problems("qkv,mlp_side")
-    with pytest.raises(ConfigError, match="1..4"):
-        select_problems("9")
-    with pytest.raises(ConfigError, match="unique"):
-        p = GemmProblem("a", GemmShape(4, 4, 4))
-        build_list("host", "host", problems=[p, p])
-    with pytest.raises(ConfigError, match="'tanh'"):
-        GemmProblem("a", GemmShape(4, 4, 4), "tanh")
-    assert [p.name for p in select_problems("mlp_up,qkv")] == ["mlp_up", "qkv"]
-    assert len(default_candidates(splits=(1, 8))) == 8
 
 
 # ------------------------------------------------------------------------------------ replay (host)
@@ -279,40 +225,6 @@ def test_replay_never_closes_the_shared_compilers():
     assert cache.get_or_compile(req.with_(options=("-O1",))).outcome == "memory-hit"
 
 
-def test_scheduler_passes_over_work_in_flight():
-    """While A compiles on one worker, the other takes B and C, not the second A (which then hits)."""
-    import threading
-    import time as _time
-
-    from hipexplore.tuning.schedule import run_scheduled
-
-    log: list[tuple[str, str, float]] = []
-    lock = threading.Lock()
-    # the order is set by events, not by sleeps (issue 26.6: "A takes 0.3 s, B 0.02 s" relied on the
-    # machine keeping that ratio): the first A is under way before B starts, and ends only after C
-    a_started, c_ended = threading.Event(), threading.Event()
-
-    def fn(item: tuple[int, str]) -> None:
-        if item == (2, "B"):
-            assert a_started.wait(30)
-        with lock:
-            log.append(("start", item[1], _time.perf_counter()))
-        if item == (0, "A"):
-            a_started.set()
-            c_ended.wait(30)  # a scheduler that never runs C while A compiles fails below, after 30 s
-        with lock:
-            log.append(("end", item[1], _time.perf_counter()))
-        if item == (3, "C"):
-            c_ended.set()
-
-    items = [(0, "A"), (1, "A"), (2, "B"), (3, "C")]
-    run_scheduled(items, fn, 2, key=lambda it: it[1])
-    starts = [k for ev, k, _ in log if ev == "start"]
-    assert starts == ["A", "B", "C", "A"]  # the second A waited for nothing while B and C were queued
-    events = [(ev, k) for ev, k, _ in log]
-    assert events.index(("end", "A")) < len(events) - 2 and events[-2:] == [("start", "A"), ("end", "A")]
-
-
 # ------------------------------------------------------------------------------------ per-pass salt, warm pass
 class _Recording:
     """The real host compiler, recording every request it is asked to compile, in order."""
@@ -472,7 +384,7 @@ def test_cache_all_runs_memory_and_disk_in_one_replay():
     assert s["disk-warm"]["compiles"] == 0 and s["disk-warm"]["disk_hits"] == tl.unique_kernels
 
 
-# ------------------------------------------------------------------------------------ defaults and the floor
+# ------------------------------------------------------------------------------------ defaults (the floor: test_floor.py)
 def test_the_default_schedule_with_more_than_one_job_is_scheduled(capsys):
     """The fastest schedule (on the H200 machine, NVRTC at 8 jobs: 1.021x the ideal against 1.144x
     for ``candidate``) is what a user gets without --granularity; serial runs stay ``candidate``."""
@@ -489,70 +401,6 @@ def test_the_default_schedule_with_more_than_one_job_is_scheduled(capsys):
         assert main(["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "2", "--tokens", "32",
                      "--d-model", "16", "--jobs", jobs, "--estimate-without-cache", "--json", "--quiet"]) == 0
         assert json.loads(capsys.readouterr().out)["granularity"] == want
-
-
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_the_floor_is_never_above_a_measured_replay(jobs):
-    """#26.5: the floor is built from the fastest measured compile of each unique kernel, so no
-    pass that compiles every unique kernel (ideal and its repeats, off, memory, disk-cold) is
-    below it, in wall time (jobs at a time) or in summed lookups (the report's curve)."""
-    from hipexplore.tuning.floor import check_below
-
-    _available("host")
-    tl = _small(problems="2", limit=3)
-    rep = run_replay(tl, jobs=jobs, cache="all", ideal_repeats=2)
-    fl = rep.floor()
-    assert fl["complete"] and fl["kernels"] == tl.unique_kernels and fl["jobs"] == jobs
-    # the bound's sources: 2 ideal passes, off (every entry), 2 memory passes and disk-cold (the uniques)
-    assert fl["compiles_measured"] == 5 * tl.unique_kernels + tl.kernels
-    passes = [rep.scenarios[n] for n in ("off", "disk-cold")] + rep.ideal_passes + rep.memory_passes
-    for res in passes:
-        assert fl["floor_s"] <= res.seconds, (res.scenario, res.seconds, fl)
-        assert fl["compile_sum_s"] <= float(res.frame["lookup_seconds"].sum()), res.scenario
-    assert check_below(fl, rep.scenarios) == []
-    js = rep.to_json()
-    assert js["seconds_floor"] == pytest.approx(fl["floor_s"]) and js["ideal_repeats"] == 2
-    assert js["seconds_ideal"] == pytest.approx(min(js["seconds_ideal_passes"]))
-    # the memory side is repeated as often as the ideal, alternating, and read by the same statistic:
-    # the fastest of two ideals against one memory pass was biased against the cache
-    assert len(rep.memory_passes) == 2 and rep.memory_passes[0] is not rep.memory_passes[1]
-    assert rep.scenarios["memory"].seconds == pytest.approx(min(js["seconds_memory_passes"]))
-    assert replay_passes("all", ideal_repeats=2) == ["warm-up", "ideal", "off", "memory", "disk", "disk-warm",
-                                                     "ideal", "memory"]
-    assert replay_passes("disk", ideal_repeats=3) == ["warm-up", "ideal", "off", "disk", "disk-warm", "ideal", "ideal"]
-    assert js["ratio_vs_floor"] >= 1.0
-    # the bound is max(sum / jobs, longest), from per-kernel minima
-    from hipexplore.tuning.floor import per_kernel_min
-
-    mins = per_kernel_min([s.frame for s in rep.scenarios.values()] + [p.frame for p in rep.ideal_passes + rep.memory_passes])
-    assert fl["compile_sum_s"] == pytest.approx(float(mins.sum()))
-    assert fl["floor_s"] == pytest.approx(max(float(mins.sum()) / jobs, float(mins.max())))
-
-
-def test_the_report_floor_is_below_the_cache_curve_even_when_the_ideal_pass_ran_slow():
-    """The defect of #26.5 reproduced: a recorded replay whose ideal pass ran slower than the
-    memory pass's compiles (memory 1.27 s under an "ideal" 1.33 s on the report). The panel's
-    dashed line was the ideal pass's summed time; it must be the floor, never above the curve."""
-    from hipexplore.report.replay import split_replay
-    from hipexplore.report.review import ideal_floor
-
-    _available("host")
-    rep = run_replay(_small(problems="2", limit=3), jobs=1, cache="memory")
-    frame = rep.frame.copy()
-    slow = frame["scenario"] == "ideal"
-    # a slow ideal pass, as recorded on that report: 1.5x the memory pass's lookups whatever the load did
-    # to either pass (a fixed factor on the ideal alone left the premise to the machine, issue 26.6)
-    factor = 1.5 * float(frame.loc[frame["scenario"] == "memory", "lookup_seconds"].sum()) / float(
-        frame.loc[slow, "lookup_seconds"].sum())
-    for col in ("lookup_seconds", "call_seconds", "compile_seconds"):
-        frame.loc[slow, col] = frame.loc[slow, col] * factor
-    mem = frame[frame["scenario"] == "memory"]
-    assert frame.loc[slow, "lookup_seconds"].sum() > mem["lookup_seconds"].sum()  # the old line would be above
-    data = split_replay(frame, source="recorded")
-    floor = ideal_floor(data)
-    assert floor is not None and floor <= float(data.events["lookup_seconds"].sum())
-    assert floor <= float(data.baseline["lookup_seconds"].sum())
-    assert data.floor["kernels"] == rep.tuning_list.unique_kernels
 
 
 def test_the_off_and_memory_passes_never_use_the_redis_tier(monkeypatch):

@@ -33,6 +33,7 @@ from ...errors import ConfigError
 from ...files import write_file
 from ...schema import COLD_REFERENCE, Configuration
 from .backends import MANIFEST, CounterError, Launch, reports
+from .manifest import manifest_json, read_description, read_manifest
 from .registry import backend_for, from_description
 from .phase import DEFAULT_COUNT, Counting
 from .record import CounterRecord, make_record, records_frame
@@ -155,8 +156,8 @@ def count_group(spec: Any, device: Any, backend: Any, configurations: list[Confi
         counting = Counting(backend.marker, int(count), metrics=tuple(group), device_index=int(device.index))
         run = UnitRun(UnitJob(group_spec, 0, done), run_id, counting=counting)
         stopped = ex.run_unit(run, channel)
-        write_file(out / MANIFEST, json.dumps({"device": device.name, "marker": backend.marker,
-                                               "stopped": bool(stopped), "entries": channel.entries}, indent=1, default=str),
+        write_file(out / MANIFEST, manifest_json({"device": device.name, "marker": backend.marker,
+                                                  "stopped": bool(stopped), "entries": channel.entries}),
                    what="counter manifest")
         if stopped:
             raise CounterError("the sweep was stopped during its counter pass")
@@ -259,7 +260,7 @@ def _manifests(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     groups = sorted(root.glob("group-*"), key=lambda p: int(p.name.split("-", 1)[1]))
     if not groups:
         raise CounterError(f"{root} holds no group-N folder of a counter pass")
-    out = [(g, json.loads((g / MANIFEST).read_text())) for g in groups]
+    out = [(g, read_manifest(g / MANIFEST)) for g in groups]
     shape = [[(e["kernel"], e["size_bytes"], e["rotating"], e["flush"], e["count"]) for e in m["entries"]] for _, m in out]
     if any(s != shape[0] for s in shape):
         raise CounterError(f"the counter groups under {root} replayed different sequences; their launches cannot be joined")
@@ -280,7 +281,7 @@ def collect(root: str | Path, backend: Any = None) -> CounterPass:
     backend's raw output (``backend``: None reads it from backend.json). A configuration's record
     averages its timed launches (a chunk's untimed lead and trail are in ``launches`` only)."""
     root = Path(root)
-    desc = json.loads((root / BACKEND_FILE).read_text())
+    desc = read_description(root / BACKEND_FILE)
     be = backend if backend is not None else from_description(desc)
     groups = _manifests(root)
     entries = groups[0][1]["entries"]

@@ -18,7 +18,6 @@ again without the GPU or the library.
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -182,13 +181,11 @@ class CuptiBackend:
         return []  # the worker counts itself
 
     def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
-        path = Path(out_dir) / MANIFEST
-        try:
-            entries = json.loads(path.read_text())["entries"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise CounterError(f"no counting unit manifest at {path}: {exc}") from exc
-        launches = [Launch(str(e["entry"]), {k: float(v) for k, v in values.items()})
-                    for e in entries for values in e.get("values", [])]
+        from .manifest import read_manifest
+
+        # bounded and checked: the counting unit ran a user's kernel, which could write this file
+        entries = read_manifest(Path(out_dir) / MANIFEST, ("entry",), "counting unit manifest")["entries"]
+        launches = [Launch(str(e["entry"]), dict(values)) for e in entries for values in e.get("values", [])]
         return launches, ""
 
     def per_launch(self, values: dict[str, float]) -> dict[str, float]:

@@ -127,12 +127,26 @@ def asks_cold(rotating_requested: Any, flush: str) -> str:
 
 
 def promise_check(rotating_requested: Any, flush: str, fraction: float, read_bytes: float = math.nan,
-                  inputs: int = 0) -> tuple[str, str]:
+                  inputs: int = 0, launches: "list[float] | None" = None) -> tuple[str, str]:
     """(``cold_promise``, one-line warning) of a configuration: a configuration asked to be cold (a
     flush, or rotating ``auto``) that measured ``warm`` or ``partial`` is ``broken`` and its line says
     by how much; one not asked, or without inputs (nothing to be cold), is ("", ""); one kept is
     ("kept", ""); one with inputs whose DRAM bytes were not counted (a backend without the
-    metric) is ``unverified`` and says so, rather than reading as a configuration never asked."""
+    metric) is ``unverified`` and says so, rather than reading as a configuration never asked.
+    ``launches``: each counted launch's own fraction: a mean that is cold over launches of which
+    some read less than ``COLD_AT`` of their inputs is ``broken`` too (a kernel that skips its work
+    on one launch in five averages 0.8; one in twenty averages 0.95, and the mean alone keeps it)."""
+    kept = _promise(rotating_requested, flush, fraction, read_bytes, inputs)
+    low = [f for f in (launches or []) if math.isfinite(f) and f < COLD_AT]
+    if kept[0] != "kept" or not low:
+        return kept
+    return "broken", (f"asked cold ({asks_cold(rotating_requested, flush)}) but {len(low)} of {len(launches or [])} counted "
+                      f"launches read less than {COLD_AT:g} of their inputs from DRAM (the least {min(low):.2f}; the mean "
+                      f"{fraction:.2f} hides them)")
+
+
+def _promise(rotating_requested: Any, flush: str, fraction: float, read_bytes: float, inputs: int) -> tuple[str, str]:
+    """``promise_check`` on the mean alone."""
     why = asks_cold(rotating_requested, flush)
     if not why:
         return "", ""
@@ -160,7 +174,8 @@ def make_record(*, kernel: str, size_bytes: int, rotating_requested: str, flush:
 
     read, write, hit = mean("dram_read_bytes"), mean("dram_write_bytes"), mean("l2_hit_rate")
     frac = cold_fraction(read, inputs)
-    promise, warning = promise_check(rotating_requested, flush, frac, read, inputs)
+    each = [cold_fraction(float(x["dram_read_bytes"]), inputs) for x in launches if "dram_read_bytes" in x]
+    promise, warning = promise_check(rotating_requested, flush, frac, read, inputs, each)
     return CounterRecord(kernel, int(size_bytes), str(rotating_requested), flush, int(rotating), backend, len(launches),
                          int(warmup), read, write, hit, int(inputs), frac, cache_state(frac), promise, warning, note)
 

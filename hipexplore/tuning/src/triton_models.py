@@ -2,13 +2,15 @@
 
 The Triton twins of the hx kernels (hxgen.py): ``matmul_fused`` is a split-K GEMM whose epilogue
 (a constexpr EPI, numbered as hxgen.EPILOGUES) is fused when SPLIT_K == 1; with SPLIT_K > 1 each K
-slice adds its partial sums into the zeroed output atomically. ``fill_zero`` zeroes the output and
-``pointwise_epilogue`` applies the epilogue afterwards. Shapes are constexprs, so only the GEMM
-depends on the tuning candidate and the two tails repeat across candidates.
+slice adds its partial sums into the zeroed output atomically (the tile is triton_tile.py's, shared
+with triton_splitk.py). ``fill_zero`` zeroes the output and ``pointwise_epilogue`` applies the
+epilogue afterwards. Shapes are constexprs, so only the GEMM depends on the tuning candidate and
+the two tails repeat across candidates.
 EPI: 0 none, 1 bias, 2 bias_relu, 3 bias_gelu, 4 add, 5 bias_add_relu, 6 silu, 7 mul.
 """
 import triton
 import triton.language as tl
+from triton_tile import splitk_tile
 
 
 @triton.jit
@@ -64,24 +66,7 @@ def matmul_fused(a_ptr, b_ptr, c_ptr, e0_ptr, e1_ptr, M: tl.constexpr, N: tl.con
                  EPI: tl.constexpr):
     """C = epilogue(A @ B) (SPLIT_K == 1) or C += A[:, slice] @ B[slice, :] (SPLIT_K > 1, slice =
     program_id(1)); A is M x K, B is K x N, row-major."""
-    pid = tl.program_id(0)
-    pid_k = tl.program_id(1)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    pid_m = pid // grid_n
-    pid_n = pid % grid_n
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
-    a = a_ptr + rm[:, None] * K + rk[None, :]
-    b = b_ptr + rk[:, None] * N + rn[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K * SPLIT_K)):
-        k_left = K - k * BLOCK_K * SPLIT_K
-        av = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
-        bv = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(av, bv)
-        a += BLOCK_K * SPLIT_K
-        b += BLOCK_K * SPLIT_K * N
+    acc, rm, rn = splitk_tile(a_ptr, b_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     c = c_ptr + rm[:, None] * N + rn[None, :]
     if SPLIT_K == 1:

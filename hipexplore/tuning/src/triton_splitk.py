@@ -1,12 +1,14 @@
 """Triton split-K GEMM family for tuning lists (read as text by hipexplore, compiled in workers).
 
 The Triton twin of gemm.cu and its tails: zero_fill clears the split-K workspace, matmul_splitk
-writes one partial product per K slice, splitk_reduce sums the slices, bias_act adds the bias and
-applies the activation. Shapes are constexprs (as MIGraphX bakes them in), so only matmul_splitk
-depends on the tile configuration and the tails repeat across candidates.
+writes one partial product per K slice (the tile is triton_tile.py's, shared with triton_models.py),
+splitk_reduce sums the slices, bias_act adds the bias and applies the activation. Shapes are
+constexprs (as MIGraphX bakes them in), so only matmul_splitk depends on the tile configuration and
+the tails repeat across candidates.
 """
 import triton
 import triton.language as tl
+from triton_tile import splitk_tile
 
 
 @triton.jit
@@ -34,25 +36,9 @@ def zero_fill(ws_ptr, N: tl.constexpr, BLOCK: tl.constexpr):
 @triton.jit
 def matmul_splitk(a_ptr, b_ptr, ws_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
-    """ws[s] = A[:, slice s] @ B[slice s, :] for K slice s = program_id(1); A is MxK, B is KxN, row-major."""
-    pid = tl.program_id(0)
+    """ws[s] = A[:, slice s] @ B[slice s, :] for K slice s = program_id(1) (the one tile: triton_tile.py)."""
+    acc, rm, rn = splitk_tile(a_ptr, b_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K)
     pid_k = tl.program_id(1)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    pid_m = pid // grid_n
-    pid_n = pid % grid_n
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
-    a = a_ptr + rm[:, None] * K + rk[None, :]
-    b = b_ptr + rk[:, None] * N + rn[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K * SPLIT_K)):
-        k_left = K - k * BLOCK_K * SPLIT_K
-        av = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
-        bv = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(av, bv)
-        a += BLOCK_K * SPLIT_K
-        b += BLOCK_K * SPLIT_K * N
     ws = ws_ptr + pid_k * M * N + rm[:, None] * N + rn[None, :]
     tl.store(ws, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 

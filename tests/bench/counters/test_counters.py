@@ -1,12 +1,11 @@
-"""The counter pass (``hipexplore.bench.counters``), a phase of the one measurement pipeline: the
-state rule and its thresholds, the promise check, the inputs' bytes from argument roles, the host's
-refusal, the profilers' command lines, the parsers, the attribution of counted launches to
-configurations, the counting unit's replay through the trials' own path on the host device, the
-orchestrator running the counting unit after the timed units under a command prefix and joining
-records (parsed from the H200's recorded ncu output) to the right summary rows, resume, the CLI on
-the host, and (from the recordings in data/counters/h200/) the records the recorded raw outputs
-give. GPU-marked tests run ``hipexplore bench ... --counters`` for real, with CUPTI in the counting
-unit's worker and under Nsight Compute."""
+"""The counter pass (``hipexplore.bench.counters``) end to end, a phase of the one measurement
+pipeline: the orchestrator running the counting unit after the timed units under a command prefix
+and joining records (parsed from the H200's recorded ncu output) to the right summary rows, resume,
+the CLI on the host, and (from the recordings in data/counters/) the records the recorded raw
+outputs give. GPU-marked tests run ``hipexplore bench ... --counters`` for real, with CUPTI in the
+counting unit's worker and under Nsight Compute. Each module's own rules are tested at its path
+(test_record.py, test_counting.py, test_phase.py, test_ncu.py, test_rocprof.py, test_backends.py,
+test_registry.py)."""
 from __future__ import annotations
 
 import json
@@ -19,387 +18,35 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import GPU, need, need_tool, require_compiler
+from conftest import GPU, need, need_tool
 from hipexplore.bench import SweepSpec
-from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, HOST_LINE, RECORD_COLUMNS, WARM_AT, Counting, CountersSkipped, asks_cold,
-                                       cache_state, collect, counted_configurations, counter_backend, input_bytes,
-                                       join_summary, promise_check)
-from hipexplore.bench.counters.backends import CounterError, Launch, base_name, name_pattern, reports
-from hipexplore.bench.counters.registry import from_description
-from hipexplore.bench.counters.counting import MANIFEST, attribute
-from hipexplore.bench.counters.ncu import NCU_GROUPS, NCU_METRICS, NcuBackend, ncu_command, parse_csv, pass_note
-from hipexplore.bench.counters.phase import CounterPhase, NoMarker
-from hipexplore.bench.counters.rocprof import GROUPS, RocprofBackend, parse_counter_collection, tcc_bytes
+from hipexplore.bench.counters import COLD_AT, COUNTER_COLUMNS, HOST_LINE, WARM_AT, CountersSkipped, asks_cold, cache_state, collect
+from hipexplore.bench.counters.counting import MANIFEST
+from hipexplore.bench.counters.ncu import NCU_GROUPS, NcuBackend, parse_csv
 from hipexplore.bench.executors import InProcessExecutor
 from hipexplore.bench.orchestrator import Orchestrator
-from hipexplore.bench.record import Collector
 from hipexplore.bench.result import SweepHooks
 from hipexplore.bench.stats import StopRule
-from hipexplore.bench.sweeprun import SweepRun
-from hipexplore.compile.cache import CompileCache
-from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError
-from hipexplore.kernels import catalog, user_kernel
-from hipexplore.schema import SUMMARY_COLUMNS, Configuration
+from hipexplore.schema import SUMMARY_COLUMNS
+
+from bench.counters.test_phase import dev  # noqa: F401 - the host device fixture (a small LLC, its own compile cache)
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDED = ROOT / "data" / "counters" / "h200"
 KIB, MIB = 1 << 10, 1 << 20
 
 
-@pytest.fixture(scope="module")
-def dev(tmp_path_factory) -> HostDevice:
-    require_compiler("host")
-    d = HostDevice(llc_bytes=128 * KIB)
-    d.cache = CompileCache(disk_dir=tmp_path_factory.mktemp("ccache"))
-    return d
-
-
 # -- the rule, the promise, the inputs ----------------------------------------------------------------
-def test_state_rule_thresholds() -> None:
-    assert (COLD_AT, WARM_AT) == (0.9, 0.1)
-    assert [cache_state(x) for x in (1.0, 0.9, 0.8999, 0.5, 0.1001, 0.1, 0.0)] == \
-        ["cold", "cold", "partial", "partial", "partial", "warm", "warm"]
-    assert cache_state(1.4) == "cold"  # over-fetch: more than the inputs read is still cold
-    assert cache_state(math.nan) == "n/a"
-
-
-def test_which_configurations_promise_cold_and_the_flag() -> None:
-    assert asks_cold("1", "l2-write") == "flush l2-write" and asks_cold("4", "l2-read") == "flush l2-read"
-    assert asks_cold(" AUTO ", "none") == "rotating auto"
-    assert asks_cold("5", "none") == "" and asks_cold("1", "icache") == "" and asks_cold("1", "inline-icache") == ""
-    assert asks_cold("1", "l3-magic") == ""  # a recorded flush name this version does not know promises nothing
-    assert promise_check("5", "none", 0.0) == ("", "")
-    assert promise_check("auto", "none", 0.97) == ("kept", "")
-    state, line = promise_check("auto", "none", 0.04, 85_000, 2 * MIB)
-    assert state == "broken"
-    assert line.startswith("asked cold (rotating auto) but counted warm: cold fraction 0.04") and "\n" not in line
-    assert "2 MiB of inputs" in line
-    assert promise_check("1", "l2-write", 0.5)[1].startswith("asked cold (flush l2-write) but counted partial")
-    assert promise_check("auto", "l2-write", math.nan) == ("", "")  # no inputs: neither kept nor broken
-    # inputs, but no DRAM bytes counted (a backend without the metric): unknown, and said, not silent
-    assert promise_check("auto", "none", math.nan, math.nan, 2 * MIB) == \
-        ("unverified", "asked cold (rotating auto) but its DRAM bytes were not counted: the state is unknown")
-    assert promise_check("5", "none", math.nan, math.nan, 2 * MIB) == ("", "")  # not asked: nothing to verify
-
-
-def test_input_bytes_of_catalog_kernels() -> None:
-    n = catalog.get("triad").elements(MIB)
-    assert input_bytes(catalog.get("triad"), n) == 2 * MIB  # b and c in; a out
-    assert input_bytes(catalog.get("copy"), n) == MIB
-    assert input_bytes(catalog.get("fill"), n) == 0  # nothing read: no state
-    assert input_bytes(catalog.get("flush-l2-read"), 1024) == 16 * 1024 + 0  # buf in (4*n u32), sink out
-
-
-def test_input_bytes_follow_roles_and_counts_of_a_source_kernel(tmp_path) -> None:
-    src = tmp_path / "k.cu"
-    src.write_text('extern "C" __global__ void k(float* o, const float* a, double* acc, const int* idx, int rows, int cols) {}\n')
-    k = user_kernel(str(src), "k", "out:o:f32[rows*cols],in:a:f32[rows*cols],inout:acc:f64[rows],in:idx:i32[17],"
-                                   "rows:i32=n//64,cols:i32=64", register_it=False)
-    n = k.elements(MIB)  # 262144 floats: rows 4096, cols 64
-    assert input_bytes(k, n) == 4 * n + 8 * 4096 + 4 * 17  # a + acc (inout) + idx; o is not read
-
-
-def test_counted_configurations_leave_out_the_reference_and_merge_timers() -> None:
-    spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=(1, "auto"), flush=("none", "l2-write"),
-                     timers=("events", "in-kernel"))
-    got = counted_configurations(spec)
-    assert got == [Configuration("triad", MIB, r, f) for r in ("1", "auto") for f in ("none", "l2-write")]
-    with pytest.raises(ConfigError, match="no configuration to count"):
-        counted_configurations(spec, [Configuration("triad", MIB, "1", "cold-reference")])
 
 
 # -- the host, and the profilers' command lines ---------------------------------------------------
-def test_the_host_refuses_in_one_line(dev) -> None:
-    for counters in (True, "ncu", "rocprofv3"):
-        backend, why = counter_backend(SweepSpec(kernels=("triad",), sizes=(64 * KIB,), counters=counters), dev)
-        assert backend is None and "\n" not in why
-    assert counter_backend(SweepSpec(counters=True), dev)[1] == HOST_LINE
-    assert counter_backend(SweepSpec(counters="ncu"), dev)[1] == "ncu counts NVIDIA GPUs; the device is host:0"
-    assert counter_backend(SweepSpec(counters="cupti"), dev)[1] == "CUPTI counts NVIDIA GPUs; the device is host:0"
-
-
-def test_ncu_command_line(tmp_path) -> None:
-    pattern = name_pattern(["triad", "transpose_tiled<32, 8>"])
-    cmd = ncu_command("/usr/local/cuda/bin/ncu", NCU_METRICS, pattern, tmp_path / "ncu.log")
-    assert cmd == ["/usr/local/cuda/bin/ncu", "--target-processes", "all", "--profile-from-start", "off",
-                   "--cache-control", "none", "--clock-control", "none",
-                   "-k", "regex:(^|[^A-Za-z0-9_])(transpose_tiled|triad)([^A-Za-z0-9_]|$)",
-                   "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct",
-                   "--csv", "--print-units", "base", "--log-file", str(tmp_path / "ncu.log")]
-    assert "--print-units" not in ncu_command("ncu", NCU_METRICS, pattern, tmp_path / "l", print_units=False)
-    assert "--profile-from-start" not in ncu_command("ncu", NCU_METRICS, pattern, tmp_path / "l", profiler_range=False)
-    whole = from_description(NcuBackend(ncu=str(tmp_path / "none"), profiler_range=False).describe())
-    assert (whole.profiler_range, whole.marker, whole.captures_warmup) == (False, "none", True)
-    assert (NcuBackend().marker, NcuBackend().captures_warmup) == ("cuda-profiler", False)
-    # the backend's own prefix: application replay (kernel replay saves what a launch can reach first)
-    fake = tmp_path / "ncu"
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    be = NcuBackend(ncu=str(fake))
-    # one counting unit per replay pass: the DRAM bytes alone, then the hit rate (a second pass's save
-    # before the first streamed the worker's allocations through the L2: every launch read cold)
-    assert be.groups(None) == [("dram__bytes_read.sum", "dram__bytes_write.sum"), ("lts__t_sector_hit_rate.pct",)]
-    prefix = be.prefix(be.groups(None)[0], tmp_path, ["triad"])
-    assert prefix[prefix.index("--replay-mode") + 1] == "kernel" and prefix.index("--replay-mode") < prefix.index("-k")
-    assert prefix[prefix.index("--metrics") + 1] == "dram__bytes_read.sum,dram__bytes_write.sum"
-    again = from_description(NcuBackend(ncu=str(fake), replay="application").describe())
-    assert again.replay == "application" and again.groups(None) == be.groups(None)
-    assert NcuBackend(ncu=str(fake), metrics=("dram__bytes_read.sum",)).groups(None) == [("dram__bytes_read.sum",)]
-    with pytest.raises(ConfigError, match="replay mode must be one of kernel, application, got 'range'"):
-        NcuBackend(replay="range")
-    for name in ("triad", "void triad(float*, float const*)", "transpose_tiled", "void transpose_tiled<32, 8>(float*)"):
-        assert reports(name, "triad") or reports(name, "transpose_tiled<32, 8>"), name
-    for name in ("hx_write_flush", "hx_read_flush", "triad_timed", "mytriad", "hx_spin"):
-        assert not reports(name, "triad"), name
-    assert base_name("void transpose_tiled<32, 8>(float*)") == "transpose_tiled"
-    with pytest.raises(ConfigError, match="no function name"):
-        base_name("<lambda>")
-
-
-def test_rocprofv3_command_line_groups_and_label(tmp_path, dev) -> None:
-    be = RocprofBackend(rocprofv3=str(tmp_path / "no-such-rocprofv3"))
-    assert be.available(dev) == "rocprofv3 counts AMD GPUs; the device is host:0"
-    assert [be.groups(type("D", (), {"target": t})()) for t in ("gfx942:sramecc+:xnack-", "gfx90a")] == \
-        [list(GROUPS["gfx942"]), list(GROUPS["gfx90a"])]
-    assert all(len(g) <= 2 for gs in GROUPS.values() for g in gs)  # --pmc fails unless a set fits one pass
-    cmd = be.prefix(("TCC_HIT_sum", "TCC_MISS_sum"), tmp_path, ["triad"])
-    assert cmd == ["rocprofv3", "--pmc", "TCC_HIT_sum", "TCC_MISS_sum", "--kernel-include-regex",
-                   "(^|[^A-Za-z0-9_])(triad)([^A-Za-z0-9_]|$)", "--output-format", "csv", "-d", str(tmp_path / "rocprof"),
-                   "-o", "counters", "--"]
-    assert be.describe()["label"] == "rocprofv3 (built, not run)"
-
-
-def test_tcc_bytes_formulas() -> None:
-    # gfx942 (FETCH_SIZE/WRITE_SIZE of rocprofiler-sdk's counter_defs.yaml): 1 GiB read as 128-byte
-    # requests (TCC_BUBBLE), 152 more 64-byte ones; 1 GiB written as 64-byte requests
-    got = tcc_bytes({"TCC_BUBBLE_sum": 8388608, "TCC_EA0_RDREQ_sum": 8388760, "TCC_EA0_RDREQ_32B_sum": 0,
-                     "TCC_EA0_WRREQ_sum": 16777216, "TCC_EA0_WRREQ_64B_sum": 16777216, "TCC_HIT_sum": 3, "TCC_MISS_sum": 1},
-                    "gfx942")
-    assert got["dram_read_bytes"] == (1 << 30) + 64 * 152 and got["dram_write_bytes"] == 1 << 30 and got["l2_hit_rate"] == 0.75
-    got = tcc_bytes({"TCC_EA_RDREQ_sum": 10, "TCC_EA_RDREQ_32B_sum": 4, "TCC_EA_WRREQ_sum": 5, "TCC_EA_WRREQ_64B_sum": 2,
-                     "TCC_HIT_sum": 0, "TCC_MISS_sum": 0}, "gfx90a")
-    assert (got["dram_read_bytes"], got["dram_write_bytes"]) == (6 * 64 + 4 * 32, 2 * 64 + 3 * 32)
-    assert math.isnan(got["l2_hit_rate"])
 
 
 # -- parsers on text in the documented formats (the recorded outputs are tested further down) ----------
-DETAILS = """==PROF== Connected to process 4242 (/usr/bin/python3.12)
-==PROF== Profiling "triad" - 0: 0%....50%....100% - 1 pass
-==PROF== Profiling "triad" - 1: 0%....50%....100% - 1 pass
-==PROF== Disconnected from process 4242
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
-"0","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","2,101,248"
-"0","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","0.52"
-"1","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","Mbyte","1.50"
-"1","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","4.10"
-"1","4242","python3.12","127.0.0.1","triad","1","13","(256, 1, 1)","(528, 1, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","n/a"
-"""
-RAW = """"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Device","CC","dram__bytes_read.sum","dram__bytes_write.sum"
-"","","","","","","","","","Kbyte","byte"
-"1","7","python3","h","stencil2d","1","7","0","9.0","2.5","1,048,576"
-"0","7","python3","h","stencil2d","1","7","0","9.0","1,024","0"
-"""
-
-
-def test_ncu_parser_reads_the_details_and_raw_pages() -> None:
-    got = parse_csv(DETAILS)
-    assert [x.kernel for x in got] == ["triad", "triad"]
-    assert got[0].values == {"dram__bytes_read.sum": 2101248.0, "lts__t_sector_hit_rate.pct": 0.52}
-    assert got[1].values["dram__bytes_read.sum"] == 1.5e6 and got[1].values["gpu__time_duration.sum"] == pytest.approx(4.1e-6)
-    assert math.isnan(got[1].values["lts__t_sector_hit_rate.pct"])
-    raw = parse_csv(RAW)  # rows by ID, the units row applied
-    assert [x.values for x in raw] == [{"dram__bytes_read.sum": 1.024e6, "dram__bytes_write.sum": 0.0},
-                                       {"dram__bytes_read.sum": 2500.0, "dram__bytes_write.sum": 1048576.0}]
-    assert pass_note(DETAILS) == ""
-    assert "2 passes" in pass_note(DETAILS.replace("- 1 pass", "- 2 passes"))
-    with pytest.raises(CounterError, match="no CSV header"):
-        parse_csv("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters")
-
-
-def test_rocprofv3_parser_reads_counter_collection() -> None:
-    head = ('"Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id",'
-            '"Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count",'
-            '"Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"')
-    rows = [f'{d},{d},4,1,99,99,1048576,10,"{k}",256,0,0,8,0,16,"{c}",{v},1,2'
-            for d, k, c, v in ((2, "triad", "TCC_HIT_sum", "7.000000"), (1, "triad", "TCC_HIT_sum", "5.000000"),
-                               (1, "triad", "TCC_MISS_sum", "1.000000"), (1, "triad", "TCC_MISS_sum", "2.000000"))]
-    got = parse_counter_collection("\n".join([head, *rows]))
-    assert [x.values for x in got] == [{"TCC_HIT_sum": 5.0, "TCC_MISS_sum": 3.0}, {"TCC_HIT_sum": 7.0}]
-    with pytest.raises(CounterError, match="needs columns"):
-        parse_counter_collection('"Kernel_Name","x"\n"a",1')
-
-
-def _entry(kernel: str, entry: str, warmup: int, count: int) -> dict:
-    return {"kernel": kernel, "entry": entry, "size_bytes": MIB, "rotating_requested": "1", "rotating": 1, "flush": "none",
-            "warmup": warmup, "count": count}
-
-
-def test_attribution_by_order_and_name() -> None:
-    entries = [_entry("triad", "triad", 4, 2), _entry("stencil", "stencil2d", 6, 3)]
-    counted = [Launch("triad", {"i": i}) for i in range(2)] + [Launch("stencil2d", {"i": i}) for i in range(3)]
-    owned, note = attribute(counted, entries, False, "ncu")
-    assert [[x.values["i"] for x in o] for o in owned] == [[0, 1], [0, 1, 2]] and note == ""
-    whole = [Launch("triad", {"i": i}) for i in range(6)] + [Launch("stencil2d", {"i": i}) for i in range(9)]
-    owned, note = attribute(whole, entries, False, "ncu")  # the warm-up reported although not asked: by the total
-    assert [[x.values["i"] for x in o] for o in owned] == [[4, 5], [6, 7, 8]] and "before the range" in note
-    with pytest.raises(CounterError, match="reported 4 launch"):
-        attribute(counted[:4], entries, False, "ncu")
-    with pytest.raises(CounterError, match="expected kernel 'stencil2d', got \\['triad'\\]"):
-        attribute([Launch("triad")] * 5, entries, False, "ncu")
 
 
 # -- the counting unit's replay, on the host device ------------------------------------------------
-class _Watched:
-    """The real host device, its launches noted (which kernel, which argument set) in order."""
-
-    def __init__(self, device: HostDevice) -> None:
-        self.device, self.calls = device, []
-
-    def __getattr__(self, name: str):
-        return getattr(self.device, name)
-
-    def launch(self, kernel, grid, block, args, shared_bytes=0):
-        self.calls.append((kernel, args))
-        return self.device.launch(kernel, grid, block, args, shared_bytes)
-
-
-class _Marks(NoMarker):
-    """A marker noting where the range opens and closes, in the device's launches."""
-
-    name, status = "marks", ""
-
-    def __init__(self, watched: _Watched) -> None:
-        self.watched, self.at = watched, []
-
-    def start(self) -> None:
-        self.at.append(len(self.watched.calls))
-
-    def stop(self) -> None:
-        self.at.append(len(self.watched.calls))
-
-
-def test_the_counting_unit_replays_the_trials_path_and_takes_no_timed_sample(dev) -> None:
-    """Counting mode of a unit: initialize and warm up as a timed unit, then per configuration only
-    the counter phase, which launches through ``time_launches`` (chunks of 4, seeded leads, a trail,
-    each kernel launch after its flush, set i for timed sample i) with the range around the chunks;
-    the manifest lists every launch inside the range in order, and says how many came before."""
-    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,), rotating=(3,), flush=("none", "l2-write"),
-                     stop=StopRule(iterations=6), units=1, warmup_s=0.0)
-    watched = _Watched(dev)
-    phase = CounterPhase(Counting("none", 5))
-    phase.marker = marks = _Marks(watched)
-    channel = Collector()
-    run = SweepRun(spec, watched, channel, run_id="count", counting=Counting("none", 5), phases=(phase,))
-    assert run.measure() is False
-    assert channel.rows == [] and channel.frames == []  # no timed sample, no row
-    entries = channel.counted_entries
-    assert [(e["rotating_requested"], e["flush"], e["rotating"], e["timed"]) for e in entries] == \
-        [("3", "none", 3, 5), ("3", "l2-write", 3, 5)]
-    kernel = next(k for k, _ in watched.calls if k is not run.flushers["l2-write"].kernel)
-    for e, (lo, hi) in zip(entries, zip(marks.at[0::2], marks.at[1::2])):
-        inside = watched.calls[lo:hi]
-        launched = [a for k, a in inside if k is kernel]
-        assert len(launched) == e["count"] == len(e["launches"])  # the manifest is every launch in the range, in order
-        timed = [(s, p) for s, p in e["launches"] if p >= 0]
-        assert [s for s, _ in timed] == [i % 3 for i in range(5)] and [p for _, p in timed] == [0, 1, 2, 3, 0]
-        for j, (s, p) in enumerate(e["launches"]):  # an untimed launch repeats a neighbour's set (a lead, a trail)
-            if p < 0:
-                assert s in {e["launches"][j - 1][0] if j else None, *(x for x, _ in e["launches"][j + 1:j + 2])}
-        if e["flush"] == "l2-write":
-            flush = run.flushers["l2-write"].kernel
-            assert [k is flush for k, _ in inside] == [True, False] * len(launched)  # every launch after its flush
-        else:
-            assert all(k is kernel for k, _ in inside)
-        assert e["warmup"] > 0 and e["input_bytes"] == 128 * KIB and e["entry"] == "triad"
-    ids = {}
-    for s_, (_k, a) in zip([s for e in entries for s, _ in e["launches"]],
-                           [c for lo, hi in zip(marks.at[0::2], marks.at[1::2]) for c in watched.calls[lo:hi] if c[0] is kernel]):
-        ids.setdefault(s_, set()).add(id(a))
-    # set i is always the same buffers, and the three sets are three: the manifest names the sets launched
-    assert sorted(ids) == [0, 1, 2] and all(len(v) == 1 for v in ids.values()) and len({next(iter(v)) for v in ids.values()}) == 3
-
-
-class _Bound(NoMarker):
-    """A marker noting the launch bound the phase announces (``prepare``) and the launches its range holds."""
-
-    name, status = "bound", ""
-
-    def __init__(self) -> None:
-        self.bounds: list[int] = []
-        self.held: list[int] = []
-
-    def prepare(self, entry: str, launches: int) -> None:
-        self.bounds.append(launches)
-
-    def start(self) -> None:
-        self.held.append(0)
-
-    def launch_begins(self, index: int) -> None:
-        self.held[-1] += 1
-
-
-@pytest.mark.parametrize("timing", [{}, {"chunk": 1, "chunk_lead": 1, "chunk_trail": 2}, {"chunk": 7, "chunk_lead": 0, "chunk_trail": 0},
-                                    {"chunk": 3, "chunk_lead": 2, "chunk_trail": 1}])
-def test_the_phase_announces_a_launch_bound_its_range_never_passes(dev, timing) -> None:
-    """A profiler in the process sizes its record of ranges before the range opens (CUPTI drops
-    the ranges past its counter-data image: the pass then fails). An ``auto`` rotation of hundreds
-    of sets replays hundreds of timed launches, each chunk with its leads and trail: the bound the
-    phase announces covers what the range holds, whatever the chunking, and is not far above it."""
-    from hipexplore.bench.counters.cupti import CuptiRanges
-
-    spec = SweepSpec(kernels=("triad",), sizes=(4 * KIB,), rotating=(1, 301), flush=("none",), stop=StopRule(iterations=301),
-                     units=1, warmup_s=0.0, **timing)
-    phase = CounterPhase(Counting("none", 12))
-    phase.marker = phase.tap.marker = marker = _Bound()
-    run = SweepRun(spec, dev, Collector(), run_id="bound", counting=Counting("none", 12), phases=(phase,))
-    run.measure()
-    entries = run.channel.counted_entries
-    assert [e["timed"] for e in entries] == [12, 301] and [e["count"] for e in entries] == marker.held
-    for bound, held in zip(marker.bounds, marker.held):
-        assert held <= bound <= 2 * held, (bound, held)  # a random lead is counted in every chunk: half of them have one
-    ranges = CuptiRanges.__new__(CuptiRanges)  # the record CUPTI's marker asks for, from the same bound
-    ranges.mode, ranges.samples = "user", 12
-    for bound, held in zip(marker.bounds, marker.held):
-        ranges.launches = bound
-        assert ranges.ranges() >= held + 64
-
-
-class _First(_Bound):
-    """A profiler whose first range reads what its set-up left (CUPTI's: ``Marker.first``): each
-    range's launches noted, and only the ranges after the first read as the warm-up left them."""
-
-    name = "first"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.first, self.taken = True, []
-
-    def stop(self) -> None:
-        self.first = False
-
-    def take(self) -> list[dict[str, float]]:
-        self.taken.append(self.held[-1])
-        return [{"dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0}] * self.held[-1]
-
-
-def test_a_profilers_first_range_is_run_and_dropped_before_the_first_configurations(dev) -> None:
-    """CUPTI's first range after its set-up read a 1 MiB add's first launch from DRAM (2.0 MiB, then
-    0 B): that range is run once and dropped, so the first configuration's counted launches are the
-    second range's (the same count as the later configurations', which run one range each); an
-    outside profiler (ncu counts every range it sees) gets no extra range."""
-    spec = SweepSpec(kernels=("triad",), sizes=(4 * KIB,), rotating=(1, 3), flush=("none",), stop=StopRule(iterations=12),
-                     units=1, warmup_s=0.0)
-    for marker, ranges in ((_First(), 3), (_Bound(), 2)):
-        phase = CounterPhase(Counting("none", 12))
-        phase.marker = phase.tap.marker = marker
-        run = SweepRun(spec, dev, Collector(), run_id="first", counting=Counting("none", 12), phases=(phase,))
-        run.measure()
-        entries = run.channel.counted_entries
-        assert len(marker.held) == ranges and len(entries) == 2, (marker.name, marker.held)
-        assert [e["count"] for e in entries] == marker.held[-2:]  # the entries are the last two ranges'
-        if ranges == 3:
-            assert marker.taken == marker.held and [len(e["values"]) for e in entries] == marker.held[-2:]
 
 
 # -- the orchestrator: the counting unit after the timed units, under a prefix, joined to the rows ----
@@ -624,21 +271,6 @@ def test_the_state_column_in_the_table() -> None:
     head, first, second = text.splitlines()
     assert "state" in head.split() and "cold 0.98" in first and "cold" not in second
     assert "state" not in table(pd.DataFrame([row])).splitlines()[0].split()
-
-
-def test_join_summary_adds_counters_to_both_timers_not_the_reference() -> None:
-    from hipexplore.bench.counters.record import make_record, records_frame
-
-    rec = make_record(kernel="triad", size_bytes=MIB, rotating_requested="auto", flush="none", rotating=40, backend="ncu 2025.3.1",
-                      launches=[{"dram_read_bytes": 2 * MIB, "dram_write_bytes": MIB, "l2_hit_rate": 0.3}] * 2, warmup=40,
-                      inputs=2 * MIB)
-    assert (rec.cold_fraction, rec.cache_state, rec.cold_promise) == (1.0, "cold", "kept")
-    summary = pd.DataFrame({"kernel": ["triad"] * 3, "size_bytes": [MIB] * 3, "rotating_requested": ["auto", "auto", "1"],
-                            "rotating": [40, 40, 1], "flush": ["none", "none", "cold-reference"],
-                            "timer": ["events", "in-kernel", "events"], "median_s": [1e-6, 2e-6, 3e-6]})
-    joined = join_summary(summary, records_frame([rec]))
-    assert list(joined["cache_state"]) == ["cold", "cold", ""] and list(joined["rotating"]) == [40, 40, 1]
-    assert set(RECORD_COLUMNS) - set(joined.columns) == set() and set(COUNTER_COLUMNS) <= set(RECORD_COLUMNS)
 
 
 # -- the H200 recordings ----------------------------------------------------------------------------

@@ -1,0 +1,172 @@
+"""hipexplore.bench.wire: what a sweep worker may send its parent, as bytes and back.
+
+Every message round-trips through ``encode`` and ``FrameReader`` (fed a byte at a time too: a
+frame is decoded only once all of it is in); every frame that is not one ``encode`` writes is one
+``WireError`` line, its lengths checked before a byte of its header or body is held; text with a
+control character is escaped by the writer and refused by the reader. The attacks through a real
+worker: tests/security/test_security_channel.py."""
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import struct
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hipexplore.bench import wire
+from hipexplore.schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS
+
+
+def samples(n: int = 4, cluster: bool = False) -> pd.DataFrame:
+    types = wire.CLUSTER_SAMPLE_TYPES if cluster else wire.SAMPLE_TYPES
+    return pd.DataFrame({c: (["v"] * n if t == wire.TEXT else np.arange(n, dtype=np.int64) if t == wire.INT else
+                             np.arange(n) % 2 == 0 if t == wire.BOOL else np.linspace(0.5, 1.5, n)) for c, t in types.items()})
+
+
+def row(**over) -> dict:
+    out = {c: ("t" if t == wire.TEXT else 7 if t == wire.INT else False if t == wire.BOOL else 0.25)
+           for c, t in wire.SUMMARY_TYPES.items()}
+    return {**out, **over}
+
+
+def entry() -> dict:
+    return {"kernel": "triad", "entry": "triad", "size_bytes": 1024, "n": 256, "rotating_requested": "auto", "rotating": 2,
+            "flush": "none", "warmup": 1, "count": 2, "timed": 2, "input_bytes": 2048, "footprint_bytes": 3072,
+            "marker": "none", "marker_status": "", "plan_note": "", "launches": [(0, 0), (1, -1)],
+            "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": math.nan}]}
+
+
+def messages() -> list:
+    return [wire.Start("triad", "size=1024 rotating=1 flush=none"), wire.Ask(), wire.Meta({"warmup.clock": "stable"}),
+            wire.Add(samples(), row(median_s=math.nan, warning="noisy")), wire.Update([row(), row(kernel="copy")]),
+            wire.Counted(entry()), wire.Warn("CacheWarning", "two\nlines", 12), wire.Done(False),
+            wire.Failed("KernelFault", "m", "triad", "size=1", "SIGSEGV", "log\nlines")]
+
+
+def test_every_message_round_trips_whole_and_a_byte_at_a_time():
+    blob = b"".join(wire.encode(m) for m in messages())
+    whole = wire.decode_all(blob)
+    reader = wire.FrameReader()
+    bytewise = []
+    for i in range(len(blob)):
+        reader.feed(blob[i:i + 1])
+        while (m := reader.next()) is not None:
+            bytewise.append(m)
+    for got in (whole, bytewise):
+        assert [type(m) for m in got] == [type(m) for m in messages()]
+        add = got[3]
+        pd.testing.assert_frame_equal(add.samples, samples(), check_dtype=False)
+        assert list(add.samples.columns) == list(SAMPLE_COLUMNS) and add.samples["time_s"].dtype == np.float64
+        assert add.row["n"] == 7 and isinstance(add.row["n"], int) and math.isnan(add.row["median_s"])
+        assert list(add.row) == list(SUMMARY_COLUMNS) and add.row["warning"] == "noisy"
+        assert [r["kernel"] for r in got[4].rows] == ["t", "copy"]
+        assert got[5].entry["launches"] == [(0, 0), (1, -1)] and math.isnan(got[5].entry["values"][1]["dram__bytes_read.sum"])
+        assert got[6] == wire.Warn("CacheWarning", "two\nlines", 12) and got[7] == wire.Done(False)
+        assert got[8] == messages()[8]
+
+
+def test_a_cluster_units_tables_carry_the_cluster_columns():
+    msg = wire.Add(samples(2, cluster=True), {**row(), "worker": "tls://w:1", "host": "h", "gpu": "0"})
+    got = wire.decode_all(wire.encode(msg, cluster=True), cluster=True)[0]
+    assert list(got.samples.columns) == [*SAMPLE_COLUMNS, *CLUSTER_COLUMNS] and got.row["worker"] == "tls://w:1"
+    with pytest.raises(wire.WireError, match="text columns"):  # a unit's table where a cluster's is expected
+        wire.decode_all(wire.encode(wire.Add(samples(), row())), cluster=True)
+
+
+def test_text_with_control_characters_is_escaped_by_the_writer_and_refused_by_the_reader():
+    got = wire.decode_all(wire.encode(wire.Warn("UserWarning", "\x1b[1;32mok\u202e\ud800", 1)))[0]
+    assert got.message == "\\x1b[1;32mok\\u202e\\ud800"
+    header = json.dumps({"kind": "warn", "category": "UserWarning", "message": "\x1b[31mred", "lineno": 1}).encode()
+    with pytest.raises(wire.WireError, match="escape"):
+        wire.decode_all(wire.PREFIX.pack(wire.MAGIC, len(header), 0) + header)
+    long = wire.decode_all(wire.encode(wire.Meta({"verify.k.1": "x" * (wire.MAX_TEXT + 10)})))[0]
+    assert len(long.entries["verify.k.1"]) <= wire.MAX_TEXT
+
+
+def frame(header: dict | bytes, body: bytes = b"") -> bytes:
+    head = header if isinstance(header, bytes) else json.dumps(header).encode()
+    return wire.PREFIX.pack(wire.MAGIC, len(head), len(body)) + head + body
+
+
+@pytest.mark.parametrize("blob, why", [
+    (struct.pack("!i", 5) + pickle.dumps(("done", False)), "is not a frame"),
+    (struct.pack("!i", -5), "is not a frame"),
+    (wire.PREFIX.pack(wire.MAGIC, 2**32 - 5, 0), "declares a header of 4294967291 bytes"),
+    (wire.PREFIX.pack(wire.MAGIC, 16, 2**64 - 1), "declares a body of 18446744073709551615 bytes"),
+    (wire.PREFIX.pack(wire.MAGIC, 0, 0), "declares a header of 0 bytes"),
+    (frame(pickle.dumps(SystemExit(0))), "not UTF-8|not JSON"),
+    (frame({"kind": "exec", "code": "1"}), "unknown kind 'exec'"),
+    (frame({"kind": "done", "stopped": 0}), "must be true or false"),
+    (frame({"kind": "done", "stopped": False, "also": 1}), "has keys"),
+    (frame({"kind": "done", "stopped": False}, b"x"), "carries a body of 1 bytes"),
+    (frame(b'{"kind": "done", "stopped": NaN}'), "not a JSON number"),
+    (frame(b"[" * 100 + b"]" * 100), "nested more than"),
+    (frame({"kind": "warn", "category": "UserWarning", "message": "m", "lineno": 10**30}), "digits"),
+    (frame({"kind": "error", "type": "SystemExit", "message": 0, "kernel": "", "configuration": "", "status": "", "log": ""}),
+     "must be text"),
+])
+def test_a_frame_that_is_not_ours_is_one_line(blob, why):
+    with pytest.raises(wire.WireError, match=why) as err:
+        wire.decode_all(blob)
+    assert "\n" not in str(err.value)
+
+
+def test_a_tables_declared_shape_must_be_the_schemas_and_the_body_exactly_its_arrays():
+    good = wire.encode(wire.Add(samples(3), row()))
+    _magic, hlen, blen = wire.PREFIX.unpack_from(good)
+    head = json.loads(good[wire.PREFIX.size:wire.PREFIX.size + hlen])
+    body = good[wire.PREFIX.size + hlen:]
+    cases = []
+    h = json.loads(json.dumps(head))
+    h["samples"]["arrays"][0][1] = "<f8"  # an int column declared float
+    cases.append((frame(h, body), "declares arrays"))
+    h = json.loads(json.dumps(head))
+    h["samples"]["rows"] = 10**6  # more rows than the body holds
+    cases.append((frame(h, body), "needs .* bytes"))
+    h = json.loads(json.dumps(head))
+    h["samples"]["rows"] = 2  # fewer: bytes left over
+    cases.append((frame(h, body), "tables declare"))
+    h = json.loads(json.dumps(head))
+    h["row"]["rows"] = 2
+    cases.append((frame(h, body), r"rows must be an integer in \[0, 1\]"))
+    h = json.loads(json.dumps(head))
+    del h["samples"]["text"]["kernel"]
+    cases.append((frame(h, body), "text columns"))
+    bad_bool = bytearray(body)
+    first_bool = 3 * 8 * sum(1 for t in wire.SAMPLE_TYPES.values() if t in (wire.INT, wire.FLOAT))
+    bad_bool[first_bool] = 7
+    cases.append((frame(head, bytes(bad_bool)), "neither 0 nor 1"))
+    for blob, why in cases:
+        with pytest.raises(wire.WireError, match=why):
+            wire.decode_all(blob)
+    assert len(wire.decode_all(frame(head, body))) == 1
+
+
+def test_bounds_come_from_the_spec_and_a_reader_holds_no_more_than_them():
+    from hipexplore.bench.spec import SweepSpec
+    from hipexplore.bench.stats import StopRule
+
+    lim = wire.limits(SweepSpec(kernels=("triad",), sizes=("16KiB",), stop=StopRule(iterations=500_000)))
+    assert lim["max_rows"] >= 500_000 and lim["max_body"] < 1 << 30
+    reader = wire.FrameReader(max_body=100)
+    reader.feed(wire.PREFIX.pack(wire.MAGIC, 10, 101))
+    with pytest.raises(wire.WireError, match="at most 100"):
+        reader.next()
+    with pytest.raises(wire.WireError, match="ends inside a frame"):
+        wire.decode_all(wire.encode(wire.Done(True))[:-1])
+
+
+def test_every_schema_column_has_a_declared_type():
+    """A column added to schema.py must be given its type here (text, integer, float or boolean)."""
+    for types, columns in ((wire.SAMPLE_TYPES, SAMPLE_COLUMNS), (wire.SUMMARY_TYPES, SUMMARY_COLUMNS)):
+        assert list(types) == list(columns)
+        assert [c for c, t in types.items() if t == wire.UNTYPED] == []
+
+
+def test_a_long_kernel_name_travels_whole():
+    name = "k" * 300  # a name may be long (issue 47's 300-character --source name)
+    got = wire.decode_all(wire.encode(wire.Start(name, "size=1")) + wire.encode(wire.Add(samples(1), row(kernel=name))))
+    assert got[0].kernel == name and got[1].row["kernel"] == name
