@@ -23,7 +23,7 @@ def test_the_declared_names_are_papermills(notebook):
     assert set(declared(notebook)) == set(notebook_parameters(notebook))
 
 
-@pytest.mark.parametrize("params, says", [
+@pytest.mark.parametrize("notebook, params, says", [("dashboard", *case) for case in [
     ({"flush": ["none", "l2-raed"]}, "parameter flush: flush mode 'l2-raed' is unknown; expected one of none, l2-write"),
     ({"flsuh": ["none"]}, "unknown parameter 'flsuh' (did you mean 'flush'?) for notebook dashboard.ipynb"),
     ({"device": "bogus"}, "parameter device: device 'bogus' is unknown; expected one of auto, host, cuda, hip"),
@@ -36,24 +36,17 @@ def test_the_declared_names_are_papermills(notebook):
     ({"problems": "qkv,nope"}, "parameter problems: unknown problem 'nope'"),
     ({"cache": "redis"}, "parameter cache: cache 'redis' is unknown"),
     ({"data": "no/such/folder"}, "parameter data: 'no/such/folder' does not exist; expected 'live'"),
-])
-def test_a_bad_dashboard_parameter_is_one_line(params, says):
-    with pytest.raises(ConfigError) as err:
-        check_report_params("dashboard", params)
-    assert str(err.value).startswith(says) and "\n" not in str(err.value), str(err.value)
-
-
-@pytest.mark.parametrize("params, says", [
+]] + [("review", *case) for case in [
     ({"threshold": 2}, "parameter threshold: threshold must be a fraction in (0, 1)"),
     ({"baseline": "missing.parquet"}, "parameter baseline: 'missing.parquet' does not exist"),
     ({"base_kernel": "nope"}, "parameter base_kernel:"),
     ({"allow_other_device": "yes"}, "parameter allow_other_device: 'yes' is not true or false"),
     ({"new_kernal": "triad"}, "unknown parameter 'new_kernal' (did you mean 'new_kernel'?) for notebook review.ipynb"),
-])
-def test_a_bad_review_parameter_is_one_line(params, says):
+]])
+def test_a_bad_parameter_is_one_line(notebook, params, says):
     with pytest.raises(ConfigError) as err:
-        check_report_params("review", params)
-    assert str(err.value).startswith(says), str(err.value)
+        check_report_params(notebook, params)
+    assert str(err.value).startswith(says) and "\n" not in str(err.value), str(err.value)
 
 
 def test_good_parameters_pass_and_recorded_data_does_not_excuse_a_typo(tmp_path):
