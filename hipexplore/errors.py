@@ -125,11 +125,25 @@ class KernelFault(BenchmarkError):
     """
 
     def __init__(self, kernel: str, configuration: str, status: str, result: object = None) -> None:
-        super().__init__(f"kernel {kernel} faulted in configuration {configuration}: {status}")
+        super().__init__(f"kernel {kernel} faulted in configuration {configuration}: {status}{memory_fault_hint(status)}")
         self.kernel, self.configuration, self.status, self.result = kernel, configuration, status, result
 
     def __reduce__(self):  # survive pickling across worker processes (result stays behind)
         return (KernelFault, (self.kernel, self.configuration, self.status))
+
+
+#: what a memory fault's status says (a host kernel's worker killed by SIGSEGV/SIGBUS, a GPU's illegal address)
+_MEMORY_FAULTS = ("SIGSEGV", "SIGBUS", "ILLEGAL_ADDRESS", "IllegalAddress", "memory access fault", "Memory access fault")
+
+
+def memory_fault_hint(status: str) -> str:
+    """The fix a memory fault most often needs, for ``KernelFault``'s line: a buffer's count in
+    ``--args`` smaller than what the kernel indexes (``x:f32[16]`` beside ``n:u64=n``), which ended in a
+    SIGSEGV in the worker with no word about the counts."""
+    if not any(word in str(status) for word in _MEMORY_FAULTS):
+        return ""
+    return ("; a memory fault: the kernel read or wrote outside its buffers. Check that each buffer's count in --args "
+            "(x:f32[COUNT]) covers every index the kernel reaches with the scalars it is given (n:u64=n), and the grid")
 
 
 class CacheWarning(RuntimeWarning):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
 from types import ModuleType
 from typing import Iterable
 
@@ -37,11 +38,22 @@ class MissingExtra(ConfigError):
     """A package that an extra installs is not importable; the message names the extra."""
 
 
+def clone_root() -> Path | None:
+    """The source tree this hipexplore runs from (a clone: ``pyproject.toml`` beside the package), or
+    None for an installed wheel."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "pyproject.toml").is_file() and (root / "hipexplore").is_dir() else None
+
+
 def hint(extra: str) -> str:
-    """The command that installs ``extra``."""
+    """The command that installs ``extra``: from PyPI, and where this runs from a clone, the form
+    that installs the clone's own code (``pip install 'hipexplore[X]'`` there would fetch another
+    copy, or nothing)."""
     if extra not in EXTRAS:
         raise ValueError(f"unknown extra {extra!r}; expected one of {sorted(EXTRAS)}")
-    return f"pip install 'hipexplore[{extra}]'"
+    root = clone_root()
+    clone = f" (in the clone {root}: pip install -e '.[{extra}]')" if root is not None else ""
+    return f"pip install 'hipexplore[{extra}]'{clone}"
 
 
 def extra_of(module: str) -> str:

@@ -226,6 +226,30 @@ def write_below(dir_fd: int, relname: str, content: Content, *, what: str, shown
             os.close(fd)
 
 
+#: the longest name (bytes, suffix included) ``bounded_name`` keeps as it is; file systems allow 255
+NAME_MAX_BYTES = 100
+
+
+def bounded_name(name: str, suffix: str = "") -> str:
+    """``name + suffix`` as ONE file name a file system takes: unchanged when it is short (at most
+    ``NAME_MAX_BYTES`` bytes of UTF-8) and holds no ``/``, NUL or leading dot; otherwise the name's
+    first safe characters, a dash and 16 hex digits of its SHA-256 (distinct names stay distinct).
+
+    Why: a kernel name becomes a file name (``NAME.c`` in the compiler's build folder, the dumped
+    source); a 300-character ``--source`` kernel name ended the sweep 30 s in with ``OSError: File
+    name too long``. Short names keep their file name, so their compile keys do not change."""
+    import hashlib
+    import re
+
+    whole = f"{name}{suffix}"
+    if len(whole.encode("utf-8", "surrogatepass")) <= NAME_MAX_BYTES and "/" not in whole and "\0" not in whole \
+            and not whole.startswith("."):
+        return whole
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    head = re.sub(r"[^A-Za-z0-9_+-]+", "_", name)[:40].strip("_") or "kernel"
+    return f"{head}-{digest}{suffix}"
+
+
 def why_no_new_file(exc: OSError, folder: str | os.PathLike) -> str:
     """Why creating a file in ``folder`` (a folder that exists) failed, in words: the errno text
     alone misleads there (``/proc`` answers "No such file or directory" for a folder it lists)."""
@@ -275,5 +299,5 @@ def check_replace(path: str | os.PathLike, flag: str, kind: str, ours: Callable[
                           f"--force to replace it")
 
 
-__all__ = ["Content", "RECOGNISE_BYTES", "check_replace", "own_folder", "umask", "why_no_new_file", "write_below",
+__all__ = ["Content", "NAME_MAX_BYTES", "RECOGNISE_BYTES", "bounded_name", "check_replace", "own_folder", "umask", "why_no_new_file", "write_below",
            "write_file"]

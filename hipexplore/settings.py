@@ -117,9 +117,11 @@ def _workers(raw: str) -> int:
     return _int(raw, 1, MAX_WORKERS)
 
 
-def _positive_seconds(raw: str) -> float:
+def _positive_seconds(raw: str, least: float | None = None) -> float:
+    """Seconds > 0, or >= ``least`` where the setting has a lower bound; at most ``MAX_SECONDS``."""
     value = float(raw)
-    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+    low_ok = value > 0 if least is None else value >= least
+    if not (math.isfinite(value) and low_ok and value <= MAX_SECONDS):
         raise ValueError(raw)
     return value
 
@@ -208,7 +210,9 @@ def redacted_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str = "") -> Setting:
+def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str = "", least: float | None = None) -> Setting:
+    """One setting; ``least``: the smallest value a ``seconds`` setting takes (a launch timeout of
+    1e-300 s made every launch "fault")."""
     parse, allowed = {
         "shared": (_shared, "'private' (or 0/off) or 'group' (a team directory)"),
         "url": (_redis_url, "a Redis URL such as redis://host:6379/0"),
@@ -222,6 +226,10 @@ def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str =
         "text": (_text, "a name or path"),
         "tristate": (_tristate, "default, on or off"),
     }[kind]
+    if least is not None:
+        if kind != "seconds":  # pragma: no cover - a declaration mistake
+            raise AssertionError(f"setting {name}: a lower bound is for seconds")
+        parse, allowed = (lambda raw: _positive_seconds(raw, least)), f"a finite number of seconds from {least:g} to 1e6"
     setting = Setting(name, kind, default, doc, allowed, parse, default_doc)
     if name in SETTINGS:  # pragma: no cover - a declaration mistake
         raise AssertionError(f"setting {name} declared twice")
@@ -269,7 +277,7 @@ CACHE_REMOTE_TIMEOUT: Setting[float] = _declare(
 LAUNCH_TIMEOUT: Setting[float] = _declare(
     "HIPEXPLORE_LAUNCH_TIMEOUT", "seconds", 120.0,
     "seconds one host kernel launch may run in a sweep worker before the worker is stopped (a kernel that never "
-    "returns is then a KernelFault naming it, not a sweep that hangs)")
+    "returns is then a KernelFault naming it, not a sweep that hangs); at least 0.1", least=0.1)
 
 # -- compilers --------------------------------------------------------------------------------
 COMPILE_TIMEOUT: Setting[float] = _declare(
@@ -353,6 +361,17 @@ def get(name: str) -> Any:
         return SETTINGS[name].get()
     except KeyError:
         raise ConfigError(f"unknown setting {name!r}; expected one of {', '.join(SETTINGS)}") from None
+
+
+def check_all() -> None:
+    """Read every variable that is set, so a bad value is one line before any work starts.
+
+    Why: a setting is read where it is used, and some are used late (``HIPEXPLORE_LAUNCH_TIMEOUT``
+    in the sweep worker, seconds into a run, after devices and compilers started). The command
+    line calls this first; a value only a later step would have refused is refused now."""
+    for setting in SETTINGS.values():
+        if setting.is_set():
+            setting.get()
 
 
 def raw_values(*settings: Setting) -> tuple[str, ...]:

@@ -164,7 +164,8 @@ CASES = [
          "The compiler's own log follows the first line; failures are never cached, so the next run compiles again.",
          files={"bad.c": "int f(void) { return }\n"}),
     Case("Settings", "An environment variable with a bad value", ("cache", "stats"),
-         "Every `HIPEXPLORE_*` variable is validated where it is used ([settings](guide/settings.md)).",
+         "Every `HIPEXPLORE_*` variable that is set is validated when a command starts, before any work "
+         "([settings](guide/settings.md)).",
          env={"HIPEXPLORE_CACHE_DISK_MAX_BYTES": "lots"}),
     Case("Verdicts", "Comparing a kernel the run does not hold",
          ("compare", "data/h200/verdicts-twin-and-5pct/interleaved.parquet", "--base", "stream", "--new", "stream2"),
@@ -180,6 +181,9 @@ CASES = [
     Case("Report", "A parameters file that is not there", ("report", "--params", "params.yml", "--out", "r.html"),
          "`--params` takes a YAML or JSON file of the dashboard notebook's parameters "
          "([the report](guide/notebooks.md#the-notebooks-and-the-report))."),
+    Case("Report", "A parameter name or value the notebook does not take", ("report", "--params", "params.yml", "--out", "r.html"),
+         "Names and values are checked before the notebook starts; the line names the parameter, and a misspelt name "
+         "gets the closest one the notebook has.", files={"params.yml": 'sizes: ["1MiB"]\nflsuh: ["none", "l2-read"]\n'}),
 ]
 PROGRESS = re.compile(r"\d+%\|")
 

@@ -57,6 +57,8 @@
 #                 (live here) and hipexplore's; tune-replay --passes 3 (ideal, cold, off, compiler-cache, memory
 #                 in alternated rounds, each pass in fresh processes) for llama3-8b and resnet50 with NVRTC
 #                 at 16 and 1 job, and Triton at 16 jobs, each list scaled to fit its share of HX_BUDGET  HX_BUDGET+40 (370) s
+#   early-checks  benchmarks/cli/early_checks.py: how soon each bad input of issues 47/49 is refused (fresh
+#                 processes, median of 5, beside `hipexplore --help`) on an idle host; no GPU used        120 s
 #
 # e.g.  bash scripts/h200_all.sh gpu-tests timing        (one call)
 #       bash scripts/h200_all.sh drift                   (a call of its own)
@@ -96,6 +98,7 @@ for scenario in "$@"; do
     verdicts)    TAIL=40 step verdicts 150 python3 $B/verdicts_ab.py --quick --out "$R/verdicts" ;;
     triton)      step triton 190 python3 $B/triton_pick.py --cubins .triton_cubins --out "$R/triton" ;;
     cluster)     step cluster 90 python3 $B/many_gpus.py --out "$R/cluster" ;;
+    early-checks) TAIL=15 step early_checks 120 python3 benchmarks/cli/early_checks.py --rounds 5 --out "$R/early_checks.json" ;;
     hostile)     TAIL=40 step hostile "$(( ${HX_HOSTILE_BUDGET:-210} + 30 ))" "${PY:-python3}" $B/hostile.py --out "$R/hostile" --budget-s "${HX_HOSTILE_BUDGET:-210}" \
                    --device "$HXDEV" ;;
     figures51)   TAIL=40 step figures51 "$(( ${HX_F51_BUDGET:-495} + 45 ))" "${PY:-python3}" $B/figures51.py --out "$R/figures51" --budget-s "${HX_F51_BUDGET:-495}" \
@@ -140,7 +143,7 @@ PY
     compiler-caches)
       TAIL=40 step compiler_caches "$(( ${HX_BUDGET:-330} + 40 ))" python3 benchmarks/compile/compiler_caches.py --out "$R/cc" \
         --budget-s "${HX_BUDGET:-330}" --passes "${HX_PASSES:-3}" ;;
-    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, hostile, figures51, verdict-truth, resolution, small-change, cupti, cuda-bench, calibrate, wall, tuning-scale, compiler-caches)" >&2; exit 2 ;;
+    *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, hostile, figures51, verdict-truth, resolution, small-change, cupti, cuda-bench, calibrate, wall, tuning-scale, compiler-caches, early-checks)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1
   tar -czf "$OUT/$name.tar.gz" -C /tmp/hx-h200 "$name" && echo "packed $(du -h "$OUT/$name.tar.gz" | cut -f1)"

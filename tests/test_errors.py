@@ -24,6 +24,7 @@ from hipexplore.errors import (
     HipexploreError,
     KernelFault,
     UnsupportedOperation,
+    memory_fault_hint,
     warn_line,
 )
 
@@ -68,7 +69,8 @@ def test_errors_survive_pickling_into_another_process():
                           timeout=100, check=True)
     assert proc.stdout.decode().splitlines() == [
         "CompilerCrashed SIGSEGV -11 boom ('-O3',) gfx90a hiprtc",
-        "KernelFault triad SIGSEGV None kernel triad faulted in configuration size=1048576 rotating=4 flush=l2-write: SIGSEGV",
+        "KernelFault triad SIGSEGV None kernel triad faulted in configuration size=1048576 rotating=4 flush=l2-write: SIGSEGV"
+        + memory_fault_hint("SIGSEGV"),
     ]  # the partial result stays behind (it is a whole SweepResult)
     timeout = pickle.loads(pickle.dumps(CompileTimeout("slow", timeout=2.5, compiler="host")))
     assert isinstance(timeout, CompileTimeout) and timeout.timeout == 2.5 and str(timeout).startswith("slow [compiler=host")
@@ -91,3 +93,14 @@ def test_warn_line_is_one_line_and_still_an_ordinary_warning():
         warnings.simplefilter("error")
         with pytest.raises(CacheWarning):
             warn_line("as an error")
+
+
+def test_a_memory_fault_says_to_check_the_argument_counts():
+    """Issue 49.5: an ``--args`` count smaller than what the kernel indexes ended in a SIGSEGV with no
+    word about the counts; every memory fault now says what to check, other faults do not."""
+    for status in ("the sweep worker (pid 7) died with SIGSEGV (signal 11)", "SIGBUS", "CUDA_ERROR_ILLEGAL_ADDRESS",
+                   "hipErrorIllegalAddress"):
+        text = str(KernelFault("k", "size=4096", status))
+        assert text.endswith("Check that each buffer's count in --args (x:f32[COUNT]) covers every index the kernel "
+                             "reaches with the scalars it is given (n:u64=n), and the grid"), text
+    assert str(KernelFault("k", "size=4096", "CUDA_ERROR_LAUNCH_TIMEOUT")).endswith(": CUDA_ERROR_LAUNCH_TIMEOUT")

@@ -204,3 +204,20 @@ def test_check_replace_refuses_a_foreign_file_reads_no_link_and_waits_on_no_fifo
     started = time.monotonic()
     files.check_replace(fifo, "--out", "x", ours)
     assert time.monotonic() - started < 5
+
+
+def test_bounded_name_keeps_short_names_and_bounds_the_rest(tmp_path):
+    """A kernel name becomes a file name (issue 47.4): short names are kept as they were (their
+    compile keys do not move); a 300-character one, a slash or a leading dot becomes a bounded,
+    hashed name that the file system takes, distinct names staying distinct."""
+    from hipexplore.files import NAME_MAX_BYTES, bounded_name
+
+    assert bounded_name("saxpy", ".c") == "saxpy.c"
+    assert bounded_name("k" * 95, ".cu") == "k" * 95 + ".cu"
+    long = [bounded_name("k" * 300, ".c"), bounded_name("k" * 299 + "j", ".c"), bounded_name("ü" * 200, ".hip"),
+            bounded_name("../../etc/passwd", ".c"), bounded_name(".hidden", ".c"), bounded_name("a\0b", ".c")]
+    assert len(set(long)) == len(long)
+    for name in long:
+        assert len(name.encode()) <= NAME_MAX_BYTES and "/" not in name and "\0" not in name and not name.startswith(".")
+        (tmp_path / name).write_text("x")  # the file system takes it
+    assert long[0].startswith("k" * 40 + "-") and long[0].endswith(".c")

@@ -133,3 +133,28 @@ def test_cli_shows_one_line_error_for_a_bad_setting(monkeypatch, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "HIPEXPLORE_CACHE_DISK_MAX_BYTES='lots'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value, ok", [("1e-300", False), ("0.05", False), ("0.1", True), ("2", True), ("abc", False),
+                                       ("1e7", False)])
+def test_the_launch_timeout_is_bounded_below(monkeypatch, value, ok):
+    """``HIPEXPLORE_LAUNCH_TIMEOUT=1e-300`` was taken, and every launch then "faulted" (issue 47.4)."""
+    monkeypatch.setenv("HIPEXPLORE_LAUNCH_TIMEOUT", value)
+    if ok:
+        assert settings.LAUNCH_TIMEOUT.get() == float(value)
+        return
+    with pytest.raises(ConfigError) as err:
+        settings.LAUNCH_TIMEOUT.get()
+    assert str(err.value) == (f"environment variable HIPEXPLORE_LAUNCH_TIMEOUT={value!r} is invalid: expected a finite "
+                              f"number of seconds from 0.1 to 1e6")
+
+
+def test_check_all_reads_every_variable_that_is_set(monkeypatch):
+    """What the command line calls first: one bad variable among good ones is named."""
+    for name in settings.SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    settings.check_all()
+    monkeypatch.setenv("HIPEXPLORE_COMPILE_TIMEOUT", "30")
+    monkeypatch.setenv("HIPEXPLORE_CACHE_MAX_EVENTS", "many")
+    with pytest.raises(ConfigError, match=r"HIPEXPLORE_CACHE_MAX_EVENTS='many' is invalid"):
+        settings.check_all()

@@ -48,6 +48,7 @@ def run_cluster(
     stall_s: float = 1800.0,
     no_workers_s: float = 60.0,
     progress: bool = False,
+    resume_from_others: bool = False,
 ) -> SweepResult:
     """Measure ``spec`` on the workers of ``cluster`` (module docstring; ``bench.dask_executor``)."""
     from .orchestrator import Orchestrator
@@ -58,7 +59,7 @@ def run_cluster(
                             no_workers_s=no_workers_s)
     _check_local_gpus(cluster, device)
     return Orchestrator(spec, executor, out=out, resume=resume, hooks=hooks, progress=progress, run_id=run_id,
-                        command=command).run()
+                        command=command, resume_from_others=resume_from_others).run()
 
 
 def _check_local_gpus(cluster: Any, device: str) -> None:

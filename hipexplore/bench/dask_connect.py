@@ -94,8 +94,10 @@ def _security() -> Any:
     try:
         return distributed.Security.temporary()
     except ImportError as exc:
+        from ..extras import hint
+
         raise ConfigError("a local:N cluster encrypts and authenticates its connections and needs the package "
-                          "cryptography: pip install 'hipexplore[cluster]'") from exc
+                          f"cryptography: {hint('cluster')}") from exc
 
 
 # ----------------------------------------------------------------------------- spawning workers
@@ -127,11 +129,26 @@ def safe_path_environ() -> Iterator[None]:
 
 class _SafePathNanny(_NannyBase):  # type: ignore[misc,valid-type]
     """A Nanny whose worker processes start with ``PYTHONSAFEPATH=1`` (start, restart, replacement
-    of a dead one: each goes through ``instantiate``)."""
+    of a dead one: each goes through ``instantiate``).
+
+    A worker process that dies while the cluster starts (killed, out of memory, a failing import)
+    made distributed's ``SpecCluster`` close the whole cluster and raise ``RuntimeError:
+    _SafePathNanny failed to start.`` (a 61-line traceback, nothing measured on the workers that
+    did start). Here the failed start is kept as ``start_failure`` and the nanny stays closed;
+    ``local_cluster`` drops it and the run goes on with the workers that came up."""
+
+    start_failure: BaseException | None = None
 
     async def instantiate(self) -> Any:
         with safe_path_environ():
             return await super().instantiate()
+
+    async def start_unsafe(self) -> Any:
+        try:
+            return await super().start_unsafe()
+        except Exception as exc:  # noqa: BLE001 - kept, said in one line by local_cluster
+            self.start_failure = exc  # the Nanny closed itself already (distributed's own handling)
+            return self
 
 
 class PinDevices(_PluginBase):  # type: ignore[misc,valid-type]
@@ -209,11 +226,47 @@ def local_cluster(n: int, pin: bool = True) -> Any:
                        for i in range(n)}
             scheduler = {"cls": distributed.Scheduler, "options": {**common, "dashboard_address": "127.0.0.1:0"}}
             cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, security=security, silence_logs=40)
+    except RuntimeError as exc:  # the scheduler (or a nanny outside _SafePathNanny's care) did not start
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise ConfigError(f"cluster local:{n} did not start: {_why(exc)}; nothing was measured") from None
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     weakref.finalize(cluster, shutil.rmtree, scratch, True)  # when the cluster goes (or this process ends)
+    _drop_failed_workers(cluster, n)
     return cluster
+
+
+def _why(exc: BaseException) -> str:
+    """An exception and its causes in one line (``Nanny failed to start worker process``)."""
+    parts = []
+    while exc is not None and len(parts) < 4:
+        parts.append(f"{type(exc).__name__}: {exc}".strip().rstrip(":") if str(exc) else type(exc).__name__)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return " <- ".join(" ".join(p.split()) for p in parts)[:400]
+
+
+def _drop_failed_workers(cluster: Any, n: int) -> None:
+    """Workers whose process died while the cluster started are left out of it, said in one
+    warning; with none left the cluster is closed and the run ends in one line (nothing was
+    measured yet: what an earlier run left in the out file is untouched)."""
+    import warnings
+
+    failed = {name: w for name, w in list(cluster.workers.items()) if getattr(w, "start_failure", None) is not None}
+    if not failed:
+        return
+    for name in failed:
+        cluster.workers.pop(name, None)
+        cluster.worker_spec.pop(name, None)  # never started again by a later scale or correction
+    first = _why(next(iter(failed.values())).start_failure)
+    names = ", ".join(str(k) for k in sorted(failed, key=str))
+    if len(failed) == n:
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=10)
+        raise ConfigError(f"cluster local:{n}: no worker started (every worker process died while the cluster "
+                          f"started: {first}); nothing was measured")
+    warnings.warn(f"cluster local:{n}: worker(s) {names} died while the cluster started ({first}); the run goes on "
+                  f"with the {n - len(failed)} that came up", RuntimeWarning, stacklevel=3)
 
 
 def parse_cluster(text: str) -> tuple[str, Any]:

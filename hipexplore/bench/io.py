@@ -178,6 +178,54 @@ def _committed(samples: pd.DataFrame, summary: pd.DataFrame, units: pd.DataFrame
     return samples[keep].reset_index(drop=True)
 
 
+def user_name(uid: int) -> str:
+    """``bob (uid 1001)``, or ``uid 1001`` where the user has no name here."""
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (KeyError, ImportError):
+        return f"uid {uid}"
+
+
+def foreign_files(paths: tuple[Path, Path, Path]) -> tuple[Path, int] | None:
+    """The first of an out file's files (samples, summary, meta.json, units) that another user owns,
+    and that user's uid; None when every one there is this user's. A link at one of the names is
+    judged by its own owner (``lstat``), not by what it points at."""
+    me = os.geteuid()
+    for p in (*paths, units_path(paths)):
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if st.st_uid != me:
+            return p, st.st_uid
+    return None
+
+
+#: the command line's and the library's word for keeping another user's rows
+OTHERS_FLAG = "--resume-from-others (resume_from_others=True)"
+
+
+def check_owner(paths: tuple[Path, Path, Path], resume_from_others: bool = False) -> str:
+    """Whose results a resume of ``paths`` would keep: ``""`` (this user's, or none), or the other
+    user's name when ``resume_from_others`` allows it; otherwise a ``ConfigError`` line naming the
+    file, its owner and the flag.
+
+    Why: in a team results folder (setgid, group-writable) another member's files at the out name
+    were resumed without a word: their numbers became rows of this user's run, in files this user
+    then owned, and the resume line said only that configurations were kept."""
+    found = foreign_files(paths)
+    if found is None:
+        return ""
+    path, uid = found
+    if not resume_from_others:
+        raise ConfigError(f"cannot resume {str(paths[0])!r}: {path.name} there is another user's, {user_name(uid)}; "
+                          f"their results are not taken into yours unless you pass {OTHERS_FLAG}; nothing was changed: "
+                          f"use another out file, or pass the flag to keep their rows")
+    return user_name(uid)
+
+
 def upgraded(frame: pd.DataFrame, defaults: dict[str, Any]) -> pd.DataFrame:
     """``frame`` with the columns older writers did not have, filled with what their rows had."""
     missing = {c: v for c, v in defaults.items() if c not in frame.columns}
@@ -198,6 +246,7 @@ class Previous:
     metadata: dict[str, str] | None
     done: set[Configuration] = field(default_factory=set)
     units: pd.DataFrame | None = None
+    owner: str = ""  #: whose files these are: "" for this user's, else the other user (``check_owner``)
 
     @property
     def run_id(self) -> str | None:
@@ -211,11 +260,13 @@ class Previous:
         """Rows of a one-device run inside a cluster file: not measured by a worker (``''``)."""
         fill = lambda f: f.assign(**{c: f[c].fillna("") if c in f else "" for c in CLUSTER_COLUMNS})  # noqa: E731
         return Previous(fill(self.samples), fill(self.summary), self.metadata, set(self.done),
-                        None if self.units is None else fill(self.units))
+                        None if self.units is None else fill(self.units), self.owner)
 
 
-def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool) -> Previous:
-    """The out file's finished results (none without ``paths`` or with ``resume=False``)."""
+def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool, resume_from_others: bool = False) -> Previous:
+    """The out file's finished results (none without ``paths`` or with ``resume=False``); another
+    user's files are refused unless ``resume_from_others`` (``check_owner``)."""
+    owner = check_owner(paths, resume_from_others) if paths is not None and resume else ""
     got = read_results(paths) if paths is not None and resume else None
     if got is None:
         return Previous(empty_frame(SAMPLE_COLUMNS), empty_frame(SUMMARY_COLUMNS), None)
@@ -227,7 +278,7 @@ def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool) -> Pre
     summary = upgraded(summary, _UPGRADES_SUMMARY)
     units = read_units(paths)  # type: ignore[arg-type]
     return Previous(upgraded(samples, _UPGRADES_SAMPLES), summary, meta, set(Configuration.of_frame(summary)),
-                    None if units is None else upgraded(units, _UPGRADES_SUMMARY))
+                    None if units is None else upgraded(units, _UPGRADES_SUMMARY), owner)
 
 
 def _stable(obj: Any) -> str:

@@ -56,9 +56,11 @@ class Orchestrator:
 
     def __init__(self, spec: SweepSpec, executor: Any, *, out: str | os.PathLike | None = None, resume: bool = True,
                  hooks: SweepHooks | None = None, progress: bool = True, run_id: str | None = None,
-                 command: str | Sequence[str] | None = None, counter_backend: Any = None) -> None:
+                 command: str | Sequence[str] | None = None, counter_backend: Any = None,
+                 resume_from_others: bool = False) -> None:
         """``counter_backend``: the counter pass's backend, instead of the one ``spec.counters`` names
-        (``bench.counters.backends``; a profiler of one's own, or recorded output in a test)."""
+        (``bench.counters.backends``; a profiler of one's own, or recorded output in a test).
+        ``resume_from_others``: resume from out files another user owns (refused otherwise: ``io.check_owner``)."""
         if not isinstance(spec, SweepSpec):
             raise ConfigError(f"run() takes a SweepSpec; got {type(spec).__name__}")
         self.spec, self.executor, self.hooks = spec, executor, hooks or SweepHooks()
@@ -66,6 +68,8 @@ class Orchestrator:
         self.counting: Any = None  # the backend that counts this sweep after its timed units (None: no counters)
         self.paths = output_paths(out) if out is not None else None
         self.resume, self.show_bar, self.command, self.run_id = resume, progress, command, run_id
+        self.resume_from_others = resume_from_others
+        self.kept_from = ""  # whose results were resumed: "" this user's, else the other user (io.check_owner)
         self.metadata: dict[str, str] = {}
         self.pads: list[int] = []
         self.stopped = False
@@ -75,7 +79,8 @@ class Orchestrator:
         """Measure what the out file does not hold yet; the result holds both."""
         self.executor.check(self.spec)
         interrupts.clear()  # a signal noted by an earlier sweep in this process is not this one's
-        previous = previous_results(self.paths, self.resume)
+        previous = previous_results(self.paths, self.resume, self.resume_from_others)
+        self.kept_from = previous.owner
         with self.executor.session(self.spec):
             plans, kept = self._prepare(previous)
             try:
@@ -220,7 +225,9 @@ class Orchestrator:
 
     def result(self, stopped: bool, kept: set[Configuration] | None = None) -> SweepResult:
         skipped = sorted(c for c in (kept or set()) if not c.is_reference)
-        return self.record.result(self.metadata, self.paths[0] if self.paths else None, stopped, skipped)
+        res = self.record.result(self.metadata, self.paths[0] if self.paths else None, stopped, skipped)
+        res.kept_from = self.kept_from if skipped else ""
+        return res
 
     # -- one unit ---------------------------------------------------------------------------------
     def start(self, job: us.UnitJob) -> tuple[UnitRun, "UnitChannel"]:

@@ -21,6 +21,7 @@ class SweepResult:
     path: Path | None = None
     stopped: bool = False
     skipped: list[tuple] = field(default_factory=list)  #: (kernel, size, rotating, flush, timer) kept from the out file
+    kept_from: str = ""  #: whose rows ``skipped`` are: "" this user's, else the other user's name (resume_from_others)
 
     @property
     def info(self) -> Any:

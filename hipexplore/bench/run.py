@@ -32,15 +32,17 @@ from .sweeprun import fault_status, reference_schedule, verify
 
 def run(spec: SweepSpec, device: Device, *, out: str | os.PathLike | None = None, resume: bool = True,
         hooks: SweepHooks | None = None, progress: bool = True, run_id: str | None = None,
-        command: str | Sequence[str] | None = None, worker: bool | None = False) -> SweepResult:
+        command: str | Sequence[str] | None = None, worker: bool | None = False,
+        resume_from_others: bool = False) -> SweepResult:
     """Measure every configuration of ``spec`` on ``device``; see the module docstring
-    (``worker``: as ``run_location`` takes it; default False, this process)."""
+    (``worker``: as ``run_location`` takes it; default False, this process; ``resume_from_others``:
+    resume from out files another user owns, refused otherwise)."""
     if not isinstance(spec, SweepSpec):
         from ..errors import ConfigError
 
         raise ConfigError(f"run() takes a SweepSpec; got {type(spec).__name__}")
     return Orchestrator(spec, executor_for(spec, device, worker), out=out, resume=resume, hooks=hooks, progress=progress,
-                        run_id=run_id, command=command).run()
+                        run_id=run_id, command=command, resume_from_others=resume_from_others).run()
 
 
 __all__ = ["IN_PROCESS", "WORKER", "SweepHooks", "SweepResult", "fault_status", "reference_schedule", "run", "run_location",

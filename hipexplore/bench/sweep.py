@@ -39,6 +39,7 @@ def sweep(
     stop: StopRule | None = None,
     out: str | os.PathLike | None = None,
     resume: bool = True,
+    resume_from_others: bool = False,
     progress: bool = True,
     on_result: Callable[[dict[str, Any]], None] | None = None,
     on_samples: Callable[[pd.DataFrame], None] | None = None,
@@ -69,6 +70,9 @@ def sweep(
     configuration to the summary; where the device cannot count, a ``CountersSkipped`` warning says
     why in one line and the sweep is the same as without.
 
+    ``resume_from_others``: resume from an ``out`` file another user owns (a team folder); without
+    it such a file is refused in one line (``bench.io.check_owner``), never taken silently.
+
     ``cluster``: a ``distributed.Client``, a Dask cluster, ``'local:N'`` or ``'tcp://HOST:PORT'``:
     each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
     frames gain ``worker``, ``host`` and ``gpu``; ``device`` is then the name each worker opens.
@@ -79,12 +83,12 @@ def sweep(
         from .cluster import run_cluster
 
         return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks, progress=progress,  # type: ignore[arg-type]
-                           run_id=run_id, command=command)
+                           run_id=run_id, command=command, resume_from_others=resume_from_others)
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:
         dev.cache = cache
     return run(spec, dev, out=out, resume=resume, hooks=hooks, progress=progress, run_id=run_id, command=command,
-               worker=worker)
+               worker=worker, resume_from_others=resume_from_others)
 
 
 def _signature() -> inspect.Signature:

@@ -25,7 +25,18 @@ PASSTHROUGH = frozenset({"lab"})
 
 
 class _Parser(argparse.ArgumentParser):
-    """A bad command line is one line on stderr (not the whole usage block) and exit status 2."""
+    """A bad command line is one line on stderr (not the whole usage block) and exit status 2.
+
+    A value that starts with a minus and a digit (``--size -4KiB``, ``--min-time -1e3``) is a value:
+    argparse's own rule takes only plain negative numbers as values, so ``-4KiB`` read as an unknown
+    option and the one line said "expected one argument" instead of what is wrong with it (no
+    option of hipexplore's starts with a digit; Python 3.13's argparse reads them so too)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - argparse's own signature
+        import re
+
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -88,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shown_as = warnings.formatwarning
     warnings.formatwarning = _warning_line(args.command)
     try:
+        settings.check_all()  # every HIPEXPLORE_* value now, not when a worker first reads it
         return int(args.func(args) or 0)
     except HipexploreError as exc:
         if settings.DEBUG.get():

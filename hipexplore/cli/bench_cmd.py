@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .bench_table import table as _table  # the summary table and its notes (issue 36.5)
+from .inputs import check_bench_values, check_out_owner  # values and out-file owners, before anything runs (issue 47)
 
 
 def _csv(text: str) -> list[str]:
@@ -289,7 +290,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--llc-bytes", type=_bytes("--llc-bytes"), default=None, help="override the last-level cache size the device reports (e.g. 32MiB)")
     p.add_argument("--out", default=None, metavar="FILE.parquet", help="write samples here (+ .summary.parquet, .meta.json); resumes")
     p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
-    p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result")
+    p.add_argument("--resume-from-others", action="store_true",
+                   help="with --out: resume from results another user wrote there (a team folder); refused otherwise")
+    p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result, "
+                   "or (with --no-resume) another user's results")
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
     p.add_argument("--export", nargs=2, action="append", default=None, metavar=("FORMAT", "FILE"),
                    help="also write the result for another tool: nvbench (JSON nvbench's compare scripts read), pyperf "
@@ -330,7 +334,6 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import StopRule, sweep
     from ..devices import get_device
     from ..kernels import catalog
-    from ..readable import format_bytes
 
     if args.source is not None or args.code_object is not None:
         kernels: list[Any] = [_user_kernel(one) for one in _per_kernel(args)]
@@ -346,6 +349,7 @@ def run(args: argparse.Namespace) -> int:
                     target_cv=args.target_cv, timeout_s=args.timeout)
     if args.iterations is not None:
         stop = None
+    check_bench_values(args, kernels, sizes, stop, _spec_fields(args))  # every value, before a device or compiler starts
     cluster = None
     if args.cluster is not None:
         from ..bench.cluster import parse_cluster
@@ -369,7 +373,8 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", CountersSkipped)  # said once below, in the command's own words
         try:
             res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations,
-                        stop=stop, out=args.out, resume=not args.no_resume, progress=not args.no_progress and not args.json,
+                        stop=stop, out=args.out, resume=not args.no_resume, resume_from_others=args.resume_from_others,
+                        progress=not args.no_progress and not args.json,
                         worker=args.worker, cluster=cluster,
                         command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
                         **_spec_fields(args))
@@ -381,11 +386,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{' in ' + str(res.path) if res.path else ''}", file=sys.stderr)
             return 128 + int(got["signal"])
     if res.skipped:
-        shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
-                          for k, sz, r, f, *rest in res.skipped[:8])
-        more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
-        print(f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s), not measured "
-              f"again: {shown}{more} (--no-resume starts over)", file=sys.stderr)
+        print(_resumed_line(res), file=sys.stderr)
     _status_lines(res.metadata)
     _exports(args, res)
     counted = res.metadata.get("counters.status", "")
@@ -407,9 +408,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resumed_line(res: Any) -> str:
+    """The line of a resumed sweep: what it kept, and whose results those were (issue 47.2)."""
+    from ..readable import format_bytes
+
+    shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
+                      for k, sz, r, f, *rest in res.skipped[:8])
+    more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
+    whose = f"{res.kept_from}'s results (--resume-from-others)" if res.kept_from else "your own results"
+    return (f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s) of {whose}, not "
+            f"measured again: {shown}{more} (--no-resume starts over)")
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
     if args.out is not None:
         _check_out(args.out, force=args.force)
+        check_out_owner(args.out, resume=not args.no_resume, others=args.resume_from_others, force=args.force)
     _exports(args)
 
 

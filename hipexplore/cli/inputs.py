@@ -100,3 +100,82 @@ def threshold(text: str) -> float:
                else "give e.g. --threshold 0.02 or --threshold 2%")
         raise argparse.ArgumentTypeError(f"threshold must be a fraction in (0, 1), got {_shown(text)}: {fix}")
     return value
+
+
+#: size units that are powers of ten (``parse_size``): ``1MB`` is 1,000,000 bytes, ``1MiB`` 1,048,576
+DECIMAL_UNITS = {"kb": "KiB", "mb": "MiB", "gb": "GiB", "tb": "TiB"}
+
+
+def decimal_sizes_line(sizes: list[str], flag: str = "--size") -> str | None:
+    """One line naming the sizes given in decimal units (``1MB`` = 10**6 bytes) and their binary
+    spelling, or None. Why: ``1MB`` was taken as 1,000,000 bytes without a word, and a reader of the
+    table (which prints binary units) saw 976.6KiB where they meant 1 MiB."""
+    import re
+
+    from ..bench.spec import parse_size
+
+    said = []
+    for text in sizes:
+        m = re.fullmatch(r"\s*([0-9.]+)\s*([kKmMgGtT][bB])\s*", str(text))
+        if m and m.group(2).lower() in DECIMAL_UNITS:
+            binary = f"{m.group(1)}{DECIMAL_UNITS[m.group(2).lower()]}"
+            said.append(f"{text.strip()} is {parse_size(text):,} bytes (not {binary}, {parse_size(binary):,})")
+    if not said:
+        return None
+    return (f"{flag}: {'; '.join(said)}: kB, MB, GB and TB are powers of 10, KiB, MiB, GiB and TiB powers of 2 "
+            f"(the table shows binary units)")
+
+
+def check_bench_values(args: argparse.Namespace, kernels: list, sizes: list[str], stop: object, fields: dict) -> None:
+    """Every value of a ``bench`` command line, checked before a device opens or a compiler starts:
+    the sweep's own spec is built from them (sizes, rotating counts, flush modes, units, every
+    option: ``SweepSpec``'s one-line errors), and a GPU-only kernel asked to run on the host is
+    named with its fix. A size in decimal units is said (``decimal_sizes_line``)."""
+    import sys
+
+    from ..bench.spec import spec_from_arguments
+    from ..devices import parse_device
+
+    parse_device(args.device)  # the name only: no device opens here
+
+    rotating = [p.strip() for p in str(args.rotating).split(",") if p.strip()]
+    flush = [p.strip() for p in str(args.flush).split(",") if p.strip()]
+    spec = spec_from_arguments(kernels, sizes, rotating, flush, iterations=args.iterations,
+                               stop=stop if args.iterations is None else None, **fields)
+    counts = [r for r in spec.rotating if isinstance(r, int)]
+    if args.iterations is not None and counts:  # 'auto' needs the device's LLC: the sweep checks it
+        from ..bench.rotating import check_iterations
+
+        check_iterations(int(args.iterations), max(counts))
+    if args.cluster is None and str(args.device).partition(":")[0] == "host":
+        for k in kernels:
+            k.source_for("host")  # a .cu/.hip kernel on the host: one line that says what to do
+    line = decimal_sizes_line(sizes)
+    if line:
+        print(f"hipexplore bench: {line}", file=sys.stderr)
+
+
+def check_out_owner(out: str, resume: bool, others: bool, force: bool) -> None:
+    """``bench --out`` in a folder others write too, before anything runs: resuming from another
+    user's files needs ``--resume-from-others`` (``bench.io.check_owner``), and ``--no-resume`` does
+    not replace another user's results (regular files: a link at the name is replaced, never
+    followed, as any writer here does) without ``--force``."""
+    import stat as st_mod
+
+    from ..bench.io import check_owner, output_paths, units_path, user_name
+
+    paths = output_paths(out)
+    if resume:
+        check_owner(paths, others)
+        return
+    if force:
+        return
+    for path in (*paths, units_path(paths)):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_uid != os.geteuid() and st_mod.S_ISREG(st.st_mode):
+            raise ConfigError(f"--out {_shown(out)}: {path.name} there is another user's ({user_name(st.st_uid)}) result, "
+                              f"and --no-resume would replace it; nothing was changed: use another out file, or pass "
+                              f"--force to replace their results")

@@ -43,14 +43,17 @@ def get_device(kind: str | Device = "auto", index: int | None = None, *, llc_byt
         from .host import HostDevice
 
         return HostDevice(idx, llc_bytes=llc_bytes)
-    if k == "cuda":
-        from .cuda import CudaDevice
+    if k in ("cuda", "hip"):
+        try:
+            if k == "cuda":
+                from .cuda import CudaDevice
 
-        return CudaDevice(idx, llc_bytes=llc_bytes, cache=cache)
-    if k == "hip":
-        from .hip import HipDevice
+                return CudaDevice(idx, llc_bytes=llc_bytes, cache=cache)
+            from .hip import HipDevice
 
-        return HipDevice(idx, llc_bytes=llc_bytes, cache=cache)
+            return HipDevice(idx, llc_bytes=llc_bytes, cache=cache)
+        except DeviceUnavailable as exc:
+            raise DeviceUnavailable(f"{exc}; devices here: {', '.join(available())}") from None
     reasons = []
     for candidate in ("hip", "cuda"):
         try:
@@ -66,6 +69,24 @@ def get_device(kind: str | Device = "auto", index: int | None = None, *, llc_byt
     return dev
 
 
+def available() -> list[str]:
+    """The devices that answer here (``--device cuda (2 GPUs)``, ``--device host (this CPU)``),
+    asking each GPU runtime for its count: what the refusal of an absent device offers instead."""
+    out = []
+    for kind in ("hip", "cuda"):
+        try:
+            if kind == "cuda":
+                from .cuda import device_count
+            else:
+                from .hip import device_count
+            n = device_count()
+        except Exception:  # noqa: BLE001 - absent, or a binding that cannot call its runtime: not available
+            continue
+        if n:
+            out.append(f"--device {kind} ({n} GPU{'s' if n != 1 else ''})")
+    return [*out, "--device host (this CPU)"]
+
+
 def device_label(device: Device) -> str:
     """'cuda:0', 'hip:0', 'host:0': the ``device`` column of the benchmark frames."""
     return f"{device.kind}:{device.index}"
@@ -73,5 +94,5 @@ def device_label(device: Device) -> str:
 
 _LAZY = {name: ".base" for name in ("Device", "DeviceBuffer", "DeviceProperties", "PackedArgs", "pack_args")}
 __getattr__, __dir__ = lazy(__name__, _LAZY)
-__all__ = ["KINDS", "device_label", "get_device", "parse_device"]
+__all__ = ["KINDS", "available", "device_label", "get_device", "parse_device"]
 __all__ += list(_LAZY)

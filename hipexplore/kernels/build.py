@@ -28,6 +28,7 @@ from ..compile.base import ObjectCode
 from ..compile.includes import with_closure
 from ..compile.request import CompileRequest, Source, canonical_json
 from ..errors import CompileError, CompilerUnavailable, ConfigError
+from ..files import bounded_name
 from . import catalog
 from .spec import Arg, KernelSpec
 from .transform import insert_icache_flush
@@ -64,10 +65,11 @@ def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: 
     entry = spec.entry_for(compiler)
     label = spec.name
     ext = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}[compiler]
+    file_name = bounded_name(spec.name, ext)  # a kernel name of any length or character is one file name
     if inline_icache:
         if compiler != "hiprtc":
             raise ConfigError(f"inline-icache inserts AMD instructions and needs the hiprtc compiler, not {compiler!r}")
-        text = insert_icache_flush(text, entry, filename=f"{spec.name}{ext}")
+        text = insert_icache_flush(text, entry, filename=file_name)
         label += "+inline-icache"
     options = tuple(spec.options)
     if timed:
@@ -77,7 +79,7 @@ def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: 
         options += (TIMED_OPTION,)
         label += "+timer"
     request = CompileRequest(
-        source=Source(f"{spec.name}{ext}", text),
+        source=Source(file_name, text),
         compiler=compiler,
         target=target,
         headers=tuple(spec.headers),

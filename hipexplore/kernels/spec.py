@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -298,8 +299,13 @@ class KernelSpec:
         if src is None and (self.code_object or self.call is not None):
             return ""
         if src is None:
+            other = "GPU" if compiler == "host" else "host C"
+            named = f" ({Path(self.source_file).name} is {other} source)" if self.source_file else ""
+            fix = ("run it on a GPU (--device cuda or hip), or give a C twin of it as a .c --source for the host"
+                   if compiler == "host" else "run it on the host (--device host), or give a GPU source (.cu/.hip)")
             where = "host C" if compiler == "host" else "GPU (hiprtc/NVRTC)"
-            raise ConfigError(f"kernel {self.name!r} has no {where} source, so it cannot run with compiler {compiler!r}")
+            raise ConfigError(f"kernel {self.name!r} has no {where} source{named}, so it cannot run with compiler "
+                              f"{compiler!r}: {fix}")
         return src
 
     def entry_for(self, compiler: str) -> str:

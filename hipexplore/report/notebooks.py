@@ -161,7 +161,10 @@ def check_parameters(notebook: str | os.PathLike, params: Mapping[str, Any]) -> 
     known = notebook_parameters(notebook)
     unknown = sorted(set(params) - set(known))
     if unknown:
-        raise ConfigError(f"unknown parameters {unknown} for notebook {Path(notebook_path(notebook)).name}; expected some of {sorted(known)}")
+        from .params import did_you_mean
+
+        raise ConfigError(f"unknown parameters {unknown}{did_you_mean(unknown[0], set(known))} for notebook "
+                          f"{Path(notebook_path(notebook)).name}; expected some of {sorted(known)}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -440,6 +443,9 @@ def build_report(
         command = shlex.join(str(c) for c in command)
     if notebook not in NOTEBOOKS:
         raise ConfigError(f"report notebook {notebook!r} is unknown; expected one of {sorted(NOTEBOOKS)}")
+    from .params import check_report_params
+
+    check_report_params(notebook, values)  # every name and value now, before papermill or a device starts
     known = notebook_parameters(notebook)
     if notebook == "dashboard" and values.get("tuning_data") == "none":
         raise ConfigError("tuning_data: 'none' (no tuning data) is for the A/B review; the dashboard's compile-time and "

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -179,37 +180,194 @@ def default_workspace() -> Path:
     return data_dir() / "workspace"
 
 
-def _cell_sources(nb: Any) -> list[tuple[str, str]]:
-    return [(c.get("cell_type", ""), "".join(c.get("source", ""))) for c in nb.get("cells", [])]
+#: a workspace copy larger than this is not read to compare it (a notebook with many figures can be
+#: large; one this size is the user's, and is said to differ)
+COMPARE_MAX_BYTES = 64 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def write_workspace(folder: str | os.PathLike) -> list[str]:
     """Copy every shipped notebook into ``folder`` as ``NAME.ipynb`` where no file of that name is
     there yet; a copy already there is the user's (their edits, their outputs) and is kept. Returns
-    one word per notebook: ``NAME.ipynb (new)``, ``NAME.ipynb (kept)`` or ``NAME.ipynb (kept; the
-    shipped one differs: move yours away to get it)``. The shipped folder itself is refused."""
+    one word per notebook: ``NAME.ipynb (new)``, ``NAME.ipynb (kept)`` (the whole notebook, outputs
+    and kernelspec too, is the shipped one) or ``NAME.ipynb (yours, kept as it is: its ... differ
+    from the shipped one; ...)``.
+
+    Refused in one line: the shipped folder itself; a folder another user owns or others may write
+    into (``own_workspace``: they could plant notebooks there, or links JupyterLab saves through);
+    a notebook name there that is a link, not a regular file, or another user's file (never opened)."""
     folder = Path(folder).expanduser()
     if _inside_shipped(folder) or (folder.exists() and not folder.is_dir()):
         raise ConfigError(f"workspace {str(folder)!r} must be a folder of your own, outside the shipped notebooks "
                           f"and the installed package (default: {default_workspace()})")
-    folder.mkdir(parents=True, exist_ok=True)
-    words = []
-    for name, file in NOTEBOOKS.items():
-        text = _text(name)
-        target = folder / file
+    fd = own_workspace(folder)
+    try:
+        for file in NOTEBOOKS.values():  # every name first: a refusal leaves the folder as it was
+            _check_existing(fd, folder, file)
+        return [_place(fd, folder, name, file) for name, file in NOTEBOOKS.items()]
+    finally:
+        os.close(fd)
+
+
+def _others_can_write(st: os.stat_result, sticky_ok: bool) -> str:
+    """Why users other than this one may add, remove or rename entries of the folder ``st`` (a
+    sticky one only their own where ``sticky_ok``), or ``""``. A group-writable folder whose group
+    holds no other user (a user-private group under umask 002) is this user's alone."""
+    mode = stat.S_IMODE(st.st_mode)
+    if sticky_ok and mode & stat.S_ISVTX:
+        return ""
+    if st.st_uid not in (os.geteuid(), 0) and mode & 0o200:
+        return f"belongs to another user (uid {st.st_uid})"
+    if mode & 0o002:
+        return f"is writable by every user (mode {mode:04o})"
+    if mode & 0o020 and _group_has_others(st.st_gid):
+        return f"is writable by its group, gid {st.st_gid}, which has other members (mode {mode:04o})"
+    return ""
+
+
+def _group_has_others(gid: int) -> bool:
+    try:
+        import grp
+        import pwd
+    except ImportError:  # pragma: no cover - not POSIX
+        return True
+    me = os.geteuid()
+    try:
+        members = set(grp.getgrgid(gid).gr_mem)
+    except KeyError:
+        return True  # a group nobody can name: assume others
+    try:
+        members.discard(pwd.getpwuid(me).pw_name)
+    except KeyError:
+        pass
+    return bool(members) or any(p.pw_gid == gid and p.pw_uid != me for p in pwd.getpwall())
+
+
+def own_workspace(folder: Path) -> int:
+    """A descriptor of ``folder``, made here (0700) when missing, else refused in one line when it
+    is not this user's own: another user's folder, one others may write into, or a link another
+    user made; its parent must not let others rename it away (a sticky one such as /tmp is fine)."""
+    shown = str(folder)
+    made = False
+    if not os.path.lexists(folder):
+        folder.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with open(target, "x", encoding="utf-8") as fh:
-                fh.write(text)
-            words.append(f"{file} (new)")
-            continue
+            os.mkdir(folder, 0o700)
+            made = True
         except FileExistsError:
             pass
-        try:
-            same = _cell_sources(json.loads(target.read_text(encoding="utf-8"))) == _cell_sources(json.loads(text))
-        except (OSError, ValueError):
-            same = False
-        words.append(f"{file} (kept)" if same else f"{file} (kept; the shipped one differs: move yours away to get it)")
-    return words
+    link = os.lstat(folder)
+    if stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.geteuid(), 0):
+        raise ConfigError(f"workspace {shown!r} is a symbolic link another user (uid {link.st_uid}) made; refused: "
+                          f"choose a folder of your own with --workspace")
+    try:
+        fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"cannot open workspace {shown!r}: {exc.strerror or exc}") from None
+    st = os.fstat(fd)
+    why = ("" if st.st_uid == os.geteuid() else f"belongs to another user (uid {st.st_uid})") \
+        or _others_can_write(st, sticky_ok=False) or _parent_problem(folder)
+    if why:
+        os.close(fd)
+        if made:
+            os.rmdir(folder)
+        raise ConfigError(f"workspace {shown!r} {why}; refused (others could plant notebooks or links there that "
+                          f"JupyterLab would run or save through): choose a folder of your own with --workspace, or "
+                          f"make it yours alone (chmod go-w)")
+    return fd
+
+
+def _parent_problem(folder: Path) -> str:
+    parent = Path(os.path.realpath(folder)).parent
+    try:
+        why = _others_can_write(os.stat(parent), sticky_ok=True)
+    except OSError:
+        return ""
+    return f"is in {str(parent)!r}, which {why}: others could rename it and put theirs in its place" if why else ""
+
+
+def _place(fd: int, folder: Path, name: str, file: str) -> str:
+    """Shipped notebook ``name`` as ``file`` in the opened workspace: made where absent (never
+    through a link), else compared whole with the shipped one."""
+    text = _text(name)
+    try:
+        out = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=fd)
+    except FileExistsError:
+        out = None
+    if out is not None:
+        with os.fdopen(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return f"{file} (new)"
+    _check_existing(fd, folder, file)
+    return f"{file} ({_differs(fd, file, json.loads(text))})"
+
+
+def _check_existing(fd: int, folder: Path, file: str) -> None:
+    """A notebook name in the workspace that is a link, not a regular file, or another user's file
+    is refused in one line (never opened)."""
+    try:
+        st = os.stat(file, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file" if not stat.S_ISREG(st.st_mode)
+            else f"another user's file (uid {st.st_uid})" if st.st_uid != os.geteuid() else "")
+    if what:
+        raise ConfigError(f"workspace {str(folder)!r}: {file} there is {what}; hipexplore neither opens nor replaces it, "
+                          f"and JupyterLab would open it (and save through a link): remove it, or choose another --workspace")
+
+
+def _differs(fd: int, file: str, shipped: dict[str, Any]) -> str:
+    """``kept`` when the copy is the shipped notebook whole (cells, outputs, kernelspec, metadata),
+    else what differs, in words."""
+    try:
+        src = os.open(file, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+        with os.fdopen(src, "rb") as fh:
+            data = fh.read(COMPARE_MAX_BYTES + 1)
+        mine = json.loads(data) if len(data) <= COMPARE_MAX_BYTES else None
+    except (OSError, ValueError):
+        mine = None
+    if mine == shipped:
+        return "kept"
+    if not isinstance(mine, dict):
+        parts = ["it is not a notebook hipexplore can read"]
+    else:
+        parts = _parts_that_differ(mine, shipped)
+    return f"yours, kept as it is: {', '.join(parts)}; move it away to get the shipped one"
+
+
+def _parts_that_differ(mine: dict[str, Any], shipped: dict[str, Any]) -> list[str]:
+    def cells(nb: dict[str, Any], what: str) -> list[Any]:
+        out = []
+        for c in nb.get("cells", []) if isinstance(nb.get("cells"), list) else []:
+            c = c if isinstance(c, dict) else {}
+            src = c.get("source", "")
+            out.append((c.get("cell_type"), "".join(src) if isinstance(src, list) else src) if what == "source"
+                       else (c.get("outputs"), c.get("execution_count")))
+        return out
+
+    meta = mine.get("metadata") if isinstance(mine.get("metadata"), dict) else {}
+    parts = []
+    if cells(mine, "source") != cells(shipped, "source"):
+        parts.append("its cells differ from the shipped ones")
+    if any(o or n is not None for o, n in cells(mine, "outputs")):
+        parts.append("it holds outputs of an earlier run")
+    spec = meta.get("kernelspec") if isinstance(meta.get("kernelspec"), dict) else {}
+    if spec != shipped["metadata"]["kernelspec"]:
+        parts.append(f"its kernel is {_shown_name(spec.get('name'))}, not {KERNEL_NAME!r}")
+    rest = {k: v for k, v in meta.items() if k != "kernelspec"}
+    if rest != {k: v for k, v in shipped["metadata"].items() if k != "kernelspec"} or \
+            {k: v for k, v in mine.items() if k not in ("cells", "metadata")} != \
+            {k: v for k, v in shipped.items() if k not in ("cells", "metadata")}:
+        parts.append("its notebook metadata differ")
+    return parts or ["its cells' ids or metadata differ"]
+
+
+def _shown_name(value: Any) -> str:
+    from ..untrusted import shown
+
+    return shown(str(value), 60) if value is not None else "not named"
 
 
 def kernel_display_name(prefix: str | None = None) -> str:

@@ -4,6 +4,7 @@ environment of local:N workers. (local:N against another user: tests/security/te
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,96 @@ def test_safe_path_is_set_only_while_workers_spawn(monkeypatch):
                 assert os.environ[var] == "1"
             assert os.environ[var] == "1"  # the first spawn still runs
         assert os.environ.get(var) == before
+
+
+# -- a worker that dies while the local:N cluster starts (issue 47.4) ------------------------------------
+def _children(root: int) -> list[tuple[int, bytes]]:
+    """(pid, command line) of every descendant of ``root``, from /proc."""
+    kids: dict[int, list[tuple[int, bytes]]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append((int(d), cmd))
+    out, todo = [], [root]
+    while todo:
+        for pid, cmd in kids.get(todo.pop(), []):
+            out.append((pid, cmd))
+            todo.append(pid)
+    return out
+
+
+def bench_killing_workers(tmp_path, n: int, kill: int, out: str) -> tuple[object, list[int]]:
+    """``hipexplore bench --cluster local:N`` in a child; the first ``kill`` Dask worker processes it
+    spawns are SIGKILLed the moment they appear (polled every 2 ms: a worker imports distributed for
+    seconds before it can register, so it dies while the cluster starts). Returns the completed
+    process and the pids killed."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "host", "--size", "16KiB,32KiB",
+           "--iterations", "20", "--units", "1", "--reference-samples", "8", "--no-progress", "--cluster", f"local:{n}",
+           "--out", out]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    killed: list[int] = []
+    deadline = time.monotonic() + 300
+    try:
+        while proc.poll() is None and len(killed) < kill and time.monotonic() < deadline:
+            for pid, line in _children(proc.pid):
+                if b"spawn_main" in line and pid not in killed and len(killed) < kill:  # a Dask worker process
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.002)
+        out_text, err_text = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out_text, err_text), killed
+
+
+def test_a_worker_killed_while_the_cluster_starts_the_run_goes_on(tmp_path):
+    """local:2, one worker killed as it starts: no 61-line traceback; one warning line names it, the
+    run measures every configuration on the worker that came up, and the out file keeps them."""
+    import pandas as pd
+
+    need_module("cryptography")
+    res, killed = bench_killing_workers(tmp_path, 2, 1, "c.parquet")
+    assert len(killed) == 1
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "Traceback" not in res.stderr, res.stderr[-3000:]
+    warned = [line for line in res.stderr.splitlines() if "died while the cluster started" in line]
+    assert len(warned) == 1 and warned[0].startswith("hipexplore bench: warning: cluster local:2: worker(s) "), res.stderr
+    assert "the run goes on with the 1 that came up" in warned[0]
+    summary = pd.read_parquet(tmp_path / "c.summary.parquet")
+    assert sorted(summary["size_bytes"].unique()) == [16384, 32768] and summary["worker"].nunique() == 1
+
+
+def test_every_worker_killed_while_the_cluster_starts_is_one_line_and_keeps_what_was_there(tmp_path):
+    """local:1 and its only worker killed: one error line, exit 2, and the out file an earlier run
+    finished is left as it was (nothing of it is lost)."""
+    import subprocess
+    import sys
+
+    need_module("cryptography")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    first = subprocess.run([sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "host", "--size", "16KiB",
+                            "--iterations", "20", "--units", "1", "--reference-samples", "8", "--no-progress",
+                            "--out", "c.parquet"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    res, killed = bench_killing_workers(tmp_path, 1, 1, "c.parquet")
+    assert len(killed) == 1
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-3000:]
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("hipexplore bench: error: cluster local:1: no worker started"), lines
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before

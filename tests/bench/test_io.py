@@ -47,3 +47,46 @@ def test_read_results_needs_both_parquet_files_and_tolerates_the_metadata_file(t
     _write(tmp_path, {"k": "v"})
     paths[1].unlink()          # samples and metadata there, summary missing
     assert io.read_results(paths) is None
+
+
+def test_another_users_out_file_is_not_resumed_without_the_keyword(tmp_path):
+    """Issue 47.2 through the library: files another user owns (chowned to nobody here: real
+    ownership; tests/security/test_security_team.py mounts it with two real users) are refused in
+    one line naming the owner and the keyword; with ``resume_from_others=True`` the sweep resumes and
+    the result says whose rows it kept. A link at one of the names counts as its own owner's."""
+    import os
+
+    import pytest
+
+    from hipexplore.bench import sweep
+    from hipexplore.errors import ConfigError
+
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    out = tmp_path / "r.parquet"
+    args = dict(device="host", iterations=8, units=1, reference_samples=4, progress=False, out=out)
+    first = sweep("triad", "16KiB", 1, "none", **args)
+    assert first.kept_from == "" and not first.skipped
+    paths = io.output_paths(out)
+    assert io.check_owner(paths) == ""
+    nobody = 65534
+    before = {}
+    for p in (*paths, io.units_path(paths)):
+        if p.exists():
+            os.chown(p, nobody, -1)
+            before[p] = p.read_bytes()
+    with pytest.raises(ConfigError) as err:
+        sweep("triad", "16KiB", 1, "none", **args)
+    text = str(err.value)
+    assert f"(uid {nobody})" in text and "--resume-from-others (resume_from_others=True)" in text and "\n" not in text
+    assert {p: p.read_bytes() for p in before} == before
+    again = sweep("triad", "16KiB", 1, "none", resume_from_others=True, **args)
+    assert again.skipped and again.kept_from == io.user_name(nobody)
+    assert all(p.stat().st_uid == os.geteuid() for p in before)  # rewritten as this user's own files
+    link = tmp_path / "link"
+    link.mkdir()
+    for p in paths:  # links (this process's own, but pointing at the files) at every name in another folder
+        (link / p.name).symlink_to(p)
+        os.lchown(link / p.name, nobody, -1)
+    with pytest.raises(ConfigError, match=r"r.parquet there is another user's"):
+        io.check_owner(io.output_paths(link / "r.parquet"))

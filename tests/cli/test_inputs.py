@@ -311,3 +311,70 @@ def test_compare_of_runs_with_other_kernel_names_says_why_and_what_to_do(tmp_pat
     # the same kernel in both runs: rows are compared, no hint
     assert main(["compare", str(tmp_path / "triad.parquet"), str(tmp_path / "triad.parquet")]) == 0
     assert "hint:" not in capsys.readouterr().out
+
+
+# -- every value before any heavy set-up (issues 47.4 and 49.1) ------------------------------------------
+from fixtures.early_checks import probe  # noqa: E402
+
+BENCH = ["bench", "triad", "--device", "host", "--size", "64KiB", "--iterations", "20", "--no-progress"]
+
+
+@pytest.mark.parametrize("argv, env, says", [
+    (["bench", "triad", "--device", "host", "--size", "nan"], {}, "size 'nan' is not a positive size"),
+    (["bench", "triad", "--device", "host", "--size", "-4KiB"], {}, "size '-4KiB' is not a positive size"),
+    (["bench", "triad", "--device", "host", "--flush", "none,l2-raed"], {}, "flush mode 'l2-raed' is unknown"),
+    (["bench", "triad", "--device", "host", "--rotating", "1,0"], {}, "rotating must be a positive integer or 'auto'"),
+    (["bench", "triad", "--device", "host", "--rotating", "8", "--iterations", "4"], {},
+     "iterations (4) must be greater than or equal to the number of rotating buffer sets (8)"),
+    (["bench", "triad", "--device", "bogus"], {}, "device 'bogus' is unknown; expected one of auto, host, cuda, hip"),
+    (BENCH, {"HIPEXPLORE_LAUNCH_TIMEOUT": "abc"}, "HIPEXPLORE_LAUNCH_TIMEOUT='abc' is invalid"),
+    (BENCH, {"HIPEXPLORE_LAUNCH_TIMEOUT": "1e-300"}, "HIPEXPLORE_LAUNCH_TIMEOUT='1e-300' is invalid: expected a finite "
+                                                     "number of seconds from 0.1 to 1e6"),
+    (["bench", "k", "--source", "k.cu", "--args", "inout:x:f32[n], n:u64=n", "--device", "host"], {},
+     "kernel 'k' has no host C source (k.cu is GPU source), so it cannot run with compiler 'host': run it on a GPU"),
+], ids=["size-nan", "size-negative", "flush-typo", "rotating-0", "iterations-below-sets", "device-bogus",
+        "launch-timeout-abc", "launch-timeout-tiny", "cu-on-host"])
+def test_a_bad_value_is_one_line_before_any_device_compiler_or_worker_starts(tmp_path, argv, env, says):
+    """One line, exit 2, and nothing started first: no process (compiler, worker, git), no library
+    (a GPU runtime, a kernel), no device module (``fixtures.early_checks``: an audit hook in the
+    child). An existing --out file keeps its bytes. Load-proof: what happened, not how long it took."""
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k(float* x, unsigned long long n) { }\n')
+    (tmp_path / "old.parquet").write_bytes(b"PAR1 an earlier run's bytes")
+    res = probe(*argv, "--out", "old.parquet", cwd=tmp_path, env=env)
+    line = res.one_line("bench")
+    assert says in line, line
+    res.nothing_heavy()
+    assert (tmp_path / "old.parquet").read_bytes() == b"PAR1 an earlier run's bytes"
+
+
+def test_a_size_in_decimal_units_is_said(tmp_path):
+    """``1MB`` is 10**6 bytes (parse_size, as before), and now the command says so, with the binary
+    spelling, before the sweep; the refusal after it is the iterations check, still before any device."""
+    res = probe("bench", "triad", "--device", "host", "--size", "1MB,64KiB", "--rotating", "8", "--iterations", "4",
+                cwd=tmp_path)
+    assert res.rc == 2 and len(res.lines) == 1, res.stderr
+    from hipexplore.cli.inputs import decimal_sizes_line
+
+    assert decimal_sizes_line(["1MB", "64KiB", "2GB"]) == (
+        "--size: 1MB is 1,000,000 bytes (not 1MiB, 1,048,576); 2GB is 2,000,000,000 bytes (not 2GiB, 2,147,483,648): "
+        "kB, MB, GB and TB are powers of 10, KiB, MiB, GiB and TiB powers of 2 (the table shows binary units)")
+    assert decimal_sizes_line(["1MiB", "4096", "1M"]) is None
+
+
+def test_the_decimal_note_is_printed_with_a_run(capsys):
+    rc = main(["bench", "triad", "--device", "host", "--size", "64kB", "--iterations", "4", "--units", "1",
+               "--no-progress", "--json"])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "hipexplore bench: --size: 64kB is 64,000 bytes (not 64KiB, 65,536)" in err, err
+
+
+def test_a_gpu_that_is_not_there_names_the_devices_that_are(capsys):
+    from hipexplore.devices import available
+
+    here = available()
+    assert here[-1] == "--device host (this CPU)"
+    if any(d.startswith("--device cuda") for d in here):
+        pytest.skip("this machine has an NVIDIA GPU")
+    line = bad(capsys, "bench", "triad", "--device", "cuda", "--size", "4KiB", "--iterations", "4")
+    assert line.startswith("hipexplore bench: error: CUDA: ") and line.endswith(f"; devices here: {', '.join(here)}"), line

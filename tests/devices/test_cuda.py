@@ -7,7 +7,7 @@ import ctypes
 
 import pytest
 
-from hipexplore.devices import get_device
+from hipexplore.devices import available, get_device
 from hipexplore.errors import DeviceUnavailable
 
 from devices.test_devices import _gpu_present, _not_here
@@ -19,6 +19,7 @@ def test_cuda_absent_names_what_was_looked_for() -> None:
     with pytest.raises(DeviceUnavailable) as exc:
         get_device("cuda")
     msg = str(exc.value)
+    assert msg.endswith(f"; devices here: {', '.join(available())}"), msg  # issue 49.5: the devices that are here
     try:
         ctypes.CDLL("libcuda.so.1")
     except OSError:  # no NVIDIA driver here: the message names the library that was looked for

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hipexplore.devices import get_device
+from hipexplore.devices import available, get_device
 from hipexplore.devices.base import pack_args
 from hipexplore.errors import DeviceUnavailable
 from hipexplore.kernels import catalog
@@ -26,7 +26,7 @@ def test_hip_absent_names_what_was_looked_for() -> None:
         assert str(exc).startswith("HIP: ") and ("hip-python" in str(exc) or "HIP runtime" in str(exc))
         with pytest.raises(DeviceUnavailable) as again:
             get_device("hip")
-        assert str(again.value) == str(exc)
+        assert str(again.value) == f"{exc}; devices here: {', '.join(available())}"
         return
     err, count = hip.hipGetDeviceCount()
     if err == hip.hipError_t.hipSuccess and count > 0:
@@ -35,7 +35,10 @@ def test_hip_absent_names_what_was_looked_for() -> None:
     with pytest.raises(DeviceUnavailable) as exc:
         get_device("hip")
     msg = str(exc.value)
-    assert msg.startswith("HIP: ") and "hipGetDeviceCount" in msg and msg.endswith("returned hipErrorNoDevice")
+    assert msg.startswith("HIP: ") and "hipGetDeviceCount" in msg
+    # the runtime's answer, then the devices that are here (issue 49.5: say which devices exist)
+    assert msg.endswith(f"returned hipErrorNoDevice; devices here: {', '.join(available())}"), msg
+    assert available()[-1] == "--device host (this CPU)" and not any(d.startswith("--device hip") for d in available())
 
 
 def test_hip_llc_table_adds_infinity_cache_on_mi300() -> None:

@@ -96,5 +96,6 @@ def test_adaptive_bench_says_what_it_does_and_resume_names_what_it_kept(tmp_path
     assert len(banner) <= 240 and all(f"('{w}')" in banner for w in ("ci", "cv", "noise", "TIMEOUT", "CAP")), banner
     second = run_cli(*args[:5], "4KiB,8KiB", *args[6:])
     assert second.returncode == 0, second.stderr
-    assert "kept 1 finished configuration(s), not measured again: triad 4 KiB rot=1 flush=none" in second.stderr
+    assert "kept 1 finished configuration(s) of your own results, not measured again: triad 4 KiB rot=1 flush=none" \
+        in second.stderr
     assert "8 KiB" in second.stdout and "4 KiB" in second.stdout  # human-readable sizes in the table

@@ -42,7 +42,8 @@ def test_workspace_gets_copies_and_keeps_the_users_own(tmp_path):
     text = mine.read_text()
     again = workspace.write_workspace(ws)
     assert mine.read_text() == text  # the user's copy, edits and outputs, is never replaced
-    assert "dashboard.ipynb (kept; the shipped one differs: move yours away to get it)" in again
+    assert ("dashboard.ipynb (yours, kept as it is: its cells differ from the shipped ones, it holds outputs of an "
+            "earlier run; move it away to get the shipped one)") in again
     assert "review.ipynb (kept)" in again
 
 
@@ -131,3 +132,70 @@ def test_notebooks_and_report_ask_for_the_hipexplore_kernel():
     assert report.KERNEL_NAME == "hipexplore"
     for py in (ROOT / "notebooks").glob("*.py"):
         assert jupytext.read(py).metadata["kernelspec"]["name"] == "hipexplore", py
+
+
+@pytest.mark.parametrize("forge", ["outputs", "kernelspec", "metadata"])
+def test_a_copy_is_kept_only_when_the_whole_notebook_is_the_shipped_one(tmp_path, forge):
+    """The cells alone used to decide "kept": a forged output (a figure saying the cache is verified)
+    or another kernelspec passed without a word. Now only the whole notebook is "kept"; anything
+    else is named, and the file is left as it is."""
+    ws = tmp_path / "ws"
+    workspace.write_workspace(ws)
+    path = ws / "dashboard.ipynb"
+    nb = json.loads(path.read_text())
+    if forge == "outputs":
+        code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hipexplore: cache verified, all results OK\n"}]
+    elif forge == "kernelspec":
+        nb["metadata"]["kernelspec"] = {"name": "evil", "display_name": "Python (hipexplore)", "language": "python"}
+    else:
+        nb["metadata"]["authors"] = [{"name": "someone else"}]
+    path.write_text(json.dumps(nb))
+    text = path.read_text()
+    words = dict(w.split(" ", 1) for w in workspace.write_workspace(ws))
+    assert path.read_text() == text
+    said = {"outputs": "it holds outputs of an earlier run", "kernelspec": "its kernel is 'evil', not 'hipexplore'",
+            "metadata": "its notebook metadata differ"}[forge]
+    assert words["dashboard.ipynb"] == f"(yours, kept as it is: {said}; move it away to get the shipped one)"
+    assert words["review.ipynb"] == "(kept)"
+
+
+def test_a_link_or_a_folder_at_a_notebook_name_is_refused_before_anything_is_made(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir(mode=0o700)
+    target = tmp_path / "mine.ipynb"
+    target.write_text("my own notebook\n")
+    (ws / "review.ipynb").symlink_to(target)
+    with pytest.raises(ConfigError, match=r"review.ipynb there is a symbolic link; hipexplore neither opens nor replaces it"):
+        workspace.write_workspace(ws)
+    assert sorted(p.name for p in ws.iterdir()) == ["review.ipynb"] and target.read_text() == "my own notebook\n"
+    (ws / "review.ipynb").unlink()
+    (ws / "review.ipynb").mkdir()
+    with pytest.raises(ConfigError, match=r"review.ipynb there is not a regular file"):
+        workspace.write_workspace(ws)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o757, 0o1777])
+def test_a_workspace_others_may_write_is_refused(tmp_path, mode):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.chmod(ws, mode)
+    with pytest.raises(ConfigError, match=r"writable by every user .*refused .*chmod go-w"):
+        workspace.write_workspace(ws)
+    assert list(ws.iterdir()) == []
+
+
+def test_a_workspace_in_a_folder_others_may_rename_it_in_is_refused(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # not sticky: anyone may move ws away and put theirs in its place
+    (shared / "ws").mkdir(mode=0o700)
+    with pytest.raises(ConfigError, match=r"others could rename it and put theirs in its place"):
+        workspace.write_workspace(shared / "ws")
+    os.chmod(shared, 0o1777)  # sticky, like /tmp: only its owner may rename it
+    assert workspace.write_workspace(shared / "ws")[0] == "compile_cache.ipynb (new)"
+
+
+def test_a_new_workspace_is_private(tmp_path):
+    workspace.write_workspace(tmp_path / "a" / "ws")
+    assert (tmp_path / "a" / "ws").stat().st_mode & 0o777 == 0o700

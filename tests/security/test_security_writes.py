@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from conftest import COMPILERS, need
-from twousers import ops, users  # noqa: F401  (users: the module's fixture)
+from twousers import ops, use_python_by_name, users  # noqa: F401  (users: the module's fixture)
 
 #: Prints this process's pid, waits for a line on stdin (the attacker plants meanwhile), then
 #: becomes ``python -m hipexplore ARGS`` with the same pid.
@@ -113,18 +113,8 @@ def victim_home_snapshot(users) -> dict[str, tuple]:
 
 @pytest.fixture(scope="module", autouse=True)
 def python_by_name(users) -> str:
-    """This module's users run an interpreter they can start BY NAME, as hipexplore's own children
-    (sweep workers, the report's notebook kernel) start ``sys.executable``: the system's Python of
-    this version, with this checkout and the environment's packages on ``PYTHONPATH``
-    (``users.python`` may be a venv link into a folder the test users cannot enter, whose stdlib
-    then comes from elsewhere)."""
-    probe = "import os, sys, hipexplore.compile.cache; sys.exit(0 if os.access(sys.executable, os.X_OK) else 3)"
-    for exe in (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", users.python):
-        if os.path.exists(exe) and subprocess.run(users.argv("victim", exe, "-c", probe), env=users.env("victim"),
-                                                  cwd="/", capture_output=True, timeout=120).returncode == 0:
-            users.python = exe
-            return exe
-    need("a Python the test users can start by name", f"neither /usr/bin/python3.x nor {users.python} can be", flag=COMPILERS)
+    """This module's users start hipexplore's children by name (``twousers.python_by_name``)."""
+    return use_python_by_name(users)
 
 
 def run_victim(users, args: list[str], plant=None, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

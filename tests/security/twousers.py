@@ -125,6 +125,22 @@ class Users:
             subprocess.run([self.userdel, name] if kind == "user" else [self.groupdel, name], capture_output=True)
 
 
+def use_python_by_name(users: Users) -> str:
+    """Make ``users.python`` an interpreter the users can start BY NAME, as hipexplore's own children
+    (sweep workers, compile workers, the report's notebook kernel) start ``sys.executable``: the
+    system's Python of this version, with this checkout and the environment's packages on
+    ``PYTHONPATH`` (``users.python`` may be a venv link into a folder the test users cannot enter,
+    whose stdlib then comes from elsewhere). Returns it."""
+    probe = "import os, sys, hipexplore.compile.cache; sys.exit(0 if os.access(sys.executable, os.X_OK) else 3)"
+    for exe in (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", users.python):
+        if os.path.exists(exe) and subprocess.run(users.argv("victim", exe, "-c", probe), env=users.env("victim"),
+                                                  cwd="/", capture_output=True, timeout=120).returncode == 0:
+            users.python = exe
+            return exe
+    need("a Python the test users can start by name", f"neither /usr/bin/python3.x nor {users.python} can be", flag=COMPILERS)
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="module")
 def users():
     from conftest import require_compiler
