@@ -256,8 +256,11 @@ class Orchestrator:
     def add(self, job: us.UnitJob, frame: Any, row: dict[str, Any]) -> None:
         """A finished (configuration, unit): recorded, written, shown."""
         c = Configuration.of(row)
-        self.record.add(c, job.unit, frame, row)
-        self.record.write(self.paths, self.metadata)
+        # recorded and written whole: a SIGINT inside Record.add (its merge runs pandas) left the unit's row in
+        # the record without its samples, and the interrupt's own write put that row in the units file
+        with interrupts.held():
+            self.record.add(c, job.unit, frame, row)
+            self.record.write(self.paths, self.metadata)
         if self.hooks.on_samples is not None:
             self.hooks.on_samples(frame.copy())
         if self.hooks.on_result is not None:
