@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..extras import require
+from ..schema import Configuration
 from ..untrusted import load_json, shown
 
 #: a pyperf file larger than this (after decompression) is refused before pyperf parses it
@@ -109,7 +110,7 @@ def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     from .export import label as config_label
 
     pyperf = require("pyperf", "bench --export pyperf", "interop")
-    keys = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
+    keys = list(Configuration.COLUMNS)
     kept = samples[~samples["dropped"].astype(bool)] if "dropped" in samples.columns else samples
     benches = []
     for key, g in kept.groupby(keys, sort=True):
