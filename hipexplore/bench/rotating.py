@@ -16,7 +16,7 @@ import numpy as np
 
 from ..devices.base import Device, DeviceBuffer, PackedArgs, pack_args
 from ..errors import ConfigError
-from ..units import format_bytes
+from ..readable import format_bytes
 from ..kernels.spec import KernelSpec
 from .inputs import HOST_INPUTS, HOST_INPUT_CACHE_BYTES, host_inputs  # noqa: F401 - importable from here too
 
