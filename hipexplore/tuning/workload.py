@@ -146,7 +146,7 @@ def measure_candidates(device: Device, workloads: dict[str, tuple[GemmProblem, K
                        rotating: Sequence[int | str], flush: Sequence[str], iterations: int, **fields: Any) -> pd.DataFrame:
     """Every problem's candidates as one sweep (``bench.run``), ranked. ``workloads``: name ->
     (problem, workload, candidate name, split); ``fields``: more ``SweepSpec`` options (units, reference...)."""
-    from ..bench.run import run
+    from ..bench.run import RunOptions, run
     from ..bench.spec import SweepSpec
 
     rows: list[dict[str, Any]] = []
@@ -159,7 +159,7 @@ def measure_candidates(device: Device, workloads: dict[str, tuple[GemmProblem, K
                    for w in mine for r in rotating)
         spec = SweepSpec(kernels=mine, sizes=(4 * prob.shape.m * prob.shape.n,), rotating=tuple(rotating), flush=tuple(flush),
                          stop=StopRule(iterations=max(iterations, most)), **fields)
-        res = run(spec, device, progress=False)
+        res = run(spec, device, RunOptions(progress=False))
         rows += candidate_rows(res.summary, res.info, names)
     return ranked(rows)
 
