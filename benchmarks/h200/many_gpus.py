@@ -90,7 +90,8 @@ def main() -> int:
     import distributed
 
     from hipexplore.bench.run import run
-    from hipexplore.bench.cluster import local_cluster, run_cluster, run_on_every_worker
+    from hipexplore.bench.cluster import ClusterOptions, local_cluster, run_cluster, run_on_every_worker
+    from hipexplore.bench.result import RunOptions
     from hipexplore.bench.grouping import per_gpu
     from hipexplore.bench.spec import SweepSpec
     from hipexplore.bench.stats import StopRule
@@ -108,7 +109,7 @@ def main() -> int:
     dev = get_device(args.device)
     result["provenance"] = collect(dev, command=["python3", *sys.argv])
     t0 = time.perf_counter()
-    one = run(spec, dev, out=out / "one_gpu.parquet", resume=False, progress=False)
+    one = run(spec, dev, RunOptions(out=out / "one_gpu.parquet", resume=False, progress=False))
     result["wall_s_one_gpu"] = time.perf_counter() - t0
     dev.close()
 
@@ -120,7 +121,7 @@ def main() -> int:
     try:
         result["workers_see"] = {w: v for w, v in client.run(what_worker_sees, args.device).items()}
         t0 = time.perf_counter()
-        res = run_cluster(spec, client, device=args.device, out=out / "cluster.parquet", resume=False)
+        res = run_cluster(spec, client, ClusterOptions(device=args.device), RunOptions(out=out / "cluster.parquet", resume=False, progress=False))
         result["wall_s_cluster"] = time.perf_counter() - t0
         result["speedup"] = result["wall_s_one_gpu"] / result["wall_s_cluster"]
         result["cluster_reruns"] = json.loads(res.metadata.get("cluster.reruns", "[]"))

@@ -20,6 +20,7 @@ _LAZY = {
     "SweepSpec": ".spec",
     "parse_size": ".spec",
     "callable_kernel": ".callable",
+    "RunOptions": ".result",
     "SweepHooks": ".sweep",
     "SweepResult": ".sweep",
     "run": ".sweep",

@@ -12,16 +12,20 @@ of the concatenated draws would give them. Each step is public so that its tests
 from __future__ import annotations
 
 import math
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
+    import numpy as np
 
 
 def block_labels(chunks: np.ndarray | None, n: int, min_block: int | None = None) -> np.ndarray:
     """Label of the bootstrap block of each sample: consecutive chunks merged until a block holds
     at least ``min_block`` samples (default ``ceil(n ** (1/3))``); no chunk is split. Without
     chunk ids every sample is its own chunk."""
+    import numpy as np
+
     ids = np.arange(n) if chunks is None else np.asarray(chunks).ravel()
     if ids.size != n:
         raise ConfigError(f"chunk ids ({ids.size}) and samples ({n}) differ in number")
@@ -53,6 +57,8 @@ def resampled_medians(values: np.ndarray, block: np.ndarray, counts: np.ndarray)
     Only a window of the sorted samples around the middle is scanned per resample (the draws below
     it are counted per block, a matrix product); a resample whose middle falls outside the window
     is scanned whole."""
+    import numpy as np
+
     order = np.argsort(values, kind="stable")
     vals, blk = values[order], block[order]
     n, resamples = vals.size, counts.shape[0]
@@ -88,12 +94,16 @@ def resampled_medians(values: np.ndarray, block: np.ndarray, counts: np.ndarray)
 
 def row_counts(draws: np.ndarray, k: int) -> np.ndarray:
     """``draws`` (r, m) of indices below ``k`` as counts (r, k)."""
+    import numpy as np
+
     r = draws.shape[0]
     return np.bincount((draws + np.arange(r)[:, None] * k).ravel(), minlength=r * k).reshape(r, k)
 
 
 def block_medians(samples: np.ndarray, labels: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Medians of ``resamples`` block-bootstrap resamples (blocks drawn with replacement)."""
+    import numpy as np
+
     order = np.argsort(labels, kind="stable")
     sorted_labels = labels[order]
     starts = np.flatnonzero(np.r_[True, np.diff(sorted_labels) != 0])
@@ -116,6 +126,8 @@ def grouped_block_medians(samples: np.ndarray, chunks: np.ndarray | None, groups
     drawn group with replacement (blocks labelled within each group by ``block_labels``). A group
     drawn m times contributes m independent draws of its B blocks: together a multinomial of
     m * B draws over its blocks, which is how the counts are drawn."""
+    import numpy as np
+
     values, block, sizes = [], [], []
     for g in np.unique(groups):
         mask = groups == g

@@ -18,9 +18,9 @@ visible-device ordinal the worker was pinned to) and ``--out`` is rewritten afte
 """
 from __future__ import annotations
 
-import os
 import uuid
-from typing import Any, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 import pandas as pd
 
@@ -29,37 +29,37 @@ from ..schema import CLUSTER_COLUMNS, SUMMARY_COLUMNS
 # the connection functions (local:N over TLS, addresses, device pinning) live in dask_connect.py, by name here too
 from .dask_connect import VISIBLE_DEVICE_VARS, Connection, PinDevices, _distributed, connect, local_cluster, parse_cluster  # noqa: F401
 from .dask_executor import DaskExecutor, expected_keys, gpu_workers, groups_of  # noqa: F401
-from .result import SweepHooks, SweepResult
+from .result import RunOptions, SweepResult
 from .spec import SweepSpec
 
 # ----------------------------------------------------------------------------- the front
-def run_cluster(
-    spec: SweepSpec,
-    cluster: Any,
-    *,
-    device: str = "auto",
-    device_options: dict[str, Any] | None = None,
-    out: str | os.PathLike | None = None,
-    resume: bool = True,
-    hooks: SweepHooks | None = None,
-    run_id: str | None = None,
-    command: str | Sequence[str] | None = None,
-    retries: int = 2,
-    stall_s: float = 1800.0,
-    no_workers_s: float = 60.0,
-    progress: bool = False,
-    resume_from_others: bool = False,
-) -> SweepResult:
-    """Measure ``spec`` on the workers of ``cluster`` (module docstring; ``bench.dask_executor``)."""
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where a cluster sweep's units run (``bench.dask_executor.DaskExecutor``): the device each worker
+    opens (a name) and its options, how many times a unit lost with its worker is submitted again,
+    how long a unit may run without a result (``stall_s``) and the cluster stay without GPU workers."""
+
+    device: str = "auto"
+    device_options: dict[str, Any] | None = None
+    retries: int = 2
+    stall_s: float = 1800.0
+    no_workers_s: float = 60.0
+
+
+def run_cluster(spec: SweepSpec, cluster: Any, options: ClusterOptions | None = None,
+                run: RunOptions | None = None) -> SweepResult:
+    """Measure ``spec`` on the workers of ``cluster`` (module docstring; ``bench.dask_executor``):
+    ``options`` where and how its units run, ``run`` the out file, resume, hooks, bar, run id and
+    command (default: none of them, and no bar)."""
     from .orchestrator import Orchestrator
 
     if not isinstance(spec, SweepSpec):
         raise ConfigError(f"run_cluster() takes a SweepSpec; got {type(spec).__name__}")
-    executor = DaskExecutor(cluster, device, device_options, connect=connect, retries=retries, stall_s=stall_s,
-                            no_workers_s=no_workers_s)
-    _check_local_gpus(cluster, device)
-    return Orchestrator(spec, executor, out=out, resume=resume, hooks=hooks, progress=progress, run_id=run_id,
-                        command=command, resume_from_others=resume_from_others).run()
+    o = options or ClusterOptions()
+    executor = DaskExecutor(cluster, o.device, o.device_options, connect=connect, retries=o.retries, stall_s=o.stall_s,
+                            no_workers_s=o.no_workers_s)
+    _check_local_gpus(cluster, o.device)
+    return Orchestrator(spec, executor, run or RunOptions(progress=False)).run()
 
 
 def _check_local_gpus(cluster: Any, device: str) -> None:
@@ -141,5 +141,5 @@ def iter_groups(spec: SweepSpec) -> Iterator[tuple[str, int]]:
         yield sub.specs()[0].name, sub.sizes[0]
 
 
-__all__ = ["CLUSTER_COLUMNS", "Connection", "PinDevices", "connect", "expected_keys", "gpu_workers", "groups_of",
+__all__ = ["CLUSTER_COLUMNS", "ClusterOptions", "Connection", "PinDevices", "connect", "expected_keys", "gpu_workers", "groups_of",
            "local_cluster", "parse_cluster", "run_cluster", "run_on_every_worker", "worker_progress"]

@@ -145,9 +145,7 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
     _release_devices()
     unit = Collector()
     t0 = time.perf_counter()
-    stopped = unit_in_worker(run.spec, device, unit, run_id=run.run_id, done=set(run.job.done), refs=run.refs,
-                             pad_bytes=run.pad_bytes, unit=run.unit, counting=run.counting,
-                             llc_bytes=device_options.get("llc_bytes"))
+    stopped = unit_in_worker(run, device, unit, llc_bytes=device_options.get("llc_bytes"))
     ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
     frames = [wire.encode(wire.Meta(unit.metadata))]
     frames += [wire.encode(wire.Add(f.assign(**ident), {**r, **ident}), cluster=True) for f, r in zip(unit.frames, unit.rows)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from ..schema import SAMPLE_COLUMNS, SUMMARY_COLUMNS
@@ -240,9 +240,8 @@ class WorkerExecutor(LocalExecutor):
         started = self.ahead.pop() if self.ahead else (start_unit_worker(self.prefix) if self.many else None)
         if self.many:
             self.ahead.append(start_unit_worker(self.prefix))  # the next unit's interpreter starts while this one measures
-        return unit_in_worker(run.spec, self.device, channel, run_id=run.run_id, done=set(run.job.done), refs=run.refs,
-                              pad_bytes=run.pad_bytes, unit=run.unit, started=started, inputs_dir=self.inputs_dir,
-                              counting=run.counting, prefix=self.prefix)
+        return unit_in_worker(replace(run, inputs_dir=self.inputs_dir), self.device, channel, started=started,
+                              prefix=self.prefix)
 
 
 def executor_for(spec: SweepSpec, device: Any, worker: bool | None) -> LocalExecutor:

@@ -24,14 +24,15 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..devices.base import fill_host_array
 from ..errors import ConfigError
 from ..files import write_file
 from ..kernels.spec import KernelSpec
+
+if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
+    import numpy as np
 
 #: pristine host inputs of the last (buffers, n, seed) filled, reused up to this many bytes
 HOST_INPUT_CACHE_BYTES = 1 << 30
@@ -49,6 +50,8 @@ def host_inputs(spec: KernelSpec, n: int, scalars: dict[str, Any], seed: int = 0
     """Each buffer's host data (seeded random / zeros / ones / a value, in the spec's buffer order
     from one generator). ``copy``: fresh writable copies, so a reference that writes into them
     changes nothing kept; else the pristine arrays themselves, read-only."""
+    import numpy as np
+
     layout = tuple((a.name, np.dtype(a.dtype), int(a.elements(n, scalars)), str(a.init)) for a in spec.buffers())
     key = (layout, int(seed))
     with _HOST_LOCK:
@@ -69,6 +72,8 @@ def host_inputs(spec: KernelSpec, n: int, scalars: dict[str, Any], seed: int = 0
 
 
 def _draw(spec: KernelSpec, layout: tuple, seed: int) -> dict[str, np.ndarray]:
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     out = {}
     for (name, dtype, elements, _), a in zip(layout, spec.buffers()):
@@ -87,6 +92,8 @@ def _stem(layout: tuple, seed: int) -> str:
 
 def _shared(key: tuple) -> dict[str, np.ndarray] | None:
     """The layout from the sweep's shared folder, mapped read-only, or None."""
+    import numpy as np
+
     folder = _SHARED[0]
     if folder is None:
         return None
@@ -108,6 +115,8 @@ def _shared(key: tuple) -> dict[str, np.ndarray] | None:
 def _save(folder: str, layout: tuple, seed: int, arrays: dict[str, np.ndarray]) -> None:
     """Write a drawn layout for the later units (skipped past ``SHARED_BYTES`` or when the folder
     is full: they then draw it themselves)."""
+    import numpy as np
+
     nbytes = sum(a.nbytes for a in arrays.values())
     try:
         used = sum(e.stat().st_size for e in os.scandir(folder))

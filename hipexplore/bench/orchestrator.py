@@ -29,11 +29,10 @@ different resume rules, and the cluster never read ``units``. Here an executor
 """
 from __future__ import annotations
 
-import os
 import uuid
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import ConfigError, KernelFault
 from ..schema import CLUSTER_COLUMNS, COUNTER_COLUMNS, Configuration
@@ -46,7 +45,7 @@ from .levels import shared_process
 from .io import Previous, check_resume, output_paths, previous_results
 from .progress import Progress
 from .record import Record
-from .result import SweepHooks, SweepResult
+from .result import RunOptions, SweepHooks, SweepResult
 from .spec import SweepSpec
 from .stats import Measurement
 
@@ -54,21 +53,20 @@ from .stats import Measurement
 class Orchestrator:
     """One sweep of ``spec`` through ``executor`` (module docstring); ``run()`` measures it."""
 
-    def __init__(self, spec: SweepSpec, executor: Any, *, out: str | os.PathLike | None = None, resume: bool = True,
-                 hooks: SweepHooks | None = None, progress: bool = True, run_id: str | None = None,
-                 command: str | Sequence[str] | None = None, counter_backend: Any = None,
-                 resume_from_others: bool = False) -> None:
-        """``counter_backend``: the counter pass's backend, instead of the one ``spec.counters`` names
-        (``bench.counters.backends``; a profiler of one's own, or recorded output in a test).
-        ``resume_from_others``: resume from out files another user owns (refused otherwise: ``io.check_owner``)."""
+    def __init__(self, spec: SweepSpec, executor: Any, options: RunOptions | None = None, *,
+                 counter_backend: Any = None) -> None:
+        """``options``: the out file, resume, hooks, bar, run id and command (``RunOptions``; default: none of
+        them, the bar shown). ``counter_backend``: the counter pass's backend, instead of the one
+        ``spec.counters`` names (``bench.counters.backends``; a profiler of one's own, or recorded output in a test)."""
         if not isinstance(spec, SweepSpec):
             raise ConfigError(f"run() takes a SweepSpec; got {type(spec).__name__}")
-        self.spec, self.executor, self.hooks = spec, executor, hooks or SweepHooks()
+        o = options or RunOptions()
+        self.spec, self.executor, self.hooks = spec, executor, o.hooks or SweepHooks()
         self.counter_backend = counter_backend
         self.counting: Any = None  # the backend that counts this sweep after its timed units (None: no counters)
-        self.paths = output_paths(out) if out is not None else None
-        self.resume, self.show_bar, self.command, self.run_id = resume, progress, command, run_id
-        self.resume_from_others = resume_from_others
+        self.paths = output_paths(o.out) if o.out is not None else None
+        self.resume, self.show_bar, self.command, self.run_id = o.resume, o.progress, o.command, o.run_id
+        self.resume_from_others = o.resume_from_others
         self.kept_from = ""  # whose results were resumed: "" this user's, else the other user (io.check_owner)
         self.metadata: dict[str, str] = {}
         self.pads: list[int] = []

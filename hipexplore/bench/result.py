@@ -6,6 +6,7 @@ through ``bench.passes``.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -75,4 +76,19 @@ class SweepHooks:
         return self.should_stop is not None and bool(self.should_stop())
 
 
-__all__ = ["SweepHooks", "SweepProgress", "SweepResult"]
+@dataclass(frozen=True)
+class RunOptions:
+    """How one sweep runs, beside what it measures (its ``SweepSpec``): the out file (``bench.io``) and
+    whether to resume from it (from another user's only with ``resume_from_others``: ``io.check_owner``),
+    the callbacks, the progress bar, the run's id and the command line recorded in its metadata."""
+
+    out: str | os.PathLike | None = None
+    resume: bool = True
+    resume_from_others: bool = False
+    hooks: SweepHooks | None = None
+    progress: bool = True
+    run_id: str | None = None
+    command: str | Sequence[str] | None = None
+
+
+__all__ = ["RunOptions", "SweepHooks", "SweepProgress", "SweepResult"]

@@ -9,16 +9,18 @@ never silent.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
-from typing import Any, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..devices.base import Device, DeviceBuffer, PackedArgs, pack_args
 from ..errors import ConfigError
-from ..units import format_bytes
+from ..readable import format_bytes
 from ..kernels.spec import KernelSpec
 from .inputs import HOST_INPUTS, HOST_INPUT_CACHE_BYTES, host_inputs  # noqa: F401 - importable from here too
+
+if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
+    import numpy as np
 
 DEFAULT_MEM_FRACTION = 0.5
 
@@ -48,7 +50,7 @@ def parse_rotating(value: int | str) -> int | str:
         return "auto"
     if isinstance(value, str):
         raise ConfigError(f"rotating must be a positive integer or 'auto', got {given!r}")
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ConfigError(f"rotating must be a positive integer or 'auto', got {value!r}")
     return int(value)
 

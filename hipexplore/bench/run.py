@@ -10,7 +10,7 @@ the files, rewritten after every finished (configuration, unit), the hooks, the 
 executor (``bench.executors``: this process or a worker process per unit, ``run_location``
 decides) runs each unit, a ``bench.sweeprun.SweepRun``.
 
-With ``out=FILE.parquet`` an interrupted sweep keeps what finished, and running it again with the
+With ``RunOptions(out=FILE.parquet)`` an interrupted sweep keeps what finished, and running it again with the
 same ``out`` resumes (done configurations and units are skipped) when they were measured the same
 way (the recorded spec's ``measurement()``, the device, each kernel's code). ``hooks.on_samples(frame)``
 then ``hooks.on_result(summary_row)`` run after each (configuration, unit), ``hooks.on_progress``
@@ -19,31 +19,24 @@ results and stop the sweep.
 """
 from __future__ import annotations
 
-import os
-from typing import Sequence
-
 from ..devices.base import Device
 from .executors import IN_PROCESS, WORKER, executor_for, run_location
 from .orchestrator import Orchestrator
-from .result import SweepHooks, SweepResult
+from .result import RunOptions, SweepHooks, SweepResult
 from .spec import SweepSpec
 from .sweeprun import fault_status, reference_schedule, verify
 
 
-def run(spec: SweepSpec, device: Device, *, out: str | os.PathLike | None = None, resume: bool = True,
-        hooks: SweepHooks | None = None, progress: bool = True, run_id: str | None = None,
-        command: str | Sequence[str] | None = None, worker: bool | None = False,
-        resume_from_others: bool = False) -> SweepResult:
-    """Measure every configuration of ``spec`` on ``device``; see the module docstring
-    (``worker``: as ``run_location`` takes it; default False, this process; ``resume_from_others``:
-    resume from out files another user owns, refused otherwise)."""
+def run(spec: SweepSpec, device: Device, options: RunOptions | None = None, *, worker: bool | None = False) -> SweepResult:
+    """Measure every configuration of ``spec`` on ``device``; see the module docstring (``options``: the
+    out file, resume, hooks, bar, run id and command, ``RunOptions``; ``worker``: as ``run_location``
+    takes it; default False, this process)."""
     if not isinstance(spec, SweepSpec):
         from ..errors import ConfigError
 
         raise ConfigError(f"run() takes a SweepSpec; got {type(spec).__name__}")
-    return Orchestrator(spec, executor_for(spec, device, worker), out=out, resume=resume, hooks=hooks, progress=progress,
-                        run_id=run_id, command=command, resume_from_others=resume_from_others).run()
+    return Orchestrator(spec, executor_for(spec, device, worker), options).run()
 
 
-__all__ = ["IN_PROCESS", "WORKER", "SweepHooks", "SweepResult", "fault_status", "reference_schedule", "run", "run_location",
+__all__ = ["IN_PROCESS", "WORKER", "RunOptions", "SweepHooks", "SweepResult", "fault_status", "reference_schedule", "run", "run_location",
            "verify"]

@@ -18,10 +18,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping
-
-import numpy as np
 
 from ..errors import ConfigError
 from ..kernels import catalog
@@ -46,7 +45,7 @@ AUTO_UNITS = (3, 6)
 
 def parse_size(text: str | int) -> int:
     """'1MiB', '256M', '4096', '64KiB', '1GiB', '1TiB' -> bytes."""
-    if isinstance(text, (int, np.integer)) and not isinstance(text, bool):
+    if isinstance(text, numbers.Integral) and not isinstance(text, bool):
         if text <= 0:
             raise ConfigError(f"size must be positive, got {text}")
         return int(text)
@@ -69,7 +68,7 @@ def check_units(value: Any) -> int | str:
     given, value = value, rot.auto_or_count(value)
     if value == "auto":
         return "auto"
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_UNITS:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_UNITS:
         raise ConfigError(f"units must be 'auto' or an integer in [1, {MAX_UNITS}], got {given!r}")
     return int(value)
 
@@ -311,7 +310,7 @@ class SweepSpec:
 
     @staticmethod
     def _check_int(name: str, value: Any, least: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
             raise ConfigError(f"{name} must be an integer >= {least}, got {value!r}")
 
     # -- derived views ----------------------------------------------------------------------------

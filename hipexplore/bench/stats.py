@@ -37,12 +37,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..errors import ConfigError
 from .bootstrap import block_labels, block_medians, grouped_block_medians, resampled_medians  # noqa: F401 - re-exported
+
+if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
+    import numpy as np
 
 NOISY_IQR = 0.10
 VERY_NOISY_IQR = 0.25
@@ -73,6 +74,8 @@ def student_t_quantile(p: float, df: int) -> float:
     c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
 
     def cdf(x: float) -> float:
+        import numpy as np
+
         t = np.linspace(0.0, x, 4001)
         f = c * (1 + t * t / df) ** (-(df + 1) / 2)
         return 0.5 + float((x / 12000) * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum()))
@@ -91,6 +94,8 @@ def student_t_quantile(p: float, df: int) -> float:
 def bimodality_coefficient(samples: np.ndarray) -> float:
     """Sarle's coefficient (sample skewness and excess kurtosis, bias-corrected); NaN for n < 4
     or constant data."""
+    import numpy as np
+
     x = np.asarray(samples, dtype=np.float64)
     n = x.size
     if n < 4:
@@ -120,6 +125,8 @@ class Measurement:
     groups: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         arr = np.asarray(self.samples, dtype=np.float64).ravel()
         if arr.size == 0:
             raise ConfigError(f"a Measurement needs at least one sample ({self.label or 'unnamed'})")
@@ -140,6 +147,8 @@ class Measurement:
     @property
     def passes(self) -> int:
         """How many passes the samples come from (1 without pass ids)."""
+        import numpy as np
+
         return 1 if self.groups is None else int(np.unique(self.groups).size)
 
     def blocks(self) -> np.ndarray:
@@ -150,12 +159,20 @@ class Measurement:
     def n(self) -> int:
         return int(self.samples.size)
 
-    median = property(lambda self: float(np.median(self.samples)), doc="median of the samples (s)")
-    mean = property(lambda self: float(np.mean(self.samples)), doc="mean of the samples (s)")
-    min = property(lambda self: float(np.min(self.samples)), doc="fastest sample (s)")
-    max = property(lambda self: float(np.max(self.samples)), doc="slowest sample (s)")
+    @property
+    def median(self) -> float:
+        """median of the samples (s)"""
+        import numpy as np
+
+        return float(np.median(self.samples))
+
+    mean = property(lambda self: float(self.samples.mean()), doc="mean of the samples (s)")
+    min = property(lambda self: float(self.samples.min()), doc="fastest sample (s)")
+    max = property(lambda self: float(self.samples.max()), doc="slowest sample (s)")
 
     def percentile(self, q: float) -> float:
+        import numpy as np
+
         return float(np.percentile(self.samples, q))
 
     @property
@@ -168,6 +185,8 @@ class Measurement:
 
     @property
     def iqr(self) -> float:
+        import numpy as np
+
         q1, q3 = np.percentile(self.samples, [25, 75])
         return float(q3 - q1)
 
@@ -178,6 +197,8 @@ class Measurement:
 
     @property
     def stdev(self) -> float:
+        import numpy as np
+
         return float(np.std(self.samples, ddof=1)) if self.n > 1 else 0.0
 
     @property
@@ -188,6 +209,8 @@ class Measurement:
 
     def outliers(self) -> np.ndarray:
         """Boolean mask of Tukey outliers (kept in the data, only flagged)."""
+        import numpy as np
+
         q1, q3 = np.percentile(self.samples, [25, 75])
         iqr = q3 - q1
         return (self.samples < q1 - 1.5 * iqr) | (self.samples > q3 + 1.5 * iqr)
@@ -199,6 +222,8 @@ class Measurement:
     def bootstrap_medians(self, resamples: int = 2000, seed: int | None = None) -> np.ndarray:
         """Medians of bootstrap resamples: whole blocks of chunks when chunk ids are known, else
         single samples (seeded: the same samples give the same medians)."""
+        import numpy as np
+
         rng = np.random.default_rng(self.seed if seed is None else seed)
         if self.passes > 1:
             return grouped_block_medians(self.samples, self.chunks, self.groups, resamples, rng)  # type: ignore[arg-type]
@@ -216,6 +241,8 @@ class Measurement:
     def resolution(self) -> float:
         """The timer's grid, as seen in the samples: the smallest gap between distinct values when
         the samples sit on a grid (CUDA events and %globaltimer tick in 32 ns on the H200), else 0."""
+        import numpy as np
+
         u = np.unique(self.samples)
         if u.size < 2 or u.size > self.n // 2:  # as many values as samples: no grid to speak of
             return 0.0
@@ -227,6 +254,8 @@ class Measurement:
         the timer's ``resolution`` on each side, since a median read on a grid is not known better
         than the grid (on the H200 the 1 MiB medians of repeated runs moved by one 32 ns tick while
         the unwidened intervals were narrower than the tick)."""
+        import numpy as np
+
         if not 0 < level < 1:
             raise ConfigError(f"confidence level must be in (0, 1), got {level!r}")
         if self.n == 1:
@@ -294,6 +323,8 @@ def ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples
     """``median(new) / median(base)`` and its percentile interval from a two-sample bootstrap (each
     side resampled on its own, by blocks where its chunks are known; with passes, at least the
     t-interval over the per-pass ratios). A bias is this ratio - 1."""
+    import numpy as np
+
     if not 0 < level < 1:
         raise ConfigError(f"confidence level must be in (0, 1), got {level!r}")
     if base.median <= 0:
@@ -325,6 +356,8 @@ def widen_by_grid(lo: float, hi: float, new: Measurement, base: Measurement) -> 
 def _per_pass_ratios(new: Measurement, base: Measurement) -> np.ndarray:
     """The ratio of medians in each pass both sides share (each side's pass against the other's
     median where only one side has passes); empty with fewer than two passes."""
+    import numpy as np
+
     def medians(m: Measurement) -> dict:
         if m.passes < 2:
             return {}
@@ -432,6 +465,8 @@ class StopRule:
 
 def running_rel_stdev(samples: np.ndarray) -> np.ndarray:
     """Relative stdev (ddof=1) of every prefix of ``samples`` with at least 2 samples."""
+    import numpy as np
+
     x = np.asarray(samples, dtype=np.float64)
     if x.size < 2:
         return np.empty(0)
@@ -455,6 +490,8 @@ class StopTracker:
         self.last_ci_rel = math.nan
 
     def check(self, samples: np.ndarray, elapsed_s: float, chunks: np.ndarray | None = None) -> tuple[int, str]:
+        import numpy as np
+
         rule = self.rule
         n = int(np.asarray(samples).size)
         if not rule.adaptive:
@@ -517,6 +554,8 @@ def measure_adaptively(take: Callable[[int], Iterable[float]], rule: StopRule, c
                        clock: Callable[[], float] = time.perf_counter) -> tuple[np.ndarray, str]:
     """Call ``take(k)`` for batches of samples until ``rule`` says stop; returns (samples, reason).
     Each batch is one chunk for the block bootstrap."""
+    import numpy as np
+
     got: list[float] = []
     chunk_ids: list[int] = []
     tracker = rule.tracker()

@@ -5,27 +5,32 @@ recorded metadata, into resume); ``sweep()`` keeps the keyword signature noteboo
 the widgets call. Its options are the spec's fields (``bench.spec.options()``), under the same
 names and with the same defaults (its signature is built from them, so ``help(sweep)`` shows
 them); what is not a spec field is about where and how this call runs: the device, the out file,
-the hooks, the worker, the cluster. It builds the spec, picks the device, gives the device the
+the hooks, the worker, the cluster (``RunOptions``' fields, ``SweepHooks``', and ``RUN_HERE``; its
+signature lists them too). It builds the spec, picks the device, gives the device the
 compile cache its kernels build through, and runs. The parent is ``bench.run``, the files ``bench.io``.
 """
 from __future__ import annotations
 
 import dataclasses
 import inspect
-import os
-from typing import Any, Callable, Iterable, Sequence
-
-import pandas as pd
+from typing import Any, Iterable
 
 from ..devices import get_device
 from ..devices.base import Device
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
 from .io import output_paths
-from .result import SweepProgress
+from .result import RunOptions
 from .run import SweepHooks, SweepResult, run, verify
 from .spec import SweepSpec, options, parse_size, spec_from_arguments
 from .stats import StopRule
+
+
+#: ``sweep()``'s keywords about this call beside ``RunOptions``' and the hooks': the compile cache the
+#: device's kernels build through, a worker process or not (``bench.executors.run_location``), a Dask cluster
+RUN_HERE = {"cache": ("Any", None), "worker": ("bool | None", None), "cluster": ("Any", None)}
+#: ``SweepHooks``' fields ``sweep()`` takes as keywords
+HOOKS = ("on_result", "on_samples", "should_stop", "on_progress")
 
 
 def sweep(
@@ -37,20 +42,7 @@ def sweep(
     device: str | Device = "auto",
     iterations: int | None = None,
     stop: StopRule | None = None,
-    out: str | os.PathLike | None = None,
-    resume: bool = True,
-    resume_from_others: bool = False,
-    progress: bool = True,
-    on_result: Callable[[dict[str, Any]], None] | None = None,
-    on_samples: Callable[[pd.DataFrame], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-    on_progress: Callable[[SweepProgress], None] | None = None,
-    run_id: str | None = None,
-    command: str | Sequence[str] | None = None,
-    cache: Any = None,
-    worker: bool | None = None,
-    cluster: Any = None,
-    **fields: Any,
+    **options: Any,
 ) -> SweepResult:
     """Benchmark every (kernel, size, rotating, flush) combination (see ``bench.run`` for the
     frames, the files and resume; ``SweepSpec`` for the options, which are its fields by name).
@@ -77,24 +69,32 @@ def sweep(
     each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
     frames gain ``worker``, ``host`` and ``gpu``; ``device`` is then the name each worker opens.
     """
-    spec = spec_from_arguments(kernels, sizes, rotating, flush, iterations=iterations, stop=stop, **fields)
-    hooks = SweepHooks(on_result=on_result, on_samples=on_samples, should_stop=should_stop, on_progress=on_progress)
+    hooks = SweepHooks(**{name: options.pop(name) for name in HOOKS if name in options})
+    how = RunOptions(**{f.name: options.pop(f.name) for f in dataclasses.fields(RunOptions) if f.name in options
+                        and f.name != "hooks"}, hooks=hooks)
+    cache, worker, cluster = (options.pop(name, None) for name in RUN_HERE)
+    spec = spec_from_arguments(kernels, sizes, rotating, flush, iterations=iterations, stop=stop, **options)
     if cluster is not None:
-        from .cluster import run_cluster
+        from .cluster import ClusterOptions, run_cluster
 
-        return run_cluster(spec, cluster, device=device, out=out, resume=resume, hooks=hooks, progress=progress,  # type: ignore[arg-type]
-                           run_id=run_id, command=command, resume_from_others=resume_from_others)
+        return run_cluster(spec, cluster, ClusterOptions(device=device), how)  # type: ignore[arg-type]
     dev = get_device(device, cache=cache) if isinstance(device, str) else device
     if cache is not None and dev.cache is None:
         dev.cache = cache
-    return run(spec, dev, out=out, resume=resume, hooks=hooks, progress=progress, run_id=run_id, command=command,
-               worker=worker, resume_from_others=resume_from_others)
+    return run(spec, dev, how, worker=worker)
 
 
 def _signature() -> inspect.Signature:
-    """``sweep``'s signature with every spec option as a keyword of its own, default included."""
+    """``sweep``'s signature with every keyword of its own, default included: ``RunOptions``' fields,
+    the hooks, ``RUN_HERE`` and every spec option."""
     sig = inspect.signature(sweep)
     params = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params += [inspect.Parameter(f.name, keyword, default=f.default, annotation=f.type)
+               for f in dataclasses.fields(RunOptions) if f.name != "hooks"]
+    params += [inspect.Parameter(f.name, keyword, default=None, annotation=f.type)
+               for f in dataclasses.fields(SweepHooks) if f.name in HOOKS]
+    params += [inspect.Parameter(name, keyword, default=default, annotation=kind) for name, (kind, default) in RUN_HERE.items()]
     for f in options():
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=f.type))

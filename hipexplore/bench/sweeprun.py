@@ -39,7 +39,7 @@ from ..errors import BenchmarkError, ConfigError, DeviceError, KernelFault
 from ..kernels.build import kernel_for
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, Configuration
-from ..units import format_bytes
+from ..readable import format_bytes
 from . import roles
 from . import rotating as rot
 from .callable import check_callable, sets_for

@@ -67,9 +67,7 @@ import math
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..devices.telemetry import Telemetry
@@ -77,6 +75,9 @@ from ..errors import BenchmarkError, ConfigError
 from ..kernels.build import BUILDER
 from .flush import REFERENCE, Flusher
 from .stats import StopRule
+
+if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
+    import numpy as np
 
 #: Timed launches per stream hold: short chunks keep the queue depth behind every timed launch
 #: equal (see the module docstring for the measurement that chose it).
@@ -94,7 +95,7 @@ WARMUP_S = 0.02
 MAX_HOLD_FAILURES = 6
 TIMERS = ("events", "in-kernel")
 _TOL_S = 1e-9
-_U64_MAX = np.iinfo(np.uint64).max
+_U64_MAX = (1 << 64) - 1  # np.iinfo(np.uint64).max: the slot's value before the kernel writes it
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,8 @@ class TimingOptions:
     hooks: tuple[Any, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         object.__setattr__(self, "lead", check_lead(self.lead))
         object.__setattr__(self, "trail", check_trail(self.trail))
         if isinstance(self.chunk, bool) or not isinstance(self.chunk, (int, np.integer)) or self.chunk < 1:
@@ -163,6 +166,8 @@ class InKernelTimer:
     One more slot (``chunk``, never read) takes the chunk's untimed lead and trail launches."""
 
     def __init__(self, device: Device, arg_sets: Sequence[PackedArgs], chunk: int) -> None:
+        import numpy as np
+
         self.device = device
         self.chunk = chunk
         self.buf: DeviceBuffer = device.alloc(16 * (chunk + 1))
@@ -175,6 +180,8 @@ class InKernelTimer:
         self.device.synchronize()
 
     def read(self, k: int) -> np.ndarray:
+        import numpy as np
+
         got = np.empty(2 * k, dtype=np.uint64)
         self.device.copy_to_host(self.buf, got)
         start, end = got[0::2], got[1::2]
@@ -225,6 +232,18 @@ PER_CHUNK_READINGS = ("clock_mhz", "temp_c", "power_w", "host_load", "host_busy"
 SAMPLE_ARRAYS = ("time_s", "flush_s", "gap_s", "buffer_set", "chunk", "position", "lead", *PER_CHUNK_READINGS)
 
 
+def _no_ints() -> np.ndarray:
+    import numpy as np
+
+    return np.empty(0, dtype=np.int64)
+
+
+def _no_floats() -> np.ndarray:
+    import numpy as np
+
+    return np.empty(0)
+
+
 @dataclass
 class RawTimes:
     """Per-sample arrays (seconds; the chunk and position of each sample; the device's clock,
@@ -234,18 +253,18 @@ class RawTimes:
     flush_s: np.ndarray
     gap_s: np.ndarray
     buffer_set: np.ndarray
-    chunk: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    position: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    chunk: np.ndarray = field(default_factory=_no_ints)
+    position: np.ndarray = field(default_factory=_no_ints)
     #: untimed launches at the head of each sample's chunk
-    lead: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    clock_mhz: np.ndarray = field(default_factory=lambda: np.empty(0))
-    temp_c: np.ndarray = field(default_factory=lambda: np.empty(0))
-    power_w: np.ndarray = field(default_factory=lambda: np.empty(0))
+    lead: np.ndarray = field(default_factory=_no_ints)
+    clock_mhz: np.ndarray = field(default_factory=_no_floats)
+    temp_c: np.ndarray = field(default_factory=_no_floats)
+    power_w: np.ndarray = field(default_factory=_no_floats)
     #: the host's load after each chunk (``devices.telemetry.HostLoad``): other runnable tasks, the
     #: share of CPU time others used and the share stolen since the previous chunk
-    host_load: np.ndarray = field(default_factory=lambda: np.empty(0))
-    host_busy: np.ndarray = field(default_factory=lambda: np.empty(0))
-    host_steal: np.ndarray = field(default_factory=lambda: np.empty(0))
+    host_load: np.ndarray = field(default_factory=_no_floats)
+    host_busy: np.ndarray = field(default_factory=_no_floats)
+    host_steal: np.ndarray = field(default_factory=_no_floats)
     notes: list[str] = field(default_factory=list)
     hold_timeouts: int = 0
     chunks: int = 0
@@ -253,6 +272,8 @@ class RawTimes:
     timer: str = "events"
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         n = len(self.time_s)
         if len(self.chunk) != n:
             self.chunk = np.zeros(n, dtype=np.int64)
@@ -267,6 +288,8 @@ class RawTimes:
     def concat(raws: "list[RawTimes]", **fields: Any) -> "RawTimes":
         """Several runs' times as one (chunk ids as the caller made them); ``fields`` replace the
         summed or last-taken ones (notes, stop_reason, ...)."""
+        import numpy as np
+
         if len(raws) == 1 and not fields:
             return raws[0]
         arrays = {f: np.concatenate([getattr(r, f) for r in raws]) for f in SAMPLE_ARRAYS}
@@ -318,6 +341,8 @@ def warm_up(workload: Workload, flusher: Flusher | None, min_seconds: float = WA
 
 def _untimed_count(name: str, value: Any, what: str, alternative: str = "") -> int:
     """``value`` as a count of untimed launches (an int >= 0); else a ConfigError naming it."""
+    import numpy as np
+
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ConfigError(f"chunk {name} must be an integer >= 0 ({what}){alternative}, got {value!r}")
     return int(value)
@@ -339,6 +364,8 @@ def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:
     """Per chunk, its number of untimed lead launches: ``lead`` itself, or 0/1 in a balanced random
     order (each pair of chunks gets one of each, in a seeded random order): after any even number of
     chunks every position has had both parities equally often, however few chunks a call takes."""
+    import numpy as np
+
     if lead != "random":
         while True:
             yield int(lead)
@@ -354,6 +381,8 @@ def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int
            trail: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """One chunk: [lead], then per sample its events, flush and launch, then the trail, behind a
     stream hold (``hold_timeout_s``; None: no hold, the counter pass's replay)."""
+    import numpy as np
+
     dev = workload.device
     nsets = len(workload.arg_sets)
     per = 2 if flusher is None else (4 if flush_end_event else 3)
@@ -430,6 +459,8 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
     see the module docstring); ``trail``: untimed samples after the last timed one of each chunk.
     ``profiler`` (the counter pass): started after the warm-up, stopped after the last chunk.
     """
+    import numpy as np
+
     opts = timing_options(options, overrides)
     nsets = len(workload.arg_sets)
     if nsets < 1:
@@ -476,6 +507,8 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
 def _chunks(workload: Workload, flusher: Flusher | None, rule: StopRule, opts: TimingOptions
             ) -> tuple[list[tuple[np.ndarray, ...]], int, str]:
     """``time_launches``' chunks until ``rule`` stops: (per chunk its arrays, holds that timed out, why it stopped)."""
+    import numpy as np
+
     tracker = rule.tracker()
     pool = _EventPool.of(workload.device)
     parts: list[tuple[np.ndarray, ...]] = []

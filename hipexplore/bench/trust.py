@@ -206,7 +206,7 @@ def floor_flags(row: Mapping[str, Any], inputs: int, bandwidth: tuple[float, str
     if least < FLOOR_RESOLVABLE_S:
         return out
     base = floor_s if math.isfinite(floor_s) else 0.0
-    from ..units import format_bytes
+    from ..readable import format_bytes
 
     for label, value in (("median", median), ("5th percentile", float(row.get("p5_s", math.nan)))):
         net = value - base

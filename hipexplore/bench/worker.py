@@ -3,7 +3,7 @@
 Why: on the H200 a kernel writing out of bounds surfaced as ``cuMemFree failed:
 CUDA_ERROR_ILLEGAL_ADDRESS`` *later*, named neither kernel nor configuration, and left the
 process's CUDA context dead (the notebook had to be restarted, in-memory results were at risk).
-``unit_in_worker(spec, device, channel)`` measures one unit (``bench.sweeprun.SweepRun``) in a
+``unit_in_worker(run, device, channel)`` measures one unit (``bench.sweeprun.SweepRun``) in a
 fresh interpreter started by the launcher compile workers use (``compile.isolation.start_worker``:
 never ``fork``, the parent has threads and a GPU context), with its own device of the same kind and
 index. This module is the parent's side; ``bench.worker_main`` the child's. The child reports
@@ -45,7 +45,7 @@ import signal
 import subprocess
 import time
 from multiprocessing.connection import wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import settings
 from ..compile.isolation import log_tail, signal_description, start_worker
@@ -56,6 +56,9 @@ from . import reaper
 from .guard import UnitGuard
 from .spec import SweepSpec
 from .wire import Add, Ask, Counted, Done, Failed, FrameReader, Message, Meta, Start, Update, Warn, WireError, limits
+
+if TYPE_CHECKING:
+    from .executors import UnitRun
 
 STDERR_TAIL = 4000
 #: after a worker's ``done``, how long it may take to exit before it is killed: a GPU context's
@@ -234,22 +237,21 @@ class _Link:
             got += len(data)
 
 
-def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, done: set, refs: dict,
-                   pad_bytes: int = 0, unit: int = 0, started: StartedWorker | None = None,
-                   inputs_dir: str | None = None, counting: Any = None, prefix: tuple[str, ...] = (),
-                   llc_bytes: int | None = None) -> bool:
-    """One unit of ``spec`` in a worker process (see the module docstring), reported to ``channel``;
-    True when the caller's ``stop_now`` stopped it. ``device``: the parent's device, or its name
-    (``host``, ``cuda:0``, ``auto``) with ``llc_bytes`` where the parent holds none (a cluster
-    worker: an idle context of its own beside the unit's would slow it); ``pad_bytes``: held
-    allocated there before the unit allocates anything (``bench.units``); ``unit``: the unit's
-    index (seeds its draws); ``started``: a worker started ahead (``start_unit_worker``), else one
-    is started now; ``inputs_dir``: the sweep's folder of host inputs shared between its units
-    (``bench.inputs``); ``counting``: a counting unit (``bench.counters.phase.Counting``: no timed
-    sample, each configuration replayed inside the profiler's range, reported as
-    ``channel.counted(entry)``), its worker started under ``prefix`` (the profiler's command) when
-    none was started ahead."""
-    guard = UnitGuard(spec, done, run_id=run_id, counting=counting is not None)
+def unit_in_worker(run: UnitRun, device: Any, channel: Any, *, started: StartedWorker | None = None,
+                   prefix: tuple[str, ...] = (), llc_bytes: int | None = None) -> bool:
+    """One unit (``run``: its job, run id, references, pad, input folder, counting) in a worker process
+    (see the module docstring), reported to ``channel``; True when the caller's ``stop_now`` stopped it.
+    ``device``: the parent's device, or its name (``host``, ``cuda:0``, ``auto``) with ``llc_bytes``
+    where the parent holds none (a cluster worker: an idle context of its own beside the unit's would
+    slow it); ``run.pad_bytes``: held allocated there before the unit allocates anything
+    (``bench.units``); ``run.unit``: the unit's index (seeds its draws); ``started``: a worker started
+    ahead (``start_unit_worker``), else one is started now; ``run.inputs_dir``: the sweep's folder of
+    host inputs shared between its units (``bench.inputs``); ``run.counting``: a counting unit
+    (``bench.counters.phase.Counting``: no timed sample, each configuration replayed inside the
+    profiler's range, reported as ``channel.counted(entry)``), its worker started under ``prefix`` (the
+    profiler's command) when none was started ahead."""
+    spec, done, counting = run.spec, set(run.job.done), run.counting
+    guard = UnitGuard(spec, done, run_id=run.run_id, counting=counting is not None)
     named, kernels = _shippable(spec)
     w = started or StartedWorker(prefix)
     w.used = True
@@ -258,8 +260,8 @@ def unit_in_worker(spec: SweepSpec, device: Any, channel: Any, *, run_id: str, d
         job = {"device": _device_text(device), "spec": named,
                "llc_bytes": llc_bytes if isinstance(device, str) else device.llc_override,
                "kernels": [(name, k if blob is not None else None) for (name, blob), k in zip(kernels, spec.specs())],
-               "run_id": run_id, "done": set(done), "refs": refs, "pad_bytes": int(pad_bytes), "unit": int(unit),
-               "inputs_dir": inputs_dir, "counting": counting}
+               "run_id": run.run_id, "done": done, "refs": run.refs, "pad_bytes": int(run.pad_bytes),
+               "unit": int(run.unit), "inputs_dir": run.inputs_dir, "counting": counting}
         try:
             w.tx.send(job)
         except OSError:  # the worker (or a prefix it starts under) is gone already: its status and log say why, below

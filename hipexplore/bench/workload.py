@@ -27,9 +27,6 @@ from typing import Any, Callable
 from ..kernels.spec import KernelSpec
 from .callable import callable_kernel
 
-#: a workload: what the pipeline measures (module docstring)
-Workload = KernelSpec
-
 
 @dataclass(frozen=True)
 class Launch:
@@ -53,7 +50,7 @@ class PipelineSet:
 
 
 def pipeline_workload(name: str, device: Any, make_set: Callable[[int], PipelineSet], *, footprint_bytes: int,
-                      check: Callable[[PipelineSet], float] | None = None) -> Workload:
+                      check: Callable[[PipelineSet], float] | None = None) -> KernelSpec:
     """A workload of several kernels (module docstring): ``footprint_bytes`` is what one run touches
     (the traffic, and the rotating-set size), ``name`` its name in the frames (an identifier)."""
 
@@ -79,4 +76,4 @@ def _free(device: Any, buffers: list[Any]) -> None:
             pass
 
 
-__all__ = ["Launch", "PipelineSet", "Workload", "pipeline_workload"]
+__all__ = ["Launch", "PipelineSet", "pipeline_workload"]

@@ -45,8 +45,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The ``hipexplore`` parser. With ``argv`` (a command line), only the subcommand it names is
     built in full; every other subcommand is its name and one help line. Why: building a parser
-    imports what its defaults come from (``bench``'s are ``SweepSpec``'s: numpy and the kernel
-    catalog), and ``hipexplore --help`` or ``hipexplore compile`` must not pay for ``bench``'s.
+    imports what its defaults come from (``bench``'s are ``SweepSpec``'s: the kernel catalog and
+    the timing loop's module), and ``hipexplore --help`` or ``hipexplore compile`` must not pay for ``bench``'s.
     Without ``argv`` every subcommand is built (for callers that inspect the whole parser)."""
     from .. import __version__
 

@@ -23,12 +23,13 @@ import ctypes
 import math
 import struct
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
 from ..compile.base import ObjectCode
 from ..errors import BenchmarkError, ConfigError, UnsupportedOperation
+
+if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
+    import numpy as np
 
 #: numpy dtype name -> ctypes type used to marshal a scalar argument.
 CTYPES: dict[str, type] = {
@@ -170,6 +171,8 @@ class PackedArgs:
 
 def pack_args(args: Sequence[ArgLike], values: dict[str, Any]) -> PackedArgs:
     """Marshal kernel arguments from their spec: buffers by address, scalars by value in their dtype."""
+    import numpy as np
+
     out: list[Any] = []
     for a in args:
         if a.name not in values:
@@ -351,6 +354,8 @@ class Device(Protocol):
 
 
 def fill_host_array(arr: np.ndarray, init: str | float, rng: np.random.Generator) -> None:
+    import numpy as np
+
     if init == "random":
         if np.issubdtype(arr.dtype, np.floating):
             # uniform in [0.5, 1.5): fast to draw, never near zero (relative errors stay meaningful)

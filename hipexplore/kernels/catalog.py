@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from . import sources
 from .geometry import ExprGeometry
 from .spec import Arg, KernelSpec, NExpr, fixed_geometry, grid_stride
+
+if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
+    import numpy as np
 
 _REGISTRY: dict[str, KernelSpec] = {}
 _LOCK = threading.Lock()
@@ -61,6 +62,8 @@ def user_names() -> list[str]:
 
 
 def _triad_ref(inputs: Mapping[str, np.ndarray], scalars: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    import numpy as np
+
     return {"a": (inputs["b"] + np.float32(scalars["s"]) * inputs["c"]).astype(np.float32)}
 
 
@@ -69,6 +72,8 @@ def _copy_ref(inputs: Mapping[str, np.ndarray], scalars: Mapping[str, Any]) -> d
 
 
 def _fill_ref(inputs: Mapping[str, np.ndarray], scalars: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    import numpy as np
+
     n = int(scalars["n"])
     return {"dst": np.full(n, np.float32(scalars["value"]), dtype=np.float32)}
 

@@ -12,13 +12,14 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, Sequence
 
 from ..devices.base import CTYPES as _CTYPES
 from ..errors import ConfigError
 from . import geometry as _geometry
+
+if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
+    import numpy as np
 
 ArgKind = Literal["buffer", "scalar"]
 ArgRole = Literal["in", "out", "inout"]
@@ -77,6 +78,8 @@ class Arg:
 
     @property
     def itemsize(self) -> int:
+        import numpy as np
+
         return np.dtype(self.dtype).itemsize
 
     def elements(self, n: int, env: Mapping[str, Any] | None = None) -> int:
@@ -96,6 +99,8 @@ class Arg:
     def scalar(self, n: int, env: Mapping[str, Any] | None = None) -> int | float:
         """The value passed by value, checked against its C type: an integer must fit (a u32 of -1 or
         an i32 of 2**40 would be passed as some other number), a float32 must not overflow to inf."""
+        import numpy as np
+
         what = f"value of argument {self.name!r}"
         v = evaluate(self.value, n, what=what, env=env)
         if self.dtype.startswith("float"):
@@ -254,6 +259,8 @@ class KernelSpec:
             raise ConfigError(f"kernel {self.name!r} has neither a GPU nor a host source nor a code object")
 
     def elements(self, size_bytes: int) -> int:
+        import numpy as np
+
         if not isinstance(size_bytes, (int, np.integer)) or size_bytes <= 0:
             raise ConfigError(f"size must be a positive number of bytes per array, got {size_bytes!r}")
         item = np.dtype(self.element_dtype).itemsize

@@ -19,11 +19,12 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from ..bench.workload import Launch, PipelineSet, Workload, pipeline_workload
+from ..bench.workload import Launch, PipelineSet, pipeline_workload
 from ..compile.base import ObjectCode
 from ..compile.cache import CompileCache
 from ..devices.base import Device
 from ..files import write_file
+from ..kernels.spec import KernelSpec
 from ..errors import BenchmarkError
 from .lists import GemmProblem, transformer_problems
 from .triton_list import TAIL_BLOCK, TritonConfig, default_candidates, role_request, roles_for
@@ -99,7 +100,7 @@ class _Kernel:
 
 
 def triton_candidate(device: Device, cache: CompileCache, prob: GemmProblem, cfg: TritonConfig, *,
-                     carried: str | Path | None = None, source: dict[str, int] | None = None, rtol: float = TF32_RTOL) -> Workload:
+                     carried: str | Path | None = None, source: dict[str, int] | None = None, rtol: float = TF32_RTOL) -> KernelSpec:
     """A Triton candidate as a workload: each role's cubin (carried, else compiled through ``cache``;
     ``source`` counts which), its buffer sets, its check."""
     kernels = {}

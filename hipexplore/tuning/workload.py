@@ -26,11 +26,12 @@ import pandas as pd
 
 from ..bench import rotating as rot
 from ..bench.stats import StopRule
-from ..bench.workload import Launch, PipelineSet, Workload, pipeline_workload
+from ..bench.workload import Launch, PipelineSet, pipeline_workload
 from ..compile.cache import CompileCache
 from ..devices import get_device
 from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..errors import BenchmarkError, ConfigError
+from ..kernels.spec import KernelSpec
 from . import gemm as g
 from .lists import GemmProblem, default_candidates, transformer_problems
 from .ranking import RESULT_COLUMNS, candidate_rows, choice_table, ranked
@@ -93,7 +94,7 @@ def pipeline_plan(cfg_split: int, bufs: dict[str, DeviceBuffer], ws: str) -> lis
 
 
 def hip_candidate(device: Device, cache: CompileCache, problem: GemmProblem, cfg: g.GemmConfig,
-                  rtol: float = DEFAULT_RTOL, seed: int = INPUT_SEED) -> Workload:
+                  rtol: float = DEFAULT_RTOL, seed: int = INPUT_SEED) -> KernelSpec:
     """A candidate of the HIP/CUDA/host list (``tuning.gemm``) as a workload: its kernels compiled
     through ``cache`` and loaded, its buffer sets (inputs drawn from ``seed``), its check."""
     shape = problem.shape
@@ -141,11 +142,11 @@ def checked_arguments(problems: Iterable[GemmProblem] | None, candidates: Iterab
     return probs, cands, rot_list, flush_list
 
 
-def measure_candidates(device: Device, workloads: dict[str, tuple[GemmProblem, Workload, str, int]],
+def measure_candidates(device: Device, workloads: dict[str, tuple[GemmProblem, KernelSpec, str, int]],
                        rotating: Sequence[int | str], flush: Sequence[str], iterations: int, **fields: Any) -> pd.DataFrame:
     """Every problem's candidates as one sweep (``bench.run``), ranked. ``workloads``: name ->
     (problem, workload, candidate name, split); ``fields``: more ``SweepSpec`` options (units, reference...)."""
-    from ..bench.run import run
+    from ..bench.run import RunOptions, run
     from ..bench.spec import SweepSpec
 
     rows: list[dict[str, Any]] = []
@@ -158,7 +159,7 @@ def measure_candidates(device: Device, workloads: dict[str, tuple[GemmProblem, W
                    for w in mine for r in rotating)
         spec = SweepSpec(kernels=mine, sizes=(4 * prob.shape.m * prob.shape.n,), rotating=tuple(rotating), flush=tuple(flush),
                          stop=StopRule(iterations=max(iterations, most)), **fields)
-        res = run(spec, device, progress=False)
+        res = run(spec, device, RunOptions(progress=False))
         rows += candidate_rows(res.summary, res.info, names)
     return ranked(rows)
 

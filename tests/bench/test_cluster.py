@@ -18,9 +18,10 @@ from conftest import need_module  # noqa: E402
 distributed = need_module("distributed")  # the cluster extra (setup.sh --dev)
 
 import hipexplore as hx  # noqa: E402
-from hipexplore.bench.cluster import expected_keys, groups_of, local_cluster, run_cluster  # noqa: E402
+from hipexplore.bench.cluster import ClusterOptions, expected_keys, groups_of, local_cluster, run_cluster  # noqa: E402
 from hipexplore.bench.dask_executor import EVENT_TOPIC  # noqa: E402
 from hipexplore.bench.spec import SweepSpec  # noqa: E402
+from hipexplore.bench.result import RunOptions  # noqa: E402
 from hipexplore.bench.stats import StopRule  # noqa: E402
 from hipexplore.errors import ConfigError  # noqa: E402
 
@@ -53,7 +54,7 @@ def test_every_configuration_once_by_both_workers(cluster, tmp_path):
     spec = small_spec()
     out = tmp_path / "s.parquet"
     seen: list[dict] = []
-    res = run_cluster(spec, cluster, device="host", out=out, hooks=hx.bench.SweepHooks(on_result=seen.append))
+    res = run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=out, hooks=hx.bench.SweepHooks(on_result=seen.append), progress=False))
     want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
     assert configs(res.summary) == want  # exactly once each (a duplicate or a missing row differs)
     assert len(want) == len(spec.configurations()) == 12
@@ -78,15 +79,14 @@ def test_resume_submits_only_missing_groups(cluster, tmp_path):
     def should_stop() -> bool:
         return stop_after["n"] >= 3  # an interrupt once the first group's rows are in
 
-    res1 = run_cluster(spec, cluster, device="host", out=out,
-                       hooks=hx.bench.SweepHooks(on_result=lambda r: stop_after.__setitem__("n", stop_after["n"] + 1),
-                                                 should_stop=should_stop))
+    hooks = hx.bench.SweepHooks(on_result=lambda r: stop_after.__setitem__("n", stop_after["n"] + 1), should_stop=should_stop)
+    res1 = run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=out, hooks=hooks, progress=False))
     assert res1.stopped and 3 <= len(res1.summary) < 12
     units = pd.read_parquet(tmp_path / "r.units.parquet")  # the (configuration, unit)s the first run finished
     kept = {(int(s), int(k)) for (s, k), g in units.groupby(["size_bytes", "pass_index"]) if len(g) == 3}  # whole group units
     first_samples = pd.read_parquet(out)
     started_before = len(cluster.get_events("hipexplore.sweep"))
-    res2 = run_cluster(spec, cluster, device="host", out=out)
+    res2 = run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
     assert len(configs(res2.summary)) == 12 and len(set(configs(res2.summary))) == 12 and set(res2.summary["passes"]) == {3}
     for size, unit in kept:  # finished units kept as measured
         pick = lambda f: f[(f["size_bytes"] == size) & (f["pass_index"] == unit)]["time_s"].tolist()  # noqa: E731
@@ -98,11 +98,11 @@ def test_resume_submits_only_missing_groups(cluster, tmp_path):
 
 def test_resume_refuses_other_settings(cluster, tmp_path):
     out = tmp_path / "x.parquet"
-    run_cluster(small_spec(("16KiB",)), cluster, device="host", out=out)
+    run_cluster(small_spec(("16KiB",)), cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
     other = SweepSpec(kernels=("triad",), sizes=("16KiB",), rotating=(1, 2), stop=StopRule(iterations=50), reference_samples=8)
     before = (tmp_path / "x.summary.parquet").read_bytes()
     with pytest.raises(ConfigError, match="cannot resume .*stop_rule"):
-        run_cluster(other, cluster, device="host", out=out)
+        run_cluster(other, cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
     assert (tmp_path / "x.summary.parquet").read_bytes() == before
 
 
@@ -160,7 +160,7 @@ def test_killed_worker_configuration_is_rerun(tmp_path):
     try:
         client.register_plugin(KillOnStart(str(tmp_path), 1))
         spec = small_spec(("16KiB", "32KiB"))
-        res = run_cluster(spec, client, device="host", out=tmp_path / "k.parquet")
+        res = run_cluster(spec, client, ClusterOptions(device="host"), RunOptions(out=tmp_path / "k.parquet", progress=False))
         killed = (tmp_path / "death-0").read_text()
         assert killed.startswith("tls://127.0.0.1:")  # local:N speaks TLS only (bench.dask_connect)
         want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
@@ -181,11 +181,11 @@ def test_bad_cluster_arguments(cluster):
     for bad, match in (("local:0", "local:N"), ("local:x", "local:N"), ("somewhere", "neither local:N"),
                        (42, "cluster must be")):
         with pytest.raises(ConfigError, match=match):
-            run_cluster(spec, bad, device="host")
+            run_cluster(spec, bad, ClusterOptions(device="host"))
     with pytest.raises(ConfigError, match="device must be a name"):
-        run_cluster(spec, cluster, device=hx.get_device("host") if hasattr(hx, "get_device") else object())
+        run_cluster(spec, cluster, ClusterOptions(device=hx.get_device("host") if hasattr(hx, "get_device") else object()))
     with pytest.raises(ConfigError, match="retries"):
-        run_cluster(spec, cluster, device="host", retries=-1)
+        run_cluster(spec, cluster, ClusterOptions(device="host", retries=-1))
 
 
 def test_every_worker_measures_whole_spec_and_gpus_compare(cluster):
@@ -231,7 +231,7 @@ def test_device_kinds_are_never_pooled(cluster, tmp_path):
     from hipexplore.plots import plot_bias
     from hipexplore.report.dashboard import benchmark_data, summary_table
 
-    res = run_cluster(small_spec(("16KiB",)), cluster, device="host", out=tmp_path / "h.parquet")
+    res = run_cluster(small_spec(("16KiB",)), cluster, ClusterOptions(device="host"), RunOptions(out=tmp_path / "h.parquet", progress=False))
     host = str(res.summary["device_name"].iloc[0])
     other = res.summary.assign(device_name="NVIDIA H200", run_id="other")  # a second kind, as another worker's rows
     mixed = pd.concat([res.summary, other], ignore_index=True)
@@ -331,12 +331,12 @@ def test_workers_without_a_gpu_slot_are_refused_and_a_stalled_run_ends(tmp_path,
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
             distributed.Client(lc) as client:
         with pytest.raises(ConfigError, match="none advertises the resource GPU=1"):
-            run_cluster(small_spec(("16KiB",)), client, device="host")
+            run_cluster(small_spec(("16KiB",)), client, ClusterOptions(device="host"))
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
                                   resources={"GPU": 1}) as lc, distributed.Client(lc) as client:
         slow = SweepSpec(kernels=("triad",), sizes=("1MiB",), stop=StopRule(iterations=4000), reference_samples=8)
         t0 = time.monotonic()
-        res = run_cluster(slow, client, device="host", out=tmp_path / "s.parquet", stall_s=0.0)
+        res = run_cluster(slow, client, ClusterOptions(device="host", stall_s=0.0), RunOptions(out=tmp_path / "s.parquet", progress=False))
         # it did not wait for the group: the rows say so below ("did not finish"); the clock is only a
         # hang guard (a 5 s bound measured the machine's load: issue 26.6)
         assert time.monotonic() - t0 < 120
@@ -356,13 +356,13 @@ def test_resume_refuses_rows_of_another_device_kind(cluster, tmp_path):
 
     out = tmp_path / "d.parquet"
     spec = small_spec(("16KiB",))
-    run_cluster(spec, cluster, device="host", out=out)
+    run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
     summary = pd.read_parquet(tmp_path / "d.summary.parquet")
     meta = json.loads((tmp_path / "d.meta.json").read_text())
     write_parquet(summary.assign(device_name="NVIDIA H200"), tmp_path / "d.summary.parquet", SUMMARY, meta)
     before = (tmp_path / "d.summary.parquet").read_bytes()
     with pytest.raises(ConfigError, match=r"cannot resume .*\['NVIDIA H200'\], not "):
-        run_cluster(small_spec(("16KiB", "32KiB")), cluster, device="host", out=out)
+        run_cluster(small_spec(("16KiB", "32KiB")), cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
     assert (tmp_path / "d.summary.parquet").read_bytes() == before  # nothing lost
 
 
@@ -420,7 +420,7 @@ def test_three_worker_deaths_lose_no_configuration(tmp_path):
     try:
         client.register_plugin(KillOnStart(str(tmp_path), 3))
         spec = small_spec(("16KiB", "20KiB", "24KiB", "28KiB", "32KiB", "36KiB", "40KiB", "44KiB", "48KiB", "52KiB"))
-        res = run_cluster(spec, client, device="host", out=tmp_path / "d.parquet", retries=1, no_workers_s=120)
+        res = run_cluster(spec, client, ClusterOptions(device="host", retries=1, no_workers_s=120), RunOptions(out=tmp_path / "d.parquet", progress=False))
         deaths = sorted(tmp_path.glob("death-*"))
         assert len(deaths) == 3, deaths  # three real worker processes were SIGKILLed
         want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
@@ -477,7 +477,7 @@ def test_more_local_workers_than_gpus_is_one_line(monkeypatch):
 
     monkeypatch.setattr(cuda_mod, "device_count", lambda: 1)
     with pytest.raises(ConfigError, match=r"'local:2' starts one worker per GPU and this machine has 1 cuda GPU\(s\): use local:1"):
-        run_cluster(small_spec(("16KiB",)), "local:2", device="cuda")
+        run_cluster(small_spec(("16KiB",)), "local:2", ClusterOptions(device="cuda"))
 
 
 def test_a_cluster_run_has_the_units_of_a_local_run(cluster, tmp_path):
@@ -487,8 +487,8 @@ def test_a_cluster_run_has_the_units_of_a_local_run(cluster, tmp_path):
     from hipexplore.devices import get_device
 
     spec = small_spec(("16KiB", "32KiB"))
-    local = run(spec, get_device("host"), progress=False)
-    remote = run_cluster(spec, cluster, device="host", out=tmp_path / "u.parquet")
+    local = run(spec, get_device("host"), RunOptions(progress=False))
+    remote = run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=tmp_path / "u.parquet", progress=False))
     assert local.metadata["sweep.units_planned"] == remote.metadata["sweep.units_planned"] == "3"
     assert remote.metadata["sweep.unit_location"] == "cluster"
     passes = lambda r: r.summary.set_index(KEYS)["passes"].sort_index()  # noqa: E731

@@ -9,7 +9,7 @@ import pickle
 import numpy as np
 import pytest
 
-from hipexplore.bench import StopRule, SweepHooks, SweepSpec, run, sweep
+from hipexplore.bench import RunOptions, StopRule, SweepHooks, SweepSpec, run, sweep
 from hipexplore.bench.io import output_paths
 from hipexplore.bench.spec import MAX_PASSES, parse_size
 from hipexplore.compile.cache import CompileCache
@@ -73,7 +73,7 @@ def test_run_takes_a_spec_and_writes_schema_tagged_files(dev, tmp_path) -> None:
     out = tmp_path / "s.parquet"
     seen: list[dict] = []
     spec = SweepSpec("triad", "16KiB", 1, "none", stop=StopRule(iterations=4), reference=False, warmup_s=0, units=1)
-    res = run(spec, dev, out=out, hooks=SweepHooks(on_result=seen.append), progress=False)
+    res = run(spec, dev, RunOptions(out=out, hooks=SweepHooks(on_result=seen.append), progress=False))
     assert len(res.summary) == 1 and len(seen) == 1 and len(res.samples) == 4
     samples, summary, meta = output_paths(out)
     assert schema_of(samples) == SAMPLES and schema_of(summary) == SUMMARY

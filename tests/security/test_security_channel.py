@@ -361,7 +361,8 @@ def test_a_kernel_on_a_cluster_forges_only_to_its_own_sweep_worker(folder):
     distributed = need_module("distributed")
     import cloudpickle
 
-    from hipexplore.bench.cluster import local_cluster, run_cluster
+    from hipexplore.bench.cluster import ClusterOptions, local_cluster, run_cluster
+    from hipexplore.bench.result import RunOptions
     from hipexplore.bench.spec import SweepSpec
     from hipexplore.bench.stats import StopRule
     from hipexplore.errors import KernelFault
@@ -378,7 +379,7 @@ def test_a_kernel_on_a_cluster_forges_only_to_its_own_sweep_worker(folder):
         spec = SweepSpec(kernels=("forge_on_cluster",), sizes=("16KiB",), rotating=(1,), flush=("none",),
                          stop=StopRule(iterations=20))
         with pytest.raises(KernelFault) as err:
-            run_cluster(spec, client, device="host", out=folder / "run.parquet", retries=0)
+            run_cluster(spec, client, ClusterOptions(device="host", retries=0), RunOptions(out=folder / "run.parquet", progress=False))
     finally:
         client.close()
         lc.close()

@@ -157,7 +157,7 @@ def _promise(rotating_requested: Any, flush: str, fraction: float, read_bytes: f
         return "", ""
     if state == "cold":
         return "kept", ""
-    from ...units import format_bytes
+    from ...readable import format_bytes
 
     read = f"; DRAM read {format_bytes(read_bytes)} of {format_bytes(inputs)} of inputs per launch" if inputs else ""
     return "broken", (f"asked cold ({why}) but counted {state}: cold fraction {fraction:.2f} "

@@ -25,7 +25,7 @@ from hipexplore.bench.counters.counting import MANIFEST
 from hipexplore.bench.counters.ncu import NCU_GROUPS, NcuBackend, parse_csv
 from hipexplore.bench.executors import InProcessExecutor
 from hipexplore.bench.orchestrator import Orchestrator
-from hipexplore.bench.result import SweepHooks
+from hipexplore.bench.result import RunOptions, SweepHooks
 from hipexplore.bench.stats import StopRule
 from hipexplore.errors import ConfigError
 from hipexplore.schema import SUMMARY_COLUMNS
@@ -134,7 +134,7 @@ def _host_spec(**kw) -> SweepSpec:
 
 def _sweep(dev, spec, out, backend=None, seen=None):
     hooks = SweepHooks(on_result=(seen.append if seen is not None else None))
-    return Orchestrator(spec, InProcessExecutor(dev), out=out, hooks=hooks, progress=False, counter_backend=backend).run()
+    return Orchestrator(spec, InProcessExecutor(dev), RunOptions(out=out, hooks=hooks, progress=False), counter_backend=backend).run()
 
 
 def _by(summary) -> dict:
@@ -256,7 +256,7 @@ def test_the_cli_on_the_host_says_in_one_line_why_there_are_no_counters(tmp_path
 
 def test_the_library_warns_once_on_the_host(dev) -> None:
     with pytest.warns(CountersSkipped, match="no counters: host: no hardware counters"):
-        res = Orchestrator(_host_spec(counters=True), InProcessExecutor(dev), progress=False).run()
+        res = Orchestrator(_host_spec(counters=True), InProcessExecutor(dev), RunOptions(progress=False)).run()
     assert "cache_state" not in res.summary.columns
 
 
