@@ -209,6 +209,8 @@ def _summary(tag: str, name: str, value: Any, kind: str = "float64", hint: str =
 
 def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     """nvbench-shaped JSON of a sweep (module docstring)."""
+    from ..schema import Timer
+
     device = str(metadata.get("device.name", "") or metadata.get("device.kind", "") or "device")
     kept = samples[~samples["dropped"].astype(bool)] if "dropped" in samples.columns else samples
     benches = []
@@ -218,12 +220,12 @@ def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
         for r in rows.to_dict("records"):
             t = kept[(kept["kernel"] == kernel) & (kept["size_bytes"] == r["size_bytes"])
                      & (kept["rotating_requested"].astype(str) == str(r["rotating_requested"]))
-                     & (kept["flush"] == r["flush"]) & (kept.get("timer", "events") == r.get("timer", "events"))]["time_s"]
+                     & (kept["flush"] == r["flush"]) & (Timer.of_column(kept) == Timer.of_cell(r.get("timer")))]["time_s"]
             if not len(t):
                 continue
             mean, sd = float(t.mean()), float(t.std(ddof=1)) if len(t) > 1 else math.nan
             point = {"Size": int(r["size_bytes"]), "Rotating": str(r["rotating_requested"]), "Flush": str(r["flush"]),
-                     "Timer": str(r.get("timer", "events"))}
+                     "Timer": Timer.of_cell(r.get("timer")).name}
             for k, v in point.items():
                 if v not in axes_vals[k]:
                     axes_vals[k].append(v)

@@ -106,10 +106,11 @@ def benchmark_names(frame: Any) -> list[str]:
 
 def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     """The pyperf JSON text of a sweep: one benchmark per configuration, one run per unit."""
+    from ..schema import Configuration
     from .export import label as config_label
 
     pyperf = require("pyperf", "bench --export pyperf", "interop")
-    keys = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
+    keys = list(Configuration.COLUMNS)
     kept = samples[~samples["dropped"].astype(bool)] if "dropped" in samples.columns else samples
     benches = []
     for key, g in kept.groupby(keys, sort=True):
