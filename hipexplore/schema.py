@@ -84,26 +84,33 @@ class Timer(str):
     """One timer of a sweep, as an object: what the frames' ``timer`` column says (it *is* that
     string: it compares and hashes as it, so a file's rows and a spec's configurations meet), what
     it needs from the kernel and which of the run's figures apply to it. Nobody else compares timer
-    names: they ask the timer (``Timer.of(text)``; members ``Timer.EVENTS``, ``Timer.IN_KERNEL``).
+    names: they ask the timer (``Timer.of(text)``; members ``Timer.EVENTS``, ``Timer.IN_KERNEL``, and
+    the timers of other tools' files read as sweeps, ``Timer.PYPERF``, ``Timer.NVBENCH_COLD``:
+    ``imported``, no sweep runs them).
 
     ``label``: how a message describes it; ``timed_kernel``: it needs the kernel's timed variant
     (compiled with ``-DHX_TIMED``: the kernel writes its own timestamps; a catalog kernel without
     ``timer`` cannot, an inline flush leaves no slot: ``FlushMode.measures``); ``launch_floor``:
     its times include the launch (device events around it), so the launch floor (``floor_s``,
     ``net_median_s``, the floor flags) applies; ``default``: what a configuration is timed by when
-    nothing says otherwise (files written before the ``timer`` column, messages leave it unsaid)."""
+    nothing says otherwise (files written before the ``timer`` column, messages leave it unsaid);
+    ``imported``: another tool timed it (``interop``), a sweep cannot."""
 
     EVENTS: "Timer"
     IN_KERNEL: "Timer"
+    PYPERF: "Timer"
+    NVBENCH_COLD: "Timer"
     label: str
     timed_kernel: bool
     launch_floor: bool
     default: bool
+    imported: bool
 
     def __new__(cls, name: str, label: str = "", *, timed_kernel: bool = False, launch_floor: bool = False,
-                default: bool = False) -> "Timer":
+                default: bool = False, imported: bool = False) -> "Timer":
         self = super().__new__(cls, name)
         self.label, self.timed_kernel, self.launch_floor, self.default = label, timed_kernel, launch_floor, default
+        self.imported = imported
         return self
 
     @property
@@ -111,15 +118,17 @@ class Timer(str):
         return str.__str__(self)
 
     def __reduce__(self) -> Any:  # a pickled timer comes back as the member of its name
-        return (Timer.of, (self.name,))
+        return (Timer.of, (self.name, True))
 
     @classmethod
-    def of(cls, text: Any) -> "Timer":
-        """The ``Timer`` named ``text`` (or the timer itself); a one-line ``ConfigError`` naming the
-        value and the expected ones."""
-        found = _TIMERS.get(text) if isinstance(text, str) else None
+    def of(cls, text: Any, imported: bool = False) -> "Timer":
+        """The ``Timer`` named ``text`` (or the timer itself) among those a sweep runs (``imported``:
+        other tools' too, what a file may say); a one-line ``ConfigError`` naming the value and the
+        expected ones."""
+        among = _KNOWN if imported else _TIMERS
+        found = among.get(text) if isinstance(text, str) else None
         if found is None:
-            raise ConfigError(f"timer {text!r} is unknown; expected one of {', '.join(TIMERS)}")
+            raise ConfigError(f"timer {text!r} is unknown; expected one of {', '.join(among)}")
         return found
 
     @classmethod
@@ -127,7 +136,7 @@ class Timer(str):
         """The timer of a row's ``timer`` cell: the default where a file has none (absent, NaN, empty)."""
         if value is None or value != value or value == "":
             return cls.EVENTS
-        return cls.of(str(value))
+        return cls.of(str(value), imported=True)
 
     @classmethod
     def of_column(cls, frame: Any) -> Any:
@@ -146,7 +155,10 @@ class Timer(str):
 
 Timer.EVENTS = Timer("events", "device events around each launch", launch_floor=True, default=True)
 Timer.IN_KERNEL = Timer("in-kernel", "the kernel's own timestamps (its -DHX_TIMED variant)", timed_kernel=True)
+Timer.PYPERF = Timer("pyperf", "pyperf's own timing, read from its file", imported=True)
+Timer.NVBENCH_COLD = Timer("nvbench-cold", "nvbench's cold measurement, read from its file", imported=True)
 _TIMERS = {t.name: t for t in (Timer.EVENTS, Timer.IN_KERNEL)}
+_KNOWN = {**_TIMERS, **{t.name: t for t in (Timer.PYPERF, Timer.NVBENCH_COLD)}}
 #: every timer's name, in the order the docs list them (what ``--timer`` and ``SweepSpec.timers`` take)
 TIMERS: tuple[str, ...] = tuple(_TIMERS)
 
@@ -200,7 +212,8 @@ class Configuration(_Fields):
     A frozen, ordered value. A ``NamedTuple`` rather than a dataclass so that it *is* the
     (kernel, size, rotating, flush, timer) tuple the frames' rows spell: sets of configurations
     built from a file and from a ``SweepSpec`` compare and hash alike. ``size`` is bytes per array.
-    ``timer`` is always a ``Timer`` (a name given is looked up: an unknown one is a ``ConfigError``).
+    ``timer`` is always a ``Timer`` (a name given is looked up, other tools' timers too: an unknown
+    one is a ``ConfigError``).
     Which configurations a sweep has is ``SweepSpec.configurations()``'s business, not this type's.
 
     It owns how it is spelled in a frame: ``COLUMNS`` (the one list of the key's columns: resume,
@@ -233,7 +246,7 @@ class Configuration(_Fields):
     CACHE_COLUMNS = ("rotating_requested", "flush")
 
     def __new__(cls, kernel: str, size: int, rotating: str, flush: str, timer: "str | Timer" = Timer.EVENTS) -> "Configuration":
-        return super().__new__(cls, kernel, size, rotating, flush, Timer.of(timer))
+        return super().__new__(cls, kernel, size, rotating, flush, Timer.of(timer, imported=True))
 
     @classmethod
     def _make(cls, iterable: Iterable[Any]) -> "Configuration":  # ``_replace`` too: the timer looked up

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..schema import Timer
 from ..extras import require
 from ..untrusted import check_name, load_json, shown
 
@@ -45,7 +46,7 @@ MAX_BYTES = 256 << 20
 #: at most this many samples per state are read from its binary file
 MAX_SAMPLES = 10_000_000
 #: the timer name rows read from nvbench carry (nvbench's cold GPU time: events around single launches)
-TIMER = "nvbench-cold"
+TIMER = Timer.NVBENCH_COLD.name
 LACKS_SAMPLES = ("nvbench: one file is one process (no units), so the interval is the within-process one (blocks of "
                  "consecutive samples), decided at 99%; it does not cover what moves between processes")
 LACKS_SUMMARIES = ("nvbench summaries only (no per-sample data: written with --json, not --jsonbin): a weaker interval, "
@@ -209,8 +210,6 @@ def _summary(tag: str, name: str, value: Any, kind: str = "float64", hint: str =
 
 def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     """nvbench-shaped JSON of a sweep (module docstring)."""
-    from ..schema import Timer
-
     device = str(metadata.get("device.name", "") or metadata.get("device.kind", "") or "device")
     kept = samples[~samples["dropped"].astype(bool)] if "dropped" in samples.columns else samples
     benches = []

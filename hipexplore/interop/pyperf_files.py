@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..schema import Timer
 from ..extras import require
 from ..untrusted import load_json, shown
 
@@ -31,7 +32,7 @@ LACKS = ("pyperf records no size, rotating buffer sets, flush mode or device tim
          "keyed by its name; its runs (one worker process each) are the units, its values the samples "
          "(host wall-clock time per loop)")
 #: the timer name rows read from pyperf carry
-TIMER = "pyperf"
+TIMER = Timer.PYPERF.name
 
 
 def _text(path: Path) -> str:
