@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterable
 
-from .errors import ConfigError, HipexploreError
+from .errors import ConfigError, DeviceUnavailable, HipexploreError
 
 #: The import names each extra of pyproject.toml provides (tests/test_extras.py checks the table
 #: against the extras' distributions). ``hip``: hip-python 6.x-7.x is ``hip``, >= 10 ``rocm``.
@@ -71,6 +71,19 @@ def message(what: str, extra: str, missing: Iterable[str] = (), detail: str = ""
     names = ", ".join(missing)
     inner = "; ".join(p for p in (f"{names} not installed" if names else "", detail.strip()) if p)
     return f"{what} needs the '{extra}' extra{f' ({inner})' if inner else ''}: {hint(extra)}"
+
+
+class DeviceExtraMissing(DeviceUnavailable):
+    """A GPU device whose extra is not installed (``message``'s line, a ``DeviceUnavailable``). It keeps
+    its parts so that ``also`` can say more inside the parentheses: the install command stays last."""
+
+    def __init__(self, what: str, extra: str, detail: str = "") -> None:
+        self.what, self.extra, self.detail = what, extra, detail
+        super().__init__(message(what, extra, detail=detail))
+
+    def also(self, more: str) -> "DeviceExtraMissing":
+        """The same refusal with ``more`` after its detail (``devices here: ...``)."""
+        return DeviceExtraMissing(self.what, self.extra, "; ".join(p for p in (self.detail, more) if p))
 
 
 def missing_modules(modules: Iterable[str]) -> list[str]:

@@ -33,6 +33,7 @@ import os
 import time
 from typing import Any, Mapping
 
+from ..devices.base import Device
 from ..errors import BenchmarkError
 from ..schema import Configuration, Timer
 
@@ -92,7 +93,7 @@ class L2Guard:
     the cold reference and the launch floor all run under it); ``take()`` hands over the flag of
     what it found set since the last ``take`` ("" when nothing). ``clear=False`` only reads."""
 
-    def __init__(self, device: Any, clear: bool = True) -> None:
+    def __init__(self, device: Device, clear: bool = True) -> None:
         self.device, self.clear = device, clear
         self.found: list[str] = []
 
@@ -117,11 +118,11 @@ class L2Guard:
                      f"the flush, so the inputs may not have come from memory; {done}")]
 
 
-def guard_for(device: Any) -> L2Guard | None:
+def guard_for(device: Device) -> L2Guard | None:
     """The unit's ``L2Guard`` (None on a device without persisting-L2 control: the host)."""
     from .. import settings
 
-    if getattr(device, "kind", "") == "host":
+    if device.kind == "host":
         return None
     return L2Guard(device, clear=bool(settings.L2_RESET.get()))
 
@@ -164,18 +165,18 @@ def host_bandwidth(measure: bool = True) -> tuple[float, str]:
     return _HOST_BW["measured"]
 
 
-def floor_bandwidth(device: Any) -> tuple[float, str]:
+def floor_bandwidth(device: Device) -> tuple[float, str]:
     """(GB/s, source) the physical floor divides by: a GPU's peak from its own figures (memory
     clock x bus width, ``DeviceProperties.peak_bandwidth_gbs``), the host's ``host_bandwidth`` (none
     measured when the host's LLC is overridden: its flush then evicts less than the real cache, so
     the cold promise does not hold and a floor would read a cache's speed as a cheat)."""
-    if getattr(device, "kind", "") == "host":
+    if device.kind == "host":
         from .. import settings
 
-        if getattr(device, "llc_override", None) is not None and not settings.HOST_BANDWIDTH.get():
+        if device.llc_override is not None and not settings.HOST_BANDWIDTH.get():
             return math.nan, "none: the host's LLC is overridden (its flush does not make it cold)"
         return host_bandwidth()
-    gbs = float(getattr(device, "peak_bandwidth_gbs", math.nan))
+    gbs = float(device.peak_bandwidth_gbs)
     source = ""
     try:
         source = str(device.properties.peak_bandwidth_source)
@@ -219,7 +220,7 @@ def floor_flags(row: Mapping[str, Any], inputs: int, bandwidth: tuple[float, str
     return out
 
 
-def row_floor_flags(row: Mapping[str, Any], kspec: Any, n: int, device: Any) -> list[str]:
+def row_floor_flags(row: Mapping[str, Any], kspec: Any, n: int, device: Device) -> list[str]:
     """``floor_flags`` of a unit's summary row of ``kspec`` at ``n`` elements on ``device`` (the
     bandwidth asked for only when the row is under a cold promise and has inputs)."""
     from .counters.record import input_bytes
@@ -229,11 +230,11 @@ def row_floor_flags(row: Mapping[str, Any], kspec: Any, n: int, device: Any) -> 
     return floor_flags(row, inputs, bandwidth)
 
 
-def reference_flag(row: Mapping[str, Any], device: Any = None) -> list[str]:
+def reference_flag(row: Mapping[str, Any], device: Device | None = None) -> list[str]:
     """A cold-promised row whose bias interval lies wholly ``REFERENCE_MARGIN`` or more below the cold
     reference (the same kernel after an l2-read flush): its inputs were not read from memory. None
     on a host whose LLC is overridden (its flushes then evict less than its cache: nothing is cold)."""
-    if getattr(device, "kind", "") == "host" and getattr(device, "llc_override", None) is not None:
+    if device is not None and device.kind == "host" and device.llc_override is not None:
         return []
     why = asks_cold(row)
     hi = float(row.get("bias_ci_high", math.nan))

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import BenchmarkError, ConfigError
-from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS
+from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
 from ..untrusted import check_name, escaped, load_json, shown
 
 MAGIC = b"HXw1"
@@ -57,8 +57,9 @@ TEXT, INT, FLOAT, BOOL = "text", "<i8", "<f8", "|b1"
 _ITEMSIZE = {INT: 8, FLOAT: 8, BOOL: 1}
 _INTS = ("size_bytes", "footprint_bytes", "rotating", "n", "passes", "n_outliers", "rotating_cap_bytes", "n_throttled",
          "iteration", "pass_index", "chunk", "position", "lead", "buffer_set")
-_TEXTS = ("run_id", "device", "device_name", "kernel", "rotating_requested", "flush", "timer", "stop_reason", "warning",
-          *CLUSTER_COLUMNS)
+#: the configuration key's columns are text but for its size (``size_bytes``, above)
+_TEXTS = ("run_id", "device", "device_name", *(c for c in Configuration.COLUMNS if c != "size_bytes"), "stop_reason",
+          "warning", *CLUSTER_COLUMNS)
 _BOOLS = ("timed_out", "throttled", "dropped")
 _FLOATS = ("time_s", "flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal", "median_s",
            "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s", "ci_high_s", "bimodality", "reference_median_s",

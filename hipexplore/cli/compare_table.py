@@ -7,6 +7,11 @@ change under review). Now, as ``bench``'s table does (``bench_table``): every co
 widest cell, a row's notes by number, each distinct note printed once under the table and wrapped
 at ``WIDTH``; the cold-reference row shows both medians and the word ``reference`` where a verdict
 would stand. ``--json`` keeps every figure and the full note of every row.
+
+Both answers stay on the row (``docs/guide/verdicts.md``): beside the verdict, the measured change in
+words (``verdicts.change_text``: ``slower by 1.2% [+1.1%, +1.3%] — below the 2% threshold``). An
+undecided row's sentence stops before its last clause (the verdict column says undecided, its note
+why); where the table is still wider than ``WIDTH`` with its droppable columns gone, every row's does.
 """
 from __future__ import annotations
 
@@ -38,12 +43,21 @@ def _count(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def _change(r: Mapping[str, Any]) -> str:
-    """``+1.2% [+1.1%, +1.3%]``: the measured change new/base and its interval; without one, the change alone."""
-    lo, hi = float(r.get("ratio_ci_low", math.nan)), float(r.get("ratio_ci_high", math.nan))
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return f"{float(r['change']):+.1%} (no interval)"
-    return f"{float(r['change']):+.1%} [{lo - 1:+.1%}, {hi - 1:+.1%}]"
+#: the answer column's head
+ANSWER = "measured change new/base [95%]"
+#: what separates the measured change from how it stands against the threshold (``verdicts.change_text``)
+_AGAINST = " — "
+
+
+def answer(r: Mapping[str, Any], threshold: float) -> tuple[str, str]:
+    """(the row's measured change in words, the same without how it stands against the threshold):
+    ``verdicts.change_text``, and its short form (``slower by 1.2% [+1.1%, +1.3%]``) that an undecided
+    row, or every row of a table too wide for the whole sentences, shows beside its verdict."""
+    from ..verdicts import change_text
+
+    full = change_text(r, threshold)
+    short = full.rsplit(_AGAINST, 1)[0]
+    return (short if r.get("verdict") == "undecided" else full), short
 
 
 def _medians(r: Mapping[str, Any]) -> str:
@@ -84,7 +98,9 @@ def row_notes(r: Mapping[str, Any], threshold: float) -> list[str]:
     return [t for t in dict.fromkeys(out) if t]
 
 
-def cells(r: Mapping[str, Any], kernel: str, heads: list[str], threshold: float, notes: dict[str, int]) -> list[str]:
+def cells(r: Mapping[str, Any], kernel: str, heads: list[str], threshold: float, notes: dict[str, int],
+          short: bool = False) -> list[str]:
+    """The row's cells under ``heads`` (``short``: its answer without the threshold clause)."""
     from ..verdicts import size_text
 
     refs = sorted(notes.setdefault(t, len(notes) + 1) for t in row_notes(r, threshold))
@@ -94,14 +110,12 @@ def cells(r: Mapping[str, Any], kernel: str, heads: list[str], threshold: float,
     if r.get("present") != "both":
         out.update({"verdict": f"{r['present']}"})
     elif is_reference(r):
-        out.update({"verdict": REFERENCE, "measured change new/base [95%]": _medians(r)})
+        out.update({"verdict": REFERENCE, ANSWER: _medians(r)})
     else:
         b, n = _count(r.get("base_units", 1)), _count(r.get("new_units", 1))
-        called = str(r.get("change_called") or "")
         out.update({"units": b if b == n else f"{b}/{n}", "p": f"{float(r['p_value']):.2g}",
                     "min det.": f"{float(r['min_detectable']):.1%}", "verdict": str(r["verdict"]),
-                    "measured": {"none": "no change"}.get(called, called),
-                    "measured change new/base [95%]": _change(r)})
+                    ANSWER: answer(r, threshold)[short]})
     return [out.get(h, "") for h in heads]
 
 
@@ -115,33 +129,37 @@ def table(frame: Any) -> str:
 
     timers = any(not Timer.of_cell(r.get("timer")).default for r in rows)
     heads = ["kernel", "size", "rot", "flush", *(["timer"] if timers else []), "units", "p", "min det.", "verdict",
-             "measured", "measured change new/base [95%]", "notes"]
-    left = {"kernel", "flush", "timer", "verdict", "measured", "measured change new/base [95%]", "notes"}
-    notes: dict[str, int] = {}
-    body = []
-    for r in rows:
-        kern = r.get("kernel") if isinstance(r.get("kernel"), str) and r.get("kernel") \
-            else f"{r.get('base_kernel')}→{r.get('new_kernel')}"
-        body.append(cells(r, str(kern), heads, thr, notes))
-    # another tool's file (nvbench, pyperf) has no size, sets or flush: those columns go, and the
-    # benchmark's name (its axes in it) gets their room
-    empty = [h for h in ("size", "rot", "flush") if all(c[heads.index(h)] in ("-", "") for c in body)]
-    if len(empty) == 3:
-        keep = [i for i, h in enumerate(heads) if h not in empty]
-        heads, body = [heads[i] for i in keep], [[c[i] for i in keep] for c in body]
-    heads, body, dropped = fit(heads, body, droppable=DROPPABLE, kernel_chars=56 if len(empty) == 3 else 28)
-    widths = [max([len(h), *(len(c[i]) for c in body)]) for i, h in enumerate(heads)]
+             ANSWER, "notes"]
+    left = {"kernel", "flush", "timer", "verdict", ANSWER, "notes"}
+    kernels = [str(r.get("kernel") if isinstance(r.get("kernel"), str) and r.get("kernel")
+                   else f"{r.get('base_kernel')}→{r.get('new_kernel')}") for r in rows]
+    for short in (False, True):  # the whole sentences, or where they do not fit, without the threshold clause
+        notes: dict[str, int] = {}
+        shown, body, dropped = _fitted(heads, [cells(r, k, heads, thr, notes, short) for r, k in zip(rows, kernels)])
+        widths = [max([len(h), *(len(c[i]) for c in body)]) for i, h in enumerate(shown)]
+        if sum(widths) + len(widths) - 1 <= WIDTH:
+            break
 
     def line(cs: list[str]) -> str:
-        return " ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cs, widths, heads)).rstrip()
+        return " ".join(c.ljust(w) if h in left else c.rjust(w) for c, w, h in zip(cs, widths, shown)).rstrip()
 
     said = [f"(left out to fit {WIDTH} columns: {', '.join(dropped)}; every column: --json)"] if dropped else []
     head = _wrapped("decision rule: ", frame.attrs.get("rule", ""))
     head += _wrapped("note: ", frame.attrs.get("caveat", "")) + _wrapped("calibration: ", frame.attrs.get("calibration", ""))
     head += _wrapped("source: ", frame.attrs.get("source_note", ""))
     tail = _wrapped("hint: ", frame.attrs.get("hint", ""))
-    return "\n".join([*head, line(heads), *(line(c) for c in body), *said,
+    return "\n".join([*head, line(shown), *(line(c) for c in body), *said,
                       *footnotes(notes, title="notes (every row's full note and figures: --json):"), *([""] + tail if tail else [])])
+
+
+def _fitted(heads: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]], list[str]]:
+    """``bench_table.fit`` of the cells; another tool's file (nvbench, pyperf) has no size, sets or
+    flush: those columns go first, and the benchmark's name (its axes in it) gets their room."""
+    empty = [h for h in ("size", "rot", "flush") if all(c[heads.index(h)] in ("-", "") for c in body)]
+    if len(empty) == 3:
+        keep = [i for i, h in enumerate(heads) if h not in empty]
+        heads, body = [heads[i] for i in keep], [[c[i] for i in keep] for c in body]
+    return fit(heads, body, droppable=DROPPABLE, kernel_chars=56 if len(empty) == 3 else 28)
 
 
 def _wrapped(label: str, text: Any) -> list[str]:
@@ -151,4 +169,4 @@ def _wrapped(label: str, text: Any) -> list[str]:
     return textwrap.wrap(label + text, WIDTH, subsequent_indent=" " * 2, break_on_hyphens=False)
 
 
-__all__ = ["DROPPABLE", "REFERENCE", "REFERENCE_NOTE", "is_reference", "row_notes", "table"]
+__all__ = ["ANSWER", "DROPPABLE", "REFERENCE", "REFERENCE_NOTE", "answer", "is_reference", "row_notes", "table"]

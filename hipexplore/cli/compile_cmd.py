@@ -130,6 +130,8 @@ def build_request(args: argparse.Namespace):
         raise ConfigError(
             f"--target is required for --compiler {args.compiler} (for example --target {_EXAMPLE_TARGET[args.compiler]})"
         )
+    if args.compiler == "host" and target != "host":  # before the compiler is probed (cc --version and its parts)
+        raise ConfigError(f"--target {target!r} is not for --compiler host; expected --target host (this CPU) or none")
     from ..compile.includes import include_closure
 
     # the include closure first: its files are headers of the request (keyed), and the

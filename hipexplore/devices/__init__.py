@@ -53,7 +53,12 @@ def get_device(kind: str | Device = "auto", index: int | None = None, *, llc_byt
 
             return HipDevice(idx, llc_bytes=llc_bytes, cache=cache)
         except DeviceUnavailable as exc:
-            raise DeviceUnavailable(f"{exc}; devices here: {', '.join(available())}") from None
+            here = f"devices here: {', '.join(available())}"
+            from ..extras import DeviceExtraMissing
+
+            if isinstance(exc, DeviceExtraMissing):  # the install command stays the line's last words
+                raise exc.also(here) from None
+            raise DeviceUnavailable(f"{exc}; {here}") from None
     reasons = []
     for candidate in ("hip", "cuda"):
         try:

@@ -24,10 +24,10 @@ def _driver() -> Any:
     try:
         from cuda.bindings import driver
     except ImportError as exc:
-        from ..extras import message
+        from ..extras import DeviceExtraMissing
 
-        raise DeviceUnavailable(message("the CUDA device", "cuda", detail="looked for the cuda-python package "
-                                        f"(cuda.bindings.driver) and could not import it: {exc}")) from None
+        raise DeviceExtraMissing("the CUDA device", "cuda", detail="looked for the cuda-python package "
+                                 f"(cuda.bindings.driver) and could not import it: {exc}") from None
     return driver
 
 

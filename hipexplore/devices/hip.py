@@ -93,10 +93,10 @@ def hip_runtime() -> Any:
     from ..errors import CompilerUnavailable
 
     if not hip_bindings.layout():
-        from ..extras import message
+        from ..extras import DeviceExtraMissing
 
-        raise DeviceUnavailable(message("the HIP device", "hip", detail="looked for hip-python (hip.chip for 6.x-7.x, "
-                                        "rocm.bindings for >= 10) and could not import it")) from None
+        raise DeviceExtraMissing("the HIP device", "hip", detail="looked for hip-python (hip.chip for 6.x-7.x, "
+                                 "rocm.bindings for >= 10) and could not import it") from None
     try:
         if not _dll_chosen:
             hip_bindings.point("hip", hip_dll().decode())

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..schema import Timer
 from ..extras import require
+from ..schema import Configuration
 from ..untrusted import load_json, shown
 
 #: a pyperf file larger than this (after decompression) is refused before pyperf parses it

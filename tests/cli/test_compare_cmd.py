@@ -55,7 +55,7 @@ def test_table_rows_verdicts_and_configurations_in_one_run_only(runs):
     body = rows_of(text)
     row = body[0].split()
     assert row[:5] == ["triad", "4", "KiB", "1", "none"] and "slower" in row  # the verdict
-    assert "+20.0% [+19.9%, +20.2%]" in body[0]  # the measured change and its interval
+    assert body[0].endswith("slower by 20.0% [+19.9%, +20.2%] — past the 2% threshold")  # the measured change in words
     assert row[5] == "4"  # units: a whole number even when another row's units are missing (NaN)
     assert body[1].split()[:3] == ["triad", "8", "KiB"] and "base only" in body[1]
     assert "new only" in body[2]

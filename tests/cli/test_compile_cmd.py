@@ -139,6 +139,19 @@ def test_missing_target_for_gpu_compiler(tmp_path, cache_dir, capsys):
     _one_clean_error(capsys, ["compile", str(src), "--compiler", "hiprtc"], "--target is required", "gfx90a")
 
 
+def test_a_gpu_target_for_the_host_compiler_is_refused_before_cc_runs(tmp_path, cache_dir, capsys, monkeypatch):
+    # a real CC wrapper that leaves a mark when run: the refusal comes before the compiler is asked anything
+    mark = tmp_path / "cc-ran"
+    wrapper = tmp_path / "cc-wrapper"
+    wrapper.write_text(f"#!/bin/sh\ntouch {mark}\nexec cc \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CC", str(wrapper))
+    src = tmp_path / "answer.c"
+    src.write_text(HOST_SRC)
+    _one_clean_error(capsys, ["compile", str(src), "--compiler", "host", "--target", "gfx90a"], "'gfx90a'", "--target host")
+    assert not mark.exists()
+
+
 def test_compile_error_shows_the_log_tail(tmp_path, cache_dir, capsys):
     src = tmp_path / "bad.c"
     src.write_text("int answer(void) {\n  return undefined_name;\n}\n")

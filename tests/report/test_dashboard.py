@@ -110,8 +110,14 @@ def test_report_with_code_cells_and_recorded_data(tmp_path):
 
 
 def test_a_failing_notebook_names_the_error_and_keeps_the_notebook(tmp_path):
-    with pytest.raises(report.ReportError, match=r"ConfigError: rotating must be a positive integer or 'auto', got 0") as err:
+    """A value refused by the parameters' check never starts the notebook (report.params); one only
+    the notebook can refuse (a recorded-data folder that exists but holds no runs) fails in its cell,
+    named, with the executed notebook kept."""
+    with pytest.raises(ConfigError, match=r"parameter rotating: rotating must be a positive integer or 'auto', got 0"):
         report.build_report({**SMALL, "rotating": [0]}, out=tmp_path / "r.html")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(report.ReportError, match=r"failed in cell \d+: ConfigError: no \.parquet files under") as err:
+        report.build_report({**SMALL, "data": str(tmp_path / "empty")}, out=tmp_path / "r.html")
     assert err.value.notebook and nbformat.read(err.value.notebook, as_version=4).cells
     assert not (tmp_path / "r.html").exists()
 

@@ -26,12 +26,10 @@ import select
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import COMPILERS, need
 from twousers import ops, use_python_by_name, users  # noqa: F401  (users: the module's fixture)
 
 #: Prints this process's pid, waits for a line on stdin (the attacker plants meanwhile), then
