@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..schema import Timer
 from ..extras import require
-from ..schema import Configuration
+from ..schema import Configuration, Timer
 from ..untrusted import load_json, shown
 
 #: a pyperf file larger than this (after decompression) is refused before pyperf parses it
@@ -108,7 +107,6 @@ def benchmark_names(frame: Any) -> list[str]:
 
 def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     """The pyperf JSON text of a sweep: one benchmark per configuration, one run per unit."""
-    from ..schema import Configuration
     from .export import label as config_label
 
     pyperf = require("pyperf", "bench --export pyperf", "interop")
