@@ -109,7 +109,7 @@ def analyse(runs: Sequence[Any], kernels: tuple[str, str] = ("A", "B"), threshol
     import numpy as np
     import pandas as pd
 
-    from .schema import COLD_REFERENCE
+    from .schema import Configuration
     from .verdicts import compare
 
     a, b = kernels
@@ -120,7 +120,7 @@ def analyse(runs: Sequence[Any], kernels: tuple[str, str] = ("A", "B"), threshol
                    threshold=threshold).assign(run=i, kernel=k)
            for i in range(len(frames) - 1) for k in kernels]
     separate = pd.concat(sep, ignore_index=True) if sep else inter.iloc[0:0]
-    cold = inter["flush"] == COLD_REFERENCE
+    cold = Configuration.marks_reference(inter)
     kinds = [_rate(inter[~cold], "interleaved (95%)"), _rate(inter[cold], "cold references (99%)"),
              _rate(separate, "separate runs (99%)")]
     every = pd.concat([inter, separate], ignore_index=True)

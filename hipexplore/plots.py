@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .errors import ConfigError
-from .schema import COLD_REFERENCE, HIT_OUTCOMES, Configuration, require_columns
+from .schema import HIT_OUTCOMES, Configuration, require_columns
 
 #: torch.utils.benchmark warns at these relative-IQR levels; the noise plots draw them.
 IQR_WARN_LEVELS = (0.10, 0.25)
@@ -84,7 +84,7 @@ def flush_colors(modes: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     i = 0
     for mode in sorted(set(modes)):
-        if mode == COLD_REFERENCE:
+        if Configuration.marks_reference(mode):
             out[mode] = "#7f7f7f"
         else:
             out[mode] = _PALETTE[i % len(_PALETTE)]
@@ -192,7 +192,7 @@ def plot_noise_ecdf(samples: pd.DataFrame, ax: Axes | None = None, kernel: str |
         t = np.sort(grp["time_s"].to_numpy(dtype=float)) * scale
         y = np.arange(1, t.size + 1) / t.size
         ls = styles[rot_values.index(rot) % len(styles)]
-        label = plain_text(flush if flush == COLD_REFERENCE else f"{flush}, rotating {rot}")
+        label = plain_text(flush if Configuration.marks_reference(flush) else f"{flush}, rotating {rot}")
         ax.step(t, y, where="post", color=colors[flush], linestyle=ls, label=label)
     _clip_outliers(ax, data["time_s"].to_numpy(dtype=float) * scale, axis="x")
     ax.set_xlabel(f"time per launch ({unit})")
@@ -273,7 +273,7 @@ def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: 
     flush mode and size."""
     _require(summary, _SUMMARY_NEEDED, "summary frame")
     data = _sized(summary, kernel, size_bytes)
-    data = data[data["flush"] != COLD_REFERENCE]
+    data = data[~Configuration.marks_reference(data)]
     if data.empty:
         raise ConfigError("summary frame holds only cold-reference rows: no rotating/flush setting to plot")
     fig, ax = _axes(ax)
@@ -300,7 +300,7 @@ def plot_bias(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None 
     ``size_bytes="all"``: a line per flush mode and size."""
     _require(summary, (*_SUMMARY_NEEDED, "bias"), "summary frame")
     data = _sized(summary, kernel, size_bytes)
-    data = data[(data["flush"] != COLD_REFERENCE) & data["bias"].notna()]
+    data = data[~Configuration.marks_reference(data) & data["bias"].notna()]
     if data.empty:
         raise ConfigError("summary frame has no bias values (was a cold reference measured?)")
     fig, ax = _axes(ax)
@@ -341,8 +341,8 @@ def plot_bandwidth(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | 
         raise ConfigError("summary frame has no bandwidth_gbs values")
     if rotating is not None:
         key = Configuration.rotating_of(data)
-        chosen = data[(key == str(rotating)) | (data["flush"] == COLD_REFERENCE)]
-        if (chosen["flush"] != COLD_REFERENCE).sum() == 0:
+        chosen = data[(key == str(rotating)) | Configuration.marks_reference(data)]
+        if (~Configuration.marks_reference(chosen)).sum() == 0:
             raise ConfigError(f"summary frame has no rows with rotating={rotating!r}; it holds {sorted(key.unique())}")
         data, how = chosen, f"rotating {rotating}"
     else:

@@ -27,6 +27,7 @@ import pandas as pd
 from .bench.counters.record import COLD_AT, WARM_AT
 from .bench.flush import NONE
 from .errors import ConfigError
+from .schema import Timer
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -127,7 +128,7 @@ def rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_bytes: 
     k, size = _pick(summary, kernel, size_bytes)
     rows = summary[(summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == NONE.name)]
     if "timer" in rows.columns:
-        rows = rows[rows["timer"].fillna("events") == "events"]
+        rows = rows[Timer.defaults_in(rows)]
     if rows.empty:
         raise ConfigError(f"{k} at {size} B has no flush 'none' rows: sweep the rotating counts with flush none")
     rows = rows.sort_values("rotating", kind="stable").reset_index(drop=True)

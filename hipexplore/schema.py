@@ -74,22 +74,155 @@ COUNTER_COLUMNS = ("dram_read_bytes", "dram_write_bytes", "l2_hit_rate", "input_
 #: What a cluster sweep (bench.cluster) adds to the sample and summary columns: the Dask worker's
 #: address, its host name and the visible-device ordinal it was pinned to ('' when not pinned).
 CLUSTER_COLUMNS = ("worker", "host", "gpu")
-#: The ``flush`` value of the single-launch-after-l2-read reference rows.
+#: The ``flush`` value of the single-launch-after-l2-read reference rows: a sentinel only
+#: ``Configuration.is_reference`` (and ``Configuration.reference_in`` for a row, a frame) tests.
 COLD_REFERENCE = "cold-reference"
 
+
+# -- the timer vocabulary -------------------------------------------------------------------------
+class Timer(str):
+    """One timer of a sweep, as an object: what the frames' ``timer`` column says (it *is* that
+    string: it compares and hashes as it, so a file's rows and a spec's configurations meet), what
+    it needs from the kernel and which of the run's figures apply to it. Nobody else compares timer
+    names: they ask the timer (``Timer.of(text)``; members ``Timer.EVENTS``, ``Timer.IN_KERNEL``, and
+    the timers of other tools' files read as sweeps, ``Timer.PYPERF``, ``Timer.NVBENCH_COLD``:
+    ``imported``, no sweep runs them).
+
+    ``label``: how a message describes it; ``timed_kernel``: it needs the kernel's timed variant
+    (compiled with ``-DHX_TIMED``: the kernel writes its own timestamps; a catalog kernel without
+    ``timer`` cannot, an inline flush leaves no slot: ``FlushMode.measures``); ``launch_floor``:
+    its times include the launch (device events around it), so the launch floor (``floor_s``,
+    ``net_median_s``, the floor flags) applies; ``default``: what a configuration is timed by when
+    nothing says otherwise (files written before the ``timer`` column, messages leave it unsaid);
+    ``imported``: another tool timed it (``interop``), a sweep cannot."""
+
+    EVENTS: "Timer"
+    IN_KERNEL: "Timer"
+    PYPERF: "Timer"
+    NVBENCH_COLD: "Timer"
+    label: str
+    timed_kernel: bool
+    launch_floor: bool
+    default: bool
+    imported: bool
+
+    def __new__(cls, name: str, label: str = "", *, timed_kernel: bool = False, launch_floor: bool = False,
+                default: bool = False, imported: bool = False) -> "Timer":
+        self = super().__new__(cls, name)
+        self.label, self.timed_kernel, self.launch_floor, self.default = label, timed_kernel, launch_floor, default
+        self.imported = imported
+        return self
+
+    @property
+    def name(self) -> str:
+        return str.__str__(self)
+
+    def __reduce__(self) -> Any:  # a pickled timer comes back as the member of its name
+        return (Timer.of, (self.name, True))
+
+    @classmethod
+    def of(cls, text: Any, imported: bool = False) -> "Timer":
+        """The ``Timer`` named ``text`` (or the timer itself) among those a sweep runs (``imported``:
+        other tools' too, what a file may say); a one-line ``ConfigError`` naming the value and the
+        expected ones."""
+        among = _KNOWN if imported else _TIMERS
+        found = among.get(text) if isinstance(text, str) else None
+        if found is None:
+            raise ConfigError(f"timer {text!r} is unknown; expected one of {', '.join(among)}")
+        return found
+
+    @classmethod
+    def of_cell(cls, value: Any) -> "Timer":
+        """The timer of a row's ``timer`` cell: the default where a file has none (absent, NaN, empty)."""
+        if value is None or value != value or value == "":
+            return cls.EVENTS
+        return cls.of(str(value), imported=True)
+
+    @classmethod
+    def of_column(cls, frame: Any) -> Any:
+        """The timer name of every row of ``frame`` (a Series; the default where a file has none)."""
+        import pandas as pd
+
+        if "timer" not in frame.columns:
+            return pd.Series([cls.EVENTS.name] * len(frame), index=frame.index, dtype=object)
+        return frame["timer"].map(lambda v: cls.of_cell(v).name)
+
+    @classmethod
+    def defaults_in(cls, frame: Any) -> Any:
+        """Whether each row of ``frame`` was timed by the default timer (a boolean Series)."""
+        return cls.of_column(frame) == cls.EVENTS.name
+
+
+Timer.EVENTS = Timer("events", "device events around each launch", launch_floor=True, default=True)
+Timer.IN_KERNEL = Timer("in-kernel", "the kernel's own timestamps (its -DHX_TIMED variant)", timed_kernel=True)
+Timer.PYPERF = Timer("pyperf", "pyperf's own timing, read from its file", imported=True)
+Timer.NVBENCH_COLD = Timer("nvbench-cold", "nvbench's cold measurement, read from its file", imported=True)
+_TIMERS = {t.name: t for t in (Timer.EVENTS, Timer.IN_KERNEL)}
+_KNOWN = {**_TIMERS, **{t.name: t for t in (Timer.PYPERF, Timer.NVBENCH_COLD)}}
+#: every timer's name, in the order the docs list them (what ``--timer`` and ``SweepSpec.timers`` take)
+TIMERS: tuple[str, ...] = tuple(_TIMERS)
+
+
+# -- the small keys of a configuration ------------------------------------------------------------
+class UntimedKey(NamedTuple):
+    """A configuration without its timer: what a legacy file (no timer column) and a counter record carry."""
+
+    kernel: str
+    size: int
+    rotating: str
+    flush: str
+
+    COLUMNS = ("kernel", "size_bytes", "rotating_requested", "flush")
+
+
+class ReferenceKey(NamedTuple):
+    """The cold reference a configuration's bias is measured against: one per (kernel, size, timer)."""
+
+    kernel: str
+    size: int
+    timer: str
+
+    COLUMNS = ("kernel", "size_bytes", "timer")
+
+
+class Setup(NamedTuple):
+    """A configuration less its kernel: what two kernels compared side by side (verdicts, interop
+    sides) and the kernels of one interleaved group share."""
+
+    size: int
+    rotating: str
+    flush: str
+    timer: str
+
+    COLUMNS = ("size_bytes", "rotating_requested", "flush", "timer")
+
+
 # -- one configuration of a sweep -----------------------------------------------------------------
-class Configuration(NamedTuple):
+class _Fields(NamedTuple):
+    kernel: str
+    size: int
+    rotating: str
+    flush: str
+    timer: Timer = Timer.EVENTS
+
+
+class Configuration(_Fields):
     """One configuration of a sweep: what one summary row (and its sample rows) measured.
 
     A frozen, ordered value. A ``NamedTuple`` rather than a dataclass so that it *is* the
     (kernel, size, rotating, flush, timer) tuple the frames' rows spell: sets of configurations
     built from a file and from a ``SweepSpec`` compare and hash alike. ``size`` is bytes per array.
+    ``timer`` is always a ``Timer`` (a name given is looked up, other tools' timers too: an unknown
+    one is a ``ConfigError``).
     Which configurations a sweep has is ``SweepSpec.configurations()``'s business, not this type's.
 
     It owns how it is spelled in a frame: ``COLUMNS`` (the one list of the key's columns: resume,
-    units, cluster, grouping, drift and verdicts all use it), the readers ``of`` (a row),
-    ``of_frame`` (every row), ``select`` (a frame's rows of some configurations), ``frame_key``
-    (the key columns of a frame, for joins) and the writer ``columns``.
+    units, cluster, grouping, drift and verdicts all use it), its named parts (``untimed_key``,
+    ``reference_key``, ``setup``, each a small NamedTuple with its ``COLUMNS``), the readers ``of``
+    (a row), ``of_frame`` (every row), ``select`` (a frame's rows of some configurations),
+    ``frame_key`` (the key columns of a frame, for joins) and the writer ``columns``. The cold
+    reference's sentinel is tested here only: ``is_reference`` (a configuration), ``marks_reference``
+    (a flush value, a row, a frame).
 
     The one rotating story: ``rotating`` is the count *as requested* (text: ``"auto"``, ``"4"``),
     written to the ``rotating_requested`` column, and it is the key: a sweep asked for ``auto`` is
@@ -99,37 +232,64 @@ class Configuration(NamedTuple):
     also from frames that carry only the count.
     """
 
-    kernel: str
-    size: int
-    rotating: str
-    flush: str
-    timer: str = "events"
+    __slots__ = ()
 
     #: the frame columns of the key, in field order
     COLUMNS = ("kernel", "size_bytes", "rotating_requested", "flush", "timer")
     #: the frame columns of a cold reference's key: one reference per (kernel, size, timer)
-    REFERENCE_COLUMNS = ("kernel", "size_bytes", "timer")
+    REFERENCE_COLUMNS = ReferenceKey.COLUMNS
     #: the key without the timer: what a legacy file (no timer column) and a counter record carry
-    UNTIMED_COLUMNS = COLUMNS[:4]
+    UNTIMED_COLUMNS = UntimedKey.COLUMNS
+    #: the key without the kernel: what two kernels compared side by side share
+    SETUP_COLUMNS = Setup.COLUMNS
+    #: the cache setting a candidate is ranked under (rotating sets as requested, flush)
+    CACHE_COLUMNS = ("rotating_requested", "flush")
+
+    def __new__(cls, kernel: str, size: int, rotating: str, flush: str, timer: "str | Timer" = Timer.EVENTS) -> "Configuration":
+        return super().__new__(cls, kernel, size, rotating, flush, Timer.of(timer, imported=True))
+
+    @classmethod
+    def _make(cls, iterable: Iterable[Any]) -> "Configuration":  # ``_replace`` too: the timer looked up
+        return cls(*iterable)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> "Configuration":
         """The configuration of a sample or summary row (a dict; ``timer`` absent in old files: events)."""
         return cls(str(row["kernel"]), int(row["size_bytes"]), str(row["rotating_requested"]), str(row["flush"]),
-                   str(row.get("timer", "events") or "events"))
+                   Timer.of_cell(row.get("timer")))
 
     @classmethod
     def of_frame(cls, frame: Any) -> "list[Configuration]":
         """The configuration of every row of a sample or summary frame, in row order."""
-        timer = frame["timer"] if "timer" in frame.columns else ["events"] * len(frame)
-        return [cls(str(k), int(s), str(r), str(f), str(t) if t == t and t else "events")
+        return [cls(str(k), int(s), str(r), str(f), t)
                 for k, s, r, f, t in zip(frame["kernel"], frame["size_bytes"], frame["rotating_requested"], frame["flush"],
-                                         timer)]
+                                         Timer.of_column(frame))]
+
+    @classmethod
+    def of_key(cls, key: Iterable[Any]) -> "Configuration":
+        """The configuration of a groupby key over ``COLUMNS`` (the timer NaN in a frame without one: events)."""
+        kernel, size, rotating, flush, timer = key
+        return cls(str(kernel), int(size), str(rotating), str(flush), Timer.of_cell(timer))
+
+    @classmethod
+    def reference_of(cls, kernel: str, size: int, timer: "str | Timer" = Timer.EVENTS) -> "Configuration":
+        """The configuration of the cold reference of (kernel, size, timer)."""
+        return cls(kernel, size, "1", COLD_REFERENCE, timer)
+
+    @staticmethod
+    def marks_reference(what: Any) -> Any:
+        """Whether ``what`` marks the cold reference: a flush value or a row (a mapping) as a bool;
+        each row of a frame, or each value of a column of flush values, as a boolean Series."""
+        if what is None or isinstance(what, str):
+            return what == COLD_REFERENCE
+        if isinstance(what, Mapping):
+            return str(what.get("flush")) == COLD_REFERENCE
+        return (what["flush"] if hasattr(what, "columns") else what) == COLD_REFERENCE
 
     @classmethod
     def in_frame(cls, frame: Any) -> bool:
         """Whether ``frame`` spells configurations (it has the key's columns; ``timer`` may be missing in old files)."""
-        return set(cls.COLUMNS[:-1]) <= set(frame.columns)
+        return set(cls.UNTIMED_COLUMNS) <= set(frame.columns)
 
     @classmethod
     def select(cls, frame: Any, configurations: "Iterable[Configuration]", keep: bool = True) -> Any:
@@ -153,25 +313,35 @@ class Configuration(NamedTuple):
         return frame["rotating"].astype(str)
 
     def columns(self) -> dict[str, Any]:
-        """The key as frame columns (what a writer puts in a row)."""
-        return dict(zip(self.COLUMNS, self))
+        """The key as frame columns (what a writer puts in a row; the timer as its plain name)."""
+        return dict(zip(self.COLUMNS, (self.kernel, self.size, self.rotating, self.flush, self.timer.name)))
 
     @property
     def is_reference(self) -> bool:
         return self.flush == COLD_REFERENCE
 
     @property
-    def reference_key(self) -> tuple[str, int, str]:
+    def reference_key(self) -> ReferenceKey:
         """(kernel, size, timer): the cold reference this configuration's bias is measured against."""
-        return (self.kernel, self.size, self.timer)
+        return ReferenceKey(self.kernel, self.size, self.timer)
+
+    @property
+    def untimed_key(self) -> UntimedKey:
+        """(kernel, size, rotating, flush): the configuration less its timer (a counter record's key)."""
+        return UntimedKey(self.kernel, self.size, self.rotating, self.flush)
+
+    @property
+    def setup(self) -> Setup:
+        """(size, rotating, flush, timer): the configuration less its kernel."""
+        return Setup(self.size, self.rotating, self.flush, self.timer)
 
     def reference(self) -> "Configuration":
         """The configuration of its cold reference."""
-        return Configuration(self.kernel, self.size, "1", COLD_REFERENCE, self.timer)
+        return self.reference_of(self.kernel, self.size, self.timer)
 
     def describe(self) -> str:
         """How a message names it: ``size=16384 rotating=auto flush=l2-read`` (+ `` timer=in-kernel``)."""
-        return f"size={self.size} rotating={self.rotating} flush={self.flush}" + ("" if self.timer == "events" else f" timer={self.timer}")
+        return f"size={self.size} rotating={self.rotating} flush={self.flush}" + ("" if self.timer.default else f" timer={self.timer}")
 
 
 def require_columns(frame: Any, columns: Iterable[str], what: str) -> Any:

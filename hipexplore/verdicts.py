@@ -411,7 +411,7 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
                 raise ConfigError(f"{name} kernel {k!r} is not in the run; it holds {have}")
         if base == new:
             raise ConfigError(f"base and new are the same kernel {base!r}")
-        keys = Configuration.COLUMNS[1:]
+        keys = Configuration.SETUP_COLUMNS
         left = _measurements(samples[samples["kernel"] == base], keys, "run")
         right = _measurements(samples[samples["kernel"] == new], keys, "run")
         fixed = {"base_kernel": base, "new_kernel": new}

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..schema import COLD_REFERENCE, Configuration
+from ..schema import Configuration
 from .stats import Measurement, student_t_quantile
 
 #: SD of run medians above this multiple of the implied sigma: drift between runs is reported.
@@ -59,7 +59,7 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
     ``statistic="mean"`` compares the positions' means instead (and names the column ``median_s``
     still: the configuration's median): means are not on the grid and do not jump between the modes
     of a bimodal configuration, so they show a shift of a fraction of a tick that medians cannot."""
-    need = {"chunk", "position", "time_s", *POSITION_KEYS[:4]}
+    need = {"chunk", "position", "time_s", *Configuration.UNTIMED_COLUMNS}
     missing = sorted(need - set(samples.columns))
     if missing:
         raise ConfigError(f"position_effect needs a samples frame with {', '.join(sorted(need))}; missing {', '.join(missing)}")
@@ -70,7 +70,7 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
     if statistic not in ("median", "mean"):
         raise ConfigError(f"statistic must be 'median' or 'mean', got {statistic!r}")
     centre = np.nanmedian if statistic == "median" else np.nanmean
-    x = samples[samples["flush"] != COLD_REFERENCE]
+    x = samples[~Configuration.marks_reference(samples)]
     if "dropped" in x.columns:
         x = x[~x["dropped"].to_numpy(bool)]
     keys = [k for k in POSITION_KEYS if k in x.columns]
@@ -123,7 +123,7 @@ def run_to_run(summaries: pd.DataFrame | Iterable[pd.DataFrame], *, factor: floa
     if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor > 0):
         raise ConfigError(f"factor must be a positive number, got {factor!r}")
     keys = [k for k in CONFIG_KEYS if k in frame.columns]
-    frame = frame[frame["flush"] != COLD_REFERENCE]
+    frame = frame[~Configuration.marks_reference(frame)]
     rows = []
     for key, g in frame.groupby(keys, dropna=False):
         if g["run_id"].nunique() < 2:

@@ -26,6 +26,7 @@ import numpy as np
 from ..devices.base import Device, pack_args
 from ..kernels import catalog
 from ..kernels.build import kernel_for
+from ..schema import Timer
 from .flush import Flusher
 from .stats import StopRule
 from .timing import TimingOptions, Workload, time_launches
@@ -49,7 +50,7 @@ def measure_floor(device: Device, flusher: Flusher | None, options: TimingOption
 
 def floor_columns(floor_s: float | None, median_s: float, timer: str) -> dict[str, float]:
     """``floor_s`` and ``net_median_s`` of a summary row (NaN for the in-kernel timer or no floor)."""
-    if timer != "events" or floor_s is None or not math.isfinite(floor_s):
+    if not Timer.of(timer).launch_floor or floor_s is None or not math.isfinite(floor_s):
         return {"floor_s": math.nan, "net_median_s": math.nan}
     return {"floor_s": float(floor_s), "net_median_s": float(median_s) - float(floor_s)}
 

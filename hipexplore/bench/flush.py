@@ -33,6 +33,7 @@ from typing import Any, Callable
 from ..devices.base import Device, DeviceBuffer, PackedArgs, pack_args
 from ..errors import ConfigError, UnsupportedOperation
 from ..kernels import catalog
+from ..schema import Timer
 
 WRITE_FACTOR = 2.0
 READ_FACTOR = 4.0
@@ -96,9 +97,9 @@ class FlushMode:
                                        f"it is an AMD GPU instruction-cache flush (s_icache_inv); this device has "
                                        f"--flush {has}")
 
-    def measures(self, timer: str) -> bool:
+    def measures(self, timer: "str | Timer") -> bool:
         """Whether this flush has a ``timer`` variant (an inline flush has no in-kernel timer slot)."""
-        return self.in_kernel_timer or timer != "in-kernel"
+        return self.in_kernel_timer or not Timer.of(timer).timed_kernel
 
     def nbytes(self, llc_bytes: int, factor: float | None = None) -> int:
         """Bytes of its buffer on a device with ``llc_bytes`` of last-level cache (0: none)."""

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import (BenchmarkError, CacheError, CompileError, CompilerCrashed, CompilerError, CompilerUnavailable,
                       CompileTimeout, ConfigError, DeviceError, DeviceUnavailable, HipexploreError, KernelFault,
                       UnsupportedOperation)
-from ..schema import Configuration
+from ..schema import Configuration, Timer
 from ..untrusted import escaped, shown
 from .info import MeasuredInfo
 from .wire import (MAX_KEY, Add, Ask, Counted, Done, Failed, Message, Meta, Start, UnitEnd, Update, Warn, WireError, clean,
@@ -58,7 +58,7 @@ class UnitGuard:
         confs = [c._replace(kernel=clean(c.kernel, MAX_KEY)) for c in spec.configurations() if c not in skip]
         self.kernels = tuple(dict.fromkeys(clean(k.name, MAX_KEY) for k in spec.specs()))
         self.run_id, self.counting, self.cluster = str(run_id), bool(counting), bool(cluster)
-        first = spec.timers[0] if spec.timers else "events"
+        first = spec.timers[0] if spec.timers else Timer.EVENTS
         self.expected = {_key(c) for c in confs if c.timer == first and not c.is_reference} if counting else set(confs)
         self.delivered: set[Any] = set()
         self.where = ["", ""]

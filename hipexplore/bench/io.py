@@ -42,8 +42,8 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..files import write_file
-from ..schema import (CLUSTER_COLUMNS, COLD_REFERENCE, COUNTER_COLUMNS, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY,
-                      SUMMARY_COLUMNS, UNITS, Configuration, write_parquet)
+from ..schema import (CLUSTER_COLUMNS, COUNTER_COLUMNS, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS, UNITS,
+                      Configuration, ReferenceKey, Timer, write_parquet)
 from ..untrusted import shown
 from . import readback
 
@@ -53,9 +53,9 @@ _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating":
                   "host_load": "float64", "host_busy": "float64", "host_steal": "float64",
                   "throttled": "bool", "dropped": "bool"}
 #: columns older files lack, and the value every old row had (written before the column existed)
-_UPGRADES_SAMPLES = {"timer": "events", "pass_index": 0, "lead": 0,
+_UPGRADES_SAMPLES = {"timer": Timer.EVENTS.name, "pass_index": 0, "lead": 0,
                      "host_load": float("nan"), "host_busy": float("nan"), "host_steal": float("nan")}
-_UPGRADES_SUMMARY = {"timer": "events", "passes": 1}
+_UPGRADES_SUMMARY = {"timer": Timer.EVENTS.name, "passes": 1}
 
 
 def units_path(paths: tuple[Path, Path, Path]) -> Path:
@@ -252,9 +252,10 @@ class Previous:
     def run_id(self) -> str | None:
         return str(self.summary["run_id"].iloc[0]) if len(self.summary) else None
 
-    def references(self) -> dict[tuple[str, int, str], pd.DataFrame]:
-        cold = self.samples[(self.samples["flush"] == COLD_REFERENCE).to_numpy()] if len(self.samples) else self.samples
-        return {(str(k), int(s), str(t)): g for (k, s, t), g in cold.groupby(list(Configuration.REFERENCE_COLUMNS))} if len(cold) else {}
+    def references(self) -> dict[ReferenceKey, pd.DataFrame]:
+        cold = self.samples[Configuration.marks_reference(self.samples).to_numpy()] if len(self.samples) else self.samples
+        return {ReferenceKey(str(k), int(s), Timer.of_cell(t)): g
+                for (k, s, t), g in cold.groupby(list(Configuration.REFERENCE_COLUMNS))} if len(cold) else {}
 
     def with_cluster_columns(self) -> "Previous":
         """Rows of a one-device run inside a cluster file: not measured by a worker (``''``)."""

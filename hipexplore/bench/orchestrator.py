@@ -163,7 +163,7 @@ class Orchestrator:
         from .counters.backends import CounterError
         from .counters.counting import counted_configurations, run_counter_pass
 
-        todo = [c for c in counted_configurations(self.spec) if tuple(c[:4]) not in self.record.counters]
+        todo = [c for c in counted_configurations(self.spec) if c.untimed_key not in self.record.counters]
         if not todo:
             self.metadata["counters.status"] = "every configuration was counted before: nothing to count"
             return

@@ -41,7 +41,7 @@ import pandas as pd
 
 from ..devices.base import Device
 from ..errors import ConfigError
-from ..schema import COLD_REFERENCE, SUMMARY_COLUMNS, Configuration
+from ..schema import SUMMARY_COLUMNS, Configuration
 from .modes import warning_with_modes
 from .stats import Measurement, StopRule, is_timeout, set_bias
 
@@ -53,6 +53,8 @@ PAD_JITTER = 64 << 10
 _STAT_WARNINGS = re.compile(r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)"
                             r"|bimodal: modes at [^;]*")  # bench.modes' flag, recomputed too
 CONFIG = list(Configuration.COLUMNS)
+#: the key less its kernel: the kernels of one interleaved group share it
+SETUP = list(Configuration.SETUP_COLUMNS)
 
 
 def pass_rule(rule: StopRule, passes: int) -> StopRule:
@@ -102,7 +104,7 @@ def stack(samples: list[pd.DataFrame]) -> pd.DataFrame:
     if not parts:
         return samples[0]
     merged = pd.concat(parts, ignore_index=True)
-    codes = merged.groupby(CONFIG[1:], sort=False).ngroup().to_numpy()
+    codes = merged.groupby(SETUP, sort=False).ngroup().to_numpy()
     units = merged["pass_index"].to_numpy()
     chunk = merged["chunk"].to_numpy(np.int64).copy()
     offsets = np.zeros(int(codes.max()) + 1, dtype=np.int64)
@@ -125,7 +127,7 @@ def unstack(merged: pd.DataFrame) -> dict[int, pd.DataFrame]:
     out: dict[int, pd.DataFrame] = {}
     if not len(merged):
         return out
-    codes = merged.groupby(CONFIG[1:], sort=False).ngroup().to_numpy()
+    codes = merged.groupby(SETUP, sort=False).ngroup().to_numpy()
     units = merged["pass_index"].to_numpy()
     chunk = merged["chunk"].to_numpy(np.int64)
     ends = np.zeros(int(codes.max()) + 1, dtype=np.int64)
@@ -204,7 +206,7 @@ def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_ba
             continue
         m = kept[key] = measurement_of(key, groups[key])
         row = merged_row(g, m, groups[key], peak_bandwidth_gbs)
-        if row["flush"] == COLD_REFERENCE:
+        if Configuration.marks_reference(row):
             refs[(row["kernel"], row["size_bytes"], row["timer"])] = m
         out.append(row)
     for row in out:

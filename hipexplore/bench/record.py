@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..schema import COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+from ..schema import COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration, Timer, UntimedKey
 from . import interrupts
 from . import passes as ps
 from .counters.record import counters_of_row, summary_columns, with_counters
@@ -38,11 +38,10 @@ def _by_configuration(frame: pd.DataFrame) -> dict[Configuration, pd.DataFrame]:
     if not len(frame):
         return {}
     if "timer" not in frame.columns:
-        frame = frame.assign(timer="events")
+        frame = frame.assign(timer=Timer.EVENTS.name)
     out = {}
     for key, g in frame.groupby(list(Configuration.COLUMNS), sort=False, dropna=False):
-        out[Configuration(str(key[0]), int(key[1]), str(key[2]), str(key[3]), str(key[4]) if key[4] == key[4] else "events")] = \
-            g.reset_index(drop=True)
+        out[Configuration.of_key(key)] = g.reset_index(drop=True)
     return out
 
 
@@ -62,7 +61,7 @@ class Record:
         self.added = 0  # (configuration, unit)s this run added
         #: the counter pass's columns per (kernel, size, rotating, flush) (``bench.counters``): both
         #: timers' rows get them when the summary is written; kept from the file, added by a pass
-        self.counters: dict[tuple[str, int, str, str], dict[str, Any]] = {}
+        self.counters: dict[UntimedKey, dict[str, Any]] = {}
         self.counting = bool(set(COUNTER_COLUMNS) & set(self.columns[1]))
         self._load(previous)
 
@@ -78,7 +77,7 @@ class Record:
             self._keep(c, r, samples.get(c))
             counted = counters_of_row(r)
             if counted is not None:
-                self.counters[tuple(c[:4])] = counted  # type: ignore[index]
+                self.counters[c.untimed_key] = counted
         for c in list(self.units):
             if c not in self.order:
                 self.order.append(c)
@@ -143,7 +142,7 @@ class Record:
 
     def _merge(self, c: Configuration) -> None:
         """``c``'s merged row, its key group's samples stacked again (chunk ids stay apart across units)."""
-        group = [d for d in self.order if d in self.units and d[1:] == c[1:]]  # the configuration less its kernel
+        group = [d for d in self.order if d in self.units and d.setup == c.setup]  # the configuration less its kernel
         top = max(k for d in group for k in self.units[d]) + 1
         frames = [pd.concat([self.units[d][k][0] for d in group if k in self.units[d]] or [pd.DataFrame()], ignore_index=True)
                   for k in range(top)]
@@ -189,12 +188,12 @@ class Record:
         rows = [self.rows[c] for c in self.order if c in self.rows]
         if not self.counting:
             return rows
-        return [with_counters(r, self.counters.get(tuple(Configuration.of(r)[:4]))) for r in rows]  # type: ignore[arg-type]
+        return [with_counters(r, self.counters.get(Configuration.of(r).untimed_key)) for r in rows]
 
     def set_counters(self, records: Any) -> None:
         """The counter pass's records (``bench.counters.CounterRecord``), each for its configuration's rows."""
         for rec in records:
-            self.counters[(rec.kernel, int(rec.size_bytes), str(rec.rotating_requested), rec.flush)] = summary_columns(rec)
+            self.counters[UntimedKey(rec.kernel, int(rec.size_bytes), str(rec.rotating_requested), rec.flush)] = summary_columns(rec)
 
     def result(self, metadata: dict[str, str], path: Path | None, stopped: bool = False,
                skipped: list[tuple] | None = None) -> SweepResult:

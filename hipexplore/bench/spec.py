@@ -25,12 +25,12 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from ..kernels import catalog
 from ..kernels.spec import KernelSpec
-from ..schema import COLD_REFERENCE, Configuration
+from ..schema import TIMERS, Configuration, Timer
 from ..untrusted import load_json
 from . import rotating as rot
 from .flush import FLUSH_MODES, flush_mode
 from .stats import StopRule
-from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, TIMERS, WARMUP_S, TimingOptions, check_lead, check_trail
+from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, WARMUP_S, TimingOptions, check_lead, check_trail
 
 #: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
 MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.chunk_lead", "sweep.chunk_trail", "sweep.mem_fraction", "sweep.reference_samples",
@@ -288,10 +288,7 @@ class SweepSpec:
         timers = tuple(dict.fromkeys(_listed(self.timers, (str,))))
         if not timers:
             raise ConfigError(f"timers needs at least one of {', '.join(TIMERS)}")
-        for t in timers:
-            if t not in TIMERS:
-                raise ConfigError(f"timer {t!r} is unknown; expected one of {', '.join(TIMERS)}")
-        if "in-kernel" in timers:
+        if any(t.timed_kernel for t in [Timer.of(t) for t in timers]):  # each named checked first
             untimed = [catalog.get(k).name for k in kernels if not catalog.get(k).timer]
             if untimed:
                 raise ConfigError(f"the in-kernel timer needs kernels that write their own timestamps; "
@@ -338,7 +335,7 @@ class SweepSpec:
                 out += [Configuration(kspec.name, size, str(r), f, t) for r in self.rotating for f in self.flush
                         for t in self.timers if self.measures(f, t)]
                 if self.reference:
-                    out += [Configuration(kspec.name, size, "1", COLD_REFERENCE, t) for t in self.timers]
+                    out += [Configuration.reference_of(kspec.name, size, t) for t in self.timers]
         return tuple(out)
 
     def timing(self, telemetry: Any = None) -> TimingOptions:

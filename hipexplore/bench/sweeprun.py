@@ -38,7 +38,7 @@ from ..devices.telemetry import for_device, wait_for_stable_clock
 from ..errors import BenchmarkError, ConfigError, DeviceError, KernelFault
 from ..kernels.build import kernel_for
 from ..kernels.spec import KernelSpec
-from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, Configuration
+from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, Configuration, Timer
 from ..readable import format_bytes
 from . import roles
 from . import rotating as rot
@@ -138,8 +138,8 @@ class _Target:
         self.kspec, self.size = kspec, size
         self.n = kspec.elements(size)
         self.grid, self.block, self.shared = kspec.launch(self.n, device)
-        self.kernels = {t: _bound(kernel_for(device, kspec, timed=(t == "in-kernel")), self.shared) for t in timers}
-        self.plain = self.kernels.get("events") or _bound(kernel_for(device, kspec), self.shared)
+        self.kernels = {t: _bound(kernel_for(device, kspec, timed=Timer.of(t).timed_kernel), self.shared) for t in timers}
+        self.plain = self.kernels.get(Timer.EVENTS) or _bound(kernel_for(device, kspec), self.shared)
         self.footprint = kspec.footprint(self.n)
         self.base = {**base, "kernel": kspec.name, "size_bytes": size, "footprint_bytes": self.footprint}
         self.flags: list[str] = []  # trust flags of every row of this (kernel, size) (``bench.trust``)
@@ -258,7 +258,7 @@ class SweepRun:
             if todo:
                 groups.append((p, todo))
         need_ref = [t for t in self.spec.timers if self.spec.reference and self.counting is None
-                    and Configuration(kspec.name, size, "1", COLD_REFERENCE, t) not in self.done]
+                    and Configuration.reference_of(kspec.name, size, t) not in self.done]
         schedule = dict(reference_schedule(len(groups), self.spec.reference_parts, self.spec.reference_samples)) if need_ref else {}
         parts: dict[str, list[RawTimes]] = {t: [] for t in need_ref}
         rows: list[dict[str, Any]] = []
@@ -345,7 +345,7 @@ class SweepRun:
         notes = ([p.note] if p.note else []) + list(raw.notes) + ([mode.note] if mode.note else [])
         m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
         frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get(conf.reference_key), self.dev, p.cap_bytes)
-        row.update(floor_columns(self.floor_of(conf.flush) if conf.timer == "events" else None, row["median_s"], conf.timer))
+        row.update(floor_columns(self.floor_of(conf.flush) if conf.timer.launch_floor else None, row["median_s"], conf.timer))
         add_flags(row, [*t.flags, *row_floor_flags(row, t.kspec, t.n, self.dev)])
         return frame, row, m
 
@@ -370,7 +370,7 @@ class SweepRun:
         """The timed launches of one configuration: the only timed window of the unit; between its
         chunks the trust hooks (``bench.trust``: the persisting-L2 reset, the sampled output check),
         whose flags join the configuration's notes."""
-        timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if conf.timer == "in-kernel" else None
+        timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if conf.timer.timed_kernel else None
         sampled = self.sampled_check(t, conf, sets)
         try:
             wl = Workload(self.dev, t.kernel(self.dev, conf.flush, conf.timer), t.grid, t.block, sets.args, timer=timer)
@@ -414,14 +414,14 @@ class SweepRun:
             for o in partners:
                 n_o = o.elements(conf.size)
                 grid_o, block_o, shared_o = o.launch(n_o, self.dev)
-                k_o = _bound(flush_mode(conf.flush).kernel(self.dev, o, timed=(conf.timer == "in-kernel")), shared_o)
-                shared = shared_pool(mine, o, n_o) if conf.timer == "events" else None
+                k_o = _bound(flush_mode(conf.flush).kernel(self.dev, o, timed=conf.timer.timed_kernel), shared_o)
+                shared = shared_pool(mine, o, n_o) if not conf.timer.timed_kernel else None
                 if shared is not None:  # one pool of buffers: both kernels see the same placement
                     args_o = shared
                 else:
                     sets_o = stack.enter_context(sets_for(self.dev, o, n_o, self.plans[(o.name, conf.size, conf.rotating)].count))
                     args_o = sets_o.args
-                timer_o = InKernelTimer(self.dev, args_o, self.spec.chunk) if conf.timer == "in-kernel" else None
+                timer_o = InKernelTimer(self.dev, args_o, self.spec.chunk) if conf.timer.timed_kernel else None
                 if timer_o is not None:
                     stack.callback(timer_o.free)
                 wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, args_o, timer=timer_o)
@@ -440,7 +440,7 @@ class SweepRun:
             for timer_name, got in parts.items():
                 self.where[1] = f"size={t.size} rotating=1 flush={COLD_REFERENCE} timer={timer_name}"
                 self.channel.started(self.where)
-                timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if timer_name == "in-kernel" else None
+                timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if Timer.of(timer_name).timed_kernel else None
                 try:
                     wl = Workload(self.dev, t.kernels[timer_name], t.grid, t.block, sets.args, timer=timer)
                     raw = time_cold_reference(wl, self.flushers[REFERENCE.name], samples, self.timing)  # type: ignore[arg-type]
@@ -462,9 +462,9 @@ class SweepRun:
             raw = _concat(got)
             m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} cold", list(raw.notes))
             self.refs[(t.kspec.name, t.size, timer_name)] = m
-            conf = Configuration(t.kspec.name, t.size, "1", COLD_REFERENCE, timer_name)
+            conf = Configuration.reference_of(t.kspec.name, t.size, timer_name)
             frame, row = _frames(t.base, conf, 1, raw, m, throttled, m, self.dev, int(self.free * self.spec.mem_fraction))
-            row.update(floor_columns(self.floor_of(REFERENCE.name) if timer_name == "events" else None, row["median_s"], timer_name))
+            row.update(floor_columns(self.floor_of(REFERENCE.name) if conf.timer.launch_floor else None, row["median_s"], conf.timer))
             row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(got)} part(s) through the sweep"]))
             add_flags(row, t.flags)  # the same kernel's flags: a reference of a kernel that keeps state is not one
             biased = [r for r in rows if r["timer"] == timer_name]

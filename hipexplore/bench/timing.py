@@ -73,6 +73,7 @@ from ..devices.base import Device, DeviceBuffer, PackedArgs
 from ..devices.telemetry import Telemetry
 from ..errors import BenchmarkError, ConfigError
 from ..kernels.build import BUILDER
+from ..schema import Timer
 from .flush import REFERENCE, Flusher
 from .stats import StopRule
 
@@ -93,7 +94,6 @@ HOLD_TIMEOUT_S = 5.0
 WARMUP_S = 0.02
 #: Failed holds in a row (each retried with half the launches, down to one) before giving up.
 MAX_HOLD_FAILURES = 6
-TIMERS = ("events", "in-kernel")
 _TOL_S = 1e-9
 _U64_MAX = (1 << 64) - 1  # np.iinfo(np.uint64).max: the slot's value before the kernel writes it
 
@@ -269,7 +269,7 @@ class RawTimes:
     hold_timeouts: int = 0
     chunks: int = 0
     stop_reason: str = ""
-    timer: str = "events"
+    timer: str = Timer.EVENTS
 
     def __post_init__(self) -> None:
         import numpy as np
@@ -500,7 +500,7 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
         position=cat(5, np.int64), clock_mhz=cat(6), temp_c=cat(7), power_w=cat(8), lead=cat(9, np.int64),
         host_load=cat(10), host_busy=cat(11), host_steal=cat(12),
         notes=notes, hold_timeouts=timeouts, chunks=len(parts), stop_reason=why,
-        timer="in-kernel" if workload.timer is not None else "events",
+        timer=Timer.IN_KERNEL if workload.timer is not None else Timer.EVENTS,
     )
 
 

@@ -35,6 +35,7 @@ from typing import Any, Mapping
 
 from ..devices.base import Device
 from ..errors import BenchmarkError
+from ..schema import Configuration, Timer
 
 #: how every flag starts (what ``is_flagged`` and the headline look for)
 FLAG = "untrusted timing"
@@ -195,7 +196,7 @@ def floor_flags(row: Mapping[str, Any], inputs: int, bandwidth: tuple[float, str
     for the median or for 5% of the launches (``p5_s``)."""
     out = []
     median, floor_s = float(row.get("median_s", math.nan)), float(row.get("floor_s", math.nan))
-    if row.get("timer", "events") == "events" and math.isfinite(floor_s) and median < LAUNCH_FLOOR_FRACTION * floor_s:
+    if Timer.of_cell(row.get("timer")).launch_floor and math.isfinite(floor_s) and median < LAUNCH_FLOOR_FRACTION * floor_s:
         out.append(flag(f"below the launch floor: median {_us(median)}, while an empty kernel's launch takes "
                         f"{_us(floor_s)}: the work did not run on the timed stream"))
     why = asks_cold(row)
@@ -237,7 +238,7 @@ def reference_flag(row: Mapping[str, Any], device: Device | None = None) -> list
         return []
     why = asks_cold(row)
     hi = float(row.get("bias_ci_high", math.nan))
-    if not why or str(row.get("flush")) == "cold-reference" or not (math.isfinite(hi) and hi < -REFERENCE_MARGIN):
+    if not why or Configuration.marks_reference(row) or not (math.isfinite(hi) and hi < -REFERENCE_MARGIN):
         return []
     b, lo = float(row.get("bias", math.nan)), float(row.get("bias_ci_low", math.nan))
     return [flag(f"faster than its cold reference: {100 * b:+.1f}% [{100 * lo:+.1f}%, {100 * hi:+.1f}%] against the same "

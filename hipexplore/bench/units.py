@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..schema import COLD_REFERENCE, Configuration
+from ..schema import Configuration
 from . import passes as ps
 from . import rotating as rot
 from .spec import AUTO_UNITS, MAX_UNITS, SweepSpec
@@ -145,8 +145,8 @@ def half_widths(samples: Any, spec: SweepSpec, one_process: bool = False) -> dic
     if not len(samples):
         return out
     kept = samples[~samples["dropped"].to_numpy(bool)] if "dropped" in samples.columns else samples
-    kept = kept[kept["flush"] != COLD_REFERENCE]
-    groups = {Configuration(str(k[0]), int(k[1]), str(k[2]), str(k[3]), str(k[4])): g
+    kept = kept[~Configuration.marks_reference(kept)]
+    groups = {Configuration.of_key(k): g
               for k, g in kept.groupby(list(Configuration.COLUMNS), sort=False)}
     first = spec.specs()[0].name
     paired = {c: (_measurement(g), _measurement(groups[c._replace(kernel=first)])) for c, g in groups.items()

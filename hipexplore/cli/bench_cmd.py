@@ -412,8 +412,10 @@ def _resumed_line(res: Any) -> str:
     """The line of a resumed sweep: what it kept, and whose results those were (issue 47.2)."""
     from ..readable import format_bytes
 
-    shown = ", ".join(f"{k} {format_bytes(sz)} rot={r} flush={f}" + "".join(f" timer={t}" for t in rest if t != "events")
-                      for k, sz, r, f, *rest in res.skipped[:8])
+    from ..schema import Configuration
+
+    shown = ", ".join(f"{c.kernel} {format_bytes(c.size)} rot={c.rotating} flush={c.flush}" + ("" if c.timer.default else f" timer={c.timer}")
+                      for c in (Configuration(*s) for s in res.skipped[:8]))
     more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
     whose = f"{res.kept_from}'s results (--resume-from-others)" if res.kept_from else "your own results"
     return (f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s) of {whose}, not "

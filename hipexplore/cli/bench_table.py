@@ -89,11 +89,12 @@ def table(summary: Any) -> str:
     ``timer`` where a row is not timed by events, ``floor_us`` where a floor was taken, ``state``
     where the counters counted."""
     from ..readable import format_bytes, format_percent
+    from ..schema import Timer
 
     floor = "floor_s" in summary.columns and bool(summary["floor_s"].notna().any())  # the launch floor (bench.floor)
     # the counter pass (bench.counters): the state word with its cold fraction, when anything was counted
     state = "cache_state" in summary.columns and bool((summary["cache_state"].fillna("") != "").any())
-    timers = "timer" in summary.columns and bool((summary["timer"].fillna("events") != "events").any())
+    timers = "timer" in summary.columns and bool((~Timer.defaults_in(summary)).any())
     heads = ["kernel", "size", "rot", "flush", *(["timer"] if timers else []), "n", "median_us", "95% CI us",
              *(["floor_us"] if floor else []), "iqr_rel", "bias", "GB/s", *(["state"] if state else []), "stop", "notes"]
     left = {"kernel", "flush", "timer", "state", "stop", "notes"}

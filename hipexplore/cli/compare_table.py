@@ -32,9 +32,9 @@ DROPPABLE = ("p", "units", "min det.")
 
 
 def is_reference(row: Mapping[str, Any]) -> bool:
-    from ..schema import COLD_REFERENCE
+    from ..schema import Configuration
 
-    return str(row.get("flush", "")) == COLD_REFERENCE
+    return bool(Configuration.marks_reference(row))
 
 
 def _count(value: Any) -> str:
@@ -125,7 +125,9 @@ def table(frame: Any) -> str:
 
     thr = float(frame.attrs.get("threshold", DEFAULT_THRESHOLD))
     rows = frame.to_dict("records")
-    timers = any(str(r.get("timer", "events")) not in ("events", "nan", "None") for r in rows)
+    from ..schema import Timer
+
+    timers = any(not Timer.of_cell(r.get("timer")).default for r in rows)
     heads = ["kernel", "size", "rot", "flush", *(["timer"] if timers else []), "units", "p", "min det.", "verdict",
              ANSWER, "notes"]
     left = {"kernel", "flush", "timer", "verdict", ANSWER, "notes"}

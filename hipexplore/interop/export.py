@@ -30,7 +30,10 @@ def label(row: Mapping[str, Any]) -> str:
     """A configuration's name in another tool: ``triad 1 MiB r=1 l2-read`` (+ the timer when not events)."""
     from ..verdicts import size_text
 
-    timer = "" if row.get("timer") in (None, "events") else f" {row['timer']}"
+    from ..schema import Timer
+
+    t = Timer.of_cell(row.get("timer"))
+    timer = "" if t.default else f" {t}"
     kern = f"{row['kernel']} " if isinstance(row.get("kernel"), str) else ""
     return f"{kern}{size_text(row['size_bytes'])} r={row['rotating_requested']} {row['flush']}{timer}"
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..schema import Timer
 from ..extras import require
 from ..untrusted import check_name, load_json, shown
 
@@ -45,7 +46,7 @@ MAX_BYTES = 256 << 20
 #: at most this many samples per state are read from its binary file
 MAX_SAMPLES = 10_000_000
 #: the timer name rows read from nvbench carry (nvbench's cold GPU time: events around single launches)
-TIMER = "nvbench-cold"
+TIMER = Timer.NVBENCH_COLD.name
 LACKS_SAMPLES = ("nvbench: one file is one process (no units), so the interval is the within-process one (blocks of "
                  "consecutive samples), decided at 99%; it does not cover what moves between processes")
 LACKS_SUMMARIES = ("nvbench summaries only (no per-sample data: written with --json, not --jsonbin): a weaker interval, "
@@ -218,12 +219,12 @@ def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
         for r in rows.to_dict("records"):
             t = kept[(kept["kernel"] == kernel) & (kept["size_bytes"] == r["size_bytes"])
                      & (kept["rotating_requested"].astype(str) == str(r["rotating_requested"]))
-                     & (kept["flush"] == r["flush"]) & (kept.get("timer", "events") == r.get("timer", "events"))]["time_s"]
+                     & (kept["flush"] == r["flush"]) & (Timer.of_column(kept) == Timer.of_cell(r.get("timer")))]["time_s"]
             if not len(t):
                 continue
             mean, sd = float(t.mean()), float(t.std(ddof=1)) if len(t) > 1 else math.nan
             point = {"Size": int(r["size_bytes"]), "Rotating": str(r["rotating_requested"]), "Flush": str(r["flush"]),
-                     "Timer": str(r.get("timer", "events"))}
+                     "Timer": Timer.of_cell(r.get("timer")).name}
             for k, v in point.items():
                 if v not in axes_vals[k]:
                     axes_vals[k].append(v)

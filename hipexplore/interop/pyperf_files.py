@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..extras import require
-from ..schema import Configuration
+from ..schema import Configuration, Timer
 from ..untrusted import load_json, shown
 
 #: a pyperf file larger than this (after decompression) is refused before pyperf parses it
@@ -32,7 +32,7 @@ LACKS = ("pyperf records no size, rotating buffer sets, flush mode or device tim
          "keyed by its name; its runs (one worker process each) are the units, its values the samples "
          "(host wall-clock time per loop)")
 #: the timer name rows read from pyperf carry
-TIMER = "pyperf"
+TIMER = Timer.PYPERF.name
 
 
 def _text(path: Path) -> str:

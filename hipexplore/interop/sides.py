@@ -141,7 +141,7 @@ def single_process_rows(sides: list[Side], base: str | None, new: str | None, th
     else:
         f = sides[0].frame
         left, right = f[f["kernel"] == base], f[f["kernel"] == new]
-        keys, fixed = list(Configuration.COLUMNS[1:]), {"base_kernel": base, "new_kernel": new}
+        keys, fixed = list(Configuration.SETUP_COLUMNS), {"base_kernel": base, "new_kernel": new}
     both_samples = all(s.has_samples for s in sides)
     if not both_samples:  # one side has samples, the other summaries: compare summaries of both
         left, right = (_as_summaries(f, keys) if s.has_samples else f

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..schema import COLD_REFERENCE
+from ..schema import Configuration
 from ..readable import format_number
 from ..verdicts import DEFAULT_THRESHOLD
 from . import headline as hl
@@ -39,7 +39,7 @@ def noise_answer(summary: pd.DataFrame, kernel: str | None = None, size_bytes: i
     h = float(np.nanmedian(half))
     text += (f"; their medians are known to ±{hl._pct(h)}, so settings closer than ~{hl._pct(2 * h)} cannot be "
              f"told apart")
-    settings = rows[rows["flush"] != COLD_REFERENCE] if "flush" in rows.columns else rows
+    settings = rows[~Configuration.marks_reference(rows)] if "flush" in rows.columns else rows
     if len(settings) < 2:
         return text + "."
     lo, hi = settings.loc[settings["median_s"].idxmin()], settings.loc[settings["median_s"].idxmax()]

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..schema import COLD_REFERENCE, Configuration
+from ..schema import Configuration, Timer
 from ..readable import format_bytes, format_number, format_p
 from ..verdicts import DEFAULT_THRESHOLD, change_text
 from ..verdicts import _thr as _threshold_text
@@ -58,8 +58,9 @@ def row_label(row: Mapping[str, Any], columns: Sequence[str]) -> str:
         elif c == "rotating_requested":
             parts.append(f"{v} rotating set{'' if str(v) == '1' else 's'}")
         elif c == "flush":
-            parts.append({"none": "no flush", COLD_REFERENCE: "the cold reference"}.get(str(v), f"{v} flush"))
-        elif c == "timer" and v not in (None, "events"):
+            parts.append("the cold reference" if Configuration.marks_reference(str(v))
+                         else {"none": "no flush"}.get(str(v), f"{v} flush"))
+        elif c == "timer" and not Timer.of_cell(v).default:
             parts.append(f"{v} timer")
         elif c != "timer":
             parts.append(str(v))
@@ -121,7 +122,7 @@ def noise_sentences(summary: pd.DataFrame, kernel: str | None = None, size_bytes
                f"widest ±{_pct(float(half[wide]))} at {row_label(rows.iloc[wide], cols)}), so differences between "
                f"rows under ~{_pct(2 * h)} cannot be resolved at these settings (more iterations or units narrow "
                f"the intervals).")
-    settings = rows[rows["flush"] != COLD_REFERENCE] if "flush" in rows.columns else rows
+    settings = rows[~Configuration.marks_reference(rows)] if "flush" in rows.columns else rows
     if len(settings) >= 2:
         out.append(_settings_sentence(settings.reset_index(drop=True), cols))
     bias = _bias_sentence(settings, cols)
@@ -322,7 +323,7 @@ def verdict_sentences(verdicts: pd.DataFrame, base_label: str, new_label: str) -
     both = verdicts[verdicts["present"] == "both"].reset_index(drop=True) if "present" in verdicts.columns else verdicts
     if both.empty:
         return [f"Verdict: {new_label} and {base_label} share no configuration; nothing is compared."]
-    cols = _varying(both) if len(both) > 1 else [c for c in Configuration.UNTIMED_COLUMNS[1:] if c in both.columns]
+    cols = _varying(both) if len(both) > 1 else [c for c in Configuration.SETUP_COLUMNS if c in both.columns]
     counts = both["verdict"].value_counts()
     tally = ", ".join(f"{v} in {int(counts[v])}" for v in ("faster", "slower", "same", "undecided") if counts.get(v, 0))
     out = [f"Verdict ({new_label} against {base_label}, rule ±{_thr(thr)}): {tally} of {len(both)} configuration(s); "

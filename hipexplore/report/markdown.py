@@ -80,7 +80,7 @@ def cache_state(row: Mapping[str, Any], summaries: Sequence[Any]) -> str:
 
 def table_rows(frame: Any, summaries: Sequence[Any]) -> list[str]:
     """One Markdown table row per configuration (the cold reference shown as a reference)."""
-    from ..schema import COLD_REFERENCE
+    from ..schema import Configuration
     from .review import config_label
 
     out = []
@@ -93,9 +93,10 @@ def table_rows(frame: Any, summaries: Sequence[Any]) -> list[str]:
         lo, hi = float(r.get("ratio_ci_low", math.nan)), float(r.get("ratio_ci_high", math.nan))
         change = (f"{_pct(float(r['change']))} [{_pct(lo - 1)}, {_pct(hi - 1)}]" if math.isfinite(lo) and math.isfinite(hi)
                   else f"{_pct(float(r['change']))} (no interval)")
-        verdict = "reference" if r.get("flush") == COLD_REFERENCE else f"**{r['verdict']}**"
-        mde = "" if r.get("flush") == COLD_REFERENCE else _pct(float(r["min_detectable"]), signed=False)
-        note = "cold reference: no verdict of its own" if r.get("flush") == COLD_REFERENCE else str(r.get("note") or "")
+        ref = Configuration.marks_reference(r)
+        verdict = "reference" if ref else f"**{r['verdict']}**"
+        mde = "" if ref else _pct(float(r["min_detectable"]), signed=False)
+        note = "cold reference: no verdict of its own" if ref else str(r.get("note") or "")
         out.append(f"| {label} | {change} | {verdict} | {mde} | {md(cache_state(r, summaries))} | {md(note[:300])} |")
     return out
 

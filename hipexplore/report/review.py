@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from ..plots import plain_text
 from ..verdicts import DEFAULT_THRESHOLD, change_text, compare, rule_text
 from ..errors import ConfigError
+from ..schema import Timer
 
 VERDICT_COLORS = {"faster": "#2ca02c", "slower": "#d62728", "same": "#1f77b4", "undecided": "0.5"}
 #: provenance rows shown first, in this order (the rest follow sorted)
@@ -162,7 +163,8 @@ def _interval(r: Mapping[str, Any], side: str, unit: tuple[float, str]) -> str:
 def config_label(row: Mapping[str, Any]) -> str:
     kern = row.get("kernel") if isinstance(row.get("kernel"), str) else ""
     rot = f"r={row['rotating_requested']}"
-    timer = "" if row.get("timer") in (None, "events") else f" {row['timer']}"
+    t = Timer.of_cell(row.get("timer"))
+    timer = "" if t.default else f" {t}"
     return " ".join(filter(None, [kern, _size(row["size_bytes"]), rot, str(row["flush"])])) + timer
 
 

@@ -47,7 +47,7 @@ def candidate_rows(summary: pd.DataFrame, info: Any, names: dict[str, tuple[Any,
 def ranked(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The candidates' result rows as one frame, ranked by median within (problem, rotating, flush)."""
     df = pd.DataFrame(rows)
-    df["rank"] = df.groupby(["problem", *Configuration.COLUMNS[2:4]])["median_s"].rank(method="min").astype("int64")
+    df["rank"] = df.groupby(["problem", *Configuration.CACHE_COLUMNS])["median_s"].rank(method="min").astype("int64")
     df["best"] = df["rank"] == 1
     return df[list(RESULT_COLUMNS)]
 

@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 from ...errors import ConfigError
 from ...files import write_file
-from ...schema import COLD_REFERENCE, Configuration
+from ...schema import Configuration, Timer, UntimedKey
 from .backends import MANIFEST, CounterError, Launch, reports
 from .manifest import manifest_json, read_description, read_manifest
 from .registry import backend_for, from_description
@@ -72,12 +72,11 @@ def counted_configurations(spec: Any, configurations: Iterable[Configuration] | 
     """The configurations a pass counts, in order: ``configurations`` (default: the spec's), the
     cold reference left out, one per (kernel, size, rotating, flush) (the timers launch the same
     data; the events variant is the one counted)."""
-    seen: dict[tuple[str, int, str, str], Configuration] = {}
+    seen: dict[UntimedKey, Configuration] = {}
     for c in (configurations if configurations is not None else spec.configurations()):
         c = Configuration(*c)
-        if c.flush != COLD_REFERENCE:
-            seen.setdefault((c.kernel, int(c.size), str(c.rotating), c.flush), Configuration(c.kernel, int(c.size), str(c.rotating),
-                                                                                            c.flush, "events"))
+        if not c.is_reference:
+            seen.setdefault(c.untimed_key, Configuration(c.kernel, int(c.size), str(c.rotating), c.flush, Timer.EVENTS))
     if not seen:
         raise ConfigError("no configuration to count (the cold reference is not counted)")
     return list(seen.values())
@@ -143,8 +142,8 @@ def count_group(spec: Any, device: Any, backend: Any, configurations: list[Confi
     kspecs = tuple(k for k in spec.specs() if k.name in names)
     sizes = tuple(s for s in spec.sizes if int(s) in {int(c.size) for c in configurations})
     group_spec = dataclasses.replace(spec, kernels=kspecs, sizes=sizes, units=1)
-    wanted = {c._replace(timer="events") for c in configurations}
-    done = frozenset(c for c in group_spec.configurations() if c._replace(timer="events") not in wanted)
+    wanted = {c.untimed_key for c in configurations}
+    done = frozenset(c for c in group_spec.configurations() if c.untimed_key not in wanted)
     commands = []
     for gi, group in enumerate(backend.groups(device)):
         out = folder / f"group-{gi}"
