@@ -115,6 +115,15 @@ def _embedded_metadata(path: Path) -> dict[str, str] | None:
         return None
 
 
+def read_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The flat metadata a sweep's file carries (``bench.info.RunInfo.read`` types it): a parquet
+    file's embedded copy, or FILE.meta.json's; ``{}`` where none is readable."""
+    p = Path(path)
+    if p.suffix == ".json":
+        return _metadata_file(p)
+    return _embedded_metadata(p) or {}
+
+
 def _metadata_file(path: Path) -> dict[str, str]:
     """meta.json's metadata; ``{}`` when unreadable (not JSON, too large or deep, not an object of
     text): the summary's embedded copy is the committed one, this file a readable copy of it."""

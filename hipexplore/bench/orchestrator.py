@@ -41,7 +41,7 @@ from . import interrupts
 from . import passes as ps
 from . import units as us
 from .executors import CLUSTER, UnitRun
-from .info import UnitsInfo
+from .info import DEVICE_LLC_BYTES, CountersInfo, UnitsInfo
 from .levels import shared_process
 from .io import Previous, check_resume, output_paths, previous_results
 from .progress import Progress
@@ -126,7 +126,7 @@ class Orchestrator:
             return
         now = {**self.spec.measurement(), **{f"identity.{k}": v for k, v in facts["identities"].items()}}
         if facts.get("llc_bytes") is not None:
-            now["device.llc_bytes"] = str(facts["llc_bytes"])
+            now.update(DEVICE_LLC_BYTES.entry(facts["llc_bytes"]))
         check_resume(str(self.paths[0]), previous, now, facts["names"])
 
     # -- the counter pass -------------------------------------------------------------------------
@@ -154,7 +154,7 @@ class Orchestrator:
 
         why = " | ".join(line.strip() for line in str(why).splitlines() if line.strip())
         why = why if len(why) <= 1500 else why[:1500] + " ..."
-        self.metadata["counters.status"] = f"no counters: {why}"
+        self.metadata.update(CountersInfo.skipped(why).entries())
         warnings.warn(f"no counters: {why}", CountersSkipped, stacklevel=2)
 
     def _count(self) -> None:
@@ -167,7 +167,7 @@ class Orchestrator:
 
         todo = [c for c in counted_configurations(self.spec) if tuple(c[:4]) not in self.record.counters]
         if not todo:
-            self.metadata["counters.status"] = "every configuration was counted before: nothing to count"
+            self.metadata.update(CountersInfo(CountersInfo.NOTHING_TO_COUNT).entries())
             return
         keep = Path(f"{self.paths[0].with_suffix('')}.counters") if self.paths is not None else None
         try:
@@ -177,9 +177,7 @@ class Orchestrator:
             self._no_counters(str(exc))
             return
         self.record.set_counters(got.records)
-        self.metadata.update({"counters.status": f"counted {len(got.records)} configuration(s) with {got.backend} in "
-                                                 f"{got.wall_s:.1f} s", "counters.backend": got.backend,
-                              "counters.wall_s": f"{got.wall_s:.3f}", "counters.outputs": str(got.workdir or "")})
+        self.metadata.update(CountersInfo.counted(len(got.records), got.backend, got.wall_s, got.workdir).entries())
 
     def _plan(self, group: SweepSpec, index: int) -> us.UnitPlan:
         confs = group.configurations()
