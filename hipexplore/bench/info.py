@@ -139,12 +139,16 @@ SWEEP_UNIT_LOCATION = _key("sweep.unit_location", "where units ran: in-process, 
 SWEEP_UNIT_PAD_BYTES = _key("sweep.unit_pad_bytes", "the pad each unit held (bytes, comma-separated)", list,
                             lambda t: _ints(t), lambda v: ",".join(map(str, v)))
 COUNTERS_STATUS = _key("counters.status", "what the counter pass did, or why there are no counters")
-COUNTERS_BACKEND = _key("counters.backend", "the backend that counted (cupti, ncu, rocprofv3, host)")
+COUNTERS_BACKEND = _key("counters.backend", "the backend that counted, in its own words (CUPTI, ncu, rocprofv3)")
 COUNTERS_WALL_S = _key("counters.wall_s", "the counter pass's wall time (s)", float, float, lambda v: f"{v:.3f}")
 COUNTERS_OUTPUTS = _key("counters.outputs", "where the counter pass kept its reports")
 UNITS_RESOLUTION = _key("units.resolution", "the resolution asked for (a 95% half-width)", float, _percent,
                         lambda v: f"{v:.2%}")
 UNITS_RESOLUTION_OUTCOME = _key("units.resolution_outcome", "whether the resolution was reached, and what stopped it")
+
+#: what must be equal for rows measured under one spec to sit with rows of another (with the flush factors)
+MEASUREMENT_KEYS = (SWEEP_STOP_RULE, SWEEP_CHUNK, SWEEP_CHUNK_LEAD, SWEEP_CHUNK_TRAIL, SWEEP_MEM_FRACTION,
+                    SWEEP_REFERENCE_SAMPLES, SWEEP_FLUSH_END_EVENT, SWEEP_REFERENCE_PARTS, SWEEP_THROTTLE, SWEEP_UNITS)
 
 IDENTITY = _family("identity.", "a kernel's identity digest (code, options, arguments, geometry, device)")
 CODE = _family("code.", "the code under test: <kernel>.sha256, .origin, .git_revision, .file")
@@ -165,6 +169,38 @@ _SPEC_KEYS = ("sweep.kernels", "sweep.sizes", "sweep.rotating", "sweep.flush", "
 _SPEC_PREFIXES = ("sweep.", "flush.factor.")
 _UNIT_KEYS = {"sweep.unit_pad_bytes": "pad_bytes", "sweep.units_done": "done", "sweep.units_planned": "planned",
               "sweep.unit_location": "location"}
+
+
+def spec_entries(record: Mapping[str, Any], stop_rule: str) -> dict[str, str]:
+    """A spec's metadata entries (``SweepSpec.record``) from its ``as_record()`` dict and its stop
+    rule's repr: ``sweep.spec`` (the whole record as JSON, which resume reads back) and the readable
+    ``sweep.*`` / ``flush.factor.*`` keys."""
+    lists = ((SWEEP_KERNELS, "kernels"), (SWEEP_SIZES, "sizes"), (SWEEP_ROTATING, "rotating"), (SWEEP_FLUSH, "flush"),
+             (SWEEP_TIMERS, "timers"))
+    return {**{key.name: ",".join(str(v) for v in record[name]) for key, name in lists},
+            **measurement_entries(record, stop_rule), SWEEP_SPEC.name: json.dumps(dict(record), sort_keys=True)}
+
+
+def measurement_entries(record: Mapping[str, Any], stop_rule: str) -> dict[str, str]:
+    """``SweepSpec.measurement()`` of an ``as_record()`` dict (so a recorded spec reads the same) and
+    its stop rule's repr: the ``MEASUREMENT_KEYS`` and the flush factors."""
+    values = (stop_rule, record["chunk"],
+              record.get("chunk_lead", 0), record.get("chunk_trail", 0),  # written before leads and trails existed: none
+              record["mem_fraction"], record["reference_samples"] if record["reference"] else 0, record["flush_end_event"],
+              record.get("reference_parts", 1),
+              f"{record.get('throttle_threshold', 0.0)} drop={record.get('drop_throttled', False)}",
+              record.get("units", record.get("passes", 1)))  # older files: passes
+    out = {key.name: key.format(v) for key, v in zip(MEASUREMENT_KEYS, values)}
+    out[SWEEP_INTERLEAVE.name] = f"seed={record.get('interleave_seed', 0)}" if record.get("interleave") else "no"
+    return {**out, **{FLUSH_FACTOR.key(k): str(v) for k, v in dict(record["flush_factors"]).items()}}
+
+
+def recorded_measurement_keys(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The loose measurement keys of a file written before specs were recorded (chunk leads and
+    trails, written before they existed: none)."""
+    loose = {k: str(v) for k, v in metadata.items()
+             if k.startswith((*(key.name for key in MEASUREMENT_KEYS), FLUSH_FACTOR.prefix))}
+    return {SWEEP_CHUNK_LEAD.name: "0", SWEEP_CHUNK_TRAIL.name: "0", **loose}
 
 
 def _ints(text: str) -> list[int]:

@@ -41,7 +41,7 @@ from . import interrupts
 from . import passes as ps
 from . import units as us
 from .executors import CLUSTER, UnitRun
-from .info import DEVICE_LLC_BYTES, CountersInfo, UnitsInfo
+from .info import DEVICE_LLC_BYTES, IDENTITY, CountersInfo, UnitsInfo
 from .levels import shared_process
 from .io import Previous, check_resume, output_paths, previous_results
 from .progress import Progress
@@ -103,7 +103,7 @@ class Orchestrator:
         """The device facts and metadata, the resume check, the record, each group's plan, the progress."""
         facts = self.executor.facts(self.spec)
         self.metadata = self.executor.metadata(self.spec, self.command)
-        self.metadata.update({f"identity.{k}": v for k, v in facts["identities"].items()})
+        self.metadata.update({IDENTITY.key(k): v for k, v in facts["identities"].items()})
         self._check_resume(previous, facts)
         self.metadata["run_id"] = self.run_id = self.run_id or previous.run_id or uuid.uuid4().hex[:12]
         self.lo, self.hi = us.planned(self.spec, facts["plan_device"]) if self.spec.units != 1 else (1, 1)
@@ -124,7 +124,7 @@ class Orchestrator:
         """The one resume rule (``bench.io.check_resume``): another device, measurement, LLC or kernel code is refused."""
         if self.paths is None or (previous.metadata is None and not len(previous.summary)):
             return
-        now = {**self.spec.measurement(), **{f"identity.{k}": v for k, v in facts["identities"].items()}}
+        now = {**self.spec.measurement(), **{IDENTITY.key(k): v for k, v in facts["identities"].items()}}
         if facts.get("llc_bytes") is not None:
             now.update(DEVICE_LLC_BYTES.entry(facts["llc_bytes"]))
         check_resume(str(self.paths[0]), previous, now, facts["names"])
