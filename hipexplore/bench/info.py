@@ -9,6 +9,12 @@ parquet files' metadata), so files written before, and the loaders that read the
 ``report.recorded``, ``benchmarks/figures.py``), read the same; ``to_metadata(from_metadata(m))``
 gives ``m`` back, keys no field claims included (``other``).
 
+Every key is declared once in the registry below (``KEYS``: a ``Key`` with its name, type, parse,
+format and description, as pyperf's ``_metadata.py``; ``FAMILIES`` for ``<prefix><part>`` keys);
+other modules name keys by their constants (``DEVICE_NAME``, ``COUNTERS_STATUS``) or read typed
+fields (``RunInfo.read(path).counters.backend``), and ``tests/bench/test_info.py`` fails when more
+than 10 dotted key strings appear outside this module.
+
 A unit reports what it measured with through its channel as entries made here
 (``MeasuredInfo.entries_*``), so a worker's pipe and a cluster's task carry the same keys.
 """
