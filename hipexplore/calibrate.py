@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .bench.info import DEVICE_NAME, GIT_REVISION, HIPEXPLORE
 from .errors import ConfigError
 
 #: the host's kernel (a C loop of multiply-adds, REPS times the work per element) and the GPU's (a
@@ -170,9 +171,9 @@ def calibrate(device: str = "auto", sizes: Sequence[str] | None = None, flush: S
     say(f"comparing {len(runs)} round(s): interleaved copies and separate runs")
     record = analyse(runs, threshold=threshold)
     meta = res.metadata
-    record.update(format=FORMAT, device_name=str(meta.get("device.name", dev.name)), device_kind=dev.kind,
+    record.update(format=FORMAT, device_name=DEVICE_NAME.of(meta, dev.name), device_kind=dev.kind,
                   device_class=cls, sizes=sizes, flush=list(flush), wall_s=walls, date=time.strftime("%Y-%m-%d"),
-                  hipexplore=str(meta.get("hipexplore", "")), git_revision=str(meta.get("git_revision", "")),
+                  hipexplore=HIPEXPLORE.of(meta, ""), git_revision=GIT_REVISION.of(meta, ""),
                   iterations=iterations, units=units, host_load=[round(load0, 2), round(os.getloadavg()[0], 2)], at_defaults=iterations is None and units == "auto",
                   command=" ".join(["hipexplore", "calibrate", "--device", device, "--sizes", ",".join(sizes)]))
     return record
@@ -242,7 +243,7 @@ def sentence(record: Mapping[str, Any]) -> str:
 
 def cite(metadata: Mapping[str, Any]) -> str:
     """The sentence for the device a run's metadata names, "" when it was never calibrated."""
-    name = str(metadata.get("device.name", "") or "")
+    name = DEVICE_NAME.of(metadata, "")
     got = load(name) if name else None
     if not got:
         return ""

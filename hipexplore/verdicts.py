@@ -56,6 +56,7 @@ import pandas as pd
 
 from .bench.levels import (MIN_UNITS, LevelInterval, decision_interval, independent_units, interleaved_pair, paired_ratio_ci,
                            paired_units, paired_windows, pooled_spreads, shared_process, trend)
+from .bench.info import SWEEP_UNIT_LOCATION
 from .bench.stats import Measurement, ratio_ci
 from .errors import ConfigError
 from .schema import Configuration
@@ -238,7 +239,7 @@ def _one_process(meta: Mapping[str, Any], samples: pd.DataFrame) -> bool:
     """True when a run's units shared one process (``levels.shared_process``): its metadata says
     where they ran; a run recorded without it is taken as in-process when it ran on the host
     device (where units run unless ``worker=True``) in more than one unit."""
-    where = str(meta.get("sweep.unit_location", "") or "")
+    where = SWEEP_UNIT_LOCATION.of(meta, "")
     if where:
         return shared_process(where)
     devices = set(map(str, samples["device"].unique())) if len(samples) and "device" in samples.columns else set()

@@ -46,6 +46,7 @@ from ..schema import (CLUSTER_COLUMNS, COUNTER_COLUMNS, METADATA_KEY, SAMPLE_COL
                       Configuration, ReferenceKey, Timer, write_parquet)
 from ..untrusted import shown
 from . import readback
+from .info import DEVICE_LLC_BYTES, IDENTITY, SWEEP_SPEC
 
 _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
                   "pass_index": "int64", "chunk": "int64", "position": "int64", "lead": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
@@ -113,6 +114,15 @@ def _embedded_metadata(path: Path) -> dict[str, str] | None:
         return readback.metadata_of(raw.decode("utf-8"), f"{path}: its metadata") if raw else None
     except (ValueError, UnicodeDecodeError):  # ConfigError is a ValueError: unreadable, as when it is absent
         return None
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The flat metadata a sweep's file carries (``bench.info.RunInfo.read`` types it): a parquet
+    file's embedded copy, or FILE.meta.json's; ``{}`` where none is readable."""
+    p = Path(path)
+    if p.suffix == ".json":
+        return _metadata_file(p)
+    return _embedded_metadata(p) or {}
 
 
 def _metadata_file(path: Path) -> dict[str, str]:
@@ -323,20 +333,22 @@ def check_resume(path: str, previous: Previous, now: dict[str, str], device_name
         return
     from .spec import SweepSpec
 
-    then = {**SweepSpec.recorded_measurement(meta), **{k: v for k, v in meta.items() if k == "device.llc_bytes"}}
-    measure_now = {k: v for k, v in now.items() if not k.startswith("identity.")}
+    llc = DEVICE_LLC_BYTES.name
+    then = {**SweepSpec.recorded_measurement(meta), **{k: v for k, v in meta.items() if k == llc}}
+    measure_now = {k: v for k, v in now.items() if not IDENTITY.owns(k)}
     # a recorded spec is compared whole (a flush factor set only now differs too); a legacy file's
     # loose keys only where it has them, as before specs were recorded
-    keys = sorted(set(then) | set(measure_now)) if meta.get("sweep.spec") else sorted(then)
-    keys = [k for k in keys if k != "device.llc_bytes" or ("device.llc_bytes" in then and k in measure_now)]
+    keys = sorted(set(then) | set(measure_now)) if meta.get(SWEEP_SPEC.name) else sorted(then)
+    keys = [k for k in keys if k != llc or (llc in then and k in measure_now)]
     differ = [f"{k}: {then.get(k, '')!r} then, {measure_now.get(k, '')!r} now" for k in keys if then.get(k, "") != measure_now.get(k, "")]
     if differ:
         raise ConfigError(f"cannot resume {path!r}: its finished rows were measured with other settings "
                           f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file")
     kernels = {c.kernel for c in previous.done}
-    changed = [f"{k} ({meta[f'identity.{k}']} then, {now[f'identity.{k}']} now)"
-               for k in sorted(kernels) if f"identity.{k}" in now and f"identity.{k}" in meta  # older files: not recorded
-               and meta[f"identity.{k}"] != now[f"identity.{k}"]]
+    ident_then, ident_now = IDENTITY.of(meta), IDENTITY.of(now)
+    changed = [f"{k} ({ident_then[k]} then, {ident_now[k]} now)"
+               for k in sorted(kernels) if k in ident_now and k in ident_then  # older files: not recorded
+               and ident_then[k] != ident_now[k]]
     if changed:
         raise ConfigError(f"cannot resume {path!r}: its rows of {', '.join(changed)} were measured with other code, "
                           f"options, arguments or geometry; --no-resume measures them again, or use another out file")

@@ -40,7 +40,7 @@ from . import interrupts
 from . import passes as ps
 from . import units as us
 from .executors import CLUSTER, UnitRun
-from .info import UnitsInfo
+from .info import DEVICE_LLC_BYTES, IDENTITY, CountersInfo, UnitsInfo
 from .levels import shared_process
 from .io import Previous, check_resume, output_paths, previous_results
 from .progress import Progress
@@ -101,7 +101,7 @@ class Orchestrator:
         """The device facts and metadata, the resume check, the record, each group's plan, the progress."""
         facts = self.executor.facts(self.spec)
         self.metadata = self.executor.metadata(self.spec, self.command)
-        self.metadata.update({f"identity.{k}": v for k, v in facts["identities"].items()})
+        self.metadata.update({IDENTITY.key(k): v for k, v in facts["identities"].items()})
         self._check_resume(previous, facts)
         self.metadata["run_id"] = self.run_id = self.run_id or previous.run_id or uuid.uuid4().hex[:12]
         self.lo, self.hi = us.planned(self.spec, facts["plan_device"]) if self.spec.units != 1 else (1, 1)
@@ -122,9 +122,9 @@ class Orchestrator:
         """The one resume rule (``bench.io.check_resume``): another device, measurement, LLC or kernel code is refused."""
         if self.paths is None or (previous.metadata is None and not len(previous.summary)):
             return
-        now = {**self.spec.measurement(), **{f"identity.{k}": v for k, v in facts["identities"].items()}}
+        now = {**self.spec.measurement(), **{IDENTITY.key(k): v for k, v in facts["identities"].items()}}
         if facts.get("llc_bytes") is not None:
-            now["device.llc_bytes"] = str(facts["llc_bytes"])
+            now.update(DEVICE_LLC_BYTES.entry(facts["llc_bytes"]))
         check_resume(str(self.paths[0]), previous, now, facts["names"])
 
     # -- the counter pass -------------------------------------------------------------------------
@@ -152,7 +152,7 @@ class Orchestrator:
 
         why = " | ".join(line.strip() for line in str(why).splitlines() if line.strip())
         why = why if len(why) <= 1500 else why[:1500] + " ..."
-        self.metadata["counters.status"] = f"no counters: {why}"
+        self.metadata.update(CountersInfo.skipped(why).entries())
         warnings.warn(f"no counters: {why}", CountersSkipped, stacklevel=2)
 
     def _count(self) -> None:
@@ -165,7 +165,7 @@ class Orchestrator:
 
         todo = [c for c in counted_configurations(self.spec) if c.untimed_key not in self.record.counters]
         if not todo:
-            self.metadata["counters.status"] = "every configuration was counted before: nothing to count"
+            self.metadata.update(CountersInfo(CountersInfo.NOTHING_TO_COUNT).entries())
             return
         keep = Path(f"{self.paths[0].with_suffix('')}.counters") if self.paths is not None else None
         try:
@@ -175,9 +175,7 @@ class Orchestrator:
             self._no_counters(str(exc))
             return
         self.record.set_counters(got.records)
-        self.metadata.update({"counters.status": f"counted {len(got.records)} configuration(s) with {got.backend} in "
-                                                 f"{got.wall_s:.1f} s", "counters.backend": got.backend,
-                              "counters.wall_s": f"{got.wall_s:.3f}", "counters.outputs": str(got.workdir or "")})
+        self.metadata.update(CountersInfo.counted(len(got.records), got.backend, got.wall_s, got.workdir).entries())
 
     def _plan(self, group: SweepSpec, index: int) -> us.UnitPlan:
         confs = group.configurations()

@@ -16,7 +16,6 @@ finished rows to be kept: kernels, sizes, rotating counts and flush modes may gr
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -27,14 +26,14 @@ from ..kernels import catalog
 from ..kernels.spec import KernelSpec
 from ..schema import TIMERS, Configuration, Timer
 from ..untrusted import load_json
+from . import info
 from . import rotating as rot
 from .flush import FLUSH_MODES, flush_mode
 from .stats import StopRule
 from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, WARMUP_S, TimingOptions, check_lead, check_trail
 
 #: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
-MEASUREMENT_KEYS = ("sweep.stop_rule", "sweep.chunk", "sweep.chunk_lead", "sweep.chunk_trail", "sweep.mem_fraction", "sweep.reference_samples",
-                    "sweep.flush_end_event", "sweep.reference_parts", "sweep.throttle", "sweep.units")
+MEASUREMENT_KEYS = tuple(k.name for k in info.MEASUREMENT_KEYS)
 #: most units a sweep may make (each unit is a whole sweep of its share of the samples)
 MAX_UNITS = 64
 MAX_PASSES = MAX_UNITS  # the former name
@@ -377,53 +376,31 @@ class SweepSpec:
 
     def record(self) -> dict[str, str]:
         """The spec as metadata entries of a sweep's files: ``sweep.spec`` (the whole spec as JSON,
-        which resume reads back) and the readable ``sweep.*`` / ``flush.factor.*`` keys."""
-        return {
-            "sweep.kernels": ",".join(catalog.get(k).name for k in self.kernels),
-            "sweep.sizes": ",".join(str(s) for s in self.sizes),
-            "sweep.rotating": ",".join(str(r) for r in self.rotating),
-            "sweep.flush": ",".join(self.flush),
-            "sweep.timers": ",".join(self.timers),
-            **self.measurement(),
-            "sweep.spec": json.dumps(self.as_record(), sort_keys=True),
-        }
+        which resume reads back) and the readable ``sweep.*`` / ``flush.factor.*`` keys (``bench.info``)."""
+        record = self.as_record()
+        return info.spec_entries(record, repr(StopRule(**record["stop"])))
 
     def measurement(self) -> dict[str, str]:
         """What must be equal for rows measured under this spec to sit with rows measured under
-        another (``MEASUREMENT_KEYS`` and the flush factors)."""
+        another (``bench.info.MEASUREMENT_KEYS`` and the flush factors)."""
         return _measurement_of(self.as_record())
 
     @staticmethod
     def recorded_measurement(metadata: Mapping[str, str]) -> dict[str, str]:
         """The measurement of a recorded sweep: from its ``sweep.spec`` when the writer stored one,
         else (legacy files, written before specs were recorded) its loose ``sweep.*`` keys."""
-        raw = metadata.get("sweep.spec")
+        raw = info.SWEEP_SPEC.of(metadata)
         if raw:
             try:  # bounded: a recorded file is untrusted input (ConfigError for deep nesting, huge integers)
-                return _measurement_of(load_json(raw, "sweep.spec"))
+                return _measurement_of(load_json(raw, info.SWEEP_SPEC.name))
             except (ValueError, TypeError, KeyError, AttributeError, ConfigError):
                 pass  # unreadable: compare what the loose keys say
-        loose = {k: str(v) for k, v in metadata.items() if k.startswith((*MEASUREMENT_KEYS, "flush.factor."))}
-        # written before chunk leads and trails existed: chunks had neither
-        return {"sweep.chunk_lead": "0", "sweep.chunk_trail": "0", **loose}
+        return info.recorded_measurement_keys(metadata)
 
 
 def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
     """``SweepSpec.measurement()`` of an ``as_record()`` dict (so a recorded spec reads the same)."""
-    return {
-        "sweep.stop_rule": repr(StopRule(**record["stop"])),
-        "sweep.chunk": str(record["chunk"]),
-        "sweep.chunk_lead": str(record.get("chunk_lead", 0)),  # written before leads existed: none
-        "sweep.chunk_trail": str(record.get("chunk_trail", 0)),  # likewise
-        "sweep.mem_fraction": str(record["mem_fraction"]),
-        "sweep.reference_samples": str(record["reference_samples"] if record["reference"] else 0),
-        "sweep.flush_end_event": str(record["flush_end_event"]),
-        "sweep.reference_parts": str(record.get("reference_parts", 1)),
-        "sweep.throttle": f"{record.get('throttle_threshold', 0.0)} drop={record.get('drop_throttled', False)}",
-        "sweep.interleave": (f"seed={record.get('interleave_seed', 0)}" if record.get("interleave") else "no"),
-        "sweep.units": str(record.get("units", record.get("passes", 1))),  # older files: passes
-        **{f"flush.factor.{k}": str(v) for k, v in dict(record["flush_factors"]).items()},
-    }
+    return info.measurement_entries(record, repr(StopRule(**record["stop"])))
 
 
 #: ``sweep()`` keywords of earlier releases and the spec fields they fill (a DeprecationWarning names both)

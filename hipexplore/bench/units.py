@@ -48,6 +48,7 @@ from . import passes as ps
 from . import rotating as rot
 from .spec import AUTO_UNITS, MAX_UNITS, SweepSpec
 from .levels import decision_interval, interleaved_pair, paired_ratio_ci, paired_units, pooled_spreads
+from .info import ResolutionInfo
 from .stats import Measurement, StopRule, student_t_quantile
 
 #: extra units (beyond the planned ones) may take at most this fraction of the planned units' time
@@ -334,7 +335,7 @@ def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) ->
                 ([f"{len(unjudged)} configuration(s) with fewer than 2 units (no half-width yet): {', '.join(unjudged[:6])}"
                   f"{' ...' if len(unjudged) > 6 else ''}"] if unjudged else [])
         text = f"not reached: stopped by {why}; " + "; ".join(parts)
-    return {"units.resolution": f"{want:.2%}", "units.resolution_outcome": text}
+    return ResolutionInfo(want, text).entries()
 
 
 def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, set], Any],

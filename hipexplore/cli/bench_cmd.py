@@ -167,15 +167,14 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def _status_lines(metadata: dict) -> None:
-    """One stderr line each: --resolution's outcome (reached, or what stopped the extra units), and
-    counters asked for that the device cannot count (the sweep is then as without)."""
-    if metadata.get("units.resolution_outcome"):
-        print(f"hipexplore bench: resolution ±{metadata['units.resolution']}: {metadata['units.resolution_outcome']}",
-              file=sys.stderr)
-    counted = metadata.get("counters.status", "")
-    if counted.startswith("no counters"):
-        print(f"hipexplore bench: {counted}", file=sys.stderr)
+def _status_lines(info: Any) -> None:
+    """One stderr line each (``info``: the run's ``bench.info.RunInfo``): --resolution's outcome
+    (reached, or what stopped the extra units), and counters asked for that the device cannot count
+    (the sweep is then as without)."""
+    if info.resolution.outcome:
+        print(f"hipexplore bench: resolution {info.resolution.shown()}: {info.resolution.outcome}", file=sys.stderr)
+    if info.counters.missing:
+        print(f"hipexplore bench: {info.counters.status}", file=sys.stderr)
 
 
 def _spec_options(p: argparse.ArgumentParser) -> None:
@@ -387,10 +386,10 @@ def run(args: argparse.Namespace) -> int:
             return 128 + int(got["signal"])
     if res.skipped:
         print(_resumed_line(res), file=sys.stderr)
-    _status_lines(res.metadata)
+    info = res.info  # the metadata, typed (bench.info.RunInfo)
+    _status_lines(info)
     _exports(args, res)
-    counted = res.metadata.get("counters.status", "")
-    on = res.info.cluster  # a cluster run's reruns, failures, workers (bench.info.ClusterInfo)
+    counted, on = info.counters.status, info.cluster  # on: a cluster run's reruns, failures, workers (ClusterInfo)
     if args.json:
         records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
         print(json.dumps({"out": str(res.path) if res.path else None, "summary": records,

@@ -36,6 +36,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..bench.info import DATE, DEVICE_KIND, DEVICE_NAME, GIT_REVISION, HIPEXPLORE, RUN_ID, SOURCE_FORMAT
 from ..errors import ConfigError
 from ..schema import Timer
 from ..extras import require
@@ -172,8 +173,8 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str], boo
     for name in frame["kernel"].unique():
         check_name(name, f"{where}: benchmark name")
     check_frame(frame, SAMPLES, str(path))
-    meta = {"device.name": ", ".join(sorted(set(map(str, frame["device_name"].unique())))), "device.kind": "nvbench",
-            "source.format": "nvbench"}
+    meta = {**DEVICE_NAME.entry(", ".join(sorted(set(map(str, frame["device_name"].unique()))))),
+            **DEVICE_KIND.entry("nvbench"), **SOURCE_FORMAT.entry("nvbench")}
     return frame, meta, bool(samples)
 
 
@@ -203,6 +204,10 @@ def _key(bname: str, state: Any, devices: bool = False) -> tuple[str, int, str, 
     return (f"{bname}[{extra}]" if extra else bname), max(1, size), rot, flush
 
 
+#: the metadata a written file names under meta.hipexplore
+_SHOWN = tuple(k.name for k in (RUN_ID, GIT_REVISION, HIPEXPLORE, DATE, DEVICE_KIND))
+
+
 def _summary(tag: str, name: str, value: Any, kind: str = "float64", hint: str = "duration") -> dict[str, Any]:
     return {"tag": tag, "name": name, "hint": hint, "description": name,
             "data": [{"name": "value", "type": kind, "value": str(value)}]}
@@ -210,7 +215,7 @@ def _summary(tag: str, name: str, value: Any, kind: str = "float64", hint: str =
 
 def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     """nvbench-shaped JSON of a sweep (module docstring)."""
-    device = str(metadata.get("device.name", "") or metadata.get("device.kind", "") or "device")
+    device = DEVICE_NAME.of(metadata) or DEVICE_KIND.of(metadata) or "device"
     kept = samples[~samples["dropped"].astype(bool)] if "dropped" in samples.columns else samples
     benches = []
     for b, (kernel, rows) in enumerate(summary.groupby("kernel", sort=False)):
@@ -247,8 +252,7 @@ def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
         benches.append({"name": str(kernel), "index": b, "devices": [0], "axes": axes, "states": states})
     doc = {"meta": {"argv": ["hipexplore", "bench"], "version": {"json": {"major": 1, "minor": 0, "patch": 0,
                                                                           "string": "1.0.0"}},
-                    "hipexplore": {k: str(v) for k, v in metadata.items() if k in ("run_id", "git_revision", "hipexplore",
-                                                                                  "date", "device.kind")}},
+                    "hipexplore": {k: str(v) for k, v in metadata.items() if k in _SHOWN}},
            "devices": [{"id": 0, "name": device}], "benchmarks": benches}
     return json.dumps(doc, indent=1)
 

@@ -20,6 +20,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..bench.info import DEVICE_KIND, DEVICE_NAME, RUN_ID, SOURCE_FORMAT
 from ..errors import ConfigError
 from ..extras import require
 from ..schema import Configuration, Timer
@@ -97,7 +98,8 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str]]:
         raise ConfigError(f"pyperf file {str(path)!r} holds no run with values; expected a pyperf result file")
     frame = pd.DataFrame(rows)
     check_frame(frame, SAMPLES, str(path))
-    meta.update({"device.name": str(frame["device_name"].iloc[0]), "device.kind": "pyperf", "source.format": "pyperf"})
+    meta.update({**DEVICE_NAME.entry(str(frame["device_name"].iloc[0])), **DEVICE_KIND.entry("pyperf"),
+                 **SOURCE_FORMAT.entry("pyperf")})
     return frame, meta
 
 
@@ -116,8 +118,8 @@ def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     for key, g in kept.groupby(keys, sort=True):
         row = dict(zip(keys, key))
         name = config_label(row)
-        common = {"name": name, "unit": "second", "loops": 1, "hipexplore_device": str(metadata.get("device.name", "")),
-                  "hipexplore_run_id": str(metadata.get("run_id", ""))}
+        common = {"name": name, "unit": "second", "loops": 1, "hipexplore_device": DEVICE_NAME.of(metadata, ""),
+                  "hipexplore_run_id": RUN_ID.of(metadata, "")}
         units = g.groupby("pass_index", sort=True) if "pass_index" in g.columns else [(0, g)]
         runs = []
         for _u, part in units:

@@ -17,15 +17,16 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from .. import schema
+from ..bench import info as mk
 from ..errors import ConfigError
 from ..untrusted import load_json
 
 #: Provenance rows shown first, in this order; the rest follow sorted.
 PROVENANCE_ORDER = (
     "recorded.note", "recorded.revision", "recorded.benchmark", "recorded.tuning", "recorded.replay_pass", "recorded.file",
-    "device.name", "device.kind", "device.target", "device.driver", "device.runtime",
-    "compiler.host", "compiler.hiprtc", "compiler.nvrtc",
-    "hipexplore", "git_revision", "date", "command", "python", "platform", "cpu",
+    *(k.name for k in (mk.DEVICE_NAME, mk.DEVICE_KIND, mk.DEVICE_TARGET, mk.DEVICE_DRIVER, mk.DEVICE_RUNTIME)),
+    *(mk.COMPILER.key(c) for c in ("host", "hiprtc", "nvrtc")),
+    *(k.name for k in (mk.HIPEXPLORE, mk.GIT_REVISION, mk.DATE, mk.COMMAND, mk.PYTHON, mk.PLATFORM, mk.CPU)),
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -253,5 +254,5 @@ def collect_provenance(device_properties: Mapping[str, Any] | None = None, comma
     info = collect(None, command=command or None)
     props = dict(device_properties or {})
     for k, v in props.items():
-        info[f"device.{k}"] = describe_value(k, v, props)
+        info[mk.DEVICE.key(k)] = describe_value(k, v, props)
     return info

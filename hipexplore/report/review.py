@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..bench import info as mk
 from ..plots import plain_text
 from ..verdicts import DEFAULT_THRESHOLD, change_text, compare, rule_text
 from ..errors import ConfigError
@@ -28,8 +29,9 @@ from ..schema import Timer
 
 VERDICT_COLORS = {"faster": "#2ca02c", "slower": "#d62728", "same": "#1f77b4", "undecided": "0.5"}
 #: provenance rows shown first, in this order (the rest follow sorted)
-REVIEW_PROVENANCE = ("device.name", "device.kind", "date", "command", "git_revision", "hipexplore", "run_id",
-                     "sweep.kernels", "sweep.sizes", "sweep.interleave", "sweep.stop_rule")
+REVIEW_PROVENANCE = tuple(k.name for k in (mk.DEVICE_NAME, mk.DEVICE_KIND, mk.DATE, mk.COMMAND, mk.GIT_REVISION, mk.HIPEXPLORE,
+                                            mk.RUN_ID, mk.SWEEP_KERNELS, mk.SWEEP_SIZES, mk.SWEEP_INTERLEAVE,
+                                            mk.SWEEP_STOP_RULE))
 
 
 @dataclass
@@ -62,7 +64,7 @@ def review_data(baseline: Any, candidate: Any = None, *, base_kernel: str | None
 
         run = sweep([base_kernel, new_kernel], list(sizes), list(rotating), list(flush), device=device,
                     iterations=iterations, interleave=True, progress=False, reference=False)
-        baseline, source = run, f"live interleaved sweep on {run.metadata.get('device.name', device)}"
+        baseline, source = run, f"live interleaved sweep on {run.info.device_name or device}"
     else:
         source = "recorded"
     if candidate is None or (isinstance(candidate, str) and candidate in ("", "none")):
@@ -89,13 +91,12 @@ class Banner:
     def text(self) -> str:
         parts = []
         for meta in self.sides:
-            name = meta.get("device.name", "unknown device")
-            kind = meta.get("device.kind", "")
+            name, kind = mk.DEVICE_NAME.of(meta, "unknown device"), mk.DEVICE_KIND.of(meta, "")
             parts.append(f"{name} ({kind}) — host CPU — not a GPU measurement" if kind == "host" else f"{name} ({kind or 'device'})")
         return "Measured on: " + " | ".join(dict.fromkeys(parts))
 
     def host(self) -> bool:
-        return any(m.get("device.kind") == "host" for m in self.sides)
+        return any(mk.DEVICE_KIND.of(m) == "host" for m in self.sides)
 
     def _repr_html_(self) -> str:
         color = "#8a1c1c" if self.host() else "#1f4e79"
@@ -140,7 +141,7 @@ class Headline:
 
 def device_banner(bench: Any) -> Banner:
     """The banner of a dashboard: the device of its benchmark data (live or recorded)."""
-    return Banner({f"device.{k}": str(v) for k, v in getattr(bench, "device_properties", {}).items()})
+    return Banner({mk.DEVICE.key(k): str(v) for k, v in getattr(bench, "device_properties", {}).items()})
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -223,10 +224,11 @@ def verdict_counts(frame: pd.DataFrame) -> str:
 def provenance_pair(data: ReviewData) -> pd.DataFrame:
     """Both sides' provenance in two columns; each side's ``code.*`` rows are those of its own kernels."""
     def side(meta: Mapping[str, str], kernels: list[str] | None) -> dict[str, str]:
-        out = {k: str(v) for k, v in meta.items() if not k.startswith(("code.", "package.", "verify.", "flush.", "sweep.spec"))}
+        hidden = (mk.CODE.prefix, mk.PACKAGE.prefix, mk.VERIFY.prefix, mk.FLUSH_BYTES.prefix, mk.SWEEP_SPEC.name)
+        out = {k: str(v) for k, v in meta.items() if not k.startswith(hidden)}
         for k, v in meta.items():
-            if k.startswith("code."):
-                kern, _, what = k[5:].rpartition(".")
+            if mk.CODE.owns(k):
+                kern, _, what = mk.CODE.part(k).rpartition(".")
                 if kernels is None or kern in kernels:
                     out[f"code under review: {kern} {what}"] = str(v)
         return out
