@@ -20,13 +20,6 @@ MOST = 8
 #: may be added, and none may grow
 PENDING: dict[tuple[str, str], int] = {
     ("hipexplore/bench/callable.py", "callable_kernel"): 13,  # public: the keywords notebooks and docs call it with
-    ("hipexplore/bench/check.py", "check_outputs"): 9,  # these three: (device, spec, sets, kernel, grid, block) as one target
-    ("hipexplore/bench/sampled.py", "__init__"): 9,
-    ("hipexplore/bench/sweeprun.py", "verify"): 9,
-    ("hipexplore/bench/sweeprun.py", "__init__"): 9,  # SweepRun: a UnitRun whole
-    ("hipexplore/bench/sweeprun.py", "_frames"): 9,
-    ("hipexplore/bench/counters/record.py", "make_record"): 10,
-    ("hipexplore/bench/timing.py", "_chunk"): 10,
 }
 
 pytestmark = pytest.mark.timeout(60)
