@@ -117,7 +117,7 @@ def test_a_replay_that_writes_its_stored_result_needs_fresh_inputs_and_a_referen
 
 def test_a_callable_is_checked_on_the_sets_in_turn(dev):
     """A callable's check runs it on the set whose turn it is and compares its own output/reference."""
-    from hipexplore.bench.callable import CallableSets, callable_kernel
+    from hipexplore.bench.callable import CallableSets, OutputCheck, callable_kernel
 
     calls: list[int] = []
 
@@ -126,7 +126,7 @@ def test_a_callable_is_checked_on_the_sets_in_turn(dev):
         values["out"][:] = values["x"] * 2 if values["i"] == 0 else 0  # wrong on every set but the first
 
     spec = callable_kernel(fn, lambda n, i: {"i": i, "x": np.arange(n, dtype=np.float32), "out": np.zeros(n, np.float32)},
-                           bytes_per_launch="8*n", reference=lambda v: v["x"] * 2, output=lambda v: v["out"], register_it=False)
+                           bytes_per_launch="8*n", check=OutputCheck(lambda v: v["x"] * 2, output=lambda v: v["out"]), register_it=False)
     sets = CallableSets(dev, spec, 64, 2)
     check = SampledCheck(CheckTarget(dev, spec, sets, spec.call, (1, 1, 1), (1, 1, 1)), limit=2, config="callable test")
     check.before_chunk(1, 4)
