@@ -51,6 +51,8 @@ _LAZY = {
     "get_device": "hipexplore.devices",
     "sweep": "hipexplore.bench",
     "callable_kernel": "hipexplore.bench.callable",
+    "OutputCheck": "hipexplore.bench.callable",
+    "LaunchModel": "hipexplore.bench.callable",
     "user_kernel": "hipexplore.kernels.catalog",
     "SweepSpec": "hipexplore.bench",
     "StopRule": "hipexplore.bench",

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             return x, torch.rand(n, device="cuda", generator=g), torch.empty_like(x)
 
         add = hx.callable_kernel(lambda x, y, z: torch.add(x, y, out=z), make_args, bytes_per_launch="12*n", stream="torch",
-                                 name="torch_add", reference=lambda args: args[0] + args[1], register_it=False)
+                                 name="torch_add", check=hx.OutputCheck(lambda args: args[0] + args[1]), register_it=False)
         sweep("torch_add", add, [1 * MIB, 16 * MIB, 256 * MIB])
     except ImportError as exc:
         report["errors"]["torch_add"] = f"torch not importable: {exc}"

@@ -67,6 +67,7 @@ def main() -> int:
 
     # correctness of the catalog kernels at sizes that exercise the n % 4 tail (the sweep's own
     # check covers triad at every swept size)
+    from hipexplore.bench.check import CheckTarget
     from hipexplore.bench.sweep import verify
 
     odd = {}
@@ -75,7 +76,7 @@ def main() -> int:
         for n_odd in (1, 3, 262147, 10_000_019):
             with rot.BufferSets(dev, kspec, n_odd, 1, seed=n_odd) as sets:
                 g, b = kspec.geometry(n_odd, dev)
-                odd[f"{name}.{n_odd}"] = verify(dev, kspec, sets, kernel_for(dev, catalog.get(name)), g, b)
+                odd[f"{name}.{n_odd}"] = verify(CheckTarget(dev, kspec, sets, kernel_for(dev, catalog.get(name)), g, b))
     extra["verify_odd_n"] = odd
     print("odd-n correctness (||out - ref|| / ||ref||):", odd, flush=True)
 

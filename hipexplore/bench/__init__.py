@@ -20,6 +20,8 @@ _LAZY = {
     "SweepSpec": ".spec",
     "parse_size": ".spec",
     "callable_kernel": ".callable",
+    "OutputCheck": ".callable",
+    "LaunchModel": ".callable",
     "RunOptions": ".result",
     "SweepHooks": ".sweep",
     "SweepResult": ".sweep",

@@ -21,6 +21,7 @@ cannot be sent to a sweep worker).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -30,6 +31,29 @@ from ..kernels import catalog
 from ..kernels.spec import KernelSpec
 
 STREAM_MODES = ("arg", "torch", "cupy")
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """A callable's output check against a reference (``callable_kernel(..., check=OutputCheck(...))``):
+    ``reference(args)`` returns the expected array, ``output(args)`` picks what the callable wrote
+    (None: the last argument), compared element by element within ``rtol``/``atol`` after the
+    first launch of each configuration (and on launches sampled across its timed run)."""
+
+    reference: Callable[[Any], Any]
+    output: Callable[[Any], Any] | None = None
+    rtol: float = 1e-5
+    atol: float = 1e-6
+
+
+@dataclass(frozen=True)
+class LaunchModel:
+    """How a callable's sizes and rates are read (``callable_kernel(..., model=LaunchModel(...))``):
+    ``element_dtype`` maps a size (bytes per array) to ``n`` as for kernels; ``flops_per_launch``, an
+    int or an expression in n, gives its GFLOP/s (0: none)."""
+
+    element_dtype: str = "float32"
+    flops_per_launch: int | str = 0
 
 
 def _handle(stream: Any) -> int | None:
@@ -157,25 +181,29 @@ def _to_numpy(x: Any) -> np.ndarray:
 
 
 def callable_kernel(fn: Callable[..., Any], make_args: Callable[[int, int], Any], *, bytes_per_launch: int | str | Callable[[int], int],
-                    name: str | None = None, stream: str = "arg", element_dtype: str = "float32",
-                    flops_per_launch: int | str = 0, reference: Callable[..., Any] | None = None,
-                    output: Callable[[Any], Any] | None = None, rtol: float = 1e-5, atol: float = 1e-6,
-                    register_it: bool = True, check: Callable[[Any], float] | None = None) -> KernelSpec:
+                    name: str | None = None, stream: str = "arg", check: OutputCheck | Callable[[Any], float] | None = None,
+                    model: LaunchModel | None = None, register_it: bool = True) -> KernelSpec:
     """A sweepable kernel from a callable (see the module docstring).
 
     ``make_args(n, i)``: the arguments of buffer set ``i`` for ``n`` elements (sizes map to ``n``
-    through ``element_dtype`` as for kernels). ``bytes_per_launch``: an int, an expression in n, or
-    a function of n (the traffic, also the rotating-set size). The output check: ``reference(args)``
-    returns the expected array and ``output(args)`` picks what the callable wrote (default: the
-    last argument), compared after the first launch of each configuration; or ``check(args)``, a
-    check of its own that returns the error (``BenchmarkError`` when it is wrong).
+    through ``model.element_dtype`` as for kernels; ``model``: a ``LaunchModel``, float32 and no
+    flops by default). ``bytes_per_launch``: an int, an expression in n, or a function of n (the
+    traffic, also the rotating-set size). The output check, ``check``: an ``OutputCheck`` (its
+    ``reference(args)`` returns the expected array, its ``output(args)`` picks what the callable
+    wrote, default the last argument; compared after the first launch of each configuration), or a
+    check of its own, ``check(args)``, that returns the error (``BenchmarkError`` when it is wrong).
     """
     if not callable(fn) or not callable(make_args):
         raise ConfigError(f"callable_kernel needs a callable fn and make_args(n, i); got {fn!r}, {make_args!r}")
     if stream not in STREAM_MODES:
         raise ConfigError(f"stream must be one of {', '.join(STREAM_MODES)}; got {stream!r}")
+    if check is not None and not isinstance(check, OutputCheck) and not callable(check):
+        raise ConfigError(f"check must be an OutputCheck or a function of the arguments returning the error; got {check!r}")
+    if isinstance(check, OutputCheck) and not callable(check.reference):
+        raise ConfigError(f"OutputCheck needs a callable reference(args); got {check.reference!r}")
     from ..kernels.catalog import _NExpr
 
+    model = model if model is not None else LaunchModel()
     if callable(bytes_per_launch):
         bpl = bytes_per_launch
     else:
@@ -184,11 +212,14 @@ def callable_kernel(fn: Callable[..., Any], make_args: Callable[[int, int], Any]
     label = name or getattr(fn, "__name__", "callable")
     if not label.isidentifier():
         label = "callable"
-    call = _Call(fn, make_args, stream, reference)
+    against = check if isinstance(check, OutputCheck) else None
+    call = _Call(fn, make_args, stream, against.reference if against else None)
     spec = KernelSpec(name=label, entry=label, args=(), geometry=lambda n, dev: ((1, 1, 1), (1, 1, 1)),
-                      element_dtype=element_dtype, bytes_per_launch=bpl, flops_per_launch=_NExpr(flops_per_launch, "flops_per_launch"),
-                      description=f"Python callable {label}", call=call, check_rtol=rtol, check_atol=atol)
-    call.output, call.check = output, check
+                      element_dtype=model.element_dtype, bytes_per_launch=bpl,
+                      flops_per_launch=_NExpr(model.flops_per_launch, "flops_per_launch"),
+                      description=f"Python callable {label}", call=call,
+                      check_rtol=(against or OutputCheck).rtol, check_atol=(against or OutputCheck).atol)
+    call.output, call.check = (against.output, None) if against else (None, check)
     if register_it:
         catalog.register(spec, replace=True)
     return spec
@@ -222,4 +253,4 @@ def sets_for(device: Any, spec: KernelSpec, n: int, count: int) -> Any:
     return BufferSets(device, spec, n, count)
 
 
-__all__ = ["CallableSets", "CallableWork", "callable_kernel", "check_callable", "sets_for"]
+__all__ = ["CallableSets", "CallableWork", "LaunchModel", "OutputCheck", "callable_kernel", "check_callable", "sets_for"]

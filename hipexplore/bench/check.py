@@ -11,6 +11,7 @@ and how many elements differ.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -22,6 +23,21 @@ from ..kernels.spec import KernelSpec
 
 #: what a failed check says of an element that still holds the poison put there before the launch
 POISONED = "left unwritten: the poison value"
+
+
+@dataclass(frozen=True)
+class CheckTarget:
+    """What an output check launches, as one value: ``kernel`` (the loaded code of ``spec``, or a
+    callable's ``spec.call``) on ``device`` with ``grid`` and ``block``, over ``sets`` (the rotating
+    sets: ``BufferSets``, or a callable's ``CallableSets``). The check before timing
+    (``sweeprun.verify``, ``check_outputs``) and the sampled check (``sampled.SampledCheck``) take it whole."""
+
+    device: Device
+    spec: KernelSpec
+    sets: Any
+    kernel: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
 
 
 def compare(config: str, output: str, got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> float:
@@ -85,18 +101,17 @@ def _run_on(device: Device, spec: KernelSpec, buffers: Mapping[str, Any], sets: 
     return got
 
 
-def check_outputs(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
-                  block: tuple[int, int, int], *, config: str = "", rtol: float | None = None,
-                  atol: float | None = None) -> float:
+def check_outputs(target: CheckTarget, *, config: str = "", rtol: float | None = None, atol: float | None = None) -> float:
     """Launch once on set 0 (outputs poisoned first) and compare with the reference; the worst
     relative L2 error over the outputs (NaN when the kernel has no reference). Set 0's outputs are
     restored afterwards, so every set holds the same data again."""
+    device, spec, sets = target.device, target.spec, target.sets
     if spec.reference is None and spec.check_kernel is None:
         return math.nan
     config = config or f"kernel {spec.name!r} at n={sets.n}"
     rtol = spec.check_rtol if rtol is None else rtol
     atol = spec.check_atol if atol is None else atol
-    got = _run_on(device, spec, sets.buffers[0], sets, kernel, grid, block, sets.args[0])
+    got = _run_on(device, spec, sets.buffers[0], sets, target.kernel, target.grid, target.block, sets.args[0])
     if spec.check_kernel is not None:
         expected = _expected_from_kernel(device, spec, sets)
     else:
@@ -131,4 +146,4 @@ def _expected_from_kernel(device: Device, spec: KernelSpec, sets: Any) -> dict[s
         return _run_on(device, ref, rsets.buffers[0], rsets, BoundKernel(loaded.function, shared), grid, block, rsets.args[0])
 
 
-__all__ = ["POISONED", "check_outputs", "compare"]
+__all__ = ["POISONED", "CheckTarget", "check_outputs", "compare"]

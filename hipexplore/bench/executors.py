@@ -195,8 +195,7 @@ class InProcessExecutor(LocalExecutor):
         unit_dev = dev.fresh() if run.unit else dev  # host: the library loaded anew (a GPU: the device itself)
         pad_buf = unit_dev.alloc(run.pad_bytes) if run.pad_bytes else None
         try:
-            return SweepRun(run.spec, unit_dev, channel, run_id=run.run_id, done=run.job.done, refs=run.refs,
-                            unit=run.unit, counting=run.counting).measure()
+            return SweepRun(run, unit_dev, channel).measure()
         finally:
             if pad_buf is not None:
                 unit_dev.free(pad_buf)

@@ -29,12 +29,15 @@ recomputes for fresh inputs and replays only the run's own (docs/guide/harness.m
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import BenchmarkError
 from .trust import flag
+
+if TYPE_CHECKING:
+    from .check import CheckTarget
 
 #: checks happen before chunks 1, FIRST * BASE**k and after the last chunk
 BASE = 8
@@ -107,13 +110,14 @@ class _HostView:
 
 
 class SampledCheck:
-    """The sampled output check of one configuration's timed run (module docstring): a hook of its
-    ``TimingOptions``; ``take()`` gives its flag (at most one line) after the run."""
+    """The sampled output check of one configuration's timed run (module docstring) of ``target``
+    (``check.CheckTarget``: the kernel on the run's own sets): a hook of its ``TimingOptions``;
+    ``take()`` gives its flag (at most one line) after the run."""
 
-    def __init__(self, device: Any, spec: Any, sets: Any, kernel: Any, grid: tuple[int, int, int],
-                 block: tuple[int, int, int], *, limit: int, fresh: Fresh | None = None, config: str = "") -> None:
-        self.device, self.spec, self.sets, self.kernel = device, spec, sets, kernel
-        self.grid, self.block, self.limit = grid, block, int(limit)
+    def __init__(self, target: CheckTarget, *, limit: int, fresh: Fresh | None = None, config: str = "") -> None:
+        spec, sets = target.spec, target.sets
+        self.device, self.spec, self.sets, self.kernel = target.device, spec, sets, target.kernel
+        self.grid, self.block, self.limit = target.grid, target.block, int(limit)
         self.fresh, self.config = fresh, config or f"kernel {spec.name!r} at n={getattr(sets, 'n', '?')}"
         self.points = points(self.limit)
         self.done: set[int] = set()

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -43,7 +43,7 @@ from ..readable import format_bytes
 from . import roles
 from . import rotating as rot
 from .callable import check_callable, sets_for
-from .check import POISONED, check_outputs
+from .check import POISONED, CheckTarget, check_outputs
 from .floor import floor_columns, measure_floor, wants_floor
 from .flush import REFERENCE, Flusher, flush_mode
 from .info import MeasuredInfo
@@ -55,6 +55,9 @@ from .spec import SweepSpec
 from .stats import Measurement, is_timeout, set_bias
 from .trust import StatefulKernel, add_flags, flag, guard_for, reference_flag, row_floor_flags
 from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
+
+if TYPE_CHECKING:
+    from .executors import UnitRun
 
 
 class Channel(Protocol):
@@ -75,25 +78,26 @@ class Channel(Protocol):
         ...
 
 
-def verify(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
-           block: tuple[int, int, int], rtol: float | None = None, *, config: str = "", where: str = "") -> float:
-    """The output check: first the role check (``bench.roles``: an ``in`` never written, every
-    ``out`` element written, an ``inout`` changed; a ``ConfigError`` naming the argument), then
-    (``bench.check``) one launch on set 0 with poisoned outputs, compared element by element with
-    the reference (NumPy function, second kernel, or a callable's reference).
+def verify(target: CheckTarget, rtol: float | None = None, *, config: str = "", where: str = "") -> float:
+    """The output check of ``target`` (``check.CheckTarget``: the kernel on its sets, with its
+    geometry): first the role check (``bench.roles``: an ``in`` never written, every ``out`` element
+    written, an ``inout`` changed; a ``ConfigError`` naming the argument), then (``bench.check``) one
+    launch on set 0 with poisoned outputs, compared element by element with the reference (NumPy
+    function, second kernel, or a callable's reference).
 
     Returns the largest ||out - ref|| / ||ref||; raises ``BenchmarkError`` naming the configuration
     and the worst element. Kernels without a reference return NaN (nothing to compare).
     """
+    device, spec, sets = target.device, target.spec, target.sets
     if spec.call is not None:
         return check_callable(device, spec, sets, config=config or f"callable {spec.name!r} at n={sets.n}")
     later = ""
     applies = roles.applies(spec)
     if applies:  # unwritten outputs of a kernel with a reference: its check names the worst element first
-        later = roles.check_roles(device, spec, sets, kernel, grid, block, where=where or f"n={sets.n}",
+        later = roles.check_roles(device, spec, sets, target.kernel, target.grid, target.block, where=where or f"n={sets.n}",
                                   defer_unwritten=spec.reference is not None or spec.check_kernel is not None)
     try:
-        err = check_outputs(device, spec, sets, kernel, grid, block, config=config, rtol=rtol)
+        err = check_outputs(target, config=config, rtol=rtol)
     except BenchmarkError as exc:
         if applies and not later and POISONED in str(exc):  # launch 1 wrote every output, launch 2 left some
             raise StatefulKernel(f"its first launch (the role check) wrote every output and its second left some "
@@ -153,25 +157,24 @@ class _Target:
 
 
 class SweepRun:
-    """Measure ``spec`` on ``device`` in this process, minus the configurations in ``done``
-    (``refs``: cold references of earlier runs, (kernel, size, timer) -> Measurement)."""
+    """Measure ``run`` (a ``UnitRun``: its spec, minus the configurations its job leaves out, with the
+    cold references of earlier units, (kernel, size, timer) -> Measurement) on ``device`` in this process."""
 
-    def __init__(self, spec: SweepSpec, device: Device, channel: Channel, *, run_id: str,
-                 done: frozenset[Configuration] | set[Configuration] = frozenset(),
-                 refs: dict[tuple[str, int, str], Measurement] | None = None, unit: int = 0,
-                 phases: "tuple[ConfigurationPhase, ...] | None" = None, counting: Any = None) -> None:
-        self.spec, self.dev, self.channel, self.done = spec, device, channel, set(done)
+    def __init__(self, run: UnitRun, device: Device, channel: Channel, *,
+                 phases: "tuple[ConfigurationPhase, ...] | None" = None) -> None:
+        spec, unit, counting = run.spec, run.unit, run.counting
+        self.spec, self.dev, self.channel, self.done = spec, device, channel, set(run.job.done)
         # a counting unit (bench.counters): no timed sample, only the phases per configuration
         self.counting = counting
         self.phases = tuple(phases_for(spec, counting) if phases is None else phases)  # after the timed ones (bench.phases)
         self.tap = next((p.tap for p in self.phases if p.tap is not None), None)  # told of every launch (the counter phase)
-        self.refs = dict(refs or {})
+        self.refs = dict(run.refs or {})
         self.unit = unit
         self.rng = np.random.default_rng([spec.interleave_seed, unit])
         self.specs = spec.specs()
         if spec.interleave and unit:  # who allocates first moves from unit to unit (placement is not the code's)
             self.specs = [self.specs[i] for i in self.rng.permutation(len(self.specs))]
-        self.base = dict(run_id=run_id, device=_label(device), device_name=device.name)
+        self.base = dict(run_id=run.run_id, device=_label(device), device_name=device.name)
         self.where: list[str] = []  # (kernel, configuration) being measured: what a fault names
         self.flushers: dict[str, Flusher | None] = {}
         self.plans: dict[tuple[str, int, str], rot.RotatingPlan] = {}
@@ -304,7 +307,7 @@ class SweepRun:
         self.channel.started(self.where)
         with sets_for(self.dev, t.kspec, t.n, 1) as sets:
             try:
-                err = verify(self.dev, t.kspec, sets, t.plain, t.grid, t.block, where=f"size {format_bytes(t.size)} (n={t.n})",
+                err = verify(CheckTarget(self.dev, t.kspec, sets, t.plain, t.grid, t.block), where=f"size {format_bytes(t.size)} (n={t.n})",
                              config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
             except (BenchmarkError, ConfigError) as exc:
                 if id(_code(t.plain)) not in _CHECKED and not isinstance(exc, StatefulKernel):
@@ -344,7 +347,7 @@ class SweepRun:
         mode = flush_mode(conf.flush)
         notes = ([p.note] if p.note else []) + list(raw.notes) + ([mode.note] if mode.note else [])
         m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
-        frame, row = _frames(t.base, conf, p.count, raw, m, throttled, self.refs.get(conf.reference_key), self.dev, p.cap_bytes)
+        frame, row = self.frames(t.base, conf, p.count, p.cap_bytes, raw, m, throttled, self.refs.get(conf.reference_key))
         row.update(floor_columns(self.floor_of(conf.flush) if conf.timer.launch_floor else None, row["median_s"], conf.timer))
         add_flags(row, [*t.flags, *row_floor_flags(row, t.kspec, t.n, self.dev)])
         return frame, row, m
@@ -398,7 +401,7 @@ class SweepRun:
             return None
         if t.fresh is None and self.unit == 0:  # fresh inputs and the reference once per sweep, as the check
             t.fresh = Fresh(self.dev, t.kspec, self.unit)  # before timing; later units look for unwritten outputs
-        return SampledCheck(self.dev, t.kspec, sets, t.plain, t.grid, t.block, limit=limit, fresh=t.fresh,
+        return SampledCheck(CheckTarget(self.dev, t.kspec, sets, t.plain, t.grid, t.block), limit=limit, fresh=t.fresh,
                             config=f"kernel {t.kspec.name} {conf.describe()}")
 
     def interleave(self, conf: Configuration, wl: Workload) -> RawTimes:
@@ -463,7 +466,7 @@ class SweepRun:
             m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} cold", list(raw.notes))
             self.refs[(t.kspec.name, t.size, timer_name)] = m
             conf = Configuration.reference_of(t.kspec.name, t.size, timer_name)
-            frame, row = _frames(t.base, conf, 1, raw, m, throttled, m, self.dev, int(self.free * self.spec.mem_fraction))
+            frame, row = self.frames(t.base, conf, 1, int(self.free * self.spec.mem_fraction), raw, m, throttled, m)
             row.update(floor_columns(self.floor_of(REFERENCE.name) if conf.timer.launch_floor else None, row["median_s"], conf.timer))
             row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(got)} part(s) through the sweep"]))
             add_flags(row, t.flags)  # the same kernel's flags: a reference of a kernel that keeps state is not one
@@ -496,6 +499,40 @@ class SweepRun:
         if is_timeout(raw.stop_reason) and raw.stop_reason not in notes:  # the timing's own note says it already
             notes.append(f"stopped by its {raw.stop_reason.split(' reached', 1)[0]} before convergence")
         return Measurement(raw.time_s[keep], label=what, notes=notes, chunks=raw.chunk[keep]), throttled
+
+    def frames(self, base: dict[str, Any], conf: Configuration, count: int, cap: int, raw: RawTimes, m: Measurement,
+               throttled: np.ndarray, ref: Measurement | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """A configuration's sample rows and summary row (columns: ``hipexplore.schema``): ``count`` sets
+        used under the cap of ``cap`` bytes, its raw times, statistics and throttled samples, the bias
+        against ``ref``."""
+        k = len(raw.time_s)
+        dropped = throttled if m.n < k else np.zeros(k, bool)
+        rows = pd.DataFrame({
+            **{c: [base[c]] * k for c in ("run_id", "device", "device_name", "kernel")},
+            "size_bytes": np.full(k, conf.size, dtype=np.int64), "footprint_bytes": np.full(k, base["footprint_bytes"], dtype=np.int64),
+            "rotating": np.full(k, count, dtype=np.int64), "rotating_requested": [conf.rotating] * k, "flush": [conf.flush] * k,
+            "timer": [conf.timer] * k, "iteration": np.arange(k, dtype=np.int64), "pass_index": np.zeros(k, dtype=np.int64),
+            "chunk": raw.chunk.astype(np.int64), "position": raw.position.astype(np.int64), "lead": raw.lead.astype(np.int64),
+            "buffer_set": raw.buffer_set.astype(np.int64), "time_s": raw.time_s, "flush_s": raw.flush_s, "gap_s": raw.gap_s,
+            "clock_mhz": raw.clock_mhz, "temp_c": raw.temp_c, "power_w": raw.power_w,
+            "host_load": raw.host_load, "host_busy": raw.host_busy, "host_steal": raw.host_steal,
+            "throttled": throttled.astype(bool), "dropped": dropped.astype(bool),
+        }, columns=list(SAMPLE_COLUMNS))
+        s = m.summary()
+        row: dict[str, Any] = {**base, "rotating": count, "rotating_requested": conf.rotating, "flush": conf.flush,
+                               "timer": conf.timer, "passes": 1}
+        row.update({key: s[key] for key in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
+                                            "ci_high_s", "n_outliers", "bimodality")})
+        set_bias(row, m, ref)
+        row["bandwidth_gbs"] = base["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
+        row["peak_bandwidth_gbs"] = float(self.dev.peak_bandwidth_gbs)
+        row["rotating_cap_bytes"] = int(cap)
+        row["stop_reason"] = raw.stop_reason
+        row["timed_out"] = bool(is_timeout(raw.stop_reason))
+        row["n_throttled"] = int(throttled.sum())
+        row["clock_mhz"] = float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan
+        row["warning"] = warning_with_modes(s["warning"], m, s["ci_low_s"], s["ci_high_s"])
+        return rows, row
 
     def floor_of(self, flush: str) -> float | None:
         """The launch floor after ``flush`` in this process (``bench.floor``), timed once."""
@@ -549,39 +586,6 @@ def _label(device: Device) -> str:
 def _concat(raws: list[RawTimes]) -> RawTimes:
     """Reference parts as one RawTimes (chunk ids already made distinct by the caller)."""
     return RawTimes.concat(raws)
-
-
-def _frames(base: dict[str, Any], conf: Configuration, count: int, raw: RawTimes, m: Measurement, throttled: np.ndarray,
-            ref: Measurement | None, dev: Device, cap: int) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """A configuration's sample rows and summary row (columns: ``hipexplore.schema``)."""
-    k = len(raw.time_s)
-    dropped = throttled if m.n < k else np.zeros(k, bool)
-    rows = pd.DataFrame({
-        **{c: [base[c]] * k for c in ("run_id", "device", "device_name", "kernel")},
-        "size_bytes": np.full(k, conf.size, dtype=np.int64), "footprint_bytes": np.full(k, base["footprint_bytes"], dtype=np.int64),
-        "rotating": np.full(k, count, dtype=np.int64), "rotating_requested": [conf.rotating] * k, "flush": [conf.flush] * k,
-        "timer": [conf.timer] * k, "iteration": np.arange(k, dtype=np.int64), "pass_index": np.zeros(k, dtype=np.int64),
-        "chunk": raw.chunk.astype(np.int64), "position": raw.position.astype(np.int64), "lead": raw.lead.astype(np.int64),
-        "buffer_set": raw.buffer_set.astype(np.int64), "time_s": raw.time_s, "flush_s": raw.flush_s, "gap_s": raw.gap_s,
-        "clock_mhz": raw.clock_mhz, "temp_c": raw.temp_c, "power_w": raw.power_w,
-        "host_load": raw.host_load, "host_busy": raw.host_busy, "host_steal": raw.host_steal,
-        "throttled": throttled.astype(bool), "dropped": dropped.astype(bool),
-    }, columns=list(SAMPLE_COLUMNS))
-    s = m.summary()
-    row: dict[str, Any] = {**base, "rotating": count, "rotating_requested": conf.rotating, "flush": conf.flush,
-                           "timer": conf.timer, "passes": 1}
-    row.update({key: s[key] for key in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
-                                        "ci_high_s", "n_outliers", "bimodality")})
-    set_bias(row, m, ref)
-    row["bandwidth_gbs"] = base["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
-    row["peak_bandwidth_gbs"] = float(dev.peak_bandwidth_gbs)
-    row["rotating_cap_bytes"] = int(cap)
-    row["stop_reason"] = raw.stop_reason
-    row["timed_out"] = bool(is_timeout(raw.stop_reason))
-    row["n_throttled"] = int(throttled.sum())
-    row["clock_mhz"] = float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan
-    row["warning"] = warning_with_modes(s["warning"], m, s["ci_low_s"], s["ci_high_s"])
-    return rows, row
 
 
 __all__ = ["Channel", "SweepRun", "fault_status", "reference_schedule", "verify"]

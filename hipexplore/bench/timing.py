@@ -376,13 +376,28 @@ def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:
         yield 1 - first
 
 
-def _chunk(workload: Workload, flusher: Flusher | None, start_index: int, k: int, pool: _EventPool,
-           hold_timeout_s: float | None, sets: Sequence[int] | None = None, flush_end_event: bool = False, lead: int = 0,
-           trail: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+@dataclass(frozen=True)
+class _ChunkSetup:
+    """What every chunk of one timed run shares (made once, before the first chunk): the workload and
+    its flush, the event pool, the stream hold (``hold_timeout_s``; None: no hold, the counter pass's
+    replay), whether an event closes each flush, and the untimed trail."""
+
+    workload: Workload
+    flusher: Flusher | None
+    pool: _EventPool
+    hold_timeout_s: float | None
+    flush_end_event: bool = False
+    trail: int = 0
+
+
+def _chunk(setup: _ChunkSetup, start_index: int, k: int, sets: Sequence[int] | None = None, lead: int = 0
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """One chunk: [lead], then per sample its events, flush and launch, then the trail, behind a
-    stream hold (``hold_timeout_s``; None: no hold, the counter pass's replay)."""
+    stream hold (``setup``). The setup is read into locals here, before any event is recorded."""
     import numpy as np
 
+    workload, flusher, pool, hold_timeout_s = setup.workload, setup.flusher, setup.pool, setup.hold_timeout_s
+    flush_end_event, trail = setup.flush_end_event, setup.trail
     dev = workload.device
     nsets = len(workload.arg_sets)
     per = 2 if flusher is None else (4 if flush_end_event else 3)
@@ -510,12 +525,12 @@ def _chunks(workload: Workload, flusher: Flusher | None, rule: StopRule, opts: T
     import numpy as np
 
     tracker = rule.tracker()
-    pool = _EventPool.of(workload.device)
+    setup = _ChunkSetup(workload, flusher, _EventPool.of(workload.device), opts.hold_timeout_s if opts.hold else None,
+                        flush_end_event=opts.flush_end_event, trail=opts.trail)
     parts: list[tuple[np.ndarray, ...]] = []
     timeouts = failures = taken = chunk_no = 0
     size = int(opts.chunk)
     leads = _leads(opts.lead, opts.lead_seed)
-    hold_s = opts.hold_timeout_s if opts.hold else None
     t0 = time.perf_counter()
     while True:
         so_far = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
@@ -527,8 +542,7 @@ def _chunks(workload: Workload, flusher: Flusher | None, rule: StopRule, opts: T
         for hook in opts.hooks:  # the previous chunk was synchronized: nothing of the kernel's runs now
             hook.before_chunk(chunk_no, taken)
         n_lead = next(leads)
-        t, f, g, s, to = _chunk(workload, flusher, taken, k, pool, hold_s, flush_end_event=opts.flush_end_event,
-                                lead=n_lead, trail=opts.trail)
+        t, f, g, s, to = _chunk(setup, taken, k, lead=n_lead)
         if to:
             timeouts += 1
             failures += 1

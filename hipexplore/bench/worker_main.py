@@ -135,7 +135,9 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         from ..devices import get_device
         from .info import MeasuredInfo, UnitsInfo
         from .inputs import share_in
+        from .executors import UnitRun
         from .sweeprun import SweepRun
+        from .units import UnitJob
 
         try:  # the CUDA driver bindings too, where present (importing them opens no context)
             import cuda.bindings.driver  # noqa: F401
@@ -152,8 +154,9 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
         if pad is not None:
             channel.meta(MeasuredInfo.entry_worker_pad(pad.nbytes))
-        stopped = SweepRun(job["spec"], dev, channel, run_id=job["run_id"], done=job["done"], refs=job["refs"],
-                           unit=job.get("unit", 0), counting=job.get("counting")).measure()
+        run = UnitRun(UnitJob(job["spec"], job.get("unit", 0), frozenset(job["done"])), job["run_id"], refs=job["refs"],
+                      counting=job.get("counting"))
+        stopped = SweepRun(run, dev, channel).measure()
         if job.get("inputs_dir"):
             from .inputs import COUNTS
 

@@ -46,7 +46,7 @@ def make_args(n: int, i: int):
 def test_numpy_callable_rotates_sets_and_takes_flushes(dev):
     fn = Recorder()
     spec = hx.callable_kernel(fn, make_args, bytes_per_launch="8*n", name="test_np_double",
-                              reference=lambda a: 2.0 * a[0], output=lambda a: a[1], register_it=False)
+                              check=hx.OutputCheck(lambda a: 2.0 * a[0], output=lambda a: a[1]), register_it=False)
     res = hx.sweep(spec, ["64KiB"], [1, 4], ["none", "l2-write"], device=dev, iterations=12, reference=True,
                    reference_samples=5, progress=False)
     s = res.summary
@@ -74,7 +74,7 @@ def test_ctypes_callable_and_its_output_check(dev, need_host_cc, tmp_path):
         lib.neg(y.ctypes.data, x.ctypes.data, x.size)
 
     spec = hx.callable_kernel(call, make_args, bytes_per_launch=lambda n: 8 * n, name="test_ctypes_neg",
-                              reference=lambda a: -a[0], output=lambda a: a[1], register_it=False)
+                              check=hx.OutputCheck(lambda a: -a[0], output=lambda a: a[1]), register_it=False)
     with pytest.raises(BenchmarkError, match=r"output check failed for kernel test_ctypes_neg size=4096 \(n=1024.*\): output\[77\] = 0 "
                                              r"but expected -0\.\d+.*1 of 1024 elements differ"):
         hx.sweep(spec, ["4KiB"], device=dev, iterations=4, reference=False, progress=False)
@@ -91,6 +91,10 @@ def test_callable_argument_errors():
         hx.callable_kernel(None, make_args, bytes_per_launch=4)
     with pytest.raises(ConfigError, match="bytes_per_launch"):
         hx.callable_kernel(lambda a, s: None, make_args, bytes_per_launch="8*m")
+    with pytest.raises(ConfigError, match="check must be an OutputCheck or a function"):
+        hx.callable_kernel(lambda a, s: None, make_args, bytes_per_launch=4, check="2*a")
+    with pytest.raises(ConfigError, match=r"OutputCheck needs a callable reference\(args\)"):
+        hx.callable_kernel(lambda a, s: None, make_args, bytes_per_launch=4, check=hx.OutputCheck(None))
     spec = hx.callable_kernel(lambda a, s: None, make_args, bytes_per_launch=4, name="test_cw", register_it=False)
     with pytest.raises(ConfigError, match="Python callable, which cannot run in a sweep worker"):
         hx.sweep(spec, ["4KiB"], device="host", iterations=2, reference=False, progress=False, worker=True)
@@ -167,7 +171,8 @@ def test_default_is_in_process_on_the_host_and_a_worker_on_gpus(monkeypatch):
 
 # --- hipexplore.bench.callable directly: the sets, the work and the check on the host device ---------
 
-from hipexplore.bench.callable import STREAM_MODES, CallableSets, CallableWork, callable_kernel, check_callable, sets_for  # noqa: E402
+from hipexplore.bench.callable import (STREAM_MODES, CallableSets, CallableWork, LaunchModel, OutputCheck,  # noqa: E402
+                                       callable_kernel, check_callable, sets_for)
 
 
 @pytest.mark.timeout(120)
@@ -176,6 +181,9 @@ def test_callable_module_sets_work_and_names(dev):
     spec = callable_kernel(rec, make_args, bytes_per_launch="8*n", name="not an identifier", register_it=False)
     assert spec.name == "callable" and spec.call is not None and STREAM_MODES == ("arg", "torch", "cupy")
     assert spec.bytes_per_launch(100) == 800
+    assert (spec.element_dtype, spec.flops_per_launch(100)) == ("float32", 0)  # the default LaunchModel
+    wide = callable_kernel(rec, make_args, bytes_per_launch="16*n", model=LaunchModel("float64", "2*n"), register_it=False)
+    assert (wide.element_dtype, wide.elements(800), wide.flops_per_launch(100)) == ("float64", 100, 200)
     sets = sets_for(dev, spec, 64, 3)
     assert isinstance(sets, CallableSets) and [a.values[2] for a in sets.args] == [0, 1, 2]
     assert sets.buffers == [{}, {}, {}] and sets.host == {}
@@ -208,7 +216,7 @@ def test_check_callable_reference_own_check_or_none(dev):
         y[7] += 1.0  # one wrong element
 
     ref = callable_kernel(fn, make_args, bytes_per_launch=8, name="t_chk", register_it=False,
-                          reference=lambda a: 2.0 * a[0], output=lambda a: a[1], rtol=1e-6, atol=1e-6)
+                          check=OutputCheck(lambda a: 2.0 * a[0], output=lambda a: a[1], rtol=1e-6, atol=1e-6))
     with CallableSets(dev, ref, 32, 1) as sets:
         with pytest.raises(BenchmarkError, match=r"^output check failed for cfg-32: output\[7\] = "):
             check_callable(dev, ref, sets, config="cfg-32")

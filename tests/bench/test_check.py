@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hipexplore.bench import rotating as rot
-from hipexplore.bench.check import check_outputs, compare
+from hipexplore.bench.check import CheckTarget, check_outputs, compare
 from hipexplore.compile.cache import CompileCache
 from hipexplore.devices.host import HostDevice
 from hipexplore.errors import BenchmarkError
@@ -86,7 +86,7 @@ def dev(tmp_path_factory):
 def run_check(dev, spec, n=1000, **kw):
     with rot.BufferSets(dev, spec, n, 2) as sets:
         grid, block = spec.geometry(n, dev)
-        err = check_outputs(dev, spec, sets, kernel_for(dev, spec), grid, block, **kw)
+        err = check_outputs(CheckTarget(dev, spec, sets, kernel_for(dev, spec), grid, block), **kw)
         back = np.empty(n, dtype=np.float32)
         dev.copy_to_host(sets.buffers[0]["a"], back)
         np.testing.assert_array_equal(back, sets.host["a"])  # set 0's outputs restored

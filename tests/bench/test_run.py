@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from hipexplore.bench import rotating as rot
+from hipexplore.bench.check import CheckTarget
 from hipexplore.bench.flush import flush_bytes, make_flusher
 from hipexplore.bench.spec import SweepSpec
 from hipexplore.bench.stats import StopRule
@@ -123,7 +124,7 @@ def test_verify_accepts_triad_and_catches_a_wrong_kernel(dev, tmp_path) -> None:
     spec = catalog.get("triad")
     with rot.BufferSets(dev, spec, 5000, 1) as sets:
         grid, block = spec.geometry(5000, dev)
-        assert verify(dev, spec, sets, kernel_for(dev, "triad"), grid, block) < 1e-6
+        assert verify(CheckTarget(dev, spec, sets, kernel_for(dev, "triad"), grid, block)) < 1e-6
     # a host kernel that forgets the last element: its output keeps the NaN poison
     src = tmp_path / "bad.c"
     src.write_text("void bad_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
@@ -135,7 +136,7 @@ def test_verify_accepts_triad_and_catches_a_wrong_kernel(dev, tmp_path) -> None:
     try:
         with rot.BufferSets(dev, bad, 100, 1) as sets:
             with pytest.raises(BenchmarkError, match="unwritten"):
-                verify(dev, bad, sets, kernel_for(dev, "test_bad_triad"), (1, 1, 1), (1, 1, 1))
+                verify(CheckTarget(dev, bad, sets, kernel_for(dev, "test_bad_triad"), (1, 1, 1), (1, 1, 1)))
     finally:
         catalog.unregister("test_bad_triad")
 
@@ -620,7 +621,7 @@ def test_verify_restores_set_0_and_refuses_a_small_numerical_error(dev, tmp_path
     spec = catalog.get("triad")
     with rot.BufferSets(dev, spec, 5000, 2) as sets:
         grid, block = spec.geometry(5000, dev)
-        verify(dev, spec, sets, kernel_for(dev, "triad"), grid, block)
+        verify(CheckTarget(dev, spec, sets, kernel_for(dev, "triad"), grid, block))
         back = np.empty(5000, dtype=np.float32)
         dev.copy_to_host(sets.buffers[0]["a"], back)
         np.testing.assert_array_equal(back, sets.host["a"])  # set 0 holds the same data as the other sets again
@@ -637,7 +638,7 @@ def test_verify_restores_set_0_and_refuses_a_small_numerical_error(dev, tmp_path
             # the element-wise check (issue 10) names the worst element and still reports the relative L2 error
             with pytest.raises(BenchmarkError, match=r"output check failed for kernel 'test_off_triad' at n=1000: a\[\d+\] = .* "
                                                      r"but expected .* elements differ; \|\|got - ref\|\| / \|\|ref\|\| = 0\.0001[0-9]*$"):
-                verify(dev, off, sets, kernel_for(dev, "test_off_triad"), (1, 1, 1), (1, 1, 1))
+                verify(CheckTarget(dev, off, sets, kernel_for(dev, "test_off_triad"), (1, 1, 1), (1, 1, 1)))
     finally:
         catalog.unregister("test_off_triad")
 

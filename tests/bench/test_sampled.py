@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from hipexplore.bench.check import CheckTarget
 from hipexplore.bench.rotating import BufferSets
 from hipexplore.bench.sampled import Fresh, SampledCheck, fresh_inputs, points
 from hipexplore.devices.host import HostDevice
@@ -35,7 +36,7 @@ def _check(dev, family: str, honest: bool, *, reference: bool = True, limit: int
     for args in bufs.args:  # every set launched once, as a run's warm-up does
         dev.launch(kernel, grid, block, args)
     dev.synchronize()
-    check = SampledCheck(dev, spec, bufs, kernel, grid, block, limit=limit, fresh=Fresh(dev, spec, 0), config=f"{family} test")
+    check = SampledCheck(CheckTarget(dev, spec, bufs, kernel, grid, block), limit=limit, fresh=Fresh(dev, spec, 0), config=f"{family} test")
     return check, bufs
 
 
@@ -116,7 +117,7 @@ def test_a_replay_that_writes_its_stored_result_needs_fresh_inputs_and_a_referen
 
 def test_a_callable_is_checked_on_the_sets_in_turn(dev):
     """A callable's check runs it on the set whose turn it is and compares its own output/reference."""
-    from hipexplore.bench.callable import CallableSets, callable_kernel
+    from hipexplore.bench.callable import CallableSets, OutputCheck, callable_kernel
 
     calls: list[int] = []
 
@@ -125,9 +126,9 @@ def test_a_callable_is_checked_on_the_sets_in_turn(dev):
         values["out"][:] = values["x"] * 2 if values["i"] == 0 else 0  # wrong on every set but the first
 
     spec = callable_kernel(fn, lambda n, i: {"i": i, "x": np.arange(n, dtype=np.float32), "out": np.zeros(n, np.float32)},
-                           bytes_per_launch="8*n", reference=lambda v: v["x"] * 2, output=lambda v: v["out"], register_it=False)
+                           bytes_per_launch="8*n", check=OutputCheck(lambda v: v["x"] * 2, output=lambda v: v["out"]), register_it=False)
     sets = CallableSets(dev, spec, 64, 2)
-    check = SampledCheck(dev, spec, sets, spec.call, (1, 1, 1), (1, 1, 1), limit=2, config="callable test")
+    check = SampledCheck(CheckTarget(dev, spec, sets, spec.call, (1, 1, 1), (1, 1, 1)), limit=2, config="callable test")
     check.before_chunk(1, 4)
     assert calls == [0] and check.take() == []
     check.after_run(2, 8)

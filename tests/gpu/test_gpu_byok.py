@@ -153,7 +153,7 @@ def test_torch_op_through_callable_kernel(cuda):
         return a, b, torch.empty_like(a)
 
     spec = hx.callable_kernel(lambda a, b, out: torch.add(a, b, out=out), make_args, bytes_per_launch="12*n",
-                              stream="torch", name="gpu_torch_add", reference=lambda args: args[0] + args[1],
+                              stream="torch", name="gpu_torch_add", check=hx.OutputCheck(lambda args: args[0] + args[1]),
                               register_it=False)
     sizes = [1 * MIB, 64 * MIB]
     res = _sweep(spec, sizes, cuda, iterations=60)

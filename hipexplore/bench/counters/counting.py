@@ -299,8 +299,7 @@ def collect(root: str | Path, backend: Any = None) -> CounterPass:
         per = [be.per_launch(v) for v in joined[ci]]
         where = _positions(e)
         timed = [p for p, (_s, pos) in zip(per, where) if pos >= 0]
-        records.append(make_record(kernel=e["kernel"], size_bytes=e["size_bytes"], rotating_requested=e["rotating_requested"],
-                                   flush=e["flush"], rotating=e["rotating"], backend=desc.get("label", be.name),
+        records.append(make_record(Configuration.of(e), rotating=e["rotating"], backend=desc.get("label", be.name),
                                    launches=timed, warmup=e["warmup"], inputs=e["input_bytes"],
                                    note="; ".join(filter(None, [*notes, e.get("plan_note", "")]))))
         rows += [{"configuration": ci, "kernel": e["kernel"], "size_bytes": e["size_bytes"],

@@ -164,10 +164,11 @@ def _promise(rotating_requested: Any, flush: str, fraction: float, read_bytes: f
                       f"(cold needs >= {COLD_AT:g}){read}")
 
 
-def make_record(*, kernel: str, size_bytes: int, rotating_requested: str, flush: str, rotating: int, backend: str,
-                launches: list[Mapping[str, float]], warmup: int, inputs: int, note: str = "") -> CounterRecord:
+def make_record(conf: Configuration, *, rotating: int, backend: str, launches: list[Mapping[str, float]], warmup: int,
+                inputs: int, note: str = "") -> CounterRecord:
     """A configuration's record from its counted launches (each a mapping with ``dram_read_bytes``,
-    ``dram_write_bytes`` and ``l2_hit_rate``): per-launch means, then the fraction, state and promise."""
+    ``dram_write_bytes`` and ``l2_hit_rate``): per-launch means, then the fraction, state and promise.
+    ``conf``: the configuration counted (its timer is not part of the record: ``COUNTER_KEY``)."""
     def mean(key: str) -> float:
         vals = [float(x[key]) for x in launches if key in x and math.isfinite(float(x[key]))]
         return sum(vals) / len(vals) if vals else math.nan
@@ -175,8 +176,8 @@ def make_record(*, kernel: str, size_bytes: int, rotating_requested: str, flush:
     read, write, hit = mean("dram_read_bytes"), mean("dram_write_bytes"), mean("l2_hit_rate")
     frac = cold_fraction(read, inputs)
     each = [cold_fraction(float(x["dram_read_bytes"]), inputs) for x in launches if "dram_read_bytes" in x]
-    promise, warning = promise_check(rotating_requested, flush, frac, read, inputs, each)
-    return CounterRecord(kernel, int(size_bytes), str(rotating_requested), flush, int(rotating), backend, len(launches),
+    promise, warning = promise_check(conf.rotating, conf.flush, frac, read, inputs, each)
+    return CounterRecord(conf.kernel, int(conf.size), str(conf.rotating), conf.flush, int(rotating), backend, len(launches),
                          int(warmup), read, write, hit, int(inputs), frac, cache_state(frac), promise, warning, note)
 
 

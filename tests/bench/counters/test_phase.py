@@ -11,9 +11,11 @@ from hipexplore.bench import SweepSpec
 from hipexplore.bench.counters import Counting
 from hipexplore.bench.counters.backends import CounterError
 from hipexplore.bench.counters.phase import CounterPhase, NoMarker
+from hipexplore.bench.executors import UnitRun
 from hipexplore.bench.record import Collector
 from hipexplore.bench.stats import StopRule
 from hipexplore.bench.sweeprun import SweepRun
+from hipexplore.bench.units import UnitJob
 from hipexplore.compile.cache import CompileCache
 from hipexplore.devices.host import HostDevice
 
@@ -26,6 +28,11 @@ def dev(tmp_path_factory) -> HostDevice:
     d = HostDevice(llc_bytes=128 * KIB)
     d.cache = CompileCache(disk_dir=tmp_path_factory.mktemp("ccache"))
     return d
+
+
+def _unit(spec: SweepSpec, run_id: str, counting: Counting) -> UnitRun:
+    """A sweep's one counting unit, as an executor hands it to ``SweepRun``."""
+    return UnitRun(UnitJob(spec, 0, frozenset()), run_id, counting=counting)
 
 
 class _Watched:
@@ -68,7 +75,7 @@ def test_the_counting_unit_replays_the_trials_path_and_takes_no_timed_sample(dev
     phase = CounterPhase(Counting("none", 5))
     phase.marker = marks = _Marks(watched)
     channel = Collector()
-    run = SweepRun(spec, watched, channel, run_id="count", counting=Counting("none", 5), phases=(phase,))
+    run = SweepRun(_unit(spec, "count", Counting("none", 5)), watched, channel, phases=(phase,))
     assert run.measure() is False
     assert channel.rows == [] and channel.frames == []  # no timed sample, no row
     entries = channel.counted_entries
@@ -130,7 +137,7 @@ def test_the_phase_announces_a_launch_bound_its_range_never_passes(dev, timing) 
                      units=1, warmup_s=0.0, **timing)
     phase = CounterPhase(Counting("none", 12))
     phase.marker = phase.tap.marker = marker = _Bound()
-    run = SweepRun(spec, dev, Collector(), run_id="bound", counting=Counting("none", 12), phases=(phase,))
+    run = SweepRun(_unit(spec, "bound", Counting("none", 12)), dev, Collector(), phases=(phase,))
     run.measure()
     entries = run.channel.counted_entries
     assert [e["timed"] for e in entries] == [12, 301] and [e["count"] for e in entries] == marker.held
@@ -171,7 +178,7 @@ def test_a_profilers_first_range_is_run_and_dropped_before_the_first_configurati
     for marker, ranges in ((_First(), 3), (_Bound(), 2)):
         phase = CounterPhase(Counting("none", 12))
         phase.marker = phase.tap.marker = marker
-        run = SweepRun(spec, dev, Collector(), run_id="first", counting=Counting("none", 12), phases=(phase,))
+        run = SweepRun(_unit(spec, "first", Counting("none", 12)), dev, Collector(), phases=(phase,))
         run.measure()
         entries = run.channel.counted_entries
         assert len(marker.held) == ranges and len(entries) == 2, (marker.name, marker.held)
@@ -204,7 +211,7 @@ def test_a_profiler_that_counted_another_number_of_launches_than_the_range_held_
                      units=1, warmup_s=0.0)
     phase = CounterPhase(Counting("none", 6))
     phase.marker = phase.tap.marker = marker = _Miscounting(off)
-    run = SweepRun(spec, dev, Collector(), run_id="miscount", counting=Counting("none", 6), phases=(phase,))
+    run = SweepRun(_unit(spec, "miscount", Counting("none", 6)), dev, Collector(), phases=(phase,))
     if off == 0:
         run.measure()
         (entry,) = run.channel.counted_entries

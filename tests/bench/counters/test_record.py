@@ -11,6 +11,7 @@ from hipexplore.bench.counters import (COLD_AT, COUNTER_COLUMNS, RECORD_COLUMNS,
                                        input_bytes, join_summary, promise_check)
 from hipexplore.bench.counters.record import make_record
 from hipexplore.kernels import catalog, user_kernel
+from hipexplore.schema import Configuration
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -54,7 +55,7 @@ def test_the_cold_promise_is_checked_per_launch_not_only_on_the_mean() -> None:
     assert promise_check("5", "none", 0.5, inputs / 2, inputs, [0.0, 1.0]) == ("", "")  # not asked: nothing to break
     # the record takes each launch's own fraction
     launches = [{"dram_read_bytes": float(inputs), "dram_write_bytes": 0.0}] * 19 + [{"dram_read_bytes": 0.0, "dram_write_bytes": 0.0}]
-    rec = make_record(kernel="k", size_bytes=MIB, rotating_requested="1", flush="l2-read", rotating=1, backend="b",
+    rec = make_record(Configuration("k", MIB, "1", "l2-read"), rotating=1, backend="b",
                       launches=launches, warmup=0, inputs=inputs)
     assert rec.cold_promise == "broken" and "1 of 20 counted launches" in rec.counter_warning and rec.cache_state == "cold"
 
@@ -79,7 +80,7 @@ def test_input_bytes_follow_roles_and_counts_of_a_source_kernel(tmp_path) -> Non
 def test_join_summary_adds_counters_to_both_timers_not_the_reference() -> None:
     from hipexplore.bench.counters.record import make_record, records_frame
 
-    rec = make_record(kernel="triad", size_bytes=MIB, rotating_requested="auto", flush="none", rotating=40, backend="ncu 2025.3.1",
+    rec = make_record(Configuration("triad", MIB, "auto", "none"), rotating=40, backend="ncu 2025.3.1",
                       launches=[{"dram_read_bytes": 2 * MIB, "dram_write_bytes": MIB, "l2_hit_rate": 0.3}] * 2, warmup=40,
                       inputs=2 * MIB)
     assert (rec.cold_fraction, rec.cache_state, rec.cold_promise) == (1.0, "cold", "kept")
