@@ -21,7 +21,12 @@ def test_a_wrong_spec_for_a_host_library_is_one_line_not_a_segfault(tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "faulted" in lines[0] and "sweep worker" in lines[0], p.stderr
+    # x and n are whatever the registers held: the worker faults (a wild x or a huge n), or the call returns
+    # at once (n happened to be 0) and the output check says y was not changed -- either way one line, exit 2
+    assert len(lines) == 1, p.stderr
+    faulted = "faulted" in lines[0] and "sweep worker" in lines[0]
+    untouched = "'y'" in lines[0] and "was not changed" in lines[0]
+    assert faulted or untouched, p.stderr
 
 
 def test_a_stop_asked_over_the_channel_ends_the_unit_where_it_would_in_process(tmp_path):
