@@ -91,7 +91,7 @@ def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", 
     ``worker``, ``host`` and ``gpu``; ``grouping.per_gpu`` compares them. A lost worker's sweep is
     not re-run here (there is no "elsewhere" for a per-GPU measurement): the error names it."""
     from .dask_executor import TASK_PREFIX, unit_result, unit_task
-    from .executors import UnitRun
+    from .units import UnitRun
     from .units import UnitJob
 
     distributed = _distributed()

@@ -20,38 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Iterator
 
 from ..schema import SAMPLE_COLUMNS, SUMMARY_COLUMNS
 from .spec import SweepSpec
-from .stats import Measurement
-from .units import UnitJob, UnitPlan
+from .units import UnitPlan, UnitRun  # UnitRun: where the executors, the unit and the worker all find it
 
 #: where a unit of a sweep runs (``run_location``), as ``sweep.unit_location`` records it
 IN_PROCESS, WORKER, CLUSTER = "in-process", "worker", "cluster"
-
-
-@dataclass
-class UnitRun:
-    """What an executor needs to run one unit: the job (its spec, index, what it leaves out), the
-    references it measured before (for its rows' biases), its pad, the run's id and input folder."""
-
-    job: UnitJob
-    run_id: str
-    refs: dict[tuple[str, int, str], Measurement] = field(default_factory=dict)
-    pad_bytes: int = 0
-    inputs_dir: str | None = None
-    #: a counting unit (``bench.counters.phase.Counting``): no timed sample, the counter phase per configuration
-    counting: Any = None
-
-    @property
-    def spec(self) -> SweepSpec:
-        return self.job.spec
-
-    @property
-    def unit(self) -> int:
-        return self.job.unit
 
 
 def run_location(spec: SweepSpec, device: Any, worker: bool | None) -> str:

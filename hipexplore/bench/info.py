@@ -451,8 +451,8 @@ class RunInfo:
     @classmethod
     def read(cls, path: Any) -> "RunInfo":
         """The metadata of a sweep's file (FILE.parquet, its summary or units file, or FILE.meta.json),
-        typed (``bench.io.read_metadata``: ``{}`` where it carries none)."""
-        from .io import read_metadata
+        typed (``bench.readback.read_metadata``: ``{}`` where it carries none)."""
+        from .readback import read_metadata
 
         return cls.from_metadata(read_metadata(path))
 

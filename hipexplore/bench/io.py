@@ -42,7 +42,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..files import write_file
-from ..schema import (CLUSTER_COLUMNS, COUNTER_COLUMNS, METADATA_KEY, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS, UNITS,
+from ..schema import (CLUSTER_COLUMNS, COUNTER_COLUMNS, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS, UNITS,
                       Configuration, ReferenceKey, Timer, write_parquet)
 from ..untrusted import shown
 from . import readback
@@ -106,34 +106,7 @@ def write_results(paths: tuple[Path, Path, Path], samples_parts: list[pd.DataFra
     write_file(meta_path, json.dumps(metadata, indent=1, sort_keys=True), what="sweep metadata")
 
 
-def _embedded_metadata(path: Path) -> dict[str, str] | None:
-    import pyarrow.parquet as pq
-
-    raw = (pq.read_schema(str(path)).metadata or {}).get(METADATA_KEY.encode())
-    try:
-        return readback.metadata_of(raw.decode("utf-8"), f"{path}: its metadata") if raw else None
-    except (ValueError, UnicodeDecodeError):  # ConfigError is a ValueError: unreadable, as when it is absent
-        return None
-
-
-def read_metadata(path: str | os.PathLike) -> dict[str, str]:
-    """The flat metadata a sweep's file carries (``bench.info.RunInfo.read`` types it): a parquet
-    file's embedded copy, or FILE.meta.json's; ``{}`` where none is readable."""
-    p = Path(path)
-    if p.suffix == ".json":
-        return _metadata_file(p)
-    return _embedded_metadata(p) or {}
-
-
-def _metadata_file(path: Path) -> dict[str, str]:
-    """meta.json's metadata; ``{}`` when unreadable (not JSON, too large or deep, not an object of
-    text): the summary's embedded copy is the committed one, this file a readable copy of it."""
-    try:
-        if path.stat().st_size > readback.MAX_METADATA_BYTES:
-            return {}
-        return readback.metadata_of(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, ValueError):  # UnicodeDecodeError and ConfigError are ValueErrors
-        return {}
+read_metadata = readback.read_metadata  # typed by bench.info.RunInfo.read
 
 
 def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str] | None] | None:
@@ -152,7 +125,7 @@ def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataF
                           f"start over with --no-resume (resume=False)") from None
     readback.check_frame(samples, SAMPLES, str(paths[0]))
     readback.check_frame(summary, SUMMARY, str(paths[1]))
-    meta = _metadata_file(paths[2]) if paths[2].exists() else None
+    meta = readback.metadata_file(paths[2]) if paths[2].exists() else None
     if len(samples) and Configuration.in_frame(samples):
         units = read_units(paths)
         samples = _committed(samples, summary, units)
@@ -283,7 +256,7 @@ def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool, resume
         return Previous(empty_frame(SAMPLE_COLUMNS), empty_frame(SUMMARY_COLUMNS), None)
     samples, summary, meta = got
     try:  # the commit record's own copy first: meta.json is written after it, and may be a write behind
-        meta = _embedded_metadata(paths[1]) or meta  # type: ignore[index]
+        meta = readback.embedded_metadata(paths[1]) or meta  # type: ignore[index]
     except Exception:  # noqa: BLE001 - unreadable metadata: what meta.json says
         pass
     summary = upgraded(summary, _UPGRADES_SUMMARY)

@@ -217,3 +217,36 @@ def metadata_of(text: str, source: str) -> dict[str, str]:
 
 __all__ = ["MAX_BYTES", "MAX_COUNT", "MAX_ROWS", "MAX_SIZE_BYTES", "MAX_TIME_S", "MIN_TIME_S", "check_footer", "check_frame",
            "metadata_of", "read_frame"]
+
+
+def embedded_metadata(path: Path) -> dict[str, str] | None:
+    """The metadata embedded in a parquet file of ours; None where it carries none or none readable."""
+    import pyarrow.parquet as pq
+
+    from ..schema import METADATA_KEY
+
+    raw = (pq.read_schema(str(path)).metadata or {}).get(METADATA_KEY.encode())
+    try:
+        return metadata_of(raw.decode("utf-8"), f"{path}: its metadata") if raw else None
+    except (ValueError, UnicodeDecodeError):  # ConfigError is a ValueError: unreadable, as when it is absent
+        return None
+
+
+def read_metadata(path: str | Path) -> dict[str, str]:
+    """The flat metadata a sweep's file carries (``bench.info.RunInfo.read`` types it): a parquet
+    file's embedded copy, or FILE.meta.json's; ``{}`` where none is readable."""
+    p = Path(path)
+    if p.suffix == ".json":
+        return metadata_file(p)
+    return embedded_metadata(p) or {}
+
+
+def metadata_file(path: Path) -> dict[str, str]:
+    """meta.json's metadata; ``{}`` when unreadable (not JSON, too large or deep, not an object of
+    text): the summary's embedded copy is the committed one, this file a readable copy of it."""
+    try:
+        if path.stat().st_size > MAX_METADATA_BYTES:
+            return {}
+        return metadata_of(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, ValueError):  # UnicodeDecodeError and ConfigError are ValueErrors
+        return {}

@@ -57,7 +57,7 @@ from .trust import StatefulKernel, add_flags, flag, guard_for, reference_flag, r
 from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
 
 if TYPE_CHECKING:
-    from .executors import UnitRun
+    from .units import UnitRun
 
 
 class Channel(Protocol):

@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -354,3 +354,25 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
 
 __all__ = ["EXTRA_BUDGET", "UnitJob", "UnitPlan", "WIDE_FACTOR", "half_widths", "max_sets", "measure", "planned",
            "resolution_entries", "shares", "target", "unit_rule", "unit_spec", "wide"]
+
+
+@dataclass
+class UnitRun:
+    """What an executor needs to run one unit: the job (its spec, index, what it leaves out), the
+    references it measured before (for its rows' biases), its pad, the run's id and input folder."""
+
+    job: UnitJob
+    run_id: str
+    refs: dict[tuple[str, int, str], Measurement] = field(default_factory=dict)
+    pad_bytes: int = 0
+    inputs_dir: str | None = None
+    #: a counting unit (``bench.counters.phase.Counting``): no timed sample, the counter phase per configuration
+    counting: Any = None
+
+    @property
+    def spec(self) -> SweepSpec:
+        return self.job.spec
+
+    @property
+    def unit(self) -> int:
+        return self.job.unit

@@ -58,7 +58,7 @@ from .spec import SweepSpec
 from .wire import Add, Ask, Counted, Done, Failed, FrameReader, Message, Meta, Start, Update, Warn, WireError, limits
 
 if TYPE_CHECKING:
-    from .executors import UnitRun
+    from .units import UnitRun
 
 STDERR_TAIL = 4000
 #: after a worker's ``done``, how long it may take to exit before it is killed: a GPU context's

@@ -135,7 +135,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         from ..devices import get_device
         from .info import MeasuredInfo, UnitsInfo
         from .inputs import share_in
-        from .executors import UnitRun
+        from .units import UnitRun
         from .sweeprun import SweepRun
         from .units import UnitJob
 

@@ -26,18 +26,6 @@ from ..errors import ConfigError
 EXPORT_FORMATS = ("nvbench", "pyperf", "bencher")
 
 
-def label(row: Mapping[str, Any]) -> str:
-    """A configuration's name in another tool: ``triad 1 MiB r=1 l2-read`` (+ the timer when not events)."""
-    from ..verdicts import size_text
-
-    from ..schema import Timer
-
-    t = Timer.of_cell(row.get("timer"))
-    timer = "" if t.default else f" {t}"
-    kern = f"{row['kernel']} " if isinstance(row.get("kernel"), str) else ""
-    return f"{kern}{size_text(row['size_bytes'])} r={row['rotating_requested']} {row['flush']}{timer}"
-
-
 def check_format(fmt: str) -> str:
     if fmt not in EXPORT_FORMATS:
         raise ConfigError(f"--export format {fmt!r} is unknown; expected one of {', '.join(EXPORT_FORMATS)}")
@@ -75,6 +63,8 @@ def check_export_path(path: str, flag: str = "--export") -> Path:
 
 def bencher(summary: Any) -> str:
     """The Bencher Metric Format of a summary (module docstring)."""
+    from .pyperf_files import config_label as label  # one name per configuration across the formats
+
     out: dict[str, Any] = {}
     for r in summary.to_dict("records"):
         med = float(r["median_s"])
@@ -108,4 +98,4 @@ def write_export(fmt: str, path: str, summary: Any, samples: Any, metadata: Mapp
     return Path(path)
 
 
-__all__ = ["EXPORT_FORMATS", "bencher", "check_export_path", "check_format", "label", "render", "write_export"]
+__all__ = ["EXPORT_FORMATS", "bencher", "check_export_path", "check_format", "render", "write_export"]

@@ -18,7 +18,7 @@ import gzip
 import io
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..bench.info import DEVICE_KIND, DEVICE_NAME, RUN_ID, SOURCE_FORMAT
 from ..errors import ConfigError
@@ -109,7 +109,6 @@ def benchmark_names(frame: Any) -> list[str]:
 
 def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     """The pyperf JSON text of a sweep: one benchmark per configuration, one run per unit."""
-    from .export import label as config_label
 
     pyperf = require("pyperf", "bench --export pyperf", "interop")
     keys = list(Configuration.COLUMNS)
@@ -136,4 +135,16 @@ def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     return buf.getvalue()
 
 
-__all__ = ["LACKS", "MAX_BYTES", "TIMER", "benchmark_names", "looks_like", "read", "write"]
+__all__ = ["LACKS", "MAX_BYTES", "TIMER", "benchmark_names", "config_label", "looks_like", "read", "write"]
+
+
+def config_label(row: Mapping[str, Any]) -> str:
+    """A configuration's name in another tool: ``triad 1 MiB r=1 l2-read`` (+ the timer when not events)."""
+    from ..verdicts import size_text
+
+    from ..schema import Timer
+
+    t = Timer.of_cell(row.get("timer"))
+    timer = "" if t.default else f" {t}"
+    kern = f"{row['kernel']} " if isinstance(row.get("kernel"), str) else ""
+    return f"{kern}{size_text(row['size_bytes'])} r={row['rotating_requested']} {row['flush']}{timer}"
