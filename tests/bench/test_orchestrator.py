@@ -142,6 +142,31 @@ def test_units_in_worker_processes_interrupted_keep_what_finished(tmp_path, sig,
     interrupt_then_rerun(tmp_path, environment(tmp_path, HIPEXPLORE_SWEEP_WORKER="1"), sig, point)
 
 
+def test_a_kill_after_a_references_last_unit_reached_only_the_units_file_leaves_no_stale_bias(tmp_path):
+    """SIGKILLed after the units file took the 16 KiB reference's last unit and before the summary did
+    (the 15th pair: the 16 KiB rotating rows are whole on disk, their biases taken against the
+    reference's first two units). The resume merges that reference again from its units and must
+    take every bias against it again: it kept the rotating rows' old biases, and the rerun, which
+    measures only the 32 KiB rows, never touched them (the summary's bias differed from a one-shot
+    merge for the 16 KiB rows)."""
+    from .test_resume_kills import KILLER
+
+    out = tmp_path / "r.parquet"
+    env = environment(tmp_path)
+    argv = bench_argv(out, "--json")
+    killed = subprocess.run([sys.executable, "-c", KILLER, "units", "15", *argv], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    pairs, _samples = committed(out)
+    reference = Configuration("triad", 16384, "1", "cold-reference", "events")
+    summary = pd.read_parquet(output_paths(out)[1])
+    assert len(pairs) == 15 and (reference, 2) in pairs  # the units file has it ...
+    assert int(Configuration.select(summary, [reference])["passes"].iloc[0]) == 2  # ... the summary does not
+    again = subprocess.run([sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    check_every_pair_once(out)
+
+
 def test_progress_advances_per_configuration_and_unit_with_the_time_left(tmp_path):
     seen = []
     out = tmp_path / "p.parquet"
