@@ -304,7 +304,8 @@ class UnitChannel:
         self.orch.add(self.job, rows, row)
 
     def update(self, rows: list[dict[str, Any]]) -> None:
-        self.orch.record.update(self.job.unit, rows)
+        with interrupts.held():  # the unit's rows filled in whole: an interrupt's write keeps all of them or none
+            self.orch.record.update(self.job.unit, rows)
 
 
 __all__ = ["Orchestrator", "UnitChannel"]
