@@ -9,7 +9,9 @@ the (configuration, unit) being measured, and a resumed sweep measures only what
 What it holds: per configuration its summary row and its sample rows as the files hold them; for
 a sweep in units also each unit's own rows and samples (chunk ids as the unit measured them), from
 which the merged row is computed (``bench.passes``): a configuration's row again when a unit of it
-is added, and every bias against a reference when a unit of that reference is added. A one-unit
+is added, and every bias against a reference when a unit of that reference is added (or when resuming
+merges that reference again from its units: a kill after the units file took its unit, before the summary
+did, left the other rows' biases taken against it as it was before). A one-unit
 sweep's rows are the unit's rows (nothing is merged, as before). Files written by earlier
 releases without rows per unit: finished configurations are kept as they are; those with fewer
 units than planned are measured again whole (their units cannot be told apart).
