@@ -24,6 +24,7 @@ from typing import Any, Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _NOTED: dict[str, int | None] = {"signal": None}
+_HOLDING = {"depth": 0}  # held() blocks open on the main thread: an inner one leaves the outer's recorder in place
 
 
 def note(signum: int) -> None:
@@ -55,8 +56,10 @@ def _main() -> bool:
 def held() -> Iterator[None]:
     """SIGINT and SIGTERM deferred while the block runs (a pair being written), then delivered
     to the handler that was installed: ``KeyboardInterrupt`` right after the block, not inside it.
-    Off the main thread (no handler can run there) the block runs as it is."""
-    if not _main():
+    Off the main thread (no handler can run there), or inside another ``held()`` (whose recorder
+    stays: an inner one took it for the handler to deliver to, and an ignored SIGINT became a noted
+    one that ended the sweep), the block runs as it is."""
+    if not _main() or _HOLDING["depth"]:
         yield
         return
     got: list[int] = []
@@ -67,12 +70,14 @@ def held() -> Iterator[None]:
             note(signum)
 
     old: dict[int, Any] = {}
+    _HOLDING["depth"] += 1
     try:
         for s in SIGNALS:
             if signal.getsignal(s) is not None:  # None: a handler installed from C, left alone
                 old[s] = signal.signal(s, later)
         yield
     finally:
+        _HOLDING["depth"] -= 1
         for s, h in old.items():
             signal.signal(s, h)
         if got:

@@ -252,16 +252,18 @@ class Orchestrator:
     def add(self, job: us.UnitJob, frame: Any, row: dict[str, Any]) -> None:
         """A finished (configuration, unit): recorded, written, shown."""
         c = Configuration.of(row)
-        # recorded and written whole: a SIGINT inside Record.add (its merge runs pandas) left the unit's row in
-        # the record without its samples, and the interrupt's own write put that row in the units file
+        # recorded, written and counted whole: a SIGINT inside Record.add (its merge runs pandas) left the unit's
+        # row in the record without its samples, and the interrupt's own write put that row in the units file;
+        # one landing right after the write, before the count, said "keeps 0 of 18" of a file that kept 1
         with interrupts.held():
             self.record.add(c, job.unit, frame, row)
             self.record.write(self.paths, self.metadata)
+            self.progress.count()
         if self.hooks.on_samples is not None:
             self.hooks.on_samples(frame.copy())
         if self.hooks.on_result is not None:
             self.hooks.on_result(dict(row))
-        self.progress.advance()
+        self.progress.show()
 
     def finished(self, plan: us.UnitPlan, job: us.UnitJob, channel: "UnitChannel", stopped: bool, seconds: float) -> None:
         """A unit ended: the plan learns its samples (adaptive extras); progress grows by an extra unit's steps."""
@@ -298,7 +300,8 @@ class UnitChannel:
         self.orch.add(self.job, rows, row)
 
     def update(self, rows: list[dict[str, Any]]) -> None:
-        self.orch.record.update(self.job.unit, rows)
+        with interrupts.held():  # the unit's rows filled in whole: an interrupt's write keeps all of them or none
+            self.orch.record.update(self.job.unit, rows)
 
 
 __all__ = ["Orchestrator", "UnitChannel"]

@@ -41,9 +41,17 @@ class Progress:
                 self.bar.refresh()
 
     def advance(self, k: int = 1) -> None:
+        self.count(k)
+        self.show()
+
+    def count(self, k: int = 1) -> None:
+        """``k`` more steps done (the bar moves; the hook is ``show``'s): counted with the write that kept them."""
         self.done = min(self.total, self.done + k)
         if self.bar is not None:
             self.bar.update(k)
+
+    def show(self) -> None:
+        """The hook, with the state now."""
         if self.hook is not None:
             self.hook(self.state())
 

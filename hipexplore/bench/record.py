@@ -9,7 +9,9 @@ the (configuration, unit) being measured, and a resumed sweep measures only what
 What it holds: per configuration its summary row and its sample rows as the files hold them; for
 a sweep in units also each unit's own rows and samples (chunk ids as the unit measured them), from
 which the merged row is computed (``bench.passes``): a configuration's row again when a unit of it
-is added, and every bias against a reference when a unit of that reference is added. A one-unit
+is added, and every bias against a reference when a unit of that reference is added (or when resuming
+merges that reference again from its units: a kill after the units file took its unit, before the summary
+did, left the other rows' biases taken against it as it was before). A one-unit
 sweep's rows are the unit's rows (nothing is merged, as before). Files written by earlier
 releases without rows per unit: finished configurations are kept as they are; those with fewer
 units than planned are measured again whole (their units cannot be told apart).
@@ -78,11 +80,16 @@ class Record:
             counted = counters_of_row(r)
             if counted is not None:
                 self.counters[c.untimed_key] = counted
+        remerged = []
         for c in list(self.units):
             if c not in self.order:
                 self.order.append(c)
             if c not in self.rows or int(self.rows[c].get("passes") or 1) != len(self.units[c]):
                 self._merge(c)  # a kill between the units file and the summary: merged again from the units
+                remerged.append(c)
+        for c in remerged:  # a reference merged again: the kept rows' biases were taken against it as it was before
+            if c.is_reference:
+                self._rebias_against(c)
 
     def _load_units(self, unit_rows: pd.DataFrame, samples: dict[Configuration, pd.DataFrame]) -> None:
         held = set(Configuration.of_frame(unit_rows))
@@ -125,10 +132,14 @@ class Record:
         self.peak = float(row.get("peak_bandwidth_gbs", self.peak))
         self.units.setdefault(c, {})[unit] = (frame, row)
         self._merge(c)
-        if c.is_reference:  # every bias against it, again
-            for d in self.units:
-                if not d.is_reference and d.reference() == c and d in self.rows:
-                    ps.rebias(self.rows[d], self._measurement(d), self._measurement(c))
+        if c.is_reference:
+            self._rebias_against(c)
+
+    def _rebias_against(self, c: Configuration) -> None:
+        """Every merged row's bias against the reference ``c``, again (``c``'s units changed)."""
+        for d in self.units:
+            if not d.is_reference and d.reference() == c and d in self.rows:
+                ps.rebias(self.rows[d], self._measurement(d), self._measurement(c))
 
     def update(self, unit: int, rows: list[dict[str, Any]]) -> None:
         """Rows of ``unit`` filled in again (their biases, once its reference is whole)."""

@@ -67,6 +67,39 @@ def test_an_ignored_signal_stays_ignored_and_is_not_noted():
         signal.signal(signal.SIGINT, old)
 
 
+def test_an_ignored_signal_inside_nested_holds_stays_ignored():
+    """A pair's write holds inside the record's hold (``Orchestrator.add`` around ``Record.write``):
+    the inner hold took the outer's recorder for a handler and noted an ignored SIGINT, which then
+    ended a sweep started with SIGINT ignored (a background job's) at the next pair."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interrupts.held():
+            with interrupts.held():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+        interrupts.check()
+        assert interrupts.noted() is None and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
+        interrupts.clear()
+
+
+def test_a_signal_inside_nested_holds_is_raised_after_the_outer_one():
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.held():
+            with interrupts.held():
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(100):
+                    time.sleep(0.001)
+                steps.append("inner")
+            for _ in range(100):
+                time.sleep(0.001)
+            steps.append("outer")
+    assert steps == ["inner", "outer"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    interrupts.clear()
+
+
 def test_sigterm_with_its_default_action_ends_the_process_after_the_block(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, sys, time

@@ -10,12 +10,14 @@ only the missing ones), and every summary row is the one-shot merge of its units
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 import pytest
@@ -96,12 +98,29 @@ def check_every_pair_once(out: Path) -> pd.DataFrame:
     return samples
 
 
+@contextlib.contextmanager
+def sigint_not_ignored() -> Iterator[None]:
+    """SIGINT caught here while the sweep's process starts, so that it starts with SIGINT's default
+    (exec resets a caught signal and keeps an ignored one). Run from a background job (a script's
+    ``cmd &``), pytest ignores SIGINT, so would the sweep, and rightly: the test's Ctrl-C would not be one."""
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def interrupt_then_rerun(tmp_path: Path, env: dict[str, str], sig: int, point: int, *more: str, group: bool = False) -> None:
     """``group``: the signal goes to the whole process group, as a Ctrl-C at a terminal does (every
     process the sweep started gets it too); then no traceback may reach stderr."""
     out = tmp_path / "r.parquet"
     argv = [sys.executable, "-m", "hipexplore", *bench_argv(out, "--json", *more)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=group)
+    with sigint_not_ignored():
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                start_new_session=group)
     try:
         wait_for_pairs(proc, out, point)
         if group:
@@ -113,15 +132,16 @@ def interrupt_then_rerun(tmp_path: Path, env: dict[str, str], sig: int, point: i
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    kept_pairs, kept_samples = committed(out)
     if sig == signal.SIGKILL:
         assert proc.returncode == -signal.SIGKILL
     else:
         assert proc.returncode == 128 + sig, stderr[-3000:]
         line = stderr.strip().splitlines()[-1]
-        assert "interrupted" in line and f"of {PAIRS} (configuration, unit)s" in line and "only the rest" in line, line
+        assert "interrupted" in line and "only the rest" in line, line
+        assert f"keeps {len(kept_pairs)} of {PAIRS} (configuration, unit)s" in line, line  # what the files keep
         if group:
             assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
-    kept_pairs, kept_samples = committed(out)
     assert point <= len(kept_pairs) < PAIRS  # interrupted where it was: part of the sweep is kept
     again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -140,6 +160,31 @@ def test_an_interrupted_sweep_in_units_keeps_what_finished_and_the_rerun_measure
 @pytest.mark.parametrize("sig, point", [(signal.SIGTERM, 2), (signal.SIGINT, 11)])
 def test_units_in_worker_processes_interrupted_keep_what_finished(tmp_path, sig, point):
     interrupt_then_rerun(tmp_path, environment(tmp_path, HIPEXPLORE_SWEEP_WORKER="1"), sig, point)
+
+
+def test_a_kill_after_a_references_last_unit_reached_only_the_units_file_leaves_no_stale_bias(tmp_path):
+    """SIGKILLed after the units file took the 16 KiB reference's last unit and before the summary did
+    (the 15th pair: the 16 KiB rotating rows are whole on disk, their biases taken against the
+    reference's first two units). The resume merges that reference again from its units and must
+    take every bias against it again: it kept the rotating rows' old biases, and the rerun, which
+    measures only the 32 KiB rows, never touched them (the summary's bias differed from a one-shot
+    merge for the 16 KiB rows)."""
+    from .test_resume_kills import KILLER
+
+    out = tmp_path / "r.parquet"
+    env = environment(tmp_path)
+    argv = bench_argv(out, "--json")
+    killed = subprocess.run([sys.executable, "-c", KILLER, "units", "15", *argv], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    pairs, _samples = committed(out)
+    reference = Configuration("triad", 16384, "1", "cold-reference", "events")
+    summary = pd.read_parquet(output_paths(out)[1])
+    assert len(pairs) == 15 and (reference, 2) in pairs  # the units file has it ...
+    assert int(Configuration.select(summary, [reference])["passes"].iloc[0]) == 2  # ... the summary does not
+    again = subprocess.run([sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    check_every_pair_once(out)
 
 
 def test_progress_advances_per_configuration_and_unit_with_the_time_left(tmp_path):

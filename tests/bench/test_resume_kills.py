@@ -34,8 +34,10 @@ KILLER = textwrap.dedent("""
     def counted_parquet(*a, **k):
         write_parquet(*a, **k)
         calls["parquet"] += 1
-        # calls 2n-1 and 2n write configuration n's samples and summary
-        if (point == "samples" and calls["parquet"] == 2 * nth - 1) or (point == "summary" and calls["parquet"] == 2 * nth):
+        # calls 2n-1 and 2n write configuration n's samples and summary; a sweep in units writes samples,
+        # units file and summary per (configuration, unit): "units" kills after the units file of the nth
+        if (point == "samples" and calls["parquet"] == 2 * nth - 1) or (point == "summary" and calls["parquet"] == 2 * nth) \
+                or (point == "units" and calls["parquet"] == 3 * nth - 1):
             os.kill(os.getpid(), signal.SIGKILL)
 
     def counted_file(path, *a, **k):  # meta.json, once it is in place
