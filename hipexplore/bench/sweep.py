@@ -17,12 +17,14 @@ from typing import Any, Iterable
 
 from ..devices import get_device
 from ..devices.base import Device
+from ..errors import ConfigError
 from ..kernels.spec import KernelSpec
 from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
 from .io import output_paths
 from .result import RunOptions
 from .run import SweepHooks, SweepResult, run, verify
-from .spec import SweepSpec, options, parse_size, spec_from_arguments
+from .spec import RENAMED, SweepSpec, options, parse_size, spec_from_arguments
+from .spec import options as options_of_spec  # sweep() takes **options by that name
 from .stats import StopRule
 
 
@@ -69,6 +71,11 @@ def sweep(
     each (kernel, size) group runs whole on one pinned worker per GPU (``bench.cluster``); the
     frames gain ``worker``, ``host`` and ``gpu``; ``device`` is then the name each worker opens.
     """
+    run_names = {*HOOKS, *RUN_HERE, *(f.name for f in dataclasses.fields(RunOptions) if f.name != "hooks")}
+    known = run_names | {f.name for f in options_of_spec()}
+    unknown = sorted(set(options) - known - set(RENAMED))
+    if unknown:  # named here, beside this call's own keywords (the spec's check knows only its fields)
+        raise ConfigError(f"unknown sweep option(s) {', '.join(unknown)}; expected one of {', '.join(sorted(known))}")
     hooks = SweepHooks(**{name: options.pop(name) for name in HOOKS if name in options})
     how = RunOptions(**{f.name: options.pop(f.name) for f in dataclasses.fields(RunOptions) if f.name in options
                         and f.name != "hooks"}, hooks=hooks)

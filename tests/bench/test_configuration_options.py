@@ -67,6 +67,10 @@ def test_sweep_and_the_cli_offer_every_spec_option_under_its_own_name_and_defaul
     assert "--no-drop-throttled" in helptext and "--no-reference" in helptext
     with pytest.raises(ConfigError, match="unknown sweep option.*verfy"):
         sweep("triad", device="host", verfy=False)
+    # a misspelt keyword of the call itself (not a spec field) is named beside the call's own keywords
+    with pytest.raises(ConfigError, match=r"unknown sweep option\(s\) progres;.* progress,.* worker") as err:
+        sweep("triad", device="host", progres=False)
+    assert "\n" not in str(err.value)
 
 
 def test_a_cli_option_reaches_the_recorded_spec_by_its_field_name(tmp_path):
