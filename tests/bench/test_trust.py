@@ -128,3 +128,30 @@ def test_an_overridden_host_llc_has_no_floor(monkeypatch):
     monkeypatch.delenv("HIPEXPLORE_HOST_BANDWIDTH", raising=False)
     gbs, why = trust.floor_bandwidth(HostDevice(llc_bytes=MIB))
     assert math.isnan(gbs) and "overridden" in why
+
+
+def test_a_callable_is_held_to_the_traffic_it_declares_with_a_wider_margin(monkeypatch):
+    """A callable's buffers are opaque, so its physical floor is its declared ``bytes_per_launch``
+    (a launcher that runs its work on a stream of its own reads as ~0 net of the launch floor once
+    that work slows the events past half the floor: KernelBench #106), with the wider
+    ``DECLARED_FLOOR_MARGIN`` (a pipeline's declared traffic may count workspace that stays in the L2)."""
+    import numpy as np
+
+    from hipexplore.bench.callable import callable_kernel
+    from hipexplore.devices import get_device
+
+    monkeypatch.setenv("HIPEXPLORE_HOST_BANDWIDTH", str(100 * 10**9))
+    dev = get_device("host")
+    n = 16 * MIB  # 192 MiB declared: 2.01 ms at 100 GB/s
+    spec = callable_kernel(lambda x, out: None, lambda n, i: (np.zeros(4, np.float32), np.zeros(4, np.float32)),
+                           bytes_per_launch="12*n", name="declared_floor", register_it=False)
+    least_us = 12 * n / 100e9 * 1e6
+    skipped = trust.row_floor_flags(_row(3.0, floor_us=2.8), spec, n, dev)
+    assert len(skipped) == 1 and "moving the 192 MiB a launch declares (bytes_per_launch)" in skipped[0]
+    # the margin is the declared one: just above a quarter of the floor passes, just below is flagged
+    edge = least_us * trust.DECLARED_FLOOR_MARGIN
+    assert trust.row_floor_flags(_row(2.8 + edge * 1.01, floor_us=2.8), spec, n, dev) == []
+    assert trust.row_floor_flags(_row(2.8 + edge * 0.99, floor_us=2.8), spec, n, dev) != []
+    # an honest launch at half the peak, and no cold promise: nothing
+    assert trust.row_floor_flags(_row(2.8 + least_us * 2, floor_us=2.8), spec, n, dev) == []
+    assert trust.row_floor_flags(_row(3.0, floor_us=2.8, flush="none", rotating="1"), spec, n, dev) == []
