@@ -142,7 +142,7 @@ PY
         --jobs "${HX_JOBS:-16}" --ideal-repeats 2 --bundle ${HX_EXTRA:-} ;;
     compiler-caches)
       TAIL=40 step compiler_caches "$(( ${HX_BUDGET:-330} + 40 ))" python3 benchmarks/compile/compiler_caches.py --out "$R/cc" \
-        --budget-s "${HX_BUDGET:-330}" --passes "${HX_PASSES:-3}" ;;
+        --budget-s "${HX_BUDGET:-330}" --passes "${HX_PASSES:-3}" ${HX_CC_STEPS:+--steps "$HX_CC_STEPS"} ;;
     *) echo "unknown scenario '$scenario' (expected gpu-tests, timing, drift, own-kernels, verdicts, triton, cluster, counters, hostile, figures51, verdict-truth, resolution, small-change, cupti, cuda-bench, calibrate, wall, tuning-scale, compiler-caches, early-checks)" >&2; exit 2 ;;
   esac
   nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >> "$R/nvidia-smi.txt" 2>&1

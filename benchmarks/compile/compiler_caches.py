@@ -5,7 +5,8 @@ minutes, the scenario is meant to take about 6), every result written as its ste
 
   stale       benchmarks/compile/stale_keys.py: the stale-key cases against NVRTC's own cache (live
               where a driver loads) and hipexplore's
-  nvrtc-*     ``hipexplore tune-replay --passes N`` (ideal, cold, off, compiler-cache, memory in alternated
+  nvrtc-*     ``hipexplore tune-replay --passes N --cache all`` (ideal, cold, off, compiler-cache, memory,
+              disk-cold, disk-warm in alternated
               rounds, each pass in fresh processes) for the llama3-8b and resnet50 lists with NVRTC at
               16 and at 1 job
   triton      the same for Triton (its own cache off in ``cold``/``off``, on and warm in ``compiler-cache``)
@@ -52,7 +53,7 @@ EVERY = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 #: replaced by what the earlier steps measured
 RATE = {("nvrtc", 1): 0.065, ("nvrtc", 16): 0.0065, ("triton", 1): 0.6, ("triton", 16): 0.06}
 START = {("nvrtc", 1): 1.5, ("nvrtc", 16): 2.5, ("triton", 1): 4.0, ("triton", 16): 6.0}
-SCENARIOS_PER_ROUND = 5
+SCENARIOS_PER_ROUND = 7  # ideal, cold, off, compiler-cache, memory, disk-cold, disk-warm
 
 
 def list_size(name: str, compiler: str, target: str, every: int) -> tuple[int, int]:
@@ -75,12 +76,12 @@ def _known(table: dict, compiler: str, jobs: int, prior: dict, scale: bool) -> f
 
 
 def estimate(compiler: str, jobs: int, kernels: int, unique: int, passes: int, rates: dict) -> float:
-    """Seconds of a step: per round ideal and memory compile the unique kernels, cold, off and
-    compiler-cache every kernel (a worst case: NVRTC's cache may serve the last), and each pass
+    """Seconds of a step: per round ideal, memory and disk-cold compile the unique kernels, cold, off and
+    compiler-cache every kernel (disk-warm none) (a worst case: NVRTC's cache may serve the last), and each pass
     starts its workers (Triton one warming pass more: its cache is off in off)."""
     rate = _known(rates.get("rate", {}), compiler, jobs, RATE, True)
     start = _known(rates.get("start", {}), compiler, jobs, START, False)
-    return passes * ((2 * unique + 3 * kernels) * rate + (SCENARIOS_PER_ROUND + (compiler == "triton")) * start)
+    return passes * ((3 * unique + 3 * kernels) * rate + (SCENARIOS_PER_ROUND + (compiler == "triton")) * start)
 
 
 def plan(step: tuple, passes: int, seconds: float, rates: dict) -> tuple[int, int, int, float]:
@@ -101,7 +102,7 @@ def replay_step(step: tuple, out: Path, passes: int, target_s: float, left: floa
         return {"status": "skipped: would not fit the budget left", "every_problem": every, "estimate_s": est, "left_s": left}
     frame = out / f"{name}.parquet"
     cmd = [sys.executable, "-m", "hipexplore", "tune-replay", "--compiler", compiler, "--target", target, "--list", lst,
-           "--every-problem", str(every), "--jobs", str(jobs), "--passes", str(passes), "--json", "--quiet",
+           "--every-problem", str(every), "--jobs", str(jobs), "--passes", str(passes), "--cache", "all", "--json", "--quiet",
            "--frame", str(frame), "--force"]
     limit = max(30.0, min(left - 5.0, 2.5 * est + 30.0))
     t0 = time.perf_counter()
@@ -118,11 +119,11 @@ def replay_step(step: tuple, out: Path, passes: int, target_s: float, left: floa
         return record
     rep = json.loads(proc.stdout)
     keep = ("compiler_cache", "compiler_cache_setting", "compiler_cache_by_scenario", "rounds", "pass_walls",
-            "saved_vs_cold", "saved_beyond_compiler_cache", "memory_vs_ideal", "failed", "kernels", "unique_kernels", "jobs")
+            "saved_vs_cold", "saved_beyond_compiler_cache", "warm_beyond_compiler_cache", "memory_vs_ideal", "failed", "kernels", "unique_kernels", "jobs")
     record.update(status="ok" if proc.returncode == 0 else "some compiles failed", **{k: rep.get(k) for k in keep})
     walls = rep.get("pass_walls") or {}
     compiles = sum(len(w) for s, w in walls.items() if s in ("cold", "off", "compiler-cache")) * kernels + \
-        sum(len(w) for s, w in walls.items() if s in ("ideal", "memory")) * unique
+        sum(len(w) for s, w in walls.items() if s in ("ideal", "memory", "disk-cold")) * unique
     spent, n = sum(sum(w) for w in walls.values()), sum(len(w) for w in walls.values())
     if compiles and n:  # what the next steps of this compiler are planned with
         rates.setdefault("rate", {})[(compiler, jobs)] = spent / compiles

@@ -439,11 +439,13 @@ def own_cache_lines(out: dict[str, Any]) -> list[str]:
         shown = " ".join(f"{w:.3f}" for w in walls[:8]) + (f" ... ({len(walls)})" if len(walls) > 8 else "")
         lines.append(f"  {name:<15} ({legend.get(own.get(name, ''), '-')})  {shown}")
     names = (("saved_vs_cold", "saved vs cold (every compiler cache off)"),
-             ("saved_beyond_compiler_cache", "saved beyond the compiler's own cache"), ("memory_vs_ideal", "memory / ideal"))
+             ("saved_beyond_compiler_cache", "saved beyond the compiler's own cache"),
+             ("warm_beyond_compiler_cache", "both caches warm"), ("memory_vs_ideal", "memory / ideal"))
     for key, title in names:
         c = out.get(key)
         if not c:
-            lines.append(f"{title}: not measured (tune-replay --passes N measures it)")
+            how = "--cache disk or all with --passes N" if key == "warm_beyond_compiler_cache" else "--passes N"
+            lines.append(f"{title}: not measured (tune-replay {how} measures it)")
             continue
         ratio = f"{c['scenario']} / {c['base']} " if key != "memory_vs_ideal" else ""
         seconds = "" if key == "memory_vs_ideal" else f"{interval_text(c)}; "

@@ -38,6 +38,10 @@ def own_cache_sentences(replay: Any) -> list[str]:
                    f"own cache on and warm, hipexplore's off).")
     else:
         out.append(f"Beyond {own}: not measured (a replay in rounds measures it: `hipexplore tune-replay --passes 3`).")
+    warm = found.get("warm_beyond_compiler_cache")
+    if warm:
+        out.append(f"Beyond {own}, both warm: {_interval(warm)} ('{warm['scenario']}' against '{warm['base']}': "
+                   f"hipexplore's disk tier filled by an earlier pass, as the compiler's cache was).")
     if cold:
         out.append(f"Against every compiler cache off ('cold'): {_interval(cold)}.")
     if ideal and ideal.get("ratio_ci"):

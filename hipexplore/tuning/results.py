@@ -108,7 +108,7 @@ class ReplayReport:
         return out
 
     def savings(self) -> dict[str, Any]:
-        """``saved_vs_cold``, ``saved_beyond_compiler_cache``, ``memory_vs_ideal`` (``tuning.savings``)."""
+        """``saved_vs_cold``, ``saved_beyond_compiler_cache``, ``warm_beyond_compiler_cache``, ``memory_vs_ideal`` (``tuning.savings``)."""
         from .savings import savings
 
         return savings(self.walls(), self.primary)

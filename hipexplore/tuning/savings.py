@@ -2,7 +2,7 @@
 
 Why: a ratio of the fastest passes (the replay's ``memory / ideal``) hides how much the passes
 vary, and "saved against the cache off" no longer answers the reviewer's question once the
-compiler caches on its own. Three comparisons, each over the wall times of repeated, alternated
+compiler caches on its own. Four comparisons, each over the wall times of repeated, alternated
 passes (``tuning.baselines``), through the review rule's own machinery
 (``verdicts.compare_scenarios``: the saving's interval a bootstrap of the pass means, the ratio's
 Welch's t over log pass times, the verdict at the review threshold):
@@ -11,6 +11,11 @@ Welch's t over log pass times, the verdict at the review threshold):
 * ``saved_beyond_compiler_cache``: against ``compiler-cache``, hipexplore's cache off and the
   compiler's own on and warm from an earlier pass of the same list (what a user gets who installs
   nothing);
+* ``warm_beyond_compiler_cache``: against ``compiler-cache`` too, but with hipexplore's cache warm
+  as well (``disk-warm``: its disk tier filled by an earlier pass, in a new cache object), so both
+  caches start the pass in the same state -- the second run of a flow. The one above sets a cache
+  that starts cold in its process against the compiler's warm one (the first run after an earlier
+  flow); a replay without ``--cache disk``/``all`` has no ``disk-warm`` pass and says so;
 * ``memory_vs_ideal``: the memory pass against each unique kernel compiled once.
 
 Seconds are base minus the cache's pass (positive: saved), the ratio is the cache's pass over the
@@ -27,7 +32,7 @@ import pandas as pd
 
 #: the comparisons a replay reports: (name, base scenario, the cache's scenario or None for the primary)
 COMPARISONS = (("saved_vs_cold", "cold", None), ("saved_beyond_compiler_cache", "compiler-cache", None),
-               ("memory_vs_ideal", "ideal", "memory"))
+               ("warm_beyond_compiler_cache", "compiler-cache", "disk-warm"), ("memory_vs_ideal", "ideal", "memory"))
 
 
 def pass_walls(frame: pd.DataFrame, jobs: int | None = None) -> dict[str, list[float]]:
@@ -80,7 +85,7 @@ def comparison(walls: Mapping[str, Sequence[float]], base: str, new: str, level:
 
 
 def savings(walls: Mapping[str, Sequence[float]], primary: str) -> dict[str, Any]:
-    """The three comparisons (``COMPARISONS``) of a replay whose cache's pass is ``primary``."""
+    """The comparisons (``COMPARISONS``) of a replay whose cache's pass is ``primary``."""
     return {name: comparison(walls, base, new or primary) for name, base, new in COMPARISONS}
 
 

@@ -45,6 +45,16 @@ def test_beyond_nvrtcs_own_cache_with_its_interval():
     assert "Beyond NVRTC's own cache" in " ".join(hl.cache_sentences(data))  # in the headline's cache paragraph
 
 
+def test_both_caches_warm_is_said_when_the_replay_had_a_disk_warm_pass():
+    walls = {**WALLS, "disk-cold": [4.1, 4.4, 4.2], "disk-warm": [0.5, 0.6, 0.55]}
+    data = split_replay(_frame(walls), "recorded")
+    warm = data.savings["warm_beyond_compiler_cache"]
+    assert warm["scenario"] == "disk-warm"
+    text = " ".join(own_cache_sentences(data))
+    assert f"Beyond NVRTC's own cache, both warm: {warm['seconds']:.3g} s [" in text
+    assert "both warm" not in " ".join(own_cache_sentences(split_replay(_frame(), "recorded")))
+
+
 def test_a_replay_without_rounds_says_what_would_measure_it():
     data = split_replay(_frame({"off": [2.0], "memory": [1.0]}), "recorded")
     text = " ".join(own_cache_sentences(data))

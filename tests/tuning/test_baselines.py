@@ -98,6 +98,7 @@ def test_the_table_fits_120_columns(nvrtc_rounds):
     assert max(len(line) for line in text.splitlines()) <= 120, text
     assert "saved vs cold (every compiler cache off): " in text and "saved beyond the compiler's own cache: " in text
     assert "memory / ideal: " in text and "inert here: no CUDA driver" in text
+    assert "both caches warm: not measured (tune-replay --cache disk or all with --passes N measures it)" in text
 
 
 def test_the_cli_json_and_its_refusals(tmp_path):
@@ -111,6 +112,11 @@ def test_the_cli_json_and_its_refusals(tmp_path):
     assert set(out["pass_walls"]) == {"ideal", "cold", "off", "compiler-cache", "memory"}
     assert out["saved_vs_cold"]["seconds_ci"] and out["saved_beyond_compiler_cache"]["ratio_ci"]
     assert out["memory_vs_ideal"]["ratio_ci"] and out["compiler_cache"].startswith("none: the host C compiler")
+    assert out["warm_beyond_compiler_cache"] is None
+    both = run("--compiler", "host", "--problems", "1", "--limit", "1", "--passes", "2", "--cache", "all", "--json", "--quiet")
+    assert both.returncode == 0, both.stderr
+    warm = json.loads(both.stdout)["warm_beyond_compiler_cache"]
+    assert (warm["base"], warm["scenario"], warm["passes"]) == ("compiler-cache", "disk-warm", [2, 2]) and warm["ratio_ci"]
     for extra in (["--ideal-repeats", "2"], ["--no-ideal"], ["--estimate-without-cache"], ["--cluster", "local:1"]):
         bad = run("--compiler", "host", "--passes", "2", *extra)
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--passes" in bad.stderr, bad.stderr
