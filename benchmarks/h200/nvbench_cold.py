@@ -24,7 +24,6 @@ def nvbench_cold(dev, sizes, json_flag="--json", out_dir=None, spec=None, reads:
     ``reads`` and ``writes`` arrays of the size), launched on nvbench's stream.
     ``json_flag="--jsonbin"`` keeps nvbench's per-sample files too; ``out_dir``: where nvbench.json
     (and nvbench.json-bin/) stay (default: a temporary folder)."""
-    import sys
     import tempfile
 
     import cuda.bench as bench
