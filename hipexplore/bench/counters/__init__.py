@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from .backends import HOST_LINE, CounterError, CountersUnavailable
 from .registry import backend_for
-from .counting import CounterPass, CountersSkipped, collect, counted_configurations, counter_backend, run_counter_pass
+from .counting import CounterPass, CountersSkipped, CountingPlan, collect, counted_configurations, counter_backend
 from .phase import DEFAULT_COUNT, Counting, CounterPhase
 from .record import (COLD_AT, COUNTER_COLUMNS, COUNTER_KEY, RECORD_COLUMNS, WARM_AT, CounterRecord, asks_cold, cache_state,
                      cold_fraction, input_bytes, join_summary, promise_check)
+from .summary import CounterSummary
 
 __all__ = ["COLD_AT", "COUNTER_COLUMNS", "COUNTER_KEY", "RECORD_COLUMNS", "CounterError", "CounterPass", "CounterPhase", "CounterRecord",
-           "CountersSkipped", "CountersUnavailable", "Counting", "DEFAULT_COUNT", "HOST_LINE", "WARM_AT", "asks_cold",
+           "CounterSummary", "CountersSkipped", "CountingPlan", "CountersUnavailable", "Counting", "DEFAULT_COUNT", "HOST_LINE", "WARM_AT", "asks_cold",
            "backend_for", "cache_state", "cold_fraction", "collect", "counted_configurations", "counter_backend", "input_bytes",
-           "join_summary", "promise_check", "run_counter_pass"]
+           "join_summary", "promise_check"]

@@ -132,7 +132,7 @@ class NcuBackend:
                            print_units="--print-units" in _help_text(self.path), profiler_range=self.profiler_range,
                            replay=self.replay)
 
-    def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
+    def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]:
         text = _read_log(out_dir)
         return parse_csv(text), pass_note(text)
 

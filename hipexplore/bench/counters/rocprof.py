@@ -89,7 +89,7 @@ class RocprofBackend:
         return [tool, "--pmc", *group, "--kernel-include-regex", name_pattern(entries), "--output-format", "csv",
                 "-d", str(out_dir / OUTPUT), "-o", "counters", "--"]
 
-    def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
+    def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]:
         files = sorted((out_dir / OUTPUT).rglob("*counter_collection.csv")) if (out_dir / OUTPUT).is_dir() else []
         if not files:
             raise CounterError(f"rocprofv3 wrote no *counter_collection.csv under {out_dir / OUTPUT}")
