@@ -172,9 +172,10 @@ class Orchestrator:
         keep = evidence_folder(self.paths) if self.paths is not None else None
         try:
             self.executor.run(self, [plan])
-        except Exception as exc:  # noqa: BLE001 - the timed results are on disk: a failed pass is one line, never their loss
+        except Exception as exc:  # noqa: BLE001 - the timed results are on disk: a failed pass is one line
             self.record.count({}, plan.evidence if keep is not None else None)  # what it left, kept with the files
-            self._no_counters(f"the counter pass failed ({type(exc).__name__}: {exc}); its outputs: {keep or plan.evidence.root}")
+            where = keep or plan.evidence.root
+            self._no_counters(f"the counter pass failed ({type(exc).__name__}: {exc}); its outputs: {where}")
             return
         except BaseException:  # an interrupt: what the pass left is kept now, the temporary folder removed
             if keep is not None:

@@ -365,8 +365,8 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
     return results
 
 
-__all__ = ["COUNTING", "EXTRA_BUDGET", "TIMED", "UnitJob", "UnitPlan", "UnitRun", "WIDE_FACTOR", "half_widths", "max_sets", "measure", "planned",
-           "resolution_entries", "shares", "target", "unit_rule", "unit_spec", "wide"]
+__all__ = ["COUNTING", "EXTRA_BUDGET", "TIMED", "UnitJob", "UnitPlan", "UnitRun", "WIDE_FACTOR", "half_widths",
+           "max_sets", "measure", "planned", "resolution_entries", "shares", "target", "unit_rule", "unit_spec", "wide"]
 
 
 @dataclass

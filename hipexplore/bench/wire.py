@@ -385,8 +385,9 @@ def _summary_out(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def _summary_in(value: Any) -> dict[str, Any]:
     s = _obj(value, "a counted summary", COUNTER_COLUMNS)
-    return {k: (_int(s[k], f"summary {k}", 0) if k in _SUMMARY_INTS else _text(s[k], f"summary {k}") if k in _SUMMARY_TEXTS
-                else _number(s[k], f"summary {k}")) for k in COUNTER_COLUMNS}
+    return {k: (_int(s[k], f"summary {k}", 0) if k in _SUMMARY_INTS else
+                _text(s[k], f"summary {k}") if k in _SUMMARY_TEXTS else _number(s[k], f"summary {k}"))
+            for k in COUNTER_COLUMNS}
 
 
 # -- decoding -------------------------------------------------------------------------------------

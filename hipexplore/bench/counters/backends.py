@@ -1,7 +1,7 @@
 """Counter backends: who counts a counting unit's launches, and how their output becomes per-launch numbers.
 
 A backend is a command prefix the counting unit's sweep worker starts under
-(``bench.executors.WorkerExecutor(prefix=...)``: ``[*prefix, python, -I, ...]``), plus a parser of
+(``phase.Counting.prefix``, which the executor reads: ``[*prefix, python, -I, ...]``), plus a parser of
 what it wrote. Each answers ``available(device)`` (None, or one line saying why not),
 ``groups(device)`` (the counter sets, one counting unit each: a set must fit one hardware pass,
 since a second replay pass would not see the launches' cache state), ``prefix(group, out_dir,

@@ -139,7 +139,8 @@ class CountChannel:
 
 
 def _key(entry: dict[str, Any]) -> UntimedKey:
-    return UntimedKey(str(entry["kernel"]), int(entry["size_bytes"]), str(entry["rotating_requested"]), str(entry["flush"]))
+    return UntimedKey(str(entry["kernel"]), int(entry["size_bytes"]), str(entry["rotating_requested"]),
+                      str(entry["flush"]))
 
 
 def _folder_name(kernel: str, size: int) -> str:
@@ -179,7 +180,8 @@ class CountingPlan:
 
         return COUNTING
 
-    def __init__(self, spec: Any, device: Any, backend: Any, configurations: list[Configuration], *, count: int = DEFAULT_COUNT) -> None:
+    def __init__(self, spec: Any, device: Any, backend: Any, configurations: list[Configuration], *,
+                 count: int = DEFAULT_COUNT) -> None:
         self.spec, self.device, self.backend, self.count = spec, device, backend, int(count)
         self.metric_groups = [tuple(g) for g in backend.groups(device)]
         self.groups: dict[tuple[str, int], list[Configuration]] = {}
@@ -233,7 +235,8 @@ class CountingPlan:
         gi = job.group
         folder = self._folder(gi)
         mi = len(self.manifests.setdefault(gi, []))
-        manifest = {"device": self.device.name, "marker": self.backend.marker, "stopped": bool(stopped), "entries": channel.entries}
+        manifest = {"device": self.device.name, "marker": self.backend.marker, "stopped": bool(stopped),
+                    "entries": channel.entries}
         self.manifests[gi].append(manifest)
         self.evidence.files[f"{folder.name}/group-{mi}/{MANIFEST}"] = manifest_json(manifest)
         if stopped:
@@ -294,7 +297,8 @@ def _manifests(root: Path) -> list[tuple[Path, dict[str, Any]]]:
 def _same_sequence(groups: list[tuple[Path, dict[str, Any]]], root: Path) -> list[tuple[Path, dict[str, Any]]]:
     """``groups`` (each counter group's folder and manifest), refused unless every group replayed
     the same sequence (their launches are joined launch by launch)."""
-    shape = [[(e["kernel"], e["size_bytes"], e["rotating"], e["flush"], e["count"]) for e in m["entries"]] for _, m in groups]
+    shape = [[(e["kernel"], e["size_bytes"], e["rotating"], e["flush"], e["count"]) for e in m["entries"]]
+             for _, m in groups]
     if any(s != shape[0] for s in shape):
         raise CounterError(f"the counter groups under {root} replayed different sequences; their launches cannot be joined")
     return groups
@@ -366,7 +370,8 @@ def _keep(root: Path, keep: Path, files: dict[str, str]) -> Path | None:
         finally:
             os.close(pfd)
         try:
-            raw = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+            raw = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                   if p.is_file() and not p.is_symlink()}
             every = {**raw, **{rel: text.encode() for rel, text in files.items()}}
             for rel in sorted(every):
                 write_below(fd, rel, every[rel], what="counter output", shown_dir=str(keep), durable=False)
@@ -377,5 +382,5 @@ def _keep(root: Path, keep: Path, files: dict[str, str]) -> Path | None:
         return None
 
 
-__all__ = ["BACKEND_FILE", "CountChannel", "CounterEvidence", "CounterPass", "CountersSkipped", "CountingPlan", "MANIFEST",
-           "attribute", "collect", "counted_configurations", "counter_backend", "records_of"]
+__all__ = ["BACKEND_FILE", "CountChannel", "CounterEvidence", "CounterPass", "CountersSkipped", "CountingPlan",
+           "MANIFEST", "attribute", "collect", "counted_configurations", "counter_backend", "records_of"]

@@ -261,12 +261,13 @@ class CounterPhase:
         if counted is not None and len(counted) != len(inside):
             raise CounterError(f"{self.marker.name} counted {len(counted)} launch(es) of {configuration.kernel} size "
                                f"{configuration.size}; the range held {len(inside)}")
-        entry = {**({"values": counted} if counted is not None else {}), "kernel": configuration.kernel, "entry": kspec.entry,
-                 "size_bytes": int(configuration.size), "n": int(launches.n),
+        entry = {**({"values": counted} if counted is not None else {}), "kernel": configuration.kernel,
+                 "entry": kspec.entry, "size_bytes": int(configuration.size), "n": int(launches.n),
                  "rotating_requested": str(configuration.rotating), "rotating": sets, "flush": configuration.flush,
                  "warmup": before, "count": len(inside), "timed": samples, "launches": inside,
                  "input_bytes": input_bytes(kspec, launches.n), "footprint_bytes": kspec.footprint(launches.n),
-                 "marker": self.marker.name, "marker_status": self.marker.status, "plan_note": str(row.get("plan_note", ""))}
+                 "marker": self.marker.name, "marker_status": self.marker.status,
+                 "plan_note": str(row.get("plan_note", ""))}
         if counted is not None and self.marker.counts_here:  # counted in this process: summarised here
             entry[SUMMARY] = self.summary(configuration, entry)
         return entry
@@ -281,5 +282,5 @@ class CounterPhase:
                            launches=timed, warmup=entry["warmup"], inputs=entry["input_bytes"], note=note).summary()
 
 
-__all__ = ["Counting", "CounterPhase", "CudaProfilerRange", "DEFAULT_COUNT", "LaunchTap", "MARKERS", "Marker", "NoMarker",
-           "SUMMARY"]
+__all__ = ["Counting", "CounterPhase", "CudaProfilerRange", "DEFAULT_COUNT", "LaunchTap", "MARKERS", "Marker",
+           "NoMarker", "SUMMARY"]

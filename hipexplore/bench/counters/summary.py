@@ -84,6 +84,6 @@ def with_counters(row: Mapping[str, Any], summary: CounterSummary | None) -> dic
     return out
 
 
-assert tuple(f.name for f in fields(CounterSummary)) == COUNTER_COLUMNS, "CounterSummary's fields are schema.COUNTER_COLUMNS"
+assert tuple(f.name for f in fields(CounterSummary)) == COUNTER_COLUMNS, "its fields are schema.COUNTER_COLUMNS"
 
 __all__ = ["CounterSummary", "TEXT_COLUMNS", "uncounted_columns", "with_counters"]
