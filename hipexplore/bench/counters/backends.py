@@ -58,6 +58,9 @@ class Backend(Protocol):
     marker: str
     #: True when the backend reports the launches before the range too (dropped by order)
     captures_warmup: bool
+    #: True when it counts in the counting unit's worker, which summarises each configuration there;
+    #: False when it writes a report, parsed at the unit's finish step (``counting.CountingPlan``)
+    counts_in_worker: bool
 
     def available(self, device: Any) -> str | None: ...
 
@@ -78,6 +81,7 @@ class HostBackend:
     name = "host"
     marker = "none"
     captures_warmup = True
+    counts_in_worker = False
 
     def available(self, device: Any) -> str | None:
         return HOST_LINE

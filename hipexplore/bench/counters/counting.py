@@ -188,7 +188,7 @@ class CountingPlan:
         for c in counted_configurations(spec, configurations):
             # one counting unit per (kernel, size) under a profiler's command; one for the whole pass
             # where the worker counts itself (no tool to start per group: ``counters.cupti``)
-            key = ("all", 0) if getattr(backend, "one_unit", False) else (c.kernel, int(c.size))
+            key = ("all", 0) if backend.counts_in_worker else (c.kernel, int(c.size))
             self.groups.setdefault(key, []).append(c)
         self.configs = [c for confs in self.groups.values() for c in confs]
         self.order = [(gi, mi) for gi in range(len(self.groups)) for mi in range(len(self.metric_groups))]
@@ -242,21 +242,22 @@ class CountingPlan:
         if stopped:
             self.stopped = True
             raise CounterError("the sweep was stopped during its counter pass")
-        self.summaries.update(channel.summaries)
         self.wall_s = time.perf_counter() - self.t0
         if mi + 1 < len(self.metric_groups):
             return
         self.evidence.files[f"{folder.name}/{BACKEND_FILE}"] = json.dumps(
             {**self.backend.describe(), "groups": [list(g) for g in self.metric_groups], "count": self.count,
              "commands": self.commands.get(gi, [])}, indent=1)
-        if all(_key(e) in channel.summaries for e in channel.entries) and len(self.metric_groups) == 1:
-            return  # counted in the worker: summarised there (``counters.phase``)
+        if self.backend.counts_in_worker:  # summarised in the worker (``counters.phase``): nothing to parse
+            missing = [e for e in channel.entries if _key(e) not in channel.summaries]
+            if missing:
+                raise CounterError(f"the counting unit's worker sent no summary for {len(missing)} of "
+                                   f"{len(channel.entries)} configuration(s) it counted")
+            self.summaries.update(channel.summaries)
+            return
         groups = [(folder / f"group-{i}", m) for i, m in enumerate(self.manifests[gi])]
         records, _rows, _notes = records_of(self.backend, self.label, _same_sequence(groups, folder))
         self.summaries.update({r.key: r.summary() for r in records})
-
-    def done(self) -> bool:
-        return self.next_job >= len(self.order) and not self.stopped
 
 
 def attribute(launches: list[Launch], entries: list[dict[str, Any]], captures_warmup: bool, who: str) -> tuple[list[list[Launch]], str]:

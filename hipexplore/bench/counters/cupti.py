@@ -172,8 +172,9 @@ class CuptiBackend:
     name = "cupti"
     marker = "cupti-range"
     captures_warmup = False
-    #: one counting unit for the whole pass (no tool to start per group)
-    one_unit = True
+    #: it counts in the counting unit's worker, which sends each configuration's summary (``counters.phase``); one
+    #: counting unit counts the whole pass (no tool to start per group)
+    counts_in_worker = True
 
     def __init__(self, library: str | None = None, metrics: tuple[str, ...] | None = None) -> None:
         self.library = library

@@ -104,6 +104,7 @@ class NcuBackend:
         self.profiler_range = bool(profiler_range)
         self.marker = "cuda-profiler" if self.profiler_range else "none"
         self.captures_warmup = not self.profiler_range
+        self.counts_in_worker = False  # its report is parsed at the unit's finish step
         self._path: str | None = None
 
     @property

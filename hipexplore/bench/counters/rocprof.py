@@ -54,6 +54,7 @@ class RocprofBackend:
     name = "rocprofv3"
     marker = "none"
     captures_warmup = True
+    counts_in_worker = False  # its report is parsed at the unit's finish step
 
     def __init__(self, rocprofv3: str | None = None, arch: str = "") -> None:
         self.explicit = rocprofv3
