@@ -29,7 +29,7 @@ import pandas as pd
 from ..schema import COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration, Timer, UntimedKey
 from . import interrupts
 from . import passes as ps
-from .counters.record import counters_of_row, summary_columns, with_counters
+from .counters.summary import CounterSummary, with_counters
 from .io import Previous, samples_frame, summary_frame, write_results
 from .result import SweepHooks, SweepResult
 from .stats import Measurement
@@ -61,9 +61,10 @@ class Record:
         self.units: dict[Configuration, dict[int, tuple[pd.DataFrame, dict[str, Any]]]] = {}
         self.peak = float("nan")
         self.added = 0  # (configuration, unit)s this run added
-        #: the counter pass's columns per (kernel, size, rotating, flush) (``bench.counters``): both
-        #: timers' rows get them when the summary is written; kept from the file, added by a pass
-        self.counters: dict[UntimedKey, dict[str, Any]] = {}
+        #: the counter pass's summary per (kernel, size, rotating, flush) (``bench.counters``): both
+        #: timers' rows get its columns when the summary is written; kept from the file, added by a pass
+        self.counters: dict[UntimedKey, CounterSummary] = {}
+        self.evidence: list[Any] = []  # a counter pass's evidence, written once with the files (``count``)
         self.counting = bool(set(COUNTER_COLUMNS) & set(self.columns[1]))
         self._load(previous)
 
@@ -77,7 +78,7 @@ class Record:
             rows = {c: r for c, r in rows.items() if int(r.get("passes") or 1) >= self.planned}
         for c, r in rows.items():
             self._keep(c, r, samples.get(c))
-            counted = counters_of_row(r)
+            counted = CounterSummary.of_row(r)
             if counted is not None:
                 self.counters[c.untimed_key] = counted
         remerged = []
@@ -191,6 +192,8 @@ class Record:
             with interrupts.held():  # a pair is written whole; the signal lands after it
                 write_results(paths, self.sample_parts(), self.summary_rows(), metadata, columns=self.columns,
                               unit_rows=self.unit_rows())
+                while self.evidence:  # once: beside the files, as ``bench.counters.collect`` reads it
+                    self.evidence.pop(0).keep(evidence_folder(paths))
 
     def sample_parts(self) -> list[pd.DataFrame]:
         return [self.samples[c] for c in self.order if c in self.samples and len(self.samples[c])]
@@ -201,15 +204,22 @@ class Record:
             return rows
         return [with_counters(r, self.counters.get(Configuration.of(r).untimed_key)) for r in rows]
 
-    def set_counters(self, records: Any) -> None:
-        """The counter pass's records (``bench.counters.CounterRecord``), each for its configuration's rows."""
-        for rec in records:
-            self.counters[UntimedKey(rec.kernel, int(rec.size_bytes), str(rec.rotating_requested), rec.flush)] = summary_columns(rec)
+    def count(self, summaries: dict[UntimedKey, CounterSummary], evidence: Any = None) -> None:
+        """A counter pass's summaries, each for its configuration's rows, and its evidence
+        (``bench.counters.CounterEvidence``), kept below ``evidence_folder`` at the next write."""
+        self.counters.update(summaries)
+        if evidence is not None:
+            self.evidence.append(evidence)
 
     def result(self, metadata: dict[str, str], path: Path | None, stopped: bool = False,
                skipped: list[tuple] | None = None) -> SweepResult:
         return SweepResult(samples_frame(self.sample_parts(), self.columns[0]), summary_frame(self.summary_rows(), self.columns[1]),
                            metadata, path, stopped, list(skipped or []))
+
+
+def evidence_folder(paths: tuple[Path, Path, Path]) -> Path:
+    """Where a counter pass's evidence is kept: ``FILE.counters/`` beside the result ``FILE.parquet``."""
+    return Path(f"{paths[0].with_suffix('')}.counters")
 
 
 class Collector:
@@ -221,6 +231,7 @@ class Collector:
         self.frames: list[pd.DataFrame] = []
         self.rows: list[dict[str, Any]] = []
         self.counted_entries: list[dict[str, Any]] = []  # a counting unit's (bench.counters)
+        self.counted_summaries: list[CounterSummary] = []  # those its worker counted in its own process
 
     def started(self, where: list[str]) -> None:
         self.hooks.started(where)
@@ -239,8 +250,10 @@ class Collector:
         if self.hooks.on_result is not None:
             self.hooks.on_result(dict(row))
 
-    def counted(self, entry: dict[str, Any]) -> None:
+    def counted(self, entry: dict[str, Any], summary: CounterSummary | None = None) -> None:
         self.counted_entries.append(dict(entry))
+        if summary is not None:
+            self.counted_summaries.append(summary)
 
     def update(self, rows: list[dict[str, Any]]) -> None:
         new = {Configuration.of(r): r for r in rows}
@@ -250,4 +263,4 @@ class Collector:
         return SweepResult(samples_frame(self.frames), summary_frame(self.rows), self.metadata, None, stopped)
 
 
-__all__ = ["Collector", "Record"]
+__all__ = ["Collector", "Record", "evidence_folder"]

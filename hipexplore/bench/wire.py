@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import BenchmarkError, ConfigError
-from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+from ..schema import CLUSTER_COLUMNS, COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
 from ..untrusted import check_name, escaped, load_json, shown
 
 MAGIC = b"HXw1"
@@ -117,8 +117,11 @@ class Update:
 
 @dataclass(frozen=True)
 class Counted:
-    """A counting unit's manifest entry of one configuration (``bench.counters``)."""
+    """A counting unit's manifest entry of one configuration (``bench.counters``), and where the
+    worker counted it itself, its summary: ``schema.COUNTER_COLUMNS`` as data (the parent makes the
+    ``CounterSummary``)."""
     entry: dict[str, Any]
+    summary: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -323,7 +326,8 @@ def encode(msg: Message, *, cluster: bool = False) -> bytes:
         ud, ub = _encode_table(msg.rows, rt)
         return _pack({"kind": "update", "rows": ud}, ub)
     if isinstance(msg, Counted):
-        return _pack({"kind": "counted", "entry": _counted_out(msg.entry)})
+        return _pack({"kind": "counted", "entry": _counted_out(msg.entry),
+                      **({"summary": _summary_out(msg.summary)} if msg.summary is not None else {})})
     if isinstance(msg, Warn):
         return _pack({"kind": "warn", "category": clean(msg.category, 128), "message": clean(msg.message, lines=True),
                       "lineno": int(msg.lineno) if 0 <= int(msg.lineno) < 1 << 31 else 0})
@@ -369,10 +373,27 @@ def _counted_in(value: Any) -> dict[str, Any]:
     return out
 
 
+#: a counted summary's columns (``schema.COUNTER_COLUMNS``) by kind: integers, text, the rest numbers
+_SUMMARY_INTS = ("input_bytes", "counter_launches")
+_SUMMARY_TEXTS = ("cache_state", "cold_promise", "counter_warning", "counter_backend", "counter_note")
+
+
+def _summary_out(summary: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (int(summary[k]) if k in _SUMMARY_INTS else clean(summary[k], lines=False) if k in _SUMMARY_TEXTS
+                else _finite(float(summary[k]))) for k in COUNTER_COLUMNS}
+
+
+def _summary_in(value: Any) -> dict[str, Any]:
+    s = _obj(value, "a counted summary", COUNTER_COLUMNS)
+    return {k: (_int(s[k], f"summary {k}", 0) if k in _SUMMARY_INTS else
+                _text(s[k], f"summary {k}") if k in _SUMMARY_TEXTS else _number(s[k], f"summary {k}"))
+            for k in COUNTER_COLUMNS}
+
+
 # -- decoding -------------------------------------------------------------------------------------
 _KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "start": (("kernel", "configuration"), ()), "ask": ((), ()), "meta": (("entries",), ()),
-    "add": (("samples", "row"), ()), "update": (("rows",), ()), "counted": (("entry",), ()),
+    "add": (("samples", "row"), ()), "update": (("rows",), ()), "counted": (("entry",), ("summary",)),
     "warn": (("category", "message", "lineno"), ()), "done": (("stopped",), ()),
     "error": (("type", "message", "kernel", "configuration", "status", "log"), ()),
     "unit": (("worker", "host", "gpu", "seconds", "extra"), ()),
@@ -422,7 +443,7 @@ def _plain(kind: str, h: dict[str, Any]) -> Message:
     if kind == "meta":
         return Meta(_strings(h["entries"], "a meta frame's entries"))
     if kind == "counted":
-        return Counted(_counted_in(h["entry"]))
+        return Counted(_counted_in(h["entry"]), _summary_in(h["summary"]) if "summary" in h else None)
     if kind == "warn":
         return Warn(_text(h["category"], "a warning's category", 128), _text(h["message"], "a warning", lines=True),
                     _int(h["lineno"], "a warning's line", 0, (1 << 31) - 1))
