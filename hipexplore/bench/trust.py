@@ -95,11 +95,19 @@ def asks_cold(row: Mapping[str, Any]) -> str:
 class L2Guard:
     """The persisting-L2 reset before every timed chunk (a ``TimingOptions`` hook, so the trials,
     the cold reference and the launch floor all run under it); ``take()`` hands over the flag of
-    what it found set since the last ``take`` ("" when nothing). ``clear=False`` only reads."""
+    what it found set since the last ``take`` ("" when nothing). ``clear=False`` only reads.
+
+    The reset before a run's first chunk is silent (what it finds is kept in ``before``, not
+    flagged): that state was set before the run's timed launches -- by another process on the same
+    GPU (a profiler's replay leaves a set-aside behind: the H100's honest set, 2026-12-07), or by a
+    launcher's untimed first call -- and is cleared before they begin, so it cannot touch them;
+    anything set during them is found by the next chunk's reset or the run's end. Read-only
+    (``clear=False``) flags it: nothing clears it then."""
 
     def __init__(self, device: Device, clear: bool = True) -> None:
         self.device, self.clear = device, clear
         self.found: list[str] = []
+        self.before: list[str] = []
 
     def _look(self) -> None:
         got = self.device.reset_l2_persistence(self.clear)
@@ -107,6 +115,11 @@ class L2Guard:
             self.found.append(got)
 
     def before_chunk(self, chunk: int, launched: int) -> None:
+        if chunk == 0 and self.clear:
+            got = self.device.reset_l2_persistence(True)
+            if got and got not in self.before:
+                self.before.append(got)
+            return
         self._look()
 
     def after_run(self, chunks: int, launched: int) -> None:

@@ -155,3 +155,41 @@ def test_a_callable_is_held_to_the_traffic_it_declares_with_a_wider_margin(monke
     # an honest launch at half the peak, and no cold promise: nothing
     assert trust.row_floor_flags(_row(2.8 + least_us * 2, floor_us=2.8), spec, n, dev) == []
     assert trust.row_floor_flags(_row(3.0, floor_us=2.8, flush="none", rotating="1"), spec, n, dev) == []
+
+
+class _Persisting:
+    """The one driver call the guard makes, as the CUDA device answers it: what is set now, cleared
+    when asked (``reset_l2_persistence``); ``set`` is what another process or the kernel left."""
+
+    def __init__(self) -> None:
+        self.set = ""
+
+    def reset_l2_persistence(self, clear: bool = True) -> str:
+        got = self.set
+        if clear:
+            self.set = ""
+        return got
+
+
+def test_the_guard_flags_what_was_set_during_the_timed_launches_not_before_them():
+    """A set-aside left by another process (ncu's replay) or a launcher's untimed first call is
+    cleared before the run's first chunk without a flag; one set between chunks is flagged."""
+    dev = _Persisting()
+    guard = trust.L2Guard(dev)
+    dev.set = "a persisting-L2 set-aside of 9600 KiB"
+    guard.before_chunk(0, 0)
+    assert dev.set == "" and guard.take() == [] and guard.before == ["a persisting-L2 set-aside of 9600 KiB"]
+    guard.before_chunk(1, 10)
+    assert guard.take() == []
+    dev.set = "a persisting access-policy window of 4096 KiB on the timed stream"  # set by the timed launches
+    guard.before_chunk(2, 20)
+    got = guard.take()
+    assert len(got) == 1 and "persisting L2 was set during the timed launches (a persisting access-policy window" in got[0]
+    dev.set = "a persisting-L2 set-aside of 1 KiB"  # during the last chunk: the run's end finds it
+    guard.after_run(3, 30)
+    assert "set-aside of 1 KiB" in guard.take()[0]
+    # read-only (HIPEXPLORE_L2_RESET=0): what was there before stays through the launches, so it is flagged
+    ro = trust.L2Guard(dev, clear=False)
+    dev.set = "a persisting-L2 set-aside of 9600 KiB"
+    ro.before_chunk(0, 0)
+    assert "not cleared (HIPEXPLORE_L2_RESET=0)" in ro.take()[0]
