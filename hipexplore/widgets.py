@@ -9,7 +9,7 @@ Design notes (each one a failure seen elsewhere):
     calls the handler directly. A failure inside the sweep is shown, kept in ``panel.error``,
     and re-raised by ``panel.wait()``.
   * Plots are rendered to PNG bytes and put into ``Image`` widgets: that works from a thread and
-    outside a notebook (tests), unlike ``Output`` capture.
+    outside a notebook (tests), unlike ``Output`` capture; while a run goes on, at most every ``REDRAW_GAP_S``.
   * Results stay with the panel: ``panel.samples`` and ``panel.summary`` are DataFrames of what
     arrived, also after Stop or an error.
   * Run is checked before anything starts, by the library's own rule: fewer iterations than the
@@ -21,6 +21,7 @@ Design notes (each one a failure seen elsewhere):
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 import threading
@@ -59,13 +60,11 @@ def parse_rotating(text: str | Sequence[int | str]) -> list[int | str]:
 
 def _default_runner() -> Callable[..., Any]:
     from .bench.sweep import sweep
-
     return sweep
 
 
 def _device_choices() -> list[str]:
     from .devices import KINDS
-
     return list(KINDS)
 
 
@@ -81,14 +80,11 @@ def _kernel_choices() -> list[str]:
 
 def _flush_choices() -> tuple[str, ...]:
     from .bench.flush import FLUSH_MODES
-
     return FLUSH_MODES
 
 
 def _as_frame(obj: Any) -> pd.DataFrame | None:
-    if obj is None:
-        return None
-    if isinstance(obj, pd.DataFrame):
+    if obj is None or isinstance(obj, pd.DataFrame):
         return obj
     if isinstance(obj, pd.Series):
         return obj.to_frame().T
@@ -121,6 +117,10 @@ def split_result(result: Any) -> tuple[pd.DataFrame | None, pd.DataFrame | None]
     return _as_frame(samples), _as_frame(summary)
 
 
+#: the live plots are redrawn at most this often (seconds), and the end of a run redraws them with everything
+REDRAW_GAP_S = 1.0
+
+
 class SweepPanel:
     """The sweep panel. Display it as the last expression of a cell; read ``samples``/``summary``
     afterwards. ``runner`` defaults to ``hipexplore.bench.sweep.sweep``."""
@@ -150,8 +150,7 @@ class SweepPanel:
             from .bench.cluster import connect
 
             self._cluster = connect(cluster)
-        self._per_worker: dict[str, int] = {}
-        self._seen: dict[str, set] = {}
+        self._per_worker, self._seen = {}, {}  # configurations per worker (a cluster's panel)
         self._progress_hook = False
         devices = _device_choices()
         kernels = _kernel_choices()
@@ -187,9 +186,7 @@ class SweepPanel:
         self._samples: list[pd.DataFrame] = []
         self._summary: list[pd.DataFrame] = []
         self._final: tuple[pd.DataFrame | None, pd.DataFrame | None] | None = None
-        self._total = 1
-        self._done = 0
-        self._started = 0.0
+        self._total, self._done, self._started, self._next_draw = 1, 0, 0.0, 0.0
 
         self.update_flush_choices()
         self.update_sets_hint()
@@ -454,10 +451,8 @@ class SweepPanel:
         self.error = None
         self.errors.value = ""
         self._stop.clear()
-        self._total = max(1, self.expected_results(params))
-        self._done = 0
-        self._per_worker = {}
-        self._seen = {}
+        self._total, self._done, self._next_draw = max(1, self.expected_results(params)), 0, 0.0
+        self._per_worker, self._seen = {}, {}
         self._progress_hook = False
         self._started = time.perf_counter()
         self.progress.max, self.progress.value, self.progress.bar_style = self._total, 0, ""
@@ -510,6 +505,8 @@ class SweepPanel:
         except BaseException as exc:  # shown in the panel and kept; wait() re-raises it
             self.error = exc
             self._show_error(exc)
+            with contextlib.suppress(Exception):  # what arrived since the last live redraw; the sweep's error is shown
+                self._redraw()
             self.progress.bar_style = "danger"
             self.status.value = f"failed after {len(self.summary)} configurations"
         finally:
@@ -541,7 +538,8 @@ class SweepPanel:
         if not self._progress_hook:
             self.progress.value = min(self._done, self.progress.max)
             self.status.value = f"running {self._done}/{self._total} ({time.perf_counter() - self._started:.1f} s)"
-        self._redraw()
+        if time.perf_counter() >= self._next_draw:  # live plots at most every REDRAW_GAP_S; the end draws all
+            self._redraw()
 
     def _on_progress(self, state: Any) -> None:
         """The sweep's own count, per (configuration, unit), with the time left."""
@@ -554,7 +552,7 @@ class SweepPanel:
         cold reference, every size measured so far (a line per flush mode and size)."""
         from . import plots
 
-        summary = self.summary
+        summary, began = self.summary, time.perf_counter()
         if summary.empty:
             return
         kernel = summary["kernel"].iloc[-1]
@@ -566,6 +564,8 @@ class SweepPanel:
                 continue
             image.layout.display = ""
             self.placeholder.layout.display = "none"
+            # drawing takes at most a third of the run: two PNGs per result cost more than a small configuration
+            self._next_draw = time.perf_counter() + max(REDRAW_GAP_S, 2 * (time.perf_counter() - began))
 
     def _show_load(self, kernel: str) -> None:
         """The host's load so far and whether the spread tracks it (a cluster's workers' cores unknown)."""

@@ -335,3 +335,32 @@ def test_the_resolution_field_reaches_the_sweep_and_a_bad_value_is_named():
     assert "resolution must be 0 (off) or a half-width below 50%" in bad.errors.value and "'60%'" in bad.errors.value
     assert calls == []
     assert "resolution" not in small_panel().params()
+
+
+def test_live_plots_are_redrawn_at_most_every_gap_and_in_full_at_the_end(monkeypatch):
+    """Two PNGs per result cost more than a small configuration measures: while a run goes on, the
+    plots are redrawn at most every ``REDRAW_GAP_S`` (the first drawable result at once), and the
+    end of the run redraws them with every row. With the gap longer than any run: one live drawing,
+    then the final one."""
+    from hipexplore import widgets
+    from hipexplore.bench.sweep import sweep
+
+    monkeypatch.setattr(widgets, "REDRAW_GAP_S", 1e9)
+    seen = []
+
+    def runner(**kw):
+        forward = kw.pop("on_result")
+
+        def on_result(row):
+            forward(row)
+            seen.append((bytes(panel.noise_image.value), bytes(panel.detail_image.value)))
+
+        return sweep(**kw, on_result=on_result, progress=False)
+
+    panel = small_panel(runner=runner)
+    panel.run(blocking=True)
+    assert panel.error is None, panel.errors.value
+    drawn = [images for images in seen if any(images)]
+    assert len(seen) == 15 and drawn and len(set(drawn)) == 1, f"{len(seen)} results, {len(set(drawn))} live drawings"
+    final = (bytes(panel.noise_image.value), bytes(panel.detail_image.value))
+    assert all(image.startswith(b"\x89PNG") for image in final) and final != drawn[0]

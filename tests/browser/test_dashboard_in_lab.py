@@ -255,20 +255,20 @@ def test_sweep_panel_before_during_after_a_run(lab):
     assert not any(t.strip() for t in panel_errors), panel_errors
 
 
-def test_report_at_900_px_has_no_sideways_scrolling(tmp_path):
-    """The report as `hipexplore report` writes it (inputs hidden), in chromium 900 px wide."""
+def test_report_at_900_px_has_no_sideways_scrolling(tmp_path_factory):
+    """The report as `hipexplore report` writes it (inputs hidden), in chromium 900 px wide: the
+    session's one small report (fixtures/shared_report.py, also read by tests/report/test_dashboard.py)."""
     from playwright.sync_api import sync_playwright
+
+    from fixtures import shared_report
 
     if not CHROMIUM.exists():
         from conftest import missing
 
         missing("tool chromium", f"{CHROMIUM} does not exist (setup.sh --dev installs Debian's chromium)")
-    from hipexplore.cli import main
-
-    params = tmp_path / "params.json"
-    params.write_text(json.dumps(SMALL))
-    out = tmp_path / "report.html"
-    assert main(["report", "--params", str(params), "--out", str(out), "--quiet"]) == 0
+    run = shared_report.small_report(tmp_path_factory)
+    assert run.returncode == 0, run.stderr
+    out = run.out
     RESULTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
         browser = launch(pw)

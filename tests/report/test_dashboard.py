@@ -6,13 +6,8 @@ Small parameters keep each report to a few seconds of real sweeping and compilin
 from __future__ import annotations
 
 import base64
-import json
-import os
 import re
 import struct
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -21,10 +16,10 @@ import pytest
 from hipexplore import report
 from hipexplore.cli import main
 from hipexplore.errors import ConfigError
+from fixtures import shared_report
 from frames import summary_rows
 
-SMALL = {"sizes": ["256KiB"], "rotating": [1, 2], "flush": ["none", "l2-read"], "iterations": 12,
-         "problems": 1, "candidates": 3}
+SMALL = shared_report.SMALL
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -44,17 +39,13 @@ def dashboard_figure_output(nb) -> dict:
 @pytest.fixture(scope="module")
 def cli_report(tmp_path_factory):
     """The README's main command, with small parameters from a YAML file (inputs hidden by
-    default), in its own process: progress goes to stderr, stdout holds only the result line."""
-    d = tmp_path_factory.mktemp("report")
-    params = d / "params.yaml"
-    params.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in SMALL.items()))
-    out = d / "report.html"
-    res = subprocess.run([sys.executable, "-m", "hipexplore", "report", "--params", str(params), "--out", str(out),
-                          "--notebook-out", str(d / "report.ipynb")], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == f"wrote {out} (executed notebook: {d / 'report.ipynb'})"
-    assert "running the dashboard notebook" in res.stderr and "Executing" in res.stderr  # papermill's tqdm bar
+    default), in its own process: progress goes to stderr, stdout holds only the result line. One
+    run per session, shared with the browser's layout test (fixtures/shared_report.py)."""
+    run = shared_report.small_report(tmp_path_factory)
+    out = run.out
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"wrote {out} (executed notebook: {out.with_suffix('.ipynb')})"
+    assert "running the dashboard notebook" in run.stderr and "Executing" in run.stderr  # papermill's tqdm bar
     return out
 
 
