@@ -311,9 +311,9 @@ def _deliver(msg: Message, channel: Any, guard: UnitGuard, w: StartedWorker) -> 
     elif isinstance(msg, Meta):
         channel.meta(msg.entries)
     elif isinstance(msg, Add):
-        channel.add(msg.samples, msg.row)
+        channel.add(msg.result)
     elif isinstance(msg, Update):
-        channel.update(msg.rows)
+        channel.update(msg.rebiased)
     elif isinstance(msg, Counted):  # a counting unit's manifest entry (bench.counters)
         channel.counted(msg.entry)
     elif isinstance(msg, Warn):  # a warning in the worker (worker_main._PipeChannel.warning): shown here, as its
