@@ -86,7 +86,7 @@ class Record:
     def _load_units(self, unit_rows: pd.DataFrame, samples: pd.DataFrame) -> None:
         per_unit = unit_samples(samples, set(Configuration.of_frame(unit_rows)), self.columns[0])
         for r in unit_rows.to_dict("records"):
-            c, k = Configuration.of(r), int(r.pop("pass_index"))
+            c, k = Configuration.of(r), int(r["pass_index"])
             got = per_unit.get(k, {}).get(c)
             if got is None:  # a row whose samples were not kept: as if never measured
                 continue
