@@ -78,8 +78,6 @@ class CounterRecord:
 #: sets counted, the launches before the range, and the columns a summary row gets
 #: (``schema.COUNTER_COLUMNS``, declared there once)
 RECORD_COLUMNS = tuple(f.name for f in fields(CounterRecord))
-#: the text columns among the ones a summary row gets
-_TEXT_COLUMNS = ("cache_state", "cold_promise", "counter_warning", "counter_backend", "counter_note")
 #: the columns a join adds to a summary row
 COUNTER_VALUE_COLUMNS = tuple(c for c in RECORD_COLUMNS if c not in COUNTER_KEY)
 
@@ -188,34 +186,6 @@ def records_frame(records: Iterable[CounterRecord]) -> Any:
     return pd.DataFrame([r.as_row() for r in records], columns=list(RECORD_COLUMNS))
 
 
-def summary_columns(record: CounterRecord | None) -> dict[str, Any]:
-    """The columns a record adds to its configuration's summary rows (``schema.COUNTER_COLUMNS``);
-    None: the values of a row nothing counted (NaN, "")."""
-    if record is None:
-        return {c: ("" if c in _TEXT_COLUMNS else math.nan) for c in COUNTER_COLUMNS}
-    return {c: getattr(record, c) for c in COUNTER_COLUMNS}
-
-
-def with_counters(row: Mapping[str, Any], counted: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``row`` (a summary row) with the counter columns of its configuration (``counted``:
-    ``summary_columns``'s, or None), its ``warning`` joined with the broken promise's line once."""
-    out = {**row, **(counted if counted is not None else summary_columns(None))}
-    line = str(out.get("counter_warning") or "")
-    warning = str(row.get("warning") or "")
-    if line and line not in warning:
-        out["warning"] = "; ".join(filter(None, [warning, line]))
-    return out
-
-
-def counters_of_row(row: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The counter columns a summary row read back holds, or None when nothing counted it (no
-    columns, or empty: a file written without counters, a configuration not counted)."""
-    backend = row.get("counter_backend")
-    if not isinstance(backend, str) or not backend:
-        return None
-    return {c: row.get(c, "" if c in _TEXT_COLUMNS else math.nan) for c in COUNTER_COLUMNS}
-
-
 def join_summary(summary: Any, counters: Any) -> Any:
     """``summary`` (the sweep's summary frame) with the counter columns added by ``COUNTER_KEY``;
     rows without counters (the cold reference, a configuration not counted) get NaN / ""."""
@@ -232,5 +202,5 @@ def join_summary(summary: Any, counters: Any) -> Any:
 
 
 __all__ = ["COLD_AT", "COUNTER_COLUMNS", "COUNTER_KEY", "COUNTER_VALUE_COLUMNS", "CounterRecord", "NO_STATE",
-           "RECORD_COLUMNS", "STATES", "WARM_AT", "asks_cold", "cache_state", "cold_fraction", "counters_of_row",
-           "input_bytes", "join_summary", "make_record", "promise_check", "records_frame", "summary_columns", "with_counters"]
+           "RECORD_COLUMNS", "STATES", "WARM_AT", "asks_cold", "cache_state", "cold_fraction",
+           "input_bytes", "join_summary", "make_record", "promise_check", "records_frame"]
