@@ -306,10 +306,10 @@ class ConfigurationResult:
         return replace(self, summaries=(*(s for s in self.summaries if s.NAME != drop), *([part] if part is not None else [])))
 
     def columns(self) -> dict[str, Any]:
-        """The flat view: every column the parts fill, the counters' empty where nothing counted
-        (what ``bench.io`` writes as the summary row, what the trust checks read)."""
+        """The flat view: every column the parts fill, the named summaries' where it has them (what
+        ``bench.io`` writes as the summary row, what the trust checks read)."""
         parts = [self.identity, self.plan, self.statistics, self.run, self.bias, self.floor,
-                 self.counters or CounterSummary(), *(s for s in self.summaries if s.NAME == Placement.NAME)]
+                 *(s for s in self.summaries if s.NAME not in (Statistics.NAME, RunSummary.NAME))]
         return {k: v for p in parts for k, v in p.columns().items()} | self.configuration.columns() | {"warning": self.warning}
 
     @classmethod

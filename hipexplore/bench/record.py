@@ -189,15 +189,15 @@ class Record:
                 write_results(paths, self.summary_results(), metadata, columns=self.columns, units=self.unit_results())
 
     def summary_results(self) -> list[ConfigurationResult]:
-        """Each configuration's result as the summary holds it: with its counters (a counting sweep's),
-        their broken promise's line joined to its warning once."""
+        """Each configuration's result as the summary holds it: with its counters (a counting sweep's;
+        empty where nothing counted it), their broken promise's line joined to its warning once."""
         results = [self.results[c] for c in self.order if c in self.results]
         if not self.counting:
             return results
         out = []
         for r in results:
             counted = self.counters.get(r.configuration.untimed_key)
-            r = r.with_summary(counted, CounterSummary.NAME)
+            r = r.with_summary(counted or CounterSummary())
             out.append(r if counted is None else dataclasses.replace(r, warning=with_flags(r.warning, [counted.counter_warning])))
         return out
 

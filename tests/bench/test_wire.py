@@ -18,7 +18,7 @@ import pytest
 from hipexplore.bench import wire
 from hipexplore.bench.io import summary_row
 from hipexplore.bench.outcome import Bias, Rebiased
-from hipexplore.schema import CLUSTER_COLUMNS, COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+from hipexplore.schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
 
 from .made import but, result
 
@@ -173,7 +173,7 @@ def test_every_schema_column_has_a_declared_type():
     boolean), a summary column as the field of a result's part (``bench.outcome``)."""
     assert list(wire.SAMPLE_TYPES) == list(SAMPLE_COLUMNS)
     assert [c for c, t in wire.SAMPLE_TYPES.items() if t == wire.UNTYPED] == []
-    assert set(summary_row(result(C, cluster=True))) == {*SUMMARY_COLUMNS, *COUNTER_COLUMNS, *CLUSTER_COLUMNS}
+    assert set(summary_row(result(C, cluster=True))) == {*SUMMARY_COLUMNS, *CLUSTER_COLUMNS}
 
 
 def test_a_long_kernel_name_travels_whole():
