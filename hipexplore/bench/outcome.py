@@ -50,7 +50,8 @@ class Part:
 
     @classmethod
     def of_columns(cls, row: Mapping[str, Any]) -> Any:
-        """The part from a row (a file's, a wire frame's): each field's column, its default where absent."""
+        """The part from a row (a file's): each field's column as read (so it writes back identically),
+        its default where the row has none."""
         given = {f.name: row[f.name] for f in fields(cls) if f.name in row}  # type: ignore[arg-type]
         return cls(**given)
 
@@ -203,7 +204,7 @@ class Placement(Part):
 SUMMARIES: dict[str, type[Part]] = {s.NAME: s for s in (Statistics, RunSummary, CounterSummary, Placement)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Samples:
     """A result's raw samples: one array per sample column (``schema.SAMPLE_COLUMNS``, plus the
     cluster's), in the schema's order; what the samples file holds of the configuration."""
@@ -268,7 +269,7 @@ class Samples:
         return Samples({c: np.concatenate([p.columns[c] for p in parts]) for c in parts[0].columns})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ConfigurationResult:
     """One (configuration, unit)'s outcome (module docstring); ``unit``: the unit that measured it,
     ``MERGED`` for the merge of a configuration's units (its samples carry each one's ``pass_index``)."""
