@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             status, log = f"stopped at its limit ({limit:.0f} s)", (exc.stderr or b"").decode(errors="replace")
         summary["steps"]["stale"] = {"status": status, "seconds": time.perf_counter() - t0, "log": log.strip()[-3000:]}
         save()
+    shares = sum(step[5] for step in STEPS if step[0] in wanted) or 1.0  # the steps asked for share the whole budget
     for step in STEPS:
         if step[0] not in wanted:
             continue
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             summary["steps"][step[0]] = {"status": "skipped: budget spent"}
             continue
         passes = args.passes if step[1] != "triton" else max(2, args.passes - 1)  # Triton: with and without its cache
-        summary["steps"][step[0]] = replay_step(step, out, passes, step[5] * args.budget_s, left, rates)
+        summary["steps"][step[0]] = replay_step(step, out, passes, step[5] / shares * args.budget_s, left, rates)
         print(f"compiler_caches: {step[0]}: {summary['steps'][step[0]].get('status')} "
               f"({summary['steps'][step[0]].get('seconds', 0):.0f} s)", file=sys.stderr)
         save()

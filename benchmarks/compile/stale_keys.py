@@ -274,7 +274,12 @@ def markdown_table(folder: Path, repo: Path) -> str:
     prov = data.get("provenance", {})
     where = "a GPU host: NVRTC's cache live" if data.get("live") else "a host without a CUDA driver: NVRTC's cache inert, its column says nothing yet"
     command = " ".join(("python3" if i == 0 else w.replace(f"{repo}/", "")) for i, w in enumerate(prov.get("command", "").split()))
-    lines = [f"Recorded by `{command}` on {where} ({prov.get('cpu', '')}; NVRTC {prov.get('compiler.nvrtc', '')}; "
+    card = ""  # the GPU, as the folder's MANIFEST.md names it (the run records the host's provenance only)
+    manifest = path.parent / "MANIFEST.md"
+    if manifest.is_file():
+        card = next((line.split(":", 1)[1].split("(")[0].strip() + ", " for line in manifest.read_text().splitlines()
+                     if line.startswith("- device:")), "")
+    lines = [f"Recorded by `{command}` on {where} ({card}{prov.get('cpu', '')}; NVRTC {prov.get('compiler.nvrtc', '')}; "
              f"revision `{prov.get('git_revision', '')[:12]}`, {prov.get('date', '')}; `{path.relative_to(repo)}`).", "",
              "| the input that changed | NVRTC's own cache | hipexplore's cache |", "|---|---|---|"]
     by = {(r["case"], r["cache"]): r for r in data["rows"]}

@@ -11,8 +11,9 @@ Three parts, all on triad 1 MiB (3 arrays: 2 MiB of inputs per launch), flush no
 A. torch, no hipexplore: ``torch.add(a, b, alpha=2, out=c)`` on one set, 40 launches inside
    cuProfilerStart/Stop, with and without an unused 512 MiB allocation, kernel and application
    replay: does an allocation the kernel never touches make the launches cold?
-B. the pipeline's counter pass (``run_counter_pass``, the counting unit of ``hipexplore bench
-   --counters``) on rotating 1, 5, 40, flush none and l2-write, kernel and application replay.
+B. the pipeline's counter pass (the orchestrator's counting units, as ``hipexplore bench
+   --counters`` runs them; the kept pass folder read back with ``collect``) on rotating 1, 5, 40,
+   flush none and l2-write, kernel and application replay.
 C. the CLI, as a user runs it: ``hipexplore bench triad --counters`` with the default replay
    (application since this probe), its counted table (``--json``) and the pass's cost against the
    same sweep without counters.
@@ -119,20 +120,27 @@ def part_d(out: Path, ncu: str, only_hit_rate: bool = False) -> dict:
 
 def part_b(out: Path) -> dict:
     from hipexplore.bench import SweepSpec
-    from hipexplore.bench.counters import run_counter_pass
+    from hipexplore.bench.counters import collect
     from hipexplore.bench.counters.ncu import NcuBackend
+    from hipexplore.bench.executors import WorkerExecutor
+    from hipexplore.bench.orchestrator import Orchestrator
+    from hipexplore.bench.result import RunOptions
     from hipexplore.devices import get_device
     from hipexplore.kernels import catalog
 
     spec = SweepSpec(kernels=(catalog.get("triad"),), sizes=(1 << 20,), rotating=("1", "5", "40"), flush=("none", "l2-write"),
-                     reference=False)
+                     reference=False, counters="ncu")
     dev = get_device("cuda")
     got = {}
     for replay in ("kernel", "application"):
         t0 = time.perf_counter()
         try:
-            c = run_counter_pass(spec, dev, NcuBackend(replay=replay), list(spec.configurations()), count=12,
-                                 keep=out / f"B-{replay}")
+            res = Orchestrator(spec, WorkerExecutor(dev), RunOptions(out=out / f"B-{replay}.parquet", progress=False),
+                               counter_backend=NcuBackend(replay=replay)).run()
+            status = res.metadata.get("counters.status", "")
+            if not status.startswith("counted"):
+                raise RuntimeError(status)
+            c = collect(out / f"B-{replay}.counters" / "triad-1048576")
             got[replay] = {"wall_s": round(time.perf_counter() - t0, 1),
                            "records": [(r.rotating_requested, r.flush, round(r.cold_fraction, 3), r.cache_state) for r in c.records],
                            "per_launch": {f"{l_['rotating_requested']}/{l_['flush']}": [] for l_ in c.launches}}

@@ -148,7 +148,9 @@ class LocalExecutor:
 
 
 def run_units(executor: Any, orchestrator: Any, plans: list[UnitPlan]) -> bool:
-    """Every group's units, one after another, in plan order; True when the hooks stopped the sweep."""
+    """Every group's units, one after another, in plan order, timed or counting (``UnitPlan.kind``);
+    each unit's finish step is the orchestrator's (``finished``: a counting plan's report parsed
+    there). True when the hooks stopped the sweep."""
     for plan in plans:
         while (job := plan.next()) is not None:
             run, channel = orchestrator.start(job)
@@ -166,6 +168,10 @@ class InProcessExecutor(LocalExecutor):
     where = IN_PROCESS
 
     def run_unit(self, run: UnitRun, channel: Any) -> bool:
+        """A timed unit here; a counting unit in a worker of its own (``WorkerExecutor``): a profiler
+        counts a process it starts (ncu, rocprofv3) or is loaded into (CUPTI), never the caller's."""
+        if run.counting is not None:
+            return WorkerExecutor(self.device).run_unit(run, channel)
         from .sweeprun import SweepRun
 
         dev = self.device
@@ -181,16 +187,15 @@ class InProcessExecutor(LocalExecutor):
 
 
 class WorkerExecutor(LocalExecutor):
-    """Each unit in a worker process of its own (module docstring). ``prefix``: a command the
-    workers' interpreters start under (a profiler: ``ncu ... --log-file F``), for the counting
-    units of the counter pass (``bench.counters``), whose launches the profiler must see; it
-    reaches ``compile.isolation.start_worker`` and ``interpreter.isolated_argv``."""
+    """Each unit in a worker process of its own (module docstring). A counting unit of the counter
+    pass (``bench.counters``) gets a worker of its own, started under its profiler's command
+    (``UnitRun.prefix``: ``ncu ... --log-file F``, whose launches the profiler must see; it reaches
+    ``compile.isolation.start_worker`` and ``interpreter.isolated_argv``), never one started ahead."""
 
     where = WORKER
 
-    def __init__(self, device: Any, prefix: tuple[str, ...] = ()) -> None:
+    def __init__(self, device: Any) -> None:
         super().__init__(device)
-        self.prefix = tuple(prefix)
         self.ahead: list[Any] = []
         self.many = False
         self.inputs_dir: str | None = None
@@ -213,11 +218,12 @@ class WorkerExecutor(LocalExecutor):
     def run_unit(self, run: UnitRun, channel: Any) -> bool:
         from .worker import start_unit_worker, unit_in_worker
 
-        started = self.ahead.pop() if self.ahead else (start_unit_worker(self.prefix) if self.many else None)
+        if run.counting is not None:  # under its profiler's command, in a worker started for it
+            return unit_in_worker(run, self.device, channel)
+        started = self.ahead.pop() if self.ahead else (start_unit_worker() if self.many else None)
         if self.many:
-            self.ahead.append(start_unit_worker(self.prefix))  # the next unit's interpreter starts while this one measures
-        return unit_in_worker(replace(run, inputs_dir=self.inputs_dir), self.device, channel, started=started,
-                              prefix=self.prefix)
+            self.ahead.append(start_unit_worker())  # the next unit's interpreter starts while this one measures
+        return unit_in_worker(replace(run, inputs_dir=self.inputs_dir), self.device, channel, started=started)
 
 
 def executor_for(spec: SweepSpec, device: Any, worker: bool | None) -> LocalExecutor:

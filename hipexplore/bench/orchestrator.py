@@ -18,10 +18,12 @@ different resume rules, and the cluster never read ``units``. Here an executor
 4. progress advances per (configuration, unit), with the time left (``bench.progress``);
 5. the metadata (provenance, the spec, what the units measured with) is gathered and written with
    the rows;
-6. with ``spec.counters``, after the last timed unit: the counter pass (``bench.counters``), one
-   counting unit per (kernel, size) group in a worker started under the profiler's command, over
-   the configurations no counter has counted yet; its columns join the configurations' summary rows
-   (``schema.COUNTER_COLUMNS``). Whether the device can count is decided before any timed unit
+6. with ``spec.counters``, after the last timed unit: the counter pass (``bench.counters``), a plan
+   of counting units (``UnitPlan.kind``: ``counting``) run by the same executor, one per (kernel,
+   size) group in a worker started under the profiler's command, over the configurations no counter
+   has counted yet; each configuration's ``CounterSummary`` goes to the record, which writes its
+   columns in the configurations' summary rows (``schema.COUNTER_COLUMNS``) and the pass's manifests
+   once, as its evidence. Whether the device can count is decided before any timed unit
    runs: one that cannot (the host, no profiler, a cluster) says so in one line (a
    ``CountersSkipped`` warning, ``counters.status`` in the metadata) and the sweep runs unchanged.
    Counting is not part of ``measurement()``: a finished sweep run again with counters is counted
@@ -32,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import uuid
 import warnings
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, KernelFault
@@ -46,7 +47,7 @@ from .levels import shared_process
 from .io import Previous, check_resume, output_paths, previous_results, sample_frame, summary_row
 from .outcome import ConfigurationResult, Rebiased
 from .progress import Progress
-from .record import Record
+from .record import Record, evidence_folder
 from .result import RunOptions, SweepHooks, SweepResult
 from .spec import SweepSpec
 from .stats import Measurement
@@ -158,26 +159,35 @@ class Orchestrator:
         warnings.warn(f"no counters: {why}", CountersSkipped, stacklevel=2)
 
     def _count(self) -> None:
-        """After the timed units: the configurations no counter has counted yet, counted
-        (``bench.counters.counting.run_counter_pass``), their columns added to the record."""
+        """After the timed units: the configurations no counter has counted yet, counted by a plan of
+        counting units (``bench.counters.CountingPlan``) through the same executor, their summaries and
+        the pass's evidence handed to the record. A failed pass is one line; the timed rows stay."""
         if self.counting is None:
             return
-        from .counters.backends import CounterError
-        from .counters.counting import counted_configurations, run_counter_pass
+        from .counters.counting import CountingPlan, counted_configurations
 
         todo = [c for c in counted_configurations(self.spec) if c.untimed_key not in self.record.counters]
         if not todo:
             self.metadata.update(CountersInfo(CountersInfo.NOTHING_TO_COUNT).entries())
             return
-        keep = Path(f"{self.paths[0].with_suffix('')}.counters") if self.paths is not None else None
+        plan = CountingPlan(self.spec, self.executor.device, self.counting, todo)
+        keep = evidence_folder(self.paths) if self.paths is not None else None
         try:
-            got = run_counter_pass(self.spec, self.executor.device, self.counting, todo, run_id=self.run_id or "",
-                                   stop_now=self.hooks.stop_now, keep=keep)
-        except CounterError as exc:
-            self._no_counters(str(exc))
+            self.executor.run(self, [plan])
+        except Exception as exc:  # noqa: BLE001 - the timed results are on disk: a failed pass is one line
+            self.record.count({}, plan.evidence if keep is not None else None)  # what it left, kept with the files
+            where = keep or plan.evidence.root
+            self._no_counters(f"the counter pass failed ({type(exc).__name__}: {exc}); its outputs: {where}")
             return
-        self.record.set_counters(got.records)
-        self.metadata.update(CountersInfo.counted(len(got.records), got.backend, got.wall_s, got.workdir).entries())
+        except BaseException:  # an interrupt: what the pass left is kept now, the temporary folder removed
+            if keep is not None:
+                plan.evidence.keep(keep)
+            plan.evidence.discard()
+            raise
+        if keep is None:
+            plan.evidence.discard()
+        self.record.count(plan.summaries, plan.evidence if keep is not None else None)
+        self.metadata.update(CountersInfo.counted(len(plan.configs), plan.label, plan.wall_s, keep).entries())
 
     def _plan(self, group: SweepSpec, index: int) -> us.UnitPlan:
         confs = group.configurations()
@@ -226,8 +236,13 @@ class Orchestrator:
         return res
 
     # -- one unit ---------------------------------------------------------------------------------
-    def start(self, job: us.UnitJob) -> tuple[UnitRun, "UnitChannel"]:
-        """What an executor needs to run ``job``, and the channel it reports to."""
+    def start(self, job: us.UnitJob) -> tuple[UnitRun, Any]:
+        """What an executor needs to run ``job``, and the channel it reports to (a counting unit's:
+        ``bench.counters.CountChannel``, its entries and summaries for its plan's finish step)."""
+        if job.kind == us.COUNTING:
+            from .counters.counting import CountChannel
+
+            return UnitRun(job, self.run_id or ""), CountChannel(self.hooks.stop_now)
         pad = ps.pad_bytes(job.unit, seed=self.spec.interleave_seed) if self.spec.units != 1 else 0
         self.pads.append(pad)
         run = UnitRun(job, self.run_id or "", self._references(job), pad, getattr(self.executor, "inputs_dir", None))
@@ -262,8 +277,14 @@ class Orchestrator:
             self.hooks.on_result(summary_row(result))
         self.progress.show()
 
-    def finished(self, plan: us.UnitPlan, job: us.UnitJob, channel: "UnitChannel", stopped: bool, seconds: float) -> None:
-        """A unit ended: the plan learns its samples (adaptive extras); progress grows by an extra unit's steps."""
+    def finished(self, plan: Any, job: us.UnitJob, channel: Any, stopped: bool, seconds: float) -> None:
+        """A unit ended (the executor's finish step): a timed plan learns its samples (adaptive extras),
+        progress grows by an extra unit's steps; a counting plan (``bench.counters.CountingPlan``)
+        keeps its entries and summaries, and parses a profiler's report after the group's last unit."""
+        if plan.kind == us.COUNTING:
+            plan.finished(job, channel, stopped, seconds)
+            interrupts.check()
+            return
         import pandas as pd
 
         frames = [sample_frame(r.samples) for r in channel.results if r.samples.n]

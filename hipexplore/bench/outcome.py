@@ -156,38 +156,58 @@ class RunSummary(Part):
     peak_bandwidth_gbs: float = NAN
 
 
+#: the text columns among the counter columns (a configuration nothing counted has "" there, NaN elsewhere)
+COUNTER_TEXT_COLUMNS = ("cache_state", "cold_promise", "counter_warning", "counter_backend", "counter_note")
+
+
 @dataclass(frozen=True)
 class CounterSummary(Part):
-    """The named summary ``counters``: what the counter pass counted for the configuration
-    (``schema.COUNTER_COLUMNS``; ``bench.counters.record``): DRAM bytes, the L2 hit rate, the inputs'
-    bytes, the cold fraction and state, the cold promise and its line, who counted, how many launches."""
+    """The named summary ``counters``: one configuration's counters (per launch: the mean over its
+    counted launches; ``bench.counters``), made where they are known (in a counting unit's worker by
+    a backend that counts in process, at the executor's finish step from a report, or from a summary
+    row read back). The fields are ``schema.COUNTER_COLUMNS``, in that order."""
 
     NAME: ClassVar[str] = "counters"
-    dram_read_bytes: float = NAN
-    dram_write_bytes: float = NAN
-    l2_hit_rate: float = NAN
-    input_bytes: float = NAN
-    cold_fraction: float = NAN
-    cache_state: str = ""
-    cold_promise: str = ""
-    counter_warning: str = ""
-    counter_backend: str = ""
-    counter_launches: float = NAN
+    dram_read_bytes: float
+    dram_write_bytes: float
+    #: L2 hits / lookups, 0..1
+    l2_hit_rate: float
+    #: bytes of the launch's in/inout buffers
+    input_bytes: int
+    #: DRAM bytes read per launch / ``input_bytes``
+    cold_fraction: float
+    #: cold / partial / warm (n/a without inputs)
+    cache_state: str
+    #: "" (not asked cold), "kept", "broken", or "unverified"
+    cold_promise: str
+    #: the promise check's one line ("" unless broken or unverified)
+    counter_warning: str
+    #: the backend that counted ("ncu 2025.3.1", "CUPTI range profiler (libcupti.so.13)")
+    counter_backend: str
+    #: launches counted
+    counter_launches: int
+    #: what the backend said about how it counted ("" when nothing is to be said)
     counter_note: str = ""
 
     @classmethod
-    def of_record(cls, record: Any) -> "CounterSummary":
-        """From a ``bench.counters.record.CounterRecord``."""
-        return cls(**{c: getattr(record, c) for c in COUNTER_COLUMNS})
+    def of_columns(cls, columns: Mapping[str, Any]) -> "CounterSummary":
+        """From the counter columns (every one of ``COUNTER_COLUMNS``; others are ignored)."""
+        return cls(**{c: columns[c] for c in COUNTER_COLUMNS})
 
     @classmethod
     def of_row(cls, row: Mapping[str, Any]) -> "CounterSummary | None":
-        """The counters a summary row read back holds, or None when nothing counted it (no columns, or
-        no backend: a file written without counters, a configuration not counted)."""
+        """The counters a summary row read back holds, its values as they were read; None when
+        nothing counted it (no counter columns, or an empty backend: a file written without
+        counters, a configuration not counted, the cold reference)."""
         backend = row.get("counter_backend")
         if not isinstance(backend, str) or not backend:
             return None
-        return cls.of_columns(row)
+        return cls(**{c: row.get(c, "" if c in COUNTER_TEXT_COLUMNS else NAN) for c in COUNTER_COLUMNS})
+
+    @classmethod
+    def uncounted(cls) -> "CounterSummary":
+        """The columns of a configuration nothing counted: NaN, and "" in the text columns."""
+        return cls(**{c: ("" if c in COUNTER_TEXT_COLUMNS else NAN) for c in COUNTER_COLUMNS})
 
 
 @dataclass(frozen=True)
@@ -345,5 +365,5 @@ class Rebiased:
         return replace(result, bias=self.bias, warning=self.warning)
 
 
-__all__ = ["Bias", "ConfigurationResult", "CounterSummary", "Floor", "Identity", "MERGED", "Part", "Placement",
+__all__ = ["Bias", "COUNTER_TEXT_COLUMNS", "ConfigurationResult", "CounterSummary", "Floor", "Identity", "MERGED", "Part", "Placement",
            "Rebiased", "Rotation", "RunSummary", "SUMMARIES", "Samples", "Statistics"]

@@ -26,7 +26,7 @@ them from what it is sent).
 
 The counter pass (``bench.counters``) is such a phase, run in a *counting unit*: a unit of its own,
 after the timed ones, in a worker started under the profiler's command
-(``bench.executors.WorkerExecutor(prefix=...)``). It takes the same ``initialize`` and ``warm_up``
+(``UnitJob.counting``'s ``prefix``, read by the executor). It takes the same ``initialize`` and ``warm_up``
 as a timed unit, no output check and no cold reference, and per configuration, in place of
 ``trials`` and ``summarise``, only the counter phase: the configuration's launches through the
 trials' own path (``LaunchSequence.timed``: ``time_launches`` with a small fixed count, its

@@ -52,9 +52,10 @@ class Record:
         self.units: dict[Configuration, dict[int, ConfigurationResult]] = {}
         self.peak = float("nan")
         self.added = 0  # (configuration, unit)s this run added
-        #: the counter pass's figures per (kernel, size, rotating, flush) (``bench.counters``): both
-        #: timers' results get them when the summary is written; kept from the file, added by a pass
+        #: the counter pass's summary per (kernel, size, rotating, flush) (``bench.counters``): both
+        #: timers' results get it when the summary is written; kept from the file, added by a pass
         self.counters: dict[UntimedKey, CounterSummary] = {}
+        self.evidence: list[Any] = []  # a counter pass's evidence, written once with the files (``count``)
         self.counting = bool(set(COUNTER_COLUMNS) & set(self.columns[1]))
         self._load(previous)
 
@@ -187,6 +188,8 @@ class Record:
         if paths is not None:
             with interrupts.held():  # a pair is written whole; the signal lands after it
                 write_results(paths, self.summary_results(), metadata, columns=self.columns, units=self.unit_results())
+                while self.evidence:  # once: beside the files, as ``bench.counters.collect`` reads it
+                    self.evidence.pop(0).keep(evidence_folder(paths))
 
     def summary_results(self) -> list[ConfigurationResult]:
         """Each configuration's result as the summary holds it: with its counters (a counting sweep's;
@@ -197,23 +200,29 @@ class Record:
         out = []
         for r in results:
             counted = self.counters.get(r.configuration.untimed_key)
-            r = r.with_summary(counted or CounterSummary())
+            r = r.with_summary(counted or CounterSummary.uncounted())
             out.append(r if counted is None else dataclasses.replace(r, warning=with_flags(r.warning, [counted.counter_warning])))
         return out
 
     def summary_rows(self) -> list[dict[str, Any]]:
         return [summary_row(r) for r in self.summary_results()]
 
-    def set_counters(self, records: Any) -> None:
-        """The counter pass's records (``bench.counters.CounterRecord``), each for its configuration's results."""
-        for rec in records:
-            key = UntimedKey(rec.kernel, int(rec.size_bytes), str(rec.rotating_requested), rec.flush)
-            self.counters[key] = CounterSummary.of_record(rec)
+    def count(self, summaries: dict[UntimedKey, CounterSummary], evidence: Any = None) -> None:
+        """A counter pass's summaries, each for its configuration's results, and its evidence
+        (``bench.counters.CounterEvidence``), kept below ``evidence_folder`` at the next write."""
+        self.counters.update(summaries)
+        if evidence is not None:
+            self.evidence.append(evidence)
 
     def result(self, metadata: dict[str, str], path: Path | None, stopped: bool = False,
                skipped: list[tuple] | None = None) -> SweepResult:
         samples, summary = results_frames(self.summary_results(), self.columns)
         return SweepResult(samples, summary, metadata, path, stopped, list(skipped or []))
+
+
+def evidence_folder(paths: tuple[Path, Path, Path]) -> Path:
+    """Where a counter pass's evidence is kept: ``FILE.counters/`` beside the result ``FILE.parquet``."""
+    return Path(f"{paths[0].with_suffix('')}.counters")
 
 
 class Collector:
@@ -224,6 +233,7 @@ class Collector:
         self.hooks = hooks or SweepHooks()
         self.results: list[ConfigurationResult] = []
         self.counted_entries: list[dict[str, Any]] = []  # a counting unit's (bench.counters)
+        self.counted_summaries: list[CounterSummary] = []  # those its worker counted in its own process
 
     def started(self, where: list[str]) -> None:
         self.hooks.started(where)
@@ -241,8 +251,10 @@ class Collector:
         if self.hooks.on_result is not None:
             self.hooks.on_result(summary_row(result))
 
-    def counted(self, entry: dict[str, Any]) -> None:
+    def counted(self, entry: dict[str, Any], summary: CounterSummary | None = None) -> None:
         self.counted_entries.append(dict(entry))
+        if summary is not None:
+            self.counted_summaries.append(summary)
 
     def update(self, rebiased: list[Rebiased]) -> None:
         new = {r.configuration: r for r in rebiased}
@@ -263,4 +275,4 @@ class Collector:
         return SweepResult(samples, summary, self.metadata, None, stopped)
 
 
-__all__ = ["Collector", "Record"]
+__all__ = ["Collector", "Record", "evidence_folder"]

@@ -17,30 +17,17 @@ from ..devices.base import Device, DeviceBuffer, PackedArgs, pack_args
 from ..errors import ConfigError
 from ..readable import format_bytes
 from ..kernels.spec import KernelSpec
+from .defaults import DEFAULT_MEM_FRACTION, auto_or_count  # noqa: F401 - importable from here too
 from .inputs import HOST_INPUTS, HOST_INPUT_CACHE_BYTES, host_inputs  # noqa: F401 - importable from here too
 
 if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
     import numpy as np
-
-DEFAULT_MEM_FRACTION = 0.5
 
 
 def auto_count(llc_bytes: int, footprint_bytes: int) -> int:
     if footprint_bytes <= 0:
         raise ConfigError(f"footprint must be positive to size rotating buffers, got {footprint_bytes} B")
     return max(2, 2 * math.ceil(llc_bytes / footprint_bytes))
-
-
-def auto_or_count(value: Any) -> Any:
-    """Text as a command line gives it: 'auto' (any case, spaces around) -> 'auto', digits -> int;
-    anything else is returned as it is, for the caller's own check (rotating counts, units)."""
-    if isinstance(value, str):
-        v = value.strip().lower()
-        if v == "auto":
-            return "auto"
-        if v.isdigit():
-            return int(v)
-    return value
 
 
 def parse_rotating(value: int | str) -> int | str:

@@ -19,21 +19,18 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ConfigError
-from ..kernels import catalog
-from ..kernels.spec import KernelSpec
-from ..schema import TIMERS, Configuration, Timer
-from ..untrusted import load_json
-from . import info
-from . import rotating as rot
-from .flush import FLUSH_MODES, flush_mode
-from .stats import StopRule
-from .timing import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, WARMUP_S, TimingOptions, check_lead, check_trail
+from .defaults import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, DEFAULT_MEM_FRACTION, WARMUP_S, auto_or_count
 
-#: spec.record() keys of the fields resume must find unchanged (how finished rows were measured)
-MEASUREMENT_KEYS = tuple(k.name for k in info.MEASUREMENT_KEYS)
+if TYPE_CHECKING:  # imported where they are used: `bench --help` builds its parser from this module's
+    # SweepSpec, and these would bring the kernel catalog, the device layer and the timing loop with them
+    from ..kernels.spec import KernelSpec
+    from ..schema import Configuration
+    from .stats import StopRule
+    from .timing import TimingOptions
+
 #: most units a sweep may make (each unit is a whole sweep of its share of the samples)
 MAX_UNITS = 64
 MAX_PASSES = MAX_UNITS  # the former name
@@ -64,7 +61,7 @@ def parse_size(text: str | int) -> int:
 
 def check_units(value: Any) -> int | str:
     """``units``: "auto" or an integer in [1, MAX_UNITS] (text as the CLI gives it too)."""
-    given, value = value, rot.auto_or_count(value)
+    given, value = value, auto_or_count(value)
     if value == "auto":
         return "auto"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_UNITS:
@@ -137,8 +134,18 @@ def _listed(value: Any, scalar: tuple[type, ...]) -> list[Any]:
     return [value] if isinstance(value, scalar) else list(value)
 
 
+def _stop_rule() -> StopRule:
+    """``SweepSpec.stop``'s default: ``StopRule()`` (imported here, not when this module loads)."""
+    from .stats import StopRule
+
+    return StopRule()
+
+
 def _by_name(kernel: str | KernelSpec) -> str | KernelSpec:
     """A registered KernelSpec becomes its catalog name (picklable); others stay as given."""
+    from ..kernels import catalog
+    from ..kernels.spec import KernelSpec
+
     if isinstance(kernel, KernelSpec):
         try:
             if catalog.get(kernel.name) is kernel:
@@ -163,12 +170,12 @@ class SweepSpec:
     sizes: tuple[int, ...] = (1 << 20,)
     rotating: tuple[int | str, ...] = (1,)
     flush: tuple[str, ...] = ("none",)
-    stop: StopRule = field(default_factory=StopRule)
+    stop: StopRule = field(default_factory=_stop_rule)
     reference: bool = _option(True, "take a cold reference per (kernel, size): single launches after an l2-read flush "
                                     "(bias is NaN without one)")
     reference_samples: int = _option(48, "cold-reference launches per (kernel, size), taken in reference_parts parts",
                                      least=1, most=1_000_000)
-    mem_fraction: float = _option(rot.DEFAULT_MEM_FRACTION, "cap rotating sets at this fraction of free device memory")
+    mem_fraction: float = _option(DEFAULT_MEM_FRACTION, "cap rotating sets at this fraction of free device memory")
     chunk: int = _option(DEFAULT_CHUNK, "timed launches per stream hold (equal queue depth behind every timed launch)",
                        least=1)
     #: untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk, seeded):
@@ -238,6 +245,14 @@ class SweepSpec:
                                    metavar="on|off|cupti|ncu|rocprofv3", check=check_counters, const=True)
 
     def __post_init__(self) -> None:
+        from ..kernels import catalog
+        from ..kernels.spec import KernelSpec
+        from ..schema import TIMERS, Timer
+        from . import rotating as rot
+        from .flush import FLUSH_MODES, flush_mode
+        from .stats import StopRule
+        from .timing import check_lead, check_trail
+
         kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
         for k in kernels:
             catalog.get(k)  # an unknown name fails here, naming the registered kernels
@@ -311,6 +326,8 @@ class SweepSpec:
 
     # -- derived views ----------------------------------------------------------------------------
     def specs(self) -> list[KernelSpec]:
+        from ..kernels import catalog
+
         return [catalog.get(k) for k in self.kernels]
 
     @property
@@ -321,6 +338,8 @@ class SweepSpec:
     def measures(flush: str, timer: str) -> bool:
         """Whether a (flush, timer) pair exists (``FlushMode.measures``: the inline icache flush has
         no in-kernel timed variant, its wrapper has no timer slot, so that pair is never measured)."""
+        from .flush import flush_mode
+
         return flush_mode(flush).measures(timer)
 
     def configurations(self) -> tuple[Configuration, ...]:
@@ -328,6 +347,8 @@ class SweepSpec:
         size, each rotating count's flush modes and timers, then the cold reference per timer.
         The one list of which configurations exist (the summary's rows, the progress total,
         resume's and the cluster's bookkeeping all count these)."""
+        from ..schema import Configuration
+
         out: list[Configuration] = []
         for kspec in self.specs():
             for size in self.sizes:
@@ -339,11 +360,15 @@ class SweepSpec:
 
     def timing(self, telemetry: Any = None) -> TimingOptions:
         """How every timed run of this sweep is taken (``telemetry``: read after each chunk)."""
+        from .timing import TimingOptions
+
         return TimingOptions(chunk=self.chunk, warmup_s=self.warmup_s, flush_end_event=self.flush_end_event,
                              lead=self.chunk_lead, trail=self.chunk_trail, telemetry=telemetry)
 
     def as_record(self) -> dict[str, Any]:
         """Every field as JSON-ready data (kernels by name): what ``sweep.spec`` stores."""
+        from ..kernels import catalog
+
         return {
             "kernels": [catalog.get(k).name for k in self.kernels],
             "sizes": list(self.sizes),
@@ -377,6 +402,9 @@ class SweepSpec:
     def record(self) -> dict[str, str]:
         """The spec as metadata entries of a sweep's files: ``sweep.spec`` (the whole spec as JSON,
         which resume reads back) and the readable ``sweep.*`` / ``flush.factor.*`` keys (``bench.info``)."""
+        from . import info
+        from .stats import StopRule
+
         record = self.as_record()
         return info.spec_entries(record, repr(StopRule(**record["stop"])))
 
@@ -389,6 +417,9 @@ class SweepSpec:
     def recorded_measurement(metadata: Mapping[str, str]) -> dict[str, str]:
         """The measurement of a recorded sweep: from its ``sweep.spec`` when the writer stored one,
         else (legacy files, written before specs were recorded) its loose ``sweep.*`` keys."""
+        from ..untrusted import load_json
+        from . import info
+
         raw = info.SWEEP_SPEC.of(metadata)
         if raw:
             try:  # bounded: a recorded file is untrusted input (ConfigError for deep nesting, huge integers)
@@ -400,6 +431,9 @@ class SweepSpec:
 
 def _measurement_of(record: Mapping[str, Any]) -> dict[str, str]:
     """``SweepSpec.measurement()`` of an ``as_record()`` dict (so a recorded spec reads the same)."""
+    from . import info
+    from .stats import StopRule
+
     return info.measurement_entries(record, repr(StopRule(**record["stop"])))
 
 
@@ -412,6 +446,10 @@ def spec_from_arguments(kernels: Any, sizes: Any, rotating: Any, flush: Any, *, 
     """``sweep()``'s arguments as a ``SweepSpec`` (``iterations`` and ``stop`` exclude each other;
     ``fields``: spec fields by name, or their old names in ``RENAMED``)."""
     import warnings
+
+    from ..kernels import catalog
+    from ..kernels.spec import KernelSpec
+    from .stats import StopRule
 
     for old, new in RENAMED.items():
         if old in fields:

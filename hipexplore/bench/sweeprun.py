@@ -23,7 +23,7 @@ it (``emit_references``); ``release`` at the end.
 A *counting unit* (``counting``: the counter pass, ``bench.counters``) takes the same
 ``initialize``, ``warm_up`` and groups of sets, but no output check, no cold reference, and per
 configuration neither ``trials`` nor ``summarise``: only its phases (``count``), whose entry goes
-to the channel as ``counted(entry)``. It never takes a timed sample.
+to the channel as ``counted(entry, summary)``. It never takes a timed sample.
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ from .flush import REFERENCE, Flusher, flush_mode
 from .info import MeasuredInfo
 from .interleave import interleaved_launches
 from .modes import warning_with_modes
+from .counters.phase import SUMMARY
 from .outcome import Bias, ConfigurationResult, Floor, Identity, Rebiased, Rotation, RunSummary, Samples, Statistics
 from .phases import ConfigurationPhase, LaunchSequence, phases_for
 from .sampled import Fresh, SampledCheck
@@ -79,8 +80,9 @@ class Channel(Protocol):
         """Results sent before, filled in again: their biases, once the reference is whole."""
         ...
 
-    def counted(self, entry: dict[str, Any]) -> None:
-        """A counting unit's manifest entry of one configuration (``bench.counters``)."""
+    def counted(self, entry: dict[str, Any], summary: Any = None) -> None:
+        """A counting unit's manifest entry of one configuration (``bench.counters``), and its
+        ``CounterSummary`` where the worker counted it in its own process."""
         ...
 
 
@@ -371,7 +373,8 @@ class SweepRun:
         entry: dict[str, Any] = {"plan_note": p.note}
         for phase in self.phases:
             entry = {**entry, **phase.run(conf, self.launches(t, conf, sets), entry)}
-        self.channel.counted(entry)
+        # counted in this process: summarised here (``counters.phase``), apart from the manifest entry
+        self.channel.counted({k: v for k, v in entry.items() if k != SUMMARY}, entry.get(SUMMARY))
 
     def trials(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
         """The timed launches of one configuration: the only timed window of the unit; between its

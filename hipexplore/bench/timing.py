@@ -74,24 +74,18 @@ from ..devices.telemetry import Telemetry
 from ..errors import BenchmarkError, ConfigError
 from ..kernels.build import BUILDER
 from ..schema import Timer
+# timed launches per chunk, the untimed lead and trail around them, the warm-up: defaults that live in a
+# module importing nothing (SweepSpec's defaults, shown by `bench --help`), named here too
+from .defaults import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, WARMUP_S  # noqa: F401 - re-exported
 from .flush import REFERENCE, Flusher
 from .stats import StopRule
 
 if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
     import numpy as np
 
-#: Timed launches per stream hold: short chunks keep the queue depth behind every timed launch
-#: equal (see the module docstring for the measurement that chose it).
-DEFAULT_CHUNK = 4
-#: Untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk, seeded).
-CHUNK_LEAD: int | str = "random"
-#: Untimed samples (flush, events, kernel) after each chunk's last timed one: work queued behind it.
-CHUNK_TRAIL = 1
 #: Seed of the random leads' order (each call draws the same balanced sequence: reproducible).
 LEAD_SEED = 0x1EAD
 HOLD_TIMEOUT_S = 5.0
-#: Wall time of launches before each timed run (module load, first touch, clocks settle).
-WARMUP_S = 0.02
 #: Failed holds in a row (each retried with half the launches, down to one) before giving up.
 MAX_HOLD_FAILURES = 6
 _TOL_S = 1e-9

@@ -51,6 +51,9 @@ from .levels import decision_interval, interleaved_pair, paired_ratio_ci, paired
 from .info import ResolutionInfo
 from .stats import Measurement, StopRule, student_t_quantile
 
+#: what a unit does (``UnitPlan.kind``, ``UnitJob.kind``): take timed samples, or count the launches
+#: of configurations already timed, under a profiler (a counting unit: ``bench.counters``)
+TIMED, COUNTING = "timed", "counting"
 #: extra units (beyond the planned ones) may take at most this fraction of the planned units' time
 EXTRA_BUDGET = 0.35
 #: a configuration gets an extra unit while the t half-width of its unit medians, relative to the
@@ -207,12 +210,19 @@ class UnitJob:
     """One unit of one group, as an executor runs it: the unit's ``spec`` (its share of the samples,
     ``units=1``), its index ``unit`` (seeds its draws and its pad), the configurations it leaves out
     (``done``: those that have this unit already, or, for an extra unit, every one not wide), and
-    its ``group`` (a cluster run's (kernel, size); 0 for a one-device run, whose group is the sweep)."""
+    its ``group`` (a cluster run's (kernel, size); 0 for a one-device run, whose group is the sweep).
+    ``counting``: what makes it a counting unit (``bench.counters.phase.Counting``: no timed sample,
+    each configuration replayed inside a profiler's range), None for a timed unit."""
 
     spec: SweepSpec
     unit: int
     done: frozenset[Configuration]
     group: int = 0
+    counting: Any = None
+
+    @property
+    def kind(self) -> str:
+        return TIMED if self.counting is None else COUNTING
 
 
 class UnitPlan:
@@ -221,7 +231,10 @@ class UnitPlan:
     measured in this run whose unit medians spread wide, within ``EXTRA_BUDGET`` of the time the
     planned units took here. ``had``: the units each configuration had when the run started;
     ``previous``: their sample frames (``pass_index`` the unit, for the spread); ``group``: stamped
-    on the jobs."""
+    on the jobs. Its units are timed ones (``kind``); the counter pass's plan
+    (``bench.counters.counting.CountingPlan``) is the same orchestrator's plan of ``COUNTING`` units."""
+
+    kind = TIMED
 
     def __init__(self, spec: SweepSpec, planned_units: tuple[int, int], had: dict[Configuration, set[int]] | None = None,
                  previous: list[Any] | None = None, group: int = 0, one_process: bool = False) -> None:
@@ -352,8 +365,8 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
     return results
 
 
-__all__ = ["EXTRA_BUDGET", "UnitJob", "UnitPlan", "WIDE_FACTOR", "half_widths", "max_sets", "measure", "planned",
-           "resolution_entries", "shares", "target", "unit_rule", "unit_spec", "wide"]
+__all__ = ["COUNTING", "EXTRA_BUDGET", "TIMED", "UnitJob", "UnitPlan", "UnitRun", "WIDE_FACTOR", "half_widths",
+           "max_sets", "measure", "planned", "resolution_entries", "shares", "target", "unit_rule", "unit_spec", "wide"]
 
 
 @dataclass
@@ -366,12 +379,20 @@ class UnitRun:
     refs: dict[tuple[str, int, str], Measurement] = field(default_factory=dict)
     pad_bytes: int = 0
     inputs_dir: str | None = None
-    #: a counting unit (``bench.counters.phase.Counting``): no timed sample, the counter phase per configuration
-    counting: Any = None
 
     @property
     def spec(self) -> SweepSpec:
         return self.job.spec
+
+    @property
+    def counting(self) -> Any:
+        """A counting unit's ``Counting`` (``UnitJob.counting``), None for a timed unit."""
+        return self.job.counting
+
+    @property
+    def prefix(self) -> tuple[str, ...]:
+        """The command the unit's worker starts under: a counting unit's profiler's, else none."""
+        return tuple(self.job.counting.prefix) if self.job.counting is not None else ()
 
     @property
     def unit(self) -> int:

@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import BenchmarkError, ConfigError
 from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, Configuration, Timer
 from ..untrusted import check_name, escaped, load_json, shown
-from .outcome import SUMMARIES, Bias, ConfigurationResult, Floor, Identity, Part, Rebiased, Rotation, Samples
+from .outcome import SUMMARIES, Bias, ConfigurationResult, CounterSummary, Floor, Identity, Part, Rebiased, Rotation, Samples
 
 MAGIC = b"HXw1"
 #: magic, header bytes (u32), body bytes (u64), little-endian
@@ -116,8 +116,11 @@ class Update:
 
 @dataclass(frozen=True)
 class Counted:
-    """A counting unit's manifest entry of one configuration (``bench.counters``)."""
+    """A counting unit's manifest entry of one configuration (``bench.counters``), and where the
+    worker counted it itself, its summary: ``schema.COUNTER_COLUMNS`` as data (the parent makes the
+    ``CounterSummary``)."""
     entry: dict[str, Any]
+    summary: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -305,8 +308,7 @@ def _part_in(cls: type[Part], value: Any, what: str) -> Any:
 
 
 def _configuration_out(c: Configuration) -> dict[str, Any]:
-    return {"kernel": clean(c.kernel, MAX_KEY), "size": int(c.size), "rotating": clean(c.rotating, MAX_KEY),
-            "flush": clean(c.flush, MAX_KEY), "timer": clean(c.timer.name, MAX_KEY)}
+    return {"kernel": clean(c.kernel, MAX_KEY), "size": int(c.size), **{k: clean(getattr(c, k), MAX_KEY) for k in ("rotating", "flush", "timer")}}
 
 
 def _configuration_in(value: Any, what: str) -> Configuration:
@@ -343,8 +345,7 @@ def _result_in(value: Any, samples: Samples) -> ConfigurationResult:
                                summaries, _text(e["warning"], f"{what} warning"))
 
 
-def _rebiased_in(value: Any) -> Rebiased:
-    what = "an update frame's result"
+def _rebiased_in(value: Any, what: str = "an update frame's result") -> Rebiased:
     e = _obj(value, what, ("configuration", "bias", "warning"))
     return Rebiased(_configuration_in(e["configuration"], f"{what} configuration"), _part_in(Bias, e["bias"], f"{what} bias"),
                     _text(e["warning"], f"{what} warning"))
@@ -379,7 +380,8 @@ def encode(msg: Message, *, cluster: bool = False) -> bytes:
         return _pack({"kind": "update", "rebiased": [{"configuration": _configuration_out(r.configuration),
                                                       "bias": _part_out(r.bias), "warning": clean(r.warning)} for r in msg.rebiased]})
     if isinstance(msg, Counted):
-        return _pack({"kind": "counted", "entry": _counted_out(msg.entry)})
+        return _pack({"kind": "counted", "entry": _counted_out(msg.entry),
+                      **({"summary": _part_out(CounterSummary.of_columns(msg.summary))} if msg.summary is not None else {})})
     if isinstance(msg, Warn):
         return _pack({"kind": "warn", "category": clean(msg.category, 128), "message": clean(msg.message, lines=True),
                       "lineno": int(msg.lineno) if 0 <= int(msg.lineno) < 1 << 31 else 0})
@@ -428,7 +430,7 @@ def _counted_in(value: Any) -> dict[str, Any]:
 # -- decoding -------------------------------------------------------------------------------------
 _KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "start": (("kernel", "configuration"), ()), "ask": ((), ()), "meta": (("entries",), ()),
-    "add": (("samples", "result"), ()), "update": (("rebiased",), ()), "counted": (("entry",), ()),
+    "add": (("samples", "result"), ()), "update": (("rebiased",), ()), "counted": (("entry",), ("summary",)),
     "warn": (("category", "message", "lineno"), ()), "done": (("stopped",), ()),
     "error": (("type", "message", "kernel", "configuration", "status", "log"), ()),
     "unit": (("worker", "host", "gpu", "seconds", "extra"), ()),
@@ -476,7 +478,8 @@ def _plain(kind: str, h: dict[str, Any]) -> Message:
     if kind == "meta":
         return Meta(_strings(h["entries"], "a meta frame's entries"))
     if kind == "counted":
-        return Counted(_counted_in(h["entry"]))
+        return Counted(_counted_in(h["entry"]), _part_in(CounterSummary, h["summary"], "a counted summary").columns()
+                       if "summary" in h else None)
     if kind == "warn":
         return Warn(_text(h["category"], "a warning's category", 128), _text(h["message"], "a warning", lines=True),
                     _int(h["lineno"], "a warning's line", 0, (1 << 31) - 1))

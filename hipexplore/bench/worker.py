@@ -53,6 +53,7 @@ from ..errors import ConfigError
 from ..kernels import catalog
 from ..untrusted import escaped
 from . import reaper
+from .counters.summary import CounterSummary
 from .guard import UnitGuard
 from .spec import SweepSpec
 from .wire import Add, Ask, Counted, Done, Failed, FrameReader, Message, Meta, Start, Update, Warn, WireError, limits
@@ -238,7 +239,7 @@ class _Link:
 
 
 def unit_in_worker(run: UnitRun, device: Any, channel: Any, *, started: StartedWorker | None = None,
-                   prefix: tuple[str, ...] = (), llc_bytes: int | None = None) -> bool:
+                   llc_bytes: int | None = None) -> bool:
     """One unit (``run``: its job, run id, references, pad, input folder, counting) in a worker process
     (see the module docstring), reported to ``channel``; True when the caller's ``stop_now`` stopped it.
     ``device``: the parent's device, or its name (``host``, ``cuda:0``, ``auto``) with ``llc_bytes``
@@ -248,9 +249,9 @@ def unit_in_worker(run: UnitRun, device: Any, channel: Any, *, started: StartedW
     ahead (``start_unit_worker``), else one is started now; ``run.inputs_dir``: the sweep's folder of
     host inputs shared between its units (``bench.inputs``); ``run.counting``: a counting unit
     (``bench.counters.phase.Counting``: no timed sample, each configuration replayed inside the
-    profiler's range, reported as ``channel.counted(entry)``), its worker started under ``prefix`` (the
-    profiler's command) when none was started ahead."""
-    spec, done, counting = run.spec, set(run.job.done), run.counting
+    profiler's range, reported as ``channel.counted(entry, summary)``), its worker started under
+    ``run.prefix`` (the profiler's command) when none was started ahead."""
+    spec, done, counting, prefix = run.spec, set(run.job.done), run.counting, run.prefix
     guard = UnitGuard(spec, done, run_id=run.run_id, counting=counting is not None)
     named, kernels = _shippable(spec)
     w = started or StartedWorker(prefix)
@@ -314,8 +315,8 @@ def _deliver(msg: Message, channel: Any, guard: UnitGuard, w: StartedWorker) -> 
         channel.add(msg.result)
     elif isinstance(msg, Update):
         channel.update(msg.rebiased)
-    elif isinstance(msg, Counted):  # a counting unit's manifest entry (bench.counters)
-        channel.counted(msg.entry)
+    elif isinstance(msg, Counted):  # a counting unit's manifest entry, and its summary where the worker counted it
+        channel.counted(msg.entry, CounterSummary.of_columns(msg.summary) if msg.summary is not None else None)
     elif isinstance(msg, Warn):  # a warning in the worker (worker_main._PipeChannel.warning): shown here, as its
         rewarn(msg, guard.kernels)
 

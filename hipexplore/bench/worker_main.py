@@ -65,9 +65,10 @@ class _PipeChannel:
     def update(self, rebiased: list[Any]) -> None:
         self.send(Update(list(rebiased)))
 
-    def counted(self, entry: dict[str, Any]) -> None:
-        """A counting unit's entry for one configuration (``bench.counters.phase``)."""
-        self.send(Counted(dict(entry)))
+    def counted(self, entry: dict[str, Any], summary: Any = None) -> None:
+        """A counting unit's entry for one configuration (``bench.counters.phase``), and its
+        ``CounterSummary`` where the worker counted it itself (as the counter columns: data)."""
+        self.send(Counted(dict(entry), summary.columns() if summary is not None else None))
 
 
 def failed(exc: BaseException) -> Failed:
@@ -155,8 +156,8 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
         if pad is not None:
             channel.meta(MeasuredInfo.entry_worker_pad(pad.nbytes))
-        run = UnitRun(UnitJob(job["spec"], job.get("unit", 0), frozenset(job["done"])), job["run_id"], refs=job["refs"],
-                      counting=job.get("counting"))
+        run = UnitRun(UnitJob(job["spec"], job.get("unit", 0), frozenset(job["done"]), counting=job.get("counting")),
+                      job["run_id"], refs=job["refs"])
         stopped = SweepRun(run, dev, channel).measure()
         if job.get("inputs_dir"):
             from .inputs import COUNTS

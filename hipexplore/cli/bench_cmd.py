@@ -91,11 +91,11 @@ def _dims(flag: str):
     """argparse type for --grid/--block: 1-3 comma separated parts; a part that is a plain number
     must be a positive integer (the error names the flag); expressions are checked by
     ``kernels.geometry`` when the kernel is built."""
-    import re
-
-    from ..kernels.geometry import split_top_level
-
     def parse(text: str) -> str:
+        import re
+
+        from ..kernels.geometry import split_top_level  # when a value is read, not when --help is built
+
         try:
             parts = split_top_level(text) or [text]
         except ConfigError as exc:  # an unbalanced bracket: argparse would only say "invalid value"

@@ -7,6 +7,7 @@ Scanning the source like tests/test_schema_vocabulary.py: no result row is grown
 2, interop/sides 2, passes 1) and 37 such mutations in all; each spelling is proven below."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -52,7 +53,7 @@ def test_a_results_parts_fill_exactly_the_schemas_columns():
     plain = result(c)
     assert set(summary_row(plain)) == set(SUMMARY_COLUMNS)
     placed = plain.with_summary(Placement("tls://w:1", "h", "0"))
-    counted = placed.with_summary(CounterSummary(dram_read_bytes=3.0, counter_backend="ncu"))
+    counted = placed.with_summary(dataclasses.replace(CounterSummary.uncounted(), dram_read_bytes=3.0, counter_backend="ncu"))
     assert set(summary_row(counted)) == {*SUMMARY_COLUMNS, *COUNTER_COLUMNS, *CLUSTER_COLUMNS}
     assert counted.counters.dram_read_bytes == 3.0 and counted.summary("placement").worker == "tls://w:1"
     assert counted.with_summary(None, CounterSummary.NAME).counters is None and plain.counters is None

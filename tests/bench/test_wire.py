@@ -180,3 +180,28 @@ def test_a_long_kernel_name_travels_whole():
     name = "k" * 300  # a name may be long (issue 47's 300-character --source name)
     got = wire.decode_all(wire.encode(wire.Start(name, "size=1")) + wire.encode(add(1, c=C._replace(kernel=name))))
     assert got[0].kernel == name and got[1].result.configuration.kernel == name and got[1].result.samples["kernel"][0] == name
+
+
+def test_a_counted_entry_carries_the_summary_its_worker_made_as_data():
+    """A worker that counted in its own process (CUPTI) sends each configuration's counter summary
+    beside its entry: ``schema.COUNTER_COLUMNS`` as numbers and text (NaN as null), never an object;
+    one of another shape, a text with a control character or a count that is no integer is refused."""
+    from hipexplore.bench.counters.summary import CounterSummary
+    from hipexplore.schema import COUNTER_COLUMNS
+
+    summary = CounterSummary(1.5e6, 2.0, math.nan, 2048, 0.95, "cold", "kept", "",
+                             "CUPTI range profiler (libcupti.so.13)", 12, "the L2 hit rate is not counted")
+    (got,) = wire.decode_all(wire.encode(wire.Counted(entry(), summary.columns())))
+    assert list(got.summary) == list(COUNTER_COLUMNS) and isinstance(got.summary["counter_launches"], int)
+    again = CounterSummary.of_columns(got.summary)
+    assert math.isnan(again.l2_hit_rate)
+    assert again == CounterSummary.of_columns({**summary.columns(), "l2_hit_rate": again.l2_hit_rate})
+    assert wire.decode_all(wire.encode(wire.Counted(entry())))[0].summary is None  # a report's backend: none sent
+    frame = json.loads(wire.encode(wire.Counted(entry(), summary.columns()))[wire.PREFIX.size:].decode())
+    for bad, why in (({k: v for k, v in frame["summary"].items() if k != "cold_fraction"},
+                      "a counted summary has keys"),
+                     ({**frame["summary"], "cache_state": "cold\x1b[2J"}, "summary cache_state"),
+                     ({**frame["summary"], "counter_launches": 1.5}, "summary counter_launches must be an integer")):
+        head = json.dumps({**frame, "summary": bad}).encode()
+        with pytest.raises(wire.WireError, match=why):
+            wire.decode_all(wire.PREFIX.pack(wire.MAGIC, len(head), 0) + head)

@@ -3,9 +3,10 @@ fresh process under ``python -X importtime``, whose stderr names every module th
 
 Why imports and not milliseconds: start-up time on a shared machine is noise, the imports are not;
 pandas alone cost every command 0.4-0.9 s when ``cli/bench_cmd.py`` reached it through an eager
-``bench/__init__``, and numpy cost ``bench --help`` 3x ``--help`` while ``bench/spec.py`` and the
-modules its defaults come from imported it at module level (issue 48 item 6; the before/after medians
-are in BENCHMARKS.md, "CLI start-up").
+``bench/__init__``, numpy cost ``bench --help`` 3x ``--help`` while ``bench/spec.py`` and the
+modules its defaults come from imported it at module level, and the kernel catalog, the timing loop
+and the device layer below them still cost it ~2x ``--help`` once numpy was gone (issue 48 item 6;
+the before/after medians are in BENCHMARKS.md, "CLI start-up").
 """
 from __future__ import annotations
 
@@ -23,10 +24,17 @@ REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("hipexplore")
 
 #: never for a --help: each is imported by the command that needs it, when it runs. numpy too: bench's
-#: options are SweepSpec's fields with SweepSpec's defaults, so ``bench --help`` imports bench/spec.py,
-#: the kernel catalog, bench/timing.py and bench/stats.py, each of which imports numpy in the functions
-#: that compute, not at module level
+#: options are SweepSpec's fields with SweepSpec's defaults, so ``bench --help`` imports bench/spec.py
+#: and bench/stats.py (StopRule's defaults), which import numpy in the functions that compute
 HEAVY = ("numpy", "pandas", "pyarrow", "matplotlib", "dask", "distributed", "redis", "triton", "scipy")
+#: never for ``bench --help`` either: what SweepSpec checks and runs with (the kernel catalog and the
+#: kernels' build, the timing loop, the rotating plan, the flush modes, the metadata keys, the device
+#: layer and the compiler front end below them), imported by bench/spec.py where it is used; the
+#: defaults the help shows come from bench/defaults.py, which imports nothing
+SWEEP_INTERNALS = ("hipexplore.kernels.catalog", "hipexplore.kernels.spec", "hipexplore.kernels.build",
+                   "hipexplore.kernels.geometry", "hipexplore.bench.timing", "hipexplore.bench.rotating",
+                   "hipexplore.bench.flush", "hipexplore.bench.info", "hipexplore.schema", "hipexplore.untrusted",
+                   "hipexplore.devices.base", "hipexplore.devices.telemetry", "hipexplore.compile.base")
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -100,3 +108,38 @@ def test_a_compile_through_the_cache_loads_no_pandas_or_numpy(tmp_path, need_hos
     for outcome in ("compiled", "disk-hit"):
         modules = _imported("compile", str(src), "--compiler", "host", env=env, says=outcome)
         assert not _heavy(modules), f"hipexplore compile ({outcome}) imported {_heavy(modules)}"
+
+
+def test_bench_help_loads_none_of_what_the_sweep_runs_with():
+    """``bench --help`` builds its options from SweepSpec (bench/spec.py is loaded) but not the kernel
+    catalog, the timing loop or the device layer; a SweepSpec built, recorded and read back does load
+    them (the list names modules that exist and that the spec does reach: the check can fail)."""
+    modules = _imported("bench", "--help")
+    assert "hipexplore.bench.spec" in modules and "hipexplore.bench.defaults" in modules
+    assert not sorted(set(SWEEP_INTERNALS) & modules), f"bench --help imported {sorted(set(SWEEP_INTERNALS) & modules)}"
+    code = ("import sys; from hipexplore.bench.spec import SweepSpec; SweepSpec.recorded_measurement(SweepSpec().record()); "
+            "print(' '.join(sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert set(SWEEP_INTERNALS) <= set(res.stdout.split()), sorted(set(SWEEP_INTERNALS) - set(res.stdout.split()))
+
+
+def test_bench_help_shows_the_defaults_a_sweepspec_takes():
+    """Each SweepSpec option's help ends with the value a ``SweepSpec()`` holds (after its own checks),
+    and that help is what the real ``hipexplore bench --help`` prints: the defaults are the spec's, not a
+    copy (they come from bench/defaults.py, which the timing loop and the rotating plan read too)."""
+    from hipexplore.bench.spec import SweepSpec, options
+    from hipexplore.bench.timing import TimingOptions
+    from hipexplore.cli.bench_cmd import _shown
+
+    spec, parser = SweepSpec(), _subparsers(cli.build_parser(["bench", "--help"]))["bench"]
+    printed = "".join(subprocess.run([sys.executable, str(CLI), "bench", "--help"], capture_output=True, text=True,
+                                      timeout=240, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO).stdout.split())
+    helps = {a.dest: a.help.replace("%%", "%") for a in parser._actions}
+    for f in options():
+        assert helps[f.name].endswith(f"(default {_shown(getattr(spec, f.name))})"), (f.name, helps[f.name])
+        assert "".join(helps[f.name].split()) in printed, f.name  # argparse wraps lines (at hyphens too)
+    timing = spec.timing()
+    assert (timing.chunk, timing.lead, timing.trail, timing.warmup_s) == \
+        (TimingOptions().chunk, TimingOptions().lead, TimingOptions().trail, TimingOptions().warmup_s)

@@ -12,8 +12,9 @@ counted ``warm`` or ``partial`` is flagged (``record.promise_check``). The colum
 (``schema.COUNTER_COLUMNS``) join the sweep's summary rows.
 
 Parts: ``record`` (columns, rule, promise), ``phase`` (the counting unit's replay through the
-trials' path: the worker's side), ``counting`` (the parent's side: the backend, one counting unit
-per (kernel, size), the records; ``collect`` reads a recorded pass folder back), ``backends`` /
+trials' path: the worker's side), ``counting`` (the parent's side: the backend, the plan of counting units run
+by the orchestrator's executor, the records; ``collect`` reads a recorded pass folder back),
+``summary`` (``CounterSummary``: one configuration's figures, a typed value), ``backends`` /
 ``ncu`` / ``rocprof`` (who counts; the host has no counters). Why these backends and why the timed
 path is replayed: docs/guide/counters.md.
 """
@@ -21,12 +22,14 @@ from __future__ import annotations
 
 from .backends import HOST_LINE, CounterError, CountersUnavailable
 from .registry import backend_for
-from .counting import CounterPass, CountersSkipped, collect, counted_configurations, counter_backend, run_counter_pass
+from .counting import CounterPass, CountersSkipped, CountingPlan, collect, counted_configurations, counter_backend
 from .phase import DEFAULT_COUNT, Counting, CounterPhase
 from .record import (COLD_AT, COUNTER_COLUMNS, COUNTER_KEY, RECORD_COLUMNS, WARM_AT, CounterRecord, asks_cold, cache_state,
                      cold_fraction, input_bytes, join_summary, promise_check)
+from .summary import CounterSummary
 
-__all__ = ["COLD_AT", "COUNTER_COLUMNS", "COUNTER_KEY", "RECORD_COLUMNS", "CounterError", "CounterPass", "CounterPhase", "CounterRecord",
-           "CountersSkipped", "CountersUnavailable", "Counting", "DEFAULT_COUNT", "HOST_LINE", "WARM_AT", "asks_cold",
-           "backend_for", "cache_state", "cold_fraction", "collect", "counted_configurations", "counter_backend", "input_bytes",
-           "join_summary", "promise_check", "run_counter_pass"]
+__all__ = ["COLD_AT", "COUNTER_COLUMNS", "COUNTER_KEY", "RECORD_COLUMNS", "CounterError", "CounterPass",
+           "CounterPhase", "CounterRecord", "CounterSummary", "CountersSkipped", "CountingPlan", "CountersUnavailable",
+           "Counting", "DEFAULT_COUNT", "HOST_LINE", "WARM_AT", "asks_cold", "backend_for", "cache_state",
+           "cold_fraction", "collect", "counted_configurations", "counter_backend", "input_bytes", "join_summary",
+           "promise_check"]

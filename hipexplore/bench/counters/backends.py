@@ -1,11 +1,13 @@
 """Counter backends: who counts a counting unit's launches, and how their output becomes per-launch numbers.
 
 A backend is a command prefix the counting unit's sweep worker starts under
-(``bench.executors.WorkerExecutor(prefix=...)``: ``[*prefix, python, -I, ...]``), plus a parser of
+(``phase.Counting.prefix``, which the executor reads: ``[*prefix, python, -I, ...]``), plus a parser of
 what it wrote. Each answers ``available(device)`` (None, or one line saying why not),
 ``groups(device)`` (the counter sets, one counting unit each: a set must fit one hardware pass,
 since a second replay pass would not see the launches' cache state), ``prefix(group, out_dir,
-entries)``, ``parse(out_dir)`` (the counted launches, in launch order) and ``per_launch(values)``
+entries)``, ``parse(out_dir, entries)`` (the counted launches, in launch order, from the report in
+``out_dir``; ``entries``: the unit's manifest entries, which a backend that counted in the worker
+reads its values from) and ``per_launch(values)``
 (DRAM bytes read and written, L2 hit rate). What it knows about how it counted is written once
 beside its output (``describe`` -> backend.json), so a recorded folder parses again without the tool.
 
@@ -56,6 +58,9 @@ class Backend(Protocol):
     marker: str
     #: True when the backend reports the launches before the range too (dropped by order)
     captures_warmup: bool
+    #: True when it counts in the counting unit's worker, which summarises each configuration there;
+    #: False when it writes a report, parsed at the unit's finish step (``counting.CountingPlan``)
+    counts_in_worker: bool
 
     def available(self, device: Any) -> str | None: ...
 
@@ -63,7 +68,7 @@ class Backend(Protocol):
 
     def prefix(self, group: tuple[str, ...], out_dir: Path, entries: list[str]) -> list[str]: ...
 
-    def parse(self, out_dir: Path) -> tuple[list[Launch], str]: ...
+    def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]: ...
 
     def per_launch(self, values: dict[str, float]) -> dict[str, float]: ...
 
@@ -76,6 +81,7 @@ class HostBackend:
     name = "host"
     marker = "none"
     captures_warmup = True
+    counts_in_worker = False
 
     def available(self, device: Any) -> str | None:
         return HOST_LINE
@@ -86,7 +92,7 @@ class HostBackend:
     def prefix(self, group: tuple[str, ...], out_dir: Path, entries: list[str]) -> list[str]:
         raise CountersUnavailable(HOST_LINE)
 
-    def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
+    def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]:
         raise CountersUnavailable(HOST_LINE)
 
     def per_launch(self, values: dict[str, float]) -> dict[str, float]:

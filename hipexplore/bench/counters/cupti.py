@@ -12,9 +12,11 @@ The metrics (``CUPTI_METRICS``): DRAM bytes read and written (the cold fraction)
 hits and misses (the hit rate as their ratio, rather than ncu's ``lts__t_sector_hit_rate.pct``). If
 the chip needs a second hardware pass for the L2 pair, the unit counts the DRAM pair alone and says so.
 
-What the worker counted travels in the counting unit's manifest (each entry's ``values``, one dict
-per counted launch, in launch order): ``parse`` reads it back, so a recorded pass folder parses
-again without the GPU or the library.
+The worker summarises each configuration itself (``counters.phase``: its ``CounterSummary``, sent
+beside the entry), so nothing is parsed after the unit; what it counted also travels in the unit's
+manifest (each entry's ``values``, one dict per counted launch, in launch order), the evidence kept
+beside the result: ``parse`` reads it back, so a recorded pass folder parses again without the GPU
+or the library.
 """
 from __future__ import annotations
 
@@ -45,6 +47,20 @@ def launch_of(reported: str, entry: str) -> bool:
     return reports(reported, entry) or reported.startswith(f"_Z{len(base)}{base}")  # the length prefix: no other name
 
 
+def per_launch(values: dict[str, float]) -> dict[str, float]:
+    """One launch's CUPTI values as DRAM bytes read and written and the L2 hit rate (from whichever
+    pair of lookups, or percentage, was counted: ``METRIC_SETS``)."""
+    rate = min(values.get("lts__t_sector_hit_rate.pct", math.nan) / 100.0, 1.0)
+    for hit_name, miss_name in _HIT_PAIRS:
+        if hit_name in values:
+            hit, miss = values[hit_name], values.get(miss_name, math.nan)
+            rate = hit / (hit + miss) if hit + miss > 0 else math.nan
+            break
+    return {"dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
+            "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan), "l2_hit_rate": rate,
+            "duration_s": math.nan}
+
+
 class CuptiRanges:
     """The counting unit's marker (``counters.phase``): the range profiler started when the timed
     path opens its range, a user range around each counted launch, the values read when it closes.
@@ -52,6 +68,8 @@ class CuptiRanges:
     kernels' too) and the configuration's own launches are picked by the kernel's name (``entry``)."""
 
     name = "cupti-range"
+    #: it counts in the counting unit's worker: the phase summarises each configuration there (``counters.phase``)
+    counts_here = True
 
     def __init__(self, counting: Any) -> None:
         from ... import settings
@@ -144,6 +162,9 @@ class CuptiRanges:
         out, self.values = self.values, []
         return out
 
+    def per_launch(self, values: dict[str, float]) -> dict[str, float]:
+        return per_launch(values)
+
 
 class CuptiBackend:
     """CUPTI's range profiler in the counting unit's worker (module docstring)."""
@@ -151,8 +172,9 @@ class CuptiBackend:
     name = "cupti"
     marker = "cupti-range"
     captures_warmup = False
-    #: one counting unit for the whole pass (no tool to start per group)
-    one_unit = True
+    #: it counts in the counting unit's worker, which sends each configuration's summary (``counters.phase``); one
+    #: counting unit counts the whole pass (no tool to start per group)
+    counts_in_worker = True
 
     def __init__(self, library: str | None = None, metrics: tuple[str, ...] | None = None) -> None:
         self.library = library
@@ -180,24 +202,17 @@ class CuptiBackend:
     def prefix(self, group: tuple[str, ...], out_dir: Path, entries: list[str]) -> list[str]:
         return []  # the worker counts itself
 
-    def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
+    def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]:
+        """The launches the unit's worker counted: its manifest ``entries`` (None: read from ``out_dir``)."""
         from .manifest import read_manifest
 
-        # bounded and checked: the counting unit ran a user's kernel, which could write this file
-        entries = read_manifest(Path(out_dir) / MANIFEST, ("entry",), "counting unit manifest")["entries"]
+        if entries is None:  # bounded and checked: the counting unit ran a user's kernel, which could write this file
+            entries = read_manifest(Path(out_dir) / MANIFEST, ("entry",), "counting unit manifest")["entries"]
         launches = [Launch(str(e["entry"]), dict(values)) for e in entries for values in e.get("values", [])]
         return launches, ""
 
     def per_launch(self, values: dict[str, float]) -> dict[str, float]:
-        rate = min(values.get("lts__t_sector_hit_rate.pct", math.nan) / 100.0, 1.0)
-        for hit_name, miss_name in _HIT_PAIRS:
-            if hit_name in values:
-                hit, miss = values[hit_name], values.get(miss_name, math.nan)
-                rate = hit / (hit + miss) if hit + miss > 0 else math.nan
-                break
-        return {"dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
-                "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan), "l2_hit_rate": rate,
-                "duration_s": math.nan}
+        return per_launch(values)
 
     def describe(self) -> dict[str, Any]:
         path = self.path()
@@ -205,4 +220,4 @@ class CuptiBackend:
         return {"name": self.name, "label": label, "metrics": list(self.metrics), "path": path or ""}
 
 
-__all__ = ["CUPTI_METRICS", "CuptiBackend", "CuptiRanges", "DRAM_ONLY", "METRIC_SETS", "launch_of"]
+__all__ = ["CUPTI_METRICS", "CuptiBackend", "CuptiRanges", "DRAM_ONLY", "METRIC_SETS", "launch_of", "per_launch"]

@@ -1,10 +1,10 @@
 """A counter pass's files read as what they are: input another process could have written.
 
-Why: a pass folder (``counting.count_group``) holds the unit's manifest (``manifest.json``: one
-entry per configuration, the launches it made, an in-process backend's counters) and how the
-backend ran (``backend.json``), beside the profiler's raw output. The counting unit's worker runs
-the user's kernel, which can write any file its user can, and a recorded folder (``collect``) may
-come from anyone. They were read with ``json.loads`` and indexed as if they were ours: a forged
+Why: a pass folder (``counting.CountingPlan``, kept by the sweep's ``Record``) holds the unit's
+manifest (``manifest.json``: one entry per configuration, the launches it made, an in-process
+backend's counters) and how the backend ran (``backend.json``), beside the profiler's raw output.
+The counting unit's worker runs the user's kernel, which can write any file its user can, and a
+recorded folder (``collect``) may come from anyone. They were read with ``json.loads`` and indexed as if they were ours: a forged
 manifest was a ``KeyError`` traceback, a 2 GB one was read whole, ``NaN`` read as a count. Here a
 file is read up to ``MAX_BYTES``, parsed with ``untrusted.load_json`` (bounded depth, 64-bit
 integers, finite numbers; a counter that was not a number is written as ``null``), and every key

@@ -104,6 +104,7 @@ class NcuBackend:
         self.profiler_range = bool(profiler_range)
         self.marker = "cuda-profiler" if self.profiler_range else "none"
         self.captures_warmup = not self.profiler_range
+        self.counts_in_worker = False  # its report is parsed at the unit's finish step
         self._path: str | None = None
 
     @property
@@ -132,7 +133,7 @@ class NcuBackend:
                            print_units="--print-units" in _help_text(self.path), profiler_range=self.profiler_range,
                            replay=self.replay)
 
-    def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
+    def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]:
         text = _read_log(out_dir)
         return parse_csv(text), pass_note(text)
 

@@ -36,7 +36,12 @@ from typing import Any, Protocol
 
 from ...schema import Configuration
 from .backends import CounterError
-from .record import input_bytes
+from .record import input_bytes, make_record
+from .summary import CounterSummary
+
+#: the key of a counting unit's entry under which a backend that counts in the worker hands its
+#: ``CounterSummary`` over (taken out before the entry goes to the channel: it is not in the manifest)
+SUMMARY = "summary"
 
 #: timed launches a counting unit replays per configuration, at least (and at least one rotation)
 DEFAULT_COUNT = 12
@@ -47,12 +52,17 @@ class Counting:
     """What makes a unit a counting unit (sent to its worker): how the profiler's range is marked
     (``marker``: ``cuda-profiler``, ``cupti-range`` or ``none``), how many timed launches to replay
     (``count``; at least one whole rotation over the sets, so every set is counted), and for a
-    marker that counts in the worker itself (``cupti-range``) the ``metrics`` and the device's index."""
+    marker that counts in the worker itself (``cupti-range``) the ``metrics``, the device's index and
+    the backend's ``label`` (what its summaries name as their ``counter_backend``). ``prefix``: the
+    command the unit's worker is started under (the profiler's, ``Backend.prefix``; none for a
+    backend that counts in the worker itself): the executor reads it."""
 
     marker: str = "none"
     count: int = DEFAULT_COUNT
     metrics: tuple[str, ...] = ()
     device_index: int = 0
+    label: str = ""
+    prefix: tuple[str, ...] = ()
 
     def samples(self, sets: int) -> int:
         """Timed launches for ``sets`` buffer sets: ``count``, or one rotation if that is more
@@ -87,6 +97,8 @@ class Marker(Protocol):
     name: str
     status: str
     first: bool
+    #: whether it counts in this process (its ``take`` hands the values over, and ``per_launch`` reads them)
+    counts_here: bool
 
     def prepare(self, entry: str, launches: int) -> None: ...
 
@@ -100,6 +112,10 @@ class Marker(Protocol):
 
     def take(self) -> list[dict[str, float]] | None: ...
 
+    def per_launch(self, values: dict[str, float]) -> dict[str, float]:
+        """One launch's counters as DRAM bytes read and written and the L2 hit rate (``Backend.per_launch``)."""
+        ...
+
 
 class _OutsideMarker:
     """A marker for a profiler outside this process: nothing to prepare, per launch or to hand over."""
@@ -107,6 +123,7 @@ class _OutsideMarker:
     name = ""
     status = ""
     first = False  # an outside profiler counts every range it sees: none is run to be dropped
+    counts_here = False  # its report is parsed at the executor's finish step (``counters.counting``)
 
     def prepare(self, entry: str, launches: int) -> None:
         pass
@@ -125,6 +142,9 @@ class _OutsideMarker:
 
     def take(self) -> None:
         return None
+
+    def per_launch(self, values: dict[str, float]) -> dict[str, float]:
+        raise CounterError(f"the {self.name or 'outside'} marker counts nothing in this process")
 
 
 class NoMarker(_OutsideMarker):
@@ -241,12 +261,26 @@ class CounterPhase:
         if counted is not None and len(counted) != len(inside):
             raise CounterError(f"{self.marker.name} counted {len(counted)} launch(es) of {configuration.kernel} size "
                                f"{configuration.size}; the range held {len(inside)}")
-        return {**({"values": counted} if counted is not None else {}), "kernel": configuration.kernel, "entry": kspec.entry,
-                "size_bytes": int(configuration.size), "n": int(launches.n),
-                "rotating_requested": str(configuration.rotating), "rotating": sets, "flush": configuration.flush,
-                "warmup": before, "count": len(inside), "timed": samples, "launches": inside,
-                "input_bytes": input_bytes(kspec, launches.n), "footprint_bytes": kspec.footprint(launches.n),
-                "marker": self.marker.name, "marker_status": self.marker.status, "plan_note": str(row.get("plan_note", ""))}
+        entry = {**({"values": counted} if counted is not None else {}), "kernel": configuration.kernel,
+                 "entry": kspec.entry, "size_bytes": int(configuration.size), "n": int(launches.n),
+                 "rotating_requested": str(configuration.rotating), "rotating": sets, "flush": configuration.flush,
+                 "warmup": before, "count": len(inside), "timed": samples, "launches": inside,
+                 "input_bytes": input_bytes(kspec, launches.n), "footprint_bytes": kspec.footprint(launches.n),
+                 "marker": self.marker.name, "marker_status": self.marker.status,
+                 "plan_note": str(row.get("plan_note", ""))}
+        if counted is not None and self.marker.counts_here:  # counted in this process: summarised here
+            entry[SUMMARY] = self.summary(configuration, entry)
+        return entry
+
+    def summary(self, configuration: Configuration, entry: dict[str, Any]) -> CounterSummary:
+        """The configuration's ``CounterSummary`` from what the marker counted (``entry``'s values):
+        its timed launches' means, as a report's are made at the finish step (``counting.records``)."""
+        per = [self.marker.per_launch(v) for v in entry["values"]]
+        timed = [p for p, (_s, pos) in zip(per, entry["launches"]) if pos >= 0]
+        note = "; ".join(filter(None, [entry["marker_status"], entry["plan_note"]]))
+        return make_record(configuration, rotating=entry["rotating"], backend=self.counting.label or self.marker.name,
+                           launches=timed, warmup=entry["warmup"], inputs=entry["input_bytes"], note=note).summary()
 
 
-__all__ = ["Counting", "CounterPhase", "CudaProfilerRange", "DEFAULT_COUNT", "LaunchTap", "MARKERS", "Marker", "NoMarker"]
+__all__ = ["Counting", "CounterPhase", "CudaProfilerRange", "DEFAULT_COUNT", "LaunchTap", "MARKERS", "Marker",
+           "NoMarker", "SUMMARY"]

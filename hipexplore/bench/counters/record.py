@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Iterable, Mapping
 
 from ...kernels.spec import KernelSpec
-from ...schema import COUNTER_COLUMNS, Configuration
+from ...schema import COUNTER_COLUMNS, Configuration, UntimedKey
+from .summary import TEXT_COLUMNS, CounterSummary
 
 #: at or above: the inputs were read from memory (``cold``)
 COLD_AT = 0.9
@@ -72,6 +73,15 @@ class CounterRecord:
 
     def as_row(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def key(self) -> UntimedKey:
+        """The configuration it counts, less the timer (``COUNTER_KEY``)."""
+        return UntimedKey(self.kernel, int(self.size_bytes), str(self.rotating_requested), self.flush)
+
+    def summary(self) -> CounterSummary:
+        """The figures a summary row gets (``schema.COUNTER_COLUMNS``)."""
+        return CounterSummary.of_columns(self.as_row())
 
 
 #: every column of a counter record, in order (the schema of ``CounterPass.frame()``): the key, the
@@ -195,7 +205,7 @@ def join_summary(summary: Any, counters: Any) -> Any:
     right["rotating_requested"] = right["rotating_requested"].astype(str)
     left["rotating_requested"] = left["rotating_requested"].astype(str)
     out = left.merge(right, on=list(COUNTER_KEY), how="left", suffixes=("", "_counted"))
-    for c in ("cache_state", "cold_promise", "counter_warning", "counter_note", "counter_backend"):
+    for c in TEXT_COLUMNS:
         if c in out.columns:
             out[c] = out[c].fillna("")
     return out

@@ -54,6 +54,7 @@ class RocprofBackend:
     name = "rocprofv3"
     marker = "none"
     captures_warmup = True
+    counts_in_worker = False  # its report is parsed at the unit's finish step
 
     def __init__(self, rocprofv3: str | None = None, arch: str = "") -> None:
         self.explicit = rocprofv3
@@ -89,7 +90,7 @@ class RocprofBackend:
         return [tool, "--pmc", *group, "--kernel-include-regex", name_pattern(entries), "--output-format", "csv",
                 "-d", str(out_dir / OUTPUT), "-o", "counters", "--"]
 
-    def parse(self, out_dir: Path) -> tuple[list[Launch], str]:
+    def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]:
         files = sorted((out_dir / OUTPUT).rglob("*counter_collection.csv")) if (out_dir / OUTPUT).is_dir() else []
         if not files:
             raise CounterError(f"rocprofv3 wrote no *counter_collection.csv under {out_dir / OUTPUT}")

@@ -92,8 +92,9 @@ class _RecordedNcu(NcuBackend):
         self.calls.append(len(self.seen))  # how many timed rows had arrived when the counting unit started
         return [str(self.wrapper), str(self.argv_file)]
 
-    def parse(self, out_dir):
-        entries = json.loads((out_dir / MANIFEST).read_text())["entries"]
+    def parse(self, out_dir, entries=None):
+        if entries is None:  # a kept folder read back (``collect``): its manifest
+            entries = json.loads((out_dir / MANIFEST).read_text())["entries"]
         lines = ['"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
                  '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"']
         ident = 0

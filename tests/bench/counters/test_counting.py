@@ -52,3 +52,35 @@ def test_attribution_by_order_and_name() -> None:
         attribute(counted[:4], entries, False, "ncu")
     with pytest.raises(CounterError, match="expected kernel 'stencil2d', got \\['triad'\\]"):
         attribute([Launch("triad")] * 5, entries, False, "ncu")
+
+
+def test_the_counter_pass_is_a_plan_of_counting_units(dev, tmp_path) -> None:
+    """``CountingPlan``: the orchestrator's plan of ``COUNTING`` units (``UnitPlan.kind``), one per
+    (kernel, size) and counter group of the backend, each under the profiler's command for its group
+    (``Counting.prefix``, read by the executor), leaving out what another unit counts; the timed
+    plan's kind is ``TIMED``."""
+    from hipexplore.bench.counters import CountingPlan
+    from hipexplore.bench.counters.ncu import NCU_GROUPS, NcuBackend
+    from hipexplore.bench.units import COUNTING, TIMED, UnitJob, UnitPlan, UnitRun
+
+    tool = tmp_path / "ncu"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB, MIB), rotating=(1, "auto"), flush=("none",), units=1)
+    plan = CountingPlan(spec, dev, NcuBackend(ncu=str(tool)), counted_configurations(spec))
+    try:
+        jobs = []
+        while (job := plan.next()) is not None:
+            jobs.append(job)
+        assert plan.kind == COUNTING and UnitPlan.kind == TIMED and UnitJob(spec, 0, frozenset()).kind == TIMED
+        assert [(j.group, j.counting.metrics) for j in jobs] == [(g, m) for g in (0, 1) for m in NCU_GROUPS]
+        assert all(j.kind == COUNTING and j.counting.prefix[0] == str(tool) and j.spec.units == 1 for j in jobs)
+        assert UnitRun(jobs[0], "r").prefix == jobs[0].counting.prefix
+        assert UnitRun(UnitJob(spec, 0, frozenset()), "r").prefix == ()
+        counted = [{c.untimed_key for c in j.spec.configurations() if c not in j.done and not c.is_reference}
+                   for j in jobs]
+        assert [sorted(k.size for k in keys) for keys in counted] == [[64 * KIB] * 2] * 2 + [[MIB] * 2] * 2
+        assert all(j.counting.label == plan.label == "ncu" for j in jobs)
+    finally:
+        plan.evidence.discard()
+    assert not plan.evidence.root.exists()

@@ -226,3 +226,26 @@ def test_the_h200s_recorded_cupti_pass_parses_here_to_its_summary_and_meets_the_
         assert by[key].cold_fraction >= 0.9 and (by[key].cache_state, by[key].cold_promise) == ("cold", "kept"), key
     assert all(by[(MIB, str(k), "none")].cache_state == "warm" for k in (1, 2, 3, 5, 10))  # the knee: 20 sets
     assert by[(MIB, "20", "none")].cache_state == "cold"
+
+
+def test_the_workers_summary_is_what_the_kept_folder_collects_to() -> None:
+    """CUPTI counts in the counting unit's worker, which summarises each configuration there
+    (``CounterPhase.summary``: its timed launches' means, sent beside the entry); nothing is parsed
+    after the unit. Its summaries are exactly what the kept manifest collects to: here the H200's
+    recorded pass (data/counters/h200-cupti/), each entry summarised as the worker would have."""
+    from hipexplore.bench.counters.phase import CounterPhase, Counting
+    from hipexplore.schema import Configuration
+
+    folder = RECORDED.parent / "h200-cupti" / "triad-counted.counters" / "all-0"
+    if not (folder / "group-0" / MANIFEST).is_file():
+        need(f"the recorded CUPTI pass under {folder}", "scripts/h200_all.sh cupti")
+    got = collect(folder)
+    phase = CounterPhase(Counting("cupti-range", label=got.backend))
+    assert phase.marker.counts_here and got.backend.startswith("CUPTI range profiler")
+    entries = json.loads((folder / "group-0" / MANIFEST).read_text())["entries"]
+    for e, rec in zip(entries, got.records, strict=True):
+        e = {**e, "values": [{k: math.nan if v is None else v for k, v in d.items()} for d in e["values"]]}
+        mine = phase.summary(Configuration.of(e), e)
+        assert mine.columns().keys() == rec.summary().columns().keys()
+        for (k, a), b in zip(mine.columns().items(), rec.summary().columns().values()):
+            assert a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)), (k, a, b)

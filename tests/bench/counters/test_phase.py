@@ -32,7 +32,7 @@ def dev(tmp_path_factory) -> HostDevice:
 
 def _unit(spec: SweepSpec, run_id: str, counting: Counting) -> UnitRun:
     """A sweep's one counting unit, as an executor hands it to ``SweepRun``."""
-    return UnitRun(UnitJob(spec, 0, frozenset()), run_id, counting=counting)
+    return UnitRun(UnitJob(spec, 0, frozenset(), counting=counting), run_id)
 
 
 class _Watched:
