@@ -436,15 +436,14 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
     rows = []
     for key in sorted(set(left) | set(right), key=lambda k: tuple((0, x, "") if isinstance(x, (int, float, np.integer))
                                                                  else (1, 0, str(x)) for x in k)):
-        row: dict[str, Any] = {**fixed, **dict(zip(keys, key))}
         if key in left and key in right:
-            row.update(present="both", **comparison_row(left[key], right[key], threshold, level, resamples,
-                                                        separate=other is not None, one_process=one_process,
-                                                        pooled=pooled.get(key)))
+            compared = {"present": "both", **comparison_row(left[key], right[key], threshold, level, resamples,
+                                                            separate=other is not None, one_process=one_process,
+                                                            pooled=pooled.get(key))}
         else:
-            row.update(present="base only" if key in left else "new only", verdict="", change_called="",
-                       note=f"only in the {'base' if key in left else 'new'} run: not compared")
-        rows.append(row)
+            compared = {"present": "base only" if key in left else "new only", "verdict": "", "change_called": "",
+                        "note": f"only in the {'base' if key in left else 'new'} run: not compared"}
+        rows.append({**fixed, **dict(zip(keys, key)), **compared})
     frame = pd.DataFrame(rows)
     def passes_of(samples: Any) -> int:  # units (pass_index) of a run
         return int(samples["pass_index"].nunique()) if "pass_index" in samples.columns and len(samples) else 1

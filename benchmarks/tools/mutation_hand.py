@@ -142,7 +142,7 @@ MUTANTS: list[tuple[str, str, str, str, str, tuple[str, ...]]] = [
      "the target architecture left out of the key", ("test_cache_keys.py", "test_request.py")),
     # -- durable records (hipexplore/bench/record.py, hipexplore/files.py) --------------------------
     ("rec-remerge", "hipexplore/bench/record.py",
-     'if c not in self.rows or int(self.rows[c].get("passes") or 1) != len(self.units[c]):', "if c not in self.rows:",
+     'if c not in self.results or int(self.results[c].run.passes or 1) != len(self.units[c]):', "if c not in self.results:",
      "a kill between the units file and the summary leaves a stale merged row", ("test_passes.py", "test_orchestrator.py")),
     ("f-guessable-temp", "hipexplore/files.py", 'return f".{name[:120]}.{secrets.token_hex(8)}.tmp"', 'return f".{name[:120]}.tmp"',
      "a temp name another user can guess", ("test_files.py", "test_security_writes.py")),

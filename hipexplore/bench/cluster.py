@@ -25,7 +25,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 from ..errors import BenchmarkError, ConfigError
-from ..schema import CLUSTER_COLUMNS, SUMMARY_COLUMNS
+from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS
 # the connection functions (local:N over TLS, addresses, device pinning) live in dask_connect.py, by name here too
 from .dask_connect import VISIBLE_DEVICE_VARS, Connection, PinDevices, _distributed, connect, local_cluster, parse_cluster  # noqa: F401
 from .dask_executor import DaskExecutor, expected_keys, gpu_workers, groups_of  # noqa: F401
@@ -110,7 +110,10 @@ def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", 
             raise BenchmarkError(f"run_on_every_worker: no result from every worker within {timeout_s:g} s") from exc
     finally:
         conn.close()
-    return pd.DataFrame([row for r in results for row in unit_result(r, run).rows], columns=[*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
+    from .io import results_frames
+
+    got = [result for r in results for result in unit_result(r, run).results]
+    return results_frames(got, ([*SAMPLE_COLUMNS, *CLUSTER_COLUMNS], [*SUMMARY_COLUMNS, *CLUSTER_COLUMNS]))[1]
 
 
 def worker_progress(summary: pd.DataFrame) -> dict[str, int]:

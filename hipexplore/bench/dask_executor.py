@@ -148,18 +148,28 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
     stopped = unit_in_worker(run, device, unit, llc_bytes=device_options.get("llc_bytes"))
     ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
     frames = [wire.encode(wire.Meta(unit.metadata))]
-    frames += [wire.encode(wire.Add(f.assign(**ident), {**r, **ident}), cluster=True) for f, r in zip(unit.frames, unit.rows)]
+    frames += [wire.encode(wire.Add(placed(r, ident)), cluster=True) for r in unit.results]
     frames += [wire.encode(wire.Done(bool(stopped))),
                wire.encode(wire.UnitEnd(ident["worker"], ident["host"], ident["gpu"], time.perf_counter() - t0))]
     return b"".join(frames)
+
+
+def placed(result: Any, ident: dict[str, str]) -> Any:
+    """``result`` with where it ran: its ``placement`` summary and, per sample, the cluster columns."""
+    import numpy as np
+
+    from .outcome import Placement, Samples
+
+    s = result.samples
+    extra = {c: np.full(s.n, ident[c], dtype=object) for c in CLUSTER_COLUMNS}
+    return replace(result.with_summary(Placement(**ident)), samples=Samples({**s.columns, **extra}))
 
 
 @dataclass
 class UnitResult:
     """A cluster unit's result as the client believes it (``unit_result``)."""
 
-    frames: list[Any]
-    rows: list[dict[str, Any]]
+    results: list[Any]
     metadata: dict[str, str]
     stopped: bool
     seconds: float
@@ -175,7 +185,7 @@ def unit_result(blob: Any, run: UnitRun) -> UnitResult:
     from .guard import UnitGuard
 
     guard = UnitGuard(run.spec, run.job.done, run_id=run.run_id, counting=run.counting is not None, cluster=True)
-    out = UnitResult([], [], {}, False, 0.0, "", "", "")
+    out = UnitResult([], {}, False, 0.0, "", "", "")
     try:
         msgs = wire.decode_all(blob, cluster=True, **wire.limits(run.spec))
         for i, msg in enumerate(msgs):
@@ -183,8 +193,7 @@ def unit_result(blob: Any, run: UnitRun) -> UnitResult:
             if isinstance(msg, wire.Meta):
                 out.metadata.update(msg.entries)
             elif isinstance(msg, wire.Add):
-                out.frames.append(msg.samples)
-                out.rows.append(msg.row)
+                out.results.append(msg.result)
             elif isinstance(msg, wire.Done):
                 out.stopped = msg.stopped
             elif isinstance(msg, wire.UnitEnd) and i == len(msgs) - 1 and i and isinstance(msgs[i - 1], wire.Done):
@@ -309,8 +318,8 @@ class _Coordinator:
         self.nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
         self.stopped = False
         for plan in plans:
-            rows = [orch.record.rows.get(c) for c in plan.configs]
-            known = [r["worker"] for r in rows if r and r.get("worker")]
+            placements = [r.summary("placement") for r in (orch.record.results.get(c) for c in plan.configs) if r is not None]
+            known = [p.worker for p in placements if p is not None and p.worker]
             if known:
                 self.home[plan.group] = str(known[0])
 
@@ -398,10 +407,10 @@ class _Coordinator:
                                    "charged": self.charged.get(name, 0)})
         # the first worker's device description; every unit's verification
         channel.meta({k: v for k, v in res.metadata.items() if k.startswith("verify.") or k not in self.orch.metadata})
-        for frame, row in zip(res.frames, res.rows):
+        for result in res.results:
             if note:
-                row = {**row, "warning": "; ".join(filter(None, [row.get("warning") or "", note]))}
-            channel.add(frame, row)
+                result = replace(result, warning="; ".join(filter(None, [result.warning or "", note])))
+            channel.add(result)
         self.orch.finished(plan, job, channel, res.stopped, res.seconds)
         self.submit_next(plan)
 

@@ -50,9 +50,9 @@ def measure_floor(device: Device, flusher: Flusher | None, options: TimingOption
 
 def floor_columns(floor_s: float | None, median_s: float, timer: str) -> dict[str, float]:
     """``floor_s`` and ``net_median_s`` of a summary row (NaN for the in-kernel timer or no floor)."""
-    if not Timer.of(timer).launch_floor or floor_s is None or not math.isfinite(floor_s):
-        return {"floor_s": math.nan, "net_median_s": math.nan}
-    return {"floor_s": float(floor_s), "net_median_s": float(median_s) - float(floor_s)}
+    from .outcome import Floor
+
+    return Floor.of(floor_s, median_s, Timer.of(timer)).columns()
 
 
 def wants_floor(setting: bool | None, device: Device) -> bool:

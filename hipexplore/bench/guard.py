@@ -7,8 +7,8 @@ as a whole: an early ``done`` ended a sweep as a success with nothing measured. 
 the unit's plan (its spec less what it leaves out), so it believes, per message:
 
 * ``start``: only a kernel of the unit (it is what a fault names);
-* ``add``: only a configuration of the plan, once, whose sample rows all name it and the run;
-  ``update``: only rows of configurations the unit sent before; ``counted`` (a counting unit's
+* ``add``: only a result of a configuration of the plan, of the run, once, whose sample rows all name
+  it and the run; ``update``: only results of configurations the unit sent before; ``counted`` (a counting unit's
   entries, and no timed rows there): only a planned (kernel, size, rotating, flush), once;
 * ``meta``: only the keys a unit reports (``info.MeasuredInfo.UNIT_KEYS``), never provenance,
   identities or the spec;
@@ -81,8 +81,8 @@ class UnitGuard:
         elif isinstance(msg, Add):
             self._add(msg)
         elif isinstance(msg, Update):
-            for row in msg.rows:
-                c = self._configuration(row, "an update frame")
+            for r in msg.rebiased:
+                c = r.configuration
                 if c not in self.delivered:
                     raise WireError(f"an update frame fills in {self._named(c)}, which the unit has not sent")
         elif isinstance(msg, Counted):
@@ -102,10 +102,10 @@ class UnitGuard:
         """The parent answered an ``ask`` (a ``done`` that says stopped is believed only after a yes)."""
         self.stop_told = self.stop_told or bool(stop)
 
-    def _configuration(self, row: dict[str, Any], what: str) -> Configuration:
-        if row["run_id"] != self.run_id:
-            raise WireError(f"{what} holds a row of run {shown(row['run_id'])}, not of this run ({self.run_id})")
-        return Configuration.of(row)
+    def _configuration(self, run_id: str, c: Configuration, what: str) -> Configuration:
+        if run_id != self.run_id:
+            raise WireError(f"{what} holds a result of run {shown(run_id)}, not of this run ({self.run_id})")
+        return c
 
     def _named(self, c: Configuration) -> str:
         return f"kernel {escaped(c.kernel, 60)} {escaped(c.describe(), 200)}"
@@ -113,15 +113,15 @@ class UnitGuard:
     def _add(self, msg: Add) -> None:
         if self.counting:
             raise WireError("an add frame from a counting unit, which takes no timed sample")
-        c = self._configuration(msg.row, "an add frame")
+        c = self._configuration(msg.result.identity.run_id, msg.result.configuration, "an add frame")
         if c not in self.expected:
             raise WireError(f"an add frame for {self._named(c)}, which is not in this unit's plan")
         if c in self.delivered:
             raise WireError(f"a second add frame for {self._named(c)}")
-        frame = msg.samples
-        if len(frame):
-            mine = set(Configuration.of_frame(frame))
-            if mine != {c} or set(frame["run_id"]) != {self.run_id}:
+        s = msg.result.samples
+        if s.n:
+            mine = set(zip(*(s[k].tolist() for k in Configuration.COLUMNS)))
+            if {Configuration.of_key(k) for k in mine} != {c} or set(s["run_id"].tolist()) != {self.run_id}:
                 raise WireError(f"an add frame for {self._named(c)} whose sample rows name another configuration or run")
         self.delivered.add(c)
 

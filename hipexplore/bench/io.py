@@ -18,6 +18,11 @@ does not name were never committed and are dropped; the summary's merged rows ar
 (``bench.record`` merges again what a kill left behind the summary). Readers that know only the
 samples and summary files read them as before.
 
+The frames are made here, and only here: a unit reports ``bench.outcome.ConfigurationResult``s, the
+record keeps them per (configuration, unit), and ``sample_frame``, ``summary_row`` and ``write_results``
+turn them into the files' rows (``schema``'s column lists are the contract); ``samples_by_configuration``
+and ``unit_samples`` read a file's frames back into a result's samples.
+
 Resume keeps a finished row only when it was measured the way a new row would be: the same device,
 the same measurement settings (``SweepSpec.measurement()``, the LLC) and, per kernel, the same code,
 compile options, arguments and geometry (``kernel_identity``, recorded as ``identity.<kernel>``).
@@ -47,6 +52,8 @@ from ..schema import (CLUSTER_COLUMNS, COUNTER_COLUMNS, SAMPLE_COLUMNS, SAMPLES,
 from ..untrusted import shown
 from . import readback
 from .info import DEVICE_LLC_BYTES, IDENTITY, SWEEP_SPEC
+from .outcome import ConfigurationResult, Samples
+from .passes import merged_result, rebiased, stack, unstack
 
 _SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
                   "pass_index": "int64", "chunk": "int64", "position": "int64", "lead": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
@@ -86,23 +93,86 @@ def summary_frame(rows: list[dict[str, Any]], columns: Sequence[str] = SUMMARY_C
     return pd.DataFrame(rows, columns=list(columns)) if rows else empty_frame(columns)
 
 
-def write_results(paths: tuple[Path, Path, Path], samples_parts: list[pd.DataFrame], summary_rows: list[dict[str, Any]],
-                  metadata: dict[str, str], columns: tuple[Sequence[str], Sequence[str]] | None = None,
-                  unit_rows: list[dict[str, Any]] | None = None) -> None:
+# -- results as the files' rows and frames, and back ------------------------------------------------
+def sample_frame(samples: Samples) -> pd.DataFrame:
+    """A result's raw samples as the samples file's rows."""
+    return pd.DataFrame(dict(samples.columns), columns=list(samples.columns))
+
+
+def summary_row(result: ConfigurationResult) -> dict[str, Any]:
+    """A result as the summary file's row (every column its parts fill; a frame takes the file's)."""
+    return result.columns()
+
+
+def results_frames(results: Sequence[ConfigurationResult], columns: tuple[Sequence[str], Sequence[str]] | None = None
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(samples, summary) frames of ``results``, in their order, with ``columns`` (default: the schema's)."""
+    sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
+    return (samples_frame([sample_frame(r.samples) for r in results if r.samples.n], sample_cols),
+            summary_frame([summary_row(r) for r in results], summary_cols))
+
+
+def samples_of(frame: pd.DataFrame, columns: Sequence[str]) -> Samples:
+    """A frame's rows (one configuration's) as a result's samples, in ``columns``' order."""
+    frame = frame.reindex(columns=list(columns))
+    return Samples({c: frame[c].to_numpy() for c in columns})
+
+
+def samples_by_configuration(frame: pd.DataFrame, columns: Sequence[str]) -> dict[Configuration, Samples]:
+    """``frame``'s rows per configuration, in the order the configurations first appear."""
+    if not len(frame):
+        return {}
+    if "timer" not in frame.columns:
+        frame = frame.assign(timer=Timer.EVENTS.name)
+    return {Configuration.of_key(key): samples_of(g.reset_index(drop=True), columns)
+            for key, g in frame.groupby(list(Configuration.COLUMNS), sort=False, dropna=False)}
+
+
+def unit_samples(samples: pd.DataFrame, held: set[Configuration], columns: Sequence[str]) -> dict[int, dict[Configuration, Samples]]:
+    """The samples of a sweep in units (of the configurations ``held`` in its units file) per unit,
+    each with its own chunk ids (``passes.unstack``)."""
+    mine = samples[[c in held for c in Configuration.of_frame(samples)]] if len(samples) else samples
+    return {k: samples_by_configuration(f, columns) for k, f in (unstack(mine.reset_index(drop=True)) if len(mine) else {}).items()}
+
+
+def merge_passes(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_bandwidth_gbs: float
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One sweep's frames from its passes' frames (samples and summary frames in pass order): the
+    samples stacked (``passes.stack``), each configuration's result merged from its passes' rows
+    (``passes.merged_result``), its bias against the merged reference."""
+    merged = stack(samples)
+    stacked = samples_by_configuration(merged, list(merged.columns))
+    rows = pd.concat([s for s in summaries if len(s)], ignore_index=True) if any(len(s) for s in summaries) else summaries[0]
+    none = Samples({c: np.empty(0, dtype=object) for c in merged.columns})
+    results = []
+    for key, g in rows.groupby(list(Configuration.COLUMNS), sort=False):
+        c = Configuration.of_key(key)
+        if c in stacked:
+            units = [ConfigurationResult.of_columns(r, none, k) for k, r in enumerate(g.to_dict("records"))]
+            results.append(merged_result(units, stacked[c], peak_bandwidth_gbs))
+    refs = {r.configuration.reference_key: r.measurement for r in results if r.configuration.is_reference}
+    return merged, summary_frame([summary_row(rebiased(r, refs.get(r.configuration.reference_key))) for r in results])
+
+
+def write_results(paths: tuple[Path, Path, Path], results: Sequence[ConfigurationResult], metadata: dict[str, str],
+                  columns: tuple[Sequence[str], Sequence[str]] | None = None,
+                  units: Sequence[ConfigurationResult] | None = None) -> None:
     """Rewrite the files as one unit (module docstring): samples, then (a sweep in units) the rows
-    per (configuration, unit), then the summary (the commit record, carrying ``metadata``), then
-    meta.json (``columns``: the samples' and the summary's columns, when not the schema's: a
-    cluster sweep adds ``CLUSTER_COLUMNS``)."""
+    per (configuration, unit) of ``units``, then the summary (the commit record, carrying
+    ``metadata``) of ``results``, then meta.json (``columns``: the samples' and the summary's
+    columns, when not the schema's: a cluster sweep adds ``CLUSTER_COLUMNS``)."""
     samples_path, summary_path, meta_path = paths
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
-    write_parquet(samples_frame(samples_parts, sample_cols), samples_path, SAMPLES, metadata)
-    if unit_rows is not None:  # the timings of each (configuration, unit); the counters are the configuration's, in the summary
+    samples, summary = results_frames(results, (sample_cols, summary_cols))
+    write_parquet(samples, samples_path, SAMPLES, metadata)
+    if units is not None:  # the timings of each (configuration, unit); the counters are the configuration's, in the summary
         unit_cols = [c for c in summary_cols if c not in COUNTER_COLUMNS]
-        write_parquet(summary_frame(unit_rows, [*unit_cols, "pass_index"]), units_path(paths), UNITS, metadata)
+        rows = [{**summary_row(r), "pass_index": r.unit} for r in units]
+        write_parquet(summary_frame(rows, [*unit_cols, "pass_index"]), units_path(paths), UNITS, metadata)
     else:  # a one-unit sweep over an older file (--no-resume): no stale rows per unit may stay beside it
         units_path(paths).unlink(missing_ok=True)
-    write_parquet(summary_frame(summary_rows, summary_cols), summary_path, SUMMARY, metadata)
+    write_parquet(summary, summary_path, SUMMARY, metadata)
     write_file(meta_path, json.dumps(metadata, indent=1, sort_keys=True), what="sweep metadata")
 
 

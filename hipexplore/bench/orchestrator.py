@@ -31,6 +31,7 @@ different resume rules, and the cluster never read ``units``. Here an executor
 """
 from __future__ import annotations
 
+import dataclasses
 import uuid
 import warnings
 from typing import Any
@@ -43,7 +44,8 @@ from . import units as us
 from .executors import CLUSTER, UnitRun
 from .info import DEVICE_LLC_BYTES, IDENTITY, CountersInfo, UnitsInfo
 from .levels import shared_process
-from .io import Previous, check_resume, output_paths, previous_results
+from .io import Previous, check_resume, output_paths, previous_results, sample_frame, summary_row
+from .outcome import ConfigurationResult, Rebiased
 from .progress import Progress
 from .record import Record, evidence_folder
 from .result import RunOptions, SweepHooks, SweepResult
@@ -195,9 +197,7 @@ class Orchestrator:
 
     def _recorded(self, confs: list[Configuration]) -> list[Any]:
         """The recorded (configuration, unit)s' sample frames of ``confs``, ``pass_index`` their unit."""
-        if not self.record.merged:
-            return []
-        return [frame.assign(pass_index=k) for c in confs for k, (frame, _row) in self.record.units.get(c, {}).items()]
+        return self.record.unit_frames(confs)
 
     def _units_metadata(self, stopped: bool) -> None:
         """What the units reached: units done, the pads they held, the resolution's outcome."""
@@ -255,29 +255,26 @@ class Orchestrator:
         for c in job.done:
             if not c.is_reference:
                 continue
-            if self.spec.units == 1:
-                frame = self.record.samples.get(c)
-            else:
-                frame = self.record.units.get(c, {}).get(job.unit, (None, None))[0]
-            if frame is not None and len(frame):
-                out[c.reference_key] = Measurement(frame["time_s"].to_numpy(), label=f"{c.kernel} {c.size} cold",
-                                                   chunks=frame["chunk"].to_numpy())
+            got = self.record.samples_of(c, None if self.spec.units == 1 else job.unit)
+            if got is not None:
+                out[c.reference_key] = Measurement(got["time_s"], label=f"{c.kernel} {c.size} cold", chunks=got["chunk"])
         return out
 
-    def add(self, job: us.UnitJob, frame: Any, row: dict[str, Any]) -> None:
-        """A finished (configuration, unit): recorded, written, shown."""
-        c = Configuration.of(row)
+    def add(self, job: us.UnitJob, result: ConfigurationResult) -> None:
+        """A finished (configuration, unit) (its result, ``bench.outcome``): recorded, written, shown."""
+        if result.unit != job.unit:  # the unit is the job's, whatever a unit says
+            result = dataclasses.replace(result, unit=job.unit)
         # recorded, written and counted whole: a SIGINT inside Record.add (its merge runs pandas) left the unit's
         # row in the record without its samples, and the interrupt's own write put that row in the units file;
         # one landing right after the write, before the count, said "keeps 0 of 18" of a file that kept 1
         with interrupts.held():
-            self.record.add(c, job.unit, frame, row)
+            self.record.add(result)
             self.record.write(self.paths, self.metadata)
             self.progress.count()
         if self.hooks.on_samples is not None:
-            self.hooks.on_samples(frame.copy())
+            self.hooks.on_samples(sample_frame(result.samples))
         if self.hooks.on_result is not None:
-            self.hooks.on_result(dict(row))
+            self.hooks.on_result(summary_row(result))
         self.progress.show()
 
     def finished(self, plan: Any, job: us.UnitJob, channel: Any, stopped: bool, seconds: float) -> None:
@@ -290,7 +287,7 @@ class Orchestrator:
             return
         import pandas as pd
 
-        frames = [f for f in channel.frames if len(f)]
+        frames = [sample_frame(r.samples) for r in channel.results if r.samples.n]
         plan.finished(job, pd.concat(frames, ignore_index=True) if frames else None, stopped, seconds)
         self.stopped = self.stopped or stopped
         interrupts.check()  # a signal whose KeyboardInterrupt was lost on the way ends the sweep here
@@ -301,7 +298,7 @@ class UnitChannel:
 
     def __init__(self, orchestrator: Orchestrator, job: us.UnitJob) -> None:
         self.orch, self.job = orchestrator, job
-        self.frames: list[Any] = []
+        self.results: list[ConfigurationResult] = []
         self.expected = len(set(job.spec.configurations()) - set(job.done))
         if job.unit >= orchestrator.lo:  # an extra unit: its (configuration, unit)s join the total
             orchestrator.progress.grow(self.expected)
@@ -316,13 +313,13 @@ class UnitChannel:
     def meta(self, entries: dict[str, str]) -> None:
         self.orch.metadata.update(entries)
 
-    def add(self, rows: Any, row: dict[str, Any]) -> None:
-        self.frames.append(rows)
-        self.orch.add(self.job, rows, row)
+    def add(self, result: ConfigurationResult) -> None:
+        self.results.append(result)
+        self.orch.add(self.job, result)
 
-    def update(self, rows: list[dict[str, Any]]) -> None:
-        with interrupts.held():  # the unit's rows filled in whole: an interrupt's write keeps all of them or none
-            self.orch.record.update(self.job.unit, rows)
+    def update(self, rebiased: list[Rebiased]) -> None:
+        with interrupts.held():  # the unit's results filled in whole: an interrupt's write keeps all of them or none
+            self.orch.record.update(self.job.unit, rebiased)
 
 
 __all__ = ["Orchestrator", "UnitChannel"]

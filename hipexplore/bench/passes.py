@@ -41,9 +41,10 @@ import pandas as pd
 
 from ..devices.base import Device
 from ..errors import ConfigError
-from ..schema import SUMMARY_COLUMNS, Configuration
+from ..schema import Configuration
 from .modes import warning_with_modes
-from .stats import Measurement, StopRule, is_timeout, set_bias
+from .outcome import MERGED, Bias, ConfigurationResult, Floor, RunSummary, Samples, Statistics
+from .stats import Measurement, StopRule, is_timeout
 
 #: the pad of pass k is k * PAD_STEP plus a pass-dependent multiple of PAD_JITTER
 PAD_STEP = 2 << 20
@@ -145,74 +146,64 @@ def unstack(merged: pd.DataFrame) -> dict[int, pd.DataFrame]:
     return out
 
 
-def measurement_of(key: tuple, g: pd.DataFrame) -> Measurement:
-    """A merged configuration's ``Measurement``: its kept samples (all when every one was dropped),
-    blocks of chunks within its units."""
-    kept = g[~g["dropped"].to_numpy(bool)]
-    if not len(kept):
-        kept = g
-    return Measurement(kept["time_s"].to_numpy(), label=" ".join(str(x) for x in key),
-                       chunks=kept["chunk"].to_numpy(), groups=kept["pass_index"].to_numpy())
+def stack_units(group: list[dict[int, Samples]]) -> list[Samples]:
+    """``stack`` over results: the samples of a key group's configurations (the configuration less its
+    kernel; each a map unit -> its samples, chunk ids as the unit measured them), each configuration's
+    stacked in unit order: ``pass_index`` the unit, chunk ids offset per unit past the group's last
+    one, ``iteration`` counted through."""
+    import numpy as np
+
+    parts: list[list[Samples]] = [[] for _ in group]
+    offset = 0
+    for k in range(max((k for units in group for k in units), default=-1) + 1):
+        here = [(i, units[k]) for i, units in enumerate(group) if k in units and units[k].n]
+        if not here:
+            continue
+        for i, s in here:
+            parts[i].append(s.but(chunk=s["chunk"].astype(np.int64) + offset, pass_index=np.full(s.n, k, dtype=np.int64)))
+        offset += max(int(s["chunk"].max()) for _i, s in here) + 1
+    out = []
+    for units, mine in zip(group, parts):
+        whole = Samples.concat(mine) if mine else next(iter(units.values()))
+        out.append(whole.but(iteration=np.arange(whole.n, dtype=np.int64)) if mine else whole)
+    return out
 
 
-def merged_row(g: pd.DataFrame, m: Measurement, samples: pd.DataFrame, peak_bandwidth_gbs: float) -> dict[str, Any]:
-    """One configuration's summary row from its units' rows ``g`` and its merged ``samples``
-    (``m``: their ``measurement_of``); the bias is set by the caller, against the merged reference."""
-    row = g.iloc[0].to_dict()
+def merged_result(units: list[ConfigurationResult], samples: Samples, peak_bandwidth_gbs: float) -> ConfigurationResult:
+    """One configuration's result from its units' results (in unit order) and its merged ``samples``
+    (``stack_units``); the bias stays the first unit's, for the caller to take against the merged
+    reference (``rebiased``)."""
+    first = units[0]
+    m = samples.measurement(" ".join(str(x) for x in first.configuration), groups=True)
     s = m.summary()
-    row.update({c: s[c] for c in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
-                                  "ci_high_s", "n_outliers", "bimodality")})
-    row["passes"] = m.passes
     notes: list[str] = []
-    for w in g["warning"].fillna(""):
-        for part in _STAT_WARNINGS.sub("", str(w)).split("; "):
+    for w in (r.warning if isinstance(r.warning, str) else "" for r in units):
+        for part in _STAT_WARNINGS.sub("", w).split("; "):
             part = part.strip()
             if part and part not in notes:
                 notes.append(part)
-    row["warning"] = warning_with_modes("; ".join([*notes, *(x for x in m.warnings() if x not in notes)]), m,
-                                        row["ci_low_s"], row["ci_high_s"])
-    reasons = list(dict.fromkeys(str(r) for r in g["stop_reason"]))
-    row["stop_reason"] = " | ".join(reasons)
-    # timed out when any pass did: a pass's own flag, or a stop reason that is a timeout or a cap
-    row["timed_out"] = bool(g["timed_out"].fillna(False).astype(bool).any() or any(is_timeout(r) for r in reasons))
-    row["n_throttled"] = int(g["n_throttled"].sum())
-    clocks = samples["clock_mhz"].to_numpy(float)
-    row["clock_mhz"] = float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan
-    row["bandwidth_gbs"] = row["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
-    row["peak_bandwidth_gbs"] = peak_bandwidth_gbs
-    floors = g["floor_s"].to_numpy(float) if "floor_s" in g else np.empty(0)
-    row["floor_s"] = float(np.median(floors[np.isfinite(floors)])) if np.isfinite(floors).any() else math.nan
-    row["net_median_s"] = row["median_s"] - row["floor_s"] if math.isfinite(row["floor_s"]) else math.nan
-    return row
+    warning = warning_with_modes("; ".join([*notes, *(x for x in m.warnings() if x not in notes)]), m, s["ci_low_s"], s["ci_high_s"])
+    reasons = list(dict.fromkeys(str(r.run.stop_reason) for r in units))
+    # timed out when any unit did: a unit's own flag, or a stop reason that is a timeout or a cap
+    timed_out = any(r.run.timed_out is True or r.run.timed_out == 1 for r in units) or any(is_timeout(x) for x in reasons)
+    clocks = samples["clock_mhz"].astype(float)
+    floors = np.array([float(r.floor.floor_s) for r in units])
+    floor_s = float(np.median(floors[np.isfinite(floors)])) if np.isfinite(floors).any() else math.nan
+    run = RunSummary(m.passes, " | ".join(reasons), bool(timed_out), int(sum(r.run.n_throttled for r in units if r.run.n_throttled == r.run.n_throttled)),
+                     float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan,
+                     first.plan.footprint_bytes / m.median / 1e9 if m.median > 0 else math.nan, peak_bandwidth_gbs)
+    floor = Floor(floor_s, s["median_s"] - floor_s if math.isfinite(floor_s) else math.nan)
+    rest = tuple(p for p in first.summaries if p.NAME not in (Statistics.NAME, RunSummary.NAME))
+    return dataclasses.replace(first, unit=MERGED, samples=samples, measurement=m, floor=floor,
+                               summaries=(Statistics.of(s), run, *rest), warning=warning)
 
 
-def rebias(row: dict[str, Any], m: Measurement, ref: Measurement | None) -> None:
-    """A merged row's bias against its merged reference (left as the units had it when there is no
+def rebiased(result: ConfigurationResult, ref: Measurement | None) -> ConfigurationResult:
+    """A merged result's bias against its merged reference (left as the units had it when there is no
     reference and they had none either)."""
-    if ref is not None or not math.isnan(float(row.get("reference_median_s", math.nan))):
-        set_bias(row, m, ref)
+    if ref is None and math.isnan(float(result.bias.reference_median_s)):
+        return result
+    return dataclasses.replace(result, bias=Bias.of(result.measurement, ref))
 
 
-def merge(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_bandwidth_gbs: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One sweep result from its passes (samples and summary frames in pass order)."""
-    merged = stack(samples)
-    groups = {key: g for key, g in merged.groupby(CONFIG, sort=False)} if len(merged) else {}
-    rows = pd.concat([s for s in summaries if len(s)], ignore_index=True) if any(len(s) for s in summaries) else summaries[0]
-    out = []
-    kept: dict[tuple, Measurement] = {}
-    refs: dict[tuple, Measurement] = {}
-    for key, g in rows.groupby(CONFIG, sort=False):
-        if key not in groups:
-            continue
-        m = kept[key] = measurement_of(key, groups[key])
-        row = merged_row(g, m, groups[key], peak_bandwidth_gbs)
-        if Configuration.marks_reference(row):
-            refs[(row["kernel"], row["size_bytes"], row["timer"])] = m
-        out.append(row)
-    for row in out:
-        key = tuple(row[c] for c in CONFIG)
-        rebias(row, kept[key], refs.get((row["kernel"], row["size_bytes"], row["timer"])))
-    return merged, pd.DataFrame(out, columns=list(SUMMARY_COLUMNS))
-
-
-__all__ = ["PAD_STEP", "measurement_of", "merge", "merged_row", "pad_bytes", "pass_rule", "rebias", "run_passes", "stack", "unstack"]
+__all__ = ["PAD_STEP", "merged_result", "pad_bytes", "pass_rule", "rebiased", "run_passes", "stack", "stack_units", "unstack"]

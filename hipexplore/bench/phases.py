@@ -18,8 +18,9 @@ A unit (``bench.sweeprun.SweepRun``) measures in named phases, in the style of n
 
 A phase after the timed ones is a ``ConfigurationPhase``: it gets the configuration, its
 ``LaunchSequence`` (the flush, then the kernel on buffer set *i*, exactly what the trials timed, on
-the same buffers, with the trials' timing options) and the row so far, and returns columns to add
-to it. It runs after ``summarise``, so nothing it does is inside a timed window. ``phases_for(spec,
+the same buffers, with the trials' timing options) and the configuration's result so far
+(``bench.outcome.ConfigurationResult``), and returns it with what it adds (a named summary: the
+counters are a ``CounterSummary``), never a row grown in place. It runs after ``summarise``, so nothing it does is inside a timed window. ``phases_for(spec,
 counting)`` builds a run's phases (in-process and in a sweep worker alike, since a worker builds
 them from what it is sent).
 
@@ -99,8 +100,10 @@ class ConfigurationPhase(Protocol):
     name: str
     tap: Any
 
-    def run(self, configuration: Configuration, launches: LaunchSequence, row: dict[str, Any]) -> dict[str, Any]:
-        """Columns to add to the configuration's summary row (a counting unit: its manifest entry)."""
+    def run(self, configuration: Configuration, launches: LaunchSequence, so_far: Any) -> Any:
+        """In a timed unit: the configuration's result (``bench.outcome.ConfigurationResult``) with what
+        the phase adds (a named summary: ``with_summary``); in a counting unit: its manifest entry (a
+        dict) with what the phase adds."""
         ...
 
 

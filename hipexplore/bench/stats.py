@@ -375,15 +375,6 @@ def _per_pass_ratios(new: Measurement, base: Measurement) -> np.ndarray:
     return np.empty(0)
 
 
-def set_bias(row: dict, m: Measurement, ref: Measurement | None) -> None:
-    """Fill ``row``'s reference_median_s, bias and its interval (``ratio_ci``; NaN without a reference)."""
-    if ref is None or not ref.median > 0:
-        row.update(reference_median_s=math.nan, bias=math.nan, bias_ci_low=math.nan, bias_ci_high=math.nan)
-        return
-    ratio, lo, hi = ratio_ci(m, ref, resamples=1000)
-    row.update(reference_median_s=ref.median, bias=ratio - 1.0, bias_ci_low=lo - 1.0, bias_ci_high=hi - 1.0)
-
-
 @dataclass(frozen=True)
 class StopRule:
     """When to stop sampling.

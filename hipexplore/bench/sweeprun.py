@@ -7,8 +7,9 @@ of several kernels). A one-pass sweep is one unit; a sweep in passes (``bench.pa
 each in a process of its own with its own pad allocation; a cluster worker measures one (kernel,
 size) group as a unit. Where a unit runs is an executor's business (``bench.executors``); the
 unit only measures and reports through its channel (the orchestrator's, ``bench.orchestrator``,
-in-process; a pipe from a worker): ``started``, ``stop_now``, ``meta``, ``add(rows, row)`` and
-``update(rows)``.
+in-process; a pipe from a worker): ``started``, ``stop_now``, ``meta``, ``add(result)`` (a
+``bench.outcome.ConfigurationResult``: no row or frame is made here; ``bench.io`` makes them) and
+``update(rebiased)``.
 
 The phases (``bench.phases``, nvbench's ``measure_cold`` order), as a unit takes them:
 ``initialize`` (flushers, then rotating plans against the free memory that remains), per (kernel,
@@ -27,34 +28,35 @@ to the channel as ``counted(entry, summary)``. It never takes a timed sample.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from ..devices.base import BoundKernel, Device
 from ..devices.telemetry import for_device, wait_for_stable_clock
 from ..errors import BenchmarkError, ConfigError, DeviceError, KernelFault
 from ..kernels.build import kernel_for
 from ..kernels.spec import KernelSpec
-from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, Configuration, Timer
+from ..schema import COLD_REFERENCE, Configuration, Timer
 from ..readable import format_bytes
 from . import roles
 from . import rotating as rot
 from .callable import check_callable, sets_for
 from .check import POISONED, CheckTarget, check_outputs
-from .floor import floor_columns, measure_floor, wants_floor
+from .floor import measure_floor, wants_floor
 from .flush import REFERENCE, Flusher, flush_mode
 from .info import MeasuredInfo
 from .interleave import interleaved_launches
 from .modes import warning_with_modes
 from .counters.phase import SUMMARY
+from .outcome import Bias, ConfigurationResult, Floor, Identity, Rebiased, Rotation, RunSummary, Samples, Statistics
 from .phases import ConfigurationPhase, LaunchSequence, phases_for
 from .sampled import Fresh, SampledCheck
 from .spec import SweepSpec
-from .stats import Measurement, is_timeout, set_bias
-from .trust import StatefulKernel, add_flags, flag, guard_for, reference_flag, row_floor_flags
+from .stats import Measurement, is_timeout
+from .trust import StatefulKernel, flag, guard_for, reference_flag, row_floor_flags, with_flags
 from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
 
 if TYPE_CHECKING:
@@ -70,9 +72,13 @@ class Channel(Protocol):
 
     def meta(self, entries: dict[str, str]) -> None: ...
 
-    def add(self, rows: pd.DataFrame, row: dict[str, Any]) -> None: ...
+    def add(self, result: ConfigurationResult) -> None:
+        """A finished configuration of the unit (``bench.outcome``)."""
+        ...
 
-    def update(self, rows: list[dict[str, Any]]) -> None: ...
+    def update(self, rebiased: list[Rebiased]) -> None:
+        """Results sent before, filled in again: their biases, once the reference is whole."""
+        ...
 
     def counted(self, entry: dict[str, Any], summary: Any = None) -> None:
         """A counting unit's manifest entry of one configuration (``bench.counters``), and its
@@ -138,16 +144,15 @@ def _bound(kernel: Any, shared: int) -> Any:
 class _Target:
     """One (kernel, size) of the unit, built: what each of its configurations launches (the loaded
     variants per timer, the events variant ``plain`` for the warm-up and the output check, the
-    geometry) and ``base``, the columns every row of it shares."""
+    geometry)."""
 
-    def __init__(self, device: Device, kspec: KernelSpec, size: int, timers: tuple[str, ...], base: dict[str, Any]) -> None:
+    def __init__(self, device: Device, kspec: KernelSpec, size: int, timers: tuple[str, ...]) -> None:
         self.kspec, self.size = kspec, size
         self.n = kspec.elements(size)
         self.grid, self.block, self.shared = kspec.launch(self.n, device)
         self.kernels = {t: _bound(kernel_for(device, kspec, timed=Timer.of(t).timed_kernel), self.shared) for t in timers}
         self.plain = self.kernels.get(Timer.EVENTS) or _bound(kernel_for(device, kspec), self.shared)
         self.footprint = kspec.footprint(self.n)
-        self.base = {**base, "kernel": kspec.name, "size_bytes": size, "footprint_bytes": self.footprint}
         self.flags: list[str] = []  # trust flags of every row of this (kernel, size) (``bench.trust``)
         self.fresh: Fresh | None = None  # the sampled checks' fresh inputs, drawn at first use
 
@@ -176,13 +181,13 @@ class SweepRun:
         self.specs = spec.specs()
         if spec.interleave and unit:  # who allocates first moves from unit to unit (placement is not the code's)
             self.specs = [self.specs[i] for i in self.rng.permutation(len(self.specs))]
-        self.base = dict(run_id=run.run_id, device=_label(device), device_name=device.name)
+        self.identity = Identity(run.run_id, _label(device), device.name)
         self.where: list[str] = []  # (kernel, configuration) being measured: what a fault names
         self.flushers: dict[str, Flusher | None] = {}
         self.plans: dict[tuple[str, int, str], rot.RotatingPlan] = {}
         self.floors: dict[str, float] = {}
         self.pending: dict[Configuration, RawTimes] = {}  # interleaved partners' times, until the loop reaches them
-        self.kept: dict[Configuration, Measurement] = {}  # each emitted row's statistics (biases are set again)
+        self.kept: dict[Configuration, ConfigurationResult] = {}  # each emitted result (biases are set again)
         self.warmed = False
         self.current_sets: Any = None  # the group's rotating sets (interleaved partners may share them)
         self.telemetry: Any = None
@@ -248,7 +253,7 @@ class SweepRun:
         """Warm up, check the output, then the groups with the reference parts between them; True
         when ``stop_now`` stopped it."""
         self.where.clear()  # building and loading are not the kernel's fault: a DeviceError there is raised as is
-        target = _Target(self.dev, kspec, size, self.spec.timers, self.base)
+        target = _Target(self.dev, kspec, size, self.spec.timers)
         self.where[:] = [kspec.name, f"size={size}"]
         if self.channel.stop_now():
             return True
@@ -266,7 +271,7 @@ class SweepRun:
                     and Configuration.reference_of(kspec.name, size, t) not in self.done]
         schedule = dict(reference_schedule(len(groups), self.spec.reference_parts, self.spec.reference_samples)) if need_ref else {}
         parts: dict[str, list[RawTimes]] = {t: [] for t in need_ref}
-        rows: list[dict[str, Any]] = []
+        rows: list[ConfigurationResult] = []
         stopped = False
         for gi, group in enumerate([*groups, None]):
             if gi in schedule:
@@ -322,7 +327,7 @@ class SweepRun:
         self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
-    def measure_group(self, t: _Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[dict[str, Any]]) -> bool:
+    def measure_group(self, t: _Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[ConfigurationResult]) -> bool:
         if self.channel.stop_now():
             return True
         with sets_for(self.dev, t.kspec, t.n, p.count) as sets:
@@ -335,24 +340,23 @@ class SweepRun:
                 if self.counting is not None:
                     self.count(t, p, conf, sets)
                     continue
-                raw = self.trials(t, conf, sets)
-                frame, row, m = self.summarise(t, p, conf, raw)
+                result = self.summarise(t, p, conf, self.trials(t, conf, sets))
                 for phase in self.phases:  # outside the timed window: counters and the like (bench.phases)
-                    row.update(phase.run(conf, self.launches(t, conf, sets), row))
-                rows.append(row)
-                self.emit(conf, frame, row, m)
+                    result = phase.run(conf, self.launches(t, conf, sets), result)
+                rows.append(result)
+                self.emit(result)
         return False
 
-    def summarise(self, t: _Target, p: rot.RotatingPlan, conf: Configuration, raw: RawTimes
-                  ) -> tuple[pd.DataFrame, dict[str, Any], Measurement]:
-        """A configuration's samples, summary row (bias against the reference so far, the floor) and statistics."""
+    def summarise(self, t: _Target, p: rot.RotatingPlan, conf: Configuration, raw: RawTimes) -> ConfigurationResult:
+        """A configuration's result: its samples, statistics, the bias against the reference so far, the floor."""
         mode = flush_mode(conf.flush)
         notes = ([p.note] if p.note else []) + list(raw.notes) + ([mode.note] if mode.note else [])
         m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
-        frame, row = self.frames(t.base, conf, p.count, p.cap_bytes, raw, m, throttled, self.refs.get(conf.reference_key))
-        row.update(floor_columns(self.floor_of(conf.flush) if conf.timer.launch_floor else None, row["median_s"], conf.timer))
-        add_flags(row, [*t.flags, *row_floor_flags(row, t.kspec, t.n, self.dev)])
-        return frame, row, m
+        result = self.result(conf, Rotation.of_plan(p), raw, m, throttled, self.refs.get(conf.reference_key))
+        result = dataclasses.replace(result, floor=Floor.of(self.floor_of(conf.flush) if conf.timer.launch_floor else None,
+                                                            m.median, conf.timer))
+        flags = [*t.flags, *row_floor_flags(result.columns(), t.kspec, t.n, self.dev)]
+        return dataclasses.replace(result, warning=with_flags(result.warning, flags))
 
     def launches(self, t: _Target, conf: Configuration, sets: Any) -> LaunchSequence:
         """The configuration's flush and kernel on its sets, as its trials launched them (events variant)."""
@@ -368,9 +372,9 @@ class SweepRun:
             return
         entry: dict[str, Any] = {"plan_note": p.note}
         for phase in self.phases:
-            entry.update(phase.run(conf, self.launches(t, conf, sets), entry))
-        summary = entry.pop(SUMMARY, None)  # counted in this process: summarised here (``counters.phase``)
-        self.channel.counted(entry, summary)
+            entry = {**entry, **phase.run(conf, self.launches(t, conf, sets), entry)}
+        # counted in this process: summarised here (``counters.phase``), apart from the manifest entry
+        self.channel.counted({k: v for k, v in entry.items() if k != SUMMARY}, entry.get(SUMMARY))
 
     def trials(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
         """The timed launches of one configuration: the only timed window of the unit; between its
@@ -460,8 +464,8 @@ class SweepRun:
                 got.append(raw)
                 self.refs[(t.kspec.name, t.size, timer_name)] = self.statistics(_concat(got), f"{t.kspec.name} {t.size} cold", [])[0]
 
-    def emit_references(self, t: _Target, parts: dict[str, list[RawTimes]], rows: list[dict[str, Any]]) -> None:
-        """The reference row of each timer, then every bias of the group against the whole reference."""
+    def emit_references(self, t: _Target, parts: dict[str, list[RawTimes]], rows: list[ConfigurationResult]) -> None:
+        """The reference's result of each timer, then every bias of the group against the whole reference."""
         for timer_name, got in parts.items():
             if not got:
                 continue
@@ -469,20 +473,24 @@ class SweepRun:
             m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} cold", list(raw.notes))
             self.refs[(t.kspec.name, t.size, timer_name)] = m
             conf = Configuration.reference_of(t.kspec.name, t.size, timer_name)
-            frame, row = self.frames(t.base, conf, 1, int(self.free * self.spec.mem_fraction), raw, m, throttled, m)
-            row.update(floor_columns(self.floor_of(REFERENCE.name) if conf.timer.launch_floor else None, row["median_s"], conf.timer))
-            row["warning"] = "; ".join(filter(None, [row["warning"], f"taken in {len(got)} part(s) through the sweep"]))
-            add_flags(row, t.flags)  # the same kernel's flags: a reference of a kernel that keeps state is not one
-            biased = [r for r in rows if r["timer"] == timer_name]
+            plan = Rotation(conf.rotating, 1, int(self.free * self.spec.mem_fraction), t.footprint)
+            result = self.result(conf, plan, raw, m, throttled, m)
+            floor = Floor.of(self.floor_of(REFERENCE.name) if conf.timer.launch_floor else None, m.median, conf.timer)
+            # the same kernel's flags: a reference of a kernel that keeps state is not one
+            warning = with_flags(result.warning, [f"taken in {len(got)} part(s) through the sweep", *t.flags])
+            biased = []
+            for r in rows:
+                if r.configuration.timer == timer_name:
+                    r = dataclasses.replace(r, bias=Bias.of(self.kept[r.configuration].measurement, m))
+                    biased.append(dataclasses.replace(r, warning=with_flags(r.warning, reference_flag(r.columns(), self.dev))))
             for r in biased:
-                set_bias(r, self.kept[Configuration.of(r)], m)
-                add_flags(r, reference_flag(r, self.dev))
-            self.channel.update(biased)
-            self.emit(conf, frame, row, m)
+                self.kept[r.configuration] = r
+            self.channel.update([Rebiased.of(r) for r in biased])
+            self.emit(dataclasses.replace(result, floor=floor, warning=warning))
 
-    def emit(self, conf: Configuration, frame: pd.DataFrame, row: dict[str, Any], m: Measurement) -> None:
-        self.kept[conf] = m
-        self.channel.add(frame, row)
+    def emit(self, result: ConfigurationResult) -> None:
+        self.kept[result.configuration] = result
+        self.channel.add(result)
 
     # -- statistics of one configuration ----------------------------------------------------------
     def statistics(self, raw: RawTimes, what: str, notes: list[str]) -> tuple[Measurement, np.ndarray]:
@@ -503,39 +511,20 @@ class SweepRun:
             notes.append(f"stopped by its {raw.stop_reason.split(' reached', 1)[0]} before convergence")
         return Measurement(raw.time_s[keep], label=what, notes=notes, chunks=raw.chunk[keep]), throttled
 
-    def frames(self, base: dict[str, Any], conf: Configuration, count: int, cap: int, raw: RawTimes, m: Measurement,
-               throttled: np.ndarray, ref: Measurement | None) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """A configuration's sample rows and summary row (columns: ``hipexplore.schema``): ``count`` sets
-        used under the cap of ``cap`` bytes, its raw times, statistics and throttled samples, the bias
-        against ``ref``."""
+    def result(self, conf: Configuration, plan: Rotation, raw: RawTimes, m: Measurement, throttled: np.ndarray,
+               ref: Measurement | None) -> ConfigurationResult:
+        """A configuration's result (``bench.outcome``): its raw samples and the throttled ones, its
+        statistics, the bias against ``ref``, how its sampling ended; ``plan``: the sets it used under
+        which cap (the floor and the flags are the caller's)."""
         k = len(raw.time_s)
         dropped = throttled if m.n < k else np.zeros(k, bool)
-        rows = pd.DataFrame({
-            **{c: [base[c]] * k for c in ("run_id", "device", "device_name", "kernel")},
-            "size_bytes": np.full(k, conf.size, dtype=np.int64), "footprint_bytes": np.full(k, base["footprint_bytes"], dtype=np.int64),
-            "rotating": np.full(k, count, dtype=np.int64), "rotating_requested": [conf.rotating] * k, "flush": [conf.flush] * k,
-            "timer": [conf.timer] * k, "iteration": np.arange(k, dtype=np.int64), "pass_index": np.zeros(k, dtype=np.int64),
-            "chunk": raw.chunk.astype(np.int64), "position": raw.position.astype(np.int64), "lead": raw.lead.astype(np.int64),
-            "buffer_set": raw.buffer_set.astype(np.int64), "time_s": raw.time_s, "flush_s": raw.flush_s, "gap_s": raw.gap_s,
-            "clock_mhz": raw.clock_mhz, "temp_c": raw.temp_c, "power_w": raw.power_w,
-            "host_load": raw.host_load, "host_busy": raw.host_busy, "host_steal": raw.host_steal,
-            "throttled": throttled.astype(bool), "dropped": dropped.astype(bool),
-        }, columns=list(SAMPLE_COLUMNS))
         s = m.summary()
-        row: dict[str, Any] = {**base, "rotating": count, "rotating_requested": conf.rotating, "flush": conf.flush,
-                               "timer": conf.timer, "passes": 1}
-        row.update({key: s[key] for key in ("n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s",
-                                            "ci_high_s", "n_outliers", "bimodality")})
-        set_bias(row, m, ref)
-        row["bandwidth_gbs"] = base["footprint_bytes"] / m.median / 1e9 if m.median > 0 else math.nan
-        row["peak_bandwidth_gbs"] = float(self.dev.peak_bandwidth_gbs)
-        row["rotating_cap_bytes"] = int(cap)
-        row["stop_reason"] = raw.stop_reason
-        row["timed_out"] = bool(is_timeout(raw.stop_reason))
-        row["n_throttled"] = int(throttled.sum())
-        row["clock_mhz"] = float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan
-        row["warning"] = warning_with_modes(s["warning"], m, s["ci_low_s"], s["ci_high_s"])
-        return rows, row
+        run = RunSummary(1, raw.stop_reason, bool(is_timeout(raw.stop_reason)), int(throttled.sum()),
+                         float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan,
+                         plan.footprint_bytes / m.median / 1e9 if m.median > 0 else math.nan, float(self.dev.peak_bandwidth_gbs))
+        return ConfigurationResult(conf, self.unit, self.identity, plan, Samples.of_raw(self.identity, conf, plan, raw, (throttled, dropped)),
+                                   m, Floor(), Bias.of(m, ref), (Statistics.of(s), run),
+                                   warning_with_modes(s["warning"], m, s["ci_low_s"], s["ci_high_s"]))
 
     def floor_of(self, flush: str) -> float | None:
         """The launch floor after ``flush`` in this process (``bench.floor``), timed once."""

@@ -76,13 +76,13 @@ def is_flagged(row: Mapping[str, Any]) -> bool:
     return bool(flags_of(row.get("warning"))) or str(row.get("cold_promise") or "") == "broken"
 
 
-def add_flags(row: dict[str, Any], lines: list[str]) -> None:
-    """``lines`` joined into ``row['warning']``, each once."""
-    warning = str(row.get("warning") or "")
+def with_flags(warning: Any, lines: list[str]) -> str:
+    """``warning`` (a result's) with ``lines`` joined into it, each once."""
+    warning = str(warning or "")
     for line in lines:
         if line and line not in warning:
             warning = "; ".join(filter(None, [warning, line]))
-    row["warning"] = warning
+    return warning
 
 
 def asks_cold(row: Mapping[str, Any]) -> str:
@@ -268,6 +268,6 @@ def reference_flag(row: Mapping[str, Any], device: Device | None = None) -> list
                  f"kernel after an l2-read flush, though asked cold ({why}): its inputs did not all come from memory")]
 
 
-__all__ = ["FLAG", "StatefulKernel", "FLOOR_MARGIN", "HOST_MARGIN", "FLOOR_RESOLVABLE_S", "L2Guard", "LAUNCH_FLOOR_FRACTION", "REFERENCE_MARGIN", "add_flags",
+__all__ = ["FLAG", "StatefulKernel", "FLOOR_MARGIN", "HOST_MARGIN", "FLOOR_RESOLVABLE_S", "L2Guard", "LAUNCH_FLOOR_FRACTION", "REFERENCE_MARGIN",
            "asks_cold", "flag", "flags_of", "floor_bandwidth", "floor_flags", "guard_for", "host_bandwidth", "is_flagged",
-           "reference_flag", "row_floor_flags"]
+           "reference_flag", "row_floor_flags", "with_flags"]

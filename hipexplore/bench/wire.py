@@ -15,14 +15,18 @@ pickle). A frame here is data only:
   escapes control characters, the reader refuses any: no terminal escape or second line gets through)
   and bounded;
 * a body of raw little-endian arrays, the numeric columns of the tables the header declares:
-  a table's columns, their order and dtypes must be exactly the schema's (``SAMPLE_TYPES``,
-  ``SUMMARY_TYPES`` over ``schema.SAMPLE_COLUMNS`` / ``SUMMARY_COLUMNS``), its row count bounded,
-  the body exactly as long as the arrays it declares, booleans 0 or 1.
+  a table's columns, their order and dtypes must be exactly the schema's (``SAMPLE_TYPES`` over
+  ``schema.SAMPLE_COLUMNS``), its row count bounded, the body exactly as long as the arrays it
+  declares, booleans 0 or 1;
+* a unit's result (``bench.outcome.ConfigurationResult``) as data: its configuration, and each of
+  its parts (identity, plan, floor, bias, the named summaries) as an object of exactly that part's
+  fields, each of its declared type (text, integer, number or null for NaN, boolean); its samples
+  as a table; its ``Measurement`` made again from them by the reader.
 
 Every failure is one ``WireError`` line saying what was wrong. What a message *means* (which
 configurations a unit may report, when ``done`` is believed) is ``bench.guard``'s business; this
 module only turns bytes into typed messages (``Start`` ... ``Failed``) and back (``encode``,
-``FrameReader``, ``FrameWriter``, ``decode_all``), so issue #48's typed results can travel the same way.
+``FrameReader``, ``FrameWriter``, ``decode_all``).
 """
 from __future__ import annotations
 
@@ -32,12 +36,13 @@ import os
 import re
 import struct
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 from ..errors import BenchmarkError, ConfigError
-from ..schema import CLUSTER_COLUMNS, COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, Configuration, Timer
 from ..untrusted import check_name, escaped, load_json, shown
+from .outcome import SUMMARIES, Bias, ConfigurationResult, CounterSummary, Floor, Identity, Part, Rebiased, Rotation, Samples
 
 MAGIC = b"HXw1"
 #: magic, header bytes (u32), body bytes (u64), little-endian
@@ -55,15 +60,11 @@ MAX_ITEMS = 4096
 
 TEXT, INT, FLOAT, BOOL = "text", "<i8", "<f8", "|b1"
 _ITEMSIZE = {INT: 8, FLOAT: 8, BOOL: 1}
-_INTS = ("size_bytes", "footprint_bytes", "rotating", "n", "passes", "n_outliers", "rotating_cap_bytes", "n_throttled",
-         "iteration", "pass_index", "chunk", "position", "lead", "buffer_set")
+_INTS = ("size_bytes", "footprint_bytes", "rotating", "iteration", "pass_index", "chunk", "position", "lead", "buffer_set")
 #: the configuration key's columns are text but for its size (``size_bytes``, above)
-_TEXTS = ("run_id", "device", "device_name", *(c for c in Configuration.COLUMNS if c != "size_bytes"), "stop_reason",
-          "warning", *CLUSTER_COLUMNS)
-_BOOLS = ("timed_out", "throttled", "dropped")
-_FLOATS = ("time_s", "flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal", "median_s",
-           "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s", "ci_high_s", "bimodality", "reference_median_s",
-           "bias", "bias_ci_low", "bias_ci_high", "bandwidth_gbs", "peak_bandwidth_gbs", "floor_s", "net_median_s")
+_TEXTS = ("run_id", "device", "device_name", *(c for c in Configuration.COLUMNS if c != "size_bytes"), *CLUSTER_COLUMNS)
+_BOOLS = ("throttled", "dropped")
+_FLOATS = ("time_s", "flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal")
 #: a column of the schema none of the lists above names (a test fails on it: give it its type)
 UNTYPED = "untyped"
 
@@ -73,11 +74,10 @@ def _types(columns: Sequence[str]) -> dict[str, str]:
             for c in columns}
 
 
-#: the declared type of every column of a sample frame and of a summary row (a unit's, and a cluster unit's)
+#: the declared type of every column of a sample frame (a unit's, and a cluster unit's); a summary's
+#: columns are the fields of a result's parts (``bench.outcome``), typed there
 SAMPLE_TYPES = _types(SAMPLE_COLUMNS)
-SUMMARY_TYPES = _types(SUMMARY_COLUMNS)
 CLUSTER_SAMPLE_TYPES = _types([*SAMPLE_COLUMNS, *CLUSTER_COLUMNS])
-CLUSTER_SUMMARY_TYPES = _types([*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
 
 
 class WireError(BenchmarkError):
@@ -104,15 +104,14 @@ class Meta:
 
 @dataclass(frozen=True)
 class Add:
-    """A finished configuration: its sample rows (a DataFrame) and its summary row."""
-    samples: Any
-    row: dict[str, Any]
+    """A finished configuration: its result (``bench.outcome.ConfigurationResult``)."""
+    result: ConfigurationResult
 
 
 @dataclass(frozen=True)
 class Update:
-    """Summary rows sent before, filled in again (their biases, once the reference is whole)."""
-    rows: list[dict[str, Any]]
+    """Results sent before, filled in again (their biases, once the reference is whole)."""
+    rebiased: list[Rebiased]
 
 
 @dataclass(frozen=True)
@@ -225,23 +224,21 @@ def _strings(value: Any, what: str) -> dict[str, str]:
 
 
 # -- tables ---------------------------------------------------------------------------------------
-def _encode_table(records: Any, types: Mapping[str, str]) -> tuple[dict[str, Any], list[bytes]]:
-    """A DataFrame or a list of row dicts as (header description, body arrays) of ``types``' columns."""
+def _encode_table(columns: Samples, types: Mapping[str, str]) -> tuple[dict[str, Any], list[bytes]]:
+    """A result's samples as (header description, body arrays) of ``types``' columns."""
     import numpy as np
-    import pandas as pd
 
-    frame = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records), columns=list(types))
-    n = len(frame)
+    n = columns.n
     text: dict[str, Any] = {}
     arrays, body = [], []
     for c, t in types.items():
-        col = frame[c]
+        col = columns[c]
         if t == TEXT:
             values = [clean(v) for v in col.tolist()]
             text[c] = values[0] if n and all(v == values[0] for v in values) else values
         else:
             arrays.append([c, t])
-            body.append(np.ascontiguousarray(col.to_numpy(dtype=np.dtype(t).newbyteorder("<") if t != BOOL else bool)).tobytes())
+            body.append(np.ascontiguousarray(np.asarray(col, dtype=np.dtype(t).newbyteorder("<") if t != BOOL else bool)).tobytes())
     return {"rows": n, "text": text, "arrays": arrays}, body
 
 
@@ -281,19 +278,77 @@ def _decode_table(desc: Any, body: memoryview, offset: int, types: Mapping[str, 
     return out, n, offset
 
 
-def _frame_of(columns: dict[str, Any], types: Mapping[str, str]) -> Any:
-    import pandas as pd
+def _samples_of(columns: dict[str, Any], types: Mapping[str, str]) -> Samples:
+    import numpy as np
 
-    return pd.DataFrame({c: columns[c] for c in types}, columns=list(types))
+    return Samples({c: np.fromiter(columns[c], dtype=object, count=len(columns[c])) if t == TEXT else columns[c]
+                    for c, t in types.items()})
 
 
-def _rows_of(columns: dict[str, Any], n: int, types: Mapping[str, str]) -> list[dict[str, Any]]:
-    def scalar(c: str, i: int) -> Any:
-        v = columns[c][i]
-        t = types[c]
-        return v if t == TEXT else int(v) if t == INT else bool(v) if t == BOOL else float(v)
+# -- a result's parts -----------------------------------------------------------------------------
+def _part_out(part: Part) -> dict[str, Any]:
+    """A part's fields by their declared types (text cleaned, NaN as null)."""
+    out: dict[str, Any] = {}
+    for f in fields(part):  # type: ignore[arg-type]
+        v = getattr(part, f.name)
+        out[f.name] = clean(v) if f.type == "str" else int(v) if f.type == "int" else bool(v) if f.type == "bool" else _finite(float(v))
+    return out
 
-    return [{c: scalar(c, i) for c in types} for i in range(n)]
+
+def _part_in(cls: type[Part], value: Any, what: str) -> Any:
+    """A part from a frame: exactly its fields, each of its declared type."""
+    names = cls.names()
+    e = _obj(value, what, names)
+    got: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        v, name = e[f.name], f"{what} {f.name}"
+        got[f.name] = (_text(v, name) if f.type == "str" else _int(v, name) if f.type == "int" else _bool(v, name)
+                       if f.type == "bool" else _number(v, name))
+    return cls(**got)
+
+
+def _configuration_out(c: Configuration) -> dict[str, Any]:
+    return {"kernel": clean(c.kernel, MAX_KEY), "size": int(c.size), **{k: clean(getattr(c, k), MAX_KEY) for k in ("rotating", "flush", "timer")}}
+
+
+def _configuration_in(value: Any, what: str) -> Configuration:
+    e = _obj(value, what, ("kernel", "size", "rotating", "flush", "timer"))
+    texts = {k: _text(e[k], f"{what} {k}", MAX_KEY) for k in ("kernel", "rotating", "flush", "timer")}
+    try:
+        timer = Timer.of(texts["timer"])
+    except ConfigError as exc:
+        raise WireError(str(exc)) from None
+    return Configuration(texts["kernel"], _int(e["size"], f"{what} size", 0), texts["rotating"], texts["flush"], timer)
+
+
+_RESULT_KEYS = ("configuration", "unit", "identity", "plan", "floor", "bias", "summaries", "warning")
+
+
+def _result_out(r: ConfigurationResult) -> dict[str, Any]:
+    return {"configuration": _configuration_out(r.configuration), "unit": int(r.unit), "identity": _part_out(r.identity),
+            "plan": _part_out(r.plan), "floor": _part_out(r.floor), "bias": _part_out(r.bias),
+            "summaries": {s.NAME: _part_out(s) for s in r.summaries}, "warning": clean(r.warning)}
+
+
+def _result_in(value: Any, samples: Samples) -> ConfigurationResult:
+    what = "an add frame's result"
+    e = _obj(value, what, _RESULT_KEYS)
+    c = _configuration_in(e["configuration"], f"{what} configuration")
+    named = e["summaries"]
+    if not isinstance(named, dict) or any(k not in SUMMARIES for k in named):
+        raise WireError(f"{what} has summaries {shown(named, 200)}; expected some of {sorted(SUMMARIES)}")
+    summaries = tuple(_part_in(SUMMARIES[k], v, f"{what} summary {k}") for k, v in named.items())
+    m = samples.measurement(" ".join(map(str, c))) if samples.n else None
+    return ConfigurationResult(c, _int(e["unit"], f"{what} unit", 0), _part_in(Identity, e["identity"], f"{what} identity"),
+                               _part_in(Rotation, e["plan"], f"{what} plan"), samples, m,
+                               _part_in(Floor, e["floor"], f"{what} floor"), _part_in(Bias, e["bias"], f"{what} bias"),
+                               summaries, _text(e["warning"], f"{what} warning"))
+
+
+def _rebiased_in(value: Any, what: str = "an update frame's result") -> Rebiased:
+    e = _obj(value, what, ("configuration", "bias", "warning"))
+    return Rebiased(_configuration_in(e["configuration"], f"{what} configuration"), _part_in(Bias, e["bias"], f"{what} bias"),
+                    _text(e["warning"], f"{what} warning"))
 
 
 # -- encoding -------------------------------------------------------------------------------------
@@ -311,7 +366,7 @@ def _finite(v: Any) -> Any:
 
 def encode(msg: Message, *, cluster: bool = False) -> bytes:
     """``msg`` as one frame (``cluster``: tables with the cluster columns, a cluster unit's)."""
-    st, rt = (CLUSTER_SAMPLE_TYPES, CLUSTER_SUMMARY_TYPES) if cluster else (SAMPLE_TYPES, SUMMARY_TYPES)
+    st = CLUSTER_SAMPLE_TYPES if cluster else SAMPLE_TYPES
     if isinstance(msg, Start):
         return _pack({"kind": "start", "kernel": clean(msg.kernel, MAX_KEY), "configuration": clean(msg.configuration, MAX_KEY)})
     if isinstance(msg, Ask):
@@ -319,15 +374,14 @@ def encode(msg: Message, *, cluster: bool = False) -> bytes:
     if isinstance(msg, Meta):
         return _pack({"kind": "meta", "entries": {clean(k, MAX_KEY): clean(v) for k, v in msg.entries.items()}})
     if isinstance(msg, Add):
-        sd, sb = _encode_table(msg.samples, st)
-        rd, rb = _encode_table([msg.row], rt)
-        return _pack({"kind": "add", "samples": sd, "row": rd}, [*sb, *rb])
+        sd, sb = _encode_table(msg.result.samples, st)
+        return _pack({"kind": "add", "samples": sd, "result": _result_out(msg.result)}, sb)
     if isinstance(msg, Update):
-        ud, ub = _encode_table(msg.rows, rt)
-        return _pack({"kind": "update", "rows": ud}, ub)
+        return _pack({"kind": "update", "rebiased": [{"configuration": _configuration_out(r.configuration),
+                                                      "bias": _part_out(r.bias), "warning": clean(r.warning)} for r in msg.rebiased]})
     if isinstance(msg, Counted):
         return _pack({"kind": "counted", "entry": _counted_out(msg.entry),
-                      **({"summary": _summary_out(msg.summary)} if msg.summary is not None else {})})
+                      **({"summary": _part_out(CounterSummary.of_columns(msg.summary))} if msg.summary is not None else {})})
     if isinstance(msg, Warn):
         return _pack({"kind": "warn", "category": clean(msg.category, 128), "message": clean(msg.message, lines=True),
                       "lineno": int(msg.lineno) if 0 <= int(msg.lineno) < 1 << 31 else 0})
@@ -373,27 +427,10 @@ def _counted_in(value: Any) -> dict[str, Any]:
     return out
 
 
-#: a counted summary's columns (``schema.COUNTER_COLUMNS``) by kind: integers, text, the rest numbers
-_SUMMARY_INTS = ("input_bytes", "counter_launches")
-_SUMMARY_TEXTS = ("cache_state", "cold_promise", "counter_warning", "counter_backend", "counter_note")
-
-
-def _summary_out(summary: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: (int(summary[k]) if k in _SUMMARY_INTS else clean(summary[k], lines=False) if k in _SUMMARY_TEXTS
-                else _finite(float(summary[k]))) for k in COUNTER_COLUMNS}
-
-
-def _summary_in(value: Any) -> dict[str, Any]:
-    s = _obj(value, "a counted summary", COUNTER_COLUMNS)
-    return {k: (_int(s[k], f"summary {k}", 0) if k in _SUMMARY_INTS else
-                _text(s[k], f"summary {k}") if k in _SUMMARY_TEXTS else _number(s[k], f"summary {k}"))
-            for k in COUNTER_COLUMNS}
-
-
 # -- decoding -------------------------------------------------------------------------------------
 _KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "start": (("kernel", "configuration"), ()), "ask": ((), ()), "meta": (("entries",), ()),
-    "add": (("samples", "row"), ()), "update": (("rows",), ()), "counted": (("entry",), ("summary",)),
+    "add": (("samples", "result"), ()), "update": (("rebiased",), ()), "counted": (("entry",), ("summary",)),
     "warn": (("category", "message", "lineno"), ()), "done": (("stopped",), ()),
     "error": (("type", "message", "kernel", "configuration", "status", "log"), ()),
     "unit": (("worker", "host", "gpu", "seconds", "extra"), ()),
@@ -416,16 +453,14 @@ def decode(head: bytes, body: memoryview | bytes, *, max_rows: int = DEFAULT_MAX
     keys, optional = _KINDS[kind]
     h = _obj(h, f"a {kind} frame", keys, optional)
     body = memoryview(body)
-    if kind not in ("add", "update") and len(body):
+    if kind != "add" and len(body):
         raise WireError(f"a {kind} frame carries a body of {len(body)} bytes; it has none")
-    st, rt = (CLUSTER_SAMPLE_TYPES, CLUSTER_SUMMARY_TYPES) if cluster else (SAMPLE_TYPES, SUMMARY_TYPES)
+    st = CLUSTER_SAMPLE_TYPES if cluster else SAMPLE_TYPES
     if kind == "add":
         cols, n, off = _decode_table(h["samples"], body, 0, st, "an add frame's samples", max_rows)
-        rcols, rn, off = _decode_table(h["row"], body, off, rt, "an add frame's row", 1)
-        msg: Message = Add(_frame_of(cols, st), _rows_of(rcols, rn, rt)[0] if rn == 1 else _int(None, "an add frame's row count 1"))
+        msg: Message = Add(_result_in(h["result"], _samples_of(cols, st)))
     elif kind == "update":
-        cols, n, off = _decode_table(h["rows"], body, 0, rt, "an update frame's rows", MAX_ITEMS)
-        msg = Update(_rows_of(cols, n, rt))
+        return Update([_rebiased_in(r) for r in _list(h["rebiased"], "an update frame's results")])
     else:
         return _plain(kind, h)
     if off != len(body):
@@ -443,7 +478,8 @@ def _plain(kind: str, h: dict[str, Any]) -> Message:
     if kind == "meta":
         return Meta(_strings(h["entries"], "a meta frame's entries"))
     if kind == "counted":
-        return Counted(_counted_in(h["entry"]), _summary_in(h["summary"]) if "summary" in h else None)
+        return Counted(_counted_in(h["entry"]), _part_in(CounterSummary, h["summary"], "a counted summary").columns()
+                       if "summary" in h else None)
     if kind == "warn":
         return Warn(_text(h["category"], "a warning's category", 128), _text(h["message"], "a warning", lines=True),
                     _int(h["lineno"], "a warning's line", 0, (1 << 31) - 1))
@@ -559,6 +595,6 @@ def type_name(value: str) -> str:
     return value if _IDENT.fullmatch(value) else "?"
 
 
-__all__ = ["Add", "Ask", "CLUSTER_SAMPLE_TYPES", "CLUSTER_SUMMARY_TYPES", "Counted", "DEFAULT_MAX_BODY", "Done", "Failed",
-           "FrameReader", "FrameWriter", "MAGIC", "MAX_HEADER", "Message", "Meta", "PREFIX", "SAMPLE_TYPES", "SUMMARY_TYPES",
-           "Start", "UnitEnd", "Update", "Warn", "WireError", "clean", "decode", "decode_all", "encode", "limits", "type_name"]
+__all__ = ["Add", "Ask", "CLUSTER_SAMPLE_TYPES", "Counted", "DEFAULT_MAX_BODY", "Done", "Failed", "FrameReader", "FrameWriter",
+           "MAGIC", "MAX_HEADER", "Message", "Meta", "PREFIX", "SAMPLE_TYPES", "Start", "UnitEnd", "Update", "Warn",
+           "WireError", "clean", "decode", "decode_all", "encode", "limits", "type_name"]

@@ -312,9 +312,9 @@ def _deliver(msg: Message, channel: Any, guard: UnitGuard, w: StartedWorker) -> 
     elif isinstance(msg, Meta):
         channel.meta(msg.entries)
     elif isinstance(msg, Add):
-        channel.add(msg.samples, msg.row)
+        channel.add(msg.result)
     elif isinstance(msg, Update):
-        channel.update(msg.rows)
+        channel.update(msg.rebiased)
     elif isinstance(msg, Counted):  # a counting unit's manifest entry, and its summary where the worker counted it
         channel.counted(msg.entry, CounterSummary.of_columns(msg.summary) if msg.summary is not None else None)
     elif isinstance(msg, Warn):  # a warning in the worker (worker_main._PipeChannel.warning): shown here, as its

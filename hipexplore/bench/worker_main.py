@@ -58,11 +58,12 @@ class _PipeChannel:
     def meta(self, entries: dict[str, str]) -> None:
         self.send(Meta({str(k): str(v) for k, v in entries.items()}))
 
-    def add(self, rows: Any, row: dict[str, Any]) -> None:
-        self.send(Add(rows, dict(row)))
+    def add(self, result: Any) -> None:
+        """A finished configuration's ``ConfigurationResult``, as data (``bench.wire``)."""
+        self.send(Add(result))
 
-    def update(self, rows: list[dict[str, Any]]) -> None:
-        self.send(Update([dict(r) for r in rows]))
+    def update(self, rebiased: list[Any]) -> None:
+        self.send(Update(list(rebiased)))
 
     def counted(self, entry: dict[str, Any], summary: Any = None) -> None:
         """A counting unit's entry for one configuration (``bench.counters.phase``), and its

@@ -150,14 +150,13 @@ def single_process_rows(sides: list[Side], base: str | None, new: str | None, th
     rg = {k if isinstance(k, tuple) else (k,): g for k, g in right.groupby(keys, sort=True)}
     rows = []
     for key in sorted(set(lg) | set(rg), key=str):
-        row: dict[str, Any] = {**fixed, **dict(zip(keys, key))}
         if key in lg and key in rg:
-            row.update(present="both", **(_sample_row if both_samples else _summary_row)(lg[key], rg[key], threshold,
-                                                                                          SEPARATE_RUNS_LEVEL))
+            compared = {"present": "both", **(_sample_row if both_samples else _summary_row)(lg[key], rg[key], threshold,
+                                                                                              SEPARATE_RUNS_LEVEL)}
         else:
-            row.update(present="base only" if key in lg else "new only", verdict="", change_called="",
-                       note=f"only in the {'base' if key in lg else 'new'} file: not compared")
-        rows.append(row)
+            compared = {"present": "base only" if key in lg else "new only", "verdict": "", "change_called": "",
+                        "note": f"only in the {'base' if key in lg else 'new'} file: not compared"}
+        rows.append({**fixed, **dict(zip(keys, key)), **compared})
     frame = pd.DataFrame(rows)
     frame.attrs.update(threshold=threshold, level=SEPARATE_RUNS_LEVEL, rule=rule_text(threshold), caveat="", hint="",
                        base_metadata=dict(sides[0].meta), new_metadata=dict(sides[-1].meta))
@@ -195,8 +194,7 @@ def _sample_row(b: Any, n: Any, threshold: float, level: float) -> dict[str, Any
            "new_median_s": mn.median, "new_ci_low_s": n_lo, "new_ci_high_s": n_hi,
            "p_value": mann_whitney_u(mn.samples, mb.samples)[1],
            "interval": f"within one process per side (nvbench samples, blocks of {NVBENCH_BLOCK}), {level:.0%}"}
-    out.update(_decided(ratio, lo, hi, threshold), note="")
-    return out
+    return {**out, **_decided(ratio, lo, hi, threshold), "note": ""}
 
 
 def _summary_row(b: Any, n: Any, threshold: float, level: float) -> dict[str, Any]:
@@ -219,11 +217,10 @@ def _summary_row(b: Any, n: Any, threshold: float, level: float) -> dict[str, An
            "new_median_s": mn, "new_ci_low_s": math.nan, "new_ci_high_s": math.nan, "p_value": math.nan,
            "interval": f"summaries only (nvbench mean, relative stdev, sample count; samples taken as independent), "
                        f"{level:.0%}: weaker"}
-    out.update(_decided(ratio, lo, hi, threshold))
-    out["note"] = "" if math.isfinite(lo) else "no relative stdev or sample count in the summaries: no interval"
-    if not math.isfinite(lo):
-        out["verdict"] = "undecided"
-    return out
+    if math.isfinite(lo):
+        return {**out, **_decided(ratio, lo, hi, threshold), "note": ""}
+    return {**out, **_decided(ratio, lo, hi, threshold), "verdict": "undecided",
+            "note": "no relative stdev or sample count in the summaries: no interval"}
 
 
 __all__ = ["FORMATS", "NVBENCH_BLOCK", "Side", "compare_files", "detect", "load_side", "single_process_rows"]

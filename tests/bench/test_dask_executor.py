@@ -123,18 +123,15 @@ def _run(s: SweepSpec, done=frozenset()):
 
 def _unit_bytes(s: SweepSpec, *, rows=None, tail=None) -> bytes:
     """What ``unit_task`` returns for ``s``: its rows as wire frames, then done and where it ran."""
-    import numpy as np
-    import pandas as pd
-
     from hipexplore.bench import wire
+    from hipexplore.bench.dask_executor import placed
+
+    from .made import result
 
     out = [wire.encode(wire.Meta({"warmup.clock": "stable"}))]
     for c in (s.configurations() if rows is None else rows):
         ident = {"worker": "tls://127.0.0.1:1", "host": "h", "gpu": ""}
-        row = {k: ("" if t == wire.TEXT else 0 if t in (wire.INT, wire.BOOL) else 0.0) for k, t in wire.CLUSTER_SUMMARY_TYPES.items()}
-        row.update(c.columns(), run_id="run0001", **ident)
-        frame = pd.DataFrame({k: np.zeros(2) for k in wire.CLUSTER_SAMPLE_TYPES}).assign(**c.columns(), run_id="run0001", **ident)
-        out.append(wire.encode(wire.Add(frame, row), cluster=True))
+        out.append(wire.encode(wire.Add(placed(result(c, n=2), ident)), cluster=True))
     out += tail if tail is not None else [wire.encode(wire.Done(False)), wire.encode(wire.UnitEnd("tls://127.0.0.1:1", "h", "", 1.5))]
     return b"".join(out)
 
@@ -149,9 +146,10 @@ def test_a_cluster_units_result_is_decoded_and_checked_against_its_plan():
 
     s = spec(rotating=(1, 2))
     got = unit_result(_unit_bytes(s), _run(s))
-    assert [r["rotating_requested"] for r in got.rows] == ["1", "2", "1"] and got.worker == "tls://127.0.0.1:1"
+    assert [r.configuration.rotating for r in got.results] == ["1", "2", "1"] and got.worker == "tls://127.0.0.1:1"
     assert got.seconds == 1.5 and not got.stopped and got.metadata == {"warmup.clock": "stable"}
-    assert list(got.frames[0].columns[-3:]) == ["worker", "host", "gpu"]
+    assert list(got.results[0].samples.columns)[-3:] == ["worker", "host", "gpu"]
+    assert got.results[0].summary("placement").worker == "tls://127.0.0.1:1"
     bad = {
         "a pickle": pickle.dumps({"rows": [], "frames": []}),
         "an early done": _unit_bytes(s, rows=s.configurations()[:1]),

@@ -7,16 +7,17 @@ an arbitrary one. The same checks through a real worker and a forging kernel:
 tests/security/test_security_channel.py."""
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from hipexplore.bench import wire
 from hipexplore.bench.guard import UnitGuard
+from hipexplore.bench.outcome import Rebiased
 from hipexplore.bench.spec import SweepSpec
 from hipexplore.bench.stats import StopRule
 from hipexplore.errors import CompileError, ConfigError, KernelFault
 from hipexplore.schema import Configuration
+
+from .made import but, result, samples
 
 RUN = "run0001"
 
@@ -26,15 +27,14 @@ def spec() -> SweepSpec:
 
 
 def add(c: Configuration, run_id: str = RUN, sample_kernel: str | None = None) -> wire.Add:
-    row = {k: ("" if t == wire.TEXT else 0 if t in (wire.INT, wire.BOOL) else 0.0) for k, t in wire.SUMMARY_TYPES.items()}
-    row.update(c.columns(), run_id=run_id, timed_out=False)
-    n = 3
-    frame = pd.DataFrame({k: np.zeros(n) for k in wire.SAMPLE_TYPES})
-    for k, v in {**c.columns(), "run_id": run_id}.items():
-        frame[k] = [v] * n
+    r = result(c, run_id, 3)
     if sample_kernel:
-        frame["kernel"] = [sample_kernel] * n
-    return wire.Add(frame, row)
+        r = but(r, samples=samples(c, run_id, 3, kernel=sample_kernel))
+    return wire.Add(r)
+
+
+def update(c: Configuration) -> wire.Update:
+    return wire.Update([Rebiased.of(result(c))])
 
 
 def test_a_unit_that_delivers_its_plan_is_done_and_nothing_after():
@@ -45,7 +45,7 @@ def test_a_unit_that_delivers_its_plan_is_done_and_nothing_after():
     g.check(wire.Meta({"warmup.clock": "stable", "verify.triad.16384": "rel_l2_error=0"}))
     for c in confs:
         g.check(add(c))
-    g.check(wire.Update([add(confs[0]).row]))
+    g.check(update(confs[0]))
     g.check(wire.Done(False))
     with pytest.raises(wire.WireError, match="after the unit's last word"):
         g.check(wire.Warn("UserWarning", "late", 1))
@@ -58,7 +58,7 @@ def test_a_unit_that_delivers_its_plan_is_done_and_nothing_after():
     (lambda cs: add(Configuration("copy", 16384, "1", "none")), "not in this unit's plan"),
     (lambda cs: add(cs[0], run_id="elsewhere"), "not of this run"),
     (lambda cs: add(cs[0], sample_kernel="copy"), "sample rows name another configuration"),
-    (lambda cs: wire.Update([add(cs[0]).row]), "has not sent"),
+    (lambda cs: update(cs[0]), "has not sent"),
     (lambda cs: wire.Start("copy", "size=1"), "not one of this unit's"),
     (lambda cs: wire.Meta({"identity.triad": "forged"}), "no unit reports"),
     (lambda cs: wire.Meta({"run_id": "x"}), "no unit reports"),

@@ -28,8 +28,7 @@ def test_summary_rows_are_put_in_the_schemas_column_order():
 
 def _write(tmp_path, meta: dict[str, str]):
     paths = io.output_paths(tmp_path / "sub" / "r.parquet")
-    part = io.empty_frame(SAMPLE_COLUMNS)
-    io.write_results(paths, [part], [], meta)
+    io.write_results(paths, [], meta)
     return paths
 
 

@@ -24,7 +24,7 @@ import pytest
 
 import hipexplore as hx
 from hipexplore.bench import passes as ps
-from hipexplore.bench.io import output_paths, read_results, read_units
+from hipexplore.bench.io import merge_passes, output_paths, read_results, read_units
 from hipexplore.schema import Configuration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ def one_shot_merge(out: Path) -> pd.DataFrame:
     local = ps.unstack(samples)
     frames = [local.get(k, samples.iloc[:0]) for k in range(max(local) + 1)]
     rows = [units[units["pass_index"] == k].drop(columns=["pass_index"]) for k in range(max(local) + 1)]
-    return ps.merge(frames, rows, peak_bandwidth_gbs=float(units["peak_bandwidth_gbs"].iloc[0]))[1]
+    return merge_passes(frames, rows, peak_bandwidth_gbs=float(units["peak_bandwidth_gbs"].iloc[0]))[1]
 
 
 def check_every_pair_once(out: Path) -> pd.DataFrame:

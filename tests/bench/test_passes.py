@@ -14,6 +14,7 @@ import pytest
 
 import hipexplore as hx
 from hipexplore.bench import passes as ps
+from hipexplore.bench.io import merge_passes
 from hipexplore.bench.spec import SweepSpec
 from hipexplore.bench.stats import Measurement, StopRule
 from hipexplore.devices.host import HostDevice
@@ -209,7 +210,7 @@ def test_merge_offsets_each_passes_chunks_and_bootstraps_over_passes_and_chunks(
     """Why: ``merge`` on two real one-pass sweeps: chunk ids of pass 1 continue where pass 0's end
     (per configuration), and each merged row's interval is the two-stage bootstrap of its samples."""
     a, b = _one_pass(), _one_pass()
-    samples, summary = ps.merge([a.samples, b.samples], [a.summary, b.summary], peak_bandwidth_gbs=1.0)
+    samples, summary = merge_passes([a.samples, b.samples], [a.summary, b.summary], peak_bandwidth_gbs=1.0)
     for size, g in samples.groupby("size_bytes"):
         first, second = g[g.pass_index == 0]["chunk"], g[g.pass_index == 1]["chunk"]
         assert first.tolist() == a.samples[a.samples.size_bytes == size]["chunk"].tolist()
@@ -222,10 +223,10 @@ def test_merge_offsets_each_passes_chunks_and_bootstraps_over_passes_and_chunks(
         assert row.peak_bandwidth_gbs == 1.0
     # a summary row without samples (its configuration measured nothing) is left out, not the end
     ghost = a.summary.iloc[[0]].assign(size_bytes=999)
-    _, kept = ps.merge([a.samples], [pd.concat([ghost, a.summary], ignore_index=True)], peak_bandwidth_gbs=1.0)
+    _, kept = merge_passes([a.samples], [pd.concat([ghost, a.summary], ignore_index=True)], peak_bandwidth_gbs=1.0)
     assert kept["size_bytes"].tolist() == [16384, 32768]
     # one pass that measured nothing merges to nothing
-    empty_s, empty_m = ps.merge([a.samples.iloc[:0]], [a.summary.iloc[:0]], peak_bandwidth_gbs=1.0)
+    empty_s, empty_m = merge_passes([a.samples.iloc[:0]], [a.summary.iloc[:0]], peak_bandwidth_gbs=1.0)
     assert len(empty_s) == 0 and len(empty_m) == 0 and list(empty_m.columns) == list(SUMMARY_COLUMNS)
 
 
@@ -234,7 +235,7 @@ def test_merge_names_the_configuration_of_a_bad_sample():
     bad = a.samples.copy()
     bad.loc[bad.index[0], "time_s"] = float("nan")
     with pytest.raises(ConfigError, match="triad 16384 1 none events"):
-        ps.merge([bad], [a.summary], peak_bandwidth_gbs=1.0)
+        merge_passes([bad], [a.summary], peak_bandwidth_gbs=1.0)
 
 
 def test_a_merged_summary_row_is_recomputed_field_by_field():
@@ -254,7 +255,7 @@ def test_a_merged_summary_row_is_recomputed_field_by_field():
     ma.loc[first, "n_throttled"], mb.loc[first.to_numpy(), "n_throttled"] = 2, 3
     mb.loc[~first.to_numpy(), "warning"] = None
     ma["worker"] = "w0"
-    samples, summary = ps.merge([sa, sb], [ma, mb], peak_bandwidth_gbs=7.0)
+    samples, summary = merge_passes([sa, sb], [ma, mb], peak_bandwidth_gbs=7.0)
     assert list(summary.columns) == list(SUMMARY_COLUMNS)
     assert set(summary["passes"]) == {2} and set(summary["clock_mhz"]) == {1500.0}
     assert set(summary["peak_bandwidth_gbs"]) == {7.0}
@@ -270,12 +271,12 @@ def test_a_merged_summary_row_is_recomputed_field_by_field():
     no_ref = [s[s["flush"] != "cold-reference"] for s in (a.summary, b.summary)]
     no_ref_s = [s[s["flush"] != "cold-reference"] for s in (a.samples, b.samples)]
     assert no_ref[0]["bias"].notna().all()
-    _, alone = ps.merge(no_ref_s, no_ref, peak_bandwidth_gbs=7.0)
+    _, alone = merge_passes(no_ref_s, no_ref, peak_bandwidth_gbs=7.0)
     assert alone["bias"].isna().all() and alone["reference_median_s"].isna().all()
     # the host's clocks are NaN: the merged clock is NaN, with no all-NaN warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _, host = ps.merge([a.samples, b.samples], [a.summary, b.summary], peak_bandwidth_gbs=7.0)
+        _, host = merge_passes([a.samples, b.samples], [a.summary, b.summary], peak_bandwidth_gbs=7.0)
     assert host["clock_mhz"].isna().all()
 
 

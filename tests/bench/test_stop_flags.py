@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 import hipexplore as hx
-from hipexplore.bench import passes as ps
+from hipexplore.bench.io import merge_passes
 from hipexplore.bench.stats import StopRule
 from hipexplore.cli.bench_cmd import adaptive_banner
 from hipexplore.cli.bench_table import stop_word, table
@@ -34,10 +34,10 @@ def test_a_merged_row_timed_out_when_one_of_its_passes_did():
                       progress=False, warmup_s=0.0, worker=False, units=1)
     assert not one.summary["timed_out"].any() and capped.summary["timed_out"].all()
     for order in ((one, capped), (capped, one)):
-        _samples, merged = ps.merge([r.samples for r in order], [r.summary for r in order], peak_bandwidth_gbs=1.0)
+        _samples, merged = merge_passes([r.samples for r in order], [r.summary for r in order], peak_bandwidth_gbs=1.0)
         assert len(merged) == 1 and bool(merged["timed_out"].iloc[0]) is True, merged[["stop_reason", "timed_out"]]
         assert "max_samples 16 reached" in merged["stop_reason"].iloc[0]
-    _s, both_fine = ps.merge([one.samples, one.samples], [one.summary, one.summary], peak_bandwidth_gbs=1.0)
+    _s, both_fine = merge_passes([one.samples, one.samples], [one.summary, one.summary], peak_bandwidth_gbs=1.0)
     assert bool(both_fine["timed_out"].iloc[0]) is False
 
 

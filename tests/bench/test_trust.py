@@ -9,8 +9,8 @@ import math
 import pytest
 
 from hipexplore.bench import trust
-from hipexplore.bench.trust import (FLAG, FLOOR_MARGIN, add_flags, flag, flags_of, floor_flags, host_bandwidth, is_flagged,
-                                    reference_flag)
+from hipexplore.bench.trust import (FLAG, FLOOR_MARGIN, flag, flags_of, floor_flags, host_bandwidth, is_flagged,
+                                    reference_flag, with_flags)
 
 MIB = 1 << 20
 #: an H200's peak from its memory clock and bus width (3201 MHz x 6144 bits x 2)
@@ -100,8 +100,7 @@ def test_faster_than_the_cold_reference_under_a_cold_promise_is_flagged():
 def test_flag_lines_are_one_part_of_a_warning_each():
     line = flag("the check failed: out[3] = nan; 4 of 8 elements differ;\nsee above")
     assert line == f"{FLAG}: the check failed: out[3] = nan, 4 of 8 elements differ, see above"
-    row = {"warning": "noisy: IQR/median 12% > 10%"}
-    add_flags(row, [line, line, flag("second")])
+    row = {"warning": with_flags("noisy: IQR/median 12% > 10%", [line, line, flag("second")])}
     assert row["warning"] == f"noisy: IQR/median 12% > 10%; {line}; {FLAG}: second"
     assert flags_of(row["warning"]) == [line, f"{FLAG}: second"]
     assert is_flagged(row) and not is_flagged({"warning": "noisy"})

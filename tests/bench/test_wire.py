@@ -13,23 +13,21 @@ import pickle
 import struct
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from hipexplore.bench import wire
-from hipexplore.schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS
+from hipexplore.bench.io import summary_row
+from hipexplore.bench.outcome import Bias, Rebiased
+from hipexplore.schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
+
+from .made import but, result
 
 
-def samples(n: int = 4, cluster: bool = False) -> pd.DataFrame:
-    types = wire.CLUSTER_SAMPLE_TYPES if cluster else wire.SAMPLE_TYPES
-    return pd.DataFrame({c: (["v"] * n if t == wire.TEXT else np.arange(n, dtype=np.int64) if t == wire.INT else
-                             np.arange(n) % 2 == 0 if t == wire.BOOL else np.linspace(0.5, 1.5, n)) for c, t in types.items()})
+C = Configuration("t", 16384, "1", "none")
 
 
-def row(**over) -> dict:
-    out = {c: ("t" if t == wire.TEXT else 7 if t == wire.INT else False if t == wire.BOOL else 0.25)
-           for c, t in wire.SUMMARY_TYPES.items()}
-    return {**out, **over}
+def add(n: int = 4, cluster: bool = False, c: Configuration = C, **parts) -> wire.Add:
+    return wire.Add(but(result(c, n=n, cluster=cluster), **parts))
 
 
 def entry() -> dict:
@@ -41,7 +39,8 @@ def entry() -> dict:
 
 def messages() -> list:
     return [wire.Start("triad", "size=1024 rotating=1 flush=none"), wire.Ask(), wire.Meta({"warmup.clock": "stable"}),
-            wire.Add(samples(), row(median_s=math.nan, warning="noisy")), wire.Update([row(), row(kernel="copy")]),
+            add(bias=Bias(2e-6, math.nan, -0.6, -0.4), warning="noisy"),
+            wire.Update([Rebiased(C, Bias(), "w"), Rebiased(C._replace(kernel="copy"), Bias(1.0, 0.5, 0.4, 0.6), "")]),
             wire.Counted(entry()), wire.Warn("CacheWarning", "two\nlines", 12), wire.Done(False),
             wire.Failed("KernelFault", "m", "triad", "size=1", "SIGSEGV", "log\nlines")]
 
@@ -57,23 +56,26 @@ def test_every_message_round_trips_whole_and_a_byte_at_a_time():
             bytewise.append(m)
     for got in (whole, bytewise):
         assert [type(m) for m in got] == [type(m) for m in messages()]
-        add = got[3]
-        pd.testing.assert_frame_equal(add.samples, samples(), check_dtype=False)
-        assert list(add.samples.columns) == list(SAMPLE_COLUMNS) and add.samples["time_s"].dtype == np.float64
-        assert add.row["n"] == 7 and isinstance(add.row["n"], int) and math.isnan(add.row["median_s"])
-        assert list(add.row) == list(SUMMARY_COLUMNS) and add.row["warning"] == "noisy"
-        assert [r["kernel"] for r in got[4].rows] == ["t", "copy"]
+        sent, came = messages()[3].result, got[3].result
+        assert list(came.samples.columns) == list(SAMPLE_COLUMNS) and came.samples["time_s"].dtype == np.float64
+        for c in SAMPLE_COLUMNS:
+            assert came.samples[c].tolist() == sent.samples[c].tolist(), c
+        assert came.statistics.n == 4 and isinstance(came.statistics.n, int) and math.isnan(came.bias.bias)
+        assert (came.configuration, came.identity, came.plan, came.floor) == (sent.configuration, sent.identity, sent.plan, sent.floor)
+        assert repr(came.summaries) == repr(sent.summaries) and came.warning == "noisy" and came.measurement.n == sent.measurement.n == 2
+        row = summary_row(came)
+        assert set(SUMMARY_COLUMNS) <= set(row) and row["median_s"] == 1e-6
+        assert [r.configuration.kernel for r in got[4].rebiased] == ["t", "copy"] and got[4].rebiased[1].bias.bias == 0.5
         assert got[5].entry["launches"] == [(0, 0), (1, -1)] and math.isnan(got[5].entry["values"][1]["dram__bytes_read.sum"])
         assert got[6] == wire.Warn("CacheWarning", "two\nlines", 12) and got[7] == wire.Done(False)
         assert got[8] == messages()[8]
 
 
 def test_a_cluster_units_tables_carry_the_cluster_columns():
-    msg = wire.Add(samples(2, cluster=True), {**row(), "worker": "tls://w:1", "host": "h", "gpu": "0"})
-    got = wire.decode_all(wire.encode(msg, cluster=True), cluster=True)[0]
-    assert list(got.samples.columns) == [*SAMPLE_COLUMNS, *CLUSTER_COLUMNS] and got.row["worker"] == "tls://w:1"
+    got = wire.decode_all(wire.encode(add(2, cluster=True), cluster=True), cluster=True)[0].result
+    assert list(got.samples.columns) == [*SAMPLE_COLUMNS, *CLUSTER_COLUMNS] and summary_row(got)["worker"] == "tls://w:1"
     with pytest.raises(wire.WireError, match="text columns"):  # a unit's table where a cluster's is expected
-        wire.decode_all(wire.encode(wire.Add(samples(), row())), cluster=True)
+        wire.decode_all(wire.encode(add()), cluster=True)
 
 
 def test_text_with_control_characters_is_escaped_by_the_writer_and_refused_by_the_reader():
@@ -115,7 +117,7 @@ def test_a_frame_that_is_not_ours_is_one_line(blob, why):
 
 
 def test_a_tables_declared_shape_must_be_the_schemas_and_the_body_exactly_its_arrays():
-    good = wire.encode(wire.Add(samples(3), row()))
+    good = wire.encode(add(3))
     _magic, hlen, blen = wire.PREFIX.unpack_from(good)
     head = json.loads(good[wire.PREFIX.size:wire.PREFIX.size + hlen])
     body = good[wire.PREFIX.size + hlen:]
@@ -126,12 +128,19 @@ def test_a_tables_declared_shape_must_be_the_schemas_and_the_body_exactly_its_ar
     h = json.loads(json.dumps(head))
     h["samples"]["rows"] = 10**6  # more rows than the body holds
     cases.append((frame(h, body), "needs .* bytes"))
+    cases.append((frame(head, body + bytes(8)), "tables declare"))  # bytes left over
     h = json.loads(json.dumps(head))
-    h["samples"]["rows"] = 2  # fewer: bytes left over
-    cases.append((frame(h, body), "tables declare"))
+    h["result"]["statistics"] = {}
+    cases.append((frame(h, body), "has keys"))
     h = json.loads(json.dumps(head))
-    h["row"]["rows"] = 2
-    cases.append((frame(h, body), r"rows must be an integer in \[0, 1\]"))
+    h["result"]["summaries"]["statistics"]["n"] = 1.5  # a field not of its declared type
+    cases.append((frame(h, body), "statistics n must be an integer"))
+    h = json.loads(json.dumps(head))
+    h["result"]["summaries"]["exec"] = {}  # a summary no result has
+    cases.append((frame(h, body), "expected some of"))
+    h = json.loads(json.dumps(head))
+    h["result"]["configuration"]["timer"] = "sleep"
+    cases.append((frame(h, body), "timer 'sleep' is unknown"))
     h = json.loads(json.dumps(head))
     del h["samples"]["text"]["kernel"]
     cases.append((frame(h, body), "text columns"))
@@ -160,16 +169,17 @@ def test_bounds_come_from_the_spec_and_a_reader_holds_no_more_than_them():
 
 
 def test_every_schema_column_has_a_declared_type():
-    """A column added to schema.py must be given its type here (text, integer, float or boolean)."""
-    for types, columns in ((wire.SAMPLE_TYPES, SAMPLE_COLUMNS), (wire.SUMMARY_TYPES, SUMMARY_COLUMNS)):
-        assert list(types) == list(columns)
-        assert [c for c, t in types.items() if t == wire.UNTYPED] == []
+    """A column added to schema.py must be given its type: a sample column here (text, integer, float or
+    boolean), a summary column as the field of a result's part (``bench.outcome``)."""
+    assert list(wire.SAMPLE_TYPES) == list(SAMPLE_COLUMNS)
+    assert [c for c, t in wire.SAMPLE_TYPES.items() if t == wire.UNTYPED] == []
+    assert set(summary_row(result(C, cluster=True))) == {*SUMMARY_COLUMNS, *CLUSTER_COLUMNS}
 
 
 def test_a_long_kernel_name_travels_whole():
     name = "k" * 300  # a name may be long (issue 47's 300-character --source name)
-    got = wire.decode_all(wire.encode(wire.Start(name, "size=1")) + wire.encode(wire.Add(samples(1), row(kernel=name))))
-    assert got[0].kernel == name and got[1].row["kernel"] == name
+    got = wire.decode_all(wire.encode(wire.Start(name, "size=1")) + wire.encode(add(1, c=C._replace(kernel=name))))
+    assert got[0].kernel == name and got[1].result.configuration.kernel == name and got[1].result.samples["kernel"][0] == name
 
 
 def test_a_counted_entry_carries_the_summary_its_worker_made_as_data():

@@ -188,7 +188,7 @@ def test_results_land_in_new_nested_folders_with_readable_sorted_metadata(tmp_pa
     from hipexplore.bench.io import output_paths, read_results, write_results
 
     paths = output_paths(tmp_path / "a" / "b" / "r.parquet")
-    write_results(paths, [], [], {"z": "1", "a": "2"})
+    write_results(paths, [], {"z": "1", "a": "2"})
     text = paths[2].read_text()
     assert text == '{\n "a": "2",\n "z": "1"\n}'  # indented and sorted: diffable in review
     samples, summary, meta = read_results(paths)
@@ -204,12 +204,16 @@ def test_results_land_in_new_nested_folders_with_readable_sorted_metadata(tmp_pa
 def test_cluster_columns_are_written_in_the_given_order(tmp_path):
     import pandas as pd
 
-    from hipexplore.bench.io import output_paths, write_results
+    from hipexplore.bench.io import output_paths, samples_of, write_results
+    from hipexplore.bench.outcome import ConfigurationResult
     from hipexplore.schema import SAMPLE_COLUMNS, SUMMARY_COLUMNS
 
     paths = output_paths(tmp_path / "r.parquet")
-    frame = pd.DataFrame({c: [0] for c in reversed(SAMPLE_COLUMNS)}).assign(worker=["w"])
-    write_results(paths, [frame], [{"run_id": "r", "worker": "w"}], {}, columns=([*SAMPLE_COLUMNS, "worker"], [*SUMMARY_COLUMNS, "worker"]))
+    columns = ([*SAMPLE_COLUMNS, "worker"], [*SUMMARY_COLUMNS, "worker"])
+    key = {"kernel": "k", "size_bytes": 4, "rotating_requested": "1", "flush": "none", "timer": "events"}
+    frame = pd.DataFrame({c: [0] for c in reversed(SAMPLE_COLUMNS)}).assign(worker=["w"], **key)
+    result = ConfigurationResult.of_columns({"run_id": "r", "worker": "w", **key}, samples_of(frame, columns[0]), 0)
+    write_results(paths, [result], {}, columns=columns)
     assert list(pd.read_parquet(paths[0]).columns) == [*SAMPLE_COLUMNS, "worker"]
     assert list(pd.read_parquet(paths[1]).columns) == [*SUMMARY_COLUMNS, "worker"]
 

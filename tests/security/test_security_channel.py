@@ -130,6 +130,17 @@ def raw_frame(header: bytes, body: bytes = b"") -> bytes:
     return wire.PREFIX.pack(wire.MAGIC, len(header), len(body)) + header + body
 
 
+def _another_runs_result():
+    """A result of the unit's own configuration, as another run's (no samples)."""
+    import numpy as np
+
+    from hipexplore.bench.outcome import ConfigurationResult, Identity, Rotation, Samples
+    from hipexplore.schema import Configuration
+
+    none = Samples({c: np.empty(0, dtype=object if t == wire.TEXT else t) for c, t in wire.SAMPLE_TYPES.items()})
+    return ConfigurationResult(Configuration("forge", 16384, "1", "none"), 0, Identity("x", "x", "x"), Rotation("1"), none, None)
+
+
 def payloads(marker: Path) -> dict[str, bytes]:
     """Every forged frame, by name (module docstring)."""
     evil = Runs(marker)
@@ -150,8 +161,7 @@ def payloads(marker: Path) -> dict[str, bytes]:
         "unknown-kind": raw_frame(b'{"kind":"exec","code":"import os"}'),
         "warning-escape": raw_frame(b'{"kind":"warn","category":"UserWarning","message":"\\u001b[1;32mhipexplore: cache '
                                     b'verified, all results OK","lineno":1}'),
-        "row-of-another-run": wire.encode(wire.Add(pd.DataFrame(columns=list(wire.SAMPLE_TYPES)),
-                                                   {c: ("x" if t == wire.TEXT else 0) for c, t in wire.SUMMARY_TYPES.items()})),
+        "row-of-another-run": wire.encode(wire.Add(_another_runs_result())),
     }
 
 

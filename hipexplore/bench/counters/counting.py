@@ -126,10 +126,10 @@ class CountChannel:
     def meta(self, entries: dict[str, str]) -> None:
         pass  # the timed units' flush buffers, warm-up and floors are the run's; a counting unit's are not recorded
 
-    def add(self, rows: Any, row: dict[str, Any]) -> None:
+    def add(self, result: Any) -> None:
         raise CounterError("a counting unit sent a timed sample: counting units take none")
 
-    def update(self, rows: list[dict[str, Any]]) -> None:
+    def update(self, rebiased: list[Any]) -> None:
         pass
 
     def counted(self, entry: dict[str, Any], summary: CounterSummary | None = None) -> None:
