@@ -36,6 +36,7 @@ Usage:
   # smoke test of every step, a minute or two:
   .venv/bin/python benchmarks/tuning_scale.py --out /tmp/ts --quick
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,9 +59,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STEPS = ("estimate", "serial", "parallel", "second-run", "cluster", "triton-cache")
 #: the seed's numbers (MIGraphX PR 5270, split-K tuning with rocMLIR, APNB v2 FP32 512x512)
-SEED = {"serial_off_s": 369.789, "serial_on_s": 117.274, "parallel_off_s": 24.712, "parallel_on_s": 9.124,
-        "serial_speedup": 369.789 / 117.274, "parallel_speedup": 24.712 / 9.124}
-DONE_WHEN = {"off_serial_min_s": 300.0, "memory_vs_ideal_1job": 1.03, "memory_vs_ideal_16jobs": 1.05, "warm_vs_cold": 0.02}
+SEED = {
+    "serial_off_s": 369.789,
+    "serial_on_s": 117.274,
+    "parallel_off_s": 24.712,
+    "parallel_on_s": 9.124,
+    "serial_speedup": 369.789 / 117.274,
+    "parallel_speedup": 24.712 / 9.124,
+}
+DONE_WHEN = {
+    "off_serial_min_s": 300.0,
+    "memory_vs_ideal_1job": 1.03,
+    "memory_vs_ideal_16jobs": 1.05,
+    "warm_vs_cold": 0.02,
+}
 
 
 class Run:
@@ -127,26 +139,43 @@ class Scale:
     """How much of each list a run replays: all of it, or a selection (tune-replay's --every-problem,
     --limit, --every), passed the same way to the second-run processes."""
 
-    def __init__(self, every: int | None = None, every_problem: int | None = None, limit: int | None = None,
-                 problems: str | None = None) -> None:
+    def __init__(
+        self,
+        every: int | None = None,
+        every_problem: int | None = None,
+        limit: int | None = None,
+        problems: str | None = None,
+    ) -> None:
         self.every, self.every_problem, self.limit, self.problems = every, every_problem, limit, problems
 
     @property
     def reduced(self) -> bool:
-        return any(v and v > 1 for v in (self.every, self.every_problem)) or self.limit is not None or bool(self.problems)
+        return (
+            any(v and v > 1 for v in (self.every, self.every_problem)) or self.limit is not None or bool(self.problems)
+        )
 
     def cli(self) -> list[str]:
         out = []
-        for flag, v in (("--every", self.every), ("--every-problem", self.every_problem), ("--limit", self.limit),
-                        ("--problems", self.problems)):
+        for flag, v in (
+            ("--every", self.every),
+            ("--every-problem", self.every_problem),
+            ("--limit", self.limit),
+            ("--problems", self.problems),
+        ):
             if v:
                 out += [flag, str(v)]
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"every": self.every, "every_problem": self.every_problem, "limit": self.limit, "problems": self.problems,
-                "note": "a selection of each list (tune-replay --every / --every-problem / --limit)" if self.reduced
-                else "the full lists"}
+        return {
+            "every": self.every,
+            "every_problem": self.every_problem,
+            "limit": self.limit,
+            "problems": self.problems,
+            "note": "a selection of each list (tune-replay --every / --every-problem / --limit)"
+            if self.reduced
+            else "the full lists",
+        }
 
 
 def full_counts(list_name: str) -> dict[str, dict[str, int]]:
@@ -172,17 +201,25 @@ def extrapolate_off(frame: Any, list_name: str) -> dict[str, Any]:
     counts = full_counts(list_name)
     missing = sorted(set(counts) - set(means))
     est = sum(counts[r]["kernels"] * means[r] for r in counts if r in means)
-    return {"extrapolated_off_s_full_list": est, "mean_compile_s_by_role": means, "full_list_counts": counts,
-            "roles_not_measured": missing,
-            "note": "EXTRAPOLATED: per-role mean compile time of the measured (reduced) off pass x the whole list's counts"}
+    return {
+        "extrapolated_off_s_full_list": est,
+        "mean_compile_s_by_role": means,
+        "full_list_counts": counts,
+        "roles_not_measured": missing,
+        "note": "EXTRAPOLATED: per-role mean compile time of the measured (reduced) off pass x the whole list's counts",
+    }
 
 
 def write_frames(run: Run, key: str, report: Any, prov: dict[str, str]) -> str:
     from hipexplore.schema import PASSES, TUNING, write_parquet
 
     path = run.out / f"{key}.parquet"
-    prov = {**prov, "tuning.list": report.tuning_list.name, "tuning.list_kernels": str(report.tuning_list.kernels),
-            "tuning.step": key.split("__")[0]}
+    prov = {
+        **prov,
+        "tuning.list": report.tuning_list.name,
+        "tuning.list_kernels": str(report.tuning_list.kernels),
+        "tuning.step": key.split("__")[0],
+    }
     write_parquet(report.frame, path, TUNING, prov)
     write_parquet(report.summary_frame(), run.out / f"{key}.passes.parquet", PASSES, prov)
     return path.name
@@ -227,9 +264,17 @@ def step_estimate(run: Run, tl: Any, list_name: str, jobs_list: list[int], sampl
     counts = {role: sum(1 for e in tl.entries if e.role == role) for role in by_role}
     ucounts = {role: len(es) for role, es in by_role.items()}
     whole = full_counts(list_name)
-    out: dict[str, Any] = {"list": list_name, "compiler": tl.compiler, "target": tl.target, "kernels": tl.kernels,
-                           "unique_kernels": tl.unique_kernels, "sample": len(picked), "counts_by_role": counts,
-                           "unique_by_role": ucounts, "note": "EXTRAPOLATED from a sample of unique kernels (per-role means)"}
+    out: dict[str, Any] = {
+        "list": list_name,
+        "compiler": tl.compiler,
+        "target": tl.target,
+        "kernels": tl.kernels,
+        "unique_kernels": tl.unique_kernels,
+        "sample": len(picked),
+        "counts_by_role": counts,
+        "unique_by_role": ucounts,
+        "note": "EXTRAPOLATED from a sample of unique kernels (per-role means)",
+    }
     for jobs in sorted({1, *jobs_list}):
         comp = make_compiler(tl.compiler, jobs)
         try:
@@ -268,48 +313,83 @@ def step_estimate(run: Run, tl: Any, list_name: str, jobs_list: list[int], sampl
         means = {r: sum(v) / len(v) for r, v in times.items()}
         est_off = sum(counts[r] * means[r] for r in counts) / jobs
         est_ideal = sum(ucounts[r] * means[r] for r in ucounts) / jobs
-        out[f"j{jobs}"] = {"sample_wall_s": wall, "mean_compile_s_by_role": means,
-                           "max_compile_s_by_role": {r: max(v) for r, v in times.items()},
-                           "extrapolated_off_s": est_off, "extrapolated_ideal_s": est_ideal,
-                           "extrapolated_off_s_full_list": sum(whole[r]["kernels"] * means.get(r, 0.0) for r in whole) / jobs,
-                           "extrapolated_ideal_s_full_list": sum(whole[r]["unique"] * means.get(r, 0.0) for r in whole) / jobs}
-        run.log(f"  estimate {list_name} {tl.compiler}:{tl.target} j{jobs}: sample {len(picked)} in {wall:.1f} s; "
-                f"EXTRAPOLATED off {est_off:.0f} s, ideal {est_ideal:.0f} s "
-                + ", ".join(f"{r} {m:.3f} s" for r, m in means.items()))
+        out[f"j{jobs}"] = {
+            "sample_wall_s": wall,
+            "mean_compile_s_by_role": means,
+            "max_compile_s_by_role": {r: max(v) for r, v in times.items()},
+            "extrapolated_off_s": est_off,
+            "extrapolated_ideal_s": est_ideal,
+            "extrapolated_off_s_full_list": sum(whole[r]["kernels"] * means.get(r, 0.0) for r in whole) / jobs,
+            "extrapolated_ideal_s_full_list": sum(whole[r]["unique"] * means.get(r, 0.0) for r in whole) / jobs,
+        }
+        run.log(
+            f"  estimate {list_name} {tl.compiler}:{tl.target} j{jobs}: sample {len(picked)} in {wall:.1f} s; "
+            f"EXTRAPOLATED off {est_off:.0f} s, ideal {est_ideal:.0f} s "
+            + ", ".join(f"{r} {m:.3f} s" for r, m in means.items())
+        )
     return out
 
 
-def step_replay(run: Run, key: str, tl: Any, jobs: int, ideal_repeats: int, warm_pass: bool, prov: dict,
-                reduced: bool = False, list_name: str = "") -> dict[str, Any]:
+def step_replay(
+    run: Run,
+    key: str,
+    tl: Any,
+    jobs: int,
+    ideal_repeats: int,
+    warm_pass: bool,
+    prov: dict,
+    reduced: bool = False,
+    list_name: str = "",
+) -> dict[str, Any]:
     from hipexplore.tuning.floor import check_below
     from hipexplore.tuning.replay import run_replay
 
     t0 = time.time()
-    rep = run_replay(tl, jobs=jobs, cache="memory", measure_without_cache=True, ideal_repeats=ideal_repeats,
-                     warm_pass=warm_pass, on_pass=lambda name: run.log(f"  {key}: {name}"))
+    rep = run_replay(
+        tl,
+        jobs=jobs,
+        cache="memory",
+        measure_without_cache=True,
+        ideal_repeats=ideal_repeats,
+        warm_pass=warm_pass,
+        on_pass=lambda name: run.log(f"  {key}: {name}"),
+    )
     js = slim(rep.to_json())
     js["frame"] = write_frames(run, key, rep, prov)
     sc = js["scenarios"]
     js["derived"] = {
-        "off_s": sc["off"]["seconds"], "memory_s": sc["memory"]["seconds"], "ideal_s": sc["ideal"]["seconds"],
-        "floor_s": js["seconds_floor"], "memory_vs_ideal": sc["memory"]["seconds"] / sc["ideal"]["seconds"],
-        "memory_vs_floor": js["ratio_vs_floor"], "off_vs_memory": sc["off"]["seconds"] / sc["memory"]["seconds"],
-        "floor_above_a_pass": check_below(rep.floor(), rep.scenarios), "step_wall_s": time.time() - t0,
-        "memory_vs_ideal_cpu": sc["memory"]["cpu_seconds"] / sc["ideal"]["cpu_seconds"] if sc["ideal"]["cpu_seconds"] else None,
-        "off_vs_memory_cpu": sc["off"]["cpu_seconds"] / sc["memory"]["cpu_seconds"] if sc["memory"]["cpu_seconds"] else None,
+        "off_s": sc["off"]["seconds"],
+        "memory_s": sc["memory"]["seconds"],
+        "ideal_s": sc["ideal"]["seconds"],
+        "floor_s": js["seconds_floor"],
+        "memory_vs_ideal": sc["memory"]["seconds"] / sc["ideal"]["seconds"],
+        "memory_vs_floor": js["ratio_vs_floor"],
+        "off_vs_memory": sc["off"]["seconds"] / sc["memory"]["seconds"],
+        "floor_above_a_pass": check_below(rep.floor(), rep.scenarios),
+        "step_wall_s": time.time() - t0,
+        "memory_vs_ideal_cpu": sc["memory"]["cpu_seconds"] / sc["ideal"]["cpu_seconds"]
+        if sc["ideal"]["cpu_seconds"]
+        else None,
+        "off_vs_memory_cpu": sc["off"]["cpu_seconds"] / sc["memory"]["cpu_seconds"]
+        if sc["memory"]["cpu_seconds"]
+        else None,
         "load_average_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
     js["derived"]["memory_vs_ideal_interval"] = scenario_interval(rep.frame, js)
     if reduced and jobs == 1:
         js["derived"]["full_list"] = extrapolate_off(rep.frame, list_name)
-        run.log(f"  {key}: the whole list's cache-off serial pass, EXTRAPOLATED from this one: "
-                f"{js['derived']['full_list']['extrapolated_off_s_full_list']:.0f} s")
+        run.log(
+            f"  {key}: the whole list's cache-off serial pass, EXTRAPOLATED from this one: "
+            f"{js['derived']['full_list']['extrapolated_off_s_full_list']:.0f} s"
+        )
     d = js["derived"]
     iv = d["memory_vs_ideal_interval"]
-    run.log(f"  {key}: off {d['off_s']:.1f} s, memory {d['memory_s']:.1f} s, ideal {d['ideal_s']:.1f} s, floor "
-            f"{d['floor_s']:.1f} s; memory/ideal {d['memory_vs_ideal']:.3f} (requests: {iv['ratio']:.3f} "
-            f"[{iv['low']:.3f}, {iv['high']:.3f}], {iv['change_called']}), memory/floor {d['memory_vs_floor']:.3f}, "
-            f"off/memory {d['off_vs_memory']:.2f}x")
+    run.log(
+        f"  {key}: off {d['off_s']:.1f} s, memory {d['memory_s']:.1f} s, ideal {d['ideal_s']:.1f} s, floor "
+        f"{d['floor_s']:.1f} s; memory/ideal {d['memory_vs_ideal']:.3f} (requests: {iv['ratio']:.3f} "
+        f"[{iv['low']:.3f}, {iv['high']:.3f}], {iv['change_called']}), memory/floor {d['memory_vs_floor']:.3f}, "
+        f"off/memory {d['off_vs_memory']:.2f}x"
+    )
     return js
 
 
@@ -324,38 +404,78 @@ def scenario_interval(frame, js: dict) -> dict:
     from hipexplore.verdicts import compare_scenarios
 
     row = compare_scenarios(frame, base="ideal", new="memory").iloc[0]
-    out = {"ratio": float(row["ratio"]), "low": float(row["ratio_ci_low"]), "high": float(row["ratio_ci_high"]),
-           "change_called": str(row["change_called"]), "over": str(row["interval_over"])}
+    out = {
+        "ratio": float(row["ratio"]),
+        "low": float(row["ratio_ci_low"]),
+        "high": float(row["ratio_ci_high"]),
+        "change_called": str(row["change_called"]),
+        "over": str(row["interval_over"]),
+    }
     mem, ideal = (np.asarray(js.get(k) or [], float) for k in ("seconds_memory_passes", "seconds_ideal_passes"))
     if mem.size >= 2 and ideal.size >= 2:
-        lv = independent_units(Measurement(mem, groups=np.arange(mem.size)), Measurement(ideal, groups=np.arange(ideal.size)))
-        out.update(passes_ratio=float(lv.center), passes_low=float(lv.low), passes_high=float(lv.high),
-                   passes=f"{mem.size} memory, {ideal.size} ideal passes (Welch t, df {lv.df:.1f})")
+        lv = independent_units(
+            Measurement(mem, groups=np.arange(mem.size)), Measurement(ideal, groups=np.arange(ideal.size))
+        )
+        out.update(
+            passes_ratio=float(lv.center),
+            passes_low=float(lv.low),
+            passes_high=float(lv.high),
+            passes=f"{mem.size} memory, {ideal.size} ideal passes (Welch t, df {lv.df:.1f})",
+        )
     return out
 
 
 def _tune_cli(list_name: str, compiler: str, target: str, scale: Scale, jobs: int, frame: Path) -> list[str]:
-    argv = [sys.executable, "-m", "hipexplore", "tune-replay", "--compiler", compiler, "--target", target,
-            "--list", list_name, "--jobs", str(jobs), "--cache", "disk", "--no-ideal", "--estimate-without-cache",
-            "--json", "--quiet", "--frame", str(frame)]
+    argv = [
+        sys.executable,
+        "-m",
+        "hipexplore",
+        "tune-replay",
+        "--compiler",
+        compiler,
+        "--target",
+        target,
+        "--list",
+        list_name,
+        "--jobs",
+        str(jobs),
+        "--cache",
+        "disk",
+        "--no-ideal",
+        "--estimate-without-cache",
+        "--json",
+        "--quiet",
+        "--frame",
+        str(frame),
+    ]
     return argv + scale.cli()
 
 
-def step_second_run(run: Run, list_name: str, compiler: str, target: str, scale: Scale, jobs: int,
-                    redis: "Redis | None") -> dict[str, Any]:
+def step_second_run(
+    run: Run, list_name: str, compiler: str, target: str, scale: Scale, jobs: int, redis: "Redis | None"
+) -> dict[str, Any]:
     """Fresh processes of ``tune-replay --cache disk`` on one directory: cold, then warm; with a
     Redis server, a third on an empty directory that only the Redis tier can serve."""
     base = Path(tempfile.mkdtemp(prefix="hx-second-run-"))
-    out: dict[str, Any] = {"list": list_name, "compiler": compiler, "target": target, "jobs": jobs,
-                           "redis": bool(redis), "runs": {}}
+    out: dict[str, Any] = {
+        "list": list_name,
+        "compiler": compiler,
+        "target": target,
+        "jobs": jobs,
+        "redis": bool(redis),
+        "runs": {},
+    }
     plan = [("cold", base / "disk-a"), ("warm-disk", base / "disk-a")]
     if redis is not None:
         plan.append(("warm-redis-empty-disk", base / "disk-b"))
     try:
         for name, d in plan:
             root = str(Path(__file__).resolve().parents[1])
-            env = dict(os.environ, HIPEXPLORE_CACHE_DIR=str(d),
-                       PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p))
+            env = dict(
+                os.environ,
+                HIPEXPLORE_CACHE_DIR=str(d),
+                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p),
+            )
             env.pop("HIPEXPLORE_CACHE_REMOTE", None)
             if redis is not None:
                 env.update(HIPEXPLORE_CACHE_REMOTE=redis.url, HIPEXPLORE_CACHE_SECRET=redis.secret)
@@ -369,14 +489,26 @@ def step_second_run(run: Run, list_name: str, compiler: str, target: str, scale:
                 raise RuntimeError(f"{name}: tune-replay exited {proc.returncode}: {proc.stderr.strip()[-800:]}")
             js = json.loads(proc.stdout)
             first = js["scenario"]
-            r = {"process_wall_s": wall, "pass": first, "seconds": js["seconds"], "compiles": js["compiles"],
-                 "memory_hits": js["memory_hits"], "disk_hits": js["disk_hits"], "remote_hits": js["remote_hits"],
-                 "failed": js["failed"], "kernels": js["kernels"], "unique_kernels": js["unique_kernels"],
-                 "in_process_warm_s": js["scenarios"].get("disk-warm", {}).get("seconds"), "frame": frame.name}
+            r = {
+                "process_wall_s": wall,
+                "pass": first,
+                "seconds": js["seconds"],
+                "compiles": js["compiles"],
+                "memory_hits": js["memory_hits"],
+                "disk_hits": js["disk_hits"],
+                "remote_hits": js["remote_hits"],
+                "failed": js["failed"],
+                "kernels": js["kernels"],
+                "unique_kernels": js["unique_kernels"],
+                "in_process_warm_s": js["scenarios"].get("disk-warm", {}).get("seconds"),
+                "frame": frame.name,
+            }
             out["runs"][name] = r
-            run.log(f"  second-run {list_name} {compiler}:{target} j{jobs} {name}: pass {first} {r['seconds']:.2f} s, "
-                    f"{r['compiles']} compiles, {r['disk_hits']} disk / {r['remote_hits']} remote / {r['memory_hits']} memory hits "
-                    f"(process {wall:.1f} s)")
+            run.log(
+                f"  second-run {list_name} {compiler}:{target} j{jobs} {name}: pass {first} {r['seconds']:.2f} s, "
+                f"{r['compiles']} compiles, {r['disk_hits']} disk / {r['remote_hits']} remote / {r['memory_hits']} memory hits "
+                f"(process {wall:.1f} s)"
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
     cold = out["runs"]["cold"]["seconds"]
@@ -384,7 +516,9 @@ def step_second_run(run: Run, list_name: str, compiler: str, target: str, scale:
     return out
 
 
-def step_cluster(run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov: dict, timeout_s: float) -> dict[str, Any]:
+def step_cluster(
+    run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov: dict, timeout_s: float
+) -> dict[str, Any]:
     import distributed
 
     from hipexplore.bench.cluster import local_cluster
@@ -397,8 +531,10 @@ def step_cluster(run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov
         t0 = time.perf_counter()
         lc = local_cluster(workers, pin=False)  # compile-only: unpinned, any number of workers
         client = distributed.Client(lc, timeout=120)
-        run.log(f"  {key}: {workers} workers up in {time.perf_counter() - t0:.1f} s; ideal, cold and warm passes "
-                f"(each bounded by {timeout_s:g} s)")
+        run.log(
+            f"  {key}: {workers} workers up in {time.perf_counter() - t0:.1f} s; ideal, cold and warm passes "
+            f"(each bounded by {timeout_s:g} s)"
+        )
         rep = replay_on_cluster(tl, client, remote=redis.url, timeout_s=timeout_s)
     finally:
         for c in (client, lc):
@@ -417,16 +553,21 @@ def step_cluster(run: Run, key: str, tl: Any, workers: int, redis: "Redis", prov
     cold = rep.frame[rep.frame["scenario"] == rep.primary]
     compiled = cold[cold["outcome"].isin(("compiled", "bypassed"))]
     js["derived"] = {
-        "cold_pass": rep.primary, "cold_compiles": int(len(compiled)), "cold_distinct_compiled": int(compiled["digest"].nunique()),
-        "unique_kernels": tl.unique_kernels, "each_unique_once": bool(len(compiled) == tl.unique_kernels
-                                                                     and compiled["digest"].is_unique),
+        "cold_pass": rep.primary,
+        "cold_compiles": int(len(compiled)),
+        "cold_distinct_compiled": int(compiled["digest"].nunique()),
+        "unique_kernels": tl.unique_kernels,
+        "each_unique_once": bool(len(compiled) == tl.unique_kernels and compiled["digest"].is_unique),
         "workers_used": {str(k): int(v) for k, v in cold.groupby("worker").size().items()} if "worker" in cold else {},
-        "cold_s": rep.scenarios[rep.primary].seconds, "warm_s": rep.scenarios["disk-warm"].seconds,
+        "cold_s": rep.scenarios[rep.primary].seconds,
+        "warm_s": rep.scenarios["disk-warm"].seconds,
         "ideal_s": rep.scenarios["ideal"].seconds,
     }
     d = js["derived"]
-    run.log(f"  {key}: {d['cold_compiles']} compiles of {d['unique_kernels']} unique kernels in the cold pass "
-            f"({d['cold_s']:.1f} s; warm {d['warm_s']:.2f} s; ideal {d['ideal_s']:.1f} s); workers {d['workers_used']}")
+    run.log(
+        f"  {key}: {d['cold_compiles']} compiles of {d['unique_kernels']} unique kernels in the cold pass "
+        f"({d['cold_s']:.1f} s; warm {d['warm_s']:.2f} s; ideal {d['ideal_s']:.1f} s); workers {d['workers_used']}"
+    )
     return js
 
 
@@ -439,10 +580,15 @@ def step_triton_cache(run: Run, key: str, tl: Any, jobs: int, prov: dict) -> dic
     js = slim(rep.to_json())
     js["frame"] = write_frames(run, key, rep, prov)
     s = {n: r.seconds for n, r in rep.scenarios.items()}
-    js["derived"] = {"seconds": s, "ours_warm_vs_cold": s["disk-warm"] / s["disk-cold"],
-                     "triton_warm_vs_cold": s["triton-warm"] / s["triton-cold"]}
-    run.log(f"  {key}: ours cold {s['disk-cold']:.1f} s warm {s['disk-warm']:.2f} s; Triton's own cold "
-            f"{s['triton-cold']:.1f} s warm {s['triton-warm']:.2f} s")
+    js["derived"] = {
+        "seconds": s,
+        "ours_warm_vs_cold": s["disk-warm"] / s["disk-cold"],
+        "triton_warm_vs_cold": s["triton-warm"] / s["triton-cold"],
+    }
+    run.log(
+        f"  {key}: ours cold {s['disk-cold']:.1f} s warm {s['disk-warm']:.2f} s; Triton's own cold "
+        f"{s['triton-cold']:.1f} s warm {s['triton-warm']:.2f} s"
+    )
     return js
 
 
@@ -464,9 +610,27 @@ class Redis:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         self.dir = tempfile.mkdtemp(prefix="hx-redis-")
-        self.proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", self.dir, "--save", "",
-                                      "--appendonly", "no", "--maxmemory", "4gb", "--maxmemory-policy", "allkeys-lru"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--dir",
+                self.dir,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--maxmemory",
+                "4gb",
+                "--maxmemory-policy",
+                "allkeys-lru",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.url = f"redis://127.0.0.1:{port}/0"
         import redis
 
@@ -501,38 +665,83 @@ def done_when(results: dict[str, Any]) -> dict[str, Any]:
     off = {}
     for k, r in results.items():
         if k.startswith("serial__") and "derived" in r:
-            off.setdefault(r["list"], []).append({"compiler": f"{r['compiler']}:{r['target']}", "off_s": r["derived"]["off_s"],
-                                                  "scale": r.get("kernels"), "memory_vs_ideal": r["derived"]["memory_vs_ideal"],
-                                                  "memory_vs_floor": r["derived"]["memory_vs_floor"]})
+            off.setdefault(r["list"], []).append(
+                {
+                    "compiler": f"{r['compiler']}:{r['target']}",
+                    "off_s": r["derived"]["off_s"],
+                    "scale": r.get("kernels"),
+                    "memory_vs_ideal": r["derived"]["memory_vs_ideal"],
+                    "memory_vs_floor": r["derived"]["memory_vs_floor"],
+                }
+            )
         if k.startswith("estimate__") and "j1" in r:
-            off.setdefault(r["list"], []).append({"compiler": f"{r['compiler']}:{r['target']}", "scale": r["kernels"],
-                                                  "extrapolated_off_s": r["j1"].get("extrapolated_off_s_full_list",
-                                                                                    r["j1"]["extrapolated_off_s"])})
+            off.setdefault(r["list"], []).append(
+                {
+                    "compiler": f"{r['compiler']}:{r['target']}",
+                    "scale": r["kernels"],
+                    "extrapolated_off_s": r["j1"].get("extrapolated_off_s_full_list", r["j1"]["extrapolated_off_s"]),
+                }
+            )
         if k.startswith("serial__") and "full_list" in r.get("derived", {}):
-            off.setdefault(r["list"], []).append({"compiler": f"{r['compiler']}:{r['target']}", "scale": "whole list",
-                                                  "extrapolated_off_s": r["derived"]["full_list"]["extrapolated_off_s_full_list"]})
+            off.setdefault(r["list"], []).append(
+                {
+                    "compiler": f"{r['compiler']}:{r['target']}",
+                    "scale": "whole list",
+                    "extrapolated_off_s": r["derived"]["full_list"]["extrapolated_off_s_full_list"],
+                }
+            )
     out["off_serial_ge_300s"] = {
-        lst: {"rows": rows, "met_measured": any(x.get("off_s", 0) >= DONE_WHEN["off_serial_min_s"] for x in rows),
-              "met_extrapolated": any(x.get("extrapolated_off_s", 0) >= DONE_WHEN["off_serial_min_s"] for x in rows)}
-        for lst, rows in off.items()}
-    par = [{"key": k, "jobs": r["jobs"], "memory_vs_ideal": r["derived"]["memory_vs_ideal"],
-            "memory_vs_floor": r["derived"]["memory_vs_floor"], "off_vs_memory": r["derived"]["off_vs_memory"]}
-           for k, r in results.items() if k.startswith(("serial__", "parallel__")) and "derived" in r]
-    out["memory_vs_ideal"] = {"rows": par,
-                              "met_1job": [p["memory_vs_ideal"] <= DONE_WHEN["memory_vs_ideal_1job"] for p in par if p["jobs"] == 1],
-                              "met_16jobs": [p["memory_vs_ideal"] <= DONE_WHEN["memory_vs_ideal_16jobs"] for p in par if p["jobs"] == 16]}
+        lst: {
+            "rows": rows,
+            "met_measured": any(x.get("off_s", 0) >= DONE_WHEN["off_serial_min_s"] for x in rows),
+            "met_extrapolated": any(x.get("extrapolated_off_s", 0) >= DONE_WHEN["off_serial_min_s"] for x in rows),
+        }
+        for lst, rows in off.items()
+    }
+    par = [
+        {
+            "key": k,
+            "jobs": r["jobs"],
+            "memory_vs_ideal": r["derived"]["memory_vs_ideal"],
+            "memory_vs_floor": r["derived"]["memory_vs_floor"],
+            "off_vs_memory": r["derived"]["off_vs_memory"],
+        }
+        for k, r in results.items()
+        if k.startswith(("serial__", "parallel__")) and "derived" in r
+    ]
+    out["memory_vs_ideal"] = {
+        "rows": par,
+        "met_1job": [p["memory_vs_ideal"] <= DONE_WHEN["memory_vs_ideal_1job"] for p in par if p["jobs"] == 1],
+        "met_16jobs": [p["memory_vs_ideal"] <= DONE_WHEN["memory_vs_ideal_16jobs"] for p in par if p["jobs"] == 16],
+    }
     sec = {k: r["warm_vs_cold"] for k, r in results.items() if k.startswith("second-run__") and "warm_vs_cold" in r}
-    out["warm_second_run_le_2pct"] = {"ratios": sec, "met": {k: all(v <= DONE_WHEN["warm_vs_cold"] for v in r.values())
-                                                             for k, r in sec.items()}}
+    out["warm_second_run_le_2pct"] = {
+        "ratios": sec,
+        "met": {k: all(v <= DONE_WHEN["warm_vs_cold"] for v in r.values()) for k, r in sec.items()},
+    }
     cl = {k: r["derived"] for k, r in results.items() if k.startswith("cluster__") and "derived" in r}
-    out["cluster_each_unique_once"] = {k: {"met": d["each_unique_once"], "compiles": d["cold_compiles"],
-                                           "unique": d["unique_kernels"], "workers": d["workers_used"]} for k, d in cl.items()}
+    out["cluster_each_unique_once"] = {
+        k: {
+            "met": d["each_unique_once"],
+            "compiles": d["cold_compiles"],
+            "unique": d["unique_kernels"],
+            "workers": d["workers_used"],
+        }
+        for k, d in cl.items()
+    }
     speed = []
     for k, r in results.items():
         if k.startswith(("serial__", "parallel__")) and "derived" in r:
-            speed.append({"key": k, "jobs": r["jobs"], "off_s": r["derived"]["off_s"], "memory_s": r["derived"]["memory_s"],
-                          "speedup": r["derived"]["off_vs_memory"],
-                          "seed_speedup": SEED["serial_speedup"] if r["jobs"] == 1 else SEED["parallel_speedup"]})
+            speed.append(
+                {
+                    "key": k,
+                    "jobs": r["jobs"],
+                    "off_s": r["derived"]["off_s"],
+                    "memory_s": r["derived"]["memory_s"],
+                    "speedup": r["derived"]["off_vs_memory"],
+                    "seed_speedup": SEED["serial_speedup"] if r["jobs"] == 1 else SEED["parallel_speedup"],
+                }
+            )
     out["speedups_beside_the_seed"] = speed
     return out
 
@@ -561,34 +770,58 @@ def tables(folders: list[Path]) -> str:
                     f"| {d['off_s']:.1f}{f' (whole list ~{full:.0f}, extrapolated)' if full else ''} | {d['memory_s']:.1f} "
                     f"| {d['ideal_s']:.1f} | {d['floor_s']:.1f} | {d['memory_vs_ideal']:.3f} "
                     f"| {d['memory_vs_floor']:.3f} | {_ratio(sc['memory'].get('cpu_seconds'), sc['ideal'].get('cpu_seconds'))} "
-                    f"| {d['off_vs_memory']:.2f}x (seed {seed:.2f}x) | {host} |")
+                    f"| {d['off_vs_memory']:.2f}x (seed {seed:.2f}x) | {host} |"
+                )
             elif step == "second-run":
                 runs = r["runs"]
                 cold = runs["cold"]
-                cells = [f"{n}: {x['seconds']:.2f} s = {100 * x['seconds'] / cold['seconds']:.2f}% "
-                         f"({x['disk_hits']} disk, {x['remote_hits']} remote, {x['compiles']} compiles)"
-                         for n, x in runs.items() if n != "cold"]
-                sec_rows.append(f"| {r['list']} | {r['compiler']}:{r['target']} | {cold['kernels']} ({cold['unique_kernels']}) "
-                                f"| {r['jobs']} | {cold['seconds']:.1f} | {'; '.join(cells)} | {host} |")
+                cells = [
+                    f"{n}: {x['seconds']:.2f} s = {100 * x['seconds'] / cold['seconds']:.2f}% "
+                    f"({x['disk_hits']} disk, {x['remote_hits']} remote, {x['compiles']} compiles)"
+                    for n, x in runs.items()
+                    if n != "cold"
+                ]
+                sec_rows.append(
+                    f"| {r['list']} | {r['compiler']}:{r['target']} | {cold['kernels']} ({cold['unique_kernels']}) "
+                    f"| {r['jobs']} | {cold['seconds']:.1f} | {'; '.join(cells)} | {host} |"
+                )
             elif step == "cluster":
                 d = r["derived"]
-                cl_rows.append(f"| {r['list']} | {r['compiler']}:{r['target']} | {r['kernels']} ({r['unique_kernels']}) "
-                               f"| {len(d['workers_used'])} | {d['cold_compiles']} | {d['each_unique_once']} | {d['ideal_s']:.1f} "
-                               f"| {d['cold_s']:.1f} | {d['warm_s']:.2f} | {host} |")
+                cl_rows.append(
+                    f"| {r['list']} | {r['compiler']}:{r['target']} | {r['kernels']} ({r['unique_kernels']}) "
+                    f"| {len(d['workers_used'])} | {d['cold_compiles']} | {d['each_unique_once']} | {d['ideal_s']:.1f} "
+                    f"| {d['cold_s']:.1f} | {d['warm_s']:.2f} | {host} |"
+                )
             elif step == "triton-cache":
                 sec = r["derived"]["seconds"]
-                tc_rows.append(f"| {r['list']} | {r['compiler']}:{r['target']} | {r['kernels']} ({r['unique_kernels']}) | {r['jobs']} "
-                               f"| {sec['disk-cold']:.1f} | {sec['disk-warm']:.2f} | {sec['triton-cold']:.1f} | {sec['triton-warm']:.2f} | {host} |")
+                tc_rows.append(
+                    f"| {r['list']} | {r['compiler']}:{r['target']} | {r['kernels']} ({r['unique_kernels']}) | {r['jobs']} "
+                    f"| {sec['disk-cold']:.1f} | {sec['disk-warm']:.2f} | {sec['triton-cold']:.1f} | {sec['triton-warm']:.2f} | {host} |"
+                )
         if scale.get("note"):
-            rep_rows.append(f"| ({folder.name}: {scale['note']}, {json.dumps({k: v for k, v in scale.items() if v and k != 'note'})}) |")
-    out = ["| list | compiler:target | kernels (unique) | jobs | cache off s | memory s | ideal pass s | floor s "
-           "| memory / ideal | memory / floor | memory / ideal (CPU) | off / memory | host |", "|" + "---|" * 13, *rep_rows, "",
-           "| list | compiler:target | kernels (unique) | jobs | cold run s | second run (fresh process) | host |",
-           "|" + "---|" * 7, *sec_rows, "",
-           "| list | compiler:target | kernels (unique) | workers | compiles in the cold pass | each unique once | ideal s "
-           "| cold s | warm s | host |", "|" + "---|" * 10, *cl_rows, "",
-           "| list | compiler:target | kernels (unique) | jobs | ours cold s | ours warm s | Triton's own cold s "
-           "| Triton's own warm s | host |", "|" + "---|" * 9, *tc_rows]
+            rep_rows.append(
+                f"| ({folder.name}: {scale['note']}, {json.dumps({k: v for k, v in scale.items() if v and k != 'note'})}) |"
+            )
+    out = [
+        "| list | compiler:target | kernels (unique) | jobs | cache off s | memory s | ideal pass s | floor s "
+        "| memory / ideal | memory / floor | memory / ideal (CPU) | off / memory | host |",
+        "|" + "---|" * 13,
+        *rep_rows,
+        "",
+        "| list | compiler:target | kernels (unique) | jobs | cold run s | second run (fresh process) | host |",
+        "|" + "---|" * 7,
+        *sec_rows,
+        "",
+        "| list | compiler:target | kernels (unique) | workers | compiles in the cold pass | each unique once | ideal s "
+        "| cold s | warm s | host |",
+        "|" + "---|" * 10,
+        *cl_rows,
+        "",
+        "| list | compiler:target | kernels (unique) | jobs | ours cold s | ours warm s | Triton's own cold s "
+        "| Triton's own warm s | host |",
+        "|" + "---|" * 9,
+        *tc_rows,
+    ]
     return "\n".join(out)
 
 
@@ -609,33 +842,65 @@ def bundle(out: Path) -> Path:
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="output folder (summary.json, frames, log); with --table: folders, comma-separated")
-    ap.add_argument("--table", action="store_true", help="print the markdown tables of the summary.json under --out and exit")
-    ap.add_argument("--lists", default="llama3-8b,resnet50", help="shipped list names or list files (default %(default)s)")
+    ap.add_argument(
+        "--out", required=True, help="output folder (summary.json, frames, log); with --table: folders, comma-separated"
+    )
+    ap.add_argument(
+        "--table", action="store_true", help="print the markdown tables of the summary.json under --out and exit"
+    )
+    ap.add_argument(
+        "--lists", default="llama3-8b,resnet50", help="shipped list names or list files (default %(default)s)"
+    )
     ap.add_argument("--compilers", default="nvrtc:sm_90,triton:sm_90", help="compiler:target,... (default %(default)s)")
     ap.add_argument("--steps", default=",".join(STEPS), help=f"any of {', '.join(STEPS)} (default all)")
     ap.add_argument("--jobs", default=None, help="job counts of the parallel step (default: the machine's cores)")
-    ap.add_argument("--every-problem", type=int, default=None,
-                    help="reduced scale: every K-th problem of each list, with all its candidates (keeps the repetition)")
+    ap.add_argument(
+        "--every-problem",
+        type=int,
+        default=None,
+        help="reduced scale: every K-th problem of each list, with all its candidates (keeps the repetition)",
+    )
     ap.add_argument("--limit", type=int, default=None, help="reduced scale: the first N candidates of each problem")
-    ap.add_argument("--problems", default=None, help="reduced scale: these problems of each list (names, or a count N: the first N)")
+    ap.add_argument(
+        "--problems", default=None, help="reduced scale: these problems of each list (names, or a count N: the first N)"
+    )
     ap.add_argument("--every", type=int, default=None, help="reduced scale: every K-th candidate of each list")
-    ap.add_argument("--ideal-repeats", type=int, default=1,
-                    help="ideal passes per replay, each repeat followed by a memory pass (default %(default)s)")
-    ap.add_argument("--no-warm-pass", action="store_true", help="skip the untimed warm pass before the ideal (saves one pass of uniques)")
-    ap.add_argument("--sample", type=int, default=48, help="estimate: unique kernels in the sample (default %(default)s)")
+    ap.add_argument(
+        "--ideal-repeats",
+        type=int,
+        default=1,
+        help="ideal passes per replay, each repeat followed by a memory pass (default %(default)s)",
+    )
+    ap.add_argument(
+        "--no-warm-pass",
+        action="store_true",
+        help="skip the untimed warm pass before the ideal (saves one pass of uniques)",
+    )
+    ap.add_argument(
+        "--sample", type=int, default=48, help="estimate: unique kernels in the sample (default %(default)s)"
+    )
     ap.add_argument("--workers", type=int, default=2, help="cluster: Dask workers (default %(default)s)")
-    ap.add_argument("--cluster-timeout", type=float, default=1800.0,
-                    help="cluster: a pass that runs longer than this many seconds fails the step (default %(default)s)")
+    ap.add_argument(
+        "--cluster-timeout",
+        type=float,
+        default=1800.0,
+        help="cluster: a pass that runs longer than this many seconds fails the step (default %(default)s)",
+    )
     ap.add_argument("--redis", default="auto", help="auto (start redis-server if on PATH), a redis:// URL, or none")
     ap.add_argument("--second-run-jobs", default="1", help="job counts of the second-run step (default %(default)s)")
-    ap.add_argument("--triton-cache-jobs", default=None,
-                    help="job counts of the triton-cache step (default: 1 and the top --jobs; one 10-minute call may fit only the top)")
+    ap.add_argument(
+        "--triton-cache-jobs",
+        default=None,
+        help="job counts of the triton-cache step (default: 1 and the top --jobs; one 10-minute call may fit only the top)",
+    )
     ap.add_argument("--resume", action="store_true", help="keep summary.json and skip steps already in it")
     ap.add_argument("--quick", action="store_true", help="smoke test: every 12th problem, 6 candidates each, jobs 2")
-    ap.add_argument("--bundle", action="store_true",
-                    help="at the end, pack the frames into OUT/frames.tar (a machine that returns few files: the device "
-                         "tool brings back 8), leaving summary.json, log.txt and frames.tar")
+    ap.add_argument(
+        "--bundle",
+        action="store_true",
+        help="at the end, pack the frames into OUT/frames.tar (a machine that returns few files: the device "
+        "tool brings back 8), leaving summary.json, log.txt and frames.tar",
+    )
     args = ap.parse_args(argv)
     if args.table:
         print(tables([Path(p) for p in args.out.split(",")]))
@@ -650,7 +915,9 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         ap.error(f"unknown steps {bad}; expected some of {', '.join(STEPS)}")
     jobs_list = [int(j) for j in (args.jobs or str(os.cpu_count() or 1)).split(",")]
-    tc_jobs = sorted({int(j) for j in args.triton_cache_jobs.split(",")} if args.triton_cache_jobs else {1, max(jobs_list)})
+    tc_jobs = sorted(
+        {int(j) for j in args.triton_cache_jobs.split(",")} if args.triton_cache_jobs else {1, max(jobs_list)}
+    )
     pairs = [tuple(p.split(":", 1)) for p in args.compilers.split(",")]
     run = Run(Path(args.out), command, args.resume)
     prov = provenance(command)
@@ -680,24 +947,52 @@ def main(argv: list[str] | None = None) -> int:
                 run.log(f"{label}: {tl.kernels} kernels, {tl.unique_kernels} unique ({scale.describe()['note']})")
                 todo: list[tuple[str, Any]] = []
                 if "estimate" in steps:
-                    todo.append((key_of("estimate", list_name, compiler, target, max(jobs_list)),
-                                 lambda: step_estimate(run, tl, list_name, jobs_list, args.sample)))
+                    todo.append(
+                        (
+                            key_of("estimate", list_name, compiler, target, max(jobs_list)),
+                            lambda: step_estimate(run, tl, list_name, jobs_list, args.sample),
+                        )
+                    )
                 if "serial" in steps:
                     k = key_of("serial", list_name, compiler, target, 1)
-                    todo.append((k, lambda k=k: step_replay(run, k, tl, 1, args.ideal_repeats, not args.no_warm_pass, prov,
-                                                            scale.reduced, list_name)))
+                    todo.append(
+                        (
+                            k,
+                            lambda k=k: step_replay(
+                                run, k, tl, 1, args.ideal_repeats, not args.no_warm_pass, prov, scale.reduced, list_name
+                            ),
+                        )
+                    )
                 if "parallel" in steps:
                     for j in (j for j in jobs_list if j > 1):
                         k = key_of("parallel", list_name, compiler, target, j)
-                        todo.append((k, lambda k=k, j=j: step_replay(run, k, tl, j, args.ideal_repeats, not args.no_warm_pass, prov)))
+                        todo.append(
+                            (
+                                k,
+                                lambda k=k, j=j: step_replay(
+                                    run, k, tl, j, args.ideal_repeats, not args.no_warm_pass, prov
+                                ),
+                            )
+                        )
                 if "second-run" in steps:
                     for j in (int(x) for x in args.second_run_jobs.split(",")):
-                        todo.append((key_of("second-run", list_name, compiler, target, j),
-                                     lambda j=j: step_second_run(run, list_name, compiler, target, scale, j, redis)))
+                        todo.append(
+                            (
+                                key_of("second-run", list_name, compiler, target, j),
+                                lambda j=j: step_second_run(run, list_name, compiler, target, scale, j, redis),
+                            )
+                        )
                 if "cluster" in steps and redis is not None:
                     k = key_of("cluster", list_name, compiler, target, args.workers)
-                    todo.append((k, lambda k=k: (redis.flush(), step_cluster(run, k, tl, args.workers, redis, prov,
-                                                                              args.cluster_timeout))[1]))
+                    todo.append(
+                        (
+                            k,
+                            lambda k=k: (
+                                redis.flush(),
+                                step_cluster(run, k, tl, args.workers, redis, prov, args.cluster_timeout),
+                            )[1],
+                        )
+                    )
                 if "triton-cache" in steps and compiler == "triton":
                     for j in tc_jobs:
                         k = key_of("triton-cache", list_name, compiler, target, j)
@@ -715,7 +1010,9 @@ def main(argv: list[str] | None = None) -> int:
                     except Exception as exc:  # noqa: BLE001 - one failing step never loses the others
                         rc = 1
                         run.log(f"{key}: FAILED {type(exc).__name__}: {exc}")
-                        run.put(key, {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]})
+                        run.put(
+                            key, {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
+                        )
     finally:
         if redis is not None:
             redis.close()

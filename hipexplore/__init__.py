@@ -6,6 +6,7 @@ flushes. Subpackages: ``compile`` (requests, compilers, the cache), ``devices`` 
 ``kernels`` (the catalog), ``bench`` (harness and statistics), ``tuning`` (tuning-list replay);
 notebook-facing modules: ``plots``, ``widgets``, ``report``, ``cli``.
 """
+
 from __future__ import annotations
 
 __version__ = "0.1.0"

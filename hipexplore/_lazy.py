@@ -11,6 +11,7 @@ own submodules (``hipexplore.bench.sweep`` is the ``sweep`` function, ``bench/sw
 module). The import system binds a loaded submodule to that package attribute; ``lazy`` keeps the
 exported object there instead, as the eager ``from .sweep import sweep`` did.
 """
+
 from __future__ import annotations
 
 import importlib

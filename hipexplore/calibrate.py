@@ -20,6 +20,7 @@ Rates come with a 95% Wilson score interval (``wilson``): 0 false verdicts in 24
 report cite it (``cite``): "on this device identical code was called different in X of N rows;
 changes under Y% are not resolved at defaults".
 """
+
 from __future__ import annotations
 
 import json
@@ -98,11 +99,18 @@ def _rate(rows: Any, what: str) -> dict[str, Any]:
     lo, hi = both["ratio_ci_low"].astype(float), both["ratio_ci_high"].astype(float)
     finite = lo.notna() & hi.notna()
     covered = int(((lo <= 1) & (hi >= 1) & finite).sum())
-    return {"kind": what, "rows": n, "false": false, "false_rate": false / n if n else math.nan,
-            "false_ci": list(wilson(false, n)), "intervals": int(finite.sum()), "covered": covered,
-            "coverage": covered / int(finite.sum()) if finite.any() else math.nan,
-            "coverage_ci": list(wilson(covered, int(finite.sum()))),
-            "undecided": int((both["verdict"] == "undecided").sum())}
+    return {
+        "kind": what,
+        "rows": n,
+        "false": false,
+        "false_rate": false / n if n else math.nan,
+        "false_ci": list(wilson(false, n)),
+        "intervals": int(finite.sum()),
+        "covered": covered,
+        "coverage": covered / int(finite.sum()) if finite.any() else math.nan,
+        "coverage_ci": list(wilson(covered, int(finite.sum()))),
+        "undecided": int((both["verdict"] == "undecided").sum()),
+    }
 
 
 def analyse(runs: Sequence[Any], kernels: tuple[str, str] = ("A", "B"), threshold: float = 0.02) -> dict[str, Any]:
@@ -114,16 +122,24 @@ def analyse(runs: Sequence[Any], kernels: tuple[str, str] = ("A", "B"), threshol
     from .verdicts import compare
 
     a, b = kernels
-    inter = pd.concat([compare(r, base=a, new=b, threshold=threshold).assign(run=i) for i, r in enumerate(runs)],
-                      ignore_index=True)
+    inter = pd.concat(
+        [compare(r, base=a, new=b, threshold=threshold).assign(run=i) for i, r in enumerate(runs)], ignore_index=True
+    )
     frames = [r if isinstance(r, pd.DataFrame) else pd.read_parquet(r) for r in runs]
-    sep = [compare(frames[i][frames[i]["kernel"] == k], frames[i + 1][frames[i + 1]["kernel"] == k],
-                   threshold=threshold).assign(run=i, kernel=k)
-           for i in range(len(frames) - 1) for k in kernels]
+    sep = [
+        compare(
+            frames[i][frames[i]["kernel"] == k], frames[i + 1][frames[i + 1]["kernel"] == k], threshold=threshold
+        ).assign(run=i, kernel=k)
+        for i in range(len(frames) - 1)
+        for k in kernels
+    ]
     separate = pd.concat(sep, ignore_index=True) if sep else inter.iloc[0:0]
     cold = Configuration.marks_reference(inter)
-    kinds = [_rate(inter[~cold], "interleaved (95%)"), _rate(inter[cold], "cold references (99%)"),
-             _rate(separate, "separate runs (99%)")]
+    kinds = [
+        _rate(inter[~cold], "interleaved (95%)"),
+        _rate(inter[cold], "cold references (99%)"),
+        _rate(separate, "separate runs (99%)"),
+    ]
     every = pd.concat([inter, separate], ignore_index=True)
     total = _rate(every, "all")
     mde = {}
@@ -133,10 +149,19 @@ def analyse(runs: Sequence[Any], kernels: tuple[str, str] = ("A", "B"), threshol
     return {"kinds": kinds, "all": total, "min_detectable": mde, "threshold": threshold, "runs": len(runs)}
 
 
-def calibrate(device: str = "auto", sizes: Sequence[str] | None = None, flush: Sequence[str] = ("none",), *,
-              budget_s: float | None = None, rounds: int | None = None, threshold: float = 0.02,
-              iterations: int | None = None, units: int | str = "auto",
-              progress: Callable[[str], None] | None = None, keep: str | None = None) -> dict[str, Any]:
+def calibrate(
+    device: str = "auto",
+    sizes: Sequence[str] | None = None,
+    flush: Sequence[str] = ("none",),
+    *,
+    budget_s: float | None = None,
+    rounds: int | None = None,
+    threshold: float = 0.02,
+    iterations: int | None = None,
+    units: int | str = "auto",
+    progress: Callable[[str], None] | None = None,
+    keep: str | None = None,
+) -> dict[str, Any]:
     """Run the calibration (module docstring) and return its record (``store`` keeps it).
     ``iterations``/``units``: other than the defaults only for a quick look (the record says so)."""
     from .bench import sweep
@@ -161,25 +186,50 @@ def calibrate(device: str = "auto", sizes: Sequence[str] | None = None, flush: S
             break
         if rounds is None and len(runs) >= MIN_ROUNDS and done + (done / len(runs)) > budget:
             break
-        say(f"round {len(runs) + 1}{f'/{rounds}' if rounds else ''}: A and its byte-identical copy B interleaved, "
-            f"{', '.join(sizes)} x {', '.join(flush)} ({done:.0f} s of {budget:.0f} s)")
+        say(
+            f"round {len(runs) + 1}{f'/{rounds}' if rounds else ''}: A and its byte-identical copy B interleaved, "
+            f"{', '.join(sizes)} x {', '.join(flush)} ({done:.0f} s of {budget:.0f} s)"
+        )
         start = time.monotonic()
-        res = sweep(kernels, sizes, ["1"], list(flush), device=dev, interleave=True, progress=False,
-                    interleave_seed=len(runs), iterations=iterations, units=units)
+        res = sweep(
+            kernels,
+            sizes,
+            ["1"],
+            list(flush),
+            device=dev,
+            interleave=True,
+            progress=False,
+            interleave_seed=len(runs),
+            iterations=iterations,
+            units=units,
+        )
         walls.append(time.monotonic() - start)
         runs.append(res.samples)
     say(f"comparing {len(runs)} round(s): interleaved copies and separate runs")
     record = analyse(runs, threshold=threshold)
     meta = res.metadata
-    record.update(format=FORMAT, device_name=DEVICE_NAME.of(meta, dev.name), device_kind=dev.kind,
-                  device_class=cls, sizes=sizes, flush=list(flush), wall_s=walls, date=time.strftime("%Y-%m-%d"),
-                  hipexplore=HIPEXPLORE.of(meta, ""), git_revision=GIT_REVISION.of(meta, ""),
-                  iterations=iterations, units=units, host_load=[round(load0, 2), round(os.getloadavg()[0], 2)], at_defaults=iterations is None and units == "auto",
-                  command=" ".join(["hipexplore", "calibrate", "--device", device, "--sizes", ",".join(sizes)]))
+    record.update(
+        format=FORMAT,
+        device_name=DEVICE_NAME.of(meta, dev.name),
+        device_kind=dev.kind,
+        device_class=cls,
+        sizes=sizes,
+        flush=list(flush),
+        wall_s=walls,
+        date=time.strftime("%Y-%m-%d"),
+        hipexplore=HIPEXPLORE.of(meta, ""),
+        git_revision=GIT_REVISION.of(meta, ""),
+        iterations=iterations,
+        units=units,
+        host_load=[round(load0, 2), round(os.getloadavg()[0], 2)],
+        at_defaults=iterations is None and units == "auto",
+        command=" ".join(["hipexplore", "calibrate", "--device", device, "--sizes", ",".join(sizes)]),
+    )
     return record
 
 
 # -- where it is kept and cited ---------------------------------------------------------------
+
 
 def store_dir() -> Path:
     from . import settings
@@ -232,11 +282,15 @@ def sentence(record: Mapping[str, Any]) -> str:
     mde = {int(k): v for k, v in record.get("min_detectable", {}).items() if v == v}
     worst = max(mde.values()) if mde else math.nan
     per = ", ".join(f"{size_text(k)} {v:.1%}" for k, v in sorted(mde.items()))
-    text = (f"on this device ({record['device_name']}, hipexplore calibrate {record.get('date', '')}) identical code was "
-            f"called different in {tot['false']} of {tot['rows']} rows ({tot['false_rate']:.1%}, 95% interval "
-            f"[{lo:.1%}, {hi:.1%}])")
+    text = (
+        f"on this device ({record['device_name']}, hipexplore calibrate {record.get('date', '')}) identical code was "
+        f"called different in {tot['false']} of {tot['rows']} rows ({tot['false_rate']:.1%}, 95% interval "
+        f"[{lo:.1%}, {hi:.1%}])"
+    )
     if math.isfinite(worst):
-        at = "at defaults" if record.get("at_defaults", True) else "at the calibration's own settings (not the defaults)"
+        at = (
+            "at defaults" if record.get("at_defaults", True) else "at the calibration's own settings (not the defaults)"
+        )
         text += f"; changes under {worst:.1%} are not resolved {at} (per size: {per})"
     return text
 
@@ -257,21 +311,29 @@ def report_text(record: Mapping[str, Any]) -> str:
     """What ``hipexplore calibrate`` prints: a line per kind of row, then the minimum detectable effects."""
     from .verdicts import size_text
 
-    lines = [f"device: {record['device_name']} ({record['device_kind']}); {record['runs']} round(s), sizes "
-             f"{', '.join(record['sizes'])}, flush {', '.join(record['flush'])}, threshold {record['threshold']:.0%}",
-             f"{'rows':<24} {'n':>5} {'false':>6} {'false rate [95%]':>24} {'coverage of 1 [95%]':>26}"]
+    lines = [
+        f"device: {record['device_name']} ({record['device_kind']}); {record['runs']} round(s), sizes "
+        f"{', '.join(record['sizes'])}, flush {', '.join(record['flush'])}, threshold {record['threshold']:.0%}",
+        f"{'rows':<24} {'n':>5} {'false':>6} {'false rate [95%]':>24} {'coverage of 1 [95%]':>26}",
+    ]
     for k in [*record["kinds"], record["all"]]:
         if not k["rows"]:
             continue
         fr = f"{k['false_rate']:.1%} [{k['false_ci'][0]:.1%}, {k['false_ci'][1]:.1%}]"
-        cov = (f"{k['coverage']:.1%} [{k['coverage_ci'][0]:.1%}, {k['coverage_ci'][1]:.1%}]"
-               if k["intervals"] else "no intervals")
+        cov = (
+            f"{k['coverage']:.1%} [{k['coverage_ci'][0]:.1%}, {k['coverage_ci'][1]:.1%}]"
+            if k["intervals"]
+            else "no intervals"
+        )
         lines.append(f"{k['kind']:<24} {k['rows']:>5} {k['false']:>6} {fr:>24} {cov:>26}")
     import textwrap
 
     at = "the default wall time" if record.get("at_defaults", True) else "this calibration's settings"
-    lines += textwrap.wrap(f"minimum detectable change at {at} (median over interleaved rows): "
-                           + ", ".join(f"{size_text(int(s))} {v:.1%}" for s, v in record["min_detectable"].items()), 120)
+    lines += textwrap.wrap(
+        f"minimum detectable change at {at} (median over interleaved rows): "
+        + ", ".join(f"{size_text(int(s))} {v:.1%}" for s, v in record["min_detectable"].items()),
+        120,
+    )
     lines += textwrap.wrap(sentence(record), 120, subsequent_indent="  ")
     return "\n".join(lines)
 
@@ -284,21 +346,45 @@ def markdown_table(records: Mapping[str, Mapping[str, Any]]) -> str:
     def rate(k: Mapping[str, Any]) -> str:
         return f"{k['false']} of {k['rows']} ({k['false_ci'][0]:.0%}–{k['false_ci'][1]:.0%})" if k["rows"] else "–"
 
-    lines = ["| device (folder) | date, revision | rounds, wall time, load | interleaved (95%) | cold references (99%) | "
-             "separate runs (99%) | coverage of 1 | min. detectable at defaults |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| device (folder) | date, revision | rounds, wall time, load | interleaved (95%) | cold references (99%) | "
+        "separate runs (99%) | coverage of 1 | min. detectable at defaults |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for folder, r in sorted(records.items()):
         kinds = {k["kind"]: k for k in r["kinds"]}
         load = r.get("host_load") or []
         mde = ", ".join(f"{size_text(int(s))} {v:.1%}" for s, v in r["min_detectable"].items())
         cov = r["all"]
-        lines.append(f"| {r['device_name']} ({folder}) | {r['date']}, {str(r.get('git_revision', ''))[:7]} | "
-                     f"{r['runs']}, {sum(r['wall_s']):.0f} s{f', load {load[0]:g}-{load[1]:g}' if load else ''} | "
-                     + " | ".join(rate(kinds.get(k, {"rows": 0})) for k in ("interleaved (95%)", "cold references (99%)",
-                                                                            "separate runs (99%)"))
-                     + f" | {cov['covered']} of {cov['intervals']} | {mde}"
-                     + ("" if r.get("at_defaults", True) else " (not at defaults)") + " |")
+        lines.append(
+            f"| {r['device_name']} ({folder}) | {r['date']}, {str(r.get('git_revision', ''))[:7]} | "
+            f"{r['runs']}, {sum(r['wall_s']):.0f} s{f', load {load[0]:g}-{load[1]:g}' if load else ''} | "
+            + " | ".join(
+                rate(kinds.get(k, {"rows": 0}))
+                for k in ("interleaved (95%)", "cold references (99%)", "separate runs (99%)")
+            )
+            + f" | {cov['covered']} of {cov['intervals']} | {mde}"
+            + ("" if r.get("at_defaults", True) else " (not at defaults)")
+            + " |"
+        )
     return "\n".join(lines)
 
 
-__all__ = ["DEFAULTS", "FORMAT", "GPU_ARGS", "HOST_ARGS", "STREAM_CU", "WORK_C", "analyse", "calibrate", "cite", "load", "markdown_table",
-           "report_text", "sentence", "store", "store_dir", "wilson"]
+__all__ = [
+    "DEFAULTS",
+    "FORMAT",
+    "GPU_ARGS",
+    "HOST_ARGS",
+    "STREAM_CU",
+    "WORK_C",
+    "analyse",
+    "calibrate",
+    "cite",
+    "load",
+    "markdown_table",
+    "report_text",
+    "sentence",
+    "store",
+    "store_dir",
+    "wilson",
+]

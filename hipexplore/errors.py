@@ -3,6 +3,7 @@
 Every message names the offending value and what was expected. Compiler failures carry the
 compiler log, options and target as attributes instead of printing them.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -125,7 +126,9 @@ class KernelFault(BenchmarkError):
     """
 
     def __init__(self, kernel: str, configuration: str, status: str, result: object = None) -> None:
-        super().__init__(f"kernel {kernel} faulted in configuration {configuration}: {status}{memory_fault_hint(status)}")
+        super().__init__(
+            f"kernel {kernel} faulted in configuration {configuration}: {status}{memory_fault_hint(status)}"
+        )
         self.kernel, self.configuration, self.status, self.result = kernel, configuration, status, result
 
     def __reduce__(self):  # survive pickling across worker processes (result stays behind)
@@ -133,7 +136,14 @@ class KernelFault(BenchmarkError):
 
 
 #: what a memory fault's status says (a host kernel's worker killed by SIGSEGV/SIGBUS, a GPU's illegal address)
-_MEMORY_FAULTS = ("SIGSEGV", "SIGBUS", "ILLEGAL_ADDRESS", "IllegalAddress", "memory access fault", "Memory access fault")
+_MEMORY_FAULTS = (
+    "SIGSEGV",
+    "SIGBUS",
+    "ILLEGAL_ADDRESS",
+    "IllegalAddress",
+    "memory access fault",
+    "Memory access fault",
+)
 
 
 def memory_fault_hint(status: str) -> str:
@@ -142,8 +152,10 @@ def memory_fault_hint(status: str) -> str:
     SIGSEGV in the worker with no word about the counts."""
     if not any(word in str(status) for word in _MEMORY_FAULTS):
         return ""
-    return ("; a memory fault: the kernel read or wrote outside its buffers. Check that each buffer's count in --args "
-            "(x:f32[COUNT]) covers every index the kernel reaches with the scalars it is given (n:u64=n), and the grid")
+    return (
+        "; a memory fault: the kernel read or wrote outside its buffers. Check that each buffer's count in --args "
+        "(x:f32[COUNT]) covers every index the kernel reaches with the scalars it is given (n:u64=n), and the grid"
+    )
 
 
 class CacheWarning(RuntimeWarning):
@@ -160,8 +172,10 @@ def warn_line(message: str, category: type[Warning] = CacheWarning) -> None:
 
     current = warnings.formatwarning
     if not getattr(current, "one_line", False):  # the CLI's own formatter is one line already
-        def formatted(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                      line: str | None = None) -> str:
+
+        def formatted(
+            message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+        ) -> str:
             if not issubclass(category, CacheWarning):
                 return current(message, category, filename, lineno, line)
             text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())

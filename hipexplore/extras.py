@@ -10,6 +10,7 @@ line naming the extra and the command that installs it; the CLI prints it with e
 
 The lowest floor beside ``errors``: the standard library only, so any module may use it.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,8 +24,17 @@ from .errors import ConfigError, DeviceUnavailable, HipexploreError
 #: The import names each extra of pyproject.toml provides (tests/test_extras.py checks the table
 #: against the extras' distributions). ``hip``: hip-python 6.x-7.x is ``hip``, >= 10 ``rocm``.
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "notebook": ("jupyterlab", "ipywidgets", "ipykernel", "matplotlib", "papermill", "nbconvert", "nbformat",
-                 "jupytext", "yaml"),
+    "notebook": (
+        "jupyterlab",
+        "ipywidgets",
+        "ipykernel",
+        "matplotlib",
+        "papermill",
+        "nbconvert",
+        "nbformat",
+        "jupytext",
+        "yaml",
+    ),
     "remote": ("redis",),
     "cluster": ("dask", "distributed"),
     "triton": ("triton",),
@@ -100,8 +110,9 @@ def missing_modules(modules: Iterable[str]) -> list[str]:
     return out
 
 
-def require_modules(modules: Iterable[str], what: str, extra: str | None = None,
-                    error: type[HipexploreError] = MissingExtra) -> None:
+def require_modules(
+    modules: Iterable[str], what: str, extra: str | None = None, error: type[HipexploreError] = MissingExtra
+) -> None:
     """Refuse, before any work starts, when one of ``modules`` is not installed."""
     modules = list(modules)
     gone = missing_modules(modules)
@@ -109,8 +120,9 @@ def require_modules(modules: Iterable[str], what: str, extra: str | None = None,
         raise error(message(what, extra or extra_of(gone[0]), gone))
 
 
-def require(module: str, what: str, extra: str | None = None,
-            error: type[HipexploreError] = MissingExtra) -> ModuleType:
+def require(
+    module: str, what: str, extra: str | None = None, error: type[HipexploreError] = MissingExtra
+) -> ModuleType:
     """``import module``, or ``error`` naming the extra. A package that is there but fails to import
     (a dependency of its own missing, a broken install) is named with the import's own words."""
     try:

@@ -23,6 +23,7 @@ folder, or one others may write into is refused in one line), and are held by de
 
 Standard library only (imported by ``schema`` and everything above it).
 """
+
 from __future__ import annotations
 
 import errno
@@ -46,8 +47,15 @@ _TMPFILE = getattr(os, "O_TMPFILE", 0) if os.path.isdir("/proc/self/fd") else 0
 _umask_lock = threading.Lock()
 
 
-def write_file(path: str | os.PathLike, content: Content, *, what: str = "file", dir_fd: int | None = None,
-               durable: bool = True, shown: str | None = None) -> Path:
+def write_file(
+    path: str | os.PathLike,
+    content: Content,
+    *,
+    what: str = "file",
+    dir_fd: int | None = None,
+    durable: bool = True,
+    shown: str | None = None,
+) -> Path:
     """Write ``content`` to ``path`` atomically and without following any link (module docstring).
 
     ``dir_fd``: an opened folder ``path`` (then a bare name) lives in, as ``own_folder`` returns;
@@ -152,8 +160,10 @@ def _failure(dfd: int, name: str, what: str, shown: str, exc: OSError) -> str:
         return f"cannot write {what} {shown!r}: it is a folder; expected a file name (nothing was changed)"
     if st is not None and exc.errno in (errno.EPERM, errno.EACCES) and st.st_uid != os.geteuid():
         kind = "symbolic link" if stat.S_ISLNK(st.st_mode) else "file"
-        return (f"cannot write {what} {shown!r}: that name is another user's (uid {st.st_uid}) {kind} in a folder where "
-                f"only its owner may replace it; nothing was written and it was left as it was: choose another name")
+        return (
+            f"cannot write {what} {shown!r}: that name is another user's (uid {st.st_uid}) {kind} in a folder where "
+            f"only its owner may replace it; nothing was written and it was left as it was: choose another name"
+        )
     return f"cannot write {what} {shown!r}: {exc.strerror or exc}; an existing file there was left as it was"
 
 
@@ -190,8 +200,10 @@ def own_folder(parent_fd: int, name: str, *, what: str, shown: str) -> int:
         fd = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=parent_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise ConfigError(f"{what} folder {shown!r} exists and is a symbolic link or not a folder; refused (hipexplore "
-                              f"writes only into folders it made itself): remove it or choose another folder") from None
+            raise ConfigError(
+                f"{what} folder {shown!r} exists and is a symbolic link or not a folder; refused (hipexplore "
+                f"writes only into folders it made itself): remove it or choose another folder"
+            ) from None
         raise ConfigError(f"cannot open {what} folder {shown!r}: {exc.strerror or exc}") from None
     st = os.fstat(fd)
     problem = None
@@ -201,17 +213,23 @@ def own_folder(parent_fd: int, name: str, *, what: str, shown: str) -> int:
         problem = f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o}, not sticky)"
     if problem:
         os.close(fd)
-        raise ConfigError(f"{what} folder {shown!r} {problem}; refused (others could plant links in it): remove it or "
-                          f"choose another folder")
+        raise ConfigError(
+            f"{what} folder {shown!r} {problem}; refused (others could plant links in it): remove it or "
+            f"choose another folder"
+        )
     return fd
 
 
-def write_below(dir_fd: int, relname: str, content: Content, *, what: str, shown_dir: str, durable: bool = True) -> Path:
+def write_below(
+    dir_fd: int, relname: str, content: Content, *, what: str, shown_dir: str, durable: bool = True
+) -> Path:
     """Write ``content`` to ``relname`` (``a/b/c.h``) under the opened folder ``dir_fd``: each
     folder on the way is ``own_folder``'s, the file ``write_file``'s. Returns the shown path."""
     parts = relname.split("/")
     if relname.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise ConfigError(f"{what} name {relname!r} must be a relative path inside {shown_dir!r} (no '..', no empty part)")
+        raise ConfigError(
+            f"{what} name {relname!r} must be a relative path inside {shown_dir!r} (no '..', no empty part)"
+        )
     fds: list[int] = []
     try:
         here, shown = dir_fd, shown_dir
@@ -242,8 +260,12 @@ def bounded_name(name: str, suffix: str = "") -> str:
     import re
 
     whole = f"{name}{suffix}"
-    if len(whole.encode("utf-8", "surrogatepass")) <= NAME_MAX_BYTES and "/" not in whole and "\0" not in whole \
-            and not whole.startswith("."):
+    if (
+        len(whole.encode("utf-8", "surrogatepass")) <= NAME_MAX_BYTES
+        and "/" not in whole
+        and "\0" not in whole
+        and not whole.startswith(".")
+    ):
         return whole
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     head = re.sub(r"[^A-Za-z0-9_+-]+", "_", name)[:40].strip("_") or "kernel"
@@ -269,7 +291,9 @@ def why_no_new_file(exc: OSError, folder: str | os.PathLike) -> str:
 RECOGNISE_BYTES = 1 << 16
 
 
-def check_replace(path: str | os.PathLike, flag: str, kind: str, ours: Callable[[bytes], bool], force: bool = False) -> None:
+def check_replace(
+    path: str | os.PathLike, flag: str, kind: str, ours: Callable[[bytes], bool], force: bool = False
+) -> None:
     """Before any work: refuse (one ``ConfigError`` line) to replace an existing, non-empty file at
     ``path`` that ``ours`` (given its first ``RECOGNISE_BYTES``) does not recognise as ``kind``, a
     file hipexplore wrote; ``force`` replaces it anyway. A file hipexplore wrote is replaced as
@@ -295,9 +319,21 @@ def check_replace(path: str | os.PathLike, flag: str, kind: str, ours: Callable[
     finally:
         os.close(fd)
     if not ours(head):
-        raise ConfigError(f"{flag} {name!r} exists and is not {kind}; it was left as it is: choose another file, or pass "
-                          f"--force to replace it")
+        raise ConfigError(
+            f"{flag} {name!r} exists and is not {kind}; it was left as it is: choose another file, or pass "
+            f"--force to replace it"
+        )
 
 
-__all__ = ["Content", "NAME_MAX_BYTES", "RECOGNISE_BYTES", "bounded_name", "check_replace", "own_folder", "umask", "why_no_new_file", "write_below",
-           "write_file"]
+__all__ = [
+    "Content",
+    "NAME_MAX_BYTES",
+    "RECOGNISE_BYTES",
+    "bounded_name",
+    "check_replace",
+    "own_folder",
+    "umask",
+    "why_no_new_file",
+    "write_below",
+    "write_file",
+]

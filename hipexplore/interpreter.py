@@ -19,6 +19,7 @@ environment but never prepends the working directory (Python >= 3.11, hence ``re
 
 The lowest floor: it imports only the standard library, so any launcher may use it.
 """
+
 from __future__ import annotations
 
 import os
@@ -78,8 +79,9 @@ def _explicit_entries(environ: Mapping[str, str]) -> set[str]:
     return {os.path.abspath(p) for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p}
 
 
-def implicit_cwd_entries(orig_argv: Sequence[str] | None = None, cwd: str | None = None,
-                         safe_path: bool | None = None) -> set[str]:
+def implicit_cwd_entries(
+    orig_argv: Sequence[str] | None = None, cwd: str | None = None, safe_path: bool | None = None
+) -> set[str]:
     """The absolute spellings of the working directory Python itself put on ``sys.path`` at start-up:
     the directory, for ``python -m`` without ``-P``/``-I``; none otherwise (``''`` is always left
     out by ``child_path``, and a script's own folder is the script's, not the working directory's)."""
@@ -90,14 +92,21 @@ def implicit_cwd_entries(orig_argv: Sequence[str] | None = None, cwd: str | None
     return {here, os.path.realpath(here)}
 
 
-def child_path(path: Sequence[object] | None = None, *, orig_argv: Sequence[str] | None = None,
-               cwd: str | None = None, environ: Mapping[str, str] | None = None,
-               safe_path: bool | None = None) -> list[str]:
+def child_path(
+    path: Sequence[object] | None = None,
+    *,
+    orig_argv: Sequence[str] | None = None,
+    cwd: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    safe_path: bool | None = None,
+) -> list[str]:
     """The parent's ``sys.path`` (or ``path``) as a child should get it: every entry in its order,
     without ``''``, ``'.'`` and other relative spellings of "here", without the working directory
     ``python -m`` prepended (unless ``PYTHONPATH`` names it too), without duplicates and non-strings.
     The arguments after ``path`` stand in for this process's own start-up facts (tests)."""
-    implicit = implicit_cwd_entries(orig_argv, cwd, safe_path) - _explicit_entries(os.environ if environ is None else environ)
+    implicit = implicit_cwd_entries(orig_argv, cwd, safe_path) - _explicit_entries(
+        os.environ if environ is None else environ
+    )
     out: list[str] = []
     for entry in sys.path if path is None else path:
         if not isinstance(entry, str) or os.path.normpath(entry) == "." or entry in implicit or entry in out:
@@ -124,8 +133,13 @@ def _user_site(entries: Sequence[str]) -> str:
     return user_site if user_site and user_site in entries else ""
 
 
-def isolated_argv(code: str, *args: str, path: Sequence[object] | None = None,
-                  executable: str | None = None, prefix: Sequence[str] = ()) -> list[str]:
+def isolated_argv(
+    code: str,
+    *args: str,
+    path: Sequence[object] | None = None,
+    executable: str | None = None,
+    prefix: Sequence[str] = (),
+) -> list[str]:
     """``[*prefix, python, -I, ..., -c, PATH_PRELUDE + code, N, USER_SITE, *entries, *args]``: ``code``
     runs with ``sys.path`` = ``child_path(path)`` and ``sys.argv`` = ``['-c', *args]``, and nothing
     from the working directory or the ``PYTHON*`` variables. The one way hipexplore starts a Python
@@ -133,8 +147,18 @@ def isolated_argv(code: str, *args: str, path: Sequence[object] | None = None,
     that starts the interpreter itself (a profiler: ``ncu ... --``, ``rocprofv3 ... --``; the counter
     pass's worker, ``bench.counters``); the interpreter's own command line is the same behind it."""
     entries = child_path(path)
-    return [*map(str, prefix), executable or sys.executable, "-I", *_inherited_options(), "-c", PATH_PRELUDE + code,
-            str(len(entries)), _user_site(entries), *entries, *map(str, args)]
+    return [
+        *map(str, prefix),
+        executable or sys.executable,
+        "-I",
+        *_inherited_options(),
+        "-c",
+        PATH_PRELUDE + code,
+        str(len(entries)),
+        _user_site(entries),
+        *entries,
+        *map(str, args),
+    ]
 
 
 def safe_path_argv(*args: str, executable: str | None = None) -> list[str]:

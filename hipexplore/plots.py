@@ -7,6 +7,7 @@ that is not registered with pyplot, so notebooks show it once and nothing leaks)
 ``Figure``. A frame without the needed columns, or with nothing to draw, raises ``ConfigError``
 naming what is missing: an empty plot would look like evidence.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
@@ -71,7 +72,9 @@ def _select(frame: pd.DataFrame, column: str, value: Any, what: str) -> pd.DataF
     return out
 
 
-def one_configuration(frame: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None, what: str = "frame") -> pd.DataFrame:
+def one_configuration(
+    frame: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None, what: str = "frame"
+) -> pd.DataFrame:
     """Rows of one (kernel, size): the unit the noise figures compare rotating/flush settings on."""
     from .bench.grouping import check_one_device
 
@@ -141,8 +144,16 @@ def _clip_outliers(ax: Axes, values: np.ndarray, axis: str = "y") -> None:
     if beyond == 0:
         return
     (ax.set_ylim if axis == "y" else ax.set_xlim)(0, top)
-    ax.text(0.99, 0.01, f"{beyond} sample(s) above {top:.3g} off scale", transform=ax.transAxes, ha="right",
-            va="bottom", fontsize="x-small", color="0.4")
+    ax.text(
+        0.99,
+        0.01,
+        f"{beyond} sample(s) above {top:.3g} off scale",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize="x-small",
+        color="0.4",
+    )
 
 
 def _rotating_axis(ax: Axes, rotating: Iterable[int], requested: Iterable[Any] | None = None) -> None:
@@ -157,8 +168,11 @@ def _rotating_axis(ax: Axes, rotating: Iterable[int], requested: Iterable[Any] |
     plain = {r for r, q in zip(rot, requested if requested is not None else [None] * len(rot)) if str(q) != "auto"}
     ax.set_xticks(ticks)
     crowded = len(ticks) > 4 or len(autos) > 1  # several 'auto' counts (one per size) sit close together
-    ax.set_xticklabels([(f"{t} (= auto)" if t in plain else f"auto ({t})") if t in autos else str(t) for t in ticks],
-                       rotation=35 if crowded else 0, ha="right" if crowded else "center")
+    ax.set_xticklabels(
+        [(f"{t} (= auto)" if t in plain else f"auto ({t})") if t in autos else str(t) for t in ticks],
+        rotation=35 if crowded else 0,
+        ha="right" if crowded else "center",
+    )
     ax.minorticks_off()
     ax.set_xlabel("rotating buffer sets" + (" (log2 scale)" if log else ""))
 
@@ -176,7 +190,9 @@ def _legend_outside(ax: Axes, **kw: Any) -> Any:
 # noise
 
 
-def plot_noise_ecdf(samples: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None) -> Figure:
+def plot_noise_ecdf(
+    samples: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None
+) -> Figure:
     """ECDF of the per-sample times of one (kernel, size), one line per flush mode and rotating count.
 
     An ECDF shows the whole distribution (tails, bimodality) that a median hides.
@@ -204,7 +220,9 @@ def plot_noise_ecdf(samples: pd.DataFrame, ax: Axes | None = None, kernel: str |
     return fig
 
 
-def plot_noise_violins(samples: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None) -> Figure:
+def plot_noise_violins(
+    samples: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | None = None
+) -> Figure:
     """Violins of per-sample times of one (kernel, size): rotating count on x, flush modes side by side."""
     _require(samples, _SAMPLES_NEEDED, "samples frame")
     data = one_configuration(samples, kernel, size_bytes, "samples frame")
@@ -262,12 +280,17 @@ def _lines(ax: Axes, data: pd.DataFrame, column: str, colors: dict[str, str]) ->
         grp = grp.sort_values("rotating")
         label = plain_text(mode if len(sizes) == 1 else f"{mode}, {format_bytes(size)}")
         i = sizes.index(size)
-        color = shades[i] if one_mode and len(sizes) > 1 else colors[mode]  # one flush mode: tell the sizes apart by colour
-        ax.plot(grp["rotating"], grp[column] * 100, marker=_SIZE_MARKERS[i % len(_SIZE_MARKERS)], color=color, label=label)
+        color = (
+            shades[i] if one_mode and len(sizes) > 1 else colors[mode]
+        )  # one flush mode: tell the sizes apart by colour
+        ax.plot(
+            grp["rotating"], grp[column] * 100, marker=_SIZE_MARKERS[i % len(_SIZE_MARKERS)], color=color, label=label
+        )
 
 
-def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None,
-                         size_bytes: int | str | None = None) -> Figure:
+def plot_iqr_vs_rotating(
+    summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | str | None = None
+) -> Figure:
     """Relative IQR (IQR / median) against rotating count, one line per flush mode, with the
     10% and 25% levels at which torch.utils.benchmark warns. ``size_bytes="all"``: a line per
     flush mode and size."""
@@ -281,8 +304,16 @@ def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: 
     _lines(ax, data, "iqr_rel", colors)
     for level, style in zip(IQR_WARN_LEVELS, (":", "--")):
         ax.axhline(level * 100, color="0.35", linestyle=style, linewidth=1)
-        ax.annotate(f"{level:.0%}", xy=(1.0, level * 100), xycoords=("axes fraction", "data"), xytext=(2, 0),
-                    textcoords="offset points", va="center", fontsize="small", color="0.35")
+        ax.annotate(
+            f"{level:.0%}",
+            xy=(1.0, level * 100),
+            xycoords=("axes fraction", "data"),
+            xytext=(2, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize="small",
+            color="0.35",
+        )
     top = max(float(data["iqr_rel"].max()) * 100 * 1.15, IQR_WARN_LEVELS[-1] * 100 * 1.1)
     ax.set_ylim(0, top)
     _rotating_axis(ax, data["rotating"], _requested(data))
@@ -293,8 +324,9 @@ def plot_iqr_vs_rotating(summary: pd.DataFrame, ax: Axes | None = None, kernel: 
     return fig
 
 
-def plot_bias(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None,
-              size_bytes: int | str | None = None) -> Figure:
+def plot_bias(
+    summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, size_bytes: int | str | None = None
+) -> Figure:
     """Bias of each setting's median against the cold reference (single launch after an L2
     read), in percent, against rotating count: above zero reads slower than cold, below is warm.
     ``size_bytes="all"``: a line per flush mode and size."""
@@ -328,7 +360,9 @@ def _cold_times(data: pd.DataFrame) -> str:
     return f" (cold {', '.join(at)})"
 
 
-def plot_bandwidth(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, rotating: int | str | None = None) -> Figure:
+def plot_bandwidth(
+    summary: pd.DataFrame, ax: Axes | None = None, kernel: str | None = None, rotating: int | str | None = None
+) -> Figure:
     """Effective bandwidth against size, one line per flush mode, with the device's peak when known.
 
     rotating: the requested rotating count to show (e.g. ``"auto"`` or ``4``); by default each
@@ -357,8 +391,14 @@ def plot_bandwidth(summary: pd.DataFrame, ax: Axes | None = None, kernel: str | 
     if not peak.empty and float(peak.max()) > 0:
         p = float(peak.max())
         ax.axhline(p, color="k", linestyle="--", linewidth=1)
-        ax.annotate(f"device peak {p:,.0f} GB/s", xy=(0.01, p), xycoords=("axes fraction", "data"),
-                    xytext=(0, 3), textcoords="offset points", fontsize="small")
+        ax.annotate(
+            f"device peak {p:,.0f} GB/s",
+            xy=(0.01, p),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 3),
+            textcoords="offset points",
+            fontsize="small",
+        )
     else:
         ax.text(0.01, 0.98, "device peak unknown", transform=ax.transAxes, va="top", fontsize="small", color="0.4")
     sizes = sorted(data["size_bytes"].unique())
@@ -398,7 +438,9 @@ def compile_time_curves(events: pd.DataFrame, baseline: pd.DataFrame | None = No
     if baseline is not None:
         base = _events(baseline, "baseline events frame")
         if len(base) != len(ev):
-            raise ConfigError(f"baseline has {len(base)} requests but events has {len(ev)}; they must replay the same list")
+            raise ConfigError(
+                f"baseline has {len(base)} requests but events has {len(ev)}; they must replay the same list"
+            )
         out["off_s"] = base["lookup_seconds"].astype(float).cumsum().to_numpy()
         out.attrs["off_source"] = "measured"
     else:
@@ -424,24 +466,45 @@ def saving_text(off: float, on: float) -> str:
     return f"saved {_num(off - on)} s" + (f", {factor:.1f}× less" if 1.05 <= factor < float("inf") else "")
 
 
-def plot_compile_time_saved(events: pd.DataFrame, ax: Axes | None = None, baseline: pd.DataFrame | None = None,
-                            ideal_s: float | None = None) -> Figure:
+def plot_compile_time_saved(
+    events: pd.DataFrame, ax: Axes | None = None, baseline: pd.DataFrame | None = None, ideal_s: float | None = None
+) -> Figure:
     """Cumulative compile time with the cache off and on over the request index, the saving shaded;
     ``ideal_s`` (the compile floor: each unique kernel's fastest measured compile, summed; tuning/floor.py)
     as a dashed line."""
     curves = compile_time_curves(events, baseline)
     fig, ax = _axes(ax)
     if ideal_s is not None and np.isfinite(ideal_s):
-        ax.axhline(float(ideal_s), color="#9467bd", linestyle="--", linewidth=1,
-                   label=f"ideal floor {_num(float(ideal_s))} s (unique kernels, fastest measured)")
+        ax.axhline(
+            float(ideal_s),
+            color="#9467bd",
+            linestyle="--",
+            linewidth=1,
+            label=f"ideal floor {_num(float(ideal_s))} s (unique kernels, fastest measured)",
+        )
     x = curves["request"]
     ax.plot(x, curves["off_s"], color="#d62728", label=f"cache off ({curves.attrs['off_source']})")
     ax.plot(x, curves["on_s"], color="#2ca02c", label="cache on (measured lookups)")
-    ax.fill_between(x, curves["on_s"], curves["off_s"], where=curves["off_s"] >= curves["on_s"], color="#2ca02c",
-                    alpha=0.2, interpolate=True, label="saved")
+    ax.fill_between(
+        x,
+        curves["on_s"],
+        curves["off_s"],
+        where=curves["off_s"] >= curves["on_s"],
+        color="#2ca02c",
+        alpha=0.2,
+        interpolate=True,
+        label="saved",
+    )
     off, on = float(curves["off_s"].iloc[-1]), float(curves["on_s"].iloc[-1])
-    ax.text(0.02, 0.97, f"{len(curves)} requests: {_num(off)} s → {_num(on)} s\n{saving_text(off, on)}",
-            transform=ax.transAxes, va="top", fontsize="small", bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.8"})
+    ax.text(
+        0.02,
+        0.97,
+        f"{len(curves)} requests: {_num(off)} s → {_num(on)} s\n{saving_text(off, on)}",
+        transform=ax.transAxes,
+        va="top",
+        fontsize="small",
+        bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.8"},
+    )
     ax.set_xlabel("request index")
     ax.set_ylabel("cumulative compile time (s)")
     ax.set_title("Compile time saved")
@@ -459,13 +522,15 @@ def hit_rate(events: pd.DataFrame, window: int | None = None) -> pd.DataFrame:
     window = window or max(5, n // 10)
     if window < 1:
         raise ConfigError(f"window must be >= 1; got {window}")
-    return pd.DataFrame({
-        "request": np.arange(n),
-        "outcome": ev["outcome"].to_numpy(),
-        "hit": hit.to_numpy(),
-        "cumulative": (hit.cumsum() / np.arange(1, n + 1)).to_numpy(),
-        "rolling": hit.rolling(window, min_periods=1).mean().to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "request": np.arange(n),
+            "outcome": ev["outcome"].to_numpy(),
+            "hit": hit.to_numpy(),
+            "cumulative": (hit.cumsum() / np.arange(1, n + 1)).to_numpy(),
+            "rolling": hit.rolling(window, min_periods=1).mean().to_numpy(),
+        }
+    )
 
 
 def outcome_counts(events: pd.DataFrame) -> pd.Series:
@@ -487,8 +552,15 @@ def plot_cache_hits(events: pd.DataFrame, ax: Axes | None = None, window: int | 
     ax.plot(x, rates["rolling"] * 100, color="0.55", linewidth=1, label="rolling hit rate")
     for outcome, n in counts.items():
         sel = rates["outcome"] == outcome
-        ax.scatter(x[sel], np.full(int(sel.sum()), -6.0), marker="|", s=60, color=OUTCOME_COLORS.get(outcome, "0.5"),
-                   label=f"{outcome}: {int(n)}", clip_on=False)
+        ax.scatter(
+            x[sel],
+            np.full(int(sel.sum()), -6.0),
+            marker="|",
+            s=60,
+            color=OUTCOME_COLORS.get(outcome, "0.5"),
+            label=f"{outcome}: {int(n)}",
+            clip_on=False,
+        )
     ax.set_ylim(-10, 105)
     ax.set_xlabel("request index")
     ax.set_ylabel("hit rate (%)")
@@ -524,7 +596,9 @@ def plot_replay_scenarios(scenarios: pd.DataFrame, ax: Axes | None = None) -> Fi
     frame = scenarios.reset_index() if "scenario" not in scenarios.columns else scenarios
     _require(frame, ("scenario", "compiles", "lookups"), "scenario table")
     wall = frame["wall_seconds"] if "wall_seconds" in frame.columns else pd.Series(np.nan, index=frame.index)
-    summed = frame["lookup_seconds_sum"] if "lookup_seconds_sum" in frame.columns else pd.Series(np.nan, index=frame.index)
+    summed = (
+        frame["lookup_seconds_sum"] if "lookup_seconds_sum" in frame.columns else pd.Series(np.nan, index=frame.index)
+    )
     measured = wall.notna().all()
     seconds = (wall if measured else summed).astype(float)
     if seconds.isna().all():
@@ -534,9 +608,17 @@ def plot_replay_scenarios(scenarios: pd.DataFrame, ax: Axes | None = None) -> Fi
     colors = ["#7f7f7f" if s == "ideal" else "#d62728" if s == "off" else "#2ca02c" for s in frame["scenario"]]
     ax.barh(y, seconds, color=colors)
     for yi, (_, row), sec in zip(y, frame.iterrows(), seconds):
-        hits = int(row.get("memory_hits", 0) + row.get("disk_hits", 0) + row.get("remote_hits", 0) + row.get("joins", 0))
-        ax.annotate(f"{sec:.3g} s — {int(row['compiles'])} compiles, {hits} hits of {int(row['lookups'])}",
-                    xy=(sec, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize="small")
+        hits = int(
+            row.get("memory_hits", 0) + row.get("disk_hits", 0) + row.get("remote_hits", 0) + row.get("joins", 0)
+        )
+        ax.annotate(
+            f"{sec:.3g} s — {int(row['compiles'])} compiles, {hits} hits of {int(row['lookups'])}",
+            xy=(sec, yi),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize="small",
+        )
     ax.set_yticks(y)
     ax.set_yticklabels(list(frame["scenario"]))
     ax.invert_yaxis()
@@ -582,8 +664,27 @@ def figure_png(fig: Figure, dpi: int = 100) -> bytes:
 
 
 __all__ = [
-    "HIT_OUTCOMES", "IQR_WARN_LEVELS", "OUTCOME_COLORS", "OUTCOME_ORDER", "compile_time_curves", "dashboard_figure",
-    "figure_png", "flush_colors", "format_bytes", "hit_rate", "one_configuration", "outcome_counts", "plain_text",
-    "plot_bandwidth", "plot_bias", "plot_cache_hits", "plot_compile_time_saved", "plot_iqr_vs_rotating",
-    "plot_noise_ecdf", "plot_noise_violins", "plot_outcome_counts", "plot_replay_scenarios", "time_unit",
+    "HIT_OUTCOMES",
+    "IQR_WARN_LEVELS",
+    "OUTCOME_COLORS",
+    "OUTCOME_ORDER",
+    "compile_time_curves",
+    "dashboard_figure",
+    "figure_png",
+    "flush_colors",
+    "format_bytes",
+    "hit_rate",
+    "one_configuration",
+    "outcome_counts",
+    "plain_text",
+    "plot_bandwidth",
+    "plot_bias",
+    "plot_cache_hits",
+    "plot_compile_time_saved",
+    "plot_iqr_vs_rotating",
+    "plot_noise_ecdf",
+    "plot_noise_violins",
+    "plot_outcome_counts",
+    "plot_replay_scenarios",
+    "time_unit",
 ]

@@ -3,6 +3,7 @@
 Reviewers doubt numbers that cannot be traced; every parquet file, benchmark table and report
 carries this dictionary. Values are plain strings so they store cleanly as parquet metadata.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -20,8 +21,19 @@ from typing import Any
 from . import __version__, settings
 
 _PACKAGES = (
-    "numpy", "pandas", "pyarrow", "hip-python", "cuda-bindings", "cuda-python", "nvidia-cuda-nvrtc",
-    "torch", "triton", "matplotlib", "ipywidgets", "papermill", "nbconvert",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "hip-python",
+    "cuda-bindings",
+    "cuda-python",
+    "nvidia-cuda-nvrtc",
+    "torch",
+    "triton",
+    "matplotlib",
+    "ipywidgets",
+    "papermill",
+    "nbconvert",
 )
 
 
@@ -79,7 +91,9 @@ def code_provenance(specs: Any, compiler: str) -> dict[str, str]:
         except Exception as exc:  # a kernel without a source for this compiler: say so, keep going
             out[f"code.{name}.sha256"] = f"unavailable: {exc}"
             continue
-        blob = "\0".join([text, entry, repr(getattr(spec, "args", ())), *map(str, getattr(spec, "options", ()))]).encode()
+        blob = "\0".join(
+            [text, entry, repr(getattr(spec, "args", ())), *map(str, getattr(spec, "options", ()))]
+        ).encode()
         out[f"code.{name}.sha256"] = hashlib.sha256(blob).hexdigest()[:16]
         where = getattr(spec, "source_path", None)
         out[f"code.{name}.origin"] = where or "hipexplore catalog (revision: git_revision)"
@@ -125,8 +139,9 @@ def compiler_versions() -> dict[str, str]:
         try:
             backend = backend_class(name)()
             available = backend.available()
-            out[f"compiler.{name}"] = str(backend.version() or "") if available else \
-                f"unavailable: {backend.unavailable_reason()}"
+            out[f"compiler.{name}"] = (
+                str(backend.version() or "") if available else f"unavailable: {backend.unavailable_reason()}"
+            )
             if available:  # its own cache (NVRTC's, COMGR's, Triton's) as a compile here would use it (issue 45)
                 out[f"compiler_cache.{name}"] = str(backend.own_cache().label())
         except Exception as exc:  # noqa: BLE001 - provenance describes a broken install, never dies on it

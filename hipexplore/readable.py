@@ -6,6 +6,7 @@ fractions in tables and percentages in plots. The convention: sizes in binary un
 (``format_bytes``: ``256 MiB``, ``14.6 TiB``); relative figures as percentages
 (``RELATIVE_COLUMNS`` are stored as fractions in the frames, shown ×100 with a ``%`` header).
 """
+
 from __future__ import annotations
 
 import math

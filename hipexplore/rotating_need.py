@@ -16,6 +16,7 @@ is within ``PLATEAU_REL`` of the most sets', and at least one count below the mo
 1 MiB on the host, issue 49) is "no plateau seen up to N sets", with the sweep that would show one.
 Where counters exist the cold fraction answers, not the time (a flat time can be a warm cache).
 """
+
 from __future__ import annotations
 
 import math
@@ -60,19 +61,30 @@ class RotatingNeed:
         out = []
         if not self.counted:
             why = self.why_uncounted.removeprefix("no counters:").strip()
-            out.append(f"{what}: no counters{f' ({why})' if why else ''}; "
-                       f"the cache state is inferred from the time alone.")
+            out.append(
+                f"{what}: no counters{f' ({why})' if why else ''}; the cache state is inferred from the time alone."
+            )
         elif self.knee is None:
             most = self.rows.iloc[-1]
-            out.append(f"{what}: no rotating count swept made the inputs cold: the most sets ({int(most['rotating'])}) "
-                       f"read a cold fraction of {float(most['cold_fraction']):.2f} (cold needs >= {COLD_AT}).")
+            out.append(
+                f"{what}: no rotating count swept made the inputs cold: the most sets ({int(most['rotating'])}) "
+                f"read a cold fraction of {float(most['cold_fraction']):.2f} (cold needs >= {COLD_AT})."
+            )
         else:
-            out.append(f"{what}: the inputs are read from memory (cold fraction >= {COLD_AT}) from {self.knee} rotating "
-                       f"set(s) on.")
+            out.append(
+                f"{what}: the inputs are read from memory (cold fraction >= {COLD_AT}) from {self.knee} rotating "
+                f"set(s) on."
+            )
         if self.fixed:
-            state = f"cold fraction {self.fixed['cold_fraction']:.2f}, {self.fixed['state']}" if self.counted else "not counted"
-            out.append(f"{FIXED_SETS} sets (a fixed default such as rocMLIR PR 2188's): {state}, median "
-                       f"{self.fixed['median_s'] * 1e6:.4g} us.")
+            state = (
+                f"cold fraction {self.fixed['cold_fraction']:.2f}, {self.fixed['state']}"
+                if self.counted
+                else "not counted"
+            )
+            out.append(
+                f"{FIXED_SETS} sets (a fixed default such as rocMLIR PR 2188's): {state}, median "
+                f"{self.fixed['median_s'] * 1e6:.4g} us."
+            )
         if self.auto is not None:
             row = self.rows[self.rows["rotating_requested"].astype(str) == "auto"].iloc[0]
             state = f", {row['cache_state']} ({float(row['cold_fraction']):.2f})" if self.counted else ""
@@ -95,14 +107,18 @@ class RotatingNeed:
     def _time_sentence(self) -> str:
         """Without counters: where the median time levels off, or that it was not seen to."""
         if self.plateau is not None:
-            return (f"The median time levels off from {self.plateau} set(s) on: every larger count is within "
-                    f"{PLATEAU_REL:.0%} of the most sets' ({self._most()}).")
+            return (
+                f"The median time levels off from {self.plateau} set(s) on: every larger count is within "
+                f"{PLATEAU_REL:.0%} of the most sets' ({self._most()})."
+            )
         first, last = self.rows.iloc[0], self.rows.iloc[-1]
         sets = lambda n: f"{n} set{'' if n == 1 else 's'}"  # noqa: E731
-        return (f"No plateau seen up to {sets(self._most())}: the median went from {float(first['median_s']) * 1e6:.4g} us "
-                f"({sets(int(first['rotating']))}) to {float(last['median_s']) * 1e6:.4g} us ({sets(int(last['rotating']))}), "
-                f"and no smaller count is within {PLATEAU_REL:.0%} of the most sets'; sweeping {self._more()}, would "
-                f"show whether it levels off.")
+        return (
+            f"No plateau seen up to {sets(self._most())}: the median went from {float(first['median_s']) * 1e6:.4g} us "
+            f"({sets(int(first['rotating']))}) to {float(last['median_s']) * 1e6:.4g} us ({sets(int(last['rotating']))}), "
+            f"and no smaller count is within {PLATEAU_REL:.0%} of the most sets'; sweeping {self._more()}, would "
+            f"show whether it levels off."
+        )
 
 
 def _pick(summary: pd.DataFrame, kernel: str | None, size_bytes: int | None) -> tuple[str, int]:
@@ -112,21 +128,26 @@ def _pick(summary: pd.DataFrame, kernel: str | None, size_bytes: int | None) -> 
     if size_bytes is not None:
         pairs = pairs[pairs["size_bytes"].astype("int64") == int(size_bytes)]
     if pairs.empty:
-        raise ConfigError(f"no summary rows of kernel {kernel!r} at size {size_bytes!r}; the summary has "
-                          f"{sorted(set(map(tuple, summary[['kernel', 'size_bytes']].drop_duplicates().values.tolist())))}")
+        raise ConfigError(
+            f"no summary rows of kernel {kernel!r} at size {size_bytes!r}; the summary has "
+            f"{sorted(set(map(tuple, summary[['kernel', 'size_bytes']].drop_duplicates().values.tolist())))}"
+        )
     first = pairs.iloc[0]
     return str(first["kernel"]), int(first["size_bytes"])
 
 
-def rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None,
-                  why_uncounted: str = "") -> RotatingNeed:
+def rotating_need(
+    summary: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None, why_uncounted: str = ""
+) -> RotatingNeed:
     """The answer for one (kernel, size) of ``summary`` (default: its first); see the module docstring.
     ``why_uncounted``: the sweep's one line when it has no counters (its ``counters.status``)."""
     for col in ("kernel", "size_bytes", "rotating", "rotating_requested", "flush", "median_s"):
         if col not in summary.columns:
             raise ConfigError(f"the summary has no {col!r} column (a sweep's summary frame is expected)")
     k, size = _pick(summary, kernel, size_bytes)
-    rows = summary[(summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == NONE.name)]
+    rows = summary[
+        (summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == NONE.name)
+    ]
     if "timer" in rows.columns:
         rows = rows[Timer.defaults_in(rows)]
     if rows.empty:
@@ -183,17 +204,31 @@ def need_text(summary: pd.DataFrame, kernel: str | None = None, why_uncounted: s
     return "\n\n".join(out)
 
 
-def plot_rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None,
-                       ax: Any = None, why_uncounted: str = "") -> "Figure":
+def plot_rotating_need(
+    summary: pd.DataFrame,
+    kernel: str | None = None,
+    size_bytes: int | None = None,
+    ax: Any = None,
+    why_uncounted: str = "",
+) -> "Figure":
     """Median time (with its interval) and counted cold fraction against the rotating count, on one
     figure: the knee, ``auto`` and the fixed count marked; the cold/warm bands of the state rule."""
     from .plots import _axes, format_bytes, time_unit
 
     k, size = _pick(summary, kernel, size_bytes)
     fig, ax = _axes(ax, (7.2, 4.4))
-    if not ((summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == NONE.name)).any():
-        ax.text(0.5, 0.5, f"{k} at {format_bytes(size)}: no flush 'none' rows, so no rotating count to compare\n"
-                          f"(sweep the rotating counts with flush none)", ha="center", va="center", transform=ax.transAxes)
+    if not (
+        (summary["kernel"] == k) & (summary["size_bytes"].astype("int64") == size) & (summary["flush"] == NONE.name)
+    ).any():
+        ax.text(
+            0.5,
+            0.5,
+            f"{k} at {format_bytes(size)}: no flush 'none' rows, so no rotating count to compare\n"
+            f"(sweep the rotating counts with flush none)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_axis_off()
         return fig
     need = rotating_need(summary, k, size, why_uncounted)
@@ -204,15 +239,20 @@ def plot_rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_by
     if {"ci_low_s", "ci_high_s"} <= set(rows.columns):
         lo = med - rows["ci_low_s"].to_numpy() * scale
         hi = rows["ci_high_s"].to_numpy() * scale - med
-        ax.errorbar(x, med, yerr=[lo.clip(min=0), hi.clip(min=0)], fmt="o-", color="tab:blue", capsize=3, label="median time")
+        ax.errorbar(
+            x, med, yerr=[lo.clip(min=0), hi.clip(min=0)], fmt="o-", color="tab:blue", capsize=3, label="median time"
+        )
     else:
         ax.plot(x, med, "o-", color="tab:blue", label="median time")
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [str(int(v)) for v in x])
     ax.set_xlabel("rotating buffer sets")
     ax.set_ylabel(f"median time ({unit})", color="tab:blue")
-    marks = [(need.knee, "tab:green", f"cold from {need.knee} (counters)"), (need.auto, "tab:purple", f"auto = {need.auto}"),
-             (FIXED_SETS if need.fixed else None, "tab:red", f"fixed {FIXED_SETS}")]
+    marks = [
+        (need.knee, "tab:green", f"cold from {need.knee} (counters)"),
+        (need.auto, "tab:purple", f"auto = {need.auto}"),
+        (FIXED_SETS if need.fixed else None, "tab:red", f"fixed {FIXED_SETS}"),
+    ]
     for at, color, label in marks:
         if at is not None:
             ax.axvline(at, color=color, linestyle="--", linewidth=1.2, label=label)
@@ -220,18 +260,27 @@ def plot_rotating_need(summary: pd.DataFrame, kernel: str | None = None, size_by
         right = ax.twinx()
         right.axhspan(COLD_AT, 1.05, color="tab:green", alpha=0.08)
         right.axhspan(-0.05, WARM_AT, color="tab:orange", alpha=0.08)
-        right.plot(x, rows["cold_fraction"].to_numpy(), "s:", color="tab:gray", label="cold fraction (DRAM read / inputs)")
+        right.plot(
+            x, rows["cold_fraction"].to_numpy(), "s:", color="tab:gray", label="cold fraction (DRAM read / inputs)"
+        )
         right.set_ylim(-0.05, 1.05)
         right.set_ylabel("cold fraction (counted)")
         handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8)
     else:
         why = why_uncounted.removeprefix("no counters:").strip() or "this sweep did not count"
-        ax.text(0.02, 0.02, f"no counters: {why}", transform=ax.transAxes,
-                fontsize=8, color="0.3", va="bottom")
+        ax.text(0.02, 0.02, f"no counters: {why}", transform=ax.transAxes, fontsize=8, color="0.3", va="bottom")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8)
     ax.set_title(f"How many rotating buffers? {need.kernel}, {format_bytes(need.size_bytes)} per array")
     return fig
 
 
-__all__ = ["FIXED_SETS", "PLATEAU_REL", "RotatingNeed", "need_paragraphs", "need_text", "plot_rotating_need", "rotating_need"]
+__all__ = [
+    "FIXED_SETS",
+    "PLATEAU_REL",
+    "RotatingNeed",
+    "need_paragraphs",
+    "need_text",
+    "plot_rotating_need",
+    "rotating_need",
+]

@@ -9,6 +9,7 @@ Files: every parquet file a hipexplore writer produces carries its kind as a sch
 file's key-value metadata (``hipexplore.schema``: ``samples``, ``summary``, ``events``,
 ``tuning``, ``passes``, ``units``), so a reader recognises it by what its writer said, not by its columns.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,26 +43,93 @@ COMPILE_OUTCOMES: tuple[Outcome, ...] = (COMPILED, BYPASSED)
 #: ``compiler_cache``: the compiler's own cache as that lookup's compile would use it
 #: (``compile.compiler_cache.OwnCache.label``: ``on: NVRTC's default; inert here: no CUDA driver; PCH off``).
 EVENT_COLUMNS = (
-    "seq", "time", "digest", "kernel", "compiler", "target", "mode", "outcome", "lookup_seconds",
-    "compile_seconds", "seconds_saved", "bytes", "error", "compiler_cache",
+    "seq",
+    "time",
+    "digest",
+    "kernel",
+    "compiler",
+    "target",
+    "mode",
+    "outcome",
+    "lookup_seconds",
+    "compile_seconds",
+    "seconds_saved",
+    "bytes",
+    "error",
+    "compiler_cache",
 )
 #: What the tuning replay adds to the event columns (``round``: the pass's round when every scenario
 #: ran in alternated rounds, 0 otherwise; ``pass_seconds``: the wall time of the pass the row belongs to).
 REPLAY_COLUMNS = ("problem", "candidate", "role", "scenario", "entry", "jobs", "call_seconds", "round", "pass_seconds")
 #: One row per timed launch of a sweep.
 SAMPLE_COLUMNS = (
-    "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",
-    "rotating_requested", "flush", "timer", "iteration", "pass_index", "chunk", "position", "lead", "buffer_set",
+    "run_id",
+    "device",
+    "device_name",
+    "kernel",
+    "size_bytes",
+    "footprint_bytes",
+    "rotating",
+    "rotating_requested",
+    "flush",
+    "timer",
+    "iteration",
+    "pass_index",
+    "chunk",
+    "position",
+    "lead",
+    "buffer_set",
     "time_s",
-    "flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal", "throttled", "dropped",
+    "flush_s",
+    "gap_s",
+    "clock_mhz",
+    "temp_c",
+    "power_w",
+    "host_load",
+    "host_busy",
+    "host_steal",
+    "throttled",
+    "dropped",
 )
 #: One row per sweep configuration.
 SUMMARY_COLUMNS = (
-    "run_id", "device", "device_name", "kernel", "size_bytes", "footprint_bytes", "rotating",
-    "rotating_requested", "flush", "timer", "n", "passes", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv",
-    "ci_low_s", "ci_high_s", "n_outliers", "bimodality", "reference_median_s", "bias", "bias_ci_low",
-    "bias_ci_high", "bandwidth_gbs", "peak_bandwidth_gbs", "rotating_cap_bytes", "stop_reason", "timed_out",
-    "n_throttled", "clock_mhz", "floor_s", "net_median_s", "warning",
+    "run_id",
+    "device",
+    "device_name",
+    "kernel",
+    "size_bytes",
+    "footprint_bytes",
+    "rotating",
+    "rotating_requested",
+    "flush",
+    "timer",
+    "n",
+    "passes",
+    "median_s",
+    "mean_s",
+    "min_s",
+    "p5_s",
+    "p95_s",
+    "iqr_rel",
+    "cv",
+    "ci_low_s",
+    "ci_high_s",
+    "n_outliers",
+    "bimodality",
+    "reference_median_s",
+    "bias",
+    "bias_ci_low",
+    "bias_ci_high",
+    "bandwidth_gbs",
+    "peak_bandwidth_gbs",
+    "rotating_cap_bytes",
+    "stop_reason",
+    "timed_out",
+    "n_throttled",
+    "clock_mhz",
+    "floor_s",
+    "net_median_s",
+    "warning",
 )
 #: What the counter pass (``SweepSpec.counters``, bench.counters) adds to a summary row, per
 #: configuration (both timers' rows alike; the cold reference none): DRAM bytes read and written per
@@ -69,8 +137,19 @@ SUMMARY_COLUMNS = (
 #: read / input bytes, the state word (cold / partial / warm, n/a without inputs), the promise check
 #: ("" not asked cold, kept, broken, unverified: DRAM bytes not counted) and its one line, who counted, how many launches, and a note.
 #: A summary without them (no counters asked, the host, files written before them) is read as it is.
-COUNTER_COLUMNS = ("dram_read_bytes", "dram_write_bytes", "l2_hit_rate", "input_bytes", "cold_fraction", "cache_state",
-                   "cold_promise", "counter_warning", "counter_backend", "counter_launches", "counter_note")
+COUNTER_COLUMNS = (
+    "dram_read_bytes",
+    "dram_write_bytes",
+    "l2_hit_rate",
+    "input_bytes",
+    "cold_fraction",
+    "cache_state",
+    "cold_promise",
+    "counter_warning",
+    "counter_backend",
+    "counter_launches",
+    "counter_note",
+)
 #: What a cluster sweep (bench.cluster) adds to the sample and summary columns: the Dask worker's
 #: address, its host name and the visible-device ordinal it was pinned to ('' when not pinned).
 CLUSTER_COLUMNS = ("worker", "host", "gpu")
@@ -106,8 +185,16 @@ class Timer(str):
     default: bool
     imported: bool
 
-    def __new__(cls, name: str, label: str = "", *, timed_kernel: bool = False, launch_floor: bool = False,
-                default: bool = False, imported: bool = False) -> "Timer":
+    def __new__(
+        cls,
+        name: str,
+        label: str = "",
+        *,
+        timed_kernel: bool = False,
+        launch_floor: bool = False,
+        default: bool = False,
+        imported: bool = False,
+    ) -> "Timer":
         self = super().__new__(cls, name)
         self.label, self.timed_kernel, self.launch_floor, self.default = label, timed_kernel, launch_floor, default
         self.imported = imported
@@ -245,7 +332,9 @@ class Configuration(_Fields):
     #: the cache setting a candidate is ranked under (rotating sets as requested, flush)
     CACHE_COLUMNS = ("rotating_requested", "flush")
 
-    def __new__(cls, kernel: str, size: int, rotating: str, flush: str, timer: "str | Timer" = Timer.EVENTS) -> "Configuration":
+    def __new__(
+        cls, kernel: str, size: int, rotating: str, flush: str, timer: "str | Timer" = Timer.EVENTS
+    ) -> "Configuration":
         return super().__new__(cls, kernel, size, rotating, flush, Timer.of(timer, imported=True))
 
     @classmethod
@@ -255,15 +344,27 @@ class Configuration(_Fields):
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> "Configuration":
         """The configuration of a sample or summary row (a dict; ``timer`` absent in old files: events)."""
-        return cls(str(row["kernel"]), int(row["size_bytes"]), str(row["rotating_requested"]), str(row["flush"]),
-                   Timer.of_cell(row.get("timer")))
+        return cls(
+            str(row["kernel"]),
+            int(row["size_bytes"]),
+            str(row["rotating_requested"]),
+            str(row["flush"]),
+            Timer.of_cell(row.get("timer")),
+        )
 
     @classmethod
     def of_frame(cls, frame: Any) -> "list[Configuration]":
         """The configuration of every row of a sample or summary frame, in row order."""
-        return [cls(str(k), int(s), str(r), str(f), t)
-                for k, s, r, f, t in zip(frame["kernel"], frame["size_bytes"], frame["rotating_requested"], frame["flush"],
-                                         Timer.of_column(frame))]
+        return [
+            cls(str(k), int(s), str(r), str(f), t)
+            for k, s, r, f, t in zip(
+                frame["kernel"],
+                frame["size_bytes"],
+                frame["rotating_requested"],
+                frame["flush"],
+                Timer.of_column(frame),
+            )
+        ]
 
     @classmethod
     def of_key(cls, key: Iterable[Any]) -> "Configuration":
@@ -341,7 +442,9 @@ class Configuration(_Fields):
 
     def describe(self) -> str:
         """How a message names it: ``size=16384 rotating=auto flush=l2-read`` (+ `` timer=in-kernel``)."""
-        return f"size={self.size} rotating={self.rotating} flush={self.flush}" + ("" if self.timer.default else f" timer={self.timer}")
+        return f"size={self.size} rotating={self.rotating} flush={self.flush}" + (
+            "" if self.timer.default else f" timer={self.timer}"
+        )
 
 
 def require_columns(frame: Any, columns: Iterable[str], what: str) -> Any:

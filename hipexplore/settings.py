@@ -10,6 +10,7 @@ The README's settings table is generated from ``SETTINGS`` (``markdown_table()``
 The rest of the package reads these variables only through this module. Non-``HIPEXPLORE_``
 variables (``CC``, ``ROCM_PATH``, ``XDG_CACHE_HOME``) stay with the code that honours them.
 """
+
 from __future__ import annotations
 
 import math
@@ -210,7 +211,9 @@ def redacted_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str = "", least: float | None = None) -> Setting:
+def _declare(
+    name: str, kind: str, default: Any, doc: str, *, default_doc: str = "", least: float | None = None
+) -> Setting:
     """One setting; ``least``: the smallest value a ``seconds`` setting takes (a launch timeout of
     1e-300 s made every launch "fault")."""
     parse, allowed = {
@@ -229,7 +232,10 @@ def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str =
     if least is not None:
         if kind != "seconds":  # pragma: no cover - a declaration mistake
             raise AssertionError(f"setting {name}: a lower bound is for seconds")
-        parse, allowed = (lambda raw: _positive_seconds(raw, least)), f"a finite number of seconds from {least:g} to 1e6"
+        parse, allowed = (
+            (lambda raw: _positive_seconds(raw, least)),
+            f"a finite number of seconds from {least:g} to 1e6",
+        )
     setting = Setting(name, kind, default, doc, allowed, parse, default_doc)
     if name in SETTINGS:  # pragma: no cover - a declaration mistake
         raise AssertionError(f"setting {name} declared twice")
@@ -239,120 +245,221 @@ def _declare(name: str, kind: str, default: Any, doc: str, *, default_doc: str =
 
 # -- compile cache ----------------------------------------------------------------------------
 CACHE_DIR: Setting[Path | None] = _declare(
-    "HIPEXPLORE_CACHE_DIR", "path", None, "directory of the on-disk compile cache",
-    default_doc="the user cache dir (platformdirs), else `$XDG_CACHE_HOME/hipexplore`")
+    "HIPEXPLORE_CACHE_DIR",
+    "path",
+    None,
+    "directory of the on-disk compile cache",
+    default_doc="the user cache dir (platformdirs), else `$XDG_CACHE_HOME/hipexplore`",
+)
 CACHE_DISK: Setting[bool] = _declare(
-    "HIPEXPLORE_CACHE_DISK", "flag", True, "`0` turns the disk tier off (memory cache only)")
+    "HIPEXPLORE_CACHE_DISK", "flag", True, "`0` turns the disk tier off (memory cache only)"
+)
 CACHE_MAX_ENTRIES: Setting[int] = _declare(
-    "HIPEXPLORE_CACHE_MAX_ENTRIES", "int", 256, "memory tier: most entries kept (0 turns the memory tier off)")
+    "HIPEXPLORE_CACHE_MAX_ENTRIES", "int", 256, "memory tier: most entries kept (0 turns the memory tier off)"
+)
 CACHE_MAX_BYTES: Setting[int] = _declare(
-    "HIPEXPLORE_CACHE_MAX_BYTES", "int", 256 * 1024**2, "memory tier: most binary bytes kept (0 turns it off)",
-    default_doc="268435456 (256 MiB)")
+    "HIPEXPLORE_CACHE_MAX_BYTES",
+    "int",
+    256 * 1024**2,
+    "memory tier: most binary bytes kept (0 turns it off)",
+    default_doc="268435456 (256 MiB)",
+)
 CACHE_DISK_MAX_BYTES: Setting[int] = _declare(
-    "HIPEXPLORE_CACHE_DISK_MAX_BYTES", "int", 2 * 1024**3, "disk tier: byte cap, oldest pruned first (0 disables the cap)",
-    default_doc="2147483648 (2 GiB)")
+    "HIPEXPLORE_CACHE_DISK_MAX_BYTES",
+    "int",
+    2 * 1024**3,
+    "disk tier: byte cap, oldest pruned first (0 disables the cap)",
+    default_doc="2147483648 (2 GiB)",
+)
 CACHE_MAX_EVENTS: Setting[int] = _declare(
-    "HIPEXPLORE_CACHE_MAX_EVENTS", "int", 1_000_000, "cache events kept per cache object, oldest dropped (0: unbounded)")
+    "HIPEXPLORE_CACHE_MAX_EVENTS", "int", 1_000_000, "cache events kept per cache object, oldest dropped (0: unbounded)"
+)
 CACHE_SHARED: Setting[str] = _declare(
-    "HIPEXPLORE_CACHE_SHARED", "shared", "private",
+    "HIPEXPLORE_CACHE_SHARED",
+    "shared",
+    "private",
     "`group`: the cache directory is a team directory (group-writable is fine; entries need the team secret); "
-    "`private`: a directory others can write to is not used")
+    "`private`: a directory others can write to is not used",
+)
 CACHE_SECRET: Setting[str | None] = _declare(
-    "HIPEXPLORE_CACHE_SECRET", "text", None,
-    "team secret: entries are authenticated with HMAC-SHA-256 under it (needed by `group` and the Redis tier; never logged)")
+    "HIPEXPLORE_CACHE_SECRET",
+    "text",
+    None,
+    "team secret: entries are authenticated with HMAC-SHA-256 under it (needed by `group` and the Redis tier; never logged)",
+)
 CACHE_LOCK_TIMEOUT: Setting[float] = _declare(
-    "HIPEXPLORE_CACHE_LOCK_TIMEOUT", "seconds", 300.0,
-    "most seconds a process waits for another one compiling the same key (then compiles itself)")
+    "HIPEXPLORE_CACHE_LOCK_TIMEOUT",
+    "seconds",
+    300.0,
+    "most seconds a process waits for another one compiling the same key (then compiles itself)",
+)
 CACHE_FOREIGN_LOCK_WAIT: Setting[float] = _declare(
-    "HIPEXPLORE_CACHE_FOREIGN_LOCK_WAIT", "seconds", 3.0,
+    "HIPEXPLORE_CACHE_FOREIGN_LOCK_WAIT",
+    "seconds",
+    3.0,
     "team directory: most seconds a process waits on a key's lock another user holds, then compiles without it "
-    "(one warning names the lock and its holder; entries are still verified before use)")
+    "(one warning names the lock and its holder; entries are still verified before use)",
+)
 CACHE_REMOTE: Setting[str | None] = _declare(
-    "HIPEXPLORE_CACHE_REMOTE", "url", None, "Redis team tier below disk, e.g. `redis://host:6379/0` (extra `remote`)")
+    "HIPEXPLORE_CACHE_REMOTE", "url", None, "Redis team tier below disk, e.g. `redis://host:6379/0` (extra `remote`)"
+)
 CACHE_REMOTE_TIMEOUT: Setting[float] = _declare(
-    "HIPEXPLORE_CACHE_REMOTE_TIMEOUT", "seconds", 0.5,
+    "HIPEXPLORE_CACHE_REMOTE_TIMEOUT",
+    "seconds",
+    0.5,
     "deadline of each Redis request as a whole (connect, send, every read); one request past it, or 3 in a row "
-    "slower than half of it, turn the tier off for the process (one warning)")
+    "slower than half of it, turn the tier off for the process (one warning)",
+)
 
 LAUNCH_TIMEOUT: Setting[float] = _declare(
-    "HIPEXPLORE_LAUNCH_TIMEOUT", "seconds", 120.0,
+    "HIPEXPLORE_LAUNCH_TIMEOUT",
+    "seconds",
+    120.0,
     "seconds one host kernel launch may run in a sweep worker before the worker is stopped (a kernel that never "
-    "returns is then a KernelFault naming it, not a sweep that hangs); at least 0.1", least=0.1)
+    "returns is then a KernelFault naming it, not a sweep that hangs); at least 0.1",
+    least=0.1,
+)
 
 # -- compilers --------------------------------------------------------------------------------
 COMPILE_TIMEOUT: Setting[float] = _declare(
-    "HIPEXPLORE_COMPILE_TIMEOUT", "seconds", 120.0, "seconds one compile may take before its worker is killed")
+    "HIPEXPLORE_COMPILE_TIMEOUT", "seconds", 120.0, "seconds one compile may take before its worker is killed"
+)
 COMPILE_WORKERS: Setting[int] = _declare(
-    "HIPEXPLORE_COMPILE_WORKERS", "count", _default_workers, "worker processes of an isolated compiler",
-    default_doc="min(4, CPUs)")
+    "HIPEXPLORE_COMPILE_WORKERS",
+    "count",
+    _default_workers,
+    "worker processes of an isolated compiler",
+    default_doc="min(4, CPUs)",
+)
 HIPRTC_LIBRARY: Setting[str | None] = _declare(
-    "HIPEXPLORE_HIPRTC_LIBRARY", "text", None, "one hiprtc library name or path instead of the search",
-    default_doc="search libhiprtc.so*")
+    "HIPEXPLORE_HIPRTC_LIBRARY",
+    "text",
+    None,
+    "one hiprtc library name or path instead of the search",
+    default_doc="search libhiprtc.so*",
+)
 DUMP_DIR: Setting[Path | None] = _declare(
-    "HIPEXPLORE_DUMP_DIR", "path", None, "where diagnostics (`dump-source`, `dump-asm`) write files",
-    default_doc="one temp dir per process")
+    "HIPEXPLORE_DUMP_DIR",
+    "path",
+    None,
+    "where diagnostics (`dump-source`, `dump-asm`) write files",
+    default_doc="one temp dir per process",
+)
 COMPILER_CACHE: Setting[str] = _declare(
-    "HIPEXPLORE_COMPILER_CACHE", "tristate", "default",
+    "HIPEXPLORE_COMPILER_CACHE",
+    "tristate",
+    "default",
     "the compilers' own caches (NVRTC's in the driver's compute cache, COMGR's, Triton's): `off` turns each off "
     "(NVRTC `--no-cache`), `on` uses each (Triton: its `TRITON_CACHE_DIR`); recorded in every compile event",
-    default_doc="default: what each compiler does by itself (NVRTC's and COMGR's on, Triton's kept off by hipexplore)")
+    default_doc="default: what each compiler does by itself (NVRTC's and COMGR's on, Triton's kept off by hipexplore)",
+)
 NVRTC_PCH: Setting[str] = _declare(
-    "HIPEXPLORE_NVRTC_PCH", "tristate", "default",
+    "HIPEXPLORE_NVRTC_PCH",
+    "tristate",
+    "default",
     "NVRTC's automatic precompiled headers: `on` adds `-pch` to every NVRTC compile; `off`/`default` add nothing "
-    "(a request's own `-pch` is kept and keyed)", default_doc="default: NVRTC's (no PCH without `-pch`)")
+    "(a request's own `-pch` is kept and keyed)",
+    default_doc="default: NVRTC's (no PCH without `-pch`)",
+)
 COMPILE_WORKER: Setting[bool] = _declare(
-    "HIPEXPLORE_COMPILE_WORKER", "switch", False, "internal: set in isolation worker processes")
+    "HIPEXPLORE_COMPILE_WORKER", "switch", False, "internal: set in isolation worker processes"
+)
 
 SWEEP_WORKER_MARK: Setting[str | None] = _declare(
-    "HIPEXPLORE_SWEEP_WORKER_MARK", "text", None,
-    "internal: set in a sweep worker (a random token), so every process its kernel starts is found and ended with it")
+    "HIPEXPLORE_SWEEP_WORKER_MARK",
+    "text",
+    None,
+    "internal: set in a sweep worker (a random token), so every process its kernel starts is found and ended with it",
+)
 
 # -- devices ----------------------------------------------------------------------------------
 SWEEP_WORKER: Setting[bool | None] = _declare(
-    "HIPEXPLORE_SWEEP_WORKER", "flag", None,
+    "HIPEXPLORE_SWEEP_WORKER",
+    "flag",
+    None,
     "`1`: sweeps run in a worker process (a faulting kernel kills only the worker); `0`: in the calling process",
-    default_doc="a worker for GPU devices and your own host C kernels, in-process for the catalog's host kernels")
+    default_doc="a worker for GPU devices and your own host C kernels, in-process for the catalog's host kernels",
+)
 LLC_BYTES: Setting[int | None] = _declare(
-    "HIPEXPLORE_LLC_BYTES", "bytes", None, "last-level cache size to use instead of the runtime's/sysfs's",
-    default_doc="what the runtime reports")
+    "HIPEXPLORE_LLC_BYTES",
+    "bytes",
+    None,
+    "last-level cache size to use instead of the runtime's/sysfs's",
+    default_doc="what the runtime reports",
+)
 HIP_DLL: Setting[str | None] = _declare(
-    "HIPEXPLORE_HIP_DLL", "text", None, "the HIP runtime library the HIP device loads",
-    default_doc="libamdhip64.so, .so.6, .so.5")
+    "HIPEXPLORE_HIP_DLL",
+    "text",
+    None,
+    "the HIP runtime library the HIP device loads",
+    default_doc="libamdhip64.so, .so.6, .so.5",
+)
 SAMPLED_CHECKS: Setting[int] = _declare(
-    "HIPEXPLORE_SAMPLED_CHECKS", "int", 4,
+    "HIPEXPLORE_SAMPLED_CHECKS",
+    "int",
+    4,
     "output checks on launches sampled across each configuration's timed run (fresh inputs, poisoned outputs; "
-    "outside the timed windows); a failed one flags the row `untrusted timing` (0 turns them off)")
+    "outside the timed windows); a failed one flags the row `untrusted timing` (0 turns them off)",
+)
 L2_RESET: Setting[bool] = _declare(
-    "HIPEXPLORE_L2_RESET", "flag", True,
+    "HIPEXPLORE_L2_RESET",
+    "flag",
+    True,
     "NVIDIA: clear the persisting-L2 state (set-aside, the timed stream's window, persisting lines) before every "
-    "timed chunk; `0` only checks it (to measure what the reset costs)")
+    "timed chunk; `0` only checks it (to measure what the reset costs)",
+)
 HOST_BANDWIDTH: Setting[int | None] = _declare(
-    "HIPEXPLORE_HOST_BANDWIDTH", "bytes", None,
+    "HIPEXPLORE_HOST_BANDWIDTH",
+    "bytes",
+    None,
     "the host's memory bandwidth in bytes per second, for the physical floor of host timings",
-    default_doc="measured: one thread's copy bandwidth times the CPU count")
+    default_doc="measured: one thread's copy bandwidth times the CPU count",
+)
 
 CUPTI_LIBRARY: Setting[str | None] = _declare(
-    "HIPEXPLORE_CUPTI_LIBRARY", "text", None, "the CUPTI library the counter pass loads on NVIDIA (`--counters cupti`)",
-    default_doc="the CUDA toolkit's extras/CUPTI/lib64, then the nvidia-cuda-cupti wheel's")
+    "HIPEXPLORE_CUPTI_LIBRARY",
+    "text",
+    None,
+    "the CUPTI library the counter pass loads on NVIDIA (`--counters cupti`)",
+    default_doc="the CUDA toolkit's extras/CUPTI/lib64, then the nvidia-cuda-cupti wheel's",
+)
 CUPTI_RANGES: Setting[str | None] = _declare(
-    "HIPEXPLORE_CUPTI_RANGES", "text", None,
+    "HIPEXPLORE_CUPTI_RANGES",
+    "text",
+    None,
     "`auto`: CUPTI makes a range per kernel launch and the counted kernel's are picked by name, instead of a range "
-    "around each counted launch (`user`)", default_doc="user")
+    "around each counted launch (`user`)",
+    default_doc="user",
+)
 
 # -- results, notebooks, command line ---------------------------------------------------------
 GIT_REVISION: Setting[str | None] = _declare(
-    "HIPEXPLORE_GIT_REVISION", "text", None, "git revision recorded in provenance (for trees without `.git`)",
-    default_doc="`git rev-parse HEAD`")
+    "HIPEXPLORE_GIT_REVISION",
+    "text",
+    None,
+    "git revision recorded in provenance (for trees without `.git`)",
+    default_doc="`git rev-parse HEAD`",
+)
 CALIBRATION_DIR: Setting[Path | None] = _declare(
-    "HIPEXPLORE_CALIBRATION_DIR", "path", None, "where `hipexplore calibrate` keeps each device's A/A calibration "
-    "(`compare` and the report cite it)", default_doc="`$XDG_DATA_HOME/hipexplore/calibration` (`~/.local/share/...`)")
+    "HIPEXPLORE_CALIBRATION_DIR",
+    "path",
+    None,
+    "where `hipexplore calibrate` keeps each device's A/A calibration (`compare` and the report cite it)",
+    default_doc="`$XDG_DATA_HOME/hipexplore/calibration` (`~/.local/share/...`)",
+)
 NOTEBOOKS: Setting[Path | None] = _declare(
-    "HIPEXPLORE_NOTEBOOKS", "path", None, "folder of the shipped notebooks, searched first",
-    default_doc="`hipexplore/notebooks/`, then `<repo>/notebooks/`")
+    "HIPEXPLORE_NOTEBOOKS",
+    "path",
+    None,
+    "folder of the shipped notebooks, searched first",
+    default_doc="`hipexplore/notebooks/`, then `<repo>/notebooks/`",
+)
 DEBUG: Setting[bool] = _declare(
-    "HIPEXPLORE_DEBUG", "switch", False, "the command line shows tracebacks instead of one-line errors")
+    "HIPEXPLORE_DEBUG", "switch", False, "the command line shows tracebacks instead of one-line errors"
+)
 REQUIRE_COMPILERS: Setting[bool] = _declare(
-    "HIPEXPLORE_REQUIRE_COMPILERS", "flag", False, "test suite: a missing compiler or tool fails instead of skipping")
+    "HIPEXPLORE_REQUIRE_COMPILERS", "flag", False, "test suite: a missing compiler or tool fails instead of skipping"
+)
 
 
 def get(name: str) -> Any:

@@ -15,6 +15,7 @@ Bounds: JSON nested at most ``MAX_DEPTH`` levels, integers of at most ``MAX_INT_
 (every 64-bit integer fits), numbers finite; names at most ``MAX_NAME`` characters of printable
 text. The depth is measured on the text before the parser runs, in time linear in its length.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,15 @@ MAX_NAME = 256
 #: DEL, line/paragraph separators, bidirectional overrides and isolates (text that displays in
 #: another order than it reads), the byte-order mark, lone surrogates
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
-_NAMED = {"\n": "a newline", "\r": "a carriage return", "\x00": "a NUL", "\t": "a tab", "\u2028": "a line separator",
-          "\u2029": "a paragraph separator", "\ufeff": "a byte-order mark"}
+_NAMED = {
+    "\n": "a newline",
+    "\r": "a carriage return",
+    "\x00": "a NUL",
+    "\t": "a tab",
+    "\u2028": "a line separator",
+    "\u2029": "a paragraph separator",
+    "\ufeff": "a byte-order mark",
+}
 _STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.S)
 _OPEN = b"[{"
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
@@ -49,7 +57,11 @@ def shown(value: Any, limit: int = 80) -> str:
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):
-        return repr(value) if abs(value) < 10 ** 24 else f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+        return (
+            repr(value)
+            if abs(value) < 10**24
+            else f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+        )
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, (list, tuple)):
@@ -98,8 +110,10 @@ def check_name(value: Any, what: str, *, allow_empty: bool = False, limit: int =
         raise ConfigError(f"{what} {shown(value)} is longer than {limit} characters")
     bad = _UNPRINTABLE.search(value)
     if bad:
-        raise ConfigError(f"{what} {shown(value)} holds {_describe(bad.group())} at character {bad.start() + 1}; "
-                          f"expected printable text (no control characters, escapes, line breaks or lone surrogates)")
+        raise ConfigError(
+            f"{what} {shown(value)} holds {_describe(bad.group())} at character {bad.start() + 1}; "
+            f"expected printable text (no control characters, escapes, line breaks or lone surrogates)"
+        )
     return value
 
 
@@ -159,8 +173,12 @@ def load_json(text: str, where: str, *, hint: str = "", max_depth: int = MAX_DEP
     def integer(s: str) -> Any:
         digits = len(s) - s.startswith("-")
         if digits > MAX_INT_DIGITS:
-            unfit.append(_Unfit(f"an integer of {digits} digits ({shown(s, 24)}); expected at most {MAX_INT_DIGITS} "
-                                f"digits (a 64-bit integer)"))
+            unfit.append(
+                _Unfit(
+                    f"an integer of {digits} digits ({shown(s, 24)}); expected at most {MAX_INT_DIGITS} "
+                    f"digits (a 64-bit integer)"
+                )
+            )
             return unfit[-1]
         return int(s)
 

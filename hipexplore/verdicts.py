@@ -44,6 +44,7 @@ configurations only in one run are listed with ``present`` = ``base only`` / ``n
 Runs from different devices are refused unless ``allow_other_device=True``. Two kernels of one
 (interleaved) run are compared with ``compare(run, base="A", new="B")``.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,8 +55,19 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .bench.levels import (MIN_UNITS, LevelInterval, decision_interval, independent_units, interleaved_pair, paired_ratio_ci,
-                           paired_units, paired_windows, pooled_spreads, shared_process, trend)
+from .bench.levels import (
+    MIN_UNITS,
+    LevelInterval,
+    decision_interval,
+    independent_units,
+    interleaved_pair,
+    paired_ratio_ci,
+    paired_units,
+    paired_windows,
+    pooled_spreads,
+    shared_process,
+    trend,
+)
 from .bench.info import SWEEP_UNIT_LOCATION
 from .bench.stats import Measurement, ratio_ci
 from .errors import ConfigError
@@ -78,6 +90,7 @@ def size_text(n: float) -> str:
 
 
 # -- Mann–Whitney U -------------------------------------------------------------------------------
+
 
 def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mid-ranks (1-based) and the sizes of the groups of tied values."""
@@ -108,8 +121,9 @@ def _exact_cdf(n1: int, n2: int) -> np.ndarray:
     return np.cumsum(counts) / counts.sum()
 
 
-def mann_whitney_u(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
-                   method: str = "auto") -> tuple[float, float]:
+def mann_whitney_u(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, method: str = "auto"
+) -> tuple[float, float]:
     """(U of ``x``, two-sided p-value) of the Mann–Whitney U test.
 
     ``method``: ``exact`` (the exact null distribution; no ties allowed), ``normal`` (normal
@@ -134,7 +148,7 @@ def mann_whitney_u(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndar
         return u, float(min(1.0, 2 * cdf[k]))
     n = n1 + n2
     mu = n1 * n2 / 2
-    var = n1 * n2 / 12 * ((n + 1) - float(np.sum(ties ** 3 - ties)) / (n * (n - 1)))
+    var = n1 * n2 / 12 * ((n + 1) - float(np.sum(ties**3 - ties)) / (n * (n - 1)))
     if var <= 0:
         return u, 1.0
     z = (abs(u - mu) - 0.5) / math.sqrt(var)
@@ -143,9 +157,14 @@ def mann_whitney_u(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndar
 
 # -- the decision rule ----------------------------------------------------------------------------
 
+
 def check_threshold(threshold: Any) -> float:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold) \
-            or not 0 < threshold < 1:
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or not math.isfinite(threshold)
+        or not 0 < threshold < 1
+    ):
         raise ConfigError(f"threshold must be a fraction in (0, 1) (0.02 is 2%), got {threshold!r}")
     return float(threshold)
 
@@ -190,8 +209,11 @@ def change_text(row: Mapping[str, Any], threshold: float = DEFAULT_THRESHOLD) ->
     if called == "none":
         judged = {"same": f"within ±{t}", "undecided": f"the interval reaches past ±{t}: undecided"}.get(v, v)
         return f"no measurable change: {row['change']:+.1%} {ci} — {judged}"
-    judged = {"same": f"below the {t} threshold", "faster": f"past the {t} threshold",
-              "slower": f"past the {t} threshold"}.get(v, f"not resolved against the {t} threshold: undecided")
+    judged = {
+        "same": f"below the {t} threshold",
+        "faster": f"past the {t} threshold",
+        "slower": f"past the {t} threshold",
+    }.get(v, f"not resolved against the {t} threshold: undecided")
     return f"{called} by {abs(row['change']):.1%} {ci} — {judged}"
 
 
@@ -202,12 +224,15 @@ def _thr(threshold: float) -> str:
 
 def rule_text(threshold: float = DEFAULT_THRESHOLD) -> str:
     t = _thr(threshold)
-    return (f"faster/slower only when the 95% interval of new/base lies wholly below -{t} / above +{t}; "
-            f"same when it lies wholly within ±{t}; otherwise undecided. Beside it, the measured change is named "
-            f"(faster/slower) whenever its interval excludes no change, whatever its size")
+    return (
+        f"faster/slower only when the 95% interval of new/base lies wholly below -{t} / above +{t}; "
+        f"same when it lies wholly within ±{t}; otherwise undecided. Beside it, the measured change is named "
+        f"(faster/slower) whenever its interval excludes no change, whatever its size"
+    )
 
 
 # -- loading runs ---------------------------------------------------------------------------------
+
 
 def _samples_of(run: Any, what: str) -> tuple[pd.DataFrame, dict[str, str]]:
     """Sample rows and metadata of a SweepResult, a samples parquet file or a samples frame."""
@@ -220,8 +245,10 @@ def _samples_of(run: Any, what: str) -> tuple[pd.DataFrame, dict[str, str]]:
 
         path = Path(run)
         if str(path).endswith(".summary.parquet"):
-            raise ConfigError(f"{what} {str(path)!r} is a summary file; give the samples file "
-                              f"{str(path).replace('.summary.parquet', '.parquet')!r} (comparisons need the raw samples)")
+            raise ConfigError(
+                f"{what} {str(path)!r} is a summary file; give the samples file "
+                f"{str(path).replace('.summary.parquet', '.parquet')!r} (comparisons need the raw samples)"
+            )
         paths = output_paths(path)
         if not paths[0].is_file():
             raise ConfigError(f"{what} {str(path)!r} does not exist (expected a sweep's samples .parquet file)")
@@ -232,7 +259,9 @@ def _samples_of(run: Any, what: str) -> tuple[pd.DataFrame, dict[str, str]]:
 
             return read_frame(paths[0], SAMPLES), {}
         return got[0], dict(got[2] or {})
-    raise ConfigError(f"{what} must be a SweepResult, a samples .parquet path or a samples DataFrame; got {type(run).__name__}")
+    raise ConfigError(
+        f"{what} must be a SweepResult, a samples .parquet path or a samples DataFrame; got {type(run).__name__}"
+    )
 
 
 def _one_process(meta: Mapping[str, Any], samples: pd.DataFrame) -> bool:
@@ -243,8 +272,12 @@ def _one_process(meta: Mapping[str, Any], samples: pd.DataFrame) -> bool:
     if where:
         return shared_process(where)
     devices = set(map(str, samples["device"].unique())) if len(samples) and "device" in samples.columns else set()
-    return bool(devices) and all(d == "host" or d.startswith("host:") for d in devices) \
-        and "pass_index" in samples.columns and samples["pass_index"].nunique() > 1
+    return (
+        bool(devices)
+        and all(d == "host" or d.startswith("host:") for d in devices)
+        and "pass_index" in samples.columns
+        and samples["pass_index"].nunique() > 1
+    )
 
 
 def _measurements(samples: pd.DataFrame, keys: Sequence[str], what: str) -> dict[tuple, Measurement]:
@@ -256,12 +289,15 @@ def _measurements(samples: pd.DataFrame, keys: Sequence[str], what: str) -> dict
     out: dict[tuple, Measurement] = {}
     for key, g in kept.groupby(list(keys), sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        key = tuple(str(k) if name == "rotating_requested" else int(k) if name == "size_bytes" else k
-                    for name, k in zip(keys, key))
+        key = tuple(
+            str(k) if name == "rotating_requested" else int(k) if name == "size_bytes" else k
+            for name, k in zip(keys, key)
+        )
         # a sweep in passes (bench.passes): the interval is bootstrapped over its passes too, as its summary's is
         groups = g["pass_index"].to_numpy() if "pass_index" in g.columns and g["pass_index"].nunique() > 1 else None
-        out[key] = Measurement(g["time_s"].to_numpy(), chunks=g["chunk"].to_numpy(), groups=groups,
-                               label=" ".join(map(str, key)))
+        out[key] = Measurement(
+            g["time_s"].to_numpy(), chunks=g["chunk"].to_numpy(), groups=groups, label=" ".join(map(str, key))
+        )
     return out
 
 
@@ -280,8 +316,11 @@ def drift_check(new: Measurement, base: Measurement, threshold: float) -> tuple[
     goes, a clock that sags under one kernel) is not, and no interval over it describes one
     difference."""
     windows, units = paired_windows(new, base, with_units=True)
-    keep = [(math.log(np.median(n) / np.median(b)), u) for (b, n), u in zip(windows, units)
-            if b.size and n.size and np.median(b) > 0 and np.median(n) > 0]
+    keep = [
+        (math.log(np.median(n) / np.median(b)), u)
+        for (b, n), u in zip(windows, units)
+        if b.size and n.size and np.median(b) > 0 and np.median(n) > 0
+    ]
     if len(keep) < 9:
         return math.nan, ""
     logs = np.array([v for v, _ in keep])
@@ -297,19 +336,25 @@ def drift_check(new: Measurement, base: Measurement, threshold: float) -> tuple[
     first, last = math.exp(float(np.median(resid[pos < 1 / 3]))), math.exp(float(np.median(resid[pos > 2 / 3])))
     if abs(last - first) <= threshold / 2:
         return p, ""
-    return p, (f"not stationary: within its units the paired ratio moved by {last / first - 1:+.1%} from the "
-               f"first third of each unit to the last (Mann-Kendall tau {tau:+.2f}, p = {p:.1g}); the difference "
-               f"depends on when it was measured (load, clocks, heat): rerun on a quiet machine")
+    return p, (
+        f"not stationary: within its units the paired ratio moved by {last / first - 1:+.1%} from the "
+        f"first third of each unit to the last (Mann-Kendall tau {tau:+.2f}, p = {p:.1g}); the difference "
+        f"depends on when it was measured (load, clocks, heat): rerun on a quiet machine"
+    )
 
 
 def _units_note(lv: LevelInterval, paired: bool) -> str:
     if paired:
-        return (f"only {min(lv.base_units, lv.new_units)} unit(s) shared by both kernels: a verdict needs the "
-                f"variation between at least {MIN_UNITS} units (buffer placement, process, load), not chunks of "
-                f"one unit; run with --units 4 or more (sweep(..., units=4))")
-    return (f"base {lv.base_units} unit(s), new {lv.new_units}: comparing separate runs needs at least "
-            f"{MIN_UNITS} units in each (each unit its own process and placement); rerun both with --units 4 "
-            f"or more, or better, measure both in one interleaved run (hipexplore bench A,B --interleave)")
+        return (
+            f"only {min(lv.base_units, lv.new_units)} unit(s) shared by both kernels: a verdict needs the "
+            f"variation between at least {MIN_UNITS} units (buffer placement, process, load), not chunks of "
+            f"one unit; run with --units 4 or more (sweep(..., units=4))"
+        )
+    return (
+        f"base {lv.base_units} unit(s), new {lv.new_units}: comparing separate runs needs at least "
+        f"{MIN_UNITS} units in each (each unit its own process and placement); rerun both with --units 4 "
+        f"or more, or better, measure both in one interleaved run (hipexplore bench A,B --interleave)"
+    )
 
 
 def _more_units(units: int) -> str:
@@ -331,8 +376,16 @@ def _more_units(units: int) -> str:
 SEPARATE_RUNS_LEVEL = 0.99
 
 
-def comparison_row(base: Measurement, new: Measurement, threshold: float, level: float, resamples: int,
-                   separate: bool = False, one_process: bool = False, pooled: Any = None) -> dict[str, Any]:
+def comparison_row(
+    base: Measurement,
+    new: Measurement,
+    threshold: float,
+    level: float,
+    resamples: int,
+    separate: bool = False,
+    one_process: bool = False,
+    pooled: Any = None,
+) -> dict[str, Any]:
     """One row of ``compare``: ``new`` against ``base``, its ratio, intervals and verdict (public: the
     rule over units is pinned on Measurements built to a known effect, without writing runs).
     ``one_process``: a side's units shared one process (``levels.shared_process``): the decision
@@ -362,23 +415,47 @@ def comparison_row(base: Measurement, new: Measurement, threshold: float, level:
     elif drift_note and v != "undecided":
         v, note = "undecided", drift_note
     elif v == "undecided":
-        note = (f"the noise allows no call at ±{threshold:.0%}: the interval over {min(lv.base_units, lv.new_units)} "
-                f"units is ±{half:.1%} wide; changes of {threshold + half:.1%} or more could be called "
-                f"({_more_units(min(lv.base_units, lv.new_units))})")
+        note = (
+            f"the noise allows no call at ±{threshold:.0%}: the interval over {min(lv.base_units, lv.new_units)} "
+            f"units is ±{half:.1%} wide; changes of {threshold + half:.1%} or more could be called "
+            f"({_more_units(min(lv.base_units, lv.new_units))})"
+        )
     else:
         note = ""
     return {
-        "base_n": base.n, "new_n": new.n, "base_units": lv.base_units, "new_units": lv.new_units,
-        "base_iqr_rel": base.iqr_rel, "new_iqr_rel": new.iqr_rel,
-        "base_median_s": base.median, "base_ci_low_s": b_lo, "base_ci_high_s": b_hi,
-        "new_median_s": new.median, "new_ci_low_s": n_lo, "new_ci_high_s": n_hi,
-        "ratio": ratio, "ratio_ci_low": lo, "ratio_ci_high": hi, "change": ratio - 1.0,
-        "chunk_ci_low": c_lo, "chunk_ci_high": c_hi, "unit_ci_low": lv.low, "unit_ci_high": lv.high,
-        "p_value": p, "drift_p": drift_p, "half_width": half, "min_detectable": threshold + half, "verdict": v,
+        "base_n": base.n,
+        "new_n": new.n,
+        "base_units": lv.base_units,
+        "new_units": lv.new_units,
+        "base_iqr_rel": base.iqr_rel,
+        "new_iqr_rel": new.iqr_rel,
+        "base_median_s": base.median,
+        "base_ci_low_s": b_lo,
+        "base_ci_high_s": b_hi,
+        "new_median_s": new.median,
+        "new_ci_low_s": n_lo,
+        "new_ci_high_s": n_hi,
+        "ratio": ratio,
+        "ratio_ci_low": lo,
+        "ratio_ci_high": hi,
+        "change": ratio - 1.0,
+        "chunk_ci_low": c_lo,
+        "chunk_ci_high": c_hi,
+        "unit_ci_low": lv.low,
+        "unit_ci_high": lv.high,
+        "p_value": p,
+        "drift_p": drift_p,
+        "half_width": half,
+        "min_detectable": threshold + half,
+        "verdict": v,
         "change_called": change_called(lo, hi),
-        "interval": (f"{lv.method} (t, df {lv.df:g}), grid floor; chunks "
-                     f"{'taken where wider (units in one process)' if one_process else 'beside it'}: " if lv.decided else "chunks: ")
-                    + ("paired windows (interleaved)" if paired else "independent blocks"),
+        "interval": (
+            f"{lv.method} (t, df {lv.df:g}), grid floor; chunks "
+            f"{'taken where wider (units in one process)' if one_process else 'beside it'}: "
+            if lv.decided
+            else "chunks: "
+        )
+        + ("paired windows (interleaved)" if paired else "independent blocks"),
         "note": note,
     }
 
@@ -387,9 +464,17 @@ def _device_names(samples: pd.DataFrame) -> set[str]:
     return set(map(str, samples["device_name"].unique())) if "device_name" in samples.columns else set()
 
 
-def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | None = None,
-            threshold: float = DEFAULT_THRESHOLD, level: float = 0.95, resamples: int = 2000,
-            allow_other_device: bool = False) -> pd.DataFrame:
+def compare(
+    run: Any,
+    other: Any = None,
+    *,
+    base: str | None = None,
+    new: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    level: float = 0.95,
+    resamples: int = 2000,
+    allow_other_device: bool = False,
+) -> pd.DataFrame:
     """Verdicts, one row per configuration (see the module docstring).
 
     ``compare(base_run, new_run)``: two runs (SweepResult, samples .parquet path or samples frame),
@@ -422,42 +507,73 @@ def compare(run: Any, other: Any = None, *, base: str | None = None, new: str | 
         s2, m2 = _samples_of(other, "new run")
         d1, d2 = _device_names(s1), _device_names(s2)
         if d1 and d2 and d1 != d2 and not allow_other_device:
-            raise ConfigError(f"the runs were measured on different devices (base: {sorted(d1)}, new: {sorted(d2)}); "
-                              f"timings of different devices are no A/B comparison (allow_other_device=True / "
-                              f"--allow-other-device to compare anyway)")
+            raise ConfigError(
+                f"the runs were measured on different devices (base: {sorted(d1)}, new: {sorted(d2)}); "
+                f"timings of different devices are no A/B comparison (allow_other_device=True / "
+                f"--allow-other-device to compare anyway)"
+            )
         keys = Configuration.COLUMNS
         left, right = _measurements(s1, keys, "base run"), _measurements(s2, keys, "new run")
         fixed = {}
         metas, sides = (m1, m2), (s1, s2)
     one_process = any(_one_process(m, s) for m, s in zip(metas, sides))
     flush_at = list(keys).index("flush")
-    pooled = pooled_spreads({k: (right[k], left[k]) for k in set(left) & set(right)},
-                            lambda k: k[:flush_at] + k[flush_at + 1:])
+    pooled = pooled_spreads(
+        {k: (right[k], left[k]) for k in set(left) & set(right)}, lambda k: k[:flush_at] + k[flush_at + 1 :]
+    )
     rows = []
-    for key in sorted(set(left) | set(right), key=lambda k: tuple((0, x, "") if isinstance(x, (int, float, np.integer))
-                                                                 else (1, 0, str(x)) for x in k)):
+    for key in sorted(
+        set(left) | set(right),
+        key=lambda k: tuple((0, x, "") if isinstance(x, (int, float, np.integer)) else (1, 0, str(x)) for x in k),
+    ):
         if key in left and key in right:
-            compared = {"present": "both", **comparison_row(left[key], right[key], threshold, level, resamples,
-                                                            separate=other is not None, one_process=one_process,
-                                                            pooled=pooled.get(key))}
+            compared = {
+                "present": "both",
+                **comparison_row(
+                    left[key],
+                    right[key],
+                    threshold,
+                    level,
+                    resamples,
+                    separate=other is not None,
+                    one_process=one_process,
+                    pooled=pooled.get(key),
+                ),
+            }
         else:
-            compared = {"present": "base only" if key in left else "new only", "verdict": "", "change_called": "",
-                        "note": f"only in the {'base' if key in left else 'new'} run: not compared"}
+            compared = {
+                "present": "base only" if key in left else "new only",
+                "verdict": "",
+                "change_called": "",
+                "note": f"only in the {'base' if key in left else 'new'} run: not compared",
+            }
         rows.append({**fixed, **dict(zip(keys, key)), **compared})
     frame = pd.DataFrame(rows)
+
     def passes_of(samples: Any) -> int:  # units (pass_index) of a run
         return int(samples["pass_index"].nunique()) if "pass_index" in samples.columns and len(samples) else 1
+
     fewest = min(passes_of(s1), passes_of(s2)) if other is not None else 1
-    caveat = ("" if other is None else
-              f"two separate runs, each in {fewest} or more units: the intervals compare the runs' unit levels "
-              f"(each unit its own process and placement), so they cover what moved between units, not what "
-              f"changed between the two runs' sessions (a driver update, another machine); one interleaved run "
-              f"(hipexplore bench A,B --interleave) leaves nothing between them" if fewest >= MIN_UNITS else
-              "two separate runs with a single unit on a side: nothing says how far a rerun would move, so no "
-              "row is decided; rerun both with --units 4 or more, or measure both in one interleaved run")
-    frame.attrs.update(threshold=threshold, level=level, rule=rule_text(threshold), caveat=caveat,
-                       base_metadata=dict(metas[0]), new_metadata=dict(metas[1]),
-                       hint=_no_overlap_hint(frame) if other is not None else "")
+    caveat = (
+        ""
+        if other is None
+        else f"two separate runs, each in {fewest} or more units: the intervals compare the runs' unit levels "
+        f"(each unit its own process and placement), so they cover what moved between units, not what "
+        f"changed between the two runs' sessions (a driver update, another machine); one interleaved run "
+        f"(hipexplore bench A,B --interleave) leaves nothing between them"
+        if fewest >= MIN_UNITS
+        else "two separate runs with a single unit on a side: nothing says how far a rerun would move, so no "
+        "row is decided; rerun both with --units 4 or more, or measure both in one interleaved run"
+    )
+    frame.attrs.update(
+        threshold=threshold,
+        level=level,
+        rule=rule_text(threshold),
+        caveat=caveat,
+        base_metadata=dict(metas[0]),
+        new_metadata=dict(metas[1]),
+        hint=_no_overlap_hint(frame) if other is not None else "",
+    )
     return frame
 
 
@@ -467,16 +583,26 @@ def _no_overlap_hint(frame: pd.DataFrame) -> str:
     and how to compare two differently named kernels."""
     if frame.empty or "present" not in frame.columns or (frame["present"] == "both").any():
         return ""
-    kernels = {side: sorted(map(str, pd.unique(frame.loc[frame["present"] == f"{side} only", "kernel"])))
-               for side in ("base", "new")} if "kernel" in frame.columns else {"base": [], "new": []}
+    kernels = (
+        {
+            side: sorted(map(str, pd.unique(frame.loc[frame["present"] == f"{side} only", "kernel"])))
+            for side in ("base", "new")
+        }
+        if "kernel" in frame.columns
+        else {"base": [], "new": []}
+    )
     if kernels["base"] and kernels["new"] and set(kernels["base"]) != set(kernels["new"]):
         a, b = kernels["base"][0], kernels["new"][0]
-        return (f"no configuration is in both runs: configurations are matched by kernel name, and the base run "
-                f"holds kernel(s) {', '.join(kernels['base'])} while the new run holds {', '.join(kernels['new'])}. "
-                f"To compare two kernels, measure them in one run and name them: hipexplore bench {a},{b} "
-                f"--interleave --out RUN.parquet, then hipexplore compare RUN.parquet --base {a} --new {b}")
-    return ("no configuration is in both runs (sizes, rotating counts, flush modes or timers differ): "
-            "rerun one of them with the other's configurations")
+        return (
+            f"no configuration is in both runs: configurations are matched by kernel name, and the base run "
+            f"holds kernel(s) {', '.join(kernels['base'])} while the new run holds {', '.join(kernels['new'])}. "
+            f"To compare two kernels, measure them in one run and name them: hipexplore bench {a},{b} "
+            f"--interleave --out RUN.parquet, then hipexplore compare RUN.parquet --base {a} --new {b}"
+        )
+    return (
+        "no configuration is in both runs (sizes, rotating counts, flush modes or timers differ): "
+        "rerun one of them with the other's configurations"
+    )
 
 
 def pairs(kernels: Sequence[str]) -> list[tuple[str, str]]:
@@ -485,6 +611,7 @@ def pairs(kernels: Sequence[str]) -> list[tuple[str, str]]:
 
 
 # -- compile-cache A/B ----------------------------------------------------------------------------
+
 
 def _pass_totals(frame: pd.DataFrame, scenario: str) -> tuple[np.ndarray, list[np.ndarray]]:
     g = frame[frame["scenario"] == scenario]
@@ -495,9 +622,16 @@ def _pass_totals(frame: pd.DataFrame, scenario: str) -> tuple[np.ndarray, list[n
     return np.array([p.sum() for p in parts]), parts
 
 
-def compare_scenarios(frame: pd.DataFrame, base: str = "off", new: Sequence[str] | str | None = None, *,
-                      threshold: float = DEFAULT_THRESHOLD, level: float = 0.95, resamples: int = 2000,
-                      seed: int = 0) -> pd.DataFrame:
+def compare_scenarios(
+    frame: pd.DataFrame,
+    base: str = "off",
+    new: Sequence[str] | str | None = None,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Tuning-replay scenarios against ``base`` (default the cache off): per scenario the seconds of
     one pass (summed lookup seconds), ``saved_s`` = base - new with a 95% interval, the ratio
     new / base with its interval, and the verdict of the same rule (``faster``: the cache saves
@@ -534,27 +668,40 @@ def compare_scenarios(frame: pd.DataFrame, base: str = "off", new: Sequence[str]
         lo, hi = _pass_ratio_ci(n_tot, b_tot, n_draw, b_draw, level)
         s_lo, s_hi = np.quantile(saved, [alpha, 1 - alpha])
         b_mean, n_mean = float(b_tot.mean()), float(n_tot.mean())
-        rows.append({"base": base, "scenario": s, "base_s": b_mean, "new_s": n_mean, "saved_s": b_mean - n_mean,
-                     "saved_ci_low_s": float(s_lo), "saved_ci_high_s": float(s_hi),
-                     "ratio": n_mean / b_mean if b_mean > 0 else math.nan, "ratio_ci_low": float(lo),
-                     "ratio_ci_high": float(hi), "verdict": verdict(float(lo), float(hi), threshold),
-                     "change_called": change_called(float(lo), float(hi)),
-                     "interval_over": f"base: {b_how}; {s}: {n_how}"})
+        rows.append(
+            {
+                "base": base,
+                "scenario": s,
+                "base_s": b_mean,
+                "new_s": n_mean,
+                "saved_s": b_mean - n_mean,
+                "saved_ci_low_s": float(s_lo),
+                "saved_ci_high_s": float(s_hi),
+                "ratio": n_mean / b_mean if b_mean > 0 else math.nan,
+                "ratio_ci_low": float(lo),
+                "ratio_ci_high": float(hi),
+                "verdict": verdict(float(lo), float(hi), threshold),
+                "change_called": change_called(float(lo), float(hi)),
+                "interval_over": f"base: {b_how}; {s}: {n_how}",
+            }
+        )
     out = pd.DataFrame(rows)
     out.attrs.update(threshold=threshold, rule=rule_text(threshold))
     return out
 
 
-def _pass_ratio_ci(n_tot: np.ndarray, b_tot: np.ndarray, n_draw: np.ndarray, b_draw: np.ndarray,
-                   level: float) -> tuple[float, float]:
+def _pass_ratio_ci(
+    n_tot: np.ndarray, b_tot: np.ndarray, n_draw: np.ndarray, b_draw: np.ndarray, level: float
+) -> tuple[float, float]:
     """The interval of a replay's time ratio new / base. With two or more passes a side: Welch's t
     interval over the logarithms of the pass totals (``levels.independent_units``, each pass a
     unit), as two separate runs are compared; a percentile bootstrap of the mean over 2-4 passes
     takes only a handful of distinct values and is narrower than the passes allow. With one pass:
     the bootstrap over its requests. Both in ratio terms of positive totals, so no bound <= 0."""
     if n_tot.size >= 2 and b_tot.size >= 2 and (n_tot > 0).all() and (b_tot > 0).all():
-        lv = independent_units(Measurement(n_tot, groups=np.arange(n_tot.size)),
-                               Measurement(b_tot, groups=np.arange(b_tot.size)), level)
+        lv = independent_units(
+            Measurement(n_tot, groups=np.arange(n_tot.size)), Measurement(b_tot, groups=np.arange(b_tot.size)), level
+        )
         # centred on the ratio of geometric means; the stated ratio (of the means) lies inside
         return lv.low, lv.high
     alpha = (1 - level) / 2
@@ -564,12 +711,27 @@ def _pass_ratio_ci(n_tot: np.ndarray, b_tot: np.ndarray, n_draw: np.ndarray, b_d
 
 
 def saving_text(row: Mapping[str, Any]) -> str:
-    """"the cache saves X s ± Y" for one ``compare_scenarios`` row."""
+    """ "the cache saves X s ± Y" for one ``compare_scenarios`` row."""
     half = (row["saved_ci_high_s"] - row["saved_ci_low_s"]) / 2
-    return (f"{row['scenario']} vs {row['base']}: saves {row['saved_s']:.3g} s ± {half:.2g} s "
-            f"({row['ratio'] - 1:+.1%} time, verdict: {row['verdict']})")
+    return (
+        f"{row['scenario']} vs {row['base']}: saves {row['saved_s']:.3g} s ± {half:.2g} s "
+        f"({row['ratio'] - 1:+.1%} time, verdict: {row['verdict']})"
+    )
 
 
-__all__ = ["CHANGES", "DEFAULT_THRESHOLD", "VERDICTS", "change_called", "change_text", "check_threshold", "compare", "compare_scenarios",
-           "comparison_row",
-           "mann_whitney_u", "pairs", "rule_text", "saving_text", "verdict"]
+__all__ = [
+    "CHANGES",
+    "DEFAULT_THRESHOLD",
+    "VERDICTS",
+    "change_called",
+    "change_text",
+    "check_threshold",
+    "compare",
+    "compare_scenarios",
+    "comparison_row",
+    "mann_whitney_u",
+    "pairs",
+    "rule_text",
+    "saving_text",
+    "verdict",
+]

@@ -19,6 +19,7 @@ Design notes (each one a failure seen elsewhere):
   * Only the flush modes the chosen device supports (``bench.flush.FlushMode.supported_by``) are offered: the
     AMD instruction-cache flushes are not listed for the host or an NVIDIA GPU.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,6 +33,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from .errors import ConfigError, HipexploreError
+
 
 def parse_size(text: str | int) -> int:
     """``"16MiB"``, ``"512k"``, ``"1 GiB"`` or a plain byte count -> bytes (the sweep's parser)."""
@@ -60,11 +62,13 @@ def parse_rotating(text: str | Sequence[int | str]) -> list[int | str]:
 
 def _default_runner() -> Callable[..., Any]:
     from .bench.sweep import sweep
+
     return sweep
 
 
 def _device_choices() -> list[str]:
     from .devices import KINDS
+
     return list(KINDS)
 
 
@@ -80,6 +84,7 @@ def _kernel_choices() -> list[str]:
 
 def _flush_choices() -> tuple[str, ...]:
     from .bench.flush import FLUSH_MODES
+
     return FLUSH_MODES
 
 
@@ -156,24 +161,62 @@ class SweepPanel:
         kernels = _kernel_choices()
         flushes = _flush_choices()
         style = {"description_width": "90px"}
-        self.device = w.Dropdown(options=devices if device in devices else [device, *devices], value=device, description="device", style=style)
-        self.kernel = w.Dropdown(options=kernels if kernel in kernels else [kernel, *kernels], value=kernel, description="kernel", style=style)
+        self.device = w.Dropdown(
+            options=devices if device in devices else [device, *devices],
+            value=device,
+            description="device",
+            style=style,
+        )
+        self.kernel = w.Dropdown(
+            options=kernels if kernel in kernels else [kernel, *kernels],
+            value=kernel,
+            description="kernel",
+            style=style,
+        )
         self.sizes = w.Text(value=sizes, description="sizes", placeholder="1MiB, 16MiB", style=style)
         self.rotating = w.Text(value=rotating, description="rotating", placeholder="1, 2, 4, auto", style=style)
-        self.flush = w.SelectMultiple(options=list(flushes), value=tuple(f for f in flush if f in flushes), description="flush", rows=min(5, len(flushes)), style=style)
-        self.iterations = w.BoundedIntText(value=iterations, min=1, max=1_000_000, description="iterations", style=style)
+        self.flush = w.SelectMultiple(
+            options=list(flushes),
+            value=tuple(f for f in flush if f in flushes),
+            description="flush",
+            rows=min(5, len(flushes)),
+            style=style,
+        )
+        self.iterations = w.BoundedIntText(
+            value=iterations, min=1, max=1_000_000, description="iterations", style=style
+        )
         # --resolution: extra units until each configuration's interval is this narrow (bench.units); empty: off
         self.resolution = w.Text(value=resolution, description="resolution", placeholder="off, or e.g. 1%", style=style)
         # launch geometry as expressions (kernels.geometry); empty keeps the kernel's own
-        self.grid = w.Text(value=grid, description="grid", placeholder="kernel's own, e.g. cols/32,rows/32", style=style)
+        self.grid = w.Text(
+            value=grid, description="grid", placeholder="kernel's own, e.g. cols/32,rows/32", style=style
+        )
         self.block = w.Text(value=block, description="block", placeholder="e.g. 32,32", style=style)
-        self.shared_bytes = w.Text(value=shared_bytes, description="shared bytes", placeholder="e.g. block_x*4", style=style)
+        self.shared_bytes = w.Text(
+            value=shared_bytes, description="shared bytes", placeholder="e.g. block_x*4", style=style
+        )
         self._make_outputs(w, style)
-        controls = w.VBox([self.device, self.kernel, self.sizes, self.rotating, self.flush, self.flush_hint, self.iterations,
-                           self.resolution, w.HBox([self.sets_hint, self.fix_button]), self.grid, self.block, self.shared_bytes])
+        controls = w.VBox(
+            [
+                self.device,
+                self.kernel,
+                self.sizes,
+                self.rotating,
+                self.flush,
+                self.flush_hint,
+                self.iterations,
+                self.resolution,
+                w.HBox([self.sets_hint, self.fix_button]),
+                self.grid,
+                self.block,
+                self.shared_bytes,
+            ]
+        )
         buttons = w.HBox([self.run_button, self.stop_button, self.progress, self.status])
         plots = w.HBox([self.noise_image, self.detail_image])
-        self.widget = w.VBox([controls, buttons, self.cluster_info, self.errors, self.placeholder, self.load_info, plots])
+        self.widget = w.VBox(
+            [controls, buttons, self.cluster_info, self.errors, self.placeholder, self.load_info, plots]
+        )
         self._facts: dict[str, dict[str, Any] | None] = {}
         self._needed_sets = 0
         self._blocked = ""  # why Run is disabled ("" when it is not)
@@ -202,12 +245,18 @@ class SweepPanel:
         # hidden until they hold a plot: an empty Image widget shows a broken-image icon
         self.noise_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
         self.detail_image = w.Image(format="png", layout=w.Layout(max_width="48%", display="none"))
-        self.placeholder = w.HTML(value='<i style="color:#666">the noise and bias plots appear here as configurations finish</i>')
+        self.placeholder = w.HTML(
+            value='<i style="color:#666">the noise and bias plots appear here as configurations finish</i>'
+        )
         self.load_info = w.HTML(value="")  # the host's load beside the noise (bench.hostload), from the samples so far
         self.sets_hint = w.HTML(value="")  # what 'auto' resolves to, and whether iterations cover it
         self.flush_hint = w.HTML(value="")  # the flush modes this device cannot do (not offered)
-        self.fix_button = w.Button(description="", button_style="warning", icon="wrench",
-                                   layout=w.Layout(display="none", width="auto", min_width="200px"))
+        self.fix_button = w.Button(
+            description="",
+            button_style="warning",
+            icon="wrench",
+            layout=w.Layout(display="none", width="auto", min_width="200px"),
+        )
         self.fix_button.on_click(self._on_fix_clicked)
         self.cluster_info = w.HTML(value=self._cluster_html())
         self.run_button.on_click(self._on_run_clicked)
@@ -231,7 +280,9 @@ class SweepPanel:
                 return None
             try:
                 self._facts[name] = {
-                    "llc": int(dev.llc_bytes), "free": int(dev.memory_info()[0]), "kind": str(dev.kind),
+                    "llc": int(dev.llc_bytes),
+                    "free": int(dev.memory_info()[0]),
+                    "kind": str(dev.kind),
                     "flush": tuple(m.name for m in supported_modes(dev)),
                 }
             finally:
@@ -263,9 +314,13 @@ class SweepPanel:
         if facts is not None and left_out:
             from .bench.flush import flush_mode
 
-            why = "AMD GPU instruction-cache flushes" if all(flush_mode(m).icache for m in left_out) else "not supported"
-            self.flush_hint.value = (f'<span style="color:#666">not on this {html.escape(facts["kind"])} device: '
-                                     f'{", ".join(left_out)} ({why})</span>')
+            why = (
+                "AMD GPU instruction-cache flushes" if all(flush_mode(m).icache for m in left_out) else "not supported"
+            )
+            self.flush_hint.value = (
+                f'<span style="color:#666">not on this {html.escape(facts["kind"])} device: '
+                f"{', '.join(left_out)} ({why})</span>"
+            )
         else:
             self.flush_hint.value = ""
 
@@ -287,11 +342,23 @@ class SweepPanel:
                 if facts is None:  # unknown device: the count as asked (auto needs the LLC: raises)
                     llc = self._device_llc(self.device.value) if c == "auto" else 0
                     count = rot.auto_count(llc, spec.footprint(n)) if c == "auto" else int(c)
-                    out.append((size, rot.RotatingPlan(str(c), count, spec.footprint(n), spec.set_bytes(n), llc, 0, False, "")))
+                    out.append(
+                        (size, rot.RotatingPlan(str(c), count, spec.footprint(n), spec.set_bytes(n), llc, 0, False, ""))
+                    )
                     continue
-                out.append((size, rot.plan(c, footprint_bytes=spec.footprint(n), set_bytes=spec.set_bytes(n),
-                                           llc_bytes=facts["llc"], free_bytes=facts["free"],
-                                           mem_fraction=rot.DEFAULT_MEM_FRACTION)))
+                out.append(
+                    (
+                        size,
+                        rot.plan(
+                            c,
+                            footprint_bytes=spec.footprint(n),
+                            set_bytes=spec.set_bytes(n),
+                            llc_bytes=facts["llc"],
+                            free_bytes=facts["free"],
+                            mem_fraction=rot.DEFAULT_MEM_FRACTION,
+                        ),
+                    )
+                )
         return out
 
     def resolved_sets(self) -> list[tuple[int, int]]:
@@ -333,7 +400,9 @@ class SweepPanel:
 
             spec = catalog.get(self.kernel.value)
             llc = self._device_llc(self.device.value)
-            autos = ", ".join(f"{format_bytes(sz)}: {rot.auto_count(llc, spec.footprint(spec.elements(sz)))}" for sz, _ in resolved)
+            autos = ", ".join(
+                f"{format_bytes(sz)}: {rot.auto_count(llc, spec.footprint(spec.elements(sz)))}" for sz, _ in resolved
+            )
             parts.append(f"auto = {autos} buffer sets (LLC {format_bytes(llc)})")
         capped = sorted({p.note for _, p in self._plans() if p.capped})
         parts.extend(html.escape(note) for note in capped)
@@ -342,8 +411,10 @@ class SweepPanel:
         if iterations < needed:
             self._needed_sets = needed
             self._blocked = f"iterations ({iterations}) < {needed} buffer sets"
-            parts.append(f'<b style="color:#a60">iterations ({iterations}) &lt; {needed} buffer sets: every set must be timed '
-                         f'at least once; Run is disabled until iterations &gt;= {needed}</b>')
+            parts.append(
+                f'<b style="color:#a60">iterations ({iterations}) &lt; {needed} buffer sets: every set must be timed '
+                f"at least once; Run is disabled until iterations &gt;= {needed}</b>"
+            )
             self.fix_button.description = f"set iterations to {needed}"
             self.fix_button.layout.display = ""
         self.sets_hint.value = "; ".join(parts)
@@ -416,7 +487,9 @@ class SweepPanel:
 
         spec = catalog.get(self.kernel.value)
         if not grid:
-            raise ConfigError("the sweep panel's grid is empty; give grid expressions (e.g. 'ceil(n/256)') with block/shared bytes")
+            raise ConfigError(
+                "the sweep panel's grid is empty; give grid expressions (e.g. 'ceil(n/256)') with block/shared bytes"
+            )
         scalars = [a.name for a in spec.args if a.kind == "scalar"]
         geometry = ExprGeometry(grid, block or "256", shared or "0", scalar_names=scalars)
         return dataclasses.replace(spec, geometry=geometry)
@@ -462,7 +535,9 @@ class SweepPanel:
             self._work(runner, params)
             self.wait()
         else:
-            self._thread = threading.Thread(target=self._work, args=(runner, params), name="hipexplore-sweep", daemon=True)
+            self._thread = threading.Thread(
+                target=self._work, args=(runner, params), name="hipexplore-sweep", daemon=True
+            )
             self._thread.start()
 
     def stop(self) -> None:
@@ -493,7 +568,9 @@ class SweepPanel:
                 params["progress"] = False  # the panel has its own bar
             if self._runner is None:  # the real sweep: its progress is per (configuration, unit), with the time left
                 params["on_progress"] = self._on_progress
-            final = runner(**params, on_result=self._on_result, on_samples=self._on_samples, should_stop=self._stop.is_set)
+            final = runner(
+                **params, on_result=self._on_result, on_samples=self._on_samples, should_stop=self._stop.is_set
+            )
             samples, summary = split_result(final) if final is not None else (None, None)
             with self._lock:
                 self._final = (samples, summary)

@@ -18,6 +18,7 @@ What is generated, and from what:
 So no page states a number, a setting or an error message that the code or the data no longer
 produces: the test fails until this script is run again.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,7 +80,10 @@ def verdicts_page(text: str) -> str:
 
     from hipexplore.calibrate import markdown_table
 
-    records = {p.parent.name: json.loads(p.read_text()) for p in sorted((REPO / "data" / "calibration").glob("*/calibrate.json"))}
+    records = {
+        p.parent.name: json.loads(p.read_text())
+        for p in sorted((REPO / "data" / "calibration").glob("*/calibrate.json"))
+    }
     return between(text, "calibration", markdown_table(records), "docs/guide/verdicts.md")
 
 
@@ -100,90 +104,218 @@ class Case:
 
 
 CASES = [
-    Case("Sweeps", "A kernel name that is neither in the catalog nor given a source",
-         ("bench", "triads", "--device", "host"),
-         "Catalog kernels are listed by `hipexplore info`; for your own kernel add `--source FILE --args SPEC` "
-         "([your own kernels](guide/own-kernels.md))."),
-    Case("Sweeps", "Fewer iterations than rotating buffer sets",
-         ("bench", "triad", "--device", "host", "--size", "64KiB", "--rotating", "8", "--iterations", "4"),
-         "Each set must be used at least once: raise `--iterations`, lower `--rotating`, or leave "
-         "`--iterations` out (adaptive). `auto` can mean hundreds of sets for a small size."),
-    Case("Sweeps", "A size hipexplore cannot read", ("bench", "triad", "--device", "host", "--size", "12parsecs", "--iterations", "8"),
-         "Sizes are bytes per array: `4096`, `64KiB`, `1MiB`, `256MiB`, comma separated."),
-    Case("Sweeps", "A flush mode the device cannot do",
-         ("bench", "triad", "--device", "host", "--size", "64KiB", "--flush", "icache", "--iterations", "8"),
-         "`icache` and `inline-icache` are AMD GPU flushes; on the host and on NVIDIA use `none`, `l2-write` or `l2-read`."),
-    Case("Sweeps", "Resuming into a file made with other measurement settings",
-         ("bench", "triad", "--device", "host", "--size", "64KiB", "--iterations", "8", "--chunk", "2", "--out", "run.parquet",
-          "--no-progress"),
-         "An `--out` file is resumed only with the same stop rule, chunk, passes and flush settings; "
-         "pass `--no-resume` to start over, or another `--out`.",
-         before=(("bench", "triad", "--device", "host", "--size", "64KiB", "--iterations", "8", "--out", "run.parquet",
-                  "--no-progress"),)),
-    Case("Sweeps", "An output file that is not a hipexplore result",
-         ("bench", "triad", "--device", "host", "--size", "64KiB", "--iterations", "8", "--out", "notes.parquet"),
-         "hipexplore never overwrites a file it did not write: choose another `--out`, or add `--force`.",
-         files={"notes.parquet": "my own notes\n"}),
-    Case("Own kernels", "An argument spec that does not parse", ("bench", "k", "--source", "k.c", "--args", "y:f32", "--device", "host"),
-         "Buffers are `ROLE:NAME:DTYPE[COUNT]`, scalars `NAME:DTYPE=VALUE` "
-         "([the argument spec](guide/own-kernels.md#the-argument-spec)).", files={"k.c": HOST_C}),
-    Case("Own kernels", "A buffer role other than in, out or inout",
-         ("bench", "k", "--source", "k.c", "--args", "both:y:f32[n], in:x:f32[n], n:u64=n", "--device", "host"),
-         "Use `inout` for a buffer the kernel reads and writes.", files={"k.c": HOST_C}),
-    Case("Own kernels", "A source file that is not there", ("bench", "k", "--source", "missing.c", "--args", ARGS, "--device", "host"),
-         "Check the path (relative to the current directory)."),
-    Case("Own kernels", "A grid expression outside the whitelist",
-         ("bench", "k", "--source", "k.c", "--args", ARGS, "--device", "host", "--grid", '__import__("os").getpid()'),
-         "Expressions see `n`, `compute_units`, the scalar arguments and `block_x/y/z`, with "
-         "`ceil floor sqrt isqrt log2 min max abs round int cdiv`; nothing else is evaluated.",
-         files={"k.c": HOST_C}),
-    Case("Own kernels", "A dtype hipexplore does not know",
-         ("bench", "k", "--source", "k.c", "--args", "out:y:f16[n], in:x:f32[n], n:u64=n", "--device", "host"),
-         "Buffers and scalars take `f32 f64 i8 u8 i16 u16 i32 u32 i64 u64` (or numpy names).", files={"k.c": HOST_C}),
-    Case("Own kernels", "A kernel that faults on the host",
-         ("bench", "k", "--source", "k.c", "--args", ARGS, "--device", "host", "--size", "16KiB", "--iterations", "8",
-          "--no-progress"),
-         "Your own C kernels run in a sweep worker on the host too, so a fault ends the worker, not your Python: "
-         "look for a NULL or out-of-range pointer, or an `--args` count larger than the kernel's loop expects. "
-         "Finished configurations are kept in `--out`.",
-         files={"k.c": "void k(float* y, const float* x, unsigned long long n) { volatile float* p = 0; *p = x[0]; }\n"}),
-    Case("Own kernels", "An entry that names a variable, not a function",
-         ("bench", "k", "--source", "k.c", "--args", ARGS, "--device", "host", "--iterations", "8"),
-         "`--entry` (or the kernel name) must be a function the source defines; the message lists those it exports.",
-         files={"k.c": "float k[4];\nvoid scale(float* y, const float* x, unsigned long long n) { y[0] = x[0]; }\n"}),
-    Case("Compiling", "A raw option that would make the compiler read files the key cannot see",
-         ("compile", "k.c", "--compiler", "host", "--option=-I/usr/include"),
-         "Give include folders as `-I DIR` (hipexplore reads them and keys every header it finds) and "
-         "headers as `--header FILE`; only the raw compiler option is refused.", files={"k.c": HOST_C}),
-    Case("Compiling", "An --out file that is not compiler output", ("compile", "k.c", "--compiler", "host", "--out", "k.so"),
-         "hipexplore never overwrites a file it did not write (compile, report and tune-replay outputs alike): choose "
-         "another `--out`, or add `--force`.", files={"k.c": HOST_C, "k.so": "my notes\n"}),
-    Case("Compiling", "A target the compiler does not build for", ("compile", "k.c", "--compiler", "host", "--target", "gfx90a"),
-         "`hipexplore info` lists each compiler's targets; the host compiler builds for `host` only.", files={"k.c": HOST_C}),
-    Case("Compiling", "A kernel that does not compile", ("compile", "bad.c", "--compiler", "host"),
-         "The compiler's own log follows the first line; failures are never cached, so the next run compiles again.",
-         files={"bad.c": "int f(void) { return }\n"}),
-    Case("Settings", "An environment variable with a bad value", ("cache", "stats"),
-         "Every `HIPEXPLORE_*` variable that is set is validated when a command starts, before any work "
-         "([settings](guide/settings.md)).",
-         env={"HIPEXPLORE_CACHE_DISK_MAX_BYTES": "lots"}),
-    Case("Verdicts", "Comparing a kernel the run does not hold",
-         ("compare", "data/h200/verdicts-twin-and-5pct/interleaved.parquet", "--base", "stream", "--new", "stream2"),
-         "The message lists the kernels the run holds; `--base` and `--new` take those names."),
-    Case("Verdicts", "Comparing a file that is not there", ("compare", "before.parquet", "after.parquet"),
-         "`compare` reads the samples file a sweep's `--out` wrote (`NAME.parquet`, beside `NAME.summary.parquet`)."),
-    Case("Tuning replay", "A target the replay's compiler cannot build",
-         ("tune-replay", "--compiler", "host", "--target", "sm_90"),
-         "Each compiler has its targets: host `host`, hiprtc `gfx90a`..., NVRTC `sm_XX`, Triton `gfx942`, `gfx950`, `sm_90`."),
-    Case("Many GPUs", "A cluster address hipexplore cannot read",
-         ("bench", "triad", "--device", "host", "--size", "64KiB", "--cluster", "local:0"),
-         "`--cluster local:N` (N ≥ 1 workers started here) or `--cluster tcp://HOST:PORT` (a running scheduler)."),
-    Case("Report", "A parameters file that is not there", ("report", "--params", "params.yml", "--out", "r.html"),
-         "`--params` takes a YAML or JSON file of the dashboard notebook's parameters "
-         "([the report](guide/notebooks.md#the-notebooks-and-the-report))."),
-    Case("Report", "A parameter name or value the notebook does not take", ("report", "--params", "params.yml", "--out", "r.html"),
-         "Names and values are checked before the notebook starts; the line names the parameter, and a misspelt name "
-         "gets the closest one the notebook has.", files={"params.yml": 'sizes: ["1MiB"]\nflsuh: ["none", "l2-read"]\n'}),
+    Case(
+        "Sweeps",
+        "A kernel name that is neither in the catalog nor given a source",
+        ("bench", "triads", "--device", "host"),
+        "Catalog kernels are listed by `hipexplore info`; for your own kernel add `--source FILE --args SPEC` "
+        "([your own kernels](guide/own-kernels.md)).",
+    ),
+    Case(
+        "Sweeps",
+        "Fewer iterations than rotating buffer sets",
+        ("bench", "triad", "--device", "host", "--size", "64KiB", "--rotating", "8", "--iterations", "4"),
+        "Each set must be used at least once: raise `--iterations`, lower `--rotating`, or leave "
+        "`--iterations` out (adaptive). `auto` can mean hundreds of sets for a small size.",
+    ),
+    Case(
+        "Sweeps",
+        "A size hipexplore cannot read",
+        ("bench", "triad", "--device", "host", "--size", "12parsecs", "--iterations", "8"),
+        "Sizes are bytes per array: `4096`, `64KiB`, `1MiB`, `256MiB`, comma separated.",
+    ),
+    Case(
+        "Sweeps",
+        "A flush mode the device cannot do",
+        ("bench", "triad", "--device", "host", "--size", "64KiB", "--flush", "icache", "--iterations", "8"),
+        "`icache` and `inline-icache` are AMD GPU flushes; on the host and on NVIDIA use `none`, `l2-write` or `l2-read`.",
+    ),
+    Case(
+        "Sweeps",
+        "Resuming into a file made with other measurement settings",
+        (
+            "bench",
+            "triad",
+            "--device",
+            "host",
+            "--size",
+            "64KiB",
+            "--iterations",
+            "8",
+            "--chunk",
+            "2",
+            "--out",
+            "run.parquet",
+            "--no-progress",
+        ),
+        "An `--out` file is resumed only with the same stop rule, chunk, passes and flush settings; "
+        "pass `--no-resume` to start over, or another `--out`.",
+        before=(
+            (
+                "bench",
+                "triad",
+                "--device",
+                "host",
+                "--size",
+                "64KiB",
+                "--iterations",
+                "8",
+                "--out",
+                "run.parquet",
+                "--no-progress",
+            ),
+        ),
+    ),
+    Case(
+        "Sweeps",
+        "An output file that is not a hipexplore result",
+        ("bench", "triad", "--device", "host", "--size", "64KiB", "--iterations", "8", "--out", "notes.parquet"),
+        "hipexplore never overwrites a file it did not write: choose another `--out`, or add `--force`.",
+        files={"notes.parquet": "my own notes\n"},
+    ),
+    Case(
+        "Own kernels",
+        "An argument spec that does not parse",
+        ("bench", "k", "--source", "k.c", "--args", "y:f32", "--device", "host"),
+        "Buffers are `ROLE:NAME:DTYPE[COUNT]`, scalars `NAME:DTYPE=VALUE` "
+        "([the argument spec](guide/own-kernels.md#the-argument-spec)).",
+        files={"k.c": HOST_C},
+    ),
+    Case(
+        "Own kernels",
+        "A buffer role other than in, out or inout",
+        ("bench", "k", "--source", "k.c", "--args", "both:y:f32[n], in:x:f32[n], n:u64=n", "--device", "host"),
+        "Use `inout` for a buffer the kernel reads and writes.",
+        files={"k.c": HOST_C},
+    ),
+    Case(
+        "Own kernels",
+        "A source file that is not there",
+        ("bench", "k", "--source", "missing.c", "--args", ARGS, "--device", "host"),
+        "Check the path (relative to the current directory).",
+    ),
+    Case(
+        "Own kernels",
+        "A grid expression outside the whitelist",
+        ("bench", "k", "--source", "k.c", "--args", ARGS, "--device", "host", "--grid", '__import__("os").getpid()'),
+        "Expressions see `n`, `compute_units`, the scalar arguments and `block_x/y/z`, with "
+        "`ceil floor sqrt isqrt log2 min max abs round int cdiv`; nothing else is evaluated.",
+        files={"k.c": HOST_C},
+    ),
+    Case(
+        "Own kernels",
+        "A dtype hipexplore does not know",
+        ("bench", "k", "--source", "k.c", "--args", "out:y:f16[n], in:x:f32[n], n:u64=n", "--device", "host"),
+        "Buffers and scalars take `f32 f64 i8 u8 i16 u16 i32 u32 i64 u64` (or numpy names).",
+        files={"k.c": HOST_C},
+    ),
+    Case(
+        "Own kernels",
+        "A kernel that faults on the host",
+        (
+            "bench",
+            "k",
+            "--source",
+            "k.c",
+            "--args",
+            ARGS,
+            "--device",
+            "host",
+            "--size",
+            "16KiB",
+            "--iterations",
+            "8",
+            "--no-progress",
+        ),
+        "Your own C kernels run in a sweep worker on the host too, so a fault ends the worker, not your Python: "
+        "look for a NULL or out-of-range pointer, or an `--args` count larger than the kernel's loop expects. "
+        "Finished configurations are kept in `--out`.",
+        files={"k.c": "void k(float* y, const float* x, unsigned long long n) { volatile float* p = 0; *p = x[0]; }\n"},
+    ),
+    Case(
+        "Own kernels",
+        "An entry that names a variable, not a function",
+        ("bench", "k", "--source", "k.c", "--args", ARGS, "--device", "host", "--iterations", "8"),
+        "`--entry` (or the kernel name) must be a function the source defines; the message lists those it exports.",
+        files={"k.c": "float k[4];\nvoid scale(float* y, const float* x, unsigned long long n) { y[0] = x[0]; }\n"},
+    ),
+    Case(
+        "Compiling",
+        "A raw option that would make the compiler read files the key cannot see",
+        ("compile", "k.c", "--compiler", "host", "--option=-I/usr/include"),
+        "Give include folders as `-I DIR` (hipexplore reads them and keys every header it finds) and "
+        "headers as `--header FILE`; only the raw compiler option is refused.",
+        files={"k.c": HOST_C},
+    ),
+    Case(
+        "Compiling",
+        "An --out file that is not compiler output",
+        ("compile", "k.c", "--compiler", "host", "--out", "k.so"),
+        "hipexplore never overwrites a file it did not write (compile, report and tune-replay outputs alike): choose "
+        "another `--out`, or add `--force`.",
+        files={"k.c": HOST_C, "k.so": "my notes\n"},
+    ),
+    Case(
+        "Compiling",
+        "A target the compiler does not build for",
+        ("compile", "k.c", "--compiler", "host", "--target", "gfx90a"),
+        "`hipexplore info` lists each compiler's targets; the host compiler builds for `host` only.",
+        files={"k.c": HOST_C},
+    ),
+    Case(
+        "Compiling",
+        "A kernel that does not compile",
+        ("compile", "bad.c", "--compiler", "host"),
+        "The compiler's own log follows the first line; failures are never cached, so the next run compiles again.",
+        files={"bad.c": "int f(void) { return }\n"},
+    ),
+    Case(
+        "Settings",
+        "An environment variable with a bad value",
+        ("cache", "stats"),
+        "Every `HIPEXPLORE_*` variable that is set is validated when a command starts, before any work "
+        "([settings](guide/settings.md)).",
+        env={"HIPEXPLORE_CACHE_DISK_MAX_BYTES": "lots"},
+    ),
+    Case(
+        "Verdicts",
+        "Comparing a kernel the run does not hold",
+        ("compare", "data/h200/verdicts-twin-and-5pct/interleaved.parquet", "--base", "stream", "--new", "stream2"),
+        "The message lists the kernels the run holds; `--base` and `--new` take those names.",
+    ),
+    Case(
+        "Verdicts",
+        "Comparing a file that is not there",
+        ("compare", "before.parquet", "after.parquet"),
+        "`compare` reads the samples file a sweep's `--out` wrote (`NAME.parquet`, beside `NAME.summary.parquet`).",
+    ),
+    Case(
+        "Tuning replay",
+        "A target the replay's compiler cannot build",
+        ("tune-replay", "--compiler", "host", "--target", "sm_90"),
+        "Each compiler has its targets: host `host`, hiprtc `gfx90a`..., NVRTC `sm_XX`, Triton `gfx942`, `gfx950`, `sm_90`.",
+    ),
+    Case(
+        "Many GPUs",
+        "A cluster address hipexplore cannot read",
+        ("bench", "triad", "--device", "host", "--size", "64KiB", "--cluster", "local:0"),
+        "`--cluster local:N` (N ≥ 1 workers started here) or `--cluster tcp://HOST:PORT` (a running scheduler).",
+    ),
+    Case(
+        "Report",
+        "A parameters file that is not there",
+        ("report", "--params", "params.yml", "--out", "r.html"),
+        "`--params` takes a YAML or JSON file of the dashboard notebook's parameters "
+        "([the report](guide/notebooks.md#the-notebooks-and-the-report)).",
+    ),
+    Case(
+        "Report",
+        "A parameter name or value the notebook does not take",
+        ("report", "--params", "params.yml", "--out", "r.html"),
+        "Names and values are checked before the notebook starts; the line names the parameter, and a misspelt name "
+        "gets the closest one the notebook has.",
+        files={"params.yml": 'sizes: ["1MiB"]\nflsuh: ["none", "l2-read"]\n'},
+    ),
 ]
 PROGRESS = re.compile(r"\d+%\|")
 #: The host LLC every case runs with (HIPEXPLORE_LLC_BYTES): no message depends on it, and a sweep that
@@ -201,8 +333,14 @@ def run_case(case: Case, tmp: Path) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPEXPLORE_")}
     # the disk tier and the compiler facts a CLI remembers (compile/memo.py) stay in the case's folder;
     # the host's LLC is CASE_LLC_BYTES, so a case's sweep flushes megabytes, not a server's 2 GiB
-    env.update(PYTHONPATH=str(REPO), HIPEXPLORE_CACHE_DIR=str(work / "cache"), XDG_CACHE_HOME=str(work / "xdg"),
-               HIPEXPLORE_LLC_BYTES=str(CASE_LLC_BYTES), COLUMNS="100", **case.env)
+    env.update(
+        PYTHONPATH=str(REPO),
+        HIPEXPLORE_CACHE_DIR=str(work / "cache"),
+        XDG_CACHE_HOME=str(work / "xdg"),
+        HIPEXPLORE_LLC_BYTES=str(CASE_LLC_BYTES),
+        COLUMNS="100",
+        **case.env,
+    )
     cmd = [sys.executable, "-m", "hipexplore"]
     for before in case.before:
         subprocess.run([*cmd, *before], cwd=work, env=env, capture_output=True, text=True, timeout=600, check=True)
@@ -252,14 +390,16 @@ def collect() -> list[tuple[Case, int, str]]:
 def troubleshooting_page(results: list[tuple[Case, int, str]] | None = None) -> str:
     out = [TROUBLE_HEAD]
     section = None
-    for case, rc, text in (collect() if results is None else results):
+    for case, rc, text in collect() if results is None else results:
         if case.section != section:
             section = case.section
             out.append(f"## {section}\n")
         setup = "".join(f"`hipexplore {' '.join(b)}`, then " for b in case.before)
         files = ", ".join(f"`{n}`" for n in case.files)
         given = f" (given {files})" if files else ""
-        out.append(f"### {case.title}\n\n{setup}`{shell(case)}`{given} exits {rc}:\n\n```text\n{text}\n```\n\n{case.fix}\n")
+        out.append(
+            f"### {case.title}\n\n{setup}`{shell(case)}`{given} exits {rc}:\n\n```text\n{text}\n```\n\n{case.fix}\n"
+        )
     return "\n".join(out)
 
 

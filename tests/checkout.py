@@ -6,6 +6,7 @@ tested (uncommitted edits included). So the files git would commit (tracked and 
 the ignored ones and the deleted ones) are copied, symlinks as symlinks (``hipexplore/notebooks``),
 and with ``commit=True`` committed into a new repository: ``git status`` there starts clean.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,14 +16,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: who commits in the copy (no user configuration is read: HOME is the tests' temporary one)
-GIT_ENV = {"GIT_AUTHOR_NAME": "hipexplore tests", "GIT_AUTHOR_EMAIL": "tests@localhost",
-           "GIT_COMMITTER_NAME": "hipexplore tests", "GIT_COMMITTER_EMAIL": "tests@localhost",
-           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "hipexplore tests",
+    "GIT_AUTHOR_EMAIL": "tests@localhost",
+    "GIT_COMMITTER_NAME": "hipexplore tests",
+    "GIT_COMMITTER_EMAIL": "tests@localhost",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
 
 
 def git(*args: str, cwd: Path, timeout: float = 120) -> str:
-    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                         env={**os.environ, **GIT_ENV})
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **GIT_ENV}
+    )
     if out.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} in {cwd} failed: {out.stderr.strip()}")
     return out.stdout

@@ -15,6 +15,7 @@ At the end of the session the real HOME is checked for anything changed since th
 started (``pytest_sessionfinish``; tests/suite/test_hermetic_home.py proves it on a fresh fake HOME).
 Without a GPU the host's LLC is ``SUITE_HOST_LLC_BYTES``. **Bounds**: each test has its own (below).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -36,8 +37,13 @@ TREE_VAR = "HIPEXPLORE_TEST_HOME_TREE"
 #: this machine's ROCm lives (an installation, like PATH). Every other one (cache dir, team server,
 #: shared cache, secret, dump dir, limits, workers, LLC size...) is a preference that would make the
 #: suite read or write the user's state or depend on it, and is dropped.
-KEPT_SETTINGS = ("HIPEXPLORE_REQUIRE_COMPILERS", "HIPEXPLORE_REQUIRE_GPU", "HIPEXPLORE_HIPRTC_LIBRARY",
-                 "HIPEXPLORE_HIP_DLL", "HIPEXPLORE_GIT_REVISION")
+KEPT_SETTINGS = (
+    "HIPEXPLORE_REQUIRE_COMPILERS",
+    "HIPEXPLORE_REQUIRE_GPU",
+    "HIPEXPLORE_HIPRTC_LIBRARY",
+    "HIPEXPLORE_HIP_DLL",
+    "HIPEXPLORE_GIT_REVISION",
+)
 #: Under the real HOME, what the end-of-session check leaves out: font caches (fontconfig's and
 #: matplotlib's font list), which any program may rebuild. More with HIPEXPLORE_TEST_HOME_EXCLUDE
 #: (paths relative to HOME, separated by ':').
@@ -79,7 +85,9 @@ SUITE_HOST_LLC_BYTES = 8 << 20
 def suite_settings() -> dict[str, str]:
     """The suite's own settings (after dropping the user's): HIPEXPLORE_LLC_BYTES where no GPU device
     node exists (it would reach a GPU's real L2, which its tests read), unless HIPEXPLORE_TEST_REAL_LLC=1."""
-    if os.environ.get("HIPEXPLORE_TEST_REAL_LLC") == "1" or any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd")):
+    if os.environ.get("HIPEXPLORE_TEST_REAL_LLC") == "1" or any(
+        os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd")
+    ):
         return {}
     return {"HIPEXPLORE_LLC_BYTES": str(SUITE_HOST_LLC_BYTES)}
 
@@ -90,8 +98,16 @@ def _hermetic_environment() -> Path:
     this file, before any test module (or hipexplore) is imported."""
     tree = Path(tempfile.mkdtemp(prefix="hipexplore-tests-home-"))
     env = hermetic_paths(tree)
-    for d in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "IPYTHONDIR",
-              "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR"):
+    for d in (
+        "HOME",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "IPYTHONDIR",
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_DATA_DIR",
+    ):
         Path(env[d]).mkdir(parents=True, exist_ok=True)
     Path(env["XDG_RUNTIME_DIR"]).mkdir(mode=0o700)
     os.environ[REAL_HOME_VAR] = os.environ.get("HOME") or os.path.expanduser("~")
@@ -189,13 +205,20 @@ def _check_real_home(session) -> None:
     if not changed:
         return
     shown = "\n  ".join(changed[:40]) + (f"\n  ... and {len(changed) - 40} more" if len(changed) > 40 else "")
-    why = ("the tests run in a temporary HOME so that running them never changes a user's caches, settings or "
-           "kernelspecs: a test (or a tool it started) escaped it")
-    after = ("this fails the session under CI" if mode == "fail" else
-             "a warning only (no CI): if another program of yours wrote these meanwhile, ignore it, or list the paths "
-             "in HIPEXPLORE_TEST_HOME_EXCLUDE (colon-separated)")
-    msg = (f"hermetic HOME: {len(changed)} path(s) under the real HOME {REAL_HOME} changed during the test session "
-           f"(the tests run in {HOME_TREE}; font caches left out). Why it matters: {why}; {after}:\n  {shown}")
+    why = (
+        "the tests run in a temporary HOME so that running them never changes a user's caches, settings or "
+        "kernelspecs: a test (or a tool it started) escaped it"
+    )
+    after = (
+        "this fails the session under CI"
+        if mode == "fail"
+        else "a warning only (no CI): if another program of yours wrote these meanwhile, ignore it, or list the paths "
+        "in HIPEXPLORE_TEST_HOME_EXCLUDE (colon-separated)"
+    )
+    msg = (
+        f"hermetic HOME: {len(changed)} path(s) under the real HOME {REAL_HOME} changed during the test session "
+        f"(the tests run in {HOME_TREE}; font caches left out). Why it matters: {why}; {after}:\n  {shown}"
+    )
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line("")
@@ -204,6 +227,7 @@ def _check_real_home(session) -> None:
         print(msg, file=sys.stderr)
     if mode != "warn" and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 TRIAD_HIP = r"""
 extern "C" __global__ void triad(float* a, const float* b, const float* c, float s, int n) {
@@ -235,8 +259,10 @@ TRIAD_C_HEADER = ("triad.h", "#define OFFSET 0.0f\n")
 
 def slow_c_source(loops: int = 1500) -> str:
     """C that takes gcc -O3 many seconds (about 20 s at 1500 loops on our CPU); tests kill it early."""
-    body = [f" for (int i{k} = 0; i{k} < n; i{k}++) s += a[i{k}] * {k}.5 / (a[(i{k} + {k}) % n] + 1.0);"
-            for k in range(loops)]
+    body = [
+        f" for (int i{k} = 0; i{k} < n; i{k}++) s += a[i{k}] * {k}.5 / (a[(i{k} + {k}) % n] + 1.0);"
+        for k in range(loops)
+    ]
     return "double slow(double* a, int n) { double s = 0;\n" + "\n".join(body) + "\n return s; }\n"
 
 
@@ -254,11 +280,13 @@ NOT_REQUIRED = None
 #:  - torch: a second, independent producer of device buffers for the bring-your-own-kernel tests
 #:    (a multi-GB wheel that no host test uses; the H200 image has it);
 #:  - cuobjdump: the SASS disassembly of NVRTC cubins (CUDA toolkit; the pip NVRTC has none).
-GPU_ONLY = {"module torch": "not installed by setup.sh (a multi-GB wheel only the GPU tests use)",
-            "tool cuobjdump": "part of the CUDA toolkit, not of the pip NVRTC that setup.sh installs"}
+GPU_ONLY = {
+    "module torch": "not installed by setup.sh (a multi-GB wheel only the GPU tests use)",
+    "tool cuobjdump": "part of the CUDA toolkit, not of the pip NVRTC that setup.sh installs",
+}
 REQUIREMENT_RULES = f"""\
 {COMPILERS}=1 (host CI): a missing compiler, tool, Python extra or repository data file fails by name.
-{GPU}=1 (GPU job): a missing CUDA GPU fails by name, and so do {', '.join(sorted(GPU_ONLY))}.
+{GPU}=1 (GPU job): a missing CUDA GPU fails by name, and so do {", ".join(sorted(GPU_ONLY))}.
 Unset (a developer's machine): each of these skips with its reason.
 A condition no machine can be asked for (NOT_REQUIRED, e.g. "no GPU here") is always a skip."""
 
@@ -413,9 +441,28 @@ class RedisServer:
 
         exe = require_tool("redis-server")
         self.proc = subprocess.Popen(
-            [exe, "--bind", self.host, "--port", str(self.port), "--dir", str(self.workdir), "--save", "",
-             "--appendonly", "no", "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru", "--protected-mode", "yes"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                exe,
+                "--bind",
+                self.host,
+                "--port",
+                str(self.port),
+                "--dir",
+                str(self.workdir),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--maxmemory",
+                "64mb",
+                "--maxmemory-policy",
+                "allkeys-lru",
+                "--protected-mode",
+                "yes",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         import redis
 
         client = redis.Redis(host=self.host, port=self.port, socket_connect_timeout=0.2)
@@ -499,7 +546,7 @@ def _xdist_group(item) -> str | None:
         if fixture in names:
             return group
     info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+    for defs in info.name2fixturedefs.values() if info is not None else ():
         if any(d.scope in ("module", "package", "class") for d in defs):
             return item.nodeid.split("::", 1)[0]
     return None
@@ -547,7 +594,11 @@ HARD_MARGIN_S = 10.0
 def bound_of(item) -> float:
     """``item``'s bound in seconds: its ``timeout`` mark's, else the ini ``timeout`` (0: none)."""
     mark = item.get_closest_marker("timeout")
-    value = (mark.args[0] if mark.args else mark.kwargs.get("timeout", 0)) if mark is not None else item.config.getini("timeout")
+    value = (
+        (mark.args[0] if mark.args else mark.kwargs.get("timeout", 0))
+        if mark is not None
+        else item.config.getini("timeout")
+    )
     try:
         return max(0.0, float(value or 0))
     except (TypeError, ValueError):
@@ -560,6 +611,7 @@ def pytest_runtest_protocol(item, nextitem):
 
     try:  # the real stderr, which pytest's faulthandler writes to (absent with -p no:faulthandler)
         from _pytest.faulthandler import fault_handler_stderr_fd_key
+
         fd = item.config.stash[fault_handler_stderr_fd_key]
     except (ImportError, KeyError):
         fd = None
@@ -585,7 +637,7 @@ _EXIT = {"status": None}
 
 def pytest_sessionfinish(session, exitstatus):
     if not hasattr(session.config, "workerinput"):  # an xdist worker found the controller's temporary
-        _check_real_home(session)                  # HOME; the controller checks the real one, over the whole run
+        _check_real_home(session)  # HOME; the controller checks the real one, over the whole run
     _EXIT["status"] = int(session.exitstatus)
 
 

@@ -4,6 +4,7 @@ A check of the ``\\x7fELF`` magic alone passes for any ELF: an x86 object handed
 target, a code object for the wrong GPU, a library without the kernel. These helpers check the
 machine (EM_AMDGPU / EM_CUDA / the host's), the GPU target in ``e_flags`` and the kernel symbols.
 """
+
 from __future__ import annotations
 
 import io
@@ -12,8 +13,19 @@ import struct
 
 EM_X86_64, EM_AARCH64, EM_CUDA, EM_AMDGPU = 62, 183, 190, 224
 #: EF_AMDGPU_MACH_* values (LLVM AMDGPUUsage, code object v3+): the target lives in e_flags & 0xFF.
-EF_AMDGPU_MACH = {"gfx900": 0x2C, "gfx906": 0x2F, "gfx908": 0x30, "gfx90a": 0x3F, "gfx1030": 0x36,
-                  "gfx940": 0x40, "gfx941": 0x4B, "gfx942": 0x4C, "gfx1100": 0x41, "gfx1101": 0x46, "gfx1102": 0x47}
+EF_AMDGPU_MACH = {
+    "gfx900": 0x2C,
+    "gfx906": 0x2F,
+    "gfx908": 0x30,
+    "gfx90a": 0x3F,
+    "gfx1030": 0x36,
+    "gfx940": 0x40,
+    "gfx941": 0x4B,
+    "gfx942": 0x4C,
+    "gfx1100": 0x41,
+    "gfx1101": 0x46,
+    "gfx1102": 0x47,
+}
 EM_HOST = {"x86_64": EM_X86_64, "aarch64": EM_AARCH64}.get(platform.machine())
 
 
@@ -73,7 +85,9 @@ def assert_cubin(binary: bytes, sm: int, kernel: str) -> None:
 def assert_host_library(binary: bytes, exported: str) -> None:
     """A shared library for this machine that exports ``exported`` as a defined global function."""
     machine, _ = elf_header(binary)
-    assert EM_HOST is not None and machine == EM_HOST, f"e_machine {machine}, expected {EM_HOST} for {platform.machine()}"
+    assert EM_HOST is not None and machine == EM_HOST, (
+        f"e_machine {machine}, expected {EM_HOST} for {platform.machine()}"
+    )
     assert elffile(binary).header["e_type"] == "ET_DYN"
     dyn = symbols(binary, ".dynsym")
     assert dyn.get(exported) == ("STT_FUNC", "STB_GLOBAL", True), (exported, dyn.get(exported))

@@ -13,6 +13,7 @@ measured under (``host_load``, ``host_busy`` of the samples, read once per chunk
 ``devices.telemetry``), and a skip (``conftest.need`` with ``NOT_REQUIRED``: no CI flag can ask
 for a quiet machine) naming that load when the host was too busy for the sharp claim.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -54,6 +55,7 @@ class WorkClock(HostDevice):
 def run_load(samples) -> tuple[float, float]:
     """(median other runnable tasks, median share of all CPUs' time others used) over the chunks
     of a run's samples (NaN where the readings are missing)."""
+
     def med(col: str) -> float:
         if col not in samples.columns:
             return math.nan
@@ -66,8 +68,10 @@ def run_load(samples) -> tuple[float, float]:
 
 def load_text(samples) -> str:
     runnable, busy = run_load(samples)
-    return (f"measured over the run's chunks: a median of {runnable:g} other runnable task(s) on "
-            f"{os.cpu_count()} CPU(s), others using {busy:.0%} of all CPU time")
+    return (
+        f"measured over the run's chunks: a median of {runnable:g} other runnable task(s) on "
+        f"{os.cpu_count()} CPU(s), others using {busy:.0%} of all CPU time"
+    )
 
 
 def quiet(samples) -> bool:
@@ -84,5 +88,8 @@ def need_quiet_run(samples, claim: str) -> None:
         return
     from conftest import NOT_REQUIRED, need
 
-    need("a quiet host", f"{claim} is checked only where the run was measured quietly; this one was busy "
-                         f"({load_text(samples)})", flag=NOT_REQUIRED)
+    need(
+        "a quiet host",
+        f"{claim} is checked only where the run was measured quietly; this one was busy ({load_text(samples)})",
+        flag=NOT_REQUIRED,
+    )

@@ -1,5 +1,6 @@
 """``python -m hipexplore`` (hipexplore/__main__.py): the command line as a module, its exit status
 the process's. Real processes: the interpreter running the package as installed here."""
+
 from __future__ import annotations
 
 import subprocess
@@ -31,11 +32,14 @@ def test_a_refused_command_line_exits_2_with_one_line():
     proc = run("compare", "a.parquet", "b.parquet", "c.parquet")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
-        "hipexplore compare: error: compare takes one or two runs; got 3: ['a.parquet', 'b.parquet', 'c.parquet']"]
+        "hipexplore compare: error: compare takes one or two runs; got 3: ['a.parquet', 'b.parquet', 'c.parquet']"
+    ]
 
 
 @pytest.mark.timeout(150)
 def test_the_main_module_is_this_checkout():
-    proc = subprocess.run([sys.executable, "-c", "import hipexplore.__main__"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import hipexplore.__main__"], capture_output=True, text=True, timeout=120
+    )
     # importing it runs main() with no command: the usage error, exit 2 (sys.exit of main's status)
     assert proc.returncode == 2 and "required: COMMAND" in proc.stderr

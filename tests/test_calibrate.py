@@ -1,6 +1,7 @@
 """hipexplore.calibrate and ``hipexplore calibrate``: the A/A counts on a byte-identical copy, their
 Wilson intervals, the record kept per device, and ``compare`` citing it. The CLI run is a real host
 calibration, shortened (--rounds 2 --iterations 16: the record says it is not at the defaults)."""
+
 from __future__ import annotations
 
 import json
@@ -30,10 +31,20 @@ def run_of(rng, shift=0.0, units=3, per=32) -> pd.DataFrame:
         for u in range(units):
             for i in range(per):
                 for k, sh in (("A", 0.0), ("B", shift)):
-                    rows.append({"kernel": k, "size_bytes": size, "rotating_requested": "1", "flush": "none",
-                                 "timer": "events", "device_name": "dev", "pass_index": u, "dropped": False,
-                                 "chunk": 2 * (u * 1000 + (size // 4096) * 100 + i // 4) + (k == "B"),
-                                 "time_s": 1e-5 * (1 + sh) * (1 + rng.normal(0, 0.003))})
+                    rows.append(
+                        {
+                            "kernel": k,
+                            "size_bytes": size,
+                            "rotating_requested": "1",
+                            "flush": "none",
+                            "timer": "events",
+                            "device_name": "dev",
+                            "pass_index": u,
+                            "dropped": False,
+                            "chunk": 2 * (u * 1000 + (size // 4096) * 100 + i // 4) + (k == "B"),
+                            "time_s": 1e-5 * (1 + sh) * (1 + rng.normal(0, 0.003)),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -42,9 +53,13 @@ def test_analyse_counts_false_verdicts_coverage_and_min_detectable():
     rng = np.random.default_rng(4)
     same = cal.analyse([run_of(rng) for _ in range(3)])
     kinds = {k["kind"]: k for k in same["kinds"]}
-    assert kinds["interleaved (95%)"]["rows"] == 6 and kinds["separate runs (99%)"]["rows"] == 8  # 2 pairs x 2 kernels x 2
+    assert (
+        kinds["interleaved (95%)"]["rows"] == 6 and kinds["separate runs (99%)"]["rows"] == 8
+    )  # 2 pairs x 2 kernels x 2
     assert same["all"]["rows"] == 14 and same["runs"] == 3
-    assert set(same["min_detectable"]) == {"4096", "65536"} and all(0.02 < v < 0.2 for v in same["min_detectable"].values())
+    assert set(same["min_detectable"]) == {"4096", "65536"} and all(
+        0.02 < v < 0.2 for v in same["min_detectable"].values()
+    )
     # a B that is 10% slower in every run: every interleaved row is a "false" verdict of identical code
     moved = cal.analyse([run_of(rng, shift=0.10) for _ in range(2)])
     inter = next(k for k in moved["kinds"] if k["kind"] == "interleaved (95%)")
@@ -57,8 +72,26 @@ def test_analyse_counts_false_verdicts_coverage_and_min_detectable():
 def test_calibrate_cli_on_the_host_keeps_the_record_and_compare_and_the_report_cite_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HIPEXPLORE_CALIBRATION_DIR", str(tmp_path / "store"))
     out = tmp_path / "cal.json"
-    assert main(["calibrate", "--device", "host", "--sizes", "4KiB", "--rounds", "2", "--iterations", "16", "--units", "3",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                "--device",
+                "host",
+                "--sizes",
+                "4KiB",
+                "--rounds",
+                "2",
+                "--iterations",
+                "16",
+                "--units",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     got = capsys.readouterr()
     assert "round 1/2" in got.err and "round 2/2" in got.err  # progress
     lines = got.out.splitlines()
@@ -74,25 +107,53 @@ def test_calibrate_cli_on_the_host_keeps_the_record_and_compare_and_the_report_c
     # compare on a run of this device cites it
     import hipexplore as hx
 
-    run = hx.sweep(["triad", "copy"], ["4KiB"], [1], ["none"], device="host", iterations=16, units=3, interleave=True,
-                   progress=False, out=str(tmp_path / "ab.parquet"))
+    run = hx.sweep(
+        ["triad", "copy"],
+        ["4KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=16,
+        units=3,
+        interleave=True,
+        progress=False,
+        out=str(tmp_path / "ab.parquet"),
+    )
     assert run.metadata["device.name"] == record["device_name"]
     assert main(["compare", str(tmp_path / "ab.parquet"), "--base", "triad", "--new", "copy"]) == 0
     text = capsys.readouterr().out
     assert "calibration: on this device (" in text and max(map(len, text.splitlines())) <= 120
     # the review report (the notebook, in its own kernel process) cites it too
-    assert main(["report", "--run", str(tmp_path / "ab.parquet"), "--baseline", "triad", "--candidate", "copy",
-                 "--out", str(tmp_path / "r.html"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--run",
+                str(tmp_path / "ab.parquet"),
+                "--baseline",
+                "triad",
+                "--candidate",
+                "copy",
+                "--out",
+                str(tmp_path / "r.html"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     html = (tmp_path / "r.html").read_text()
     assert "Calibration: on this device (" in html and "identical code was called different in" in html
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("argv, said", [
-    (["--sizes", "4KB,zz"], "zz"),
-    (["--rounds", "1"], "expected a whole number of rounds from 2 to 50"),
-    (["--budget", "nan"], "expected seconds between 10 and 3600"),
-])
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--sizes", "4KB,zz"], "zz"),
+        (["--rounds", "1"], "expected a whole number of rounds from 2 to 50"),
+        (["--budget", "nan"], "expected seconds between 10 and 3600"),
+    ],
+)
 def test_bad_values_are_one_line_exit_2_before_the_device(argv, said, capsys):
     assert calibrate_cmd.COMMAND == "calibrate"
     try:

@@ -1,6 +1,7 @@
 """hipexplore.errors: one hierarchy with a single root; compile errors that carry their log and
 options without printing megabytes; errors that survive the trip from a worker process; cache
 warnings printed as one line."""
+
 from __future__ import annotations
 
 import pickle
@@ -51,7 +52,9 @@ def test_a_compile_error_shows_where_and_the_log_tail_bounded():
     assert head.endswith(f"'-DOPT{OPTIONS_SHOWN - 1}', ... {30_000 - OPTIONS_SHOWN} more]]") and len(head) < 400
     lines = str(err).splitlines()
     assert lines[0] == head and len(lines) == 13  # the last 12 lines of the log, never the whole log
-    assert lines[1].startswith("line 18:") and lines[-1].endswith("x... (109 more characters)")  # 609 characters cut at 500
+    assert lines[1].startswith("line 18:") and lines[-1].endswith(
+        "x... (109 more characters)"
+    )  # 609 characters cut at 500
     assert err.options == tuple(opts) and err.kernels == ("k",) and err.log == log  # kept whole
     long = CompileError("m" * (MESSAGE_LIMIT + 50))
     assert str(long) == "m" * MESSAGE_LIMIT + "... (50 more characters) [compiler= target= options=[]]"
@@ -59,28 +62,44 @@ def test_a_compile_error_shows_where_and_the_log_tail_bounded():
 
 @pytest.mark.timeout(120)
 def test_errors_survive_pickling_into_another_process():
-    crashed = CompilerCrashed("worker died", signal_name="SIGSEGV", exitcode=-11, log="boom", options=["-O3"],
-                              target="gfx90a", compiler="hiprtc")
+    crashed = CompilerCrashed(
+        "worker died",
+        signal_name="SIGSEGV",
+        exitcode=-11,
+        log="boom",
+        options=["-O3"],
+        target="gfx90a",
+        compiler="hiprtc",
+    )
     fault = KernelFault("triad", "size=1048576 rotating=4 flush=l2-write", "SIGSEGV", result=object())
-    code = ("import pickle, sys; c, f = pickle.loads(sys.stdin.buffer.read()); "
-            "print(type(c).__name__, c.signal_name, c.exitcode, c.log, c.options, c.target, c.compiler); "
-            "print(type(f).__name__, f.kernel, f.status, f.result, str(f))")
-    proc = subprocess.run([sys.executable, "-c", code], input=pickle.dumps((crashed, fault)), capture_output=True,
-                          timeout=100, check=True)
+    code = (
+        "import pickle, sys; c, f = pickle.loads(sys.stdin.buffer.read()); "
+        "print(type(c).__name__, c.signal_name, c.exitcode, c.log, c.options, c.target, c.compiler); "
+        "print(type(f).__name__, f.kernel, f.status, f.result, str(f))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], input=pickle.dumps((crashed, fault)), capture_output=True, timeout=100, check=True
+    )
     assert proc.stdout.decode().splitlines() == [
         "CompilerCrashed SIGSEGV -11 boom ('-O3',) gfx90a hiprtc",
         "KernelFault triad SIGSEGV None kernel triad faulted in configuration size=1048576 rotating=4 flush=l2-write: SIGSEGV"
         + memory_fault_hint("SIGSEGV"),
     ]  # the partial result stays behind (it is a whole SweepResult)
     timeout = pickle.loads(pickle.dumps(CompileTimeout("slow", timeout=2.5, compiler="host")))
-    assert isinstance(timeout, CompileTimeout) and timeout.timeout == 2.5 and str(timeout).startswith("slow [compiler=host")
+    assert (
+        isinstance(timeout, CompileTimeout)
+        and timeout.timeout == 2.5
+        and str(timeout).startswith("slow [compiler=host")
+    )
 
 
 @pytest.mark.timeout(60)
 def test_warn_line_is_one_line_and_still_an_ordinary_warning():
-    code = ("import warnings, sys\nfrom hipexplore.errors import warn_line\n"
-            "def f():\n    warn_line('disk tier off:\\n  read-only folder')\n"
-            "f()\nwarnings.warn('other', UserWarning)\n")
+    code = (
+        "import warnings, sys\nfrom hipexplore.errors import warn_line\n"
+        "def f():\n    warn_line('disk tier off:\\n  read-only folder')\n"
+        "f()\nwarnings.warn('other', UserWarning)\n"
+    )
     proc = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=100)
     lines = proc.stderr.splitlines()
     assert lines[0] == "hipexplore: disk tier off: read-only folder"
@@ -98,9 +117,15 @@ def test_warn_line_is_one_line_and_still_an_ordinary_warning():
 def test_a_memory_fault_says_to_check_the_argument_counts():
     """Issue 49.5: an ``--args`` count smaller than what the kernel indexes ended in a SIGSEGV with no
     word about the counts; every memory fault now says what to check, other faults do not."""
-    for status in ("the sweep worker (pid 7) died with SIGSEGV (signal 11)", "SIGBUS", "CUDA_ERROR_ILLEGAL_ADDRESS",
-                   "hipErrorIllegalAddress"):
+    for status in (
+        "the sweep worker (pid 7) died with SIGSEGV (signal 11)",
+        "SIGBUS",
+        "CUDA_ERROR_ILLEGAL_ADDRESS",
+        "hipErrorIllegalAddress",
+    ):
         text = str(KernelFault("k", "size=4096", status))
-        assert text.endswith("Check that each buffer's count in --args (x:f32[COUNT]) covers every index the kernel "
-                             "reaches with the scalars it is given (n:u64=n), and the grid"), text
+        assert text.endswith(
+            "Check that each buffer's count in --args (x:f32[COUNT]) covers every index the kernel "
+            "reaches with the scalars it is given (n:u64=n), and the grid"
+        ), text
     assert str(KernelFault("k", "size=4096", "CUDA_ERROR_LAUNCH_TIMEOUT")).endswith(": CUDA_ERROR_LAUNCH_TIMEOUT")

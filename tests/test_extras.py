@@ -1,5 +1,6 @@
 """hipexplore/extras.py: the one way a missing extra is said. The real commands of an install
 without extras are run in tests/e2e/test_install.py; here the table and the words."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -41,11 +42,14 @@ def test_the_table_matches_pyprojects_extras():
 
 def test_message_is_one_line_naming_the_extra_and_the_command():
     text = extras.message("hipexplore report", "notebook", ["papermill", "yaml"])
-    assert text == ("hipexplore report needs the 'notebook' extra (papermill, yaml not installed): "
-                    f"pip install 'hipexplore[notebook]'{CLONE.format(extra='notebook')}")
+    assert text == (
+        "hipexplore report needs the 'notebook' extra (papermill, yaml not installed): "
+        f"pip install 'hipexplore[notebook]'{CLONE.format(extra='notebook')}"
+    )
     assert "\n" not in extras.message("x", "cuda", detail="a\nb".replace("\n", " "))
     assert extras.message("hiprtc", "hip", detail="looked for hip.chiprtc").endswith(
-        f"pip install 'hipexplore[hip]'{CLONE.format(extra='hip')}")
+        f"pip install 'hipexplore[hip]'{CLONE.format(extra='hip')}"
+    )
     with pytest.raises(ValueError):
         extras.hint("gpu")
 
@@ -54,8 +58,10 @@ def test_require_refuses_a_missing_module_with_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "yaml", None)  # what Python does for a package that is not there
     with pytest.raises(extras.MissingExtra) as err:
         extras.require("yaml", "a YAML file")
-    assert str(err.value) == ("a YAML file needs the 'notebook' extra (yaml not installed): pip install 'hipexplore[notebook]'"
-                              + CLONE.format(extra="notebook"))
+    assert str(err.value) == (
+        "a YAML file needs the 'notebook' extra (yaml not installed): pip install 'hipexplore[notebook]'"
+        + CLONE.format(extra="notebook")
+    )
     assert isinstance(err.value, ConfigError)  # the CLI's one line and exit status 2
     with pytest.raises(CompilerUnavailable, match=r"the Triton compiler needs the 'triton' extra"):
         extras.require("triton.nonexistent_module_here", "the Triton compiler", error=CompilerUnavailable)
@@ -66,7 +72,9 @@ def test_require_modules_checks_without_importing(monkeypatch):
     monkeypatch.delitem(sys.modules, "papermill", raising=False)
     extras.require_modules(["papermill", "nbconvert"], "hipexplore report", "notebook")
     assert "papermill" not in sys.modules  # found, not imported
-    with pytest.raises(extras.MissingExtra, match=r"\(hipexplore_nothing_such not installed\): pip install 'hipexplore\[cluster\]'"):
+    with pytest.raises(
+        extras.MissingExtra, match=r"\(hipexplore_nothing_such not installed\): pip install 'hipexplore\[cluster\]'"
+    ):
         extras.require_modules(["dask", "hipexplore_nothing_such"], "a cluster run", "cluster")
 
 
@@ -86,7 +94,10 @@ def test_the_hint_names_the_clone_form_in_a_clone_only(tmp_path):
     """In a clone, ``pip install 'hipexplore[notebook]'`` would fetch another copy (or nothing): the
     hint also says the command that installs this clone's code; an installed wheel has no clone."""
     assert extras.clone_root() == ROOT
-    assert extras.hint("notebook") == f"pip install 'hipexplore[notebook]' (in the clone {ROOT}: pip install -e '.[notebook]')"
+    assert (
+        extras.hint("notebook")
+        == f"pip install 'hipexplore[notebook]' (in the clone {ROOT}: pip install -e '.[notebook]')"
+    )
     import shutil
     import subprocess
 
@@ -94,7 +105,17 @@ def test_the_hint_names_the_clone_form_in_a_clone_only(tmp_path):
     pkg.mkdir(parents=True)
     for name in ("__init__.py", "extras.py", "errors.py", "_lazy.py"):
         shutil.copy(ROOT / "hipexplore" / name, pkg / name)
-    out = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                          "from hipexplore import extras; print(extras.hint('notebook'))", str(tmp_path / "site")],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "from hipexplore import extras; print(extras.hint('notebook'))",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.stdout.strip() == "pip install 'hipexplore[notebook]'", out.stderr

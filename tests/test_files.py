@@ -2,6 +2,7 @@
 file; a link at the final name is replaced, never followed; the mode is the umask's; the folders
 ``own_folder`` accepts are this user's own. (The attacks with a real second user are in
 tests/security/test_security_writes.py.)"""
+
 from __future__ import annotations
 
 import os
@@ -60,8 +61,9 @@ def test_a_failing_disk_write_is_one_line_and_keeps_the_old_file(tmp_path, temp_
 
     with pytest.raises(ConfigError) as info:
         files.write_file(old, full, what="samples file")
-    assert str(info.value) == (f"cannot write samples file {str(old)!r}: No space left on device; an existing file there "
-                               f"was left as it was")
+    assert str(info.value) == (
+        f"cannot write samples file {str(old)!r}: No space left on device; an existing file there was left as it was"
+    )
     assert old.read_bytes() == b"the old result\n" and sorted(os.listdir(tmp_path)) == ["result.bin"]
 
 
@@ -82,8 +84,12 @@ files.write_file(sys.argv[1], slow)
 
 def test_a_process_killed_mid_write_leaves_the_old_file_and_no_temp(tmp_path):
     old = _old(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(old), "tmpfile"], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(old), "tmpfile"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert proc.stdout.readline().strip() == "writing"
         time.sleep(0.2)  # a few MiB more under way
@@ -100,8 +106,12 @@ def test_a_process_killed_mid_write_without_o_tmpfile_leaves_the_old_file(tmp_pa
     """Without O_TMPFILE a killed writer leaves its hidden random temp (nothing can remove it in a
     SIGKILLed process), never a changed result."""
     old = _old(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(old), "named"], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(old), "named"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert proc.stdout.readline().strip() == "writing"
         os.kill(proc.pid, signal.SIGKILL)
@@ -141,7 +151,9 @@ def test_a_folder_at_the_name_and_a_missing_folder_are_one_line(tmp_path):
     (tmp_path / "d").mkdir()
     with pytest.raises(ConfigError, match=r"cannot write file '.*/d': it is a folder; expected a file name"):
         files.write_file(tmp_path / "d", "x")
-    with pytest.raises(ConfigError, match=r"cannot write list '.*/missing/l.jsonl': its folder '.*/missing': No such file"):
+    with pytest.raises(
+        ConfigError, match=r"cannot write list '.*/missing/l.jsonl': its folder '.*/missing': No such file"
+    ):
         files.write_file(tmp_path / "missing" / "l.jsonl", "x", what="list")
 
 
@@ -161,7 +173,9 @@ def test_own_folder_makes_or_accepts_only_this_users_private_folder(tmp_path):
         with pytest.raises(ConfigError, match=r"is writable by others \(mode 0777, not sticky\); refused"):
             files.own_folder(parent, "open", what="dump", shown="open")
         os.chmod(tmp_path / "open", 0o1777)
-        os.close(files.own_folder(parent, "open", what="dump", shown="open"))  # ours and sticky: others cannot replace our files
+        os.close(
+            files.own_folder(parent, "open", what="dump", shown="open")
+        )  # ours and sticky: others cannot replace our files
         if os.geteuid() == 0:  # another owner: the real second user's case is in tests/security
             (tmp_path / "theirs").mkdir()
             os.chown(tmp_path / "theirs", 65534, 65534)
@@ -169,7 +183,10 @@ def test_own_folder_makes_or_accepts_only_this_users_private_folder(tmp_path):
                 files.own_folder(parent, "theirs", what="dump", shown="theirs")
         with pytest.raises(ConfigError, match="must be a relative path"):
             files.write_below(parent, "a/../../x", "x", what="dump", shown_dir=str(tmp_path))
-        assert files.write_below(parent, "stem/include/h.h", "h", what="dump", shown_dir=str(tmp_path)) == tmp_path / "stem/include/h.h"
+        assert (
+            files.write_below(parent, "stem/include/h.h", "h", what="dump", shown_dir=str(tmp_path))
+            == tmp_path / "stem/include/h.h"
+        )
         assert (tmp_path / "stem/include/h.h").read_text() == "h"
     finally:
         os.close(parent)
@@ -185,8 +202,10 @@ def test_check_replace_refuses_a_foreign_file_reads_no_link_and_waits_on_no_fifo
     mine.write_bytes(b"my notes\n")
     with pytest.raises(ConfigError) as err:
         files.check_replace(mine, "--out", "a thing hipexplore writes", ours)
-    assert str(err.value) == (f"--out {str(mine)!r} exists and is not a thing hipexplore writes; it was left as it is: "
-                              f"choose another file, or pass --force to replace it")
+    assert str(err.value) == (
+        f"--out {str(mine)!r} exists and is not a thing hipexplore writes; it was left as it is: "
+        f"choose another file, or pass --force to replace it"
+    )
     assert mine.read_bytes() == b"my notes\n"
     files.check_replace(mine, "--out", "x", ours, force=True)
     (tmp_path / "own").write_bytes(b"OURS v1")
@@ -214,10 +233,18 @@ def test_bounded_name_keeps_short_names_and_bounds_the_rest(tmp_path):
 
     assert bounded_name("saxpy", ".c") == "saxpy.c"
     assert bounded_name("k" * 95, ".cu") == "k" * 95 + ".cu"
-    long = [bounded_name("k" * 300, ".c"), bounded_name("k" * 299 + "j", ".c"), bounded_name("ü" * 200, ".hip"),
-            bounded_name("../../etc/passwd", ".c"), bounded_name(".hidden", ".c"), bounded_name("a\0b", ".c")]
+    long = [
+        bounded_name("k" * 300, ".c"),
+        bounded_name("k" * 299 + "j", ".c"),
+        bounded_name("ü" * 200, ".hip"),
+        bounded_name("../../etc/passwd", ".c"),
+        bounded_name(".hidden", ".c"),
+        bounded_name("a\0b", ".c"),
+    ]
     assert len(set(long)) == len(long)
     for name in long:
-        assert len(name.encode()) <= NAME_MAX_BYTES and "/" not in name and "\0" not in name and not name.startswith(".")
+        assert (
+            len(name.encode()) <= NAME_MAX_BYTES and "/" not in name and "\0" not in name and not name.startswith(".")
+        )
         (tmp_path / name).write_text("x")  # the file system takes it
     assert long[0].startswith("k" * 40 + "-") and long[0].endswith(".c")

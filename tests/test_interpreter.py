@@ -2,6 +2,7 @@
 
 The attack itself (planted modules against every launcher) is tests/security/test_security_interpreters.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,14 +14,23 @@ from pathlib import Path
 import pytest
 
 from hipexplore import interpreter
-from hipexplore.interpreter import safe_environ, child_path, implicit_cwd_entries, isolated_argv, kernel_argv, safe_path_argv
+from hipexplore.interpreter import (
+    safe_environ,
+    child_path,
+    implicit_cwd_entries,
+    isolated_argv,
+    kernel_argv,
+    safe_path_argv,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PY = "/usr/bin/python3"
 
 #: What a child prints about itself.
-REPORT = "import json, sys\nprint(json.dumps({'path': sys.path, 'argv': sys.argv, 'isolated': sys.flags.isolated, " \
-         "'safe': sys.flags.safe_path, 'json': json.__file__}))\n"
+REPORT = (
+    "import json, sys\nprint(json.dumps({'path': sys.path, 'argv': sys.argv, 'isolated': sys.flags.isolated, "
+    "'safe': sys.flags.safe_path, 'json': json.__file__}))\n"
+)
 
 
 # -- child_path ------------------------------------------------------------------------------------
@@ -49,17 +59,34 @@ def test_python_m_working_directory_dropped_unless_pythonpath_names_it(tmp_path)
 def test_pythonpath_entries_and_a_scripts_folder_are_kept(tmp_path):
     extra, scripts = str(tmp_path / "extra"), str(tmp_path / "bin")
     path = [scripts, extra, "/usr/lib/python3.11"]
-    got = child_path(path, orig_argv=[PY, f"{scripts}/hipexplore", "compile"], cwd=scripts,
-                     environ={"PYTHONPATH": extra}, safe_path=False)
+    got = child_path(
+        path,
+        orig_argv=[PY, f"{scripts}/hipexplore", "compile"],
+        cwd=scripts,
+        environ={"PYTHONPATH": extra},
+        safe_path=False,
+    )
     assert got == path  # a console script's own folder is the script's (here equal to the cwd: still kept)
 
 
-@pytest.mark.parametrize("argv,mode", [
-    ([PY, "-m", "pkg"], "-m"), ([PY, "-mpkg"], "-m"), ([PY, "-Im", "pkg"], "-m"), ([PY, "-W", "error", "-m", "x"], "-m"),
-    ([PY, "-Werror", "-c", "1"], "-c"), ([PY, "-X", "utf8", "-B", "-c", "1"], "-c"), ([PY, "-Xdev", "s.py"], "script"),
-    ([PY, "--check-hash-based-pycs", "always", "-m", "x"], "-m"), ([PY, "-W", "-m", "s.py"], "script"),
-    ([PY], ""), ([PY, "-"], ""), ([PY, "--", "s.py"], "script"), ([PY, "-E", "s.py", "-m"], "script"),
-])
+@pytest.mark.parametrize(
+    "argv,mode",
+    [
+        ([PY, "-m", "pkg"], "-m"),
+        ([PY, "-mpkg"], "-m"),
+        ([PY, "-Im", "pkg"], "-m"),
+        ([PY, "-W", "error", "-m", "x"], "-m"),
+        ([PY, "-Werror", "-c", "1"], "-c"),
+        ([PY, "-X", "utf8", "-B", "-c", "1"], "-c"),
+        ([PY, "-Xdev", "s.py"], "script"),
+        ([PY, "--check-hash-based-pycs", "always", "-m", "x"], "-m"),
+        ([PY, "-W", "-m", "s.py"], "script"),
+        ([PY], ""),
+        ([PY, "-"], ""),
+        ([PY, "--", "s.py"], "script"),
+        ([PY, "-E", "s.py", "-m"], "script"),
+    ],
+)
 def test_run_mode_read_from_the_command_line(argv, mode):
     assert interpreter.run_mode(argv) == mode
 
@@ -67,7 +94,11 @@ def test_run_mode_read_from_the_command_line(argv, mode):
 def test_implicit_entries_for_this_process():
     """pytest runs as ``python -m pytest`` or a script: either way the answer matches how it started."""
     mode = interpreter.run_mode(sys.orig_argv)
-    expected = set() if (mode != "-m" or sys.flags.safe_path or sys.flags.isolated) else {os.getcwd(), os.path.realpath(os.getcwd())}
+    expected = (
+        set()
+        if (mode != "-m" or sys.flags.safe_path or sys.flags.isolated)
+        else {os.getcwd(), os.path.realpath(os.getcwd())}
+    )
     assert implicit_cwd_entries() == expected
 
 
@@ -82,8 +113,11 @@ def test_isolated_child_gets_this_path_and_its_arguments_and_nothing_from_the_fo
     (tmp_path / "json.py").write_text("raise SystemExit('the folder json.py ran')\n")
     extra = tmp_path / "extra"
     extra.mkdir()
-    got = _run(isolated_argv(REPORT, "a b", "2", path=["", str(extra), *sys.path]), cwd=tmp_path,
-               env={**os.environ, "PYTHONPATH": str(tmp_path)})  # PYTHONPATH ignored
+    got = _run(
+        isolated_argv(REPORT, "a b", "2", path=["", str(extra), *sys.path]),
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )  # PYTHONPATH ignored
     assert got["argv"] == ["-c", "a b", "2"] and got["isolated"] == 1
     assert got["path"] == child_path(["", str(extra), *sys.path])
     assert got["path"][0] == str(extra) and "" not in got["path"] and str(tmp_path) not in got["path"]
@@ -94,8 +128,14 @@ def test_isolated_child_sees_this_processs_pythonpath(tmp_path):
     """The tests run with PYTHONPATH=<checkout>: the child (which ignores PYTHONPATH) imports the
     same hipexplore, through the path it was given."""
     code = "import hipexplore\nprint(hipexplore.__file__)\n"
-    out = subprocess.run(isolated_argv(code), capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    out = subprocess.run(
+        isolated_argv(code),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     assert out.returncode == 0, out.stderr
     import hipexplore
 
@@ -106,9 +146,19 @@ def test_isolated_child_keeps_no_bytecode_and_utf8_modes(tmp_path):
     code = "import sys\nprint(int(sys.flags.dont_write_bytecode), sys.flags.utf8_mode, sys.flags.isolated)\n"
     argv = isolated_argv(code)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1"}
-    parent = subprocess.run([sys.executable, "-c", f"from hipexplore.interpreter import isolated_argv; import subprocess; "
-                             f"subprocess.run(isolated_argv({code!r}), check=True)"],
-                            capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    parent = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from hipexplore.interpreter import isolated_argv; import subprocess; "
+            f"subprocess.run(isolated_argv({code!r}), check=True)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert parent.returncode == 0, parent.stderr
     assert parent.stdout.split() == ["1", "1", "1"]
     assert argv[1] == "-I"
@@ -134,7 +184,9 @@ def test_an_empty_or_relative_pythonpath_entry_is_not_the_working_directory_agai
     extra = tmp_path / "extra"
     extra.mkdir()
     env = {**os.environ, "PYTHONPATH": pythonpath.format(extra=extra)}
-    bare = subprocess.run(safe_path_argv("-c", REPORT), capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    bare = subprocess.run(
+        safe_path_argv("-c", REPORT), capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
     assert bare.returncode != 0 and "ran" in bare.stderr  # the attack is real without safe_environ
     got = _run(safe_path_argv("-c", REPORT), cwd=tmp_path, env=safe_environ(env))
     assert got["path"][0] == str(extra) and str(tmp_path) not in got["path"]
@@ -155,15 +207,18 @@ def test_the_parents_user_site_hooks_run_in_the_child_only_when_the_parent_had_t
     env.pop("PYTHONNOUSERSITE", None)
     if not user_site:
         env["PYTHONNOUSERSITE"] = "1"
-    find = subprocess.run([base, "-c", "import site; print(site.USER_SITE)"], capture_output=True, text=True,
-                          env=env, timeout=60)
+    find = subprocess.run(
+        [base, "-c", "import site; print(site.USER_SITE)"], capture_output=True, text=True, env=env, timeout=60
+    )
     site_dir = Path(find.stdout.strip())
     site_dir.mkdir(parents=True)
     (site_dir / "hx_hook.pth").write_text("import sys; sys.hx_user_hook = True\n")
     child = "import sys; print(getattr(sys, 'hx_user_hook', False), sys.flags.isolated)"
-    parent = (f"import subprocess, sys\nfrom hipexplore.interpreter import isolated_argv\n"
-              f"print(getattr(sys, 'hx_user_hook', False)); sys.stdout.flush()\n"
-              f"subprocess.run(isolated_argv({child!r}), check=True)\n")
+    parent = (
+        f"import subprocess, sys\nfrom hipexplore.interpreter import isolated_argv\n"
+        f"print(getattr(sys, 'hx_user_hook', False)); sys.stdout.flush()\n"
+        f"subprocess.run(isolated_argv({child!r}), check=True)\n"
+    )
     out = subprocess.run([base, "-P", "-c", parent], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(user_site), str(user_site), "1"]

@@ -3,6 +3,7 @@
 Small hand-made frames pin exact values (a line's y data, the shaded saving); the cache figures
 also run on events from a real tuning replay with the host compiler.
 """
+
 from __future__ import annotations
 
 import matplotlib
@@ -27,13 +28,38 @@ def summary_frame() -> pd.DataFrame:
         for flush, iqr0 in (("none", 0.30), ("l2-read", 0.12)):
             for i, rot in enumerate((1, 2, 4)):
                 median = size * 3 / 1e12 * (1 + 0.1 * i)
-                rows.append(dict(kernel="triad", device_name="cpu", size_bytes=size, rotating=rot, rotating_requested=str(rot),
-                                 flush=flush, median_s=median, iqr_rel=iqr0 / (i + 1), bias=0.05 * i - 0.02,
-                                 reference_median_s=size * 3 / 1e12, bandwidth_gbs=size * 3 / median / 1e9,
-                                 peak_bandwidth_gbs=float("nan")))
-        rows.append(dict(kernel="triad", device_name="cpu", size_bytes=size, rotating=1, rotating_requested="1",
-                         flush="cold-reference", median_s=size * 3 / 1e12, iqr_rel=0.0, bias=0.0,
-                         reference_median_s=size * 3 / 1e12, bandwidth_gbs=1.0, peak_bandwidth_gbs=float("nan")))
+                rows.append(
+                    dict(
+                        kernel="triad",
+                        device_name="cpu",
+                        size_bytes=size,
+                        rotating=rot,
+                        rotating_requested=str(rot),
+                        flush=flush,
+                        median_s=median,
+                        iqr_rel=iqr0 / (i + 1),
+                        bias=0.05 * i - 0.02,
+                        reference_median_s=size * 3 / 1e12,
+                        bandwidth_gbs=size * 3 / median / 1e9,
+                        peak_bandwidth_gbs=float("nan"),
+                    )
+                )
+        rows.append(
+            dict(
+                kernel="triad",
+                device_name="cpu",
+                size_bytes=size,
+                rotating=1,
+                rotating_requested="1",
+                flush="cold-reference",
+                median_s=size * 3 / 1e12,
+                iqr_rel=0.0,
+                bias=0.0,
+                reference_median_s=size * 3 / 1e12,
+                bandwidth_gbs=1.0,
+                peak_bandwidth_gbs=float("nan"),
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -43,17 +69,29 @@ def samples_frame(seed: int = 0) -> pd.DataFrame:
     for flush in ("none", "l2-read"):
         for rot in (1, 4):
             for i, t in enumerate(1e-5 * (1 + rng.gamma(2.0, 0.05, 25))):
-                rows.append(dict(kernel="triad", device_name="cpu", size_bytes=MiB, rotating=rot, flush=flush, iteration=i, time_s=t))
+                rows.append(
+                    dict(
+                        kernel="triad",
+                        device_name="cpu",
+                        size_bytes=MiB,
+                        rotating=rot,
+                        flush=flush,
+                        iteration=i,
+                        time_s=t,
+                    )
+                )
     return pd.DataFrame(rows)
 
 
 def events_frame(outcomes: list[str], compile_s: float = 0.5, hit_s: float = 0.001) -> pd.DataFrame:
-    return pd.DataFrame({
-        "seq": range(len(outcomes)),
-        "outcome": outcomes,
-        "lookup_seconds": [compile_s if o == "compiled" else hit_s for o in outcomes],
-        "compile_seconds": [compile_s] * len(outcomes),
-    })
+    return pd.DataFrame(
+        {
+            "seq": range(len(outcomes)),
+            "outcome": outcomes,
+            "lookup_seconds": [compile_s if o == "compiled" else hit_s for o in outcomes],
+            "compile_seconds": [compile_s] * len(outcomes),
+        }
+    )
 
 
 # -- noise ------------------------------------------------------------------------------------
@@ -67,7 +105,11 @@ def test_iqr_plot_draws_each_flush_mode_and_the_warning_levels():
     assert "cold-reference" not in lines
     np.testing.assert_allclose(lines["none"].get_ydata(), [30.0, 15.0, 10.0])
     np.testing.assert_allclose(lines["none"].get_xdata(), [1, 2, 4])
-    levels = sorted(float(ln.get_ydata()[0]) for ln in ax.get_lines() if ln.get_label().startswith("_") and len(set(ln.get_ydata())) == 1)
+    levels = sorted(
+        float(ln.get_ydata()[0])
+        for ln in ax.get_lines()
+        if ln.get_label().startswith("_") and len(set(ln.get_ydata())) == 1
+    )
     assert 10.0 in levels and 25.0 in levels
     assert "1 MiB" in ax.get_title()
 
@@ -117,7 +159,12 @@ def test_the_bias_title_names_each_sizes_own_cold_time():
     one_scale, one_unit = plots.time_unit(summary.loc[summary["size_bytes"] == 16 * MiB, "reference_median_s"])
     assert one.endswith(f"(cold {summary['reference_median_s'].max() * one_scale:.3g} {one_unit})"), one
     many = pd.concat([summary_frame().assign(size_bytes=summary["size_bytes"] * k) for k in (1, 2)], ignore_index=True)
-    assert plots.plot_bias(many, size_bytes="all").axes[0].get_title().endswith("(cold reference: one per size, in the table)")
+    assert (
+        plots.plot_bias(many, size_bytes="all")
+        .axes[0]
+        .get_title()
+        .endswith("(cold reference: one per size, in the table)")
+    )
 
 
 def test_bias_in_percent_without_cold_reference_rows():
@@ -176,7 +223,10 @@ def test_a_pass_slower_with_the_cache_is_no_saving():
     text = " ".join(t.get_text() for t in plots.plot_compile_time_saved(ev, baseline=base).axes[0].texts)
     assert "0.998 s → 1 s" in text and "0.00166 s more with the cache (no saving)" in text
     assert "saved" not in text and "×" not in text
-    assert plots.saving_text(1.0, 0.99) == "saved 0.01 s" and plots.saving_text(2400.0, 1200.0) == "saved 1200 s, 2.0× less"
+    assert (
+        plots.saving_text(1.0, 0.99) == "saved 0.01 s"
+        and plots.saving_text(2400.0, 1200.0) == "saved 1200 s, 2.0× less"
+    )
 
 
 def test_hit_rate_counts_joins_as_hits():
@@ -215,7 +265,9 @@ def test_cache_figures_on_a_real_host_replay(host_replay):
 
 
 def test_dashboard_has_three_panels_side_by_side(host_replay):
-    fig = plots.dashboard_figure(summary_frame(), host_replay.events, baseline=host_replay.baseline, size_bytes=MiB, title="t")
+    fig = plots.dashboard_figure(
+        summary_frame(), host_replay.events, baseline=host_replay.baseline, size_bytes=MiB, title="t"
+    )
     titles = [ax.get_title() for ax in fig.axes]
     assert len(fig.axes) == 3
     assert titles[0].startswith("Noise") and titles[1] == "Compile time saved" and titles[2].startswith("Cache hits")
@@ -247,7 +299,9 @@ def test_violin_medians_are_the_medians_of_their_setting():
 
     x = samples_frame(seed=4)
     ax = plots.plot_noise_violins(x).axes[0]
-    medians = sorted(float(seg[0][1]) for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments())
+    medians = sorted(
+        float(seg[0][1]) for c in ax.collections if isinstance(c, LineCollection) for seg in c.get_segments()
+    )
     want = sorted(float(np.median(g.time_s)) * 1e6 for _, g in x.groupby(["flush", "rotating"]))
     np.testing.assert_allclose(medians, want)
 
@@ -255,8 +309,14 @@ def test_violin_medians_are_the_medians_of_their_setting():
 def test_compile_time_panel_draws_the_ideal_floor():
     from hipexplore import plots as p
 
-    events = pd.DataFrame({"seq": range(4), "outcome": ["compiled", "memory-hit", "compiled", "memory-hit"],
-                           "lookup_seconds": [1.0, 0.01, 1.0, 0.01], "compile_seconds": [1.0, 1.0, 1.0, 1.0]})
+    events = pd.DataFrame(
+        {
+            "seq": range(4),
+            "outcome": ["compiled", "memory-hit", "compiled", "memory-hit"],
+            "lookup_seconds": [1.0, 0.01, 1.0, 0.01],
+            "compile_seconds": [1.0, 1.0, 1.0, 1.0],
+        }
+    )
     fig = p.plot_compile_time_saved(events, ideal_s=1.5)
     ax = fig.axes[0]
     floors = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
@@ -272,8 +332,13 @@ def test_names_from_a_run_file_are_drawn_literally_not_as_mathtext():
     summary = summary_frame().assign(kernel=hostile, device_name="cpu$\\bar$")
     summary.loc[summary["flush"] == "none", "flush"] = "x$\\baz$"
     samples = samples_frame().assign(kernel=hostile, device_name="cpu$\\bar$")
-    figs = [plots.plot_iqr_vs_rotating(summary, size_bytes=MiB), plots.plot_bias(summary, size_bytes=MiB),
-            plots.plot_bandwidth(summary), plots.plot_noise_ecdf(samples), plots.plot_noise_violins(samples)]
+    figs = [
+        plots.plot_iqr_vs_rotating(summary, size_bytes=MiB),
+        plots.plot_bias(summary, size_bytes=MiB),
+        plots.plot_bandwidth(summary),
+        plots.plot_noise_ecdf(samples),
+        plots.plot_noise_violins(samples),
+    ]
     for fig in figs:
         assert plots.figure_png(fig)[:8] == b"\x89PNG\r\n\x1a\n"  # drawn without a mathtext error
     assert plots.plain_text(hostile) == r"k\$\foo\$" and plots.plain_text(hostile) in figs[0].axes[0].get_title()
@@ -306,7 +371,10 @@ def noise_samples_frame(n_rot=6, flushes=("none", "l2-write"), outliers=3) -> pd
     for f in flushes:
         for r in range(1, n_rot + 1):
             t = rng.normal(1e-5 * r, 1e-7, 60)
-            rows += [dict(kernel="triad", size_bytes=1 << 20, rotating=r, flush=f, time_s=float(v), iteration=i) for i, v in enumerate(t)]
+            rows += [
+                dict(kernel="triad", size_bytes=1 << 20, rotating=r, flush=f, time_s=float(v), iteration=i)
+                for i, v in enumerate(t)
+            ]
     for i in range(outliers):
         rows.append(dict(kernel="triad", size_bytes=1 << 20, rotating=1, flush="none", time_s=1e-2, iteration=100 + i))
     return pd.DataFrame(rows)

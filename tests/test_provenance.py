@@ -1,5 +1,6 @@
 """hipexplore.provenance: what a run records about where it ran (the host device's driver and
 bandwidth, the command a notebook ran, the machine hash)."""
+
 from __future__ import annotations
 
 
@@ -13,14 +14,20 @@ def test_host_provenance_explains_driver_and_bandwidth():
     finally:
         dev.close()
     assert info["device.driver"].startswith("none (host CPU")
-    assert info["device.peak_bandwidth_gbs"].startswith("unknown") and "nan" not in info["device.peak_bandwidth_gbs"].lower()
+    assert (
+        info["device.peak_bandwidth_gbs"].startswith("unknown")
+        and "nan" not in info["device.peak_bandwidth_gbs"].lower()
+    )
 
 
 def test_command_in_a_notebook_and_machine_hash():
     from hipexplore.provenance import default_command, machine_hash
 
     argv = ["/x/ipykernel_launcher.py", "-f", "/root/.local/share/jupyter/runtime/kernel-1.json"]
-    assert default_command(argv, {"JPY_SESSION_NAME": "/w/notebooks/dashboard.ipynb"}) == "notebook /w/notebooks/dashboard.ipynb"
+    assert (
+        default_command(argv, {"JPY_SESSION_NAME": "/w/notebooks/dashboard.ipynb"})
+        == "notebook /w/notebooks/dashboard.ipynb"
+    )
     assert "ipykernel_launcher" not in default_command(argv, {})
     assert default_command(["/usr/bin/hipexplore", "bench", "triad"], {}) == "hipexplore bench triad"
     a = machine_hash("3d1219c7", "vm", 0x1234)
@@ -39,7 +46,9 @@ def test_each_compilers_recorded_version_is_its_identitys_and_a_broken_one_is_na
     rows = {r["name"]: r for r in compiler_info()}
     assert {k for k in got if k.startswith("compiler.")} == {f"compiler.{n}" for n in rows}
     # and each available compiler's own cache (issue 45): the state its compiles record
-    assert {k for k in got if k.startswith("compiler_cache.")} == {f"compiler_cache.{n}" for n, r in rows.items() if r["available"]}
+    assert {k for k in got if k.startswith("compiler_cache.")} == {
+        f"compiler_cache.{n}" for n, r in rows.items() if r["available"]
+    }
     if rows["host"]["available"]:
         assert got["compiler_cache.host"].startswith("none: the host C compiler has no cache of its own")
     for name, row in rows.items():

@@ -1,6 +1,7 @@
 """hipexplore.readable: how numbers read in every table, plot and command-line line: binary sizes,
 percentages from fractions, fixed-notation numbers that never turn into exponents, intervals whose
 ends read apart from their value, and p-values floored at 0.001."""
+
 from __future__ import annotations
 
 import math
@@ -21,10 +22,26 @@ from hipexplore.readable import (
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("n, text", [(0, "0 B"), (512, "512 B"), (1023, "1023 B"), (1024, "1 KiB"), (1536, "1.5 KiB"),
-                                     (268435456, "256 MiB"), (16106127360000, "14.6 TiB"), (1 << 30, "1 GiB"),
-                                     (-2048, "-2 KiB"), (3 * (1 << 20) + 1, "3.0 MiB"), ("4096", "4 KiB"),
-                                     (math.nan, "?"), (math.inf, "?"), ("big", "big"), (None, "None")])
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0 B"),
+        (512, "512 B"),
+        (1023, "1023 B"),
+        (1024, "1 KiB"),
+        (1536, "1.5 KiB"),
+        (268435456, "256 MiB"),
+        (16106127360000, "14.6 TiB"),
+        (1 << 30, "1 GiB"),
+        (-2048, "-2 KiB"),
+        (3 * (1 << 20) + 1, "3.0 MiB"),
+        ("4096", "4 KiB"),
+        (math.nan, "?"),
+        (math.inf, "?"),
+        ("big", "big"),
+        (None, "None"),
+    ],
+)
 def test_format_bytes_in_binary_units(n, text):
     assert format_bytes(n) == text
 
@@ -47,15 +64,30 @@ def test_percent_columns_scale_and_rename_only_the_relative_ones():
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("value, text", [(1040.3, "1040"), (12.345, "12.3"), (-0.001654, "-0.00165"), (0, "0"),
-                                         (1.0, "1.00"), (123456789.0, "123456789"), (9.9996, "10.00"), (2e-9, "0.00000000200")])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (1040.3, "1040"),
+        (12.345, "12.3"),
+        (-0.001654, "-0.00165"),
+        (0, "0"),
+        (1.0, "1.00"),
+        (123456789.0, "123456789"),
+        (9.9996, "10.00"),
+        (2e-9, "0.00000000200"),
+    ],
+)
 def test_format_number_is_fixed_notation_with_the_significant_digits(value, text):
     assert format_number(value) == text and "e" not in text
 
 
 @pytest.mark.timeout(30)
 def test_format_number_trim_and_missing_values():
-    assert format_number(2.0, trim=True) == "2" and format_number(2.50, trim=True) == "2.5" and format_number(1040, trim=True) == "1040"
+    assert (
+        format_number(2.0, trim=True) == "2"
+        and format_number(2.50, trim=True) == "2.5"
+        and format_number(1040, trim=True) == "1040"
+    )
     assert format_number(math.nan) == format_number(None) == format_number("n/a") == ""
     assert format_number(12.345, digits=5) == "12.345"
 
@@ -74,5 +106,7 @@ def test_intervals_gain_decimals_only_where_the_ends_would_read_as_the_value():
 @pytest.mark.timeout(30)
 def test_p_values_floor_at_a_thousandth():
     assert format_p(2.5e-52) == "< 0.001" and format_p(0.0009999) == "< 0.001"
-    assert format_p(0.001) == "0.001" and format_p(0.0123) == "0.012" and format_p(0.43) == "0.43" and format_p(1.0) == "1"
+    assert (
+        format_p(0.001) == "0.001" and format_p(0.0123) == "0.012" and format_p(0.43) == "0.43" and format_p(1.0) == "1"
+    )
     assert format_p(math.nan) == format_p(None) == ""

@@ -1,6 +1,7 @@
 """hipexplore.schema: one set of column lists and outcomes for every reader and writer, schema
 tags on written parquet files, and the report recognising files by their tag (legacy untagged
 files by their columns)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -24,8 +25,16 @@ def test_every_module_shares_the_one_contract() -> None:
 
 def test_count_outcomes_counts_each_kind_once() -> None:
     o = pd.Series(["compiled", "memory-hit", "memory-hit", "disk-hit", "remote-hit", "joined", "failed", "bypassed"])
-    assert schema.count_outcomes(o) == {"lookups": 8, "compiles": 2, "memory_hits": 2, "disk_hits": 1, "remote_hits": 1,
-                                        "hits": 4, "joins": 1, "failed": 1}
+    assert schema.count_outcomes(o) == {
+        "lookups": 8,
+        "compiles": 2,
+        "memory_hits": 2,
+        "disk_hits": 1,
+        "remote_hits": 1,
+        "hits": 4,
+        "joins": 1,
+        "failed": 1,
+    }
     frame = pd.DataFrame({"scenario": ["a"] * 8, "outcome": o, "lookup_seconds": 0.0, "compile_seconds": 0.0})
     row = scenario_table(frame).loc["a"]
     assert (row.compiles, row.memory_hits, row.disk_hits, row.joins, row.failed) == (2, 2, 1, 1, 1)
@@ -51,8 +60,15 @@ def test_write_parquet_tags_and_refuses_unknown_schema(tmp_path) -> None:
 
 
 def _events(n: int) -> pd.DataFrame:
-    return pd.DataFrame({"seq": range(n), "outcome": ["compiled"] * n, "lookup_seconds": 0.1, "compile_seconds": 0.1,
-                         "scenario": "memory"})
+    return pd.DataFrame(
+        {
+            "seq": range(n),
+            "outcome": ["compiled"] * n,
+            "lookup_seconds": 0.1,
+            "compile_seconds": 0.1,
+            "scenario": "memory",
+        }
+    )
 
 
 def test_load_recorded_goes_by_the_tag_not_the_columns(tmp_path) -> None:

@@ -3,6 +3,7 @@
 ``Configuration``, and the key's parts as named tuples; and, scanning the package's source like
 tests/bench/test_flush.py, that no timer or reference string compare and no positional slice of a
 configuration comes back outside the vocabulary."""
+
 from __future__ import annotations
 
 import pickle
@@ -23,22 +24,33 @@ VOCABULARY = PACKAGE / "schema.py"
 
 
 def _found(pattern: re.Pattern[str]) -> list[str]:
-    return [f"{p.relative_to(PACKAGE)}:{i}: {line.strip()}" for p in sorted(PACKAGE.rglob("*.py")) if p != VOCABULARY
-            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    return [
+        f"{p.relative_to(PACKAGE)}:{i}: {line.strip()}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if p != VOCABULARY
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
 
 
 # -- the source scans -----------------------------------------------------------------------------
 _TIMER = r"""["'](?:events|in-kernel)["']"""
 #: a timer name compared (== / != / in a literal tuple), or standing in for a missing timer cell
-_TIMER_COMPARED = re.compile(rf"""(==|!=)\s*{_TIMER}|{_TIMER}\s*(==|!=)|\bin\s*\([^)]*{_TIMER}|fillna\(\s*{_TIMER}"""
-                             rf"""|["']timer["']\s*,\s*{_TIMER}|\btimer\s*=\s*{_TIMER}""")
+_TIMER_COMPARED = re.compile(
+    rf"""(==|!=)\s*{_TIMER}|{_TIMER}\s*(==|!=)|\bin\s*\([^)]*{_TIMER}|fillna\(\s*{_TIMER}"""
+    rf"""|["']timer["']\s*,\s*{_TIMER}|\btimer\s*=\s*{_TIMER}"""
+)
 _REF = r"""(?:COLD_REFERENCE|["']cold-reference["'])"""
 #: the cold reference's sentinel compared, looked up or listed anywhere but ``Configuration``
-_REFERENCE_COMPARED = re.compile(rf"""(==|!=)\s*{_REF}|{_REF}\s*(==|!=)|\bin\s*[(\[{{][^)\]}}]*{_REF}|isin\([^)]*{_REF}"""
-                                 rf"""|{_REF}\s*:""")
+_REFERENCE_COMPARED = re.compile(
+    rf"""(==|!=)\s*{_REF}|{_REF}\s*(==|!=)|\bin\s*[(\[{{][^)\]}}]*{_REF}|isin\([^)]*{_REF}"""
+    rf"""|{_REF}\s*:"""
+)
 #: a configuration, its column list or a groupby key over it, cut by position
-_SLICED = re.compile(r"""COLUMNS\[\s*-?\d*\s*:|\bCONFIG\[\s*-?\d*\s*:|_KEYS\[\s*-?\d*\s*:"""
-                     r"""|\b(?:c|d|conf|config|configuration)\[\s*-?\d*\s*:\s*-?\d*\s*\]|Configuration\.of\([^)]*\)\[""")
+_SLICED = re.compile(
+    r"""COLUMNS\[\s*-?\d*\s*:|\bCONFIG\[\s*-?\d*\s*:|_KEYS\[\s*-?\d*\s*:"""
+    r"""|\b(?:c|d|conf|config|configuration)\[\s*-?\d*\s*:\s*-?\d*\s*\]|Configuration\.of\([^)]*\)\["""
+)
 
 
 def test_no_timer_is_compared_as_a_string_outside_the_vocabulary() -> None:
@@ -57,23 +69,46 @@ def test_no_positional_slice_of_a_configuration() -> None:
     assert not re.search(r"COLUMNS\[\s*-?\d*\s*:", VOCABULARY.read_text())  # the vocabulary names its parts too
 
 
-@pytest.mark.parametrize("line", ['if conf.timer == "in-kernel":', "rows[rows['timer'] != 'events']",
-                                  'x = t if t in ("events", "nan") else None', 'frame["timer"].fillna("events")',
-                                  'r.get("timer", "events")', 'c._replace(timer="events")'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'if conf.timer == "in-kernel":',
+        "rows[rows['timer'] != 'events']",
+        'x = t if t in ("events", "nan") else None',
+        'frame["timer"].fillna("events")',
+        'r.get("timer", "events")',
+        'c._replace(timer="events")',
+    ],
+)
 def test_the_timer_scan_sees_each_spelling(line: str) -> None:
     assert _TIMER_COMPARED.search(line)
 
 
-@pytest.mark.parametrize("line", ['frame[frame["flush"] != COLD_REFERENCE]', 'if row["flush"] == "cold-reference":',
-                                  '{"none": "no flush", COLD_REFERENCE: "the cold reference"}.get(v)',
-                                  'frame["flush"].isin([COLD_REFERENCE])', 'if flush in (COLD_REFERENCE, "x"):'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'frame[frame["flush"] != COLD_REFERENCE]',
+        'if row["flush"] == "cold-reference":',
+        '{"none": "no flush", COLD_REFERENCE: "the cold reference"}.get(v)',
+        'frame["flush"].isin([COLD_REFERENCE])',
+        'if flush in (COLD_REFERENCE, "x"):',
+    ],
+)
 def test_the_reference_scan_sees_each_spelling(line: str) -> None:
     assert _REFERENCE_COMPARED.search(line)
 
 
-@pytest.mark.parametrize("line", ["self.counters[tuple(c[:4])] = counted", 'df.groupby(["p", *Configuration.COLUMNS[2:4]])',
-                                  "keys = Configuration.UNTIMED_COLUMNS[1:]", "merged.groupby(CONFIG[1:])",
-                                  "d[1:] == c[1:]", "Configuration.of(r)[:4]"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "self.counters[tuple(c[:4])] = counted",
+        'df.groupby(["p", *Configuration.COLUMNS[2:4]])',
+        "keys = Configuration.UNTIMED_COLUMNS[1:]",
+        "merged.groupby(CONFIG[1:])",
+        "d[1:] == c[1:]",
+        "Configuration.of(r)[:4]",
+    ],
+)
 def test_the_slice_scan_sees_each_spelling(line: str) -> None:
     assert _SLICED.search(line)
 
@@ -95,7 +130,9 @@ def test_other_tools_timers_are_read_from_files_but_not_run() -> None:
 
     assert Timer.of_cell("pyperf") is Timer.PYPERF and Timer.of("nvbench-cold", imported=True) is Timer.NVBENCH_COLD
     assert pyperf_files.TIMER == Timer.PYPERF and nvbench_files.TIMER == Timer.NVBENCH_COLD
-    assert all(t.imported and not (t.default or t.launch_floor or t.timed_kernel) for t in (Timer.PYPERF, Timer.NVBENCH_COLD))
+    assert all(
+        t.imported and not (t.default or t.launch_floor or t.timed_kernel) for t in (Timer.PYPERF, Timer.NVBENCH_COLD)
+    )
     assert Configuration("bench", 1, "-", "-", "pyperf").timer is Timer.PYPERF
     assert pickle.loads(pickle.dumps(Timer.PYPERF)) is Timer.PYPERF
     with pytest.raises(ConfigError, match="timer 'pyperf' is unknown; expected one of events, in-kernel$"):
@@ -132,8 +169,21 @@ def test_a_missing_timer_cell_is_the_default_and_a_bad_one_an_error() -> None:
 
 def test_the_cli_refuses_an_unknown_timer_with_status_2_and_one_line(capsys) -> None:
     try:
-        rc = main(["bench", "triad", "--device", "host", "--no-progress", "--size", "16KiB", "--iterations", "8",
-                   "--timer", "bogus"])
+        rc = main(
+            [
+                "bench",
+                "triad",
+                "--device",
+                "host",
+                "--no-progress",
+                "--size",
+                "16KiB",
+                "--iterations",
+                "8",
+                "--timer",
+                "bogus",
+            ]
+        )
     except SystemExit as exc:
         rc = exc.code
     assert rc == 2
@@ -147,9 +197,15 @@ def test_a_configuration_holds_a_timer_however_it_is_made() -> None:
     assert c.timer is Timer.IN_KERNEL and Configuration("triad", 4096, "1", "none").timer is Timer.EVENTS
     assert c._replace(timer="events").timer is Timer.EVENTS
     assert pickle.loads(pickle.dumps(c)).timer is Timer.IN_KERNEL
-    assert c == ("triad", 4096, "auto", "l2-read", "in-kernel") and hash(c) == hash(("triad", 4096, "auto", "l2-read", "in-kernel"))
-    assert Configuration.of({"kernel": "triad", "size_bytes": 4096, "rotating_requested": "auto", "flush": "l2-read"}).timer \
+    assert c == ("triad", 4096, "auto", "l2-read", "in-kernel") and hash(c) == hash(
+        ("triad", 4096, "auto", "l2-read", "in-kernel")
+    )
+    assert (
+        Configuration.of(
+            {"kernel": "triad", "size_bytes": 4096, "rotating_requested": "auto", "flush": "l2-read"}
+        ).timer
         is Timer.EVENTS
+    )
     with pytest.raises(ConfigError, match="timer 'fast' is unknown"):
         Configuration("triad", 4096, "1", "none", "fast")
     assert c.describe().endswith(" timer=in-kernel") and "timer" not in c._replace(timer="events").describe()
@@ -163,7 +219,9 @@ def test_the_keys_are_named_tuples_spelled_by_the_columns() -> None:
     column = dict(zip(Configuration._fields, Configuration.COLUMNS))
     for key in (UntimedKey, ReferenceKey, Setup):
         assert key.COLUMNS == tuple(column[f] for f in key._fields), key
-    assert Configuration.UNTIMED_COLUMNS == UntimedKey.COLUMNS and Configuration.REFERENCE_COLUMNS == ReferenceKey.COLUMNS
+    assert (
+        Configuration.UNTIMED_COLUMNS == UntimedKey.COLUMNS and Configuration.REFERENCE_COLUMNS == ReferenceKey.COLUMNS
+    )
     assert Configuration.SETUP_COLUMNS == Setup.COLUMNS
     assert set(Configuration.CACHE_COLUMNS) < set(Configuration.COLUMNS)
     groups = pd.DataFrame([c.columns()]).groupby(list(Configuration.COLUMNS))

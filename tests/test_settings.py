@@ -1,5 +1,6 @@
 """hipexplore.settings: one declaration per HIPEXPLORE_* variable, validated, read at use time,
 and the settings page's table (docs/guide/settings.md, moved there from the README) generated from it."""
+
 from __future__ import annotations
 
 import re
@@ -28,7 +29,8 @@ def _readme_block() -> str:
 def test_readme_table_is_generated_from_settings():
     assert _readme_block() == settings.markdown_table(), (
         "the settings table of docs/guide/settings.md is stale: run `python scripts/gen_docs.py` "
-        "(or paste settings.markdown_table() between the markers)")
+        "(or paste settings.markdown_table() between the markers)"
+    )
     assert "docs/guide/settings.md" in (ROOT / "README.md").read_text(), "the README no longer links the settings page"
 
 
@@ -110,6 +112,7 @@ def test_unset_or_blank_is_the_default_and_reads_happen_at_use_time(monkeypatch)
     assert settings.get("HIPEXPLORE_COMPILE_TIMEOUT") == 5.0  # no value captured at import
     monkeypatch.delenv(settings.COMPILE_WORKERS.name, raising=False)
     import os
+
     assert settings.COMPILE_WORKERS.get() == max(1, min(4, os.cpu_count() or 1))
     assert settings.CACHE_DISK.get() is True and settings.DEBUG.get() is False
     with pytest.raises(ConfigError, match="HIPEXPLORE_NOPE"):
@@ -127,16 +130,22 @@ def test_bad_timeout_reaches_the_compiler_registry_as_config_error(monkeypatch):
 def test_cli_shows_one_line_error_for_a_bad_setting(monkeypatch, tmp_path):
     import sys
 
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HIPEXPLORE_CACHE_DIR": str(tmp_path),
-           "HIPEXPLORE_CACHE_DISK_MAX_BYTES": "lots"}
-    proc = subprocess.run([sys.executable, "-m", "hipexplore", "cache", "stats"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT),
+        "HIPEXPLORE_CACHE_DIR": str(tmp_path),
+        "HIPEXPLORE_CACHE_DISK_MAX_BYTES": "lots",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "hipexplore", "cache", "stats"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stderr
     assert "HIPEXPLORE_CACHE_DISK_MAX_BYTES='lots'" in proc.stderr and "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("value, ok", [("1e-300", False), ("0.05", False), ("0.1", True), ("2", True), ("abc", False),
-                                       ("1e7", False)])
+@pytest.mark.parametrize(
+    "value, ok", [("1e-300", False), ("0.05", False), ("0.1", True), ("2", True), ("abc", False), ("1e7", False)]
+)
 def test_the_launch_timeout_is_bounded_below(monkeypatch, value, ok):
     """``HIPEXPLORE_LAUNCH_TIMEOUT=1e-300`` was taken, and every launch then "faulted" (issue 47.4)."""
     monkeypatch.setenv("HIPEXPLORE_LAUNCH_TIMEOUT", value)
@@ -145,8 +154,10 @@ def test_the_launch_timeout_is_bounded_below(monkeypatch, value, ok):
         return
     with pytest.raises(ConfigError) as err:
         settings.LAUNCH_TIMEOUT.get()
-    assert str(err.value) == (f"environment variable HIPEXPLORE_LAUNCH_TIMEOUT={value!r} is invalid: expected a finite "
-                              f"number of seconds from 0.1 to 1e6")
+    assert str(err.value) == (
+        f"environment variable HIPEXPLORE_LAUNCH_TIMEOUT={value!r} is invalid: expected a finite "
+        f"number of seconds from 0.1 to 1e6"
+    )
 
 
 def test_check_all_reads_every_variable_that_is_set(monkeypatch):

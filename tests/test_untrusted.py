@@ -1,6 +1,7 @@
 """hipexplore.untrusted: bounded JSON and printable names (what run files, tuning lists and
 settings read through it). Each refusal is one ConfigError line naming the value and what was
 expected; these pin the bounds themselves, which the CLI tests reach only through one reader."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,16 @@ import time
 import pytest
 
 from hipexplore.errors import ConfigError
-from hipexplore.untrusted import MAX_DEPTH, MAX_INT_DIGITS, MAX_NAME, check_name, escaped, load_json, nesting_depth, shown
+from hipexplore.untrusted import (
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_NAME,
+    check_name,
+    escaped,
+    load_json,
+    nesting_depth,
+    shown,
+)
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -24,22 +34,25 @@ def test_shown_escapes_and_cuts_text_and_sizes_containers():
     long = "x" * 200
     assert shown(long) == f"{ascii('x' * 80)}... (200 characters)"
     assert shown([1, 2, 3]) == "an array of 3 item(s)" and shown({"a": 1}) == "an object of 1 key(s)"
-    assert shown(10 ** 23) == repr(10 ** 23)
-    assert shown(10 ** 30) == "an integer of about 31 digits"
+    assert shown(10**23) == repr(10**23)
+    assert shown(10**30) == "an integer of about 31 digits"
     assert shown(True) == "True" and shown(None) == "None" and shown(1.5) == "1.5"
     assert shown(b"x") == "a bytes"
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("bad, said", [
-    ("a\nb", "a newline (U+000A) at character 2"),
-    ("ok\x1b[2J", "an escape (U+001B; ANSI terminal sequences start with it) at character 3"),
-    ("x\x00", "a NUL (U+0000) at character 2"),
-    ("\ud800", "a lone surrogate (U+D800"),
-    ("ab\u202ecd", "a bidirectional control (U+202E"),
-    ("\x7f", "a control character (U+007F)"),
-    ("\ufeffname", "a byte-order mark (U+FEFF) at character 1"),
-])
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        ("a\nb", "a newline (U+000A) at character 2"),
+        ("ok\x1b[2J", "an escape (U+001B; ANSI terminal sequences start with it) at character 3"),
+        ("x\x00", "a NUL (U+0000) at character 2"),
+        ("\ud800", "a lone surrogate (U+D800"),
+        ("ab\u202ecd", "a bidirectional control (U+202E"),
+        ("\x7f", "a control character (U+007F)"),
+        ("\ufeffname", "a byte-order mark (U+FEFF) at character 1"),
+    ],
+)
 def test_check_name_refuses_unprintable_characters_by_name_and_place(bad, said):
     with pytest.raises(ConfigError) as exc:
         check_name(bad, "problem name")
@@ -84,7 +97,7 @@ def test_nesting_depth_skips_strings_and_stops_early():
 
 @pytest.mark.timeout(30)
 def test_load_json_within_bounds_is_json_loads():
-    doc = {"a": [1, -2, 3.5, True, None, "x"], "b": {"c": 2 ** 63 - 1, "d": -(10 ** 18)}}
+    doc = {"a": [1, -2, 3.5, True, None, "x"], "b": {"c": 2**63 - 1, "d": -(10**18)}}
     text = json.dumps(doc)
     assert load_json(text, "f.json") == json.loads(text) == doc
     ok = "[" * MAX_DEPTH + "]" * MAX_DEPTH
@@ -96,8 +109,9 @@ def test_load_json_refuses_deep_nesting_in_linear_time_without_recursion():
     t0 = time.process_time()
     with pytest.raises(ConfigError) as exc:
         load_json("[" * 100_000 + "]" * 100_000, "run.json line 3")
-    assert one_line(exc) == (f"run.json line 3: JSON nested more than {MAX_DEPTH} levels deep; "
-                             f"expected at most {MAX_DEPTH}")
+    assert one_line(exc) == (
+        f"run.json line 3: JSON nested more than {MAX_DEPTH} levels deep; expected at most {MAX_DEPTH}"
+    )
     assert time.process_time() - t0 < 5  # not a RecursionError after a long parse (CPU time: the host is shared)
     deeper = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
     with pytest.raises(ConfigError, match="nested more than"):

@@ -7,6 +7,7 @@ samples are generated with a fixed seed in the layout an interleaved sweep write
 alternating chunk by chunk, chunk ids numbered through, in units with their own offsets), and go
 through the real ``compare``, the CLI's table, the review table/summary and the headline.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,16 @@ from hipexplore.report.review import verdict_counts, verdict_table
 from hipexplore.verdicts import VERDICTS, change_called, change_text, compare
 
 
-def interleaved_frame(shift: float, size: int = 1 << 20, units: int = 4, per_unit: int = 120, chunk: int = 6,
-                      noise: float = 0.002, unit_sd: float = 0.01, seed: int = 1) -> pd.DataFrame:
+def interleaved_frame(
+    shift: float,
+    size: int = 1 << 20,
+    units: int = 4,
+    per_unit: int = 120,
+    chunk: int = 6,
+    noise: float = 0.002,
+    unit_sd: float = 0.01,
+    seed: int = 1,
+) -> pd.DataFrame:
     """Kernels A and B of one interleaved run; B takes (1 + shift) times A's time in every unit."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -31,10 +40,20 @@ def interleaved_frame(shift: float, size: int = 1 << 20, units: int = 4, per_uni
         for c in range(per_unit // chunk):
             for k, (name, sh) in enumerate((("A", 0.0), ("B", shift))):
                 for _ in range(chunk):
-                    rows.append({"kernel": name, "size_bytes": size, "rotating_requested": "1", "flush": "none",
-                                 "timer": "events", "device_name": "dev",
-                                 "time_s": 10e-6 * (1 + sh) * (1 + offset) * (1 + rng.normal(0, noise)),
-                                 "chunk": u * 10000 + 2 * c + k, "pass_index": u, "dropped": False})
+                    rows.append(
+                        {
+                            "kernel": name,
+                            "size_bytes": size,
+                            "rotating_requested": "1",
+                            "flush": "none",
+                            "timer": "events",
+                            "device_name": "dev",
+                            "time_s": 10e-6 * (1 + sh) * (1 + offset) * (1 + rng.normal(0, noise)),
+                            "chunk": u * 10000 + 2 * c + k,
+                            "pass_index": u,
+                            "dropped": False,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -47,8 +66,10 @@ def test_a_resolved_change_below_the_threshold_is_named_not_hidden_by_same():
     r = c.iloc[0].to_dict()
     assert r["verdict"] == "same" and r["change_called"] == "slower"
     assert 1.0 < r["ratio_ci_low"] < 1.012 < r["ratio_ci_high"] < 1.02, r
-    want = (f"slower by {pct(r['change'], False)} [{pct(r['ratio_ci_low'] - 1)}, {pct(r['ratio_ci_high'] - 1)}] "
-            f"— below the 2% threshold")
+    want = (
+        f"slower by {pct(r['change'], False)} [{pct(r['ratio_ci_low'] - 1)}, {pct(r['ratio_ci_high'] - 1)}] "
+        f"— below the 2% threshold"
+    )
     assert want.startswith("slower by 1.2% [+1.")
     assert change_text(r, 0.02) == want
     # the CLI's table: the verdict column keeps `same`, the change beside it is named
@@ -56,10 +77,14 @@ def test_a_resolved_change_below_the_threshold_is_named_not_hidden_by_same():
     assert " same " in line and line.endswith(want), line
     # the review: its table and its summary count both answers
     assert verdict_table(c)["measured change"].iloc[0] == want
-    assert verdict_counts(c) == ("1 configuration(s) compared: 1 same; a change measured (interval excluding no "
-                                 "change) in 1 (slower in 1), past the threshold in 0")
+    assert verdict_counts(c) == (
+        "1 configuration(s) compared: 1 same; a change measured (interval excluding no "
+        "change) in 1 (slower in 1), past the threshold in 0"
+    )
     text = " ".join(hl.verdict_sentences(c, "A", "B"))
-    assert "same in 1 of 1 configuration(s); a change measured (interval excluding no change) in 1 (slower in 1)" in text
+    assert (
+        "same in 1 of 1 configuration(s); a change measured (interval excluding no change) in 1 (slower in 1)" in text
+    )
     assert f"Measured: 1 MiB, 1 rotating set, no flush: {want}." in text
 
 
@@ -75,13 +100,21 @@ def test_identical_code_reads_no_measurable_change_and_a_faster_change_is_named_
 
 
 def test_the_summary_counts_changes_measured_and_changes_past_the_threshold():
-    frame = pd.concat([interleaved_frame(0.012, size=1 << 20), interleaved_frame(0.05, size=16 << 20, seed=4),
-                       interleaved_frame(0.0, size=256 << 20, seed=5)], ignore_index=True)
+    frame = pd.concat(
+        [
+            interleaved_frame(0.012, size=1 << 20),
+            interleaved_frame(0.05, size=16 << 20, seed=4),
+            interleaved_frame(0.0, size=256 << 20, seed=5),
+        ],
+        ignore_index=True,
+    )
     c = compare(frame, base="A", new="B")
     assert list(c["verdict"]) == ["same", "slower", "same"] and list(c["change_called"]) == ["slower", "slower", "none"]
     assert set(c["verdict"]) <= set(VERDICTS)  # verdict values unchanged for existing readers
-    assert verdict_counts(c) == ("3 configuration(s) compared: 1 slower, 2 same; a change measured (interval "
-                                 "excluding no change) in 2 (slower in 2), past the threshold in 1")
+    assert verdict_counts(c) == (
+        "3 configuration(s) compared: 1 slower, 2 same; a change measured (interval "
+        "excluding no change) in 2 (slower in 2), past the threshold in 1"
+    )
     text = " ".join(hl.verdict_sentences(c, "A", "B"))
     assert "16 MiB: slower by 5.0% [" in text and "— past the 2% threshold" in text
     assert "1 MiB: slower by 1.2% [" in text and "256 MiB: no measurable change" in text
@@ -97,8 +130,9 @@ def test_the_change_named_whenever_its_interval_excludes_one():
     assert change_text(row) == "no measurable change: +0.4% [-3.0%, +4.0%] — the interval reaches past ±2%: undecided"
     row = {"change": 0.3, "ratio_ci_low": math.nan, "ratio_ci_high": math.nan, "verdict": "undecided"}
     assert change_text(row) == "+30.0% (no interval: too few units) — undecided"
-    assert change_text({"change": 0.03, "ratio_ci_low": 1.02, "ratio_ci_high": 1.04, "verdict": "same"},
-                       threshold=0.05).endswith("below the 5% threshold")
+    assert change_text(
+        {"change": 0.03, "ratio_ci_low": 1.02, "ratio_ci_high": 1.04, "verdict": "same"}, threshold=0.05
+    ).endswith("below the 5% threshold")
 
 
 @pytest.mark.parametrize("shift", [0.012, 0.05])
@@ -116,14 +150,27 @@ def test_the_cache_sentence_names_a_resolved_saving_below_the_threshold():
     from types import SimpleNamespace
 
     totals = {"off": [10.0, 10.01, 9.99, 10.0, 10.005], "memory": [9.9, 9.91, 9.89, 9.9, 9.905]}
-    frame = pd.DataFrame([{"scenario": s, "round": r, "seq": i, "lookup_seconds": t / 4}
-                          for s, per in totals.items() for r, t in enumerate(per) for i in range(4)])
+    frame = pd.DataFrame(
+        [
+            {"scenario": s, "round": r, "seq": i, "lookup_seconds": t / 4}
+            for s, per in totals.items()
+            for r, t in enumerate(per)
+            for i in range(4)
+        ]
+    )
     events = pd.DataFrame({"outcome": ["miss"] * 4 + ["memory-hit"] * 16})
     replay = SimpleNamespace(frame=frame, primary="memory", events=events, list_name="a list")
     text = " ".join(hl.cache_sentences(replay))
     assert "verdict: same (within ±2%), but the time measurably changed: faster by 1.0% [" in text, text
     assert "— below the 2% threshold." in text and "neither saves nor costs" not in text
-    same = SimpleNamespace(frame=frame.assign(lookup_seconds=lambda f: np.where(
-        f["scenario"] == "memory", f["lookup_seconds"] * 10.0 / 9.9, f["lookup_seconds"])), primary="memory",
-        events=events, list_name="a list")  # the cached pass as slow as the cache off, pass by pass
+    same = SimpleNamespace(
+        frame=frame.assign(
+            lookup_seconds=lambda f: np.where(
+                f["scenario"] == "memory", f["lookup_seconds"] * 10.0 / 9.9, f["lookup_seconds"]
+            )
+        ),
+        primary="memory",
+        events=events,
+        list_name="a list",
+    )  # the cached pass as slow as the cache off, pass by pass
     assert "the cache neither saves nor costs time here" in " ".join(hl.cache_sentences(same))

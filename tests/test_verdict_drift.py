@@ -9,6 +9,7 @@ not matter; a shift from unit to unit (placement) is not a drift. The measuremen
 deterministic generator: each unit's chunks of the two kernels alternate, the new kernel's ratio to
 the base moves linearly through each unit, plus a small seeded noise.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,9 @@ from hipexplore.verdicts import DRIFT_P, drift_check
 CHUNK = 4
 
 
-def pair(move: float, *, units: int = 6, chunks: int = 20, unit_shift: float = 0.0, effect: float = 1.0,
-         seed: int = 0) -> tuple[Measurement, Measurement]:
+def pair(
+    move: float, *, units: int = 6, chunks: int = 20, unit_shift: float = 0.0, effect: float = 1.0, seed: int = 0
+) -> tuple[Measurement, Measurement]:
     """(base, new) interleaved chunk by chunk in ``units`` units. Within each unit the ratio new/base
     goes linearly from ``effect`` to ``effect * (1 + move / K)``, K chosen so that the medians of the
     first and last thirds of the unit's windows are ``move`` apart; unit u is shifted by
@@ -111,7 +113,11 @@ def test_a_move_without_a_significant_trend_is_let_be_however_small_the_threshol
     rule must hold."""
     for seed in range(5):
         base, new = pair(0.0, seed=seed)
-        noisy = Measurement(new.samples * (1 + np.random.default_rng(100 + seed).normal(0, 0.01, new.n)),
-                            chunks=new.chunks, groups=new.groups, label="new")
+        noisy = Measurement(
+            new.samples * (1 + np.random.default_rng(100 + seed).normal(0, 0.01, new.n)),
+            chunks=new.chunks,
+            groups=new.groups,
+            label="new",
+        )
         p, note = drift_check(noisy, base, 1e-9)
         assert not p < DRIFT_P and note == "", (seed, p, note)

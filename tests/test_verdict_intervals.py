@@ -8,6 +8,7 @@ Pinned: two separate runs are decided by Welch's t interval over the logarithms 
 medians at ``SEPARATE_RUNS_LEVEL`` (99%), oriented new / base; the decision interval is the wider
 of the unit and the chunk interval; no ratio interval has a bound <= 0.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,9 +31,20 @@ def run_frame(unit_medians, spread=0.001, per_unit=15, kernel="k", size=1 << 20)
     for u, med in enumerate(unit_medians):
         steps = np.arange(per_unit) - per_unit // 2
         for i, k in enumerate(steps):
-            rows.append({"kernel": kernel, "size_bytes": size, "rotating_requested": "1", "flush": "none",
-                         "timer": "events", "device_name": "dev", "time_s": med * (1 + spread * k),
-                         "chunk": u * 100 + i // 3, "pass_index": u, "dropped": False})
+            rows.append(
+                {
+                    "kernel": kernel,
+                    "size_bytes": size,
+                    "rotating_requested": "1",
+                    "flush": "none",
+                    "timer": "events",
+                    "device_name": "dev",
+                    "time_s": med * (1 + spread * k),
+                    "chunk": u * 100 + i // 3,
+                    "pass_index": u,
+                    "dropped": False,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -75,8 +87,10 @@ def test_the_units_decide_the_chunks_are_shown_and_the_timer_grid_floors_the_int
     (chunk) interval is information beside it; and a timer grid floors its half-width."""
     # wide noise inside units, little between them: the chunk interval is the wider, and does not decide
     dev = np.array([-0.002, 0.0, 0.002, 0.001])
-    row = compare(run_frame(10e-6 * np.exp(dev), spread=0.05, per_unit=9),
-                  run_frame(10.5e-6 * np.exp(dev[::-1]), spread=0.05, per_unit=9)).iloc[0]
+    row = compare(
+        run_frame(10e-6 * np.exp(dev), spread=0.05, per_unit=9),
+        run_frame(10.5e-6 * np.exp(dev[::-1]), spread=0.05, per_unit=9),
+    ).iloc[0]
     assert row["chunk_ci_high"] - row["chunk_ci_low"] > row["unit_ci_high"] - row["unit_ci_low"]
     assert (row["ratio_ci_low"], row["ratio_ci_high"]) == (row["unit_ci_low"], row["unit_ci_high"])
     assert row["verdict"] == "slower" and "chunks beside it" in row["interval"]
@@ -103,17 +117,39 @@ def test_a_ratio_interval_over_three_scattered_passes_stays_above_zero():
     linear_low = ratio - 4.302653 * per.std(ddof=1) / math.sqrt(3)
     assert linear_low < 0  # what the interval on the ratios gave
     logs = np.log(per)
-    want = (ratio * math.exp(-4.302653 * logs.std(ddof=1) / math.sqrt(3)),
-            ratio * math.exp(4.302653 * logs.std(ddof=1) / math.sqrt(3)))
+    want = (
+        ratio * math.exp(-4.302653 * logs.std(ddof=1) / math.sqrt(3)),
+        ratio * math.exp(4.302653 * logs.std(ddof=1) / math.sqrt(3)),
+    )
     assert 0 < lo <= want[0] * 1.001 and hi >= want[1] * 0.999
     assert lo == pytest.approx(want[0], rel=0.01) and hi == pytest.approx(want[1], rel=0.01)
     # through compare as two separate runs of three units: every bound positive
-    row = compare(pd.DataFrame({"kernel": "k", "size_bytes": 1, "rotating_requested": "1", "flush": "none",
-                                "timer": "events", "time_s": base.samples, "chunk": np.arange(120) // 4,
-                                "pass_index": groups}),
-                  pd.DataFrame({"kernel": "k", "size_bytes": 1, "rotating_requested": "1", "flush": "none",
-                                "timer": "events", "time_s": new.samples, "chunk": np.arange(120) // 4,
-                                "pass_index": groups})).iloc[0]
+    row = compare(
+        pd.DataFrame(
+            {
+                "kernel": "k",
+                "size_bytes": 1,
+                "rotating_requested": "1",
+                "flush": "none",
+                "timer": "events",
+                "time_s": base.samples,
+                "chunk": np.arange(120) // 4,
+                "pass_index": groups,
+            }
+        ),
+        pd.DataFrame(
+            {
+                "kernel": "k",
+                "size_bytes": 1,
+                "rotating_requested": "1",
+                "flush": "none",
+                "timer": "events",
+                "time_s": new.samples,
+                "chunk": np.arange(120) // 4,
+                "pass_index": groups,
+            }
+        ),
+    ).iloc[0]
     assert min(row["chunk_ci_low"], row["unit_ci_low"], row["ratio_ci_low"]) > 0
 
 
@@ -127,8 +163,14 @@ def test_a_grid_wider_than_the_ratio_keeps_the_low_bound_positive():
 
 
 def replay(totals: dict[str, list[float]], requests: int = 5) -> pd.DataFrame:
-    return pd.DataFrame([{"scenario": s, "round": r, "seq": i, "lookup_seconds": t / requests}
-                         for s, per in totals.items() for r, t in enumerate(per) for i in range(requests)])
+    return pd.DataFrame(
+        [
+            {"scenario": s, "round": r, "seq": i, "lookup_seconds": t / requests}
+            for s, per in totals.items()
+            for r, t in enumerate(per)
+            for i in range(requests)
+        ]
+    )
 
 
 def test_the_replay_ratio_is_welch_over_log_pass_totals():
@@ -137,7 +179,7 @@ def test_the_replay_ratio_is_welch_over_log_pass_totals():
     ln, lb = np.log([33.0, 32.4]), np.log([40.3, 29.1])
     se = math.sqrt(ln.var(ddof=1) / 2 + lb.var(ddof=1) / 2)
     vn, vb = ln.var(ddof=1) / 2, lb.var(ddof=1) / 2
-    df = (vn + vb) ** 2 / (vn ** 2 + vb ** 2)  # Welch-Satterthwaite with n - 1 = 1 on each side
+    df = (vn + vb) ** 2 / (vn**2 + vb**2)  # Welch-Satterthwaite with n - 1 = 1 on each side
     assert 1 <= df < 2  # floored to 1: t(0.975, 1) = 12.706
     d = ln.mean() - lb.mean()
     assert c["ratio_ci_low"] == pytest.approx(math.exp(d - 12.7062 * se), rel=1e-4)
@@ -145,12 +187,14 @@ def test_the_replay_ratio_is_welch_over_log_pass_totals():
     assert 0 < c["ratio_ci_low"] < 1 < c["ratio_ci_high"] and c["verdict"] == "undecided"
     assert c["change_called"] == "none"
     # many alternated passes: a resolved saving
-    many = compare_scenarios(replay({"off": [10.0, 10.1, 9.95, 10.05, 10.02], "memory": [9.0, 9.1, 8.95, 9.05, 9.0]}),
-                             "off").iloc[0]
+    many = compare_scenarios(
+        replay({"off": [10.0, 10.1, 9.95, 10.05, 10.02], "memory": [9.0, 9.1, 8.95, 9.05, 9.0]}), "off"
+    ).iloc[0]
     assert many["verdict"] == "faster" and many["change_called"] == "faster" and 0.88 < many["ratio_ci_low"] < 0.9
 
 
 # -- precision on request: --resolution -----------------------------------------------------------
+
 
 def test_resolution_plans_extra_units_until_the_budget_runs_out_and_says_so(tmp_path):
     """A real host sweep (triad and copy interleaved): an unreachable resolution takes extra units
@@ -158,8 +202,18 @@ def test_resolution_plans_extra_units_until_the_budget_runs_out_and_says_so(tmp_
     reached with the planned units alone."""
     from hipexplore import sweep
 
-    tight = sweep(["triad", "copy"], ["64KiB"], [1], ["none"], device="host", interleave=True, progress=False,
-                  reference=False, resolution=0.0001, resolution_budget=0.5)
+    tight = sweep(
+        ["triad", "copy"],
+        ["64KiB"],
+        [1],
+        ["none"],
+        device="host",
+        interleave=True,
+        progress=False,
+        reference=False,
+        resolution=0.0001,
+        resolution_budget=0.5,
+    )
     units = tight.samples.groupby("kernel")["pass_index"].nunique()
     # 3 planned; an extra unit of the one (pair) configuration is priced at 1/3 of them: the first fits 0.5x;
     # a second only if the first took under 1/6 of the planned time (the wall clock decides, so at any
@@ -167,19 +221,33 @@ def test_resolution_plans_extra_units_until_the_budget_runs_out_and_says_so(tmp_
     assert units.nunique() == 1 and int(units.iloc[0]) >= 4, units
     assert tight.metadata["units.resolution"] == "0.01%"
     out = tight.metadata["units.resolution_outcome"]
-    assert out.startswith("not reached: stopped by the budget (0.5x the planned units' time); 1 configuration(s) "
-                          "still wider than ±0.01%: copy 65536 r=1 none events: ±"), out
-    loose = sweep(["triad", "copy"], ["64KiB"], [1], ["none"], device="host", interleave=True, progress=False,
-                  reference=False, resolution=0.45)
+    assert out.startswith(
+        "not reached: stopped by the budget (0.5x the planned units' time); 1 configuration(s) "
+        "still wider than ±0.01%: copy 65536 r=1 none events: ±"
+    ), out
+    loose = sweep(
+        ["triad", "copy"],
+        ["64KiB"],
+        [1],
+        ["none"],
+        device="host",
+        interleave=True,
+        progress=False,
+        reference=False,
+        resolution=0.45,
+    )
     assert set(loose.samples.groupby("kernel")["pass_index"].nunique()) == {3}
     outcome = loose.metadata["units.resolution_outcome"]
-    assert outcome.startswith("reached: every configuration's 95% half-width (what compare reads) is within ±45.00% "
-                              "(widest ±"), outcome
+    assert outcome.startswith(
+        "reached: every configuration's 95% half-width (what compare reads) is within ±45.00% (widest ±"
+    ), outcome
     # the half-width it judged is the one the user's compare reports for the pair (not the units' spread alone)
     row = compare(loose.samples, base="triad", new="copy").iloc[0]
     assert outcome.endswith(f"(widest ±{row['half_width']:.2%})"), (outcome, row["half_width"])
-    assert "units.resolution" not in sweep("triad", ["64KiB"], device="host", progress=False, reference=False,
-                                           iterations=30).metadata
+    assert (
+        "units.resolution"
+        not in sweep("triad", ["64KiB"], device="host", progress=False, reference=False, iterations=30).metadata
+    )
 
 
 def test_a_sizes_flush_modes_pool_their_unit_spread_in_compare_and_in_the_resolution_rule_alike():
@@ -188,12 +256,22 @@ def test_a_sizes_flush_modes_pool_their_unit_spread_in_compare_and_in_the_resolu
     the half-widths ``compare`` reports (its widest is compare's widest)."""
     from hipexplore import sweep
 
-    res = sweep(["triad", "copy"], ["64KiB"], [1], ["none", "l2-write"], device="host", interleave=True, progress=False,
-                reference=False, resolution=0.45)
+    res = sweep(
+        ["triad", "copy"],
+        ["64KiB"],
+        [1],
+        ["none", "l2-write"],
+        device="host",
+        interleave=True,
+        progress=False,
+        reference=False,
+        resolution=0.45,
+    )
     rows = compare(res.samples, base="triad", new="copy")
     assert len(rows) == 2 and set(rows["flush"]) == {"none", "l2-write"}
-    assert all(t.startswith("paired units, spread pooled over 2 flush modes (t, df 4)") for t in rows["interval"]), \
+    assert all(t.startswith("paired units, spread pooled over 2 flush modes (t, df 4)") for t in rows["interval"]), (
         list(rows["interval"])
+    )
     outcome = res.metadata["units.resolution_outcome"]
     assert outcome.endswith(f"(widest ±{rows['half_width'].max():.2%})"), (outcome, list(rows["half_width"]))
 
@@ -205,13 +283,35 @@ def test_resolution_is_a_cli_option_that_reports_and_refuses_bad_values(tmp_path
 
     assert SweepSpec(resolution="1%").resolution == 0.01 and SweepSpec(resolution=0.02).resolution == 0.02
     for bad in ("60%", "-1%", "x"):
-        with pytest.raises(ConfigError, match="resolution must be 0 .off. or a half-width below 50%, such as 1% or 0.01"):
+        with pytest.raises(
+            ConfigError, match="resolution must be 0 .off. or a half-width below 50%, such as 1% or 0.01"
+        ):
             SweepSpec(resolution=bad)
     with pytest.raises(ConfigError, match="resolution_budget must be a positive multiple"):
         SweepSpec(resolution_budget=0)
     out = tmp_path / "r.parquet"
-    assert main(["bench", "triad,copy", "--device", "host", "--size", "64KiB", "--interleave", "--no-reference",
-                 "--no-progress", "--resolution", "0.01%", "--resolution-budget", "0.5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "triad,copy",
+                "--device",
+                "host",
+                "--size",
+                "64KiB",
+                "--interleave",
+                "--no-reference",
+                "--no-progress",
+                "--resolution",
+                "0.01%",
+                "--resolution-budget",
+                "0.5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "hipexplore bench: resolution ±0.01%: not reached: stopped by the budget (0.5x" in err, err
     try:

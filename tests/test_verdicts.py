@@ -1,6 +1,7 @@
 """Review verdicts: the Mann–Whitney U test against independent computations, the decision rule,
 comparisons of two runs and of two kernels of one interleaved run on the real host device, the
 CLI, the provenance of the code under review and the compile-cache A/B."""
+
 from __future__ import annotations
 
 import itertools
@@ -39,6 +40,7 @@ ARGS = "inout:a:f32[n],in:b:f32[n],s:f32=0.5,reps:u64={reps},n:u64=n"
 
 
 # -- Mann–Whitney U -------------------------------------------------------------------------------
+
 
 def brute_force_p(x, y) -> float:
     """Two-sided exact p by enumerating every split of the pooled values (no ties)."""
@@ -82,11 +84,11 @@ def test_normal_approximation_with_ties_matches_a_permutation_test() -> None:
     pooled = np.r_[x, y]
     ranks = pd.Series(pooled).rank().to_numpy()
     mu = len(x) * len(y) / 2
-    obs = abs(ranks[:len(x)].sum() - len(x) * (len(x) + 1) / 2 - mu)
+    obs = abs(ranks[: len(x)].sum() - len(x) * (len(x) + 1) / 2 - mu)
     hits = 0
     for _ in range(20000):
         perm = rng.permutation(len(pooled))
-        hits += abs(ranks[perm[:len(x)]].sum() - len(x) * (len(x) + 1) / 2 - mu) >= obs - 1e-9
+        hits += abs(ranks[perm[: len(x)]].sum() - len(x) * (len(x) + 1) / 2 - mu) >= obs - 1e-9
     assert p == pytest.approx(hits / 20000, abs=0.015)
     assert mann_whitney_u([2.0] * 5, [2.0] * 7)[1] == 1.0  # all tied: no evidence
     with pytest.raises(ConfigError, match="no ties"):
@@ -106,6 +108,7 @@ def test_the_decision_rule() -> None:
 
 
 # -- real host kernels, interleaved ----------------------------------------------------------------
+
 
 def registered_work(folder, names: dict[str, int]):
     """``hx_work`` (WORK_C) registered under each name with its ``reps`` (the work factor), compiled
@@ -131,8 +134,20 @@ def interleaved(work_kernels, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "ab.parquet"
     # units in this process (worker=False; a user's kernels on the host run in workers by default): the
     # rule for units that share a process is the one under test here
-    res = sweep(["w1", "w1b", "w4"], ["64KiB", "256KiB"], [1, 2], ["none"], device="host", iterations=96,
-                interleave=True, interleave_seed=5, progress=False, reference=False, out=out, worker=False)
+    res = sweep(
+        ["w1", "w1b", "w4"],
+        ["64KiB", "256KiB"],
+        [1, 2],
+        ["none"],
+        device="host",
+        iterations=96,
+        interleave=True,
+        interleave_seed=5,
+        progress=False,
+        reference=False,
+        out=out,
+        worker=False,
+    )
     return res
 
 
@@ -167,8 +182,19 @@ def by_work(work_kernels, tmp_path_factory):
     """w1, w1b and w4 interleaved as ``interleaved`` is, timed by the fake clock (tests/fakeclock.py):
     w4 reads exactly 4x w1 whatever the host's load, for tests of what the rule and the CLI say."""
     out = tmp_path_factory.mktemp("runs") / "work.parquet"
-    return sweep(["w1", "w1b", "w4"], ["64KiB", "256KiB"], [1, 2], ["none"], device=WorkClock(), iterations=48,
-                 interleave=True, interleave_seed=5, progress=False, reference=False, out=out)
+    return sweep(
+        ["w1", "w1b", "w4"],
+        ["64KiB", "256KiB"],
+        [1, 2],
+        ["none"],
+        device=WorkClock(),
+        iterations=48,
+        interleave=True,
+        interleave_seed=5,
+        progress=False,
+        reference=False,
+        out=out,
+    )
 
 
 def test_on_the_fake_clock_four_times_the_work_is_slower_everywhere_and_the_mirror_faster(by_work) -> None:
@@ -189,8 +215,9 @@ def test_kernels_doing_the_same_work_are_never_faster_or_slower(interleaved) -> 
     assert c["interval"].str.contains("units in one process").all()
     assert ((c["ratio_ci_low"] <= c["chunk_ci_low"] + 1e-12) & (c["ratio_ci_high"] >= c["chunk_ci_high"] - 1e-12)).all()
     assert ((c["ratio_ci_low"] <= c["unit_ci_low"] + 1e-12) & (c["ratio_ci_high"] >= c["unit_ci_high"] - 1e-12)).all()
-    assert set(c["verdict"]) <= {"same", "undecided"}, c[["size_bytes", "ratio", "ratio_ci_low", "ratio_ci_high",
-                                                          "chunk_ci_low", "chunk_ci_high"]]
+    assert set(c["verdict"]) <= {"same", "undecided"}, c[
+        ["size_bytes", "ratio", "ratio_ci_low", "ratio_ci_high", "chunk_ci_low", "chunk_ci_high"]
+    ]
     assert ((c["ratio_ci_low"] < 1.05) & (c["ratio_ci_high"] > 0.95)).all()
 
 
@@ -211,9 +238,20 @@ def test_interleaving_alternates_chunks_with_distinct_ids(interleaved) -> None:
     assert (two.groupby(["kernel", "size_bytes"])["buffer_set"].nunique() == 2).all()
 
 
-def test_two_runs_list_configurations_present_in_one_only_and_refuse_other_devices(interleaved, work_kernels, tmp_path) -> None:
-    other = sweep(["w1"], ["64KiB", "1MiB"], [1], ["none"], device="host", iterations=32, progress=False,
-                  reference=False, out=tmp_path / "b.parquet")
+def test_two_runs_list_configurations_present_in_one_only_and_refuse_other_devices(
+    interleaved, work_kernels, tmp_path
+) -> None:
+    other = sweep(
+        ["w1"],
+        ["64KiB", "1MiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=32,
+        progress=False,
+        reference=False,
+        out=tmp_path / "b.parquet",
+    )
     c = compare(interleaved.path, tmp_path / "b.parquet")
     both = c[c["present"] == "both"]
     assert set(zip(both["kernel"], both["size_bytes"])) == {("w1", 65536)}
@@ -235,7 +273,9 @@ def test_compare_cli(by_work, tmp_path, capsys) -> None:
     assert main(["compare", run, "--base", "w1", "--new", "w4"]) == 0
     text = capsys.readouterr().out
     assert "decision rule" in text and "64 KiB" in text and "slower" in text
-    assert text.count("— past the 2% threshold") == sum(r["verdict"] == "slower" for r in out["rows"]) == 4  # both answers
+    assert (
+        text.count("— past the 2% threshold") == sum(r["verdict"] == "slower" for r in out["rows"]) == 4
+    )  # both answers
     assert {r["change_called"] for r in out["rows"]} == {"slower"}
     bad = [
         ([run, "--base", "w1", "--new", "nope"], "new kernel 'nope' is not in the run"),
@@ -289,6 +329,7 @@ def test_a_sweep_records_the_code_under_review(interleaved) -> None:
 
 # -- compile-cache A/B ----------------------------------------------------------------------------
 
+
 def replay_frame(totals: dict[str, list[float]], requests: int = 10) -> pd.DataFrame:
     rows = []
     for scenario, per_pass in totals.items():
@@ -299,7 +340,9 @@ def replay_frame(totals: dict[str, list[float]], requests: int = 10) -> pd.DataF
 
 
 def test_cache_scenarios_are_verdicts_with_intervals_over_passes() -> None:
-    frame = replay_frame({"off": [10.0, 10.1, 9.95, 10.05], "memory": [2.0, 2.1, 1.9, 2.05], "disk": [10.02, 9.98, 10.05, 10.0]})
+    frame = replay_frame(
+        {"off": [10.0, 10.1, 9.95, 10.05], "memory": [2.0, 2.1, 1.9, 2.05], "disk": [10.02, 9.98, 10.05, 10.0]}
+    )
     c = compare_scenarios(frame, "off").set_index("scenario")
     mem = c.loc["memory"]
     assert mem["verdict"] == "faster"
@@ -331,6 +374,7 @@ def test_bad_arguments_name_the_value() -> None:
 
 # -- the interleaved sweep's spec, resume and CLI -------------------------------------------------
 
+
 def test_interleave_is_part_of_the_spec_and_of_resume(work_kernels, tmp_path) -> None:
     from hipexplore.bench import SweepSpec
 
@@ -340,18 +384,50 @@ def test_interleave_is_part_of_the_spec_and_of_resume(work_kernels, tmp_path) ->
         SweepSpec(kernels=("w1",), interleave=True, interleave_seed=-1)
     assert SweepSpec(kernels=("w1",), interleave=True, interleave_seed=3).measurement()["sweep.interleave"] == "seed=3"
     out = tmp_path / "seq.parquet"
-    sweep(["w1", "w1b"], ["64KiB"], [1], ["none"], device="host", iterations=16, progress=False, reference=False, out=out)
+    sweep(
+        ["w1", "w1b"], ["64KiB"], [1], ["none"], device="host", iterations=16, progress=False, reference=False, out=out
+    )
     before = out.read_bytes()
     with pytest.raises(ConfigError, match="sweep.interleave"):  # sequential rows never sit with interleaved ones
-        sweep(["w1", "w1b"], ["64KiB", "256KiB"], [1], ["none"], device="host", iterations=16, progress=False,
-              reference=False, out=out, interleave=True)
+        sweep(
+            ["w1", "w1b"],
+            ["64KiB", "256KiB"],
+            [1],
+            ["none"],
+            device="host",
+            iterations=16,
+            progress=False,
+            reference=False,
+            out=out,
+            interleave=True,
+        )
     assert out.read_bytes() == before
 
 
 def test_bench_cli_interleaves_and_compare_reads_it(tmp_path, capsys) -> None:
     out = tmp_path / "ab.parquet"
-    assert main(["bench", "copy,triad", "--device", "host", "--size", "64KiB", "--iterations", "32", "--interleave",
-                 "--seed", "4", "--no-reference", "--no-progress", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "copy,triad",
+                "--device",
+                "host",
+                "--size",
+                "64KiB",
+                "--iterations",
+                "32",
+                "--interleave",
+                "--seed",
+                "4",
+                "--no-reference",
+                "--no-progress",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     meta = json.loads(out.with_suffix("").with_name("ab.meta.json").read_text())
     assert meta["sweep.interleave"] == "seed=4" and "code.triad.sha256" in meta
@@ -380,8 +456,17 @@ def test_interleaved_verdicts_on_the_gpu(tmp_path) -> None:
     try:
         twin = catalog.get("copy")
         catalog.register(type(twin)(**{**twin.__dict__, "name": "copy_twin"}), replace=True)
-        res = sweep(["copy", "triad", "copy_twin"], ["64MiB"], [1], ["none", "l2-read"], device=dev, iterations=400,
-                    interleave=True, progress=False, reference=False)
+        res = sweep(
+            ["copy", "triad", "copy_twin"],
+            ["64MiB"],
+            [1],
+            ["none", "l2-read"],
+            device=dev,
+            iterations=400,
+            interleave=True,
+            progress=False,
+            reference=False,
+        )
     finally:
         catalog.unregister("copy_twin")
         dev.close()
@@ -406,9 +491,20 @@ def _passes_frame(rng, shifts, per_pass=60, chunk=4):
     rows = []
     for p, sh in enumerate(shifts):
         for i in range(per_pass):
-            rows.append({"kernel": "triad", "size_bytes": 4096, "rotating_requested": "1", "flush": "none", "timer": "events",
-                         "device_name": "dev", "time_s": 10e-6 * (1 + sh) * (1 + rng.normal(0, 0.002)),
-                         "chunk": p * 1000 + i // chunk, "pass_index": p, "dropped": False})
+            rows.append(
+                {
+                    "kernel": "triad",
+                    "size_bytes": 4096,
+                    "rotating_requested": "1",
+                    "flush": "none",
+                    "timer": "events",
+                    "device_name": "dev",
+                    "time_s": 10e-6 * (1 + sh) * (1 + rng.normal(0, 0.002)),
+                    "chunk": p * 1000 + i // chunk,
+                    "pass_index": p,
+                    "dropped": False,
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -3,6 +3,7 @@ their exceptions), on the real host device and sweep.
 
 Any "Exception in callback" log line fails the test it appears in.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,8 +41,14 @@ def test_controls_offer_devices_streaming_kernels_and_flush_modes():
     assert {"auto", "host"} <= set(panel.device.options)
     assert "triad" in panel.kernel.options and "spin" not in panel.kernel.options
     assert "l2-read" in panel.flush.options
-    assert panel.params() == {"device": "host", "kernels": "triad", "sizes": [64 << 10], "rotating": [1, 2],
-                              "flush": ["none", "l2-read"], "iterations": 8}
+    assert panel.params() == {
+        "device": "host",
+        "kernels": "triad",
+        "sizes": [64 << 10],
+        "rotating": [1, 2],
+        "flush": ["none", "l2-read"],
+        "iterations": 8,
+    }
 
 
 def test_parsers_accept_units_lists_and_auto():
@@ -134,8 +141,11 @@ def test_an_absent_device_is_reported_in_the_panel():
     except DeviceUnavailable:
         pass
     else:
-        need("a machine without a HIP device", "an AMD GPU is here: the absent-device error cannot be produced",
-             flag=NOT_REQUIRED)
+        need(
+            "a machine without a HIP device",
+            "an AMD GPU is here: the absent-device error cannot be produced",
+            flag=NOT_REQUIRED,
+        )
     panel.run_button.click()
     with pytest.raises(HipexploreError):
         panel.wait(timeout=60)
@@ -154,7 +164,9 @@ def test_run_on_the_host_fills_progress_plots_and_frames():
     # 4 settings + the cold reference, each in its 3 units: the bar counts (configuration, unit)s
     assert panel.progress.value == panel.progress.max == 5 * 3
     assert panel.progress.bar_style == "success" and panel.status.value.startswith("done")
-    assert bytes(panel.noise_image.value).startswith(b"\x89PNG") and bytes(panel.detail_image.value).startswith(b"\x89PNG")
+    assert bytes(panel.noise_image.value).startswith(b"\x89PNG") and bytes(panel.detail_image.value).startswith(
+        b"\x89PNG"
+    )
     assert panel.errors.value == ""
     # the host's load beside the noise (issue 49): judged against this host's cores, from the samples' own readings
     import os
@@ -164,7 +176,7 @@ def test_run_on_the_host_fills_progress_plots_and_frames():
     found = load_summary(samples, os.cpu_count(), kernel="triad")
     assert found is not None and found.chunks > 0
     assert 'class="hx-load"' in panel.load_info.value and found.answer().split(":")[0] == "Host load"
-    assert (f"all {os.cpu_count()} cores" in panel.load_info.value), panel.load_info.value
+    assert f"all {os.cpu_count()} cores" in panel.load_info.value, panel.load_info.value
 
 
 def test_stop_ends_the_sweep_early_and_keeps_what_arrived():
@@ -215,7 +227,9 @@ def test_run_is_disabled_and_starts_nothing_while_iterations_are_fewer_than_buff
     assert calls == [] and not panel.running and panel._thread is None
     # the library's own message, the one the sweep would have raised after starting
     assert "ConfigError" in panel.errors.value
-    assert "iterations (4) must be greater than or equal to the number of rotating buffer sets (8)" in panel.errors.value
+    assert (
+        "iterations (4) must be greater than or equal to the number of rotating buffer sets (8)" in panel.errors.value
+    )
     panel.fix_button.click()
     assert panel.iterations.value == 8 and not panel.run_button.disabled and panel.fix_button.layout.display == "none"
     panel.iterations.value = 7  # typing a smaller count disables it again
@@ -244,8 +258,17 @@ def test_the_panel_blocks_exactly_what_the_sweep_refuses(monkeypatch):
     for size, rotating, iterations in cases:
         panel, calls = _recording_panel(sizes=size, rotating=rotating, iterations=iterations, flush=("none",))
         try:
-            sweep("triad", [size], [rotating], ["none"], device="host", iterations=iterations, reference=False,
-                  progress=False, warmup_s=0)
+            sweep(
+                "triad",
+                [size],
+                [rotating],
+                ["none"],
+                device="host",
+                iterations=iterations,
+                reference=False,
+                progress=False,
+                warmup_s=0,
+            )
             refused = ""
         except ConfigError as exc:
             refused = str(exc)
@@ -285,7 +308,9 @@ def test_only_the_flush_modes_of_the_chosen_device_are_offered(monkeypatch):
     assert panel.flush.value == ("none", "l2-read")  # the AMD-only mode asked for is not selected...
     assert "icache, inline-icache" in panel.flush_hint.value and "host" in panel.flush_hint.value  # ...and says why
     real = devices.get_device
-    monkeypatch.setattr(devices, "get_device", lambda name="auto", *a, **k: _AmdLikeHost() if name == "hip" else real(name, *a, **k))
+    monkeypatch.setattr(
+        devices, "get_device", lambda name="auto", *a, **k: _AmdLikeHost() if name == "hip" else real(name, *a, **k)
+    )
     panel.device.value = "hip"
     assert set(panel.flush.options) == set(FLUSH_MODES) and panel.flush_hint.value == ""
     panel.flush.value = ("none", "icache")

@@ -15,6 +15,7 @@ each process, from its start to its exit; the compiler's own cache is off (``HIP
 Usage:
   .venv/bin/python benchmarks/cli/compile_hit.py --rounds 7 --out benchmarks/results/compile_hit.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = {
     "host": ("k.c", "host", "float axpy(float a, float x, float y) {{ return a * x + y + {n}.0f; }}\n"),
-    "nvrtc": ("k.cu", "sm_90", 'extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {{\n'
-              "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i] + {n}.0f;\n}}\n"),
-    "hiprtc": ("k.hip", "gfx90a", '#include <hip/hip_runtime.h>\nextern "C" __global__ void axpy(float a, const float* x, '
-               "float* y, int n) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i] + {n}.0f;\n}}\n"),
+    "nvrtc": (
+        "k.cu",
+        "sm_90",
+        'extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {{\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i] + {n}.0f;\n}}\n",
+    ),
+    "hiprtc": (
+        "k.hip",
+        "gfx90a",
+        '#include <hip/hip_runtime.h>\nextern "C" __global__ void axpy(float a, const float* x, '
+        "float* y, int n) {{\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i] + {n}.0f;\n}}\n",
+    ),
 }
 
 
@@ -47,9 +56,11 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
     return wall, proc.stdout
 
 
-def one_round(r: int, compilers: list[str], hx: list[str], env: dict[str, str], work: Path, memo: Path) -> dict[str, float]:
+def one_round(
+    r: int, compilers: list[str], hx: list[str], env: dict[str, str], work: Path, memo: Path
+) -> dict[str, float]:
     out = {"help": timed([*hx, "--help"], env, work)[0]}
-    for name in (compilers if r % 2 == 0 else compilers[::-1]):
+    for name in compilers if r % 2 == 0 else compilers[::-1]:
         fname, target, text = SOURCES[name]
         (work / fname).write_text(text.format(n=1000 * r + 17))
         argv = [*hx, "compile", fname, "--compiler", name, "--target", target, "--json"]
@@ -80,13 +91,21 @@ def main(argv: list[str] | None = None) -> int:
         work = root / "work"
         work.mkdir()
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE",)}
-        env.update(HIPEXPLORE_CACHE_DIR=str(root / "cache"), XDG_CACHE_HOME=str(root / "xdg"), HIPEXPLORE_COMPILER_CACHE="off")
+        env.update(
+            HIPEXPLORE_CACHE_DIR=str(root / "cache"), XDG_CACHE_HOME=str(root / "xdg"), HIPEXPLORE_COMPILER_CACHE="off"
+        )
         one_round(-1, compilers, hx, env, work, root / "xdg" / "hipexplore-memo")  # warm: pyc, the page cache, the memo
         rounds = [one_round(r, compilers, hx, env, work, root / "xdg" / "hipexplore-memo") for r in range(args.rounds)]
     med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
-    result = {"rounds": rounds, "median_s": med, "load_before": os.getloadavg(),
-              "checks": {c: {"hit_below_miss": med[f"{c}.hit"] < med[f"{c}.miss"],
-                             "hit_over_help": med[f"{c}.hit"] / med["help"]} for c in compilers}}
+    result = {
+        "rounds": rounds,
+        "median_s": med,
+        "load_before": os.getloadavg(),
+        "checks": {
+            c: {"hit_below_miss": med[f"{c}.hit"] < med[f"{c}.miss"], "hit_over_help": med[f"{c}.hit"] / med["help"]}
+            for c in compilers
+        },
+    }
     from hipexplore.provenance import collect
 
     result["provenance"] = collect(command=[sys.executable, *sys.argv])

@@ -12,6 +12,7 @@ Prints one row per input: the median and the range of the rounds' wall times (in
 included, as a user waits for it), the median CPU time of the child (less sensitive to other work
 on the host) and the median time inside ``main`` (start-up excluded).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,10 +36,18 @@ CASES = [
     ("bench --size nan", ["bench", "triad", "--device", "host", "--size", "nan"], {}, None),
     ("bench --size -4KiB", ["bench", "triad", "--device", "host", "--size", "-4KiB"], {}, None),
     ("bench --flush l2-raed", ["bench", "triad", "--device", "host", "--flush", "none,l2-raed"], {}, None),
-    ("HIPEXPLORE_LAUNCH_TIMEOUT=abc bench", ["bench", "triad", "--device", "host", "--size", "64KiB"],
-     {"HIPEXPLORE_LAUNCH_TIMEOUT": "abc"}, None),
-    ("bench .cu --device host", ["bench", "k", "--source", "k.cu", "--args", "inout:x:f32[n], n:u64=n", "--device", "host"],
-     {}, None),
+    (
+        "HIPEXPLORE_LAUNCH_TIMEOUT=abc bench",
+        ["bench", "triad", "--device", "host", "--size", "64KiB"],
+        {"HIPEXPLORE_LAUNCH_TIMEOUT": "abc"},
+        None,
+    ),
+    (
+        "bench .cu --device host",
+        ["bench", "k", "--source", "k.cu", "--args", "inout:x:f32[n], n:u64=n", "--device", "host"],
+        {},
+        None,
+    ),
     ("report --device bogus", ["report", "--device", "bogus"], {}, None),
     ("report --params flush: [none, l2-raed]", ["report", "--params", "p.yaml"], {}, 'flush: ["none", "l2-raed"]\n'),
     ("report --params flsuh: (a misspelt name)", ["report", "--params", "p.yaml"], {}, 'flsuh: ["none"]\n'),
@@ -47,8 +56,9 @@ CASES = [
 
 def git_revision() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
 
@@ -61,8 +71,17 @@ def _cpu() -> float:
 def help_wall(cwd: Path) -> tuple[float, float]:
     """(wall s, CPU s) of ``hipexplore --help`` in a fresh interpreter."""
     t0, c0 = time.perf_counter(), _cpu()
-    subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path[:0] = {[str(HERE)]!r}\n"
-                    "from hipexplore.cli import main; sys.exit(main(['--help']))"], cwd=cwd, capture_output=True, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys; sys.path[:0] = {[str(HERE)]!r}\nfrom hipexplore.cli import main; sys.exit(main(['--help']))",
+        ],
+        cwd=cwd,
+        capture_output=True,
+        check=True,
+    )
     return time.perf_counter() - t0, _cpu() - c0
 
 
@@ -79,9 +98,16 @@ def main() -> None:
         env = {"HOME": str(work / "home"), "HIPEXPLORE_CACHE_DIR": str(work / "cache")}
         helps = [help_wall(work) for _ in range(args.rounds)]
         walls = sorted(w for w, _ in helps)
-        rows.append({"case": "hipexplore --help (start-up)", "wall_median_s": statistics.median(walls),
-                     "wall_range_s": [walls[0], walls[-1]], "cpu_median_s": statistics.median(c for _, c in helps),
-                     "main_median_s": None, "heavy": []})
+        rows.append(
+            {
+                "case": "hipexplore --help (start-up)",
+                "wall_median_s": statistics.median(walls),
+                "wall_range_s": [walls[0], walls[-1]],
+                "cpu_median_s": statistics.median(c for _, c in helps),
+                "main_median_s": None,
+                "heavy": [],
+            }
+        )
         for name, argv, extra, params in CASES:
             if params is not None:
                 (work / argv[-1]).write_text(params)
@@ -95,18 +121,34 @@ def main() -> None:
                 mains.append(res.seconds)
                 heavy |= set(res.started) | set(res.imported)
             walls.sort()
-            rows.append({"case": name, "wall_median_s": statistics.median(walls), "wall_range_s": [walls[0], walls[-1]],
-                         "cpu_median_s": statistics.median(cpus), "main_median_s": statistics.median(mains),
-                         "heavy": sorted(heavy), "line": line})
+            rows.append(
+                {
+                    "case": name,
+                    "wall_median_s": statistics.median(walls),
+                    "wall_range_s": [walls[0], walls[-1]],
+                    "cpu_median_s": statistics.median(cpus),
+                    "main_median_s": statistics.median(mains),
+                    "heavy": sorted(heavy),
+                    "line": line,
+                }
+            )
     print(f"{'case':44} {'wall median (range) s':>22} {'CPU s':>6} {'in main s':>9}  started first")
     for r in rows:
         rng = f"{r['wall_median_s']:.2f} ({r['wall_range_s'][0]:.2f}-{r['wall_range_s'][1]:.2f})"
         inside = "" if r["main_median_s"] is None else f"{r['main_median_s']:.2f}"
         print(f"{r['case']:44} {rng:>22} {r['cpu_median_s']:>6.2f} {inside:>9}  {', '.join(r['heavy']) or 'nothing'}")
-    record = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "revision": git_revision(),
-              "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "python": platform.python_version(),
-              "machine": platform.machine(), "cpus": os.cpu_count(), "load_start": load_start, "load_end": os.getloadavg(),
-              "rounds": args.rounds, "rows": rows}
+    record = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "revision": git_revision(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_start": load_start,
+        "load_end": os.getloadavg(),
+        "rounds": args.rounds,
+        "rows": rows,
+    }
     if args.out:
         Path(args.out).write_text(json.dumps(record, indent=1))
 

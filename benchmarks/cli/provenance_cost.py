@@ -11,6 +11,7 @@ are imported, so only provenance is counted), and the CPU of a small real host b
 Usage: python benchmarks/cli/provenance_cost.py --old DIR [--rounds 5] [--out FILE.json]
 (DIR: ``git archive REV hipexplore | tar -x -C DIR``; this tree is the checkout it runs from)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[2]
-FIRST = ("import time, numpy, pandas\nfrom hipexplore.provenance import collect\n"
-         "t = time.process_time(); collect(); print(time.process_time() - t)")
+FIRST = (
+    "import time, numpy, pandas\nfrom hipexplore.provenance import collect\n"
+    "t = time.process_time(); collect(); print(time.process_time() - t)"
+)
 
 
 def _env(tree: Path, home: Path) -> dict[str, str]:
@@ -35,8 +38,9 @@ def _env(tree: Path, home: Path) -> dict[str, str]:
 
 def first_collect(tree: Path, home: Path) -> float:
     # cwd: a folder without hipexplore/ (``-c`` puts the working directory first on sys.path)
-    out = subprocess.run([sys.executable, "-c", FIRST], env=_env(tree, home), capture_output=True, text=True, check=True,
-                         cwd=home)
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST], env=_env(tree, home), capture_output=True, text=True, check=True, cwd=home
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -45,9 +49,28 @@ def small_bench(tree: Path, home: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "host", "--size", "16KiB",
-                        "--iterations", "10", "--no-progress", "--out", str(Path(d) / "t.parquet")],
-                       env=_env(tree, home), capture_output=True, check=True, cwd=d)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hipexplore",
+                "bench",
+                "triad",
+                "--device",
+                "host",
+                "--size",
+                "16KiB",
+                "--iterations",
+                "10",
+                "--no-progress",
+                "--out",
+                str(Path(d) / "t.parquet"),
+            ],
+            env=_env(tree, home),
+            capture_output=True,
+            check=True,
+            cwd=d,
+        )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return time.perf_counter() - t0, cpu
@@ -68,13 +91,22 @@ def main() -> None:
         for r in range(args.rounds):
             for label, tree in trees.items():
                 wall, cpu = small_bench(tree, home)
-                rows.append({"round": r, "tree": label, "first_collect_cpu_s": first_collect(tree, home),
-                             "bench_wall_s": wall, "bench_cpu_s": cpu})
+                rows.append(
+                    {
+                        "round": r,
+                        "tree": label,
+                        "first_collect_cpu_s": first_collect(tree, home),
+                        "bench_wall_s": wall,
+                        "bench_cpu_s": cpu,
+                    }
+                )
     for label in trees:
         mine = [x for x in rows if x["tree"] == label]
-        print(f"{label:>5}: first collect() CPU median {statistics.median(x['first_collect_cpu_s'] for x in mine):.3f} s; "
-              f"small host bench CPU median {statistics.median(x['bench_cpu_s'] for x in mine):.2f} s, "
-              f"wall {statistics.median(x['bench_wall_s'] for x in mine):.2f} s ({len(mine)} rounds)")
+        print(
+            f"{label:>5}: first collect() CPU median {statistics.median(x['first_collect_cpu_s'] for x in mine):.3f} s; "
+            f"small host bench CPU median {statistics.median(x['bench_cpu_s'] for x in mine):.2f} s, "
+            f"wall {statistics.median(x['bench_wall_s'] for x in mine):.2f} s ({len(mine)} rounds)"
+        )
     if args.out:
         Path(args.out).write_text(json.dumps({"rounds": rows, "load": os.getloadavg()}, indent=1))
 

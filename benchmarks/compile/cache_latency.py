@@ -17,6 +17,7 @@ dir (maxmemory 256 MB, allkeys-lru, no persistence) and stop it afterwards.
 
 Writes ``<out>.json`` (samples summary + provenance) and ``<out>.md`` (the table for BENCHMARKS.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -139,9 +140,27 @@ class _Redis:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         self.tmp = tempfile.TemporaryDirectory(prefix="hipexplore-bench-redis-")
-        self.proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", self.tmp.name, "--save", "",
-                                      "--appendonly", "no", "--maxmemory", "256mb", "--maxmemory-policy", "allkeys-lru"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--dir",
+                self.tmp.name,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--maxmemory",
+                "256mb",
+                "--maxmemory-policy",
+                "allkeys-lru",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         import redis
 
         client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.2)
@@ -173,8 +192,11 @@ def team_arms(args: argparse.Namespace, compiler, request: CompileRequest) -> di
         remote_only = CompileCache(max_entries=0, disk_dir=False, remote=url)  # every lookup goes to Redis
         time_lookups(remote_only, request, compiler, min(100, args.remote_lookups), "remote-hit")
         remote = time_lookups(remote_only, request, compiler, args.remote_lookups, "remote-hit")
-        out["remote_hit"] = {**summarize(remote), "server": f"redis-server {server.version}",
-                             "entry_bytes": len(remote_only.remote.client.get(f"hx:v1:{seed.key_for(request, compiler).digest}"))}
+        out["remote_hit"] = {
+            **summarize(remote),
+            "server": f"redis-server {server.version}",
+            "entry_bytes": len(remote_only.remote.client.get(f"hx:v1:{seed.key_for(request, compiler).digest}")),
+        }
         with_disk = CompileCache(disk_dir=tmp)
         without = CompileCache(disk_dir=False)
         for c in (with_disk, without):
@@ -184,7 +206,9 @@ def team_arms(args: argparse.Namespace, compiler, request: CompileRequest) -> di
         names = list(blocks)
         per = max(1, args.lookups // 4)
         for name in (names[0], names[1], names[1], names[0]):
-            blocks[name] += time_lookups(with_disk if name == names[0] else without, request, compiler, per, "memory-hit")
+            blocks[name] += time_lookups(
+                with_disk if name == names[0] else without, request, compiler, per, "memory-hit"
+            )
         out["memory_hit_lock"] = {k: summarize(v) for k, v in blocks.items()}
         a, b = (statistics.median(blocks[n]) for n in names)
         out["memory_hit_lock"]["p50_difference_s"] = a - b
@@ -208,7 +232,10 @@ def team_markdown(t: dict) -> str:
         "| lookup | n | p50 | p99 | mean |",
         "|---|---|---|---|---|",
         f"| remote hit ({r['server']} on loopback, memory and disk tiers off; entry {r['entry_bytes'] / 1000:.1f} kB with HMAC) | {r['n']} | {_t(r['p50_s'])} | {_t(r['p99_s'])} | {_t(r['mean_s'])} |",
-        *(f"| memory hit, {n} | {m[n]['n']} | {_t(m[n]['p50_s'])} | {_t(m[n]['p99_s'])} | {_t(m[n]['mean_s'])} |" for n in names),
+        *(
+            f"| memory hit, {n} | {m[n]['n']} | {_t(m[n]['p50_s'])} | {_t(m[n]['p99_s'])} | {_t(m[n]['mean_s'])} |"
+            for n in names
+        ),
         f"| per-key lock acquire + release alone (uncontended, taken on misses only) | {k['n']} | {_t(k['p50_s'])} | {_t(k['p99_s'])} | {_t(k['mean_s'])} |",
         "",
         f"Memory-hit p50 difference (disk tier on − off, blocks A B B A): {m['p50_difference_s'] * 1e6:+.2f} µs. "
@@ -225,11 +252,19 @@ def run(args: argparse.Namespace) -> dict:
     if args.team_only:
         request = make_request(args.compiler, args.target, random.SystemRandom().randrange(10**9), args.instances)
         team = team_arms(args, compiler, request)
-        return {"benchmark": "compile-cache-team", "compiler": args.compiler, "target": args.target,
-                "compiler_identity": compiler.identity().record(), "team": team,
-                "conditions": {"loadavg_before": list(load_before), "loadavg_after": list(os.getloadavg()),
-                               "cpu_count": os.cpu_count()},
-                "provenance": collect(command=[Path(sys.executable).name, *sys.argv])}
+        return {
+            "benchmark": "compile-cache-team",
+            "compiler": args.compiler,
+            "target": args.target,
+            "compiler_identity": compiler.identity().record(),
+            "team": team,
+            "conditions": {
+                "loadavg_before": list(load_before),
+                "loadavg_after": list(os.getloadavg()),
+                "cpu_count": os.cpu_count(),
+            },
+            "provenance": collect(command=[Path(sys.executable).name, *sys.argv]),
+        }
     # Salts are random per run: a compiler-side cache (NVRTC 13.0 on the H200 image serves an
     # identical program again in ~14 ms, across processes) must never shortcut a "fresh" compile.
     salts = iter(random.SystemRandom().sample(range(10**6, 10**9), 64))
@@ -243,7 +278,10 @@ def run(args: argparse.Namespace) -> dict:
         return time.perf_counter() - t0, code.compile_seconds, len(code.binary)
 
     # what a cache hit replaces: a compile of this kernel that no cache (ours or the compiler's) has seen
-    fresh = [timed_compile(make_request(args.compiler, args.target, next(salts), args.instances)) for _ in range(args.recompiles)]
+    fresh = [
+        timed_compile(make_request(args.compiler, args.target, next(salts), args.instances))
+        for _ in range(args.recompiles)
+    ]
     # the same program again: shows the compiler's own caching, if it has any
     same = [timed_compile(request) for _ in range(args.recompiles)]
     size = same[0][2]
@@ -323,10 +361,12 @@ def _t(seconds: float) -> str:
 def markdown(r: dict) -> str:
     p = r["provenance"]
     if r["benchmark"] == "compile-cache-team":
-        return (team_markdown(r["team"]) + f"\nConditions: load average {r['conditions']['loadavg_before'][0]:.2f} before, "
-                f"{r['conditions']['loadavg_after'][0]:.2f} after (1-min), {r['conditions']['cpu_count']} CPUs. CPU: {p.get('cpu', '?')}. "
-                f"Compiler: {r['compiler_identity']['version']}. hipexplore {p.get('hipexplore')} at {p.get('git_revision')}, "
-                f"{p.get('date')}, Python {p.get('python')}.\n\nCommand: `{p.get('command')}`\n")
+        return (
+            team_markdown(r["team"]) + f"\nConditions: load average {r['conditions']['loadavg_before'][0]:.2f} before, "
+            f"{r['conditions']['loadavg_after'][0]:.2f} after (1-min), {r['conditions']['cpu_count']} CPUs. CPU: {p.get('cpu', '?')}. "
+            f"Compiler: {r['compiler_identity']['version']}. hipexplore {p.get('hipexplore')} at {p.get('git_revision')}, "
+            f"{p.get('date')}, Python {p.get('python')}.\n\nCommand: `{p.get('command')}`\n"
+        )
     rec, mem, dsk, dc = r["recompile"], r["memory_hit"], r["disk_hit"], r["distinct_compiles"]
     sr = r["recompile_same_source"]
     lines = [
@@ -374,10 +414,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--disk-lookups", type=int, default=5000, help="disk-hit samples")
     ap.add_argument("--recompiles", type=int, default=7, help="compiles per baseline arm (fresh and same source)")
     ap.add_argument("--distinct", type=int, default=8, help="distinct compiles per pool run")
-    ap.add_argument("--out", default=None, help="output path without suffix (default benchmarks/results/cache_bench, "
-                    "or cache_bench_team with --team-only)")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="output path without suffix (default benchmarks/results/cache_bench, "
+        "or cache_bench_team with --team-only)",
+    )
     ap.add_argument("--quick", action="store_true", help="few samples (smoke test)")
-    ap.add_argument("--team", action="store_true", help="also the team arms: remote hits (a local redis-server) and the lock's cost")
+    ap.add_argument(
+        "--team", action="store_true", help="also the team arms: remote hits (a local redis-server) and the lock's cost"
+    )
     ap.add_argument("--team-only", action="store_true", help="only the team arms (short)")
     ap.add_argument("--remote-lookups", type=int, default=5000, help="remote-hit samples")
     ap.add_argument("--lock-samples", type=int, default=2000, help="uncontended key-lock samples")

@@ -28,6 +28,7 @@ Usage:
   python3 benchmarks/compile/compiler_caches.py --out DIR [--budget-s 330] [--passes 3]
   .venv/bin/python benchmarks/compile/compiler_caches.py --out DIR --budget-s 120 --passes 2   # this host: a smoke run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,11 +43,13 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 #: (step, compiler, target, list, jobs, share of the whole budget); the stale-key step comes first
-STEPS = (("nvrtc-llama3-8b-j16", "nvrtc", "sm_90", "llama3-8b", 16, 0.17),
-         ("nvrtc-llama3-8b-j1", "nvrtc", "sm_90", "llama3-8b", 1, 0.20),
-         ("nvrtc-resnet50-j16", "nvrtc", "sm_90", "resnet50", 16, 0.14),
-         ("nvrtc-resnet50-j1", "nvrtc", "sm_90", "resnet50", 1, 0.17),
-         ("triton-llama3-8b-j16", "triton", "sm_90", "llama3-8b", 16, 0.22))
+STEPS = (
+    ("nvrtc-llama3-8b-j16", "nvrtc", "sm_90", "llama3-8b", 16, 0.17),
+    ("nvrtc-llama3-8b-j1", "nvrtc", "sm_90", "llama3-8b", 1, 0.20),
+    ("nvrtc-resnet50-j16", "nvrtc", "sm_90", "resnet50", 16, 0.14),
+    ("nvrtc-resnet50-j1", "nvrtc", "sm_90", "resnet50", 1, 0.17),
+    ("triton-llama3-8b-j16", "triton", "sm_90", "llama3-8b", 16, 0.22),
+)
 EVERY = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 #: prior guesses (the H200 machine's 16 host cores, BENCHMARKS.md "tuning replay"): seconds a compile, by
 #: compiler and jobs, and seconds each pass spends starting and warming its workers; both are
@@ -99,15 +102,48 @@ def replay_step(step: tuple, out: Path, passes: int, target_s: float, left: floa
     name, compiler, target, lst, jobs, _share = step
     every, kernels, unique, est = plan(step, passes, min(target_s, left - 10.0), rates)
     if est > left - 10.0:
-        return {"status": "skipped: would not fit the budget left", "every_problem": every, "estimate_s": est, "left_s": left}
+        return {
+            "status": "skipped: would not fit the budget left",
+            "every_problem": every,
+            "estimate_s": est,
+            "left_s": left,
+        }
     frame = out / f"{name}.parquet"
-    cmd = [sys.executable, "-m", "hipexplore", "tune-replay", "--compiler", compiler, "--target", target, "--list", lst,
-           "--every-problem", str(every), "--jobs", str(jobs), "--passes", str(passes), "--cache", "all", "--json", "--quiet",
-           "--frame", str(frame), "--force"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hipexplore",
+        "tune-replay",
+        "--compiler",
+        compiler,
+        "--target",
+        target,
+        "--list",
+        lst,
+        "--every-problem",
+        str(every),
+        "--jobs",
+        str(jobs),
+        "--passes",
+        str(passes),
+        "--cache",
+        "all",
+        "--json",
+        "--quiet",
+        "--frame",
+        str(frame),
+        "--force",
+    ]
     limit = max(30.0, min(left - 5.0, 2.5 * est + 30.0))
     t0 = time.perf_counter()
-    record: dict[str, Any] = {"command": " ".join(cmd[1:]).replace(str(out) + "/", "OUT/"), "every_problem": every,
-                              "kernels": kernels, "unique_kernels": unique, "estimate_s": est, "limit_s": limit}
+    record: dict[str, Any] = {
+        "command": " ".join(cmd[1:]).replace(str(out) + "/", "OUT/"),
+        "every_problem": every,
+        "kernels": kernels,
+        "unique_kernels": unique,
+        "estimate_s": est,
+        "limit_s": limit,
+    }
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=REPO)
     except subprocess.TimeoutExpired:
@@ -118,12 +154,27 @@ def replay_step(step: tuple, out: Path, passes: int, target_s: float, left: floa
         record.update(status=f"exit {proc.returncode}", stderr=proc.stderr.strip()[-2000:])
         return record
     rep = json.loads(proc.stdout)
-    keep = ("compiler_cache", "compiler_cache_setting", "compiler_cache_by_scenario", "rounds", "pass_walls",
-            "saved_vs_cold", "saved_beyond_compiler_cache", "warm_beyond_compiler_cache", "memory_vs_ideal", "failed", "kernels", "unique_kernels", "jobs")
+    keep = (
+        "compiler_cache",
+        "compiler_cache_setting",
+        "compiler_cache_by_scenario",
+        "rounds",
+        "pass_walls",
+        "saved_vs_cold",
+        "saved_beyond_compiler_cache",
+        "warm_beyond_compiler_cache",
+        "memory_vs_ideal",
+        "failed",
+        "kernels",
+        "unique_kernels",
+        "jobs",
+    )
     record.update(status="ok" if proc.returncode == 0 else "some compiles failed", **{k: rep.get(k) for k in keep})
     walls = rep.get("pass_walls") or {}
-    compiles = sum(len(w) for s, w in walls.items() if s in ("cold", "off", "compiler-cache")) * kernels + \
-        sum(len(w) for s, w in walls.items() if s in ("ideal", "memory", "disk-cold")) * unique
+    compiles = (
+        sum(len(w) for s, w in walls.items() if s in ("cold", "off", "compiler-cache")) * kernels
+        + sum(len(w) for s, w in walls.items() if s in ("ideal", "memory", "disk-cold")) * unique
+    )
     spent, n = sum(sum(w) for w in walls.values()), sum(len(w) for w in walls.values())
     if compiles and n:  # what the next steps of this compiler are planned with
         rates.setdefault("rate", {})[(compiler, jobs)] = spent / compiles
@@ -137,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=330.0)
     p.add_argument("--passes", type=int, default=3)
     p.add_argument("--steps", default="stale," + ",".join(s[0] for s in STEPS))
-    p.add_argument("--max-jobs", type=int, default=16, help="the jobs of the parallel steps (16 on the GPU host's 16 cores)")
+    p.add_argument(
+        "--max-jobs", type=int, default=16, help="the jobs of the parallel steps (16 on the GPU host's 16 cores)"
+    )
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -145,8 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     from hipexplore.provenance import collect
 
-    summary: dict[str, Any] = {"budget_s": args.budget_s, "passes": args.passes, "steps": {},
-                               "provenance": collect(command=[sys.executable, *sys.argv])}
+    summary: dict[str, Any] = {
+        "budget_s": args.budget_s,
+        "passes": args.passes,
+        "steps": {},
+        "provenance": collect(command=[sys.executable, *sys.argv]),
+    }
     rates: dict = {}
 
     def save() -> None:
@@ -157,8 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         limit = max(60, min(150, args.budget_s / 3))
         try:  # a stale step past its limit is recorded as such; the replay steps still run
-            proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "compile" / "stale_keys.py"), "--out",
-                                   str(out / "stale")], capture_output=True, text=True, timeout=limit)
+            proc = subprocess.run(
+                [sys.executable, str(REPO / "benchmarks" / "compile" / "stale_keys.py"), "--out", str(out / "stale")],
+                capture_output=True,
+                text=True,
+                timeout=limit,
+            )
             status, log = ("ok" if proc.returncode == 0 else f"exit {proc.returncode}"), proc.stderr
         except subprocess.TimeoutExpired as exc:
             status, log = f"stopped at its limit ({limit:.0f} s)", (exc.stderr or b"").decode(errors="replace")
@@ -176,8 +237,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         passes = args.passes if step[1] != "triton" else max(2, args.passes - 1)  # Triton: with and without its cache
         summary["steps"][step[0]] = replay_step(step, out, passes, step[5] / shares * args.budget_s, left, rates)
-        print(f"compiler_caches: {step[0]}: {summary['steps'][step[0]].get('status')} "
-              f"({summary['steps'][step[0]].get('seconds', 0):.0f} s)", file=sys.stderr)
+        print(
+            f"compiler_caches: {step[0]}: {summary['steps'][step[0]].get('status')} "
+            f"({summary['steps'][step[0]].get('seconds', 0):.0f} s)",
+            file=sys.stderr,
+        )
         save()
     save()
     return 0

@@ -12,6 +12,7 @@ how many of each list's unique requests take the fast path.
 
     python benchmarks/compile/dependency_pass.py --out benchmarks/results/dependency_pass.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,7 @@ def main() -> None:
     tl = listfile.expand(listfile.read(args.list), "nvrtc", "sm_90")
     unique = list({(e.request.source.text, e.request.options): e.request for e in tl.entries}.values())
     fast = sum(reads_only_request(r, nvrtc=True) for r in unique)
-    reqs = unique[: 3 * args.requests: 3]
+    reqs = unique[: 3 * args.requests : 3]
     comp = get_compiler("nvrtc")
     comp.dependencies(reqs[0])  # load the library first
     dep, com = [], []
@@ -49,16 +50,27 @@ def main() -> None:
             comp.compile(r)
             com.append(time.perf_counter() - t)
     meta = collect(compilers=False)
-    out = {"list": args.list, "compiler": "nvrtc", "target": "sm_90", "unique_requests": len(unique), "list_requests": len(tl.entries),
-           "fast_path_requests": fast, "dependency_listing_s": dep, "compile_s": com,
-           "dependency_median_s": statistics.median(dep), "compile_median_s": statistics.median(com),
-           "share_of_compile": statistics.median(dep) / statistics.median(com),
-           "provenance": {k: str(v) for k, v in meta.items()}}
+    out = {
+        "list": args.list,
+        "compiler": "nvrtc",
+        "target": "sm_90",
+        "unique_requests": len(unique),
+        "list_requests": len(tl.entries),
+        "fast_path_requests": fast,
+        "dependency_listing_s": dep,
+        "compile_s": com,
+        "dependency_median_s": statistics.median(dep),
+        "compile_median_s": statistics.median(com),
+        "share_of_compile": statistics.median(dep) / statistics.median(com),
+        "provenance": {k: str(v) for k, v in meta.items()},
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
-    print(f"{args.list}: {fast} of {len(unique)} unique requests take the fast path; dependency listing median "
-          f"{out['dependency_median_s'] * 1e3:.1f} ms (n={len(dep)}), compile median {out['compile_median_s'] * 1e3:.0f} ms "
-          f"(n={len(com)}): {out['share_of_compile']:.1%} of a compile")
+    print(
+        f"{args.list}: {fast} of {len(unique)} unique requests take the fast path; dependency listing median "
+        f"{out['dependency_median_s'] * 1e3:.1f} ms (n={len(dep)}), compile median {out['compile_median_s'] * 1e3:.0f} ms "
+        f"(n={len(com)}): {out['share_of_compile']:.1%} of a compile"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ texts in full, patched in for the comparison only), each on its own disk tier fi
 
     .venv/bin/python benchmarks/compile/key_headers.py --out benchmarks/results/key_headers.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,12 @@ def hits(reqs, comp, rounds: int) -> dict:
                 times.append(time.perf_counter() - t)
                 assert res.outcome == "disk-hit", res.outcome
             key_bytes = [len(warm.key_for(r, comp).canonical) for r in reqs]
-        return {"p50_s": statistics.median(times), "mean_s": statistics.fmean(times), "n": len(times),
-                "key_bytes_median": statistics.median(key_bytes)}
+        return {
+            "p50_s": statistics.median(times),
+            "mean_s": statistics.fmean(times),
+            "n": len(times),
+            "key_bytes_median": statistics.median(key_bytes),
+        }
 
 
 def main() -> None:
@@ -61,10 +66,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     tl = listfile.expand(listfile.read(args.list).select(every=12), args.compiler, args.target)
-    reqs = list(tl.unique_requests[:args.kernels])
+    reqs = list(tl.unique_requests[: args.kernels])
     comp = make_compiler(args.compiler, 1)
-    out = {"list": args.list, "compiler": args.compiler, "target": args.target, "kernels": len(reqs),
-           "header_bytes_median": statistics.median(sum(len(h.text) for h in r.headers) for r in reqs)}
+    out = {
+        "list": args.list,
+        "compiler": args.compiler,
+        "target": args.target,
+        "kernels": len(reqs),
+        "header_bytes_median": statistics.median(sum(len(h.text) for h in r.headers) for r in reqs),
+    }
     out["by_digest"] = hits(reqs, comp, args.rounds)
     rq.CompileRequest.record = full_text_record
     try:
@@ -74,8 +84,10 @@ def main() -> None:
     out["provenance"] = {k: str(v) for k, v in collect(compilers=False).items()}
     Path(args.out).write_text(json.dumps(out, indent=1))
     for k in ("by_digest", "full_text"):
-        print(f"{k:>10}: disk hit p50 {out[k]['p50_s'] * 1e3:.3f} ms, mean {out[k]['mean_s'] * 1e3:.3f} ms, "
-              f"key record {out[k]['key_bytes_median'] / 1024:.1f} KiB (n={out[k]['n']})")
+        print(
+            f"{k:>10}: disk hit p50 {out[k]['p50_s'] * 1e3:.3f} ms, mean {out[k]['mean_s'] * 1e3:.3f} ms, "
+            f"key record {out[k]['key_bytes_median'] / 1024:.1f} KiB (n={out[k]['n']})"
+        )
 
 
 if __name__ == "__main__":

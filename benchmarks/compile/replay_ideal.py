@@ -13,6 +13,7 @@ Usage (the command recorded in BENCHMARKS.md):
       --jobs 1,8 --rounds 4 --granularity scheduled
 (LIST = compiler:target:problems:candidates-per-problem.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,9 @@ def one_round(tl, comp, jobs: int, order: tuple[str, ...], tag: str, granularity
         if name == "ideal":
             res[name] = measure_ideal(lst, comp, jobs)
         else:
-            res[name] = replay_through_cache(lst, comp, CompileCache(max_entries=4096, max_bytes=2**30, disk_dir=False),
-                                             "memory", jobs, granularity)
+            res[name] = replay_through_cache(
+                lst, comp, CompileCache(max_entries=4096, max_bytes=2**30, disk_dir=False), "memory", jobs, granularity
+            )
     ideal, mem = res["ideal"], res["memory"]
     fi, fm = ideal.frame, mem.frame
     compiled = fm[fm["outcome"] == "compiled"].set_index("kernel")["call_seconds"]
@@ -56,12 +58,19 @@ def one_round(tl, comp, jobs: int, order: tuple[str, ...], tag: str, granularity
     common = compiled.index.intersection(ideal_calls.index)
     calls = float(compiled[common].sum() - ideal_calls[common].sum()) / jobs
     excess = mem.seconds - ideal.seconds
-    out = {"ideal_s": ideal.seconds, "memory_s": mem.seconds, "ratio": mem.seconds / ideal.seconds,
-           "excess_s": excess, "calls_s": calls, "matched": len(common),
-           "joins": int((fm["outcome"] == "joined").sum()), "compiles": int((fm["outcome"] == "compiled").sum()),
-           "cpu_ratio": mem.cpu_seconds / ideal.cpu_seconds if ideal.cpu_seconds > 0 else float("nan"),
-           "worst_call_ratio": float((compiled[common] / ideal_calls[common]).max()),
-           "median_call_ratio": float((compiled[common] / ideal_calls[common]).median())}
+    out = {
+        "ideal_s": ideal.seconds,
+        "memory_s": mem.seconds,
+        "ratio": mem.seconds / ideal.seconds,
+        "excess_s": excess,
+        "calls_s": calls,
+        "matched": len(common),
+        "joins": int((fm["outcome"] == "joined").sum()),
+        "compiles": int((fm["outcome"] == "compiled").sum()),
+        "cpu_ratio": mem.cpu_seconds / ideal.cpu_seconds if ideal.cpu_seconds > 0 else float("nan"),
+        "worst_call_ratio": float((compiled[common] / ideal_calls[common]).max()),
+        "median_call_ratio": float((compiled[common] / ideal_calls[common]).median()),
+    }
     if jobs == 1:
         out["outside_s"] = float(mem.seconds - fm["call_seconds"].sum())
         out["ideal_outside_s"] = float(ideal.seconds - fi["call_seconds"].sum())
@@ -75,8 +84,12 @@ def main() -> int:
     ap.add_argument("--lists", default="nvrtc:sm_90:2:6,triton:gfx942:1:6")
     ap.add_argument("--jobs", default="1,8")
     ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--granularity", default="auto", choices=("auto", "candidate", "kernel", "scheduled"),
-                    help="unit of parallel work (default auto: scheduled with --jobs > 1, as tune-replay)")
+    ap.add_argument(
+        "--granularity",
+        default="auto",
+        choices=("auto", "candidate", "kernel", "scheduled"),
+        help="unit of parallel work (default auto: scheduled with --jobs > 1, as tune-replay)",
+    )
     ap.add_argument("--json", default=None, help="write all rounds here")
     args = ap.parse_args()
     rows = []
@@ -91,19 +104,31 @@ def main() -> int:
                 for r in range(args.rounds):
                     order = ("ideal", "memory") if r % 2 == 0 else ("memory", "ideal")
                     row = one_round(tl, comp, jobs, order, f"r{r}_{time.time_ns()}", args.granularity)
-                    row.update(list=f"{compiler}:{target}", kernels=tl.kernels, unique=tl.unique_kernels, jobs=jobs, round=r)
+                    row.update(
+                        list=f"{compiler}:{target}", kernels=tl.kernels, unique=tl.unique_kernels, jobs=jobs, round=r
+                    )
                     rows.append(row)
-                    print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
+                    print(
+                        json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}),
+                        flush=True,
+                    )
             finally:
                 comp.close()
     df = pd.DataFrame(rows)
     if args.json:
         df.to_json(args.json, orient="records", indent=1)
-    agg = df.groupby(["list", "jobs"]).agg(kernels=("kernels", "first"), unique=("unique", "first"),
-                                           ideal_s=("ideal_s", "median"), memory_s=("memory_s", "median"),
-                                           ratio=("ratio", "median"), ratio_min=("ratio", "min"),
-                                           cpu_ratio=("cpu_ratio", "median"), calls_s=("calls_s", "median"),
-                                           excess_s=("excess_s", "median"), joins=("joins", "max"))
+    agg = df.groupby(["list", "jobs"]).agg(
+        kernels=("kernels", "first"),
+        unique=("unique", "first"),
+        ideal_s=("ideal_s", "median"),
+        memory_s=("memory_s", "median"),
+        ratio=("ratio", "median"),
+        ratio_min=("ratio", "min"),
+        cpu_ratio=("cpu_ratio", "median"),
+        calls_s=("calls_s", "median"),
+        excess_s=("excess_s", "median"),
+        joins=("joins", "max"),
+    )
     print(agg.to_string(float_format=lambda v: f"{v:.3f}"))
     return 0
 

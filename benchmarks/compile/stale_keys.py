@@ -29,6 +29,7 @@ Usage:
   .venv/bin/python benchmarks/compile/stale_keys.py --out DIR                     # this host (NVRTC's cache inert)
   python3 benchmarks/compile/stale_keys.py --out DIR [--other-nvrtc LIB]        # a GPU host: the real answer
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,36 +77,75 @@ def nvrtc_once(lib: str, source: str, name: str, options: list[str]) -> dict[str
         nv.nvrtcGetCUBIN(prog, buf)
         binary = buf.raw
     nv.nvrtcDestroyProgram(ctypes.byref(prog))
-    return {"status": int(status), "sha256": hashlib.sha256(binary).hexdigest() if binary else "",
-            "log": log.value.decode("utf-8", "replace")}
+    return {
+        "status": int(status),
+        "sha256": hashlib.sha256(binary).hexdigest() if binary else "",
+        "log": log.value.decode("utf-8", "replace"),
+    }
 
 
 def _nvrtc_child(lib: str, work: Path, source: str, options: list[str], env: dict[str, str]) -> dict[str, Any]:
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import stale_keys as s; "
-            "r = s.nvrtc_once(sys.argv[2], sys.argv[3], 'k.cu', json.loads(sys.argv[4])); print('\\nHXJSON ' + json.dumps(r))")
-    proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), lib, source, json.dumps(options)],
-                          cwd=work, capture_output=True, text=True, env=env, timeout=300)
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import stale_keys as s; "
+        "r = s.nvrtc_once(sys.argv[2], sys.argv[3], 'k.cu', json.loads(sys.argv[4])); print('\\nHXJSON ' + json.dumps(r))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent), lib, source, json.dumps(options)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     line = next((x for x in proc.stdout.splitlines() if x.startswith("HXJSON ")), None)
     if line is None:
         return {"status": -1, "sha256": "", "log": (proc.stderr or proc.stdout)[-500:], "trace": ""}
     out = json.loads(line[7:])
-    trace = [x for x in (proc.stdout + proc.stderr + out["log"]).splitlines()
-             if not x.startswith("HXJSON ") and ("nvrtc cache" in x.lower() or "driver cache" in x.lower() or "cache miss" in x.lower())]
+    trace = [
+        x
+        for x in (proc.stdout + proc.stderr + out["log"]).splitlines()
+        if not x.startswith("HXJSON ")
+        and ("nvrtc cache" in x.lower() or "driver cache" in x.lower() or "cache miss" in x.lower())
+    ]
     out["trace"] = "\n".join(dict.fromkeys(trace))[-800:]
     return out
 
 
 def _hipexplore_child(work: Path, source_file: str, flags: list[str], env: dict[str, str]) -> dict[str, Any]:
     out_file = work.parent / f"out-{time.time_ns()}.cubin"
-    proc = subprocess.run([sys.executable, "-m", "hipexplore", "compile", source_file, "--compiler", "nvrtc", "--target", TARGET,
-                           *flags, "--json", "--out", str(out_file)], cwd=work, capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "compile",
+            source_file,
+            "--compiler",
+            "nvrtc",
+            "--target",
+            TARGET,
+            *flags,
+            "--json",
+            "--out",
+            str(out_file),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     if proc.returncode != 0:
         return {"status": proc.returncode, "sha256": "", "outcome": "error", "log": proc.stderr.strip()[-500:]}
     report = json.loads(proc.stdout)
     data = out_file.read_bytes()
     out_file.unlink()
-    return {"status": 0, "sha256": hashlib.sha256(data).hexdigest(), "outcome": report["outcome"],
-            "compiler_cache": report.get("compiler_cache", "")}
+    return {
+        "status": 0,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "outcome": report["outcome"],
+        "compiler_cache": report.get("compiler_cache", ""),
+    }
 
 
 TARGET = "sm_90"
@@ -146,8 +186,13 @@ class Case:
             self.nvrtc_options, self.flags = ["--include-path=inc"], ["-I", "inc"]
         elif self.name == "define-from-env":
             self.env = {"HX_VALUE": "1"}
-        self.text = CLOCK if self.name == "clock-macro" else DEFINE if self.name == "define-from-env" else \
-            KERNEL.format(include=self.include)
+        self.text = (
+            CLOCK
+            if self.name == "clock-macro"
+            else DEFINE
+            if self.name == "define-from-env"
+            else KERNEL.format(include=self.include)
+        )
         (w / "k.cu").write_text(self.text)
 
     def change(self) -> None:
@@ -187,8 +232,14 @@ def run_case(name: str, base: Path, lib: str, other: str, env: dict[str, str]) -
     rows = []
     for cache in ("nvrtc-own", "hipexplore"):
         if name == "compiler-upgrade" and not other:
-            rows.append({"case": name, "cache": cache, "verdict": "not staged",
-                         "why": "no second libnvrtc given (--other-nvrtc PATH)"})
+            rows.append(
+                {
+                    "case": name,
+                    "cache": cache,
+                    "verdict": "not staged",
+                    "why": "no second libnvrtc given (--other-nvrtc PATH)",
+                }
+            )
             continue
         work = base / f"{name}-{cache}" / "work"
         work.mkdir(parents=True)
@@ -199,8 +250,16 @@ def run_case(name: str, base: Path, lib: str, other: str, env: dict[str, str]) -
         case.change()
         second = ask("second")
         reference = ask("reference")
-        rows.append({"case": name, "cache": cache, "verdict": verdict(first, second, reference, name == "clock-macro"),
-                     "first": first, "second": second, "reference": reference})
+        rows.append(
+            {
+                "case": name,
+                "cache": cache,
+                "verdict": verdict(first, second, reference, name == "clock-macro"),
+                "first": first,
+                "second": second,
+                "reference": reference,
+            }
+        )
     return rows
 
 
@@ -218,9 +277,14 @@ def _asker(case: Case, cache: str, lib: str, other: str, env: dict[str, str], ro
             return _nvrtc_child(use_lib, case.work, case.text, opts, child_env)
         if case.name == "compiler-upgrade":  # hipexplore's key holds the library's stamp: asked by key
             return _by_key(use_lib, which)
-        child_env = {**env, "HIPEXPLORE_CACHE_DIR": str(hx_cache if which != "reference" else root / f"ref-{time.time_ns()}"),
-                     "HIPEXPLORE_COMPILER_CACHE": "off"}
-        return _hipexplore_child(case.work, "k.cu", [*case.flags, *(f"--option={d}" for d in case.defines())], child_env)
+        child_env = {
+            **env,
+            "HIPEXPLORE_CACHE_DIR": str(hx_cache if which != "reference" else root / f"ref-{time.time_ns()}"),
+            "HIPEXPLORE_COMPILER_CACHE": "off",
+        }
+        return _hipexplore_child(
+            case.work, "k.cu", [*case.flags, *(f"--option={d}" for d in case.defines())], child_env
+        )
 
     return ask
 
@@ -232,9 +296,14 @@ def _by_key(lib: str, which: str) -> dict[str, Any]:
 
 
 # -- the docs table (scripts/gen_docs.py) ----------------------------------------------------------------
-DESCRIBED = {"header-edited": "a header edited in place", "header-shadowed": "a new header earlier on the include path",
-             "define-from-env": "a `-D` the flow takes from the environment", "symlink-swapped": "a symlinked header folder swapped",
-             "clock-macro": "`__TIME__` (`__DATE__` a day later)", "compiler-upgrade": "a compiler upgrade"}
+DESCRIBED = {
+    "header-edited": "a header edited in place",
+    "header-shadowed": "a new header earlier on the include path",
+    "define-from-env": "a `-D` the flow takes from the environment",
+    "symlink-swapped": "a symlinked header folder swapped",
+    "clock-macro": "`__TIME__` (`__DATE__` a day later)",
+    "compiler-upgrade": "a compiler upgrade",
+}
 
 
 def recorded(folder: Path) -> tuple[Path, dict] | None:
@@ -272,21 +341,39 @@ def markdown_table(folder: Path, repo: Path) -> str:
         return "No run recorded yet (`benchmarks/compile/stale_keys.py --out DIR`)."
     path, data = found
     prov = data.get("provenance", {})
-    where = "a GPU host: NVRTC's cache live" if data.get("live") else "a host without a CUDA driver: NVRTC's cache inert, its column says nothing yet"
-    command = " ".join(("python3" if i == 0 else w.replace(f"{repo}/", "")) for i, w in enumerate(prov.get("command", "").split()))
+    where = (
+        "a GPU host: NVRTC's cache live"
+        if data.get("live")
+        else "a host without a CUDA driver: NVRTC's cache inert, its column says nothing yet"
+    )
+    command = " ".join(
+        ("python3" if i == 0 else w.replace(f"{repo}/", "")) for i, w in enumerate(prov.get("command", "").split())
+    )
     card = ""  # the GPU, as the folder's MANIFEST.md names it (the run records the host's provenance only)
     manifest = path.parent / "MANIFEST.md"
     if manifest.is_file():
-        card = next((line.split(":", 1)[1].split("(")[0].strip() + ", " for line in manifest.read_text().splitlines()
-                     if line.startswith("- device:")), "")
-    lines = [f"Recorded by `{command}` on {where} ({card}{prov.get('cpu', '')}; NVRTC {prov.get('compiler.nvrtc', '')}; "
-             f"revision `{prov.get('git_revision', '')[:12]}`, {prov.get('date', '')}; `{path.relative_to(repo)}`).", "",
-             "| the input that changed | NVRTC's own cache | hipexplore's cache |", "|---|---|---|"]
+        card = next(
+            (
+                line.split(":", 1)[1].split("(")[0].strip() + ", "
+                for line in manifest.read_text().splitlines()
+                if line.startswith("- device:")
+            ),
+            "",
+        )
+    lines = [
+        f"Recorded by `{command}` on {where} ({card}{prov.get('cpu', '')}; NVRTC {prov.get('compiler.nvrtc', '')}; "
+        f"revision `{prov.get('git_revision', '')[:12]}`, {prov.get('date', '')}; `{path.relative_to(repo)}`).",
+        "",
+        "| the input that changed | NVRTC's own cache | hipexplore's cache |",
+        "|---|---|---|",
+    ]
     by = {(r["case"], r["cache"]): r for r in data["rows"]}
     for case in CASES:
         if (case, "nvrtc-own") in by or (case, "hipexplore") in by:
-            lines.append(f"| {DESCRIBED[case]} | {_cell(by.get((case, 'nvrtc-own')), bool(data.get('live')))} | "
-                         f"{_cell(by.get((case, 'hipexplore')), True)} |")
+            lines.append(
+                f"| {DESCRIBED[case]} | {_cell(by.get((case, 'nvrtc-own')), bool(data.get('live')))} | "
+                f"{_cell(by.get((case, 'hipexplore')), True)} |"
+            )
     return "\n".join(lines)
 
 
@@ -314,16 +401,34 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hx-stale-") as tmp:
         for name in cases:
             rows += run_case(name, Path(tmp), lib, args.other_nvrtc, env)
-            print(f"stale_keys: {name}: " + ", ".join(f"{r['cache']} {r['verdict']}" for r in rows if r["case"] == name),
-                  file=sys.stderr)
-    record = {"rows": rows, "live": compiler_cache.driver_present(), "nvrtc": lib, "other_nvrtc": args.other_nvrtc,
-              "target": TARGET, "provenance": collect(command=[sys.executable, *sys.argv])}
+            print(
+                f"stale_keys: {name}: " + ", ".join(f"{r['cache']} {r['verdict']}" for r in rows if r["case"] == name),
+                file=sys.stderr,
+            )
+    record = {
+        "rows": rows,
+        "live": compiler_cache.driver_present(),
+        "nvrtc": lib,
+        "other_nvrtc": args.other_nvrtc,
+        "target": TARGET,
+        "provenance": collect(command=[sys.executable, *sys.argv]),
+    }
     (out / "stale_keys.json").write_text(json.dumps(record, indent=1))
     import pandas as pd
 
-    flat = [{"case": r["case"], "cache": r["cache"], "verdict": r["verdict"],
-             **{f"{w}_{k}": str(r.get(w, {}).get(k, "")) for w in ("first", "second", "reference")
-                for k in ("sha256", "outcome", "trace")}} for r in rows]
+    flat = [
+        {
+            "case": r["case"],
+            "cache": r["cache"],
+            "verdict": r["verdict"],
+            **{
+                f"{w}_{k}": str(r.get(w, {}).get(k, ""))
+                for w in ("first", "second", "reference")
+                for k in ("sha256", "outcome", "trace")
+            },
+        }
+        for r in rows
+    ]
     pd.DataFrame(flat).to_parquet(out / "stale_keys.parquet")
     return 0
 

@@ -24,6 +24,7 @@ checks the GEMM pipeline against numpy on the device, then times every candidate
 (fill, gemm, reduce, pointwise) with rotating buffers x flush modes and writes DIR/check.csv,
 DIR/candidates.parquet, DIR/choice.csv (does the pick change?) and DIR/meta.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,9 +68,18 @@ def _parse_pairs(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def run_one(name: str, target: str, jobs: int, rounds: int, problems: str | None, limit: int | None,
-            log=print, isolated: bool | None = None, granularity: str = "auto",
-            salt: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def run_one(
+    name: str,
+    target: str,
+    jobs: int,
+    rounds: int,
+    problems: str | None,
+    limit: int | None,
+    log=print,
+    isolated: bool | None = None,
+    granularity: str = "auto",
+    salt: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     tl = base = build_list(name, target, problems=select_problems(problems), limit=limit)
     comp = make_compiler(name, jobs, isolated)
     granularity = resolve_granularity(granularity, jobs)  # auto: scheduled with jobs > 1
@@ -85,30 +95,63 @@ def run_one(name: str, target: str, jobs: int, rounds: int, problems: str | None
                 if p == "ideal":
                     results = [measure_ideal(tl, comp, jobs)]
                 elif p == "off":
-                    results = [replay_through_cache(tl, comp, CompileCache(max_entries=0, max_bytes=0, disk_dir=False), "off", jobs, granularity)]
+                    results = [
+                        replay_through_cache(
+                            tl, comp, CompileCache(max_entries=0, max_bytes=0, disk_dir=False), "off", jobs, granularity
+                        )
+                    ]
                 elif p == "memory":
-                    results = [replay_through_cache(tl, comp, CompileCache(max_entries=4096, max_bytes=2**30, disk_dir=False), "memory", jobs, granularity)]
+                    results = [
+                        replay_through_cache(
+                            tl,
+                            comp,
+                            CompileCache(max_entries=4096, max_bytes=2**30, disk_dir=False),
+                            "memory",
+                            jobs,
+                            granularity,
+                        )
+                    ]
                 else:
                     with tempfile.TemporaryDirectory(prefix="hx-tune-bench-") as d:
                         results = [
-                            replay_through_cache(tl, comp, CompileCache(max_entries=4096, max_bytes=2**30, disk_dir=d), sc, jobs, granularity)
+                            replay_through_cache(
+                                tl,
+                                comp,
+                                CompileCache(max_entries=4096, max_bytes=2**30, disk_dir=d),
+                                sc,
+                                jobs,
+                                granularity,
+                            )
                             for sc in ("disk-cold", "disk-warm")
                         ]
                 for res in results:
                     s = res.summary()
-                    s.update(compiler=name, target=target, round=rnd, kernels=tl.kernels, unique_kernels=tl.unique_kernels,
-                             isolated=comp.isolated, granularity=granularity)
+                    s.update(
+                        compiler=name,
+                        target=target,
+                        round=rnd,
+                        kernels=tl.kernels,
+                        unique_kernels=tl.unique_kernels,
+                        isolated=comp.isolated,
+                        granularity=granularity,
+                    )
                     rows.append(s)
                     f = res.frame.copy()
                     f["round"] = rnd
                     f["isolated"] = comp.isolated
                     f["granularity"] = granularity
                     frames.append(f)
-                    log(f"  {name}:{target} jobs={jobs} round={rnd} {s['scenario']:<9} {s['seconds']:8.3f} s  "
-                        f"compiles={s['compiles']:<4} hits={s['hits']:<4} joins={s['joins']:<3} failed={s['failed']}")
+                    log(
+                        f"  {name}:{target} jobs={jobs} round={rnd} {s['scenario']:<9} {s['seconds']:8.3f} s  "
+                        f"compiles={s['compiles']:<4} hits={s['hits']:<4} joins={s['joins']:<3} failed={s['failed']}"
+                    )
     finally:
         comp.close()
-    return pd.DataFrame(rows), pd.concat(frames, ignore_index=True), {"kernels": tl.kernels, "unique": tl.unique_kernels}
+    return (
+        pd.DataFrame(rows),
+        pd.concat(frames, ignore_index=True),
+        {"kernels": tl.kernels, "unique": tl.unique_kernels},
+    )
 
 
 def _with_call_sums(passes: pd.DataFrame, events: pd.DataFrame | None) -> pd.DataFrame:
@@ -140,8 +183,12 @@ def table(passes: pd.DataFrame) -> str:
             ideal_serial[(c, t, bool(iso))] = float(s1.median())
     if "granularity" not in passes.columns:
         passes = passes.assign(granularity="candidate")
-    for (c, t, j, iso_, gran), g in passes.groupby(["compiler", "target", "jobs", "isolated", "granularity"], sort=False):
-        by = {sc: g[g["scenario"] == sc].set_index("round") for sc in ("ideal", "off", "memory", "disk-cold", "disk-warm")}
+    for (c, t, j, iso_, gran), g in passes.groupby(
+        ["compiler", "target", "jobs", "isolated", "granularity"], sort=False
+    ):
+        by = {
+            sc: g[g["scenario"] == sc].set_index("round") for sc in ("ideal", "off", "memory", "disk-cold", "disk-warm")
+        }
         med = {sc: float(df["seconds"].median()) for sc, df in by.items()}
         r_mem = float((by["memory"]["seconds"] / by["ideal"]["seconds"]).median())
         r_mem_lo = float((by["memory"]["seconds"] / by["ideal"]["seconds"]).min())
@@ -154,8 +201,10 @@ def table(passes: pd.DataFrame) -> str:
             o_disk = float(by["disk-cold"]["outside_compiler_seconds"].median()) * 1e3
             ovh = f"{o_mem:.0f}, {o_disk:.0f}"
         else:  # wall minus calls means nothing when calls overlap: the cache's own lookup time instead
-            ovh = f"({float(by['memory']['cache_overhead_seconds'].median()) * 1e3:.0f}, " \
-                  f"{float(by['disk-cold']['cache_overhead_seconds'].median()) * 1e3:.0f} in lookups)"
+            ovh = (
+                f"({float(by['memory']['cache_overhead_seconds'].median()) * 1e3:.0f}, "
+                f"{float(by['disk-cold']['cache_overhead_seconds'].median()) * 1e3:.0f} in lookups)"
+            )
         joins = int(by["memory"]["joins"].median())
         k, u = int(g["kernels"].iloc[0]), int(g["unique_kernels"].iloc[0])
         # baseline: serial through one isolated worker when measured (same IPC path), else the
@@ -189,16 +238,25 @@ def device_main(args: argparse.Namespace, command: str) -> int:
     check.to_csv(out / "check.csv", index=False)
     worst = float(check["rel_error"].max())
     print(check.groupby(["m", "n", "k", "config", "activation"], sort=False)["rel_error"].max().to_string())
-    print(f"GEMM pipeline vs numpy on {dev.name}: worst relative error {worst:.3g} over {len(check)} runs "
-          f"({time.time() - t0:.1f} s)", flush=True)
+    print(
+        f"GEMM pipeline vs numpy on {dev.name}: worst relative error {worst:.3g} over {len(check)} runs "
+        f"({time.time() - t0:.1f} s)",
+        flush=True,
+    )
     if not worst < 1e-5:
         print("CORRECTNESS FAILED: not timing", flush=True)
         return 1
     problems = select_problems(args.problems)
     cands = default_candidates()[: args.limit] if args.limit else default_candidates()
     t1 = time.time()
-    res = benchmark_candidates(problems, cands, device=dev, rotating=tuple(args.rotating.split(",")),
-                               flush=tuple(args.flush.split(",")), iterations=args.iterations)
+    res = benchmark_candidates(
+        problems,
+        cands,
+        device=dev,
+        rotating=tuple(args.rotating.split(",")),
+        flush=tuple(args.flush.split(",")),
+        iterations=args.iterations,
+    )
     prov = collect(device=dev, command=command)
     prov["seconds"] = f"{time.time() - t0:.1f}"
     res.attrs["provenance"] = prov
@@ -208,33 +266,63 @@ def device_main(args: argparse.Namespace, command: str) -> int:
     (out / "meta.json").write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n")
     pd.set_option("display.width", 250)
     print(f"timed {len(res)} configurations in {time.time() - t1:.1f} s")
-    print(res.groupby(["problem", "rotating_requested", "flush"], sort=False)
-          .apply(lambda g: ", ".join(f"{c}:{m * 1e6:.1f}" for c, m in zip(g.sort_values("median_s")["candidate"][:3],
-                                                                            g.sort_values("median_s")["median_s"][:3])))
-          .to_string())
-    cols = ["problem", "rotating_requested", "rotating", "flush", "best", "best_median_s", "hot_pick", "hot_pick_median_s",
-            "same_choice", "regret", "runner_up_gap", "distinguishable"]
+    print(
+        res.groupby(["problem", "rotating_requested", "flush"], sort=False)
+        .apply(
+            lambda g: ", ".join(
+                f"{c}:{m * 1e6:.1f}"
+                for c, m in zip(g.sort_values("median_s")["candidate"][:3], g.sort_values("median_s")["median_s"][:3])
+            )
+        )
+        .to_string()
+    )
+    cols = [
+        "problem",
+        "rotating_requested",
+        "rotating",
+        "flush",
+        "best",
+        "best_median_s",
+        "hot_pick",
+        "hot_pick_median_s",
+        "same_choice",
+        "regret",
+        "runner_up_gap",
+        "distinguishable",
+    ]
     print(choice[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default=None,
-                    help="item 4 instead of compile timing: check and time the candidates on this device (cuda, hip, host)")
+    ap.add_argument(
+        "--device",
+        default=None,
+        help="item 4 instead of compile timing: check and time the candidates on this device (cuda, hip, host)",
+    )
     ap.add_argument("--rotating", default="1,auto", help="device mode: rotating counts (default %(default)s)")
     ap.add_argument("--flush", default="none,l2-read,l2-write", help="device mode: flush modes (default %(default)s)")
     ap.add_argument("--iterations", type=int, default=100, help="device mode: timed samples per configuration")
-    ap.add_argument("--compilers", default="hiprtc:gfx90a,nvrtc:sm_90", help="compiler:target,... (default %(default)s)")
+    ap.add_argument(
+        "--compilers", default="hiprtc:gfx90a,nvrtc:sm_90", help="compiler:target,... (default %(default)s)"
+    )
     ap.add_argument("--jobs", default="1,2", help="comma-separated job counts (default %(default)s)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of all passes, order alternating (default 3)")
     ap.add_argument("--problems", default=None, help="as in tune-replay: count or names (default all four)")
     ap.add_argument("--limit", type=int, default=None, help="candidates per problem (default all 12)")
     ap.add_argument("--out", default="data/tuning/tune_bench.parquet", help="events parquet (default %(default)s)")
-    ap.add_argument("--granularity", choices=("auto", "candidate", "kernel", "scheduled"), default="auto",
-                    help="unit of parallel work in the replay passes (default %(default)s)")
-    ap.add_argument("--no-salt", action="store_true",
-                    help="compile every pass from the same sources (default: a salt in the source text per pass and round)")
+    ap.add_argument(
+        "--granularity",
+        choices=("auto", "candidate", "kernel", "scheduled"),
+        default="auto",
+        help="unit of parallel work in the replay passes (default %(default)s)",
+    )
+    ap.add_argument(
+        "--no-salt",
+        action="store_true",
+        help="compile every pass from the same sources (default: a salt in the source text per pass and round)",
+    )
     ap.add_argument("--table-only", action="store_true", help="print the table of an earlier run's --out files")
     args = ap.parse_args(argv)
     if args.table_only:
@@ -248,7 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     jobs_list = [(int(x.rstrip("i")), x.endswith("i") or None) for x in args.jobs.split(",")]
     if any(j < 1 for j, _ in jobs_list) or args.rounds < 1:
         raise SystemExit(f"--jobs values and --rounds must be positive; got {args.jobs!r}, {args.rounds}")
-    command = shlex.join([".venv/bin/python", "benchmarks/compile/tune_replay.py", *(argv if argv is not None else sys.argv[1:])])
+    command = shlex.join(
+        [".venv/bin/python", "benchmarks/compile/tune_replay.py", *(argv if argv is not None else sys.argv[1:])]
+    )
     if args.device:
         return device_main(args, command)
     all_passes, all_frames = [], []
@@ -256,9 +346,18 @@ def main(argv: list[str] | None = None) -> int:
     for name, target in _parse_pairs(args.compilers):
         for j, iso in jobs_list:
             print(f"{name}:{target} jobs={j}{' isolated' if iso else ''}", flush=True)
-            passes, frame, _ = run_one(name, target, j, args.rounds, args.problems, args.limit,
-                                       log=lambda m: print(m, flush=True), isolated=iso, granularity=args.granularity,
-                                       salt=not args.no_salt)
+            passes, frame, _ = run_one(
+                name,
+                target,
+                j,
+                args.rounds,
+                args.problems,
+                args.limit,
+                log=lambda m: print(m, flush=True),
+                isolated=iso,
+                granularity=args.granularity,
+                salt=not args.no_salt,
+            )
             all_passes.append(passes)
             all_frames.append(frame)
     passes = pd.concat(all_passes, ignore_index=True)
@@ -277,8 +376,19 @@ def main(argv: list[str] | None = None) -> int:
     print(table(_with_call_sums(passes, frame)))
     print()
     print("command:", command)
-    keys = ("git_revision", "date", "cpu", "cpu_count", "compiler.hiprtc", "compiler.nvrtc", "package.hip-python",
-            "package.cuda-bindings", "package.nvidia-cuda-nvrtc", "load_average", "wall_seconds")
+    keys = (
+        "git_revision",
+        "date",
+        "cpu",
+        "cpu_count",
+        "compiler.hiprtc",
+        "compiler.nvrtc",
+        "package.hip-python",
+        "package.cuda-bindings",
+        "package.nvidia-cuda-nvrtc",
+        "load_average",
+        "wall_seconds",
+    )
     print("provenance:", ", ".join(f"{k}={prov.get(k, '')}" for k in keys))
     return 0
 

@@ -23,6 +23,7 @@ summary.json (per configuration: cold fraction, state, promise, median with and 
 the compare verdict; per group the wall times), summary.txt (the table printed at the end),
 gpu_tests.log. Every step's error is recorded in summary.json and never stops the others.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,10 +38,28 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-STENCIL = ["--source", str(HERE / "stencil2d.cu"), "--entry", "stencil2d", "--grid", "ceil(cols/block_x),ceil(rows/block_y)",
-           "--block", "32,8", "--args", "out:next:f32[rows*cols],in:grid:f32[rows*cols],rows:i32=n//1024,cols:i32=1024"]
-REDUCE = ["--source", str(HERE / "reduce_sum.cu"), "--entry", "reduce_sum", "--block", "256",
-          "--args", "in:x:f32[n],inout:total:f32[1],n:u64=n"]
+STENCIL = [
+    "--source",
+    str(HERE / "stencil2d.cu"),
+    "--entry",
+    "stencil2d",
+    "--grid",
+    "ceil(cols/block_x),ceil(rows/block_y)",
+    "--block",
+    "32,8",
+    "--args",
+    "out:next:f32[rows*cols],in:grid:f32[rows*cols],rows:i32=n//1024,cols:i32=1024",
+]
+REDUCE = [
+    "--source",
+    str(HERE / "reduce_sum.cu"),
+    "--entry",
+    "reduce_sum",
+    "--block",
+    "256",
+    "--args",
+    "in:x:f32[n],inout:total:f32[1],n:u64=n",
+]
 #: (name, kernel, extra CLI arguments, size, rotating, flush), most important first
 GROUPS = [
     ("triad-1MiB", "triad", [], "1MiB", "1,2,5,10,20,auto", "none"),
@@ -98,8 +117,28 @@ BACKEND: list[str] = []
 def bench_command(group: tuple, out: Path, counted: bool) -> list[str]:
     name, kernel, extra, size, rot, flush = group
     path = out / "runs" / f"{name}-{'counted' if counted else 'plain'}.parquet"
-    return [sys.executable, "-m", "hipexplore", "bench", kernel, *extra, "--device", DEVICE[0], "--size", size, "--rotating", rot,
-            "--flush", flush, "--no-progress", "--json", "--out", str(path), "--no-resume", *(["--counters", *BACKEND] if counted else [])]
+    return [
+        sys.executable,
+        "-m",
+        "hipexplore",
+        "bench",
+        kernel,
+        *extra,
+        "--device",
+        DEVICE[0],
+        "--size",
+        size,
+        "--rotating",
+        rot,
+        "--flush",
+        flush,
+        "--no-progress",
+        "--json",
+        "--out",
+        str(path),
+        "--no-resume",
+        *(["--counters", *BACKEND] if counted else []),
+    ]
 
 
 def run_bench(group: tuple, out: Path, counted: bool, left_s: float) -> dict:
@@ -144,8 +183,10 @@ def group_result(group: tuple, out: Path, start: float, budget: float, with_plai
     """A group counted, then (``with_plain``, budget permitting) plain and compared; errors recorded."""
     res: dict = {"name": group[0]}
     left = lambda: budget - (time.perf_counter() - start)  # noqa: E731
-    for step, fn in (("counted", lambda: run_bench(group, out, True, left())),
-                     ("plain", lambda: run_bench(group, out, False, left()) if with_plain else None)):
+    for step, fn in (
+        ("counted", lambda: run_bench(group, out, True, left())),
+        ("plain", lambda: run_bench(group, out, False, left()) if with_plain else None),
+    ):
         if left() < RESERVE_S:
             res[f"{step}_skipped"] = f"budget: {time.perf_counter() - start:.0f} s of {budget:g} s used"
             continue
@@ -161,9 +202,14 @@ def group_result(group: tuple, out: Path, start: float, budget: float, with_plai
             extra = res["counted"]["wall_s"] - res["plain"]["wall_s"]
             pass_s = res["counted"].get("counters_wall_s", math.nan)
             timed_s = res["counted"]["wall_s"] - pass_s  # the counted command's own sweep, without its pass
-            res["cost"] = {"plain_s": res["plain"]["wall_s"], "counted_s": res["counted"]["wall_s"], "extra_s": extra,
-                           "extra_ratio": extra / res["plain"]["wall_s"] if res["plain"]["wall_s"] > 0 else math.nan,
-                           "pass_s": pass_s, "pass_ratio": pass_s / timed_s if timed_s > 0 else math.nan}
+            res["cost"] = {
+                "plain_s": res["plain"]["wall_s"],
+                "counted_s": res["counted"]["wall_s"],
+                "extra_s": extra,
+                "extra_ratio": extra / res["plain"]["wall_s"] if res["plain"]["wall_s"] > 0 else math.nan,
+                "pass_s": pass_s,
+                "pass_ratio": pass_s / timed_s if timed_s > 0 else math.nan,
+            }
         except Exception as exc:
             res["compare_error"] = f"{type(exc).__name__}: {exc}"
     return res
@@ -173,20 +219,43 @@ def rows_of(results: list[dict]) -> list[dict]:
     """One row per counted configuration (events timer): counters beside both medians and the verdict."""
     out = []
     for g in results:
-        plain = {(r["rotating_requested"], r["flush"]): r for r in g.get("plain", {}).get("summary", [])
-                 if r.get("timer", "events") == "events"}
+        plain = {
+            (r["rotating_requested"], r["flush"]): r
+            for r in g.get("plain", {}).get("summary", [])
+            if r.get("timer", "events") == "events"
+        }
         verdicts = g.get("compare", {}).get("verdicts", {})
         for r in g.get("counted", {}).get("summary", []):
             if r.get("timer", "events") != "events" or r["flush"] == "cold-reference":
                 continue
             p = plain.get((r["rotating_requested"], r["flush"]), {})
-            out.append({"group": g["name"], "kernel": r["kernel"], "size_bytes": r["size_bytes"],
-                        "rotating": f"{r['rotating_requested']}={r['rotating']}", "flush": r["flush"],
-                        **{k: r.get(k) for k in ("dram_read_bytes", "dram_write_bytes", "l2_hit_rate", "input_bytes",
-                                                 "cold_fraction", "cache_state", "cold_promise", "counter_warning",
-                                                 "counter_launches", "counter_note")},
-                        "median_us": (r["median_s"] or math.nan) * 1e6, "plain_median_us": (p.get("median_s") or math.nan) * 1e6,
-                        "verdict": verdicts.get(f"{r['rotating_requested']}/{r['flush']}/events", "")})
+            out.append(
+                {
+                    "group": g["name"],
+                    "kernel": r["kernel"],
+                    "size_bytes": r["size_bytes"],
+                    "rotating": f"{r['rotating_requested']}={r['rotating']}",
+                    "flush": r["flush"],
+                    **{
+                        k: r.get(k)
+                        for k in (
+                            "dram_read_bytes",
+                            "dram_write_bytes",
+                            "l2_hit_rate",
+                            "input_bytes",
+                            "cold_fraction",
+                            "cache_state",
+                            "cold_promise",
+                            "counter_warning",
+                            "counter_launches",
+                            "counter_note",
+                        )
+                    },
+                    "median_us": (r["median_s"] or math.nan) * 1e6,
+                    "plain_median_us": (p.get("median_s") or math.nan) * 1e6,
+                    "verdict": verdicts.get(f"{r['rotating_requested']}/{r['flush']}/events", ""),
+                }
+            )
     return out
 
 
@@ -196,21 +265,34 @@ def _num(v, fmt: str) -> str:
 
 
 def table(rows: list[dict], results: list[dict]) -> str:
-    lines = [f"{'group':20} {'rot':>8} {'flush':9} {'cold':>6} {'L2 hit':>6} {'state':8} {'promise':7} {'us':>8} "
-             f"{'plain us':>8} verdict"]
+    lines = [
+        f"{'group':20} {'rot':>8} {'flush':9} {'cold':>6} {'L2 hit':>6} {'state':8} {'promise':7} {'us':>8} "
+        f"{'plain us':>8} verdict"
+    ]
     for r in rows:
-        lines.append(f"{r['group']:20} {r['rotating']:>8} {r['flush']:9} {_num(r['cold_fraction'], '.2f'):>6} "
-                     f"{_num(r['l2_hit_rate'], '.2f'):>6} "
-                     f"{r['cache_state'] or '-':8} {r['cold_promise'] or '-':7} {_num(r['median_us'], '.3f'):>8} "
-                     f"{_num(r['plain_median_us'], '.3f'):>8} {r['verdict'] or '-'}")
+        lines.append(
+            f"{r['group']:20} {r['rotating']:>8} {r['flush']:9} {_num(r['cold_fraction'], '.2f'):>6} "
+            f"{_num(r['l2_hit_rate'], '.2f'):>6} "
+            f"{r['cache_state'] or '-':8} {r['cold_promise'] or '-':7} {_num(r['median_us'], '.3f'):>8} "
+            f"{_num(r['plain_median_us'], '.3f'):>8} {r['verdict'] or '-'}"
+        )
     lines.append("")
     for g in results:
         c = g.get("cost")
         counted = g.get("counted", {})
         failed = (counted.get("stderr_tail") or "").strip().splitlines()[-1:] if counted.get("rc") else []
-        status = counted.get("counters_status", "") or "".join(failed) or g.get("counted_error", "") or g.get("counted_skipped", "")
-        cost = (f"plain {c['plain_s']:.1f} s, counted {c['counted_s']:.1f} s, extra {_num(c['extra_ratio'], '+.0%')}, "
-                f"pass {_num(c['pass_s'], '.1f')} s = {_num(c['pass_ratio'], '.0%')} of its sweep" if c else "no plain run")
+        status = (
+            counted.get("counters_status", "")
+            or "".join(failed)
+            or g.get("counted_error", "")
+            or g.get("counted_skipped", "")
+        )
+        cost = (
+            f"plain {c['plain_s']:.1f} s, counted {c['counted_s']:.1f} s, extra {_num(c['extra_ratio'], '+.0%')}, "
+            f"pass {_num(c['pass_s'], '.1f')} s = {_num(c['pass_ratio'], '.0%')} of its sweep"
+            if c
+            else "no plain run"
+        )
         lines.append(f"{g['name']:20} rc={g.get('counted', {}).get('rc', '-')} {cost}; {status[:120]}")
     return "\n".join(lines)
 
@@ -233,10 +315,16 @@ def gpu_tests(out: Path, timeout: float) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="the counter pass through the CLI on the H200 (issue 35)")
     p.add_argument("--out", required=True)
-    p.add_argument("--budget-s", type=float, default=420.0, help="no step runs past this many seconds (the GPU tests get "
-                                                                 "what is left, plus 20 s)")
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=420.0,
+        help="no step runs past this many seconds (the GPU tests get what is left, plus 20 s)",
+    )
     p.add_argument("--no-tests", action="store_true")
-    p.add_argument("--device", default="cuda", help="cuda (default); host for a dry run of this script (no counters there)")
+    p.add_argument(
+        "--device", default="cuda", help="cuda (default); host for a dry run of this script (no counters there)"
+    )
     p.add_argument("--backend", default="", help="the counter backend (cupti, ncu); default: the device's")
     a = p.parse_args(argv)
     DEVICE[0] = a.device
@@ -249,16 +337,22 @@ def main(argv: list[str] | None = None) -> int:
     for i, group in enumerate(GROUPS):
         res = group_result(group, out, start, a.budget_s, with_plain=True)
         results.append(res)
-        print(f"{group[0]}: {json.dumps({k: v for k, v in res.items() if k in ('cost', 'compare') or k.endswith(('_error', '_skipped'))}, default=str)[:600]}",
-              flush=True)
+        print(
+            f"{group[0]}: {json.dumps({k: v for k, v in res.items() if k in ('cost', 'compare') or k.endswith(('_error', '_skipped'))}, default=str)[:600]}",
+            flush=True,
+        )
         (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))  # kept as it goes
     summary["rows"] = rows = rows_of(results)
     costs = [g["cost"] for g in results if "cost" in g]
     plain_s, counted_s = sum(c["plain_s"] for c in costs), sum(c["counted_s"] for c in costs)
     pass_s = sum(c["pass_s"] for c in costs if c["pass_s"] == c["pass_s"])
-    summary["cost"] = {"plain_s": plain_s, "counted_s": counted_s,
-                       "extra_ratio": (counted_s - plain_s) / plain_s if plain_s else None, "pass_s": pass_s,
-                       "pass_ratio": pass_s / (counted_s - pass_s) if counted_s - pass_s > 0 else None}
+    summary["cost"] = {
+        "plain_s": plain_s,
+        "counted_s": counted_s,
+        "extra_ratio": (counted_s - plain_s) / plain_s if plain_s else None,
+        "pass_s": pass_s,
+        "pass_ratio": pass_s / (counted_s - pass_s) if counted_s - pass_s > 0 else None,
+    }
     summary["moved"] = {g["name"]: g["compare"].get("moved") for g in results if g.get("compare", {}).get("moved")}
     left = a.budget_s + 20 - (time.perf_counter() - start)
     if not a.no_tests and left > 60:
@@ -269,10 +363,12 @@ def main(argv: list[str] | None = None) -> int:
         text = table(rows, results)
     except Exception as exc:  # the records are in summary.json whatever the table does
         text = f"(no table: {type(exc).__name__}: {exc})"
-    text += (f"\n\nall groups with a plain twin: plain {plain_s:.1f} s, counted {counted_s:.1f} s, extra "
-             f"{summary['cost']['extra_ratio'] if summary['cost']['extra_ratio'] is None else format(summary['cost']['extra_ratio'], '+.0%')}"
-             f", the passes {pass_s:.1f} s = {_num(summary['cost']['pass_ratio'], '.0%')} of their sweeps"
-             f"; compare faster/slower: {summary['moved'] or 'none'}; gpu tests: {summary['gpu_tests']}")
+    text += (
+        f"\n\nall groups with a plain twin: plain {plain_s:.1f} s, counted {counted_s:.1f} s, extra "
+        f"{summary['cost']['extra_ratio'] if summary['cost']['extra_ratio'] is None else format(summary['cost']['extra_ratio'], '+.0%')}"
+        f", the passes {pass_s:.1f} s = {_num(summary['cost']['pass_ratio'], '.0%')} of their sweeps"
+        f"; compare faster/slower: {summary['moved'] or 'none'}; gpu tests: {summary['gpu_tests']}"
+    )
     (out / "summary.txt").write_text(text + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(text)

@@ -20,6 +20,7 @@ C. the CLI, as a user runs it: ``hipexplore bench triad --counters`` with the de
 
     python3 benchmarks/h200/counters_replay.py --out DIR      (on the H200, ncu on PATH or in /usr/local/cuda)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,7 +65,7 @@ def ncu_path() -> str:
 def per_launch(log: Path) -> list[float]:
     from hipexplore.bench.counters.ncu import parse_csv
 
-    return [round(x.values.get("dram__bytes_read.sum", float("nan")) / 2 ** 21, 3) for x in parse_csv(log.read_text())]
+    return [round(x.values.get("dram__bytes_read.sum", float("nan")) / 2**21, 3) for x in parse_csv(log.read_text())]
 
 
 def part_a(out: Path, ncu: str) -> dict:
@@ -72,16 +73,43 @@ def part_a(out: Path, ncu: str) -> dict:
     for pad in (0, 512 << 20):
         for replay in ("kernel", "application"):
             log = out / f"A-pad{pad >> 20}-{replay}.log"
-            cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off", "--replay-mode", replay, "--cache-control",
-                   "none", "--clock-control", "none", "-k", "regex:elementwise", "--metrics", METRICS, "--csv",
-                   "--print-units", "base", "--log-file", str(log), sys.executable, "-c", TORCH_CHILD, str(pad)]
+            cmd = [
+                ncu,
+                "--target-processes",
+                "all",
+                "--profile-from-start",
+                "off",
+                "--replay-mode",
+                replay,
+                "--cache-control",
+                "none",
+                "--clock-control",
+                "none",
+                "-k",
+                "regex:elementwise",
+                "--metrics",
+                METRICS,
+                "--csv",
+                "--print-units",
+                "base",
+                "--log-file",
+                str(log),
+                sys.executable,
+                "-c",
+                TORCH_CHILD,
+                str(pad),
+            ]
             t0 = time.perf_counter()
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
             key = f"pad {pad >> 20} MiB, {replay} replay"
             try:
                 fr = per_launch(log)
-                got[key] = {"cold_per_launch": fr, "median": sorted(fr)[len(fr) // 2] if fr else None,
-                            "wall_s": round(time.perf_counter() - t0, 1), "rc": run.returncode}
+                got[key] = {
+                    "cold_per_launch": fr,
+                    "median": sorted(fr)[len(fr) // 2] if fr else None,
+                    "wall_s": round(time.perf_counter() - t0, 1),
+                    "rc": run.returncode,
+                }
             except Exception as exc:  # noqa: BLE001 - a probe: say what failed and go on
                 got[key] = {"error": f"{type(exc).__name__}: {exc}", "rc": run.returncode, "stderr": run.stderr[-800:]}
             print("A", key, got[key], flush=True)
@@ -93,16 +121,42 @@ def part_d(out: Path, ncu: str, only_hit_rate: bool = False) -> dict:
     pad under kernel replay with fewer metrics (one, two, the four), and one metric in application
     replay (how many times ncu starts the process: its "Connected" lines)."""
     got = {}
-    cases = [("kernel", "dram__bytes_read.sum"), ("kernel", "dram__bytes_read.sum,dram__bytes_write.sum"),
-             ("kernel", "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct"),
-             ("application", "dram__bytes_read.sum")]
+    cases = [
+        ("kernel", "dram__bytes_read.sum"),
+        ("kernel", "dram__bytes_read.sum,dram__bytes_write.sum"),
+        ("kernel", "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct"),
+        ("application", "dram__bytes_read.sum"),
+    ]
     if only_hit_rate:  # E: the hit rate alone, as NCU_GROUPS' second group counts it
         cases = [("kernel", "lts__t_sector_hit_rate.pct")]
     for replay, metrics in cases:
         log = out / f"D-{replay}-{metrics.count(',') + 1}.log"
-        cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off", "--replay-mode", replay, "--cache-control",
-               "none", "--clock-control", "none", "-k", "regex:elementwise", "--metrics", metrics, "--csv",
-               "--print-units", "base", "--log-file", str(log), sys.executable, "-c", TORCH_CHILD, str(512 << 20)]
+        cmd = [
+            ncu,
+            "--target-processes",
+            "all",
+            "--profile-from-start",
+            "off",
+            "--replay-mode",
+            replay,
+            "--cache-control",
+            "none",
+            "--clock-control",
+            "none",
+            "-k",
+            "regex:elementwise",
+            "--metrics",
+            metrics,
+            "--csv",
+            "--print-units",
+            "base",
+            "--log-file",
+            str(log),
+            sys.executable,
+            "-c",
+            TORCH_CHILD,
+            str(512 << 20),
+        ]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
         key = f"{replay} replay, {metrics}"
         try:
@@ -110,8 +164,13 @@ def part_d(out: Path, ncu: str, only_hit_rate: bool = False) -> dict:
 
             fr = per_launch(log)
             hit = [x.values.get("lts__t_sector_hit_rate.pct") for x in parse_csv(log.read_text())][:6]
-            got[key] = {"median": sorted(fr)[len(fr) // 2] if fr else None, "first": fr[:6], "hit_pct": hit, "rc": run.returncode,
-                        "processes": log.read_text().count("==PROF== Connected")}
+            got[key] = {
+                "median": sorted(fr)[len(fr) // 2] if fr else None,
+                "first": fr[:6],
+                "hit_pct": hit,
+                "rc": run.returncode,
+                "processes": log.read_text().count("==PROF== Connected"),
+            }
         except Exception as exc:  # noqa: BLE001 - a probe: say what failed and go on
             got[key] = {"error": f"{type(exc).__name__}: {exc}", "rc": run.returncode}
         print("D", key, got[key], flush=True)
@@ -128,25 +187,40 @@ def part_b(out: Path) -> dict:
     from hipexplore.devices import get_device
     from hipexplore.kernels import catalog
 
-    spec = SweepSpec(kernels=(catalog.get("triad"),), sizes=(1 << 20,), rotating=("1", "5", "40"), flush=("none", "l2-write"),
-                     reference=False, counters="ncu")
+    spec = SweepSpec(
+        kernels=(catalog.get("triad"),),
+        sizes=(1 << 20,),
+        rotating=("1", "5", "40"),
+        flush=("none", "l2-write"),
+        reference=False,
+        counters="ncu",
+    )
     dev = get_device("cuda")
     got = {}
     for replay in ("kernel", "application"):
         t0 = time.perf_counter()
         try:
-            res = Orchestrator(spec, WorkerExecutor(dev), RunOptions(out=out / f"B-{replay}.parquet", progress=False),
-                               counter_backend=NcuBackend(replay=replay)).run()
+            res = Orchestrator(
+                spec,
+                WorkerExecutor(dev),
+                RunOptions(out=out / f"B-{replay}.parquet", progress=False),
+                counter_backend=NcuBackend(replay=replay),
+            ).run()
             status = res.metadata.get("counters.status", "")
             if not status.startswith("counted"):
                 raise RuntimeError(status)
             c = collect(out / f"B-{replay}.counters" / "triad-1048576")
-            got[replay] = {"wall_s": round(time.perf_counter() - t0, 1),
-                           "records": [(r.rotating_requested, r.flush, round(r.cold_fraction, 3), r.cache_state) for r in c.records],
-                           "per_launch": {f"{l_['rotating_requested']}/{l_['flush']}": [] for l_ in c.launches}}
+            got[replay] = {
+                "wall_s": round(time.perf_counter() - t0, 1),
+                "records": [
+                    (r.rotating_requested, r.flush, round(r.cold_fraction, 3), r.cache_state) for r in c.records
+                ],
+                "per_launch": {f"{l_['rotating_requested']}/{l_['flush']}": [] for l_ in c.launches},
+            }
             for l_ in c.launches:
                 got[replay]["per_launch"][f"{l_['rotating_requested']}/{l_['flush']}"].append(
-                    [l_["buffer_set"], l_["position"], round(l_["dram_read_bytes"] / 2 ** 21, 3)])
+                    [l_["buffer_set"], l_["position"], round(l_["dram_read_bytes"] / 2**21, 3)]
+                )
         except Exception as exc:  # noqa: BLE001 - a probe: say what failed and go on
             got[replay] = {"error": f"{type(exc).__name__}: {exc}"[:3000]}
         print("B", replay, json.dumps({k: v for k, v in got[replay].items() if k != "per_launch"}), flush=True)
@@ -155,16 +229,46 @@ def part_b(out: Path) -> dict:
 
 def part_c(out: Path) -> dict:
     got = {}
-    base = [sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "cuda", "--size", "1MiB",
-            "--rotating", "1,5,auto", "--flush", "none,l2-write", "--json", "--no-progress"]
+    base = [
+        sys.executable,
+        "-m",
+        "hipexplore",
+        "bench",
+        "triad",
+        "--device",
+        "cuda",
+        "--size",
+        "1MiB",
+        "--rotating",
+        "1,5,auto",
+        "--flush",
+        "none,l2-write",
+        "--json",
+        "--no-progress",
+    ]
     for name, extra in (("plain", []), ("counted", ["--counters"])):
         t0 = time.perf_counter()
-        run = subprocess.run([*base, "--out", str(out / f"C-{name}.parquet"), *extra], capture_output=True, text=True, timeout=200)
+        run = subprocess.run(
+            [*base, "--out", str(out / f"C-{name}.parquet"), *extra], capture_output=True, text=True, timeout=200
+        )
         got[name] = {"rc": run.returncode, "wall_s": round(time.perf_counter() - t0, 1), "stderr": run.stderr[-1500:]}
         if run.returncode == 0:
             rows = json.loads(run.stdout)["summary"]
-            got[name]["rows"] = [{k: r.get(k) for k in ("size_bytes", "rotating_requested", "flush", "median_s", "cold_fraction",
-                                                        "cache_state", "cold_promise")} for r in rows]
+            got[name]["rows"] = [
+                {
+                    k: r.get(k)
+                    for k in (
+                        "size_bytes",
+                        "rotating_requested",
+                        "flush",
+                        "median_s",
+                        "cold_fraction",
+                        "cache_state",
+                        "cold_promise",
+                    )
+                }
+                for r in rows
+            ]
         print("C", name, json.dumps(got[name])[:3000], flush=True)
     return got
 
@@ -177,8 +281,10 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(ROOT))
     ncu = ncu_path()
-    res: dict = {"ncu": subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:],
-                 "revision": os.environ.get("HIPEXPLORE_GIT_REVISION", "")}
+    res: dict = {
+        "ncu": subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:],
+        "revision": os.environ.get("HIPEXPLORE_GIT_REVISION", ""),
+    }
     parts = args.parts.split(",")
     if "A" in parts:
         res["A"] = part_a(args.out, ncu)

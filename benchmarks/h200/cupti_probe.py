@@ -16,6 +16,7 @@ range mode (``user``: a range pushed/popped around each counted launch; ``auto``
 
     PYTHONPATH=. python3 benchmarks/h200/cupti_probe.py --out DIR     (writes DIR/cupti_probe.json)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from hipexplore.bench.counters.cupti_api import RangeSession, find_cupti  # noqa: E402
 
-FOUR = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum")
+FOUR = (
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_sectors_lookup_hit.sum",
+    "lts__t_sectors_lookup_miss.sum",
+)
 N = 1 << 18  # floats: 1 MiB per array
 
 
@@ -54,9 +60,17 @@ def scenario(torch, session, mode: str, sets: int, flush, launches: int) -> dict
     enqueue_s = time.perf_counter() - t0
     ranges, dropped = session.end()
     total_s = time.perf_counter() - t0
-    return {"sets": sets, "flush": flush is not None, "launches": launches, "dropped": dropped, "ranges": len(ranges),
-            "names": sorted({r.name for r in ranges})[:6], "values": [r.values for r in ranges][:60],
-            "enqueue_s": enqueue_s, "total_s": total_s}
+    return {
+        "sets": sets,
+        "flush": flush is not None,
+        "launches": launches,
+        "dropped": dropped,
+        "ranges": len(ranges),
+        "names": sorted({r.name for r in ranges})[:6],
+        "values": [r.values for r in ranges][:60],
+        "enqueue_s": enqueue_s,
+        "total_s": total_s,
+    }
 
 
 def l2_alone() -> dict:
@@ -104,8 +118,12 @@ def main() -> int:
                 session = RangeSession(metrics, mode=mode)
                 doc[key] = {"open_s": time.perf_counter() - t0, "chip": session.chip, "passes": session.passes}
                 flush = torch.empty(64 << 20, device="cuda")
-                for name, sets, fl, n in (("warm-1set", 1, None, 24), ("cold-40sets", 40, None, 80),
-                                          ("l2write-1set", 1, flush, 24), ("cost-200", 1, None, 200)):
+                for name, sets, fl, n in (
+                    ("warm-1set", 1, None, 24),
+                    ("cold-40sets", 40, None, 80),
+                    ("l2write-1set", 1, flush, 24),
+                    ("cost-200", 1, None, 200),
+                ):
                     try:
                         doc[key][name] = scenario(torch, session, mode, sets, fl, n)
                     except Exception as exc:  # noqa: BLE001 - recorded, the next one goes on
@@ -126,9 +144,11 @@ def main() -> int:
                 reads = [x["dram__bytes_read.sum"] for x in r.get("values", []) if "dram__bytes_read.sum" in x]
                 med = sorted(reads)[len(reads) // 2] if reads else None
                 head = [{k: round(v) for k, v in x.items()} for x in r.get("values", [])[:3]]
-                print(f"  {name}: ranges {r.get('ranges')} dropped {r.get('dropped')} names {r.get('names')} "
-                      f"median DRAM read {med} first three {head} enqueue {r.get('enqueue_s')} total {r.get('total_s')} "
-                      f"{r.get('error', '')}")
+                print(
+                    f"  {name}: ranges {r.get('ranges')} dropped {r.get('dropped')} names {r.get('names')} "
+                    f"median DRAM read {med} first three {head} enqueue {r.get('enqueue_s')} total {r.get('total_s')} "
+                    f"{r.get('error', '')}"
+                )
     return 0
 
 

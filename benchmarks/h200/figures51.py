@@ -27,6 +27,7 @@ counts; with fewer, the counts are over the runs made).
 Writes DIR/figures51.json, DIR/summary.txt, DIR/runs/ (each run's parquet and log), DIR/cold/ (the
 counted commands' JSON and their .counters folders), DIR/nvbench.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,16 +101,56 @@ def step_cold(a, out: Path, files: list[Path], left: float) -> dict:
     cold.mkdir(exist_ok=True)
     res: dict = {}
     for backend in ("cupti", "ncu"):
-        line = ["bench", "A", "--source", str(files[0]), "--entry", "hx_cmadd", "--args", ARGS, "--device", a.device,
-                "--size", "4MiB", "--rotating", "2,3,4,5", "--flush", "none", "--iterations", "60", "--units", "1",
-                "--counters", backend, "--json", "--no-progress", "--out", str(cold / f"{backend}.parquet")]
+        line = [
+            "bench",
+            "A",
+            "--source",
+            str(files[0]),
+            "--entry",
+            "hx_cmadd",
+            "--args",
+            ARGS,
+            "--device",
+            a.device,
+            "--size",
+            "4MiB",
+            "--rotating",
+            "2,3,4,5",
+            "--flush",
+            "none",
+            "--iterations",
+            "60",
+            "--units",
+            "1",
+            "--counters",
+            backend,
+            "--json",
+            "--no-progress",
+            "--out",
+            str(cold / f"{backend}.parquet"),
+        ]
         rc, text, secs = cli(line, cold / f"{backend}.log", timeout=max(30.0, min(150.0, left / 2)))
         got: dict = {"rc": rc, "seconds": round(secs, 1)}
         if rc == 0:
             rows = json.loads(text)["summary"]
-            got["rows"] = [{k: r.get(k) for k in ("rotating_requested", "rotating", "median_s", "cold_fraction", "cache_state",
-                                                  "dram_read_bytes", "input_bytes", "counter_backend", "counter_note")}
-                           for r in rows if r["flush"] == "none"]
+            got["rows"] = [
+                {
+                    k: r.get(k)
+                    for k in (
+                        "rotating_requested",
+                        "rotating",
+                        "median_s",
+                        "cold_fraction",
+                        "cache_state",
+                        "dram_read_bytes",
+                        "input_bytes",
+                        "counter_backend",
+                        "counter_note",
+                    )
+                }
+                for r in rows
+                if r["flush"] == "none"
+            ]
         res[backend] = got
     return res
 
@@ -128,31 +169,72 @@ def nvbench_only(sizes_mib: list[float], out: Path) -> None:
 
 def step_nvbench(a, out: Path, files: list[Path], left: float) -> dict:
     sizes = [1, 4, 16, 64, 256]
-    rc, text, secs = cli(["bench", "A", "--source", str(files[0]), "--entry", "hx_cmadd", "--args", ARGS, "--device", a.device,
-                          "--size", ",".join(f"{s}MiB" for s in sizes), "--flush", "l2-write", "--json", "--no-progress",
-                          "--out", str(out / "parity.parquet")], out / "parity.log", timeout=max(30.0, left / 2))
+    rc, text, secs = cli(
+        [
+            "bench",
+            "A",
+            "--source",
+            str(files[0]),
+            "--entry",
+            "hx_cmadd",
+            "--args",
+            ARGS,
+            "--device",
+            a.device,
+            "--size",
+            ",".join(f"{s}MiB" for s in sizes),
+            "--flush",
+            "l2-write",
+            "--json",
+            "--no-progress",
+            "--out",
+            str(out / "parity.parquet"),
+        ],
+        out / "parity.log",
+        timeout=max(30.0, left / 2),
+    )
     res: dict = {"ours_rc": rc, "ours_seconds": round(secs, 1)}
-    ours = {int(r["size_bytes"]): float(r["median_s"]) for r in json.loads(text)["summary"]
-            if r["flush"] == "l2-write"} if rc == 0 else {}
+    ours = (
+        {int(r["size_bytes"]): float(r["median_s"]) for r in json.loads(text)["summary"] if r["flush"] == "l2-write"}
+        if rc == 0
+        else {}
+    )
     t0 = time.perf_counter()
     nv = out / "nvbench.json"
-    p = subprocess.run([sys.executable, __file__, "--nvbench-only", str(nv), "--sizes-mib", *map(str, sizes)],
-                       capture_output=True, text=True, timeout=max(30.0, left / 2 - secs), cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, __file__, "--nvbench-only", str(nv), "--sizes-mib", *map(str, sizes)],
+        capture_output=True,
+        text=True,
+        timeout=max(30.0, left / 2 - secs),
+        cwd=ROOT,
+    )
     (out / "nvbench.log").write_text(p.stdout + p.stderr)
     res["nvbench_rc"], res["nvbench_seconds"] = p.returncode, round(time.perf_counter() - t0, 1)
     theirs = json.loads(nv.read_text()) if p.returncode == 0 and nv.exists() else {}
-    res["sizes"] = [{"mib": s, "ours_median_us": ours.get(s * MIB, math.nan) * 1e6,
-                     "nvbench_median_us": theirs.get(str(s * MIB), {}).get("median", math.nan) * 1e6,
-                     "nvbench_mean_us": theirs.get(str(s * MIB), {}).get("mean", math.nan) * 1e6} for s in sizes]
+    res["sizes"] = [
+        {
+            "mib": s,
+            "ours_median_us": ours.get(s * MIB, math.nan) * 1e6,
+            "nvbench_median_us": theirs.get(str(s * MIB), {}).get("median", math.nan) * 1e6,
+            "nvbench_mean_us": theirs.get(str(s * MIB), {}).get("mean", math.nan) * 1e6,
+        }
+        for s in sizes
+    ]
     for r in res["sizes"]:
-        r["ours_over_nvbench_mean"] = r["ours_median_us"] / r["nvbench_mean_us"] if r["nvbench_mean_us"] > 0 else math.nan
-        r["ours_over_nvbench_median"] = r["ours_median_us"] / r["nvbench_median_us"] if r["nvbench_median_us"] > 0 else math.nan
+        r["ours_over_nvbench_mean"] = (
+            r["ours_median_us"] / r["nvbench_mean_us"] if r["nvbench_mean_us"] > 0 else math.nan
+        )
+        r["ours_over_nvbench_median"] = (
+            r["ours_median_us"] / r["nvbench_median_us"] if r["nvbench_median_us"] > 0 else math.nan
+        )
     return res
 
 
 #: the two series of verdict runs, taken in turns: (name, kernels, GPU sizes, host sizes, extra flags)
-SERIES = (("small-change", ("A", "B", "C", "S1"), "16MiB,256MiB", "64KiB,256KiB", []),
-          ("resolution", ("A", "B", "S25"), "1MiB", "64KiB", ["--resolution", "1%"]))
+SERIES = (
+    ("small-change", ("A", "B", "C", "S1"), "16MiB,256MiB", "64KiB,256KiB", []),
+    ("resolution", ("A", "B", "S25"), "1MiB", "64KiB", ["--resolution", "1%"]),
+)
 
 
 def step_verdicts(a, out: Path, files: list[Path], deadline: float) -> dict:
@@ -171,10 +253,29 @@ def step_verdicts(a, out: Path, files: list[Path], deadline: float) -> dict:
             if walls[name] and time.monotonic() + 1.2 * max(walls[name]) > deadline:
                 continue
             p = runs / f"{name}-{r:02d}.parquet"
-            line = ["bench", ",".join(kernels), *sum((["--source", str(source[k])] for k in kernels), []), "--entry", "hx_cmadd",
-                    "--args", ARGS, "--device", a.device, "--size", host_sizes if a.device == "host" else gpu_sizes,
-                    "--flush", "l2-write", "--interleave", "--seed", str(r), *extra, "--out", str(p), "--no-progress",
-                    "--no-resume"]
+            line = [
+                "bench",
+                ",".join(kernels),
+                *sum((["--source", str(source[k])] for k in kernels), []),
+                "--entry",
+                "hx_cmadd",
+                "--args",
+                ARGS,
+                "--device",
+                a.device,
+                "--size",
+                host_sizes if a.device == "host" else gpu_sizes,
+                "--flush",
+                "l2-write",
+                "--interleave",
+                "--seed",
+                str(r),
+                *extra,
+                "--out",
+                str(p),
+                "--no-progress",
+                "--no-resume",
+            ]
             rc, _text, secs = cli(line, runs / f"{name}-{r:02d}.log", timeout=max(30.0, deadline - time.monotonic()))
             if rc != 0:
                 print(f"   {name} run {r}: rc {rc} (see runs/{name}-{r:02d}.log)", flush=True)
@@ -192,11 +293,19 @@ def step_verdicts(a, out: Path, files: list[Path], deadline: float) -> dict:
         res["series"][name] = {"coverage": vt.coverage(rows)}
         both = rows[(rows["present"] == "both") & (rows["flush"] != "cold-reference")]
         for (kind, size), g in both.groupby(["kind", "size_bytes"]):
-            res["power"].append({"series": name, "kind": kind, "size_mib": int(size) / MIB, "rows": int(len(g)),
-                                 "slower": int((g["verdict"] == "slower").sum()), "faster": int((g["verdict"] == "faster").sum()),
-                                 "named_slower": int((g["change_called"] == "slower").sum()) if "change_called" in g else None,
-                                 "median_ratio": round(float(g["ratio"].median()), 4),
-                                 "median_half_width": round(float(g["half_width"].median()), 4)})
+            res["power"].append(
+                {
+                    "series": name,
+                    "kind": kind,
+                    "size_mib": int(size) / MIB,
+                    "rows": int(len(g)),
+                    "slower": int((g["verdict"] == "slower").sum()),
+                    "faster": int((g["verdict"] == "faster").sum()),
+                    "named_slower": int((g["change_called"] == "slower").sum()) if "change_called" in g else None,
+                    "median_ratio": round(float(g["ratio"].median()), 4),
+                    "median_half_width": round(float(g["half_width"].median()), 4),
+                }
+            )
     if frames:
         rows = pd.concat(frames, ignore_index=True)
         rows.to_parquet(out / "rows.parquet")
@@ -208,25 +317,35 @@ def summary_lines(res: dict) -> list[str]:
     lines = [f"device {res.get('device')} revision {res.get('revision')} elapsed {res.get('elapsed_s')} s"]
     for backend, got in (res.get("cold") or {}).items():
         if isinstance(got, dict):
-            fr = ", ".join(f"{r['rotating_requested']} sets {r['cold_fraction'] if r['cold_fraction'] is None else round(r['cold_fraction'], 2)}"
-                           for r in got.get("rows", []))
+            fr = ", ".join(
+                f"{r['rotating_requested']} sets {r['cold_fraction'] if r['cold_fraction'] is None else round(r['cold_fraction'], 2)}"
+                for r in got.get("rows", [])
+            )
             lines.append(f"cold fraction, 4 MiB, {backend} (rc {got.get('rc')}, {got.get('seconds')} s): {fr}")
     for r in (res.get("nvbench") or {}).get("sizes", []):
-        lines.append(f"nvbench parity {r['mib']:>3} MiB: ours {r['ours_median_us']:.2f} us, nvbench median "
-                     f"{r['nvbench_median_us']:.2f} mean {r['nvbench_mean_us']:.2f} us: ratio to the mean "
-                     f"{r['ours_over_nvbench_mean']:.3f}")
+        lines.append(
+            f"nvbench parity {r['mib']:>3} MiB: ours {r['ours_median_us']:.2f} us, nvbench median "
+            f"{r['nvbench_median_us']:.2f} mean {r['nvbench_mean_us']:.2f} us: ratio to the mean "
+            f"{r['ours_over_nvbench_mean']:.3f}"
+        )
     v = res.get("verdicts") or {}
     for kind, c in (v.get("coverage") or {}).items():
         lines.append(f"coverage, both series, {kind}: {c['coverage']:.1%} of {c['rows']} rows")
     for p in v.get("power", []):
         if p["kind"] not in ("identical copy", "separate runs"):
-            lines.append(f"{p['series']}: {p['kind']} at {p['size_mib']:g} MiB: slower {p['slower']}/{p['rows']} (named slower "
-                         f"{p['named_slower']}), ratio {p['median_ratio']} +-{p['median_half_width']}")
+            lines.append(
+                f"{p['series']}: {p['kind']} at {p['size_mib']:g} MiB: slower {p['slower']}/{p['rows']} (named slower "
+                f"{p['named_slower']}), ratio {p['median_ratio']} +-{p['median_half_width']}"
+            )
         elif p["faster"] or p["slower"]:
-            lines.append(f"{p['series']}: FALSE VERDICTS {p['kind']} at {p['size_mib']:g} MiB: faster {p['faster']}, slower {p['slower']}")
+            lines.append(
+                f"{p['series']}: FALSE VERDICTS {p['kind']} at {p['size_mib']:g} MiB: faster {p['faster']}, slower {p['slower']}"
+            )
     if v:
-        lines.append(f"verdict runs per series: {v.get('runs')} (10 asked; fewer: cut to the budget)"
-                     + (f"; ERROR {v['error']}" if v.get("error") else ""))
+        lines.append(
+            f"verdict runs per series: {v.get('runs')} (10 asked; fewer: cut to the budget)"
+            + (f"; ERROR {v['error']}" if v.get("error") else "")
+        )
     return lines
 
 
@@ -245,8 +364,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     steps = [s for s in a.steps.split(",") if s]
     if not a.out or a.budget_s <= 0 or a.runs < 1 or set(steps) - {"cold", "nvbench", "verdicts"}:
-        print(f"figures51.py: error: need --out, a positive --budget-s and --runs, --steps of cold,nvbench,verdicts "
-              f"(got {a.out!r}, {a.budget_s}, {a.runs}, {a.steps!r})", file=sys.stderr)
+        print(
+            f"figures51.py: error: need --out, a positive --budget-s and --runs, --steps of cold,nvbench,verdicts "
+            f"(got {a.out!r}, {a.budget_s}, {a.runs}, {a.steps!r})",
+            file=sys.stderr,
+        )
         return 2
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -258,7 +380,13 @@ def main(argv: list[str] | None = None) -> int:
     deadline = t0 + a.budget_s
     from hipexplore.provenance import git_revision
 
-    res: dict = {"device": a.device, "revision": git_revision(), "budget_s": a.budget_s, "kernel": "hx_cmadd", "variants": VARIANTS}
+    res: dict = {
+        "device": a.device,
+        "revision": git_revision(),
+        "budget_s": a.budget_s,
+        "kernel": "hx_cmadd",
+        "variants": VARIANTS,
+    }
     plan = [("cold", 80, step_cold), ("nvbench", 60, step_nvbench)]
     for name, estimate, fn in plan:
         if name not in steps or (host and name in ("cold", "nvbench")):

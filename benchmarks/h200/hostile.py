@@ -25,6 +25,7 @@ Writes DIR/results.json (per step: seconds, error, rows with their flags, the fa
 DIR/summary.txt (the verdict per family per run, the honest set's flag count, the done-when lines)
 and DIR/<step>.summary.parquet. A step's error is recorded and never stops the others.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,15 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 MIB = 1 << 20
 #: (step, estimated seconds on the H200, whether it runs on the host dry run)
-PLAN = [("facts", 5, True), ("families", 45, True), ("honest", 100, True), ("pipelines", 30, True),
-        ("launchers", 20, False), ("reset-ab", 12, False), ("families-2", 25, True)]
+PLAN = [
+    ("facts", 5, True),
+    ("families", 45, True),
+    ("honest", 100, True),
+    ("pipelines", 30, True),
+    ("launchers", 20, False),
+    ("reset-ab", 12, False),
+    ("families-2", 25, True),
+]
 
 
 class Budget:
@@ -65,8 +73,15 @@ def iterations_for(specs: list, sizes: list[int], device, least: int = 32) -> in
     for spec in specs:
         for size in sizes:
             n = spec.elements(size)
-            p = rot.plan("auto", footprint_bytes=spec.footprint(n), set_bytes=spec.set_bytes(n), llc_bytes=device.llc_bytes,
-                         free_bytes=device.memory_info()[0], mem_fraction=rot.DEFAULT_MEM_FRACTION, size_bytes=size)
+            p = rot.plan(
+                "auto",
+                footprint_bytes=spec.footprint(n),
+                set_bytes=spec.set_bytes(n),
+                llc_bytes=device.llc_bytes,
+                free_bytes=device.memory_info()[0],
+                mem_fraction=rot.DEFAULT_MEM_FRACTION,
+                size_bytes=size,
+            )
             most = max(most, p.count)
     return -(-most // 4) * 4
 
@@ -88,7 +103,9 @@ def step_facts(device, host: bool, **_):
     from hipexplore.provenance import collect
 
     prov = collect(device, compilers=False)
-    facts = {k: v for k, v in prov.items() if k.startswith(("device.", "package.")) or k in ("git_revision", "date", "cpu")}
+    facts = {
+        k: v for k, v in prov.items() if k.startswith(("device.", "package.")) or k in ("git_revision", "date", "cpu")
+    }
     if not host:
         t0 = time.perf_counter()
         for _ in range(1000):
@@ -111,16 +128,28 @@ def step_families(device, host: bool, budget, out: Path, name: str = "families",
 def step_launchers(device, budget, out: Path, **_):
     from fixtures.hostile.launchers import launcher_spec
 
-    specs = [launcher_spec("persist-window", honest=False, target=device.target),
-             launcher_spec("side-stream", honest=False, target=device.target), launcher_spec(None, honest=True, target=device.target)]
+    specs = [
+        launcher_spec("persist-window", honest=False, target=device.target),
+        launcher_spec("side-stream", honest=False, target=device.target),
+        launcher_spec(None, honest=True, target=device.target),
+    ]
     _res, rows = sweep(specs, [4 * MIB, 64 * MIB], device, budget, out, "launchers", rotating=[1], flush=["l2-read"])
-    want = {"persist_window_hostile": "persisting L2 was set during the timed launches", "side_stream_hostile": "below the"}
+    want = {
+        "persist_window_hostile": "persisting L2 was set during the timed launches",
+        "side_stream_hostile": "below the",
+    }
     verdicts = []
     for kernel, text in want.items():
         mine = [r for r in rows if r["kernel"] == kernel and r["flush"] != "cold-reference"]
         caught = bool(mine) and all(any(text in f for f in r["flags"]) for r in mine)
-        verdicts.append({"family": kernel.rsplit("_", 1)[0].replace("_", "-"), "rows": len(mine),
-                         "flagged_rows": sum(bool(r["flags"]) for r in mine), "verdict": "flagged" if caught else "MISSED"})
+        verdicts.append(
+            {
+                "family": kernel.rsplit("_", 1)[0].replace("_", "-"),
+                "rows": len(mine),
+                "flagged_rows": sum(bool(r["flags"]) for r in mine),
+                "verdict": "flagged" if caught else "MISSED",
+            }
+        )
     honest = [r for r in rows if r["kernel"] == "launcher_honest"]
     return {"rows": rows, "verdicts": verdicts, "honest_flagged_rows": sum(bool(r["flags"]) for r in honest)}
 
@@ -132,8 +161,12 @@ def step_honest(device, host: bool, budget, out: Path, **_):
     if host:
         from hipexplore.kernels import catalog
 
-        groups = {(256 << 10, 4 * MIB): [*(catalog.get(k) for k in ("triad", "copy", "fill")),
-                                          *(host_spec(f, True) for f in FAMILIES if f.host_file)]}
+        groups = {
+            (256 << 10, 4 * MIB): [
+                *(catalog.get(k) for k in ("triad", "copy", "fill")),
+                *(host_spec(f, True) for f in FAMILIES if f.host_file),
+            ]
+        }
     else:
         groups: dict[tuple[int, ...], list] = {}
         for spec, sizes in honest.kernels(Path(tempfile.mkdtemp(prefix="hx-honest-"))):
@@ -145,8 +178,18 @@ def step_honest(device, host: bool, budget, out: Path, **_):
             continue
         try:
             its = iterations_for(specs, list(sizes), device)
-            _res, got = sweep(specs, list(sizes), device, budget, out, f"honest-{gi}", rotating=["auto"], iterations=its,
-                              counters=not host, worker=False if host else None)
+            _res, got = sweep(
+                specs,
+                list(sizes),
+                device,
+                budget,
+                out,
+                f"honest-{gi}",
+                rotating=["auto"],
+                iterations=its,
+                counters=not host,
+                worker=False if host else None,
+            )
             rows += got
             kernels |= {s.name for s in specs}
         except Exception as exc:  # noqa: BLE001 - one group's error is recorded, the others run
@@ -158,8 +201,14 @@ def _honest_result(rows, kernels, errors):
     from fixtures.hostile import suite
 
     flagged = [r for r in rows if suite.flagged(r)]
-    return {"rows": rows, "kernels": sorted(kernels), "kernel_count": len(kernels), "flagged_rows": len(flagged),
-            "flagged": flagged, "errors": errors}
+    return {
+        "rows": rows,
+        "kernels": sorted(kernels),
+        "kernel_count": len(kernels),
+        "flagged_rows": len(flagged),
+        "flagged": flagged,
+        "errors": errors,
+    }
 
 
 def step_pipelines(device, host: bool, budget, out: Path, **_):
@@ -167,13 +216,17 @@ def step_pipelines(device, host: bool, budget, out: Path, **_):
     from fixtures.hostile.launchers import launcher_spec
 
     errors: list[str] = []
-    specs = honest.pipelines(device, gemms=2 if host else 8, tritons=0 if host else 4, errors=errors,
-                             carried=str(ROOT / ".triton_cubins") if (ROOT / ".triton_cubins").is_dir() else None)
+    specs = honest.pipelines(
+        device,
+        gemms=2 if host else 8,
+        tritons=0 if host else 4,
+        errors=errors,
+        carried=str(ROOT / ".triton_cubins") if (ROOT / ".triton_cubins").is_dir() else None,
+    )
     if not host:
         specs.append(launcher_spec(None, honest=True, target=device.target))
     its = iterations_for(specs, [MIB], device)
-    _res, rows = sweep(specs, [MIB], device, budget, out, "pipelines", rotating=["auto"], iterations=its,
-                       worker=False)
+    _res, rows = sweep(specs, [MIB], device, budget, out, "pipelines", rotating=["auto"], iterations=its, worker=False)
     return _honest_result(rows, {s.name for s in specs}, errors)
 
 
@@ -186,32 +239,58 @@ def step_reset_ab(device, budget, out: Path, **_):
                 break
             os.environ["HIPEXPLORE_L2_RESET"] = setting
             try:
-                res, _rows = sweep(["triad"], [4 * MIB], device, budget, out, f"reset-{setting}-{rep}", rotating=[1],
-                                   flush=["none"], iterations=200, reference=False)
+                res, _rows = sweep(
+                    ["triad"],
+                    [4 * MIB],
+                    device,
+                    budget,
+                    out,
+                    f"reset-{setting}-{rep}",
+                    rotating=[1],
+                    flush=["none"],
+                    iterations=200,
+                    reference=False,
+                )
                 medians[setting].append(float(res.summary["median_s"].iloc[0]) * 1e6)
             finally:
                 os.environ.pop("HIPEXPLORE_L2_RESET", None)
-    ratio = (sum(medians["1"]) / len(medians["1"])) / (sum(medians["0"]) / len(medians["0"])) \
-        if medians["1"] and medians["0"] else math.nan
+    ratio = (
+        (sum(medians["1"]) / len(medians["1"])) / (sum(medians["0"]) / len(medians["0"]))
+        if medians["1"] and medians["0"]
+        else math.nan
+    )
     return {"median_us": medians, "with_over_without": round(ratio, 4) if math.isfinite(ratio) else None}
 
 
-STEPS = {"facts": step_facts, "families": step_families, "launchers": step_launchers, "honest": step_honest,
-         "pipelines": step_pipelines, "reset-ab": step_reset_ab,
-         "families-2": lambda **kw: step_families(name="families-2", counters=False, **kw)}
+STEPS = {
+    "facts": step_facts,
+    "families": step_families,
+    "launchers": step_launchers,
+    "honest": step_honest,
+    "pipelines": step_pipelines,
+    "reset-ab": step_reset_ab,
+    "families-2": lambda **kw: step_families(name="families-2", counters=False, **kw),
+}
 
 
 def summary_lines(results: dict) -> list[str]:
     """The verdict per family per run, the honest set's flag count, and the done-when lines."""
-    lines = [f"device: {results.get('device')}  revision: {results.get('revision')}  elapsed {results.get('elapsed_s')} s"]
-    runs = [(k, results[k]) for k in ("families", "families-2", "launchers")
-            if isinstance(results.get(k), dict) and ("verdicts" in results[k] or "error" in results[k])]
+    lines = [
+        f"device: {results.get('device')}  revision: {results.get('revision')}  elapsed {results.get('elapsed_s')} s"
+    ]
+    runs = [
+        (k, results[k])
+        for k in ("families", "families-2", "launchers")
+        if isinstance(results.get(k), dict) and ("verdicts" in results[k] or "error" in results[k])
+    ]
     every = True
     for name, res in runs:
         for v in res.get("verdicts", []):
-            lines.append(f"{name:11s} {v['family']:15s} {v['verdict']:12s} flagged {v['flagged_rows']}/{v['rows']} rows"
-                         + (f"; twin flagged {v.get('honest_flagged_rows')}" if "honest_flagged_rows" in v else "")
-                         + (f"; median/twin {v['median_over_twin']}" if v.get("median_over_twin") else ""))
+            lines.append(
+                f"{name:11s} {v['family']:15s} {v['verdict']:12s} flagged {v['flagged_rows']}/{v['rows']} rows"
+                + (f"; twin flagged {v.get('honest_flagged_rows')}" if "honest_flagged_rows" in v else "")
+                + (f"; median/twin {v['median_over_twin']}" if v.get("median_over_twin") else "")
+            )
             every &= v["verdict"] in ("flagged", "neutralised")
         if res.get("error"):
             every = False
@@ -225,17 +304,25 @@ def summary_lines(results: dict) -> list[str]:
         for e in res.get("errors", []) + ([res["error"].splitlines()[-1]] if res.get("error") else []):
             lines.append(f"{name}: ERROR {e}")
         for r in res.get("flagged", []):
-            lines.append(f"{name}: FLAGGED {r['kernel']} {r['size_bytes']} r={r['rotating']} {r['flush']}: {r['flags'] or r['counter_warning']}")
+            lines.append(
+                f"{name}: FLAGGED {r['kernel']} {r['size_bytes']} r={r['rotating']} {r['flush']}: {r['flags'] or r['counter_warning']}"
+            )
     twins = sum(int(v.get("honest_flagged_rows", 0)) for _n, res in runs for v in res.get("verdicts", []))
     twins += sum(int(res.get("honest_flagged_rows", 0)) for _n, res in runs)
-    lines.append(f"done-when: every hostile family flagged or neutralised in every run: {'yes' if every and runs else 'NO'} "
-                 f"({len(runs)} run(s))")
-    lines.append(f"done-when: flags on the honest set: {honest_flags} of {honest_rows} rows over {honest_kernels} kernels; "
-                 f"on the honest twins: {twins}")
+    lines.append(
+        f"done-when: every hostile family flagged or neutralised in every run: {'yes' if every and runs else 'NO'} "
+        f"({len(runs)} run(s))"
+    )
+    lines.append(
+        f"done-when: flags on the honest set: {honest_flags} of {honest_rows} rows over {honest_kernels} kernels; "
+        f"on the honest twins: {twins}"
+    )
     ab = results.get("reset-ab") or {}
     if ab.get("with_over_without") is not None:
-        lines.append(f"reset before every chunk: hot 4 MiB triad median with/without = {ab['with_over_without']} "
-                     f"({ab['median_us']})")
+        lines.append(
+            f"reset before every chunk: hot 4 MiB triad median with/without = {ab['with_over_without']} "
+            f"({ab['median_us']})"
+        )
     cost = (results.get("facts") or {}).get("facts", {}).get("reset_l2_persistence_us_per_call")
     if cost is not None:
         lines.append(f"reset_l2_persistence: {cost} us per call")
@@ -252,8 +339,11 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [s.strip() for s in args.steps.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in STEPS]
     if unknown or args.budget_s <= 0:
-        print(f"hostile.py: error: --steps {','.join(unknown)} unknown (expected {', '.join(STEPS)}) or --budget-s "
-              f"{args.budget_s} not positive", file=sys.stderr)
+        print(
+            f"hostile.py: error: --steps {','.join(unknown)} unknown (expected {', '.join(STEPS)}) or --budget-s "
+            f"{args.budget_s} not positive",
+            file=sys.stderr,
+        )
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

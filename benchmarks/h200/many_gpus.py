@@ -23,6 +23,7 @@ downloaded here with
 Outputs (in --out): one_gpu.parquet, cluster.parquet (+ .summary.parquet, .meta.json each),
 every_gpu.summary.parquet, replay.parquet (events, with worker/host), cluster_gpu.json (the figures).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,7 +58,9 @@ def what_worker_sees(device: str = "cuda") -> dict:
     try:
         props = dev.properties
         out["device_name"] = dev.name
-        out["properties"] = {k: str(v) for k, v in (props.as_dict() if hasattr(props, "as_dict") else dict(props)).items()}
+        out["properties"] = {
+            k: str(v) for k, v in (props.as_dict() if hasattr(props, "as_dict") else dict(props)).items()
+        }
         out["visible_gpus"] = gpu_count()
     finally:
         dev.close()
@@ -67,8 +70,12 @@ def what_worker_sees(device: str = "cuda") -> dict:
 def agree(a, b) -> "object":
     import pandas as pd
 
-    j = pd.merge(a[[*KEYS, "median_s", "ci_low_s", "ci_high_s"]], b[[*KEYS, "median_s", "ci_low_s", "ci_high_s", "gpu"]],
-                 on=KEYS, suffixes=("_one", "_cluster"))
+    j = pd.merge(
+        a[[*KEYS, "median_s", "ci_low_s", "ci_high_s"]],
+        b[[*KEYS, "median_s", "ci_low_s", "ci_high_s", "gpu"]],
+        on=KEYS,
+        suffixes=("_one", "_cluster"),
+    )
     j["agree"] = (j["ci_low_s_one"] <= j["ci_high_s_cluster"]) & (j["ci_low_s_cluster"] <= j["ci_high_s_one"])
     j["ratio"] = j["median_s_cluster"] / j["median_s_one"]
     return j
@@ -78,7 +85,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="directory for the results")
     ap.add_argument("--gpus", type=int, default=None, help="workers (one per GPU; default: every GPU)")
-    ap.add_argument("--iterations", type=int, default=1000, help="fixed samples per configuration (>= the auto set count)")
+    ap.add_argument(
+        "--iterations", type=int, default=1000, help="fixed samples per configuration (>= the auto set count)"
+    )
     ap.add_argument("--no-replay", action="store_true", help="skip the tune-replay part")
     ap.add_argument("--device", default="cuda", help="cuda (default); host for a dry run of this script without a GPU")
     ap.add_argument("--sizes", default="1MiB,256MiB", help="bytes per array (default 1MiB,256MiB)")
@@ -102,8 +111,13 @@ def main() -> int:
     if n < 1:
         print("cluster_gpu: no CUDA GPU visible", file=sys.stderr)
         return 2
-    spec = SweepSpec(kernels=("triad", "copy"), sizes=tuple(args.sizes.split(",")), rotating=(1, "auto"), flush=("none", "l2-read"),
-                     stop=StopRule(iterations=args.iterations))
+    spec = SweepSpec(
+        kernels=("triad", "copy"),
+        sizes=tuple(args.sizes.split(",")),
+        rotating=(1, "auto"),
+        flush=("none", "l2-read"),
+        stop=StopRule(iterations=args.iterations),
+    )
     result: dict = {"gpus": n, "configurations": spec.configurations(), "spec": spec.as_record(), "errors": []}
 
     dev = get_device(args.device)
@@ -121,24 +135,36 @@ def main() -> int:
     try:
         result["workers_see"] = {w: v for w, v in client.run(what_worker_sees, args.device).items()}
         t0 = time.perf_counter()
-        res = run_cluster(spec, client, ClusterOptions(device=args.device), RunOptions(out=out / "cluster.parquet", resume=False, progress=False))
+        res = run_cluster(
+            spec,
+            client,
+            ClusterOptions(device=args.device),
+            RunOptions(out=out / "cluster.parquet", resume=False, progress=False),
+        )
         result["wall_s_cluster"] = time.perf_counter() - t0
         result["speedup"] = result["wall_s_one_gpu"] / result["wall_s_cluster"]
         result["cluster_reruns"] = json.loads(res.metadata.get("cluster.reruns", "[]"))
         result["cluster_failed"] = json.loads(res.metadata.get("cluster.failed", "[]"))
         result["configurations_per_worker"] = res.summary["worker"].value_counts().to_dict()
         j = agree(one.summary, res.summary)
-        result["one_vs_cluster"] = {"configurations": len(j), "agree": int(j["agree"].sum()),
-                                    "ratio_min": float(j["ratio"].min()), "ratio_max": float(j["ratio"].max()),
-                                    "rows": j.to_dict("records")}
+        result["one_vs_cluster"] = {
+            "configurations": len(j),
+            "agree": int(j["agree"].sum()),
+            "ratio_min": float(j["ratio"].min()),
+            "ratio_max": float(j["ratio"].max()),
+            "rows": j.to_dict("records"),
+        }
         t0 = time.perf_counter()
         every = run_on_every_worker(spec, client, device=args.device)
         result["wall_s_every_gpu"] = time.perf_counter() - t0
         every.to_parquet(out / "every_gpu.summary.parquet")
         cmp = per_gpu(every)
-        result["per_gpu"] = {"configurations": len(cmp), "agree": int(cmp["agree"].sum()) if len(cmp) else 0,
-                             "spread_rel_max": float(cmp["spread_rel"].max()) if len(cmp) else math.nan,
-                             "rows": cmp.to_dict("records")}
+        result["per_gpu"] = {
+            "configurations": len(cmp),
+            "agree": int(cmp["agree"].sum()) if len(cmp) else 0,
+            "spread_rel_max": float(cmp["spread_rel"].max()) if len(cmp) else math.nan,
+            "rows": cmp.to_dict("records"),
+        }
         if not args.no_replay:
             try:
                 from hipexplore.schema import TUNING, write_parquet
@@ -151,20 +177,39 @@ def main() -> int:
                 rep = replay_on_cluster(tlist, client, cache_dir=out / "cache")
                 write_parquet(rep.frame, out / "replay.parquet", TUNING, result["provenance"])
                 result["replay"] = rep.to_json()
-                result["replay"]["events_per_worker"] = rep.frame.groupby(["scenario", "worker"]).size().rename("events") \
-                    .reset_index().to_dict("records")
+                result["replay"]["events_per_worker"] = (
+                    rep.frame.groupby(["scenario", "worker"]).size().rename("events").reset_index().to_dict("records")
+                )
             except Exception as exc:  # noqa: BLE001 - the sweep figures stand without the replay
                 result["errors"].append({"part": "replay", "error": "".join(traceback.format_exception(exc))[-3000:]})
     finally:
         client.close()
         lc.close()
     (out / "cluster_gpu.json").write_text(json.dumps(result, indent=1, default=str))
-    print(json.dumps({k: result.get(k) for k in ("gpus", "wall_s_one_gpu", "wall_s_cluster", "speedup", "cluster_start_s",
-                                                 "configurations_per_worker", "cluster_reruns", "cluster_failed")}, default=str))
+    print(
+        json.dumps(
+            {
+                k: result.get(k)
+                for k in (
+                    "gpus",
+                    "wall_s_one_gpu",
+                    "wall_s_cluster",
+                    "speedup",
+                    "cluster_start_s",
+                    "configurations_per_worker",
+                    "cluster_reruns",
+                    "cluster_failed",
+                )
+            },
+            default=str,
+        )
+    )
     print("one vs cluster:", {k: v for k, v in result["one_vs_cluster"].items() if k != "rows"})
     print("per gpu:", {k: v for k, v in result["per_gpu"].items() if k != "rows"})
     if "replay" in result:
-        print("replay:", {k: result["replay"][k] for k in ("seconds", "seconds_ideal", "compiles", "disk_hits", "failed")})
+        print(
+            "replay:", {k: result["replay"][k] for k in ("seconds", "seconds_ideal", "compiles", "disk_hits", "failed")}
+        )
     return 0
 
 

@@ -9,6 +9,7 @@ size is written to --out as JSON {size_bytes: {"median_s", "mean_s", "tags"}}. N
 Usage (GPU machine): PYTHONPATH=/tmp/site:. python3 benchmarks/h200/nvbench_cold.py --out F.json --sizes-mib 1 16 256
 (Extracted unchanged from benchmarks/history/h200_truth.py and truth2_h200.py's --nvbench-only.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,11 @@ def nvbench_cold(dev, sizes, json_flag="--json", out_dir=None, spec=None, reads:
         def fn(state, grid=grid, block=block, args=args, size=size):
             state.add_global_memory_reads(reads * size)
             state.add_global_memory_writes(writes * size)
-            state.exec(lambda launch: dev.launch(kernel, grid, block, args,
-                                                 stream=drv.CUstream(launch.get_stream().__cuda_stream__()[1])))
+            state.exec(
+                lambda launch: dev.launch(
+                    kernel, grid, block, args, stream=drv.CUstream(launch.get_stream().__cuda_stream__()[1])
+                )
+            )
 
         fn.__name__ = f"triad_{size // MIB}MiB"
         bench.register(fn)
@@ -62,9 +66,11 @@ def nvbench_cold(dev, sizes, json_flag="--json", out_dir=None, spec=None, reads:
             tags = {s["tag"]: {d["name"]: d.get("value") for d in s.get("data", [])} for s in st.get("summaries", [])}
             med = tags.get("nv/cold/time/gpu/median", {}).get("value")
             mean = tags.get("nv/cold/time/gpu/mean", {}).get("value")
-            res[size] = {"median_s": float(med) if med is not None else math.nan,
-                         "mean_s": float(mean) if mean is not None else math.nan,
-                         "tags": sorted(tags)}
+            res[size] = {
+                "median_s": float(med) if med is not None else math.nan,
+                "mean_s": float(mean) if mean is not None else math.nan,
+                "tags": sorted(tags),
+            }
     for s in keep:
         s.free()
     return res

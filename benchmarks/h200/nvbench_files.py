@@ -9,6 +9,7 @@ interval, named), and nvbench's own compare script on the pair. Everything lands
 
 Usage (GPU machine, cuda-bench installed): PYTHONPATH=/tmp/site:. python3 benchmarks/h200/nvbench_files.py --out DIR
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,9 @@ nvbench_cold.nvbench_cold(get_device("cuda"), sizes, json_flag="--jsonbin", out_
 def side(folder: Path, sizes: str) -> Path:
     """One side in a fresh process: FOLDER/nvbench.json and FOLDER/nvbench.json-bin/."""
     folder.mkdir(parents=True, exist_ok=True)
-    got = subprocess.run([sys.executable, "-c", CHILD, str(folder), sizes, str(HERE)], capture_output=True, text=True,
-                         timeout=150)
+    got = subprocess.run(
+        [sys.executable, "-c", CHILD, str(folder), sizes, str(HERE)], capture_output=True, text=True, timeout=150
+    )
     (folder.parent / f"{folder.name}.log").write_text(got.stdout[-20000:] + got.stderr[-20000:])
     if got.returncode != 0:
         raise SystemExit(f"nvbench side {folder.name} failed (rc {got.returncode}): {got.stderr[-1500:]}")
@@ -62,13 +64,17 @@ def main() -> None:
         got = hx("compare", str(fa), str(fb), "--json")
         table = hx("compare", str(fa), str(fb))
         (out / f"compare_{kind}.txt").write_text(table.stdout + table.stderr)
-        report[kind] = {"rc": got.returncode, "stderr": got.stderr[-2000:],
-                        "result": json.loads(got.stdout) if got.returncode == 0 else None}
+        report[kind] = {
+            "rc": got.returncode,
+            "stderr": got.stderr[-2000:],
+            "result": json.loads(got.stdout) if got.returncode == 0 else None,
+        }
         print(f"== hipexplore compare ({kind}), rc {got.returncode}\n{table.stdout}{table.stderr}")
     legacy = shutil.which("nvbench-compare-legacy")
     if legacy:
-        got = subprocess.run([legacy, "--no-color", *map(str, files["samples"])],
-                             capture_output=True, text=True, timeout=120, cwd=out)
+        got = subprocess.run(
+            [legacy, "--no-color", *map(str, files["samples"])], capture_output=True, text=True, timeout=120, cwd=out
+        )
         (out / "nvbench_compare.txt").write_text(got.stdout + got.stderr)
     (out / "nvbench_files.json").write_text(json.dumps(report, indent=1, default=str))
 

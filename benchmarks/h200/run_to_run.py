@@ -14,6 +14,7 @@ shared by every configuration of a run. This script separates the candidates, in
 Usage (GPU machine): PYTHONPATH=. python3 benchmarks/h200/run_to_run.py --out DIR [--runs 10]
 Writes DIR/A_runs.parquet, DIR/B_samples.parquet, DIR/drift.json and prints the tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,17 @@ def epochs(samples: pd.DataFrame, count: int) -> pd.DataFrame:
             sub = g.iloc[part]
             m = Measurement(sub["time_s"].to_numpy(), chunks=sub["chunk"].to_numpy())
             lo, hi = m.bootstrap_ci()
-            rows.append({"size_bytes": size, "flush": flush, "timer": timer, "epoch": e, "median_s": m.median,
-                         "ci_low_s": lo, "ci_high_s": hi})
+            rows.append(
+                {
+                    "size_bytes": size,
+                    "flush": flush,
+                    "timer": timer,
+                    "epoch": e,
+                    "median_s": m.median,
+                    "ci_low_s": lo,
+                    "ci_high_s": hi,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -49,9 +59,18 @@ def spread(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     for (size, flush, timer), g in frame.groupby(["size_bytes", "flush", "timer"]):
         implied = float(((g.ci_high_s - g.ci_low_s) / 2 / 1.96).mean())
         sd = float(g.median_s.std(ddof=1))
-        rows.append({"size_kib": size // KIB, "flush": flush, "timer": timer, by: g[by].nunique(),
-                     "mean_median_us": g.median_s.mean() * 1e6, "sd_ns": sd * 1e9, "implied_ns": implied * 1e9,
-                     "ratio": sd / implied if implied else float("inf")})
+        rows.append(
+            {
+                "size_kib": size // KIB,
+                "flush": flush,
+                "timer": timer,
+                by: g[by].nunique(),
+                "mean_median_us": g.median_s.mean() * 1e6,
+                "sd_ns": sd * 1e9,
+                "implied_ns": implied * 1e9,
+                "ratio": sd / implied if implied else float("inf"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -60,8 +79,13 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--iterations", type=int, default=200)
-    ap.add_argument("--passes", type=int, nargs="*", default=[1],
-                    help="pass counts to compare (runs alternate between them, so drift reaches each alike)")
+    ap.add_argument(
+        "--passes",
+        type=int,
+        nargs="*",
+        default=[1],
+        help="pass counts to compare (runs alternate between them, so drift reaches each alike)",
+    )
     ap.add_argument("--no-long", action="store_true", help="skip part B")
     ap.add_argument("--device", default="cuda", help="cuda (the run); host for a smoke test of the script")
     ap.add_argument("--sizes-mib", type=float, nargs="*", help="override the sizes (MiB) for a smoke test")
@@ -82,8 +106,18 @@ def main() -> None:
     for r in range(a.runs):
         for npass in a.passes:
             t = time.time()
-            res = hx.sweep("triad", sizes, [1], ["none", "l2-read"], device=dev, iterations=a.iterations, reference=False,
-                           progress=False, timers=timers, passes=npass)
+            res = hx.sweep(
+                "triad",
+                sizes,
+                [1],
+                ["none", "l2-read"],
+                device=dev,
+                iterations=a.iterations,
+                reference=False,
+                progress=False,
+                timers=timers,
+                passes=npass,
+            )
             runs.append(res.summary.assign(rep=r, run_id=f"run{r}p{npass}", npass=npass, run_seconds=time.time() - t))
             pd.concat(runs, ignore_index=True).to_parquet(out / "A_runs.parquet")  # kept if the run is cut short
             print(f"run {r} passes {npass}: {time.time() - t:.1f} s", flush=True)
@@ -104,11 +138,20 @@ def main() -> None:
     piv.to_parquet(out / "A_offsets.parquet")
     corr = A[A.timer == "events"].pivot_table(index="rep", columns=["size_bytes", "flush"], values="median_s").corr()
     report["A_spread"] = sA.to_dict("records")
-    report["A_offsets"] = piv.groupby(["size_bytes", "flush"]).agg(
-        offset_mean_us=("offset_s", lambda x: x.mean() * 1e6), offset_sd_ns=("offset_s", lambda x: x.std() * 1e9),
-        floor_mean_us=("floor_s", lambda x: x.mean() * 1e6), emf_sd_ns=("events_minus_floor_s", lambda x: x.std() * 1e9),
-        events_sd_ns=("events", lambda x: x.std() * 1e9), inkernel_sd_ns=("in-kernel", lambda x: x.std() * 1e9),
-        emf_over_inkernel=("events_minus_floor_s", "mean")).reset_index().to_dict("records")
+    report["A_offsets"] = (
+        piv.groupby(["size_bytes", "flush"])
+        .agg(
+            offset_mean_us=("offset_s", lambda x: x.mean() * 1e6),
+            offset_sd_ns=("offset_s", lambda x: x.std() * 1e9),
+            floor_mean_us=("floor_s", lambda x: x.mean() * 1e6),
+            emf_sd_ns=("events_minus_floor_s", lambda x: x.std() * 1e9),
+            events_sd_ns=("events", lambda x: x.std() * 1e9),
+            inkernel_sd_ns=("in-kernel", lambda x: x.std() * 1e9),
+            emf_over_inkernel=("events_minus_floor_s", "mean"),
+        )
+        .reset_index()
+        .to_dict("records")
+    )
     report["A_seconds"] = time.time() - t0
 
     t1 = time.time()
@@ -119,8 +162,17 @@ def main() -> None:
         print(pd.DataFrame(report["A_offsets"]).to_string(index=False))
         print(f"seconds A {report['A_seconds']:.1f}")
         return
-    long = hx.sweep("triad", sizes[1::2], [1], ["none", "l2-read"], device=dev,
-                    iterations=a.iterations * 10, reference=False, progress=False, timers=timers)
+    long = hx.sweep(
+        "triad",
+        sizes[1::2],
+        [1],
+        ["none", "l2-read"],
+        device=dev,
+        iterations=a.iterations * 10,
+        reference=False,
+        progress=False,
+        timers=timers,
+    )
     long.samples.to_parquet(out / "B_samples.parquet")
     sB = spread(epochs(long.samples, 10), "epoch")
     report["B_spread"] = sB.to_dict("records")

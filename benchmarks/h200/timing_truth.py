@@ -15,6 +15,7 @@ Usage (GPU machine): PYTHONPATH=/tmp/site:. python3 benchmarks/h200/timing_truth
 Writes DIR/truth3.json, DIR/*.parquet and prints the tables. ``--device host`` smoke-tests the
 script's own code (no in-kernel timer or nvbench there).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,14 @@ def floor_rows(summary: pd.DataFrame, **tags) -> list[dict]:
     ev = s[(s.timer == "events") & (s.kernel == "triad")].set_index(["size_bytes", "flush"])
     rows = []
     for (size, flush), r in ev.iterrows():
-        row = {**tags, "size_mib": size / MIB, "flush": flush, "events_us": r.median_s * 1e6, "floor_us": r.floor_s * 1e6,
-               "net_us": r.net_median_s * 1e6}
+        row = {
+            **tags,
+            "size_mib": size / MIB,
+            "flush": flush,
+            "events_us": r.median_s * 1e6,
+            "floor_us": r.floor_s * 1e6,
+            "net_us": r.net_median_s * 1e6,
+        }
         for kernel, col in (("triad", "in_kernel_us"), ("triad-nofence", "nofence_in_kernel_us")):
             ik = s[(s.timer == "in-kernel") & (s.kernel == kernel) & (s.size_bytes == size) & (s.flush == flush)]
             if len(ik):
@@ -70,8 +77,11 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--sizes-mib", type=float, nargs="*")
     ap.add_argument("--skip", nargs="*", default=[], help="parts to skip (P, N, S)")
-    ap.add_argument("--designs", default="random:1,0:0",
-                    help="chunk designs P compares, LEAD:TRAIL each (default: the default now against session 3's)")
+    ap.add_argument(
+        "--designs",
+        default="random:1,0:0",
+        help="chunk designs P compares, LEAD:TRAIL each (default: the default now against session 3's)",
+    )
     a = ap.parse_args()
     sizes = [int(x * MIB) for x in (a.sizes_mib or [1, 4, 16, 64, 256])]
     out = Path(a.out)
@@ -83,28 +93,48 @@ def main() -> None:
     dev = get_device(a.device)
     gpu = a.device == "cuda"
     timers = ("events", "in-kernel") if gpu else ("events",)
-    report: dict = {"device": dev.name, "revision": os.environ.get("HIPEXPLORE_GIT_REVISION", ""),
-                    "sizes_mib": [s / MIB for s in sizes]}
+    report: dict = {
+        "device": dev.name,
+        "revision": os.environ.get("HIPEXPLORE_GIT_REVISION", ""),
+        "sizes_mib": [s / MIB for s in sizes],
+    }
     t0 = time.time()
     pd.set_option("display.width", 250)
 
     if "P" not in a.skip:
         effects, floors, summaries = [], [], []
-        designs = [(d.split(":")[0] if d.split(":")[0] == "random" else int(d.split(":")[0]), int(d.split(":")[1]))
-                   for d in a.designs.split(",")]
+        designs = [
+            (d.split(":")[0] if d.split(":")[0] == "random" else int(d.split(":")[0]), int(d.split(":")[1]))
+            for d in a.designs.split(",")
+        ]
         for rep in range(a.reps):
             order = designs if rep % 2 == 0 else designs[::-1]
             for lead, trail in order:
-                kernels = ["triad"] + ([nofence_triad()] if gpu and rep == 0 and (lead, trail) == designs[0]
-                                       and "nofence" not in a.skip else [])
+                kernels = ["triad"] + (
+                    [nofence_triad()]
+                    if gpu and rep == 0 and (lead, trail) == designs[0] and "nofence" not in a.skip
+                    else []
+                )
                 t = time.time()
-                res = hx.sweep(kernels, sizes, [1], ["none", "l2-write", "l2-read"], device=dev, iterations=a.iterations,
-                               timers=timers, reference=False, progress=False, floor=True, chunk_lead=lead,
-                               chunk_trail=trail)
+                res = hx.sweep(
+                    kernels,
+                    sizes,
+                    [1],
+                    ["none", "l2-write", "l2-read"],
+                    device=dev,
+                    iterations=a.iterations,
+                    timers=timers,
+                    reference=False,
+                    progress=False,
+                    floor=True,
+                    chunk_lead=lead,
+                    chunk_trail=trail,
+                )
                 name = f"{lead}:{trail}"
                 tag = {"rep": rep, "design": name}  # not "lead": the samples keep their own per-chunk lead
                 res.samples[res.samples.kernel == "triad"].assign(**tag).to_parquet(
-                    out / f"P_samples_{rep}_{lead}_{trail}.parquet")
+                    out / f"P_samples_{rep}_{lead}_{trail}.parquet"
+                )
                 summaries.append(res.summary.assign(**tag))
                 pe = position_effect(res.samples[res.samples.kernel == "triad"]).assign(**tag)
                 effects.append(pe)
@@ -124,18 +154,32 @@ def main() -> None:
         print("P. largest position effect of the medians (fraction), per design (lead:trail) and rep:")
         print(wide.round(4).to_string(), flush=True)
         means = []
-        for (rep, name), g in pd.concat([pd.read_parquet(f) for f in sorted(out.glob("P_samples_*.parquet"))]).groupby(["rep", "design"]):
+        for (rep, name), g in pd.concat([pd.read_parquet(f) for f in sorted(out.glob("P_samples_*.parquet"))]).groupby(
+            ["rep", "design"]
+        ):
             for (size, flush, timer), c in g.groupby(["size_bytes", "flush", "timer"]):
                 m = c.groupby("position").time_s.mean()
-                means.append({"rep": rep, "design": name, "size_mib": size / MIB, "flush": flush, "timer": timer,
-                              "max_mean_effect": float((m / m.median() - 1).abs().max()),
-                              "means_us": [round(v * 1e6, 4) for v in m]})
+                means.append(
+                    {
+                        "rep": rep,
+                        "design": name,
+                        "size_mib": size / MIB,
+                        "flush": flush,
+                        "timer": timer,
+                        "max_mean_effect": float((m / m.median() - 1).abs().max()),
+                        "means_us": [round(v * 1e6, 4) for v in m],
+                    }
+                )
         means = pd.DataFrame(means)
         means.to_parquet(out / "P_means.parquet")
         report["P_position_means"] = means.to_dict("records")
         print("P. largest position effect of the means, per design and rep:")
-        print(means.pivot_table(index=["size_mib", "flush", "timer"], columns=["design", "rep"],
-                                values="max_mean_effect").round(4).to_string(), flush=True)
+        print(
+            means.pivot_table(index=["size_mib", "flush", "timer"], columns=["design", "rep"], values="max_mean_effect")
+            .round(4)
+            .to_string(),
+            flush=True,
+        )
         print("L. events - floor vs in-kernel (fenced) and vs the fenceless end:")
         print(fl.to_string(index=False), flush=True)
 
@@ -147,13 +191,22 @@ def main() -> None:
             ours += [{"alt": k, "size_mib": x.size_bytes / MIB, "median_s": x.median_s} for x in r.summary.itertuples()]
             if gpu:
                 f = out / f"nv_{k}.json"
-                cmd = [sys.executable, str(HERE / "nvbench_cold.py"), "--out", str(f),
-                       "--sizes-mib", *[str(x / MIB) for x in sizes]]
+                cmd = [
+                    sys.executable,
+                    str(HERE / "nvbench_cold.py"),
+                    "--out",
+                    str(f),
+                    "--sizes-mib",
+                    *[str(x / MIB) for x in sizes],
+                ]
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
                 if p.returncode != 0 or not f.exists():
                     report.setdefault("N_errors", []).append(p.stderr[-1500:])
                 else:
-                    nv += [{"alt": k, "size_mib": int(s) / MIB, "median_s": v["median_s"]} for s, v in json.loads(f.read_text()).items()]
+                    nv += [
+                        {"alt": k, "size_mib": int(s) / MIB, "median_s": v["median_s"]}
+                        for s, v in json.loads(f.read_text()).items()
+                    ]
             print(f"N alternation {k}: {time.time() - t1:.1f} s", flush=True)
         o, n = pd.DataFrame(ours), pd.DataFrame(nv)
         o.to_parquet(out / "N_ours.parquet")
@@ -171,7 +224,17 @@ def main() -> None:
         t2 = time.time()
         r = hx.sweep("triad", [1 << 20, 16 << 20], [1, "auto"], ["none", "l2-read"], device=dev, progress=False)
         r.summary.to_parquet(out / "S_adaptive.parquet")
-        cols = ["size_bytes", "rotating_requested", "flush", "n", "median_s", "ci_low_s", "ci_high_s", "stop_reason", "timed_out"]
+        cols = [
+            "size_bytes",
+            "rotating_requested",
+            "flush",
+            "n",
+            "median_s",
+            "ci_low_s",
+            "ci_high_s",
+            "stop_reason",
+            "timed_out",
+        ]
         report["S_adaptive"] = r.summary[cols].to_dict("records")
         report["S_seconds"] = time.time() - t2
         print("S. default adaptive sweep:")

@@ -10,6 +10,7 @@ Two ways to get the cubins, and the output says which it used (DIR/meta.json "cu
 Writes DIR/candidates.parquet (one row per problem x candidate x rotating x flush), DIR/choice.csv
 (the pick under each setting against the hot-cache pick) and DIR/meta.json; prints both tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,19 +64,32 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     dev = get_device(args.device)
     t0 = time.time()
-    res, source = benchmark_triton_candidates(dev, problems, cands, rotating=tuple(args.rotating.split(",")),
-                                              flush=tuple(args.flush.split(",")), iterations=args.iterations,
-                                              carried=args.cubins)
+    res, source = benchmark_triton_candidates(
+        dev,
+        problems,
+        cands,
+        rotating=tuple(args.rotating.split(",")),
+        flush=tuple(args.flush.split(",")),
+        iterations=args.iterations,
+        carried=args.cubins,
+    )
     try:
         import triton
 
         local_triton = triton.__version__
     except Exception as exc:  # noqa: BLE001 - reported, not needed when every cubin was carried
         local_triton = f"not importable ({exc})"
-    used = ("carried" if not source["compiled"] else "compiled here" if not source["carried"] else "mixed")
+    used = "carried" if not source["compiled"] else "compiled here" if not source["carried"] else "mixed"
     prov = collect(device=dev, command=" ".join(shlex.quote(a) for a in sys.argv))
-    prov.update({"cubins": used, "cubins_carried": source["carried"], "cubins_compiled_here": source["compiled"],
-                 "local_triton": local_triton, "seconds": f"{time.time() - t0:.1f}"})
+    prov.update(
+        {
+            "cubins": used,
+            "cubins_carried": source["carried"],
+            "cubins_compiled_here": source["compiled"],
+            "local_triton": local_triton,
+            "seconds": f"{time.time() - t0:.1f}",
+        }
+    )
     res.attrs["provenance"] = prov
     res.to_parquet(out / "candidates.parquet", index=False)
     choice = choice_table(res)
@@ -83,8 +97,20 @@ def main(argv: list[str] | None = None) -> int:
     (out / "meta.json").write_text(json.dumps(prov, indent=2, sort_keys=True, default=str) + "\n")
     pd.set_option("display.width", 250)
     print(f"cubins: {used} ({source['carried']} carried, {source['compiled']} compiled with triton {local_triton})")
-    cols = ["problem", "rotating_requested", "rotating", "flush", "best", "best_median_s", "hot_pick",
-            "hot_pick_median_s", "same_choice", "regret", "runner_up_gap", "distinguishable"]
+    cols = [
+        "problem",
+        "rotating_requested",
+        "rotating",
+        "flush",
+        "best",
+        "best_median_s",
+        "hot_pick",
+        "hot_pick_median_s",
+        "same_choice",
+        "regret",
+        "runner_up_gap",
+        "distinguishable",
+    ]
     print(choice[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     return 0
 

@@ -16,6 +16,7 @@ Writes DIR/verdicts.json (every table, and the pass/fail of B and C), DIR/*.parq
 readable by ``hipexplore compare`` and ``hipexplore report --run ... --baseline ... --candidate ...``)
 and prints the tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,14 +52,38 @@ ARGS = "out:a:f32[n],in:b:f32[n],in:d:f32[n],s:f32=2.0,m:u64={m},n:u64=n"
 def register() -> None:
     from hipexplore.kernels import user_kernel
 
-    for name, m, bpl in (("stream", "0", "8*n"), ("stream_twin", "0", "8*n"), ("stream_plus5", "n//10", "8*n + 4*(n//10)")):
+    for name, m, bpl in (
+        ("stream", "0", "8*n"),
+        ("stream_twin", "0", "8*n"),
+        ("stream_plus5", "n//10", "8*n + 4*(n//10)"),
+    ):
         user_kernel(STREAM_CU, "hx_stream", ARGS.format(m=m), name=name, bytes_per_launch=bpl, host_source=STREAM_C)
 
 
 def records(frame) -> list[dict]:
-    cols = [c for c in ("kernel", "base_kernel", "new_kernel", "size_bytes", "flush", "present", "base_median_s",
-                        "new_median_s", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value", "half_width",
-                        "min_detectable", "verdict", "interval", "note") if c in frame.columns]
+    cols = [
+        c
+        for c in (
+            "kernel",
+            "base_kernel",
+            "new_kernel",
+            "size_bytes",
+            "flush",
+            "present",
+            "base_median_s",
+            "new_median_s",
+            "ratio",
+            "ratio_ci_low",
+            "ratio_ci_high",
+            "p_value",
+            "half_width",
+            "min_detectable",
+            "verdict",
+            "interval",
+            "note",
+        )
+        if c in frame.columns
+    ]
     out = []
     for r in frame[cols].to_dict("records"):
         out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
@@ -99,8 +124,20 @@ def main() -> None:
     t0 = time.time()
 
     # A + B: one interleaved run of the three kernels
-    ab = sweep(["stream", "stream_plus5", "stream_twin"], sizes, [1], flush, device=dev, stop=stop, interleave=True,
-               interleave_seed=11, reference=False, progress=False, out=out / "interleaved.parquet", resume=False)
+    ab = sweep(
+        ["stream", "stream_plus5", "stream_twin"],
+        sizes,
+        [1],
+        flush,
+        device=dev,
+        stop=stop,
+        interleave=True,
+        interleave_seed=11,
+        reference=False,
+        progress=False,
+        out=out / "interleaved.parquet",
+        resume=False,
+    )
     slower = hx.compare(ab, base="stream", new="stream_plus5")
     twin = hx.compare(ab, base="stream", new="stream_twin")
     show("A. stream_plus5 (+5% traffic) vs stream, interleaved", slower)
@@ -109,8 +146,20 @@ def main() -> None:
     # C: two runs back to back
     runs = []
     for i in range(2):
-        runs.append(sweep(["stream"], sizes, [1], flush, device=dev, stop=stop, reference=False, progress=False,
-                          out=out / f"back_to_back_{i}.parquet", resume=False))
+        runs.append(
+            sweep(
+                ["stream"],
+                sizes,
+                [1],
+                flush,
+                device=dev,
+                stop=stop,
+                reference=False,
+                progress=False,
+                out=out / f"back_to_back_{i}.parquet",
+                resume=False,
+            )
+        )
     b2b = hx.compare(runs[0], runs[1])
     show("C. stream, run 2 vs run 1 (back to back)", b2b)
     drift = run_to_run([r.summary for r in runs])
@@ -119,23 +168,34 @@ def main() -> None:
     false_b = twin[twin["verdict"].isin(["faster", "slower"])]
     false_c = b2b[b2b["verdict"].isin(["faster", "slower"])]
     called = slower[slower["verdict"] == "slower"]
-    result.update({
-        "A_plus5_vs_stream": records(slower),
-        "A_called_slower_at": [int(s) for s in called["size_bytes"]],
-        "A_not_called_at": [{"size_bytes": int(r["size_bytes"]), "flush": r["flush"], "verdict": r["verdict"],
-                             "min_detectable": r["min_detectable"], "change": r["ratio"] - 1}
-                            for r in slower[slower["verdict"] != "slower"].to_dict("records")],
-        "B_twin_vs_stream": records(twin),
-        "B_false_verdicts": len(false_b),
-        "C_back_to_back": records(b2b),
-        "C_false_verdicts": len(false_c),
-        "C_drift": drift.to_dict("records"),
-        "seconds": time.time() - t0,
-    })
+    result.update(
+        {
+            "A_plus5_vs_stream": records(slower),
+            "A_called_slower_at": [int(s) for s in called["size_bytes"]],
+            "A_not_called_at": [
+                {
+                    "size_bytes": int(r["size_bytes"]),
+                    "flush": r["flush"],
+                    "verdict": r["verdict"],
+                    "min_detectable": r["min_detectable"],
+                    "change": r["ratio"] - 1,
+                }
+                for r in slower[slower["verdict"] != "slower"].to_dict("records")
+            ],
+            "B_twin_vs_stream": records(twin),
+            "B_false_verdicts": len(false_b),
+            "C_back_to_back": records(b2b),
+            "C_false_verdicts": len(false_c),
+            "C_drift": drift.to_dict("records"),
+            "seconds": time.time() - t0,
+        }
+    )
     (out / "verdicts.json").write_text(json.dumps(result, indent=1, default=str))
-    print(f"\nA: slower at {result['A_called_slower_at']} of {len(slower)} configurations; "
-          f"B false verdicts: {len(false_b)}; C false verdicts: {len(false_c)}; {result['seconds']:.0f} s; "
-          f"wrote {out / 'verdicts.json'}")
+    print(
+        f"\nA: slower at {result['A_called_slower_at']} of {len(slower)} configurations; "
+        f"B false verdicts: {len(false_b)}; C false verdicts: {len(false_c)}; {result['seconds']:.0f} s; "
+        f"wrote {out / 'verdicts.json'}"
+    )
 
 
 if __name__ == "__main__":

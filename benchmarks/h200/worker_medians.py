@@ -9,6 +9,7 @@ clock drift hits both alike.
     PYTHONPATH=. python3 benchmarks/h200/worker_medians.py --device cuda --out DIR          # on the H200
 Writes DIR/worker_medians.json (one record per size: the medians of each round, their ratio).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,12 +32,28 @@ def measure(device: str, sizes: list[str], rounds: int, iterations: int) -> list
             meds: dict[str, list[float]] = {"in-process": [], "worker": []}
             for _ in range(rounds):
                 for mode in ("in-process", "worker"):
-                    res = hx.sweep("triad", [size], device=dev, iterations=iterations, reference=False, progress=False,
-                                   worker=(mode == "worker"))
+                    res = hx.sweep(
+                        "triad",
+                        [size],
+                        device=dev,
+                        iterations=iterations,
+                        reference=False,
+                        progress=False,
+                        worker=(mode == "worker"),
+                    )
                     meds[mode].append(float(res.summary["median_s"].iloc[0]))
             a, b = statistics.median(meds["in-process"]), statistics.median(meds["worker"])
-            out.append({"device": dev.name, "size_bytes": parse_size(size), "in_process_medians_s": meds["in-process"],
-                        "worker_medians_s": meds["worker"], "in_process_s": a, "worker_s": b, "ratio": b / a})
+            out.append(
+                {
+                    "device": dev.name,
+                    "size_bytes": parse_size(size),
+                    "in_process_medians_s": meds["in-process"],
+                    "worker_medians_s": meds["worker"],
+                    "in_process_s": a,
+                    "worker_s": b,
+                    "ratio": b / a,
+                }
+            )
     finally:
         dev.close()
     return out
@@ -55,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     Path(a.out).mkdir(parents=True, exist_ok=True)
     (Path(a.out) / "worker_medians.json").write_text(json.dumps({"rows": rows, "seconds": time.time() - t0}, indent=2))
     for r in rows:
-        print(f"{r['size_bytes']:>10} B  in-process {r['in_process_s'] * 1e6:9.3f} us  worker {r['worker_s'] * 1e6:9.3f} us  "
-              f"ratio {r['ratio']:.3f}")
+        print(
+            f"{r['size_bytes']:>10} B  in-process {r['in_process_s'] * 1e6:9.3f} us  worker {r['worker_s'] * 1e6:9.3f} us  "
+            f"ratio {r['ratio']:.3f}"
+        )
     return 0
 
 

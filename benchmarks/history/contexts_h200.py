@@ -9,6 +9,7 @@ effect the chunk's or the launch parity's? (issue 9; BENCHMARKS.md "Run-to-run d
 
 Usage (GPU machine): PYTHONPATH=. python3 benchmarks/contexts_h200.py --out DIR [--runs 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,18 @@ def main() -> None:
 
     def one(tag: str, r: int, passes: int = 1) -> None:
         t = time.time()
-        res = hx.sweep("triad", sizes, [1], ["none", "l2-read"], device=dev, iterations=200, reference=False,
-                       progress=False, timers=timers, passes=passes)
+        res = hx.sweep(
+            "triad",
+            sizes,
+            [1],
+            ["none", "l2-read"],
+            device=dev,
+            iterations=200,
+            reference=False,
+            progress=False,
+            timers=timers,
+            passes=passes,
+        )
         rows.append(res.summary.assign(tag=tag, rep=r, run_seconds=time.time() - t))
         pd.concat(rows, ignore_index=True).to_parquet(out / "IJ_runs.parquet")
         print(f"{tag} {r}: {time.time() - t:.1f} s", flush=True)
@@ -77,8 +88,18 @@ def main() -> None:
 
     kk = []
     for chunk in (4, 3):
-        res = hx.sweep("triad", [1 * MIB, 64 * MIB], [1], ["none"], device=dev, iterations=2000, reference=False,
-                       progress=False, timers=timers, chunk=chunk)
+        res = hx.sweep(
+            "triad",
+            [1 * MIB, 64 * MIB],
+            [1],
+            ["none"],
+            device=dev,
+            iterations=2000,
+            reference=False,
+            progress=False,
+            timers=timers,
+            chunk=chunk,
+        )
         x = res.samples.assign(chunk_size=chunk)
         kk.append(x)
     K = pd.concat(kk, ignore_index=True)
@@ -88,10 +109,19 @@ def main() -> None:
         med = g.time_s.median()
         pe = position_effect(g).iloc[0]
         par = g.groupby(g.iteration % 2).time_s.median() / med - 1
-        krows.append({"chunk": chunk, "size_mib": size / MIB, "timer": timer, "median_us": med * 1e6,
-                      "position_max_effect": pe.max_effect, "position_ci": [pe.max_effect_low, pe.max_effect_high],
-                      "position_effects": pe.effects, "parity_effects": par.tolist(),
-                      "parity_means_us": (g.groupby(g.iteration % 2).time_s.mean() * 1e6).tolist()})
+        krows.append(
+            {
+                "chunk": chunk,
+                "size_mib": size / MIB,
+                "timer": timer,
+                "median_us": med * 1e6,
+                "position_max_effect": pe.max_effect,
+                "position_ci": [pe.max_effect_low, pe.max_effect_high],
+                "position_effects": pe.effects,
+                "parity_effects": par.tolist(),
+                "parity_means_us": (g.groupby(g.iteration % 2).time_s.mean() * 1e6).tolist(),
+            }
+        )
     report["K"] = krows
     print(pd.DataFrame(krows).to_string(index=False))
     (out / "contexts.json").write_text(json.dumps(report, indent=1, default=str))

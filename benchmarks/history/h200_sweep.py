@@ -14,6 +14,7 @@ Outputs (in --out): h200_triad.parquet (+ .summary.parquet, .meta.json); h200_va
 (+ .summary.parquet; an extra ``variant`` column: ``write256``, ``flush-end-event``); h200_extra.json
 (do_bench raw times, interleaved ours/do_bench rounds, naive timing, checks, provenance).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,9 +82,18 @@ def main() -> int:
     print("odd-n correctness (||out - ref|| / ||ref||):", odd, flush=True)
 
     t0 = time.time()
-    res = sweep("triad", sizes, [1, 2, 4, "auto"], ["none", "l2-write", "l2-read"], device=dev,
-                iterations=args.iterations, reference_samples=args.reference_samples,
-                out=out / "h200_triad.parquet", progress=False, command=command)
+    res = sweep(
+        "triad",
+        sizes,
+        [1, 2, 4, "auto"],
+        ["none", "l2-write", "l2-read"],
+        device=dev,
+        iterations=args.iterations,
+        reference_samples=args.reference_samples,
+        out=out / "h200_triad.parquet",
+        progress=False,
+        command=command,
+    )
     extra["sweep_seconds"] = time.time() - t0
     extra["compile_path"] = last_path()
     extra["verify"] = {k: v for k, v in res.metadata.items() if k.startswith("verify.")}
@@ -100,8 +110,17 @@ def main() -> int:
     }
     var_samples, var_summary = [], []
     for vname, kw in variants.items():
-        rv = sweep("triad", sizes, device=dev, iterations=args.iterations, reference=False, progress=False,
-                   command=command, verify_results=False, **kw)
+        rv = sweep(
+            "triad",
+            sizes,
+            device=dev,
+            iterations=args.iterations,
+            reference=False,
+            progress=False,
+            command=command,
+            verify_results=False,
+            **kw,
+        )
         var_samples.append(rv.samples.assign(variant=vname))
         var_summary.append(rv.summary.assign(variant=vname))
     var_summary_df = pd.concat(var_summary, ignore_index=True)
@@ -136,8 +155,18 @@ def main() -> int:
                 times_ms = do_bench(fn, warmup=25, rep=args.dobench_rep_ms, return_mode="all")
                 torch.cuda.synchronize()
             t = np.asarray(times_ms, dtype=np.float64) * 1e-3
-            dobench.append({"size_bytes": size, "n": int(t.size), "times_s": t.tolist(), "median_s": float(np.median(t)), "mean_s": float(t.mean()),
-                            "min_s": float(t.min()), "p5_s": float(np.percentile(t, 5)), "p95_s": float(np.percentile(t, 95))})
+            dobench.append(
+                {
+                    "size_bytes": size,
+                    "n": int(t.size),
+                    "times_s": t.tolist(),
+                    "median_s": float(np.median(t)),
+                    "mean_s": float(t.mean()),
+                    "min_s": float(t.min()),
+                    "p5_s": float(np.percentile(t, 5)),
+                    "p95_s": float(np.percentile(t, 95)),
+                }
+            )
             print(f"do_bench {size // MIB:4d} MiB: median {np.median(t) * 1e6:9.2f} us (n={t.size})", flush=True)
     except Exception:
         extra["errors"].append("do_bench: " + traceback.format_exc())
@@ -159,16 +188,28 @@ def main() -> int:
                     n = spec.elements(size)
                     grid, block = spec.geometry(n, dev)
                     with rot.BufferSets(dev, spec, n, 1) as sets:
-                        raw = time_launches(Workload(dev, kernel, grid, block, sets.args), wflush,
-                                            StopRule(iterations=args.iterations), warmup_s=0.02)
+                        raw = time_launches(
+                            Workload(dev, kernel, grid, block, sets.args),
+                            wflush,
+                            StopRule(iterations=args.iterations),
+                            warmup_s=0.02,
+                        )
                         stream = drv.CUstream(torch.cuda.current_stream().cuda_stream)
                         fn = lambda: dev.launch(kernel, grid, block, sets.args[0], stream=stream)  # noqa: E731
                         torch.cuda.synchronize()
                         db = np.asarray(do_bench(fn, warmup=25, rep=args.dobench_rep_ms // 2, return_mode="all")) * 1e-3
                         torch.cuda.synchronize()
                     ours = float(np.median(raw.time_s))
-                    rounds.append({"round": rnd, "size_bytes": size, "ours_l2write_s": ours, "do_bench_s": float(np.median(db)),
-                                   "do_bench_n": int(db.size), "ratio": ours / float(np.median(db)) - 1.0})
+                    rounds.append(
+                        {
+                            "round": rnd,
+                            "size_bytes": size,
+                            "ours_l2write_s": ours,
+                            "do_bench_s": float(np.median(db)),
+                            "do_bench_n": int(db.size),
+                            "ratio": ours / float(np.median(db)) - 1.0,
+                        }
+                    )
         finally:
             wflush.free()
         by_size = {}
@@ -182,9 +223,12 @@ def main() -> int:
                 "do_bench_round_spread": float((max(db_m) - min(db_m)) / np.median(db_m)),
                 "ratios": [r["ratio"] for r in rs],
             }
-            print(f"interleaved {size // MIB:4d} MiB: ours/do_bench - 1 = {by_size[str(size // MIB)]['ratio_of_medians']:+.3f} "
-                  f"(rounds: {', '.join(f'{r:+.3f}' for r in by_size[str(size // MIB)]['ratios'])}; "
-                  f"spread ours {by_size[str(size // MIB)]['ours_round_spread']:.3f}, do_bench {by_size[str(size // MIB)]['do_bench_round_spread']:.3f})", flush=True)
+            print(
+                f"interleaved {size // MIB:4d} MiB: ours/do_bench - 1 = {by_size[str(size // MIB)]['ratio_of_medians']:+.3f} "
+                f"(rounds: {', '.join(f'{r:+.3f}' for r in by_size[str(size // MIB)]['ratios'])}; "
+                f"spread ours {by_size[str(size // MIB)]['ours_round_spread']:.3f}, do_bench {by_size[str(size // MIB)]['do_bench_round_spread']:.3f})",
+                flush=True,
+            )
         extra["interleaved"] = {"rounds": rounds, "by_size": by_size}
     except Exception:
         extra["errors"].append("interleaved: " + traceback.format_exc())
@@ -204,13 +248,18 @@ def main() -> int:
                 dev.synchronize()
                 if i >= 20:
                     vals.append(dev.elapsed_s(e0, e1))
-        extra["naive_1mib"] = {"n": len(vals), "median_s": float(np.median(vals)), "method": "record, launch, record, stream sync; per launch"}
+        extra["naive_1mib"] = {
+            "n": len(vals),
+            "median_s": float(np.median(vals)),
+            "method": "record, launch, record, stream sync; per launch",
+        }
         print(f"naive event pair + sync, 1 MiB: median {np.median(vals) * 1e6:.2f} us", flush=True)
     except Exception:
         extra["errors"].append("naive: " + traceback.format_exc())
 
     # --- checks against the issue's criteria -------------------------------------------------------
     s = res.summary
+
     def med(size: int, r: str, f: str) -> float:
         row = s[(s.size_bytes == size) & (s.rotating_requested == r) & (s.flush == f)]
         return float(row.median_s.iloc[0]) if len(row) else float("nan")
@@ -231,9 +280,13 @@ def main() -> int:
         w256 = v[v.variant == "write256"].median_s
         fee = v[v.variant == "flush-end-event"].median_s
         ratios[str(row["size_bytes"] // MIB)] = {
-            "ours_l2write_us": ours * 1e6, "do_bench_us": row["median_s"] * 1e6, "ratio": ours / row["median_s"] - 1.0,
-            "ours_l2write256_us": float(w256.iloc[0]) * 1e6, "ratio256": float(w256.iloc[0]) / row["median_s"] - 1.0,
-            "ours_flush_end_event_us": float(fee.iloc[0]) * 1e6, "ratio_flush_end_event": float(fee.iloc[0]) / row["median_s"] - 1.0,
+            "ours_l2write_us": ours * 1e6,
+            "do_bench_us": row["median_s"] * 1e6,
+            "ratio": ours / row["median_s"] - 1.0,
+            "ours_l2write256_us": float(w256.iloc[0]) * 1e6,
+            "ratio256": float(w256.iloc[0]) / row["median_s"] - 1.0,
+            "ours_flush_end_event_us": float(fee.iloc[0]) * 1e6,
+            "ratio_flush_end_event": float(fee.iloc[0]) / row["median_s"] - 1.0,
         }
     checks["l2write_vs_do_bench"] = ratios
     extra["checks"] = checks
@@ -242,7 +295,9 @@ def main() -> int:
     # --- short table last (the device tool returns the tail of the output) -------------------------
     print("\nMiB  r     flush        median_us  iqr_rel  bias     GB/s")
     for r in s.sort_values(["size_bytes", "flush", "rotating"]).itertuples():
-        print(f"{r.size_bytes // MIB:4d} {r.rotating_requested:5s} {r.flush:14s} {r.median_s * 1e6:9.2f} {r.iqr_rel:7.3f} {r.bias:+7.3f} {r.bandwidth_gbs:7.0f}")
+        print(
+            f"{r.size_bytes // MIB:4d} {r.rotating_requested:5s} {r.flush:14s} {r.median_s * 1e6:9.2f} {r.iqr_rel:7.3f} {r.bias:+7.3f} {r.bandwidth_gbs:7.0f}"
+        )
     print(json.dumps(checks, indent=1, default=str))
     if extra["errors"]:
         print("ERRORS:", len(extra["errors"]))

@@ -16,6 +16,7 @@ Usage (GPU machine): PYTHONPATH=. python3 benchmarks/h200_truth.py --out DIR [--
 (carry the cuda-bench wheel: `.whl/cuda_bench-*.whl` installed to /tmp/site, PYTHONPATH=/tmp/site:.).
 Writes DIR/truth.json (every table), DIR/*.parquet, and prints the tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,9 @@ def ours(dev, sizes, iterations, chunk=None, timers=("events", "in-kernel"), flu
     import hipexplore as hx
 
     kw = {"chunk": chunk} if chunk else {}
-    return hx.sweep("triad", sizes, [1], list(flush), device=dev, iterations=iterations, timers=timers,
-                    progress=False, **kw)
+    return hx.sweep(
+        "triad", sizes, [1], list(flush), device=dev, iterations=iterations, timers=timers, progress=False, **kw
+    )
 
 
 def nvbench_cold(dev, sizes):
@@ -64,8 +66,11 @@ def nvbench_cold(dev, sizes):
         def fn(state, grid=grid, block=block, args=args, size=size):
             state.add_global_memory_reads(2 * size)
             state.add_global_memory_writes(size)
-            state.exec(lambda launch: dev.launch(kernel, grid, block, args,
-                                                 stream=drv.CUstream(launch.get_stream().__cuda_stream__()[1])))
+            state.exec(
+                lambda launch: dev.launch(
+                    kernel, grid, block, args, stream=drv.CUstream(launch.get_stream().__cuda_stream__()[1])
+                )
+            )
 
         fn.__name__ = f"triad_{size // MIB}MiB"
         bench.register(fn)
@@ -80,9 +85,11 @@ def nvbench_cold(dev, sizes):
             tags = {s["tag"]: {d["name"]: d.get("value") for d in s.get("data", [])} for s in st.get("summaries", [])}
             med = tags.get("nv/cold/time/gpu/median", {}).get("value")
             mean = tags.get("nv/cold/time/gpu/mean", {}).get("value")
-            res[size] = {"median_s": float(med) if med is not None else math.nan,
-                         "mean_s": float(mean) if mean is not None else math.nan,
-                         "tags": sorted(tags)}
+            res[size] = {
+                "median_s": float(med) if med is not None else math.nan,
+                "mean_s": float(mean) if mean is not None else math.nan,
+                "tags": sorted(tags),
+            }
     for s in keep:
         s.free()
     return res
@@ -117,8 +124,16 @@ def position_effect(samples: pd.DataFrame) -> pd.DataFrame:
     for (size, flush, timer), g in x.groupby(["size_bytes", "flush", "timer"]):
         med = g.time_s.median()
         pos = g.groupby("position").time_s.median()
-        rows.append({"size_mib": size / MIB, "flush": flush, "timer": timer, "median_us": med * 1e6,
-                     "max_position_effect": float((pos / med - 1).abs().max()), "positions": int(pos.size)})
+        rows.append(
+            {
+                "size_mib": size / MIB,
+                "flush": flush,
+                "timer": timer,
+                "median_us": med * 1e6,
+                "max_position_effect": float((pos / med - 1).abs().max()),
+                "positions": int(pos.size),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -135,7 +150,11 @@ def main() -> None:
 
     dev = get_device("cuda")
     sizes = [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB]
-    report: dict = {"device": dev.name, "revision": os.environ.get("HIPEXPLORE_GIT_REVISION", ""), "sizes_mib": [s // MIB for s in sizes]}
+    report: dict = {
+        "device": dev.name,
+        "revision": os.environ.get("HIPEXPLORE_GIT_REVISION", ""),
+        "sizes_mib": [s // MIB for s in sizes],
+    }
     t0 = time.time()
 
     # A + D: ours, new design and the old 64-per-hold design side by side
@@ -147,11 +166,28 @@ def main() -> None:
     report["position_effect_chunk4"] = pe_new.to_dict("records")
     report["position_effect_chunk64"] = pe_old.to_dict("records")
     s = resA.summary
-    table = s[s.flush != "cold-reference"][["size_bytes", "flush", "timer", "n", "median_s", "ci_low_s", "ci_high_s", "bias",
-                                             "bias_ci_low", "bias_ci_high", "clock_mhz", "n_throttled", "warning"]].copy()
+    table = s[s.flush != "cold-reference"][
+        [
+            "size_bytes",
+            "flush",
+            "timer",
+            "n",
+            "median_s",
+            "ci_low_s",
+            "ci_high_s",
+            "bias",
+            "bias_ci_low",
+            "bias_ci_high",
+            "clock_mhz",
+            "n_throttled",
+            "warning",
+        ]
+    ].copy()
     table["size_mib"] = table.size_bytes / MIB
     report["ours"] = table.drop(columns=["size_bytes"]).to_dict("records")
-    report["ours_reference"] = s[s.flush == "cold-reference"][["size_bytes", "timer", "n", "median_s", "ci_low_s", "ci_high_s"]].to_dict("records")
+    report["ours_reference"] = s[s.flush == "cold-reference"][
+        ["size_bytes", "timer", "n", "median_s", "ci_low_s", "ci_high_s"]
+    ].to_dict("records")
 
     # B, C: nvbench cold and do_bench on the same cubin
     for name, fn in (("nvbench_cold", nvbench_cold), ("do_bench", do_bench)):
@@ -164,38 +200,77 @@ def main() -> None:
     reps = 3 if a.quick else a.repeats
     runs = []
     for r in range(reps):
-        res = hx.sweep("triad", sizes, [1], ["none", "l2-read"], device=dev, iterations=200, reference=False, progress=False)
+        res = hx.sweep(
+            "triad", sizes, [1], ["none", "l2-read"], device=dev, iterations=200, reference=False, progress=False
+        )
         runs.append(res.summary.assign(rep=r, run_id=f"run{r}"))
     allruns = pd.concat(runs, ignore_index=True)
     allruns.to_parquet(out / "E_runs.parquet")
     from hipexplore.bench.drift import run_to_run
 
     rr = run_to_run(runs)
-    rows = [{"size_mib": r.size_bytes / MIB, "flush": r.flush, "runs": r.runs, "mean_median_us": r.mean_median_s * 1e6,
-             "sd_of_medians_ns": r.sd_of_medians_s * 1e9, "implied_sigma_ns": r.implied_sigma_s * 1e9, "ratio": r.ratio,
-             "drift": r.drift} for r in rr.itertuples()]
+    rows = [
+        {
+            "size_mib": r.size_bytes / MIB,
+            "flush": r.flush,
+            "runs": r.runs,
+            "mean_median_us": r.mean_median_s * 1e6,
+            "sd_of_medians_ns": r.sd_of_medians_s * 1e9,
+            "implied_sigma_ns": r.implied_sigma_s * 1e9,
+            "ratio": r.ratio,
+            "drift": r.drift,
+        }
+        for r in rr.itertuples()
+    ]
     report["repeats"] = rows
 
     # F: a default adaptive sweep
     t1 = time.time()
     ad = hx.sweep("triad", [1 * MIB, 64 * MIB], [1, "auto"], ["none", "l2-read"], device=dev, progress=False)
     ad.summary.to_parquet(out / "F_adaptive_summary.parquet")
-    report["adaptive"] = {"seconds": time.time() - t1,
-                          "rows": ad.summary[["size_bytes", "rotating", "flush", "n", "median_s", "ci_low_s", "ci_high_s",
-                                              "stop_reason", "timed_out"]].to_dict("records")}
+    report["adaptive"] = {
+        "seconds": time.time() - t1,
+        "rows": ad.summary[
+            ["size_bytes", "rotating", "flush", "n", "median_s", "ci_low_s", "ci_high_s", "stop_reason", "timed_out"]
+        ].to_dict("records"),
+    }
     report["seconds"] = time.time() - t0
     (out / "truth.json").write_text(json.dumps(report, indent=1, default=str))
 
     # tables
     pd.set_option("display.width", 250)
     print("A. ours (200 iterations, chunks of 4):")
-    print(table[["size_mib", "flush", "timer", "median_s", "ci_low_s", "ci_high_s", "bias", "bias_ci_low", "bias_ci_high", "clock_mhz"]].to_string(index=False))
+    print(
+        table[
+            [
+                "size_mib",
+                "flush",
+                "timer",
+                "median_s",
+                "ci_low_s",
+                "ci_high_s",
+                "bias",
+                "bias_ci_low",
+                "bias_ci_high",
+                "clock_mhz",
+            ]
+        ].to_string(index=False)
+    )
     print("B/C. nvbench cold, do_bench medians (us):")
     for name in ("nvbench_cold", "do_bench"):
         v = report[name]
-        print(name, {k: round(x["median_s"] * 1e6, 3) for k, x in v.items() if isinstance(x, dict) and "median_s" in x} if "error" not in v else v["error"])
+        print(
+            name,
+            {k: round(x["median_s"] * 1e6, 3) for k, x in v.items() if isinstance(x, dict) and "median_s" in x}
+            if "error" not in v
+            else v["error"],
+        )
     print("D. position effect, chunk 4 vs 64 (max |pos median / median - 1|):")
-    print(pe_new.merge(pe_old, on=["size_mib", "flush", "timer"], how="left", suffixes=("_4", "_64")).to_string(index=False))
+    print(
+        pe_new.merge(pe_old, on=["size_mib", "flush", "timer"], how="left", suffixes=("_4", "_64")).to_string(
+            index=False
+        )
+    )
     print("E. repeats:")
     print(pd.DataFrame(rows).to_string(index=False))
     print("F. adaptive:", f"{report['adaptive']['seconds']:.1f} s")

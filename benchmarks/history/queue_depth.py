@@ -13,6 +13,7 @@ Usage (GPU machine): PYTHONPATH=. python3 benchmarks/queue_depth.py --out DIR [-
 Writes DIR/queue_depth.parquet and prints the per-design table (median of the first and last
 positions, and max |position median / design median - 1|).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,7 +65,7 @@ def run_design(dev, kernel, grid, block, args, flusher, timed: int, pad: int, ch
         try:
             dev.record(evs[0])
             for j in range(timed):
-                e = evs[1 + per * j: 1 + per * (j + 1)]
+                e = evs[1 + per * j : 1 + per * (j + 1)]
                 if flusher is not None:
                     dev.record(e[0])
                     flusher.enqueue()
@@ -85,7 +86,7 @@ def run_design(dev, kernel, grid, block, args, flusher, timed: int, pad: int, ch
             dev.copy_to_host(timer[0], got)
             inner = (got[1::2].astype(np.int64) - got[0::2].astype(np.int64)) * 1e-9
         for j in range(timed):
-            e = evs[1 + per * j: 1 + per * (j + 1)]
+            e = evs[1 + per * j : 1 + per * (j + 1)]
             rows.append((c, j, dev.elapsed_s(e[-2], e[-1]), float(inner[j]), bool(to)))
     return rows
 
@@ -112,15 +113,26 @@ def main() -> None:
     n = spec.elements(size)
     grid, block = spec.geometry(n, dev)
     kernel = kernel_for(dev, catalog.get("triad"))
-    designs = [("plain-64", 64, 0), ("plain-32", 32, 0), ("pad-8", 64, 8), ("pad-16", 64, 16), ("pad-32", 64, 32),
-               ("bounded-8", 8, 0), ("bounded-4", 4, 0), ("bounded-2", 2, 0), ("bounded-1", 1, 0)]
+    designs = [
+        ("plain-64", 64, 0),
+        ("plain-32", 32, 0),
+        ("pad-8", 64, 8),
+        ("pad-16", 64, 16),
+        ("pad-32", 64, 32),
+        ("bounded-8", 8, 0),
+        ("bounded-4", 4, 0),
+        ("bounded-2", 2, 0),
+        ("bounded-1", 1, 0),
+    ]
     frames = []
     from hipexplore.compile import CompileCache, CompileRequest, Source
     from hipexplore.devices.base import PackedArgs
 
     import ctypes
 
-    res = CompileCache(disk_dir=False).get_or_compile(CompileRequest(Source("triad_timed.cu", TIMED_TRIAD), "nvrtc", dev.target, kernels=("triad_timed",)))
+    res = CompileCache(disk_dir=False).get_or_compile(
+        CompileRequest(Source("triad_timed.cu", TIMED_TRIAD), "nvrtc", dev.target, kernels=("triad_timed",))
+    )
     tk = dev.kernel(dev.load(res.object_code), res.object_code.symbol("triad_timed"))
     tbuf = dev.alloc(16 * 64)
     scratch = dev.alloc(16)
@@ -135,7 +147,7 @@ def main() -> None:
                     run_design(dev, kernel, grid, block, sets.args[0], fl, 64, 0, 2)
                 order = list(designs)
                 for rep in range(2):  # two passes, second in reverse order: drift shows as a pass difference
-                    for name, timed, pad in (order if rep == 0 else order[::-1]):
+                    for name, timed, pad in order if rep == 0 else order[::-1]:
                         chunks = max(a.chunks, (a.chunks * 64) // timed // 4)
                         t0 = time.perf_counter()
                         rows = run_design(dev, kernel, grid, block, sets.args[0], fl, timed, pad, chunks)
@@ -145,7 +157,9 @@ def main() -> None:
                         df["timer"] = "events"
                         frames.append(df)
                         # the same design with the in-kernel timer (first block start -> last block end)
-                        rows = run_design(dev, tk, grid, block, None, fl, timed, pad, chunks, timer=(tbuf, targs[:timed], tpad))
+                        rows = run_design(
+                            dev, tk, grid, block, None, fl, timed, pad, chunks, timer=(tbuf, targs[:timed], tpad)
+                        )
                         df = pd.DataFrame(rows, columns=["chunk", "position", "time_s", "kernel_s", "hold_timed_out"])
                         df["design"], df["timed"], df["pad"], df["flush"], df["pass"] = name, timed, pad, flush, rep
                         df["wall_s"], df["timer"] = math.nan, "in-kernel"
@@ -165,10 +179,12 @@ def main() -> None:
         med = g["time_s"].median()
         pos = g.groupby("position")["time_s"].median()
         worst = float((pos / med - 1).abs().max())
-        tail = pos.iloc[-min(9, len(pos)):].median()
+        tail = pos.iloc[-min(9, len(pos)) :].median()
         head = pos.iloc[: max(1, len(pos) - 9)].median() if len(pos) > 9 else pos.median()
-        lines.append(f"{flush:8s} {name:10s} {timer:9s} n={len(g):6d} median={med * 1e6:7.3f} us  head={head * 1e6:7.3f} "
-                     f"tail9={tail * 1e6:7.3f}  max|pos/med-1|={worst:6.1%}  timeouts={int(g['hold_timed_out'].sum())}")
+        lines.append(
+            f"{flush:8s} {name:10s} {timer:9s} n={len(g):6d} median={med * 1e6:7.3f} us  head={head * 1e6:7.3f} "
+            f"tail9={tail * 1e6:7.3f}  max|pos/med-1|={worst:6.1%}  timeouts={int(g['hold_timed_out'].sum())}"
+        )
     text = "\n".join(lines)
     (out / "queue_depth.txt").write_text(text + "\n")
     print(text)

@@ -14,6 +14,7 @@ Usage (GPU machine): PYTHONPATH=/tmp/site:. python3 benchmarks/truth2_h200.py --
 (cuda-bench carried as a wheel installed to /tmp/site). Writes DIR/truth2.json, DIR/*.parquet, prints tables.
 ``--device host`` smoke-tests the script's own code (no nvbench there).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,9 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=2000)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--sizes-mib", type=float, nargs="*")
-    ap.add_argument("--nvbench-only", action="store_true", help="(internal) nvbench in this fresh process -> --out file")
+    ap.add_argument(
+        "--nvbench-only", action="store_true", help="(internal) nvbench in this fresh process -> --out file"
+    )
     a = ap.parse_args()
     sizes = [int(x * MIB) for x in (a.sizes_mib or [1, 4, 16, 64, 256])]
     if a.nvbench_only:
@@ -62,13 +65,26 @@ def main() -> None:
     dev = get_device(a.device)
     gpu = a.device == "cuda"
     timers = ("events", "in-kernel") if gpu else ("events",)
-    report: dict = {"device": dev.name, "revision": os.environ.get("HIPEXPLORE_GIT_REVISION", ""),
-                    "sizes_mib": [s / MIB for s in sizes]}
+    report: dict = {
+        "device": dev.name,
+        "revision": os.environ.get("HIPEXPLORE_GIT_REVISION", ""),
+        "sizes_mib": [s / MIB for s in sizes],
+    }
     t0 = time.time()
 
     # P + L
-    res = hx.sweep("triad", sizes, [1], ["none", "l2-write", "l2-read"], device=dev, iterations=a.iterations,
-                   timers=timers, reference=False, progress=False, floor=True)
+    res = hx.sweep(
+        "triad",
+        sizes,
+        [1],
+        ["none", "l2-write", "l2-read"],
+        device=dev,
+        iterations=a.iterations,
+        timers=timers,
+        reference=False,
+        progress=False,
+        floor=True,
+    )
     res.samples.to_parquet(out / "P_samples.parquet")
     res.summary.to_parquet(out / "P_summary.parquet")
     pe = position_effect(res.samples)
@@ -78,8 +94,13 @@ def main() -> None:
     ev = s[s.timer == "events"].set_index(["size_bytes", "flush"])
     rows = []
     for (size, flush), r in ev.iterrows():
-        row = {"size_mib": size / MIB, "flush": flush, "events_us": r.median_s * 1e6, "floor_us": r.floor_s * 1e6,
-               "net_us": r.net_median_s * 1e6}
+        row = {
+            "size_mib": size / MIB,
+            "flush": flush,
+            "events_us": r.median_s * 1e6,
+            "floor_us": r.floor_s * 1e6,
+            "net_us": r.net_median_s * 1e6,
+        }
         ik = s[(s.timer == "in-kernel") & (s.size_bytes == size) & (s.flush == flush)]
         if len(ik):
             row["in_kernel_us"] = float(ik.median_s.iloc[0]) * 1e6
@@ -91,7 +112,12 @@ def main() -> None:
     (out / "truth2.json").write_text(json.dumps(report, indent=1, default=str))
     pd.set_option("display.width", 250)
     print("P. position effect (2000 iterations):")
-    print(pe[["size_mib", "flush", "timer", "median_s", "max_effect", "max_effect_low", "max_effect_high", "distinct"]].to_string(index=False), flush=True)
+    print(
+        pe[
+            ["size_mib", "flush", "timer", "median_s", "max_effect", "max_effect_low", "max_effect_high", "distinct"]
+        ].to_string(index=False),
+        flush=True,
+    )
     print("L. events - floor vs in-kernel:")
     print(pd.DataFrame(rows).to_string(index=False), flush=True)
 
@@ -101,18 +127,35 @@ def main() -> None:
     for k in range(a.alternations):
         r = hx.sweep("triad", sizes, [1], ["l2-write"], device=dev, iterations=200, reference=False, progress=False)
         for row in r.summary.itertuples():
-            ours_rows.append({"alt": k, "size_mib": row.size_bytes / MIB, "median_s": row.median_s, "ci_low_s": row.ci_low_s,
-                              "ci_high_s": row.ci_high_s, "floor_s": row.floor_s})
+            ours_rows.append(
+                {
+                    "alt": k,
+                    "size_mib": row.size_bytes / MIB,
+                    "median_s": row.median_s,
+                    "ci_low_s": row.ci_low_s,
+                    "ci_high_s": row.ci_high_s,
+                    "floor_s": row.floor_s,
+                }
+            )
         if gpu:
             f = out / f"nv_{k}.json"
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--out", str(f), "--nvbench-only",
-                   "--sizes-mib", *[str(x / MIB) for x in sizes]]
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--out",
+                str(f),
+                "--nvbench-only",
+                "--sizes-mib",
+                *[str(x / MIB) for x in sizes],
+            ]
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
             if p.returncode != 0 or not f.exists():
                 report.setdefault("N_errors", []).append(p.stderr[-1500:])
                 continue
             for size, v in json.loads(f.read_text()).items():
-                nv_rows.append({"alt": k, "size_mib": int(size) / MIB, "median_s": v["median_s"], "mean_s": v["mean_s"]})
+                nv_rows.append(
+                    {"alt": k, "size_mib": int(size) / MIB, "median_s": v["median_s"], "mean_s": v["mean_s"]}
+                )
         print(f"alternation {k}: {time.time() - t1:.1f} s", flush=True)
     ours_df, nv_df = pd.DataFrame(ours_rows), pd.DataFrame(nv_rows)
     ours_df.to_parquet(out / "N_ours.parquet")
@@ -121,13 +164,25 @@ def main() -> None:
     table = []
     for size in sorted(ours_df.size_mib.unique()):
         o = ours_df[ours_df.size_mib == size].median_s
-        row = {"size_mib": size, "ours_median_of_medians_us": o.median() * 1e6, "ours_min_us": o.min() * 1e6,
-               "ours_max_us": o.max() * 1e6}
+        row = {
+            "size_mib": size,
+            "ours_median_of_medians_us": o.median() * 1e6,
+            "ours_min_us": o.min() * 1e6,
+            "ours_max_us": o.max() * 1e6,
+        }
         if len(nv_df):
             n = nv_df[nv_df.size_mib == size].median_s
-            row.update({"nvbench_median_of_medians_us": n.median() * 1e6, "nvbench_min_us": n.min() * 1e6,
-                        "nvbench_max_us": n.max() * 1e6, "ratio": o.median() / n.median(),
-                        "ratio_per_alternation": [float(x) for x in (o.to_numpy() / n.to_numpy()[: len(o)])] if len(n) == len(o) else []})
+            row.update(
+                {
+                    "nvbench_median_of_medians_us": n.median() * 1e6,
+                    "nvbench_min_us": n.min() * 1e6,
+                    "nvbench_max_us": n.max() * 1e6,
+                    "ratio": o.median() / n.median(),
+                    "ratio_per_alternation": [float(x) for x in (o.to_numpy() / n.to_numpy()[: len(o)])]
+                    if len(n) == len(o)
+                    else [],
+                }
+            )
         table.append(row)
     report["N_ours_vs_nvbench"] = table
     report["N_seconds"] = time.time() - t1

@@ -7,6 +7,7 @@ from 150 has a 95% interval of about +-6 points). Run after mutmut has generated
 
     python benchmarks/tools/mutation_sample.py bench/sweep.py bench/run.py ... > names.txt
 """
+
 import json
 import random
 import sys

@@ -7,6 +7,7 @@ samples and computes the statistics; ``StopRule`` chooses fixed or adaptive samp
 Names resolve lazily (``hipexplore._lazy``): the CLI imports ``bench.spec`` for its option
 defaults, and that must not load pandas through ``bench.sweep``.
 """
+
 from __future__ import annotations
 
 from .._lazy import lazy

@@ -9,6 +9,7 @@ read off the sorted samples in vectorised passes (``resampled_medians``), exactl
 of the concatenated draws would give them. Each step is public so that its tests pin it against
 ``np.median`` of the explicit draws, one step at a time.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,10 @@ def resampled_medians(values: np.ndarray, block: np.ndarray, counts: np.ndarray)
     total = counts @ np.bincount(blk, minlength=nblocks).astype(np.int64)  # samples drawn, per resample
     targets = np.stack([(total - 1) // 2, total // 2], axis=1)  # (r, 2): ranks of the middle one or two
     base = counts @ below  # draws under the window, per resample
-    inside = np.flatnonzero((targets[:, 0] >= base) & (targets[:, 1] < base + counts @ np.bincount(
-        blk[lo_i:hi_i], minlength=nblocks).astype(np.int64)))
+    inside = np.flatnonzero(
+        (targets[:, 0] >= base)
+        & (targets[:, 1] < base + counts @ np.bincount(blk[lo_i:hi_i], minlength=nblocks).astype(np.int64))
+    )
     rest = np.setdiff1d(np.arange(resamples), inside, assume_unique=True)
     for rows, start, stop in ((inside, lo_i, hi_i), (rest, 0, n)):
         if not rows.size:
@@ -79,15 +82,17 @@ def resampled_medians(values: np.ndarray, block: np.ndarray, counts: np.ndarray)
         width = stop - start
         per = max(1, 4_000_000 // max(1, width))  # bound memory: at most ~4M weights at once
         for j in range(0, rows.size, per):
-            sel = rows[j:j + per]
+            sel = rows[j : j + per]
             r = sel.size
             c = counts[sel]
             cw = np.cumsum(c[:, blk[start:stop]], axis=1) + (base[sel][:, None] if start else 0)
             top = int(cw[:, -1].max()) + 1
             offset = np.arange(r, dtype=np.int64) * top  # one sorted row after another
             flat = (cw + offset[:, None]).ravel()
-            picks = [np.searchsorted(flat, targets[sel, t] + offset, side="right") - np.arange(r) * width + start
-                     for t in (0, 1)]
+            picks = [
+                np.searchsorted(flat, targets[sel, t] + offset, side="right") - np.arange(r) * width + start
+                for t in (0, 1)
+            ]
             out[sel] = (vals[picks[0]] + vals[picks[1]]) / 2
     return out
 
@@ -120,8 +125,9 @@ def block_medians(samples: np.ndarray, labels: np.ndarray, resamples: int, rng: 
     return resampled_medians(samples[order], block, row_counts(rng.integers(0, k, size=(resamples, k)), k))
 
 
-def grouped_block_medians(samples: np.ndarray, chunks: np.ndarray | None, groups: np.ndarray, resamples: int,
-                          rng: np.random.Generator) -> np.ndarray:
+def grouped_block_medians(
+    samples: np.ndarray, chunks: np.ndarray | None, groups: np.ndarray, resamples: int, rng: np.random.Generator
+) -> np.ndarray:
     """Two-stage bootstrap medians: groups (passes) drawn with replacement, then the blocks of each
     drawn group with replacement (blocks labelled within each group by ``block_labels``). A group
     drawn m times contributes m independent draws of its B blocks: together a multinomial of

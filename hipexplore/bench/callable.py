@@ -19,6 +19,7 @@ On the host device there is no stream: the callable is just called, between two
 ``perf_counter_ns`` reads. Callables always run in the calling process (a function object
 cannot be sent to a sweep worker).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -157,8 +158,13 @@ class _Call:
 
     stream_work = True
 
-    def __init__(self, fn: Callable[..., Any], make_args: Callable[[int, int], Any], stream: str,
-                 reference: Callable[..., Any] | None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        make_args: Callable[[int, int], Any],
+        stream: str,
+        reference: Callable[..., Any] | None,
+    ) -> None:
         self.work = CallableWork(fn, stream)
         self.make_args = make_args
         self.fn = fn
@@ -180,9 +186,17 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def callable_kernel(fn: Callable[..., Any], make_args: Callable[[int, int], Any], *, bytes_per_launch: int | str | Callable[[int], int],
-                    name: str | None = None, stream: str = "arg", check: OutputCheck | Callable[[Any], float] | None = None,
-                    model: LaunchModel | None = None, register_it: bool = True) -> KernelSpec:
+def callable_kernel(
+    fn: Callable[..., Any],
+    make_args: Callable[[int, int], Any],
+    *,
+    bytes_per_launch: int | str | Callable[[int], int],
+    name: str | None = None,
+    stream: str = "arg",
+    check: OutputCheck | Callable[[Any], float] | None = None,
+    model: LaunchModel | None = None,
+    register_it: bool = True,
+) -> KernelSpec:
     """A sweepable kernel from a callable (see the module docstring).
 
     ``make_args(n, i)``: the arguments of buffer set ``i`` for ``n`` elements (sizes map to ``n``
@@ -198,7 +212,9 @@ def callable_kernel(fn: Callable[..., Any], make_args: Callable[[int, int], Any]
     if stream not in STREAM_MODES:
         raise ConfigError(f"stream must be one of {', '.join(STREAM_MODES)}; got {stream!r}")
     if check is not None and not isinstance(check, OutputCheck) and not callable(check):
-        raise ConfigError(f"check must be an OutputCheck or a function of the arguments returning the error; got {check!r}")
+        raise ConfigError(
+            f"check must be an OutputCheck or a function of the arguments returning the error; got {check!r}"
+        )
     if isinstance(check, OutputCheck) and not callable(check.reference):
         raise ConfigError(f"OutputCheck needs a callable reference(args); got {check.reference!r}")
     from ..kernels.catalog import _NExpr
@@ -214,11 +230,19 @@ def callable_kernel(fn: Callable[..., Any], make_args: Callable[[int, int], Any]
         label = "callable"
     against = check if isinstance(check, OutputCheck) else None
     call = _Call(fn, make_args, stream, against.reference if against else None)
-    spec = KernelSpec(name=label, entry=label, args=(), geometry=lambda n, dev: ((1, 1, 1), (1, 1, 1)),
-                      element_dtype=model.element_dtype, bytes_per_launch=bpl,
-                      flops_per_launch=_NExpr(model.flops_per_launch, "flops_per_launch"),
-                      description=f"Python callable {label}", call=call,
-                      check_rtol=(against or OutputCheck).rtol, check_atol=(against or OutputCheck).atol)
+    spec = KernelSpec(
+        name=label,
+        entry=label,
+        args=(),
+        geometry=lambda n, dev: ((1, 1, 1), (1, 1, 1)),
+        element_dtype=model.element_dtype,
+        bytes_per_launch=bpl,
+        flops_per_launch=_NExpr(model.flops_per_launch, "flops_per_launch"),
+        description=f"Python callable {label}",
+        call=call,
+        check_rtol=(against or OutputCheck).rtol,
+        check_atol=(against or OutputCheck).atol,
+    )
     call.output, call.check = (against.output, None) if against else (None, check)
     if register_it:
         catalog.register(spec, replace=True)
@@ -241,7 +265,9 @@ def check_callable(device: Any, spec: KernelSpec, sets: CallableSets, *, config:
         return float(own(values))
     seq = values if isinstance(values, (tuple, list)) else (values,)
     got = call.output(values) if call.output is not None else seq[-1]
-    return compare(config, "output", _to_numpy(got), _to_numpy(call.reference(values)), rtol=spec.check_rtol, atol=spec.check_atol)
+    return compare(
+        config, "output", _to_numpy(got), _to_numpy(call.reference(values)), rtol=spec.check_rtol, atol=spec.check_atol
+    )
 
 
 def sets_for(device: Any, spec: KernelSpec, n: int, count: int) -> Any:
@@ -253,4 +279,12 @@ def sets_for(device: Any, spec: KernelSpec, n: int, count: int) -> Any:
     return BufferSets(device, spec, n, count)
 
 
-__all__ = ["CallableSets", "CallableWork", "LaunchModel", "OutputCheck", "callable_kernel", "check_callable", "sets_for"]
+__all__ = [
+    "CallableSets",
+    "CallableWork",
+    "LaunchModel",
+    "OutputCheck",
+    "callable_kernel",
+    "check_callable",
+    "sets_for",
+]

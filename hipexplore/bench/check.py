@@ -8,6 +8,7 @@ inputs. An element fails when ``|got - expected| > atol + rtol * |expected|`` (o
 NaN); the error names the configuration, the output, the worst element's index, got and expected,
 and how many elements differ.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,7 +46,9 @@ def compare(config: str, output: str, got: np.ndarray, expected: np.ndarray, *, 
     got = np.asarray(got)
     expected = np.asarray(expected)
     if got.size != expected.size:
-        raise BenchmarkError(f"output check of {config}: output {output!r} has {got.size} elements, the reference {expected.size}")
+        raise BenchmarkError(
+            f"output check of {config}: output {output!r} has {got.size} elements, the reference {expected.size}"
+        )
     g = got.reshape(-1).astype(np.float64)
     e = expected.reshape(-1).astype(np.float64)
     diff = np.abs(g - e)
@@ -61,7 +64,8 @@ def compare(config: str, output: str, got: np.ndarray, expected: np.ndarray, *, 
         raise BenchmarkError(
             f"output check failed for {config}: {output}[{shown}] = {g[worst]:.9g} but expected {e[worst]:.9g}"
             f"{unwritten} (|diff| {diff[worst]:.3g} > {tol[worst]:.3g} = atol {atol:g} + rtol {rtol:g} * |expected|); "
-            f"{int(bad.sum())} of {bad.size} elements differ; ||got - ref|| / ||ref|| = {_rel_l2(g, e):.3g}")
+            f"{int(bad.sum())} of {bad.size} elements differ; ||got - ref|| / ||ref|| = {_rel_l2(g, e):.3g}"
+        )
     return _rel_l2(g, e)
 
 
@@ -84,8 +88,16 @@ def _poison(arg: Any, count: int) -> np.ndarray:
     return np.full(count, fill, dtype=arg.dtype)
 
 
-def _run_on(device: Device, spec: KernelSpec, buffers: Mapping[str, Any], sets: Any, kernel: Any,
-            grid: tuple[int, int, int], block: tuple[int, int, int], args: Any) -> dict[str, np.ndarray]:
+def _run_on(
+    device: Device,
+    spec: KernelSpec,
+    buffers: Mapping[str, Any],
+    sets: Any,
+    kernel: Any,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    args: Any,
+) -> dict[str, np.ndarray]:
     outs = [a for a in spec.buffers() if a.role in ("out", "inout")]
     for a in outs:
         if a.role == "out":
@@ -101,7 +113,9 @@ def _run_on(device: Device, spec: KernelSpec, buffers: Mapping[str, Any], sets: 
     return got
 
 
-def check_outputs(target: CheckTarget, *, config: str = "", rtol: float | None = None, atol: float | None = None) -> float:
+def check_outputs(
+    target: CheckTarget, *, config: str = "", rtol: float | None = None, atol: float | None = None
+) -> float:
     """Launch once on set 0 (outputs poisoned first) and compare with the reference; the worst
     relative L2 error over the outputs (NaN when the kernel has no reference). Set 0's outputs are
     restored afterwards, so every set holds the same data again."""
@@ -119,8 +133,10 @@ def check_outputs(target: CheckTarget, *, config: str = "", rtol: float | None =
     worst = 0.0
     for name, ref in expected.items():
         if name not in got:
-            raise BenchmarkError(f"output check of {config}: the reference returned {name!r}, which is not an output "
-                                 f"argument (outputs: {sorted(got)})")
+            raise BenchmarkError(
+                f"output check of {config}: the reference returned {name!r}, which is not an output "
+                f"argument (outputs: {sorted(got)})"
+            )
         worst = max(worst, compare(config, name, got[name], ref, rtol=rtol, atol=atol))
     for a in spec.buffers():
         if a.role in ("out", "inout"):
@@ -143,7 +159,9 @@ def _expected_from_kernel(device: Device, spec: KernelSpec, sets: Any) -> dict[s
         grid, block, shared = ref.launch(sets.n, device)
         from ..devices.base import BoundKernel
 
-        return _run_on(device, ref, rsets.buffers[0], rsets, BoundKernel(loaded.function, shared), grid, block, rsets.args[0])
+        return _run_on(
+            device, ref, rsets.buffers[0], rsets, BoundKernel(loaded.function, shared), grid, block, rsets.args[0]
+        )
 
 
 __all__ = ["POISONED", "CheckTarget", "check_outputs", "compare"]

@@ -16,6 +16,7 @@ Results stream back as units finish: the frames gain ``worker``, ``host`` and ``
 visible-device ordinal the worker was pinned to) and ``--out`` is rewritten after each
 (configuration, unit). Resume is a one-device run's: what the out file holds is not measured again.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -26,11 +27,21 @@ import pandas as pd
 
 from ..errors import BenchmarkError, ConfigError
 from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS
+
 # the connection functions (local:N over TLS, addresses, device pinning) live in dask_connect.py, by name here too
-from .dask_connect import VISIBLE_DEVICE_VARS, Connection, PinDevices, _distributed, connect, local_cluster, parse_cluster  # noqa: F401
+from .dask_connect import (  # noqa: F401
+    VISIBLE_DEVICE_VARS,
+    Connection,
+    PinDevices,
+    _distributed,
+    connect,
+    local_cluster,
+    parse_cluster,
+)
 from .dask_executor import DaskExecutor, expected_keys, gpu_workers, groups_of  # noqa: F401
 from .result import RunOptions, SweepResult
 from .spec import SweepSpec
+
 
 # ----------------------------------------------------------------------------- the front
 @dataclass(frozen=True)
@@ -46,8 +57,9 @@ class ClusterOptions:
     no_workers_s: float = 60.0
 
 
-def run_cluster(spec: SweepSpec, cluster: Any, options: ClusterOptions | None = None,
-                run: RunOptions | None = None) -> SweepResult:
+def run_cluster(
+    spec: SweepSpec, cluster: Any, options: ClusterOptions | None = None, run: RunOptions | None = None
+) -> SweepResult:
     """Measure ``spec`` on the workers of ``cluster`` (module docstring; ``bench.dask_executor``):
     ``options`` where and how its units run, ``run`` the out file, resume, hooks, bar, run id and
     command (default: none of them, and no bar)."""
@@ -56,8 +68,15 @@ def run_cluster(spec: SweepSpec, cluster: Any, options: ClusterOptions | None = 
     if not isinstance(spec, SweepSpec):
         raise ConfigError(f"run_cluster() takes a SweepSpec; got {type(spec).__name__}")
     o = options or ClusterOptions()
-    executor = DaskExecutor(cluster, o.device, o.device_options, connect=connect, retries=o.retries, stall_s=o.stall_s,
-                            no_workers_s=o.no_workers_s)
+    executor = DaskExecutor(
+        cluster,
+        o.device,
+        o.device_options,
+        connect=connect,
+        retries=o.retries,
+        stall_s=o.stall_s,
+        no_workers_s=o.no_workers_s,
+    )
     _check_local_gpus(cluster, o.device)
     return Orchestrator(spec, executor, run or RunOptions(progress=False)).run()
 
@@ -81,12 +100,15 @@ def _check_local_gpus(cluster: Any, device: str) -> None:
     except DeviceUnavailable:
         return  # the workers report the missing device themselves, each in one line
     if n > have:
-        raise ConfigError(f"cluster {cluster!r} starts one worker per GPU and this machine has {have} {device} GPU(s): "
-                          f"use local:{max(have, 1)}, or a scheduler address whose workers have GPUs of their own")
+        raise ConfigError(
+            f"cluster {cluster!r} starts one worker per GPU and this machine has {have} {device} GPU(s): "
+            f"use local:{max(have, 1)}, or a scheduler address whose workers have GPUs of their own"
+        )
 
 
-def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", run_id: str | None = None,
-                        timeout_s: float = 1800.0) -> pd.DataFrame:
+def run_on_every_worker(
+    spec: SweepSpec, cluster: Any, *, device: str = "auto", run_id: str | None = None, timeout_s: float = 1800.0
+) -> pd.DataFrame:
     """The whole ``spec`` once on every GPU worker (are the GPUs alike?): their summaries, with
     ``worker``, ``host`` and ``gpu``; ``grouping.per_gpu`` compares them. A lost worker's sweep is
     not re-run here (there is no "elsewhere" for a per-GPU measurement): the error names it."""
@@ -100,10 +122,21 @@ def run_on_every_worker(spec: SweepSpec, cluster: Any, *, device: str = "auto", 
     try:
         workers = gpu_workers(conn.client)
         run = UnitRun(UnitJob(spec, 0, frozenset()), run_id)
-        futs = [conn.client.submit(unit_task, run, device, {}, f"{run_id}-every-{i}", workers=[w],
-                                   allow_other_workers=False, resources={"GPU": 1}, pure=False,
-                                   key=f"{TASK_PREFIX}-{run_id}-every-{i}")
-                for i, w in enumerate(workers)]
+        futs = [
+            conn.client.submit(
+                unit_task,
+                run,
+                device,
+                {},
+                f"{run_id}-every-{i}",
+                workers=[w],
+                allow_other_workers=False,
+                resources={"GPU": 1},
+                pure=False,
+                key=f"{TASK_PREFIX}-{run_id}-every-{i}",
+            )
+            for i, w in enumerate(workers)
+        ]
         try:
             results = conn.client.gather(futs, errors="raise") if distributed.wait(futs, timeout=timeout_s) else []
         except TimeoutError as exc:
@@ -135,8 +168,10 @@ def panel_html(client: Any, per_worker: dict[str, int]) -> str:
     parts = [f"{html.escape(w)}: {per_worker.get(w, 0)}" for w in workers]
     parts += [f"{html.escape(w)} (gone): {n}" for w, n in sorted(per_worker.items()) if w not in workers]
     dash = f'<a href="{html.escape(link)}" target="_blank">dashboard</a>' if link else "no dashboard"
-    return f"<div>cluster {html.escape(str(client.scheduler.address))} · {dash} · configurations per worker: " \
-           f"{', '.join(parts) or 'no workers'}</div>"
+    return (
+        f"<div>cluster {html.escape(str(client.scheduler.address))} · {dash} · configurations per worker: "
+        f"{', '.join(parts) or 'no workers'}</div>"
+    )
 
 
 def iter_groups(spec: SweepSpec) -> Iterator[tuple[str, int]]:
@@ -144,5 +179,18 @@ def iter_groups(spec: SweepSpec) -> Iterator[tuple[str, int]]:
         yield sub.specs()[0].name, sub.sizes[0]
 
 
-__all__ = ["CLUSTER_COLUMNS", "ClusterOptions", "Connection", "PinDevices", "connect", "expected_keys", "gpu_workers", "groups_of",
-           "local_cluster", "parse_cluster", "run_cluster", "run_on_every_worker", "worker_progress"]
+__all__ = [
+    "CLUSTER_COLUMNS",
+    "ClusterOptions",
+    "Connection",
+    "PinDevices",
+    "connect",
+    "expected_keys",
+    "gpu_workers",
+    "groups_of",
+    "local_cluster",
+    "parse_cluster",
+    "run_cluster",
+    "run_on_every_worker",
+    "worker_progress",
+]

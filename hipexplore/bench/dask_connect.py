@@ -55,6 +55,7 @@ one, distributed builds it from the Dask configuration (``distributed.comm.tls.*
 is how the CLI's ``--cluster tls://...`` gets its certificates. A plain ``tcp://`` address still
 works: docs/guide/cluster.md says what it exposes.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -96,8 +97,10 @@ def _security() -> Any:
     except ImportError as exc:
         from ..extras import hint
 
-        raise ConfigError("a local:N cluster encrypts and authenticates its connections and needs the package "
-                          f"cryptography: {hint('cluster')}") from exc
+        raise ConfigError(
+            "a local:N cluster encrypts and authenticates its connections and needs the package "
+            f"cryptography: {hint('cluster')}"
+        ) from exc
 
 
 # ----------------------------------------------------------------------------- spawning workers
@@ -219,11 +222,20 @@ def local_cluster(n: int, pin: bool = True) -> Any:
         config["distributed.diagnostics.nvml"] = False
     try:
         with dask.config.set(config), _workers_ignore_sigint():
-            workers = {i: {"cls": _SafePathNanny,
-                           "options": {**common, "nthreads": 1, "resources": {"GPU": 1} if pin else {}, "name": i,
-                                       "env": {v: str(i) for v in VISIBLE_DEVICE_VARS} if pin else {},
-                                       "silence_logs": 40}}
-                       for i in range(n)}
+            workers = {
+                i: {
+                    "cls": _SafePathNanny,
+                    "options": {
+                        **common,
+                        "nthreads": 1,
+                        "resources": {"GPU": 1} if pin else {},
+                        "name": i,
+                        "env": {v: str(i) for v in VISIBLE_DEVICE_VARS} if pin else {},
+                        "silence_logs": 40,
+                    },
+                }
+                for i in range(n)
+            }
             scheduler = {"cls": distributed.Scheduler, "options": {**common, "dashboard_address": "127.0.0.1:0"}}
             cluster = distributed.SpecCluster(workers=workers, scheduler=scheduler, security=security, silence_logs=40)
     except RuntimeError as exc:  # the scheduler (or a nanny outside _SafePathNanny's care) did not start
@@ -263,10 +275,16 @@ def _drop_failed_workers(cluster: Any, n: int) -> None:
     if len(failed) == n:
         with contextlib.suppress(Exception):
             cluster.close(timeout=10)
-        raise ConfigError(f"cluster local:{n}: no worker started (every worker process died while the cluster "
-                          f"started: {first}); nothing was measured")
-    warnings.warn(f"cluster local:{n}: worker(s) {names} died while the cluster started ({first}); the run goes on "
-                  f"with the {n - len(failed)} that came up", RuntimeWarning, stacklevel=3)
+        raise ConfigError(
+            f"cluster local:{n}: no worker started (every worker process died while the cluster "
+            f"started: {first}); nothing was measured"
+        )
+    warnings.warn(
+        f"cluster local:{n}: worker(s) {names} died while the cluster started ({first}); the run goes on "
+        f"with the {n - len(failed)} that came up",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def parse_cluster(text: str) -> tuple[str, Any]:
@@ -274,7 +292,7 @@ def parse_cluster(text: str) -> tuple[str, Any]:
     t = str(text).strip()
     if t.startswith("local:"):
         try:
-            n = int(t[len("local:"):])
+            n = int(t[len("local:") :])
         except ValueError:
             n = 0
         if n < 1:
@@ -316,9 +334,11 @@ def _client_for_address(distributed: Any, address: str, timeout_s: float, securi
     except TypeError as exc:
         if "ssl_context" not in str(exc):
             raise
-        raise ConfigError(f"cluster {address!r} speaks TLS and no client certificate is configured: set "
-                          f"distributed.comm.tls.ca-file, .client.cert and .client.key in the Dask configuration "
-                          f"(or DASK_DISTRIBUTED__COMM__TLS__CA_FILE etc.; see docs/guide/cluster.md)") from exc
+        raise ConfigError(
+            f"cluster {address!r} speaks TLS and no client certificate is configured: set "
+            f"distributed.comm.tls.ca-file, .client.cert and .client.key in the Dask configuration "
+            f"(or DASK_DISTRIBUTED__COMM__TLS__CA_FILE etc.; see docs/guide/cluster.md)"
+        ) from exc
 
 
 @dataclass
@@ -359,12 +379,22 @@ def connect(cluster: Any, timeout_s: float = 30.0, pin: bool = True, security: A
         client = _client(distributed, cluster, timeout=timeout_s)
         owned.append(client)
     else:
-        raise ConfigError(f"cluster must be a distributed.Client, a Dask cluster, 'local:N' or 'tcp://HOST:PORT'; "
-                          f"got {type(cluster).__name__} {cluster!r}")
+        raise ConfigError(
+            f"cluster must be a distributed.Client, a Dask cluster, 'local:N' or 'tcp://HOST:PORT'; "
+            f"got {type(cluster).__name__} {cluster!r}"
+        )
     if pin:
         client.register_plugin(PinDevices())
     return Connection(client, owned)
 
 
-__all__ = ["Connection", "PinDevices", "SAFE_PATH_VAR", "VISIBLE_DEVICE_VARS", "connect", "local_cluster", "parse_cluster",
-           "safe_path_environ"]
+__all__ = [
+    "Connection",
+    "PinDevices",
+    "SAFE_PATH_VAR",
+    "VISIBLE_DEVICE_VARS",
+    "connect",
+    "local_cluster",
+    "parse_cluster",
+    "safe_path_environ",
+]

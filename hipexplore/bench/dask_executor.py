@@ -30,6 +30,7 @@ and never read ``units``) and the same resume rules. What this executor adds is 
   ``warning``); units that never finished are listed in ``cluster.failed``. The run never hangs: no
   result for ``stall_s`` seconds, or no worker for ``no_workers_s``, ends it with what finished written.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -69,9 +70,11 @@ def gpu_workers(client: Any) -> list[str]:
     workers = client.scheduler_info().get("workers", {})
     ok = [a for a, w in workers.items() if float((w.get("resources") or {}).get("GPU", 0)) >= 1]
     if not ok:
-        raise ConfigError(f"the cluster at {client.scheduler.address} has {len(workers)} worker(s) and none advertises the "
-                          f"resource GPU=1; start one worker per GPU: CUDA_VISIBLE_DEVICES=i dask worker ADDRESS "
-                          f"--nthreads 1 --resources GPU=1")
+        raise ConfigError(
+            f"the cluster at {client.scheduler.address} has {len(workers)} worker(s) and none advertises the "
+            f"resource GPU=1; start one worker per GPU: CUDA_VISIBLE_DEVICES=i dask worker ADDRESS "
+            f"--nthreads 1 --resources GPU=1"
+        )
     return ok
 
 
@@ -114,8 +117,13 @@ def worker_facts(spec: SweepSpec, device: str, device_options: dict[str, Any]) -
     ex.check(spec)
     facts = ex.facts(spec)
     free, total = ex.device.memory_info()
-    return {"name": ex.device.name, "llc_bytes": int(ex.device.llc_bytes), "free": int(free), "total": int(total),
-            "identities": facts["identities"]}
+    return {
+        "name": ex.device.name,
+        "llc_bytes": int(ex.device.llc_bytes),
+        "free": int(free),
+        "total": int(total),
+        "identities": facts["identities"],
+    }
 
 
 def _release_devices() -> None:
@@ -140,8 +148,10 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
     from .worker import unit_in_worker
 
     worker = _distributed().get_worker()
-    worker.log_event(EVENT_TOPIC, {"group": name, "attempt": int(attempt), "worker": worker.address, "state": "started",
-                                   "pid": os.getpid()})
+    worker.log_event(
+        EVENT_TOPIC,
+        {"group": name, "attempt": int(attempt), "worker": worker.address, "state": "started", "pid": os.getpid()},
+    )
     _release_devices()
     unit = Collector()
     t0 = time.perf_counter()
@@ -149,8 +159,10 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
     ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
     frames = [wire.encode(wire.Meta(unit.metadata))]
     frames += [wire.encode(wire.Add(placed(r, ident)), cluster=True) for r in unit.results]
-    frames += [wire.encode(wire.Done(bool(stopped))),
-               wire.encode(wire.UnitEnd(ident["worker"], ident["host"], ident["gpu"], time.perf_counter() - t0))]
+    frames += [
+        wire.encode(wire.Done(bool(stopped))),
+        wire.encode(wire.UnitEnd(ident["worker"], ident["host"], ident["gpu"], time.perf_counter() - t0)),
+    ]
     return b"".join(frames)
 
 
@@ -225,11 +237,22 @@ class DaskExecutor:
     where = CLUSTER
     columns = ([*SAMPLE_COLUMNS, *CLUSTER_COLUMNS], [*SUMMARY_COLUMNS, *CLUSTER_COLUMNS])
 
-    def __init__(self, cluster: Any, device: str = "auto", device_options: dict[str, Any] | None = None, *,
-                 connect: Any, retries: int = 2, stall_s: float = 1800.0, no_workers_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        cluster: Any,
+        device: str = "auto",
+        device_options: dict[str, Any] | None = None,
+        *,
+        connect: Any,
+        retries: int = 2,
+        stall_s: float = 1800.0,
+        no_workers_s: float = 60.0,
+    ) -> None:
         if not isinstance(device, str):
-            raise ConfigError(f"with a cluster, device must be a name each worker opens (auto, host, cuda, hip); "
-                              f"got a {type(device).__name__} object")
+            raise ConfigError(
+                f"with a cluster, device must be a name each worker opens (auto, host, cuda, hip); "
+                f"got a {type(device).__name__} object"
+            )
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
         self.cluster, self.device, self.options, self.connect = cluster, device, dict(device_options or {}), connect
@@ -244,11 +267,15 @@ class DaskExecutor:
 
         for kspec in spec.specs():
             if kspec.call is not None:  # before any set-up: a unit runs its kernel in a sweep worker (unit_task)
-                raise ConfigError(f"kernel {kspec.name!r} is a Python callable: a cluster unit runs its kernel in a sweep worker "
-                                  f"process, which a callable cannot reach; run it on one device")
+                raise ConfigError(
+                    f"kernel {kspec.name!r} is a Python callable: a cluster unit runs its kernel in a sweep worker "
+                    f"process, which a callable cannot reach; run it on one device"
+                )
             if kspec.name not in catalog.names():
-                raise ConfigError(f"kernel {kspec.name!r} is not in the catalog; a cluster run sends kernels by name "
-                                  f"(register it on the workers, or run it on one device)")
+                raise ConfigError(
+                    f"kernel {kspec.name!r} is not in the catalog; a cluster run sends kernels by name "
+                    f"(register it on the workers, or run it on one device)"
+                )
 
     @contextlib.contextmanager
     def session(self, spec: SweepSpec) -> Iterator["DaskExecutor"]:
@@ -262,19 +289,40 @@ class DaskExecutor:
     def facts(self, spec: SweepSpec) -> dict[str, Any]:
         """Every GPU worker's device (they must be of one kind for finished rows to be kept)."""
         client = self.conn.client
-        futs = [client.submit(worker_facts, spec, self.device, self.options, workers=[w], allow_other_workers=False,
-                              resources={"GPU": 1}, pure=False) for w in self.workers]
+        futs = [
+            client.submit(
+                worker_facts,
+                spec,
+                self.device,
+                self.options,
+                workers=[w],
+                allow_other_workers=False,
+                resources={"GPU": 1},
+                pure=False,
+            )
+            for w in self.workers
+        ]
         got = client.gather(futs)
-        return {"names": {g["name"] for g in got}, "llc_bytes": got[0]["llc_bytes"], "plan_device": PlanDevice(got[0]),
-                "identities": got[0]["identities"]}
+        return {
+            "names": {g["name"] for g in got},
+            "llc_bytes": got[0]["llc_bytes"],
+            "plan_device": PlanDevice(got[0]),
+            "identities": got[0]["identities"],
+        }
 
     def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
         from ..provenance import collect
 
-        self.info = ClusterInfo(self.device, str(self.conn.client.scheduler.address), str(self.conn.client.dashboard_link or ""))
-        return RunInfo(provenance=collect(None, command), spec=spec.record(), cluster=self.info,
-                       timing_method="per unit of a (kernel, size) group on one pinned worker per GPU (bench.cluster); "
-                                     "see each device's method").to_metadata()
+        self.info = ClusterInfo(
+            self.device, str(self.conn.client.scheduler.address), str(self.conn.client.dashboard_link or "")
+        )
+        return RunInfo(
+            provenance=collect(None, command),
+            spec=spec.record(),
+            cluster=self.info,
+            timing_method="per unit of a (kernel, size) group on one pinned worker per GPU (bench.cluster); "
+            "see each device's method",
+        ).to_metadata()
 
     def groups(self, spec: SweepSpec) -> list[SweepSpec]:
         return groups_of(spec)
@@ -286,10 +334,13 @@ class DaskExecutor:
             return coordinator.run()
         finally:
             self.info.reruns, self.info.failed = self.reruns, self.failed
-            self.info.workers = sorted({str(r.get("worker")) for r in orchestrator.record.summary_rows() if r.get("worker")})
+            self.info.workers = sorted(
+                {str(r.get("worker")) for r in orchestrator.record.summary_rows() if r.get("worker")}
+            )
             if self.failed and not coordinator.stopped:
-                self.info.incomplete = f"{len(self.failed)} unit(s) did not finish: " + \
-                    "; ".join(f"{f['group']} ({f['error']})" for f in self.failed)
+                self.info.incomplete = f"{len(self.failed)} unit(s) did not finish: " + "; ".join(
+                    f"{f['group']} ({f['error']})" for f in self.failed
+                )
             orchestrator.metadata.update(self.info.entries())
 
 
@@ -318,7 +369,9 @@ class _Coordinator:
         self.nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
         self.stopped = False
         for plan in plans:
-            placements = [r.summary("placement") for r in (orch.record.results.get(c) for c in plan.configs) if r is not None]
+            placements = [
+                r.summary("placement") for r in (orch.record.results.get(c) for c in plan.configs) if r is not None
+            ]
             known = [p.worker for p in placements if p is not None and p.worker]
             if known:
                 self.home[plan.group] = str(known[0])
@@ -335,9 +388,18 @@ class _Coordinator:
     def submit(self, name: str, plan: UnitPlan, job: UnitJob, run: UnitRun, channel: Any) -> None:
         n = self.attempts[name] = self.attempts.get(name, 0) + 1
         home = self.home.get(plan.group)
-        fut = self.client.submit(unit_task, run, self.ex.device, self.ex.options, name, n, key=f"{TASK_PREFIX}-{name}-a{n}",
-                                 resources={"GPU": 1}, pure=False,
-                                 **({"workers": [home], "allow_other_workers": True} if home else {}))
+        fut = self.client.submit(
+            unit_task,
+            run,
+            self.ex.device,
+            self.ex.options,
+            name,
+            n,
+            key=f"{TASK_PREFIX}-{name}-a{n}",
+            resources={"GPU": 1},
+            pure=False,
+            **({"workers": [home], "allow_other_workers": True} if home else {}),
+        )
         self.futures[fut] = (name, plan, job, run, channel)
 
     def run(self) -> bool:
@@ -380,8 +442,13 @@ class _Coordinator:
                 self.submit(name, plan, job, run, channel)
                 return
         if lost or cancelled:
-            self.ex.failed.append({"group": name, "attempts": self.attempts[name],
-                                   "error": str(exc or ("cancelled" if cancelled else f"lost ({fut.status})"))})
+            self.ex.failed.append(
+                {
+                    "group": name,
+                    "attempts": self.attempts[name],
+                    "error": str(exc or ("cancelled" if cancelled else f"lost ({fut.status})")),
+                }
+            )
             return
         self.client.cancel(list(self.futures))
         raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it
@@ -396,15 +463,28 @@ class _Coordinator:
             raise
         self.last_result = time.monotonic()
         self.home.setdefault(plan.group, res.worker)
-        lost = list(dict.fromkeys(str(m["worker"]) for m in _events(self.client) if m["group"] == name
-                                  and str(m["worker"]) != res.worker))
+        lost = list(
+            dict.fromkeys(
+                str(m["worker"]) for m in _events(self.client) if m["group"] == name and str(m["worker"]) != res.worker
+            )
+        )
         note = ""
         if self.attempts[name] > 1 or lost:
-            how = (f"after worker(s) {', '.join(lost)} died while measuring it" if lost or self.charged.get(name) else
-                   "after the worker it was queued on died (no start of it was seen: not charged a retry)")
+            how = (
+                f"after worker(s) {', '.join(lost)} died while measuring it"
+                if lost or self.charged.get(name)
+                else "after the worker it was queued on died (no start of it was seen: not charged a retry)"
+            )
             note = f"re-run on {res.worker} {how} (attempt {self.attempts[name]})"
-            self.ex.reruns.append({"group": name, "lost": lost, "worker": res.worker, "attempts": self.attempts[name],
-                                   "charged": self.charged.get(name, 0)})
+            self.ex.reruns.append(
+                {
+                    "group": name,
+                    "lost": lost,
+                    "worker": res.worker,
+                    "attempts": self.attempts[name],
+                    "charged": self.charged.get(name, 0),
+                }
+            )
         # the first worker's device description; every unit's verification
         channel.meta({k: v for k, v in res.metadata.items() if k.startswith("verify.") or k not in self.orch.metadata})
         for result in res.results:
@@ -431,6 +511,16 @@ class _Coordinator:
         self.futures.clear()
 
 
-__all__ = ["DaskExecutor", "PlanDevice", "UnitResult", "VISIBLE_DEVICE_VARS", "device_name", "expected_keys", "gpu_workers",
-           "groups_of", "unit_result", "unit_task",
-           "worker_facts"]
+__all__ = [
+    "DaskExecutor",
+    "PlanDevice",
+    "UnitResult",
+    "VISIBLE_DEVICE_VARS",
+    "device_name",
+    "expected_keys",
+    "gpu_workers",
+    "groups_of",
+    "unit_result",
+    "unit_task",
+    "worker_facts",
+]

@@ -7,6 +7,7 @@ from there loaded that code and everything below it (the kernel catalog, the dev
 compiler front end: ~65 ms of a ~250 ms ``bench --help``; issue 48 item 6). They are still importable
 from ``bench.timing`` and ``bench.rotating``.
 """
+
 from __future__ import annotations
 
 from typing import Any

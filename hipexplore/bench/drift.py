@@ -14,6 +14,7 @@ by ~1% from noise alone, so the largest deviation comes with a block-bootstrap i
 resampled whole, as the medians' own intervals are) and each position's deviation says whether it is
 distinguishable from none.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,8 +47,9 @@ def _tick(times: np.ndarray) -> float:
     return Measurement(finite).resolution / med
 
 
-def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 0, level: float = 0.95,
-                    statistic: str = "median") -> pd.DataFrame:
+def position_effect(
+    samples: pd.DataFrame, *, resamples: int = 400, seed: int = 0, level: float = 0.95, statistic: str = "median"
+) -> pd.DataFrame:
     """One row per configuration of a samples frame (cold-reference rows and dropped samples left
     out): ``positions``, ``median_s``, ``max_effect`` (the largest |median at a chunk position /
     the typical position's - 1|, the typical being the median of the positions' medians, so that one
@@ -62,7 +64,9 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
     need = {"chunk", "position", "time_s", *Configuration.UNTIMED_COLUMNS}
     missing = sorted(need - set(samples.columns))
     if missing:
-        raise ConfigError(f"position_effect needs a samples frame with {', '.join(sorted(need))}; missing {', '.join(missing)}")
+        raise ConfigError(
+            f"position_effect needs a samples frame with {', '.join(sorted(need))}; missing {', '.join(missing)}"
+        )
     if not (isinstance(resamples, int) and resamples >= 10):
         raise ConfigError(f"resamples must be an integer >= 10, got {resamples!r}")
     if not (isinstance(level, float) and 0.5 <= level < 1):
@@ -83,20 +87,30 @@ def position_effect(samples: pd.DataFrame, *, resamples: int = 400, seed: int = 
         chunk_ids, chunk_of = np.unique(g["chunk"].to_numpy(np.int64), return_inverse=True)
         table = np.full((len(chunk_ids), npos), np.nan)
         table[chunk_of, pos] = g["time_s"].to_numpy(float)
+
         def effects(t: np.ndarray) -> np.ndarray:  # (..., chunks, positions) -> (..., positions)
             per = centre(t, axis=-2)
             return per / np.nanmedian(per, axis=-1)[..., None] - 1
+
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a position absent from a resample: NaN
             eff = effects(table)
             boot = effects(table[rng.integers(0, len(chunk_ids), size=(resamples, len(chunk_ids)))])
         mx = np.nanmax(np.abs(boot), axis=1)
         lo, hi = np.nanpercentile(boot, lo_q, axis=0), np.nanpercentile(boot, hi_q, axis=0)
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "positions": npos,
-                     "median_s": float(np.median(g["time_s"])), "max_effect": float(np.nanmax(np.abs(eff))),
-                     "max_effect_low": float(np.nanpercentile(mx, lo_q)), "max_effect_high": float(np.nanpercentile(mx, hi_q)),
-                     "effects": [float(e) for e in eff], "distinct": [int(p) for p in range(npos) if lo[p] > 0 or hi[p] < 0],
-                     "tick": _tick(g["time_s"].to_numpy(float))})
+        rows.append(
+            {
+                **dict(zip(keys, key if isinstance(key, tuple) else (key,))),
+                "positions": npos,
+                "median_s": float(np.median(g["time_s"])),
+                "max_effect": float(np.nanmax(np.abs(eff))),
+                "max_effect_low": float(np.nanpercentile(mx, lo_q)),
+                "max_effect_high": float(np.nanpercentile(mx, hi_q)),
+                "effects": [float(e) for e in eff],
+                "distinct": [int(p) for p in range(npos) if lo[p] > 0 or hi[p] < 0],
+                "tick": _tick(g["time_s"].to_numpy(float)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -113,8 +127,10 @@ def run_to_run(summaries: pd.DataFrame | Iterable[pd.DataFrame], *, factor: floa
         if "run_id" not in frame.columns:
             raise ConfigError("run_to_run needs a run_id column (or a list of summary frames, one per run)")
     else:
-        parts = [s.assign(run_id=f"run{i}") if "run_id" not in s.columns or s["run_id"].nunique() != 1 else s
-                 for i, s in enumerate(summaries)]
+        parts = [
+            s.assign(run_id=f"run{i}") if "run_id" not in s.columns or s["run_id"].nunique() != 1 else s
+            for i, s in enumerate(summaries)
+        ]
         if not parts:
             raise ConfigError("run_to_run needs at least two runs' summaries, got none")
         frame = pd.concat(parts, ignore_index=True)
@@ -134,10 +150,21 @@ def run_to_run(summaries: pd.DataFrame | Iterable[pd.DataFrame], *, factor: floa
         sd = float(g["median_s"].std(ddof=1))
         ratio = sd / implied if implied > 0 else math.inf
         drift = bool(ratio > factor)
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "runs": int(g["run_id"].nunique()),
-                     "mean_median_s": float(g["median_s"].mean()), "sd_of_medians_s": sd, "implied_sigma_s": implied,
-                     "ratio": ratio, "drift": drift,
-                     "note": (f"drift between runs: the medians of {g['run_id'].nunique()} runs spread {ratio:.1f}x the sigma "
-                              f"their intervals imply (> {factor:g}x); quote the spread between runs, not one run's interval")
-                     if drift else ""})
+        rows.append(
+            {
+                **dict(zip(keys, key if isinstance(key, tuple) else (key,))),
+                "runs": int(g["run_id"].nunique()),
+                "mean_median_s": float(g["median_s"].mean()),
+                "sd_of_medians_s": sd,
+                "implied_sigma_s": implied,
+                "ratio": ratio,
+                "drift": drift,
+                "note": (
+                    f"drift between runs: the medians of {g['run_id'].nunique()} runs spread {ratio:.1f}x the sigma "
+                    f"their intervals imply (> {factor:g}x); quote the spread between runs, not one run's interval"
+                )
+                if drift
+                else "",
+            }
+        )
     return pd.DataFrame(rows)

@@ -16,6 +16,7 @@ differs. An executor does exactly that, reporting to the channel it is given:
 ``executor_for`` is the one place that decides (``run_location``: where the units of one device run).
 A sequential executor runs its groups' units in order through ``run_units``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -90,7 +91,10 @@ def _user_code_travels(spec: SweepSpec) -> bool:
     except ConfigError:  # what cannot travel stays in this process, as before
         return False
     # a user kernel sent by name only (it did not pickle) would not be in the worker's catalog
-    return all(id(k) in own or (blob is not None and b"__main__" not in blob) for k, (_name, blob) in zip(spec.specs(), kernels))
+    return all(
+        id(k) in own or (blob is not None and b"__main__" not in blob)
+        for k, (_name, blob) in zip(spec.specs(), kernels)
+    )
 
 
 class LocalExecutor:
@@ -117,20 +121,28 @@ class LocalExecutor:
         """The device as resume and the unit plan see it: its name, LLC, each kernel's identity, a device to plan on."""
         from .io import kernel_identity
 
-        return {"names": {self.device.name}, "llc_bytes": self.device.llc_bytes, "plan_device": self.device,
-                "identities": {k.name: kernel_identity(k, self.device) for k in spec.specs()}}
+        return {
+            "names": {self.device.name},
+            "llc_bytes": self.device.llc_bytes,
+            "plan_device": self.device,
+            "identities": {k.name: kernel_identity(k, self.device) for k in spec.specs()},
+        }
 
     def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
         """Provenance, the code under test, the spec, the timing method."""
         from ..provenance import code_provenance, collect
         from .info import RunInfo
 
-        return RunInfo(provenance=collect(self.device, command), code=code_provenance(spec.specs(), self.device.compiler),
-                       spec=spec.record(),
-                       timing_method=("perf_counter_ns around each synchronous ctypes call (host: no launch queue, no "
-                                      "latency to hide)" if self.device.kind == "host" else
-                                      "per-launch event pairs enqueued in chunks behind a blocking kernel (nvbench's method)"),
-                       ).to_metadata()
+        return RunInfo(
+            provenance=collect(self.device, command),
+            code=code_provenance(spec.specs(), self.device.compiler),
+            spec=spec.record(),
+            timing_method=(
+                "perf_counter_ns around each synchronous ctypes call (host: no launch queue, no latency to hide)"
+                if self.device.kind == "host"
+                else "per-launch event pairs enqueued in chunks behind a blocking kernel (nvbench's method)"
+            ),
+        ).to_metadata()
 
     def groups(self, spec: SweepSpec) -> list[SweepSpec]:
         """One group: the whole sweep (a unit measures every configuration, in the spec's order)."""
@@ -207,7 +219,7 @@ class WorkerExecutor(LocalExecutor):
 
         self.many = spec.units != 1
         try:
-            with (shared_folder() if self.many else contextlib.nullcontext()) as folder:
+            with shared_folder() if self.many else contextlib.nullcontext() as folder:
                 self.inputs_dir = folder
                 yield self
         finally:
@@ -231,5 +243,15 @@ def executor_for(spec: SweepSpec, device: Any, worker: bool | None) -> LocalExec
     return WorkerExecutor(device) if run_location(spec, device, worker) == WORKER else InProcessExecutor(device)
 
 
-__all__ = ["CLUSTER", "IN_PROCESS", "InProcessExecutor", "LocalExecutor", "UnitRun", "WORKER", "WorkerExecutor",
-           "executor_for", "run_location", "run_units"]
+__all__ = [
+    "CLUSTER",
+    "IN_PROCESS",
+    "InProcessExecutor",
+    "LocalExecutor",
+    "UnitRun",
+    "WORKER",
+    "WorkerExecutor",
+    "executor_for",
+    "run_location",
+    "run_units",
+]

@@ -18,6 +18,7 @@ estimate is only as good as the floor is constant: a kernel whose launch or drai
 empty one's (many blocks, heavy write-back at the end) reads its excess in ``net_median_s``.
 The in-kernel timer needs no floor (it excludes it by construction): its rows leave both empty.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,9 @@ FLOOR_SAMPLES = 64
 FLOOR_KERNEL = "floor-empty"
 
 
-def measure_floor(device: Device, flusher: Flusher | None, options: TimingOptions | None = None, *,
-                  samples: int = FLOOR_SAMPLES) -> float:
+def measure_floor(
+    device: Device, flusher: Flusher | None, options: TimingOptions | None = None, *, samples: int = FLOOR_SAMPLES
+) -> float:
     """Median seconds the event pair reads around ``floor-empty`` after ``flusher`` (None: no flush),
     timed like any configuration (the sweep's ``options``)."""
     spec = catalog.get(FLOOR_KERNEL)

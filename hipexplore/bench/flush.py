@@ -24,6 +24,7 @@ Modes:
 A mode the device cannot do raises ``UnsupportedOperation``; an unknown name a ``ConfigError``.
 Adding a mode: one ``FlushMode`` in ``MODES`` (and its kernel in the catalog).
 """
+
 from __future__ import annotations
 
 import math
@@ -93,9 +94,11 @@ class FlushMode:
         """``UnsupportedOperation`` naming the mode and the device when it cannot run it."""
         if not self.supported_by(device):
             has = ",".join(m.name for m in supported_modes(device))
-            raise UnsupportedOperation(f"flush mode {self.name!r} is not available on {device.kind} device {device.name!r}: "
-                                       f"it is an AMD GPU instruction-cache flush (s_icache_inv); this device has "
-                                       f"--flush {has}")
+            raise UnsupportedOperation(
+                f"flush mode {self.name!r} is not available on {device.kind} device {device.name!r}: "
+                f"it is an AMD GPU instruction-cache flush (s_icache_inv); this device has "
+                f"--flush {has}"
+            )
 
     def measures(self, timer: "str | Timer") -> bool:
         """Whether this flush has a ``timer`` variant (an inline flush has no in-kernel timer slot)."""
@@ -165,8 +168,13 @@ NONE = FlushMode("none")
 L2_WRITE = FlushMode("l2-write", _write, factor=(WRITE_FACTOR, 1.0), cold_data=True)
 L2_READ = FlushMode("l2-read", _read, factor=(READ_FACTOR, 2.0), cold_data=True)
 ICACHE = FlushMode("icache", _icache, icache=True)
-INLINE_ICACHE = FlushMode("inline-icache", icache=True, transforms_kernel=True, in_kernel_timer=False,
-                          note="by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry")
+INLINE_ICACHE = FlushMode(
+    "inline-icache",
+    icache=True,
+    transforms_kernel=True,
+    in_kernel_timer=False,
+    note="by design time_s includes the s_icache_inv + 16 s_nop 0 at the kernel entry",
+)
 #: every mode, in the order the docs list them
 MODES: tuple[FlushMode, ...] = (NONE, L2_WRITE, L2_READ, ICACHE, INLINE_ICACHE)
 #: their names (what ``--flush`` and ``SweepSpec.flush`` take)
@@ -220,5 +228,20 @@ def _zero(device: Device, buf: DeviceBuffer) -> None:
     device.copy_to_device(buf, np.zeros(buf.nbytes, dtype=np.uint8))
 
 
-__all__ = ["FLUSH_MODES", "FlushMode", "Flusher", "ICACHE", "INLINE_ICACHE", "L2_READ", "L2_WRITE", "MODES", "NONE",
-           "REFERENCE", "check_flush_mode", "flush_bytes", "flush_mode", "make_flusher", "supported_modes"]
+__all__ = [
+    "FLUSH_MODES",
+    "FlushMode",
+    "Flusher",
+    "ICACHE",
+    "INLINE_ICACHE",
+    "L2_READ",
+    "L2_WRITE",
+    "MODES",
+    "NONE",
+    "REFERENCE",
+    "check_flush_mode",
+    "flush_bytes",
+    "flush_mode",
+    "make_flusher",
+    "supported_modes",
+]

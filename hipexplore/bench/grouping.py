@@ -8,6 +8,7 @@ run-to-run comparison keys on ``device_name``, and the report shows one device k
 Workers of the *same* kind (two H200s) may be compared: ``per_gpu`` lays their medians side by
 side and says whether their intervals agree.
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -16,7 +17,6 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..schema import Configuration
-
 
 
 def device_names(frame: pd.DataFrame) -> list[str]:
@@ -30,9 +30,11 @@ def check_one_device(frame: pd.DataFrame, what: str = "frame") -> pd.DataFrame:
     """``frame`` when it holds one device kind; else a ConfigError naming two of them."""
     names = device_names(frame)
     if len(names) > 1:
-        raise ConfigError(f"{what} holds samples from different device kinds ({names[0]!r} and {names[1]!r}"
-                          f"{f' and {len(names) - 2} more' if len(names) > 2 else ''}); they are not pooled: "
-                          f"select one device_name (bench.grouping.by_device)")
+        raise ConfigError(
+            f"{what} holds samples from different device kinds ({names[0]!r} and {names[1]!r}"
+            f"{f' and {len(names) - 2} more' if len(names) > 2 else ''}); they are not pooled: "
+            f"select one device_name (bench.grouping.by_device)"
+        )
     return frame
 
 
@@ -57,10 +59,21 @@ def per_gpu(summary: pd.DataFrame) -> pd.DataFrame:
             continue
         meds = {str(w): float(m) for w, m in zip(g[who], g["median_s"])}
         agree = bool(g["ci_low_s"].max() <= g["ci_high_s"].min())
-        rows.append({"device_name": name, **dict(zip(Configuration.COLUMNS, key)), "gpus": len(meds), "medians_s": meds,
-                     "spread_rel": (max(meds.values()) - min(meds.values())) / min(meds.values()) if min(meds.values()) > 0 else float("nan"),
-                     "agree": agree})
-    return pd.DataFrame(rows, columns=["device_name", *Configuration.COLUMNS, "gpus", "medians_s", "spread_rel", "agree"])
+        rows.append(
+            {
+                "device_name": name,
+                **dict(zip(Configuration.COLUMNS, key)),
+                "gpus": len(meds),
+                "medians_s": meds,
+                "spread_rel": (max(meds.values()) - min(meds.values())) / min(meds.values())
+                if min(meds.values()) > 0
+                else float("nan"),
+                "agree": agree,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["device_name", *Configuration.COLUMNS, "gpus", "medians_s", "spread_rel", "agree"]
+    )
 
 
 __all__ = ["by_device", "check_one_device", "device_names", "per_gpu"]

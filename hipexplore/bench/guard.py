@@ -22,22 +22,61 @@ kernel and the configuration (``fault``), keeping what the unit delivered before
 What it cannot tell: whether a number in a row is true. A kernel runs in the process that times
 it, and can report any time for its own configurations (docs/guide/harness.md says so).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import (BenchmarkError, CacheError, CompileError, CompilerCrashed, CompilerError, CompilerUnavailable,
-                      CompileTimeout, ConfigError, DeviceError, DeviceUnavailable, HipexploreError, KernelFault,
-                      UnsupportedOperation)
+from ..errors import (
+    BenchmarkError,
+    CacheError,
+    CompileError,
+    CompilerCrashed,
+    CompilerError,
+    CompilerUnavailable,
+    CompileTimeout,
+    ConfigError,
+    DeviceError,
+    DeviceUnavailable,
+    HipexploreError,
+    KernelFault,
+    UnsupportedOperation,
+)
 from ..schema import Configuration, Timer
 from ..untrusted import escaped, shown
 from .info import MeasuredInfo
-from .wire import (MAX_KEY, Add, Ask, Counted, Done, Failed, Message, Meta, Start, UnitEnd, Update, Warn, WireError, clean,
-                   type_name)
+from .wire import (
+    MAX_KEY,
+    Add,
+    Ask,
+    Counted,
+    Done,
+    Failed,
+    Message,
+    Meta,
+    Start,
+    UnitEnd,
+    Update,
+    Warn,
+    WireError,
+    clean,
+    type_name,
+)
 
 #: the project's errors a worker's error frame may name, rebuilt from their message alone
-_PLAIN = {c.__name__: c for c in (ConfigError, BenchmarkError, DeviceError, DeviceUnavailable, UnsupportedOperation,
-                                  CacheError, CompilerError, CompilerUnavailable)}
+_PLAIN = {
+    c.__name__: c
+    for c in (
+        ConfigError,
+        BenchmarkError,
+        DeviceError,
+        DeviceUnavailable,
+        UnsupportedOperation,
+        CacheError,
+        CompilerError,
+        CompilerUnavailable,
+    )
+}
 #: those that carry a compiler's log
 _COMPILE = {c.__name__: c for c in (CompileError, CompilerCrashed, CompileTimeout)}
 
@@ -51,7 +90,9 @@ class UnitGuard:
     ``counting``: a counting unit (its entries, no timed rows); ``cluster``: a cluster unit's frames
     (its last word is a ``UnitEnd``)."""
 
-    def __init__(self, spec: Any, done: Any = (), *, run_id: str, counting: bool = False, cluster: bool = False) -> None:
+    def __init__(
+        self, spec: Any, done: Any = (), *, run_id: str, counting: bool = False, cluster: bool = False
+    ) -> None:
         skip = set(done)
         # names as the writer spells them (``wire.clean``: a control character escaped), so a kernel
         # named with one is not taken for a stranger
@@ -72,12 +113,16 @@ class UnitGuard:
             raise WireError(f"a {type(msg).__name__.lower()} frame after the unit's last word")
         if isinstance(msg, Start):
             if msg.kernel not in self.kernels:
-                raise WireError(f"a start frame names kernel {shown(msg.kernel)}, not one of this unit's {list(self.kernels)}")
+                raise WireError(
+                    f"a start frame names kernel {shown(msg.kernel)}, not one of this unit's {list(self.kernels)}"
+                )
             self.where = [msg.kernel, msg.configuration]
         elif isinstance(msg, Meta):
             bad = [k for k in msg.entries if not MeasuredInfo.UNIT_KEYS.fullmatch(k)]
             if bad:
-                raise WireError(f"a meta frame sets {shown(bad[0])}, which no unit reports (the run's own metadata is the parent's)")
+                raise WireError(
+                    f"a meta frame sets {shown(bad[0])}, which no unit reports (the run's own metadata is the parent's)"
+                )
         elif isinstance(msg, Add):
             self._add(msg)
         elif isinstance(msg, Update):
@@ -122,7 +167,9 @@ class UnitGuard:
         if s.n:
             mine = set(zip(*(s[k].tolist() for k in Configuration.COLUMNS)))
             if {Configuration.of_key(k) for k in mine} != {c} or set(s["run_id"].tolist()) != {self.run_id}:
-                raise WireError(f"an add frame for {self._named(c)} whose sample rows name another configuration or run")
+                raise WireError(
+                    f"an add frame for {self._named(c)} whose sample rows name another configuration or run"
+                )
         self.delivered.add(c)
 
     def _counted(self, msg: Counted) -> None:
@@ -131,8 +178,10 @@ class UnitGuard:
         e = msg.entry
         key = (e["kernel"], int(e["size_bytes"]), str(e["rotating_requested"]), e["flush"])
         if key not in self.expected or key in self.delivered:
-            raise WireError(f"a counted frame for kernel {shown(key[0], 60)} size={key[1]} rotating={shown(key[2], 20)} "
-                            f"flush={shown(key[3], 40)}, which is {'sent twice' if key in self.delivered else 'not in this unit plan'}")
+            raise WireError(
+                f"a counted frame for kernel {shown(key[0], 60)} size={key[1]} rotating={shown(key[2], 20)} "
+                f"flush={shown(key[3], 40)}, which is {'sent twice' if key in self.delivered else 'not in this unit plan'}"
+            )
         self.delivered.add(key)
 
     def _done(self, msg: Done) -> None:
@@ -141,10 +190,15 @@ class UnitGuard:
         missing = [c for c in self.expected if c not in self.delivered]
         if not msg.stopped and missing:
             first = missing[0]
-            shown_first = self._named(first) if isinstance(first, Configuration) else \
-                f"kernel {shown(first[0], 60)} size={first[1]} rotating={shown(first[2], 20)} flush={shown(first[3], 40)}"
-            raise WireError(f"a done frame with {len(missing)} of {len(self.expected)} planned configuration(s) not delivered "
-                            f"(the first: {shown_first})")
+            shown_first = (
+                self._named(first)
+                if isinstance(first, Configuration)
+                else f"kernel {shown(first[0], 60)} size={first[1]} rotating={shown(first[2], 20)} flush={shown(first[3], 40)}"
+            )
+            raise WireError(
+                f"a done frame with {len(missing)} of {len(self.expected)} planned configuration(s) not delivered "
+                f"(the first: {shown_first})"
+            )
         self.ended = not self.cluster  # a cluster unit's UnitEnd follows
 
     # -- what the parent raises -----------------------------------------------------------------
@@ -158,8 +212,11 @@ class UnitGuard:
         name = type_name(msg.type)
         if name == "KernelFault":
             kernel = msg.kernel if msg.kernel in self.kernels else (self.where[0] or "+".join(self.kernels))
-            return KernelFault(kernel, msg.configuration or self.where[1] or "(before the first configuration)",
-                               msg.status or msg.message)
+            return KernelFault(
+                kernel,
+                msg.configuration or self.where[1] or "(before the first configuration)",
+                msg.status or msg.message,
+            )
         if name in _COMPILE:
             return _COMPILE[name](msg.message, log=msg.log)
         if name in _PLAIN:

@@ -22,6 +22,7 @@ not stand in for the load; two-sided p from the rank correlation's null (z = rho
 spread tracks the load when rho > 0 at p < ``TRACK_P`` and, where busy and quiet chunks both exist,
 single launches spread wider (IQR/median, median over the configurations holding both) in busy chunks.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,13 +75,17 @@ class LoadSummary:
         """Whether the spread follows the load (see the module docstring)."""
         if not (self.rho > 0 and self.p_value <= TRACK_P):
             return False
-        return not (math.isfinite(self.noise_busy) and math.isfinite(self.noise_quiet) and self.noise_busy <= self.noise_quiet)
+        return not (
+            math.isfinite(self.noise_busy) and math.isfinite(self.noise_quiet) and self.noise_busy <= self.noise_quiet
+        )
 
     def answer(self) -> str:
         """One plain sentence for a first screen."""
         if not self.cores:
-            return (f"Host load: {_num(self.load_median)} other runnable tasks in the median chunk "
-                    f"(the core count was not recorded, so busy is not judged).")
+            return (
+                f"Host load: {_num(self.load_median)} other runnable tasks in the median chunk "
+                f"(the core count was not recorded, so busy is not judged)."
+            )
         if not self.busy_chunks:
             return f"Host load: the host was quiet: no chunk had other tasks wanting all {self.cores} cores."
         share = "every chunk" if self.busy_chunks == self.chunks else f"{self.busy_share:.0%} of the chunks"
@@ -101,14 +106,18 @@ class LoadSummary:
 
     def sentence(self) -> str:
         """The numbers behind ``answer``: the load, the definition of busy, the test and the clock."""
-        text = (f"Host load: other runnable tasks at each chunk's reading numbered {_num(self.load_median)} in the median "
-                f"chunk ({_num(self.load_min)} to {_num(self.load_max)})")
+        text = (
+            f"Host load: other runnable tasks at each chunk's reading numbered {_num(self.load_median)} in the median "
+            f"chunk ({_num(self.load_min)} to {_num(self.load_max)})"
+        )
         if math.isfinite(self.others_share):
             text += f", and others used {self.others_share:.0%} of the CPU time (median)"
         if self.cores:
-            text += (f"; a chunk is busy when they are at least the host's {self.cores} cores (every core wanted by another "
-                     f"task, so the timing process shared one): busy in {self.busy_chunks} of {self.chunks} chunks "
-                     f"({self.busy_share:.0%})")
+            text += (
+                f"; a chunk is busy when they are at least the host's {self.cores} cores (every core wanted by another "
+                f"task, so the timing process shared one): busy in {self.busy_chunks} of {self.chunks} chunks "
+                f"({self.busy_share:.0%})"
+            )
         else:
             text += "; the core count was not recorded, so no chunk is judged busy"
         text += ". " + self._test_text()
@@ -116,21 +125,32 @@ class LoadSummary:
 
     def _test_text(self) -> str:
         if not math.isfinite(self.rho):
-            return (f"Whether the spread tracks the load is not tested: fewer than {MIN_CHUNKS} chunks with a spread, "
-                    f"or a load that never changed.")
-        how = (f"rank correlation of each chunk's spread with its load {self.rho:+.2f} over {self.rho_chunks} chunks, "
-               f"p {_p(self.p_value)}")
+            return (
+                f"Whether the spread tracks the load is not tested: fewer than {MIN_CHUNKS} chunks with a spread, "
+                f"or a load that never changed."
+            )
+        how = (
+            f"rank correlation of each chunk's spread with its load {self.rho:+.2f} over {self.rho_chunks} chunks, "
+            f"p {_p(self.p_value)}"
+        )
         both = math.isfinite(self.noise_busy) and math.isfinite(self.noise_quiet)
-        noise = (f"; single launches spread {self.noise_busy:.1%} (IQR/median) in busy chunks against "
-                 f"{self.noise_quiet:.1%} in quiet ones" if both else "")
+        noise = (
+            f"; single launches spread {self.noise_busy:.1%} (IQR/median) in busy chunks against "
+            f"{self.noise_quiet:.1%} in quiet ones"
+            if both
+            else ""
+        )
         verdict = "The spread tracks the load" if self.tracks else "The spread does not track the load"
         return f"{verdict} ({how}{noise})."
 
     def _clock_text(self) -> str:
         if not math.isfinite(self.clock_median):
             return ""
-        span = (f"{_num(self.clock_median)} MHz in every chunk" if self.clock_min == self.clock_max else
-                f"{_num(self.clock_min)}-{_num(self.clock_max)} MHz (median {_num(self.clock_median)})")
+        span = (
+            f"{_num(self.clock_median)} MHz in every chunk"
+            if self.clock_min == self.clock_max
+            else f"{_num(self.clock_min)}-{_num(self.clock_max)} MHz (median {_num(self.clock_median)})"
+        )
         thr = f"; {self.throttled} sample(s) ran throttled" if self.throttled else ""
         return f" The device's clock read {span}{thr}."
 
@@ -154,7 +174,9 @@ def cores_of(metadata: Mapping[str, Any] | None) -> int | None:
     return n if n > 0 else None
 
 
-def _selected(samples: pd.DataFrame | None, kernel: str | None, size_bytes: int | None, dropped: bool = False) -> pd.DataFrame:
+def _selected(
+    samples: pd.DataFrame | None, kernel: str | None, size_bytes: int | None, dropped: bool = False
+) -> pd.DataFrame:
     """The timed samples of ``kernel``/``size_bytes`` whose chunk recorded the load, the dropped ones
     (throttled) left out unless ``dropped`` (empty if none)."""
     if samples is None or samples.empty or not {"host_load", "chunk", "time_s"} <= set(samples.columns):
@@ -180,10 +202,17 @@ def chunk_frame(samples: pd.DataFrame, kernel: str | None = None, size_bytes: in
     conf = [c for c in Configuration.COLUMNS if c in s.columns]
     key = [*conf, *(["pass_index"] if "pass_index" in s.columns else []), "chunk"]
     rel = s["time_s"] / s.groupby(conf, dropna=False)["time_s"].transform("median")
-    readings = {name: (col, "first") for name, col in (("load", "host_load"), ("others", "host_busy"), ("clock", "clock_mhz"))
-                if col in s.columns}
-    out = (s.assign(_rel=rel).groupby(key, dropna=False, sort=False)
-           .agg(n=("time_s", "size"), lo=("_rel", "min"), hi=("_rel", "max"), **readings).reset_index())
+    readings = {
+        name: (col, "first")
+        for name, col in (("load", "host_load"), ("others", "host_busy"), ("clock", "clock_mhz"))
+        if col in s.columns
+    }
+    out = (
+        s.assign(_rel=rel)
+        .groupby(key, dropna=False, sort=False)
+        .agg(n=("time_s", "size"), lo=("_rel", "min"), hi=("_rel", "max"), **readings)
+        .reset_index()
+    )
     for name in ("others", "clock"):
         if name not in out.columns:
             out[name] = math.nan
@@ -226,8 +255,9 @@ def _iqr_rel(t: np.ndarray) -> float:
     return float((q3 - q1) / med) if med > 0 else math.nan
 
 
-def load_summary(samples: pd.DataFrame | None, cores: int | None, kernel: str | None = None,
-                 size_bytes: int | None = None) -> LoadSummary | None:
+def load_summary(
+    samples: pd.DataFrame | None, cores: int | None, kernel: str | None = None, size_bytes: int | None = None
+) -> LoadSummary | None:
     """How busy the host was over ``samples``' chunks (of ``kernel``/``size_bytes`` where given) and
     whether the spread tracks it; None where no chunk recorded the load (files from before it, or
     a platform without ``/proc``)."""
@@ -245,12 +275,23 @@ def load_summary(samples: pd.DataFrame | None, cores: int | None, kernel: str | 
     every = _selected(samples, kernel, size_bytes, dropped=True)
     throttled = int(every["throttled"].fillna(False).astype(bool).sum()) if "throttled" in every.columns else 0
     return LoadSummary(
-        cores=cores, chunks=len(chunks), busy_chunks=int((load >= cores).sum()) if cores else 0,
-        load_median=float(np.median(load)), load_min=float(load.min()), load_max=float(load.max()),
+        cores=cores,
+        chunks=len(chunks),
+        busy_chunks=int((load >= cores).sum()) if cores else 0,
+        load_median=float(np.median(load)),
+        load_min=float(load.min()),
+        load_max=float(load.max()),
         others_share=float(np.median(others)) if others.size else math.nan,
-        rho=rho, p_value=p, rho_chunks=n, noise_busy=noise[0], noise_quiet=noise[1],
-        clock_min=float(clock.min()) if clock.size else math.nan, clock_median=float(np.median(clock)) if clock.size else math.nan,
-        clock_max=float(clock.max()) if clock.size else math.nan, throttled=throttled)
+        rho=rho,
+        p_value=p,
+        rho_chunks=n,
+        noise_busy=noise[0],
+        noise_quiet=noise[1],
+        clock_min=float(clock.min()) if clock.size else math.nan,
+        clock_median=float(np.median(clock)) if clock.size else math.nan,
+        clock_max=float(clock.max()) if clock.size else math.nan,
+        throttled=throttled,
+    )
 
 
 __all__ = ["LoadSummary", "MIN_CHUNKS", "TRACK_P", "chunk_frame", "cores_of", "load_summary", "rank_correlation"]

@@ -18,6 +18,7 @@ than 10 dotted key strings appear outside this module.
 A unit reports what it measured with through its channel as entries made here
 (``MeasuredInfo.entries_*``), so a worker's pipe and a cluster's task carry the same keys.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,10 +69,12 @@ class Family:
         return f"{self.prefix}{part}{self.suffix}"
 
     def owns(self, key: str) -> bool:
-        return key.startswith(self.prefix) and key.endswith(self.suffix) and len(key) > len(self.prefix) + len(self.suffix)
+        return (
+            key.startswith(self.prefix) and key.endswith(self.suffix) and len(key) > len(self.prefix) + len(self.suffix)
+        )
 
     def part(self, key: str) -> str:
-        return key[len(self.prefix):len(key) - len(self.suffix)]
+        return key[len(self.prefix) : len(key) - len(self.suffix)]
 
     def of(self, meta: Mapping[str, Any] | None) -> dict[str, str]:
         """``{part: text}`` of every key of this family in ``meta``."""
@@ -86,8 +89,13 @@ def _percent(text: str) -> float:
     return float(text.strip().rstrip("%")) / 100
 
 
-def _key(name: str, description: str, type_: type = str, parse: Callable[[str], Any] = str,
-         format: Callable[[Any], str] = str) -> Key:  # noqa: A002 - pyperf's word
+def _key(
+    name: str,
+    description: str,
+    type_: type = str,
+    parse: Callable[[str], Any] = str,
+    format: Callable[[Any], str] = str,
+) -> Key:  # noqa: A002 - pyperf's word
     if name in KEYS:
         raise ValueError(f"metadata key {name!r} declared twice")
     KEYS[name] = Key(name, type_, parse, format, description)
@@ -142,19 +150,35 @@ SWEEP_UNITS = _key("sweep.units", "units asked for (a number or auto)")
 SWEEP_UNITS_PLANNED = _key("sweep.units_planned", "units planned", int, int)
 SWEEP_UNITS_DONE = _key("sweep.units_done", "units every configuration has", int, int)
 SWEEP_UNIT_LOCATION = _key("sweep.unit_location", "where units ran: in-process, worker, cluster")
-SWEEP_UNIT_PAD_BYTES = _key("sweep.unit_pad_bytes", "the pad each unit held (bytes, comma-separated)", list,
-                            lambda t: _ints(t), lambda v: ",".join(map(str, v)))
+SWEEP_UNIT_PAD_BYTES = _key(
+    "sweep.unit_pad_bytes",
+    "the pad each unit held (bytes, comma-separated)",
+    list,
+    lambda t: _ints(t),
+    lambda v: ",".join(map(str, v)),
+)
 COUNTERS_STATUS = _key("counters.status", "what the counter pass did, or why there are no counters")
 COUNTERS_BACKEND = _key("counters.backend", "the backend that counted, in its own words (CUPTI, ncu, rocprofv3)")
 COUNTERS_WALL_S = _key("counters.wall_s", "the counter pass's wall time (s)", float, float, lambda v: f"{v:.3f}")
 COUNTERS_OUTPUTS = _key("counters.outputs", "where the counter pass kept its reports")
-UNITS_RESOLUTION = _key("units.resolution", "the resolution asked for (a 95% half-width)", float, _percent,
-                        lambda v: f"{v:.2%}")
+UNITS_RESOLUTION = _key(
+    "units.resolution", "the resolution asked for (a 95% half-width)", float, _percent, lambda v: f"{v:.2%}"
+)
 UNITS_RESOLUTION_OUTCOME = _key("units.resolution_outcome", "whether the resolution was reached, and what stopped it")
 
 #: what must be equal for rows measured under one spec to sit with rows of another (with the flush factors)
-MEASUREMENT_KEYS = (SWEEP_STOP_RULE, SWEEP_CHUNK, SWEEP_CHUNK_LEAD, SWEEP_CHUNK_TRAIL, SWEEP_MEM_FRACTION,
-                    SWEEP_REFERENCE_SAMPLES, SWEEP_FLUSH_END_EVENT, SWEEP_REFERENCE_PARTS, SWEEP_THROTTLE, SWEEP_UNITS)
+MEASUREMENT_KEYS = (
+    SWEEP_STOP_RULE,
+    SWEEP_CHUNK,
+    SWEEP_CHUNK_LEAD,
+    SWEEP_CHUNK_TRAIL,
+    SWEEP_MEM_FRACTION,
+    SWEEP_REFERENCE_SAMPLES,
+    SWEEP_FLUSH_END_EVENT,
+    SWEEP_REFERENCE_PARTS,
+    SWEEP_THROTTLE,
+    SWEEP_UNITS,
+)
 
 IDENTITY = _family("identity.", "a kernel's identity digest (code, options, arguments, geometry, device)")
 CODE = _family("code.", "the code under test: <kernel>.sha256, .origin, .git_revision, .file")
@@ -173,29 +197,47 @@ CLUSTER = _family("cluster.", "a cluster run: device, scheduler, dashboard, work
 #: the prefixes of the typed groups, in the order they are written back
 _SPEC_KEYS = ("sweep.kernels", "sweep.sizes", "sweep.rotating", "sweep.flush", "sweep.timers", "sweep.spec")
 _SPEC_PREFIXES = ("sweep.", "flush.factor.")
-_UNIT_KEYS = {"sweep.unit_pad_bytes": "pad_bytes", "sweep.units_done": "done", "sweep.units_planned": "planned",
-              "sweep.unit_location": "location"}
+_UNIT_KEYS = {
+    "sweep.unit_pad_bytes": "pad_bytes",
+    "sweep.units_done": "done",
+    "sweep.units_planned": "planned",
+    "sweep.unit_location": "location",
+}
 
 
 def spec_entries(record: Mapping[str, Any], stop_rule: str) -> dict[str, str]:
     """A spec's metadata entries (``SweepSpec.record``) from its ``as_record()`` dict and its stop
     rule's repr: ``sweep.spec`` (the whole record as JSON, which resume reads back) and the readable
     ``sweep.*`` / ``flush.factor.*`` keys."""
-    lists = ((SWEEP_KERNELS, "kernels"), (SWEEP_SIZES, "sizes"), (SWEEP_ROTATING, "rotating"), (SWEEP_FLUSH, "flush"),
-             (SWEEP_TIMERS, "timers"))
-    return {**{key.name: ",".join(str(v) for v in record[name]) for key, name in lists},
-            **measurement_entries(record, stop_rule), SWEEP_SPEC.name: json.dumps(dict(record), sort_keys=True)}
+    lists = (
+        (SWEEP_KERNELS, "kernels"),
+        (SWEEP_SIZES, "sizes"),
+        (SWEEP_ROTATING, "rotating"),
+        (SWEEP_FLUSH, "flush"),
+        (SWEEP_TIMERS, "timers"),
+    )
+    return {
+        **{key.name: ",".join(str(v) for v in record[name]) for key, name in lists},
+        **measurement_entries(record, stop_rule),
+        SWEEP_SPEC.name: json.dumps(dict(record), sort_keys=True),
+    }
 
 
 def measurement_entries(record: Mapping[str, Any], stop_rule: str) -> dict[str, str]:
     """``SweepSpec.measurement()`` of an ``as_record()`` dict (so a recorded spec reads the same) and
     its stop rule's repr: the ``MEASUREMENT_KEYS`` and the flush factors."""
-    values = (stop_rule, record["chunk"],
-              record.get("chunk_lead", 0), record.get("chunk_trail", 0),  # written before leads and trails existed: none
-              record["mem_fraction"], record["reference_samples"] if record["reference"] else 0, record["flush_end_event"],
-              record.get("reference_parts", 1),
-              f"{record.get('throttle_threshold', 0.0)} drop={record.get('drop_throttled', False)}",
-              record.get("units", record.get("passes", 1)))  # older files: passes
+    values = (
+        stop_rule,
+        record["chunk"],
+        record.get("chunk_lead", 0),
+        record.get("chunk_trail", 0),  # written before leads and trails existed: none
+        record["mem_fraction"],
+        record["reference_samples"] if record["reference"] else 0,
+        record["flush_end_event"],
+        record.get("reference_parts", 1),
+        f"{record.get('throttle_threshold', 0.0)} drop={record.get('drop_throttled', False)}",
+        record.get("units", record.get("passes", 1)),
+    )  # older files: passes
     out = {key.name: key.format(v) for key, v in zip(MEASUREMENT_KEYS, values)}
     out[SWEEP_INTERLEAVE.name] = f"seed={record.get('interleave_seed', 0)}" if record.get("interleave") else "no"
     return {**out, **{FLUSH_FACTOR.key(k): str(v) for k, v in dict(record["flush_factors"]).items()}}
@@ -204,8 +246,11 @@ def measurement_entries(record: Mapping[str, Any], stop_rule: str) -> dict[str, 
 def recorded_measurement_keys(metadata: Mapping[str, Any]) -> dict[str, str]:
     """The loose measurement keys of a file written before specs were recorded (chunk leads and
     trails, written before they existed: none)."""
-    loose = {k: str(v) for k, v in metadata.items()
-             if k.startswith((*(key.name for key in MEASUREMENT_KEYS), FLUSH_FACTOR.prefix))}
+    loose = {
+        k: str(v)
+        for k, v in metadata.items()
+        if k.startswith((*(key.name for key in MEASUREMENT_KEYS), FLUSH_FACTOR.prefix))
+    }
     return {SWEEP_CHUNK_LEAD.name: "0", SWEEP_CHUNK_TRAIL.name: "0", **loose}
 
 
@@ -226,8 +271,16 @@ class UnitsInfo:
     inputs: dict[int, str] = field(default_factory=dict)
 
     def entries(self) -> dict[str, str]:
-        out = {"sweep.unit_pad_bytes": ",".join(map(str, self.pad_bytes)), "sweep.units_done": str(self.done),
-               "sweep.units_planned": str(self.planned), "sweep.unit_location": self.location} if self.planned else {}
+        out = (
+            {
+                "sweep.unit_pad_bytes": ",".join(map(str, self.pad_bytes)),
+                "sweep.units_done": str(self.done),
+                "sweep.units_planned": str(self.planned),
+                "sweep.unit_location": self.location,
+            }
+            if self.planned
+            else {}
+        )
         return {**out, **{f"inputs.unit.{k}": v for k, v in sorted(self.inputs.items())}}
 
 
@@ -246,9 +299,14 @@ class ClusterInfo:
     incomplete: str = ""
 
     def entries(self) -> dict[str, str]:
-        out = {"cluster.device": self.device, "cluster.scheduler": self.scheduler, "cluster.dashboard": self.dashboard,
-               "cluster.reruns": json.dumps(self.reruns), "cluster.failed": json.dumps(self.failed),
-               "cluster.workers": ",".join(self.workers)}
+        out = {
+            "cluster.device": self.device,
+            "cluster.scheduler": self.scheduler,
+            "cluster.dashboard": self.dashboard,
+            "cluster.reruns": json.dumps(self.reruns),
+            "cluster.failed": json.dumps(self.failed),
+            "cluster.workers": ",".join(self.workers),
+        }
         return {**out, **({"cluster.incomplete": self.incomplete} if self.incomplete else {})}
 
     @classmethod
@@ -260,13 +318,19 @@ class ClusterInfo:
                 return []
             return got if isinstance(got, list) else []
 
-        return cls(meta.get("cluster.device", ""), meta.get("cluster.scheduler", ""), meta.get("cluster.dashboard", ""),
-                   [w for w in str(meta.get("cluster.workers", "")).split(",") if w], listed("cluster.reruns"),
-                   listed("cluster.failed"), meta.get("cluster.incomplete", ""))
+        return cls(
+            meta.get("cluster.device", ""),
+            meta.get("cluster.scheduler", ""),
+            meta.get("cluster.dashboard", ""),
+            [w for w in str(meta.get("cluster.workers", "")).split(",") if w],
+            listed("cluster.reruns"),
+            listed("cluster.failed"),
+            meta.get("cluster.incomplete", ""),
+        )
 
     def shown(self) -> dict[str, Any]:
         """What ``hipexplore bench --json`` prints under ``cluster``."""
-        return {k[len("cluster."):]: v for k, v in self.entries().items()}
+        return {k[len("cluster.") :]: v for k, v in self.entries().items()}
 
 
 @dataclass
@@ -288,15 +352,21 @@ class MeasuredInfo:
     #: the metadata keys a unit reports (the ``entry_*`` below and ``UnitsInfo``'s inputs): all a
     #: unit measured elsewhere (a sweep worker, a cluster worker) may set in the run's metadata
     #: (``bench.guard``), never the provenance, identities or spec the parent wrote
-    UNIT_KEYS = re.compile(r"telemetry\.(source|max_clock_mhz)|flush\.[^.]+\.bytes|device\.llc_(bytes|source)|warmup\.clock"
-                           r"|verify\..+|floor\.[^.]+\.median_s|interleave\.pool\..+|worker\.pad_bytes|inputs\.unit\.\d+")
+    UNIT_KEYS = re.compile(
+        r"telemetry\.(source|max_clock_mhz)|flush\.[^.]+\.bytes|device\.llc_(bytes|source)|warmup\.clock"
+        r"|verify\..+|floor\.[^.]+\.median_s|interleave\.pool\..+|worker\.pad_bytes|inputs\.unit\.\d+"
+    )
 
     # -- what a unit sends through its channel ------------------------------------------------------
     @staticmethod
     def entries_initialized(telemetry: Any, flush_bytes: Mapping[str, int], device: Any) -> dict[str, str]:
-        return {"telemetry.source": telemetry.source, "telemetry.max_clock_mhz": f"{telemetry.max_clock_mhz:g}",
-                **{f"flush.{f}.bytes": str(n) for f, n in flush_bytes.items()},
-                "device.llc_bytes": str(device.llc_bytes), "device.llc_source": device.llc_source}
+        return {
+            "telemetry.source": telemetry.source,
+            "telemetry.max_clock_mhz": f"{telemetry.max_clock_mhz:g}",
+            **{f"flush.{f}.bytes": str(n) for f, n in flush_bytes.items()},
+            "device.llc_bytes": str(device.llc_bytes),
+            "device.llc_source": device.llc_source,
+        }
 
     @staticmethod
     def entry_warmup(what: str) -> dict[str, str]:
@@ -320,11 +390,18 @@ class MeasuredInfo:
 
     # -- read and written back ----------------------------------------------------------------------
     def entries(self) -> dict[str, str]:
-        out = {"telemetry.source": self.telemetry_source, "telemetry.max_clock_mhz": self.telemetry_max_clock_mhz,
-               **{f"flush.{f}.bytes": str(n) for f, n in self.flush_bytes.items()},
-               "device.llc_bytes": self.llc_bytes, "device.llc_source": self.llc_source, "warmup.clock": self.warmup_clock,
-               **{f"verify.{k}": v for k, v in self.verify.items()}, **{f"floor.{f}.median_s": v for f, v in self.floors.items()},
-               **{f"interleave.pool.{s}": v for s, v in self.pools.items()}, "worker.pad_bytes": self.worker_pad_bytes}
+        out = {
+            "telemetry.source": self.telemetry_source,
+            "telemetry.max_clock_mhz": self.telemetry_max_clock_mhz,
+            **{f"flush.{f}.bytes": str(n) for f, n in self.flush_bytes.items()},
+            "device.llc_bytes": self.llc_bytes,
+            "device.llc_source": self.llc_source,
+            "warmup.clock": self.warmup_clock,
+            **{f"verify.{k}": v for k, v in self.verify.items()},
+            **{f"floor.{f}.median_s": v for f, v in self.floors.items()},
+            **{f"interleave.pool.{s}": v for s, v in self.pools.items()},
+            "worker.pad_bytes": self.worker_pad_bytes,
+        }
         return {k: v for k, v in out.items() if v != ""}
 
 
@@ -360,8 +437,12 @@ class CountersInfo:
 
     @classmethod
     def counted(cls, configurations: int, backend: str, wall_s: float, outputs: Any) -> "CountersInfo":
-        return cls(f"counted {configurations} configuration(s) with {backend} in {wall_s:.1f} s", backend, wall_s,
-                   str(outputs or ""))
+        return cls(
+            f"counted {configurations} configuration(s) with {backend} in {wall_s:.1f} s",
+            backend,
+            wall_s,
+            str(outputs or ""),
+        )
 
     @classmethod
     def skipped(cls, why: str) -> "CountersInfo":
@@ -373,14 +454,22 @@ class CountersInfo:
         return self.status.startswith("no counters")
 
     def entries(self) -> dict[str, str]:
-        values = ((COUNTERS_STATUS, self.status or None), (COUNTERS_BACKEND, self.backend), (COUNTERS_WALL_S, self.wall_s),
-                  (COUNTERS_OUTPUTS, self.outputs))
+        values = (
+            (COUNTERS_STATUS, self.status or None),
+            (COUNTERS_BACKEND, self.backend),
+            (COUNTERS_WALL_S, self.wall_s),
+            (COUNTERS_OUTPUTS, self.outputs),
+        )
         return {k: v for key, value in values if value is not None for k, v in key.entry(value).items()}
 
     @classmethod
     def take(cls, meta: dict[str, str]) -> "CountersInfo":
-        return cls(_take(meta, COUNTERS_STATUS, empty=False) or "", _take(meta, COUNTERS_BACKEND), _take(meta, COUNTERS_WALL_S),
-                   _take(meta, COUNTERS_OUTPUTS))
+        return cls(
+            _take(meta, COUNTERS_STATUS, empty=False) or "",
+            _take(meta, COUNTERS_BACKEND),
+            _take(meta, COUNTERS_WALL_S),
+            _take(meta, COUNTERS_OUTPUTS),
+        )
 
 
 @dataclass
@@ -392,8 +481,10 @@ class ResolutionInfo:
     outcome: str = ""
 
     def entries(self) -> dict[str, str]:
-        return {**(UNITS_RESOLUTION.entry(self.asked) if self.asked is not None else {}),
-                **(UNITS_RESOLUTION_OUTCOME.entry(self.outcome) if self.outcome else {})}
+        return {
+            **(UNITS_RESOLUTION.entry(self.asked) if self.asked is not None else {}),
+            **(UNITS_RESOLUTION_OUTCOME.entry(self.outcome) if self.outcome else {}),
+        }
 
     def shown(self) -> str:
         """``±1.00%``, as the files write it."""
@@ -410,13 +501,19 @@ def _claim(meta: dict[str, str], key: str) -> str:
 
 def _measured(meta: dict[str, str]) -> MeasuredInfo:
     m = MeasuredInfo(_claim(meta, "telemetry.source"), _claim(meta, "telemetry.max_clock_mhz"))
-    for key in [k for k in meta if k.startswith("flush.") and k.endswith(".bytes") and not k.startswith("flush.factor.")]:
-        m.flush_bytes[key[len("flush."):-len(".bytes")]] = int(meta.pop(key) or 0)
+    for key in [
+        k for k in meta if k.startswith("flush.") and k.endswith(".bytes") and not k.startswith("flush.factor.")
+    ]:
+        m.flush_bytes[key[len("flush.") : -len(".bytes")]] = int(meta.pop(key) or 0)
     m.llc_bytes, m.llc_source = _claim(meta, "device.llc_bytes"), _claim(meta, "device.llc_source")
     m.warmup_clock, m.worker_pad_bytes = _claim(meta, "warmup.clock"), _claim(meta, "worker.pad_bytes")
-    for prefix, target, suffix in (("verify.", m.verify, ""), ("floor.", m.floors, ".median_s"), ("interleave.pool.", m.pools, "")):
+    for prefix, target, suffix in (
+        ("verify.", m.verify, ""),
+        ("floor.", m.floors, ".median_s"),
+        ("interleave.pool.", m.pools, ""),
+    ):
         for key in [k for k in meta if k.startswith(prefix) and k.endswith(suffix)]:
-            target[key[len(prefix):len(key) - len(suffix)]] = meta.pop(key)
+            target[key[len(prefix) : len(key) - len(suffix)]] = meta.pop(key)
     return m
 
 
@@ -466,28 +563,37 @@ class RunInfo:
             for k in [k for k in meta if k.startswith("cluster.")]:
                 meta.pop(k)
         units = {attr: meta.pop(key) for key, attr in _UNIT_KEYS.items() if key in meta}
-        info.units = UnitsInfo(int(units.get("planned") or 0), int(units.get("done") or 0), units.get("location", ""),
-                               _ints(units.get("pad_bytes", "")))
+        info.units = UnitsInfo(
+            int(units.get("planned") or 0),
+            int(units.get("done") or 0),
+            units.get("location", ""),
+            _ints(units.get("pad_bytes", "")),
+        )
         for key in [k for k in meta if k.startswith("inputs.unit.")]:
             info.units.inputs[int(key.rsplit(".", 1)[1])] = meta.pop(key)
         info.measured = _measured(meta)
         info.counters, info.resolution = CountersInfo.take(meta), ResolutionInfo.take(meta)
         for key in list(meta):
             if key.startswith("identity."):
-                info.identities[key[len("identity."):]] = meta.pop(key)
+                info.identities[key[len("identity.") :]] = meta.pop(key)
             elif key.startswith("code."):
                 info.code[key] = meta.pop(key)
             elif key.startswith(_SPEC_PREFIXES):
                 info.spec[key] = meta.pop(key)
-        info.provenance = {k: meta.pop(k) for k in list(meta) if k.startswith(("device.", "package.", "compiler."))
-                           or k in _PROVENANCE}
+        info.provenance = {
+            k: meta.pop(k) for k in list(meta) if k.startswith(("device.", "package.", "compiler.")) or k in _PROVENANCE
+        }
         info.other = meta
         return info
 
     def to_metadata(self) -> dict[str, str]:
         """The one writer: the flat keys files carry (the same keys every release wrote)."""
-        out: dict[str, str] = {**self.provenance, **self.code, **{f"identity.{k}": v for k, v in self.identities.items()},
-                               **self.spec}
+        out: dict[str, str] = {
+            **self.provenance,
+            **self.code,
+            **{f"identity.{k}": v for k, v in self.identities.items()},
+            **self.spec,
+        }
         if self.timing_method:
             out["timing.method"] = self.timing_method
         out.update(self.measured.entries())
@@ -503,7 +609,19 @@ class RunInfo:
 
 
 #: provenance keys without a prefix (``provenance.collect``)
-_PROVENANCE = tuple(k.name for k in (HIPEXPLORE, GIT_REVISION, DATE, COMMAND, PYTHON, PLATFORM, HOSTNAME_HASH, CPU, CPU_COUNT))
+_PROVENANCE = tuple(
+    k.name for k in (HIPEXPLORE, GIT_REVISION, DATE, COMMAND, PYTHON, PLATFORM, HOSTNAME_HASH, CPU, CPU_COUNT)
+)
 
-__all__ = ["FAMILIES", "KEYS", "ClusterInfo", "CountersInfo", "Family", "Key", "MeasuredInfo", "ResolutionInfo", "RunInfo",
-           "UnitsInfo"]
+__all__ = [
+    "FAMILIES",
+    "KEYS",
+    "ClusterInfo",
+    "CountersInfo",
+    "Family",
+    "Key",
+    "MeasuredInfo",
+    "ResolutionInfo",
+    "RunInfo",
+    "UnitsInfo",
+]

@@ -14,6 +14,7 @@ The folder is made by ``tempfile.mkdtemp`` (mode 0700, a fresh name with the swe
 sweep's own process and removed when the sweep ends (a killed sweep's folder by the next sweep); a file is written under a temporary name and renamed into place, so a
 unit never maps half a file. Nothing in it is trusted across sweeps.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,7 +47,9 @@ _SHARED: list[str | None] = [None]
 COUNTS = {"drawn": 0, "mapped": 0}
 
 
-def host_inputs(spec: KernelSpec, n: int, scalars: dict[str, Any], seed: int = 0, *, copy: bool = True) -> dict[str, np.ndarray]:
+def host_inputs(
+    spec: KernelSpec, n: int, scalars: dict[str, Any], seed: int = 0, *, copy: bool = True
+) -> dict[str, np.ndarray]:
     """Each buffer's host data (seeded random / zeros / ones / a value, in the spec's buffer order
     from one generator). ``copy``: fresh writable copies, so a reference that writes into them
     changes nothing kept; else the pristine arrays themselves, read-only."""
@@ -125,7 +128,9 @@ def _save(folder: str, layout: tuple, seed: int, arrays: dict[str, np.ndarray]) 
         stem = _stem(layout, seed)
         for i, (name, *_rest) in enumerate(layout):
             final = os.path.join(folder, f"{stem}-{i}.npy")
-            write_file(final, lambda f, a=arrays[name]: np.save(f, a, allow_pickle=False), what="shared inputs", durable=False)
+            write_file(
+                final, lambda f, a=arrays[name]: np.save(f, a, allow_pickle=False), what="shared inputs", durable=False
+            )
     except (OSError, ConfigError):
         return  # a full or vanished folder: the later units draw their own
 
@@ -164,7 +169,7 @@ def clean_leftovers(base: str | None = None) -> int:
     except OSError:
         return 0
     for e in entries:
-        pid = e.name[len(PREFIX):].split("-", 1)[0]
+        pid = e.name[len(PREFIX) :].split("-", 1)[0]
         try:
             st = os.lstat(e.path)
         except OSError:
@@ -189,4 +194,13 @@ def shared_folder() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["HOST_INPUTS", "HOST_INPUT_CACHE_BYTES", "PREFIX", "SHARED_BYTES", "clean_leftovers", "host_inputs", "share_in", "shared_folder"]
+__all__ = [
+    "HOST_INPUTS",
+    "HOST_INPUT_CACHE_BYTES",
+    "PREFIX",
+    "SHARED_BYTES",
+    "clean_leftovers",
+    "host_inputs",
+    "share_in",
+    "shared_folder",
+]

@@ -11,6 +11,7 @@ keeps its blocks. Rotating buffer sets keep rotating across turns (a turn starts
 the last one the kernel used). A variant is just a kernel name: each kernel's stop rule is tracked on its own, and
 rounds go on until every kernel's rule says stop, so all kernels get the same number of turns.
 """
+
 from __future__ import annotations
 
 import copy
@@ -52,9 +53,16 @@ def _rotated(workload: Workload, start: int, count: int) -> Workload:
     return Workload(workload.device, workload.kernel, workload.grid, workload.block, picked, timer=timer)
 
 
-def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[str, Flusher | None], rule: StopRule,
-                         options: TimingOptions | None = None, *, rng: np.random.Generator,
-                         turn_chunks: int = DEFAULT_TURN_CHUNKS, **overrides: Any) -> Interleaved:
+def interleaved_launches(
+    workloads: Mapping[str, Workload],
+    flushers: Mapping[str, Flusher | None],
+    rule: StopRule,
+    options: TimingOptions | None = None,
+    *,
+    rng: np.random.Generator,
+    turn_chunks: int = DEFAULT_TURN_CHUNKS,
+    **overrides: Any,
+) -> Interleaved:
     """Measure ``workloads`` (kernel name -> workload) in shuffled turns until every kernel's
     ``rule`` says stop (module docstring). ``flushers``: the flush before each launch, per kernel;
     ``options``: how each turn is timed (``bench.timing``; a random lead is drawn anew each turn,
@@ -92,9 +100,14 @@ def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[st
             if not rule.adaptive:  # a fixed count: the last turn takes only what is left
                 want = max(1, min(turn, int(rule.iterations or 0) - used[k]))
             sub = _rotated(w, used[k], want)
-            raw = time_launches(sub, flushers.get(k), StopRule(iterations=want), opts,
-                                warmup_s=opts.warmup_s if first else min(opts.warmup_s, 0.002),
-                                lead_seed=LEAD_SEED + len(order))  # another draw each turn
+            raw = time_launches(
+                sub,
+                flushers.get(k),
+                StopRule(iterations=want),
+                opts,
+                warmup_s=opts.warmup_s if first else min(opts.warmup_s, 0.002),
+                lead_seed=LEAD_SEED + len(order),
+            )  # another draw each turn
             raw.buffer_set = (raw.buffer_set + used[k]) % len(w.arg_sets)
             raw.chunk = raw.chunk + next_chunk
             next_chunk = int(raw.chunk.max()) + 1 if raw.chunk.size else next_chunk
@@ -109,8 +122,10 @@ def interleaved_launches(workloads: Mapping[str, Workload], flushers: Mapping[st
         why = reasons[k]
         if why and not why.startswith(("fixed iteration count", "converged")):
             notes.append(why)
-        notes.append(f"interleaved with {', '.join(n for n in names if n != k)} in {len(raws)} turn(s) of "
-                     f"{turn_chunks} chunk(s), shuffled order")
+        notes.append(
+            f"interleaved with {', '.join(n for n in names if n != k)} in {len(raws)} turn(s) of "
+            f"{turn_chunks} chunk(s), shuffled order"
+        )
         out[k] = RawTimes.concat(raws, notes=notes, stop_reason=why)
     return Interleaved(out, order)
 

@@ -15,6 +15,7 @@ finished on disk (``bench.record``). Two ways it went wrong, both seen:
   ``KeyboardInterrupt`` was swallowed on the way (a ``__del__``, a library's broad ``except``)
   still ends the sweep at the next boundary instead of never.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -32,6 +32,7 @@ What is read back is checked as untrusted input (``bench.readback``: column type
 possible times and sizes, printable names, bounded JSON): a file someone else wrote or edited is
 refused in one line naming the file, the column and the value, never measured against or compared.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,22 +48,56 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..files import write_file
-from ..schema import (CLUSTER_COLUMNS, COUNTER_COLUMNS, SAMPLE_COLUMNS, SAMPLES, SUMMARY, SUMMARY_COLUMNS, UNITS,
-                      Configuration, ReferenceKey, Timer, write_parquet)
+from ..schema import (
+    CLUSTER_COLUMNS,
+    COUNTER_COLUMNS,
+    SAMPLE_COLUMNS,
+    SAMPLES,
+    SUMMARY,
+    SUMMARY_COLUMNS,
+    UNITS,
+    Configuration,
+    ReferenceKey,
+    Timer,
+    write_parquet,
+)
 from ..untrusted import shown
 from . import readback
 from .info import DEVICE_LLC_BYTES, IDENTITY, SWEEP_SPEC
 from .outcome import ConfigurationResult, Samples
 from .passes import merged_result, rebiased, stack, unstack
 
-_SAMPLE_DTYPES = {"size_bytes": "int64", "footprint_bytes": "int64", "rotating": "int64", "iteration": "int64",
-                  "pass_index": "int64", "chunk": "int64", "position": "int64", "lead": "int64", "buffer_set": "int64", "time_s": "float64", "flush_s": "float64",
-                  "gap_s": "float64", "clock_mhz": "float64", "temp_c": "float64", "power_w": "float64",
-                  "host_load": "float64", "host_busy": "float64", "host_steal": "float64",
-                  "throttled": "bool", "dropped": "bool"}
+_SAMPLE_DTYPES = {
+    "size_bytes": "int64",
+    "footprint_bytes": "int64",
+    "rotating": "int64",
+    "iteration": "int64",
+    "pass_index": "int64",
+    "chunk": "int64",
+    "position": "int64",
+    "lead": "int64",
+    "buffer_set": "int64",
+    "time_s": "float64",
+    "flush_s": "float64",
+    "gap_s": "float64",
+    "clock_mhz": "float64",
+    "temp_c": "float64",
+    "power_w": "float64",
+    "host_load": "float64",
+    "host_busy": "float64",
+    "host_steal": "float64",
+    "throttled": "bool",
+    "dropped": "bool",
+}
 #: columns older files lack, and the value every old row had (written before the column existed)
-_UPGRADES_SAMPLES = {"timer": Timer.EVENTS.name, "pass_index": 0, "lead": 0,
-                     "host_load": float("nan"), "host_busy": float("nan"), "host_steal": float("nan")}
+_UPGRADES_SAMPLES = {
+    "timer": Timer.EVENTS.name,
+    "pass_index": 0,
+    "lead": 0,
+    "host_load": float("nan"),
+    "host_busy": float("nan"),
+    "host_steal": float("nan"),
+}
 _UPGRADES_SUMMARY = {"timer": Timer.EVENTS.name, "passes": 1}
 
 
@@ -104,12 +139,15 @@ def summary_row(result: ConfigurationResult) -> dict[str, Any]:
     return result.columns()
 
 
-def results_frames(results: Sequence[ConfigurationResult], columns: tuple[Sequence[str], Sequence[str]] | None = None
-                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def results_frames(
+    results: Sequence[ConfigurationResult], columns: tuple[Sequence[str], Sequence[str]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(samples, summary) frames of ``results``, in their order, with ``columns`` (default: the schema's)."""
     sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
-    return (samples_frame([sample_frame(r.samples) for r in results if r.samples.n], sample_cols),
-            summary_frame([summary_row(r) for r in results], summary_cols))
+    return (
+        samples_frame([sample_frame(r.samples) for r in results if r.samples.n], sample_cols),
+        summary_frame([summary_row(r) for r in results], summary_cols),
+    )
 
 
 def samples_of(frame: pd.DataFrame, columns: Sequence[str]) -> Samples:
@@ -124,25 +162,37 @@ def samples_by_configuration(frame: pd.DataFrame, columns: Sequence[str]) -> dic
         return {}
     if "timer" not in frame.columns:
         frame = frame.assign(timer=Timer.EVENTS.name)
-    return {Configuration.of_key(key): samples_of(g.reset_index(drop=True), columns)
-            for key, g in frame.groupby(list(Configuration.COLUMNS), sort=False, dropna=False)}
+    return {
+        Configuration.of_key(key): samples_of(g.reset_index(drop=True), columns)
+        for key, g in frame.groupby(list(Configuration.COLUMNS), sort=False, dropna=False)
+    }
 
 
-def unit_samples(samples: pd.DataFrame, held: set[Configuration], columns: Sequence[str]) -> dict[int, dict[Configuration, Samples]]:
+def unit_samples(
+    samples: pd.DataFrame, held: set[Configuration], columns: Sequence[str]
+) -> dict[int, dict[Configuration, Samples]]:
     """The samples of a sweep in units (of the configurations ``held`` in its units file) per unit,
     each with its own chunk ids (``passes.unstack``)."""
     mine = samples[[c in held for c in Configuration.of_frame(samples)]] if len(samples) else samples
-    return {k: samples_by_configuration(f, columns) for k, f in (unstack(mine.reset_index(drop=True)) if len(mine) else {}).items()}
+    return {
+        k: samples_by_configuration(f, columns)
+        for k, f in (unstack(mine.reset_index(drop=True)) if len(mine) else {}).items()
+    }
 
 
-def merge_passes(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_bandwidth_gbs: float
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def merge_passes(
+    samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, peak_bandwidth_gbs: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One sweep's frames from its passes' frames (samples and summary frames in pass order): the
     samples stacked (``passes.stack``), each configuration's result merged from its passes' rows
     (``passes.merged_result``), its bias against the merged reference."""
     merged = stack(samples)
     stacked = samples_by_configuration(merged, list(merged.columns))
-    rows = pd.concat([s for s in summaries if len(s)], ignore_index=True) if any(len(s) for s in summaries) else summaries[0]
+    rows = (
+        pd.concat([s for s in summaries if len(s)], ignore_index=True)
+        if any(len(s) for s in summaries)
+        else summaries[0]
+    )
     none = Samples({c: np.empty(0, dtype=object) for c in merged.columns})
     results = []
     for key, g in rows.groupby(list(Configuration.COLUMNS), sort=False):
@@ -154,9 +204,13 @@ def merge_passes(samples: list[pd.DataFrame], summaries: list[pd.DataFrame], *, 
     return merged, summary_frame([summary_row(rebiased(r, refs.get(r.configuration.reference_key))) for r in results])
 
 
-def write_results(paths: tuple[Path, Path, Path], results: Sequence[ConfigurationResult], metadata: dict[str, str],
-                  columns: tuple[Sequence[str], Sequence[str]] | None = None,
-                  units: Sequence[ConfigurationResult] | None = None) -> None:
+def write_results(
+    paths: tuple[Path, Path, Path],
+    results: Sequence[ConfigurationResult],
+    metadata: dict[str, str],
+    columns: tuple[Sequence[str], Sequence[str]] | None = None,
+    units: Sequence[ConfigurationResult] | None = None,
+) -> None:
     """Rewrite the files as one unit (module docstring): samples, then (a sweep in units) the rows
     per (configuration, unit) of ``units``, then the summary (the commit record, carrying
     ``metadata``) of ``results``, then meta.json (``columns``: the samples' and the summary's
@@ -166,7 +220,9 @@ def write_results(paths: tuple[Path, Path, Path], results: Sequence[Configuratio
     sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
     samples, summary = results_frames(results, (sample_cols, summary_cols))
     write_parquet(samples, samples_path, SAMPLES, metadata)
-    if units is not None:  # the timings of each (configuration, unit); the counters are the configuration's, in the summary
+    if (
+        units is not None
+    ):  # the timings of each (configuration, unit); the counters are the configuration's, in the summary
         unit_cols = [c for c in summary_cols if c not in COUNTER_COLUMNS]
         rows = [{**summary_row(r), "pass_index": r.unit} for r in units]
         write_parquet(summary_frame(rows, [*unit_cols, "pass_index"]), units_path(paths), UNITS, metadata)
@@ -190,9 +246,11 @@ def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataF
     try:
         samples, summary = pd.read_parquet(paths[0]), pd.read_parquet(paths[1])
     except Exception as exc:  # pyarrow's ArrowInvalid & co: a truncated or foreign file; leave it as it is
-        raise ConfigError(f"cannot resume from {str(paths[0])!r}: it or {paths[1].name} is not a readable parquet file "
-                          f"({type(exc).__name__}: {shown(str(exc), 200)}); nothing was changed: move it away, or "
-                          f"start over with --no-resume (resume=False)") from None
+        raise ConfigError(
+            f"cannot resume from {str(paths[0])!r}: it or {paths[1].name} is not a readable parquet file "
+            f"({type(exc).__name__}: {shown(str(exc), 200)}); nothing was changed: move it away, or "
+            f"start over with --no-resume (resume=False)"
+        ) from None
     readback.check_frame(samples, SAMPLES, str(paths[0]))
     readback.check_frame(summary, SUMMARY, str(paths[1]))
     meta = readback.metadata_file(paths[2]) if paths[2].exists() else None
@@ -211,9 +269,11 @@ def read_units(paths: tuple[Path, Path, Path]) -> pd.DataFrame | None:
     try:
         units = pd.read_parquet(path)
     except Exception as exc:  # a truncated or foreign file: say so, change nothing
-        raise ConfigError(f"cannot resume from {str(paths[0])!r}: {path.name} is not a readable parquet file "
-                          f"({type(exc).__name__}: {shown(str(exc), 200)}); nothing was changed: move it away, or start over "
-                          f"with --no-resume (resume=False)") from None
+        raise ConfigError(
+            f"cannot resume from {str(paths[0])!r}: {path.name} is not a readable parquet file "
+            f"({type(exc).__name__}: {shown(str(exc), 200)}); nothing was changed: move it away, or start over "
+            f"with --no-resume (resume=False)"
+        ) from None
     readback.check_frame(units, SUMMARY, str(path))  # summary rows per (configuration, unit): the same checks
     return units
 
@@ -273,9 +333,11 @@ def check_owner(paths: tuple[Path, Path, Path], resume_from_others: bool = False
         return ""
     path, uid = found
     if not resume_from_others:
-        raise ConfigError(f"cannot resume {str(paths[0])!r}: {path.name} there is another user's, {user_name(uid)}; "
-                          f"their results are not taken into yours unless you pass {OTHERS_FLAG}; nothing was changed: "
-                          f"use another out file, or pass the flag to keep their rows")
+        raise ConfigError(
+            f"cannot resume {str(paths[0])!r}: {path.name} there is another user's, {user_name(uid)}; "
+            f"their results are not taken into yours unless you pass {OTHERS_FLAG}; nothing was changed: "
+            f"use another out file, or pass the flag to keep their rows"
+        )
     return user_name(uid)
 
 
@@ -284,8 +346,12 @@ def upgraded(frame: pd.DataFrame, defaults: dict[str, Any]) -> pd.DataFrame:
     missing = {c: v for c, v in defaults.items() if c not in frame.columns}
     if not missing:
         return frame
-    return frame.assign(**{c: np.full(len(frame), v, dtype=np.int64) if isinstance(v, int) else [v] * len(frame)
-                           for c, v in missing.items()})
+    return frame.assign(
+        **{
+            c: np.full(len(frame), v, dtype=np.int64) if isinstance(v, int) else [v] * len(frame)
+            for c, v in missing.items()
+        }
+    )
 
 
 @dataclass
@@ -306,15 +372,29 @@ class Previous:
         return str(self.summary["run_id"].iloc[0]) if len(self.summary) else None
 
     def references(self) -> dict[ReferenceKey, pd.DataFrame]:
-        cold = self.samples[Configuration.marks_reference(self.samples).to_numpy()] if len(self.samples) else self.samples
-        return {ReferenceKey(str(k), int(s), Timer.of_cell(t)): g
-                for (k, s, t), g in cold.groupby(list(Configuration.REFERENCE_COLUMNS))} if len(cold) else {}
+        cold = (
+            self.samples[Configuration.marks_reference(self.samples).to_numpy()] if len(self.samples) else self.samples
+        )
+        return (
+            {
+                ReferenceKey(str(k), int(s), Timer.of_cell(t)): g
+                for (k, s, t), g in cold.groupby(list(Configuration.REFERENCE_COLUMNS))
+            }
+            if len(cold)
+            else {}
+        )
 
     def with_cluster_columns(self) -> "Previous":
         """Rows of a one-device run inside a cluster file: not measured by a worker (``''``)."""
         fill = lambda f: f.assign(**{c: f[c].fillna("") if c in f else "" for c in CLUSTER_COLUMNS})  # noqa: E731
-        return Previous(fill(self.samples), fill(self.summary), self.metadata, set(self.done),
-                        None if self.units is None else fill(self.units), self.owner)
+        return Previous(
+            fill(self.samples),
+            fill(self.summary),
+            self.metadata,
+            set(self.done),
+            None if self.units is None else fill(self.units),
+            self.owner,
+        )
 
 
 def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool, resume_from_others: bool = False) -> Previous:
@@ -331,8 +411,14 @@ def previous_results(paths: tuple[Path, Path, Path] | None, resume: bool, resume
         pass
     summary = upgraded(summary, _UPGRADES_SUMMARY)
     units = read_units(paths)  # type: ignore[arg-type]
-    return Previous(upgraded(samples, _UPGRADES_SAMPLES), summary, meta, set(Configuration.of_frame(summary)),
-                    None if units is None else upgraded(units, _UPGRADES_SUMMARY), owner)
+    return Previous(
+        upgraded(samples, _UPGRADES_SAMPLES),
+        summary,
+        meta,
+        set(Configuration.of_frame(summary)),
+        None if units is None else upgraded(units, _UPGRADES_SUMMARY),
+        owner,
+    )
 
 
 def _stable(obj: Any) -> str:
@@ -358,8 +444,14 @@ def kernel_identity(kspec: Any, device: Any) -> str:
         code = f"{kspec.code_object}:{st.st_size}:{st.st_mtime_ns}"
     else:
         code = json.dumps(request_for(kspec, device.compiler, device.target).record(), sort_keys=True, default=str)
-    parts = [code, _stable(kspec.args), _stable(kspec.geometry), _stable(kspec.bytes_per_launch), kspec.element_dtype,
-             str(device.name)]
+    parts = [
+        code,
+        _stable(kspec.args),
+        _stable(kspec.geometry),
+        _stable(kspec.bytes_per_launch),
+        kspec.element_dtype,
+        str(device.name),
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -370,7 +462,9 @@ def check_resume(path: str, previous: Previous, now: dict[str, str], device_name
     names = set(previous.summary["device_name"].unique()) if len(previous.summary) else set()
     if names and device_names is not None and not names <= device_names:
         now_text = repr(next(iter(device_names))) if len(device_names) == 1 else repr(sorted(device_names))
-        raise ConfigError(f"cannot resume {path!r}: it holds results from {sorted(names)}, not {now_text}; use another out file")
+        raise ConfigError(
+            f"cannot resume {path!r}: it holds results from {sorted(names)}, not {now_text}; use another out file"
+        )
     meta = previous.metadata
     if meta is None:
         return
@@ -383,15 +477,27 @@ def check_resume(path: str, previous: Previous, now: dict[str, str], device_name
     # loose keys only where it has them, as before specs were recorded
     keys = sorted(set(then) | set(measure_now)) if meta.get(SWEEP_SPEC.name) else sorted(then)
     keys = [k for k in keys if k != llc or (llc in then and k in measure_now)]
-    differ = [f"{k}: {then.get(k, '')!r} then, {measure_now.get(k, '')!r} now" for k in keys if then.get(k, "") != measure_now.get(k, "")]
+    differ = [
+        f"{k}: {then.get(k, '')!r} then, {measure_now.get(k, '')!r} now"
+        for k in keys
+        if then.get(k, "") != measure_now.get(k, "")
+    ]
     if differ:
-        raise ConfigError(f"cannot resume {path!r}: its finished rows were measured with other settings "
-                          f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file")
+        raise ConfigError(
+            f"cannot resume {path!r}: its finished rows were measured with other settings "
+            f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file"
+        )
     kernels = {c.kernel for c in previous.done}
     ident_then, ident_now = IDENTITY.of(meta), IDENTITY.of(now)
-    changed = [f"{k} ({ident_then[k]} then, {ident_now[k]} now)"
-               for k in sorted(kernels) if k in ident_now and k in ident_then  # older files: not recorded
-               and ident_then[k] != ident_now[k]]
+    changed = [
+        f"{k} ({ident_then[k]} then, {ident_now[k]} now)"
+        for k in sorted(kernels)
+        if k in ident_now
+        and k in ident_then  # older files: not recorded
+        and ident_then[k] != ident_now[k]
+    ]
     if changed:
-        raise ConfigError(f"cannot resume {path!r}: its rows of {', '.join(changed)} were measured with other code, "
-                          f"options, arguments or geometry; --no-resume measures them again, or use another out file")
+        raise ConfigError(
+            f"cannot resume {path!r}: its rows of {', '.join(changed)} were measured with other code, "
+            f"options, arguments or geometry; --no-resume measures them again, or use another out file"
+        )

@@ -44,6 +44,7 @@ cluster of three in-process units, which the t interval over units alone took at
 Every function takes ``Measurement``s whose ``groups`` hold the unit of each sample
 (``pass_index`` in the sample frames); a measurement without groups is one unit.
 """
+
 from __future__ import annotations
 
 import math
@@ -111,7 +112,7 @@ def unit_level(samples: np.ndarray, on_grid: bool = True) -> float:
     if not on_grid or v.size < TRIM_MIN_SAMPLES:
         return float(np.median(v)) if v.size else math.nan
     k = int(v.size * UNIT_TRIM)
-    return float(v[k:v.size - k].mean())
+    return float(v[k : v.size - k].mean())
 
 
 def unit_levels(m: Measurement) -> dict[int, float]:
@@ -164,7 +165,9 @@ def pooled_spreads(pairs: dict[Any, tuple[Measurement, Measurement]], group: Any
     return out
 
 
-def paired_units(new: Measurement, base: Measurement, level: float = 0.95, pooled: Spread | None = None) -> LevelInterval:
+def paired_units(
+    new: Measurement, base: Measurement, level: float = 0.95, pooled: Spread | None = None
+) -> LevelInterval:
     """Per-unit ratios over the units both sides share; a t interval on their logarithms, with the
     spread of its configuration's ``pooled`` group when given (``pooled_spreads``)."""
     mn, mb = unit_levels(new), unit_levels(base)
@@ -193,14 +196,23 @@ def independent_units(new: Measurement, base: Measurement, level: float = 0.95) 
     if se == 0:
         df = float(ln.size + lb.size - 2)
     else:  # Welch-Satterthwaite
-        df = (vn + vb) ** 2 / ((vn ** 2 / (ln.size - 1) if vn else 0.0) + (vb ** 2 / (lb.size - 1) if vb else 0.0))
+        df = (vn + vb) ** 2 / ((vn**2 / (ln.size - 1) if vn else 0.0) + (vb**2 / (lb.size - 1) if vb else 0.0))
     lo, hi = _t_bounds(float(np.mean(ln) - np.mean(lb)), se, df, level)
-    return LevelInterval(ratio, lo, hi, int(lb.size), int(ln.size), "independent units", float(df),
-                         math.exp(float(np.mean(ln) - np.mean(lb))))
+    return LevelInterval(
+        ratio,
+        lo,
+        hi,
+        int(lb.size),
+        int(ln.size),
+        "independent units",
+        float(df),
+        math.exp(float(np.mean(ln) - np.mean(lb))),
+    )
 
 
-def decision_interval(lv: LevelInterval, new: Measurement, base: Measurement,
-                      within: tuple[float, float] | None = None) -> tuple[float, float]:
+def decision_interval(
+    lv: LevelInterval, new: Measurement, base: Measurement, within: tuple[float, float] | None = None
+) -> tuple[float, float]:
     """The interval a verdict decides on: the between-unit interval ``lv``, its half-width at least
     the timer's grid around its centre (``stats.widen_by_grid``: each median is known to half a tick
     at best; three units reading the same grid values give a t interval of width 0). ``within``:
@@ -264,8 +276,9 @@ def interleaved_pair(base: Measurement, new: Measurement) -> bool:
     return not np.intersect1d(a, b).size and a.min() < b.max() and b.min() < a.max()
 
 
-def paired_ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000,
-                    seed: int = 0) -> tuple[float, float, float]:
+def paired_ratio_ci(
+    new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
     """``median(new) / median(base)`` of an interleaved pair and its *within-unit* interval from a
     joint block bootstrap: the run is cut, in chunk order, into windows holding at least a block's
     worth of samples of each side (``levels.paired_windows``), and whole windows are resampled for
@@ -295,8 +308,9 @@ def paired_ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, re
     return (new.median / base.median, *widen_by_grid(float(lo), float(hi), new, base))
 
 
-def trend(values: Sequence[float] | np.ndarray, order: Sequence[float] | np.ndarray | None = None,
-          max_n: int = 2000) -> tuple[float, float]:
+def trend(
+    values: Sequence[float] | np.ndarray, order: Sequence[float] | np.ndarray | None = None, max_n: int = 2000
+) -> tuple[float, float]:
     """Mann-Kendall trend test: (Kendall's tau of ``values`` against ``order`` — their time order
     when None —, two-sided p-value from the normal approximation with the tie corrections).
     Longer sequences are thinned evenly to ``max_n``."""

@@ -12,6 +12,7 @@ the row stays quiet (``bimodality`` keeps the coefficient for anyone who looks).
 The modes are split where the sorted samples divide into two groups with the least spread within
 them (Otsu's threshold on the samples themselves: no bins, no seed).
 """
+
 from __future__ import annotations
 
 import re
@@ -46,8 +47,10 @@ def bimodal_note(m: Measurement, ci_low: float, ci_high: float) -> str:
     gap, width = hi - lo, ci_high - ci_low
     if gap <= width:
         return ""
-    return (f"bimodal: modes at {lo * 1e6:.3f} and {hi * 1e6:.3f} us ({share:.0%} in the upper), {gap * 1e6:.3f} us apart, "
-            f"wider than the 95% interval ({width * 1e6:.3f} us): another run may read the other mode")
+    return (
+        f"bimodal: modes at {lo * 1e6:.3f} and {hi * 1e6:.3f} us ({share:.0%} in the upper), {gap * 1e6:.3f} us apart, "
+        f"wider than the 95% interval ({width * 1e6:.3f} us): another run may read the other mode"
+    )
 
 
 def warning_with_modes(warning: str, m: Measurement, ci_low: float, ci_high: float) -> str:

@@ -29,6 +29,7 @@ different resume rules, and the cluster never read ``units``. Here an executor
    Counting is not part of ``measurement()``: a finished sweep run again with counters is counted
    without being timed again.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,8 +57,9 @@ from .stats import Measurement
 class Orchestrator:
     """One sweep of ``spec`` through ``executor`` (module docstring); ``run()`` measures it."""
 
-    def __init__(self, spec: SweepSpec, executor: Any, options: RunOptions | None = None, *,
-                 counter_backend: Any = None) -> None:
+    def __init__(
+        self, spec: SweepSpec, executor: Any, options: RunOptions | None = None, *, counter_backend: Any = None
+    ) -> None:
         """``options``: the out file, resume, hooks, bar, run id and command (``RunOptions``; default: none of
         them, the bar shown). ``counter_backend``: the counter pass's backend, instead of the one
         ``spec.counters`` names (``bench.counters.backends``; a profiler of one's own, or recorded output in a test)."""
@@ -108,7 +110,9 @@ class Orchestrator:
         self._check_resume(previous, facts)
         self.metadata["run_id"] = self.run_id = self.run_id or previous.run_id or uuid.uuid4().hex[:12]
         self.lo, self.hi = us.planned(self.spec, facts["plan_device"]) if self.spec.units != 1 else (1, 1)
-        if set(CLUSTER_COLUMNS) <= set(self.executor.columns[1]):  # a cluster file: rows of a one-device run say no worker
+        if set(CLUSTER_COLUMNS) <= set(
+            self.executor.columns[1]
+        ):  # a cluster file: rows of a one-device run say no worker
             previous = previous.with_cluster_columns()
         columns = self.executor.columns
         if self._counters_wanted() or set(COUNTER_COLUMNS) & set(previous.summary.columns):
@@ -117,8 +121,9 @@ class Orchestrator:
         kept = self.record.complete()
         plans = self.plans = [self._plan(g, i) for i, g in enumerate(self.executor.groups(self.spec))]
         total = sum(len(p.configs) for p in plans) * self.lo
-        self.progress = Progress(total, self.record.kept(), bar=self.show_bar, units=self.spec.units != 1,
-                                 hook=self.hooks.on_progress)
+        self.progress = Progress(
+            total, self.record.kept(), bar=self.show_bar, units=self.spec.units != 1, hook=self.hooks.on_progress
+        )
         return plans, kept
 
     def _check_resume(self, previous: Previous, facts: dict[str, Any]) -> None:
@@ -192,8 +197,14 @@ class Orchestrator:
     def _plan(self, group: SweepSpec, index: int) -> us.UnitPlan:
         confs = group.configurations()
         had = {c: self.record.units_of(c) for c in confs}
-        return us.UnitPlan(group, (self.lo, self.hi), had, self._recorded(confs), group=index,
-                           one_process=shared_process(self.executor.where))
+        return us.UnitPlan(
+            group,
+            (self.lo, self.hi),
+            had,
+            self._recorded(confs),
+            group=index,
+            one_process=shared_process(self.executor.where),
+        )
 
     def _recorded(self, confs: list[Configuration]) -> list[Any]:
         """The recorded (configuration, unit)s' sample frames of ``confs``, ``pass_index`` their unit."""
@@ -257,7 +268,9 @@ class Orchestrator:
                 continue
             got = self.record.samples_of(c, None if self.spec.units == 1 else job.unit)
             if got is not None:
-                out[c.reference_key] = Measurement(got["time_s"], label=f"{c.kernel} {c.size} cold", chunks=got["chunk"])
+                out[c.reference_key] = Measurement(
+                    got["time_s"], label=f"{c.kernel} {c.size} cold", chunks=got["chunk"]
+                )
         return out
 
     def add(self, job: us.UnitJob, result: ConfigurationResult) -> None:

@@ -18,6 +18,7 @@ is named by the columns it fills (``hipexplore.schema``'s lists stay the contrac
 the flat view io writes and the trust checks read, ``of_columns`` reads a row of a file back into
 the same parts, losslessly, so files written by the previous revision read back identically.
 """
+
 from __future__ import annotations
 
 import math
@@ -232,7 +233,9 @@ class Samples:
     columns: Mapping[str, "np.ndarray"]
 
     @classmethod
-    def of_raw(cls, who: Identity, conf: Configuration, plan: Rotation, raw: Any, marks: "tuple[np.ndarray, np.ndarray]") -> "Samples":
+    def of_raw(
+        cls, who: Identity, conf: Configuration, plan: Rotation, raw: Any, marks: "tuple[np.ndarray, np.ndarray]"
+    ) -> "Samples":
         """The raw samples (``raw``: a ``bench.timing.RawTimes``) of a configuration as the samples file's columns (``schema.SAMPLE_COLUMNS``);
         ``marks``: which were throttled, and which dropped from the statistics."""
         import numpy as np
@@ -249,14 +252,33 @@ class Samples:
             return np.asarray(v, dtype=np.int64) if not np.isscalar(v) else np.full(k, v, dtype=np.int64)
 
         columns = {
-            "run_id": text(who.run_id), "device": text(who.device), "device_name": text(who.device_name), "kernel": text(conf.kernel),
-            "size_bytes": ints(conf.size), "footprint_bytes": ints(plan.footprint_bytes), "rotating": ints(plan.rotating),
-            "rotating_requested": text(conf.rotating), "flush": text(conf.flush), "timer": text(conf.timer),
-            "iteration": np.arange(k, dtype=np.int64), "pass_index": np.zeros(k, dtype=np.int64), "chunk": ints(raw.chunk),
-            "position": ints(raw.position), "lead": ints(raw.lead), "buffer_set": ints(raw.buffer_set), "time_s": raw.time_s,
-            "flush_s": raw.flush_s, "gap_s": raw.gap_s, "clock_mhz": raw.clock_mhz, "temp_c": raw.temp_c, "power_w": raw.power_w,
-            "host_load": raw.host_load, "host_busy": raw.host_busy, "host_steal": raw.host_steal,
-            "throttled": throttled.astype(bool), "dropped": dropped.astype(bool),
+            "run_id": text(who.run_id),
+            "device": text(who.device),
+            "device_name": text(who.device_name),
+            "kernel": text(conf.kernel),
+            "size_bytes": ints(conf.size),
+            "footprint_bytes": ints(plan.footprint_bytes),
+            "rotating": ints(plan.rotating),
+            "rotating_requested": text(conf.rotating),
+            "flush": text(conf.flush),
+            "timer": text(conf.timer),
+            "iteration": np.arange(k, dtype=np.int64),
+            "pass_index": np.zeros(k, dtype=np.int64),
+            "chunk": ints(raw.chunk),
+            "position": ints(raw.position),
+            "lead": ints(raw.lead),
+            "buffer_set": ints(raw.buffer_set),
+            "time_s": raw.time_s,
+            "flush_s": raw.flush_s,
+            "gap_s": raw.gap_s,
+            "clock_mhz": raw.clock_mhz,
+            "temp_c": raw.temp_c,
+            "power_w": raw.power_w,
+            "host_load": raw.host_load,
+            "host_busy": raw.host_busy,
+            "host_steal": raw.host_steal,
+            "throttled": throttled.astype(bool),
+            "dropped": dropped.astype(bool),
         }
         return cls({c: columns[c] for c in SAMPLE_COLUMNS})
 
@@ -274,8 +296,13 @@ class Samples:
         keep = ~self.columns["dropped"].astype(bool)
         if not keep.any():
             keep = ~keep
-        return Measurement(self.columns["time_s"][keep], label=label, notes=list(notes or []),
-                           chunks=self.columns["chunk"][keep], groups=self.columns["pass_index"][keep] if groups else None)
+        return Measurement(
+            self.columns["time_s"][keep],
+            label=label,
+            notes=list(notes or []),
+            chunks=self.columns["chunk"][keep],
+            groups=self.columns["pass_index"][keep] if groups else None,
+        )
 
     def but(self, **arrays: Any) -> "Samples":
         """These samples with some columns replaced (the order kept)."""
@@ -324,17 +351,32 @@ class ConfigurationResult:
     def with_summary(self, part: Part | None, name: str = "") -> "ConfigurationResult":
         """This result with ``part`` in place of its summary of that name (None: without ``name``'s)."""
         drop = part.NAME if part is not None else name
-        return replace(self, summaries=(*(s for s in self.summaries if s.NAME != drop), *([part] if part is not None else [])))
+        return replace(
+            self, summaries=(*(s for s in self.summaries if s.NAME != drop), *([part] if part is not None else []))
+        )
 
     def columns(self) -> dict[str, Any]:
         """The flat view: every column the parts fill, the named summaries' where it has them (what
         ``bench.io`` writes as the summary row, what the trust checks read)."""
-        parts = [self.identity, self.plan, self.statistics, self.run, self.bias, self.floor,
-                 *(s for s in self.summaries if s.NAME not in (Statistics.NAME, RunSummary.NAME))]
-        return {k: v for p in parts for k, v in p.columns().items()} | self.configuration.columns() | {"warning": self.warning}
+        parts = [
+            self.identity,
+            self.plan,
+            self.statistics,
+            self.run,
+            self.bias,
+            self.floor,
+            *(s for s in self.summaries if s.NAME not in (Statistics.NAME, RunSummary.NAME)),
+        ]
+        return (
+            {k: v for p in parts for k, v in p.columns().items()}
+            | self.configuration.columns()
+            | {"warning": self.warning}
+        )
 
     @classmethod
-    def of_columns(cls, row: Mapping[str, Any], samples: Samples, unit: int, *, groups: bool = False) -> "ConfigurationResult":
+    def of_columns(
+        cls, row: Mapping[str, Any], samples: Samples, unit: int, *, groups: bool = False
+    ) -> "ConfigurationResult":
         """A row of a file (a summary or units row) and its samples read back as a result."""
         c = Configuration.of(row)
         summaries: list[Part] = [Statistics.of_columns(row), RunSummary.of_columns(row)]
@@ -344,8 +386,18 @@ class ConfigurationResult:
         if any(k in row for k in Placement.names()):
             summaries.append(Placement.of_columns(row))
         m = samples.measurement(" ".join(map(str, c)), groups=groups) if samples.n else None
-        return cls(c, unit, Identity.of_columns(row), Rotation.of_columns(row), samples, m, Floor.of_columns(row),
-                   Bias.of_columns(row), tuple(summaries), row.get("warning", ""))
+        return cls(
+            c,
+            unit,
+            Identity.of_columns(row),
+            Rotation.of_columns(row),
+            samples,
+            m,
+            Floor.of_columns(row),
+            Bias.of_columns(row),
+            tuple(summaries),
+            row.get("warning", ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -365,5 +417,20 @@ class Rebiased:
         return replace(result, bias=self.bias, warning=self.warning)
 
 
-__all__ = ["Bias", "COUNTER_TEXT_COLUMNS", "ConfigurationResult", "CounterSummary", "Floor", "Identity", "MERGED", "Part", "Placement",
-           "Rebiased", "Rotation", "RunSummary", "SUMMARIES", "Samples", "Statistics"]
+__all__ = [
+    "Bias",
+    "COUNTER_TEXT_COLUMNS",
+    "ConfigurationResult",
+    "CounterSummary",
+    "Floor",
+    "Identity",
+    "MERGED",
+    "Part",
+    "Placement",
+    "Rebiased",
+    "Rotation",
+    "RunSummary",
+    "SUMMARIES",
+    "Samples",
+    "Statistics",
+]

@@ -29,6 +29,7 @@ within each; ``stats.Measurement(groups=...)``), and each bias against the refer
 same way. Results are written once, when the last pass is done; a sweep stopped part-way keeps
 what earlier, finished sweeps wrote to the same file, but not the passes of this one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,8 +52,10 @@ PAD_STEP = 2 << 20
 PAD_JITTER = 64 << 10
 #: summary warnings that are the statistics' own (``Measurement.warnings``: recomputed on the merged
 #: samples, not carried over from the passes)
-_STAT_WARNINGS = re.compile(r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)"
-                            r"|bimodal: modes at [^;]*")  # bench.modes' flag, recomputed too
+_STAT_WARNINGS = re.compile(
+    r"(?:very )?noisy: IQR/median [^;]*|bimodal: Sarle's coefficient [^(]*\(two modes; the median may sit between them\)"
+    r"|bimodal: modes at [^;]*"
+)  # bench.modes' flag, recomputed too
 CONFIG = list(Configuration.COLUMNS)
 #: the key less its kernel: the kernels of one interleaved group share it
 SETUP = list(Configuration.SETUP_COLUMNS)
@@ -65,12 +68,19 @@ def pass_rule(rule: StopRule, passes: int) -> StopRule:
         return rule
     if rule.iterations is not None:
         if rule.iterations < passes:
-            raise ConfigError(f"iterations ({rule.iterations}) must be at least the number of passes ({passes}): "
-                              f"every pass takes its share of the samples")
+            raise ConfigError(
+                f"iterations ({rule.iterations}) must be at least the number of passes ({passes}): "
+                f"every pass takes its share of the samples"
+            )
         return dataclasses.replace(rule, iterations=math.ceil(rule.iterations / passes))
-    return dataclasses.replace(rule, min_samples=max(1, math.ceil(rule.min_samples / passes)),
-                               min_time_s=rule.min_time_s / passes, min_wall_s=rule.min_wall_s / passes, timeout_s=rule.timeout_s / passes,
-                               max_samples=max(1, math.ceil(rule.max_samples / passes)))
+    return dataclasses.replace(
+        rule,
+        min_samples=max(1, math.ceil(rule.min_samples / passes)),
+        min_time_s=rule.min_time_s / passes,
+        min_wall_s=rule.min_wall_s / passes,
+        timeout_s=rule.timeout_s / passes,
+        max_samples=max(1, math.ceil(rule.max_samples / passes)),
+    )
 
 
 def pad_bytes(k: int, seed: int = 0) -> int:
@@ -160,7 +170,9 @@ def stack_units(group: list[dict[int, Samples]]) -> list[Samples]:
         if not here:
             continue
         for i, s in here:
-            parts[i].append(s.but(chunk=s["chunk"].astype(np.int64) + offset, pass_index=np.full(s.n, k, dtype=np.int64)))
+            parts[i].append(
+                s.but(chunk=s["chunk"].astype(np.int64) + offset, pass_index=np.full(s.n, k, dtype=np.int64))
+            )
         offset += max(int(s["chunk"].max()) for _i, s in here) + 1
     out = []
     for units, mine in zip(group, parts):
@@ -182,20 +194,37 @@ def merged_result(units: list[ConfigurationResult], samples: Samples, peak_bandw
             part = part.strip()
             if part and part not in notes:
                 notes.append(part)
-    warning = warning_with_modes("; ".join([*notes, *(x for x in m.warnings() if x not in notes)]), m, s["ci_low_s"], s["ci_high_s"])
+    warning = warning_with_modes(
+        "; ".join([*notes, *(x for x in m.warnings() if x not in notes)]), m, s["ci_low_s"], s["ci_high_s"]
+    )
     reasons = list(dict.fromkeys(str(r.run.stop_reason) for r in units))
     # timed out when any unit did: a unit's own flag, or a stop reason that is a timeout or a cap
-    timed_out = any(r.run.timed_out is True or r.run.timed_out == 1 for r in units) or any(is_timeout(x) for x in reasons)
+    timed_out = any(r.run.timed_out is True or r.run.timed_out == 1 for r in units) or any(
+        is_timeout(x) for x in reasons
+    )
     clocks = samples["clock_mhz"].astype(float)
     floors = np.array([float(r.floor.floor_s) for r in units])
     floor_s = float(np.median(floors[np.isfinite(floors)])) if np.isfinite(floors).any() else math.nan
-    run = RunSummary(m.passes, " | ".join(reasons), bool(timed_out), int(sum(r.run.n_throttled for r in units if r.run.n_throttled == r.run.n_throttled)),
-                     float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan,
-                     first.plan.footprint_bytes / m.median / 1e9 if m.median > 0 else math.nan, peak_bandwidth_gbs)
+    run = RunSummary(
+        m.passes,
+        " | ".join(reasons),
+        bool(timed_out),
+        int(sum(r.run.n_throttled for r in units if r.run.n_throttled == r.run.n_throttled)),
+        float(np.nanmedian(clocks)) if np.isfinite(clocks).any() else math.nan,
+        first.plan.footprint_bytes / m.median / 1e9 if m.median > 0 else math.nan,
+        peak_bandwidth_gbs,
+    )
     floor = Floor(floor_s, s["median_s"] - floor_s if math.isfinite(floor_s) else math.nan)
     rest = tuple(p for p in first.summaries if p.NAME not in (Statistics.NAME, RunSummary.NAME))
-    return dataclasses.replace(first, unit=MERGED, samples=samples, measurement=m, floor=floor,
-                               summaries=(Statistics.of(s), run, *rest), warning=warning)
+    return dataclasses.replace(
+        first,
+        unit=MERGED,
+        samples=samples,
+        measurement=m,
+        floor=floor,
+        summaries=(Statistics.of(s), run, *rest),
+        warning=warning,
+    )
 
 
 def rebiased(result: ConfigurationResult, ref: Measurement | None) -> ConfigurationResult:
@@ -206,4 +235,14 @@ def rebiased(result: ConfigurationResult, ref: Measurement | None) -> Configurat
     return dataclasses.replace(result, bias=Bias.of(result.measurement, ref))
 
 
-__all__ = ["PAD_STEP", "merged_result", "pad_bytes", "pass_rule", "rebiased", "run_passes", "stack", "stack_units", "unstack"]
+__all__ = [
+    "PAD_STEP",
+    "merged_result",
+    "pad_bytes",
+    "pass_rule",
+    "rebiased",
+    "run_passes",
+    "stack",
+    "stack_units",
+    "unstack",
+]

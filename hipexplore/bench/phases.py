@@ -34,6 +34,7 @@ timings thrown away) with the profiler's range opened after that path's warm-up.
 stand-alone replay: on the H200 a child that launched "flush, kernel on set i" alone did not
 reproduce the timed run's cache state (data/counters/h200-probe/).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -89,8 +90,12 @@ class LaunchSequence:
         from .stats import StopRule
         from .timing import TimingOptions, time_launches
 
-        return time_launches(self.workload, self.flusher, StopRule(iterations=int(samples)),
-                             (self.timing or TimingOptions()).but(**overrides))
+        return time_launches(
+            self.workload,
+            self.flusher,
+            StopRule(iterations=int(samples)),
+            (self.timing or TimingOptions()).but(**overrides),
+        )
 
 
 class ConfigurationPhase(Protocol):

@@ -6,6 +6,7 @@ run. The orchestrator (``bench.orchestrator``) calls ``advance()`` after every f
 (configuration, unit); the bar (tqdm, on stderr: the CLI's and a notebook's) and the
 ``on_progress`` hook (the sweep panel) both show it, with the time left at this run's pace.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,16 @@ class Progress:
     """``done`` of ``total`` (configuration, unit)s; ``bar``: show a tqdm bar; ``hook``: called with a
     ``SweepProgress`` after every step (``clock``: for tests)."""
 
-    def __init__(self, total: int, done: int = 0, *, bar: bool = False, units: bool = False,
-                 hook: Callable[[SweepProgress], None] | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        total: int,
+        done: int = 0,
+        *,
+        bar: bool = False,
+        units: bool = False,
+        hook: Callable[[SweepProgress], None] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.total, self.done, self.start = int(total), min(int(done), int(total)), min(int(done), int(total))
         self.hook, self.clock = hook, clock
         self.t0 = clock()

@@ -24,6 +24,7 @@ Bounds (every one far outside what a real sweep writes):
 * at most ``MAX_ROWS`` rows and ``MAX_COLUMNS`` columns, checked from the file's footer before the
   file is read; metadata JSON at most ``MAX_METADATA_BYTES`` and ``untrusted.MAX_DEPTH`` deep.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,23 +49,70 @@ MAX_METADATA_BYTES = 16 << 20
 _NAMES = ("kernel", "rotating_requested", "flush")
 #: other text columns (a row may lack one: legacy files, cluster columns of rows no worker measured,
 #: counter columns of rows nothing counted)
-_TEXTS = ("run_id", "device", "device_name", "timer", *CLUSTER_COLUMNS, "cache_state", "cold_promise", "counter_backend")
+_TEXTS = (
+    "run_id",
+    "device",
+    "device_name",
+    "timer",
+    *CLUSTER_COLUMNS,
+    "cache_state",
+    "cold_promise",
+    "counter_backend",
+)
 _COUNT = (0, MAX_COUNT)
 _INTS: dict[str, dict[str, tuple[int, int]]] = {
-    SAMPLES: {"size_bytes": (1, MAX_SIZE_BYTES), "footprint_bytes": (0, MAX_BYTES), "rotating": (1, MAX_COUNT),
-              "iteration": _COUNT, "pass_index": _COUNT, "chunk": _COUNT, "position": _COUNT, "buffer_set": _COUNT},
-    SUMMARY: {"size_bytes": (1, MAX_SIZE_BYTES), "footprint_bytes": (0, MAX_BYTES), "rotating": (1, MAX_COUNT),
-              "n": _COUNT, "passes": _COUNT, "n_outliers": _COUNT, "n_throttled": _COUNT, "rotating_cap_bytes": (0, MAX_BYTES)},
+    SAMPLES: {
+        "size_bytes": (1, MAX_SIZE_BYTES),
+        "footprint_bytes": (0, MAX_BYTES),
+        "rotating": (1, MAX_COUNT),
+        "iteration": _COUNT,
+        "pass_index": _COUNT,
+        "chunk": _COUNT,
+        "position": _COUNT,
+        "buffer_set": _COUNT,
+    },
+    SUMMARY: {
+        "size_bytes": (1, MAX_SIZE_BYTES),
+        "footprint_bytes": (0, MAX_BYTES),
+        "rotating": (1, MAX_COUNT),
+        "n": _COUNT,
+        "passes": _COUNT,
+        "n_outliers": _COUNT,
+        "n_throttled": _COUNT,
+        "rotating_cap_bytes": (0, MAX_BYTES),
+    },
 }
 _BOOLS = ("throttled", "dropped", "timed_out")
 #: times of launches: in [MIN_TIME_S, MAX_TIME_S] (a summary's NaN where nothing was measured)
-_TIMES = {SAMPLES: ("time_s",), SUMMARY: ("median_s", "mean_s", "min_s", "p5_s", "p95_s", "reference_median_s", "floor_s")}
+_TIMES = {
+    SAMPLES: ("time_s",),
+    SUMMARY: ("median_s", "mean_s", "min_s", "p5_s", "p95_s", "reference_median_s", "floor_s"),
+}
 #: other numbers: finite or NaN
-_NUMBERS = {SAMPLES: ("flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal"),
-            SUMMARY: ("iqr_rel", "cv", "ci_low_s", "ci_high_s", "bimodality", "bias", "bias_ci_low", "bias_ci_high",
-                      "bandwidth_gbs", "peak_bandwidth_gbs", "clock_mhz", "net_median_s",
-                      # the counter pass's numbers (schema.COUNTER_COLUMNS): NaN where nothing was counted
-                      "dram_read_bytes", "dram_write_bytes", "l2_hit_rate", "input_bytes", "cold_fraction", "counter_launches")}
+_NUMBERS = {
+    SAMPLES: ("flush_s", "gap_s", "clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal"),
+    SUMMARY: (
+        "iqr_rel",
+        "cv",
+        "ci_low_s",
+        "ci_high_s",
+        "bimodality",
+        "bias",
+        "bias_ci_low",
+        "bias_ci_high",
+        "bandwidth_gbs",
+        "peak_bandwidth_gbs",
+        "clock_mhz",
+        "net_median_s",
+        # the counter pass's numbers (schema.COUNTER_COLUMNS): NaN where nothing was counted
+        "dram_read_bytes",
+        "dram_write_bytes",
+        "l2_hit_rate",
+        "input_bytes",
+        "cold_fraction",
+        "counter_launches",
+    ),
+}
 #: what a reader computes with: a file of the kind without one of these is not a sweep's file
 _REQUIRED = {SAMPLES: (*Configuration.UNTIMED_COLUMNS, "time_s"), SUMMARY: Configuration.UNTIMED_COLUMNS}
 
@@ -79,8 +127,10 @@ def check_footer(path: str | Path) -> None:
     except Exception:  # noqa: BLE001 - not parquet at all: the caller's read says so
         return
     if meta.num_rows > MAX_ROWS or meta.num_columns > MAX_COLUMNS:
-        raise ConfigError(f"{str(path)!r} holds {meta.num_rows} rows of {meta.num_columns} columns; a sweep's file has at "
-                          f"most {MAX_ROWS} rows and {MAX_COLUMNS} columns")
+        raise ConfigError(
+            f"{str(path)!r} holds {meta.num_rows} rows of {meta.num_columns} columns; a sweep's file has at "
+            f"most {MAX_ROWS} rows and {MAX_COLUMNS} columns"
+        )
 
 
 def read_frame(path: str | Path, kind: str, *, required: bool = True) -> Any:
@@ -93,8 +143,10 @@ def read_frame(path: str | Path, kind: str, *, required: bool = True) -> Any:
         frame = pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - ArrowInvalid, OSError, ...: a truncated or foreign file
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConfigError(f"{str(path)!r} is not a readable parquet file ({shown(first, 200)}); expected a sweep's "
-                          f"{kind} file (hipexplore bench --out)") from None
+        raise ConfigError(
+            f"{str(path)!r} is not a readable parquet file ({shown(first, 200)}); expected a sweep's "
+            f"{kind} file (hipexplore bench --out)"
+        ) from None
     return check_frame(frame, kind, str(path), required=required)
 
 
@@ -109,8 +161,10 @@ def check_frame(frame: Any, kind: str, source: str, *, required: bool = True) ->
     if required:
         missing = [c for c in _REQUIRED[kind] if c not in frame.columns]
         if missing:
-            raise ConfigError(f"{where} has no column {missing[0]!r}; expected a sweep's {kind} file (hipexplore bench --out) "
-                              f"with columns {', '.join(_REQUIRED[kind])}")
+            raise ConfigError(
+                f"{where} has no column {missing[0]!r}; expected a sweep's {kind} file (hipexplore bench --out) "
+                f"with columns {', '.join(_REQUIRED[kind])}"
+            )
     for col in (*_NAMES, *_TEXTS):
         if col in frame.columns:
             _check_texts(frame[col], where, col, missing_ok=col not in _NAMES)
@@ -135,8 +189,15 @@ def _kind_of(series: Any) -> str:
     import pandas as pd
 
     inferred = pd.api.types.infer_dtype(series, skipna=True)
-    return {"string": "text", "floating": "floating-point numbers", "integer": "integers", "boolean": "true/false",
-            "bytes": "bytes", "empty": "nothing but missing values", "mixed": "values of mixed types"}.get(inferred, inferred)
+    return {
+        "string": "text",
+        "floating": "floating-point numbers",
+        "integer": "integers",
+        "boolean": "true/false",
+        "bytes": "bytes",
+        "empty": "nothing but missing values",
+        "mixed": "values of mixed types",
+    }.get(inferred, inferred)
 
 
 def _isinf(values: Any) -> Any:
@@ -172,7 +233,9 @@ def _check_texts(series: Any, where: str, col: str, missing_ok: bool) -> None:
         raise ConfigError(f"{where}: column {col!r} holds {_kind_of(series)}; expected text")
     missing = series.isna().to_numpy()
     if not missing_ok and missing.any():
-        raise ConfigError(f"{where}: column {col!r} has no value at row {int(missing.argmax())}; expected text on every row")
+        raise ConfigError(
+            f"{where}: column {col!r} has no value at row {int(missing.argmax())}; expected text on every row"
+        )
     for value in pd.unique(series[~missing]):
         check_name(value, f"{where}: column {col!r} holds", allow_empty=missing_ok)
 
@@ -198,7 +261,9 @@ def _check_times(series: Any, where: str, col: str, nan_ok: bool) -> None:
         ok = (values >= MIN_TIME_S) & (values <= MAX_TIME_S)
     if nan_ok:
         ok |= np.isnan(values)
-    _first_bad(values, ok, where, col, f"the seconds one launch took, in [{MIN_TIME_S:g}, {MAX_TIME_S:g}] (positive, finite)")
+    _first_bad(
+        values, ok, where, col, f"the seconds one launch took, in [{MIN_TIME_S:g}, {MAX_TIME_S:g}] (positive, finite)"
+    )
 
 
 def metadata_of(text: str, source: str) -> dict[str, str]:
@@ -215,8 +280,18 @@ def metadata_of(text: str, source: str) -> dict[str, str]:
     return obj
 
 
-__all__ = ["MAX_BYTES", "MAX_COUNT", "MAX_ROWS", "MAX_SIZE_BYTES", "MAX_TIME_S", "MIN_TIME_S", "check_footer", "check_frame",
-           "metadata_of", "read_frame"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_COUNT",
+    "MAX_ROWS",
+    "MAX_SIZE_BYTES",
+    "MAX_TIME_S",
+    "MIN_TIME_S",
+    "check_footer",
+    "check_frame",
+    "metadata_of",
+    "read_frame",
+]
 
 
 def embedded_metadata(path: Path) -> dict[str, str] | None:

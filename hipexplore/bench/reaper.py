@@ -24,6 +24,7 @@ environment from a process it re-parented to init itself, or close the pipe; ``d
 says the worker is a fault boundary, not a sandbox. No cgroup: where a user may create one it would
 hold them all, but on most machines (containers, cgroup v1) a user may not.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,7 +63,7 @@ def _table() -> dict[int, tuple[int, int, int]]:
                 stat = fh.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) < 4 or fields[0] in (b"Z", b"X"):
             continue
         out[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]))
@@ -165,4 +166,12 @@ def end_descendants() -> list[int]:
     return end_tree(os.getpid())
 
 
-__all__ = ["PR_SET_CHILD_SUBREAPER", "become_subreaper", "descendants", "end_descendants", "end_tree", "find", "pipe_names"]
+__all__ = [
+    "PR_SET_CHILD_SUBREAPER",
+    "become_subreaper",
+    "descendants",
+    "end_descendants",
+    "end_tree",
+    "find",
+    "pipe_names",
+]

@@ -20,6 +20,7 @@ units than planned are measured again whole (their units cannot be told apart).
 ``Collector`` is a unit's channel that keeps what one unit reports, in memory (a cluster worker's
 unit, a test's).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,15 @@ import pandas as pd
 from ..schema import COUNTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration, UntimedKey
 from . import interrupts
 from . import passes as ps
-from .io import (Previous, results_frames, sample_frame, samples_by_configuration, summary_row,
-                 unit_samples, write_results)
+from .io import (
+    Previous,
+    results_frames,
+    sample_frame,
+    samples_by_configuration,
+    summary_row,
+    unit_samples,
+    write_results,
+)
 from .outcome import MERGED, ConfigurationResult, CounterSummary, Rebiased, Samples
 from .result import SweepHooks, SweepResult
 from .trust import with_flags
@@ -42,8 +50,14 @@ class Record:
     """Previous results plus what the units add, per (configuration, unit); see the module docstring.
     ``merged``: the sweep is in units (``SweepSpec.units != 1``); ``planned``: its planned units."""
 
-    def __init__(self, previous: Previous, *, merged: bool, planned: int,
-                 columns: tuple[Sequence[str], Sequence[str]] = (SAMPLE_COLUMNS, SUMMARY_COLUMNS)) -> None:
+    def __init__(
+        self,
+        previous: Previous,
+        *,
+        merged: bool,
+        planned: int,
+        columns: tuple[Sequence[str], Sequence[str]] = (SAMPLE_COLUMNS, SUMMARY_COLUMNS),
+    ) -> None:
         self.merged, self.planned, self.columns = merged, planned, columns
         self.order: list[Configuration] = []
         #: each configuration's result (a sweep in units: merged over its units)
@@ -69,7 +83,9 @@ class Record:
             rows = {c: r for c, r in rows.items() if int(r.get("passes") or 1) >= self.planned}
         empty = Samples({c: pd.Series([], dtype=object).to_numpy() for c in self.columns[0]})
         for c, r in rows.items():
-            result = ConfigurationResult.of_columns(r, samples.get(c, empty), MERGED if self.merged else 0, groups=self.merged)
+            result = ConfigurationResult.of_columns(
+                r, samples.get(c, empty), MERGED if self.merged else 0, groups=self.merged
+            )
             self._keep(result)
             if result.counters is not None:
                 self.counters[c.untimed_key] = result.counters
@@ -148,8 +164,11 @@ class Record:
         stacked = ps.stack_units([{k: r.samples for k, r in self.units[d].items()} for d in group])
         for d, samples in zip(group, stacked):
             if d != c and d in self.results:
-                self.results[d] = dataclasses.replace(self.results[d], samples=samples, measurement=samples.measurement(
-                    " ".join(map(str, d)), groups=True) if samples.n else None)
+                self.results[d] = dataclasses.replace(
+                    self.results[d],
+                    samples=samples,
+                    measurement=samples.measurement(" ".join(map(str, d)), groups=True) if samples.n else None,
+                )
         merged = ps.merged_result([self.units[c][k] for k in sorted(self.units[c])], stacked[group.index(c)], self.peak)
         ref = merged.measurement if c.is_reference else self._measurement(c.reference())
         self.results[c] = ps.rebiased(merged, ref)
@@ -201,7 +220,11 @@ class Record:
         for r in results:
             counted = self.counters.get(r.configuration.untimed_key)
             r = r.with_summary(counted or CounterSummary.uncounted())
-            out.append(r if counted is None else dataclasses.replace(r, warning=with_flags(r.warning, [counted.counter_warning])))
+            out.append(
+                r
+                if counted is None
+                else dataclasses.replace(r, warning=with_flags(r.warning, [counted.counter_warning]))
+            )
         return out
 
     def summary_rows(self) -> list[dict[str, Any]]:
@@ -214,8 +237,9 @@ class Record:
         if evidence is not None:
             self.evidence.append(evidence)
 
-    def result(self, metadata: dict[str, str], path: Path | None, stopped: bool = False,
-               skipped: list[tuple] | None = None) -> SweepResult:
+    def result(
+        self, metadata: dict[str, str], path: Path | None, stopped: bool = False, skipped: list[tuple] | None = None
+    ) -> SweepResult:
         samples, summary = results_frames(self.summary_results(), self.columns)
         return SweepResult(samples, summary, metadata, path, stopped, list(skipped or []))
 

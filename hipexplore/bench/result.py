@@ -4,6 +4,7 @@ A leaf of its own so that the sweep worker's parent side (``bench.worker``) and 
 can name these types without importing the sweep loop (``bench.run``), which imports them back
 through ``bench.passes``.
 """
+
 from __future__ import annotations
 
 import os

@@ -26,6 +26,7 @@ that follows (``bench.check``) and every set see the data they would have seen.
 Only the device's members are used (``memset``, ``launch``, ``synchronize``, ``copy_to_host``,
 ``copy_to_device``): the same code runs on the host device and on CUDA/HIP.
 """
+
 from __future__ import annotations
 
 import re
@@ -75,16 +76,22 @@ class _Finding:
         a = self.arg
         what = f"argument {self.index + 1} {a.name!r} ({a.role}:{_SHORT.get(a.dtype, a.dtype)}[{a.count}])"
         if a.role == "in":
-            return (f"{what} was written by {entry}: {self.count} of {self.elements} elements changed; "
-                    f"an 'in' buffer must be read only")
+            return (
+                f"{what} was written by {entry}: {self.count} of {self.elements} elements changed; "
+                f"an 'in' buffer must be read only"
+            )
         if a.role == "out":
             floating = _floating(a)
             poison = ("NaN " if floating else "") + f"0x{_pattern(_POISON[floating][0], np.dtype(a.dtype).itemsize):x}"
-            return (f"{what} was not written by {entry}: {self.count} of {self.elements} elements were left unwritten "
-                    f"(still the poison {poison} put there before the launch; the first at index {self.first}); "
-                    f"every 'out' element must be written")
-        return (f"{what} was not changed by {entry}: none of its {self.elements} elements differ after the launch; "
-                f"an 'inout' buffer is read and written (one only read is 'in')")
+            return (
+                f"{what} was not written by {entry}: {self.count} of {self.elements} elements were left unwritten "
+                f"(still the poison {poison} put there before the launch; the first at index {self.first}); "
+                f"every 'out' element must be written"
+            )
+        return (
+            f"{what} was not changed by {entry}: none of its {self.elements} elements differ after the launch; "
+            f"an 'inout' buffer is read and written (one only read is 'in')"
+        )
 
 
 def c_signature(spec: KernelSpec) -> str:
@@ -118,8 +125,15 @@ def _restore(device: Device, buffers: dict[str, Any], pristine: dict[str, np.nda
     device.synchronize()
 
 
-def _unwritten(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
-               block: tuple[int, int, int], suspects: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _unwritten(
+    device: Device,
+    spec: KernelSpec,
+    sets: Any,
+    kernel: Any,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    suspects: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
     """Of the ``out`` elements that held the first poison, those that hold the second one too after
     a second launch (on restored inputs): the ones the kernel never wrote."""
     bufs, pristine = sets.buffers[0], sets.pristine
@@ -137,8 +151,17 @@ def _unwritten(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: t
     return out
 
 
-def check_roles(device: Device, spec: KernelSpec, sets: Any, kernel: Any, grid: tuple[int, int, int],
-                block: tuple[int, int, int], *, where: str = "", defer_unwritten: bool = False) -> str:
+def check_roles(
+    device: Device,
+    spec: KernelSpec,
+    sets: Any,
+    kernel: Any,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    *,
+    where: str = "",
+    defer_unwritten: bool = False,
+) -> str:
     """The role check of ``spec`` on set 0 of ``sets`` (``BufferSets``), module docstring;
     ``ConfigError`` naming every argument that broke its role. ``where``: the size, for the message.
 
@@ -186,17 +209,23 @@ def _message(spec: KernelSpec, findings: list[_Finding], where: str) -> str:
     hints = []
     sig = c_signature(spec)
     if "in" in roles and ("out" in roles or "inout" in roles):
-        hints.append("swapped roles? " + (f"The C signature is {sig}" if sig else
-                                          "--args lists the arguments in the kernel's order"))
+        hints.append(
+            "swapped roles? "
+            + (f"The C signature is {sig}" if sig else "--args lists the arguments in the kernel's order")
+        )
     elif sig:
         hints.append(f"the C signature is {sig}")
     if "out" in roles and "in" not in roles:
-        hints.append("a kernel that leaves part of a buffer untouched on purpose declares it 'inout' (filled before "
-                     "each launch), or check its count")
+        hints.append(
+            "a kernel that leaves part of a buffer untouched on purpose declares it 'inout' (filled before "
+            "each launch), or check its count"
+        )
     at = f" {where}" if where else ""
     said = "; ".join(hints)
-    return (f"{'; '.join(f.text(entry) for f in findings)}. {said[:1].upper() + said[1:] + '. ' if hints else ''}"
-            f"Seen in one checked launch before timing{at}; --no-verify skips this check")
+    return (
+        f"{'; '.join(f.text(entry) for f in findings)}. {said[:1].upper() + said[1:] + '. ' if hints else ''}"
+        f"Seen in one checked launch before timing{at}; --no-verify skips this check"
+    )
 
 
 __all__ = ["applies", "c_signature", "check_roles"]

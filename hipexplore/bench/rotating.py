@@ -6,6 +6,7 @@ the bytes one launch touches. The total is capped at ``mem_fraction`` of the dev
 the cap is recorded with every result (``rotating_cap_bytes``) and a capped count is a warning,
 never silent.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,8 +55,16 @@ class RotatingPlan:
     note: str = ""
 
 
-def plan(requested: int | str, *, footprint_bytes: int, set_bytes: int, llc_bytes: int, free_bytes: int,
-         mem_fraction: float = DEFAULT_MEM_FRACTION, size_bytes: int | None = None) -> RotatingPlan:
+def plan(
+    requested: int | str,
+    *,
+    footprint_bytes: int,
+    set_bytes: int,
+    llc_bytes: int,
+    free_bytes: int,
+    mem_fraction: float = DEFAULT_MEM_FRACTION,
+    size_bytes: int | None = None,
+) -> RotatingPlan:
     """Decide how many buffer sets to allocate; a count that does not fit the cap is reduced (noted).
     ``size_bytes`` (the configuration's size per array, where known) lets a set that cannot fit at
     all name the largest ``--size`` that would."""
@@ -66,13 +75,17 @@ def plan(requested: int | str, *, footprint_bytes: int, set_bytes: int, llc_byte
     cap = int(free_bytes * mem_fraction)
     fits = cap // set_bytes if set_bytes > 0 else want
     if fits < 1:
-        raise ConfigError(f"one buffer set needs {format_bytes(set_bytes)} but the cap is {format_bytes(cap)} ({mem_fraction * 100:g}% of "
-                          f"{format_bytes(free_bytes)} free device memory): {_fits(set_bytes, free_bytes, size_bytes, cap)}")
+        raise ConfigError(
+            f"one buffer set needs {format_bytes(set_bytes)} but the cap is {format_bytes(cap)} ({mem_fraction * 100:g}% of "
+            f"{format_bytes(free_bytes)} free device memory): {_fits(set_bytes, free_bytes, size_bytes, cap)}"
+        )
     count, note = want, ""
     if want > fits:
         count = int(fits)
-        note = (f"rotating {req} wants {want} sets x {set_bytes} B = {want * set_bytes} B, over the cap of {cap} B "
-                f"({mem_fraction:.0%} of free memory): capped to {count}")
+        note = (
+            f"rotating {req} wants {want} sets x {set_bytes} B = {want * set_bytes} B, over the cap of {cap} B "
+            f"({mem_fraction:.0%} of free memory): capped to {count}"
+        )
     return RotatingPlan(str(req), count, footprint_bytes, set_bytes, llc_bytes, cap, want > fits, note)
 
 
@@ -81,7 +94,9 @@ def _fits(set_bytes: int, free_bytes: int, size_bytes: int | None, cap: int) -> 
     known) or, where the set fits in the free memory at all, the ``--mem-fraction`` it would need."""
     smaller = f"--size {_size_at_most(size_bytes * cap // set_bytes)} or less" if size_bytes else "a smaller --size"
     if 0 < set_bytes <= free_bytes:
-        return f"give {smaller}, or --mem-fraction {math.ceil(set_bytes / free_bytes * 100) / 100:.2f} or more (at most 1)"
+        return (
+            f"give {smaller}, or --mem-fraction {math.ceil(set_bytes / free_bytes * 100) / 100:.2f} or more (at most 1)"
+        )
     return f"give {smaller} (one set is more than all of the free memory: no --mem-fraction fits it)"
 
 
@@ -110,8 +125,16 @@ class BufferSets:
     set, so all sets hold the same values; ``host`` gives writable copies for correctness checks.
     """
 
-    def __init__(self, device: Device, spec: KernelSpec, n: int, count: int, *, seed: int = 0,
-                 scalars: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        device: Device,
+        spec: KernelSpec,
+        n: int,
+        count: int,
+        *,
+        seed: int = 0,
+        scalars: dict[str, Any] | None = None,
+    ) -> None:
         self.device, self.spec, self.n, self.count = device, spec, n, count
         self.buffers: list[dict[str, DeviceBuffer]] = []
         self.args: list[PackedArgs] = []

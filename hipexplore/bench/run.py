@@ -17,6 +17,7 @@ then ``hooks.on_result(summary_row)`` run after each (configuration, unit), ``ho
 after that, and ``hooks.should_stop()`` before each configuration, so a widget can show live
 results and stop the sweep.
 """
+
 from __future__ import annotations
 
 from ..devices.base import Device
@@ -27,7 +28,9 @@ from .spec import SweepSpec
 from .sweeprun import fault_status, reference_schedule, verify
 
 
-def run(spec: SweepSpec, device: Device, options: RunOptions | None = None, *, worker: bool | None = False) -> SweepResult:
+def run(
+    spec: SweepSpec, device: Device, options: RunOptions | None = None, *, worker: bool | None = False
+) -> SweepResult:
     """Measure every configuration of ``spec`` on ``device``; see the module docstring (``options``: the
     out file, resume, hooks, bar, run id and command, ``RunOptions``; ``worker``: as ``run_location``
     takes it; default False, this process)."""
@@ -38,5 +41,15 @@ def run(spec: SweepSpec, device: Device, options: RunOptions | None = None, *, w
     return Orchestrator(spec, executor_for(spec, device, worker), options).run()
 
 
-__all__ = ["IN_PROCESS", "WORKER", "RunOptions", "SweepHooks", "SweepResult", "fault_status", "reference_schedule", "run", "run_location",
-           "verify"]
+__all__ = [
+    "IN_PROCESS",
+    "WORKER",
+    "RunOptions",
+    "SweepHooks",
+    "SweepResult",
+    "fault_status",
+    "reference_schedule",
+    "run",
+    "run_location",
+    "verify",
+]

@@ -27,6 +27,7 @@ buffers are its own: no fresh inputs, no poison). A failed check does not stop t
 and the worst element. What it cannot see: a cache keyed on the inputs' *contents* (a fingerprint)
 recomputes for fresh inputs and replays only the run's own (docs/guide/harness.md).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -50,7 +51,7 @@ POISON = {True: (0xFF, 0xA5), False: (0x7F, 0xA5)}
 def points(limit: int) -> set[int]:
     """The chunk indices a check comes before: 1, 8, 64, ... (``limit`` - 1 of them; the last
     check is after the run)."""
-    return {BASE ** k for k in range(max(0, int(limit) - 1))}
+    return {BASE**k for k in range(max(0, int(limit) - 1))}
 
 
 def _floating(dtype: Any) -> bool:
@@ -63,7 +64,9 @@ def _holds(arr: np.ndarray, byte: int) -> np.ndarray:
     return bits == int.from_bytes(bytes([byte]) * arr.dtype.itemsize, "little")
 
 
-def fresh_inputs(spec: Any, n: int, scalars: dict[str, Any], pristine: dict[str, np.ndarray], seed: Any) -> dict[str, np.ndarray]:
+def fresh_inputs(
+    spec: Any, n: int, scalars: dict[str, Any], pristine: dict[str, np.ndarray], seed: Any
+) -> dict[str, np.ndarray]:
     """Every buffer's host data for a check: ``in``/``inout`` the run's own values rotated by a
     seeded shift (the same values, so the same fill rule's range, at other places: a result cached
     for the run's inputs is wrong almost everywhere; a rotation costs one copy, where a new draw of
@@ -138,8 +141,12 @@ class SampledCheck:
         if not self.failures:
             return []
         first = self.failures[0]
-        return [flag(f"{len(self.failures)} of {self.checks} output checks of launches sampled across the run failed; "
-                     f"the first, {first}")]
+        return [
+            flag(
+                f"{len(self.failures)} of {self.checks} output checks of launches sampled across the run failed; "
+                f"the first, {first}"
+            )
+        ]
 
     # -- one check ---------------------------------------------------------------------------------
     def _check(self, chunk: int, launched: int) -> None:
@@ -181,9 +188,11 @@ class SampledCheck:
                     if a.name in suspects:
                         left = suspects[a.name] & _holds(again[a.name], POISON[_floating(a.dtype)][1])
                         if left.any():
-                            raise BenchmarkError(f"output check failed for {self.config}: {int(left.sum())} of {left.size} "
-                                                 f"elements of {a.name!r} were left unwritten (the poison put there before the "
-                                                 f"launch; the first at index {int(np.argmax(left))})")
+                            raise BenchmarkError(
+                                f"output check failed for {self.config}: {int(left.sum())} of {left.size} "
+                                f"elements of {a.name!r} were left unwritten (the poison put there before the "
+                                f"launch; the first at index {int(np.argmax(left))})"
+                            )
         finally:
             for a in spec.buffers():  # the run's data back, for the timed launches that follow
                 dev.copy_to_device(bufs[a.name], pristine[a.name])

@@ -32,6 +32,7 @@ A bimodality flag uses Sarle's bimodality coefficient, (skew^2 + 1) / (excess ku
 3 (n-1)^2 / ((n-2)(n-3))), above 5/9 (the value of a uniform distribution): two modes, so a median
 and its interval can sit between them.
 """
+
 from __future__ import annotations
 
 import math
@@ -101,14 +102,14 @@ def bimodality_coefficient(samples: np.ndarray) -> float:
     if n < 4:
         return math.nan
     d = x - x.mean()
-    m2 = float(np.mean(d ** 2))
+    m2 = float(np.mean(d**2))
     if m2 <= 0:
         return math.nan
-    g1 = float(np.mean(d ** 3)) / m2 ** 1.5
-    g2 = float(np.mean(d ** 4)) / m2 ** 2 - 3.0
+    g1 = float(np.mean(d**3)) / m2**1.5
+    g2 = float(np.mean(d**4)) / m2**2 - 3.0
     skew = g1 * math.sqrt(n * (n - 1)) / (n - 2)
     kurt = ((n + 1) * g2 + 6) * (n - 1) / ((n - 2) * (n - 3))
-    return (skew ** 2 + 1) / (kurt + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
+    return (skew**2 + 1) / (kurt + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
 
 
 @dataclass
@@ -268,8 +269,13 @@ class Measurement:
             per = np.array([np.median(self.samples[self.groups == g]) for g in np.unique(self.groups)])
             logs = np.log(per[per > 0])
             if logs.size > 1 and self.median > 0:  # in log space: never a bound <= 0 (module docstring)
-                t_half = student_t_quantile(1 - alpha, logs.size - 1) * float(np.std(logs, ddof=1)) / math.sqrt(logs.size)
-                low, high = min(float(low), self.median * math.exp(-t_half)), max(float(high), self.median * math.exp(t_half))
+                t_half = (
+                    student_t_quantile(1 - alpha, logs.size - 1) * float(np.std(logs, ddof=1)) / math.sqrt(logs.size)
+                )
+                low, high = (
+                    min(float(low), self.median * math.exp(-t_half)),
+                    max(float(high), self.median * math.exp(t_half)),
+                )
         half = self.resolution / 2
         return float(low) - half, float(high) + half
 
@@ -291,8 +297,10 @@ class Measurement:
         elif r > NOISY_IQR:
             out.append(f"noisy: IQR/median {r:.1%} > {NOISY_IQR:.0%}")
         if self.bimodal:
-            out.append(f"bimodal: Sarle's coefficient {self.bimodality:.2f} > {BIMODAL_COEFFICIENT:.3f} "
-                       f"(two modes; the median may sit between them)")
+            out.append(
+                f"bimodal: Sarle's coefficient {self.bimodality:.2f} > {BIMODAL_COEFFICIENT:.3f} "
+                f"(two modes; the median may sit between them)"
+            )
         return out
 
     def summary(self) -> dict[str, float | int | str]:
@@ -314,12 +322,15 @@ class Measurement:
         }
 
     def __repr__(self) -> str:
-        return (f"Measurement({self.label!r}, n={self.n}, median={self.median * 1e6:.3f} us, "
-                f"IQR/median={self.iqr_rel:.2%}, cv={self.cv:.2%})")
+        return (
+            f"Measurement({self.label!r}, n={self.n}, median={self.median * 1e6:.3f} us, "
+            f"IQR/median={self.iqr_rel:.2%}, cv={self.cv:.2%})"
+        )
 
 
-def ratio_ci(new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000,
-             seed: int = 0) -> tuple[float, float, float]:
+def ratio_ci(
+    new: Measurement, base: Measurement, level: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
     """``median(new) / median(base)`` and its percentile interval from a two-sample bootstrap (each
     side resampled on its own, by blocks where its chunks are known; with passes, at least the
     t-interval over the per-pass ratios). A bias is this ratio - 1."""
@@ -415,7 +426,9 @@ class StopRule:
     max_samples: int = 100_000
 
     def __post_init__(self) -> None:
-        if self.iterations is not None and (isinstance(self.iterations, bool) or not isinstance(self.iterations, int) or self.iterations < 1):
+        if self.iterations is not None and (
+            isinstance(self.iterations, bool) or not isinstance(self.iterations, int) or self.iterations < 1
+        ):
             raise ConfigError(f"iterations must be a positive int or None (adaptive), got {self.iterations!r}")
         if self.min_samples < 1 or self.max_samples < self.min_samples:
             raise ConfigError(f"need 1 <= min_samples ({self.min_samples}) <= max_samples ({self.max_samples})")
@@ -425,13 +438,16 @@ class StopRule:
                 raise ConfigError(f"stop rule {name} must be a finite number > 0, got {v!r}")
         if not (isinstance(self.min_time_s, (int, float)) and math.isfinite(self.min_time_s) and self.min_time_s >= 0):
             raise ConfigError(f"stop rule min_time_s must be a finite number >= 0, got {self.min_time_s!r}")
-        if isinstance(self.min_wall_s, bool) or not (isinstance(self.min_wall_s, (int, float)) and math.isfinite(self.min_wall_s)
-                                                     and self.min_wall_s >= 0):
+        if isinstance(self.min_wall_s, bool) or not (
+            isinstance(self.min_wall_s, (int, float)) and math.isfinite(self.min_wall_s) and self.min_wall_s >= 0
+        ):
             raise ConfigError(f"stop rule min_wall_s must be a finite number of seconds >= 0, got {self.min_wall_s!r}")
         if self.noise_window < 2:
             raise ConfigError(f"stop rule noise_window must be >= 2, got {self.noise_window!r}")
         if isinstance(self.noise_every, bool) or not isinstance(self.noise_every, int) or self.noise_every < 1:
-            raise ConfigError(f"stop rule noise_every must be an int >= 1 (samples between noise readings), got {self.noise_every!r}")
+            raise ConfigError(
+                f"stop rule noise_every must be an int >= 1 (samples between noise readings), got {self.noise_every!r}"
+            )
 
     @property
     def adaptive(self) -> bool:
@@ -517,14 +533,16 @@ class StopTracker:
                 q1, q3 = np.percentile(x, [25, 75])
                 med = float(np.median(x))
                 self._noise.append((q3 - q1) / 1.349 / med if med > 0 else math.inf)
-            hist = np.asarray(self._noise[-rule.noise_window:])
-            window = hist[-max(8, hist.size // 2):]
+            hist = np.asarray(self._noise[-rule.noise_window :])
+            window = hist[-max(8, hist.size // 2) :]
             if hist.size >= 8 and window[-1] > 0 and np.isfinite(window).all():
                 spread = float(np.sqrt(np.mean((window - window[-1]) ** 2))) / float(window[-1])
                 limit = rule.stable_noise
                 if spread < limit:
-                    return 0, (f"converged: noise stabilised at {window[-1]:.2%} (robust rel. stdev; nvbench stdrel rule: "
-                               f"spread {spread:.1%} < {limit:.1%} over the last {window.size} checks)")
+                    return 0, (
+                        f"converged: noise stabilised at {window[-1]:.2%} (robust rel. stdev; nvbench stdrel rule: "
+                        f"spread {spread:.1%} < {limit:.1%} over the last {window.size} checks)"
+                    )
         if n >= rule.max_samples:
             return 0, f"max_samples {rule.max_samples} reached before convergence{self._ci_note()}"
         if elapsed_s >= rule.timeout_s and n >= 1:
@@ -541,8 +559,12 @@ def is_timeout(reason: str) -> bool:
     return reason.startswith(("timeout", "max_samples"))
 
 
-def measure_adaptively(take: Callable[[int], Iterable[float]], rule: StopRule, chunk: int = 64,
-                       clock: Callable[[], float] = time.perf_counter) -> tuple[np.ndarray, str]:
+def measure_adaptively(
+    take: Callable[[int], Iterable[float]],
+    rule: StopRule,
+    chunk: int = 64,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[np.ndarray, str]:
     """Call ``take(k)`` for batches of samples until ``rule`` says stop; returns (samples, reason).
     Each batch is one chunk for the block bootstrap."""
     import numpy as np

@@ -9,6 +9,7 @@ the hooks, the worker, the cluster (``RunOptions``' fields, ``SweepHooks``', and
 signature lists them too). It builds the spec, picks the device, gives the device the
 compile cache its kernels build through, and runs. The parent is ``bench.run``, the files ``bench.io``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -77,8 +78,14 @@ def sweep(
     if unknown:  # named here, beside this call's own keywords (the spec's check knows only its fields)
         raise ConfigError(f"unknown sweep option(s) {', '.join(unknown)}; expected one of {', '.join(sorted(known))}")
     hooks = SweepHooks(**{name: options.pop(name) for name in HOOKS if name in options})
-    how = RunOptions(**{f.name: options.pop(f.name) for f in dataclasses.fields(RunOptions) if f.name in options
-                        and f.name != "hooks"}, hooks=hooks)
+    how = RunOptions(
+        **{
+            f.name: options.pop(f.name)
+            for f in dataclasses.fields(RunOptions)
+            if f.name in options and f.name != "hooks"
+        },
+        hooks=hooks,
+    )
     cache, worker, cluster = (options.pop(name, None) for name in RUN_HERE)
     spec = spec_from_arguments(kernels, sizes, rotating, flush, iterations=iterations, stop=stop, **options)
     if cluster is not None:
@@ -97,11 +104,19 @@ def _signature() -> inspect.Signature:
     sig = inspect.signature(sweep)
     params = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     keyword = inspect.Parameter.KEYWORD_ONLY
-    params += [inspect.Parameter(f.name, keyword, default=f.default, annotation=f.type)
-               for f in dataclasses.fields(RunOptions) if f.name != "hooks"]
-    params += [inspect.Parameter(f.name, keyword, default=None, annotation=f.type)
-               for f in dataclasses.fields(SweepHooks) if f.name in HOOKS]
-    params += [inspect.Parameter(name, keyword, default=default, annotation=kind) for name, (kind, default) in RUN_HERE.items()]
+    params += [
+        inspect.Parameter(f.name, keyword, default=f.default, annotation=f.type)
+        for f in dataclasses.fields(RunOptions)
+        if f.name != "hooks"
+    ]
+    params += [
+        inspect.Parameter(f.name, keyword, default=None, annotation=f.type)
+        for f in dataclasses.fields(SweepHooks)
+        if f.name in HOOKS
+    ]
+    params += [
+        inspect.Parameter(name, keyword, default=default, annotation=kind) for name, (kind, default) in RUN_HERE.items()
+    ]
     for f in options():
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=f.type))
@@ -110,5 +125,16 @@ def _signature() -> inspect.Signature:
 
 sweep.__signature__ = _signature()  # type: ignore[attr-defined]
 
-__all__ = ["COLD_REFERENCE", "SAMPLE_COLUMNS", "SUMMARY_COLUMNS", "SweepHooks", "SweepResult", "SweepSpec", "output_paths",
-           "parse_size", "run", "sweep", "verify"]
+__all__ = [
+    "COLD_REFERENCE",
+    "SAMPLE_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "SweepHooks",
+    "SweepResult",
+    "SweepSpec",
+    "output_paths",
+    "parse_size",
+    "run",
+    "sweep",
+    "verify",
+]

@@ -25,6 +25,7 @@ A *counting unit* (``counting``: the counter pass, ``bench.counters``) takes the
 configuration neither ``trials`` nor ``summarise``: only its phases (``count``), whose entry goes
 to the channel as ``counted(entry, summary)``. It never takes a timed sample.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -102,14 +103,23 @@ def verify(target: CheckTarget, rtol: float | None = None, *, config: str = "", 
     later = ""
     applies = roles.applies(spec)
     if applies:  # unwritten outputs of a kernel with a reference: its check names the worst element first
-        later = roles.check_roles(device, spec, sets, target.kernel, target.grid, target.block, where=where or f"n={sets.n}",
-                                  defer_unwritten=spec.reference is not None or spec.check_kernel is not None)
+        later = roles.check_roles(
+            device,
+            spec,
+            sets,
+            target.kernel,
+            target.grid,
+            target.block,
+            where=where or f"n={sets.n}",
+            defer_unwritten=spec.reference is not None or spec.check_kernel is not None,
+        )
     try:
         err = check_outputs(target, config=config, rtol=rtol)
     except BenchmarkError as exc:
         if applies and not later and POISONED in str(exc):  # launch 1 wrote every output, launch 2 left some
-            raise StatefulKernel(f"its first launch (the role check) wrote every output and its second left some "
-                                 f"unwritten: {exc}") from None
+            raise StatefulKernel(
+                f"its first launch (the role check) wrote every output and its second left some unwritten: {exc}"
+            ) from None
         raise
     if later:
         raise ConfigError(later)
@@ -150,7 +160,9 @@ class _Target:
         self.kspec, self.size = kspec, size
         self.n = kspec.elements(size)
         self.grid, self.block, self.shared = kspec.launch(self.n, device)
-        self.kernels = {t: _bound(kernel_for(device, kspec, timed=Timer.of(t).timed_kernel), self.shared) for t in timers}
+        self.kernels = {
+            t: _bound(kernel_for(device, kspec, timed=Timer.of(t).timed_kernel), self.shared) for t in timers
+        }
         self.plain = self.kernels.get(Timer.EVENTS) or _bound(kernel_for(device, kspec), self.shared)
         self.footprint = kspec.footprint(self.n)
         self.flags: list[str] = []  # trust flags of every row of this (kernel, size) (``bench.trust``)
@@ -167,14 +179,19 @@ class SweepRun:
     """Measure ``run`` (a ``UnitRun``: its spec, minus the configurations its job leaves out, with the
     cold references of earlier units, (kernel, size, timer) -> Measurement) on ``device`` in this process."""
 
-    def __init__(self, run: UnitRun, device: Device, channel: Channel, *,
-                 phases: "tuple[ConfigurationPhase, ...] | None" = None) -> None:
+    def __init__(
+        self, run: UnitRun, device: Device, channel: Channel, *, phases: "tuple[ConfigurationPhase, ...] | None" = None
+    ) -> None:
         spec, unit, counting = run.spec, run.unit, run.counting
         self.spec, self.dev, self.channel, self.done = spec, device, channel, set(run.job.done)
         # a counting unit (bench.counters): no timed sample, only the phases per configuration
         self.counting = counting
-        self.phases = tuple(phases_for(spec, counting) if phases is None else phases)  # after the timed ones (bench.phases)
-        self.tap = next((p.tap for p in self.phases if p.tap is not None), None)  # told of every launch (the counter phase)
+        self.phases = tuple(
+            phases_for(spec, counting) if phases is None else phases
+        )  # after the timed ones (bench.phases)
+        self.tap = next(
+            (p.tap for p in self.phases if p.tap is not None), None
+        )  # told of every launch (the counter phase)
         self.refs = dict(run.refs or {})
         self.unit = unit
         self.rng = np.random.default_rng([spec.interleave_seed, unit])
@@ -220,7 +237,9 @@ class SweepRun:
         self.telemetry = for_device(dev)
         self.guard = guard_for(dev)  # the persisting-L2 reset before every timed chunk (bench.trust)
         self.timing = spec.timing(self.telemetry).but(hooks=(self.guard,) if self.guard is not None else ())
-        self.throttle_mhz = spec.throttle_threshold * self.telemetry.max_clock_mhz if self.telemetry.available else math.nan
+        self.throttle_mhz = (
+            spec.throttle_threshold * self.telemetry.max_clock_mhz if self.telemetry.available else math.nan
+        )
         factors = spec.flush_factor
         for f in set(spec.flush) | ({REFERENCE.name} if spec.reference else set()):
             self.flushers[f] = flush_mode(f).make(dev, factor=factors.get(f))
@@ -229,13 +248,23 @@ class SweepRun:
             for size in spec.sizes:
                 n = kspec.elements(size)
                 for r in spec.rotating:
-                    p = rot.plan(r, footprint_bytes=kspec.footprint(n), set_bytes=kspec.set_bytes(n), llc_bytes=dev.llc_bytes,
-                                 free_bytes=self.free, mem_fraction=spec.mem_fraction, size_bytes=size)
+                    p = rot.plan(
+                        r,
+                        footprint_bytes=kspec.footprint(n),
+                        set_bytes=kspec.set_bytes(n),
+                        llc_bytes=dev.llc_bytes,
+                        free_bytes=self.free,
+                        mem_fraction=spec.mem_fraction,
+                        size_bytes=size,
+                    )
                     if not spec.stop.adaptive:
                         rot.check_iterations(int(spec.stop.iterations or 0), p.count)
                     self.plans[(kspec.name, size, str(r))] = p
-        self.channel.meta(MeasuredInfo.entries_initialized(
-            self.telemetry, {f: self.flushers[f].nbytes if self.flushers.get(f) else 0 for f in spec.flush}, dev))
+        self.channel.meta(
+            MeasuredInfo.entries_initialized(
+                self.telemetry, {f: self.flushers[f].nbytes if self.flushers.get(f) else 0 for f in spec.flush}, dev
+            )
+        )
 
     def release(self, faulted: bool) -> None:
         for fl in self.flushers.values():
@@ -263,13 +292,29 @@ class SweepRun:
         groups = []
         for r in self.spec.rotating:
             p = self.plans[(kspec.name, size, str(r))]
-            todo = [c for c in (Configuration(kspec.name, size, p.requested, f, t) for f in self.spec.flush for t in self.spec.timers)
-                    if c not in self.done and SweepSpec.measures(c.flush, c.timer)]
+            todo = [
+                c
+                for c in (
+                    Configuration(kspec.name, size, p.requested, f, t)
+                    for f in self.spec.flush
+                    for t in self.spec.timers
+                )
+                if c not in self.done and SweepSpec.measures(c.flush, c.timer)
+            ]
             if todo:
                 groups.append((p, todo))
-        need_ref = [t for t in self.spec.timers if self.spec.reference and self.counting is None
-                    and Configuration.reference_of(kspec.name, size, t) not in self.done]
-        schedule = dict(reference_schedule(len(groups), self.spec.reference_parts, self.spec.reference_samples)) if need_ref else {}
+        need_ref = [
+            t
+            for t in self.spec.timers
+            if self.spec.reference
+            and self.counting is None
+            and Configuration.reference_of(kspec.name, size, t) not in self.done
+        ]
+        schedule = (
+            dict(reference_schedule(len(groups), self.spec.reference_parts, self.spec.reference_samples))
+            if need_ref
+            else {}
+        )
         parts: dict[str, list[RawTimes]] = {t: [] for t in need_ref}
         rows: list[ConfigurationResult] = []
         stopped = False
@@ -295,7 +340,9 @@ class SweepRun:
         self.channel.started(self.where)
         with sets_for(self.dev, target.kspec, target.n, 1) as sets:
             wl = Workload(self.dev, target.plain, target.grid, target.block, sets.args, tap=self.tap)
-            _spent, what = wait_for_stable_clock(self.telemetry, lambda: warm_up(wl, None, 0.005), min_s=self._clock_warmup_s())
+            _spent, what = wait_for_stable_clock(
+                self.telemetry, lambda: warm_up(wl, None, 0.005), min_s=self._clock_warmup_s()
+            )
         self.channel.meta(MeasuredInfo.entry_warmup(what))
         self.warmed = True
 
@@ -314,20 +361,29 @@ class SweepRun:
         self.channel.started(self.where)
         with sets_for(self.dev, t.kspec, t.n, 1) as sets:
             try:
-                err = verify(CheckTarget(self.dev, t.kspec, sets, t.plain, t.grid, t.block), where=f"size {format_bytes(t.size)} (n={t.n})",
-                             config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})")
+                err = verify(
+                    CheckTarget(self.dev, t.kspec, sets, t.plain, t.grid, t.block),
+                    where=f"size {format_bytes(t.size)} (n={t.n})",
+                    config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})",
+                )
             except (BenchmarkError, ConfigError) as exc:
                 if id(_code(t.plain)) not in _CHECKED and not isinstance(exc, StatefulKernel):
                     raise  # wrong from its first launch: a broken kernel, an error
                 # right before, wrong after its own launches: it keeps state between launches
-                t.flags.append(flag(f"the output check before timing failed, though this kernel passed it earlier in the "
-                                    f"same process: {exc}"))
+                t.flags.append(
+                    flag(
+                        f"the output check before timing failed, though this kernel passed it earlier in the "
+                        f"same process: {exc}"
+                    )
+                )
                 err = math.nan
         _CHECKED.setdefault(id(_code(t.plain)), _code(t.plain))
         self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
-    def measure_group(self, t: _Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[ConfigurationResult]) -> bool:
+    def measure_group(
+        self, t: _Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[ConfigurationResult]
+    ) -> bool:
         if self.channel.stop_now():
             return True
         with sets_for(self.dev, t.kspec, t.n, p.count) as sets:
@@ -353,8 +409,9 @@ class SweepRun:
         notes = ([p.note] if p.note else []) + list(raw.notes) + ([mode.note] if mode.note else [])
         m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} r={p.requested} {conf.flush} {conf.timer}", notes)
         result = self.result(conf, Rotation.of_plan(p), raw, m, throttled, self.refs.get(conf.reference_key))
-        result = dataclasses.replace(result, floor=Floor.of(self.floor_of(conf.flush) if conf.timer.launch_floor else None,
-                                                            m.median, conf.timer))
+        result = dataclasses.replace(
+            result, floor=Floor.of(self.floor_of(conf.flush) if conf.timer.launch_floor else None, m.median, conf.timer)
+        )
         flags = [*t.flags, *row_floor_flags(result.columns(), t.kspec, t.n, self.dev)]
         return dataclasses.replace(result, warning=with_flags(result.warning, flags))
 
@@ -408,16 +465,25 @@ class SweepRun:
             return None
         if t.fresh is None and self.unit == 0:  # fresh inputs and the reference once per sweep, as the check
             t.fresh = Fresh(self.dev, t.kspec, self.unit)  # before timing; later units look for unwritten outputs
-        return SampledCheck(CheckTarget(self.dev, t.kspec, sets, t.plain, t.grid, t.block), limit=limit, fresh=t.fresh,
-                            config=f"kernel {t.kspec.name} {conf.describe()}")
+        return SampledCheck(
+            CheckTarget(self.dev, t.kspec, sets, t.plain, t.grid, t.block),
+            limit=limit,
+            fresh=t.fresh,
+            config=f"kernel {t.kspec.name} {conf.describe()}",
+        )
 
     def interleave(self, conf: Configuration, wl: Workload) -> RawTimes:
         """This configuration of every interleaved kernel in shuffled turns (``bench.interleave``);
         the partners' raw times wait in ``pending`` until the loop reaches their kernel."""
         if conf in self.pending:
             return self.pending.pop(conf)
-        partners = [o for o in self.specs if o.name != conf.kernel and conf._replace(kernel=o.name) not in self.done
-                    and conf._replace(kernel=o.name) not in self.pending]
+        partners = [
+            o
+            for o in self.specs
+            if o.name != conf.kernel
+            and conf._replace(kernel=o.name) not in self.done
+            and conf._replace(kernel=o.name) not in self.pending
+        ]
         with contextlib.ExitStack() as stack:
             wls = {conf.kernel: wl}
             mine = self.current_sets
@@ -429,16 +495,23 @@ class SweepRun:
                 if shared is not None:  # one pool of buffers: both kernels see the same placement
                     args_o = shared
                 else:
-                    sets_o = stack.enter_context(sets_for(self.dev, o, n_o, self.plans[(o.name, conf.size, conf.rotating)].count))
+                    sets_o = stack.enter_context(
+                        sets_for(self.dev, o, n_o, self.plans[(o.name, conf.size, conf.rotating)].count)
+                    )
                     args_o = sets_o.args
                 timer_o = InKernelTimer(self.dev, args_o, self.spec.chunk) if conf.timer.timed_kernel else None
                 if timer_o is not None:
                     stack.callback(timer_o.free)
                 wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, args_o, timer=timer_o)
-            self.channel.meta(MeasuredInfo.entry_pool(conf.size, len(wls) > 1 and all(
-                shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners)))
-            got = interleaved_launches(wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing,
-                                       rng=self.rng)
+            self.channel.meta(
+                MeasuredInfo.entry_pool(
+                    conf.size,
+                    len(wls) > 1 and all(shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners),
+                )
+            )
+            got = interleaved_launches(
+                wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing, rng=self.rng
+            )
         for o in partners:
             self.pending[conf._replace(kernel=o.name)] = got.raws[o.name]
         return got.raws[conf.kernel]
@@ -450,7 +523,9 @@ class SweepRun:
             for timer_name, got in parts.items():
                 self.where[1] = f"size={t.size} rotating=1 flush={COLD_REFERENCE} timer={timer_name}"
                 self.channel.started(self.where)
-                timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if Timer.of(timer_name).timed_kernel else None
+                timer = (
+                    InKernelTimer(self.dev, sets.args, self.spec.chunk) if Timer.of(timer_name).timed_kernel else None
+                )
                 try:
                     wl = Workload(self.dev, t.kernels[timer_name], t.grid, t.block, sets.args, timer=timer)
                     raw = time_cold_reference(wl, self.flushers[REFERENCE.name], samples, self.timing)  # type: ignore[arg-type]
@@ -462,7 +537,9 @@ class SweepRun:
                 if got:
                     raw.chunk = raw.chunk + int(got[-1].chunk.max()) + 1
                 got.append(raw)
-                self.refs[(t.kspec.name, t.size, timer_name)] = self.statistics(_concat(got), f"{t.kspec.name} {t.size} cold", [])[0]
+                self.refs[(t.kspec.name, t.size, timer_name)] = self.statistics(
+                    _concat(got), f"{t.kspec.name} {t.size} cold", []
+                )[0]
 
     def emit_references(self, t: _Target, parts: dict[str, list[RawTimes]], rows: list[ConfigurationResult]) -> None:
         """The reference's result of each timer, then every bias of the group against the whole reference."""
@@ -482,7 +559,9 @@ class SweepRun:
             for r in rows:
                 if r.configuration.timer == timer_name:
                     r = dataclasses.replace(r, bias=Bias.of(self.kept[r.configuration].measurement, m))
-                    biased.append(dataclasses.replace(r, warning=with_flags(r.warning, reference_flag(r.columns(), self.dev))))
+                    biased.append(
+                        dataclasses.replace(r, warning=with_flags(r.warning, reference_flag(r.columns(), self.dev)))
+                    )
             for r in biased:
                 self.kept[r.configuration] = r
             self.channel.update([Rebiased.of(r) for r in biased])
@@ -497,7 +576,9 @@ class SweepRun:
         """The configuration's ``Measurement`` (throttled samples left out with ``drop_throttled``,
         the notes saying so) and which samples were throttled."""
         spec, max_mhz = self.spec, self.telemetry.max_clock_mhz
-        throttled = raw.clock_mhz < self.throttle_mhz if not math.isnan(self.throttle_mhz) else np.zeros(len(raw.time_s), bool)
+        throttled = (
+            raw.clock_mhz < self.throttle_mhz if not math.isnan(self.throttle_mhz) else np.zeros(len(raw.time_s), bool)
+        )
         keep = ~throttled if spec.drop_throttled else np.ones(len(raw.time_s), bool)
         notes = list(notes)
         if throttled.any():
@@ -506,25 +587,49 @@ class SweepRun:
                 notes.append(f"{below} and are left out of the statistics")
             else:
                 keep = np.ones(len(raw.time_s), bool)
-                notes.append(f"{below} (kept: {'every sample was throttled' if spec.drop_throttled else 'drop_throttled=False'})")
+                notes.append(
+                    f"{below} (kept: {'every sample was throttled' if spec.drop_throttled else 'drop_throttled=False'})"
+                )
         if is_timeout(raw.stop_reason) and raw.stop_reason not in notes:  # the timing's own note says it already
             notes.append(f"stopped by its {raw.stop_reason.split(' reached', 1)[0]} before convergence")
         return Measurement(raw.time_s[keep], label=what, notes=notes, chunks=raw.chunk[keep]), throttled
 
-    def result(self, conf: Configuration, plan: Rotation, raw: RawTimes, m: Measurement, throttled: np.ndarray,
-               ref: Measurement | None) -> ConfigurationResult:
+    def result(
+        self,
+        conf: Configuration,
+        plan: Rotation,
+        raw: RawTimes,
+        m: Measurement,
+        throttled: np.ndarray,
+        ref: Measurement | None,
+    ) -> ConfigurationResult:
         """A configuration's result (``bench.outcome``): its raw samples and the throttled ones, its
         statistics, the bias against ``ref``, how its sampling ended; ``plan``: the sets it used under
         which cap (the floor and the flags are the caller's)."""
         k = len(raw.time_s)
         dropped = throttled if m.n < k else np.zeros(k, bool)
         s = m.summary()
-        run = RunSummary(1, raw.stop_reason, bool(is_timeout(raw.stop_reason)), int(throttled.sum()),
-                         float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan,
-                         plan.footprint_bytes / m.median / 1e9 if m.median > 0 else math.nan, float(self.dev.peak_bandwidth_gbs))
-        return ConfigurationResult(conf, self.unit, self.identity, plan, Samples.of_raw(self.identity, conf, plan, raw, (throttled, dropped)),
-                                   m, Floor(), Bias.of(m, ref), (Statistics.of(s), run),
-                                   warning_with_modes(s["warning"], m, s["ci_low_s"], s["ci_high_s"]))
+        run = RunSummary(
+            1,
+            raw.stop_reason,
+            bool(is_timeout(raw.stop_reason)),
+            int(throttled.sum()),
+            float(np.nanmedian(raw.clock_mhz)) if np.isfinite(raw.clock_mhz).any() else math.nan,
+            plan.footprint_bytes / m.median / 1e9 if m.median > 0 else math.nan,
+            float(self.dev.peak_bandwidth_gbs),
+        )
+        return ConfigurationResult(
+            conf,
+            self.unit,
+            self.identity,
+            plan,
+            Samples.of_raw(self.identity, conf, plan, raw, (throttled, dropped)),
+            m,
+            Floor(),
+            Bias.of(m, ref),
+            (Statistics.of(s), run),
+            warning_with_modes(s["warning"], m, s["ci_low_s"], s["ci_high_s"]),
+        )
 
     def floor_of(self, flush: str) -> float | None:
         """The launch floor after ``flush`` in this process (``bench.floor``), timed once."""
@@ -546,14 +651,21 @@ def shared_pool(sets: Any, other: KernelSpec, n: int) -> list[Any] | None:
     from ..devices.base import pack_args
 
     mine = getattr(sets, "spec", None)
-    if mine is None or other.call is not None or getattr(mine, "call", None) is not None or not hasattr(sets, "buffers"):
+    if (
+        mine is None
+        or other.call is not None
+        or getattr(mine, "call", None) is not None
+        or not hasattr(sets, "buffers")
+    ):
         return None
     a, b = mine.buffers(), other.buffers()  # same roles and fills too: the same data, read and written alike
     if len(a) != len(b) or sets.n != n:
         return None
     env_a, scalars = mine.scalars(n), other.scalars(n)
-    if any(x.dtype != y.dtype or x.role != y.role or x.init != y.init or x.nbytes(n, env_a) != y.nbytes(n, scalars)
-           for x, y in zip(a, b)):
+    if any(
+        x.dtype != y.dtype or x.role != y.role or x.init != y.init or x.nbytes(n, env_a) != y.nbytes(n, scalars)
+        for x, y in zip(a, b)
+    ):
         return None
     return [pack_args(other.args, {**{y.name: bufs[x.name] for x, y in zip(a, b)}, **scalars}) for bufs in sets.buffers]
 

@@ -59,6 +59,7 @@ On the host device events are ``perf_counter_ns`` reads and launches are synchro
 same code then measures the call itself (the in-kernel timer there: CLOCK_MONOTONIC inside the C
 function, without the ctypes call).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -74,6 +75,7 @@ from ..devices.telemetry import Telemetry
 from ..errors import BenchmarkError, ConfigError
 from ..kernels.build import BUILDER
 from ..schema import Timer
+
 # timed launches per chunk, the untimed lead and trail around them, the warm-up: defaults that live in a
 # module importing nothing (SweepSpec's defaults, shown by `bench --help`), named here too
 from .defaults import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, WARMUP_S  # noqa: F401 - re-exported
@@ -165,8 +167,10 @@ class InKernelTimer:
         self.device = device
         self.chunk = chunk
         self.buf: DeviceBuffer = device.alloc(16 * (chunk + 1))
-        self.args = [[PackedArgs(list(a.values) + [ctypes.c_void_p(self.buf.ptr + 16 * j)]) for j in range(chunk + 1)]
-                     for a in arg_sets]
+        self.args = [
+            [PackedArgs(list(a.values) + [ctypes.c_void_p(self.buf.ptr + 16 * j)]) for j in range(chunk + 1)]
+            for a in arg_sets
+        ]
         self._init = np.tile(np.array([_U64_MAX, 0], dtype=np.uint64), chunk)
 
     def reset(self, k: int) -> None:
@@ -181,8 +185,10 @@ class InKernelTimer:
         start, end = got[0::2], got[1::2]
         if np.any(start == _U64_MAX) or np.any(end == 0):
             bad = int(np.flatnonzero((start == _U64_MAX) | (end == 0))[0])
-            raise BenchmarkError(f"in-kernel timer: the kernel did not write its timestamps at chunk position {bad} "
-                                 f"(is it the timed variant, built with -DHX_TIMED?)")
+            raise BenchmarkError(
+                f"in-kernel timer: the kernel did not write its timestamps at chunk position {bad} "
+                f"(is it the timed variant, built with -DHX_TIMED?)"
+            )
         return (end.astype(np.int64) - start.astype(np.int64)).astype(np.float64) * 1e-9
 
     def free(self) -> None:
@@ -287,8 +293,13 @@ class RawTimes:
         if len(raws) == 1 and not fields:
             return raws[0]
         arrays = {f: np.concatenate([getattr(r, f) for r in raws]) for f in SAMPLE_ARRAYS}
-        rest = dict(notes=[x for r in raws for x in r.notes], hold_timeouts=sum(r.hold_timeouts for r in raws),
-                    chunks=sum(r.chunks for r in raws), stop_reason=raws[-1].stop_reason, timer=raws[-1].timer)
+        rest = dict(
+            notes=[x for r in raws for x in r.notes],
+            hold_timeouts=sum(r.hold_timeouts for r in raws),
+            chunks=sum(r.chunks for r in raws),
+            stop_reason=raws[-1].stop_reason,
+            timer=raws[-1].timer,
+        )
         return RawTimes(**arrays, **{**rest, **fields})
 
 
@@ -316,7 +327,9 @@ class _EventPool:
 _EVENT_POOLS: "weakref.WeakKeyDictionary[Any, _EventPool]" = weakref.WeakKeyDictionary()
 
 
-def warm_up(workload: Workload, flusher: Flusher | None, min_seconds: float = WARMUP_S, max_launches: int = 10_000) -> None:
+def warm_up(
+    workload: Workload, flusher: Flusher | None, min_seconds: float = WARMUP_S, max_launches: int = 10_000
+) -> None:
     """Run every buffer set at least once (module load, first touch, clocks), then keep launching
     until ``min_seconds`` of wall time have passed."""
     dev = workload.device
@@ -384,8 +397,9 @@ class _ChunkSetup:
     trail: int = 0
 
 
-def _chunk(setup: _ChunkSetup, start_index: int, k: int, sets: Sequence[int] | None = None, lead: int = 0
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+def _chunk(
+    setup: _ChunkSetup, start_index: int, k: int, sets: Sequence[int] | None = None, lead: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """One chunk: [lead], then per sample its events, flush and launch, then the trail, behind a
     stream hold (``setup``). The setup is read into locals here, before any event is recorded."""
     import numpy as np
@@ -400,7 +414,9 @@ def _chunk(setup: _ChunkSetup, start_index: int, k: int, sets: Sequence[int] | N
     set_ids = np.array([(start_index + j) % nsets for j in range(k)] if sets is None else list(sets), dtype=np.int64)
     if workload.timer is not None:
         workload.timer.reset(k)
-    hold = dev.hold_stream(hold_timeout_s, kernels=BUILDER) if hold_timeout_s is not None else None  # a GPU builds its spin kernel
+    hold = (
+        dev.hold_stream(hold_timeout_s, kernels=BUILDER) if hold_timeout_s is not None else None
+    )  # a GPU builds its spin kernel
     try:
         before = int((int(set_ids[0]) - 1) % nsets) if k else 0
         for _ in range(lead):  # untimed: what every timed launch of the chunk follows, the first too
@@ -410,7 +426,7 @@ def _chunk(setup: _ChunkSetup, start_index: int, k: int, sets: Sequence[int] | N
         dev.record(base)
         last = int(set_ids[-1]) if k else 0
         for j in range(k + trail):  # the trailing ones: the same pattern, untimed, on the set just used
-            e = evs[1 + per * j: 1 + per * (j + 1)]
+            e = evs[1 + per * j : 1 + per * (j + 1)]
             if flusher is not None:
                 dev.record(e[0])
                 flusher.enqueue()
@@ -429,7 +445,7 @@ def _chunk(setup: _ChunkSetup, start_index: int, k: int, sets: Sequence[int] | N
     gaps = np.empty(k)
     prev_end_t = 0.0
     for j in range(k):
-        e = evs[1 + per * j: 1 + per * (j + 1)]
+        e = evs[1 + per * j : 1 + per * (j + 1)]
         start_t = dev.elapsed_s(base, e[-2])
         end_t = dev.elapsed_s(base, e[-1])
         times[j] = dev.elapsed_s(e[-2], e[-1])
@@ -455,8 +471,9 @@ def _chunk(setup: _ChunkSetup, start_index: int, k: int, sets: Sequence[int] | N
     return times, flush, gaps, set_ids, timed_out
 
 
-def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, options: TimingOptions | None = None,
-                  **overrides: Any) -> RawTimes:
+def time_launches(
+    workload: Workload, flusher: Flusher | None, rule: StopRule, options: TimingOptions | None = None, **overrides: Any
+) -> RawTimes:
     """Time launches of ``workload`` rotating over its buffer sets, each after ``flusher`` (if any).
 
     ``flush_end_event=False`` (default) enqueues flush, start event, kernel back to back, like
@@ -499,28 +516,50 @@ def time_launches(workload: Workload, flusher: Flusher | None, rule: StopRule, o
         hook.after_run(len(parts), launched)
     notes: list[str] = []
     if timeouts:
-        notes.append(f"stream hold timed out in {timeouts} chunk(s): those samples were discarded and measured again "
-                     f"with fewer launches per hold")
+        notes.append(
+            f"stream hold timed out in {timeouts} chunk(s): those samples were discarded and measured again "
+            f"with fewer launches per hold"
+        )
     if why and not why.startswith(("fixed iteration count", "converged")):
         notes.append(why)
     cat = lambda i, dt=None: np.concatenate([p[i] for p in parts]) if parts else np.empty(0, dtype=dt)  # noqa: E731
     return RawTimes(
-        time_s=cat(0), flush_s=cat(1), gap_s=cat(2), buffer_set=cat(3, np.int64), chunk=cat(4, np.int64),
-        position=cat(5, np.int64), clock_mhz=cat(6), temp_c=cat(7), power_w=cat(8), lead=cat(9, np.int64),
-        host_load=cat(10), host_busy=cat(11), host_steal=cat(12),
-        notes=notes, hold_timeouts=timeouts, chunks=len(parts), stop_reason=why,
+        time_s=cat(0),
+        flush_s=cat(1),
+        gap_s=cat(2),
+        buffer_set=cat(3, np.int64),
+        chunk=cat(4, np.int64),
+        position=cat(5, np.int64),
+        clock_mhz=cat(6),
+        temp_c=cat(7),
+        power_w=cat(8),
+        lead=cat(9, np.int64),
+        host_load=cat(10),
+        host_busy=cat(11),
+        host_steal=cat(12),
+        notes=notes,
+        hold_timeouts=timeouts,
+        chunks=len(parts),
+        stop_reason=why,
         timer=Timer.IN_KERNEL if workload.timer is not None else Timer.EVENTS,
     )
 
 
-def _chunks(workload: Workload, flusher: Flusher | None, rule: StopRule, opts: TimingOptions
-            ) -> tuple[list[tuple[np.ndarray, ...]], int, str]:
+def _chunks(
+    workload: Workload, flusher: Flusher | None, rule: StopRule, opts: TimingOptions
+) -> tuple[list[tuple[np.ndarray, ...]], int, str]:
     """``time_launches``' chunks until ``rule`` stops: (per chunk its arrays, holds that timed out, why it stopped)."""
     import numpy as np
 
     tracker = rule.tracker()
-    setup = _ChunkSetup(workload, flusher, _EventPool.of(workload.device), opts.hold_timeout_s if opts.hold else None,
-                        flush_end_event=opts.flush_end_event, trail=opts.trail)
+    setup = _ChunkSetup(
+        workload,
+        flusher,
+        _EventPool.of(workload.device),
+        opts.hold_timeout_s if opts.hold else None,
+        flush_end_event=opts.flush_end_event,
+        trail=opts.trail,
+    )
     parts: list[tuple[np.ndarray, ...]] = []
     timeouts = failures = taken = chunk_no = 0
     size = int(opts.chunk)
@@ -543,20 +582,35 @@ def _chunks(workload: Workload, flusher: Flusher | None, rule: StopRule, opts: T
             if failures >= MAX_HOLD_FAILURES:
                 raise BenchmarkError(
                     f"the stream hold timed out {failures} times in a row (last with {k} launch(es) in {opts.hold_timeout_s:g} s): "
-                    f"the host cannot enqueue a chunk before the blocking kernel gives up; nothing was kept")
+                    f"the host cannot enqueue a chunk before the blocking kernel gives up; nothing was kept"
+                )
             size = max(1, k // 2)
             continue
         failures = 0
         reading = opts.telemetry.read() if opts.telemetry is not None else None
-        per_chunk = [np.full(k, getattr(reading, name, math.nan) if reading else math.nan) for name in PER_CHUNK_READINGS]
-        parts.append((t, f, g, s, np.full(k, chunk_no, dtype=np.int64), np.arange(k, dtype=np.int64), *per_chunk[:3],
-                      np.full(k, n_lead, dtype=np.int64), *per_chunk[3:]))
+        per_chunk = [
+            np.full(k, getattr(reading, name, math.nan) if reading else math.nan) for name in PER_CHUNK_READINGS
+        ]
+        parts.append(
+            (
+                t,
+                f,
+                g,
+                s,
+                np.full(k, chunk_no, dtype=np.int64),
+                np.arange(k, dtype=np.int64),
+                *per_chunk[:3],
+                np.full(k, n_lead, dtype=np.int64),
+                *per_chunk[3:],
+            )
+        )
         chunk_no += 1
         taken += k
 
 
-def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int, options: TimingOptions | None = None,
-                        **overrides: Any) -> RawTimes:
+def time_cold_reference(
+    workload: Workload, read_flusher: Flusher, samples: int, options: TimingOptions | None = None, **overrides: Any
+) -> RawTimes:
     """Single launches on one buffer set, each after its own l2-read flush: the cold reference
     every other configuration reports its bias against.
 
@@ -569,6 +623,7 @@ def time_cold_reference(workload: Workload, read_flusher: Flusher, samples: int,
         raise ConfigError(f"the cold reference uses an {REFERENCE} flush, got {str(read_flusher.mode)!r}")
     if samples < 1:
         raise ConfigError(f"cold reference needs at least 1 sample, got {samples}")
-    single = Workload(workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1],
-                      timer=workload.timer)
+    single = Workload(
+        workload.device, workload.kernel, workload.grid, workload.block, workload.arg_sets[:1], timer=workload.timer
+    )
     return time_launches(single, read_flusher, StopRule(iterations=samples), timing_options(options, overrides))

@@ -26,6 +26,7 @@ line starting ``untrusted timing:`` to the row's ``warning`` (which the report's
 
 What none of them catches is said in docs/guide/harness.md ("Hostile kernels").
 """
+
 from __future__ import annotations
 
 import math
@@ -131,8 +132,12 @@ class L2Guard:
         what = "; ".join(self.found)
         self.found = []
         done = "cleared before every chunk" if self.clear else "not cleared (HIPEXPLORE_L2_RESET=0)"
-        return [flag(f"persisting L2 was set during the timed launches ({what}): lines marked persisting survive "
-                     f"the flush, so the inputs may not have come from memory; {done}")]
+        return [
+            flag(
+                f"persisting L2 was set during the timed launches ({what}): lines marked persisting survive "
+                f"the flush, so the inputs may not have come from memory; {done}"
+            )
+        ]
 
 
 def guard_for(device: Device) -> L2Guard | None:
@@ -177,8 +182,10 @@ def host_bandwidth(measure: bool = True) -> tuple[float, str]:
         best = min(best, time.perf_counter() - t0)
     cpus = os.cpu_count() or 1
     one = 2 * n / best / 1e9
-    _HOST_BW["measured"] = (one * cpus * HOST_MARGIN,
-                            f"measured: one thread copied {one:.1f} GB/s, times {cpus} CPUs, times {HOST_MARGIN}")
+    _HOST_BW["measured"] = (
+        one * cpus * HOST_MARGIN,
+        f"measured: one thread copied {one:.1f} GB/s, times {cpus} CPUs, times {HOST_MARGIN}",
+    )
     return _HOST_BW["measured"]
 
 
@@ -214,9 +221,17 @@ def floor_flags(row: Mapping[str, Any], inputs: int, bandwidth: tuple[float, str
     callable's author declared (``bytes_per_launch``: its buffers are opaque to the harness), named so."""
     out = []
     median, floor_s = float(row.get("median_s", math.nan)), float(row.get("floor_s", math.nan))
-    if Timer.of_cell(row.get("timer")).launch_floor and math.isfinite(floor_s) and median < LAUNCH_FLOOR_FRACTION * floor_s:
-        out.append(flag(f"below the launch floor: median {_us(median)}, while an empty kernel's launch takes "
-                        f"{_us(floor_s)}: the work did not run on the timed stream"))
+    if (
+        Timer.of_cell(row.get("timer")).launch_floor
+        and math.isfinite(floor_s)
+        and median < LAUNCH_FLOOR_FRACTION * floor_s
+    ):
+        out.append(
+            flag(
+                f"below the launch floor: median {_us(median)}, while an empty kernel's launch takes "
+                f"{_us(floor_s)}: the work did not run on the timed stream"
+            )
+        )
     why = asks_cold(row)
     gbs, source = bandwidth
     if not why or inputs <= 0 or not (gbs > 0 and math.isfinite(gbs)):
@@ -231,10 +246,17 @@ def floor_flags(row: Mapping[str, Any], inputs: int, bandwidth: tuple[float, str
         net = value - base
         if math.isfinite(net) and net < (DECLARED_FLOOR_MARGIN if declared else FLOOR_MARGIN) * least:
             net_of = " net of the launch floor" if base else ""
-            moving = (f"moving the {format_bytes(inputs)} a launch declares (bytes_per_launch)" if declared
-                      else f"reading its {format_bytes(inputs)} of inputs")
-            out.append(flag(f"below the physical floor: {label} {_us(net)}{net_of}, but {moving} from memory at the peak "
-                            f"{gbs:,.0f} GB/s ({source}) takes at least {_us(least)}, and it was asked cold ({why})"))
+            moving = (
+                f"moving the {format_bytes(inputs)} a launch declares (bytes_per_launch)"
+                if declared
+                else f"reading its {format_bytes(inputs)} of inputs"
+            )
+            out.append(
+                flag(
+                    f"below the physical floor: {label} {_us(net)}{net_of}, but {moving} from memory at the peak "
+                    f"{gbs:,.0f} GB/s ({source}) takes at least {_us(least)}, and it was asked cold ({why})"
+                )
+            )
             break
     return out
 
@@ -248,7 +270,9 @@ def row_floor_flags(row: Mapping[str, Any], kspec: Any, n: int, device: Device) 
     from .counters.record import input_bytes
 
     declared = kspec.call is not None
-    inputs = input_bytes(kspec, n) if not declared else (kspec.footprint(n) if kspec.bytes_per_launch is not None else 0)
+    inputs = (
+        input_bytes(kspec, n) if not declared else (kspec.footprint(n) if kspec.bytes_per_launch is not None else 0)
+    )
     bandwidth = floor_bandwidth(device) if inputs and asks_cold(row) else (math.nan, "")
     return floor_flags(row, inputs, bandwidth, declared=declared)
 
@@ -264,10 +288,32 @@ def reference_flag(row: Mapping[str, Any], device: Device | None = None) -> list
     if not why or Configuration.marks_reference(row) or not (math.isfinite(hi) and hi < -REFERENCE_MARGIN):
         return []
     b, lo = float(row.get("bias", math.nan)), float(row.get("bias_ci_low", math.nan))
-    return [flag(f"faster than its cold reference: {100 * b:+.1f}% [{100 * lo:+.1f}%, {100 * hi:+.1f}%] against the same "
-                 f"kernel after an l2-read flush, though asked cold ({why}): its inputs did not all come from memory")]
+    return [
+        flag(
+            f"faster than its cold reference: {100 * b:+.1f}% [{100 * lo:+.1f}%, {100 * hi:+.1f}%] against the same "
+            f"kernel after an l2-read flush, though asked cold ({why}): its inputs did not all come from memory"
+        )
+    ]
 
 
-__all__ = ["FLAG", "StatefulKernel", "FLOOR_MARGIN", "HOST_MARGIN", "FLOOR_RESOLVABLE_S", "L2Guard", "LAUNCH_FLOOR_FRACTION", "REFERENCE_MARGIN",
-           "asks_cold", "flag", "flags_of", "floor_bandwidth", "floor_flags", "guard_for", "host_bandwidth", "is_flagged",
-           "reference_flag", "row_floor_flags", "with_flags"]
+__all__ = [
+    "FLAG",
+    "StatefulKernel",
+    "FLOOR_MARGIN",
+    "HOST_MARGIN",
+    "FLOOR_RESOLVABLE_S",
+    "L2Guard",
+    "LAUNCH_FLOOR_FRACTION",
+    "REFERENCE_MARGIN",
+    "asks_cold",
+    "flag",
+    "flags_of",
+    "floor_bandwidth",
+    "floor_flags",
+    "guard_for",
+    "host_bandwidth",
+    "is_flagged",
+    "reference_flag",
+    "row_floor_flags",
+    "with_flags",
+]

@@ -33,6 +33,7 @@ half-width ``compare`` reports for the pair with the first kernel, ``pair_half_w
 extras take at most ``resolution_budget`` times the planned units' time; the metadata's
 ``units.resolution_outcome`` says whether it was reached, or what stopped it and where it was not.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -86,8 +87,15 @@ def max_sets(spec: SweepSpec, device: Any) -> int:
         for size in spec.sizes:
             n = k.elements(size)
             for r in spec.rotating:
-                p = rot.plan(r, footprint_bytes=k.footprint(n), set_bytes=k.set_bytes(n), llc_bytes=device.llc_bytes,
-                             free_bytes=free, mem_fraction=spec.mem_fraction, size_bytes=size)
+                p = rot.plan(
+                    r,
+                    footprint_bytes=k.footprint(n),
+                    set_bytes=k.set_bytes(n),
+                    llc_bytes=device.llc_bytes,
+                    free_bytes=free,
+                    mem_fraction=spec.mem_fraction,
+                    size_bytes=size,
+                )
                 most = max(most, p.count)
     return most
 
@@ -107,11 +115,13 @@ def unit_rule(rule: StopRule, units: int, k: int) -> StopRule:
     # limit is widened by sqrt(units) too, and it reads the noise units times as often (it needs 8
     # readings). Unscaled, each unit took as many samples as a whole one-unit sweep: 2.9x the wall
     # time of the one-unit default on the host, where this is the stop that binds.
-    return dataclasses.replace(ps.pass_rule(rule, units),
-                               target_ci=rule.target_ci * widen if rule.target_ci is not None else None,
-                               target_cv=rule.target_cv * widen if rule.target_cv is not None else None,
-                               stable_noise=rule.stable_noise * widen,
-                               noise_every=max(1, round(rule.noise_every / units)))
+    return dataclasses.replace(
+        ps.pass_rule(rule, units),
+        target_ci=rule.target_ci * widen if rule.target_ci is not None else None,
+        target_cv=rule.target_cv * widen if rule.target_cv is not None else None,
+        stable_noise=rule.stable_noise * widen,
+        noise_every=max(1, round(rule.noise_every / units)),
+    )
 
 
 def shares(spec: SweepSpec, lo: int, hi: int) -> int:
@@ -127,8 +137,12 @@ def shares(spec: SweepSpec, lo: int, hi: int) -> int:
 def unit_spec(spec: SweepSpec, units: int, k: int, share: int | None = None) -> SweepSpec:
     """The spec unit ``k`` of ``units`` planned measures: its share of the samples (one of ``share``,
     default ``units``: ``shares``) and of the cold reference (one of the planned units: extras take none)."""
-    return dataclasses.replace(spec, units=1, stop=unit_rule(spec.stop, share or units, k),
-                               reference_samples=max(1, math.ceil(spec.reference_samples / units)))
+    return dataclasses.replace(
+        spec,
+        units=1,
+        stop=unit_rule(spec.stop, share or units, k),
+        reference_samples=max(1, math.ceil(spec.reference_samples / units)),
+    )
 
 
 def _t_half(logs: np.ndarray) -> float:
@@ -150,11 +164,13 @@ def half_widths(samples: Any, spec: SweepSpec, one_process: bool = False) -> dic
         return out
     kept = samples[~samples["dropped"].to_numpy(bool)] if "dropped" in samples.columns else samples
     kept = kept[~Configuration.marks_reference(kept)]
-    groups = {Configuration.of_key(k): g
-              for k, g in kept.groupby(list(Configuration.COLUMNS), sort=False)}
+    groups = {Configuration.of_key(k): g for k, g in kept.groupby(list(Configuration.COLUMNS), sort=False)}
     first = spec.specs()[0].name
-    paired = {c: (_measurement(g), _measurement(groups[c._replace(kernel=first)])) for c, g in groups.items()
-              if spec.resolution and spec.interleave and c.kernel != first and c._replace(kernel=first) in groups}
+    paired = {
+        c: (_measurement(g), _measurement(groups[c._replace(kernel=first)]))
+        for c, g in groups.items()
+        if spec.resolution and spec.interleave and c.kernel != first and c._replace(kernel=first) in groups
+    }
     pooled = pooled_spreads(paired, lambda c: c._replace(flush=""))  # as ``compare`` pools (levels.pooled_spreads)
     for c, g in groups.items():
         if c in paired:
@@ -168,7 +184,9 @@ def half_widths(samples: Any, spec: SweepSpec, one_process: bool = False) -> dic
 
 
 def _measurement(g: Any) -> Measurement:
-    return Measurement(g["time_s"].to_numpy(float), chunks=g["chunk"].to_numpy(), groups=g["pass_index"].to_numpy(np.int64))
+    return Measurement(
+        g["time_s"].to_numpy(float), chunks=g["chunk"].to_numpy(), groups=g["pass_index"].to_numpy(np.int64)
+    )
 
 
 def pair_half_width(new: Any, base: Any, one_process: bool = False, pooled: Any = None) -> float:
@@ -236,8 +254,15 @@ class UnitPlan:
 
     kind = TIMED
 
-    def __init__(self, spec: SweepSpec, planned_units: tuple[int, int], had: dict[Configuration, set[int]] | None = None,
-                 previous: list[Any] | None = None, group: int = 0, one_process: bool = False) -> None:
+    def __init__(
+        self,
+        spec: SweepSpec,
+        planned_units: tuple[int, int],
+        had: dict[Configuration, set[int]] | None = None,
+        previous: list[Any] | None = None,
+        group: int = 0,
+        one_process: bool = False,
+    ) -> None:
         self.spec, self.group = spec, group
         self.one_process = one_process  # the units share this process: half-widths as its verdicts read them
         self.lo, self.hi = planned_units
@@ -271,9 +296,15 @@ class UnitPlan:
         todo = wide(units_frame(self.frames), self.spec, self.one_process) & self.fresh
         cost = self.spent["planned"] / self.measured * len(todo)  # a unit of just these configurations
         budget = self.spec.resolution_budget if self.spec.resolution else EXTRA_BUDGET
-        self.ended = ("reached" if not todo else f"the most units ({self.hi})" if k >= self.hi else
-                      f"the budget ({budget:g}x the planned units' time)"
-                      if self.spent["planned"] + self.spent["extra"] + cost > self.spent["planned"] * (1 + budget) else "")
+        self.ended = (
+            "reached"
+            if not todo
+            else f"the most units ({self.hi})"
+            if k >= self.hi
+            else f"the budget ({budget:g}x the planned units' time)"
+            if self.spent["planned"] + self.spent["extra"] + cost > self.spent["planned"] * (1 + budget)
+            else ""
+        )
         if self.ended:
             return None
         done = frozenset(c for c in self.configs if c not in todo)  # references too: taken by the planned units
@@ -310,7 +341,9 @@ def units_frame(frames: list[Any]) -> Any:
     if not by_unit:
         return pd.concat(frames, ignore_index=True)
     empty = frames[0].iloc[:0]
-    return ps.stack([pd.concat(by_unit[k], ignore_index=True) if k in by_unit else empty for k in range(max(by_unit) + 1)])
+    return ps.stack(
+        [pd.concat(by_unit[k], ignore_index=True) if k in by_unit else empty for k in range(max(by_unit) + 1)]
+    )
 
 
 def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) -> dict[str, str]:
@@ -325,9 +358,12 @@ def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) ->
     for plan in plans:
         frames = [f for f in plan.frames if len(f)]
         halves = half_widths(units_frame(frames), spec, plan.one_process) if frames else {}
-        measured = {c for f in frames for c in Configuration.of_frame(f.drop_duplicates([k for k in Configuration.COLUMNS
-                                                                              if k in f.columns]))
-                    if not c.is_reference}
+        measured = {
+            c
+            for f in frames
+            for c in Configuration.of_frame(f.drop_duplicates([k for k in Configuration.COLUMNS if k in f.columns]))
+            if not c.is_reference
+        }
         for c in sorted(measured | set(halves)):
             if c.kernel == base:
                 continue  # the base kernel's own spread: its pairs' ratios are what a verdict uses
@@ -338,21 +374,38 @@ def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) ->
             widest = max(widest, h)
             if h > want:
                 wider.append(f"{c.kernel} {c.size} r={c.rotating} {c.flush} {c.timer}: ±{h:.2%}")
-    why = "; ".join(sorted({p.ended for p in plans if p.ended and p.ended != "reached"})) or \
-        ("the sweep was stopped" if stopped else "no extra unit ran")
+    why = "; ".join(sorted({p.ended for p in plans if p.ended and p.ended != "reached"})) or (
+        "the sweep was stopped" if stopped else "no extra unit ran"
+    )
     if not wider and not unjudged:
         text = f"reached: every configuration's 95% half-width (what compare reads) is within ±{want:.2%} (widest ±{widest:.2%})"
     else:
-        parts = ([f"{len(wider)} configuration(s) still wider than ±{want:.2%}: {', '.join(wider[:6])}"
-                  f"{' ...' if len(wider) > 6 else ''}"] if wider else []) + \
-                ([f"{len(unjudged)} configuration(s) with fewer than 2 units (no half-width yet): {', '.join(unjudged[:6])}"
-                  f"{' ...' if len(unjudged) > 6 else ''}"] if unjudged else [])
+        parts = (
+            [
+                f"{len(wider)} configuration(s) still wider than ±{want:.2%}: {', '.join(wider[:6])}"
+                f"{' ...' if len(wider) > 6 else ''}"
+            ]
+            if wider
+            else []
+        ) + (
+            [
+                f"{len(unjudged)} configuration(s) with fewer than 2 units (no half-width yet): {', '.join(unjudged[:6])}"
+                f"{' ...' if len(unjudged) > 6 else ''}"
+            ]
+            if unjudged
+            else []
+        )
         text = f"not reached: stopped by {why}; " + "; ".join(parts)
     return ResolutionInfo(want, text).entries()
 
 
-def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, set], Any],
-            all_done: set[Configuration], clock: Callable[[], float] = time.perf_counter) -> list[Any]:
+def measure(
+    spec: SweepSpec,
+    device: Any,
+    run_unit: Callable[[SweepSpec, int, set], Any],
+    all_done: set[Configuration],
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[Any]:
     """The units of ``spec`` in this process: ``run_unit(unit_spec, k, done)`` for each (it returns a
     ``SweepResult``), as ``UnitPlan`` orders them (``all_done``: configurations already complete)."""
     lo, hi = planned(spec, device)
@@ -365,8 +418,25 @@ def measure(spec: SweepSpec, device: Any, run_unit: Callable[[SweepSpec, int, se
     return results
 
 
-__all__ = ["COUNTING", "EXTRA_BUDGET", "TIMED", "UnitJob", "UnitPlan", "UnitRun", "WIDE_FACTOR", "half_widths",
-           "max_sets", "measure", "planned", "resolution_entries", "shares", "target", "unit_rule", "unit_spec", "wide"]
+__all__ = [
+    "COUNTING",
+    "EXTRA_BUDGET",
+    "TIMED",
+    "UnitJob",
+    "UnitPlan",
+    "UnitRun",
+    "WIDE_FACTOR",
+    "half_widths",
+    "max_sets",
+    "measure",
+    "planned",
+    "resolution_entries",
+    "shares",
+    "target",
+    "unit_rule",
+    "unit_spec",
+    "wide",
+]
 
 
 @dataclass

@@ -28,6 +28,7 @@ configurations a unit may report, when ``done`` is believed) is ``bench.guard``'
 module only turns bytes into typed messages (``Start`` ... ``Failed``) and back (``encode``,
 ``FrameReader``, ``FrameWriter``, ``decode_all``).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,18 @@ from typing import Any, Mapping, Sequence
 from ..errors import BenchmarkError, ConfigError
 from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, Configuration, Timer
 from ..untrusted import check_name, escaped, load_json, shown
-from .outcome import SUMMARIES, Bias, ConfigurationResult, CounterSummary, Floor, Identity, Part, Rebiased, Rotation, Samples
+from .outcome import (
+    SUMMARIES,
+    Bias,
+    ConfigurationResult,
+    CounterSummary,
+    Floor,
+    Identity,
+    Part,
+    Rebiased,
+    Rotation,
+    Samples,
+)
 
 MAGIC = b"HXw1"
 #: magic, header bytes (u32), body bytes (u64), little-endian
@@ -60,7 +72,17 @@ MAX_ITEMS = 4096
 
 TEXT, INT, FLOAT, BOOL = "text", "<i8", "<f8", "|b1"
 _ITEMSIZE = {INT: 8, FLOAT: 8, BOOL: 1}
-_INTS = ("size_bytes", "footprint_bytes", "rotating", "iteration", "pass_index", "chunk", "position", "lead", "buffer_set")
+_INTS = (
+    "size_bytes",
+    "footprint_bytes",
+    "rotating",
+    "iteration",
+    "pass_index",
+    "chunk",
+    "position",
+    "lead",
+    "buffer_set",
+)
 #: the configuration key's columns are text but for its size (``size_bytes``, above)
 _TEXTS = ("run_id", "device", "device_name", *(c for c in Configuration.COLUMNS if c != "size_bytes"), *CLUSTER_COLUMNS)
 _BOOLS = ("throttled", "dropped")
@@ -70,8 +92,10 @@ UNTYPED = "untyped"
 
 
 def _types(columns: Sequence[str]) -> dict[str, str]:
-    return {c: TEXT if c in _TEXTS else INT if c in _INTS else BOOL if c in _BOOLS else FLOAT if c in _FLOATS else UNTYPED
-            for c in columns}
+    return {
+        c: TEXT if c in _TEXTS else INT if c in _INTS else BOOL if c in _BOOLS else FLOAT if c in _FLOATS else UNTYPED
+        for c in columns
+    }
 
 
 #: the declared type of every column of a sample frame (a unit's, and a cluster unit's); a summary's
@@ -88,6 +112,7 @@ class WireError(BenchmarkError):
 @dataclass(frozen=True)
 class Start:
     """The unit began (kernel, configuration) — what a fault will name."""
+
     kernel: str
     configuration: str
 
@@ -105,12 +130,14 @@ class Meta:
 @dataclass(frozen=True)
 class Add:
     """A finished configuration: its result (``bench.outcome.ConfigurationResult``)."""
+
     result: ConfigurationResult
 
 
 @dataclass(frozen=True)
 class Update:
     """Results sent before, filled in again (their biases, once the reference is whole)."""
+
     rebiased: list[Rebiased]
 
 
@@ -119,6 +146,7 @@ class Counted:
     """A counting unit's manifest entry of one configuration (``bench.counters``), and where the
     worker counted it itself, its summary: ``schema.COUNTER_COLUMNS`` as data (the parent makes the
     ``CounterSummary``)."""
+
     entry: dict[str, Any]
     summary: dict[str, Any] | None = None
 
@@ -139,6 +167,7 @@ class Done:
 class Failed:
     """An exception in the worker, as data: its type's name, its message and what the project's
     own error types carry (a ``KernelFault``'s kernel, configuration and status; a compile log)."""
+
     type: str
     message: str
     kernel: str = ""
@@ -150,6 +179,7 @@ class Failed:
 @dataclass(frozen=True)
 class UnitEnd:
     """A cluster unit's last word (``bench.dask_executor``): where it ran and how long it took."""
+
     worker: str
     host: str
     gpu: str
@@ -165,7 +195,7 @@ def clean(value: Any, limit: int = MAX_TEXT, lines: bool = False) -> str:
     """``value`` as text a reader takes: control characters escaped (newlines and tabs kept with
     ``lines``), cut to ``limit``. The writer's side of ``_text``."""
     text = escaped(str(value), keep="\n\t" if lines else "")
-    return text if len(text) <= limit else text[:limit - 48] + f"... ({len(text)} characters)"
+    return text if len(text) <= limit else text[: limit - 48] + f"... ({len(text)} characters)"
 
 
 def _text(value: Any, what: str, limit: int = MAX_TEXT, *, lines: bool = False, empty: bool = True) -> str:
@@ -206,8 +236,10 @@ def _obj(value: Any, what: str, keys: Sequence[str], optional: Sequence[str] = (
     missing = [k for k in keys if k not in value]
     extra = [k for k in value if k not in keys and k not in optional]
     if missing or extra:
-        raise WireError(f"{what} has keys {shown(sorted(map(str, value)), 200)}; expected {list(keys)}"
-                        + (f" (optional {list(optional)})" if optional else ""))
+        raise WireError(
+            f"{what} has keys {shown(sorted(map(str, value)), 200)}; expected {list(keys)}"
+            + (f" (optional {list(optional)})" if optional else "")
+        )
     return value
 
 
@@ -238,12 +270,17 @@ def _encode_table(columns: Samples, types: Mapping[str, str]) -> tuple[dict[str,
             text[c] = values[0] if n and all(v == values[0] for v in values) else values
         else:
             arrays.append([c, t])
-            body.append(np.ascontiguousarray(np.asarray(col, dtype=np.dtype(t).newbyteorder("<") if t != BOOL else bool)).tobytes())
+            body.append(
+                np.ascontiguousarray(
+                    np.asarray(col, dtype=np.dtype(t).newbyteorder("<") if t != BOOL else bool)
+                ).tobytes()
+            )
     return {"rows": n, "text": text, "arrays": arrays}, body
 
 
-def _decode_table(desc: Any, body: memoryview, offset: int, types: Mapping[str, str], what: str,
-                  max_rows: int) -> tuple[dict[str, Any], int, int]:
+def _decode_table(
+    desc: Any, body: memoryview, offset: int, types: Mapping[str, str], what: str, max_rows: int
+) -> tuple[dict[str, Any], int, int]:
     """(columns, rows, new offset) of a table ``_encode_table`` described, checked against ``types``."""
     import numpy as np
 
@@ -281,8 +318,12 @@ def _decode_table(desc: Any, body: memoryview, offset: int, types: Mapping[str, 
 def _samples_of(columns: dict[str, Any], types: Mapping[str, str]) -> Samples:
     import numpy as np
 
-    return Samples({c: np.fromiter(columns[c], dtype=object, count=len(columns[c])) if t == TEXT else columns[c]
-                    for c, t in types.items()})
+    return Samples(
+        {
+            c: np.fromiter(columns[c], dtype=object, count=len(columns[c])) if t == TEXT else columns[c]
+            for c, t in types.items()
+        }
+    )
 
 
 # -- a result's parts -----------------------------------------------------------------------------
@@ -291,7 +332,15 @@ def _part_out(part: Part) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields(part):  # type: ignore[arg-type]
         v = getattr(part, f.name)
-        out[f.name] = clean(v) if f.type == "str" else int(v) if f.type == "int" else bool(v) if f.type == "bool" else _finite(float(v))
+        out[f.name] = (
+            clean(v)
+            if f.type == "str"
+            else int(v)
+            if f.type == "int"
+            else bool(v)
+            if f.type == "bool"
+            else _finite(float(v))
+        )
     return out
 
 
@@ -302,13 +351,24 @@ def _part_in(cls: type[Part], value: Any, what: str) -> Any:
     got: dict[str, Any] = {}
     for f in fields(cls):  # type: ignore[arg-type]
         v, name = e[f.name], f"{what} {f.name}"
-        got[f.name] = (_text(v, name) if f.type == "str" else _int(v, name) if f.type == "int" else _bool(v, name)
-                       if f.type == "bool" else _number(v, name))
+        got[f.name] = (
+            _text(v, name)
+            if f.type == "str"
+            else _int(v, name)
+            if f.type == "int"
+            else _bool(v, name)
+            if f.type == "bool"
+            else _number(v, name)
+        )
     return cls(**got)
 
 
 def _configuration_out(c: Configuration) -> dict[str, Any]:
-    return {"kernel": clean(c.kernel, MAX_KEY), "size": int(c.size), **{k: clean(getattr(c, k), MAX_KEY) for k in ("rotating", "flush", "timer")}}
+    return {
+        "kernel": clean(c.kernel, MAX_KEY),
+        "size": int(c.size),
+        **{k: clean(getattr(c, k), MAX_KEY) for k in ("rotating", "flush", "timer")},
+    }
 
 
 def _configuration_in(value: Any, what: str) -> Configuration:
@@ -325,9 +385,16 @@ _RESULT_KEYS = ("configuration", "unit", "identity", "plan", "floor", "bias", "s
 
 
 def _result_out(r: ConfigurationResult) -> dict[str, Any]:
-    return {"configuration": _configuration_out(r.configuration), "unit": int(r.unit), "identity": _part_out(r.identity),
-            "plan": _part_out(r.plan), "floor": _part_out(r.floor), "bias": _part_out(r.bias),
-            "summaries": {s.NAME: _part_out(s) for s in r.summaries}, "warning": clean(r.warning)}
+    return {
+        "configuration": _configuration_out(r.configuration),
+        "unit": int(r.unit),
+        "identity": _part_out(r.identity),
+        "plan": _part_out(r.plan),
+        "floor": _part_out(r.floor),
+        "bias": _part_out(r.bias),
+        "summaries": {s.NAME: _part_out(s) for s in r.summaries},
+        "warning": clean(r.warning),
+    }
 
 
 def _result_in(value: Any, samples: Samples) -> ConfigurationResult:
@@ -339,16 +406,27 @@ def _result_in(value: Any, samples: Samples) -> ConfigurationResult:
         raise WireError(f"{what} has summaries {shown(named, 200)}; expected some of {sorted(SUMMARIES)}")
     summaries = tuple(_part_in(SUMMARIES[k], v, f"{what} summary {k}") for k, v in named.items())
     m = samples.measurement(" ".join(map(str, c))) if samples.n else None
-    return ConfigurationResult(c, _int(e["unit"], f"{what} unit", 0), _part_in(Identity, e["identity"], f"{what} identity"),
-                               _part_in(Rotation, e["plan"], f"{what} plan"), samples, m,
-                               _part_in(Floor, e["floor"], f"{what} floor"), _part_in(Bias, e["bias"], f"{what} bias"),
-                               summaries, _text(e["warning"], f"{what} warning"))
+    return ConfigurationResult(
+        c,
+        _int(e["unit"], f"{what} unit", 0),
+        _part_in(Identity, e["identity"], f"{what} identity"),
+        _part_in(Rotation, e["plan"], f"{what} plan"),
+        samples,
+        m,
+        _part_in(Floor, e["floor"], f"{what} floor"),
+        _part_in(Bias, e["bias"], f"{what} bias"),
+        summaries,
+        _text(e["warning"], f"{what} warning"),
+    )
 
 
 def _rebiased_in(value: Any, what: str = "an update frame's result") -> Rebiased:
     e = _obj(value, what, ("configuration", "bias", "warning"))
-    return Rebiased(_configuration_in(e["configuration"], f"{what} configuration"), _part_in(Bias, e["bias"], f"{what} bias"),
-                    _text(e["warning"], f"{what} warning"))
+    return Rebiased(
+        _configuration_in(e["configuration"], f"{what} configuration"),
+        _part_in(Bias, e["bias"], f"{what} bias"),
+        _text(e["warning"], f"{what} warning"),
+    )
 
 
 # -- encoding -------------------------------------------------------------------------------------
@@ -368,7 +446,9 @@ def encode(msg: Message, *, cluster: bool = False) -> bytes:
     """``msg`` as one frame (``cluster``: tables with the cluster columns, a cluster unit's)."""
     st = CLUSTER_SAMPLE_TYPES if cluster else SAMPLE_TYPES
     if isinstance(msg, Start):
-        return _pack({"kind": "start", "kernel": clean(msg.kernel, MAX_KEY), "configuration": clean(msg.configuration, MAX_KEY)})
+        return _pack(
+            {"kind": "start", "kernel": clean(msg.kernel, MAX_KEY), "configuration": clean(msg.configuration, MAX_KEY)}
+        )
     if isinstance(msg, Ask):
         return _pack({"kind": "ask"})
     if isinstance(msg, Meta):
@@ -377,25 +457,61 @@ def encode(msg: Message, *, cluster: bool = False) -> bytes:
         sd, sb = _encode_table(msg.result.samples, st)
         return _pack({"kind": "add", "samples": sd, "result": _result_out(msg.result)}, sb)
     if isinstance(msg, Update):
-        return _pack({"kind": "update", "rebiased": [{"configuration": _configuration_out(r.configuration),
-                                                      "bias": _part_out(r.bias), "warning": clean(r.warning)} for r in msg.rebiased]})
+        return _pack(
+            {
+                "kind": "update",
+                "rebiased": [
+                    {
+                        "configuration": _configuration_out(r.configuration),
+                        "bias": _part_out(r.bias),
+                        "warning": clean(r.warning),
+                    }
+                    for r in msg.rebiased
+                ],
+            }
+        )
     if isinstance(msg, Counted):
-        return _pack({"kind": "counted", "entry": _counted_out(msg.entry),
-                      **({"summary": _part_out(CounterSummary.of_columns(msg.summary))} if msg.summary is not None else {})})
+        return _pack(
+            {
+                "kind": "counted",
+                "entry": _counted_out(msg.entry),
+                **({"summary": _part_out(CounterSummary.of_columns(msg.summary))} if msg.summary is not None else {}),
+            }
+        )
     if isinstance(msg, Warn):
-        return _pack({"kind": "warn", "category": clean(msg.category, 128), "message": clean(msg.message, lines=True),
-                      "lineno": int(msg.lineno) if 0 <= int(msg.lineno) < 1 << 31 else 0})
+        return _pack(
+            {
+                "kind": "warn",
+                "category": clean(msg.category, 128),
+                "message": clean(msg.message, lines=True),
+                "lineno": int(msg.lineno) if 0 <= int(msg.lineno) < 1 << 31 else 0,
+            }
+        )
     if isinstance(msg, Done):
         return _pack({"kind": "done", "stopped": bool(msg.stopped)})
     if isinstance(msg, Failed):
-        return _pack({"kind": "error", "type": clean(msg.type, 128), "message": clean(msg.message, lines=True),
-                      "kernel": clean(msg.kernel, MAX_KEY), "configuration": clean(msg.configuration, MAX_KEY),
-                      "status": clean(msg.status, lines=True), "log": clean(msg.log, MAX_LOG, lines=True)})
+        return _pack(
+            {
+                "kind": "error",
+                "type": clean(msg.type, 128),
+                "message": clean(msg.message, lines=True),
+                "kernel": clean(msg.kernel, MAX_KEY),
+                "configuration": clean(msg.configuration, MAX_KEY),
+                "status": clean(msg.status, lines=True),
+                "log": clean(msg.log, MAX_LOG, lines=True),
+            }
+        )
     if isinstance(msg, UnitEnd):
-        return _pack({"kind": "unit", "worker": clean(msg.worker, MAX_KEY), "host": clean(msg.host, MAX_KEY),
-                      "gpu": clean(msg.gpu, MAX_KEY),
-                      "seconds": float(msg.seconds) if math.isfinite(msg.seconds) else 0.0,
-                      "extra": {clean(k, MAX_KEY): clean(v) for k, v in msg.extra.items()}})
+        return _pack(
+            {
+                "kind": "unit",
+                "worker": clean(msg.worker, MAX_KEY),
+                "host": clean(msg.host, MAX_KEY),
+                "gpu": clean(msg.gpu, MAX_KEY),
+                "seconds": float(msg.seconds) if math.isfinite(msg.seconds) else 0.0,
+                "extra": {clean(k, MAX_KEY): clean(v) for k, v in msg.extra.items()},
+            }
+        )
     raise TypeError(f"not a wire message: {type(msg).__name__}")
 
 
@@ -418,26 +534,41 @@ def _counted_in(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {k: _int(e[k], f"counted {k}", 0) for k in _COUNTED_INTS}
     out.update({k: _text(e[k], f"counted {k}", MAX_KEY) for k in _COUNTED_TEXTS})
     pairs = _list(e["launches"], "counted launches", 1 << 20)
-    out["launches"] = [(_int(p[0], "a launch's set", -1), _int(p[1], "a launch's position", -1)) if isinstance(p, list)
-                       and len(p) == 2 else _int(None, "a launch (a [set, position] pair)") for p in pairs]
+    out["launches"] = [
+        (_int(p[0], "a launch's set", -1), _int(p[1], "a launch's position", -1))
+        if isinstance(p, list) and len(p) == 2
+        else _int(None, "a launch (a [set, position] pair)")
+        for p in pairs
+    ]
     if "values" in e:
-        out["values"] = [{_text(k, "a counter's name", MAX_KEY, empty=False): _number(v, f"counter {shown(k)}")
-                          for k, v in (d.items() if isinstance(d, dict) else _obj(d, "counted values", ()).items())}
-                         for d in _list(e["values"], "counted values", 1 << 20)]
+        out["values"] = [
+            {
+                _text(k, "a counter's name", MAX_KEY, empty=False): _number(v, f"counter {shown(k)}")
+                for k, v in (d.items() if isinstance(d, dict) else _obj(d, "counted values", ()).items())
+            }
+            for d in _list(e["values"], "counted values", 1 << 20)
+        ]
     return out
 
 
 # -- decoding -------------------------------------------------------------------------------------
 _KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "start": (("kernel", "configuration"), ()), "ask": ((), ()), "meta": (("entries",), ()),
-    "add": (("samples", "result"), ()), "update": (("rebiased",), ()), "counted": (("entry",), ("summary",)),
-    "warn": (("category", "message", "lineno"), ()), "done": (("stopped",), ()),
+    "start": (("kernel", "configuration"), ()),
+    "ask": ((), ()),
+    "meta": (("entries",), ()),
+    "add": (("samples", "result"), ()),
+    "update": (("rebiased",), ()),
+    "counted": (("entry",), ("summary",)),
+    "warn": (("category", "message", "lineno"), ()),
+    "done": (("stopped",), ()),
     "error": (("type", "message", "kernel", "configuration", "status", "log"), ()),
     "unit": (("worker", "host", "gpu", "seconds", "extra"), ()),
 }
 
 
-def decode(head: bytes, body: memoryview | bytes, *, max_rows: int = DEFAULT_MAX_ROWS, cluster: bool = False) -> Message:
+def decode(
+    head: bytes, body: memoryview | bytes, *, max_rows: int = DEFAULT_MAX_ROWS, cluster: bool = False
+) -> Message:
     """One frame's header and body as its message; ``WireError`` when either is not what ``encode`` writes."""
     try:
         text = bytes(head).decode("utf-8")
@@ -448,7 +579,9 @@ def decode(head: bytes, body: memoryview | bytes, *, max_rows: int = DEFAULT_MAX
     except ConfigError as exc:
         raise WireError(str(exc)) from None
     if not isinstance(h, dict) or h.get("kind") not in _KINDS:
-        raise WireError(f"a frame of unknown kind {shown(h.get('kind') if isinstance(h, dict) else h)}; expected one of {sorted(_KINDS)}")
+        raise WireError(
+            f"a frame of unknown kind {shown(h.get('kind') if isinstance(h, dict) else h)}; expected one of {sorted(_KINDS)}"
+        )
     kind = h.pop("kind")
     keys, optional = _KINDS[kind]
     h = _obj(h, f"a {kind} frame", keys, optional)
@@ -471,29 +604,46 @@ def decode(head: bytes, body: memoryview | bytes, *, max_rows: int = DEFAULT_MAX
 def _plain(kind: str, h: dict[str, Any]) -> Message:
     """The messages without a body."""
     if kind == "start":
-        return Start(_text(h["kernel"], "a start frame's kernel", MAX_KEY),
-                     _text(h["configuration"], "a start frame's configuration", MAX_KEY))
+        return Start(
+            _text(h["kernel"], "a start frame's kernel", MAX_KEY),
+            _text(h["configuration"], "a start frame's configuration", MAX_KEY),
+        )
     if kind == "ask":
         return Ask()
     if kind == "meta":
         return Meta(_strings(h["entries"], "a meta frame's entries"))
     if kind == "counted":
-        return Counted(_counted_in(h["entry"]), _part_in(CounterSummary, h["summary"], "a counted summary").columns()
-                       if "summary" in h else None)
+        return Counted(
+            _counted_in(h["entry"]),
+            _part_in(CounterSummary, h["summary"], "a counted summary").columns() if "summary" in h else None,
+        )
     if kind == "warn":
-        return Warn(_text(h["category"], "a warning's category", 128), _text(h["message"], "a warning", lines=True),
-                    _int(h["lineno"], "a warning's line", 0, (1 << 31) - 1))
+        return Warn(
+            _text(h["category"], "a warning's category", 128),
+            _text(h["message"], "a warning", lines=True),
+            _int(h["lineno"], "a warning's line", 0, (1 << 31) - 1),
+        )
     if kind == "done":
         return Done(_bool(h["stopped"], "a done frame's stopped"))
     if kind == "error":
-        return Failed(_text(h["type"], "an error's type", 128, empty=False), _text(h["message"], "an error's message", lines=True),
-                      _text(h["kernel"], "an error's kernel", MAX_KEY), _text(h["configuration"], "an error's configuration", MAX_KEY),
-                      _text(h["status"], "an error's status", lines=True), _text(h["log"], "an error's log", MAX_LOG, lines=True))
+        return Failed(
+            _text(h["type"], "an error's type", 128, empty=False),
+            _text(h["message"], "an error's message", lines=True),
+            _text(h["kernel"], "an error's kernel", MAX_KEY),
+            _text(h["configuration"], "an error's configuration", MAX_KEY),
+            _text(h["status"], "an error's status", lines=True),
+            _text(h["log"], "an error's log", MAX_LOG, lines=True),
+        )
     seconds = _number(h["seconds"], "a unit's seconds")
     if not math.isfinite(seconds) or seconds < 0:
         raise WireError(f"a unit's seconds must be a finite number >= 0; got {shown(seconds)}")
-    return UnitEnd(_text(h["worker"], "a unit's worker", MAX_KEY), _text(h["host"], "a unit's host", MAX_KEY),
-                   _text(h["gpu"], "a unit's gpu", MAX_KEY), seconds, _strings(h["extra"], "a unit's extra"))
+    return UnitEnd(
+        _text(h["worker"], "a unit's worker", MAX_KEY),
+        _text(h["host"], "a unit's host", MAX_KEY),
+        _text(h["gpu"], "a unit's gpu", MAX_KEY),
+        seconds,
+        _strings(h["extra"], "a unit's extra"),
+    )
 
 
 class FrameReader:
@@ -501,7 +651,9 @@ class FrameReader:
     is decoded only once all of it is in, and its lengths are checked against the bounds as soon
     as its prefix is, so nothing is read or held beyond ``MAX_HEADER`` + ``max_body``."""
 
-    def __init__(self, *, max_body: int = DEFAULT_MAX_BODY, max_rows: int = DEFAULT_MAX_ROWS, cluster: bool = False) -> None:
+    def __init__(
+        self, *, max_body: int = DEFAULT_MAX_BODY, max_rows: int = DEFAULT_MAX_ROWS, cluster: bool = False
+    ) -> None:
         self.max_body, self.max_rows, self.cluster = int(max_body), int(max_rows), cluster
         self.buf = bytearray()
         self.frames = 0
@@ -511,7 +663,7 @@ class FrameReader:
 
     def _lengths(self) -> tuple[int, int] | None:
         if len(self.buf) < PREFIX.size:
-            if len(self.buf) >= len(MAGIC) and bytes(self.buf[:len(MAGIC)]) != MAGIC:
+            if len(self.buf) >= len(MAGIC) and bytes(self.buf[: len(MAGIC)]) != MAGIC:
                 raise WireError(self._not_a_frame())
             return None
         magic, head, body = PREFIX.unpack_from(self.buf)
@@ -520,12 +672,16 @@ class FrameReader:
         if not 0 < head <= MAX_HEADER:
             raise WireError(f"frame {self.frames + 1} declares a header of {head} bytes; expected 1 to {MAX_HEADER}")
         if body > self.max_body:
-            raise WireError(f"frame {self.frames + 1} declares a body of {body} bytes; expected at most {self.max_body}")
+            raise WireError(
+                f"frame {self.frames + 1} declares a body of {body} bytes; expected at most {self.max_body}"
+            )
         return head, body
 
     def _not_a_frame(self) -> str:
-        return (f"frame {self.frames + 1} is not a frame: it starts with {shown(bytes(self.buf[:16]).decode('latin-1'), 40)}, "
-                f"not {MAGIC.decode()}")
+        return (
+            f"frame {self.frames + 1} is not a frame: it starts with {shown(bytes(self.buf[:16]).decode('latin-1'), 40)}, "
+            f"not {MAGIC.decode()}"
+        )
 
     def next(self) -> Message | None:
         """The next whole frame's message, None until one is in; ``WireError`` at a bad one."""
@@ -536,7 +692,10 @@ class FrameReader:
         end = PREFIX.size + head + body
         # copies, not views of the buffer: a view still held (a profiler's sample of this frame's
         # locals, in a Dask worker) would forbid resizing it
-        frame_head, frame_body = bytes(self.buf[PREFIX.size:PREFIX.size + head]), bytes(self.buf[PREFIX.size + head:end])
+        frame_head, frame_body = (
+            bytes(self.buf[PREFIX.size : PREFIX.size + head]),
+            bytes(self.buf[PREFIX.size + head : end]),
+        )
         del self.buf[:end]
         msg = decode(frame_head, frame_body, max_rows=self.max_rows, cluster=self.cluster)
         self.frames += 1
@@ -573,15 +732,18 @@ class FrameWriter:
         data = memoryview(encode(msg))
         with self.lock:
             while data:
-                data = data[os.write(self.fd, data):]
+                data = data[os.write(self.fd, data) :]
 
 
 def limits(spec: Any) -> dict[str, int]:
     """The bounds a unit of ``spec`` is read with: rows a configuration's samples may hold (its
     stop rule's count or cap, its cold reference's samples, with room) and the body they need."""
     stop = getattr(spec, "stop", None)
-    most = max(int(getattr(stop, "iterations", 0) or 0), int(getattr(stop, "max_samples", 0) or 0),
-               int(getattr(spec, "reference_samples", 0) or 0))
+    most = max(
+        int(getattr(stop, "iterations", 0) or 0),
+        int(getattr(stop, "max_samples", 0) or 0),
+        int(getattr(spec, "reference_samples", 0) or 0),
+    )
     rows = 2 * most + 65536
     per_row = sum(_ITEMSIZE.get(t, 0) for t in CLUSTER_SAMPLE_TYPES.values())
     return {"max_rows": rows, "max_body": rows * per_row + (1 << 20)}
@@ -595,6 +757,31 @@ def type_name(value: str) -> str:
     return value if _IDENT.fullmatch(value) else "?"
 
 
-__all__ = ["Add", "Ask", "CLUSTER_SAMPLE_TYPES", "Counted", "DEFAULT_MAX_BODY", "Done", "Failed", "FrameReader", "FrameWriter",
-           "MAGIC", "MAX_HEADER", "Message", "Meta", "PREFIX", "SAMPLE_TYPES", "Start", "UnitEnd", "Update", "Warn",
-           "WireError", "clean", "decode", "decode_all", "encode", "limits", "type_name"]
+__all__ = [
+    "Add",
+    "Ask",
+    "CLUSTER_SAMPLE_TYPES",
+    "Counted",
+    "DEFAULT_MAX_BODY",
+    "Done",
+    "Failed",
+    "FrameReader",
+    "FrameWriter",
+    "MAGIC",
+    "MAX_HEADER",
+    "Message",
+    "Meta",
+    "PREFIX",
+    "SAMPLE_TYPES",
+    "Start",
+    "UnitEnd",
+    "Update",
+    "Warn",
+    "WireError",
+    "clean",
+    "decode",
+    "decode_all",
+    "encode",
+    "limits",
+    "type_name",
+]

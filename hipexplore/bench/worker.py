@@ -35,6 +35,7 @@ Callables (``callable_kernel``) cannot cross: they run in-process (in the caller
 callable has no pipe to forge). The worker compiles through the process-default cache (the disk
 tier is shared; a custom in-memory ``CompileCache`` of the caller is not).
 """
+
 from __future__ import annotations
 
 import copy
@@ -86,7 +87,9 @@ def _shippable(spec: SweepSpec) -> tuple[SweepSpec, list[tuple[str, bytes | None
     out: list[tuple[str, bytes | None]] = []
     for k in spec.specs():
         if k.call is not None:
-            raise ConfigError(f"kernel {k.name!r} is a Python callable, which cannot run in a sweep worker; use worker=False")
+            raise ConfigError(
+                f"kernel {k.name!r} is a Python callable, which cannot run in a sweep worker; use worker=False"
+            )
         try:
             out.append((k.name, pickle.dumps(k)))
         except Exception as exc:
@@ -95,8 +98,10 @@ def _shippable(spec: SweepSpec) -> tuple[SweepSpec, list[tuple[str, bytes | None
             except ConfigError:
                 registered = False
             if not registered:  # the worker's kernel of that name would not be this one
-                raise ConfigError(f"kernel {k.name!r} cannot be sent to a sweep worker ({type(exc).__name__}: {exc}); "
-                                  f"give its reference/traffic as importable functions or expressions, or use worker=False") from None
+                raise ConfigError(
+                    f"kernel {k.name!r} cannot be sent to a sweep worker ({type(exc).__name__}: {exc}); "
+                    f"give its reference/traffic as importable functions or expressions, or use worker=False"
+                ) from None
             out.append((k.name, None))
     named = copy.copy(spec)
     object.__setattr__(named, "kernels", tuple(name for name, _ in out))
@@ -124,7 +129,8 @@ class StartedWorker:
         self.mark = f"{settings.SWEEP_WORKER_MARK.name}={secrets.token_hex(16)}"
         name, token = self.mark.split("=", 1)
         self.proc, self.rx, self.tx, self.log_fd, self.path = start_worker(
-            "hipexplore.bench.worker_main", log_prefix="hipexplore-sweep-worker-", prefix=prefix, env={name: token})
+            "hipexplore.bench.worker_main", log_prefix="hipexplore-sweep-worker-", prefix=prefix, env={name: token}
+        )
         self.pipes = reaper.pipe_names([self.rx.fileno(), self.tx.fileno()])
         try:
             self.pidfd: int | None = os.pidfd_open(self.proc.pid)
@@ -238,8 +244,9 @@ class _Link:
             got += len(data)
 
 
-def unit_in_worker(run: UnitRun, device: Any, channel: Any, *, started: StartedWorker | None = None,
-                   llc_bytes: int | None = None) -> bool:
+def unit_in_worker(
+    run: UnitRun, device: Any, channel: Any, *, started: StartedWorker | None = None, llc_bytes: int | None = None
+) -> bool:
     """One unit (``run``: its job, run id, references, pad, input folder, counting) in a worker process
     (see the module docstring), reported to ``channel``; True when the caller's ``stop_now`` stopped it.
     ``device``: the parent's device, or its name (``host``, ``cuda:0``, ``auto``) with ``llc_bytes``
@@ -258,11 +265,19 @@ def unit_in_worker(run: UnitRun, device: Any, channel: Any, *, started: StartedW
     w.used = True
     host = (device if isinstance(device, str) else device.kind).startswith("host") and not prefix
     try:
-        job = {"device": _device_text(device), "spec": named,
-               "llc_bytes": llc_bytes if isinstance(device, str) else device.llc_override,
-               "kernels": [(name, k if blob is not None else None) for (name, blob), k in zip(kernels, spec.specs())],
-               "run_id": run.run_id, "done": done, "refs": run.refs, "pad_bytes": int(run.pad_bytes),
-               "unit": int(run.unit), "inputs_dir": run.inputs_dir, "counting": counting}
+        job = {
+            "device": _device_text(device),
+            "spec": named,
+            "llc_bytes": llc_bytes if isinstance(device, str) else device.llc_override,
+            "kernels": [(name, k if blob is not None else None) for (name, blob), k in zip(kernels, spec.specs())],
+            "run_id": run.run_id,
+            "done": done,
+            "refs": run.refs,
+            "pad_bytes": int(run.pad_bytes),
+            "unit": int(run.unit),
+            "inputs_dir": run.inputs_dir,
+            "counting": counting,
+        }
         try:
             w.tx.send(job)
         except OSError:  # the worker (or a prefix it starts under) is gone already: its status and log say why, below

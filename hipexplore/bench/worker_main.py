@@ -9,6 +9,7 @@ job comes the other way as a pickle (the parent is trusted). The worker is the s
 kernel starts and ends it all before it exits (``bench.reaper``); its watchdog does the same before
 it stops the worker.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,13 +30,22 @@ class _PipeChannel:
 
     def __init__(self, rx: Connection, write_fd: int) -> None:
         self.rx = rx
-        self.out = FrameWriter(write_fd)  # whole frames under a lock: a warning may come from another thread mid-message
+        self.out = FrameWriter(
+            write_fd
+        )  # whole frames under a lock: a warning may come from another thread mid-message
 
     def send(self, msg: Message) -> None:
         self.out.send(msg)
 
-    def warning(self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                file: Any = None, line: str | None = None) -> None:
+    def warning(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
         """``warnings.showwarning`` in the worker: the warning goes to the parent, which shows it as
         the worker's (``bench.worker.rewarn``). Why: the worker's stderr is a log file read only when
         it dies, so a warning there (a team cache tier that is down, a cache folder that cannot be
@@ -89,9 +99,11 @@ def _register(kernels: list[tuple[str, Any]]) -> None:
         if kspec is not None:
             catalog.register(kspec, replace=True)
         elif name not in catalog.names():
-            raise ConfigError(f"kernel {name!r} cannot be sent to a sweep worker (its spec does not pickle: a lambda?) "
-                              f"and the worker's catalog has no kernel of that name; build it with user_kernel "
-                              f"expressions, or use worker=False")
+            raise ConfigError(
+                f"kernel {name!r} cannot be sent to a sweep worker (its spec does not pickle: a lambda?) "
+                f"and the worker's catalog has no kernel of that name; build it with user_kernel "
+                f"expressions, or use worker=False"
+            )
 
 
 def _watch_launches(dev: Any) -> None:
@@ -116,8 +128,13 @@ def _watch_launches(dev: Any) -> None:
             elif begun != seen:
                 seen, since = begun, time.monotonic()
             elif time.monotonic() - since > limit:
-                os.write(2, (f"hipexplore: one launch of kernel {dev.launching} ran past {limit:g} s "
-                             f"(HIPEXPLORE_LAUNCH_TIMEOUT): the sweep worker was stopped\n").encode())
+                os.write(
+                    2,
+                    (
+                        f"hipexplore: one launch of kernel {dev.launching} ran past {limit:g} s "
+                        f"(HIPEXPLORE_LAUNCH_TIMEOUT): the sweep worker was stopped\n"
+                    ).encode(),
+                )
                 reaper.end_descendants()  # while they are still this process's: what the kernel started ends first
                 os.kill(os.getpid(), signal.SIGKILL)
 
@@ -156,13 +173,18 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
         if pad is not None:
             channel.meta(MeasuredInfo.entry_worker_pad(pad.nbytes))
-        run = UnitRun(UnitJob(job["spec"], job.get("unit", 0), frozenset(job["done"]), counting=job.get("counting")),
-                      job["run_id"], refs=job["refs"])
+        run = UnitRun(
+            UnitJob(job["spec"], job.get("unit", 0), frozenset(job["done"]), counting=job.get("counting")),
+            job["run_id"],
+            refs=job["refs"],
+        )
         stopped = SweepRun(run, dev, channel).measure()
         if job.get("inputs_dir"):
             from .inputs import COUNTS
 
-            channel.meta(UnitsInfo(inputs={job.get("unit", 0): f"drawn {COUNTS['drawn']}, mapped {COUNTS['mapped']}"}).entries())
+            channel.meta(
+                UnitsInfo(inputs={job.get("unit", 0): f"drawn {COUNTS['drawn']}, mapped {COUNTS['mapped']}"}).entries()
+            )
         last = Done(bool(stopped))
     except BaseException as exc:  # everything goes back to the parent, which raises the project's own error
         last = failed(exc)

@@ -18,6 +18,7 @@ between one event pair (what a tuner compares), after the same flush and on a se
 wrong candidate never gets a row). A set's buffers are freed with the set. It runs in the
 calling process (it holds loaded kernels: a sweep worker could not build them).
 """
+
 from __future__ import annotations
 
 import weakref
@@ -49,8 +50,14 @@ class PipelineSet:
     launches: list[Launch] = field(default_factory=list)
 
 
-def pipeline_workload(name: str, device: Any, make_set: Callable[[int], PipelineSet], *, footprint_bytes: int,
-                      check: Callable[[PipelineSet], float] | None = None) -> KernelSpec:
+def pipeline_workload(
+    name: str,
+    device: Any,
+    make_set: Callable[[int], PipelineSet],
+    *,
+    footprint_bytes: int,
+    check: Callable[[PipelineSet], float] | None = None,
+) -> KernelSpec:
     """A workload of several kernels (module docstring): ``footprint_bytes`` is what one run touches
     (the traffic, and the rotating-set size), ``name`` its name in the frames (an identifier)."""
 
@@ -64,8 +71,9 @@ def pipeline_workload(name: str, device: Any, make_set: Callable[[int], Pipeline
             device.launch(step.kernel, step.grid, step.block, step.args, shared_bytes=step.shared_bytes)
 
     run.__name__ = run.__qualname__ = name
-    return callable_kernel(run, make_args, bytes_per_launch=lambda n: footprint_bytes, name=name, register_it=False,
-                           check=check)
+    return callable_kernel(
+        run, make_args, bytes_per_launch=lambda n: footprint_bytes, name=name, register_it=False, check=check
+    )
 
 
 def _free(device: Any, buffers: list[Any]) -> None:

@@ -4,6 +4,7 @@
 Errors from the library (``HipexploreError``) are printed to stderr as one clear line and give
 exit status 2; a traceback only appears for bugs (or with ``HIPEXPLORE_DEBUG=1``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,17 @@ from .. import settings
 from ..errors import CacheWarning, HipexploreError
 
 #: subcommand modules, in the order shown by --help
-SUBCOMMANDS = ("info", "compile_cmd", "cache_cmd", "bench_cmd", "compare_cmd", "calibrate_cmd", "tune_cmd", "report_cmd", "lab_cmd")
+SUBCOMMANDS = (
+    "info",
+    "compile_cmd",
+    "cache_cmd",
+    "bench_cmd",
+    "compare_cmd",
+    "calibrate_cmd",
+    "tune_cmd",
+    "report_cmd",
+    "lab_cmd",
+)
 #: subcommands that start another program: what follows the first ``--`` after the subcommand is that
 #: program's, unparsed (``args.passthrough``): ``hipexplore lab -- --no-browser`` must not take
 #: ``--no-browser`` for its own optional PATH, as argparse's ``--`` handling does
@@ -51,7 +62,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     from .. import __version__
 
     chosen = _chosen(argv)
-    parser = _Parser(prog="hipexplore", description="Compile-cache and benchmark-noise evidence for GPU kernel reviews.")
+    parser = _Parser(
+        prog="hipexplore", description="Compile-cache and benchmark-noise evidence for GPU kernel reviews."
+    )
     parser.add_argument("--version", action="version", version=f"hipexplore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -85,7 +98,7 @@ def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
     if "--" not in argv[start:]:
         return argv, []
     cut = argv.index("--", start)
-    return argv[:cut], argv[cut + 1:]
+    return argv[:cut], argv[cut + 1 :]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,10 +136,12 @@ def _warning_line(command: str):
     of that line (``cache.py:321: RuntimeWarning: ...`` then ``  return self._lookup_...``): code,
     not a message. Only the printing changes: a warning is still a warning (filters, ``-W error``,
     and ``warnings.catch_warnings(record=True)`` around ``main()`` see it as before)."""
+
     def line(message, category, filename, lineno, line=None) -> str:  # noqa: ARG001 - formatwarning's signature
         text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
         kind = "" if category in (UserWarning, RuntimeWarning, CacheWarning) else f" ({category.__name__})"
         return f"hipexplore {command}: warning: {text}{kind}\n"
+
     line.one_line = True  # type: ignore[attr-defined] - errors.warn_line leaves it as it is
     return line
 

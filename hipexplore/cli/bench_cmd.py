@@ -7,6 +7,7 @@ Prints the summary table (or ``--json``); with ``--out`` the samples, summary an
 written as the sweep goes, and re-running the same command resumes an interrupted sweep.
 A user kernel: ``--source k.cu --entry my_kernel --args "out:a:f32[n],in:b:f32[n],n:u64=n"``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,7 +56,9 @@ def _lead(text: str) -> int | str:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected random or an integer >= 0, got {text!r}")
     if value > MAX_UNTIMED:  # each chunk would run that many untimed launches: a hang, not a measurement
-        raise argparse.ArgumentTypeError(f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {MAX_UNTIMED:,}")
+        raise argparse.ArgumentTypeError(
+            f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {MAX_UNTIMED:,}"
+        )
     return value
 
 
@@ -68,12 +71,15 @@ def _trail(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
     if value > MAX_UNTIMED:
-        raise argparse.ArgumentTypeError(f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {MAX_UNTIMED:,}")
+        raise argparse.ArgumentTypeError(
+            f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {MAX_UNTIMED:,}"
+        )
     return value
 
 
 def _count(flag: str, maximum: int | None = None):
     """argparse type: a positive integer, at most ``maximum``; the error names the flag."""
+
     def parse(text: str) -> int:
         try:
             value = int(text.replace("_", ""))
@@ -82,8 +88,11 @@ def _count(flag: str, maximum: int | None = None):
         if value < 1:
             raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
         if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {maximum:,}")
+            raise argparse.ArgumentTypeError(
+                f"{text if len(text) <= 40 else text[:20] + f'... ({len(text)} digits)'} is more than the maximum, {maximum:,}"
+            )
         return value
+
     return parse
 
 
@@ -91,6 +100,7 @@ def _dims(flag: str):
     """argparse type for --grid/--block: 1-3 comma separated parts; a part that is a plain number
     must be a positive integer (the error names the flag); expressions are checked by
     ``kernels.geometry`` when the kernel is built."""
+
     def parse(text: str) -> str:
         import re
 
@@ -104,6 +114,7 @@ def _dims(flag: str):
             if re.fullmatch(r"\s*[-+]?[0-9_.]+\s*", part):
                 _count(flag)(part)
         return text
+
     return parse
 
 
@@ -114,7 +125,10 @@ def _bytes(flag: str):
         try:
             return parse_size(text)
         except ConfigError:
-            raise argparse.ArgumentTypeError(f"expected a positive size such as 32MiB or 33554432, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a positive size such as 32MiB or 33554432, got {text!r}"
+            ) from None
+
     return parse
 
 
@@ -129,6 +143,7 @@ def _field_type(f: Any) -> Any:
                 return check(text)
             except ConfigError as exc:
                 raise argparse.ArgumentTypeError(str(exc)) from None
+
         return parse
     if kind == "bool|None":
         return _floor
@@ -142,7 +157,9 @@ def _field_type(f: Any) -> Any:
         return _csv
     if kind.startswith("tuple[tuple[str,float]"):
         return _factors
-    raise TypeError(f"SweepSpec.{f.name}: no command-line form for a {f.type}")  # pragma: no cover - a new kind of field
+    raise TypeError(
+        f"SweepSpec.{f.name}: no command-line form for a {f.type}"
+    )  # pragma: no cover - a new kind of field
 
 
 def _factors(text: str) -> dict[str, float]:
@@ -153,7 +170,9 @@ def _factors(text: str) -> dict[str, float]:
         try:
             out[mode.strip()] = float(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected MODE=FACTOR pairs such as l2-read=3,l2-write=1, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected MODE=FACTOR pairs such as l2-read=3,l2-write=1, got {text!r}"
+            ) from None
     return out
 
 
@@ -187,13 +206,29 @@ def _spec_options(p: argparse.ArgumentParser) -> None:
         flags = [f"--{f.name.replace('_', '-')}", *([f.metadata["alias"]] if f.metadata.get("alias") else [])]
         text = f"{f.metadata['help']} (default {_shown(f.default)})".replace("%", "%%")
         if str(f.type) == "bool":
-            g.add_argument(*flags, dest=f.name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=text)
+            g.add_argument(
+                *flags, dest=f.name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=text
+            )
         elif f.metadata.get("const") is not None:  # the flag alone means const (--counters), or takes a value
-            g.add_argument(*flags, dest=f.name, type=_field_type(f), nargs="?", const=f.metadata["const"],
-                           default=argparse.SUPPRESS, metavar=f.metadata.get("metavar"), help=text)
+            g.add_argument(
+                *flags,
+                dest=f.name,
+                type=_field_type(f),
+                nargs="?",
+                const=f.metadata["const"],
+                default=argparse.SUPPRESS,
+                metavar=f.metadata.get("metavar"),
+                help=text,
+            )
         else:
-            g.add_argument(*flags, dest=f.name, type=_field_type(f), default=argparse.SUPPRESS, metavar=f.metadata.get("metavar"),
-                           help=text)
+            g.add_argument(
+                *flags,
+                dest=f.name,
+                type=_field_type(f),
+                default=argparse.SUPPRESS,
+                metavar=f.metadata.get("metavar"),
+                help=text,
+            )
 
 
 def _spec_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -212,8 +247,10 @@ def _per_kernel(args: argparse.Namespace) -> list[argparse.Namespace]:
         raise ConfigError(f"KERNEL {args.kernel!r} names a kernel twice; each --source kernel needs a name of its own")
     sources = args.source or []
     if sources and len(sources) != len(names):
-        raise ConfigError(f"{len(sources)} --source file(s) for {len(names)} kernel name(s) {names}; give one --source per "
-                          f"name, in order (bench A,B --source a.cu --source b.cu)")
+        raise ConfigError(
+            f"{len(sources)} --source file(s) for {len(names)} kernel name(s) {names}; give one --source per "
+            f"name, in order (bench A,B --source a.cu --source b.cu)"
+        )
     if args.code_object is not None and len(names) > 1:
         raise ConfigError(f"--code-object loads one kernel; KERNEL names {len(names)} ({args.kernel!r})")
 
@@ -222,13 +259,16 @@ def _per_kernel(args: argparse.Namespace) -> list[argparse.Namespace]:
         if len(values) in (0, 1):
             return [values[0] if values else None] * len(names)
         if len(values) != len(names):
-            raise ConfigError(f"{len(values)} {flag} values for {len(names)} kernel name(s) {names}; give one shared "
-                              f"{flag}, or one per name, in order")
+            raise ConfigError(
+                f"{len(values)} {flag} values for {len(names)} kernel name(s) {names}; give one shared "
+                f"{flag}, or one per name, in order"
+            )
         return list(values)
 
     out = []
-    for name, source, entry, spec in zip(names, sources or [None] * len(names), each("--entry", args.entry),
-                                         each("--args", args.args)):
+    for name, source, entry, spec in zip(
+        names, sources or [None] * len(names), each("--entry", args.entry), each("--args", args.args)
+    ):
         one = argparse.Namespace(**vars(args))
         one.kernel, one.source, one.entry, one.args = name, source, entry, spec
         out.append(one)
@@ -240,17 +280,29 @@ def _user_kernel(args: argparse.Namespace) -> Any:
     from ..kernels import catalog
 
     if not args.args:
-        raise ConfigError("--source/--code-object needs --args describing the kernel's arguments (e.g. 'out:a:f32[n],n:u64=n')")
+        raise ConfigError(
+            "--source/--code-object needs --args describing the kernel's arguments (e.g. 'out:a:f32[n],n:u64=n')"
+        )
     if args.code_object is not None and not args.entry:
         raise ConfigError("--code-object needs --entry NAME: the kernel's symbol in the code object")
     from .inputs import check_user_kernel
 
     check_user_kernel(args)  # files readable UTF-8, expressions ASCII: one line each, before the build
     block: Any = int(args.block) if args.block.strip().isdigit() else args.block
-    return catalog.user_kernel(args.source, args.entry or args.kernel, args.args, name=args.kernel,
-                               grid=args.grid, block=block, shared_bytes=args.shared_bytes,
-                               bytes_per_launch=args.bytes_per_launch, include_dirs=args.include_dir,
-                               headers=args.header, options=args.option, code_object=args.code_object)
+    return catalog.user_kernel(
+        args.source,
+        args.entry or args.kernel,
+        args.args,
+        name=args.kernel,
+        grid=args.grid,
+        block=block,
+        shared_bytes=args.shared_bytes,
+        bytes_per_launch=args.bytes_per_launch,
+        include_dirs=args.include_dir,
+        headers=args.header,
+        options=args.option,
+        code_object=args.code_object,
+    )
 
 
 #: the subcommand and its one line in ``hipexplore --help`` (shown without building its parser)
@@ -267,65 +319,184 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Sweep KERNEL(s) x sizes x rotating counts x flush modes; tidy results (one row per sample "
         "plus a summary), each reporting its bias against a cold reference (single launches after an l2-read flush).",
     )
-    p.add_argument("kernel", metavar="KERNEL", help="catalog kernel(s), comma separated (triad, copy, fill, ...), or a name for --source")
+    p.add_argument(
+        "kernel",
+        metavar="KERNEL",
+        help="catalog kernel(s), comma separated (triad, copy, fill, ...), or a name for --source",
+    )
     p.add_argument("--device", default="auto", help="auto, host, cuda, hip (optionally :INDEX); default auto")
-    p.add_argument("--size", action="append", default=[], metavar="S",
-                   help="bytes per array: 4096, 64KiB, 1MiB, 256MiB; comma separated or repeated (default 1MiB)")
+    p.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="S",
+        help="bytes per array: 4096, 64KiB, 1MiB, 256MiB; comma separated or repeated (default 1MiB)",
+    )
     p.add_argument("--rotating", default="1", help="buffer sets: comma separated integers and/or auto (default 1)")
-    p.add_argument("--flush", default="none", help="none, l2-write, l2-read, icache, inline-icache; comma separated (default none)")
-    p.add_argument("--iterations", type=_count("--iterations", MAX_ITERATIONS), default=None,
-                   help=f"fixed samples per configuration (must be >= buffer sets; at most {MAX_ITERATIONS:,}); default adaptive")
+    p.add_argument(
+        "--flush", default="none", help="none, l2-write, l2-read, icache, inline-icache; comma separated (default none)"
+    )
+    p.add_argument(
+        "--iterations",
+        type=_count("--iterations", MAX_ITERATIONS),
+        default=None,
+        help=f"fixed samples per configuration (must be >= buffer sets; at most {MAX_ITERATIONS:,}); default adaptive",
+    )
     rule = StopRule()  # the adaptive rule's defaults are its own
-    p.add_argument("--min-samples", type=_count("--min-samples", MAX_ITERATIONS), default=rule.min_samples,
-                   help=f"adaptive: at least this many samples (default {rule.min_samples})")
-    p.add_argument("--min-time", type=float, default=rule.min_time_s,
-                   help=f"adaptive: at least this much measured kernel time (s; default {rule.min_time_s:g})")
-    p.add_argument("--target-ci", type=float, default=rule.target_ci,
-                   help=f"adaptive: stop when the 95%% CI of the median is within this fraction of it (default {rule.target_ci:g})")
-    p.add_argument("--target-cv", type=float, default=rule.target_cv, help=f"adaptive: stop at this relative stdev (default {rule.target_cv:g})")
-    p.add_argument("--timeout", type=float, default=rule.timeout_s,
-                   help=f"adaptive: give up after this many seconds per configuration (default {rule.timeout_s:g})")
+    p.add_argument(
+        "--min-samples",
+        type=_count("--min-samples", MAX_ITERATIONS),
+        default=rule.min_samples,
+        help=f"adaptive: at least this many samples (default {rule.min_samples})",
+    )
+    p.add_argument(
+        "--min-time",
+        type=float,
+        default=rule.min_time_s,
+        help=f"adaptive: at least this much measured kernel time (s; default {rule.min_time_s:g})",
+    )
+    p.add_argument(
+        "--target-ci",
+        type=float,
+        default=rule.target_ci,
+        help=f"adaptive: stop when the 95%% CI of the median is within this fraction of it (default {rule.target_ci:g})",
+    )
+    p.add_argument(
+        "--target-cv",
+        type=float,
+        default=rule.target_cv,
+        help=f"adaptive: stop at this relative stdev (default {rule.target_cv:g})",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=rule.timeout_s,
+        help=f"adaptive: give up after this many seconds per configuration (default {rule.timeout_s:g})",
+    )
     _spec_options(p)
-    p.add_argument("--llc-bytes", type=_bytes("--llc-bytes"), default=None, help="override the last-level cache size the device reports (e.g. 32MiB)")
-    p.add_argument("--out", default=None, metavar="FILE.parquet", help="write samples here (+ .summary.parquet, .meta.json); resumes")
-    p.add_argument("--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations")
-    p.add_argument("--resume-from-others", action="store_true",
-                   help="with --out: resume from results another user wrote there (a team folder); refused otherwise")
-    p.add_argument("--force", action="store_true", help="with --out: replace an existing parquet file that is not a hipexplore result, "
-                   "or (with --no-resume) another user's results")
+    p.add_argument(
+        "--llc-bytes",
+        type=_bytes("--llc-bytes"),
+        default=None,
+        help="override the last-level cache size the device reports (e.g. 32MiB)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE.parquet",
+        help="write samples here (+ .summary.parquet, .meta.json); resumes",
+    )
+    p.add_argument(
+        "--no-resume", action="store_true", help="with --out: start over instead of skipping finished configurations"
+    )
+    p.add_argument(
+        "--resume-from-others",
+        action="store_true",
+        help="with --out: resume from results another user wrote there (a team folder); refused otherwise",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --out: replace an existing parquet file that is not a hipexplore result, "
+        "or (with --no-resume) another user's results",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON records")
-    p.add_argument("--export", nargs=2, action="append", default=None, metavar=("FORMAT", "FILE"),
-                   help="also write the result for another tool: nvbench (JSON nvbench's compare scripts read), pyperf "
-                        "(pyperf compare_to reads it) or bencher (Bencher Metric Format); repeatable")
+    p.add_argument(
+        "--export",
+        nargs=2,
+        action="append",
+        default=None,
+        metavar=("FORMAT", "FILE"),
+        help="also write the result for another tool: nvbench (JSON nvbench's compare scripts read), pyperf "
+        "(pyperf compare_to reads it) or bencher (Bencher Metric Format); repeatable",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     w = p.add_mutually_exclusive_group()
-    w.add_argument("--worker", dest="worker", action="store_const", const=True, default=None,
-                   help="run the sweep in a worker process (the default on GPUs): a faulting kernel cannot kill this process")
-    w.add_argument("--in-process", dest="worker", action="store_const", const=False, help="run the sweep in this process (the default on the host)")
-    p.add_argument("--cluster", default=None, metavar="local:N|tcp://HOST:PORT",
-                   help="spread (kernel, size) groups over Dask workers, one per GPU (local:N starts N pinned workers); "
-                        "the results gain worker, host and gpu columns")
+    w.add_argument(
+        "--worker",
+        dest="worker",
+        action="store_const",
+        const=True,
+        default=None,
+        help="run the sweep in a worker process (the default on GPUs): a faulting kernel cannot kill this process",
+    )
+    w.add_argument(
+        "--in-process",
+        dest="worker",
+        action="store_const",
+        const=False,
+        help="run the sweep in this process (the default on the host)",
+    )
+    p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="local:N|tcp://HOST:PORT",
+        help="spread (kernel, size) groups over Dask workers, one per GPU (local:N starts N pinned workers); "
+        "the results gain worker, host and gpu columns",
+    )
     g = p.add_argument_group("user kernel")
-    g.add_argument("--source", action="append", default=None,
-                   help="kernel source file (compiled with hiprtc/NVRTC for GPUs, cc for the host); for an A/B of two "
-                        "files give one --source per KERNEL name, in order: bench A,B --source a.cu --source b.cu --interleave")
-    g.add_argument("--entry", action="append", default=None,
-                   help="kernel function name in --source (default: KERNEL); one per kernel, or one shared by all")
-    g.add_argument("--args", action="append", default=None,
-                   help="argument spec, e.g. 'out:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n'; one per kernel, or one shared by all")
-    g.add_argument("--grid", type=_dims("--grid"), default=None,
-                   help="grid in blocks: 1-3 comma separated numbers or expressions in n, the scalar arguments and "
-                        "block_x/y/z, e.g. 'ceil(n/256)' or 'cols/32,rows/32' (default: 4 blocks per compute unit, grid-stride)")
-    g.add_argument("--block", type=_dims("--block"), default="256", help="block in threads: 1-3 numbers or expressions, e.g. 32,32 (default 256)")
-    g.add_argument("--shared-bytes", default="0", help="dynamic shared memory per block: a number or expression, e.g. 'block_x*4'")
-    g.add_argument("-I", "--include-dir", action="append", default=[], dest="include_dir", metavar="DIR",
-                   help="directory searched for #include files (after the source's own folder); every file read is keyed")
-    g.add_argument("--header", action="append", default=[], metavar="FILE", help="header made available under its file name")
-    g.add_argument("--option", action="append", default=[], metavar="O", help="compiler option, repeatable (--option=-O3)")
-    g.add_argument("--code-object", default=None, metavar="FILE",
-                   help="a precompiled code object (hsaco/co for AMD; cubin, fatbin, PTX for NVIDIA; .so for the host) "
-                        "loaded instead of compiling --source; checked against the device's target")
-    g.add_argument("--bytes-per-launch", default=None, help="bytes one launch moves, int or expression in n (default: sum of buffers)")
+    g.add_argument(
+        "--source",
+        action="append",
+        default=None,
+        help="kernel source file (compiled with hiprtc/NVRTC for GPUs, cc for the host); for an A/B of two "
+        "files give one --source per KERNEL name, in order: bench A,B --source a.cu --source b.cu --interleave",
+    )
+    g.add_argument(
+        "--entry",
+        action="append",
+        default=None,
+        help="kernel function name in --source (default: KERNEL); one per kernel, or one shared by all",
+    )
+    g.add_argument(
+        "--args",
+        action="append",
+        default=None,
+        help="argument spec, e.g. 'out:a:f32[n],in:b:f32[n],s:f32=2.0,n:u64=n'; one per kernel, or one shared by all",
+    )
+    g.add_argument(
+        "--grid",
+        type=_dims("--grid"),
+        default=None,
+        help="grid in blocks: 1-3 comma separated numbers or expressions in n, the scalar arguments and "
+        "block_x/y/z, e.g. 'ceil(n/256)' or 'cols/32,rows/32' (default: 4 blocks per compute unit, grid-stride)",
+    )
+    g.add_argument(
+        "--block",
+        type=_dims("--block"),
+        default="256",
+        help="block in threads: 1-3 numbers or expressions, e.g. 32,32 (default 256)",
+    )
+    g.add_argument(
+        "--shared-bytes", default="0", help="dynamic shared memory per block: a number or expression, e.g. 'block_x*4'"
+    )
+    g.add_argument(
+        "-I",
+        "--include-dir",
+        action="append",
+        default=[],
+        dest="include_dir",
+        metavar="DIR",
+        help="directory searched for #include files (after the source's own folder); every file read is keyed",
+    )
+    g.add_argument(
+        "--header", action="append", default=[], metavar="FILE", help="header made available under its file name"
+    )
+    g.add_argument(
+        "--option", action="append", default=[], metavar="O", help="compiler option, repeatable (--option=-O3)"
+    )
+    g.add_argument(
+        "--code-object",
+        default=None,
+        metavar="FILE",
+        help="a precompiled code object (hsaco/co for AMD; cubin, fatbin, PTX for NVIDIA; .so for the host) "
+        "loaded instead of compiling --source; checked against the device's target",
+    )
+    g.add_argument(
+        "--bytes-per-launch",
+        default=None,
+        help="bytes one launch moves, int or expression in n (default: sum of buffers)",
+    )
     p.set_defaults(func=run)
 
 
@@ -341,14 +512,23 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"KERNEL {args.kernel!r} names no kernel; expected e.g. triad or triad,copy")
         kernels = [catalog.get(k) for k in _csv(args.kernel)]
     if any(not _csv(chunk) for chunk in args.size):
-        raise ConfigError(f"--size {next(c for c in args.size if not _csv(c))!r} names no size; expected e.g. 4096, 64KiB, 1MiB")
+        raise ConfigError(
+            f"--size {next(c for c in args.size if not _csv(c))!r} names no size; expected e.g. 4096, 64KiB, 1MiB"
+        )
     sizes = [s for chunk in (args.size or ["1MiB"]) for s in _csv(chunk)]
     # built (and so checked) even with --iterations: a bad --timeout is refused, never silently unused
-    stop = StopRule(min_samples=args.min_samples, min_time_s=args.min_time, target_ci=args.target_ci,
-                    target_cv=args.target_cv, timeout_s=args.timeout)
+    stop = StopRule(
+        min_samples=args.min_samples,
+        min_time_s=args.min_time,
+        target_ci=args.target_ci,
+        target_cv=args.target_cv,
+        timeout_s=args.timeout,
+    )
     if args.iterations is not None:
         stop = None
-    check_bench_values(args, kernels, sizes, stop, _spec_fields(args))  # every value, before a device or compiler starts
+    check_bench_values(
+        args, kernels, sizes, stop, _spec_fields(args)
+    )  # every value, before a device or compiler starts
     cluster = None
     if args.cluster is not None:
         from ..bench.cluster import parse_cluster
@@ -357,7 +537,9 @@ def run(args: argparse.Namespace) -> int:
         if args.source is not None or args.code_object is not None:
             raise ConfigError("--cluster sends catalog kernels by name; a --source kernel runs on one device")
         if args.llc_bytes is not None:
-            raise ConfigError("--llc-bytes applies to one device; with --cluster each worker reads its own device's LLC")
+            raise ConfigError(
+                "--llc-bytes applies to one device; with --cluster each worker reads its own device's LLC"
+            )
         cluster = args.cluster
     _check_outputs(args)  # --out and every --export, before any device or compiler starts
     device = args.device if cluster else get_device(args.device, llc_bytes=args.llc_bytes)
@@ -371,18 +553,32 @@ def run(args: argparse.Namespace) -> int:
 
         warnings.simplefilter("ignore", CountersSkipped)  # said once below, in the command's own words
         try:
-            res = sweep(kernels, sizes, _csv(args.rotating), _csv(args.flush), device=device, iterations=args.iterations,
-                        stop=stop, out=args.out, resume=not args.no_resume, resume_from_others=args.resume_from_others,
-                        progress=not args.no_progress and not args.json,
-                        worker=args.worker, cluster=cluster,
-                        command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
-                        **_spec_fields(args))
+            res = sweep(
+                kernels,
+                sizes,
+                _csv(args.rotating),
+                _csv(args.flush),
+                device=device,
+                iterations=args.iterations,
+                stop=stop,
+                out=args.out,
+                resume=not args.no_resume,
+                resume_from_others=args.resume_from_others,
+                progress=not args.no_progress and not args.json,
+                worker=args.worker,
+                cluster=cluster,
+                command=["hipexplore", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("hipexplore") else None,
+                **_spec_fields(args),
+            )
         except KeyboardInterrupt as exc:
             print(_kept(exc, args.out), file=sys.stderr)
             return 128 + int(got.get("signal", 2))
         if "signal" in got:  # it came after the last (configuration, unit), and its KeyboardInterrupt was lost
-            print(f"hipexplore bench: interrupted after the sweep finished: every (configuration, unit) was kept"
-                  f"{' in ' + str(res.path) if res.path else ''}", file=sys.stderr)
+            print(
+                f"hipexplore bench: interrupted after the sweep finished: every (configuration, unit) was kept"
+                f"{' in ' + str(res.path) if res.path else ''}",
+                file=sys.stderr,
+            )
             return 128 + int(got["signal"])
     if res.skipped:
         print(_resumed_line(res), file=sys.stderr)
@@ -391,10 +587,21 @@ def run(args: argparse.Namespace) -> int:
     _exports(args, res)
     counted, on = info.counters.status, info.cluster  # on: a cluster run's reruns, failures, workers (ClusterInfo)
     if args.json:
-        records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in res.summary.to_dict("records")]
-        print(json.dumps({"out": str(res.path) if res.path else None, "summary": records,
-                          **({"cluster": on.shown()} if cluster and on is not None else {}),
-                          **({"counters": counted} if counted else {})}, default=str))
+        records = [
+            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in res.summary.to_dict("records")
+        ]
+        print(
+            json.dumps(
+                {
+                    "out": str(res.path) if res.path else None,
+                    "summary": records,
+                    **({"cluster": on.shown()} if cluster and on is not None else {}),
+                    **({"counters": counted} if counted else {}),
+                },
+                default=str,
+            )
+        )
         return 1 if on is not None and on.incomplete else 0
     print(_table(res.summary))
     if res.path is not None:
@@ -413,12 +620,17 @@ def _resumed_line(res: Any) -> str:
 
     from ..schema import Configuration
 
-    shown = ", ".join(f"{c.kernel} {format_bytes(c.size)} rot={c.rotating} flush={c.flush}" + ("" if c.timer.default else f" timer={c.timer}")
-                      for c in (Configuration(*s) for s in res.skipped[:8]))
+    shown = ", ".join(
+        f"{c.kernel} {format_bytes(c.size)} rot={c.rotating} flush={c.flush}"
+        + ("" if c.timer.default else f" timer={c.timer}")
+        for c in (Configuration(*s) for s in res.skipped[:8])
+    )
     more = f", and {len(res.skipped) - 8} more" if len(res.skipped) > 8 else ""
     whose = f"{res.kept_from}'s results (--resume-from-others)" if res.kept_from else "your own results"
-    return (f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s) of {whose}, not "
-            f"measured again: {shown}{more} (--no-resume starts over)")
+    return (
+        f"hipexplore bench: resumed {res.path}: kept {len(res.skipped)} finished configuration(s) of {whose}, not "
+        f"measured again: {shown}{more} (--no-resume starts over)"
+    )
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -438,7 +650,9 @@ def _exports(args: argparse.Namespace, res: Any = None) -> None:
             check_format(fmt)
             check_export_path(path)
         else:
-            print(f"exported ({fmt}): {write_export(fmt, path, res.summary, res.samples, res.metadata)}", file=sys.stderr)
+            print(
+                f"exported ({fmt}): {write_export(fmt, path, res.summary, res.samples, res.metadata)}", file=sys.stderr
+            )
 
 
 class _terminate_as_interrupt:
@@ -488,10 +702,14 @@ def _kept(exc: BaseException, out: str | None) -> str:
         return "hipexplore bench: interrupted before anything was measured"
     complete = len(result.summary)
     if out is None:
-        return (f"hipexplore bench: interrupted after {state.done} of {state.total} (configuration, unit)s; nothing was "
-                f"kept (no --out FILE.parquet to keep them in)")
-    return (f"hipexplore bench: interrupted: {out} keeps {state.done} of {state.total} (configuration, unit)s "
-            f"({complete} configuration(s) with rows); the same command measures only the rest")
+        return (
+            f"hipexplore bench: interrupted after {state.done} of {state.total} (configuration, unit)s; nothing was "
+            f"kept (no --out FILE.parquet to keep them in)"
+        )
+    return (
+        f"hipexplore bench: interrupted: {out} keeps {state.done} of {state.total} (configuration, unit)s "
+        f"({complete} configuration(s) with rows); the same command measures only the rest"
+    )
 
 
 def _preflight(kernels: list[Any], sizes: list[str], device: Any) -> None:
@@ -515,12 +733,21 @@ def _unused_geometry(args: argparse.Namespace, device: Any) -> None:
     """One line when launch geometry was given for the host: a host kernel is one C call (no grid,
     block or shared memory), so the values were checked (``_preflight``) and are not used. Not a
     refusal: the same command line also runs on a GPU, where they are."""
-    given = [f"{flag} {value}" for flag, value, default in (("--grid", args.grid, None), ("--block", args.block, "256"),
-                                                            ("--shared-bytes", args.shared_bytes, "0"))
-             if value != default and (args.source is not None or args.code_object is not None)]
+    given = [
+        f"{flag} {value}"
+        for flag, value, default in (
+            ("--grid", args.grid, None),
+            ("--block", args.block, "256"),
+            ("--shared-bytes", args.shared_bytes, "0"),
+        )
+        if value != default and (args.source is not None or args.code_object is not None)
+    ]
     if given and device.kind == "host":
-        print(f"hipexplore bench: {', '.join(given)}: not used on the host (a host kernel is one C call, no launch "
-              f"geometry); checked, and used where the device is a GPU", file=sys.stderr)
+        print(
+            f"hipexplore bench: {', '.join(given)}: not used on the host (a host kernel is one C call, no launch "
+            f"geometry); checked, and used where the device is a GPU",
+            file=sys.stderr,
+        )
 
 
 def _tagged_samples(path: Path) -> bool:
@@ -542,8 +769,10 @@ def _check_out(out: str, force: bool) -> None:
     if samples.is_dir():
         raise ConfigError(f"--out {out!r} is a directory; expected a FILE.parquet name")
     if samples.exists() and not meta.exists() and not force and not _tagged_samples(samples):
-        raise ConfigError(f"--out {out!r} exists and is not a hipexplore result (no {meta.name} beside it); it was left "
-                          f"as it is: choose another file, or pass --force to replace it")
+        raise ConfigError(
+            f"--out {out!r} exists and is not a hipexplore result (no {meta.name} beside it); it was left "
+            f"as it is: choose another file, or pass --force to replace it"
+        )
     parent = samples.parent if str(samples.parent) else Path(".")
     while not parent.exists() and parent != parent.parent:  # the writer makes missing folders: check where it would
         parent = parent.parent
@@ -559,8 +788,10 @@ def _check_out(out: str, force: bool) -> None:
     except OSError as exc:
         from ..files import why_no_new_file
 
-        raise ConfigError(f"--out {out!r}: cannot create a file in the folder {str(parent)!r} ({why_no_new_file(exc, parent)}); "
-                          f"give --out a path in a folder you can write (checked before running)") from None
+        raise ConfigError(
+            f"--out {out!r}: cannot create a file in the folder {str(parent)!r} ({why_no_new_file(exc, parent)}); "
+            f"give --out a path in a folder you can write (checked before running)"
+        ) from None
 
 
 def adaptive_banner(stop: Any) -> str:
@@ -568,6 +799,8 @@ def adaptive_banner(stop: Any) -> str:
     the table's ``stop`` column uses, in at most two lines (the whole rule, with the minimum time and
     nvbench's stdrel definition of settled noise, is ``StopRule``'s docstring; it was one 560-character
     line that a new user scrolled past)."""
-    return (f"hipexplore bench: adaptive sampling (no --iterations): a configuration stops at a 95% CI within "
-            f"±{stop.target_ci:.1%} ('ci'), a rel. stdev <= {stop.target_cv:.2%} ('cv') or settled noise ('noise') from "
-            f"{stop.min_samples} samples on; at most {stop.timeout_s:g} s ('TIMEOUT') or {stop.max_samples:,} samples ('CAP')")
+    return (
+        f"hipexplore bench: adaptive sampling (no --iterations): a configuration stops at a 95% CI within "
+        f"±{stop.target_ci:.1%} ('ci'), a rel. stdev <= {stop.target_cv:.2%} ('cv') or settled noise ('noise') from "
+        f"{stop.min_samples} samples on; at most {stop.timeout_s:g} s ('TIMEOUT') or {stop.max_samples:,} samples ('CAP')"
+    )

@@ -8,6 +8,7 @@ text, the numbers of its notes; each distinct note is printed once, numbered, un
 with the per-row figures the table already has (or ``--json`` gives) left out of it. Every figure
 is still in ``--json`` and the ``--out`` summary.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,23 +20,39 @@ WIDTH = 120
 
 #: the table's ``stop`` column: the start of a stop reason (``bench.stats``) and its word, most
 #: severe first (a row shows the most severe of its units': a timeout in one unit of three is a timeout)
-_STOPS = (("timeout", "TIMEOUT"), ("max_samples", "CAP"), ("converged: noise stabilised", "noise"),
-          ("converged: rel stdev", "cv"), ("converged: 95% CI", "ci"), ("fixed iteration count", "fixed"))
+_STOPS = (
+    ("timeout", "TIMEOUT"),
+    ("max_samples", "CAP"),
+    ("converged: noise stabilised", "noise"),
+    ("converged: rel stdev", "cv"),
+    ("converged: 95% CI", "ci"),
+    ("fixed iteration count", "fixed"),
+)
 
 #: a note as the table's footnote says it: the row's own figures (shown in the table, or in --json)
 #: left out, so rows with the same kind of note share one footnote
 _GENERAL = (
-    (re.compile(r"^((?:very )?noisy): IQR/median [-0-9.]+% > ([0-9.]+%)$"), r"\1: IQR/median > \2 (the iqr_rel column)"),
+    (
+        re.compile(r"^((?:very )?noisy): IQR/median [-0-9.]+% > ([0-9.]+%)$"),
+        r"\1: IQR/median > \2 (the iqr_rel column)",
+    ),
     (re.compile(r"^((?:timeout|max_samples) .*? reached before convergence) \(CI of the median \+-[0-9.]+%\)$"), r"\1"),
-    (re.compile(r"^stopped by its ((?:timeout|max_samples) .*?) before convergence$"), r"\1 reached before convergence"),
-    (re.compile(r"^bimodal: modes at .*: another run may read the other mode$"),
-     "bimodal: two modes further apart than the 95% interval: another run may read the other mode (the modes: --json)"),
+    (
+        re.compile(r"^stopped by its ((?:timeout|max_samples) .*?) before convergence$"),
+        r"\1 reached before convergence",
+    ),
+    (
+        re.compile(r"^bimodal: modes at .*: another run may read the other mode$"),
+        "bimodal: two modes further apart than the 95% interval: another run may read the other mode (the modes: --json)",
+    ),
     (re.compile(r"^throttled: [0-9]+ sample\(s\) ran below"), "throttled: samples ran below"),
     (re.compile(r"^stream hold timed out in [0-9]+ chunk\(s\)"), "stream hold timed out in some chunks"),
 )
 
 #: the footnote of a row whose units stopped for different reasons (the column shows the most severe)
-MIXED = "its units stopped for different reasons; the stop column shows the most severe (each unit's: --json stop_reason)"
+MIXED = (
+    "its units stopped for different reasons; the stop column shows the most severe (each unit's: --json stop_reason)"
+)
 
 
 def stop_word(reason: Any) -> str:
@@ -95,24 +112,54 @@ def table(summary: Any) -> str:
     # the counter pass (bench.counters): the state word with its cold fraction, when anything was counted
     state = "cache_state" in summary.columns and bool((summary["cache_state"].fillna("") != "").any())
     timers = "timer" in summary.columns and bool((~Timer.defaults_in(summary)).any())
-    heads = ["kernel", "size", "rot", "flush", *(["timer"] if timers else []), "n", "median_us", "95% CI us",
-             *(["floor_us"] if floor else []), "iqr_rel", "bias", "GB/s", *(["state"] if state else []), "stop", "notes"]
+    heads = [
+        "kernel",
+        "size",
+        "rot",
+        "flush",
+        *(["timer"] if timers else []),
+        "n",
+        "median_us",
+        "95% CI us",
+        *(["floor_us"] if floor else []),
+        "iqr_rel",
+        "bias",
+        "GB/s",
+        *(["state"] if state else []),
+        "stop",
+        "notes",
+    ]
     left = {"kernel", "flush", "timer", "state", "stop", "notes"}
     notes: dict[str, int] = {}
     rows = []
     for r in summary.itertuples():
-        rot = f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
+        rot = (
+            f"{r.rotating}" if str(r.rotating) == str(r.rotating_requested) else f"{r.rotating_requested}={r.rotating}"
+        )
         reason = getattr(r, "stop_reason", "")
         refs = sorted(notes.setdefault(text, len(notes) + 1) for text in row_notes(r.warning, reason))
         d = _decimals(r.median_s * 1e6, 3)  # the interval in the median's digits
-        cells = [str(r.kernel), format_bytes(r.size_bytes), rot, str(r.flush), *([str(r.timer)] if timers else []), str(r.n),
-                 f"{r.median_s * 1e6:.{d}f}", f"[{r.ci_low_s * 1e6:.{d}f}, {r.ci_high_s * 1e6:.{d}f}]"]
+        cells = [
+            str(r.kernel),
+            format_bytes(r.size_bytes),
+            rot,
+            str(r.flush),
+            *([str(r.timer)] if timers else []),
+            str(r.n),
+            f"{r.median_s * 1e6:.{d}f}",
+            f"[{r.ci_low_s * 1e6:.{d}f}, {r.ci_high_s * 1e6:.{d}f}]",
+        ]
         if floor:
             cells.append(f"{r.floor_s * 1e6:.{_decimals(r.floor_s * 1e6, 3)}f}" if r.floor_s == r.floor_s else "")
         gbs = r.bandwidth_gbs
-        cells += [format_percent(r.iqr_rel, 2), format_percent(r.bias, 1, signed=True), f"{gbs:.{_decimals(gbs, 1)}f}",
-                  *([_state(r.cache_state, r.cold_fraction)] if state else []), stop_word(reason),
-                  ",".join(map(str, refs))]
+        cells += [
+            format_percent(r.iqr_rel, 2),
+            format_percent(r.bias, 1, signed=True),
+            f"{gbs:.{_decimals(gbs, 1)}f}",
+            *([_state(r.cache_state, r.cold_fraction)] if state else []),
+            stop_word(reason),
+            ",".join(map(str, refs)),
+        ]
         rows.append(cells)
     heads, rows, dropped = fit(heads, rows)
     widths = [max([len(h), *(len(c[i]) for c in rows)]) for i, h in enumerate(heads)]
@@ -130,13 +177,16 @@ DROPPABLE = ("GB/s", "floor_us", "iqr_rel", "bias")
 KERNEL_CHARS = 28
 
 
-def fit(heads: list[str], rows: list[list[str]], droppable: tuple[str, ...] = DROPPABLE,
-        kernel_chars: int = KERNEL_CHARS) -> tuple[list[str], list[list[str]], list[str]]:
+def fit(
+    heads: list[str], rows: list[list[str]], droppable: tuple[str, ...] = DROPPABLE, kernel_chars: int = KERNEL_CHARS
+) -> tuple[list[str], list[list[str]], list[str]]:
     """The table's columns at ``WIDTH``: long kernel names cut (``…``), then the ``droppable``
     columns (``bench``'s: ``DROPPABLE``) left out one by one while the widest line is still wider;
     which were left out."""
     k = heads.index("kernel")
-    rows = [[c[:kernel_chars - 1] + "…" if i == k and len(c) > kernel_chars else c for i, c in enumerate(r)] for r in rows]
+    rows = [
+        [c[: kernel_chars - 1] + "…" if i == k and len(c) > kernel_chars else c for i, c in enumerate(r)] for r in rows
+    ]
     dropped: list[str] = []
 
     def width() -> int:
@@ -147,8 +197,8 @@ def fit(heads: list[str], rows: list[list[str]], droppable: tuple[str, ...] = DR
             break
         if name in heads:
             i = heads.index(name)
-            heads = heads[:i] + heads[i + 1:]
-            rows = [r[:i] + r[i + 1:] for r in rows]
+            heads = heads[:i] + heads[i + 1 :]
+            rows = [r[:i] + r[i + 1 :] for r in rows]
             dropped.append(name)
     return heads, rows, dropped
 
@@ -163,16 +213,30 @@ def _decimals(value: float, most: int) -> int:
     return max(0, min(most, 3 - math.floor(math.log10(abs(value)))))
 
 
-def footnotes(notes: dict[str, int], title: str = "notes (every row's full warning and stop reason: --json):") -> list[str]:
+def footnotes(
+    notes: dict[str, int], title: str = "notes (every row's full warning and stop reason: --json):"
+) -> list[str]:
     """The numbered notes under the table, each once, wrapped at ``WIDTH``; none without notes."""
     if not notes:
         return []
     out = ["", title]
     pad = len(str(len(notes))) + 3
     for text, number in notes.items():
-        out += textwrap.wrap(text, WIDTH, initial_indent=f"{number:>{pad - 2}}  ", subsequent_indent=" " * pad,
-                             break_on_hyphens=False) or [f"{number:>{pad - 2}}"]
+        out += textwrap.wrap(
+            text, WIDTH, initial_indent=f"{number:>{pad - 2}}  ", subsequent_indent=" " * pad, break_on_hyphens=False
+        ) or [f"{number:>{pad - 2}}"]
     return out
 
 
-__all__ = ["DROPPABLE", "KERNEL_CHARS", "MIXED", "WIDTH", "fit", "footnotes", "general_note", "row_notes", "stop_word", "table"]
+__all__ = [
+    "DROPPABLE",
+    "KERNEL_CHARS",
+    "MIXED",
+    "WIDTH",
+    "fit",
+    "footnotes",
+    "general_note",
+    "row_notes",
+    "stop_word",
+    "table",
+]

@@ -3,6 +3,7 @@
 The location is ``$HIPEXPLORE_CACHE_DIR`` (else the user cache dir), the same one every
 ``CompileCache`` in this environment uses; ``--dir`` points at another one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ):
         sp = sub.add_parser(name, help=help_text, description=help_text)
         sp.add_argument("--json", action="store_true", help="print one JSON object")
-        sp.add_argument("--dir", default=None, help="cache directory (default: $HIPEXPLORE_CACHE_DIR or the user cache dir)")
+        sp.add_argument(
+            "--dir", default=None, help="cache directory (default: $HIPEXPLORE_CACHE_DIR or the user cache dir)"
+        )
         sp.set_defaults(func=run)
 
 
@@ -45,7 +48,9 @@ def _disk(args: argparse.Namespace):
     from ..compile.disk import DiskCache
 
     if args.dir is not None and not args.dir.strip():
-        raise CacheError("--dir is empty; expected a cache directory (or leave --dir out: $HIPEXPLORE_CACHE_DIR or the user cache dir)")
+        raise CacheError(
+            "--dir is empty; expected a cache directory (or leave --dir out: $HIPEXPLORE_CACHE_DIR or the user cache dir)"
+        )
     root = args.dir or default_cache_dir()
     disk = DiskCache(root, max_bytes=settings.CACHE_DISK_MAX_BYTES.get())
     if disk.root.exists() and not disk.root.is_dir():
@@ -57,8 +62,13 @@ def run(args: argparse.Namespace) -> int:
     """0 when the action did what it says; 1 when some files could not be read or removed
     (e.g. ``clear`` on a read-only mount): the text names them."""
     disk, enabled = _disk(args)
-    report: dict[str, Any] = {"action": args.action, "root": str(disk.root), "directory": str(disk.directory),
-                              "disk_enabled": enabled, "shared": disk.shared}
+    report: dict[str, Any] = {
+        "action": args.action,
+        "root": str(disk.root),
+        "directory": str(disk.directory),
+        "disk_enabled": enabled,
+        "shared": disk.shared,
+    }
     status = 0
     if args.action == "stats":
         report.update(disk_stats(disk))
@@ -124,7 +134,9 @@ def _ago(t: float | None) -> str:
 
 
 def _text(r: dict[str, Any]) -> str:
-    head = f"compile cache at {r['root']}" + ("" if r["disk_enabled"] else " (disk tier disabled by HIPEXPLORE_CACHE_DISK=0)")
+    head = f"compile cache at {r['root']}" + (
+        "" if r["disk_enabled"] else " (disk tier disabled by HIPEXPLORE_CACHE_DISK=0)"
+    )
     if r.get("shared") == "group":
         head += " (team directory: entries authenticated with HIPEXPLORE_CACHE_SECRET)"
     if r["action"] == "stats":
@@ -137,10 +149,14 @@ def _text(r: dict[str, Any]) -> str:
             f"  least recently used {_ago(r['oldest_use'])}, most recently {_ago(r['newest_use'])}",
         ]
         if r["temp_files"]:
-            lines.append(f"  {r['temp_files']} temp files ({format_bytes(r['temp_bytes'])}; counted in the size, "
-                         "removed by the pruner once their writer is gone)")
+            lines.append(
+                f"  {r['temp_files']} temp files ({format_bytes(r['temp_bytes'])}; counted in the size, "
+                "removed by the pruner once their writer is gone)"
+            )
         if r["foreign_files"]:
-            lines.append(f"  {r['foreign_files']} files that are not entries (links, FIFOs, folders; `verify` removes them)")
+            lines.append(
+                f"  {r['foreign_files']} files that are not entries (links, FIFOs, folders; `verify` removes them)"
+            )
         for what in ("compiler", "target"):
             counts = r[f"by_{what}"]
             if counts:
@@ -154,8 +170,14 @@ def _text(r: dict[str, Any]) -> str:
         if r["failed"]:
             text += f"\n  FAILED to remove {r['failed']} files (first: {r['error']})"
         return text
-    lines = [f"{head}\n  checked {r['checked']}: {r['ok']} ok, {r['corrupt']} bad ({r['removed']} removed)"
-             + (f", {r['unauthenticated']} not authenticated under this secret (left in place)" if r.get("unauthenticated") else "")]
+    lines = [
+        f"{head}\n  checked {r['checked']}: {r['ok']} ok, {r['corrupt']} bad ({r['removed']} removed)"
+        + (
+            f", {r['unauthenticated']} not authenticated under this secret (left in place)"
+            if r.get("unauthenticated")
+            else ""
+        )
+    ]
     lines += [f"  {path}: {what} ({action})" for path, what, action in r["problems"][:50]]
     if len(r["problems"]) > 50:
         lines.append(f"  ... and {len(r['problems']) - 50} more (--json lists all)")

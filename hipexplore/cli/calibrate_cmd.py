@@ -8,6 +8,7 @@ Prints a line per kind of row (interleaved copies, their cold references, separa
 false-verdict rate and coverage, each with a 95% Wilson interval, and the minimum detectable change
 per size; keeps the result where ``compare`` and the report cite it (``--out`` writes a copy).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,20 +54,39 @@ def _units(text: str) -> int | str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(COMMAND, help=HELP, description=(
-        "Measure a kernel and its byte-identical copy interleaved, in rounds, at the default stop rule and units; "
-        "count the faster/slower verdicts (all false) among the interleaved rows and among consecutive rounds compared "
-        "as separate runs, and how many intervals hold 1. Keeps the result for this device (HIPEXPLORE_CALIBRATION_DIR)."))
+    p = subparsers.add_parser(
+        COMMAND,
+        help=HELP,
+        description=(
+            "Measure a kernel and its byte-identical copy interleaved, in rounds, at the default stop rule and units; "
+            "count the faster/slower verdicts (all false) among the interleaved rows and among consecutive rounds compared "
+            "as separate runs, and how many intervals hold 1. Keeps the result for this device (HIPEXPLORE_CALIBRATION_DIR)."
+        ),
+    )
     p.add_argument("--device", default="auto", help="auto, host, cuda, hip (optionally :INDEX); default auto")
-    p.add_argument("--sizes", default=None, metavar="S,S", help="bytes per array, comma separated (default: 64KiB,256KiB on "
-                   "the host; 1MiB,16MiB,256MiB on a GPU)")
+    p.add_argument(
+        "--sizes",
+        default=None,
+        metavar="S,S",
+        help="bytes per array, comma separated (default: 64KiB,256KiB on the host; 1MiB,16MiB,256MiB on a GPU)",
+    )
     p.add_argument("--flush", default="none", help="flush modes, comma separated (default none)")
-    p.add_argument("--budget", type=_positive, default=None, metavar="S",
-                   help="wall time for the rounds in seconds (default 120 on the host, 250 on a GPU); at least 2 rounds run")
+    p.add_argument(
+        "--budget",
+        type=_positive,
+        default=None,
+        metavar="S",
+        help="wall time for the rounds in seconds (default 120 on the host, 250 on a GPU); at least 2 rounds run",
+    )
     p.add_argument("--rounds", type=_rounds, default=None, help="a fixed number of rounds instead of the time budget")
-    p.add_argument("--iterations", type=_iterations, default=None, metavar="N",
-                   help="fixed samples per configuration instead of the adaptive default (a quick look: the record says "
-                        "it is not at the defaults)")
+    p.add_argument(
+        "--iterations",
+        type=_iterations,
+        default=None,
+        metavar="N",
+        help="fixed samples per configuration instead of the adaptive default (a quick look: the record says "
+        "it is not at the defaults)",
+    )
     p.add_argument("--units", type=_units, default="auto", help="units per configuration (default auto, as bench's)")
     p.add_argument("--threshold", type=threshold, default=0.02, help="the verdicts' practical threshold (default 2%%)")
     p.add_argument("--out", default=None, metavar="FILE.json", help="also write the record here")
@@ -98,8 +118,17 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_progress:
             print(f"hipexplore calibrate: {text}", file=sys.stderr, flush=True)
 
-    record = calibrate(args.device, sizes, flush, budget_s=args.budget, rounds=args.rounds, threshold=args.threshold,
-                       iterations=args.iterations, units=args.units, progress=progress)
+    record = calibrate(
+        args.device,
+        sizes,
+        flush,
+        budget_s=args.budget,
+        rounds=args.rounds,
+        threshold=args.threshold,
+        iterations=args.iterations,
+        units=args.units,
+        progress=progress,
+    )
     kept = store(record, args.out)
     if args.json:
         print(json.dumps(record, default=float))

@@ -13,6 +13,7 @@ words (``verdicts.change_text``: ``slower by 1.2% [+1.1%, +1.3%] — below the 2
 undecided row's sentence stops before its last clause (the verdict column says undecided, its note
 why); where the table is still wider than ``WIDTH`` with its droppable columns gone, every row's does.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,10 @@ from .bench_table import WIDTH, fit, footnotes
 #: the words of a row that is a reference, not a change (its ``verdict`` stays in --json)
 REFERENCE = "reference"
 #: the note every cold-reference row shares
-REFERENCE_NOTE = ("cold reference: single launches after a cache flush, each side's yardstick for its bias; measured "
-                  "apart from the compared rows, it gets no verdict of its own (its change and interval: --json)")
+REFERENCE_NOTE = (
+    "cold reference: single launches after a cache flush, each side's yardstick for its bias; measured "
+    "apart from the compared rows, it gets no verdict of its own (its change and interval: --json)"
+)
 #: columns left out, in this order, while the table is wider than ``WIDTH`` (the answer's columns stay)
 DROPPABLE = ("p", "units", "min det.")
 
@@ -71,10 +74,16 @@ def _medians(r: Mapping[str, Any]) -> str:
 
 #: an undecided row's note as the footnote says it: its own figures (the min det. column has them) left
 #: out, so rows undecided for the same reason share one footnote
-_GENERAL = ((re.compile(r"^the noise allows no call at ±([^:]+): the interval over ([0-9]+) units is ±[-0-9.]+% wide; "
-                        r"changes of [-0-9.]+% or more could be called \((.*)\)$"),
-             r"the noise allows no call at ±\1: the interval over \2 units is too wide (the min det. column: the smallest "
-             r"change it could call); \3"),)
+_GENERAL = (
+    (
+        re.compile(
+            r"^the noise allows no call at ±([^:]+): the interval over ([0-9]+) units is ±[-0-9.]+% wide; "
+            r"changes of [-0-9.]+% or more could be called \((.*)\)$"
+        ),
+        r"the noise allows no call at ±\1: the interval over \2 units is too wide (the min det. column: the smallest "
+        r"change it could call); \3",
+    ),
+)
 
 
 def general(note: str) -> str:
@@ -98,24 +107,37 @@ def row_notes(r: Mapping[str, Any], threshold: float) -> list[str]:
     return [t for t in dict.fromkeys(out) if t]
 
 
-def cells(r: Mapping[str, Any], kernel: str, heads: list[str], threshold: float, notes: dict[str, int],
-          short: bool = False) -> list[str]:
+def cells(
+    r: Mapping[str, Any], kernel: str, heads: list[str], threshold: float, notes: dict[str, int], short: bool = False
+) -> list[str]:
     """The row's cells under ``heads`` (``short``: its answer without the threshold clause)."""
     from ..verdicts import size_text
 
     refs = sorted(notes.setdefault(t, len(notes) + 1) for t in row_notes(r, threshold))
     size = "-" if not r.get("size_bytes") or int(r["size_bytes"]) <= 1 else size_text(r["size_bytes"])
-    out = {"kernel": kernel, "size": size, "rot": str(r.get("rotating_requested", "")), "flush": str(r.get("flush", "")),
-           "timer": str(r.get("timer", "")), "notes": ",".join(map(str, refs))}
+    out = {
+        "kernel": kernel,
+        "size": size,
+        "rot": str(r.get("rotating_requested", "")),
+        "flush": str(r.get("flush", "")),
+        "timer": str(r.get("timer", "")),
+        "notes": ",".join(map(str, refs)),
+    }
     if r.get("present") != "both":
         out.update({"verdict": f"{r['present']}"})
     elif is_reference(r):
         out.update({"verdict": REFERENCE, ANSWER: _medians(r)})
     else:
         b, n = _count(r.get("base_units", 1)), _count(r.get("new_units", 1))
-        out.update({"units": b if b == n else f"{b}/{n}", "p": f"{float(r['p_value']):.2g}",
-                    "min det.": f"{float(r['min_detectable']):.1%}", "verdict": str(r["verdict"]),
-                    ANSWER: answer(r, threshold)[short]})
+        out.update(
+            {
+                "units": b if b == n else f"{b}/{n}",
+                "p": f"{float(r['p_value']):.2g}",
+                "min det.": f"{float(r['min_detectable']):.1%}",
+                "verdict": str(r["verdict"]),
+                ANSWER: answer(r, threshold)[short],
+            }
+        )
     return [out.get(h, "") for h in heads]
 
 
@@ -128,11 +150,28 @@ def table(frame: Any) -> str:
     from ..schema import Timer
 
     timers = any(not Timer.of_cell(r.get("timer")).default for r in rows)
-    heads = ["kernel", "size", "rot", "flush", *(["timer"] if timers else []), "units", "p", "min det.", "verdict",
-             ANSWER, "notes"]
+    heads = [
+        "kernel",
+        "size",
+        "rot",
+        "flush",
+        *(["timer"] if timers else []),
+        "units",
+        "p",
+        "min det.",
+        "verdict",
+        ANSWER,
+        "notes",
+    ]
     left = {"kernel", "flush", "timer", "verdict", ANSWER, "notes"}
-    kernels = [str(r.get("kernel") if isinstance(r.get("kernel"), str) and r.get("kernel")
-                   else f"{r.get('base_kernel')}→{r.get('new_kernel')}") for r in rows]
+    kernels = [
+        str(
+            r.get("kernel")
+            if isinstance(r.get("kernel"), str) and r.get("kernel")
+            else f"{r.get('base_kernel')}→{r.get('new_kernel')}"
+        )
+        for r in rows
+    ]
     for short in (False, True):  # the whole sentences, or where they do not fit, without the threshold clause
         notes: dict[str, int] = {}
         shown, body, dropped = _fitted(heads, [cells(r, k, heads, thr, notes, short) for r, k in zip(rows, kernels)])
@@ -145,11 +184,21 @@ def table(frame: Any) -> str:
 
     said = [f"(left out to fit {WIDTH} columns: {', '.join(dropped)}; every column: --json)"] if dropped else []
     head = _wrapped("decision rule: ", frame.attrs.get("rule", ""))
-    head += _wrapped("note: ", frame.attrs.get("caveat", "")) + _wrapped("calibration: ", frame.attrs.get("calibration", ""))
+    head += _wrapped("note: ", frame.attrs.get("caveat", "")) + _wrapped(
+        "calibration: ", frame.attrs.get("calibration", "")
+    )
     head += _wrapped("source: ", frame.attrs.get("source_note", ""))
     tail = _wrapped("hint: ", frame.attrs.get("hint", ""))
-    return "\n".join([*head, line(shown), *(line(c) for c in body), *said,
-                      *footnotes(notes, title="notes (every row's full note and figures: --json):"), *([""] + tail if tail else [])])
+    return "\n".join(
+        [
+            *head,
+            line(shown),
+            *(line(c) for c in body),
+            *said,
+            *footnotes(notes, title="notes (every row's full note and figures: --json):"),
+            *([""] + tail if tail else []),
+        ]
+    )
 
 
 def _fitted(heads: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]], list[str]]:

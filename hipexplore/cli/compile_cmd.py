@@ -3,6 +3,7 @@
 Run twice in two processes, the second reports ``disk-hit``: the quickest way to see the
 persistent tier work (and what it saves) without writing any Python.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,26 +38,65 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--compiler", required=True, choices=COMPILERS, help="which compiler backend")
     p.add_argument("--target", default=None, help="gfx90a, sm_90, ... ('host' for --compiler host, the default there)")
     p.add_argument(
-        "--option", action="append", default=[], metavar="O",
+        "--option",
+        action="append",
+        default=[],
+        metavar="O",
         help="one compiler option, repeatable; write options starting with '-' as --option=-O3",
     )
-    p.add_argument("--kernel", action="append", default=[], metavar="NAME", help="kernel name or name expression to lower, repeatable")
-    p.add_argument("--header", action="append", default=[], metavar="FILE", help="header made available to #include under its file name, repeatable")
-    p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR", dest="include_dir",
-                   help="directory searched for #include files (after the including file's own folder), repeatable; "
-                        "every file read from it is keyed")
-    p.add_argument("--signature", default=None, metavar="SIG",
-                   help="triton: the non-constexpr arguments' types, e.g. 'x_ptr:*fp32,n:i32'")
-    p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
-                   help="triton: a tl.constexpr argument's value, repeatable (--option NAME=VALUE are Triton options: num_warps=4)")
-    p.add_argument("--mode", default="", help="output kind (default: the compiler's: code-object, cubin, shared-library)")
     p.add_argument(
-        "--diagnostic", action="append", default=[], choices=sorted(DIAGNOSTICS),
+        "--kernel",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="kernel name or name expression to lower, repeatable",
+    )
+    p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="header made available to #include under its file name, repeatable",
+    )
+    p.add_argument(
+        "-I",
+        "--include-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        dest="include_dir",
+        help="directory searched for #include files (after the including file's own folder), repeatable; "
+        "every file read from it is keyed",
+    )
+    p.add_argument(
+        "--signature",
+        default=None,
+        metavar="SIG",
+        help="triton: the non-constexpr arguments' types, e.g. 'x_ptr:*fp32,n:i32'",
+    )
+    p.add_argument(
+        "--constexpr",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="triton: a tl.constexpr argument's value, repeatable (--option NAME=VALUE are Triton options: num_warps=4)",
+    )
+    p.add_argument(
+        "--mode", default="", help="output kind (default: the compiler's: code-object, cubin, shared-library)"
+    )
+    p.add_argument(
+        "--diagnostic",
+        action="append",
+        default=[],
+        choices=sorted(DIAGNOSTICS),
         help="diagnostic switch; the compile then bypasses the cache",
     )
-    p.add_argument("--inline-icache", action="store_true",
-                   help="hiprtc: put s_icache_inv + 16 s_nop 0 at the entry of each --kernel (every kernel when none is named); "
-                        "the transformed source compiles under its own cache key")
+    p.add_argument(
+        "--inline-icache",
+        action="store_true",
+        help="hiprtc: put s_icache_inv + 16 s_nop 0 at the entry of each --kernel (every kernel when none is named); "
+        "the transformed source compiles under its own cache key",
+    )
     p.add_argument("--out", "-o", default=None, metavar="FILE", help="write the binary here")
     p.add_argument("--force", action="store_true", help="with --out: replace a file there that is not compiler output")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -111,7 +151,9 @@ def _check_destination(out: str, force: bool = False) -> None:
         os.unlink(probe)
     except OSError as exc:
         raise ConfigError(f"cannot write --out {out!r}: {exc.strerror or exc} (checked before compiling)") from None
-    check_replace(out, "--out", "compiler output (a library, a cubin, a code object, PTX or assembly)", is_compiler_output, force)
+    check_replace(
+        out, "--out", "compiler output (a library, a cubin, a code object, PTX or assembly)", is_compiler_output, force
+    )
 
 
 def build_request(args: argparse.Namespace):
@@ -136,17 +178,28 @@ def build_request(args: argparse.Namespace):
 
     # the include closure first: its files are headers of the request (keyed), and the
     # inline-icache transform parses with them
-    closure = include_closure(text, compiler=args.compiler, source_path=args.source, include_dirs=args.include_dir,
-                              given=[h.name for h in headers])
+    closure = include_closure(
+        text,
+        compiler=args.compiler,
+        source_path=args.source,
+        include_dirs=args.include_dir,
+        given=[h.name for h in headers],
+    )
     headers = [*headers, *closure.headers()]
     args.closure = closure
     if getattr(args, "inline_icache", False):
         if args.compiler != "hiprtc":
-            raise ConfigError(f"--inline-icache inserts AMD instructions and needs --compiler hiprtc, not {args.compiler!r}")
+            raise ConfigError(
+                f"--inline-icache inserts AMD instructions and needs --compiler hiprtc, not {args.compiler!r}"
+            )
         from ..kernels.transform import insert_icache_flush
 
-        text = insert_icache_flush(text, tuple(args.kernel) or None, filename=Path(args.source).name,
-                                   headers=[(h.name, h.text) for h in headers])
+        text = insert_icache_flush(
+            text,
+            tuple(args.kernel) or None,
+            filename=Path(args.source).name,
+            headers=[(h.name, h.text) for h in headers],
+        )
     return CompileRequest(
         source=Source(Path(args.source).name, text),
         compiler=args.compiler,
@@ -164,7 +217,9 @@ def _triton_request(args: argparse.Namespace):
 
     _read_text(args.source, "source")  # the same one-line errors for a missing/unreadable file
     if len(args.kernel) != 1:
-        raise ConfigError(f"--compiler triton needs exactly one --kernel NAME (the @triton.jit function); got {args.kernel}")
+        raise ConfigError(
+            f"--compiler triton needs exactly one --kernel NAME (the @triton.jit function); got {args.kernel}"
+        )
     if not args.signature:
         raise ConfigError("--compiler triton needs --signature, e.g. --signature 'x_ptr:*fp32,n:i32'")
     if not args.target:
@@ -236,9 +291,11 @@ def run(args: argparse.Namespace) -> int:
         "cache_dir": str(cache.disk_dir) if cache.disk_dir is not None else None,
         "log": code.log,
         # every header in the key: --header files, the discovered include closure, built-ins
-        "headers": [{"name": h.name, "path": os.path.abspath(h_path), "sha256": _sha(h.text), "included_from": ""}
-                    for h, h_path in zip(request.headers, args.header)]
-                   + (args.closure.record() if getattr(args, "closure", None) else []),
+        "headers": [
+            {"name": h.name, "path": os.path.abspath(h_path), "sha256": _sha(h.text), "included_from": ""}
+            for h, h_path in zip(request.headers, args.header)
+        ]
+        + (args.closure.record() if getattr(args, "closure", None) else []),
         "system_headers": list(args.closure.system) if getattr(args, "closure", None) else [],
         # what the compiler reads outside the request (cc -M, absolute includes, ...): keyed too
         "implicit_inputs": key.record.get("implicit", []),

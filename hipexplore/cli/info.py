@@ -1,4 +1,5 @@
 """``hipexplore info``: what this machine can compile and run, and where the cache lives."""
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,13 @@ def info_text(info: dict[str, Any]) -> str:
             targets = c.get("targets") or []
             lines.append(f"  {c['name']:<7} {c.get('version', '')}  [{c.get('library', '')}]")
             # every target, wrapped: a cut list hid gfx90a (hiprtc's 13th) and read as "not supported"
-            lines += textwrap.wrap(f"targets ({len(targets)}): {', '.join(targets) or '-'}", width=100,
-                                   initial_indent=" " * 10, subsequent_indent=" " * 19, break_on_hyphens=False)
+            lines += textwrap.wrap(
+                f"targets ({len(targets)}): {', '.join(targets) or '-'}",
+                width=100,
+                initial_indent=" " * 10,
+                subsequent_indent=" " * 19,
+                break_on_hyphens=False,
+            )
             if c.get("crashing_targets"):
                 lines.append(f"          crashing targets: {', '.join(c['crashing_targets'])}")
             for note in c.get("notes", []) or []:
@@ -83,11 +89,15 @@ def info_text(info: dict[str, Any]) -> str:
     from ..readable import format_bytes
 
     c = info["cache"]
-    lines += ["", "compile cache:", f"  disk dir: {c['disk_dir'] or '(disk tier off)'}",
-              f"  memory limits: {c['max_entries']} entries, {format_bytes(c['max_bytes'])}",
-              f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes ({format_bytes(c['disk_bytes'] or 0)}; "
-              f"cap {format_bytes(c['disk_max_bytes'])})" + (" [team directory]" if c.get("shared") == "group" else ""),
-              f"  remote (Redis team tier): {c.get('remote') or 'off'}"]
+    lines += [
+        "",
+        "compile cache:",
+        f"  disk dir: {c['disk_dir'] or '(disk tier off)'}",
+        f"  memory limits: {c['max_entries']} entries, {format_bytes(c['max_bytes'])}",
+        f"  disk: {c['disk_entries']} entries, {c['disk_bytes']} bytes ({format_bytes(c['disk_bytes'] or 0)}; "
+        f"cap {format_bytes(c['disk_max_bytes'])})" + (" [team directory]" if c.get("shared") == "group" else ""),
+        f"  remote (Redis team tier): {c.get('remote') or 'off'}",
+    ]
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ surfaced as a ``UnicodeDecodeError``/``IsADirectoryError`` traceback. The comman
 which values are files and which are expressions, so it checks them first: every problem is one
 ``ConfigError`` line naming the flag and the value, before anything is compiled or written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,11 @@ def read_text_file(path: str, flag: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"{flag} {_shown(path)} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start}, "
-                          f"line {line}: {exc.reason}); save it as UTF-8") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{flag} {_shown(path)} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start}, "
+            f"line {line}: {exc.reason}); save it as UTF-8"
+        ) from None
 
 
 def ascii_text(value: str | None, flag: str) -> None:
@@ -53,23 +56,34 @@ def ascii_text(value: str | None, flag: str) -> None:
     if value is None or value.isascii():
         return
     bad = next(ch for ch in value if not ch.isascii())
-    raise ConfigError(f"{flag} {_shown(value)} holds the character {bad!r} (U+{ord(bad):04X}); write numbers, names "
-                      f"and operators in ASCII")
+    raise ConfigError(
+        f"{flag} {_shown(value)} holds the character {bad!r} (U+{ord(bad):04X}); write numbers, names "
+        f"and operators in ASCII"
+    )
 
 
 def check_user_kernel(args: argparse.Namespace) -> None:
     """``hipexplore bench --source/--header/--args/--grid/...``: the files readable UTF-8 text of a
     known kind, the expressions ASCII, before the kernel is built."""
-    for flag, value in (("--args", args.args), ("--grid", args.grid), ("--block", args.block),
-                        ("--shared-bytes", args.shared_bytes), ("--bytes-per-launch", args.bytes_per_launch),
-                        ("--entry", args.entry)):
+    for flag, value in (
+        ("--args", args.args),
+        ("--grid", args.grid),
+        ("--block", args.block),
+        ("--shared-bytes", args.shared_bytes),
+        ("--bytes-per-launch", args.bytes_per_launch),
+        ("--entry", args.entry),
+    ):
         ascii_text(value if isinstance(value, str) else None, flag)
     if args.entry is not None and not args.entry.strip():
-        raise ConfigError("--entry is empty; expected the kernel's function name (or leave --entry out: KERNEL is used)")
+        raise ConfigError(
+            "--entry is empty; expected the kernel's function name (or leave --entry out: KERNEL is used)"
+        )
     if args.source is not None:
         if not str(args.source).endswith(SOURCE_SUFFIXES):
-            raise ConfigError(f"--source {_shown(args.source)} is not a kernel source file name; expected one ending in "
-                              f"{', '.join(SOURCE_SUFFIXES)} (.c is a host kernel)")
+            raise ConfigError(
+                f"--source {_shown(args.source)} is not a kernel source file name; expected one ending in "
+                f"{', '.join(SOURCE_SUFFIXES)} (.c is a host kernel)"
+            )
         read_text_file(args.source, "--source")
     for h in args.header or ():
         read_text_file(h, "--header")
@@ -94,10 +108,15 @@ def threshold(text: str) -> float:
     try:
         value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02 or a percentage such as 2%, got {_shown(text)}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction such as 0.02 or a percentage such as 2%, got {_shown(text)}"
+        ) from None
     if not (math.isfinite(value) and 0 < value < 1):
-        fix = (f"for {t}% give --threshold {t}% or {value / 100:g}" if not t.endswith("%") and 1 <= value < 100
-               else "give e.g. --threshold 0.02 or --threshold 2%")
+        fix = (
+            f"for {t}% give --threshold {t}% or {value / 100:g}"
+            if not t.endswith("%") and 1 <= value < 100
+            else "give e.g. --threshold 0.02 or --threshold 2%"
+        )
         raise argparse.ArgumentTypeError(f"threshold must be a fraction in (0, 1), got {_shown(text)}: {fix}")
     return value
 
@@ -122,8 +141,10 @@ def decimal_sizes_line(sizes: list[str], flag: str = "--size") -> str | None:
             said.append(f"{text.strip()} is {parse_size(text):,} bytes (not {binary}, {parse_size(binary):,})")
     if not said:
         return None
-    return (f"{flag}: {'; '.join(said)}: kB, MB, GB and TB are powers of 10, KiB, MiB, GiB and TiB powers of 2 "
-            f"(the table shows binary units)")
+    return (
+        f"{flag}: {'; '.join(said)}: kB, MB, GB and TB are powers of 10, KiB, MiB, GiB and TiB powers of 2 "
+        f"(the table shows binary units)"
+    )
 
 
 def check_bench_values(args: argparse.Namespace, kernels: list, sizes: list[str], stop: object, fields: dict) -> None:
@@ -140,8 +161,15 @@ def check_bench_values(args: argparse.Namespace, kernels: list, sizes: list[str]
 
     rotating = [p.strip() for p in str(args.rotating).split(",") if p.strip()]
     flush = [p.strip() for p in str(args.flush).split(",") if p.strip()]
-    spec = spec_from_arguments(kernels, sizes, rotating, flush, iterations=args.iterations,
-                               stop=stop if args.iterations is None else None, **fields)
+    spec = spec_from_arguments(
+        kernels,
+        sizes,
+        rotating,
+        flush,
+        iterations=args.iterations,
+        stop=stop if args.iterations is None else None,
+        **fields,
+    )
     counts = [r for r in spec.rotating if isinstance(r, int)]
     if args.iterations is not None and counts:  # 'auto' needs the device's LLC: the sweep checks it
         from ..bench.rotating import check_iterations
@@ -176,6 +204,8 @@ def check_out_owner(out: str, resume: bool, others: bool, force: bool) -> None:
         except OSError:
             continue
         if st.st_uid != os.geteuid() and st_mod.S_ISREG(st.st_mode):
-            raise ConfigError(f"--out {_shown(out)}: {path.name} there is another user's ({user_name(st.st_uid)}) result, "
-                              f"and --no-resume would replace it; nothing was changed: use another out file, or pass "
-                              f"--force to replace their results")
+            raise ConfigError(
+                f"--out {_shown(out)}: {path.name} there is another user's ({user_name(st.st_uid)}) result, "
+                f"and --no-resume would replace it; nothing was changed: use another out file, or pass "
+                f"--force to replace their results"
+            )

@@ -15,6 +15,7 @@ root is not recommended") unless given ``--allow-root``, a flag only wanted when
 root; ``lab_command`` adds it exactly then. Everything after ``--`` goes to JupyterLab unchanged
 (``hipexplore lab -- --no-browser --port 8890``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,12 +47,25 @@ HELP = "start JupyterLab on copies of the notebooks in your workspace (adds --al
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(COMMAND, help=HELP, usage="hipexplore lab [-h] [--workspace DIR] [PATH] [-- JUPYTERLAB OPTIONS ...]",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("path", nargs="?", default=None,
-                   help="a folder or notebook of your own to open (default: your workspace's copies of the shipped notebooks)")
-    p.add_argument("--workspace", metavar="DIR", help="where the shipped notebooks are copied and opened "
-                   "(default: hipexplore's user data folder, e.g. ~/.local/share/hipexplore/workspace)")
+    p = sub.add_parser(
+        COMMAND,
+        help=HELP,
+        usage="hipexplore lab [-h] [--workspace DIR] [PATH] [-- JUPYTERLAB OPTIONS ...]",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "path",
+        nargs="?",
+        default=None,
+        help="a folder or notebook of your own to open (default: your workspace's copies of the shipped notebooks)",
+    )
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="where the shipped notebooks are copied and opened "
+        "(default: hipexplore's user data folder, e.g. ~/.local/share/hipexplore/workspace)",
+    )
     p.set_defaults(func=run, passthrough=[])
 
 
@@ -65,14 +79,18 @@ def target(path: str | None, workspace: str | None) -> tuple[Path, str]:
     if path is not None:
         p = Path(path)
         if not p.exists():
-            raise ConfigError(f"path {path!r} does not exist; expected a folder or notebook of yours, "
-                              "or no PATH for the shipped notebooks (copied into your workspace)")
+            raise ConfigError(
+                f"path {path!r} does not exist; expected a folder or notebook of yours, "
+                "or no PATH for the shipped notebooks (copied into your workspace)"
+            )
         if p.is_file() and ws.is_shipped_folder(p.parent) and p.stem in ws.NOTEBOOKS:
             shipped_file = ws.NOTEBOOKS[p.stem]
         elif not ws.is_shipped_folder(p):
             if workspace is not None:
-                raise ConfigError(f"--workspace is where the shipped notebooks are copied; "
-                                  f"PATH {path!r} is a folder or notebook of your own: give one or the other")
+                raise ConfigError(
+                    f"--workspace is where the shipped notebooks are copied; "
+                    f"PATH {path!r} is a folder or notebook of your own: give one or the other"
+                )
             return p, f"hipexplore lab: opening {path} as it is"
     folder = Path(workspace).expanduser() if workspace else ws.default_workspace()
     words = ws.write_workspace(folder)
@@ -89,8 +107,10 @@ def run(args: argparse.Namespace) -> int:
     opened, line = target(args.path, args.workspace)
     env = ws.kernel_environment(os.environ)
     print(line, file=sys.stderr)
-    print(f"hipexplore lab: kernel '{ws.KERNEL_NAME}' is this Python ({sys.executable}): "
-          f"'{ws.kernel_display_name()}'", file=sys.stderr)
+    print(
+        f"hipexplore lab: kernel '{ws.KERNEL_NAME}' is this Python ({sys.executable}): '{ws.kernel_display_name()}'",
+        file=sys.stderr,
+    )
     stale = ws.stale_kernel_note()  # a plain `jupyter lab` would ask for a kernel: say so, and how to repair it
     if stale:
         print(stale, file=sys.stderr)

@@ -1,5 +1,6 @@
 """``hipexplore report``: run the dashboard notebook and write one self-contained HTML report
 (noise | compile time saved | cache hits, plus a provenance table)."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,28 +37,66 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(default: the best available, the host CPU here) and export one HTML file with static figures "
         "and a provenance table.",
     )
-    p.add_argument("--params", metavar="FILE", help="YAML or JSON file of notebook parameters (device, kernel, sizes, "
-                   "rotating, flush, iterations, compiler, target, data: 'live' or a folder of recorded parquet files)")
-    p.add_argument("--baseline", metavar="RUN.parquet|KERNEL",
-                   help="A/B review (notebooks/review.py): the baseline run, or with --run the baseline kernel")
-    p.add_argument("--candidate", metavar="RUN.parquet|KERNEL",
-                   help="A/B review: the candidate run, or with --run the candidate kernel")
+    p.add_argument(
+        "--params",
+        metavar="FILE",
+        help="YAML or JSON file of notebook parameters (device, kernel, sizes, "
+        "rotating, flush, iterations, compiler, target, data: 'live' or a folder of recorded parquet files)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="RUN.parquet|KERNEL",
+        help="A/B review (notebooks/review.py): the baseline run, or with --run the baseline kernel",
+    )
+    p.add_argument(
+        "--candidate",
+        metavar="RUN.parquet|KERNEL",
+        help="A/B review: the candidate run, or with --run the candidate kernel",
+    )
     p.add_argument("--run", metavar="RUN.parquet", help="A/B review of two kernels of one (interleaved) run")
-    p.add_argument("--threshold", type=threshold, default=None,
-                   help="A/B review: practical threshold, a fraction (0.02) or a percentage (2%%) (default 2%%)")
-    p.add_argument("--out", default="report.html", metavar="FILE", help="HTML file to write (default: report.html); "
-                   "with --format markdown a folder")
-    p.add_argument("--format", choices=("html", "markdown"), default="html",
-                   help="markdown: an A/B review as a pull-request comment, DIR/comment.md (at most 65,536 characters) "
-                        "with its plots as PNG files beside it and DIR/report.html (docs/guide/ci.md)")
-    p.add_argument("--show-input", action="store_true", help="show the notebook's code cells (hidden by default: the report is "
-                   "text, figures and tables, readable at 900 px)")
-    p.add_argument("--no-input", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old command lines
+    p.add_argument(
+        "--threshold",
+        type=threshold,
+        default=None,
+        help="A/B review: practical threshold, a fraction (0.02) or a percentage (2%%) (default 2%%)",
+    )
+    p.add_argument(
+        "--out",
+        default="report.html",
+        metavar="FILE",
+        help="HTML file to write (default: report.html); with --format markdown a folder",
+    )
+    p.add_argument(
+        "--format",
+        choices=("html", "markdown"),
+        default="html",
+        help="markdown: an A/B review as a pull-request comment, DIR/comment.md (at most 65,536 characters) "
+        "with its plots as PNG files beside it and DIR/report.html (docs/guide/ci.md)",
+    )
+    p.add_argument(
+        "--show-input",
+        action="store_true",
+        help="show the notebook's code cells (hidden by default: the report is "
+        "text, figures and tables, readable at 900 px)",
+    )
+    p.add_argument(
+        "--no-input", action="store_true", help=argparse.SUPPRESS
+    )  # the default now; kept for old command lines
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--device", metavar="NAME", help="override the 'device' parameter (auto, host, cuda, hip, ...)")
-    p.add_argument("--notebook-out", metavar="FILE", help="keep the executed notebook here (default: not kept after a success)")
-    p.add_argument("--force", action="store_true", help="replace an --out or --notebook-out file that hipexplore did not write")
-    p.add_argument("--timeout", type=positive_seconds, default=900, metavar="S", help="per-cell time limit in seconds (default: 900)")
+    p.add_argument(
+        "--notebook-out", metavar="FILE", help="keep the executed notebook here (default: not kept after a success)"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace an --out or --notebook-out file that hipexplore did not write"
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=900,
+        metavar="S",
+        help="per-cell time limit in seconds (default: 900)",
+    )
     p.set_defaults(func=run)
 
 
@@ -107,9 +146,17 @@ def run(args: argparse.Namespace) -> int:
     command = command_line(args)
 
     def build(out: str) -> Any:
-        return build_report(params, out=out, no_input=not args.show_input, command=command,
-                            notebook_out=args.notebook_out, timeout=args.timeout, progress=not args.quiet,
-                            notebook=notebook, force=args.force)
+        return build_report(
+            params,
+            out=out,
+            no_input=not args.show_input,
+            command=command,
+            notebook_out=args.notebook_out,
+            timeout=args.timeout,
+            progress=not args.quiet,
+            notebook=notebook,
+            force=args.force,
+        )
 
     if getattr(args, "format", "html") == "markdown":
         from .report_markdown import run_markdown

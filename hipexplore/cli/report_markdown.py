@@ -11,6 +11,7 @@ The comment's numbers and the HTML report's come from the same comparison of the
 (``verdicts.compare`` is seeded). Only a review (``--baseline``/``--candidate`` or ``--run``) has a
 comment; the dashboard is refused in one line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,34 +80,55 @@ def run_markdown(args: argparse.Namespace, params: dict[str, Any], build: Any) -
     from ..report.markdown import comment
 
     if not (args.baseline or args.candidate or args.run):
-        raise ConfigError("--format markdown writes the A/B review's comment: give --baseline and --candidate (two runs) "
-                          "or --run with --baseline and --candidate (two kernels)")
+        raise ConfigError(
+            "--format markdown writes the A/B review's comment: give --baseline and --candidate (two runs) "
+            "or --run with --baseline and --candidate (two kernels)"
+        )
     if args.out in (None, "report.html"):
         raise ConfigError("--format markdown needs --out DIR (the folder for comment.md, its plots and report.html)")
     check_out_folder(args.out)
     base, cand = params.get("baseline"), params.get("candidate")
-    data = review.review_data(base, None if cand in (None, "none") else cand, base_kernel=params.get("base_kernel"),
-                              new_kernel=params.get("new_kernel"), threshold=float(params.get("threshold", 0.02)),
-                              allow_other_device=bool(params.get("allow_other_device", False)))  # a bad run: nothing made
+    data = review.review_data(
+        base,
+        None if cand in (None, "none") else cand,
+        base_kernel=params.get("base_kernel"),
+        new_kernel=params.get("new_kernel"),
+        threshold=float(params.get("threshold", 0.02)),
+        allow_other_device=bool(params.get("allow_other_device", False)),
+    )  # a bad run: nothing made
     dfd = out_folder(args.out)
     try:
         result = build(str(Path(args.out) / HTML))
-        lines = hl.headline(verdicts=data.verdicts, base_label=data.base_label, new_label=data.new_label,
-                            threshold=data.threshold)
+        lines = hl.headline(
+            verdicts=data.verdicts, base_label=data.base_label, new_label=data.new_label, threshold=data.threshold
+        )
         figures = []
-        for (alt, name), make in zip(FIGURES, (lambda: review.plot_forest(data.verdicts),
-                                               lambda: review.plot_noise_both(data.verdicts, data.base_label, data.new_label))):
+        for (alt, name), make in zip(
+            FIGURES,
+            (
+                lambda: review.plot_forest(data.verdicts),
+                lambda: review.plot_noise_both(data.verdicts, data.base_label, data.new_label),
+            ),
+        ):
             try:
                 write_file(name, _png(make()), what="plot", dir_fd=dfd, shown=str(Path(args.out) / name))
                 figures.append((alt, name))
             except ConfigError:  # nothing compared in both runs: no plot, the table says why
                 continue
-        text = comment(data, headline=lines, compile_text=review.compile_section(data, None).text,
-                       calibration=cite(data.base_metadata), figures=figures, html_name=HTML,
-                       summaries=[_summary(base), _summary(cand)])
+        text = comment(
+            data,
+            headline=lines,
+            compile_text=review.compile_section(data, None).text,
+            calibration=cite(data.base_metadata),
+            figures=figures,
+            html_name=HTML,
+            summaries=[_summary(base), _summary(cand)],
+        )
         write_file(COMMENT, text, what="comment", dir_fd=dfd, shown=str(Path(args.out) / COMMENT))
     finally:
         os.close(dfd)
-    print(f"wrote {Path(args.out) / COMMENT} ({len(text):,} characters), {', '.join(n for _, n in figures)} and "
-          f"{result.html}")
+    print(
+        f"wrote {Path(args.out) / COMMENT} ({len(text):,} characters), {', '.join(n for _, n in figures)} and "
+        f"{result.html}"
+    )
     return 0

@@ -3,6 +3,7 @@
 Names are resolved lazily (``hipexplore._lazy``) so that importing ``hipexplore.compile`` never loads a
 compiler library, and ``hipexplore compile --help`` only the request module it takes its choices from.
 """
+
 from __future__ import annotations
 
 from .._lazy import lazy

@@ -5,6 +5,7 @@ whole file), so a reinstalled toolkit with the same version string, or a ``CC`` 
 its first MiB, still changes the cache key. The hash is computed once per (path, size, mtime,
 ctime, inode): later calls cost one ``stat``, in this process and (``memo.py``) in later ones.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -101,7 +102,9 @@ def dump_dir() -> Path:
         try:
             env.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"HIPEXPLORE_DUMP_DIR {str(env)!r}: cannot make the folder ({exc.strerror or exc})") from None
+            raise ConfigError(
+                f"HIPEXPLORE_DUMP_DIR {str(env)!r}: cannot make the folder ({exc.strerror or exc})"
+            ) from None
         return env
     with _dump_lock:
         if _dump_dir is None:
@@ -150,7 +153,9 @@ def dump_sources(request: CompileRequest) -> list[Path]:
     with _stem_folder(request) as (fd, folder):
         for src in (request.source, *request.headers):
             written.append(write_below(fd, _dump_name(src.name), src.text, what="dump", shown_dir=str(folder)))
-        written.append(write_below(fd, "options.txt", "\n".join(request.options) + "\n", what="dump", shown_dir=str(folder)))
+        written.append(
+            write_below(fd, "options.txt", "\n".join(request.options) + "\n", what="dump", shown_dir=str(folder))
+        )
     return written
 
 
@@ -208,7 +213,9 @@ def join_log(*parts: str) -> str:
 # --------------------------------------------------------------------------- diagnostics
 _COMGR_SOURCE = re.compile(r"(?:[^\s:'\"()]*/)?comgr-[A-Za-z0-9]+/input/CompileSource")
 _COMGR_HEADER = re.compile(r"(?:[^\s:'\"()]*/)?comgr-[A-Za-z0-9]+/include/([^\s:'\"()]+)")
-_MISSING_HEADER = re.compile(r"""'([^'\n]+)' file not found|cannot open source file "([^"\n]+)"|could not open source file "([^"\n]+)\"""")
+_MISSING_HEADER = re.compile(
+    r"""'([^'\n]+)' file not found|cannot open source file "([^"\n]+)"|could not open source file "([^"\n]+)\""""
+)
 
 
 def user_diagnostics(log: str, request: CompileRequest) -> str:
@@ -224,7 +231,10 @@ def user_diagnostics(log: str, request: CompileRequest) -> str:
     missing = sorted({next(g for g in m.groups() if g) for m in _MISSING_HEADER.finditer(out)})
     if missing:
         names = ", ".join(repr(n) for n in missing)
-        out = join_log(out, f"hint: {names} was not found: hipexplore gives the compiler no include folder of yours unless told; give the folder "
-                            f"that holds it with `-I DIR` / `--include-dir DIR` (Python: include_dirs=[...], which keys every "
-                            f"file found there) or the file itself with `--header FILE` (headers=[...])")
+        out = join_log(
+            out,
+            f"hint: {names} was not found: hipexplore gives the compiler no include folder of yours unless told; give the folder "
+            f"that holds it with `-I DIR` / `--include-dir DIR` (Python: include_dirs=[...], which keys every "
+            f"file found there) or the file itself with `--header FILE` (headers=[...])",
+        )
     return out

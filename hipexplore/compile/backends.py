@@ -5,6 +5,7 @@ build the backend inside a worker process) need it; kept in ``registry.py`` it m
 circle registry <-> isolation. Each backend's module is imported only when its class is asked for,
 so a machine without hip-python can still use nvrtc and host.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -14,6 +14,7 @@ Why a base class as well as the Protocol: callers used to probe with ``getattr``
 runtime-compilation backends (hiprtc, nvrtc) share one ``compile()`` (diagnostics, timing, the
 ``CompileError``) through ``RuntimeCompiler``, each supplying only its API calls.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -105,8 +106,9 @@ class Compiler(Protocol):
 
     def worker_pids(self) -> list[int]: ...
 
-    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
-                  environ: Any = None) -> Any:
+    def own_cache(
+        self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None, environ: Any = None
+    ) -> Any:
         """The compiler's own cache for a compile with ``options`` (``compiler_cache.OwnCache``)."""
         ...
 
@@ -155,8 +157,9 @@ class CompilerBase:
         remembered identity (``memo.identity``) is re-``stat``ed against them too (Triton's sources)."""
         return []
 
-    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
-                  environ: Any = None) -> Any:
+    def own_cache(
+        self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None, environ: Any = None
+    ) -> Any:
         """The compiler's own cache as a compile with ``options`` uses it (``compiler_cache.OwnCache``:
         recorded in every cache event). ``identity``: the compiler's, when the caller has it (hiprtc
         reads its comgr from it); ``environ``: the compiling process's variables (default this one's)."""
@@ -183,8 +186,14 @@ class CompilerBase:
         return [f"dump-source: wrote {p}" for p in dump_sources(request)]
 
     def _error(self, message: str, request: CompileRequest, options: Sequence[str], *logs: str) -> CompileError:
-        return CompileError(message, log=join_log(*logs), options=tuple(options), target=request.target,
-                            compiler=self.name, kernels=request.kernels)
+        return CompileError(
+            message,
+            log=join_log(*logs),
+            options=tuple(options),
+            target=request.target,
+            compiler=self.name,
+            kernels=request.kernels,
+        )
 
 
 @dataclass(frozen=True)
@@ -230,7 +239,9 @@ class RuntimeCompiler(CompilerBase):
         """Validate the request (ConfigError / CompileError) and return the compile options."""
         raise NotImplementedError
 
-    def _invoke(self, request: CompileRequest, options: tuple[str, ...], trace: Trace) -> RawCompile:  # pragma: no cover
+    def _invoke(
+        self, request: CompileRequest, options: tuple[str, ...], trace: Trace
+    ) -> RawCompile:  # pragma: no cover
         raise NotImplementedError
 
     def _dump_asm(self, request: CompileRequest, raw: RawCompile) -> list[str]:  # pragma: no cover
@@ -250,12 +261,23 @@ class RuntimeCompiler(CompilerBase):
             raw = self._invoke(request, options, trace)
             seconds = time.perf_counter() - start
         if raw.failure:
-            raise self._error(f"{self.api} failed to compile {request.name!r} for {request.target}: {raw.failure}",
-                              request, options, raw.log, trace.text(), *notes)
+            raise self._error(
+                f"{self.api} failed to compile {request.name!r} for {request.target}: {raw.failure}",
+                request,
+                options,
+                raw.log,
+                trace.text(),
+                *notes,
+            )
         if "dump-asm" in request.diagnostics:
             notes += self._dump_asm(request, raw)
         return ObjectCode(
-            binary=raw.binary, compiler=self.name, target=request.target, mode=request.mode,
-            log=join_log(raw.log, trace.text(), *notes), lowered_names=raw.lowered, compile_seconds=seconds,
+            binary=raw.binary,
+            compiler=self.name,
+            target=request.target,
+            mode=request.mode,
+            log=join_log(raw.log, trace.text(), *notes),
+            lowered_names=raw.lowered,
+            compile_seconds=seconds,
             metadata=raw.metadata,
         )

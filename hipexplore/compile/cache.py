@@ -16,6 +16,7 @@ cannot be had in time never fails a compile (it compiles on its own).
 
 Every lookup appends one ``CacheEvent``; ``events()`` returns them as a tidy DataFrame.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,12 +59,15 @@ DEFAULT_MAX_EVENTS = settings.CACHE_MAX_EVENTS.default
 _KEY_MEMO_ENTRIES = 1024
 _KEY_MEMO_BYTES = 32 * 1024**2
 
+
 # -- configuration ---------------------------------------------------------------------------
 def _limit(name: str, value: int | None, setting: settings.Setting[int]) -> int:
     if value is None:
         return setting.get()
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name} must be a non-negative integer (0 disables) or None for ${setting.name}; got {value!r}")
+        raise ConfigError(
+            f"{name} must be a non-negative integer (0 disables) or None for ${setting.name}; got {value!r}"
+        )
     return value
 
 
@@ -81,7 +85,9 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("hipexplore", appauthor=False))
 
 
-def disk_cache_from_env(disk_dir: str | os.PathLike | None | bool = None, disk_max_bytes: int | None = None) -> DiskCache | None:
+def disk_cache_from_env(
+    disk_dir: str | os.PathLike | None | bool = None, disk_max_bytes: int | None = None
+) -> DiskCache | None:
     """The disk tier the settings ask for, or None when it is disabled."""
     if disk_dir is False:
         return None
@@ -199,8 +205,10 @@ class CompileCache:
         }
 
     def __repr__(self) -> str:
-        return (f"CompileCache(max_entries={self.max_entries}, max_bytes={self.max_bytes}, disk={self.disk!r}, "
-                f"remote={self.remote!r})")
+        return (
+            f"CompileCache(max_entries={self.max_entries}, max_bytes={self.max_bytes}, disk={self.disk!r}, "
+            f"remote={self.remote!r})"
+        )
 
     @property
     def disk_dir(self) -> Path | None:
@@ -363,7 +371,12 @@ class CompileCache:
             yield
 
     def _lookup_as_owner(
-        self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, flight: _InFlight | None,
+        self,
+        request: CompileRequest,
+        compiler: Compiler,
+        key: CacheKey,
+        start: float,
+        flight: _InFlight | None,
         setup: float = 0.0,
     ) -> CacheResult:
         with ExitStack() as held:
@@ -381,8 +394,12 @@ class CompileCache:
                         del self._inflight[key.digest]
                 if flight is not None:
                     shared = exc
-                    if not isinstance(exc, Exception):  # Ctrl-C in the owner: joiners get an error, not a KeyboardInterrupt
-                        shared = CacheError(f"the identical compile this lookup joined was interrupted ({type(exc).__name__})")
+                    if not isinstance(
+                        exc, Exception
+                    ):  # Ctrl-C in the owner: joiners get an error, not a KeyboardInterrupt
+                        shared = CacheError(
+                            f"the identical compile this lookup joined was interrupted ({type(exc).__name__})"
+                        )
                     flight.future.set_exception(shared)
                 self._record_failure(request, key, start, exc)
                 raise
@@ -400,8 +417,9 @@ class CompileCache:
         with self._lock:
             return self._finish_locked(request, key, code, outcome, start, setup)
 
-    def _compile_uncached(self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, outcome: str,
-                          setup: float = 0.0) -> CacheResult:
+    def _compile_uncached(
+        self, request: CompileRequest, compiler: Compiler, key: CacheKey, start: float, outcome: str, setup: float = 0.0
+    ) -> CacheResult:
         with self._lock:
             self._counters["lookups"] += 1
         try:
@@ -430,7 +448,9 @@ class CompileCache:
         lookup = time.perf_counter() - start
         recorded = float(code.compile_seconds)
         saved = recorded - lookup if outcome in HIT_OUTCOMES else 0.0
-        counter = {"memory-hit": "memory_hits", "disk-hit": "disk_hits", "remote-hit": "remote_hits"}.get(outcome, outcome)
+        counter = {"memory-hit": "memory_hits", "disk-hit": "disk_hits", "remote-hit": "remote_hits"}.get(
+            outcome, outcome
+        )
         self._counters[counter] += 1
         self._counters["seconds_saved"] += saved
         self._counters["setup_seconds"] += setup
@@ -447,7 +467,15 @@ class CompileCache:
             self._append_event_locked(request, key, "failed", lookup, 0.0, 0.0, 0, f"{type(exc).__name__}: {message}")
 
     def _append_event_locked(
-        self, request: CompileRequest, key: CacheKey, outcome: str, lookup: float, compile_s: float, saved: float, nbytes: int, error: str
+        self,
+        request: CompileRequest,
+        key: CacheKey,
+        outcome: str,
+        lookup: float,
+        compile_s: float,
+        saved: float,
+        nbytes: int,
+        error: str,
     ) -> None:
         seq = self._seq
         self._seq += 1
@@ -502,7 +530,15 @@ class CompileCache:
         """Check every disk entry's checksum and lengths; corrupt ones are removed (the next
         compile of that key rewrites them). Returns counts: checked, ok, corrupt, removed."""
         if self.disk is None:
-            return {"checked": 0, "ok": 0, "corrupt": 0, "removed": 0, "failed": 0, "unauthenticated": 0, "problems": []}
+            return {
+                "checked": 0,
+                "ok": 0,
+                "corrupt": 0,
+                "removed": 0,
+                "failed": 0,
+                "unauthenticated": 0,
+                "problems": [],
+            }
         return self.disk.verify()
 
 

@@ -25,6 +25,7 @@ recorded in every cache event (``compiler_cache``), in provenance and in the rep
 compiler is told (an option, a variable of the compiling process) comes from here too, so the state
 recorded and the state used cannot drift apart.
 """
+
 from __future__ import annotations
 
 import mmap
@@ -49,8 +50,11 @@ ENV = {
 }
 #: Where a replay pass points each compiler's cache (below one folder of its own), so passes never
 #: write into (or read from) the user's own compiler caches.
-PASS_DIRS = {"nvrtc": ("CUDA_CACHE_PATH", "nv"), "hiprtc": ("AMD_COMGR_CACHE_DIR", "comgr"),
-             "triton": ("TRITON_CACHE_DIR", "triton")}
+PASS_DIRS = {
+    "nvrtc": ("CUDA_CACHE_PATH", "nv"),
+    "hiprtc": ("AMD_COMGR_CACHE_DIR", "comgr"),
+    "triton": ("TRITON_CACHE_DIR", "triton"),
+}
 #: What the driver finds at ``/proc/driver/nvidia/version`` when the NVIDIA kernel driver is loaded:
 #: without it libcuda cannot start, and NVRTC's cache stays inert.
 NVIDIA_DRIVER = "/proc/driver/nvidia/version"
@@ -84,9 +88,18 @@ class OwnCache:
         return text + (f"; PCH {self.pch}" if self.pch else "")
 
     def record(self) -> dict:
-        return {"compiler": self.compiler, "cache": self.cache, "why": self.why, "live": self.live,
-                "directory": self.directory, "limit": self.limit, "pch": self.pch, "options": list(self.options),
-                "env": dict(self.env), "label": self.label()}
+        return {
+            "compiler": self.compiler,
+            "cache": self.cache,
+            "why": self.why,
+            "live": self.live,
+            "directory": self.directory,
+            "limit": self.limit,
+            "pch": self.pch,
+            "options": list(self.options),
+            "env": dict(self.env),
+            "label": self.label(),
+        }
 
 
 def mode() -> str:
@@ -128,9 +141,16 @@ def _nvrtc(options: tuple[str, ...], env: Mapping[str, str], chosen: str, pch_mo
         add.append("-pch")
     else:
         pch = "off"
-    return OwnCache("nvrtc", cache, why, live=driver_present() if cache == "on" else None,
-                    directory=env.get("CUDA_CACHE_PATH", "").strip() or _home(".nv", "ComputeCache"),
-                    limit=env.get("CUDA_CACHE_MAXSIZE", "").strip() or "the driver's default", pch=pch, options=tuple(add))
+    return OwnCache(
+        "nvrtc",
+        cache,
+        why,
+        live=driver_present() if cache == "on" else None,
+        directory=env.get("CUDA_CACHE_PATH", "").strip() or _home(".nv", "ComputeCache"),
+        limit=env.get("CUDA_CACHE_MAXSIZE", "").strip() or "the driver's default",
+        pch=pch,
+        options=tuple(add),
+    )
 
 
 _scan_lock = threading.Lock()
@@ -171,11 +191,18 @@ def _hiprtc(env: Mapping[str, str], chosen: str, comgr: str, version: str) -> Ow
         what = f"comgr {version}" if version else "its comgr"
         return OwnCache("hiprtc", "none", f"none in this ROCm: {what} has no cache of its own")
     directory = env.get("AMD_COMGR_CACHE_DIR", "").strip() or os.path.join(
-        env.get("XDG_CACHE_HOME", "").strip() or _home(".cache"), "comgr")
+        env.get("XDG_CACHE_HOME", "").strip() or _home(".cache"), "comgr"
+    )
     limit = env.get("AMD_COMGR_CACHE_POLICY", "").strip() or "comgr's default policy (30 GB, pruned at exit)"
     if chosen == "off":
-        return OwnCache("hiprtc", "off", "HIPEXPLORE_COMPILER_CACHE=off (AMD_COMGR_CACHE=0 in the compiling process)",
-                        directory=directory, limit=limit, env=(("AMD_COMGR_CACHE", "0"),))
+        return OwnCache(
+            "hiprtc",
+            "off",
+            "HIPEXPLORE_COMPILER_CACHE=off (AMD_COMGR_CACHE=0 in the compiling process)",
+            directory=directory,
+            limit=limit,
+            env=(("AMD_COMGR_CACHE", "0"),),
+        )
     if env.get("AMD_COMGR_CACHE", "").strip() == "0":
         return OwnCache("hiprtc", "off", "AMD_COMGR_CACHE=0", directory=directory, limit=limit)
     why = "COMGR's default" if chosen == "default" else "HIPEXPLORE_COMPILER_CACHE=on"
@@ -184,15 +211,25 @@ def _hiprtc(env: Mapping[str, str], chosen: str, comgr: str, version: str) -> Ow
 
 def _triton(env: Mapping[str, str], chosen: str) -> OwnCache:
     directory = env.get("TRITON_CACHE_DIR", "").strip() or os.path.join(
-        env.get("TRITON_HOME", "").strip() or os.path.expanduser("~"), ".triton", "cache")
+        env.get("TRITON_HOME", "").strip() or os.path.expanduser("~"), ".triton", "cache"
+    )
     if chosen == "on":
         return OwnCache("triton", "on", "HIPEXPLORE_COMPILER_CACHE=on", live=True, directory=directory)
-    return OwnCache("triton", "off", "hipexplore compiles with always_compile (Triton by itself: on, "
-                    "in TRITON_CACHE_DIR)", directory=directory)
+    return OwnCache(
+        "triton",
+        "off",
+        "hipexplore compiles with always_compile (Triton by itself: on, in TRITON_CACHE_DIR)",
+        directory=directory,
+    )
 
 
-def state(compiler: str, options: tuple[str, ...] = (), environ: Mapping[str, str] | None = None,
-          comgr: str = "", comgr_version: str = "") -> OwnCache:
+def state(
+    compiler: str,
+    options: tuple[str, ...] = (),
+    environ: Mapping[str, str] | None = None,
+    comgr: str = "",
+    comgr_version: str = "",
+) -> OwnCache:
     """The own cache of ``compiler`` for a compile with ``options`` in a process with ``environ``
     (default this one's), as ``HIPEXPLORE_COMPILER_CACHE``/``HIPEXPLORE_NVRTC_PCH`` in ``environ``
     choose. hiprtc: ``comgr`` is the comgr library file (its identity's), ``comgr_version`` its version."""
@@ -228,7 +265,9 @@ def _modes(env: Mapping[str, str]) -> tuple[str, str]:
         try:
             out.append(setting.parse(raw) if raw else setting.default)
         except ValueError:
-            raise ConfigError(f"environment variable {setting.name}={raw!r} is invalid: expected {setting.allowed}") from None
+            raise ConfigError(
+                f"environment variable {setting.name}={raw!r} is invalid: expected {setting.allowed}"
+            ) from None
     return out[0], out[1]
 
 
@@ -309,7 +348,9 @@ def check(compiler: str, options: tuple[str, ...] = (), environ: Mapping[str, st
 def _check_size(name: str, raw: str) -> None:
     text = raw.strip()
     if text and not (text.isdigit() and len(text) <= 19):
-        raise ConfigError(f"environment variable {name}={raw!r} is invalid: expected a byte count (a non-negative integer)")
+        raise ConfigError(
+            f"environment variable {name}={raw!r} is invalid: expected a byte count (a non-negative integer)"
+        )
 
 
 def _check_folder(name: str, raw: str) -> None:
@@ -320,12 +361,14 @@ def _check_folder(name: str, raw: str) -> None:
     if why is None:
         why = _checked[(name, value)] = _folder_problem(value)
     if why:
-        raise ConfigError(f"environment variable {name}={value!r} {why}; expected a folder the compiler's own cache "
-                          f"can write (or unset it, or HIPEXPLORE_COMPILER_CACHE=off)")
+        raise ConfigError(
+            f"environment variable {name}={value!r} {why}; expected a folder the compiler's own cache "
+            f"can write (or unset it, or HIPEXPLORE_COMPILER_CACHE=off)"
+        )
 
 
 def _folder_problem(value: str) -> str:
-    """"" when the folder (or the nearest existing folder above it) takes a new file, else why not."""
+    """ "" when the folder (or the nearest existing folder above it) takes a new file, else why not."""
     path = os.path.abspath(os.path.expanduser(value))
     if os.path.lexists(path) and not os.path.isdir(path):
         return "is a file, not a folder"
@@ -347,5 +390,20 @@ def _folder_problem(value: str) -> str:
     return ""
 
 
-__all__ = ["ENV", "NVRTC_NO_CACHE", "NVRTC_PCH", "OwnCache", "backend_kwargs", "check", "comgr_has_cache",
-           "driver_present", "environment", "label_for", "mode", "pass_environment", "process_environment", "signature", "state"]
+__all__ = [
+    "ENV",
+    "NVRTC_NO_CACHE",
+    "NVRTC_PCH",
+    "OwnCache",
+    "backend_kwargs",
+    "check",
+    "comgr_has_cache",
+    "driver_present",
+    "environment",
+    "label_for",
+    "mode",
+    "pass_environment",
+    "process_environment",
+    "signature",
+    "state",
+]

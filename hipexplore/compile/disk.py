@@ -51,6 +51,7 @@ Guarantees:
     removes the oldest of this user's entries, the temp files of this user's writers that are
     gone (dead pid on this host, or an hour old) and lock files no process holds.
 """
+
 from __future__ import annotations
 
 import errno
@@ -68,12 +69,40 @@ from typing import Iterator
 from .. import settings
 from ..errors import CacheError, ConfigError, warn_line
 from .base import ObjectCode
-from .disk_files import (HOST_TAG, LOCK_PREFIX, O_CLOEXEC, PEEK_FLAGS, SUFFIX, TEMP_PREFIX, DiskEntryInfo, HeldLock,
-                         RootProblem, Untrusted, current_umask, foreign_lock_message, lock_id, lock_state, owner_record,
-                         read_record, still_linked, try_flock, unlink_if_same, unusable_root, warn_once)
+from .disk_files import (
+    HOST_TAG,
+    LOCK_PREFIX,
+    O_CLOEXEC,
+    PEEK_FLAGS,
+    SUFFIX,
+    TEMP_PREFIX,
+    DiskEntryInfo,
+    HeldLock,
+    RootProblem,
+    Untrusted,
+    current_umask,
+    foreign_lock_message,
+    lock_id,
+    lock_state,
+    owner_record,
+    read_record,
+    still_linked,
+    try_flock,
+    unlink_if_same,
+    unusable_root,
+    warn_once,
+)
 from .disk_files import STALE_TEMP_S  # noqa: F401 - by name here too (tests age temp files past it)
-from .entry import (MAGIC, MAX_ENTRY_BYTES, Corrupt, decode_entry, encode_entry, object_code, read_entry_file,
-                    read_header)
+from .entry import (
+    MAGIC,
+    MAX_ENTRY_BYTES,
+    Corrupt,
+    decode_entry,
+    encode_entry,
+    object_code,
+    read_entry_file,
+    read_header,
+)
 from .request import KEY_SCHEMA, CacheKey
 from .disk_maint import DiskMaintenance
 
@@ -81,8 +110,21 @@ __all__ = ["MAGIC", "DiskCache", "DiskEntryInfo", "Corrupt", "Untrusted", "decod
 
 #: errno values after which only the one write is skipped (a busy file system, or a bad path:
 #: a directory at the entry path, a file or symlink where a shard folder should be).
-SKIP_WRITE_ERRORS = frozenset({errno.EINTR, errno.EAGAIN, errno.EBUSY, errno.EMFILE, errno.ENFILE, errno.ESTALE,
-                               errno.EISDIR, errno.ENOTDIR, errno.ELOOP, errno.ENOTEMPTY, errno.EEXIST})
+SKIP_WRITE_ERRORS = frozenset(
+    {
+        errno.EINTR,
+        errno.EAGAIN,
+        errno.EBUSY,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.ESTALE,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.ELOOP,
+        errno.ENOTEMPTY,
+        errno.EEXIST,
+    }
+)
 FULL_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 _PRUNE_LOCK = ".prune.lock"
@@ -95,6 +137,8 @@ DEFAULT_DISK_MAX_BYTES = settings.CACHE_DISK_MAX_BYTES.default
 
 _DIGEST_RE = re.compile(r"[0-9A-Za-z_\-]{2,128}")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | O_CLOEXEC
+
+
 class DiskCache(DiskMaintenance):
     """Entry files under ``root``; thread-safe and safe across processes and users.
 
@@ -105,8 +149,13 @@ class DiskCache(DiskMaintenance):
 
     name = "disk"
 
-    def __init__(self, root: str | os.PathLike, max_bytes: int = DEFAULT_DISK_MAX_BYTES,
-                 shared: str | None = None, secret: str | bytes | None = None) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        max_bytes: int = DEFAULT_DISK_MAX_BYTES,
+        shared: str | None = None,
+        secret: str | bytes | None = None,
+    ) -> None:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
             raise ConfigError(f"disk cache max_bytes must be a non-negative integer number of bytes; got {max_bytes!r}")
         self.shared = settings.CACHE_SHARED.get() if shared is None else shared
@@ -115,8 +164,10 @@ class DiskCache(DiskMaintenance):
         secret = settings.CACHE_SECRET.get() if secret is None else secret
         self.secret: bytes | None = secret.encode("utf-8") if isinstance(secret, str) else (secret or None)
         if self.shared == "group" and not self.secret:
-            raise ConfigError(f"{settings.CACHE_SHARED.name}=group needs a team secret in {settings.CACHE_SECRET.name} "
-                              "(entries in a team directory are authenticated with it)")
+            raise ConfigError(
+                f"{settings.CACHE_SHARED.name}=group needs a team secret in {settings.CACHE_SECRET.name} "
+                "(entries in a team directory are authenticated with it)"
+            )
         self.root = Path(root).expanduser()
         self.directory = self.root / f"v{KEY_SCHEMA}"
         self.max_bytes = max_bytes
@@ -135,9 +186,22 @@ class DiskCache(DiskMaintenance):
         self._dir_mode = 0o2775 if team else 0o755
         #: each member of a team prunes only its own files, so each has its own prune lock
         self._prune_lock_name = f".prune-{self._uid}.lock" if team else _PRUNE_LOCK
-        self.counters = {"write_errors": 0, "hits": 0, "misses": 0, "key_mismatches": 0, "corrupt": 0,
-                         "unreadable": 0, "untrusted": 0, "writes": 0, "pruned": 0, "full_disk_retries": 0,
-                         "lock_timeouts": 0, "locks_taken_over": 0, "locks_not_waited": 0, "locks_removed": 0}
+        self.counters = {
+            "write_errors": 0,
+            "hits": 0,
+            "misses": 0,
+            "key_mismatches": 0,
+            "corrupt": 0,
+            "unreadable": 0,
+            "untrusted": 0,
+            "writes": 0,
+            "pruned": 0,
+            "full_disk_retries": 0,
+            "lock_timeouts": 0,
+            "locks_taken_over": 0,
+            "locks_not_waited": 0,
+            "locks_removed": 0,
+        }
 
     def __repr__(self) -> str:
         return f"DiskCache({str(self.root)!r}, max_bytes={self.max_bytes}, shared={self.shared!r})"
@@ -145,7 +209,9 @@ class DiskCache(DiskMaintenance):
     # -- paths and folders -------------------------------------------------------------------
     def path_for(self, digest: str) -> Path:
         if not isinstance(digest, str) or not _DIGEST_RE.fullmatch(digest):
-            raise CacheError(f"cache digest must be 2-128 characters of [0-9A-Za-z_-] to be a file name; got {digest!r}")
+            raise CacheError(
+                f"cache digest must be 2-128 characters of [0-9A-Za-z_-] to be a file name; got {digest!r}"
+            )
         return self.directory / digest[:2] / f"{digest}{SUFFIX}"
 
     def _count(self, name: str, n: int = 1) -> None:
@@ -153,10 +219,14 @@ class DiskCache(DiskMaintenance):
             self.counters[name] += n
 
     def _refuse(self, what: Path, mode: int, why: str) -> None:
-        warn_once("untrusted", (
-            f"hipexplore compile cache: not using {str(what)!r} (mode {stat.filemode(mode)}, {why}): other users "
-            f"could plant code in it. Use a private directory, or set {settings.CACHE_SHARED.name}=group and "
-            f"{settings.CACHE_SECRET.name} for a team directory."))
+        warn_once(
+            "untrusted",
+            (
+                f"hipexplore compile cache: not using {str(what)!r} (mode {stat.filemode(mode)}, {why}): other users "
+                f"could plant code in it. Use a private directory, or set {settings.CACHE_SHARED.name}=group and "
+                f"{settings.CACHE_SECRET.name} for a team directory."
+            ),
+        )
         raise Untrusted(f"{what} is {why}")
 
     def _check_folder(self, fd: int, path: Path, is_root: bool) -> None:
@@ -182,6 +252,7 @@ class DiskCache(DiskMaintenance):
 
     def _check_file(self, path: Path):
         """The check an entry file must pass before it is read (``entry.read_entry_file``)."""
+
         def check(st: os.stat_result) -> None:
             if self.shared == "group":
                 return  # any member's entry: the HMAC decides
@@ -189,6 +260,7 @@ class DiskCache(DiskMaintenance):
                 self._refuse(path, st.st_mode, f"owned by uid {st.st_uid}, not by this user")
             if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
                 self._refuse(path, st.st_mode, "writable by other users")
+
         return check
 
     def _open_dir(self, parent_fd: int | None, name: str, path: Path, create: bool) -> int:
@@ -320,7 +392,9 @@ class DiskCache(DiskMaintenance):
         name = path.name
         try:
             with self._shard(key.digest, create=False) as fd:
-                data, st = read_entry_file(name, fd, limit=self.max_bytes or MAX_ENTRY_BYTES, check=self._check_file(path))
+                data, st = read_entry_file(
+                    name, fd, limit=self.max_bytes or MAX_ENTRY_BYTES, check=self._check_file(path)
+                )
                 header, binary = decode_entry(data, self.secret)
                 if header["key"].encode("utf-8") != key.canonical:
                     self._count("key_mismatches")
@@ -398,12 +472,14 @@ class DiskCache(DiskMaintenance):
     def _write(self, digest: str, name: str, data: bytes) -> None:
         tmp = f"{TEMP_PREFIX}{HOST_TAG}-{os.getpid()}-{secrets.token_hex(6)}{SUFFIX}.part"
         with self._shard(digest, create=True) as dfd:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | O_CLOEXEC, self._file_mode, dir_fd=dfd)
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | O_CLOEXEC, self._file_mode, dir_fd=dfd
+            )
             try:
                 try:
                     view = memoryview(data)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
                     os.fsync(fd)
                 finally:
                     os.close(fd)
@@ -493,7 +569,9 @@ class DiskCache(DiskMaintenance):
         while True:
             tmp = f"{name}.{secrets.token_hex(6)}"
             try:
-                fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | O_CLOEXEC, self._lock_mode, dir_fd=dfd)
+                fd = os.open(
+                    tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | O_CLOEXEC, self._lock_mode, dir_fd=dfd
+                )
             except FileExistsError:
                 continue
             keep = False

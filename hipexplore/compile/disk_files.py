@@ -10,6 +10,7 @@ Its public names are the API ``disk.py`` and ``disk_maint.py`` use; what starts 
 (the node id, a pid's start time, the warned-once set) is this module's own and is never imported
 elsewhere (``tests/compile/test_private_names.py`` keeps it so).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -70,9 +71,11 @@ def unusable_root(root: Path, exc: OSError) -> str:
     named = env is not None and Path(env).expanduser() == root
     what = f"{settings.CACHE_DIR.name}={str(root)!r}" if named else f"the compile cache folder {str(root)!r}"
     reason = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-    return (f"{what} is not usable ({reason}: {exc.strerror or exc}): the disk cache is off for this run (memory cache "
-            f"only); set {'it' if named else settings.CACHE_DIR.name} to a writable folder, or HIPEXPLORE_CACHE_DISK=0 "
-            f"to silence this.")
+    return (
+        f"{what} is not usable ({reason}: {exc.strerror or exc}): the disk cache is off for this run (memory cache "
+        f"only); set {'it' if named else settings.CACHE_DIR.name} to a writable folder, or HIPEXPLORE_CACHE_DISK=0 "
+        f"to silence this."
+    )
 
 
 class Untrusted(CacheError):
@@ -163,8 +166,17 @@ def _pid_alive(pid: int, start: str | None) -> bool:
 def owner_record() -> bytes:
     """What a lock file says about its holder: node, host, pid, its start time, uid, since when."""
     pid = os.getpid()
-    return json.dumps({"node": _node(), "host": socket.gethostname(), "pid": pid, "start": _proc_start(pid) or "",
-                       "uid": os.geteuid(), "since": time.time()}, sort_keys=True).encode()
+    return json.dumps(
+        {
+            "node": _node(),
+            "host": socket.gethostname(),
+            "pid": pid,
+            "start": _proc_start(pid) or "",
+            "uid": os.geteuid(),
+            "since": time.time(),
+        },
+        sort_keys=True,
+    ).encode()
 
 
 def read_record(fd: int) -> dict | None:
@@ -178,14 +190,20 @@ def read_record(fd: int) -> dict | None:
     if not isinstance(record, dict):
         return None
     pid, since = record.get("pid"), record.get("since")
-    if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(since, (int, float)) \
-            or isinstance(since, bool) or not math.isfinite(since):
+    if (
+        not isinstance(pid, int)
+        or isinstance(pid, bool)
+        or not isinstance(since, (int, float))
+        or isinstance(since, bool)
+        or not math.isfinite(since)
+    ):
         return None
     return record
 
 
-def foreign_lock_message(foreign: tuple[float, float, Path], st: os.stat_result, record: dict | None,
-                         now: float) -> str:
+def foreign_lock_message(
+    foreign: tuple[float, float, Path], st: os.stat_result, record: dict | None, now: float
+) -> str:
     """The one line a waiter warns after giving up on another user's lock (``foreign``: when the
     wait began, its bound, the lock's path): how long, on whose lock, and what happens now."""
     start, bound, path = foreign
@@ -195,11 +213,15 @@ def foreign_lock_message(foreign: tuple[float, float, Path], st: os.stat_result,
         user = f" ({pwd.getpwuid(st.st_uid).pw_name})"
     except (ImportError, KeyError):
         user = ""
-    host = re.sub(r"[^\x20-\x7e]", "?", str(record.get("host", "?"))[:64]) if record else ""  # one line, whatever it holds
+    host = (
+        re.sub(r"[^\x20-\x7e]", "?", str(record.get("host", "?"))[:64]) if record else ""
+    )  # one line, whatever it holds
     holder = f"pid {record['pid']} on {host}" if record else "no owner record"
-    return (f"hipexplore compile cache: waited {now - start:.1f} s on the lock {str(path)!r} that uid {st.st_uid}{user} "
-            f"holds ({holder}); compiling without it (a wait on another user's lock lasts at most {bound:g} s, "
-            f"{settings.CACHE_FOREIGN_LOCK_WAIT.name}; the entry is still verified before use)")
+    return (
+        f"hipexplore compile cache: waited {now - start:.1f} s on the lock {str(path)!r} that uid {st.st_uid}{user} "
+        f"holds ({holder}); compiling without it (a wait on another user's lock lasts at most {bound:g} s, "
+        f"{settings.CACHE_FOREIGN_LOCK_WAIT.name}; the entry is still verified before use)"
+    )
 
 
 def lock_state(record: dict | None, st: os.stat_result, lifetime: float, now: float) -> str:
@@ -259,7 +281,7 @@ def classify(name: str, st: os.stat_result) -> tuple[str, str]:
     if name.startswith(TEMP_PREFIX):
         kind, digest = "temp", ""
     elif name.startswith(LOCK_PREFIX):
-        kind, digest = "lock", name[len(LOCK_PREFIX):]
+        kind, digest = "lock", name[len(LOCK_PREFIX) :]
     elif name.endswith(SUFFIX):
         kind, digest = "entry", name[: -len(SUFFIX)]
     else:

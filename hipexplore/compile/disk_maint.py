@@ -10,6 +10,7 @@ shard's descriptor and only while the name still is the file that was checked (`
 not meant to be used without it. ``_stale_lock`` (removing this user's lock files no live holder has)
 is here with its callers, the sweep and ``clear``; ``key_lock`` takes a dead holder's lock over itself.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -19,9 +20,28 @@ import stat
 import time
 from typing import Iterator
 
-from .disk_files import (HOST_TAG, LOCK_PREFIX, O_CLOEXEC, PEEK_FLAGS, PRUNE_TO_FRACTION, STALE_TEMP_S, TEMP_PREFIX,
-                         DiskEntryInfo, RootProblem, Untrusted, charged_bytes, classify, lock_state, owner_record,
-                         read_record, same_file, still_linked, try_flock, unlink_if_same, warn_once)
+from .disk_files import (
+    HOST_TAG,
+    LOCK_PREFIX,
+    O_CLOEXEC,
+    PEEK_FLAGS,
+    PRUNE_TO_FRACTION,
+    STALE_TEMP_S,
+    TEMP_PREFIX,
+    DiskEntryInfo,
+    RootProblem,
+    Untrusted,
+    charged_bytes,
+    classify,
+    lock_state,
+    owner_record,
+    read_record,
+    same_file,
+    still_linked,
+    try_flock,
+    unlink_if_same,
+    warn_once,
+)
 from .entry import Corrupt, Unauthenticated, decode_entry, read_entry_file
 
 #: A lock file under its unique name this young may be a holder's between create and link.
@@ -33,8 +53,16 @@ class DiskMaintenance:
 
     def _info(self, shard: str, name: str, st: os.stat_result) -> DiskEntryInfo:
         kind, digest = classify(name, st)
-        return DiskEntryInfo(self.directory / shard / name, digest, charged_bytes(st), st.st_mtime, kind,
-                             st.st_uid, st.st_uid == self._uid, st.st_size)
+        return DiskEntryInfo(
+            self.directory / shard / name,
+            digest,
+            charged_bytes(st),
+            st.st_mtime,
+            kind,
+            st.st_uid,
+            st.st_uid == self._uid,
+            st.st_size,
+        )
 
     def listing(self) -> Iterator[DiskEntryInfo]:
         """Every file in the shard folders, classified; vanished files and unreadable, untrusted
@@ -92,7 +120,7 @@ class DiskMaintenance:
         own on release; what is left is a killed holder's). True when removed."""
         if st.st_uid != self._uid or not stat.S_ISREG(st.st_mode):
             return False
-        if "." in name[len(LOCK_PREFIX):] and now - st.st_mtime < FRESH_LOCK_S:
+        if "." in name[len(LOCK_PREFIX) :] and now - st.st_mtime < FRESH_LOCK_S:
             return False  # a maker's unique name between create and link
         try:
             fd = os.open(name, PEEK_FLAGS, dir_fd=sfd)
@@ -119,14 +147,22 @@ class DiskMaintenance:
         temps = [i for i in infos if i.kind == "temp" and i.own]
         others = [i for i in infos if not i.own]
         return {
-            "root": str(self.root), "directory": str(self.directory), "max_bytes": self.max_bytes,
-            "shared": self.shared, "authenticated": self.secret is not None,
-            "writable": self.writable, "write_error": self.write_error,
-            "entries": len(entries), "bytes": sum(i.size for i in entries) + sum(i.size for i in temps),
-            "entry_bytes": sum(i.size for i in entries), "temp_files": len(temps), "temp_bytes": sum(i.size for i in temps),
+            "root": str(self.root),
+            "directory": str(self.directory),
+            "max_bytes": self.max_bytes,
+            "shared": self.shared,
+            "authenticated": self.secret is not None,
+            "writable": self.writable,
+            "write_error": self.write_error,
+            "entries": len(entries),
+            "bytes": sum(i.size for i in entries) + sum(i.size for i in temps),
+            "entry_bytes": sum(i.size for i in entries),
+            "temp_files": len(temps),
+            "temp_bytes": sum(i.size for i in temps),
             "foreign_files": sum(1 for i in infos if i.kind == "foreign" and i.own),
             "lock_files": sum(1 for i in infos if i.kind == "lock" and i.own),
-            "others_files": len(others), "others_entries": sum(1 for i in others if i.kind == "entry"),
+            "others_files": len(others),
+            "others_entries": sum(1 for i in others if i.kind == "entry"),
             "usable": self._usable() or "yes",
             **{f"disk_{k}": v for k, v in counters.items()},
         }
@@ -134,15 +170,24 @@ class DiskMaintenance:
     def describe(self) -> dict:
         """The ``Tier`` description: this tier's fields in ``CompileCache.stats()``."""
         stats = self.stats()
-        return {"disk_entries": stats["entries"], "disk_bytes": stats["bytes"], "disk_dir": stats["root"],
-                "disk_writable": stats["writable"], "disk_corrupt": stats["disk_corrupt"]}
+        return {
+            "disk_entries": stats["entries"],
+            "disk_bytes": stats["bytes"],
+            "disk_dir": stats["root"],
+            "disk_writable": stats["writable"],
+            "disk_corrupt": stats["disk_corrupt"],
+        }
 
     def _prune_lock(self, vfd: int) -> tuple[int | None, str]:
         """(fd, '') holding this user's prune lock; (None, '') when another of this user's live
         processes prunes now; (None, why) when the file cannot serve (prune without it)."""
         try:
-            fd = os.open(self._prune_lock_name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | O_CLOEXEC, self._lock_mode,
-                         dir_fd=vfd)
+            fd = os.open(
+                self._prune_lock_name,
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | O_CLOEXEC,
+                self._lock_mode,
+                dir_fd=vfd,
+            )
         except OSError as exc:
             return None, str(exc)
         try:
@@ -186,8 +231,11 @@ class DiskMaintenance:
                     return 0
                 if fd is None:
                     path = self.directory / self._prune_lock_name
-                    warn_once(str(path), f"hipexplore compile cache: cannot use the prune lock {str(path)!r} ({why}); "
-                                          "pruning without it (remove that file)")
+                    warn_once(
+                        str(path),
+                        f"hipexplore compile cache: cannot use the prune lock {str(path)!r} ({why}); "
+                        "pruning without it (remove that file)",
+                    )
                 try:
                     return self._prune_locked(target_bytes)
                 finally:
@@ -303,8 +351,16 @@ class DiskMaintenance:
                     problems.append((str(path), why, f"NOT removed: {exc.strerror or exc}"))
         with self._lock:
             self._estimated_bytes = None
-        return {"checked": ok + corrupt + unauthenticated + untrusted, "ok": ok, "corrupt": corrupt, "removed": removed,
-                "failed": failed, "unauthenticated": unauthenticated, "untrusted": untrusted, "problems": problems}
+        return {
+            "checked": ok + corrupt + unauthenticated + untrusted,
+            "ok": ok,
+            "corrupt": corrupt,
+            "removed": removed,
+            "failed": failed,
+            "unauthenticated": unauthenticated,
+            "untrusted": untrusted,
+            "problems": problems,
+        }
 
     def clear(self) -> dict:
         """Remove this user's entries, temp files, stray files and lock files no one holds (a live
@@ -344,5 +400,11 @@ class DiskMaintenance:
                     temp_removed += 1
         with self._lock:
             self._estimated_bytes = None
-        return {"removed": removed, "temp_removed": temp_removed, "locks_removed": locks_removed, "failed": failed,
-                "error": error, "others_left": others}
+        return {
+            "removed": removed,
+            "temp_removed": temp_removed,
+            "locks_removed": locks_removed,
+            "failed": failed,
+            "error": error,
+            "others_left": others,
+        }

@@ -20,6 +20,7 @@ and ``limit`` bytes is ever read (a 6 GiB sparse file or ``/dev/zero`` costs one
 Every header field has its type checked (``validate_header``), so a well-formed entry with
 ``compile_seconds: "x"`` is corrupt, not a crash.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -109,8 +110,9 @@ def validate_header(header: Any, binary_len: int | None = None) -> dict:
     if not isinstance(header.get("metadata", {}), dict):
         raise Corrupt(f"header field 'metadata' is {header.get('metadata')!r:.80}, expected an object")
     sizes = header.get("sizes")
-    if not isinstance(sizes, dict) or not all(isinstance(sizes.get(k), int) and not isinstance(sizes.get(k), bool)
-                                              for k in ("binary", "key")):
+    if not isinstance(sizes, dict) or not all(
+        isinstance(sizes.get(k), int) and not isinstance(sizes.get(k), bool) for k in ("binary", "key")
+    ):
         raise Corrupt(f"header field 'sizes' is {sizes!r:.80}, expected {{'binary': int, 'key': int}}")
     if binary_len is not None and sizes["binary"] != binary_len:
         raise Corrupt(f"header says {sizes['binary']} binary bytes, the entry holds {binary_len}")
@@ -145,8 +147,13 @@ def decode_entry(data: bytes, secret: bytes | None = None) -> tuple[dict, bytes]
 def object_code(header: dict, binary: bytes) -> ObjectCode:
     """The ObjectCode a validated header and its binary describe."""
     return ObjectCode(
-        binary=binary, compiler=header["compiler"], target=header["target"], mode=header["mode"],
-        log=header["log"], lowered_names=dict(header["lowered_names"]), compile_seconds=float(header["compile_seconds"]),
+        binary=binary,
+        compiler=header["compiler"],
+        target=header["target"],
+        mode=header["mode"],
+        log=header["log"],
+        lowered_names=dict(header["lowered_names"]),
+        compile_seconds=float(header["compile_seconds"]),
         metadata=dict(header.get("metadata") or {}),
     )
 
@@ -184,8 +191,9 @@ def open_regular(name: str, dir_fd: int | None = None, check: FileCheck | None =
     return fd, st
 
 
-def read_entry_file(name: str, dir_fd: int | None = None, limit: int = MAX_ENTRY_BYTES,
-                    check: FileCheck | None = None) -> tuple[bytes, os.stat_result]:
+def read_entry_file(
+    name: str, dir_fd: int | None = None, limit: int = MAX_ENTRY_BYTES, check: FileCheck | None = None
+) -> tuple[bytes, os.stat_result]:
     """The bytes of one entry file, read safely (see the module docstring). Raises ``Corrupt`` for
     a file that cannot be an entry of at most ``limit`` bytes, OSError for I/O trouble, and
     whatever ``check`` raises for the opened file (before a byte is read)."""

@@ -4,6 +4,7 @@ over recorded lookups rather than a guess (how many compiles, how many hits, sec
 The columns are the contract in docs/ARCHITECTURE.md ("Cache events"); the tuning replay adds its
 own columns to the same frame.
 """
+
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass

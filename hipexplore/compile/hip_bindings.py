@@ -10,6 +10,7 @@ function is the override; once a library is loaded the choice is final, which ``
 instead of pretending. 6.x-7.x is used whenever its ``hip.chiprtc`` is importable (what CI pins);
 hip-python 10's ``hip`` package is a compatibility shim without it, so then 10.x is used.
 """
+
 from __future__ import annotations
 
 import threading
@@ -54,13 +55,20 @@ def point(kind: str, library: str) -> None:
         if which != ROCM_BINDINGS:
             from ..extras import message
 
-            raise CompilerUnavailable(message("hip-python's " + kind, "hip", detail="hip-python is not importable: looked for "
-                                              "hip.chiprtc (6.x-7.x) and rocm.bindings (>= 10)"))
+            raise CompilerUnavailable(
+                message(
+                    "hip-python's " + kind,
+                    "hip",
+                    detail="hip-python is not importable: looked for hip.chiprtc (6.x-7.x) and rocm.bindings (>= 10)",
+                )
+            )
         previous = _chosen.get(short)
         if previous is not None:
             if previous != library:
-                raise CompilerUnavailable(f"hip-python 10 already loads {previous!r} for {short} in this process; "
-                                          f"cannot switch to {library!r}")
+                raise CompilerUnavailable(
+                    f"hip-python 10 already loads {previous!r} for {short} in this process; "
+                    f"cannot switch to {library!r}"
+                )
             return
         paths = import_module("rocm.bindings.util.paths")
         original = getattr(paths.get_library_path, "__wrapped__", paths.get_library_path)

@@ -14,6 +14,7 @@ We do not hide this: in-process compiles of such targets are refused with a
 CompileError that says why, and the isolated compiler (the registry default for hiprtc) lets the
 real compile run in a worker process whose death becomes ``CompilerCrashed("... SIGABRT ...")``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -151,9 +152,8 @@ class HiprtcCompiler(RuntimeCompiler):
                 self._library_name, self._library_file = name, real
             else:
                 source = f"${ENV_LIBRARY}" if self.requested_library else "the default search"
-                self._reason = (
-                    f"no hiprtc library found; looked for {list(self._candidates)} ({source}): "
-                    + "; ".join(failures)
+                self._reason = f"no hiprtc library found; looked for {list(self._candidates)} ({source}): " + "; ".join(
+                    failures
                 )
             self._probed = True
 
@@ -172,8 +172,12 @@ class HiprtcCompiler(RuntimeCompiler):
             if not hip_bindings.layout():
                 from ..extras import message
 
-                self._reason = message("hiprtc", "hip", detail="hip-python is not importable in either layout: hip.chiprtc "
-                                       "is not importable (hip-python 6.x-7.x) and neither is rocm.bindings (hip-python >= 10)")
+                self._reason = message(
+                    "hiprtc",
+                    "hip",
+                    detail="hip-python is not importable in either layout: hip.chiprtc "
+                    "is not importable (hip-python 6.x-7.x) and neither is rocm.bindings (hip-python >= 10)",
+                )
                 raise CompilerUnavailable(self._reason)
             try:
                 hip_bindings.point("hiprtc", self._library_name)
@@ -218,12 +222,14 @@ class HiprtcCompiler(RuntimeCompiler):
         """Remembered across processes (``memo.identity``: the library, comgr, the device libraries
         re-``stat``ed), so a new process that only hits the cache loads no hiprtc."""
         if self._identity is None:
-            self._identity = memo.identity(self.name, [self.requested_library, self.allow_unknown_targets],
-                                           self._identity_now)
+            self._identity = memo.identity(
+                self.name, [self.requested_library, self.allow_unknown_targets], self._identity_now
+            )
         return env_identity(self._identity)
 
-    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
-                  environ: Any = None) -> compiler_cache.OwnCache:
+    def own_cache(
+        self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None, environ: Any = None
+    ) -> compiler_cache.OwnCache:
         """COMGR's own cache: none in ROCm 5.2 (comgr 2.4); newer comgr's as ``compiler_cache`` says.
         The comgr file is the identity's (no library is loaded for it), else the one found now."""
         extra = dict(identity.extra) if identity is not None else {}
@@ -272,11 +278,16 @@ class HiprtcCompiler(RuntimeCompiler):
         except (CompilerUnavailable, ConfigError) as exc:
             return Deps(error=str(exc).splitlines()[0])
         if known and request.target.split(":")[0] not in known:
-            return Deps(error=f"hiprtc: target {request.target!r} is not in this comgr's ISA list, so the files its "
-                              f"compile reads cannot be listed (ROCm 5.2 aborts on such targets)")
-        job = {"cwd": os.getcwd(), "source": [request.source.name, request.source.text],
-               "headers": [[h.name, h.text] for h in request.headers],
-               "options": [f"--offload-arch={request.target}", *request.options]}
+            return Deps(
+                error=f"hiprtc: target {request.target!r} is not in this comgr's ISA list, so the files its "
+                f"compile reads cannot be listed (ROCm 5.2 aborts on such targets)"
+            )
+        job = {
+            "cwd": os.getcwd(),
+            "source": [request.source.name, request.source.text],
+            "headers": [[h.name, h.text] for h in request.headers],
+            "options": [f"--offload-arch={request.target}", *request.options],
+        }
         try:
             reply = _helper(self.requested_library or "").ask(job)
         except (OSError, RuntimeError, ValueError) as exc:
@@ -285,7 +296,11 @@ class HiprtcCompiler(RuntimeCompiler):
         sources = [d for d in implicit.make_dependencies(deps_text) if d.endswith("/input/CompileSource")]
         if not sources:
             lines = [x.strip() for x in log.splitlines() if "error" in x]
-            why = lines[0] if lines else (log.strip().splitlines() or [f"no dependency output ({reply.get('status')})"])[0]
+            why = (
+                lines[0]
+                if lines
+                else (log.strip().splitlines() or [f"no dependency output ({reply.get('status')})"])[0]
+            )
             return Deps(error=f"hiprtc could not list the files this compile reads (-M): {why[:300]}")
         own = sources[0][: -len("input/CompileSource")]  # comgr's temp folder: the request's own texts
         errors = [x.strip() for x in log.splitlines() if re.search(r"\b(fatal )?error:", x)]
@@ -295,9 +310,12 @@ class HiprtcCompiler(RuntimeCompiler):
         if not angled:
             return Deps(error="hiprtc could not list the files this compile reads: no search list under -v")
         keep = [d for d in (*quoted, *angled) if not d.startswith(own) and not re.search(r"/comgr-[^/]+/include$", d)]
-        return Deps(files=tuple(implicit.parse_make_deps(deps_text, own)),
-                    quoted=tuple(d for d in quoted if d in keep), angled=tuple(d for d in angled if d in keep),
-                    missing=tuple(missing))
+        return Deps(
+            files=tuple(implicit.parse_make_deps(deps_text, own)),
+            quoted=tuple(d for d in quoted if d in keep),
+            angled=tuple(d for d in angled if d in keep),
+            missing=tuple(missing),
+        )
 
     @staticmethod
     def device_libs_dir() -> str:
@@ -361,7 +379,8 @@ class HiprtcCompiler(RuntimeCompiler):
                 f"hiprtc: target {request.target!r} is not in this comgr's ISA list; ROCm 5.2's comgr aborts the "
                 f"process on such targets, so it is refused in-process (use get_compiler('hiprtc'), which isolates "
                 f"compiles in worker processes, to attempt it). Known targets: {', '.join(known)}",
-                request, options,
+                request,
+                options,
             )
         return options
 
@@ -370,7 +389,9 @@ class HiprtcCompiler(RuntimeCompiler):
 
     def _invoke(self, request: CompileRequest, options: tuple[str, ...], trace: Trace) -> RawCompile:
         code, lowered, log, status = self._run(self._bindings(), request, options, trace)
-        return RawCompile(code, lowered, user_diagnostics(log, request), "" if int(status) == _SUCCESS else _status_name(status))
+        return RawCompile(
+            code, lowered, user_diagnostics(log, request), "" if int(status) == _SUCCESS else _status_name(status)
+        )
 
     def _dump_asm(self, request: CompileRequest, raw: RawCompile) -> list[str]:
         return [_dump_asm(request, raw.binary)]
@@ -379,28 +400,36 @@ class HiprtcCompiler(RuntimeCompiler):
         headers = [h.text.encode() for h in request.headers]
         names = [h.name.encode() for h in request.headers]
         status, prog = trace.call(
-            "hiprtcCreateProgram", hiprtc.hiprtcCreateProgram,
-            request.source.text.encode(), request.source.name.encode(), len(headers), headers or None, names or None,
+            "hiprtcCreateProgram",
+            hiprtc.hiprtcCreateProgram,
+            request.source.text.encode(),
+            request.source.name.encode(),
+            len(headers),
+            headers or None,
+            names or None,
             show=(request.source.name, [h.name for h in request.headers]),
         )
         if int(status) != _SUCCESS or prog is None:
             return b"", {}, f"hiprtcCreateProgram failed: {_status_name(status)}", status
         try:
             for kernel in request.kernels:
-                (st,) = trace.call("hiprtcAddNameExpression", hiprtc.hiprtcAddNameExpression, prog, kernel.encode(),
-                                   show=(kernel,))
+                (st,) = trace.call(
+                    "hiprtcAddNameExpression", hiprtc.hiprtcAddNameExpression, prog, kernel.encode(), show=(kernel,)
+                )
                 if int(st) != _SUCCESS:
                     return b"", {}, f"hiprtcAddNameExpression({kernel!r}) failed: {_status_name(st)}", st
             opts = [o.encode() for o in options]
-            (status,) = trace.call("hiprtcCompileProgram", hiprtc.hiprtcCompileProgram, prog, len(opts), opts,
-                                   show=(list(options),))
+            (status,) = trace.call(
+                "hiprtcCompileProgram", hiprtc.hiprtcCompileProgram, prog, len(opts), opts, show=(list(options),)
+            )
             log = _program_log(hiprtc, prog)
             if int(status) != _SUCCESS:
                 return b"", {}, log, status
             lowered: dict[str, str] = {}
             for kernel in request.kernels:
-                st, name = trace.call("hiprtcGetLoweredName", hiprtc.hiprtcGetLoweredName, prog, kernel.encode(),
-                                      show=(kernel,))
+                st, name = trace.call(
+                    "hiprtcGetLoweredName", hiprtc.hiprtcGetLoweredName, prog, kernel.encode(), show=(kernel,)
+                )
                 if int(st) != _SUCCESS or name is None:
                     return b"", {}, join_log(log, f"hiprtcGetLoweredName({kernel!r}) failed: {_status_name(st)}"), st
                 lowered[kernel] = name.decode() if isinstance(name, bytes) else str(name)
@@ -513,9 +542,14 @@ class _Helper:
         self.env = env_values("hiprtc")
         # isolated, with this process's path (interpreter.isolated_argv): it chdirs into the
         # compile's folder, and nothing found there may be imported
-        self.proc = subprocess.Popen(isolated_argv(_HELPER, self.library),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            isolated_argv(_HELPER, self.library),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
         return self.proc
 
     def ask(self, job: dict, timeout: float = 300.0) -> dict:

@@ -19,6 +19,7 @@ arguments; the full ``--version`` text), and it is asked again whenever any envi
 changes (a wrapper may read any) or one of those files changes. Not covered: a wrapper choosing
 by something other than its environment and files it runs (a config file it reads, the time).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,17 @@ from ._common import dump_text, file_stamp, join_log
 from . import implicit, memo
 from .inputs import env_identity
 from .leftovers import (  # noqa: F401 - the leftover clean-up lived here; its names still do
-    BUILD_PREFIX, LOG_MIN_AGE_S, UNNUMBERED_MIN_AGE_S, WORKER_LOG_GLOB, clean_dead_build_dirs, creator_alive, held_names,
-    remove_tree, start_time, clean_leftovers)
+    BUILD_PREFIX,
+    LOG_MIN_AGE_S,
+    UNNUMBERED_MIN_AGE_S,
+    WORKER_LOG_GLOB,
+    clean_dead_build_dirs,
+    creator_alive,
+    held_names,
+    remove_tree,
+    start_time,
+    clean_leftovers,
+)
 from .link_inputs import commands, driver_inputs, stable_line
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
@@ -59,15 +69,24 @@ def _probe(cmd: list[str], env: dict | None = None) -> subprocess.CompletedProce
     ``CompilerUnavailable`` rather than a traceback and an orphan left running."""
     timeout = settings.COMPILE_TIMEOUT.get()
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                env=env, errors="replace")
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            env=env,
+            errors="replace",
+        )
     except OSError as exc:
         raise CompilerUnavailable(f"{cmd[0]} cannot be run: {exc}") from None
     try:
         out, err = _communicate(proc, timeout, True)
     except subprocess.TimeoutExpired:
-        raise CompilerUnavailable(f"{shlex.join(cmd)} did not answer within {timeout:g} s and was killed "
-                                  f"(HIPEXPLORE_COMPILE_TIMEOUT; is CC a compiler?)") from None
+        raise CompilerUnavailable(
+            f"{shlex.join(cmd)} did not answer within {timeout:g} s and was killed "
+            f"(HIPEXPLORE_COMPILE_TIMEOUT; is CC a compiler?)"
+        ) from None
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
@@ -136,12 +155,17 @@ class HostCompiler(CompilerBase):
         """
         now = time.monotonic()
         with self._lock:
-            if self._identity is not None and now - self._identity_checked < self.identity_recheck_seconds \
-                    and self._identity_key[0] == getattr(os.environ, "_data", os.environ):
+            if (
+                self._identity is not None
+                and now - self._identity_checked < self.identity_recheck_seconds
+                and self._identity_key[0] == getattr(os.environ, "_data", os.environ)
+            ):
                 return env_identity(self._identity)
         argv = self._command()
         exe = os.path.realpath(argv[0])
-        known = [p for k, p in (self._identity.extra if self._identity is not None else ()) if k in TOOLS or k == "runs"]
+        known = [
+            p for k, p in (self._identity.extra if self._identity is not None else ()) if k in TOOLS or k == "runs"
+        ]
         key = self._check_key(argv, exe, known)
         with self._lock:
             if self._identity is not None and self._identity_key == key:
@@ -176,7 +200,10 @@ class HostCompiler(CompilerBase):
         # environment, names every program it would run and their arguments; key the plan and the
         # programs' files. It is asked again whenever the environment or one of those files changes.
         extra.append(("version_text", hashlib.sha256((proc.stdout + proc.stderr).encode()).hexdigest()))
-        plan = _probe([*argv, "-###", "-x", "c", "-c", "-o", os.devnull, os.devnull], env=dict(os.environ, LC_ALL="C", LANGUAGE="C"))
+        plan = _probe(
+            [*argv, "-###", "-x", "c", "-c", "-o", os.devnull, os.devnull],
+            env=dict(os.environ, LC_ALL="C", LANGUAGE="C"),
+        )
         programs = []
         lines = []
         for cmd in commands(plan.stderr):
@@ -205,6 +232,7 @@ class HostCompiler(CompilerBase):
                 return (path, s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino)
             except OSError:
                 return (path, "gone")
+
         return (self._trigger_env(), tuple(argv), st(exe), *(st(t) for t in tools))
 
     def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> implicit.Implicit:
@@ -235,7 +263,16 @@ class HostCompiler(CompilerBase):
                 roots = [d for d in roots if not os.path.join(d, "").startswith(inside)]
                 # the files the driver hands to cc1, as and ld (its own -### plan): object files,
                 # archives, shared libraries and linker scripts among the options, -l libraries
-                link = [*argv, *BASE_FLAGS, *request.options, f"-I{tmp}", "-o", os.path.join(tmp, "lib.so"), str(src), "-###"]
+                link = [
+                    *argv,
+                    *BASE_FLAGS,
+                    *request.options,
+                    f"-I{tmp}",
+                    "-o",
+                    os.path.join(tmp, "lib.so"),
+                    str(src),
+                    "-###",
+                ]
                 plan = self._run(link, request, tmp, env=dict(os.environ, LC_ALL="C", LANGUAGE="C"))
                 if plan.returncode != 0:
                     last = (plan.stderr.strip().splitlines() or [""])[-1]
@@ -276,17 +313,34 @@ class HostCompiler(CompilerBase):
             start = time.perf_counter()
             proc = self._run(cmd, request, tmp)
             seconds = time.perf_counter() - start
-            trace = f"[trace] {shlex.join(cmd)} -> exit {proc.returncode} in {seconds * 1e3:.1f} ms" \
-                if "trace" in request.diagnostics else ""
+            trace = (
+                f"[trace] {shlex.join(cmd)} -> exit {proc.returncode} in {seconds * 1e3:.1f} ms"
+                if "trace" in request.diagnostics
+                else ""
+            )
             log = _in_build_names(join_log(proc.stdout, proc.stderr), tmp)
             if proc.returncode != 0:
                 raise self._error(
                     f"host compiler {argv[0]} failed to compile {request.name!r} (exit {proc.returncode})",
-                    request, (*BASE_FLAGS, *request.options), f"$ {shlex.join(cmd)}", log, trace, *notes,
+                    request,
+                    (*BASE_FLAGS, *request.options),
+                    f"$ {shlex.join(cmd)}",
+                    log,
+                    trace,
+                    *notes,
                 )
             binary = out.read_bytes()
             if "dump-asm" in request.diagnostics:
-                asm_cmd = [*argv, *BASE_FLAGS, *request.options, f"-I{tmp}", "-S", "-o", str(Path(tmp) / "lib.s"), str(src)]
+                asm_cmd = [
+                    *argv,
+                    *BASE_FLAGS,
+                    *request.options,
+                    f"-I{tmp}",
+                    "-S",
+                    "-o",
+                    str(Path(tmp) / "lib.s"),
+                    str(src),
+                ]
                 asm = self._run(asm_cmd, request, tmp)
                 if asm.returncode == 0:
                     path = dump_text(request, ".s", (Path(tmp) / "lib.s").read_text(errors="replace"))
@@ -294,18 +348,31 @@ class HostCompiler(CompilerBase):
                 else:
                     notes.append(f"dump-asm: {shlex.join(asm_cmd)} failed: {asm.stderr.strip()[-500:]}")
         return ObjectCode(
-            binary=binary, compiler=self.name, target=request.target, mode=request.mode,
-            log=join_log(log, trace, *notes), lowered_names={k: k for k in request.kernels},
+            binary=binary,
+            compiler=self.name,
+            target=request.target,
+            mode=request.mode,
+            log=join_log(log, trace, *notes),
+            lowered_names={k: k for k in request.kernels},
             compile_seconds=seconds,
         )
 
-    def _run(self, cmd: list[str], request: CompileRequest, cwd: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    def _run(
+        self, cmd: list[str], request: CompileRequest, cwd: str, env: dict | None = None
+    ) -> subprocess.CompletedProcess:
         # In-process: its own session, so a timeout kills the driver *and* its cc1/as/ld (killpg).
         # In an isolation worker: stay in the worker's process group, which the parent kills as a whole
         # on timeout or crash (a separate session would survive that as an orphan).
         own_group = not settings.COMPILE_WORKER.get()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                                start_new_session=own_group, env=env)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            start_new_session=own_group,
+            env=env,
+        )
         try:
             out, err = _communicate(proc, self.timeout, own_group)
             return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
@@ -314,7 +381,10 @@ class HostCompiler(CompilerBase):
                 f"host compile of {request.name!r} ran past its timeout of {self.timeout} s and was killed",
                 log=join_log(f"$ {shlex.join(cmd)}", _text(exc.stdout), _text(exc.stderr)),
                 options=(*BASE_FLAGS, *request.options),
-                target=request.target, compiler=self.name, kernels=request.kernels, timeout=float(self.timeout or 0),
+                target=request.target,
+                compiler=self.name,
+                kernels=request.kernels,
+                timeout=float(self.timeout or 0),
             ) from None
 
 

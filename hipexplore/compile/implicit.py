@@ -49,6 +49,7 @@ the error). The first lookup of a request in a process pays the resolution (host
 ``cc -###``, ~30 ms; NVRTC/hiprtc ~15 ms, hiprtc's helper start ~1 s once); a memory hit pays one
 ``stat`` per path remembered.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -231,12 +232,20 @@ def current(request: CompileRequest, identity: CompilerIdentity, resolve: Callab
     if memo is not None and memo.implicit == implicit:
         implicit = memo.implicit  # the same object: the cache's key memo compares by identity first
     entry = _Memo(implicit, tuple(col.checks.items()), col.cwd, trusted=not (col.racy or error))
-    if entry.trusted and (entry.cwd is not None or entry.checks):  # the compiler was asked (not: a request reading only itself)
+    if entry.trusted and (
+        entry.cwd is not None or entry.checks
+    ):  # the compiler was asked (not: a request reading only itself)
         from . import memo as disk
 
-        disk.store("implicit", _disk_key(request, identity), {
-            "files": [list(f) for f in implicit.files], "cwd": entry.cwd,
-            "checks": [[p, None if sig is None else list(sig)] for p, sig in entry.checks]})
+        disk.store(
+            "implicit",
+            _disk_key(request, identity),
+            {
+                "files": [list(f) for f in implicit.files],
+                "cwd": entry.cwd,
+                "checks": [[p, None if sig is None else list(sig)] for p, sig in entry.checks],
+            },
+        )
     with _memo_lock:
         _memo[memo_key] = entry
         _memo.move_to_end(memo_key)
@@ -278,7 +287,7 @@ def make_dependencies(text: str) -> list[str]:
             word.append(deps[i + 1])
             i += 2
             continue
-        if c == "$" and deps[i + 1:i + 2] == "$":
+        if c == "$" and deps[i + 1 : i + 2] == "$":
             word.append("$")
             i += 2
             continue
@@ -331,7 +340,8 @@ _SAFE_OPTION = re.compile(
     r"-(?:dc|rdc=\w+|dlto|ewp|maxrregcount=\d+|default-device|fgpu-rdc|fno-gpu-rdc|munsafe-fp-atomics|mcumode|"
     r"mno-cumode|mwavefrontsize64|mno-wavefrontsize64|fno-[\w-]+|ffp-contract=\w+|fgpu-flush-denormals-to-zero|"
     r"fno-gpu-flush-denormals-to-zero|funsafe-math-optimizations|ffinite-math-only|fno-finite-math-only|"
-    r"fgpu-approx-transcendentals|fno-gpu-approx-transcendentals))$")
+    r"fgpu-approx-transcendentals|fno-gpu-approx-transcendentals))$"
+)
 #: Words without which no preprocessor reads a file: a directive name (include, include_next,
 #: import, embed), a probe (__has_include), a pragma that opens one (GCC dependency, clang module).
 #: Line splices are removed first; trigraphs and UCNs send the text to the compiler's own list.
@@ -381,8 +391,9 @@ def reads_only_request(request: CompileRequest, nvrtc: bool) -> bool:
     return True
 
 
-def _has_include_probes(col: Collector, text: str, here: str | None, cwd: str, quoted_bases: list[str],
-                        angled_bases: list[str]) -> None:
+def _has_include_probes(
+    col: Collector, text: str, here: str | None, cwd: str, quoted_bases: list[str], angled_bases: list[str]
+) -> None:
     """Watch where each ``__has_include`` in ``text`` looks, so that a file appearing there (which
     the dependency output, listing only files found, cannot show) resolves again. ``here``: the
     folder of the file the text came from (None for a request text). An operand that is not a
@@ -401,12 +412,16 @@ def _has_include_probes(col: Collector, text: str, here: str | None, cwd: str, q
         if os.path.isabs(spelled):
             col.watch_missing(spelled)
             continue
-        bases = ([here] if q is not None and here is not None else []) + (quoted_bases if q is not None else angled_bases)
+        bases = ([here] if q is not None and here is not None else []) + (
+            quoted_bases if q is not None else angled_bases
+        )
         for base in bases:
             col.watch_missing(os.path.normpath(os.path.join(cwd, base, spelled)))
 
 
-def runtime_inputs(request: CompileRequest, identity: CompilerIdentity, probe: Callable[[CompileRequest], Deps]) -> Implicit:
+def runtime_inputs(
+    request: CompileRequest, identity: CompilerIdentity, probe: Callable[[CompileRequest], Deps]
+) -> Implicit:
     """The implicit inputs of an NVRTC or hiprtc request, from the compiler's own dependency
     output (``probe``: NVRTC's front end ``-M``, hiprtc's clang ``-M -MF``, run with the request's
     texts and options in the current directory). Every file it lists that exists on disk is
@@ -442,6 +457,7 @@ def runtime_inputs(request: CompileRequest, identity: CompilerIdentity, probe: C
             found = [os.path.normpath(os.path.join(cwd, o)) for o in col.files]
             watch_shadows(col, found, [os.path.normpath(os.path.join(cwd, d)) for d in system])
         return ""
+
     return current(request, identity, resolve)
 
 
@@ -453,7 +469,7 @@ def parse_nvrtc_deps(text: str, source_name: str) -> list[str]:
     if not lines:
         return []
     target = lines[0].split(": ", 1)[0] + ": "
-    deps = [line[len(target):] if line.startswith(target) else line for line in lines]
+    deps = [line[len(target) :] if line.startswith(target) else line for line in lines]
     if deps and deps[0] == source_name:
         deps = deps[1:]
     return deps
@@ -465,6 +481,19 @@ def parse_make_deps(text: str, skip_prefix: str = "") -> list[str]:
     return [d for d in make_dependencies(text) if not (skip_prefix and d.startswith(skip_prefix))]
 
 
-__all__ = ["Collector", "Deps", "Implicit", "READS_CWD", "current", "make_dependencies", "parse_make_deps",
-           "parse_nvrtc_deps", "reads_only_request", "runtime_inputs", "search_list", "spliced", "unchanged",
-           "watch_shadows"]
+__all__ = [
+    "Collector",
+    "Deps",
+    "Implicit",
+    "READS_CWD",
+    "current",
+    "make_dependencies",
+    "parse_make_deps",
+    "parse_nvrtc_deps",
+    "reads_only_request",
+    "runtime_inputs",
+    "search_list",
+    "spliced",
+    "unchanged",
+    "watch_shadows",
+]

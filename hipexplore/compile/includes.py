@@ -28,6 +28,7 @@ own dependency list (implicit.py), so a spelling it misses is never served stale
 absolute spellings, NVRTC's current directory) are not copied into the request: their content
 enters the key through compile/implicit.py.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,7 +40,9 @@ from typing import Sequence
 from ..errors import ConfigError
 from .request import CompileRequest, Source
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include_next|include|import)[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S.*))', re.MULTILINE)
+_INCLUDE = re.compile(
+    r'^[ \t]*#[ \t]*(?:include_next|include|import)[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S.*))', re.MULTILINE
+)
 _DEFINE = re.compile(r'^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*$', re.MULTILINE)
 _LEX = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/|[^"\'/]+|/', re.S)
 
@@ -63,6 +66,7 @@ def directive_text(text: str) -> str:
             out.append(tok)
     return re.sub(r"(?m)^([ \t]*)(?:%:|\?\?=)", r"\1#", "".join(out))
 
+
 _HIP_NOTE = "/* hipexplore built-in: hiprtc has the HIP runtime built in; this header only satisfies the include */\n#pragma once\n"
 _CUDA_NOTE = "/* hipexplore built-in: NVRTC has the CUDA device runtime built in; this header only satisfies the include */\n#pragma once\n"
 from .std_headers import STD_HEADERS  # noqa: E402  (the texts: a module of their own)
@@ -71,14 +75,35 @@ _STD_NOTE = "/* hipexplore built-in stand-in for a standard header (the runtime 
 
 #: Headers the runtime compilers provide built in (or need no text for), by include spelling.
 BUILTIN_HEADERS: dict[str, dict[str, str]] = {
-    "hiprtc": {**{name: _HIP_NOTE for name in (
-        "hip/hip_runtime.h", "hip/hip_runtime_api.h", "hip/hip_fp16.h", "hip/hip_vector_types.h",
-        "hip/math_functions.h", "hip/device_functions.h", "hip/hip_common.h")},
-        **{name: _STD_NOTE + text for name, text in STD_HEADERS.items()}},
-    "nvrtc": {**{name: _CUDA_NOTE for name in (
-        "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h", "device_functions.h",
-        "vector_types.h", "math_functions.h")},
-        **{name: _STD_NOTE + text for name, text in STD_HEADERS.items()}},
+    "hiprtc": {
+        **{
+            name: _HIP_NOTE
+            for name in (
+                "hip/hip_runtime.h",
+                "hip/hip_runtime_api.h",
+                "hip/hip_fp16.h",
+                "hip/hip_vector_types.h",
+                "hip/math_functions.h",
+                "hip/device_functions.h",
+                "hip/hip_common.h",
+            )
+        },
+        **{name: _STD_NOTE + text for name, text in STD_HEADERS.items()},
+    },
+    "nvrtc": {
+        **{
+            name: _CUDA_NOTE
+            for name in (
+                "cuda_runtime.h",
+                "cuda_runtime_api.h",
+                "device_launch_parameters.h",
+                "device_functions.h",
+                "vector_types.h",
+                "math_functions.h",
+            )
+        },
+        **{name: _STD_NOTE + text for name, text in STD_HEADERS.items()},
+    },
     "host": {},
     "triton": {},  # Python source: no #include lines to walk
 }
@@ -117,10 +142,19 @@ class IncludeClosure:
 
     def record(self) -> list[dict[str, str]]:
         """One entry per keyed header (what ``compile --json`` lists)."""
-        rows = [{"name": f.spelled, "path": f.path, "sha256": f.sha256, "included_from": f.included_from} for f in self.files]
-        rows += [{"name": b, "path": f"(built-in {self.compiler} header)",
-                  "sha256": hashlib.sha256(BUILTIN_HEADERS[self.compiler][b].encode()).hexdigest(), "included_from": ""}
-                 for b in self.builtin]
+        rows = [
+            {"name": f.spelled, "path": f.path, "sha256": f.sha256, "included_from": f.included_from}
+            for f in self.files
+        ]
+        rows += [
+            {
+                "name": b,
+                "path": f"(built-in {self.compiler} header)",
+                "sha256": hashlib.sha256(BUILTIN_HEADERS[self.compiler][b].encode()).hexdigest(),
+                "included_from": "",
+            }
+            for b in self.builtin
+        ]
         return rows
 
 
@@ -133,8 +167,14 @@ def _read(path: Path, what: str) -> str:
         raise ConfigError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
 
 
-def include_closure(text: str, *, compiler: str, source_path: str | Path | None = None,
-                    include_dirs: Sequence[str | Path] = (), given: Sequence[str] = ()) -> IncludeClosure:
+def include_closure(
+    text: str,
+    *,
+    compiler: str,
+    source_path: str | Path | None = None,
+    include_dirs: Sequence[str | Path] = (),
+    given: Sequence[str] = (),
+) -> IncludeClosure:
     """Walk the ``#include`` lines of ``text`` (the file at ``source_path``, if it is one) and of
     every file they reach; see the module docstring for the search order.
 
@@ -193,22 +233,34 @@ def include_closure(text: str, *, compiler: str, source_path: str | Path | None 
                 if Path(prior.path) != hit and prior.text != _read(hit, "header"):
                     raise ConfigError(
                         f"#include {spelled!r} names two different files ({prior.path} from {prior.included_from}, "
-                        f"{hit} from {name}); the runtime compilers match headers by spelling, so rename one")
+                        f"{hit} from {name}); the runtime compilers match headers by spelling, so rename one"
+                    )
                 continue
             content = _read(hit, "header")
             found[spelled] = IncludedFile(spelled, str(hit), content, name)
             if hit not in seen_paths:  # a file reached under a second spelling is listed, not walked again
                 seen_paths.add(hit)
                 todo.append((content, hit.parent, str(hit)))
-    return IncludeClosure(tuple(sorted(found.values(), key=lambda f: f.spelled)), tuple(sorted(builtin)),
-                          tuple(sorted(system)), tuple(unresolved), compiler)
+    return IncludeClosure(
+        tuple(sorted(found.values(), key=lambda f: f.spelled)),
+        tuple(sorted(builtin)),
+        tuple(sorted(system)),
+        tuple(unresolved),
+        compiler,
+    )
 
 
-def with_closure(request: CompileRequest, *, source_path: str | Path | None = None,
-                 include_dirs: Sequence[str | Path] = ()) -> tuple[CompileRequest, IncludeClosure]:
+def with_closure(
+    request: CompileRequest, *, source_path: str | Path | None = None, include_dirs: Sequence[str | Path] = ()
+) -> tuple[CompileRequest, IncludeClosure]:
     """``request`` with its include closure added to its headers (so the key holds every file)."""
-    closure = include_closure(request.source.text, compiler=request.compiler, source_path=source_path,
-                              include_dirs=include_dirs, given=[h.name for h in request.headers])
+    closure = include_closure(
+        request.source.text,
+        compiler=request.compiler,
+        source_path=source_path,
+        include_dirs=include_dirs,
+        given=[h.name for h in request.headers],
+    )
     return request.with_(headers=(*request.headers, *closure.headers())), closure
 
 

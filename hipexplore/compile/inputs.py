@@ -21,6 +21,7 @@ now either keyed or refused with one line naming it:
   compiler will see: ``SOURCE_DATE_EPOCH`` where the compiler honours it (gcc/clang for the host
   compiler), else the wall clock; a hit is then a binary with the same expansion.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,41 +33,133 @@ from typing import Iterable
 from ..errors import ConfigError
 
 #: Read by the host C compiler driver (gcc and clang) and changing what it builds.
-HOST_ENV = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH",
-            "LIBRARY_PATH", "SOURCE_DATE_EPOCH", "GCC_COMPARE_DEBUG", "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES",
-            "CCC_OVERRIDE_OPTIONS", "COLLECT_GCC_OPTIONS", "GCC_ROOT", "LANG", "LC_ALL", "LC_CTYPE")
+HOST_ENV = (
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "OBJC_INCLUDE_PATH",
+    "GCC_EXEC_PREFIX",
+    "COMPILER_PATH",
+    "LIBRARY_PATH",
+    "SOURCE_DATE_EPOCH",
+    "GCC_COMPARE_DEBUG",
+    "DEPENDENCIES_OUTPUT",
+    "SUNPRO_DEPENDENCIES",
+    "CCC_OVERRIDE_OPTIONS",
+    "COLLECT_GCC_OPTIONS",
+    "GCC_ROOT",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+)
 #: Read by hiprtc/comgr (strings of libamd_comgr.so.2 and libamdhip64.so.5; newer ROCm adds the
 #: *_APPEND option variables) and by the clang driver comgr runs.
-HIPRTC_ENV = ("HIP_PATH", "ROCM_PATH", "HIP_DEVICE_LIB_PATH", "LLVM_PATH", "HIPRTC_COMPILE_OPTIONS_APPEND",
-              "HIPRTC_LINK_OPTIONS_APPEND", "AMD_COMGR_EMIT_VERBOSE_LOGS",
-              # comgr runs clang's driver in-process, and the driver reads these (checked: a header
-              # found only through CPATH or CPLUS_INCLUDE_PATH compiles with hiprtc here)
-              "CPATH", "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH", "OBJC_INCLUDE_PATH", "OBJCPLUS_INCLUDE_PATH",
-              "CCC_OVERRIDE_OPTIONS")
+HIPRTC_ENV = (
+    "HIP_PATH",
+    "ROCM_PATH",
+    "HIP_DEVICE_LIB_PATH",
+    "LLVM_PATH",
+    "HIPRTC_COMPILE_OPTIONS_APPEND",
+    "HIPRTC_LINK_OPTIONS_APPEND",
+    "AMD_COMGR_EMIT_VERBOSE_LOGS",
+    # comgr runs clang's driver in-process, and the driver reads these (checked: a header
+    # found only through CPATH or CPLUS_INCLUDE_PATH compiles with hiprtc here)
+    "CPATH",
+    "CPLUS_INCLUDE_PATH",
+    "C_INCLUDE_PATH",
+    "OBJC_INCLUDE_PATH",
+    "OBJCPLUS_INCLUDE_PATH",
+    "CCC_OVERRIDE_OPTIONS",
+)
 #: NVRTC: none of the variables in libnvrtc.so changes the output.
 NVRTC_ENV: tuple[str, ...] = ()
 ENV = {"host": HOST_ENV, "hiprtc": HIPRTC_ENV, "nvrtc": NVRTC_ENV}
 
 #: Option prefixes that make a compiler read a file or directory the key does not hold.
 REFUSED_PREFIXES = (
-    "-Wp,", "-Xpreprocessor", "-Xclang", "--include-directory", "--include-with-prefix", "--include-prefix",
-    "--include-barrier", "-iprefix", "-iwithprefix", "-iwithprefixbefore", "-iframework", "-isysroot",
-    "-imultilib", "-cxx-isystem", "--embed-dir", "-F", "-specs", "--specs", "-B", "--prefix", "-fplugin",
-    "-load", "-fprofile-use", "-fprofile-sample-use", "-fauto-profile", "-fsanitize-blacklist",
-    "-fsanitize-ignorelist", "-fprofile-list", "-include-pch", "-fmodule-file", "-fmodules", "-T", "-Wl,", "-Xlinker",
-    "-Xassembler", "-Wa,", "-L", "--library-directory", "--pch-dir", "-pch", "--use-pch", "--create-pch",
-    "-mlink-builtin-bitcode", "-fprofile-instr-use", "-fsave-optimization-record", "-time",
+    "-Wp,",
+    "-Xpreprocessor",
+    "-Xclang",
+    "--include-directory",
+    "--include-with-prefix",
+    "--include-prefix",
+    "--include-barrier",
+    "-iprefix",
+    "-iwithprefix",
+    "-iwithprefixbefore",
+    "-iframework",
+    "-isysroot",
+    "-imultilib",
+    "-cxx-isystem",
+    "--embed-dir",
+    "-F",
+    "-specs",
+    "--specs",
+    "-B",
+    "--prefix",
+    "-fplugin",
+    "-load",
+    "-fprofile-use",
+    "-fprofile-sample-use",
+    "-fauto-profile",
+    "-fsanitize-blacklist",
+    "-fsanitize-ignorelist",
+    "-fprofile-list",
+    "-include-pch",
+    "-fmodule-file",
+    "-fmodules",
+    "-T",
+    "-Wl,",
+    "-Xlinker",
+    "-Xassembler",
+    "-Wa,",
+    "-L",
+    "--library-directory",
+    "--pch-dir",
+    "-pch",
+    "--use-pch",
+    "--create-pch",
+    "-mlink-builtin-bitcode",
+    "-fprofile-instr-use",
+    "-fsave-optimization-record",
+    "-time",
     # pass-through to a compiler's inner tools, and options naming files or folders it reads
     # (NVRTC's front end -Xcudafe can add include folders or pre-includes; clang's VFS overlays,
     # config files, resource/toolchain/ROCm folders, module maps, profile and sanitizer lists)
-    "-Xcudafe", "--preinclude", "-Xarch", "-Xoffload", "-ivfsoverlay", "--config", "-resource-dir", "--rocm-path",
-    "--hip-path", "--hip-device-lib-path", "--rocm-device-lib-path", "--cuda-path", "--gcc-toolchain",
-    "--gcc-install-dir", "-fmodule-map-file", "-fprebuilt-module-path", "-fmodules-cache-path",
-    "-fprofile-remapping-file", "-fxray-attr-list", "-fxray-always-instrument", "-fxray-never-instrument",
-    "-fsanitize-coverage-allowlist", "-fsanitize-coverage-ignorelist", "-fthinlto-index", "-fbasic-block-sections=list",
-    "--embed-dir", "-fembed-dir",
+    "-Xcudafe",
+    "--preinclude",
+    "-Xarch",
+    "-Xoffload",
+    "-ivfsoverlay",
+    "--config",
+    "-resource-dir",
+    "--rocm-path",
+    "--hip-path",
+    "--hip-device-lib-path",
+    "--rocm-device-lib-path",
+    "--cuda-path",
+    "--gcc-toolchain",
+    "--gcc-install-dir",
+    "-fmodule-map-file",
+    "-fprebuilt-module-path",
+    "-fmodules-cache-path",
+    "-fprofile-remapping-file",
+    "-fxray-attr-list",
+    "-fxray-always-instrument",
+    "-fxray-never-instrument",
+    "-fsanitize-coverage-allowlist",
+    "-fsanitize-coverage-ignorelist",
+    "-fthinlto-index",
+    "-fbasic-block-sections=list",
+    "--embed-dir",
+    "-fembed-dir",
     # programs the driver would run instead of the ones the identity names
-    "-wrapper", "-fuse-ld", "--ld-path", "-fintegrated-as", "-no-integrated-as", "-fno-integrated-as",
+    "-wrapper",
+    "-fuse-ld",
+    "--ld-path",
+    "-fintegrated-as",
+    "-no-integrated-as",
+    "-fno-integrated-as",
 )
 _EXACT_OK = frozenset({"-fPIC", "-fPIE", "-fpic", "-fpie", "-ffast-math"})
 #: Per compiler, options that match a refused prefix but read no file of the user's: NVRTC's
@@ -81,8 +174,10 @@ def refused_option(option: str, compiler: str = "") -> str:
         return ""
     for prefix in REFUSED_PREFIXES:
         if option == prefix or option.startswith(prefix):
-            return (f"option {option!r} makes the compiler read files or programs the cache key cannot see "
-                    f"({prefix}...); pass headers as CompileRequest(headers=...) or `hipexplore compile --header FILE`")
+            return (
+                f"option {option!r} makes the compiler read files or programs the cache key cannot see "
+                f"({prefix}...); pass headers as CompileRequest(headers=...) or `hipexplore compile --header FILE`"
+            )
     return ""
 
 
@@ -94,11 +189,15 @@ _CLOCK = re.compile(r"\b__(DATE|TIME|TIMESTAMP)__\b")
 def refused_text(name: str, text: str) -> str:
     """Why a source or header text is refused ("" when fine): file-reading directives."""
     if _INCBIN.search(text):
-        return (f"{name!r} uses the assembler directive .incbin, which reads a file the cache key cannot see; "
-                "put the bytes into the source (an array initializer) instead")
+        return (
+            f"{name!r} uses the assembler directive .incbin, which reads a file the cache key cannot see; "
+            "put the bytes into the source (an array initializer) instead"
+        )
     if _EMBED.search(text):
-        return (f"{name!r} uses #embed, which reads a file the cache key cannot see; "
-                "put the bytes into the source (an array initializer) instead")
+        return (
+            f"{name!r} uses #embed, which reads a file the cache key cannot see; "
+            "put the bytes into the source (an array initializer) instead"
+        )
     return ""
 
 
@@ -126,7 +225,9 @@ def clock_record(compiler: str, used: frozenset[str], now: float | None = None) 
         try:
             t = int(epoch)
         except ValueError:
-            raise ConfigError(f"environment variable SOURCE_DATE_EPOCH={epoch!r} is invalid: expected an integer") from None
+            raise ConfigError(
+                f"environment variable SOURCE_DATE_EPOCH={epoch!r} is invalid: expected an integer"
+            ) from None
         source = "SOURCE_DATE_EPOCH"
         tm = time.gmtime(t)
     else:
@@ -158,7 +259,9 @@ def env_values(compiler: str) -> tuple[tuple[str, str], ...]:
 
 def _decode(compiler: str, raw: tuple) -> tuple[tuple[str, str], ...]:
     names = ENV.get(compiler, ())
-    return tuple((n, v if isinstance(v, str) else os.environ.decodevalue(v)) for n, v in zip(names, raw) if v is not None)
+    return tuple(
+        (n, v if isinstance(v, str) else os.environ.decodevalue(v)) for n, v in zip(names, raw) if v is not None
+    )
 
 
 _env_memo: dict[tuple, object] = {}

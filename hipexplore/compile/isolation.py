@@ -22,6 +22,7 @@ two pipes. Workers start lazily, ``close()`` stops them, and a ``weakref.finaliz
 runs at interpreter exit) stops them when the compiler is garbage-collected; every process is
 waited for, so none is left a zombie.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,15 @@ from typing import Any
 
 from .. import settings
 from ..interpreter import isolated_argv
-from ..errors import CompileError, CompilerCrashed, CompilerError, CompilerUnavailable, CompileTimeout, ConfigError, \
-    HipexploreError
+from ..errors import (
+    CompileError,
+    CompilerCrashed,
+    CompilerError,
+    CompilerUnavailable,
+    CompileTimeout,
+    ConfigError,
+    HipexploreError,
+)
 from .backends import backend_class
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
@@ -55,13 +63,12 @@ STDERR_TAIL_BYTES = 8192
 
 #: The worker's code after ``interpreter.PATH_PRELUDE`` has set its path: ``__import__`` (a built-in)
 #: rather than ``importlib``, so nothing but the worker module itself is looked up on that path.
-_BOOT = (
-    "__import__(sys.argv[1], fromlist=['_worker_main'])._worker_main(int(sys.argv[2]), int(sys.argv[3]))\n"
-)
+_BOOT = "__import__(sys.argv[1], fromlist=['_worker_main'])._worker_main(int(sys.argv[2]), int(sys.argv[3]))\n"
 
 
-def start_worker(module: str, *, log_prefix: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
-                 ) -> tuple[subprocess.Popen, Connection, Connection, int, str]:
+def start_worker(
+    module: str, *, log_prefix: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, Connection, Connection, int, str]:
     """Start a fresh interpreter running ``MODULE._worker_main(read_fd, write_fd)``: the one
     launcher of compile workers (``_Worker``) and sweep workers (``bench.worker``).
 
@@ -84,8 +91,12 @@ def start_worker(module: str, *, log_prefix: str, env: dict[str, str] | None = N
         with open(log_path, "ab", buffering=0) as errf:
             proc = subprocess.Popen(
                 isolated_argv(_BOOT, module, str(child_read), str(child_write), prefix=prefix),
-                stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, pass_fds=(child_read, child_write),
-                start_new_session=True, env=dict(os.environ, **(env or {}), LIBC_FATAL_STDERR_="1"),
+                stdin=subprocess.DEVNULL,
+                stdout=errf,
+                stderr=errf,
+                pass_fds=(child_read, child_write),
+                start_new_session=True,
+                env=dict(os.environ, **(env or {}), LIBC_FATAL_STDERR_="1"),
             )
     except BaseException:
         for f in (child_read, child_write, parent_read, parent_write, fd):
@@ -151,8 +162,14 @@ class _Worker:
         self.cwd = os.getcwd()
         merged = {**os.environ, **(env or {})}
         self.proc, self.rx, self.tx, fd, self.stderr_path = start_worker(
-            "hipexplore.compile.isolation", log_prefix=f"hipexplore-{backend}-worker-",
-            env={settings.COMPILE_WORKER.name: "1", **(env or {}), **compiler_cache.process_environment(backend, merged)})
+            "hipexplore.compile.isolation",
+            log_prefix=f"hipexplore-{backend}-worker-",
+            env={
+                settings.COMPILE_WORKER.name: "1",
+                **(env or {}),
+                **compiler_cache.process_environment(backend, merged),
+            },
+        )
         self._log_fd: int | None = fd
         self.pid = self.proc.pid
         try:
@@ -377,14 +394,18 @@ class IsolatedCompiler(CompilerBase):
             if self._identity is None or self._identity_env != env:
                 timeout = None if self.timeout is None else max(self.timeout, 60.0)
                 # remembered across processes (memo.identity): a hit in a new process starts no worker
-                self._identity = memo.identity(self.name, ["isolated", sorted(self.kwargs.items()), env, sorted(self.env.items())],
-                                               lambda: self._call("identity", None, timeout, None),
-                                               backend_class(self.name).identity_files)
+                self._identity = memo.identity(
+                    self.name,
+                    ["isolated", sorted(self.kwargs.items()), env, sorted(self.env.items())],
+                    lambda: self._call("identity", None, timeout, None),
+                    backend_class(self.name).identity_files,
+                )
                 self._identity_env = env
             return self._identity
 
-    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
-                  environ: Any = None) -> Any:
+    def own_cache(
+        self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None, environ: Any = None
+    ) -> Any:
         """The backend's own cache as the workers use it (their environment: this one's and ``env``)."""
         env = {**os.environ, **self.env} if environ is None else environ
         return self._probe_backend().own_cache(options, identity, env)
@@ -406,8 +427,10 @@ class IsolatedCompiler(CompilerBase):
             if self._closed:
                 raise CompilerError(f"the isolated {self.name} compiler is closed")
             worker = self._idle.pop() if self._idle else None
-        if worker is not None and (worker.env_values != _worker_key(self.name, self.env)
-                                   or (self.name in READS_CWD and worker.cwd != os.getcwd())):
+        if worker is not None and (
+            worker.env_values != _worker_key(self.name, self.env)
+            or (self.name in READS_CWD and worker.cwd != os.getcwd())
+        ):
             worker.stop()  # started with an environment the key no longer describes
             worker = None
         if worker is None:
@@ -422,8 +445,9 @@ class IsolatedCompiler(CompilerBase):
                 cls = CompilerCrashed if name else CompilerUnavailable
                 msg = f"{self.name} compile worker (pid {worker.pid}) failed to start: it ended with {how}"
                 if cls is CompilerCrashed:
-                    raise CompilerCrashed(msg, signal_name=name, exitcode=died.returncode, log=died.stderr,
-                                          compiler=self.name) from None
+                    raise CompilerCrashed(
+                        msg, signal_name=name, exitcode=died.returncode, log=died.stderr, compiler=self.name
+                    ) from None
                 raise CompilerUnavailable(msg + ("\n" + died.stderr[-2000:] if died.stderr else "")) from None
             except _TimedOut:
                 self._discard(worker)
@@ -479,8 +503,12 @@ class IsolatedCompiler(CompilerBase):
         if request is None:
             return "computing its identity", {"compiler": self.name}
         text = f"compiling {request.name!r} for target {request.target!r} with options {list(request.options)}"
-        return text, {"compiler": self.name, "target": request.target, "options": request.options,
-                      "kernels": request.kernels}
+        return text, {
+            "compiler": self.name,
+            "target": request.target,
+            "options": request.options,
+            "kernels": request.kernels,
+        }
 
     def _crash_error(self, pid: int, died: _Died, op: str, request: CompileRequest | None) -> CompilerCrashed:
         name, how = signal_description(died.returncode)
@@ -493,11 +521,14 @@ class IsolatedCompiler(CompilerBase):
         msg = f"{self.name} compile worker (pid {pid}) died with {how} while {where}{hint}; the worker was replaced"
         return CompilerCrashed(msg, signal_name=name, exitcode=died.returncode, log=died.stderr, **fields)
 
-    def _timeout_error(self, worker: _Worker, timeout: float | None, op: str,
-                       request: CompileRequest | None) -> CompileTimeout:
+    def _timeout_error(
+        self, worker: _Worker, timeout: float | None, op: str, request: CompileRequest | None
+    ) -> CompileTimeout:
         where, fields = self._where(request)
-        msg = (f"{self.name} compile worker (pid {worker.pid}) ran past the timeout of {timeout} s while {where}; "
-               f"it was killed and will be replaced (set timeout= or HIPEXPLORE_COMPILE_TIMEOUT to allow longer)")
+        msg = (
+            f"{self.name} compile worker (pid {worker.pid}) ran past the timeout of {timeout} s while {where}; "
+            f"it was killed and will be replaced (set timeout= or HIPEXPLORE_COMPILE_TIMEOUT to allow longer)"
+        )
         return CompileTimeout(msg, timeout=float(timeout or 0), log=worker.stderr_tail(), **fields)
 
     # ------------------------------------------------------------------ shutdown

@@ -5,6 +5,7 @@ it lived in ``compile/host.py``, so every command, a cache hit of NVRTC or hiprt
 the host compiler's module only for it (issue 49, item 6: a hit must cost less than the compile).
 ``compile.host`` still names everything here.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,7 +37,9 @@ def start_time(pid: int) -> float | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         ticks = int(stat.rsplit(")", 1)[1].split()[19])
-        btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
+        btime = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
+        )
         return btime + ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
         return None
@@ -64,7 +67,7 @@ def held_names(base: Path, names: set[str]) -> set[str]:
 
     def note(target: str) -> None:
         if target.startswith(prefix):
-            name = target[len(prefix):].split("/", 1)[0].removesuffix(" (deleted)")
+            name = target[len(prefix) :].split("/", 1)[0].removesuffix(" (deleted)")
             if name in names:
                 held.add(name)
 
@@ -138,7 +141,7 @@ def clean_leftovers(base: str | Path | None = None) -> int:
         st = ours(path, True)
         if st is None:
             continue
-        rest = path.name[len(BUILD_PREFIX):]
+        rest = path.name[len(BUILD_PREFIX) :]
         pid = rest.split("-", 1)[0]
         if not (pid.isdigit() and "-" in rest):
             if now - st.st_mtime >= UNNUMBERED_MIN_AGE_S:
@@ -150,8 +153,13 @@ def clean_leftovers(base: str | Path | None = None) -> int:
     for prefix, sep in PID_FOLDERS:
         for path in _glob(base, prefix):
             st = ours(path, True)
-            pid = path.name[len(prefix):].split(sep, 1)[0]
-            if st is not None and pid.isdigit() and int(pid) != os.getpid() and not creator_alive(int(pid), st.st_mtime):
+            pid = path.name[len(prefix) :].split(sep, 1)[0]
+            if (
+                st is not None
+                and pid.isdigit()
+                and int(pid) != os.getpid()
+                and not creator_alive(int(pid), st.st_mtime)
+            ):
                 removed += remove_tree(path)
     for path in logs:
         st = ours(path, False)

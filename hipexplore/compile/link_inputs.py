@@ -6,6 +6,7 @@ ld's own ``SEARCH_DIR``s; ``.so`` before ``.a`` unless static), and a linker scr
 GROUP/INPUT/AS_NEEDED names are followed. A script that includes others or moves the search
 (``INCLUDE``/``SEARCH_DIR``) cannot be followed: the compile is then not cached.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,7 +53,9 @@ def _linker_search_dirs(ld: str) -> list[str]:
     return _ld_dirs[key]
 
 
-_SCRIPT_WORD = re.compile(r"\b(INCLUDE|SEARCH_DIR|STARTUP|INPUT|GROUP|AS_NEEDED|OUTPUT_FORMAT|OUTPUT_ARCH|OUTPUT|TARGET|SECTIONS|MEMORY|ENTRY)\b")
+_SCRIPT_WORD = re.compile(
+    r"\b(INCLUDE|SEARCH_DIR|STARTUP|INPUT|GROUP|AS_NEEDED|OUTPUT_FORMAT|OUTPUT_ARCH|OUTPUT|TARGET|SECTIONS|MEMORY|ENTRY)\b"
+)
 
 
 def driver_inputs(plan: str, tmp: str, inside: tuple[str, ...], argv: list[str]) -> tuple[list[str], list[str], str]:
@@ -91,7 +94,11 @@ def driver_inputs(plan: str, tmp: str, inside: tuple[str, ...], argv: list[str])
             elif linking and arg.startswith("-l") and len(arg) > 2:
                 name = arg[2:]
             if name:
-                names = [name[1:]] if name.startswith(":") else ([f"lib{name}.a"] if static else [f"lib{name}.so", f"lib{name}.a"])
+                names = (
+                    [name[1:]]
+                    if name.startswith(":")
+                    else ([f"lib{name}.a"] if static else [f"lib{name}.so", f"lib{name}.a"])
+                )
                 hit = ""
                 for d in dirs:
                     for n in names:
@@ -114,8 +121,14 @@ def driver_inputs(plan: str, tmp: str, inside: tuple[str, ...], argv: list[str])
             if linking and _is_script(path):
                 text = _read_script(path)
                 if re.search(r"\b(INCLUDE|SEARCH_DIR)\b", text):
-                    return [], [], (f"{arg!r} is a linker script that includes other scripts or changes the library "
-                                    f"search (INCLUDE/SEARCH_DIR): the files it reads cannot be listed, so it is not cached")
+                    return (
+                        [],
+                        [],
+                        (
+                            f"{arg!r} is a linker script that includes other scripts or changes the library "
+                            f"search (INCLUDE/SEARCH_DIR): the files it reads cannot be listed, so it is not cached"
+                        ),
+                    )
                 todo[:0] = _script_operands(path, files)
             files.append(path)
     return list(dict.fromkeys(files)), list(dict.fromkeys(watch)), ""

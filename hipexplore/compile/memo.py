@@ -18,6 +18,7 @@ a regular file of this user's that nobody else can write, at most 1 MiB, its key
 (the file name is only a digest). Anything else is a miss. A memo never fails a compile: every
 error is a miss (reading) or nothing stored (writing).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -59,8 +60,11 @@ def _open_folder(create: bool) -> int | None:
     try:
         if not create:
             try:
-                fd = os.open(os.path.basename(folder()), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC,
-                             dir_fd=parent)
+                fd = os.open(
+                    os.path.basename(folder()),
+                    os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC,
+                    dir_fd=parent,
+                )
             except OSError:
                 return None
             st = os.fstat(fd)
@@ -118,8 +122,14 @@ def store(kind: str, key: Any, value: Any) -> None:
     if fd is None:
         return
     try:
-        write_file(name, json.dumps({"key": canonical, "value": value}), what="memo", dir_fd=fd, durable=False,
-                   shown=os.path.join(folder(), name))
+        write_file(
+            name,
+            json.dumps({"key": canonical, "value": value}),
+            what="memo",
+            dir_fd=fd,
+            durable=False,
+            shown=os.path.join(folder(), name),
+        )
     except Exception:  # noqa: BLE001 - a memo that cannot be written is only slower next time
         pass
     finally:
@@ -157,7 +167,9 @@ def _code_signatures(*modules: str) -> list:
     return [[m, signature(os.path.join(here, f"{m}.py"))] for m in modules]
 
 
-def identity(compiler: str, context: Any, compute: Callable[[], Any], watch: Callable[[dict], list[str]] | None = None) -> Any:
+def identity(
+    compiler: str, context: Any, compute: Callable[[], Any], watch: Callable[[dict], list[str]] | None = None
+) -> Any:
     """A compiler's identity (``request.CompilerIdentity``), remembered across processes.
 
     ``context``: what besides files decides it (the backend's arguments and the variables it
@@ -171,11 +183,19 @@ def identity(compiler: str, context: Any, compute: Callable[[], Any], watch: Cal
 
     from .request import CompilerIdentity
 
-    key = [compiler, context, sys.executable, list(sys.path), [[k, os.environ.get(k)] for k in SEARCH_ENV],
-           _code_signatures(compiler if compiler != "triton" else "tritonc", "_common", "inputs", "request", "memo")]
+    key = [
+        compiler,
+        context,
+        sys.executable,
+        list(sys.path),
+        [[k, os.environ.get(k)] for k in SEARCH_ENV],
+        _code_signatures(compiler if compiler != "triton" else "tritonc", "_common", "inputs", "request", "memo"),
+    ]
 
     def paths(record: Any) -> list[str]:
-        found = [p for p in (record.get("library", ""), *(v for _k, v in record.get("extra", ()))) if isinstance(p, str)]
+        found = [
+            p for p in (record.get("library", ""), *(v for _k, v in record.get("extra", ()))) if isinstance(p, str)
+        ]
         found = [p for p in found if os.path.isabs(p) and os.path.exists(p)]
         around = [os.path.dirname(p) for p in found]  # a new library appearing beside one changes its folder
         inside = []
@@ -192,8 +212,13 @@ def identity(compiler: str, context: Any, compute: Callable[[], Any], watch: Cal
     if not isinstance(record, dict):  # pragma: no cover - remembered returns what compute made or a stored dict
         return compute()
     try:
-        return CompilerIdentity(name=record["name"], version=record["version"], library=record["library"],
-                                stamp=record["stamp"], extra=tuple((str(k), str(v)) for k, v in record["extra"]))
+        return CompilerIdentity(
+            name=record["name"],
+            version=record["version"],
+            library=record["library"],
+            stamp=record["stamp"],
+            extra=tuple((str(k), str(v)) for k, v in record["extra"]),
+        )
     except (KeyError, TypeError, ValueError):
         return compute()
 

@@ -10,6 +10,7 @@ loads NVRTC. NVRTC's own cache and automatic PCH are set per compile from
 options and the cache variables of the real ``nvrtcCompileProgram`` call in its metadata
 (``compiler_call``).
 """
+
 from __future__ import annotations
 
 import glob
@@ -49,9 +50,14 @@ def _import_nvrtc() -> Any:
         except ImportError:
             from ..extras import message
 
-            raise CompilerUnavailable(message(
-                "NVRTC", "cuda", detail=f"NVRTC bindings not importable: looked for cuda.bindings.nvrtc ({first}) and "
-                "cuda.nvrtc; the extra brings cuda-bindings + nvidia-cuda-nvrtc")) from first
+            raise CompilerUnavailable(
+                message(
+                    "NVRTC",
+                    "cuda",
+                    detail=f"NVRTC bindings not importable: looked for cuda.bindings.nvrtc ({first}) and "
+                    "cuda.nvrtc; the extra brings cuda-bindings + nvidia-cuda-nvrtc",
+                )
+            ) from first
 
 
 def _package_version(name: str) -> str:
@@ -122,8 +128,9 @@ class NvrtcCompiler(RuntimeCompiler):
             self._identity = memo.identity(self.name, [], self._identity_now)
         return env_identity(self._identity)
 
-    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
-                  environ: Any = None) -> compiler_cache.OwnCache:
+    def own_cache(
+        self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None, environ: Any = None
+    ) -> compiler_cache.OwnCache:
         """NVRTC's own cache and PCH for a compile with ``options`` (``compiler_cache.state``)."""
         return compiler_cache.state(self.name, tuple(options), environ)
 
@@ -137,8 +144,11 @@ class NvrtcCompiler(RuntimeCompiler):
         if builtins:
             extra += [("builtins", os.path.realpath(builtins[-1])), ("builtins_stamp", file_stamp(builtins[-1]))]
         return CompilerIdentity(
-            name=self.name, version=version, library=library,
-            stamp=file_stamp(library) if library and os.path.exists(library) else "", extra=tuple(extra),
+            name=self.name,
+            version=version,
+            library=library,
+            stamp=file_stamp(library) if library and os.path.exists(library) else "",
+            extra=tuple(extra),
         )
 
     def implicit_inputs(self, request: CompileRequest, identity: CompilerIdentity) -> Implicit:
@@ -163,8 +173,13 @@ class NvrtcCompiler(RuntimeCompiler):
         try:
             opts = [o.encode() for o in (*options, "-Xcudafe", "-M", "-Xcudafe", "-o", "-Xcudafe", path)]
             headers = [h.text.encode() for h in request.headers]
-            status, prog = nvrtc.nvrtcCreateProgram(request.source.text.encode(), request.source.name.encode(),
-                                                    len(headers), headers, [h.name.encode() for h in request.headers])
+            status, prog = nvrtc.nvrtcCreateProgram(
+                request.source.text.encode(),
+                request.source.name.encode(),
+                len(headers),
+                headers,
+                [h.name.encode() for h in request.headers],
+            )
             if int(status) != _SUCCESS:
                 return Deps(error=f"NVRTC's dependency list: nvrtcCreateProgram failed: {_status_name(status)}")
             try:
@@ -208,8 +223,9 @@ class NvrtcCompiler(RuntimeCompiler):
             raise ConfigError(f"nvrtc target must look like 'sm_90' or 'sm_90a'; got {request.target!r}")
         for opt in request.options:
             if opt.startswith(("-arch", "--gpu-architecture", "-code")):
-                raise ConfigError(f"option {opt!r} sets the GPU target; set request.target instead "
-                                  f"(got target {request.target!r})")
+                raise ConfigError(
+                    f"option {opt!r} sets the GPU target; set request.target instead (got target {request.target!r})"
+                )
         return m
 
     def _prepare(self, request: CompileRequest) -> tuple[str, ...]:
@@ -217,18 +233,30 @@ class NvrtcCompiler(RuntimeCompiler):
         self._bindings()
         known = self.targets()
         if known and f"sm_{m.group(1)}" not in known:  # NVRTC's own refusal is two lines (status, then its log)
-            raise ConfigError(f"nvrtc target {request.target!r} is not one this NVRTC compiles for; expected one of "
-                              f"{', '.join(known)} (optionally with an 'a' or 'f' suffix)")
+            raise ConfigError(
+                f"nvrtc target {request.target!r} is not one this NVRTC compiles for; expected one of "
+                f"{', '.join(known)} (optionally with an 'a' or 'f' suffix)"
+            )
         arch = f"sm_{m.group(1)}{m.group(2)}" if request.mode == "cubin" else f"compute_{m.group(1)}{m.group(2)}"
         compiler_cache.check(self.name, request.options)  # a CUDA_CACHE_PATH it cannot use: one line, before compiling
         return (f"-arch={arch}", *request.options, *self.own_cache(request.options).options)
 
     def _invoke(self, request: CompileRequest, options: tuple[str, ...], trace: Trace) -> RawCompile:
         binary, ptx, lowered, log, status = self._run(self._bindings(), request, options, trace)
-        call = {"options": list(options), "environment": compiler_cache.environment(self.name), "pid": os.getpid(),
-                "own_cache": self.own_cache(request.options).label()}
-        return RawCompile(binary, lowered, user_diagnostics(log, request), "" if int(status) == _SUCCESS else _status_name(status),
-                          asm=ptx, metadata={"compiler_call": call})
+        call = {
+            "options": list(options),
+            "environment": compiler_cache.environment(self.name),
+            "pid": os.getpid(),
+            "own_cache": self.own_cache(request.options).label(),
+        }
+        return RawCompile(
+            binary,
+            lowered,
+            user_diagnostics(log, request),
+            "" if int(status) == _SUCCESS else _status_name(status),
+            asm=ptx,
+            metadata={"compiler_call": call},
+        )
 
     def _dump_asm(self, request: CompileRequest, raw: RawCompile) -> list[str]:
         return _dump_asm(request, raw.binary, raw.asm)
@@ -237,30 +265,44 @@ class NvrtcCompiler(RuntimeCompiler):
         headers = [h.text.encode() for h in request.headers]
         names = [h.name.encode() for h in request.headers]
         status, prog = trace.call(
-            "nvrtcCreateProgram", nvrtc.nvrtcCreateProgram, request.source.text.encode(),
-            request.source.name.encode(), len(headers), headers, names,
+            "nvrtcCreateProgram",
+            nvrtc.nvrtcCreateProgram,
+            request.source.text.encode(),
+            request.source.name.encode(),
+            len(headers),
+            headers,
+            names,
             show=(request.source.name, [h.name for h in request.headers]),
         )
         if int(status) != _SUCCESS:
             return b"", b"", {}, f"nvrtcCreateProgram failed: {_status_name(status)}", status
         try:
             for kernel in request.kernels:
-                (st,) = trace.call("nvrtcAddNameExpression", nvrtc.nvrtcAddNameExpression, prog, kernel.encode(),
-                                   show=(kernel,))
+                (st,) = trace.call(
+                    "nvrtcAddNameExpression", nvrtc.nvrtcAddNameExpression, prog, kernel.encode(), show=(kernel,)
+                )
                 if int(st) != _SUCCESS:
                     return b"", b"", {}, f"nvrtcAddNameExpression({kernel!r}) failed: {_status_name(st)}", st
             opts = [o.encode() for o in options]
-            (status,) = trace.call("nvrtcCompileProgram", nvrtc.nvrtcCompileProgram, prog, len(opts), opts,
-                                   show=(list(options),))
+            (status,) = trace.call(
+                "nvrtcCompileProgram", nvrtc.nvrtcCompileProgram, prog, len(opts), opts, show=(list(options),)
+            )
             log = _program_log(nvrtc, prog)
             if int(status) != _SUCCESS:
                 return b"", b"", {}, log, status
             lowered: dict[str, str] = {}
             for kernel in request.kernels:
-                st, name = trace.call("nvrtcGetLoweredName", nvrtc.nvrtcGetLoweredName, prog, kernel.encode(),
-                                      show=(kernel,))
+                st, name = trace.call(
+                    "nvrtcGetLoweredName", nvrtc.nvrtcGetLoweredName, prog, kernel.encode(), show=(kernel,)
+                )
                 if int(st) != _SUCCESS:
-                    return b"", b"", {}, join_log(log, f"nvrtcGetLoweredName({kernel!r}) failed: {_status_name(st)}"), st
+                    return (
+                        b"",
+                        b"",
+                        {},
+                        join_log(log, f"nvrtcGetLoweredName({kernel!r}) failed: {_status_name(st)}"),
+                        st,
+                    )
                 lowered[kernel] = name.decode() if isinstance(name, bytes) else str(name)
             ptx = b""
             if request.mode == "ptx" or "dump-asm" in request.diagnostics:

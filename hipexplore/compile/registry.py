@@ -9,6 +9,7 @@ Environment: ``HIPEXPLORE_COMPILE_TIMEOUT`` (seconds, default 120), ``HIPEXPLORE
 (default min(4, CPUs)), ``HIPEXPLORE_HIPRTC_LIBRARY`` (one hiprtc library name or path instead of the
 search), ``CC`` (host compiler), ``HIPEXPLORE_DUMP_DIR`` (where diagnostics write).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,7 +41,9 @@ def default_workers() -> int:
     return settings.COMPILE_WORKERS.get()
 
 
-def _checked_args(name: str, isolated: bool | None, workers: int | None, timeout: float | None) -> tuple[bool, int, float]:
+def _checked_args(
+    name: str, isolated: bool | None, workers: int | None, timeout: float | None
+) -> tuple[bool, int, float]:
     backend_class(name)
     if isolated is None:
         isolated = ISOLATED_BY_DEFAULT[name]
@@ -106,8 +109,15 @@ def compiler_info() -> list[dict[str, Any]]:
     """One dict per compiler for ``hipexplore info`` and provenance; never raises, never compiles."""
     rows = []
     for name in COMPILERS:
-        row: dict[str, Any] = {"name": name, "available": False, "reason": "", "version": "", "library": "",
-                               "targets": [], "notes": []}
+        row: dict[str, Any] = {
+            "name": name,
+            "available": False,
+            "reason": "",
+            "version": "",
+            "library": "",
+            "targets": [],
+            "notes": [],
+        }
         try:
             backend = backend_class(name)()
             row["available"] = bool(backend.available())
@@ -115,8 +125,9 @@ def compiler_info() -> list[dict[str, Any]]:
                 row["reason"] = backend.unavailable_reason()
             else:
                 ident = backend.identity()
-                row.update(version=ident.version, library=ident.library, stamp=ident.stamp,
-                           targets=list(backend.targets()))
+                row.update(
+                    version=ident.version, library=ident.library, stamp=ident.stamp, targets=list(backend.targets())
+                )
                 row["isolated_by_default"] = ISOLATED_BY_DEFAULT[name]
                 crashing = backend.crashing_targets()
                 row["crashing_targets"] = list(crashing)

@@ -43,6 +43,7 @@ timeout per request (issue 25, item 6):
 Not bounded by the deadline: resolving the server's host name (``getaddrinfo``) and a TLS
 handshake (``rediss://``: Python bounds each of its reads by the timeout, not the handshake).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -76,8 +77,10 @@ SLOW_FRACTION = 0.5
 SLOW_LIMIT = 3
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 #: compare-and-set that keeps the expiry: a renewal never makes a lease live longer than it was set to
-_RENEW = ("if redis.call('get', KEYS[1]) == ARGV[1] then local t = redis.call('pttl', KEYS[1]) "
-          "if t > 0 then redis.call('set', KEYS[1], ARGV[2], 'PX', t) return 1 end end return 0")
+_RENEW = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then local t = redis.call('pttl', KEYS[1]) "
+    "if t > 0 then redis.call('set', KEYS[1], ARGV[2], 'PX', t) return 1 end end return 0"
+)
 _LEASE_VERSION = "hx2"
 #: tokens of the leases this process holds now (across every RemoteCache in it)
 _HELD: set[str] = set()
@@ -99,8 +102,10 @@ def check_url(url: object, what: str = "remote") -> str:
         return settings.CACHE_REMOTE.parse(url)  # the variable's own check, for a URL given in Python too
     except ValueError:
         shown = redacted(url) if isinstance(url, str) else url
-        raise ConfigError(f"{what} must be a Redis URL with a host and a port in 1-65535, such as "
-                          f"redis://host:6379/0 (or unix:///path/to/redis.sock); got {shown!r}") from None
+        raise ConfigError(
+            f"{what} must be a Redis URL with a host and a port in 1-65535, such as "
+            f"redis://host:6379/0 (or unix:///path/to/redis.sock); got {shown!r}"
+        ) from None
 
 
 # -- a deadline for a whole request ------------------------------------------------------------
@@ -172,6 +177,7 @@ def _bounded_class(base: type) -> type:
     """``base`` (redis-py's TCP, TLS or Unix socket connection) whose connect and socket honour
     the current request's deadline."""
     if base not in _BOUNDED:
+
         class Bounded(base):  # type: ignore[misc, valid-type]
             def _connect(self):
                 limit = self.socket_connect_timeout  # the configured one: restored below
@@ -202,10 +208,13 @@ class RemoteCache:
         from redis.backoff import NoBackoff
         from redis.connection import parse_url
         from redis.retry import Retry
+
         secret = settings.CACHE_SECRET.get() if secret is None else secret
         if not secret:
-            raise ConfigError(f"{settings.CACHE_REMOTE.name} needs a team secret in {settings.CACHE_SECRET.name} "
-                              "(entries on a shared server are authenticated with it)")
+            raise ConfigError(
+                f"{settings.CACHE_REMOTE.name} needs a team secret in {settings.CACHE_SECRET.name} "
+                "(entries on a shared server are authenticated with it)"
+            )
         self.secret = secret.encode("utf-8") if isinstance(secret, str) else secret
         self.url = url
         self.timeout = settings.CACHE_REMOTE_TIMEOUT.get() if timeout is None else float(timeout)
@@ -214,17 +223,34 @@ class RemoteCache:
         self._errors = (redis.RedisError, OSError)
         options = parse_url(url)
         base = options.pop("connection_class", redis.Connection)
-        pool = redis.ConnectionPool(connection_class=_bounded_class(base), socket_connect_timeout=self.timeout,
-                                    socket_timeout=self.timeout, retry=Retry(NoBackoff(), 0), retry_on_timeout=False,
-                                    health_check_interval=0, **options)
+        pool = redis.ConnectionPool(
+            connection_class=_bounded_class(base),
+            socket_connect_timeout=self.timeout,
+            socket_timeout=self.timeout,
+            retry=Retry(NoBackoff(), 0),
+            retry_on_timeout=False,
+            health_check_interval=0,
+            **options,
+        )
         self.client = redis.Redis(connection_pool=pool)
         self.available = True
         self.error = ""
         self._lock = threading.Lock()
         self._slow_in_a_row = 0
-        self.counters = {"hits": 0, "misses": 0, "corrupt": 0, "key_mismatches": 0, "writes": 0, "errors": 0,
-                         "leases": 0, "lease_waits": 0, "leases_ignored": 0, "lease_waits_ended": 0, "slow": 0,
-                         "requests": 0}
+        self.counters = {
+            "hits": 0,
+            "misses": 0,
+            "corrupt": 0,
+            "key_mismatches": 0,
+            "writes": 0,
+            "errors": 0,
+            "leases": 0,
+            "lease_waits": 0,
+            "leases_ignored": 0,
+            "lease_waits_ended": 0,
+            "slow": 0,
+            "requests": 0,
+        }
 
     def __repr__(self) -> str:
         return f"RemoteCache({redacted(self.url)!r}, available={self.available})"
@@ -247,7 +273,9 @@ class RemoteCache:
             self.client.connection_pool.disconnect()
         except Exception:  # noqa: BLE001 - dropping sockets must never fail a compile
             pass
-        warn_line(f"hipexplore compile cache: the Redis tier at {redacted(self.url)} {why}; continuing with the local tiers only")
+        warn_line(
+            f"hipexplore compile cache: the Redis tier at {redacted(self.url)} {why}; continuing with the local tiers only"
+        )
 
     def _fail(self, exc: BaseException) -> None:
         self._count("errors")
@@ -280,8 +308,10 @@ class RemoteCache:
                 self._slow_in_a_row = 0
                 slow = 0
         if slow >= SLOW_LIMIT:
-            self._off(f"answered {slow} requests in a row in more than {SLOW_FRACTION:g} x its timeout of "
-                      f"{self.timeout:g} s (the last one {elapsed:.2f} s)")
+            self._off(
+                f"answered {slow} requests in a row in more than {SLOW_FRACTION:g} x its timeout of "
+                f"{self.timeout:g} s (the last one {elapsed:.2f} s)"
+            )
         return result
 
     def get(self, key: CacheKey) -> ObjectCode | None:
@@ -433,6 +463,7 @@ class RemoteCache:
             pipe.pttl(name)
             pipe.exists(entry)
             return pipe.execute()
+
         value, pttl, exists = self._request(call)
         return value, int(pttl), bool(exists)
 
@@ -463,8 +494,12 @@ class RemoteCache:
     def stats(self) -> dict:
         with self._lock:
             counters = dict(self.counters)
-        return {"remote_url": redacted(self.url), "remote_available": self.available, "remote_error": self.error,
-                **{f"remote_{k}": v for k, v in counters.items()}}
+        return {
+            "remote_url": redacted(self.url),
+            "remote_available": self.available,
+            "remote_error": self.error,
+            **{f"remote_{k}": v for k, v in counters.items()},
+        }
 
     describe = stats  # the Tier description: every field already carries the remote_ prefix
 

@@ -5,6 +5,7 @@ A request is everything that decides the compiler's output. Its key is a canonic
 that record is only an *index*: the full record is stored with every cache entry and compared on
 every hit (the MIGraphX #5270 review's critical finding: a digest alone is not an identity).
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,8 +38,18 @@ DigestFn = Callable[[bytes], str]
 #: Options that make the compiler read files the key cannot see (an edited header would then be
 #: served stale from the cache). Headers are passed as ``headers=`` so their text is keyed;
 #: include directories go through ``compile.includes.with_closure``, which reads them into headers.
-FILE_READING_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "-include", "--include-path", "--pre-include",
-                        "-imacros", "--sysroot", "@")
+FILE_READING_OPTIONS = (
+    "-I",
+    "-isystem",
+    "-iquote",
+    "-idirafter",
+    "-include",
+    "--include-path",
+    "--pre-include",
+    "-imacros",
+    "--sysroot",
+    "@",
+)
 
 
 def sha256_digest(data: bytes) -> str:
@@ -115,7 +126,9 @@ class CompileRequest:
         if self.compiler not in COMPILERS:
             raise ConfigError(f"compiler must be one of {', '.join(COMPILERS)}; got {self.compiler!r}")
         if not isinstance(self.target, str) or not self.target:
-            raise ConfigError(f"target must be a non-empty string such as 'gfx90a', 'sm_90' or 'host'; got {self.target!r}")
+            raise ConfigError(
+                f"target must be a non-empty string such as 'gfx90a', 'sm_90' or 'host'; got {self.target!r}"
+            )
         if isinstance(self.source, str):
             object.__setattr__(self, "source", Source("main" + _EXT.get(self.compiler, ".c"), self.source))
         for attr in ("headers", "kernels", "options"):
@@ -176,7 +189,9 @@ class CompileRequest:
             # SHA-256 of its text (as MIGraphX's persistent cache and cuda.core key headers): a
             # tuning list's kernels share a 75 KB header set, which in full made every key record
             # 79 KB and a disk hit ~2 ms of JSON (2% of an NVRTC compile on the H200 machine)
-            "headers": [{"name": h.name, "sha256": text_digest(h.text)} for h in sorted(self.headers, key=lambda s: s.name)],
+            "headers": [
+                {"name": h.name, "sha256": text_digest(h.text)} for h in sorted(self.headers, key=lambda s: s.name)
+            ],
             "kernels": list(self.kernels),
             "options": list(self.options),  # order matters to compilers: keep it
             "target": self.target,
@@ -217,8 +232,9 @@ def canonical_json(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def make_key(request: CompileRequest, identity: CompilerIdentity, digest: DigestFn = sha256_digest,
-             implicit=None) -> CacheKey:
+def make_key(
+    request: CompileRequest, identity: CompilerIdentity, digest: DigestFn = sha256_digest, implicit=None
+) -> CacheKey:
     """Build the key: canonical record of (schema, request, compiler identity) and its digest.
 
     ``implicit``: the files the compile reads outside the request (``compile.implicit.Implicit``,
@@ -232,4 +248,6 @@ def make_key(request: CompileRequest, identity: CompilerIdentity, digest: Digest
     if implicit is not None and (implicit.files or implicit.error):
         record["implicit"] = implicit.record()
     canonical = canonical_json(record)
-    return CacheKey(canonical=canonical, digest=digest(canonical), cacheable=not (implicit is not None and implicit.error))
+    return CacheKey(
+        canonical=canonical, digest=digest(canonical), cacheable=not (implicit is not None and implicit.error)
+    )

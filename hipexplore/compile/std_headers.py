@@ -10,6 +10,7 @@ limits, in ``std::`` and at global scope, using only what both front ends have (
 ``__is_arithmetic``/``__builtin_huge_valf``; both have ``__builtin_bit_cast``), and skip under
 ``__HIPCC_RTC__`` what hiprtc's preamble already defines (a second definition is an error).
 """
+
 from __future__ import annotations
 
 # --- stand-ins for the C/C++ standard headers the runtime compilers lack ---------------------------
@@ -411,6 +412,7 @@ template <class B> inline constexpr bool negation_v = negation<B>::value;
 #endif
 """
 
+
 def _nl(T, specialized, lo, hi, lowest, digits, digits10, signed, integer, extra=""):
     return f"""template <> struct numeric_limits<{T}> {{
   static constexpr bool is_specialized = true;
@@ -423,10 +425,11 @@ def _nl(T, specialized, lo, hi, lowest, digits, digits10, signed, integer, extra
 {extra}}};
 """
 
+
 def _int(T, lo, hi, bits, signed):
     digits = bits - 1 if signed else bits
     d10 = int(digits * 0.30102999566398120)
-    extra = f"""  static constexpr bool is_modulo = {'false' if signed else 'true'}; static constexpr bool is_iec559 = false;
+    extra = f"""  static constexpr bool is_modulo = {"false" if signed else "true"}; static constexpr bool is_iec559 = false;
   static constexpr bool has_infinity = false; static constexpr bool has_quiet_NaN = false; static constexpr bool has_signaling_NaN = false;
   static constexpr int max_digits10 = 0; static constexpr int min_exponent = 0; static constexpr int max_exponent = 0;
   static constexpr int min_exponent10 = 0; static constexpr int max_exponent10 = 0; static constexpr bool traps = false;
@@ -440,6 +443,7 @@ def _int(T, lo, hi, bits, signed):
   __host__ __device__ static constexpr {T} denorm_min() noexcept {{ return 0; }}
 """
     return _nl(T, True, lo, hi, lo, digits, d10, "true" if signed else "false", "true", extra)
+
 
 def _flt(T, suffix, ibits, digits, digits10, maxd10, minexp, maxexp, min10, max10, mn, mx, eps, inf, qnan, snan, den):
     extra = f"""  static constexpr bool is_modulo = false; static constexpr bool is_iec559 = true;
@@ -457,29 +461,67 @@ def _flt(T, suffix, ibits, digits, digits10, maxd10, minexp, maxexp, min10, max1
 """
     return _nl(T, True, mn, mx, "-" + mx, digits, digits10, "true", "false", extra)
 
-_NUMERIC = "".join([
-    _int("bool", "false", "true", 1, False).replace("digits = 1;", "digits = 1;"),
-    _int("char", "(-127 - 1)", "127", 8, True),
-    _int("signed char", "(-127 - 1)", "127", 8, True),
-    _int("unsigned char", "0", "255", 8, False),
-    _int("wchar_t", "(-2147483647 - 1)", "2147483647", 32, True),
-    _int("char16_t", "0", "65535", 16, False),
-    _int("char32_t", "0", "4294967295U", 32, False),
-    _int("short", "(-32767 - 1)", "32767", 16, True),
-    _int("unsigned short", "0", "65535", 16, False),
-    _int("int", "(-2147483647 - 1)", "2147483647", 32, True),
-    _int("unsigned int", "0", "4294967295U", 32, False),
-    _int("long", "(-9223372036854775807L - 1)", "9223372036854775807L", 64, True),
-    _int("unsigned long", "0", "18446744073709551615UL", 64, False),
-    _int("long long", "(-9223372036854775807LL - 1)", "9223372036854775807LL", 64, True),
-    _int("unsigned long long", "0", "18446744073709551615ULL", 64, False),
-    _flt("float", "f", 32, 24, 6, 9, -125, 128, -37, 38, "1.17549435e-38f", "3.40282347e+38f", "1.19209290e-7f",
-         "0x7f800000u", "0x7fc00000u", "0x7fa00000u", "0x00000001u"),
-    _flt("double", "", 64, 53, 15, 17, -1021, 1024, -307, 308, "2.2250738585072014e-308", "1.7976931348623157e+308",
-         "2.2204460492503131e-16", "0x7ff0000000000000ull", "0x7ff8000000000000ull", "0x7ff4000000000000ull", "0x0000000000000001ull"),
-])
 
-_LIMITS = r"""
+_NUMERIC = "".join(
+    [
+        _int("bool", "false", "true", 1, False).replace("digits = 1;", "digits = 1;"),
+        _int("char", "(-127 - 1)", "127", 8, True),
+        _int("signed char", "(-127 - 1)", "127", 8, True),
+        _int("unsigned char", "0", "255", 8, False),
+        _int("wchar_t", "(-2147483647 - 1)", "2147483647", 32, True),
+        _int("char16_t", "0", "65535", 16, False),
+        _int("char32_t", "0", "4294967295U", 32, False),
+        _int("short", "(-32767 - 1)", "32767", 16, True),
+        _int("unsigned short", "0", "65535", 16, False),
+        _int("int", "(-2147483647 - 1)", "2147483647", 32, True),
+        _int("unsigned int", "0", "4294967295U", 32, False),
+        _int("long", "(-9223372036854775807L - 1)", "9223372036854775807L", 64, True),
+        _int("unsigned long", "0", "18446744073709551615UL", 64, False),
+        _int("long long", "(-9223372036854775807LL - 1)", "9223372036854775807LL", 64, True),
+        _int("unsigned long long", "0", "18446744073709551615ULL", 64, False),
+        _flt(
+            "float",
+            "f",
+            32,
+            24,
+            6,
+            9,
+            -125,
+            128,
+            -37,
+            38,
+            "1.17549435e-38f",
+            "3.40282347e+38f",
+            "1.19209290e-7f",
+            "0x7f800000u",
+            "0x7fc00000u",
+            "0x7fa00000u",
+            "0x00000001u",
+        ),
+        _flt(
+            "double",
+            "",
+            64,
+            53,
+            15,
+            17,
+            -1021,
+            1024,
+            -307,
+            308,
+            "2.2250738585072014e-308",
+            "1.7976931348623157e+308",
+            "2.2204460492503131e-16",
+            "0x7ff0000000000000ull",
+            "0x7ff8000000000000ull",
+            "0x7ff4000000000000ull",
+            "0x0000000000000001ull",
+        ),
+    ]
+)
+
+_LIMITS = (
+    r"""
 #ifndef __HX_LIMITS
 #define __HX_LIMITS
 namespace std {
@@ -495,19 +537,25 @@ template <class T> struct numeric_limits {
 template <class T> struct numeric_limits<const T> : numeric_limits<T> {};
 template <class T> struct numeric_limits<volatile T> : numeric_limits<T> {};
 template <class T> struct numeric_limits<const volatile T> : numeric_limits<T> {};
-""" + _NUMERIC + """}
+"""
+    + _NUMERIC
+    + """}
 #endif
 """
+)
 
-_MATH_FUNCS = ("abs fabs fabsf fmod fmodf remainder remainderf remquo remquof fma fmaf fmax fmaxf fmin fminf fdim fdimf "
-               "exp expf exp2 exp2f expm1 expm1f log logf log10 log10f log2 log2f log1p log1pf pow powf sqrt sqrtf cbrt cbrtf "
-               "hypot hypotf sin sinf cos cosf tan tanf asin asinf acos acosf atan atanf atan2 atan2f sinh sinhf cosh coshf "
-               "tanh tanhf asinh asinhf acosh acoshf atanh atanhf erf erff erfc erfcf tgamma tgammaf lgamma lgammaf ceil ceilf "
-               "floor floorf trunc truncf round roundf lround lroundf llround llroundf nearbyint nearbyintf rint rintf lrint "
-               "lrintf llrint llrintf frexp frexpf ldexp ldexpf modf modff scalbn scalbnf scalbln scalblnf ilogb ilogbf logb "
-               "logbf nextafter nextafterf copysign copysignf nan nanf isnan isinf isfinite signbit labs llabs").split()
+_MATH_FUNCS = (
+    "abs fabs fabsf fmod fmodf remainder remainderf remquo remquof fma fmaf fmax fmaxf fmin fminf fdim fdimf "
+    "exp expf exp2 exp2f expm1 expm1f log logf log10 log10f log2 log2f log1p log1pf pow powf sqrt sqrtf cbrt cbrtf "
+    "hypot hypotf sin sinf cos cosf tan tanf asin asinf acos acosf atan atanf atan2 atan2f sinh sinhf cosh coshf "
+    "tanh tanhf asinh asinhf acosh acoshf atanh atanhf erf erff erfc erfcf tgamma tgammaf lgamma lgammaf ceil ceilf "
+    "floor floorf trunc truncf round roundf lround lroundf llround llroundf nearbyint nearbyintf rint rintf lrint "
+    "lrintf llrint llrintf frexp frexpf ldexp ldexpf modf modff scalbn scalbnf scalbln scalblnf ilogb ilogbf logb "
+    "logbf nextafter nextafterf copysign copysignf nan nanf isnan isinf isfinite signbit labs llabs"
+).split()
 
-_CMATH = r"""
+_CMATH = (
+    r"""
 #ifndef __HX_CMATH
 #define __HX_CMATH
 #ifndef INFINITY
@@ -538,10 +586,13 @@ _CMATH = r"""
 #define M_SQRT1_2 0.70710678118654752440
 #endif
 namespace std {
-""" + "\n".join(f"using ::{f};" for f in _MATH_FUNCS) + """
+"""
+    + "\n".join(f"using ::{f};" for f in _MATH_FUNCS)
+    + """
 }
 #endif
 """
+)
 
 _ALGORITHM = r"""
 #ifndef __HX_ALGORITHM
@@ -571,15 +622,26 @@ template <class T1, class T2> __host__ __device__ constexpr pair<T1, T2> make_pa
 #endif
 """
 _ALGORITHM = _ALGORITHM.replace(
-    "template <class T> __host__ __device__ void swap(T& a, T& b) { T t(static_cast<T&&>(a)); a = static_cast<T&&>(b); b = static_cast<T&&>(t); }\n", "")
+    "template <class T> __host__ __device__ void swap(T& a, T& b) { T t(static_cast<T&&>(a)); a = static_cast<T&&>(b); b = static_cast<T&&>(t); }\n",
+    "",
+)
 
 #: The standard headers both runtime compilers lack (NVRTC 13 ships none; ROCm 5.2's hiprtc has a
 #: few names built in and fails on the host's libstdc++ headers), by include spelling: what the
 #: CUDA/HIP device runtime headers provide (sizes and limits of the LP64 device ABI both share).
 STD_HEADERS: dict[str, str] = {
-    "cstdint": _STDINT, "stdint.h": _STDINT, "cstddef": _STDDEF, "stddef.h": _STDDEF,
-    "climits": _LIMITS_H, "limits.h": _LIMITS_H, "cfloat": _FLOAT_H, "float.h": _FLOAT_H,
-    "type_traits": _TYPE_TRAITS, "limits": _LIMITS_H + _FLOAT_H + _LIMITS,
-    "cmath": _CMATH, "math.h": _CMATH, "utility": _TYPE_TRAITS + _UTILITY_EXTRA,
+    "cstdint": _STDINT,
+    "stdint.h": _STDINT,
+    "cstddef": _STDDEF,
+    "stddef.h": _STDDEF,
+    "climits": _LIMITS_H,
+    "limits.h": _LIMITS_H,
+    "cfloat": _FLOAT_H,
+    "float.h": _FLOAT_H,
+    "type_traits": _TYPE_TRAITS,
+    "limits": _LIMITS_H + _FLOAT_H + _LIMITS,
+    "cmath": _CMATH,
+    "math.h": _CMATH,
+    "utility": _TYPE_TRAITS + _UTILITY_EXTRA,
     "algorithm": _ALGORITHM + _UTILITY_EXTRA,
 }

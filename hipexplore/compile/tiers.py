@@ -19,6 +19,7 @@ four calls let ``CompileCache`` keep its tiers as a list, fastest first, and wal
 and a ``name``: a hit in the tier is the lookup outcome ``<name>-hit``, counted as ``<name>_hits``
 (``memory``, ``disk`` and ``remote``; a new tier adds its outcome to ``events.OUTCOMES``).
 """
+
 from __future__ import annotations
 
 import threading

@@ -5,6 +5,7 @@ in Triton's own files (``knobs.py``, its ``getenv`` calls, ``GetEnv.h``) and cla
 value, keyed by the contents of the file they name, never cached, or neutral. ``triton_source``
 builds requests with it; ``tritonc`` passes the keyed values to its workers.
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,59 +21,160 @@ from typing import Mapping
 #: Variables Triton reads that change nothing in the code object ``triton.compile`` returns: where
 #: its caches and dumps go, printing, profiling, the runtime libraries and devices of a launch,
 #: the C compiler of its launcher stub, its own test runner. Not keyed.
-NEUTRAL_ENV = frozenset({
-    "TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_CACHE_MANAGER", "TRITON_REMOTE_CACHE_BACKEND",
-    "TRITON_REDIS_HOST", "TRITON_REDIS_PORT", "TRITON_REDIS_KEY_FORMAT", "TRITON_PRINT_AUTOTUNING",
-    "TRITON_CACHE_AUTOTUNING", "TRITON_ALWAYS_COMPILE", "TRITON_KERNEL_DUMP", "TRITON_STORE_BINARY_ONLY",
-    "TRITON_INTERPRET", "TRITON_ENABLE_NVTX", "TRITON_LIBCUDA_PATH", "TRITON_LIBHIP_PATH", "TRITON_PROTON_DISABLE",
-    "TRITON_DUMP_PTXAS_LOG", "TRITON_HSA_RUNTIME_PATH", "TRITON_HSA_RUNTIME_LIBRARY", "TRITON_ENABLE_HW_TRACE",
-    "TRITON_ROCPROFILER_SDK_INCLUDE_PATH", "TRITON_ROCPROFILER_SDK_LIB_PATH", "TRITON_ROCPROFILER_SDK_LIBRARY",
-    "TRITON_ROCTRACER_LIB_PATH", "TRITON_ROCTRACER_LIBRARY", "TRITON_ROCTX_LIB_PATH", "TRITON_ROCTX_LIBRARY",
-    "TRITON_CUPTI_LIB_PATH", "TRITON_CUPTI_LIB_BLACKWELL_PATH", "TRITON_PROFILE_BUFFER_SIZE",
-    "TRITON_PROFILE_METRIC_BUFFER_SIZE", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_CUDACRT_PATH",
-    "TRITON_CUDART_PATH", "TRITON_DEFAULT_BACKEND", "TRITON_REPRODUCER_PATH", "TRITON_ENABLE_PYTHON_STACKTRACE",
-    "TRITON_CI_CACHE_PHASE", "TRITON_CI_COMPILE_TRACE_DIR", "TRITON_TEST_JUNIT_DIR", "TRITON_TEST_NUM_GPUS",
-    "TRITON_TEST_PROCESS_TIMEOUT", "TRITON_TEST_VISIBLE_GPUS", "TRITON_WARMUP_COMPILER_WORKER",
-    "TRITON_WARMUP_COORDINATOR", "TRITON_WARMUP_DEBUG", "WARMUP_PROCS", "DISABLE_SUBPROCESS", "NUM_GPUS", "NUM_PROCS",
-    "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CC", "CXX",
-    "LD_LIBRARY_PATH", "HIP_PATH", "ROCM_PATH", "PATH",
-    "LLVM_SYMBOLIZER_PATH", "LLVM_DISABLE_SYMBOLIZATION", "LLVM_ENABLE_SYMBOLIZER_MARKUP",
-})
+NEUTRAL_ENV = frozenset(
+    {
+        "TRITON_CACHE_DIR",
+        "TRITON_HOME",
+        "TRITON_DUMP_DIR",
+        "TRITON_CACHE_MANAGER",
+        "TRITON_REMOTE_CACHE_BACKEND",
+        "TRITON_REDIS_HOST",
+        "TRITON_REDIS_PORT",
+        "TRITON_REDIS_KEY_FORMAT",
+        "TRITON_PRINT_AUTOTUNING",
+        "TRITON_CACHE_AUTOTUNING",
+        "TRITON_ALWAYS_COMPILE",
+        "TRITON_KERNEL_DUMP",
+        "TRITON_STORE_BINARY_ONLY",
+        "TRITON_INTERPRET",
+        "TRITON_ENABLE_NVTX",
+        "TRITON_LIBCUDA_PATH",
+        "TRITON_LIBHIP_PATH",
+        "TRITON_PROTON_DISABLE",
+        "TRITON_DUMP_PTXAS_LOG",
+        "TRITON_HSA_RUNTIME_PATH",
+        "TRITON_HSA_RUNTIME_LIBRARY",
+        "TRITON_ENABLE_HW_TRACE",
+        "TRITON_ROCPROFILER_SDK_INCLUDE_PATH",
+        "TRITON_ROCPROFILER_SDK_LIB_PATH",
+        "TRITON_ROCPROFILER_SDK_LIBRARY",
+        "TRITON_ROCTRACER_LIB_PATH",
+        "TRITON_ROCTRACER_LIBRARY",
+        "TRITON_ROCTX_LIB_PATH",
+        "TRITON_ROCTX_LIBRARY",
+        "TRITON_CUPTI_LIB_PATH",
+        "TRITON_CUPTI_LIB_BLACKWELL_PATH",
+        "TRITON_PROFILE_BUFFER_SIZE",
+        "TRITON_PROFILE_METRIC_BUFFER_SIZE",
+        "TRITON_CUOBJDUMP_PATH",
+        "TRITON_NVDISASM_PATH",
+        "TRITON_CUDACRT_PATH",
+        "TRITON_CUDART_PATH",
+        "TRITON_DEFAULT_BACKEND",
+        "TRITON_REPRODUCER_PATH",
+        "TRITON_ENABLE_PYTHON_STACKTRACE",
+        "TRITON_CI_CACHE_PHASE",
+        "TRITON_CI_COMPILE_TRACE_DIR",
+        "TRITON_TEST_JUNIT_DIR",
+        "TRITON_TEST_NUM_GPUS",
+        "TRITON_TEST_PROCESS_TIMEOUT",
+        "TRITON_TEST_VISIBLE_GPUS",
+        "TRITON_WARMUP_COMPILER_WORKER",
+        "TRITON_WARMUP_COORDINATOR",
+        "TRITON_WARMUP_DEBUG",
+        "WARMUP_PROCS",
+        "DISABLE_SUBPROCESS",
+        "NUM_GPUS",
+        "NUM_PROCS",
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_WORKER_COUNT",
+        "CUDA_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "CC",
+        "CXX",
+        "LD_LIBRARY_PATH",
+        "HIP_PATH",
+        "ROCM_PATH",
+        "PATH",
+        "LLVM_SYMBOLIZER_PATH",
+        "LLVM_DISABLE_SYMBOLIZATION",
+        "LLVM_ENABLE_SYMBOLIZER_MARKUP",
+    }
+)
 #: Kept for callers of the old name.
 NON_CODEGEN_ENV = NEUTRAL_ENV
 #: Variables naming files the compile reads: their value is keyed, and the files' contents too
 #: (``TritonCompiler.implicit_inputs``; a script, whose choice of tool is not in the key, is not cached).
-FILE_ENV = frozenset({"TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH", "TRITON_LIBDEVICE_PATH",
-                      "TRITON_AMD_CODEGEN_PATH", "LLVM_PASS_PLUGIN_PATH", "TRITON_PLUGIN_PATHS"})
+FILE_ENV = frozenset(
+    {
+        "TRITON_PTXAS_PATH",
+        "TRITON_PTXAS_BLACKWELL_PATH",
+        "TRITON_LIBDEVICE_PATH",
+        "TRITON_AMD_CODEGEN_PATH",
+        "LLVM_PASS_PLUGIN_PATH",
+        "TRITON_PLUGIN_PATHS",
+    }
+)
 #: Variables that make the compile read files chosen at compile time (IR overrides, MIR swaps):
 #: a request with one set is compiled every time, never cached.
-UNCACHEABLE_ENV = {"TRITON_KERNEL_OVERRIDE": "replaces the kernel's IR with files from TRITON_OVERRIDE_DIR",
-                   "TRITON_SWAP_MIR": "replaces the generated MIR with files from that folder"}
+UNCACHEABLE_ENV = {
+    "TRITON_KERNEL_OVERRIDE": "replaces the kernel's IR with files from TRITON_OVERRIDE_DIR",
+    "TRITON_SWAP_MIR": "replaces the generated MIR with files from that folder",
+}
 #: Variables whose value changes the code (or what Triton writes with it): keyed by value. With
 #: the three sets above this covers every variable Triton 3.9 reads (``triton_env_names``; a test
 #: checks the installed Triton against it).
-VALUE_ENV = frozenset({
-    "ALLOW_LHS_TMEM_LAYOUT_CONVERSION", "AMDGCN_ANALYZE_SMALL_TENSOR_RANGE", "AMDGCN_ENABLE_DUMP",
-    "AMDGCN_SCALARIZE_PACKED_FOPS", "AMDGCN_USE_BUFFER_ATOMICS", "AMDGCN_USE_BUFFER_OPS", "DISABLE_LLVM_OPT",
-    "DISABLE_MMA_V3", "DISABLE_MMA_V5", "DISABLE_PTXAS_OPT", "LLVM_ENABLE_TIMING", "LLVM_EXTRACT_DI_LOCAL_VARIABLES",
-    "LLVM_IR_ENABLE_DUMP", "MLIR_DISABLE_MULTITHREADING", "MLIR_DUMP_PATH", "MLIR_ENABLE_DIAGNOSTICS",
-    "MLIR_ENABLE_DUMP", "MLIR_ENABLE_TIMING", "NVPTX_ENABLE_DUMP", "PTXAS_OPTIONS",
-    "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", "TRITON_BACKENDS_IN_TREE", "TRITON_CONSAN_INIT_ALLOCATIONS", "TRITON_DEBUG",
-    "TRITON_DEFAULT_FP_FUSION", "TRITON_DISABLE_LINE_INFO", "TRITON_DUMP_MIR", "TRITON_ENABLE_ASAN",
-    "TRITON_ENABLE_EXPERIMENTAL_CONSAN", "TRITON_ENABLE_LLVM_DEBUG", "TRITON_F32_DEFAULT",
-    "TRITON_FORCE_DISABLE_FP_FUSION", "TRITON_FPSAN_HOMOMORPHIC_CASTS", "TRITON_FRONT_END_DEBUGGING",
-    "TRITON_HIP_USE_ASYNC_COPY", "TRITON_HIP_USE_BLOCK_PINGPONG", "TRITON_HIP_USE_COEXEC_SCHEDULER",
-    "TRITON_HIP_USE_EXPERT_SCHEDULING", "TRITON_HIP_USE_IN_THREAD_TRANSPOSE", "TRITON_INSTRUMENTATION_MODE",
-    "TRITON_LLVM_DEBUG_ONLY", "TRITON_MOCK_PTX_VERSION", "TRITON_OVERRIDE_ARCH", "TRITON_OVERRIDE_DIR",
-    "TRITON_PARTITION_SCHEDULING_DUMP_DATA_ONLY", "TRITON_PARTITION_SCHEDULING_DUMP_LOOP_ONLY",
-    "TRITON_PARTITION_SCHEDULING_ENABLE_DUMP_DOT", "TRITON_PLUGIN_VERSION_CHECK", "TRITON_SWAP_MIR_ENABLE_MISCHED",
-    "USE_IR_LOC",
-})
+VALUE_ENV = frozenset(
+    {
+        "ALLOW_LHS_TMEM_LAYOUT_CONVERSION",
+        "AMDGCN_ANALYZE_SMALL_TENSOR_RANGE",
+        "AMDGCN_ENABLE_DUMP",
+        "AMDGCN_SCALARIZE_PACKED_FOPS",
+        "AMDGCN_USE_BUFFER_ATOMICS",
+        "AMDGCN_USE_BUFFER_OPS",
+        "DISABLE_LLVM_OPT",
+        "DISABLE_MMA_V3",
+        "DISABLE_MMA_V5",
+        "DISABLE_PTXAS_OPT",
+        "LLVM_ENABLE_TIMING",
+        "LLVM_EXTRACT_DI_LOCAL_VARIABLES",
+        "LLVM_IR_ENABLE_DUMP",
+        "MLIR_DISABLE_MULTITHREADING",
+        "MLIR_DUMP_PATH",
+        "MLIR_ENABLE_DIAGNOSTICS",
+        "MLIR_ENABLE_DUMP",
+        "MLIR_ENABLE_TIMING",
+        "NVPTX_ENABLE_DUMP",
+        "PTXAS_OPTIONS",
+        "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS",
+        "TRITON_BACKENDS_IN_TREE",
+        "TRITON_CONSAN_INIT_ALLOCATIONS",
+        "TRITON_DEBUG",
+        "TRITON_DEFAULT_FP_FUSION",
+        "TRITON_DISABLE_LINE_INFO",
+        "TRITON_DUMP_MIR",
+        "TRITON_ENABLE_ASAN",
+        "TRITON_ENABLE_EXPERIMENTAL_CONSAN",
+        "TRITON_ENABLE_LLVM_DEBUG",
+        "TRITON_F32_DEFAULT",
+        "TRITON_FORCE_DISABLE_FP_FUSION",
+        "TRITON_FPSAN_HOMOMORPHIC_CASTS",
+        "TRITON_FRONT_END_DEBUGGING",
+        "TRITON_HIP_USE_ASYNC_COPY",
+        "TRITON_HIP_USE_BLOCK_PINGPONG",
+        "TRITON_HIP_USE_COEXEC_SCHEDULER",
+        "TRITON_HIP_USE_EXPERT_SCHEDULING",
+        "TRITON_HIP_USE_IN_THREAD_TRANSPOSE",
+        "TRITON_INSTRUMENTATION_MODE",
+        "TRITON_LLVM_DEBUG_ONLY",
+        "TRITON_MOCK_PTX_VERSION",
+        "TRITON_OVERRIDE_ARCH",
+        "TRITON_OVERRIDE_DIR",
+        "TRITON_PARTITION_SCHEDULING_DUMP_DATA_ONLY",
+        "TRITON_PARTITION_SCHEDULING_DUMP_LOOP_ONLY",
+        "TRITON_PARTITION_SCHEDULING_ENABLE_DUMP_DOT",
+        "TRITON_PLUGIN_VERSION_CHECK",
+        "TRITON_SWAP_MIR_ENABLE_MISCHED",
+        "USE_IR_LOC",
+    }
+)
 #: Any other variable of Triton's, LLVM's or MLIR's families that is set is keyed by value too:
 #: keying one too many costs a miss, one too few serves stale code.
 _KNOB_RX = re.compile(r"^(TRITON|AMDGCN|MLIR|LLVM|NVPTX)_[A-Z0-9_]+$|^(DISABLE_LLVM_OPT|DISABLE_PTXAS_OPT|USE_IR_LOC)$")
-_ENV_CALL_RX = re.compile(r"""(?:getenv(?:_bool)?|environ\.get|os\.getenv|environ\.pop|environ\.setdefault)\(\s*["']"""
-                          r"""([A-Za-z_][A-Za-z0-9_]*)["']|environ\[\s*["']([A-Za-z_][A-Za-z0-9_]*)["']\s*\]""")
+_ENV_CALL_RX = re.compile(
+    r"""(?:getenv(?:_bool)?|environ\.get|os\.getenv|environ\.pop|environ\.setdefault)\(\s*["']"""
+    r"""([A-Za-z_][A-Za-z0-9_]*)["']|environ\[\s*["']([A-Za-z_][A-Za-z0-9_]*)["']\s*\]"""
+)
 _TRUE = frozenset({"1", "true", "on", "yes"})
 
 
@@ -92,8 +194,14 @@ def _env_names_in(root: str, stamp: tuple) -> frozenset[str]:
     except (OSError, SyntaxError, UnicodeDecodeError):
         tree = ast.Module(body=[], type_ignores=[])
     for n in ast.walk(tree):  # env_bool("TRITON_X"), env_nvidia_tool("ptxas") -> TRITON_PTXAS_PATH
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id.startswith("env_") and n.args \
-                and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id.startswith("env_")
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+            and isinstance(n.args[0].value, str)
+        ):
             v = n.args[0].value
             names.add(f"TRITON_{v.upper().replace('-', '_')}_PATH" if n.func.id == "env_nvidia_tool" else v)
     for dirpath, dirnames, files in os.walk(root):
@@ -149,7 +257,9 @@ def triton_environment(environ: Mapping[str, str] | None = None) -> tuple[dict[s
         value = env.get(name)
         if value is not None and value.strip() and (name != "TRITON_KERNEL_OVERRIDE" or value.strip().lower() in _TRUE):
             why.append(f"{name}={value} {what} at compile time (not cached)")
-    unknown = sorted(k for k in keyed if k in triton_env_names() and k not in VALUE_ENV | FILE_ENV | set(UNCACHEABLE_ENV))
+    unknown = sorted(
+        k for k in keyed if k in triton_env_names() and k not in VALUE_ENV | FILE_ENV | set(UNCACHEABLE_ENV)
+    )
     for k in unknown:
         why.append(f"{k} is read by the installed Triton but not known to hipexplore (not cached)")
     return keyed, why
@@ -160,4 +270,14 @@ def codegen_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return triton_environment(environ)[0]
 
 
-__all__ = ["NEUTRAL_ENV", "NON_CODEGEN_ENV", "FILE_ENV", "UNCACHEABLE_ENV", "VALUE_ENV", "triton_env_names", "knob_names", "triton_environment", "codegen_env"]
+__all__ = [
+    "NEUTRAL_ENV",
+    "NON_CODEGEN_ENV",
+    "FILE_ENV",
+    "UNCACHEABLE_ENV",
+    "VALUE_ENV",
+    "triton_env_names",
+    "knob_names",
+    "triton_environment",
+    "codegen_env",
+]

@@ -37,6 +37,7 @@ generated modules it imports (``_hx<N>_<name>.py``), ``kernels`` = (name,), ``op
 ``NAME=VALUE`` Triton options (``num_warps=4``...), then ``uncacheable=WHY`` (one per reason).
 ``mode`` is ``binary`` (hsaco for gfx targets, cubin for sm targets) or ``asm`` (AMDGCN / PTX).
 """
+
 from __future__ import annotations
 
 import ast
@@ -52,24 +53,64 @@ from typing import Mapping
 
 from ..errors import ConfigError
 from .request import CompileRequest, Source
-from .triton_args import (NAME_RX, SCALAR_TYPES, check_target, parse_signature, parse_value, parse_assignments)  # noqa: F401 - public here too
-from .triton_env import (FILE_ENV, UNCACHEABLE_ENV, triton_env_names, triton_environment)  # noqa: F401 - public here too
+from .triton_args import NAME_RX, SCALAR_TYPES, check_target, parse_signature, parse_value, parse_assignments  # noqa: F401 - public here too
+from .triton_env import FILE_ENV, UNCACHEABLE_ENV, triton_env_names, triton_environment  # noqa: F401 - public here too
 from .triton_env import NEUTRAL_ENV, NON_CODEGEN_ENV, VALUE_ENV, knob_names, codegen_env  # noqa: F401 - public here too
 
 # -- the kernel's sources, found the way Python and Triton resolve its names ---------------------
 #: Standard-library modules whose values do not depend on the machine, the environment or time:
 #: a module-level value computed with them is as keyed as its text. Any other standard module
 #: (os, sys, time, random, pathlib, ...) read by a carried statement makes the request uncacheable.
-PURE_STDLIB = frozenset({
-    "__future__", "abc", "builtins", "cmath", "collections", "copy", "dataclasses", "enum", "fractions", "functools",
-    "itertools", "json", "math", "numbers", "operator", "re", "string", "struct", "textwrap", "types", "typing",
-    "typing_extensions", "warnings",
-})
+PURE_STDLIB = frozenset(
+    {
+        "__future__",
+        "abc",
+        "builtins",
+        "cmath",
+        "collections",
+        "copy",
+        "dataclasses",
+        "enum",
+        "fractions",
+        "functools",
+        "itertools",
+        "json",
+        "math",
+        "numbers",
+        "operator",
+        "re",
+        "string",
+        "struct",
+        "textwrap",
+        "types",
+        "typing",
+        "typing_extensions",
+        "warnings",
+    }
+)
 #: Builtins whose result depends on more than their arguments' text.
-IMPURE_BUILTINS = frozenset({"open", "input", "eval", "exec", "compile", "__import__", "globals", "locals", "vars",
-                             "id", "hash", "breakpoint", "memoryview"})
-_COMPOUND = (ast.If, ast.Try, ast.With, ast.For, ast.While) + ((ast.Match,) if hasattr(ast, "Match") else ()) + \
-    ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+IMPURE_BUILTINS = frozenset(
+    {
+        "open",
+        "input",
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "globals",
+        "locals",
+        "vars",
+        "id",
+        "hash",
+        "breakpoint",
+        "memoryview",
+    }
+)
+_COMPOUND = (
+    (ast.If, ast.Try, ast.With, ast.For, ast.While)
+    + ((ast.Match,) if hasattr(ast, "Match") else ())
+    + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+)
 
 
 @dataclass
@@ -172,7 +213,7 @@ def _local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 
 def _segment(mod: _Module, node: ast.AST) -> str:
     start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    return "".join(mod.lines[start - 1:node.end_lineno])
+    return "".join(mod.lines[start - 1 : node.end_lineno])
 
 
 class _Uses(ast.NodeVisitor):
@@ -206,7 +247,9 @@ def _uses(node: ast.AST) -> _Uses:
 def _stdlib_dirs() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     site = {os.path.realpath(paths[k]) for k in ("purelib", "platlib")}
-    return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if os.path.realpath(paths[k]) not in site)
+    return tuple(
+        os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if os.path.realpath(paths[k]) not in site
+    )
 
 
 class _Found:
@@ -341,9 +384,15 @@ class _Collector:
             for sub in ast.walk(node):
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
                     for a in sub.names:
-                        found = _find(a.name if isinstance(sub, ast.Import) else (sub.module or ""),
-                                      getattr(sub, "level", 0) or 0, mod, self.roots)
-                        if found.kind not in ("triton", "stdlib") or found.name.split(".")[0] not in PURE_STDLIB | {"triton"}:
+                        found = _find(
+                            a.name if isinstance(sub, ast.Import) else (sub.module or ""),
+                            getattr(sub, "level", 0) or 0,
+                            mod,
+                            self.roots,
+                        )
+                        if found.kind not in ("triton", "stdlib") or found.name.split(".")[0] not in PURE_STDLIB | {
+                            "triton"
+                        }:
                             self._why(f"{mod.name} line {node.lineno} imports {found.name} inside a compound statement")
         uses = _uses(node)
         own = {getattr(node, "name", None)}
@@ -424,25 +473,39 @@ class _Collector:
         found = _find(stmt.module or "", stmt.level or 0, mod, self.roots)
         if found.kind == "source":
             parent = self.module(found.path, found.name)
-            if alias.name not in parent.binds and alias.name not in parent.imports and parent.is_package \
-                    and self._submodule(parent, alias.name) is not None:
+            if (
+                alias.name not in parent.binds
+                and alias.name not in parent.imports
+                and parent.is_package
+                and self._submodule(parent, alias.name) is not None
+            ):
                 sub = self._submodule(parent, alias.name)
                 self._line(mod, f"from . import {self.generated[sub.path]} as {name}\n")
                 return
-            self._line(mod, f"from .{self.generated[parent.path]} import {alias.name}"
-                            + (f" as {alias.asname}" if alias.asname else "") + "\n")
+            self._line(
+                mod,
+                f"from .{self.generated[parent.path]} import {alias.name}"
+                + (f" as {alias.asname}" if alias.asname else "")
+                + "\n",
+            )
             self.need(parent, alias.name)
             return
         if stmt.level:
-            raise ConfigError(f"{mod.path}: relative import 'from {'.' * stmt.level}{stmt.module or ''} import "
-                              f"{alias.name}' does not resolve to a Python file")
-        self._line(mod, f"from {stmt.module} import {alias.name}" + (f" as {alias.asname}" if alias.asname else "") + "\n")
+            raise ConfigError(
+                f"{mod.path}: relative import 'from {'.' * stmt.level}{stmt.module or ''} import "
+                f"{alias.name}' does not resolve to a Python file"
+            )
+        self._line(
+            mod, f"from {stmt.module} import {alias.name}" + (f" as {alias.asname}" if alias.asname else "") + "\n"
+        )
         self._opaque_or_impure(mod, found, name)
 
     def _opaque_or_impure(self, mod: _Module, found: _Found, name: str) -> None:
         if found.kind == "opaque":
-            self._why(f"{mod.name} uses {name} from {found.name}, a module without Python source here "
-                      f"(its contents are not in the key)")
+            self._why(
+                f"{mod.name} uses {name} from {found.name}, a module without Python source here "
+                f"(its contents are not in the key)"
+            )
         elif found.kind == "stdlib" and found.name.split(".")[0] not in PURE_STDLIB:
             self._why(f"{mod.name} uses {name} from {found.name} (its values can change without the text changing)")
 
@@ -454,9 +517,18 @@ class _Collector:
             seg = _segment(mod, node)
             if seg not in pieces:
                 pieces.append(seg)
-        future = "".join(f"from __future__ import {', '.join(a.name for a in n.names)}\n" for n in mod.tree.body
-                         if isinstance(n, ast.ImportFrom) and n.module == "__future__")  # they change how it compiles
-        return header + future + "".join(self.import_lines[path]) + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in pieces)
+        future = "".join(
+            f"from __future__ import {', '.join(a.name for a in n.names)}\n"
+            for n in mod.tree.body
+            if isinstance(n, ast.ImportFrom) and n.module == "__future__"
+        )  # they change how it compiles
+        return (
+            header
+            + future
+            + "".join(self.import_lines[path])
+            + "\n\n"
+            + "\n\n".join(p.rstrip("\n") + "\n" for p in pieces)
+        )
 
 
 def kernel_sources(path: str | os.PathLike, kernel: str) -> tuple[str, tuple[Source, ...], tuple[str, ...]]:
@@ -469,15 +541,23 @@ def kernel_sources(path: str | os.PathLike, kernel: str) -> tuple[str, tuple[Sou
     node = next((n for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if node is None:
         found = sorted(n for n, ds in mod.binds.items() for d in ds if isinstance(d, ast.FunctionDef) and _is_jit(d))
-        raise ConfigError(f"no function {kernel!r} in {str(path)!r}; @triton.jit functions there: "
-                          f"{', '.join(found) or 'none'}")
+        raise ConfigError(
+            f"no function {kernel!r} in {str(path)!r}; @triton.jit functions there: {', '.join(found) or 'none'}"
+        )
     if not _is_jit(node):
         raise ConfigError(f"{kernel!r} in {str(path)!r} is not decorated with @triton.jit")
     c.need(mod, kernel)
-    main = c.text(mod.path, f'"""Kernel {kernel!r} and what it needs, extracted from {Path(path).name} by hipexplore."""\n')
+    main = c.text(
+        mod.path, f'"""Kernel {kernel!r} and what it needs, extracted from {Path(path).name} by hipexplore."""\n'
+    )
     headers = tuple(
-        Source(f"{gen}.py", c.text(p, f'"""{c.modules[p].name} ({p.name}) as kernel {kernel!r} needs it, carried by hipexplore."""\n'))
-        for p, gen in c.generated.items() if gen)
+        Source(
+            f"{gen}.py",
+            c.text(p, f'"""{c.modules[p].name} ({p.name}) as kernel {kernel!r} needs it, carried by hipexplore."""\n'),
+        )
+        for p, gen in c.generated.items()
+        if gen
+    )
     return main, headers, tuple(c.uncacheable)
 
 
@@ -528,11 +608,21 @@ def triton_request(
     encoded += [f"env={k}={v}" for k, v in env.items()]
     encoded += [f"{k}={v!r}" for k, v in sorted(opts.items())]
     encoded += [f"uncacheable={w}" for w in (*why, *env_why)]  # TritonCompiler.implicit_inputs: never cached
-    return CompileRequest(source=Source(f"{kernel}.py", text), compiler="triton", target=target, kernels=(kernel,),
-                          headers=modules, options=tuple(encoded), mode=mode, label=label or kernel)
+    return CompileRequest(
+        source=Source(f"{kernel}.py", text),
+        compiler="triton",
+        target=target,
+        kernels=(kernel,),
+        headers=modules,
+        options=tuple(encoded),
+        mode=mode,
+        label=label or kernel,
+    )
 
 
-def decode_options(options: tuple[str, ...]) -> tuple[dict[str, str], dict[str, object], dict[str, str], dict[str, object]]:
+def decode_options(
+    options: tuple[str, ...],
+) -> tuple[dict[str, str], dict[str, object], dict[str, str], dict[str, object]]:
     """(signature, constexprs, env, triton options) from a request's encoded options."""
     import ast as _ast
 

@@ -24,6 +24,7 @@ The identity (computed from the installed files, without importing Triton): its 
 of libtriton, a hash of the Python sources that generate code (what ``triton_key()`` hashes) and
 stamps of the AMD code generator, ptxas and the bundled device libraries.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -66,8 +67,13 @@ def _import_triton() -> Any:
     except Exception as exc:  # ImportError, or a broken install raising anything on import
         from ..extras import message
 
-        raise CompilerUnavailable(message("the Triton compiler", "triton", detail=f"triton is not importable "
-                                          f"({type(exc).__name__}: {exc}); {_WHEEL}")) from exc
+        raise CompilerUnavailable(
+            message(
+                "the Triton compiler",
+                "triton",
+                detail=f"triton is not importable ({type(exc).__name__}: {exc}); {_WHEEL}",
+            )
+        ) from exc
 
 
 def gpu_target(target: str) -> Any:
@@ -100,14 +106,20 @@ class TritonCompiler(CompilerBase):
         self._identity: CompilerIdentity | None = None
         self._workdir: str | None = None
 
-    def own_cache(self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None,
-                  environ: Any = None) -> compiler_cache.OwnCache:
+    def own_cache(
+        self, options: tuple[str, ...] = (), identity: CompilerIdentity | None = None, environ: Any = None
+    ) -> compiler_cache.OwnCache:
         """Triton's own cache: the folder this backend was given, else as the environment chooses."""
         if self._dir_given:
             if not self.triton_cache_dir:
                 return compiler_cache.OwnCache(self.name, "off", "hipexplore compiles with always_compile")
-            return compiler_cache.OwnCache(self.name, "on", "Triton's own cache in a folder given to the backend",
-                                           live=True, directory=self.triton_cache_dir)
+            return compiler_cache.OwnCache(
+                self.name,
+                "on",
+                "Triton's own cache in a folder given to the backend",
+                live=True,
+                directory=self.triton_cache_dir,
+            )
         return compiler_cache.state(self.name, tuple(options), environ)
 
     def _bindings(self) -> Any:
@@ -183,9 +195,13 @@ class TritonCompiler(CompilerBase):
                 if f.endswith(".bc"):
                     extra.append((f"{sub}/{f}", file_stamp(os.path.join(lib, f))))
         libtriton = os.path.join(root, "_C", "libtriton.so")
-        self._identity = CompilerIdentity(name=self.name, version=self.version(), library=libtriton,
-                                          stamp=file_stamp(libtriton) if os.path.exists(libtriton) else "",
-                                          extra=tuple(extra))
+        self._identity = CompilerIdentity(
+            name=self.name,
+            version=self.version(),
+            library=libtriton,
+            stamp=file_stamp(libtriton) if os.path.exists(libtriton) else "",
+            extra=tuple(extra),
+        )
         return self._identity
 
     @staticmethod
@@ -229,11 +245,14 @@ class TritonCompiler(CompilerBase):
                 if tool and data[:2] == b"#!":
                     return f"{label}={path} is a script: the tool it runs is not in the key"
                 return ""
+
             problems: list[str] = []
             for name in sorted(FILE_ENV & set(env)):
                 parts = [p for p in env[name].split(os.pathsep if name == "TRITON_PLUGIN_PATHS" else "\0") if p]
-                problems += [read(name, p, tool=name.endswith("PTXAS_PATH") or name.endswith("PTXAS_BLACKWELL_PATH"))
-                             for p in parts]
+                problems += [
+                    read(name, p, tool=name.endswith("PTXAS_PATH") or name.endswith("PTXAS_BLACKWELL_PATH"))
+                    for p in parts
+                ]
             ptx = opts.get("ptx_options", env.get("PTXAS_OPTIONS", "")) if request.target.startswith("sm_") else ""
             for label, path in _ptxas_files(str(ptx or ""), cwd):
                 problems.append(read(label, path))
@@ -241,6 +260,7 @@ class TritonCompiler(CompilerBase):
                 problems.append(read("ir_override", str(opts["ir_override"])))
             problems = [p for p in (*marked, *problems) if p]
             return "; ".join(problems)
+
         return implicit.current(request, identity, resolve)
 
     def close(self) -> None:
@@ -272,18 +292,26 @@ class TritonCompiler(CompilerBase):
         (kernel,) = request.kernels
         own = self.triton_cache_dir
         hits: list[bool] = []
-        with self._lock, _knobs(env, own or os.path.join(self._dir(), "triton-cache"), always_compile=not own), \
-                _python_knobs(triton), _listener(triton, hits.append if own else None):
+        with (
+            self._lock,
+            _knobs(env, own or os.path.join(self._dir(), "triton-cache"), always_compile=not own),
+            _python_knobs(triton),
+            _listener(triton, hits.append if own else None),
+        ):
             fn = self._load(request, kernel)
             from triton.compiler import ASTSource
 
             missing = [a for a in fn.arg_names if a not in sig and a not in consts]
             unknown = sorted((set(sig) | set(consts)) - set(fn.arg_names))
             if missing or unknown:
-                raise self._error(f"{kernel}({', '.join(fn.arg_names)}): " +
-                                  (f"no type or constexpr value for {', '.join(missing)}" if missing else "") +
-                                  ("; " if missing and unknown else "") +
-                                  (f"unknown arguments {', '.join(unknown)}" if unknown else ""), request, request.options)
+                raise self._error(
+                    f"{kernel}({', '.join(fn.arg_names)}): "
+                    + (f"no type or constexpr value for {', '.join(missing)}" if missing else "")
+                    + ("; " if missing and unknown else "")
+                    + (f"unknown arguments {', '.join(unknown)}" if unknown else ""),
+                    request,
+                    request.options,
+                )
             full_sig = {a: ("constexpr" if a in consts else sig[a]) for a in fn.arg_names}
             target = gpu_target(request.target)
             self._check_options(request, target, opts)
@@ -295,9 +323,13 @@ class TritonCompiler(CompilerBase):
             try:
                 compiled = triton.compile(ASTSource(fn, full_sig, consts), target=target, options=opts)
             except Exception as exc:
-                raise self._error(f"triton failed to compile {kernel!r} for {request.target}: "
-                                  f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}",
-                                  request, request.options, str(exc)) from None
+                raise self._error(
+                    f"triton failed to compile {kernel!r} for {request.target}: "
+                    f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}",
+                    request,
+                    request.options,
+                    str(exc),
+                ) from None
             seconds = time.perf_counter() - start
         binary_kind = "hsaco" if target.backend == "hip" else "cubin"
         if request.mode == "asm":
@@ -308,11 +340,20 @@ class TritonCompiler(CompilerBase):
         meta = launch_metadata(compiled, binary_kind, user_args)
         if own:
             meta["triton_cache_hit"] = bool(hits and hits[-1])
-        return ObjectCode(binary=bytes(binary), compiler=self.name, target=request.target, mode=request.mode,
-                          log=join_log(f"triton {triton.__version__}: {binary_kind if request.mode == 'binary' else 'assembly'} "
-                                       f"for {request.target}, kernel "
-                                       f"{meta['name']} ({len(meta['params'])} parameters)"),
-                          lowered_names={kernel: meta["name"]}, compile_seconds=seconds, metadata=meta)
+        return ObjectCode(
+            binary=bytes(binary),
+            compiler=self.name,
+            target=request.target,
+            mode=request.mode,
+            log=join_log(
+                f"triton {triton.__version__}: {binary_kind if request.mode == 'binary' else 'assembly'} "
+                f"for {request.target}, kernel "
+                f"{meta['name']} ({len(meta['params'])} parameters)"
+            ),
+            lowered_names={kernel: meta["name"]},
+            compile_seconds=seconds,
+            metadata=meta,
+        )
 
     def _load(self, request: CompileRequest, kernel: str) -> Any:
         """Import the request's kernel module as a package whose submodules are the request's
@@ -336,8 +377,11 @@ class TritonCompiler(CompilerBase):
             module = importlib.import_module(modname)  # Triton's code generator looks functions' modules up
         except Exception as exc:
             sys.modules.pop(modname, None)
-            raise self._error(f"importing the kernel module for {kernel!r} failed: {type(exc).__name__}: {exc}",
-                              request, request.options) from None
+            raise self._error(
+                f"importing the kernel module for {kernel!r} failed: {type(exc).__name__}: {exc}",
+                request,
+                request.options,
+            ) from None
         fn = getattr(module, kernel, None)
         while fn is not None and not isinstance(fn, JITFunction) and hasattr(fn, "fn"):
             fn = fn.fn  # autotune / heuristics wrappers
@@ -353,8 +397,10 @@ class TritonCompiler(CompilerBase):
         fields = set(getattr(make_backend(target).parse_options({}), "__dataclass_fields__", {}))
         unknown = sorted(set(opts) - fields) if fields else []
         if unknown:
-            raise ConfigError(f"unknown triton option(s) {', '.join(unknown)} for {request.target}; expected some of "
-                              f"{', '.join(sorted(f for f in fields if not f.startswith('_')))}")
+            raise ConfigError(
+                f"unknown triton option(s) {', '.join(unknown)} for {request.target}; expected some of "
+                f"{', '.join(sorted(f for f in fields if not f.startswith('_')))}"
+            )
 
 
 class _Sources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -493,10 +539,17 @@ def _ptxas_files(options: str, cwd: str) -> list[tuple[str, str]]:
 
 _PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)
 _AMD_ARGS = re.compile(r"^\s+- \.address_space:|^\s+-( \.[a-z_]+:.*)?$", re.M)
-_AMD_FIELD = {"vgpr": r"\.vgpr_count:\s+(\d+)", "sgpr": r"\.sgpr_count:\s+(\d+)", "agpr": r"\.agpr_count:\s+(\d+)",
-              "lds": r"\.group_segment_fixed_size:\s+(\d+)", "scratch": r"\.private_segment_fixed_size:\s+(\d+)",
-              "vgpr_spill": r"\.vgpr_spill_count:\s+(\d+)", "sgpr_spill": r"\.sgpr_spill_count:\s+(\d+)",
-              "wavefront_size": r"\.wavefront_size:\s+(\d+)", "kernarg_size": r"\.kernarg_segment_size:\s+(\d+)"}
+_AMD_FIELD = {
+    "vgpr": r"\.vgpr_count:\s+(\d+)",
+    "sgpr": r"\.sgpr_count:\s+(\d+)",
+    "agpr": r"\.agpr_count:\s+(\d+)",
+    "lds": r"\.group_segment_fixed_size:\s+(\d+)",
+    "scratch": r"\.private_segment_fixed_size:\s+(\d+)",
+    "vgpr_spill": r"\.vgpr_spill_count:\s+(\d+)",
+    "sgpr_spill": r"\.sgpr_spill_count:\s+(\d+)",
+    "wavefront_size": r"\.wavefront_size:\s+(\d+)",
+    "kernarg_size": r"\.kernarg_segment_size:\s+(\d+)",
+}
 
 
 def launch_metadata(compiled: Any, binary_kind: str, user_args: list[str]) -> dict[str, Any]:
@@ -506,14 +559,20 @@ def launch_metadata(compiled: Any, binary_kind: str, user_args: list[str]) -> di
     extra = max(0, n_params - len(user_args)) if n_params >= 0 else 0
     extra_names = ["global_scratch", "profile_scratch"][:extra] + [f"extra_{i}" for i in range(max(0, extra - 2))]
     meta: dict[str, Any] = {
-        "name": md.name, "shared": int(md.shared), "num_warps": int(md.num_warps), "warp_size": int(md.warp_size),
-        "num_stages": int(getattr(md, "num_stages", 0) or 0), "num_ctas": int(getattr(md, "num_ctas", 1) or 1),
+        "name": md.name,
+        "shared": int(md.shared),
+        "num_warps": int(md.num_warps),
+        "warp_size": int(md.warp_size),
+        "num_stages": int(getattr(md, "num_stages", 0) or 0),
+        "num_ctas": int(getattr(md, "num_ctas", 1) or 1),
         "block_threads": int(md.num_warps) * int(md.warp_size),
-        "params": user_args + extra_names, "scratch_params": extra_names,
+        "params": user_args + extra_names,
+        "scratch_params": extra_names,
         "global_scratch_size": int(getattr(md, "global_scratch_size", 0) or 0),
         "global_scratch_align": int(getattr(md, "global_scratch_align", 1) or 1),
         "profile_scratch_size": int(getattr(md, "profile_scratch_size", 0) or 0),
-        "triton_version": str(getattr(md, "triton_version", "")), "binary_kind": binary_kind,
+        "triton_version": str(getattr(md, "triton_version", "")),
+        "binary_kind": binary_kind,
         "arch": str(md.target.arch),
     }
     if binary_kind == "hsaco":

@@ -7,6 +7,7 @@ that is absent raises ``DeviceUnavailable`` saying what was looked for.
 ``base``'s names (``Device``, ``DeviceBuffer``, ...) resolve lazily (``hipexplore._lazy``): parsing a
 device name (the CLI) must not load numpy.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,9 @@ def parse_device(spec: str) -> tuple[str, int]:
     return kind, index
 
 
-def get_device(kind: str | Device = "auto", index: int | None = None, *, llc_bytes: int | None = None, cache: Any = None) -> Device:
+def get_device(
+    kind: str | Device = "auto", index: int | None = None, *, llc_bytes: int | None = None, cache: Any = None
+) -> Device:
     """A device by kind ('auto', 'host', 'cuda', 'hip', or 'cuda:1'); a Device passes through."""
     if not isinstance(kind, str):
         return kind

@@ -17,6 +17,7 @@ Peak bandwidth is derived, in this order, from the memory clock and bus width th
 (``2 * clock * bus_bits / 8``: DDR, two transfers per clock), else from ``PEAK_BANDWIDTH_TABLE``
 (vendor datasheet numbers, matched on the device name); ``peak_bandwidth_source`` says which.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -58,6 +59,7 @@ class ArgLike(Protocol):
     @property
     def dtype(self) -> str: ...
 
+
 #: Vendor datasheet peak memory bandwidth in GB/s, matched by substring of the device name.
 PEAK_BANDWIDTH_TABLE: dict[str, float] = {
     "H200": 4800.0,
@@ -96,7 +98,9 @@ def choose_peak(name: str, mem_clock_khz: int, bus_bits: int, *, table_first: bo
         if table[0] > 0:
             return table
     if mem_clock_khz > 0 and bus_bits > 0:
-        return peak_from_clock(mem_clock_khz, bus_bits), f"memory clock {mem_clock_khz} kHz x {bus_bits}-bit bus x 2 (DDR)"
+        return peak_from_clock(
+            mem_clock_khz, bus_bits
+        ), f"memory clock {mem_clock_khz} kHz x {bus_bits}-bit bus x 2 (DDR)"
     return peak_from_table(name)
 
 
@@ -181,7 +185,9 @@ def pack_args(args: Sequence[ArgLike], values: dict[str, Any]) -> PackedArgs:
         if a.kind == "buffer":
             ptr = v.ptr if isinstance(v, DeviceBuffer) else v
             if not isinstance(ptr, (int, np.integer)):
-                raise ConfigError(f"buffer argument {a.name!r} needs a DeviceBuffer or an address, got {type(v).__name__}")
+                raise ConfigError(
+                    f"buffer argument {a.name!r} needs a DeviceBuffer or an address, got {type(v).__name__}"
+                )
             out.append(ctypes.c_void_p(int(ptr)))
         else:
             ctype = CTYPES[a.dtype]
@@ -194,13 +200,26 @@ def pack_args(args: Sequence[ArgLike], values: dict[str, Any]) -> PackedArgs:
 
 def expected_packed(args: Sequence[ArgLike], values: dict[str, Any]) -> bytes:
     """The same byte image built independently with ``struct`` (used to check ``PackedArgs``)."""
-    codes = {"float32": "f", "float64": "d", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
-             "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
+    codes = {
+        "float32": "f",
+        "float64": "d",
+        "int8": "b",
+        "uint8": "B",
+        "int16": "h",
+        "uint16": "H",
+        "int32": "i",
+        "uint32": "I",
+        "int64": "q",
+        "uint64": "Q",
+    }
     out = bytearray()
     for a in args:
         if a.kind == "buffer":
             v = values[a.name]
-            fmt, val = ("Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I"), (v.ptr if isinstance(v, DeviceBuffer) else int(v))
+            fmt, val = (
+                ("Q" if ctypes.sizeof(ctypes.c_void_p) == 8 else "I"),
+                (v.ptr if isinstance(v, DeviceBuffer) else int(v)),
+            )
         else:
             fmt, val = codes[a.dtype], values[a.name]
         size = struct.calcsize("=" + fmt)
@@ -322,7 +341,14 @@ class Device(Protocol):
         """Look a kernel up in a loaded module by its (lowered) symbol name."""
         ...
 
-    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs, shared_bytes: int = 0) -> None: ...
+    def launch(
+        self,
+        kernel: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: PackedArgs,
+        shared_bytes: int = 0,
+    ) -> None: ...
 
     def event(self) -> Event: ...
 
@@ -418,9 +444,15 @@ class DeviceBase:
 
         env = settings.LLC_BYTES.get()
         if given is not None:
-            self._llc, self._llc_overridden = (int(given), f"override (llc_bytes argument; reported {reported} B: {source})"), True
+            self._llc, self._llc_overridden = (
+                (int(given), f"override (llc_bytes argument; reported {reported} B: {source})"),
+                True,
+            )
         elif env is not None:
-            self._llc, self._llc_overridden = (int(env), f"override (HIPEXPLORE_LLC_BYTES; reported {reported} B: {source})"), True
+            self._llc, self._llc_overridden = (
+                (int(env), f"override (HIPEXPLORE_LLC_BYTES; reported {reported} B: {source})"),
+                True,
+            )
         else:
             self._llc, self._llc_overridden = (int(reported), source), False
 

@@ -9,6 +9,7 @@ LLC: ``CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE``. Peak bandwidth: memory clock x bus w
 datasheet table in ``base.py``. Persisting L2: the set-aside and the timed stream's access-policy
 window cleared before every timed chunk (``reset_l2_persistence``), the set-aside in the provenance.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -26,8 +27,11 @@ def _driver() -> Any:
     except ImportError as exc:
         from ..extras import DeviceExtraMissing
 
-        raise DeviceExtraMissing("the CUDA device", "cuda", detail="looked for the cuda-python package "
-                                 f"(cuda.bindings.driver) and could not import it: {exc}") from None
+        raise DeviceExtraMissing(
+            "the CUDA device",
+            "cuda",
+            detail=f"looked for the cuda-python package (cuda.bindings.driver) and could not import it: {exc}",
+        ) from None
     return driver
 
 
@@ -35,9 +39,11 @@ def device_count() -> int:
     """Number of CUDA devices; raises ``DeviceUnavailable`` saying what was looked for."""
     drv = _driver()
     try:
-        err, = drv.cuInit(0)
+        (err,) = drv.cuInit(0)
     except Exception as exc:  # the driver library itself is missing (cuda.pathfinder raises)
-        raise DeviceUnavailable(f"CUDA: looked for the NVIDIA driver library libcuda.so.1 and could not load it ({exc})") from None
+        raise DeviceUnavailable(
+            f"CUDA: looked for the NVIDIA driver library libcuda.so.1 and could not load it ({exc})"
+        ) from None
     if err != drv.CUresult.CUDA_SUCCESS:
         raise DeviceUnavailable(f"CUDA: cuInit(0) returned {err.name}: no usable NVIDIA driver/GPU")
     err, n = drv.cuDeviceGetCount()
@@ -50,13 +56,26 @@ class CudaDevice(GpuDeviceBase):
     """One NVIDIA GPU: its primary context, one non-blocking stream, NVRTC cubins."""
 
     kind = "cuda"
-    MEMORY_CALLS = {"malloc": "cuMemAlloc", "free": "cuMemFree", "to_device": "cuMemcpyHtoD", "to_host": "cuMemcpyDtoH",
-                    "memset": "cuMemsetD8Async"}
+    MEMORY_CALLS = {
+        "malloc": "cuMemAlloc",
+        "free": "cuMemFree",
+        "to_device": "cuMemcpyHtoD",
+        "to_host": "cuMemcpyDtoH",
+        "memset": "cuMemsetD8Async",
+    }
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
         drv = self._drv = _driver()
-        self._start("CUDA", drv, drv.CUresult.CUDA_SUCCESS, device_count(), index,
-                    "the driver loaded but reports 0 devices", llc_bytes, cache)
+        self._start(
+            "CUDA",
+            drv,
+            drv.CUresult.CUDA_SUCCESS,
+            device_count(),
+            index,
+            "the driver loaded but reports 0 devices",
+            llc_bytes,
+            cache,
+        )
         self._dev = self._call(drv.cuDeviceGet(index), "cuDeviceGet")
         self._ctx = self._call(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
         self._call(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
@@ -64,7 +83,10 @@ class CudaDevice(GpuDeviceBase):
         name = self._call(drv.cuDeviceGetName(256, self._dev), "cuDeviceGetName")
         self._name = name.split(b"\0", 1)[0].decode(errors="replace").strip()
         A = drv.CUdevice_attribute
-        self._cc = (self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self._cc = (
+            self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            self._attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+        )
         self._compute_units = self._attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         l2 = self._attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
         self._choose_llc(l2, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE", self._llc_given)
@@ -111,9 +133,17 @@ class CudaDevice(GpuDeviceBase):
         out = {}
         try:
             self._current()
-            out["persisting_l2_limit_bytes"] = str(int(self._call(drv.cuCtxGetLimit(drv.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE),
-                                                                  "cuCtxGetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE)")))
-            out["persisting_l2_max_bytes"] = str(self._attr(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE))
+            out["persisting_l2_limit_bytes"] = str(
+                int(
+                    self._call(
+                        drv.cuCtxGetLimit(drv.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE),
+                        "cuCtxGetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE)",
+                    )
+                )
+            )
+            out["persisting_l2_max_bytes"] = str(
+                self._attr(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE)
+            )
         except DeviceError as exc:
             out["persisting_l2_limit_bytes"] = f"unavailable: {exc}"
         return out
@@ -138,14 +168,21 @@ class CudaDevice(GpuDeviceBase):
                 if clear:
                     self._call(drv.cuCtxSetLimit(what, 0), "cuCtxSetLimit(persisting L2, 0)")
             attr = drv.CUstreamAttrID.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW
-            value = self._call(drv.cuStreamGetAttribute(self.stream, attr), "cuStreamGetAttribute(access policy window)")
+            value = self._call(
+                drv.cuStreamGetAttribute(self.stream, attr), "cuStreamGetAttribute(access policy window)"
+            )
             window = value.accessPolicyWindow
             persisting = drv.CUaccessProperty.CU_ACCESS_PROPERTY_PERSISTING
             if int(window.num_bytes) and persisting in (window.hitProp, window.missProp):
-                found.append(f"a persisting access-policy window of {int(window.num_bytes) >> 10} KiB on the timed stream")
+                found.append(
+                    f"a persisting access-policy window of {int(window.num_bytes) >> 10} KiB on the timed stream"
+                )
                 if clear:
                     cleared = drv.CUstreamAttrValue()  # all zero: no window, normal access properties
-                    self._call(drv.cuStreamSetAttribute(self.stream, attr, cleared), "cuStreamSetAttribute(access policy window)")
+                    self._call(
+                        drv.cuStreamSetAttribute(self.stream, attr, cleared),
+                        "cuStreamSetAttribute(access policy window)",
+                    )
             if clear:
                 self._call(drv.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
         except DeviceError as exc:
@@ -172,9 +209,13 @@ class CudaDevice(GpuDeviceBase):
 
     # --- code -----------------------------------------------------------------------------
     def load(self, code: ObjectCode) -> Any:
-        if code.compiler not in ("nvrtc", "triton") or (code.compiler == "triton" and not code.target.startswith("sm_")):
-            raise ConfigError(f"the CUDA device loads cubins (NVRTC, or Triton for an sm_ target), not {code.compiler!r} "
-                              f"{code.mode} output for {code.target!r}")
+        if code.compiler not in ("nvrtc", "triton") or (
+            code.compiler == "triton" and not code.target.startswith("sm_")
+        ):
+            raise ConfigError(
+                f"the CUDA device loads cubins (NVRTC, or Triton for an sm_ target), not {code.compiler!r} "
+                f"{code.mode} output for {code.target!r}"
+            )
         self._current()
         return self._call(self._drv.cuModuleLoadData(code.binary), f"cuModuleLoadData({code.target})")
 
@@ -186,10 +227,18 @@ class CudaDevice(GpuDeviceBase):
         attr = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         self._call(self._drv.cuFuncSetAttribute(kernel, attr, int(nbytes)), f"cuFuncSetAttribute(shared={nbytes})")
 
-    def _launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
-                shared_bytes: int, stream: Any) -> None:
-        res = self._drv.cuLaunchKernel(kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                       shared_bytes, stream, args.address, 0)
+    def _launch(
+        self,
+        kernel: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: PackedArgs,
+        shared_bytes: int,
+        stream: Any,
+    ) -> None:
+        res = self._drv.cuLaunchKernel(
+            kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream, args.address, 0
+        )
         if res[0] != self._ok:
             self._call(res, f"cuLaunchKernel(grid={grid}, block={block})")
 

@@ -6,6 +6,7 @@ C++ name mangling that hid the one meant); and an ``--entry`` naming a variable 
 function (a segmentation fault, no word). No ``nm``: the host compiler's binutils need not be
 installed, and the table is a few fixed-size records.
 """
+
 from __future__ import annotations
 
 import struct
@@ -34,7 +35,7 @@ def exported_symbols(path: str | Path) -> dict[str, str]:
         return {}
     end = "<" if data[5] == 1 else ">"
     try:
-        shoff, = struct.unpack_from(end + "Q", data, 0x28)
+        (shoff,) = struct.unpack_from(end + "Q", data, 0x28)
         shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
         sections = [struct.unpack_from(end + "IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
         out: dict[str, str] = {}
@@ -45,7 +46,7 @@ def exported_symbols(path: str | Path) -> dict[str, str]:
             for at in range(offset, offset + size, entsize):
                 name, info, _other, shndx, _value, _size = struct.unpack_from(end + "IBBHQQ", data, at)
                 if info >> 4 in (_STB_GLOBAL, _STB_WEAK) and shndx != _SHN_UNDEF and name:
-                    text = data[strings + name:data.index(b"\0", strings + name)].decode("utf-8", "replace")
+                    text = data[strings + name : data.index(b"\0", strings + name)].decode("utf-8", "replace")
                     if text not in ("_init", "_fini") and not text.startswith("__"):  # the toolchain's own
                         out[text] = _KINDS.get(info & 0xF, "other")
         return out

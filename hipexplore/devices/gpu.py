@@ -7,6 +7,7 @@ the host enqueues a whole chunk; ``release()`` writes the flag and the GPU then 
 to back, so host submission latency never lands inside an event pair. The kernel gives up after a
 timeout and sets a status word, so a hold that broke is detected, not assumed.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -15,7 +16,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, DeviceError, DeviceUnavailable
-from .base import DeviceBase, DeviceBuffer, DeviceProperties, KernelBuilder, PackedArgs, is_stream_work, pack_args, unbind
+from .base import (
+    DeviceBase,
+    DeviceBuffer,
+    DeviceProperties,
+    KernelBuilder,
+    PackedArgs,
+    is_stream_work,
+    pack_args,
+    unbind,
+)
 
 
 class SpinHold:
@@ -49,10 +59,12 @@ class GpuDeviceBase(DeviceBase):
             raise DeviceUnavailable(f"{runtime}: {none_found}")
         if not 0 <= index < count:
             raise DeviceUnavailable(
-                f"{runtime}: device index {index} requested but only {count} device(s) present (0..{count - 1})")
+                f"{runtime}: device index {index} requested but only {count} device(s) present (0..{count - 1})"
+            )
 
-    def _start(self, runtime: str, rt: Any, ok: Any, count: int, index: int, none_found: str,
-               llc_bytes: int | None, cache: Any) -> None:
+    def _start(
+        self, runtime: str, rt: Any, ok: Any, count: int, index: int, none_found: str, llc_bytes: int | None, cache: Any
+    ) -> None:
         """What every GPU constructor does first: check the index, keep the runtime module and its
         success status, and set up the shared state."""
         self._check_index(runtime, count, index, none_found)
@@ -120,7 +132,9 @@ class GpuDeviceBase(DeviceBase):
 
     def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
         if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
-            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
+            raise ConfigError(
+                f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B"
+            )
         self._current()
         self.synchronize()
         self._mem("to_host", host.ctypes.data, buf.owner, host.nbytes)
@@ -156,8 +170,15 @@ class GpuDeviceBase(DeviceBase):
     def compiler(self) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
-               shared_bytes: int = 0, stream: Any = None) -> None:
+    def launch(
+        self,
+        kernel: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: PackedArgs,
+        shared_bytes: int = 0,
+        stream: Any = None,
+    ) -> None:
         """Launch on this device's stream (or ``stream``): a Python callable that enqueues its own
         work (``callable_kernel``) runs on it; a kernel bound to its dynamic shared memory is
         unwrapped; the rest goes to the runtime's launch call (``_launch``)."""
@@ -168,8 +189,15 @@ class GpuDeviceBase(DeviceBase):
         kernel, shared_bytes = unbind(kernel, shared_bytes)
         self._launch(kernel, grid, block, args, shared_bytes, stream)
 
-    def _launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
-                shared_bytes: int, stream: Any) -> None:  # pragma: no cover - abstract
+    def _launch(
+        self,
+        kernel: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: PackedArgs,
+        shared_bytes: int,
+        stream: Any,
+    ) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     @property
@@ -183,11 +211,21 @@ class GpuDeviceBase(DeviceBase):
     def _properties(self, runtime: str, extra: dict[str, str] | None = None) -> DeviceProperties:
         free, total = self.memory_info()
         return DeviceProperties(
-            kind=self.kind, index=self.index, name=self.name, target=self.target,
-            compiler=self.compiler, llc_bytes=self.llc_bytes, llc_source=self.llc_source,
-            free_bytes=free, total_bytes=total, peak_bandwidth_gbs=self.peak_bandwidth_gbs,
-            peak_bandwidth_source=self._peak[1], compute_units=self.compute_units,
-            driver=self._driver_version, runtime=runtime, **({"extra": extra} if extra else {}),
+            kind=self.kind,
+            index=self.index,
+            name=self.name,
+            target=self.target,
+            compiler=self.compiler,
+            llc_bytes=self.llc_bytes,
+            llc_source=self.llc_source,
+            free_bytes=free,
+            total_bytes=total,
+            peak_bandwidth_gbs=self.peak_bandwidth_gbs,
+            peak_bandwidth_source=self._peak[1],
+            compute_units=self.compute_units,
+            driver=self._driver_version,
+            runtime=runtime,
+            **({"extra": extra} if extra else {}),
         )
 
     # shared ------------------------------------------------------------------------------
@@ -195,15 +233,19 @@ class GpuDeviceBase(DeviceBase):
         """The spin kernel (built with ``kernels``, the caller's explicit ``KernelBuilder``) launched
         on the stream, spinning on a host-mapped flag until the hold is released."""
         if kernels is None:
-            raise DeviceError(f"{self.kind} device: a stream hold launches the spin kernel, built with kernels= "
-                              f"(a KernelBuilder: hipexplore.kernels.build.BUILDER); none was given")
+            raise DeviceError(
+                f"{self.kind} device: a stream hold launches the spin kernel, built with kernels= "
+                f"(a KernelBuilder: hipexplore.kernels.build.BUILDER); none was given"
+            )
         if self._hold_mem is None:
             self._hold_mem = self._host_alloc_mapped(8)
         host, dev = self._hold_mem
         ctypes.c_int32.from_address(host).value = 0
         ctypes.c_int32.from_address(host + 4).value = 0
         spin = kernels.kernel(self, "spin")
-        self._spin_args = pack_args(kernels.arguments("spin"), {"flag": dev, "status": dev + 4, "timeout_ns": self._spin_timeout_arg(timeout_s)})
+        self._spin_args = pack_args(
+            kernels.arguments("spin"), {"flag": dev, "status": dev + 4, "timeout_ns": self._spin_timeout_arg(timeout_s)}
+        )
         self.launch(spin, (1, 1, 1), (32, 1, 1), self._spin_args)
         return SpinHold(self, host)
 

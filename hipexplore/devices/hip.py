@@ -17,6 +17,7 @@ binds ROCm 6 symbols and struct layouts (``hipGetDeviceProperties`` is ``hipGetD
 which ROCm 5 lacks), so a GPU behind a ROCm 5 runtime is refused with ``DeviceUnavailable``.
 None of this has run on an AMD GPU.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -42,8 +43,10 @@ def llc_for_arch(arch: str, reported_l2: int) -> tuple[int, str]:
     base = arch.split(":", 1)[0]
     extra = INFINITY_CACHE_BYTES.get(base)
     if extra:
-        return reported_l2 + extra, (f"hipDeviceAttributeL2CacheSize ({reported_l2} B, one XCD) + {extra >> 20} MiB "
-                                     f"Infinity Cache (table, {base}: MI300-class)")
+        return reported_l2 + extra, (
+            f"hipDeviceAttributeL2CacheSize ({reported_l2} B, one XCD) + {extra >> 20} MiB "
+            f"Infinity Cache (table, {base}: MI300-class)"
+        )
     return reported_l2, "hipDeviceAttributeL2CacheSize"
 
 
@@ -95,8 +98,11 @@ def hip_runtime() -> Any:
     if not hip_bindings.layout():
         from ..extras import DeviceExtraMissing
 
-        raise DeviceExtraMissing("the HIP device", "hip", detail="looked for hip-python (hip.chip for 6.x-7.x, "
-                                 "rocm.bindings for >= 10) and could not import it") from None
+        raise DeviceExtraMissing(
+            "the HIP device",
+            "hip",
+            detail="looked for hip-python (hip.chip for 6.x-7.x, rocm.bindings for >= 10) and could not import it",
+        ) from None
     try:
         if not _dll_chosen:
             hip_bindings.point("hip", hip_dll().decode())
@@ -115,9 +121,13 @@ def device_count() -> int:
     try:
         err, n = hip.hipGetDeviceCount()
     except Exception as exc:
-        raise DeviceUnavailable(f"HIP: hipGetDeviceCount could not run (runtime library {hip_dll()!r}): {exc}") from None
+        raise DeviceUnavailable(
+            f"HIP: hipGetDeviceCount could not run (runtime library {hip_dll()!r}): {exc}"
+        ) from None
     if err != hip.hipError_t.hipSuccess:
-        raise DeviceUnavailable(f"HIP: looked for an AMD GPU with hipGetDeviceCount (runtime {hip_dll().decode()}); it returned {err.name}")
+        raise DeviceUnavailable(
+            f"HIP: looked for an AMD GPU with hipGetDeviceCount (runtime {hip_dll().decode()}); it returned {err.name}"
+        )
     return int(n)
 
 
@@ -126,13 +136,27 @@ class HipDevice(GpuDeviceBase):
     Refused (``DeviceUnavailable``) behind a ROCm 5 runtime, whose ABI hip-python 6.x/7.x does not bind."""
 
     kind = "hip"
-    MEMORY_CALLS = {"malloc": "hipMalloc", "free": "hipFree", "to_device": "hipMemcpyHtoD", "to_host": "hipMemcpyDtoH",
-                    "memset": "hipMemsetD8Async"}
+    MEMORY_CALLS = {
+        "malloc": "hipMalloc",
+        "free": "hipFree",
+        "to_device": "hipMemcpyHtoD",
+        "to_host": "hipMemcpyDtoH",
+        "memset": "hipMemsetD8Async",
+    }
 
     def __init__(self, index: int = 0, *, llc_bytes: int | None = None, cache: Any = None) -> None:
         hip = self._hip = hip_runtime()
         n = device_count()
-        self._start("HIP", hip, hip.hipError_t.hipSuccess, n, index, "the runtime loaded but reports 0 AMD GPUs", llc_bytes, cache)
+        self._start(
+            "HIP",
+            hip,
+            hip.hipError_t.hipSuccess,
+            n,
+            index,
+            "the runtime loaded but reports 0 AMD GPUs",
+            llc_bytes,
+            cache,
+        )
         check_runtime_version(int(self._call(hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion")), n)
         self._call(hip.hipSetDevice(index), "hipSetDevice")
         props = hip.hipDeviceProp_t()
@@ -181,7 +205,10 @@ class HipDevice(GpuDeviceBase):
     # memory: the calls are named in MEMORY_CALLS; GpuDeviceBase does the rest
     def _host_alloc_mapped(self, nbytes: int) -> tuple[int, int]:
         hip = self._hip
-        host = self._call(hip.hipHostMalloc(nbytes, hip.hipHostMallocMapped | hip.hipHostMallocPortable | hip.hipHostMallocCoherent), "hipHostMalloc(mapped)")
+        host = self._call(
+            hip.hipHostMalloc(nbytes, hip.hipHostMallocMapped | hip.hipHostMallocPortable | hip.hipHostMallocCoherent),
+            "hipHostMalloc(mapped)",
+        )
         host_addr = int(host)
         ctypes.memset(host_addr, 0, nbytes)
         dev = self._call(hip.hipHostGetDevicePointer(host, 0), "hipHostGetDevicePointer")
@@ -200,10 +227,18 @@ class HipDevice(GpuDeviceBase):
         """Nothing to allow: HIP has no opt-in cap below the LDS size (CUDA's 48 KiB default has no
         AMD counterpart), so a launch may ask for the whole LDS and one asking more fails at launch."""
 
-    def _launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs,
-                shared_bytes: int, stream: Any) -> None:
-        res = self._hip.hipModuleLaunchKernel(kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                              shared_bytes, stream, args.address, None)
+    def _launch(
+        self,
+        kernel: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: PackedArgs,
+        shared_bytes: int,
+        stream: Any,
+    ) -> None:
+        res = self._hip.hipModuleLaunchKernel(
+            kernel, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream, args.address, None
+        )
         self._call(res, f"hipModuleLaunchKernel(grid={grid}, block={block})")
 
     def event(self) -> Any:

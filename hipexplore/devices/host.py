@@ -9,6 +9,7 @@ it reports that it never timed out). The per-call ctypes overhead (~1 us) stays 
 The last-level cache is read from sysfs (``/sys/devices/system/cpu/cpu0/cache/index*``): the
 highest level's size.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -153,11 +154,19 @@ class HostDevice(DeviceBase):
     def properties(self) -> DeviceProperties:
         free, total = self.memory_info()
         return DeviceProperties(
-            kind="host", index=0, name=self.name, target="host", compiler="host",
-            llc_bytes=self.llc_bytes, llc_source=self.llc_source, free_bytes=free, total_bytes=total,
+            kind="host",
+            index=0,
+            name=self.name,
+            target="host",
+            compiler="host",
+            llc_bytes=self.llc_bytes,
+            llc_source=self.llc_source,
+            free_bytes=free,
+            total_bytes=total,
             peak_bandwidth_gbs=float("nan"),
             peak_bandwidth_source="unknown: no datasheet table for host CPUs (kernels here are single-threaded)",
-            compute_units=self.compute_units, driver="none (host CPU: C kernels called through ctypes, no GPU driver)",
+            compute_units=self.compute_units,
+            driver="none (host CPU: C kernels called through ctypes, no GPU driver)",
             runtime="ctypes",
         )
 
@@ -190,7 +199,9 @@ class HostDevice(DeviceBase):
 
     def copy_to_host(self, buf: DeviceBuffer, host: np.ndarray) -> None:
         if not host.flags.c_contiguous or host.nbytes > buf.nbytes:
-            raise ConfigError(f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B")
+            raise ConfigError(
+                f"copy target must be a C-contiguous array of at most {buf.nbytes} B, got {host.nbytes} B"
+            )
         ctypes.memmove(host.ctypes.data, self._view(buf).ctypes.data, host.nbytes)
 
     def memset(self, buf: DeviceBuffer, value: int = 0) -> None:
@@ -199,7 +210,9 @@ class HostDevice(DeviceBase):
     # --- code -----------------------------------------------------------------------------
     def load(self, code: ObjectCode) -> ctypes.CDLL:
         if code.compiler != "host":
-            raise ConfigError(f"the host device loads shared libraries from the host compiler, not {code.compiler!r} output")
+            raise ConfigError(
+                f"the host device loads shared libraries from the host compiler, not {code.compiler!r} output"
+            )
         self._nlib += 1
         path = Path(self._tmp.name) / f"module{self._nlib}.so"
         path.write_bytes(code.binary)
@@ -219,12 +232,21 @@ class HostDevice(DeviceBase):
 
         kind = exported_symbols(getattr(module, "_name", "") or "").get(name, "function")
         if kind != "function":  # calling a variable's address jumps into data: a fault, no word
-            raise ConfigError(f"kernel {name!r} is {kind} in the host module (a variable, an array or a function pointer), "
-                              f"not a function; {_exports_hint(module)}")
+            raise ConfigError(
+                f"kernel {name!r} is {kind} in the host module (a variable, an array or a function pointer), "
+                f"not a function; {_exports_hint(module)}"
+            )
         fn.restype = None
         return fn
 
-    def launch(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int], args: PackedArgs, shared_bytes: int = 0) -> None:
+    def launch(
+        self,
+        kernel: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: PackedArgs,
+        shared_bytes: int = 0,
+    ) -> None:
         if is_stream_work(kernel):
             kernel.run(args, None)  # the host has no stream: a callable is just called
             return
@@ -273,5 +295,9 @@ def _exports_hint(module: ctypes.CDLL) -> str:
     if not names:
         return 'it exports no function: give --entry NAME of a function the source defines (extern "C" in C++)'
     shown = ", ".join(names[:12]) + (f", and {len(names) - 12} more" if len(names) > 12 else "")
-    mangled = ' (a C++ name is mangled, _Z...: declare the kernel extern "C")' if any(n.startswith("_Z") for n in names) else ""
+    mangled = (
+        ' (a C++ name is mangled, _Z...: declare the kernel extern "C")'
+        if any(n.startswith("_Z") for n in names)
+        else ""
+    )
     return f"it exports {shown}: give --entry NAME with one of them{mangled}"

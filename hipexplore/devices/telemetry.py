@@ -20,6 +20,7 @@ kernel's medians by up to 9% between runs, and GPU timings include host-side lau
 verdict over a run whose load changed half-way says so (``verdicts.drift_check``), and the rows show
 which chunks ran under load.
 """
+
 from __future__ import annotations
 
 import math
@@ -72,7 +73,9 @@ class NvmlTelemetry(Telemetry):
 
         pynvml.nvmlInit()
         self._nv = pynvml
-        self._h = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode() if isinstance(pci_bus_id, str) else pci_bus_id)
+        self._h = pynvml.nvmlDeviceGetHandleByPciBusId(
+            pci_bus_id.encode() if isinstance(pci_bus_id, str) else pci_bus_id
+        )
         self.max_clock_mhz = float(pynvml.nvmlDeviceGetMaxClockInfo(self._h, pynvml.NVML_CLOCK_SM))
         self.source = f"NVML (nvidia-ml-py) for PCI {pci_bus_id}: SM clock, max SM clock {self.max_clock_mhz:g} MHz"
 
@@ -87,9 +90,11 @@ class NvmlTelemetry(Telemetry):
     def read(self) -> Reading:
         nv, h = self._nv, self._h
         out = []
-        for fn in (lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
-                   lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
-                   lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0):
+        for fn in (
+            lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+            lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
+            lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+        ):
             try:
                 out.append(float(fn()))
             except Exception:  # one unsupported query must not hide the others
@@ -117,9 +122,11 @@ class AmdSmiTelemetry(Telemetry):
     def read(self) -> Reading:
         smi, h = self._smi, self._h
         vals = []
-        for fn in (lambda: smi.amdsmi_get_clock_info(h, smi.AmdSmiClkType.GFX)["clk"],
-                   lambda: smi.amdsmi_get_temp_metric(h, smi.AmdSmiTemperatureType.EDGE, smi.AmdSmiTemperatureMetric.CURRENT),
-                   lambda: smi.amdsmi_get_power_info(h)["current_socket_power"]):
+        for fn in (
+            lambda: smi.amdsmi_get_clock_info(h, smi.AmdSmiClkType.GFX)["clk"],
+            lambda: smi.amdsmi_get_temp_metric(h, smi.AmdSmiTemperatureType.EDGE, smi.AmdSmiTemperatureMetric.CURRENT),
+            lambda: smi.amdsmi_get_power_info(h)["current_socket_power"],
+        ):
             try:
                 vals.append(float(fn()))
             except Exception:
@@ -140,8 +147,11 @@ class SysfsCpuTelemetry(Telemetry):
         self._root = root
         mx = self._khz(0, "cpuinfo_max_freq")
         self.max_clock_mhz = mx / 1000.0 if mx > 0 else NAN
-        self.source = (f"sysfs cpufreq (max {self.max_clock_mhz:g} MHz)" if self.available
-                       else f"none: no cpufreq under {root} (a virtual machine often has none)")
+        self.source = (
+            f"sysfs cpufreq (max {self.max_clock_mhz:g} MHz)"
+            if self.available
+            else f"none: no cpufreq under {root} (a virtual machine often has none)"
+        )
 
     def _khz(self, cpu: int, name: str) -> float:
         try:
@@ -251,8 +261,15 @@ def _device_telemetry(device: Any) -> Telemetry:
     return t
 
 
-def wait_for_stable_clock(telemetry: Telemetry, work: Callable[[], None], *, min_s: float, max_s: float = 2.0,
-                          tolerance: float = 0.02, clock: Callable[[], float] = time.perf_counter) -> tuple[float, str]:
+def wait_for_stable_clock(
+    telemetry: Telemetry,
+    work: Callable[[], None],
+    *,
+    min_s: float,
+    max_s: float = 2.0,
+    tolerance: float = 0.02,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, str]:
     """Run ``work()`` (a batch of launches, synchronized) until ``min_s`` have passed and the clock
     read twice in a row within ``tolerance`` of each other, not throttled (>= ``THROTTLE_FRACTION``
     of its maximum), or ``max_s``.
@@ -267,10 +284,17 @@ def wait_for_stable_clock(telemetry: Telemetry, work: Callable[[], None], *, min
                 return elapsed, "warm-up by time only (no clock telemetry)"
             continue
         now = telemetry.read().clock_mhz
-        steady = (not math.isnan(now) and not math.isnan(last) and abs(now - last) <= tolerance * max(now, 1.0)
-                  and now >= THROTTLE_FRACTION * telemetry.max_clock_mhz)
+        steady = (
+            not math.isnan(now)
+            and not math.isnan(last)
+            and abs(now - last) <= tolerance * max(now, 1.0)
+            and now >= THROTTLE_FRACTION * telemetry.max_clock_mhz
+        )
         if elapsed >= min_s and steady:
             return elapsed, f"clock stable at {now:g} MHz after {elapsed:.2f} s"
         if elapsed >= max_s:
-            return elapsed, f"clock not stable after {elapsed:.2f} s (last {now:g} MHz of max {telemetry.max_clock_mhz:g})"
+            return (
+                elapsed,
+                f"clock not stable after {elapsed:.2f} s (last {now:g} MHz of max {telemetry.max_clock_mhz:g})",
+            )
         last = now

@@ -12,6 +12,7 @@ write without the sticky bit, is refused in one line: whoever owns it could swap
 link, or read a result that was not meant for them. The file is written through
 ``files.write_file`` (a temporary beside it, renamed; no link followed).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,18 +41,24 @@ def check_export_path(path: str, flag: str = "--export") -> Path:
     try:
         st = os.stat(folder)
     except OSError as exc:
-        raise ConfigError(f"{flag} {path!r}: its folder {str(folder)!r} cannot be used ({exc.strerror}); give a path in a "
-                          f"folder of yours") from None
+        raise ConfigError(
+            f"{flag} {path!r}: its folder {str(folder)!r} cannot be used ({exc.strerror}); give a path in a "
+            f"folder of yours"
+        ) from None
     if not stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{flag} {path!r}: {str(folder)!r} is not a folder")
     sticky = bool(st.st_mode & stat.S_ISVTX)
     me = os.geteuid()
     if st.st_uid != me and not (st.st_uid == 0 and sticky):
-        raise ConfigError(f"{flag} {path!r}: the folder {str(folder)!r} belongs to another user (uid {st.st_uid}); "
-                          f"refused (its owner could replace the file or read it): give a path in a folder of yours")
+        raise ConfigError(
+            f"{flag} {path!r}: the folder {str(folder)!r} belongs to another user (uid {st.st_uid}); "
+            f"refused (its owner could replace the file or read it): give a path in a folder of yours"
+        )
     if st.st_mode & 0o022 and not sticky:
-        raise ConfigError(f"{flag} {path!r}: the folder {str(folder)!r} is writable by others (mode "
-                          f"{stat.S_IMODE(st.st_mode):04o}, not sticky); refused: give a path in a folder of yours")
+        raise ConfigError(
+            f"{flag} {path!r}: the folder {str(folder)!r} is writable by others (mode "
+            f"{stat.S_IMODE(st.st_mode):04o}, not sticky); refused: give a path in a folder of yours"
+        )
     if p.is_dir():
         raise ConfigError(f"{flag} {path!r} is a folder; expected a file name")
     if os.path.lexists(p) and not p.is_file():

@@ -27,6 +27,7 @@ per configuration with the summaries nvbench's compare scripts read (``nv/cold/t
 ``.../stdev/relative``, ``.../median``, ``.../min``, ``.../max``, ``nv/cold/sample_size``) and the
 between-unit interval of the median as ``hx/ci/low`` / ``hx/ci/high``.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,11 +49,15 @@ MAX_BYTES = 256 << 20
 MAX_SAMPLES = 10_000_000
 #: the timer name rows read from nvbench carry (nvbench's cold GPU time: events around single launches)
 TIMER = Timer.NVBENCH_COLD.name
-LACKS_SAMPLES = ("nvbench: one file is one process (no units), so the interval is the within-process one (blocks of "
-                 "consecutive samples), decided at 99%; it does not cover what moves between processes")
-LACKS_SUMMARIES = ("nvbench summaries only (no per-sample data: written with --json, not --jsonbin): a weaker interval, "
-                   "the normal approximation from each side's mean, relative stdev and sample count (samples taken as "
-                   "independent), at 99%; no units, no median")
+LACKS_SAMPLES = (
+    "nvbench: one file is one process (no units), so the interval is the within-process one (blocks of "
+    "consecutive samples), decided at 99%; it does not cover what moves between processes"
+)
+LACKS_SUMMARIES = (
+    "nvbench summaries only (no per-sample data: written with --json, not --jsonbin): a weaker interval, "
+    "the normal approximation from each side's mean, relative stdev and sample count (samples taken as "
+    "independent), at 99%; no units, no median"
+)
 _FLAGS = re.compile(r"\[[^]]*\]$")
 
 
@@ -65,14 +70,18 @@ def _inside(name: Any, folder: Path, where: str) -> Path:
     nvbench writes ``NAME-bin/N.bin``), or an absolute one inside that folder (older nvbench wrote the
     path it was given); anything else is refused before cuda-bench's reader could open it."""
     if not isinstance(name, str) or not name or ".." in Path(name).parts:
-        raise ConfigError(f"{where}: sample file {shown(name)} is not a plain relative name in the JSON's folder; "
-                          f"expected NAME-bin/N.bin as nvbench writes it")
+        raise ConfigError(
+            f"{where}: sample file {shown(name)} is not a plain relative name in the JSON's folder; "
+            f"expected NAME-bin/N.bin as nvbench writes it"
+        )
     check_name(name, f"{where}: sample file name")
     target = Path(name) if os.path.isabs(name) else folder / name
     home = os.path.realpath(folder)
     if os.path.commonpath([os.path.realpath(target), home]) != home:
-        raise ConfigError(f"{where}: sample file {shown(name)} is not a plain relative name in the JSON's folder "
-                          f"({shown(home)}); expected NAME-bin/N.bin as nvbench writes it")
+        raise ConfigError(
+            f"{where}: sample file {shown(name)} is not a plain relative name in the JSON's folder "
+            f"({shown(home)}); expected NAME-bin/N.bin as nvbench writes it"
+        )
     return target
 
 
@@ -90,8 +99,11 @@ def _checked_binaries(obj: dict, folder: Path, where: str) -> dict:
                 continue
             kept = []
             for summ in state.get("summaries") or []:
-                names = [d for d in (summ.get("data") or []) if isinstance(d, dict) and d.get("name") == "filename"] \
-                    if isinstance(summ, dict) and str(summ.get("tag", "")).startswith("nv/json/") else []
+                names = (
+                    [d for d in (summ.get("data") or []) if isinstance(d, dict) and d.get("name") == "filename"]
+                    if isinstance(summ, dict) and str(summ.get("tag", "")).startswith("nv/json/")
+                    else []
+                )
                 for d in names:
                     p = _inside(d.get("value"), folder, where)
                     try:
@@ -100,8 +112,10 @@ def _checked_binaries(obj: dict, folder: Path, where: str) -> dict:
                         summ = None  # absent: this state has summaries only
                         break
                     if not st_mod.S_ISREG(st.st_mode) or st.st_size > 4 * MAX_SAMPLES:
-                        raise ConfigError(f"{where}: sample file {shown(d.get('value'))} is not a regular file of at most "
-                                          f"{MAX_SAMPLES:,} floats")
+                        raise ConfigError(
+                            f"{where}: sample file {shown(d.get('value'))} is not a regular file of at most "
+                            f"{MAX_SAMPLES:,} floats"
+                        )
                     d["value"] = os.path.realpath(p)
                 if summ is not None:
                     kept.append(summ)
@@ -136,7 +150,9 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str], boo
     where = f"nvbench file {str(path)!r}"
     obj = parse(path) if parsed is None else parsed
     if not looks_like(obj):
-        raise ConfigError(f"{where} is not nvbench JSON (no 'benchmarks' and 'devices'); expected nvbench --json output")
+        raise ConfigError(
+            f"{where} is not nvbench JSON (no 'benchmarks' and 'devices'); expected nvbench --json output"
+        )
     results = require("cuda.bench.results", "reading an nvbench file", "interop")
     import tempfile
 
@@ -152,20 +168,40 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str], boo
                 continue
             kernel, size, rot, flush = _key(bname, state, len(sub.devices) > 1)
             device = str(devices.get(state.device, "nvbench device"))
-            base = {"kernel": kernel, "size_bytes": size, "rotating_requested": rot, "flush": flush, "timer": TIMER,
-                    "device_name": device}
+            base = {
+                "kernel": kernel,
+                "size_bytes": size,
+                "rotating_requested": rot,
+                "flush": flush,
+                "timer": TIMER,
+                "device_name": device,
+            }
             if state.samples is not None and len(state.samples) > 0:
                 values = list(state.samples)[:MAX_SAMPLES]
-                samples += [{**base, "time_s": float(v), "chunk": i, "pass_index": 0, "dropped": False}
-                            for i, v in enumerate(values)]
+                samples += [
+                    {**base, "time_s": float(v), "chunk": i, "pass_index": 0, "dropped": False}
+                    for i, v in enumerate(values)
+                ]
                 continue
             summ = {t: s.value for t, s in state.summaries.items()}
-            mean, rel, n = (summ.get("nv/cold/time/gpu/mean"), summ.get("nv/cold/time/gpu/stdev/relative"),
-                            summ.get("nv/cold/sample_size"))
+            mean, rel, n = (
+                summ.get("nv/cold/time/gpu/mean"),
+                summ.get("nv/cold/time/gpu/stdev/relative"),
+                summ.get("nv/cold/sample_size"),
+            )
             if mean is None:
                 continue
-            summaries.append({**base, "time_s": float(mean), "rel_sd": float(rel) if rel is not None else math.nan,
-                              "n": int(n) if n is not None else 0, "chunk": 0, "pass_index": 0, "dropped": False})
+            summaries.append(
+                {
+                    **base,
+                    "time_s": float(mean),
+                    "rel_sd": float(rel) if rel is not None else math.nan,
+                    "n": int(n) if n is not None else 0,
+                    "chunk": 0,
+                    "pass_index": 0,
+                    "dropped": False,
+                }
+            )
     rows = samples or summaries
     if not rows:
         raise ConfigError(f"{where} holds no measured state (every state skipped, or no cold GPU time)")
@@ -173,8 +209,11 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str], boo
     for name in frame["kernel"].unique():
         check_name(name, f"{where}: benchmark name")
     check_frame(frame, SAMPLES, str(path))
-    meta = {**DEVICE_NAME.entry(", ".join(sorted(set(map(str, frame["device_name"].unique()))))),
-            **DEVICE_KIND.entry("nvbench"), **SOURCE_FORMAT.entry("nvbench")}
+    meta = {
+        **DEVICE_NAME.entry(", ".join(sorted(set(map(str, frame["device_name"].unique()))))),
+        **DEVICE_KIND.entry("nvbench"),
+        **SOURCE_FORMAT.entry("nvbench"),
+    }
     return frame, meta, bool(samples)
 
 
@@ -182,8 +221,10 @@ def _from_json(results: Any, path: Path, where: str) -> Any:
     try:
         return results.BenchmarkResult.from_json(path)
     except Exception as exc:  # noqa: BLE001 - cuda-bench raises KeyError, ValueError, TypeError on a malformed file
-        raise ConfigError(f"{where}: cuda-bench's reader refused it ({type(exc).__name__}: {shown(str(exc), 160)}); "
-                          f"expected a complete nvbench JSON file") from None
+        raise ConfigError(
+            f"{where}: cuda-bench's reader refused it ({type(exc).__name__}: {shown(str(exc), 160)}); "
+            f"expected a complete nvbench JSON file"
+        ) from None
 
 
 def _key(bname: str, state: Any, devices: bool = False) -> tuple[str, int, str, str]:
@@ -209,8 +250,13 @@ _SHOWN = tuple(k.name for k in (RUN_ID, GIT_REVISION, HIPEXPLORE, DATE, DEVICE_K
 
 
 def _summary(tag: str, name: str, value: Any, kind: str = "float64", hint: str = "duration") -> dict[str, Any]:
-    return {"tag": tag, "name": name, "hint": hint, "description": name,
-            "data": [{"name": "value", "type": kind, "value": str(value)}]}
+    return {
+        "tag": tag,
+        "name": name,
+        "hint": hint,
+        "description": name,
+        "data": [{"name": "value", "type": kind, "value": str(value)}],
+    }
 
 
 def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
@@ -222,38 +268,75 @@ def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
         states = []
         axes_vals: dict[str, list] = {"Size": [], "Rotating": [], "Flush": [], "Timer": []}
         for r in rows.to_dict("records"):
-            t = kept[(kept["kernel"] == kernel) & (kept["size_bytes"] == r["size_bytes"])
-                     & (kept["rotating_requested"].astype(str) == str(r["rotating_requested"]))
-                     & (kept["flush"] == r["flush"]) & (Timer.of_column(kept) == Timer.of_cell(r.get("timer")))]["time_s"]
+            t = kept[
+                (kept["kernel"] == kernel)
+                & (kept["size_bytes"] == r["size_bytes"])
+                & (kept["rotating_requested"].astype(str) == str(r["rotating_requested"]))
+                & (kept["flush"] == r["flush"])
+                & (Timer.of_column(kept) == Timer.of_cell(r.get("timer")))
+            ]["time_s"]
             if not len(t):
                 continue
             mean, sd = float(t.mean()), float(t.std(ddof=1)) if len(t) > 1 else math.nan
-            point = {"Size": int(r["size_bytes"]), "Rotating": str(r["rotating_requested"]), "Flush": str(r["flush"]),
-                     "Timer": Timer.of_cell(r.get("timer")).name}
+            point = {
+                "Size": int(r["size_bytes"]),
+                "Rotating": str(r["rotating_requested"]),
+                "Flush": str(r["flush"]),
+                "Timer": Timer.of_cell(r.get("timer")).name,
+            }
             for k, v in point.items():
                 if v not in axes_vals[k]:
                     axes_vals[k].append(v)
-            sums = [_summary("nv/cold/sample_size", "Samples", len(t), "int64", "sample_size"),
-                    _summary("nv/cold/time/gpu/mean", "GPU Time", mean),
-                    _summary("nv/cold/time/gpu/median", "GPU Median", float(r["median_s"])),
-                    _summary("nv/cold/time/gpu/min", "Min GPU Time", float(t.min())),
-                    _summary("nv/cold/time/gpu/max", "Max GPU Time", float(t.max())),
-                    _summary("nv/cold/time/gpu/stdev/relative", "Noise", sd / mean if mean > 0 and sd == sd else 0.0,
-                             hint="percentage"),
-                    _summary("hx/ci/low", "hipexplore 95% CI low (median)", float(r["ci_low_s"])),
-                    _summary("hx/ci/high", "hipexplore 95% CI high (median)", float(r["ci_high_s"]))]
-            states.append({"name": "Device=0 " + " ".join(f"{k}={v}" for k, v in point.items()), "device": 0,
-                           "type_config_index": 0, "is_skipped": False, "summaries": sums,
-                           "axis_values": [{"name": k, "type": "int64" if k == "Size" else "string", "value": str(v)}
-                                           for k, v in point.items()]})
-        axes = [{"name": k, "type": "int64" if k == "Size" else "string", "flags": "",
-                 "values": [{"input_string": str(v), "description": "", **({"value": v} if k == "Size" else {"value": v})}
-                            for v in vals]} for k, vals in axes_vals.items()]
+            sums = [
+                _summary("nv/cold/sample_size", "Samples", len(t), "int64", "sample_size"),
+                _summary("nv/cold/time/gpu/mean", "GPU Time", mean),
+                _summary("nv/cold/time/gpu/median", "GPU Median", float(r["median_s"])),
+                _summary("nv/cold/time/gpu/min", "Min GPU Time", float(t.min())),
+                _summary("nv/cold/time/gpu/max", "Max GPU Time", float(t.max())),
+                _summary(
+                    "nv/cold/time/gpu/stdev/relative",
+                    "Noise",
+                    sd / mean if mean > 0 and sd == sd else 0.0,
+                    hint="percentage",
+                ),
+                _summary("hx/ci/low", "hipexplore 95% CI low (median)", float(r["ci_low_s"])),
+                _summary("hx/ci/high", "hipexplore 95% CI high (median)", float(r["ci_high_s"])),
+            ]
+            states.append(
+                {
+                    "name": "Device=0 " + " ".join(f"{k}={v}" for k, v in point.items()),
+                    "device": 0,
+                    "type_config_index": 0,
+                    "is_skipped": False,
+                    "summaries": sums,
+                    "axis_values": [
+                        {"name": k, "type": "int64" if k == "Size" else "string", "value": str(v)}
+                        for k, v in point.items()
+                    ],
+                }
+            )
+        axes = [
+            {
+                "name": k,
+                "type": "int64" if k == "Size" else "string",
+                "flags": "",
+                "values": [
+                    {"input_string": str(v), "description": "", **({"value": v} if k == "Size" else {"value": v})}
+                    for v in vals
+                ],
+            }
+            for k, vals in axes_vals.items()
+        ]
         benches.append({"name": str(kernel), "index": b, "devices": [0], "axes": axes, "states": states})
-    doc = {"meta": {"argv": ["hipexplore", "bench"], "version": {"json": {"major": 1, "minor": 0, "patch": 0,
-                                                                          "string": "1.0.0"}},
-                    "hipexplore": {k: str(v) for k, v in metadata.items() if k in _SHOWN}},
-           "devices": [{"id": 0, "name": device}], "benchmarks": benches}
+    doc = {
+        "meta": {
+            "argv": ["hipexplore", "bench"],
+            "version": {"json": {"major": 1, "minor": 0, "patch": 0, "string": "1.0.0"}},
+            "hipexplore": {k: str(v) for k, v in metadata.items() if k in _SHOWN},
+        },
+        "devices": [{"id": 0, "name": device}],
+        "benchmarks": benches,
+    }
     return json.dumps(doc, indent=1)
 
 

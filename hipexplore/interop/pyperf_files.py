@@ -12,6 +12,7 @@ Writing (``bench --export pyperf``): one pyperf benchmark per configuration (its
 configuration's label), one run per unit of the sweep with that unit's samples as values, so
 ``pyperf compare_to`` and ``pyperf stats`` read a sweep as they read their own files.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -29,9 +30,11 @@ from ..untrusted import load_json, shown
 #: a pyperf file larger than this (after decompression) is refused before pyperf parses it
 MAX_BYTES = 256 << 20
 #: what a pyperf file does not hold that a sweep does (said beside every verdict on one)
-LACKS = ("pyperf records no size, rotating buffer sets, flush mode or device timer: each benchmark is one row "
-         "keyed by its name; its runs (one worker process each) are the units, its values the samples "
-         "(host wall-clock time per loop)")
+LACKS = (
+    "pyperf records no size, rotating buffer sets, flush mode or device timer: each benchmark is one row "
+    "keyed by its name; its runs (one worker process each) are the units, its values the samples "
+    "(host wall-clock time per loop)"
+)
 #: the timer name rows read from pyperf carry
 TIMER = Timer.PYPERF.name
 
@@ -46,7 +49,9 @@ def _text(path: Path) -> str:
     except (OSError, EOFError) as exc:
         raise ConfigError(f"cannot read pyperf file {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
     if len(raw) > MAX_BYTES:
-        raise ConfigError(f"pyperf file {str(path)!r} is larger than {MAX_BYTES >> 20} MiB; expected a pyperf result file")
+        raise ConfigError(
+            f"pyperf file {str(path)!r} is larger than {MAX_BYTES >> 20} MiB; expected a pyperf result file"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -55,7 +60,9 @@ def _text(path: Path) -> str:
 
 def looks_like(obj: Any) -> bool:
     """A parsed JSON document of pyperf's shape (a suite, or a single benchmark file)."""
-    return isinstance(obj, dict) and "version" in obj and ("benchmarks" in obj and "devices" not in obj or "runs" in obj)
+    return (
+        isinstance(obj, dict) and "version" in obj and ("benchmarks" in obj and "devices" not in obj or "runs" in obj)
+    )
 
 
 def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str]]:
@@ -71,8 +78,10 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str]]:
     if parsed is None:
         parsed = load_json(_text(path), f"pyperf file {str(path)!r}", max_depth=12)
     if not looks_like(parsed):
-        raise ConfigError(f"{str(path)!r} is not a pyperf file (no 'version' and 'benchmarks'); expected pyperf JSON "
-                          f"(python -m pyperf ... -o FILE.json)")
+        raise ConfigError(
+            f"{str(path)!r} is not a pyperf file (no 'version' and 'benchmarks'); expected pyperf JSON "
+            f"(python -m pyperf ... -o FILE.json)"
+        )
     try:
         suite = pyperf.BenchmarkSuite.load(str(path))
     except Exception as exc:  # noqa: BLE001 - pyperf raises ValueError, KeyError, TypeError on a malformed file
@@ -82,8 +91,10 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str]]:
         name = bench.get_name()
         unit = bench.get_unit()
         if unit != "second":
-            raise ConfigError(f"pyperf file {str(path)!r}: benchmark {shown(name)} measures {shown(unit)}, not time; "
-                              f"expected a benchmark of seconds")
+            raise ConfigError(
+                f"pyperf file {str(path)!r}: benchmark {shown(name)} measures {shown(unit)}, not time; "
+                f"expected a benchmark of seconds"
+            )
         bmeta = bench.get_metadata()
         for key in ("cpu_model_name", "hostname", "platform", "python_version"):
             if key in bmeta and f"pyperf.{key}" not in meta:
@@ -91,15 +102,31 @@ def read(path: str | Path, parsed: Any = None) -> tuple[Any, dict[str, str]]:
         device = str(bmeta.get("cpu_model_name") or bmeta.get("hostname") or "pyperf host")
         for u, run in enumerate(r for r in bench.get_runs() if r.values):
             for i, value in enumerate(run.values):
-                rows.append({"kernel": name, "size_bytes": 1, "rotating_requested": "-", "flush": "-", "timer": TIMER,
-                             "device_name": device, "time_s": float(value), "chunk": u * 1_000_000 + i,
-                             "pass_index": u, "dropped": False})
+                rows.append(
+                    {
+                        "kernel": name,
+                        "size_bytes": 1,
+                        "rotating_requested": "-",
+                        "flush": "-",
+                        "timer": TIMER,
+                        "device_name": device,
+                        "time_s": float(value),
+                        "chunk": u * 1_000_000 + i,
+                        "pass_index": u,
+                        "dropped": False,
+                    }
+                )
     if not rows:
         raise ConfigError(f"pyperf file {str(path)!r} holds no run with values; expected a pyperf result file")
     frame = pd.DataFrame(rows)
     check_frame(frame, SAMPLES, str(path))
-    meta.update({**DEVICE_NAME.entry(str(frame["device_name"].iloc[0])), **DEVICE_KIND.entry("pyperf"),
-                 **SOURCE_FORMAT.entry("pyperf")})
+    meta.update(
+        {
+            **DEVICE_NAME.entry(str(frame["device_name"].iloc[0])),
+            **DEVICE_KIND.entry("pyperf"),
+            **SOURCE_FORMAT.entry("pyperf"),
+        }
+    )
     return frame, meta
 
 
@@ -117,8 +144,13 @@ def write(summary: Any, samples: Any, metadata: dict[str, str]) -> str:
     for key, g in kept.groupby(keys, sort=True):
         row = dict(zip(keys, key))
         name = config_label(row)
-        common = {"name": name, "unit": "second", "loops": 1, "hipexplore_device": DEVICE_NAME.of(metadata, ""),
-                  "hipexplore_run_id": RUN_ID.of(metadata, "")}
+        common = {
+            "name": name,
+            "unit": "second",
+            "loops": 1,
+            "hipexplore_device": DEVICE_NAME.of(metadata, ""),
+            "hipexplore_run_id": RUN_ID.of(metadata, ""),
+        }
         units = g.groupby("pass_index", sort=True) if "pass_index" in g.columns else [(0, g)]
         runs = []
         for _u, part in units:

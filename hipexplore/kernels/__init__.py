@@ -7,6 +7,7 @@ results can be shown as bandwidth against the device's peak.
 Names resolve lazily (``hipexplore._lazy``): ``import hipexplore.kernels`` loads neither numpy nor
 the kernel builder (``build``: spec -> request -> cache -> loaded function); they load on first use.
 """
+
 from __future__ import annotations
 
 from .._lazy import lazy

@@ -13,6 +13,7 @@ If the cache module cannot be imported (e.g. a stripped-down environment without
 dependencies), a direct in-process compile through the same compiler libraries is used and
 ``last_path()`` reports it, so a result never hides how its kernels were built.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -46,8 +47,9 @@ def last_path() -> str:
 TIMED_OPTION = "-DHX_TIMED"
 
 
-def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: bool = False,
-                timed: bool = False) -> CompileRequest:
+def request_for(
+    spec: KernelSpec, compiler: str, target: str, *, inline_icache: bool = False, timed: bool = False
+) -> CompileRequest:
     """The compile request for ``spec`` on one compiler/target (inline-icache transforms the source;
     ``timed`` builds the in-kernel timed variant, for kernels whose spec has ``timer=True``).
 
@@ -61,7 +63,9 @@ def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: 
         try:
             text = Path(spec.source_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"kernel {spec.name!r}: cannot read its source file {spec.source_file!r}: {exc}") from None
+            raise ConfigError(
+                f"kernel {spec.name!r}: cannot read its source file {spec.source_file!r}: {exc}"
+            ) from None
     entry = spec.entry_for(compiler)
     label = spec.name
     ext = {"hiprtc": ".hip", "nvrtc": ".cu", "host": ".c"}[compiler]
@@ -74,8 +78,10 @@ def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: 
     options = tuple(spec.options)
     if timed:
         if not spec.timer:
-            raise ConfigError(f"kernel {spec.name!r} has no in-kernel timer (only kernels whose source writes "
-                              f"its timestamps under {TIMED_OPTION}: {', '.join(n for n in catalog.names() if catalog.get(n).timer)})")
+            raise ConfigError(
+                f"kernel {spec.name!r} has no in-kernel timer (only kernels whose source writes "
+                f"its timestamps under {TIMED_OPTION}: {', '.join(n for n in catalog.names() if catalog.get(n).timer)})"
+            )
         options += (TIMED_OPTION,)
         label += "+timer"
     request = CompileRequest(
@@ -88,7 +94,9 @@ def request_for(spec: KernelSpec, compiler: str, target: str, *, inline_icache: 
         label=label,
     )
     if spec.source_file or spec.include_dirs or spec.headers or "#include" in text:
-        request, _ = with_closure(request, source_path=spec.source_file if from_file else None, include_dirs=spec.include_dirs)
+        request, _ = with_closure(
+            request, source_path=spec.source_file if from_file else None, include_dirs=spec.include_dirs
+        )
     return request
 
 
@@ -111,8 +119,9 @@ def compile_request(request: CompileRequest, cache: Any = None) -> ObjectCode:
     return _as_object_code(result)
 
 
-def compile_kernel(spec: KernelSpec, compiler: str, target: str, *, cache: Any = None, inline_icache: bool = False,
-                   timed: bool = False) -> ObjectCode:
+def compile_kernel(
+    spec: KernelSpec, compiler: str, target: str, *, cache: Any = None, inline_icache: bool = False, timed: bool = False
+) -> ObjectCode:
     return compile_request(request_for(spec, compiler, target, inline_icache=inline_icache, timed=timed), cache)
 
 
@@ -138,6 +147,7 @@ def user_paths(log: str, name: str, path: str) -> str:
 
 # --- direct compile: used only when hipexplore.compile.cache cannot be imported ------------------
 
+
 def _direct_compile(request: CompileRequest) -> ObjectCode:
     try:
         if request.compiler == "host":
@@ -147,11 +157,14 @@ def _direct_compile(request: CompileRequest) -> ObjectCode:
         else:
             from ..compile.hiprtc import HiprtcCompiler as cls
     except ImportError as exc:
-        raise CompilerUnavailable(f"compiler {request.compiler!r}: neither the compile cache nor the compiler module could be imported ({exc})") from None
+        raise CompilerUnavailable(
+            f"compiler {request.compiler!r}: neither the compile cache nor the compiler module could be imported ({exc})"
+        ) from None
     return cls().compile(request)
 
 
 # --- the per-device builder (kernel_for; a GPU's hold_stream(kernels=BUILDER)) ------------------
+
 
 @dataclass(frozen=True)
 class LoadedKernel:
@@ -169,15 +182,18 @@ class KernelBuilder:
         self._memo: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], LoadedKernel]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def loaded(self, device: Any, name: str | KernelSpec, *, inline_icache: bool = False, timed: bool = False) -> LoadedKernel:
+    def loaded(
+        self, device: Any, name: str | KernelSpec, *, inline_icache: bool = False, timed: bool = False
+    ) -> LoadedKernel:
         """Memoized per device and per request content: a kernel whose source file or any header
         of its include closure changed builds again (and the cache then compiles it anew)."""
         spec = catalog.get(name)
         if inline_icache and not device.instruction_cache_flush:
             from ..errors import UnsupportedOperation
 
-            raise UnsupportedOperation(f"inline-icache inserts AMD GPU instructions (s_icache_inv); the {device.kind} device "
-                                       f"cannot run it")
+            raise UnsupportedOperation(
+                f"inline-icache inserts AMD GPU instructions (s_icache_inv); the {device.kind} device cannot run it"
+            )
         if spec.call is not None:  # a Python callable: nothing to build or load
             return LoadedKernel(None, spec.call, None)  # type: ignore[arg-type]
         if spec.code_object:
@@ -238,9 +254,27 @@ def _file_stamp(path: str) -> tuple[int, int]:
 # then made unchecked (``signature_checked`` says which).
 
 #: ``__builtin_classify_type`` classes (gcc's typeclass.h)
-_TYPE_CLASS = {0: "void", 1: "integer", 2: "char", 3: "enum", 4: "bool", 5: "pointer", 6: "reference", 7: "offset",
-               8: "floating", 9: "complex", 10: "function", 11: "method", 12: "struct", 13: "union", 14: "array",
-               15: "string", 16: "lang", 17: "opaque", 18: "bitint"}
+_TYPE_CLASS = {
+    0: "void",
+    1: "integer",
+    2: "char",
+    3: "enum",
+    4: "bool",
+    5: "pointer",
+    6: "reference",
+    7: "offset",
+    8: "floating",
+    9: "complex",
+    10: "function",
+    11: "method",
+    12: "struct",
+    13: "union",
+    14: "array",
+    15: "string",
+    16: "lang",
+    17: "opaque",
+    18: "bitint",
+}
 _INTEGERS = {1, 2, 3, 4}
 _SIG_MEMO: dict[str, str] = {}
 _SIG_LOCK = threading.Lock()
@@ -256,14 +290,14 @@ def _aux_prototype(aux: str, entry: str) -> tuple[str, list[str]] | None:
             continue
         decl = m.group("decl")
         at = re.search(rf"(?<![A-Za-z0-9_]){re.escape(entry)} \(", decl)
-        if at is None or decl[:at.start()].count("(") != decl[:at.start()].count(")"):
+        if at is None or decl[: at.start()].count("(") != decl[: at.start()].count(")"):
             continue
         depth, i = 0, at.end() - 1
         for i in range(at.end() - 1, len(decl)):
             depth += {"(": 1, ")": -1}.get(decl[i], 0)
             if depth == 0:
                 break
-        params = decl[at.end():i]
+        params = decl[at.end() : i]
         names = re.search(r"/\* \((?P<names>[^)]*)\)", decl[i:])
         if names is None:
             continue
@@ -319,10 +353,15 @@ def _host_signature_problems(spec: KernelSpec, request: CompileRequest) -> str:
         decls = [p.strip() for p in _split_params(params_text)] if names else []
         if len(names) != len(args):
             shown = f"({params_text.strip()})"
-            effect = ("calling it would read the missing ones from whatever the registers hold" if len(args) < len(names)
-                      else "the spec does not describe this function")
-            return (f"the spec describes {len(args)} argument(s) ({', '.join(a.name for a in args) or 'none'}) but "
-                    f"{entry}{shown} takes {len(names)}: {effect}")
+            effect = (
+                "calling it would read the missing ones from whatever the registers hold"
+                if len(args) < len(names)
+                else "the spec does not describe this function"
+            )
+            return (
+                f"the spec describes {len(args)} argument(s) ({', '.join(a.name for a in args) or 'none'}) but "
+                f"{entry}{shown} takes {len(names)}: {effect}"
+            )
         probe = folder / "hx_signature_probe.c"
         head = f'#include "{request.source.name}"\nstatic void __hx_signature_probe({params_text}) {{\n'
 
@@ -371,8 +410,9 @@ def _size_probe(names: list[str], args: list[Any], cls: dict[int, int], pointee:
     return body
 
 
-def _param_problems(args: list[Any], decls: list[str], cls: dict[int, int], pointee: dict[int, int],
-                    size_of: dict[int, int]) -> list[str]:
+def _param_problems(
+    args: list[Any], decls: list[str], cls: dict[int, int], pointee: dict[int, int], size_of: dict[int, int]
+) -> list[str]:
     """Each argument of the spec against what the probes found of its C parameter."""
     from ..devices.base import CTYPES as ctypes_of
 
@@ -383,24 +423,34 @@ def _param_problems(args: list[Any], decls: list[str], cls: dict[int, int], poin
         kind = _TYPE_CLASS.get(cls[i], "other")
         if a.kind == "buffer":
             if cls[i] not in (5, 14):
-                problems.append(f"argument {i + 1} {a.name!r} is a buffer (a pointer) but the C parameter is '{decl}' ({kind})")
+                problems.append(
+                    f"argument {i + 1} {a.name!r} is a buffer (a pointer) but the C parameter is '{decl}' ({kind})"
+                )
                 continue
             pk = pointee.get(i)
             if pk in (0, 12, 13, 14, 10, None):
                 continue  # void*, a struct or an array: the element layout is the kernel's, not checkable
             if pk == 5:
-                problems.append(f"argument {i + 1} {a.name!r} is a buffer of {a.dtype} but the C parameter '{decl}' points to pointers")
+                problems.append(
+                    f"argument {i + 1} {a.name!r} is a buffer of {a.dtype} but the C parameter '{decl}' points to pointers"
+                )
             elif (pk == 8) != floating or size_of.get(i, width) != width:
                 what = "floating" if pk == 8 else "integer"
-                problems.append(f"argument {i + 1} {a.name!r} is a buffer of {a.dtype} ({width}-byte elements) but the C "
-                                f"parameter '{decl}' points to {size_of.get(i, '?')}-byte {what} elements")
+                problems.append(
+                    f"argument {i + 1} {a.name!r} is a buffer of {a.dtype} ({width}-byte elements) but the C "
+                    f"parameter '{decl}' points to {size_of.get(i, '?')}-byte {what} elements"
+                )
         else:
             if cls[i] not in (*_INTEGERS, 8):
-                problems.append(f"argument {i + 1} {a.name!r} is a scalar {a.dtype} passed by value but the C parameter is '{decl}' ({kind})")
+                problems.append(
+                    f"argument {i + 1} {a.name!r} is a scalar {a.dtype} passed by value but the C parameter is '{decl}' ({kind})"
+                )
             elif (cls[i] == 8) != floating or size_of.get(i, width) != width:
                 what = "floating" if cls[i] == 8 else "integer"
-                problems.append(f"argument {i + 1} {a.name!r} is a {a.dtype} ({width} bytes) but the C parameter '{decl}' is a "
-                                f"{size_of.get(i, '?')}-byte {what}")
+                problems.append(
+                    f"argument {i + 1} {a.name!r} is a {a.dtype} ({width} bytes) but the C parameter '{decl}' is a "
+                    f"{size_of.get(i, '?')}-byte {what}"
+                )
     return problems
 
 
@@ -423,7 +473,9 @@ def check_host_signature(spec: KernelSpec, request: CompileRequest) -> None:
     Catalog kernels are trusted (their specs and sources are written together and tested)."""
     if id(spec) in _TRUSTED:
         return
-    digest = hashlib.sha256(canonical_json(request.record()) + repr([(a.name, a.kind, a.dtype) for a in spec.args]).encode()).hexdigest()
+    digest = hashlib.sha256(
+        canonical_json(request.record()) + repr([(a.name, a.kind, a.dtype) for a in spec.args]).encode()
+    ).hexdigest()
     with _SIG_LOCK:
         known = _SIG_MEMO.get(digest)
     if known is None:
@@ -431,9 +483,11 @@ def check_host_signature(spec: KernelSpec, request: CompileRequest) -> None:
         with _SIG_LOCK:
             _SIG_MEMO[digest] = known
     if known:
-        raise ConfigError(f"kernel {spec.name!r}: its --args spec does not match the C function "
-                          f"{spec.entry_for('host')}() in {Path(spec.source_file).name or request.source.name}: {known}; "
-                          f"it was not called (fix the spec or the function)")
+        raise ConfigError(
+            f"kernel {spec.name!r}: its --args spec does not match the C function "
+            f"{spec.entry_for('host')}() in {Path(spec.source_file).name or request.source.name}: {known}; "
+            f"it was not called (fix the spec or the function)"
+        )
 
 
 #: the process's builder: what ``kernel_for`` asks, and what the harness hands a device that needs

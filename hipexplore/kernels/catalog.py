@@ -3,6 +3,7 @@
 Registration is open: ``register(spec)`` adds a kernel (``replace=True`` to overwrite), so the GEMM
 family in ``tuning/gemm.py`` and user kernels sit next to triad, copy and fill.
 """
+
 from __future__ import annotations
 
 import threading
@@ -93,7 +94,8 @@ TRIAD = KernelSpec(
     geometry=grid_stride(4, 256),
     bytes_per_launch=NExpr("3*4*n", "bytes_per_launch"),
     flops_per_launch=NExpr("2*n", "flops_per_launch"),
-    reference=_triad_ref, role_check=False,
+    reference=_triad_ref,
+    role_check=False,
     description="STREAM triad a = b + s*c, fp32: reads 2 arrays, writes 1",
     timer=True,
 )
@@ -110,7 +112,8 @@ COPY = KernelSpec(
     host_source=sources.HOST_KERNELS_C,
     geometry=grid_stride(4, 256),
     bytes_per_launch=NExpr("2*4*n", "bytes_per_launch"),
-    reference=_copy_ref, role_check=False,
+    reference=_copy_ref,
+    role_check=False,
     description="copy dst = src, fp32: reads 1 array, writes 1",
     timer=True,
 )
@@ -127,7 +130,8 @@ FILL = KernelSpec(
     host_source=sources.HOST_KERNELS_C,
     geometry=grid_stride(4, 256),
     bytes_per_launch=NExpr("4*n", "bytes_per_launch"),
-    reference=_fill_ref, role_check=False,
+    reference=_fill_ref,
+    role_check=False,
     description="fill dst = value, fp32: writes 1 array",
     timer=True,
 )
@@ -213,8 +217,9 @@ for _spec in OWN:
 BUILTIN = ("triad", "copy", "fill")
 
 
-def _user_sources(source: str | Path | None, host_source: str | Path | None,
-                  code_object: str | Path | None) -> tuple[str | None, str | None, str]:
+def _user_sources(
+    source: str | Path | None, host_source: str | Path | None, code_object: str | Path | None
+) -> tuple[str | None, str | None, str]:
     """(GPU source text, host source text, the source file's resolved path or "") of ``user_kernel``:
     a ``.c`` file is a host kernel (cc + ctypes), not hiprtc/NVRTC source."""
     source_file = ""
@@ -304,6 +309,7 @@ def user_kernel(
     evaluate(flops_per_launch, 1, what="flops_per_launch")
     code_path = _code_object_path(code_object)
     from ..compile.request import Source
+
     hdrs = tuple(h if isinstance(h, Source) else Source(Path(h).name, _read_source(h)) for h in headers)
     spec = KernelSpec(
         name=name or entry,
@@ -325,7 +331,9 @@ def user_kernel(
         check_kernel=check_kernel,
         check_rtol=rtol,
         check_atol=atol,
-        source_path=next((str(Path(x).resolve()) for x in (host_source, source) if x is not None and _is_path(x)), None),
+        source_path=next(
+            (str(Path(x).resolve()) for x in (host_source, source) if x is not None and _is_path(x)), None
+        ),
     )
     for d in spec.include_dirs:
         if not Path(d).is_dir():
@@ -339,8 +347,11 @@ _NExpr = NExpr
 
 
 def _is_path(source: Any) -> bool:
-    return isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
-                                        and source.endswith((".cu", ".hip", ".cpp", ".c", ".cc", ".h", ".hpp", ".cuh")))
+    return isinstance(source, Path) or (
+        isinstance(source, str)
+        and "\n" not in source
+        and source.endswith((".cu", ".hip", ".cpp", ".c", ".cc", ".h", ".hpp", ".cuh"))
+    )
 
 
 def _read_source(source: str | Path) -> str:

@@ -13,6 +13,7 @@ can abort the process). So the file is read first and its target compared with t
 * PTX (text with ``.target sm_XY``): JIT-compiled by the driver for any sm >= XY.
 * host: a shared library whose ``e_machine`` is this machine's.
 """
+
 from __future__ import annotations
 
 import platform
@@ -31,11 +32,36 @@ BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 
 #: EF_AMDGPU_MACH values (llvm/BinaryFormat/ELF.h) -> gfx names
 AMDGPU_MACH = {
-    0x2C: "gfx900", 0x2D: "gfx902", 0x2E: "gfx904", 0x2F: "gfx906", 0x30: "gfx908", 0x31: "gfx909",
-    0x32: "gfx90c", 0x33: "gfx1010", 0x34: "gfx1011", 0x35: "gfx1012", 0x36: "gfx1030", 0x37: "gfx1031",
-    0x38: "gfx1032", 0x39: "gfx1033", 0x3D: "gfx1035", 0x3E: "gfx1034", 0x3F: "gfx90a", 0x40: "gfx940",
-    0x41: "gfx1100", 0x42: "gfx1013", 0x43: "gfx1150", 0x44: "gfx1103", 0x45: "gfx1036", 0x46: "gfx1101",
-    0x47: "gfx1102", 0x48: "gfx1200", 0x4A: "gfx1151", 0x4B: "gfx941", 0x4C: "gfx942", 0x4E: "gfx1201",
+    0x2C: "gfx900",
+    0x2D: "gfx902",
+    0x2E: "gfx904",
+    0x2F: "gfx906",
+    0x30: "gfx908",
+    0x31: "gfx909",
+    0x32: "gfx90c",
+    0x33: "gfx1010",
+    0x34: "gfx1011",
+    0x35: "gfx1012",
+    0x36: "gfx1030",
+    0x37: "gfx1031",
+    0x38: "gfx1032",
+    0x39: "gfx1033",
+    0x3D: "gfx1035",
+    0x3E: "gfx1034",
+    0x3F: "gfx90a",
+    0x40: "gfx940",
+    0x41: "gfx1100",
+    0x42: "gfx1013",
+    0x43: "gfx1150",
+    0x44: "gfx1103",
+    0x45: "gfx1036",
+    0x46: "gfx1101",
+    0x47: "gfx1102",
+    0x48: "gfx1200",
+    0x4A: "gfx1151",
+    0x4B: "gfx941",
+    0x4C: "gfx942",
+    0x4E: "gfx1201",
     0x4F: "gfx950",
 }
 _HOST_MACHINE = {"x86_64": EM_X86_64, "amd64": EM_X86_64, "aarch64": EM_AARCH64, "arm64": EM_AARCH64}
@@ -97,15 +123,18 @@ def inspect(data: bytes, what: str = "code object") -> CodeObjectInfo:
     if len(data) >= 4 and struct.unpack_from("<I", data, 0)[0] == FATBIN_MAGIC:
         return _fatbin(data, what)
     if data.startswith(BUNDLE_MAGIC):
-        ids = re.findall(rb"hipv4-amdgcn-amd-amdhsa--(gfx[0-9a-f]+)", data[:4096]) + \
-            re.findall(rb"hip-amdgcn-amd-amdhsa-(gfx[0-9a-f]+)", data[:4096])
+        ids = re.findall(rb"hipv4-amdgcn-amd-amdhsa--(gfx[0-9a-f]+)", data[:4096]) + re.findall(
+            rb"hip-amdgcn-amd-amdhsa-(gfx[0-9a-f]+)", data[:4096]
+        )
         return CodeObjectInfo("offload-bundle", tuple(sorted({i.decode() for i in ids})), "hiprtc")
     head = data[:65536].decode("utf-8", "replace")
     m = re.search(r"^\s*\.target\s+(sm_\w+)", head, re.MULTILINE)
     if m and ".version" in head:
         return CodeObjectInfo("ptx", (m.group(1),), "nvrtc")
-    raise ConfigError(f"{what} is not a code object hipexplore knows (AMD ELF code object, offload bundle, "
-                      f"CUDA cubin, fatbin, PTX, or a host shared library); first bytes {data[:8]!r}")
+    raise ConfigError(
+        f"{what} is not a code object hipexplore knows (AMD ELF code object, offload bundle, "
+        f"CUDA cubin, fatbin, PTX, or a host shared library); first bytes {data[:8]!r}"
+    )
 
 
 def _sm(target: str) -> tuple[int, int, bool]:
@@ -121,7 +150,9 @@ def fits(info: CodeObjectInfo, device_compiler: str, device_target: str) -> bool
     if info.compiler == "hiprtc":
         return device_target.split(":")[0] in info.targets
     if info.compiler == "host":
-        return _HOST_MACHINE.get(platform.machine().lower()) == {"x86-64": EM_X86_64, "aarch64": EM_AARCH64}.get(info.targets[0])
+        return _HOST_MACHINE.get(platform.machine().lower()) == {"x86-64": EM_X86_64, "aarch64": EM_AARCH64}.get(
+            info.targets[0]
+        )
     dmaj, dmin, _ = _sm(device_target)
     for t in info.targets:
         maj, mnr, arch_specific = _sm(t)
@@ -136,10 +167,15 @@ def fits(info: CodeObjectInfo, device_compiler: str, device_target: str) -> bool
 def check_target(info: CodeObjectInfo, device: Any, path: str) -> None:
     """``ConfigError`` naming the file, what it holds and what the device needs, unless it fits."""
     if not fits(info, device.compiler, device.target):
-        family = {"hiprtc": "an AMD code object (hsaco/co)", "nvrtc": "a CUDA cubin, fatbin or PTX",
-                  "host": "a host shared library"}[device.compiler]
-        raise ConfigError(f"code object {path!r} is {info.describe()}, but {device.kind} device {device.name!r} "
-                          f"needs {family} for {device.target}")
+        family = {
+            "hiprtc": "an AMD code object (hsaco/co)",
+            "nvrtc": "a CUDA cubin, fatbin or PTX",
+            "host": "a host shared library",
+        }[device.compiler]
+        raise ConfigError(
+            f"code object {path!r} is {info.describe()}, but {device.kind} device {device.name!r} "
+            f"needs {family} for {device.target}"
+        )
 
 
 def read_code_object(path: str | Path) -> tuple[bytes, CodeObjectInfo]:
@@ -157,8 +193,14 @@ def load_code_object(device: Any, path: str | Path, entry: str) -> tuple[Any, An
     check_target(info, device, str(path))
     if info.kind == "ptx" and not data.endswith(b"\0"):
         data += b"\0"  # cuModuleLoadData reads PTX as a C string
-    code = ObjectCode(binary=data, compiler=info.compiler, target=device.target, mode=info.kind,
-                      log=f"precompiled {info.describe()} from {path}", lowered_names={entry: entry})
+    code = ObjectCode(
+        binary=data,
+        compiler=info.compiler,
+        target=device.target,
+        mode=info.kind,
+        log=f"precompiled {info.describe()} from {path}",
+        lowered_names={entry: entry},
+    )
     module = device.load(code)
     return module, device.kernel(module, entry), code
 

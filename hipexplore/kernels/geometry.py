@@ -23,6 +23,7 @@ and shared bytes); ``grid_x, grid_y, grid_z`` (for shared bytes). A fractional g
 shared-byte count rounds *up* (the usual ceil-division, so ``cols/32`` covers every column); a
 block dimension must come out a whole number.
 """
+
 from __future__ import annotations
 
 import ast
@@ -44,7 +45,7 @@ from ..errors import ConfigError
 #: can grow faster than their operands (``**``, ``round``) are bounded by their operands' size
 #: *before* they run. 2**256 is far above any element count, byte count or launch dimension.
 MAX_BITS = 256
-_LIMIT = 2 ** MAX_BITS
+_LIMIT = 2**MAX_BITS
 _MAX_LEN = 500
 #: the deepest nesting of operations and calls an expression may have (the evaluator recurses)
 _MAX_DEPTH = 50
@@ -98,7 +99,7 @@ def _pow(a: int | float, b: int | float) -> int | float:
             return a ** (b if b < 2 else 2 - b % 2)  # 0, 1 or -1 to any power: no need to multiply b times
         if (a.bit_length() - 1) * b >= MAX_BITS:
             raise _Bad(f"power {_num(a)}**{_num(b)} is out of range (at most 2**{MAX_BITS})")
-        return a ** b
+        return a**b
     try:
         return math.pow(float(a), float(b))
     except ZeroDivisionError:
@@ -148,23 +149,46 @@ def _domain(fn: Callable[[float], float], name: str) -> Callable[[Any], float]:
             return fn(x)
         except ValueError:
             raise _Bad(f"{name}({_num(x)}) is not defined") from None
+
     return call
 
 
 #: the functions an expression may call, with (fewest, most) arguments (None: any number)
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "ceil": math.ceil, "floor": math.floor, "sqrt": _domain(math.sqrt, "sqrt"), "isqrt": _isqrt,
-    "log2": _domain(math.log2, "log2"), "min": min, "max": max, "abs": abs, "round": _round, "int": int,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "sqrt": _domain(math.sqrt, "sqrt"),
+    "isqrt": _isqrt,
+    "log2": _domain(math.log2, "log2"),
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "round": _round,
+    "int": int,
     "cdiv": _cdiv,
 }
 _ARITY: dict[str, tuple[int, int | None]] = {
-    "ceil": (1, 1), "floor": (1, 1), "sqrt": (1, 1), "isqrt": (1, 1), "log2": (1, 1), "min": (2, None),
-    "max": (2, None), "abs": (1, 1), "round": (1, 2), "int": (1, 1), "cdiv": (2, 2),
+    "ceil": (1, 1),
+    "floor": (1, 1),
+    "sqrt": (1, 1),
+    "isqrt": (1, 1),
+    "log2": (1, 1),
+    "min": (2, None),
+    "max": (2, None),
+    "abs": (1, 1),
+    "round": (1, 2),
+    "int": (1, 1),
+    "cdiv": (2, 2),
 }
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _pow,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: _pow,
 }
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
@@ -213,12 +237,16 @@ def parse(text: int | float | str, allowed: Sequence[str], *, what: str) -> Expr
             raise ConfigError(f"{what}: {exc}") from None
     src = str(text).strip()
     if not src or len(src) > _MAX_LEN:
-        raise ConfigError(f"{what}: expected a number or an expression in {', '.join(allowed)} of at most {_MAX_LEN} "
-                          f"characters; got {_text_of(text)}")
+        raise ConfigError(
+            f"{what}: expected a number or an expression in {', '.join(allowed)} of at most {_MAX_LEN} "
+            f"characters; got {_text_of(text)}"
+        )
     if not src.isascii():
         bad = next(ch for ch in src if not ch.isascii())
-        raise ConfigError(f"{what}: {_text_of(src)} is not an arithmetic expression: it holds the character {bad!r} "
-                          f"(U+{ord(bad):04X}); write numbers and names in ASCII")
+        raise ConfigError(
+            f"{what}: {_text_of(src)} is not an arithmetic expression: it holds the character {bad!r} "
+            f"(U+{ord(bad):04X}); write numbers and names in ASCII"
+        )
     try:
         tree = ast.parse(src, mode="eval")
     except SyntaxError as exc:
@@ -235,26 +263,38 @@ def parse(text: int | float | str, allowed: Sequence[str], *, what: str) -> Expr
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS or node.keywords:
                 fn = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
                 if isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
-                    raise ConfigError(f"{what}: {src!r} is not an allowed arithmetic expression: {fn}() takes no keyword arguments")
-                raise ConfigError(f"{what}: {src!r} is not an allowed arithmetic expression: it calls {fn!r}; allowed functions: {', '.join(sorted(FUNCTIONS))}")
+                    raise ConfigError(
+                        f"{what}: {src!r} is not an allowed arithmetic expression: {fn}() takes no keyword arguments"
+                    )
+                raise ConfigError(
+                    f"{what}: {src!r} is not an allowed arithmetic expression: it calls {fn!r}; allowed functions: {', '.join(sorted(FUNCTIONS))}"
+                )
             low, high = _ARITY[node.func.id]
-            if any(isinstance(a, ast.Starred) for a in node.args) or not (low <= len(node.args) <= (high or len(node.args))):
+            if any(isinstance(a, ast.Starred) for a in node.args) or not (
+                low <= len(node.args) <= (high or len(node.args))
+            ):
                 takes = f"{low}" if low == high else f"{low} to {high}" if high else f"at least {low}"
                 raise ConfigError(f"{what}: {src!r}: {node.func.id}() takes {takes} argument(s), got {len(node.args)}")
         elif isinstance(node, ast.Constant):
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-                raise ConfigError(f"{what}: {src!r} is not an allowed arithmetic expression: it holds {_text_of(node.value)}; only numbers are allowed")
+                raise ConfigError(
+                    f"{what}: {src!r} is not an allowed arithmetic expression: it holds {_text_of(node.value)}; only numbers are allowed"
+                )
             try:
                 _real(node.value, "the number")
             except _Bad as exc:
                 raise ConfigError(f"{what}: {src!r}: {exc}") from None
         elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load, *_BINOPS, *_UNARY)):
-            raise ConfigError(f"{what}: {src!r} is not an allowed arithmetic expression: it uses {type(node).__name__}; allowed: numbers, names, "
-                              f"+ - * / // % **, and {', '.join(sorted(FUNCTIONS))}")
+            raise ConfigError(
+                f"{what}: {src!r} is not an allowed arithmetic expression: it uses {type(node).__name__}; allowed: numbers, names, "
+                f"+ - * / // % **, and {', '.join(sorted(FUNCTIONS))}"
+            )
     unknown = sorted(names - set(allowed) - set(FUNCTIONS))
     if unknown:
-        raise ConfigError(f"{what}: arithmetic expression {src!r} uses {', '.join(repr(u) for u in unknown)}, which is not one of "
-                          f"{', '.join(allowed)}")
+        raise ConfigError(
+            f"{what}: arithmetic expression {src!r} uses {', '.join(repr(u) for u in unknown)}, which is not one of "
+            f"{', '.join(allowed)}"
+        )
     return Expr(src, tree, frozenset(names - set(FUNCTIONS)))
 
 
@@ -266,7 +306,11 @@ def _depth(node: ast.AST) -> int:
         deepest = max(deepest, d)
         if d > _MAX_DEPTH:
             break
-        stack.extend((child, d + 1) for child in ast.iter_child_nodes(cur) if not isinstance(child, (ast.Load, ast.operator, ast.unaryop)))
+        stack.extend(
+            (child, d + 1)
+            for child in ast.iter_child_nodes(cur)
+            if not isinstance(child, (ast.Load, ast.operator, ast.unaryop))
+        )
     return deepest
 
 
@@ -324,8 +368,10 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
             stack.append((ch, pos))
         elif ch in ")]":
             if not stack or stack[-1][0] != pairs[ch]:
-                raise ConfigError(f"{_text_of(text)}: {ch!r} at character {pos + 1} closes nothing "
-                                  f"({'unbalanced brackets' if stack else 'no bracket is open there'})")
+                raise ConfigError(
+                    f"{_text_of(text)}: {ch!r} at character {pos + 1} closes nothing "
+                    f"({'unbalanced brackets' if stack else 'no bracket is open there'})"
+                )
             stack.pop()
         if ch == sep and not stack:
             out.append("".join(cur).strip())
@@ -334,19 +380,22 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
             cur.append(ch)
     if stack:
         ch, pos = stack[-1]
-        raise ConfigError(f"{_text_of(text)}: the {ch!r} at character {pos + 1} is never closed "
-                          f"(expected {')' if ch == '(' else ']'})")
+        raise ConfigError(
+            f"{_text_of(text)}: the {ch!r} at character {pos + 1} is never closed "
+            f"(expected {')' if ch == '(' else ']'})"
+        )
     out.append("".join(cur).strip())
     return [p for p in out if p]
 
 
 #: the largest launch dimension (CUDA and HIP: grid x up to 2**31 - 1) and dynamic shared memory
 #: per block any device accepts; a larger value is a mistake in the expression, said before launching
-MAX_DIM = 2 ** 31 - 1
+MAX_DIM = 2**31 - 1
 
 
-def _whole(val: int | float, expr: str, what: str, env: Mapping[str, Any], *, round_up: bool, least: int,
-           most: int = MAX_DIM) -> int:
+def _whole(
+    val: int | float, expr: str, what: str, env: Mapping[str, Any], *, round_up: bool, least: int, most: int = MAX_DIM
+) -> int:
     if isinstance(val, float):
         if not math.isfinite(val):
             raise ConfigError(f"{what}: {expr!r} is {val} with {_show(env, frozenset(env))}")
@@ -375,8 +424,13 @@ class ExprGeometry:
     once, not in the middle of a sweep.
     """
 
-    def __init__(self, grid: int | str | Sequence[int | str], block: int | str | Sequence[int | str] = 256,
-                 shared_bytes: int | str = 0, scalar_names: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        grid: int | str | Sequence[int | str],
+        block: int | str | Sequence[int | str] = 256,
+        shared_bytes: int | str = 0,
+        scalar_names: Sequence[str] = (),
+    ) -> None:
         self.grid_text = _dims(grid, "grid")
         self.block_text = _dims(block, "block")
         self.shared_text = shared_bytes
@@ -387,40 +441,58 @@ class ExprGeometry:
         self._shared = parse(shared_bytes, (*base, *BLOCK_NAMES, *GRID_NAMES), what="shared_bytes")
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"grid": self.grid_text, "block": self.block_text, "shared": self.shared_text, "scalars": self.scalar_names}
+        return {
+            "grid": self.grid_text,
+            "block": self.block_text,
+            "shared": self.shared_text,
+            "scalars": self.scalar_names,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["grid"], state["block"], state["shared"], state["scalars"])  # type: ignore[misc]
 
-    def launch(self, n: int, device: Any, scalars: Mapping[str, Any] | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    def launch(
+        self, n: int, device: Any, scalars: Mapping[str, Any] | None = None
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(grid, block, shared_bytes) for ``n`` elements on ``device`` with these scalar values."""
         env: dict[str, Any] = {"n": n, "compute_units": compute_units_of(device)}
         env.update({k: v for k, v in (scalars or {}).items() if k in self.scalar_names})
         missing = [s for s in self.scalar_names if s not in env]
         if missing:
             raise ConfigError(f"launch geometry needs scalar argument(s) {missing}, which have no value")
-        block = [_whole(e(env, what=f"block[{i}]"), e.text, f"block[{i}]", env, round_up=False, least=1)
-                 for i, e in enumerate(self._block)]
+        block = [
+            _whole(e(env, what=f"block[{i}]"), e.text, f"block[{i}]", env, round_up=False, least=1)
+            for i, e in enumerate(self._block)
+        ]
         block += [1] * (3 - len(block))
         env.update(zip(BLOCK_NAMES, block))
-        grid = [_whole(e(env, what=f"grid[{i}]"), e.text, f"grid[{i}]", env, round_up=True, least=1)
-                for i, e in enumerate(self._grid)]
+        grid = [
+            _whole(e(env, what=f"grid[{i}]"), e.text, f"grid[{i}]", env, round_up=True, least=1)
+            for i, e in enumerate(self._grid)
+        ]
         grid += [1] * (3 - len(grid))
         env.update(zip(GRID_NAMES, grid))
-        shared = _whole(self._shared(env, what="shared_bytes"), self._shared.text, "shared_bytes", env, round_up=True, least=0)
+        shared = _whole(
+            self._shared(env, what="shared_bytes"), self._shared.text, "shared_bytes", env, round_up=True, least=0
+        )
         return tuple(grid), tuple(block), shared  # type: ignore[return-value]
 
-    def __call__(self, n: int, device: Any, scalars: Mapping[str, Any] | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    def __call__(
+        self, n: int, device: Any, scalars: Mapping[str, Any] | None = None
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         grid, block, _ = self.launch(n, device, scalars)
         return grid, block
 
     def __repr__(self) -> str:
-        return (f"ExprGeometry(grid={','.join(map(str, self.grid_text))!r}, block={','.join(map(str, self.block_text))!r}, "
-                f"shared_bytes={self.shared_text!r})")
+        return (
+            f"ExprGeometry(grid={','.join(map(str, self.grid_text))!r}, block={','.join(map(str, self.block_text))!r}, "
+            f"shared_bytes={self.shared_text!r})"
+        )
 
 
-
-def launch_of(geometry: Any, n: int, device: Any, scalars: Mapping[str, Any]) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+def launch_of(
+    geometry: Any, n: int, device: Any, scalars: Mapping[str, Any]
+) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
     """(grid, block, shared_bytes) of any geometry: an ``ExprGeometry`` sees the scalars, a plain
     ``geometry(n, device)`` function launches without dynamic shared memory."""
     if isinstance(geometry, ExprGeometry):

@@ -4,6 +4,7 @@ No ``#include``: both runtime compilers provide ``__global__``, ``threadIdx`` an
 and a source without includes compiles the same wherever the toolkit lives (and keys the cache on
 its text alone).
 """
+
 from __future__ import annotations
 
 #: Shared prelude: tells the two GPU compilers apart and gives a nanosecond clock.
@@ -46,7 +47,9 @@ __device__ static inline hx_u64 hx_now_ns() {
 #endif
 """
 
-TRIAD_GPU = GPU_PRELUDE + r"""
+TRIAD_GPU = (
+    GPU_PRELUDE
+    + r"""
 HX_KERNEL void triad(float* __restrict__ a, const float* __restrict__ b,
                      const float* __restrict__ c, float s, hx_u64 n HX_T_PARAM) {
   HX_T_BEGIN
@@ -65,8 +68,11 @@ HX_KERNEL void triad(float* __restrict__ a, const float* __restrict__ b,
   HX_T_END
 }
 """
+)
 
-COPY_GPU = GPU_PRELUDE + r"""
+COPY_GPU = (
+    GPU_PRELUDE
+    + r"""
 HX_KERNEL void copy(float* __restrict__ dst, const float* __restrict__ src, hx_u64 n HX_T_PARAM) {
   HX_T_BEGIN
   hx_u64 tid = (hx_u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -77,8 +83,11 @@ HX_KERNEL void copy(float* __restrict__ dst, const float* __restrict__ src, hx_u
   HX_T_END
 }
 """
+)
 
-FILL_GPU = GPU_PRELUDE + r"""
+FILL_GPU = (
+    GPU_PRELUDE
+    + r"""
 HX_KERNEL void fill(float* __restrict__ dst, float value, hx_u64 n HX_T_PARAM) {
   HX_T_BEGIN
   hx_u64 tid = (hx_u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -90,11 +99,14 @@ HX_KERNEL void fill(float* __restrict__ dst, float value, hx_u64 n HX_T_PARAM) {
   HX_T_END
 }
 """
+)
 
 #: The blocking kernel (nvbench's method): one thread spins on a host-mapped flag so that every
 #: launch queued behind it starts back to back once the host releases the flag. It gives up after
 #: ``timeout_ns`` and writes 1 to ``status`` so the host can tell the hold broke.
-SPIN_GPU = GPU_PRELUDE + r"""
+SPIN_GPU = (
+    GPU_PRELUDE
+    + r"""
 HX_KERNEL void hx_spin(volatile int* flag, volatile int* status, hx_u64 timeout_ns) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   hx_u64 t0 = hx_now_ns();
@@ -103,11 +115,14 @@ HX_KERNEL void hx_spin(volatile int* flag, volatile int* status, hx_u64 timeout_
   }
 }
 """
+)
 
 #: Read flush: every thread reads 16-byte words and folds them; the store happens only if the fold
 #: equals a value a zero-filled buffer can never give, so the loads cannot be removed and nothing
 #: dirty is left in the cache (a clean eviction).
-READ_FLUSH_GPU = GPU_PRELUDE + r"""
+READ_FLUSH_GPU = (
+    GPU_PRELUDE
+    + r"""
 struct __attribute__((aligned(16))) hx_v4 { hx_u32 x, y, z, w; };
 HX_KERNEL void hx_read_flush(const hx_v4* __restrict__ buf, hx_u64 n4, hx_u32* sink) {
   hx_u32 acc = 0;
@@ -119,27 +134,36 @@ HX_KERNEL void hx_read_flush(const hx_v4* __restrict__ buf, hx_u64 n4, hx_u32* s
   if (acc == 0x9e3779b9u) sink[0] = acc;
 }
 """
+)
 
 #: The launch floor (bench.floor): a kernel that does nothing, so that the event pair around it reads
 #: only what it adds to every launch (the launch, block scheduling, the drain).
-EMPTY_GPU = GPU_PRELUDE + r"""
+EMPTY_GPU = (
+    GPU_PRELUDE
+    + r"""
 HX_KERNEL void hx_empty() {}
 """
+)
 
 #: Write flush: the fill kernel over a buffer of at least the LLC (rocMLIR's old flushL2Cache, a
 #: memset of L2 + 20%; triton's do_bench zeroes 256 MiB). Leaves the cache full of dirty lines.
-WRITE_FLUSH_GPU = GPU_PRELUDE + r"""
+WRITE_FLUSH_GPU = (
+    GPU_PRELUDE
+    + r"""
 HX_KERNEL void hx_write_flush(hx_u32* __restrict__ buf, hx_u32 value, hx_u64 n) {
   hx_u64 stride = (hx_u64)gridDim.x * blockDim.x;
   for (hx_u64 i = (hx_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
     buf[i] = value;
 }
 """
+)
 
 #: AMD instruction-cache flush as a separate kernel (rocMLIR's old flushInstructionCache): launched
 #: on compute_units * 60 blocks so every CU runs s_icache_inv.
 ICACHE_INV_ASM = "s_icache_inv\n" + "s_nop 0\n" * 16
-ICACHE_FLUSH_GPU = GPU_PRELUDE + r"""
+ICACHE_FLUSH_GPU = (
+    GPU_PRELUDE
+    + r"""
 HX_KERNEL void hx_icache_flush() {
 #ifdef HX_AMD
   asm volatile("s_icache_inv\n\t"
@@ -150,6 +174,7 @@ HX_KERNEL void hx_icache_flush() {
 #endif
 }
 """
+)
 
 HOST_KERNELS_C = r"""
 #include <stddef.h>

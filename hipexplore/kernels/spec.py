@@ -6,6 +6,7 @@ host device loads through ctypes. ``bytes_per_launch`` and ``flops_per_launch`` 
 as bandwidth against the device's peak, and ``footprint`` (the bytes one launch touches) sizes the
 rotating buffer sets.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,16 +30,28 @@ CTYPES = _CTYPES
 
 #: short names accepted on the command line
 DTYPE_ALIASES = {
-    "f32": "float32", "f64": "float64", "float": "float32", "double": "float64",
-    "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16",
-    "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64", "int": "int32",
+    "f32": "float32",
+    "f64": "float64",
+    "float": "float32",
+    "double": "float64",
+    "i8": "int8",
+    "u8": "uint8",
+    "i16": "int16",
+    "u16": "uint16",
+    "i32": "int32",
+    "u32": "uint32",
+    "i64": "int64",
+    "u64": "uint64",
+    "int": "int32",
 }
 
 
 def canonical_dtype(dtype: str) -> str:
     name = DTYPE_ALIASES.get(str(dtype), str(dtype))
     if name not in CTYPES:
-        raise ConfigError(f"dtype {dtype!r} is not supported; expected one of {sorted(CTYPES)} or {sorted(DTYPE_ALIASES)}")
+        raise ConfigError(
+            f"dtype {dtype!r} is not supported; expected one of {sorted(CTYPES)} or {sorted(DTYPE_ALIASES)}"
+        )
     return name
 
 
@@ -89,8 +102,9 @@ class Arg:
         v = evaluate(self.count, n, what=what, env=env)
         count = math.ceil(v) if isinstance(v, float) else int(v)
         if count < 1:
-            raise ConfigError(f"{what}: {_said(self.count, v)} at n={_geometry._num(n)}; "
-                              f"a buffer needs at least 1 element")
+            raise ConfigError(
+                f"{what}: {_said(self.count, v)} at n={_geometry._num(n)}; a buffer needs at least 1 element"
+            )
         return count
 
     def nbytes(self, n: int, env: Mapping[str, Any] | None = None) -> int:
@@ -106,14 +120,12 @@ class Arg:
         if self.dtype.startswith("float"):
             fmax = float(np.finfo(self.dtype).max)
             if abs(v) > fmax:
-                raise ConfigError(f"{what}: {_said(self.value, v)}, beyond the largest "
-                                  f"{self.dtype} ({fmax:g})")
+                raise ConfigError(f"{what}: {_said(self.value, v)}, beyond the largest {self.dtype} ({fmax:g})")
             return float(v)
         iv = int(v)
         info = np.iinfo(self.dtype)
         if not info.min <= iv <= info.max:
-            raise ConfigError(f"{what}: {_said(self.value, iv)}, outside {self.dtype}'s "
-                              f"range [{info.min}, {info.max}]")
+            raise ConfigError(f"{what}: {_said(self.value, iv)}, outside {self.dtype}'s range [{info.min}, {info.max}]")
         return iv
 
 
@@ -130,7 +142,9 @@ def evaluate(expr: int | float | str | None, n: int, *, what: str, env: Mapping[
     if isinstance(expr, (int, float)) and not isinstance(expr, bool):
         return _geometry.evaluate(expr, {}, what=what)
     if not isinstance(expr, str):
-        raise ConfigError(f"{what}: {_geometry._text_of(expr)} is not a number or an arithmetic expression in n (e.g. 'n', '2*n', 'n//4')")
+        raise ConfigError(
+            f"{what}: {_geometry._text_of(expr)} is not a number or an arithmetic expression in n (e.g. 'n', '2*n', 'n//4')"
+        )
     return _geometry.evaluate(expr, {**(env or {}), "n": n}, what=what)
 
 
@@ -144,8 +158,10 @@ MAX_COUNT_PER_LAUNCH = 1 << 60
 
 def _count_in_range(what: str, said: str, n: int, value: int) -> int:
     if not 0 <= value <= MAX_COUNT_PER_LAUNCH:
-        raise ConfigError(f"{what}: {said} at n={_geometry._num(n)}; expected a count in [0, 2**60] per launch "
-                          f"(the sweep records it as a 64-bit integer)")
+        raise ConfigError(
+            f"{what}: {said} at n={_geometry._num(n)}; expected a count in [0, 2**60] per launch "
+            f"(the sweep records it as a 64-bit integer)"
+        )
     return value
 
 
@@ -161,8 +177,7 @@ class NExpr:
         v = evaluate(self.expr, n, what=self.what)
         out = math.ceil(v) if isinstance(v, float) else int(v)
         if out < 0:
-            raise ConfigError(f"{self.what}: {_said(self.expr, v)} at n={_geometry._num(n)}; "
-                              f"expected a count >= 0")
+            raise ConfigError(f"{self.what}: {_said(self.expr, v)} at n={_geometry._num(n)}; expected a count >= 0")
         return _count_in_range(self.what, _said(self.expr, v), n, out)
 
     def __repr__(self) -> str:
@@ -266,10 +281,14 @@ class KernelSpec:
         item = np.dtype(self.element_dtype).itemsize
         n = int(size_bytes) // item
         if n < 1:
-            raise ConfigError(f"size {size_bytes} B is smaller than one {self.element_dtype} element of kernel {self.name!r}")
+            raise ConfigError(
+                f"size {size_bytes} B is smaller than one {self.element_dtype} element of kernel {self.name!r}"
+            )
         if n * item != size_bytes:  # recorded as given, measured as the whole elements below it: a row that lies
-            raise ConfigError(f"size {size_bytes} B is not a whole number of {self.element_dtype} elements ({item} B) of "
-                              f"kernel {self.name!r}; expected a multiple of {item}, e.g. {n * item} or {(n + 1) * item}")
+            raise ConfigError(
+                f"size {size_bytes} B is not a whole number of {self.element_dtype} elements ({item} B) of "
+                f"kernel {self.name!r}; expected a multiple of {item}, e.g. {n * item} or {(n + 1) * item}"
+            )
         return n
 
     def buffers(self) -> tuple[Arg, ...]:
@@ -308,11 +327,15 @@ class KernelSpec:
         if src is None:
             other = "GPU" if compiler == "host" else "host C"
             named = f" ({Path(self.source_file).name} is {other} source)" if self.source_file else ""
-            fix = ("run it on a GPU (--device cuda or hip), or give a C twin of it as a .c --source for the host"
-                   if compiler == "host" else "run it on the host (--device host), or give a GPU source (.cu/.hip)")
+            fix = (
+                "run it on a GPU (--device cuda or hip), or give a C twin of it as a .c --source for the host"
+                if compiler == "host"
+                else "run it on the host (--device host), or give a GPU source (.cu/.hip)"
+            )
             where = "host C" if compiler == "host" else "GPU (hiprtc/NVRTC)"
-            raise ConfigError(f"kernel {self.name!r} has no {where} source{named}, so it cannot run with compiler "
-                              f"{compiler!r}: {fix}")
+            raise ConfigError(
+                f"kernel {self.name!r} has no {where} source{named}, so it cannot run with compiler {compiler!r}: {fix}"
+            )
         return src
 
     def entry_for(self, compiler: str) -> str:

@@ -31,6 +31,7 @@ How, for any kernel as users write it (``extern "C"``, templates instantiated by
 Refused with a ``ConfigError`` naming the kernel: a kernel not defined in the source, variadic
 template parameter packs, parameters whose type libclang cannot resolve inside a macro expansion.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,19 +48,48 @@ BODY_SUFFIX = "__hx_body"
 
 #: Clang arguments for a device-side parse that needs no CUDA or HIP installation.
 _PARSE_ARGS = (
-    "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-std=c++17", "-w",
-    "-Wno-unknown-cuda-version", "-ferror-limit=0",
-    "-D__global__=__attribute__((global))", "-D__device__=__attribute__((device))",
-    "-D__host__=__attribute__((host))", "-D__shared__=__attribute__((shared))",
-    "-D__constant__=__attribute__((constant))", "-D__forceinline__=inline",
+    "-x",
+    "cuda",
+    "--cuda-device-only",
+    "-nocudainc",
+    "-nocudalib",
+    "-std=c++17",
+    "-w",
+    "-Wno-unknown-cuda-version",
+    "-ferror-limit=0",
+    "-D__global__=__attribute__((global))",
+    "-D__device__=__attribute__((device))",
+    "-D__host__=__attribute__((host))",
+    "-D__shared__=__attribute__((shared))",
+    "-D__constant__=__attribute__((constant))",
+    "-D__forceinline__=inline",
     "-D__launch_bounds__(...)=__attribute__((launch_bounds(__VA_ARGS__)))",
-    "-D__HIPCC_RTC__=1", "-D__HIP_PLATFORM_AMD__=1", "-D__HIP__=1",
+    "-D__HIPCC_RTC__=1",
+    "-D__HIP_PLATFORM_AMD__=1",
+    "-D__HIP__=1",
 )
 #: Headers the runtime compilers provide built in: stubbed (empty) for the parse.
-_STUB_HEADERS = ("hip/hip_runtime.h", "hip/hip_runtime_api.h", "hip/hip_fp16.h", "hip/hip_bf16.h",
-                 "hip/hip_vector_types.h", "hip/hip_cooperative_groups.h", "hip/amd_detail/amd_hip_runtime.h",
-                 "cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "cuda.h", "stdint.h", "cstdint", "cstddef",
-                 "stddef.h", "limits", "type_traits", "cmath", "math.h")
+_STUB_HEADERS = (
+    "hip/hip_runtime.h",
+    "hip/hip_runtime_api.h",
+    "hip/hip_fp16.h",
+    "hip/hip_bf16.h",
+    "hip/hip_vector_types.h",
+    "hip/hip_cooperative_groups.h",
+    "hip/amd_detail/amd_hip_runtime.h",
+    "cuda_runtime.h",
+    "cuda_fp16.h",
+    "cuda_bf16.h",
+    "cuda.h",
+    "stdint.h",
+    "cstdint",
+    "cstddef",
+    "stddef.h",
+    "limits",
+    "type_traits",
+    "cmath",
+    "math.h",
+)
 _LOCK = threading.Lock()
 
 
@@ -101,7 +131,9 @@ def _cindex():
     return ci
 
 
-def find_kernels(source: str, filename: str = "kernel.hip", headers: Sequence[tuple[str, str]] = ()) -> list[KernelSite]:
+def find_kernels(
+    source: str, filename: str = "kernel.hip", headers: Sequence[tuple[str, str]] = ()
+) -> list[KernelSite]:
     """Every ``__global__`` function defined in ``source`` (not in its headers)."""
     ci = _cindex()
     unsaved = [(filename, source)] + [(f"/hx-headers/{n}", t) for n, t in headers]
@@ -109,12 +141,16 @@ def find_kernels(source: str, filename: str = "kernel.hip", headers: Sequence[tu
     args = list(_PARSE_ARGS) + ["-I/hx-headers", "-I/hx-stubs"]
     with _LOCK:  # libclang's index is not thread-safe
         index = ci.Index.create()
-        tu = index.parse(filename, args=args, unsaved_files=unsaved,
-                         options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+        tu = index.parse(
+            filename, args=args, unsaved_files=unsaved, options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
+        )
         data = source.encode()
         sites: list[KernelSite] = []
         for cur in tu.cursor.walk_preorder():
-            if cur.kind not in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) or not cur.is_definition():
+            if (
+                cur.kind not in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE)
+                or not cur.is_definition()
+            ):
                 continue
             if cur.location.file is None or cur.location.file.name != filename:
                 continue
@@ -152,13 +188,15 @@ def _site(ci, tu, cur, kids, data: bytes) -> KernelSite:
                 # strip the name (last occurrence as a whole word) and a default argument
                 text = re.sub(r"\s*=.*$", "", text, flags=re.S)
                 idx = [m.start() for m in re.finditer(rf"\b{re.escape(p.spelling)}\b", text)]
-                decl = (text[: idx[-1]] + "HX_NAME" + text[idx[-1] + len(p.spelling):]) if idx else f"{text} HX_NAME"
+                decl = (text[: idx[-1]] + "HX_NAME" + text[idx[-1] + len(p.spelling) :]) if idx else f"{text} HX_NAME"
             else:
                 decl = f"{text} HX_NAME"
         else:
             if p.type.kind == ci.TypeKind.INVALID:
-                raise ConfigError(f"inline-icache: parameter {pname!r} of kernel {name!r} (made by a macro) has a type "
-                                  f"libclang cannot resolve; pass its header with the source")
+                raise ConfigError(
+                    f"inline-icache: parameter {pname!r} of kernel {name!r} (made by a macro) has a type "
+                    f"libclang cannot resolve; pass its header with the source"
+                )
             decl = f"{p.type.spelling} HX_NAME"
         if "[" in decl.replace("HX_NAME", "") and "(*" not in decl:
             decl = re.sub(r"\[[^\]]*\]", "", decl).replace("HX_NAME", "* HX_NAME")  # arrays decay to pointers
@@ -167,12 +205,17 @@ def _site(ci, tu, cur, kids, data: bytes) -> KernelSite:
     if cur.kind == ci.CursorKind.FUNCTION_TEMPLATE:
         names = []
         for k in kids:
-            if k.kind in (ci.CursorKind.TEMPLATE_TYPE_PARAMETER, ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
-                          ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER):
+            if k.kind in (
+                ci.CursorKind.TEMPLATE_TYPE_PARAMETER,
+                ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
+                ci.CursorKind.TEMPLATE_TEMPLATE_PARAMETER,
+            ):
                 toks = [t.spelling for t in k.get_tokens()]
                 if "..." in toks:
-                    raise ConfigError(f"inline-icache: kernel {name!r} has a template parameter pack; its arguments "
-                                      f"cannot be mirrored in a kernarg struct")
+                    raise ConfigError(
+                        f"inline-icache: kernel {name!r} has a template parameter pack; its arguments "
+                        f"cannot be mirrored in a kernarg struct"
+                    )
                 names.append(k.spelling)
         tokens = [t.spelling for t in cur.get_tokens()]
         if tokens[:2] == ["template", "<"]:
@@ -182,7 +225,7 @@ def _site(ci, tu, cur, kids, data: bytes) -> KernelSite:
                 depth -= tokens[j] == ">"
                 depth -= 2 * (tokens[j] == ">>")
                 j += 1
-            tparams = " ".join(tokens[2: j - 1])
+            tparams = " ".join(tokens[2 : j - 1])
         targs = ", ".join(names)
     bounds = ""
     for k in kids:
@@ -191,7 +234,9 @@ def _site(ci, tu, cur, kids, data: bytes) -> KernelSite:
         if k.kind.is_attribute():
             toks = [t.spelling for t in k.get_tokens()]
             if toks and toks[0] in ("__launch_bounds__", "launch_bounds"):
-                bounds = "__launch_bounds__" + " ".join(toks[1:]).replace(" ", "") if toks[0] == "__launch_bounds__" else ""
+                bounds = (
+                    "__launch_bounds__" + " ".join(toks[1:]).replace(" ", "") if toks[0] == "__launch_bounds__" else ""
+                )
             elif toks and toks[0].startswith("amdgpu_"):
                 bounds += f" __attribute__(({' '.join(toks)}))"
     if not bounds:
@@ -229,8 +274,14 @@ def _wrapper(site: KernelSite) -> str:
     struct = f"{tpl}struct {args_t} {{\n{members}}};\n" if site.params else ""
     # generic pointer to the kernarg segment: members of class type (by-value structs) copy from it
     # like any object; InferAddressSpaces turns the loads back into scalar kernarg loads
-    ka = (f"  const {args_t}{targs}* hx_ka = (const {args_t}{targs}*)(const char*)"
-          f"((const {_AS4} char*)__builtin_amdgcn_kernarg_segment_ptr() + hx_zero);\n") if site.params else ""
+    ka = (
+        (
+            f"  const {args_t}{targs}* hx_ka = (const {args_t}{targs}*)(const char*)"
+            f"((const {_AS4} char*)__builtin_amdgcn_kernarg_segment_ptr() + hx_zero);\n"
+        )
+        if site.params
+        else ""
+    )
     return (
         f"{struct}"
         f"{tpl}{linkage}__global__ {site.launch_bounds + ' ' if site.launch_bounds else ''}void {n}({', '.join(decls)}) {{\n"
@@ -269,22 +320,31 @@ def _epilogue(sites: Sequence[KernelSite]) -> str:
     return "\n" + "\n".join(lines) + "\n" + "".join(_wrapper(s) for s in sites)
 
 
-def insert_icache_flush(source: str, entry: str | Iterable[str] | None = None, *, filename: str = "kernel.hip",
-                        headers: Sequence[tuple[str, str]] = ()) -> str:
+def insert_icache_flush(
+    source: str,
+    entry: str | Iterable[str] | None = None,
+    *,
+    filename: str = "kernel.hip",
+    headers: Sequence[tuple[str, str]] = (),
+) -> str:
     """Return ``source`` with s_icache_inv + 16 s_nop 0 at the entry of each kernel named in
     ``entry`` (a name, a name expression like ``'scale<float, 256>'``, or several; ``None``: every
     ``__global__`` kernel the source defines). See the module docstring for how and why."""
     if MARKER in source:
         raise ConfigError("this kernel source already carries the inline-icache flush; refusing to insert it twice")
-    wanted = None if entry is None else ({base_name(entry)} if isinstance(entry, str) else {base_name(e) for e in entry})
+    wanted = (
+        None if entry is None else ({base_name(entry)} if isinstance(entry, str) else {base_name(e) for e in entry})
+    )
     sites = find_kernels(source, filename, headers)
     if wanted is not None:
         names = {s.name for s in sites}
         missing = sorted(wanted - names)
         if missing:
             have = ", ".join(sorted(names)) or "none"
-            raise ConfigError(f"inline-icache: no __global__ function named {', '.join(repr(m) for m in missing)} in "
-                              f"{filename}: not defined there (kernels defined there: {have})")
+            raise ConfigError(
+                f"inline-icache: no __global__ function named {', '.join(repr(m) for m in missing)} in "
+                f"{filename}: not defined there (kernels defined there: {have})"
+            )
         sites = [s for s in sites if s.name in wanted]
     if not sites:
         raise ConfigError(f"inline-icache: {filename} defines no __global__ kernel")
@@ -293,8 +353,10 @@ def insert_icache_flush(source: str, entry: str | Iterable[str] | None = None, *
         counts[s.name] = counts.get(s.name, 0) + 1
     dup = sorted(k for k, v in counts.items() if v > 1)
     if dup:
-        raise ConfigError(f"inline-icache: kernel {dup[0]!r} is defined {counts[dup[0]]} times in {filename} (overloads "
-                          f"cannot be told apart by name)")
+        raise ConfigError(
+            f"inline-icache: kernel {dup[0]!r} is defined {counts[dup[0]]} times in {filename} (overloads "
+            f"cannot be told apart by name)"
+        )
     # offsets are bytes (libclang's); a macro invocation making several kernels is one span
     spans: dict[tuple[int, int], list[KernelSite]] = {}
     for site in sites:
@@ -305,4 +367,12 @@ def insert_icache_flush(source: str, entry: str | Iterable[str] | None = None, *
     return out.decode()
 
 
-__all__ = ["ICACHE_ASM_LINES", "KernelSite", "MARKER", "base_name", "find_kernels", "icache_flush_statement", "insert_icache_flush"]
+__all__ = [
+    "ICACHE_ASM_LINES",
+    "KernelSite",
+    "MARKER",
+    "base_name",
+    "find_kernels",
+    "icache_flush_statement",
+    "insert_icache_flush",
+]

@@ -9,15 +9,43 @@ and configurations the notebooks show; ``headline`` writes the sentences each re
 (noise and what it resolves, the cache's saving, the verdict). Every public name stays importable
 from ``hipexplore.report``.
 """
+
 from __future__ import annotations
 
-from .dashboard import (SUMMARY_VIEW, BenchData, bench_configuration, benchmark_data, dashboard_configuration, styled_summary,
-                        provenance_for, summary_table)
-from .notebooks import (KERNEL_NAME, NOTEBOOKS, ReportError, ReportResult, build_report, check_parameters,
-                        execute_notebook, export_html, external_references, load_params, notebook_parameters,
-                        notebook_path, notebooks_dir)
-from .recorded import (PROVENANCE_ORDER, Recorded, collect_provenance, full_width, load_recorded, parquet_provenance,
-                       provenance_table)
+from .dashboard import (
+    SUMMARY_VIEW,
+    BenchData,
+    bench_configuration,
+    benchmark_data,
+    dashboard_configuration,
+    styled_summary,
+    provenance_for,
+    summary_table,
+)
+from .notebooks import (
+    KERNEL_NAME,
+    NOTEBOOKS,
+    ReportError,
+    ReportResult,
+    build_report,
+    check_parameters,
+    execute_notebook,
+    export_html,
+    external_references,
+    load_params,
+    notebook_parameters,
+    notebook_path,
+    notebooks_dir,
+)
+from .recorded import (
+    PROVENANCE_ORDER,
+    Recorded,
+    collect_provenance,
+    full_width,
+    load_recorded,
+    parquet_provenance,
+    provenance_table,
+)
 from .replay import PRIMARY_SCENARIOS, ReplayData, cache_demo, one_pass, replay_data, scenario_table, split_replay
 
 __all__ = [

@@ -3,6 +3,7 @@
 Why apart from ``headline``: the sentences need the replay's passes in rounds (``tuning.savings``),
 and the headline's other sentences do not; ``headline.cache_sentences`` appends these.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -10,8 +11,12 @@ from typing import Any, Mapping
 from ..readable import format_number
 
 #: how the report names each compiler's own cache
-OWN = {"nvrtc": "NVRTC's own cache", "hiprtc": "COMGR's own cache", "triton": "Triton's own cache",
-       "host": "the host compiler's own cache"}
+OWN = {
+    "nvrtc": "NVRTC's own cache",
+    "hiprtc": "COMGR's own cache",
+    "triton": "Triton's own cache",
+    "host": "the host compiler's own cache",
+}
 
 
 def _interval(c: Mapping[str, Any]) -> str:
@@ -34,20 +39,26 @@ def own_cache_sentences(replay: Any) -> list[str]:
     out = [f"The compiler's own cache in this replay: {label}."] if label else []
     beyond, cold, ideal = (found.get(k) for k in ("saved_beyond_compiler_cache", "saved_vs_cold", "memory_vs_ideal"))
     if beyond:
-        out.append(f"Beyond {own}: {_interval(beyond)} ('{beyond['scenario']}' against '{beyond['base']}': the compiler's "
-                   f"own cache on and warm, hipexplore's off).")
+        out.append(
+            f"Beyond {own}: {_interval(beyond)} ('{beyond['scenario']}' against '{beyond['base']}': the compiler's "
+            f"own cache on and warm, hipexplore's off)."
+        )
     else:
         out.append(f"Beyond {own}: not measured (a replay in rounds measures it: `hipexplore tune-replay --passes 3`).")
     warm = found.get("warm_beyond_compiler_cache")
     if warm:
-        out.append(f"Beyond {own}, both warm: {_interval(warm)} ('{warm['scenario']}' against '{warm['base']}': "
-                   f"hipexplore's disk tier filled by an earlier pass, as the compiler's cache was).")
+        out.append(
+            f"Beyond {own}, both warm: {_interval(warm)} ('{warm['scenario']}' against '{warm['base']}': "
+            f"hipexplore's disk tier filled by an earlier pass, as the compiler's cache was)."
+        )
     if cold:
         out.append(f"Against every compiler cache off ('cold'): {_interval(cold)}.")
     if ideal and ideal.get("ratio_ci"):
         lo, hi = ideal["ratio_ci"]
-        out.append(f"Memory pass / ideal: {ideal['ratio']:.3f} [{lo:.3f}, {hi:.3f}] over {ideal['passes'][0]}+"
-                   f"{ideal['passes'][1]} passes.")
+        out.append(
+            f"Memory pass / ideal: {ideal['ratio']:.3f} [{lo:.3f}, {hi:.3f}] over {ideal['passes'][0]}+"
+            f"{ideal['passes'][1]} passes."
+        )
     return out
 
 

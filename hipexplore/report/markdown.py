@@ -16,6 +16,7 @@ as a tag, a code span or a table break (GitHub sanitises HTML too; a renderer th
 not need to). Budget: rows of the table are added while the whole stays within ``LIMIT``; the rest
 are in the HTML report, and the comment says how many.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,8 +65,11 @@ def cache_state(row: Mapping[str, Any], summaries: Sequence[Any]) -> str:
     for summary in summaries:
         if summary is None or "cache_state" not in getattr(summary, "columns", ()):
             continue
-        hit = summary[(summary["size_bytes"] == row["size_bytes"]) & (summary["flush"] == row["flush"])
-                      & (summary["rotating_requested"].astype(str) == str(row["rotating_requested"]))]
+        hit = summary[
+            (summary["size_bytes"] == row["size_bytes"])
+            & (summary["flush"] == row["flush"])
+            & (summary["rotating_requested"].astype(str) == str(row["rotating_requested"]))
+        ]
         if "kernel" in row and isinstance(row.get("kernel"), str):
             hit = hit[hit["kernel"] == row["kernel"]]
         for r in hit.to_dict("records"):
@@ -85,14 +89,20 @@ def table_rows(frame: Any, summaries: Sequence[Any]) -> list[str]:
 
     out = []
     for r in frame.to_dict("records"):
-        label = md(config_label(r) if isinstance(r.get("kernel"), str) else
-                   f"{r.get('base_kernel')}→{r.get('new_kernel')} {config_label(r)}")
+        label = md(
+            config_label(r)
+            if isinstance(r.get("kernel"), str)
+            else f"{r.get('base_kernel')}→{r.get('new_kernel')} {config_label(r)}"
+        )
         if r.get("present") != "both":
             out.append(f"| {label} | | {md(r['present'])} | | | {md(r.get('note', ''))} |")
             continue
         lo, hi = float(r.get("ratio_ci_low", math.nan)), float(r.get("ratio_ci_high", math.nan))
-        change = (f"{_pct(float(r['change']))} [{_pct(lo - 1)}, {_pct(hi - 1)}]" if math.isfinite(lo) and math.isfinite(hi)
-                  else f"{_pct(float(r['change']))} (no interval)")
+        change = (
+            f"{_pct(float(r['change']))} [{_pct(lo - 1)}, {_pct(hi - 1)}]"
+            if math.isfinite(lo) and math.isfinite(hi)
+            else f"{_pct(float(r['change']))} (no interval)"
+        )
         ref = Configuration.marks_reference(r)
         verdict = "reference" if ref else f"**{r['verdict']}**"
         mde = "" if ref else _pct(float(r["min_detectable"]), signed=False)
@@ -110,31 +120,59 @@ def provenance_rows(table: Any) -> list[str]:
     return out
 
 
-def comment(data: Any, *, headline: Sequence[str], compile_text: str = "", calibration: str = "",
-            figures: Sequence[tuple[str, str]] = (), html_name: str = "report.html", summaries: Sequence[Any] = (),
-            limit: int = LIMIT) -> str:
+def comment(
+    data: Any,
+    *,
+    headline: Sequence[str],
+    compile_text: str = "",
+    calibration: str = "",
+    figures: Sequence[tuple[str, str]] = (),
+    html_name: str = "report.html",
+    summaries: Sequence[Any] = (),
+    limit: int = LIMIT,
+) -> str:
     """The comment's Markdown (module docstring); ``figures``: (alt text, relative file name)."""
     from .review import Banner, provenance_pair, verdict_counts
 
     frame = data.verdicts
-    head = [MARKER, f"### hipexplore review: {md(data.new_label)} against {md(data.base_label)}", "",
-            f"_{md(Banner(data.base_metadata, data.new_metadata).text())}_", ""]
+    head = [
+        MARKER,
+        f"### hipexplore review: {md(data.new_label)} against {md(data.base_label)}",
+        "",
+        f"_{md(Banner(data.base_metadata, data.new_metadata).text())}_",
+        "",
+    ]
     head += [f"- {md(p)}" for p in headline] + [""]
     if calibration:
         head += [f"**Calibration:** {md(calibration)}.", ""]
-    head += [f"**Verdicts:** {md(verdict_counts(frame))}.", "",
-             "| configuration | change new/base [95%] | verdict | min. detectable | cache state | note |",
-             "|---|---|---|---|---|---|"]
+    head += [
+        f"**Verdicts:** {md(verdict_counts(frame))}.",
+        "",
+        "| configuration | change new/base [95%] | verdict | min. detectable | cache state | note |",
+        "|---|---|---|---|---|---|",
+    ]
     tail = [""]
     if compile_text:
         tail += [f"**Compile time:** {md(compile_text)}", ""]
     tail += [f"![{md(alt)}]({name})" for alt, name in figures] + ([""] if figures else [])
     notes = [f"- {md(frame.attrs.get('rule', ''))}"]
     notes += [f"- {md(frame.attrs[k])}" for k in ("caveat", "source_note", "hint") if frame.attrs.get(k)]
-    details = ["<details><summary>Decision rule and notes</summary>", "", *notes, "", "</details>", "",
-               "<details><summary>Provenance, both sides</summary>", "", *provenance_rows(provenance_pair(data)), "",
-               "</details>", "", f"Full report (every row, figure and table): [{md(html_name)}]({html_name}), "
-               f"the HTML artefact beside this comment."]
+    details = [
+        "<details><summary>Decision rule and notes</summary>",
+        "",
+        *notes,
+        "",
+        "</details>",
+        "",
+        "<details><summary>Provenance, both sides</summary>",
+        "",
+        *provenance_rows(provenance_pair(data)),
+        "",
+        "</details>",
+        "",
+        f"Full report (every row, figure and table): [{md(html_name)}]({html_name}), "
+        f"the HTML artefact beside this comment.",
+    ]
     rows = table_rows(frame, summaries)
     fixed = "\n".join(head + tail + details)
     kept: list[str] = []
@@ -145,11 +183,21 @@ def comment(data: Any, *, headline: Sequence[str], compile_text: str = "", calib
         kept.append(line)
         room -= len(line) + 1
     moved = len(rows) - len(kept)
-    said = (["", f"_{moved} more row(s) are in the full report ({md(html_name)}): this comment holds at most "
-                 f"{limit:,} characters._"] if moved else [])
+    said = (
+        [
+            "",
+            f"_{moved} more row(s) are in the full report ({md(html_name)}): this comment holds at most "
+            f"{limit:,} characters._",
+        ]
+        if moved
+        else []
+    )
     text = "\n".join(head + kept + said + tail + details) + "\n"
     if len(text) > limit:  # the fixed parts alone (a huge provenance): cut them, saying so
-        text = text[:limit - 200].rsplit("\n", 1)[0] + f"\n\n_Cut at {limit:,} characters: the full report is {md(html_name)}._\n"
+        text = (
+            text[: limit - 200].rsplit("\n", 1)[0]
+            + f"\n\n_Cut at {limit:,} characters: the full report is {md(html_name)}._\n"
+        )
     return text
 
 

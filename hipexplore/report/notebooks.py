@@ -10,6 +10,7 @@ is HTML-escaped where it is written (``recorded.escaped_style``, ``review.Banner
 ``headline.HeadlineBox``/``Paragraph``),
 and a Content-Security-Policy (``CSP``) forbids scripts in case one slips through.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,6 +39,7 @@ class ReportError(HipexploreError):
     def __init__(self, message: str, notebook: str | None = None) -> None:
         super().__init__(message)
         self.notebook = notebook
+
 
 # ----------------------------------------------------------------------------------------------
 # finding and parameterising notebooks
@@ -101,8 +103,10 @@ def _yaml_without_aliases(text: str, where: str) -> Any:
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
-                raise ConfigError(f"{where}: line {event.start_mark.line + 1}: YAML alias *{event.anchor} refused "
-                                  f"(aliases can expand a few bytes into gigabytes); write the value out")
+                raise ConfigError(
+                    f"{where}: line {event.start_mark.line + 1}: YAML alias *{event.anchor} refused "
+                    f"(aliases can expand a few bytes into gigabytes); write the value out"
+                )
             return super().compose_node(parent, index)
 
     return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
@@ -110,7 +114,9 @@ def _yaml_without_aliases(text: str, where: str) -> Any:
 
 def _check_depth(value: Any, where: str, depth: int = 0) -> None:
     if depth > PARAMS_MAX_DEPTH:
-        raise ConfigError(f"{where} nests values more than {PARAMS_MAX_DEPTH} deep; parameters are names, numbers and short lists")
+        raise ConfigError(
+            f"{where} nests values more than {PARAMS_MAX_DEPTH} deep; parameters are names, numbers and short lists"
+        )
     if isinstance(value, dict):
         for v in value.values():
             _check_depth(v, where, depth + 1)
@@ -141,8 +147,10 @@ def check_values(params: Mapping[str, Any], where: str = "parameters") -> None:
             continue
         value = params[name]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{where}: {name}: {value!r} is not a positive integer"
-                              + (" (or null for adaptive sampling)" if name == "iterations" else ""))
+            raise ConfigError(
+                f"{where}: {name}: {value!r} is not a positive integer"
+                + (" (or null for adaptive sampling)" if name == "iterations" else "")
+            )
 
 
 def notebook_parameters(notebook: str | os.PathLike) -> dict[str, Any]:
@@ -163,8 +171,10 @@ def check_parameters(notebook: str | os.PathLike, params: Mapping[str, Any]) -> 
     if unknown:
         from .params import did_you_mean
 
-        raise ConfigError(f"unknown parameters {unknown}{did_you_mean(unknown[0], set(known))} for notebook "
-                          f"{Path(notebook_path(notebook)).name}; expected some of {sorted(known)}")
+        raise ConfigError(
+            f"unknown parameters {unknown}{did_you_mean(unknown[0], set(known))} for notebook "
+            f"{Path(notebook_path(notebook)).name}; expected some of {sorted(known)}"
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -184,10 +194,15 @@ def _this_python_kernel() -> Iterator[None]:
         # the kernel's own log only says "KeyboardInterrupt caught" when papermill stops it and
         # warns about TCP on 127.0.0.1; cell errors and a dying kernel still reach ReportError
         # the kernel's path never holds its working directory (the report's folder): kernel_argv's -P
-        spec = {"argv": [*kernel_argv(), "--IPKernelApp.log_level=CRITICAL"],
-                "display_name": "Python (hipexplore)", "language": "python"}
+        spec = {
+            "argv": [*kernel_argv(), "--IPKernelApp.log_level=CRITICAL"],
+            "display_name": "Python (hipexplore)",
+            "language": "python",
+        }
         pythonpath = safe_environ().get("PYTHONPATH")
-        if pythonpath is not None or "PYTHONPATH" in os.environ:  # the kernel's own: no empty/relative entry (= the cwd)
+        if (
+            pythonpath is not None or "PYTHONPATH" in os.environ
+        ):  # the kernel's own: no empty/relative entry (= the cwd)
             spec["env"] = {"PYTHONPATH": pythonpath or ""}
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         old = os.environ.get("JUPYTER_PATH")
@@ -240,8 +255,15 @@ def execute_notebook(
             shutil.rmtree(scratch.parent, ignore_errors=True)
 
 
-def _papermill(path: Path, out_path: Path, shown: Path, params: dict[str, Any], cwd: str | os.PathLike | None,
-               timeout: float | None, progress: bool) -> Any:
+def _papermill(
+    path: Path,
+    out_path: Path,
+    shown: Path,
+    params: dict[str, Any],
+    cwd: str | os.PathLike | None,
+    timeout: float | None,
+    progress: bool,
+) -> Any:
     """Run the notebook into ``out_path`` (a private scratch file); errors name ``shown``, where the
     caller keeps it."""
     import nbformat
@@ -269,7 +291,10 @@ def _papermill(path: Path, out_path: Path, shown: Path, params: dict[str, Any], 
     except Exception as exc:
         if isinstance(exc, HipexploreError):
             raise
-        raise ReportError(f"could not run notebook {path.name} with kernel {KERNEL_NAME!r}: {type(exc).__name__}: {exc}", notebook=str(shown)) from exc
+        raise ReportError(
+            f"could not run notebook {path.name} with kernel {KERNEL_NAME!r}: {type(exc).__name__}: {exc}",
+            notebook=str(shown),
+        ) from exc
     return nbformat.read(str(out_path), as_version=4)
 
 
@@ -277,8 +302,9 @@ def _papermill(path: Path, out_path: Path, shown: Path, params: dict[str, Any], 
 #: fetch, frame, form or base URL; images only as ``data:`` URIs (the figures, the theme's icons),
 #: styles only inline (nbconvert's theme, pandas' table styles). A string from a run file that
 #: escaped escaping still cannot run or phone home.
-CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; "
-       "base-uri 'none'; form-action 'none'")
+CSP = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; base-uri 'none'; form-action 'none'"
+)
 #: nbconvert's lab template without what a static report does not need: require.js, MathJax and
 #: mermaid from a CDN, the widget manager; with the CSP first in <head>, before anything it governs.
 _TEMPLATE = """{%- extends 'index.html.j2' -%}
@@ -295,7 +321,9 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 _SCRIPT = re.compile(r"<script\b", re.I)
 _EXTERNAL_REF = re.compile(
     r'<(?:img|script|link|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*["\'](?:https?:)?//[^"\']*["\']'
-    r'|\bimport\s*\(\s*["\']https?://[^"\']*["\']|url\(\s*["\']?https?://[^)]*\)', re.I)
+    r'|\bimport\s*\(\s*["\']https?://[^"\']*["\']|url\(\s*["\']?https?://[^)]*\)',
+    re.I,
+)
 
 
 def external_references(html: str) -> list[str]:
@@ -345,18 +373,27 @@ def export_html(nb: Any, no_input: bool = False, title: str | None = None) -> st
             if data and "application/vnd.jupyter.widget-view+json" in data:
                 data.clear()
                 data["text/plain"] = "(interactive widget: open the notebook in JupyterLab to use it)"
-    exporter = HTMLExporter(embed_images=True, exclude_input=no_input, exclude_input_prompt=no_input, exclude_output_prompt=no_input,
-                            extra_loaders=[jinja2.DictLoader({"hipexplore-report.html.j2": _TEMPLATE})],
-                            template_file="hipexplore-report.html.j2")
+    exporter = HTMLExporter(
+        embed_images=True,
+        exclude_input=no_input,
+        exclude_input_prompt=no_input,
+        exclude_output_prompt=no_input,
+        extra_loaders=[jinja2.DictLoader({"hipexplore-report.html.j2": _TEMPLATE})],
+        template_file="hipexplore-report.html.j2",
+    )
     html, _ = exporter.from_notebook_node(nb, resources={"hipexplore_csp": CSP})
     html = html.replace("</head>", _NARROW_CSS + "</head>", 1)
     left = external_references(html)
     if left:
         raise ReportError(f"exported HTML still references the network: {left[:3]}")
     if _SCRIPT.search(html):
-        raise ReportError("exported HTML holds a <script> element; a report must hold none (a notebook output that is code?)")
+        raise ReportError(
+            "exported HTML holds a <script> element; a report must hold none (a notebook output that is code?)"
+        )
     if CSP not in html:
-        raise ReportError("exported HTML lost its Content-Security-Policy; is nbconvert's lab template 'index.html.j2' still there?")
+        raise ReportError(
+            "exported HTML lost its Content-Security-Policy; is nbconvert's lab template 'index.html.j2' still there?"
+        )
     return html
 
 
@@ -384,15 +421,19 @@ def _check_writable(path: Path) -> None:
     except OSError as exc:
         from ..files import why_no_new_file
 
-        raise ConfigError(f"report output {str(path)!r}: cannot create a file in the folder {str(parent)!r} "
-                          f"({why_no_new_file(exc, parent)}); give --out a path in a folder you can write") from None
+        raise ConfigError(
+            f"report output {str(path)!r}: cannot create a file in the folder {str(parent)!r} "
+            f"({why_no_new_file(exc, parent)}); give --out a path in a folder you can write"
+        ) from None
     os.close(fd)
     os.unlink(tmp)
 
 
 #: what each report notebook is, for the line ``build_report`` prints before running it
-_WHAT = {"dashboard": "the dashboard notebook (noise | compile time saved | cache hits)",
-         "review": "the A/B review notebook (verdicts of a candidate against a baseline)"}
+_WHAT = {
+    "dashboard": "the dashboard notebook (noise | compile time saved | cache hits)",
+    "review": "the A/B review notebook (verdicts of a candidate against a baseline)",
+}
 
 
 def announcement(notebook: str, values: Mapping[str, Any], out: Path) -> str:
@@ -401,12 +442,19 @@ def announcement(notebook: str, values: Mapping[str, Any], out: Path) -> str:
     what = _WHAT.get(notebook, f"notebook {notebook}")
     if notebook == "review":
         base, cand = values.get("baseline", "live"), values.get("candidate", "none")
-        source = (f"two runs: {base} against {cand}" if cand not in (None, "", "none") else
-                  f"kernels {values.get('base_kernel')} and {values.get('new_kernel')} of "
-                  + ("a live interleaved sweep" if base == "live" else str(base)))
+        source = (
+            f"two runs: {base} against {cand}"
+            if cand not in (None, "", "none")
+            else f"kernels {values.get('base_kernel')} and {values.get('new_kernel')} of "
+            + ("a live interleaved sweep" if base == "live" else str(base))
+        )
     else:
         data = values.get("data", "live")
-        source = f"device {values.get('device', 'auto')!r}; about 20 s on the host" if data == "live" else f"recorded data {data}"
+        source = (
+            f"device {values.get('device', 'auto')!r}; about 20 s on the host"
+            if data == "live"
+            else f"recorded data {data}"
+        )
     return f"hipexplore report: running {what}: {source}; then writing {out}"
 
 
@@ -448,8 +496,10 @@ def build_report(
     check_report_params(notebook, values)  # every name and value now, before papermill or a device starts
     known = notebook_parameters(notebook)
     if notebook == "dashboard" and values.get("tuning_data") == "none":
-        raise ConfigError("tuning_data: 'none' (no tuning data) is for the A/B review; the dashboard's compile-time and "
-                          "cache-hit panels need 'live' or a folder of recorded replay parquet files")
+        raise ConfigError(
+            "tuning_data: 'none' (no tuning data) is for the A/B review; the dashboard's compile-time and "
+            "cache-hit panels need 'live' or a folder of recorded replay parquet files"
+        )
     if "command" in known and "command" not in values:
         values["command"] = command
     out_path = Path(out)
@@ -469,8 +519,11 @@ def build_report(
     nb_path = Path(notebook_out) if notebook_out else scratch / NOTEBOOKS[notebook]
     # relative data paths in the parameters are taken from the caller's directory
     nb = execute_notebook(notebook, values, output=nb_path, cwd=Path.cwd(), timeout=timeout, progress=progress)
-    html = export_html(nb, no_input=no_input, title="hipexplore review report" if notebook == "dashboard"
-                       else f"hipexplore {notebook} report")
+    html = export_html(
+        nb,
+        no_input=no_input,
+        title="hipexplore review report" if notebook == "dashboard" else f"hipexplore {notebook} report",
+    )
     write_file(out_path, html, what="report output")
     if scratch is not None:
         import shutil

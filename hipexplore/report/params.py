@@ -11,6 +11,7 @@ functions the notebook's own calls use (``parse_device``, ``parse_size``, ``pars
 parameter, the value and what is allowed, before any device, compiler or notebook starts. Values
 are checked also where they would go unused (recorded data): a typo must not pass silently.
 """
+
 from __future__ import annotations
 
 import ast
@@ -36,7 +37,7 @@ def declared(notebook: str) -> dict[str, Any]:
         m = _CELL.search(text)
         if not m:
             raise ConfigError(f"notebook {path.name} has no cell tagged 'parameters'")
-        body = text[m.end():].split("\n", 1)[-1]
+        body = text[m.end() :].split("\n", 1)[-1]
         cell = re.split(r"^# %%", body, maxsplit=1, flags=re.M)[0]
     else:
         cells = [c for c in json.loads(text).get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])]
@@ -67,18 +68,27 @@ def check_names(notebook: str, params: Mapping[str, Any], known: Mapping[str, An
     if unknown:
         first = unknown[0]
         more = f" (and {', '.join(repr(u) for u in unknown[1:])})" if len(unknown) > 1 else ""
-        raise ConfigError(f"unknown parameter {shown(first, 60)}{did_you_mean(first, set(known))}{more} for notebook "
-                          f"{NOTEBOOKS[notebook]}; its parameters are {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"unknown parameter {shown(first, 60)}{did_you_mean(first, set(known))}{more} for notebook "
+            f"{NOTEBOOKS[notebook]}; its parameters are {', '.join(sorted(known))}"
+        )
 
 
 def _listed(value: Any) -> list[Any]:
-    return [value] if isinstance(value, (str, int, float)) else list(value) if isinstance(value, (list, tuple)) else [value]
+    return (
+        [value]
+        if isinstance(value, (str, int, float))
+        else list(value)
+        if isinstance(value, (list, tuple))
+        else [value]
+    )
 
 
 def _each(check: Callable[[Any], Any]) -> Callable[[Any], None]:
     def run(value: Any) -> None:
         for v in _listed(value):
             check(v)
+
     return run
 
 
@@ -144,11 +154,15 @@ def _cache(value: Any) -> None:
 
 def _folder_or(word: str) -> Callable[[Any], None]:
     """``word`` ('live', 'none') or a file or folder that exists (recorded data)."""
+
     def check(value: Any) -> None:
         if value in ("live", "none", word):
             return
         if not isinstance(value, str) or not Path(value).expanduser().exists():
-            raise ConfigError(f"{shown(str(value), 120)} does not exist; expected {word!r} or a recorded file or folder")
+            raise ConfigError(
+                f"{shown(str(value), 120)} does not exist; expected {word!r} or a recorded file or folder"
+            )
+
     return check
 
 
@@ -170,11 +184,25 @@ def _text(value: Any) -> None:
 
 #: how each parameter of the shipped notebooks is checked (the names both notebooks use mean the same)
 CHECKS: dict[str, Callable[[Any], None]] = {
-    "device": _device, "kernel": _kernel, "base_kernel": _text, "new_kernel": _text,
-    "sizes": _each(_size), "rotating": _each(_rotating), "flush": _each(_flush), "counters": _counters,
-    "compiler": _compiler, "target": _text, "problems": _problems, "cache": _cache,
-    "data": _folder_or("live"), "tuning_data": _folder_or("live"), "baseline": _folder_or("live"),
-    "candidate": _folder_or("none"), "threshold": _threshold, "allow_other_device": _flag, "command": _text,
+    "device": _device,
+    "kernel": _kernel,
+    "base_kernel": _text,
+    "new_kernel": _text,
+    "sizes": _each(_size),
+    "rotating": _each(_rotating),
+    "flush": _each(_flush),
+    "counters": _counters,
+    "compiler": _compiler,
+    "target": _text,
+    "problems": _problems,
+    "cache": _cache,
+    "data": _folder_or("live"),
+    "tuning_data": _folder_or("live"),
+    "baseline": _folder_or("live"),
+    "candidate": _folder_or("none"),
+    "threshold": _threshold,
+    "allow_other_device": _flag,
+    "command": _text,
 }
 
 

@@ -7,6 +7,7 @@ tuning replay ``tuning`` (and ``passes``). Files recorded before writers tagged 
 under ``data/``) have no tag; for those, and only those, the kind is inferred from the columns
 (``_legacy_kind_of``).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,12 @@ from ..untrusted import load_json
 
 #: Provenance rows shown first, in this order; the rest follow sorted.
 PROVENANCE_ORDER = (
-    "recorded.note", "recorded.revision", "recorded.benchmark", "recorded.tuning", "recorded.replay_pass", "recorded.file",
+    "recorded.note",
+    "recorded.revision",
+    "recorded.benchmark",
+    "recorded.tuning",
+    "recorded.replay_pass",
+    "recorded.file",
     *(k.name for k in (mk.DEVICE_NAME, mk.DEVICE_KIND, mk.DEVICE_TARGET, mk.DEVICE_DRIVER, mk.DEVICE_RUNTIME)),
     *(mk.COMPILER.key(c) for c in ("host", "hiprtc", "nvrtc")),
     *(k.name for k in (mk.HIPEXPLORE, mk.GIT_REVISION, mk.DATE, mk.COMMAND, mk.PYTHON, mk.PLATFORM, mk.CPU)),
@@ -48,8 +54,13 @@ class Recorded:
 
 
 #: schema tag -> the kind load_recorded sorts a file into
-_KIND_OF_TAG = {schema.SAMPLES: "samples", schema.SUMMARY: "summary", schema.EVENTS: "events",
-                schema.TUNING: "events", schema.PASSES: "passes"}
+_KIND_OF_TAG = {
+    schema.SAMPLES: "samples",
+    schema.SUMMARY: "summary",
+    schema.EVENTS: "events",
+    schema.TUNING: "events",
+    schema.PASSES: "passes",
+}
 
 
 def _legacy_kind_of(columns: Sequence[str]) -> str | None:
@@ -82,7 +93,7 @@ def parquet_provenance(path: str | os.PathLike) -> dict[str, str]:
             except (ValueError, AttributeError):
                 continue
         elif key.startswith("provenance."):
-            out[key[len("provenance."):]] = val
+            out[key[len("provenance.") :]] = val
     return out
 
 
@@ -102,8 +113,9 @@ def _read_recorded(path: Path) -> tuple[pd.DataFrame, str | None]:
         raise ConfigError(f"recorded file {str(path)!r} is not a readable parquet file ({first[:200]})") from None
     kind = _KIND_OF_TAG.get(tag) if tag is not None else _legacy_kind_of(frame.columns)
     if kind in ("samples", "summary"):
-        readback.check_frame(frame, schema.SAMPLES if kind == "samples" else schema.SUMMARY, str(path),
-                             required=tag is not None)
+        readback.check_frame(
+            frame, schema.SAMPLES if kind == "samples" else schema.SUMMARY, str(path), required=tag is not None
+        )
     return frame, kind
 
 
@@ -128,11 +140,18 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
     """
     root = Path(path)
     if not root.exists():
-        raise ConfigError(f"recorded data path {str(root)!r} does not exist (expected a parquet file or a folder of them)")
+        raise ConfigError(
+            f"recorded data path {str(root)!r} does not exist (expected a parquet file or a folder of them)"
+        )
     files = _recorded_files(root)
     if not files:
         raise ConfigError(f"no .parquet files under {str(root)!r}")
-    found: dict[str, list[tuple[Path, pd.DataFrame, dict[str, str]]]] = {"samples": [], "summary": [], "events": [], "passes": []}
+    found: dict[str, list[tuple[Path, pd.DataFrame, dict[str, str]]]] = {
+        "samples": [],
+        "summary": [],
+        "events": [],
+        "passes": [],
+    }
     for f in files:
         frame, kind = _read_recorded(f)
         if kind is not None:
@@ -144,28 +163,44 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
         summary = pd.concat([fr for _, fr, _ in found["summary"]], ignore_index=True)
         prov_by_run: dict[str, dict[str, str]] = {}
         for f, fr, prov in found["summary"]:
-            for rid in (pd.unique(fr["run_id"]) if "run_id" in fr.columns else []):
+            for rid in pd.unique(fr["run_id"]) if "run_id" in fr.columns else []:
                 prov_by_run.setdefault(str(rid), {**prov, "recorded.file": str(f)})
         if "run_id" in summary.columns and summary["run_id"].nunique() > 1:
             runs = summary.groupby("run_id").size()
             if run_id is None:
                 # a run whose samples were kept first (a summary without them cannot be plotted), then
                 # the most configurations, then the latest
-                sampled = {str(r) for _, fr, _ in found["samples"] if "run_id" in fr.columns for r in pd.unique(fr["run_id"])}
-                run_id = max(runs.index, key=lambda r: (str(r) in sampled, int(runs[r]),
-                                                        prov_by_run.get(str(r), {}).get("date", "")))
+                sampled = {
+                    str(r) for _, fr, _ in found["samples"] if "run_id" in fr.columns for r in pd.unique(fr["run_id"])
+                }
+                run_id = max(
+                    runs.index,
+                    key=lambda r: (str(r) in sampled, int(runs[r]), prov_by_run.get(str(r), {}).get("date", "")),
+                )
                 # say "with samples" only where a run without them was passed over
-                with_samples = " with samples" if str(run_id) in sampled and any(str(r) not in sampled for r in runs.index) else ""
-                rec.notes.append(f"{root} holds {len(runs)} sweeps; showing run {run_id} ({int(runs[run_id])} configurations, "
-                                 f"the most{with_samples}). Pass one sweep's .parquet file to show another.")
+                with_samples = (
+                    " with samples" if str(run_id) in sampled and any(str(r) not in sampled for r in runs.index) else ""
+                )
+                rec.notes.append(
+                    f"{root} holds {len(runs)} sweeps; showing run {run_id} ({int(runs[run_id])} configurations, "
+                    f"the most{with_samples}). Pass one sweep's .parquet file to show another."
+                )
             elif run_id not in runs.index:
                 raise ConfigError(f"run_id {run_id!r} is not under {str(root)!r}; it holds {sorted(runs.index)}")
         if run_id is not None and "run_id" in summary.columns:
             summary = summary[summary["run_id"] == run_id].reset_index(drop=True)
         rec.summary = summary
-        chosen = str(run_id) if run_id is not None else (str(summary["run_id"].iloc[0]) if "run_id" in summary.columns and len(summary) else "")
+        chosen = (
+            str(run_id)
+            if run_id is not None
+            else (str(summary["run_id"].iloc[0]) if "run_id" in summary.columns and len(summary) else "")
+        )
         rec.provenance.update(prov_by_run.get(chosen, found["summary"][0][2]))
-        rec.files += [str(f) for f, fr, _ in found["summary"] if "run_id" not in fr.columns or chosen in set(map(str, fr["run_id"]))]
+        rec.files += [
+            str(f)
+            for f, fr, _ in found["summary"]
+            if "run_id" not in fr.columns or chosen in set(map(str, fr["run_id"]))
+        ]
     if found["samples"]:
         samples = pd.concat([fr for _, fr, _ in found["samples"]], ignore_index=True)
         if rec.summary is not None and "run_id" in samples.columns and "run_id" in rec.summary.columns:
@@ -174,7 +209,9 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
     if found["events"]:
         f, frame, prov = max(found["events"], key=lambda item: len(item[1]))
         if len(found["events"]) > 1:
-            rec.notes.append(f"{root} holds {len(found['events'])} replay frames; showing {f.name} ({len(frame)} lookups)")
+            rec.notes.append(
+                f"{root} holds {len(found['events'])} replay frames; showing {f.name} ({len(frame)} lookups)"
+            )
         rec.events = frame
         rec.files.append(str(f))
         for k, v in prov.items():
@@ -190,12 +227,16 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
 
 def revision_note(this: str, recorded: str) -> str:
     """A warning when recorded data came from another revision of hipexplore than this report."""
+
     def short(rev: str) -> str:
         return rev.split("+")[0][:7]
+
     if not recorded or recorded == "unknown" or not this or this == "unknown" or short(this) == short(recorded):
         return ""
-    return (f"DIFFERENT REVISION: recorded with hipexplore {short(recorded)}, this report is {short(this)}; "
-            f"the measurement code may have changed since")
+    return (
+        f"DIFFERENT REVISION: recorded with hipexplore {short(recorded)}, this report is {short(this)}; "
+        f"the measurement code may have changed since"
+    )
 
 
 def provenance_table(info: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> pd.DataFrame:
@@ -242,11 +283,16 @@ def full_width(table: pd.DataFrame) -> Any:
     """The table for display without pandas' 50-character cell truncation (provenance values
     such as the command line must appear whole in the report), left-aligned, escaped."""
     # hx-wrap: long tokens (paths, the JSON spec) may break anywhere, so the table fits 900 px
-    return (escaped_style(table).set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
-            .set_td_classes(pd.DataFrame("hx-wrap", index=table.index, columns=table.columns)))
+    return (
+        escaped_style(table)
+        .set_properties(**{"text-align": "left", "white-space": "pre-wrap"})
+        .set_td_classes(pd.DataFrame("hx-wrap", index=table.index, columns=table.columns))
+    )
 
 
-def collect_provenance(device_properties: Mapping[str, Any] | None = None, command: str | Sequence[str] | None = None) -> dict[str, str]:
+def collect_provenance(
+    device_properties: Mapping[str, Any] | None = None, command: str | Sequence[str] | None = None
+) -> dict[str, str]:
     """``provenance.collect`` plus the device's properties under ``device.*`` (empty or None
     ``command`` means this process's argv)."""
     from ..provenance import collect, describe_value

@@ -1,5 +1,6 @@
 """Tuning-replay data for the notebooks, live or recorded: one pass per scenario, the scenario
 table (outcome counts from ``schema.count_outcomes``), and the small cache demo."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -51,12 +52,14 @@ def scenario_table(frame: pd.DataFrame, wall_seconds: Mapping[str, float] | None
     for name, grp in frame.groupby("scenario", sort=False):
         counts = count_outcomes(grp["outcome"])
         counts.pop("hits")
-        rows.append({
-            "scenario": name,
-            **counts,
-            "lookup_seconds_sum": float(grp["lookup_seconds"].sum()),
-            "wall_seconds": float((wall_seconds or {}).get(name, float("nan"))),
-        })
+        rows.append(
+            {
+                "scenario": name,
+                **counts,
+                "lookup_seconds_sum": float(grp["lookup_seconds"].sum()),
+                "wall_seconds": float((wall_seconds or {}).get(name, float("nan"))),
+            }
+        )
     return pd.DataFrame(rows).set_index("scenario")
 
 
@@ -80,8 +83,13 @@ def one_pass(frame: pd.DataFrame, jobs: int | None = None) -> tuple[pd.DataFrame
     return frame, ("showing the replay pass with " + ", ".join(notes)) if notes else ""
 
 
-def split_replay(frame: pd.DataFrame, source: str, wall_seconds: Mapping[str, float] | None = None,
-                 primary: str | None = None, jobs: int | None = None) -> ReplayData:
+def split_replay(
+    frame: pd.DataFrame,
+    source: str,
+    wall_seconds: Mapping[str, float] | None = None,
+    primary: str | None = None,
+    jobs: int | None = None,
+) -> ReplayData:
     """Pick the scenario to show (``primary``) and the measured cache-off pass as its baseline,
     from one pass (see ``one_pass``)."""
     require_columns(frame, ("scenario", "seq", "outcome", "lookup_seconds", "compile_seconds"), "replay frame")
@@ -102,8 +110,12 @@ def split_replay(frame: pd.DataFrame, source: str, wall_seconds: Mapping[str, fl
         by_role = pd.crosstab(events["role"], events["outcome"])
     data = ReplayData(frame, events, baseline, scenario_table(frame, wall_seconds), primary, source, by_role)
     data.floor = _floor(frame)
-    _own_cache(data, every_pass[every_pass["jobs"] == frame["jobs"].iloc[0]] if "jobs" in frame.columns and len(frame)
-               else every_pass)
+    _own_cache(
+        data,
+        every_pass[every_pass["jobs"] == frame["jobs"].iloc[0]]
+        if "jobs" in frame.columns and len(frame)
+        else every_pass,
+    )
     if note:
         data.provenance["recorded.replay_pass"] = note
     return data
@@ -189,7 +201,9 @@ def replay_data(
     if source != "live":
         rec = load_recorded(source)
         if rec.events is None:
-            raise ConfigError(f"no replay/cache-event parquet under {source!r} (expected columns seq, outcome, lookup_seconds, ...)")
+            raise ConfigError(
+                f"no replay/cache-event parquet under {source!r} (expected columns seq, outcome, lookup_seconds, ...)"
+            )
         frame = rec.events if "scenario" in rec.events.columns else rec.events.assign(scenario="recorded")
         data = split_replay(frame, source=str(source), jobs=jobs)
         if rec.passes is not None and len(data.events):
@@ -211,11 +225,14 @@ def replay_data(
     if tuning_list:  # a shipped list (or a list file): a selection of it, the live report cannot wait an hour
         from ..tuning import listfile
 
-        spec = listfile.read(tuning_list).select(None if problems is None else str(problems), candidates,
-                                                 every_problem=every_problem)
+        spec = listfile.read(tuning_list).select(
+            None if problems is None else str(problems), candidates, every_problem=every_problem
+        )
         tl = listfile.expand(spec, compiler, target)
     else:
-        tl = build_list(compiler, target, problems=select_problems(None if problems is None else str(problems)), limit=candidates)
+        tl = build_list(
+            compiler, target, problems=select_problems(None if problems is None else str(problems)), limit=candidates
+        )
     if passes > 1:
         from ..tuning.baselines import run_rounds
 

@@ -9,6 +9,7 @@ section (absent with one sentence why, or a tuning list's cache verdicts named a
 ``compile_section``), and both sides' provenance, the code under review included. The headline
 sentences above them are ``headline``'s.
 """
+
 from __future__ import annotations
 
 import html
@@ -29,9 +30,22 @@ from ..schema import Timer
 
 VERDICT_COLORS = {"faster": "#2ca02c", "slower": "#d62728", "same": "#1f77b4", "undecided": "0.5"}
 #: provenance rows shown first, in this order (the rest follow sorted)
-REVIEW_PROVENANCE = tuple(k.name for k in (mk.DEVICE_NAME, mk.DEVICE_KIND, mk.DATE, mk.COMMAND, mk.GIT_REVISION, mk.HIPEXPLORE,
-                                            mk.RUN_ID, mk.SWEEP_KERNELS, mk.SWEEP_SIZES, mk.SWEEP_INTERLEAVE,
-                                            mk.SWEEP_STOP_RULE))
+REVIEW_PROVENANCE = tuple(
+    k.name
+    for k in (
+        mk.DEVICE_NAME,
+        mk.DEVICE_KIND,
+        mk.DATE,
+        mk.COMMAND,
+        mk.GIT_REVISION,
+        mk.HIPEXPLORE,
+        mk.RUN_ID,
+        mk.SWEEP_KERNELS,
+        mk.SWEEP_SIZES,
+        mk.SWEEP_INTERLEAVE,
+        mk.SWEEP_STOP_RULE,
+    )
+)
 
 
 @dataclass
@@ -50,10 +64,20 @@ class ReviewData:
     notes: list[str] = field(default_factory=list)
 
 
-def review_data(baseline: Any, candidate: Any = None, *, base_kernel: str | None = None, new_kernel: str | None = None,
-                threshold: float = DEFAULT_THRESHOLD, allow_other_device: bool = False, device: str = "auto",
-                sizes: Sequence[str | int] = ("256KiB", "1MiB"), rotating: Sequence[int | str] = (1,),
-                flush: Sequence[str] = ("none",), iterations: int | None = 64) -> ReviewData:
+def review_data(
+    baseline: Any,
+    candidate: Any = None,
+    *,
+    base_kernel: str | None = None,
+    new_kernel: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    allow_other_device: bool = False,
+    device: str = "auto",
+    sizes: Sequence[str | int] = ("256KiB", "1MiB"),
+    rotating: Sequence[int | str] = (1,),
+    flush: Sequence[str] = ("none",),
+    iterations: int | None = 64,
+) -> ReviewData:
     """``baseline`` and ``candidate``: two runs (samples .parquet paths or SweepResults); or one run
     (``candidate`` None) with ``base_kernel`` and ``new_kernel``; or ``baseline="live"``: an
     interleaved sweep of ``base_kernel`` and ``new_kernel`` on ``device`` now."""
@@ -62,8 +86,17 @@ def review_data(baseline: Any, candidate: Any = None, *, base_kernel: str | None
             raise ConfigError("a live review needs base_kernel and new_kernel (two kernels swept interleaved)")
         from ..bench import sweep
 
-        run = sweep([base_kernel, new_kernel], list(sizes), list(rotating), list(flush), device=device,
-                    iterations=iterations, interleave=True, progress=False, reference=False)
+        run = sweep(
+            [base_kernel, new_kernel],
+            list(sizes),
+            list(rotating),
+            list(flush),
+            device=device,
+            iterations=iterations,
+            interleave=True,
+            progress=False,
+            reference=False,
+        )
         baseline, source = run, f"live interleaved sweep on {run.info.device_name or device}"
     else:
         source = "recorded"
@@ -72,15 +105,32 @@ def review_data(baseline: Any, candidate: Any = None, *, base_kernel: str | None
             raise ConfigError("one run needs base_kernel and new_kernel (or give a candidate run)")
         frame = compare(baseline, base=base_kernel, new=new_kernel, threshold=threshold)
         meta = frame.attrs["base_metadata"]
-        return ReviewData(frame, base_kernel, new_kernel, meta, frame.attrs["new_metadata"], threshold,
-                          [base_kernel], [new_kernel], source + " (one run, two kernels)")
+        return ReviewData(
+            frame,
+            base_kernel,
+            new_kernel,
+            meta,
+            frame.attrs["new_metadata"],
+            threshold,
+            [base_kernel],
+            [new_kernel],
+            source + " (one run, two kernels)",
+        )
     frame = compare(baseline, candidate, threshold=threshold, allow_other_device=allow_other_device)
     label = lambda x: Path(x).name if isinstance(x, (str, Path)) else str(getattr(x, "path", "") or "run")  # noqa: E731
-    return ReviewData(frame, label(baseline), label(candidate), frame.attrs["base_metadata"],
-                      frame.attrs["new_metadata"], threshold, source=source + " (two runs)")
+    return ReviewData(
+        frame,
+        label(baseline),
+        label(candidate),
+        frame.attrs["base_metadata"],
+        frame.attrs["new_metadata"],
+        threshold,
+        source=source + " (two runs)",
+    )
 
 
 # -- the banner -----------------------------------------------------------------------------------
+
 
 class Banner:
     """The device a report's numbers come from, first on the page."""
@@ -92,7 +142,11 @@ class Banner:
         parts = []
         for meta in self.sides:
             name, kind = mk.DEVICE_NAME.of(meta, "unknown device"), mk.DEVICE_KIND.of(meta, "")
-            parts.append(f"{name} ({kind}) — host CPU — not a GPU measurement" if kind == "host" else f"{name} ({kind or 'device'})")
+            parts.append(
+                f"{name} ({kind}) — host CPU — not a GPU measurement"
+                if kind == "host"
+                else f"{name} ({kind or 'device'})"
+            )
         return "Measured on: " + " | ".join(dict.fromkeys(parts))
 
     def host(self) -> bool:
@@ -100,8 +154,10 @@ class Banner:
 
     def _repr_html_(self) -> str:
         color = "#8a1c1c" if self.host() else "#1f4e79"
-        return (f'<div class="hx-banner" style="border:2px solid {color};color:{color};padding:6px 10px;'
-                f'font-weight:bold;margin:4px 0;max-width:100%;overflow-wrap:anywhere">{html.escape(self.text())}</div>')
+        return (
+            f'<div class="hx-banner" style="border:2px solid {color};color:{color};padding:6px 10px;'
+            f'font-weight:bold;margin:4px 0;max-width:100%;overflow-wrap:anywhere">{html.escape(self.text())}</div>'
+        )
 
     def __repr__(self) -> str:
         return self.text()
@@ -120,11 +176,27 @@ class Headline:
     def paragraphs(self) -> list[list[tuple[str, str]]]:
         """Each paragraph as (kind, text) runs: ``b`` bold, ``code``, ``text``."""
         d = self.data
-        out = [[("b", "Baseline:"), ("text", " "), ("code", d.base_label), ("text", " · "), ("b", "candidate:"),
-                ("text", " "), ("code", d.new_label), ("text", f" · {d.source}")],
-               [("b", "Decision rule:"), ("text", f" {rule_text(d.threshold)}. The p-value is information, not the rule "
-                                                  "(samples of one chunk are correlated, which makes it too small).")],
-               [("b", "Summary:"), ("text", f" {verdict_counts(d.verdicts)}.")]]
+        out = [
+            [
+                ("b", "Baseline:"),
+                ("text", " "),
+                ("code", d.base_label),
+                ("text", " · "),
+                ("b", "candidate:"),
+                ("text", " "),
+                ("code", d.new_label),
+                ("text", f" · {d.source}"),
+            ],
+            [
+                ("b", "Decision rule:"),
+                (
+                    "text",
+                    f" {rule_text(d.threshold)}. The p-value is information, not the rule "
+                    "(samples of one chunk are correlated, which makes it too small).",
+                ),
+            ],
+            [("b", "Summary:"), ("text", f" {verdict_counts(d.verdicts)}.")],
+        ]
         caveat = d.verdicts.attrs.get("caveat")
         if caveat:
             out.append([("b", "Note:"), ("text", f" {caveat}.")])
@@ -132,8 +204,10 @@ class Headline:
 
     def _repr_html_(self) -> str:
         tags = {"b": ("<b>", "</b>"), "code": ("<code>", "</code>"), "text": ("", "")}
-        return "\n".join("<p>" + "".join(f"{tags[k][0]}{html.escape(t)}{tags[k][1]}" for k, t in para) + "</p>"
-                         for para in self.paragraphs())
+        return "\n".join(
+            "<p>" + "".join(f"{tags[k][0]}{html.escape(t)}{tags[k][1]}" for k, t in para) + "</p>"
+            for para in self.paragraphs()
+        )
 
     def __repr__(self) -> str:
         return "\n\n".join("".join(t for _, t in para) for para in self.paragraphs())
@@ -145,6 +219,7 @@ def device_banner(bench: Any) -> Banner:
 
 
 # -- tables ---------------------------------------------------------------------------------------
+
 
 def _size(n: Any) -> str:
     from ..plots import format_bytes
@@ -187,17 +262,23 @@ def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
     for r in frame.to_dict("records"):
         out = {"configuration": config_label(r)}
         if r["present"] == "both":
-            out.update({
-                f"base median [95%] ({unit[1]})": _interval(r, "base", unit),
-                f"new median [95%] ({unit[1]})": _interval(r, "new", unit),
-                "change [95%]": f"{r['change']:+.1%} " + (f"[{r['ratio_ci_low'] - 1:+.1%}, {r['ratio_ci_high'] - 1:+.1%}]"
-                                                           if math.isfinite(r["ratio_ci_low"]) else "(no interval: see note)"),
-                "p (Mann-Whitney)": format_p(r["p_value"]),
-                "min. detectable": f"{r['min_detectable']:.1%}",
-                "verdict": r["verdict"],
-                "measured change": change_text(r, threshold),
-                "note": "; ".join(filter(None, [p_note(r, threshold), r.get("note") or ""])),
-            })
+            out.update(
+                {
+                    f"base median [95%] ({unit[1]})": _interval(r, "base", unit),
+                    f"new median [95%] ({unit[1]})": _interval(r, "new", unit),
+                    "change [95%]": f"{r['change']:+.1%} "
+                    + (
+                        f"[{r['ratio_ci_low'] - 1:+.1%}, {r['ratio_ci_high'] - 1:+.1%}]"
+                        if math.isfinite(r["ratio_ci_low"])
+                        else "(no interval: see note)"
+                    ),
+                    "p (Mann-Whitney)": format_p(r["p_value"]),
+                    "min. detectable": f"{r['min_detectable']:.1%}",
+                    "verdict": r["verdict"],
+                    "measured change": change_text(r, threshold),
+                    "note": "; ".join(filter(None, [p_note(r, threshold), r.get("note") or ""])),
+                }
+            )
         else:
             out.update({"verdict": "", "note": r["note"]})
         rows.append(out)
@@ -215,14 +296,17 @@ def verdict_counts(frame: pd.DataFrame) -> str:
     only = frame[frame["present"] != "both"]
     extra = f"; {len(only)} configuration(s) only in one run (listed, not compared)" if len(only) else ""
     undecided = both[both["verdict"] == "undecided"]
-    where = (f"; the noise allows no call at: {', '.join(config_label(r) for r in undecided.to_dict('records'))}"
-             if len(undecided) else "")
-    return (f"{len(both)} configuration(s) compared: {', '.join(parts) or 'none'}; {_measured(both)}"
-            f"{extra}{where}")
+    where = (
+        f"; the noise allows no call at: {', '.join(config_label(r) for r in undecided.to_dict('records'))}"
+        if len(undecided)
+        else ""
+    )
+    return f"{len(both)} configuration(s) compared: {', '.join(parts) or 'none'}; {_measured(both)}{extra}{where}"
 
 
 def provenance_pair(data: ReviewData) -> pd.DataFrame:
     """Both sides' provenance in two columns; each side's ``code.*`` rows are those of its own kernels."""
+
     def side(meta: Mapping[str, str], kernels: list[str] | None) -> dict[str, str]:
         hidden = (mk.CODE.prefix, mk.PACKAGE.prefix, mk.VERIFY.prefix, mk.FLUSH_BYTES.prefix, mk.SWEEP_SPEC.name)
         out = {k: str(v) for k, v in meta.items() if not k.startswith(hidden)}
@@ -240,8 +324,13 @@ def provenance_pair(data: ReviewData) -> pd.DataFrame:
     keys += code + sorted((set(a) | set(b)) - set(keys) - set(code))
     if not keys:  # runs recorded without metadata (samples alone): one row that says so, not an empty table
         keys, a, b = ["provenance"], {"provenance": "none recorded"}, {"provenance": "none recorded"}
-    return pd.DataFrame({"item": keys, f"baseline: {data.base_label}": [a.get(k, "") for k in keys],
-                         f"candidate: {data.new_label}": [b.get(k, "") for k in keys]}).set_index("item")
+    return pd.DataFrame(
+        {
+            "item": keys,
+            f"baseline: {data.base_label}": [a.get(k, "") for k in keys],
+            f"candidate: {data.new_label}": [b.get(k, "") for k in keys],
+        }
+    ).set_index("item")
 
 
 def wrapped(table: pd.DataFrame) -> Any:
@@ -249,13 +338,17 @@ def wrapped(table: pd.DataFrame) -> Any:
     cell and label HTML-escaped (the labels and provenance come from run files)."""
     from .recorded import escaped_style
 
-    return escaped_style(table).set_properties(**{"text-align": "left", "white-space": "pre-wrap", "overflow-wrap": "anywhere",
-                                         "max-width": "28em"})
+    return escaped_style(table).set_properties(
+        **{"text-align": "left", "white-space": "pre-wrap", "overflow-wrap": "anywhere", "max-width": "28em"}
+    )
 
 
 # -- figures --------------------------------------------------------------------------------------
 
-def plot_forest(frame: pd.DataFrame, ax: Any = None, threshold: float | None = None, title: str | None = None) -> Figure:
+
+def plot_forest(
+    frame: pd.DataFrame, ax: Any = None, threshold: float | None = None, title: str | None = None
+) -> Figure:
     """Change new/base - 1 (percent) per configuration with its 95% interval, the ±threshold band
     shaded, colored by verdict."""
     both = frame[frame["present"] == "both"].reset_index(drop=True)
@@ -294,7 +387,9 @@ def plot_noise_both(frame: pd.DataFrame, base_label: str = "base", new_label: st
     ax = fig.subplots()
     y = np.arange(len(both))[::-1]
     ax.barh(y + 0.2, both["base_iqr_rel"] * 100, height=0.38, color="0.6", label=plain_text(f"baseline: {base_label}"))
-    ax.barh(y - 0.2, both["new_iqr_rel"] * 100, height=0.38, color="#ff7f0e", label=plain_text(f"candidate: {new_label}"))
+    ax.barh(
+        y - 0.2, both["new_iqr_rel"] * 100, height=0.38, color="#ff7f0e", label=plain_text(f"candidate: {new_label}")
+    )
     for level, ls in ((10, "--"), (25, ":")):
         ax.axvline(level, color="k", linestyle=ls, linewidth=0.8, label=f"{level}% (torch.utils.benchmark warns)")
     ax.set_yticks(y, [plain_text(config_label(r)) for r in both.to_dict("records")], fontsize="small")
@@ -355,17 +450,27 @@ def compile_section(data: ReviewData, replay: Any = None) -> Any:
 
     kernels = ", ".join(kernels_under_review(data)) or "the kernels compared"
     if replay is None:
-        return Paragraph(f"No compile-time section: the runs record no compile events of the code under review "
-                         f"({kernels}): a sweep stores each kernel's code hash, not its compiles, and a tuning-list "
-                         f"replay would time other code (set tuning_data to a recorded replay folder, or 'live', "
-                         f"to see the compile cache on a tuning list).")
+        return Paragraph(
+            f"No compile-time section: the runs record no compile events of the code under review "
+            f"({kernels}): a sweep stores each kernel's code hash, not its compiles, and a tuning-list "
+            f"replay would time other code (set tuning_data to a recorded replay folder, or 'live', "
+            f"to see the compile cache on a tuning list)."
+        )
     listed = getattr(replay, "list_name", "") or "a tuning list"
     listed = "the built-in split-K list" if listed == "built-in" else listed
     ev = replay.events
-    comp = f" with {ev['compiler'].iloc[0]}/{ev['target'].iloc[0]}" if {"compiler", "target"} <= set(ev.columns) and len(ev) else ""
-    return Paragraph([f"These figures are about the compile cache on {listed}{comp} (tuning_data = {replay.source!r}), "
-                      f"not about the code under review ({kernels}), whose compiles the runs do not record.",
-                      *cache_sentences(replay, data.threshold)])
+    comp = (
+        f" with {ev['compiler'].iloc[0]}/{ev['target'].iloc[0]}"
+        if {"compiler", "target"} <= set(ev.columns) and len(ev)
+        else ""
+    )
+    return Paragraph(
+        [
+            f"These figures are about the compile cache on {listed}{comp} (tuning_data = {replay.source!r}), "
+            f"not about the code under review ({kernels}), whose compiles the runs do not record.",
+            *cache_sentences(replay, data.threshold),
+        ]
+    )
 
 
 def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
@@ -378,18 +483,42 @@ def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.Data
     from ..readable import format_interval, format_number
 
     rows = compare_scenarios(frame[frame["scenario"] != "ideal"], "off", threshold=threshold)
-    out = pd.DataFrame({
-        "scenario": rows["scenario"],
-        "cache off (s)": rows["base_s"].map(format_number),
-        "with it (s)": rows["new_s"].map(format_number),
-        "saved (s) [95%]": [format_interval(r.saved_s, r.saved_ci_low_s, r.saved_ci_high_s) for r in rows.itertuples()],
-        "time change [95%]": [f"{r.ratio - 1:+.1%} [{r.ratio_ci_low - 1:+.1%}, {r.ratio_ci_high - 1:+.1%}]" for r in rows.itertuples()],
-        "verdict": rows["verdict"].map(lambda v: {"faster": "faster (saves time)"}.get(v, v)),
-        "interval over": rows["interval_over"],
-    })
+    out = pd.DataFrame(
+        {
+            "scenario": rows["scenario"],
+            "cache off (s)": rows["base_s"].map(format_number),
+            "with it (s)": rows["new_s"].map(format_number),
+            "saved (s) [95%]": [
+                format_interval(r.saved_s, r.saved_ci_low_s, r.saved_ci_high_s) for r in rows.itertuples()
+            ],
+            "time change [95%]": [
+                f"{r.ratio - 1:+.1%} [{r.ratio_ci_low - 1:+.1%}, {r.ratio_ci_high - 1:+.1%}]" for r in rows.itertuples()
+            ],
+            "verdict": rows["verdict"].map(lambda v: {"faster": "faster (saves time)"}.get(v, v)),
+            "interval over": rows["interval_over"],
+        }
+    )
     return out.set_index("scenario")
 
 
-__all__ = ["Banner", "Headline", "REVIEW_PROVENANCE", "ReviewData", "cache_verdicts", "compile_section", "config_label", "device_banner", "ideal_floor", "kernels_under_review", "plot_cache_review",
-           "plot_forest", "plot_noise_both", "provenance_pair", "review_data", "rule_text", "verdict_counts",
-           "verdict_table", "wrapped"]
+__all__ = [
+    "Banner",
+    "Headline",
+    "REVIEW_PROVENANCE",
+    "ReviewData",
+    "cache_verdicts",
+    "compile_section",
+    "config_label",
+    "device_banner",
+    "ideal_floor",
+    "kernels_under_review",
+    "plot_cache_review",
+    "plot_forest",
+    "plot_noise_both",
+    "provenance_pair",
+    "review_data",
+    "rule_text",
+    "verdict_counts",
+    "verdict_table",
+    "wrapped",
+]

@@ -17,6 +17,7 @@ that runs it (``kernel_environment``): a spec in hipexplore's own data folder, f
 server's ``JUPYTER_PATH``, so an older ``hipexplore`` spec pointing at another environment never
 answers, and JupyterLab never asks which kernel to use.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -107,7 +108,9 @@ def read_notebook(name: str) -> Any:
     path = source_path(name)
     nb = jupytext.read(str(path), fmt="py:percent") if path.suffix == ".py" else jupytext.read(str(path))
     nb.metadata.pop("jupytext", None)
-    nb.metadata.setdefault("kernelspec", {"name": KERNEL_NAME, "display_name": "Python (hipexplore)", "language": "python"})
+    nb.metadata.setdefault(
+        "kernelspec", {"name": KERNEL_NAME, "display_name": "Python (hipexplore)", "language": "python"}
+    )
     nb.metadata.setdefault("language_info", {"name": "python"})
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{name}-{i}"
@@ -200,8 +203,10 @@ def write_workspace(folder: str | os.PathLike) -> list[str]:
     a notebook name there that is a link, not a regular file, or another user's file (never opened)."""
     folder = Path(folder).expanduser()
     if _inside_shipped(folder) or (folder.exists() and not folder.is_dir()):
-        raise ConfigError(f"workspace {str(folder)!r} must be a folder of your own, outside the shipped notebooks "
-                          f"and the installed package (default: {default_workspace()})")
+        raise ConfigError(
+            f"workspace {str(folder)!r} must be a folder of your own, outside the shipped notebooks "
+            f"and the installed package (default: {default_workspace()})"
+        )
     fd = own_workspace(folder)
     try:
         for file in NOTEBOOKS.values():  # every name first: a refusal leaves the folder as it was
@@ -260,22 +265,29 @@ def own_workspace(folder: Path) -> int:
             pass
     link = os.lstat(folder)
     if stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.geteuid(), 0):
-        raise ConfigError(f"workspace {shown!r} is a symbolic link another user (uid {link.st_uid}) made; refused: "
-                          f"choose a folder of your own with --workspace")
+        raise ConfigError(
+            f"workspace {shown!r} is a symbolic link another user (uid {link.st_uid}) made; refused: "
+            f"choose a folder of your own with --workspace"
+        )
     try:
         fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     except OSError as exc:
         raise ConfigError(f"cannot open workspace {shown!r}: {exc.strerror or exc}") from None
     st = os.fstat(fd)
-    why = ("" if st.st_uid == os.geteuid() else f"belongs to another user (uid {st.st_uid})") \
-        or _others_can_write(st, sticky_ok=False) or _parent_problem(folder)
+    why = (
+        ("" if st.st_uid == os.geteuid() else f"belongs to another user (uid {st.st_uid})")
+        or _others_can_write(st, sticky_ok=False)
+        or _parent_problem(folder)
+    )
     if why:
         os.close(fd)
         if made:
             os.rmdir(folder)
-        raise ConfigError(f"workspace {shown!r} {why}; refused (others could plant notebooks or links there that "
-                          f"JupyterLab would run or save through): choose a folder of your own with --workspace, or "
-                          f"make it yours alone (chmod go-w)")
+        raise ConfigError(
+            f"workspace {shown!r} {why}; refused (others could plant notebooks or links there that "
+            f"JupyterLab would run or save through): choose a folder of your own with --workspace, or "
+            f"make it yours alone (chmod go-w)"
+        )
     return fd
 
 
@@ -311,11 +323,20 @@ def _check_existing(fd: int, folder: Path, file: str) -> None:
         st = os.stat(file, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
         return
-    what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file" if not stat.S_ISREG(st.st_mode)
-            else f"another user's file (uid {st.st_uid})" if st.st_uid != os.geteuid() else "")
+    what = (
+        "a symbolic link"
+        if stat.S_ISLNK(st.st_mode)
+        else "not a regular file"
+        if not stat.S_ISREG(st.st_mode)
+        else f"another user's file (uid {st.st_uid})"
+        if st.st_uid != os.geteuid()
+        else ""
+    )
     if what:
-        raise ConfigError(f"workspace {str(folder)!r}: {file} there is {what}; hipexplore neither opens nor replaces it, "
-                          f"and JupyterLab would open it (and save through a link): remove it, or choose another --workspace")
+        raise ConfigError(
+            f"workspace {str(folder)!r}: {file} there is {what}; hipexplore neither opens nor replaces it, "
+            f"and JupyterLab would open it (and save through a link): remove it, or choose another --workspace"
+        )
 
 
 def _differs(fd: int, file: str, shipped: dict[str, Any]) -> str:
@@ -343,8 +364,11 @@ def _parts_that_differ(mine: dict[str, Any], shipped: dict[str, Any]) -> list[st
         for c in nb.get("cells", []) if isinstance(nb.get("cells"), list) else []:
             c = c if isinstance(c, dict) else {}
             src = c.get("source", "")
-            out.append((c.get("cell_type"), "".join(src) if isinstance(src, list) else src) if what == "source"
-                       else (c.get("outputs"), c.get("execution_count")))
+            out.append(
+                (c.get("cell_type"), "".join(src) if isinstance(src, list) else src)
+                if what == "source"
+                else (c.get("outputs"), c.get("execution_count"))
+            )
         return out
 
     meta = mine.get("metadata") if isinstance(mine.get("metadata"), dict) else {}
@@ -357,9 +381,9 @@ def _parts_that_differ(mine: dict[str, Any], shipped: dict[str, Any]) -> list[st
     if spec != shipped["metadata"]["kernelspec"]:
         parts.append(f"its kernel is {_shown_name(spec.get('name'))}, not {KERNEL_NAME!r}")
     rest = {k: v for k, v in meta.items() if k != "kernelspec"}
-    if rest != {k: v for k, v in shipped["metadata"].items() if k != "kernelspec"} or \
-            {k: v for k, v in mine.items() if k not in ("cells", "metadata")} != \
-            {k: v for k, v in shipped.items() if k not in ("cells", "metadata")}:
+    if rest != {k: v for k, v in shipped["metadata"].items() if k != "kernelspec"} or {
+        k: v for k, v in mine.items() if k not in ("cells", "metadata")
+    } != {k: v for k, v in shipped.items() if k not in ("cells", "metadata")}:
         parts.append("its notebook metadata differ")
     return parts or ["its cells' ids or metadata differ"]
 
@@ -375,7 +399,7 @@ def kernel_display_name(prefix: str | None = None) -> str:
     prefix = sys.prefix if prefix is None else prefix
     home = os.path.expanduser("~")
     if home not in ("", "/") and (prefix == home or prefix.startswith(home + os.sep)):
-        prefix = "~" + prefix[len(home):]
+        prefix = "~" + prefix[len(home) :]
     return f"Python (hipexplore: {prefix})"
 
 
@@ -387,8 +411,12 @@ def register_kernel() -> Path:
     root = data_dir() / "kernels" / tag
     spec_dir = root / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
-    spec = {"argv": kernel_argv(), "display_name": kernel_display_name(), "language": "python",
-            "metadata": {"hipexplore_prefix": sys.prefix}}
+    spec = {
+        "argv": kernel_argv(),
+        "display_name": kernel_display_name(),
+        "language": "python",
+        "metadata": {"hipexplore_prefix": sys.prefix},
+    }
     _atomic_text(spec_dir / "kernel.json", json.dumps(spec, indent=1) + "\n")
     return root
 
@@ -418,8 +446,9 @@ def stale_kernel_note() -> str:
     python = spec.argv[0] if spec.argv else ""
     if not os.path.isabs(python) or os.path.exists(python):
         return ""
-    return (f"hipexplore lab: note: kernel '{KERNEL_NAME}' of a plain `jupyter lab` ({spec.resource_dir}) runs {python}, "
-            f"which no longer exists, so there JupyterLab asks for a kernel; this lab uses its own. To repair it: "
-            f"scripts/install_kernel.sh {sys.executable} (in a clone), or {sys.executable} -m ipykernel install --user "
-            f"--name {KERNEL_NAME}")
-
+    return (
+        f"hipexplore lab: note: kernel '{KERNEL_NAME}' of a plain `jupyter lab` ({spec.resource_dir}) runs {python}, "
+        f"which no longer exists, so there JupyterLab asks for a kernel; this lab uses its own. To repair it: "
+        f"scripts/install_kernel.sh {sys.executable} (in a clone), or {sys.executable} -m ipykernel install --user "
+        f"--name {KERNEL_NAME}"
+    )

@@ -9,6 +9,7 @@ their problems and candidate space, ``generate`` the script that writes them; ``
 compile floor, a bound no compiling pass of a replay is below.
 Names resolve lazily, so importing this package loads no compiler and no device runtime.
 """
+
 from __future__ import annotations
 
 _LAZY = {

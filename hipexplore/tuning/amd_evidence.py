@@ -13,6 +13,7 @@ waves (arch + accumulation VGPRs together, allocated in granules of 8), 800 SGPR
 at most 8 waves; 4 SIMDs per CU; LDS per CU 64 KiB (gfx942) or 160 KiB (gfx950), a workgroup of
 ``num_warps`` waves resident on one CU.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -27,14 +28,23 @@ from ..compile.base import ObjectCode
 from ..errors import ConfigError
 
 #: target -> (VGPRs per SIMD lane, SGPRs per SIMD, max waves per SIMD, SIMDs per CU, LDS bytes per CU)
-ARCH = {"gfx942": (512, 800, 8, 4, 64 * 1024), "gfx950": (512, 800, 8, 4, 160 * 1024),
-        "gfx90a": (512, 800, 8, 4, 64 * 1024)}
+ARCH = {
+    "gfx942": (512, 800, 8, 4, 64 * 1024),
+    "gfx950": (512, 800, 8, 4, 160 * 1024),
+    "gfx90a": (512, 800, 8, 4, 64 * 1024),
+}
 #: instruction classes counted in a listing (regex on the mnemonic)
 CLASSES = {
-    "mfma": r"^v_mfma", "valu": r"^v_(?!mfma)", "salu": r"^s_(?!waitcnt|barrier|cbranch|branch|endpgm)",
-    "global_load": r"^(global|buffer)_load", "global_store": r"^(global|buffer)_store",
-    "lds_read": r"^ds_read|^ds_load", "lds_write": r"^ds_write|^ds_store", "waitcnt": r"^s_waitcnt",
-    "barrier": r"^s_barrier", "branch": r"^s_(cbranch|branch)",
+    "mfma": r"^v_mfma",
+    "valu": r"^v_(?!mfma)",
+    "salu": r"^s_(?!waitcnt|barrier|cbranch|branch|endpgm)",
+    "global_load": r"^(global|buffer)_load",
+    "global_store": r"^(global|buffer)_store",
+    "lds_read": r"^ds_read|^ds_load",
+    "lds_write": r"^ds_write|^ds_store",
+    "waitcnt": r"^s_waitcnt",
+    "barrier": r"^s_barrier",
+    "branch": r"^s_(cbranch|branch)",
 }
 
 
@@ -66,14 +76,26 @@ def resource_table(codes: Mapping[str, ObjectCode]) -> pd.DataFrame:
     for name, code in codes.items():
         md = dict(code.metadata)
         if md.get("binary_kind") != "hsaco":
-            raise ConfigError(f"{name}: not an AMD code object from the Triton backend (got {code.compiler} {code.target})")
-        rows.append({
-            "kernel": name, "target": code.target, "symbol": md.get("name"), "num_warps": md.get("num_warps"),
-            "vgpr": md.get("vgpr"), "agpr": md.get("agpr"), "sgpr": md.get("sgpr"),
-            "lds_bytes": int(md.get("lds", 0) or 0) + int(md.get("shared", 0) or 0),
-            "scratch_bytes": md.get("scratch"), "vgpr_spill": md.get("vgpr_spill"), "sgpr_spill": md.get("sgpr_spill"),
-            "code_bytes": code.nbytes, **occupancy(md, code.target),
-        })
+            raise ConfigError(
+                f"{name}: not an AMD code object from the Triton backend (got {code.compiler} {code.target})"
+            )
+        rows.append(
+            {
+                "kernel": name,
+                "target": code.target,
+                "symbol": md.get("name"),
+                "num_warps": md.get("num_warps"),
+                "vgpr": md.get("vgpr"),
+                "agpr": md.get("agpr"),
+                "sgpr": md.get("sgpr"),
+                "lds_bytes": int(md.get("lds", 0) or 0) + int(md.get("shared", 0) or 0),
+                "scratch_bytes": md.get("scratch"),
+                "vgpr_spill": md.get("vgpr_spill"),
+                "sgpr_spill": md.get("sgpr_spill"),
+                "code_bytes": code.nbytes,
+                **occupancy(md, code.target),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -112,8 +134,14 @@ def disassembly_diff(a: str | bytes, b: str | bytes, name_a: str = "a", name_b: 
     return "\n".join(difflib.unified_diff(instructions(a), instructions(b), name_a, name_b, n=context, lineterm=""))
 
 
-def compare_candidates(a: object = None, b: object = None, target: str = "gfx942", problem: object = None,
-                       cache: object = None, compiler: object = None) -> dict[str, object]:
+def compare_candidates(
+    a: object = None,
+    b: object = None,
+    target: str = "gfx942",
+    problem: object = None,
+    cache: object = None,
+    compiler: object = None,
+) -> dict[str, object]:
     """Compile two Triton GEMM candidates for ``target`` (binary and listing, through the cache) and
     return {"resources": frame, "mix": frame (class x kernel), "diff": unified diff text}. Default:
     the qkv GEMM of the default list, BLOCK 64x64x32 against 128x64x32 (4 warps, 2 stages)."""
@@ -133,5 +161,8 @@ def compare_candidates(a: object = None, b: object = None, target: str = "gfx942
         codes[cfg.name] = cache.get_or_compile(req, compiler).object_code  # type: ignore[attr-defined]
         listings[cfg.name] = cache.get_or_compile(req.with_(mode="asm"), compiler).object_code.binary  # type: ignore[attr-defined]
     mix = instruction_mix(listings).pivot(index="class", columns="kernel", values="count")
-    return {"resources": resource_table(codes), "mix": mix,
-            "diff": disassembly_diff(listings[a.name], listings[b.name], a.name, b.name)}  # type: ignore[attr-defined]
+    return {
+        "resources": resource_table(codes),
+        "mix": mix,
+        "diff": disassembly_diff(listings[a.name], listings[b.name], a.name, b.name),
+    }  # type: ignore[attr-defined]

@@ -24,6 +24,7 @@ alternate (the order of the scenarios reversed every other round, the warm pairs
 a drift of a shared machine's speed favours no scenario; ``tuning.savings`` turns the passes' walls
 into savings with intervals.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,15 +38,27 @@ from ..compile.cache import CompileCache
 from ..compile.isolation import IsolatedCompiler
 from ..errors import ConfigError
 from .lists import TuningList
-from .replay import AUTO, _check_jobs, check_target, measure_ideal, replay_through_cache, resolve_granularity, salted, \
-    warm_up
+from .replay import (
+    AUTO,
+    _check_jobs,
+    check_target,
+    measure_ideal,
+    replay_through_cache,
+    resolve_granularity,
+    salted,
+    warm_up,
+)
 from .results import ReplayReport, ScenarioResult
 
 #: the baselines, measured in every round beside the cache's own passes
 BASELINES = ("cold", "compiler-cache")
 #: the cache's passes per ``--cache`` mode (disk: cold on an empty folder, then warm in a new cache object)
-CACHE_PASSES = {"off": (), "memory": ("memory",), "disk": ("disk-cold", "disk-warm"),
-                "all": ("memory", "disk-cold", "disk-warm")}
+CACHE_PASSES = {
+    "off": (),
+    "memory": ("memory",),
+    "disk": ("disk-cold", "disk-warm"),
+    "all": ("memory", "disk-cold", "disk-warm"),
+}
 MAX_PASSES = 100
 
 
@@ -72,9 +85,24 @@ def round_order(cache: str, r: int) -> list[str]:
 class _Run:
     """One replay in rounds: the list, its folder for the compilers' own caches, the passes so far."""
 
-    def __init__(self, tl: TuningList, jobs: int, granularity: str, salt: bool, timeout: float | None,
-                 step: Callable[[str], None], folder: str) -> None:
-        self.tl, self.jobs, self.granularity, self.salt, self.timeout, self.step = tl, jobs, granularity, salt, timeout, step
+    def __init__(
+        self,
+        tl: TuningList,
+        jobs: int,
+        granularity: str,
+        salt: bool,
+        timeout: float | None,
+        step: Callable[[str], None],
+        folder: str,
+    ) -> None:
+        self.tl, self.jobs, self.granularity, self.salt, self.timeout, self.step = (
+            tl,
+            jobs,
+            granularity,
+            salt,
+            timeout,
+            step,
+        )
         self.folder = folder
         self.run_salt = f"{os.getpid()}_{time.time_ns()}"
         self.passes: list[ScenarioResult] = []
@@ -97,11 +125,21 @@ class _Run:
             if scenario == "ideal":
                 res = measure_ideal(tl, comp, self.jobs)
             else:
-                cache = (CompileCache(max_entries=4096, max_bytes=1 << 30, disk_dir=disk, remote=False) if disk else
-                         CompileCache(max_entries=4096, max_bytes=1 << 30, disk_dir=False, remote=False)
-                         if scenario == "memory" else CompileCache(max_entries=0, max_bytes=0, disk_dir=False, remote=False))
-                res = replay_through_cache(tl, comp, cache, "compiler-cache" if scenario == "warming" else scenario,
-                                           self.jobs, self.granularity)
+                cache = (
+                    CompileCache(max_entries=4096, max_bytes=1 << 30, disk_dir=disk, remote=False)
+                    if disk
+                    else CompileCache(max_entries=4096, max_bytes=1 << 30, disk_dir=False, remote=False)
+                    if scenario == "memory"
+                    else CompileCache(max_entries=0, max_bytes=0, disk_dir=False, remote=False)
+                )
+                res = replay_through_cache(
+                    tl,
+                    comp,
+                    cache,
+                    "compiler-cache" if scenario == "warming" else scenario,
+                    self.jobs,
+                    self.granularity,
+                )
         finally:
             comp.close()
         label = str(res.frame["compiler_cache"].iloc[0]) if len(res.frame) else ""
@@ -144,8 +182,16 @@ class _Run:
         self.one("compiler-cache", r, "on", f"r{r}-cc", f"cc{r}")
 
 
-def run_rounds(tuning_list: TuningList, jobs: int = 1, cache: str = "memory", passes: int = 3, granularity: str = AUTO,
-               salt: bool = True, on_pass: Callable[[str], None] | None = None, timeout: float | None = None) -> ReplayReport:
+def run_rounds(
+    tuning_list: TuningList,
+    jobs: int = 1,
+    cache: str = "memory",
+    passes: int = 3,
+    granularity: str = AUTO,
+    salt: bool = True,
+    on_pass: Callable[[str], None] | None = None,
+    timeout: float | None = None,
+) -> ReplayReport:
     """Every scenario of ``round_order`` ``passes`` times in alternated rounds, each pass in fresh
     compiler processes (see the module's docstring); the report's ``scenarios`` hold each
     scenario's pass of median wall time, ``passes`` all of them, ``savings()`` the comparisons."""
@@ -160,9 +206,18 @@ def run_rounds(tuning_list: TuningList, jobs: int = 1, cache: str = "memory", pa
         check_target(probe, tuning_list.target)
     finally:
         probe.close()
-    with tempfile.TemporaryDirectory(prefix=f"hipexplore-own-caches-{os.getpid()}-") as folder:  # a killed run's: leftovers.py
-        run = _Run(tuning_list, jobs, granularity, salt, timeout or settings.COMPILE_TIMEOUT.get(), on_pass or (lambda _n: None),
-                   folder)
+    with tempfile.TemporaryDirectory(
+        prefix=f"hipexplore-own-caches-{os.getpid()}-"
+    ) as folder:  # a killed run's: leftovers.py
+        run = _Run(
+            tuning_list,
+            jobs,
+            granularity,
+            salt,
+            timeout or settings.COMPILE_TIMEOUT.get(),
+            on_pass or (lambda _n: None),
+            folder,
+        )
         for r in range(passes):
             run.round(r, cache)
     scenarios: dict[str, ScenarioResult] = {}
@@ -170,9 +225,21 @@ def run_rounds(tuning_list: TuningList, jobs: int = 1, cache: str = "memory", pa
         mine = sorted((p for p in run.passes if p.scenario == name), key=lambda p: p.seconds)
         scenarios[name] = mine[(len(mine) - 1) // 2]  # the median pass (the lower of two middles)
     primary = {"off": "off", "memory": "memory", "disk": "disk-cold", "all": "memory"}[cache]
-    return ReplayReport(tuning_list, jobs, cache, True, primary, scenarios, "", granularity, salt,
-                        [p for p in run.passes if p.scenario == "ideal"], [p for p in run.passes if p.scenario == "memory"],
-                        passes=run.passes, own_caches=run.own)
+    return ReplayReport(
+        tuning_list,
+        jobs,
+        cache,
+        True,
+        primary,
+        scenarios,
+        "",
+        granularity,
+        salt,
+        [p for p in run.passes if p.scenario == "ideal"],
+        [p for p in run.passes if p.scenario == "memory"],
+        passes=run.passes,
+        own_caches=run.own,
+    )
 
 
 __all__ = ["BASELINES", "CACHE_PASSES", "round_order", "round_units", "run_rounds"]

@@ -20,6 +20,7 @@ over the shared directory, with the worker's own compiler (loaded and warmed onc
 process before any pass is timed). A pass's ``seconds`` is its wall time, first submission to
 last result. Every event row records the ``worker`` and ``host`` that made it.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,17 @@ import pandas as pd
 from ..errors import ConfigError
 from ..files import write_file
 from .lists import TuningList
-from .replay import (GRANULARITIES, _dir_has_entries, candidate_groups, check_target, make_compiler, measure_ideal,
-                     replay_through_cache, salted, warm_up)
+from .replay import (
+    GRANULARITIES,
+    _dir_has_entries,
+    candidate_groups,
+    check_target,
+    make_compiler,
+    measure_ideal,
+    replay_through_cache,
+    salted,
+    warm_up,
+)
 from .results import ReplayReport, ScenarioResult
 
 #: what a cluster replay adds to the replay frame's columns
@@ -83,13 +93,20 @@ def ideal_task(whole: TuningList, positions: tuple[int, ...]) -> pd.DataFrame:
     return res.frame.assign(**_identity())
 
 
-def cache_task(whole: TuningList, positions: tuple[int, ...], scenario: str, cache_dir: str, granularity: str,
-               remote: str | None = None) -> pd.DataFrame:
+def cache_task(
+    whole: TuningList,
+    positions: tuple[int, ...],
+    scenario: str,
+    cache_dir: str,
+    granularity: str,
+    remote: str | None = None,
+) -> pd.DataFrame:
     from ..compile.cache import CompileCache
 
     part = _part(whole, positions)
-    cache = CompileCache(max_entries=4096, max_bytes=1024**3, disk_dir=Path(cache_dir) if not remote else False,
-                         remote=remote or False)
+    cache = CompileCache(
+        max_entries=4096, max_bytes=1024**3, disk_dir=Path(cache_dir) if not remote else False, remote=remote or False
+    )
     res = replay_through_cache(part, _compiler(part.compiler), cache, scenario, 1, granularity)
     return res.frame.assign(**_identity())
 
@@ -131,13 +148,16 @@ def _check_shared(client: Any, path: Path, url: str | None) -> None:
         marker.unlink()
     blind = sorted(w for w, ok in seen.items() if not ok)
     if blind and url is None:
-        raise ConfigError(f"cache directory {str(path)!r} is not shared with worker(s) {', '.join(blind)}: give every "
-                          f"worker the same directory (HIPEXPLORE_CACHE_DIR on a shared file system) or share the "
-                          f"Redis tier (HIPEXPLORE_CACHE_REMOTE=redis://HOST:6379/0)")
+        raise ConfigError(
+            f"cache directory {str(path)!r} is not shared with worker(s) {', '.join(blind)}: give every "
+            f"worker the same directory (HIPEXPLORE_CACHE_DIR on a shared file system) or share the "
+            f"Redis tier (HIPEXPLORE_CACHE_REMOTE=redis://HOST:6379/0)"
+        )
 
 
-def _cache_passes_list(tuning_list: TuningList, path: Path, given: bool, salt: bool, url: str | None,
-                       run_salt: str) -> tuple[TuningList, str]:
+def _cache_passes_list(
+    tuning_list: TuningList, path: Path, given: bool, salt: bool, url: str | None, run_salt: str
+) -> tuple[TuningList, str]:
     """The list the cache passes replay and the name of the first: a given directory is replayed as it is
     (``disk`` when it already holds entries); Redis is cold only when the list is salted (its keys are new)."""
     if url is not None:
@@ -191,17 +211,25 @@ def replay_on_cluster(
         run_salt = f"{os.getpid()}_{time.time_ns()}"
         jobs = len(workers)
 
-        def timed(scenario: str, fn: Any, whole: TuningList, parts: list[tuple[int, ...]], *args: Any) -> ScenarioResult:
-            shared = client.scatter(whole, broadcast=True, hash=False)  # before the clock: the list reaches every worker
+        def timed(
+            scenario: str, fn: Any, whole: TuningList, parts: list[tuple[int, ...]], *args: Any
+        ) -> ScenarioResult:
+            shared = client.scatter(
+                whole, broadcast=True, hash=False
+            )  # before the clock: the list reaches every worker
             distributed.wait([shared], timeout=timeout_s)
             t0 = time.perf_counter()
-            futs = [client.submit(fn, shared, p, *args, pure=False, key=f"hipexplore-replay-{scenario}-{run_salt}-{i}")
-                    for i, p in enumerate(parts)]
+            futs = [
+                client.submit(fn, shared, p, *args, pure=False, key=f"hipexplore-replay-{scenario}-{run_salt}-{i}")
+                for i, p in enumerate(parts)
+            ]
             try:
                 frames = client.gather(futs, errors="raise") if distributed.wait(futs, timeout=timeout_s) else []
             except TimeoutError as exc:
                 client.cancel(futs)
-                raise ConfigError(f"tune-replay --cluster: the {scenario} pass did not finish within {timeout_s:g} s") from exc
+                raise ConfigError(
+                    f"tune-replay --cluster: the {scenario} pass did not finish within {timeout_s:g} s"
+                ) from exc
             seconds = time.perf_counter() - t0
             frame = pd.concat(frames, ignore_index=True)
             frame["jobs"] = jobs
@@ -216,12 +244,24 @@ def replay_on_cluster(
         ideal_passes = [ideal("ideal")]
         disk_list, first = _cache_passes_list(tuning_list, path, given, salt, url, run_salt)
         for name in (first, "disk-warm"):
-            scenarios[name] = timed(name, cache_task, disk_list, task_parts(disk_list, granularity), name, str(path), granularity, url)
+            scenarios[name] = timed(
+                name, cache_task, disk_list, task_parts(disk_list, granularity), name, str(path), granularity, url
+            )
         if salt:  # unsalted, a second ideal would compile the same keys: no fresh compile to time
             ideal_passes.append(ideal("ideal1"))
         scenarios = {"ideal": min(ideal_passes, key=lambda res: res.seconds), **scenarios}
-        return ReplayReport(tuning_list, jobs, "remote" if url else "disk", False, first, scenarios,
-                            str(path) if given else "", granularity, salt, ideal_passes)
+        return ReplayReport(
+            tuning_list,
+            jobs,
+            "remote" if url else "disk",
+            False,
+            first,
+            scenarios,
+            str(path) if given else "",
+            granularity,
+            salt,
+            ideal_passes,
+        )
     finally:
         if tmp is not None:
             tmp.cleanup()

@@ -21,6 +21,7 @@ calls run at once, each within the pass's wall time, so ``jobs x wall >= sum of 
 pass lasts at least as long as its longest call. For the same reason the sum of a pass's lookup
 times (the report's cumulative "cache on" curve) is at least ``compile_sum_s``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -105,5 +106,12 @@ def check_below(floor: dict[str, Any], scenarios: dict[str, Any]) -> list[str]:
     return bad
 
 
-__all__ = ["COMPILING_SCENARIOS", "check_below", "compile_floor", "floor_of_frame", "floor_seconds", "kernel_ids",
-           "per_kernel_min"]
+__all__ = [
+    "COMPILING_SCENARIOS",
+    "check_below",
+    "compile_floor",
+    "floor_of_frame",
+    "floor_seconds",
+    "kernel_ids",
+    "per_kernel_min",
+]

@@ -8,6 +8,7 @@ from one GPU source per role (the same text for hiprtc and NVRTC) and one host C
 parameterized at compile time with ``-D`` options, and runs the host pipeline through ctypes so its
 results can be checked against numpy.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -134,9 +135,16 @@ def defines(role: str, shape: GemmShape, config: GemmConfig, activation: str = "
     act = _check_activation(activation)
     if role == "gemm":
         return {
-            "GEMM_M": shape.m, "GEMM_N": shape.n, "GEMM_K": shape.k,
-            "BM": config.bm, "BN": config.bn, "BK": config.bk, "TM": config.tm, "TN": config.tn,
-            "SPLIT": config.split, "UNROLL": config.unroll,
+            "GEMM_M": shape.m,
+            "GEMM_N": shape.n,
+            "GEMM_K": shape.k,
+            "BM": config.bm,
+            "BN": config.bn,
+            "BK": config.bk,
+            "TM": config.tm,
+            "TN": config.tn,
+            "SPLIT": config.split,
+            "UNROLL": config.unroll,
         }
     if role == "fill":
         return {"FILL_N": config.split * shape.m * shape.n}
@@ -217,7 +225,9 @@ def launch_geometry(role: str, shape: GemmShape, config: GemmConfig, sm_count: i
             (math.ceil(shape.n / config.bn), math.ceil(shape.m / config.bm), config.split),
             (config.threads, 1, 1),
         )
-    n = {"fill": config.split * shape.m * shape.n, "reduce": shape.m * shape.n, "pointwise": shape.m * shape.n}.get(role)
+    n = {"fill": config.split * shape.m * shape.n, "reduce": shape.m * shape.n, "pointwise": shape.m * shape.n}.get(
+        role
+    )
     if n is None:
         raise ConfigError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
     blocks = max(1, min(math.ceil(n / ELEMENTWISE_THREADS), 8 * sm_count))
@@ -270,8 +280,10 @@ class HostKernels:
             if role not in _ROLE_FILES:
                 raise ConfigError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
             if not isinstance(blob, (bytes, bytearray)) or not blob:
-                raise ConfigError(f"the {role} binary must be non-empty bytes (a host shared library); got "
-                                  f"{type(blob).__name__} of length {len(blob) if hasattr(blob, '__len__') else '?'}")
+                raise ConfigError(
+                    f"the {role} binary must be non-empty bytes (a host shared library); got "
+                    f"{type(blob).__name__} of length {len(blob) if hasattr(blob, '__len__') else '?'}"
+                )
             path = os.path.join(self._dir.name, f"{role}.so")
             with open(path, "wb") as fh:
                 fh.write(blob)
@@ -301,7 +313,9 @@ class HostKernels:
         ptrs = []
         for arr in arrays:
             if arr.dtype != np.float32 or not arr.flags.c_contiguous:
-                raise ConfigError(f"host kernels take C-contiguous float32 arrays; got {arr.dtype}, contiguous={arr.flags.c_contiguous}")
+                raise ConfigError(
+                    f"host kernels take C-contiguous float32 arrays; got {arr.dtype}, contiguous={arr.flags.c_contiguous}"
+                )
             ptrs.append(arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
         self._fns[role](*ptrs)
 

@@ -6,6 +6,7 @@
 The lists are data (anyone can read, diff or replace them); this script is how they were made, and
 ``tests/tuning/test_lists.py`` checks that the shipped files are exactly its output.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         write_file(path, text, what="list")
         spec = listfile.parse(text, str(path))
         c = listfile.counts(spec)
-        print(f"{path}: {len(spec.problems)} problems, {spec.n_candidates} candidates, {c['kernels']} kernels, "
-              f"{c['unique_kernels']} unique")
+        print(
+            f"{path}: {len(spec.problems)} problems, {spec.n_candidates} candidates, {c['kernels']} kernels, "
+            f"{c['unique_kernels']} unique"
+        )
     return 1 if bad else 0
 
 

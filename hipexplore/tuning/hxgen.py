@@ -19,6 +19,7 @@ Compilers: hiprtc and NVRTC compile the same C++ text (``-std=c++17``); the host
 compiles C twins (``tuning/src/hxh_*.c``: same arguments and arithmetic, loops instead of
 threads); Triton compiles ``tuning/src/triton_models.py`` (the epilogue a constexpr).
 """
+
 from __future__ import annotations
 
 import re
@@ -110,18 +111,26 @@ class PerfConfig:
         for f in ("bm", "bn", "bk", "tm", "tn", "vec", "split", "unroll"):
             _pos(f"config {f}", getattr(self, f))
         if self.split > MAX_SPLIT:
-            raise ConfigError(f"config {self.perf_config}: split {self.split} is more than {MAX_SPLIT}; expected a "
-                              f"split-K factor in 1..{MAX_SPLIT}")
+            raise ConfigError(
+                f"config {self.perf_config}: split {self.split} is more than {MAX_SPLIT}; expected a "
+                f"split-K factor in 1..{MAX_SPLIT}"
+            )
         if self.bm % self.tm or self.bn % self.tn:
-            raise ConfigError(f"config {self.perf_config}: the thread tile {self.tm}x{self.tn} must divide the block tile "
-                              f"{self.bm}x{self.bn}")
+            raise ConfigError(
+                f"config {self.perf_config}: the thread tile {self.tm}x{self.tn} must divide the block tile "
+                f"{self.bm}x{self.bn}"
+            )
         if not 32 <= self.threads <= 1024:
-            raise ConfigError(f"config {self.perf_config}: (bm/tm)*(bn/tn) = {self.threads} threads per block; expected 32..1024")
+            raise ConfigError(
+                f"config {self.perf_config}: (bm/tm)*(bn/tn) = {self.threads} threads per block; expected 32..1024"
+            )
         if self.vec not in (1, 2, 4):
             raise ConfigError(f"config {self.perf_config}: vec must be 1, 2 or 4; got {self.vec}")
         if self.shared_bytes > _SHARED_LIMIT:
-            raise ConfigError(f"config {self.perf_config}: the tiles need {self.shared_bytes} bytes of shared memory; "
-                              f"at most {_SHARED_LIMIT}")
+            raise ConfigError(
+                f"config {self.perf_config}: the tiles need {self.shared_bytes} bytes of shared memory; "
+                f"at most {_SHARED_LIMIT}"
+            )
         if self.unroll > self.bk:
             raise ConfigError(f"config {self.perf_config}: unroll {self.unroll} is more than bk {self.bk}")
 
@@ -145,13 +154,17 @@ class PerfConfig:
     def parse(cls, text: str) -> "PerfConfig":
         m = re.fullmatch(r"v1:(\d+(?:,\d+){7})", text.strip()) if isinstance(text, str) and len(text) < 200 else None
         if not m:
-            raise ConfigError(f"perf config must look like 'v1:BM,BN,BK,TM,TN,VEC,SPLIT,UNROLL' "
-                              f"(e.g. 'v1:64,64,16,4,4,4,2,4'); got {shown(text)}")
+            raise ConfigError(
+                f"perf config must look like 'v1:BM,BN,BK,TM,TN,VEC,SPLIT,UNROLL' "
+                f"(e.g. 'v1:64,64,16,4,4,4,2,4'); got {shown(text)}"
+            )
         fields = m.group(1).split(",")
         long = next((x for x in fields if len(x) > _FIELD_DIGITS), None)
         if long is not None:  # before int(): 4,300 digits and more raise a ValueError of their own
-            raise ConfigError(f"perf config {shown(text)}: a field of {len(long)} digits; expected at most "
-                              f"{_FIELD_DIGITS} digits per field")
+            raise ConfigError(
+                f"perf config {shown(text)}: a field of {len(long)} digits; expected at most "
+                f"{_FIELD_DIGITS} digits per field"
+            )
         return cls(*(int(x) for x in fields))
 
     # Triton's view of the candidate: the block tile, split-K, warps from the thread count and
@@ -177,17 +190,23 @@ class Problem:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or "/" in self.name or self.name != self.name.strip():
-            raise ConfigError(f"problem name must be a non-empty string without '/' or surrounding spaces; got {shown(self.name)}")
+            raise ConfigError(
+                f"problem name must be a non-empty string without '/' or surrounding spaces; got {shown(self.name)}"
+            )
         check_name(self.name, "problem name")  # it labels every entry and event, and is printed
         for f in ("m", "n", "k"):
             _pos(f"problem {self.name!r} {f}", getattr(self, f))
             if getattr(self, f) > 1 << 24:
                 raise ConfigError(f"problem {self.name!r}: {f}={getattr(self, f)} is more than 2^24")
         if self.m * self.n > 1 << 31 or self.m * self.k > 1 << 31 or self.k * self.n > 1 << 31:
-            raise ConfigError(f"problem {self.name!r}: {self.m}x{self.n}x{self.k} has a matrix of more than 2^31 elements "
-                              f"(32-bit indices)")
+            raise ConfigError(
+                f"problem {self.name!r}: {self.m}x{self.n}x{self.k} has a matrix of more than 2^31 elements "
+                f"(32-bit indices)"
+            )
         if self.epilogue not in EPILOGUES:
-            raise ConfigError(f"problem {self.name!r}: epilogue must be one of {', '.join(EPILOGUES)}; got {self.epilogue!r}")
+            raise ConfigError(
+                f"problem {self.name!r}: epilogue must be one of {', '.join(EPILOGUES)}; got {self.epilogue!r}"
+            )
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -233,10 +252,12 @@ def _op_functor(epilogue: str) -> str:
     n = 1 + len(inputs)
     tparams = ", ".join(f"class T{i}" for i in range(n))
     params = ", ".join(f"T{i} x{i}" for i in range(n))
-    return (f"struct hx_op_{epilogue} {{\n"
-            f"    template <{tparams}>\n"
-            f"    HX_INLINE auto operator()({params}) const {{ return {expr}; }}\n"
-            f"}};\n")
+    return (
+        f"struct hx_op_{epilogue} {{\n"
+        f"    template <{tparams}>\n"
+        f"    HX_INLINE auto operator()({params}) const {{ return {expr}; }}\n"
+        f"}};\n"
+    )
 
 
 def gemm_source(problem: Problem, config: PerfConfig) -> str:
@@ -321,9 +342,17 @@ def host_defines(role: str, problem: Problem, config: PerfConfig) -> dict[str, i
     """The -D parameters of the host C twins (same shapes, tiles and epilogue as the GPU text)."""
     epi = _HOST_EPI[problem.epilogue]
     if role == "gemm":
-        return {"GEMM_M": problem.m, "GEMM_N": problem.n, "GEMM_K": problem.k, "BM": config.bm, "BN": config.bn,
-                "BK": config.bk, "SPLIT": config.split, "UNROLL": config.unroll,
-                "EPI": epi if config.split == 1 else 0}
+        return {
+            "GEMM_M": problem.m,
+            "GEMM_N": problem.n,
+            "GEMM_K": problem.k,
+            "BM": config.bm,
+            "BN": config.bn,
+            "BK": config.bk,
+            "SPLIT": config.split,
+            "UNROLL": config.unroll,
+            "EPI": epi if config.split == 1 else 0,
+        }
     if role == "fill":
         return {"FILL_N": problem.m * problem.n}
     if role == "pointwise":
@@ -343,8 +372,16 @@ def triton_parts(role: str, problem: Problem, config: PerfConfig) -> tuple[str, 
     if role == "gemm":
         fused = config.split == 1
         sig = "a_ptr:*fp32,b_ptr:*fp32,c_ptr:*fp32,e0_ptr:*fp32,e1_ptr:*fp32"
-        consts = {"M": m, "N": n, "K": k, "BLOCK_M": max(16, config.bm), "BLOCK_N": max(16, config.bn),
-                  "BLOCK_K": max(16, config.bk), "SPLIT_K": config.split, "EPI": code if fused else 0}
+        consts = {
+            "M": m,
+            "N": n,
+            "K": k,
+            "BLOCK_M": max(16, config.bm),
+            "BLOCK_N": max(16, config.bn),
+            "BLOCK_K": max(16, config.bk),
+            "SPLIT_K": config.split,
+            "EPI": code if fused else 0,
+        }
         return "matmul_fused", sig, consts, {"num_warps": config.num_warps, "num_stages": config.num_stages}
     if role == "fill":
         return "fill_zero", "c_ptr:*fp32", {"N": m * n, "BLOCK": 1024}, {"num_warps": 4}
@@ -354,7 +391,9 @@ def triton_parts(role: str, problem: Problem, config: PerfConfig) -> tuple[str, 
     raise ConfigError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
 
 
-def request(role: str, compiler: str, target: str, problem: Problem, config: PerfConfig, label: str = "") -> CompileRequest:
+def request(
+    role: str, compiler: str, target: str, problem: Problem, config: PerfConfig, label: str = ""
+) -> CompileRequest:
     """The compile request of one role of one candidate (``label`` names it in events only)."""
     if compiler not in COMPILERS:
         raise ConfigError(f"compiler must be one of {', '.join(COMPILERS)}; got {compiler!r}")
@@ -369,15 +408,32 @@ def request(role: str, compiler: str, target: str, problem: Problem, config: Per
         text = _text(f"hxh_{role}.c")
         opts = tuple(f"-D{k}={v}" for k, v in host_defines(role, problem, config).items())
         headers = (Source("hxh_epilogue.h", _text("hxh_epilogue.h")),) if role != "fill" else ()
-        return CompileRequest(Source(f"hxh_{role}.c", text), "host", target, headers=headers, kernels=(SYMBOLS[role],),
-                              options=opts, label=label)
+        return CompileRequest(
+            Source(f"hxh_{role}.c", text),
+            "host",
+            target,
+            headers=headers,
+            kernels=(SYMBOLS[role],),
+            options=opts,
+            label=label,
+        )
     text = {"gemm": gemm_source, "pointwise": pointwise_source, "fill": fill_source}[role](
-        *((problem, config) if role == "gemm" else (problem,)))
-    return CompileRequest(Source(SYMBOLS[role] + _EXT[compiler], text), compiler, target, headers=prelude_headers(),
-                          kernels=(SYMBOLS[role],), options=OPTIONS[compiler], label=label)
+        *((problem, config) if role == "gemm" else (problem,))
+    )
+    return CompileRequest(
+        Source(SYMBOLS[role] + _EXT[compiler], text),
+        compiler,
+        target,
+        headers=prelude_headers(),
+        kernels=(SYMBOLS[role],),
+        options=OPTIONS[compiler],
+        label=label,
+    )
 
 
-def launch(role: str, problem: Problem, config: PerfConfig, sm_count: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+def launch(
+    role: str, problem: Problem, config: PerfConfig, sm_count: int
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(grid, block) of a role on a GPU (the kernels never need more than that to run); ``sm_count``
     is the device's own (``device.compute_units``), never one GPU's number standing in for all."""
     sm_count = _pos("sm_count (the device's compute units)", sm_count)
@@ -399,6 +455,19 @@ def kernel_arguments(role: str, problem: Problem, config: PerfConfig) -> tuple[s
     return ("c", *(f"e{i}" for i in range(len(inputs))), "y")
 
 
-__all__ = ["EPILOGUES", "PRELUDE_FILES", "PerfConfig", "Problem", "ROLES", "fill_source", "gemm_source", "kernel_arguments",
-           "launch", "pointwise_source", "prelude_headers", "request", "roles", "triton_parts"]
-
+__all__ = [
+    "EPILOGUES",
+    "PRELUDE_FILES",
+    "PerfConfig",
+    "Problem",
+    "ROLES",
+    "fill_source",
+    "gemm_source",
+    "kernel_arguments",
+    "launch",
+    "pointwise_source",
+    "prelude_headers",
+    "request",
+    "roles",
+    "triton_parts",
+]

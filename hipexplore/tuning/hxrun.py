@@ -6,6 +6,7 @@ thing is no model of a real one. ``check_candidate`` launches a candidate's kern
 every output poisoned (NaN), and returns the relative error against numpy in float64. It runs on
 the host device (the C twins) in CI and on a CUDA or HIP device (the generated C++ text).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -22,7 +23,9 @@ from .gemm import relative_error  # the one definition: both tuning families che
 DEFAULT_RTOL = 2e-5
 
 
-def reference(problem: hxgen.Problem, a: np.ndarray, b: np.ndarray, e0: np.ndarray | None, e1: np.ndarray | None) -> np.ndarray:
+def reference(
+    problem: hxgen.Problem, a: np.ndarray, b: np.ndarray, e0: np.ndarray | None, e1: np.ndarray | None
+) -> np.ndarray:
     """epilogue(a @ b, e0, e1) in float64 (e0: bias [N] or an M x N tensor; e1: the residual)."""
     from math import erf
 
@@ -55,8 +58,13 @@ def inputs(problem: hxgen.Problem, seed: int | None = None) -> dict[str, np.ndar
     return out
 
 
-def check_candidate(device: Any, problem: hxgen.Problem, config: hxgen.PerfConfig,
-                    compile_fn: Callable[[Any], Any], seed: int | None = None) -> float:
+def check_candidate(
+    device: Any,
+    problem: hxgen.Problem,
+    config: hxgen.PerfConfig,
+    compile_fn: Callable[[Any], Any],
+    seed: int | None = None,
+) -> float:
     """Compile (``compile_fn(request) -> ObjectCode``), load and run a candidate's kernels on
     ``device`` (a hipexplore Device: host, cuda or hip); return the relative error of the result."""
     from ..devices.base import PackedArgs as Args
@@ -97,7 +105,9 @@ def check_candidate(device: Any, problem: hxgen.Problem, config: hxgen.PerfConfi
     device.copy_to_host(bufs[final], result)
     for buf in bufs.values():
         device.free(buf)
-    return relative_error(result.reshape(m, n), reference(problem, data["a"], data["b"], data.get("e0"), data.get("e1")))
+    return relative_error(
+        result.reshape(m, n), reference(problem, data["a"], data["b"], data.get("e0"), data.get("e1"))
+    )
 
 
 __all__ = ["DEFAULT_RTOL", "check_candidate", "inputs", "reference", "relative_error"]

@@ -39,6 +39,7 @@ as untrusted input (``hipexplore.untrusted``): at most ``MAX_LIST_BYTES`` bytes 
 most 19 digits and finite numbers, names (problems, the header's texts) printable text, and the
 perf config's split-K factor at most ``hxgen.MAX_SPLIT``.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,19 @@ from ..untrusted import check_name, load_json, shown
 
 FORMAT = "hipexplore.tuning-list"
 VERSION = 1
-HEADER_KEYS = ("format", "version", "name", "model", "description", "dtype", "generator", "problems", "candidates",
-               "kernels", "unique_kernels")
+HEADER_KEYS = (
+    "format",
+    "version",
+    "name",
+    "model",
+    "description",
+    "dtype",
+    "generator",
+    "problems",
+    "candidates",
+    "kernels",
+    "unique_kernels",
+)
 ROW_KEYS = ("problem", "m", "n", "k", "epilogue", "perf_config", "meta")
 #: where the shipped lists live (a name given to ``--list`` is looked up here)
 LISTS_DIR = Path(__file__).resolve().parents[2] / "data" / "tuning" / "lists"
@@ -88,8 +100,13 @@ class ListSpec:
     def rows(self) -> list[tuple[Problem, PerfConfig]]:
         return [(p, c) for p in self.problems for c in self.candidates[p.name]]
 
-    def select(self, problems: str | None = None, limit: int | None = None, every: int | None = None,
-               every_problem: int | None = None) -> "ListSpec":
+    def select(
+        self,
+        problems: str | None = None,
+        limit: int | None = None,
+        every: int | None = None,
+        every_problem: int | None = None,
+    ) -> "ListSpec":
         """A reduced list: ``problems`` a count N (the first N) or comma-separated names; ``every_problem``
         every K-th problem (the first kept), each with all its candidates, so the repetition of tails
         across candidates stays what it is in the full list; ``limit`` the first N candidates of each
@@ -121,8 +138,10 @@ class ListSpec:
                 raise ConfigError(f"{flag} must be a positive integer; got {v!r}")
         most = max(len(self.candidates[p.name]) for p in probs) if probs else 0
         if limit is not None and limit > most:  # above every problem's candidates: it would silently mean all
-            raise ConfigError(f"--limit {limit} is above the candidates of every selected problem of list {self.name!r} "
-                              f"(at most {most}); expected 1..{most} (or no --limit for all)")
+            raise ConfigError(
+                f"--limit {limit} is above the candidates of every selected problem of list {self.name!r} "
+                f"(at most {most}); expected 1..{most} (or no --limit for all)"
+            )
         cands: dict[str, list[PerfConfig]] = {}
         i = 0
         for p in probs:
@@ -135,9 +154,13 @@ class ListSpec:
                 cands[p.name] = kept
         probs = [p for p in probs if p.name in cands]
         if not probs:
-            raise ConfigError(f"the selection left no candidate of list {self.name!r} (problems={problems!r}, "
-                              f"limit={limit!r}, every={every!r}, every_problem={every_problem!r})")
-        header = {k: v for k, v in self.header.items() if k not in ("problems", "candidates", "kernels", "unique_kernels")}
+            raise ConfigError(
+                f"the selection left no candidate of list {self.name!r} (problems={problems!r}, "
+                f"limit={limit!r}, every={every!r}, every_problem={every_problem!r})"
+            )
+        header = {
+            k: v for k, v in self.header.items() if k not in ("problems", "candidates", "kernels", "unique_kernels")
+        }
         return ListSpec(header, probs, cands, {p.name: self.meta.get(p.name, {}) for p in probs}, self.path)
 
 
@@ -155,14 +178,20 @@ def _int_field(obj: dict, key: str, where: str) -> int:
 def _header(obj: dict[str, Any], where: str) -> dict[str, Any]:
     """The header line, checked (format, version, known keys, fp32, string fields)."""
     if obj.get("format") != FORMAT:
-        raise ConfigError(f"{where}: the first line must be the header {{\"format\": \"{FORMAT}\", \"version\": {VERSION}, ...}}; "
-                          f"got format {shown(obj.get('format'))}")
+        raise ConfigError(
+            f'{where}: the first line must be the header {{"format": "{FORMAT}", "version": {VERSION}, ...}}; '
+            f"got format {shown(obj.get('format'))}"
+        )
     if obj.get("version") != VERSION or isinstance(obj.get("version"), bool):
-        raise ConfigError(f"{where}: list format version {shown(obj.get('version'))} is not supported (this hipexplore reads {VERSION})")
+        raise ConfigError(
+            f"{where}: list format version {shown(obj.get('version'))} is not supported (this hipexplore reads {VERSION})"
+        )
     unknown = sorted(k for k in obj if k not in HEADER_KEYS and not k.startswith("x_"))
     if unknown:
-        raise ConfigError(f"{where}: unknown header key(s) {', '.join(map(shown, unknown[:8]))}; expected {', '.join(HEADER_KEYS)} "
-                          f"(or x_* keys of your own)")
+        raise ConfigError(
+            f"{where}: unknown header key(s) {', '.join(map(shown, unknown[:8]))}; expected {', '.join(HEADER_KEYS)} "
+            f"(or x_* keys of your own)"
+        )
     if "dtype" in obj and obj["dtype"] != "fp32":
         raise ConfigError(f"{where}: dtype {shown(obj['dtype'])} is not supported; the replay's kernels are fp32")
     for key, limit in _HEADER_TEXT_LIMIT.items():
@@ -181,8 +210,10 @@ def _row(obj: dict[str, Any], where: str) -> tuple[Problem, PerfConfig]:
     """A candidate line, checked: its problem and perf config."""
     unknown = sorted(k for k in obj if k not in ROW_KEYS and not k.startswith("x_"))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(shown, unknown[:8]))}; a candidate line has {', '.join(ROW_KEYS)} "
-                          f"(or x_* keys of your own)")
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(map(shown, unknown[:8]))}; a candidate line has {', '.join(ROW_KEYS)} "
+            f"(or x_* keys of your own)"
+        )
     for key in ("problem", "m", "n", "k", "perf_config"):
         if key not in obj:
             raise ConfigError(f"{where}: missing {key!r} (a candidate line needs problem, m, n, k, perf_config)")
@@ -216,8 +247,9 @@ def parse(text: str, source: str = "<list>") -> ListSpec:
             continue
         where = _where(source, lineno)
         if len(line) > MAX_LINE_CHARS:
-            raise ConfigError(f"{where}: a line of {len(line)} characters; expected at most {MAX_LINE_CHARS} "
-                              f"(one candidate per line)")
+            raise ConfigError(
+                f"{where}: a line of {len(line)} characters; expected at most {MAX_LINE_CHARS} (one candidate per line)"
+            )
         obj = load_json(line, where, hint="each line must be one JSON object")
         if not isinstance(obj, dict):
             raise ConfigError(f"{where}: expected a JSON object, got {type(obj).__name__}")
@@ -229,8 +261,10 @@ def parse(text: str, source: str = "<list>") -> ListSpec:
         if name in by_name:
             first, first_line = by_name[name]
             if first != prob:
-                raise ConfigError(f"{where}: problem {name!r} is {prob.m}x{prob.n}x{prob.k} {prob.epilogue} here but "
-                                  f"{first.m}x{first.n}x{first.k} {first.epilogue} at line {first_line}")
+                raise ConfigError(
+                    f"{where}: problem {name!r} is {prob.m}x{prob.n}x{prob.k} {prob.epilogue} here but "
+                    f"{first.m}x{first.n}x{first.k} {first.epilogue} at line {first_line}"
+                )
         else:
             by_name[name] = (prob, lineno)
             problems.append(prob)
@@ -242,13 +276,17 @@ def parse(text: str, source: str = "<list>") -> ListSpec:
         seen[key] = lineno
         cands[name].append(cfg)
     if header is None:
-        raise ConfigError(f"{source}: empty list file (expected a header line {{\"format\": \"{FORMAT}\", ...}} and candidate lines)")
+        raise ConfigError(
+            f'{source}: empty list file (expected a header line {{"format": "{FORMAT}", ...}} and candidate lines)'
+        )
     if not problems:
         raise ConfigError(f"{source}: the list has a header but no candidate lines")
     spec = ListSpec(header, problems, cands, meta, source)
     for key, have in (("problems", len(problems)), ("candidates", spec.n_candidates)):
         if key in header and header[key] != have:
-            raise ConfigError(f"{source}: the header says {shown(header[key])} {key} but the file has {have} (truncated or edited?)")
+            raise ConfigError(
+                f"{source}: the header says {shown(header[key])} {key} but the file has {have} (truncated or edited?)"
+            )
     return spec
 
 
@@ -263,7 +301,9 @@ def resolve(name_or_path: str | Path) -> Path:
     if "/" not in str(name_or_path) and shipped.is_file():
         return shipped
     names = ", ".join(sorted(q.stem for q in LISTS_DIR.glob(f"*{SUFFIX}"))) if LISTS_DIR.is_dir() else "none found"
-    raise ConfigError(f"--list {str(name_or_path)!r}: no such file, and no shipped list of that name (shipped: {names})")
+    raise ConfigError(
+        f"--list {str(name_or_path)!r}: no such file, and no shipped list of that name (shipped: {names})"
+    )
 
 
 def read(name_or_path: str | Path) -> ListSpec:
@@ -272,8 +312,10 @@ def read(name_or_path: str | Path) -> ListSpec:
     try:
         size = path.stat().st_size
         if size > MAX_LIST_BYTES:
-            raise ConfigError(f"list {str(path)!r} is {size} bytes; a list file is at most {MAX_LIST_BYTES} bytes "
-                              f"({MAX_LIST_BYTES >> 20} MiB)")
+            raise ConfigError(
+                f"list {str(path)!r} is {size} bytes; a list file is at most {MAX_LIST_BYTES} bytes "
+                f"({MAX_LIST_BYTES >> 20} MiB)"
+            )
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read list {str(path)!r}: {exc.strerror or exc}") from None
@@ -317,8 +359,14 @@ def dumps(spec: ListSpec, header_extra: dict[str, Any] | None = None) -> str:
     lines = [json.dumps(header, ensure_ascii=False)]
     for p in spec.problems:
         for cfg in spec.candidates[p.name]:
-            row: dict[str, Any] = {"problem": p.name, "m": p.m, "n": p.n, "k": p.k, "epilogue": p.epilogue,
-                                   "perf_config": cfg.perf_config}
+            row: dict[str, Any] = {
+                "problem": p.name,
+                "m": p.m,
+                "n": p.n,
+                "k": p.k,
+                "epilogue": p.epilogue,
+                "perf_config": cfg.perf_config,
+            }
             if spec.meta.get(p.name):
                 row["meta"] = spec.meta[p.name]
             lines.append(json.dumps(row, ensure_ascii=False))
@@ -332,7 +380,9 @@ def write(spec: ListSpec, path: str | Path, header_extra: dict[str, Any] | None 
     return write_file(path, dumps(spec, header_extra), what="list")
 
 
-def from_rows(name: str, rows: Iterable[tuple[Problem, Sequence[PerfConfig], dict[str, Any]]], **header: Any) -> ListSpec:
+def from_rows(
+    name: str, rows: Iterable[tuple[Problem, Sequence[PerfConfig], dict[str, Any]]], **header: Any
+) -> ListSpec:
     """A spec from (problem, configs, meta) rows (the generator's and ``--export-list``'s path)."""
     problems, cands, meta = [], {}, {}
     for prob, cfgs, m in rows:
@@ -372,8 +422,15 @@ def expand(spec: ListSpec, compiler: str, target: str):  # -> TuningList
                     base = memo[key] = hxgen.request(role, compiler, target, prob, cfg)
                 entries.append(ListEntry(len(entries), prob.name, cfg.name, role, relabel(base, label)))
     distinct = tuple(dict.fromkeys(c for p in spec.problems for c in spec.candidates[p.name]))
-    return TuningList(compiler, target, tuple(spec.problems), distinct, tuple(entries),  # type: ignore[arg-type]
-                      name=spec.name, source=spec.path)
+    return TuningList(
+        compiler,
+        target,
+        tuple(spec.problems),
+        distinct,
+        tuple(entries),  # type: ignore[arg-type]
+        name=spec.name,
+        source=spec.path,
+    )
 
 
 def from_builtin(tuning_list: Any) -> ListSpec:
@@ -385,9 +442,26 @@ def from_builtin(tuning_list: Any) -> ListSpec:
     for p in tuning_list.problems:
         cfgs = [PerfConfig(c.bm, c.bn, c.bk, c.tm, c.tn, 4, c.split, c.unroll) for c in tuning_list.candidates]
         rows.append((Problem(p.name, p.shape.m, p.shape.n, p.shape.k, epi[p.activation]), cfgs, {}))
-    return from_rows("transformer", rows, model="hipexplore's built-in transformer layer (tune-replay without --list)",
-                     description="exported by tune-replay --export-list")
+    return from_rows(
+        "transformer",
+        rows,
+        model="hipexplore's built-in transformer layer (tune-replay without --list)",
+        description="exported by tune-replay --export-list",
+    )
 
 
-__all__ = ["FORMAT", "LISTS_DIR", "ListSpec", "VERSION", "counts", "dumps", "expand", "from_builtin", "from_rows", "parse",
-           "read", "resolve", "write"]
+__all__ = [
+    "FORMAT",
+    "LISTS_DIR",
+    "ListSpec",
+    "VERSION",
+    "counts",
+    "dumps",
+    "expand",
+    "from_builtin",
+    "from_rows",
+    "parse",
+    "read",
+    "resolve",
+    "write",
+]

@@ -6,6 +6,7 @@ reduction, in launch order. Only the GEMM depends on the tile configuration, so 
 across candidates exactly as they do in a MIGraphX split-K tuning list; that repetition is what a
 compile cache can save, and ``unique_kernels`` is the floor no cache can beat.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -169,8 +170,10 @@ def build_list(
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be a positive integer (candidates per problem); got {limit!r}")
         if limit > len(cands):  # a limit above the candidates would silently mean all of them
-            raise ConfigError(f"limit {limit} is above the {len(cands)} candidates per problem; "
-                              f"expected 1..{len(cands)} (or no limit for all)")
+            raise ConfigError(
+                f"limit {limit} is above the {len(cands)} candidates per problem; "
+                f"expected 1..{len(cands)} (or no limit for all)"
+            )
         cands = cands[:limit]
     entries: list[ListEntry] = []
     for prob in probs:

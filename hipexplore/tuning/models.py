@@ -22,6 +22,7 @@ register tile, vector width and unroll per tile, times split-K 1, 2, 4, 8, filte
 the way tuners prune (small tiles for decode-sized M, split-K only while each slice keeps at
 least four K tiles and the grid stays bounded).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -100,12 +101,18 @@ def llama3_8b(tokens=LLAMA_TOKENS) -> ModelList:
         "llama3-8b",
         "Llama-3-8B decoder layer (hidden 4096, intermediate 14336, 32 query / 8 KV heads of 128), fp32",
         "QKV, O, gate, up and down projections of one decoder layer at M = "
-        + ", ".join(str(t) for t in tokens) + " tokens; fused tails: O and down + residual, gate SiLU, "
+        + ", ".join(str(t) for t in tokens)
+        + " tokens; fused tails: O and down + residual, gate SiLU, "
         "up x SiLU(gate) (SwiGLU); QKV none (rotary embedding follows)",
     )
     for t in tokens:
-        for name, n, k, epi in (("qkv", qkv, h, "none"), ("o_proj", h, h, "add"), ("gate_proj", f, h, "silu"),
-                                ("up_proj", f, h, "mul"), ("down_proj", h, f, "add")):
+        for name, n, k, epi in (
+            ("qkv", qkv, h, "none"),
+            ("o_proj", h, h, "add"),
+            ("gate_proj", f, h, "silu"),
+            ("up_proj", f, h, "mul"),
+            ("down_proj", h, f, "add"),
+        ):
             ml.add(Problem(f"m{t}.{name}", t, n, k, epi), {"layer": name, "tokens": t})
     return ml
 
@@ -119,7 +126,8 @@ def resnet50_convs() -> list[dict[str, Any]]:
     """Every convolution of ResNet-50 (and the fc layer), in network order, with its implicit-GEMM
     sizes per image: rows = H_out x W_out, N = output channels, K = C x R x S."""
     layers: list[dict[str, Any]] = [
-        {"name": "conv1", "c": 3, "n": 64, "r": 7, "stride": 2, "hw_in": 224, "hw_out": 112, "epilogue": "bias_relu"}]
+        {"name": "conv1", "c": 3, "n": 64, "r": 7, "stride": 2, "hw_in": 224, "hw_out": 112, "epilogue": "bias_relu"}
+    ]
     c_in = 64
     for stage, (blocks, mid, out, hw, stride) in enumerate(RESNET50_STAGES, start=1):
         hw_out = hw // stride
@@ -127,17 +135,59 @@ def resnet50_convs() -> list[dict[str, Any]]:
             s = stride if b == 0 else 1
             hw_b = hw if b == 0 else hw_out
             pre = f"layer{stage}.{b}"
-            layers.append({"name": f"{pre}.conv1", "c": c_in, "n": mid, "r": 1, "stride": 1, "hw_in": hw_b, "hw_out": hw_b,
-                           "epilogue": "bias_relu"})
-            layers.append({"name": f"{pre}.conv2", "c": mid, "n": mid, "r": 3, "stride": s, "hw_in": hw_b,
-                           "hw_out": hw_b // s, "epilogue": "bias_relu"})
-            layers.append({"name": f"{pre}.conv3", "c": mid, "n": out, "r": 1, "stride": 1, "hw_in": hw_out,
-                           "hw_out": hw_out, "epilogue": "bias_add_relu"})
+            layers.append(
+                {
+                    "name": f"{pre}.conv1",
+                    "c": c_in,
+                    "n": mid,
+                    "r": 1,
+                    "stride": 1,
+                    "hw_in": hw_b,
+                    "hw_out": hw_b,
+                    "epilogue": "bias_relu",
+                }
+            )
+            layers.append(
+                {
+                    "name": f"{pre}.conv2",
+                    "c": mid,
+                    "n": mid,
+                    "r": 3,
+                    "stride": s,
+                    "hw_in": hw_b,
+                    "hw_out": hw_b // s,
+                    "epilogue": "bias_relu",
+                }
+            )
+            layers.append(
+                {
+                    "name": f"{pre}.conv3",
+                    "c": mid,
+                    "n": out,
+                    "r": 1,
+                    "stride": 1,
+                    "hw_in": hw_out,
+                    "hw_out": hw_out,
+                    "epilogue": "bias_add_relu",
+                }
+            )
             if b == 0:
-                layers.append({"name": f"{pre}.downsample", "c": c_in, "n": out, "r": 1, "stride": s, "hw_in": hw_b,
-                               "hw_out": hw_out, "epilogue": "bias"})
+                layers.append(
+                    {
+                        "name": f"{pre}.downsample",
+                        "c": c_in,
+                        "n": out,
+                        "r": 1,
+                        "stride": s,
+                        "hw_in": hw_b,
+                        "hw_out": hw_out,
+                        "epilogue": "bias",
+                    }
+                )
             c_in = out
-    layers.append({"name": "fc", "c": 2048, "n": 1000, "r": 1, "stride": 1, "hw_in": 1, "hw_out": 1, "epilogue": "bias"})
+    layers.append(
+        {"name": "fc", "c": 2048, "n": 1000, "r": 1, "stride": 1, "hw_in": 1, "hw_out": 1, "epilogue": "bias"}
+    )
     return layers
 
 
@@ -154,9 +204,12 @@ def resnet50(batches=RESNET_BATCHES) -> ModelList:
         for layer in resnet50_convs():
             m = batch * layer["hw_out"] ** 2
             k = layer["c"] * layer["r"] ** 2
-            meta = {"layer": layer["name"], "batch": batch,
-                    "conv": f"{layer['c']}->{layer['n']} {layer['r']}x{layer['r']}/{layer['stride']} "
-                            f"{layer['hw_in']}->{layer['hw_out']}"}
+            meta = {
+                "layer": layer["name"],
+                "batch": batch,
+                "conv": f"{layer['c']}->{layer['n']} {layer['r']}x{layer['r']}/{layer['stride']} "
+                f"{layer['hw_in']}->{layer['hw_out']}",
+            }
             ml.add(Problem(f"b{batch}.{layer['name']}", m, layer["n"], k, layer["epilogue"]), meta)
     return ml
 

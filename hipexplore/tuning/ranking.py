@@ -6,6 +6,7 @@ Why apart from the measuring: the candidates are measured by the one pipeline (`
 flushes, rotating sets, the cold reference, throttle rules; ``tuning.workload`` makes each
 candidate's pipeline a workload); tuning only turns its summary rows into a ranking.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,9 +18,34 @@ import pandas as pd
 from ..schema import Configuration
 
 RESULT_COLUMNS = (
-    "run_id", "device", "device_name", "problem", "candidate", "m", "n", "k", "split", "rotating",
-    "rotating_requested", "flush", "footprint_bytes", "n_samples", "median_s", "mean_s", "min_s", "p5_s",
-    "p95_s", "iqr_rel", "cv", "ci_low_s", "ci_high_s", "gflops", "rank", "best", "rel_error", "warning",
+    "run_id",
+    "device",
+    "device_name",
+    "problem",
+    "candidate",
+    "m",
+    "n",
+    "k",
+    "split",
+    "rotating",
+    "rotating_requested",
+    "flush",
+    "footprint_bytes",
+    "n_samples",
+    "median_s",
+    "mean_s",
+    "min_s",
+    "p5_s",
+    "p95_s",
+    "iqr_rel",
+    "cv",
+    "ci_low_s",
+    "ci_high_s",
+    "gflops",
+    "rank",
+    "best",
+    "rel_error",
+    "warning",
 )
 _STATS = ("median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s", "ci_high_s")
 
@@ -35,12 +61,28 @@ def candidate_rows(summary: pd.DataFrame, info: Any, names: dict[str, tuple[Any,
         prob, cand, split = names[c.kernel]
         shape = prob.shape
         err = info.measured.verify.get(f"{c.kernel}.{c.size}", "")
-        rows.append({"run_id": r["run_id"], "device": r["device"], "device_name": r["device_name"], "problem": prob.name,
-                     "candidate": cand, "m": shape.m, "n": shape.n, "k": shape.k, "split": split, "rotating": r["rotating"],
-                     "rotating_requested": c.rotating, "flush": c.flush, "footprint_bytes": r["footprint_bytes"],
-                     "n_samples": r["n"], **{s: r[s] for s in _STATS},
-                     "gflops": 2.0 * shape.m * shape.n * shape.k / r["median_s"] / 1e9,
-                     "rel_error": float(err.split("=", 1)[1]) if "=" in err else math.nan, "warning": r["warning"] or ""})
+        rows.append(
+            {
+                "run_id": r["run_id"],
+                "device": r["device"],
+                "device_name": r["device_name"],
+                "problem": prob.name,
+                "candidate": cand,
+                "m": shape.m,
+                "n": shape.n,
+                "k": shape.k,
+                "split": split,
+                "rotating": r["rotating"],
+                "rotating_requested": c.rotating,
+                "flush": c.flush,
+                "footprint_bytes": r["footprint_bytes"],
+                "n_samples": r["n"],
+                **{s: r[s] for s in _STATS},
+                "gflops": 2.0 * shape.m * shape.n * shape.k / r["median_s"] / 1e9,
+                "rel_error": float(err.split("=", 1)[1]) if "=" in err else math.nan,
+                "warning": r["warning"] or "",
+            }
+        )
     return rows
 
 
@@ -71,16 +113,25 @@ def choice_table(results: pd.DataFrame) -> pd.DataFrame:
             best = s.loc[s["median_s"].idxmin()]
             ref_row = s.loc[s["candidate"] == ref_pick].iloc[0]
             ref_time = float(ref_row["median_s"])
-            rows.append({
-                "problem": prob, "rotating_requested": rr, "rotating": int(best["rotating"]), "flush": fl,
-                "best": best["candidate"], "best_median_s": float(best["median_s"]),
-                "hot_pick": ref_pick, "hot_pick_median_s": ref_time,
-                "same_choice": best["candidate"] == ref_pick,
-                "regret": ref_time / float(best["median_s"]) - 1.0,
-                "runner_up_gap": _runner_up_gap(s),
-                # the change of pick is real only when the confidence intervals do not overlap
-                "distinguishable": bool(best["candidate"] != ref_pick and float(ref_row["ci_low_s"]) > float(best["ci_high_s"])),
-            })
+            rows.append(
+                {
+                    "problem": prob,
+                    "rotating_requested": rr,
+                    "rotating": int(best["rotating"]),
+                    "flush": fl,
+                    "best": best["candidate"],
+                    "best_median_s": float(best["median_s"]),
+                    "hot_pick": ref_pick,
+                    "hot_pick_median_s": ref_time,
+                    "same_choice": best["candidate"] == ref_pick,
+                    "regret": ref_time / float(best["median_s"]) - 1.0,
+                    "runner_up_gap": _runner_up_gap(s),
+                    # the change of pick is real only when the confidence intervals do not overlap
+                    "distinguishable": bool(
+                        best["candidate"] != ref_pick and float(ref_row["ci_low_s"]) > float(best["ci_high_s"])
+                    ),
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -22,6 +22,7 @@ Timing: ``seconds`` is the wall time of compiling the whole list (first submissi
 result). Before anything is timed the compiler is warmed up (one throw-away compile per worker),
 so library loading and worker start-up land in no scenario.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,7 +50,18 @@ from .results import ReplayReport, ScenarioResult
 from .timed_compiler import TimedCompiler, proc_cpu, cpu_delta, cpu_snapshot  # noqa: F401 - public here too
 
 CACHE_MODES = ("off", "memory", "disk", "all")  # all: memory, then disk cold and warm
-SCENARIOS = ("ideal", "off", "memory", "disk-cold", "disk", "disk-warm", "triton-cold", "triton-warm", "cold", "compiler-cache")
+SCENARIOS = (
+    "ideal",
+    "off",
+    "memory",
+    "disk-cold",
+    "disk",
+    "disk-warm",
+    "triton-cold",
+    "triton-warm",
+    "cold",
+    "compiler-cache",
+)
 
 #: REPLAY_COLUMNS (schema): what the replay adds to the cache event columns (docs/ARCHITECTURE.md
 #: "Tuning replay frame"); ``call_seconds``: wall time of the compiler call this lookup made (0 for hits and joins).
@@ -65,8 +77,13 @@ def _check_jobs(jobs: int) -> int:
 # ----------------------------------------------------------------------------- results: tuning/results.py
 
 
-def _annotate(events: pd.DataFrame, by_label: dict[str, ListEntry], scenario: str, jobs: int,
-              calls: dict[str, float] | None = None) -> pd.DataFrame:
+def _annotate(
+    events: pd.DataFrame,
+    by_label: dict[str, ListEntry],
+    scenario: str,
+    jobs: int,
+    calls: dict[str, float] | None = None,
+) -> pd.DataFrame:
     """Add the list columns to cache events; every request label names its list entry."""
     frame = events.copy()
     missing = set(frame["kernel"]) - set(by_label)
@@ -82,8 +99,10 @@ def _annotate(events: pd.DataFrame, by_label: dict[str, ListEntry], scenario: st
     if calls is None:  # no cache in between: the lookup is the compiler call
         frame["call_seconds"] = frame["lookup_seconds"]
     else:
-        frame["call_seconds"] = [float(calls.get(k, 0.0)) if o in ("compiled", "bypassed", "failed") else 0.0
-                                 for k, o in zip(frame["kernel"], frame["outcome"])]
+        frame["call_seconds"] = [
+            float(calls.get(k, 0.0)) if o in ("compiled", "bypassed", "failed") else 0.0
+            for k, o in zip(frame["kernel"], frame["outcome"])
+        ]
     frame["round"] = pd.Series(0, index=frame.index, dtype="int64")  # ScenarioResult sets both
     frame["pass_seconds"] = float("nan")
     return frame[list(FRAME_COLUMNS)]
@@ -126,7 +145,11 @@ def resolve_granularity(granularity: str, jobs: int) -> str:
 
 
 def replay_through_cache(
-    tuning_list: TuningList, compiler: Compiler, cache: CompileCache, scenario: str, jobs: int = 1,
+    tuning_list: TuningList,
+    compiler: Compiler,
+    cache: CompileCache,
+    scenario: str,
+    jobs: int = 1,
     granularity: str = AUTO,
 ) -> ScenarioResult:
     """Compile every list entry through ``cache`` (a fresh cache object per scenario).
@@ -141,7 +164,9 @@ def replay_through_cache(
     _check_jobs(jobs)
     granularity = resolve_granularity(granularity, jobs)
     if scenario not in SCENARIOS or scenario == "ideal":
-        raise ConfigError(f"scenario must be one of {', '.join(s for s in SCENARIOS if s != 'ideal')}; got {scenario!r}")
+        raise ConfigError(
+            f"scenario must be one of {', '.join(s for s in SCENARIOS if s != 'ideal')}; got {scenario!r}"
+        )
     if len(cache.events()):
         raise ConfigError("replay needs a fresh CompileCache (this one already has events)")
 
@@ -158,7 +183,9 @@ def replay_through_cache(
     seconds = run_tasks(tuning_list, one, jobs, granularity)
     cpu = cpu_delta(before, cpu_snapshot(compiler))
     by_label = {e.label: e for e in tuning_list.entries}
-    return ScenarioResult(scenario, jobs, seconds, _annotate(cache.events(), by_label, scenario, jobs, timed.calls), cpu)
+    return ScenarioResult(
+        scenario, jobs, seconds, _annotate(cache.events(), by_label, scenario, jobs, timed.calls), cpu
+    )
 
 
 def measure_ideal(tuning_list: TuningList, compiler: Compiler, jobs: int = 1) -> ScenarioResult:
@@ -181,13 +208,39 @@ def measure_ideal(tuning_list: TuningList, compiler: Compiler, jobs: int = 1) ->
         except HipexploreError as exc:
             elapsed = time.perf_counter() - t0
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            ev = CacheEvent(0, time.time(), key.digest, entry.label, entry.request.compiler, entry.request.target,
-                            entry.request.mode, "failed", elapsed, 0.0, 0.0, 0, f"{type(exc).__name__}: {msg}")
+            ev = CacheEvent(
+                0,
+                time.time(),
+                key.digest,
+                entry.label,
+                entry.request.compiler,
+                entry.request.target,
+                entry.request.mode,
+                "failed",
+                elapsed,
+                0.0,
+                0.0,
+                0,
+                f"{type(exc).__name__}: {msg}",
+            )
         else:
             elapsed = time.perf_counter() - t0
             recorded = code.compile_seconds if code.compile_seconds > 0 else elapsed
-            ev = CacheEvent(0, time.time(), key.digest, entry.label, entry.request.compiler, entry.request.target,
-                            entry.request.mode, "compiled", elapsed, recorded, 0.0, code.nbytes, "")
+            ev = CacheEvent(
+                0,
+                time.time(),
+                key.digest,
+                entry.label,
+                entry.request.compiler,
+                entry.request.target,
+                entry.request.mode,
+                "compiled",
+                elapsed,
+                recorded,
+                0.0,
+                code.nbytes,
+                "",
+            )
         with lock:
             rows.append((entry.index, ev))
 
@@ -197,8 +250,11 @@ def measure_ideal(tuning_list: TuningList, compiler: Compiler, jobs: int = 1) ->
     rows.sort(key=lambda r: r[1].time)
     events = [replace(ev, seq=i) for i, (_, ev) in enumerate(rows)]
     by_label = {e.label: e for e in tuning_list.entries}
-    frame = own_cache_labels(_annotate(events_frame(events), by_label, "ideal", jobs), compiler,
-                             {e.label: e.request for e in tuning_list.entries})
+    frame = own_cache_labels(
+        _annotate(events_frame(events), by_label, "ideal", jobs),
+        compiler,
+        {e.label: e.request for e in tuning_list.entries},
+    )
     return ScenarioResult("ideal", jobs, seconds, frame, cpu)
 
 
@@ -251,8 +307,16 @@ def warm_up(compiler: Compiler, compiler_name: str, target: str, jobs: int) -> N
             return
         # one kernel of every role (gelu pulls in the math headers), none of them in any list
         for role in ("fill", "gemm", "reduce", "pointwise"):
-            req = kernel_request(role, compiler_name, target, shape, cfg, "gelu",
-                                 extra_options=(f"-DHX_WARMUP={i}_{os.getpid()}",), label=f"warm-up {i} {role}")
+            req = kernel_request(
+                role,
+                compiler_name,
+                target,
+                shape,
+                cfg,
+                "gelu",
+                extra_options=(f"-DHX_WARMUP={i}_{os.getpid()}",),
+                label=f"warm-up {i} {role}",
+            )
             compiler.compile(req)
 
     errors: list[BaseException] = []
@@ -290,32 +354,47 @@ def _dir_has_entries(path: Path) -> bool:
     return path.is_dir() and any(True for _ in DiskCache(path).entries())
 
 
-def replay_passes(cache: str, measure_without_cache: bool = True, warm_pass: bool = True, ideal_repeats: int = 1,
-                  ideal: bool = True) -> list[str]:
+def replay_passes(
+    cache: str, measure_without_cache: bool = True, warm_pass: bool = True, ideal_repeats: int = 1, ideal: bool = True
+) -> list[str]:
     """The passes ``run_replay`` makes, in order (``disk`` stands for disk-cold or disk)."""
     names = (["warm-up"] if warm_pass else []) + (["ideal"] if ideal else [])
     if measure_without_cache or cache == "off":
         names.append("off")
-    names += {"memory": ["memory"], "disk": ["disk", "disk-warm"], "all": ["memory", "disk", "disk-warm"]}.get(cache, [])
+    names += {"memory": ["memory"], "disk": ["disk", "disk-warm"], "all": ["memory", "disk", "disk-warm"]}.get(
+        cache, []
+    )
     again = ["ideal"] + (["memory"] if cache in ("memory", "all") else []) if ideal else []
     return names + again * (ideal_repeats - 1)
 
 
-def _replay_compiler(tuning_list: TuningList, jobs: int, ideal_repeats: int, cache: str, compiler: Compiler | None,
-                     isolated: bool | None) -> Compiler:
+def _replay_compiler(
+    tuning_list: TuningList, jobs: int, ideal_repeats: int, cache: str, compiler: Compiler | None, isolated: bool | None
+) -> Compiler:
     """``run_replay``'s arguments checked, and the compiler it uses (the given one or a new one)."""
     _check_jobs(ideal_repeats)
     if cache not in CACHE_MODES:
         raise ConfigError(f"cache must be one of {', '.join(CACHE_MODES)}; got {cache!r}")
     comp = compiler if compiler is not None else make_compiler(tuning_list.compiler, jobs, isolated)
     if getattr(comp, "name", None) != tuning_list.compiler:
-        raise ConfigError(f"the list is for {tuning_list.compiler!r} but the compiler given is {getattr(comp, 'name', comp)!r}")
+        raise ConfigError(
+            f"the list is for {tuning_list.compiler!r} but the compiler given is {getattr(comp, 'name', comp)!r}"
+        )
     return comp
 
 
-def _off_and_memory(pass_list: Callable[[str], TuningList], comp: Compiler, scenarios: dict[str, ScenarioResult],
-                    step: Callable[[str], None], cache: str, measure_without_cache: bool, jobs: int, granularity: str,
-                    max_entries: int, max_bytes: int) -> str:
+def _off_and_memory(
+    pass_list: Callable[[str], TuningList],
+    comp: Compiler,
+    scenarios: dict[str, ScenarioResult],
+    step: Callable[[str], None],
+    cache: str,
+    measure_without_cache: bool,
+    jobs: int,
+    granularity: str,
+    max_entries: int,
+    max_bytes: int,
+) -> str:
     """``run_replay``'s cache-off and memory passes into ``scenarios``; returns the primary scenario so far."""
     primary = "off"
     if measure_without_cache or cache == "off":
@@ -329,9 +408,14 @@ def _off_and_memory(pass_list: Callable[[str], TuningList], comp: Compiler, scen
     return primary
 
 
-def _repeats(n: int, ideal_pass: Callable[[int], None], memory_pass: Callable[[int], None],
-             ideal_passes: list[ScenarioResult], memory_passes: list[ScenarioResult],
-             scenarios: dict[str, ScenarioResult]) -> dict[str, ScenarioResult]:
+def _repeats(
+    n: int,
+    ideal_pass: Callable[[int], None],
+    memory_pass: Callable[[int], None],
+    ideal_passes: list[ScenarioResult],
+    memory_passes: list[ScenarioResult],
+    scenarios: dict[str, ScenarioResult],
+) -> dict[str, ScenarioResult]:
     """Repeats 1..n-1 of the ideal, each followed by a memory pass where the run has one; the
     scenarios with each side's fastest pass as its ``ideal`` / ``memory`` (the ideal first). One
     statistic for both sides: the fastest of two ideals against a single memory pass read the H200
@@ -347,15 +431,25 @@ def _repeats(n: int, ideal_pass: Callable[[int], None], memory_pass: Callable[[i
     return scenarios
 
 
-def _memory_pass(tl: TuningList, comp: Compiler, jobs: int, granularity: str, max_entries: int,
-                 max_bytes: int) -> ScenarioResult:
+def _memory_pass(
+    tl: TuningList, comp: Compiler, jobs: int, granularity: str, max_entries: int, max_bytes: int
+) -> ScenarioResult:
     """One memory pass: the list through a fresh memory-only cache (no disk, no Redis)."""
     mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False, remote=False)
     return replay_through_cache(tl, comp, mem, "memory", jobs, granularity)
 
 
-def _disk_passes(disk_list: TuningList, comp: Compiler, path: Path, scenarios: dict[str, ScenarioResult],
-                 step: Callable[[str], None], jobs: int, granularity: str, max_entries: int, max_bytes: int) -> str:
+def _disk_passes(
+    disk_list: TuningList,
+    comp: Compiler,
+    path: Path,
+    scenarios: dict[str, ScenarioResult],
+    step: Callable[[str], None],
+    jobs: int,
+    granularity: str,
+    max_entries: int,
+    max_bytes: int,
+) -> str:
     """The two disk passes of ``run_replay`` into ``scenarios``, each in a fresh cache object on
     ``path`` (the first is ``disk-cold`` on an empty directory, else ``disk``); returns its name."""
     first = "disk" if _dir_has_entries(path) else "disk-cold"
@@ -409,6 +503,7 @@ def run_replay(
 
         def pass_list(name: str) -> TuningList:  # each pass its own salt (unless salt is off)
             return salted(tuning_list, f"{run_salt}_{name}") if salt else tuning_list
+
         step = on_pass or (lambda name: None)
         if warm_pass:  # the list's unique kernels once, salted, untimed: the first timed pass must not pay for warm-up
             step("warm-up")
@@ -422,15 +517,18 @@ def run_replay(
 
         if ideal:  # the first before the cache passes, repeats after: a machine speeding up favours neither side
             ideal_pass(0)
-        primary = _off_and_memory(pass_list, comp, scenarios, step, cache, measure_without_cache, jobs, granularity,
-                                  max_entries, max_bytes)
+        primary = _off_and_memory(
+            pass_list, comp, scenarios, step, cache, measure_without_cache, jobs, granularity, max_entries, max_bytes
+        )
         dir_used = ""
         if cache in ("disk", "all"):
             if cache_dir is None:
                 tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cache-")
             disk_list = tuning_list if tmp is None else pass_list("disk")
             dir_used = str(Path(cache_dir if tmp is None else tmp.name))
-            first = _disk_passes(disk_list, comp, Path(dir_used), scenarios, step, jobs, granularity, max_entries, max_bytes)
+            first = _disk_passes(
+                disk_list, comp, Path(dir_used), scenarios, step, jobs, granularity, max_entries, max_bytes
+            )
             primary = first if cache == "disk" else primary
         memory_passes = [scenarios["memory"]] if "memory" in scenarios else []
 
@@ -438,9 +536,22 @@ def run_replay(
             step("memory")
             memory_passes.append(_memory_pass(pass_list(f"memory{r}"), comp, jobs, granularity, max_entries, max_bytes))
 
-        scenarios = _repeats(ideal_repeats if ideal else 0, ideal_pass, memory_pass, ideal_passes, memory_passes, scenarios)
-        return ReplayReport(tuning_list, jobs, cache, comp.isolated, primary, scenarios, dir_used, granularity, salt,
-                            ideal_passes, memory_passes)
+        scenarios = _repeats(
+            ideal_repeats if ideal else 0, ideal_pass, memory_pass, ideal_passes, memory_passes, scenarios
+        )
+        return ReplayReport(
+            tuning_list,
+            jobs,
+            cache,
+            comp.isolated,
+            primary,
+            scenarios,
+            dir_used,
+            granularity,
+            salt,
+            ideal_passes,
+            memory_passes,
+        )
     finally:
         if tmp is not None:
             tmp.cleanup()

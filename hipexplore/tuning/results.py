@@ -5,6 +5,7 @@ passes recorded (counts per outcome, wall and CPU seconds, the cache's own overh
 floor) and turn it into the CLI's ``--json`` and the report's frames. ``tuning.replay`` still
 names ``ReplayReport`` and ``ScenarioResult`` (its passes return them).
 """
+
 from __future__ import annotations
 
 import math
@@ -52,7 +53,9 @@ class ScenarioResult:
             "call_seconds": float(f["call_seconds"].sum()),
             # serial passes only: everything outside the compiler calls (keys, lookups, disk
             # reads and writes, event bookkeeping); the complete cost of the cache on top of compiling
-            "outside_compiler_seconds": float(self.seconds - f["call_seconds"].sum()) if self.jobs == 1 else float("nan"),
+            "outside_compiler_seconds": float(self.seconds - f["call_seconds"].sum())
+            if self.jobs == 1
+            else float("nan"),
             # time the compiler ran in this pass (sum over compiles; > seconds when jobs > 1)
             "compile_seconds": float(compiled["compile_seconds"].sum()),
             # recorded compile time of every lookup, hits included: the no-cache estimate
@@ -63,7 +66,9 @@ class ScenarioResult:
             # compile and are left out. What the cache costs beyond the ideal, free of load noise.
             "cache_overhead_seconds": float(
                 (f["lookup_seconds"] - f["call_seconds"]).where(outcome != "joined", 0.0).sum()
-            ) if self.scenario != "ideal" else 0.0,
+            )
+            if self.scenario != "ideal"
+            else 0.0,
         }
 
 
@@ -138,14 +143,19 @@ class ReplayReport:
     def to_json(self) -> dict[str, Any]:
         tl = self.tuning_list
         main = self.scenarios[self.primary].summary()
-        ideal = self.scenarios["ideal"].summary() if "ideal" in self.scenarios else dict.fromkeys(
-            ("seconds", "compile_seconds", "cpu_seconds"), None)
+        ideal = (
+            self.scenarios["ideal"].summary()
+            if "ideal" in self.scenarios
+            else dict.fromkeys(("seconds", "compile_seconds", "cpu_seconds"), None)
+        )
         off = self.scenarios.get("off")
         recorded_sum = main["recorded_compile_seconds"]
         measured = off.seconds if off is not None else None
         without = measured if measured is not None else recorded_sum
         floor = self.floor()
-        ideal_walls = [float(s.seconds) for s in self.ideal_passes] or ([ideal["seconds"]] if ideal["seconds"] is not None else [])
+        ideal_walls = [float(s.seconds) for s in self.ideal_passes] or (
+            [ideal["seconds"]] if ideal["seconds"] is not None else []
+        )
         out: dict[str, Any] = {
             "compiler": tl.compiler,
             "target": tl.target,
@@ -159,8 +169,9 @@ class ReplayReport:
             "scenario": self.primary,
             "problems": [p.name for p in tl.problems],
             "candidates": tl.n_candidates,
-            "candidates_per_problem": len(tl.candidates) if not tl.name else max(
-                sum(1 for _ in g) for g in candidates_by_problem(tl)),
+            "candidates_per_problem": len(tl.candidates)
+            if not tl.name
+            else max(sum(1 for _ in g) for g in candidates_by_problem(tl)),
             "kernels": tl.kernels,
             "unique_kernels": tl.unique_kernels,
             "compiles": main["compiles"],
@@ -191,14 +202,16 @@ class ReplayReport:
             "floor_kernels": floor["kernels"],
             "floor_compiles_measured": floor["compiles_measured"],
             "floor_complete": floor["complete"],
-            "ratio_vs_floor": (main["seconds"] / floor["floor_s"]) if floor["floor_s"] and floor["floor_s"] > 0 else None,
+            "ratio_vs_floor": (main["seconds"] / floor["floor_s"])
+            if floor["floor_s"] and floor["floor_s"] > 0
+            else None,
             "seconds_saved_recorded": main["seconds_saved"],
             # the figure to quote: wall time without the cache (measured when measured) minus with it
             "seconds_saved": (without - main["seconds"]) if without is not None else None,
             "seconds_saved_quote": "seconds_saved: seconds_without_cache - seconds, both wall times of this run "
-                                   "(seconds_without_cache_source says whether the cache-off pass was measured); "
-                                   "seconds_saved_recorded sums the recorded compile time of each hit (serial-equivalent, "
-                                   "larger than the wall-time saving with --jobs > 1)",
+            "(seconds_without_cache_source says whether the cache-off pass was measured); "
+            "seconds_saved_recorded sums the recorded compile time of each hit (serial-equivalent, "
+            "larger than the wall-time saving with --jobs > 1)",
             "cpu_seconds": main["cpu_seconds"],
             "cpu_seconds_ideal": ideal["cpu_seconds"],
             "cache_overhead_seconds": main["cache_overhead_seconds"],
@@ -217,8 +230,11 @@ class ReplayReport:
         from ..compile import compiler_cache
 
         walls = self.walls()
-        own = self.own_caches or {name: str(s.frame["compiler_cache"].iloc[0]) for name, s in self.scenarios.items()
-                                  if "compiler_cache" in s.frame.columns and len(s.frame)}
+        own = self.own_caches or {
+            name: str(s.frame["compiler_cache"].iloc[0])
+            for name, s in self.scenarios.items()
+            if "compiler_cache" in s.frame.columns and len(s.frame)
+        }
         return {
             # the compiler's own cache in the cache's pass, each scenario's, and the setting that chose them
             "compiler_cache": own.get(self.primary, ""),

@@ -23,6 +23,7 @@ base (below 1: faster). The ratio's interval is ``compare_scenarios``'s (Welch's
 times); the seconds' is the same interval in seconds of the base's mean (``base × (1 − ratio)``), so
 the two never disagree. An interval needs two passes a side; with one it is None, and said so.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,12 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 #: the comparisons a replay reports: (name, base scenario, the cache's scenario or None for the primary)
-COMPARISONS = (("saved_vs_cold", "cold", None), ("saved_beyond_compiler_cache", "compiler-cache", None),
-               ("warm_beyond_compiler_cache", "compiler-cache", "disk-warm"), ("memory_vs_ideal", "ideal", "memory"))
+COMPARISONS = (
+    ("saved_vs_cold", "cold", None),
+    ("saved_beyond_compiler_cache", "compiler-cache", None),
+    ("warm_beyond_compiler_cache", "compiler-cache", "disk-warm"),
+    ("memory_vs_ideal", "ideal", "memory"),
+)
 
 
 def pass_walls(frame: pd.DataFrame, jobs: int | None = None) -> dict[str, list[float]]:
@@ -54,8 +59,11 @@ def pass_walls(frame: pd.DataFrame, jobs: int | None = None) -> dict[str, list[f
 
 def _frame(walls: Mapping[str, Sequence[float]]) -> pd.DataFrame:
     """One row per pass, its wall as ``lookup_seconds``: what ``compare_scenarios`` sums per pass."""
-    rows = [{"scenario": s, "round": i, "jobs": 0, "lookup_seconds": float(w)}
-            for s, ws in walls.items() for i, w in enumerate(ws)]
+    rows = [
+        {"scenario": s, "round": i, "jobs": 0, "lookup_seconds": float(w)}
+        for s, ws in walls.items()
+        for i, w in enumerate(ws)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -71,7 +79,10 @@ def comparison(walls: Mapping[str, Sequence[float]], base: str, new: str, level:
     both = len(b) >= 2 and len(n) >= 2
     base_s, lo, hi = float(row["base_s"]), float(row["ratio_ci_low"]), float(row["ratio_ci_high"])
     return {
-        "base": base, "scenario": new, "base_s": base_s, "new_s": float(row["new_s"]),
+        "base": base,
+        "scenario": new,
+        "base_s": base_s,
+        "new_s": float(row["new_s"]),
         "seconds": float(row["saved_s"]),
         # the ratio's interval in seconds of the base's mean: one interval, two units (a bootstrap of
         # 2-4 pass means is narrower than the passes allow: verdicts._pass_ratio_ci)

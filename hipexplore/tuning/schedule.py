@@ -9,6 +9,7 @@ over and taken later, when they are memory hits. Only when everything left is in
 worker wait, and then for the first compile to finish (not for a particular one), re-scanning the
 queue. List order is kept otherwise, so the pass still walks the list the way a tuner does.
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,8 +20,9 @@ from typing import Any, Callable, Hashable, Sequence
 from .lists import ListEntry, TuningList
 
 
-def run_scheduled(entries: Sequence[Any], fn: Callable[[Any], None], jobs: int,
-                  key: Callable[[Any], Hashable] = lambda e: e.request) -> float:
+def run_scheduled(
+    entries: Sequence[Any], fn: Callable[[Any], None], jobs: int, key: Callable[[Any], Hashable] = lambda e: e.request
+) -> float:
     """Call ``fn`` on every entry with ``jobs`` threads, never starting one whose ``key`` is being
     worked on by another thread while an entry with a free key is queued; returns the wall time.
     ``fn`` records its own errors (an exception from it is re-raised after all threads stop)."""
@@ -91,8 +93,12 @@ def candidate_groups(tuning_list: TuningList) -> list[list[ListEntry]]:
     return groups
 
 
-def run_tasks(tuning_list: TuningList, one: Callable[[Sequence[ListEntry]], None], jobs: int, granularity: str) -> float:
+def run_tasks(
+    tuning_list: TuningList, one: Callable[[Sequence[ListEntry]], None], jobs: int, granularity: str
+) -> float:
     """Run ``one`` over the list's entries in units of ``granularity`` with ``jobs`` at once."""
     if granularity == "scheduled":
         return run_scheduled(tuning_list.entries, lambda e: one([e]), jobs)
-    return _run_all(candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries], one, jobs)
+    return _run_all(
+        candidate_groups(tuning_list) if granularity == "candidate" else [[e] for e in tuning_list.entries], one, jobs
+    )

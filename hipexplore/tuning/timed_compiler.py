@@ -3,6 +3,7 @@
 Apart from ``tuning.replay`` (which uses both) so that the replay module holds the passes and their
 report, not the measuring instruments.
 """
+
 from __future__ import annotations
 
 import os

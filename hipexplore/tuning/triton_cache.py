@@ -8,6 +8,7 @@ hit), with the same workers, jobs and granularity as our passes. Rows are shaped
 ``compiled`` when Triton compiled, ``disk-hit`` when its cache answered (its compilation listener
 says which), ``failed`` on an error.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -34,8 +35,9 @@ def add_triton_cache_passes(report: ReplayReport) -> ReplayReport:
     return report
 
 
-def triton_cache_passes(tuning_list: TuningList, jobs: int = 1, granularity: str = "candidate",
-                        cache_dir: str | None = None) -> dict:
+def triton_cache_passes(
+    tuning_list: TuningList, jobs: int = 1, granularity: str = "candidate", cache_dir: str | None = None
+) -> dict:
     """{"triton-cold": ScenarioResult, "triton-warm": ScenarioResult} over ``tuning_list``."""
     tmp = tempfile.TemporaryDirectory(prefix="hipexplore-triton-own-cache-") if cache_dir is None else None
     directory = cache_dir or tmp.name  # type: ignore[union-attr]
@@ -56,15 +58,39 @@ def triton_cache_passes(tuning_list: TuningList, jobs: int = 1, granularity: str
                     try:
                         code = comp.compile(entry.request)
                     except HipexploreError as exc:
-                        ev = CacheEvent(0, time.time(), key.digest, entry.label, "triton", entry.request.target,
-                                        entry.request.mode, "failed", time.perf_counter() - t0, 0.0, 0.0, 0,
-                                        f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                        ev = CacheEvent(
+                            0,
+                            time.time(),
+                            key.digest,
+                            entry.label,
+                            "triton",
+                            entry.request.target,
+                            entry.request.mode,
+                            "failed",
+                            time.perf_counter() - t0,
+                            0.0,
+                            0.0,
+                            0,
+                            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                        )
                     else:
                         elapsed = time.perf_counter() - t0
                         hit = bool(code.metadata.get("triton_cache_hit"))
-                        ev = CacheEvent(0, time.time(), key.digest, entry.label, "triton", entry.request.target,
-                                        entry.request.mode, "disk-hit" if hit else "compiled", elapsed,
-                                        0.0 if hit else code.compile_seconds, 0.0, code.nbytes, "")
+                        ev = CacheEvent(
+                            0,
+                            time.time(),
+                            key.digest,
+                            entry.label,
+                            "triton",
+                            entry.request.target,
+                            entry.request.mode,
+                            "disk-hit" if hit else "compiled",
+                            elapsed,
+                            0.0 if hit else code.compile_seconds,
+                            0.0,
+                            code.nbytes,
+                            "",
+                        )
                     with lock:
                         rows.append(ev)
 
@@ -73,8 +99,9 @@ def triton_cache_passes(tuning_list: TuningList, jobs: int = 1, granularity: str
             cpu = cpu_delta(before, cpu_snapshot(comp))
             rows.sort(key=lambda r: r.time)
             frame = events_frame([replace(ev, seq=i) for i, ev in enumerate(rows)])
-            frame = own_cache_labels(_annotate(frame, by_label, scenario, jobs), comp,
-                                     {e.label: e.request for e in tuning_list.entries})
+            frame = own_cache_labels(
+                _annotate(frame, by_label, scenario, jobs), comp, {e.label: e.request for e in tuning_list.entries}
+            )
             out[scenario] = ScenarioResult(scenario, jobs, seconds, frame, cpu)
     finally:
         comp.close()

@@ -8,6 +8,7 @@ GEMM depends on the configuration, so the tails' requests (and keys) repeat acro
 ``unique_kernels`` is the floor no cache can beat. The result is a ``TuningList`` the replay runs
 unchanged (``compiler="triton"``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -62,8 +63,7 @@ class TritonConfig:
 
     @property
     def name(self) -> str:
-        return (f"b{self.block_m}x{self.block_n}x{self.block_k}_s{self.split_k}"
-                f"_w{self.num_warps}_st{self.num_stages}")
+        return f"b{self.block_m}x{self.block_n}x{self.block_k}_s{self.split_k}_w{self.num_warps}_st{self.num_stages}"
 
 
 #: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) tried by the default list
@@ -76,8 +76,9 @@ DEFAULT_TILES: tuple[tuple[int, int, int, int, int], ...] = (
 DEFAULT_SPLITS: tuple[int, ...] = (1, 2, 4)
 
 
-def default_candidates(tiles: Sequence[tuple[int, int, int, int, int]] = DEFAULT_TILES,
-                       splits: Sequence[int] = DEFAULT_SPLITS) -> tuple[TritonConfig, ...]:
+def default_candidates(
+    tiles: Sequence[tuple[int, int, int, int, int]] = DEFAULT_TILES, splits: Sequence[int] = DEFAULT_SPLITS
+) -> tuple[TritonConfig, ...]:
     if not tiles or not splits:
         raise ConfigError(f"need at least one tile and one split; got {len(tiles)} tiles, {len(splits)} splits")
     return tuple(TritonConfig(bm, bn, bk, s, w, st) for (bm, bn, bk, w, st), s in itertools.product(tiles, splits))
@@ -93,14 +94,22 @@ def kernel_file() -> Path:
     return Path(str(resources.files("hipexplore.tuning").joinpath("src", "triton_splitk.py")))
 
 
-def role_request(role: str, target: str, problem: GemmProblem, config: TritonConfig, label: str = "",
-                 path: str | Path | None = None) -> CompileRequest:
+def role_request(
+    role: str, target: str, problem: GemmProblem, config: TritonConfig, label: str = "", path: str | Path | None = None
+) -> CompileRequest:
     """The compile request of one role of one candidate."""
     m, n, k = problem.shape.m, problem.shape.n, problem.shape.k
     if role == "gemm":
         sig = "a_ptr:*fp32,b_ptr:*fp32,ws_ptr:*fp32"
-        consts = {"M": m, "N": n, "K": k, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n,
-                  "BLOCK_K": config.block_k, "SPLIT_K": config.split_k}
+        consts = {
+            "M": m,
+            "N": n,
+            "K": k,
+            "BLOCK_M": config.block_m,
+            "BLOCK_N": config.block_n,
+            "BLOCK_K": config.block_k,
+            "SPLIT_K": config.split_k,
+        }
         opts = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     elif role == "fill":
         sig, consts = "ws_ptr:*fp32", {"N": config.split_k * m * n, "BLOCK": TAIL_BLOCK}
@@ -119,8 +128,12 @@ def role_request(role: str, target: str, problem: GemmProblem, config: TritonCon
     return triton_request(path or kernel_file(), KERNELS[role], sig, target, consts, opts, label=label)
 
 
-def build_triton_list(target: str, problems: Iterable[GemmProblem] | None = None,
-                      candidates: Iterable[TritonConfig] | None = None, limit: int | None = None) -> TuningList:
+def build_triton_list(
+    target: str,
+    problems: Iterable[GemmProblem] | None = None,
+    candidates: Iterable[TritonConfig] | None = None,
+    limit: int | None = None,
+) -> TuningList:
     """Problems x Triton candidates -> list entries (launch order within each candidate)."""
     probs = tuple(problems) if problems is not None else transformer_problems()
     cands = tuple(candidates) if candidates is not None else default_candidates()

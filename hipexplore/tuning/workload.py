@@ -15,6 +15,7 @@ A candidate is checked against numpy in the first unit (fresh seeded inputs, out
 NaN, relative L2 error within ``rtol``): a fast wrong kernel never gets a row. Kernels are
 compiled through a ``CompileCache``, so the tails shared across candidates compile once here too.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -53,8 +54,9 @@ def pointers(*bufs: DeviceBuffer, scratch: int = 0) -> PackedArgs:
     return PackedArgs([ctypes.c_void_p(int(b.ptr)) for b in bufs] + [ctypes.c_void_p(0)] * scratch)
 
 
-def filled_set(device: Device, sizes: dict[str, int], problem: GemmProblem, poison: Sequence[str],
-               seed: int = INPUT_SEED) -> dict[str, DeviceBuffer]:
+def filled_set(
+    device: Device, sizes: dict[str, int], problem: GemmProblem, poison: Sequence[str], seed: int = INPUT_SEED
+) -> dict[str, DeviceBuffer]:
     """One buffer set: every buffer (fp32 elements by name), the inputs a, b, bias drawn from
     ``seed`` (every set the same), the outputs in ``poison`` filled with NaN (an unwritten element
     fails the check)."""
@@ -71,6 +73,7 @@ def filled_set(device: Device, sizes: dict[str, int], problem: GemmProblem, pois
 
 def output_check(device: Device, problem: GemmProblem, what: str, rtol: float, seed: int = INPUT_SEED) -> Any:
     """The check of set 0: ``y`` against numpy (float64) on the inputs the set holds."""
+
     def check(one: PipelineSet) -> float:
         a, b, bias = g.random_inputs(problem.shape, seed)
         y = np.empty(problem.shape.m * problem.shape.n, dtype=np.float32)
@@ -78,9 +81,12 @@ def output_check(device: Device, problem: GemmProblem, what: str, rtol: float, s
         err = g.relative_error(y.reshape(problem.shape.m, problem.shape.n), g.reference(a, b, bias, problem.activation))
         if not err <= rtol:
             s = problem.shape
-            raise BenchmarkError(f"{what} of {problem.name} ({s.m}x{s.n}x{s.k}) is wrong: relative error {err:.3g} > "
-                                 f"{rtol:g} against numpy")
+            raise BenchmarkError(
+                f"{what} of {problem.name} ({s.m}x{s.n}x{s.k}) is wrong: relative error {err:.3g} > "
+                f"{rtol:g} against numpy"
+            )
         return err
+
     return check
 
 
@@ -93,19 +99,38 @@ def pipeline_plan(cfg_split: int, bufs: dict[str, DeviceBuffer], ws: str) -> lis
     return plan + [("pointwise", (c, bufs["bias"], bufs["y"]))]
 
 
-def hip_candidate(device: Device, cache: CompileCache, problem: GemmProblem, cfg: g.GemmConfig,
-                  rtol: float = DEFAULT_RTOL, seed: int = INPUT_SEED) -> KernelSpec:
+def hip_candidate(
+    device: Device,
+    cache: CompileCache,
+    problem: GemmProblem,
+    cfg: g.GemmConfig,
+    rtol: float = DEFAULT_RTOL,
+    seed: int = INPUT_SEED,
+) -> KernelSpec:
     """A candidate of the HIP/CUDA/host list (``tuning.gemm``) as a workload: its kernels compiled
     through ``cache`` and loaded, its buffer sets (inputs drawn from ``seed``), its check."""
     shape = problem.shape
     kernels = {}
     for role in g.roles_for(cfg):
-        req = g.kernel_request(role, device.compiler, device.target, shape, cfg, problem.activation,
-                               label=f"{problem.name}/{cfg.name}/{role}")
+        req = g.kernel_request(
+            role,
+            device.compiler,
+            device.target,
+            shape,
+            cfg,
+            problem.activation,
+            label=f"{problem.name}/{cfg.name}/{role}",
+        )
         code = cache.get_or_compile(req).object_code
         kernels[role] = device.kernel(device.load(code), code.symbol(g.symbol(role)))
-    sizes = {"a": shape.m * shape.k, "b": shape.k * shape.n, "bias": shape.n, "work": g.workspace_elements(shape, cfg),
-             "y": shape.m * shape.n, **({"c": shape.m * shape.n} if cfg.split > 1 else {})}
+    sizes = {
+        "a": shape.m * shape.k,
+        "b": shape.k * shape.n,
+        "bias": shape.n,
+        "work": g.workspace_elements(shape, cfg),
+        "y": shape.m * shape.n,
+        **({"c": shape.m * shape.n} if cfg.split > 1 else {}),
+    }
     sm_count = device.compute_units
 
     def make_set(i: int) -> PipelineSet:
@@ -116,12 +141,23 @@ def hip_candidate(device: Device, cache: CompileCache, problem: GemmProblem, cfg
             launches.append(Launch(kernels[role], geo.grid, geo.block, pointers(*args)))
         return PipelineSet(bufs, launches)
 
-    return pipeline_workload(workload_name(problem, cfg.name), device, make_set, footprint_bytes=4 * sum(sizes.values()),
-                             check=output_check(device, problem, f"candidate {cfg.name}", rtol, seed))
+    return pipeline_workload(
+        workload_name(problem, cfg.name),
+        device,
+        make_set,
+        footprint_bytes=4 * sum(sizes.values()),
+        check=output_check(device, problem, f"candidate {cfg.name}", rtol, seed),
+    )
 
 
-def checked_arguments(problems: Iterable[GemmProblem] | None, candidates: Iterable[Any] | None, rotating: Sequence[int | str],
-             flush: Sequence[str], iterations: int, default: Any) -> tuple[tuple, tuple, list, list]:
+def checked_arguments(
+    problems: Iterable[GemmProblem] | None,
+    candidates: Iterable[Any] | None,
+    rotating: Sequence[int | str],
+    flush: Sequence[str],
+    iterations: int,
+    default: Any,
+) -> tuple[tuple, tuple, list, list]:
     """The arguments checked: (problems, candidates, rotating counts, flush modes)."""
     from ..bench.flush import flush_mode
 
@@ -133,17 +169,35 @@ def checked_arguments(problems: Iterable[GemmProblem] | None, candidates: Iterab
     flush_list = list(flush)
     for f in flush_list:
         if flush_mode(f).transforms_kernel:
-            raise ConfigError(f"flush mode {f!r} is a source transform of the kernel under test, which a candidate's "
-                              f"pipeline of several kernels has no one place for; use a flush that launches on its own")
-    empty = [name for name, seq in (("problems", probs), ("candidates", cands), ("rotating counts", rot_list),
-                                    ("flush modes", flush_list)) if not seq]
+            raise ConfigError(
+                f"flush mode {f!r} is a source transform of the kernel under test, which a candidate's "
+                f"pipeline of several kernels has no one place for; use a flush that launches on its own"
+            )
+    empty = [
+        name
+        for name, seq in (
+            ("problems", probs),
+            ("candidates", cands),
+            ("rotating counts", rot_list),
+            ("flush modes", flush_list),
+        )
+        if not seq
+    ]
     if empty:
-        raise ConfigError(f"need at least one problem, candidate, rotating count and flush mode; got none of: {', '.join(empty)}")
+        raise ConfigError(
+            f"need at least one problem, candidate, rotating count and flush mode; got none of: {', '.join(empty)}"
+        )
     return probs, cands, rot_list, flush_list
 
 
-def measure_candidates(device: Device, workloads: dict[str, tuple[GemmProblem, KernelSpec, str, int]],
-                       rotating: Sequence[int | str], flush: Sequence[str], iterations: int, **fields: Any) -> pd.DataFrame:
+def measure_candidates(
+    device: Device,
+    workloads: dict[str, tuple[GemmProblem, KernelSpec, str, int]],
+    rotating: Sequence[int | str],
+    flush: Sequence[str],
+    iterations: int,
+    **fields: Any,
+) -> pd.DataFrame:
     """Every problem's candidates as one sweep (``bench.run``), ranked. ``workloads``: name ->
     (problem, workload, candidate name, split); ``fields``: more ``SweepSpec`` options (units, reference...)."""
     from ..bench.run import RunOptions, run
@@ -154,11 +208,26 @@ def measure_candidates(device: Device, workloads: dict[str, tuple[GemmProblem, K
     for prob in dict.fromkeys(p for p, *_ in workloads.values()):
         mine = tuple(w for p, w, *_ in workloads.values() if p is prob)
         free = device.memory_info()[0]
-        most = max(rot.plan(r, footprint_bytes=w.footprint(1), set_bytes=w.footprint(1), llc_bytes=device.llc_bytes,
-                            free_bytes=free, mem_fraction=fields.get("mem_fraction", rot.DEFAULT_MEM_FRACTION)).count
-                   for w in mine for r in rotating)
-        spec = SweepSpec(kernels=mine, sizes=(4 * prob.shape.m * prob.shape.n,), rotating=tuple(rotating), flush=tuple(flush),
-                         stop=StopRule(iterations=max(iterations, most)), **fields)
+        most = max(
+            rot.plan(
+                r,
+                footprint_bytes=w.footprint(1),
+                set_bytes=w.footprint(1),
+                llc_bytes=device.llc_bytes,
+                free_bytes=free,
+                mem_fraction=fields.get("mem_fraction", rot.DEFAULT_MEM_FRACTION),
+            ).count
+            for w in mine
+            for r in rotating
+        )
+        spec = SweepSpec(
+            kernels=mine,
+            sizes=(4 * prob.shape.m * prob.shape.n,),
+            rotating=tuple(rotating),
+            flush=tuple(flush),
+            stop=StopRule(iterations=max(iterations, most)),
+            **fields,
+        )
         res = run(spec, device, RunOptions(progress=False))
         rows += candidate_rows(res.summary, res.info, names)
     return ranked(rows)
@@ -184,7 +253,9 @@ def benchmark_candidates(
 
     A candidate whose result is wrong (relative error over ``rtol``) raises ``BenchmarkError``.
     """
-    probs, cands, rot_list, flush_list = checked_arguments(problems, candidates, rotating, flush, iterations, default_candidates)
+    probs, cands, rot_list, flush_list = checked_arguments(
+        problems, candidates, rotating, flush, iterations, default_candidates
+    )
     dev = get_device(device) if isinstance(device, str) else device
     cache = cache if cache is not None else CompileCache(max_entries=4096, max_bytes=2**30, disk_dir=False)
     workloads = {}
@@ -206,8 +277,12 @@ CHECK_CASES: tuple[tuple[tuple[int, int, int], g.GemmConfig, str], ...] = (
 )
 
 
-def check_on_device(device: str | Device = "auto", cases: Sequence[tuple[tuple[int, int, int], g.GemmConfig, str]] = CHECK_CASES,
-                    trials: int = 3, cache: CompileCache | None = None) -> pd.DataFrame:
+def check_on_device(
+    device: str | Device = "auto",
+    cases: Sequence[tuple[tuple[int, int, int], g.GemmConfig, str]] = CHECK_CASES,
+    trials: int = 3,
+    cache: CompileCache | None = None,
+) -> pd.DataFrame:
     """Run each case's pipeline (the workload a sweep times) ``trials`` times on a fresh set with
     fresh inputs and poisoned outputs; one row per trial with the relative error against numpy (float64)."""
     from ..bench.callable import CallableSets
@@ -224,11 +299,32 @@ def check_on_device(device: str | Device = "auto", cases: Sequence[tuple[tuple[i
                 dev.launch(w.call, (1, 1, 1), (1, 1, 1), sets.args[0])
                 dev.synchronize()
                 err = w.call.check(sets.args[0].values)
-            rows.append({"device": device_label(dev), "device_name": dev.name, "compiler": dev.compiler, "target": dev.target,
-                         "m": dims[0], "n": dims[1], "k": dims[2], "config": cfg.name, "activation": act, "trial": trial,
-                         "rel_error": err})
+            rows.append(
+                {
+                    "device": device_label(dev),
+                    "device_name": dev.name,
+                    "compiler": dev.compiler,
+                    "target": dev.target,
+                    "m": dims[0],
+                    "n": dims[1],
+                    "k": dims[2],
+                    "config": cfg.name,
+                    "activation": act,
+                    "trial": trial,
+                    "rel_error": err,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-__all__ = ["CHECK_CASES", "DEFAULT_RTOL", "RESULT_COLUMNS", "benchmark_candidates", "check_on_device", "choice_table",
-           "hip_candidate", "measure_candidates", "workload_name"]
+__all__ = [
+    "CHECK_CASES",
+    "DEFAULT_RTOL",
+    "RESULT_COLUMNS",
+    "benchmark_candidates",
+    "check_on_device",
+    "choice_table",
+    "hip_candidate",
+    "measure_candidates",
+    "workload_name",
+]

@@ -1,6 +1,7 @@
 """hipexplore.bench.bootstrap: block labels and the vectorised resampled medians behind every
 interval of bench.stats. The promise pinned here: the medians are *exactly* ``np.median`` of the
 concatenated draws (what the per-resample loop they replace computed), whatever path is taken."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,7 @@
 """hipexplore.bench.check: the output check, element by element with the worst element named.
 ``compare`` directly (edge values the sweep tests cannot pin), and ``check_outputs`` on the real
 host device with catalog kernels compiled by cc."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,9 +40,11 @@ def test_compare_names_the_worst_element_got_expected_and_the_count():
     with pytest.raises(BenchmarkError) as exc:
         compare("triad at 4 KiB", "a", g, e, rtol=0.0, atol=0.1)
     text = str(exc.value)
-    assert text.startswith("output check failed for triad at 4 KiB: a[(2, 3)] = 13 but expected 11 "
-                           "(|diff| 2 > 0.1 = atol 0.1 + rtol 0 * |expected|); 2 of 12 elements differ; "
-                           "||got - ref|| / ||ref|| = ")
+    assert text.startswith(
+        "output check failed for triad at 4 KiB: a[(2, 3)] = 13 but expected 11 "
+        "(|diff| 2 > 0.1 = atol 0.1 + rtol 0 * |expected|); 2 of 12 elements differ; "
+        "||got - ref|| / ||ref|| = "
+    )
     assert "\n" not in text
     # rtol scales with |expected|: a 1% change passes at rtol 2%, fails at 0.5%
     assert compare("c", "y", e * 1.01, e, rtol=0.02, atol=0) > 0
@@ -54,7 +57,9 @@ def test_compare_a_nan_where_a_number_was_expected_is_the_unwritten_poison():
     e = np.ones(5)
     g = e.copy()
     g[3] = np.nan
-    with pytest.raises(BenchmarkError, match=r"out\[3\] = nan but expected 1 \(left unwritten: the poison value\).* 1 of 5 elements"):
+    with pytest.raises(
+        BenchmarkError, match=r"out\[3\] = nan but expected 1 \(left unwritten: the poison value\).* 1 of 5 elements"
+    ):
         compare("c", "out", g, e, rtol=1e-3, atol=1e-3)
     # NaN on both sides agrees, and so does the same infinity: no error, and they add nothing to the
     # relative L2 figure (it stays the finite elements' error, not inf); a NaN only in the reference does not agree
@@ -105,7 +110,9 @@ def test_check_outputs_of_the_host_triad(dev):
         run_check(dev, wrong, config="triad-1000")
     # a reference that returns a name that is no output argument
     other = dataclasses.replace(triad, reference=lambda host, scalars: {"b": host["b"]})
-    with pytest.raises(BenchmarkError, match=r"the reference returned 'b', which is not an output argument \(outputs: \['a'\]\)"):
+    with pytest.raises(
+        BenchmarkError, match=r"the reference returned 'b', which is not an output argument \(outputs: \['a'\]\)"
+    ):
         run_check(dev, other)
 
 
@@ -114,10 +121,12 @@ def test_check_outputs_against_a_second_kernel(dev, tmp_path):
     """``check_kernel``: a second kernel (same arguments) run on the same inputs is the reference."""
     triad = catalog.get("triad")
     src = tmp_path / "ref.c"
-    src.write_text("void ref_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
-                   "  for (unsigned long long i = 0; i < n; ++i) a[i] = b[i] + s * c[i]; }\n"
-                   "void half_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
-                   "  for (unsigned long long i = 0; i < n; ++i) a[i] = b[i] + 0.5f * s * c[i]; }\n")
+    src.write_text(
+        "void ref_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
+        "  for (unsigned long long i = 0; i < n; ++i) a[i] = b[i] + s * c[i]; }\n"
+        "void half_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
+        "  for (unsigned long long i = 0; i < n; ++i) a[i] = b[i] + 0.5f * s * c[i]; }\n"
+    )
     args = "out:a:f32[n],in:b:f32[n],in:c:f32[n],s:f32=3.0,n:u64=n"
     ref = user_kernel(src, "ref_triad", args, name="test_check_ref", host_source=src, register_it=False)
     half = user_kernel(src, "half_triad", args, name="test_check_half", host_source=src, register_it=False)

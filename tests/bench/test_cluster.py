@@ -1,5 +1,6 @@
 """Sweeps on real Dask clusters (bench.cluster): a scheduler and two worker processes on
 127.0.0.1, measuring tiny host sweeps (KiB sizes, fixed iterations)."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,16 @@ KEYS = ["kernel", "size_bytes", "rotating_requested", "flush", "timer"]
 
 
 def small_spec(sizes=("16KiB", "32KiB", "48KiB", "64KiB")) -> SweepSpec:
-    return SweepSpec(kernels=("triad",), sizes=sizes, rotating=(1, 2), flush=("none",), stop=StopRule(iterations=40),
-                     reference_samples=8, clock_warmup_s=0.0, warmup_s=0.0)
+    return SweepSpec(
+        kernels=("triad",),
+        sizes=sizes,
+        rotating=(1, 2),
+        flush=("none",),
+        stop=StopRule(iterations=40),
+        reference_samples=8,
+        clock_warmup_s=0.0,
+        warmup_s=0.0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +63,12 @@ def test_every_configuration_once_by_both_workers(cluster, tmp_path):
     spec = small_spec()
     out = tmp_path / "s.parquet"
     seen: list[dict] = []
-    res = run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=out, hooks=hx.bench.SweepHooks(on_result=seen.append), progress=False))
+    res = run_cluster(
+        spec,
+        cluster,
+        ClusterOptions(device="host"),
+        RunOptions(out=out, hooks=hx.bench.SweepHooks(on_result=seen.append), progress=False),
+    )
     want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
     assert configs(res.summary) == want  # exactly once each (a duplicate or a missing row differs)
     assert len(want) == len(spec.configurations()) == 12
@@ -63,7 +77,9 @@ def test_every_configuration_once_by_both_workers(cluster, tmp_path):
     assert (res.summary.groupby("size_bytes")["worker"].nunique() == 1).all()
     assert set(res.summary["gpu"]) == {"0", "1"}  # pinned, one ordinal per worker
     assert res.summary["bias"].notna().all()
-    assert set(res.summary["passes"]) == {3} and len(seen) == 12 * 3  # every configuration in its 3 units, each reported
+    assert (
+        set(res.summary["passes"]) == {3} and len(seen) == 12 * 3
+    )  # every configuration in its 3 units, each reported
     on_disk = pd.read_parquet(tmp_path / "s.summary.parquet")
     assert configs(on_disk) == want and set(on_disk["worker"]) == set(res.summary["worker"])
     samples = pd.read_parquet(out)
@@ -79,15 +95,23 @@ def test_resume_submits_only_missing_groups(cluster, tmp_path):
     def should_stop() -> bool:
         return stop_after["n"] >= 3  # an interrupt once the first group's rows are in
 
-    hooks = hx.bench.SweepHooks(on_result=lambda r: stop_after.__setitem__("n", stop_after["n"] + 1), should_stop=should_stop)
+    hooks = hx.bench.SweepHooks(
+        on_result=lambda r: stop_after.__setitem__("n", stop_after["n"] + 1), should_stop=should_stop
+    )
     res1 = run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=out, hooks=hooks, progress=False))
     assert res1.stopped and 3 <= len(res1.summary) < 12
     units = pd.read_parquet(tmp_path / "r.units.parquet")  # the (configuration, unit)s the first run finished
-    kept = {(int(s), int(k)) for (s, k), g in units.groupby(["size_bytes", "pass_index"]) if len(g) == 3}  # whole group units
+    kept = {
+        (int(s), int(k)) for (s, k), g in units.groupby(["size_bytes", "pass_index"]) if len(g) == 3
+    }  # whole group units
     first_samples = pd.read_parquet(out)
     started_before = len(cluster.get_events("hipexplore.sweep"))
     res2 = run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
-    assert len(configs(res2.summary)) == 12 and len(set(configs(res2.summary))) == 12 and set(res2.summary["passes"]) == {3}
+    assert (
+        len(configs(res2.summary)) == 12
+        and len(set(configs(res2.summary))) == 12
+        and set(res2.summary["passes"]) == {3}
+    )
     for size, unit in kept:  # finished units kept as measured
         pick = lambda f: f[(f["size_bytes"] == size) & (f["pass_index"] == unit)]["time_s"].tolist()  # noqa: E731
         assert pick(res2.samples) == pick(first_samples)
@@ -99,7 +123,9 @@ def test_resume_submits_only_missing_groups(cluster, tmp_path):
 def test_resume_refuses_other_settings(cluster, tmp_path):
     out = tmp_path / "x.parquet"
     run_cluster(small_spec(("16KiB",)), cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
-    other = SweepSpec(kernels=("triad",), sizes=("16KiB",), rotating=(1, 2), stop=StopRule(iterations=50), reference_samples=8)
+    other = SweepSpec(
+        kernels=("triad",), sizes=("16KiB",), rotating=(1, 2), stop=StopRule(iterations=50), reference_samples=8
+    )
     before = (tmp_path / "x.summary.parquet").read_bytes()
     with pytest.raises(ConfigError, match="cannot resume .*stop_rule"):
         run_cluster(other, cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
@@ -148,8 +174,9 @@ class KillOnStart(distributed.WorkerPlugin):
         client = distributed.get_client()  # in the unit's thread: the worker's client
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not any(
-                isinstance(m, dict) and m.get("group") == unit and int(m.get("attempt", 1)) == attempt
-                for _t, m in client.get_events(EVENT_TOPIC)):
+            isinstance(m, dict) and m.get("group") == unit and int(m.get("attempt", 1)) == attempt
+            for _t, m in client.get_events(EVENT_TOPIC)
+        ):
             time.sleep(0.02)
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -160,7 +187,9 @@ def test_killed_worker_configuration_is_rerun(tmp_path):
     try:
         client.register_plugin(KillOnStart(str(tmp_path), 1))
         spec = small_spec(("16KiB", "32KiB"))
-        res = run_cluster(spec, client, ClusterOptions(device="host"), RunOptions(out=tmp_path / "k.parquet", progress=False))
+        res = run_cluster(
+            spec, client, ClusterOptions(device="host"), RunOptions(out=tmp_path / "k.parquet", progress=False)
+        )
         killed = (tmp_path / "death-0").read_text()
         assert killed.startswith("tls://127.0.0.1:")  # local:N speaks TLS only (bench.dask_connect)
         want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
@@ -178,12 +207,18 @@ def test_killed_worker_configuration_is_rerun(tmp_path):
 
 def test_bad_cluster_arguments(cluster):
     spec = small_spec(("16KiB",))
-    for bad, match in (("local:0", "local:N"), ("local:x", "local:N"), ("somewhere", "neither local:N"),
-                       (42, "cluster must be")):
+    for bad, match in (
+        ("local:0", "local:N"),
+        ("local:x", "local:N"),
+        ("somewhere", "neither local:N"),
+        (42, "cluster must be"),
+    ):
         with pytest.raises(ConfigError, match=match):
             run_cluster(spec, bad, ClusterOptions(device="host"))
     with pytest.raises(ConfigError, match="device must be a name"):
-        run_cluster(spec, cluster, ClusterOptions(device=hx.get_device("host") if hasattr(hx, "get_device") else object()))
+        run_cluster(
+            spec, cluster, ClusterOptions(device=hx.get_device("host") if hasattr(hx, "get_device") else object())
+        )
     with pytest.raises(ConfigError, match="retries"):
         run_cluster(spec, cluster, ClusterOptions(device="host", retries=-1))
 
@@ -207,9 +242,28 @@ def test_cli_bench_cluster_local2_then_resume(tmp_path):
     import subprocess
 
     out = tmp_path / "c.parquet"
-    cmd = [sys.executable, "-m", "hipexplore", "bench", "triad,copy", "--device", "host", "--size", "16KiB",
-           "--rotating", "1,2", "--iterations", "40", "--reference-samples", "8", "--cluster", "local:2",
-           "--out", str(out), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hipexplore",
+        "bench",
+        "triad,copy",
+        "--device",
+        "host",
+        "--size",
+        "16KiB",
+        "--rotating",
+        "1,2",
+        "--iterations",
+        "40",
+        "--reference-samples",
+        "8",
+        "--cluster",
+        "local:2",
+        "--out",
+        str(out),
+        "--json",
+    ]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -231,11 +285,19 @@ def test_device_kinds_are_never_pooled(cluster, tmp_path):
     from hipexplore.plots import plot_bias
     from hipexplore.report.dashboard import benchmark_data, summary_table
 
-    res = run_cluster(small_spec(("16KiB",)), cluster, ClusterOptions(device="host"), RunOptions(out=tmp_path / "h.parquet", progress=False))
+    res = run_cluster(
+        small_spec(("16KiB",)),
+        cluster,
+        ClusterOptions(device="host"),
+        RunOptions(out=tmp_path / "h.parquet", progress=False),
+    )
     host = str(res.summary["device_name"].iloc[0])
     other = res.summary.assign(device_name="NVIDIA H200", run_id="other")  # a second kind, as another worker's rows
     mixed = pd.concat([res.summary, other], ignore_index=True)
-    h, g = re.escape(repr(host)), re.escape(repr("NVIDIA H200"))  # a CPU's name holds regex characters: "Intel(R) Xeon(R)"
+    h, g = (
+        re.escape(repr(host)),
+        re.escape(repr("NVIDIA H200")),
+    )  # a CPU's name holds regex characters: "Intel(R) Xeon(R)"
     with pytest.raises(ConfigError, match=f"different device kinds \\(({h} and {g}|{g} and {h})\\)"):
         check_one_device(mixed, "summary")
     with pytest.raises(ConfigError, match="different device kinds"):
@@ -277,7 +339,9 @@ def test_tune_replay_over_workers_sharing_the_disk_tier(cluster, tmp_path):
     assert rep.scenarios["ideal"].seconds == min(r.seconds for r in rep.ideal_passes)
     assert rep.to_json()["seconds_ideal_passes"] == [r.seconds for r in rep.ideal_passes]
     workers = set(cluster.scheduler_info()["workers"])
-    assert set(frame["worker"]) == workers and frame["host"].notna().all()  # both compiled; every event names its worker
+    assert (
+        set(frame["worker"]) == workers and frame["host"].notna().all()
+    )  # both compiled; every event names its worker
     cold = frame[frame["scenario"] == "disk-cold"]
     warm = frame[frame["scenario"] == "disk-warm"]
     assert len(cold) == len(warm) == tlist.kernels
@@ -299,9 +363,18 @@ def test_sweep_panel_on_a_cluster_shows_dashboard_and_per_worker_progress(cluste
     need_module("ipywidgets")  # the notebook extra
     from hipexplore.widgets import SweepPanel
 
-    panel = SweepPanel(device="host", kernel="triad", sizes="16KiB, 32KiB", rotating="1, 2", flush=("none",),
-                       iterations=40, cluster=cluster)
-    assert cluster.dashboard_link in panel.cluster_info.value and "configurations per worker" in panel.cluster_info.value
+    panel = SweepPanel(
+        device="host",
+        kernel="triad",
+        sizes="16KiB, 32KiB",
+        rotating="1, 2",
+        flush=("none",),
+        iterations=40,
+        cluster=cluster,
+    )
+    assert (
+        cluster.dashboard_link in panel.cluster_info.value and "configurations per worker" in panel.cluster_info.value
+    )
     panel.run(blocking=True)
     summary = panel.summary
     assert len(summary) == 6 and summary["worker"].nunique() == 2
@@ -328,15 +401,26 @@ def test_workers_without_a_gpu_slot_are_refused_and_a_stalled_run_ends(tmp_path,
 
     _no_visible_devices(monkeypatch)  # the in-process worker below pins this process: undone after
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
-            distributed.Client(lc) as client:
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc,
+        distributed.Client(lc) as client,
+    ):
         with pytest.raises(ConfigError, match="none advertises the resource GPU=1"):
             run_cluster(small_spec(("16KiB",)), client, ClusterOptions(device="host"))
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
-                                  resources={"GPU": 1}) as lc, distributed.Client(lc) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None, resources={"GPU": 1}
+        ) as lc,
+        distributed.Client(lc) as client,
+    ):
         slow = SweepSpec(kernels=("triad",), sizes=("1MiB",), stop=StopRule(iterations=4000), reference_samples=8)
         t0 = time.monotonic()
-        res = run_cluster(slow, client, ClusterOptions(device="host", stall_s=0.0), RunOptions(out=tmp_path / "s.parquet", progress=False))
+        res = run_cluster(
+            slow,
+            client,
+            ClusterOptions(device="host", stall_s=0.0),
+            RunOptions(out=tmp_path / "s.parquet", progress=False),
+        )
         # it did not wait for the group: the rows say so below ("did not finish"); the clock is only a
         # hang guard (a 5 s bound measured the machine's load: issue 26.6)
         assert time.monotonic() - t0 < 120
@@ -362,7 +446,9 @@ def test_resume_refuses_rows_of_another_device_kind(cluster, tmp_path):
     write_parquet(summary.assign(device_name="NVIDIA H200"), tmp_path / "d.summary.parquet", SUMMARY, meta)
     before = (tmp_path / "d.summary.parquet").read_bytes()
     with pytest.raises(ConfigError, match=r"cannot resume .*\['NVIDIA H200'\], not "):
-        run_cluster(small_spec(("16KiB", "32KiB")), cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False))
+        run_cluster(
+            small_spec(("16KiB", "32KiB")), cluster, ClusterOptions(device="host"), RunOptions(out=out, progress=False)
+        )
     assert (tmp_path / "d.summary.parquet").read_bytes() == before  # nothing lost
 
 
@@ -398,14 +484,24 @@ def test_tune_replay_over_workers_sharing_the_redis_tier(cluster, redis_server, 
 
 
 def test_groups_are_kernel_size_pairs_or_sizes_when_interleaved():
-    spec = SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB"), rotating=(1, 2), flush=("none", "l2-read"),
-                     stop=StopRule(iterations=40))
+    spec = SweepSpec(
+        kernels=("triad", "copy"),
+        sizes=("16KiB", "32KiB"),
+        rotating=(1, 2),
+        flush=("none", "l2-read"),
+        stop=StopRule(iterations=40),
+    )
     groups = groups_of(spec)
-    assert [(g.specs()[0].name, g.sizes) for g in groups] == [("triad", (16384,)), ("triad", (32768,)),
-                                                              ("copy", (16384,)), ("copy", (32768,))]
+    assert [(g.specs()[0].name, g.sizes) for g in groups] == [
+        ("triad", (16384,)),
+        ("triad", (32768,)),
+        ("copy", (16384,)),
+        ("copy", (32768,)),
+    ]
     assert sum(len(expected_keys(g)) for g in groups) == len(spec.configurations()) == 20
-    inter = groups_of(SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB"), stop=StopRule(iterations=40),
-                                interleave=True))
+    inter = groups_of(
+        SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB"), stop=StopRule(iterations=40), interleave=True)
+    )
     assert [tuple(k.name for k in g.specs()) for g in inter] == [("triad", "copy")] * 2  # A and B stay on one GPU
     assert [g.sizes for g in inter] == [(16384,), (32768,)]
 
@@ -420,7 +516,12 @@ def test_three_worker_deaths_lose_no_configuration(tmp_path):
     try:
         client.register_plugin(KillOnStart(str(tmp_path), 3))
         spec = small_spec(("16KiB", "20KiB", "24KiB", "28KiB", "32KiB", "36KiB", "40KiB", "44KiB", "48KiB", "52KiB"))
-        res = run_cluster(spec, client, ClusterOptions(device="host", retries=1, no_workers_s=120), RunOptions(out=tmp_path / "d.parquet", progress=False))
+        res = run_cluster(
+            spec,
+            client,
+            ClusterOptions(device="host", retries=1, no_workers_s=120),
+            RunOptions(out=tmp_path / "d.parquet", progress=False),
+        )
         deaths = sorted(tmp_path.glob("death-*"))
         assert len(deaths) == 3, deaths  # three real worker processes were SIGKILLed
         want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
@@ -439,8 +540,12 @@ def test_three_worker_deaths_lose_no_configuration(tmp_path):
 def _worker_view() -> dict:
     import dask
 
-    return {"visible": {v: os.environ.get(v) for v in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")},
-            "nvml": dask.config.get("distributed.diagnostics.nvml")}
+    return {
+        "visible": {
+            v: os.environ.get(v) for v in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+        },
+        "nvml": dask.config.get("distributed.diagnostics.nvml"),
+    }
 
 
 def test_compile_only_workers_are_unpinned_so_any_number_starts(monkeypatch):
@@ -467,7 +572,9 @@ def test_compile_only_workers_are_unpinned_so_any_number_starts(monkeypatch):
 def test_pinned_workers_see_their_own_gpu(cluster):
     views = cluster.run(_worker_view)
     seen = sorted(v["visible"]["CUDA_VISIBLE_DEVICES"] for v in views.values())
-    assert seen == ["0", "1"] and all(set(v["visible"].values()) == {v["visible"]["CUDA_VISIBLE_DEVICES"]} for v in views.values())
+    assert seen == ["0", "1"] and all(
+        set(v["visible"].values()) == {v["visible"]["CUDA_VISIBLE_DEVICES"]} for v in views.values()
+    )
 
 
 def test_more_local_workers_than_gpus_is_one_line(monkeypatch):
@@ -476,7 +583,9 @@ def test_more_local_workers_than_gpus_is_one_line(monkeypatch):
     import hipexplore.devices.cuda as cuda_mod
 
     monkeypatch.setattr(cuda_mod, "device_count", lambda: 1)
-    with pytest.raises(ConfigError, match=r"'local:2' starts one worker per GPU and this machine has 1 cuda GPU\(s\): use local:1"):
+    with pytest.raises(
+        ConfigError, match=r"'local:2' starts one worker per GPU and this machine has 1 cuda GPU\(s\): use local:1"
+    ):
         run_cluster(small_spec(("16KiB",)), "local:2", ClusterOptions(device="cuda"))
 
 
@@ -488,7 +597,9 @@ def test_a_cluster_run_has_the_units_of_a_local_run(cluster, tmp_path):
 
     spec = small_spec(("16KiB", "32KiB"))
     local = run(spec, get_device("host"), RunOptions(progress=False))
-    remote = run_cluster(spec, cluster, ClusterOptions(device="host"), RunOptions(out=tmp_path / "u.parquet", progress=False))
+    remote = run_cluster(
+        spec, cluster, ClusterOptions(device="host"), RunOptions(out=tmp_path / "u.parquet", progress=False)
+    )
     assert local.metadata["sweep.units_planned"] == remote.metadata["sweep.units_planned"] == "3"
     assert remote.metadata["sweep.unit_location"] == "cluster"
     passes = lambda r: r.summary.set_index(KEYS)["passes"].sort_index()  # noqa: E731

@@ -1,6 +1,7 @@
 """bench.dask_connect: a scheduler a user started with TLS, reached with a Security passed through
 or with the Dask configuration's certificates (a real in-process TLS cluster); the spawn-time
 environment of local:N workers. (local:N against another user: tests/security/test_security_cluster.py.)"""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,15 @@ def tls_cluster():
     """A scheduler and one (in-process) worker that speak TLS only, under certificates of their own."""
     need_module("cryptography")
     security = distributed.Security.temporary()
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tls://",
-                                  host="127.0.0.1", security=security, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tls://",
+        host="127.0.0.1",
+        security=security,
+        dashboard_address=None,
+    ) as cluster:
         yield cluster.scheduler_address, security
 
 
@@ -46,10 +54,14 @@ def test_the_dask_configurations_certificates_are_used(tls_cluster, tmp_path):
     (tmp_path / "ca.pem").write_text(security.tls_ca_file)
     (tmp_path / "client.pem").write_text(security.tls_client_cert)
     (tmp_path / "client.key").write_text(security.tls_client_key)
-    with dask.config.set({"distributed.comm.tls.ca-file": str(tmp_path / "ca.pem"),
-                          "distributed.comm.tls.client.cert": str(tmp_path / "client.pem"),
-                          "distributed.comm.tls.client.key": str(tmp_path / "client.key"),
-                          "distributed.comm.require-encryption": True}):
+    with dask.config.set(
+        {
+            "distributed.comm.tls.ca-file": str(tmp_path / "ca.pem"),
+            "distributed.comm.tls.client.cert": str(tmp_path / "client.pem"),
+            "distributed.comm.tls.client.key": str(tmp_path / "client.key"),
+            "distributed.comm.require-encryption": True,
+        }
+    ):
         conn = connect(address, pin=False, timeout_s=20)
         try:
             assert conn.client.submit(pow, 3, 3, pure=False).result(timeout=30) == 27
@@ -133,9 +145,28 @@ def bench_killing_workers(tmp_path, n: int, kill: int, out: str) -> tuple[object
     import sys
     import time
 
-    cmd = [sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "host", "--size", "16KiB,32KiB",
-           "--iterations", "20", "--units", "1", "--reference-samples", "8", "--no-progress", "--cluster", f"local:{n}",
-           "--out", out]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hipexplore",
+        "bench",
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "16KiB,32KiB",
+        "--iterations",
+        "20",
+        "--units",
+        "1",
+        "--reference-samples",
+        "8",
+        "--no-progress",
+        "--cluster",
+        f"local:{n}",
+        "--out",
+        out,
+    ]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     killed: list[int] = []
@@ -166,7 +197,9 @@ def test_a_worker_killed_while_the_cluster_starts_the_run_goes_on(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Traceback" not in res.stderr, res.stderr[-3000:]
     warned = [line for line in res.stderr.splitlines() if "died while the cluster started" in line]
-    assert len(warned) == 1 and warned[0].startswith("hipexplore bench: warning: cluster local:2: worker(s) "), res.stderr
+    assert len(warned) == 1 and warned[0].startswith("hipexplore bench: warning: cluster local:2: worker(s) "), (
+        res.stderr
+    )
     assert "the run goes on with the 1 that came up" in warned[0]
     summary = pd.read_parquet(tmp_path / "c.summary.parquet")
     assert sorted(summary["size_bytes"].unique()) == [16384, 32768] and summary["worker"].nunique() == 1
@@ -180,9 +213,33 @@ def test_every_worker_killed_while_the_cluster_starts_is_one_line_and_keeps_what
 
     need_module("cryptography")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    first = subprocess.run([sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "host", "--size", "16KiB",
-                            "--iterations", "20", "--units", "1", "--reference-samples", "8", "--no-progress",
-                            "--out", "c.parquet"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    first = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "bench",
+            "triad",
+            "--device",
+            "host",
+            "--size",
+            "16KiB",
+            "--iterations",
+            "20",
+            "--units",
+            "1",
+            "--reference-samples",
+            "8",
+            "--no-progress",
+            "--out",
+            "c.parquet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     res, killed = bench_killing_workers(tmp_path, 1, 1, "c.parquet")

@@ -2,6 +2,7 @@
 real in-process Dask ``LocalCluster`` (one worker thread, host device): which workers count as GPU
 workers, what a worker answers for its device, how a spec splits into groups, and the refusals of
 the executor's arguments. Whole cluster sweeps, kills and resume: tests/bench/test_cluster.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,15 +31,23 @@ def spec(**kw) -> SweepSpec:
 
 @pytest.mark.timeout(300)
 def test_only_workers_advertising_a_gpu_count_and_none_is_one_line():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
-            distributed.Client(lc) as client:
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc,
+        distributed.Client(lc) as client,
+    ):
         with pytest.raises(ConfigError) as exc:
             gpu_workers(client)
-        assert str(exc.value) == (f"the cluster at {client.scheduler.address} has 1 worker(s) and none advertises the "
-                                  "resource GPU=1; start one worker per GPU: CUDA_VISIBLE_DEVICES=i dask worker ADDRESS "
-                                  "--nthreads 1 --resources GPU=1")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
-                                  resources={"GPU": 1}) as lc, distributed.Client(lc) as client:
+        assert str(exc.value) == (
+            f"the cluster at {client.scheduler.address} has 1 worker(s) and none advertises the "
+            "resource GPU=1; start one worker per GPU: CUDA_VISIBLE_DEVICES=i dask worker ADDRESS "
+            "--nthreads 1 --resources GPU=1"
+        )
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None, resources={"GPU": 1}
+        ) as lc,
+        distributed.Client(lc) as client,
+    ):
         workers = gpu_workers(client)
         assert workers == list(client.scheduler_info()["workers"])
 
@@ -48,8 +57,12 @@ def test_a_worker_answers_for_its_own_device():
     from conftest import require_compiler
 
     require_compiler("host")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
-                                  resources={"GPU": 1}) as lc, distributed.Client(lc) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None, resources={"GPU": 1}
+        ) as lc,
+        distributed.Client(lc) as client,
+    ):
         name = client.submit(device_name, "host", {}, pure=False).result(timeout=120)
         facts = client.submit(worker_facts, spec(), "host", {}, pure=False).result(timeout=240)
     from hipexplore.devices.host import HostDevice
@@ -65,8 +78,14 @@ def test_a_worker_answers_for_its_own_device():
 def test_groups_keep_a_kernel_size_pair_or_an_interleaved_size_on_one_device():
     s = spec(kernels=("triad", "copy"), sizes=("16KiB", "32KiB", "64KiB"), rotating=(1, 2))
     groups = groups_of(s)
-    assert [(g.kernels, g.sizes) for g in groups] == [(("triad",), (16384,)), (("triad",), (32768,)), (("triad",), (65536,)),
-                                                      (("copy",), (16384,)), (("copy",), (32768,)), (("copy",), (65536,))]
+    assert [(g.kernels, g.sizes) for g in groups] == [
+        (("triad",), (16384,)),
+        (("triad",), (32768,)),
+        (("triad",), (65536,)),
+        (("copy",), (16384,)),
+        (("copy",), (32768,)),
+        (("copy",), (65536,)),
+    ]
     keys = [expected_keys(g) for g in groups]
     for g, k in zip(groups, keys):  # every configuration of a group is its (kernel, size)
         assert k and {(c[0], c[1]) for c in k} == {(g.kernels[0], g.sizes[0])}
@@ -77,7 +96,9 @@ def test_groups_keep_a_kernel_size_pair_or_an_interleaved_size_on_one_device():
 
 @pytest.mark.timeout(60)
 def test_executor_arguments_are_refused_by_name():
-    with pytest.raises(ConfigError, match=r"^with a cluster, device must be a name each worker opens .*got a HostDevice object$"):
+    with pytest.raises(
+        ConfigError, match=r"^with a cluster, device must be a name each worker opens .*got a HostDevice object$"
+    ):
         from hipexplore.devices.host import HostDevice
 
         DaskExecutor("local:1", HostDevice(), connect=None)
@@ -93,11 +114,15 @@ def test_a_kernel_not_in_the_catalog_cannot_be_sent_by_name(tmp_path):
     import hipexplore as hx
 
     src = tmp_path / "k.c"
-    src.write_text("void only_here(float* y, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = 1; }\n")
+    src.write_text(
+        "void only_here(float* y, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = 1; }\n"
+    )
     k = hx.user_kernel(src, "only_here", "out:y:f32[n], n:u64=n", host_source=src, register_it=False)
     ex = DaskExecutor("local:1", "host", connect=None)
     ex.check(spec())  # catalog kernels pass
-    with pytest.raises(ConfigError, match=r"^kernel 'only_here' is not in the catalog; a cluster run sends kernels by name"):
+    with pytest.raises(
+        ConfigError, match=r"^kernel 'only_here' is not in the catalog; a cluster run sends kernels by name"
+    ):
         ex.check(SweepSpec(kernels=(k,), sizes=("16KiB",), stop=StopRule(iterations=10)))
 
 
@@ -109,9 +134,16 @@ def test_a_callable_is_refused_before_any_set_up():
 
     import hipexplore as hx
 
-    k = hx.callable_kernel(lambda a: None, lambda n, i: (np.zeros(n, np.float32),), bytes_per_launch="4*n", name="cl_refused")
-    with pytest.raises(ConfigError, match=r"^kernel 'cl_refused' is a Python callable: a cluster unit runs its kernel in a sweep worker"):
-        DaskExecutor("local:1", "host", connect=None).check(SweepSpec(kernels=(k,), sizes=("16KiB",), stop=StopRule(iterations=10)))
+    k = hx.callable_kernel(
+        lambda a: None, lambda n, i: (np.zeros(n, np.float32),), bytes_per_launch="4*n", name="cl_refused"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^kernel 'cl_refused' is a Python callable: a cluster unit runs its kernel in a sweep worker",
+    ):
+        DaskExecutor("local:1", "host", connect=None).check(
+            SweepSpec(kernels=(k,), sizes=("16KiB",), stop=StopRule(iterations=10))
+        )
 
 
 def _run(s: SweepSpec, done=frozenset()):
@@ -129,10 +161,14 @@ def _unit_bytes(s: SweepSpec, *, rows=None, tail=None) -> bytes:
     from .made import result
 
     out = [wire.encode(wire.Meta({"warmup.clock": "stable"}))]
-    for c in (s.configurations() if rows is None else rows):
+    for c in s.configurations() if rows is None else rows:
         ident = {"worker": "tls://127.0.0.1:1", "host": "h", "gpu": ""}
         out.append(wire.encode(wire.Add(placed(result(c, n=2), ident)), cluster=True))
-    out += tail if tail is not None else [wire.encode(wire.Done(False)), wire.encode(wire.UnitEnd("tls://127.0.0.1:1", "h", "", 1.5))]
+    out += (
+        tail
+        if tail is not None
+        else [wire.encode(wire.Done(False)), wire.encode(wire.UnitEnd("tls://127.0.0.1:1", "h", "", 1.5))]
+    )
     return b"".join(out)
 
 

@@ -2,6 +2,7 @@
 
 Checked on synthetic samples with a known structure (a fake timer: the statistics are under test),
 then on the real host device's samples."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,19 @@ def _frame(rng, chunks, shift_at=None, shift=0.0, noise=0.01, chunk_noise=0.0, p
         level = 1.0 + rng.normal(0, chunk_noise)
         for p in range(positions):
             t = level * (1 + (shift if p == shift_at else 0.0)) * (1 + rng.normal(0, noise))
-            rows.append({"kernel": "k", "size_bytes": 1024, "rotating_requested": "1", "flush": "none",
-                         "timer": "events", "chunk": c, "position": p, "time_s": t * 1e-5, "dropped": False})
+            rows.append(
+                {
+                    "kernel": "k",
+                    "size_bytes": 1024,
+                    "rotating_requested": "1",
+                    "flush": "none",
+                    "timer": "events",
+                    "chunk": c,
+                    "position": p,
+                    "time_s": t * 1e-5,
+                    "dropped": False,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -63,8 +75,13 @@ def test_cold_reference_and_dropped_samples_are_left_out():
     assert r.iloc[0].median_s == pytest.approx(f.time_s.median())
 
 
-@pytest.mark.parametrize("kw, match", [({"resamples": 5}, "resamples must be an integer >= 10, got 5"),
-                                       ({"level": 1.0}, r"level must be a float in \[0.5, 1\), got 1.0")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"resamples": 5}, "resamples must be an integer >= 10, got 5"),
+        ({"level": 1.0}, r"level must be a float in \[0.5, 1\), got 1.0"),
+    ],
+)
 def test_refusals_name_the_value(kw, match):
     with pytest.raises(ConfigError, match=match):
         position_effect(_frame(np.random.default_rng(0), 5), **kw)
@@ -72,13 +89,17 @@ def test_refusals_name_the_value(kw, match):
 
 def test_a_frame_without_positions_is_refused_naming_what_is_missing():
     with pytest.raises(ConfigError, match="missing chunk, position"):
-        position_effect(pd.DataFrame({"kernel": ["k"], "size_bytes": [1], "rotating_requested": ["1"], "flush": ["none"],
-                                      "time_s": [1.0]}))
+        position_effect(
+            pd.DataFrame(
+                {"kernel": ["k"], "size_bytes": [1], "rotating_requested": ["1"], "flush": ["none"], "time_s": [1.0]}
+            )
+        )
 
 
 def test_on_a_host_sweep_every_configuration_gets_a_row_with_its_chunk_positions():
-    res = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], device="host", iterations=24, reference=False,
-                   progress=False)
+    res = hx.sweep(
+        "triad", ["16KiB"], [1], ["none", "l2-read"], device="host", iterations=24, reference=False, progress=False
+    )
     r = position_effect(res.samples)
     assert sorted(r["flush"]) == ["l2-read", "none"] and set(r["positions"]) == {4}
     assert (r["max_effect_low"] <= r["max_effect_high"]).all()

@@ -1,14 +1,22 @@
 """``hipexplore.bench.executors``: where a one-device sweep's units run (``run_location``: this
 process or a worker process per unit, and why), the executor that follows from it, and one unit in
 a worker process of its own (``WorkerExecutor``), as every unit runs on a GPU."""
+
 from __future__ import annotations
 
 import pytest
 
 import hipexplore as hx
 from hipexplore.bench import passes as ps
-from hipexplore.bench.executors import (IN_PROCESS, WORKER, InProcessExecutor, UnitRun, WorkerExecutor, executor_for,
-                                        run_location)
+from hipexplore.bench.executors import (
+    IN_PROCESS,
+    WORKER,
+    InProcessExecutor,
+    UnitRun,
+    WorkerExecutor,
+    executor_for,
+    run_location,
+)
 from hipexplore.bench.spec import SweepSpec
 from hipexplore.bench.stats import StopRule
 from hipexplore.devices.host import HostDevice
@@ -62,9 +70,13 @@ def test_a_pass_in_its_own_worker_leaves_out_what_is_done_and_keeps_its_telemetr
     from hipexplore.devices import get_device
 
     dev = get_device("host")
-    one = SweepSpec(kernels=("triad",), sizes=(4096, 16384), flush=("none",), stop=StopRule(iterations=8), reference=False)
+    one = SweepSpec(
+        kernels=("triad",), sizes=(4096, 16384), flush=("none",), stop=StopRule(iterations=8), reference=False
+    )
     meta: dict[str, str] = {"sweep.spec": "outer"}
-    res = pass_in_worker(one, dev, hooks=None, run_id="r1", done={("triad", 4096, "1", "none", "events")}, metadata=meta)
+    res = pass_in_worker(
+        one, dev, hooks=None, run_id="r1", done={("triad", 4096, "1", "none", "events")}, metadata=meta
+    )
     assert res.summary["size_bytes"].tolist() == [16384]
     assert set(res.samples["size_bytes"]) == {16384} and len(res.samples) == 8
     assert set(res.summary["run_id"]) == {"r1"}
@@ -81,5 +93,7 @@ def test_a_pass_in_its_own_worker_holds_its_pad_there_and_the_sweep_records_ever
     assert res.metadata["worker.pad_bytes"] == str(ps.pad_bytes(2)) == meta["worker.pad_bytes"]
     res0 = pass_in_worker(one, dev, hooks=None, run_id="r3", done=set(), metadata={}, pad=0)
     assert "worker.pad_bytes" not in res0.metadata  # the first pass holds none
-    res3 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=9, units=3, reference=False, progress=False)
+    res3 = hx.sweep(
+        "triad", ["16KiB"], [1], ["none"], device="host", iterations=9, units=3, reference=False, progress=False
+    )
     assert res3.metadata["sweep.unit_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(3))

@@ -1,6 +1,7 @@
 """The launch floor (bench.floor): an empty kernel timed like the kernel under test, reported as
 ``floor_s`` and ``net_median_s`` on events rows. Run on the real host device (where the floor is the
 ctypes call around an empty C function) and, marked ``gpu``, on a CUDA device."""
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,11 @@ def test_the_floor_kernel_is_internal_and_not_offered_for_benchmarking():
 
 def test_floor_columns_subtract_on_events_rows_only():
     assert floor_columns(2e-6, 5e-6, "events") == {"floor_s": 2e-6, "net_median_s": pytest.approx(3e-6)}
-    for got in (floor_columns(2e-6, 5e-6, "in-kernel"), floor_columns(None, 5e-6, "events"),
-                floor_columns(math.nan, 5e-6, "events")):
+    for got in (
+        floor_columns(2e-6, 5e-6, "in-kernel"),
+        floor_columns(None, 5e-6, "events"),
+        floor_columns(math.nan, 5e-6, "events"),
+    ):
         assert math.isnan(got["floor_s"]) and math.isnan(got["net_median_s"])
 
 
@@ -33,6 +37,7 @@ def test_the_floor_is_on_by_default_on_a_gpu_only():
 
     class Gpu:
         kind = "cuda"
+
     assert wants_floor(None, Gpu()) is True and wants_floor(False, Gpu()) is False
 
 
@@ -51,8 +56,19 @@ def test_measure_floor_on_the_host_reads_the_empty_call_well_below_a_real_kernel
 
 
 def test_a_host_sweep_with_the_floor_reports_it_per_flush_and_subtracts_it():
-    res = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=12, units=1,
-                   reference_samples=8, timers=("events", "in-kernel"), floor=True, progress=False)
+    res = hx.sweep(
+        "triad",
+        ["16KiB", "64KiB"],
+        [1],
+        ["none", "l2-read"],
+        device="host",
+        iterations=12,
+        units=1,
+        reference_samples=8,
+        timers=("events", "in-kernel"),
+        floor=True,
+        progress=False,
+    )
     s = res.summary
     ev = s[s.timer == "events"]
     assert len(ev) == 6 and np.isfinite(ev["floor_s"]).all() and (ev["floor_s"] > 0).all()
@@ -69,8 +85,18 @@ def test_a_host_sweep_leaves_the_floor_out_by_default_and_passes_merge_it():
     res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=8, reference=False, progress=False)
     assert res.summary[["floor_s", "net_median_s"]].isna().all().all()
     assert not any(k.startswith("floor.") for k in res.metadata)
-    merged = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=12, units=3, reference=False,
-                      floor=True, progress=False)
+    merged = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=12,
+        units=3,
+        reference=False,
+        floor=True,
+        progress=False,
+    )
     row = merged.summary.iloc[0]
     assert row.passes == 3 and row.floor_s > 0 and row.net_median_s == pytest.approx(row.median_s - row.floor_s)
 
@@ -78,12 +104,29 @@ def test_a_host_sweep_leaves_the_floor_out_by_default_and_passes_merge_it():
 def test_the_cli_shows_the_floor_column_only_when_a_floor_was_taken(capsys):
     from hipexplore.cli import main
 
-    assert main(["bench", "triad", "--device", "host", "--size", "256KiB", "--iterations", "8", "--no-reference",
-                 "--no-progress", "--floor", "on"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "triad",
+                "--device",
+                "host",
+                "--size",
+                "256KiB",
+                "--iterations",
+                "8",
+                "--no-reference",
+                "--no-progress",
+                "--floor",
+                "on",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("kernel "))  # the table; its notes follow it
-    header, row = lines[at:at + 2]
+    header, row = lines[at : at + 2]
     assert "floor_us" in header
     import re
 
@@ -92,16 +135,40 @@ def test_the_cli_shows_the_floor_column_only_when_a_floor_was_taken(capsys):
     assert m, row
     median_us, floor_us = float(m.group(1)), float(m.group(2))
     assert 0 < floor_us < median_us
-    assert main(["bench", "triad", "--device", "host", "--size", "256KiB", "--iterations", "8", "--no-reference",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "triad",
+                "--device",
+                "host",
+                "--size",
+                "256KiB",
+                "--iterations",
+                "8",
+                "--no-reference",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "floor_us" not in capsys.readouterr().out
 
 
 def test_the_report_table_carries_the_floor_in_the_median_unit():
     from hipexplore.report.dashboard import summary_table
 
-    res = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], device="host", iterations=8, reference=False, floor=True,
-                   progress=False)
+    res = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none", "l2-read"],
+        device="host",
+        iterations=8,
+        reference=False,
+        floor=True,
+        progress=False,
+    )
     t = summary_table(res.summary)
     unit = next(c for c in t.columns if c.startswith("median_")).split("_", 1)[1]
     assert f"floor_{unit}" in t.columns
@@ -116,8 +183,17 @@ def test_the_report_table_carries_the_floor_in_the_median_unit():
 def test_on_the_gpu_the_floor_is_what_events_read_beyond_the_in_kernel_window(cuda):
     # the H200: events - in-kernel of the triad ~3 us at every size (BENCHMARKS "Measurement truth");
     # the empty kernel's events read that floor, so at 64 MiB events - floor ~ in-kernel
-    res = hx.sweep("triad", ["64MiB"], [1], ["l2-read"], device=cuda, iterations=80, reference=False,
-                   timers=("events", "in-kernel"), progress=False)
+    res = hx.sweep(
+        "triad",
+        ["64MiB"],
+        [1],
+        ["l2-read"],
+        device=cuda,
+        iterations=80,
+        reference=False,
+        timers=("events", "in-kernel"),
+        progress=False,
+    )
     s = res.summary.set_index("timer")
     floor = s.loc["events", "floor_s"]
     assert 0.5e-6 < floor < 10e-6

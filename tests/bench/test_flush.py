@@ -1,5 +1,6 @@
 """The flush vocabulary (bench.flush) and the configuration's columns (schema.Configuration):
 one place each, asked rather than compared."""
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,11 @@ def test_what_a_mode_is_is_its_own_attributes():
     assert [m.name for m in fl.MODES if not m.measures("in-kernel")] == ["inline-icache"]
     assert all(m.measures("events") for m in fl.MODES)
     assert [m.name for m in fl.MODES if m.note] == ["inline-icache"]
-    assert fl.NONE.nbytes(1 << 20) == 0 and fl.L2_WRITE.nbytes(1 << 20) == 2 << 20 and fl.L2_READ.nbytes(1 << 20) == 4 << 20
+    assert (
+        fl.NONE.nbytes(1 << 20) == 0
+        and fl.L2_WRITE.nbytes(1 << 20) == 2 << 20
+        and fl.L2_READ.nbytes(1 << 20) == 4 << 20
+    )
 
 
 def test_which_devices_support_a_mode_follows_what_the_device_declares():
@@ -61,8 +66,10 @@ def test_which_devices_support_a_mode_follows_what_the_device_declares():
 #: a flush name compared as a string (== / != / in a literal tuple) outside the vocabulary
 #: ("none" only next to a flush: it names other things too, a GEMM epilogue for one)
 _NAMES = "|".join(re.escape(n) for n in fl.FLUSH_MODES if n != "none")
-_COMPARED = re.compile(rf"""(==|!=)\s*["'](?:{_NAMES})["']|["'](?:{_NAMES})["']\s*(==|!=)|in\s*\(\s*["'](?:{_NAMES})["']"""
-                       rf"""|flush\w*["'\]]*\s*(==|!=)\s*["']none["']|["']none["']\s*(==|!=)\s*\w*flush""")
+_COMPARED = re.compile(
+    rf"""(==|!=)\s*["'](?:{_NAMES})["']|["'](?:{_NAMES})["']\s*(==|!=)|in\s*\(\s*["'](?:{_NAMES})["']"""
+    rf"""|flush\w*["'\]]*\s*(==|!=)\s*["']none["']|["']none["']\s*(==|!=)\s*\w*flush"""
+)
 
 
 def test_no_flush_mode_is_compared_as_a_string_outside_the_vocabulary():
@@ -79,17 +86,28 @@ def test_no_flush_mode_is_compared_as_a_string_outside_the_vocabulary():
 def test_no_configuration_column_list_outside_configuration():
     # the key spelled out: (kernel,) size, rotating as requested (, flush, timer); frame schemas that
     # merely list these columns among others (schema's SAMPLE/SUMMARY columns) are not a key
-    spelled = re.compile(r"""["']size_bytes["']\s*,\s*["']rotating_requested["']|["']rotating_requested["']\s*,\s*["']flush["']\s*,\s*["']timer["']"""
-                         r"""|\[["']problem["']\s*,\s*["']rotating_requested["']""")
-    found = [f"{p.relative_to(PACKAGE)}:{i}" for p in PACKAGE.rglob("*.py") if p != PACKAGE / "schema.py"
-             for i, line in enumerate(p.read_text().splitlines(), 1) if spelled.search(line)]
+    spelled = re.compile(
+        r"""["']size_bytes["']\s*,\s*["']rotating_requested["']|["']rotating_requested["']\s*,\s*["']flush["']\s*,\s*["']timer["']"""
+        r"""|\[["']problem["']\s*,\s*["']rotating_requested["']"""
+    )
+    found = [
+        f"{p.relative_to(PACKAGE)}:{i}"
+        for p in PACKAGE.rglob("*.py")
+        if p != PACKAGE / "schema.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if spelled.search(line)
+    ]
     assert not found, found
 
 
 def test_a_configuration_reads_and_writes_its_own_columns_and_rotating_key():
     c = Configuration("triad", 4096, "auto", "l2-read")
-    frame = pd.DataFrame([{**c.columns(), "rotating": 6, "median_s": 1.0},
-                          {**c._replace(size=8192).columns(), "rotating": 12, "median_s": 2.0}])
+    frame = pd.DataFrame(
+        [
+            {**c.columns(), "rotating": 6, "median_s": 1.0},
+            {**c._replace(size=8192).columns(), "rotating": 12, "median_s": 2.0},
+        ]
+    )
     assert Configuration.of_frame(frame) == [c, c._replace(size=8192)]
     assert list(Configuration.select(frame, [c])["median_s"]) == [1.0]
     assert list(Configuration.select(frame, [c], keep=False)["median_s"]) == [2.0]

@@ -8,6 +8,7 @@ host sweep of two kernels, two rotating counts, two flush modes and the referenc
 written by main a3a64c4, before results were carried as ``ConfigurationResult``) and
 tests/fixtures/results/counted-a3a64c4 (a one-unit host sweep with the counter pass's columns, counted
 by the recorded ncu backend of tests/bench/counters/test_counters.py, written by main a3a64c4)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,12 +22,17 @@ from hipexplore.bench.record import Record
 from hipexplore.schema import COUNTER_COLUMNS, METADATA_KEY, SAMPLE_COLUMNS, SCHEMA_KEY, SUMMARY_COLUMNS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-GOLDENS = [(FIXTURES / "metadata" / "main-62221f9.parquet", True, 3), (FIXTURES / "results" / "one-unit-a3a64c4.parquet", False, 1),
-           (FIXTURES / "results" / "counted-a3a64c4.parquet", False, 1)]
+GOLDENS = [
+    (FIXTURES / "metadata" / "main-62221f9.parquet", True, 3),
+    (FIXTURES / "results" / "one-unit-a3a64c4.parquet", False, 1),
+    (FIXTURES / "results" / "counted-a3a64c4.parquet", False, 1),
+]
 
 
 @pytest.mark.parametrize("golden,merged,planned", GOLDENS, ids=["units", "one-unit", "counted"])
-def test_a_golden_run_reads_back_and_writes_back_identically(golden: Path, merged: bool, planned: int, tmp_path: Path) -> None:
+def test_a_golden_run_reads_back_and_writes_back_identically(
+    golden: Path, merged: bool, planned: int, tmp_path: Path
+) -> None:
     then = output_paths(golden)
     previous = previous_results(then, True)
     counted = set(COUNTER_COLUMNS) <= set(previous.summary.columns)
@@ -40,7 +46,9 @@ def test_a_golden_run_reads_back_and_writes_back_identically(golden: Path, merge
     assert units_path(now).exists() == merged
     for old, new in files:
         pd.testing.assert_frame_equal(pd.read_parquet(new), pd.read_parquet(old), check_exact=True)
-        assert pq.read_schema(new).metadata[METADATA_KEY.encode()] == pq.read_schema(old).metadata[METADATA_KEY.encode()]
+        assert (
+            pq.read_schema(new).metadata[METADATA_KEY.encode()] == pq.read_schema(old).metadata[METADATA_KEY.encode()]
+        )
         assert pq.read_schema(new).metadata[SCHEMA_KEY.encode()] == pq.read_schema(old).metadata[SCHEMA_KEY.encode()]
     res = rec.result(dict(previous.metadata or {}), None)
     pd.testing.assert_frame_equal(res.summary, pd.read_parquet(then[1]), check_exact=True)

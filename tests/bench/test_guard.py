@@ -5,6 +5,7 @@ allows (a planned configuration once, ``done`` with every one delivered or after
 asked for, metadata a unit reports) and an error frame becomes the project's own error type, never
 an arbitrary one. The same checks through a real worker and a forging kernel:
 tests/security/test_security_channel.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,7 +24,9 @@ RUN = "run0001"
 
 
 def spec() -> SweepSpec:
-    return SweepSpec(kernels=("triad",), sizes=("16KiB",), rotating=(1, 2), flush=("none",), stop=StopRule(iterations=10))
+    return SweepSpec(
+        kernels=("triad",), sizes=("16KiB",), rotating=(1, 2), flush=("none",), stop=StopRule(iterations=10)
+    )
 
 
 def add(c: Configuration, run_id: str = RUN, sample_kernel: str | None = None) -> wire.Add:
@@ -51,20 +54,23 @@ def test_a_unit_that_delivers_its_plan_is_done_and_nothing_after():
         g.check(wire.Warn("UserWarning", "late", 1))
 
 
-@pytest.mark.parametrize("message, why", [
-    (lambda cs: wire.Done(False), "3 of 3 planned configuration"),
-    (lambda cs: wire.Done(True), "never asked it to stop"),
-    (lambda cs: add(Configuration("triad", 999, "1", "none")), "not in this unit's plan"),
-    (lambda cs: add(Configuration("copy", 16384, "1", "none")), "not in this unit's plan"),
-    (lambda cs: add(cs[0], run_id="elsewhere"), "not of this run"),
-    (lambda cs: add(cs[0], sample_kernel="copy"), "sample rows name another configuration"),
-    (lambda cs: update(cs[0]), "has not sent"),
-    (lambda cs: wire.Start("copy", "size=1"), "not one of this unit's"),
-    (lambda cs: wire.Meta({"identity.triad": "forged"}), "no unit reports"),
-    (lambda cs: wire.Meta({"run_id": "x"}), "no unit reports"),
-    (lambda cs: wire.Counted({"kernel": "triad"}), "from a timed unit"),
-    (lambda cs: wire.UnitEnd("w", "h", "", 1.0), "only a cluster unit"),
-])
+@pytest.mark.parametrize(
+    "message, why",
+    [
+        (lambda cs: wire.Done(False), "3 of 3 planned configuration"),
+        (lambda cs: wire.Done(True), "never asked it to stop"),
+        (lambda cs: add(Configuration("triad", 999, "1", "none")), "not in this unit's plan"),
+        (lambda cs: add(Configuration("copy", 16384, "1", "none")), "not in this unit's plan"),
+        (lambda cs: add(cs[0], run_id="elsewhere"), "not of this run"),
+        (lambda cs: add(cs[0], sample_kernel="copy"), "sample rows name another configuration"),
+        (lambda cs: update(cs[0]), "has not sent"),
+        (lambda cs: wire.Start("copy", "size=1"), "not one of this unit's"),
+        (lambda cs: wire.Meta({"identity.triad": "forged"}), "no unit reports"),
+        (lambda cs: wire.Meta({"run_id": "x"}), "no unit reports"),
+        (lambda cs: wire.Counted({"kernel": "triad"}), "from a timed unit"),
+        (lambda cs: wire.UnitEnd("w", "h", "", 1.0), "only a cluster unit"),
+    ],
+)
 def test_what_the_plan_does_not_allow_is_one_line(message, why):
     g = UnitGuard(spec(), run_id=RUN)
     with pytest.raises(wire.WireError, match=why) as err:
@@ -112,8 +118,9 @@ def test_an_error_frame_is_the_projects_own_error_never_an_arbitrary_one():
     g = UnitGuard(spec(), run_id=RUN)
     g.check(wire.Start("triad", "size=16384 rotating=2 flush=none"))
     exit0 = g.error(wire.Failed("SystemExit", "0"))
-    assert type(exit0) is KernelFault and str(exit0) == ("kernel triad faulted in configuration size=16384 rotating=2 "
-                                                         "flush=none: the sweep worker raised SystemExit: 0")
+    assert type(exit0) is KernelFault and str(exit0) == (
+        "kernel triad faulted in configuration size=16384 rotating=2 flush=none: the sweep worker raised SystemExit: 0"
+    )
     assert type(g.error(wire.Failed("ConfigError", "argument a is never written"))) is ConfigError
     compiled = g.error(wire.Failed("CompileError", "cc rejected it", log="k.c:1: error"))
     assert type(compiled) is CompileError and compiled.log == "k.c:1: error"
@@ -121,4 +128,7 @@ def test_an_error_frame_is_the_projects_own_error_never_an_arbitrary_one():
     assert (fault.kernel, fault.configuration, fault.status) == ("triad", "size=1", "SIGSEGV")
     assert "?" in str(g.error(wire.Failed("os.system('x')", "boom")))  # not a type name: shown as ?
     assert str(g.fault("why")) == "kernel triad faulted in configuration size=16384 rotating=2 flush=none: why"
-    assert str(UnitGuard(spec(), run_id=RUN).fault("why")) == "kernel triad faulted in configuration (before the first configuration): why"
+    assert (
+        str(UnitGuard(spec(), run_id=RUN).fault("why"))
+        == "kernel triad faulted in configuration (before the first configuration): why"
+    )

@@ -4,6 +4,7 @@ The readings are a real host sweep's (``devices.telemetry.HostLoad`` after every
 needs a load it cannot order from a shared machine (every chunk quiet, or busy chunks that are the
 noisy ones), it keeps the sweep's chunks and sets their load and times: a fake timer for statistics.
 """
+
 from __future__ import annotations
 
 import os
@@ -76,8 +77,9 @@ def test_busy_chunks_that_are_the_noisy_ones_track_the_load_and_quiet_hosts_are_
     assert tracking.tracks and tracking.rho > 0.5 and tracking.p_value <= TRACK_P
     assert tracking.noise_busy > tracking.noise_quiet and tracking.notable
     assert tracking.answer().startswith("Host load: the host was busy in ")
-    assert tracking.answer().endswith("(other tasks wanted all 2 cores); the spread tracks the load, so a quieter host "
-                                      "would give tighter numbers.")
+    assert tracking.answer().endswith(
+        "(other tasks wanted all 2 cores); the spread tracks the load, so a quieter host would give tighter numbers."
+    )
     assert "The spread tracks the load (rank correlation" in tracking.sentence()
     assert "in busy chunks against 0.0% in quiet ones" in tracking.sentence()
 
@@ -95,11 +97,11 @@ def test_busy_chunks_that_are_the_noisy_ones_track_the_load_and_quiet_hosts_are_
 
 def test_rank_correlation_is_spearmans_with_ties_and_refuses_too_few_pairs():
     x = np.arange(20.0)
-    rho, p, n = rank_correlation(x, x ** 3)
+    rho, p, n = rank_correlation(x, x**3)
     assert (rho, n) == (pytest.approx(1.0), 20) and p < 1e-4
     rho, p, _ = rank_correlation(x, -x)
     assert rho == pytest.approx(-1.0)
     rho, _, _ = rank_correlation(np.repeat([0.0, 1.0], 10), np.r_[np.zeros(10), np.ones(10)])
     assert rho == pytest.approx(1.0)
-    assert np.isnan(rank_correlation(x[:MIN_CHUNKS - 1], x[:MIN_CHUNKS - 1])[0])
+    assert np.isnan(rank_correlation(x[: MIN_CHUNKS - 1], x[: MIN_CHUNKS - 1])[0])
     assert np.isnan(rank_correlation(np.ones(20), x)[0])

@@ -1,6 +1,7 @@
 """``hipexplore.bench.inputs``: a sweep's seeded inputs drawn once and shared with its units'
 worker processes (mapped read-only from the sweep's private folder, a torn file drawn again), and
 the folders of killed sweeps removed by the next one."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,18 @@ def test_unit_workers_draw_each_input_layout_once_between_them(tmp_path) -> None
     # this process's folders only: the suite runs in parallel, and another worker's sweep has its own
     mine = f"hipexplore-inputs-{os.getpid()}-*"
     before = set(glob.glob(os.path.join("/dev/shm", mine)) + glob.glob(os.path.join(tempfile.gettempdir(), mine)))
-    res = sweep("triad", ["64KiB", "256KiB"], [1], ["none"], device="host", worker=True, units=3, iterations=12,
-                progress=False, reference=False)
+    res = sweep(
+        "triad",
+        ["64KiB", "256KiB"],
+        [1],
+        ["none"],
+        device="host",
+        worker=True,
+        units=3,
+        iterations=12,
+        progress=False,
+        reference=False,
+    )
     assert res.metadata["sweep.unit_location"] == "worker"
     assert res.metadata["inputs.unit.0"] == "drawn 2, mapped 0"
     assert res.metadata["inputs.unit.1"] == res.metadata["inputs.unit.2"] == "drawn 0, mapped 2"

@@ -2,6 +2,7 @@
 the real host device: every kernel gets the same turns in an order shuffled each round (seeded),
 chunk ids run through the whole configuration, the rotation of buffer sets goes on across turns,
 and bad arguments are refused."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,14 +36,32 @@ def _workloads(d, names, sets, n=4096):
 def test_turns_alternate_in_shuffled_rounds_with_chunk_ids_through_the_configuration(dev):  # noqa: F811
     workloads, sets = _workloads(dev, ("triad", "copy"), 3)
     try:
-        got = interleaved_launches(workloads, {"triad": None, "copy": None}, StopRule(iterations=8), chunk=2,
-                                   rng=np.random.default_rng(4), turn_chunks=1, warmup_s=0, lead=0, trail=0)
-        again = interleaved_launches(workloads, {"triad": None, "copy": None}, StopRule(iterations=8), chunk=2,
-                                     rng=np.random.default_rng(4), turn_chunks=1, warmup_s=0, lead=0, trail=0)
+        got = interleaved_launches(
+            workloads,
+            {"triad": None, "copy": None},
+            StopRule(iterations=8),
+            chunk=2,
+            rng=np.random.default_rng(4),
+            turn_chunks=1,
+            warmup_s=0,
+            lead=0,
+            trail=0,
+        )
+        again = interleaved_launches(
+            workloads,
+            {"triad": None, "copy": None},
+            StopRule(iterations=8),
+            chunk=2,
+            rng=np.random.default_rng(4),
+            turn_chunks=1,
+            warmup_s=0,
+            lead=0,
+            trail=0,
+        )
     finally:
         for s in sets:
             s.free()
-    rounds = [got.order[i:i + 2] for i in range(0, len(got.order), 2)]
+    rounds = [got.order[i : i + 2] for i in range(0, len(got.order), 2)]
     assert len(rounds) == 4 and all(sorted(r) == ["copy", "triad"] for r in rounds)  # 8 samples in turns of 2 each
     assert len({tuple(r) for r in rounds}) == 2  # the order is shuffled between rounds...
     assert again.order == got.order  # ...by the seed
@@ -60,7 +79,9 @@ def test_interleaving_refuses_no_kernels_and_a_bad_turn_length(dev):  # noqa: F8
     try:
         for bad in (0, -1, 1.5, True):
             with pytest.raises(ConfigError, match=f"turn_chunks must be a positive integer, got {bad!r}"):
-                interleaved_launches(workloads, {}, StopRule(iterations=4), rng=np.random.default_rng(0), turn_chunks=bad)
+                interleaved_launches(
+                    workloads, {}, StopRule(iterations=4), rng=np.random.default_rng(0), turn_chunks=bad
+                )
     finally:
         for s in sets:
             s.free()
@@ -81,8 +102,17 @@ def test_interleaved_turns_with_the_in_kernel_timer_launch_the_sets_they_record(
             wl = Workload(rdev, kernel_for(rdev, spec, timed=True), grid, block, sets.args, timer=timer)
             ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(5)}
             rdev.launches.clear()
-            got = interleaved_launches({"triad": wl}, {"triad": None}, StopRule(iterations=12), chunk=4,
-                                       rng=np.random.default_rng(0), turn_chunks=1, warmup_s=0, lead=0, trail=0)
+            got = interleaved_launches(
+                {"triad": wl},
+                {"triad": None},
+                StopRule(iterations=12),
+                chunk=4,
+                rng=np.random.default_rng(0),
+                turn_chunks=1,
+                warmup_s=0,
+                lead=0,
+                trail=0,
+            )
         finally:
             timer.free()
     raw = got.raws["triad"]

@@ -1,6 +1,7 @@
 """bench.interrupts: a signal during a (configuration, unit)'s write lands after it, on the main
 thread, whichever thread the kernel gave it to; a noted signal whose KeyboardInterrupt was lost
 still ends the sweep at the next (configuration, unit). Real signals, a real host sweep."""
+
 from __future__ import annotations
 
 import os
@@ -108,8 +109,8 @@ def test_sigterm_with_its_default_action_ends_the_process_after_the_block(tmp_pa
         with interrupts.held():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.1)
-            open({str(tmp_path / 'whole')!r}, 'w').write('written')
-        open({str(tmp_path / 'after')!r}, 'w').write('not reached')
+            open({str(tmp_path / "whole")!r}, 'w').write('written')
+        open({str(tmp_path / "after")!r}, 'w').write('not reached')
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert run.returncode == -signal.SIGTERM, run.stderr

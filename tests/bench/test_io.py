@@ -1,5 +1,6 @@
 """hipexplore.bench.io: a sweep's files, the samples and summary parquet files and the metadata
 beside them, read back for resume; empty frames keep the schema's columns and dtypes."""
+
 from __future__ import annotations
 
 from hipexplore.bench import io
@@ -14,7 +15,12 @@ def test_an_empty_frame_has_the_schemas_columns_and_their_dtypes():
         assert str(frame["size_bytes"].dtype) == "int64"
     frame = io.empty_frame(SAMPLE_COLUMNS)
     assert {c: str(frame[c].dtype) for c in ("size_bytes", "iteration", "time_s", "throttled", "kernel")} == {
-        "size_bytes": "int64", "iteration": "int64", "time_s": "float64", "throttled": "bool", "kernel": "object"}
+        "size_bytes": "int64",
+        "iteration": "int64",
+        "time_s": "float64",
+        "throttled": "bool",
+        "kernel": "object",
+    }
 
 
 def test_summary_rows_are_put_in_the_schemas_column_order():
@@ -44,7 +50,7 @@ def test_read_results_needs_both_parquet_files_and_tolerates_the_metadata_file(t
     assert io.read_results(paths)[2] is None
     paths[1].unlink()
     _write(tmp_path, {"k": "v"})
-    paths[1].unlink()          # samples and metadata there, summary missing
+    paths[1].unlink()  # samples and metadata there, summary missing
     assert io.read_results(paths) is None
 
 

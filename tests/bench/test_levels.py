@@ -6,6 +6,7 @@ chunk noise, as buffer placement did on the H200 (a byte-identical copy 3.5% slo
 buffers were allocated second). A verdict from chunks alone calls such identical code different;
 the between-unit interval must not.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,17 +14,36 @@ import math
 import numpy as np
 import pytest
 
-from hipexplore.bench.levels import (MIN_UNITS, UNIT_TRIM, Spread, independent_units, paired_logs, paired_units,
-                                     paired_windows, pooled_spreads, trend, unit_level, unit_levels)
+from hipexplore.bench.levels import (
+    MIN_UNITS,
+    UNIT_TRIM,
+    Spread,
+    independent_units,
+    paired_logs,
+    paired_units,
+    paired_windows,
+    pooled_spreads,
+    trend,
+    unit_level,
+    unit_levels,
+)
 from hipexplore.bench.stats import Measurement
 from hipexplore.verdicts import comparison_row, drift_check
 
 CHUNK = 4
 
 
-def _interleaved(rng: np.random.Generator, units: int, per_unit: int, *, effect: float = 1.0,
-                 placement_sd: float = 0.03, noise_sd: float = 0.002, drift: float = 0.0,
-                 base_time: float = 1e-5) -> tuple[Measurement, Measurement]:
+def _interleaved(
+    rng: np.random.Generator,
+    units: int,
+    per_unit: int,
+    *,
+    effect: float = 1.0,
+    placement_sd: float = 0.03,
+    noise_sd: float = 0.002,
+    drift: float = 0.0,
+    base_time: float = 1e-5,
+) -> tuple[Measurement, Measurement]:
     """Two kernels interleaved chunk by chunk in ``units`` units; each kernel's buffers land at a
     unit-specific place (an offset drawn per unit and kernel), samples of a chunk share it too."""
     bs, ns, bc, nc, bg, ng = [], [], [], [], [], []
@@ -89,8 +109,12 @@ def test_units_sharing_one_process_decide_on_the_wider_of_the_two_levels() -> No
 
 def test_a_real_difference_is_still_found_over_units() -> None:
     rng = np.random.default_rng(5)
-    calls = [comparison_row(*_interleaved(rng, units=6, per_unit=12, effect=1.10, placement_sd=0.01), 0.02, 0.95, 400)["verdict"]
-             for _ in range(10)]
+    calls = [
+        comparison_row(*_interleaved(rng, units=6, per_unit=12, effect=1.10, placement_sd=0.01), 0.02, 0.95, 400)[
+            "verdict"
+        ]
+        for _ in range(10)
+    ]
     assert calls.count("slower") >= 9, calls
 
 
@@ -115,8 +139,11 @@ def test_the_spread_is_pooled_over_flush_modes_of_one_size_never_across_sizes() 
     """Three units, two flush modes at one size: df 2 + 2 = 4 and the variance their weighted mean;
     each configuration keeps its own centre. Another size, and a lone configuration, pool nothing."""
     rng = np.random.default_rng(5)
-    pairs = {(size, flush): _interleaved(rng, units=3, per_unit=8, effect=1.01)[::-1]
-             for size in (16, 256) for flush in ("none", "l2-write")}
+    pairs = {
+        (size, flush): _interleaved(rng, units=3, per_unit=8, effect=1.01)[::-1]
+        for size in (16, 256)
+        for flush in ("none", "l2-write")
+    }
     pairs[(1, "none")] = _interleaved(rng, units=3, per_unit=8)[::-1]
     pairs[(64, "none")] = _interleaved(rng, units=1, per_unit=8)[::-1]  # one unit: no spread to pool
     pairs[(64, "l2-write")] = _interleaved(rng, units=3, per_unit=8)[::-1]
@@ -149,8 +176,10 @@ def test_pooling_keeps_identical_code_covered_and_names_a_small_change_more_ofte
     trials = 300
     for _ in range(trials):
         for effect, tally in ((1.0, covered), (1.01, named)):
-            pairs = {f: _interleaved(rng, units=3, per_unit=6, effect=effect, placement_sd=0.004)[::-1]
-                     for f in ("none", "l2-write")}
+            pairs = {
+                f: _interleaved(rng, units=3, per_unit=6, effect=effect, placement_sd=0.004)[::-1]
+                for f in ("none", "l2-write")
+            }
             spread = pooled_spreads(pairs, lambda k: 0)["none"]
             new, base = pairs["none"]
             for rule, lv in (("own", paired_units(new, base)), ("pooled", paired_units(new, base, pooled=spread))):
@@ -166,7 +195,9 @@ def test_a_units_level_resolves_below_the_timer_grid_and_ignores_a_few_outliers(
     grid = 32e-9
     rng = np.random.default_rng(3)
     times = np.round((20.05e-6 + rng.normal(0, 40e-9, 400)) / grid) * grid
-    assert np.median(times) % grid == pytest.approx(0, abs=1e-15) or np.median(times) % grid == pytest.approx(grid, abs=1e-15)
+    assert np.median(times) % grid == pytest.approx(0, abs=1e-15) or np.median(times) % grid == pytest.approx(
+        grid, abs=1e-15
+    )
     assert unit_level(times) == pytest.approx(20.05e-6, rel=2e-4) and abs(unit_level(times) - np.median(times)) < grid
     spiked = times.copy()
     spiked[::100] *= 10  # 4 of 400: inside the 10% cut

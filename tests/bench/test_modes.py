@@ -1,5 +1,6 @@
 """``hipexplore.bench.modes``: when two modes in a configuration's samples matter: a bimodal flag
 only where the modes can move the median beyond its interval, with where they lie."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -8,6 +8,7 @@ the same command again. Afterwards every configuration and unit is there exactly
 (configuration, unit)s the first process kept are byte for byte what it measured (the rerun timed
 only the missing ones), and every summary row is the one-shot merge of its units (no mixed row).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,9 +34,29 @@ PAIRS = 6 * UNITS
 
 
 def bench_argv(out: Path, *more: str) -> list[str]:
-    return ["bench", "triad", "--device", "host", "--size", "16KiB,32KiB", "--rotating", "1,2", "--flush", "none",
-            "--iterations", str(ITERATIONS), "--reference-samples", str(REFERENCE), "--units", str(UNITS),
-            "--warmup-s", "0", "--out", str(out), *more]
+    return [
+        "bench",
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "16KiB,32KiB",
+        "--rotating",
+        "1,2",
+        "--flush",
+        "none",
+        "--iterations",
+        str(ITERATIONS),
+        "--reference-samples",
+        str(REFERENCE),
+        "--units",
+        str(UNITS),
+        "--warmup-s",
+        "0",
+        "--out",
+        str(out),
+        *more,
+    ]
 
 
 def environment(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -59,7 +80,9 @@ def wait_for_pairs(proc: subprocess.Popen, out: Path, n: int, timeout: float = 2
     path = output_paths(out)[0].with_name(out.stem + ".units.parquet")
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        assert proc.poll() is None, f"the sweep ended before {n} (configuration, unit)s: {proc.communicate()[1][-2000:]}"
+        assert proc.poll() is None, (
+            f"the sweep ended before {n} (configuration, unit)s: {proc.communicate()[1][-2000:]}"
+        )
         try:
             if path.exists() and pq.read_metadata(path).num_rows >= n:
                 return
@@ -92,8 +115,19 @@ def check_every_pair_once(out: Path) -> pd.DataFrame:
     assert (per_pair[~refs] == ITERATIONS // UNITS).all() and (per_pair[refs] == REFERENCE // UNITS).all(), per_pair
     merged = one_shot_merge(out).set_index(list(Configuration.COLUMNS)).sort_index()
     on_disk = summary.set_index(list(Configuration.COLUMNS)).sort_index()
-    stats = ["n", "passes", "median_s", "ci_low_s", "ci_high_s", "iqr_rel", "bias", "bias_ci_low", "bias_ci_high",
-             "stop_reason", "n_throttled"]
+    stats = [
+        "n",
+        "passes",
+        "median_s",
+        "ci_low_s",
+        "ci_high_s",
+        "iqr_rel",
+        "bias",
+        "bias_ci_low",
+        "bias_ci_high",
+        "stop_reason",
+        "n_throttled",
+    ]
     pd.testing.assert_frame_equal(on_disk[stats], merged[stats], check_dtype=False)
     return samples
 
@@ -113,14 +147,17 @@ def sigint_not_ignored() -> Iterator[None]:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def interrupt_then_rerun(tmp_path: Path, env: dict[str, str], sig: int, point: int, *more: str, group: bool = False) -> None:
+def interrupt_then_rerun(
+    tmp_path: Path, env: dict[str, str], sig: int, point: int, *more: str, group: bool = False
+) -> None:
     """``group``: the signal goes to the whole process group, as a Ctrl-C at a terminal does (every
     process the sweep started gets it too); then no traceback may reach stderr."""
     out = tmp_path / "r.parquet"
     argv = [sys.executable, "-m", "hipexplore", *bench_argv(out, "--json", *more)]
     with sigint_not_ignored():
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                start_new_session=group)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=group
+        )
     try:
         wait_for_pairs(proc, out, point)
         if group:
@@ -146,13 +183,15 @@ def interrupt_then_rerun(tmp_path: Path, env: dict[str, str], sig: int, point: i
     again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     samples = check_every_pair_once(out)
-    for (c, k) in kept_pairs:  # kept as measured: the rerun did not time these again
+    for c, k in kept_pairs:  # kept as measured: the rerun did not time these again
         mine = Configuration.select(kept_samples, [c])
         now = Configuration.select(samples, [c])
         assert list(now[now["pass_index"] == k]["time_s"]) == list(mine[mine["pass_index"] == k]["time_s"]), (c, k)
 
 
-@pytest.mark.parametrize("sig, point", [(signal.SIGINT, 1), (signal.SIGTERM, 8), (signal.SIGINT, 14), (signal.SIGKILL, 5)])
+@pytest.mark.parametrize(
+    "sig, point", [(signal.SIGINT, 1), (signal.SIGTERM, 8), (signal.SIGINT, 14), (signal.SIGKILL, 5)]
+)
 def test_an_interrupted_sweep_in_units_keeps_what_finished_and_the_rerun_measures_only_the_rest(tmp_path, sig, point):
     interrupt_then_rerun(tmp_path, environment(tmp_path), sig, point)
 
@@ -174,15 +213,18 @@ def test_a_kill_after_a_references_last_unit_reached_only_the_units_file_leaves_
     out = tmp_path / "r.parquet"
     env = environment(tmp_path)
     argv = bench_argv(out, "--json")
-    killed = subprocess.run([sys.executable, "-c", KILLER, "units", "15", *argv], capture_output=True, text=True,
-                            env=env, timeout=600)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, "units", "15", *argv], capture_output=True, text=True, env=env, timeout=600
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     pairs, _samples = committed(out)
     reference = Configuration("triad", 16384, "1", "cold-reference", "events")
     summary = pd.read_parquet(output_paths(out)[1])
     assert len(pairs) == 15 and (reference, 2) in pairs  # the units file has it ...
     assert int(Configuration.select(summary, [reference])["passes"].iloc[0]) == 2  # ... the summary does not
-    again = subprocess.run([sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, env=env, timeout=600)
+    again = subprocess.run(
+        [sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, env=env, timeout=600
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     check_every_pair_once(out)
 
@@ -190,8 +232,15 @@ def test_a_kill_after_a_references_last_unit_reached_only_the_units_file_leaves_
 def test_progress_advances_per_configuration_and_unit_with_the_time_left(tmp_path):
     seen = []
     out = tmp_path / "p.parquet"
-    kw = dict(device="host", iterations=ITERATIONS, reference_samples=REFERENCE, units=UNITS, warmup_s=0.0, progress=False,
-              out=out)
+    kw = dict(
+        device="host",
+        iterations=ITERATIONS,
+        reference_samples=REFERENCE,
+        units=UNITS,
+        warmup_s=0.0,
+        progress=False,
+        out=out,
+    )
     hx.sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none"], on_progress=seen.append, **kw)
     assert [p.done for p in seen] == list(range(1, PAIRS + 1)) and {p.total for p in seen} == {PAIRS}
     assert all(p.left_s >= 0 for p in seen) and seen[-1].left_s == 0 and "18/18" in seen[-1].text()
@@ -203,8 +252,13 @@ def test_progress_advances_per_configuration_and_unit_with_the_time_left(tmp_pat
 
 def test_the_cli_bar_counts_configurations_and_units_as_they_finish(tmp_path):
     out = tmp_path / "b.parquet"
-    run = subprocess.run([sys.executable, "-m", "hipexplore", *bench_argv(out)], capture_output=True, text=True,
-                         env=environment(tmp_path), timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "hipexplore", *bench_argv(out)],
+        capture_output=True,
+        text=True,
+        env=environment(tmp_path),
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     import re
 
@@ -223,8 +277,12 @@ def test_one_unit_sweeps_write_no_units_file_and_a_no_resume_run_removes_a_stale
     assert read_units(output_paths(out)) is None and len(pd.read_parquet(output_paths(out)[1])) == 1
 
 
-@pytest.mark.parametrize("sig, point, group", [(signal.SIGINT, 3, False), (signal.SIGTERM, 9, False), (signal.SIGINT, 4, True)])
-def test_a_cluster_sweep_interrupted_keeps_its_finished_units_and_the_rerun_measures_only_the_rest(tmp_path, sig, point, group):
+@pytest.mark.parametrize(
+    "sig, point, group", [(signal.SIGINT, 3, False), (signal.SIGTERM, 9, False), (signal.SIGINT, 4, True)]
+)
+def test_a_cluster_sweep_interrupted_keeps_its_finished_units_and_the_rerun_measures_only_the_rest(
+    tmp_path, sig, point, group
+):
     """``group``: a Ctrl-C at the terminal, which reaches the Dask workers as well: one line, no
     worker's KeyboardInterrupt traceback."""
     from conftest import need_module
@@ -239,9 +297,22 @@ def test_extra_units_grow_the_progress_total(tmp_path):
     while they run, and it ends at every (configuration, unit) measured. (A resolution no host
     reaches and a budget that affords at least one extra unit: how many run is the host's business.)"""
     seen = []
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=ITERATIONS, units=UNITS, reference=False,
-                   warmup_s=0.0, progress=False, worker=False, resolution=0.0001, resolution_budget=1.0,
-                   on_progress=seen.append)
+    res = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=ITERATIONS,
+        units=UNITS,
+        reference=False,
+        warmup_s=0.0,
+        progress=False,
+        worker=False,
+        resolution=0.0001,
+        resolution_budget=1.0,
+        on_progress=seen.append,
+    )
     measured = res.samples["pass_index"].nunique()
     assert measured > UNITS, res.metadata.get("units.resolution_outcome")  # at least one extra unit ran
     assert [p.done for p in seen] == list(range(1, measured + 1))
@@ -268,8 +339,18 @@ def test_an_interrupted_sweeps_units_metadata_reads_back(tmp_path, how):
         if how == "interrupted" and len(seen) == 3:
             raise KeyboardInterrupt
 
-    kw = dict(device="host", iterations=ITERATIONS, units=UNITS, reference=False, warmup_s=0.0, progress=False, worker=False,
-              resolution=0.0001, out=out, on_result=on_result)
+    kw = dict(
+        device="host",
+        iterations=ITERATIONS,
+        units=UNITS,
+        reference=False,
+        warmup_s=0.0,
+        progress=False,
+        worker=False,
+        resolution=0.0001,
+        out=out,
+        on_result=on_result,
+    )
     if how == "stopped":
         res = hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], should_stop=lambda: len(seen) >= 3, **kw)
         assert res.stopped
@@ -284,8 +365,10 @@ def test_an_interrupted_sweeps_units_metadata_reads_back(tmp_path, how):
     assert units["sweep.unit_pad_bytes"] == ",".join(str(ps.pad_bytes(k)) for k in range(2))  # units 0 and 1 started
     assert units["sweep.unit_location"] == "in-process" and units["units.resolution"] == "0.01%"
     outcome = units["units.resolution_outcome"]
-    assert outcome.startswith("not reached: stopped by the sweep was stopped; ") and \
-        "with fewer than 2 units (no half-width yet): triad 32768 r=1 none events" in outcome, outcome
+    assert (
+        outcome.startswith("not reached: stopped by the sweep was stopped; ")
+        and "with fewer than 2 units (no half-width yet): triad 32768 r=1 none events" in outcome
+    ), outcome
     from hipexplore.bench.info import RunInfo
 
     info = RunInfo.from_metadata(meta).units

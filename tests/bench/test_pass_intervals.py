@@ -3,6 +3,7 @@
 Synthetic samples (a fake timer is fine for statistics): each pass has its own level (a placement),
 within-pass noise is small, so what moves a run's median is the pass levels. A two-stage bootstrap
 over 4 passes covers the true centre far less often than 95%; the t floor brings it back."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,9 +13,19 @@ from hipexplore.bench.stats import Measurement, student_t_quantile
 from hipexplore.errors import ConfigError
 
 
-@pytest.mark.parametrize("p, df, want", [(0.975, 1, 12.7062047), (0.975, 2, 4.3026527), (0.975, 3, 3.1824463),
-                                         (0.975, 10, 2.2281389), (0.995, 5, 4.0321430), (0.95, 30, 1.6972609),
-                                         (0.025, 4, -2.7764451), (0.5, 7, 0.0)])
+@pytest.mark.parametrize(
+    "p, df, want",
+    [
+        (0.975, 1, 12.7062047),
+        (0.975, 2, 4.3026527),
+        (0.975, 3, 3.1824463),
+        (0.975, 10, 2.2281389),
+        (0.995, 5, 4.0321430),
+        (0.95, 30, 1.6972609),
+        (0.025, 4, -2.7764451),
+        (0.5, 7, 0.0),
+    ],
+)
 def test_t_quantiles_match_the_tables(p, df, want) -> None:
     assert student_t_quantile(p, df) == pytest.approx(want, abs=2e-6)
 
@@ -86,7 +97,9 @@ def test_a_ratio_over_passes_is_at_least_the_t_interval_of_the_per_pass_ratios()
     new = _run(rng, 4, between=0.05, within=1e-4)
     base = _run(rng, 4, between=1e-4, within=1e-4)
     point, lo, hi = ratio_ci(new, base, resamples=400)
-    per = np.array([np.median(new.samples[new.groups == g]) / np.median(base.samples[base.groups == g]) for g in range(4)])
+    per = np.array(
+        [np.median(new.samples[new.groups == g]) / np.median(base.samples[base.groups == g]) for g in range(4)]
+    )
     t_half = 3.1824463 * np.log(per).std(ddof=1) / 2  # in log space (a ratio's bounds stay above 0)
     assert lo <= point * np.exp(-t_half) + 1e-9 and hi >= point * np.exp(t_half) - 1e-9
     one = Measurement(base.samples)  # one side without passes: its median against each pass of the other

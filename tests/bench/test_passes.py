@@ -3,6 +3,7 @@ between runs, a merged result that is exactly the passes' samples, and the refus
 
 The statistics are checked on synthetic samples whose run-to-run structure is known (a shift per
 pass drawn anew in every simulated run), the sweep on the real host device."""
+
 from __future__ import annotations
 
 import subprocess
@@ -89,8 +90,23 @@ def test_spec_refuses_a_bad_number_of_units(value):
 
 
 def test_cli_refuses_zero_passes_with_one_line_and_status_2(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "hipexplore", "bench", "--device", "host", "--passes", "0",
-                        "--out", str(tmp_path / "r.parquet")], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "bench",
+            "--device",
+            "host",
+            "--passes",
+            "0",
+            "--out",
+            str(tmp_path / "r.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2
     assert "--passes" in p.stderr and "'0'" in p.stderr
     assert not (tmp_path / "r.parquet").exists()
@@ -99,8 +115,18 @@ def test_cli_refuses_zero_passes_with_one_line_and_status_2(tmp_path):
 @pytest.fixture(scope="module")
 def three_passes(tmp_path_factory):
     out = tmp_path_factory.mktemp("passes") / "r.parquet"
-    res = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=30, units=3,
-                   reference_samples=12, progress=False, out=out)
+    res = hx.sweep(
+        "triad",
+        ["16KiB", "64KiB"],
+        [1],
+        ["none", "l2-read"],
+        device="host",
+        iterations=30,
+        units=3,
+        reference_samples=12,
+        progress=False,
+        out=out,
+    )
     return res, out
 
 
@@ -135,13 +161,33 @@ def test_merged_summary_is_recomputed_from_the_merged_samples(three_passes):
 
 def test_a_finished_multi_pass_file_resumes_as_done_and_refuses_another_pass_count(three_passes, tmp_path):
     res, out = three_passes
-    again = hx.sweep("triad", ["16KiB", "64KiB"], [1], ["none", "l2-read"], device="host", iterations=30, units=3,
-                     reference_samples=12, progress=False, out=out)
+    again = hx.sweep(
+        "triad",
+        ["16KiB", "64KiB"],
+        [1],
+        ["none", "l2-read"],
+        device="host",
+        iterations=30,
+        units=3,
+        reference_samples=12,
+        progress=False,
+        out=out,
+    )
     assert len(again.skipped) == 4
     pd.testing.assert_frame_equal(again.summary.reset_index(drop=True), res.summary.reset_index(drop=True))
     with pytest.raises(ConfigError, match="units"):
-        hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=30, units=2, reference_samples=12,
-                 progress=False, out=out)
+        hx.sweep(
+            "triad",
+            ["16KiB"],
+            [1],
+            ["none"],
+            device="host",
+            iterations=30,
+            units=2,
+            reference_samples=12,
+            progress=False,
+            out=out,
+        )
 
 
 class _CountingHost(HostDevice):
@@ -176,13 +222,36 @@ def test_a_multi_pass_sweep_returns_its_summary_and_file_name(tmp_path):
     """Why: the merged result of passes is what the caller sees: every configuration, ``passes``
     recorded, the out file's name (not the summary's), and passes_done in the metadata."""
     out = tmp_path / "p.parquet"
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, units=2, reference_samples=2,
-                   progress=False, out=out, warmup_s=0.0, worker=False)
+    res = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=4,
+        units=2,
+        reference_samples=2,
+        progress=False,
+        out=out,
+        warmup_s=0.0,
+        worker=False,
+    )
     assert res.path == out and not res.stopped and out.exists()
     assert len(res.summary) == 2 and set(res.summary["passes"]) == {2} and set(res.samples["pass_index"]) == {0, 1}
     assert res.metadata["sweep.units_done"] == "2"
-    res2 = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, units=2, reference=False,
-                    progress=False, warmup_s=0.0, worker=False)
+    res2 = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=4,
+        units=2,
+        reference=False,
+        progress=False,
+        warmup_s=0.0,
+        worker=False,
+    )
     assert res2.path is None and len(res2.summary) == 1
 
 
@@ -191,9 +260,21 @@ def test_a_multi_pass_sweep_stopped_in_its_first_pass_writes_nothing(tmp_path):
     out file alone (its passes are not written part-way)."""
     for out in (None, tmp_path / "stopped.parquet"):
         calls: list[int] = []
-        res = hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], device="host", iterations=4, units=3,
-                       reference=False, progress=False, out=out, warmup_s=0.0, worker=False,
-                       should_stop=lambda: bool(calls.append(1)) or len(calls) > 2)
+        res = hx.sweep(
+            "triad",
+            ["16KiB", "32KiB"],
+            [1],
+            ["none"],
+            device="host",
+            iterations=4,
+            units=3,
+            reference=False,
+            progress=False,
+            out=out,
+            warmup_s=0.0,
+            worker=False,
+            should_stop=lambda: bool(calls.append(1)) or len(calls) > 2,
+        )
         assert res.stopped and res.metadata["sweep.units_done"] == "0"
         assert len(res.summary) <= 1
         if out is not None:
@@ -202,8 +283,19 @@ def test_a_multi_pass_sweep_stopped_in_its_first_pass_writes_nothing(tmp_path):
 
 def _one_pass(**kw):
     kw = {"reference": False, **kw}
-    return hx.sweep("triad", ["16KiB", "32KiB"], [1], ["none"], device="host", iterations=6, chunk=3,
-                    progress=False, warmup_s=0.0, worker=False, **kw)
+    return hx.sweep(
+        "triad",
+        ["16KiB", "32KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=6,
+        chunk=3,
+        progress=False,
+        warmup_s=0.0,
+        worker=False,
+        **kw,
+    )
 
 
 def test_merge_offsets_each_passes_chunks_and_bootstraps_over_passes_and_chunks():

@@ -1,6 +1,7 @@
 """hipexplore.bench.phases: a configuration's launches as the trials timed them (``LaunchSequence``)
 and the phases a unit runs after the timed ones (``phases_for``). On the real host device, with
 the catalog's triad compiled by cc and a real write flush."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,8 +42,14 @@ def dev(tmp_path_factory):
 def sequence(dev, sets, flusher=None, taps=None, **kw) -> LaunchSequence:
     spec = sets.spec
     grid, block = spec.geometry(sets.n, dev)
-    work = Workload(dev, kernel_for(dev, "triad"), grid, block, sets.args,
-                    tap=(lambda s, p: taps.append(s)) if taps is not None else None)
+    work = Workload(
+        dev,
+        kernel_for(dev, "triad"),
+        grid,
+        block,
+        sets.args,
+        tap=(lambda s, p: taps.append(s)) if taps is not None else None,
+    )
     return LaunchSequence(work, flusher, kspec=spec, n=sets.n, **kw)
 
 
@@ -66,7 +73,9 @@ def test_enqueue_and_replay_rotate_over_the_sets_flush_first(dev):
             for i in range(3):  # every set really ran the kernel: a = b + s * c
                 got = np.empty(1024, dtype=np.float32)
                 dev.copy_to_host(sets.buffers[i]["a"], got)
-                np.testing.assert_allclose(got, sets.host["b"] + np.float32(sets.scalars["s"]) * sets.host["c"], rtol=1e-6)
+                np.testing.assert_allclose(
+                    got, sets.host["b"] + np.float32(sets.scalars["s"]) * sets.host["c"], rtol=1e-6
+                )
     finally:
         flusher.free()
 

@@ -1,5 +1,6 @@
 """hipexplore.bench.progress: a sweep's progress in (configuration, unit)s with the time left at
 this run's pace. ``clock`` is the documented hook for a deterministic clock."""
+
 from __future__ import annotations
 
 import io

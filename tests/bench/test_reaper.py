@@ -4,6 +4,7 @@ Real processes: a subreaper whose double-forked ``setsid`` grandchild stays belo
 found after its parent is gone by the mark in its environment; a process holding a pipe found by
 the pipe; this process and its ancestors never among them. The same through a real sweep worker
 and a forking C kernel: tests/security/test_security_channel.py."""
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,7 @@ from hipexplore.bench import reaper
 
 #: double-forks a grandchild into a session of its own that prints its pid and sleeps; with SUBREAPER
 #: it makes itself the subreaper first; then it sleeps (or exits with EXIT)
-FORKER = r'''
+FORKER = r"""
 import os, sys, time
 sys.path[:0] = [{path!r}]
 from hipexplore.bench import reaper
@@ -34,13 +35,19 @@ if os.fork() == 0:
 print(os.read(r, 64).decode().strip(), flush=True)
 if not {exits}:
     time.sleep(600)
-'''
+"""
 
 
 def start(subreaper: bool, exits: bool, env: dict | None = None, **kw) -> tuple[subprocess.Popen, int]:
     code = FORKER.format(path=str(Path(__file__).resolve().parents[2]), subreaper=subreaper, exits=exits)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, **(env or {})},
-                         start_new_session=True, **kw)
+    p = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+        **kw,
+    )
     return p, int(p.stdout.readline())
 
 
@@ -68,7 +75,9 @@ def test_a_subreapers_orphans_stay_below_it_and_end_with_its_tree():
     p, grandchild = start(subreaper=True, exits=False)
     try:
         deadline = time.monotonic() + 30
-        while ppid(grandchild) != p.pid and time.monotonic() < deadline:  # its parent exited: re-parented to the subreaper
+        while (
+            ppid(grandchild) != p.pid and time.monotonic() < deadline
+        ):  # its parent exited: re-parented to the subreaper
             time.sleep(0.05)
         assert ppid(grandchild) == p.pid
         assert grandchild in reaper.descendants(p.pid)
@@ -107,7 +116,9 @@ def reaper_mark() -> str:
 def test_a_process_holding_a_pipe_is_found_by_it_and_this_process_never_is():
     r, w = os.pipe()
     try:
-        holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], pass_fds=(w,), start_new_session=True)
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)"], pass_fds=(w,), start_new_session=True
+        )
         names = reaper.pipe_names([r])
         deadline = time.monotonic() + 30
         while holder.pid not in reaper.find(None, pipes=names) and time.monotonic() < deadline:

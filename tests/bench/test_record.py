@@ -2,6 +2,7 @@
 added and durable as written (read back, a resumed record holds the same units and rows), a
 one-unit sweep's rows kept as measured, and ``Collector``, the channel that keeps one unit's
 reports in memory and tells the hooks. The units are real: one-unit sweeps of the host device."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,9 +24,22 @@ def units():
     """Two units of triad 16 KiB r=1 none, each its ``ConfigurationResult`` (read from the sweep's frames)."""
     out = []
     for k in range(2):
-        res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=12, units=1, reference=False,
-                       warmup_s=0.0, progress=False, worker=False)
-        out.append(ConfigurationResult.of_columns(res.summary.iloc[0].to_dict(), samples_of(res.samples, SAMPLE_COLUMNS), k))
+        res = hx.sweep(
+            "triad",
+            ["16KiB"],
+            [1],
+            ["none"],
+            device="host",
+            iterations=12,
+            units=1,
+            reference=False,
+            warmup_s=0.0,
+            progress=False,
+            worker=False,
+        )
+        out.append(
+            ConfigurationResult.of_columns(res.summary.iloc[0].to_dict(), samples_of(res.samples, SAMPLE_COLUMNS), k)
+        )
     return out
 
 
@@ -44,7 +58,10 @@ def test_a_record_merges_a_configurations_units_as_they_are_added_and_reads_back
     rec.write(paths, {"run_id": "rec"})
     again = Record(previous_results(paths, True), merged=True, planned=2)
     assert again.units_of(C) == {0, 1} and again.complete() == {C} and again.added == 0 and again.kept() == 2
-    assert again.results[C].statistics.median_s == pytest.approx(row["median_s"]) and again.results[C].statistics.n == row["n"]
+    assert (
+        again.results[C].statistics.median_s == pytest.approx(row["median_s"])
+        and again.results[C].statistics.n == row["n"]
+    )
     assert [u.unit for u in again.unit_results()] == [0, 1]
     short = Record(previous_results(paths, True), merged=True, planned=3)  # a third unit planned: not complete
     assert short.complete() == set() and short.units_of(C) == {0, 1}
@@ -60,13 +77,19 @@ def test_a_one_unit_record_keeps_the_units_row_as_measured(units):
 def test_a_collector_keeps_what_a_unit_reports_and_tells_the_hooks(units):
     r0 = units[0]
     rows, frames, starts = [], [], []
-    hooks = SweepHooks(on_result=rows.append, on_samples=frames.append, should_stop=lambda: True,
-                       on_start=lambda k, c: starts.append((k, c)))
+    hooks = SweepHooks(
+        on_result=rows.append,
+        on_samples=frames.append,
+        should_stop=lambda: True,
+        on_start=lambda k, c: starts.append((k, c)),
+    )
     col = Collector({"a": "1"}, hooks=hooks)
     col.started(["triad", "16 KiB r=1 none"])
     col.add(r0)
     col.meta({"b": "2"})
-    col.update([Rebiased(C, Bias(1e-6, 0.5, 0.4, 0.6), "w")])  # its result filled in again (a bias once the reference is whole)
+    col.update(
+        [Rebiased(C, Bias(1e-6, 0.5, 0.4, 0.6), "w")]
+    )  # its result filled in again (a bias once the reference is whole)
     res = col.result(stopped=col.stop_now())
     assert res.stopped and res.metadata == {"a": "1", "b": "2"} and res.summary["bias"].tolist() == [0.5]
     assert res.summary["warning"].tolist() == ["w"] and col.results[0].bias.bias == 0.5

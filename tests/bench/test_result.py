@@ -1,5 +1,6 @@
 """``hipexplore.bench.result``: what a sweep returns and the callbacks it calls: the typed view of
 its metadata, the progress line, and hooks that are all optional."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,17 @@ def test_hooks_are_optional_and_the_result_reads_its_metadata_typed():
     hooks = SweepHooks()
     hooks.started(["triad", "16 KiB"])  # no on_start: nothing to call
     assert hooks.stop_now() is False and SweepHooks(should_stop=lambda: 1).stop_now() is True
-    res = SweepResult(pd.DataFrame(), pd.DataFrame(), {"run_id": "r1", "sweep.units_planned": "3", "sweep.units_done": "2",
-                                                       "sweep.unit_pad_bytes": "0,4096", "cluster.workers": "a,b"})
+    res = SweepResult(
+        pd.DataFrame(),
+        pd.DataFrame(),
+        {
+            "run_id": "r1",
+            "sweep.units_planned": "3",
+            "sweep.units_done": "2",
+            "sweep.unit_pad_bytes": "0,4096",
+            "cluster.workers": "a,b",
+        },
+    )
     info = res.info
     assert info.run_id == "r1" and (info.units.planned, info.units.done, info.units.pad_bytes) == (3, 2, [0, 4096])
     assert info.cluster is not None and info.cluster.workers == ["a", "b"]

@@ -8,6 +8,7 @@ samples. The kill point is placed by a wrapper that starts the real CLI in a fre
 that process by itself. A kernel edited between two runs of the same command must not resume: its
 rows were measured with other code.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,12 +57,33 @@ ITERATIONS = 12
 
 
 def bench_argv(out, *more: str) -> list[str]:
-    return ["bench", "triad", "--device", "host", "--size", "16KiB,32KiB", "--rotating", "1,2", "--flush", "none",
-            "--iterations", str(ITERATIONS), "--reference-samples", "6", "--no-progress", "--json", "--out", str(out), *more]
+    return [
+        "bench",
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "16KiB,32KiB",
+        "--rotating",
+        "1,2",
+        "--flush",
+        "none",
+        "--iterations",
+        str(ITERATIONS),
+        "--reference-samples",
+        "6",
+        "--no-progress",
+        "--json",
+        "--out",
+        str(out),
+        *more,
+    ]
 
 
 def run_cli(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 @pytest.fixture
@@ -69,21 +91,26 @@ def env(tmp_path):
     return dict(os.environ, HIPEXPLORE_CACHE_DIR=str(tmp_path / "cache"))
 
 
-@pytest.mark.parametrize("point, nth, units", [("samples", 3, "1"), ("summary", 3, "1"), ("meta", 3, "1"),
-                                              ("samples", 1, "1"), ("samples", 1, "2")])
+@pytest.mark.parametrize(
+    "point, nth, units",
+    [("samples", 3, "1"), ("summary", 3, "1"), ("meta", 3, "1"), ("samples", 1, "1"), ("samples", 1, "2")],
+)
 def test_a_sweep_killed_at_each_write_point_resumes_with_every_configuration_once(tmp_path, env, point, nth, units):
     """One unit writes after every configuration (the nth write: the nth configuration); a sweep
     of several units writes once, at the end."""
     out = tmp_path / "r.parquet"
     argv = bench_argv(out, "--units", units)
-    killed = subprocess.run([sys.executable, "-c", KILLER, point, str(nth), *argv], capture_output=True, text=True,
-                            env=env, timeout=300)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, point, str(nth), *argv], capture_output=True, text=True, env=env, timeout=300
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr  # really killed, at that write
     again = run_cli(argv, env)
     assert again.returncode == 0, again.stderr
     summary, samples = pd.read_parquet(tmp_path / "r.summary.parquet"), pd.read_parquet(out)
     keys = summary[list(CONFIGURATION_COLUMNS)].astype(str).apply(tuple, axis=1)
-    assert len(summary) == 6 and keys.is_unique, summary[list(CONFIGURATION_COLUMNS)]  # 2 sizes x (2 rotating + reference)
+    assert len(summary) == 6 and keys.is_unique, summary[
+        list(CONFIGURATION_COLUMNS)
+    ]  # 2 sizes x (2 rotating + reference)
     per_config = samples.groupby(list(CONFIGURATION_COLUMNS)).size()
     assert len(per_config) == 6
     # each configuration has its own samples once: no rows of a configuration measured twice
@@ -101,8 +128,27 @@ def test_an_edited_kernel_does_not_resume_under_its_new_code(tmp_path, env):
     src = tmp_path / "k.c"
     src.write_text(HOST_KERNEL % "1")
     out = tmp_path / "k.parquet"
-    argv = ["bench", "k", "--source", str(src), "--args", "out:a:f32[n],n:u64=n", "--device", "host", "--size", "16KiB",
-            "--rotating", "1,2", "--iterations", "8", "--no-reference", "--no-progress", "--json", "--out", str(out)]
+    argv = [
+        "bench",
+        "k",
+        "--source",
+        str(src),
+        "--args",
+        "out:a:f32[n],n:u64=n",
+        "--device",
+        "host",
+        "--size",
+        "16KiB",
+        "--rotating",
+        "1,2",
+        "--iterations",
+        "8",
+        "--no-reference",
+        "--no-progress",
+        "--json",
+        "--out",
+        str(out),
+    ]
     first = run_cli(argv, env)
     assert first.returncode == 0, first.stderr
     import json
@@ -126,8 +172,25 @@ def test_an_edited_geometry_or_argument_does_not_resume(tmp_path, env):
     src = tmp_path / "k.c"
     src.write_text(HOST_KERNEL % "1")
     out = tmp_path / "g.parquet"
-    argv = ["bench", "k", "--source", str(src), "--args", "out:a:f32[n],n:u64=n", "--device", "host", "--size", "16KiB",
-            "--iterations", "8", "--no-reference", "--no-progress", "--json", "--out", str(out)]
+    argv = [
+        "bench",
+        "k",
+        "--source",
+        str(src),
+        "--args",
+        "out:a:f32[n],n:u64=n",
+        "--device",
+        "host",
+        "--size",
+        "16KiB",
+        "--iterations",
+        "8",
+        "--no-reference",
+        "--no-progress",
+        "--json",
+        "--out",
+        str(out),
+    ]
     assert run_cli(argv, env).returncode == 0
     other_block = run_cli(argv + ["--block", "128"], env)
     assert other_block.returncode == 2 and "rows of k" in other_block.stderr, other_block.stderr

@@ -6,6 +6,7 @@ with exit 0 (``rel_l2_error=nan``: no reference, nothing checked). Now an ``in``
 an ``out`` element never written and an ``inout`` never changed are each one line, exit 2, before
 the (kernel, size) is timed (no samples file); ``--no-verify`` lets the run go on.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,16 +44,42 @@ void scale_head(float* y, const float* x, unsigned long long n) {
 """
 
 
-def bench(tmp_path: Path, source: str, args: str, *extra: str, name: str = "stencil2d") -> tuple[subprocess.CompletedProcess, Path]:
+def bench(
+    tmp_path: Path, source: str, args: str, *extra: str, name: str = "stencil2d"
+) -> tuple[subprocess.CompletedProcess, Path]:
     """The real CLI in a fresh process, 64 KiB (n = 16384 = 128 * 128), writing samples to out.parquet."""
     src = tmp_path / f"{name}.c"
     src.write_text(source)
     out = tmp_path / "out.parquet"
-    argv = [sys.executable, "-m", "hipexplore", "bench", name, "--source", str(src), "--args", args, "--device", "host",
-            "--size", "64KiB", "--rotating", "1", "--flush", "none", "--iterations", "5", "--no-reference",
-            "--no-progress", "--out", str(out), *extra]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    argv = [
+        sys.executable,
+        "-m",
+        "hipexplore",
+        "bench",
+        name,
+        "--source",
+        str(src),
+        "--args",
+        args,
+        "--device",
+        "host",
+        "--size",
+        "64KiB",
+        "--rotating",
+        "1",
+        "--flush",
+        "none",
+        "--iterations",
+        "5",
+        "--no-reference",
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
+    ]
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
     return proc, out
 
 
@@ -61,7 +88,10 @@ def refused(proc: subprocess.CompletedProcess, out: Path) -> str:
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert proc.stdout.strip() == "" and not list(out.parent.glob("out*.parquet")), (proc.stdout, list(out.parent.iterdir()))
+    assert proc.stdout.strip() == "" and not list(out.parent.glob("out*.parquet")), (
+        proc.stdout,
+        list(out.parent.iterdir()),
+    )
     assert lines[0].startswith("hipexplore bench: error: ") and "--no-verify skips this check" in lines[0]
     return lines[0]
 
@@ -69,9 +99,14 @@ def refused(proc: subprocess.CompletedProcess, out: Path) -> str:
 def test_swapped_roles_are_refused_before_timing_and_the_right_order_runs(need_host_cc, tmp_path):
     proc, out = bench(tmp_path, STENCIL_C, SWAPPED)
     line = refused(proc, out)
-    assert ("argument 1 'in' (in:f32[nx*ny]) was written by stencil2d: 16384 of 16384 elements changed; "
-            "an 'in' buffer must be read only") in line
-    assert "argument 2 'out' (out:f32[nx*ny]) was not written by stencil2d: 16384 of 16384 elements were left unwritten" in line
+    assert (
+        "argument 1 'in' (in:f32[nx*ny]) was written by stencil2d: 16384 of 16384 elements changed; "
+        "an 'in' buffer must be read only"
+    ) in line
+    assert (
+        "argument 2 'out' (out:f32[nx*ny]) was not written by stencil2d: 16384 of 16384 elements were left unwritten"
+        in line
+    )
     assert "Swapped roles? The C signature is stencil2d(float* out, const float* in, int nx, int ny)" in line
     assert "size 64 KiB (n=16384)" in line
     proc, out = bench(tmp_path, STENCIL_C, RIGHT)
@@ -90,8 +125,10 @@ def test_no_verify_lets_the_swapped_call_run(need_host_cc, tmp_path):
 def test_an_out_left_partly_unwritten_is_refused_with_the_count(need_host_cc, tmp_path):
     proc, out = bench(tmp_path, PARTIAL_C, "out:y:f32[n], in:x:f32[n], n:u64=n", name="scale_head")
     line = refused(proc, out)
-    assert ("argument 1 'y' (out:f32[n]) was not written by scale_head: 7 of 16384 elements were left unwritten "
-            "(still the poison NaN 0xffffffff put there before the launch; the first at index 16377)") in line
+    assert (
+        "argument 1 'y' (out:f32[n]) was not written by scale_head: 7 of 16384 elements were left unwritten "
+        "(still the poison NaN 0xffffffff put there before the launch; the first at index 16377)"
+    ) in line
     assert "The C signature is scale_head(float* y, const float* x, unsigned long long n)" in line
     assert "declares it 'inout'" in line and "Swapped" not in line
     # the way out the line names: a buffer the kernel only partly writes, declared inout
@@ -102,8 +139,10 @@ def test_an_out_left_partly_unwritten_is_refused_with_the_count(need_host_cc, tm
 def test_an_inout_never_changed_is_refused(need_host_cc, tmp_path):
     proc, out = bench(tmp_path, STENCIL_C, "out:out:f32[nx*ny], inout:in:f32[nx*ny], nx:i32=isqrt(n), ny:i32=n//nx")
     line = refused(proc, out)
-    assert ("argument 2 'in' (inout:f32[nx*ny]) was not changed by stencil2d: none of its 16384 elements differ after "
-            "the launch; an 'inout' buffer is read and written (one only read is 'in')") in line
+    assert (
+        "argument 2 'in' (inout:f32[nx*ny]) was not changed by stencil2d: none of its 16384 elements differ after "
+        "the launch; an 'inout' buffer is read and written (one only read is 'in')"
+    ) in line
 
 
 INT_C = """
@@ -119,12 +158,19 @@ void skip8(signed char* y, const signed char* x, unsigned long long n) {
 def test_integer_outputs_a_written_poison_value_is_not_unwritten(need_host_cc, tmp_path):
     (tmp_path / "k.c").write_text(INT_C)
     args = "out:y:i8[n], in:x:i8[n], n:u64=n"
-    clamp = catalog.user_kernel(tmp_path / "k.c", "clamp8", args, name="test_oc_clamp8", element_dtype="int8", register_it=False)
+    clamp = catalog.user_kernel(
+        tmp_path / "k.c", "clamp8", args, name="test_oc_clamp8", element_dtype="int8", register_it=False
+    )
     res = hx.sweep(clamp, ["4KiB"], device="host", iterations=3, reference=False, progress=False)
     assert len(res.summary) == 1
-    skip = catalog.user_kernel(tmp_path / "k.c", "skip8", args, name="test_oc_skip8", element_dtype="int8", register_it=False)
-    with pytest.raises(ConfigError, match=r"argument 1 'y' \(out:i8\[n\]\) was not written by skip8: 1 of 4096 elements were "
-                                          r"left unwritten \(still the poison 0x7f put there before the launch; the first at index 0\)"):
+    skip = catalog.user_kernel(
+        tmp_path / "k.c", "skip8", args, name="test_oc_skip8", element_dtype="int8", register_it=False
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"argument 1 'y' \(out:i8\[n\]\) was not written by skip8: 1 of 4096 elements were "
+        r"left unwritten \(still the poison 0x7f put there before the launch; the first at index 0\)",
+    ):
         hx.sweep(skip, ["4KiB"], device="host", iterations=3, reference=False, progress=False)
 
 
@@ -149,19 +195,36 @@ def copy_ref(inputs, scalars):
 def test_with_a_reference_the_data_is_restored_and_an_output_it_skips_is_still_checked(need_host_cc, tmp_path):
     (tmp_path / "k.c").write_text(AXPY_C)
     # the role check's launch changes y; the reference check after it must see the original y again
-    axpy = catalog.user_kernel(tmp_path / "k.c", "axpy", "inout:y:f32[n], in:x:f32[n], a:f32=2.0, n:u64=n",
-                               name="test_oc_axpy", reference=axpy_ref, register_it=False)
+    axpy = catalog.user_kernel(
+        tmp_path / "k.c",
+        "axpy",
+        "inout:y:f32[n], in:x:f32[n], a:f32=2.0, n:u64=n",
+        name="test_oc_axpy",
+        reference=axpy_ref,
+        register_it=False,
+    )
     res = hx.sweep(axpy, ["16KiB"], [1, 2], device="host", iterations=4, reference=False, progress=False)
     assert res.metadata[f"verify.test_oc_axpy.{16 << 10}"] == "rel_l2_error=0"
     # z is an output the reference does not return: the roles still say it was never written
-    two = catalog.user_kernel(tmp_path / "k.c", "two_outs", "out:y:f32[n], out:z:f32[n], in:x:f32[n], n:u64=n",
-                              name="test_oc_two", reference=copy_ref, register_it=False)
+    two = catalog.user_kernel(
+        tmp_path / "k.c",
+        "two_outs",
+        "out:y:f32[n], out:z:f32[n], in:x:f32[n], n:u64=n",
+        name="test_oc_two",
+        reference=copy_ref,
+        register_it=False,
+    )
     with pytest.raises(ConfigError, match=r"argument 2 'z' \(out:f32\[n\]\) was not written by two_outs: 4096 of 4096"):
         hx.sweep(two, ["16KiB"], device="host", iterations=4, reference=False, progress=False)
     # an output the reference does return: its check speaks first, naming the worst element
-    three = catalog.user_kernel(tmp_path / "k.c", "two_outs", "out:y:f32[n], out:z:f32[n], in:x:f32[n], n:u64=n",
-                                name="test_oc_three", reference=lambda i, s: {"y": i["x"].copy(), "z": i["x"].copy()},
-                                register_it=False)
+    three = catalog.user_kernel(
+        tmp_path / "k.c",
+        "two_outs",
+        "out:y:f32[n], out:z:f32[n], in:x:f32[n], n:u64=n",
+        name="test_oc_three",
+        reference=lambda i, s: {"y": i["x"].copy(), "z": i["x"].copy()},
+        register_it=False,
+    )
     with pytest.raises(BenchmarkError, match=r"z\[0\] = nan but expected .* \(left unwritten: the poison value\)"):
         hx.sweep(three, ["16KiB"], device="host", iterations=4, reference=False, progress=False, worker=False)
 
@@ -178,10 +241,13 @@ def test_a_kernel_faulting_at_a_later_size_faults_in_its_check_and_keeps_the_ear
     """The role check launches a kernel that has no reference (before, its check launched nothing):
     a fault at the third size is found in that size's check, after the first two were timed."""
     (tmp_path / "f.c").write_text(FAULTY_C)
-    faulty = catalog.user_kernel(tmp_path / "f.c", "scale_faulty", "out:y:f32[n], in:x:f32[n], n:u64=n",
-                                 name="test_oc_faulty", register_it=False)
+    faulty = catalog.user_kernel(
+        tmp_path / "f.c", "scale_faulty", "out:y:f32[n], in:x:f32[n], n:u64=n", name="test_oc_faulty", register_it=False
+    )
     with pytest.raises(KernelFault) as err:
-        hx.sweep(faulty, ["4KiB", "8KiB", "16KiB"], device="host", iterations=4, reference=False, progress=False, worker=True)
+        hx.sweep(
+            faulty, ["4KiB", "8KiB", "16KiB"], device="host", iterations=4, reference=False, progress=False, worker=True
+        )
     assert str(err.value).startswith("kernel test_oc_faulty faulted in configuration size=16384 (output check): ")
     assert list(err.value.result.summary["size_bytes"]) == [4096, 8192]
 
@@ -226,15 +292,19 @@ def test_roles_check_roles_returns_or_raises_what_it_found(need_host_cc, tmp_pat
     args = "out:y:f32[n], in:x:f32[n], n:u64=n"
     # defer_unwritten: only unwritten outputs found, so the line is returned for the caller to raise later
     text = _roles_run(tmp_path, PARTIAL_C, "scale_head", args, where="at n=1000", defer_unwritten=True)
-    assert text.startswith("argument 1 'y' (out:f32[n]) was not written by scale_head: 7 of 1000 elements were left "
-                           "unwritten (still the poison NaN 0xffffffff put there before the launch; the first at index 993)")
+    assert text.startswith(
+        "argument 1 'y' (out:f32[n]) was not written by scale_head: 7 of 1000 elements were left "
+        "unwritten (still the poison NaN 0xffffffff put there before the launch; the first at index 993)"
+    )
     assert text.endswith("Seen in one checked launch before timing at n=1000; --no-verify skips this check")
     with pytest.raises(ConfigError) as exc:
         _roles_run(tmp_path, PARTIAL_C, "scale_head", args)
     assert str(exc.value).startswith(text.split(". ")[0])
     # an 'in' that is written is raised even with defer_unwritten
-    swapped = (r"^argument 1 'in' \(in:f32\[nx\*ny\]\) was written by stencil2d: 256 of 256 .* "
-               r"Swapped roles\? The C signature is stencil2d\(float\* out, ")
+    swapped = (
+        r"^argument 1 'in' \(in:f32\[nx\*ny\]\) was written by stencil2d: 256 of 256 .* "
+        r"Swapped roles\? The C signature is stencil2d\(float\* out, "
+    )
     with pytest.raises(ConfigError, match=swapped):
         _roles_run(tmp_path, STENCIL_C, "stencil2d", SWAPPED, n=16 * 16, defer_unwritten=True)
 

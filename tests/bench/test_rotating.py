@@ -2,6 +2,7 @@
 cap at a fraction of free memory, said when it binds), the rotation, and the sets themselves on the
 real host device (every buffer freed, also when an allocation fails; seeded inputs drawn once and
 handed out as fresh copies)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,20 +25,23 @@ def test_auto_count_follows_the_review_rule() -> None:
         rot.auto_count(MIB, 0)
 
 
-@pytest.mark.parametrize("llc, footprint, expected", [
-    # expected = 2 * (the smallest whole number of footprints that covers the LLC), at least 2
-    (1001, 1000, 4),   # ratio 1.001: just above an integer (ceil(2x) gives 3, 2 round(x) gives 2)
-    (1400, 1000, 4),   # ratio 1.4: fractional part below 0.5 (2 round(x) gives 2, ceil(2x) gives 3)
-    (1500, 1000, 4),   # ratio 1.5: at 0.5 (ceil(2x) gives 3)
-    (2500, 1000, 6),   # ratio 2.5: at 0.5 (2 round(x) gives 4, ceil(2x) gives 5)
-    (2100, 1000, 6),   # ratio 2.1 (ceil(2x) gives 5, 2 round(x) gives 4)
-    (2000, 1000, 4),   # exact integers stay: 2 x 2
-    (3000, 1000, 6),
-    (1000, 1000, 2),
-    (999, 1000, 2),    # below one footprint: the floor of 2 sets
-    (1, 1000, 2),
-    (60 * MIB + 1, 3 * MIB, 42),  # one byte over 20 footprints needs a 21st
-])
+@pytest.mark.parametrize(
+    "llc, footprint, expected",
+    [
+        # expected = 2 * (the smallest whole number of footprints that covers the LLC), at least 2
+        (1001, 1000, 4),  # ratio 1.001: just above an integer (ceil(2x) gives 3, 2 round(x) gives 2)
+        (1400, 1000, 4),  # ratio 1.4: fractional part below 0.5 (2 round(x) gives 2, ceil(2x) gives 3)
+        (1500, 1000, 4),  # ratio 1.5: at 0.5 (ceil(2x) gives 3)
+        (2500, 1000, 6),  # ratio 2.5: at 0.5 (2 round(x) gives 4, ceil(2x) gives 5)
+        (2100, 1000, 6),  # ratio 2.1 (ceil(2x) gives 5, 2 round(x) gives 4)
+        (2000, 1000, 4),  # exact integers stay: 2 x 2
+        (3000, 1000, 6),
+        (1000, 1000, 2),
+        (999, 1000, 2),  # below one footprint: the floor of 2 sets
+        (1, 1000, 2),
+        (60 * MIB + 1, 3 * MIB, 42),  # one byte over 20 footprints needs a 21st
+    ],
+)
 def test_auto_count_boundaries(llc: int, footprint: int, expected: int) -> None:
     assert rot.auto_count(llc, footprint) == expected
     p = rot.plan("auto", footprint_bytes=footprint, set_bytes=footprint, llc_bytes=llc, free_bytes=1 << 40)
@@ -47,7 +51,9 @@ def test_auto_count_boundaries(llc: int, footprint: int, expected: int) -> None:
 def test_plan_caps_at_a_fraction_of_free_memory_and_says_so() -> None:
     p = rot.plan("auto", footprint_bytes=3 * MIB, set_bytes=3 * MIB, llc_bytes=60 * MIB, free_bytes=1000 * MIB)
     assert p.count == 40 and not p.capped and p.cap_bytes == 500 * MIB and p.requested == "auto"
-    p = rot.plan(100, footprint_bytes=30 * MIB, set_bytes=30 * MIB, llc_bytes=60 * MIB, free_bytes=1000 * MIB, mem_fraction=0.3)
+    p = rot.plan(
+        100, footprint_bytes=30 * MIB, set_bytes=30 * MIB, llc_bytes=60 * MIB, free_bytes=1000 * MIB, mem_fraction=0.3
+    )
     assert p.capped and p.count == 10 and "capped to 10" in p.note and str(300 * MIB) in p.note
     with pytest.raises(ConfigError, match="one buffer set needs"):
         rot.plan(1, footprint_bytes=MIB, set_bytes=600 * MIB, llc_bytes=MIB, free_bytes=1000 * MIB)
@@ -70,7 +76,10 @@ def test_plan_caps_one_set_over_and_checks_the_fraction() -> None:
     for bad in (0, 1.01, 2, -0.5):
         with pytest.raises(ConfigError, match="mem_fraction"):
             rot.plan(1, footprint_bytes=MIB, set_bytes=MIB, llc_bytes=MIB, free_bytes=100 * MIB, mem_fraction=bad)
-    assert rot.plan(1, footprint_bytes=MIB, set_bytes=MIB, llc_bytes=MIB, free_bytes=100 * MIB, mem_fraction=1).cap_bytes == 100 * MIB
+    assert (
+        rot.plan(1, footprint_bytes=MIB, set_bytes=MIB, llc_bytes=MIB, free_bytes=100 * MIB, mem_fraction=1).cap_bytes
+        == 100 * MIB
+    )
     assert list(rot.rotation(7, 3)) == [0, 1, 2, 0, 1, 2, 0]
 
 

@@ -1,5 +1,6 @@
 """Harness parts on the real host backend: rotating buffer plans, flush modes, latency-free timing
 with its invariants, the cold reference, and the correctness check."""
+
 from __future__ import annotations
 
 import contextlib
@@ -44,7 +45,9 @@ def test_flush_sizes_and_modes(dev) -> None:
         make_flusher(dev, "l3-write")
     fl = make_flusher(dev, "l2-read")
     try:
-        assert fl.nbytes == 4 * dev.llc_bytes == MIB  # what the flush does: test_read_flush_folds_every_word_of_its_buffer
+        assert (
+            fl.nbytes == 4 * dev.llc_bytes == MIB
+        )  # what the flush does: test_read_flush_folds_every_word_of_its_buffer
     finally:
         fl.free()
 
@@ -71,7 +74,13 @@ def test_time_launches_rotates_and_records_flush_and_gap(dev) -> None:
             assert (raw.flush_s == 0).all()
             with pytest.raises(ConfigError, match=r"iterations \(2\) .* \(3\)"):
                 time_launches(_workload(dev, sets), None, StopRule(iterations=2))
-            raw = time_launches(_workload(dev, sets), None, StopRule(min_samples=5, min_time_s=0, target_cv=10, timeout_s=5), chunk=4, warmup_s=0)
+            raw = time_launches(
+                _workload(dev, sets),
+                None,
+                StopRule(min_samples=5, min_time_s=0, target_cv=10, timeout_s=5),
+                chunk=4,
+                warmup_s=0,
+            )
             assert raw.time_s.size >= 5 and raw.stop_reason.startswith("converged")
     finally:
         fl.free()
@@ -127,10 +136,18 @@ def test_verify_accepts_triad_and_catches_a_wrong_kernel(dev, tmp_path) -> None:
         assert verify(CheckTarget(dev, spec, sets, kernel_for(dev, "triad"), grid, block)) < 1e-6
     # a host kernel that forgets the last element: its output keeps the NaN poison
     src = tmp_path / "bad.c"
-    src.write_text("void bad_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
-                   "  for (unsigned long long i = 0; i + 1 < n; ++i) a[i] = b[i] + s * c[i]; }\n")
-    bad = user_kernel(src, "bad_triad", "out:a:f32[n],in:b:f32[n],in:c:f32[n],s:f32=3.0,n:u64=n",
-                      name="test_bad_triad", host_source=src, register_it=False)
+    src.write_text(
+        "void bad_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
+        "  for (unsigned long long i = 0; i + 1 < n; ++i) a[i] = b[i] + s * c[i]; }\n"
+    )
+    bad = user_kernel(
+        src,
+        "bad_triad",
+        "out:a:f32[n],in:b:f32[n],in:c:f32[n],s:f32=3.0,n:u64=n",
+        name="test_bad_triad",
+        host_source=src,
+        register_it=False,
+    )
     bad = type(bad)(**{**bad.__dict__, "reference": spec.reference, "gpu_source": None})
     catalog.register(bad, replace=True)
     try:
@@ -142,6 +159,7 @@ def test_verify_accepts_triad_and_catches_a_wrong_kernel(dev, tmp_path) -> None:
 
 
 # --- what the flushes and rotating sets actually did, on the real host device (issue 17) ---------
+
 
 class _Recording(HostDevice):
     """The real host device, recording each launch: the C symbol and the address of its first
@@ -250,8 +268,9 @@ def test_every_launch_uses_the_buffer_set_it_is_labelled_with(rdev) -> None:
             ptr_to_set = {sets.buffers[s]["a"].ptr: s for s in range(3)}
             assert len(ptr_to_set) == 3
             rdev.launches.clear()
-            raw = time_launches(_workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0, lead=0,
-                                trail=0)
+            raw = time_launches(
+                _workload(rdev, sets), fl, StopRule(iterations=10), chunk=4, warmup_s=0, lead=0, trail=0
+            )
             assert list(raw.buffer_set) == [i % 3 for i in range(10)]
             assert list(raw.lead) == [0] * 10
             names = [name for name, _ in rdev.launches]
@@ -301,8 +320,9 @@ def test_a_random_lead_puts_0_or_1_untimed_flush_and_launch_before_each_chunk(rd
         assert used == expected
         again = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, trail=0)
         assert list(again.lead) == list(raw.lead)  # seeded: the same draw every time
-        other = time_launches(_workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, lead_seed=7,
-                              trail=0)
+        other = time_launches(
+            _workload(rdev, sets), fl, StopRule(iterations=80), chunk=4, warmup_s=0, lead_seed=7, trail=0
+        )
         assert list(other.lead) != list(raw.lead)
 
 
@@ -318,8 +338,10 @@ def test_a_trail_enqueues_one_untimed_sample_on_the_last_set_after_each_chunk(rd
         assert used == [0, 1, 2, 0, 0] + [1, 2, 0, 1, 1] + [2, 0, 0]
 
 
-@pytest.mark.parametrize("field, bad", [("lead", b) for b in (-1, 1.5, True, "rand", None)]
-                         + [("trail", b) for b in (-1, 1.5, True, "1", "random", None)])
+@pytest.mark.parametrize(
+    "field, bad",
+    [("lead", b) for b in (-1, 1.5, True, "rand", None)] + [("trail", b) for b in (-1, 1.5, True, "1", "random", None)],
+)
 def test_a_bad_chunk_lead_or_trail_names_the_value(field, bad) -> None:
     from hipexplore.bench import timing
 
@@ -338,7 +360,9 @@ def test_cold_reference_flushes_before_every_sample_on_set_0(rdev) -> None:
             rdev.launches.clear()
             raw = time_cold_reference(_workload(rdev, sets), rd, 5, warmup_s=0, lead=0, trail=0)
             # warm-up (one launch: a single set) and each of the 5 samples: l2-read flush, then triad on set 0
-            assert rdev.launches == [("hx_read_flush", rd.buffers[0].ptr), ("triad", sets.buffers[0]["a"].ptr)] * (1 + 5)
+            assert rdev.launches == [("hx_read_flush", rd.buffers[0].ptr), ("triad", sets.buffers[0]["a"].ptr)] * (
+                1 + 5
+            )
             assert raw.flush_s.size == 5 and (raw.flush_s > 0).all()
     finally:
         rd.free()
@@ -355,14 +379,22 @@ def test_adaptive_timeout_stops_at_the_first_check_past_it(dev, fake_clock) -> N
     import time
 
     spec = catalog.get("triad")
-    never = dict(min_samples=2, min_time_s=0.0, target_ci=1e-12, target_cv=1e-12, stable_noise=1e-12, noise_window=2,
-                 max_samples=10**8)
+    never = dict(
+        min_samples=2,
+        min_time_s=0.0,
+        target_ci=1e-12,
+        target_cv=1e-12,
+        stable_noise=1e-12,
+        noise_window=2,
+        max_samples=10**8,
+    )
     d = _TickingRecorder(fake_clock)
     d.cache = dev.cache
     try:
         with rot.BufferSets(d, spec, 1024, 2) as sets:
-            raw = time_launches(_workload(d, sets), None, StopRule(timeout_s=0.4, **never), chunk=16, warmup_s=0, lead=0,
-                                trail=0)
+            raw = time_launches(
+                _workload(d, sets), None, StopRule(timeout_s=0.4, **never), chunk=16, warmup_s=0, lead=0, trail=0
+            )
     finally:
         d.close()
     assert raw.stop_reason.startswith("timeout 0.4 s") and raw.stop_reason in raw.notes
@@ -457,13 +489,16 @@ def sdev(dev) -> _Scripted:
     d.close()
 
 
-@pytest.mark.parametrize("flush, flush_end_event", [(None, False), ("l2-read", False), ("l2-read", True), ("l2-write", False)])
+@pytest.mark.parametrize(
+    "flush, flush_end_event", [(None, False), ("l2-read", False), ("l2-read", True), ("l2-write", False)]
+)
 def test_time_flush_and_gap_on_a_known_timeline(sdev, flush, flush_end_event) -> None:
     fl = make_flusher(sdev, flush) if flush else None
     try:
         with rot.BufferSets(sdev, catalog.get("triad"), 512, 2) as sets:
-            raw = time_launches(_workload(sdev, sets), fl, StopRule(iterations=6), chunk=3, warmup_s=0,
-                                flush_end_event=flush_end_event)
+            raw = time_launches(
+                _workload(sdev, sets), fl, StopRule(iterations=6), chunk=3, warmup_s=0, flush_end_event=flush_end_event
+            )
     finally:
         if fl is not None:
             fl.free()
@@ -590,7 +625,10 @@ def test_warm_up_runs_for_its_minimum_time(dev, fake_clock) -> None:
                     d.launches.clear()
                     time_cold_reference(_workload(d, sets), rd, 2, warmup_s=warmup_s, lead=0)
                     assert _warm_up_triads(d) == want, warmup_s
-                    assert [n for n, _ in d.launches[:2]] == ["hx_read_flush", "triad"]  # each warm-up launch after its flush
+                    assert [n for n, _ in d.launches[:2]] == [
+                        "hx_read_flush",
+                        "triad",
+                    ]  # each warm-up launch after its flush
                 # the launch cap ends a warm-up whose clock does not move
                 d.clock = _FakeClock()
                 d.launches.clear()
@@ -627,17 +665,28 @@ def test_verify_restores_set_0_and_refuses_a_small_numerical_error(dev, tmp_path
         np.testing.assert_array_equal(back, sets.host["a"])  # set 0 holds the same data as the other sets again
     # a host kernel off by 2e-4 of s*c (relative L2 error ~1.5e-4): above the 1e-5 tolerance
     src = tmp_path / "off.c"
-    src.write_text("void off_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
-                   "  for (unsigned long long i = 0; i < n; ++i) a[i] = b[i] + 1.0002f * s * c[i]; }\n")
-    off = user_kernel(src, "off_triad", "out:a:f32[n],in:b:f32[n],in:c:f32[n],s:f32=3.0,n:u64=n",
-                      name="test_off_triad", host_source=src, register_it=False)
+    src.write_text(
+        "void off_triad(float* a, const float* b, const float* c, float s, unsigned long long n) {\n"
+        "  for (unsigned long long i = 0; i < n; ++i) a[i] = b[i] + 1.0002f * s * c[i]; }\n"
+    )
+    off = user_kernel(
+        src,
+        "off_triad",
+        "out:a:f32[n],in:b:f32[n],in:c:f32[n],s:f32=3.0,n:u64=n",
+        name="test_off_triad",
+        host_source=src,
+        register_it=False,
+    )
     off = type(off)(**{**off.__dict__, "reference": spec.reference, "gpu_source": None})
     catalog.register(off, replace=True)
     try:
         with rot.BufferSets(dev, off, 1000, 1) as sets:
             # the element-wise check (issue 10) names the worst element and still reports the relative L2 error
-            with pytest.raises(BenchmarkError, match=r"output check failed for kernel 'test_off_triad' at n=1000: a\[\d+\] = .* "
-                                                     r"but expected .* elements differ; \|\|got - ref\|\| / \|\|ref\|\| = 0\.0001[0-9]*$"):
+            with pytest.raises(
+                BenchmarkError,
+                match=r"output check failed for kernel 'test_off_triad' at n=1000: a\[\d+\] = .* "
+                r"but expected .* elements differ; \|\|got - ref\|\| / \|\|ref\|\| = 0\.0001[0-9]*$",
+            ):
                 verify(CheckTarget(dev, off, sets, kernel_for(dev, "test_off_triad"), (1, 1, 1), (1, 1, 1)))
     finally:
         catalog.unregister("test_off_triad")
@@ -651,7 +700,9 @@ class _ClaimsInlineIcache(_Allocs):
 
 
 def test_flush_factors_are_checked_and_flushers_free_their_buffers(dev) -> None:
-    with pytest.raises(ConfigError, match=r"l2-write needs a buffer of at least the LLC \(factor >= 1\), got factor 0.9"):
+    with pytest.raises(
+        ConfigError, match=r"l2-write needs a buffer of at least the LLC \(factor >= 1\), got factor 0.9"
+    ):
         flush_bytes("l2-write", MIB, factor=0.9)
     with pytest.raises(ConfigError, match=r"at least 2x the LLC \(factor >= 2\), got factor 1.9"):
         flush_bytes("l2-read", MIB, factor=1.9)

@@ -1,6 +1,7 @@
 """The sampled output check (``hipexplore.bench.sampled``) on the real host device, against the hostile
 suite's C twins (tests/fixtures/hostile/*.c): kernels that keep state in a static variable between
 calls, compiled by the real host compiler."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,7 +37,12 @@ def _check(dev, family: str, honest: bool, *, reference: bool = True, limit: int
     for args in bufs.args:  # every set launched once, as a run's warm-up does
         dev.launch(kernel, grid, block, args)
     dev.synchronize()
-    check = SampledCheck(CheckTarget(dev, spec, bufs, kernel, grid, block), limit=limit, fresh=Fresh(dev, spec, 0), config=f"{family} test")
+    check = SampledCheck(
+        CheckTarget(dev, spec, bufs, kernel, grid, block),
+        limit=limit,
+        fresh=Fresh(dev, spec, 0),
+        config=f"{family} test",
+    )
     return check, bufs
 
 
@@ -67,8 +73,10 @@ def test_a_stateful_kernel_fails_every_sampled_check_and_its_twin_none(dev, fami
         hostile.after_run(5, 20)
         assert hostile.checks == 2
         lines = hostile.take()
-        assert len(lines) == 1 and lines[0].startswith("untrusted timing: 2 of 2 output checks of launches sampled across the "
-                                                       "run failed, the first, after 4 timed launch(es), on buffer set ")
+        assert len(lines) == 1 and lines[0].startswith(
+            "untrusted timing: 2 of 2 output checks of launches sampled across the "
+            "run failed, the first, after 4 timed launch(es), on buffer set "
+        )
         assert "(fresh inputs)" in lines[0] and ";" not in lines[0]
     honest, bufs = _check(dev, family, honest=True)
     with bufs:
@@ -125,8 +133,13 @@ def test_a_callable_is_checked_on_the_sets_in_turn(dev):
         calls.append(values["i"])
         values["out"][:] = values["x"] * 2 if values["i"] == 0 else 0  # wrong on every set but the first
 
-    spec = callable_kernel(fn, lambda n, i: {"i": i, "x": np.arange(n, dtype=np.float32), "out": np.zeros(n, np.float32)},
-                           bytes_per_launch="8*n", check=OutputCheck(lambda v: v["x"] * 2, output=lambda v: v["out"]), register_it=False)
+    spec = callable_kernel(
+        fn,
+        lambda n, i: {"i": i, "x": np.arange(n, dtype=np.float32), "out": np.zeros(n, np.float32)},
+        bytes_per_launch="8*n",
+        check=OutputCheck(lambda v: v["x"] * 2, output=lambda v: v["out"]),
+        register_it=False,
+    )
     sets = CallableSets(dev, spec, 64, 2)
     check = SampledCheck(CheckTarget(dev, spec, sets, spec.call, (1, 1, 1), (1, 1, 1)), limit=2, config="callable test")
     check.before_chunk(1, 4)
@@ -150,5 +163,7 @@ def test_a_large_output_is_compared_on_a_sample_first_and_whole_where_it_fails(d
         check._compare("out", ref.copy(), ref)  # equal: the sample passes, nothing more is read
         bad = ref.copy()
         bad[::7] = 0  # a seventh wrong: the sample sees it
-        with pytest.raises(BenchmarkError, match=rf"out\[\d+\] = 0 but expected .* {len(bad[::7])} of {n} elements differ"):
+        with pytest.raises(
+            BenchmarkError, match=rf"out\[\d+\] = 0 but expected .* {len(bad[::7])} of {n} elements differ"
+        ):
             check._compare("out", bad, ref)

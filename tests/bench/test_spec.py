@@ -1,5 +1,6 @@
 """SweepSpec: a frozen, picklable, validated description of a sweep; run(spec, device); resume
 compares the recorded spec (and keeps refusing legacy files measured another way)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,22 +45,25 @@ def test_spec_normalises_is_frozen_and_pickles() -> None:
     assert SweepSpec.recorded_measurement({**rec, "sweep.chunk": "999"})["sweep.chunk"] == str(spec.chunk)
 
 
-@pytest.mark.parametrize("kw,needle", [
-    ({"kernels": "nope"}, "'nope'"),
-    ({"sizes": "12 apples"}, "'12 apples'"),
-    ({"rotating": 0}, "rotating"),
-    ({"flush": "flushy"}, "'flushy'"),
-    ({"flush": ()}, "at least one"),
-    ({"chunk": 0}, "chunk"),
-    ({"chunk": 2.5}, "chunk"),
-    ({"mem_fraction": 1.5}, "mem_fraction"),
-    ({"reference_samples": 0}, "reference_samples"),
-    ({"warmup_s": float("nan")}, "warmup_s"),
-    ({"flush_factors": {"l2-read": -1}}, "l2-read"),
-    ({"flush_factors": {"l3": 2}}, "'l3'"),
-    ({"verify": "yes"}, "verify"),
-    ({"stop": 5}, "StopRule"),
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        ({"kernels": "nope"}, "'nope'"),
+        ({"sizes": "12 apples"}, "'12 apples'"),
+        ({"rotating": 0}, "rotating"),
+        ({"flush": "flushy"}, "'flushy'"),
+        ({"flush": ()}, "at least one"),
+        ({"chunk": 0}, "chunk"),
+        ({"chunk": 2.5}, "chunk"),
+        ({"mem_fraction": 1.5}, "mem_fraction"),
+        ({"reference_samples": 0}, "reference_samples"),
+        ({"warmup_s": float("nan")}, "warmup_s"),
+        ({"flush_factors": {"l2-read": -1}}, "l2-read"),
+        ({"flush_factors": {"l3": 2}}, "'l3'"),
+        ({"verify": "yes"}, "verify"),
+        ({"stop": 5}, "StopRule"),
+    ],
+)
 def test_bad_fields_are_config_errors(kw, needle) -> None:
     with pytest.raises(ConfigError, match=needle):
         SweepSpec(**kw)
@@ -111,12 +115,35 @@ def test_resume_of_a_legacy_file_without_a_recorded_spec(dev, tmp_path) -> None:
 
 
 def _every_field_set() -> SweepSpec:
-    return SweepSpec(kernels=("triad", "copy"), sizes=("16KiB", 8192), rotating=(2, "auto"), flush=("none", "l2-read"),
-                     stop=StopRule(iterations=6), reference=False, reference_samples=5, mem_fraction=0.25, chunk=3,
-                     warmup_s=0.5, verify=False, flush_factors={"l2-read": 2.5}, flush_end_event=True,
-                     timers=("events", "events"), reference_parts=4, throttle_threshold=0.5, drop_throttled=False,
-                     clock_warmup_s=1.5, interleave=True, interleave_seed=9, units=3, floor=True, chunk_lead=2,
-                     chunk_trail=0, counters="ncu", resolution=0.01, resolution_budget=3.0)
+    return SweepSpec(
+        kernels=("triad", "copy"),
+        sizes=("16KiB", 8192),
+        rotating=(2, "auto"),
+        flush=("none", "l2-read"),
+        stop=StopRule(iterations=6),
+        reference=False,
+        reference_samples=5,
+        mem_fraction=0.25,
+        chunk=3,
+        warmup_s=0.5,
+        verify=False,
+        flush_factors={"l2-read": 2.5},
+        flush_end_event=True,
+        timers=("events", "events"),
+        reference_parts=4,
+        throttle_threshold=0.5,
+        drop_throttled=False,
+        clock_warmup_s=1.5,
+        interleave=True,
+        interleave_seed=9,
+        units=3,
+        floor=True,
+        chunk_lead=2,
+        chunk_trail=0,
+        counters="ncu",
+        resolution=0.01,
+        resolution_budget=3.0,
+    )
 
 
 def test_the_record_holds_every_field_under_its_own_name():
@@ -124,17 +151,43 @@ def test_the_record_holds_every_field_under_its_own_name():
     stored under another key, or another field's value, is a spec that reads back different."""
     spec = _every_field_set()
     assert spec.as_record() == {
-        "kernels": ["triad", "copy"], "sizes": [16384, 8192], "rotating": [2, "auto"], "flush": ["none", "l2-read"],
-        "stop": dataclasses.asdict(StopRule(iterations=6)), "reference": False, "reference_samples": 5,
-        "mem_fraction": 0.25, "chunk": 3, "chunk_lead": 2, "chunk_trail": 0, "warmup_s": 0.5, "verify": False, "flush_factors": {"l2-read": 2.5},
-        "flush_end_event": True, "timers": ["events"], "reference_parts": 4, "throttle_threshold": 0.5,
-        "drop_throttled": False, "clock_warmup_s": 1.5, "interleave": True, "interleave_seed": 9, "units": 3,
-        "floor": True, "counters": "ncu", "resolution": 0.01, "resolution_budget": 3.0}
+        "kernels": ["triad", "copy"],
+        "sizes": [16384, 8192],
+        "rotating": [2, "auto"],
+        "flush": ["none", "l2-read"],
+        "stop": dataclasses.asdict(StopRule(iterations=6)),
+        "reference": False,
+        "reference_samples": 5,
+        "mem_fraction": 0.25,
+        "chunk": 3,
+        "chunk_lead": 2,
+        "chunk_trail": 0,
+        "warmup_s": 0.5,
+        "verify": False,
+        "flush_factors": {"l2-read": 2.5},
+        "flush_end_event": True,
+        "timers": ["events"],
+        "reference_parts": 4,
+        "throttle_threshold": 0.5,
+        "drop_throttled": False,
+        "clock_warmup_s": 1.5,
+        "interleave": True,
+        "interleave_seed": 9,
+        "units": 3,
+        "floor": True,
+        "counters": "ncu",
+        "resolution": 0.01,
+        "resolution_budget": 3.0,
+    }
     assert SweepSpec(**{**spec.as_record(), "stop": StopRule(**spec.as_record()["stop"])}) == spec
     rec = spec.record()
     assert {k: rec[k] for k in ("sweep.kernels", "sweep.sizes", "sweep.rotating", "sweep.flush", "sweep.timers")} == {
-        "sweep.kernels": "triad,copy", "sweep.sizes": "16384,8192", "sweep.rotating": "2,auto",
-        "sweep.flush": "none,l2-read", "sweep.timers": "events"}
+        "sweep.kernels": "triad,copy",
+        "sweep.sizes": "16384,8192",
+        "sweep.rotating": "2,auto",
+        "sweep.flush": "none,l2-read",
+        "sweep.timers": "events",
+    }
     assert len(spec.configurations()) == 2 * 2 * (2 * 2 + 0) * 1
     assert len(SweepSpec(reference=True, timers=("events",)).configurations()) == 1 * 1 * (1 + 1)
 
@@ -143,17 +196,41 @@ def test_the_measurement_of_a_record_names_each_setting():
     """Why: these strings are compared between a recorded sweep and a new one; the defaults are
     what records written before a field existed mean (one reference part, no throttle, one pass)."""
     assert _every_field_set().measurement() == {
-        "sweep.stop_rule": repr(StopRule(iterations=6)), "sweep.chunk": "3", "sweep.chunk_lead": "2",
-        "sweep.chunk_trail": "0", "sweep.mem_fraction": "0.25",
-        "sweep.reference_samples": "0", "sweep.flush_end_event": "True", "sweep.reference_parts": "4",
-        "sweep.throttle": "0.5 drop=False", "sweep.interleave": "seed=9", "sweep.units": "3",
-        "flush.factor.l2-read": "2.5"}
-    old = {"stop": dataclasses.asdict(StopRule()), "chunk": 10, "mem_fraction": 0.5, "reference": True,
-           "reference_samples": 48, "flush_end_event": False, "flush_factors": {}}
+        "sweep.stop_rule": repr(StopRule(iterations=6)),
+        "sweep.chunk": "3",
+        "sweep.chunk_lead": "2",
+        "sweep.chunk_trail": "0",
+        "sweep.mem_fraction": "0.25",
+        "sweep.reference_samples": "0",
+        "sweep.flush_end_event": "True",
+        "sweep.reference_parts": "4",
+        "sweep.throttle": "0.5 drop=False",
+        "sweep.interleave": "seed=9",
+        "sweep.units": "3",
+        "flush.factor.l2-read": "2.5",
+    }
+    old = {
+        "stop": dataclasses.asdict(StopRule()),
+        "chunk": 10,
+        "mem_fraction": 0.5,
+        "reference": True,
+        "reference_samples": 48,
+        "flush_end_event": False,
+        "flush_factors": {},
+    }
     assert SweepSpec.recorded_measurement({"sweep.spec": json.dumps(old)}) == {  # a record from before the later fields
-        "sweep.stop_rule": repr(StopRule()), "sweep.chunk": "10", "sweep.chunk_lead": "0", "sweep.chunk_trail": "0",
-        "sweep.mem_fraction": "0.5", "sweep.reference_samples": "48", "sweep.flush_end_event": "False", "sweep.reference_parts": "1",
-        "sweep.throttle": "0.0 drop=False", "sweep.interleave": "no", "sweep.units": "1"}
+        "sweep.stop_rule": repr(StopRule()),
+        "sweep.chunk": "10",
+        "sweep.chunk_lead": "0",
+        "sweep.chunk_trail": "0",
+        "sweep.mem_fraction": "0.5",
+        "sweep.reference_samples": "48",
+        "sweep.flush_end_event": "False",
+        "sweep.reference_parts": "1",
+        "sweep.throttle": "0.0 drop=False",
+        "sweep.interleave": "no",
+        "sweep.units": "1",
+    }
 
 
 def test_an_unreadable_recorded_spec_falls_back_to_the_loose_keys():
@@ -161,43 +238,93 @@ def test_an_unreadable_recorded_spec_falls_back_to_the_loose_keys():
     to are only the measurement's (and flush factors), stringified; a file from before chunk leads
     and trails had neither (so it does not resume under a design that pads its chunks)."""
     loose = {"sweep.chunk": 7, "sweep.units": "2", "flush.factor.l2-read": "3.0", "sweep.kernels": "triad", "x": "y"}
-    want = {"sweep.chunk": "7", "sweep.units": "2", "flush.factor.l2-read": "3.0", "sweep.chunk_lead": "0",
-            "sweep.chunk_trail": "0"}
-    for raw in ("{not json", json.dumps({"chunk": 1}), json.dumps([1]), json.dumps({**SweepSpec().as_record(), "stop": {"bogus": 1}})):
+    want = {
+        "sweep.chunk": "7",
+        "sweep.units": "2",
+        "flush.factor.l2-read": "3.0",
+        "sweep.chunk_lead": "0",
+        "sweep.chunk_trail": "0",
+    }
+    for raw in (
+        "{not json",
+        json.dumps({"chunk": 1}),
+        json.dumps([1]),
+        json.dumps({**SweepSpec().as_record(), "stop": {"bogus": 1}}),
+    ):
         assert SweepSpec.recorded_measurement({**loose, "sweep.spec": raw}) == want
     assert SweepSpec.recorded_measurement(loose) == want
 
 
-@pytest.mark.parametrize("kw", [
-    {"mem_fraction": 1}, {"mem_fraction": 1e-9}, {"warmup_s": 0}, {"chunk": 1}, {"reference_samples": 1},
-    {"interleave_seed": 0}, {"units": MAX_PASSES}, {"units": "auto"}, {"reference_parts": 1}, {"throttle_threshold": 0},
-    {"throttle_threshold": 0.99}, {"clock_warmup_s": 0}, {"clock_warmup_s": 60}, {"clock_warmup_s": None},
-    {"flush_factors": {"l2-read": 1e-3}}, {"flush_factors": (("l2-read", 2),)}, {"sizes": 1}, {"chunk": np.int64(2)},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"mem_fraction": 1},
+        {"mem_fraction": 1e-9},
+        {"warmup_s": 0},
+        {"chunk": 1},
+        {"reference_samples": 1},
+        {"interleave_seed": 0},
+        {"units": MAX_PASSES},
+        {"units": "auto"},
+        {"reference_parts": 1},
+        {"throttle_threshold": 0},
+        {"throttle_threshold": 0.99},
+        {"clock_warmup_s": 0},
+        {"clock_warmup_s": 60},
+        {"clock_warmup_s": None},
+        {"flush_factors": {"l2-read": 1e-3}},
+        {"flush_factors": (("l2-read", 2),)},
+        {"sizes": 1},
+        {"chunk": np.int64(2)},
+    ],
+)
 def test_a_spec_at_each_fields_edge_is_accepted(kw):
     """Why: each check's boundary (inclusive or not) is part of what the CLI accepts."""
     SweepSpec(**kw)
 
 
-@pytest.mark.parametrize("kw,needle", [
-    ({"mem_fraction": 0}, "mem_fraction"), ({"mem_fraction": True}, "mem_fraction"), ({"mem_fraction": "0.5"}, "mem_fraction"),
-    ({"warmup_s": -1e-9}, "warmup_s"), ({"warmup_s": True}, "warmup_s"), ({"warmup_s": float("inf")}, "warmup_s"),
-    ({"warmup_s": "1"}, "warmup_s"),
-    ({"interleave_seed": -1}, "interleave_seed"), ({"units": 0}, "units"), ({"units": MAX_PASSES + 1}, "units"),
-    ({"units": True}, "units"), ({"reference_parts": 0}, "reference_parts"),
-    ({"throttle_threshold": 1}, "throttle_threshold"), ({"throttle_threshold": -0.1}, "throttle_threshold"),
-    ({"throttle_threshold": True}, "throttle_threshold"), ({"throttle_threshold": "0.5"}, "throttle_threshold"),
-    ({"clock_warmup_s": 60.5}, "clock_warmup_s"), ({"clock_warmup_s": -1}, "clock_warmup_s"),
-    ({"clock_warmup_s": float("nan")}, "clock_warmup_s"), ({"clock_warmup_s": True}, "clock_warmup_s"),
-    ({"clock_warmup_s": "1"}, "clock_warmup_s"),
-    ({"flush_factors": {"l2-read": 0}}, "l2-read"), ({"flush_factors": {"l2-read": True}}, "l2-read"),
-    ({"flush_factors": {"l2-read": float("inf")}}, "l2-read"), ({"flush_factors": {"l2-read": "2"}}, "l2-read"),
-    ({"reference": 1}, "reference"), ({"flush_end_event": 1}, "flush_end_event"), ({"drop_throttled": 0}, "drop_throttled"),
-    ({"interleave": "no"}, "interleave"), ({"timers": ()}, "timers"), ({"timers": "clock"}, "'clock'"),
-    ({"timers": "in-kernel", "kernels": ("triad", "spin")}, "'spin'"), ({"kernels": ()}, "at least one"),
-    ({"sizes": ()}, "at least one"), ({"rotating": ()}, "at least one"), ({"chunk": True}, "chunk"),
-    ({"reference_samples": 0}, "reference_samples"),
-])
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        ({"mem_fraction": 0}, "mem_fraction"),
+        ({"mem_fraction": True}, "mem_fraction"),
+        ({"mem_fraction": "0.5"}, "mem_fraction"),
+        ({"warmup_s": -1e-9}, "warmup_s"),
+        ({"warmup_s": True}, "warmup_s"),
+        ({"warmup_s": float("inf")}, "warmup_s"),
+        ({"warmup_s": "1"}, "warmup_s"),
+        ({"interleave_seed": -1}, "interleave_seed"),
+        ({"units": 0}, "units"),
+        ({"units": MAX_PASSES + 1}, "units"),
+        ({"units": True}, "units"),
+        ({"reference_parts": 0}, "reference_parts"),
+        ({"throttle_threshold": 1}, "throttle_threshold"),
+        ({"throttle_threshold": -0.1}, "throttle_threshold"),
+        ({"throttle_threshold": True}, "throttle_threshold"),
+        ({"throttle_threshold": "0.5"}, "throttle_threshold"),
+        ({"clock_warmup_s": 60.5}, "clock_warmup_s"),
+        ({"clock_warmup_s": -1}, "clock_warmup_s"),
+        ({"clock_warmup_s": float("nan")}, "clock_warmup_s"),
+        ({"clock_warmup_s": True}, "clock_warmup_s"),
+        ({"clock_warmup_s": "1"}, "clock_warmup_s"),
+        ({"flush_factors": {"l2-read": 0}}, "l2-read"),
+        ({"flush_factors": {"l2-read": True}}, "l2-read"),
+        ({"flush_factors": {"l2-read": float("inf")}}, "l2-read"),
+        ({"flush_factors": {"l2-read": "2"}}, "l2-read"),
+        ({"reference": 1}, "reference"),
+        ({"flush_end_event": 1}, "flush_end_event"),
+        ({"drop_throttled": 0}, "drop_throttled"),
+        ({"interleave": "no"}, "interleave"),
+        ({"timers": ()}, "timers"),
+        ({"timers": "clock"}, "'clock'"),
+        ({"timers": "in-kernel", "kernels": ("triad", "spin")}, "'spin'"),
+        ({"kernels": ()}, "at least one"),
+        ({"sizes": ()}, "at least one"),
+        ({"rotating": ()}, "at least one"),
+        ({"chunk": True}, "chunk"),
+        ({"reference_samples": 0}, "reference_samples"),
+    ],
+)
 def test_a_spec_past_each_fields_edge_is_refused_naming_the_field(kw, needle):
     with pytest.raises(ConfigError, match=needle):
         SweepSpec(**kw)
@@ -206,22 +333,58 @@ def test_a_spec_past_each_fields_edge_is_refused_naming_the_field(kw, needle):
 def test_spec_fields_are_normalised_to_tuples_in_order_without_repeats():
     """Why: the spec is compared (resume) and hashed (frozen): lists, scalars and repeats in the
     timers must all end as the same tuples."""
-    s = SweepSpec(kernels=["copy", "triad"], sizes=["1KiB", 2048], rotating=[1, "auto"], flush=["none"],
-                  timers=["events", "events"], flush_factors={"l2-read": 2})
+    s = SweepSpec(
+        kernels=["copy", "triad"],
+        sizes=["1KiB", 2048],
+        rotating=[1, "auto"],
+        flush=["none"],
+        timers=["events", "events"],
+        flush_factors={"l2-read": 2},
+    )
     assert (s.kernels, s.sizes, s.rotating, s.flush, s.timers, s.flush_factors) == (
-        ("copy", "triad"), (1024, 2048), (1, "auto"), ("none",), ("events",), (("l2-read", 2),))
-    assert s == SweepSpec(kernels=("copy", "triad"), sizes=(1024, 2048), rotating=(1, "auto"), flush="none",
-                          timers="events", flush_factors=(("l2-read", 2),))
+        ("copy", "triad"),
+        (1024, 2048),
+        (1, "auto"),
+        ("none",),
+        ("events",),
+        (("l2-read", 2),),
+    )
+    assert s == SweepSpec(
+        kernels=("copy", "triad"),
+        sizes=(1024, 2048),
+        rotating=(1, "auto"),
+        flush="none",
+        timers="events",
+        flush_factors=(("l2-read", 2),),
+    )
     from hipexplore.kernels import catalog
 
     assert SweepSpec(kernels=catalog.get("triad")).kernels == ("triad",)  # a registered spec by its name
     assert [k.name for k in s.specs()] == ["copy", "triad"]
 
 
-@pytest.mark.parametrize("text,want", [("4096", 4096), (" 64KiB ", 65536), ("64k", 65536), ("1kb", 1000), ("1MiB", 1 << 20),
-                                       ("256M", 256 << 20), ("2mb", 2 * 10**6), ("1GiB", 1 << 30), ("1g", 1 << 30),
-                                       ("3gb", 3 * 10**9), ("1TiB", 1 << 40), ("1t", 1 << 40), ("1tb", 10**12),
-                                       ("1.5KiB", 1536), ("7b", 7), ("1 MiB", 1 << 20), (np.int64(8), 8)])
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("4096", 4096),
+        (" 64KiB ", 65536),
+        ("64k", 65536),
+        ("1kb", 1000),
+        ("1MiB", 1 << 20),
+        ("256M", 256 << 20),
+        ("2mb", 2 * 10**6),
+        ("1GiB", 1 << 30),
+        ("1g", 1 << 30),
+        ("3gb", 3 * 10**9),
+        ("1TiB", 1 << 40),
+        ("1t", 1 << 40),
+        ("1tb", 10**12),
+        ("1.5KiB", 1536),
+        ("7b", 7),
+        ("1 MiB", 1 << 20),
+        (np.int64(8), 8),
+    ],
+)
 def test_sizes_parse_with_every_unit(text, want):
     assert parse_size(text) == want and type(parse_size(text)) is int
 
@@ -238,7 +401,11 @@ def test_more_units_than_iterations_is_one_line_not_extra_samples():
     from hipexplore.bench.stats import StopRule
     from hipexplore.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"^units 20 is more than the 10 iterations it would split: each unit takes at least one"):
+    with pytest.raises(
+        ConfigError, match=r"^units 20 is more than the 10 iterations it would split: each unit takes at least one"
+    ):
         SweepSpec(kernels=("triad",), sizes=(4096,), stop=StopRule(iterations=10), units=20)
     assert SweepSpec(kernels=("triad",), sizes=(4096,), stop=StopRule(iterations=10), units=10).units == 10
-    assert SweepSpec(kernels=("triad",), sizes=(4096,), stop=StopRule(), units=20).units == 20  # adaptive: no count to split
+    assert (
+        SweepSpec(kernels=("triad",), sizes=(4096,), stop=StopRule(), units=20).units == 20
+    )  # adaptive: no count to split

@@ -1,4 +1,5 @@
 """Measurement statistics and stop rules, on seeded synthetic samples and a fake clock."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,21 @@ def test_summary_matches_numpy() -> None:
     assert m.iqr_rel == pytest.approx((q3 - q1) / np.median(x))
     assert m.cv == pytest.approx(np.std(x, ddof=1) / np.mean(x))
     s = m.summary()
-    assert set(s) == {"n", "median_s", "mean_s", "min_s", "p5_s", "p95_s", "iqr_rel", "cv", "ci_low_s", "ci_high_s", "n_outliers",
-                      "bimodality", "warning"}
+    assert set(s) == {
+        "n",
+        "median_s",
+        "mean_s",
+        "min_s",
+        "p5_s",
+        "p95_s",
+        "iqr_rel",
+        "cv",
+        "ci_low_s",
+        "ci_high_s",
+        "n_outliers",
+        "bimodality",
+        "warning",
+    }
     assert np.array_equal(m.samples, x)  # raw samples kept
 
 
@@ -71,7 +85,9 @@ def test_bad_samples_are_rejected() -> None:
 
 def test_fixed_stop_rule_takes_exactly_n() -> None:
     rng = np.random.default_rng(0)
-    samples, why = measure_adaptively(lambda k: _noisy(k, seed=int(rng.integers(1 << 30))), StopRule(iterations=37), chunk=10)
+    samples, why = measure_adaptively(
+        lambda k: _noisy(k, seed=int(rng.integers(1 << 30))), StopRule(iterations=37), chunk=10
+    )
     assert samples.size == 37 and why == "fixed iteration count"
 
 
@@ -118,6 +134,7 @@ def test_stop_rule_validation() -> None:
 
 # --- oracles that tell a right statistic from a near miss (issue 17) -----------------------------
 
+
 def test_bootstrap_ci_of_the_median_has_the_95_percent_width_and_coverage() -> None:
     """For normal samples of known sigma, the median's standard error is sqrt(pi/2) sigma / sqrt(n)
     (1.2533 sigma / sqrt(n)), so a 95% CI is 2 x 1.96 x that wide on average and covers the true
@@ -153,8 +170,8 @@ def test_tukey_fences_are_at_1_5_iqr() -> None:
     base = np.linspace(0.0, 1.0, 1001)
     probes = {
         0.75 + 1.45 * 0.5: False,  # just inside the upper fence
-        0.75 + 1.55 * 0.5: True,   # just outside it
-        0.75 + 2.9 * 0.5: True,    # outside 1.5 IQR, inside 3 IQR
+        0.75 + 1.55 * 0.5: True,  # just outside it
+        0.75 + 2.9 * 0.5: True,  # outside 1.5 IQR, inside 3 IQR
         0.25 - 1.45 * 0.5: False,
         0.25 - 1.55 * 0.5: True,
         0.25 - 2.9 * 0.5: True,
@@ -163,7 +180,7 @@ def test_tukey_fences_are_at_1_5_iqr() -> None:
     m = Measurement(x + 10.0)  # shifted so every sample is a positive time
     mask = m.outliers()
     assert not mask[: base.size].any()
-    assert list(mask[base.size:]) == list(probes.values())
+    assert list(mask[base.size :]) == list(probes.values())
     assert m.n_outliers == 4 and m.summary()["n_outliers"] == 4
 
 
@@ -172,9 +189,15 @@ def _rel_iqr(rel: float, median: float = 5e-6) -> np.ndarray:
     return median * np.linspace(1 - rel, 1 + rel, 1001)
 
 
-@pytest.mark.parametrize("rel, expected", [
-    (0.095, None), (0.105, "noisy"), (0.245, "noisy"), (0.255, "very noisy"),
-])
+@pytest.mark.parametrize(
+    "rel, expected",
+    [
+        (0.095, None),
+        (0.105, "noisy"),
+        (0.245, "noisy"),
+        (0.255, "very noisy"),
+    ],
+)
 def test_noise_thresholds_probed_just_below_and_above(rel: float, expected: str | None) -> None:
     m = Measurement(_rel_iqr(rel))
     assert m.iqr_rel == pytest.approx(rel, rel=1e-9)
@@ -216,9 +239,16 @@ def test_summary_reports_each_statistic_under_its_own_name() -> None:
     q1, q3 = np.percentile(x, [25, 75])
     lo, hi = m.bootstrap_ci()
     want = {
-        "n": 301, "median_s": np.median(x), "mean_s": np.mean(x), "min_s": x.min(), "p5_s": np.percentile(x, 5),
-        "p95_s": np.percentile(x, 95), "iqr_rel": (q3 - q1) / np.median(x), "cv": np.std(x, ddof=1) / np.mean(x),
-        "ci_low_s": lo, "ci_high_s": hi,
+        "n": 301,
+        "median_s": np.median(x),
+        "mean_s": np.mean(x),
+        "min_s": x.min(),
+        "p5_s": np.percentile(x, 5),
+        "p95_s": np.percentile(x, 95),
+        "iqr_rel": (q3 - q1) / np.median(x),
+        "cv": np.std(x, ddof=1) / np.mean(x),
+        "ci_low_s": lo,
+        "ci_high_s": hi,
         "n_outliers": int(((x < q1 - 1.5 * (q3 - q1)) | (x > q3 + 1.5 * (q3 - q1))).sum()),
         "bimodality": bimodality_coefficient(x),
     }
@@ -313,8 +343,16 @@ def test_the_interval_rule_waits_for_enough_blocks_to_mean_anything():
 
     from hipexplore.bench.stats import MIN_CI_BLOCKS, StopTracker
 
-    rule = StopRule(min_samples=2, min_time_s=0.0, target_ci=1e-12, target_cv=1e-12, stable_noise=1e-12, noise_window=2,
-                    timeout_s=100.0, max_samples=10**8)
+    rule = StopRule(
+        min_samples=2,
+        min_time_s=0.0,
+        target_ci=1e-12,
+        target_cv=1e-12,
+        stable_noise=1e-12,
+        noise_window=2,
+        timeout_s=100.0,
+        max_samples=10**8,
+    )
     chunk = (np.arange(16) + 10.0) * 1e-6
     tracker = StopTracker(rule)
     assert MIN_CI_BLOCKS == 8
@@ -368,8 +406,9 @@ def test_the_interval_must_meet_its_target_at_two_evaluations_in_a_row() -> None
     # narrow (a hit), then two modes with the median between them (a miss: the count starts again),
     # then narrow again (one hit): no stop yet. Counting hits that are not consecutive would stop
     # on the second lucky interval, which biases adaptive runs narrow (StopRule's docstring).
-    rule = StopRule(min_samples=20, min_time_s=0, min_wall_s=0, target_ci=0.02, target_cv=1e-9, stable_noise=1e-9,
-                    timeout_s=1e9)
+    rule = StopRule(
+        min_samples=20, min_time_s=0, min_wall_s=0, target_ci=0.02, target_cv=1e-9, stable_noise=1e-9, timeout_s=1e9
+    )
     rng = np.random.default_rng(0)
     a, b, c = (lv + 0.001 * rng.standard_normal(k) for lv, k in ((1.0, 40), (1.5, 40), (1.0, 60)))
     tracker = rule.tracker()

@@ -1,5 +1,6 @@
 """Intervals that cover and stopping that converges (issue 9), on synthetic samples with a known
 truth and a fake clock: chunk-correlated samples, bimodal samples, two-sample bias intervals."""
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,9 @@ from hipexplore.errors import ConfigError
 TRUE = 5e-6
 
 
-def _chunked(n_chunks: int, per: int, seed: int, chunk_sd: float = 0.03, sample_sd: float = 0.005) -> tuple[np.ndarray, np.ndarray]:
+def _chunked(
+    n_chunks: int, per: int, seed: int, chunk_sd: float = 0.03, sample_sd: float = 0.005
+) -> tuple[np.ndarray, np.ndarray]:
     """Samples whose chunks share a random offset (what a stream hold does), median TRUE."""
     rng = np.random.default_rng(seed)
     offsets = rng.standard_normal(n_chunks) * chunk_sd
@@ -106,7 +109,9 @@ def test_ratio_interval_width_tracks_both_sides():
 def test_bimodality_flag_and_its_stated_threshold():
     rng = np.random.default_rng(5)
     one = TRUE * (1 + 0.02 * rng.standard_normal(400))
-    two = np.concatenate([TRUE * (1 + 0.01 * rng.standard_normal(200)), 1.12 * TRUE * (1 + 0.01 * rng.standard_normal(200))])
+    two = np.concatenate(
+        [TRUE * (1 + 0.01 * rng.standard_normal(200)), 1.12 * TRUE * (1 + 0.01 * rng.standard_normal(200))]
+    )
     assert bimodality_coefficient(one) < BIMODAL_COEFFICIENT < bimodality_coefficient(two)
     m2 = Measurement(two)
     assert m2.bimodal and not Measurement(one).bimodal
@@ -184,9 +189,18 @@ def test_min_samples_and_min_time_gate_every_criterion():
     assert samples.sum() >= TRUE * 300 and samples.size <= 304
 
 
-@pytest.mark.parametrize("field,value", [("target_ci", 0), ("target_ci", float("nan")), ("timeout_s", float("inf")),
-                                         ("min_time_s", float("nan")), ("stable_noise", -1), ("noise_window", 1),
-                                         ("iterations", True)])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("target_ci", 0),
+        ("target_ci", float("nan")),
+        ("timeout_s", float("inf")),
+        ("min_time_s", float("nan")),
+        ("stable_noise", -1),
+        ("noise_window", 1),
+        ("iterations", True),
+    ],
+)
 def test_stop_rule_refuses_absurd_values(field, value):
     with pytest.raises(ConfigError, match=field):
         StopRule(**{field: value})
@@ -217,8 +231,19 @@ def test_run_to_run_flags_drift_the_intervals_do_not_cover():
             x, ch = _chunked(40, 4, 100 * r + len(rows), chunk_sd=0.002, sample_sd=0.002)
             m = Measurement(x / TRUE * shift, chunks=ch)
             lo, hi = m.bootstrap_ci(resamples=300)
-            rows.append({"run_id": f"r{r}", "kernel": "triad", "size_bytes": 1 << 20, "rotating_requested": "1",
-                         "flush": flush, "timer": "events", "median_s": m.median, "ci_low_s": lo, "ci_high_s": hi})
+            rows.append(
+                {
+                    "run_id": f"r{r}",
+                    "kernel": "triad",
+                    "size_bytes": 1 << 20,
+                    "rotating_requested": "1",
+                    "flush": flush,
+                    "timer": "events",
+                    "median_s": m.median,
+                    "ci_low_s": lo,
+                    "ci_high_s": hi,
+                }
+            )
         runs.append(pd.DataFrame(rows))
     out = run_to_run(runs).set_index("flush")
     assert out.loc["none"].drift and out.loc["none"].ratio > 3 and "drift between runs" in out.loc["none"].note
@@ -237,11 +262,16 @@ def test_ratio_interval_is_the_percentiles_of_independent_resamples_widened_by_t
     grid = new.resolution / 2 / new.median + base.resolution / 2 / base.median
     assert new.resolution == pytest.approx(tick) and base.resolution == 0.0
     # the low bound divided by (1 + grid), not multiplied by (1 - grid): it stays above 0 whatever the grid
-    assert ratio_ci(new, base) == (new.median / base.median, pytest.approx(lo / (1 + grid), rel=1e-12),
-                                   pytest.approx(hi * (1 + grid), rel=1e-12))
+    assert ratio_ci(new, base) == (
+        new.median / base.median,
+        pytest.approx(lo / (1 + grid), rel=1e-12),
+        pytest.approx(hi * (1 + grid), rel=1e-12),
+    )
     lo90, hi90 = np.quantile(a / b, [0.05, 0.95])
     r90 = ratio_ci(new, base, level=0.90)
-    assert r90[1] == pytest.approx(lo90 / (1 + grid), rel=1e-12) and r90[2] == pytest.approx(hi90 * (1 + grid), rel=1e-12)
+    assert r90[1] == pytest.approx(lo90 / (1 + grid), rel=1e-12) and r90[2] == pytest.approx(
+        hi90 * (1 + grid), rel=1e-12
+    )
     assert ratio_ci(new, base, seed=5) != ratio_ci(new, base)
     for bad in (0.0, 1.0, -0.1, 1.5):
         with pytest.raises(ConfigError, match="confidence level must be in"):
@@ -254,15 +284,20 @@ def test_ratio_interval_is_the_percentiles_of_independent_resamples_widened_by_t
 
 def test_bimodality_matches_the_sample_skewness_and_kurtosis_of_pandas():
     rng = np.random.default_rng(22)
-    for x in (rng.gamma(2.0, 1.0, 50), rng.standard_normal(7), np.r_[rng.normal(0, 1, 30), rng.normal(6, 1, 30)],
-              rng.uniform(size=4)):
+    for x in (
+        rng.gamma(2.0, 1.0, 50),
+        rng.standard_normal(7),
+        np.r_[rng.normal(0, 1, 30), rng.normal(6, 1, 30)],
+        rng.uniform(size=4),
+    ):
         s = pd.Series(x)
         n = len(x)
         want = (s.skew() ** 2 + 1) / (s.kurt() + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
         assert bimodality_coefficient(x) == pytest.approx(want, rel=1e-10), n
     assert math.isnan(bimodality_coefficient([1.0, 2.0, 3.0])) and math.isnan(bimodality_coefficient(np.ones(10)))
     assert bimodality_coefficient(np.array([1, 2, 3, 10], dtype=np.int64)) == pytest.approx(
-        bimodality_coefficient(np.array([1.0, 2.0, 3.0, 10.0])))
+        bimodality_coefficient(np.array([1.0, 2.0, 3.0, 10.0]))
+    )
 
 
 def test_running_rel_stdev_edges():
@@ -287,8 +322,11 @@ def test_measure_adaptively_hands_the_rule_each_batch_as_a_chunk(monkeypatch):
     measure_adaptively(lambda k: np.full(k, 1e-6), StopRule(iterations=10), chunk=4)
     assert seen[-1] == [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]
     seen.clear()
-    measure_adaptively(lambda k: TRUE * (1 + 0.5 * np.random.default_rng(len(seen)).standard_normal(k)),
-                       StopRule(min_samples=20, min_time_s=0.0, timeout_s=1e9, max_samples=40), chunk=8)
+    measure_adaptively(
+        lambda k: TRUE * (1 + 0.5 * np.random.default_rng(len(seen)).standard_normal(k)),
+        StopRule(min_samples=20, min_time_s=0.0, timeout_s=1e9, max_samples=40),
+        chunk=8,
+    )
     assert seen[-1] == [c for c in range(5) for _ in range(8)]  # the default: batches as they come
 
 
@@ -309,7 +347,13 @@ def test_the_key_record_names_its_parts():
     from hipexplore.compile.request import CompileRequest, CompilerIdentity, Source, make_key
 
     ident = CompilerIdentity("host", "cc 12", "/usr/bin/cc", "abc", (("CC", "cc"),))
-    assert ident.record() == {"name": "host", "version": "cc 12", "library": "/usr/bin/cc", "stamp": "abc", "extra": [["CC", "cc"]]}
+    assert ident.record() == {
+        "name": "host",
+        "version": "cc 12",
+        "library": "/usr/bin/cc",
+        "stamp": "abc",
+        "extra": [["CC", "cc"]],
+    }
     key = make_key(CompileRequest(Source("k.c", "int f(void) { return 1; }"), "host", "host"), ident)
     assert set(key.record) >= {"schema", "request", "compiler"} and key.record["compiler"] == ident.record()
 
@@ -322,9 +366,20 @@ def test_run_to_run_reads_intervals_over_passes_by_their_t_quantile():
     rows = []
     for r, med in enumerate((1.00, 1.02, 0.98)):
         for passes in (1, 4):
-            rows.append({"run_id": f"r{r}", "kernel": "triad", "size_bytes": 1 << 20, "rotating_requested": "1",
-                         "flush": f"p{passes}", "timer": "events", "passes": passes, "median_s": med,
-                         "ci_low_s": med - 0.0318, "ci_high_s": med + 0.0318})
+            rows.append(
+                {
+                    "run_id": f"r{r}",
+                    "kernel": "triad",
+                    "size_bytes": 1 << 20,
+                    "rotating_requested": "1",
+                    "flush": f"p{passes}",
+                    "timer": "events",
+                    "passes": passes,
+                    "median_s": med,
+                    "ci_low_s": med - 0.0318,
+                    "ci_high_s": med + 0.0318,
+                }
+            )
     out = run_to_run(pd.DataFrame(rows)).set_index("flush")
     assert out.loc["p1"].implied_sigma_s == pytest.approx(0.0318 / 1.96)
     assert out.loc["p4"].implied_sigma_s == pytest.approx(0.0318 / 3.1824463, rel=1e-6)

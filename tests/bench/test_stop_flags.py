@@ -2,6 +2,7 @@
 ``timed_out`` for a sample cap as for a timeout, a merged row that timed out in one of its passes,
 the bench table's ``stop`` column and alignment, and the start-up banner's rules (the bimodal
 flag: tests/bench/test_modes.py)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,24 +15,61 @@ from hipexplore.cli.bench_cmd import adaptive_banner
 from hipexplore.cli.bench_table import stop_word, table
 
 #: an adaptive rule that cannot converge (every target out of reach): only its cap can stop it
-NEVER = dict(min_samples=8, min_time_s=0.0, min_wall_s=0.0, target_ci=1e-12, target_cv=1e-12, stable_noise=1e-12, timeout_s=120.0)
+NEVER = dict(
+    min_samples=8, min_time_s=0.0, min_wall_s=0.0, target_ci=1e-12, target_cv=1e-12, stable_noise=1e-12, timeout_s=120.0
+)
 
 
 def test_a_sample_cap_is_reported_as_timed_out_by_a_real_sweep():
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", stop=StopRule(max_samples=24, **NEVER), reference=False,
-                   progress=False, warmup_s=0.0, worker=False, units=1)
+    res = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device="host",
+        stop=StopRule(max_samples=24, **NEVER),
+        reference=False,
+        progress=False,
+        warmup_s=0.0,
+        worker=False,
+        units=1,
+    )
     row = res.summary.iloc[0]
     assert row["stop_reason"].startswith("max_samples 24 reached"), row["stop_reason"]
     assert bool(row["timed_out"]) is True  # a cap is no convergence
     # said once: the timing's own note, not again as "stopped by its max_samples 24 before convergence"
-    assert "max_samples 24 reached before convergence" in row["warning"] and "stopped by its" not in row["warning"], row["warning"]
+    assert "max_samples 24 reached before convergence" in row["warning"] and "stopped by its" not in row["warning"], (
+        row["warning"]
+    )
 
 
 def test_a_merged_row_timed_out_when_one_of_its_passes_did():
-    one = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=8, reference=False, progress=False,
-                   warmup_s=0.0, worker=False, units=1)
-    capped = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", stop=StopRule(max_samples=16, **NEVER), reference=False,
-                      progress=False, warmup_s=0.0, worker=False, units=1)
+    one = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=8,
+        reference=False,
+        progress=False,
+        warmup_s=0.0,
+        worker=False,
+        units=1,
+    )
+    capped = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device="host",
+        stop=StopRule(max_samples=16, **NEVER),
+        reference=False,
+        progress=False,
+        warmup_s=0.0,
+        worker=False,
+        units=1,
+    )
     assert not one.summary["timed_out"].any() and capped.summary["timed_out"].all()
     for order in ((one, capped), (capped, one)):
         _samples, merged = merge_passes([r.samples for r in order], [r.summary for r in order], peak_bandwidth_gbs=1.0)
@@ -43,14 +81,37 @@ def test_a_merged_row_timed_out_when_one_of_its_passes_did():
 
 def test_the_table_shows_why_each_row_stopped_and_stays_aligned_with_auto_counts():
     rows = []
-    for rot, req, why in ((1, "1", "fixed iteration count"),
-                          (32, "auto", "converged: noise stabilised at 20.69% (robust rel. stdev; nvbench stdrel rule: "
-                                       "spread 1.0% < 5.0% over the last 8 checks)"),
-                          (4, "4", "timeout 10 s reached before convergence"),
-                          (2, "2", "converged: 95% CI of the median +-0.84% <= 1.00%")):
-        rows.append(dict(kernel="triad", size_bytes=1 << 20, rotating=rot, rotating_requested=req, flush="l2-read", timer="events",
-                         n=40, median_s=4.5e-6, ci_low_s=4.4e-6, ci_high_s=4.6e-6, floor_s=np.nan, iqr_rel=0.01, bias=0.02,
-                         bandwidth_gbs=700.0, stop_reason=why, warning=""))
+    for rot, req, why in (
+        (1, "1", "fixed iteration count"),
+        (
+            32,
+            "auto",
+            "converged: noise stabilised at 20.69% (robust rel. stdev; nvbench stdrel rule: "
+            "spread 1.0% < 5.0% over the last 8 checks)",
+        ),
+        (4, "4", "timeout 10 s reached before convergence"),
+        (2, "2", "converged: 95% CI of the median +-0.84% <= 1.00%"),
+    ):
+        rows.append(
+            dict(
+                kernel="triad",
+                size_bytes=1 << 20,
+                rotating=rot,
+                rotating_requested=req,
+                flush="l2-read",
+                timer="events",
+                n=40,
+                median_s=4.5e-6,
+                ci_low_s=4.4e-6,
+                ci_high_s=4.6e-6,
+                floor_s=np.nan,
+                iqr_rel=0.01,
+                bias=0.02,
+                bandwidth_gbs=700.0,
+                stop_reason=why,
+                warning="",
+            )
+        )
     text = table(pd.DataFrame(rows)).splitlines()
     stops = [line.split()[-1] for line in text[1:]]  # one word each, the level in --json's stop_reason
     assert stops == ["fixed", "noise", "TIMEOUT", "ci"], text
@@ -71,5 +132,3 @@ def test_the_banner_lists_every_rule_the_stop_column_can_name():
     assert len(banner) <= 240
     assert stop_word("converged: rel stdev 0.40% <= 0.50%") == "cv"
     assert stop_word("max_samples 100 reached before convergence | fixed iteration count") == "CAP"  # the most severe
-
-

@@ -1,5 +1,6 @@
 """Sweeps on the host device (the CI sweep): tidy frames that follow docs/ARCHITECTURE.md, files
 written as the sweep goes, stop and resume, callbacks, the CLI, and clear errors."""
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,7 @@ def dev(tmp_path_factory) -> HostDevice:
 
 def _doc_columns(label: str) -> list[str]:
     text = ARCH.read_text()
-    section = text[text.index("## Benchmark frames"):]
+    section = text[text.index("## Benchmark frames") :]
     m = re.search(label + r"[^\n]*:\n`([^`]*)`", section)
     assert m, f"no '{label}' column list in ARCHITECTURE.md"
     return [c.strip() for c in m.group(1).replace("\n", " ").split(",")]
@@ -47,9 +48,19 @@ def test_columns_are_the_documented_contract() -> None:
 
 def test_host_sweep_produces_tidy_frames(dev, tmp_path) -> None:
     seen: list[dict] = []
-    res = sweep(["triad", "copy"], ["16KiB", 64 * KIB], [1, "auto"], ["none", "l2-write", "l2-read"], device=dev,
-                iterations=12, reference_samples=3, out=tmp_path / "s.parquet", progress=False, on_result=seen.append,
-                warmup_s=0)
+    res = sweep(
+        ["triad", "copy"],
+        ["16KiB", 64 * KIB],
+        [1, "auto"],
+        ["none", "l2-write", "l2-read"],
+        device=dev,
+        iterations=12,
+        reference_samples=3,
+        out=tmp_path / "s.parquet",
+        progress=False,
+        on_result=seen.append,
+        warmup_s=0,
+    )
     s, x = res.summary, res.samples
     assert list(s.columns) == list(SUMMARY_COLUMNS) and list(x.columns) == list(SAMPLE_COLUMNS)
     assert len(s) == 2 * 2 * (2 * 3 + 1) == len(seen)
@@ -61,7 +72,12 @@ def test_host_sweep_produces_tidy_frames(dev, tmp_path) -> None:
     assert (rest.n == 12).all()
     # every summary row is recomputable from its samples
     for r in rest.itertuples():
-        t = x[(x.kernel == r.kernel) & (x.size_bytes == r.size_bytes) & (x.rotating_requested == r.rotating_requested) & (x.flush == r.flush)]
+        t = x[
+            (x.kernel == r.kernel)
+            & (x.size_bytes == r.size_bytes)
+            & (x.rotating_requested == r.rotating_requested)
+            & (x.flush == r.flush)
+        ]
         assert len(t) == 12 and t.time_s.median() == pytest.approx(r.median_s)
         assert r.bias == pytest.approx(r.median_s / r.reference_median_s - 1)
         assert r.bandwidth_gbs == pytest.approx(r.footprint_bytes / r.median_s / 1e9)
@@ -83,10 +99,19 @@ def test_host_sweep_produces_tidy_frames(dev, tmp_path) -> None:
 
 def test_stop_and_resume_keeps_finished_work(dev, tmp_path) -> None:
     out = tmp_path / "r.parquet"
-    kw = dict(device=dev, iterations=6, reference_samples=2, out=out, progress=False, warmup_s=0, units=1)  # one unit's writes
+    kw = dict(
+        device=dev, iterations=6, reference_samples=2, out=out, progress=False, warmup_s=0, units=1
+    )  # one unit's writes
     done: list[dict] = []
-    res = sweep("triad", ["16KiB", "32KiB"], [1, 2], ["none", "l2-read"], on_result=done.append,
-                should_stop=lambda: len(done) >= 3, **kw)
+    res = sweep(
+        "triad",
+        ["16KiB", "32KiB"],
+        [1, 2],
+        ["none", "l2-read"],
+        on_result=done.append,
+        should_stop=lambda: len(done) >= 3,
+        **kw,
+    )
     # three configurations, then the reference of their (kernel, size), whose samples were taken: kept
     assert res.stopped and len(res.summary) == 4 and list(res.summary.flush)[-1] == "cold-reference"
     on_disk = pd.read_parquet(output_paths(out)[1])
@@ -109,8 +134,17 @@ def test_stop_and_resume_keeps_finished_work(dev, tmp_path) -> None:
 def test_adaptive_sweep_and_inputs(dev) -> None:
     from hipexplore.bench import StopRule
 
-    res = sweep("fill", "8KiB", "auto", "none", device=dev, stop=StopRule(min_samples=8, min_time_s=0, target_cv=5, timeout_s=2),
-                reference=False, progress=False, warmup_s=0)
+    res = sweep(
+        "fill",
+        "8KiB",
+        "auto",
+        "none",
+        device=dev,
+        stop=StopRule(min_samples=8, min_time_s=0, target_cv=5, timeout_s=2),
+        reference=False,
+        progress=False,
+        warmup_s=0,
+    )
     r = res.summary.iloc[0]
     assert r.n >= max(8, r.rotating) and math.isnan(r.bias)
     assert parse_size("1MiB") == 1 << 20 and parse_size("256M") == 256 << 20 and parse_size(4096) == 4096
@@ -136,13 +170,48 @@ def test_cli_bench_json_and_errors(tmp_path, capsys, monkeypatch) -> None:
 
     monkeypatch.setenv("HIPEXPLORE_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "cli.parquet"
-    rc = main(["bench", "triad", "--device", "host", "--size", "16KiB,32KiB", "--rotating", "1,auto", "--flush", "none,l2-read",
-               "--iterations", "8", "--reference-samples", "2", "--llc-bytes", str(64 * KIB), "--out", str(out), "--json"])
+    rc = main(
+        [
+            "bench",
+            "triad",
+            "--device",
+            "host",
+            "--size",
+            "16KiB,32KiB",
+            "--rotating",
+            "1,auto",
+            "--flush",
+            "none,l2-read",
+            "--iterations",
+            "8",
+            "--reference-samples",
+            "2",
+            "--llc-bytes",
+            str(64 * KIB),
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     assert rc == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["out"] == str(out) and len(payload["summary"]) == 2 * (2 * 2 + 1)
     assert out.exists()
-    rc = main(["bench", "triad", "--device", "host", "--size", "16KiB", "--rotating", "4", "--iterations", "2", "--no-progress"])
+    rc = main(
+        [
+            "bench",
+            "triad",
+            "--device",
+            "host",
+            "--size",
+            "16KiB",
+            "--rotating",
+            "4",
+            "--iterations",
+            "2",
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "iterations (2)" in err and "(4)" in err
     try:
@@ -157,15 +226,36 @@ def test_cli_user_kernel(tmp_path, capsys, monkeypatch) -> None:
 
     monkeypatch.setenv("HIPEXPLORE_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "scale.c"
-    src.write_text("void scale(float* y, const float* x, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = 2.0f * x[i]; }\n")
-    rc = main(["bench", "myscale", "--device", "host", "--source", str(src), "--entry", "scale", "--args", "out:y:f32[n],in:x:f32[n],n:u64=n",
-               "--size", "16KiB", "--iterations", "4", "--no-reference", "--json"])
+    src.write_text(
+        "void scale(float* y, const float* x, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = 2.0f * x[i]; }\n"
+    )
+    rc = main(
+        [
+            "bench",
+            "myscale",
+            "--device",
+            "host",
+            "--source",
+            str(src),
+            "--entry",
+            "scale",
+            "--args",
+            "out:y:f32[n],in:x:f32[n],n:u64=n",
+            "--size",
+            "16KiB",
+            "--iterations",
+            "4",
+            "--no-reference",
+            "--json",
+        ]
+    )
     assert rc == 0
     (row,) = json.loads(capsys.readouterr().out)["summary"]
     assert row["kernel"] == "myscale" and row["footprint_bytes"] == 2 * 16 * KIB and row["bias"] is None
 
 
 # --- device identity on resume; what the sweep's launches used (issue 17) -------------------------
+
 
 class _OtherCpu(HostDevice):
     """The real host device under another name: results recorded on it are another device's."""
@@ -220,8 +310,21 @@ def test_sweep_launches_flush_before_each_sample_and_rotate_buffer_addresses(dev
     rec = _Recording(dev.llc_bytes)
     rec.cache = dev.cache
     try:
-        res = sweep("triad", "16KiB", [3], ["l2-read"], device=rec, iterations=6, reference_samples=2, units=1,
-                    progress=False, warmup_s=0, verify_results=False, chunk_lead=0, chunk_trail=0)
+        res = sweep(
+            "triad",
+            "16KiB",
+            [3],
+            ["l2-read"],
+            device=rec,
+            iterations=6,
+            reference_samples=2,
+            units=1,
+            progress=False,
+            warmup_s=0,
+            verify_results=False,
+            chunk_lead=0,
+            chunk_trail=0,
+        )
     finally:
         rec.close()
     assert (res.metadata["sweep.chunk_lead"], res.metadata["sweep.chunk_trail"]) == ("0", "0")
@@ -263,8 +366,19 @@ def test_rotating_cap_is_the_memory_fraction_and_a_capped_count_warns(dev) -> No
     d.cache = dev.cache
     try:
         # triad at 1 MiB per array: 3 MiB a set; 30% of 64 MiB = 19.2 MiB fits 6 sets of the 10 asked for
-        res = sweep("triad", "1MiB", [2, 10], ["none"], device=d, iterations=10, reference_samples=2, progress=False,
-                    warmup_s=0, mem_fraction=0.3, verify_results=False)
+        res = sweep(
+            "triad",
+            "1MiB",
+            [2, 10],
+            ["none"],
+            device=d,
+            iterations=10,
+            reference_samples=2,
+            progress=False,
+            warmup_s=0,
+            mem_fraction=0.3,
+            verify_results=False,
+        )
     finally:
         d.close()
     s = res.summary.set_index("rotating_requested")
@@ -281,7 +395,9 @@ def test_sample_rows_number_iterations_and_resumed_rows_keep_the_reference(dev, 
     kw = dict(device=dev, iterations=5, reference_samples=3, out=out, progress=False, warmup_s=0)
     done: list[dict] = []
     # stop right after the first flush mode of the first rotating count: the check sits inside the flush loop
-    first = sweep("triad", "16KiB", [1, 2], ["none", "l2-read"], on_result=done.append, should_stop=lambda: len(done) >= 2, **kw)
+    first = sweep(
+        "triad", "16KiB", [1, 2], ["none", "l2-read"], on_result=done.append, should_stop=lambda: len(done) >= 2, **kw
+    )
     # (the reference of the group comes last: its parts were taken, so it is kept on stop too)
     assert first.stopped and [r["flush"] for r in done] == ["none", "l2-read", "cold-reference"]
     res = sweep("triad", "16KiB", [1, 2], ["none", "l2-read"], **kw)
@@ -299,13 +415,33 @@ def test_sample_rows_number_iterations_and_resumed_rows_keep_the_reference(dev, 
 
 
 def test_flush_factor_sizes_the_flush_and_is_recorded(dev) -> None:
-    res = sweep("triad", "16KiB", [1], ["l2-read", "l2-write"], device=dev, iterations=3, reference=False, progress=False,
-                warmup_s=0, flush_factor={"l2-read": 9, "l2-write": 1})
+    res = sweep(
+        "triad",
+        "16KiB",
+        [1],
+        ["l2-read", "l2-write"],
+        device=dev,
+        iterations=3,
+        reference=False,
+        progress=False,
+        warmup_s=0,
+        flush_factor={"l2-read": 9, "l2-write": 1},
+    )
     llc = dev.llc_bytes  # 128 KiB: 9 x -> 1.125 MiB -> 2 MiB; 1 x -> 1 MiB
     assert llc == 128 * KIB
     assert res.metadata["flush.l2-read.bytes"] == str(2 << 20) and res.metadata["flush.l2-write.bytes"] == str(1 << 20)
     assert res.metadata["flush.factor.l2-read"] == "9"
-    default = sweep("triad", "16KiB", [1], ["l2-read", "none"], device=dev, iterations=3, reference=False, progress=False, warmup_s=0)
+    default = sweep(
+        "triad",
+        "16KiB",
+        [1],
+        ["l2-read", "none"],
+        device=dev,
+        iterations=3,
+        reference=False,
+        progress=False,
+        warmup_s=0,
+    )
     assert default.metadata["flush.l2-read.bytes"] == str(1 << 20) and default.metadata["flush.none.bytes"] == "0"
 
 
@@ -316,8 +452,19 @@ def test_samples_reach_disk_before_their_summary(dev, tmp_path) -> None:
     samples_path, summary_path, _meta = output_paths(out)
     summary_path.mkdir()
     with pytest.raises(ConfigError, match=r"cannot write summary file '.*o\.summary\.parquet': it is a folder"):
-        sweep("triad", "16KiB", [1], ["none"], device=dev, iterations=3, reference_samples=2, out=out, progress=False, warmup_s=0,
-              units=1)  # one unit: written after each configuration
+        sweep(
+            "triad",
+            "16KiB",
+            [1],
+            ["none"],
+            device=dev,
+            iterations=3,
+            reference_samples=2,
+            out=out,
+            progress=False,
+            warmup_s=0,
+            units=1,
+        )  # one unit: written after each configuration
     written = pd.read_parquet(samples_path)
     assert set(written.flush) == {"none"} and len(written) == 3  # the first configuration's samples
 
@@ -342,7 +489,9 @@ def test_resuming_a_file_written_before_chunk_leads_gives_its_rows_lead_0(dev, t
     from hipexplore.schema import SAMPLES, write_parquet
 
     out = tmp_path / "r.parquet"
-    kw = dict(device=dev, iterations=8, reference=False, progress=False, warmup_s=0, chunk_lead=0, chunk_trail=0, out=out)
+    kw = dict(
+        device=dev, iterations=8, reference=False, progress=False, warmup_s=0, chunk_lead=0, chunk_trail=0, out=out
+    )
     sweep("triad", ["4KiB"], [1], ["none"], **kw)
     meta = json.loads((tmp_path / "r.meta.json").read_text())
     old = pd.read_parquet(out).drop(columns=["lead"])
@@ -356,8 +505,19 @@ def test_resuming_a_file_written_before_chunk_leads_gives_its_rows_lead_0(dev, t
 def test_a_one_pass_summary_row_records_one_pass_its_stop_reason_and_nan_biases(capsys):
     """Why: the row fields a one-pass sweep writes (``passes`` 1, the rule's stop reason, NaN
     bias fields as floats without a reference); the progress bar names the sweep and its unit."""
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=4, reference=False, progress=True, units=1,
-                   warmup_s=0.0, worker=False)
+    res = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=4,
+        reference=False,
+        progress=True,
+        units=1,
+        warmup_s=0.0,
+        worker=False,
+    )
     row = res.summary.iloc[0]
     assert row["passes"] == 1 and row["stop_reason"] == "fixed iteration count"
     for col in ("reference_median_s", "bias", "bias_ci_low", "bias_ci_high"):
@@ -383,14 +543,23 @@ def test_resuming_keeps_pass_ids_and_the_references_chunks(tmp_path, capsys):
     assert set(old["pass_index"]) == {0, 1}
     # one pass: the new row's bias is computed in this run against the reference read back
     out2 = tmp_path / "one.parquet"
-    kw2 = {**kw, "out": out2, "reference_samples": 27, "chunk": 9, "units": 1}  # chunks of 9, not the bootstrap's blocks of 3
+    kw2 = {
+        **kw,
+        "out": out2,
+        "reference_samples": 27,
+        "chunk": 9,
+        "units": 1,
+    }  # chunks of 9, not the bootstrap's blocks of 3
     hx.sweep("triad", ["16KiB"], [1], ["none"], progress=False, **kw2)
     res = hx.sweep("triad", ["16KiB"], [1], ["none", "l2-read"], progress=False, **kw2)
     s = res.samples
     ref = s[s["flush"] == "cold-reference"]
     new = s[(s["flush"] == "l2-read") & ~s["dropped"]]
-    ratio, lo, hi = ratio_ci(Measurement(new["time_s"].to_numpy(), chunks=new["chunk"].to_numpy()),
-                             Measurement(ref["time_s"].to_numpy(), chunks=ref["chunk"].to_numpy()), resamples=1000)
+    ratio, lo, hi = ratio_ci(
+        Measurement(new["time_s"].to_numpy(), chunks=new["chunk"].to_numpy()),
+        Measurement(ref["time_s"].to_numpy(), chunks=ref["chunk"].to_numpy()),
+        resamples=1000,
+    )
     row = res.summary[res.summary["flush"] == "l2-read"].iloc[0]
     assert (row["bias"], row["bias_ci_low"], row["bias_ci_high"]) == pytest.approx((ratio - 1, lo - 1, hi - 1))
 
@@ -405,8 +574,15 @@ def test_sweeps_list_defaults_are_the_specs_and_it_runs_on_the_best_device_with_
 
     p = inspect.signature(sweep).parameters
     spec = SweepSpec()
-    assert SweepSpec(kernels=p["kernels"].default, sizes=p["sizes"].default, rotating=p["rotating"].default,
-                     flush=p["flush"].default) == spec
+    assert (
+        SweepSpec(
+            kernels=p["kernels"].default,
+            sizes=p["sizes"].default,
+            rotating=p["rotating"].default,
+            flush=p["flush"].default,
+        )
+        == spec
+    )
     assert (p["device"].default, p["resume"].default, p["progress"].default) == ("auto", True, True)
 
 
@@ -416,12 +592,34 @@ def test_a_device_object_gets_the_cache_it_is_given_and_keeps_its_own():
     from hipexplore.compile.cache import CompileCache
 
     dev, cache = HostDevice(), CompileCache(disk_dir=False)
-    hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, cache=cache, iterations=2, reference=False,
-             progress=False, warmup_s=0.0, worker=False)
+    hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device=dev,
+        cache=cache,
+        iterations=2,
+        reference=False,
+        progress=False,
+        warmup_s=0.0,
+        worker=False,
+    )
     assert dev.cache is cache and cache.stats()["compiled"] + cache.stats()["memory_hits"] >= 1
     other = CompileCache(disk_dir=False)
-    hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, cache=other, iterations=2, reference=False,
-             progress=False, warmup_s=0.0, worker=False)
+    hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device=dev,
+        cache=other,
+        iterations=2,
+        reference=False,
+        progress=False,
+        warmup_s=0.0,
+        worker=False,
+    )
     assert dev.cache is cache
 
 
@@ -437,6 +635,8 @@ def test_a_sweep_left_to_its_defaults_measures_what_sweepspec_describes():
 
 def test_an_adaptive_sweep_keeps_the_stop_rule_it_is_given():
     rule = StopRule(min_samples=4, max_samples=6, timeout_s=1.0)
-    res = hx.sweep("triad", ["16KiB"], device="host", stop=rule, reference=False, progress=False, warmup_s=0.0, worker=False)
+    res = hx.sweep(
+        "triad", ["16KiB"], device="host", stop=rule, reference=False, progress=False, warmup_s=0.0, worker=False
+    )
     got = json.loads(res.metadata["sweep.spec"])["stop"]
     assert (got["min_samples"], got["max_samples"], got["timeout_s"]) == (4, 6, 1.0)

@@ -2,6 +2,7 @@
 the cold reference taken in parts spread through the group, and two interleaved kernels sharing
 one pool of buffer sets only when their buffers match one for one. (A unit's phases end to end:
 tests/bench/test_phases.py; its telemetry: tests/bench/test_timing.py.)"""
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,10 @@ def test_a_fault_is_named_by_the_runtime_status_in_its_message():
     """Why: ``KernelFault`` names the status (what a user searches for); GPU faults are not
     reachable on the host, so the parsing is checked on the runtimes' own message shapes."""
     assert fault_status("cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)") == "CUDA_ERROR_ILLEGAL_ADDRESS"
-    assert fault_status("hipModuleLaunchKernel: hipErrorIllegalAddress: an illegal memory access") == "hipErrorIllegalAddress"
+    assert (
+        fault_status("hipModuleLaunchKernel: hipErrorIllegalAddress: an illegal memory access")
+        == "hipErrorIllegalAddress"
+    )
     assert fault_status("the device went away") == "the device went away"
 
 

@@ -3,6 +3,7 @@
 On the host the in-kernel timer is CLOCK_MONOTONIC read inside the C function (kernels/sources.py),
 so it excludes the ctypes call the events (perf_counter_ns around the call) include.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,19 @@ def dev():
 
 def test_in_kernel_timer_reads_inside_the_call_and_events_around_it(dev):
     # one unit: the positions and chunks below are those of one timed run (units split the samples)
-    res = hx.sweep("triad", ["256KiB"], [1], ["none"], device=dev, iterations=64, timers=("events", "in-kernel"),
-                   reference=False, progress=False, warmup_s=0, units=1)
+    res = hx.sweep(
+        "triad",
+        ["256KiB"],
+        [1],
+        ["none"],
+        device=dev,
+        iterations=64,
+        timers=("events", "in-kernel"),
+        reference=False,
+        progress=False,
+        warmup_s=0,
+        units=1,
+    )
     s = res.summary.set_index("timer")
     assert set(s.index) == {"events", "in-kernel"}
     assert s.loc["events", "n"] == s.loc["in-kernel", "n"] == 64
@@ -96,19 +108,32 @@ def test_the_in_kernel_window_lies_inside_the_events_window_of_the_same_launch(d
     finally:
         d.close()
     assert raw.timer == "in-kernel" and raw.time_s.size == 32 and len(_StampsKept.stamps) == 8
-    events = np.asarray(d.recorded, dtype=np.int64).reshape(8, 1 + 2 * 4)  # per chunk: base, then (start, end) per launch
+    events = np.asarray(d.recorded, dtype=np.int64).reshape(
+        8, 1 + 2 * 4
+    )  # per chunk: base, then (start, end) per launch
     stamps = np.concatenate(_StampsKept.stamps)
     start_ev, end_ev = events[:, 1::2].reshape(-1), events[:, 2::2].reshape(-1)
-    assert (start_ev <= stamps[:, 0]).all() and (stamps[:, 0] <= stamps[:, 1]).all() and (stamps[:, 1] <= end_ev).all(), \
-        np.column_stack([start_ev, stamps, end_ev])[:4]
+    assert (
+        (start_ev <= stamps[:, 0]).all() and (stamps[:, 0] <= stamps[:, 1]).all() and (stamps[:, 1] <= end_ev).all()
+    ), np.column_stack([start_ev, stamps, end_ev])[:4]
     np.testing.assert_array_equal(raw.time_s, (stamps[:, 1] - stamps[:, 0]) * 1e-9)
 
 
 def test_in_kernel_timer_works_with_one_launch_per_hold(dev):
     # the timer has exactly `chunk` slots: a launch outside a chunk (the warm-up) must use slot 0, the
     # only one a chunk of 1 has
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, iterations=6, timers=("in-kernel",), chunk=1,
-                   reference=False, progress=False)
+    res = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device=dev,
+        iterations=6,
+        timers=("in-kernel",),
+        chunk=1,
+        reference=False,
+        progress=False,
+    )
     x = res.samples
     assert (x.time_s > 0).all() and list(x.position) == [0] * 6 and list(x.chunk) == list(range(6))
 
@@ -165,8 +190,13 @@ def test_a_failing_launch_is_the_error_reported_when_the_profiler_range_then_fai
 
 
 def test_in_kernel_timer_needs_a_timer_capable_kernel(dev, tmp_path):
-    spec = catalog.user_kernel("void k(float* y, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = 1; }",
-                               "k", "out:y:f32[n], n:u64=n", name="hx-untimed", register_it=True)
+    spec = catalog.user_kernel(
+        "void k(float* y, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = 1; }",
+        "k",
+        "out:y:f32[n], n:u64=n",
+        name="hx-untimed",
+        register_it=True,
+    )
     try:
         with pytest.raises(ConfigError, match=r"in-kernel timer needs kernels .*'hx-untimed'"):
             hx.SweepSpec(kernels=("hx-untimed",), timers=("events", "in-kernel"))
@@ -234,8 +264,19 @@ def test_stable_clock_warm_up_waits_for_the_clock(tmp_path):
 
 
 def test_reference_is_taken_in_parts_through_the_group(dev):
-    res = hx.sweep("triad", ["64KiB"], [1, 2, 3], ["none"], device=dev, iterations=12, reference_samples=9, units=1,
-                   reference_parts=3, progress=False, warmup_s=0)
+    res = hx.sweep(
+        "triad",
+        ["64KiB"],
+        [1, 2, 3],
+        ["none"],
+        device=dev,
+        iterations=12,
+        reference_samples=9,
+        units=1,
+        reference_parts=3,
+        progress=False,
+        warmup_s=0,
+    )
     x = res.samples
     ref = x[x.flush == "cold-reference"]
     assert len(ref) == 9 and ref.chunk.nunique() == 3  # three parts of three, each its own chunk(s)
@@ -243,20 +284,26 @@ def test_reference_is_taken_in_parts_through_the_group(dev):
     # before the first configuration, in the middle, after the last
     assert order[0][0] == "none" or order[0][0] == "cold-reference"
     r = res.summary.set_index("rotating_requested")
-    assert not math.isnan(r.loc["2"].bias_ci_low) and r.loc["2"].bias_ci_low <= r.loc["2"].bias <= r.loc["2"].bias_ci_high
+    assert (
+        not math.isnan(r.loc["2"].bias_ci_low) and r.loc["2"].bias_ci_low <= r.loc["2"].bias <= r.loc["2"].bias_ci_high
+    )
     assert "taken in 3 part(s)" in res.summary[res.summary.flush == "cold-reference"].warning.iloc[0]
 
 
 def test_in_kernel_timer_reads_what_the_kernel_wrote_per_position(dev):
     """A host kernel that writes known timestamps: [1000 + 100 j, 3500 + 100 j] at slot j is 2.5 us
     each; a slot the kernel left alone is named by its position."""
-    src = ("void stamp(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[0] = 1000; t[1] = 3500; }\n"
-           "void half(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[1] = 3500; }\n"
-           "void none(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[0] = 1000; }\n")
+    src = (
+        "void stamp(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[0] = 1000; t[1] = 3500; }\n"
+        "void half(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[1] = 3500; }\n"
+        "void none(float* a, unsigned long long n, unsigned long long* t) { a[0] = (float)n; t[0] = 1000; }\n"
+    )
     kernels = {}
     for entry in ("stamp", "half", "none"):
         # host_source: source *text* is GPU source; kernel_for(dev, spec) (issue 10) builds it for the host
-        spec = catalog.user_kernel(src, entry, "out:a:f32[n], n:u64=n", name=f"hx-{entry}", host_source=src, register_it=False)
+        spec = catalog.user_kernel(
+            src, entry, "out:a:f32[n], n:u64=n", name=f"hx-{entry}", host_source=src, register_it=False
+        )
         # loaded directly: the functions take the timer's slot argument beyond the spec (as a timed variant
         # does), which the builder's signature check rightly refuses for an untimed build
         kernels[entry] = (spec, None)
@@ -286,7 +333,11 @@ def _takes_spec() -> bool:
 def _load_host(dev, src, entry):
     from hipexplore.compile import CompileCache, CompileRequest, Source
 
-    code = CompileCache(disk_dir=False).get_or_compile(CompileRequest(Source("k.c", src), "host", "host", kernels=(entry,))).object_code
+    code = (
+        CompileCache(disk_dir=False)
+        .get_or_compile(CompileRequest(Source("k.c", src), "host", "host", kernels=(entry,)))
+        .object_code
+    )
     return dev.kernel(dev.load(code), code.symbol(entry))
 
 
@@ -309,8 +360,18 @@ def test_the_in_kernel_reference_is_timed_by_the_kernel_and_carries_telemetry(de
         return got
 
     monkeypatch.setattr(InKernelTimer, "read", read)
-    res = hx.sweep("triad", ["128KiB"], [1], ["none"], device=dev, iterations=16, reference_samples=12,
-                   timers=("events", "in-kernel"), progress=False, warmup_s=0)
+    res = hx.sweep(
+        "triad",
+        ["128KiB"],
+        [1],
+        ["none"],
+        device=dev,
+        iterations=16,
+        reference_samples=12,
+        timers=("events", "in-kernel"),
+        progress=False,
+        warmup_s=0,
+    )
     x = res.samples
     ref = x[x.flush == "cold-reference"]
     assert set(ref.timer) == {"events", "in-kernel"} and (ref.clock_mhz == 2800.0).all()
@@ -409,8 +470,15 @@ def test_notes_say_how_sampling_stopped_only_when_it_did_not_converge(dev):
     spec = catalog.get("triad")
     with rot.BufferSets(dev, spec, 256, 1) as sets:
         fixed = time_launches(_wl(dev, sets), None, StopRule(iterations=4), warmup_s=0)
-        never = StopRule(min_samples=2, min_time_s=0.0, target_ci=1e-12, target_cv=1e-12, stable_noise=1e-12, noise_window=2,
-                      timeout_s=0.05)  # noise_window=2: the noise rule (needs 8 checks) stays out, see test_bench
+        never = StopRule(
+            min_samples=2,
+            min_time_s=0.0,
+            target_ci=1e-12,
+            target_cv=1e-12,
+            stable_noise=1e-12,
+            noise_window=2,
+            timeout_s=0.05,
+        )  # noise_window=2: the noise rule (needs 8 checks) stays out, see test_bench
         timed = time_launches(_wl(dev, sets), None, never, warmup_s=0)
         easy = StopRule(min_samples=2, min_time_s=0.0, target_cv=1e9, timeout_s=10)
         conv = time_launches(_wl(dev, sets), None, easy, warmup_s=0)
@@ -428,8 +496,15 @@ def test_raw_times_fill_what_a_caller_left_out():
     for name in ("clock_mhz", "temp_c", "power_w"):
         v = getattr(r, name)
         assert v.shape == (3,) and np.isnan(v).all()
-    kept = RawTimes(time_s=np.ones(2), flush_s=np.zeros(2), gap_s=np.zeros(2), buffer_set=np.zeros(2, dtype=np.int64),
-                    chunk=np.array([5, 5]), position=np.array([0, 1]), clock_mhz=np.array([1.0, 2.0]))
+    kept = RawTimes(
+        time_s=np.ones(2),
+        flush_s=np.zeros(2),
+        gap_s=np.zeros(2),
+        buffer_set=np.zeros(2, dtype=np.int64),
+        chunk=np.array([5, 5]),
+        position=np.array([0, 1]),
+        clock_mhz=np.array([1.0, 2.0]),
+    )
     assert list(kept.chunk) == [5, 5] and list(kept.clock_mhz) == [1.0, 2.0] and np.isnan(kept.temp_c).all()
 
 
@@ -459,8 +534,16 @@ def test_the_adaptive_interval_rule_judges_chunk_correlated_samples_by_their_chu
     from hipexplore.bench.stats import Measurement
 
     spec = catalog.get("triad")
-    rule = StopRule(min_samples=20, min_time_s=0.0, min_wall_s=0.0, target_ci=0.01, target_cv=1e-9, stable_noise=1e-9,
-                    max_samples=20_000, timeout_s=60.0)
+    rule = StopRule(
+        min_samples=20,
+        min_time_s=0.0,
+        min_wall_s=0.0,
+        target_ci=0.01,
+        target_cv=1e-9,
+        stable_noise=1e-9,
+        max_samples=20_000,
+        timeout_s=60.0,
+    )
     with rot.BufferSets(dev, spec, 256, 1) as sets:
         grid, block = spec.geometry(256, dev)
         wl = Workload(dev, kernel_for(dev, "triad"), grid, block, sets.args, timer=_ChunkLevelTimer(sets.args, 4))
@@ -468,4 +551,7 @@ def test_the_adaptive_interval_rule_judges_chunk_correlated_samples_by_their_chu
     assert raw.stop_reason.startswith("converged: 95% CI"), raw.stop_reason
     lo, hi = Measurement(raw.time_s, chunks=raw.chunk).bootstrap_ci(resamples=2000)
     med = float(np.median(raw.time_s))
-    assert (hi - lo) / 2 / med <= 0.0125, ((hi - lo) / 2 / med, len(raw.time_s))  # the chunk-aware interval met the target
+    assert (hi - lo) / 2 / med <= 0.0125, (
+        (hi - lo) / 2 / med,
+        len(raw.time_s),
+    )  # the chunk-aware interval met the target

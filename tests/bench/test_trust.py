@@ -2,6 +2,7 @@
 floor, faster-than-the-cold-reference, the flag lines in a warning, the host's bandwidth figure.
 The rules themselves against real hostile kernels: tests/hostile/test_hostile_kernels.py (host) and
 tests/gpu/test_gpu_hostile.py (GPU)."""
+
 from __future__ import annotations
 
 import math
@@ -9,18 +10,40 @@ import math
 import pytest
 
 from hipexplore.bench import trust
-from hipexplore.bench.trust import (FLAG, FLOOR_MARGIN, flag, flags_of, floor_flags, host_bandwidth, is_flagged,
-                                    reference_flag, with_flags)
+from hipexplore.bench.trust import (
+    FLAG,
+    FLOOR_MARGIN,
+    flag,
+    flags_of,
+    floor_flags,
+    host_bandwidth,
+    is_flagged,
+    reference_flag,
+    with_flags,
+)
 
 MIB = 1 << 20
 #: an H200's peak from its memory clock and bus width (3201 MHz x 6144 bits x 2)
 H200 = (2 * 3201e6 * 6144 / 8 / 1e9, "memory clock 3201000 kHz x 6144-bit bus x 2 (DDR)")
 
 
-def _row(median_us: float, *, p5_us: float | None = None, floor_us: float = math.nan, flush: str = "l2-read",
-         rotating: str = "1", timer: str = "events") -> dict:
-    return {"median_s": median_us * 1e-6, "p5_s": (p5_us if p5_us is not None else median_us) * 1e-6,
-            "floor_s": floor_us * 1e-6, "flush": flush, "rotating_requested": rotating, "timer": timer}
+def _row(
+    median_us: float,
+    *,
+    p5_us: float | None = None,
+    floor_us: float = math.nan,
+    flush: str = "l2-read",
+    rotating: str = "1",
+    timer: str = "events",
+) -> dict:
+    return {
+        "median_s": median_us * 1e-6,
+        "p5_s": (p5_us if p5_us is not None else median_us) * 1e-6,
+        "floor_s": floor_us * 1e-6,
+        "flush": flush,
+        "rotating_requested": rotating,
+        "timer": timer,
+    }
 
 
 def test_the_physical_floor_is_input_bytes_over_the_peak_net_of_the_launch_floor():
@@ -32,8 +55,13 @@ def test_the_physical_floor_is_input_bytes_over_the_peak_net_of_the_launch_floor
     assert floor_flags(honest, inputs, H200) == []
     # a launch that read nothing: the floor plus a third of a microsecond
     cheat = floor_flags(_row(3.1, floor_us=2.8), inputs, H200)
-    assert len(cheat) == 1 and cheat[0].startswith(f"{FLAG}: below the physical floor: median 0.3 us net of the launch floor")
-    assert "reading its 32 MiB of inputs from memory at the peak 4,917 GB/s" in cheat[0] and "takes at least 6.82 us" in cheat[0]
+    assert len(cheat) == 1 and cheat[0].startswith(
+        f"{FLAG}: below the physical floor: median 0.3 us net of the launch floor"
+    )
+    assert (
+        "reading its 32 MiB of inputs from memory at the peak 4,917 GB/s" in cheat[0]
+        and "takes at least 6.82 us" in cheat[0]
+    )
     assert "asked cold (flush l2-read)" in cheat[0]
     # just above the margin is not flagged, just below is
     edge = least * FLOOR_MARGIN * 1e6
@@ -75,20 +103,29 @@ def test_the_in_kernel_timer_is_compared_whole():
 
 def test_below_half_the_launch_floor_means_nothing_ran_on_the_timed_stream():
     got = floor_flags(_row(0.06, floor_us=2.7, flush="none"), 0, H200)
-    assert got == [f"{FLAG}: below the launch floor: median 0.06 us, while an empty kernel's launch takes 2.7 us: the work "
-                   f"did not run on the timed stream"]
+    assert got == [
+        f"{FLAG}: below the launch floor: median 0.06 us, while an empty kernel's launch takes 2.7 us: the work "
+        f"did not run on the timed stream"
+    ]
     assert floor_flags(_row(1.5, floor_us=2.7, flush="none"), 0, H200) == []  # a fast honest kernel: above half
 
 
 def _biased(bias: float, lo: float, hi: float, **kw) -> dict:
-    return {"bias": bias, "bias_ci_low": lo, "bias_ci_high": hi, "flush": kw.get("flush", "none"),
-            "rotating_requested": kw.get("rotating", "auto")}
+    return {
+        "bias": bias,
+        "bias_ci_low": lo,
+        "bias_ci_high": hi,
+        "flush": kw.get("flush", "none"),
+        "rotating_requested": kw.get("rotating", "auto"),
+    }
 
 
 def test_faster_than_the_cold_reference_under_a_cold_promise_is_flagged():
     got = reference_flag(_biased(-0.18, -0.2, -0.16))
-    assert got == [f"{FLAG}: faster than its cold reference: -18.0% [-20.0%, -16.0%] against the same kernel after an l2-read "
-                   f"flush, though asked cold (rotating auto): its inputs did not all come from memory"]
+    assert got == [
+        f"{FLAG}: faster than its cold reference: -18.0% [-20.0%, -16.0%] against the same kernel after an l2-read "
+        f"flush, though asked cold (rotating auto): its inputs did not all come from memory"
+    ]
     # within the margin, or an interval that reaches it, or no cold promise: nothing
     assert reference_flag(_biased(-0.04, -0.045, -0.035)) == []
     assert reference_flag(_biased(-0.08, -0.12, -0.04)) == []
@@ -104,7 +141,9 @@ def test_flag_lines_are_one_part_of_a_warning_each():
     assert row["warning"] == f"noisy: IQR/median 12% > 10%; {line}; {FLAG}: second"
     assert flags_of(row["warning"]) == [line, f"{FLAG}: second"]
     assert is_flagged(row) and not is_flagged({"warning": "noisy"})
-    assert is_flagged({"warning": "", "cold_promise": "broken"}) and not is_flagged({"warning": None, "cold_promise": "kept"})
+    assert is_flagged({"warning": "", "cold_promise": "broken"}) and not is_flagged(
+        {"warning": None, "cold_promise": "kept"}
+    )
 
 
 def test_the_hosts_declared_bandwidth_is_used_as_given(monkeypatch):
@@ -142,8 +181,13 @@ def test_a_callable_is_held_to_the_traffic_it_declares_with_a_wider_margin(monke
     monkeypatch.setenv("HIPEXPLORE_HOST_BANDWIDTH", str(100 * 10**9))
     dev = get_device("host")
     n = 16 * MIB  # 192 MiB declared: 2.01 ms at 100 GB/s
-    spec = callable_kernel(lambda x, out: None, lambda n, i: (np.zeros(4, np.float32), np.zeros(4, np.float32)),
-                           bytes_per_launch="12*n", name="declared_floor", register_it=False)
+    spec = callable_kernel(
+        lambda x, out: None,
+        lambda n, i: (np.zeros(4, np.float32), np.zeros(4, np.float32)),
+        bytes_per_launch="12*n",
+        name="declared_floor",
+        register_it=False,
+    )
     least_us = 12 * n / 100e9 * 1e6
     skipped = trust.row_floor_flags(_row(3.0, floor_us=2.8), spec, n, dev)
     assert len(skipped) == 1 and "moving the 192 MiB a launch declares (bytes_per_launch)" in skipped[0]
@@ -183,7 +227,9 @@ def test_the_guard_flags_what_was_set_during_the_timed_launches_not_before_them(
     dev.set = "a persisting access-policy window of 4096 KiB on the timed stream"  # set by the timed launches
     guard.before_chunk(2, 20)
     got = guard.take()
-    assert len(got) == 1 and "persisting L2 was set during the timed launches (a persisting access-policy window" in got[0]
+    assert (
+        len(got) == 1 and "persisting L2 was set during the timed launches (a persisting access-policy window" in got[0]
+    )
     dev.set = "a persisting-L2 set-aside of 1 KiB"  # during the last chunk: the run's end finds it
     guard.after_run(3, 30)
     assert "set-aside of 1 KiB" in guard.take()[0]

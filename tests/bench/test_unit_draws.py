@@ -11,6 +11,7 @@ The device is the real host device (real C kernels through ctypes) with its allo
 launches written down; the kernels write one line per loaded library into a log file (a static flag
 in the library: a library loaded anew starts with the flag clear), with the process id.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,9 +61,12 @@ void hx_iaxpy(int* restrict y, const int* restrict x, int s, unsigned long long 
 }
 """
 ARGS = "inout:y:f32[n],in:x:f32[n],s:f32=2,n:u64=n"
-KERNELS = {"dr_a": ("hx_axpy", ARGS), "dr_copy": ("hx_axpy", ARGS),
-           "dr_own": ("hx_axpy_pad", "inout:y:f32[n],in:x:f32[n],in:unused:f32[16],s:f32=2,n:u64=n"),
-           "dr_int": ("hx_iaxpy", "inout:y:i32[n],in:x:i32[n],s:i32=2,n:u64=n")}  # f32's bytes, another dtype
+KERNELS = {
+    "dr_a": ("hx_axpy", ARGS),
+    "dr_copy": ("hx_axpy", ARGS),
+    "dr_own": ("hx_axpy_pad", "inout:y:f32[n],in:x:f32[n],in:unused:f32[16],s:f32=2,n:u64=n"),
+    "dr_int": ("hx_iaxpy", "inout:y:i32[n],in:x:i32[n],s:i32=2,n:u64=n"),
+}  # f32's bytes, another dtype
 
 
 class RecordingDevice(HostDevice):
@@ -120,8 +124,20 @@ def _per_device(dev0: RecordingDevice) -> list[list[tuple[str, object]]]:
 
 
 def _run(names, units, seed, *, per_unit=48, device=None, **kw):
-    return sweep(list(names), ["64KiB"], [1], ["none"], device=device or HostDevice(), iterations=per_unit * units,
-                 units=units, interleave=True, interleave_seed=seed, progress=False, reference=False, **kw)
+    return sweep(
+        list(names),
+        ["64KiB"],
+        [1],
+        ["none"],
+        device=device or HostDevice(),
+        iterations=per_unit * units,
+        units=units,
+        interleave=True,
+        interleave_seed=seed,
+        progress=False,
+        reference=False,
+        **kw,
+    )
 
 
 def _turns(res) -> dict[int, str]:
@@ -213,7 +229,9 @@ def test_worker_units_each_run_in_a_process_of_their_own(kernels, log) -> None:
     process of its own (three pids, none of them this one), each holding its own pad there; while
     a unit measures, the next unit's worker is already started (its start-up costs no wall time)."""
     during: list[list[int]] = []
-    res = _run(["dr_a", "dr_own"], 3, 0, worker=True, per_unit=12, on_result=lambda row: during.append(_worker_children()))
+    res = _run(
+        ["dr_a", "dr_own"], 3, 0, worker=True, per_unit=12, on_result=lambda row: during.append(_worker_children())
+    )
     assert res.metadata["sweep.unit_location"] == "worker"
     loads = _loads(log)
     pids = {who: [p for p, w, _ in loads if w == who] for who in ("a", "b")}
@@ -236,23 +254,36 @@ def test_a_pool_is_shared_only_by_buffers_of_the_same_dtype(kernels, log) -> Non
     # (the pool's rule itself, sweeprun.shared_pool: tests/bench/test_sweeprun.py)
     a, i = catalog.get("dr_a"), catalog.get("dr_int")
     n = a.elements(65536)
-    assert n == i.elements(65536) and [b.nbytes(n, a.scalars(n)) for b in a.buffers()] == \
-        [b.nbytes(n, i.scalars(n)) for b in i.buffers()]
+    assert n == i.elements(65536) and [b.nbytes(n, a.scalars(n)) for b in a.buffers()] == [
+        b.nbytes(n, i.scalars(n)) for b in i.buffers()
+    ]
     # the pristine host inputs kept between configurations are kept per dtype too: the i32 kernel
     # right after the f32 one of the same bytes and seed gets i32 data of its own
     from hipexplore.bench.inputs import host_inputs
 
     fa = host_inputs(a, n, a.scalars(n), seed=11)
     fi = host_inputs(i, n, i.scalars(n), seed=11)
-    assert {x.dtype for x in fa.values()} == {np.dtype(np.float32)} and {x.dtype for x in fi.values()} == {np.dtype(np.int32)}
+    assert {x.dtype for x in fa.values()} == {np.dtype(np.float32)} and {x.dtype for x in fi.values()} == {
+        np.dtype(np.int32)
+    }
 
 
 # -- the extras' pairing and budget: the unit plan fed with unit frames of known spread -------------------
 def _unit_frame(kernel: str, unit: int, level: float) -> pd.DataFrame:
     """Samples of one unit of ``kernel`` (64 KiB, rotating 1, flush none, events) around ``level``."""
     t = level * (1 + 0.001 * np.sin(np.arange(16)))
-    return pd.DataFrame({"kernel": kernel, "size_bytes": 65536, "rotating_requested": "1", "flush": "none",
-                         "timer": "events", "time_s": t, "dropped": False, "pass_index": unit})
+    return pd.DataFrame(
+        {
+            "kernel": kernel,
+            "size_bytes": 65536,
+            "rotating_requested": "1",
+            "flush": "none",
+            "timer": "events",
+            "time_s": t,
+            "dropped": False,
+            "pass_index": unit,
+        }
+    )
 
 
 @pytest.mark.timeout(60)
@@ -263,8 +294,15 @@ def test_extra_units_keep_interleaved_pairs_paired_within_their_time_share(kerne
     ``EXTRA_BUDGET`` (0.35 x 3 s); a second would pass it, so there is exactly one. Every unit,
     extras too, takes one of ``lo + 1`` shares of the rule (room for the extras)."""
     rule = StopRule()
-    spec = SweepSpec(kernels=("dr_a", "dr_copy"), sizes=(65536,), rotating=(1,), flush=("none",), interleave=True,
-                     reference=False, stop=rule)
+    spec = SweepSpec(
+        kernels=("dr_a", "dr_copy"),
+        sizes=(65536,),
+        rotating=(1,),
+        flush=("none",),
+        interleave=True,
+        reference=False,
+        stop=rule,
+    )
     plan = us.UnitPlan(spec, (3, 6))
     jobs = []
     for k, spread in enumerate((1.0, 1.25, 0.8)):
@@ -277,8 +315,10 @@ def test_extra_units_keep_interleaved_pairs_paired_within_their_time_share(kerne
     assert extra is not None and extra.unit == 3
     left_out = {c.kernel for c in extra.done}
     assert left_out == set(), extra.done  # both kernels of the wide configuration: the pair stays paired
-    assert us.wide(pd.concat(plan.frames), spec) == {Configuration("dr_a", 65536, "1", "none", "events"),
-                                                     Configuration("dr_copy", 65536, "1", "none", "events")}
+    assert us.wide(pd.concat(plan.frames), spec) == {
+        Configuration("dr_a", 65536, "1", "none", "events"),
+        Configuration("dr_copy", 65536, "1", "none", "events"),
+    }
     for job in (*jobs, extra):
         assert job.spec.units == 1
         assert job.spec.stop.timeout_s == pytest.approx(rule.timeout_s / 4)  # one of lo + 1 = 4 shares
@@ -302,7 +342,9 @@ def test_an_extra_unit_waits_for_room_in_the_budget(kernels) -> None:
     plan = us.UnitPlan(spec, (3, 6))
     for k, spread in enumerate((1.0, 1.3, 0.75)):
         job = plan.next()
-        plan.finished(job, pd.concat([_unit_frame("dr_a", k, 1e-5 * spread), _unit_frame("dr_own", k, 1e-5)]), False, 1.0)
+        plan.finished(
+            job, pd.concat([_unit_frame("dr_a", k, 1e-5 * spread), _unit_frame("dr_own", k, 1e-5)]), False, 1.0
+        )
     extra = plan.next()
     assert extra is not None and {c.kernel for c in extra.done} == {"dr_own"}  # not interleaved: no partner to keep
     plan.finished(extra, _unit_frame("dr_a", 3, 1e-5), False, 0.5)
@@ -315,8 +357,9 @@ def test_an_extra_unit_waits_for_room_in_the_budget(kernels) -> None:
     plan = us.UnitPlan(spec, (3, 6))
     for k, spread in enumerate((1.0, 1.3, 0.75)):
         job = plan.next()
-        plan.finished(job, pd.concat([_unit_frame("dr_a", k, 1e-5 * spread), _unit_frame("dr_own", k, 1e-5 * spread)]),
-                      False, 1.0)
+        plan.finished(
+            job, pd.concat([_unit_frame("dr_a", k, 1e-5 * spread), _unit_frame("dr_own", k, 1e-5 * spread)]), False, 1.0
+        )
     extra = plan.next()
     assert extra is not None and not extra.done
     plan.finished(extra, pd.concat([_unit_frame("dr_a", 3, 1e-5), _unit_frame("dr_own", 3, 1e-5)]), False, 0.5)
@@ -327,8 +370,9 @@ def test_an_extra_unit_waits_for_room_in_the_budget(kernels) -> None:
 def test_extra_units_take_no_cold_reference(kernels) -> None:
     """The cold reference is taken by the planned units (each its share); an extra unit leaves
     every reference configuration out, measuring only the wide ones."""
-    spec = SweepSpec(kernels=("dr_a",), sizes=(65536,), rotating=(1,), flush=("none",), reference=True,
-                     reference_samples=48)
+    spec = SweepSpec(
+        kernels=("dr_a",), sizes=(65536,), rotating=(1,), flush=("none",), reference=True, reference_samples=48
+    )
     plan = us.UnitPlan(spec, (3, 6))
     refs = {c for c in spec.configurations() if c.is_reference}
     assert refs
@@ -371,7 +415,9 @@ class PlacementClock(RecordingDevice):
     def alloc(self, nbytes):
         buf = super().alloc(nbytes)
         PlacementClock.sequence += 1
-        PlacementClock.factor[buf.ptr] = 1.0 + float(np.random.default_rng([9, PlacementClock.sequence]).uniform(-0.08, 0.08))
+        PlacementClock.factor[buf.ptr] = 1.0 + float(
+            np.random.default_rng([9, PlacementClock.sequence]).uniform(-0.08, 0.08)
+        )
         return buf
 
     def launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
@@ -394,9 +440,20 @@ def test_a_real_adaptive_sweep_adds_extra_units_to_both_kernels_of_a_pair(kernel
     too, which alone would need none), so the verdict's pairs stay paired, and both end with the
     same number of units."""
     RecordingDevice.events = []
-    res = sweep(["dr_a", "dr_own"], ["64KiB", "128KiB"], [1], ["none"], device=PlacementClock(), units="auto",
-                stop=StopRule(min_samples=16, max_samples=32, min_time_s=0.0, min_wall_s=0.0), interleave=True,
-                interleave_seed=1, progress=False, reference=False, worker=False)
+    res = sweep(
+        ["dr_a", "dr_own"],
+        ["64KiB", "128KiB"],
+        [1],
+        ["none"],
+        device=PlacementClock(),
+        units="auto",
+        stop=StopRule(min_samples=16, max_samples=32, min_time_s=0.0, min_wall_s=0.0),
+        interleave=True,
+        interleave_seed=1,
+        progress=False,
+        reference=False,
+        worker=False,
+    )
     s = res.samples
     extra = s[s["pass_index"] >= 3]
     assert len(extra), res.summary[["kernel", "size_bytes", "passes"]]  # the spread earned extras

@@ -8,6 +8,7 @@ on the H200 (0.96-1.12 us for the same 1 MiB triad), so the test is deterministi
 of the machine's load. Identical code on its own buffers is then timed differently, as a
 byte-identical copy was on the H200; the verdict must not call it different.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -59,7 +60,9 @@ class PlacementDevice(HostDevice):
         buf = super().alloc(nbytes)
         PlacementDevice._sequence += 1
         # a fixed pseudo-random draw per allocation (the same sequence every run: deterministic)
-        PlacementDevice._factor[buf.ptr] = 1.0 + float(np.random.default_rng([7, PlacementDevice._sequence]).uniform(-0.06, 0.06))
+        PlacementDevice._factor[buf.ptr] = 1.0 + float(
+            np.random.default_rng([7, PlacementDevice._sequence]).uniform(-0.06, 0.06)
+        )
         return buf
 
     def launch(self, kernel, grid, block, args: PackedArgs, shared_bytes: int = 0) -> None:
@@ -87,8 +90,19 @@ def axpy(tmp_path_factory):
 
 
 def _run(kernels, units, seed=0, sizes=("64KiB", "256KiB")):
-    return sweep(kernels, list(sizes), [1], ["none"], device=PlacementDevice(), iterations=48, units=units,
-                 interleave=True, interleave_seed=seed, progress=False, reference=False)
+    return sweep(
+        kernels,
+        list(sizes),
+        [1],
+        ["none"],
+        device=PlacementDevice(),
+        iterations=48,
+        units=units,
+        interleave=True,
+        interleave_seed=seed,
+        progress=False,
+        reference=False,
+    )
 
 
 def test_chunks_of_one_unit_are_fooled_by_placement_and_decide_nothing(axpy) -> None:
@@ -147,7 +161,9 @@ def test_auto_units_split_a_fixed_count_only_as_far_as_every_unit_covers_the_set
     rules = [us.unit_rule(StopRule(iterations=10), 3, k).iterations for k in range(3)]
     assert rules == [4, 3, 3] and sum(rules) == 10  # split exactly
     r = us.unit_rule(StopRule(), 4, 0)
-    assert r.target_ci == pytest.approx(StopRule().target_ci * 2) and r.timeout_s == pytest.approx(StopRule().timeout_s / 4)
+    assert r.target_ci == pytest.approx(StopRule().target_ci * 2) and r.timeout_s == pytest.approx(
+        StopRule().timeout_s / 4
+    )
 
 
 def _stopped_at(rule: StopRule, x: np.ndarray) -> int:
@@ -169,8 +185,13 @@ def test_adaptive_units_together_take_about_the_samples_one_unit_took() -> None:
         one = _stopped_at(StopRule(), x)
         unit = us.unit_rule(StopRule(), 3, 0)
         ratios.append(3 * _stopped_at(unit, x) / one)
-        unscaled.append(3 * _stopped_at(dataclasses.replace(unit, stable_noise=StopRule().stable_noise,
-                                                            noise_every=StopRule().noise_every), x) / one)
+        unscaled.append(
+            3
+            * _stopped_at(
+                dataclasses.replace(unit, stable_noise=StopRule().stable_noise, noise_every=StopRule().noise_every), x
+            )
+            / one
+        )
     assert np.mean(unscaled) == pytest.approx(3.0)  # the defect this guards against
     assert np.mean(ratios) <= 1.75 and max(ratios) < 2.0, ratios
     r = us.unit_rule(StopRule(), 4, 1)
@@ -197,11 +218,26 @@ def test_extra_units_go_to_the_configurations_whose_units_disagree(axpy) -> None
     def run_unit(one, k, done):
         t[0] += 1.0
         seen.append((k, frozenset(done)))
-        return sweep(list(one.kernels), list(one.sizes), list(one.rotating), list(one.flush), device=PlacementDevice(),
-                     stop=one.stop, units=1, progress=False, reference=False, interleave=True)
+        return sweep(
+            list(one.kernels),
+            list(one.sizes),
+            list(one.rotating),
+            list(one.flush),
+            device=PlacementDevice(),
+            stop=one.stop,
+            units=1,
+            progress=False,
+            reference=False,
+            interleave=True,
+        )
 
-    spec = SweepSpec(kernels=("ax_a", "ax_own"), sizes=(65536,), interleave=True, reference=False,
-                     stop=StopRule(min_samples=24, max_samples=48, min_time_s=0.0, min_wall_s=0.0))
+    spec = SweepSpec(
+        kernels=("ax_a", "ax_own"),
+        sizes=(65536,),
+        interleave=True,
+        reference=False,
+        stop=StopRule(min_samples=24, max_samples=48, min_time_s=0.0, min_wall_s=0.0),
+    )
     results = us.measure(spec, HostDevice(), run_unit, set(), clock=clock)
     assert 3 <= len(results) <= 6
     assert [k for k, _ in seen] == list(range(len(results)))
@@ -217,8 +253,9 @@ def test_a_sweep_in_units_stopped_part_way_keeps_finished_units_and_resume_measu
     out = tmp_path / "u.parquet"
     seen: list[dict] = []
     kw = dict(device=PlacementDevice(), iterations=48, units=3, progress=False, reference=False, out=out)
-    res = sweep(["ax_a"], ["64KiB", "256KiB"], [1], ["none"], on_result=seen.append,
-                should_stop=lambda: len(seen) >= 3, **kw)  # stops inside the second unit
+    res = sweep(
+        ["ax_a"], ["64KiB", "256KiB"], [1], ["none"], on_result=seen.append, should_stop=lambda: len(seen) >= 3, **kw
+    )  # stops inside the second unit
     assert res.stopped
     on_disk = pd.read_parquet(output_paths(out)[1])
     # unit 0 of both configurations and unit 1 of the first, written as each finished
@@ -247,9 +284,19 @@ def unit_frame(unit_medians, kernel="triad", size=65536, per_unit=9, first_unit=
     rows = []
     for u, med in enumerate(unit_medians, start=first_unit):
         for i in range(per_unit):
-            rows.append({"kernel": kernel, "size_bytes": size, "rotating_requested": "1", "flush": "none", "timer": "events",
-                         "time_s": med * (1 + 0.001 * (i - per_unit // 2)), "chunk": u * 100 + i // 3, "pass_index": u,
-                         "dropped": False})
+            rows.append(
+                {
+                    "kernel": kernel,
+                    "size_bytes": size,
+                    "rotating_requested": "1",
+                    "flush": "none",
+                    "timer": "events",
+                    "time_s": med * (1 + 0.001 * (i - per_unit // 2)),
+                    "chunk": u * 100 + i // 3,
+                    "pass_index": u,
+                    "dropped": False,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -261,37 +308,56 @@ def test_resolution_of_a_configuration_not_interleaved_reads_a_95_percent_t_half
     frame = unit_frame(np.exp(logs))
     sd = float(np.std(logs, ddof=1))
     h95, h90 = T_975_DF3 * sd / 2, T_95_DF3 * sd / 2
-    spec = SweepSpec(kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), resolution=(h90 + h95) / 2,
-                     reference=False)
+    spec = SweepSpec(
+        kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), resolution=(h90 + h95) / 2, reference=False
+    )
     halves = us.half_widths(frame, spec)
     assert list(halves) == [TRIAD_64K] and halves[TRIAD_64K] == pytest.approx(h95, rel=1e-5)
     assert us.wide(frame, spec) == {TRIAD_64K}  # still wider than asked: an extra unit is due
     plan = us.UnitPlan(spec, (4, 4), previous=[frame])
     outcome = us.resolution_entries(spec, [plan], stopped=False)["units.resolution_outcome"]
-    assert outcome.startswith(f"not reached: stopped by no extra unit ran; 1 configuration(s) still wider than "
-                              f"±{spec.resolution:.2%}: triad 65536 r=1 none events: ±{h95:.2%}"), outcome
+    assert outcome.startswith(
+        f"not reached: stopped by no extra unit ran; 1 configuration(s) still wider than "
+        f"±{spec.resolution:.2%}: triad 65536 r=1 none events: ±{h95:.2%}"
+    ), outcome
     loose = dataclasses.replace(spec, resolution=h95 * 1.01)
     assert us.wide(frame, loose) == set()
     assert us.resolution_entries(loose, [us.UnitPlan(loose, (4, 4), previous=[frame])], False)[
-        "units.resolution_outcome"].startswith(f"reached: every configuration's 95% half-width (what compare reads) is "
-                                               f"within ±{loose.resolution:.2%} (widest ±{h95:.2%})")
+        "units.resolution_outcome"
+    ].startswith(
+        f"reached: every configuration's 95% half-width (what compare reads) is "
+        f"within ±{loose.resolution:.2%} (widest ±{h95:.2%})"
+    )
 
 
 def test_a_configuration_with_one_unit_has_not_reached_a_resolution() -> None:
     """No spread to read yet (an interrupted or stopped first unit): never "reached"."""
-    spec = SweepSpec(kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), resolution=0.4, reference=False)
+    spec = SweepSpec(
+        kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), resolution=0.4, reference=False
+    )
     plan = us.UnitPlan(spec, (3, us.MAX_UNITS), previous=[unit_frame([10e-6])])
     outcome = us.resolution_entries(spec, [plan], stopped=True)["units.resolution_outcome"]
-    assert outcome == ("not reached: stopped by the sweep was stopped; 1 configuration(s) with fewer than 2 units "
-                       "(no half-width yet): triad 65536 r=1 none events"), outcome
+    assert outcome == (
+        "not reached: stopped by the sweep was stopped; 1 configuration(s) with fewer than 2 units "
+        "(no half-width yet): triad 65536 r=1 none events"
+    ), outcome
 
 
 def test_resolution_lifts_a_fixed_unit_count_up_to_the_most_units_a_run_takes() -> None:
     """``--units 3 --resolution``: extra units past a fourth, up to the hard maximum (``MAX_UNITS``),
     while the configuration's units still spread wider than asked and the budget allows; without
     ``--resolution`` a fixed count is exactly what runs. (Fake durations: 1 s a unit.)"""
-    spec = SweepSpec(kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), units=3, resolution=0.0001,
-                     resolution_budget=1000, reference=False, stop=StopRule(iterations=30))
+    spec = SweepSpec(
+        kernels=("triad",),
+        sizes=(65536,),
+        rotating=(1,),
+        flush=("none",),
+        units=3,
+        resolution=0.0001,
+        resolution_budget=1000,
+        reference=False,
+        stop=StopRule(iterations=30),
+    )
     assert us.planned(spec, None) == (3, us.MAX_UNITS) == (3, 64)
     assert us.planned(dataclasses.replace(spec, resolution=0.0), None) == (3, 3)
 
@@ -307,6 +373,8 @@ def test_resolution_lifts_a_fixed_unit_count_up_to_the_most_units_a_run_takes() 
     plan = us.UnitPlan(spec, us.planned(spec, None))
     assert units_run(plan) == list(range(us.MAX_UNITS)) and plan.ended == f"the most units ({us.MAX_UNITS})"
     outcome = us.resolution_entries(spec, [plan], stopped=False)["units.resolution_outcome"]
-    assert outcome.startswith(f"not reached: stopped by the most units ({us.MAX_UNITS}); 1 configuration(s) still wider"), outcome
+    assert outcome.startswith(
+        f"not reached: stopped by the most units ({us.MAX_UNITS}); 1 configuration(s) still wider"
+    ), outcome
     fixed = dataclasses.replace(spec, resolution=0.0)
     assert units_run(us.UnitPlan(fixed, us.planned(fixed, None))) == [0, 1, 2]

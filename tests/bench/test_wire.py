@@ -5,6 +5,7 @@ frame is decoded only once all of it is in); every frame that is not one ``encod
 ``WireError`` line, its lengths checked before a byte of its header or body is held; text with a
 control character is escaped by the writer and refused by the reader. The attacks through a real
 worker: tests/security/test_security_channel.py."""
+
 from __future__ import annotations
 
 import json
@@ -31,18 +32,39 @@ def add(n: int = 4, cluster: bool = False, c: Configuration = C, **parts) -> wir
 
 
 def entry() -> dict:
-    return {"kernel": "triad", "entry": "triad", "size_bytes": 1024, "n": 256, "rotating_requested": "auto", "rotating": 2,
-            "flush": "none", "warmup": 1, "count": 2, "timed": 2, "input_bytes": 2048, "footprint_bytes": 3072,
-            "marker": "none", "marker_status": "", "plan_note": "", "launches": [(0, 0), (1, -1)],
-            "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": math.nan}]}
+    return {
+        "kernel": "triad",
+        "entry": "triad",
+        "size_bytes": 1024,
+        "n": 256,
+        "rotating_requested": "auto",
+        "rotating": 2,
+        "flush": "none",
+        "warmup": 1,
+        "count": 2,
+        "timed": 2,
+        "input_bytes": 2048,
+        "footprint_bytes": 3072,
+        "marker": "none",
+        "marker_status": "",
+        "plan_note": "",
+        "launches": [(0, 0), (1, -1)],
+        "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": math.nan}],
+    }
 
 
 def messages() -> list:
-    return [wire.Start("triad", "size=1024 rotating=1 flush=none"), wire.Ask(), wire.Meta({"warmup.clock": "stable"}),
-            add(bias=Bias(2e-6, math.nan, -0.6, -0.4), warning="noisy"),
-            wire.Update([Rebiased(C, Bias(), "w"), Rebiased(C._replace(kernel="copy"), Bias(1.0, 0.5, 0.4, 0.6), "")]),
-            wire.Counted(entry()), wire.Warn("CacheWarning", "two\nlines", 12), wire.Done(False),
-            wire.Failed("KernelFault", "m", "triad", "size=1", "SIGSEGV", "log\nlines")]
+    return [
+        wire.Start("triad", "size=1024 rotating=1 flush=none"),
+        wire.Ask(),
+        wire.Meta({"warmup.clock": "stable"}),
+        add(bias=Bias(2e-6, math.nan, -0.6, -0.4), warning="noisy"),
+        wire.Update([Rebiased(C, Bias(), "w"), Rebiased(C._replace(kernel="copy"), Bias(1.0, 0.5, 0.4, 0.6), "")]),
+        wire.Counted(entry()),
+        wire.Warn("CacheWarning", "two\nlines", 12),
+        wire.Done(False),
+        wire.Failed("KernelFault", "m", "triad", "size=1", "SIGSEGV", "log\nlines"),
+    ]
 
 
 def test_every_message_round_trips_whole_and_a_byte_at_a_time():
@@ -51,7 +73,7 @@ def test_every_message_round_trips_whole_and_a_byte_at_a_time():
     reader = wire.FrameReader()
     bytewise = []
     for i in range(len(blob)):
-        reader.feed(blob[i:i + 1])
+        reader.feed(blob[i : i + 1])
         while (m := reader.next()) is not None:
             bytewise.append(m)
     for got in (whole, bytewise):
@@ -61,19 +83,34 @@ def test_every_message_round_trips_whole_and_a_byte_at_a_time():
         for c in SAMPLE_COLUMNS:
             assert came.samples[c].tolist() == sent.samples[c].tolist(), c
         assert came.statistics.n == 4 and isinstance(came.statistics.n, int) and math.isnan(came.bias.bias)
-        assert (came.configuration, came.identity, came.plan, came.floor) == (sent.configuration, sent.identity, sent.plan, sent.floor)
-        assert repr(came.summaries) == repr(sent.summaries) and came.warning == "noisy" and came.measurement.n == sent.measurement.n == 2
+        assert (came.configuration, came.identity, came.plan, came.floor) == (
+            sent.configuration,
+            sent.identity,
+            sent.plan,
+            sent.floor,
+        )
+        assert (
+            repr(came.summaries) == repr(sent.summaries)
+            and came.warning == "noisy"
+            and came.measurement.n == sent.measurement.n == 2
+        )
         row = summary_row(came)
         assert set(SUMMARY_COLUMNS) <= set(row) and row["median_s"] == 1e-6
-        assert [r.configuration.kernel for r in got[4].rebiased] == ["t", "copy"] and got[4].rebiased[1].bias.bias == 0.5
-        assert got[5].entry["launches"] == [(0, 0), (1, -1)] and math.isnan(got[5].entry["values"][1]["dram__bytes_read.sum"])
+        assert [r.configuration.kernel for r in got[4].rebiased] == ["t", "copy"] and got[4].rebiased[
+            1
+        ].bias.bias == 0.5
+        assert got[5].entry["launches"] == [(0, 0), (1, -1)] and math.isnan(
+            got[5].entry["values"][1]["dram__bytes_read.sum"]
+        )
         assert got[6] == wire.Warn("CacheWarning", "two\nlines", 12) and got[7] == wire.Done(False)
         assert got[8] == messages()[8]
 
 
 def test_a_cluster_units_tables_carry_the_cluster_columns():
     got = wire.decode_all(wire.encode(add(2, cluster=True), cluster=True), cluster=True)[0].result
-    assert list(got.samples.columns) == [*SAMPLE_COLUMNS, *CLUSTER_COLUMNS] and summary_row(got)["worker"] == "tls://w:1"
+    assert (
+        list(got.samples.columns) == [*SAMPLE_COLUMNS, *CLUSTER_COLUMNS] and summary_row(got)["worker"] == "tls://w:1"
+    )
     with pytest.raises(wire.WireError, match="text columns"):  # a unit's table where a cluster's is expected
         wire.decode_all(wire.encode(add()), cluster=True)
 
@@ -93,23 +130,38 @@ def frame(header: dict | bytes, body: bytes = b"") -> bytes:
     return wire.PREFIX.pack(wire.MAGIC, len(head), len(body)) + head + body
 
 
-@pytest.mark.parametrize("blob, why", [
-    (struct.pack("!i", 5) + pickle.dumps(("done", False)), "is not a frame"),
-    (struct.pack("!i", -5), "is not a frame"),
-    (wire.PREFIX.pack(wire.MAGIC, 2**32 - 5, 0), "declares a header of 4294967291 bytes"),
-    (wire.PREFIX.pack(wire.MAGIC, 16, 2**64 - 1), "declares a body of 18446744073709551615 bytes"),
-    (wire.PREFIX.pack(wire.MAGIC, 0, 0), "declares a header of 0 bytes"),
-    (frame(pickle.dumps(SystemExit(0))), "not UTF-8|not JSON"),
-    (frame({"kind": "exec", "code": "1"}), "unknown kind 'exec'"),
-    (frame({"kind": "done", "stopped": 0}), "must be true or false"),
-    (frame({"kind": "done", "stopped": False, "also": 1}), "has keys"),
-    (frame({"kind": "done", "stopped": False}, b"x"), "carries a body of 1 bytes"),
-    (frame(b'{"kind": "done", "stopped": NaN}'), "not a JSON number"),
-    (frame(b"[" * 100 + b"]" * 100), "nested more than"),
-    (frame({"kind": "warn", "category": "UserWarning", "message": "m", "lineno": 10**30}), "digits"),
-    (frame({"kind": "error", "type": "SystemExit", "message": 0, "kernel": "", "configuration": "", "status": "", "log": ""}),
-     "must be text"),
-])
+@pytest.mark.parametrize(
+    "blob, why",
+    [
+        (struct.pack("!i", 5) + pickle.dumps(("done", False)), "is not a frame"),
+        (struct.pack("!i", -5), "is not a frame"),
+        (wire.PREFIX.pack(wire.MAGIC, 2**32 - 5, 0), "declares a header of 4294967291 bytes"),
+        (wire.PREFIX.pack(wire.MAGIC, 16, 2**64 - 1), "declares a body of 18446744073709551615 bytes"),
+        (wire.PREFIX.pack(wire.MAGIC, 0, 0), "declares a header of 0 bytes"),
+        (frame(pickle.dumps(SystemExit(0))), "not UTF-8|not JSON"),
+        (frame({"kind": "exec", "code": "1"}), "unknown kind 'exec'"),
+        (frame({"kind": "done", "stopped": 0}), "must be true or false"),
+        (frame({"kind": "done", "stopped": False, "also": 1}), "has keys"),
+        (frame({"kind": "done", "stopped": False}, b"x"), "carries a body of 1 bytes"),
+        (frame(b'{"kind": "done", "stopped": NaN}'), "not a JSON number"),
+        (frame(b"[" * 100 + b"]" * 100), "nested more than"),
+        (frame({"kind": "warn", "category": "UserWarning", "message": "m", "lineno": 10**30}), "digits"),
+        (
+            frame(
+                {
+                    "kind": "error",
+                    "type": "SystemExit",
+                    "message": 0,
+                    "kernel": "",
+                    "configuration": "",
+                    "status": "",
+                    "log": "",
+                }
+            ),
+            "must be text",
+        ),
+    ],
+)
 def test_a_frame_that_is_not_ours_is_one_line(blob, why):
     with pytest.raises(wire.WireError, match=why) as err:
         wire.decode_all(blob)
@@ -119,8 +171,8 @@ def test_a_frame_that_is_not_ours_is_one_line(blob, why):
 def test_a_tables_declared_shape_must_be_the_schemas_and_the_body_exactly_its_arrays():
     good = wire.encode(add(3))
     _magic, hlen, blen = wire.PREFIX.unpack_from(good)
-    head = json.loads(good[wire.PREFIX.size:wire.PREFIX.size + hlen])
-    body = good[wire.PREFIX.size + hlen:]
+    head = json.loads(good[wire.PREFIX.size : wire.PREFIX.size + hlen])
+    body = good[wire.PREFIX.size + hlen :]
     cases = []
     h = json.loads(json.dumps(head))
     h["samples"]["arrays"][0][1] = "<f8"  # an int column declared float
@@ -179,7 +231,11 @@ def test_every_schema_column_has_a_declared_type():
 def test_a_long_kernel_name_travels_whole():
     name = "k" * 300  # a name may be long (issue 47's 300-character --source name)
     got = wire.decode_all(wire.encode(wire.Start(name, "size=1")) + wire.encode(add(1, c=C._replace(kernel=name))))
-    assert got[0].kernel == name and got[1].result.configuration.kernel == name and got[1].result.samples["kernel"][0] == name
+    assert (
+        got[0].kernel == name
+        and got[1].result.configuration.kernel == name
+        and got[1].result.samples["kernel"][0] == name
+    )
 
 
 def test_a_counted_entry_carries_the_summary_its_worker_made_as_data():
@@ -189,19 +245,31 @@ def test_a_counted_entry_carries_the_summary_its_worker_made_as_data():
     from hipexplore.bench.counters.summary import CounterSummary
     from hipexplore.schema import COUNTER_COLUMNS
 
-    summary = CounterSummary(1.5e6, 2.0, math.nan, 2048, 0.95, "cold", "kept", "",
-                             "CUPTI range profiler (libcupti.so.13)", 12, "the L2 hit rate is not counted")
+    summary = CounterSummary(
+        1.5e6,
+        2.0,
+        math.nan,
+        2048,
+        0.95,
+        "cold",
+        "kept",
+        "",
+        "CUPTI range profiler (libcupti.so.13)",
+        12,
+        "the L2 hit rate is not counted",
+    )
     (got,) = wire.decode_all(wire.encode(wire.Counted(entry(), summary.columns())))
     assert list(got.summary) == list(COUNTER_COLUMNS) and isinstance(got.summary["counter_launches"], int)
     again = CounterSummary.of_columns(got.summary)
     assert math.isnan(again.l2_hit_rate)
     assert again == CounterSummary.of_columns({**summary.columns(), "l2_hit_rate": again.l2_hit_rate})
     assert wire.decode_all(wire.encode(wire.Counted(entry())))[0].summary is None  # a report's backend: none sent
-    frame = json.loads(wire.encode(wire.Counted(entry(), summary.columns()))[wire.PREFIX.size:].decode())
-    for bad, why in (({k: v for k, v in frame["summary"].items() if k != "cold_fraction"},
-                      "a counted summary has keys"),
-                     ({**frame["summary"], "cache_state": "cold\x1b[2J"}, "summary cache_state"),
-                     ({**frame["summary"], "counter_launches": 1.5}, "summary counter_launches must be an integer")):
+    frame = json.loads(wire.encode(wire.Counted(entry(), summary.columns()))[wire.PREFIX.size :].decode())
+    for bad, why in (
+        ({k: v for k, v in frame["summary"].items() if k != "cold_fraction"}, "a counted summary has keys"),
+        ({**frame["summary"], "cache_state": "cold\x1b[2J"}, "summary cache_state"),
+        ({**frame["summary"], "counter_launches": 1.5}, "summary counter_launches must be an integer"),
+    ):
         head = json.dumps({**frame, "summary": bad}).encode()
         with pytest.raises(wire.WireError, match=why):
             wire.decode_all(wire.PREFIX.pack(wire.MAGIC, len(head), 0) + head)

@@ -4,6 +4,7 @@ A worker's stderr is a log file read only when the worker dies, so a warning the
 with the team tier down (a Redis URL nothing listens on), an in-process sweep said so and the same
 sweep in workers (every GPU sweep) said nothing. Real parts: the host device, real sweep workers,
 a real connection refused."""
+
 from __future__ import annotations
 
 import socket
@@ -46,11 +47,35 @@ def test_a_warning_in_a_sweep_worker_is_shown_once_by_the_parent(down_team_tier)
 @pytest.mark.timeout(180)
 def test_the_cli_prints_a_worker_warning_as_one_line(down_team_tier, tmp_path, monkeypatch):
     monkeypatch.setenv("HIPEXPLORE_SWEEP_WORKER", "1")
-    p = subprocess.run([sys.executable, "-m", "hipexplore", "bench", "triad", "--device", "host", "--size", "16KiB",
-                        "--rotating", "1", "--flush", "none", "--iterations", "30", "--units", "2", "--no-progress"],
-                       capture_output=True, text=True, timeout=170, cwd=tmp_path)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "bench",
+            "triad",
+            "--device",
+            "host",
+            "--size",
+            "16KiB",
+            "--rotating",
+            "1",
+            "--flush",
+            "none",
+            "--iterations",
+            "30",
+            "--units",
+            "2",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=170,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if "Redis tier" in ln]
     # shown as the worker's (a kernel runs there: its warnings cannot pass for a line of ours)
-    assert len(lines) == 1 and lines[0].startswith("hipexplore bench: warning: sweep worker (kernel triad): "
-                                                   "hipexplore compile cache:"), p.stderr
+    assert len(lines) == 1 and lines[0].startswith(
+        "hipexplore bench: warning: sweep worker (kernel triad): hipexplore compile cache:"
+    ), p.stderr

@@ -1,6 +1,7 @@
 """Workloads of several kernels (bench.workload.pipeline_workload) measured by the one pipeline:
 a fill then a copy on the real host device, each buffer set its own, checked, freed with its set;
 and a tuning candidate (tuning.workload) measured with units and a cold reference like a kernel."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,10 +44,20 @@ def fill_then_copy(dev: Counting, value: float, made: list[int], wrong: bool = F
         made.append(i)
         bufs = {"x": dev.alloc(4 * N), "y": dev.alloc(4 * N)}
         grid, block = fill.geometry(N, dev)
-        return PipelineSet(bufs, [
-            Launch(kernel_for(dev, fill), grid, block, pack_args(fill.args, {"dst": bufs["x"], "value": value, "n": N})),
-            Launch(kernel_for(dev, copy), grid, block, pack_args(copy.args, {"dst": bufs["y"], "src": bufs["x"], "n": N})),
-        ])
+        return PipelineSet(
+            bufs,
+            [
+                Launch(
+                    kernel_for(dev, fill), grid, block, pack_args(fill.args, {"dst": bufs["x"], "value": value, "n": N})
+                ),
+                Launch(
+                    kernel_for(dev, copy),
+                    grid,
+                    block,
+                    pack_args(copy.args, {"dst": bufs["y"], "src": bufs["x"], "n": N}),
+                ),
+            ],
+        )
 
     def check(one: PipelineSet) -> float:
         y = np.empty(N, dtype=np.float32)
@@ -63,8 +74,18 @@ def test_a_pipeline_of_two_kernels_is_swept_on_its_own_sets_checked_and_freed():
     made: list[int] = []
     try:
         w = fill_then_copy(dev, 2.5, made)
-        res = hx.sweep([w], [4 * N], [1, 3], ["none"], device=dev, iterations=6, units=2, reference_samples=4,
-                       warmup_s=0.0, progress=False)
+        res = hx.sweep(
+            [w],
+            [4 * N],
+            [1, 3],
+            ["none"],
+            device=dev,
+            iterations=6,
+            units=2,
+            reference_samples=4,
+            warmup_s=0.0,
+            progress=False,
+        )
         s = res.summary
         assert set(s["kernel"]) == {"fill_copy"} and set(s["passes"]) == {2} and len(s) == 3  # 2 rotating + reference
         three = res.samples[(res.samples["rotating_requested"] == "3") & (res.samples["flush"] == "none")]
@@ -81,8 +102,18 @@ def test_a_wrong_pipeline_is_never_timed():
     dev = Counting()
     try:
         with pytest.raises(BenchmarkError, match="fill_copy is wrong"):
-            hx.sweep([fill_then_copy(dev, 1.0, [], wrong=True)], [4 * N], [1], ["none"], device=dev, iterations=4,
-                     units=1, reference=False, warmup_s=0.0, progress=False)
+            hx.sweep(
+                [fill_then_copy(dev, 1.0, [], wrong=True)],
+                [4 * N],
+                [1],
+                ["none"],
+                device=dev,
+                iterations=4,
+                units=1,
+                reference=False,
+                warmup_s=0.0,
+                progress=False,
+            )
         assert not dev.live
     finally:
         dev.close()
@@ -98,8 +129,17 @@ def test_a_tuning_candidate_is_measured_by_the_pipeline_with_units_and_a_referen
     dev = Counting()
     try:
         w = hip_candidate(dev, CompileCache(disk_dir=False), prob, GemmConfig(16, 16, 8, 2, 2, split=3, unroll=2))
-        res = hx.sweep([w], [4 * prob.shape.m * prob.shape.n], [1, 2], ["none", "l2-read"], device=dev, iterations=6,
-                       reference_samples=6, warmup_s=0.0, progress=False)
+        res = hx.sweep(
+            [w],
+            [4 * prob.shape.m * prob.shape.n],
+            [1, 2],
+            ["none", "l2-read"],
+            device=dev,
+            iterations=6,
+            reference_samples=6,
+            warmup_s=0.0,
+            progress=False,
+        )
         s = res.summary
         assert len(s) == 4 + 1 and set(s["passes"]) == {3}  # in its units, like any kernel, with its cold reference
         assert s[s["flush"] != "cold-reference"]["bias"].notna().all()

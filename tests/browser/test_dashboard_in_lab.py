@@ -2,6 +2,7 @@
 (driven by Playwright) opens it, runs all cells from the Run menu, and the composite figure must
 render. The screenshot is saved to test-results/browser-dashboard.png.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,14 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 RESULTS = ROOT / "test-results"
-SMALL = {"sizes": ["256KiB"], "rotating": [1, 2], "flush": ["none", "l2-read"], "iterations": 12, "problems": 1, "candidates": 3}
+SMALL = {
+    "sizes": ["256KiB"],
+    "rotating": [1, 2],
+    "flush": ["none", "l2-read"],
+    "iterations": 12,
+    "problems": 1,
+    "candidates": 3,
+}
 
 
 def free_port() -> int:
@@ -78,18 +86,44 @@ def lab(tmp_path):
     # the notebooks ask for the kernel "hipexplore" (setup.sh installs it for the user): here, this interpreter
     spec = tmp_path / "jupyter" / "kernels" / "hipexplore"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                                                  "display_name": "Python (hipexplore)", "language": "python"}))
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
-               JUPYTER_PATH=os.pathsep.join([str(tmp_path / "jupyter"), *filter(None, [os.environ.get("JUPYTER_PATH")])]))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python (hipexplore)",
+                "language": "python",
+            }
+        )
+    )
+    env = dict(
+        os.environ,
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+        JUPYTER_PATH=os.pathsep.join([str(tmp_path / "jupyter"), *filter(None, [os.environ.get("JUPYTER_PATH")])]),
+    )
     env.pop("MPLBACKEND", None)  # the kernel must keep the inline backend or the figure is lost
     log = open(tmp_path / "lab.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--ServerApp.token={token}", "--allow-root", "--ServerApp.open_browser=False",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.token={token}",
+            "--allow-root",
+            "--ServerApp.open_browser=False",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        cwd=work,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -108,8 +142,14 @@ def lab(tmp_path):
 def launch(pw):
     return pw.chromium.launch(
         executable_path=str(CHROMIUM),
-        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage",
-              "--no-first-run", "--disable-extensions"],
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--disable-extensions",
+        ],
     )
 
 
@@ -124,14 +164,18 @@ def test_chromium_starts_with_the_suites_options_and_renders_a_page(tmp_path):
 
         missing("tool chromium", f"{CHROMIUM} does not exist (setup.sh --dev installs Debian's chromium)")
     page_file = tmp_path / "p.html"
-    page_file.write_text("<!doctype html><html><body><p id='t'>hipexplore</p><div style='width:100%'>x</div></body></html>")
+    page_file.write_text(
+        "<!doctype html><html><body><p id='t'>hipexplore</p><div style='width:100%'>x</div></body></html>"
+    )
     with sync_playwright() as pw:
         browser = launch(pw)
         try:
             page = browser.new_page(viewport={"width": 900, "height": 600})
             page.goto(page_file.as_uri(), wait_until="load")
-            got = page.evaluate("() => [document.getElementById('t').innerText, window.innerWidth, "
-                                "document.documentElement.scrollWidth]")
+            got = page.evaluate(
+                "() => [document.getElementById('t').innerText, window.innerWidth, "
+                "document.documentElement.scrollWidth]"
+            )
         finally:
             browser.close()
     assert got == ["hipexplore", 900, 900], got
@@ -161,7 +205,9 @@ def test_dashboard_renders_in_a_real_browser(lab):
             size = img.evaluate("e => [e.naturalWidth, e.naturalHeight]")
             img.scroll_into_view_if_needed()
             page.screenshot(path=str(shot), full_page=False)
-            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+            errors = page.locator(
+                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+            ).all_inner_texts()
         finally:
             browser.close()
     assert shot.stat().st_size > 10_000
@@ -203,7 +249,9 @@ def test_sweep_panel_runs_and_plots_in_a_real_browser(lab):
 
 
 #: in the page: images shown (laid out) whose picture did not load, and whether the page scrolls sideways
-_BROKEN = "() => [...document.querySelectorAll('img')].filter(e => e.offsetParent !== null && !(e.naturalWidth > 0)).length"
+_BROKEN = (
+    "() => [...document.querySelectorAll('img')].filter(e => e.offsetParent !== null && !(e.naturalWidth > 0)).length"
+)
 _SHOWN = "() => [...document.querySelectorAll('.jupyter-widgets img')].filter(e => e.offsetParent !== null && e.naturalWidth > 0).length"
 _SIDEWAYS = "() => document.documentElement.scrollWidth > window.innerWidth"
 
@@ -231,7 +279,9 @@ def test_sweep_panel_before_during_after_a_run(lab):
             run.wait_for_element_state("enabled", timeout=30_000)  # the fix lifts it
             run_disabled_after_fix = run.is_disabled()
             run.click()
-            page.wait_for_function(f"() => ({_SHOWN})() >= 1 && /running \\d+\\/\\d+/.test(document.body.innerText)", timeout=180_000)
+            page.wait_for_function(
+                f"() => ({_SHOWN})() >= 1 && /running \\d+\\/\\d+/.test(document.body.innerText)", timeout=180_000
+            )
             during = (page.evaluate(_BROKEN), page.evaluate(_SIDEWAYS))
             page.screenshot(path=str(RESULTS / "browser-panel-during.png"))
             page.wait_for_function("() => /done: \\d+ configurations/.test(document.body.innerText)", timeout=300_000)
@@ -249,7 +299,9 @@ def test_sweep_panel_before_during_after_a_run(lab):
     dev = get_device("host")
     sets = auto_count(dev.llc_bytes, 3 * 64 * 1024)  # triad: three arrays of 64 KiB
     dev.close()
-    assert f"auto = 64 KiB: {sets}" in before_text and f"iterations (12) < {sets} buffer sets" in before_text, before_text
+    assert f"auto = 64 KiB: {sets}" in before_text and f"iterations (12) < {sets} buffer sets" in before_text, (
+        before_text
+    )
     assert during[0] == 0 and not during[1], during
     assert after == (0, 2, False), f"after the run: broken images, plots shown, sideways scroll = {after}"
     assert not any(t.strip() for t in panel_errors), panel_errors
@@ -316,7 +368,9 @@ def open_watching_dialogs(page, url: str, token: str, name: str) -> list[str]:
     page.add_init_script(_DIALOG_WATCH)
     page.goto(f"{url}/lab/tree/{name}.ipynb?token={token}", wait_until="domcontentloaded")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-    page.wait_for_function("() => window.__dialogs.length > 0 || document.body.innerText.includes('Idle')", timeout=120_000)
+    page.wait_for_function(
+        "() => window.__dialogs.length > 0 || document.body.innerText.includes('Idle')", timeout=120_000
+    )
     return page.evaluate("() => window.__dialogs")
 
 
@@ -349,10 +403,26 @@ def test_notebook_run_from_a_clone_leaves_the_clone_clean(tmp_path):
     env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
     port, token = free_port(), secrets.token_hex(16)
     log = open(tmp_path / "lab.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "hipexplore", "lab", "--", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-                             f"--ServerApp.token={token}", "--LabApp.news_url=",
-                             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-                            cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "lab",
+            "--",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.token={token}",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        cwd=clone,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     workspace = Path(env["XDG_DATA_HOME"]) / "hipexplore" / "workspace"
     RESULTS.mkdir(exist_ok=True)
@@ -370,8 +440,10 @@ def test_notebook_run_from_a_clone_leaves_the_clone_clean(tmp_path):
                     try:
                         page.wait_for_function(_ALL_RUN, timeout=300_000)
                     except Exception:  # what the page shows, for the failure's message
-                        prompts = page.evaluate("() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell "
-                                                ".jp-InputPrompt')].map(e => e.innerText)")
+                        prompts = page.evaluate(
+                            "() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell "
+                            ".jp-InputPrompt')].map(e => e.innerText)"
+                        )
                         page.screenshot(path=str(RESULTS / "browser-clone-dashboard.png"))
                         raise AssertionError(f"not every cell ran: prompts {prompts}") from None
                     page.click("li.lm-MenuBar-item:has-text('File')")
@@ -381,7 +453,9 @@ def test_notebook_run_from_a_clone_leaves_the_clone_clean(tmp_path):
                         time.sleep(0.5)
                 page.screenshot(path=str(RESULTS / "browser-clone-dashboard.png"))
                 dialogs = page.evaluate("() => window.__dialogs")
-                errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+                errors = page.locator(
+                    ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+                ).all_inner_texts()
             finally:
                 browser.close()
     finally:
@@ -413,20 +487,50 @@ def test_a_plain_jupyter_lab_without_the_hipexplore_kernel_starts_python_without
     for d in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
         Path(env[d]).mkdir(parents=True, exist_ok=True)
     ws = tmp_path / "ws"
-    made = subprocess.run([sys.executable, "-m", "hipexplore", "lab", "--workspace", str(ws), "--", "--version"],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    made = subprocess.run(
+        [sys.executable, "-m", "hipexplore", "lab", "--workspace", str(ws), "--", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
     assert made.returncode == 0 and (ws / "dashboard.ipynb").is_file(), made.stderr
-    listed = subprocess.run([sys.executable, "-m", "jupyter", "kernelspec", "list", "--json"], capture_output=True, text=True,
-                            timeout=120, env=env, cwd=tmp_path)
+    listed = subprocess.run(
+        [sys.executable, "-m", "jupyter", "kernelspec", "list", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     kernels = json.loads(listed.stdout)["kernelspecs"]
-    assert "hipexplore" not in kernels and [k for k, v in kernels.items() if v["spec"]["language"] == "python"] == ["python3"]
+    assert "hipexplore" not in kernels and [k for k, v in kernels.items() if v["spec"]["language"] == "python"] == [
+        "python3"
+    ]
     RESULTS.mkdir(exist_ok=True)
     port, token = free_port(), secrets.token_hex(16)
     log = open(tmp_path / "lab.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-                             f"--ServerApp.token={token}", "--allow-root", "--LabApp.news_url=",
-                             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-                            cwd=ws, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.token={token}",
+            "--allow-root",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        cwd=ws,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_server(proc, url, token, tmp_path / "lab.log")
@@ -437,7 +541,9 @@ def test_a_plain_jupyter_lab_without_the_hipexplore_kernel_starts_python_without
                 open_watching_dialogs(page, url, token, "dashboard")
                 page.wait_for_timeout(1000)  # a dialog opened just after the kernel's first status
                 dialogs = page.evaluate("() => window.__dialogs")
-                kernel = page.evaluate("() => [...document.querySelectorAll('.jp-StatusBar-TextItem')].map(e => e.innerText)")
+                kernel = page.evaluate(
+                    "() => [...document.querySelectorAll('.jp-StatusBar-TextItem')].map(e => e.innerText)"
+                )
                 page.screenshot(path=str(RESULTS / "browser-plain-lab.png"))
             finally:
                 browser.close()

@@ -3,6 +3,7 @@ A/B run whose kernels are named ``<img src=x onerror=alert(1)>`` and `` `|` ``, 
 GitHub's own renderer (cmarkgfm, raw HTML let through: the worst case), the page loaded in Debian's
 chromium (Playwright): every number of the HTML report's headline is in the comment's text, no
 element came from a name, and the names read as text."""
+
 from __future__ import annotations
 
 import re
@@ -31,9 +32,20 @@ def hostile_run(path: Path) -> None:
                 for i in range(40):
                     c = u * 10_000 + (s * 10 + f) * 100 + i // 4
                     for k, (name, shift) in enumerate(((EVIL, 0.0), (PIPE, 0.08 if size == 1 << 20 else 0.0))):
-                        rows.append({"kernel": name, "size_bytes": size, "rotating_requested": "1", "flush": flush,
-                                     "timer": "events", "device_name": "test device", "pass_index": u, "dropped": False,
-                                     "chunk": 2 * c + k, "time_s": 2e-5 * (1 + shift) * (1 + rng.normal(0, 0.003))})
+                        rows.append(
+                            {
+                                "kernel": name,
+                                "size_bytes": size,
+                                "rotating_requested": "1",
+                                "flush": flush,
+                                "timer": "events",
+                                "device_name": "test device",
+                                "pass_index": u,
+                                "dropped": False,
+                                "chunk": 2 * c + k,
+                                "time_s": 2e-5 * (1 + shift) * (1 + rng.normal(0, 0.003)),
+                            }
+                        )
     pd.DataFrame(rows).to_parquet(path)
 
 
@@ -55,13 +67,33 @@ def test_the_comment_renders_every_headline_number_and_no_injected_element(tmp_p
     run = tmp_path / "ab.parquet"
     hostile_run(run)
     out = tmp_path / "review"
-    assert main(["report", "--format", "markdown", "--run", str(run), "--baseline", EVIL, "--candidate", PIPE,
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--format",
+                "markdown",
+                "--run",
+                str(run),
+                "--baseline",
+                EVIL,
+                "--candidate",
+                PIPE,
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     text = (out / COMMENT).read_text()
     assert len(text) <= 65_536 and {p.name for p in out.iterdir()} == {COMMENT, HTML, *(name for _, name in FIGURES)}
     page = tmp_path / "comment.html"
-    page.write_text("<!doctype html><meta charset=utf-8><body>"
-                    + cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE) + "</body>")
+    page.write_text(
+        "<!doctype html><meta charset=utf-8><body>"
+        + cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
+        + "</body>"
+    )
     (tmp_path / "verdicts.png").write_bytes((out / "verdicts.png").read_bytes())
     (tmp_path / "noise.png").write_bytes((out / "noise.png").read_bytes())
     with sync_playwright() as pw:

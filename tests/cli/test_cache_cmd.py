@@ -1,5 +1,6 @@
 """hipexplore.cli.cache_cmd: ``hipexplore cache stats`` as a table, and as data with ``--json``, on a
 cache a real compile filled."""
+
 from __future__ import annotations
 
 import json

@@ -1,6 +1,7 @@
 """hipexplore.cli.compare_cmd: ``hipexplore compare``'s table, its JSON and its refusals.
 The verdicts themselves are hipexplore.verdicts' (tests/test_verdicts.py); here the command's own
 parts on real ``verdicts.compare`` frames of samples built in passes."""
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,22 @@ from hipexplore.verdicts import compare
 
 def samples(rng, shifts, *, kernel="triad", size=4096, per_pass=40, chunk=4) -> pd.DataFrame:
     """One configuration's samples in len(shifts) passes, pass p at 10 us * (1 + shifts[p])."""
-    rows = [{"kernel": kernel, "size_bytes": size, "rotating_requested": "1", "flush": "none", "timer": "events",
-             "device_name": "dev", "time_s": 10e-6 * (1 + sh) * (1 + rng.normal(0, 0.002)), "chunk": p * 1000 + i // chunk,
-             "pass_index": p, "dropped": False}
-            for p, sh in enumerate(shifts) for i in range(per_pass)]
+    rows = [
+        {
+            "kernel": kernel,
+            "size_bytes": size,
+            "rotating_requested": "1",
+            "flush": "none",
+            "timer": "events",
+            "device_name": "dev",
+            "time_s": 10e-6 * (1 + sh) * (1 + rng.normal(0, 0.002)),
+            "chunk": p * 1000 + i // chunk,
+            "pass_index": p,
+            "dropped": False,
+        }
+        for p, sh in enumerate(shifts)
+        for i in range(per_pass)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -39,8 +52,14 @@ def rows_of(text: str) -> list[str]:
     """The table's body: the lines under its header, up to the notes."""
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("kernel"))
-    return [line for line in lines[head + 1:] if line and not line.startswith(("(left out", "notes", " "))
-            and not line[:3].strip().isdigit() and not line.startswith("hint:")]
+    return [
+        line
+        for line in lines[head + 1 :]
+        if line
+        and not line.startswith(("(left out", "notes", " "))
+        and not line[:3].strip().isdigit()
+        and not line.startswith("hint:")
+    ]
 
 
 @pytest.mark.timeout(120)
@@ -82,7 +101,10 @@ def test_json_has_the_rule_and_strict_nulls(runs, capsys):
     assert out["threshold"] == 0.02 and "wholly" in out["rule"] and out["hint"] == ""
     assert [r["present"] for r in out["rows"]] == ["both", "base only", "new only"]
     assert out["rows"][1]["ratio"] is None and out["rows"][0]["verdict"] == "slower"
-    assert main(["compare", str(folder / "base.parquet"), str(folder / "new.parquet"), "--json", "--threshold", "25%"]) == 0
+    assert (
+        main(["compare", str(folder / "base.parquet"), str(folder / "new.parquet"), "--json", "--threshold", "25%"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["rows"][0]["verdict"] == "same"  # +20% lies within +-25%
 
 
@@ -103,11 +125,23 @@ def test_a_file_that_is_no_parquet_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("argv, said", [
-    (["a.parquet", "b.parquet", "c.parquet"], "compare takes one or two runs; got 3: ['a.parquet', 'b.parquet', 'c.parquet']"),
-    (["a.parquet", "b.parquet", "--new", "k"], "--base/--new compare two kernels of one run; with two runs give neither"),
-    (["a.parquet", "--base", "k"], "one run needs --base KERNEL and --new KERNEL (or give two runs: BASE.parquet NEW.parquet)"),
-])
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (
+            ["a.parquet", "b.parquet", "c.parquet"],
+            "compare takes one or two runs; got 3: ['a.parquet', 'b.parquet', 'c.parquet']",
+        ),
+        (
+            ["a.parquet", "b.parquet", "--new", "k"],
+            "--base/--new compare two kernels of one run; with two runs give neither",
+        ),
+        (
+            ["a.parquet", "--base", "k"],
+            "one run needs --base KERNEL and --new KERNEL (or give two runs: BASE.parquet NEW.parquet)",
+        ),
+    ],
+)
 def test_refused_command_lines_exit_2_with_one_line(argv, said, capsys):
     assert main(["compare", *argv]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"hipexplore compare: error: {said}"]
@@ -117,17 +151,38 @@ def test_refused_command_lines_exit_2_with_one_line(argv, said, capsys):
 def test_an_undecided_row_with_a_tiny_p_says_why_both_stand():
     """The table prints each row's Mann-Whitney p: an ``undecided`` row with p = 1e-12 must say why
     the p does not decide (the report's ``p_note``), not leave the two side by side unexplained."""
-    row = {"kernel": "", "base_kernel": "A", "new_kernel": "B", "size_bytes": 1 << 20, "rotating_requested": "1",
-           "flush": "none", "timer": "events", "present": "both", "base_units": 3, "new_units": 3, "p_value": 1e-12,
-           "min_detectable": 0.05, "verdict": "undecided", "ratio": 1.01, "ratio_ci_low": 0.98, "ratio_ci_high": 1.04,
-           "change": 0.01, "change_called": "none", "half_width": 0.03,
-           "note": "the noise allows no call at ±2%: the interval over 3 units is ±3.0% wide"}
+    row = {
+        "kernel": "",
+        "base_kernel": "A",
+        "new_kernel": "B",
+        "size_bytes": 1 << 20,
+        "rotating_requested": "1",
+        "flush": "none",
+        "timer": "events",
+        "present": "both",
+        "base_units": 3,
+        "new_units": 3,
+        "p_value": 1e-12,
+        "min_detectable": 0.05,
+        "verdict": "undecided",
+        "ratio": 1.01,
+        "ratio_ci_low": 0.98,
+        "ratio_ci_high": 1.04,
+        "change": 0.01,
+        "change_called": "none",
+        "half_width": 0.03,
+        "note": "the noise allows no call at ±2%: the interval over 3 units is ±3.0% wide",
+    }
     frame = pd.DataFrame([row])
     frame.attrs.update(threshold=0.02, rule="r", caveat="")
     text = table(frame)
     assert "undecided" in rows_of(text)[0]
-    notes = " ".join(line.strip() for line in text.splitlines()[text.splitlines().index(
-        "notes (every row's full note and figures: --json):") + 1:])
+    notes = " ".join(
+        line.strip()
+        for line in text.splitlines()[
+            text.splitlines().index("notes (every row's full note and figures: --json):") + 1 :
+        ]
+    )
     assert "significant (p < 0.001" in notes and "includes no change" in notes, notes
     assert "the interval over 3 units is ±3.0% wide" in notes, notes
     decided = frame.assign(verdict="same", ratio_ci_low=0.99, ratio_ci_high=1.01)

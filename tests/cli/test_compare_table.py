@@ -5,6 +5,7 @@ when a compared row has a named verdict, 2 for a bad input.
 
 The frames are real ``verdicts.compare`` frames of samples built in units (a fake timer for
 statistics: the verdict machinery itself runs)."""
+
 from __future__ import annotations
 
 import json
@@ -29,12 +30,26 @@ def interleaved(rng, shift_of, units=3, per_unit=48, chunk=4, noise=0.002) -> pd
         for flush in (*FLUSHES, "cold-reference"):
             for u in range(units):
                 for i in range(per_unit):
-                    c = u * 100_000 + (SIZES.index(size) * 10 + (FLUSHES + ("cold-reference",)).index(flush)) * 1000 + i // chunk
+                    c = (
+                        u * 100_000
+                        + (SIZES.index(size) * 10 + (FLUSHES + ("cold-reference",)).index(flush)) * 1000
+                        + i // chunk
+                    )
                     for k, sh in (("A", 0.0), ("B", shift_of(size, flush))):
-                        rows.append({"kernel": k, "size_bytes": size, "rotating_requested": "1", "flush": flush,
-                                     "timer": "events", "device_name": "dev", "pass_index": u, "dropped": False,
-                                     "chunk": 2 * c + (k == "B"),
-                                     "time_s": 1e-5 * (1 + size / (1 << 24)) * (1 + sh) * (1 + rng.normal(0, noise))})
+                        rows.append(
+                            {
+                                "kernel": k,
+                                "size_bytes": size,
+                                "rotating_requested": "1",
+                                "flush": flush,
+                                "timer": "events",
+                                "device_name": "dev",
+                                "pass_index": u,
+                                "dropped": False,
+                                "chunk": 2 * c + (k == "B"),
+                                "time_s": 1e-5 * (1 + size / (1 << 24)) * (1 + sh) * (1 + rng.normal(0, noise)),
+                            }
+                        )
     return pd.DataFrame(rows)
 
 
@@ -57,10 +72,10 @@ def test_widest_line_fits_120_columns_with_notes_under_the_table(noisy_run):
     assert max(map(len, lines)) <= 120, max(lines, key=len)
     assert len(rows) == 9  # 3 sizes x (2 flush modes + the cold reference)
     head = next(i for i, line in enumerate(lines) if line.startswith("kernel"))
-    body = lines[head + 1: head + 10]
+    body = lines[head + 1 : head + 10]
     assert len(body) == 9 and all(line.startswith("A→B") for line in body)
     assert "notes (every row's full note and figures: --json):" in lines
-    notes = lines[lines.index("notes (every row's full note and figures: --json):") + 1:]
+    notes = lines[lines.index("notes (every row's full note and figures: --json):") + 1 :]
     assert notes and notes[0].lstrip().startswith("1  ")
     # every note a row points to is printed once under the table
     refs = {int(n) for line in body for n in line.split()[-1].split(",") if n.isdigit()}
@@ -95,14 +110,20 @@ def test_fail_on_exits_3_exactly_when_a_row_has_the_verdict(noisy_run, capsys):
     verdicts = compare(frame, base="A", new="B")
     compared = verdicts[verdicts["flush"] != "cold-reference"]
     assert (compared["verdict"] == "slower").sum() == 1  # the +30% configuration
-    for words, expect in (("slower", 3), ("faster", 3 if (compared["verdict"] == "faster").any() else 0),
-                          ("undecided", 3 if (compared["verdict"] == "undecided").any() else 0), ("any", 3)):
+    for words, expect in (
+        ("slower", 3),
+        ("faster", 3 if (compared["verdict"] == "faster").any() else 0),
+        ("undecided", 3 if (compared["verdict"] == "undecided").any() else 0),
+        ("any", 3),
+    ):
         rc = main(["compare", str(path), "--base", "A", "--new", "B", "--fail-on", words])
         err = capsys.readouterr().err
         assert rc == expect, (words, rc, err)
         named = [line for line in err.splitlines() if "--fail-on" in line]
         if rc == 3 and words == "slower":
-            assert len(named) == 1 and "size=1048576" in named[0] and "flush=none" in named[0] and "is slower" in named[0]
+            assert (
+                len(named) == 1 and "size=1048576" in named[0] and "flush=none" in named[0] and "is slower" in named[0]
+            )
     assert main(["compare", str(path), "--base", "A", "--new", "B"]) == 0  # no --fail-on: 0 whatever the verdicts
 
 

@@ -3,6 +3,7 @@
 Separate processes where the claim is about processes (the done-when check: hiprtc gfx90a
 compiled, then disk-hit); in-process ``main()`` elsewhere to keep the suite fast.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -45,7 +46,11 @@ def run_json(capsys, *argv: str) -> dict:
 def run_cli(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "hipexplore", *argv],
-        capture_output=True, text=True, cwd=REPO, timeout=300, env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -57,7 +62,16 @@ def test_host_compile_json_then_disk_hit_and_out_file(tmp_path, cache_dir, capsy
     second = run_json(capsys, "compile", str(src), "--compiler", "host", "--json", "--option=-O2")
     assert (first["outcome"], second["outcome"]) == ("compiled", "disk-hit")
     assert first["key"] == second["key"] and len(first["key"]) == 64
-    for field in ("compile_seconds", "lookup_seconds", "bytes", "compiler", "target", "kernels", "lowered_names", "seconds_saved"):
+    for field in (
+        "compile_seconds",
+        "lookup_seconds",
+        "bytes",
+        "compiler",
+        "target",
+        "kernels",
+        "lowered_names",
+        "seconds_saved",
+    ):
         assert field in first
     assert first["compiler"] == "host" and first["target"] == "host" and first["options"] == ["-O2"]
     assert second["compile_seconds"] == pytest.approx(first["compile_seconds"])
@@ -85,12 +99,36 @@ def test_headers_and_diagnostics(tmp_path, cache_dir, capsys, monkeypatch):
     (tmp_path / "value.h").write_text("#define VALUE 23\n")
     src = tmp_path / "answer.c"
     src.write_text('#include "value.h"\nint answer(void) { return VALUE; }\n')
-    first = run_json(capsys, "compile", str(src), "--compiler", "host", "--header", str(tmp_path / "value.h"), "--json", "-o", str(tmp_path / "a.so"))
+    first = run_json(
+        capsys,
+        "compile",
+        str(src),
+        "--compiler",
+        "host",
+        "--header",
+        str(tmp_path / "value.h"),
+        "--json",
+        "-o",
+        str(tmp_path / "a.so"),
+    )
     assert ctypes.CDLL(str(tmp_path / "a.so")).answer() == 23
     (tmp_path / "value.h").write_text("#define VALUE 24\n")
-    second = run_json(capsys, "compile", str(src), "--compiler", "host", "--header", str(tmp_path / "value.h"), "--json")
+    second = run_json(
+        capsys, "compile", str(src), "--compiler", "host", "--header", str(tmp_path / "value.h"), "--json"
+    )
     assert second["outcome"] == "compiled" and second["key"] != first["key"]  # header text is in the key
-    bypass = run_json(capsys, "compile", str(src), "--compiler", "host", "--header", str(tmp_path / "value.h"), "--diagnostic", "dump-source", "--json")
+    bypass = run_json(
+        capsys,
+        "compile",
+        str(src),
+        "--compiler",
+        "host",
+        "--header",
+        str(tmp_path / "value.h"),
+        "--diagnostic",
+        "dump-source",
+        "--json",
+    )
     assert bypass["outcome"] == "bypassed" and bypass["key"] == second["key"]
 
 
@@ -125,11 +163,15 @@ def _one_clean_error(capsys, argv: list[str], *needles: str) -> str:
 
 
 def test_missing_source_and_header(tmp_path, cache_dir, capsys):
-    err = _one_clean_error(capsys, ["compile", str(tmp_path / "nope.c"), "--compiler", "host"], "nope.c", "does not exist")
+    err = _one_clean_error(
+        capsys, ["compile", str(tmp_path / "nope.c"), "--compiler", "host"], "nope.c", "does not exist"
+    )
     assert len(err.strip().splitlines()) == 1
     src = tmp_path / "answer.c"
     src.write_text(HOST_SRC)
-    _one_clean_error(capsys, ["compile", str(src), "--compiler", "host", "--header", str(tmp_path / "missing.h")], "missing.h")
+    _one_clean_error(
+        capsys, ["compile", str(src), "--compiler", "host", "--header", str(tmp_path / "missing.h")], "missing.h"
+    )
     _one_clean_error(capsys, ["compile", str(tmp_path), "--compiler", "host"], "is a directory")
 
 
@@ -143,12 +185,14 @@ def test_a_gpu_target_for_the_host_compiler_is_refused_before_cc_runs(tmp_path, 
     # a real CC wrapper that leaves a mark when run: the refusal comes before the compiler is asked anything
     mark = tmp_path / "cc-ran"
     wrapper = tmp_path / "cc-wrapper"
-    wrapper.write_text(f"#!/bin/sh\ntouch {mark}\nexec cc \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\ntouch {mark}\nexec cc "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("CC", str(wrapper))
     src = tmp_path / "answer.c"
     src.write_text(HOST_SRC)
-    _one_clean_error(capsys, ["compile", str(src), "--compiler", "host", "--target", "gfx90a"], "'gfx90a'", "--target host")
+    _one_clean_error(
+        capsys, ["compile", str(src), "--compiler", "host", "--target", "gfx90a"], "'gfx90a'", "--target host"
+    )
     assert not mark.exists()
 
 
@@ -191,7 +235,9 @@ def test_hiprtc_gfx90a_compiled_then_disk_hit_in_two_processes(tmp_path):
     assert [r["outcome"] for r in runs] == ["compiled", "disk-hit"]
     assert runs[0]["key"] == runs[1]["key"]
     assert runs[0]["bytes"] == runs[1]["bytes"] > 1000
-    assert runs[1]["lowered_names"] == runs[0]["lowered_names"] and runs[0]["lowered_names"]["scale<3>"].startswith("_Z")
+    assert runs[1]["lowered_names"] == runs[0]["lowered_names"] and runs[0]["lowered_names"]["scale<3>"].startswith(
+        "_Z"
+    )
     assert runs[1]["lookup_seconds"] < runs[0]["compile_seconds"]
     # the disk hit hands back the very code object compiled: a gfx90a one with the lowered kernel
     assert binaries[0] == binaries[1] and len(binaries[0]) == runs[0]["bytes"]

@@ -1,6 +1,7 @@
 """hipexplore.cli.info: ``hipexplore info``, what this machine can compile and run and where the
 cache lives. ``gather`` on this machine's real compilers and devices; ``info_text`` and ``strict_json``
 on the edges the machine does not show (an unavailable compiler, a long target list, NaN)."""
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,15 @@ def test_gather_lists_every_compiler_every_device_kind_and_the_cache(tmp_path, m
     for d in info["devices"]:
         assert d["available"] or d["reason"]  # an absent device says why
     cache = info["cache"]
-    assert set(cache) >= {"disk_dir", "max_entries", "max_bytes", "disk_max_bytes", "disk_entries", "disk_bytes", "remote"}
+    assert set(cache) >= {
+        "disk_dir",
+        "max_entries",
+        "max_bytes",
+        "disk_max_bytes",
+        "disk_entries",
+        "disk_bytes",
+        "remote",
+    }
 
 
 @pytest.mark.timeout(300)
@@ -54,14 +63,38 @@ def test_strict_turns_non_finite_numbers_into_null_at_any_depth():
 INFO = {
     "hipexplore": "9.9",
     "compilers": [
-        {"name": "hiprtc", "available": True, "version": "5.2", "library": "/opt/rocm/libhiprtc.so",
-         "targets": [f"gfx9{i:02d}" for i in range(30)], "crashing_targets": ["gfx1100"], "notes": ["a note"]},
+        {
+            "name": "hiprtc",
+            "available": True,
+            "version": "5.2",
+            "library": "/opt/rocm/libhiprtc.so",
+            "targets": [f"gfx9{i:02d}" for i in range(30)],
+            "crashing_targets": ["gfx1100"],
+            "notes": ["a note"],
+        },
         {"name": "nvrtc", "available": False, "reason": "libnvrtc.so not found"},
     ],
-    "devices": [{"kind": "cuda", "available": False, "reason": "no CUDA driver"},
-                {"kind": "host", "available": True, "name": "cpu", "target": "x86_64", "llc_bytes": 32 << 20, "llc_source": "sysfs"}],
-    "cache": {"disk_dir": "", "max_entries": 100, "max_bytes": 1 << 20, "disk_max_bytes": 1 << 30, "disk_entries": 3,
-              "disk_bytes": 4096, "shared": "group", "remote": ""},
+    "devices": [
+        {"kind": "cuda", "available": False, "reason": "no CUDA driver"},
+        {
+            "kind": "host",
+            "available": True,
+            "name": "cpu",
+            "target": "x86_64",
+            "llc_bytes": 32 << 20,
+            "llc_source": "sysfs",
+        },
+    ],
+    "cache": {
+        "disk_dir": "",
+        "max_entries": 100,
+        "max_bytes": 1 << 20,
+        "disk_max_bytes": 1 << 30,
+        "disk_entries": 3,
+        "disk_bytes": 4096,
+        "shared": "group",
+        "remote": "",
+    },
 }
 
 
@@ -76,7 +109,9 @@ def test_text_wraps_every_target_and_says_what_is_absent():
     assert "  cuda  absent: no CUDA driver" in lines
     assert "  host  cpu  target=x86_64  LLC=32.0 MiB (sysfs)" in lines
     assert "  disk dir: (disk tier off)" in lines and "  remote (Redis team tier): off" in lines
-    assert any(line.startswith("  disk: 3 entries, 4096 bytes (") and line.endswith("[team directory]") for line in lines)
+    assert any(
+        line.startswith("  disk: 3 entries, 4096 bytes (") and line.endswith("[team directory]") for line in lines
+    )
 
 
 def test_info_and_readme_name_the_crashing_targets(capsys):

@@ -1,5 +1,6 @@
 """hipexplore.cli.lab_cmd: the ``jupyter lab`` command line ``hipexplore lab`` runs (``--allow-root``
 only for root). JupyterLab really started by it: tests/e2e/test_first_run_cli.py."""
+
 from __future__ import annotations
 
 

@@ -2,6 +2,7 @@
 status 2 and nothing made (the folder is made only after the runs were read). The comment itself is
 tested end to end in tests/browser/test_review_comment.py (rendered in chromium) and
 tests/docs/test_ci_workflow.py (the CI workflow's step)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,11 +13,17 @@ from hipexplore.errors import ConfigError
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("argv, said", [
-    (["--run", "missing.parquet", "--baseline", "A", "--candidate", "B", "--out", "rev"], "run 'missing.parquet' does not exist"),
-    (["--out", "rev"], "--format markdown writes the A/B review's comment"),
-    (["--run", "x.parquet", "--baseline", "A", "--candidate", "B"], "--format markdown needs --out DIR"),
-])
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (
+            ["--run", "missing.parquet", "--baseline", "A", "--candidate", "B", "--out", "rev"],
+            "run 'missing.parquet' does not exist",
+        ),
+        (["--out", "rev"], "--format markdown writes the A/B review's comment"),
+        (["--run", "x.parquet", "--baseline", "A", "--candidate", "B"], "--format markdown needs --out DIR"),
+    ],
+)
 def test_refusals_are_one_line_and_make_nothing(tmp_path, monkeypatch, argv, said, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["report", "--format", "markdown", *argv]) == 2

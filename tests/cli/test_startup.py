@@ -8,6 +8,7 @@ modules its defaults come from imported it at module level, and the kernel catal
 and the device layer below them still cost it ~2x ``--help`` once numpy was gone (issue 48 item 6;
 the before/after medians are in BENCHMARKS.md, "CLI start-up").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,22 @@ HEAVY = ("numpy", "pandas", "pyarrow", "matplotlib", "dask", "distributed", "red
 #: kernels' build, the timing loop, the rotating plan, the flush modes, the metadata keys, the device
 #: layer and the compiler front end below them), imported by bench/spec.py where it is used; the
 #: defaults the help shows come from bench/defaults.py, which imports nothing
-SWEEP_INTERNALS = ("hipexplore.kernels.catalog", "hipexplore.kernels.spec", "hipexplore.kernels.build",
-                   "hipexplore.kernels.geometry", "hipexplore.bench.timing", "hipexplore.bench.rotating",
-                   "hipexplore.bench.flush", "hipexplore.bench.info", "hipexplore.schema", "hipexplore.untrusted",
-                   "hipexplore.devices.base", "hipexplore.devices.telemetry", "hipexplore.compile.base")
+SWEEP_INTERNALS = (
+    "hipexplore.kernels.catalog",
+    "hipexplore.kernels.spec",
+    "hipexplore.kernels.build",
+    "hipexplore.kernels.geometry",
+    "hipexplore.bench.timing",
+    "hipexplore.bench.rotating",
+    "hipexplore.bench.flush",
+    "hipexplore.bench.info",
+    "hipexplore.schema",
+    "hipexplore.untrusted",
+    "hipexplore.devices.base",
+    "hipexplore.devices.telemetry",
+    "hipexplore.compile.base",
+)
+
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -47,8 +60,14 @@ COMMANDS = list(_subparsers(cli.build_parser()))
 def _imported(*argv: str, env: dict[str, str] | None = None, says: str = "usage: hipexplore") -> set[str]:
     """Every module the real ``hipexplore ARGV`` loaded, from ``-X importtime`` (stdout: the help)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    res = subprocess.run([sys.executable, "-X", "importtime", str(CLI), *argv], capture_output=True, text=True,
-                         timeout=240, env=env, cwd=REPO)
+    res = subprocess.run(
+        [sys.executable, "-X", "importtime", str(CLI), *argv],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=REPO,
+    )
     assert res.returncode == 0 and says in res.stdout, (res.returncode, res.stdout[-1000:], res.stderr[-2000:])
     lines = [line for line in res.stderr.splitlines() if line.startswith("import time:") and "|" in line]
     assert len(lines) > 20, res.stderr[-2000:]  # -X importtime wrote its table: the check below can fail
@@ -94,7 +113,9 @@ def test_a_subcommand_built_alone_is_the_one_the_full_parser_builds(command):
 
 
 def test_a_command_line_still_parses_to_the_chosen_command():
-    args = cli.build_parser(["compile", "k.c", "--compiler", "host"]).parse_args(["compile", "k.c", "--compiler", "host"])
+    args = cli.build_parser(["compile", "k.c", "--compiler", "host"]).parse_args(
+        ["compile", "k.c", "--compiler", "host"]
+    )
     assert (args.command, args.source, args.compiler, args.target) == ("compile", "k.c", "host", None)
     assert args.func.__module__ == "hipexplore.cli.compile_cmd"
 
@@ -117,10 +138,18 @@ def test_bench_help_loads_none_of_what_the_sweep_runs_with():
     modules = _imported("bench", "--help")
     assert "hipexplore.bench.spec" in modules and "hipexplore.bench.defaults" in modules
     assert not sorted(set(SWEEP_INTERNALS) & modules), f"bench --help imported {sorted(set(SWEEP_INTERNALS) & modules)}"
-    code = ("import sys; from hipexplore.bench.spec import SweepSpec; SweepSpec.recorded_measurement(SweepSpec().record()); "
-            "print(' '.join(sys.modules))")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+    code = (
+        "import sys; from hipexplore.bench.spec import SweepSpec; SweepSpec.recorded_measurement(SweepSpec().record()); "
+        "print(' '.join(sys.modules))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert set(SWEEP_INTERNALS) <= set(res.stdout.split()), sorted(set(SWEEP_INTERNALS) - set(res.stdout.split()))
 
@@ -134,12 +163,24 @@ def test_bench_help_shows_the_defaults_a_sweepspec_takes():
     from hipexplore.cli.bench_cmd import _shown
 
     spec, parser = SweepSpec(), _subparsers(cli.build_parser(["bench", "--help"]))["bench"]
-    printed = "".join(subprocess.run([sys.executable, str(CLI), "bench", "--help"], capture_output=True, text=True,
-                                      timeout=240, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO).stdout.split())
+    printed = "".join(
+        subprocess.run(
+            [sys.executable, str(CLI), "bench", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            cwd=REPO,
+        ).stdout.split()
+    )
     helps = {a.dest: a.help.replace("%%", "%") for a in parser._actions}
     for f in options():
         assert helps[f.name].endswith(f"(default {_shown(getattr(spec, f.name))})"), (f.name, helps[f.name])
         assert "".join(helps[f.name].split()) in printed, f.name  # argparse wraps lines (at hyphens too)
     timing = spec.timing()
-    assert (timing.chunk, timing.lead, timing.trail, timing.warmup_s) == \
-        (TimingOptions().chunk, TimingOptions().lead, TimingOptions().trail, TimingOptions().warmup_s)
+    assert (timing.chunk, timing.lead, timing.trail, timing.warmup_s) == (
+        TimingOptions().chunk,
+        TimingOptions().lead,
+        TimingOptions().trail,
+        TimingOptions().warmup_s,
+    )

@@ -1,6 +1,7 @@
 """``hipexplore.compile.backends`` (the name -> backend table) and hiprtc against the real compiler
 (ROCm via hip-python); the ELF helpers the backend tests share. (NVRTC: test_nvrtc.py; cc:
 test_host.py; the registry: test_registry.py.)"""
+
 from __future__ import annotations
 
 import io
@@ -67,8 +68,9 @@ def test_hiprtc_triad_is_gfx90a_code_object(need_hiprtc, hiprtc):
 
 
 def test_hiprtc_name_expression_and_header(need_hiprtc, hiprtc):
-    req = CompileRequest(Source("axpy.hip", AXPY_TEMPLATE), "hiprtc", "gfx90a", headers=[AXPY_HEADER],
-                         kernels=("axpy<float>",))
+    req = CompileRequest(
+        Source("axpy.hip", AXPY_TEMPLATE), "hiprtc", "gfx90a", headers=[AXPY_HEADER], kernels=("axpy<float>",)
+    )
     obj = hiprtc.compile(req)
     assert obj.symbol("axpy<float>") == AXPY_FLOAT_MANGLED
     assert AXPY_FLOAT_MANGLED in symbols(obj.binary)
@@ -131,8 +133,14 @@ def test_hiprtc_bad_arguments(need_hiprtc, hiprtc):
 
 def test_hiprtc_diagnostics_dump_and_trace(need_hiprtc, hiprtc, tmp_path, monkeypatch):
     monkeypatch.setenv("HIPEXPLORE_DUMP_DIR", str(tmp_path))
-    req = CompileRequest(Source("axpy.hip", AXPY_TEMPLATE), "hiprtc", "gfx90a", headers=[AXPY_HEADER],
-                         kernels=("axpy<float>",), diagnostics={"dump-source", "dump-asm", "trace"})
+    req = CompileRequest(
+        Source("axpy.hip", AXPY_TEMPLATE),
+        "hiprtc",
+        "gfx90a",
+        headers=[AXPY_HEADER],
+        kernels=("axpy<float>",),
+        diagnostics={"dump-source", "dump-asm", "trace"},
+    )
     obj = hiprtc.compile(req)
     assert "[trace] hiprtcCompileProgram(['--offload-arch=gfx90a'])" in obj.log
     assert "[trace] hiprtcGetLoweredName('axpy<float>')" in obj.log
@@ -178,8 +186,12 @@ def test_backends_table_names_classes_and_refuses_unknown_names():
     from hipexplore.compile.request import COMPILERS
 
     assert tuple(BACKENDS) == tuple(COMPILERS)
-    assert {n: b.isolated_by_default for n, b in BACKENDS.items()} == {"hiprtc": True, "nvrtc": False, "host": False,
-                                                                       "triton": True}
+    assert {n: b.isolated_by_default for n, b in BACKENDS.items()} == {
+        "hiprtc": True,
+        "nvrtc": False,
+        "host": False,
+        "triton": True,
+    }
     from hipexplore.compile.host import HostCompiler
 
     assert backend_class("host") is HostCompiler
@@ -187,8 +199,10 @@ def test_backends_table_names_classes_and_refuses_unknown_names():
     with pytest.raises(ConfigError, match=r"^unknown compiler 'nvcc'; expected one of hiprtc, nvrtc, host, triton$"):
         backend_class("nvcc")
     # only the asked backend's module is imported (a machine without hip-python still has nvrtc and host)
-    probe = ("import sys; from hipexplore.compile.backends import backend_class; backend_class('host'); "
-             "print(sorted(m for m in sys.modules if m in ('hipexplore.compile.hiprtc', 'hipexplore.compile.nvrtc', "
-             "'hipexplore.compile.tritonc', 'hipexplore.compile.host')))")
+    probe = (
+        "import sys; from hipexplore.compile.backends import backend_class; backend_class('host'); "
+        "print(sorted(m for m in sys.modules if m in ('hipexplore.compile.hiprtc', 'hipexplore.compile.nvrtc', "
+        "'hipexplore.compile.tritonc', 'hipexplore.compile.host')))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=100, check=True).stdout
     assert out.strip() == "['hipexplore.compile.host']"

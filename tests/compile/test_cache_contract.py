@@ -3,6 +3,7 @@ provenance inside each result file, the exact keys of ``CompileCache.stats()`` /
 the default cache directory where platformdirs is absent. Each test here was checked against the
 surviving mutant it answers (metadata dropped from the samples file; a renamed stats key; a
 verify of no disk tier reporting a removal; ``~`` or ``/`` mangled in the fallback path)."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,9 @@ def _meta(path: Path) -> dict:
 
 def test_both_result_files_carry_the_runs_provenance(tmp_path):
     out = tmp_path / "r.parquet"
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device="host", iterations=8, reference=False, progress=False, out=out)
+    res = hx.sweep(
+        "triad", ["16KiB"], [1], ["none"], device="host", iterations=8, reference=False, progress=False, out=out
+    )
     for path in (out, tmp_path / "r.summary.parquet"):
         meta = _meta(path)
         assert meta["run_id"] == res.metadata["run_id"] == res.summary["run_id"].iloc[0]
@@ -39,12 +42,24 @@ def test_stats_name_every_disk_field(tmp_path):
     assert with_disk["disk_writable"] is True and Path(with_disk["disk_dir"]).name == "c"
     without = CompileCache(disk_dir=False).stats()
     assert {k: without[k] for k in ("disk_entries", "disk_bytes", "disk_dir", "disk_writable", "disk_corrupt")} == {
-        "disk_entries": 0, "disk_bytes": 0, "disk_dir": "", "disk_writable": False, "disk_corrupt": 0}
+        "disk_entries": 0,
+        "disk_bytes": 0,
+        "disk_dir": "",
+        "disk_writable": False,
+        "disk_corrupt": 0,
+    }
 
 
 def test_verify_without_a_disk_tier_reports_nothing_done():
-    assert CompileCache(disk_dir=False).verify() == {"checked": 0, "ok": 0, "corrupt": 0, "removed": 0, "failed": 0,
-                                                     "unauthenticated": 0, "problems": []}
+    assert CompileCache(disk_dir=False).verify() == {
+        "checked": 0,
+        "ok": 0,
+        "corrupt": 0,
+        "removed": 0,
+        "failed": 0,
+        "unauthenticated": 0,
+        "problems": [],
+    }
 
 
 @pytest.mark.parametrize("xdg", [None, "xdg"])
@@ -80,7 +95,9 @@ def test_bypassed_lookups_and_failures_are_counted_one_each(tmp_path):
     host = _host()
     for v in (1, 2):
         assert cache.get_or_compile(_req(v, diagnostics=frozenset({"trace"})), host).outcome == "bypassed"
-    bad = CompileRequest(Source("bad.c", "int answer(void) { return }\n"), "host", "host", diagnostics=frozenset({"trace"}))
+    bad = CompileRequest(
+        Source("bad.c", "int answer(void) { return }\n"), "host", "host", diagnostics=frozenset({"trace"})
+    )
     for _ in range(2):
         with pytest.raises(Exception):
             cache.get_or_compile(bad, host)
@@ -88,7 +105,11 @@ def test_bypassed_lookups_and_failures_are_counted_one_each(tmp_path):
     assert (s["lookups"], s["bypassed"], s["failed"]) == (4, 2, 2)
     ev = cache.events()
     failed = ev[ev.outcome == "failed"]
-    assert len(failed) == 2 and set(failed.digest) == {cache.key_for(bad, host).digest} and failed.error.str.len().min() > 0
+    assert (
+        len(failed) == 2
+        and set(failed.digest) == {cache.key_for(bad, host).digest}
+        and failed.error.str.len().min() > 0
+    )
 
 
 def test_the_backends_own_compile_time_is_kept(tmp_path):
@@ -97,7 +118,10 @@ def test_the_backends_own_compile_time_is_kept(tmp_path):
     ev = cache.events()
     event = ev[ev.outcome == "compiled"].iloc[-1]
     # the backend's own time, inside the lookup's (a bound in seconds would measure the host's load)
-    assert 0 < res.object_code.compile_seconds <= event.lookup_seconds and event.compile_seconds == res.object_code.compile_seconds
+    assert (
+        0 < res.object_code.compile_seconds <= event.lookup_seconds
+        and event.compile_seconds == res.object_code.compile_seconds
+    )
 
 
 def test_clear_empties_memory_and_leaves_the_disk_unless_asked(tmp_path):
@@ -222,8 +246,17 @@ def test_rows_name_their_device_and_a_sweep_keeping_throttled_samples_runs():
     from hipexplore.devices import device_label, get_device
 
     dev = get_device("host")
-    res = hx.sweep("triad", ["16KiB"], [1], ["none"], device=dev, iterations=8, reference=False, progress=False,
-                   drop_throttled=False)
+    res = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [1],
+        ["none"],
+        device=dev,
+        iterations=8,
+        reference=False,
+        progress=False,
+        drop_throttled=False,
+    )
     assert set(res.samples["device"]) == set(res.summary["device"]) == {device_label(dev)}
     assert res.summary["n"].iloc[0] == 8 and not res.samples["dropped"].any()
 
@@ -310,15 +343,49 @@ def test_every_sweep_argument_reaches_the_recorded_spec_and_the_run(tmp_path):
     import json as _json
 
     out = tmp_path / "r.parquet"
-    res = hx.sweep("triad", ["16KiB"], [2], ["l2-read"], device="host", iterations=6, reference=True,
-                   reference_samples=5, out=out, progress=False, mem_fraction=0.3, chunk=3, warmup_s=0.001,
-                   verify_results=False, flush_factor={"l2-read": 2.5}, flush_end_event=True, run_id="rid-1",
-                   command=["hipexplore", "bench", "x"], timers=("events",), reference_parts=2, throttle_threshold=0.5,
-                   drop_throttled=False, clock_warmup_s=0.0, worker=False, interleave_seed=7, units=1)
+    res = hx.sweep(
+        "triad",
+        ["16KiB"],
+        [2],
+        ["l2-read"],
+        device="host",
+        iterations=6,
+        reference=True,
+        reference_samples=5,
+        out=out,
+        progress=False,
+        mem_fraction=0.3,
+        chunk=3,
+        warmup_s=0.001,
+        verify_results=False,
+        flush_factor={"l2-read": 2.5},
+        flush_end_event=True,
+        run_id="rid-1",
+        command=["hipexplore", "bench", "x"],
+        timers=("events",),
+        reference_parts=2,
+        throttle_threshold=0.5,
+        drop_throttled=False,
+        clock_warmup_s=0.0,
+        worker=False,
+        interleave_seed=7,
+        units=1,
+    )
     rec = _json.loads(res.metadata["sweep.spec"])
-    assert (rec["reference_samples"], rec["mem_fraction"], rec["chunk"], rec["warmup_s"], rec["verify"]) == (5, 0.3, 3, 0.001, False)
+    assert (rec["reference_samples"], rec["mem_fraction"], rec["chunk"], rec["warmup_s"], rec["verify"]) == (
+        5,
+        0.3,
+        3,
+        0.001,
+        False,
+    )
     assert (rec["flush_factors"], rec["flush_end_event"], rec["reference_parts"]) == ({"l2-read": 2.5}, True, 2)
-    assert (rec["throttle_threshold"], rec["drop_throttled"], rec["clock_warmup_s"], rec["interleave_seed"]) == (0.5, False, 0.0, 7)
+    assert (rec["throttle_threshold"], rec["drop_throttled"], rec["clock_warmup_s"], rec["interleave_seed"]) == (
+        0.5,
+        False,
+        0.0,
+        7,
+    )
     assert set(res.summary["run_id"]) == {"rid-1"} and "hipexplore bench x" in _json.dumps(res.metadata)
     assert res.summary.loc[res.summary.flush == "cold-reference", "n"].item() == 5
     assert set(res.samples.loc[res.samples.flush == "l2-read", "chunk"].value_counts()) <= {3}

@@ -2,6 +2,7 @@
 the old binary. Now each is a miss (the input is keyed) or a refused input (one clear error).
 Real host compiles; the libraries built are loaded and called, so "stale" means the wrong answer.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -63,8 +64,14 @@ def test_host_include_path_variables_are_keyed(tmp_path, monkeypatch, var):
 def test_every_host_driver_variable_changes_the_identity(monkeypatch):
     c = HostCompiler()
     base = c.identity()
-    for var in ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH", "SOURCE_DATE_EPOCH",
-                "CCC_OVERRIDE_OPTIONS"):
+    for var in (
+        "GCC_EXEC_PREFIX",
+        "COMPILER_PATH",
+        "CPLUS_INCLUDE_PATH",
+        "LIBRARY_PATH",
+        "SOURCE_DATE_EPOCH",
+        "CCC_OVERRIDE_OPTIONS",
+    ):
         assert var in HOST_ENV
         monkeypatch.setenv(var, "/nonexistent-for-the-key")
         assert c.identity() != base, var
@@ -85,7 +92,7 @@ def test_hiprtc_variables_change_its_identity(monkeypatch):
     assert comp.identity() == base and ENV["nvrtc"] == ()
 
 
-DATED = CompileRequest(Source("d.c", "const char* stamp(void) { return __DATE__ \" \" __TIME__; }\n"), "host", "host")
+DATED = CompileRequest(Source("d.c", 'const char* stamp(void) { return __DATE__ " " __TIME__; }\n'), "host", "host")
 
 
 def test_source_date_epoch_and_the_clock_macros_are_keyed(tmp_path, monkeypatch):
@@ -116,10 +123,16 @@ def test_without_source_date_epoch_the_clock_is_in_the_key(monkeypatch):
         cache.key_for(DATED)
 
 
-@pytest.mark.parametrize("text,what", [
-    ('__asm__(".section .rodata\\n.incbin \\"/etc/hostname\\"\\n.previous");\nint answer(void) { return 1; }\n', ".incbin"),
-    ("static const char data[] = {\n#embed \"/etc/hostname\"\n};\nint answer(void) { return data[0]; }\n", "#embed"),
-])
+@pytest.mark.parametrize(
+    "text,what",
+    [
+        (
+            '__asm__(".section .rodata\\n.incbin \\"/etc/hostname\\"\\n.previous");\nint answer(void) { return 1; }\n',
+            ".incbin",
+        ),
+        ('static const char data[] = {\n#embed "/etc/hostname"\n};\nint answer(void) { return data[0]; }\n', "#embed"),
+    ],
+)
 def test_sources_that_pull_in_files_are_refused(text, what):
     with pytest.raises(ConfigError, match=what):
         CompileRequest(Source("k.c", text), "host", "host")
@@ -127,11 +140,21 @@ def test_sources_that_pull_in_files_are_refused(text, what):
         CompileRequest(Source("k.c", '#include "h.h"\n'), "host", "host", headers=[("h.h", text)])
 
 
-@pytest.mark.parametrize("options", [
-    ("-Wp,-I/tmp",), ("--include-directory=/tmp",), ("-iprefix", "/tmp/", "-iwithprefixbefore", "inc"),
-    ("-specs=/tmp/evil.specs",), ("-Xpreprocessor", "-I/tmp"), ("-B/tmp",), ("-fplugin=/tmp/p.so",),
-    ("-Wl,-T,/tmp/script.ld",), ("-L/tmp",), ("-isysroot", "/tmp"),
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("-Wp,-I/tmp",),
+        ("--include-directory=/tmp",),
+        ("-iprefix", "/tmp/", "-iwithprefixbefore", "inc"),
+        ("-specs=/tmp/evil.specs",),
+        ("-Xpreprocessor", "-I/tmp"),
+        ("-B/tmp",),
+        ("-fplugin=/tmp/p.so",),
+        ("-Wl,-T,/tmp/script.ld",),
+        ("-L/tmp",),
+        ("-isysroot", "/tmp"),
+    ],
+)
 def test_options_that_get_past_the_include_refusal_are_refused(options):
     with pytest.raises(ConfigError, match="cannot see") as info:
         CompileRequest(Source("k.c", "int x;\n"), "host", "host", options=options)
@@ -147,7 +170,9 @@ def test_the_command_line_refuses_them_with_exit_status_2(tmp_path, capsys):
 
 
 def test_ordinary_options_still_work():
-    req = CompileRequest(Source("k.c", "int x;\n"), "host", "host", options=("-O2", "-DX=1", "-fPIC", "-ffast-math", "-g"))
+    req = CompileRequest(
+        Source("k.c", "int x;\n"), "host", "host", options=("-O2", "-DX=1", "-fPIC", "-ffast-math", "-g")
+    )
     assert req.options[0] == "-O2"
     nv = CompileRequest(Source("k.cu", "__global__ void k() {}\n"), "nvrtc", "sm_90", options=("-lineinfo",))
     assert nv.options == ("-lineinfo",)

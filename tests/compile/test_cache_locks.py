@@ -3,6 +3,7 @@ disks"): the per-key lock, its bounded wait and takeover, temp files of dead wri
 and `cache clear` on a read-only mount. Real host compiles and real processes; the full-disk and
 read-only cases use a real tmpfs mount (the tests run as root in CI).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -77,8 +78,13 @@ with disk.key_lock(sys.argv[2]) as held:
 
 
 def _holder(root: Path, digest: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", HOLD_SCRIPT, str(root), digest], stdout=subprocess.PIPE, text=True,
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_SCRIPT, str(root), digest],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.stdout.readline().strip() == "held"
     return proc
 
@@ -136,6 +142,7 @@ def test_a_lock_is_not_taken_on_a_memory_hit(tmp_path):
     req = CompileRequest(Source("k.c", "int answer(void) { return 6; }\n"), "host", "host")
     cache.get_or_compile(req)
     holder = _holder(tmp_path, cache.key_for(req).digest)
+
     def no_lock(self, *a, **k):
         raise AssertionError("a hit took the per-key lock")
 
@@ -194,8 +201,12 @@ DiskCache(sys.argv[1]).put(CacheKey(b'{"k":1}', "ab" * 32), ObjectCode(binary=b"
 
 
 def test_a_killed_writer_leaves_a_temp_file_that_the_next_process_counts_and_cleans(tmp_path):
-    out = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(tmp_path)], cwd=REPO, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, str(tmp_path)],
+        cwd=REPO,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == -signal.SIGKILL
     disk = DiskCache(tmp_path)
     assert disk.stats()["temp_files"] == 1 and disk.stats()["temp_bytes"] >= 4_000_000
@@ -225,7 +236,9 @@ def _tmpfs(path: Path, size: str) -> None:
     from conftest import missing
 
     path.mkdir()
-    out = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True)
+    out = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True
+    )
     if out.returncode != 0:
         missing("tmpfs mount (root)", out.stderr.strip())
 

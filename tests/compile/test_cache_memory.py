@@ -3,6 +3,7 @@
 Compiles are counted twice: by the cache's own events/counters and by a wrapper that counts
 calls into the real compiler, so a cache that lies in its bookkeeping still fails.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -62,7 +63,12 @@ class Counting:
         if self.gate is not None:
             assert self.gate.wait(60), "test gate never opened"
         if fail:
-            raise CompileError("injected failure before the real compile", log="injected\nfailure", target=request.target, compiler=self.name)
+            raise CompileError(
+                "injected failure before the real compile",
+                log="injected\nfailure",
+                target=request.target,
+                compiler=self.name,
+            )
         code = self.inner.compile(request)
         with self._lock:
             self.real_compiles += 1
@@ -112,7 +118,17 @@ def test_compile_then_memory_hit_records_events(tmp_path):
     stats = cache.stats()
     assert stats["lookups"] == 2 and stats["compiled"] == 1 and stats["memory_hits"] == 1
     assert stats["entries"] == 1 and stats["bytes"] == len(first.object_code.binary)
-    for name in ("disk_hits", "joined", "failed", "bypassed", "evictions", "disk_entries", "disk_bytes", "seconds_saved", "compile_seconds"):
+    for name in (
+        "disk_hits",
+        "joined",
+        "failed",
+        "bypassed",
+        "evictions",
+        "disk_entries",
+        "disk_bytes",
+        "seconds_saved",
+        "compile_seconds",
+    ):
         assert name in stats
 
 
@@ -148,11 +164,15 @@ def test_same_request_same_key_in_two_processes():
     src = answer_source(5)
     digests = set()
     for _ in range(2):
-        out = subprocess.run([sys.executable, "-c", KEY_SCRIPT.format(src=src)], capture_output=True, text=True, cwd=REPO, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", KEY_SCRIPT.format(src=src)], capture_output=True, text=True, cwd=REPO, timeout=120
+        )
         assert out.returncode == 0, out.stderr
         digests.add(out.stdout.strip())
     here = CompileCache(disk_dir=False).key_for(
-        CompileRequest(Source("answer.c", src), "host", "host", headers=(Source("h.h", "#define X 1\n"),), options=("-O2",))
+        CompileRequest(
+            Source("answer.c", src), "host", "host", headers=(Source("h.h", "#define X 1\n"),), options=("-O2",)
+        )
     )
     assert digests == {here.digest}
 
@@ -160,7 +180,13 @@ def test_same_request_same_key_in_two_processes():
 def test_every_input_changes_the_key():
     host = _host()
     cache = CompileCache(disk_dir=False)
-    base = CompileRequest(Source("answer.c", answer_source(1)), "host", "host", headers=(Source("h.h", "#define X 1\n"),), options=("-O2",))
+    base = CompileRequest(
+        Source("answer.c", answer_source(1)),
+        "host",
+        "host",
+        headers=(Source("h.h", "#define X 1\n"),),
+        options=("-O2",),
+    )
     variants = {
         "base": base,
         "source": base.with_(source=Source("answer.c", answer_source(2))),
@@ -306,8 +332,9 @@ def test_zero_limits_share_no_compile_in_flight(limits):
     host = Counting(_host(), gate=gate)
     cache = CompileCache(disk_dir=False, **limits)
     got: list[str] = []
-    threads = [threading.Thread(target=lambda: got.append(cache.get_or_compile(request(14), host).outcome))
-               for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: got.append(cache.get_or_compile(request(14), host).outcome)) for _ in range(2)
+    ]
     threads[0].start()
     assert host.started.wait(30)
     threads[1].start()
@@ -335,7 +362,9 @@ def test_backend_without_its_own_time_gets_the_wall_time():
     wall = time.perf_counter() - t0
     assert 0 < first.compile_seconds <= wall
     hit = cache.get_or_compile(request(15), Untimed(_host()))
-    assert hit.outcome == "memory-hit" and hit.seconds_saved == pytest.approx(first.compile_seconds - hit.lookup_seconds)
+    assert hit.outcome == "memory-hit" and hit.seconds_saved == pytest.approx(
+        first.compile_seconds - hit.lookup_seconds
+    )
     assert hit.seconds_saved > 0
 
 
@@ -383,7 +412,9 @@ def test_invalid_environment_is_config_error_naming_variable_and_value(monkeypat
     assert var in str(err.value) and repr(value) in str(err.value) and "expected" in str(err.value)
 
 
-@pytest.mark.parametrize("kw", [{"max_entries": -1}, {"max_bytes": 1.5}, {"disk_max_bytes": "big"}, {"disk_dir": 3}, {"digest": "sha256"}])
+@pytest.mark.parametrize(
+    "kw", [{"max_entries": -1}, {"max_bytes": 1.5}, {"disk_max_bytes": "big"}, {"disk_dir": 3}, {"digest": "sha256"}]
+)
 def test_invalid_arguments_are_config_errors(kw, tmp_path):
     if "disk_max_bytes" in kw:
         kw["disk_dir"] = tmp_path

@@ -6,6 +6,7 @@ Two kinds of load, named for what they are:
     would take minutes on the 2-core machine and add nothing to the file-layer question;
   * real host compiles through CompileCache (few distinct keys, 4 processes) for the full path.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -132,7 +133,7 @@ def test_four_processes_real_host_compiles_share_one_directory(tmp_path):
     flat = [row for proc in results for row in proc]
     assert all(v == got for v, _, got in flat)  # every binary, hit or compiled, is the right one
     first_round = [o for proc in results for _, o, _ in proc[: len(values)]]
-    second_round = [o for proc in results for _, o, _ in proc[len(values):]]
+    second_round = [o for proc in results for _, o, _ in proc[len(values) :]]
     assert set(first_round) <= {"compiled", "disk-hit"}
     assert first_round.count("compiled") >= len(values)  # each key compiled somewhere
     assert second_round == ["memory-hit"] * len(second_round)
@@ -200,7 +201,9 @@ def _collision_worker(root: str, index: int, shared_value: int, barrier) -> dict
         out["rows"].append((phase, value, result.outcome, _call(result.object_code.binary)))
 
     if index == 0:
-        record(1, shared_value, CompileCache(disk_dir=root, digest=_constant_digest).get_or_compile(_answer(shared_value)))
+        record(
+            1, shared_value, CompileCache(disk_dir=root, digest=_constant_digest).get_or_compile(_answer(shared_value))
+        )
     barrier.wait()
     record(2, shared_value, CompileCache(disk_dir=root, digest=_constant_digest).get_or_compile(_answer(shared_value)))
     barrier.wait()

@@ -3,6 +3,7 @@
 
 Real compiles, a real disk tier, and the hit in a fresh Python process each time.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,9 +46,14 @@ CASES = {
 
 def _run(cache_dir: Path, compiler: str) -> dict:
     target, name, text = CASES[compiler]
-    out = subprocess.run([sys.executable, "-c", LOOKUP, str(cache_dir), compiler, target, name, text],
-                         capture_output=True, text=True, timeout=300, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-c", LOOKUP, str(cache_dir), compiler, target, name, text],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -69,7 +75,9 @@ def test_the_first_disk_hit_of_a_fresh_process_does_not_count_loading_the_compil
     assert hit["saved"] == pytest.approx(hit["compile"] - hit["lookup"]), hit
     if compiler == "hiprtc":  # a compile of ~0.5 s against a lookup of milliseconds: a saving at any load
         assert hit["saved"] > 0, hit
-    assert hit["event_lookup"][0] == pytest.approx(hit["lookup"]) and hit["event_saved"][0] == pytest.approx(hit["saved"])
+    assert hit["event_lookup"][0] == pytest.approx(hit["lookup"]) and hit["event_saved"][0] == pytest.approx(
+        hit["saved"]
+    )
     # later lookups in the process pay no set-up: the memory hit saves nearly the whole compile
     assert hit["again"][0] == "memory-hit" and hit["again"][1] == 0.0 and hit["again"][2] > 0
     assert hit["stats_saved"] == pytest.approx(hit["saved"] + hit["again"][2])

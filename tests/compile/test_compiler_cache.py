@@ -2,6 +2,7 @@
 state reaches the real compiler call (NVRTC's options and the environment of the process that made
 the call, recorded by the call itself), that every cache event carries it, and that a folder the
 compiler's cache cannot use is one line before any work."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,13 @@ CU = """extern "C" __global__ void axpy(float a, const float* x, float* y, int n
   if (i < n) y[i] = a * x[i] + y[i];
 }
 """
-CACHE_VARS = ("HIPEXPLORE_COMPILER_CACHE", "HIPEXPLORE_NVRTC_PCH", *compiler_cache.ENV["nvrtc"], *compiler_cache.ENV["hiprtc"],
-              "TRITON_CACHE_DIR")
+CACHE_VARS = (
+    "HIPEXPLORE_COMPILER_CACHE",
+    "HIPEXPLORE_NVRTC_PCH",
+    *compiler_cache.ENV["nvrtc"],
+    *compiler_cache.ENV["hiprtc"],
+    "TRITON_CACHE_DIR",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +55,9 @@ def test_nvrtc_state_follows_setting_options_and_environment():
     off = compiler_cache.state("nvrtc", environ={"HIPEXPLORE_COMPILER_CACHE": "off"})
     assert (off.cache, off.options) == ("off", ("--no-cache",))
     mine = compiler_cache.state("nvrtc", ("--no-cache",), environ={"HIPEXPLORE_COMPILER_CACHE": "off"})
-    assert mine.cache == "off" and mine.options == () and "request's options" in mine.why  # the user's option, not twice
+    assert (
+        mine.cache == "off" and mine.options == () and "request's options" in mine.why
+    )  # the user's option, not twice
     env_off = compiler_cache.state("nvrtc", environ={"CUDA_CACHE_DISABLE": "1", "CUDA_CACHE_PATH": "/x/nv"})
     assert (env_off.cache, env_off.why, env_off.directory) == ("off", "CUDA_CACHE_DISABLE=1", "/x/nv")
     pch = compiler_cache.state("nvrtc", environ={"HIPEXPLORE_NVRTC_PCH": "on"})
@@ -65,8 +73,9 @@ def test_other_compilers_state_what_they_have():
     assert tri.cache == "off" and "always_compile" in tri.why
     on = compiler_cache.state("triton", environ={"HIPEXPLORE_COMPILER_CACHE": "on", "TRITON_CACHE_DIR": "/t/c"})
     assert (on.cache, on.directory) == ("on", "/t/c")
-    assert compiler_cache.backend_kwargs("triton", {"HIPEXPLORE_COMPILER_CACHE": "on", "TRITON_CACHE_DIR": "/t/c"}) == \
-        {"triton_cache_dir": "/t/c"}
+    assert compiler_cache.backend_kwargs("triton", {"HIPEXPLORE_COMPILER_CACHE": "on", "TRITON_CACHE_DIR": "/t/c"}) == {
+        "triton_cache_dir": "/t/c"
+    }
     assert compiler_cache.state("someone-elses").cache == "unknown"
 
 
@@ -77,13 +86,17 @@ def test_comgr_cache_is_told_by_the_library_file(tmp_path):
     new.write_bytes(b"\0" * 4096 + b"AMD_COMGR_CACHE_DIR\0" + b"\1" * 100)
     old.write_bytes(b"\0" * 4096 + b"AMD_COMGR_SAVE_TEMPS\0")
     assert compiler_cache.comgr_has_cache(str(new)) and not compiler_cache.comgr_has_cache(str(old))
-    assert compiler_cache.state("hiprtc", comgr=str(old), comgr_version="2.4").label() == \
-        "none in this ROCm: comgr 2.4 has no cache of its own"
+    assert (
+        compiler_cache.state("hiprtc", comgr=str(old), comgr_version="2.4").label()
+        == "none in this ROCm: comgr 2.4 has no cache of its own"
+    )
     on = compiler_cache.state("hiprtc", comgr=str(new), comgr_version="3.0")
     assert on.cache == "on" and on.directory.endswith("comgr")
     off = compiler_cache.state("hiprtc", environ={"HIPEXPLORE_COMPILER_CACHE": "off"}, comgr=str(new))
     assert off.cache == "off" and off.env == (("AMD_COMGR_CACHE", "0"),)
-    assert compiler_cache.process_environment("hiprtc", {"HIPEXPLORE_COMPILER_CACHE": "off"}) == {"AMD_COMGR_CACHE": "0"}
+    assert compiler_cache.process_environment("hiprtc", {"HIPEXPLORE_COMPILER_CACHE": "off"}) == {
+        "AMD_COMGR_CACHE": "0"
+    }
 
 
 def test_the_installed_hiprtc_says_none_in_this_rocm():
@@ -177,7 +190,12 @@ def test_bad_cuda_cache_path_is_one_line_and_nothing_is_lost(tmp_path, how):
         env.pop(name, None)
     run = lambda *extra, **more: subprocess.run(  # noqa: E731
         [sys.executable, "-m", "hipexplore", "compile", str(src), "--compiler", "nvrtc", "--target", "sm_90", *extra],
-        capture_output=True, text=True, cwd=REPO, timeout=300, env={**env, **more})
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**env, **more},
+    )
     first = run("--json")
     assert first.returncode == 0, first.stderr
     entries = sorted(p.name for p in cache.rglob("*.hxc"))

@@ -7,6 +7,7 @@ may read any). Both are memoized so that a memory hit stays in the microseconds.
 variable and unset it, or change one whose headers are keyed anyway; here the value alone changes
 (a -> b -> a), inside the recheck window, and the identity, the key and the binary must follow it.
 """
+
 from __future__ import annotations
 
 import ctypes

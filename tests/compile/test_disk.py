@@ -3,6 +3,7 @@
 Compiles use the real host compiler; volume tests write generated payloads straight through
 DiskCache.put/get (named as such).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -282,10 +283,16 @@ def test_verify_counts_and_removes_corrupt_entries(tmp_path):
     _corrupt_flip_binary(cache.disk.path_for(keys[0].digest))
     _corrupt_truncate(cache.disk.path_for(keys[1].digest))
     report = cache.verify()
-    assert {k: report[k] for k in ("checked", "ok", "corrupt", "removed", "failed")} == \
-        {"checked": 5, "ok": 3, "corrupt": 2, "removed": 2, "failed": 0}
-    assert sorted((Path(p[0]).name, p[2]) for p in report["problems"]) == \
-        sorted([(f"{keys[0].digest}.hxc", "removed"), (f"{keys[1].digest}.hxc", "removed")])
+    assert {k: report[k] for k in ("checked", "ok", "corrupt", "removed", "failed")} == {
+        "checked": 5,
+        "ok": 3,
+        "corrupt": 2,
+        "removed": 2,
+        "failed": 0,
+    }
+    assert sorted((Path(p[0]).name, p[2]) for p in report["problems"]) == sorted(
+        [(f"{keys[0].digest}.hxc", "removed"), (f"{keys[1].digest}.hxc", "removed")]
+    )
     assert not cache.disk.path_for(keys[0].digest).exists()
     assert cache.verify()["ok"] == 3 and cache.verify()["corrupt"] == 0
     removed = cache.clear()
@@ -295,7 +302,15 @@ def test_verify_counts_and_removes_corrupt_entries(tmp_path):
 def test_encode_decode_roundtrip_and_key_mismatch(tmp_path):
     disk = DiskCache(tmp_path)
     key, other = fake_key(1), fake_key(1, "other")
-    code = ObjectCode(b"\x7fELF" + bytes(range(256)), "hiprtc", "gfx90a", "code-object", log="warning: x", lowered_names={"k<1>": "_Z1kILi1EEvv"}, compile_seconds=0.7)
+    code = ObjectCode(
+        b"\x7fELF" + bytes(range(256)),
+        "hiprtc",
+        "gfx90a",
+        "code-object",
+        log="warning: x",
+        lowered_names={"k<1>": "_Z1kILi1EEvv"},
+        compile_seconds=0.7,
+    )
     header, binary = decode_entry(encode_entry(key, code))
     assert binary == code.binary and header["lowered_names"] == code.lowered_names
     assert disk.put(key, code)
@@ -321,7 +336,7 @@ def test_a_resealed_entry_with_a_bad_format_is_a_miss(tmp_path, what):
     path = disk.path_for(key.digest)
     data = path.read_bytes()
     if what == "magic":  # another format version, checksum intact
-        bad = _resealed(data, lambda body: b"HXCACHE\x02" + body[len(MAGIC):])
+        bad = _resealed(data, lambda body: b"HXCACHE\x02" + body[len(MAGIC) :])
     else:  # lengths that do not add up to the file: extra bytes before the checksum
         bad = _resealed(data, lambda body: body + b"extra")
     path.write_bytes(bad)
@@ -460,8 +475,13 @@ def test_write_failing_mid_file_warns_once_and_leaves_no_partial_entry(tmp_path)
     import sys
 
     root = tmp_path / "cache"
-    out = subprocess.run([sys.executable, "-c", FULL_DISK_SCRIPT, str(root)], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_SCRIPT, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["outcomes"] == ["compiled", "compiled", "memory-hit"]
@@ -517,8 +537,10 @@ def test_room_after_a_full_disk_first_drops_abandoned_temp_files(tmp_path):
 
     disk = DiskCache(tmp_path / "c")
     canonical = json.dumps({"generated": 1}).encode()
-    assert disk.put(CacheKey(canonical, hashlib.sha256(canonical).hexdigest()),
-                    ObjectCode(b"x" * 4096, "host", "host", "shared-library", compile_seconds=0.5))
+    assert disk.put(
+        CacheKey(canonical, hashlib.sha256(canonical).hexdigest()),
+        ObjectCode(b"x" * 4096, "host", "host", "shared-library", compile_seconds=0.5),
+    )
     shard = next(p.parent for p in disk.directory.rglob("*.hxc"))
     old, fresh = shard / ".tmp-otherhost-1-abc.hxc.part", shard / ".tmp-otherhost-2-def.hxc.part"
     old.write_bytes(b"x" * 10)
@@ -540,15 +562,39 @@ def test_a_disk_tiers_stats_name_every_field(tmp_path):
 
     disk = DiskCache(tmp_path / "c")
     canonical = json.dumps({"generated": 2}).encode()
-    assert disk.put(CacheKey(canonical, hashlib.sha256(canonical).hexdigest()),
-                    ObjectCode(b"x" * 4096, "host", "host", "shared-library", compile_seconds=0.5))
+    assert disk.put(
+        CacheKey(canonical, hashlib.sha256(canonical).hexdigest()),
+        ObjectCode(b"x" * 4096, "host", "host", "shared-library", compile_seconds=0.5),
+    )
     shard = next(p.parent for p in disk.directory.rglob("*.hxc"))
     (shard / ".tmp-otherhost-1-abc.hxc.part").write_bytes(b"t" * 10)
     (shard / "notes.txt").write_text("x")
     s = disk.stats()
     entry = sum(i.size for i in disk.listing() if i.kind == "entry")
-    assert {k: s[k] for k in ("shared", "authenticated", "writable", "write_error", "entries", "bytes", "entry_bytes",
-                              "temp_files", "temp_bytes", "foreign_files")} == {
-        "shared": disk.shared, "authenticated": False, "writable": True, "write_error": "", "entries": 1,
-        "bytes": entry + 10, "entry_bytes": entry, "temp_files": 1, "temp_bytes": 10, "foreign_files": 1}
+    assert {
+        k: s[k]
+        for k in (
+            "shared",
+            "authenticated",
+            "writable",
+            "write_error",
+            "entries",
+            "bytes",
+            "entry_bytes",
+            "temp_files",
+            "temp_bytes",
+            "foreign_files",
+        )
+    } == {
+        "shared": disk.shared,
+        "authenticated": False,
+        "writable": True,
+        "write_error": "",
+        "entries": 1,
+        "bytes": entry + 10,
+        "entry_bytes": entry,
+        "temp_files": 1,
+        "temp_bytes": 10,
+        "foreign_files": 1,
+    }
     assert s["disk_writes"] == 1

@@ -3,6 +3,7 @@ miss in bounded time and memory, writes continue, and `cache stats/verify/clear`
 did. Entries are generated payloads written through DiskCache (named as such); the planted-code
 case uses the real host compiler and runs the library it got.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -64,9 +65,20 @@ def raw_entry(header: dict, binary: bytes) -> bytes:
 
 
 def good_header(key: CacheKey, binary: bytes, **override) -> dict:
-    h = {"format": 1, "key": key.canonical.decode(), "digest": key.digest, "compiler": "host", "target": "host",
-         "mode": "shared-library", "compile_seconds": 0.5, "created": 1.0, "lowered_names": {}, "log": "",
-         "sizes": {"binary": len(binary), "key": len(key.canonical)}, "auth": "sha256"}
+    h = {
+        "format": 1,
+        "key": key.canonical.decode(),
+        "digest": key.digest,
+        "compiler": "host",
+        "target": "host",
+        "mode": "shared-library",
+        "compile_seconds": 0.5,
+        "created": 1.0,
+        "lowered_names": {},
+        "log": "",
+        "sizes": {"binary": len(binary), "key": len(key.canonical)},
+        "auth": "sha256",
+    }
     h.update(override)
     return h
 
@@ -153,10 +165,20 @@ def test_a_file_where_a_shard_folder_should_be_skips_that_shard_only(tmp_path):
     assert disk.writable and disk.get(other) is not None
 
 
-@pytest.mark.parametrize("override", [
-    {"compile_seconds": "x"}, {"lowered_names": [1]}, {"lowered_names": {"a": 1}}, {"log": None}, {"compiler": 3},
-    {"sizes": {"binary": "1", "key": 1}}, {"format": True}, {"created": float("nan")},
-], ids=lambda o: next(iter(o)) + "=" + repr(next(iter(o.values()))))
+@pytest.mark.parametrize(
+    "override",
+    [
+        {"compile_seconds": "x"},
+        {"lowered_names": [1]},
+        {"lowered_names": {"a": 1}},
+        {"log": None},
+        {"compiler": 3},
+        {"sizes": {"binary": "1", "key": 1}},
+        {"format": True},
+        {"created": float("nan")},
+    ],
+    ids=lambda o: next(iter(o)) + "=" + repr(next(iter(o.values()))),
+)
 def test_a_well_formed_entry_with_a_mistyped_header_field_is_corrupt(tmp_path, override, capsys):
     disk = DiskCache(tmp_path)
     key = fake_key(9)
@@ -207,7 +229,9 @@ def test_stats_does_not_count_an_entry_pruned_mid_listing_as_unreadable(tmp_path
 
 
 # -- private by default -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("umask,file_mode,dir_mode", [(0o077, 0o600, 0o700), (0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
+@pytest.mark.parametrize(
+    "umask,file_mode,dir_mode", [(0o077, 0o600, 0o700), (0o022, 0o644, 0o755), (0o027, 0o640, 0o750)]
+)
 def test_entries_and_folders_follow_the_umask(tmp_path, umask, file_mode, dir_mode):
     old = os.umask(umask)
     try:

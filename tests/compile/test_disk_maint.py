@@ -2,6 +2,7 @@
 ``DiskCache`` folder. What is pinned here directly: whose temp file is stale (``writer_gone``, with
 real dead and live processes), least-recently-used order and the target of a prune, what verify
 removes and what it leaves, and clear's counts."""
+
 from __future__ import annotations
 
 import hashlib

@@ -8,6 +8,7 @@ one else. Anything else is not used: a miss (``untrusted`` counted), no write, o
 it. As root these tests hand folders and files to another uid (65534, ``nobody``) with chown; as
 another user they are skipped (only root can give a file away).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,7 +26,6 @@ from hipexplore.compile.disk import DiskCache
 from hipexplore.compile.request import CacheKey
 
 OTHER = 65534
-
 
 
 @pytest.fixture(autouse=True)
@@ -103,9 +103,17 @@ def test_a_sticky_root_of_another_user_is_not_trusted(tmp_path) -> None:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("level,mode,why", [("version", 0o775, "group-writable"), ("shard", 0o775, "group-writable"),
-                                            ("shard", 0o757, "world-writable"), ("root", 0o775, "group-writable"),
-                                            ("version", 0o1777, "world-writable"), ("shard", 0o1777, "world-writable")])
+@pytest.mark.parametrize(
+    "level,mode,why",
+    [
+        ("version", 0o775, "group-writable"),
+        ("shard", 0o775, "group-writable"),
+        ("shard", 0o757, "world-writable"),
+        ("root", 0o775, "group-writable"),
+        ("version", 0o1777, "world-writable"),
+        ("shard", 0o1777, "world-writable"),
+    ],
+)
 def test_a_folder_of_this_user_that_others_can_write_is_not_trusted(tmp_path, level, mode, why) -> None:
     """Group- or world-writable, this user's own: refused; sticky helps only the root (1777 below it is refused)."""
     root, p = stored(tmp_path)

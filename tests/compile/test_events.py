@@ -2,6 +2,7 @@
 recorded lookups. The frame's columns and dtypes are the contract (also when empty); the rows are
 those of real lookups through a cache with the host compiler (compiled, memory hit, disk hit,
 failed), and ``seconds_saved`` is signed."""
+
 from __future__ import annotations
 
 import subprocess
@@ -14,13 +15,31 @@ from hipexplore.compile.cache import CompileCache
 from hipexplore.compile.events import EVENT_COLUMNS, HIT_OUTCOMES, OUTCOMES, CacheEvent, events_frame
 from hipexplore.errors import CompileError, ConfigError
 
-DTYPES = {"seq": "int64", "time": "float64", "lookup_seconds": "float64", "compile_seconds": "float64",
-          "seconds_saved": "float64", "bytes": "int64"}
+DTYPES = {
+    "seq": "int64",
+    "time": "float64",
+    "lookup_seconds": "float64",
+    "compile_seconds": "float64",
+    "seconds_saved": "float64",
+    "bytes": "int64",
+}
 
 
 def event(outcome: str, **kw) -> CacheEvent:
-    base = dict(seq=0, time=1.0, digest="ab" * 8, kernel="k", compiler="host", target="host", mode="", outcome=outcome,
-                lookup_seconds=0.5, compile_seconds=0.2, seconds_saved=-0.3, bytes=10)
+    base = dict(
+        seq=0,
+        time=1.0,
+        digest="ab" * 8,
+        kernel="k",
+        compiler="host",
+        target="host",
+        mode="",
+        outcome=outcome,
+        lookup_seconds=0.5,
+        compile_seconds=0.2,
+        seconds_saved=-0.3,
+        bytes=10,
+    )
     return CacheEvent(**{**base, **kw})
 
 
@@ -71,8 +90,10 @@ def test_real_lookups_are_rows_in_order(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_events_need_no_pandas_until_a_frame_is_asked_for():
-    code = ("import sys; import hipexplore.compile.events as e; "
-            "e.CacheEvent(0, 0.0, 'd', 'k', 'host', 'host', '', 'compiled', 0.0, 0.0, 0.0, 0); "
-            "print('pandas' in sys.modules)")
+    code = (
+        "import sys; import hipexplore.compile.events as e; "
+        "e.CacheEvent(0, 0.0, 'd', 'k', 'host', 'host', '', 'compiled', 0.0, 0.0, 0.0, 0); "
+        "print('pandas' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=100, check=True).stdout
     assert out.strip() == "False"

@@ -3,6 +3,7 @@ hip-python 10.x (``rocm.bindings``, put in .hip-python-10 by ``setup.sh --dev``)
 whose path puts it first: hiprtc compiles a real gfx90a code object through each, and the HIP
 runtime path loads through each. A layout chosen wrongly, or a library not pointed at ROCm 5.2's
 libamdhip64.so.5, fails the compile (10.x alone would look for libhiprtc.so, which Debian lacks)."""
+
 from __future__ import annotations
 
 import json

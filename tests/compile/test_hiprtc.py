@@ -4,6 +4,7 @@ NVRTC's name the source. They now name the source and header as the request does
 user's line and column, and a missing header says that ``-I DIR`` / ``--include-dir`` exist.
 Real hiprtc compiles (through the worker-isolated compiler the registry gives) and the real CLI.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,14 +28,17 @@ def compile_error(name: str, text: str, headers=()) -> str:
 
 
 def test_an_error_in_the_source_names_its_file_line_and_column():
-    log = compile_error("hiprtc", '\n__global__ void k(int* p) {\n  *p = undefined_name;\n}\n')
+    log = compile_error("hiprtc", "\n__global__ void k(int* p) {\n  *p = undefined_name;\n}\n")
     assert "stencil.hip:3:8: error: use of undeclared identifier 'undefined_name'" in log
     assert "comgr-" not in log and "CompileSource" not in log
 
 
 def test_an_error_in_a_request_header_names_the_header_and_the_include_line():
-    log = compile_error("hiprtc", '#include "sub/params.h"\n__global__ void k(int* p) { *p = N; }\n',
-                        headers=[("sub/params.h", "// parameters\nconstexpr int N = oops;\n")])
+    log = compile_error(
+        "hiprtc",
+        '#include "sub/params.h"\n__global__ void k(int* p) { *p = N; }\n',
+        headers=[("sub/params.h", "// parameters\nconstexpr int N = oops;\n")],
+    )
     assert "In file included from stencil.hip:1:" in log
     assert re.search(r"(?m)^sub/params\.h:2:19: error: use of undeclared identifier 'oops'", log), log
     assert "comgr-" not in log
@@ -53,9 +57,25 @@ def test_the_cli_names_the_users_file_and_hints(tmp_path):
 
     require_compiler("hiprtc")
     src = tmp_path / "stencil.hip"
-    src.write_text('#include <missing/tile.h>\n__global__ void k(int* p) { *p = 1; }\n')
-    proc = subprocess.run([sys.executable, "-m", "hipexplore", "compile", str(src), "--compiler", "hiprtc",
-                           "--target", "gfx90a", "--no-cache"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    src.write_text("#include <missing/tile.h>\n__global__ void k(int* p) { *p = 1; }\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "compile",
+            str(src),
+            "--compiler",
+            "hiprtc",
+            "--target",
+            "gfx90a",
+            "--no-cache",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "stencil.hip:1:10: fatal error: 'missing/tile.h' file not found" in proc.stderr
     assert "--include-dir" in proc.stderr and "comgr-" not in proc.stderr

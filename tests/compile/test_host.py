@@ -1,6 +1,7 @@
 """``hipexplore.compile.host``: the host backend against the real cc: a shared library that runs,
 syntax errors and bad targets, the assembly dump, an identity that follows cc and its stamp, and
 an in-process timeout that kills the compiler and everything it started."""
+
 from __future__ import annotations
 
 import ctypes
@@ -57,8 +58,15 @@ def test_host_syntax_error_and_bad_target(need_host_cc, host):
 
 def test_host_dump_asm(need_host_cc, host, tmp_path, monkeypatch):
     monkeypatch.setenv("HIPEXPLORE_DUMP_DIR", str(tmp_path))
-    obj = host.compile(CompileRequest(Source("triad.c", TRIAD_C), "host", "host", headers=[TRIAD_C_HEADER],
-                                      diagnostics={"dump-asm", "dump-source"}))
+    obj = host.compile(
+        CompileRequest(
+            Source("triad.c", TRIAD_C),
+            "host",
+            "host",
+            headers=[TRIAD_C_HEADER],
+            diagnostics={"dump-asm", "dump-source"},
+        )
+    )
     asm = list(tmp_path.rglob("*.s"))
     assert len(asm) == 1 and "triad:" in asm[0].read_text()
     assert "dump-source: wrote" in obj.log
@@ -75,7 +83,10 @@ def _copied_cc(tmp_path) -> str:
     if "gcc" not in os.path.basename(real):
         from conftest import need
 
-        need("gcc as the host compiler cc (Debian's, as in CI)", f"cc is {real}; the copy trick relies on gcc's relative lookup")
+        need(
+            "gcc as the host compiler cc (Debian's, as in CI)",
+            f"cc is {real}; the copy trick relies on gcc's relative lookup",
+        )
     (tmp_path / "bin").mkdir()
     prefix = os.path.dirname(os.path.dirname(real))
     for sub in ("lib", "libexec"):

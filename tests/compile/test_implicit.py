@@ -5,6 +5,7 @@ directory. Each case served the old binary after the edit (a memory-hit in the s
 disk-hit in a fresh one); each is now a miss whose binary holds the edited constant. Real
 compilers throughout; "fresh process" is a new Python on the same disk cache directory.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -51,8 +52,13 @@ def request(compiler: str, include: str) -> CompileRequest:
     if compiler == "host":
         return CompileRequest(Source("k.c", f"{include}\nint answer(void) {{ return VALUE; }}\n"), "host", "host")
     source = f'{include}\nextern "C" __global__ void k(int* p) {{ *p = VALUE; }}\n'
-    return CompileRequest(Source("k.cu" if compiler == "nvrtc" else "k.hip", source), compiler, TARGETS[compiler],
-                          kernels=("k",), mode="ptx" if compiler == "nvrtc" else "")
+    return CompileRequest(
+        Source("k.cu" if compiler == "nvrtc" else "k.hip", source),
+        compiler,
+        TARGETS[compiler],
+        kernels=("k",),
+        mode="ptx" if compiler == "nvrtc" else "",
+    )
 
 
 def value(compiler: str, binary: bytes, tmp_path: Path) -> int:
@@ -82,11 +88,18 @@ print(json.dumps({"outcome": res.outcome, "binary": res.binary.hex()}))
 
 
 def fresh_process(req: CompileRequest, root: Path, cwd: Path | None = None) -> tuple[str, bytes]:
-    spec = {"source": [req.source.name, req.source.text], "compiler": req.compiler, "target": req.target,
-            "kernels": list(req.kernels), "mode": req.mode, "root": str(root),
-            "headers": [[h.name, h.text] for h in req.headers]}
-    proc = subprocess.run([sys.executable, "-c", FRESH, json.dumps(spec)], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
+    spec = {
+        "source": [req.source.name, req.source.text],
+        "compiler": req.compiler,
+        "target": req.target,
+        "kernels": list(req.kernels),
+        "mode": req.mode,
+        "root": str(root),
+        "headers": [[h.name, h.text] for h in req.headers],
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH, json.dumps(spec)], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     return out["outcome"], bytes.fromhex(out["binary"])
@@ -122,7 +135,7 @@ def test_a_host_header_found_through_an_include_path_variable_is_keyed(tmp_path,
     """(a) The variable's value was keyed; the header's content was not."""
     cfg = header(tmp_path / "inc" / "cfg.h", OLD)
     monkeypatch.setenv(var, str(cfg.parent))
-    req = request("host", '#include <cfg.h>')
+    req = request("host", "#include <cfg.h>")
     if var == "CPLUS_INCLUDE_PATH":  # read for C++ only
         req = req.with_(source=Source("k.cpp", req.source.text.replace("int answer", 'extern "C" int answer')))
     settle()
@@ -149,8 +162,11 @@ def local_header():
 def test_an_edited_header_in_usr_local_include_is_keyed(tmp_path, local_header, compiler):
     """(b) hiprtc searches /usr/local/include too (comgr's clang lists it under -v)."""
     settle()
-    edited_is_a_miss(tmp_path, request(compiler, f"#include <{local_header.name}>"),
-                     lambda: local_header.write_text(f"#define VALUE {NEW}\n"))
+    edited_is_a_miss(
+        tmp_path,
+        request(compiler, f"#include <{local_header.name}>"),
+        lambda: local_header.write_text(f"#define VALUE {NEW}\n"),
+    )
 
 
 def test_a_new_header_earlier_on_the_search_path_shadows_the_one_used(tmp_path, monkeypatch, local_header):
@@ -160,8 +176,9 @@ def test_a_new_header_earlier_on_the_search_path_shadows_the_one_used(tmp_path, 
     early.mkdir()
     monkeypatch.setenv("C_INCLUDE_PATH", str(early))
     settle()
-    edited_is_a_miss(tmp_path, request("host", f"#include <{local_header.name}>"),
-                     lambda: header(early / local_header.name, NEW))
+    edited_is_a_miss(
+        tmp_path, request("host", f"#include <{local_header.name}>"), lambda: header(early / local_header.name, NEW)
+    )
 
 
 @pytest.mark.parametrize("compiler", ["host", "nvrtc", "hiprtc"])
@@ -230,7 +247,9 @@ def test_hiprtc_searches_a_folder_relative_to_the_current_directory(tmp_path, mo
     work = tmp_path / "work"
     work.mkdir()
     # the compiler's own word (its -v goes to file descriptor 2): folders it would search if they existed
-    verbose = subprocess.run([sys.executable, "-c", HIPRTC_VERBOSE], capture_output=True, text=True, cwd=work, timeout=300)
+    verbose = subprocess.run(
+        [sys.executable, "-c", HIPRTC_VERBOSE], capture_output=True, text=True, cwd=work, timeout=300
+    )
     relative = re.findall(r'ignoring nonexistent directory "(lib/[^"]*include)"', verbose.stderr)
     monkeypatch.chdir(work)
     req = request("hiprtc", f"#include <{local_header.name}>")

@@ -6,6 +6,7 @@ first written, with the same size, in place: its (mtime, ctime, size, inode, dev
 does not change. Only the rule "a signature younger than RACY_NS is not trusted" makes the next
 lookup read the file again; without it the cache serves the binary of the old text.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,11 @@ def coarse_fs(tmp_path):
     with open(image, "wb") as f:
         f.truncate(8 << 20)
     made = subprocess.run([mkfs, "-q", "-F", "-I", "128", str(image)], capture_output=True, text=True)
-    mounted = subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], capture_output=True, text=True) \
-        if made.returncode == 0 else made
+    mounted = (
+        subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], capture_output=True, text=True)
+        if made.returncode == 0
+        else made
+    )
     if mounted.returncode != 0:
         need("a loop-mounted ext2 file system", (mounted.stderr or mounted.stdout).strip()[:200])
     try:
@@ -78,7 +82,10 @@ def test_a_header_rewritten_within_its_timestamp_tick_is_not_served_stale(coarse
         with open(cfg, "r+") as f:  # in place: same inode, same size
             f.write(f"#define VALUE {NEW}\n")
         after = os.stat(cfg)
-        if int(time.time()) == second and (after.st_mtime_ns, after.st_ctime_ns) == (before.st_mtime_ns, before.st_ctime_ns):
+        if int(time.time()) == second and (after.st_mtime_ns, after.st_ctime_ns) == (
+            before.st_mtime_ns,
+            before.st_ctime_ns,
+        ):
             break
         implicit._memo.clear()
     else:

@@ -6,6 +6,7 @@ The kernels are shaped like real ones: a HIP stencil pulling its coefficients fr
 include directory (which itself includes a nested header), a tile size from a header beside the
 source, and the runtime header every HIP/CUDA file starts with.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -43,7 +44,8 @@ def tree(tmp_path):
     (tmp_path / "inc" / "stencil" / "detail").mkdir(parents=True)
     (tmp_path / "src" / "tile.h").write_text("#pragma once\n#define TILE 128\n")
     (tmp_path / "inc" / "stencil" / "coeffs.h").write_text(
-        '#pragma once\n#include "detail/c2.h"\n#define C0 0.5f\n#define C1 0.25f\n')
+        '#pragma once\n#include "detail/c2.h"\n#define C0 0.5f\n#define C1 0.25f\n'
+    )
     (tmp_path / "inc" / "stencil" / "detail" / "c2.h").write_text("#define C2 0.125f\n")
     (tmp_path / "inc" / "unrelated.h").write_text("#define NOT_INCLUDED 1\n")
     return tmp_path
@@ -72,7 +74,8 @@ CASES = [
 
 @pytest.mark.parametrize("compiler,target,runtime,fname", CASES)
 def test_runtime_sibling_and_include_dir_compile_and_every_header_is_keyed(
-        compiler, target, runtime, fname, tree, cache_dir, capsys, request):
+    compiler, target, runtime, fname, tree, cache_dir, capsys, request
+):
     request.getfixturevalue(f"need_{compiler}")
     src = tree / "src" / fname
     src.write_text(STENCIL.format(runtime=runtime))
@@ -92,9 +95,11 @@ def test_runtime_sibling_and_include_dir_compile_and_every_header_is_keyed(
     assert compile_json(capsys, *argv)["key"] == first["key"]
     # editing each header of the closure (sibling, -I dir, nested) compiles anew under a new key
     keys = {first["key"]}
-    for rel, text in (("src/tile.h", "#pragma once\n#define TILE 64\n"),
-                      ("inc/stencil/coeffs.h", '#pragma once\n#include "detail/c2.h"\n#define C0 0.6f\n#define C1 0.2f\n'),
-                      ("inc/stencil/detail/c2.h", "#define C2 0.1f\n")):
+    for rel, text in (
+        ("src/tile.h", "#pragma once\n#define TILE 64\n"),
+        ("inc/stencil/coeffs.h", '#pragma once\n#include "detail/c2.h"\n#define C0 0.6f\n#define C1 0.2f\n'),
+        ("inc/stencil/detail/c2.h", "#define C2 0.1f\n"),
+    ):
         (tree / rel).write_text(text)
         now = compile_json(capsys, *argv)
         assert now["outcome"] == "compiled", rel
@@ -104,19 +109,23 @@ def test_runtime_sibling_and_include_dir_compile_and_every_header_is_keyed(
 
 def test_fp16_and_stdint_headers_hiprtc(need_hiprtc, tmp_path, cache_dir, capsys):
     src = tmp_path / "h2f.hip"
-    src.write_text("#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n#include <cstdint>\n"
-                   'extern "C" __global__ void h2f(float* out, const __half* in, uint32_t n) {\n'
-                   "  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                   "  if (i < n) out[i] = __half2float(in[i]);\n}\n")
+    src.write_text(
+        "#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n#include <cstdint>\n"
+        'extern "C" __global__ void h2f(float* out, const __half* in, uint32_t n) {\n'
+        "  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) out[i] = __half2float(in[i]);\n}\n"
+    )
     rep = compile_json(capsys, str(src), "--compiler", "hiprtc", "--target", "gfx90a", "--kernel", "h2f")
     assert {h["name"] for h in rep["headers"]} == {"hip/hip_runtime.h", "hip/hip_fp16.h", "cstdint"}
 
 
 def test_stdint_nvrtc(need_nvrtc, tmp_path, cache_dir, capsys):
     src = tmp_path / "iota.cu"
-    src.write_text('#include <cuda_runtime.h>\n#include <stdint.h>\n'
-                   'extern "C" __global__ void iota(int64_t* out, uint32_t n) {\n'
-                   "  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = (int64_t)i * 3;\n}\n")
+    src.write_text(
+        "#include <cuda_runtime.h>\n#include <stdint.h>\n"
+        'extern "C" __global__ void iota(int64_t* out, uint32_t n) {\n'
+        "  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = (int64_t)i * 3;\n}\n"
+    )
     rep = compile_json(capsys, str(src), "--compiler", "nvrtc", "--target", "sm_90", "--kernel", "iota")
     assert rep["outcome"] == "compiled"
 
@@ -125,8 +134,10 @@ def test_host_cc_sibling_and_angled_include_dir(need_host_cc, tree, cache_dir, c
     """cc: the closure is laid out in the build folder; an angled include from -I resolves too,
     and the library computes with the header's values (so the right text reached the compiler)."""
     src = tree / "src" / "stencil.c"
-    src.write_text('#include <stdint.h>\n#include "tile.h"\n#include <stencil/coeffs.h>\n'
-                   "float coeff_sum(void) { return C0 + 2 * C1 + 2 * C2 + (float)TILE; }\n")
+    src.write_text(
+        '#include <stdint.h>\n#include "tile.h"\n#include <stencil/coeffs.h>\n'
+        "float coeff_sum(void) { return C0 + 2 * C1 + 2 * C2 + (float)TILE; }\n"
+    )
     out = tmp_path / "lib.so"
     rep = compile_json(capsys, str(src), "--compiler", "host", "-I", str(tree / "inc"), "--out", str(out))
     assert {h["name"] for h in rep["headers"]} == {"tile.h", "stencil/coeffs.h", "detail/c2.h"}
@@ -153,9 +164,13 @@ def test_closure_search_order_and_refusals(tmp_path):
     (tmp_path / "src" / "cfg.h").write_text("#define FROM_SRC 1\n")
     main_c = tmp_path / "src" / "k.c"
     # quoted: beside the including file first; angled: -I dirs in order (never beside)
-    c1 = include_closure('#include "cfg.h"\n', compiler="host", source_path=main_c, include_dirs=[tmp_path / "a", tmp_path / "b"])
+    c1 = include_closure(
+        '#include "cfg.h"\n', compiler="host", source_path=main_c, include_dirs=[tmp_path / "a", tmp_path / "b"]
+    )
     assert [f.text for f in c1.files] == ["#define FROM_SRC 1\n"]
-    c2 = include_closure("#include <cfg.h>\n", compiler="host", source_path=main_c, include_dirs=[tmp_path / "b", tmp_path / "a"])
+    c2 = include_closure(
+        "#include <cfg.h>\n", compiler="host", source_path=main_c, include_dirs=[tmp_path / "b", tmp_path / "a"]
+    )
     assert [f.text for f in c2.files] == ["#define FROM_B 1\n"]
     # a macro include follows the literal spelling the macro is defined to; other forms are listed
     c3 = include_closure("#define H <cfg.h>\n#include H\n", compiler="host", include_dirs=[tmp_path / "a"])
@@ -165,7 +180,9 @@ def test_closure_search_order_and_refusals(tmp_path):
     # the same spelling naming two different files: refused (RTC compilers match by spelling)
     (tmp_path / "a" / "x.h").write_text('#include "cfg.h"\n')
     with pytest.raises(ConfigError, match="names two different files"):
-        include_closure('#include "cfg.h"\n#include <x.h>\n', compiler="nvrtc", source_path=main_c, include_dirs=[tmp_path / "a"])
+        include_closure(
+            '#include "cfg.h"\n#include <x.h>\n', compiler="nvrtc", source_path=main_c, include_dirs=[tmp_path / "a"]
+        )
     with pytest.raises(ConfigError, match="include directory .* does not exist"):
         include_closure("", compiler="host", include_dirs=[tmp_path / "nope"])
     # -I as a raw option is still refused (it would read unkeyed files); the message says what to use
@@ -202,10 +219,18 @@ def test_user_kernel_rebuilds_when_a_header_changes(need_host_cc, tmp_path):
     (tmp_path / "inc").mkdir()
     (tmp_path / "inc" / "gain.h").write_text("#define GAIN 2.0f\n")
     src = tmp_path / "gain.c"
-    src.write_text("#include <gain.h>\nvoid gain(float* y, const float* x, unsigned long long n) {\n"
-                   "  for (unsigned long long i = 0; i < n; ++i) y[i] = GAIN * x[i]; }\n")
-    spec = user_kernel(src, "gain", "out:y:f32[n],in:x:f32[n],n:u64=n", name="test_gain_hdr",
-                       include_dirs=[tmp_path / "inc"], register_it=False)
+    src.write_text(
+        "#include <gain.h>\nvoid gain(float* y, const float* x, unsigned long long n) {\n"
+        "  for (unsigned long long i = 0; i < n; ++i) y[i] = GAIN * x[i]; }\n"
+    )
+    spec = user_kernel(
+        src,
+        "gain",
+        "out:y:f32[n],in:x:f32[n],n:u64=n",
+        name="test_gain_hdr",
+        include_dirs=[tmp_path / "inc"],
+        register_it=False,
+    )
     dev = HostDevice()
     dev.cache = CompileCache(disk_dir=False)
 

@@ -11,6 +11,7 @@ a macro operand, trigraphs, ``#import``, symlinked folders, ``#line``, ``#includ
 ``C_INCLUDE_PATH``, ``-l`` through ``LIBRARY_PATH``, linker scripts, assembler operands, and the
 options that are refused because what they read cannot be listed).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -97,9 +98,15 @@ sys.stdout.write(CompileCache(disk_dir=spec["root"]).get_or_compile(req).binary.
 def fresh_process(req: CompileRequest, root: Path) -> bytes:
     import json
 
-    spec = {"source": [req.source.name, req.source.text], "compiler": req.compiler, "target": req.target,
-            "kernels": list(req.kernels), "options": list(req.options), "root": str(root),
-            "headers": [[h.name, h.text] for h in req.headers]}
+    spec = {
+        "source": [req.source.name, req.source.text],
+        "compiler": req.compiler,
+        "target": req.target,
+        "kernels": list(req.kernels),
+        "options": list(req.options),
+        "root": str(root),
+        "headers": [[h.name, h.text] for h in req.headers],
+    }
     proc = subprocess.run([sys.executable, "-c", FRESH, json.dumps(spec)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return bytes.fromhex(proc.stdout.strip())
@@ -115,8 +122,11 @@ def work(tmp_path, monkeypatch) -> Path:
 
 
 # -- the attack's cases --------------------------------------------------------------------------
-@pytest.mark.parametrize("spelling", ['%:include "cfg.h"', '#inc\\\nlude "cfg.h"', '#include /*c*/ "cfg.h"'],
-                         ids=["digraph", "line-splice", "comment"])
+@pytest.mark.parametrize(
+    "spelling",
+    ['%:include "cfg.h"', '#inc\\\nlude "cfg.h"', '#include /*c*/ "cfg.h"'],
+    ids=["digraph", "line-splice", "comment"],
+)
 def test_nvrtc_cfg_h_from_the_current_directory_in_any_spelling(tmp_path, work, spelling):
     cfg = header(work / "cfg.h", OLD)
     served_is_fresh(tmp_path, request("nvrtc", spelling), lambda: header(cfg, NEW))
@@ -137,8 +147,12 @@ def build_object(path: Path, value: int) -> Path:
 
 def test_a_host_object_file_among_the_options_is_keyed(tmp_path):
     helper = build_object(tmp_path / "lib" / "helper.o", OLD)
-    req = CompileRequest(Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"), "host", "host",
-                         options=(str(helper),))
+    req = CompileRequest(
+        Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"),
+        "host",
+        "host",
+        options=(str(helper),),
+    )
     compiler("host")
     served_is_fresh(tmp_path, req, lambda: build_object(helper, NEW))
     key = CompileCache(disk_dir=False).key_for(req)
@@ -163,8 +177,11 @@ def test_a_cc_wrapper_that_chooses_the_compiler_from_the_environment(tmp_path, m
     other.chmod(0o755)
     monkeypatch.delenv("HX_TEST_REAL_CC", raising=False)
     comp = HostCompiler(cc=str(wrapper))
-    req = CompileRequest(Source("k.c", f"#ifndef VALUE\n#define VALUE {OLD}\n#endif\nint answer(void) {{ return VALUE; }}\n"),
-                         "host", "host")
+    req = CompileRequest(
+        Source("k.c", f"#ifndef VALUE\n#define VALUE {OLD}\n#endif\nint answer(void) {{ return VALUE; }}\n"),
+        "host",
+        "host",
+    )
     served_is_fresh(tmp_path, req, lambda: monkeypatch.setenv("HX_TEST_REAL_CC", str(other)), comp=comp)
 
 
@@ -183,15 +200,18 @@ def test_nvrtc_spelling_from_an_option_macro(tmp_path, work):
 
 def test_nvrtc_spelling_from_a_macro_in_a_request_header(tmp_path, work):
     cfg = header(work / "late.h", OLD)
-    req = request("nvrtc", '#include "defs.h"\n#define PASTE(a, b) a ## b\n#include PASTE(C, FG)',
-                  headers=[("defs.h", '#define CFG "late.h"\n')])
+    req = request(
+        "nvrtc",
+        '#include "defs.h"\n#define PASTE(a, b) a ## b\n#include PASTE(C, FG)',
+        headers=[("defs.h", '#define CFG "late.h"\n')],
+    )
     served_is_fresh(tmp_path, req, lambda: header(cfg, NEW))
 
 
 HAS = f'#if {{}}\n#include "maybe.h"\n#else\n#define VALUE {OLD}\n#endif'
 
 
-@pytest.mark.parametrize("probe", ['__has_include("maybe.h")', "HAS(\"maybe.h\")"], ids=["literal", "macro"])
+@pytest.mark.parametrize("probe", ['__has_include("maybe.h")', 'HAS("maybe.h")'], ids=["literal", "macro"])
 def test_nvrtc_has_include_of_a_file_that_appears_later(tmp_path, work, probe):
     """The dependency output lists only files found: the folders a ``__has_include`` looks in
     are watched (a literal operand), or the resolution is not trusted (a macro operand)."""
@@ -207,6 +227,7 @@ def test_nvrtc_include_through_a_retargeted_symlinked_folder(tmp_path, work):
     def retarget():
         (work / "link").unlink()
         (work / "link").symlink_to(tmp_path / "b")
+
     served_is_fresh(tmp_path, request("nvrtc", '#include "link/cfg.h"'), retarget)
 
 
@@ -251,7 +272,7 @@ def test_hiprtc_has_include_of_an_absolute_file_that_appears_later(tmp_path, wor
 
 def test_hiprtc_macro_spelled_absolute_include(tmp_path, work):
     h = header(tmp_path / "abs" / "m.h", OLD)
-    req = request("hiprtc", f'#define STR(x) #x\n#define XSTR(x) STR(x)\n#include XSTR({h})')
+    req = request("hiprtc", f"#define STR(x) #x\n#define XSTR(x) STR(x)\n#include XSTR({h})")
     served_is_fresh(tmp_path, req, lambda: header(h, NEW))
 
 
@@ -278,8 +299,12 @@ def test_host_library_found_through_library_path(tmp_path, monkeypatch):
     folder.mkdir()
     build_archive(folder, OLD)
     monkeypatch.setenv("LIBRARY_PATH", str(folder))
-    req = CompileRequest(Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"), "host", "host",
-                         options=("-u", "helper", "-lhxkey"))  # -u: the archive member is needed
+    req = CompileRequest(
+        Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"),
+        "host",
+        "host",
+        options=("-u", "helper", "-lhxkey"),
+    )  # -u: the archive member is needed
     compiler("host")
     served_is_fresh(tmp_path, req, lambda: build_archive(folder, NEW))
 
@@ -290,8 +315,12 @@ def test_host_linker_script_operand_naming_an_archive(tmp_path):
     lib = build_archive(folder, OLD)
     script = tmp_path / "inputs.ld"
     script.write_text(f"/* inputs */\nGROUP ( {lib} )\n")
-    req = CompileRequest(Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"), "host", "host",
-                         options=("-u", "helper", str(script)))
+    req = CompileRequest(
+        Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"),
+        "host",
+        "host",
+        options=("-u", "helper", str(script)),
+    )
     compiler("host")
     served_is_fresh(tmp_path, req, lambda: build_archive(folder, NEW))
 
@@ -311,9 +340,11 @@ def test_host_assembler_operand(tmp_path):
 
     def write(v: int) -> None:
         asm.write_text(f".text\n.globl helper\n.type helper,@function\nhelper:\n  movl ${v}, %eax\n  ret\n")
+
     write(OLD)
-    req = CompileRequest(Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"), "host", "host",
-                         options=(str(asm),))
+    req = CompileRequest(
+        Source("k.c", "int helper(void);\nint answer(void) { return helper(); }\n"), "host", "host", options=(str(asm),)
+    )
     compiler("host")
     served_is_fresh(tmp_path, req, lambda: write(NEW))
 
@@ -324,11 +355,20 @@ def test_host_absolute_include_behind_a_comment_and_digraph(tmp_path):
 
 
 # -- refused: what they read cannot be listed ----------------------------------------------------
-@pytest.mark.parametrize("compiler_name,option", [
-    ("host", "-include"), ("host", "-imacros"), ("nvrtc", "--pre-include=cfg.h"), ("nvrtc", "-Xcudafe"),
-    ("hiprtc", "-ivfsoverlay=o.yaml"), ("hiprtc", "--rocm-path=/opt/rocm"), ("host", "@args.rsp"),
-    ("host", "-Wl,-T,x.ld"), ("nvrtc", "--include-path=inc"),
-])
+@pytest.mark.parametrize(
+    "compiler_name,option",
+    [
+        ("host", "-include"),
+        ("host", "-imacros"),
+        ("nvrtc", "--pre-include=cfg.h"),
+        ("nvrtc", "-Xcudafe"),
+        ("hiprtc", "-ivfsoverlay=o.yaml"),
+        ("hiprtc", "--rocm-path=/opt/rocm"),
+        ("host", "@args.rsp"),
+        ("host", "-Wl,-T,x.ld"),
+        ("nvrtc", "--include-path=inc"),
+    ],
+)
 def test_options_that_read_unlisted_files_are_refused(compiler_name, option):
     with pytest.raises(ConfigError, match="cannot see|read files"):
         request(compiler_name, "", options=(option,))
@@ -341,17 +381,31 @@ def test_the_fast_path_skips_the_compiler_only_for_plain_request_headers(monkeyp
     plain = request("nvrtc", '#include "defs.h"', headers=[("defs.h", "#define VALUE 1\n")])
     assert reads_only_request(plain, nvrtc=True)
     assert reads_only_request(request("nvrtc", '%:include "defs.h"', headers=[("defs.h", "")]), nvrtc=True)
-    for text in ('#inc\\\nlude "x.h"', "#include /**/ \"defs.h\"", "#include X",
-                 '#if __has_include("x.h")\n#endif', '??=include "defs.h"', '#include_next "defs.h"', '#import "defs.h"'):
+    for text in (
+        '#inc\\\nlude "x.h"',
+        '#include /**/ "defs.h"',
+        "#include X",
+        '#if __has_include("x.h")\n#endif',
+        '??=include "defs.h"',
+        '#include_next "defs.h"',
+        '#import "defs.h"',
+    ):
         assert not reads_only_request(request("nvrtc", text, headers=[("defs.h", "")]), nvrtc=True), text
     assert not reads_only_request(plain.with_(options=("-Dx", "--unknown-option")), nvrtc=True)
     # a comment that says "include" (real headers are full of them) is no directive ...
-    commented = request("nvrtc", '// the prelude every kernel includes first\n  // #include "x.h" (was)\n#include "defs.h"',
-                        headers=[("defs.h", "// include guard below\n#pragma once\n")])
+    commented = request(
+        "nvrtc",
+        '// the prelude every kernel includes first\n  // #include "x.h" (was)\n#include "defs.h"',
+        headers=[("defs.h", "// include guard below\n#pragma once\n")],
+    )
     assert reads_only_request(commented, nvrtc=True)
     # ... but not where a block comment could end inside it, or a trigraph splice could carry the next line
-    for text in ('/* open\n// */ #include "x.h"\n', '/* c */\n// a comment that includes x\n',
-                 '// a comment ??/\n#include "x.h"\n', '// includes ??= things\n'):
+    for text in (
+        '/* open\n// */ #include "x.h"\n',
+        "/* c */\n// a comment that includes x\n",
+        '// a comment ??/\n#include "x.h"\n',
+        "// includes ??= things\n",
+    ):
         assert not reads_only_request(request("nvrtc", text, headers=[("defs.h", "")]), nvrtc=True), text
 
 
@@ -364,14 +418,25 @@ def test_nvrtc_include_after_a_line_comment_that_closes_a_block_comment(tmp_path
 
 
 # -- include folders (-I DIR): the closure reads the files into the request --------------------
-SPELLINGS = {"digraph": '%:include "cfg.h"', "splice": '#inc\\\nlude <cfg.h>', "comments": '#include /*c*/ "cfg.h" // x',
-             "macro": '#define CFG "cfg.h"\n#include CFG', "import": '#import "cfg.h"'}
+SPELLINGS = {
+    "digraph": '%:include "cfg.h"',
+    "splice": "#inc\\\nlude <cfg.h>",
+    "comments": '#include /*c*/ "cfg.h" // x',
+    "macro": '#define CFG "cfg.h"\n#include CFG',
+    "import": '#import "cfg.h"',
+}
 
 
-@pytest.mark.parametrize("name,spelling", [(n, s) for n in ("nvrtc", "hiprtc", "host") for k, s in SPELLINGS.items()
-                                           if not (n == "nvrtc" and k == "import")],  # NVRTC has no #import
-                         ids=[f"{n}-{k}" for n in ("nvrtc", "hiprtc", "host") for k in SPELLINGS
-                              if not (n == "nvrtc" and k == "import")])
+@pytest.mark.parametrize(
+    "name,spelling",
+    [
+        (n, s)
+        for n in ("nvrtc", "hiprtc", "host")
+        for k, s in SPELLINGS.items()
+        if not (n == "nvrtc" and k == "import")
+    ],  # NVRTC has no #import
+    ids=[f"{n}-{k}" for n in ("nvrtc", "hiprtc", "host") for k in SPELLINGS if not (n == "nvrtc" and k == "import")],
+)
 def test_include_folder_headers_in_any_spelling(tmp_path, work, name, spelling):
     """With ``-I DIR`` the closure copies what it finds into the request (as the CLI does on every
     run): its directive reading is the preprocessor's (splices, comments, digraphs, a macro
@@ -384,6 +449,7 @@ def test_include_folder_headers_in_any_spelling(tmp_path, work, name, spelling):
 
     def build() -> CompileRequest:
         return with_closure(request(name, spelling), include_dirs=[inc])[0]
+
     cache = CompileCache(disk_dir=tmp_path / "cache")
     first = cache.get_or_compile(build(), comp)
     assert first.outcome == "compiled"

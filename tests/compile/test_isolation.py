@@ -1,4 +1,5 @@
 """Worker-process isolation with real compilers: real crashes, real timeouts, real signals."""
+
 from __future__ import annotations
 
 import gc
@@ -80,8 +81,7 @@ def test_compile_error_crosses_intact_and_identity_matches(need_hiprtc):
     from hipexplore.compile.hiprtc import HiprtcCompiler
 
     with IsolatedCompiler("hiprtc", HIPRTC_WORKER, workers=1, timeout=60) as comp:
-        bad = triad_hip("gfx90a").with_(source=Source("bad.hip", TRIAD_HIP + "\nint broken = ;\n"),
-                                        options=("-O1",))
+        bad = triad_hip("gfx90a").with_(source=Source("bad.hip", TRIAD_HIP + "\nint broken = ;\n"), options=("-O1",))
         with pytest.raises(CompileError) as info:
             comp.compile(bad)
         err = info.value
@@ -230,8 +230,9 @@ def test_concurrent_compiles_share_a_bounded_pool(need_host_cc):
 
         def run(i: int) -> None:
             try:
-                req = CompileRequest(Source("triad.c", TRIAD_C + f"\nint tag{i};\n"), "host", "host",
-                                     headers=[TRIAD_C_HEADER])
+                req = CompileRequest(
+                    Source("triad.c", TRIAD_C + f"\nint tag{i};\n"), "host", "host", headers=[TRIAD_C_HEADER]
+                )
                 results.append(comp.compile(req))
                 seen.update(comp.worker_pids())
             except BaseException as exc:  # noqa: BLE001

@@ -2,6 +2,7 @@
 the real driver's ``-###`` plan (cc here): object files among the options, ``-l`` libraries found
 as ld finds them (shared before static unless static), linker scripts followed, and the one kind
 of script that cannot be followed refused by name."""
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,14 @@ def layout(tmp_path: Path) -> dict[str, Path]:
         p.mkdir()
     (paths["build"] / "k.c").write_text("int k(void) { return 1; }\n")
     (paths["deps"] / "a.c").write_text("int a(void) { return 2; }\n")
-    subprocess.run([cc, "-c", "-fPIC", str(paths["deps"] / "a.c"), "-o", str(paths["deps"] / "a.o")], check=True, timeout=120)
-    subprocess.run([cc, "-shared", "-fPIC", str(paths["deps"] / "a.c"), "-o", str(paths["libs"] / "libzzz.so")], check=True,
-                   timeout=120)
+    subprocess.run(
+        [cc, "-c", "-fPIC", str(paths["deps"] / "a.c"), "-o", str(paths["deps"] / "a.o")], check=True, timeout=120
+    )
+    subprocess.run(
+        [cc, "-shared", "-fPIC", str(paths["deps"] / "a.c"), "-o", str(paths["libs"] / "libzzz.so")],
+        check=True,
+        timeout=120,
+    )
     subprocess.run(["ar", "rcs", str(paths["libs"] / "libzzz.a"), str(paths["deps"] / "a.o")], check=True, timeout=120)
     paths["cc"] = Path(cc)
     return paths
@@ -42,13 +48,18 @@ def plan_of(paths: dict[str, Path], *extra: str) -> tuple[str, list[str]]:
 def test_stable_line_hides_the_drivers_temp_names_only():
     line = ' /usr/bin/as --64 -o /tmp/ccAbC123.o /tmp/ccXyZ789.s "-plugin-opt=-fresolution=/tmp/ccPY29J9.res"'
     assert stable_line(line) == ' /usr/bin/as --64 -o /tmp/TEMP.o /tmp/TEMP.s "-plugin-opt=-fresolution=/tmp/TEMP.res"'
-    assert stable_line("/tmp/ccshort.o /tmp/cc1234567.o /usr/lib/crtbeginS.o") == "/tmp/ccshort.o /tmp/cc1234567.o /usr/lib/crtbeginS.o"
+    assert (
+        stable_line("/tmp/ccshort.o /tmp/cc1234567.o /usr/lib/crtbeginS.o")
+        == "/tmp/ccshort.o /tmp/cc1234567.o /usr/lib/crtbeginS.o"
+    )
 
 
 @pytest.mark.timeout(30)
 def test_commands_are_the_indented_lines_shell_split():
-    plan = ('Using built-in specs.\nCOLLECT_GCC=cc\n (a parenthesised note)\n # a comment\n'
-            ' /usr/lib/cc1 -quiet "a b.c" -o x.s\n /usr/bin/as -o x.o x.s\n \'unbalanced\n \n')
+    plan = (
+        "Using built-in specs.\nCOLLECT_GCC=cc\n (a parenthesised note)\n # a comment\n"
+        ' /usr/lib/cc1 -quiet "a b.c" -o x.s\n /usr/bin/as -o x.o x.s\n \'unbalanced\n \n'
+    )
     assert commands(plan) == [["/usr/lib/cc1", "-quiet", "a b.c", "-o", "x.s"], ["/usr/bin/as", "-o", "x.o", "x.s"]]
 
 
@@ -94,5 +105,7 @@ def test_a_linker_script_is_followed_or_refused_when_it_cannot_be(tmp_path):
     plan, argv = plan_of(paths, str(inc))
     files, watch, error = driver_inputs(plan, str(paths["build"]), (str(paths["build"]) + os.sep,), argv)
     assert (files, watch) == ([], [])
-    assert error == (f"{str(inc)!r} is a linker script that includes other scripts or changes the library search "
-                     f"(INCLUDE/SEARCH_DIR): the files it reads cannot be listed, so it is not cached")
+    assert error == (
+        f"{str(inc)!r} is a linker script that includes other scripts or changes the library search "
+        f"(INCLUDE/SEARCH_DIR): the files it reads cannot be listed, so it is not cached"
+    )

@@ -1,6 +1,7 @@
 """Facts about the compilers remembered on disk across processes (issue 49, item 6): a first cache
 hit in a new process loads no compiler, starts no worker and hashes no library, and every memo is
 re-verified (stat signatures) and trusted only from this user's own folder."""
+
 from __future__ import annotations
 
 import json
@@ -74,18 +75,24 @@ def test_a_file_stamp_is_hashed_once_across_processes_and_again_after_a_change(t
     lib.write_bytes(b"x" * 100_000)
     os.utime(lib, (1_000_000_000, 1_000_000_000))
     time.sleep(1.1)  # a file changed within the last second is not remembered (it may change again unseen)
-    code = (f"import sys; from hipexplore.compile._common import file_stamp; print(file_stamp({str(lib)!r}))")
+    code = f"import sys; from hipexplore.compile._common import file_stamp; print(file_stamp({str(lib)!r}))"
     env = {**os.environ, "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]}
-    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.strip()
+    first = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
     (entry,) = [p for p in Path(memo.folder()).iterdir() if p.name.startswith("stamp-")]
     data = json.loads(entry.read_text())
     data["value"] = "size=100000;sha256=remembered"  # what a later process reads instead of hashing
     entry.write_text(json.dumps(data))
-    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.strip()
+    second = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
     assert first.startswith("size=100000;sha256=") and second == "size=100000;sha256=remembered"
     lib.write_bytes(b"y" * 100_000)  # same size and mtime, new content: its ctime and the memo's key change
     os.utime(lib, (1_000_000_000, 1_000_000_000))
-    third = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.strip()
+    third = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
     assert third.startswith("size=100000;sha256=") and third not in (first, second)
     assert file_stamp(lib) == third
 
@@ -161,8 +168,9 @@ print(json.dumps({"outcome": result.outcome, "workers": comp.worker_pids(), "hel
 """
 
 
-@pytest.mark.parametrize("compiler,target,text,suffix", [("hiprtc", "gfx90a", HIP, ".hip"),
-                                                         ("nvrtc", "sm_90", HIP.split("\n", 1)[1], ".cu")])
+@pytest.mark.parametrize(
+    "compiler,target,text,suffix", [("hiprtc", "gfx90a", HIP, ".hip"), ("nvrtc", "sm_90", HIP.split("\n", 1)[1], ".cu")]
+)
 def test_a_first_hit_in_a_new_process_loads_no_compiler(tmp_path, compiler, target, text, suffix):
     """The first lookup of a new process that hits the disk tier: no worker process, no dependency
     helper, no compiler bindings imported (the compile it replaces did all three)."""
@@ -173,9 +181,17 @@ def test_a_first_hit_in_a_new_process_loads_no_compiler(tmp_path, compiler, targ
     src.write_text(text)
     env = {**os.environ, "HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache")}
     time.sleep(1.1)  # files changed within the last second are not trusted (implicit.RACY_NS)
-    run = lambda: json.loads(subprocess.run(  # noqa: E731
-        [sys.executable, "-c", PROBE, str(src), compiler, target], capture_output=True, text=True, env=env, cwd=work,
-        timeout=300, check=True).stdout)
+    run = lambda: json.loads(  # noqa: E731
+        subprocess.run(
+            [sys.executable, "-c", PROBE, str(src), compiler, target],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=work,
+            timeout=300,
+            check=True,
+        ).stdout
+    )
     miss = run()
     hit = run()
     assert miss["outcome"] == "compiled" and hit["outcome"] == "disk-hit"

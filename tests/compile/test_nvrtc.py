@@ -1,6 +1,7 @@
 """``hipexplore.compile.nvrtc``: NVRTC against the real compiler (pip's nvidia-cuda-nvrtc): sm_90
 cubins and PTX, name expressions and headers, syntax errors with their log, identity and targets,
 the assembly dump, and (on a GPU) the output run."""
+
 from __future__ import annotations
 
 import ctypes
@@ -40,8 +41,9 @@ def test_nvrtc_triad_is_sm90_cubin(need_nvrtc, nvrtc):
 
 
 def test_nvrtc_name_expression_and_header(need_nvrtc, nvrtc):
-    req = CompileRequest(Source("axpy.cu", AXPY_TEMPLATE), "nvrtc", "sm_90", headers=[AXPY_HEADER],
-                         kernels=("axpy<float>",))
+    req = CompileRequest(
+        Source("axpy.cu", AXPY_TEMPLATE), "nvrtc", "sm_90", headers=[AXPY_HEADER], kernels=("axpy<float>",)
+    )
     obj = nvrtc.compile(req)
     assert obj.symbol("axpy<float>") == AXPY_FLOAT_MANGLED
     assert AXPY_FLOAT_MANGLED in symbols(obj.binary)
@@ -74,8 +76,9 @@ def test_nvrtc_identity_targets_and_bad_target(need_nvrtc, nvrtc):
 
 def test_nvrtc_dump_asm_writes_ptx(need_nvrtc, nvrtc, tmp_path, monkeypatch):
     monkeypatch.setenv("HIPEXPLORE_DUMP_DIR", str(tmp_path))
-    obj = nvrtc.compile(CompileRequest(Source("triad.cu", TRIAD_HIP), "nvrtc", "sm_90",
-                                       diagnostics={"dump-asm", "trace"}))
+    obj = nvrtc.compile(
+        CompileRequest(Source("triad.cu", TRIAD_HIP), "nvrtc", "sm_90", diagnostics={"dump-asm", "trace"})
+    )
     ptx = list(tmp_path.rglob("*.ptx"))
     assert len(ptx) == 1 and ".entry triad(" in ptx[0].read_text()
     assert "[trace] nvrtcCompileProgram(['-arch=sm_90'])" in obj.log
@@ -87,8 +90,11 @@ def test_nvrtc_cubin_dump_asm_writes_sass_with_cuobjdump(need_nvrtc, nvrtc, tmp_
 
     need_tool("cuobjdump")
     monkeypatch.setenv("HIPEXPLORE_DUMP_DIR", str(tmp_path))
-    obj = nvrtc.compile(CompileRequest(Source("k.cu", TRIAD_HIP), "nvrtc", "sm_90", mode="cubin", kernels=("triad",),
-                                       diagnostics={"dump-asm"}))
+    obj = nvrtc.compile(
+        CompileRequest(
+            Source("k.cu", TRIAD_HIP), "nvrtc", "sm_90", mode="cubin", kernels=("triad",), diagnostics={"dump-asm"}
+        )
+    )
     sass = list(tmp_path.rglob("*.sass"))
     assert sass and "triad" in sass[0].read_text(), obj.log
 
@@ -96,8 +102,11 @@ def test_nvrtc_cubin_dump_asm_writes_sass_with_cuobjdump(need_nvrtc, nvrtc, tmp_
 def test_nvrtc_dump_asm_without_cuobjdump_says_the_sass_was_skipped(need_nvrtc, nvrtc, tmp_path, monkeypatch):
     monkeypatch.setenv("HIPEXPLORE_DUMP_DIR", str(tmp_path / "dump"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no cuobjdump, wherever the machine has one
-    obj = nvrtc.compile(CompileRequest(Source("k.cu", TRIAD_HIP), "nvrtc", "sm_90", mode="cubin", kernels=("triad",),
-                                       diagnostics={"dump-asm"}))
+    obj = nvrtc.compile(
+        CompileRequest(
+            Source("k.cu", TRIAD_HIP), "nvrtc", "sm_90", mode="cubin", kernels=("triad",), diagnostics={"dump-asm"}
+        )
+    )
     assert "dump-asm: SASS skipped, cuobjdump not on PATH" in obj.log and not list(tmp_path.rglob("*.sass"))
 
 
@@ -107,8 +116,15 @@ def test_nvrtc_output_runs_on_a_cuda_gpu(need_nvrtc, nvrtc, mode, tmp_path, monk
     """Load the NVRTC output with the driver and run triad and axpy<float> (by lowered name)."""
     ctypes_ = ctypes
     monkeypatch.setenv("HIPEXPLORE_DUMP_DIR", str(tmp_path))
-    req = CompileRequest(Source("k.cu", TRIAD_HIP + AXPY_TEMPLATE), "nvrtc", "sm_90", mode=mode,
-                         headers=[AXPY_HEADER], kernels=("triad", "axpy<float>"), diagnostics={"dump-asm"})
+    req = CompileRequest(
+        Source("k.cu", TRIAD_HIP + AXPY_TEMPLATE),
+        "nvrtc",
+        "sm_90",
+        mode=mode,
+        headers=[AXPY_HEADER],
+        kernels=("triad", "axpy<float>"),
+        diagnostics={"dump-asm"},
+    )
     obj = nvrtc.compile(req)
     from conftest import GPU, need
 
@@ -146,10 +162,14 @@ def test_nvrtc_output_runs_on_a_cuda_gpu(need_nvrtc, nvrtc, mode, tmp_path, monk
 
     u64 = ctypes_.c_uint64
     mod = ok(cu.cuModuleLoadData(obj.binary + (b"\0" if mode == "ptx" else b"")))
-    launch(ok(cu.cuModuleGetFunction(mod, b"triad")),
-           [u64(int(d_a)), u64(int(d_b)), u64(int(d_c)), ctypes_.c_float(3.0), ctypes_.c_int(n)])
-    launch(ok(cu.cuModuleGetFunction(mod, obj.symbol("axpy<float>").encode())),
-           [u64(int(d_a)), u64(int(d_b)), ctypes_.c_float(0.5), ctypes_.c_int(n)])
+    launch(
+        ok(cu.cuModuleGetFunction(mod, b"triad")),
+        [u64(int(d_a)), u64(int(d_b)), u64(int(d_c)), ctypes_.c_float(3.0), ctypes_.c_int(n)],
+    )
+    launch(
+        ok(cu.cuModuleGetFunction(mod, obj.symbol("axpy<float>").encode())),
+        [u64(int(d_a)), u64(int(d_b)), ctypes_.c_float(0.5), ctypes_.c_int(n)],
+    )
     a = np.empty(n, np.float32)
     ok(cu.cuMemcpyDtoH(a.ctypes.data, d_a, a.nbytes))
     np.testing.assert_array_equal(a, b + 3.0 * c + 2 * 0.5 * b)  # SCALE is 2 in the header

@@ -11,6 +11,7 @@ module imported by name (``settings._redis_url``). Not checked: a package-privat
 ``_common.py`` (the underscore on a *module* says "this package's own", and only compile/ uses it)
 and ``self._attr`` (a class's own state, mixins included).
 """
+
 from __future__ import annotations
 
 import ast
@@ -42,28 +43,35 @@ def private_imports(source: str) -> list[str]:
             for alias in node.names:
                 modules.add(alias.asname or alias.name.split(".")[0])
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name) \
-                and node.value.id in modules:
+        if (
+            isinstance(node, ast.Attribute)
+            and _private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+        ):
             found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
     return found
 
 
 def test_the_check_finds_each_form_it_names():
     """Each form the rule forbids is found, and what it allows is not (the check can fail)."""
-    source = ("from .disk_files import _classify, lock_id\n"
-              "from .. import settings\n"
-              "import os\n"
-              "from ._common import join_log\n"
-              "class A:\n"
-              "    def f(self):\n"
-              "        return settings._redis_url(os._exit), self._lock, lock_id.__name__\n")
-    assert private_imports(source) == ["1: from .disk_files import _classify", "7: settings._redis_url",
-                                       "7: os._exit"]
+    source = (
+        "from .disk_files import _classify, lock_id\n"
+        "from .. import settings\n"
+        "import os\n"
+        "from ._common import join_log\n"
+        "class A:\n"
+        "    def f(self):\n"
+        "        return settings._redis_url(os._exit), self._lock, lock_id.__name__\n"
+    )
+    assert private_imports(source) == ["1: from .disk_files import _classify", "7: settings._redis_url", "7: os._exit"]
 
 
 def test_no_module_in_compile_imports_a_private_name_from_another():
     modules = sorted(COMPILE.glob("*.py"))
     assert len(modules) > 20 and COMPILE / "disk_files.py" in modules
     problems = {p.name: found for p in modules if (found := private_imports(p.read_text(encoding="utf-8")))}
-    assert problems == {}, ("private names taken across modules (make them public where they are defined, "
-                            f"or keep them in the module that uses them): {problems}")
+    assert problems == {}, (
+        "private names taken across modules (make them public where they are defined, "
+        f"or keep them in the module that uses them): {problems}"
+    )

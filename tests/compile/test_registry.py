@@ -1,6 +1,7 @@
 """``hipexplore.compile.registry``: compilers by name (isolated by default where the backend says,
 cached, with their timeout from the environment), an isolated compiler whose library is missing,
 and the rows of ``compiler_info``."""
+
 from __future__ import annotations
 
 

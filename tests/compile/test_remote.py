@@ -1,6 +1,7 @@
 """The Redis team tier (issue 12, deliverable 5) against a real redis-server on a free loopback
 port (the ``redis_server`` fixture starts and stops it), with real host compiles in real processes.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,9 +54,14 @@ print(json.dumps({"outcome": res.outcome, "stats": cache.stats()["remote_hits"],
 def test_a_second_process_with_an_empty_local_directory_gets_a_remote_hit(tmp_path, redis_server):
     first = CompileCache(disk_dir=tmp_path / "host-a", remote=redis_server.url).get_or_compile(req(7))
     assert first.outcome == "compiled"
-    out = subprocess.run([sys.executable, "-c", SECOND_PROCESS, str(tmp_path / "host-b"), redis_server.url, "7"],
-                         capture_output=True, text=True, timeout=120, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-c", SECOND_PROCESS, str(tmp_path / "host-b"), redis_server.url, "7"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["outcome"] == "remote-hit" and report["stats"] == 1 and report["events"] == ["remote-hit"]
@@ -73,7 +79,9 @@ def test_remote_entries_are_authenticated_and_their_full_key_compared(tmp_path, 
     assert CompileCache(disk_dir=False, remote=redis_server.url).get_or_compile(req(8)).outcome == "compiled"
     client.set(name, encode_entry(first.key, evil, secret=b"another team"))
     fresh = CompileCache(disk_dir=False, remote=redis_server.url)
-    assert fresh.get_or_compile(req(8)).outcome == "compiled" and fresh.remote.counters["corrupt"] == 2  # looked at before and under the lease
+    assert (
+        fresh.get_or_compile(req(8)).outcome == "compiled" and fresh.remote.counters["corrupt"] == 2
+    )  # looked at before and under the lease
     # the right secret but another key under this digest (a collision): a miss
     other = CompileCache(disk_dir=False, remote=False).key_for(req(9))
     client.set(name, encode_entry(other, evil, secret=SECRET.encode()))
@@ -162,8 +170,10 @@ def test_hosts_sharing_a_server_compile_each_key_once(tmp_path, redis_server):
     with ctx.Manager() as manager:
         barrier = manager.Barrier(4)
         with ctx.Pool(4) as pool:
-            args = [(str(tmp_path / f"host-{h}"), redis_server.url, values if h % 2 == 0 else values[::-1], barrier)
-                    for h in range(4)]
+            args = [
+                (str(tmp_path / f"host-{h}"), redis_server.url, values if h % 2 == 0 else values[::-1], barrier)
+                for h in range(4)
+            ]
             results = pool.starmap(_host_worker, args, chunksize=1)
     outcomes = [o for host in results for o in host]
     assert outcomes.count("compiled") == 4, results
@@ -181,4 +191,8 @@ def test_remote_hits_are_counted_in_the_report_tables(tmp_path, redis_server):
     assert ev["outcome"].tolist() == ["remote-hit", "memory-hit"]
     assert ev["seconds_saved"].iloc[0] > -1.0
     table = scenario_table(ev.assign(scenario="warm"))
-    assert (table.loc["warm", "remote_hits"], table.loc["warm", "memory_hits"], table.loc["warm", "compiles"]) == (1, 1, 0)
+    assert (table.loc["warm", "remote_hits"], table.loc["warm", "memory_hits"], table.loc["warm", "compiles"]) == (
+        1,
+        1,
+        0,
+    )

@@ -5,6 +5,7 @@ on loopback that forwards to it but dribbles the reply bytes (``Trickle``), leas
 client (without expiry, with a long one, forged without the secret), a holder process killed with
 SIGKILL while it holds a lease, and real host compiles.
 """
+
 from __future__ import annotations
 
 import os
@@ -88,7 +89,7 @@ class Trickle:
                 for i in range(0, len(data), step):
                     if self.stopped.wait(self.delay):
                         return
-                    dst.sendall(data[i:i + step])
+                    dst.sendall(data[i : i + step])
         except OSError:
             pass
 
@@ -108,6 +109,7 @@ def trickle(redis_server):
     def make(chunk: int | None, delay: float) -> Trickle:
         made.append(Trickle(redis_server.port, chunk, delay))
         return made[-1]
+
     yield make
     for t in made:
         t.close()
@@ -119,7 +121,9 @@ def _redis_warnings(caught) -> list[str]:
 
 # -- whole-request deadline ---------------------------------------------------------------------
 @pytest.mark.parametrize("chunk,delay", [(64, 0.2), (1, 0.3)], ids=["64B-every-0.2s", "1B-every-0.3s"])
-def test_a_trickling_server_costs_at_most_twice_the_timeout_and_switches_the_tier_off(redis_server, trickle, chunk, delay):
+def test_a_trickling_server_costs_at_most_twice_the_timeout_and_switches_the_tier_off(
+    redis_server, trickle, chunk, delay
+):
     """The attack of issue 25: every read got its bytes within the 0.5 s timeout, so one hit took
     53.8 s (64 B / 0.2 s) or 102 s (1 B / 0.3 s) and the tier stayed on. Now the whole request has
     the deadline: the hit costs at most 2 x the timeout, the tier is off after it (one warning) and
@@ -268,8 +272,13 @@ def test_a_dead_holders_lease_ends_within_its_lifetime_and_the_waiter_goes_on(re
     margin, compile_timeout = 0.8, 1.0
     lifetime = compile_timeout + margin
     env = {**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_COMPILE_TIMEOUT": str(compile_timeout)}
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, redis_server.url, str(margin), "40"], env=env,
-                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, redis_server.url, str(margin), "40"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         name = RemoteCache.lease_name(_key(40))
@@ -326,8 +335,20 @@ def test_a_lease_value_is_bound_to_its_key(redis_server):
 
 
 # -- URLs ---------------------------------------------------------------------------------------
-BAD_URLS = ["redis://", "redis:///", "redis:///0", "rediss://", "unix://", "unix:///", "redis://h:70000",
-            "redis://h:0", "redis://h:port", "http://h:6379", "redis://:pw@/0", "redis://u:pw@h:70000/0"]
+BAD_URLS = [
+    "redis://",
+    "redis:///",
+    "redis:///0",
+    "rediss://",
+    "unix://",
+    "unix:///",
+    "redis://h:70000",
+    "redis://h:0",
+    "redis://h:port",
+    "http://h:6379",
+    "redis://:pw@/0",
+    "redis://u:pw@h:70000/0",
+]
 
 
 @pytest.mark.parametrize("url", BAD_URLS)
@@ -349,8 +370,10 @@ def test_a_url_without_a_host_or_with_a_bad_port_is_refused_in_one_line(url, mon
         assert repr(shown) in line and len(line.splitlines()) == 1 and "pw" not in line, line
 
 
-@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "redis://h", "rediss://u:p@h:6380/1",
-                                 "redis://[::1]:6379", "unix:///tmp/redis.sock"])
+@pytest.mark.parametrize(
+    "url",
+    ["redis://127.0.0.1:6379/0", "redis://h", "rediss://u:p@h:6380/1", "redis://[::1]:6379", "unix:///tmp/redis.sock"],
+)
 def test_good_urls_are_accepted(url, monkeypatch):
     from hipexplore import settings
 

@@ -1,4 +1,5 @@
 """Request validation and key construction (the compile-free part of the cache identity)."""
+
 from __future__ import annotations
 
 import pytest
@@ -161,8 +162,9 @@ def test_object_code_names_are_read_only_and_survive_pickling():
     assert again == code and again.symbol("k<int>") == "_Z1kIiEvv"
 
 
-@pytest.mark.parametrize("compiler, a, b", [("hiprtc", "gfx942", "gfx950"), ("nvrtc", "sm_90", "sm_80"),
-                                            ("triton", "gfx942", "sm_90")])
+@pytest.mark.parametrize(
+    "compiler, a, b", [("hiprtc", "gfx942", "gfx950"), ("nvrtc", "sm_90", "sm_80"), ("triton", "gfx942", "sm_90")]
+)
 def test_the_target_alone_changes_the_key(compiler, a, b):
     # one compiler, one identity, one source: only the target differs (a code object for gfx942 is
     # not one for gfx950: a key without the target would hand one to the other)

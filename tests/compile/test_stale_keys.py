@@ -1,5 +1,6 @@
 """The stale-key runner (issue 45, item 4: benchmarks/compile/stale_keys.py) on this host: both caches
 asked in new processes, NVRTC reading the header itself; its verdict rule; the docs table it renders."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -24,15 +25,21 @@ def _module():
 def test_verdicts():
     sk = _module()
     a, b, c = ({"sha256": x} for x in "abc")
-    assert sk.verdict(a, a, b) == "stale" and sk.verdict(a, b, b) == "correct" and sk.verdict(a, a, a) == "not observable"
+    assert (
+        sk.verdict(a, a, b) == "stale" and sk.verdict(a, b, b) == "correct" and sk.verdict(a, a, a) == "not observable"
+    )
     assert sk.verdict(a, c, b) == "wrong" and sk.verdict(a, {"sha256": ""}, b) == "error"
     assert sk.verdict(a, a, c, clock=True) == "stale" and sk.verdict(a, b, c, clock=True) == "correct"
 
 
 def test_runner_on_this_host(tmp_path):
     require_compiler("nvrtc")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "run"), "--cases", "header-shadowed,clock-macro"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path / "run"), "--cases", "header-shadowed,clock-macro"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "run" / "stale_keys.json").read_text())
     rows = {(r["case"], r["cache"]): r for r in data["rows"]}
@@ -47,8 +54,12 @@ def test_runner_on_this_host(tmp_path):
         assert all(r["verdict"] == "correct" for r in data["rows"])
     table = _module().markdown_table(tmp_path, tmp_path)
     assert "| a new header earlier on the include path | correct" in table and "hipexplore's cache" in table
-    bad = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "x"), "--cases", "nothing"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path / "x"), "--cases", "nothing"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "unknown case 'nothing'" in bad.stderr
 
 

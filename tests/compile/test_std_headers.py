@@ -5,6 +5,7 @@ header at all (``<cstdint>``: "could not open source file"), ROCm 5.2's hiprtc h
 global scope, without redefining what hiprtc's preamble already has. Real compiles of realistic
 sources, on both compilers, in C++14 and C++17; the constants are checked in the compiled code.
 """
+
 from __future__ import annotations
 
 import struct
@@ -72,8 +73,16 @@ def compile_with_closure(name: str, text: str, options=(), kernels=("k",), mode=
     from conftest import require_compiler
 
     comp = require_compiler(name)
-    req, closure = with_closure(CompileRequest(Source("k.cu" if name == "nvrtc" else "k.hip", text), name, TARGETS[name],
-                                               kernels=kernels, options=tuple(options), mode=mode))
+    req, closure = with_closure(
+        CompileRequest(
+            Source("k.cu" if name == "nvrtc" else "k.hip", text),
+            name,
+            TARGETS[name],
+            kernels=kernels,
+            options=tuple(options),
+            mode=mode,
+        )
+    )
     return comp.compile(req), closure
 
 
@@ -117,10 +126,24 @@ def test_the_values_are_those_of_the_device_abi(name):
     """Constant-folded into the code: the sizes and limits are the LP64 device ABI's."""
     code, _ = compile_with_closure(name, VALUES, mode="ptx" if name == "nvrtc" else "")
     binary = code.binary
-    expected = [0x5a5a0001, 0x5a5a0000 + 8000 + 200 + 8, 0x5a5a0003, 0x5a5a0000 + 2400 + 8, 0x5a5a0005, 255 + 255 * 0x10000]
+    expected = [
+        0x5A5A0001,
+        0x5A5A0000 + 8000 + 200 + 8,
+        0x5A5A0003,
+        0x5A5A0000 + 2400 + 8,
+        0x5A5A0005,
+        255 + 255 * 0x10000,
+    ]
     for value in expected:
-        found = (str(value).encode() in binary or f"0x{value:x}".encode() in binary.lower() or f"{value:#010x}".encode() in binary.lower()) \
-            if name == "nvrtc" else struct.pack("<I", value) in binary
+        found = (
+            (
+                str(value).encode() in binary
+                or f"0x{value:x}".encode() in binary.lower()
+                or f"{value:#010x}".encode() in binary.lower()
+            )
+            if name == "nvrtc"
+            else struct.pack("<I", value) in binary
+        )
         assert found, f"{value:#x} not in the {name} code"
 
 
@@ -137,8 +160,9 @@ def test_without_the_stand_in_nvrtc_has_no_cstdint():
 
 def test_a_file_of_the_users_wins_over_the_stand_in(tmp_path):
     (tmp_path / "cstdint").write_text("#define USERS_OWN 1\n")
-    req, closure = with_closure(CompileRequest(Source("k.cu", "#include <cstdint>\n"), "nvrtc", "sm_90"),
-                                include_dirs=[tmp_path])
+    req, closure = with_closure(
+        CompileRequest(Source("k.cu", "#include <cstdint>\n"), "nvrtc", "sm_90"), include_dirs=[tmp_path]
+    )
     assert closure.builtin == () and [h.text for h in req.headers] == ["#define USERS_OWN 1\n"]
     assert BUILTIN_HEADERS["nvrtc"]["cstdint"] != "#define USERS_OWN 1\n"
 
@@ -154,18 +178,41 @@ def test_std_headers_each_spelling_compiles_alone_and_c_twins_share_text(name):
     """Each standard spelling (``<cstdint>`` and ``<stdint.h>``, ...) is a complete header by itself,
     included alone, with a use of a name it declares, on both runtime compilers."""
     assert STD_HEADERS is std_headers.STD_HEADERS
-    for cxx, c in (("cstdint", "stdint.h"), ("cstddef", "stddef.h"), ("climits", "limits.h"), ("cfloat", "float.h"),
-                   ("cmath", "math.h")):
+    for cxx, c in (
+        ("cstdint", "stdint.h"),
+        ("cstddef", "stddef.h"),
+        ("climits", "limits.h"),
+        ("cfloat", "float.h"),
+        ("cmath", "math.h"),
+    ):
         assert std_headers.STD_HEADERS[cxx] == std_headers.STD_HEADERS[c]
-    uses = {"cstdint": "std::uint32_t v = UINT32_MAX;", "cstddef": "std::size_t v = offsetof(S, b);",
-            "climits": "int v = INT_MAX + CHAR_BIT - CHAR_BIT;", "cfloat": "float v = FLT_EPSILON;",
-            "type_traits": "bool v = std::is_same<int, int>::value;", "limits": "float v = std::numeric_limits<float>::max();",
-            "cmath": "float v = std::sqrt(2.0f);", "utility": "auto v = std::make_pair(1, 2).first;",
-            "algorithm": "int v = std::max(1, 2);"}
+    uses = {
+        "cstdint": "std::uint32_t v = UINT32_MAX;",
+        "cstddef": "std::size_t v = offsetof(S, b);",
+        "climits": "int v = INT_MAX + CHAR_BIT - CHAR_BIT;",
+        "cfloat": "float v = FLT_EPSILON;",
+        "type_traits": "bool v = std::is_same<int, int>::value;",
+        "limits": "float v = std::numeric_limits<float>::max();",
+        "cmath": "float v = std::sqrt(2.0f);",
+        "utility": "auto v = std::make_pair(1, 2).first;",
+        "algorithm": "int v = std::max(1, 2);",
+    }
     for header in sorted(std_headers.STD_HEADERS):
-        use = uses.get(header) or uses[{"stdint.h": "cstdint", "stddef.h": "cstddef", "limits.h": "climits",
-                                        "float.h": "cfloat", "math.h": "cmath"}[header]]
-        text = (f"#include <{header}>\nstruct S {{ int a; int b; }};\n"
-                f"extern \"C\" __global__ void k(int* out) {{ {use} out[0] = (int)v; }}\n")
+        use = (
+            uses.get(header)
+            or uses[
+                {
+                    "stdint.h": "cstdint",
+                    "stddef.h": "cstddef",
+                    "limits.h": "climits",
+                    "float.h": "cfloat",
+                    "math.h": "cmath",
+                }[header]
+            ]
+        )
+        text = (
+            f"#include <{header}>\nstruct S {{ int a; int b; }};\n"
+            f'extern "C" __global__ void k(int* out) {{ {use} out[0] = (int)v; }}\n'
+        )
         code, _ = compile_with_closure(name, text)
         assert code.binary, header

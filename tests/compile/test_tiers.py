@@ -10,6 +10,7 @@ Entries written by the revision before the tiers had one interface (``golden/*-a
 written by a585d58's ``DiskCache.put``, private and team) read back identically through the disk and
 the Redis tiers, and this revision encodes the same bytes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,8 +37,16 @@ def key(i: int, digest: str | None = None) -> CacheKey:
 
 
 def code(i: int, size: int = 512) -> ObjectCode:
-    return ObjectCode(bytes([i % 251]) * size, "host", "host", "shared-library", log=f"log {i}",
-                      lowered_names={"k": f"k{i}"}, compile_seconds=0.1 * (i + 1), metadata={"i": i})
+    return ObjectCode(
+        bytes([i % 251]) * size,
+        "host",
+        "host",
+        "shared-library",
+        log=f"log {i}",
+        lowered_names={"k": f"k{i}"},
+        compile_seconds=0.1 * (i + 1),
+        metadata={"i": i},
+    )
 
 
 @pytest.fixture(params=["memory", "disk", "remote"])
@@ -109,9 +118,16 @@ def golden(name: str) -> tuple[bytes, CacheKey, ObjectCode, dict]:
     canonical = json.dumps({"golden": "entry written by a585d58", "i": 0}, sort_keys=True).encode()
     assert header["key"].encode() == canonical
     k = CacheKey(canonical, hashlib.sha256(canonical).hexdigest())
-    expected = ObjectCode(bytes(range(256)) * 2, "host", "host", "shared-library", log="a log line",
-                          lowered_names={"poly<1>": "_Z4polyILi1EEvPf"}, compile_seconds=0.25,
-                          metadata={"num_warps": 4})
+    expected = ObjectCode(
+        bytes(range(256)) * 2,
+        "host",
+        "host",
+        "shared-library",
+        log="a log line",
+        lowered_names={"poly<1>": "_Z4polyILi1EEvPf"},
+        compile_seconds=0.25,
+        metadata={"num_warps": 4},
+    )
     return data, k, expected, header
 
 

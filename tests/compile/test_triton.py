@@ -1,5 +1,6 @@
 """The Triton backend with the real PyPI triton wheel (no GPU): gfx942/sm_90 through the cache in
 two processes, what the output is, what the key sees, and the Triton tuning replay's counts."""
+
 from __future__ import annotations
 
 import json
@@ -18,16 +19,16 @@ from hipexplore.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 
-HELPERS = '''import triton
+HELPERS = """import triton
 import triton.language as tl
 
 
 @triton.jit
 def twice(x):
     return x * 2.0
-'''
+"""
 
-KERNEL = '''import triton
+KERNEL = """import triton
 import triton.language as tl
 from helpers import twice
 
@@ -43,7 +44,7 @@ def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(y_ptr + offs, twice(tl.load(x_ptr + offs, mask=m)), mask=m)
-'''
+"""
 SIG = "x_ptr:*fp32,y_ptr:*fp32,n:i32"
 EM_AMDGPU, EM_CUDA = 224, 190
 EF_AMDGPU_MACH = {"gfx942": 0x04C, "gfx950": 0x04F}
@@ -64,8 +65,14 @@ def _elf(binary: bytes) -> tuple[int, int]:
 
 
 def _cli(*argv: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, cwd=REPO,
-                          timeout=300, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "hipexplore", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, **env},
+    )
 
 
 @pytest.mark.parametrize("target", ["gfx942", "sm_90"])
@@ -75,8 +82,25 @@ def test_compiled_then_disk_hit_in_two_processes(kernel_dir, tmp_path, target):
     require_compiler("triton")
     env = {"HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / f"scale.{target}"
-    argv = ["compile", str(kernel_dir / "k.py"), "--compiler", "triton", "--target", target, "--kernel", "scale",
-            "--signature", SIG, "--constexpr", "BLOCK=256", "--option", "num_warps=4", "--out", str(out), "--json"]
+    argv = [
+        "compile",
+        str(kernel_dir / "k.py"),
+        "--compiler",
+        "triton",
+        "--target",
+        target,
+        "--kernel",
+        "scale",
+        "--signature",
+        SIG,
+        "--constexpr",
+        "BLOCK=256",
+        "--option",
+        "num_warps=4",
+        "--out",
+        str(out),
+        "--json",
+    ]
     runs = []
     for _ in range(2):
         proc = _cli(*argv, env=env)
@@ -87,7 +111,10 @@ def test_compiled_then_disk_hit_in_two_processes(kernel_dir, tmp_path, target):
     meta = runs[1]["metadata"]
     assert meta["name"] == "scale" and meta["num_warps"] == 4
     # Triton 3.x kernels take trailing scratch pointers: the launcher must pass them
-    assert meta["params"][:3] == ["x_ptr", "y_ptr", "n"] and meta["scratch_params"] == ["global_scratch", "profile_scratch"]
+    assert meta["params"][:3] == ["x_ptr", "y_ptr", "n"] and meta["scratch_params"] == [
+        "global_scratch",
+        "profile_scratch",
+    ]
     machine, flags = _elf(out.read_bytes())
     if target == "gfx942":
         assert machine == EM_AMDGPU and flags & 0xFF == EF_AMDGPU_MACH["gfx942"]
@@ -112,8 +139,15 @@ def test_key_changes_with_constexpr_option_helper_and_knob(kernel_dir):
     path = kernel_dir / "k.py"
 
     def key(consts=None, opts=None, environ=None):
-        req = triton_request(path, "scale", SIG, "gfx942", consts or {"BLOCK": 256}, opts or {"num_warps": 4},
-                             environ=environ if environ is not None else {})
+        req = triton_request(
+            path,
+            "scale",
+            SIG,
+            "gfx942",
+            consts or {"BLOCK": 256},
+            opts or {"num_warps": 4},
+            environ=environ if environ is not None else {},
+        )
         return cache.key_for(req, compiler).digest
 
     base = key()
@@ -132,8 +166,9 @@ def test_knob_in_key_is_the_knob_compiled_with(kernel_dir):
     (TRITON_DISABLE_LINE_INFO drops .debug_line) changes the binary, not only the key."""
     compiler = require_compiler("triton")
     req = triton_request(kernel_dir / "k.py", "scale", SIG, "gfx942", {"BLOCK": 256}, environ={})
-    req_noline = triton_request(kernel_dir / "k.py", "scale", SIG, "gfx942", {"BLOCK": 256},
-                                environ={"TRITON_DISABLE_LINE_INFO": "1"})
+    req_noline = triton_request(
+        kernel_dir / "k.py", "scale", SIG, "gfx942", {"BLOCK": 256}, environ={"TRITON_DISABLE_LINE_INFO": "1"}
+    )
     a, b = compiler.compile(req).binary, compiler.compile(req_noline).binary
     assert b".debug_line" in a and b".debug_line" not in b
 
@@ -153,10 +188,23 @@ def test_kernel_module_carries_only_what_the_kernel_needs(kernel_dir):
 
 def test_bad_inputs_are_one_line_each(kernel_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HIPEXPLORE_CACHE_DIR", str(tmp_path / "cache"))
-    base = ["compile", str(kernel_dir / "k.py"), "--compiler", "triton", "--target", "gfx942", "--kernel", "scale",
-            "--constexpr", "BLOCK=256"]
-    for extra, needle in ((["--signature", "x_ptr:*fp33"], "fp33"), ([], "--signature"),
-                          (["--signature", SIG, "--target", "gfx9"], "gfx9")):
+    base = [
+        "compile",
+        str(kernel_dir / "k.py"),
+        "--compiler",
+        "triton",
+        "--target",
+        "gfx942",
+        "--kernel",
+        "scale",
+        "--constexpr",
+        "BLOCK=256",
+    ]
+    for extra, needle in (
+        (["--signature", "x_ptr:*fp33"], "fp33"),
+        ([], "--signature"),
+        (["--signature", SIG, "--target", "gfx9"], "gfx9"),
+    ):
         argv = base + extra
         if "--target" in extra:
             argv = [a for a in base if a not in ("--target", "gfx942")] + extra
@@ -175,16 +223,36 @@ def test_unknown_option_is_refused_not_dropped(kernel_dir):
 
 
 def test_codegen_env_leaves_paths_out():
-    env = codegen_env({"TRITON_CACHE_DIR": "/x", "TRITON_HIP_USE_ASYNC_COPY": "1", "AMDGCN_USE_BUFFER_OPS": "0",
-                       "HOME": "/root", "TRITON_HOME": "/y"})
+    env = codegen_env(
+        {
+            "TRITON_CACHE_DIR": "/x",
+            "TRITON_HIP_USE_ASYNC_COPY": "1",
+            "AMDGCN_USE_BUFFER_OPS": "0",
+            "HOME": "/root",
+            "TRITON_HOME": "/y",
+        }
+    )
     assert env == {"AMDGCN_USE_BUFFER_OPS": "0", "TRITON_HIP_USE_ASYNC_COPY": "1"}
 
 
 def test_tune_replay_triton_counts(capsys):
     """compiles = unique kernels, hits = kernels - unique, and Triton's own cache timed beside ours."""
     require_compiler("triton")
-    rc = main(["tune-replay", "--compiler", "triton", "--target", "gfx942", "--problems", "1", "--limit", "3",
-               "--estimate-without-cache", "--json"])
+    rc = main(
+        [
+            "tune-replay",
+            "--compiler",
+            "triton",
+            "--target",
+            "gfx942",
+            "--problems",
+            "1",
+            "--limit",
+            "3",
+            "--estimate-without-cache",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert out["kernels"] == 11 and out["unique_kernels"] == 9
@@ -197,10 +265,12 @@ def test_tune_replay_triton_counts(capsys):
 
 def test_missing_triton_is_reported_unavailable_cleanly():
     """Where triton is not installed the backend says so (and nothing imports it to find out)."""
-    code = ("import sys; sys.modules['triton'] = None\n"
-            "from hipexplore.compile.registry import get_compiler, compiler_info\n"
-            "c = get_compiler('triton'); print(c.available()); print(c.unavailable_reason())\n"
-            "row = [r for r in compiler_info() if r['name'] == 'triton'][0]; print(row['available'])\n")
+    code = (
+        "import sys; sys.modules['triton'] = None\n"
+        "from hipexplore.compile.registry import get_compiler, compiler_info\n"
+        "c = get_compiler('triton'); print(c.available()); print(c.unavailable_reason())\n"
+        "row = [r for r in compiler_info() if r['name'] == 'triton'][0]; print(row['available'])\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -208,12 +278,12 @@ def test_missing_triton_is_reported_unavailable_cleanly():
 
 
 def test_identity_does_not_import_triton():
-    code = ("import sys\nfrom hipexplore.compile.registry import compiler_info\n"
-            "rows = {r['name']: r for r in compiler_info()}\nprint(rows['triton']['version'], 'triton' in sys.modules)\n")
+    code = (
+        "import sys\nfrom hipexplore.compile.registry import compiler_info\n"
+        "rows = {r['name']: r for r in compiler_info()}\nprint(rows['triton']['version'], 'triton' in sys.modules)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     require_compiler("triton")
     assert proc.returncode == 0, proc.stderr
     version, imported = proc.stdout.split()[-2:]
     assert version.startswith("3.") and imported == "False"
-
-

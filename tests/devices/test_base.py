@@ -2,6 +2,7 @@
 byte, peak bandwidth from the clock or the table, host arrays filled as their init says, every
 capability a member (answered or refused in one line; no probe of a device by getattr/hasattr),
 and compute units reaching a launch's geometry."""
+
 from __future__ import annotations
 
 import ctypes
@@ -110,10 +111,17 @@ def _probes(source: str) -> list[tuple[str, int]]:
     from hipexplore.devices.base import Device, DeviceBase
 
     members = {n for n in (*vars(Device), *vars(DeviceBase)) if not n.startswith("__")} | {"kind", "index"}
-    return [(node.args[1].value, node.lineno) for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
-            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in members
-            and "dev" in ast.unparse(node.args[0])]
+    return [
+        (node.args[1].value, node.lineno)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value in members
+        and "dev" in ast.unparse(node.args[0])
+    ]
 
 
 def test_no_getattr_or_hasattr_probes_a_device_for_its_members() -> None:
@@ -122,10 +130,15 @@ def test_no_getattr_or_hasattr_probes_a_device_for_its_members() -> None:
     from pathlib import Path
 
     assert sorted(_probes('n = int(getattr(dev, "compute_units", 0) or 132)\nok = hasattr(self.device, "memset")')) == [
-        ("compute_units", 1), ("memset", 2)]
+        ("compute_units", 1),
+        ("memset", 2),
+    ]
     repo = Path(__file__).resolve().parents[2]
-    found = {(str(path.relative_to(repo)), member, line) for path in sorted((repo / "hipexplore").rglob("*.py"))
-             for member, line in _probes(path.read_text())}
+    found = {
+        (str(path.relative_to(repo)), member, line)
+        for path in sorted((repo / "hipexplore").rglob("*.py"))
+        for member, line in _probes(path.read_text())
+    }
     assert {(f, m) for f, m, _ in found} <= PENDING_PROBES, sorted(found)
 
 

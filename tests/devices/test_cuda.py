@@ -1,6 +1,7 @@
 """``hipexplore.devices.cuda``: without an NVIDIA GPU here, the absent device is named by what was
 looked for (the driver library, or the driver's own error). (Runtime calls on a GPU:
 tests/gpu/test_gpu_cuda.py.)"""
+
 from __future__ import annotations
 
 import ctypes
@@ -15,7 +16,10 @@ from devices.test_devices import _gpu_present, _not_here
 
 def test_cuda_absent_names_what_was_looked_for() -> None:
     if _gpu_present("cuda"):
-        _not_here("a machine without an NVIDIA GPU", "an NVIDIA GPU is present here: the absent-device error cannot be produced")
+        _not_here(
+            "a machine without an NVIDIA GPU",
+            "an NVIDIA GPU is present here: the absent-device error cannot be produced",
+        )
     with pytest.raises(DeviceUnavailable) as exc:
         get_device("cuda")
     msg = str(exc.value)

@@ -3,6 +3,7 @@ back to the host and saying why, and the helpers the device tests share. Each ba
 are at its path (test_base.py, test_host.py, test_gpu.py, test_cuda.py, test_hip.py). (CUDA and
 HIP runtime calls run on the H200 script; here neither GPU exists, so their absence must be
 reported clearly.)"""
+
 from __future__ import annotations
 
 import pytest
@@ -60,11 +61,10 @@ def test_auto_falls_back_to_host_and_says_why() -> None:
 
 # --- capabilities are members of the device base: an answer, or one refusal line -----------------
 
+
 def _one_line_refusal(call, *words: str) -> str:
     with pytest.raises(UnsupportedOperation) as info:
         call()
     text = str(info.value)
     assert "\n" not in text and all(w in text for w in words), text
     return text
-
-

@@ -1,6 +1,7 @@
 """hipexplore.devices.elf: the functions a shared library exports, read from its ELF dynamic
 symbol table (what "kernel 'x' is not in the loaded host module" lists). Real libraries built
 with the host's cc."""
+
 from __future__ import annotations
 
 import subprocess
@@ -28,7 +29,9 @@ def build(tmp_path: Path, source: str = SOURCE) -> Path:
     src = tmp_path / "lib.c"
     src.write_text(source)
     out = tmp_path / "libx.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(src)], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(src)], check=True, capture_output=True, timeout=120
+    )
     return out
 
 

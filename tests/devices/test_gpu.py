@@ -1,6 +1,7 @@
 """``hipexplore.devices.gpu``: what the CUDA and HIP devices share: index checks, flush modes a GPU
 supports, runtime errors by name, the LLC override keeping what the runtime reported, the stream
 hold's signals, and capabilities answered from the runtime or refused in one line."""
+
 from __future__ import annotations
 
 import ctypes
@@ -42,7 +43,9 @@ def test_gpu_llc_override_keeps_what_the_runtime_reported(monkeypatch) -> None:
     monkeypatch.setenv("HIPEXPLORE_LLC_BYTES", str(50 << 20))
     gpu._choose_llc(*reported, gpu._llc_given)
     assert gpu.llc_bytes == gpu.llc_override == 50 << 20
-    assert gpu.llc_source == f"override (HIPEXPLORE_LLC_BYTES; reported {60 << 20} B: CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)"
+    assert (
+        gpu.llc_source == f"override (HIPEXPLORE_LLC_BYTES; reported {60 << 20} B: CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)"
+    )
     gpu._init_common(8 << 20, None)
     gpu._choose_llc(*reported, gpu._llc_given)
     assert gpu.llc_bytes == gpu.llc_override == 8 << 20
@@ -54,7 +57,10 @@ def test_peak_bandwidth_clock_first_table_second() -> None:
 
     # H200 reports 3201 MHz x 6016 bit: the clock (4814 GB/s) wins over the table's 4800
     gbs, src = choose_peak("NVIDIA H200", 3_201_000, 6016)
-    assert gbs == pytest.approx(2 * 3_201_000e3 * 6016 / 8 / 1e9) and src == "memory clock 3201000 kHz x 6016-bit bus x 2 (DDR)"
+    assert (
+        gbs == pytest.approx(2 * 3_201_000e3 * 6016 / 8 / 1e9)
+        and src == "memory clock 3201000 kHz x 6016-bit bus x 2 (DDR)"
+    )
     for clock, bus in ((0, 6016), (3_201_000, 0), (0, 0)):  # either number missing: the datasheet table
         assert choose_peak("NVIDIA H200", clock, bus) == (4800.0, "table: datasheet 4800 GB/s for 'H200'")
     gbs, src = choose_peak("Mystery GPU", 0, 0)
@@ -74,7 +80,9 @@ def test_gpu_index_checks_flush_modes_and_runtime_errors() -> None:
     with pytest.raises(DeviceUnavailable, match=r"^CUDA: the driver reports 0 devices$"):
         check("CUDA", 0, 0, "the driver reports 0 devices")
     for bad in (2, -1):
-        with pytest.raises(DeviceUnavailable, match=rf"device index {bad} requested but only 2 device\(s\) present \(0\.\.1\)"):
+        with pytest.raises(
+            DeviceUnavailable, match=rf"device index {bad} requested but only 2 device\(s\) present \(0\.\.1\)"
+        ):
             check("CUDA", 2, bad, "none")
     cuda_like = type("CudaLike", (GpuDeviceBase,), {"kind": "cuda"})()
     hip_like = type("HipLike", (GpuDeviceBase,), {"kind": "hip"})()

@@ -2,6 +2,7 @@
 runtime's own "no device" answer named, kernel parameters hip-python accepts, the LLC (L2 plus
 Infinity Cache on MI300-class parts), the spin timeout in the device's clock, and the ROCm 5
 runtime refused."""
+
 from __future__ import annotations
 
 
@@ -30,7 +31,9 @@ def test_hip_absent_names_what_was_looked_for() -> None:
         return
     err, count = hip.hipGetDeviceCount()
     if err == hip.hipError_t.hipSuccess and count > 0:
-        _not_here("a machine without an AMD GPU", "an AMD GPU is present here: the absent-device error cannot be produced")
+        _not_here(
+            "a machine without an AMD GPU", "an AMD GPU is present here: the absent-device error cannot be produced"
+        )
     assert err == hip.hipError_t.hipErrorNoDevice  # what the runtime says independently of hipexplore
     with pytest.raises(DeviceUnavailable) as exc:
         get_device("hip")
@@ -56,7 +59,10 @@ def test_hip_python_accepts_our_kernel_params() -> None:
     hip = _hip_or_missing()
     err, count = hip.hipGetDeviceCount()
     if err == hip.hipError_t.hipSuccess and count > 0:
-        _not_here("a machine without an AMD GPU", "an AMD GPU is present here: a launch of a null kernel would not be refused for want of a device")
+        _not_here(
+            "a machine without an AMD GPU",
+            "an AMD GPU is present here: a launch of a null kernel would not be refused for want of a device",
+        )
     packed = pack_args(catalog.get("triad").args, {"a": 0x1000, "b": 0x2000, "c": 0x3000, "s": 3.0, "n": 10})
     (err,) = hip.hipModuleLaunchKernel(None, 1, 1, 1, 64, 1, 1, 0, None, packed.address, None)
     # refused for want of a device (ROCm 5.2 here answers hipErrorInvalidDevice), not for its arguments
@@ -75,7 +81,9 @@ def test_hip_llc_is_l2_plus_infinity_cache_on_every_mi300_class_arch(arch: str) 
     assert arch.split(":")[0] in src
 
 
-@pytest.mark.parametrize("arch, l2", [("gfx90a:sramecc+:xnack-", 8 << 20), ("gfx908", 8 << 20), ("gfx1100", 6 << 20), ("gfx94", 4 << 20)])
+@pytest.mark.parametrize(
+    "arch, l2", [("gfx90a:sramecc+:xnack-", 8 << 20), ("gfx908", 8 << 20), ("gfx1100", 6 << 20), ("gfx94", 4 << 20)]
+)
 def test_hip_llc_is_the_reported_l2_elsewhere(arch: str, l2: int) -> None:
     from hipexplore.devices.hip import llc_for_arch
 
@@ -94,7 +102,10 @@ def test_hip_refuses_a_rocm5_runtime() -> None:
         check_runtime_version(runtime, 1)  # ROCm >= 6: accepted
     else:
         major, minor = runtime // 10_000_000, runtime // 100_000 % 100
-        with pytest.raises(DeviceUnavailable, match=rf"runtime is version {runtime} \(ROCm {major}\.{minor}\); the device API needs ROCm >= 6"):
+        with pytest.raises(
+            DeviceUnavailable,
+            match=rf"runtime is version {runtime} \(ROCm {major}\.{minor}\); the device API needs ROCm >= 6",
+        ):
             check_runtime_version(runtime, 1)
     check_runtime_version(60_000_000, 1)
     check_runtime_version(60_443_483, 2)  # ROCm 6.4
@@ -113,10 +124,14 @@ def test_hip_device_refuses_the_installed_rocm5_runtime_once_a_gpu_is_counted(mo
     hip = _hip_or_missing()
     err, runtime = hip.hipRuntimeGetVersion()
     if err != hip.hipError_t.hipSuccess or runtime >= hipdev.MIN_RUNTIME_VERSION:
-        _not_here("the ROCm 5 HIP runtime (setup.sh installs it where no ROCm >= 6 is)",
-                  f"the installed HIP runtime is not ROCm 5 (hipRuntimeGetVersion: {err.name}, {runtime})")
+        _not_here(
+            "the ROCm 5 HIP runtime (setup.sh installs it where no ROCm >= 6 is)",
+            f"the installed HIP runtime is not ROCm 5 (hipRuntimeGetVersion: {err.name}, {runtime})",
+        )
     monkeypatch.setattr(hipdev, "device_count", lambda: 1)
-    with pytest.raises(DeviceUnavailable, match=rf"found 1 AMD GPU\(s\), but the HIP runtime is version {runtime} \(ROCm 5\."):
+    with pytest.raises(
+        DeviceUnavailable, match=rf"found 1 AMD GPU\(s\), but the HIP runtime is version {runtime} \(ROCm 5\."
+    ):
         hipdev.HipDevice(0)
 
 

@@ -1,6 +1,7 @@
 """``hipexplore.devices.host``: the CPU as a device: its properties, LLC (sysfs, an argument, the
 environment), memory and copies bounded, C kernels through ctypes end to end, a timed-out hold
 counted, a fresh device placing the same kernel elsewhere, and what it refuses in one line."""
+
 from __future__ import annotations
 
 import ctypes
@@ -25,7 +26,9 @@ def test_host_properties_and_llc_from_sysfs(tmp_path) -> None:
     free, total = dev.memory_info()
     assert 0 < free <= total
     # a fake sysfs tree: the highest level wins, instruction caches are ignored
-    for i, (level, typ, size) in enumerate([(1, "Data", "32K"), (1, "Instruction", "32K"), (2, "Unified", "1024K"), (3, "Unified", "8M")]):
+    for i, (level, typ, size) in enumerate(
+        [(1, "Data", "32K"), (1, "Instruction", "32K"), (2, "Unified", "1024K"), (3, "Unified", "8M")]
+    ):
         d = tmp_path / f"index{i}"
         d.mkdir()
         (d / "level").write_text(f"{level}\n")
@@ -131,8 +134,14 @@ def test_timed_out_holds_are_counted_and_noted(need_host_cc, tmp_path) -> None:
         assert raw.chunks == chunks and raw.hold_timeouts == timeouts and len(raw.time_s) == 20
         assert list(raw.chunk) == sorted(raw.chunk) and raw.chunk.max() == chunks - 1
         noted = [n for n in raw.notes if "stream hold timed out" in n]
-        assert noted == ([f"stream hold timed out in {timeouts} chunk(s): those samples were discarded and measured again "
-                          "with fewer launches per hold"] if timeouts else [])
+        assert noted == (
+            [
+                f"stream hold timed out in {timeouts} chunk(s): those samples were discarded and measured again "
+                "with fewer launches per hold"
+            ]
+            if timeouts
+            else []
+        )
 
 
 def test_host_llc_override_by_argument_and_environment(monkeypatch) -> None:
@@ -142,7 +151,10 @@ def test_host_llc_override_by_argument_and_environment(monkeypatch) -> None:
     assert (dev.llc_bytes, dev.llc_source, dev.llc_override) == (sysfs_llc, _src, None)
     monkeypatch.setenv("HIPEXPLORE_LLC_BYTES", "7340032")
     dev = HostDevice()
-    assert dev.llc_bytes == 7 << 20 and dev.llc_source == f"override (HIPEXPLORE_LLC_BYTES; reported {sysfs_llc} B: {_src})"
+    assert (
+        dev.llc_bytes == 7 << 20
+        and dev.llc_source == f"override (HIPEXPLORE_LLC_BYTES; reported {sysfs_llc} B: {_src})"
+    )
     assert dev.properties.llc_bytes == 7 << 20 and dev.llc_override == 7 << 20
     dev = HostDevice(llc_bytes=3 << 20)  # the argument wins over the environment
     assert dev.llc_bytes == 3 << 20 and dev.llc_source.startswith("override (llc_bytes argument; reported ")

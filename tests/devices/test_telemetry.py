@@ -1,4 +1,5 @@
 """The host's load, read per chunk (``devices.telemetry.HostLoad``), against a real busy process."""
+
 from __future__ import annotations
 
 import os

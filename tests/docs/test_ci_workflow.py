@@ -4,6 +4,7 @@ runner would run them (bash -e, the job's environment with the device set to the
 of the kernel, $GITHUB_OUTPUT a file). So the commands the page shows are the ones that run here,
 and ``compare --fail-on slower`` gives the step output the last step fails on exactly when a row is
 slower."""
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "guide" / "ci.md"
-SAXPY_C = "void saxpy(float* y, const float* x, float a, unsigned long long n) {\n" \
-          "  for (unsigned long long i = 0; i < n; ++i) y[i] = a * x[i] + y[i];\n}\n"
-HOST_ENV = {"HX_DEVICE": "host", "HX_SIZES": "64KiB", "HX_FLUSH": "none", "HX_BENCH_FLAGS": "--iterations 24 --units 3",
-            "KERNEL_FILE": "kernels/saxpy.c"}
+SAXPY_C = (
+    "void saxpy(float* y, const float* x, float a, unsigned long long n) {\n"
+    "  for (unsigned long long i = 0; i < n; ++i) y[i] = a * x[i] + y[i];\n}\n"
+)
+HOST_ENV = {
+    "HX_DEVICE": "host",
+    "HX_SIZES": "64KiB",
+    "HX_FLUSH": "none",
+    "HX_BENCH_FLAGS": "--iterations 24 --units 3",
+    "KERNEL_FILE": "kernels/saxpy.c",
+}
 
 
 def block(name: str) -> str:
@@ -48,8 +56,9 @@ def test_the_workflow_lints_clean(tmp_path):
     got = subprocess.run([actionlint(), "-no-color"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert got.returncode == 0 and not got.stdout.strip(), got.stdout + got.stderr
     # the checker is live: the same file with an untrusted expression in a script fails
-    bad = block(".github/workflows/hipexplore.yml").replace('git worktree add hx-base "$BASE_SHA"',
-                                                            'echo "${{ github.event.pull_request.title }}"')
+    bad = block(".github/workflows/hipexplore.yml").replace(
+        'git worktree add hx-base "$BASE_SHA"', 'echo "${{ github.event.pull_request.title }}"'
+    )
     (tmp_path / ".github" / "workflows" / "hipexplore.yml").write_text(bad)
     got = subprocess.run([actionlint(), "-no-color"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert got.returncode == 1 and "potentially untrusted" in got.stdout
@@ -70,17 +79,38 @@ def test_the_workflows_hipexplore_steps_run_on_the_host(tmp_path):
         (tmp_path / side / "saxpy.c").write_text(SAXPY_C)
     output = tmp_path / "github_output"
     output.write_text("")
-    env = {**os.environ, **{k: str(v) for k, v in job["env"].items() if "${{" not in str(v)}, **HOST_ENV,
-           "GITHUB_OUTPUT": str(output), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        **{k: str(v) for k, v in job["env"].items() if "${{" not in str(v)},
+        **HOST_ENV,
+        "GITHUB_OUTPUT": str(output),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
     for step in steps:
-        got = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=600)
+        got = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert got.returncode == 0, (step["name"], got.stdout[-2000:], got.stderr[-2000:])
     status = dict(line.split("=", 1) for line in output.read_text().split())["status"]
-    verdicts = subprocess.run([sys.executable, "-m", "hipexplore", "compare", "hx/ab.parquet", "--base", "base", "--new", "head",
-                               "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    verdicts = subprocess.run(
+        [sys.executable, "-m", "hipexplore", "compare", "hx/ab.parquet", "--base", "base", "--new", "head", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     rows = [r for r in json.loads(verdicts.stdout)["rows"] if r["present"] == "both" and not r["reference"]]
     assert status == ("3" if any(r["verdict"] == "slower" for r in rows) else "0")
     comment = (tmp_path / "hx" / "review" / "comment.md").read_text()
     assert comment.startswith("<!-- hipexplore-review -->") and len(comment) <= 65_536
-    assert {p.name for p in (tmp_path / "hx" / "review").iterdir()} == {"comment.md", "verdicts.png", "noise.png", "report.html"}
+    assert {p.name for p in (tmp_path / "hx" / "review").iterdir()} == {
+        "comment.md",
+        "verdicts.png",
+        "noise.png",
+        "report.html",
+    }

@@ -17,6 +17,7 @@ languages (text, c, yaml) are not run unless they carry ``file=``.
 Also here: the README's own limits (at most 250 lines, the two set-up commands in its first 15, the
 own-kernel example near the top) and the strict docs build.
 """
+
 from __future__ import annotations
 
 import os
@@ -106,13 +107,15 @@ def blocks_of(path: Path) -> list[Block]:
         body = []
         i += 1
         while i < len(lines) and not lines[i].strip().startswith(fence):
-            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+            body.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i])
             i += 1
         i += 1
         prev = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "") if start else ""
         d = DIRECTIVE.match(prev.strip())
         opts = parse_directive(d.group(1), f"{rel}:{start + 1}") if d else {}
-        out.append(Block(rel, start + 1, lang.lower(), "\n".join(body) + "\n", directive=d.group(1) if d else "", **opts))
+        out.append(
+            Block(rel, start + 1, lang.lower(), "\n".join(body) + "\n", directive=d.group(1) if d else "", **opts)
+        )
     return out
 
 
@@ -155,9 +158,13 @@ def workdir(tmp: Path) -> dict[str, str]:
     (tmp / ".venv").symlink_to(Path(sys.prefix))
     bindir = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPEXPLORE_CACHE") and k != "HIPEXPLORE_DEBUG"}
-    env.update(PATH=os.pathsep.join([bindir, env.get("PATH", "/usr/bin:/bin")]),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
-               HIPEXPLORE_CACHE_DIR=str(tmp / "cache"), MPLBACKEND="Agg", PYTHONUNBUFFERED="1")
+    env.update(
+        PATH=os.pathsep.join([bindir, env.get("PATH", "/usr/bin:/bin")]),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
+        HIPEXPLORE_CACHE_DIR=str(tmp / "cache"),
+        MPLBACKEND="Agg",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
@@ -173,7 +180,9 @@ def page_params():
     return [pytest.param(page, id=page) for page, blocks in PAGES.items() if any(b.runs or b.file for b in blocks)]
 
 
-@pytest.mark.timeout(1800)  # a page runs several sweeps and reports: more than one test's default 600 s on a loaded host
+@pytest.mark.timeout(
+    1800
+)  # a page runs several sweeps and reports: more than one test's default 600 s on a loaded host
 @pytest.mark.parametrize("page", page_params())
 def test_every_example_of_the_page_runs(page, tmp_path):
     """The page's blocks in order, in one directory: each must exit as documented."""
@@ -196,10 +205,13 @@ def test_every_example_of_the_page_runs(page, tmp_path):
         ran += 1
         assert res.returncode == block.exit, (
             f"{block} exited {res.returncode}, documented {block.exit}:\n--- block\n{block.text}"
-            f"--- stdout (tail)\n{res.stdout[-3000:]}\n--- stderr (tail)\n{res.stderr[-3000:]}")
+            f"--- stdout (tail)\n{res.stdout[-3000:]}\n--- stderr (tail)\n{res.stderr[-3000:]}"
+        )
         if block.exit == 2:
             lines = [ln for ln in res.stderr.splitlines() if ln.strip() and "%|" not in ln]
-            assert lines and "Traceback" not in res.stderr, f"{block}: an error example must fail with one line:\n{res.stderr}"
+            assert lines and "Traceback" not in res.stderr, (
+                f"{block}: an error example must fail with one line:\n{res.stderr}"
+            )
     if skipped and not ran:  # each requirement already had its flag's say (need, in require)
         need("what the page's examples need", "; ".join(skipped), flag=NOT_REQUIRED)
     for s in skipped:
@@ -259,8 +271,13 @@ def test_docs_build_strictly(tmp_path):
     mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent))
     if mkdocs is None:
         missing("tool mkdocs", "not installed (setup.sh --dev installs the docs extra)")
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-4000:]
     api = (tmp_path / "site" / "reference" / "bench" / "index.html").read_text()
     assert "SweepSpec" in api

@@ -10,6 +10,7 @@ and a flag named alone (`` `--no-drop-throttled` ``) must be one of hipexplore's
 command lines (ncu, pip, pytest, dask, JupyterLab after ``--``) name their own flags and are left
 to them; a lone flag that is another program's is listed in ``FOREIGN`` with its program.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,16 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 FLAG = re.compile(r"^--[a-z][a-z0-9-]*")
 #: flags that appear in a code span with no program before them, and the program that has them
 FOREIGN = {
-    "--replay-mode": "ncu", "--cache-control": "ncu", "--clock-control": "ncu", "--metrics": "ncu",
-    "--profile-from-start": "ncu", "--pmc": "rocprofv3", "--include-path": "nvrtc", "--include-directory": "hiprtc",
-    "--dev": "setup.sh", "--jsonbin": "nvbench (cuda-bench)",
+    "--replay-mode": "ncu",
+    "--cache-control": "ncu",
+    "--clock-control": "ncu",
+    "--metrics": "ncu",
+    "--profile-from-start": "ncu",
+    "--pmc": "rocprofv3",
+    "--include-path": "nvrtc",
+    "--include-directory": "hiprtc",
+    "--dev": "setup.sh",
+    "--jsonbin": "nvbench (cuda-bench)",
 }
 #: a word before which a flag belongs to another program (the segment's program is that one)
 SHELL_SPLIT = re.compile(r"\s(?:\||&&|\|\||;)\s|\$\(|:\s")
@@ -77,26 +85,39 @@ def flag_problems(page: Path, top: argparse.ArgumentParser, subs: dict[str, argp
     return problems
 
 
-def _segment(words: list[str], top: argparse.ArgumentParser, subs: dict[str, argparse.ArgumentParser],
-             union: set[str]) -> list[str]:
+def _segment(
+    words: list[str], top: argparse.ArgumentParser, subs: dict[str, argparse.ArgumentParser], union: set[str]
+) -> list[str]:
     i = 0
     while i < len(words) and re.match(r"^[A-Z_][A-Z0-9_]*=", words[i]):  # VAR=value before the program
         i += 1
     if i >= len(words):
         return []
-    program, rest = words[i], words[i + 1:]
+    program, rest = words[i], words[i + 1 :]
     name = program.rsplit("/", 1)[-1]
     if name == "hipexplore" or (name.startswith("python") and rest[:2] == ["-m", "hipexplore"]):
         rest = rest[2:] if name != "hipexplore" else rest
         return _hipexplore(rest, top, subs)
-    script = next((w for w in ([program] if name.endswith((".py", ".sh")) else rest[:1]) if w.endswith((".py", ".sh"))), None)
-    if script and (REPO / script.lstrip("./")).is_file() and name in (script.rsplit("/", 1)[-1], "python", "python3", "bash"):
+    script = next(
+        (w for w in ([program] if name.endswith((".py", ".sh")) else rest[:1]) if w.endswith((".py", ".sh"))), None
+    )
+    if (
+        script
+        and (REPO / script.lstrip("./")).is_file()
+        and name in (script.rsplit("/", 1)[-1], "python", "python3", "bash")
+    ):
         text = (REPO / script.lstrip("./")).read_text(encoding="utf-8")
-        return [f"{flag} is not an option of {script}" for flag in _flags(rest) if f'"{flag}"' not in text
-                and f"'{flag}'" not in text and f"{flag})" not in text and f"{flag}|" not in text]
+        return [
+            f"{flag} is not an option of {script}"
+            for flag in _flags(rest)
+            if f'"{flag}"' not in text and f"'{flag}'" not in text and f"{flag})" not in text and f"{flag}|" not in text
+        ]
     if FLAG.match(program):  # a flag named alone, or a flag list: hipexplore's, or a known program's
-        return [f"{flag} is no option of hipexplore"
-                for flag in _flags(words[i:]) if flag not in union and flag not in FOREIGN]
+        return [
+            f"{flag} is no option of hipexplore"
+            for flag in _flags(words[i:])
+            if flag not in union and flag not in FOREIGN
+        ]
     return []  # another program's command line: its flags are its own
 
 
@@ -132,16 +153,21 @@ def test_the_check_finds_a_flag_that_does_not_exist(tmp_path):
     line of its subcommand, of another subcommand, and one of a script's."""
     top, subs = _parsers()
     page = REPO / "docs" / "_flag_probe.md"
-    cases = {"`--keep-throttled` keeps them": "--keep-throttled is no option of hipexplore",
-             "`hipexplore bench triad --keep-throttled`": "--keep-throttled is not an option of hipexplore bench",
-             "`hipexplore compare a.parquet b.parquet --no-drop-throttled`": "--no-drop-throttled is not an option of hipexplore compare",
-             "`python3 scripts/gen_docs.py --no-such-flag`": "--no-such-flag is not an option of scripts/gen_docs.py"}
+    cases = {
+        "`--keep-throttled` keeps them": "--keep-throttled is no option of hipexplore",
+        "`hipexplore bench triad --keep-throttled`": "--keep-throttled is not an option of hipexplore bench",
+        "`hipexplore compare a.parquet b.parquet --no-drop-throttled`": "--no-drop-throttled is not an option of hipexplore compare",
+        "`python3 scripts/gen_docs.py --no-such-flag`": "--no-such-flag is not an option of scripts/gen_docs.py",
+    }
     try:
         for text, why in cases.items():
             page.write_text(f"Some prose, then {text}.\n", encoding="utf-8")
             assert flag_problems(page, top, subs) == [f"docs/_flag_probe.md:1: {why}"], text
-        page.write_text("`--no-drop-throttled` keeps them; `hipexplore lab -- --no-browser --port 8890`; "
-                        "`hipexplore bench triad --resume-from-others`; `python3 scripts/gen_docs.py --check`\n", encoding="utf-8")
+        page.write_text(
+            "`--no-drop-throttled` keeps them; `hipexplore lab -- --no-browser --port 8890`; "
+            "`hipexplore bench triad --resume-from-others`; `python3 scripts/gen_docs.py --check`\n",
+            encoding="utf-8",
+        )
         assert flag_problems(page, top, subs) == []
     finally:
         page.unlink(missing_ok=True)

@@ -3,6 +3,7 @@ settings table, the current figures (docs/figures.md and the head of BENCHMARKS.
 recorded data) and the troubleshooting page (each case runs the real CLI). A changed setting, a new
 recorded run or a reworded error message fails here until the pages are regenerated, so no page
 quotes a number or a message the code and the data no longer produce."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -30,7 +31,9 @@ def gen():
 def test_figures_page_and_benchmarks_head_equal_the_data(gen):
     assert (REPO / "docs" / "figures.md").read_text() == gen.figures_page(), "run python scripts/gen_docs.py"
     bench = (REPO / "BENCHMARKS.md").read_text()
-    assert bench == gen.benchmarks_md(bench), "BENCHMARKS.md's current figures are stale: run python scripts/gen_docs.py"
+    assert bench == gen.benchmarks_md(bench), (
+        "BENCHMARKS.md's current figures are stale: run python scripts/gen_docs.py"
+    )
     head = bench.split("## Appendix", 1)[0]
     assert "## Current figures" in head and head.count("\n| ") >= 15, "BENCHMARKS.md must open with the figures table"
 
@@ -59,8 +62,9 @@ def test_troubleshooting_page_holds_the_real_messages(gen):
         assert "Traceback" not in text and text.strip(), (case.title, text)
         if "does not compile" not in case.title:
             assert len(text.strip().splitlines()) == 1, (case.title, text)
-    assert (REPO / "docs" / "troubleshooting.md").read_text() == gen.troubleshooting_page(results), \
+    assert (REPO / "docs" / "troubleshooting.md").read_text() == gen.troubleshooting_page(results), (
         "docs/troubleshooting.md is stale: run python scripts/gen_docs.py"
+    )
 
 
 def test_verdicts_page_calibration_table_equals_the_data(gen):

@@ -8,6 +8,7 @@ real CLI (a child process), the real compilers and the real libraries of this ma
   * NVRTC located through cuda-pathfinder first;
   * hip-python >= 10 (no ``hip.chiprtc``) detected and refused with a clear message.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,16 +34,18 @@ def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float =
     full.pop("HIPEXPLORE_DEBUG", None)
     full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "hipexplore", *args], capture_output=True, text=True,
-                          cwd=REPO, env=full, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "hipexplore", *args], capture_output=True, text=True, cwd=REPO, env=full, timeout=timeout
+    )
 
 
 def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
     full = dict(os.environ)
     full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
     full.update(env or {})
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=full,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=full, timeout=timeout
+    )
 
 
 # ----------------------------------------------------------------------------------- hipexplore info
@@ -62,8 +65,14 @@ def test_info_json_describes_compilers_devices_and_the_cache(tmp_path):
 
     root, entries, nbytes = _populated_cache_dir(tmp_path)
     assert entries == 2
-    proc = run_cli(["info", "--json"], env={"HIPEXPLORE_CACHE_DIR": str(root), "HIPEXPLORE_CACHE_MAX_ENTRIES": "77",
-                                            "HIPEXPLORE_CACHE_DISK_MAX_BYTES": "123456789"})
+    proc = run_cli(
+        ["info", "--json"],
+        env={
+            "HIPEXPLORE_CACHE_DIR": str(root),
+            "HIPEXPLORE_CACHE_MAX_ENTRIES": "77",
+            "HIPEXPLORE_CACHE_DISK_MAX_BYTES": "123456789",
+        },
+    )
     assert proc.returncode == 0, proc.stderr
     # strict JSON: a NaN (an unknown peak bandwidth) is not JSON and breaks jq and browsers
     info = json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c} in info --json"))
@@ -101,9 +110,16 @@ def test_info_json_describes_compilers_devices_and_the_cache(tmp_path):
             assert d["name"] and d["target"]
         else:
             assert d["reason"] and kind.upper() in d["reason"]
-    assert info["cache"] == {"disk_dir": str(root), "max_entries": 77, "max_bytes": 256 * 1024**2,
-                             "disk_max_bytes": 123456789, "disk_entries": entries, "disk_bytes": nbytes,
-                             "shared": "private", "remote": ""}
+    assert info["cache"] == {
+        "disk_dir": str(root),
+        "max_entries": 77,
+        "max_bytes": 256 * 1024**2,
+        "disk_max_bytes": 123456789,
+        "disk_entries": entries,
+        "disk_bytes": nbytes,
+        "shared": "private",
+        "remote": "",
+    }
 
 
 def test_info_text_names_the_same_things(tmp_path):
@@ -119,7 +135,7 @@ def test_info_text_names_the_same_things(tmp_path):
         assert f"  {name:<7} {backend.identity().version}  [{backend.identity().library}]" in out
         targets = list(backend.targets())
         # every target, wrapped (#26.12: the list was cut before gfx90a): read back whole from the wrapped lines
-        block = out[out.index(f"  {name:<7} "):]
+        block = out[out.index(f"  {name:<7} ") :]
         head = block.index(f"targets ({len(targets)}): ")
         listed = " ".join(ln.strip() for ln in block[head:].split("\n") if ln.strip())
         listed = listed.split("): ", 1)[1]
@@ -335,9 +351,14 @@ def test_hip_python_without_chiprtc_is_refused_with_a_clear_message(tmp_path):
         "c = HiprtcCompiler()\n"
         "print(json.dumps({'available': c.available(), 'reason': c.unavailable_reason()}))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "newlayout")], capture_output=True,
-                          text=True, cwd=REPO, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))))
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "newlayout")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))),
+    )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["available"] is False

@@ -11,6 +11,7 @@ this environment, even with an older ``hipexplore`` kernelspec in the user's Jup
 Slow (two venvs: about 2 and 4 minutes on 2 cores, pip's packages from the machine's index or
 PyPI); the venvs are made once per module.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,13 @@ _PIP_LOCATION = re.compile(r"^\s*WARNING: Location '.*' is ignored")
 
 def pip(python: Path | str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
-    return subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +60,7 @@ def built(tmp_path_factory):
     if res.returncode != 0 and "No matching distribution found for setuptools" in res.stdout + res.stderr:
         need("setuptools>=77 from the package index", "pip could not fetch the build requirement")
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
-    wheel, = out.glob("hipexplore-*.whl")
+    (wheel,) = out.glob("hipexplore-*.whl")
     return wheel, res.stdout + res.stderr
 
 
@@ -64,7 +70,9 @@ def make_venv(root: Path, requirement: str) -> Path:
     # --no-compile: no bytecode for every installed file up front (half the CPU of the notebook venv); Python
     # compiles what the tests import as it imports it
     res = pip(python, "install", "--prefer-binary", "--no-compile", requirement, timeout=1200)
-    if res.returncode != 0 and re.search(r"No matching distribution|Could not find a version|NewConnectionError", res.stderr):
+    if res.returncode != 0 and re.search(
+        r"No matching distribution|Could not find a version|NewConnectionError", res.stderr
+    ):
         need(f"the packages of {requirement}", f"pip could not fetch them: {res.stderr.strip()[-300:]}")
     assert res.returncode == 0, res.stderr[-4000:]
     return root
@@ -93,8 +101,9 @@ def user_env(tmp: Path, **extra: str) -> dict[str, str]:
 
 
 def hipexplore(venv: Path, *argv: str, cwd: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([str(venv / "bin" / "hipexplore"), *argv], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [str(venv / "bin" / "hipexplore"), *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 # -- the wheel -------------------------------------------------------------------------------------
@@ -123,13 +132,30 @@ WITHOUT_EXTRAS = [
     (["lab", "--", "--no-browser"], "notebook"),
     (["lab", "notebooks.d"], "notebook"),
     (["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "2", "--cluster", "local:1"], "cluster"),
-    (["bench", "triad", "--device", "host", "--size", "4KiB", "--iterations", "5", "--no-progress", "--cluster", "local:1"],
-     "cluster"),
+    (
+        [
+            "bench",
+            "triad",
+            "--device",
+            "host",
+            "--size",
+            "4KiB",
+            "--iterations",
+            "5",
+            "--no-progress",
+            "--cluster",
+            "local:1",
+        ],
+        "cluster",
+    ),
     (["bench", "triad", "--device", "cuda", "--size", "4KiB", "--iterations", "5", "--no-progress"], "cuda"),
     (["bench", "triad", "--device", "hip", "--size", "4KiB", "--iterations", "5", "--no-progress"], "hip"),
     (["compile", "k.cu", "--compiler", "nvrtc", "--target", "sm_90"], "cuda"),
     (["compile", "k.hip", "--compiler", "hiprtc", "--target", "gfx90a"], "hip"),
-    (["compile", "t.py", "--compiler", "triton", "--kernel", "k", "--signature", "x:*fp32", "--target", "gfx942"], "triton"),
+    (
+        ["compile", "t.py", "--compiler", "triton", "--kernel", "k", "--signature", "x:*fp32", "--target", "gfx942"],
+        "triton",
+    ),
     (["compile", "k.c", "--compiler", "host"], "remote"),  # with HIPEXPLORE_CACHE_REMOTE set
 ]
 
@@ -150,15 +176,30 @@ def test_without_the_extra_one_line_names_it(plain, tmp_path, argv, extra):
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2, (res.returncode, res.stderr[-3000:])
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr[-3000:]
-    assert f"needs the '{extra}' extra" in lines[0] and lines[0].endswith(f"pip install 'hipexplore[{extra}]'"), lines[0]
+    assert f"needs the '{extra}' extra" in lines[0] and lines[0].endswith(f"pip install 'hipexplore[{extra}]'"), lines[
+        0
+    ]
     assert "not valid YAML" not in lines[0]
 
 
 def test_the_core_runs_without_extras(plain, tmp_path):
     """What needs no extra still works from the plain install (a host benchmark, a host compile)."""
     env = user_env(tmp_path / "u")
-    res = hipexplore(plain, "bench", "triad", "--device", "host", "--size", "4KiB", "--iterations", "5", "--no-progress",
-                     "--no-reference", cwd=tmp_path, env=env)
+    res = hipexplore(
+        plain,
+        "bench",
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "5",
+        "--no-progress",
+        "--no-reference",
+        cwd=tmp_path,
+        env=env,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "triad" in res.stdout
 
@@ -171,8 +212,12 @@ def free_port() -> int:
 
 
 def api(url: str, token: str, path: str, method: str = "GET", body: dict | None = None) -> dict | list:
-    req = urllib.request.Request(f"{url}{path}", method=method, data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{url}{path}",
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read() or b"null")
 
@@ -199,22 +244,51 @@ def test_lab_opens_workspace_copies_and_starts_this_environments_kernel(with_not
     env = user_env(tmp_path / "u")
     older = Path(env["JUPYTER_DATA_DIR"]) / "kernels" / "hipexplore"
     older.mkdir(parents=True)
-    (older / "kernel.json").write_text(json.dumps({"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f",
-                                                            "{connection_file}"], "display_name": "an older one",
-                                                   "language": "python"}))
-    site = subprocess.run([str(with_notebook / "bin" / "python"), "-c", "import hipexplore, pathlib; "
-                           "print(pathlib.Path(hipexplore.__file__).parent)"], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=120).stdout.strip()
+    (older / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "an older one",
+                "language": "python",
+            }
+        )
+    )
+    site = subprocess.run(
+        [
+            str(with_notebook / "bin" / "python"),
+            "-c",
+            "import hipexplore, pathlib; print(pathlib.Path(hipexplore.__file__).parent)",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    ).stdout.strip()
     package = Path(site)
     assert with_notebook in package.parents and not (package / "notebooks").is_symlink()
     before = sorted(p.name for p in (package / "notebooks").iterdir())
     port, token = free_port(), secrets.token_hex(16)
     runtime = Path(env["JUPYTER_RUNTIME_DIR"])
     log = open(tmp_path / "lab.log", "w")
-    proc = subprocess.Popen([str(with_notebook / "bin" / "hipexplore"), "lab", "--", "--no-browser", f"--port={port}",
-                             "--ip=127.0.0.1", f"--ServerApp.token={token}", "--LabApp.news_url=",
-                             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-                            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(with_notebook / "bin" / "hipexplore"),
+            "lab",
+            "--",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.token={token}",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -236,8 +310,13 @@ def test_lab_opens_workspace_copies_and_starts_this_environments_kernel(with_not
         spec = specs["kernelspecs"]["hipexplore"]["spec"]
         assert spec["argv"][:2] == [str(with_notebook / "bin" / "python"), "-P"], spec
         assert str(with_notebook) in spec["display_name"], spec["display_name"]
-        session = api(url, token, "/api/sessions", "POST",
-                      {"path": "dashboard.ipynb", "type": "notebook", "name": "", "kernel": {"name": "hipexplore"}})
+        session = api(
+            url,
+            token,
+            "/api/sessions",
+            "POST",
+            {"path": "dashboard.ipynb", "type": "notebook", "name": "", "kernel": {"name": "hipexplore"}},
+        )
         deadline = time.monotonic() + 60
         while not kernel_processes(runtime) and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -262,9 +341,20 @@ def test_lab_opens_workspace_copies_and_starts_this_environments_kernel(with_not
 
 def test_report_runs_the_packaged_notebook(with_notebook, tmp_path):
     env = user_env(tmp_path / "u")
-    (tmp_path / "params.yaml").write_text("sizes: ['64KiB']\nrotating: [1, 2]\nflush: ['none']\niterations: 8\n"
-                                          "problems: 1\ncandidates: 2\ndevice: host\n")
-    res = hipexplore(with_notebook, "report", "--params", "params.yaml", "--out", "r.html", "--quiet", cwd=tmp_path,
-                     env=env, timeout=600)
+    (tmp_path / "params.yaml").write_text(
+        "sizes: ['64KiB']\nrotating: [1, 2]\nflush: ['none']\niterations: 8\nproblems: 1\ncandidates: 2\ndevice: host\n"
+    )
+    res = hipexplore(
+        with_notebook,
+        "report",
+        "--params",
+        "params.yaml",
+        "--out",
+        "r.html",
+        "--quiet",
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.strip() == "wrote r.html" and (tmp_path / "r.html").stat().st_size > 10_000

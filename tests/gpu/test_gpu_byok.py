@@ -20,6 +20,7 @@ What each test pins down, and the bug it catches:
 - in-process and worker medians of the same triad agree (the worker changes where, not how, it is
   timed).
 """
+
 from __future__ import annotations
 
 import json
@@ -65,9 +66,17 @@ def test_templated_transpose_swept_with_grid_expressions(cuda, sources):
     from fixtures import byok_examples as ex
     from hipexplore.kernels.catalog import user_kernel
 
-    spec = user_kernel(sources["transpose.cu"], "transpose_tiled<32, 8>", ex.TRANSPOSE_ARGS, name="gpu_transpose",
-                       grid="cols/32,rows/32", block="32,8", bytes_per_launch="8*n", reference=ex.transpose_ref,
-                       register_it=False)
+    spec = user_kernel(
+        sources["transpose.cu"],
+        "transpose_tiled<32, 8>",
+        ex.TRANSPOSE_ARGS,
+        name="gpu_transpose",
+        grid="cols/32,rows/32",
+        block="32,8",
+        bytes_per_launch="8*n",
+        reference=ex.transpose_ref,
+        register_it=False,
+    )
     sizes = [1 * MIB, 16 * MIB, 64 * MIB]
     assert spec.launch(16 * MIB // 4, cuda)[0] == (64, 64, 1)
     _check_result(_sweep(spec, sizes, cuda), "gpu_transpose", sizes)
@@ -77,9 +86,20 @@ def test_row_softmax_with_dynamic_shared_memory(cuda, sources):
     from fixtures import byok_examples as ex
     from hipexplore.kernels.catalog import user_kernel
 
-    spec = user_kernel(sources["softmax.cu"], "row_softmax", ex.SOFTMAX_ARGS, name="gpu_softmax", grid="rows",
-                       block=256, shared_bytes="block_x*4", bytes_per_launch="8*n", reference=ex.softmax_ref,
-                       rtol=1e-4, atol=1e-7, register_it=False)
+    spec = user_kernel(
+        sources["softmax.cu"],
+        "row_softmax",
+        ex.SOFTMAX_ARGS,
+        name="gpu_softmax",
+        grid="rows",
+        block=256,
+        shared_bytes="block_x*4",
+        bytes_per_launch="8*n",
+        reference=ex.softmax_ref,
+        rtol=1e-4,
+        atol=1e-7,
+        register_it=False,
+    )
     assert spec.launch(MIB, cuda)[2] == 1024
     sizes = [4 * MIB, 32 * MIB]
     _check_result(_sweep(spec, sizes, cuda), "gpu_softmax", sizes)
@@ -90,8 +110,17 @@ def test_stencil_coefficients_from_an_include_dir_header(cuda, sources):
     from hipexplore.kernels.catalog import user_kernel
 
     inc = sources["stencil.cu"].parent / "include"
-    spec = user_kernel(sources["stencil.cu"], "stencil5", ex.STENCIL_ARGS, name="gpu_stencil", grid="ceil(n/256)",
-                       block=256, include_dirs=[inc], reference=ex.stencil_ref_for(0.5, 0.2, 0.05), register_it=False)
+    spec = user_kernel(
+        sources["stencil.cu"],
+        "stencil5",
+        ex.STENCIL_ARGS,
+        name="gpu_stencil",
+        grid="ceil(n/256)",
+        block=256,
+        include_dirs=[inc],
+        reference=ex.stencil_ref_for(0.5, 0.2, 0.05),
+        register_it=False,
+    )
     sizes = [1 * MIB, 64 * MIB]
     _check_result(_sweep(spec, sizes, cuda), "gpu_stencil", sizes)
     # edit the header: the next sweep compiles the new coefficients (its reference expects them)
@@ -114,17 +143,67 @@ def test_cubin_compiled_elsewhere_through_code_object(cuda, sources, tmp_path, c
     from hipexplore.kernels.catalog import user_kernel
 
     cubin = tmp_path / "saxpy.cubin"
-    assert main(["compile", str(sources["saxpy.cu"]), "--compiler", "nvrtc", "--target", cuda.target,
-                 "--kernel", "saxpy", "--out", str(cubin), "--json", "--no-cache"]) == 0
+    assert (
+        main(
+            [
+                "compile",
+                str(sources["saxpy.cu"]),
+                "--compiler",
+                "nvrtc",
+                "--target",
+                cuda.target,
+                "--kernel",
+                "saxpy",
+                "--out",
+                str(cubin),
+                "--json",
+                "--no-cache",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    spec = user_kernel(None, "saxpy", ex.SAXPY_ARGS, name="gpu_saxpy_cubin", code_object=cubin, grid="ceil(n/256)",
-                       block=256, bytes_per_launch="12*n", reference=ex.saxpy_ref, register_it=False)
+    spec = user_kernel(
+        None,
+        "saxpy",
+        ex.SAXPY_ARGS,
+        name="gpu_saxpy_cubin",
+        code_object=cubin,
+        grid="ceil(n/256)",
+        block=256,
+        bytes_per_launch="12*n",
+        reference=ex.saxpy_ref,
+        register_it=False,
+    )
     sizes = [1 * MIB, 256 * MIB]
     _check_result(_sweep(spec, sizes, cuda), "gpu_saxpy_cubin", sizes)
     # the CLI path with the same file
-    rc = main(["bench", "saxpy", "--device", "cuda", "--code-object", str(cubin), "--entry", "saxpy",
-               "--args", ex.SAXPY_ARGS, "--grid", "ceil(n/256)", "--size", "16MiB", "--rotating", "1,auto",
-               "--flush", "none,l2-read", "--iterations", "100", "--json", "--no-progress"])
+    rc = main(
+        [
+            "bench",
+            "saxpy",
+            "--device",
+            "cuda",
+            "--code-object",
+            str(cubin),
+            "--entry",
+            "saxpy",
+            "--args",
+            ex.SAXPY_ARGS,
+            "--grid",
+            "ceil(n/256)",
+            "--size",
+            "16MiB",
+            "--rotating",
+            "1,auto",
+            "--flush",
+            "none,l2-read",
+            "--iterations",
+            "100",
+            "--json",
+            "--no-progress",
+        ]
+    )
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert len(json.loads(out.out)["summary"]) == 5
@@ -132,10 +211,27 @@ def test_cubin_compiled_elsewhere_through_code_object(cuda, sources, tmp_path, c
     major = int(cuda.target[3:-1])
     other = tmp_path / "saxpy_other.cubin"
     other_target = "sm_80" if major != 8 else "sm_90"
-    assert main(["compile", str(sources["saxpy.cu"]), "--compiler", "nvrtc", "--target", other_target,
-                 "--kernel", "saxpy", "--out", str(other), "--no-cache"]) == 0
-    wrong = user_kernel(None, "saxpy", ex.SAXPY_ARGS, name="gpu_saxpy_wrong", code_object=other, grid="ceil(n/256)",
-                        register_it=False)
+    assert (
+        main(
+            [
+                "compile",
+                str(sources["saxpy.cu"]),
+                "--compiler",
+                "nvrtc",
+                "--target",
+                other_target,
+                "--kernel",
+                "saxpy",
+                "--out",
+                str(other),
+                "--no-cache",
+            ]
+        )
+        == 0
+    )
+    wrong = user_kernel(
+        None, "saxpy", ex.SAXPY_ARGS, name="gpu_saxpy_wrong", code_object=other, grid="ceil(n/256)", register_it=False
+    )
     with pytest.raises(ConfigError, match=f"is cubin for {other_target}, but cuda device .* needs a CUDA cubin"):
         _sweep(wrong, [MIB], cuda)
 
@@ -152,9 +248,15 @@ def test_torch_op_through_callable_kernel(cuda):
         b = torch.rand(n, device="cuda", generator=g)
         return a, b, torch.empty_like(a)
 
-    spec = hx.callable_kernel(lambda a, b, out: torch.add(a, b, out=out), make_args, bytes_per_launch="12*n",
-                              stream="torch", name="gpu_torch_add", check=hx.OutputCheck(lambda args: args[0] + args[1]),
-                              register_it=False)
+    spec = hx.callable_kernel(
+        lambda a, b, out: torch.add(a, b, out=out),
+        make_args,
+        bytes_per_launch="12*n",
+        stream="torch",
+        name="gpu_torch_add",
+        check=hx.OutputCheck(lambda args: args[0] + args[1]),
+        register_it=False,
+    )
     sizes = [1 * MIB, 64 * MIB]
     res = _sweep(spec, sizes, cuda, iterations=60)
     s = res.summary
@@ -172,19 +274,35 @@ def test_a_faulting_kernel_is_named_and_the_next_sweep_works(cuda, sources):
     from fixtures import byok_examples as ex
     from hipexplore.kernels.catalog import user_kernel
 
-    faulty = user_kernel(sources["faulty.cu"], "scale_faulty", ex.FAULTY_ARGS, name="gpu_faulty", grid="ceil(n/256)",
-                         register_it=False)
+    faulty = user_kernel(
+        sources["faulty.cu"], "scale_faulty", ex.FAULTY_ARGS, name="gpu_faulty", grid="ceil(n/256)", register_it=False
+    )
     seen = []
     with pytest.raises(KernelFault) as err:
-        hx.sweep(faulty, [1 * MIB, 4 * MIB, 16 * MIB], device=cuda, iterations=20, reference=False, progress=False,
-                 on_result=seen.append, verify=False)  # GPU default: a worker; a fault while timing (the role check would launch it first)
+        hx.sweep(
+            faulty,
+            [1 * MIB, 4 * MIB, 16 * MIB],
+            device=cuda,
+            iterations=20,
+            reference=False,
+            progress=False,
+            on_result=seen.append,
+            verify=False,
+        )  # GPU default: a worker; a fault while timing (the role check would launch it first)
     msg = str(err.value)
     assert msg.startswith("kernel gpu_faulty faulted in configuration size=16777216 rotating=1 flush=none: "), msg
     assert msg.endswith("CUDA_ERROR_ILLEGAL_ADDRESS"), msg
     assert [r["size_bytes"] for r in seen] == [MIB, 4 * MIB]
     assert list(err.value.result.summary["size_bytes"]) == [MIB, 4 * MIB]
-    good = user_kernel(sources["faulty.cu"], "scale_faulty", ex.FAULTY_ARGS, name="gpu_good", grid="ceil(n/256)",
-                       reference=ex.scale_ref, register_it=False)
+    good = user_kernel(
+        sources["faulty.cu"],
+        "scale_faulty",
+        ex.FAULTY_ARGS,
+        name="gpu_good",
+        grid="ceil(n/256)",
+        reference=ex.scale_ref,
+        register_it=False,
+    )
     res = hx.sweep(good, [MIB], device=cuda, iterations=20, reference=False, progress=False)
     assert len(res.summary) == 1
     local = hx.sweep("triad", ["1MiB"], device=cuda, iterations=20, reference=False, progress=False, worker=False)

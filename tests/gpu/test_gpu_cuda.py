@@ -15,6 +15,7 @@ What each test pins down, and the bug it catches:
 - the LLC is the driver's L2 attribute (checked against PyTorch where present) and the override
   wins.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,8 +60,20 @@ def _load(dev, source: str, entry: str):
     return dev.kernel(module, res.object_code.symbol(entry))
 
 
-def _time(dev, kernel, arg_sets, iterations, *, flusher=None, chunk=64, grid=(1, 1, 1), block=(32, 1, 1), workload_cls=None,
-          lead=0, trail=0):
+def _time(
+    dev,
+    kernel,
+    arg_sets,
+    iterations,
+    *,
+    flusher=None,
+    chunk=64,
+    grid=(1, 1, 1),
+    block=(32, 1, 1),
+    workload_cls=None,
+    lead=0,
+    trail=0,
+):
     from hipexplore.bench.stats import StopRule
     from hipexplore.bench.timing import Workload, time_launches
 
@@ -142,8 +155,15 @@ def test_rotating_sets_are_distinct_and_each_launch_uses_its_own(cuda):
     from hipexplore.bench import rotating as rot
     from hipexplore.kernels.catalog import parse_args, user_kernel
 
-    spec = user_kernel(INC_SRC, "hx_test_inc", parse_args("inout:a:f32[n], n:u64=n"), name="hx-test-inc",
-                       register_it=False, grid=None, block=256)
+    spec = user_kernel(
+        INC_SRC,
+        "hx_test_inc",
+        parse_args("inout:a:f32[n], n:u64=n"),
+        name="hx-test-inc",
+        register_it=False,
+        grid=None,
+        block=256,
+    )
     n = 1 << 18
     kernel = _load(cuda, INC_SRC, "hx_test_inc")
     with rot.BufferSets(cuda, spec, n, 5) as sets:
@@ -229,8 +249,16 @@ def test_flush_time_is_at_least_its_bytes_over_peak(cuda, mode):
 def test_a_flushed_small_triad_is_slower_than_a_hot_one(cuda):
     import hipexplore as hx
 
-    res = hx.sweep("triad", sizes=["1MiB"], rotating=[1], flush=["none", "l2-read"], device=cuda,
-                   iterations=200, progress=False, reference=False)
+    res = hx.sweep(
+        "triad",
+        sizes=["1MiB"],
+        rotating=[1],
+        flush=["none", "l2-read"],
+        device=cuda,
+        iterations=200,
+        progress=False,
+        reference=False,
+    )
     med = dict(zip(res.summary["flush"], res.summary["median_s"]))
     assert med["l2-read"] > 1.03 * med["none"], med
     assert res.metadata.get(f"verify.triad.{1 << 20}", "").startswith("rel_l2_error=")
@@ -239,8 +267,16 @@ def test_a_flushed_small_triad_is_slower_than_a_hot_one(cuda):
 def test_rotating_auto_on_the_gpu_uses_the_l2_attribute(cuda):
     import hipexplore as hx
 
-    res = hx.sweep("triad", sizes=["1MiB"], rotating=["auto"], flush=["none"], device=cuda, iterations=64,
-                   progress=False, reference=False)
+    res = hx.sweep(
+        "triad",
+        sizes=["1MiB"],
+        rotating=["auto"],
+        flush=["none"],
+        device=cuda,
+        iterations=64,
+        progress=False,
+        reference=False,
+    )
     footprint = 3 * (1 << 20)
     want = max(2, 2 * -(-cuda.llc_bytes // footprint))
     assert int(res.summary["rotating"].iloc[0]) == want
@@ -286,8 +322,13 @@ def test_a_hold_that_times_out_fails_its_chunk_and_is_measured_again(cuda):
                 time.sleep(2e-3)  # a chunk of 4 outlasts a 1 ms hold; chunks of 2 do not
             super().launch(buffer_set, position)
 
-    raw = time_launches(SlowFirst(cuda, kernel, (1, 1, 1), (32, 1, 1), wl.arg_sets), None, StopRule(iterations=8),
-                        hold_timeout_s=1e-3, warmup_s=0)
+    raw = time_launches(
+        SlowFirst(cuda, kernel, (1, 1, 1), (32, 1, 1), wl.arg_sets),
+        None,
+        StopRule(iterations=8),
+        hold_timeout_s=1e-3,
+        warmup_s=0,
+    )
     assert raw.hold_timeouts >= 1 and len(raw.time_s) == 8 and raw.chunks == 4
     assert any("discarded" in n for n in raw.notes)
     assert float(np.max(raw.time_s)) < 1e-3  # no sample of a timed-out hold (they would hold 2 ms of host time)
@@ -314,8 +355,17 @@ def test_nvml_telemetry_and_clocks_in_the_frames(cuda):
 def test_in_kernel_timer_on_the_gpu(cuda):
     import hipexplore as hx
 
-    res = hx.sweep("triad", ["1MiB", "64MiB"], [1], ["l2-read"], device=cuda, iterations=100, reference=False,
-                   progress=False, timers=("events", "in-kernel"))
+    res = hx.sweep(
+        "triad",
+        ["1MiB", "64MiB"],
+        [1],
+        ["l2-read"],
+        device=cuda,
+        iterations=100,
+        reference=False,
+        progress=False,
+        timers=("events", "in-kernel"),
+    )
     s = res.summary
     for size, g in s.groupby("size_bytes"):
         ev = g[g.timer == "events"].median_s.iloc[0]
@@ -345,8 +395,12 @@ def test_a_random_lead_on_the_gpu_keeps_every_in_kernel_slot_its_own(cuda):
             ik = time_launches(timed, None, StopRule(iterations=200), lead="random")
         finally:
             timer.free()
-        ev = time_launches(Workload(cuda, kernel_for(cuda, spec), grid, block, sets.args), None,
-                           StopRule(iterations=200), lead="random")
+        ev = time_launches(
+            Workload(cuda, kernel_for(cuda, spec), grid, block, sets.args),
+            None,
+            StopRule(iterations=200),
+            lead="random",
+        )
     assert set(ik.lead.tolist()) == {0, 1} and list(ik.lead) == list(ev.lead)
     for pos in range(4):
         a, b = np.median(ik.time_s[ik.position == pos]), np.median(ev.time_s[ev.position == pos])

@@ -6,6 +6,7 @@ skip, or fail under ``HIPEXPLORE_REQUIRE_GPU=1``.
 The larger run (two repeats, the honest set of 50+ kernels, the reset's cost) is
 ``benchmarks/h200/hostile.py`` (``scripts/h200_all.sh hostile``).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -36,14 +37,21 @@ def test_the_launcher_families_are_flagged_and_the_honest_launcher_is_not(cuda):
     from fixtures.hostile import suite
     from fixtures.hostile.launchers import launcher_spec
 
-    specs = [launcher_spec("persist-window", honest=False, target=cuda.target),
-             launcher_spec("side-stream", honest=False, target=cuda.target),
-             launcher_spec(None, honest=True, target=cuda.target)]
-    res = hx.sweep(specs, sizes=[4 * MIB], rotating=[1], flush=["l2-read"], device=cuda, iterations=40, units=1,
-                   progress=False)
+    specs = [
+        launcher_spec("persist-window", honest=False, target=cuda.target),
+        launcher_spec("side-stream", honest=False, target=cuda.target),
+        launcher_spec(None, honest=True, target=cuda.target),
+    ]
+    res = hx.sweep(
+        specs, sizes=[4 * MIB], rotating=[1], flush=["l2-read"], device=cuda, iterations=40, units=1, progress=False
+    )
     rows = {r["kernel"]: suite.row_view(r) for r in res.summary.to_dict("records") if r["flush"] == "l2-read"}
-    assert any("persisting L2 was set during the timed launches" in f for f in rows["persist_window_hostile"]["flags"]), rows
-    assert any("below the launch floor" in f or "below the physical floor" in f for f in rows["side_stream_hostile"]["flags"]), rows
+    assert any(
+        "persisting L2 was set during the timed launches" in f for f in rows["persist_window_hostile"]["flags"]
+    ), rows
+    assert any(
+        "below the launch floor" in f or "below the physical floor" in f for f in rows["side_stream_hostile"]["flags"]
+    ), rows
     assert rows["launcher_honest"]["flags"] == [], rows
 
 

@@ -8,6 +8,7 @@ what an edited hipexplore result looks like). Parser-level cases (many) run in t
 through ``main()`` or the reader itself, each within a bound of CPU time; a representative few go
 through the real ``hipexplore`` command in a process of its own.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,20 +34,44 @@ CLI = Path(sys.executable).with_name("hipexplore")
 CPU_BOUND_S = 1.0
 #: wall seconds of a whole ``hipexplore`` process (start-up with pandas on a loaded 2-core machine is most of it)
 WALL_BOUND_S = 60.0
-RECORD = ["bench", "triad", "--device", "host", "--size", "64KiB", "--rotating", "1", "--flush", "none", "--iterations", "20",
-          "--units", "1", "--no-progress"]
+RECORD = [
+    "bench",
+    "triad",
+    "--device",
+    "host",
+    "--size",
+    "64KiB",
+    "--rotating",
+    "1",
+    "--flush",
+    "none",
+    "--iterations",
+    "20",
+    "--units",
+    "1",
+    "--no-progress",
+]
 
 
 def _cli(cwd: Path, *argv: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.monotonic()
-    res = subprocess.run([str(CLI), *argv], capture_output=True, text=True, timeout=WALL_BOUND_S * 2, cwd=cwd,
-                         env={**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(cwd / "cache"), **(env or {})})
+    res = subprocess.run(
+        [str(CLI), *argv],
+        capture_output=True,
+        text=True,
+        timeout=WALL_BOUND_S * 2,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(cwd / "cache"), **(env or {})},
+    )
     return res, time.monotonic() - t0
 
 
 def _one_line(res: subprocess.CompletedProcess, spent: float, rc: int = 2) -> str:
     lines = res.stderr.strip().splitlines()
-    assert res.returncode == rc and len(lines) == 1 and "Traceback" not in res.stderr, (res.returncode, res.stderr[-3000:])
+    assert res.returncode == rc and len(lines) == 1 and "Traceback" not in res.stderr, (
+        res.returncode,
+        res.stderr[-3000:],
+    )
     assert spent < WALL_BOUND_S, spent
     assert "\x1b" not in res.stderr and "\x00" not in res.stderr
     return lines[0]
@@ -75,13 +100,17 @@ def _rewrite(table: pa.Table, frame: pd.DataFrame, dst: Path) -> None:
     pq.write_table(new.replace_schema_metadata({**(new.schema.metadata or {}), **keep}), dst)
 
 
-def hostile(runs: Path, name: str, samples=None, summary=None, meta_text: str | None = None,
-            summary_meta: bytes | None = None) -> Path:
+def hostile(
+    runs: Path, name: str, samples=None, summary=None, meta_text: str | None = None, summary_meta: bytes | None = None
+) -> Path:
     """b.parquet's three files copied to NAME.*, with the samples and/or summary frames changed by
     ``samples(frame)`` / ``summary(frame)``, meta.json replaced by ``meta_text``, the summary's
     embedded metadata by ``summary_meta``."""
     out = runs / f"{name}.parquet"
-    for src, dst, change in ((runs / "b.parquet", out, samples), (runs / "b.summary.parquet", runs / f"{name}.summary.parquet", summary)):
+    for src, dst, change in (
+        (runs / "b.parquet", out, samples),
+        (runs / "b.summary.parquet", runs / f"{name}.summary.parquet", summary),
+    ):
         table = pq.read_table(src)
         frame = table.to_pandas()
         if change is not None:
@@ -103,6 +132,7 @@ def col(name: str, fn):
     def change(frame):
         frame[name] = fn(frame[name])
         return frame
+
     return change
 
 
@@ -113,14 +143,34 @@ def both(name: str, fn):
 
 # (case id, changes, what the line must say)
 RUN_CASES = [
-    ("times scaled by 1e-300", {"samples": col("time_s", lambda s: s * 1e-300)}, ("'time_s' holds ", "e-30", "at row 0")),
+    (
+        "times scaled by 1e-300",
+        {"samples": col("time_s", lambda s: s * 1e-300)},
+        ("'time_s' holds ", "e-30", "at row 0"),
+    ),
     ("all times zero", {"samples": col("time_s", lambda s: s * 0.0)}, "'time_s' holds 0.0 at row 0"),
     ("negative times", {"samples": col("time_s", lambda s: -s)}, "'time_s' holds -"),
     ("a NaN time", {"samples": col("time_s", lambda s: s.where(s.index != 3, np.nan))}, "'time_s' holds nan at row 3"),
-    ("an infinite time", {"samples": col("time_s", lambda s: s.where(s.index != 5, np.inf))}, "'time_s' holds inf at row 5"),
-    ("a time of a day", {"samples": col("time_s", lambda s: s.where(s.index != 7, 86400.0))}, "'time_s' holds 86400.0 at row 7"),
-    ("times as text", {"samples": col("time_s", lambda s: s.astype(str))}, "'time_s' holds text; expected floating-point seconds"),
-    ("times as integer ns", {"samples": col("time_s", lambda s: (s * 1e9).astype(np.int64))}, "'time_s' holds integers"),
+    (
+        "an infinite time",
+        {"samples": col("time_s", lambda s: s.where(s.index != 5, np.inf))},
+        "'time_s' holds inf at row 5",
+    ),
+    (
+        "a time of a day",
+        {"samples": col("time_s", lambda s: s.where(s.index != 7, 86400.0))},
+        "'time_s' holds 86400.0 at row 7",
+    ),
+    (
+        "times as text",
+        {"samples": col("time_s", lambda s: s.astype(str))},
+        "'time_s' holds text; expected floating-point seconds",
+    ),
+    (
+        "times as integer ns",
+        {"samples": col("time_s", lambda s: (s * 1e9).astype(np.int64))},
+        "'time_s' holds integers",
+    ),
     ("negative size", both("size_bytes", lambda s: -s), "'size_bytes' holds -65536"),
     ("zero size", both("size_bytes", lambda s: s * 0), "'size_bytes' holds 0"),
     ("2**62 size", both("size_bytes", lambda s: s * 0 + 2**62), "'size_bytes' holds 4611686018427387904"),
@@ -133,10 +183,22 @@ RUN_CASES = [
     ("kernel with an ANSI escape", both("kernel", lambda s: "\x1b[2J" + s), "holds an escape (U+001B"),
     ("kernel with a NUL", both("kernel", lambda s: s + "\x00"), "holds a NUL (U+0000)"),
     ("kernel with a bidi override", both("kernel", lambda s: s + "\u202e"), "bidirectional control (U+202E"),
-    ("kernel missing", {"samples": col("kernel", lambda s: s.where(s.index != 2, None))}, "'kernel' has no value at row 2"),
-    ("device name with an escape", {"samples": col("device_name", lambda s: s + "\x1b]0;owned\x07")}, "'device_name' holds"),
+    (
+        "kernel missing",
+        {"samples": col("kernel", lambda s: s.where(s.index != 2, None))},
+        "'kernel' has no value at row 2",
+    ),
+    (
+        "device name with an escape",
+        {"samples": col("device_name", lambda s: s + "\x1b]0;owned\x07")},
+        "'device_name' holds",
+    ),
     ("kernel as integers", both("kernel", lambda s: s.str.len()), "'kernel' holds integers; expected text"),
-    ("summary median 1e-300", {"summary": col("median_s", lambda s: s * 1e-300)}, "summary.parquet': column 'median_s'"),
+    (
+        "summary median 1e-300",
+        {"summary": col("median_s", lambda s: s * 1e-300)},
+        "summary.parquet': column 'median_s'",
+    ),
     ("summary n as float", {"summary": col("n", lambda s: s.astype(float))}, "'n' holds floating-point numbers"),
     ("no time column", {"samples": lambda f: f.drop(columns=["time_s"])}, "has no column 'time_s'"),
 ]
@@ -163,8 +225,11 @@ def _all(says: str | tuple[str, ...]) -> tuple[str, ...]:
     return (says,) if isinstance(says, str) else says
 
 
-@pytest.mark.parametrize("case, changes, says", [RUN_CASES[0], RUN_CASES[6], RUN_CASES[8], RUN_CASES[17]],
-                         ids=["1e-300", "text times", "negative size", "ANSI kernel"])
+@pytest.mark.parametrize(
+    "case, changes, says",
+    [RUN_CASES[0], RUN_CASES[6], RUN_CASES[8], RUN_CASES[17]],
+    ids=["1e-300", "text times", "negative size", "ANSI kernel"],
+)
 def test_hostile_run_files_through_the_real_cli(runs, case, changes, says):
     path = hostile(runs, "cli", **changes)
     res, spent = _cli(runs, "compare", "a.parquet", path.name)
@@ -243,10 +308,13 @@ LIST_CASES = [
     (HEADER.replace("}", ', "kernels": ' + BIG + "}") + ROW, ":1: 'kernels': an integer of 5000 digits"),
     (HEADER.replace("}", ', "candidates": 1.5}') + ROW, "header 'candidates' must be a count"),
     (_row("v1:32,32", "v1:" + "3" * 5000 + ",32"), "perf config"),
-    (_row(",1,4\"", ",1" + "0" * 30 + ",4\""), "a field of 31 digits"),
-    (_row(",1,4\"", ",1000,4\""), "split 1000 is more than 256"),
+    (_row(',1,4"', ",1" + "0" * 30 + ',4"'), "a field of 31 digits"),
+    (_row(',1,4"', ',1000,4"'), "split 1000 is more than 256"),
     (_row('"k": 16,', '"k": 16, "meta": {"a": ' + DEEP + "},"), ":2: JSON nested more than 32 levels deep"),
-    (_row('"k": 16,', '"k": 16, "meta": {"a": [1, 2, ' + BIG + "]},"), "'meta' -> 'a' -> [2]: an integer of 5000 digits"),
+    (
+        _row('"k": 16,', '"k": 16, "meta": {"a": [1, 2, ' + BIG + "]},"),
+        "'meta' -> 'a' -> [2]: an integer of 5000 digits",
+    ),
     (_row('"k": 16,', '"k": 16, "x_ms": NaN,'), "'x_ms': NaN, not a JSON number"),
     (_row('"k": 16,', '"k": 16, "x_ms": Infinity,'), "'x_ms': Infinity, not a JSON number"),
     (_row('"k": 16,', '"k": 16, "x_ms": 1e999,'), "'x_ms': '1e999', not a finite number"),
@@ -282,8 +350,14 @@ def test_hostile_lists_are_refused_by_the_parser_in_one_short_line():
             failures.append((says, f"{type(exc).__name__}: {str(exc)[:200]}"))
             continue
         spent = time.process_time() - t0
-        if not (says in msg and msg.startswith("hostile.jsonl:") and "\n" not in msg and len(msg) < 600
-                and spent < CPU_BOUND_S and msg.isascii()):
+        if not (
+            says in msg
+            and msg.startswith("hostile.jsonl:")
+            and "\n" not in msg
+            and len(msg) < 600
+            and spent < CPU_BOUND_S
+            and msg.isascii()
+        ):
             failures.append((says, f"{spent:.2f} s CPU: {msg[:700]}"))
     assert not failures, failures
 
@@ -330,8 +404,16 @@ def test_a_huge_compile_timeout_through_the_real_cli(tmp_path):
 
     require_compiler("hiprtc")
     (tmp_path / "k.hip").write_text("__global__ void k(float* a) { a[0] = 1; }\n")
-    res, spent = _cli(tmp_path, "compile", "k.hip", "--compiler", "hiprtc", "--target", "gfx90a",
-                      env={"HIPEXPLORE_COMPILE_TIMEOUT": "1e300"})
+    res, spent = _cli(
+        tmp_path,
+        "compile",
+        "k.hip",
+        "--compiler",
+        "hiprtc",
+        "--target",
+        "gfx90a",
+        env={"HIPEXPLORE_COMPILE_TIMEOUT": "1e300"},
+    )
     line = _one_line(res, spent)
     assert "HIPEXPLORE_COMPILE_TIMEOUT='1e300'" in line, line
 
@@ -359,14 +441,27 @@ def test_an_unknown_nvrtc_target_is_one_line(tmp_path):
     assert "'sm_1'" in line and "sm_90" in line, line
 
 
-@pytest.mark.parametrize("what, expr", [("bytes_per_launch", "2**63"), ("bytes_per_launch", "2**61"),
-                                        ("flops_per_launch", "2**63"), ("bytes_per_launch", "n*2**60")])
+@pytest.mark.parametrize(
+    "what, expr",
+    [
+        ("bytes_per_launch", "2**63"),
+        ("bytes_per_launch", "2**61"),
+        ("flops_per_launch", "2**63"),
+        ("bytes_per_launch", "n*2**60"),
+    ],
+)
 def test_a_count_per_launch_beyond_what_a_sweep_records_is_refused_before_measuring(what, expr):
     """In process: the kernel is built, and the pre-flight's ``footprint`` / flops refuse it."""
     from hipexplore.kernels import catalog
 
-    spec = catalog.user_kernel("void k(float* a, unsigned long n) { }\n", "k", "out:a:f32[n],n:u64=n", name="huge",
-                               register_it=False, **{what: expr})
+    spec = catalog.user_kernel(
+        "void k(float* a, unsigned long n) { }\n",
+        "k",
+        "out:a:f32[n],n:u64=n",
+        name="huge",
+        register_it=False,
+        **{what: expr},
+    )
     t0 = time.process_time()
     with pytest.raises(ConfigError, match=r"expected a count in \[0, 2\*\*60\] per launch"):
         spec.footprint(1024) if what == "bytes_per_launch" else spec.flops_per_launch(1024)
@@ -378,10 +473,30 @@ def test_bytes_per_launch_2_63_through_the_real_cli_measures_nothing(tmp_path):
     from conftest import require_compiler
 
     require_compiler("host")
-    (tmp_path / "k.c").write_text("void k(float* a, unsigned long n) { for (unsigned long i = 0; i < n; i++) a[i] = 1; }\n")
-    res, spent = _cli(tmp_path, "bench", "k", "--source", "k.c", "--args", "out:a:f32[n],n:u64=n", "--device", "host",
-                      "--size", "4KiB", "--iterations", "3", "--no-reference", "--no-progress", "--bytes-per-launch", "2**63",
-                      "--out", "r.parquet")
+    (tmp_path / "k.c").write_text(
+        "void k(float* a, unsigned long n) { for (unsigned long i = 0; i < n; i++) a[i] = 1; }\n"
+    )
+    res, spent = _cli(
+        tmp_path,
+        "bench",
+        "k",
+        "--source",
+        "k.c",
+        "--args",
+        "out:a:f32[n],n:u64=n",
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "3",
+        "--no-reference",
+        "--no-progress",
+        "--bytes-per-launch",
+        "2**63",
+        "--out",
+        "r.parquet",
+    )
     line = _one_line(res, spent)
     assert "'2**63'" in line and "bytes_per_launch" in line, line
     assert not list(tmp_path.glob("r.*")) and res.stdout == ""

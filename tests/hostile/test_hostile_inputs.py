@@ -8,6 +8,7 @@ per-case timeout) in one of the flags that take expressions, and through every s
 process, where its evaluation must take well under a second of CPU time. Every failure is one
 line on stderr and exit status 2.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,28 +34,108 @@ ARGS = "out:a:f32[n],n:u64=n"
 #: expressions an attacker (or a typo) gives; each must be refused in every place that takes one
 HOSTILE = [
     # from the issue
-    "round(1,-99999999)", "(-1)**0.5", "1e999", "-1e999", "1e999-1e999",
+    "round(1,-99999999)",
+    "(-1)**0.5",
+    "1e999",
+    "-1e999",
+    "1e999-1e999",
     # huge powers, towers and products: the work must be refused before it is done
-    "9**9**9", "2**2**2**2**2**2", "10**100", "(2**128)**3", "n**n**n", "n**(n*n)", "1.5**100000",
-    "2**255*2**255", "2**200*2**200*2**200*2**200", "(10**70)*(10**70)", "n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n",
-    "int(1e300)", "ceil(1e300)", "floor(-1e300)", "abs(-2**300)", "round(2**200, -50)*2**100", "1e308*1e308",
-    "-(1e308*10)", "isqrt(10**200)*10**100", "max(2**255, 2**255)*4", "0x" + "f" * 70, "9" * 400,
-    "round(1.5, 1e9)", "round(n, -10**9)", "round(1, n*99999999)", "cdiv(10**300, 1)", "min(2**300, 1)",
+    "9**9**9",
+    "2**2**2**2**2**2",
+    "10**100",
+    "(2**128)**3",
+    "n**n**n",
+    "n**(n*n)",
+    "1.5**100000",
+    "2**255*2**255",
+    "2**200*2**200*2**200*2**200",
+    "(10**70)*(10**70)",
+    "n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n*n",
+    "int(1e300)",
+    "ceil(1e300)",
+    "floor(-1e300)",
+    "abs(-2**300)",
+    "round(2**200, -50)*2**100",
+    "1e308*1e308",
+    "-(1e308*10)",
+    "isqrt(10**200)*10**100",
+    "max(2**255, 2**255)*4",
+    "0x" + "f" * 70,
+    "9" * 400,
+    "round(1.5, 1e9)",
+    "round(n, -10**9)",
+    "round(1, n*99999999)",
+    "cdiv(10**300, 1)",
+    "min(2**300, 1)",
     # shifts and other operators the evaluator does not allow
-    "n<<99999999", "1<<10**9", "n>>1", "~n", "n^n", "n|n", "n&1", "n@n",
+    "n<<99999999",
+    "1<<10**9",
+    "n>>1",
+    "~n",
+    "n^n",
+    "n|n",
+    "n&1",
+    "n@n",
     # no complex, infinite or undefined results
-    "(-8)**(1/3)", "sqrt(-1)", "log2(0)", "log2(-1)", "isqrt(-5)", "0**-1", "0.0**-1", "1/0", "n//0", "n%0",
-    "cdiv(n, 0)", "cdiv(n, n-n)", "1j", "n*1j",
+    "(-8)**(1/3)",
+    "sqrt(-1)",
+    "log2(0)",
+    "log2(-1)",
+    "isqrt(-5)",
+    "0**-1",
+    "0.0**-1",
+    "1/0",
+    "n//0",
+    "n%0",
+    "cdiv(n, 0)",
+    "cdiv(n, n-n)",
+    "1j",
+    "n*1j",
     # deep nesting, recursion, very long text
-    "(1+" * 100 + "1" + ")" * 100, "-" * 400 + "1", "max(1," * 60 + "1" + ")" * 60, "1+" * 300 + "1",
-    "abs(" * 80 + "n" + ")" * 80, "x" * 100_000,
+    "(1+" * 100 + "1" + ")" * 100,
+    "-" * 400 + "1",
+    "max(1," * 60 + "1" + ")" * 60,
+    "1+" * 300 + "1",
+    "abs(" * 80 + "n" + ")" * 80,
+    "x" * 100_000,
     # not arithmetic: calls, attributes, lambdas, comprehensions, strings, names of the interpreter
-    "__import__('os').system('true')", "n.__class__", "n.real", "().__class__.__bases__", "(lambda: 1)()", "lambda: 1",
-    "[n for n in range(9)]", "{n for n in range(9)}", "(n for n in range(9))", "{1: 2}", "'a'*10**9", "b'x'",
-    "f'{n}'", "True", "None", "1 if n else 2", "n and 1", "n == 1", "(y := 1)", "n[0]", "print(1)", "eval('1')",
-    "exec", "globals()", "min(*[1, 2])", "round(1, ndigits=2)", "int('9'*5000)", "min(n)", "cdiv(n)", "nan", "inf",
+    "__import__('os').system('true')",
+    "n.__class__",
+    "n.real",
+    "().__class__.__bases__",
+    "(lambda: 1)()",
+    "lambda: 1",
+    "[n for n in range(9)]",
+    "{n for n in range(9)}",
+    "(n for n in range(9))",
+    "{1: 2}",
+    "'a'*10**9",
+    "b'x'",
+    "f'{n}'",
+    "True",
+    "None",
+    "1 if n else 2",
+    "n and 1",
+    "n == 1",
+    "(y := 1)",
+    "n[0]",
+    "print(1)",
+    "eval('1')",
+    "exec",
+    "globals()",
+    "min(*[1, 2])",
+    "round(1, ndigits=2)",
+    "int('9'*5000)",
+    "min(n)",
+    "cdiv(n)",
+    "nan",
+    "inf",
     # unicode digits and look-alikes (int() accepts '١٢٣', the parser does not: refused with the character)
-    "\u0661\u0662\u0663", "\uff11\uff12", "n\u200b", "n\u00b2", "\u2460",
+    "\u0661\u0662\u0663",
+    "\uff11\uff12",
+    "n\u200b",
+    "n\u00b2",
+    "\u2460",
 ]
 
 #: (flag, how the expression is put into the command line)
@@ -123,14 +204,33 @@ def test_every_hostile_expression_is_refused_in_every_place_in_well_under_a_seco
 
 
 def _cli(tmp_path: Path, *argv: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CLI), *argv], capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache"),
-                               **(env or {})})
+    return subprocess.run(
+        [str(CLI), *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache"), **(env or {})},
+    )
 
 
 def _bench_argv(src: Path, extra: list[str]) -> list[str]:
-    argv = ["bench", "k", "--source", str(src), "--args", ARGS, "--device", "host", "--size", "4KiB",
-            "--iterations", "3", "--no-reference", "--no-progress"]
+    argv = [
+        "bench",
+        "k",
+        "--source",
+        str(src),
+        "--args",
+        ARGS,
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "3",
+        "--no-reference",
+        "--no-progress",
+    ]
     if extra[0] == "--args":  # replaces the default spec
         argv[argv.index("--args") + 1] = extra[1]
         return argv
@@ -182,16 +282,26 @@ def test_hostile_expressions_through_the_cli_in_one_interpreter(tmp_path, need_h
     import json
 
     try:
-        res = subprocess.run([sys.executable, "-c", CLI_LOOP], input=json.dumps([argv for _, argv in cases]),
-                             capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+        res = subprocess.run(
+            [sys.executable, "-c", CLI_LOOP],
+            input=json.dumps([argv for _, argv in cases]),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
     except subprocess.TimeoutExpired as exc:  # about 4 s at load 13 on 2 cores
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         started = [ln for ln in out.splitlines() if ln.startswith('{"start"')]
         pytest.fail(f"the hostile cases did not finish in 60 s; the last one started: {started[-1:]}")
     records = [json.loads(ln) for ln in res.stdout.splitlines() if ln.startswith('{"rc"')]
     assert res.returncode == 0 and len(records) == len(cases), res.stderr[-3000:]
-    failures = [(place, argv, r["rc"], r["stderr"][-600:]) for (place, argv), r in zip(cases, records)
-                if not _refused_in_one_line(r["rc"], r["stderr"])]
+    failures = [
+        (place, argv, r["rc"], r["stderr"][-600:])
+        for (place, argv), r in zip(cases, records)
+        if not _refused_in_one_line(r["rc"], r["stderr"])
+    ]
     assert not failures, failures
     slow = [(place, expr, round(r["s"], 2)) for (place, _), expr, r in zip(cases, HOSTILE, records) if r["s"] > 20]
     assert not slow, slow
@@ -218,16 +328,32 @@ def test_hostile_expressions_through_the_real_console_script(tmp_path, need_host
         return None
 
     with ThreadPoolExecutor(2) as pool:
-        failures = [f for f in pool.map(one, enumerate(HOSTILE[:len(PLACES)])) if f]
+        failures = [f for f in pool.map(one, enumerate(HOSTILE[: len(PLACES)])) if f]
     assert not failures, failures
 
 
 # --- cdiv (issue 26 item 3) ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("a,b,want", [
-    (7, 2, 4), (8, 2, 4), (1, 256, 1), (257, 256, 2), (0, 5, 0), (-7, 2, -3), (-8, 2, -4), (7, -2, -3),
-    (-7, -2, 4), (6.5, 2, 4), (6.0, 2, 3), (0.1, 1, 1), (-0.5, 1, 0), (10**30 + 1, 10**30, 2),
-])
+
+@pytest.mark.parametrize(
+    "a,b,want",
+    [
+        (7, 2, 4),
+        (8, 2, 4),
+        (1, 256, 1),
+        (257, 256, 2),
+        (0, 5, 0),
+        (-7, 2, -3),
+        (-8, 2, -4),
+        (7, -2, -3),
+        (-7, -2, 4),
+        (6.5, 2, 4),
+        (6.0, 2, 3),
+        (0.1, 1, 1),
+        (-0.5, 1, 0),
+        (10**30 + 1, 10**30, 2),
+    ],
+)
 def test_cdiv_rounds_up_exactly(a, b, want):
     """No clamp around it (the old test was ``min(compute_units*4, cdiv(...))``, which a cdiv that
     rounds down passed): cdiv(a, b) is the smallest integer >= a/b, for negatives and zero too."""
@@ -250,27 +376,59 @@ def test_cdiv_by_zero_is_one_line():
 
 # --- --args against the C function (issue 25 item 7) ---------------------------------------------
 
-SCALE_C = "void scale(float* out, const float* in, float s, unsigned long n) {\n" \
-          "  for (unsigned long i = 0; i < n; ++i) out[i] = s * in[i];\n}\n"
+SCALE_C = (
+    "void scale(float* out, const float* in, float s, unsigned long n) {\n"
+    "  for (unsigned long i = 0; i < n; ++i) out[i] = s * in[i];\n}\n"
+)
 GOOD_SCALE = "out:out:f32[n],in:in:f32[n],s:f32=2,n:u64=n"
 
 
-@pytest.mark.parametrize("args, says", [
-    ("out:out:f32[n],in:in:f32[n]", "the spec describes 2 argument(s) (out, in) but scale(float *out, const float *in, float s, long unsigned int n) takes 4"),
-    ("out:out:f32[n]", "describes 1 argument(s)"),
-    ("out:out:f32[n],in:in:f32[n],s:f32=2,n:i32=n", "argument 4 'n' is a int32 (4 bytes) but the C parameter 'long unsigned int n' is a 8-byte integer"),
-    ("out:out:f64[n],in:in:f32[n],s:f32=2,n:u64=n", "argument 1 'out' is a buffer of float64 (8-byte elements)"),
-    ("out:out:f32[n],in:in:f32[n],s:f64=2,n:u64=n", "argument 3 's' is a float64 (8 bytes) but the C parameter 'float s'"),
-    ("out:out:f32[n],n:u64=n,s:f32=2,in:in:f32[n]", "argument 2 'n' is a scalar uint64 passed by value but the C parameter is 'const float *in' (pointer)"),
-    ("out:out:f32[n],in:in:f32[n],s:f32=2,n:u64=n,m:u64=1", "describes 5 argument(s)"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (
+            "out:out:f32[n],in:in:f32[n]",
+            "the spec describes 2 argument(s) (out, in) but scale(float *out, const float *in, float s, long unsigned int n) takes 4",
+        ),
+        ("out:out:f32[n]", "describes 1 argument(s)"),
+        (
+            "out:out:f32[n],in:in:f32[n],s:f32=2,n:i32=n",
+            "argument 4 'n' is a int32 (4 bytes) but the C parameter 'long unsigned int n' is a 8-byte integer",
+        ),
+        ("out:out:f64[n],in:in:f32[n],s:f32=2,n:u64=n", "argument 1 'out' is a buffer of float64 (8-byte elements)"),
+        (
+            "out:out:f32[n],in:in:f32[n],s:f64=2,n:u64=n",
+            "argument 3 's' is a float64 (8 bytes) but the C parameter 'float s'",
+        ),
+        (
+            "out:out:f32[n],n:u64=n,s:f32=2,in:in:f32[n]",
+            "argument 2 'n' is a scalar uint64 passed by value but the C parameter is 'const float *in' (pointer)",
+        ),
+        ("out:out:f32[n],in:in:f32[n],s:f32=2,n:u64=n,m:u64=1", "describes 5 argument(s)"),
+    ],
+)
 def test_a_spec_that_does_not_match_the_c_function_is_refused_before_the_call(tmp_path, need_host_cc, args, says):
     """It segfaulted the in-process host run (rc 139, no message); now one line, rc 2, and the
     process lives (a real compile and a real run through the CLI)."""
     src = tmp_path / "scale.c"
     src.write_text(SCALE_C)
-    res = _cli(tmp_path, "bench", "scale", "--source", str(src), "--args", args, "--device", "host", "--size", "4KiB",
-               "--iterations", "3", "--no-reference", "--no-progress")
+    res = _cli(
+        tmp_path,
+        "bench",
+        "scale",
+        "--source",
+        str(src),
+        "--args",
+        args,
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "3",
+        "--no-reference",
+        "--no-progress",
+    )
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1, (res.returncode, res.stderr[-2000:])
     assert says in lines[0] and "does not match the C function scale()" in lines[0], lines[0]
@@ -278,12 +436,29 @@ def test_a_spec_that_does_not_match_the_c_function_is_refused_before_the_call(tm
 
 def test_a_matching_spec_runs_and_typedefs_macros_and_void_pointers_are_understood(tmp_path, need_host_cc):
     src = tmp_path / "scale2.c"
-    src.write_text("#include <stddef.h>\n#define REAL float\ntypedef REAL real;\nstruct opaque;\n"
-                   "void scale(real* restrict out, const void* in, struct opaque* p, real s, size_t n) {\n"
-                   "  for (size_t i = 0; i < n; ++i) out[i] = s * ((const float*)in)[i];\n}\n")
-    res = _cli(tmp_path, "bench", "scale", "--source", str(src), "--args",
-               "out:out:f32[n],in:in:f32[n],in:p:u8[16],s:f32=2,n:u64=n", "--device", "host", "--size", "4KiB",
-               "--iterations", "3", "--no-reference", "--no-progress", "--json")
+    src.write_text(
+        "#include <stddef.h>\n#define REAL float\ntypedef REAL real;\nstruct opaque;\n"
+        "void scale(real* restrict out, const void* in, struct opaque* p, real s, size_t n) {\n"
+        "  for (size_t i = 0; i < n; ++i) out[i] = s * ((const float*)in)[i];\n}\n"
+    )
+    res = _cli(
+        tmp_path,
+        "bench",
+        "scale",
+        "--source",
+        str(src),
+        "--args",
+        "out:out:f32[n],in:in:f32[n],in:p:u8[16],s:f32=2,n:u64=n",
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "3",
+        "--no-reference",
+        "--no-progress",
+        "--json",
+    )
     assert res.returncode == 0, res.stderr[-2000:]
 
 
@@ -309,8 +484,11 @@ def test_a_size_that_is_not_whole_elements_is_one_line(tmp_path, need_host_cc, s
     size): one line naming the size, the element and two sizes that work, exit 2, nothing run."""
     src = tmp_path / "k.c"
     src.write_text(HOST_KERNEL)
-    argv = _bench_argv(src, ["--size", size]) if kernel == "k" else \
-        ["bench", kernel, "--device", "host", "--size", size, "--iterations", "3", "--no-progress"]
+    argv = (
+        _bench_argv(src, ["--size", size])
+        if kernel == "k"
+        else ["bench", kernel, "--device", "host", "--size", size, "--iterations", "3", "--no-progress"]
+    )
     res = _cli(tmp_path, *argv)
     lines = res.stderr.strip().splitlines()
     bad = size.split(",")[-1]
@@ -321,7 +499,7 @@ def test_a_size_that_is_not_whole_elements_is_one_line(tmp_path, need_host_cc, s
 FAULTS = {  # kernels as users get them wrong: each faulted the host run in this process (rc 139 or 134, no word)
     "null_store": "void k(float* y, const float* x, unsigned long long n) { volatile float* p = 0; *p = x[0]; }\n",
     "past_the_end": "void k(float* y, const float* x, unsigned long long n) {\n"
-                    "  for (unsigned long long i = 0; i < n * 4096; ++i) y[i] = x[i]; }\n",
+    "  for (unsigned long long i = 0; i < n * 4096; ++i) y[i] = x[i]; }\n",
     "abort": "#include <stdlib.h>\nvoid k(float* y, const float* x, unsigned long long n) { if (n > 1) abort(); }\n",
 }
 
@@ -337,11 +515,28 @@ def test_a_faulting_user_kernel_on_the_host_ends_its_worker_not_the_python_proce
     src = tmp_path / f"{name}.c"
     src.write_text(FAULTS[name])
     args = "out:y:f32[n], in:x:f32[n], n:u64=n"
-    res = _cli(tmp_path, "bench", "k", "--source", str(src), "--args", args, "--device", "host", "--size", "16KiB",
-               "--iterations", "4", "--no-progress")
+    res = _cli(
+        tmp_path,
+        "bench",
+        "k",
+        "--source",
+        str(src),
+        "--args",
+        args,
+        "--device",
+        "host",
+        "--size",
+        "16KiB",
+        "--iterations",
+        "4",
+        "--no-progress",
+    )
     lines = res.stderr.strip().splitlines()
-    assert res.returncode == 2 and lines and lines[-1].startswith("hipexplore bench: error: kernel k faulted in configuration"), \
-        (res.returncode, res.stderr[-2000:])
+    assert (
+        res.returncode == 2
+        and lines
+        and lines[-1].startswith("hipexplore bench: error: kernel k faulted in configuration")
+    ), (res.returncode, res.stderr[-2000:])
     assert "sweep worker" in lines[-1] and "died with SIG" in lines[-1], lines[-1]
     kernel = hx.user_kernel(str(src), "k", args, name="k", register_it=False)
     with pytest.raises(KernelFault, match="kernel k faulted in configuration"):
@@ -355,13 +550,32 @@ def test_a_user_kernel_that_never_returns_is_stopped_and_named(tmp_path, need_ho
     worker a watchdog stops it after ``HIPEXPLORE_LAUNCH_TIMEOUT`` and the sweep ends in one line
     naming the kernel, the configuration and the limit, the configurations before it kept."""
     src = tmp_path / "spin.c"
-    src.write_text("void k(float* y, const float* x, unsigned long long n) {\n"
-                   "  if (n > 4096) for (volatile int i = 0; ; ) (void)i;\n"
-                   "  for (unsigned long long i = 0; i < n; ++i) y[i] = x[i]; }\n")
+    src.write_text(
+        "void k(float* y, const float* x, unsigned long long n) {\n"
+        "  if (n > 4096) for (volatile int i = 0; ; ) (void)i;\n"
+        "  for (unsigned long long i = 0; i < n; ++i) y[i] = x[i]; }\n"
+    )
     started = time.monotonic()
-    res = _cli(tmp_path, "bench", "k", "--source", str(src), "--args", "out:y:f32[n], in:x:f32[n], n:u64=n", "--device", "host",
-               "--size", "4KiB,64KiB", "--iterations", "4", "--no-progress", "--out", "spin.parquet",
-               env={"HIPEXPLORE_LAUNCH_TIMEOUT": "2"}, timeout=120)
+    res = _cli(
+        tmp_path,
+        "bench",
+        "k",
+        "--source",
+        str(src),
+        "--args",
+        "out:y:f32[n], in:x:f32[n], n:u64=n",
+        "--device",
+        "host",
+        "--size",
+        "4KiB,64KiB",
+        "--iterations",
+        "4",
+        "--no-progress",
+        "--out",
+        "spin.parquet",
+        env={"HIPEXPLORE_LAUNCH_TIMEOUT": "2"},
+        timeout=120,
+    )
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2 and lines, (res.returncode, res.stderr[-2000:])
     assert lines[-1].startswith("hipexplore bench: error: kernel k faulted in configuration size=65536"), lines[-1]
@@ -373,28 +587,50 @@ def test_a_user_kernel_that_never_returns_is_stopped_and_named(tmp_path, need_ho
     assert set(kept["size_bytes"]) == {4096}  # the size before the hang is kept
 
 
-@pytest.mark.parametrize("decl", ["int k = 3;", "const char k[] = \"hi\";", "void (*k)(void) = 0;", "float k[16];"])
+@pytest.mark.parametrize("decl", ["int k = 3;", 'const char k[] = "hi";', "void (*k)(void) = 0;", "float k[16];"])
 def test_an_entry_that_names_a_variable_is_refused_not_called(tmp_path, need_host_cc, decl):
     """Called as a function, a variable's address jumps into data (a fault, no word): refused in
     one line naming it and the functions the library does export, in process too (``--in-process``)."""
     src = tmp_path / "var.c"
     src.write_text(f"{decl}\nvoid scale(float* y, const float* x, unsigned long long n) {{ y[0] = x[0]; }}\n")
     for where in ((), ("--in-process",)):
-        res = _cli(tmp_path, "bench", "k", "--source", str(src), "--args", "out:y:f32[n], in:x:f32[n], n:u64=n", "--device",
-                   "host", "--size", "16KiB", "--iterations", "4", "--no-progress", *where)
+        res = _cli(
+            tmp_path,
+            "bench",
+            "k",
+            "--source",
+            str(src),
+            "--args",
+            "out:y:f32[n], in:x:f32[n], n:u64=n",
+            "--device",
+            "host",
+            "--size",
+            "16KiB",
+            "--iterations",
+            "4",
+            "--no-progress",
+            *where,
+        )
         lines = res.stderr.strip().splitlines()
         assert res.returncode == 2 and lines, (where, res.returncode, res.stderr[-2000:])
-        assert "kernel 'k' is data in the host module" in lines[-1] and "not a function; it exports scale" in lines[-1], lines[-1]
+        assert (
+            "kernel 'k' is data in the host module" in lines[-1] and "not a function; it exports scale" in lines[-1]
+        ), lines[-1]
 
 
-@pytest.mark.parametrize("argv, name, content", [
-    (("report", "--out", "{}"), "notes.html", b"<html>my review notes</html>\n"),
-    (("report", "--notebook-out", "{}", "--out", "r.html"), "mine.ipynb", b'{"cells": [], "my": "notebook"}\n'),
-    (("compile", "k.c", "--compiler", "host", "--out", "{}"), "k.so", b"my notes\n"),
-    (("tune-replay", "--compiler", "host", "--dry-run", "--export-list", "{}"), "mine.jsonl", b'{"mine": 1}\n'),
-    (("tune-replay", "--compiler", "host", "--dry-run", "--frame", "{}"), "mine.parquet", b"PAR1 not really\n"),
-])
-def test_an_output_file_hipexplore_did_not_write_is_never_replaced_without_force(tmp_path, need_host_cc, argv, name, content):
+@pytest.mark.parametrize(
+    "argv, name, content",
+    [
+        (("report", "--out", "{}"), "notes.html", b"<html>my review notes</html>\n"),
+        (("report", "--notebook-out", "{}", "--out", "r.html"), "mine.ipynb", b'{"cells": [], "my": "notebook"}\n'),
+        (("compile", "k.c", "--compiler", "host", "--out", "{}"), "k.so", b"my notes\n"),
+        (("tune-replay", "--compiler", "host", "--dry-run", "--export-list", "{}"), "mine.jsonl", b'{"mine": 1}\n'),
+        (("tune-replay", "--compiler", "host", "--dry-run", "--frame", "{}"), "mine.parquet", b"PAR1 not really\n"),
+    ],
+)
+def test_an_output_file_hipexplore_did_not_write_is_never_replaced_without_force(
+    tmp_path, need_host_cc, argv, name, content
+):
     """Every command that writes a file the user names: an existing file that is not what it
     writes is refused in one line before any work (exit 2) and left byte for byte; ``--force``
     replaces it; and a file it wrote itself is replaced by the same command again (a report
@@ -405,8 +641,10 @@ def test_an_output_file_hipexplore_did_not_write_is_never_replaced_without_force
     cmd = [a.replace("{}", str(target)) for a in argv]
     res = _cli(tmp_path, *cmd, timeout=300)
     lines = res.stderr.strip().splitlines()
-    assert res.returncode == 2 and lines and "exists and is not" in lines[-1] and "--force" in lines[-1], \
-        (res.returncode, res.stderr[-2000:])
+    assert res.returncode == 2 and lines and "exists and is not" in lines[-1] and "--force" in lines[-1], (
+        res.returncode,
+        res.stderr[-2000:],
+    )
     assert target.read_bytes() == content
     if argv[0] == "report" or "--frame" in argv:
         return  # a notebook run, a whole replay: the same helper (files.check_replace) replaces as the others do
@@ -428,18 +666,23 @@ def test_a_compiler_that_never_answers_is_killed_with_what_it_started(tmp_path, 
     started = time.monotonic()
     res = _cli(tmp_path, "compile", "ok.c", "--compiler", "host", env=env)
     lines = res.stderr.strip().splitlines()
-    assert res.returncode == 2 and len(lines) == 1 and "did not answer within 3 s and was killed" in lines[0], res.stderr[-2000:]
+    assert res.returncode == 2 and len(lines) == 1 and "did not answer within 3 s and was killed" in lines[0], (
+        res.stderr[-2000:]
+    )
     assert time.monotonic() - started < 60
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
     assert left.stdout.strip() == "", left.stdout
 
 
-@pytest.mark.parametrize("text, says", [
-    ("out:a:f32[n,n:u64=n", "the '[' at character 10 is never closed"),
-    ("out:a:f32[n", "is never closed"),
-    ("out:a:f32[n]],n:u64=n", "']' at character 13 closes nothing"),
-    ("out:a:f32[min(n,4],n:u64=n", "closes nothing"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("out:a:f32[n,n:u64=n", "the '[' at character 10 is never closed"),
+        ("out:a:f32[n", "is never closed"),
+        ("out:a:f32[n]],n:u64=n", "']' at character 13 closes nothing"),
+        ("out:a:f32[min(n,4],n:u64=n", "closes nothing"),
+    ],
+)
 def test_unbalanced_brackets_in_args_are_refused(text, says):
     with pytest.raises(ConfigError, match=None) as err:
         catalog.parse_args(text)
@@ -450,6 +693,7 @@ def test_unbalanced_brackets_in_args_are_refused(text, says):
 
 # --- files and destinations (issue 25 item 7) -----------------------------------------------------
 
+
 def test_non_utf8_sources_headers_and_params_are_one_line(tmp_path, need_host_cc):
     (tmp_path / "bad.c").write_bytes(b"void k(float* a) { a[0] = 1; } /* \xff\xfe */\n")
     (tmp_path / "bad.hip").write_bytes(b"__global__ void k(float* a) { } // \x80\n")
@@ -459,7 +703,20 @@ def test_non_utf8_sources_headers_and_params_are_one_line(tmp_path, need_host_cc
     cases = [
         ("bench", "k", "--source", "bad.c", "--args", ARGS, "--device", "host", "--iterations", "3"),
         ("bench", "k", "--source", "bad.hip", "--args", ARGS, "--device", "host", "--iterations", "3"),
-        ("bench", "k", "--source", "good.c", "--header", "bad.h", "--args", ARGS, "--device", "host", "--iterations", "3"),
+        (
+            "bench",
+            "k",
+            "--source",
+            "good.c",
+            "--header",
+            "bad.h",
+            "--args",
+            ARGS,
+            "--device",
+            "host",
+            "--iterations",
+            "3",
+        ),
         ("compile", "bad.c", "--compiler", "host"),
         ("report", "--params", "p.yaml", "--out", "r.html"),
     ]
@@ -470,13 +727,27 @@ def test_non_utf8_sources_headers_and_params_are_one_line(tmp_path, need_host_cc
     assert not (tmp_path / "r.html").exists()
 
 
-@pytest.mark.parametrize("dest", ["/proc/x.parquet", "/proc/self/x.parquet", "/proc/nodir/x.parquet", "adir", "adir/",
-                                  "k.c/x.parquet"])
+@pytest.mark.parametrize(
+    "dest", ["/proc/x.parquet", "/proc/self/x.parquet", "/proc/nodir/x.parquet", "adir", "adir/", "k.c/x.parquet"]
+)
 def test_unwritable_bench_out_is_one_line_before_anything_runs(tmp_path, need_host_cc, dest):
     (tmp_path / "adir").mkdir()
     (tmp_path / "k.c").write_text(HOST_KERNEL)
-    res = _cli(tmp_path, "bench", "triad", "--device", "host", "--size", "4KiB", "--iterations", "3", "--no-reference",
-               "--no-progress", "--out", dest)
+    res = _cli(
+        tmp_path,
+        "bench",
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "3",
+        "--no-reference",
+        "--no-progress",
+        "--out",
+        dest,
+    )
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1 and dest.rstrip("/") in lines[0], res.stderr[-1500:]
     assert list((tmp_path / "adir").iterdir()) == []
@@ -484,10 +755,14 @@ def test_unwritable_bench_out_is_one_line_before_anything_runs(tmp_path, need_ho
 
 # --- leftovers of killed processes (issue 25 item 7) ----------------------------------------------
 
+
 def _leftovers(tmp: Path) -> list[str]:
     """hipexplore's temp folders and worker logs in ``tmp`` (crash logs an error named are not leftovers)."""
-    return sorted(p.name for p in tmp.iterdir()
-                  if p.name.startswith("hipexplore-host-") or (p.name.startswith("hipexplore-") and "-worker-" in p.name))
+    return sorted(
+        p.name
+        for p in tmp.iterdir()
+        if p.name.startswith("hipexplore-host-") or (p.name.startswith("hipexplore-") and "-worker-" in p.name)
+    )
 
 
 def _wait_for(pred, timeout: float) -> bool:
@@ -510,8 +785,10 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-SLOW_C = ("void slow(float* a, unsigned long n) {\n"
-          "  for (int r = 0; r < 20000; ++r) for (unsigned long i = 0; i < n; ++i) a[i] = a[i] * 0.5f + 1.0f;\n}\n")
+SLOW_C = (
+    "void slow(float* a, unsigned long n) {\n"
+    "  for (int r = 0; r < 20000; ++r) for (unsigned long i = 0; i < n; ++i) a[i] = a[i] * 0.5f + 1.0f;\n}\n"
+)
 
 
 @pytest.mark.parametrize("worker", [False, True], ids=["in-process", "sweep-worker"])
@@ -522,14 +799,33 @@ def test_sigkilled_bench_leaves_nothing_after_the_next_run(tmp_path, need_host_c
     tmp.mkdir()
     (tmp_path / "slow.c").write_text(SLOW_C)
     env = {"TMPDIR": str(tmp)}
-    argv = [str(CLI), "bench", "slow", "--source", "slow.c", "--args", "inout:a:f32[n],n:u64=n", "--device", "host",
-            "--size", "64KiB", "--iterations", "1000", "--no-reference", "--no-progress", *(["--worker"] if worker else [])]
+    argv = [
+        str(CLI),
+        "bench",
+        "slow",
+        "--source",
+        "slow.c",
+        "--args",
+        "inout:a:f32[n],n:u64=n",
+        "--device",
+        "host",
+        "--size",
+        "64KiB",
+        "--iterations",
+        "1000",
+        "--no-reference",
+        "--no-progress",
+        *(["--worker"] if worker else []),
+    ]
     full_env = {**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache"), **env}
-    proc = subprocess.Popen(argv, cwd=tmp_path, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, cwd=tmp_path, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
+
         def measuring() -> bool:  # the kernel is loaded: a module file in a device folder
             return any(p.name.endswith(".so") for d in tmp.glob("hipexplore-host-*") for p in d.iterdir())
+
         assert _wait_for(measuring, 180), (sorted(os.listdir(tmp)), proc.poll())
         assert proc.poll() is None
         before = _leftovers(tmp)
@@ -543,8 +839,20 @@ def test_sigkilled_bench_leaves_nothing_after_the_next_run(tmp_path, need_host_c
     assert before, os.listdir(tmp)  # the kill left something: the test tests something
     # an orphaned worker notices its parent is gone (its pipe closes) and ends
     assert _wait_for(lambda: not any(Path(f"/proc/{c}").exists() for c in children), 120), children
-    res = _cli(tmp_path, "bench", "triad", "--device", "host", "--size", "4KiB", "--iterations", "3", "--no-reference",
-               "--no-progress", env=env)
+    res = _cli(
+        tmp_path,
+        "bench",
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "3",
+        "--no-reference",
+        "--no-progress",
+        env=env,
+    )
     assert res.returncode == 0, res.stderr[-1500:]
     assert _wait_for(lambda: _leftovers(tmp) == [], 10), _leftovers(tmp)
 
@@ -558,10 +866,17 @@ def test_sigkilled_compile_worker_parent_leaves_no_log(tmp_path):
     require_compiler("hiprtc")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    code = ("import time\nfrom hipexplore.compile.isolation import IsolatedCompiler\n"
-            "c = IsolatedCompiler('hiprtc')\nc.identity()\nprint('ready', flush=True)\ntime.sleep(600)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)})
+    code = (
+        "import time\nfrom hipexplore.compile.isolation import IsolatedCompiler\n"
+        "c = IsolatedCompiler('hiprtc')\nc.identity()\nprint('ready', flush=True)\ntime.sleep(600)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)},
+    )
     try:
         assert proc.stdout.readline().strip() == "ready"
         proc.kill()
@@ -611,7 +926,9 @@ def test_cleanup_removes_dead_folders_and_unheld_logs_only(tmp_path):
         finally:
             fh.close()
         left = sorted(p.name for p in base.iterdir())
-        assert left == sorted([f"hipexplore-host-{live.pid}-def", held.name, crash.name, f"hipexplore-host-{dead.pid}-link"]), left
+        assert left == sorted(
+            [f"hipexplore-host-{live.pid}-def", held.name, crash.name, f"hipexplore-host-{dead.pid}-link"]
+        ), left
         assert removed == 4 and (outside / "keep").exists()
     finally:
         live.kill()
@@ -636,7 +953,13 @@ def test_a_user_kernel_registered_before_the_builder_loads_is_still_checked(tmp_
         "except hipexplore.ConfigError as exc:\n"
         "    print('REFUSED', exc)\n"
     )
-    res = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=240,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    res = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
     assert "REFUSED" in res.stdout and "does not match the C function scale()" in res.stdout, res.stdout[-2000:]

@@ -10,6 +10,7 @@ writes the first half of a file's bytes, makes them reach the file system (flush
 SIGKILLs itself before the rest: the old file must be intact, nothing torn may sit under a final
 name or be read as valid, and the next run must carry on from what was committed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,9 @@ DIE_HALF_WAY = textwrap.dedent("""
 
 def run_child(code: str, *args: str) -> subprocess.CompletedProcess:
     """``code`` (after ``DIE_HALF_WAY``) in a fresh interpreter; it must have died by SIGKILL half-way."""
-    proc = subprocess.run([sys.executable, "-c", DIE_HALF_WAY + textwrap.dedent(code), *args], capture_output=True,
-                          text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", DIE_HALF_WAY + textwrap.dedent(code), *args], capture_output=True, text=True, timeout=240
+    )
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
     assert "torn" in proc.stdout, proc.stdout
     return proc
@@ -127,17 +129,32 @@ SWEEPER = """
 def _sweep(out: Path, units: int):
     from hipexplore.bench import sweep
 
-    return sweep("triad", ["16KiB", "32KiB", "64KiB"], [1], ["none"], device="host", iterations=12 * units, units=units,
-                 progress=False, reference=False, out=out)
+    return sweep(
+        "triad",
+        ["16KiB", "32KiB", "64KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=12 * units,
+        units=units,
+        progress=False,
+        reference=False,
+        out=out,
+    )
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("tag,units,committed", [
-    ("samples", 1, {(16384, 0)}),  # configuration 2's samples torn: configuration 1 stays committed
-    ("summary", 1, {(16384, 0)}),  # configuration 2's commit record torn: its samples are not committed
-    ("units", 3, {(16384, 0)}),    # (configuration 2, unit 0)'s row torn: (configuration 1, unit 0) only
-])
-def test_a_sweep_killed_inside_a_results_write_keeps_what_was_committed_and_resumes(tmp_path, tag, units, committed) -> None:
+@pytest.mark.parametrize(
+    "tag,units,committed",
+    [
+        ("samples", 1, {(16384, 0)}),  # configuration 2's samples torn: configuration 1 stays committed
+        ("summary", 1, {(16384, 0)}),  # configuration 2's commit record torn: its samples are not committed
+        ("units", 3, {(16384, 0)}),  # (configuration 2, unit 0)'s row torn: (configuration 1, unit 0) only
+    ],
+)
+def test_a_sweep_killed_inside_a_results_write_keeps_what_was_committed_and_resumes(
+    tmp_path, tag, units, committed
+) -> None:
     """The second write of ``tag`` dies half-way: every file under a final name still reads whole
     (the parquet footers, meta.json), the committed (configuration, unit)s are those before the torn
     write, and running the sweep again measures each missing (configuration, unit) once."""

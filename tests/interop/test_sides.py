@@ -4,6 +4,7 @@ tools' files, read by their own readers, and what each lacks said; bad input one
 Real files: a pyperf result written by ``python -m pyperf timeit`` here, and the nvbench results the
 cuda-bench wheel ships (``cuda/bench/scripts/test_ref.json``/``test_cmp.json``, written by nvbench on a
 Quadro GV100); a copy of one with per-sample data in nvbench's --jsonbin layout (NAME-bin/N.bin)."""
+
 from __future__ import annotations
 
 import json
@@ -39,11 +40,36 @@ def one_line_exit_2(argv: list[str], capsys) -> str:
 def pyperf_results(tmp_path_factory):
     """Two real pyperf results of one benchmark (4 worker processes each) and one of another."""
     folder = tmp_path_factory.mktemp("pyperf")
-    for name, stmt, bench in (("a", "sum(range(200))", "sum200"), ("b", "sum(range(200))", "sum200"),
-                              ("other", "sorted(range(50))", "sort50")):
-        got = subprocess.run([sys.executable, "-m", "pyperf", "timeit", "-q", "-p", "4", "-n", "5", "-w", "1", "-l", "200",
-                              "--name", bench, "-o", str(folder / f"{name}.json"), stmt],
-                             capture_output=True, text=True, timeout=240)
+    for name, stmt, bench in (
+        ("a", "sum(range(200))", "sum200"),
+        ("b", "sum(range(200))", "sum200"),
+        ("other", "sorted(range(50))", "sort50"),
+    ):
+        got = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pyperf",
+                "timeit",
+                "-q",
+                "-p",
+                "4",
+                "-n",
+                "5",
+                "-w",
+                "1",
+                "-l",
+                "200",
+                "--name",
+                bench,
+                "-o",
+                str(folder / f"{name}.json"),
+                stmt,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert got.returncode == 0, got.stderr
     return folder
 
@@ -95,10 +121,17 @@ def _with_samples(src: Path, folder: Path, scale: float) -> Path:
             values = (1e-5 * scale * (1 + rng.normal(0, 0.01, 400))).astype("<f4")
             name = f"{src.stem}-bin/{k}.bin"
             values.tofile(folder / name)
-            state["summaries"].append({"tag": "nv/json/bin:nv/cold/sample_times", "name": "Samples Times File",
-                                       "hint": "file/sample_times", "data": [
-                                           {"name": "filename", "type": "string", "value": name},
-                                           {"name": "size", "type": "int64", "value": str(len(values))}]})
+            state["summaries"].append(
+                {
+                    "tag": "nv/json/bin:nv/cold/sample_times",
+                    "name": "Samples Times File",
+                    "hint": "file/sample_times",
+                    "data": [
+                        {"name": "filename", "type": "string", "value": name},
+                        {"name": "size", "type": "int64", "value": str(len(values))},
+                    ],
+                }
+            )
             k += 1
     doc["benchmarks"] = doc["benchmarks"][:1]
     out = folder / src.name
@@ -140,8 +173,14 @@ def test_bad_nvbench_files_are_one_line_exit_2(tmp_path, capsys):
     # a sample file named outside the JSON's folder is never opened
     doc = json.loads(ref.read_text())
     doc["benchmarks"][0]["states"][0]["summaries"].append(
-        {"tag": "nv/json/bin:nv/cold/sample_times", "data": [{"name": "filename", "type": "string", "value": "/etc/passwd"},
-                                                             {"name": "size", "type": "int64", "value": "4"}]})
+        {
+            "tag": "nv/json/bin:nv/cold/sample_times",
+            "data": [
+                {"name": "filename", "type": "string", "value": "/etc/passwd"},
+                {"name": "size", "type": "int64", "value": "4"},
+            ],
+        }
+    )
     evil = tmp_path / "evil.json"
     evil.write_text(json.dumps(doc))
     line = one_line_exit_2(["compare", str(evil), str(cmp)], capsys)

@@ -2,6 +2,7 @@
 inline-icache transform only for hiprtc, a source file read again with its headers keyed), compiled
 through the device's cache, loaded once per device and request content (an edited source builds
 again), and a compiler's log naming the user's own file. Real compiles with the host's cc."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,7 @@ from hipexplore.compile.cache import CompileCache
 from hipexplore.devices.host import HostDevice
 from hipexplore.errors import CompileError, ConfigError, UnsupportedOperation
 from hipexplore.kernels import catalog, user_kernel
-from hipexplore.kernels.build import (TIMED_OPTION, KernelBuilder, compile_kernel, last_path, request_for, user_paths)
+from hipexplore.kernels.build import TIMED_OPTION, KernelBuilder, compile_kernel, last_path, request_for, user_paths
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -37,7 +38,9 @@ def test_a_request_carries_the_variant_asked_for_and_refuses_what_the_kernel_can
     untimed = next(n for n in catalog.names() if not catalog.get(n).timer and catalog.get(n).call is None)
     with pytest.raises(ConfigError, match=f"kernel '{untimed}' has no in-kernel timer"):
         request_for(catalog.get(untimed), "host", "host", timed=True)
-    with pytest.raises(ConfigError, match="inline-icache inserts AMD instructions and needs the hiprtc compiler, not 'nvrtc'"):
+    with pytest.raises(
+        ConfigError, match="inline-icache inserts AMD instructions and needs the hiprtc compiler, not 'nvrtc'"
+    ):
         request_for(triad, "nvrtc", "sm_90", inline_icache=True)
 
 
@@ -69,4 +72,7 @@ def test_a_compile_error_names_the_users_file(dev, tmp_path):
         KernelBuilder().loaded(dev, spec)
     assert f"{src}:1:" in err.value.log and "undefined_name" in err.value.log
     log = "$ cc -c broken.c\nbroken.c:2:11: error: x\nnot_broken.c:1:1: note"
-    assert user_paths(log, "broken.c", "src/broken.c") == "$ cc -c broken.c\nsrc/broken.c:2:11: error: x\nnot_broken.c:1:1: note"
+    assert (
+        user_paths(log, "broken.c", "src/broken.c")
+        == "$ cc -c broken.c\nsrc/broken.c:2:11: error: x\nnot_broken.c:1:1: note"
+    )

@@ -1,6 +1,7 @@
 """Kernel catalog: open registration, user kernels, real compiles of the catalog and flush kernels
 (hiprtc for gfx90a, NVRTC for sm_90, host cc), and the inline-icache transform checked in the
 disassembled code object."""
+
 from __future__ import annotations
 
 import subprocess
@@ -30,7 +31,9 @@ def _objdump() -> str:
 def _instructions(binary: bytes, tmp_path, symbol: str) -> list[str]:
     obj = tmp_path / "code.o"
     obj.write_bytes(binary)
-    out = subprocess.run([_objdump(), "-d", "--mcpu=gfx90a", str(obj)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [_objdump(), "-d", "--mcpu=gfx90a", str(obj)], capture_output=True, text=True, check=True
+    ).stdout
     lines, inside = [], False
     for line in out.splitlines():
         if line.endswith(f"<{symbol}>:"):
@@ -62,8 +65,12 @@ def test_catalog_has_streaming_kernels_with_traffic() -> None:
 
 
 def test_registration_is_open_and_guards_duplicates() -> None:
-    spec = KernelSpec(name="test_scale", entry="scale", args=(Arg("x", "buffer", "f32", role="inout"), Arg("n", "scalar", "u64", value="n")),
-                      gpu_source='extern "C" __global__ void scale(float* x, unsigned long long n) {}')
+    spec = KernelSpec(
+        name="test_scale",
+        entry="scale",
+        args=(Arg("x", "buffer", "f32", role="inout"), Arg("n", "scalar", "u64", value="n")),
+        gpu_source='extern "C" __global__ void scale(float* x, unsigned long long n) {}',
+    )
     catalog.register(spec)
     try:
         assert catalog.get("test_scale") is spec
@@ -78,8 +85,12 @@ def test_registration_is_open_and_guards_duplicates() -> None:
 
 def test_parse_args_and_errors() -> None:
     args = parse_args("out:a:f32[n], in:b:f32[2*n], s:f32=2.5, n:u64=n")
-    assert [(a.name, a.kind, a.dtype) for a in args] == [("a", "buffer", "float32"), ("b", "buffer", "float32"),
-                                                         ("s", "scalar", "float32"), ("n", "scalar", "uint64")]
+    assert [(a.name, a.kind, a.dtype) for a in args] == [
+        ("a", "buffer", "float32"),
+        ("b", "buffer", "float32"),
+        ("s", "scalar", "float32"),
+        ("n", "scalar", "uint64"),
+    ]
     assert args[1].elements(10) == 20 and args[2].scalar(10) == 2.5 and args[3].scalar(10) == 10
     with pytest.raises(ConfigError, match="cannot parse kernel argument 'oops'"):
         parse_args("oops")
@@ -91,10 +102,20 @@ def test_parse_args_and_errors() -> None:
 
 def test_user_kernel_from_file(tmp_path) -> None:
     src = tmp_path / "scale.cu"
-    src.write_text('extern "C" __global__ void scale2(float* y, const float* x, unsigned long long n) {\n'
-                   "  unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }\n")
-    spec = user_kernel(src, "scale2", "out:y:f32[n],in:x:f32[n],n:u64=n", name="test_scale2", grid=64, block=128,
-                       bytes_per_launch="8*n", register_it=False)
+    src.write_text(
+        'extern "C" __global__ void scale2(float* y, const float* x, unsigned long long n) {\n'
+        "  unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * x[i]; }\n"
+    )
+    spec = user_kernel(
+        src,
+        "scale2",
+        "out:y:f32[n],in:x:f32[n],n:u64=n",
+        name="test_scale2",
+        grid=64,
+        block=128,
+        bytes_per_launch="8*n",
+        register_it=False,
+    )
     assert spec.footprint(100) == 800
     assert spec.geometry(100, None) == ((64, 1, 1), (128, 1, 1))
     with pytest.raises(ConfigError, match="does not exist"):

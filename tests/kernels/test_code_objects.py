@@ -1,6 +1,7 @@
 """Precompiled code objects (issue 10, part 3): files written by another compile (NVRTC, hiprtc,
 cc through ``hipexplore compile --out``) are recognised, checked against the device's target before
 loading, and a host shared library runs through ``bench --code-object``."""
+
 from __future__ import annotations
 
 import json
@@ -61,11 +62,32 @@ def test_cubin_on_the_host_device_is_a_clear_error(need_nvrtc, tmp_path, cache_d
     src.write_text(SAXPY_CU)
     cubin = tmp_path / "saxpy.cubin"
     compile_to(capsys, src, cubin, "--compiler", "nvrtc", "--target", "sm_90", "--kernel", "saxpy")
-    rc = main(["bench", "saxpy", "--device", "host", "--code-object", str(cubin), "--entry", "saxpy", "--args", ARGS,
-               "--iterations", "3", "--no-reference", "--no-progress", "--size", "4KiB"])
+    rc = main(
+        [
+            "bench",
+            "saxpy",
+            "--device",
+            "host",
+            "--code-object",
+            str(cubin),
+            "--entry",
+            "saxpy",
+            "--args",
+            ARGS,
+            "--iterations",
+            "3",
+            "--no-reference",
+            "--no-progress",
+            "--size",
+            "4KiB",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1, err
-    assert f"code object {str(cubin)!r} is cubin for sm_90, but host device" in err and "needs a host shared library" in err
+    assert (
+        f"code object {str(cubin)!r} is cubin for sm_90, but host device" in err
+        and "needs a host shared library" in err
+    )
 
 
 def test_hsaco_from_hiprtc_is_read_and_checked(need_hiprtc, tmp_path, cache_dir, capsys):
@@ -88,9 +110,31 @@ def test_host_shared_library_runs_through_bench_code_object(need_host_cc, tmp_pa
     lib = tmp_path / "libsaxpy.so"
     compile_to(capsys, src, lib, "--compiler", "host")
     assert read_code_object(lib)[1].kind == "host-elf"
-    rc = main(["bench", "saxpy", "--device", "host", "--code-object", str(lib), "--entry", "saxpy", "--args", ARGS,
-               "--iterations", "6", "--rotating", "1,3", "--flush", "none,l2-write", "--no-reference", "--no-progress",
-               "--size", "64KiB", "--json"])
+    rc = main(
+        [
+            "bench",
+            "saxpy",
+            "--device",
+            "host",
+            "--code-object",
+            str(lib),
+            "--entry",
+            "saxpy",
+            "--args",
+            ARGS,
+            "--iterations",
+            "6",
+            "--rotating",
+            "1,3",
+            "--flush",
+            "none,l2-write",
+            "--no-reference",
+            "--no-progress",
+            "--size",
+            "64KiB",
+            "--json",
+        ]
+    )
     out = capsys.readouterr()
     assert rc == 0, out.err
     rows = json.loads(out.out)["summary"]

@@ -4,6 +4,7 @@ A 2-D transpose shaped like a real one (rows/cols derived from the size, a 32x32
 following them, a tile of shared memory sized from the block) swept on the host device; a wrong
 transpose and a wrong row-sum are caught with the configuration and the worst element named.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -49,23 +50,32 @@ def test_transpose_grid_block_and_shared_from_expressions():
     assert g.launch(0, None, {"rows": 1000, "cols": 33})[0] == (2, 32, 1)
     one_d = ExprGeometry("ceil(n/256)", 256)
     assert one_d(1000, None) == ((4, 1, 1), (256, 1, 1))
-    assert ExprGeometry("min(compute_units*4, cdiv(n, block_x))", 128).launch(10 ** 6, type("D", (), {"compute_units": 132})(), {})[0] == (528, 1, 1)
-    assert pickle.loads(pickle.dumps(g)).launch(0, None, {"rows": 64, "cols": 64}) == ((2, 2, 1), (32, 32, 1), 32 * 33 * 4)
+    assert ExprGeometry("min(compute_units*4, cdiv(n, block_x))", 128).launch(
+        10**6, type("D", (), {"compute_units": 132})(), {}
+    )[0] == (528, 1, 1)
+    assert pickle.loads(pickle.dumps(g)).launch(0, None, {"rows": 64, "cols": 64}) == (
+        (2, 2, 1),
+        (32, 32, 1),
+        32 * 33 * 4,
+    )
     assert evaluate("isqrt(n)//2", {"n": 4096}, what="x") == 32
 
 
-@pytest.mark.parametrize("expr,why", [
-    ("__import__('os').system('true')", "it calls \"__import__('os').system\""),
-    ("__import__('os')", "it calls '__import__'"),
-    ("n.__class__", "Attribute"),
-    ("(lambda: 1)()", "it calls 'lambda: 1'"),
-    ("lambda: 1", "Lambda"),
-    ("[n for n in range(3)]", "ListComp"),
-    ("rows/32", "'rows'"),
-    ("n/", "not an arithmetic expression"),
-    ("'a'*3", "only numbers"),
-    ("2**(3*n)", "out of range"),
-])
+@pytest.mark.parametrize(
+    "expr,why",
+    [
+        ("__import__('os').system('true')", "it calls \"__import__('os').system\""),
+        ("__import__('os')", "it calls '__import__'"),
+        ("n.__class__", "Attribute"),
+        ("(lambda: 1)()", "it calls 'lambda: 1'"),
+        ("lambda: 1", "Lambda"),
+        ("[n for n in range(3)]", "ListComp"),
+        ("rows/32", "'rows'"),
+        ("n/", "not an arithmetic expression"),
+        ("'a'*3", "only numbers"),
+        ("2**(3*n)", "out of range"),
+    ],
+)
 @pytest.mark.timeout(15)
 def test_bad_expressions_are_config_errors(expr, why):
     with pytest.raises(ConfigError, match=None) as err:
@@ -92,11 +102,28 @@ def test_bad_values_are_config_errors():
 def test_transpose_sweep_on_host_checks_output(dev, need_host_cc, tmp_path):
     src = tmp_path / "transpose.c"
     src.write_text(TRANSPOSE_C)
-    spec = catalog.user_kernel(src, "transpose", ARGS, name="test_transpose", grid="cols/32,rows/32", block="32,32",
-                               shared_bytes="block_x*(block_y+1)*4", bytes_per_launch="8*n", reference=transpose_ref)
+    spec = catalog.user_kernel(
+        src,
+        "transpose",
+        ARGS,
+        name="test_transpose",
+        grid="cols/32,rows/32",
+        block="32,32",
+        shared_bytes="block_x*(block_y+1)*4",
+        bytes_per_launch="8*n",
+        reference=transpose_ref,
+    )
     try:
-        res = hx.sweep(spec, ["64KiB", "256KiB"], [1, 3], ["none", "l2-write"], device=dev, iterations=9,
-                       reference=False, progress=False)
+        res = hx.sweep(
+            spec,
+            ["64KiB", "256KiB"],
+            [1, 3],
+            ["none", "l2-write"],
+            device=dev,
+            iterations=9,
+            reference=False,
+            progress=False,
+        )
     finally:
         catalog.unregister("test_transpose")
     s = res.summary
@@ -109,8 +136,16 @@ def test_transpose_sweep_on_host_checks_output(dev, need_host_cc, tmp_path):
 def test_wrong_transpose_names_configuration_and_worst_element(dev, need_host_cc, tmp_path):
     src = tmp_path / "transpose_bad.c"
     src.write_text(TRANSPOSE_BAD_C)
-    spec = catalog.user_kernel(src, "transpose_bad", ARGS, name="test_transpose_bad", grid="cols/32,rows/32",
-                               block="32,32", reference=transpose_ref, register_it=False)
+    spec = catalog.user_kernel(
+        src,
+        "transpose_bad",
+        ARGS,
+        name="test_transpose_bad",
+        grid="cols/32,rows/32",
+        block="32,32",
+        reference=transpose_ref,
+        register_it=False,
+    )
     with pytest.raises(BenchmarkError) as err:
         hx.sweep(spec, ["16KiB"], device=dev, iterations=3, reference=False, progress=False)
     msg = str(err.value)
@@ -127,17 +162,36 @@ def _rowsum_ref(inputs, scalars):
 def test_worst_element_among_many_is_the_largest_excess(dev, need_host_cc, tmp_path):
     """Every row sum is off by a little, one row by a lot: that one is named (index, got, expected)."""
     src = tmp_path / "rowsum.c"
-    src.write_text("void rowsum(float* sums, const float* x, int rows, int cols) {\n"
-                   "  for (int r = 0; r < rows; ++r) { float s = 0; for (int c = 0; c < cols; ++c) s += x[r * cols + c];\n"
-                   "    sums[r] = s * 1.001f + (r == 5 ? 7.0f : 0.0f); } }\n")
-    spec = catalog.user_kernel(src, "rowsum", "out:sums:f32[rows], in:x:f32[n], rows:i32=16, cols:i32=n//rows",
-                               name="test_rowsum", reference=_rowsum_ref, rtol=1e-6, register_it=False)
-    with pytest.raises(BenchmarkError, match=r"output check failed for kernel test_rowsum size=4096 .*: sums\[5\] = .* "
-                                             r"but expected .*; 16 of 16 elements differ"):
+    src.write_text(
+        "void rowsum(float* sums, const float* x, int rows, int cols) {\n"
+        "  for (int r = 0; r < rows; ++r) { float s = 0; for (int c = 0; c < cols; ++c) s += x[r * cols + c];\n"
+        "    sums[r] = s * 1.001f + (r == 5 ? 7.0f : 0.0f); } }\n"
+    )
+    spec = catalog.user_kernel(
+        src,
+        "rowsum",
+        "out:sums:f32[rows], in:x:f32[n], rows:i32=16, cols:i32=n//rows",
+        name="test_rowsum",
+        reference=_rowsum_ref,
+        rtol=1e-6,
+        register_it=False,
+    )
+    with pytest.raises(
+        BenchmarkError,
+        match=r"output check failed for kernel test_rowsum size=4096 .*: sums\[5\] = .* "
+        r"but expected .*; 16 of 16 elements differ",
+    ):
         hx.sweep(spec, ["4KiB"], device=dev, iterations=3, reference=False, progress=False)
     # the same kernel within a looser tolerance, except row 5
-    loose = catalog.user_kernel(src, "rowsum", "out:sums:f32[rows], in:x:f32[n], rows:i32=16, cols:i32=n//rows",
-                                name="test_rowsum_loose", reference=_rowsum_ref, rtol=2e-3, register_it=False)
+    loose = catalog.user_kernel(
+        src,
+        "rowsum",
+        "out:sums:f32[rows], in:x:f32[n], rows:i32=16, cols:i32=n//rows",
+        name="test_rowsum_loose",
+        reference=_rowsum_ref,
+        rtol=2e-3,
+        register_it=False,
+    )
     with pytest.raises(BenchmarkError, match=r"sums\[5\].*1 of 16 elements differ"):
         hx.sweep(loose, ["4KiB"], device=dev, iterations=3, reference=False, progress=False)
 
@@ -148,28 +202,58 @@ def test_second_kernel_as_reference(dev, need_host_cc, tmp_path):
     bad = tmp_path / "tb.c"
     bad.write_text(TRANSPOSE_BAD_C)
     ref_kernel = catalog.user_kernel(good, "transpose", ARGS, name="test_transpose_refk", register_it=False)
-    ok = catalog.user_kernel(good, "transpose", ARGS, name="test_transpose_k2", check_kernel=ref_kernel, register_it=False)
+    ok = catalog.user_kernel(
+        good, "transpose", ARGS, name="test_transpose_k2", check_kernel=ref_kernel, register_it=False
+    )
     res = hx.sweep(ok, ["16KiB"], device=dev, iterations=3, reference=False, progress=False)
     assert res.metadata[f"verify.test_transpose_k2.{16 << 10}"] == "rel_l2_error=0"
-    wrong = catalog.user_kernel(bad, "transpose_bad", ARGS, name="test_transpose_k3", check_kernel=ref_kernel, register_it=False)
+    wrong = catalog.user_kernel(
+        bad, "transpose_bad", ARGS, name="test_transpose_k3", check_kernel=ref_kernel, register_it=False
+    )
     with pytest.raises(BenchmarkError, match=r"out\[63\] = nan"):
         hx.sweep(wrong, ["16KiB"], device=dev, iterations=3, reference=False, progress=False)
 
 
-@pytest.mark.parametrize("flag,value,needle", [
-    ("--grid", "cols/32,rows/", "grid[1]: 'rows/' is not an arithmetic expression"),
-    ("--grid", "os.getpid()", "grid[0]: 'os.getpid()' is not an allowed arithmetic expression"),
-    ("--shared-bytes", "block_q*4", "shared_bytes: arithmetic expression 'block_q*4' uses 'block_q'"),
-    ("--block", "32,32.5", "argument --block: expected a positive integer, got '32.5'"),
-    ("--block", "32,n/3", "block[1]: 'n/3' is 1365.33, not a whole number"),
-])
+@pytest.mark.parametrize(
+    "flag,value,needle",
+    [
+        ("--grid", "cols/32,rows/", "grid[1]: 'rows/' is not an arithmetic expression"),
+        ("--grid", "os.getpid()", "grid[0]: 'os.getpid()' is not an allowed arithmetic expression"),
+        ("--shared-bytes", "block_q*4", "shared_bytes: arithmetic expression 'block_q*4' uses 'block_q'"),
+        ("--block", "32,32.5", "argument --block: expected a positive integer, got '32.5'"),
+        ("--block", "32,n/3", "block[1]: 'n/3' is 1365.33, not a whole number"),
+    ],
+)
 def test_cli_bad_geometry_is_one_line_exit_2(flag, value, needle, tmp_path, capsys, need_host_cc):
     src = tmp_path / "transpose.c"
     src.write_text(TRANSPOSE_C)
     try:
-        rc = main(["bench", "tr", "--device", "host", "--source", str(src), "--entry", "transpose", "--args", ARGS,
-               "--grid", "cols/32,rows/32", "--block", "32,32", flag, value, "--iterations", "3", "--no-reference",
-               "--no-progress", "--size", "16KiB"])
+        rc = main(
+            [
+                "bench",
+                "tr",
+                "--device",
+                "host",
+                "--source",
+                str(src),
+                "--entry",
+                "transpose",
+                "--args",
+                ARGS,
+                "--grid",
+                "cols/32,rows/32",
+                "--block",
+                "32,32",
+                flag,
+                value,
+                "--iterations",
+                "3",
+                "--no-reference",
+                "--no-progress",
+                "--size",
+                "16KiB",
+            ]
+        )
     except SystemExit as exc:  # argparse
         rc = exc.code
     err = capsys.readouterr().err.strip()
@@ -187,8 +271,17 @@ def test_sweep_panel_takes_geometry_expressions(need_host_cc, tmp_path, monkeypa
     src.write_text(TRANSPOSE_C)
     catalog.user_kernel(src, "transpose", ARGS, name="test_panel_transpose", reference=transpose_ref)
     try:
-        panel = SweepPanel(device="host", kernel="test_panel_transpose", sizes="16KiB", rotating="1, 2",
-                           flush=("none",), iterations=4, grid="cols/32,rows/32", block="32,32", shared_bytes="block_x*4")
+        panel = SweepPanel(
+            device="host",
+            kernel="test_panel_transpose",
+            sizes="16KiB",
+            rotating="1, 2",
+            flush=("none",),
+            iterations=4,
+            grid="cols/32,rows/32",
+            block="32,32",
+            shared_bytes="block_x*4",
+        )
         spec = panel.params()["kernels"]
         assert spec.name == "test_panel_transpose" and spec.launch(4096, None) == ((2, 2, 1), (32, 32, 1), 128)
         panel.run(blocking=True)

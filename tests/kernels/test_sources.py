@@ -2,6 +2,7 @@
 C twins. The host twins are built with cc and called (the numbers they compute, the in-kernel
 timer); every GPU text compiles on both runtime compilers, with and without ``-DHX_TIMED``, from
 its text alone (no ``#include``)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -14,9 +15,16 @@ from conftest import need_tool, require_compiler
 from hipexplore.compile import CompileRequest, Source
 from hipexplore.kernels import sources
 
-GPU = {"triad": sources.TRIAD_GPU, "copy": sources.COPY_GPU, "fill": sources.FILL_GPU, "hx_spin": sources.SPIN_GPU,
-       "hx_read_flush": sources.READ_FLUSH_GPU, "hx_empty": sources.EMPTY_GPU, "hx_write_flush": sources.WRITE_FLUSH_GPU,
-       "hx_icache_flush": sources.ICACHE_FLUSH_GPU}
+GPU = {
+    "triad": sources.TRIAD_GPU,
+    "copy": sources.COPY_GPU,
+    "fill": sources.FILL_GPU,
+    "hx_spin": sources.SPIN_GPU,
+    "hx_read_flush": sources.READ_FLUSH_GPU,
+    "hx_empty": sources.EMPTY_GPU,
+    "hx_write_flush": sources.WRITE_FLUSH_GPU,
+    "hx_icache_flush": sources.ICACHE_FLUSH_GPU,
+}
 TARGETS = {"nvrtc": "sm_90", "hiprtc": "gfx90a"}
 F = ctypes.POINTER(ctypes.c_float)
 U64 = ctypes.c_ulonglong
@@ -54,8 +62,11 @@ def test_host_twins_compute_what_the_gpu_kernels_do(tmp_path):
     words[:] = np.arange(64, dtype=np.uint32)
     sink = np.zeros(1, np.uint32)
     lib.hx_read_flush.restype = ctypes.c_uint32
-    acc = lib.hx_read_flush(words.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)), U64(16),  # 16 words of 16 bytes
-                            sink.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)))
+    acc = lib.hx_read_flush(
+        words.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)),
+        U64(16),  # 16 words of 16 bytes
+        sink.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32)),
+    )
     assert acc == int(np.bitwise_xor.reduce(words)) and sink[0] == 0
     lib.hx_empty()
 
@@ -68,7 +79,7 @@ def test_host_in_kernel_timer_brackets_the_work(tmp_path):
     t = np.zeros(2, np.uint64)
     lib.triad(ptr(a), ptr(b), ptr(c), ctypes.c_float(2.0), U64(n), t.ctypes.data_as(ctypes.POINTER(U64)))
     assert (a == 3.0).all()
-    assert 0 < t[0] < t[1] and t[1] - t[0] < 10 ** 10  # ns of CLOCK_MONOTONIC, start then end
+    assert 0 < t[0] < t[1] and t[1] - t[0] < 10**10  # ns of CLOCK_MONOTONIC, start then end
 
 
 @pytest.mark.timeout(30)
@@ -87,6 +98,7 @@ def test_every_gpu_text_compiles_on_both_runtime_compilers(compiler, timed):
     options = ("-DHX_TIMED",) if timed else ()
     for name, text in GPU.items():
         ext = "cu" if compiler == "nvrtc" else "hip"
-        code = comp.compile(CompileRequest(Source(f"{name}.{ext}", text), compiler, TARGETS[compiler], kernels=(name,),
-                                           options=options))
+        code = comp.compile(
+            CompileRequest(Source(f"{name}.{ext}", text), compiler, TARGETS[compiler], kernels=(name,), options=options)
+        )
         assert code.binary, name

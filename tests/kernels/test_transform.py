@@ -7,6 +7,7 @@ code-object metadata (argument offsets, sizes, kinds, kernarg size, work-group s
 bounds) is the same as the plain kernel's, so the harness launches the flushed kernel with the
 same arguments.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -18,16 +19,20 @@ from hipexplore.compile import CompileCache, CompileRequest, Source
 from hipexplore.errors import ConfigError
 from hipexplore.kernels.transform import ICACHE_ASM_LINES, find_kernels, insert_icache_flush
 
-STENCIL_HEADER = ("coeffs.h", """
+STENCIL_HEADER = (
+    "coeffs.h",
+    """
 #pragma once
 struct Coeffs { float c0, c1, c2; };
 #define RADIUS 1
-""")
+""",
+)
 
 SOURCES = {
     # a templated stencil with a by-value struct parameter from a header, launch bounds before the
     # name, comments holding braces, and a #define right above it
-    "stencil": ("""
+    "stencil": (
+        """
 #include "coeffs.h"
 // a comment with a } brace and a { brace
 #define TILE 128 /* { */
@@ -36,9 +41,13 @@ __global__ void __launch_bounds__(BLOCK) stencil1d(const T* __restrict__ in, T* 
   /* } */ int i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= RADIUS && i < n - RADIUS) out[i] = c.c0 * in[i - 1] + c.c1 * in[i] + c.c2 * in[i + 1];
 }
-""", ("stencil1d<float, 256>",), [STENCIL_HEADER]),
+""",
+        ("stencil1d<float, 256>",),
+        [STENCIL_HEADER],
+    ),
     # extern "C" kernels, one named and one not, plus a device helper and an unnamed parameter
-    "softmax": ("""
+    "softmax": (
+        """
 __device__ inline float warp_max(float v) { for (int o = 32; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor(v, o)); return v; }
 extern "C" __global__ void row_softmax(const float* x, float* y, int cols, int /*unused*/) {
   extern __shared__ float buf[];
@@ -51,9 +60,13 @@ extern "C" __global__ void row_softmax(const float* x, float* y, int cols, int /
   for (int j = threadIdx.x; j < cols; j += blockDim.x) y[blockIdx.x * cols + j] = buf[j] / s;
 }
 extern "C" __global__ void other(float* y) { y[threadIdx.x] = 1.f; }
-""", ("row_softmax",), []),
+""",
+        ("row_softmax",),
+        [],
+    ),
     # kernels made by a macro, in a namespace, and a kernel in an extern "C" block
-    "macros": ("""
+    "macros": (
+        """
 #define DEFINE_SCALE(NAME, F) extern "C" __global__ void NAME(float* a, unsigned long long n) { \\
   unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; if (i < n) a[i] *= F; }
 DEFINE_SCALE(scale2, 2.0f)
@@ -64,7 +77,10 @@ template <int K> __global__ void addk(int* p) { p[threadIdx.x] += K; }
 extern "C" {
 __global__ void in_block(double* d, double v) { d[threadIdx.x] = v; }
 }
-""", ("scale3", "ops::addk<7>", "in_block"), []),
+""",
+        ("scale3", "ops::addk<7>", "in_block"),
+        [],
+    ),
 }
 
 
@@ -76,7 +92,9 @@ def _compile(src: str, kernels, headers, cache):
 def _disasm(binary: bytes, tmp_path, tag: str) -> str:
     path = tmp_path / f"{tag}.co"
     path.write_bytes(binary)
-    out = subprocess.run([require_tool(*OBJDUMP_NAMES), "-d", "--mcpu=gfx90a", str(path)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [require_tool(*OBJDUMP_NAMES), "-d", "--mcpu=gfx90a", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -99,8 +117,13 @@ def _metadata(binary: bytes, tmp_path, tag: str) -> dict[str, str]:
     out = {}
     for k in doc["amdhsa.kernels"]:
         args = [tuple(a.get(x) for x in keys) for a in k.get(".args", [])]
-        out[k[".name"]] = (args, k[".kernarg_segment_size"], k[".kernarg_segment_align"], k[".max_flat_workgroup_size"],
-                           k[".group_segment_fixed_size"])
+        out[k[".name"]] = (
+            args,
+            k[".kernarg_segment_size"],
+            k[".kernarg_segment_align"],
+            k[".max_flat_workgroup_size"],
+            k[".group_segment_fixed_size"],
+        )
     return out
 
 
@@ -123,8 +146,10 @@ def test_inline_flush_is_first_and_the_interface_unchanged(case, cache, tmp_path
         sym = flushed.lowered_names[expr]
         ins = _instructions(dis, sym)
         assert ins[:17] == list(ICACHE_ASM_LINES), f"{expr}: {ins[:20]}"
-        first_load = next(i for i, x in enumerate(ins) if x.startswith(("s_load", "global_load", "flat_load", "buffer_load")))
-        assert first_load > 17, f"{expr}: a load ran before the flush: {ins[:first_load + 1]}"
+        first_load = next(
+            i for i, x in enumerate(ins) if x.startswith(("s_load", "global_load", "flat_load", "buffer_load"))
+        )
+        assert first_load > 17, f"{expr}: a load ran before the flush: {ins[: first_load + 1]}"
         assert "s_icache_inv" not in _instructions(dis_plain, sym)
         assert meta[sym] == meta_plain[sym], f"{expr}: kernel interface changed\n{meta_plain[sym]}\n---\n{meta[sym]}"
     named = {flushed.lowered_names[e] for e in kernels}
@@ -146,7 +171,11 @@ def test_every_kernel_when_none_is_named(cache, tmp_path):
 def test_the_parse_finds_definitions_only_and_what_they_look_like():
     src, _, headers = SOURCES["stencil"]
     (site,) = find_kernels(src + "\ntemplate <typename T, int B> __global__ void decl_only(T*);\n", "user.hip", headers)
-    assert site.name == "stencil1d" and site.template_args == "T, BLOCK" and site.launch_bounds == "__launch_bounds__(BLOCK)"
+    assert (
+        site.name == "stencil1d"
+        and site.template_args == "T, BLOCK"
+        and site.launch_bounds == "__launch_bounds__(BLOCK)"
+    )
     assert [n for _, n in site.params] == ["in", "out", "c", "n"] and not site.c_linkage
     sites = {s.name: s for s in find_kernels(SOURCES["macros"][0], "user.hip")}
     assert set(sites) == {"scale2", "scale3", "addk", "in_block"}
@@ -155,7 +184,10 @@ def test_the_parse_finds_definitions_only_and_what_they_look_like():
 
 def test_refusals_name_the_kernel():
     src = SOURCES["softmax"][0]
-    with pytest.raises(ConfigError, match=r"no __global__ function named 'nope' in user.hip: not defined there \(kernels defined there: other, row_softmax\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"no __global__ function named 'nope' in user.hip: not defined there \(kernels defined there: other, row_softmax\)",
+    ):
         insert_icache_flush(src, "nope", filename="user.hip")
     with pytest.raises(ConfigError, match="parameter pack"):
         insert_icache_flush("template <typename... A> __global__ void v(A... a) {}", "v")
@@ -177,8 +209,22 @@ def test_cli_compile_inline_icache_writes_the_transformed_code_object(tmp_path, 
     (tmp_path / "stencil.hip").write_text(src)
     (tmp_path / headers[0][0]).write_text(headers[0][1])
     out = tmp_path / "flushed.co"
-    argv = ["compile", str(tmp_path / "stencil.hip"), "--compiler", "hiprtc", "--target", "gfx90a", "--kernel", kernels[0],
-            "--header", str(tmp_path / headers[0][0]), "--inline-icache", "--out", str(out), "--json"]
+    argv = [
+        "compile",
+        str(tmp_path / "stencil.hip"),
+        "--compiler",
+        "hiprtc",
+        "--target",
+        "gfx90a",
+        "--kernel",
+        kernels[0],
+        "--header",
+        str(tmp_path / headers[0][0]),
+        "--inline-icache",
+        "--out",
+        str(out),
+        "--json",
+    ]
     assert main(argv) == 0
     first = _json.loads(capsys.readouterr().out)
     assert first["inline_icache"] and first["outcome"] == "compiled"
@@ -189,5 +235,8 @@ def test_cli_compile_inline_icache_writes_the_transformed_code_object(tmp_path, 
     assert second["key"] == first["key"] and second["outcome"] in ("memory-hit", "disk-hit")
     assert main(argv[:-4] + ["--json"]) == 0  # without the flush: another key
     assert _json.loads(capsys.readouterr().out)["key"] != first["key"]
-    assert main(["compile", str(tmp_path / "stencil.hip"), "--compiler", "nvrtc", "--target", "sm_90", "--inline-icache"]) == 2
+    assert (
+        main(["compile", str(tmp_path / "stencil.hip"), "--compiler", "nvrtc", "--target", "sm_90", "--inline-icache"])
+        == 2
+    )
     assert "needs --compiler hiprtc" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """The first screen's plain answers (``hipexplore.report.answers``) on real host sweeps and recorded
 replays: each answer carries the numbers and the decision of the rule ``headline`` states in its
 details, in words (no ``r=2 l2-read``), and the page puts the answers before the details."""
+
 from __future__ import annotations
 
 import re
@@ -32,10 +33,15 @@ def triad():
 def test_the_timing_answer_carries_the_spread_the_precision_and_whether_the_settings_are_told_apart(triad):
     s = triad.summary
     text = answers.noise_answer(s)
-    assert text.startswith(f"Timing: single launches spread {pct(np.nanmedian(s['iqr_rel']))} around their median "
-                           f"(typical of the {len(s)} settings shown)")
+    assert text.startswith(
+        f"Timing: single launches spread {pct(np.nanmedian(s['iqr_rel']))} around their median "
+        f"(typical of the {len(s)} settings shown)"
+    )
     half = float(np.nanmedian((s["ci_high_s"] - s["ci_low_s"]) / 2 / s["median_s"]))
-    assert f"their medians are known to ±{pct(half)}, so settings closer than ~{pct(2 * half)} cannot be told apart" in text
+    assert (
+        f"their medians are known to ±{pct(half)}, so settings closer than ~{pct(2 * half)} cannot be told apart"
+        in text
+    )
     settings = s[s["flush"] != "cold-reference"]
     lo, hi = settings.loc[settings["median_s"].idxmin()], settings.loc[settings["median_s"].idxmax()]
     apart = hi["ci_low_s"] > lo["ci_high_s"]
@@ -60,8 +66,17 @@ def test_the_first_screen_names_the_load_where_it_matters_and_labels_in_words(tr
 
 
 def test_the_verdict_answer_counts_the_rules_calls():
-    run = sweep(["copy", "triad"], ["64KiB", "256KiB"], [1], ["none"], device="host", iterations=24, interleave=True,
-                progress=False, reference=False)
+    run = sweep(
+        ["copy", "triad"],
+        ["64KiB", "256KiB"],
+        [1],
+        ["none"],
+        device="host",
+        iterations=24,
+        interleave=True,
+        progress=False,
+        reference=False,
+    )
     verdicts = compare(run, base="copy", new="triad")
     counts = verdicts["verdict"].value_counts()
     text = answers.verdict_answer(verdicts, "copy", "triad")
@@ -76,13 +91,14 @@ def test_the_cache_answer_is_the_replays_saving_by_the_review_rule():
     rep = report.replay_data(str(ROOT / "data" / "tuning"), jobs=2)  # an H200 replay: the cache saves time
     row = compare_scenarios(rep.frame[rep.frame["scenario"].isin(["off", "memory"])], "off", new="memory").iloc[0]
     assert row["verdict"] == "faster"
-    assert answers.cache_answer(rep) == (f"Compile cache: it saved {format_number(row['saved_s'])} s of "
-                                         f"{format_number(row['base_s'])} s ({pct(row['saved_s'] / row['base_s'])}) of the "
-                                         f"tuning replay's time.")
+    assert answers.cache_answer(rep) == (
+        f"Compile cache: it saved {format_number(row['saved_s'])} s of "
+        f"{format_number(row['base_s'])} s ({pct(row['saved_s'] / row['base_s'])}) of the "
+        f"tuning replay's time."
+    )
 
 
 def test_the_page_escapes_what_came_from_run_files():
     tag = "<img src=x onerror=alert(1)>"
     page = answers.FirstScreen([f"Verdict: {tag}"], [f"Noise: {tag}"])._repr_html_()
     assert "<img" not in page and page.count("&lt;img src=x onerror=alert(1)&gt;") == 2
-

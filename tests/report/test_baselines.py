@@ -1,6 +1,7 @@
 """The report's sentences on the compiler's own cache (issue 45, item 3): "beyond NVRTC's own cache:
 X s [lo, hi]" from a replay recorded in rounds, read back through the report's own loader path
 (``split_replay``), and what it says when the replay had no rounds."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -11,10 +12,17 @@ from hipexplore.report.baselines import own_cache_sentences
 from hipexplore.report.replay import split_replay
 from hipexplore.tuning.savings import savings
 
-WALLS = {"ideal": [3.9, 4.2, 4.0], "cold": [10.0, 10.6, 9.8], "off": [9.9, 10.2, 9.7],
-         "compiler-cache": [7.0, 7.4, 6.9], "memory": [4.0, 4.3, 4.1]}
-OWN = {"cold": "off: HIPEXPLORE_COMPILER_CACHE=off (hipexplore passes --no-cache); PCH off",
-       "compiler-cache": "on: HIPEXPLORE_COMPILER_CACHE=on; PCH off"}
+WALLS = {
+    "ideal": [3.9, 4.2, 4.0],
+    "cold": [10.0, 10.6, 9.8],
+    "off": [9.9, 10.2, 9.7],
+    "compiler-cache": [7.0, 7.4, 6.9],
+    "memory": [4.0, 4.3, 4.1],
+}
+OWN = {
+    "cold": "off: HIPEXPLORE_COMPILER_CACHE=off (hipexplore passes --no-cache); PCH off",
+    "compiler-cache": "on: HIPEXPLORE_COMPILER_CACHE=on; PCH off",
+}
 
 
 def _frame(walls=WALLS) -> pd.DataFrame:
@@ -23,10 +31,21 @@ def _frame(walls=WALLS) -> pd.DataFrame:
     for scenario, ws in walls.items():
         for rnd, wall in enumerate(ws):
             for seq in range(2):
-                rows.append({"seq": seq, "scenario": scenario, "round": rnd, "jobs": 1, "pass_seconds": wall,
-                             "outcome": "memory-hit" if scenario == "memory" and seq else "compiled",
-                             "lookup_seconds": wall / 2, "compile_seconds": wall / 2, "compiler": "nvrtc", "kernel": f"k{seq}",
-                             "compiler_cache": OWN.get(scenario, "on: NVRTC's default; PCH off")})
+                rows.append(
+                    {
+                        "seq": seq,
+                        "scenario": scenario,
+                        "round": rnd,
+                        "jobs": 1,
+                        "pass_seconds": wall,
+                        "outcome": "memory-hit" if scenario == "memory" and seq else "compiled",
+                        "lookup_seconds": wall / 2,
+                        "compile_seconds": wall / 2,
+                        "compiler": "nvrtc",
+                        "kernel": f"k{seq}",
+                        "compiler_cache": OWN.get(scenario, "on: NVRTC's default; PCH off"),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

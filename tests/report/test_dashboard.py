@@ -3,6 +3,7 @@ self-contained HTML file holding the three side-by-side panels and the provenanc
 
 Small parameters keep each report to a few seconds of real sweeping and compiling.
 """
+
 from __future__ import annotations
 
 import base64
@@ -63,8 +64,18 @@ def test_report_holds_the_three_panels_side_by_side(cli_report):
 
 def test_report_has_provenance(cli_report):
     html = cli_report.read_text()
-    for key in ("device.name", "device.kind", "device.driver", "device.runtime", "compiler.host", "hipexplore",
-                "git_revision", "date", "command", "sweep.stop_rule"):
+    for key in (
+        "device.name",
+        "device.kind",
+        "device.driver",
+        "device.runtime",
+        "compiler.host",
+        "hipexplore",
+        "git_revision",
+        "date",
+        "command",
+        "sweep.stop_rule",
+    ):
         assert f">{key}<" in html, key
     assert "hipexplore report --params" in html and str(cli_report) in html  # the command line as typed
     assert "tuning replay host/host" in html  # the banner names the replay's compiler and target
@@ -84,13 +95,38 @@ def test_report_with_code_cells_and_recorded_data(tmp_path):
     from hipexplore.bench import sweep
 
     bench = tmp_path / "bench"
-    sweep("triad", ["256KiB"], [1, 2], ["none", "l2-write"], device="host", iterations=10, progress=False,
-          out=bench / "triad.parquet")
+    sweep(
+        "triad",
+        ["256KiB"],
+        [1, 2],
+        ["none", "l2-write"],
+        device="host",
+        iterations=10,
+        progress=False,
+        out=bench / "triad.parquet",
+    )
     tuning = tmp_path / "tuning"
     tuning.mkdir()
-    assert main(["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "3", "--frame", str(tuning / "replay.parquet")]) == 0
+    assert (
+        main(
+            [
+                "tune-replay",
+                "--compiler",
+                "host",
+                "--problems",
+                "1",
+                "--limit",
+                "3",
+                "--frame",
+                str(tuning / "replay.parquet"),
+            ]
+        )
+        == 0
+    )
     out = tmp_path / "r.html"
-    res = report.build_report({"data": str(bench), "tuning_data": str(tuning)}, out=out, command="pytest recorded")  # no_input=False
+    res = report.build_report(
+        {"data": str(bench), "tuning_data": str(tuning)}, out=out, command="pytest recorded"
+    )  # no_input=False
     html = out.read_text()
     assert "hl-ipython3" in html and "benchmark_data" in html  # code shown
     assert report.external_references(html) == []
@@ -153,10 +189,29 @@ def test_of_several_sweeps_the_loader_shows_the_largest_one_whose_samples_are_th
     import hipexplore as hx
 
     dev = "host"
-    small = hx.sweep("triad", ["4KiB"], [1], ["none"], device=dev, iterations=8, reference=False, progress=False,
-                     warmup_s=0, out=tmp_path / "small.parquet")
-    big = hx.sweep("triad", ["4KiB", "8KiB"], [1], ["none", "l2-read"], device=dev, iterations=8, reference=False,
-                   progress=False, warmup_s=0)
+    small = hx.sweep(
+        "triad",
+        ["4KiB"],
+        [1],
+        ["none"],
+        device=dev,
+        iterations=8,
+        reference=False,
+        progress=False,
+        warmup_s=0,
+        out=tmp_path / "small.parquet",
+    )
+    big = hx.sweep(
+        "triad",
+        ["4KiB", "8KiB"],
+        [1],
+        ["none", "l2-read"],
+        device=dev,
+        iterations=8,
+        reference=False,
+        progress=False,
+        warmup_s=0,
+    )
     big.summary.to_parquet(tmp_path / "table.parquet")  # a summary frame, its samples not kept
     rec = report.load_recorded(tmp_path)
     assert set(rec.summary["run_id"]) == {small.metadata["run_id"]} and len(rec.samples) == 8
@@ -205,12 +260,12 @@ def test_report_opens_with_a_headline_of_noise_and_cache_saving(cli_report):
     at = html.index('class="hx-headline"')
     assert html.index("hx-banner") < at < first_evidence(html)
     assert at < html.index("Three pieces of evidence side by side")  # the introduction comes after the answer
-    box = html[at:html.index("</div>", at)]
+    box = html[at : html.index("</div>", at)]
     assert "Timing: single launches spread" in box and "so settings closer than" in box
     assert "Compile cache: " in box and "IQR/median" not in box
     details_at = html.index('class="hx-details"')
     assert at < details_at < first_evidence(html)
-    details = html[details_at:html.index("</div>", details_at)]
+    details = html[details_at : html.index("</div>", details_at)]
     assert "Noise: the median run-to-run spread of single launches is" in details and "% (IQR/median" in details
     assert "cannot be resolved at these settings" in details
     assert "Compile cache: replaying the built-in split-K list" in details and "with the cache off" in details
@@ -222,7 +277,7 @@ def test_report_opens_with_a_headline_of_noise_and_cache_saving(cli_report):
     # the 'ideal' row is explained from the replay's figures, never called the floor no cache can beat
     assert "floor no cache can beat" not in html
     assert "is one cold compile per unique request, no cache, measured in a pass of its own" in html
-    shown = re.sub(r'src="data:[^"]*"', "", html[at:html.index(">Provenance<")])  # the text, not the images
+    shown = re.sub(r'src="data:[^"]*"', "", html[at : html.index(">Provenance<")])  # the text, not the images
     assert not re.search(r"\d\.?\d*e[+-]\d", shown), re.findall(r".{40}\d\.?\d*e[+-]\d.{10}", shown)
 
 
@@ -255,8 +310,10 @@ def test_every_table_the_notebooks_style_escapes_cells_labels_and_axis_names():
 def test_summary_table_is_in_percent():
     from hipexplore.report import styled_summary, summary_table
 
-    table = summary_table(summary_rows(sizes=(1 << 16,)).assign(bandwidth_gbs=1.0, n_outliers=0, warning="noisy: a long warning"),
-                          size_bytes=1 << 16)
+    table = summary_table(
+        summary_rows(sizes=(1 << 16,)).assign(bandwidth_gbs=1.0, n_outliers=0, warning="noisy: a long warning"),
+        size_bytes=1 << 16,
+    )
     assert {"iqr_rel_%", "cv_%", "bias_%"} <= set(table.columns) and "iqr_rel" not in table.columns
     assert table["cv_%"].iloc[0] == pytest.approx(2.0)
     html = styled_summary(table).to_html()

@@ -9,6 +9,7 @@ tests/fakeclock.py (the real kernels run; the clock reads their work): 4x is slo
 clock a busy machine made these verdicts ``undecided``: what the sentences say is the question
 here, not how fast the host is.)
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,8 +46,17 @@ def work(tmp_path_factory):
 def ab(work):
     """hw4 against hw1, interleaved, in units (default): decided rows; three sizes so that the
     verdict table's µs column holds medians above 1000 (1 MiB) beside smaller ones."""
-    return sweep(["hw1", "hw4"], ["16KiB", "64KiB", "1MiB"], [1], ["none"], device=WorkClock(), iterations=24,
-                 interleave=True, progress=False, reference=False)
+    return sweep(
+        ["hw1", "hw4"],
+        ["16KiB", "64KiB", "1MiB"],
+        [1],
+        ["none"],
+        device=WorkClock(),
+        iterations=24,
+        interleave=True,
+        progress=False,
+        reference=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +69,15 @@ def test_the_verdict_sentences_carry_each_change_and_the_smallest_callable_chang
     verdicts = compare(ab, base="hw1", new="hw4")
     assert set(verdicts["verdict"]) == {"slower"}, verdicts[["verdict", "note"]]
     text = " ".join(hl.headline(verdicts=verdicts, base_label="hw1", new_label="hw4"))
-    assert ("Verdict (hw4 against hw1, rule ±2%): slower in 3 of 3 configuration(s); a change measured (interval "
-            "excluding no change) in 3 (slower in 3), past the threshold in 3.") in text
+    assert (
+        "Verdict (hw4 against hw1, rule ±2%): slower in 3 of 3 configuration(s); a change measured (interval "
+        "excluding no change) in 3 (slower in 3), past the threshold in 3."
+    ) in text
     for r in verdicts.to_dict("records"):
-        assert (f"slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, {pct(r['ratio_ci_high'] - 1, True)}]"
-                f" — past the 2% threshold") in text
+        assert (
+            f"slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, {pct(r['ratio_ci_high'] - 1, True)}]"
+            f" — past the 2% threshold"
+        ) in text
     md = float(np.nanmedian(verdicts["min_detectable"]))
     assert f"changes under ~{pct(md)} cannot be called past the ±2% threshold at these settings" in text
     b, n = np.nanmedian(verdicts["base_iqr_rel"]), np.nanmedian(verdicts["new_iqr_rel"])
@@ -79,11 +93,16 @@ def test_the_dashboard_headline_computes_the_verdict_when_the_samples_hold_two_k
 def test_the_noise_sentences_carry_the_spread_the_resolution_and_the_answer(triad):
     s = triad.summary
     text = " ".join(hl.noise_sentences(s))
-    assert f"spread of single launches is {pct(np.nanmedian(s['iqr_rel']))} (IQR/median, median of {len(s)} rows" in text
+    assert (
+        f"spread of single launches is {pct(np.nanmedian(s['iqr_rel']))} (IQR/median, median of {len(s)} rows" in text
+    )
     noisy = int(s["warning"].astype(str).str.contains("noisy").sum())
     assert (f"{noisy} of {len(s)} rows carry the harness's 'noisy' warning" in text) == (noisy > 0)
     half = float(np.nanmedian((s["ci_high_s"] - s["ci_low_s"]) / 2 / s["median_s"]))
-    assert f"known to ±{pct(half)}" in text and f"differences between rows under ~{pct(2 * half)} cannot be resolved" in text
+    assert (
+        f"known to ±{pct(half)}" in text
+        and f"differences between rows under ~{pct(2 * half)} cannot be resolved" in text
+    )
     settings = s[s["flush"] != "cold-reference"]
     lo, hi = settings.loc[settings["median_s"].idxmin()], settings.loc[settings["median_s"].idxmax()]
     apart = hi["ci_low_s"] > lo["ci_high_s"]
@@ -112,8 +131,10 @@ def test_the_cache_sentence_and_the_ideal_are_figures_of_the_replay():
     assert "not a floor" in text and f"{format_number(rep.floor['compile_sum_s'])} s" in text
     row = compare_scenarios(rep.frame[rep.frame["scenario"].isin(["off", "memory"])], "off", new="memory").iloc[0]
     cache = " ".join(hl.cache_sentences(rep))
-    assert (f"the 'memory' pass took {format_number(row['new_s'])} s against {format_number(row['base_s'])} s with the "
-            f"cache off: saved {format_number(row['saved_s'])} s") in cache
+    assert (
+        f"the 'memory' pass took {format_number(row['new_s'])} s against {format_number(row['base_s'])} s with the "
+        f"cache off: saved {format_number(row['saved_s'])} s"
+    ) in cache
     assert f"[{format_number(row['saved_ci_low_s'])}, {format_number(row['saved_ci_high_s'])}] s" in cache
     assert "verdict: the cache saves time" in cache and row["verdict"] == "faster"
 
@@ -129,16 +150,39 @@ def test_a_live_replay_that_saves_nothing_says_so():
 
 def test_undecided_beside_a_small_p_carries_its_reason(work, ab, tmp_path):
     # one unit: no verdict however large the difference, while p counts every launch
-    one = sweep(["hw1", "hw4"], ["64KiB"], [1], ["none"], device=WorkClock(), iterations=24, interleave=True,
-                units=1, progress=False, reference=False)
+    one = sweep(
+        ["hw1", "hw4"],
+        ["64KiB"],
+        [1],
+        ["none"],
+        device=WorkClock(),
+        iterations=24,
+        interleave=True,
+        units=1,
+        progress=False,
+        reference=False,
+    )
     rows = verdict_table(compare(one, base="hw1", new="hw4"))
     assert set(rows["verdict"]) == {"undecided"} and set(rows["p (Mann-Whitney)"]) == {"< 0.001"}
-    assert rows["note"].str.startswith("significant (p < 0.001, counting every launch as independent) but "
-                                       "undecided: too few units").all(), rows["note"].tolist()
+    assert (
+        rows["note"]
+        .str.startswith("significant (p < 0.001, counting every launch as independent) but undecided: too few units")
+        .all()
+    ), rows["note"].tolist()
     assert rows["change [95%]"].str.endswith("(no interval: see note)").all()
     # a threshold inside a row's interval: significant, but whether the change exceeds it is open
-    pair = sweep(["hw4", "hw5"], ["64KiB"], [1], ["none"], device=WorkClock(), iterations=48, interleave=True,
-                 units=4, progress=False, reference=False)
+    pair = sweep(
+        ["hw4", "hw5"],
+        ["64KiB"],
+        [1],
+        ["none"],
+        device=WorkClock(),
+        iterations=48,
+        interleave=True,
+        units=4,
+        progress=False,
+        reference=False,
+    )
     first = compare(pair, base="hw4", new="hw5").iloc[0]
     assert 0.05 < first["change"] < 0.95 and first["ratio_ci_low"] < first["ratio"] < first["ratio_ci_high"], first
     t = round(float(first["ratio"] - 1), 4)
@@ -146,23 +190,28 @@ def test_undecided_beside_a_small_p_carries_its_reason(work, ab, tmp_path):
     again = compare(pair, base="hw4", new="hw5", threshold=t)
     r = again.iloc[0]
     assert r["verdict"] == "undecided" and r["p_value"] < 0.001
-    want = (f"significant (p < 0.001: the medians differ) but the 95% interval [{pct(r['ratio_ci_low'] - 1, True)}, "
-            f"{pct(r['ratio_ci_high'] - 1, True)}] straddles the +{shown} threshold: whether the change exceeds "
-            f"±{shown} is not resolved")
+    want = (
+        f"significant (p < 0.001: the medians differ) but the 95% interval [{pct(r['ratio_ci_low'] - 1, True)}, "
+        f"{pct(r['ratio_ci_high'] - 1, True)}] straddles the +{shown} threshold: whether the change exceeds "
+        f"±{shown} is not resolved"
+    )
     assert verdict_table(again)["note"].iloc[0].startswith(want)
     assert f"straddles the +{shown} threshold" in " ".join(hl.verdict_sentences(again, "hw4", "hw5"))
     # an interval that holds no change at all: p's independent launches overstate the evidence
     wide = again.iloc[0].to_dict()
     wide.update(ratio_ci_low=0.9, ratio_ci_high=wide["ratio"] + 0.1)  # the same row, its interval widened past 1
-    assert hl.p_note(wide, t).startswith("significant (p < 0.001, counting every launch as independent) but the 95% "
-                                         "interval [-10.0%, ")
+    assert hl.p_note(wide, t).startswith(
+        "significant (p < 0.001, counting every launch as independent) but the 95% interval [-10.0%, "
+    )
     assert hl.p_note(wide, t).endswith("includes no change: the difference is not established")
     # a decided row's note gets nothing
     assert not verdict_table(compare(ab, base="hw1", new="hw4"))["note"].str.contains("significant").any()
 
 
 def test_numbers_read_in_fixed_notation():
-    assert format_number(1040.3) == "1040" and format_number(12.345) == "12.3" and format_number(-0.001654) == "-0.00165"
+    assert (
+        format_number(1040.3) == "1040" and format_number(12.345) == "12.3" and format_number(-0.001654) == "-0.00165"
+    )
     assert format_number(0.5) == "0.500" and format_number(2.0, trim=True) == "2" and format_number(float("nan")) == ""
     assert format_interval(1040.3, 1035.2, 1046.1) == "1040 [1035, 1046]"
     assert format_interval(12.31, 12.30, 12.33) == "12.31 [12.30, 12.33]"  # a decimal more: the ends differ
@@ -192,22 +241,38 @@ def test_report_announces_the_notebook_it_runs(tmp_path):
     from hipexplore.report.notebooks import announcement
 
     out = tmp_path / "r.html"
-    review = announcement("review", {"baseline": "run.parquet", "candidate": "none", "base_kernel": "a",
-                                     "new_kernel": "b"}, out)
+    review = announcement(
+        "review", {"baseline": "run.parquet", "candidate": "none", "base_kernel": "a", "new_kernel": "b"}, out
+    )
     assert "running the A/B review notebook" in review and "kernels a and b of run.parquet" in review
     assert "dashboard" not in review
     assert "running the dashboard notebook" in announcement("dashboard", {"device": "host"}, out)
-    assert "two runs: a.parquet against b.parquet" in announcement("review", {"baseline": "a.parquet",
-                                                                              "candidate": "b.parquet"}, out)
+    assert "two runs: a.parquet against b.parquet" in announcement(
+        "review", {"baseline": "a.parquet", "candidate": "b.parquet"}, out
+    )
 
 
 # -- the rules the sentences state (issue 50 item 3), on frames of known intervals -----------------------
 
+
 def settings(intervals: dict[str, tuple[float, float, float]]) -> pd.DataFrame:
     """A summary of one kernel and size: per rotating count, (median, 95% low, 95% high) in µs."""
-    return pd.DataFrame([{"kernel": "k", "size_bytes": 65536, "rotating_requested": r, "flush": "none", "timer": "events",
-                          "median_s": m * 1e-6, "ci_low_s": lo * 1e-6, "ci_high_s": hi * 1e-6, "iqr_rel": 0.02}
-                         for r, (m, lo, hi) in intervals.items()])
+    return pd.DataFrame(
+        [
+            {
+                "kernel": "k",
+                "size_bytes": 65536,
+                "rotating_requested": r,
+                "flush": "none",
+                "timer": "events",
+                "median_s": m * 1e-6,
+                "ci_low_s": lo * 1e-6,
+                "ci_high_s": hi * 1e-6,
+                "iqr_rel": 0.02,
+            }
+            for r, (m, lo, hi) in intervals.items()
+        ]
+    )
 
 
 def test_settings_are_resolved_only_when_their_95_percent_intervals_do_not_overlap():
@@ -216,9 +281,11 @@ def test_settings_are_resolved_only_when_their_95_percent_intervals_do_not_overl
     median above the faster's high end (each a rule that would call it resolved). Apart ([9.5,
     10.4] and [10.5, 12.0]): resolved."""
     overlap = " ".join(hl.noise_sentences(settings({"1": (10.0, 9.0, 10.6), "2": (11.0, 10.5, 12.0)})))
-    assert ("The slowest and fastest settings shown (2 rotating sets: 11.0 µs; 1 rotating set: 10.0 µs) differ by 10.0%: not "
-            "resolved (their "
-            "95% intervals overlap)") in overlap, overlap
+    assert (
+        "The slowest and fastest settings shown (2 rotating sets: 11.0 µs; 1 rotating set: 10.0 µs) differ by 10.0%: not "
+        "resolved (their "
+        "95% intervals overlap)"
+    ) in overlap, overlap
     apart = " ".join(hl.noise_sentences(settings({"1": (10.0, 9.5, 10.4), "2": (11.0, 10.5, 12.0)})))
     assert "differ by 10.0%: resolved (their 95% intervals do not overlap)" in apart, apart
     touching = " ".join(hl.noise_sentences(settings({"1": (10.0, 9.5, 10.5), "2": (11.0, 10.5, 12.0)})))
@@ -236,23 +303,55 @@ def test_the_headline_names_an_undecided_row_whose_change_was_measured():
     assert r["verdict"] == "undecided" and r["change_called"] == "slower", r[["ratio_ci_low", "ratio_ci_high"]]
     assert r["ratio_ci_low"] > 1 and r["ratio_ci_low"] < 1.02 < r["ratio_ci_high"]
     text = " ".join(hl.verdict_sentences(rows, "A", "B"))
-    assert f"Measured: 1 MiB, 1 rotating set, no flush: slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, " \
-           f"{pct(r['ratio_ci_high'] - 1, True)}]" in text, text
-    assert "Undecided: 1 MiB, 1 rotating set, no flush: the 95% interval [" in text and "straddles the +2% threshold" in text, text
+    assert (
+        f"Measured: 1 MiB, 1 rotating set, no flush: slower by {pct(r['change'])} [{pct(r['ratio_ci_low'] - 1, True)}, "
+        f"{pct(r['ratio_ci_high'] - 1, True)}]" in text
+    ), text
+    assert (
+        "Undecided: 1 MiB, 1 rotating set, no flush: the 95% interval [" in text
+        and "straddles the +2% threshold" in text
+    ), text
 
 
 def test_untrusted_timings_come_first_and_name_each_row_with_its_reason():
     """The trust sentence (issue 51) counts the flagged rows (a flag line, or a broken cold promise)
     and names each with its first reason; a summary without flags gets no such sentence."""
-    rows = pd.DataFrame([
-        {"kernel": "k", "size_bytes": 1 << 20, "rotating_requested": "1", "flush": "l2-read", "timer": "events",
-         "warning": "noisy: IQR/median 12% > 10%; untrusted timing: below the launch floor: median 0.06 us", "cold_promise": ""},
-        {"kernel": "k", "size_bytes": 1 << 20, "rotating_requested": "auto", "flush": "none", "timer": "events",
-         "warning": "", "cold_promise": "broken", "counter_warning": "asked cold (rotating auto) but counted warm"},
-        {"kernel": "j", "size_bytes": 1 << 20, "rotating_requested": "1", "flush": "l2-read", "timer": "events",
-         "warning": "noisy: IQR/median 12% > 10%", "cold_promise": "kept"}])
+    rows = pd.DataFrame(
+        [
+            {
+                "kernel": "k",
+                "size_bytes": 1 << 20,
+                "rotating_requested": "1",
+                "flush": "l2-read",
+                "timer": "events",
+                "warning": "noisy: IQR/median 12% > 10%; untrusted timing: below the launch floor: median 0.06 us",
+                "cold_promise": "",
+            },
+            {
+                "kernel": "k",
+                "size_bytes": 1 << 20,
+                "rotating_requested": "auto",
+                "flush": "none",
+                "timer": "events",
+                "warning": "",
+                "cold_promise": "broken",
+                "counter_warning": "asked cold (rotating auto) but counted warm",
+            },
+            {
+                "kernel": "j",
+                "size_bytes": 1 << 20,
+                "rotating_requested": "1",
+                "flush": "l2-read",
+                "timer": "events",
+                "warning": "noisy: IQR/median 12% > 10%",
+                "cold_promise": "kept",
+            },
+        ]
+    )
     (line,) = hl.trust_sentences(rows)
-    assert line == ("Untrusted timings: 2 of 3 configuration(s) of 1 kernel(s) (k) failed a check that needs nothing from "
-                    "the kernel, so their times are not evidence: k, 1 rotating set, l2-read flush: below the launch floor: "
-                    "median 0.06 us; k, auto rotating sets, no flush: asked cold (rotating auto) but counted warm.")
+    assert line == (
+        "Untrusted timings: 2 of 3 configuration(s) of 1 kernel(s) (k) failed a check that needs nothing from "
+        "the kernel, so their times are not evidence: k, 1 rotating set, l2-read flush: below the launch floor: "
+        "median 0.06 us; k, auto rotating sets, no flush: asked cold (rotating auto) but counted warm."
+    )
     assert hl.trust_sentences(rows.iloc[[2]]) == [] and hl.trust_sentences(None) == []

@@ -2,6 +2,7 @@
 (cmarkgfm, GitHub's fork of cmark, with its GFM extensions and raw HTML let through: the worst
 case; GitHub sanitises on top). Hostile names render as text, never as a tag, a code span or a
 table break; 500 configurations stay within 65,536 characters, the rest said to be in the report."""
+
 from __future__ import annotations
 
 from html.parser import HTMLParser
@@ -12,9 +13,25 @@ import pytest
 
 from hipexplore.report.markdown import LIMIT, MARKER, comment, md
 
-HOSTILE = ["<img src=x onerror=alert(1)>", "`|`", "a|b", "**bold** _i_ [l](javascript:alert(1))", "<script>alert(1)</script>",
-           "- item", "# head", "www.example.com", "x@y.z", "&lt;escaped&gt;", "\\|", "1. one", "</details><b>", "~~s~~",
-           "https://evil.example/x", "mailto:x@y.z", "<!-- c -->"]
+HOSTILE = [
+    "<img src=x onerror=alert(1)>",
+    "`|`",
+    "a|b",
+    "**bold** _i_ [l](javascript:alert(1))",
+    "<script>alert(1)</script>",
+    "- item",
+    "# head",
+    "www.example.com",
+    "x@y.z",
+    "&lt;escaped&gt;",
+    "\\|",
+    "1. one",
+    "</details><b>",
+    "~~s~~",
+    "https://evil.example/x",
+    "mailto:x@y.z",
+    "<!-- c -->",
+]
 
 
 def render(text: str) -> str:
@@ -76,10 +93,26 @@ def _frame(n: int) -> pd.DataFrame:
     rows = []
     for i in range(n):
         lo = 1 + rng.normal(0, 0.01) - 0.02
-        rows.append({"kernel": f"kernel_{i}_<b>|`", "size_bytes": 4096 * (i + 1), "rotating_requested": "1", "flush": "none",
-                     "timer": "events", "present": "both", "change": lo + 0.02 - 1, "ratio": lo + 0.02, "ratio_ci_low": lo,
-                     "ratio_ci_high": lo + 0.04, "min_detectable": 0.04, "verdict": "undecided", "change_called": "none",
-                     "base_iqr_rel": 0.01, "new_iqr_rel": 0.01, "note": "the noise allows no call at ±2%: " + "x" * 120})
+        rows.append(
+            {
+                "kernel": f"kernel_{i}_<b>|`",
+                "size_bytes": 4096 * (i + 1),
+                "rotating_requested": "1",
+                "flush": "none",
+                "timer": "events",
+                "present": "both",
+                "change": lo + 0.02 - 1,
+                "ratio": lo + 0.02,
+                "ratio_ci_low": lo,
+                "ratio_ci_high": lo + 0.04,
+                "min_detectable": 0.04,
+                "verdict": "undecided",
+                "change_called": "none",
+                "base_iqr_rel": 0.01,
+                "new_iqr_rel": 0.01,
+                "note": "the noise allows no call at ±2%: " + "x" * 120,
+            }
+        )
     frame = pd.DataFrame(rows)
     frame.attrs.update(threshold=0.02, rule="the rule", caveat="a caveat", source_note="", hint="")
     return frame
@@ -96,16 +129,23 @@ class Data:
 
 
 def test_500_configurations_stay_within_the_limit_and_say_where_the_rest_is():
-    text = comment(Data(_frame(500)), headline=["Verdict: undecided in 500 of 500."], compile_text="No compile section.",
-                   calibration="on this device identical code was called different in 0 of 16 rows",
-                   figures=[("verdicts", "verdicts.png")])
+    text = comment(
+        Data(_frame(500)),
+        headline=["Verdict: undecided in 500 of 500."],
+        compile_text="No compile section.",
+        calibration="on this device identical code was called different in 0 of 16 rows",
+        figures=[("verdicts", "verdicts.png")],
+    )
     assert len(text) <= LIMIT and text.startswith(MARKER)
     kept = sum(1 for line in text.splitlines() if line.startswith("| kernel&#95;"))
     assert 50 < kept < 500
     assert f"_{500 - kept} more row(s) are in the full report (report.html)" in text
     html = render(text)
     t = parsed(html)
-    assert not [tag for tag, _ in t.tags if tag in ("script", "i")] and ("img", {"src": "verdicts.png", "alt": "verdicts"}) in t.tags
+    assert (
+        not [tag for tag, _ in t.tags if tag in ("script", "i")]
+        and ("img", {"src": "verdicts.png", "alt": "verdicts"}) in t.tags
+    )
     assert {tag for tag, _ in t.tags} >= {"details", "summary", "table", "h3"}
     assert text.count("<details>") == text.count("</details>") == 2
 

@@ -4,6 +4,7 @@ papermill (kernel hipexplore) on the host device and on recorded parquet data, w
 "Recorded" data here is recorded by this test with the real sweep and the real tuning replay
 (``hipexplore tune-replay --frame``); data/h200 and data/tuning are run too when present.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,7 +46,9 @@ def test_no_notebook_file_is_tracked():
         need("a git checkout", f"git ls-files failed here: {tracked.stderr.strip()}")
     files = tracked.stdout.split()
     assert sorted(files) == sorted(f"notebooks/{name}.py" for name in NAMES), files
-    ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", "notebooks/dashboard.ipynb"], cwd=ROOT, timeout=60)
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "--no-index", "notebooks/dashboard.ipynb"], cwd=ROOT, timeout=60
+    )
     assert ignored.returncode == 0, "notebooks/*.ipynb must be ignored (made from the scripts, never tracked)"
 
 
@@ -101,8 +104,11 @@ def check_executed(nb, name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs_live_on_the_host(name, tmp_path):
-    nb = report.execute_notebook(name, {**SMALL[name], **({"device": "host"} if "device" in report.notebook_parameters(name) else {})},
-                                 output=tmp_path / f"{name}.ipynb")
+    nb = report.execute_notebook(
+        name,
+        {**SMALL[name], **({"device": "host"} if "device" in report.notebook_parameters(name) else {})},
+        output=tmp_path / f"{name}.ipynb",
+    )
     check_executed(nb, name)
 
 
@@ -112,39 +118,76 @@ def recorded(tmp_path_factory):
     from hipexplore.bench import sweep
 
     root = tmp_path_factory.mktemp("recorded")
-    sweep("triad", ["256KiB", "1MiB"], [1, 2], ["none", "l2-write"], device="host", iterations=12, progress=False,
-          out=root / "bench" / "triad.parquet")
+    sweep(
+        "triad",
+        ["256KiB", "1MiB"],
+        [1, 2],
+        ["none", "l2-write"],
+        device="host",
+        iterations=12,
+        progress=False,
+        out=root / "bench" / "triad.parquet",
+    )
     (root / "tuning").mkdir()
-    assert main(["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "3",
-                 "--frame", str(root / "tuning" / "replay.parquet")]) == 0
+    assert (
+        main(
+            [
+                "tune-replay",
+                "--compiler",
+                "host",
+                "--problems",
+                "1",
+                "--limit",
+                "3",
+                "--frame",
+                str(root / "tuning" / "replay.parquet"),
+            ]
+        )
+        == 0
+    )
     return root
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs_on_recorded_data(name, recorded, tmp_path):
-    params = {"compile_cache": {"data": str(recorded / "tuning")},
-              "rotating_buffers": {"data": str(recorded / "bench")},
-              "dashboard": {"data": str(recorded / "bench"), "tuning_data": str(recorded / "tuning")},
-              # a run against itself: every configuration is compared, none may be called faster/slower
-              "review": {"baseline": str(recorded / "bench" / "triad.parquet"),
-                         "candidate": str(recorded / "bench" / "triad.parquet"), "tuning_data": str(recorded / "tuning")}}[name]
+    params = {
+        "compile_cache": {"data": str(recorded / "tuning")},
+        "rotating_buffers": {"data": str(recorded / "bench")},
+        "dashboard": {"data": str(recorded / "bench"), "tuning_data": str(recorded / "tuning")},
+        # a run against itself: every configuration is compared, none may be called faster/slower
+        "review": {
+            "baseline": str(recorded / "bench" / "triad.parquet"),
+            "candidate": str(recorded / "bench" / "triad.parquet"),
+            "tuning_data": str(recorded / "tuning"),
+        },
+    }[name]
     nb = report.execute_notebook(name, params, output=tmp_path / f"{name}.ipynb")
     check_executed(nb, name)
-    text = "\n".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    text = "\n".join(
+        o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
     if name != "compile_cache":
         assert "l2-write" in text  # the recorded flush modes, not the notebook defaults
     if name == "review":
-        table = next(o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
-                     if "change [95%]" in o.get("data", {}).get("text/html", ""))
+        table = next(
+            o["data"]["text/html"]
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.outputs
+            if "change [95%]" in o.get("data", {}).get("text/html", "")
+        )
         assert "same" in table or "undecided" in table
         assert "slower" not in table and "faster" not in table
 
 
-@pytest.mark.parametrize("name,params", [
-    ("rotating_buffers", {"data": "data/h200"}),
-    ("compile_cache", {"data": "data/tuning"}),
-    ("dashboard", {"data": "data/h200", "tuning_data": "data/tuning"}),
-])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("rotating_buffers", {"data": "data/h200"}),
+        ("compile_cache", {"data": "data/tuning"}),
+        ("dashboard", {"data": "data/h200", "tuning_data": "data/tuning"}),
+    ],
+)
 def test_notebook_runs_on_the_repository_data(name, params, tmp_path):
     missing = [p for p in params.values() if not any((ROOT / p).rglob("*.parquet"))]
     if missing:

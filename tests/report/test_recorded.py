@@ -1,5 +1,6 @@
 """hipexplore.report.recorded: recorded sweeps read back for the report (a note for a folder of
 several sweeps, a flag for data recorded at another revision)."""
+
 from __future__ import annotations
 
 
@@ -19,8 +20,21 @@ def test_several_sweeps_note_is_one_readable_sentence(tmp_path):
     from hipexplore.report import load_recorded
 
     for i in range(3):
-        sweep("triad", ["4KiB"], [1] * 1 if i else [1, 2], ["none"], device="host", iterations=4, progress=False,
-              reference=False, out=tmp_path / f"s{i}.parquet")
+        sweep(
+            "triad",
+            ["4KiB"],
+            [1] * 1 if i else [1, 2],
+            ["none"],
+            device="host",
+            iterations=4,
+            progress=False,
+            reference=False,
+            out=tmp_path / f"s{i}.parquet",
+        )
     rec = load_recorded(tmp_path)
-    assert len(rec.notes) == 1 and "holds 3 sweeps; showing run" in rec.notes[0] and "(2 configurations, the most)" in rec.notes[0]
+    assert (
+        len(rec.notes) == 1
+        and "holds 3 sweeps; showing run" in rec.notes[0]
+        and "(2 configurations, the most)" in rec.notes[0]
+    )
     assert rec.notes[0].count("configurations") == 1

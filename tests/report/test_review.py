@@ -1,6 +1,7 @@
 """The A/B review report: ``hipexplore report --run RUN --baseline A --candidate B`` on a real
 interleaved host sweep, exported to HTML and opened in Debian's chromium at 1280 px (Playwright):
 no horizontal scrolling, the host banner, the verdict table, the forest plot, both provenances."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,16 +29,42 @@ def review_html(tmp_path_factory):
     try:
         run = tmp / "ab.parquet"
         # the report runs in its own kernel, which knows no user kernels: it reads the recorded samples
-        sweep(["rv1", "rv4"], ["64KiB", "256KiB"], [1], ["none"], device="host", iterations=48, interleave=True,
-              progress=False, reference=False, out=run)
+        sweep(
+            ["rv1", "rv4"],
+            ["64KiB", "256KiB"],
+            [1],
+            ["none"],
+            device="host",
+            iterations=48,
+            interleave=True,
+            progress=False,
+            reference=False,
+            out=run,
+        )
     finally:
         for name in ("rv1", "rv4"):
             catalog.unregister(name)
     params = tmp / "p.json"
     params.write_text('{"tuning_data": "live", "problems": 1, "candidates": 3}')
     out = tmp / "review.html"
-    assert main(["report", "--run", str(run), "--baseline", "rv1", "--candidate", "rv4", "--params", str(params),
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--run",
+                str(run),
+                "--baseline",
+                "rv1",
+                "--candidate",
+                "rv4",
+                "--params",
+                str(params),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out.read_text()
 
 
@@ -61,7 +88,7 @@ def test_review_report_opens_with_the_verdict_and_its_noise(review_html) -> None
     html = review_html
     at = html.index('class="hx-headline"')
     assert html.index("hx-banner") < at < min(html.index("<table"), html.index("<img"))
-    box = html[at:html.index("</div>", at)]
+    box = html[at : html.index("</div>", at)]
     # both answers (issue 37): the verdict against the threshold, and the measured change with its interval
     assert "Verdict (rv4 against rv1, rule ±2%): slower in 2 of 2 configuration(s); a change measured" in box
     assert "past the threshold in 2. Measured: 64 KiB: slower by" in box
@@ -91,8 +118,9 @@ def test_review_report_renders_in_chromium_without_horizontal_scrolling(review_h
     page_file.write_text(review_html)
     RESULTS.mkdir(exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu",
-                                                                          "--disable-dev-shm-usage"])
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(page_file.as_uri(), wait_until="load")
@@ -104,8 +132,10 @@ def test_review_report_renders_in_chromium_without_horizontal_scrolling(review_h
             images = page.locator("img")
             assert images.count() >= 3
             for i in range(images.count()):
-                assert page.evaluate("(img) => img.naturalWidth > 0 && img.getBoundingClientRect().right <= 1280",
-                                     images.nth(i).element_handle())
+                assert page.evaluate(
+                    "(img) => img.naturalWidth > 0 && img.getBoundingClientRect().right <= 1280",
+                    images.nth(i).element_handle(),
+                )
             text = page.inner_text("body")
             assert "baseline: rv1" in text and "candidate: rv4" in text and "Provenance, both sides" in text
             page.screenshot(path=str(RESULTS / "browser-review.png"), full_page=True)
@@ -117,8 +147,31 @@ def test_review_report_renders_in_chromium_without_horizontal_scrolling(review_h
 def interleaved_run(tmp_path_factory):
     """Two catalog kernels in one small interleaved host sweep, recorded by the CLI."""
     run = tmp_path_factory.mktemp("none") / "ct.parquet"
-    assert main(["bench", "copy,triad", "--device", "host", "--size", "64KiB", "--rotating", "1", "--flush", "none",
-                 "--iterations", "16", "--units", "1", "--interleave", "--no-progress", "--out", str(run)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "copy,triad",
+                "--device",
+                "host",
+                "--size",
+                "64KiB",
+                "--rotating",
+                "1",
+                "--flush",
+                "none",
+                "--iterations",
+                "16",
+                "--units",
+                "1",
+                "--interleave",
+                "--no-progress",
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     return run
 
 
@@ -135,8 +188,12 @@ def test_tuning_data_none_in_a_parameters_file_means_no_replay(interleaved_run, 
     assert main(argv + (["--params", str(params), "--quiet"] if spelling else [])) == 0, capsys.readouterr().err
     err = capsys.readouterr().err
     if spelling is None:  # `report --run` announced "running the dashboard notebook" while it ran the review
-        assert f"running the A/B review notebook (verdicts of a candidate against a baseline): kernels copy and " \
-               f"triad of {interleaved_run}" in err and "dashboard" not in err
+        assert (
+            f"running the A/B review notebook (verdicts of a candidate against a baseline): kernels copy and "
+            f"triad of {interleaved_run}"
+            in err
+            and "dashboard" not in err
+        )
     html = out.read_text()
     assert "No compile-time section: the runs record no compile events of the code under review (copy, triad)" in html
     assert "cache off (s)" not in html and "Compile cache: replaying" not in html

@@ -2,6 +2,7 @@
 from the scripts, never overwritten, never the shipped folder), the kernelspec of the running
 environment, and ``--`` handing JupyterLab its own options. JupyterLab itself runs in
 tests/e2e/test_first_run_cli.py, tests/browser/test_dashboard_in_lab.py (a clone, in chromium) and tests/e2e/test_install.py."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*argv: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "hipexplore", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def test_workspace_gets_copies_and_keeps_the_users_own(tmp_path):
@@ -42,15 +49,20 @@ def test_workspace_gets_copies_and_keeps_the_users_own(tmp_path):
     text = mine.read_text()
     again = workspace.write_workspace(ws)
     assert mine.read_text() == text  # the user's copy, edits and outputs, is never replaced
-    assert ("dashboard.ipynb (yours, kept as it is: its cells differ from the shipped ones, it holds outputs of an "
-            "earlier run; move it away to get the shipped one)") in again
+    assert (
+        "dashboard.ipynb (yours, kept as it is: its cells differ from the shipped ones, it holds outputs of an "
+        "earlier run; move it away to get the shipped one)"
+    ) in again
     assert "review.ipynb (kept)" in again
 
 
 @pytest.mark.parametrize("where", ["shipped", "inside", "package"])
 def test_workspace_is_never_the_shipped_notebooks_or_the_package(where, tmp_path):
-    folder = {"shipped": workspace.notebooks_dir(), "inside": workspace.notebooks_dir() / "runs",
-              "package": Path(workspace.__file__).resolve().parents[1] / "my-notebooks"}[where]
+    folder = {
+        "shipped": workspace.notebooks_dir(),
+        "inside": workspace.notebooks_dir() / "runs",
+        "package": Path(workspace.__file__).resolve().parents[1] / "my-notebooks",
+    }[where]
     with pytest.raises(ConfigError, match="must be a folder of your own"):
         workspace.write_workspace(folder)
     assert not (folder.exists() and where != "shipped")
@@ -94,15 +106,24 @@ def test_lab_names_a_hipexplore_kernel_whose_python_is_gone(tmp_path):
     lab = [sys.executable, "-m", "hipexplore", "lab", "--workspace", str(tmp_path / "ws"), "--", "--version"]
     notes = {}
     for python in ("/gone/venv/bin/python", sys.executable):
-        spec.write_text(json.dumps({"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                                    "display_name": "Python (hipexplore)", "language": "python"}))
+        spec.write_text(
+            json.dumps(
+                {
+                    "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    "display_name": "Python (hipexplore)",
+                    "language": "python",
+                }
+            )
+        )
         res = subprocess.run(lab, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
         assert res.returncode == 0, res.stderr
         notes[python] = [line for line in res.stderr.splitlines() if line.startswith("hipexplore lab: note: ")]
     assert not notes[sys.executable]
     assert len(notes["/gone/venv/bin/python"]) == 1, notes
-    assert (f"kernel 'hipexplore' of a plain `jupyter lab` ({spec.parent}) runs /gone/venv/bin/python, which no longer "
-            f"exists") in notes["/gone/venv/bin/python"][0]
+    assert (
+        f"kernel 'hipexplore' of a plain `jupyter lab` ({spec.parent}) runs /gone/venv/bin/python, which no longer "
+        f"exists"
+    ) in notes["/gone/venv/bin/python"][0]
 
 
 def test_lab_refuses_a_workspace_beside_a_path_of_ones_own_and_a_missing_path(tmp_path):
@@ -145,7 +166,9 @@ def test_a_copy_is_kept_only_when_the_whole_notebook_is_the_shipped_one(tmp_path
     nb = json.loads(path.read_text())
     if forge == "outputs":
         code = next(c for c in nb["cells"] if c["cell_type"] == "code")
-        code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hipexplore: cache verified, all results OK\n"}]
+        code["outputs"] = [
+            {"output_type": "stream", "name": "stdout", "text": "hipexplore: cache verified, all results OK\n"}
+        ]
     elif forge == "kernelspec":
         nb["metadata"]["kernelspec"] = {"name": "evil", "display_name": "Python (hipexplore)", "language": "python"}
     else:
@@ -154,8 +177,11 @@ def test_a_copy_is_kept_only_when_the_whole_notebook_is_the_shipped_one(tmp_path
     text = path.read_text()
     words = dict(w.split(" ", 1) for w in workspace.write_workspace(ws))
     assert path.read_text() == text
-    said = {"outputs": "it holds outputs of an earlier run", "kernelspec": "its kernel is 'evil', not 'hipexplore'",
-            "metadata": "its notebook metadata differ"}[forge]
+    said = {
+        "outputs": "it holds outputs of an earlier run",
+        "kernelspec": "its kernel is 'evil', not 'hipexplore'",
+        "metadata": "its notebook metadata differ",
+    }[forge]
     assert words["dashboard.ipynb"] == f"(yours, kept as it is: {said}; move it away to get the shipped one)"
     assert words["review.ipynb"] == "(kept)"
 
@@ -166,7 +192,9 @@ def test_a_link_or_a_folder_at_a_notebook_name_is_refused_before_anything_is_mad
     target = tmp_path / "mine.ipynb"
     target.write_text("my own notebook\n")
     (ws / "review.ipynb").symlink_to(target)
-    with pytest.raises(ConfigError, match=r"review.ipynb there is a symbolic link; hipexplore neither opens nor replaces it"):
+    with pytest.raises(
+        ConfigError, match=r"review.ipynb there is a symbolic link; hipexplore neither opens nor replaces it"
+    ):
         workspace.write_workspace(ws)
     assert sorted(p.name for p in ws.iterdir()) == ["review.ipynb"] and target.read_text() == "my own notebook\n"
     (ws / "review.ipynb").unlink()

@@ -27,6 +27,7 @@ empty files, ``("error", SystemExit(0))`` rc 0 and no output, a length of -5 hun
 live worker, the ``setsid`` child kept it reading until it exited, 2**64-1 and non-frames were
 tracebacks, escapes reached the terminal, and the forked children ran on (ppid 1).
 """
+
 from __future__ import annotations
 
 import os
@@ -47,7 +48,7 @@ from hipexplore.bench import wire
 ARGS = "inout:a:f32[n],n:u64=n"
 #: the kernel, its first launch armed (``GATE``: only in a process that finds the gate file already there,
 #: i.e. the second unit's worker, when the first unit's created it) with ``@ATTACK@``
-C_KERNEL = r'''
+C_KERNEL = r"""
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -96,17 +97,21 @@ void forge(float* a, unsigned long long n) {
     }
     for (unsigned long long i = 0; i < n; ++i) a[i] = a[i] * 0.5f + 1.0f;
 }
-'''
+"""
 
 WRITE = "{ ssize_t w = write(pipe_to_parent(), PAYLOAD, sizeof PAYLOAD); (void)w; }"
 #: a child in a session of its own holding every descriptor of the worker (the pipe too), then a launch that never returns
-SETSID_HANG = "if (fork() == 0) { setsid(); note_pid(\"holder\"); sleep(600); _exit(0); } sleep(600);"
+SETSID_HANG = 'if (fork() == 0) { setsid(); note_pid("holder"); sleep(600); _exit(0); } sleep(600);'
 #: a daemon (double fork, own session, every descriptor closed) and a plain child, then the launch returns
-DAEMONS = ("if (fork() == 0) { setsid(); if (fork() == 0) { for (int f = 0; f < 1024; ++f) close(f); note_pid(\"daemon\"); "
-           "sleep(600); _exit(0); } _exit(0); } if (fork() == 0) { note_pid(\"child\"); sleep(600); _exit(0); }")
+DAEMONS = (
+    'if (fork() == 0) { setsid(); if (fork() == 0) { for (int f = 0; f < 1024; ++f) close(f); note_pid("daemon"); '
+    'sleep(600); _exit(0); } _exit(0); } if (fork() == 0) { note_pid("child"); sleep(600); _exit(0); }'
+)
 #: escapes and a claim in the worker's stderr, then a crash: the fault line quotes its stderr
-STDERR_CRASH = ("{ const char m[] = \"\\x1b[1;32mhipexplore: cache verified, all results OK\\n\"; "
-                "ssize_t w = write(2, m, sizeof m - 1); (void)w; raise(SIGSEGV); }")
+STDERR_CRASH = (
+    '{ const char m[] = "\\x1b[1;32mhipexplore: cache verified, all results OK\\n"; '
+    "ssize_t w = write(2, m, sizeof m - 1); (void)w; raise(SIGSEGV); }"
+)
 
 
 class Runs:
@@ -138,7 +143,9 @@ def _another_runs_result():
     from hipexplore.schema import Configuration
 
     none = Samples({c: np.empty(0, dtype=object if t == wire.TEXT else t) for c, t in wire.SAMPLE_TYPES.items()})
-    return ConfigurationResult(Configuration("forge", 16384, "1", "none"), 0, Identity("x", "x", "x"), Rotation("1"), none, None)
+    return ConfigurationResult(
+        Configuration("forge", 16384, "1", "none"), 0, Identity("x", "x", "x"), Rotation("1"), none, None
+    )
 
 
 def payloads(marker: Path) -> dict[str, bytes]:
@@ -159,8 +166,10 @@ def payloads(marker: Path) -> dict[str, bytes]:
         "not-a-frame": b"\x00hello parent, this is no frame\n",
         "half-a-frame": wire.encode(wire.Done(False))[:7],
         "unknown-kind": raw_frame(b'{"kind":"exec","code":"import os"}'),
-        "warning-escape": raw_frame(b'{"kind":"warn","category":"UserWarning","message":"\\u001b[1;32mhipexplore: cache '
-                                    b'verified, all results OK","lineno":1}'),
+        "warning-escape": raw_frame(
+            b'{"kind":"warn","category":"UserWarning","message":"\\u001b[1;32mhipexplore: cache '
+            b'verified, all results OK","lineno":1}'
+        ),
         "row-of-another-run": wire.encode(wire.Add(_another_runs_result())),
     }
 
@@ -171,17 +180,54 @@ def c_array(data: bytes) -> str:
 
 def kernel_source(folder: Path, attack: str, payload: bytes = b"", gated: bool = False) -> Path:
     src = folder / "forge.c"
-    src.write_text(C_KERNEL.replace("@DIR@", str(folder)).replace("@PAYLOAD@", c_array(payload))
-                   .replace("@ATTACK@", attack).replace("@GATED@", "1" if gated else "0"))
+    src.write_text(
+        C_KERNEL.replace("@DIR@", str(folder))
+        .replace("@PAYLOAD@", c_array(payload))
+        .replace("@ATTACK@", attack)
+        .replace("@GATED@", "1" if gated else "0")
+    )
     return src
 
 
-def cli(folder: Path, src: Path, units: int = 1, env: dict | None = None, timeout: float = 600) -> tuple[subprocess.CompletedProcess, float]:
+def cli(
+    folder: Path, src: Path, units: int = 1, env: dict | None = None, timeout: float = 600
+) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "hipexplore", "bench", "forge", "--source", str(src), "--entry", "forge",
-                        "--args", ARGS, "--device", "host", "--size", "16KiB", "--rotating", "1", "--flush", "none",
-                        "--iterations", "20", "--units", str(units), "--no-progress", "--out", str(folder / "run.parquet")],
-                       capture_output=True, text=True, timeout=timeout, cwd=folder, env={**os.environ, **(env or {})})
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "bench",
+            "forge",
+            "--source",
+            str(src),
+            "--entry",
+            "forge",
+            "--args",
+            ARGS,
+            "--device",
+            "host",
+            "--size",
+            "16KiB",
+            "--rotating",
+            "1",
+            "--flush",
+            "none",
+            "--iterations",
+            "20",
+            "--units",
+            str(units),
+            "--no-progress",
+            "--out",
+            str(folder / "run.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=folder,
+        env={**os.environ, **(env or {})},
+    )
     return p, time.monotonic() - t0
 
 
@@ -265,7 +311,9 @@ def test_what_a_kernel_forks_does_not_outlive_its_sweep(folder):
     assert p.returncode == 0, p.stderr[-3000:]
     summary = pd.read_parquet(folder / "run.summary.parquet")
     assert len(summary) == 2
-    assert len(list(folder.glob("pid-daemon-*"))) == 2 and len(list(folder.glob("pid-child-*"))) == 2  # one each per unit
+    assert (
+        len(list(folder.glob("pid-daemon-*"))) == 2 and len(list(folder.glob("pid-child-*"))) == 2
+    )  # one each per unit
     assert survivors(folder) == []
 
 
@@ -285,15 +333,27 @@ def test_a_warning_the_kernel_forges_is_shown_as_the_workers(folder):
     p, _ = cli(folder, src)
     assert p.returncode == 0, p.stderr[-3000:]
     shown = [ln for ln in p.stderr.splitlines() if "cache verified" in ln]
-    assert shown == ["hipexplore bench: warning: sweep worker (kernel forge): hipexplore: cache verified, all results OK"]
+    assert shown == [
+        "hipexplore bench: warning: sweep worker (kernel forge): hipexplore: cache verified, all results OK"
+    ]
 
 
 # -- through the library: every payload, from C and from a Python reference function ----------
 def _sweep(kspec, folder: Path):
     from hipexplore.bench.sweep import sweep
 
-    return sweep(kspec, "16KiB", [1], ["none"], device="host", iterations=20, units=1, progress=False, worker=True,
-                 out=folder / "run.parquet")
+    return sweep(
+        kspec,
+        "16KiB",
+        [1],
+        ["none"],
+        device="host",
+        iterations=20,
+        units=1,
+        progress=False,
+        worker=True,
+        out=folder / "run.parquet",
+    )
 
 
 def _assert_refused(folder: Path, kspec, marker: Path) -> str:
@@ -317,7 +377,9 @@ def test_every_forged_frame_from_a_c_kernel_ends_the_run_in_one_line(folder, nam
     from hipexplore.kernels.catalog import user_kernel
 
     marker = folder / "pwned"
-    kspec = user_kernel(kernel_source(folder, WRITE, payloads(marker)[name]), "forge", ARGS, name=f"forge_{name.replace('-', '_')}")
+    kspec = user_kernel(
+        kernel_source(folder, WRITE, payloads(marker)[name]), "forge", ARGS, name=f"forge_{name.replace('-', '_')}"
+    )
     text = _assert_refused(folder, kspec, marker)
     assert ("raised SystemExit: 0" if name == "exit-0" else "broke its channel") in text, (name, text)
 
@@ -348,7 +410,9 @@ def test_a_python_reference_function_in_the_worker_cannot_forge_either(folder, m
     (folder / f"{module}.py").write_text(PY_FORGER.replace("@HEX@", payloads(marker)[name].hex()))
     monkeypatch.syspath_prepend(str(folder))
     reference = __import__(module).reference
-    kspec = user_kernel(kernel_source(folder, ""), "forge", ARGS, name=f"pyforge_{name.replace('-', '_')}", reference=reference)
+    kspec = user_kernel(
+        kernel_source(folder, ""), "forge", ARGS, name=f"pyforge_{name.replace('-', '_')}", reference=reference
+    )
     _assert_refused(folder, kspec, marker)
 
 
@@ -386,10 +450,20 @@ def test_a_kernel_on_a_cluster_forges_only_to_its_own_sweep_worker(folder):
     client = distributed.Client(lc)
     try:
         dask_pids = set(client.run(_register_forge, str(src), "forge_on_cluster").values())
-        spec = SweepSpec(kernels=("forge_on_cluster",), sizes=("16KiB",), rotating=(1,), flush=("none",),
-                         stop=StopRule(iterations=20))
+        spec = SweepSpec(
+            kernels=("forge_on_cluster",),
+            sizes=("16KiB",),
+            rotating=(1,),
+            flush=("none",),
+            stop=StopRule(iterations=20),
+        )
         with pytest.raises(KernelFault) as err:
-            run_cluster(spec, client, ClusterOptions(device="host", retries=0), RunOptions(out=folder / "run.parquet", progress=False))
+            run_cluster(
+                spec,
+                client,
+                ClusterOptions(device="host", retries=0),
+                RunOptions(out=folder / "run.parquet", progress=False),
+            )
     finally:
         client.close()
         lc.close()
@@ -397,4 +471,7 @@ def test_a_kernel_on_a_cluster_forges_only_to_its_own_sweep_worker(folder):
     assert err.value.kernel == "forge_on_cluster" and "broke its channel" in text and "\n" not in text, text
     assert not marker.exists()
     kernel_pids = {int(p.name.rsplit("-", 1)[1]) for p in folder.glob("pid-kernel-*")}
-    assert kernel_pids and not kernel_pids & dask_pids, (kernel_pids, dask_pids)  # the kernel ran in a process of its own
+    assert kernel_pids and not kernel_pids & dask_pids, (
+        kernel_pids,
+        dask_pids,
+    )  # the kernel ran in a process of its own

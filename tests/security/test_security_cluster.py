@@ -21,6 +21,7 @@ attacker, another uid:
 The victim's cluster must still run its own tasks, and leave no ``PYTHONSAFEPATH`` in its own
 environment (the variable is set only around the spawns).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,7 @@ need_module("distributed")  # the cluster extra (setup.sh --dev)
 
 #: A module the attacker plants under a stdlib or package name: it leaves a marker naming the uid it
 #: ran as, then loads the real module from the rest of the path (so the victim notices nothing).
-PLANTED = r'''
+PLANTED = r"""
 import os, sys
 _here = os.path.dirname(os.path.abspath(__file__))
 try:
@@ -51,7 +52,7 @@ _spec = importlib.machinery.PathFinder.find_spec(__name__, [p for p in sys.path 
 _mod = importlib.util.module_from_spec(_spec)
 sys.modules[__name__] = _mod
 _spec.loader.exec_module(_mod)
-'''
+"""
 
 #: The victim, as a console script runs: no working directory on sys.path; in the project folder.
 VICTIM = r"""
@@ -153,11 +154,19 @@ def _spawning_python(users) -> str:  # noqa: F811
     enter, which the first exec (by ``setpriv``) passes and a nested one does not."""
     ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
     tried = []
-    for exe in dict.fromkeys([users.python, f"/usr/bin/{ver}", shutil.which(ver, path="/usr/local/bin:/usr/bin:/bin") or ""]):
+    for exe in dict.fromkeys(
+        [users.python, f"/usr/bin/{ver}", shutil.which(ver, path="/usr/local/bin:/usr/bin:/bin") or ""]
+    ):
         if not exe:
             continue
-        probe = subprocess.run(users.argv("victim", exe, "-c", SPAWNS), capture_output=True, text=True,
-                               env=users.env("victim"), cwd="/", timeout=120)
+        probe = subprocess.run(
+            users.argv("victim", exe, "-c", SPAWNS),
+            capture_output=True,
+            text=True,
+            env=users.env("victim"),
+            cwd="/",
+            timeout=120,
+        )
         if probe.returncode == 0:
             return exe
         tried.append(f"{exe}: {(probe.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -169,8 +178,16 @@ SPAWNS = "import subprocess, sys, distributed, cryptography; subprocess.run([sys
 
 
 def _run_as(users, role: str, python: str, code: str, *args: str, env=None, **kw) -> subprocess.Popen:  # noqa: F811
-    proc = subprocess.Popen(users.argv(role, python, "-c", code, *args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env or users.env(role), cwd=str(users.home(role)), **kw)
+    proc = subprocess.Popen(
+        users.argv(role, python, "-c", code, *args),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or users.env(role),
+        cwd=str(users.home(role)),
+        **kw,
+    )
     users.procs.append(proc)  # killed by the fixture's cleanup if still running
     return proc
 
@@ -190,8 +207,14 @@ def attacked(users):  # noqa: F811 - the fixture from twousers
     for name, path in plant.items():
         path.write_text(PLANTED.replace("@DROP@", repr(str(drop))).replace("@NAME@", name))
         os.chmod(path, 0o644)
-    ops(users, "attacker", ("mkdir", str(project), 0o777), ("copy", str(plant["socket"]), str(project / "socket.py"), 0o644),
-        ("mkdir", str(scratch), 0o777), ("copy", str(plant["msgpack"]), str(scratch / "msgpack.py"), 0o644))
+    ops(
+        users,
+        "attacker",
+        ("mkdir", str(project), 0o777),
+        ("copy", str(plant["socket"]), str(project / "socket.py"), 0o644),
+        ("mkdir", str(scratch), 0o777),
+        ("copy", str(plant["msgpack"]), str(scratch / "msgpack.py"), 0o644),
+    )
     python = _spawning_python(users)
     victim = _run_as(users, "victim", python, VICTIM, str(project), env=users.env("victim", TMPDIR=str(shared_tmp)))
     line = victim.stdout.readline()
@@ -207,17 +230,20 @@ def attacked(users):  # noqa: F811 - the fixture from twousers
     after = victim.stdout.readline()
     victim.wait(120)
     assert after.strip(), victim.stderr.read()[-3000:]
-    return {"addrs": addrs, "attempts": json.loads(out), "after": json.loads(after), "drop": drop,
-            "scratch": scratch}
+    return {"addrs": addrs, "attempts": json.loads(out), "after": json.loads(after), "drop": drop, "scratch": scratch}
 
 
 def test_another_user_cannot_run_code_in_a_local_cluster(users, attacked):  # noqa: F811
     addrs, attempts = attacked["addrs"], attacked["attempts"]
     ran = [a for a in attempts if "ran" in a]
     assert ran == [], f"the attacker's code ran in the victim's cluster: {ran}"
-    assert not sorted(p.name for p in attacked["drop"].glob("ran-*")), "the attacker's function ran (its marker is there)"
+    assert not sorted(p.name for p in attacked["drop"].glob("ran-*")), (
+        "the attacker's function ran (its marker is there)"
+    )
     assert len(attempts) == 3 * (1 + len(addrs["workers"]) + len(addrs["nannies"])) and len(addrs["workers"]) == 2
-    assert all(a.startswith("tls://127.0.0.1:") for a in [addrs["scheduler"], *addrs["workers"], *addrs["nannies"]]), addrs
+    assert all(a.startswith("tls://127.0.0.1:") for a in [addrs["scheduler"], *addrs["workers"], *addrs["nannies"]]), (
+        addrs
+    )
 
 
 def test_spawned_workers_import_nothing_from_the_working_directory(users, attacked):  # noqa: F811
@@ -255,9 +281,11 @@ def test_the_planted_modules_are_found_by_a_plain_import(tmp_path):
             import sys
             sys.path.insert(0, {str(folder)!r})
             import {name}
-            assert {name}.__file__ != {str(folder / (name + '.py'))!r}, {name}.__file__
+            assert {name}.__file__ != {str(folder / (name + ".py"))!r}, {name}.__file__
             print({name}.__name__)
         """)
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=str(tmp_path)
+        )
         assert out.returncode == 0 and out.stdout.strip() == name, out.stderr
         assert [p.name.split("-")[1] for p in drop.glob(f"planted-{name}-*")] == [name]

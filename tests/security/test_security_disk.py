@@ -20,6 +20,7 @@ its own process, and removes both users afterwards.
     real 3 GiB sparse temp file and another user's big file against the cap; lock files left by
     compiles and by killed holders.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -147,14 +148,24 @@ def _layout(users, evil, name: str, team: bool = False) -> tuple[Path, dict]:
     os.chmod(place, 0o1777)
     d = evil["team_digest" if team else "digest"]
     root = place / "cache"
-    return root, {"root": str(root), "v1": str(root / "v1"), "shard": str(root / "v1" / d[:2]),
-                  "entry": str(root / "v1" / d[:2] / f"{d}.hxc"), "plain": str(evil["dir"] / "plain-private.hxc"),
-                  "place": str(place), "team": users.team_gid}
+    return root, {
+        "root": str(root),
+        "v1": str(root / "v1"),
+        "shard": str(root / "v1" / d[:2]),
+        "entry": str(root / "v1" / d[:2] / f"{d}.hxc"),
+        "plain": str(evil["dir"] / "plain-private.hxc"),
+        "place": str(place),
+        "team": users.team_gid,
+    }
 
 
 def _attacker_tree(p: dict, root_mode: int, v1_mode: int, shard_mode: int) -> list:
-    return [("mkdir", p["root"], root_mode), ("mkdir", p["v1"], v1_mode), ("mkdir", p["shard"], shard_mode),
-            ("copy", p["plain"], p["entry"], 0o644)]
+    return [
+        ("mkdir", p["root"], root_mode),
+        ("mkdir", p["v1"], v1_mode),
+        ("mkdir", p["shard"], shard_mode),
+        ("copy", p["plain"], p["entry"], 0o644),
+    ]
 
 
 def _victim_tree(p: dict, root_mode: int = 0o755, v1_mode: int = 0o755, shard_mode: int | None = 0o755) -> list:
@@ -174,7 +185,9 @@ def _build(users, p: dict, layout: str) -> None:
         ops(users, A, *_attacker_tree(p, 0o1777, 0o1777, 0o1777))
     elif layout == "victim sticky root, attacker v1 1755":
         ops(users, V, ("mkdir", p["root"], 0o1777))
-        ops(users, A, ("mkdir", p["v1"], 0o1755), ("mkdir", p["shard"], 0o1755), ("copy", p["plain"], p["entry"], 0o644))
+        ops(
+            users, A, ("mkdir", p["v1"], 0o1755), ("mkdir", p["shard"], 0o1755), ("copy", p["plain"], p["entry"], 0o644)
+        )
     elif layout.startswith("victim v1 1777, attacker shard "):
         mode = int(layout.rsplit(" ", 1)[1], 8)
         ops(users, V, *_victim_tree(p, 0o755, 0o1777, None))
@@ -182,7 +195,9 @@ def _build(users, p: dict, layout: str) -> None:
     elif layout == "root-owned sticky root like /tmp, attacker v1":
         os.mkdir(p["root"])
         os.chmod(p["root"], 0o1777)
-        ops(users, A, ("mkdir", p["v1"], 0o1755), ("mkdir", p["shard"], 0o1755), ("copy", p["plain"], p["entry"], 0o644))
+        ops(
+            users, A, ("mkdir", p["v1"], 0o1755), ("mkdir", p["shard"], 0o1755), ("copy", p["plain"], p["entry"], 0o644)
+        )
     elif layout == "group-writable root":
         ops(users, V, ("mkdir", p["root"], 0o775), ("chgrp", p["root"], p["team"]))
         ops(users, A, ("mkdir", p["v1"], 0o755), ("mkdir", p["shard"], 0o755), ("copy", p["plain"], p["entry"], 0o644))
@@ -194,20 +209,35 @@ def _build(users, p: dict, layout: str) -> None:
         ops(users, A, ("copy", p["plain"], p["entry"], 0o644))
     elif layout == "root path is the attacker's symlink":
         evil_root = str(Path(p["place"]) / "evil-root")
-        q = {**p, "root": evil_root, "v1": evil_root + "/v1", "shard": evil_root + "/v1/" + Path(p["shard"]).name,
-             "entry": evil_root + "/v1/" + Path(p["shard"]).name + "/" + Path(p["entry"]).name}
+        q = {
+            **p,
+            "root": evil_root,
+            "v1": evil_root + "/v1",
+            "shard": evil_root + "/v1/" + Path(p["shard"]).name,
+            "entry": evil_root + "/v1/" + Path(p["shard"]).name + "/" + Path(p["entry"]).name,
+        }
         ops(users, A, *_attacker_tree(q, 0o755, 0o1755, 0o1755), ("symlink", evil_root, p["root"]))
     elif layout == "v1 is the attacker's symlink (victim sticky root)":
         other = str(Path(p["place"]) / "evil-v1")
         ops(users, V, ("mkdir", p["root"], 0o1777))
-        ops(users, A, ("mkdir", other, 0o755), ("mkdir", other + "/" + Path(p["shard"]).name, 0o755),
+        ops(
+            users,
+            A,
+            ("mkdir", other, 0o755),
+            ("mkdir", other + "/" + Path(p["shard"]).name, 0o755),
             ("copy", p["plain"], other + "/" + Path(p["shard"]).name + "/" + Path(p["entry"]).name, 0o644),
-            ("symlink", other, p["v1"]))
+            ("symlink", other, p["v1"]),
+        )
     elif layout == "shard is the attacker's symlink (victim v1 1777)":
         other = str(Path(p["place"]) / "evil-shard")
         ops(users, V, *_victim_tree(p, 0o755, 0o1777, None))
-        ops(users, A, ("mkdir", other, 0o755), ("copy", p["plain"], other + "/" + Path(p["entry"]).name, 0o644),
-            ("symlink", other, p["shard"]))
+        ops(
+            users,
+            A,
+            ("mkdir", other, 0o755),
+            ("copy", p["plain"], other + "/" + Path(p["entry"]).name, 0o644),
+            ("symlink", other, p["shard"]),
+        )
     elif layout == "attacker-owned entry file in the victim's folders":
         ops(users, V, *_victim_tree(p))
         shutil.copy(p["plain"], p["entry"])  # how it got there (a copied tree, an admin's mv) does not matter
@@ -222,9 +252,19 @@ def _build(users, p: dict, layout: str) -> None:
         root = parent / "cache"
         os.mkdir(root)
         os.chown(root, users.uid[V], users.gid[V])  # the victim's root, in a folder the attacker owns
-        q = {**p, "root": str(root), "v1": str(root / "v1"), "shard": str(root / "v1" / Path(p["shard"]).name),
-             "entry": str(root / "v1" / Path(p["shard"]).name / Path(p["entry"]).name)}
-        ops(users, A, ("rename", str(root), str(parent / "victims-old-cache")), *_attacker_tree(q, 0o755, 0o1755, 0o1755))
+        q = {
+            **p,
+            "root": str(root),
+            "v1": str(root / "v1"),
+            "shard": str(root / "v1" / Path(p["shard"]).name),
+            "entry": str(root / "v1" / Path(p["shard"]).name / Path(p["entry"]).name),
+        }
+        ops(
+            users,
+            A,
+            ("rename", str(root), str(parent / "victims-old-cache")),
+            *_attacker_tree(q, 0o755, 0o1755, 0o1755),
+        )
         p["root"] = str(root)
     else:
         raise AssertionError(layout)
@@ -275,18 +315,30 @@ def test_no_attacker_code_runs_as_the_victim(users, evil, layout):
     assert got["disk"]["hits"] == 0
 
 
-@pytest.mark.parametrize("planted,outcome,answer", [
-    ("plain-team.hxc", "compiled", 1),         # a plain checksum anyone recomputes: never accepted in a team directory
-    ("wrong-secret-team.hxc", "compiled", 1),  # an HMAC under another secret
-    ("team-secret-team.hxc", "disk-hit", 666),  # the control: a member holding the team's secret is trusted by design
-])
+@pytest.mark.parametrize(
+    "planted,outcome,answer",
+    [
+        ("plain-team.hxc", "compiled", 1),  # a plain checksum anyone recomputes: never accepted in a team directory
+        ("wrong-secret-team.hxc", "compiled", 1),  # an HMAC under another secret
+        (
+            "team-secret-team.hxc",
+            "disk-hit",
+            666,
+        ),  # the control: a member holding the team's secret is trusted by design
+    ],
+)
 def test_in_a_team_directory_only_the_team_secret_lets_code_in(users, evil, planted, outcome, answer):
     root, p = _layout(users, evil, f"team-{planted}", team=True)
     os.mkdir(root)
     os.chown(root, users.uid["victim"], users.team_gid)
     os.chmod(root, 0o2770)  # the README's team directory
-    ops(users, "attacker", ("mkdir", p["v1"], 0o2775), ("mkdir", p["shard"], 0o2775),
-        ("copy", str(evil["dir"] / planted), p["entry"], 0o664))
+    ops(
+        users,
+        "attacker",
+        ("mkdir", p["v1"], 0o2775),
+        ("mkdir", p["shard"], 0o2775),
+        ("copy", str(evil["dir"] / planted), p["entry"], 0o664),
+    )
     got = victim_lookup(users, evil, root, team=True)
     assert (got["outcome"], got["answer"], got["attacker_code_ran"]) == (outcome, answer, answer == 666), got
 
@@ -397,8 +449,9 @@ def test_a_teammate_swapping_folders_for_symlinks_never_makes_the_victim_delete_
     counts.mkdir()
     os.chmod(counts, 0o777)
     count_file = counts / "swaps"
-    victim = users.start("victim", VICTIM_MAINTAINS, str(team_root), "40", str(names_file), SECRET, str(count_file),
-                         env=env)
+    victim = users.start(
+        "victim", VICTIM_MAINTAINS, str(team_root), "40", str(names_file), SECRET, str(count_file), env=env
+    )
     assert victim.stdout.readline().strip() == "ready", victim.stderr.read()
     # the victim's folder holds files named exactly like the cache's own (entries, temps, locks) and others
     names = json.loads(names_file.read_text()) + [".lock-" + "ab" * 32, ".tmp-host-1-abc.hxc.part", "thesis.tex"]
@@ -416,8 +469,16 @@ def test_a_teammate_swapping_folders_for_symlinks_never_makes_the_victim_delete_
             os.chown(os.path.join(dirpath, f), users.uid["victim"], users.gid["victim"])
     before = sorted(str(p.relative_to(precious)) for p in precious.rglob("*"))
     stop = users.base / "stop-race"
-    attacker = users.start("attacker", ATTACKER_SWAPS, str(team_root / "v1"), str(flat), str(tree), str(stop),
-                           str(count_file), env=users.env("attacker", HIPEXPLORE_CACHE_SHARED="group", HIPEXPLORE_CACHE_SECRET=SECRET))
+    attacker = users.start(
+        "attacker",
+        ATTACKER_SWAPS,
+        str(team_root / "v1"),
+        str(flat),
+        str(tree),
+        str(stop),
+        str(count_file),
+        env=users.env("attacker", HIPEXPLORE_CACHE_SHARED="group", HIPEXPLORE_CACHE_SECRET=SECRET),
+    )
     time.sleep(0.5)  # the attacker is swapping before the victim's first clear
     try:
         out, err = victim.communicate("go\n", timeout=600)
@@ -427,7 +488,11 @@ def test_a_teammate_swapping_folders_for_symlinks_never_makes_the_victim_delete_
     assert victim.returncode == 0, err[-2000:]
     done = json.loads(out.strip().splitlines()[-1])
     writes = done.pop("writes")
-    assert done["clear"] == done["verify"] == done["prune"] >= 40 and int(swaps) > 100 and writes > 100, (done, writes, swaps)
+    assert done["clear"] == done["verify"] == done["prune"] >= 40 and int(swaps) > 100 and writes > 100, (
+        done,
+        writes,
+        swaps,
+    )
     after = sorted(str(p.relative_to(precious)) for p in precious.rglob("*"))
     assert after == before, f"deleted outside the cache: {sorted(set(before) - set(after))}"
     assert all((flat / n).read_text() == f"the victim's {n}" for n in names)
@@ -470,8 +535,13 @@ def _hold(root, lid: str, *, fork: bool = False, users=None, role: str = "", tea
     if users is not None:
         proc = users.start(role, HOLD, *args, env=users.env(role, HOLD_FORK="1" if fork else "0"))
     else:
-        proc = subprocess.Popen([sys.executable, "-c", HOLD, *args], stdout=subprocess.PIPE, text=True, cwd=REPO,
-                                env={**os.environ, "PYTHONPATH": str(REPO), "HOLD_FORK": "1" if fork else "0"})
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD, *args],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO), "HOLD_FORK": "1" if fork else "0"},
+        )
     line = proc.stdout.readline().split()
     assert line and line[0] == "held", line
     return proc, int(line[1])
@@ -542,7 +612,9 @@ def test_another_user_cannot_hold_the_victims_lock_file(users):
     left = [p for p in root.rglob(f".lock-{lid}")]
     assert left
     mode = stat.S_IMODE(left[0].stat().st_mode)
-    grab = users.start("attacker", r"""
+    grab = users.start(
+        "attacker",
+        r"""
 import fcntl, os, sys, time
 held = []
 for path in sys.argv[1:]:
@@ -554,19 +626,27 @@ for path in sys.argv[1:]:
         print("refused", exc.errno, flush=True)
 print("holding", len(held), flush=True)
 time.sleep(600)
-""", str(left[0]))
+""",
+        str(left[0]),
+    )
     try:
         lines = [grab.stdout.readline().strip()]
         while not lines[-1].startswith("holding"):
             lines.append(grab.stdout.readline().strip())
-        wait = users.run("victim", r"""
+        wait = users.run(
+            "victim",
+            r"""
 import sys, time
 from hipexplore.compile.disk import DiskCache
 disk = DiskCache(sys.argv[1])
 start = time.monotonic()
 with disk.key_lock(sys.argv[2], timeout=60) as held:
     print(held, round(time.monotonic() - start, 2), flush=True)
-""", str(root), lid, timeout=120)
+""",
+            str(root),
+            lid,
+            timeout=120,
+        )
         assert wait.returncode == 0, wait.stderr
         held, seconds = wait.stdout.split()
         assert held == "True" and float(seconds) < 20, (lines, wait.stdout)
@@ -590,7 +670,9 @@ def test_another_users_live_lock_in_a_team_directory_is_not_waited_on_for_the_wh
     holder, _ = _hold(root, lid, users=users, role="attacker", team=True)
     try:
         env = users.env("victim", HIPEXPLORE_CACHE_SHARED="group", HIPEXPLORE_CACHE_SECRET=SECRET)
-        wait = users.run("victim", r"""
+        wait = users.run(
+            "victim",
+            r"""
 import os, sys, time
 os.umask(0o002)
 from hipexplore.compile.disk import DiskCache
@@ -598,7 +680,12 @@ disk = DiskCache(sys.argv[1])
 start = time.monotonic()
 with disk.key_lock(sys.argv[2]) as held:
     print(held, round(time.monotonic() - start, 2), disk.counters["locks_not_waited"], flush=True)
-""", str(root), lid, env=env, timeout=foreign_wait + 110)
+""",
+            str(root),
+            lid,
+            env=env,
+            timeout=foreign_wait + 110,
+        )
         assert wait.returncode == 0, wait.stderr
         held, seconds, not_waited = wait.stdout.split()
         assert held == "False" and not_waited == "1", wait.stdout
@@ -662,7 +749,9 @@ print(json.dumps(result))
 """
     out = users.run("attacker", fill, str(root), 0, 5, "big", env=users.env("attacker", **env))
     assert out.returncode == 0, out.stderr
-    theirs = sorted((p, p.stat().st_size) for p in root.rglob("*") if p.is_file() and p.stat().st_uid == users.uid["attacker"])
+    theirs = sorted(
+        (p, p.stat().st_size) for p in root.rglob("*") if p.is_file() and p.stat().st_uid == users.uid["attacker"]
+    )
     assert len(theirs) == 6
     out = users.run("victim", fill, str(root), 100, 20, "count", env=users.env("victim", **env))
     assert out.returncode == 0, out.stderr
@@ -671,7 +760,12 @@ print(json.dumps(result))
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["clear"]["others_left"] == 6
-    assert sorted((p, p.stat().st_size) for p in root.rglob("*") if p.is_file() and p.stat().st_uid == users.uid["attacker"]) == theirs
+    assert (
+        sorted(
+            (p, p.stat().st_size) for p in root.rglob("*") if p.is_file() and p.stat().st_uid == users.uid["attacker"]
+        )
+        == theirs
+    )
     assert not [p for p in root.rglob("*.hxc") if p.stat().st_uid == users.uid["victim"]]  # the victim's own did go
 
 
@@ -683,11 +777,17 @@ def test_compiles_and_pruning_leave_no_lock_files(tmp_path):
 
     require_compiler("host")
     root = tmp_path / "c"
-    one = CompileCache(disk_dir=False).get_or_compile(CompileRequest(Source("k.c", VICTIM_C), "host", "host")).object_code
+    one = (
+        CompileCache(disk_dir=False).get_or_compile(CompileRequest(Source("k.c", VICTIM_C), "host", "host")).object_code
+    )
     cache = CompileCache(disk_dir=root, disk_max_bytes=3 * (len(one.binary) + 4096), remote=False)
     for v in range(12):
-        assert cache.get_or_compile(CompileRequest(Source("k.c", f"int answer(void) {{ return {v}; }}\n"), "host", "host")
-                                    ).outcome == "compiled"
+        assert (
+            cache.get_or_compile(
+                CompileRequest(Source("k.c", f"int answer(void) {{ return {v}; }}\n"), "host", "host")
+            ).outcome
+            == "compiled"
+        )
     assert cache.disk.counters["pruned"] >= 6
     assert len(list(cache.disk.entries())) <= 3
     assert _lock_files(root) == [], "every compile left its lock file behind"

@@ -2,6 +2,7 @@
 user (issue 46): refused in one line with exit status 2 before the sweep starts, and nothing is
 written (no export, no ``--out`` result). Mounted by two real users (``twousers``): the attacker
 makes a folder everyone may write in its own home; the victim's command names a file there."""
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,30 @@ def trap(users):
 def test_an_export_into_another_users_folder_is_one_line_exit_2_nothing_written(users, trap, fmt):
     folder, work = trap
     target = folder / f"r.{fmt}.json"
-    got = users.run("victim", CLI, "bench", "k", "--source", str(work / "k.c"), "--args", "inout:y:f32[n], in:x:f32[n], n:u64=n",
-                    "--device", "host", "--size", "4KiB", "--iterations", "8", "--units", "1", "--no-progress",
-                    "--out", str(work / f"r-{fmt}.parquet"), "--export", fmt, str(target))
+    got = users.run(
+        "victim",
+        CLI,
+        "bench",
+        "k",
+        "--source",
+        str(work / "k.c"),
+        "--args",
+        "inout:y:f32[n], in:x:f32[n], n:u64=n",
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "8",
+        "--units",
+        "1",
+        "--no-progress",
+        "--out",
+        str(work / f"r-{fmt}.parquet"),
+        "--export",
+        fmt,
+        str(target),
+    )
     lines = got.stderr.strip().splitlines()
     assert got.returncode == 2 and len(lines) == 1, got.stderr
     assert "belongs to another user" in lines[0] and str(folder) in lines[0]
@@ -45,8 +67,21 @@ def test_an_export_into_another_users_folder_is_one_line_exit_2_nothing_written(
 @pytest.mark.timeout(300)
 def test_the_review_comment_into_another_users_folder_is_refused(users, trap):
     folder, work = trap
-    got = users.run("victim", CLI, "report", "--format", "markdown", "--run", str(work / "none.parquet"), "--baseline", "A",
-                    "--candidate", "B", "--out", str(folder / "review"))
+    got = users.run(
+        "victim",
+        CLI,
+        "report",
+        "--format",
+        "markdown",
+        "--run",
+        str(work / "none.parquet"),
+        "--baseline",
+        "A",
+        "--candidate",
+        "B",
+        "--out",
+        str(folder / "review"),
+    )
     lines = got.stderr.strip().splitlines()
     assert got.returncode == 2 and len(lines) == 1, got.stderr
     assert "belongs to another user" in lines[0], lines

@@ -29,6 +29,7 @@ JupyterLab, and 21 as the victim user, planted by the attacker.
 The other side of the same bug: a user's own ``json.py`` / ``random.py`` in a project folder broke
 the workers; it must not.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,7 @@ MARK = "hx-imported-"
 #: The planted module: a marker (its name, the pid, the process's command line, the uid), then the
 #: real module, imported with the folder off the path, takes its place in ``sys.modules``. Run as a
 #: program (``python -m NAME`` in the folder) it runs the real program. It imports nothing itself.
-SHIM = r'''
+SHIM = r"""
 import sys
 _os = sys.modules["os"]
 _d = _os.path.realpath(__file__.rpartition("/")[0])
@@ -70,12 +71,20 @@ try:
         __import__(_name)
 finally:
     sys.path[:] = _saved
-'''.replace("@MARK@", MARK)
+""".replace("@MARK@", MARK)
 
 #: The child modules whose imports the planted names must cover (``test_the_planted_names_cover_the_children``).
-CHILD_MODULES = ("hipexplore.compile.isolation", "hipexplore.compile.hiprtc", "hipexplore.bench.worker_main",
-                 "hipexplore.compile.tritonc", "hipexplore.bench.sweeprun", "hipexplore.devices.host",
-                 "hipexplore.compile.hip_bindings", "triton", "ipykernel_launcher")
+CHILD_MODULES = (
+    "hipexplore.compile.isolation",
+    "hipexplore.compile.hiprtc",
+    "hipexplore.bench.worker_main",
+    "hipexplore.compile.tritonc",
+    "hipexplore.bench.sweeprun",
+    "hipexplore.devices.host",
+    "hipexplore.compile.hip_bindings",
+    "triton",
+    "ipykernel_launcher",
+)
 
 HIP_SRC = """extern "C" __global__ void triad(float* a, const float* b, const float* c, float s, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -129,14 +138,22 @@ def planted_names() -> set[str]:
 def child_imports() -> set[str]:
     """The top-level names a fresh interpreter imports from files on its path to run the workers'
     and helpers' modules (read from its ``sys.modules``), less those already loaded when it starts."""
-    code = ("import sys\nstart = set(sys.modules)\n"
-            "for m in [*sys.argv[1:], 'cuda.bindings.driver']:\n"
-            "    try:\n        __import__(m)\n    except ImportError:\n        pass\n"
-            "specs = [getattr(m, '__spec__', None) for n, m in list(sys.modules.items()) if n not in start]\n"
-            "found = {s.name.split('.')[0] for s in specs if s is not None and s.origin not in (None, 'built-in', 'frozen')}\n"
-            "print(' '.join(sorted(found)))\n")
-    out = subprocess.run([sys.executable, "-P", "-c", code, *CHILD_MODULES], capture_output=True, text=True,
-                         timeout=300, cwd="/", env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    code = (
+        "import sys\nstart = set(sys.modules)\n"
+        "for m in [*sys.argv[1:], 'cuda.bindings.driver']:\n"
+        "    try:\n        __import__(m)\n    except ImportError:\n        pass\n"
+        "specs = [getattr(m, '__spec__', None) for n, m in list(sys.modules.items()) if n not in start]\n"
+        "found = {s.name.split('.')[0] for s in specs if s is not None and s.origin not in (None, 'built-in', 'frozen')}\n"
+        "print(' '.join(sorted(found)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code, *CHILD_MODULES],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return set(out.stdout.split()) - set(sys.builtin_module_names)
 
@@ -169,7 +186,7 @@ def markers(folder: Path) -> list[str]:
     """'NAME (uid U: command line)' for every planted module some process imported."""
     out = []
     for m in sorted(folder.glob(MARK + "*")):
-        name = m.name[len(MARK):].rsplit("-", 1)[0]
+        name = m.name[len(MARK) :].rsplit("-", 1)[0]
         out.append(f"{name} ({m.read_text()[:160]})")
     return out
 
@@ -178,14 +195,22 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(tmp / "cache"), **extra}
 
 
-def hipexplore(tmp: Path, folder: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def hipexplore(
+    tmp: Path, folder: Path, *args: str, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """``hipexplore ARGS`` run in ``folder`` from a console script (see ``CONSOLE_SCRIPT``)."""
     script = tmp / "bin" / "hipexplore"
     if not script.exists():
         script.parent.mkdir(exist_ok=True)
         script.write_text(CONSOLE_SCRIPT)
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, cwd=folder,
-                          env=env or _env(tmp), timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env=env or _env(tmp),
+        timeout=timeout,
+    )
 
 
 @pytest.fixture
@@ -209,8 +234,20 @@ def test_the_planted_names_cover_the_children(measured, names):
     the path's names alone cover them) and the ones named in the report of the attack."""
     assert {"json", "random", "pickle", "socket", "struct", "numpy", "tempfile"} <= measured
     assert measured - planted_names() == set()
-    assert {"json", "importlib", "runpy", "random", "pickle", "socket", "struct", "numpy", "triton",
-            "ipykernel_launcher", "jupyterlab", "hipexplore"} <= names
+    assert {
+        "json",
+        "importlib",
+        "runpy",
+        "random",
+        "pickle",
+        "socket",
+        "struct",
+        "numpy",
+        "triton",
+        "ipykernel_launcher",
+        "jupyterlab",
+        "hipexplore",
+    } <= names
 
 
 def test_a_shim_marks_and_hands_over_when_the_folder_is_on_the_path(tmp_path, names):
@@ -218,8 +255,13 @@ def test_a_shim_marks_and_hands_over_when_the_folder_is_on_the_path(tmp_path, na
     is not a planted module that was never reached."""
     folder = shared_folder(tmp_path)
     plant(folder, names)
-    out = subprocess.run([sys.executable, "-c", "import json, random; print(json.dumps(random.Random(1).random()))"],
-                         capture_output=True, text=True, cwd=folder, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", "import json, random; print(json.dumps(random.Random(1).random()))"],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) == pytest.approx(0.134364244112)
     assert {m.split(" ")[0] for m in markers(folder)} >= {"json", "random"}
@@ -236,21 +278,41 @@ def test_hiprtc_compile_workers_and_dependency_helper(tmp_path, attack):
 def test_hiprtc_dependency_helper_alone(tmp_path, attack):
     """The helper that lists the files comgr's clang opens chdirs into the compile's folder."""
     require_compiler("hiprtc")
-    code = ("import json\nfrom hipexplore.compile.hiprtc import HiprtcCompiler\n"
-            "from hipexplore.compile.request import CompileRequest, Source\n"
-            "req = CompileRequest(compiler='hiprtc', source=Source('k.hip', open('k.hip').read()), target='gfx90a')\n"
-            "deps = HiprtcCompiler().dependencies(req)\nassert not deps.error, deps.error\nprint('deps ok')\n")
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=attack,
-                         env=_env(tmp_path), timeout=300)
+    code = (
+        "import json\nfrom hipexplore.compile.hiprtc import HiprtcCompiler\n"
+        "from hipexplore.compile.request import CompileRequest, Source\n"
+        "req = CompileRequest(compiler='hiprtc', source=Source('k.hip', open('k.hip').read()), target='gfx90a')\n"
+        "deps = HiprtcCompiler().dependencies(req)\nassert not deps.error, deps.error\nprint('deps ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=attack, env=_env(tmp_path), timeout=300
+    )
     check(out, attack)
     assert "deps ok" in out.stdout
 
 
 def test_triton_compile_worker(tmp_path, attack):
     require_compiler("triton")
-    out = hipexplore(tmp_path, attack, "compile", "hx_scale_kernel.py", "--compiler", "triton", "--target", "gfx942",
-                     "--kernel", "hx_scale", "--signature", "x_ptr:*fp32,n:i32", "--constexpr", "BLOCK=64",
-                     "--option", "num_warps=1", "--json", timeout=500)
+    out = hipexplore(
+        tmp_path,
+        attack,
+        "compile",
+        "hx_scale_kernel.py",
+        "--compiler",
+        "triton",
+        "--target",
+        "gfx942",
+        "--kernel",
+        "hx_scale",
+        "--signature",
+        "x_ptr:*fp32,n:i32",
+        "--constexpr",
+        "BLOCK=64",
+        "--option",
+        "num_warps=1",
+        "--json",
+        timeout=500,
+    )
     check(out, attack)
     assert json.loads(out.stdout)["outcome"] == "compiled"
 
@@ -259,8 +321,24 @@ def test_tune_replay_isolated_workers(tmp_path, attack):
     """--jobs 2: an isolated compiler with a worker per job (1 problem, 2 candidates: 6 compiles,
     enough for both workers)."""
     require_compiler("host")
-    out = hipexplore(tmp_path, attack, "tune-replay", "--compiler", "host", "--jobs", "2", "--problems", "1",
-                     "--limit", "2", "--no-ideal", "--cache", "memory", "--json", "--quiet")
+    out = hipexplore(
+        tmp_path,
+        attack,
+        "tune-replay",
+        "--compiler",
+        "host",
+        "--jobs",
+        "2",
+        "--problems",
+        "1",
+        "--limit",
+        "2",
+        "--no-ideal",
+        "--cache",
+        "memory",
+        "--json",
+        "--quiet",
+    )
     check(out, attack)
     report = json.loads(out.stdout)
     assert report["isolated"] is True and report["jobs"] == 2
@@ -268,9 +346,24 @@ def test_tune_replay_isolated_workers(tmp_path, attack):
 
 def test_host_sweep_in_a_worker(tmp_path, attack):
     require_compiler("host")
-    out = hipexplore(tmp_path, attack, "bench", "triad", "--device", "host", "--size", "4KiB", "--iterations", "20",
-                     "--units", "1", "--no-progress", "--out", str(tmp_path / "run.parquet"),
-                     env=_env(tmp_path, HIPEXPLORE_SWEEP_WORKER="1"))
+    out = hipexplore(
+        tmp_path,
+        attack,
+        "bench",
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "20",
+        "--units",
+        "1",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "run.parquet"),
+        env=_env(tmp_path, HIPEXPLORE_SWEEP_WORKER="1"),
+    )
     check(out, attack)
     assert (tmp_path / "run.parquet").is_file()
 
@@ -303,24 +396,35 @@ def test_installed_kernelspec(tmp_path, attack):
 
     data = tmp_path / "jupyter-data"
     env = _env(tmp_path, JUPYTER_DATA_DIR=str(data))
-    out = subprocess.run(["bash", str(REPO / "scripts" / "install_kernel.sh"), sys.executable], capture_output=True,
-                         text=True, env=env, cwd=attack, timeout=300)
+    out = subprocess.run(
+        ["bash", str(REPO / "scripts" / "install_kernel.sh"), sys.executable],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=attack,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     spec = json.loads((data / "kernels" / "hipexplore" / "kernel.json").read_text())
-    km = KernelManager(kernel_name="hipexplore", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(data / "kernels")]))
+    km = KernelManager(
+        kernel_name="hipexplore", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(data / "kernels")])
+    )
     km.start_kernel(cwd=str(attack), env=env)
     try:
         kc = km.client()
         kc.start_channels()
         kc.wait_for_ready(timeout=120)
         texts = []
-        reply = kc.execute_interactive(KERNEL_CELL, timeout=120,
-                                       output_hook=lambda msg: texts.append(msg["content"].get("text", "")))
+        reply = kc.execute_interactive(
+            KERNEL_CELL, timeout=120, output_hook=lambda msg: texts.append(msg["content"].get("text", ""))
+        )
         kc.stop_channels()
     finally:
         km.shutdown_kernel(now=True)
     found = markers(attack)
-    assert not found, f"{len(found)} planted modules ran in the installed kernel {spec['argv']}: " + "; ".join(found[:40])
+    assert not found, f"{len(found)} planted modules ran in the installed kernel {spec['argv']}: " + "; ".join(
+        found[:40]
+    )
     assert reply["content"]["status"] == "ok" and "kernel ok" in "".join(texts)
 
 
@@ -351,11 +455,19 @@ def victim_python(users) -> str:  # noqa: F811
     probe = "import subprocess, sys\nimport hipexplore.compile.cache\nsubprocess.run([sys.executable, '-c', ''], check=True)"
     ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
     tried = []
-    for exe in dict.fromkeys([users.python, os.path.realpath(sys.executable), f"/usr/bin/{ver}", f"/usr/local/bin/{ver}"]):
+    for exe in dict.fromkeys(
+        [users.python, os.path.realpath(sys.executable), f"/usr/bin/{ver}", f"/usr/local/bin/{ver}"]
+    ):
         if not os.path.exists(exe):
             continue
-        out = subprocess.run(users.argv("victim", exe, "-c", probe), capture_output=True, text=True,
-                             env=users.env("victim"), cwd="/", timeout=120)
+        out = subprocess.run(
+            users.argv("victim", exe, "-c", probe),
+            capture_output=True,
+            text=True,
+            env=users.env("victim"),
+            cwd="/",
+            timeout=120,
+        )
         if out.returncode == 0:
             return exe
         tried.append(f"{exe}: {(out.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -375,20 +487,41 @@ def test_planted_by_another_user_never_runs_as_the_victim(users, names):  # noqa
     for path, text in ((script, CONSOLE_SCRIPT), (source, HIP_SRC)):
         path.write_text(text)
         os.chown(path, users.uid["victim"], users.gid["victim"])
-    run = subprocess.run(users.argv("victim", python, str(script), "compile", str(source), "--compiler", "hiprtc",
-                                    "--target", "gfx90a", "--json"),
-                         capture_output=True, text=True, cwd=folder, env=users.env("victim"), timeout=300)
+    run = subprocess.run(
+        users.argv(
+            "victim",
+            python,
+            str(script),
+            "compile",
+            str(source),
+            "--compiler",
+            "hiprtc",
+            "--target",
+            "gfx90a",
+            "--json",
+        ),
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env=users.env("victim"),
+        timeout=300,
+    )
     found = markers(folder)
-    assert not found, f"{len(found)} modules planted by {users.names['attacker']} ran as {users.names['victim']} " \
-                      f"(uid {users.uid['victim']}): " + "; ".join(found[:40])
+    assert not found, (
+        f"{len(found)} modules planted by {users.names['attacker']} ran as {users.names['victim']} "
+        f"(uid {users.uid['victim']}): " + "; ".join(found[:40])
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout)["outcome"] == "compiled"
 
 
 # -- a user's own modules --------------------------------------------------------------------------
 #: A project's own modules that happen to be named like the standard library's.
-OWN = {"json.py": "def load_settings():\n    return {}\n", "random.py": "SEED = 7\n",
-       "tempfile.py": "raise ImportError('this project has its own tempfile.py')\n"}
+OWN = {
+    "json.py": "def load_settings():\n    return {}\n",
+    "random.py": "SEED = 7\n",
+    "tempfile.py": "raise ImportError('this project has its own tempfile.py')\n",
+}
 
 
 def test_a_projects_own_json_and_random_do_not_break_a_run(tmp_path):
@@ -401,7 +534,22 @@ def test_a_projects_own_json_and_random_do_not_break_a_run(tmp_path):
     out = hipexplore(tmp_path, project, "compile", "k.hip", "--compiler", "hiprtc", "--target", "gfx90a", "--json")
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout)["outcome"] == "compiled"
-    out = hipexplore(tmp_path, project, "bench", "triad", "--device", "host", "--size", "4KiB", "--iterations", "20",
-                     "--units", "1", "--no-progress", "--out", str(tmp_path / "run.parquet"),
-                     env=_env(tmp_path, HIPEXPLORE_SWEEP_WORKER="1"))
+    out = hipexplore(
+        tmp_path,
+        project,
+        "bench",
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "4KiB",
+        "--iterations",
+        "20",
+        "--units",
+        "1",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "run.parquet"),
+        env=_env(tmp_path, HIPEXPLORE_SWEEP_WORKER="1"),
+    )
     assert out.returncode == 0, out.stderr[-3000:]

@@ -16,6 +16,7 @@ lock of the victim's key forever. The victim's compile waits at most
 ``HIPEXPLORE_CACHE_FOREIGN_LOCK_WAIT`` (its default, and a value given), says so in one warning line
 naming the lock and its holder, then compiles and stores a verified entry.
 """
+
 from __future__ import annotations
 
 import json
@@ -91,9 +92,14 @@ print("done", flush=True)
 
 
 def _teammate(url: str, v: int, hold: float, write: bool) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", TEAMMATE, url, str(v), str(hold), "1" if write else "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", TEAMMATE, url, str(v), str(hold), "1" if write else "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     line = proc.stdout.readline().strip()
     if line != "held":
         proc.kill()
@@ -109,8 +115,11 @@ def test_a_lease_without_the_team_hmac_is_ignored_at_once(redis_server, team, fo
     client = redis_server.client()
     name, _entry = _names(1)
     genuine = RemoteCache(redis_server.url, secret="not the team's").lease_value(name, RemoteCache.lease_lifetime_ms())
-    value = {"garbage": "held-by-an-outsider", "fields-without-the-mac": genuine.rsplit("|", 1)[0] + "|" + "0" * 64,
-             "another-teams-mac": genuine}[forged]
+    value = {
+        "garbage": "held-by-an-outsider",
+        "fields-without-the-mac": genuine.rsplit("|", 1)[0] + "|" + "0" * 64,
+        "another-teams-mac": genuine,
+    }[forged]
     client.set(name, value, px=60_000)
     cache, res, waited = _victim_compiles(redis_server.url, 1)
     assert res.outcome == "compiled" and waited < 2.0, waited  # not the lock timeout
@@ -164,10 +173,22 @@ def test_a_lease_captured_long_ago_is_ignored_at_once(redis_server, team):
     client = redis_server.client()
     name, _entry = _names(4)
     signed = int((time.time() - 600) * 1000)
-    out = subprocess.run([sys.executable, "-c", "import sys; from hipexplore.compile.remote import RemoteCache as R; "
-                          "print(R(sys.argv[1]).lease_value(sys.argv[2], R.lease_lifetime_ms(), signed_ms=int(sys.argv[3])))",
-                          redis_server.url, name, str(signed)], capture_output=True, text=True, timeout=60, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from hipexplore.compile.remote import RemoteCache as R; "
+            "print(R(sys.argv[1]).lease_value(sys.argv[2], R.lease_lifetime_ms(), signed_ms=int(sys.argv[3])))",
+            redis_server.url,
+            name,
+            str(signed),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == 0, out.stderr
     client.set(name, out.stdout.strip(), px=60_000)
     cache, res, waited = _victim_compiles(redis_server.url, 4)
@@ -244,8 +265,12 @@ def test_another_users_team_lock_is_waited_on_at_most_the_stated_bound(users, bo
     root.mkdir()
     os.chown(root, users.uid["victim"], users.team_gid)
     os.chmod(root, 0o2770)
-    env = users.env("victim", HIPEXPLORE_CACHE_SHARED="group", HIPEXPLORE_CACHE_SECRET=SECRET,
-                    **({"HIPEXPLORE_CACHE_FOREIGN_LOCK_WAIT": bound} if bound else {}))
+    env = users.env(
+        "victim",
+        HIPEXPLORE_CACHE_SHARED="group",
+        HIPEXPLORE_CACHE_SECRET=SECRET,
+        **({"HIPEXPLORE_CACHE_FOREIGN_LOCK_WAIT": bound} if bound else {}),
+    )
     lid = users.run("victim", VICTIM_LOCK_ID, source, env=env)
     assert lid.returncode == 0, lid.stderr
     holder = users.start("attacker", HOLD_LOCK, str(root), lid.stdout.strip(), SECRET)

@@ -18,6 +18,7 @@ Alias bomb (item 6): nine YAML anchors, each a list of nine aliases of the one b
 ``sizes:`` (under 450 bytes, 9^9 items expanded) in ``report --params``: refused in one line naming
 the file, exit status 2, at once; so are merge keys, absurd nesting and oversized files.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,13 +42,15 @@ MARK = "HXPWN"
 def payload(tag: str, kind: str = "img") -> str:
     """HTML that, rendered, leaves four traces of ``tag``: an alert, a console line, the page title
     and an attribute on <html>. No ``/`` outside the script kind: it goes into file names."""
-    js = (f"alert('{MARK}-{tag}');console.log('{MARK}-{tag}');document.title='{MARK}-{tag}';"
-          f"document.documentElement.setAttribute('data-hxpwn-{tag}','1')")
+    js = (
+        f"alert('{MARK}-{tag}');console.log('{MARK}-{tag}');document.title='{MARK}-{tag}';"
+        f"document.documentElement.setAttribute('data-hxpwn-{tag}','1')"
+    )
     if kind == "script":
         return f"<script>{js}</script>"
     if kind == "attr":  # closes a quoted attribute first, in case the string lands inside one
-        return f"\"'><svg onload=\"{js}\">"
-    return f"<img src=x onerror=\"{js}\">"
+        return f'"\'><svg onload="{js}">'
+    return f'<img src=x onerror="{js}">'
 
 
 KERNEL = "triad`" + payload("kernel")
@@ -74,9 +77,17 @@ def make_hostile(run: Path, name: str) -> Path:
     meta = dict(meta)
     for key in [k for k in meta if ".triad." in k or k.endswith(".triad")]:
         meta[key.replace("triad", KERNEL)] = meta.pop(key)
-    meta.update({"sweep.kernels": KERNEL, "command": PAYLOADS["command"], "device.name": PAYLOADS["device"],
-                 "note": PAYLOADS["metadata"], PAYLOADS["key"]: "value", f"code.{KERNEL}.origin": PAYLOADS["origin"],
-                 f"code.{KERNEL}.source": PAYLOADS["source"]})
+    meta.update(
+        {
+            "sweep.kernels": KERNEL,
+            "command": PAYLOADS["command"],
+            "device.name": PAYLOADS["device"],
+            "note": PAYLOADS["metadata"],
+            PAYLOADS["key"]: "value",
+            f"code.{KERNEL}.origin": PAYLOADS["origin"],
+            f"code.{KERNEL}.source": PAYLOADS["source"],
+        }
+    )
     for frame in (samples, summary):
         frame["kernel"] = KERNEL
         frame["device_name"] = PAYLOADS["device"]
@@ -96,8 +107,30 @@ def hostile_reports(tmp_path_factory):
     runs = []
     for name, tag in (("a", "filea"), ("b", "fileb")):
         out = tmp / f"{name}.parquet"
-        assert main(["bench", "triad", "--device", "host", "--size", "64KiB", "--rotating", "1", "--flush", "none",
-                     "--iterations", "20", "--units", "1", "--no-progress", "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "bench",
+                    "triad",
+                    "--device",
+                    "host",
+                    "--size",
+                    "64KiB",
+                    "--rotating",
+                    "1",
+                    "--flush",
+                    "none",
+                    "--iterations",
+                    "20",
+                    "--units",
+                    "1",
+                    "--no-progress",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         runs.append(make_hostile(out, PAYLOADS[tag]))
     assert all("`" in r.name and "<" in r.name for r in runs)
     dash_params = tmp / "dash.json"
@@ -107,8 +140,23 @@ def hostile_reports(tmp_path_factory):
     review_params = tmp / "review.json"
     review_params.write_text(json.dumps({"problems": 1, "candidates": 3}))
     review = tmp / "review.html"
-    assert main(["report", "--baseline", str(runs[0]), "--candidate", str(runs[1]), "--params", str(review_params),
-                 "--out", str(review), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--baseline",
+                str(runs[0]),
+                "--candidate",
+                str(runs[1]),
+                "--params",
+                str(review_params),
+                "--out",
+                str(review),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return dash, review
 
 
@@ -133,13 +181,15 @@ def open_page(path: Path, shot: str | None = None) -> dict:
             page.on("pageerror", lambda e: got["errors"].append(str(e)))
             page.goto(path.as_uri(), wait_until="load")
             page.wait_for_timeout(800)  # an onerror fires after the failed load of src=x
-            got.update(page.evaluate("""() => ({
+            got.update(
+                page.evaluate("""() => ({
                 title: document.title,
                 marks: [...document.documentElement.attributes].map(a => a.name).filter(n => n.startsWith('data-hxpwn')),
                 injected: document.querySelectorAll('script, svg, iframe, [onerror], [onload], img:not([src^="data:"])').length,
                 csp: [...document.querySelectorAll('meta[http-equiv="Content-Security-Policy"]')].map(m => m.content),
                 text: document.body.innerText,
-                images: [...document.images].map(e => e.naturalWidth)})"""))
+                images: [...document.images].map(e => e.naturalWidth)})""")
+            )
             if shot:
                 RESULTS.mkdir(exist_ok=True)
                 page.screenshot(path=str(RESULTS / shot), full_page=False)
@@ -150,15 +200,22 @@ def open_page(path: Path, shot: str | None = None) -> dict:
 
 def ran(got: dict) -> list[str]:
     """Every trace of a payload that ran."""
-    return ([f"dialog {d}" for d in got["dialogs"]] + [f"console {c}" for c in got["console"] if MARK in c]
-            + ([f"title {got['title']}"] if MARK in got["title"] else []) + [f"attribute {m}" for m in got["marks"]])
+    return (
+        [f"dialog {d}" for d in got["dialogs"]]
+        + [f"console {c}" for c in got["console"] if MARK in c]
+        + ([f"title {got['title']}"] if MARK in got["title"] else [])
+        + [f"attribute {m}" for m in got["marks"]]
+    )
 
 
 def test_the_payloads_run_when_written_into_a_page_raw(tmp_path):
     """The control: the detector sees every payload kind fire (a pass below is not a blind spot)."""
     page = tmp_path / "raw.html"
-    page.write_text("<!doctype html><html><head><title>raw</title></head><body>"
-                    + "".join(f"<div>{PAYLOADS[t]}</div>" for t in ("command", "metadata", "device")) + "</body></html>")
+    page.write_text(
+        "<!doctype html><html><head><title>raw</title></head><body>"
+        + "".join(f"<div>{PAYLOADS[t]}</div>" for t in ("command", "metadata", "device"))
+        + "</body></html>"
+    )
     got = open_page(page)
     for tag in ("command", "metadata", "device"):
         assert f"dialog {MARK}-{tag}" in ran(got) and f"console {MARK}-{tag}" in ran(got), ran(got)
@@ -213,8 +270,22 @@ def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path, capsys, shape):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "YAML alias *a refused" in err and "line 3" in err and str(params) in err, err
     assert not (tmp_path / "r.html").exists()
-    res = subprocess.run([sys.executable, "-m", "hipexplore", "report", "--params", str(params),
-                          "--out", str(tmp_path / "r.html"), "--quiet"], capture_output=True, text=True, timeout=25)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "report",
+            "--params",
+            str(params),
+            "--out",
+            str(tmp_path / "r.html"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=25,
+    )
     assert res.returncode == 2, res.stderr[-2000:]
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and str(params) in lines[0] and "alias" in lines[0] and "line 3" in lines[0], res.stderr
@@ -222,11 +293,14 @@ def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path, capsys, shape):
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("text, what", [
-    ("base: &b {device: host}\n<<: *b\n", "YAML alias *b refused"),  # a merge key is an alias too
-    ("sizes: " + "[" * 12 + "1" + "]" * 12 + "\n", "nests values more than"),
-    ("sizes: [" + ", ".join(['"1KiB"'] * 20000) + "]\n", "a parameters file is at most"),
-])
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("base: &b {device: host}\n<<: *b\n", "YAML alias *b refused"),  # a merge key is an alias too
+        ("sizes: " + "[" * 12 + "1" + "]" * 12 + "\n", "nests values more than"),
+        ("sizes: [" + ", ".join(['"1KiB"'] * 20000) + "]\n", "a parameters file is at most"),
+    ],
+)
 def test_other_oversized_parameters_files_are_refused(tmp_path, capsys, text, what):
     params = tmp_path / "p.yaml"
     params.write_text(text)

@@ -12,6 +12,7 @@ and presented the notebooks planted there as the victim's. Now both are refused 
 starts; and a link at a notebook's name in the victim's own workspace is never opened (the link
 points at a FIFO: opening it would block the command until the test's timeout).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,8 +25,24 @@ import pytest
 from twousers import ops, use_python_by_name, users  # noqa: F401  (users: the module's fixture)
 
 CLI = "import sys; from hipexplore.cli import main; sys.exit(main(sys.argv[1:]))"
-BENCH = ["bench", "triad", "--device", "host", "--size", "64KiB", "--rotating", "1", "--flush", "none",
-         "--iterations", "20", "--units", "1", "--no-progress", "--in-process"]
+BENCH = [
+    "bench",
+    "triad",
+    "--device",
+    "host",
+    "--size",
+    "64KiB",
+    "--rotating",
+    "1",
+    "--flush",
+    "none",
+    "--iterations",
+    "20",
+    "--units",
+    "1",
+    "--no-progress",
+    "--in-process",
+]
 NAMES = ("run.parquet", "run.summary.parquet", "run.meta.json")
 
 
@@ -50,8 +67,11 @@ def team(users) -> Path:
 
 
 def digests(folder: Path) -> dict[str, tuple[int, str]]:
-    return {p.name: (p.lstat().st_uid, hashlib.sha256(p.read_bytes()).hexdigest()) for p in sorted(folder.iterdir())
-            if p.is_file()}
+    return {
+        p.name: (p.lstat().st_uid, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(folder.iterdir())
+        if p.is_file()
+    }
 
 
 def one_error(stderr: str, command: str) -> str:
@@ -86,7 +106,9 @@ def test_with_the_flag_it_resumes_and_says_whose_rows_it_kept(users, team):
     assert res.returncode == 0, res.stderr
     kept = [line for line in res.stderr.splitlines() if "resumed" in line]
     assert len(kept) == 1, res.stderr
-    assert f"of {users.names['attacker']} (uid {users.uid['attacker']})'s results (--resume-from-others)" in kept[0], kept
+    assert f"of {users.names['attacker']} (uid {users.uid['attacker']})'s results (--resume-from-others)" in kept[0], (
+        kept
+    )
     assert "not measured again: triad 64 KiB" in kept[0], kept
     for name in NAMES:  # now the victim's files, holding the rows it chose to keep
         assert (team / name).lstat().st_uid == users.uid["victim"]
@@ -147,8 +169,11 @@ def test_lab_refuses_an_own_workspace_others_may_write(users, how):
     res = users.run("victim", CLI, *LAB, str(d), "--", "--version", timeout=300)
     assert res.returncode == 2, res.stderr
     line = one_error(res.stderr, "lab")
-    said = ("writable by every user (mode 0777)" if how == "everyone"
-            else f"writable by its group, gid {users.team_gid}, which has other members (mode 2770)")
+    said = (
+        "writable by every user (mode 0777)"
+        if how == "everyone"
+        else f"writable by its group, gid {users.team_gid}, which has other members (mode 2770)"
+    )
     assert said in line, line
     assert list(d.iterdir()) == []
     os.chown(d, users.uid["victim"], users.gid["victim"])  # the victim's private group: the victim alone

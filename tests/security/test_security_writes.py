@@ -18,6 +18,7 @@ code before ``hipexplore.files`` (pid temp names, ``write_text`` into ``exist_ok
 papermill writing ``--notebook-out`` itself) the precious files became parquet, JSON, a list, a
 dumped source and a notebook, and in the team folder the bench run even exited 0.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,23 @@ os.execv(sys.executable, [sys.executable, "-m", "hipexplore", *sys.argv[1:]])
 
 #: ``hipexplore ARGS`` in this process (for the runs nobody attacks)
 CLI = "import sys; from hipexplore.cli import main; sys.exit(main(sys.argv[1:]))"
-BENCH = ["bench", "triad", "--device", "host", "--size", "64KiB", "--rotating", "1", "--flush", "none",
-         "--iterations", "20", "--units", "1", "--no-progress"]
+BENCH = [
+    "bench",
+    "triad",
+    "--device",
+    "host",
+    "--size",
+    "64KiB",
+    "--rotating",
+    "1",
+    "--flush",
+    "none",
+    "--iterations",
+    "20",
+    "--units",
+    "1",
+    "--no-progress",
+]
 TUNE = ["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "1", "--dry-run", "--quiet"]
 KERNEL_C = "void k(float* x) { x[0] = 1.0f; }\n"
 KINDS = ("sticky", "team")
@@ -105,8 +121,11 @@ def victim_home_snapshot(users) -> dict[str, tuple]:
     """The victim's data: everything in its home but ``tmp`` and the dot folders hipexplore, Jupyter
     and the compile cache keep there."""
     home = users.home("victim")
-    return {k: v for k, v in snapshot(home).items()
-            if not (Path(k).relative_to(home).parts[0].startswith(".") or Path(k).relative_to(home).parts[0] == "tmp")}
+    return {
+        k: v
+        for k, v in snapshot(home).items()
+        if not (Path(k).relative_to(home).parts[0].startswith(".") or Path(k).relative_to(home).parts[0] == "tmp")
+    }
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -115,7 +134,9 @@ def python_by_name(users) -> str:
     return use_python_by_name(users)
 
 
-def run_victim(users, args: list[str], plant=None, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_victim(
+    users, args: list[str], plant=None, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """The victim's ``hipexplore ARGS`` through ``WRAPPER``: ``plant(pid)`` runs (as the attacker)
     once the pid is known and before the command starts."""
     proc = users.start("victim", WRAPPER, *args, env=env)
@@ -138,13 +159,24 @@ def wrote_or_refused(res: subprocess.CompletedProcess, command: str, own: list[P
             assert stat.S_ISREG(st.st_mode) and st.st_uid == uid, f"{p} is not the victim's own file: {st}"
         return "wrote"
     errors = [line for line in res.stderr.splitlines() if ": error:" in line]
-    assert res.returncode == 2 and len(errors) == 1 and errors[0].startswith(f"hipexplore {command}: error:"), \
-        (res.returncode, res.stderr)
+    assert res.returncode == 2 and len(errors) == 1 and errors[0].startswith(f"hipexplore {command}: error:"), (
+        res.returncode,
+        res.stderr,
+    )
     return "refused"
 
 
-def attack(users, keep, kind: str, name: str, links: list[str], args: list[str], own: list[str], command: str,
-           env: dict | None = None) -> tuple[str, str]:
+def attack(
+    users,
+    keep,
+    kind: str,
+    name: str,
+    links: list[str],
+    args: list[str],
+    own: list[str],
+    command: str,
+    env: dict | None = None,
+) -> tuple[str, str]:
     """Plant ``links`` (names in a fresh shared folder, ``{pid}`` filled in) to precious files of the
     victim's (made here) as the attacker, run the victim's command, check nothing of the victim's
     changed, and return its outcome (``wrote_or_refused``) and stderr. ``args``/``own``: ``{d}`` is the folder."""
@@ -170,15 +202,31 @@ BENCH_FINALS = ["run.parquet", "run.summary.parquet", "run.meta.json"]
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_bench_out_never_writes_through_planted_temp_names(users, keep, kind):
-    outcome, err = attack(users, keep, kind, "bench-temp", BENCH_TEMPS, [*BENCH, "--out", "{d}/run.parquet"],
-                     [f"{{d}}/{n}" for n in BENCH_FINALS], "bench")
+    outcome, err = attack(
+        users,
+        keep,
+        kind,
+        "bench-temp",
+        BENCH_TEMPS,
+        [*BENCH, "--out", "{d}/run.parquet"],
+        [f"{{d}}/{n}" for n in BENCH_FINALS],
+        "bench",
+    )
     assert outcome == "wrote", err  # the guessed names are not used: the run writes its own files, undisturbed
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_bench_out_never_writes_through_links_at_the_final_names(users, keep, kind):
-    outcome, err = attack(users, keep, kind, "bench-final", [*BENCH_TEMPS, *BENCH_FINALS],
-                     [*BENCH, "--no-resume", "--out", "{d}/run.parquet"], [f"{{d}}/{n}" for n in BENCH_FINALS], "bench")
+    outcome, err = attack(
+        users,
+        keep,
+        kind,
+        "bench-final",
+        [*BENCH_TEMPS, *BENCH_FINALS],
+        [*BENCH, "--no-resume", "--out", "{d}/run.parquet"],
+        [f"{{d}}/{n}" for n in BENCH_FINALS],
+        "bench",
+    )
     # the team folder lets the victim replace the attacker's links; in a sticky one only their owner may
     assert outcome == ("wrote" if kind == "team" else "refused"), err
 
@@ -186,11 +234,27 @@ def test_bench_out_never_writes_through_links_at_the_final_names(users, keep, ki
 # -- tune-replay --export-list -----------------------------------------------------------------------
 @pytest.mark.parametrize("kind", KINDS)
 def test_export_list_never_writes_through_planted_names(users, keep, kind):
-    outcome, err = attack(users, keep, kind, "list-temp", [".l.jsonl.tmp{pid}"], [*TUNE, "--export-list", "{d}/l.jsonl"],
-                     ["{d}/l.jsonl"], "tune-replay")
+    outcome, err = attack(
+        users,
+        keep,
+        kind,
+        "list-temp",
+        [".l.jsonl.tmp{pid}"],
+        [*TUNE, "--export-list", "{d}/l.jsonl"],
+        ["{d}/l.jsonl"],
+        "tune-replay",
+    )
     assert outcome == "wrote", err
-    outcome, err = attack(users, keep, kind, "list-final", [".l.jsonl.tmp{pid}", "l.jsonl"],
-                     [*TUNE, "--export-list", "{d}/l.jsonl"], ["{d}/l.jsonl"], "tune-replay")
+    outcome, err = attack(
+        users,
+        keep,
+        kind,
+        "list-final",
+        [".l.jsonl.tmp{pid}", "l.jsonl"],
+        [*TUNE, "--export-list", "{d}/l.jsonl"],
+        ["{d}/l.jsonl"],
+        "tune-replay",
+    )
     assert outcome == ("wrote" if kind == "team" else "refused"), err
 
 
@@ -198,8 +262,16 @@ def test_export_list_never_writes_through_planted_names(users, keep, kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_compile_out_replaces_a_link_at_its_name_never_follows_it(users, keep, kind):
     src = str(users.home("victim") / "k.c")
-    outcome, err = attack(users, keep, kind, "compile-out", ["k.so"],
-                     ["compile", src, "--compiler", "host", "--out", "{d}/k.so"], ["{d}/k.so"], "compile")
+    outcome, err = attack(
+        users,
+        keep,
+        kind,
+        "compile-out",
+        ["k.so"],
+        ["compile", src, "--compiler", "host", "--out", "{d}/k.so"],
+        ["{d}/k.so"],
+        "compile",
+    )
     assert outcome == ("wrote" if kind == "team" else "refused"), err
 
 
@@ -207,9 +279,18 @@ def test_compile_out_replaces_a_link_at_its_name_never_follows_it(users, keep, k
 def dump_stem(users) -> str:
     """The stem the victim's request dumps under (predictable: anyone with the same source computes it)."""
     private = users.home("victim") / "tmp" / "stem-probe"
-    res = users.run("victim", CLI, "compile", str(users.home("victim") / "k.c"),
-                    "--compiler", "host", "--diagnostic", "dump-source", "--json",
-                    env=users.env("victim", HIPEXPLORE_DUMP_DIR=str(private)))
+    res = users.run(
+        "victim",
+        CLI,
+        "compile",
+        str(users.home("victim") / "k.c"),
+        "--compiler",
+        "host",
+        "--diagnostic",
+        "dump-source",
+        "--json",
+        env=users.env("victim", HIPEXPLORE_DUMP_DIR=str(private)),
+    )
     assert res.returncode == 0, res.stderr
     (stem,) = os.listdir(private)
     return stem
@@ -220,8 +301,12 @@ def test_dump_source_never_writes_into_a_stem_folder_the_attacker_made(users, ke
     stem = dump_stem(users)
     d = shared_folder(users, kind, "dump-folder")
     targets = {n: precious(users, keep, f"dump-{kind}-{n}") for n in ("k.c", "options.txt")}
-    ops(users, "attacker", ("mkdir", str(d / stem), 0o777),
-        *[("symlink", str(t), str(d / stem / n)) for n, t in targets.items()])
+    ops(
+        users,
+        "attacker",
+        ("mkdir", str(d / stem), 0o777),
+        *[("symlink", str(t), str(d / stem / n)) for n, t in targets.items()],
+    )
     before = victim_home_snapshot(users)
     args = ["compile", str(users.home("victim") / "k.c"), "--compiler", "host", "--diagnostic", "dump-source"]
     res = run_victim(users, args, env=users.env("victim", HIPEXPLORE_DUMP_DIR=str(d)))

@@ -6,6 +6,7 @@ and this environment's packages on its path, and ``cleanup`` removes them. ``ops
 layout as a user (the attacker plants links, folders and files with it). Import the fixture into a
 test module with ``from twousers import users  # noqa: F401``.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,20 @@ class Users:
         self.uid: dict[str, int] = {}
         self.gid: dict[str, int] = {}
         for role, name in self.names.items():
-            subprocess.run([self.useradd, "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group",
-                            "--groups", self.team, name], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    self.useradd,
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    "--user-group",
+                    "--groups",
+                    self.team,
+                    name,
+                ],
+                check=True,
+                capture_output=True,
+            )
             self.made.append(("user", name))
             pw = pwd.getpwnam(name)
             self.uid[role], self.gid[role] = pw.pw_uid, pw.pw_gid
@@ -77,23 +90,44 @@ class Users:
         return self.base / f"home-{role}"
 
     def env(self, role: str, **extra: str) -> dict[str, str]:
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.home(role)), "TMPDIR": str(self.home(role) / "tmp"),
-               "LANG": "C.UTF-8", "PYTHONPATH": getattr(self, "pythonpath", ""), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-               "HIPEXPLORE_CACHE_DISK": "1"}
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.home(role)),
+            "TMPDIR": str(self.home(role) / "tmp"),
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": getattr(self, "pythonpath", ""),
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "HIPEXPLORE_CACHE_DISK": "1",
+        }
         env.update(extra)
         return env
 
     def argv(self, role: str, *cmd: str) -> list[str]:
         return [self.setpriv, f"--reuid={self.uid[role]}", f"--regid={self.gid[role]}", "--init-groups", "--", *cmd]
 
-    def run(self, role: str, code: str, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(self.argv(role, self.python, "-c", code, *map(str, args)), capture_output=True, text=True,
-                              env=env or self.env(role), cwd=str(self.home(role)), timeout=timeout)
+    def run(
+        self, role: str, code: str, *args: str, env: dict | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.argv(role, self.python, "-c", code, *map(str, args)),
+            capture_output=True,
+            text=True,
+            env=env or self.env(role),
+            cwd=str(self.home(role)),
+            timeout=timeout,
+        )
 
     def start(self, role: str, code: str, *args: str, env: dict | None = None) -> subprocess.Popen:
-        proc = subprocess.Popen(self.argv(role, self.python, "-c", code, *map(str, args)), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or self.env(role),
-                                cwd=str(self.home(role)))
+        proc = subprocess.Popen(
+            self.argv(role, self.python, "-c", code, *map(str, args)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env or self.env(role),
+            cwd=str(self.home(role)),
+        )
         self.procs.append(proc)
         return proc
 
@@ -103,12 +137,23 @@ class Users:
         cannot enter, e.g. under /root)."""
         pythonpath = os.pathsep.join([str(REPO), *site.getsitepackages()])
         ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
-        candidates = [sys.executable, os.path.realpath(sys.executable), getattr(sys, "_base_executable", ""),
-                      shutil.which(ver, path="/usr/local/bin:/usr/bin:/bin") or "", f"/usr/bin/{ver}"]
+        candidates = [
+            sys.executable,
+            os.path.realpath(sys.executable),
+            getattr(sys, "_base_executable", ""),
+            shutil.which(ver, path="/usr/local/bin:/usr/bin:/bin") or "",
+            f"/usr/bin/{ver}",
+        ]
         tried = []
         for exe in dict.fromkeys(c for c in candidates if c):
-            probe = subprocess.run(self.argv("victim", exe, "-c", "import hipexplore.compile.cache"), capture_output=True,
-                                   text=True, env={**self.env("victim"), "PYTHONPATH": pythonpath}, cwd="/", timeout=120)
+            probe = subprocess.run(
+                self.argv("victim", exe, "-c", "import hipexplore.compile.cache"),
+                capture_output=True,
+                text=True,
+                env={**self.env("victim"), "PYTHONPATH": pythonpath},
+                cwd="/",
+                timeout=120,
+            )
             if probe.returncode == 0:
                 return exe, pythonpath
             tried.append(f"{exe}: {(probe.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -133,11 +178,24 @@ def use_python_by_name(users: Users) -> str:
     whose stdlib then comes from elsewhere). Returns it."""
     probe = "import os, sys, hipexplore.compile.cache; sys.exit(0 if os.access(sys.executable, os.X_OK) else 3)"
     for exe in (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", users.python):
-        if os.path.exists(exe) and subprocess.run(users.argv("victim", exe, "-c", probe), env=users.env("victim"),
-                                                  cwd="/", capture_output=True, timeout=120).returncode == 0:
+        if (
+            os.path.exists(exe)
+            and subprocess.run(
+                users.argv("victim", exe, "-c", probe),
+                env=users.env("victim"),
+                cwd="/",
+                capture_output=True,
+                timeout=120,
+            ).returncode
+            == 0
+        ):
             users.python = exe
             return exe
-    need("a Python the test users can start by name", f"neither /usr/bin/python3.x nor {users.python} can be", flag=COMPILERS)
+    need(
+        "a Python the test users can start by name",
+        f"neither /usr/bin/python3.x nor {users.python} can be",
+        flag=COMPILERS,
+    )
     raise AssertionError("unreachable")
 
 
@@ -184,5 +242,3 @@ for op, *a in json.loads(sys.argv[1]):
 def ops(users: Users, role: str, *steps) -> None:
     out = users.run(role, OPS, json.dumps([list(s) for s in steps]))
     assert out.returncode == 0, f"{role} could not build the layout: {out.stderr}"
-
-

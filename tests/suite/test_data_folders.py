@@ -5,6 +5,7 @@ Why: folders named by when they were taken (``session3``, ``wave2/1``, ``issue37
 of what is inside, and a renamed folder left the pages that cite it pointing nowhere. data/README.md
 states the rules; this checks them.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,15 @@ FIELDS = ("revision", "date", "device", "command")
 #: a folder named by when it was taken
 WHEN = re.compile(r"(^|[-_])(wave|session|issue|phase)[-_]?\d|^earlier$|(^|-)s\d+$")
 #: the pages that cite recorded data
-PAGES = ("README.md", "BENCHMARKS.md", "benchmarks/README.md", "docs", "benchmarks/figures.py", "scripts/gen_docs.py",
-         "data")
+PAGES = (
+    "README.md",
+    "BENCHMARKS.md",
+    "benchmarks/README.md",
+    "docs",
+    "benchmarks/figures.py",
+    "scripts/gen_docs.py",
+    "data",
+)
 CITED = re.compile(r"(?<![\w/.-])data/[\w.-]+(?:/[\w.-]+)*")
 #: what may follow a cited path when it names several files: a glob, a brace list, a placeholder
 PATTERN = ("*", "{", "<")
@@ -37,8 +45,11 @@ def manifest_problems(folder: Path) -> list[str]:
     if not path.is_file():
         return [f"{name}/ has no MANIFEST.md (the question, then revision, date, device, command: data/README.md)"]
     lines = path.read_text(encoding="utf-8").splitlines()
-    found = [] if lines and lines[0].startswith("# ") and len(lines[0]) > 3 else [f"{name}/MANIFEST.md: no question"
-                                                                                  " as its title ('# ...')"]
+    found = (
+        []
+        if lines and lines[0].startswith("# ") and len(lines[0]) > 3
+        else [f"{name}/MANIFEST.md: no question as its title ('# ...')"]
+    )
     for field in FIELDS:
         if not any(re.match(rf"- {field}: \S", line) for line in lines):
             found.append(f"{name}/MANIFEST.md: no '- {field}: ...' line")
@@ -71,7 +82,7 @@ def cited_paths() -> dict[str, set[str]]:
         for f in files:
             text = f.read_text(encoding="utf-8")
             for m in CITED.finditer(text):
-                path = m.group(0) + "*" if text[m.end():m.end() + 1] in PATTERN else m.group(0).rstrip(".")
+                path = m.group(0) + "*" if text[m.end() : m.end() + 1] in PATTERN else m.group(0).rstrip(".")
                 out.setdefault(path, set()).add(f.relative_to(REPO).as_posix())
     return out
 
@@ -91,11 +102,27 @@ def test_the_checks_see_a_missing_field_a_dated_name_and_a_dangling_path(tmp_pat
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     (folder / "MANIFEST.md").write_text("# Does it?\n\n- revision: abc1234\n- date: 2026-12-01\n- command: `x`\n")
     assert manifest_problems(folder) == ["data/h200/session3/MANIFEST.md: no '- device: ...' line"]
-    assert [n for n in ("session3", "wave2", "issue37", "earlier", "h200-wave3-s5", "h200-llama3-8b-wave3-s4")
-            if not WHEN.search(n)] == []
-    assert [n for n in ("gpu-tests", "verdict-truth", "run4_reference_in_own_chunks", "group-0", "h100-cupti",
-                        "tuning-scale-j16", "resnet50-j16") if WHEN.search(n)] == []
+    assert [
+        n
+        for n in ("session3", "wave2", "issue37", "earlier", "h200-wave3-s5", "h200-llama3-8b-wave3-s4")
+        if not WHEN.search(n)
+    ] == []
+    assert [
+        n
+        for n in (
+            "gpu-tests",
+            "verdict-truth",
+            "run4_reference_in_own_chunks",
+            "group-0",
+            "h100-cupti",
+            "tuning-scale-j16",
+            "resnet50-j16",
+        )
+        if WHEN.search(n)
+    ] == []
     assert [m.group(0) for m in CITED.finditer("see `data/h200/truth/` and data/h100/x.json, not mydata/y")] == [
-        "data/h200/truth", "data/h100/x.json"]
+        "data/h200/truth",
+        "data/h100/x.json",
+    ]
     (tmp_path / "data" / "h200" / "call1_x.log").write_text("")
     assert exists("data/h200/call*") and exists("data/h200/session3/") and not exists("data/h200/call2_x.log")

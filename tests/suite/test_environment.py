@@ -1,5 +1,6 @@
 """What the suite needs, checked by name: with ``HIPEXPLORE_REQUIRE_COMPILERS=1`` (``.ci/run``) a
 missing compiler or tool fails here, before any test could skip past it."""
+
 from __future__ import annotations
 
 import os
@@ -36,18 +37,21 @@ def test_chromium_is_available():
 def test_require_flag_turns_a_missing_compiler_into_a_failure(tmp_path):
     """The switch itself: a compiler made unavailable fails the test under the flag, skips without it."""
     test = tmp_path / "test_gone.py"
-    test.write_text(
-        "from conftest import require_compiler\n"
-        "def test_x():\n"
-        "    require_compiler('hiprtc')\n"
-    )
-    env = {**os.environ, "HIPEXPLORE_HIPRTC_LIBRARY": str(tmp_path / "no-such-libhiprtc.so"),
-           "PYTHONPATH": os.path.dirname(os.path.dirname(__file__))}
+    test.write_text("from conftest import require_compiler\ndef test_x():\n    require_compiler('hiprtc')\n")
+    env = {
+        **os.environ,
+        "HIPEXPLORE_HIPRTC_LIBRARY": str(tmp_path / "no-such-libhiprtc.so"),
+        "PYTHONPATH": os.path.dirname(os.path.dirname(__file__)),
+    }
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(test)]
-    strict = subprocess.run(args, env={**env, "HIPEXPLORE_REQUIRE_COMPILERS": "1"}, capture_output=True, text=True, timeout=300)
+    strict = subprocess.run(
+        args, env={**env, "HIPEXPLORE_REQUIRE_COMPILERS": "1"}, capture_output=True, text=True, timeout=300
+    )
     assert strict.returncode == 1, strict.stdout[-2000:]
     assert "compiler hiprtc required" in strict.stdout
-    lax = subprocess.run(args, env={**env, "HIPEXPLORE_REQUIRE_COMPILERS": "0"}, capture_output=True, text=True, timeout=300)
+    lax = subprocess.run(
+        args, env={**env, "HIPEXPLORE_REQUIRE_COMPILERS": "0"}, capture_output=True, text=True, timeout=300
+    )
     assert lax.returncode == 0 and "1 skipped" in lax.stdout, lax.stdout[-2000:]
 
 

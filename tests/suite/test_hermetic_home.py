@@ -6,6 +6,7 @@ The HOME tests run real parts of the suite in a subprocess whose HOME is a fake 
 user's state (a hipexplore cache entry, IPython and Jupyter folders, npm logs, a chromium profile),
 and compare that fake HOME before and after: names, sizes and modification times.
 """
+
 from __future__ import annotations
 
 import ast
@@ -52,8 +53,12 @@ def seed_home(home: Path) -> None:
         ".ipython/profile_default/ipython_config.py": b"# the user's IPython settings\n",
         ".jupyter/jupyter_server_config.json": b"{}\n",
         ".local/share/jupyter/kernels/hipexplore/kernel.json": json.dumps(
-            {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-             "display_name": "Python (hipexplore)", "language": "python"}).encode(),
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python (hipexplore)",
+                "language": "python",
+            }
+        ).encode(),
         ".npm/_logs/2026-01-01T00_00_00_000Z-debug-0.log": b"0 verbose cli an old log\n",
         ".npmrc": b"fund=false\n",
         ".config/chromium/Default/Preferences": b"{}",
@@ -81,14 +86,24 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
 
 
 def differences(before: dict, after: dict) -> list[str]:
-    return ([f"added {p}" for p in sorted(set(after) - set(before))]
-            + [f"removed {p}" for p in sorted(set(before) - set(after))]
-            + [f"changed {p}: {before[p]} -> {after[p]}" for p in sorted(set(before) & set(after)) if before[p] != after[p]])
+    return (
+        [f"added {p}" for p in sorted(set(after) - set(before))]
+        + [f"removed {p}" for p in sorted(set(before) - set(after))]
+        + [f"changed {p}: {before[p]} -> {after[p]}" for p in sorted(set(before) & set(after)) if before[p] != after[p]]
+    )
 
 
-def run_pytest(args: list[str], env: dict[str, str], cwd: Path = REPO, timeout: int = 540) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+def run_pytest(
+    args: list[str], env: dict[str, str], cwd: Path = REPO, timeout: int = 540
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # -- 26.7: a temporary HOME -----------------------------------------------------------------------------
@@ -114,8 +129,14 @@ out["matplotlib config"] = matplotlib.get_configdir()
 out["matplotlib cache"] = matplotlib.get_cachedir()
 print(json.dumps(out))
 """
-    child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO,
-                           env={**os.environ, "PYTHONPATH": str(REPO)})
+    child = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert child.returncode == 0, child.stderr[-2000:]
     where = json.loads(child.stdout)
     tree = os.path.realpath(HOME_TREE)
@@ -125,7 +146,9 @@ print(json.dumps(out))
     assert conftest.REAL_HOME != Path(os.environ["HOME"])
     for name in os.environ:  # the user's own hipexplore preferences are dropped (a team server, a shared cache...)
         if name.startswith("HIPEXPLORE_") and not name.startswith("HIPEXPLORE_TEST_"):
-            assert name in conftest.KEPT_SETTINGS or name in hermetic_paths(HOME_TREE) or name in conftest.suite_settings(), name
+            assert (
+                name in conftest.KEPT_SETTINGS or name in hermetic_paths(HOME_TREE) or name in conftest.suite_settings()
+            ), name
 
 
 def test_a_representative_run_leaves_a_users_home_as_it_found_it(tmp_path):
@@ -157,12 +180,19 @@ def test_the_end_of_session_check_fails_a_session_that_writes_to_home(tmp_path):
         "import os\n"
         "from pathlib import Path\n"
         "def test_writes():\n"
-        "    Path(os.environ['HIPEXPLORE_TEST_REAL_HOME'], '.cache', 'written-by-a-test').write_text('x')\n")
+        "    Path(os.environ['HIPEXPLORE_TEST_REAL_HOME'], '.cache', 'written-by-a-test').write_text('x')\n"
+    )
     args = ["-p", "conftest", "--rootdir", str(tmp_path), str(test)]
-    person = {k: v for k, v in user_env(home, PYTHONPATH=str(TESTS)).items()
-              if k not in ("CI", "HIPEXPLORE_REQUIRE_COMPILERS", "HIPEXPLORE_TEST_HOME_CHECK")}
-    for env in ({**person, "CI": "true"}, {**person, "HIPEXPLORE_REQUIRE_COMPILERS": "1"},
-                {**person, "HIPEXPLORE_TEST_HOME_CHECK": "fail"}):  # CI: the session fails although every test passed
+    person = {
+        k: v
+        for k, v in user_env(home, PYTHONPATH=str(TESTS)).items()
+        if k not in ("CI", "HIPEXPLORE_REQUIRE_COMPILERS", "HIPEXPLORE_TEST_HOME_CHECK")
+    }
+    for env in (
+        {**person, "CI": "true"},
+        {**person, "HIPEXPLORE_REQUIRE_COMPILERS": "1"},
+        {**person, "HIPEXPLORE_TEST_HOME_CHECK": "fail"},
+    ):  # CI: the session fails although every test passed
         failed = run_pytest(args, env, cwd=tmp_path)
         assert failed.returncode == 1 and "1 passed" in failed.stdout, failed.stdout[-3000:]
         assert "changed during the test session" in failed.stdout and ".cache/written-by-a-test" in failed.stdout
@@ -173,7 +203,6 @@ def test_the_end_of_session_check_fails_a_session_that_writes_to_home(tmp_path):
         assert warned.returncode == 0 and ".cache/written-by-a-test" in warned.stdout, warned.stdout[-3000:]
         assert "a warning only (no CI)" in warned.stdout and "HIPEXPLORE_TEST_HOME_EXCLUDE" in warned.stdout
         (home / ".cache" / "written-by-a-test").unlink()
-
 
 
 def test_the_end_of_session_check_holds_when_the_tests_run_in_parallel(tmp_path):
@@ -191,11 +220,18 @@ def test_the_end_of_session_check_holds_when_the_tests_run_in_parallel(tmp_path)
         "    assert os.environ.get('PYTEST_XDIST_WORKER')\n"
         "    Path(os.environ['HX_TEST_FAKE_REAL_HOME'], '.cache', 'written-by-a-worker').write_text('x')\n"
         "def test_another():\n"
-        "    pass\n")
+        "    pass\n"
+    )
     args = ["-p", "conftest", "-n", "2", "--dist", "loadgroup", "--rootdir", str(tmp_path), str(test)]
-    person = {k: v for k, v in user_env(home, PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
-                                         HX_TEST_FAKE_REAL_HOME=str(home)).items()
-              if k not in ("CI", "HIPEXPLORE_REQUIRE_COMPILERS", "HIPEXPLORE_TEST_HOME_CHECK", "PYTEST_XDIST_WORKER")}
+    person = {
+        k: v
+        for k, v in user_env(
+            home,
+            PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
+            HX_TEST_FAKE_REAL_HOME=str(home),
+        ).items()
+        if k not in ("CI", "HIPEXPLORE_REQUIRE_COMPILERS", "HIPEXPLORE_TEST_HOME_CHECK", "PYTEST_XDIST_WORKER")
+    }
     failed = run_pytest(args, {**person, "CI": "true"}, cwd=tmp_path)
     assert failed.returncode == 1 and "2 passed" in failed.stdout, failed.stdout[-3000:]
     assert "changed during the test session" in failed.stdout and ".cache/written-by-a-worker" in failed.stdout
@@ -205,8 +241,9 @@ def test_the_end_of_session_check_holds_when_the_tests_run_in_parallel(tmp_path)
     passed = run_pytest(args[:-1] + [str(clean)], {**person, "CI": "true"}, cwd=tmp_path)
     assert passed.returncode == 0 and "2 passed" in passed.stdout, passed.stdout[-3000:]
 
+
 # -- 26.8: skips go through conftest.need, which the CI flags turn into failures ------------------------
-REQUIREMENTS = '''\
+REQUIREMENTS = """\
 import sys
 from conftest import NOT_REQUIRED, need, need_module, need_tool
 
@@ -226,7 +263,7 @@ def test_cuobjdump(monkeypatch):
 
 def test_not_applicable():
     need("a machine without a GPU", "a GPU is here", flag=NOT_REQUIRED)
-'''
+"""
 
 
 def _outcomes(xml: Path) -> dict[str, tuple[str, str]]:
@@ -243,12 +280,15 @@ def _outcomes(xml: Path) -> dict[str, tuple[str, str]]:
     return got
 
 
-@pytest.mark.parametrize("flags, failing", [
-    ({}, set()),
-    ({COMPILERS: "1"}, {"test_tool", "test_module"}),
-    ({GPU: "1"}, {"test_torch", "test_cuobjdump"}),
-    ({COMPILERS: "1", GPU: "1"}, {"test_tool", "test_module", "test_torch", "test_cuobjdump"}),
-])
+@pytest.mark.parametrize(
+    "flags, failing",
+    [
+        ({}, set()),
+        ({COMPILERS: "1"}, {"test_tool", "test_module"}),
+        ({GPU: "1"}, {"test_torch", "test_cuobjdump"}),
+        ({COMPILERS: "1", GPU: "1"}, {"test_tool", "test_module", "test_torch", "test_cuobjdump"}),
+    ],
+)
 def test_the_ci_flags_turn_a_missing_requirement_into_a_failure_naming_it(tmp_path, flags, failing):
     """A nonexistent tool and module skip without a flag and fail by name under
     HIPEXPLORE_REQUIRE_COMPILERS=1; torch and cuobjdump (the GPU job's, conftest.GPU_ONLY) fail under
@@ -263,17 +303,26 @@ def test_the_ci_flags_turn_a_missing_requirement_into_a_failure_naming_it(tmp_pa
     xml = tmp_path / "report.xml"
     proc = run_pytest(["-p", "conftest", "--rootdir", str(tmp_path), f"--junitxml={xml}", str(test)], env, cwd=tmp_path)
     got = _outcomes(xml)
-    assert set(got) == {"test_tool", "test_module", "test_torch", "test_cuobjdump", "test_not_applicable"}, proc.stdout[-3000:]
+    assert set(got) == {"test_tool", "test_module", "test_torch", "test_cuobjdump", "test_not_applicable"}, proc.stdout[
+        -3000:
+    ]
     assert {n for n, (o, _) in got.items() if o == "failed"} == failing, got
     assert {n for n, (o, _) in got.items() if o == "skipped"} == set(got) - failing, got
     assert proc.returncode == (1 if failing else 0), proc.stdout[-3000:]
-    named = {"test_tool": "tool hx-no-such-tool-26", "test_module": "module hx_no_such_module_26",
-             "test_torch": "module torch", "test_cuobjdump": "tool cuobjdump"}
+    named = {
+        "test_tool": "tool hx-no-such-tool-26",
+        "test_module": "module hx_no_such_module_26",
+        "test_torch": "module torch",
+        "test_cuobjdump": "tool cuobjdump",
+    }
     for name, what in named.items():
         flag = GPU if name in ("test_torch", "test_cuobjdump") else COMPILERS
         want = f"{what} required ({flag}=1) but unavailable" if name in failing else f"{what} unavailable: "
         assert want in got[name][1], (name, got[name])
-    assert "a machine without a GPU unavailable (no CI flag can require it): a GPU is here" in got["test_not_applicable"][1]
+    assert (
+        "a machine without a GPU unavailable (no CI flag can require it): a GPU is here"
+        in got["test_not_applicable"][1]
+    )
 
 
 #: The calls that skip a test without asking conftest.need (which no CI flag would reach).
@@ -289,12 +338,21 @@ def bare_skips(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             f = node.func
-            key = ((f.value.id, f.attr) if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
-                   else (f.id, None) if isinstance(f, ast.Name) else None)
+            key = (
+                (f.value.id, f.attr)
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                else (f.id, None)
+                if isinstance(f, ast.Name)
+                else None
+            )
             if key in _BARE:
                 found.append(node)
-        if isinstance(node, ast.Attribute) and node.attr in _BARE_MARKS and isinstance(node.value, ast.Attribute) \
-                and node.value.attr == "mark":
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in _BARE_MARKS
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "mark"
+        ):
             found.append(node)
     lines = path.read_text().splitlines()
     return [f"{path.name}:{n.lineno}: {lines[n.lineno - 1].strip()}" for n in sorted(found, key=lambda n: n.lineno)]
@@ -310,9 +368,11 @@ def test_no_test_skips_past_the_ci_flags():
 
 def test_the_bare_skip_finder_finds_what_it_looks_for(tmp_path):
     sample = tmp_path / "test_sample.py"
-    sample.write_text("import pytest\nfrom pytest import skip\n"
-                      "mod = pytest.importorskip('x')\n"
-                      "@pytest.mark.skipif(True, reason='r')\ndef test_a():\n    pytest.skip('no')\n"
-                      "def test_b():\n    skip('no')\n"
-                      "def test_c():\n    try:\n        pass\n    except pytest.skip.Exception:\n        pass\n")
+    sample.write_text(
+        "import pytest\nfrom pytest import skip\n"
+        "mod = pytest.importorskip('x')\n"
+        "@pytest.mark.skipif(True, reason='r')\ndef test_a():\n    pytest.skip('no')\n"
+        "def test_b():\n    skip('no')\n"
+        "def test_c():\n    try:\n        pass\n    except pytest.skip.Exception:\n        pass\n"
+    )
     assert [b.split(":")[1] for b in bare_skips(sample)] == ["3", "4", "6", "8"]

@@ -10,6 +10,7 @@ Why by path: "23 modules are imported by no test file" (issue 39) was found by g
 a time; this check makes the next one a failing test instead of a search. And at most a tenth of the
 modules may be in ``ELSEWHERE`` (``MAX_ELSEWHERE_SHARE``): the exception stays one.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,12 +34,21 @@ ELSEWHERE: dict[str, tuple[str, ...]] = {
     "cli/calibrate_cmd.py": ("tests/test_calibrate.py",),
     "interop/nvbench_files.py": ("tests/interop/test_sides.py",),
     "interop/pyperf_files.py": ("tests/interop/test_sides.py",),
-    "cli/bench_table.py": ("tests/cli/test_messages.py", "tests/bench/test_stop_flags.py", "tests/bench/counters/test_counters.py"),
+    "cli/bench_table.py": (
+        "tests/cli/test_messages.py",
+        "tests/bench/test_stop_flags.py",
+        "tests/bench/counters/test_counters.py",
+    ),
     "compile/_common.py": ("tests/compile/test_backends.py", "tests/compile/test_hiprtc.py"),
     "compile/base.py": ("tests/compile/test_compiler_lifecycle.py", "tests/compile/test_request.py"),
-    "compile/cache.py": ("tests/compile/test_cache_memory.py", "tests/compile/test_cache_contract.py",
-                         "tests/compile/test_cache_keys.py", "tests/compile/test_cache_locks.py",
-                         "tests/compile/test_cache_processes.py", "tests/compile/test_cache_setup.py"),
+    "compile/cache.py": (
+        "tests/compile/test_cache_memory.py",
+        "tests/compile/test_cache_contract.py",
+        "tests/compile/test_cache_keys.py",
+        "tests/compile/test_cache_locks.py",
+        "tests/compile/test_cache_processes.py",
+        "tests/compile/test_cache_setup.py",
+    ),
     "compile/disk_files.py": ("tests/compile/test_disk_maint.py", "tests/security/test_security_leases.py"),
     "compile/entry.py": ("tests/security/test_security_disk.py", "tests/compile/test_disk_hostile.py"),
     "compile/triton_env.py": ("tests/compile/test_triton_keys.py",),
@@ -91,8 +101,10 @@ def problems() -> list[str]:
             continue
         listed = ELSEWHERE.get(rel)
         if not listed:
-            found.append(f"hipexplore/{rel} has no tests a maintainer finds by its path: add {place} (tests of what "
-                         f"{dotted(rel)} promises), or list the files that test it in ELSEWHERE in tests/suite/test_layout.py")
+            found.append(
+                f"hipexplore/{rel} has no tests a maintainer finds by its path: add {place} (tests of what "
+                f"{dotted(rel)} promises), or list the files that test it in ELSEWHERE in tests/suite/test_layout.py"
+            )
             continue
         for test in listed:
             path = REPO / test
@@ -126,7 +138,8 @@ def test_at_most_a_tenth_of_the_modules_have_their_tests_elsewhere():
     assert share <= MAX_ELSEWHERE_SHARE, (
         f"{len(elsewhere)} of {len(known)} modules ({share:.1%}) have no test file at their path; at most "
         f"{MAX_ELSEWHERE_SHARE:.0%} may: add {mirror(elsewhere[0]).relative_to(REPO)} (tests of what it promises) or "
-        f"move its tests there. Without one: {', '.join(elsewhere)}")
+        f"move its tests there. Without one: {', '.join(elsewhere)}"
+    )
 
 
 @pytest.mark.timeout(60)
@@ -138,7 +151,10 @@ def test_the_check_sees_a_module_import_and_a_missing_file():
     assert not imports("from hipexplore.bench.io_extra import x", "hipexplore.bench.io")
     assert not imports("from hipexplore.compile import entry_points", "hipexplore.compile.entry")
     assert not imports("from hipexplore.compile.cache import entry", "hipexplore.compile.entry")
-    assert mirror("bench/stats.py") == TESTS / "bench" / "test_stats.py" and mirror("readable.py") == TESTS / "test_readable.py"
+    assert (
+        mirror("bench/stats.py") == TESTS / "bench" / "test_stats.py"
+        and mirror("readable.py") == TESTS / "test_readable.py"
+    )
     assert dotted("bench/counters/ncu.py") == "hipexplore.bench.counters.ncu"
     assert "bench/stats.py" in modules() and not any(m.startswith(("notebooks/", "tuning/src/")) for m in modules())
     assert "__init__.py" not in {m.rpartition("/")[2] for m in modules()}

@@ -7,6 +7,7 @@ The rule, read from the source with ``ast``: every positional (positional-only i
 keyword-only parameter counts one, ``self`` and ``cls`` excepted; ``*args`` and ``**kwargs`` count one
 each. Nested functions and lambdas count too.
 """
+
 from __future__ import annotations
 
 import ast
@@ -37,11 +38,16 @@ def over(source: str, most: int = MOST) -> dict[str, int]:
 
 def test_the_count_follows_the_rule():
     assert over("def f(self, a, b, /, c, *d, e, f=1, **g): pass", 0) == {"f": 7}
-    assert over("class C:\n    def m(cls, a, b, c, d, e, f, g, h): pass\n    def n(self, a, b, c, d, e, f, g, h, i): pass") == {"n": 9}
+    assert over(
+        "class C:\n    def m(cls, a, b, c, d, e, f, g, h): pass\n    def n(self, a, b, c, d, e, f, g, h, i): pass"
+    ) == {"n": 9}
     assert over("g = lambda a, b, c, d, e, f, g, h, *i: 0", 8) == {"<lambda>:1": 9}
 
 
 def test_no_function_in_bench_takes_more_than_eight_parameters():
-    found = {(str(path.relative_to(REPO)), name): count for path in sorted((REPO / "hipexplore" / "bench").rglob("*.py"))
-             for name, count in over(path.read_text()).items()}
+    found = {
+        (str(path.relative_to(REPO)), name): count
+        for path in sorted((REPO / "hipexplore" / "bench").rglob("*.py"))
+        for name, count in over(path.read_text()).items()
+    }
     assert not found, f"over {MOST} parameters (take the context whole, e.g. a dataclass): {sorted(found.items())}"

@@ -1,6 +1,7 @@
 """``hipexplore.tuning.amd_evidence``: what an AMD code object says about a candidate: the
 occupancy model's limits, resources read from real gfx942 code objects (Triton, offline), the
 instruction mix of their listings and a diff of two."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,9 +36,13 @@ def test_gfx942_evidence_resources_and_disassembly_diff():
     cache = CompileCache(disk_dir=False)
     prob = GemmProblem("p", GemmShape(64, 64, 64))
     cands = {"small": TritonConfig(32, 32, 32, 1, 2, 1), "large": TritonConfig(64, 64, 32, 1, 4, 1)}
-    codes = {n: cache.get_or_compile(role_request("gemm", "gfx942", prob, c), compiler).object_code for n, c in cands.items()}
-    asm = {n: cache.get_or_compile(role_request("gemm", "gfx942", prob, c).with_(mode="asm"), compiler).object_code.binary
-           for n, c in cands.items()}
+    codes = {
+        n: cache.get_or_compile(role_request("gemm", "gfx942", prob, c), compiler).object_code for n, c in cands.items()
+    }
+    asm = {
+        n: cache.get_or_compile(role_request("gemm", "gfx942", prob, c).with_(mode="asm"), compiler).object_code.binary
+        for n, c in cands.items()
+    }
     res = resource_table(codes).set_index("kernel")
     assert (res["vgpr"] > 0).all() and (res["waves_per_simd"] >= 1).all()
     assert res.loc["large", "lds_bytes"] > res.loc["small", "lds_bytes"] > 0  # Triton's dynamic shared memory

@@ -2,6 +2,7 @@
 rounds, each pass in fresh compiler processes with its own salt (the compiler-cache pass sharing
 the salt of the pass it warms from), the compiler's own cache recorded per scenario, the JSON and
 the text table of the real CLI."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,9 @@ def test_rounds_alternate_and_keep_the_warm_pairs_together():
     assert first == ["ideal", "cold", "off", "compiler-cache", "memory"]
     assert second == ["memory", "off", "compiler-cache", "cold", "ideal"]
     both = round_order("all", 1)
-    assert both.index("disk-warm") == both.index("disk-cold") + 1 and both.index("compiler-cache") == both.index("off") + 1
+    assert (
+        both.index("disk-warm") == both.index("disk-cold") + 1 and both.index("compiler-cache") == both.index("off") + 1
+    )
     with pytest.raises(ConfigError, match="cache must be one of"):
         round_order("everything", 0)
 
@@ -54,12 +57,15 @@ def test_every_pass_is_its_own_with_its_own_salt(nvrtc_rounds):
     assert seen == round_order("memory", 0) + round_order("memory", 1)
     frame = report.frame
     assert sorted(frame.groupby(["scenario", "round"]).size().index) == sorted(
-        (s, r) for r in (0, 1) for s in ("ideal", "cold", "off", "compiler-cache", "memory"))
+        (s, r) for r in (0, 1) for s in ("ideal", "cold", "off", "compiler-cache", "memory")
+    )
     digests = {key: set(g["digest"]) for key, g in frame.groupby(["scenario", "round"])}
     # the compiler-cache pass compiles what the off pass of its round compiled (its warm-up); nothing else is shared
-    assert digests[("compiler-cache", 0)] == digests[("off", 0)] and digests[("compiler-cache", 1)] == digests[("off", 1)]
+    assert (
+        digests[("compiler-cache", 0)] == digests[("off", 0)] and digests[("compiler-cache", 1)] == digests[("off", 1)]
+    )
     others = [d for k, d in digests.items() if k[0] != "compiler-cache"]
-    assert all(not (a & b) for i, a in enumerate(others) for b in others[i + 1:])
+    assert all(not (a & b) for i, a in enumerate(others) for b in others[i + 1 :])
     for (scenario, rnd), g in frame.groupby(["scenario", "round"]):  # each row names its pass's wall time
         wall = [p.seconds for p in report.passes if (p.scenario, p.round) == (scenario, rnd)]
         assert set(g["pass_seconds"]) == set(wall) and len(wall) == 1
@@ -79,17 +85,26 @@ def test_json_carries_walls_savings_with_intervals_and_the_state(nvrtc_rounds):
     _tl, report, _seen = nvrtc_rounds
     out = report.to_json()
     assert out["rounds"] == 2 and {k: len(v) for k, v in out["pass_walls"].items()} == dict.fromkeys(
-        ("ideal", "cold", "off", "compiler-cache", "memory"), 2)
-    for key, base, new in (("saved_vs_cold", "cold", "memory"), ("saved_beyond_compiler_cache", "compiler-cache", "memory"),
-                           ("memory_vs_ideal", "ideal", "memory")):
+        ("ideal", "cold", "off", "compiler-cache", "memory"), 2
+    )
+    for key, base, new in (
+        ("saved_vs_cold", "cold", "memory"),
+        ("saved_beyond_compiler_cache", "compiler-cache", "memory"),
+        ("memory_vs_ideal", "ideal", "memory"),
+    ):
         c = out[key]
         assert (c["base"], c["scenario"], c["passes"]) == (base, new, [2, 2])
         walls = out["pass_walls"]
         assert c["seconds"] == pytest.approx(sum(walls[base]) / 2 - sum(walls[new]) / 2)
         assert c["ratio"] == pytest.approx(sum(walls[new]) / sum(walls[base]))
         lo, hi = c["ratio_ci"]
-        assert lo <= c["ratio"] <= hi and c["seconds_ci"] == pytest.approx([c["base_s"] * (1 - hi), c["base_s"] * (1 - lo)])
-    assert out["compiler_cache"] == out["compiler_cache_by_scenario"]["memory"] and out["compiler_cache_setting"] == "default"
+        assert lo <= c["ratio"] <= hi and c["seconds_ci"] == pytest.approx(
+            [c["base_s"] * (1 - hi), c["base_s"] * (1 - lo)]
+        )
+    assert (
+        out["compiler_cache"] == out["compiler_cache_by_scenario"]["memory"]
+        and out["compiler_cache_setting"] == "default"
+    )
 
 
 def test_the_table_fits_120_columns(nvrtc_rounds):
@@ -104,8 +119,14 @@ def test_the_table_fits_120_columns(nvrtc_rounds):
 def test_the_cli_json_and_its_refusals(tmp_path):
     """The real command: --passes 2 --json, and --passes with what it replaces: one line, exit 2."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPEXPLORE_COMPILER_CACHE")}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "hipexplore", "tune-replay", *a], capture_output=True,  # noqa: E731
-                                    text=True, cwd=tmp_path, timeout=600, env=env)
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "hipexplore", "tune-replay", *a],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env=env,
+    )
     proc = run("--compiler", "host", "--problems", "1", "--limit", "1", "--passes", "2", "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -113,13 +134,19 @@ def test_the_cli_json_and_its_refusals(tmp_path):
     assert out["saved_vs_cold"]["seconds_ci"] and out["saved_beyond_compiler_cache"]["ratio_ci"]
     assert out["memory_vs_ideal"]["ratio_ci"] and out["compiler_cache"].startswith("none: the host C compiler")
     assert out["warm_beyond_compiler_cache"] is None
-    both = run("--compiler", "host", "--problems", "1", "--limit", "1", "--passes", "2", "--cache", "all", "--json", "--quiet")
+    both = run(
+        "--compiler", "host", "--problems", "1", "--limit", "1", "--passes", "2", "--cache", "all", "--json", "--quiet"
+    )
     assert both.returncode == 0, both.stderr
     warm = json.loads(both.stdout)["warm_beyond_compiler_cache"]
-    assert (warm["base"], warm["scenario"], warm["passes"]) == ("compiler-cache", "disk-warm", [2, 2]) and warm["ratio_ci"]
+    assert (warm["base"], warm["scenario"], warm["passes"]) == ("compiler-cache", "disk-warm", [2, 2]) and warm[
+        "ratio_ci"
+    ]
     for extra in (["--ideal-repeats", "2"], ["--no-ideal"], ["--estimate-without-cache"], ["--cluster", "local:1"]):
         bad = run("--compiler", "host", "--passes", "2", *extra)
-        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--passes" in bad.stderr, bad.stderr
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--passes" in bad.stderr, (
+            bad.stderr
+        )
     zero = run("--compiler", "host", "--passes", "0")
     assert zero.returncode == 2 and "--passes" in zero.stderr
 
@@ -130,9 +157,29 @@ def test_a_bad_cuda_cache_path_stops_the_replay_before_any_pass(tmp_path):
     frame.write_bytes(b"not yours")
     bad = tmp_path / "a-file"
     bad.write_text("x")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("HIPEXPLORE_COMPILER_CACHE", "CUDA_CACHE"))},
-           "CUDA_CACHE_PATH": str(bad)}
-    proc = subprocess.run([sys.executable, "-m", "hipexplore", "tune-replay", "--compiler", "nvrtc", "--passes", "2",
-                           "--frame", str(frame), "--force"], capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("HIPEXPLORE_COMPILER_CACHE", "CUDA_CACHE"))},
+        "CUDA_CACHE_PATH": str(bad),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hipexplore",
+            "tune-replay",
+            "--compiler",
+            "nvrtc",
+            "--passes",
+            "2",
+            "--frame",
+            str(frame),
+            "--force",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "CUDA_CACHE_PATH" in proc.stderr and "is a file" in proc.stderr and frame.read_bytes() == b"not yours"

@@ -2,6 +2,7 @@
 shaped like the cache passes' (each unique kernel once, at its first place, grouped by candidate),
 and two workers sharing the Redis tier compile each unique kernel once. (Replays over the bench
 suite's module cluster, disk and Redis tiers: tests/bench/test_cluster.py.)"""
+
 from __future__ import annotations
 
 import pytest
@@ -41,7 +42,9 @@ def test_two_workers_over_redis_compile_each_unique_kernel_once(redis_server, mo
 
     monkeypatch.setenv("HIPEXPLORE_CACHE_SECRET", "team-secret")
     monkeypatch.setenv("DASK_DISTRIBUTED__DIAGNOSTICS__NVML", "False")
-    tl = listfile.expand(listfile.read("resnet50").select("b1.layer3.0.conv2,b1.layer4.0.conv2", limit=6), "host", "host")
+    tl = listfile.expand(
+        listfile.read("resnet50").select("b1.layer3.0.conv2,b1.layer4.0.conv2", limit=6), "host", "host"
+    )
     assert tl.kernels > tl.unique_kernels  # tails repeat across the candidates
     rep = replay_on_cluster(tl, "local:2", remote=redis_server.url, timeout_s=600)
     assert rep.cache == "remote" and rep.primary == "disk-cold"

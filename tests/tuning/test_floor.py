@@ -1,6 +1,7 @@
 """``hipexplore.tuning.floor``: the compile floor (each unique kernel's fastest measured compile,
 summed, spread over the jobs) is never above a measured replay, and the report draws it below the
 cache curve even when the ideal pass ran slow."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,14 +39,24 @@ def test_the_floor_is_never_above_a_measured_replay(jobs):
     # the fastest of two ideals against one memory pass was biased against the cache
     assert len(rep.memory_passes) == 2 and rep.memory_passes[0] is not rep.memory_passes[1]
     assert rep.scenarios["memory"].seconds == pytest.approx(min(js["seconds_memory_passes"]))
-    assert replay_passes("all", ideal_repeats=2) == ["warm-up", "ideal", "off", "memory", "disk", "disk-warm",
-                                                     "ideal", "memory"]
+    assert replay_passes("all", ideal_repeats=2) == [
+        "warm-up",
+        "ideal",
+        "off",
+        "memory",
+        "disk",
+        "disk-warm",
+        "ideal",
+        "memory",
+    ]
     assert replay_passes("disk", ideal_repeats=3) == ["warm-up", "ideal", "off", "disk", "disk-warm", "ideal", "ideal"]
     assert js["ratio_vs_floor"] >= 1.0
     # the bound is max(sum / jobs, longest), from per-kernel minima
     from hipexplore.tuning.floor import per_kernel_min
 
-    mins = per_kernel_min([s.frame for s in rep.scenarios.values()] + [p.frame for p in rep.ideal_passes + rep.memory_passes])
+    mins = per_kernel_min(
+        [s.frame for s in rep.scenarios.values()] + [p.frame for p in rep.ideal_passes + rep.memory_passes]
+    )
     assert fl["compile_sum_s"] == pytest.approx(float(mins.sum()))
     assert fl["floor_s"] == pytest.approx(max(float(mins.sum()) / jobs, float(mins.max())))
 
@@ -63,8 +74,11 @@ def test_the_report_floor_is_below_the_cache_curve_even_when_the_ideal_pass_ran_
     slow = frame["scenario"] == "ideal"
     # a slow ideal pass, as recorded on that report: 1.5x the memory pass's lookups whatever the load did
     # to either pass (a fixed factor on the ideal alone left the premise to the machine, issue 26.6)
-    factor = 1.5 * float(frame.loc[frame["scenario"] == "memory", "lookup_seconds"].sum()) / float(
-        frame.loc[slow, "lookup_seconds"].sum())
+    factor = (
+        1.5
+        * float(frame.loc[frame["scenario"] == "memory", "lookup_seconds"].sum())
+        / float(frame.loc[slow, "lookup_seconds"].sum())
+    )
     for col in ("lookup_seconds", "call_seconds", "compile_seconds"):
         frame.loc[slow, col] = frame.loc[slow, col] * factor
     mem = frame[frame["scenario"] == "memory"]

@@ -1,5 +1,6 @@
 """The split-K GEMM family: compiled by the real compilers, run on the host through ctypes and
 checked against numpy (fresh random inputs, poisoned outputs, relative error)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,11 +28,11 @@ def _binaries(comp, shape, cfg, act):
 CASES = [
     # shape (m, n, k), config, activation
     ((64, 64, 64), g.GemmConfig(64, 64, 16, 4, 4, split=1, unroll=4), "none"),
-    ((100, 70, 90), g.GemmConfig(64, 32, 16, 4, 2, split=3, unroll=4), "gelu"),     # ragged tiles
-    ((33, 17, 7), g.GemmConfig(16, 16, 8, 2, 2, split=4, unroll=2), "relu"),        # K=7 not divisible by 4
-    ((48, 40, 301), g.GemmConfig(32, 32, 32, 2, 2, split=2, unroll=8), "none"),     # K odd, split 2
-    ((5, 3, 2), g.GemmConfig(16, 16, 8, 2, 2, split=4, unroll=2), "gelu"),          # split > K: empty slices
-    ((65, 129, 100), g.GemmConfig(128, 64, 8, 8, 4, split=3, unroll=8), "relu"),    # 100 = 3*34 - 2
+    ((100, 70, 90), g.GemmConfig(64, 32, 16, 4, 2, split=3, unroll=4), "gelu"),  # ragged tiles
+    ((33, 17, 7), g.GemmConfig(16, 16, 8, 2, 2, split=4, unroll=2), "relu"),  # K=7 not divisible by 4
+    ((48, 40, 301), g.GemmConfig(32, 32, 32, 2, 2, split=2, unroll=8), "none"),  # K odd, split 2
+    ((5, 3, 2), g.GemmConfig(16, 16, 8, 2, 2, split=4, unroll=2), "gelu"),  # split > K: empty slices
+    ((65, 129, 100), g.GemmConfig(128, 64, 8, 8, 4, split=3, unroll=8), "relu"),  # 100 = 3*34 - 2
 ]
 
 
@@ -72,12 +73,18 @@ def test_tails_do_not_depend_on_tiles():
     shape = g.GemmShape(128, 256, 64)
     c1, c2 = g.GemmConfig(64, 64, 16, 4, 4, split=2), g.GemmConfig(32, 32, 32, 2, 2, split=2, unroll=8)
     for role in ("fill", "reduce", "pointwise"):
-        assert g.kernel_request(role, "nvrtc", "sm_90", shape, c1, "gelu") == g.kernel_request(role, "nvrtc", "sm_90", shape, c2, "gelu")
-    assert g.kernel_request("gemm", "nvrtc", "sm_90", shape, c1) != g.kernel_request("gemm", "nvrtc", "sm_90", shape, c2)
+        assert g.kernel_request(role, "nvrtc", "sm_90", shape, c1, "gelu") == g.kernel_request(
+            role, "nvrtc", "sm_90", shape, c2, "gelu"
+        )
+    assert g.kernel_request("gemm", "nvrtc", "sm_90", shape, c1) != g.kernel_request(
+        "gemm", "nvrtc", "sm_90", shape, c2
+    )
     # a different split changes the fill (workspace size) and the reduce, not the pointwise tail
     c3 = g.GemmConfig(64, 64, 16, 4, 4, split=4)
     assert g.kernel_request("fill", "host", "host", shape, c1) != g.kernel_request("fill", "host", "host", shape, c3)
-    assert g.kernel_request("pointwise", "host", "host", shape, c1) == g.kernel_request("pointwise", "host", "host", shape, c3)
+    assert g.kernel_request("pointwise", "host", "host", shape, c1) == g.kernel_request(
+        "pointwise", "host", "host", shape, c3
+    )
     assert g.roles_for(g.GemmConfig(split=1)) == ("fill", "gemm", "pointwise")
 
 
@@ -123,7 +130,9 @@ def test_bad_arguments_name_the_value():
     with pytest.raises(ConfigError, match="GemmShape.k"):
         g.GemmShape(4, 4, 0)
     with pytest.raises(ConfigError, match=r"a must have shape \(4, 4\)"):
-        g.run_host_pipeline({}, shape, cfg, np.zeros((3, 4), np.float32), np.zeros((4, 4), np.float32), np.zeros(4, np.float32))
+        g.run_host_pipeline(
+            {}, shape, cfg, np.zeros((3, 4), np.float32), np.zeros((4, 4), np.float32), np.zeros(4, np.float32)
+        )
 
 
 def test_launch_geometry_takes_the_devices_own_count():

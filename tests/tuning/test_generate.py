@@ -1,5 +1,6 @@
 """``hipexplore.tuning.generate``: the shipped lists (data/tuning/lists) are exactly what the
 generator writes, and ``--check`` fails on an edited one."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,7 +19,9 @@ def test_shipped_lists_are_exactly_the_generator_output():
     for fname, text in texts.items():
         path = listfile.LISTS_DIR / fname
         assert path.is_file(), f"{path} missing: run python -m hipexplore.tuning.generate"
-        assert path.read_text(encoding="utf-8") == text, f"{path} differs from the generator: run python -m hipexplore.tuning.generate"
+        assert path.read_text(encoding="utf-8") == text, (
+            f"{path} differs from the generator: run python -m hipexplore.tuning.generate"
+        )
     assert generate.main(["--check"]) == 0
 
 

@@ -1,6 +1,7 @@
 """The kernels of the real-model tuning lists (tuning/hxgen.py): the generated GPU text compiles
 with hiprtc and NVRTC (ELF checked), the Triton twins compile, and (on a GPU) the generated CUDA
 text computes what numpy computes. (The host C twins checked against numpy: test_hxrun.py.)"""
+
 from __future__ import annotations
 
 import pytest
@@ -72,15 +73,18 @@ def test_tails_depend_only_on_the_problem():
                 assert same_key == (req(role, p, x) == req(role, q, y)), (comp, role, p, q, x, y)
 
 
-@pytest.mark.parametrize("text,match", [
-    ("v1:64,64,16,4,4,4,2", "v1:BM,BN,BK"),
-    ("v1:64,64,16,5,4,4,2,4", "must divide"),
-    ("v1:64,64,16,64,64,4,2,4", "threads per block"),
-    ("v1:64,64,16,4,4,3,2,4", "vec must be"),
-    ("v1:128,128,64,8,8,4,1,4", "shared memory"),
-    ("v1:64,64,16,4,4,4,1,32", "unroll 32 is more than bk 16"),
-    ("v2:64,64,16,4,4,4,2,4", "v1:BM,BN,BK"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("v1:64,64,16,4,4,4,2", "v1:BM,BN,BK"),
+        ("v1:64,64,16,5,4,4,2,4", "must divide"),
+        ("v1:64,64,16,64,64,4,2,4", "threads per block"),
+        ("v1:64,64,16,4,4,3,2,4", "vec must be"),
+        ("v1:128,128,64,8,8,4,1,4", "shared memory"),
+        ("v1:64,64,16,4,4,4,1,32", "unroll 32 is more than bk 16"),
+        ("v2:64,64,16,4,4,4,2,4", "v1:BM,BN,BK"),
+    ],
+)
 def test_bad_perf_configs_are_refused(text, match):
     with pytest.raises(ConfigError, match=match):
         g.PerfConfig.parse(text)
@@ -118,11 +122,15 @@ def test_generated_cuda_text_matches_numpy_on_the_gpu(cuda, epilogue):
     comp = _compiler("nvrtc")
     cache = CompileCache(disk_dir=False, remote=False)  # the tails repeat across candidates here too
     cases = [((m, n, k), cfg) for m, n, k in SHAPES for cfg in CONFIGS]
-    cases += [((257, 130, 1030), g.PerfConfig(128, 128, 16, 8, 8, 4, 1, 4)),
-              ((257, 130, 1030), g.PerfConfig(64, 32, 16, 4, 2, 2, 2, 16)),
-              ((1, 6144, 4096), g.PerfConfig(16, 64, 32, 1, 4, 4, 8, 32)),
-              ((16, 1000, 2048), g.PerfConfig(16, 128, 32, 1, 8, 4, 1, 8))]
+    cases += [
+        ((257, 130, 1030), g.PerfConfig(128, 128, 16, 8, 8, 4, 1, 4)),
+        ((257, 130, 1030), g.PerfConfig(64, 32, 16, 4, 2, 2, 2, 16)),
+        ((1, 6144, 4096), g.PerfConfig(16, 64, 32, 1, 4, 4, 8, 32)),
+        ((16, 1000, 2048), g.PerfConfig(16, 128, 32, 1, 8, 4, 1, 8)),
+    ]
     for (m, n, k), cfg in cases:
         prob = g.Problem("p", m, n, k, epilogue)
-        err = hxrun.check_candidate(cuda, prob, cfg, lambda r: cache.get_or_compile(r, comp).object_code, seed=m * 7 + k)
+        err = hxrun.check_candidate(
+            cuda, prob, cfg, lambda r: cache.get_or_compile(r, comp).object_code, seed=m * 7 + k
+        )
         assert err < hxrun.DEFAULT_RTOL, (epilogue, (m, n, k), cfg.perf_config, err)

@@ -1,6 +1,7 @@
 """``hipexplore.tuning.hxrun``: a tuning candidate run and checked on a device against numpy: the
 host C twins compute what numpy computes for every epilogue, and the check is not vacuous (an
 element never written, or another epilogue, reads as a large error)."""
+
 from __future__ import annotations
 
 import pytest

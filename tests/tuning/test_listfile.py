@@ -3,6 +3,7 @@
 every compiler expands them to the same kernels, ``tune-replay --list FILE --dry-run`` counts
 without compiling, selections, a list a user writes (or exports) replays, and a bad file is refused
 with one line and exit status 2. (The generator: test_generate.py; the models: test_models.py.)"""
+
 from __future__ import annotations
 
 import json
@@ -91,11 +92,13 @@ def test_a_list_a_user_writes_replays(tmp_path, capsys):
 
     require_compiler("host")
     f = tmp_path / "mine.jsonl"
-    f.write_text('{"format": "hipexplore.tuning-list", "version": 1}\n\n'
-                 '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,2,4", "x_ms": 0.3}\n'
-                 '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,4,16"}\n'
-                 '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,1,4"}\n'
-                 '{"problem": "down", "m": 24, "n": 40, "k": 64, "perf_config": "v1:32,32,16,2,2,4,1,4"}\n')
+    f.write_text(
+        '{"format": "hipexplore.tuning-list", "version": 1}\n\n'
+        '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,2,4", "x_ms": 0.3}\n'
+        '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,4,16"}\n'
+        '{"problem": "proj", "m": 24, "n": 40, "k": 2048, "epilogue": "bias_gelu", "perf_config": "v1:32,32,16,2,2,4,1,4"}\n'
+        '{"problem": "down", "m": 24, "n": 40, "k": 64, "perf_config": "v1:32,32,16,2,2,4,1,4"}\n'
+    )
     assert main(["tune-replay", "--compiler", "host", "--list", str(f), "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
     # proj: split 2 and 4 share fill and tail (2 x 3 kernels, 4 unique) + one fused gemm; down: one fused gemm
@@ -106,8 +109,24 @@ def test_a_list_a_user_writes_replays(tmp_path, capsys):
 
 def test_export_list_round_trips(tmp_path, capsys):
     exported = tmp_path / "part.jsonl"
-    assert main(["tune-replay", "--compiler", "nvrtc", "--list", "resnet50", "--every-problem", "7", "--dry-run",
-                 "--export-list", str(exported), "--json"]) == 0
+    assert (
+        main(
+            [
+                "tune-replay",
+                "--compiler",
+                "nvrtc",
+                "--list",
+                "resnet50",
+                "--every-problem",
+                "7",
+                "--dry-run",
+                "--export-list",
+                str(exported),
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     again = listfile.read(exported)
     assert listfile.counts(again) == {"kernels": out["kernels"], "unique_kernels": out["unique_kernels"]}
@@ -115,8 +134,23 @@ def test_export_list_round_trips(tmp_path, capsys):
     assert again.header["kernels"] == out["kernels"]  # the exported header carries the counts
     # the built-in transformer list exports too (its tails as epilogues), and reads back
     builtin = tmp_path / "builtin.jsonl"
-    assert main(["tune-replay", "--compiler", "host", "--problems", "2", "--limit", "3", "--dry-run",
-                 "--export-list", str(builtin)]) == 0
+    assert (
+        main(
+            [
+                "tune-replay",
+                "--compiler",
+                "host",
+                "--problems",
+                "2",
+                "--limit",
+                "3",
+                "--dry-run",
+                "--export-list",
+                str(builtin),
+            ]
+        )
+        == 0
+    )
     spec = listfile.read(builtin)
     assert [p.name for p in spec.problems] == ["qkv", "attn_out"] and spec.n_candidates == 6
     assert {p.epilogue for p in spec.problems} == {"bias"}
@@ -148,8 +182,14 @@ BAD_FILES = [
     (HEADER + ROW + ROW, "repeats line 2"),
     (HEADER + ROW + ROW.replace('"k": 16', '"k": 32').replace(",1,4", ",2,4"), "4x8x16 none at line 2"),
     (HEADER + ROW.replace('"k": 16,', '"k": 16, "meta": 3,'), "'meta' must be an object"),
-    ('{"format": "hipexplore.tuning-list", "version": 1, "candidates": 2}\n' + ROW, "says 2 candidates but the file has 1"),
-    ('{"format": "hipexplore.tuning-list", "version": 1, "kernels": 9}\n' + ROW, "says 9 kernels but the list expands to 1"),
+    (
+        '{"format": "hipexplore.tuning-list", "version": 1, "candidates": 2}\n' + ROW,
+        "says 2 candidates but the file has 1",
+    ),
+    (
+        '{"format": "hipexplore.tuning-list", "version": 1, "kernels": 9}\n' + ROW,
+        "says 9 kernels but the list expands to 1",
+    ),
 ]
 
 
@@ -167,16 +207,22 @@ def test_a_bad_list_file_is_one_line_and_exit_2(tmp_path, capsys, text, match):
 
 
 def test_list_files_that_are_not_files(tmp_path, capsys):
-    cases = [(str(tmp_path / "nope.jsonl"), "no such file, and no shipped list"), (str(tmp_path), "not a regular file"),
-             ("llama-9000", "shipped: llama3-8b, resnet50")]
+    cases = [
+        (str(tmp_path / "nope.jsonl"), "no such file, and no shipped list"),
+        (str(tmp_path), "not a regular file"),
+        ("llama-9000", "shipped: llama3-8b, resnet50"),
+    ]
     (tmp_path / "bin.jsonl").write_bytes(b'{"format": "hipexplore.tuning-list", "version": 1}\n\xff\xfe\n')
     cases.append((str(tmp_path / "bin.jsonl"), "not UTF-8"))
     for arg, match in cases:
         assert main(["tune-replay", "--compiler", "host", "--list", arg, "--dry-run"]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and match in err, err
-    for argv, match in ((["--every", "3"], "select from a --list"), (["--list", "resnet50", "--every", "0"], "positive integer"),
-                        (["--list", "resnet50", "--export-list", str(tmp_path / "x.txt")], "must name a .jsonl")):
+    for argv, match in (
+        (["--every", "3"], "select from a --list"),
+        (["--list", "resnet50", "--every", "0"], "positive integer"),
+        (["--list", "resnet50", "--export-list", str(tmp_path / "x.txt")], "must name a .jsonl"),
+    ):
         code = None
         try:
             code = main(["tune-replay", "--compiler", "host", "--dry-run", *argv])

@@ -1,5 +1,6 @@
 """``hipexplore.tuning.lists``: the built-in split-K GEMM tuning list: its tails repeat (what a
 cache saves), its labels name each entry, and its arguments are checked."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """``hipexplore.tuning.models``: the real-model problems behind the shipped lists (Llama 3 8B's
 projections, ResNet-50's convolutions as GEMMs) and their candidates."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,12 +14,21 @@ pytestmark = pytest.mark.timeout(120)
 def test_the_lists_hold_the_real_shapes():
     llama = listfile.read("llama3-8b")
     shapes = {(llama.meta[q.name]["layer"], q.n, q.k, q.epilogue) for q in llama.problems}
-    assert shapes == {("qkv", 6144, 4096, "none"), ("o_proj", 4096, 4096, "add"), ("gate_proj", 14336, 4096, "silu"),
-                      ("up_proj", 14336, 4096, "mul"), ("down_proj", 4096, 14336, "add")}
+    assert shapes == {
+        ("qkv", 6144, 4096, "none"),
+        ("o_proj", 4096, 4096, "add"),
+        ("gate_proj", 14336, 4096, "silu"),
+        ("up_proj", 14336, 4096, "mul"),
+        ("down_proj", 4096, 14336, "add"),
+    }
     assert sorted({p.m for p in llama.problems}) == [1, 16, 64, 256, 1024, 4096, 8192]
     # ResNet-50: 53 convolutions + fc; implicit GEMM M = batch * H_out * W_out, N = C_out, K = C * R * S
     convs = resnet50_convs()
-    assert len(convs) == 54 and sum(c["r"] == 3 for c in convs) == 16 and sum("downsample" in c["name"] for c in convs) == 4
+    assert (
+        len(convs) == 54
+        and sum(c["r"] == 3 for c in convs) == 16
+        and sum("downsample" in c["name"] for c in convs) == 4
+    )
     rn = listfile.read("resnet50")
     by = {(rn.meta[p.name]["batch"], rn.meta[p.name]["layer"]): p for p in rn.problems}
     conv1 = by[(16, "conv1")]

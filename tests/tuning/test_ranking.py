@@ -1,6 +1,7 @@
 """``hipexplore.tuning.ranking`` on the host device (the real bench harness, host C kernels through
 ctypes): candidates are checked against numpy, timed under rotating counts, ranked; the choice
 table is checked on a frame whose answer is known."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -49,18 +50,31 @@ def test_candidates_on_host_are_checked_timed_and_ranked():
 
 
 def _row(cand, rot, flush, med, lo, hi):
-    return {"problem": "p", "candidate": cand, "rotating_requested": rot, "rotating": 1 if rot == "1" else 6,
-            "flush": flush, "median_s": med, "ci_low_s": lo, "ci_high_s": hi}
+    return {
+        "problem": "p",
+        "candidate": cand,
+        "rotating_requested": rot,
+        "rotating": 1 if rot == "1" else 6,
+        "flush": flush,
+        "median_s": med,
+        "ci_low_s": lo,
+        "ci_high_s": hi,
+    }
 
 
 def test_choice_table_detects_a_changed_pick():
-    df = pd.DataFrame([
-        _row("a", "1", "none", 1.0, 0.99, 1.01), _row("b", "1", "none", 1.2, 1.19, 1.21),
-        # cold caches: b wins clearly (disjoint intervals)
-        _row("a", "auto", "l2-read", 2.0, 1.98, 2.02), _row("b", "auto", "l2-read", 1.5, 1.49, 1.51),
-        # within noise: a's interval overlaps b's
-        _row("a", "auto", "none", 1.10, 1.00, 1.20), _row("b", "auto", "none", 1.05, 0.95, 1.15),
-    ])
+    df = pd.DataFrame(
+        [
+            _row("a", "1", "none", 1.0, 0.99, 1.01),
+            _row("b", "1", "none", 1.2, 1.19, 1.21),
+            # cold caches: b wins clearly (disjoint intervals)
+            _row("a", "auto", "l2-read", 2.0, 1.98, 2.02),
+            _row("b", "auto", "l2-read", 1.5, 1.49, 1.51),
+            # within noise: a's interval overlaps b's
+            _row("a", "auto", "none", 1.10, 1.00, 1.20),
+            _row("b", "auto", "none", 1.05, 0.95, 1.15),
+        ]
+    )
     t = choice_table(df).set_index(["rotating_requested", "flush"])
     assert t.loc[("1", "none"), "same_choice"] and t.loc[("1", "none"), "regret"] == 0
     cold = t.loc[("auto", "l2-read")]

@@ -1,5 +1,6 @@
 """Tuning-list replay through the real cache with the real compilers, at small size: the numbers the
 CLI reports (kernels, unique kernels, compiles, hits, joins) are reproduced from the list itself."""
+
 from __future__ import annotations
 
 import json
@@ -112,10 +113,13 @@ def test_parallel_replay_compiles_each_unique_kernel_once(granularity):
     # the cache's own cost leaves out joins (they wait for another lookup's compile)
     not_joined = mem[mem["outcome"] != "joined"]
     assert js["cache_overhead_seconds"] == pytest.approx(
-        float((not_joined["lookup_seconds"] - not_joined["call_seconds"]).sum()))
+        float((not_joined["lookup_seconds"] - not_joined["call_seconds"]).sum())
+    )
     joined = mem[mem["outcome"] == "joined"]
     for row in joined.itertuples():
-        assert row.compile_seconds == pytest.approx(compiled.loc[compiled["digest"] == row.digest, "compile_seconds"].iloc[0])
+        assert row.compile_seconds == pytest.approx(
+            compiled.loc[compiled["digest"] == row.digest, "compile_seconds"].iloc[0]
+        )
 
 
 def test_replay_needs_a_fresh_cache():
@@ -157,8 +161,26 @@ def test_hiprtc_replay_tiny():
 def test_cli_json_fields(capsys, tmp_path):
     _available("host")
     frame_path = tmp_path / "events.parquet"
-    rc = main(["tune-replay", "--compiler", "host", "--target", "host", "--problems", "1", "--limit", "3",
-               "--tokens", "32", "--d-model", "16", "--json", "--frame", str(frame_path)])
+    rc = main(
+        [
+            "tune-replay",
+            "--compiler",
+            "host",
+            "--target",
+            "host",
+            "--problems",
+            "1",
+            "--limit",
+            "3",
+            "--tokens",
+            "32",
+            "--d-model",
+            "16",
+            "--json",
+            "--frame",
+            str(frame_path),
+        ]
+    )
     assert rc == 0
     js = json.loads(capsys.readouterr().out)
     for field in ("kernels", "unique_kernels", "compiles", "hits", "seconds", "seconds_without_cache", "seconds_ideal"):
@@ -189,7 +211,9 @@ def test_cli_errors_exit_2(capsys, argv, match):
     assert "error:" in err and match in err
 
 
-@pytest.mark.parametrize("argv", [["--compiler", "cuda"], ["--compiler", "host", "--jobs", "0"], ["--compiler", "host", "--cache", "redis"]])
+@pytest.mark.parametrize(
+    "argv", [["--compiler", "cuda"], ["--compiler", "host", "--jobs", "0"], ["--compiler", "host", "--cache", "redis"]]
+)
 def test_cli_argument_errors_exit_2(capsys, argv):
     with pytest.raises(SystemExit) as exc:
         main(["tune-replay", *argv])
@@ -201,8 +225,21 @@ def test_cli_argument_errors_exit_2(capsys, argv):
 def test_cli_runs_for_gpu_compilers(capsys, compiler, target):
     """The command a user types works for the GPU compilers too (tiny list: hiprtc is slow)."""
     _available(compiler)
-    rc = main(["tune-replay", "--compiler", compiler, "--target", target, "--problems", "1", "--limit", "2",
-               "--estimate-without-cache", "--json"])
+    rc = main(
+        [
+            "tune-replay",
+            "--compiler",
+            compiler,
+            "--target",
+            target,
+            "--problems",
+            "1",
+            "--limit",
+            "2",
+            "--estimate-without-cache",
+            "--json",
+        ]
+    )
     assert rc == 0
     js = json.loads(capsys.readouterr().out)
     assert (js["kernels"], js["unique_kernels"], js["compiles"], js["hits"]) == (7, 6, 6, 1)
@@ -298,8 +335,12 @@ def test_each_pass_compiles_its_own_salted_sources_after_an_untimed_warm_pass():
         passes[-1][1].append(r)
     assert [name for name, _ in passes] == ["warm", "ideal", "off", "memory"]
     counts = {name: len(rs) for name, rs in passes}
-    assert counts == {"warm": tl.unique_kernels, "ideal": tl.unique_kernels, "off": tl.kernels,
-                      "memory": tl.unique_kernels}
+    assert counts == {
+        "warm": tl.unique_kernels,
+        "ideal": tl.unique_kernels,
+        "off": tl.kernels,
+        "memory": tl.unique_kernels,
+    }
     salts = {name: {_salt_of(r) for r in rs} for name, rs in passes}
     assert all(len(s) == 1 for s in salts.values()), salts  # one salt per pass
     prefixes = {s.pop().rsplit("_", 1)[0] for s in salts.values()}
@@ -307,7 +348,7 @@ def test_each_pass_compiles_its_own_salted_sources_after_an_untimed_warm_pass():
     sources = {name: {r.source.text for r in rs} for name, rs in passes}
     names = list(sources)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             assert not sources[a] & sources[b], f"passes {a} and {b} compiled the same source text"
     # the salt is appended, the kernel itself unchanged: stripping it gives the list's own sources
     by_label = {e.label: e for e in tl.entries}
@@ -316,7 +357,7 @@ def test_each_pass_compiles_its_own_salted_sources_after_an_untimed_warm_pass():
             original = by_label[r.label].request
             assert r.with_(source=original.source) == original  # only the source text differs
             assert r.source.text.startswith(original.source.text)
-            tail = r.source.text[len(original.source.text):]
+            tail = r.source.text[len(original.source.text) :]
             assert _SALT_RX.search(tail) and tail.count("\n") == 2, tail  # one appended line, a real token
     # and in the events: no digest of one timed pass is another's
     frame = rep.frame
@@ -398,8 +439,29 @@ def test_the_default_schedule_with_more_than_one_job_is_scheduled(capsys):
     rep = run_replay(_small(problems="2", limit=3), jobs=2, cache="memory", measure_without_cache=False)
     assert rep.granularity == "scheduled" and rep.to_json()["joins"] == 0  # nobody waits on a kernel in flight
     for jobs, want in (("2", "scheduled"), ("1", "candidate")):
-        assert main(["tune-replay", "--compiler", "host", "--problems", "1", "--limit", "2", "--tokens", "32",
-                     "--d-model", "16", "--jobs", jobs, "--estimate-without-cache", "--json", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "tune-replay",
+                    "--compiler",
+                    "host",
+                    "--problems",
+                    "1",
+                    "--limit",
+                    "2",
+                    "--tokens",
+                    "32",
+                    "--d-model",
+                    "16",
+                    "--jobs",
+                    jobs,
+                    "--estimate-without-cache",
+                    "--json",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         assert json.loads(capsys.readouterr().out)["granularity"] == want
 
 

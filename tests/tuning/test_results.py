@@ -1,6 +1,7 @@
 """hipexplore.tuning.results: what a tuning replay measured, summarised. One real replay of a small
 host list (cc through the real cache), then its ``ScenarioResult``s and ``ReplayReport`` read
 directly: each summary figure from the rows, the JSON's derived figures and strictness."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,7 +64,9 @@ def test_json_derived_figures(report):
     assert js2["seconds_without_cache"] == js2["seconds_without_cache_recorded_sum"] == main["recorded_compile_seconds"]
     # a parallel primary pass: its NaN figure is null in the JSON
     mem = report.scenarios["memory"]
-    par = dataclasses.replace(report, jobs=2, scenarios={**report.scenarios, "memory": dataclasses.replace(mem, jobs=2)})
+    par = dataclasses.replace(
+        report, jobs=2, scenarios={**report.scenarios, "memory": dataclasses.replace(mem, jobs=2)}
+    )
     js3 = par.to_json()
     assert js3["outside_compiler_seconds"] is None
     json.dumps(js3, allow_nan=False)

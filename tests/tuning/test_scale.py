@@ -2,6 +2,7 @@
 ``benchmarks/tuning_scale.py`` runs its steps end to end
 (small, with the host compiler) and writes what the report reads; the done-when summary is
 computed from the measured numbers."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -31,8 +32,24 @@ def test_tuning_scale_runs_its_steps_and_the_report_reads_them(tmp_path, redis_s
     require_compiler("host")
     mod = _scale_module()
     out = tmp_path / "scale"
-    rc = mod.main(["--out", str(out), "--lists", "resnet50", "--compilers", "host:host", "--steps", "serial,second-run",
-                   "--problems", "b1.layer3.0.conv2,b16.fc", "--limit", "4", "--redis", redis_server.url])
+    rc = mod.main(
+        [
+            "--out",
+            str(out),
+            "--lists",
+            "resnet50",
+            "--compilers",
+            "host:host",
+            "--steps",
+            "serial,second-run",
+            "--problems",
+            "b1.layer3.0.conv2,b16.fc",
+            "--limit",
+            "4",
+            "--redis",
+            redis_server.url,
+        ]
+    )
     assert rc == 0, (out / "log.txt").read_text()
     summary = json.loads((out / "summary.json").read_text())
     res = summary["results"]
@@ -64,17 +81,52 @@ def test_tuning_scale_runs_its_steps_and_the_report_reads_them(tmp_path, redis_s
 def test_done_when_reads_the_numbers_it_is_given():
     mod = _scale_module()
     results = {
-        "serial__l__c-t__j1": {"list": "l", "compiler": "c", "target": "t", "jobs": 1, "kernels": 1200,
-                               "derived": {"off_s": 320.0, "memory_s": 110.0, "ideal_s": 108.0, "memory_vs_ideal": 110 / 108,
-                                           "memory_vs_floor": 1.05, "off_vs_memory": 320 / 110}},
-        "parallel__l__c-t__j16": {"list": "l", "compiler": "c", "target": "t", "jobs": 16, "kernels": 1200,
-                                  "derived": {"off_s": 25.0, "memory_s": 9.6, "ideal_s": 9.0, "memory_vs_ideal": 9.6 / 9.0,
-                                              "memory_vs_floor": 1.1, "off_vs_memory": 25 / 9.6}},
-        "estimate__m__c-t__j16": {"list": "m", "compiler": "c", "target": "t", "kernels": 1100,
-                                  "j1": {"extrapolated_off_s": 900.0}},
+        "serial__l__c-t__j1": {
+            "list": "l",
+            "compiler": "c",
+            "target": "t",
+            "jobs": 1,
+            "kernels": 1200,
+            "derived": {
+                "off_s": 320.0,
+                "memory_s": 110.0,
+                "ideal_s": 108.0,
+                "memory_vs_ideal": 110 / 108,
+                "memory_vs_floor": 1.05,
+                "off_vs_memory": 320 / 110,
+            },
+        },
+        "parallel__l__c-t__j16": {
+            "list": "l",
+            "compiler": "c",
+            "target": "t",
+            "jobs": 16,
+            "kernels": 1200,
+            "derived": {
+                "off_s": 25.0,
+                "memory_s": 9.6,
+                "ideal_s": 9.0,
+                "memory_vs_ideal": 9.6 / 9.0,
+                "memory_vs_floor": 1.1,
+                "off_vs_memory": 25 / 9.6,
+            },
+        },
+        "estimate__m__c-t__j16": {
+            "list": "m",
+            "compiler": "c",
+            "target": "t",
+            "kernels": 1100,
+            "j1": {"extrapolated_off_s": 900.0},
+        },
         "second-run__l__c-t__j1": {"warm_vs_cold": {"warm-disk": 0.01, "warm-redis-empty-disk": 0.03}},
-        "cluster__l__c-t__j2": {"derived": {"each_unique_once": True, "cold_compiles": 5, "unique_kernels": 5,
-                                            "workers_used": {"a": 3, "b": 2}}},
+        "cluster__l__c-t__j2": {
+            "derived": {
+                "each_unique_once": True,
+                "cold_compiles": 5,
+                "unique_kernels": 5,
+                "workers_used": {"a": 3, "b": 2},
+            }
+        },
     }
     dw = mod.done_when(results)
     assert dw["off_serial_ge_300s"]["l"]["met_measured"] and not dw["off_serial_ge_300s"]["m"]["met_measured"]
@@ -82,5 +134,7 @@ def test_done_when_reads_the_numbers_it_is_given():
     assert dw["memory_vs_ideal"]["met_1job"] == [True] and dw["memory_vs_ideal"]["met_16jobs"] == [False]
     assert dw["warm_second_run_le_2pct"]["met"] == {"second-run__l__c-t__j1": False}
     assert dw["cluster_each_unique_once"]["cluster__l__c-t__j2"]["met"]
-    assert [s["seed_speedup"] for s in dw["speedups_beside_the_seed"]] == [pytest.approx(3.153, abs=1e-3),
-                                                                           pytest.approx(2.708, abs=1e-3)]
+    assert [s["seed_speedup"] for s in dw["speedups_beside_the_seed"]] == [
+        pytest.approx(3.153, abs=1e-3),
+        pytest.approx(2.708, abs=1e-3),
+    ]

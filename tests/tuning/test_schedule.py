@@ -1,5 +1,6 @@
 """``hipexplore.tuning.schedule``: the replay's scheduler passes over work whose kernel is already
 in flight (the order set by events, not by sleeps: independent of the machine's load)."""
+
 from __future__ import annotations
 
 import pytest

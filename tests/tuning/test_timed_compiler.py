@@ -1,6 +1,7 @@
 """hipexplore.tuning.timed_compiler: the replay's compiler seen through a stopwatch, and the CPU
 seconds of this process, its waited-for children (cc) and an isolated compiler's workers. Real
 compiles with the host compiler, in-process and isolated (worker processes)."""
+
 from __future__ import annotations
 
 import os
@@ -79,8 +80,13 @@ def test_cpu_snapshots_count_cc_and_isolated_workers():
 
 @pytest.mark.timeout(120)
 def test_proc_cpu_of_a_busy_process_a_dead_one_and_the_delta_of_a_new_worker():
-    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
-                             "while time.process_time() - t < 0.3: pass\ntime.sleep(30)"])
+    busy = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ntime.sleep(30)",
+        ]
+    )
     try:
         deadline = 0
         while proc_cpu(busy.pid) < 0.2 and deadline < 200:

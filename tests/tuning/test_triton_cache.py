@@ -2,6 +2,7 @@
 list beside ours. Real Triton compiles (gfx942, isolated workers) of a one-problem list: the cold
 pass compiles each unique kernel once and hits its repeats, the warm pass hits everything, and a
 given directory keeps its entries for the next run."""
+
 from __future__ import annotations
 
 import pytest
@@ -47,8 +48,14 @@ def test_cold_then_warm_in_a_given_directory_and_again(tuning_list, tmp_path):
 def test_added_to_a_report_beside_its_scenarios(tuning_list):
     import pandas as pd
 
-    report = ReplayReport(tuning_list, jobs=1, cache="memory", isolated=True, primary="memory",
-                          scenarios={"memory": ScenarioResult("memory", 1, 1.0, pd.DataFrame())})
+    report = ReplayReport(
+        tuning_list,
+        jobs=1,
+        cache="memory",
+        isolated=True,
+        primary="memory",
+        scenarios={"memory": ScenarioResult("memory", 1, 1.0, pd.DataFrame())},
+    )
     assert add_triton_cache_passes(report) is report
     assert list(report.scenarios) == ["memory", *TRITON_SCENARIOS]
     assert outcomes(report.scenarios["triton-warm"]) == {"disk-hit": tuning_list.kernels}

@@ -1,5 +1,6 @@
 """``hipexplore.tuning.triton_workload``: Triton candidates carried to a machine that cannot compile
 them: cubins exported with their launch metadata and found again by the request alone."""
+
 from __future__ import annotations
 
 import pytest

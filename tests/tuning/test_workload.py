@@ -2,6 +2,7 @@
 real harness, host C kernels through ctypes): checked against numpy before any is timed (a wrong
 result never is), checked on a device over trials, and bad arguments refused. (Their ranking and
 the choice table: test_ranking.py; a candidate through the sweep's pipeline: tests/bench/test_workload.py.)"""
+
 from __future__ import annotations
 
 import pytest

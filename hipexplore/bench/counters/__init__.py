@@ -18,18 +18,54 @@ by the orchestrator's executor, the records; ``collect`` reads a recorded pass f
 ``ncu`` / ``rocprof`` (who counts; the host has no counters). Why these backends and why the timed
 path is replayed: docs/guide/counters.md.
 """
+
 from __future__ import annotations
 
 from .backends import HOST_LINE, CounterError, CountersUnavailable
 from .registry import backend_for
 from .counting import CounterPass, CountersSkipped, CountingPlan, collect, counted_configurations, counter_backend
 from .phase import DEFAULT_COUNT, Counting, CounterPhase
-from .record import (COLD_AT, COUNTER_COLUMNS, COUNTER_KEY, RECORD_COLUMNS, WARM_AT, CounterRecord, asks_cold, cache_state,
-                     cold_fraction, input_bytes, join_summary, promise_check)
+from .record import (
+    COLD_AT,
+    COUNTER_COLUMNS,
+    COUNTER_KEY,
+    RECORD_COLUMNS,
+    WARM_AT,
+    CounterRecord,
+    asks_cold,
+    cache_state,
+    cold_fraction,
+    input_bytes,
+    join_summary,
+    promise_check,
+)
 from .summary import CounterSummary
 
-__all__ = ["COLD_AT", "COUNTER_COLUMNS", "COUNTER_KEY", "RECORD_COLUMNS", "CounterError", "CounterPass",
-           "CounterPhase", "CounterRecord", "CounterSummary", "CountersSkipped", "CountingPlan", "CountersUnavailable",
-           "Counting", "DEFAULT_COUNT", "HOST_LINE", "WARM_AT", "asks_cold", "backend_for", "cache_state",
-           "cold_fraction", "collect", "counted_configurations", "counter_backend", "input_bytes", "join_summary",
-           "promise_check"]
+__all__ = [
+    "COLD_AT",
+    "COUNTER_COLUMNS",
+    "COUNTER_KEY",
+    "RECORD_COLUMNS",
+    "CounterError",
+    "CounterPass",
+    "CounterPhase",
+    "CounterRecord",
+    "CounterSummary",
+    "CountersSkipped",
+    "CountingPlan",
+    "CountersUnavailable",
+    "Counting",
+    "DEFAULT_COUNT",
+    "HOST_LINE",
+    "WARM_AT",
+    "asks_cold",
+    "backend_for",
+    "cache_state",
+    "cold_fraction",
+    "collect",
+    "counted_configurations",
+    "counter_backend",
+    "input_bytes",
+    "join_summary",
+    "promise_check",
+]

@@ -15,6 +15,7 @@ Chosen per device kind (``backend_for``): NVIDIA -> Nsight Compute's CLI (``coun
 rocprofiler-sdk's ``rocprofv3`` (``counters.rocprof``, built to the documented interface, not run:
 no AMD GPU has run it); the host -> no counters (``HOST_LINE``). Why these: docs/guide/counters.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -113,8 +114,10 @@ def base_name(entry: str) -> str:
     text = re.sub(r"^(?:void|__global__|extern\s+\"C\")\s+", "", text)
     base = re.split(r"[<(\s]", text, maxsplit=1)[0]
     if not re.fullmatch(rf"[A-Za-z_][{_WORD}]*", base or ""):
-        raise UnsupportedOperation(f"kernel entry {entry!r} has no function name a profiler's filter can match "
-                                   f"(expected an identifier, optionally with template arguments)")
+        raise UnsupportedOperation(
+            f"kernel entry {entry!r} has no function name a profiler's filter can match "
+            f"(expected an identifier, optionally with template arguments)"
+        )
     return base
 
 
@@ -150,5 +153,16 @@ def find_tool(explicit: str | None, name: str, places: Iterable[str]) -> str | N
     return None
 
 
-__all__ = ["Backend", "CounterError", "CountersUnavailable", "HOST_LINE", "HostBackend", "Launch", "MANIFEST",
-           "base_name", "find_tool", "name_pattern", "reports"]
+__all__ = [
+    "Backend",
+    "CounterError",
+    "CountersUnavailable",
+    "HOST_LINE",
+    "HostBackend",
+    "Launch",
+    "MANIFEST",
+    "base_name",
+    "find_tool",
+    "name_pattern",
+    "reports",
+]

@@ -25,6 +25,7 @@ sweep's ``Record``, which writes them once below ``FILE.counters/``, as ``collec
 The pass never runs a timed unit under a profiler and never between timed launches: its units
 start after the last timed unit of the sweep has finished.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -73,8 +74,15 @@ class CounterPass:
         return records_frame(self.records)
 
     def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "wall_s": self.wall_s, "workdir": str(self.workdir or ""), "notes": self.notes,
-                "commands": self.commands, "records": [r.as_row() for r in self.records], "launches": self.launches}
+        return {
+            "backend": self.backend,
+            "wall_s": self.wall_s,
+            "workdir": str(self.workdir or ""),
+            "notes": self.notes,
+            "commands": self.commands,
+            "records": [r.as_row() for r in self.records],
+            "launches": self.launches,
+        }
 
 
 def counted_configurations(spec: Any, configurations: Iterable[Configuration] | None = None) -> list[Configuration]:
@@ -82,7 +90,7 @@ def counted_configurations(spec: Any, configurations: Iterable[Configuration] | 
     cold reference left out, one per (kernel, size, rotating, flush) (the timers launch the same
     data; the events variant is the one counted)."""
     seen: dict[UntimedKey, Configuration] = {}
-    for c in (configurations if configurations is not None else spec.configurations()):
+    for c in configurations if configurations is not None else spec.configurations():
         c = Configuration(*c)
         if not c.is_reference:
             seen.setdefault(c.untimed_key, Configuration(c.kernel, int(c.size), str(c.rotating), c.flush, Timer.EVENTS))
@@ -101,8 +109,10 @@ def counter_backend(spec: Any, device: Any) -> tuple[Any, str]:
         return None, why
     callables = [k.name for k in spec.specs() if k.call is not None]
     if callables:
-        return None, (f"kernel(s) {', '.join(callables)} are Python callables: a profiler counts launches of a process it "
-                      f"starts, and a callable cannot leave this one")
+        return None, (
+            f"kernel(s) {', '.join(callables)} are Python callables: a profiler counts launches of a process it "
+            f"starts, and a callable cannot leave this one"
+        )
     return be, ""
 
 
@@ -139,8 +149,9 @@ class CountChannel:
 
 
 def _key(entry: dict[str, Any]) -> UntimedKey:
-    return UntimedKey(str(entry["kernel"]), int(entry["size_bytes"]), str(entry["rotating_requested"]),
-                      str(entry["flush"]))
+    return UntimedKey(
+        str(entry["kernel"]), int(entry["size_bytes"]), str(entry["rotating_requested"]), str(entry["flush"])
+    )
 
 
 def _folder_name(kernel: str, size: int) -> str:
@@ -180,8 +191,9 @@ class CountingPlan:
 
         return COUNTING
 
-    def __init__(self, spec: Any, device: Any, backend: Any, configurations: list[Configuration], *,
-                 count: int = DEFAULT_COUNT) -> None:
+    def __init__(
+        self, spec: Any, device: Any, backend: Any, configurations: list[Configuration], *, count: int = DEFAULT_COUNT
+    ) -> None:
         self.spec, self.device, self.backend, self.count = spec, device, backend, int(count)
         self.metric_groups = [tuple(g) for g in backend.groups(device)]
         self.groups: dict[tuple[str, int], list[Configuration]] = {}
@@ -225,8 +237,14 @@ class CountingPlan:
         group = self.metric_groups[mi]
         prefix = tuple(self.backend.prefix(group, out, [k.entry for k in kspecs]))
         self.commands.setdefault(gi, []).append(list(prefix))
-        counting = Counting(self.backend.marker, self.count, metrics=group, device_index=int(self.device.index),
-                            label=self.label, prefix=prefix)
+        counting = Counting(
+            self.backend.marker,
+            self.count,
+            metrics=group,
+            device_index=int(self.device.index),
+            label=self.label,
+            prefix=prefix,
+        )
         return UnitJob(group_spec, 0, done, group=gi, counting=counting)
 
     def finished(self, job: Any, channel: CountChannel, stopped: bool, seconds: float) -> None:
@@ -235,8 +253,12 @@ class CountingPlan:
         gi = job.group
         folder = self._folder(gi)
         mi = len(self.manifests.setdefault(gi, []))
-        manifest = {"device": self.device.name, "marker": self.backend.marker, "stopped": bool(stopped),
-                    "entries": channel.entries}
+        manifest = {
+            "device": self.device.name,
+            "marker": self.backend.marker,
+            "stopped": bool(stopped),
+            "entries": channel.entries,
+        }
         self.manifests[gi].append(manifest)
         self.evidence.files[f"{folder.name}/group-{mi}/{MANIFEST}"] = manifest_json(manifest)
         if stopped:
@@ -246,13 +268,21 @@ class CountingPlan:
         if mi + 1 < len(self.metric_groups):
             return
         self.evidence.files[f"{folder.name}/{BACKEND_FILE}"] = json.dumps(
-            {**self.backend.describe(), "groups": [list(g) for g in self.metric_groups], "count": self.count,
-             "commands": self.commands.get(gi, [])}, indent=1)
+            {
+                **self.backend.describe(),
+                "groups": [list(g) for g in self.metric_groups],
+                "count": self.count,
+                "commands": self.commands.get(gi, []),
+            },
+            indent=1,
+        )
         if self.backend.counts_in_worker:  # summarised in the worker (``counters.phase``): nothing to parse
             missing = [e for e in channel.entries if _key(e) not in channel.summaries]
             if missing:
-                raise CounterError(f"the counting unit's worker sent no summary for {len(missing)} of "
-                                   f"{len(channel.entries)} configuration(s) it counted")
+                raise CounterError(
+                    f"the counting unit's worker sent no summary for {len(missing)} of "
+                    f"{len(channel.entries)} configuration(s) it counted"
+                )
             self.summaries.update(channel.summaries)
             return
         groups = [(folder / f"group-{i}", m) for i, m in enumerate(self.manifests[gi])]
@@ -260,7 +290,9 @@ class CountingPlan:
         self.summaries.update({r.key: r.summary() for r in records})
 
 
-def attribute(launches: list[Launch], entries: list[dict[str, Any]], captures_warmup: bool, who: str) -> tuple[list[list[Launch]], str]:
+def attribute(
+    launches: list[Launch], entries: list[dict[str, Any]], captures_warmup: bool, who: str
+) -> tuple[list[list[Launch]], str]:
     """The counted launches of each manifest entry, in order: entry ``i`` owns its ``count`` launches
     (after its ``warmup`` ones when the backend reports those too). A backend that reported the
     warm-up although asked not to is recognised by the total and attributed the same way (noted)."""
@@ -271,20 +303,24 @@ def attribute(launches: list[Launch], entries: list[dict[str, Any]], captures_wa
         captures_warmup, note = True, f"{who} reported the launches before the range too: dropped by order"
     expected = whole if captures_warmup else counted
     if len(launches) != expected:
-        raise CounterError(f"{who} reported {len(launches)} launch(es) of the counted kernels; the sequence made {expected} "
-                           f"({counted} counted{f', {whole - counted} before the range' if captures_warmup else ''}) over "
-                           f"{len(entries)} configuration(s)")
+        raise CounterError(
+            f"{who} reported {len(launches)} launch(es) of the counted kernels; the sequence made {expected} "
+            f"({counted} counted{f', {whole - counted} before the range' if captures_warmup else ''}) over "
+            f"{len(entries)} configuration(s)"
+        )
     out, i = [], 0
     for e in entries:
         take = int(e["count"]) + (int(e["warmup"]) if captures_warmup else 0)
-        got = launches[i:i + take]
+        got = launches[i : i + take]
         i += take
         wrong = sorted({x.kernel for x in got if not reports(x.kernel, e["entry"])})
         if wrong:
-            raise CounterError(f"{who}'s launches out of order: configuration {e['kernel']} size={e['size_bytes']} "
-                               f"rotating={e['rotating_requested']} flush={e['flush']} expected kernel {e['entry']!r}, "
-                               f"got {wrong}")
-        out.append(got[take - int(e["count"]):])
+            raise CounterError(
+                f"{who}'s launches out of order: configuration {e['kernel']} size={e['size_bytes']} "
+                f"rotating={e['rotating_requested']} flush={e['flush']} expected kernel {e['entry']!r}, "
+                f"got {wrong}"
+            )
+        out.append(got[take - int(e["count"]) :])
     return out, note
 
 
@@ -298,10 +334,13 @@ def _manifests(root: Path) -> list[tuple[Path, dict[str, Any]]]:
 def _same_sequence(groups: list[tuple[Path, dict[str, Any]]], root: Path) -> list[tuple[Path, dict[str, Any]]]:
     """``groups`` (each counter group's folder and manifest), refused unless every group replayed
     the same sequence (their launches are joined launch by launch)."""
-    shape = [[(e["kernel"], e["size_bytes"], e["rotating"], e["flush"], e["count"]) for e in m["entries"]]
-             for _, m in groups]
+    shape = [
+        [(e["kernel"], e["size_bytes"], e["rotating"], e["flush"], e["count"]) for e in m["entries"]] for _, m in groups
+    ]
     if any(s != shape[0] for s in shape):
-        raise CounterError(f"the counter groups under {root} replayed different sequences; their launches cannot be joined")
+        raise CounterError(
+            f"the counter groups under {root} replayed different sequences; their launches cannot be joined"
+        )
     return groups
 
 
@@ -314,8 +353,9 @@ def _positions(e: dict[str, Any]) -> list[tuple[int, int]]:
     return [((int(e["warmup"]) + li) % int(e["rotating"]), li) for li in range(int(e["count"]))]
 
 
-def records_of(be: Any, label: str, groups: list[tuple[Path, dict[str, Any]]]
-               ) -> tuple[list[CounterRecord], list[dict[str, Any]], list[str]]:
+def records_of(
+    be: Any, label: str, groups: list[tuple[Path, dict[str, Any]]]
+) -> tuple[list[CounterRecord], list[dict[str, Any]], list[str]]:
     """(a record per configuration, a row per counted launch, the notes) of one (kernel, size)
     group's counting units: ``groups`` each counter group's folder (the backend's report) and
     manifest, joined launch by launch. A configuration's record averages its timed launches (a
@@ -326,7 +366,9 @@ def records_of(be: Any, label: str, groups: list[tuple[Path, dict[str, Any]]]
     for folder, manifest in groups:
         launches, note = be.parse(folder, manifest["entries"])
         owned, how = attribute(launches, manifest["entries"], be.captures_warmup, be.name)
-        status = [str(e.get("marker_status", "")) for e in manifest["entries"]] + [str(manifest.get("marker_status", ""))]
+        status = [str(e.get("marker_status", "")) for e in manifest["entries"]] + [
+            str(manifest.get("marker_status", ""))
+        ]
         notes = list(dict.fromkeys([*notes, *(n for n in (note, how, *status) if n)]))
         for ci, conf_launches in enumerate(owned):
             for li, launch in enumerate(conf_launches):
@@ -336,12 +378,31 @@ def records_of(be: Any, label: str, groups: list[tuple[Path, dict[str, Any]]]
         per = [be.per_launch(v) for v in joined[ci]]
         where = _positions(e)
         timed = [p for p, (_s, pos) in zip(per, where) if pos >= 0]
-        records.append(make_record(Configuration.of(e), rotating=e["rotating"], backend=label, launches=timed,
-                                   warmup=e["warmup"], inputs=e["input_bytes"],
-                                   note="; ".join(filter(None, [*notes, e.get("plan_note", "")]))))
-        rows += [{"configuration": ci, "kernel": e["kernel"], "size_bytes": e["size_bytes"],
-                  "rotating_requested": e["rotating_requested"], "flush": e["flush"], "launch": li, "buffer_set": s,
-                  "position": pos, **p} for li, (p, (s, pos)) in enumerate(zip(per, where))]
+        records.append(
+            make_record(
+                Configuration.of(e),
+                rotating=e["rotating"],
+                backend=label,
+                launches=timed,
+                warmup=e["warmup"],
+                inputs=e["input_bytes"],
+                note="; ".join(filter(None, [*notes, e.get("plan_note", "")])),
+            )
+        )
+        rows += [
+            {
+                "configuration": ci,
+                "kernel": e["kernel"],
+                "size_bytes": e["size_bytes"],
+                "rotating_requested": e["rotating_requested"],
+                "flush": e["flush"],
+                "launch": li,
+                "buffer_set": s,
+                "position": pos,
+                **p,
+            }
+            for li, (p, (s, pos)) in enumerate(zip(per, where))
+        ]
     return records, rows, notes
 
 
@@ -371,8 +432,11 @@ def _keep(root: Path, keep: Path, files: dict[str, str]) -> Path | None:
         finally:
             os.close(pfd)
         try:
-            raw = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
-                   if p.is_file() and not p.is_symlink()}
+            raw = {
+                p.relative_to(root).as_posix(): p.read_bytes()
+                for p in root.rglob("*")
+                if p.is_file() and not p.is_symlink()
+            }
             every = {**raw, **{rel: text.encode() for rel, text in files.items()}}
             for rel in sorted(every):
                 write_below(fd, rel, every[rel], what="counter output", shown_dir=str(keep), durable=False)
@@ -383,5 +447,17 @@ def _keep(root: Path, keep: Path, files: dict[str, str]) -> Path | None:
         return None
 
 
-__all__ = ["BACKEND_FILE", "CountChannel", "CounterEvidence", "CounterPass", "CountersSkipped", "CountingPlan",
-           "MANIFEST", "attribute", "collect", "counted_configurations", "counter_backend", "records_of"]
+__all__ = [
+    "BACKEND_FILE",
+    "CountChannel",
+    "CounterEvidence",
+    "CounterPass",
+    "CountersSkipped",
+    "CountingPlan",
+    "MANIFEST",
+    "attribute",
+    "collect",
+    "counted_configurations",
+    "counter_backend",
+    "records_of",
+]

@@ -18,6 +18,7 @@ manifest (each entry's ``values``, one dict per counted launch, in launch order)
 beside the result: ``parse`` reads it back, so a recorded pass folder parses again without the GPU
 or the library.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,12 +33,17 @@ from .backends import MANIFEST, CounterError, Launch, base_name, reports
 #: four below need two passes.
 DRAM_ONLY = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 CUPTI_METRICS = (*DRAM_ONLY, "lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum")
-METRIC_SETS = (CUPTI_METRICS, (*DRAM_ONLY, "lts__t_sector_hit_rate.pct"),
-               (*DRAM_ONLY, "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"),
-               DRAM_ONLY)
+METRIC_SETS = (
+    CUPTI_METRICS,
+    (*DRAM_ONLY, "lts__t_sector_hit_rate.pct"),
+    (*DRAM_ONLY, "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"),
+    DRAM_ONLY,
+)
 #: the L2 hit rate from whichever pair (hits, misses) or percentage was counted
-_HIT_PAIRS = (("lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum"),
-              ("lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"))
+_HIT_PAIRS = (
+    ("lts__t_sectors_lookup_hit.sum", "lts__t_sectors_lookup_miss.sum"),
+    ("lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum"),
+)
 
 
 def launch_of(reported: str, entry: str) -> bool:
@@ -56,9 +62,12 @@ def per_launch(values: dict[str, float]) -> dict[str, float]:
             hit, miss = values[hit_name], values.get(miss_name, math.nan)
             rate = hit / (hit + miss) if hit + miss > 0 else math.nan
             break
-    return {"dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
-            "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan), "l2_hit_rate": rate,
-            "duration_s": math.nan}
+    return {
+        "dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
+        "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan),
+        "l2_hit_rate": rate,
+        "duration_s": math.nan,
+    }
 
 
 class CuptiRanges:
@@ -98,8 +107,10 @@ class CuptiRanges:
                     continue
                 raise
             if metrics == DRAM_ONLY and self.metrics != DRAM_ONLY:
-                self.status = (f"the L2's counters need a second hardware pass on {session.chip}: "
-                               f"the L2 hit rate is not counted (DRAM bytes are)")
+                self.status = (
+                    f"the L2's counters need a second hardware pass on {session.chip}: "
+                    f"the L2 hit rate is not counted (DRAM bytes are)"
+                )
             elif metrics != self.metrics:
                 self.status = f"the L2 hit rate counted as {metrics[2]} (one hardware pass on {session.chip})"
             return session
@@ -146,15 +157,18 @@ class CuptiRanges:
         ranges, dropped = self.session.end()
         self.first = False
         if dropped:
-            raise CounterError(f"CUPTI dropped {dropped} range(s) of {len(ranges) + dropped}: the counter-data image was "
-                               f"too small")
+            raise CounterError(
+                f"CUPTI dropped {dropped} range(s) of {len(ranges) + dropped}: the counter-data image was too small"
+            )
         if self.mode == "auto":
             ranges = [r for r in ranges if launch_of(r.name, self.entry)]
             self.values = [r.values for r in ranges]
             return
         names = [r.name for r in ranges]
         if names != [str(i) for i in range(len(ranges))]:
-            raise CounterError(f"CUPTI returned ranges {names[:8]}{'...' if len(names) > 8 else ''}; expected 0..{len(ranges) - 1}")
+            raise CounterError(
+                f"CUPTI returned ranges {names[:8]}{'...' if len(names) > 8 else ''}; expected 0..{len(ranges) - 1}"
+            )
         self.values = [r.values for r in ranges]
 
     def take(self) -> list[dict[str, float]]:
@@ -192,8 +206,10 @@ class CuptiBackend:
 
         path, why = locate(self.library)
         if path is None:
-            return (f"CUPTI not usable ({why}): set HIPEXPLORE_CUPTI_LIBRARY, install the CUDA toolkit's CUPTI "
-                    "(extras/CUPTI/lib64) or `pip install nvidia-cuda-cupti`")
+            return (
+                f"CUPTI not usable ({why}): set HIPEXPLORE_CUPTI_LIBRARY, install the CUDA toolkit's CUPTI "
+                "(extras/CUPTI/lib64) or `pip install nvidia-cuda-cupti`"
+            )
         return None
 
     def groups(self, device: Any) -> list[tuple[str, ...]]:

@@ -16,6 +16,7 @@ profiler enabled on the current context with a counter-data image; per configura
 (``push``/``pop``), ``end`` (stop, decode, one value per metric and range). Every call's status is
 checked; a failure is a ``CounterError`` naming the call, CUPTI's words and the library.
 """
+
 from __future__ import annotations
 
 import ctypes as C
@@ -29,9 +30,14 @@ from .backends import CounterError
 
 #: where the CUPTI library is looked for after HIPEXPLORE_CUPTI_LIBRARY: the CUDA toolkit's (its
 #: version matches the driver it was installed with), then the ``nvidia-cuda-cupti`` wheel's
-CUPTI_PLACES = ("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so*", "/usr/local/cuda/targets/*/lib/libcupti.so*",
-                "/usr/local/cuda/lib64/libcupti.so*", "/usr/local/cuda-*/extras/CUPTI/lib64/libcupti.so*",
-                "/usr/local/cuda-*/targets/*/lib/libcupti.so*", "/usr/local/cuda-*/lib/libcupti.so*")
+CUPTI_PLACES = (
+    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so*",
+    "/usr/local/cuda/targets/*/lib/libcupti.so*",
+    "/usr/local/cuda/lib64/libcupti.so*",
+    "/usr/local/cuda-*/extras/CUPTI/lib64/libcupti.so*",
+    "/usr/local/cuda-*/targets/*/lib/libcupti.so*",
+    "/usr/local/cuda-*/lib/libcupti.so*",
+)
 # CUpti_ProfilerRange, CUpti_ProfilerReplayMode, CUpti_ProfilerType
 AUTO_RANGE, USER_RANGE, KERNEL_REPLAY, USER_REPLAY, RANGE_PROFILER = 1, 2, 2, 3, 0
 #: how ranges are made: ``user`` (a range pushed and popped around each counted launch, user replay)
@@ -51,48 +57,114 @@ def _params(name: str, fields: list[tuple[str, Any]]) -> type:
 
 _obj, _bytes, _names = C.c_void_p, C.POINTER(C.c_uint8), C.POINTER(C.c_char_p)
 #: every structure used, by its C name (the layout test reads this table)
-STRUCTS: dict[str, type] = {s.__name__: s for s in (
-    _params("CUpti_Profiler_Initialize_Params", []),
-    _params("CUpti_Profiler_DeInitialize_Params", []),
-    _params("CUpti_Device_GetChipName_Params", [("deviceIndex", C.c_size_t), ("pChipName", C.c_char_p)]),
-    _params("CUpti_Profiler_Host_Initialize_Params", [("profilerType", C.c_int), ("pChipName", C.c_char_p),
-                                                      ("pCounterAvailabilityImage", _bytes), ("pHostObject", _obj)]),
-    _params("CUpti_Profiler_Host_Deinitialize_Params", [("pHostObject", _obj)]),
-    _params("CUpti_Profiler_Host_ConfigAddMetrics_Params", [("pHostObject", _obj), ("ppMetricNames", _names),
-                                                            ("numMetrics", C.c_size_t)]),
-    _params("CUpti_Profiler_Host_GetConfigImageSize_Params", [("pHostObject", _obj), ("configImageSize", C.c_size_t)]),
-    _params("CUpti_Profiler_Host_GetConfigImage_Params", [("pHostObject", _obj), ("configImageSize", C.c_size_t),
-                                                          ("pConfigImage", _bytes)]),
-    _params("CUpti_Profiler_Host_GetNumOfPasses_Params", [("configImageSize", C.c_size_t), ("pConfigImage", _bytes),
-                                                          ("numOfPasses", C.c_size_t)]),
-    _params("CUpti_Profiler_Host_EvaluateToGpuValues_Params", [
-        ("pHostObject", _obj), ("pCounterDataImage", _bytes), ("counterDataImageSize", C.c_size_t),
-        ("rangeIndex", C.c_size_t), ("ppMetricNames", _names), ("numMetrics", C.c_size_t),
-        ("pMetricValues", C.POINTER(C.c_double))]),
-    _params("CUpti_RangeProfiler_Enable_Params", [("ctx", C.c_void_p), ("pRangeProfilerObject", _obj)]),
-    _params("CUpti_RangeProfiler_Disable_Params", [("pRangeProfilerObject", _obj)]),
-    _params("CUpti_RangeProfiler_SetConfig_Params", [
-        ("pRangeProfilerObject", _obj), ("configSize", C.c_size_t), ("pConfig", _bytes),
-        ("counterDataImageSize", C.c_size_t), ("pCounterDataImage", _bytes), ("range", C.c_int), ("replayMode", C.c_int),
-        ("maxRangesPerPass", C.c_size_t), ("numNestingLevels", C.c_uint16), ("minNestingLevel", C.c_uint16),
-        ("passIndex", C.c_size_t), ("targetNestingLevel", C.c_uint16)]),
-    _params("CUpti_RangeProfiler_Start_Params", [("pRangeProfilerObject", _obj)]),
-    _params("CUpti_RangeProfiler_Stop_Params", [("pRangeProfilerObject", _obj), ("passIndex", C.c_size_t),
-                                                ("targetNestingLevel", C.c_size_t), ("isAllPassSubmitted", C.c_uint8)]),
-    _params("CUpti_RangeProfiler_PushRange_Params", [("pRangeProfilerObject", _obj), ("pRangeName", C.c_char_p)]),
-    _params("CUpti_RangeProfiler_PopRange_Params", [("pRangeProfilerObject", _obj)]),
-    _params("CUpti_RangeProfiler_DecodeData_Params", [("pRangeProfilerObject", _obj), ("numOfRangeDropped", C.c_size_t)]),
-    _params("CUpti_RangeProfiler_GetCounterDataSize_Params", [
-        ("pRangeProfilerObject", _obj), ("pMetricNames", _names), ("numMetrics", C.c_size_t),
-        ("maxNumOfRanges", C.c_size_t), ("maxNumRangeTreeNodes", C.c_uint32), ("counterDataSize", C.c_size_t)]),
-    _params("CUpti_RangeProfiler_CounterDataImage_Initialize_Params", [
-        ("pRangeProfilerObject", _obj), ("counterDataSize", C.c_size_t), ("pCounterData", _bytes)]),
-    _params("CUpti_RangeProfiler_GetCounterDataInfo_Params", [
-        ("pCounterDataImage", _bytes), ("counterDataImageSize", C.c_size_t), ("numTotalRanges", C.c_size_t)]),
-    _params("CUpti_RangeProfiler_CounterData_GetRangeInfo_Params", [
-        ("pCounterDataImage", _bytes), ("counterDataImageSize", C.c_size_t), ("rangeIndex", C.c_size_t),
-        ("rangeDelimiter", C.c_char_p), ("rangeName", C.c_char_p)]),
-)}
+STRUCTS: dict[str, type] = {
+    s.__name__: s
+    for s in (
+        _params("CUpti_Profiler_Initialize_Params", []),
+        _params("CUpti_Profiler_DeInitialize_Params", []),
+        _params("CUpti_Device_GetChipName_Params", [("deviceIndex", C.c_size_t), ("pChipName", C.c_char_p)]),
+        _params(
+            "CUpti_Profiler_Host_Initialize_Params",
+            [
+                ("profilerType", C.c_int),
+                ("pChipName", C.c_char_p),
+                ("pCounterAvailabilityImage", _bytes),
+                ("pHostObject", _obj),
+            ],
+        ),
+        _params("CUpti_Profiler_Host_Deinitialize_Params", [("pHostObject", _obj)]),
+        _params(
+            "CUpti_Profiler_Host_ConfigAddMetrics_Params",
+            [("pHostObject", _obj), ("ppMetricNames", _names), ("numMetrics", C.c_size_t)],
+        ),
+        _params(
+            "CUpti_Profiler_Host_GetConfigImageSize_Params", [("pHostObject", _obj), ("configImageSize", C.c_size_t)]
+        ),
+        _params(
+            "CUpti_Profiler_Host_GetConfigImage_Params",
+            [("pHostObject", _obj), ("configImageSize", C.c_size_t), ("pConfigImage", _bytes)],
+        ),
+        _params(
+            "CUpti_Profiler_Host_GetNumOfPasses_Params",
+            [("configImageSize", C.c_size_t), ("pConfigImage", _bytes), ("numOfPasses", C.c_size_t)],
+        ),
+        _params(
+            "CUpti_Profiler_Host_EvaluateToGpuValues_Params",
+            [
+                ("pHostObject", _obj),
+                ("pCounterDataImage", _bytes),
+                ("counterDataImageSize", C.c_size_t),
+                ("rangeIndex", C.c_size_t),
+                ("ppMetricNames", _names),
+                ("numMetrics", C.c_size_t),
+                ("pMetricValues", C.POINTER(C.c_double)),
+            ],
+        ),
+        _params("CUpti_RangeProfiler_Enable_Params", [("ctx", C.c_void_p), ("pRangeProfilerObject", _obj)]),
+        _params("CUpti_RangeProfiler_Disable_Params", [("pRangeProfilerObject", _obj)]),
+        _params(
+            "CUpti_RangeProfiler_SetConfig_Params",
+            [
+                ("pRangeProfilerObject", _obj),
+                ("configSize", C.c_size_t),
+                ("pConfig", _bytes),
+                ("counterDataImageSize", C.c_size_t),
+                ("pCounterDataImage", _bytes),
+                ("range", C.c_int),
+                ("replayMode", C.c_int),
+                ("maxRangesPerPass", C.c_size_t),
+                ("numNestingLevels", C.c_uint16),
+                ("minNestingLevel", C.c_uint16),
+                ("passIndex", C.c_size_t),
+                ("targetNestingLevel", C.c_uint16),
+            ],
+        ),
+        _params("CUpti_RangeProfiler_Start_Params", [("pRangeProfilerObject", _obj)]),
+        _params(
+            "CUpti_RangeProfiler_Stop_Params",
+            [
+                ("pRangeProfilerObject", _obj),
+                ("passIndex", C.c_size_t),
+                ("targetNestingLevel", C.c_size_t),
+                ("isAllPassSubmitted", C.c_uint8),
+            ],
+        ),
+        _params("CUpti_RangeProfiler_PushRange_Params", [("pRangeProfilerObject", _obj), ("pRangeName", C.c_char_p)]),
+        _params("CUpti_RangeProfiler_PopRange_Params", [("pRangeProfilerObject", _obj)]),
+        _params(
+            "CUpti_RangeProfiler_DecodeData_Params", [("pRangeProfilerObject", _obj), ("numOfRangeDropped", C.c_size_t)]
+        ),
+        _params(
+            "CUpti_RangeProfiler_GetCounterDataSize_Params",
+            [
+                ("pRangeProfilerObject", _obj),
+                ("pMetricNames", _names),
+                ("numMetrics", C.c_size_t),
+                ("maxNumOfRanges", C.c_size_t),
+                ("maxNumRangeTreeNodes", C.c_uint32),
+                ("counterDataSize", C.c_size_t),
+            ],
+        ),
+        _params(
+            "CUpti_RangeProfiler_CounterDataImage_Initialize_Params",
+            [("pRangeProfilerObject", _obj), ("counterDataSize", C.c_size_t), ("pCounterData", _bytes)],
+        ),
+        _params(
+            "CUpti_RangeProfiler_GetCounterDataInfo_Params",
+            [("pCounterDataImage", _bytes), ("counterDataImageSize", C.c_size_t), ("numTotalRanges", C.c_size_t)],
+        ),
+        _params(
+            "CUpti_RangeProfiler_CounterData_GetRangeInfo_Params",
+            [
+                ("pCounterDataImage", _bytes),
+                ("counterDataImageSize", C.c_size_t),
+                ("rangeIndex", C.c_size_t),
+                ("rangeDelimiter", C.c_char_p),
+                ("rangeName", C.c_char_p),
+            ],
+        ),
+    )
+}
 
 
 def _version_key(path: str) -> tuple:
@@ -125,7 +197,7 @@ _usable: dict[str, str] = {}
 
 
 def usable(path: str) -> str:
-    """"" when ``path`` is a shared library that exports the range profiler (CUPTI 12.6 or newer:
+    """ "" when ``path`` is a shared library that exports the range profiler (CUPTI 12.6 or newer:
     ``cuptiRangeProfilerEnable`` in its dynamic symbol names); else why not (a toolkit too old, a
     file that is not a library). Read, not loaded: the parent of a sweep that may time in its own
     process never has CUPTI in it (only the counting unit's worker loads it)."""
@@ -211,8 +283,14 @@ class Api:
         fn.restype = C.c_int
         status = fn(C.byref(params))
         if status:
-            hint = (" (counters need the administrator's permission on this machine: NVreg_RestrictProfilingToAdminUsers=0,"
-                    " or run as root)") if status == ERROR_INSUFFICIENT_PRIVILEGES else ""
+            hint = (
+                (
+                    " (counters need the administrator's permission on this machine: NVreg_RestrictProfilingToAdminUsers=0,"
+                    " or run as root)"
+                )
+                if status == ERROR_INSUFFICIENT_PRIVILEGES
+                else ""
+            )
             raise CounterError(f"{function} failed: {self.words(status)}{hint} [{self.path}]")
         return params
 
@@ -235,15 +313,24 @@ class Counted:
 class RangeSession:
     """The range profiler on this process's current CUDA context (module docstring)."""
 
-    def __init__(self, metrics: tuple[str, ...], *, device_index: int = 0, library: str | None = None,
-                 ranges: int = 256, mode: str = "user") -> None:
+    def __init__(
+        self,
+        metrics: tuple[str, ...],
+        *,
+        device_index: int = 0,
+        library: str | None = None,
+        ranges: int = 256,
+        mode: str = "user",
+    ) -> None:
         if mode not in RANGE_MODES:
             raise CounterError(f"CUPTI range mode must be one of {', '.join(RANGE_MODES)}, got {mode!r}")
         self.mode = mode
         path, why = locate(library)
         if path is None:
-            raise CounterError(f"CUPTI library not usable: {why} (HIPEXPLORE_CUPTI_LIBRARY, the CUDA toolkit's "
-                               "extras/CUPTI/lib64, or the nvidia-cuda-cupti wheel)")
+            raise CounterError(
+                f"CUPTI library not usable: {why} (HIPEXPLORE_CUPTI_LIBRARY, the CUDA toolkit's "
+                "extras/CUPTI/lib64, or the nvidia-cuda-cupti wheel)"
+            )
         self.api, self.metrics = Api(path), tuple(metrics)
         self._names = _c_names(self.metrics)
         self.obj = self.host = None
@@ -261,38 +348,67 @@ class RangeSession:
         self._initialized = True
         chip = api.call("cuptiDeviceGetChipName", api.make("CUpti_Device_GetChipName_Params", deviceIndex=device_index))
         self.chip = (chip.pChipName or b"").decode()
-        host = api.call("cuptiProfilerHostInitialize", api.make("CUpti_Profiler_Host_Initialize_Params",
-                                                                profilerType=RANGE_PROFILER, pChipName=chip.pChipName))
+        host = api.call(
+            "cuptiProfilerHostInitialize",
+            api.make("CUpti_Profiler_Host_Initialize_Params", profilerType=RANGE_PROFILER, pChipName=chip.pChipName),
+        )
         self.host = host.pHostObject
-        api.call("cuptiProfilerHostConfigAddMetrics", api.make("CUpti_Profiler_Host_ConfigAddMetrics_Params",
-                                                               pHostObject=self.host, ppMetricNames=self._names,
-                                                               numMetrics=len(self.metrics)))
-        size = api.call("cuptiProfilerHostGetConfigImageSize", api.make("CUpti_Profiler_Host_GetConfigImageSize_Params",
-                                                                         pHostObject=self.host)).configImageSize
+        api.call(
+            "cuptiProfilerHostConfigAddMetrics",
+            api.make(
+                "CUpti_Profiler_Host_ConfigAddMetrics_Params",
+                pHostObject=self.host,
+                ppMetricNames=self._names,
+                numMetrics=len(self.metrics),
+            ),
+        )
+        size = api.call(
+            "cuptiProfilerHostGetConfigImageSize",
+            api.make("CUpti_Profiler_Host_GetConfigImageSize_Params", pHostObject=self.host),
+        ).configImageSize
         self.config = (C.c_uint8 * size)()
-        api.call("cuptiProfilerHostGetConfigImage", api.make("CUpti_Profiler_Host_GetConfigImage_Params", pHostObject=self.host,
-                                                             configImageSize=size, pConfigImage=self.config))
-        self.passes = api.call("cuptiProfilerHostGetNumOfPasses", api.make("CUpti_Profiler_Host_GetNumOfPasses_Params",
-                                                                           configImageSize=size,
-                                                                           pConfigImage=self.config)).numOfPasses
+        api.call(
+            "cuptiProfilerHostGetConfigImage",
+            api.make(
+                "CUpti_Profiler_Host_GetConfigImage_Params",
+                pHostObject=self.host,
+                configImageSize=size,
+                pConfigImage=self.config,
+            ),
+        )
+        self.passes = api.call(
+            "cuptiProfilerHostGetNumOfPasses",
+            api.make("CUpti_Profiler_Host_GetNumOfPasses_Params", configImageSize=size, pConfigImage=self.config),
+        ).numOfPasses
         if self.passes != 1:
-            raise CounterError(f"metrics {', '.join(self.metrics)} need {self.passes} hardware passes on {self.chip}; the "
-                               f"counter pass counts in one (a replayed launch would see the cache the first pass left)")
+            raise CounterError(
+                f"metrics {', '.join(self.metrics)} need {self.passes} hardware passes on {self.chip}; the "
+                f"counter pass counts in one (a replayed launch would see the cache the first pass left)"
+            )
         from cuda.bindings import driver
 
         err, ctx = driver.cuCtxGetCurrent()
         if err != driver.CUresult.CUDA_SUCCESS or not int(ctx):
             raise CounterError(f"no current CUDA context to profile (cuCtxGetCurrent: {getattr(err, 'name', err)})")
-        self.obj = api.call("cuptiRangeProfilerEnable", api.make("CUpti_RangeProfiler_Enable_Params",
-                                                                 ctx=int(ctx))).pRangeProfilerObject
+        self.obj = api.call(
+            "cuptiRangeProfilerEnable", api.make("CUpti_RangeProfiler_Enable_Params", ctx=int(ctx))
+        ).pRangeProfilerObject
         self._image(ranges)
 
     def _image(self, ranges: int) -> None:
         """A counter-data image for ``ranges`` ranges (made again, larger, when a configuration needs more)."""
         api = self.api
-        size = api.call("cuptiRangeProfilerGetCounterDataSize", api.make(
-            "CUpti_RangeProfiler_GetCounterDataSize_Params", pRangeProfilerObject=self.obj, pMetricNames=self._names,
-            numMetrics=len(self.metrics), maxNumOfRanges=ranges, maxNumRangeTreeNodes=ranges)).counterDataSize
+        size = api.call(
+            "cuptiRangeProfilerGetCounterDataSize",
+            api.make(
+                "CUpti_RangeProfiler_GetCounterDataSize_Params",
+                pRangeProfilerObject=self.obj,
+                pMetricNames=self._names,
+                numMetrics=len(self.metrics),
+                maxNumOfRanges=ranges,
+                maxNumRangeTreeNodes=ranges,
+            ),
+        ).counterDataSize
         self.image, self.capacity = (C.c_uint8 * size)(), int(ranges)
 
     def begin(self, ranges: int) -> None:
@@ -300,46 +416,94 @@ class RangeSession:
         if ranges > self.capacity:
             self._image(max(int(ranges), 2 * self.capacity))
         api = self.api
-        api.call("cuptiRangeProfilerCounterDataImageInitialize", api.make(
-            "CUpti_RangeProfiler_CounterDataImage_Initialize_Params", pRangeProfilerObject=self.obj,
-            counterDataSize=len(self.image), pCounterData=self.image))
-        api.call("cuptiRangeProfilerSetConfig", api.make(
-            "CUpti_RangeProfiler_SetConfig_Params", pRangeProfilerObject=self.obj, configSize=len(self.config),
-            pConfig=self.config, counterDataImageSize=len(self.image), pCounterDataImage=self.image, range=RANGE_MODES[self.mode][0],
-            replayMode=RANGE_MODES[self.mode][1], maxRangesPerPass=self.capacity, numNestingLevels=1, minNestingLevel=1, passIndex=0,
-            targetNestingLevel=1))
+        api.call(
+            "cuptiRangeProfilerCounterDataImageInitialize",
+            api.make(
+                "CUpti_RangeProfiler_CounterDataImage_Initialize_Params",
+                pRangeProfilerObject=self.obj,
+                counterDataSize=len(self.image),
+                pCounterData=self.image,
+            ),
+        )
+        api.call(
+            "cuptiRangeProfilerSetConfig",
+            api.make(
+                "CUpti_RangeProfiler_SetConfig_Params",
+                pRangeProfilerObject=self.obj,
+                configSize=len(self.config),
+                pConfig=self.config,
+                counterDataImageSize=len(self.image),
+                pCounterDataImage=self.image,
+                range=RANGE_MODES[self.mode][0],
+                replayMode=RANGE_MODES[self.mode][1],
+                maxRangesPerPass=self.capacity,
+                numNestingLevels=1,
+                minNestingLevel=1,
+                passIndex=0,
+                targetNestingLevel=1,
+            ),
+        )
         api.call("cuptiRangeProfilerStart", api.make("CUpti_RangeProfiler_Start_Params", pRangeProfilerObject=self.obj))
 
     def push(self, name: str) -> None:
         self._name = name.encode()  # kept alive until the pop
-        self.api.call("cuptiRangeProfilerPushRange", self.api.make("CUpti_RangeProfiler_PushRange_Params",
-                                                                    pRangeProfilerObject=self.obj, pRangeName=self._name))
+        self.api.call(
+            "cuptiRangeProfilerPushRange",
+            self.api.make("CUpti_RangeProfiler_PushRange_Params", pRangeProfilerObject=self.obj, pRangeName=self._name),
+        )
 
     def pop(self) -> None:
-        self.api.call("cuptiRangeProfilerPopRange", self.api.make("CUpti_RangeProfiler_PopRange_Params",
-                                                                   pRangeProfilerObject=self.obj))
+        self.api.call(
+            "cuptiRangeProfilerPopRange",
+            self.api.make("CUpti_RangeProfiler_PopRange_Params", pRangeProfilerObject=self.obj),
+        )
 
     def end(self) -> tuple[list[Counted], int]:
         """Stop, decode, and every range's values in order; (ranges, ranges CUPTI dropped)."""
         api = self.api
-        stop = api.call("cuptiRangeProfilerStop", api.make("CUpti_RangeProfiler_Stop_Params", pRangeProfilerObject=self.obj))
+        stop = api.call(
+            "cuptiRangeProfilerStop", api.make("CUpti_RangeProfiler_Stop_Params", pRangeProfilerObject=self.obj)
+        )
         if not stop.isAllPassSubmitted:
             raise CounterError("CUPTI asked for another replay pass of a one-pass configuration")
-        dropped = api.call("cuptiRangeProfilerDecodeData", api.make("CUpti_RangeProfiler_DecodeData_Params",
-                                                                    pRangeProfilerObject=self.obj)).numOfRangeDropped
-        total = api.call("cuptiRangeProfilerGetCounterDataInfo", api.make(
-            "CUpti_RangeProfiler_GetCounterDataInfo_Params", pCounterDataImage=self.image,
-            counterDataImageSize=len(self.image))).numTotalRanges
+        dropped = api.call(
+            "cuptiRangeProfilerDecodeData",
+            api.make("CUpti_RangeProfiler_DecodeData_Params", pRangeProfilerObject=self.obj),
+        ).numOfRangeDropped
+        total = api.call(
+            "cuptiRangeProfilerGetCounterDataInfo",
+            api.make(
+                "CUpti_RangeProfiler_GetCounterDataInfo_Params",
+                pCounterDataImage=self.image,
+                counterDataImageSize=len(self.image),
+            ),
+        ).numTotalRanges
         out = []
         values = (C.c_double * len(self.metrics))()
         for i in range(int(total)):
-            info = api.call("cuptiRangeProfilerCounterDataGetRangeInfo", api.make(
-                "CUpti_RangeProfiler_CounterData_GetRangeInfo_Params", pCounterDataImage=self.image,
-                counterDataImageSize=len(self.image), rangeIndex=i, rangeDelimiter=b"/"))
-            api.call("cuptiProfilerHostEvaluateToGpuValues", api.make(
-                "CUpti_Profiler_Host_EvaluateToGpuValues_Params", pHostObject=self.host, pCounterDataImage=self.image,
-                counterDataImageSize=len(self.image), rangeIndex=i, ppMetricNames=self._names,
-                numMetrics=len(self.metrics), pMetricValues=values))
+            info = api.call(
+                "cuptiRangeProfilerCounterDataGetRangeInfo",
+                api.make(
+                    "CUpti_RangeProfiler_CounterData_GetRangeInfo_Params",
+                    pCounterDataImage=self.image,
+                    counterDataImageSize=len(self.image),
+                    rangeIndex=i,
+                    rangeDelimiter=b"/",
+                ),
+            )
+            api.call(
+                "cuptiProfilerHostEvaluateToGpuValues",
+                api.make(
+                    "CUpti_Profiler_Host_EvaluateToGpuValues_Params",
+                    pHostObject=self.host,
+                    pCounterDataImage=self.image,
+                    counterDataImageSize=len(self.image),
+                    rangeIndex=i,
+                    ppMetricNames=self._names,
+                    numMetrics=len(self.metrics),
+                    pMetricValues=values,
+                ),
+            )
             out.append(Counted((info.rangeName or b"").decode(errors="replace"), dict(zip(self.metrics, list(values)))))
         return out, int(dropped)
 
@@ -350,11 +514,19 @@ class RangeSession:
             return
         steps = []
         if self.obj is not None:
-            steps.append(("cuptiRangeProfilerDisable", api.make("CUpti_RangeProfiler_Disable_Params",
-                                                                pRangeProfilerObject=self.obj)))
+            steps.append(
+                (
+                    "cuptiRangeProfilerDisable",
+                    api.make("CUpti_RangeProfiler_Disable_Params", pRangeProfilerObject=self.obj),
+                )
+            )
         if self.host is not None:
-            steps.append(("cuptiProfilerHostDeinitialize", api.make("CUpti_Profiler_Host_Deinitialize_Params",
-                                                                    pHostObject=self.host)))
+            steps.append(
+                (
+                    "cuptiProfilerHostDeinitialize",
+                    api.make("CUpti_Profiler_Host_Deinitialize_Params", pHostObject=self.host),
+                )
+            )
         if self._initialized:
             steps.append(("cuptiProfilerDeInitialize", api.make("CUpti_Profiler_DeInitialize_Params")))
         for function, params in steps:
@@ -366,5 +538,16 @@ class RangeSession:
         self._initialized = False
 
 
-__all__ = ["Api", "CUPTI_PLACES", "Counted", "RANGE_MODES", "RangeSession", "STRUCTS", "candidates", "find_cupti", "load",
-           "locate", "usable"]
+__all__ = [
+    "Api",
+    "CUPTI_PLACES",
+    "Counted",
+    "RANGE_MODES",
+    "RangeSession",
+    "STRUCTS",
+    "candidates",
+    "find_cupti",
+    "load",
+    "locate",
+    "usable",
+]

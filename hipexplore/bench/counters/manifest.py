@@ -11,6 +11,7 @@ integers, finite numbers; a counter that was not a number is written as ``null``
 the pass uses is checked for its type; keys it does not use (older recordings have some) are left
 alone. Every failure is one ``CounterError`` line naming the file.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,17 @@ MAX_BYTES = 1 << 26
 MAX_ENTRIES = 1 << 16
 MAX_LAUNCHES = 1 << 20
 #: the keys every entry must have, and their types
-ENTRY = {"kernel": str, "entry": str, "size_bytes": int, "rotating_requested": str, "flush": str, "rotating": int,
-         "warmup": int, "count": int, "input_bytes": int}
+ENTRY = {
+    "kernel": str,
+    "entry": str,
+    "size_bytes": int,
+    "rotating_requested": str,
+    "flush": str,
+    "rotating": int,
+    "warmup": int,
+    "count": int,
+    "input_bytes": int,
+}
 #: keys an entry may have (older recordings lack them)
 OPTIONAL = {"plan_note": str, "marker_status": str, "marker": str, "n": int, "timed": int, "footprint_bytes": int}
 
@@ -70,10 +80,19 @@ def _entry(e: Any, where: str, required: tuple[str, ...]) -> dict[str, Any]:
         out[k] = _typed(e[k], kind, f"{where}: {k}")
     if "launches" in e:
         pairs = e["launches"]
-        if not isinstance(pairs, list) or len(pairs) > MAX_LAUNCHES or not all(
-                isinstance(p, list) and len(p) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and -1 <= x < 1 << 31
-                                                            for x in p) for p in pairs):
-            raise CounterError(f"{where}: launches must be a list of [buffer set, position] integer pairs; got {shown(pairs)}")
+        if (
+            not isinstance(pairs, list)
+            or len(pairs) > MAX_LAUNCHES
+            or not all(
+                isinstance(p, list)
+                and len(p) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) and -1 <= x < 1 << 31 for x in p)
+                for p in pairs
+            )
+        ):
+            raise CounterError(
+                f"{where}: launches must be a list of [buffer set, position] integer pairs; got {shown(pairs)}"
+            )
     if "values" in e:
         out["values"] = _values(e["values"], where)
     return out
@@ -85,20 +104,26 @@ def _values(values: Any, where: str) -> list[dict[str, float]]:
         raise CounterError(f"{where}: values must be a list of per-launch counters; got {shown(values)}")
     out = []
     for v in values:
-        if not isinstance(v, dict) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) or x is None
-                                              for x in v.values()):
+        if not isinstance(v, dict) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) or x is None for x in v.values()
+        ):
             raise CounterError(f"{where}: a launch's values must map counter names to numbers; got {shown(v)}")
-        out.append({_typed(k, str, f"{where}: a counter's name"): math.nan if x is None else float(x) for k, x in v.items()})
+        out.append(
+            {_typed(k, str, f"{where}: a counter's name"): math.nan if x is None else float(x) for k, x in v.items()}
+        )
     return out
 
 
-def read_manifest(path: str | Path, required: tuple[str, ...] = tuple(ENTRY), what: str = "counter manifest") -> dict[str, Any]:
+def read_manifest(
+    path: str | Path, required: tuple[str, ...] = tuple(ENTRY), what: str = "counter manifest"
+) -> dict[str, Any]:
     """A counting unit's ``manifest.json``, checked (module docstring); ``required``: the keys each
     entry must have (a backend that reads only some asks for those)."""
     m = read_json(path, what)
     if not isinstance(m, dict) or not isinstance(m.get("entries"), list) or len(m["entries"]) > MAX_ENTRIES:
-        raise CounterError(f"{path}: a counter manifest is an object whose entries are a list of at most {MAX_ENTRIES}; "
-                           f"got {shown(m)}")
+        raise CounterError(
+            f"{path}: a counter manifest is an object whose entries are a list of at most {MAX_ENTRIES}; got {shown(m)}"
+        )
     if "marker_status" in m:
         _typed(m["marker_status"], str, f"{path}: marker_status")
     return {**m, "entries": [_entry(e, f"{path}: entry {i}", required) for i, e in enumerate(m["entries"])]}
@@ -113,8 +138,9 @@ def read_description(path: str | Path) -> dict[str, Any]:
         if k in d:
             _typed(d[k], str, f"{path}: {k}")
     lists = {"metrics": d.get("metrics", []), **{f"groups[{i}]": g for i, g in enumerate(d.get("groups", []))}}
-    if not isinstance(d.get("groups", []), list) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
-                                                            for v in lists.values()):
+    if not isinstance(d.get("groups", []), list) or not all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()
+    ):
         raise CounterError(f"{path}: metrics and groups must be lists of counter names")
     if "profiler_range" in d and not isinstance(d["profiler_range"], bool):
         raise CounterError(f"{path}: profiler_range must be true or false; got {shown(d['profiler_range'])}")

@@ -21,6 +21,7 @@ The CSV is ncu's default "details" page: one row per (launch, metric) with ``ID`
 columns, a units row) parses too. Values may carry thousands separators (``2,097,152``); units are
 turned into bytes, seconds and percent.
 """
+
 from __future__ import annotations
 
 import csv
@@ -52,12 +53,47 @@ REPLAY_MODES = ("kernel", "application")
 #: program once per pass: a sweep worker started again gets no job over its pipe, so ncu counted
 #: nothing (the probe's part B), and it needed several runs even for the four metrics of a torch loop.
 REPLAY = "kernel"
-_BYTES = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
-          "kibyte": 2.0 ** 10, "mibyte": 2.0 ** 20, "gibyte": 2.0 ** 30}
-_SECONDS = {"second": 1.0, "msecond": 1e-3, "usecond": 1e-6, "nsecond": 1e-9, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-_ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size",
-               "Device", "CC", "Kernel Time", "Kernel Duration", "Section Name", "Rule Name", "Rule Type",
-               "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
+_BYTES = {
+    "byte": 1.0,
+    "kbyte": 1e3,
+    "mbyte": 1e6,
+    "gbyte": 1e9,
+    "tbyte": 1e12,
+    "kibyte": 2.0**10,
+    "mibyte": 2.0**20,
+    "gibyte": 2.0**30,
+}
+_SECONDS = {
+    "second": 1.0,
+    "msecond": 1e-3,
+    "usecond": 1e-6,
+    "nsecond": 1e-9,
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "ns": 1e-9,
+}
+_ID_COLUMNS = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+    "Kernel Time",
+    "Kernel Duration",
+    "Section Name",
+    "Rule Name",
+    "Rule Type",
+    "Rule Description",
+    "Estimated Speedup Type",
+    "Estimated Speedup",
+)
 
 
 @lru_cache(maxsize=8)
@@ -85,8 +121,15 @@ class NcuBackend:
 
     name = "ncu"
 
-    def __init__(self, ncu: str | None = None, metrics: tuple[str, ...] | None = None, *, profiler_range: bool = True,
-                 replay: str = REPLAY, groups: Any = None) -> None:
+    def __init__(
+        self,
+        ncu: str | None = None,
+        metrics: tuple[str, ...] | None = None,
+        *,
+        profiler_range: bool = True,
+        replay: str = REPLAY,
+        groups: Any = None,
+    ) -> None:
         """``profiler_range=False``: profile from the start (every launch of the kernels, the warm-up
         too, dropped by order): slower, for a driver or ncu that ignores cuProfilerStart/Stop.
         ``replay``: ncu's ``--replay-mode`` (``REPLAY_MODES``; see ``REPLAY``). ``metrics``: one group
@@ -118,9 +161,14 @@ class NcuBackend:
         if kind != "cuda":
             return f"ncu counts NVIDIA GPUs; the device is {kind}:{device.index}"
         if self.path is None:
-            where = f"{self.explicit!r} is not an executable" if self.explicit else \
-                f"not on PATH nor at {', '.join(NCU_PLACES)}"
-            return f"Nsight Compute (ncu) not found: {where} (install the CUDA toolkit's Nsight Compute, or pass ncu=PATH)"
+            where = (
+                f"{self.explicit!r} is not an executable"
+                if self.explicit
+                else f"not on PATH nor at {', '.join(NCU_PLACES)}"
+            )
+            return (
+                f"Nsight Compute (ncu) not found: {where} (install the CUDA toolkit's Nsight Compute, or pass ncu=PATH)"
+            )
         return None
 
     def groups(self, device: Any) -> list[tuple[str, ...]]:
@@ -129,38 +177,75 @@ class NcuBackend:
     def prefix(self, group: tuple[str, ...], out_dir: Path, entries: list[str]) -> list[str]:
         if self.path is None:
             raise CounterError("ncu is not available (ask available(device) first)")
-        return ncu_command(self.path, group, name_pattern(entries), out_dir / LOG,
-                           print_units="--print-units" in _help_text(self.path), profiler_range=self.profiler_range,
-                           replay=self.replay)
+        return ncu_command(
+            self.path,
+            group,
+            name_pattern(entries),
+            out_dir / LOG,
+            print_units="--print-units" in _help_text(self.path),
+            profiler_range=self.profiler_range,
+            replay=self.replay,
+        )
 
     def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]:
         text = _read_log(out_dir)
         return parse_csv(text), pass_note(text)
 
     def per_launch(self, values: dict[str, float]) -> dict[str, float]:
-        out = {"dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
-               "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan),
-               # ncu's sector hit rate reads 100-106% on the H200 for a fully L2-resident launch (hits also
-               # counted for sectors the L2 fills itself, recorded in data/counters/h200/): a rate, so at most 1
-               "l2_hit_rate": min(values.get("lts__t_sector_hit_rate.pct", math.nan) / 100.0, 1.0),
-               "duration_s": values.get("gpu__time_duration.sum", math.nan)}
+        out = {
+            "dram_read_bytes": values.get("dram__bytes_read.sum", math.nan),
+            "dram_write_bytes": values.get("dram__bytes_write.sum", math.nan),
+            # ncu's sector hit rate reads 100-106% on the H200 for a fully L2-resident launch (hits also
+            # counted for sectors the L2 fills itself, recorded in data/counters/h200/): a rate, so at most 1
+            "l2_hit_rate": min(values.get("lts__t_sector_hit_rate.pct", math.nan) / 100.0, 1.0),
+            "duration_s": values.get("gpu__time_duration.sum", math.nan),
+        }
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "label": ncu_version(self.path) if self.path else "ncu", "metrics": list(self.metrics),
-                "groups": [list(g) for g in self.metric_groups],
-                "profiler_range": self.profiler_range, "replay": self.replay, "path": self.path or ""}
+        return {
+            "name": self.name,
+            "label": ncu_version(self.path) if self.path else "ncu",
+            "metrics": list(self.metrics),
+            "groups": [list(g) for g in self.metric_groups],
+            "profiler_range": self.profiler_range,
+            "replay": self.replay,
+            "path": self.path or "",
+        }
 
 
-def ncu_command(ncu: str, metrics: tuple[str, ...], pattern: str, log: Path, *, print_units: bool = True,
-                profiler_range: bool = True, replay: str = "") -> list[str]:
+def ncu_command(
+    ncu: str,
+    metrics: tuple[str, ...],
+    pattern: str,
+    log: Path,
+    *,
+    print_units: bool = True,
+    profiler_range: bool = True,
+    replay: str = "",
+) -> list[str]:
     """The prefix: ``ncu`` with cache and clock control off, profiling only between the unit's
     cuProfilerStart/Stop (``profiler_range``), the kernels matching ``pattern``, ``metrics`` as CSV
     into ``log`` (``print_units``: in base units, bytes and nanoseconds, where ncu has ``--print-units``)."""
-    return [ncu, "--target-processes", "all", *(["--profile-from-start", "off"] if profiler_range else []),
-            *(["--replay-mode", replay] if replay else []),
-            "--cache-control", "none", "--clock-control", "none", "-k", f"regex:{pattern}", "--metrics", ",".join(metrics),
-            "--csv", *(["--print-units", "base"] if print_units else []), "--log-file", str(log)]
+    return [
+        ncu,
+        "--target-processes",
+        "all",
+        *(["--profile-from-start", "off"] if profiler_range else []),
+        *(["--replay-mode", replay] if replay else []),
+        "--cache-control",
+        "none",
+        "--clock-control",
+        "none",
+        "-k",
+        f"regex:{pattern}",
+        "--metrics",
+        ",".join(metrics),
+        "--csv",
+        *(["--print-units", "base"] if print_units else []),
+        "--log-file",
+        str(log),
+    ]
 
 
 def _read_log(out_dir: Path) -> str:
@@ -171,8 +256,10 @@ def _read_log(out_dir: Path) -> str:
             text = p.read_text(errors="replace")
             if '"ID"' in text:
                 return text
-    raise CounterError(f"ncu wrote no CSV table under {out_dir} (looked in {LOG} and stdout.txt): "
-                       f"{_tail(out_dir / LOG) or _tail(out_dir / 'stderr.txt') or 'both empty'}")
+    raise CounterError(
+        f"ncu wrote no CSV table under {out_dir} (looked in {LOG} and stdout.txt): "
+        f"{_tail(out_dir / LOG) or _tail(out_dir / 'stderr.txt') or 'both empty'}"
+    )
 
 
 def _tail(path: Path, limit: int = 1500) -> str:
@@ -192,8 +279,10 @@ def pass_note(text: str) -> str:
     most = max(pass_counts(text), default=1)
     if most <= 1:
         return ""
-    return (f"ncu replayed launches in up to {most} passes: counters of passes after the first saw a cache the first pass "
-            f"had warmed (use fewer metrics)")
+    return (
+        f"ncu replayed launches in up to {most} passes: counters of passes after the first saw a cache the first pass "
+        f"had warmed (use fewer metrics)"
+    )
 
 
 def number(text: str) -> float:
@@ -265,5 +354,19 @@ def _id_order(ident: str) -> float:
     return v if math.isfinite(v) else math.inf
 
 
-__all__ = ["LOG", "NCU_GROUPS", "NCU_METRICS", "REPLAY", "REPLAY_MODES", "NCU_PLACES", "NcuBackend", "ncu_command", "ncu_version", "number", "parse_csv", "pass_counts", "pass_note",
-           "to_base"]
+__all__ = [
+    "LOG",
+    "NCU_GROUPS",
+    "NCU_METRICS",
+    "REPLAY",
+    "REPLAY_MODES",
+    "NCU_PLACES",
+    "NcuBackend",
+    "ncu_command",
+    "ncu_version",
+    "number",
+    "parse_csv",
+    "pass_counts",
+    "pass_note",
+    "to_base",
+]

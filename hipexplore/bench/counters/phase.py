@@ -29,6 +29,7 @@ what a backend that reports every launch, rocprofv3 or ncu without a range, drop
 each launch inside it (``launches``: [buffer set, chunk position], position -1 for a chunk's untimed
 lead and trail): the parent attributes the profiler's rows by that order.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -185,8 +186,11 @@ def _cupti(counting: Counting) -> Marker:
 
 
 #: a marker by name, made from the unit's ``Counting``
-MARKERS = {"none": lambda counting: NoMarker(), "cuda-profiler": lambda counting: CudaProfilerRange(),
-           "cupti-range": _cupti}
+MARKERS = {
+    "none": lambda counting: NoMarker(),
+    "cuda-profiler": lambda counting: CudaProfilerRange(),
+    "cupti-range": _cupti,
+}
 
 
 class LaunchTap:
@@ -259,15 +263,29 @@ class CounterPhase:
         before, inside = self.tap.close()
         counted = self.marker.take()
         if counted is not None and len(counted) != len(inside):
-            raise CounterError(f"{self.marker.name} counted {len(counted)} launch(es) of {configuration.kernel} size "
-                               f"{configuration.size}; the range held {len(inside)}")
-        entry = {**({"values": counted} if counted is not None else {}), "kernel": configuration.kernel,
-                 "entry": kspec.entry, "size_bytes": int(configuration.size), "n": int(launches.n),
-                 "rotating_requested": str(configuration.rotating), "rotating": sets, "flush": configuration.flush,
-                 "warmup": before, "count": len(inside), "timed": samples, "launches": inside,
-                 "input_bytes": input_bytes(kspec, launches.n), "footprint_bytes": kspec.footprint(launches.n),
-                 "marker": self.marker.name, "marker_status": self.marker.status,
-                 "plan_note": str(row.get("plan_note", ""))}
+            raise CounterError(
+                f"{self.marker.name} counted {len(counted)} launch(es) of {configuration.kernel} size "
+                f"{configuration.size}; the range held {len(inside)}"
+            )
+        entry = {
+            **({"values": counted} if counted is not None else {}),
+            "kernel": configuration.kernel,
+            "entry": kspec.entry,
+            "size_bytes": int(configuration.size),
+            "n": int(launches.n),
+            "rotating_requested": str(configuration.rotating),
+            "rotating": sets,
+            "flush": configuration.flush,
+            "warmup": before,
+            "count": len(inside),
+            "timed": samples,
+            "launches": inside,
+            "input_bytes": input_bytes(kspec, launches.n),
+            "footprint_bytes": kspec.footprint(launches.n),
+            "marker": self.marker.name,
+            "marker_status": self.marker.status,
+            "plan_note": str(row.get("plan_note", "")),
+        }
         if counted is not None and self.marker.counts_here:  # counted in this process: summarised here
             entry[SUMMARY] = self.summary(configuration, entry)
         return entry
@@ -278,9 +296,25 @@ class CounterPhase:
         per = [self.marker.per_launch(v) for v in entry["values"]]
         timed = [p for p, (_s, pos) in zip(per, entry["launches"]) if pos >= 0]
         note = "; ".join(filter(None, [entry["marker_status"], entry["plan_note"]]))
-        return make_record(configuration, rotating=entry["rotating"], backend=self.counting.label or self.marker.name,
-                           launches=timed, warmup=entry["warmup"], inputs=entry["input_bytes"], note=note).summary()
+        return make_record(
+            configuration,
+            rotating=entry["rotating"],
+            backend=self.counting.label or self.marker.name,
+            launches=timed,
+            warmup=entry["warmup"],
+            inputs=entry["input_bytes"],
+            note=note,
+        ).summary()
 
 
-__all__ = ["Counting", "CounterPhase", "CudaProfilerRange", "DEFAULT_COUNT", "LaunchTap", "MARKERS", "Marker",
-           "NoMarker", "SUMMARY"]
+__all__ = [
+    "Counting",
+    "CounterPhase",
+    "CudaProfilerRange",
+    "DEFAULT_COUNT",
+    "LaunchTap",
+    "MARKERS",
+    "Marker",
+    "NoMarker",
+    "SUMMARY",
+]

@@ -16,6 +16,7 @@ clusters is a working set of which part survives (4 MiB x 3 sets read 0.19), and
 the traffic a launch adds besides its inputs (sector over-fetch, page-table walks, the previous
 launch's write-backs). The kit's own recordings of the same table: data/counters/h200/.
 """
+
 from __future__ import annotations
 
 import math
@@ -134,8 +135,14 @@ def asks_cold(rotating_requested: Any, flush: str) -> str:
     return ""
 
 
-def promise_check(rotating_requested: Any, flush: str, fraction: float, read_bytes: float = math.nan,
-                  inputs: int = 0, launches: "list[float] | None" = None) -> tuple[str, str]:
+def promise_check(
+    rotating_requested: Any,
+    flush: str,
+    fraction: float,
+    read_bytes: float = math.nan,
+    inputs: int = 0,
+    launches: "list[float] | None" = None,
+) -> tuple[str, str]:
     """(``cold_promise``, one-line warning) of a configuration: a configuration asked to be cold (a
     flush, or rotating ``auto``) that measured ``warm`` or ``partial`` is ``broken`` and its line says
     by how much; one not asked, or without inputs (nothing to be cold), is ("", ""); one kept is
@@ -148,9 +155,11 @@ def promise_check(rotating_requested: Any, flush: str, fraction: float, read_byt
     low = [f for f in (launches or []) if math.isfinite(f) and f < COLD_AT]
     if kept[0] != "kept" or not low:
         return kept
-    return "broken", (f"asked cold ({asks_cold(rotating_requested, flush)}) but {len(low)} of {len(launches or [])} counted "
-                      f"launches read less than {COLD_AT:g} of their inputs from DRAM (the least {min(low):.2f}; the mean "
-                      f"{fraction:.2f} hides them)")
+    return "broken", (
+        f"asked cold ({asks_cold(rotating_requested, flush)}) but {len(low)} of {len(launches or [])} counted "
+        f"launches read less than {COLD_AT:g} of their inputs from DRAM (the least {min(low):.2f}; the mean "
+        f"{fraction:.2f} hides them)"
+    )
 
 
 def _promise(rotating_requested: Any, flush: str, fraction: float, read_bytes: float, inputs: int) -> tuple[str, str]:
@@ -168,15 +177,25 @@ def _promise(rotating_requested: Any, flush: str, fraction: float, read_bytes: f
     from ...readable import format_bytes
 
     read = f"; DRAM read {format_bytes(read_bytes)} of {format_bytes(inputs)} of inputs per launch" if inputs else ""
-    return "broken", (f"asked cold ({why}) but counted {state}: cold fraction {fraction:.2f} "
-                      f"(cold needs >= {COLD_AT:g}){read}")
+    return "broken", (
+        f"asked cold ({why}) but counted {state}: cold fraction {fraction:.2f} (cold needs >= {COLD_AT:g}){read}"
+    )
 
 
-def make_record(conf: Configuration, *, rotating: int, backend: str, launches: list[Mapping[str, float]], warmup: int,
-                inputs: int, note: str = "") -> CounterRecord:
+def make_record(
+    conf: Configuration,
+    *,
+    rotating: int,
+    backend: str,
+    launches: list[Mapping[str, float]],
+    warmup: int,
+    inputs: int,
+    note: str = "",
+) -> CounterRecord:
     """A configuration's record from its counted launches (each a mapping with ``dram_read_bytes``,
     ``dram_write_bytes`` and ``l2_hit_rate``): per-launch means, then the fraction, state and promise.
     ``conf``: the configuration counted (its timer is not part of the record: ``COUNTER_KEY``)."""
+
     def mean(key: str) -> float:
         vals = [float(x[key]) for x in launches if key in x and math.isfinite(float(x[key]))]
         return sum(vals) / len(vals) if vals else math.nan
@@ -185,8 +204,25 @@ def make_record(conf: Configuration, *, rotating: int, backend: str, launches: l
     frac = cold_fraction(read, inputs)
     each = [cold_fraction(float(x["dram_read_bytes"]), inputs) for x in launches if "dram_read_bytes" in x]
     promise, warning = promise_check(conf.rotating, conf.flush, frac, read, inputs, each)
-    return CounterRecord(conf.kernel, int(conf.size), str(conf.rotating), conf.flush, int(rotating), backend, len(launches),
-                         int(warmup), read, write, hit, int(inputs), frac, cache_state(frac), promise, warning, note)
+    return CounterRecord(
+        conf.kernel,
+        int(conf.size),
+        str(conf.rotating),
+        conf.flush,
+        int(rotating),
+        backend,
+        len(launches),
+        int(warmup),
+        read,
+        write,
+        hit,
+        int(inputs),
+        frac,
+        cache_state(frac),
+        promise,
+        warning,
+        note,
+    )
 
 
 def records_frame(records: Iterable[CounterRecord]) -> Any:
@@ -211,6 +247,22 @@ def join_summary(summary: Any, counters: Any) -> Any:
     return out
 
 
-__all__ = ["COLD_AT", "COUNTER_COLUMNS", "COUNTER_KEY", "COUNTER_VALUE_COLUMNS", "CounterRecord", "NO_STATE",
-           "RECORD_COLUMNS", "STATES", "WARM_AT", "asks_cold", "cache_state", "cold_fraction",
-           "input_bytes", "join_summary", "make_record", "promise_check", "records_frame"]
+__all__ = [
+    "COLD_AT",
+    "COUNTER_COLUMNS",
+    "COUNTER_KEY",
+    "COUNTER_VALUE_COLUMNS",
+    "CounterRecord",
+    "NO_STATE",
+    "RECORD_COLUMNS",
+    "STATES",
+    "WARM_AT",
+    "asks_cold",
+    "cache_state",
+    "cold_fraction",
+    "input_bytes",
+    "join_summary",
+    "make_record",
+    "promise_check",
+    "records_frame",
+]

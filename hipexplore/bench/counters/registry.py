@@ -4,6 +4,7 @@ Why its own module: the backends import their shared pieces (``backends``: the e
 the name pattern, ``find_tool``); the registry imports the backends. Kept in one module they made
 an import circle (backends -> ncu -> backends).
 """
+
 from __future__ import annotations
 
 from typing import Any

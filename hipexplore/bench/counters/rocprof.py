@@ -23,6 +23,7 @@ write = 64*WRREQ_64B + 32*(WRREQ - WRREQ_64B); L2 hit rate = TCC_HIT / (TCC_HIT 
 count what leaves the L2 (TCC) for the fabric: on MI300 a part of it may be served by the Infinity
 Cache (MALL) rather than HBM, so "cold" there means "not served by the L2".
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,10 +35,17 @@ from .backends import CounterError, Launch, find_tool, name_pattern
 
 ROCPROF_PLACES = ("/opt/rocm/bin/rocprofv3", "/opt/rocm-*/bin/rocprofv3")
 OUTPUT = "rocprof"
-_GFX942 = (("TCC_EA0_RDREQ_sum", "TCC_EA0_RDREQ_32B_sum"), ("TCC_BUBBLE_sum",),
-           ("TCC_EA0_WRREQ_sum", "TCC_EA0_WRREQ_64B_sum"), ("TCC_HIT_sum", "TCC_MISS_sum"))
-_GFX90A = (("TCC_EA_RDREQ_sum", "TCC_EA_RDREQ_32B_sum"), ("TCC_EA_WRREQ_sum", "TCC_EA_WRREQ_64B_sum"),
-           ("TCC_HIT_sum", "TCC_MISS_sum"))
+_GFX942 = (
+    ("TCC_EA0_RDREQ_sum", "TCC_EA0_RDREQ_32B_sum"),
+    ("TCC_BUBBLE_sum",),
+    ("TCC_EA0_WRREQ_sum", "TCC_EA0_WRREQ_64B_sum"),
+    ("TCC_HIT_sum", "TCC_MISS_sum"),
+)
+_GFX90A = (
+    ("TCC_EA_RDREQ_sum", "TCC_EA_RDREQ_32B_sum"),
+    ("TCC_EA_WRREQ_sum", "TCC_EA_WRREQ_64B_sum"),
+    ("TCC_HIT_sum", "TCC_MISS_sum"),
+)
 #: counter groups per architecture (each group one hardware pass, one counting unit)
 GROUPS = {"gfx942": _GFX942, "gfx940": _GFX942, "gfx941": _GFX942, "gfx950": _GFX942, "gfx90a": _GFX90A}
 STATUS = "built, not run"
@@ -87,8 +95,20 @@ class RocprofBackend:
 
     def prefix(self, group: tuple[str, ...], out_dir: Path, entries: list[str]) -> list[str]:
         tool = self.path or "rocprofv3"
-        return [tool, "--pmc", *group, "--kernel-include-regex", name_pattern(entries), "--output-format", "csv",
-                "-d", str(out_dir / OUTPUT), "-o", "counters", "--"]
+        return [
+            tool,
+            "--pmc",
+            *group,
+            "--kernel-include-regex",
+            name_pattern(entries),
+            "--output-format",
+            "csv",
+            "-d",
+            str(out_dir / OUTPUT),
+            "-o",
+            "counters",
+            "--",
+        ]
 
     def parse(self, out_dir: Path, entries: list[dict[str, Any]] | None = None) -> tuple[list[Launch], str]:
         files = sorted((out_dir / OUTPUT).rglob("*counter_collection.csv")) if (out_dir / OUTPUT).is_dir() else []
@@ -137,8 +157,21 @@ def tcc_bytes(values: dict[str, float], arch: str) -> dict[str, float]:
         raise CounterError(f"no TCC byte formula for {arch!r}; expected one of {sorted(GROUPS)}")
     hit, miss = v("TCC_HIT_sum"), v("TCC_MISS_sum")
     lookups = hit + miss
-    return {"dram_read_bytes": read, "dram_write_bytes": 64 * wr64 + 32 * (wr - wr64),
-            "l2_hit_rate": hit / lookups if lookups > 0 else math.nan, "duration_s": math.nan}
+    return {
+        "dram_read_bytes": read,
+        "dram_write_bytes": 64 * wr64 + 32 * (wr - wr64),
+        "l2_hit_rate": hit / lookups if lookups > 0 else math.nan,
+        "duration_s": math.nan,
+    }
 
 
-__all__ = ["GROUPS", "OUTPUT", "ROCPROF_PLACES", "RocprofBackend", "STATUS", "arch_of", "parse_counter_collection", "tcc_bytes"]
+__all__ = [
+    "GROUPS",
+    "OUTPUT",
+    "ROCPROF_PLACES",
+    "RocprofBackend",
+    "STATUS",
+    "arch_of",
+    "parse_counter_collection",
+    "tcc_bytes",
+]

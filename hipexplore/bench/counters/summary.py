@@ -11,6 +11,7 @@ read back (``of_row``). ``columns()`` turns it into the file's columns, in ``COU
 order; the files on disk do not change. A result type (issue 48's ``ConfigurationResult``) keeps it
 as one of a configuration's named summaries.
 """
+
 from __future__ import annotations
 
 import math

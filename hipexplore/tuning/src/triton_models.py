@@ -8,6 +8,7 @@ epilogue afterwards. Shapes are constexprs, so only the GEMM depends on the tuni
 the two tails repeat across candidates.
 EPI: 0 none, 1 bias, 2 bias_relu, 3 bias_gelu, 4 add, 5 bias_add_relu, 6 silu, 7 mul.
 """
+
 import triton
 import triton.language as tl
 from triton_tile import splitk_tile
@@ -19,7 +20,9 @@ def _erf(x):
     s = tl.where(x < 0.0, -1.0, 1.0)
     a = tl.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * tl.exp(-a * a)
+    y = 1.0 - (
+        ((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592
+    ) * t * tl.exp(-a * a)
     return s * y
 
 
@@ -61,9 +64,21 @@ def _extra(e0_ptr, e1_ptr, rm, rn, mask, N: tl.constexpr, EPI: tl.constexpr):
 
 
 @triton.jit
-def matmul_fused(a_ptr, b_ptr, c_ptr, e0_ptr, e1_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
-                 EPI: tl.constexpr):
+def matmul_fused(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    e0_ptr,
+    e1_ptr,
+    M: tl.constexpr,
+    N: tl.constexpr,
+    K: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    EPI: tl.constexpr,
+):
     """C = epilogue(A @ B) (SPLIT_K == 1) or C += A[:, slice] @ B[slice, :] (SPLIT_K > 1, slice =
     program_id(1)); A is M x K, B is K x N, row-major."""
     acc, rm, rn = splitk_tile(a_ptr, b_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K)
@@ -83,8 +98,9 @@ def fill_zero(c_ptr, N: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def pointwise_epilogue(x_ptr, e0_ptr, e1_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr, EPI: tl.constexpr,
-                       BLOCK: tl.constexpr):
+def pointwise_epilogue(
+    x_ptr, e0_ptr, e1_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr, EPI: tl.constexpr, BLOCK: tl.constexpr
+):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < M * N
     e0, e1 = _extra(e0_ptr, e1_ptr, offs // N, offs % N, mask, N, EPI)

@@ -6,6 +6,7 @@ splitk_reduce sums the slices, bias_act adds the bias and applies the activation
 constexprs (as MIGraphX bakes them in), so only matmul_splitk depends on the tile configuration and
 the tails repeat across candidates.
 """
+
 import triton
 import triton.language as tl
 from triton_tile import splitk_tile
@@ -34,8 +35,18 @@ def zero_fill(ws_ptr, N: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def matmul_splitk(a_ptr, b_ptr, ws_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
+def matmul_splitk(
+    a_ptr,
+    b_ptr,
+    ws_ptr,
+    M: tl.constexpr,
+    N: tl.constexpr,
+    K: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+):
     """ws[s] = A[:, slice s] @ B[slice s, :] for K slice s = program_id(1) (the one tile: triton_tile.py)."""
     acc, rm, rn = splitk_tile(a_ptr, b_ptr, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K)
     pid_k = tl.program_id(1)

@@ -7,13 +7,23 @@ One body means a fix to the masks or the pointer steps reaches both. hipexplore'
 this file as a generated module beside each GEMM kernel, so its text is in both GEMMs' keys and in
 no tail's.
 """
+
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def splitk_tile(a_ptr, b_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
+def splitk_tile(
+    a_ptr,
+    b_ptr,
+    M: tl.constexpr,
+    N: tl.constexpr,
+    K: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+):
     """(acc, rm, rn): A[rm, slice] @ B[slice, rn] in fp32 for the output tile program_id(0) and the K
     slice s = program_id(1) (its BLOCK_K-wide pieces s, s + SPLIT_K, ...); A is M x K, B is K x N,
     row-major; rows and columns past M, N, K read as zeros."""

@@ -1,14 +1,22 @@
 """``hipexplore.bench.counters.backends``: the pieces every backend shares: the base name a
 profiler reports for a kernel entry and the one pattern that finds it (never a flush kernel), the
 host's backend (no counters, said in one line), and where a profiler's executable is found."""
+
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from hipexplore.bench.counters.backends import (HOST_LINE, CountersUnavailable, HostBackend, base_name, find_tool,
-                                                name_pattern, reports)
+from hipexplore.bench.counters.backends import (
+    HOST_LINE,
+    CountersUnavailable,
+    HostBackend,
+    base_name,
+    find_tool,
+    name_pattern,
+    reports,
+)
 from hipexplore.errors import ConfigError
 
 
@@ -21,8 +29,10 @@ def test_a_reported_kernel_name_is_matched_by_its_entrys_base_name_only() -> Non
     assert base_name('extern "C" triad') == "triad"
     with pytest.raises(ConfigError, match="no function name"):
         base_name("<lambda>")
-    assert name_pattern(["triad", "transpose_tiled<32, 8>", "triad"]) == \
-        "(^|[^A-Za-z0-9_])(transpose_tiled|triad)([^A-Za-z0-9_]|$)"  # each base name once, sorted
+    assert (
+        name_pattern(["triad", "transpose_tiled<32, 8>", "triad"])
+        == "(^|[^A-Za-z0-9_])(transpose_tiled|triad)([^A-Za-z0-9_]|$)"
+    )  # each base name once, sorted
     with pytest.raises(ConfigError, match="no kernel to count"):
         name_pattern([])
 
@@ -30,8 +40,11 @@ def test_a_reported_kernel_name_is_matched_by_its_entrys_base_name_only() -> Non
 def test_the_host_backend_counts_nothing_and_says_so_in_one_line(tmp_path) -> None:
     host = HostBackend()
     assert host.available(None) == HOST_LINE and "\n" not in HOST_LINE and host.groups(None) == []
-    for call in (lambda: host.prefix(("x",), tmp_path, ["triad"]), lambda: host.parse(tmp_path),
-                 lambda: host.per_launch({})):
+    for call in (
+        lambda: host.prefix(("x",), tmp_path, ["triad"]),
+        lambda: host.parse(tmp_path),
+        lambda: host.per_launch({}),
+    ):
         with pytest.raises(CountersUnavailable, match="host: no hardware counters"):
             call()
     assert host.describe() == {"name": "host", "label": "host (no counters)"}

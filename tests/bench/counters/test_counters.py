@@ -6,6 +6,7 @@ outputs give. GPU-marked tests run ``hipexplore bench ... --counters`` for real,
 counting unit's worker and under Nsight Compute. Each module's own rules are tested at its path
 (test_record.py, test_counting.py, test_phase.py, test_ncu.py, test_rocprof.py, test_backends.py,
 test_registry.py)."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,16 @@ import pytest
 
 from conftest import GPU, need, need_tool
 from hipexplore.bench import SweepSpec
-from hipexplore.bench.counters import COLD_AT, COUNTER_COLUMNS, HOST_LINE, WARM_AT, CountersSkipped, asks_cold, cache_state, collect
+from hipexplore.bench.counters import (
+    COLD_AT,
+    COUNTER_COLUMNS,
+    HOST_LINE,
+    WARM_AT,
+    CountersSkipped,
+    asks_cold,
+    cache_state,
+    collect,
+)
 from hipexplore.bench.counters.counting import MANIFEST
 from hipexplore.bench.counters.ncu import NCU_GROUPS, NcuBackend, parse_csv
 from hipexplore.bench.executors import InProcessExecutor
@@ -55,8 +65,12 @@ KIB, MIB = 1 << 10, 1 << 20
 #: inputs from DRAM (recorded after an l2-write flush); ("auto", "l2-write") the stand-alone replay's
 #: own 40 sets, which read partial (0.73: why the pass replays the timed path now): a broken cold
 #: promise, to see it flagged
-RECORDED_FOR = {("1", "none"): ("triad-1MiB", "1", "none"), ("1", "l2-write"): ("triad-1MiB-l2write", "1", "l2-write"),
-                ("auto", "none"): ("triad-1MiB-l2write", "1", "l2-write"), ("auto", "l2-write"): ("triad-1MiB", "auto", "none")}
+RECORDED_FOR = {
+    ("1", "none"): ("triad-1MiB", "1", "none"),
+    ("1", "l2-write"): ("triad-1MiB-l2write", "1", "l2-write"),
+    ("auto", "none"): ("triad-1MiB-l2write", "1", "l2-write"),
+    ("auto", "l2-write"): ("triad-1MiB", "auto", "none"),
+}
 UNTIMED_READ = 1e12  # what a chunk's untimed lead and trail "read": a record that averaged them would show it
 
 
@@ -66,7 +80,7 @@ def _recorded_launches(folder: str, rotating: str, flush: str) -> list[dict[str,
     i = 0
     for e in manifest["entries"]:
         if (e["rotating_requested"], e["flush"]) == (rotating, flush):
-            return [x.values for x in launches[i:i + e["count"]]]
+            return [x.values for x in launches[i : i + e["count"]]]
         i += e["count"]
     raise AssertionError(f"{folder} has no {rotating}/{flush}")
 
@@ -80,9 +94,19 @@ class _RecordedNcu(NcuBackend):
 
     def __init__(self, wrapper: Path, argv_file: Path, seen: list) -> None:
         # one group of the four metrics, as the H200 recording was made (before NCU_GROUPS split them)
-        super().__init__(ncu=str(wrapper), metrics=("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
-                                                    "gpu__time_duration.sum"))
-        self.marker, self.captures_warmup = "none", False  # the host has no cuProfilerStart; the log holds the range only
+        super().__init__(
+            ncu=str(wrapper),
+            metrics=(
+                "dram__bytes_read.sum",
+                "dram__bytes_write.sum",
+                "lts__t_sector_hit_rate.pct",
+                "gpu__time_duration.sum",
+            ),
+        )
+        self.marker, self.captures_warmup = (
+            "none",
+            False,
+        )  # the host has no cuProfilerStart; the log holds the range only
         self.wrapper, self.argv_file, self.seen, self.calls = wrapper, argv_file, seen, []
 
     def available(self, device) -> str | None:
@@ -95,26 +119,42 @@ class _RecordedNcu(NcuBackend):
     def parse(self, out_dir, entries=None):
         if entries is None:  # a kept folder read back (``collect``): its manifest
             entries = json.loads((out_dir / MANIFEST).read_text())["entries"]
-        lines = ['"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
-                 '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"']
+        lines = [
+            '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+        ]
         ident = 0
         for e in entries:
             recorded = _recorded_launches(*RECORDED_FOR[(e["rotating_requested"], e["flush"])])
             timed = iter(recorded)
             for _set, position in e["launches"]:
-                values = next(timed) if position >= 0 else {"dram__bytes_read.sum": UNTIMED_READ, "dram__bytes_write.sum": 0.0,
-                                                            "lts__t_sector_hit_rate.pct": 0.0}
+                values = (
+                    next(timed)
+                    if position >= 0
+                    else {
+                        "dram__bytes_read.sum": UNTIMED_READ,
+                        "dram__bytes_write.sum": 0.0,
+                        "lts__t_sector_hit_rate.pct": 0.0,
+                    }
+                )
                 for name, value in values.items():
                     unit = "%" if name.endswith(".pct") else "nsecond" if name.startswith("gpu__time") else "byte"
                     scale = 1e9 if unit == "nsecond" else 1
-                    lines.append(f'"{ident}","1","python3","h","{e["entry"]}","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0",'
-                                 f'"Command line profiler metrics","{name}","{unit}","{value * scale:.6f}"')
+                    lines.append(
+                        f'"{ident}","1","python3","h","{e["entry"]}","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0",'
+                        f'"Command line profiler metrics","{name}","{unit}","{value * scale:.6f}"'
+                    )
                 ident += 1
         (out_dir / "ncu.log").write_text("\n".join(lines) + "\n")
         return super().parse(out_dir)
 
     def describe(self):  # not ncu_version(): the wrapper is no ncu to ask
-        return {"name": "ncu", "label": "ncu (recorded on the H200)", "metrics": list(self.metrics), "profiler_range": False}
+        return {
+            "name": "ncu",
+            "label": "ncu (recorded on the H200)",
+            "metrics": list(self.metrics),
+            "profiler_range": False,
+        }
 
 
 @pytest.fixture
@@ -129,24 +169,39 @@ def recorded_ncu(tmp_path):
 
 
 def _host_spec(**kw) -> SweepSpec:
-    return SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=(1, "auto"), flush=("none", "l2-write"),
-                     stop=StopRule(iterations=4), units=1, reference_samples=4, warmup_s=0.0, **kw)
+    return SweepSpec(
+        kernels=("triad",),
+        sizes=(MIB,),
+        rotating=(1, "auto"),
+        flush=("none", "l2-write"),
+        stop=StopRule(iterations=4),
+        units=1,
+        reference_samples=4,
+        warmup_s=0.0,
+        **kw,
+    )
 
 
 def _sweep(dev, spec, out, backend=None, seen=None):
     hooks = SweepHooks(on_result=(seen.append if seen is not None else None))
-    return Orchestrator(spec, InProcessExecutor(dev), RunOptions(out=out, hooks=hooks, progress=False), counter_backend=backend).run()
+    return Orchestrator(
+        spec, InProcessExecutor(dev), RunOptions(out=out, hooks=hooks, progress=False), counter_backend=backend
+    ).run()
 
 
 def _by(summary) -> dict:
     return {(r["rotating_requested"], r["flush"]): r for r in summary.to_dict("records")}
 
 
-def test_the_orchestrator_counts_after_the_timed_units_under_a_prefix_and_joins_the_rows(dev, tmp_path, recorded_ncu) -> None:
+def test_the_orchestrator_counts_after_the_timed_units_under_a_prefix_and_joins_the_rows(
+    dev, tmp_path, recorded_ncu
+) -> None:
     backend, seen = recorded_ncu
     out = tmp_path / "o.parquet"
     res = _sweep(dev, _host_spec(counters=True), out, backend, seen)
-    assert backend.calls == [5]  # one counting unit, started after all 5 timed rows (4 configurations and the reference)
+    assert backend.calls == [
+        5
+    ]  # one counting unit, started after all 5 timed rows (4 configurations and the reference)
     argv = backend.argv_file.read_text().splitlines()
     assert argv[:2] == [sys.executable, "-I"]  # the prefix, then the isolated interpreter of a sweep worker
     assert list(res.summary.columns) == [*SUMMARY_COLUMNS, *COUNTER_COLUMNS]  # schema.COUNTER_COLUMNS, re-exported
@@ -154,12 +209,19 @@ def test_the_orchestrator_counts_after_the_timed_units_under_a_prefix_and_joins_
     for key, (folder, rot, flush) in RECORDED_FOR.items():
         timed = _recorded_launches(folder, rot, flush)
         want = sum(x["dram__bytes_read.sum"] for x in timed) / len(timed)
-        assert rows[key]["dram_read_bytes"] == pytest.approx(want)  # the timed launches' mean: leads and trails left out
+        assert rows[key]["dram_read_bytes"] == pytest.approx(
+            want
+        )  # the timed launches' mean: leads and trails left out
         assert rows[key]["cold_fraction"] == pytest.approx(want / (2 * MIB)) and rows[key]["input_bytes"] == 2 * MIB
         assert rows[key]["counter_backend"] == "ncu (recorded on the H200)" and rows[key]["counter_launches"] == 12
     states = {k: (r["cache_state"], r["cold_promise"]) for k, r in rows.items()}
-    assert states == {("1", "none"): ("warm", ""), ("1", "l2-write"): ("cold", "kept"), ("auto", "none"): ("cold", "kept"),
-                      ("auto", "l2-write"): ("partial", "broken"), ("1", "cold-reference"): ("", "")}
+    assert states == {
+        ("1", "none"): ("warm", ""),
+        ("1", "l2-write"): ("cold", "kept"),
+        ("auto", "none"): ("cold", "kept"),
+        ("auto", "l2-write"): ("partial", "broken"),
+        ("1", "cold-reference"): ("", ""),
+    }
     broken = rows[("auto", "l2-write")]
     assert broken["counter_warning"].startswith("asked cold (flush l2-write) but counted partial")
     assert broken["counter_warning"] in broken["warning"]
@@ -175,7 +237,9 @@ def test_the_orchestrator_counts_after_the_timed_units_under_a_prefix_and_joins_
     assert len(compare(str(out), str(out))) == 5  # a file with counters reads back as any result (bench.readback)
     from hipexplore.report.recorded import load_recorded
 
-    assert load_recorded(out).summary["cache_state"].tolist() == res.summary["cache_state"].tolist()  # and in the report
+    assert (
+        load_recorded(out).summary["cache_state"].tolist() == res.summary["cache_state"].tolist()
+    )  # and in the report
 
 
 def test_resume_counts_a_finished_sweep_without_timing_it_again(dev, tmp_path, recorded_ncu) -> None:
@@ -184,7 +248,9 @@ def test_resume_counts_a_finished_sweep_without_timing_it_again(dev, tmp_path, r
     first = _sweep(dev, _host_spec(), out, None, seen)  # no counters asked: the columns of a sweep without them
     assert list(first.summary.columns) == list(SUMMARY_COLUMNS) and len(seen) == 5
     seen.clear()
-    again = _sweep(dev, _host_spec(counters=True), out, backend, seen)  # counters are not part of measurement(): resumed
+    again = _sweep(
+        dev, _host_spec(counters=True), out, backend, seen
+    )  # counters are not part of measurement(): resumed
     assert seen == [] and backend.calls == [0]  # nothing timed again; the counting unit ran
     assert again.summary["median_s"].tolist() == first.summary["median_s"].tolist()
     assert _by(again.summary)[("1", "none")]["cache_state"] == "warm"
@@ -227,19 +293,42 @@ def test_counters_are_an_option_outside_the_measurement() -> None:
     import inspect
 
     assert inspect.signature(sweep).parameters["counters"].default is False
-    with pytest.raises(ConfigError, match="counters must be on, off or a backend \\(cupti, ncu, rocprofv3\\), got 'triad'"):
+    with pytest.raises(
+        ConfigError, match="counters must be on, off or a backend \\(cupti, ncu, rocprofv3\\), got 'triad'"
+    ):
         SweepSpec(counters="triad")
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "hipexplore", "bench", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "hipexplore", "bench", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=240,
+    )
 
 
 def test_the_cli_on_the_host_says_in_one_line_why_there_are_no_counters(tmp_path) -> None:
-    args = ["triad", "--device", "host", "--size", "64KiB", "--rotating", "1,2", "--iterations", "4", "--units", "1",
-            "--reference-samples", "4", "--no-progress", "--json"]
+    args = [
+        "triad",
+        "--device",
+        "host",
+        "--size",
+        "64KiB",
+        "--rotating",
+        "1,2",
+        "--iterations",
+        "4",
+        "--units",
+        "1",
+        "--reference-samples",
+        "4",
+        "--no-progress",
+        "--json",
+    ]
     plain = _cli(*args, "--out", str(tmp_path / "a.parquet"), cwd=tmp_path)
     counted = _cli(*args, "--counters", "--out", str(tmp_path / "b.parquet"), cwd=tmp_path)
     assert plain.returncode == counted.returncode == 0, counted.stderr
@@ -265,8 +354,20 @@ def test_the_state_column_in_the_table() -> None:
     from hipexplore.cli.bench_table import table
 
     row = {c: math.nan for c in SUMMARY_COLUMNS}
-    row.update(kernel="triad", size_bytes=MIB, rotating=40, rotating_requested="auto", flush="none", timer="events", n=10,
-               median_s=1e-6, ci_low_s=1e-6, ci_high_s=1e-6, stop_reason="", warning="")
+    row.update(
+        kernel="triad",
+        size_bytes=MIB,
+        rotating=40,
+        rotating_requested="auto",
+        flush="none",
+        timer="events",
+        n=10,
+        median_s=1e-6,
+        ci_low_s=1e-6,
+        ci_high_s=1e-6,
+        stop_reason="",
+        warning="",
+    )
     counted = {**row, "cache_state": "cold", "cold_fraction": 0.98}
     text = table(pd.DataFrame([counted, {**row, "cache_state": "", "cold_fraction": math.nan}]))
     head, first, second = text.splitlines()
@@ -278,13 +379,17 @@ def test_the_state_column_in_the_table() -> None:
 def _recorded() -> dict[str, object]:
     folders = sorted(p.parent for p in RECORDED.glob("*/backend.json")) if RECORDED.is_dir() else []
     if not folders:
-        need(f"recorded counter passes under {RECORDED.relative_to(ROOT)}",
-             "benchmarks/h200/counters.py records them on the H200 (scripts/h200_all.sh counters)")
+        need(
+            f"recorded counter passes under {RECORDED.relative_to(ROOT)}",
+            "benchmarks/h200/counters.py records them on the H200 (scripts/h200_all.sh counters)",
+        )
     return {p.name: collect(p) for p in folders}
 
 
 def _state(passes, group: str, rotating: str, flush: str, size: int = MIB):
-    rec = next(r for r in passes[group].records if (r.rotating_requested, r.flush, r.size_bytes) == (rotating, flush, size))
+    rec = next(
+        r for r in passes[group].records if (r.rotating_requested, r.flush, r.size_bytes) == (rotating, flush, size)
+    )
     return rec
 
 
@@ -298,7 +403,9 @@ def test_recorded_passes_parse_and_follow_the_rule() -> None:
             assert rec.cache_state == cache_state(rec.dram_read_bytes / rec.input_bytes)
             assert 0 <= rec.l2_hit_rate <= 1 and rec.dram_read_bytes >= 0 and rec.dram_write_bytes >= 0
             assert (rec.cold_promise == "broken") == bool(rec.counter_warning)
-        assert "pass" not in " ".join(counted.notes), counted.notes  # one replay pass: the counters saw the sequence's cache
+        assert "pass" not in " ".join(counted.notes), (
+            counted.notes
+        )  # one replay pass: the counters saw the sequence's cache
 
 
 def test_recorded_triad_states_grow_with_the_sets() -> None:
@@ -345,8 +452,24 @@ def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path, backend) -> None:
     if backend == "ncu":
         _ncu()
     out = tmp_path / "t.parquet"
-    res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "1,auto", "--flush", "none,l2-write", "--counters",
-               backend, "--json", "--no-progress", "--out", str(out), cwd=tmp_path)
+    res = _cli(
+        "triad",
+        "--device",
+        "cuda",
+        "--size",
+        "1MiB",
+        "--rotating",
+        "1,auto",
+        "--flush",
+        "none,l2-write",
+        "--counters",
+        backend,
+        "--json",
+        "--no-progress",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads(res.stdout)
     rows = {(r["rotating_requested"], r["flush"]): r for r in doc["summary"] if r["timer"] == "events"}
@@ -361,8 +484,12 @@ def test_counters_through_the_cli_on_the_gpu(cuda, tmp_path, backend) -> None:
         assert r["counter_launches"] >= 12 and r["input_bytes"] == 2 * MIB, key
         assert r["counter_backend"].startswith("ncu" if backend == "ncu" else "CUPTI"), key
     assert rows[("1", "cold-reference")]["cache_state"] in ("", None)
-    assert doc["counters"].startswith(f"counted 4 configuration(s) with {'ncu' if backend == 'ncu' else 'CUPTI'}"), doc["counters"]
-    if backend == "ncu":  # ncu's own CSV kept beside the result: one profiled process per metric group (one replay pass each)
+    assert doc["counters"].startswith(f"counted 4 configuration(s) with {'ncu' if backend == 'ncu' else 'CUPTI'}"), doc[
+        "counters"
+    ]
+    if (
+        backend == "ncu"
+    ):  # ncu's own CSV kept beside the result: one profiled process per metric group (one replay pass each)
         logs = sorted((tmp_path / "t.counters").rglob("ncu.log"))
         assert len(logs) == len(NCU_GROUPS), logs
         assert all(parse_csv(log.read_text()) for log in logs), logs
@@ -387,8 +514,22 @@ def test_a_broken_cold_promise_is_flagged_in_the_cli_table_on_the_gpu(cuda, tmp_
 
     if CuptiBackend().available(cuda) is not None:
         _ncu()
-    res = _cli("triad", "--device", "cuda", "--size", "1MiB", "--rotating", "auto", "--llc-bytes", "1MiB", "--counters",
-               "--no-progress", "--units", "1", cwd=tmp_path)
+    res = _cli(
+        "triad",
+        "--device",
+        "cuda",
+        "--size",
+        "1MiB",
+        "--rotating",
+        "auto",
+        "--llc-bytes",
+        "1MiB",
+        "--counters",
+        "--no-progress",
+        "--units",
+        "1",
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     head, *lines = res.stdout.splitlines()
     assert "state" in head.split()
@@ -397,8 +538,11 @@ def test_a_broken_cold_promise_is_flagged_in_the_cli_table_on_the_gpu(cuda, tmp_
     assert f" {state} " in auto, res.stdout
     # the row's note numbers point at the notes under the table, where the whole warning is spelled out
     marks = auto.split()[-1].split(",")
-    notes = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in lines
-             if line.strip() and line.split(None, 1)[0].isdigit() and len(line.split(None, 1)) == 2}
+    notes = {
+        line.split(None, 1)[0]: line.split(None, 1)[1]
+        for line in lines
+        if line.strip() and line.split(None, 1)[0].isdigit() and len(line.split(None, 1)) == 2
+    }
     assert any(f"asked cold (rotating auto) but counted {state}" in notes.get(m, "") for m in marks), res.stdout
 
 
@@ -413,9 +557,13 @@ def test_the_pipelines_recorded_pass_parses_here_to_what_the_cli_printed_on_the_
     promise kept, 3 sets of 4 MiB partial, the user kernels' auto and l2-write cold."""
     folders = sorted(p.parent for p in PIPELINE_RECORDED.glob("*/*/backend.json"))
     if not folders:
-        need(f"the pipeline's recorded pass under {PIPELINE_RECORDED.relative_to(ROOT)}", "scripts/h200_all.sh counters")
-    printed = {(r["group"], r["rotating"].split("=")[0], r["flush"]): r
-               for r in json.loads((PIPELINE_RECORDED / "summary.json").read_text())["rows"]}
+        need(
+            f"the pipeline's recorded pass under {PIPELINE_RECORDED.relative_to(ROOT)}", "scripts/h200_all.sh counters"
+        )
+    printed = {
+        (r["group"], r["rotating"].split("=")[0], r["flush"]): r
+        for r in json.loads((PIPELINE_RECORDED / "summary.json").read_text())["rows"]
+    }
     seen = {}
     for folder in folders:
         assert {p.name for p in folder.glob("group-*")} == {f"group-{i}" for i in range(len(NCU_GROUPS))}, folder
@@ -427,8 +575,20 @@ def test_the_pipelines_recorded_pass_parses_here_to_what_the_cli_printed_on_the_
             assert (rec.cache_state, rec.cold_promise) == (cli["cache_state"], cli["cold_promise"]), key
             seen[key] = rec
     assert len(seen) == len(printed) == 24  # the table of BENCHMARKS.md "Wave 4": 6 + 1 + 6 + 6 + 4 + 1 configurations
-    assert seen[("triad-1MiB", "5", "none")].cold_fraction <= 0.1 and seen[("triad-1MiB", "5", "none")].cache_state == "warm"
-    for key in (("triad-1MiB", "auto", "none"), ("triad-1MiB-l2write", "1", "l2-write"), ("stencil2d-1MiB", "auto", "none"),
-                ("reduce_sum-1MiB", "auto", "none"), ("stencil2d-1MiB", "5", "l2-write"), ("reduce_sum-1MiB", "1", "l2-write")):
-        assert seen[key].cold_fraction >= COLD_AT and (seen[key].cache_state, seen[key].cold_promise) == ("cold", "kept"), key
+    assert (
+        seen[("triad-1MiB", "5", "none")].cold_fraction <= 0.1
+        and seen[("triad-1MiB", "5", "none")].cache_state == "warm"
+    )
+    for key in (
+        ("triad-1MiB", "auto", "none"),
+        ("triad-1MiB-l2write", "1", "l2-write"),
+        ("stencil2d-1MiB", "auto", "none"),
+        ("reduce_sum-1MiB", "auto", "none"),
+        ("stencil2d-1MiB", "5", "l2-write"),
+        ("reduce_sum-1MiB", "1", "l2-write"),
+    ):
+        assert seen[key].cold_fraction >= COLD_AT and (seen[key].cache_state, seen[key].cold_promise) == (
+            "cold",
+            "kept",
+        ), key
     assert seen[("triad-4MiB", "3", "none")].cache_state == "partial"

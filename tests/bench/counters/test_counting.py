@@ -1,6 +1,7 @@
 """``hipexplore.bench.counters.counting``: the parent's side of the counter pass: which
 configurations are counted, the backend a spec and device get (the host refuses in one line),
 and the counted launches attributed to configurations by the manifest's order and names."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,13 @@ KIB, MIB = 1 << 10, 1 << 20
 
 
 def test_counted_configurations_leave_out_the_reference_and_merge_timers() -> None:
-    spec = SweepSpec(kernels=("triad",), sizes=(MIB,), rotating=(1, "auto"), flush=("none", "l2-write"),
-                     timers=("events", "in-kernel"))
+    spec = SweepSpec(
+        kernels=("triad",),
+        sizes=(MIB,),
+        rotating=(1, "auto"),
+        flush=("none", "l2-write"),
+        timers=("events", "in-kernel"),
+    )
     got = counted_configurations(spec)
     assert got == [Configuration("triad", MIB, r, f) for r in ("1", "auto") for f in ("none", "l2-write")]
     with pytest.raises(ConfigError, match="no configuration to count"):
@@ -36,8 +42,16 @@ def test_the_host_refuses_in_one_line(dev) -> None:
 
 
 def _entry(kernel: str, entry: str, warmup: int, count: int) -> dict:
-    return {"kernel": kernel, "entry": entry, "size_bytes": MIB, "rotating_requested": "1", "rotating": 1, "flush": "none",
-            "warmup": warmup, "count": count}
+    return {
+        "kernel": kernel,
+        "entry": entry,
+        "size_bytes": MIB,
+        "rotating_requested": "1",
+        "rotating": 1,
+        "flush": "none",
+        "warmup": warmup,
+        "count": count,
+    }
 
 
 def test_attribution_by_order_and_name() -> None:
@@ -77,8 +91,9 @@ def test_the_counter_pass_is_a_plan_of_counting_units(dev, tmp_path) -> None:
         assert all(j.kind == COUNTING and j.counting.prefix[0] == str(tool) and j.spec.units == 1 for j in jobs)
         assert UnitRun(jobs[0], "r").prefix == jobs[0].counting.prefix
         assert UnitRun(UnitJob(spec, 0, frozenset()), "r").prefix == ()
-        counted = [{c.untimed_key for c in j.spec.configurations() if c not in j.done and not c.is_reference}
-                   for j in jobs]
+        counted = [
+            {c.untimed_key for c in j.spec.configurations() if c not in j.done and not c.is_reference} for j in jobs
+        ]
         assert [sorted(k.size for k in keys) for keys in counted] == [[64 * KIB] * 2] * 2 + [[MIB] * 2] * 2
         assert all(j.counting.label == plan.label == "ncu" for j in jobs)
     finally:

@@ -4,6 +4,7 @@ line (the host device, an unknown range mode, a library that is not there), and 
 library that cannot profile here (no CUDA driver) failing as one ``CounterError`` naming the call and
 the library, never taking the process down. The counting itself runs on the GPU
 (``test_counters.py``'s GPU tests; ``benchmarks/h200/cupti_probe.py``)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -33,27 +34,45 @@ def test_auto_ranges_are_picked_by_the_kernels_name_plain_demangled_or_mangled()
 
 def test_the_hit_rate_is_the_lookups_ratio_and_missing_counters_are_nan() -> None:
     be = CuptiBackend()
-    got = be.per_launch({"dram__bytes_read.sum": 2.0 ** 21, "dram__bytes_write.sum": 2.0 ** 20,
-                         "lts__t_sectors_lookup_hit.sum": 30.0, "lts__t_sectors_lookup_miss.sum": 10.0})
-    assert got["dram_read_bytes"] == 2.0 ** 21 and got["dram_write_bytes"] == 2.0 ** 20 and got["l2_hit_rate"] == 0.75
+    got = be.per_launch(
+        {
+            "dram__bytes_read.sum": 2.0**21,
+            "dram__bytes_write.sum": 2.0**20,
+            "lts__t_sectors_lookup_hit.sum": 30.0,
+            "lts__t_sectors_lookup_miss.sum": 10.0,
+        }
+    )
+    assert got["dram_read_bytes"] == 2.0**21 and got["dram_write_bytes"] == 2.0**20 and got["l2_hit_rate"] == 0.75
     dram_only = be.per_launch({"dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0})
     assert math.isnan(dram_only["l2_hit_rate"]) and math.isnan(dram_only["duration_s"])
-    assert math.isnan(be.per_launch({"lts__t_sectors_lookup_hit.sum": 0.0, "lts__t_sectors_lookup_miss.sum": 0.0})["l2_hit_rate"])
+    assert math.isnan(
+        be.per_launch({"lts__t_sectors_lookup_hit.sum": 0.0, "lts__t_sectors_lookup_miss.sum": 0.0})["l2_hit_rate"]
+    )
     # the other single-pass sets' L2 counters (``METRIC_SETS``): a percentage (at most 1) or the texture unit's lookups
     assert be.per_launch({"lts__t_sector_hit_rate.pct": 104.0})["l2_hit_rate"] == 1.0
     assert be.per_launch({"lts__t_sector_hit_rate.pct": 55.5})["l2_hit_rate"] == pytest.approx(0.555)
-    assert be.per_launch({"lts__t_sectors_srcunit_tex_lookup_hit.sum": 1.0,
-                          "lts__t_sectors_srcunit_tex_lookup_miss.sum": 3.0})["l2_hit_rate"] == 0.25
+    assert (
+        be.per_launch(
+            {"lts__t_sectors_srcunit_tex_lookup_hit.sum": 1.0, "lts__t_sectors_srcunit_tex_lookup_miss.sum": 3.0}
+        )["l2_hit_rate"]
+        == 0.25
+    )
     assert METRIC_SETS[0] == CUPTI_METRICS and METRIC_SETS[-1] == DRAM_ONLY
     assert all(m[:2] == DRAM_ONLY for m in METRIC_SETS)
 
 
 def test_the_manifests_values_are_the_launches_in_order(tmp_path) -> None:
-    entries = [{"entry": "triad", "count": 2, "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": 2.0}]},
-               {"entry": "stencil2d", "count": 1, "values": [{"dram__bytes_read.sum": 3.0}]}]
+    entries = [
+        {"entry": "triad", "count": 2, "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": 2.0}]},
+        {"entry": "stencil2d", "count": 1, "values": [{"dram__bytes_read.sum": 3.0}]},
+    ]
     (tmp_path / MANIFEST).write_text(json.dumps({"entries": entries}))
     launches, note = CuptiBackend().parse(tmp_path)
-    assert [(x.kernel, x.values["dram__bytes_read.sum"]) for x in launches] == [("triad", 1.0), ("triad", 2.0), ("stencil2d", 3.0)]
+    assert [(x.kernel, x.values["dram__bytes_read.sum"]) for x in launches] == [
+        ("triad", 1.0),
+        ("triad", 2.0),
+        ("stencil2d", 3.0),
+    ]
     assert note == ""
     with pytest.raises(CounterError, match="no counting unit manifest"):
         CuptiBackend().parse(tmp_path / "elsewhere")
@@ -73,10 +92,16 @@ def test_the_host_and_a_missing_library_are_one_line_each(monkeypatch, tmp_path)
         RangeSession(CUPTI_METRICS, mode="kernel")
     desc = CuptiBackend(metrics=CUPTI_METRICS[:2]).describe()
     again = from_description(desc)
-    assert again.name == "cupti" and again.metrics == CUPTI_METRICS[:2] and desc["label"].startswith("CUPTI range profiler")
+    assert (
+        again.name == "cupti"
+        and again.metrics == CUPTI_METRICS[:2]
+        and desc["label"].startswith("CUPTI range profiler")
+    )
 
 
-def test_the_newest_toolkits_cupti_is_tried_first_and_one_without_the_range_profiler_is_passed_over(tmp_path, monkeypatch) -> None:
+def test_the_newest_toolkits_cupti_is_tried_first_and_one_without_the_range_profiler_is_passed_over(
+    tmp_path, monkeypatch
+) -> None:
     """Toolkits side by side (``/usr/local/cuda-*``): the newest is tried first (12.10 after 12.4,
     as versions); a library without the range profiler (an older CUPTI: here a real library that is
     not CUPTI) or a file that is no library is passed over with its reason, and when the library
@@ -108,14 +133,18 @@ def test_the_newest_toolkits_cupti_is_tried_first_and_one_without_the_range_prof
     assert old is None and why == f"{found[0]} has no range profiler (cuptiRangeProfilerEnable: CUPTI 12.6 or newer)"
     assert locate(found[1]) == (None, f"{found[1]} is not a shared library")
     gpu = types.SimpleNamespace(kind="cuda", index=0)  # what the backend reads of a device: its kind
-    assert CuptiBackend(library=found[0]).available(gpu).startswith(f"CUPTI not usable ({found[0]} has no range profiler")
+    assert (
+        CuptiBackend(library=found[0]).available(gpu).startswith(f"CUPTI not usable ({found[0]} has no range profiler")
+    )
     monkeypatch.setenv("HIPEXPLORE_CUPTI_LIBRARY", found[0])
     assert backend_for(gpu).name == "ncu"
     monkeypatch.setenv("HIPEXPLORE_CUPTI_LIBRARY", found[2])
     assert backend_for(gpu).name == "cupti"
-    code = ("import types\nfrom hipexplore.bench.counters.registry import backend_for\n"
-            "name = backend_for(types.SimpleNamespace(kind='cuda', index=0)).name\n"
-            "print(name, any('libcupti' in line for line in open('/proc/self/maps')))\n")
+    code = (
+        "import types\nfrom hipexplore.bench.counters.registry import backend_for\n"
+        "name = backend_for(types.SimpleNamespace(kind='cuda', index=0)).name\n"
+        "print(name, any('libcupti' in line for line in open('/proc/self/maps')))\n"
+    )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert child.stdout.split() == ["cupti", "False"], child.stdout + child.stderr[-2000:]  # chosen, not loaded
 
@@ -131,9 +160,11 @@ def test_a_real_cupti_without_a_gpu_fails_as_one_error_naming_the_call() -> None
     path = find_cupti()
     if path is None:
         need("a CUPTI library", "none in the CUDA toolkit's folders nor the nvidia-cuda-cupti wheel (the `cuda` extra)")
-    code = ("from hipexplore.bench.counters.cupti_api import RangeSession\n"
-            "from hipexplore.bench.counters.backends import CounterError\n"
-            "try:\n    RangeSession(('dram__bytes_read.sum',))\nexcept CounterError as exc:\n    print('ERR', exc)\n")
+    code = (
+        "from hipexplore.bench.counters.cupti_api import RangeSession\n"
+        "from hipexplore.bench.counters.backends import CounterError\n"
+        "try:\n    RangeSession(('dram__bytes_read.sum',))\nexcept CounterError as exc:\n    print('ERR', exc)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     line = done.stdout.strip()
@@ -163,8 +194,10 @@ def test_the_recorded_cupti_pass_parses_here_to_what_the_cli_printed_on_the_gpu(
     folders = sorted(p.parent for p in recorded.glob("*/*/backend.json"))
     if not folders:
         need(f"the recorded CUPTI pass under {recorded}", "scripts/h200_all.sh cupti")
-    printed = {(r["group"], r["rotating"].split("=")[0], r["flush"]): r
-               for r in json.loads((recorded / "summary.json").read_text())["rows"]}
+    printed = {
+        (r["group"], r["rotating"].split("=")[0], r["flush"]): r
+        for r in json.loads((recorded / "summary.json").read_text())["rows"]
+    }
     seen = {}
     for folder in folders:
         assert [p.name for p in folder.glob("group-*")] == ["group-0"], folder  # one counting unit, no tool per group
@@ -181,12 +214,27 @@ def test_the_recorded_cupti_pass_parses_here_to_what_the_cli_printed_on_the_gpu(
                 assert "none fits one: the L2 hit rate is not counted" in cli["counter_note"], cli["counter_note"]
             seen[key] = rec
     assert len(seen) == len(printed) == 24
-    assert seen[("triad-1MiB", "5", "none")].cold_fraction <= 0.1 and seen[("triad-1MiB", "5", "none")].cache_state == "warm"
-    for key in (("triad-1MiB", "auto", "none"), ("triad-1MiB-l2write", "1", "l2-write"), ("stencil2d-1MiB", "auto", "none"),
-                ("reduce_sum-1MiB", "auto", "none"), ("stencil2d-1MiB", "5", "l2-write"), ("reduce_sum-1MiB", "1", "l2-write")):
-        assert seen[key].cold_fraction >= 0.9 and (seen[key].cache_state, seen[key].cold_promise) == ("cold", "kept"), key
+    assert (
+        seen[("triad-1MiB", "5", "none")].cold_fraction <= 0.1
+        and seen[("triad-1MiB", "5", "none")].cache_state == "warm"
+    )
+    for key in (
+        ("triad-1MiB", "auto", "none"),
+        ("triad-1MiB-l2write", "1", "l2-write"),
+        ("stencil2d-1MiB", "auto", "none"),
+        ("reduce_sum-1MiB", "auto", "none"),
+        ("stencil2d-1MiB", "5", "l2-write"),
+        ("reduce_sum-1MiB", "1", "l2-write"),
+    ):
+        assert seen[key].cold_fraction >= 0.9 and (seen[key].cache_state, seen[key].cold_promise) == ("cold", "kept"), (
+            key
+        )
     assert seen[("triad-4MiB", "3", "none")].cache_state == "partial"
-    ones = [rec.cold_fraction for (group, rot, flush), rec in seen.items() if (rot, flush) == ("1", "none") and "16MiB" not in group]
+    ones = [
+        rec.cold_fraction
+        for (group, rot, flush), rec in seen.items()
+        if (rot, flush) == ("1", "none") and "16MiB" not in group
+    ]
     if name != "h100-cupti":  # the first configuration of each group: its dropped range kept it warm
         assert len(ones) == 3 and max(ones) <= 0.02, ones
     else:
@@ -210,8 +258,11 @@ def test_the_h200s_recorded_cupti_pass_parses_here_to_its_summary_and_meets_the_
 
     folder = RECORDED.parent / "h200-cupti"
     summary = pd.read_parquet(folder / "triad-counted.summary.parquet")
-    rows = {(int(r.size_bytes), str(r.rotating_requested), str(r.flush)): r for r in summary.itertuples()
-            if r.flush != "cold-reference"}
+    rows = {
+        (int(r.size_bytes), str(r.rotating_requested), str(r.flush)): r
+        for r in summary.itertuples()
+        if r.flush != "cold-reference"
+    }
     got = collect(folder / "triad-counted.counters" / "all-0")
     assert got.backend.startswith("CUPTI range profiler") and len(got.records) == len(rows) == 28
     for rec in got.records:

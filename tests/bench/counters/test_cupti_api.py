@@ -6,6 +6,7 @@ A wrong offset would have CUPTI read a pointer as a count on the GPU, where noth
 
 The program is compiled by the host's C compiler; ``cuda.h`` (which the headers include for
 ``CUcontext`` alone) is given as the three typedefs they use, since no CUDA driver header is here."""
+
 from __future__ import annotations
 
 import ctypes
@@ -32,7 +33,9 @@ def _include_dir() -> Path:
     for root in roots:
         for hit in sorted(glob.glob(os.path.join(root, "*", "include", "cupti_range_profiler.h"))):
             return Path(hit).parent
-    need("CUPTI headers", "no nvidia/*/include/cupti_range_profiler.h (the nvidia-cuda-cupti wheel of the `cuda` extra)")
+    need(
+        "CUPTI headers", "no nvidia/*/include/cupti_range_profiler.h (the nvidia-cuda-cupti wheel of the `cuda` extra)"
+    )
     raise AssertionError("unreachable")
 
 
@@ -41,7 +44,9 @@ def _program() -> str:
     for name, struct in STRUCTS.items():
         lines.append(f'  printf("{name} sizeof %zu\\n", sizeof({name}));')
         for field, _ in struct._fields_:
-            lines.append(f'  printf("{name} {field} %zu %zu\\n", offsetof({name}, {field}), sizeof((({name}*)0)->{field}));')
+            lines.append(
+                f'  printf("{name} {field} %zu %zu\\n", offsetof({name}, {field}), sizeof((({name}*)0)->{field}));'
+            )
     return "\n".join([*lines, "  return 0;", "}", ""])
 
 
@@ -49,27 +54,56 @@ def test_every_declared_field_sits_where_the_installed_headers_put_it(tmp_path: 
     include = _include_dir()
     cc = need_tool("cc", "gcc")
     (tmp_path / "stub").mkdir()
-    (tmp_path / "stub" / "cuda.h").write_text("typedef struct CUctx_st *CUcontext;\ntypedef int CUdevice;\n"
-                                              "typedef struct CUstream_st *CUstream;\n")
+    (tmp_path / "stub" / "cuda.h").write_text(
+        "typedef struct CUctx_st *CUcontext;\ntypedef int CUdevice;\ntypedef struct CUstream_st *CUstream;\n"
+    )
     (tmp_path / "layout.c").write_text(_program())
     language = ["-x", "c++"] if "#include <string>" in (include / "cupti_profiler_host.h").read_text() else ["-std=c11"]
-    built = subprocess.run([cc, *language, "-I", str(tmp_path / "stub"), "-I", str(include), str(tmp_path / "layout.c"),
-                            "-o", str(tmp_path / "layout")], capture_output=True, text=True)
+    built = subprocess.run(
+        [
+            cc,
+            *language,
+            "-I",
+            str(tmp_path / "stub"),
+            "-I",
+            str(include),
+            str(tmp_path / "layout.c"),
+            "-o",
+            str(tmp_path / "layout"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if built.returncode and language[0] == "-x":
         cxx = need_tool("c++", "g++")
-        built = subprocess.run([cxx, "-I", str(tmp_path / "stub"), "-I", str(include), str(tmp_path / "layout.c"), "-o",
-                                str(tmp_path / "layout")], capture_output=True, text=True)
+        built = subprocess.run(
+            [
+                cxx,
+                "-I",
+                str(tmp_path / "stub"),
+                "-I",
+                str(include),
+                str(tmp_path / "layout.c"),
+                "-o",
+                str(tmp_path / "layout"),
+            ],
+            capture_output=True,
+            text=True,
+        )
     assert built.returncode == 0, built.stderr[-3000:]
     seen: dict[str, dict[str, tuple[int, ...]]] = {}
-    for line in subprocess.run([str(tmp_path / "layout")], capture_output=True, text=True, check=True).stdout.splitlines():
+    for line in subprocess.run(
+        [str(tmp_path / "layout")], capture_output=True, text=True, check=True
+    ).stdout.splitlines():
         name, field, *numbers = line.split()
         seen.setdefault(name, {})[field] = tuple(int(n) for n in numbers)
     assert set(seen) == set(STRUCTS)
     for name, struct in STRUCTS.items():
         for field, _ in struct._fields_:
             ours = getattr(struct, field)
-            assert (ours.offset, ours.size) == seen[name][field], f"{name}.{field}: ours {ours.offset}+{ours.size}, " \
-                                                                   f"the header's {seen[name][field]}"
+            assert (ours.offset, ours.size) == seen[name][field], (
+                f"{name}.{field}: ours {ours.offset}+{ours.size}, the header's {seen[name][field]}"
+            )
         assert struct.SIZE <= seen[name]["sizeof"][0], name
         last = struct._fields_[-1][0]
         assert struct.SIZE == sum(seen[name][last]), name

@@ -14,6 +14,7 @@ and the ncu.log parsed). Here:
 * a new pass of the same sweep writes the same counter columns and a manifest and backend
   description of the same shape, which collect to the same figures.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,8 +47,11 @@ def _same(a, b) -> bool:
 
 
 def _counted_rows(summary: pd.DataFrame) -> dict:
-    return {(r["rotating_requested"], r["flush"]): {c: r[c] for c in COUNTER_COLUMNS}
-            for r in summary.to_dict("records") if r["counter_backend"]}
+    return {
+        (r["rotating_requested"], r["flush"]): {c: r[c] for c in COUNTER_COLUMNS}
+        for r in summary.to_dict("records")
+        if r["counter_backend"]
+    }
 
 
 def _reader():
@@ -93,13 +97,16 @@ def test_a_new_pass_writes_what_the_previous_revision_wrote(dev, tmp_path, recor
     new, old = tmp_path / FOLDER, GOLDEN / FOLDER
     m_new, m_old = (json.loads((d / "group-0" / MANIFEST).read_text()) for d in (new, old))
     assert m_new.keys() == m_old.keys() and [e.keys() for e in m_new["entries"]] == [e.keys() for e in m_old["entries"]]
-    assert [(e["kernel"], e["rotating_requested"], e["flush"], e["count"]) for e in m_new["entries"]] == \
-        [(e["kernel"], e["rotating_requested"], e["flush"], e["count"]) for e in m_old["entries"]]
+    assert [(e["kernel"], e["rotating_requested"], e["flush"], e["count"]) for e in m_new["entries"]] == [
+        (e["kernel"], e["rotating_requested"], e["flush"], e["count"]) for e in m_old["entries"]
+    ]
     b_new, b_old = (json.loads((d / BACKEND_FILE).read_text()) for d in (new, old))
-    assert b_new.keys() == b_old.keys() and {k: v for k, v in b_new.items() if k != "commands"} == \
-        {k: v for k, v in b_old.items() if k != "commands"}
-    assert sorted(p.relative_to(new).as_posix() for p in new.rglob("*")) == \
-        sorted(p.relative_to(old).as_posix() for p in old.rglob("*"))
+    assert b_new.keys() == b_old.keys() and {k: v for k, v in b_new.items() if k != "commands"} == {
+        k: v for k, v in b_old.items() if k != "commands"
+    }
+    assert sorted(p.relative_to(new).as_posix() for p in new.rglob("*")) == sorted(
+        p.relative_to(old).as_posix() for p in old.rglob("*")
+    )
     for a, b in zip(collect(new, backend=_reader()).records, collect(old, backend=_reader()).records, strict=True):
         assert all(_same(x, y) for x, y in zip(a.summary().columns().values(), b.summary().columns().values())), (a, b)
 

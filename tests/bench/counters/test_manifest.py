@@ -4,6 +4,7 @@ A counting unit's worker runs the user's kernel, which can write any file its us
 recorded pass folder may come from anyone: a forged manifest or backend description is one
 ``CounterError`` line naming the file, never a traceback, never read past its bound; every
 recorded folder under data/counters still reads."""
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,20 @@ RECORDED = Path(__file__).resolve().parents[3] / "data" / "counters"
 
 
 def entry(**over) -> dict:
-    e = {"kernel": "triad", "entry": "triad", "size_bytes": 1024, "rotating_requested": "1", "flush": "none", "rotating": 1,
-         "warmup": 2, "count": 2, "input_bytes": 2048, "launches": [[0, 0], [0, 1]], "plan_note": "",
-         "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": None}]}
+    e = {
+        "kernel": "triad",
+        "entry": "triad",
+        "size_bytes": 1024,
+        "rotating_requested": "1",
+        "flush": "none",
+        "rotating": 1,
+        "warmup": 2,
+        "count": 2,
+        "input_bytes": 2048,
+        "launches": [[0, 0], [0, 1]],
+        "plan_note": "",
+        "values": [{"dram__bytes_read.sum": 1.0}, {"dram__bytes_read.sum": None}],
+    }
     return {**e, **over}
 
 
@@ -34,19 +46,22 @@ def test_a_manifest_round_trips_a_counter_that_is_not_a_number(tmp_path):
     assert got["values"][0] == {"dram__bytes_read.sum": 1.0} and math.isnan(got["values"][1]["dram__bytes_read.sum"])
 
 
-@pytest.mark.parametrize("content, why", [
-    (b"\x80\x81", "not UTF-8"),
-    (b"cos\nsystem\n(S'touch /tmp/x'\ntR.", "not JSON"),
-    (json.dumps([1, 2]).encode(), "entries are a list"),
-    (json.dumps({"entries": [{"kernel": "triad"}]}).encode(), "lacks"),
-    (json.dumps({"entries": [entry(count="12")]}).encode(), "count must be an integer"),
-    (json.dumps({"entries": [entry(count=-1)]}).encode(), "count must be an integer"),
-    (json.dumps({"entries": [entry(kernel="triad\u001b[2J")]}).encode(), "escape"),
-    (json.dumps({"entries": [entry(launches=[[0, "x"]])]}).encode(), "launches must be a list"),
-    (json.dumps({"entries": [entry(values=[{"m": "1"}])]}).encode(), "map counter names to numbers"),
-    (b'{"entries": [{"count": NaN}]}', "not a JSON number"),
-    (b"[" * 10_000 + b"]" * 10_000, "nested more than"),
-])
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        (b"\x80\x81", "not UTF-8"),
+        (b"cos\nsystem\n(S'touch /tmp/x'\ntR.", "not JSON"),
+        (json.dumps([1, 2]).encode(), "entries are a list"),
+        (json.dumps({"entries": [{"kernel": "triad"}]}).encode(), "lacks"),
+        (json.dumps({"entries": [entry(count="12")]}).encode(), "count must be an integer"),
+        (json.dumps({"entries": [entry(count=-1)]}).encode(), "count must be an integer"),
+        (json.dumps({"entries": [entry(kernel="triad\u001b[2J")]}).encode(), "escape"),
+        (json.dumps({"entries": [entry(launches=[[0, "x"]])]}).encode(), "launches must be a list"),
+        (json.dumps({"entries": [entry(values=[{"m": "1"}])]}).encode(), "map counter names to numbers"),
+        (b'{"entries": [{"count": NaN}]}', "not a JSON number"),
+        (b"[" * 10_000 + b"]" * 10_000, "nested more than"),
+    ],
+)
 def test_a_forged_manifest_is_one_line_naming_the_file(tmp_path, content, why):
     path = tmp_path / "manifest.json"
     path.write_bytes(content)
@@ -67,8 +82,12 @@ def test_a_manifest_is_read_no_further_than_its_bound(tmp_path):
 
 def test_a_forged_backend_description_is_one_line(tmp_path):
     path = tmp_path / "backend.json"
-    for doc, why in (({"label": "x"}, "with a name"), ({"name": "ncu", "metrics": "all"}, "lists of counter names"),
-                     ({"name": "ncu", "profiler_range": "yes"}, "true or false"), ({"name": "ncu\n"}, "newline")):
+    for doc, why in (
+        ({"label": "x"}, "with a name"),
+        ({"name": "ncu", "metrics": "all"}, "lists of counter names"),
+        ({"name": "ncu", "profiler_range": "yes"}, "true or false"),
+        ({"name": "ncu\n"}, "newline"),
+    ):
         path.write_text(json.dumps(doc))
         with pytest.raises(CounterError, match=why):
             read_description(path)

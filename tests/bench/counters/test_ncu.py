@@ -1,6 +1,7 @@
 """``hipexplore.bench.counters.ncu``: Nsight Compute's command line and replay passes, and its CSV
 parsed (the details and raw pages, in the documented formats; the recorded outputs are tested in
 test_counters.py)."""
+
 from __future__ import annotations
 
 import math
@@ -15,11 +16,26 @@ from hipexplore.errors import ConfigError
 def test_ncu_command_line(tmp_path) -> None:
     pattern = name_pattern(["triad", "transpose_tiled<32, 8>"])
     cmd = ncu_command("/usr/local/cuda/bin/ncu", NCU_METRICS, pattern, tmp_path / "ncu.log")
-    assert cmd == ["/usr/local/cuda/bin/ncu", "--target-processes", "all", "--profile-from-start", "off",
-                   "--cache-control", "none", "--clock-control", "none",
-                   "-k", "regex:(^|[^A-Za-z0-9_])(transpose_tiled|triad)([^A-Za-z0-9_]|$)",
-                   "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct",
-                   "--csv", "--print-units", "base", "--log-file", str(tmp_path / "ncu.log")]
+    assert cmd == [
+        "/usr/local/cuda/bin/ncu",
+        "--target-processes",
+        "all",
+        "--profile-from-start",
+        "off",
+        "--cache-control",
+        "none",
+        "--clock-control",
+        "none",
+        "-k",
+        "regex:(^|[^A-Za-z0-9_])(transpose_tiled|triad)([^A-Za-z0-9_]|$)",
+        "--metrics",
+        "dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct",
+        "--csv",
+        "--print-units",
+        "base",
+        "--log-file",
+        str(tmp_path / "ncu.log"),
+    ]
     assert "--print-units" not in ncu_command("ncu", NCU_METRICS, pattern, tmp_path / "l", print_units=False)
     assert "--profile-from-start" not in ncu_command("ncu", NCU_METRICS, pattern, tmp_path / "l", profiler_range=False)
     whole = NcuBackend(ncu=str(tmp_path / "none"), profiler_range=False)
@@ -66,12 +82,18 @@ def test_ncu_parser_reads_the_details_and_raw_pages() -> None:
     got = parse_csv(DETAILS)
     assert [x.kernel for x in got] == ["triad", "triad"]
     assert got[0].values == {"dram__bytes_read.sum": 2101248.0, "lts__t_sector_hit_rate.pct": 0.52}
-    assert got[1].values["dram__bytes_read.sum"] == 1.5e6 and got[1].values["gpu__time_duration.sum"] == pytest.approx(4.1e-6)
+    assert got[1].values["dram__bytes_read.sum"] == 1.5e6 and got[1].values["gpu__time_duration.sum"] == pytest.approx(
+        4.1e-6
+    )
     assert math.isnan(got[1].values["lts__t_sector_hit_rate.pct"])
     raw = parse_csv(RAW)  # rows by ID, the units row applied
-    assert [x.values for x in raw] == [{"dram__bytes_read.sum": 1.024e6, "dram__bytes_write.sum": 0.0},
-                                       {"dram__bytes_read.sum": 2500.0, "dram__bytes_write.sum": 1048576.0}]
+    assert [x.values for x in raw] == [
+        {"dram__bytes_read.sum": 1.024e6, "dram__bytes_write.sum": 0.0},
+        {"dram__bytes_read.sum": 2500.0, "dram__bytes_write.sum": 1048576.0},
+    ]
     assert pass_note(DETAILS) == ""
     assert "2 passes" in pass_note(DETAILS.replace("- 1 pass", "- 2 passes"))
     with pytest.raises(CounterError, match="no CSV header"):
-        parse_csv("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters")
+        parse_csv(
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters"
+        )

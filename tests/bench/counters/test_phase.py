@@ -2,6 +2,7 @@
 ``time_launches`` on the host device, the profiler's range around the counted launches (its launch
 bound announced first, its first range run and dropped when it asks), and the refusal of a
 profiler that counted another number of launches than the range held."""
+
 from __future__ import annotations
 
 import pytest
@@ -69,8 +70,15 @@ def test_the_counting_unit_replays_the_trials_path_and_takes_no_timed_sample(dev
     the counter phase, which launches through ``time_launches`` (chunks of 4, seeded leads, a trail,
     each kernel launch after its flush, set i for timed sample i) with the range around the chunks;
     the manifest lists every launch inside the range in order, and says how many came before."""
-    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,), rotating=(3,), flush=("none", "l2-write"),
-                     stop=StopRule(iterations=6), units=1, warmup_s=0.0)
+    spec = SweepSpec(
+        kernels=("triad",),
+        sizes=(64 * KIB,),
+        rotating=(3,),
+        flush=("none", "l2-write"),
+        stop=StopRule(iterations=6),
+        units=1,
+        warmup_s=0.0,
+    )
     watched = _Watched(dev)
     phase = CounterPhase(Counting("none", 5))
     phase.marker = marks = _Marks(watched)
@@ -79,8 +87,10 @@ def test_the_counting_unit_replays_the_trials_path_and_takes_no_timed_sample(dev
     assert run.measure() is False
     assert channel.rows == [] and channel.frames == []  # no timed sample, no row
     entries = channel.counted_entries
-    assert [(e["rotating_requested"], e["flush"], e["rotating"], e["timed"]) for e in entries] == \
-        [("3", "none", 3, 5), ("3", "l2-write", 3, 5)]
+    assert [(e["rotating_requested"], e["flush"], e["rotating"], e["timed"]) for e in entries] == [
+        ("3", "none", 3, 5),
+        ("3", "l2-write", 3, 5),
+    ]
     kernel = next(k for k, _ in watched.calls if k is not run.flushers["l2-write"].kernel)
     for e, (lo, hi) in zip(entries, zip(marks.at[0::2], marks.at[1::2])):
         inside = watched.calls[lo:hi]
@@ -90,7 +100,7 @@ def test_the_counting_unit_replays_the_trials_path_and_takes_no_timed_sample(dev
         assert [s for s, _ in timed] == [i % 3 for i in range(5)] and [p for _, p in timed] == [0, 1, 2, 3, 0]
         for j, (s, p) in enumerate(e["launches"]):  # an untimed launch repeats a neighbour's set (a lead, a trail)
             if p < 0:
-                assert s in {e["launches"][j - 1][0] if j else None, *(x for x, _ in e["launches"][j + 1:j + 2])}
+                assert s in {e["launches"][j - 1][0] if j else None, *(x for x, _ in e["launches"][j + 1 : j + 2])}
         if e["flush"] == "l2-write":
             flush = run.flushers["l2-write"].kernel
             assert [k is flush for k, _ in inside] == [True, False] * len(launched)  # every launch after its flush
@@ -98,11 +108,17 @@ def test_the_counting_unit_replays_the_trials_path_and_takes_no_timed_sample(dev
             assert all(k is kernel for k, _ in inside)
         assert e["warmup"] > 0 and e["input_bytes"] == 128 * KIB and e["entry"] == "triad"
     ids = {}
-    for s_, (_k, a) in zip([s for e in entries for s, _ in e["launches"]],
-                           [c for lo, hi in zip(marks.at[0::2], marks.at[1::2]) for c in watched.calls[lo:hi] if c[0] is kernel]):
+    for s_, (_k, a) in zip(
+        [s for e in entries for s, _ in e["launches"]],
+        [c for lo, hi in zip(marks.at[0::2], marks.at[1::2]) for c in watched.calls[lo:hi] if c[0] is kernel],
+    ):
         ids.setdefault(s_, set()).add(id(a))
     # set i is always the same buffers, and the three sets are three: the manifest names the sets launched
-    assert sorted(ids) == [0, 1, 2] and all(len(v) == 1 for v in ids.values()) and len({next(iter(v)) for v in ids.values()}) == 3
+    assert (
+        sorted(ids) == [0, 1, 2]
+        and all(len(v) == 1 for v in ids.values())
+        and len({next(iter(v)) for v in ids.values()}) == 3
+    )
 
 
 class _Bound(NoMarker):
@@ -124,8 +140,15 @@ class _Bound(NoMarker):
         self.held[-1] += 1
 
 
-@pytest.mark.parametrize("timing", [{}, {"chunk": 1, "chunk_lead": 1, "chunk_trail": 2}, {"chunk": 7, "chunk_lead": 0, "chunk_trail": 0},
-                                    {"chunk": 3, "chunk_lead": 2, "chunk_trail": 1}])
+@pytest.mark.parametrize(
+    "timing",
+    [
+        {},
+        {"chunk": 1, "chunk_lead": 1, "chunk_trail": 2},
+        {"chunk": 7, "chunk_lead": 0, "chunk_trail": 0},
+        {"chunk": 3, "chunk_lead": 2, "chunk_trail": 1},
+    ],
+)
 def test_the_phase_announces_a_launch_bound_its_range_never_passes(dev, timing) -> None:
     """A profiler in the process sizes its record of ranges before the range opens (CUPTI drops
     the ranges past its counter-data image: the pass then fails). An ``auto`` rotation of hundreds
@@ -133,8 +156,16 @@ def test_the_phase_announces_a_launch_bound_its_range_never_passes(dev, timing) 
     phase announces covers what the range holds, whatever the chunking, and is not far above it."""
     from hipexplore.bench.counters.cupti import CuptiRanges
 
-    spec = SweepSpec(kernels=("triad",), sizes=(4 * KIB,), rotating=(1, 301), flush=("none",), stop=StopRule(iterations=301),
-                     units=1, warmup_s=0.0, **timing)
+    spec = SweepSpec(
+        kernels=("triad",),
+        sizes=(4 * KIB,),
+        rotating=(1, 301),
+        flush=("none",),
+        stop=StopRule(iterations=301),
+        units=1,
+        warmup_s=0.0,
+        **timing,
+    )
     phase = CounterPhase(Counting("none", 12))
     phase.marker = phase.tap.marker = marker = _Bound()
     run = SweepRun(_unit(spec, "bound", Counting("none", 12)), dev, Collector(), phases=(phase,))
@@ -142,7 +173,10 @@ def test_the_phase_announces_a_launch_bound_its_range_never_passes(dev, timing) 
     entries = run.channel.counted_entries
     assert [e["timed"] for e in entries] == [12, 301] and [e["count"] for e in entries] == marker.held
     for bound, held in zip(marker.bounds, marker.held):
-        assert held <= bound <= 2 * held, (bound, held)  # a random lead is counted in every chunk: half of them have one
+        assert held <= bound <= 2 * held, (
+            bound,
+            held,
+        )  # a random lead is counted in every chunk: half of them have one
     ranges = CuptiRanges.__new__(CuptiRanges)  # the record CUPTI's marker asks for, from the same bound
     ranges.mode, ranges.samples = "user", 12
     for bound, held in zip(marker.bounds, marker.held):
@@ -173,8 +207,15 @@ def test_a_profilers_first_range_is_run_and_dropped_before_the_first_configurati
     0 B): that range is run once and dropped, so the first configuration's counted launches are the
     second range's (the same count as the later configurations', which run one range each); an
     outside profiler (ncu counts every range it sees) gets no extra range."""
-    spec = SweepSpec(kernels=("triad",), sizes=(4 * KIB,), rotating=(1, 3), flush=("none",), stop=StopRule(iterations=12),
-                     units=1, warmup_s=0.0)
+    spec = SweepSpec(
+        kernels=("triad",),
+        sizes=(4 * KIB,),
+        rotating=(1, 3),
+        flush=("none",),
+        stop=StopRule(iterations=12),
+        units=1,
+        warmup_s=0.0,
+    )
     for marker, ranges in ((_First(), 3), (_Bound(), 2)):
         phase = CounterPhase(Counting("none", 12))
         phase.marker = phase.tap.marker = marker
@@ -207,8 +248,15 @@ def test_a_profiler_that_counted_another_number_of_launches_than_the_range_held_
     """Counts pair with the range's launches by position (each one's buffer set and chunk position):
     one launch too many or too few and every count would pair with the wrong set. The phase refuses
     such a profiler naming both numbers; one that counted exactly the range's launches passes."""
-    spec = SweepSpec(kernels=("triad",), sizes=(4 * KIB,), rotating=(3,), flush=("none",), stop=StopRule(iterations=6),
-                     units=1, warmup_s=0.0)
+    spec = SweepSpec(
+        kernels=("triad",),
+        sizes=(4 * KIB,),
+        rotating=(3,),
+        flush=("none",),
+        stop=StopRule(iterations=6),
+        units=1,
+        warmup_s=0.0,
+    )
     phase = CounterPhase(Counting("none", 6))
     phase.marker = phase.tap.marker = marker = _Miscounting(off)
     run = SweepRun(_unit(spec, "miscount", Counting("none", 6)), dev, Collector(), phases=(phase,))
@@ -220,4 +268,6 @@ def test_a_profiler_that_counted_another_number_of_launches_than_the_range_held_
     with pytest.raises(CounterError) as err:
         run.measure()
     held = marker.held[-1]
-    assert str(err.value) == (f"miscounting counted {held + off} launch(es) of triad size {4 * KIB}; the range held {held}")
+    assert str(err.value) == (
+        f"miscounting counted {held + off} launch(es) of triad size {4 * KIB}; the range held {held}"
+    )

@@ -1,5 +1,6 @@
 """``hipexplore.bench.counters.registry``: counter backends by name, the one a device gets, and a
 backend rebuilt from the description it recorded (to parse its output again)."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,9 @@ def test_backends_by_name_and_an_unknown_name_in_one_line() -> None:
     assert isinstance(backend_named("ncu"), NcuBackend) and isinstance(backend_named("rocprofv3"), RocprofBackend)
     assert isinstance(backend_named("host"), HostBackend)
     assert backend_named("cupti").name == "cupti"
-    with pytest.raises(ConfigError, match="counter backend 'nvprof' is unknown; expected cupti, ncu, rocprofv3 or host"):
+    with pytest.raises(
+        ConfigError, match="counter backend 'nvprof' is unknown; expected cupti, ncu, rocprofv3 or host"
+    ):
         backend_named("nvprof")
 
 

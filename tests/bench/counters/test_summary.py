@@ -1,6 +1,7 @@
 """``hipexplore.bench.counters.summary``: one configuration's counters as one typed value, its fields
 the file's counter columns in their order, read from a summary row as it was written, and turned
 back into the row's columns (a broken promise's line joined to the row's warning once)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,19 @@ import pytest
 from hipexplore.bench.counters.summary import TEXT_COLUMNS, CounterSummary, uncounted_columns, with_counters
 from hipexplore.schema import COUNTER_COLUMNS
 
-BROKEN = CounterSummary(7.6e5, 1.0e3, 0.25, 1 << 21, 0.36, "partial", "broken",
-                        "asked cold (rotating auto) but counted partial: cold fraction 0.36", "ncu 2025.3.1", 12, "")
+BROKEN = CounterSummary(
+    7.6e5,
+    1.0e3,
+    0.25,
+    1 << 21,
+    0.36,
+    "partial",
+    "broken",
+    "asked cold (rotating auto) but counted partial: cold fraction 0.36",
+    "ncu 2025.3.1",
+    12,
+    "",
+)
 
 
 def test_the_fields_are_the_files_counter_columns_and_the_value_is_frozen() -> None:
