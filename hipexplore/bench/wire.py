@@ -144,11 +144,11 @@ class Update:
 @dataclass(frozen=True)
 class Counted:
     """A counting unit's manifest entry of one configuration (``bench.counters``), and where the
-    worker counted it itself, its summary: ``schema.COUNTER_COLUMNS`` as data (the parent makes the
-    ``CounterSummary``)."""
+    worker counted it itself, its ``CounterSummary`` (on the pipe: its fields by their declared
+    types, as every part of a result; read back as a ``CounterSummary``, never a dict)."""
 
     entry: dict[str, Any]
-    summary: dict[str, Any] | None = None
+    summary: CounterSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -475,7 +475,7 @@ def encode(msg: Message, *, cluster: bool = False) -> bytes:
             {
                 "kind": "counted",
                 "entry": _counted_out(msg.entry),
-                **({"summary": _part_out(CounterSummary.of_columns(msg.summary))} if msg.summary is not None else {}),
+                **({"summary": _part_out(msg.summary)} if msg.summary is not None else {}),
             }
         )
     if isinstance(msg, Warn):
@@ -615,7 +615,7 @@ def _plain(kind: str, h: dict[str, Any]) -> Message:
     if kind == "counted":
         return Counted(
             _counted_in(h["entry"]),
-            _part_in(CounterSummary, h["summary"], "a counted summary").columns() if "summary" in h else None,
+            _part_in(CounterSummary, h["summary"], "a counted summary") if "summary" in h else None,
         )
     if kind == "warn":
         return Warn(

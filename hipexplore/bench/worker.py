@@ -54,7 +54,6 @@ from ..errors import ConfigError
 from ..kernels import catalog
 from ..untrusted import escaped
 from . import reaper
-from .counters.summary import CounterSummary
 from .guard import UnitGuard
 from .spec import SweepSpec
 from .wire import Add, Ask, Counted, Done, Failed, FrameReader, Message, Meta, Start, Update, Warn, WireError, limits
@@ -331,7 +330,7 @@ def _deliver(msg: Message, channel: Any, guard: UnitGuard, w: StartedWorker) -> 
     elif isinstance(msg, Update):
         channel.update(msg.rebiased)
     elif isinstance(msg, Counted):  # a counting unit's manifest entry, and its summary where the worker counted it
-        channel.counted(msg.entry, CounterSummary.of_columns(msg.summary) if msg.summary is not None else None)
+        channel.counted(msg.entry, msg.summary)
     elif isinstance(msg, Warn):  # a warning in the worker (worker_main._PipeChannel.warning): shown here, as its
         rewarn(msg, guard.kernels)
 

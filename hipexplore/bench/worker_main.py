@@ -77,8 +77,8 @@ class _PipeChannel:
 
     def counted(self, entry: dict[str, Any], summary: Any = None) -> None:
         """A counting unit's entry for one configuration (``bench.counters.phase``), and its
-        ``CounterSummary`` where the worker counted it itself (as the counter columns: data)."""
-        self.send(Counted(dict(entry), summary.columns() if summary is not None else None))
+        ``CounterSummary`` where the worker counted it itself (``bench.wire`` sends its fields as data)."""
+        self.send(Counted(dict(entry), summary))
 
 
 def failed(exc: BaseException) -> Failed:

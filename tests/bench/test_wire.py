@@ -258,13 +258,13 @@ def test_a_counted_entry_carries_the_summary_its_worker_made_as_data():
         12,
         "the L2 hit rate is not counted",
     )
-    (got,) = wire.decode_all(wire.encode(wire.Counted(entry(), summary.columns())))
-    assert list(got.summary) == list(COUNTER_COLUMNS) and isinstance(got.summary["counter_launches"], int)
-    again = CounterSummary.of_columns(got.summary)
-    assert math.isnan(again.l2_hit_rate)
+    (got,) = wire.decode_all(wire.encode(wire.Counted(entry(), summary)))
+    again = got.summary  # typed on both sides: no dict of columns between the worker's summary and the parent's
+    assert isinstance(again, CounterSummary) and isinstance(again.counter_launches, int)
+    assert list(again.columns()) == list(COUNTER_COLUMNS) and math.isnan(again.l2_hit_rate)
     assert again == CounterSummary.of_columns({**summary.columns(), "l2_hit_rate": again.l2_hit_rate})
     assert wire.decode_all(wire.encode(wire.Counted(entry())))[0].summary is None  # a report's backend: none sent
-    frame = json.loads(wire.encode(wire.Counted(entry(), summary.columns()))[wire.PREFIX.size :].decode())
+    frame = json.loads(wire.encode(wire.Counted(entry(), summary))[wire.PREFIX.size :].decode())
     for bad, why in (
         ({k: v for k, v in frame["summary"].items() if k != "cold_fraction"}, "a counted summary has keys"),
         ({**frame["summary"], "cache_state": "cold\x1b[2J"}, "summary cache_state"),
@@ -273,3 +273,35 @@ def test_a_counted_entry_carries_the_summary_its_worker_made_as_data():
         head = json.dumps({**frame, "summary": bad}).encode()
         with pytest.raises(wire.WireError, match=why):
             wire.decode_all(wire.PREFIX.pack(wire.MAGIC, len(head), 0) + head)
+
+
+def test_a_workers_counter_summary_reaches_the_parents_channel_as_the_same_typed_value():
+    """The worker's channel writes a ``CounterSummary`` to a real pipe and the parent's delivery hands
+    the counting channel a ``CounterSummary`` equal to it: no dict of columns on either side (the cold
+    fraction's walk, docs/guide/walks.md)."""
+    import os
+
+    from hipexplore.bench.counters.counting import CountChannel
+    from hipexplore.bench.counters.summary import CounterSummary
+    from hipexplore.bench.worker import _deliver
+    from hipexplore.bench.worker_main import _PipeChannel
+
+    summary = CounterSummary(1.5e6, 2.0, 0.25, 2048, 0.95, "cold", "kept", "", "CUPTI", 12, "")
+    r, w = os.pipe()
+    try:
+        _PipeChannel(None, w).counted(entry(), summary)  # type: ignore[arg-type]
+        os.close(w)
+        w = -1
+        blob = b""
+        while chunk := os.read(r, 1 << 16):
+            blob += chunk
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    (msg,) = wire.decode_all(blob)
+    assert isinstance(msg.summary, CounterSummary) and msg.summary == summary
+    channel = CountChannel()
+    _deliver(msg, channel, None, None)  # type: ignore[arg-type]
+    (got,) = channel.summaries.values()
+    assert got == summary and type(got) is CounterSummary

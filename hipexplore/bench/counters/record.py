@@ -81,8 +81,8 @@ class CounterRecord:
         return UntimedKey(self.kernel, int(self.size_bytes), str(self.rotating_requested), self.flush)
 
     def summary(self) -> CounterSummary:
-        """The figures a summary row gets (``schema.COUNTER_COLUMNS``)."""
-        return CounterSummary.of_columns(self.as_row())
+        """The figures a summary row gets (``schema.COUNTER_COLUMNS``), field by field (no row between)."""
+        return CounterSummary(**{c: getattr(self, c) for c in COUNTER_COLUMNS})
 
 
 #: every column of a counter record, in order (the schema of ``CounterPass.frame()``): the key, the
