@@ -82,6 +82,34 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
+#: the most a module may hold, in lines the formatter's layout does not change (``logical_lines``):
+#: 600 physical lines held at most 547 of these before the code base was formatted (2026-12-07); the
+#: formatter then spread calls one argument a line, so a physical count would have measured its layout
+MAX_LOGICAL_LINES = 550
+
+
+def logical_lines(text: str) -> int:
+    """Statements, comment lines and the lines inside strings (docstrings as written): a module's
+    size whatever the formatter does with brackets and arguments."""
+    import io
+    import tokenize
+
+    n = 0
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.NEWLINE, tokenize.COMMENT):
+            n += 1
+        elif tok.type == tokenize.STRING:
+            n += tok.string.count("\n")
+    return n
+
+
+def test_logical_lines_do_not_move_with_the_layout() -> None:
+    compact = 'def f(a, b):\n    """Two\n    lines."""\n    return g(a, b, c=[1, 2])  # why\n'
+    spread = 'def f(\n    a,\n    b,\n):\n    """Two\n    lines."""\n    return g(\n        a,\n        b,\n        c=[\n            1,\n            2,\n        ],\n    )  # why\n'
+    assert logical_lines(compact) == logical_lines(spread) == 5
+    assert logical_lines(compact + "x = 1\n") == 6
+
+
 def test_devices_do_not_import_kernels_and_no_module_is_too_long() -> None:
     offenders = [
         str(p.relative_to(ROOT))
@@ -90,11 +118,11 @@ def test_devices_do_not_import_kernels_and_no_module_is_too_long() -> None:
     ]
     assert offenders == []
     long = {
-        str(p.relative_to(ROOT)): len(p.read_text().splitlines())
+        str(p.relative_to(ROOT)): n
         for p in (ROOT / "hipexplore").rglob("*.py")
-        if len(p.read_text().splitlines()) > 600
+        if (n := logical_lines(p.read_text())) > MAX_LOGICAL_LINES
     }
-    # no module passes 600 lines (the disk tier that grew past it in #25 is split: disk.py serves,
+    # no module passes the limit (the disk tier that grew past it in #25 is split: disk.py serves,
     # disk_files.py holds the files and lock records, disk_maint.py the listing and maintenance)
     assert long == {}
 
