@@ -31,7 +31,7 @@ class CheckTarget:
     """What an output check launches, as one value: ``kernel`` (the loaded code of ``spec``, or a
     callable's ``spec.call``) on ``device`` with ``grid`` and ``block``, over ``sets`` (the rotating
     sets: ``BufferSets``, or a callable's ``CallableSets``). The check before timing
-    (``sweeprun.verify``, ``check_outputs``) and the sampled check (``sampled.SampledCheck``) take it whole."""
+    (``verify.verify``, ``check_outputs``) and the sampled check (``sampled.SampledCheck``) take it whole."""
 
     device: Device
     spec: KernelSpec

@@ -13,7 +13,8 @@ the unit's plan (its spec less what it leaves out), so it believes, per message:
 * ``meta``: only the keys a unit reports (``info.MeasuredInfo.UNIT_KEYS``), never provenance,
   identities or the spec;
 * ``done``: only with every planned configuration delivered, or ``stopped`` after the parent
-  itself answered a ``stop_now`` with yes; an ``error`` frame is re-raised as the project's own
+  itself answered a ``stop_now`` with yes; ``report`` (a profiler's files): only in a cluster
+  counting unit's result, once, after its ``done``; an ``error`` frame is re-raised as the project's own
   error type, built from text (``error``): a ``SystemExit(0)`` cannot be made from the wire.
 
 Anything else raises ``WireError`` saying what; the caller ends the run with one line naming the
@@ -45,8 +46,7 @@ from ..errors import (
 from ..schema import Configuration, Timer
 from ..untrusted import escaped, shown
 from .info import MeasuredInfo
-from .wire import (
-    MAX_KEY,
+from .wire_messages import (
     Add,
     Ask,
     Counted,
@@ -54,14 +54,14 @@ from .wire import (
     Failed,
     Message,
     Meta,
+    Report,
     Start,
     UnitEnd,
     Update,
     Warn,
-    WireError,
-    clean,
     type_name,
 )
+from .wire_values import MAX_KEY, WireError, clean
 
 #: the project's errors a worker's error frame may name, rebuilt from their message alone
 _PLAIN = {
@@ -104,6 +104,7 @@ class UnitGuard:
         self.delivered: set[Any] = set()
         self.where = ["", ""]
         self.stop_told = False
+        self.done = self.reported = False
         self.ended = False
 
     # -- what a message may say -----------------------------------------------------------------
@@ -137,6 +138,8 @@ class UnitGuard:
         elif isinstance(msg, UnitEnd):
             if not self.cluster:
                 raise WireError("a unit frame, which only a cluster unit's result holds")
+        elif isinstance(msg, Report):
+            self._report()
         elif isinstance(msg, Failed):
             self.ended = True
         elif not isinstance(msg, (Ask, Warn)):  # pragma: no cover - the decoder makes only the types above
@@ -184,6 +187,13 @@ class UnitGuard:
             )
         self.delivered.add(key)
 
+    def _report(self) -> None:
+        if not (self.cluster and self.counting):
+            raise WireError("a report frame, which only a cluster counting unit's result holds")
+        if not self.done or self.reported:
+            raise WireError(f"a report frame {'sent twice' if self.reported else 'before the done frame'}")
+        self.reported = True
+
     def _done(self, msg: Done) -> None:
         if msg.stopped and not self.stop_told:
             raise WireError("a done frame that says the unit was stopped, when the parent never asked it to stop")
@@ -199,7 +209,8 @@ class UnitGuard:
                 f"a done frame with {len(missing)} of {len(self.expected)} planned configuration(s) not delivered "
                 f"(the first: {shown_first})"
             )
-        self.ended = not self.cluster  # a cluster unit's UnitEnd follows
+        self.done = True
+        self.ended = not self.cluster  # a cluster unit's UnitEnd follows (a counting unit's report before it)
 
     # -- what the parent raises -----------------------------------------------------------------
     def fault(self, status: str) -> KernelFault:

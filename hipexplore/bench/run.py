@@ -25,7 +25,9 @@ from .executors import IN_PROCESS, WORKER, executor_for, run_location
 from .orchestrator import Orchestrator
 from .result import RunOptions, SweepHooks, SweepResult
 from .spec import SweepSpec
-from .sweeprun import fault_status, reference_schedule, verify
+from .cold_reference import reference_schedule
+from .sweeprun import fault_status
+from .verify import verify
 
 
 def run(

@@ -28,37 +28,34 @@ to the channel as ``counted(entry, summary)``. It never takes a timed sample.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..devices.base import BoundKernel, Device
+from ..devices.base import Device
 from ..devices.telemetry import for_device, wait_for_stable_clock
-from ..errors import BenchmarkError, ConfigError, DeviceError, KernelFault
-from ..kernels.build import kernel_for
+from ..errors import DeviceError, KernelFault
 from ..kernels.spec import KernelSpec
-from ..schema import COLD_REFERENCE, Configuration, Timer
-from ..readable import format_bytes
-from . import roles
+from ..schema import Configuration
 from . import rotating as rot
-from .callable import check_callable, sets_for
-from .check import POISONED, CheckTarget, check_outputs
+from .callable import sets_for
+from .cold_reference import ColdReference, reference_schedule
+from .counters.phase import SUMMARY
 from .floor import measure_floor, wants_floor
 from .flush import REFERENCE, Flusher, flush_mode
 from .info import MeasuredInfo
-from .interleave import interleaved_launches
 from .modes import warning_with_modes
-from .counters.phase import SUMMARY
 from .outcome import Bias, ConfigurationResult, Floor, Identity, Rebiased, Rotation, RunSummary, Samples, Statistics
 from .phases import ConfigurationPhase, LaunchSequence, phases_for
-from .sampled import Fresh, SampledCheck
 from .spec import SweepSpec
 from .stats import Measurement, is_timeout
-from .trust import StatefulKernel, flag, guard_for, reference_flag, row_floor_flags, with_flags
-from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
+from .target import Target
+from .timing import RawTimes, Workload, warm_up
+from .trials import Trials
+from .trust import guard_for, row_floor_flags, with_flags
+from .verify import check_before_timing
 
 if TYPE_CHECKING:
     from .units import UnitRun
@@ -87,45 +84,6 @@ class Channel(Protocol):
         ...
 
 
-def verify(target: CheckTarget, rtol: float | None = None, *, config: str = "", where: str = "") -> float:
-    """The output check of ``target`` (``check.CheckTarget``: the kernel on its sets, with its
-    geometry): first the role check (``bench.roles``: an ``in`` never written, every ``out`` element
-    written, an ``inout`` changed; a ``ConfigError`` naming the argument), then (``bench.check``) one
-    launch on set 0 with poisoned outputs, compared element by element with the reference (NumPy
-    function, second kernel, or a callable's reference).
-
-    Returns the largest ||out - ref|| / ||ref||; raises ``BenchmarkError`` naming the configuration
-    and the worst element. Kernels without a reference return NaN (nothing to compare).
-    """
-    device, spec, sets = target.device, target.spec, target.sets
-    if spec.call is not None:
-        return check_callable(device, spec, sets, config=config or f"callable {spec.name!r} at n={sets.n}")
-    later = ""
-    applies = roles.applies(spec)
-    if applies:  # unwritten outputs of a kernel with a reference: its check names the worst element first
-        later = roles.check_roles(
-            device,
-            spec,
-            sets,
-            target.kernel,
-            target.grid,
-            target.block,
-            where=where or f"n={sets.n}",
-            defer_unwritten=spec.reference is not None or spec.check_kernel is not None,
-        )
-    try:
-        err = check_outputs(target, config=config, rtol=rtol)
-    except BenchmarkError as exc:
-        if applies and not later and POISONED in str(exc):  # launch 1 wrote every output, launch 2 left some
-            raise StatefulKernel(
-                f"its first launch (the role check) wrote every output and its second left some unwritten: {exc}"
-            ) from None
-        raise
-    if later:
-        raise ConfigError(later)
-    return err
-
-
 def fault_status(message: str) -> str:
     """The runtime status in a device error (``CUDA_ERROR_ILLEGAL_ADDRESS``), else the message."""
     import re
@@ -134,48 +92,7 @@ def fault_status(message: str) -> str:
     return m.group(1) if m else message
 
 
-def reference_schedule(groups: int, parts: int, samples: int) -> list[tuple[int, int]]:
-    """(group index before which a part is taken — ``groups`` meaning after the last — and its
-    samples), parts spread evenly from before the first group to after the last."""
-    parts = max(1, min(parts, samples))
-    where = [0] if parts == 1 else [round(i * groups / (parts - 1)) for i in range(parts)]
-    sizes = [samples // parts + (1 if i < samples % parts else 0) for i in range(parts)]
-    out: dict[int, int] = {}
-    for w, k in zip(where, sizes):
-        out[w] = out.get(w, 0) + k
-    return sorted(out.items())
-
-
-def _bound(kernel: Any, shared: int) -> Any:
-    """The loaded function with its dynamic shared memory (``Device.launch`` unwraps it)."""
-    return BoundKernel(kernel, shared) if shared else kernel
-
-
-class _Target:
-    """One (kernel, size) of the unit, built: what each of its configurations launches (the loaded
-    variants per timer, the events variant ``plain`` for the warm-up and the output check, the
-    geometry)."""
-
-    def __init__(self, device: Device, kspec: KernelSpec, size: int, timers: tuple[str, ...]) -> None:
-        self.kspec, self.size = kspec, size
-        self.n = kspec.elements(size)
-        self.grid, self.block, self.shared = kspec.launch(self.n, device)
-        self.kernels = {
-            t: _bound(kernel_for(device, kspec, timed=Timer.of(t).timed_kernel), self.shared) for t in timers
-        }
-        self.plain = self.kernels.get(Timer.EVENTS) or _bound(kernel_for(device, kspec), self.shared)
-        self.footprint = kspec.footprint(self.n)
-        self.flags: list[str] = []  # trust flags of every row of this (kernel, size) (``bench.trust``)
-        self.fresh: Fresh | None = None  # the sampled checks' fresh inputs, drawn at first use
-
-    def kernel(self, device: Device, flush: str, timer: str) -> Any:
-        mode = flush_mode(flush)
-        if mode.transforms_kernel:  # the flush is compiled into the kernel: its own variant
-            return _bound(mode.kernel(device, self.kspec, timed=False), self.shared)
-        return self.kernels[timer]
-
-
-class SweepRun:
+class SweepRun(Trials, ColdReference):
     """Measure ``run`` (a ``UnitRun``: its spec, minus the configurations its job leaves out, with the
     cold references of earlier units, (kernel, size, timer) -> Measurement) on ``device`` in this process."""
 
@@ -282,7 +199,7 @@ class SweepRun:
         """Warm up, check the output, then the groups with the reference parts between them; True
         when ``stop_now`` stopped it."""
         self.where.clear()  # building and loading are not the kernel's fault: a DeviceError there is raised as is
-        target = _Target(self.dev, kspec, size, self.spec.timers)
+        target = Target(self.dev, kspec, size, self.spec.timers)
         self.where[:] = [kspec.name, f"size={size}"]
         if self.channel.stop_now():
             return True
@@ -332,7 +249,7 @@ class SweepRun:
         self.emit_references(target, parts, rows)  # a stopped sweep keeps the reference parts it took
         return stopped
 
-    def warm_up(self, target: _Target) -> None:
+    def warm_up(self, target: Target) -> None:
         """Once per unit: launch until the clock is stable (MI300 ramps for >= 400 ms)."""
         if self.warmed:
             return
@@ -351,38 +268,21 @@ class SweepRun:
             return float(self.spec.clock_warmup_s)
         return {"hip": 0.4, "cuda": 0.2}.get(self.dev.kind, 0.0)
 
-    def check(self, t: _Target) -> None:
-        """The output check (roles, then the reference: ``verify``) of a (kernel, size) before any of
-        its timing, in a sweep's first unit only: correctness does not move with placement, and at
+    def check(self, t: Target) -> None:
+        """The output check (roles, then the reference: ``bench.verify``) of a (kernel, size) before any
+        of its timing, in a sweep's first unit only: correctness does not move with placement, and at
         256 MiB each check copies the buffers back and compares them on the host."""
         if not self.spec.verify or self.unit:
             return
         self.where[1] = f"size={t.size} (output check)"
         self.channel.started(self.where)
         with sets_for(self.dev, t.kspec, t.n, 1) as sets:
-            try:
-                err = verify(
-                    CheckTarget(self.dev, t.kspec, sets, t.plain, t.grid, t.block),
-                    where=f"size {format_bytes(t.size)} (n={t.n})",
-                    config=f"kernel {t.kspec.name} size={t.size} (n={t.n}, grid={t.grid}, block={t.block}, shared={t.shared})",
-                )
-            except (BenchmarkError, ConfigError) as exc:
-                if id(_code(t.plain)) not in _CHECKED and not isinstance(exc, StatefulKernel):
-                    raise  # wrong from its first launch: a broken kernel, an error
-                # right before, wrong after its own launches: it keeps state between launches
-                t.flags.append(
-                    flag(
-                        f"the output check before timing failed, though this kernel passed it earlier in the "
-                        f"same process: {exc}"
-                    )
-                )
-                err = math.nan
-        _CHECKED.setdefault(id(_code(t.plain)), _code(t.plain))
+            err = check_before_timing(self.dev, t, sets)
         self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
     def measure_group(
-        self, t: _Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[ConfigurationResult]
+        self, t: Target, p: rot.RotatingPlan, todo: list[Configuration], rows: list[ConfigurationResult]
     ) -> bool:
         if self.channel.stop_now():
             return True
@@ -403,7 +303,7 @@ class SweepRun:
                 self.emit(result)
         return False
 
-    def summarise(self, t: _Target, p: rot.RotatingPlan, conf: Configuration, raw: RawTimes) -> ConfigurationResult:
+    def summarise(self, t: Target, p: rot.RotatingPlan, conf: Configuration, raw: RawTimes) -> ConfigurationResult:
         """A configuration's result: its samples, statistics, the bias against the reference so far, the floor."""
         mode = flush_mode(conf.flush)
         notes = ([p.note] if p.note else []) + list(raw.notes) + ([mode.note] if mode.note else [])
@@ -415,13 +315,13 @@ class SweepRun:
         flags = [*t.flags, *row_floor_flags(result.columns(), t.kspec, t.n, self.dev)]
         return dataclasses.replace(result, warning=with_flags(result.warning, flags))
 
-    def launches(self, t: _Target, conf: Configuration, sets: Any) -> LaunchSequence:
+    def launches(self, t: Target, conf: Configuration, sets: Any) -> LaunchSequence:
         """The configuration's flush and kernel on its sets, as its trials launched them (events variant)."""
         kernel = t.kernel(self.dev, conf.flush, conf.timer) if flush_mode(conf.flush).transforms_kernel else t.plain
         wl = Workload(self.dev, kernel, t.grid, t.block, sets.args, tap=self.tap)
         return LaunchSequence(wl, self.flushers.get(conf.flush), self.timing, t.kspec, t.n)
 
-    def count(self, t: _Target, p: rot.RotatingPlan, conf: Configuration, sets: Any) -> None:
+    def count(self, t: Target, p: rot.RotatingPlan, conf: Configuration, sets: Any) -> None:
         """A counting unit's configuration: its phases only (the counter phase replays it through the
         trials' path inside the profiler's range), the entry sent as ``channel.counted``. One timer's
         configuration per (kernel, size, rotating, flush): the timers launch the same data."""
@@ -432,140 +332,6 @@ class SweepRun:
             entry = {**entry, **phase.run(conf, self.launches(t, conf, sets), entry)}
         # counted in this process: summarised here (``counters.phase``), apart from the manifest entry
         self.channel.counted({k: v for k, v in entry.items() if k != SUMMARY}, entry.get(SUMMARY))
-
-    def trials(self, t: _Target, conf: Configuration, sets: Any) -> RawTimes:
-        """The timed launches of one configuration: the only timed window of the unit; between its
-        chunks the trust hooks (``bench.trust``: the persisting-L2 reset, the sampled output check),
-        whose flags join the configuration's notes."""
-        timer = InKernelTimer(self.dev, sets.args, self.spec.chunk) if conf.timer.timed_kernel else None
-        sampled = self.sampled_check(t, conf, sets)
-        try:
-            wl = Workload(self.dev, t.kernel(self.dev, conf.flush, conf.timer), t.grid, t.block, sets.args, timer=timer)
-            if self.spec.interleave and len(self.specs) > 1:
-                raw = self.interleave(conf, wl)
-            else:
-                timing = self.timing.but(hooks=(*self.timing.hooks, sampled)) if sampled is not None else self.timing
-                raw = time_launches(wl, self.flushers.get(conf.flush), self.spec.stop, timing)
-        finally:
-            if timer is not None:
-                timer.free()
-        found = (self.guard.take() if self.guard is not None else []) + (sampled.take() if sampled is not None else [])
-        raw.notes = [*raw.notes, *(x for x in found if x not in raw.notes)]
-        return raw
-
-    def sampled_check(self, t: _Target, conf: Configuration, sets: Any) -> SampledCheck | None:
-        """The configuration's sampled output check (``bench.sampled``), None when the sweep checks no
-        output (``verify`` off, ``HIPEXPLORE_SAMPLED_CHECKS=0``) or interleaves (each kernel's turns are
-        checked before timing only). Fresh inputs against the reference in the first unit (at 256 MiB the
-        reference costs a second a unit); every unit looks for outputs left unwritten."""
-        from .. import settings
-
-        limit = settings.SAMPLED_CHECKS.get()
-        if not self.spec.verify or not limit or (self.spec.interleave and len(self.specs) > 1):
-            return None
-        if t.fresh is None and self.unit == 0:  # fresh inputs and the reference once per sweep, as the check
-            t.fresh = Fresh(self.dev, t.kspec, self.unit)  # before timing; later units look for unwritten outputs
-        return SampledCheck(
-            CheckTarget(self.dev, t.kspec, sets, t.plain, t.grid, t.block),
-            limit=limit,
-            fresh=t.fresh,
-            config=f"kernel {t.kspec.name} {conf.describe()}",
-        )
-
-    def interleave(self, conf: Configuration, wl: Workload) -> RawTimes:
-        """This configuration of every interleaved kernel in shuffled turns (``bench.interleave``);
-        the partners' raw times wait in ``pending`` until the loop reaches their kernel."""
-        if conf in self.pending:
-            return self.pending.pop(conf)
-        partners = [
-            o
-            for o in self.specs
-            if o.name != conf.kernel
-            and conf._replace(kernel=o.name) not in self.done
-            and conf._replace(kernel=o.name) not in self.pending
-        ]
-        with contextlib.ExitStack() as stack:
-            wls = {conf.kernel: wl}
-            mine = self.current_sets
-            for o in partners:
-                n_o = o.elements(conf.size)
-                grid_o, block_o, shared_o = o.launch(n_o, self.dev)
-                k_o = _bound(flush_mode(conf.flush).kernel(self.dev, o, timed=conf.timer.timed_kernel), shared_o)
-                shared = shared_pool(mine, o, n_o) if not conf.timer.timed_kernel else None
-                if shared is not None:  # one pool of buffers: both kernels see the same placement
-                    args_o = shared
-                else:
-                    sets_o = stack.enter_context(
-                        sets_for(self.dev, o, n_o, self.plans[(o.name, conf.size, conf.rotating)].count)
-                    )
-                    args_o = sets_o.args
-                timer_o = InKernelTimer(self.dev, args_o, self.spec.chunk) if conf.timer.timed_kernel else None
-                if timer_o is not None:
-                    stack.callback(timer_o.free)
-                wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, args_o, timer=timer_o)
-            self.channel.meta(
-                MeasuredInfo.entry_pool(
-                    conf.size,
-                    len(wls) > 1 and all(shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners),
-                )
-            )
-            got = interleaved_launches(
-                wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing, rng=self.rng
-            )
-        for o in partners:
-            self.pending[conf._replace(kernel=o.name)] = got.raws[o.name]
-        return got.raws[conf.kernel]
-
-    # -- the cold reference -----------------------------------------------------------------------
-    def take_reference(self, t: _Target, samples: int, parts: dict[str, list[RawTimes]]) -> None:
-        """One part of the (kernel, size)'s cold reference, ``samples`` single launches per timer."""
-        with sets_for(self.dev, t.kspec, t.n, 1) as sets:
-            for timer_name, got in parts.items():
-                self.where[1] = f"size={t.size} rotating=1 flush={COLD_REFERENCE} timer={timer_name}"
-                self.channel.started(self.where)
-                timer = (
-                    InKernelTimer(self.dev, sets.args, self.spec.chunk) if Timer.of(timer_name).timed_kernel else None
-                )
-                try:
-                    wl = Workload(self.dev, t.kernels[timer_name], t.grid, t.block, sets.args, timer=timer)
-                    raw = time_cold_reference(wl, self.flushers[REFERENCE.name], samples, self.timing)  # type: ignore[arg-type]
-                finally:
-                    if timer is not None:
-                        timer.free()
-                if self.guard is not None:
-                    raw.notes = [*raw.notes, *self.guard.take()]
-                if got:
-                    raw.chunk = raw.chunk + int(got[-1].chunk.max()) + 1
-                got.append(raw)
-                self.refs[(t.kspec.name, t.size, timer_name)] = self.statistics(
-                    _concat(got), f"{t.kspec.name} {t.size} cold", []
-                )[0]
-
-    def emit_references(self, t: _Target, parts: dict[str, list[RawTimes]], rows: list[ConfigurationResult]) -> None:
-        """The reference's result of each timer, then every bias of the group against the whole reference."""
-        for timer_name, got in parts.items():
-            if not got:
-                continue
-            raw = _concat(got)
-            m, throttled = self.statistics(raw, f"{t.kspec.name} {t.size} cold", list(raw.notes))
-            self.refs[(t.kspec.name, t.size, timer_name)] = m
-            conf = Configuration.reference_of(t.kspec.name, t.size, timer_name)
-            plan = Rotation(conf.rotating, 1, int(self.free * self.spec.mem_fraction), t.footprint)
-            result = self.result(conf, plan, raw, m, throttled, m)
-            floor = Floor.of(self.floor_of(REFERENCE.name) if conf.timer.launch_floor else None, m.median, conf.timer)
-            # the same kernel's flags: a reference of a kernel that keeps state is not one
-            warning = with_flags(result.warning, [f"taken in {len(got)} part(s) through the sweep", *t.flags])
-            biased = []
-            for r in rows:
-                if r.configuration.timer == timer_name:
-                    r = dataclasses.replace(r, bias=Bias.of(self.kept[r.configuration].measurement, m))
-                    biased.append(
-                        dataclasses.replace(r, warning=with_flags(r.warning, reference_flag(r.columns(), self.dev)))
-                    )
-            for r in biased:
-                self.kept[r.configuration] = r
-            self.channel.update([Rebiased.of(r) for r in biased])
-            self.emit(dataclasses.replace(result, floor=floor, warning=warning))
 
     def emit(self, result: ConfigurationResult) -> None:
         self.kept[result.configuration] = result
@@ -641,55 +407,10 @@ class SweepRun:
         return self.floors[flush]
 
 
-def shared_pool(sets: Any, other: KernelSpec, n: int) -> list[Any] | None:
-    """``other``'s packed arguments over the buffers of ``sets`` (another kernel's rotating sets),
-    or None when they cannot serve it: its buffer arguments must match theirs one for one (dtype
-    and element count, in order, no Python callable), its scalars are its own. Why: interleaved
-    kernels with their own buffers are placed differently (a byte-identical copy read 3.5% slower
-    on the H200 at 16 MiB because its buffers were allocated second); on one pool of sets they
-    launch on the very same memory, turn by turn, so placement cannot tell them apart."""
-    from ..devices.base import pack_args
-
-    mine = getattr(sets, "spec", None)
-    if (
-        mine is None
-        or other.call is not None
-        or getattr(mine, "call", None) is not None
-        or not hasattr(sets, "buffers")
-    ):
-        return None
-    a, b = mine.buffers(), other.buffers()  # same roles and fills too: the same data, read and written alike
-    if len(a) != len(b) or sets.n != n:
-        return None
-    env_a, scalars = mine.scalars(n), other.scalars(n)
-    if any(
-        x.dtype != y.dtype or x.role != y.role or x.init != y.init or x.nbytes(n, env_a) != y.nbytes(n, scalars)
-        for x, y in zip(a, b)
-    ):
-        return None
-    return [pack_args(other.args, {**{y.name: bufs[x.name] for x, y in zip(a, b)}, **scalars}) for bufs in sets.buffers]
-
-
-#: the loaded code whose output check passed in this process (by ``id``, the object kept so the id
-#: stays its own): that code failing a later check kept state between launches (a host .so's statics,
-#: a module's device globals). Code built anew (an edited source or header) is another object.
-_CHECKED: dict[int, Any] = {}
-
-
-def _code(kernel: Any) -> Any:
-    """The loaded function under a ``BoundKernel``."""
-    return kernel.function if isinstance(kernel, BoundKernel) else kernel
-
-
 def _label(device: Device) -> str:
     from ..devices import device_label
 
     return device_label(device)
 
 
-def _concat(raws: list[RawTimes]) -> RawTimes:
-    """Reference parts as one RawTimes (chunk ids already made distinct by the caller)."""
-    return RawTimes.concat(raws)
-
-
-__all__ = ["Channel", "SweepRun", "fault_status", "reference_schedule", "verify"]
+__all__ = ["Channel", "SweepRun", "fault_status"]

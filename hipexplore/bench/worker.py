@@ -56,7 +56,9 @@ from ..untrusted import escaped
 from . import reaper
 from .guard import UnitGuard
 from .spec import SweepSpec
-from .wire import Add, Ask, Counted, Done, Failed, FrameReader, Message, Meta, Start, Update, Warn, WireError, limits
+from .wire import FrameReader, limits
+from .wire_messages import Add, Ask, Counted, Done, Failed, Message, Meta, Start, Update, Warn
+from .wire_values import WireError
 
 if TYPE_CHECKING:
     from .units import UnitRun

@@ -22,7 +22,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..kernels import catalog
 from . import reaper
-from .wire import Add, Ask, Counted, Done, Failed, FrameWriter, Message, Meta, Start, Update, Warn
+from .wire import FrameWriter
+from .wire_messages import Add, Ask, Counted, Done, Failed, Message, Meta, Start, Update, Warn
 
 
 class _PipeChannel:

@@ -1,15 +1,22 @@
-"""``hipexplore.bench.sweeprun``: pieces of one unit's run: a fault named by the runtime's status,
-the cold reference taken in parts spread through the group, and two interleaved kernels sharing
-one pool of buffer sets only when their buffers match one for one. (A unit's phases end to end:
-tests/bench/test_phases.py; its telemetry: tests/bench/test_timing.py.)"""
+"""``hipexplore.bench.sweeprun``: one unit of a sweep on the real host device, reported through its
+channel: every configuration's result once, its phases in order (the output check before any
+timing, the reference last with every bias against it), and a fault named by the runtime's status.
+(A unit's phases end to end: tests/bench/test_phases.py; its telemetry: tests/bench/test_timing.py;
+its parts: test_target.py, test_verify.py, test_trials.py, test_cold_reference.py.)"""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from hipexplore.bench.sweeprun import fault_status, reference_schedule, shared_pool
+from conftest import require_compiler
+from hipexplore.bench.record import Collector
+from hipexplore.bench.spec import SweepSpec
+from hipexplore.bench.stats import StopRule
+from hipexplore.bench.sweeprun import SweepRun, fault_status
+from hipexplore.bench.units import UnitJob, UnitRun
 from hipexplore.devices.host import HostDevice
-from hipexplore.kernels import catalog, user_kernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,35 +32,54 @@ def test_a_fault_is_named_by_the_runtime_status_in_its_message():
     assert fault_status("the device went away") == "the device went away"
 
 
-def test_reference_parts_spread_from_first_group_to_after_the_last():
-    assert reference_schedule(4, 1, 48) == [(0, 48)]
-    assert reference_schedule(4, 3, 50) == [(0, 17), (2, 17), (4, 16)]
+class _Order(Collector):
+    """A collector that notes what the unit said, in order (started where, meta keys, adds, updates)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: list[tuple[str, str]] = []
+
+    def started(self, where: list[str]) -> None:
+        self.said.append(("started", where[1]))
+
+    def meta(self, entries: dict[str, str]) -> None:
+        super().meta(entries)
+        self.said += [("meta", k) for k in entries]
+
+    def add(self, result) -> None:
+        super().add(result)
+        self.said.append(("add", result.configuration.describe()))
+
+    def update(self, rebiased) -> None:
+        super().update(rebiased)
+        self.said += [("update", r.configuration.describe()) for r in rebiased]
 
 
-SRC = r"""
-void sw_f32(float* restrict a, const float* restrict b, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) a[i] = b[i]; }
-void sw_i32(int* restrict a, const int* restrict b, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) a[i] = b[i]; }
-"""
-
-
-def test_kernels_share_a_pool_of_sets_only_when_their_buffers_match_one_for_one(tmp_path):
-    """The same f32 buffers do; i32 buffers of exactly the same bytes do not (each kernel reads its
-    own typed data)."""
-    from hipexplore.bench.callable import sets_for
-
-    src = tmp_path / "k.c"
-    src.write_text(SRC)
-    names = {"sw_a": ("sw_f32", "f32"), "sw_copy": ("sw_f32", "f32"), "sw_int": ("sw_i32", "i32")}
-    for name, (entry, t) in names.items():
-        user_kernel(src, entry, f"out:a:{t}[n],in:b:{t}[n],n:u64=n", name=name)
-    try:
-        dev = HostDevice()
-        a, i = catalog.get("sw_a"), catalog.get("sw_int")
-        n = a.elements(65536)
-        assert n == i.elements(65536)
-        with sets_for(dev, a, n, 1) as sets:
-            assert shared_pool(sets, catalog.get("sw_copy"), n) is not None
-            assert shared_pool(sets, i, n) is None
-    finally:
-        for name in names:
-            catalog.unregister(name)
+def test_a_unit_checks_before_it_times_and_sends_each_result_once_the_reference_last():
+    require_compiler("host")
+    spec = SweepSpec(
+        kernels=("triad",),
+        sizes=("16KiB",),
+        rotating=(1, 2),
+        flush=("none",),
+        stop=StopRule(iterations=8),
+        units=1,
+        reference_samples=4,
+        reference_parts=2,
+        warmup_s=0.0,
+        clock_warmup_s=0.0,
+    )
+    channel = _Order()
+    stopped = SweepRun(UnitRun(UnitJob(spec, 0, frozenset()), "run-1"), HostDevice(), channel).measure()
+    assert stopped is False
+    got = [r.configuration for r in channel.results]
+    assert sorted(got) == sorted(spec.configurations()) and len(set(got)) == len(got)  # each once
+    assert got[-1].is_reference  # the reference last, once it is whole
+    verify_at = channel.said.index(("meta", "verify.triad.16384"))
+    first_add = next(i for i, s in enumerate(channel.said) if s[0] == "add")
+    assert verify_at < first_add  # the output check before any timed result
+    timed = [r for r in channel.results if not r.configuration.is_reference]
+    assert all(r.identity.run_id == "run-1" and r.samples.n == 8 for r in timed)
+    assert all(not math.isnan(r.bias.bias) for r in timed)  # every bias against the whole reference
+    updated = [s[1] for s in channel.said if s[0] == "update"]
+    assert sorted(updated) == sorted(c.describe() for c in got if not c.is_reference)
