@@ -112,7 +112,8 @@ def run_on_every_worker(
     """The whole ``spec`` once on every GPU worker (are the GPUs alike?): their summaries, with
     ``worker``, ``host`` and ``gpu``; ``grouping.per_gpu`` compares them. A lost worker's sweep is
     not re-run here (there is no "elsewhere" for a per-GPU measurement): the error names it."""
-    from .dask_executor import TASK_PREFIX, unit_result, unit_task
+    from .dask_executor import TASK_PREFIX, unit_result
+    from .dask_worker import unit_task
     from .units import UnitRun
     from .units import UnitJob
 

@@ -21,8 +21,17 @@ and never read ``units``) and the same resume rules. What this executor adds is 
   not hidden behind the previous unit as ``WorkerExecutor`` hides it). What this does not cover: the Dask worker itself
   is trusted (its exceptions reach the client pickled), and a kernel, running as its user, can
   read that user's files, the cluster's TLS key among them;
+  What runs on a worker is ``bench.dask_worker``'s;
 * what the orchestrator asks of the device (its name, LLC, free memory, each kernel's identity)
   every GPU worker answers for its own device (``worker_facts``): resume refuses another device kind;
+* the counter pass (``bench.counters``): whether the units can count, every GPU worker answers for
+  its own device and profiler (``counter_backend``); its counting units then run as the timed ones
+  do, one after another (the plan's finish step reads them in order), each in a sweep worker child
+  under its profiler's command. A backend that counts in that worker (CUPTI) sends each
+  configuration's ``CounterSummary`` back as data (``wire.Counted``, as the worker pipe does); a
+  report (ncu, rocprofv3) is written in a folder of the worker's own and its files come back as data
+  (``wire.Report``), written below the plan's folder (``write_report``) and parsed at its finish step
+  as a local unit's. A counting unit lost or stopped fails the pass in one line (the timed rows stay);
 * failures: a worker that dies mid-unit loses only that unit. Dask reschedules it (the scheduler's
   ``allowed-failures``); a ``KilledWorker`` is caught here and the unit resubmitted; a retry is
   charged only to a unit that had started on a worker (units waiting in a dying worker's queue
@@ -34,35 +43,25 @@ and never read ``units``) and the same resume rules. What this executor adds is 
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from ..errors import ConfigError
 from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configuration
 from . import interrupts, wire
 from .dask_connect import VISIBLE_DEVICE_VARS, _distributed
+from .dask_worker import EVENT_TOPIC, unit_task, worker_counters, worker_facts
 from .executors import CLUSTER, UnitRun
 from .info import ClusterInfo, RunInfo
 from .spec import SweepSpec
-from .units import UnitJob, UnitPlan
+from .units import COUNTING, UnitJob, UnitPlan
 
 TASK_PREFIX = "hipexplore-sweep"
-EVENT_TOPIC = "hipexplore.sweep"
 #: resubmissions of a unit lost before it started (not charged a retry) allowed on top of the retries:
 #: a bound, in case a worker dies before its "started" event reaches the scheduler every time
 MAX_UNCHARGED = 16
-_DEVICES: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
-
-
-def _pinned() -> str:
-    for var in VISIBLE_DEVICE_VARS:
-        if os.environ.get(var):
-            return os.environ[var]
-    return ""
 
 
 def gpu_workers(client: Any) -> list[str]:
@@ -91,95 +90,11 @@ def expected_keys(sub: SweepSpec) -> set[Configuration]:
     return set(sub.configurations())
 
 
-# ----------------------------------------------------------------------------- on a worker
-def worker_device(device: str, device_options: dict[str, Any]) -> Any:
-    """On a worker: its device, for the facts (opened once, and closed before a unit runs in a
-    process of its own: ``_release_devices``)."""
-    from ..devices import get_device
-
-    key = (device, tuple(sorted(device_options.items())))
-    if key not in _DEVICES:
-        _DEVICES[key] = get_device(device, **device_options)
-    return _DEVICES[key]
-
-
-def device_name(device: str, device_options: dict[str, Any]) -> str:
-    """On a worker: the name of the device it measures on."""
-    return str(worker_device(device, device_options).name)
-
-
-def worker_facts(spec: SweepSpec, device: str, device_options: dict[str, Any]) -> dict[str, Any]:
-    """On a worker: what the orchestrator asks of the device (``LocalExecutor.facts``), its flush
-    modes and sources checked, and its free memory (the unit plan sizes its units against it)."""
-    from .executors import InProcessExecutor
-
-    ex = InProcessExecutor(worker_device(device, device_options))
-    ex.check(spec)
-    facts = ex.facts(spec)
-    free, total = ex.device.memory_info()
-    return {
-        "name": ex.device.name,
-        "llc_bytes": int(ex.device.llc_bytes),
-        "free": int(free),
-        "total": int(total),
-        "identities": facts["identities"],
-    }
-
-
-def _release_devices() -> None:
-    """Close the devices this worker process opened for ``worker_facts``: a unit measures in a
-    process of its own, and an idle second GPU context beside it slowed L2-resident kernels."""
-    while _DEVICES:
-        _key, dev = _DEVICES.popitem()
-        try:
-            dev.close()
-        except Exception:  # noqa: BLE001 - a device that cannot close is gone with this process
-            pass
-
-
-def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: str, attempt: int = 1) -> bytes:
-    """On a worker: one unit of one group, measured in a sweep worker *child* of this Dask worker
-    (``bench.worker.unit_in_worker``: the kernel never runs in a process that speaks Dask's
-    protocol, whose messages the client unpickles), its rows checked against the unit's plan there,
-    and returned as ``bench.wire`` frames with worker, host and gpu, which the client decodes and
-    checks again (``unit_result``). The ``started`` event it logs first is what lets the coordinator
-    charge a retry only to a unit that actually ran (``attempt``: which submission of it this is)."""
-    from .record import Collector
-    from .worker import unit_in_worker
-
-    worker = _distributed().get_worker()
-    worker.log_event(
-        EVENT_TOPIC,
-        {"group": name, "attempt": int(attempt), "worker": worker.address, "state": "started", "pid": os.getpid()},
-    )
-    _release_devices()
-    unit = Collector()
-    t0 = time.perf_counter()
-    stopped = unit_in_worker(run, device, unit, llc_bytes=device_options.get("llc_bytes"))
-    ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
-    frames = [wire.encode(wire.Meta(unit.metadata))]
-    frames += [wire.encode(wire.Add(placed(r, ident)), cluster=True) for r in unit.results]
-    frames += [
-        wire.encode(wire.Done(bool(stopped))),
-        wire.encode(wire.UnitEnd(ident["worker"], ident["host"], ident["gpu"], time.perf_counter() - t0)),
-    ]
-    return b"".join(frames)
-
-
-def placed(result: Any, ident: dict[str, str]) -> Any:
-    """``result`` with where it ran: its ``placement`` summary and, per sample, the cluster columns."""
-    import numpy as np
-
-    from .outcome import Placement, Samples
-
-    s = result.samples
-    extra = {c: np.full(s.n, ident[c], dtype=object) for c in CLUSTER_COLUMNS}
-    return replace(result.with_summary(Placement(**ident)), samples=Samples({**s.columns, **extra}))
-
-
 @dataclass
 class UnitResult:
-    """A cluster unit's result as the client believes it (``unit_result``)."""
+    """A cluster unit's result as the client believes it (``unit_result``): a timed unit's results;
+    a counting unit's entries with their summaries (``CounterSummary`` where its worker counted,
+    else None) and, under a profiler that writes one, its report's files (``wire.Report``)."""
 
     results: list[Any]
     metadata: dict[str, str]
@@ -188,27 +103,43 @@ class UnitResult:
     worker: str
     host: str
     gpu: str
+    counted: list[tuple[dict[str, Any], Any]] = field(default_factory=list)
+    report: dict[str, bytes] | None = None
 
 
 def unit_result(blob: Any, run: UnitRun) -> UnitResult:
     """``unit_task``'s frames decoded (``bench.wire``: no pickle) and checked against ``run``'s plan
-    (``bench.guard``): its metadata, each configuration once, then ``done`` and where it ran. A
-    result that is anything else is one ``KernelFault`` line naming the kernel and configuration."""
+    (``bench.guard``): its metadata, each configuration once (a counting unit's: each entry once),
+    then ``done``, a counting unit's report, and where it ran. A result that is anything else is one
+    ``KernelFault`` line naming the kernel and configuration."""
     from .guard import UnitGuard
 
-    guard = UnitGuard(run.spec, run.job.done, run_id=run.run_id, counting=run.counting is not None, cluster=True)
+    counting = run.counting is not None
+    guard = UnitGuard(run.spec, run.job.done, run_id=run.run_id, counting=counting, cluster=True)
     out = UnitResult([], {}, False, 0.0, "", "", "")
+    bounds = wire.limits(run.spec)
+    if counting:  # room for the report's files beside the entries
+        bounds["max_body"] += wire.MAX_REPORT
     try:
-        msgs = wire.decode_all(blob, cluster=True, **wire.limits(run.spec))
+        msgs = wire.decode_all(blob, cluster=True, **bounds)
         for i, msg in enumerate(msgs):
             guard.check(msg)
             if isinstance(msg, wire.Meta):
                 out.metadata.update(msg.entries)
             elif isinstance(msg, wire.Add):
                 out.results.append(msg.result)
+            elif isinstance(msg, wire.Counted):
+                out.counted.append((msg.entry, msg.summary))
             elif isinstance(msg, wire.Done):
                 out.stopped = msg.stopped
-            elif isinstance(msg, wire.UnitEnd) and i == len(msgs) - 1 and i and isinstance(msgs[i - 1], wire.Done):
+            elif isinstance(msg, wire.Report):
+                out.report = msg.files
+            elif (
+                isinstance(msg, wire.UnitEnd)
+                and i == len(msgs) - 1
+                and i
+                and isinstance(msgs[i - 1], wire.Done | wire.Report)
+            ):
                 out.seconds, out.worker, out.host, out.gpu = msg.seconds, msg.worker, msg.host, msg.gpu
             else:
                 raise wire.WireError(f"a {type(msg).__name__} frame where a cluster unit's result has none")
@@ -221,10 +152,14 @@ def unit_result(blob: Any, run: UnitRun) -> UnitResult:
 
 # ----------------------------------------------------------------------------- the parent
 class PlanDevice:
-    """A worker's device as the unit plan sizes units against it (its LLC and free memory)."""
+    """A worker's device as the client plans on it: the unit plan sizes units against its LLC and
+    free memory; the counter pass (``counters.CountingPlan``) names it and asks its backend's counter
+    groups of its kind, index and target (``dask_worker.worker_facts``)."""
 
     def __init__(self, facts: dict[str, Any]) -> None:
         self.llc_bytes, self._memory = facts["llc_bytes"], (facts["free"], facts["total"])
+        self.name, self.kind, self.index = facts["name"], facts.get("kind", ""), int(facts.get("index", 0))
+        self.target = facts.get("target", "")
 
     def memory_info(self) -> tuple[int, int]:
         return self._memory
@@ -310,6 +245,31 @@ class DaskExecutor:
             "identities": got[0]["identities"],
         }
 
+    def counter_backend(self, spec: SweepSpec, given: Any = None) -> tuple[Any, str]:
+        """Whether the units can count where they run: every GPU worker asked for its own device
+        (``dask_worker.worker_counters``: its profiler looked for there); the first one that cannot
+        says why in one line, naming it. The backend is the first worker's (``given``: the caller's)."""
+        client = self.conn.client
+        futs = [
+            client.submit(
+                worker_counters,
+                spec,
+                self.device,
+                self.options,
+                given,
+                workers=[w],
+                allow_other_workers=False,
+                resources={"GPU": 1},
+                pure=False,
+            )
+            for w in self.workers
+        ]
+        got = client.gather(futs)
+        for w, (_backend, why) in zip(self.workers, got):
+            if why:
+                return None, f"worker {w}: {why}"
+        return (given if given is not None else got[0][0]), ""
+
     def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
         from ..provenance import collect
 
@@ -331,7 +291,10 @@ class DaskExecutor:
         """Every group's units (module docstring); True when the hooks stopped the sweep."""
         coordinator = _Coordinator(self, orchestrator, plans)
         try:
-            return coordinator.run()
+            stopped = coordinator.run()
+            if stopped and any(p.kind == COUNTING for p in plans):  # as a local counting unit's finish step says it
+                raise _counter_error("the sweep was stopped during its counter pass")
+            return stopped
         finally:
             self.info.reruns, self.info.failed = self.reruns, self.failed
             self.info.workers = sorted(
@@ -368,7 +331,8 @@ class _Coordinator:
         self.home: dict[int, str] = {}  # group -> the worker its units run on
         self.nonce = uuid.uuid4().hex[:6]  # this invocation's tasks (a resumed run keeps its run_id)
         self.stopped = False
-        for plan in plans:
+        self.counting_jobs = 0  # counting units submitted (each named apart: they share group and unit)
+        for plan in (p for p in plans if p.kind != COUNTING):  # a counting unit goes where a GPU is free
             placements = [
                 r.summary("placement") for r in (orch.record.results.get(c) for c in plan.configs) if r is not None
             ]
@@ -376,18 +340,23 @@ class _Coordinator:
             if known:
                 self.home[plan.group] = str(known[0])
 
-    def name(self, plan: UnitPlan) -> str:
-        sub = plan.spec
-        return f"{self.orch.run_id}-{self.nonce}-{plan.group}-{'+'.join(k.name for k in sub.specs())}-{sub.sizes[0]}"
+    def name(self, plan: UnitPlan, job: UnitJob) -> str:
+        """A unit's task name: the run, this invocation, its group (a counting unit: its place in the
+        counter pass), its kernels and size, its unit."""
+        sub = job.spec
+        where = f"count{self.counting_jobs}" if plan.kind == COUNTING else str(plan.group)
+        kernels = "+".join(k.name for k in sub.specs())
+        return f"{self.orch.run_id}-{self.nonce}-{where}-{kernels}-{sub.sizes[0]}-u{job.unit}"
 
     def submit_next(self, plan: UnitPlan) -> None:
         job = plan.next()
         if job is not None:
-            self.submit(f"{self.name(plan)}-u{job.unit}", plan, job, *self.orch.start(job))
+            self.counting_jobs += plan.kind == COUNTING
+            self.submit(self.name(plan, job), plan, job, *self.orch.start(job))
 
     def submit(self, name: str, plan: UnitPlan, job: UnitJob, run: UnitRun, channel: Any) -> None:
         n = self.attempts[name] = self.attempts.get(name, 0) + 1
-        home = self.home.get(plan.group)
+        home = self.home.get(plan.group) if plan.kind != COUNTING else None
         fut = self.client.submit(
             unit_task,
             run,
@@ -442,13 +411,11 @@ class _Coordinator:
                 self.submit(name, plan, job, run, channel)
                 return
         if lost or cancelled:
-            self.ex.failed.append(
-                {
-                    "group": name,
-                    "attempts": self.attempts[name],
-                    "error": str(exc or ("cancelled" if cancelled else f"lost ({fut.status})")),
-                }
-            )
+            error = str(exc or ("cancelled" if cancelled else f"lost ({fut.status})"))
+            if plan.kind == COUNTING:  # the counter pass has no partial answer: it fails in one line
+                self.client.cancel(list(self.futures))
+                raise _counter_error(f"the counting unit {name} did not finish ({error})")
+            self.ex.failed.append({"group": name, "attempts": self.attempts[name], "error": error})
             return
         self.client.cancel(list(self.futures))
         raise exc  # type: ignore[misc] - an error of the measurement itself: as a one-device run raises it
@@ -462,6 +429,9 @@ class _Coordinator:
             self.client.cancel(list(self.futures))
             raise
         self.last_result = time.monotonic()
+        if plan.kind == COUNTING:
+            self.counted(plan, job, run, channel, res)
+            return
         self.home.setdefault(plan.group, res.worker)
         lost = list(
             dict.fromkeys(
@@ -494,6 +464,17 @@ class _Coordinator:
         self.orch.finished(plan, job, channel, res.stopped, res.seconds)
         self.submit_next(plan)
 
+    def counted(self, plan: Any, job: UnitJob, run: UnitRun, channel: Any, res: UnitResult) -> None:
+        """A counting unit's finish: its entries (and its worker's summaries) on its channel, its
+        profiler's report written below the plan's own folder, where the plan's finish step
+        (``counters.CountingPlan.finished``, through the orchestrator) parses it; the next counting unit."""
+        for entry, summary in res.counted:
+            channel.counted(entry, summary)
+        if res.report is not None:
+            write_report(res.report, run.counting.report)
+        self.orch.finished(plan, job, channel, res.stopped, res.seconds)
+        self.submit_next(plan)
+
     def watch(self, now: float) -> None:
         """End the run when no worker was there for ``no_workers_s`` or no result came for ``stall_s``."""
         if not self.client.scheduler_info().get("workers"):
@@ -506,9 +487,34 @@ class _Coordinator:
             self.give_up(f"no result for {self.ex.stall_s:g} s")
 
     def give_up(self, why: str) -> None:
+        if any(plan.kind == COUNTING for _n, plan, *_ in self.futures.values()):
+            self.client.cancel(list(self.futures))
+            raise _counter_error(f"the counter pass: {why}")
         self.ex.failed += [{"group": n, "attempts": self.attempts[n], "error": why} for n, *_ in self.futures.values()]
         self.client.cancel(list(self.futures))
         self.futures.clear()
+
+
+def write_report(files: dict[str, bytes], folder: str) -> None:
+    """A cluster counting unit's report files (``wire.Report``) below ``folder``, the counting plan's
+    own (it made it, in its private temporary folder), each written by ``files.write_below``: no
+    path leaves the folder and nothing there is followed."""
+    import os
+
+    from ..files import write_below
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for rel in sorted(files):
+            write_below(fd, rel, files[rel], what="counter report", shown_dir=folder, durable=False)
+    finally:
+        os.close(fd)
+
+
+def _counter_error(why: str) -> Exception:
+    from .counters.backends import CounterError
+
+    return CounterError(why)
 
 
 __all__ = [
@@ -516,11 +522,9 @@ __all__ = [
     "PlanDevice",
     "UnitResult",
     "VISIBLE_DEVICE_VARS",
-    "device_name",
     "expected_keys",
     "gpu_workers",
     "groups_of",
     "unit_result",
-    "unit_task",
-    "worker_facts",
+    "write_report",
 ]

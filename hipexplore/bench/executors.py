@@ -144,6 +144,14 @@ class LocalExecutor:
             ),
         ).to_metadata()
 
+    def counter_backend(self, spec: SweepSpec, given: Any = None) -> tuple[Any, str]:
+        """(the backend that counts ``spec`` on this device, "") or (None, the one line why there will
+        be no counters): ``given``'s if it can count here, else the one ``spec.counters`` names
+        (``bench.counters.counting.counter_backend``)."""
+        from .counters.counting import counter_backend
+
+        return counter_backend(spec, self.device, given)
+
     def groups(self, spec: SweepSpec) -> list[SweepSpec]:
         """One group: the whole sweep (a unit measures every configuration, in the spec's order)."""
         return [spec]

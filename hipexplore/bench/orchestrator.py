@@ -19,12 +19,13 @@ different resume rules, and the cluster never read ``units``. Here an executor
 5. the metadata (provenance, the spec, what the units measured with) is gathered and written with
    the rows;
 6. with ``spec.counters``, after the last timed unit: the counter pass (``bench.counters``), a plan
-   of counting units (``UnitPlan.kind``: ``counting``) run by the same executor, one per (kernel,
-   size) group in a worker started under the profiler's command, over the configurations no counter
+   of counting units (``UnitPlan.kind``: ``counting``) run by the same executor (on a cluster, on
+   its GPU workers), one per (kernel, size) group in a worker started under the profiler's command
+   (one for the whole pass where the worker counts itself), over the configurations no counter
    has counted yet; each configuration's ``CounterSummary`` goes to the record, which writes its
    columns in the configurations' summary rows (``schema.COUNTER_COLUMNS``) and the pass's manifests
-   once, as its evidence. Whether the device can count is decided before any timed unit
-   runs: one that cannot (the host, no profiler, a cluster) says so in one line (a
+   once, as its evidence. Whether the device can count (a cluster: each of its GPU workers) is
+   decided before any timed unit runs: one that cannot (the host, no profiler) says so in one line (a
    ``CountersSkipped`` warning, ``counters.status`` in the metadata) and the sweep runs unchanged.
    Counting is not part of ``measurement()``: a finished sweep run again with counters is counted
    without being timed again.
@@ -42,7 +43,7 @@ from ..schema import CLUSTER_COLUMNS, COUNTER_COLUMNS, Configuration
 from . import interrupts
 from . import passes as ps
 from . import units as us
-from .executors import CLUSTER, UnitRun
+from .executors import UnitRun
 from .info import DEVICE_LLC_BYTES, IDENTITY, CountersInfo, UnitsInfo
 from .levels import shared_process
 from .io import Previous, check_resume, output_paths, previous_results, sample_frame, summary_row
@@ -105,6 +106,7 @@ class Orchestrator:
     def _prepare(self, previous: Previous) -> tuple[list[us.UnitPlan], set[Configuration]]:
         """The device facts and metadata, the resume check, the record, each group's plan, the progress."""
         facts = self.executor.facts(self.spec)
+        self.plan_device = facts["plan_device"]  # the device the unit plan and the counter pass plan on
         self.metadata = self.executor.metadata(self.spec, self.command)
         self.metadata.update({IDENTITY.key(k): v for k, v in facts["identities"].items()})
         self._check_resume(previous, facts)
@@ -141,15 +143,8 @@ class Orchestrator:
         why there will be no counters (warned, and kept as ``counters.status``)."""
         if not self.spec.counters:
             return False
-        from .counters.counting import counter_backend
-
-        if self.executor.where == CLUSTER:
-            why = "a cluster's units run on Dask workers, and the counter pass counts on one device (run it without --cluster)"
-        elif self.counter_backend is not None:
-            why = self.counter_backend.available(self.executor.device) or ""
-            self.counting = None if why else self.counter_backend
-        else:
-            self.counting, why = counter_backend(self.spec, self.executor.device)
+        # asked where the units run: this device, or a cluster's GPU workers (``bench.dask_worker``)
+        self.counting, why = self.executor.counter_backend(self.spec, self.counter_backend)
         if why:
             self._no_counters(why)
         return self.counting is not None
@@ -175,7 +170,7 @@ class Orchestrator:
         if not todo:
             self.metadata.update(CountersInfo(CountersInfo.NOTHING_TO_COUNT).entries())
             return
-        plan = CountingPlan(self.spec, self.executor.device, self.counting, todo)
+        plan = CountingPlan(self.spec, self.plan_device, self.counting, todo)
         keep = evidence_folder(self.paths) if self.paths is not None else None
         try:
             self.executor.run(self, [plan])

@@ -257,7 +257,8 @@ class Collector:
         self.hooks = hooks or SweepHooks()
         self.results: list[ConfigurationResult] = []
         self.counted_entries: list[dict[str, Any]] = []  # a counting unit's (bench.counters)
-        self.counted_summaries: list[CounterSummary] = []  # those its worker counted in its own process
+        # one per entry: the summary its worker counted in its own process, None where a report is parsed instead
+        self.counted_summaries: list[CounterSummary | None] = []
 
     def started(self, where: list[str]) -> None:
         self.hooks.started(where)
@@ -277,8 +278,7 @@ class Collector:
 
     def counted(self, entry: dict[str, Any], summary: CounterSummary | None = None) -> None:
         self.counted_entries.append(dict(entry))
-        if summary is not None:
-            self.counted_summaries.append(summary)
+        self.counted_summaries.append(summary)
 
     def update(self, rebiased: list[Rebiased]) -> None:
         new = {r.configuration: r for r in rebiased}

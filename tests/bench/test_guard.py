@@ -114,6 +114,26 @@ def test_a_counting_unit_reports_entries_once_and_no_timed_rows():
     g.check(wire.Done(False))
 
 
+def test_a_report_comes_only_from_a_cluster_counting_unit_once_after_its_done():
+    """A profiler's files (``wire.Report``) travel only in a cluster counting unit's result, once,
+    between its ``done`` and its last word: a worker pipe, a timed unit or a second report is refused."""
+    entries = [{"kernel": "triad", "size_bytes": 16384, "rotating_requested": r, "flush": "none"} for r in ("1", "2")]
+    report = wire.Report({"ncu.log": b"x"})
+    for counting, cluster in ((True, False), (False, True)):
+        with pytest.raises(wire.WireError, match="only a cluster counting unit's result holds"):
+            UnitGuard(spec(), run_id=RUN, counting=counting, cluster=cluster).check(report)
+    g = UnitGuard(spec(), run_id=RUN, counting=True, cluster=True)
+    g.check(wire.Counted(entries[0]))
+    with pytest.raises(wire.WireError, match="before the done frame"):
+        g.check(report)
+    g.check(wire.Counted(entries[1]))
+    g.check(wire.Done(False))
+    g.check(report)
+    with pytest.raises(wire.WireError, match="sent twice"):
+        g.check(report)
+    g.check(wire.UnitEnd("tls://w:1", "h", "0", 1.0))
+
+
 def test_an_error_frame_is_the_projects_own_error_never_an_arbitrary_one():
     g = UnitGuard(spec(), run_id=RUN)
     g.check(wire.Start("triad", "size=16384 rotating=2 flush=none"))

@@ -54,7 +54,7 @@ BACKEND_FILE = "backend.json"
 
 class CountersSkipped(UserWarning):
     """A sweep asked for counters and has none: the one line says why (the host, no profiler, a
-    cluster, a failed pass); the timed results are the same as without counters."""
+    cluster worker without one, a failed pass); the timed results are the same as without counters."""
 
 
 @dataclass
@@ -99,10 +99,15 @@ def counted_configurations(spec: Any, configurations: Iterable[Configuration] | 
     return list(seen.values())
 
 
-def counter_backend(spec: Any, device: Any) -> tuple[Any, str]:
+def counter_backend(spec: Any, device: Any, given: Any = None) -> tuple[Any, str]:
     """(the backend that counts ``spec`` on ``device``, "") or (None, one line saying why there are
-    no counters): ``spec.counters`` names the backend (True: the device's, ncu on NVIDIA, rocprofv3
-    on AMD); the host, a missing profiler and Python-callable kernels have none."""
+    no counters): ``given`` (a backend of the caller's own) if it is available there; else the one
+    ``spec.counters`` names (True: the device's, ncu on NVIDIA, rocprofv3 on AMD); the host, a
+    missing profiler and Python-callable kernels have none. An executor asks it where its units
+    run (``LocalExecutor.counter_backend``; a cluster's workers: ``bench.dask_worker``)."""
+    if given is not None:
+        why = given.available(device) or ""
+        return (None if why else given), why
     be = backend_for(device, None if spec.counters is True else str(spec.counters))
     why = be.available(device)
     if why:
@@ -244,6 +249,7 @@ class CountingPlan:
             device_index=int(self.device.index),
             label=self.label,
             prefix=prefix,
+            report="" if self.backend.counts_in_worker else str(out),
         )
         return UnitJob(group_spec, 0, done, group=gi, counting=counting)
 

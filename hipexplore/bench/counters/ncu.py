@@ -149,6 +149,9 @@ class NcuBackend:
         self.captures_warmup = not self.profiler_range
         self.counts_in_worker = False  # its report is parsed at the unit's finish step
         self._path: str | None = None
+        # what its ncu says of itself, learnt where it runs (``available``: on a cluster, on the worker)
+        self._print_units: bool | None = None
+        self._label = ""
 
     @property
     def path(self) -> str | None:
@@ -169,6 +172,9 @@ class NcuBackend:
             return (
                 f"Nsight Compute (ncu) not found: {where} (install the CUDA toolkit's Nsight Compute, or pass ncu=PATH)"
             )
+        # asked here, where the counting units run: a cluster's client may have no ncu of its own
+        self._print_units = "--print-units" in _help_text(self.path)
+        self._label = ncu_version(self.path)
         return None
 
     def groups(self, device: Any) -> list[tuple[str, ...]]:
@@ -182,7 +188,9 @@ class NcuBackend:
             group,
             name_pattern(entries),
             out_dir / LOG,
-            print_units="--print-units" in _help_text(self.path),
+            print_units=self._print_units
+            if self._print_units is not None
+            else "--print-units" in _help_text(self.path),
             profiler_range=self.profiler_range,
             replay=self.replay,
         )
@@ -205,7 +213,7 @@ class NcuBackend:
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "label": ncu_version(self.path) if self.path else "ncu",
+            "label": self._label or (ncu_version(self.path) if self.path else "ncu"),
             "metrics": list(self.metrics),
             "groups": [list(g) for g in self.metric_groups],
             "profiler_range": self.profiler_range,

@@ -32,7 +32,7 @@ lead and trail): the parent attributes the profiler's rows by that order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ...schema import Configuration
@@ -56,7 +56,9 @@ class Counting:
     marker that counts in the worker itself (``cupti-range``) the ``metrics``, the device's index and
     the backend's ``label`` (what its summaries name as their ``counter_backend``). ``prefix``: the
     command the unit's worker is started under (the profiler's, ``Backend.prefix``; none for a
-    backend that counts in the worker itself): the executor reads it."""
+    backend that counts in the worker itself): the executor reads it. ``report``: the folder that
+    command writes its report into ("" where there is none): a cluster unit moves it to a folder of
+    its own worker's (``moved``) and sends the files back (``bench.dask_worker``)."""
 
     marker: str = "none"
     count: int = DEFAULT_COUNT
@@ -64,6 +66,19 @@ class Counting:
     device_index: int = 0
     label: str = ""
     prefix: tuple[str, ...] = ()
+    report: str = ""
+
+    def moved(self, folder: str) -> "Counting":
+        """The same counting with its report written below ``folder`` instead: every argument of the
+        prefix that is the report folder or a path below it names ``folder`` there."""
+        if not self.report:
+            return self
+        old = self.report.rstrip("/")
+
+        def move(arg: str) -> str:
+            return folder + arg[len(old) :] if arg == old or arg.startswith(old + "/") else arg
+
+        return replace(self, prefix=tuple(move(a) for a in self.prefix), report=folder)
 
     def samples(self, sets: int) -> int:
         """Timed launches for ``sets`` buffer sets: ``count``, or one rotation if that is more

@@ -41,6 +41,21 @@ def test_the_host_refuses_in_one_line(dev) -> None:
     assert counter_backend(SweepSpec(counters="cupti"), dev)[1] == "CUPTI counts NVIDIA GPUs; the device is host:0"
 
 
+def test_a_backend_of_the_callers_own_is_taken_where_it_says_it_can_count(dev) -> None:
+    """``given`` (``Orchestrator(counter_backend=...)``; a cluster's workers are asked the same):
+    taken as it is where its ``available`` says None, else its one line."""
+    from hipexplore.bench.counters.backends import HostBackend
+
+    class Counts(HostBackend):
+        def available(self, device):
+            return None
+
+    spec = SweepSpec(kernels=("triad",), sizes=(64 * KIB,), counters=True)
+    mine = Counts()
+    assert counter_backend(spec, dev, mine) == (mine, "")
+    assert counter_backend(spec, dev, HostBackend()) == (None, HOST_LINE)
+
+
 def _entry(kernel: str, entry: str, warmup: int, count: int) -> dict:
     return {
         "kernel": kernel,
@@ -96,6 +111,9 @@ def test_the_counter_pass_is_a_plan_of_counting_units(dev, tmp_path) -> None:
         ]
         assert [sorted(k.size for k in keys) for keys in counted] == [[64 * KIB] * 2] * 2 + [[MIB] * 2] * 2
         assert all(j.counting.label == plan.label == "ncu" for j in jobs)
+        for j in jobs:  # the folder its profiler writes its report into: a cluster unit moves it (Counting.moved)
+            log = j.counting.prefix[list(j.counting.prefix).index("--log-file") + 1]
+            assert log == f"{j.counting.report}/ncu.log" and j.counting.report.startswith(str(plan.evidence.root))
     finally:
         plan.evidence.discard()
     assert not plan.evidence.root.exists()

@@ -97,3 +97,27 @@ def test_ncu_parser_reads_the_details_and_raw_pages() -> None:
         parse_csv(
             "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters"
         )
+
+
+def test_what_ncu_says_of_itself_is_learnt_where_it_runs_and_travels_with_the_backend(tmp_path) -> None:
+    """A cluster's workers are asked whether they can count (``available``, on the worker's own device
+    and ncu); the backend then travels to the client, which may have no ncu of its own: the units'
+    command still asks for base units, and the label names the workers' ncu version."""
+    import pickle
+
+    from hipexplore.bench.dask_executor import PlanDevice
+
+    tool = tmp_path / "ncu"
+    tool.write_text(
+        '#!/bin/sh\ncase "$1" in\n  --help) echo "  --print-units <mode>";;\n'
+        '  --version) echo "NVIDIA (R) Nsight Compute Command Line Profiler Version 2025.3.1";;\nesac\n'
+    )
+    tool.chmod(0o755)
+    worker = PlanDevice({"llc_bytes": 1, "free": 1, "total": 1, "name": "H100", "kind": "cuda", "index": 0})
+    backend = NcuBackend(ncu=str(tool))
+    assert backend.available(worker) is None
+    on_the_client = pickle.loads(pickle.dumps(backend))
+    tool.unlink()  # the client has no such ncu
+    cmd = on_the_client.prefix(on_the_client.groups(worker)[0], tmp_path / "out", ["triad"])
+    assert cmd[0] == str(tool) and cmd[cmd.index("--print-units") + 1] == "base"
+    assert on_the_client.describe()["label"] == "ncu 2025.3.1"

@@ -271,3 +271,29 @@ def test_a_profiler_that_counted_another_number_of_launches_than_the_range_held_
     assert str(err.value) == (
         f"miscounting counted {held + off} launch(es) of triad size {4 * KIB}; the range held {held}"
     )
+
+
+def test_a_counting_units_report_folder_moves_with_every_argument_that_names_it() -> None:
+    """``Counting.moved``: a cluster unit's profiler writes below a folder of its worker's own: the
+    report folder and each path below it in the prefix name the new folder, nothing else changes;
+    a counting without a report (CUPTI counts in the worker) is left as it is."""
+    c = Counting(
+        "cuda-profiler",
+        prefix=(
+            "ncu",
+            "-k",
+            "regex:(^|x)/tmp/r(x|$)",
+            "--log-file",
+            "/tmp/r/g0/ncu.log",
+            "-d",
+            "/tmp/r/g0",
+            "/tmp/r/g00",
+        ),
+        report="/tmp/r/g0",
+    )
+    m = c.moved("/w/own")
+    assert m.prefix == (
+        "ncu", "-k", "regex:(^|x)/tmp/r(x|$)", "--log-file", "/w/own/ncu.log", "-d", "/w/own", "/tmp/r/g00"
+    )  # fmt: skip
+    assert m.report == "/w/own" and (m.marker, m.count, m.metrics) == (c.marker, c.count, c.metrics)
+    assert Counting("cupti-range").moved("/w/own") == Counting("cupti-range")
