@@ -167,7 +167,7 @@ def _folder_or(word: str) -> Callable[[Any], None]:
 
 
 def _threshold(value: Any) -> None:
-    from ..verdicts import check_threshold
+    from ..verdict_rule import check_threshold
 
     check_threshold(value)
 
