@@ -160,7 +160,7 @@ def test_bench_help_shows_the_defaults_a_sweepspec_takes():
     copy (they come from bench/defaults.py, which the timing loop and the rotating plan read too)."""
     from hipexplore.bench.spec import SweepSpec, options
     from hipexplore.bench.timing import TimingOptions
-    from hipexplore.cli.bench_cmd import _shown
+    from hipexplore.cli.bench_values import shown
 
     spec, parser = SweepSpec(), _subparsers(cli.build_parser(["bench", "--help"]))["bench"]
     printed = "".join(
@@ -175,7 +175,7 @@ def test_bench_help_shows_the_defaults_a_sweepspec_takes():
     )
     helps = {a.dest: a.help.replace("%%", "%") for a in parser._actions}
     for f in options():
-        assert helps[f.name].endswith(f"(default {_shown(getattr(spec, f.name))})"), (f.name, helps[f.name])
+        assert helps[f.name].endswith(f"(default {shown(getattr(spec, f.name))})"), (f.name, helps[f.name])
         assert "".join(helps[f.name].split()) in printed, f.name  # argparse wraps lines (at hyphens too)
     timing = spec.timing()
     assert (timing.chunk, timing.lead, timing.trail, timing.warmup_s) == (
