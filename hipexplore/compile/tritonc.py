@@ -357,7 +357,7 @@ class TritonCompiler(CompilerBase):
 
     def _load(self, request: CompileRequest, kernel: str) -> Any:
         """Import the request's kernel module as a package whose submodules are the request's
-        generated modules (``headers``: the local modules it imports, ``triton_source``), under a
+        generated modules (``headers``: the local modules it imports, ``triton_modules``), under a
         name derived from all their texts (a module imported for another request never stands
         in), from memory: each has the file name ``<hipexplore-triton>/<digest>/<name>``, which
         is what Triton writes into the binary's line info. A real temporary folder's random name
