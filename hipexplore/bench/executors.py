@@ -202,7 +202,7 @@ class WorkerExecutor(LocalExecutor):
     """Each unit in a worker process of its own (module docstring). A counting unit of the counter
     pass (``bench.counters``) gets a worker of its own, started under its profiler's command
     (``UnitRun.prefix``: ``ncu ... --log-file F``, whose launches the profiler must see; it reaches
-    ``compile.isolation.start_worker`` and ``interpreter.isolated_argv``), never one started ahead."""
+    ``compile.launcher.start_worker`` and ``interpreter.isolated_argv``), never one started ahead."""
 
     where = WORKER
 

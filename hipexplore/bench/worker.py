@@ -4,7 +4,7 @@ Why: on the H200 a kernel writing out of bounds surfaced as ``cuMemFree failed:
 CUDA_ERROR_ILLEGAL_ADDRESS`` *later*, named neither kernel nor configuration, and left the
 process's CUDA context dead (the notebook had to be restarted, in-memory results were at risk).
 ``unit_in_worker(run, device, channel)`` measures one unit (``bench.sweeprun.SweepRun``) in a
-fresh interpreter started by the launcher compile workers use (``compile.isolation.start_worker``:
+fresh interpreter started by the launcher compile workers use (``compile.launcher.start_worker``:
 never ``fork``, the parent has threads and a GPU context), with its own device of the same kind and
 index. This module is the parent's side; ``bench.worker_main`` the child's. The child reports
 through the pipe exactly what an in-process unit reports to its channel (``started``, ``meta``,
@@ -49,7 +49,7 @@ from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
 from .. import settings
-from ..compile.isolation import log_tail, signal_description, start_worker
+from ..compile.launcher import log_tail, signal_description, start_worker
 from ..errors import ConfigError
 from ..kernels import catalog
 from ..untrusted import escaped
