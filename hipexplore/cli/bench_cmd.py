@@ -120,7 +120,7 @@ def _dims(flag: str):
 
 def _bytes(flag: str):
     def parse(text: str) -> int:
-        from ..bench.spec import parse_size
+        from ..bench.spec_checks import parse_size
 
         try:
             return parse_size(text)
@@ -187,7 +187,7 @@ def _shown(value: Any) -> str:
 
 
 def _status_lines(info: Any) -> None:
-    """One stderr line each (``info``: the run's ``bench.info.RunInfo``): --resolution's outcome
+    """One stderr line each (``info``: the run's ``bench.runinfo.RunInfo``): --resolution's outcome
     (reached, or what stopped the extra units), and counters asked for that the device cannot count
     (the sweep is then as without)."""
     if info.resolution.outcome:
@@ -582,7 +582,7 @@ def run(args: argparse.Namespace) -> int:
             return 128 + int(got["signal"])
     if res.skipped:
         print(_resumed_line(res), file=sys.stderr)
-    info = res.info  # the metadata, typed (bench.info.RunInfo)
+    info = res.info  # the metadata, typed (bench.runinfo.RunInfo)
     _status_lines(info)
     _exports(args, res)
     counted, on = info.counters.status, info.cluster  # on: a cluster run's reruns, failures, workers (ClusterInfo)
@@ -716,7 +716,7 @@ def _preflight(kernels: list[Any], sizes: list[str], device: Any) -> None:
     """Before anything compiles: evaluate every kernel's launch geometry, buffer counts, scalar
     values and traffic at every size on this device, so a bad expression (``--grid 'n**n'``, a count
     of 0) is one line now, not after the compiles and in the middle of the sweep."""
-    from ..bench.spec import parse_size
+    from ..bench.spec_checks import parse_size
 
     for k in kernels:
         for s in sizes:
