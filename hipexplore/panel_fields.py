@@ -60,7 +60,7 @@ def _flush_choices() -> tuple[str, ...]:
 
 def _resolution(text: str) -> float:
     """The resolution field: ``1%`` or ``0.01`` (``SweepSpec``'s own check, one line naming the value)."""
-    from .bench.spec import check_resolution
+    from .bench.spec_checks import check_resolution
 
     return check_resolution(text.strip())
 

@@ -43,7 +43,7 @@ def _units_note(lv: LevelInterval, paired: bool) -> str:
 
 def _more_units(units: int) -> str:
     """The undecided note's way out: the ``--units`` that narrows the interval (about 1/sqrt(units))."""
-    from .bench.spec import MAX_UNITS
+    from .bench.spec_checks import MAX_UNITS
 
     if units >= MAX_UNITS:
         return f"{units} units is the most a run takes: only a wider --threshold can decide it"

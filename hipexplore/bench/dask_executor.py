@@ -46,7 +46,8 @@ from ..schema import CLUSTER_COLUMNS, SAMPLE_COLUMNS, SUMMARY_COLUMNS, Configura
 from . import interrupts, wire
 from .dask_connect import VISIBLE_DEVICE_VARS, _distributed
 from .executors import CLUSTER, UnitRun
-from .info import ClusterInfo, RunInfo
+from .measured import MeasuredInfo
+from .runinfo import ClusterInfo, RunInfo
 from .spec import SweepSpec
 from .units import UnitJob, UnitPlan
 
@@ -157,7 +158,7 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
     t0 = time.perf_counter()
     stopped = unit_in_worker(run, device, unit, llc_bytes=device_options.get("llc_bytes"))
     ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
-    frames = [wire.encode(wire.Meta(unit.metadata))]
+    frames = [wire.encode(wire.Meta(unit.info.measured.entries()))]
     frames += [wire.encode(wire.Add(placed(r, ident)), cluster=True) for r in unit.results]
     frames += [
         wire.encode(wire.Done(bool(stopped))),
@@ -182,7 +183,7 @@ class UnitResult:
     """A cluster unit's result as the client believes it (``unit_result``)."""
 
     results: list[Any]
-    metadata: dict[str, str]
+    measured: MeasuredInfo  #: what the unit measured with, read back typed
     stopped: bool
     seconds: float
     worker: str
@@ -197,13 +198,13 @@ def unit_result(blob: Any, run: UnitRun) -> UnitResult:
     from .guard import UnitGuard
 
     guard = UnitGuard(run.spec, run.job.done, run_id=run.run_id, counting=run.counting is not None, cluster=True)
-    out = UnitResult([], {}, False, 0.0, "", "", "")
+    out = UnitResult([], MeasuredInfo(), False, 0.0, "", "", "")
     try:
         msgs = wire.decode_all(blob, cluster=True, **wire.limits(run.spec))
         for i, msg in enumerate(msgs):
             guard.check(msg)
-            if isinstance(msg, wire.Meta):
-                out.metadata.update(msg.entries)
+            if isinstance(msg, wire.Meta):  # the guard checked that it reads
+                out.measured.merge(MeasuredInfo.of_entries(msg.entries))
             elif isinstance(msg, wire.Add):
                 out.results.append(msg.result)
             elif isinstance(msg, wire.Done):
@@ -310,7 +311,8 @@ class DaskExecutor:
             "identities": got[0]["identities"],
         }
 
-    def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
+    def run_info(self, spec: SweepSpec, command: Any) -> RunInfo:
+        """The run's metadata as the client knows it: provenance, the spec, the cluster (completed when the run ends)."""
         from ..provenance import collect
 
         self.info = ClusterInfo(
@@ -322,7 +324,7 @@ class DaskExecutor:
             cluster=self.info,
             timing_method="per unit of a (kernel, size) group on one pinned worker per GPU (bench.cluster); "
             "see each device's method",
-        ).to_metadata()
+        )
 
     def groups(self, spec: SweepSpec) -> list[SweepSpec]:
         return groups_of(spec)
@@ -341,7 +343,7 @@ class DaskExecutor:
                 self.info.incomplete = f"{len(self.failed)} unit(s) did not finish: " + "; ".join(
                     f"{f['group']} ({f['error']})" for f in self.failed
                 )
-            orchestrator.metadata.update(self.info.entries())
+            orchestrator.info.cluster = self.info
 
 
 def _events(client: Any) -> list[dict[str, Any]]:
@@ -486,7 +488,7 @@ class _Coordinator:
                 }
             )
         # the first worker's device description; every unit's verification
-        channel.meta({k: v for k, v in res.metadata.items() if k.startswith("verify.") or k not in self.orch.metadata})
+        channel.meta(res.measured.new_to(self.orch.info.measured))
         for result in res.results:
             if note:
                 result = replace(result, warning="; ".join(filter(None, [result.warning or "", note])))

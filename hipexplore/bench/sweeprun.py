@@ -48,7 +48,7 @@ from .callable import check_callable, sets_for
 from .check import POISONED, CheckTarget, check_outputs
 from .floor import measure_floor, wants_floor
 from .flush import REFERENCE, Flusher, flush_mode
-from .info import MeasuredInfo
+from .measured import MeasuredInfo
 from .interleave import interleaved_launches
 from .modes import warning_with_modes
 from .counters.phase import SUMMARY
@@ -58,7 +58,8 @@ from .sampled import Fresh, SampledCheck
 from .spec import SweepSpec
 from .stats import Measurement, is_timeout
 from .trust import StatefulKernel, flag, guard_for, reference_flag, row_floor_flags, with_flags
-from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference, time_launches, warm_up
+from .raw_times import RawTimes
+from .timing import InKernelTimer, Workload, time_cold_reference, time_launches, warm_up
 
 if TYPE_CHECKING:
     from .units import UnitRun
@@ -71,7 +72,9 @@ class Channel(Protocol):
 
     def stop_now(self) -> bool: ...
 
-    def meta(self, entries: dict[str, str]) -> None: ...
+    def meta(self, report: MeasuredInfo) -> None:
+        """What the unit measured with (``bench.measured``), typed: the run's metadata merges it."""
+        ...
 
     def add(self, result: ConfigurationResult) -> None:
         """A finished configuration of the unit (``bench.outcome``)."""
@@ -261,7 +264,7 @@ class SweepRun:
                         rot.check_iterations(int(spec.stop.iterations or 0), p.count)
                     self.plans[(kspec.name, size, str(r))] = p
         self.channel.meta(
-            MeasuredInfo.entries_initialized(
+            MeasuredInfo.initialized(
                 self.telemetry, {f: self.flushers[f].nbytes if self.flushers.get(f) else 0 for f in spec.flush}, dev
             )
         )
@@ -343,7 +346,7 @@ class SweepRun:
             _spent, what = wait_for_stable_clock(
                 self.telemetry, lambda: warm_up(wl, None, 0.005), min_s=self._clock_warmup_s()
             )
-        self.channel.meta(MeasuredInfo.entry_warmup(what))
+        self.channel.meta(MeasuredInfo(warmup_clock=what))
         self.warmed = True
 
     def _clock_warmup_s(self) -> float:
@@ -378,7 +381,7 @@ class SweepRun:
                 )
                 err = math.nan
         _CHECKED.setdefault(id(_code(t.plain)), _code(t.plain))
-        self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
+        self.channel.meta(MeasuredInfo.verified(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
     def measure_group(
@@ -503,12 +506,8 @@ class SweepRun:
                 if timer_o is not None:
                     stack.callback(timer_o.free)
                 wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, args_o, timer=timer_o)
-            self.channel.meta(
-                MeasuredInfo.entry_pool(
-                    conf.size,
-                    len(wls) > 1 and all(shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners),
-                )
-            )
+            one_pool = len(wls) > 1 and all(shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners)
+            self.channel.meta(MeasuredInfo(pools={int(conf.size): bool(one_pool)}))
             got = interleaved_launches(
                 wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing, rng=self.rng
             )
@@ -637,7 +636,7 @@ class SweepRun:
             return None
         if flush not in self.floors:
             self.floors[flush] = measure_floor(self.dev, self.flushers.get(flush), self.timing)
-            self.channel.meta(MeasuredInfo.entry_floor(flush, self.floors[flush]))
+            self.channel.meta(MeasuredInfo(floors={str(flush): float(self.floors[flush])}))
         return self.floors[flush]
 
 

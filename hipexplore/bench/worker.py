@@ -55,6 +55,7 @@ from ..kernels import catalog
 from ..untrusted import escaped
 from . import reaper
 from .guard import UnitGuard
+from .measured import MeasuredInfo
 from .spec import SweepSpec
 from .wire import Add, Ask, Counted, Done, Failed, FrameReader, Message, Meta, Start, Update, Warn, WireError, limits
 
@@ -323,8 +324,8 @@ def _deliver(msg: Message, channel: Any, guard: UnitGuard, w: StartedWorker) -> 
             pass
     elif isinstance(msg, Start):
         channel.started([msg.kernel, msg.configuration])
-    elif isinstance(msg, Meta):
-        channel.meta(msg.entries)
+    elif isinstance(msg, Meta):  # the unit's report, read back typed (the guard checked that it reads)
+        channel.meta(MeasuredInfo.of_entries(msg.entries))
     elif isinstance(msg, Add):
         channel.add(msg.result)
     elif isinstance(msg, Update):

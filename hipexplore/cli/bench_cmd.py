@@ -155,7 +155,7 @@ def _report(args: argparse.Namespace, res: Any, cluster: str | None) -> int:
     records or the table; 1 when a cluster run is incomplete."""
     if res.skipped:
         print(_resumed_line(res), file=sys.stderr)
-    info = res.info  # the metadata, typed (bench.info.RunInfo)
+    info = res.info  # the metadata, typed (bench.runinfo.RunInfo)
     _status_lines(info)
     exports(args, res)
     counted, on = info.counters.status, info.cluster  # on: a cluster run's reruns, failures, workers (ClusterInfo)
@@ -188,7 +188,7 @@ def _report(args: argparse.Namespace, res: Any, cluster: str | None) -> int:
 
 
 def _status_lines(info: Any) -> None:
-    """One stderr line each (``info``: the run's ``bench.info.RunInfo``): --resolution's outcome
+    """One stderr line each (``info``: the run's ``bench.runinfo.RunInfo``): --resolution's outcome
     (reached, or what stopped the extra units), and counters asked for that the device cannot count
     (the sweep is then as without)."""
     if info.resolution.outcome:

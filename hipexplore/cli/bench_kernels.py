@@ -100,7 +100,7 @@ def preflight(kernels: list[Any], sizes: list[str], device: Any) -> None:
     """Before anything compiles: evaluate every kernel's launch geometry, buffer counts, scalar
     values and traffic at every size on this device, so a bad expression (``--grid 'n**n'``, a count
     of 0) is one line now, not after the compiles and in the middle of the sweep."""
-    from ..bench.spec import parse_size
+    from ..bench.spec_checks import parse_size
 
     for k in kernels:
         for s in sizes:

@@ -115,7 +115,7 @@ def size_bytes(flag: str):
     """argparse type of a size option (--llc-bytes): 32MiB or 33554432, in bytes."""
 
     def parse(text: str) -> int:
-        from ..bench.spec import parse_size
+        from ..bench.spec_checks import parse_size
 
         try:
             return parse_size(text)

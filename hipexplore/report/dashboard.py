@@ -132,7 +132,7 @@ def _most_sets(
 ) -> int:
     """The largest buffer-set count the sweep will ask for (before the memory cap)."""
     from ..bench import rotating as rot
-    from ..bench.spec import parse_size
+    from ..bench.spec_checks import parse_size
     from ..kernels import catalog
 
     spec = catalog.get(kernel)

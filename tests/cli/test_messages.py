@@ -79,7 +79,7 @@ def test_a_missing_host_kernel_names_entry_and_the_functions_there(tmp_path, cap
 
 
 def test_a_set_over_the_cap_says_sizes_in_binary_units_and_the_flags(capsys) -> None:
-    from hipexplore.bench.spec import parse_size
+    from hipexplore.bench.spec_checks import parse_size
 
     err = _fails(capsys, [*BENCH, "--size", "64MiB", "--mem-fraction", "0.001", "--iterations", "8", "--no-reference"])
     m = re.search(
