@@ -60,7 +60,7 @@ _LAZY = {
     "Measurement": "hipexplore.bench.stats",
     # a function, not a module: ``hipexplore.compare(base, new)`` (the module is ``verdicts``)
     "compare": "hipexplore.verdicts",
-    "compare_scenarios": "hipexplore.verdicts",
+    "compare_scenarios": "hipexplore.verdict_scenarios",
 }
 
 

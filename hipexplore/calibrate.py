@@ -167,7 +167,7 @@ def calibrate(
     from .bench import sweep
     from .devices import get_device
     from .kernels.catalog import user_kernel
-    from .verdicts import check_threshold
+    from .verdict_rule import check_threshold
 
     check_threshold(threshold)
     dev = get_device(device)
@@ -275,7 +275,7 @@ def load(device_name: str) -> dict[str, Any] | None:
 def sentence(record: Mapping[str, Any]) -> str:
     """The citation: "on this device identical code was called different in X of N rows ...; changes
     under Y% are not resolved at defaults"."""
-    from .verdicts import size_text
+    from .verdict_rule import size_text
 
     tot = record["all"]
     lo, hi = tot["false_ci"]
@@ -309,7 +309,7 @@ def cite(metadata: Mapping[str, Any]) -> str:
 
 def report_text(record: Mapping[str, Any]) -> str:
     """What ``hipexplore calibrate`` prints: a line per kind of row, then the minimum detectable effects."""
-    from .verdicts import size_text
+    from .verdict_rule import size_text
 
     lines = [
         f"device: {record['device_name']} ({record['device_kind']}); {record['runs']} round(s), sizes "
@@ -341,7 +341,7 @@ def report_text(record: Mapping[str, Any]) -> str:
 def markdown_table(records: Mapping[str, Mapping[str, Any]]) -> str:
     """The verdicts guide's table, one row per recorded calibration (``data/calibration/CLASS/calibrate.json``,
     keyed by its folder): false verdicts of identical code per kind of row, coverage, minimum detectable change."""
-    from .verdicts import size_text
+    from .verdict_rule import size_text
 
     def rate(k: Mapping[str, Any]) -> str:
         return f"{k['false']} of {k['rows']} ({k['false_ci'][0]:.0%}–{k['false_ci'][1]:.0%})" if k["rows"] else "–"

@@ -55,7 +55,7 @@ class RotatingNeed:
 
     def sentences(self) -> list[str]:
         """The answer in sentences with numbers (the notebook's and the report's text)."""
-        from .plots import format_bytes
+        from .plot_parts import format_bytes
 
         what = f"{self.kernel} at {format_bytes(self.size_bytes)} per array"
         out = []
@@ -213,7 +213,7 @@ def plot_rotating_need(
 ) -> "Figure":
     """Median time (with its interval) and counted cold fraction against the rotating count, on one
     figure: the knee, ``auto`` and the fixed count marked; the cold/warm bands of the state rule."""
-    from .plots import _axes, format_bytes, time_unit
+    from .plot_parts import _axes, format_bytes, time_unit
 
     k, size = _pick(summary, kernel, size_bytes)
     fig, ax = _axes(ax, (7.2, 4.4))

@@ -39,6 +39,8 @@
 #                 at 4 MiB x 2-5 sets from CUPTI and from ncu, nvbench parity at 1-256 MiB (carry .whl with
 #                 cuda-bench), then as many interleaved verdict runs (A,B,C identical, +1%, +2.5%; 1/16/256 MiB,
 #                 l2-write, --resolution 1%) as fit: coverage, +1% and +2.5% named slower             540 s
+#                 HX_F51_STEPS (e.g. verdicts) and HX_F51_FIRST (the first run's number and seed) let a later call
+#                 add runs; figures51.py --analyze DIR1 DIR2 --out DIR gives the figures over both calls' runs
 #                 Either with HX_DRY=1 (and PY=.venv/bin/python) runs its host dry run, here, without a GPU
 #   wall          benchmarks/verdict_truth.py --runs 0: the default triad's wall time against an older tree's
 #                 (HX_BASELINE, default .old = `git archive REV hipexplore`), alternating, HX_REPS times   HX_LIMIT or 200 s
@@ -102,7 +104,7 @@ for scenario in "$@"; do
     hostile)     TAIL=40 step hostile "$(( ${HX_HOSTILE_BUDGET:-210} + 30 ))" "${PY:-python3}" $B/hostile.py --out "$R/hostile" --budget-s "${HX_HOSTILE_BUDGET:-210}" \
                    --device "$HXDEV" ;;
     figures51)   TAIL=40 step figures51 "$(( ${HX_F51_BUDGET:-495} + 45 ))" "${PY:-python3}" $B/figures51.py --out "$R/figures51" --budget-s "${HX_F51_BUDGET:-495}" \
-                   --device "$HXDEV" ;;
+                   --device "$HXDEV" ${HX_F51_STEPS:+--steps "$HX_F51_STEPS"} ${HX_F51_FIRST:+--first-run "$HX_F51_FIRST"} ;;
     counters)    TAIL=60 step counters 470 python3 $B/counters.py --out "$R/out" --budget-s 420 ;;
     verdict-truth)
       TAIL=60 step verdict_truth 590 python3 benchmarks/verdict_truth.py --device cuda --runs 17 --budget-s 480 \

@@ -1,4 +1,4 @@
-"""The drift check's size rule (``verdicts.drift_check``), on synthetic interleaved measurements.
+"""The drift check's size rule (``verdict_drift.drift_check``), on synthetic interleaved measurements.
 
 A paired ratio counts as not stationary when its within-unit trend is significant (Mann-Kendall,
 p < ``DRIFT_P``) *and* it moved by more than half the verdict threshold from the first third of
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from hipexplore.bench.stats import Measurement
-from hipexplore.verdicts import DRIFT_P, drift_check
+from hipexplore.verdict_drift import DRIFT_P, drift_check
 
 CHUNK = 4
 

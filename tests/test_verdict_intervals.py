@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from hipexplore.bench.stats import Measurement, ratio_ci
-from hipexplore.verdicts import SEPARATE_RUNS_LEVEL, compare, compare_scenarios
+from hipexplore.verdict_row import SEPARATE_RUNS_LEVEL
+from hipexplore.verdicts import compare
 
 #: Student t quantiles from the printed tables (no SciPy here): t(0.995, 6) and t(0.975, 6)
 T_995_DF6, T_975_DF6 = 3.707428, 2.446912
@@ -160,37 +161,6 @@ def test_a_grid_wider_than_the_ratio_keeps_the_low_bound_positive():
     assert new.resolution / 2 / new.median + base.resolution / 2 / base.median >= 1  # the old factor 1 - grid <= 0
     _ratio, lo, hi = ratio_ci(new, base)
     assert 0 < lo < hi
-
-
-def replay(totals: dict[str, list[float]], requests: int = 5) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {"scenario": s, "round": r, "seq": i, "lookup_seconds": t / requests}
-            for s, per in totals.items()
-            for r, t in enumerate(per)
-            for i in range(requests)
-        ]
-    )
-
-
-def test_the_replay_ratio_is_welch_over_log_pass_totals():
-    # the H200's two ideal passes: 40.3 s and 29.1 s; a memory pass against them
-    c = compare_scenarios(replay({"ideal": [40.3, 29.1], "memory": [33.0, 32.4]}), "ideal").iloc[0]
-    ln, lb = np.log([33.0, 32.4]), np.log([40.3, 29.1])
-    se = math.sqrt(ln.var(ddof=1) / 2 + lb.var(ddof=1) / 2)
-    vn, vb = ln.var(ddof=1) / 2, lb.var(ddof=1) / 2
-    df = (vn + vb) ** 2 / (vn**2 + vb**2)  # Welch-Satterthwaite with n - 1 = 1 on each side
-    assert 1 <= df < 2  # floored to 1: t(0.975, 1) = 12.706
-    d = ln.mean() - lb.mean()
-    assert c["ratio_ci_low"] == pytest.approx(math.exp(d - 12.7062 * se), rel=1e-4)
-    assert c["ratio_ci_high"] == pytest.approx(math.exp(d + 12.7062 * se), rel=1e-4)
-    assert 0 < c["ratio_ci_low"] < 1 < c["ratio_ci_high"] and c["verdict"] == "undecided"
-    assert c["change_called"] == "none"
-    # many alternated passes: a resolved saving
-    many = compare_scenarios(
-        replay({"off": [10.0, 10.1, 9.95, 10.05, 10.02], "memory": [9.0, 9.1, 8.95, 9.05, 9.0]}), "off"
-    ).iloc[0]
-    assert many["verdict"] == "faster" and many["change_called"] == "faster" and 0.88 < many["ratio_ci_low"] < 0.9
 
 
 # -- precision on request: --resolution -----------------------------------------------------------

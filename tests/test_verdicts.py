@@ -1,10 +1,10 @@
-"""Review verdicts: the Mann–Whitney U test against independent computations, the decision rule,
-comparisons of two runs and of two kernels of one interleaved run on the real host device, the
-CLI, the provenance of the code under review and the compile-cache A/B."""
+"""hipexplore.verdicts: comparisons of two runs and of two kernels of one interleaved run on the
+real host device, the CLI, and the provenance of the code under review. (The rule itself:
+test_verdict_rule.py; one row: test_verdict_row.py; the Mann–Whitney test: test_mann_whitney.py;
+the compile-cache A/B: test_verdict_scenarios.py.)"""
 
 from __future__ import annotations
 
-import itertools
 import math
 import json
 import subprocess
@@ -18,7 +18,7 @@ from hipexplore.bench import sweep
 from hipexplore.cli import main
 from hipexplore.errors import ConfigError
 from hipexplore.kernels import catalog, user_kernel
-from hipexplore.verdicts import compare, compare_scenarios, mann_whitney_u, saving_text, verdict
+from hipexplore.verdicts import compare
 
 from fakeclock import WorkClock, load_text, need_quiet_run
 
@@ -37,74 +37,6 @@ void hx_work(float* restrict a, const float* restrict b, float s, hx_u64 reps, h
 }
 """
 ARGS = "inout:a:f32[n],in:b:f32[n],s:f32=0.5,reps:u64={reps},n:u64=n"
-
-
-# -- Mann–Whitney U -------------------------------------------------------------------------------
-
-
-def brute_force_p(x, y) -> float:
-    """Two-sided exact p by enumerating every split of the pooled values (no ties)."""
-    pooled = np.r_[x, y]
-    n1 = len(x)
-    u_obs = sum(a > b for a in x for b in y)
-    us = []
-    for idx in itertools.combinations(range(len(pooled)), n1):
-        xs = pooled[list(idx)]
-        ys = np.delete(pooled, list(idx))
-        us.append(sum(a > b for a in xs for b in ys))
-    us = np.array(us)
-    k = min(u_obs, n1 * len(y) - u_obs)
-    return min(1.0, 2 * float(np.mean(us <= k)))
-
-
-def test_exact_mann_whitney_matches_enumeration() -> None:
-    rng = np.random.default_rng(3)
-    for n1, n2 in [(3, 3), (4, 6), (5, 5), (7, 4)]:
-        x, y = rng.normal(size=n1), rng.normal(0.8, size=n2)
-        u, p = mann_whitney_u(x, y, method="exact")
-        assert u == sum(a > b for a in x for b in y)
-        assert p == pytest.approx(brute_force_p(x, y), abs=1e-12)
-
-
-def test_mann_whitney_matches_the_r_documentation_example() -> None:
-    # R: wilcox.test(x, y, alternative = "greater") -> W = 35, p-value = 0.1272 (Hollander & Wolfe)
-    x = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46]
-    y = [1.15, 0.88, 0.90, 0.74, 1.21]
-    u, p = mann_whitney_u(x, y)
-    assert u == 35
-    assert p == pytest.approx(2 * 0.1272, abs=1e-3)
-    assert mann_whitney_u([1, 2, 3], [4, 5, 6])[1] == pytest.approx(0.1)  # 2 of 20 splits are as extreme
-
-
-def test_normal_approximation_with_ties_matches_a_permutation_test() -> None:
-    rng = np.random.default_rng(7)
-    x = np.round(rng.normal(0.0, 1, 40), 0)  # heavy ties: a timer's grid
-    y = np.round(rng.normal(0.5, 1, 35), 0)
-    u, p = mann_whitney_u(x, y, method="normal")
-    pooled = np.r_[x, y]
-    ranks = pd.Series(pooled).rank().to_numpy()
-    mu = len(x) * len(y) / 2
-    obs = abs(ranks[: len(x)].sum() - len(x) * (len(x) + 1) / 2 - mu)
-    hits = 0
-    for _ in range(20000):
-        perm = rng.permutation(len(pooled))
-        hits += abs(ranks[perm[: len(x)]].sum() - len(x) * (len(x) + 1) / 2 - mu) >= obs - 1e-9
-    assert p == pytest.approx(hits / 20000, abs=0.015)
-    assert mann_whitney_u([2.0] * 5, [2.0] * 7)[1] == 1.0  # all tied: no evidence
-    with pytest.raises(ConfigError, match="no ties"):
-        mann_whitney_u(x, y, method="exact")
-    with pytest.raises(ConfigError, match="both sides"):
-        mann_whitney_u([], [1.0])
-
-
-def test_the_decision_rule() -> None:
-    assert verdict(0.90, 0.97) == "faster"
-    assert verdict(1.03, 1.2) == "slower"
-    assert verdict(0.99, 1.015) == "same"
-    assert verdict(0.97, 1.01) == "undecided"  # crosses -2%
-    assert verdict(0.95, 1.05) == "undecided"
-    assert verdict(1.01, 1.05, threshold=0.005) == "slower"
-    assert verdict(float("nan"), 1.0) == "undecided"
 
 
 # -- real host kernels, interleaved ----------------------------------------------------------------
@@ -327,37 +259,6 @@ def test_a_sweep_records_the_code_under_review(interleaved) -> None:
     assert meta["code.w4.origin"].endswith("work.c")
 
 
-# -- compile-cache A/B ----------------------------------------------------------------------------
-
-
-def replay_frame(totals: dict[str, list[float]], requests: int = 10) -> pd.DataFrame:
-    rows = []
-    for scenario, per_pass in totals.items():
-        for rnd, total in enumerate(per_pass):
-            for i in range(requests):
-                rows.append({"scenario": scenario, "round": rnd, "seq": i, "lookup_seconds": total / requests})
-    return pd.DataFrame(rows)
-
-
-def test_cache_scenarios_are_verdicts_with_intervals_over_passes() -> None:
-    frame = replay_frame(
-        {"off": [10.0, 10.1, 9.95, 10.05], "memory": [2.0, 2.1, 1.9, 2.05], "disk": [10.02, 9.98, 10.05, 10.0]}
-    )
-    c = compare_scenarios(frame, "off").set_index("scenario")
-    mem = c.loc["memory"]
-    assert mem["verdict"] == "faster"
-    assert mem["saved_s"] == pytest.approx(10.025 - 2.0125)
-    assert mem["saved_ci_low_s"] < mem["saved_s"] < mem["saved_ci_high_s"]
-    assert mem["saved_ci_high_s"] - mem["saved_ci_low_s"] < 0.6
-    assert "4 passes" in mem["interval_over"]
-    assert c.loc["disk", "verdict"] == "same"
-    assert "saves 8.01 s ±" in saving_text({**mem.to_dict(), "scenario": "memory"})
-    one = compare_scenarios(replay_frame({"off": [10.0], "memory": [2.0]}), "off")
-    assert "requests resampled" in one["interval_over"].iloc[0]
-    with pytest.raises(ConfigError, match="no scenario 'remote'"):
-        compare_scenarios(frame, "off", "remote")
-
-
 def test_bad_arguments_name_the_value() -> None:
     frame = pd.DataFrame({"kernel": ["a"], "time_s": [1.0], "chunk": [0]})
     with pytest.raises(ConfigError, match="sample columns"):
@@ -476,14 +377,6 @@ def test_interleaved_verdicts_on_the_gpu(tmp_path) -> None:
     assert (slower["verdict"] == "slower").all() and (slower["ratio_ci_low"] > 1.2).all(), slower
     same = compare(res, base="copy", new="copy_twin")
     assert set(same["verdict"]) <= {"same", "undecided"}, same
-
-
-def test_sizes_read_the_same_in_the_cli_and_the_plots() -> None:
-    from hipexplore.plots import format_bytes
-    from hipexplore.verdicts import size_text
-
-    for n in (1, 1000, 4096, 65536, 1.5 * 2**20, 2**30, 3 * 2**30 + 1):
-        assert size_text(n) == format_bytes(n)
 
 
 def _passes_frame(rng, shifts, per_pass=60, chunk=4):

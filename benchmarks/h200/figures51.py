@@ -240,15 +240,12 @@ SERIES = (
 def step_verdicts(a, out: Path, files: list[Path], deadline: float) -> dict:
     """Interleaved runs of the two series in turns (each as a reviewer runs it: one CLI command), as
     many as the budget leaves, then verdict_truth.py's analysis per series and over both."""
-    import pandas as pd
-    import verdict_truth as vt
-
     runs = out / "runs"
     runs.mkdir(exist_ok=True)
     source = dict(zip(VARIANTS, files))
     paths: dict[str, list[Path]] = {name: [] for name, *_ in SERIES}
     walls: dict[str, list[float]] = {name: [] for name, *_ in SERIES}
-    for r in range(a.runs):
+    for r in range(a.first_run, a.first_run + a.runs):
         for name, kernels, gpu_sizes, host_sizes, extra in SERIES:
             if walls[name] and time.monotonic() + 1.2 * max(walls[name]) > deadline:
                 continue
@@ -283,10 +280,22 @@ def step_verdicts(a, out: Path, files: list[Path], deadline: float) -> dict:
             paths[name].append(p)
             walls[name].append(round(secs, 1))
             print(f"   {name} run {r}: {secs:.1f} s", flush=True)
-    res: dict = {"runs": {k: len(v) for k, v in paths.items()}, "wall_s": walls, "power": [], "series": {}}
+    res = analyze(paths)
+    res["wall_s"] = walls
+    res["run_files"] = {k: [q.name for q in v] for k, v in paths.items()}  # the finished runs, for --analyze
+    return res
+
+
+def analyze(paths: dict[str, list[Path]]) -> dict:
+    """verdict_truth.py's analysis of each series' runs and over both (``--analyze`` runs it on the runs of
+    several calls together: a device call fits about ten runs of each series)."""
+    import pandas as pd
+    import verdict_truth as vt
+
+    res: dict = {"runs": {k: len(v) for k, v in paths.items()}, "power": [], "series": {}}
     frames = []
     for name, kernels, *_ in SERIES:
-        if not paths[name]:
+        if not paths.get(name):
             continue
         rows = vt.comparisons(paths[name], list(kernels)).assign(series=name)
         frames.append(rows)
@@ -308,8 +317,8 @@ def step_verdicts(a, out: Path, files: list[Path], deadline: float) -> dict:
             )
     if frames:
         rows = pd.concat(frames, ignore_index=True)
-        rows.to_parquet(out / "rows.parquet")
         res["coverage"] = vt.coverage(rows)
+        res["rows"] = rows
     return res
 
 
@@ -349,6 +358,23 @@ def summary_lines(res: dict) -> list[str]:
     return lines
 
 
+def analyze_folders(folders: list[Path], out: Path) -> int:
+    """The verdict figures over the runs of several calls (each folder an earlier ``--out``)."""
+    paths: dict[str, list[Path]] = {name: [] for name, *_ in SERIES}
+    for d in folders:  # the runs each call finished (a run cut by its time limit leaves files too)
+        done = json.loads((d / "figures51.json").read_text()).get("verdicts", {}).get("run_files", {})
+        for name in paths:
+            paths[name] += [d / "runs" / f for f in done.get(name, [])]
+    res = {"verdicts": analyze(paths), "folders": [str(d) for d in folders]}
+    out.mkdir(parents=True, exist_ok=True)
+    rows = res["verdicts"].pop("rows", None)
+    if rows is not None:
+        rows.to_parquet(out / "rows.parquet")
+    (out / "figures51-analysis.json").write_text(json.dumps(res, indent=1, default=str))
+    print("\n".join(summary_lines(res)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out")
@@ -356,12 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=500.0)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--steps", default="cold,nvbench,verdicts")
+    ap.add_argument("--first-run", type=int, default=0, help="number (and seed) of the first verdict run")
+    ap.add_argument("--analyze", nargs="+", metavar="DIR", help="the verdict analysis over these --out folders' runs")
     ap.add_argument("--nvbench-only", metavar="JSON", help=argparse.SUPPRESS)
     ap.add_argument("--sizes-mib", type=float, nargs="*", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.nvbench_only:
         nvbench_only(a.sizes_mib or [1], Path(a.nvbench_only))
         return 0
+    if a.analyze:
+        return analyze_folders([Path(d) for d in a.analyze], Path(a.out or "."))
     steps = [s for s in a.steps.split(",") if s]
     if not a.out or a.budget_s <= 0 or a.runs < 1 or set(steps) - {"cold", "nvbench", "verdicts"}:
         print(
@@ -406,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
             res["verdicts"] = step_verdicts(a, out, files, deadline)
         except Exception as exc:  # noqa: BLE001
             res["verdicts"] = {"error": f"{type(exc).__name__}: {exc}"}
+        rows = res["verdicts"].pop("rows", None)
+        if rows is not None:
+            rows.to_parquet(out / "rows.parquet")
     res["elapsed_s"] = round(time.monotonic() - t0, 1)
     (out / "figures51.json").write_text(json.dumps(res, indent=1, default=str))
     lines = summary_lines(res)

@@ -113,7 +113,7 @@ def main() -> None:
 
     register()
     dev = get_device(args.device)
-    from hipexplore.bench.spec import parse_size
+    from hipexplore.bench.spec_checks import parse_size
 
     sizes = [1 * MIB, 16 * MIB, 256 * MIB] if args.quick else [1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB]
     if args.sizes:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 def measure(device: str, sizes: list[str], rounds: int, iterations: int) -> list[dict]:
     import hipexplore as hx
-    from hipexplore.bench.spec import parse_size
+    from hipexplore.bench.spec_checks import parse_size
     from hipexplore.devices import get_device
 
     dev = get_device(device)

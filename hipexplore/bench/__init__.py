@@ -19,7 +19,7 @@ _LAZY = {
     "Measurement": ".stats",
     "StopRule": ".stats",
     "SweepSpec": ".spec",
-    "parse_size": ".spec",
+    "parse_size": ".spec_checks",
     "callable_kernel": ".callable",
     "OutputCheck": ".callable",
     "LaunchModel": ".callable",

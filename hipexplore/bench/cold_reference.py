@@ -22,7 +22,8 @@ from .callable import sets_for
 from .flush import REFERENCE
 from .outcome import Bias, ConfigurationResult, Floor, Rebiased, Rotation
 from .target import Target
-from .timing import InKernelTimer, RawTimes, Workload, time_cold_reference
+from .raw_times import RawTimes
+from .timing import InKernelTimer, Workload, time_cold_reference
 from .trust import reference_flag, with_flags
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from .flush import Flusher
     from .spec import SweepSpec
     from .stats import Measurement
-    from .timing import TimingOptions
+    from .timing_options import TimingOptions
 
 
 def reference_schedule(groups: int, parts: int, samples: int) -> list[tuple[int, int]]:

@@ -54,7 +54,8 @@ from . import interrupts, wire
 from .dask_connect import VISIBLE_DEVICE_VARS, _distributed
 from .dask_worker import EVENT_TOPIC, unit_task, worker_counters, worker_facts
 from .executors import CLUSTER, UnitRun
-from .info import ClusterInfo, RunInfo
+from .measured import MeasuredInfo
+from .runinfo import ClusterInfo, RunInfo
 from .spec import SweepSpec
 from .units import COUNTING, UnitJob, UnitPlan
 
@@ -97,7 +98,7 @@ class UnitResult:
     else None) and, under a profiler that writes one, its report's files (``wire.Report``)."""
 
     results: list[Any]
-    metadata: dict[str, str]
+    measured: MeasuredInfo  #: what the unit measured with, read back typed
     stopped: bool
     seconds: float
     worker: str
@@ -116,7 +117,7 @@ def unit_result(blob: Any, run: UnitRun) -> UnitResult:
 
     counting = run.counting is not None
     guard = UnitGuard(run.spec, run.job.done, run_id=run.run_id, counting=counting, cluster=True)
-    out = UnitResult([], {}, False, 0.0, "", "", "")
+    out = UnitResult([], MeasuredInfo(), False, 0.0, "", "", "")
     bounds = wire.limits(run.spec)
     if counting:  # room for the report's files beside the entries
         bounds["max_body"] += wire.MAX_REPORT
@@ -124,8 +125,8 @@ def unit_result(blob: Any, run: UnitRun) -> UnitResult:
         msgs = wire.decode_all(blob, cluster=True, **bounds)
         for i, msg in enumerate(msgs):
             guard.check(msg)
-            if isinstance(msg, wire.Meta):
-                out.metadata.update(msg.entries)
+            if isinstance(msg, wire.Meta):  # the guard checked that it reads
+                out.measured.merge(MeasuredInfo.of_entries(msg.entries))
             elif isinstance(msg, wire.Add):
                 out.results.append(msg.result)
             elif isinstance(msg, wire.Counted):
@@ -270,7 +271,8 @@ class DaskExecutor:
                 return None, f"worker {w}: {why}"
         return (given if given is not None else got[0][0]), ""
 
-    def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
+    def run_info(self, spec: SweepSpec, command: Any) -> RunInfo:
+        """The run's metadata as the client knows it: provenance, the spec, the cluster (completed when the run ends)."""
         from ..provenance import collect
 
         self.info = ClusterInfo(
@@ -282,7 +284,7 @@ class DaskExecutor:
             cluster=self.info,
             timing_method="per unit of a (kernel, size) group on one pinned worker per GPU (bench.cluster); "
             "see each device's method",
-        ).to_metadata()
+        )
 
     def groups(self, spec: SweepSpec) -> list[SweepSpec]:
         return groups_of(spec)
@@ -304,7 +306,7 @@ class DaskExecutor:
                 self.info.incomplete = f"{len(self.failed)} unit(s) did not finish: " + "; ".join(
                     f"{f['group']} ({f['error']})" for f in self.failed
                 )
-            orchestrator.metadata.update(self.info.entries())
+            orchestrator.info.cluster = self.info
 
 
 def _events(client: Any) -> list[dict[str, Any]]:
@@ -456,7 +458,7 @@ class _Coordinator:
                 }
             )
         # the first worker's device description; every unit's verification
-        channel.meta({k: v for k, v in res.metadata.items() if k.startswith("verify.") or k not in self.orch.metadata})
+        channel.meta(res.measured.new_to(self.orch.info.measured))
         for result in res.results:
             if note:
                 result = replace(result, warning="; ".join(filter(None, [result.warning or "", note])))

@@ -133,7 +133,7 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
     ident = {"worker": worker.address, "host": socket.gethostname(), "gpu": _pinned()}
-    frames = [wire.encode(wire.Meta(unit.metadata))]
+    frames = [wire.encode(wire.Meta(unit.info.measured.entries()))]
     frames += [wire.encode(wire.Add(placed(r, ident)), cluster=True) for r in unit.results]
     frames += [wire.encode(wire.Counted(e, s)) for e, s in zip(unit.counted_entries, unit.counted_summaries)]
     frames += [wire.encode(wire.Done(bool(stopped))), *report]

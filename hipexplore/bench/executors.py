@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from ..schema import SAMPLE_COLUMNS, SUMMARY_COLUMNS
+from .runinfo import RunInfo
 from .spec import SweepSpec
 from .units import UnitPlan, UnitRun  # UnitRun: where the executors, the unit and the worker all find it
 
@@ -128,10 +129,9 @@ class LocalExecutor:
             "identities": {k.name: kernel_identity(k, self.device) for k in spec.specs()},
         }
 
-    def metadata(self, spec: SweepSpec, command: Any) -> dict[str, str]:
-        """Provenance, the code under test, the spec, the timing method."""
+    def run_info(self, spec: SweepSpec, command: Any) -> RunInfo:
+        """The run's metadata as this executor knows it: provenance, the code under test, the spec, the timing method."""
         from ..provenance import code_provenance, collect
-        from .info import RunInfo
 
         return RunInfo(
             provenance=collect(self.device, command),
@@ -142,7 +142,7 @@ class LocalExecutor:
                 if self.device.kind == "host"
                 else "per-launch event pairs enqueued in chunks behind a blocking kernel (nvbench's method)"
             ),
-        ).to_metadata()
+        )
 
     def counter_backend(self, spec: SweepSpec, given: Any = None) -> tuple[Any, str]:
         """(the backend that counts ``spec`` on this device, "") or (None, the one line why there will
@@ -210,7 +210,7 @@ class WorkerExecutor(LocalExecutor):
     """Each unit in a worker process of its own (module docstring). A counting unit of the counter
     pass (``bench.counters``) gets a worker of its own, started under its profiler's command
     (``UnitRun.prefix``: ``ncu ... --log-file F``, whose launches the profiler must see; it reaches
-    ``compile.isolation.start_worker`` and ``interpreter.isolated_argv``), never one started ahead."""
+    ``compile.launcher.start_worker`` and ``interpreter.isolated_argv``), never one started ahead."""
 
     where = WORKER
 

@@ -30,7 +30,8 @@ from ..kernels.build import kernel_for
 from ..schema import Timer
 from .flush import Flusher
 from .stats import StopRule
-from .timing import TimingOptions, Workload, time_launches
+from .timing import Workload, time_launches
+from .timing_options import TimingOptions
 
 #: samples of the empty kernel per flush mode and process (a median of 64 held launches: the floor
 #: is steady within a process, so more would only cost time)

@@ -10,8 +10,9 @@ the unit's plan (its spec less what it leaves out), so it believes, per message:
 * ``add``: only a result of a configuration of the plan, of the run, once, whose sample rows all name
   it and the run; ``update``: only results of configurations the unit sent before; ``counted`` (a counting unit's
   entries, and no timed rows there): only a planned (kernel, size, rotating, flush), once;
-* ``meta``: only the keys a unit reports (``info.MeasuredInfo.UNIT_KEYS``), never provenance,
-  identities or the spec;
+* ``meta``: only the keys a unit reports (``info.UNIT_REPORTED``), never provenance, identities or
+  the spec, each written as its key writes it (``measured.MeasuredInfo.of_entries``: what the parent
+  reads back typed);
 * ``done``: only with every planned configuration delivered, or ``stopped`` after the parent
   itself answered a ``stop_now`` with yes; ``report`` (a profiler's files): only in a cluster
   counting unit's result, once, after its ``done``; an ``error`` frame is re-raised as the project's own
@@ -45,7 +46,7 @@ from ..errors import (
 )
 from ..schema import Configuration, Timer
 from ..untrusted import escaped, shown
-from .info import MeasuredInfo
+from .measured import MeasuredInfo
 from .wire_messages import (
     Add,
     Ask,
@@ -119,11 +120,15 @@ class UnitGuard:
                 )
             self.where = [msg.kernel, msg.configuration]
         elif isinstance(msg, Meta):
-            bad = [k for k in msg.entries if not MeasuredInfo.UNIT_KEYS.fullmatch(k)]
+            bad = [k for k in msg.entries if not MeasuredInfo.reports(k)]
             if bad:
                 raise WireError(
                     f"a meta frame sets {shown(bad[0])}, which no unit reports (the run's own metadata is the parent's)"
                 )
+            try:
+                MeasuredInfo.of_entries(msg.entries)
+            except ValueError as exc:
+                raise WireError(f"a meta frame's entry {shown(str(exc))}") from None
         elif isinstance(msg, Add):
             self._add(msg)
         elif isinstance(msg, Update):

@@ -24,7 +24,9 @@ import numpy as np
 from ..errors import ConfigError
 from .flush import Flusher
 from .stats import StopRule
-from .timing import LEAD_SEED, RawTimes, TimingOptions, Workload, time_launches, timing_options
+from .raw_times import RawTimes
+from .timing import Workload, time_launches
+from .timing_options import LEAD_SEED, TimingOptions, timing_options
 
 #: chunks per turn: short turns cancel faster drift, each turn costs one warm-up
 DEFAULT_TURN_CHUNKS = 2

@@ -23,6 +23,11 @@ record keeps them per (configuration, unit), and ``sample_frame``, ``summary_row
 turn them into the files' rows (``schema``'s column lists are the contract); ``samples_by_configuration``
 and ``unit_samples`` read a file's frames back into a result's samples.
 
+The metadata becomes text here, and only here: the run's metadata travels typed (``bench.runinfo.RunInfo``,
+with what the units measured with, ``bench.measured.MeasuredInfo``) from the executor and the units
+through the orchestrator and the record; ``metadata_text`` turns it into the flat keys the files and
+``SweepResult.metadata`` carry, through the formats the registry declares (``bench.info``).
+
 Resume keeps a finished row only when it was measured the way a new row would be: the same device,
 the same measurement settings (``SweepSpec.measurement()``, the LLC) and, per kernel, the same code,
 compile options, arguments and geometry (``kernel_identity``, recorded as ``identity.<kernel>``).
@@ -41,7 +46,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -66,6 +71,7 @@ from . import readback
 from .info import DEVICE_LLC_BYTES, IDENTITY, SWEEP_SPEC
 from .outcome import ConfigurationResult, Samples
 from .passes import merged_result, rebiased, stack, unstack
+from .runinfo import RunInfo
 
 _SAMPLE_DTYPES = {
     "size_bytes": "int64",
@@ -204,17 +210,25 @@ def merge_passes(
     return merged, summary_frame([summary_row(rebiased(r, refs.get(r.configuration.reference_key))) for r in results])
 
 
+def metadata_text(info: RunInfo | Mapping[str, str] | None) -> dict[str, str]:
+    """The run's metadata as the flat text the files and ``SweepResult.metadata`` carry: the one place
+    it becomes text (``RunInfo.to_metadata``). A file's flat metadata, as read back, is read as a
+    ``RunInfo`` first, so it is written back as it was."""
+    return RunInfo.of(info).to_metadata()
+
+
 def write_results(
     paths: tuple[Path, Path, Path],
     results: Sequence[ConfigurationResult],
-    metadata: dict[str, str],
+    info: RunInfo | Mapping[str, str],
     columns: tuple[Sequence[str], Sequence[str]] | None = None,
     units: Sequence[ConfigurationResult] | None = None,
 ) -> None:
     """Rewrite the files as one unit (module docstring): samples, then (a sweep in units) the rows
-    per (configuration, unit) of ``units``, then the summary (the commit record, carrying
-    ``metadata``) of ``results``, then meta.json (``columns``: the samples' and the summary's
-    columns, when not the schema's: a cluster sweep adds ``CLUSTER_COLUMNS``)."""
+    per (configuration, unit) of ``units``, then the summary (the commit record, carrying the run's
+    metadata, ``info``, as text: ``metadata_text``) of ``results``, then meta.json (``columns``: the
+    samples' and the summary's columns, when not the schema's: a cluster sweep adds ``CLUSTER_COLUMNS``)."""
+    metadata = metadata_text(info)
     samples_path, summary_path, meta_path = paths
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     sample_cols, summary_cols = columns or (SAMPLE_COLUMNS, SUMMARY_COLUMNS)
@@ -232,7 +246,7 @@ def write_results(
     write_file(meta_path, json.dumps(metadata, indent=1, sort_keys=True), what="sweep metadata")
 
 
-read_metadata = readback.read_metadata  # typed by bench.info.RunInfo.read
+read_metadata = readback.read_metadata  # typed by bench.runinfo.RunInfo.read
 
 
 def read_results(paths: tuple[Path, Path, Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str] | None] | None:
@@ -455,10 +469,11 @@ def kernel_identity(kspec: Any, device: Any) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-def check_resume(path: str, previous: Previous, now: dict[str, str], device_names: set[str] | None = None) -> None:
+def check_resume(path: str, previous: Previous, now: RunInfo, device_names: set[str] | None = None) -> None:
     """Refuse (one line) to add rows to ``previous`` that would be measured otherwise than its own:
-    ``now`` is the new run's measurement (``SweepSpec.measurement()``, ``device.llc_bytes`` where
-    known) and kernel identities (``identity.<kernel>``); ``device_names`` the devices that will measure."""
+    ``now`` is the new run's measurement (its ``spec``: ``SweepSpec.measurement()``; its measured
+    ``llc_bytes`` where known) and kernel identities, compared with the file's as text;
+    ``device_names`` the devices that will measure."""
     names = set(previous.summary["device_name"].unique()) if len(previous.summary) else set()
     if names and device_names is not None and not names <= device_names:
         now_text = repr(next(iter(device_names))) if len(device_names) == 1 else repr(sorted(device_names))
@@ -470,9 +485,10 @@ def check_resume(path: str, previous: Previous, now: dict[str, str], device_name
         return
     from .spec import SweepSpec
 
+    flat_now = metadata_text(now)
     llc = DEVICE_LLC_BYTES.name
     then = {**SweepSpec.recorded_measurement(meta), **{k: v for k, v in meta.items() if k == llc}}
-    measure_now = {k: v for k, v in now.items() if not IDENTITY.owns(k)}
+    measure_now = {k: v for k, v in flat_now.items() if not IDENTITY.owns(k)}
     # a recorded spec is compared whole (a flush factor set only now differs too); a legacy file's
     # loose keys only where it has them, as before specs were recorded
     keys = sorted(set(then) | set(measure_now)) if meta.get(SWEEP_SPEC.name) else sorted(then)
@@ -488,7 +504,7 @@ def check_resume(path: str, previous: Previous, now: dict[str, str], device_name
             f"({'; '.join(differ)}); use the same settings, --no-resume, or another out file"
         )
     kernels = {c.kernel for c in previous.done}
-    ident_then, ident_now = IDENTITY.of(meta), IDENTITY.of(now)
+    ident_then, ident_now = IDENTITY.of(meta), IDENTITY.of(flat_now)
     changed = [
         f"{k} ({ident_then[k]} then, {ident_now[k]} now)"
         for k in sorted(kernels)

@@ -16,8 +16,9 @@ different resume rules, and the cluster never read ``units``. Here an executor
    most what was being measured, and running the same sweep again measures only what is missing,
    never a configuration or unit twice;
 4. progress advances per (configuration, unit), with the time left (``bench.progress``);
-5. the metadata (provenance, the spec, what the units measured with) is gathered and written with
-   the rows;
+5. the metadata is gathered typed (``bench.runinfo.RunInfo``: the executor's provenance, code and
+   spec, each unit's ``bench.measured.MeasuredInfo`` merged as it reports it, the units, the counter
+   pass, the resolution) and written with the rows, as text only by ``bench.io``;
 6. with ``spec.counters``, after the last timed unit: the counter pass (``bench.counters``), a plan
    of counting units (``UnitPlan.kind``: ``counting``) run by the same executor (on a cluster, on
    its GPU workers), one per (kernel, size) group in a worker started under the profiler's command
@@ -44,13 +45,14 @@ from . import interrupts
 from . import passes as ps
 from . import units as us
 from .executors import UnitRun
-from .info import DEVICE_LLC_BYTES, IDENTITY, CountersInfo, UnitsInfo
 from .levels import shared_process
 from .io import Previous, check_resume, output_paths, previous_results, sample_frame, summary_row
+from .measured import MeasuredInfo
 from .outcome import ConfigurationResult, Rebiased
 from .progress import Progress
 from .record import Record, evidence_folder
 from .result import RunOptions, SweepHooks, SweepResult
+from .runinfo import CountersInfo, RunInfo, UnitsInfo
 from .spec import SweepSpec
 from .stats import Measurement
 
@@ -74,7 +76,7 @@ class Orchestrator:
         self.resume, self.show_bar, self.command, self.run_id = o.resume, o.progress, o.command, o.run_id
         self.resume_from_others = o.resume_from_others
         self.kept_from = ""  # whose results were resumed: "" this user's, else the other user (io.check_owner)
-        self.metadata: dict[str, str] = {}
+        self.info = RunInfo()  # the run's metadata, typed: made by the executor, completed here, written by bench.io
         self.pads: list[int] = []
         self.stopped = False
 
@@ -107,10 +109,10 @@ class Orchestrator:
         """The device facts and metadata, the resume check, the record, each group's plan, the progress."""
         facts = self.executor.facts(self.spec)
         self.plan_device = facts["plan_device"]  # the device the unit plan and the counter pass plan on
-        self.metadata = self.executor.metadata(self.spec, self.command)
-        self.metadata.update({IDENTITY.key(k): v for k, v in facts["identities"].items()})
+        self.info = self.executor.run_info(self.spec, self.command)
+        self.info.identities.update(facts["identities"])
         self._check_resume(previous, facts)
-        self.metadata["run_id"] = self.run_id = self.run_id or previous.run_id or uuid.uuid4().hex[:12]
+        self.info.run_id = self.run_id = self.run_id or previous.run_id or uuid.uuid4().hex[:12]
         self.lo, self.hi = us.planned(self.spec, facts["plan_device"]) if self.spec.units != 1 else (1, 1)
         if set(CLUSTER_COLUMNS) <= set(
             self.executor.columns[1]
@@ -132,9 +134,11 @@ class Orchestrator:
         """The one resume rule (``bench.io.check_resume``): another device, measurement, LLC or kernel code is refused."""
         if self.paths is None or (previous.metadata is None and not len(previous.summary)):
             return
-        now = {**self.spec.measurement(), **{IDENTITY.key(k): v for k, v in facts["identities"].items()}}
-        if facts.get("llc_bytes") is not None:
-            now.update(DEVICE_LLC_BYTES.entry(facts["llc_bytes"]))
+        now = RunInfo(
+            spec=self.spec.measurement(),
+            identities=dict(facts["identities"]),
+            measured=MeasuredInfo(llc_bytes=facts.get("llc_bytes")),
+        )
         check_resume(str(self.paths[0]), previous, now, facts["names"])
 
     # -- the counter pass -------------------------------------------------------------------------
@@ -155,7 +159,7 @@ class Orchestrator:
 
         why = " | ".join(line.strip() for line in str(why).splitlines() if line.strip())
         why = why if len(why) <= 1500 else why[:1500] + " ..."
-        self.metadata.update(CountersInfo.skipped(why).entries())
+        self.info.counters = CountersInfo.skipped(why)
         warnings.warn(f"no counters: {why}", CountersSkipped, stacklevel=2)
 
     def _count(self) -> None:
@@ -168,7 +172,7 @@ class Orchestrator:
 
         todo = [c for c in counted_configurations(self.spec) if c.untimed_key not in self.record.counters]
         if not todo:
-            self.metadata.update(CountersInfo(CountersInfo.NOTHING_TO_COUNT).entries())
+            self.info.counters = CountersInfo(CountersInfo.NOTHING_TO_COUNT)
             return
         plan = CountingPlan(self.spec, self.plan_device, self.counting, todo)
         keep = evidence_folder(self.paths) if self.paths is not None else None
@@ -187,7 +191,7 @@ class Orchestrator:
         if keep is None:
             plan.evidence.discard()
         self.record.count(plan.summaries, plan.evidence if keep is not None else None)
-        self.metadata.update(CountersInfo.counted(len(plan.configs), plan.label, plan.wall_s, keep).entries())
+        self.info.counters = CountersInfo.counted(len(plan.configs), plan.label, plan.wall_s, keep)
 
     def _plan(self, group: SweepSpec, index: int) -> us.UnitPlan:
         confs = group.configurations()
@@ -209,8 +213,8 @@ class Orchestrator:
         """What the units reached: units done, the pads they held, the resolution's outcome."""
         if self.spec.units != 1:
             units_done = min((len(self.record.units_of(c)) for c in self.spec.configurations()), default=0)
-            self.metadata.update(UnitsInfo(self.lo, units_done, self.executor.where, self.pads).entries())
-            self.metadata.update(us.resolution_entries(self.spec, getattr(self, "plans", []), stopped))
+            self.info.units = UnitsInfo(self.lo, units_done, self.executor.where, list(self.pads))
+            self.info.resolution = us.resolution_info(self.spec, getattr(self, "plans", []), stopped)
 
     def _interrupted(self) -> None:
         """An interrupt: the units' metadata in the result and, with the (configuration, unit)s kept,
@@ -223,7 +227,7 @@ class Orchestrator:
         self._units_metadata(True)
         if self.spec.units != 1 and self.record.added:
             try:
-                self.record.write(self.paths, self.metadata)
+                self.record.write(self.paths, self.info)
             except Exception:  # noqa: BLE001 - the interrupt, not a write error, is what the caller must see
                 pass
 
@@ -231,13 +235,13 @@ class Orchestrator:
         """The units' metadata, the last write (when anything is there to write), the bar closed."""
         self._units_metadata(self.stopped)
         if write and (not self.stopped or self.spec.units == 1 or self.record.added):
-            self.record.write(self.paths, self.metadata)
+            self.record.write(self.paths, self.info)
         self.progress.close()
         return self.result(self.stopped)
 
     def result(self, stopped: bool, kept: set[Configuration] | None = None) -> SweepResult:
         skipped = sorted(c for c in (kept or set()) if not c.is_reference)
-        res = self.record.result(self.metadata, self.paths[0] if self.paths else None, stopped, skipped)
+        res = self.record.result(self.info, self.paths[0] if self.paths else None, stopped, skipped)
         res.kept_from = self.kept_from if skipped else ""
         return res
 
@@ -277,7 +281,7 @@ class Orchestrator:
         # one landing right after the write, before the count, said "keeps 0 of 18" of a file that kept 1
         with interrupts.held():
             self.record.add(result)
-            self.record.write(self.paths, self.metadata)
+            self.record.write(self.paths, self.info)
             self.progress.count()
         if self.hooks.on_samples is not None:
             self.hooks.on_samples(sample_frame(result.samples))
@@ -318,8 +322,9 @@ class UnitChannel:
         interrupts.check()
         return self.orch.hooks.stop_now()
 
-    def meta(self, entries: dict[str, str]) -> None:
-        self.orch.metadata.update(entries)
+    def meta(self, report: MeasuredInfo) -> None:
+        """What the unit measured with, merged into the run's (``bench.measured``)."""
+        self.orch.info.measured.merge(report)
 
     def add(self, result: ConfigurationResult) -> None:
         self.results.append(result)

@@ -236,7 +236,7 @@ class Samples:
     def of_raw(
         cls, who: Identity, conf: Configuration, plan: Rotation, raw: Any, marks: "tuple[np.ndarray, np.ndarray]"
     ) -> "Samples":
-        """The raw samples (``raw``: a ``bench.timing.RawTimes``) of a configuration as the samples file's columns (``schema.SAMPLE_COLUMNS``);
+        """The raw samples (``raw``: a ``bench.raw_times.RawTimes``) of a configuration as the samples file's columns (``schema.SAMPLE_COLUMNS``);
         ``marks``: which were throttled, and which dropped from the statistics."""
         import numpy as np
 

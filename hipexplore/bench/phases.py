@@ -76,7 +76,7 @@ class LaunchSequence:
         """At most how many launches of the workload ``timed(samples)`` makes after its warm-up:
         the timed ones, and per chunk its untimed lead and trail (a profiler in this process sizes
         its record of ranges by it: an ``auto`` rotation of hundreds of sets runs that many)."""
-        from .timing import TimingOptions
+        from .timing_options import TimingOptions
 
         opts = self.timing or TimingOptions()
         chunks = -(-max(int(samples), 1) // max(int(opts.chunk), 1))
@@ -88,7 +88,8 @@ class LaunchSequence:
         warm-up, then chunks with their leads, events, flushes and trails), ``overrides`` replacing
         timing options (the counter pass: no hold, its profiler range); the ``RawTimes``."""
         from .stats import StopRule
-        from .timing import TimingOptions, time_launches
+        from .timing import time_launches
+        from .timing_options import TimingOptions
 
         return time_launches(
             self.workload,

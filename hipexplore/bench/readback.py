@@ -308,7 +308,7 @@ def embedded_metadata(path: Path) -> dict[str, str] | None:
 
 
 def read_metadata(path: str | Path) -> dict[str, str]:
-    """The flat metadata a sweep's file carries (``bench.info.RunInfo.read`` types it): a parquet
+    """The flat metadata a sweep's file carries (``bench.runinfo.RunInfo.read`` types it): a parquet
     file's embedded copy, or FILE.meta.json's; ``{}`` where none is readable."""
     p = Path(path)
     if p.suffix == ".json":

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -34,6 +34,7 @@ from . import interrupts
 from . import passes as ps
 from .io import (
     Previous,
+    metadata_text,
     results_frames,
     sample_frame,
     samples_by_configuration,
@@ -41,8 +42,10 @@ from .io import (
     unit_samples,
     write_results,
 )
+from .measured import MeasuredInfo
 from .outcome import MERGED, ConfigurationResult, CounterSummary, Rebiased, Samples
 from .result import SweepHooks, SweepResult
+from .runinfo import RunInfo
 from .trust import with_flags
 
 
@@ -203,10 +206,12 @@ class Record:
         r = self.results.get(c) if unit is None else self.units.get(c, {}).get(unit)
         return r.samples if r is not None and r.samples.n else None
 
-    def write(self, paths: tuple[Path, Path, Path] | None, metadata: dict[str, str]) -> None:
+    def write(self, paths: tuple[Path, Path, Path] | None, info: RunInfo | Mapping[str, str]) -> None:
+        """The files rewritten (``bench.io``) with the run's metadata, ``info`` (a ``RunInfo``; a file's
+        flat metadata, as read back, is read as one)."""
         if paths is not None:
             with interrupts.held():  # a pair is written whole; the signal lands after it
-                write_results(paths, self.summary_results(), metadata, columns=self.columns, units=self.unit_results())
+                write_results(paths, self.summary_results(), info, columns=self.columns, units=self.unit_results())
                 while self.evidence:  # once: beside the files, as ``bench.counters.collect`` reads it
                     self.evidence.pop(0).keep(evidence_folder(paths))
 
@@ -238,10 +243,14 @@ class Record:
             self.evidence.append(evidence)
 
     def result(
-        self, metadata: dict[str, str], path: Path | None, stopped: bool = False, skipped: list[tuple] | None = None
+        self,
+        info: RunInfo | Mapping[str, str],
+        path: Path | None,
+        stopped: bool = False,
+        skipped: list[tuple] | None = None,
     ) -> SweepResult:
         samples, summary = results_frames(self.summary_results(), self.columns)
-        return SweepResult(samples, summary, metadata, path, stopped, list(skipped or []))
+        return SweepResult(samples, summary, metadata_text(info), path, stopped, list(skipped or []))
 
 
 def evidence_folder(paths: tuple[Path, Path, Path]) -> Path:
@@ -252,8 +261,8 @@ def evidence_folder(paths: tuple[Path, Path, Path]) -> Path:
 class Collector:
     """A unit's channel (``bench.sweeprun.Channel``) keeping its results in memory; ``hooks`` see them too."""
 
-    def __init__(self, metadata: dict[str, str] | None = None, hooks: SweepHooks | None = None) -> None:
-        self.metadata = metadata if metadata is not None else {}
+    def __init__(self, info: RunInfo | None = None, hooks: SweepHooks | None = None) -> None:
+        self.info = info if info is not None else RunInfo()  # what the unit reports is merged into its measured
         self.hooks = hooks or SweepHooks()
         self.results: list[ConfigurationResult] = []
         self.counted_entries: list[dict[str, Any]] = []  # a counting unit's (bench.counters)
@@ -266,8 +275,8 @@ class Collector:
     def stop_now(self) -> bool:
         return self.hooks.stop_now()
 
-    def meta(self, entries: dict[str, str]) -> None:
-        self.metadata.update(entries)
+    def meta(self, report: MeasuredInfo) -> None:
+        self.info.measured.merge(report)
 
     def add(self, result: ConfigurationResult) -> None:
         self.results.append(result)
@@ -296,7 +305,7 @@ class Collector:
 
     def result(self, stopped: bool = False) -> SweepResult:
         samples, summary = results_frames(self.results)
-        return SweepResult(samples, summary, self.metadata, None, stopped)
+        return SweepResult(samples, summary, metadata_text(self.info), None, stopped)
 
 
 __all__ = ["Collector", "Record", "evidence_folder"]

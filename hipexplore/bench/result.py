@@ -27,8 +27,8 @@ class SweepResult:
 
     @property
     def info(self) -> Any:
-        """The metadata, typed (``bench.info.RunInfo``: its units, its cluster, what it measured with)."""
-        from .info import RunInfo
+        """The metadata, typed (``bench.runinfo.RunInfo``: its units, its cluster, what it measured with)."""
+        from .runinfo import RunInfo
 
         return RunInfo.from_metadata(self.metadata)
 

@@ -17,99 +17,20 @@ finished rows to be kept: kernels, sizes, rotating counts and flush modes may gr
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ConfigError
-from .defaults import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, DEFAULT_MEM_FRACTION, WARMUP_S, auto_or_count
+from . import spec_checks as ck
+from .defaults import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, DEFAULT_MEM_FRACTION, WARMUP_S
+from .spec_checks import check_budget, check_counters, check_resolution, check_units  # the options' checks
 
 if TYPE_CHECKING:  # imported where they are used: `bench --help` builds its parser from this module's
     # SweepSpec, and these would bring the kernel catalog, the device layer and the timing loop with them
     from ..kernels.spec import KernelSpec
     from ..schema import Configuration
     from .stats import StopRule
-    from .timing import TimingOptions
-
-#: most units a sweep may make (each unit is a whole sweep of its share of the samples)
-MAX_UNITS = 64
-MAX_PASSES = MAX_UNITS  # the former name
-#: ``units="auto"``: at least ``AUTO_UNITS[0]`` units, more (up to ``AUTO_UNITS[1]``) for the
-#: configurations whose unit medians still spread wider than the stop rule's target (``bench.units``)
-AUTO_UNITS = (3, 6)
-
-
-def parse_size(text: str | int) -> int:
-    """'1MiB', '256M', '4096', '64KiB', '1GiB', '1TiB' -> bytes."""
-    if isinstance(text, numbers.Integral) and not isinstance(text, bool):
-        if text <= 0:
-            raise ConfigError(f"size must be positive, got {text}")
-        return int(text)
-    t = str(text).strip()
-    units = {
-        "": 1,
-        "b": 1,
-        "k": 1 << 10,
-        "kib": 1 << 10,
-        "kb": 1000,
-        "m": 1 << 20,
-        "mib": 1 << 20,
-        "mb": 10**6,
-        "g": 1 << 30,
-        "gib": 1 << 30,
-        "gb": 10**9,
-        "t": 1 << 40,
-        "tib": 1 << 40,
-        "tb": 10**12,
-    }
-    num = t.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    unit = t[len(num) :].strip().lower()
-    try:
-        val = float(num)
-    except ValueError:
-        val = -1
-    if unit not in units or not val > 0 or not math.isfinite(val):
-        raise ConfigError(f"size {text!r} is not a positive size like 4096, 64KiB, 1MiB, 256M, 1GiB or 1TiB")
-    return int(val * units[unit])
-
-
-def check_units(value: Any) -> int | str:
-    """``units``: "auto" or an integer in [1, MAX_UNITS] (text as the CLI gives it too)."""
-    given, value = value, auto_or_count(value)
-    if value == "auto":
-        return "auto"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= MAX_UNITS:
-        raise ConfigError(f"units must be 'auto' or an integer in [1, {MAX_UNITS}], got {given!r}")
-    return int(value)
-
-
-def check_resolution(value: Any) -> float:
-    """``resolution``: 0 (off) or a fraction in (0, 0.5): ``0.01`` or ``1%`` (text as the CLI gives it too)."""
-    given = value
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-        except ValueError:
-            value = math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value == 0 or 0 < value < 0.5):
-        raise ConfigError(f"resolution must be 0 (off) or a half-width below 50%, such as 1% or 0.01; got {given!r}")
-    return float(value)
-
-
-def check_budget(value: Any) -> float:
-    """``resolution_budget``: a positive multiple of the planned units' time (text as the CLI gives it too)."""
-    given = value
-    try:
-        value = float(value) if isinstance(value, str) else value
-    except ValueError:
-        value = math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
-        raise ConfigError(
-            f"resolution_budget must be a positive multiple of the planned units' time, such as 2; got {given!r}"
-        )
-    return float(value)
+    from .timing_options import TimingOptions
 
 
 def _option(
@@ -142,43 +63,9 @@ def _option(
     )
 
 
-#: ``SweepSpec.counters``: the values it takes (True: the device's own backend)
-COUNTER_BACKENDS = ("cupti", "ncu", "rocprofv3")
-
-
-def check_counters(value: Any) -> bool | str:
-    """``counters``: False, True (the device's backend) or a backend's name; the command line's text
-    too (on/off, true/false, cupti, ncu, rocprofv3)."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower() if isinstance(value, str) else None
-    words = {
-        "on": True,
-        "true": True,
-        "yes": True,
-        "auto": True,
-        "off": False,
-        "false": False,
-        "no": False,
-        "none": False,
-    }
-    if text in words:
-        return words[text]
-    if text in COUNTER_BACKENDS:
-        return text
-    raise ConfigError(
-        f"counters must be on, off or a backend ({', '.join(COUNTER_BACKENDS)}), got {value!r} "
-        f"(on the command line, KERNEL goes before a bare --counters)"
-    )
-
-
 def options() -> list[dataclasses.Field]:
     """The spec fields ``sweep()`` takes as keywords and ``hipexplore bench`` as ``--options``, in order."""
     return [f for f in dataclasses.fields(SweepSpec) if "help" in f.metadata]
-
-
-def _listed(value: Any, scalar: tuple[type, ...]) -> list[Any]:
-    return [value] if isinstance(value, scalar) else list(value)
 
 
 def _stop_rule() -> StopRule:
@@ -186,20 +73,6 @@ def _stop_rule() -> StopRule:
     from .stats import StopRule
 
     return StopRule()
-
-
-def _by_name(kernel: str | KernelSpec) -> str | KernelSpec:
-    """A registered KernelSpec becomes its catalog name (picklable); others stay as given."""
-    from ..kernels import catalog
-    from ..kernels.spec import KernelSpec
-
-    if isinstance(kernel, KernelSpec):
-        try:
-            if catalog.get(kernel.name) is kernel:
-                return kernel.name
-        except ConfigError:
-            pass
-    return kernel
 
 
 @dataclass(frozen=True)
@@ -338,119 +211,33 @@ class SweepSpec:
     )
 
     def __post_init__(self) -> None:
-        from ..kernels import catalog
-        from ..kernels.spec import KernelSpec
-        from ..schema import TIMERS, Timer
-        from . import rotating as rot
-        from .flush import FLUSH_MODES, flush_mode
-        from .stats import StopRule
-        from .timing import check_lead, check_trail
-
-        kernels = tuple(_by_name(k) for k in _listed(self.kernels, (str, KernelSpec)))
-        for k in kernels:
-            catalog.get(k)  # an unknown name fails here, naming the registered kernels
-        sizes = tuple(parse_size(s) for s in _listed(self.sizes, (int, str)))
-        rotating = tuple(rot.parse_rotating(r) for r in _listed(self.rotating, (int, str)))
-        flush = tuple(_listed(self.flush, (str,)))
-        if not kernels or not sizes or not rotating or not flush:
-            raise ConfigError("sweep needs at least one kernel, size, rotating count and flush mode")
-        flush = tuple(flush_mode(f).name for f in flush)  # an unknown name: one line naming the known ones
-        if not isinstance(self.stop, StopRule):
-            raise ConfigError(f"stop must be a StopRule; got {self.stop!r}")
-        factors = tuple(
-            (str(k), v)
-            for k, v in (self.flush_factors.items() if isinstance(self.flush_factors, Mapping) else self.flush_factors)
+        """Each value checked once, in the order the fields read, by named steps (``bench.spec_checks``):
+        a bad one is one ``ConfigError`` line naming the field, the value and what is allowed; the
+        axes become tuples, the lead, trail, units, counters and resolution their checked values."""
+        kernels, sizes, rotating, flush = ck.checked_axes(self.kernels, self.sizes, self.rotating, self.flush)
+        ck.check_stop(self.stop)
+        factors = ck.checked_flush_factors(self.flush_factors)
+        self._set(ck.checked_chunks(self.chunk, self.chunk_lead, self.chunk_trail))
+        ck.check_amounts(self)
+        self._set(ck.checked_units(self))
+        ck.check_switches(self)
+        timers = ck.checked_timers(self.timers, kernels)
+        ck.check_device_limits(self)
+        self._set(
+            {
+                "kernels": kernels,
+                "sizes": sizes,
+                "rotating": rotating,
+                "flush": flush,
+                "flush_factors": factors,
+                "timers": timers,
+            }
         )
-        for mode, factor in factors:
-            try:
-                flush_mode(mode)
-            except ConfigError:
-                raise ConfigError(
-                    f"flush factor for {mode!r}: unknown flush mode; expected one of {', '.join(FLUSH_MODES)}"
-                ) from None
-            if (
-                isinstance(factor, bool)
-                or not isinstance(factor, (int, float))
-                or not math.isfinite(factor)
-                or factor <= 0
-            ):
-                raise ConfigError(f"flush factor for {mode!r} must be a positive, finite number; got {factor!r}")
-        self._check_int("chunk", self.chunk, 1)
-        object.__setattr__(self, "chunk_lead", check_lead(self.chunk_lead))
-        object.__setattr__(self, "chunk_trail", check_trail(self.chunk_trail))
-        if self.reference:
-            self._check_int("reference_samples", self.reference_samples, 1)
-        if (
-            isinstance(self.mem_fraction, bool)
-            or not isinstance(self.mem_fraction, (int, float))
-            or not 0 < self.mem_fraction <= 1
-        ):
-            raise ConfigError(f"mem_fraction must be in (0, 1], got {self.mem_fraction!r}")
-        if (
-            isinstance(self.warmup_s, bool)
-            or not isinstance(self.warmup_s, (int, float))
-            or not math.isfinite(self.warmup_s)
-            or self.warmup_s < 0
-        ):
-            raise ConfigError(f"warmup_s must be a finite number of seconds >= 0, got {self.warmup_s!r}")
-        self._check_int("interleave_seed", self.interleave_seed, 0)
-        object.__setattr__(self, "units", check_units(self.units))
-        iterations = None if self.stop.adaptive else int(self.stop.iterations or 0)
-        if self.units != "auto" and iterations and int(self.units) > iterations:
-            # each unit takes a sample at least: 20 units of 10 iterations silently took 20
-            raise ConfigError(
-                f"units {self.units} is more than the {iterations} iterations it would split: each unit takes at "
-                f"least one sample; give {iterations} units or fewer, more iterations, or units 'auto'"
-            )
-        object.__setattr__(self, "counters", check_counters(self.counters))
-        object.__setattr__(self, "resolution", check_resolution(self.resolution))
-        object.__setattr__(self, "resolution_budget", check_budget(self.resolution_budget))
-        if self.floor is not None and not isinstance(self.floor, bool):
-            raise ConfigError(f"floor must be True, False or None (on a GPU only), got {self.floor!r}")
-        for name in ("reference", "verify", "flush_end_event", "drop_throttled", "interleave"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        timers = tuple(dict.fromkeys(_listed(self.timers, (str,))))
-        if not timers:
-            raise ConfigError(f"timers needs at least one of {', '.join(TIMERS)}")
-        if any(t.timed_kernel for t in [Timer.of(t) for t in timers]):  # each named checked first
-            untimed = [catalog.get(k).name for k in kernels if not catalog.get(k).timer]
-            if untimed:
-                raise ConfigError(
-                    f"the in-kernel timer needs kernels that write their own timestamps; "
-                    f"{', '.join(repr(u) for u in untimed)} do(es) not (timer-capable: "
-                    f"{', '.join(n for n in catalog.names() if catalog.get(n).timer)})"
-                )
-        self._check_int("reference_parts", self.reference_parts, 1)
-        if (
-            isinstance(self.throttle_threshold, bool)
-            or not isinstance(self.throttle_threshold, (int, float))
-            or not 0 <= self.throttle_threshold < 1
-        ):
-            raise ConfigError(
-                f"throttle_threshold must be a fraction in [0, 1) of the maximum clock, got {self.throttle_threshold!r}"
-            )
-        if self.clock_warmup_s is not None and (
-            isinstance(self.clock_warmup_s, bool)
-            or not isinstance(self.clock_warmup_s, (int, float))
-            or not math.isfinite(self.clock_warmup_s)
-            or not 0 <= self.clock_warmup_s <= 60
-        ):
-            raise ConfigError(f"clock_warmup_s must be None or seconds in [0, 60], got {self.clock_warmup_s!r}")
-        for name, value in (
-            ("kernels", kernels),
-            ("sizes", sizes),
-            ("rotating", rotating),
-            ("flush", flush),
-            ("flush_factors", factors),
-            ("timers", timers),
-        ):
-            object.__setattr__(self, name, value)
 
-    @staticmethod
-    def _check_int(name: str, value: Any, least: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-            raise ConfigError(f"{name} must be an integer >= {least}, got {value!r}")
+    def _set(self, values: dict[str, Any]) -> None:
+        """Checked values in place of the given ones (the spec is frozen once made)."""
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
     # -- derived views ----------------------------------------------------------------------------
     def specs(self) -> list[KernelSpec]:
@@ -493,7 +280,7 @@ class SweepSpec:
 
     def timing(self, telemetry: Any = None) -> TimingOptions:
         """How every timed run of this sweep is taken (``telemetry``: read after each chunk)."""
-        from .timing import TimingOptions
+        from .timing_options import TimingOptions
 
         return TimingOptions(
             chunk=self.chunk,
@@ -608,7 +395,7 @@ def spec_from_arguments(
         raise ConfigError(f"unknown sweep option(s) {', '.join(unknown)}; expected one of {', '.join(sorted(known))}")
     if isinstance(fields.get("flush_factors"), Mapping):
         fields["flush_factors"] = tuple(fields["flush_factors"].items())
-    kernels = list(_listed(kernels, (str, KernelSpec)))
+    kernels = list(ck.listed(kernels, (str, KernelSpec)))
     specs = [catalog.get(k) for k in kernels]  # unknown kernel: the catalog's error, first
     if iterations is not None and stop is not None:
         SweepSpec(tuple(specs), sizes, rotating, flush)  # the lists' own errors come first, as they did

@@ -24,7 +24,8 @@ from ..schema import COLD_REFERENCE, SAMPLE_COLUMNS, SUMMARY_COLUMNS
 from .io import output_paths
 from .result import RunOptions
 from .run import SweepHooks, SweepResult, run, verify
-from .spec import RENAMED, SweepSpec, options, parse_size, spec_from_arguments
+from .spec import RENAMED, SweepSpec, options, spec_from_arguments
+from .spec_checks import parse_size
 from .spec import options as options_of_spec  # sweep() takes **options by that name
 from .stats import StopRule
 

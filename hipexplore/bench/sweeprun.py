@@ -45,14 +45,15 @@ from .cold_reference import ColdReference, reference_schedule
 from .counters.phase import SUMMARY
 from .floor import measure_floor, wants_floor
 from .flush import REFERENCE, Flusher, flush_mode
-from .info import MeasuredInfo
+from .measured import MeasuredInfo
 from .modes import warning_with_modes
 from .outcome import Bias, ConfigurationResult, Floor, Identity, Rebiased, Rotation, RunSummary, Samples, Statistics
 from .phases import ConfigurationPhase, LaunchSequence, phases_for
 from .spec import SweepSpec
 from .stats import Measurement, is_timeout
+from .raw_times import RawTimes
 from .target import Target
-from .timing import RawTimes, Workload, warm_up
+from .timing import Workload, warm_up
 from .trials import Trials
 from .trust import guard_for, row_floor_flags, with_flags
 from .verify import check_before_timing
@@ -68,7 +69,9 @@ class Channel(Protocol):
 
     def stop_now(self) -> bool: ...
 
-    def meta(self, entries: dict[str, str]) -> None: ...
+    def meta(self, report: MeasuredInfo) -> None:
+        """What the unit measured with (``bench.measured``), typed: the run's metadata merges it."""
+        ...
 
     def add(self, result: ConfigurationResult) -> None:
         """A finished configuration of the unit (``bench.outcome``)."""
@@ -178,7 +181,7 @@ class SweepRun(Trials, ColdReference):
                         rot.check_iterations(int(spec.stop.iterations or 0), p.count)
                     self.plans[(kspec.name, size, str(r))] = p
         self.channel.meta(
-            MeasuredInfo.entries_initialized(
+            MeasuredInfo.initialized(
                 self.telemetry, {f: self.flushers[f].nbytes if self.flushers.get(f) else 0 for f in spec.flush}, dev
             )
         )
@@ -260,7 +263,7 @@ class SweepRun(Trials, ColdReference):
             _spent, what = wait_for_stable_clock(
                 self.telemetry, lambda: warm_up(wl, None, 0.005), min_s=self._clock_warmup_s()
             )
-        self.channel.meta(MeasuredInfo.entry_warmup(what))
+        self.channel.meta(MeasuredInfo(warmup_clock=what))
         self.warmed = True
 
     def _clock_warmup_s(self) -> float:
@@ -278,7 +281,7 @@ class SweepRun(Trials, ColdReference):
         self.channel.started(self.where)
         with sets_for(self.dev, t.kspec, t.n, 1) as sets:
             err = check_before_timing(self.dev, t, sets)
-        self.channel.meta(MeasuredInfo.entry_verify(t.kspec.name, t.size, err))
+        self.channel.meta(MeasuredInfo.verified(t.kspec.name, t.size, err))
 
     # -- a group: one rotating count's flush modes and timers on one allocation of its sets -------
     def measure_group(
@@ -403,7 +406,7 @@ class SweepRun(Trials, ColdReference):
             return None
         if flush not in self.floors:
             self.floors[flush] = measure_floor(self.dev, self.flushers.get(flush), self.timing)
-            self.channel.meta(MeasuredInfo.entry_floor(flush, self.floors[flush]))
+            self.channel.meta(MeasuredInfo(floors={str(flush): float(self.floors[flush])}))
         return self.floors[flush]
 
 

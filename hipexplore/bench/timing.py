@@ -63,15 +63,13 @@ function, without the ctypes call).
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import math
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..devices.base import Device, DeviceBuffer, PackedArgs
-from ..devices.telemetry import Telemetry
 from ..errors import BenchmarkError, ConfigError
 from ..kernels.build import BUILDER
 from ..schema import Timer
@@ -80,80 +78,17 @@ from ..schema import Timer
 # module importing nothing (SweepSpec's defaults, shown by `bench --help`), named here too
 from .defaults import CHUNK_LEAD, CHUNK_TRAIL, DEFAULT_CHUNK, WARMUP_S  # noqa: F401 - re-exported
 from .flush import REFERENCE, Flusher
+from .raw_times import PER_CHUNK_READINGS, RawTimes
 from .stats import StopRule
+from .timing_options import LEAD_SEED, TimingOptions, timing_options
 
 if TYPE_CHECKING:  # numpy is imported in the functions that compute: `bench --help` loads this module without it
     import numpy as np
 
-#: Seed of the random leads' order (each call draws the same balanced sequence: reproducible).
-LEAD_SEED = 0x1EAD
-HOLD_TIMEOUT_S = 5.0
 #: Failed holds in a row (each retried with half the launches, down to one) before giving up.
 MAX_HOLD_FAILURES = 6
 _TOL_S = 1e-9
 _U64_MAX = (1 << 64) - 1  # np.iinfo(np.uint64).max: the slot's value before the kernel writes it
-
-
-@dataclass(frozen=True)
-class TimingOptions:
-    """How every timed run of a sweep is taken, as one value (``SweepSpec.timing()`` builds it).
-
-    Why one value: the same six options (chunk, warm-up, flush-end event, lead, trail, telemetry)
-    reach ``time_launches`` from the sweep, the cold reference, the launch floor and the interleaved
-    turns; threaded by hand they drifted (the warm-up default was written in six places). A
-    function that times takes ``options`` whole; keyword overrides (``chunk=2``) are a short form
-    of ``dataclasses.replace(options, chunk=2)``, checked against these field names.
-    """
-
-    #: timed launches per stream hold
-    chunk: int = DEFAULT_CHUNK
-    #: wall time of launches before each timed run
-    warmup_s: float = WARMUP_S
-    #: an event between flush and kernel start (a separate flush time; see ``time_launches``)
-    flush_end_event: bool = False
-    #: untimed launches at the head of each chunk: an int, or "random" (0 or 1 per chunk)
-    lead: int | str = CHUNK_LEAD
-    #: the seed of the random leads' order
-    lead_seed: int = LEAD_SEED
-    #: untimed samples after each chunk's last timed one
-    trail: int = CHUNK_TRAIL
-    #: the blocking kernel gives up after this long (the chunk is then measured again, smaller)
-    hold_timeout_s: float = HOLD_TIMEOUT_S
-    #: clock, temperature and power read after each chunk (None: not read)
-    telemetry: Telemetry | None = field(default=None, compare=False)
-    #: hold the stream behind a blocking kernel while a chunk is enqueued (False: the counter pass,
-    #: whose profiler serialises launches: a counted launch would wait for the hold until it timed out)
-    hold: bool = True
-    #: opened after the warm-up and closed after the last chunk (``start()``/``stop()``): the counter
-    #: pass's profiler range around the launches it counts (``bench.counters.phase``); None: none
-    profiler: Any = field(default=None, compare=False)
-    #: told before every chunk and after the last, outside every timed window, with the device idle
-    #: (``before_chunk(chunk, launched)``, ``after_run(chunks, launched)``: ``launched`` = timed launches
-    #: so far): the trust checks of ``bench.trust`` (the persisting-L2 reset, the sampled output check)
-    hooks: tuple[Any, ...] = field(default=(), compare=False)
-
-    def __post_init__(self) -> None:
-        import numpy as np
-
-        object.__setattr__(self, "lead", check_lead(self.lead))
-        object.__setattr__(self, "trail", check_trail(self.trail))
-        if isinstance(self.chunk, bool) or not isinstance(self.chunk, (int, np.integer)) or self.chunk < 1:
-            raise ConfigError(f"chunk must be a positive number of samples, got {self.chunk}")
-
-    def but(self, **overrides: Any) -> "TimingOptions":
-        """These options with some fields replaced (an unknown name is a ConfigError naming the fields)."""
-        if not overrides:
-            return self
-        known = {f.name for f in dataclasses.fields(self)}
-        bad = sorted(set(overrides) - known)
-        if bad:
-            raise ConfigError(f"unknown timing option(s) {', '.join(bad)}; expected {', '.join(sorted(known))}")
-        return dataclasses.replace(self, **overrides)
-
-
-def timing_options(options: TimingOptions | None, overrides: dict[str, Any]) -> TimingOptions:
-    """``options`` (default ``TimingOptions()``) with the keyword overrides a caller gave."""
-    return (options or TimingOptions()).but(**overrides)
 
 
 class InKernelTimer:
@@ -226,83 +161,6 @@ class Workload:
                 after()
 
 
-#: telemetry read once per chunk, one value per sample of that chunk (``devices.telemetry.Reading``)
-PER_CHUNK_READINGS = ("clock_mhz", "temp_c", "power_w", "host_load", "host_busy", "host_steal")
-#: every per-sample array of ``RawTimes``
-SAMPLE_ARRAYS = ("time_s", "flush_s", "gap_s", "buffer_set", "chunk", "position", "lead", *PER_CHUNK_READINGS)
-
-
-def _no_ints() -> np.ndarray:
-    import numpy as np
-
-    return np.empty(0, dtype=np.int64)
-
-
-def _no_floats() -> np.ndarray:
-    import numpy as np
-
-    return np.empty(0)
-
-
-@dataclass
-class RawTimes:
-    """Per-sample arrays (seconds; the chunk and position of each sample; the device's clock,
-    temperature and power read after its chunk) plus what happened while taking them."""
-
-    time_s: np.ndarray
-    flush_s: np.ndarray
-    gap_s: np.ndarray
-    buffer_set: np.ndarray
-    chunk: np.ndarray = field(default_factory=_no_ints)
-    position: np.ndarray = field(default_factory=_no_ints)
-    #: untimed launches at the head of each sample's chunk
-    lead: np.ndarray = field(default_factory=_no_ints)
-    clock_mhz: np.ndarray = field(default_factory=_no_floats)
-    temp_c: np.ndarray = field(default_factory=_no_floats)
-    power_w: np.ndarray = field(default_factory=_no_floats)
-    #: the host's load after each chunk (``devices.telemetry.HostLoad``): other runnable tasks, the
-    #: share of CPU time others used and the share stolen since the previous chunk
-    host_load: np.ndarray = field(default_factory=_no_floats)
-    host_busy: np.ndarray = field(default_factory=_no_floats)
-    host_steal: np.ndarray = field(default_factory=_no_floats)
-    notes: list[str] = field(default_factory=list)
-    hold_timeouts: int = 0
-    chunks: int = 0
-    stop_reason: str = ""
-    timer: str = Timer.EVENTS
-
-    def __post_init__(self) -> None:
-        import numpy as np
-
-        n = len(self.time_s)
-        if len(self.chunk) != n:
-            self.chunk = np.zeros(n, dtype=np.int64)
-            self.position = np.arange(n, dtype=np.int64)
-        if len(self.lead) != n:
-            self.lead = np.zeros(n, dtype=np.int64)
-        for name in PER_CHUNK_READINGS:
-            if len(getattr(self, name)) != n:
-                setattr(self, name, np.full(n, math.nan))
-
-    @staticmethod
-    def concat(raws: "list[RawTimes]", **fields: Any) -> "RawTimes":
-        """Several runs' times as one (chunk ids as the caller made them); ``fields`` replace the
-        summed or last-taken ones (notes, stop_reason, ...)."""
-        import numpy as np
-
-        if len(raws) == 1 and not fields:
-            return raws[0]
-        arrays = {f: np.concatenate([getattr(r, f) for r in raws]) for f in SAMPLE_ARRAYS}
-        rest = dict(
-            notes=[x for r in raws for x in r.notes],
-            hold_timeouts=sum(r.hold_timeouts for r in raws),
-            chunks=sum(r.chunks for r in raws),
-            stop_reason=raws[-1].stop_reason,
-            timer=raws[-1].timer,
-        )
-        return RawTimes(**arrays, **{**rest, **fields})
-
-
 class _EventPool:
     """Events are created once per device and reused by every chunk (never leaked per config)."""
 
@@ -344,27 +202,6 @@ def warm_up(
         dev.synchronize()
         if time.perf_counter() - t0 >= min_seconds or launches >= max_launches:
             return
-
-
-def _untimed_count(name: str, value: Any, what: str, alternative: str = "") -> int:
-    """``value`` as a count of untimed launches (an int >= 0); else a ConfigError naming it."""
-    import numpy as np
-
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ConfigError(f"chunk {name} must be an integer >= 0 ({what}){alternative}, got {value!r}")
-    return int(value)
-
-
-def check_lead(lead: Any) -> int | str:
-    """``lead`` as ``time_launches`` takes it: an int >= 0 or ``"random"``; else a ConfigError."""
-    if lead == "random" and isinstance(lead, str):
-        return lead
-    return _untimed_count("lead", lead, "untimed launches per chunk", " or 'random'")
-
-
-def check_trail(trail: Any) -> int:
-    """``trail`` as ``time_launches`` takes it: an int >= 0; else a ConfigError."""
-    return _untimed_count("trail", trail, "untimed samples after each chunk")
 
 
 def _leads(lead: int | str, seed: int = LEAD_SEED) -> Any:

@@ -20,11 +20,12 @@ from ..schema import Configuration
 from .callable import sets_for
 from .check import CheckTarget
 from .flush import flush_mode
-from .info import MeasuredInfo
+from .measured import MeasuredInfo
 from .interleave import interleaved_launches
 from .sampled import Fresh, SampledCheck
 from .target import Target, bound
-from .timing import InKernelTimer, RawTimes, Workload, time_launches
+from .raw_times import RawTimes
+from .timing import InKernelTimer, Workload, time_launches
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from . import rotating as rot
     from .flush import Flusher
     from .spec import SweepSpec
-    from .timing import TimingOptions
+    from .timing_options import TimingOptions
 
 
 class Trials:
@@ -123,12 +124,8 @@ class Trials:
                 if timer_o is not None:
                     stack.callback(timer_o.free)
                 wls[o.name] = Workload(self.dev, k_o, grid_o, block_o, args_o, timer=timer_o)
-            self.channel.meta(
-                MeasuredInfo.entry_pool(
-                    conf.size,
-                    len(wls) > 1 and all(shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners),
-                )
-            )
+            one_pool = len(wls) > 1 and all(shared_pool(mine, o, o.elements(conf.size)) is not None for o in partners)
+            self.channel.meta(MeasuredInfo(pools={int(conf.size): bool(one_pool)}))
             got = interleaved_launches(
                 wls, {k: self.flushers.get(conf.flush) for k in wls}, self.spec.stop, self.timing, rng=self.rng
             )

@@ -47,9 +47,10 @@ import numpy as np
 from ..schema import Configuration
 from . import passes as ps
 from . import rotating as rot
-from .spec import AUTO_UNITS, MAX_UNITS, SweepSpec
+from .spec import SweepSpec
+from .spec_checks import AUTO_UNITS, MAX_UNITS
 from .levels import decision_interval, interleaved_pair, paired_ratio_ci, paired_units, pooled_spreads
-from .info import ResolutionInfo
+from .runinfo import ResolutionInfo
 from .stats import Measurement, StopRule, student_t_quantile
 
 #: what a unit does (``UnitPlan.kind``, ``UnitJob.kind``): take timed samples, or count the launches
@@ -346,13 +347,13 @@ def units_frame(frames: list[Any]) -> Any:
     )
 
 
-def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) -> dict[str, str]:
-    """With ``resolution``: the metadata saying whether every configuration reached it, or which did
+def resolution_info(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) -> ResolutionInfo:
+    """With ``resolution``: the resolution asked for and the outcome saying whether every configuration reached it, or which did
     not and why the extras ended (the budget, the most units, the sweep stopped). A configuration
     with fewer than 2 units has no half-width yet: it has not reached it (an interrupted first unit
     once read "reached ... widest ±0.00%")."""
     if not spec.resolution:
-        return {}
+        return ResolutionInfo()
     want, wider, unjudged, widest = spec.resolution, [], [], 0.0
     base = spec.specs()[0].name if spec.interleave and len(spec.kernels) > 1 else None
     for plan in plans:
@@ -396,7 +397,7 @@ def resolution_entries(spec: SweepSpec, plans: list[UnitPlan], stopped: bool) ->
             else []
         )
         text = f"not reached: stopped by {why}; " + "; ".join(parts)
-    return ResolutionInfo(want, text).entries()
+    return ResolutionInfo(want, text)
 
 
 def measure(
@@ -430,7 +431,7 @@ __all__ = [
     "max_sets",
     "measure",
     "planned",
-    "resolution_entries",
+    "resolution_info",
     "shares",
     "target",
     "unit_rule",

@@ -4,7 +4,7 @@ Why: on the H200 a kernel writing out of bounds surfaced as ``cuMemFree failed:
 CUDA_ERROR_ILLEGAL_ADDRESS`` *later*, named neither kernel nor configuration, and left the
 process's CUDA context dead (the notebook had to be restarted, in-memory results were at risk).
 ``unit_in_worker(run, device, channel)`` measures one unit (``bench.sweeprun.SweepRun``) in a
-fresh interpreter started by the launcher compile workers use (``compile.isolation.start_worker``:
+fresh interpreter started by the launcher compile workers use (``compile.launcher.start_worker``:
 never ``fork``, the parent has threads and a GPU context), with its own device of the same kind and
 index. This module is the parent's side; ``bench.worker_main`` the child's. The child reports
 through the pipe exactly what an in-process unit reports to its channel (``started``, ``meta``,
@@ -49,12 +49,13 @@ from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
 from .. import settings
-from ..compile.isolation import log_tail, signal_description, start_worker
+from ..compile.launcher import log_tail, signal_description, start_worker
 from ..errors import ConfigError
 from ..kernels import catalog
 from ..untrusted import escaped
 from . import reaper
 from .guard import UnitGuard
+from .measured import MeasuredInfo
 from .spec import SweepSpec
 from .wire import FrameReader, limits
 from .wire_messages import Add, Ask, Counted, Done, Failed, Message, Meta, Start, Update, Warn
@@ -325,8 +326,8 @@ def _deliver(msg: Message, channel: Any, guard: UnitGuard, w: StartedWorker) -> 
             pass
     elif isinstance(msg, Start):
         channel.started([msg.kernel, msg.configuration])
-    elif isinstance(msg, Meta):
-        channel.meta(msg.entries)
+    elif isinstance(msg, Meta):  # the unit's report, read back typed (the guard checked that it reads)
+        channel.meta(MeasuredInfo.of_entries(msg.entries))
     elif isinstance(msg, Add):
         channel.add(msg.result)
     elif isinstance(msg, Update):

@@ -66,8 +66,10 @@ class _PipeChannel:
         self.send(Ask())
         return self.rx.recv_bytes(1) == b"\x01"
 
-    def meta(self, entries: dict[str, str]) -> None:
-        self.send(Meta({str(k): str(v) for k, v in entries.items()}))
+    def meta(self, report: Any) -> None:
+        """What the unit measured with (``bench.measured.MeasuredInfo``), as the frame's text entries:
+        the parent reads them back typed (``MeasuredInfo.of_entries``)."""
+        self.send(Meta(report.entries()))
 
     def add(self, result: Any) -> None:
         """A finished configuration's ``ConfigurationResult``, as data (``bench.wire``)."""
@@ -153,7 +155,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         # imported before the job arrives: a worker started ahead of its unit (bench.worker.StartedWorker)
         # pays its start-up while the previous unit measures; the device is opened only below
         from ..devices import get_device
-        from .info import MeasuredInfo, UnitsInfo
+        from .measured import MeasuredInfo
         from .inputs import share_in
         from .units import UnitRun
         from .sweeprun import SweepRun
@@ -173,7 +175,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         # a pass's own placement (bench.passes): held until the process ends
         pad = dev.alloc(job["pad_bytes"]) if job.get("pad_bytes") else None
         if pad is not None:
-            channel.meta(MeasuredInfo.entry_worker_pad(pad.nbytes))
+            channel.meta(MeasuredInfo(worker_pad_bytes=int(pad.nbytes)))
         run = UnitRun(
             UnitJob(job["spec"], job.get("unit", 0), frozenset(job["done"]), counting=job.get("counting")),
             job["run_id"],
@@ -184,7 +186,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
             from .inputs import COUNTS
 
             channel.meta(
-                UnitsInfo(inputs={job.get("unit", 0): f"drawn {COUNTS['drawn']}, mapped {COUNTS['mapped']}"}).entries()
+                MeasuredInfo(inputs={int(job.get("unit", 0)): f"drawn {COUNTS['drawn']}, mapped {COUNTS['mapped']}"})
             )
         last = Done(bool(stopped))
     except BaseException as exc:  # everything goes back to the parent, which raises the project's own error

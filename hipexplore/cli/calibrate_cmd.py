@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if sizes is not None and not sizes:
         raise ConfigError(f"--sizes {args.sizes!r} names no size; expected e.g. 64KiB,1MiB")
     if sizes:
-        from ..bench.spec import parse_size
+        from ..bench.spec_checks import parse_size
 
         for s in sizes:
             parse_size(s)  # a bad size is one line now, not after the device starts

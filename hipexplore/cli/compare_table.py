@@ -56,7 +56,7 @@ def answer(r: Mapping[str, Any], threshold: float) -> tuple[str, str]:
     """(the row's measured change in words, the same without how it stands against the threshold):
     ``verdicts.change_text``, and its short form (``slower by 1.2% [+1.1%, +1.3%]``) that an undecided
     row, or every row of a table too wide for the whole sentences, shows beside its verdict."""
-    from ..verdicts import change_text
+    from ..verdict_rule import change_text
 
     full = change_text(r, threshold)
     short = full.rsplit(_AGAINST, 1)[0]
@@ -111,7 +111,7 @@ def cells(
     r: Mapping[str, Any], kernel: str, heads: list[str], threshold: float, notes: dict[str, int], short: bool = False
 ) -> list[str]:
     """The row's cells under ``heads`` (``short``: its answer without the threshold clause)."""
-    from ..verdicts import size_text
+    from ..verdict_rule import size_text
 
     refs = sorted(notes.setdefault(t, len(notes) + 1) for t in row_notes(r, threshold))
     size = "-" if not r.get("size_bytes") or int(r["size_bytes"]) <= 1 else size_text(r["size_bytes"])
@@ -143,7 +143,7 @@ def cells(
 
 def table(frame: Any) -> str:
     """The rule, the caveat, the table at ``WIDTH`` columns, then its numbered notes."""
-    from ..verdicts import DEFAULT_THRESHOLD
+    from ..verdict_rule import DEFAULT_THRESHOLD
 
     thr = float(frame.attrs.get("threshold", DEFAULT_THRESHOLD))
     rows = frame.to_dict("records")

@@ -131,7 +131,7 @@ def decimal_sizes_line(sizes: list[str], flag: str = "--size") -> str | None:
     table (which prints binary units) saw 976.6KiB where they meant 1 MiB."""
     import re
 
-    from ..bench.spec import parse_size
+    from ..bench.spec_checks import parse_size
 
     said = []
     for text in sizes:

@@ -173,7 +173,7 @@ def review_parameters(args: argparse.Namespace) -> dict[str, Any]:
     review notebook's parameters."""
     out: dict[str, Any] = {}
     if args.threshold is not None:
-        from ..verdicts import check_threshold
+        from ..verdict_rule import check_threshold
 
         out["threshold"] = check_threshold(args.threshold)  # now, not in the notebook's third cell
     if args.run:

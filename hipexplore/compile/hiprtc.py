@@ -13,14 +13,15 @@ SIGABRT; in a process that compiled before, the same heap corruption may surface
 We do not hide this: in-process compiles of such targets are refused with a
 CompileError that says why, and the isolated compiler (the registry default for hiprtc) lets the
 real compile run in a worker process whose death becomes ``CompilerCrashed("... SIGABRT ...")``.
+
+The files a compile reads outside the request are listed by comgr's clang in a helper process of
+its own (``hiprtc_deps``), for the same reason.
 """
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import glob
-import json
 import os
 import re
 import shutil
@@ -29,12 +30,11 @@ import threading
 from typing import Any, ContextManager
 
 from .. import settings
-from ..interpreter import isolated_argv
 from ..errors import CompilerUnavailable, ConfigError
 from ._common import Trace, directory_stamp, dump_text, file_stamp, join_log, loaded_libraries, user_diagnostics
-from . import compiler_cache, implicit, memo
+from . import compiler_cache, memo
+from .hiprtc_deps import deps_from_reply, helper
 from .implicit import Deps, Implicit, runtime_inputs
-from .inputs import env_values
 from .inputs import env_identity
 from .base import RawCompile, RuntimeCompiler
 from .request import CompileRequest, CompilerIdentity
@@ -289,33 +289,10 @@ class HiprtcCompiler(RuntimeCompiler):
             "options": [f"--offload-arch={request.target}", *request.options],
         }
         try:
-            reply = _helper(self.requested_library or "").ask(job)
+            reply = helper(self.requested_library or "").ask(job)
         except (OSError, RuntimeError, ValueError) as exc:
             return Deps(error=f"hiprtc could not list the files this compile reads: {str(exc)[:300]}")
-        deps_text, log = reply.get("deps", ""), reply.get("log", "")
-        sources = [d for d in implicit.make_dependencies(deps_text) if d.endswith("/input/CompileSource")]
-        if not sources:
-            lines = [x.strip() for x in log.splitlines() if "error" in x]
-            why = (
-                lines[0]
-                if lines
-                else (log.strip().splitlines() or [f"no dependency output ({reply.get('status')})"])[0]
-            )
-            return Deps(error=f"hiprtc could not list the files this compile reads (-M): {why[:300]}")
-        own = sources[0][: -len("input/CompileSource")]  # comgr's temp folder: the request's own texts
-        errors = [x.strip() for x in log.splitlines() if re.search(r"\b(fatal )?error:", x)]
-        if errors:
-            return Deps(error=f"hiprtc could not list the files this compile reads (-M): {errors[0][:300]}")
-        quoted, angled, missing = implicit.search_list(reply.get("verbose", ""))
-        if not angled:
-            return Deps(error="hiprtc could not list the files this compile reads: no search list under -v")
-        keep = [d for d in (*quoted, *angled) if not d.startswith(own) and not re.search(r"/comgr-[^/]+/include$", d)]
-        return Deps(
-            files=tuple(implicit.parse_make_deps(deps_text, own)),
-            quoted=tuple(d for d in quoted if d in keep),
-            angled=tuple(d for d in angled if d in keep),
-            missing=tuple(missing),
-        )
+        return deps_from_reply(reply)
 
     @staticmethod
     def device_libs_dir() -> str:
@@ -422,7 +399,7 @@ class HiprtcCompiler(RuntimeCompiler):
             (status,) = trace.call(
                 "hiprtcCompileProgram", hiprtc.hiprtcCompileProgram, prog, len(opts), opts, show=(list(options),)
             )
-            log = _program_log(hiprtc, prog)
+            log = program_log(hiprtc, prog)
             if int(status) != _SUCCESS:
                 return b"", {}, log, status
             lowered: dict[str, str] = {}
@@ -444,7 +421,15 @@ class HiprtcCompiler(RuntimeCompiler):
             trace.call("hiprtcDestroyProgram", hiprtc.hiprtcDestroyProgram, prog.createRef())
 
 
-def _program_log(hiprtc: Any, prog: Any) -> str:
+def hiprtc_module(library: str | None = None) -> Any:
+    """hip-python's hiprtc module, pointed at the library found (``library``, else the default search):
+    what the dependency helper's process (``hiprtc_deps``) asks comgr's clang with. Raises
+    CompilerUnavailable."""
+    return HiprtcCompiler(library=library)._bindings()
+
+
+def program_log(hiprtc: Any, prog: Any) -> str:
+    """The program's compile log (also the dependency helper's: ``hiprtc_deps``)."""
     status, size = hiprtc.hiprtcGetProgramLogSize(prog)
     if int(status) != _SUCCESS or not size:
         return ""
@@ -480,133 +465,3 @@ def _dump_asm(request: CompileRequest, code: bytes) -> str:
         return f"dump-asm: {tool} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}"
     path = dump_text(request, ".s", proc.stdout)
     return f"dump-asm: wrote {path}"
-
-
-# ---------------------------------------------------------------------- the dependency helper
-_HELPER = r"""
-import json, os, sys, tempfile
-reply = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)  # nothing the libraries print may reach the reply pipe
-from hipexplore.compile.hiprtc import HiprtcCompiler, _program_log
-hip = HiprtcCompiler(library=sys.argv[1] or None)._bindings()
-for line in sys.stdin:
-    job = json.loads(line)
-    out = {}
-    try:
-        os.chdir(job["cwd"])
-        folder = tempfile.mkdtemp(prefix="hipexplore-hiprtc-deps-")
-        deps, verbose = os.path.join(folder, "deps.d"), os.path.join(folder, "v.txt")
-        names = [h[0].encode() for h in job["headers"]]
-        texts = [h[1].encode() for h in job["headers"]]
-        status, prog = hip.hiprtcCreateProgram(job["source"][1].encode(), job["source"][0].encode(), len(texts),
-                                               texts or None, names or None)
-        opts = [o.encode() for o in (*job["options"], "-M", "-MF", deps, "-v")]
-        saved = os.dup(2)
-        with open(verbose, "wb") as v:
-            os.dup2(v.fileno(), 2)  # clang's -v goes to file descriptor 2
-            try:
-                (status,) = hip.hiprtcCompileProgram(prog, len(opts), opts)
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-        out["status"] = int(status)
-        out["log"] = _program_log(hip, prog)
-        hip.hiprtcDestroyProgram(prog.createRef())
-        for key, path in (("deps", deps), ("verbose", verbose)):
-            try:
-                with open(path, encoding="utf-8", errors="surrogateescape") as f:
-                    out[key] = f.read()
-                os.unlink(path)
-            except OSError:
-                out[key] = ""
-        os.rmdir(folder)
-    except Exception as exc:
-        out["error"] = f"{type(exc).__name__}: {exc}"
-    reply.write(json.dumps(out) + "\n")
-    reply.flush()
-"""
-
-
-class _Helper:
-    """One long-lived process that answers dependency questions with comgr loaded (started on
-    first use, restarted when it dies or the environment hiprtc reads changes)."""
-
-    def __init__(self, library: str) -> None:
-        self.library = library
-        self.lock = threading.Lock()
-        self.proc: subprocess.Popen | None = None
-        self.env: tuple = ()
-
-    def _start(self) -> subprocess.Popen:
-        self.close()
-        self.env = env_values("hiprtc")
-        # isolated, with this process's path (interpreter.isolated_argv): it chdirs into the
-        # compile's folder, and nothing found there may be imported
-        self.proc = subprocess.Popen(
-            isolated_argv(_HELPER, self.library),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-        return self.proc
-
-    def ask(self, job: dict, timeout: float = 300.0) -> dict:
-        with self.lock:
-            proc = self.proc
-            if proc is None or proc.poll() is not None or self.env != env_values("hiprtc"):
-                proc = self._start()
-            assert proc.stdin is not None and proc.stdout is not None
-            try:
-                proc.stdin.write(json.dumps(job) + "\n")
-                proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                self.close()
-                raise RuntimeError("the hiprtc dependency helper exited") from None
-            timer = threading.Timer(timeout, proc.kill)
-            timer.start()
-            try:
-                line = proc.stdout.readline()
-            finally:
-                timer.cancel()
-            if not line:
-                code = proc.wait()
-                self.close()
-                raise RuntimeError(f"the hiprtc dependency helper died (exit {code})")
-            out = json.loads(line)
-            if "error" in out:
-                raise RuntimeError(out["error"])
-            return out
-
-    def close(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            try:
-                proc.kill()
-            except OSError:
-                pass
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                try:
-                    stream.close()
-                except (OSError, AttributeError):
-                    pass
-
-
-_helpers: dict[str, _Helper] = {}
-_helpers_lock = threading.Lock()
-
-
-def _helper(library: str) -> _Helper:
-    with _helpers_lock:
-        helper = _helpers.get(library)
-        if helper is None:
-            helper = _helpers[library] = _Helper(library)
-        return helper
-
-
-@atexit.register
-def _close_helpers() -> None:
-    for helper in list(_helpers.values()):
-        helper.close()

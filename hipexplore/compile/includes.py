@@ -167,6 +167,17 @@ def _read(path: Path, what: str) -> str:
         raise ConfigError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
 
 
+def _existing_dirs(include_dirs: Sequence[str | Path]) -> list[Path]:
+    """The include directories, resolved; ConfigError for one that is not a directory."""
+    dirs = []
+    for d in include_dirs:
+        p = Path(d).expanduser().resolve()
+        if not p.is_dir():
+            raise ConfigError(f"include directory {str(d)!r} does not exist or is not a directory")
+        dirs.append(p)
+    return dirs
+
+
 def include_closure(
     text: str,
     *,
@@ -183,12 +194,7 @@ def include_closure(
     """
     if compiler not in BUILTIN_HEADERS:
         raise ConfigError(f"compiler must be one of {', '.join(BUILTIN_HEADERS)}; got {compiler!r}")
-    dirs = []
-    for d in include_dirs:
-        p = Path(d).expanduser().resolve()
-        if not p.is_dir():
-            raise ConfigError(f"include directory {str(d)!r} does not exist or is not a directory")
-        dirs.append(p)
+    dirs = _existing_dirs(include_dirs)
     builtins = BUILTIN_HEADERS[compiler]
     main_dir = Path(source_path).resolve().parent if source_path is not None else None
     found: dict[str, IncludedFile] = {}

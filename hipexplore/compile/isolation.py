@@ -21,6 +21,9 @@ unguarded scripts in every worker. Messages use ``multiprocessing.connection.Con
 two pipes. Workers start lazily, ``close()`` stops them, and a ``weakref.finalize`` (which also
 runs at interpreter exit) stops them when the compiler is garbage-collected; every process is
 waited for, so none is left a zombie.
+
+This module is the parent's side. Workers are started by ``launcher.start_worker`` (the launcher
+sweep workers share) and run ``worker_main`` (the child's side, which never imports this pool).
 """
 
 from __future__ import annotations
@@ -29,27 +32,22 @@ import os
 import pickle
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
-import traceback
 import weakref
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from typing import Any
 
 from .. import settings
-from ..interpreter import isolated_argv
 from ..errors import (
-    CompileError,
     CompilerCrashed,
     CompilerError,
     CompilerUnavailable,
     CompileTimeout,
     ConfigError,
-    HipexploreError,
 )
 from .backends import backend_class
+from .launcher import log_tail, signal_description, start_worker
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
 from .implicit import READS_CWD
@@ -58,83 +56,6 @@ from . import compiler_cache, memo
 
 #: Worker start-up (interpreter + imports + backend construction) is not part of a compile's timeout.
 DEFAULT_STARTUP_TIMEOUT = 120.0
-#: How much of a dead worker's stderr goes into the error's log.
-STDERR_TAIL_BYTES = 8192
-
-#: The worker's code after ``interpreter.PATH_PRELUDE`` has set its path: ``__import__`` (a built-in)
-#: rather than ``importlib``, so nothing but the worker module itself is looked up on that path.
-_BOOT = "__import__(sys.argv[1], fromlist=['_worker_main'])._worker_main(int(sys.argv[2]), int(sys.argv[3]))\n"
-
-
-def start_worker(
-    module: str, *, log_prefix: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
-) -> tuple[subprocess.Popen, Connection, Connection, int, str]:
-    """Start a fresh interpreter running ``MODULE._worker_main(read_fd, write_fd)``: the one
-    launcher of compile workers (``_Worker``) and sweep workers (``bench.worker``).
-
-    Returns (process, receive end, send end, log descriptor, log path). Started with ``subprocess``
-    (spawn-equivalent, never fork: the parent has threads, maybe a GPU context) as an isolated
-    interpreter with this process's path (``interpreter.isolated_argv``: a ``json.py`` in the working
-    directory is never imported, and ``PYTHON*`` variables do not reach it), in a session of
-    its own (its process group can be killed whole), ``env`` added, and ``LIBC_FATAL_STDERR_=1``:
-    glibc writes "munmap_chunk(): invalid pointer" and friends to /dev/tty unless told otherwise,
-    and we want them in the worker's log, i.e. in the error. The log has no name once the worker
-    has it open: the parent reads its tail through the descriptor (``log_tail``) and the file is
-    gone with the last descriptor, however either process ends (a SIGKILLed parent left 245 logs
-    in TMPDIR). ``prefix``: a program the interpreter is started under (``isolated_argv``'s: a
-    profiler for the counter pass's worker); it inherits the pipes and passes them on to the
-    interpreter it starts, and what it writes itself goes to the same log."""
-    fd, log_path = tempfile.mkstemp(prefix=log_prefix, suffix=".log")
-    child_read, parent_write = os.pipe()
-    parent_read, child_write = os.pipe()
-    try:
-        with open(log_path, "ab", buffering=0) as errf:
-            proc = subprocess.Popen(
-                isolated_argv(_BOOT, module, str(child_read), str(child_write), prefix=prefix),
-                stdin=subprocess.DEVNULL,
-                stdout=errf,
-                stderr=errf,
-                pass_fds=(child_read, child_write),
-                start_new_session=True,
-                env=dict(os.environ, **(env or {}), LIBC_FATAL_STDERR_="1"),
-            )
-    except BaseException:
-        for f in (child_read, child_write, parent_read, parent_write, fd):
-            os.close(f)
-        os.unlink(log_path)
-        raise
-    try:
-        os.unlink(log_path)  # both processes hold it open: nothing to leave behind
-    except OSError:
-        pass
-    os.close(child_read)
-    os.close(child_write)
-    return proc, Connection(parent_read, writable=False), Connection(parent_write, readable=False), fd, log_path
-
-
-def log_tail(fd: int | None, limit: int = STDERR_TAIL_BYTES) -> str:
-    """The last ``limit`` bytes of a worker's log (``start_worker``'s descriptor) as text."""
-    if fd is None:
-        return ""
-    try:
-        size = os.fstat(fd).st_size
-        start = max(0, size - limit)
-        return os.pread(fd, size - start, start).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def signal_description(returncode: int | None) -> tuple[str, str]:
-    """(signal name or "", human text) for a child's return code (negative = killed by a signal)."""
-    if returncode is None:
-        return "", "an unknown status"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return name, f"{name} (signal {-returncode})"
-    return "", f"exit code {returncode}"
 
 
 class _Died(Exception):
@@ -162,7 +83,7 @@ class _Worker:
         self.cwd = os.getcwd()
         merged = {**os.environ, **(env or {})}
         self.proc, self.rx, self.tx, fd, self.stderr_path = start_worker(
-            "hipexplore.compile.isolation",
+            "hipexplore.compile.worker_main",
             log_prefix=f"hipexplore-{backend}-worker-",
             env={
                 settings.COMPILE_WORKER.name: "1",
@@ -537,69 +458,3 @@ class IsolatedCompiler(CompilerBase):
         with self._lock:
             self._closed = True
         self._finalizer()
-
-
-# ---------------------------------------------------------------------- worker side
-def _portable(exc: BaseException, request: CompileRequest | None, backend: str) -> BaseException:
-    """The exception to send back: HipexploreErrors as they are (if picklable), anything else wrapped."""
-    if isinstance(exc, HipexploreError):
-        try:
-            pickle.loads(pickle.dumps(exc))
-            return exc
-        except Exception:
-            pass
-    log = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    fields: dict[str, Any] = {"compiler": backend, "log": log}
-    if request is not None:
-        fields.update(target=request.target, options=request.options, kernels=request.kernels)
-    return CompileError(f"{backend} worker raised {type(exc).__name__}: {exc}", **fields)
-
-
-def _worker_main(read_fd: int, write_fd: int) -> None:
-    """Entry point of a worker process: build the backend, then serve requests until told to stop."""
-    import faulthandler
-
-    faulthandler.enable()  # a fatal signal dumps the Python stack into stderr (the crash log), then kills
-    rx = Connection(read_fd, writable=False)
-    tx = Connection(write_fd, readable=False)
-    backend_name = "?"
-    try:
-        backend_name, kwargs = rx.recv()
-        backend = backend_class(backend_name)(**kwargs)
-    except BaseException as exc:
-        tx.send(("err", _portable(exc, None, backend_name)))
-        return
-    tx.send(("ready", os.getpid()))
-    while True:
-        try:
-            op, payload = rx.recv()
-        except (EOFError, OSError):  # parent gone
-            return
-        if op == "stop":
-            return
-        _reset_stderr()
-        request = payload if isinstance(payload, CompileRequest) else None
-        try:
-            if op == "compile":
-                value: Any = backend.compile(payload)
-            elif op == "identity":
-                value = backend.identity()
-            else:
-                raise ConfigError(f"unknown worker operation {op!r}")
-            reply: tuple[str, Any] = ("ok", value)
-        except BaseException as exc:
-            reply = ("err", _portable(exc, request, backend_name))
-        try:
-            tx.send(reply)
-        except (BrokenPipeError, OSError):
-            return
-
-
-def _reset_stderr() -> None:
-    """Empty the worker's stderr file so a crash report shows this compile's output only."""
-    try:
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os.ftruncate(2, 0)
-    except OSError:
-        pass

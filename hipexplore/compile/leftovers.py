@@ -21,7 +21,7 @@ BUILD_PREFIX = "hipexplore-host-"
 #: ``<tmp>/__nvrtc_auto_pch_<pid>_<n>`` behind at exit); removed once that process is dead
 PID_FOLDERS = (("hipexplore-own-caches-", "-"), ("__nvrtc_auto_pch_", "_"))
 _cleaned = False
-#: files hipexplore's worker processes write their stderr to (``compile.isolation``, ``bench.worker``)
+#: files hipexplore's worker processes write their stderr to (``compile.launcher``: compile and sweep workers)
 WORKER_LOG_GLOB = "hipexplore-*-worker-*.log"
 #: how old a worker log no process holds open must be to be removed (one is opened by its worker
 #: within milliseconds of being made)

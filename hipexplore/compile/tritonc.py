@@ -16,7 +16,8 @@ with Triton's own cache pointed at a private directory and ``always_compile`` on
 cache; Triton's must not turn a compile into a silent hit). The ``ObjectCode`` carries the binary
 and ``metadata``: kernel name, shared memory, num_warps/warp size, the kernel parameters the ABI
 takes (the user's non-constexpr arguments, then Triton 3.x's trailing scratch pointers, counted from
-the PTX/AMDGCN entry) and, for AMD, the resource usage from the code object's metadata.
+the PTX/AMDGCN entry) and, for AMD, the resource usage from the code object's metadata
+(``triton_launch.launch_metadata``).
 ``implicit_inputs`` keys the files the compile reads outside the request (the tools and libraries
 variables name, files named by ptxas options, an ``ir_override``) by content.
 
@@ -46,6 +47,7 @@ from ._common import file_stamp, join_log
 from . import compiler_cache
 from .base import CompilerBase, ObjectCode
 from .request import CompileRequest, CompilerIdentity
+from .triton_launch import launch_metadata
 from .triton_source import FILE_ENV, check_target, decode_options, knob_names
 
 #: binary: the hsaco (gfx) or cubin (sm); asm: the AMDGCN (gfx) or PTX (sm) text Triton's own LLVM
@@ -357,7 +359,7 @@ class TritonCompiler(CompilerBase):
 
     def _load(self, request: CompileRequest, kernel: str) -> Any:
         """Import the request's kernel module as a package whose submodules are the request's
-        generated modules (``headers``: the local modules it imports, ``triton_source``), under a
+        generated modules (``headers``: the local modules it imports, ``triton_modules``), under a
         name derived from all their texts (a module imported for another request never stands
         in), from memory: each has the file name ``<hipexplore-triton>/<digest>/<name>``, which
         is what Triton writes into the binary's line info. A real temporary folder's random name
@@ -535,64 +537,6 @@ def _ptxas_files(options: str, cwd: str) -> list[tuple[str, str]]:
                 found.append(("ptxas operand", cand))
                 break
     return found
-
-
-_PTX_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)", re.S)
-_AMD_ARGS = re.compile(r"^\s+- \.address_space:|^\s+-( \.[a-z_]+:.*)?$", re.M)
-_AMD_FIELD = {
-    "vgpr": r"\.vgpr_count:\s+(\d+)",
-    "sgpr": r"\.sgpr_count:\s+(\d+)",
-    "agpr": r"\.agpr_count:\s+(\d+)",
-    "lds": r"\.group_segment_fixed_size:\s+(\d+)",
-    "scratch": r"\.private_segment_fixed_size:\s+(\d+)",
-    "vgpr_spill": r"\.vgpr_spill_count:\s+(\d+)",
-    "sgpr_spill": r"\.sgpr_spill_count:\s+(\d+)",
-    "wavefront_size": r"\.wavefront_size:\s+(\d+)",
-    "kernarg_size": r"\.kernarg_segment_size:\s+(\d+)",
-}
-
-
-def launch_metadata(compiled: Any, binary_kind: str, user_args: list[str]) -> dict[str, Any]:
-    """What a harness needs to launch the kernel Triton compiled, JSON-able."""
-    md = compiled.metadata
-    n_params = _count_params(compiled.asm, binary_kind)
-    extra = max(0, n_params - len(user_args)) if n_params >= 0 else 0
-    extra_names = ["global_scratch", "profile_scratch"][:extra] + [f"extra_{i}" for i in range(max(0, extra - 2))]
-    meta: dict[str, Any] = {
-        "name": md.name,
-        "shared": int(md.shared),
-        "num_warps": int(md.num_warps),
-        "warp_size": int(md.warp_size),
-        "num_stages": int(getattr(md, "num_stages", 0) or 0),
-        "num_ctas": int(getattr(md, "num_ctas", 1) or 1),
-        "block_threads": int(md.num_warps) * int(md.warp_size),
-        "params": user_args + extra_names,
-        "scratch_params": extra_names,
-        "global_scratch_size": int(getattr(md, "global_scratch_size", 0) or 0),
-        "global_scratch_align": int(getattr(md, "global_scratch_align", 1) or 1),
-        "profile_scratch_size": int(getattr(md, "profile_scratch_size", 0) or 0),
-        "triton_version": str(getattr(md, "triton_version", "")),
-        "binary_kind": binary_kind,
-        "arch": str(md.target.arch),
-    }
-    if binary_kind == "hsaco":
-        text = compiled.asm.get("amdgcn", "")
-        for k, rx in _AMD_FIELD.items():
-            m = re.search(rx, text)
-            if m:
-                meta[k] = int(m.group(1))
-    return meta
-
-
-def _count_params(asm: dict[str, Any], binary_kind: str) -> int:
-    if binary_kind == "cubin":
-        m = _PTX_ENTRY.search(asm.get("ptx", ""))
-        return len([p for p in m.group(2).split(",") if p.strip()]) if m else -1
-    text = asm.get("amdgcn", "")
-    m = re.search(r"\.args:\n(.*?)\n\s+\.group_segment_fixed_size", text, re.S)
-    if not m:
-        return -1
-    return len(re.findall(r"^\s+- (?:\.address_space|\.name|\.offset|\.size|\.value_kind)", m.group(1), re.M))
 
 
 __all__ = ["TritonCompiler", "gpu_target", "launch_metadata", "CompileError"]

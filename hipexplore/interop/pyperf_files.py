@@ -172,7 +172,7 @@ __all__ = ["LACKS", "MAX_BYTES", "TIMER", "benchmark_names", "config_label", "lo
 
 def config_label(row: Mapping[str, Any]) -> str:
     """A configuration's name in another tool: ``triad 1 MiB r=1 l2-read`` (+ the timer when not events)."""
-    from ..verdicts import size_text
+    from ..verdict_rule import size_text
 
     from ..schema import Timer
 

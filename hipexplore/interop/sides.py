@@ -154,7 +154,8 @@ def single_process_rows(
     import pandas as pd
 
     from ..schema import Configuration
-    from ..verdicts import SEPARATE_RUNS_LEVEL, rule_text
+    from ..verdict_row import SEPARATE_RUNS_LEVEL
+    from ..verdict_rule import rule_text
 
     if len(sides) == 2:
         d1, d2 = (set(map(str, s.frame["device_name"].unique())) for s in sides)
@@ -213,7 +214,7 @@ def _as_summaries(frame: Any, keys: list[str]) -> Any:
 
 
 def _decided(ratio: float, lo: float, hi: float, threshold: float) -> dict[str, Any]:
-    from ..verdicts import change_called, verdict
+    from ..verdict_rule import change_called, verdict
 
     half = (hi - lo) / 2
     return {
@@ -232,7 +233,7 @@ def _sample_row(b: Any, n: Any, threshold: float, level: float) -> dict[str, Any
     import numpy as np
 
     from ..bench.stats import Measurement, ratio_ci
-    from ..verdicts import mann_whitney_u
+    from ..mann_whitney import mann_whitney_u
 
     mb, mn = (Measurement(g["time_s"].to_numpy(float), chunks=np.arange(len(g)) // NVBENCH_BLOCK) for g in (b, n))
     ratio, lo, hi = ratio_ci(mn, mb, level=level)

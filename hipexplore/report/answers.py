@@ -20,7 +20,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..schema import Configuration
 from ..readable import format_number
-from ..verdicts import DEFAULT_THRESHOLD
+from ..verdict_rule import DEFAULT_THRESHOLD
 from . import headline as hl
 
 
@@ -68,7 +68,7 @@ def load_answer(
 
 def cache_answer(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> str:
     """What the compile cache saved on the tuning replay, by the review rule's verdict."""
-    from ..verdicts import compare_scenarios
+    from ..verdict_scenarios import compare_scenarios
 
     frame = replay.frame
     primary = getattr(replay, "primary", None)

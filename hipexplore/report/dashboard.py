@@ -132,7 +132,7 @@ def _most_sets(
 ) -> int:
     """The largest buffer-set count the sweep will ask for (before the memory cap)."""
     from ..bench import rotating as rot
-    from ..bench.spec import parse_size
+    from ..bench.spec_checks import parse_size
     from ..kernels import catalog
 
     spec = catalog.get(kernel)
@@ -205,7 +205,7 @@ def bench_configuration(bench: BenchData) -> dict[str, Any]:
 
 def dashboard_configuration(bench: BenchData, replay: ReplayData) -> dict[str, Any]:
     """``bench_configuration`` plus the composite figure's title."""
-    from ..plots import format_bytes
+    from ..plot_parts import format_bytes
 
     cfg = bench_configuration(bench)
     kernel, size, device_name = cfg["kernel"], cfg["size_bytes"], cfg["device_name"]
@@ -227,7 +227,7 @@ def dashboard_configuration(bench: BenchData, replay: ReplayData) -> dict[str, A
 def summary_table(summary: pd.DataFrame, kernel: str | None = None, size_bytes: int | None = None) -> pd.DataFrame:
     """The reviewer's columns of one configuration's summary rows, sorted by flush and rotating;
     ``iqr_rel``, ``cv`` and ``bias`` in percent (``iqr_rel_%``...), as the plots show them."""
-    from ..plots import one_configuration, time_unit
+    from ..plot_parts import one_configuration, time_unit
     from ..readable import format_bounds, percent_columns
 
     rows = one_configuration(summary, kernel, size_bytes, "summary frame")

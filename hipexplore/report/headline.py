@@ -20,8 +20,8 @@ import pandas as pd
 
 from ..schema import Configuration, Timer
 from ..readable import format_bytes, format_number, format_p
-from ..verdicts import DEFAULT_THRESHOLD, change_text
-from ..verdicts import _thr as _threshold_text
+from ..verdict_rule import DEFAULT_THRESHOLD, change_text
+from ..verdict_rule import _thr as _threshold_text
 
 #: configuration columns a row label is made of (those that vary among the rows described)
 _LABEL_COLUMNS = Configuration.COLUMNS
@@ -155,7 +155,7 @@ def load_sentences(
 
 def _settings_sentence(rows: pd.DataFrame, cols: Sequence[str]) -> str:
     """Whether the fastest and the slowest row shown are told apart (intervals not overlapping)."""
-    from ..plots import time_unit
+    from ..plot_parts import time_unit
 
     unit = time_unit(rows["median_s"])
     lo, hi = rows.loc[rows["median_s"].idxmin()], rows.loc[rows["median_s"].idxmax()]
@@ -224,7 +224,7 @@ def trust_sentences(summary: pd.DataFrame | None) -> list[str]:
 def cache_sentences(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> list[str]:
     """What the cache saved on the tuning replay: the cached pass against the cache off, the saving's
     95% interval and the verdict of the review rule (``verdicts.compare_scenarios``)."""
-    from ..verdicts import compare_scenarios
+    from ..verdict_scenarios import compare_scenarios
 
     frame = replay.frame
     present = list(pd.unique(frame["scenario"]))

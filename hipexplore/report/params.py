@@ -108,7 +108,7 @@ def _kernel(value: Any) -> None:
 
 
 def _size(value: Any) -> None:
-    from ..bench.spec import parse_size
+    from ..bench.spec_checks import parse_size
 
     if isinstance(value, float):  # parse_size takes text or integers: a YAML 1.5 would pass as '1.5' bytes
         raise ConfigError(f"size {value!r} is not a whole number of bytes; write it as text such as '64KiB'")
@@ -128,7 +128,7 @@ def _flush(value: Any) -> None:
 
 
 def _counters(value: Any) -> None:
-    from ..bench.spec import check_counters
+    from ..bench.spec_checks import check_counters
 
     check_counters(value)
 
@@ -167,7 +167,7 @@ def _folder_or(word: str) -> Callable[[Any], None]:
 
 
 def _threshold(value: Any) -> None:
-    from ..verdicts import check_threshold
+    from ..verdict_rule import check_threshold
 
     check_threshold(value)
 

@@ -23,8 +23,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..bench import info as mk
-from ..plots import plain_text
-from ..verdicts import DEFAULT_THRESHOLD, change_text, compare, rule_text
+from ..plot_parts import plain_text
+from ..verdict_rule import DEFAULT_THRESHOLD, change_text, rule_text
+from ..verdicts import compare
 from ..errors import ConfigError
 from ..schema import Timer
 
@@ -222,7 +223,7 @@ def device_banner(bench: Any) -> Banner:
 
 
 def _size(n: Any) -> str:
-    from ..plots import format_bytes
+    from ..plot_parts import format_bytes
 
     return format_bytes(float(n))
 
@@ -250,7 +251,7 @@ def verdict_table(frame: pd.DataFrame) -> pd.DataFrame:
 
     An ``undecided`` row with a small p says why both stand (``headline.p_note``): the rule is the
     interval against the threshold, the p-value only says that the medians differ."""
-    from ..plots import time_unit
+    from ..plot_parts import time_unit
     from ..readable import format_p
     from .headline import p_note
 
@@ -402,13 +403,15 @@ def plot_noise_both(frame: pd.DataFrame, base_label: str = "base", new_label: st
 
 def plot_cache_review(replay: Any) -> Figure:
     """Compile time saved (with the ideal floor: each unique kernel compiled once) | cache hits."""
-    from .. import plots
+    from .. import cache_plots
 
     fig = Figure(figsize=(8.4, 3.6), layout="constrained")
     ax_saved, ax_hits = fig.subplots(1, 2)
-    plots.plot_compile_time_saved(replay.events, ax=ax_saved, baseline=replay.baseline, ideal_s=ideal_floor(replay))
+    cache_plots.plot_compile_time_saved(
+        replay.events, ax=ax_saved, baseline=replay.baseline, ideal_s=ideal_floor(replay)
+    )
     ax_saved.legend(fontsize="x-small", loc="lower right")
-    plots.plot_cache_hits(replay.events, ax=ax_hits)
+    cache_plots.plot_cache_hits(replay.events, ax=ax_hits)
     for ax in (ax_saved, ax_hits):
         ax.title.set_fontsize("medium")
     return fig
@@ -475,7 +478,7 @@ def compile_section(data: ReviewData, replay: Any = None) -> Any:
 
 def cache_verdicts(replay: Any, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
     """``compare_scenarios`` of the replay (every scenario against the cache off), as a table."""
-    from ..verdicts import compare_scenarios
+    from ..verdict_scenarios import compare_scenarios
 
     frame = replay.frame
     if "off" not in set(frame["scenario"]):

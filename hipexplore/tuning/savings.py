@@ -70,7 +70,7 @@ def _frame(walls: Mapping[str, Sequence[float]]) -> pd.DataFrame:
 def comparison(walls: Mapping[str, Sequence[float]], base: str, new: str, level: float = 0.95) -> dict[str, Any] | None:
     """``base`` against ``new`` over their passes: seconds saved and the time ratio, each with its
     interval (None with fewer than two passes a side), the verdict; None when a side was not measured."""
-    from ..verdicts import compare_scenarios
+    from ..verdict_scenarios import compare_scenarios
 
     b, n = list(walls.get(base, ())), list(walls.get(new, ()))
     if not b or not n:

@@ -15,7 +15,6 @@ import pytest
 from hipexplore.bench.cluster import expected_keys, groups_of
 from hipexplore.bench.spec import SweepSpec, options
 from hipexplore.bench.sweep import sweep
-from hipexplore.bench.timing import WARMUP_S, TimingOptions
 from hipexplore.errors import ConfigError
 from hipexplore.schema import COLD_REFERENCE, Configuration
 
@@ -54,18 +53,6 @@ def test_a_configuration_is_the_tuple_a_row_spells():
         and "timer=in-kernel" in c._replace(timer="in-kernel").describe()
     )
     assert sorted([c._replace(size=8192), c]) == [c, c._replace(size=8192)]  # ordered
-
-
-def test_timing_options_are_built_by_the_spec_and_refuse_unknown_overrides():
-    spec = SweepSpec(chunk=3, chunk_lead=0, chunk_trail=2, warmup_s=0.5, flush_end_event=True)
-    opts = spec.timing()
-    assert (opts.chunk, opts.lead, opts.trail, opts.warmup_s, opts.flush_end_event) == (3, 0, 2, 0.5, True)
-    assert SweepSpec().warmup_s == TimingOptions().warmup_s == WARMUP_S  # the warm-up default, written once
-    assert opts.but(chunk=1).chunk == 1 and opts.but() is opts
-    with pytest.raises(ConfigError, match="unknown timing option.*chunks.*expected .*chunk"):
-        opts.but(chunks=2)
-    with pytest.raises(ConfigError, match="chunk must be a positive number of samples, got 0"):
-        TimingOptions(chunk=0)
 
 
 def test_sweep_and_the_cli_offer_every_spec_option_under_its_own_name_and_default():

@@ -24,6 +24,7 @@ from hipexplore.bench.dask_executor import (  # noqa: E402
     gpu_workers,
     groups_of,
 )
+from hipexplore.bench.measured import MeasuredInfo  # noqa: E402
 from hipexplore.bench.spec import SweepSpec  # noqa: E402
 from hipexplore.bench.stats import StopRule  # noqa: E402
 from hipexplore.errors import ConfigError  # noqa: E402
@@ -165,7 +166,7 @@ def test_a_cluster_units_result_is_decoded_and_checked_against_its_plan():
     s = spec(rotating=(1, 2))
     got = unit_result(_unit_bytes(s), _run(s))
     assert [r.configuration.rotating for r in got.results] == ["1", "2", "1"] and got.worker == "tls://127.0.0.1:1"
-    assert got.seconds == 1.5 and not got.stopped and got.metadata == {"warmup.clock": "stable"}
+    assert got.seconds == 1.5 and not got.stopped and got.measured == MeasuredInfo(warmup_clock="stable")
     assert list(got.results[0].samples.columns)[-3:] == ["worker", "host", "gpu"]
     assert got.results[0].summary("placement").worker == "tls://127.0.0.1:1"
     bad = {

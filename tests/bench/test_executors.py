@@ -17,6 +17,7 @@ from hipexplore.bench.executors import (
     executor_for,
     run_location,
 )
+from hipexplore.bench.runinfo import RunInfo
 from hipexplore.bench.spec import SweepSpec
 from hipexplore.bench.stats import StopRule
 from hipexplore.devices.host import HostDevice
@@ -54,13 +55,13 @@ def test_on_the_host_a_users_c_kernel_runs_in_a_worker_and_the_catalogs_in_this_
     assert executor_for(own, dev, None).where == IN_PROCESS and executor_for(users, dev, None).where == WORKER
 
 
-def pass_in_worker(one, dev, *, hooks, run_id, done, metadata, pad=0):
+def pass_in_worker(one, dev, *, hooks, run_id, done, info, pad=0):
     """One pass as the sweep runs it on a GPU: one unit in a worker process of its own
-    (``bench.executors.WorkerExecutor``), recorded into ``metadata`` (the sweep's)."""
+    (``bench.executors.WorkerExecutor``), its reports merged into ``info`` (the sweep's ``RunInfo``)."""
     from hipexplore.bench.record import Collector
     from hipexplore.bench.units import UnitJob
 
-    unit = Collector(metadata, hooks=hooks)
+    unit = Collector(info, hooks=hooks)
     stopped = WorkerExecutor(dev).run_unit(UnitRun(UnitJob(one, 0, frozenset(done)), run_id, pad_bytes=pad), unit)
     return unit.result(stopped)
 
@@ -73,14 +74,13 @@ def test_a_pass_in_its_own_worker_leaves_out_what_is_done_and_keeps_its_telemetr
     one = SweepSpec(
         kernels=("triad",), sizes=(4096, 16384), flush=("none",), stop=StopRule(iterations=8), reference=False
     )
-    meta: dict[str, str] = {"sweep.spec": "outer"}
-    res = pass_in_worker(
-        one, dev, hooks=None, run_id="r1", done={("triad", 4096, "1", "none", "events")}, metadata=meta
-    )
+    info = RunInfo(spec={"sweep.spec": "outer"})
+    res = pass_in_worker(one, dev, hooks=None, run_id="r1", done={("triad", 4096, "1", "none", "events")}, info=info)
     assert res.summary["size_bytes"].tolist() == [16384]
     assert set(res.samples["size_bytes"]) == {16384} and len(res.samples) == 8
     assert set(res.summary["run_id"]) == {"r1"}
-    assert meta["sweep.spec"] == "outer" and "telemetry.source" in meta
+    assert info.spec["sweep.spec"] == "outer" and info.measured.telemetry_source  # the worker's report, typed
+    assert res.metadata["sweep.spec"] == "outer" and res.metadata["telemetry.source"] == info.measured.telemetry_source
 
 
 def test_a_pass_in_its_own_worker_holds_its_pad_there_and_the_sweep_records_every_pad():
@@ -88,10 +88,12 @@ def test_a_pass_in_its_own_worker_holds_its_pad_there_and_the_sweep_records_ever
 
     dev = get_device("host")
     one = SweepSpec(kernels=("triad",), sizes=(4096,), flush=("none",), stop=StopRule(iterations=8), reference=False)
-    meta: dict[str, str] = {}
-    res = pass_in_worker(one, dev, hooks=None, run_id="r2", done=set(), metadata=meta, pad=ps.pad_bytes(2))
-    assert res.metadata["worker.pad_bytes"] == str(ps.pad_bytes(2)) == meta["worker.pad_bytes"]
-    res0 = pass_in_worker(one, dev, hooks=None, run_id="r3", done=set(), metadata={}, pad=0)
+    info = RunInfo()
+    res = pass_in_worker(one, dev, hooks=None, run_id="r2", done=set(), info=info, pad=ps.pad_bytes(2))
+    assert res.metadata["worker.pad_bytes"] == str(ps.pad_bytes(2)) and info.measured.worker_pad_bytes == ps.pad_bytes(
+        2
+    )
+    res0 = pass_in_worker(one, dev, hooks=None, run_id="r3", done=set(), info=RunInfo(), pad=0)
     assert "worker.pad_bytes" not in res0.metadata  # the first pass holds none
     res3 = hx.sweep(
         "triad", ["16KiB"], [1], ["none"], device="host", iterations=9, units=3, reference=False, progress=False

@@ -67,6 +67,7 @@ def test_a_unit_that_delivers_its_plan_is_done_and_nothing_after():
         (lambda cs: wire.Start("copy", "size=1"), "not one of this unit's"),
         (lambda cs: wire.Meta({"identity.triad": "forged"}), "no unit reports"),
         (lambda cs: wire.Meta({"run_id": "x"}), "no unit reports"),
+        (lambda cs: wire.Meta({"floor.none.median_s": "fast"}), "'fast' is not how a unit writes it"),
         (lambda cs: wire.Counted({"kernel": "triad"}), "from a timed unit"),
         (lambda cs: wire.UnitEnd("w", "h", "", 1.0), "only a cluster unit"),
     ],

@@ -28,7 +28,8 @@ from hipexplore.bench.levels import (
     unit_levels,
 )
 from hipexplore.bench.stats import Measurement
-from hipexplore.verdicts import comparison_row, drift_check
+from hipexplore.verdict_drift import drift_check
+from hipexplore.verdict_row import comparison_row
 
 CHUNK = 4
 

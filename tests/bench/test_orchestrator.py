@@ -369,7 +369,7 @@ def test_an_interrupted_sweeps_units_metadata_reads_back(tmp_path, how):
         outcome.startswith("not reached: stopped by the sweep was stopped; ")
         and "with fewer than 2 units (no half-width yet): triad 32768 r=1 none events" in outcome
     ), outcome
-    from hipexplore.bench.info import RunInfo
+    from hipexplore.bench.runinfo import RunInfo
 
     info = RunInfo.from_metadata(meta).units
     assert (info.done, info.planned, info.pad_bytes) == (1, UNITS, [ps.pad_bytes(0), ps.pad_bytes(1)])

@@ -9,9 +9,11 @@ import pytest
 
 import hipexplore as hx
 from hipexplore.bench.io import output_paths, previous_results, sample_frame, samples_of, summary_row
+from hipexplore.bench.measured import MeasuredInfo
 from hipexplore.bench.outcome import Bias, ConfigurationResult, Rebiased
 from hipexplore.bench.record import Collector, Record
 from hipexplore.bench.result import SweepHooks
+from hipexplore.bench.runinfo import RunInfo
 from hipexplore.schema import SAMPLE_COLUMNS, Configuration
 
 pytestmark = pytest.mark.timeout(180)
@@ -83,15 +85,15 @@ def test_a_collector_keeps_what_a_unit_reports_and_tells_the_hooks(units):
         should_stop=lambda: True,
         on_start=lambda k, c: starts.append((k, c)),
     )
-    col = Collector({"a": "1"}, hooks=hooks)
+    col = Collector(RunInfo(other={"a": "1"}), hooks=hooks)
     col.started(["triad", "16 KiB r=1 none"])
     col.add(r0)
-    col.meta({"b": "2"})
+    col.meta(MeasuredInfo(warmup_clock="2"))
     col.update(
         [Rebiased(C, Bias(1e-6, 0.5, 0.4, 0.6), "w")]
     )  # its result filled in again (a bias once the reference is whole)
     res = col.result(stopped=col.stop_now())
-    assert res.stopped and res.metadata == {"a": "1", "b": "2"} and res.summary["bias"].tolist() == [0.5]
+    assert res.stopped and res.metadata == {"a": "1", "warmup.clock": "2"} and res.summary["bias"].tolist() == [0.5]
     assert res.summary["warning"].tolist() == ["w"] and col.results[0].bias.bias == 0.5
     assert len(res.samples) == r0.samples.n and rows == [summary_row(r0)] and len(frames[0]) == r0.samples.n
     assert starts == [("triad", "16 KiB r=1 none")]

@@ -12,7 +12,7 @@ import pytest
 
 from hipexplore.bench import RunOptions, StopRule, SweepHooks, SweepSpec, run, sweep
 from hipexplore.bench.io import output_paths
-from hipexplore.bench.spec import MAX_PASSES, parse_size
+from hipexplore.bench.spec_checks import MAX_PASSES
 from hipexplore.compile.cache import CompileCache
 from hipexplore.devices.host import HostDevice
 from hipexplore.errors import ConfigError
@@ -361,38 +361,6 @@ def test_spec_fields_are_normalised_to_tuples_in_order_without_repeats():
 
     assert SweepSpec(kernels=catalog.get("triad")).kernels == ("triad",)  # a registered spec by its name
     assert [k.name for k in s.specs()] == ["copy", "triad"]
-
-
-@pytest.mark.parametrize(
-    "text,want",
-    [
-        ("4096", 4096),
-        (" 64KiB ", 65536),
-        ("64k", 65536),
-        ("1kb", 1000),
-        ("1MiB", 1 << 20),
-        ("256M", 256 << 20),
-        ("2mb", 2 * 10**6),
-        ("1GiB", 1 << 30),
-        ("1g", 1 << 30),
-        ("3gb", 3 * 10**9),
-        ("1TiB", 1 << 40),
-        ("1t", 1 << 40),
-        ("1tb", 10**12),
-        ("1.5KiB", 1536),
-        ("7b", 7),
-        ("1 MiB", 1 << 20),
-        (np.int64(8), 8),
-    ],
-)
-def test_sizes_parse_with_every_unit(text, want):
-    assert parse_size(text) == want and type(parse_size(text)) is int
-
-
-@pytest.mark.parametrize("bad", [0, -1, "0", "-4KiB", "inf", "nan", "1 apples", "KiB", "", True])
-def test_sizes_that_are_not_positive_byte_counts_are_refused(bad):
-    with pytest.raises(ConfigError, match="size"):
-        parse_size(bad)
 
 
 def test_more_units_than_iterations_is_one_line_not_extra_samples():

@@ -42,9 +42,9 @@ class _Order(Collector):
     def started(self, where: list[str]) -> None:
         self.said.append(("started", where[1]))
 
-    def meta(self, entries: dict[str, str]) -> None:
-        super().meta(entries)
-        self.said += [("meta", k) for k in entries]
+    def meta(self, report) -> None:
+        super().meta(report)
+        self.said += [("meta", k) for k in report.entries()]
 
     def add(self, result) -> None:
         super().add(result)

@@ -487,27 +487,6 @@ def test_notes_say_how_sampling_stopped_only_when_it_did_not_converge(dev):
     assert conv.stop_reason.startswith("converged") and conv.notes == []
 
 
-def test_raw_times_fill_what_a_caller_left_out():
-    from hipexplore.bench.timing import RawTimes
-
-    r = RawTimes(time_s=np.ones(3), flush_s=np.zeros(3), gap_s=np.zeros(3), buffer_set=np.zeros(3, dtype=np.int64))
-    assert r.chunk.dtype == np.int64 and list(r.chunk) == [0, 0, 0]
-    assert r.position.dtype == np.int64 and list(r.position) == [0, 1, 2]
-    for name in ("clock_mhz", "temp_c", "power_w"):
-        v = getattr(r, name)
-        assert v.shape == (3,) and np.isnan(v).all()
-    kept = RawTimes(
-        time_s=np.ones(2),
-        flush_s=np.zeros(2),
-        gap_s=np.zeros(2),
-        buffer_set=np.zeros(2, dtype=np.int64),
-        chunk=np.array([5, 5]),
-        position=np.array([0, 1]),
-        clock_mhz=np.array([1.0, 2.0]),
-    )
-    assert list(kept.chunk) == [5, 5] and list(kept.clock_mhz) == [1.0, 2.0] and np.isnan(kept.temp_c).all()
-
-
 class _ChunkLevelTimer:
     """A fake timer (the statistics are under test, the launches are real): every sample of a held
     chunk reads that chunk's level, which moves 5% from chunk to chunk, with 0.01% noise within."""

@@ -73,11 +73,11 @@ def _interleaved(partner: str) -> Collector:
 
 def test_interleaved_turns_run_on_one_pool_where_the_buffers_match_and_say_so(kernels):
     same = _interleaved("sw_copy")
-    assert same.metadata["interleave.pool.65536"] == "shared"
+    assert same.info.measured.pools == {65536: True}  # metadata "interleave.pool.65536": "shared"
     assert sorted(r.configuration.kernel for r in same.results) == ["sw_a", "sw_copy"]
     chunks = [set(r.samples["chunk"].tolist()) for r in same.results]
     assert not chunks[0] & chunks[1]  # one sequence of turns: a chunk id belongs to one kernel
-    assert _interleaved("sw_int").metadata["interleave.pool.65536"] == "own sets"
+    assert _interleaved("sw_int").info.measured.pools == {65536: False}  # "own sets"
 
 
 def test_the_sampled_check_runs_beside_plain_trials_and_not_interleaved_ones(kernels):

@@ -315,16 +315,14 @@ def test_resolution_of_a_configuration_not_interleaved_reads_a_95_percent_t_half
     assert list(halves) == [TRIAD_64K] and halves[TRIAD_64K] == pytest.approx(h95, rel=1e-5)
     assert us.wide(frame, spec) == {TRIAD_64K}  # still wider than asked: an extra unit is due
     plan = us.UnitPlan(spec, (4, 4), previous=[frame])
-    outcome = us.resolution_entries(spec, [plan], stopped=False)["units.resolution_outcome"]
+    outcome = us.resolution_info(spec, [plan], stopped=False).outcome
     assert outcome.startswith(
         f"not reached: stopped by no extra unit ran; 1 configuration(s) still wider than "
         f"±{spec.resolution:.2%}: triad 65536 r=1 none events: ±{h95:.2%}"
     ), outcome
     loose = dataclasses.replace(spec, resolution=h95 * 1.01)
     assert us.wide(frame, loose) == set()
-    assert us.resolution_entries(loose, [us.UnitPlan(loose, (4, 4), previous=[frame])], False)[
-        "units.resolution_outcome"
-    ].startswith(
+    assert us.resolution_info(loose, [us.UnitPlan(loose, (4, 4), previous=[frame])], False).outcome.startswith(
         f"reached: every configuration's 95% half-width (what compare reads) is "
         f"within ±{loose.resolution:.2%} (widest ±{h95:.2%})"
     )
@@ -336,7 +334,7 @@ def test_a_configuration_with_one_unit_has_not_reached_a_resolution() -> None:
         kernels=("triad",), sizes=(65536,), rotating=(1,), flush=("none",), resolution=0.4, reference=False
     )
     plan = us.UnitPlan(spec, (3, us.MAX_UNITS), previous=[unit_frame([10e-6])])
-    outcome = us.resolution_entries(spec, [plan], stopped=True)["units.resolution_outcome"]
+    outcome = us.resolution_info(spec, [plan], stopped=True).outcome
     assert outcome == (
         "not reached: stopped by the sweep was stopped; 1 configuration(s) with fewer than 2 units "
         "(no half-width yet): triad 65536 r=1 none events"
@@ -372,7 +370,7 @@ def test_resolution_lifts_a_fixed_unit_count_up_to_the_most_units_a_run_takes() 
 
     plan = us.UnitPlan(spec, us.planned(spec, None))
     assert units_run(plan) == list(range(us.MAX_UNITS)) and plan.ended == f"the most units ({us.MAX_UNITS})"
-    outcome = us.resolution_entries(spec, [plan], stopped=False)["units.resolution_outcome"]
+    outcome = us.resolution_info(spec, [plan], stopped=False).outcome
     assert outcome.startswith(
         f"not reached: stopped by the most units ({us.MAX_UNITS}); 1 configuration(s) still wider"
     ), outcome

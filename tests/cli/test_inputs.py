@@ -253,7 +253,7 @@ def test_unknown_kernel_lists_user_kernels_only(capsys):
 
 
 def test_sizes_accept_tib_and_print_human_readable():
-    from hipexplore.bench.spec import parse_size
+    from hipexplore.bench.spec_checks import parse_size
     from hipexplore.readable import format_bytes, format_percent
 
     assert parse_size("1TiB") == 1 << 40 and parse_size("2T") == 2 << 40

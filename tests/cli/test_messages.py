@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from conftest import require_compiler
@@ -80,7 +79,7 @@ def test_a_missing_host_kernel_names_entry_and_the_functions_there(tmp_path, cap
 
 
 def test_a_set_over_the_cap_says_sizes_in_binary_units_and_the_flags(capsys) -> None:
-    from hipexplore.bench.spec import parse_size
+    from hipexplore.bench.spec_checks import parse_size
 
     err = _fails(capsys, [*BENCH, "--size", "64MiB", "--mem-fraction", "0.001", "--iterations", "8", "--no-reference"])
     m = re.search(
@@ -189,26 +188,6 @@ def test_a_threshold_out_of_range_names_both_forms(run_file, capsys) -> None:
     assert "threshold must be a fraction in (0, 1), got '2'" in err and "for 2% give --threshold 2% or 0.02" in err, err
     err = _fails(capsys, ["report", "--baseline", "a.parquet", "--candidate", "b.parquet", "--threshold", "two"])
     assert "expected a fraction such as 0.02 or a percentage such as 2%, got 'two'" in err, err
-
-
-def test_the_undecided_note_names_the_units_flag() -> None:
-    from hipexplore.bench.stats import Measurement
-    from hipexplore.verdicts import comparison_row
-
-    rng = np.random.default_rng(5)
-    sides = []
-    for _side in range(2):  # 3 units each, 5% apart by placement: an interval far wider than 2%
-        levels = np.repeat(1e-5 * (1 + rng.normal(0, 0.05, 3)), 64)
-        sides.append(
-            Measurement(
-                levels * (1 + rng.normal(0, 0.002, levels.size)),
-                chunks=np.arange(levels.size) // 4,
-                groups=np.repeat(np.arange(3), 64),
-            )
-        )
-    row = comparison_row(sides[0], sides[1], 0.02, 0.95, 400, separate=True)
-    assert row["verdict"] == "undecided" and "the noise allows no call" in row["note"], row["note"]
-    assert "more units narrow it: rerun with --units 6 (sweep(..., units=6))" in row["note"], row["note"]
 
 
 def test_the_bench_table_reads_at_120_columns_with_one_stop_word_and_each_note_once(capsys) -> None:

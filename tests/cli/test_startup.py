@@ -133,14 +133,15 @@ def test_a_compile_through_the_cache_loads_no_pandas_or_numpy(tmp_path, need_hos
 
 def test_bench_help_loads_none_of_what_the_sweep_runs_with():
     """``bench --help`` builds its options from SweepSpec (bench/spec.py is loaded) but not the kernel
-    catalog, the timing loop or the device layer; a SweepSpec built, recorded and read back does load
-    them (the list names modules that exist and that the spec does reach: the check can fail)."""
+    catalog, the timing loop or the device layer; a SweepSpec built, recorded and read back, and the
+    unit that measures it (bench/sweeprun.py), do load them (the list names modules that exist and
+    that a sweep does reach: the check can fail)."""
     modules = _imported("bench", "--help")
     assert "hipexplore.bench.spec" in modules and "hipexplore.bench.defaults" in modules
     assert not sorted(set(SWEEP_INTERNALS) & modules), f"bench --help imported {sorted(set(SWEEP_INTERNALS) & modules)}"
     code = (
         "import sys; from hipexplore.bench.spec import SweepSpec; SweepSpec.recorded_measurement(SweepSpec().record()); "
-        "print(' '.join(sys.modules))"
+        "from hipexplore.bench.sweeprun import SweepRun; print(' '.join(sys.modules))"
     )
     res = subprocess.run(
         [sys.executable, "-c", code],
@@ -159,8 +160,8 @@ def test_bench_help_shows_the_defaults_a_sweepspec_takes():
     and that help is what the real ``hipexplore bench --help`` prints: the defaults are the spec's, not a
     copy (they come from bench/defaults.py, which the timing loop and the rotating plan read too)."""
     from hipexplore.bench.spec import SweepSpec, options
-    from hipexplore.bench.timing import TimingOptions
-    from hipexplore.cli.bench_cmd import _shown
+    from hipexplore.bench.timing_options import TimingOptions
+    from hipexplore.cli.bench_values import shown
 
     spec, parser = SweepSpec(), _subparsers(cli.build_parser(["bench", "--help"]))["bench"]
     printed = "".join(
@@ -175,7 +176,7 @@ def test_bench_help_shows_the_defaults_a_sweepspec_takes():
     )
     helps = {a.dest: a.help.replace("%%", "%") for a in parser._actions}
     for f in options():
-        assert helps[f.name].endswith(f"(default {_shown(getattr(spec, f.name))})"), (f.name, helps[f.name])
+        assert helps[f.name].endswith(f"(default {shown(getattr(spec, f.name))})"), (f.name, helps[f.name])
         assert "".join(helps[f.name].split()) in printed, f.name  # argparse wraps lines (at hyphens too)
     timing = spec.timing()
     assert (timing.chunk, timing.lead, timing.trail, timing.warmup_s) == (

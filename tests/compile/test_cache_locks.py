@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 
+from compile.test_disk_locks import hold
 from hipexplore.compile import ObjectCode
 from hipexplore.compile.disk import HOST_TAG, DiskCache
 from hipexplore.compile.request import CacheKey
@@ -67,49 +68,6 @@ def test_six_processes_on_the_same_eight_kernels_make_eight_compiles(tmp_path):
     assert DiskCache(root).verify()["ok"] == 8
 
 
-HOLD_SCRIPT = r"""
-import sys, time
-from hipexplore.compile.disk import DiskCache
-disk = DiskCache(sys.argv[1])
-with disk.key_lock(sys.argv[2]) as held:
-    print("held" if held else "not held", flush=True)
-    time.sleep(600)
-"""
-
-
-def _holder(root: Path, digest: str) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD_SCRIPT, str(root), digest],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert proc.stdout.readline().strip() == "held"
-    return proc
-
-
-def test_the_lock_of_a_holder_that_died_is_taken_over_at_once(tmp_path):
-    disk = DiskCache(tmp_path)
-    digest = fake_key(1).digest
-    holder = _holder(tmp_path, digest)
-    try:
-        start = time.monotonic()
-        with disk.key_lock(digest, timeout=0.3) as held:
-            assert not held  # alive and holding: the wait is bounded
-        # it waited its timeout (exact on this clock), then gave up (60 s: a hang guard, not a speed test)
-        assert 0.3 <= time.monotonic() - start < 60 and disk.counters["lock_timeouts"] == 1
-        holder.kill()
-        holder.wait()
-        # at once: one try, no wait (timeout 0), succeeds: the kernel released the dead holder's flock
-        # (was "within 2 s" on the clock, which measured the machine: issue 26.6)
-        with disk.key_lock(digest, timeout=0) as held:
-            assert held and disk.counters["lock_timeouts"] == 1
-    finally:
-        holder.kill()
-        holder.wait()
-
-
 def test_a_hung_holder_delays_a_compile_by_the_lock_timeout_only(tmp_path, monkeypatch):
     from conftest import require_compiler
     from hipexplore.compile import CompileRequest, Source
@@ -118,7 +76,7 @@ def test_a_hung_holder_delays_a_compile_by_the_lock_timeout_only(tmp_path, monke
     require_compiler("host")
     cache = CompileCache(disk_dir=tmp_path)
     req = CompileRequest(Source("k.c", "int answer(void) { return 5; }\n"), "host", "host")
-    holder = _holder(tmp_path, cache.key_for(req).digest)
+    holder = hold(tmp_path, cache.key_for(req).digest)
     try:
         os.kill(holder.pid, signal.SIGSTOP)
         monkeypatch.setenv("HIPEXPLORE_CACHE_LOCK_TIMEOUT", "0.5")
@@ -141,7 +99,7 @@ def test_a_lock_is_not_taken_on_a_memory_hit(tmp_path):
     cache = CompileCache(disk_dir=tmp_path)
     req = CompileRequest(Source("k.c", "int answer(void) { return 6; }\n"), "host", "host")
     cache.get_or_compile(req)
-    holder = _holder(tmp_path, cache.key_for(req).digest)
+    holder = hold(tmp_path, cache.key_for(req).digest)
 
     def no_lock(self, *a, **k):
         raise AssertionError("a hit took the per-key lock")

@@ -157,13 +157,13 @@ PROBE = """
 import json, sys
 from hipexplore.compile.cache import CompileCache
 from hipexplore.compile.request import CompileRequest
-from hipexplore.compile import hiprtc
+from hipexplore.compile import hiprtc_deps
 from hipexplore.compile.includes import with_closure
 cache = CompileCache()
 req, _ = with_closure(CompileRequest(open(sys.argv[1]).read(), compiler=sys.argv[2], target=sys.argv[3]), source_path=sys.argv[1])
 result = cache.get_or_compile(req)
 comp = cache._compilers[sys.argv[2]]
-print(json.dumps({"outcome": result.outcome, "workers": comp.worker_pids(), "helpers": len(hiprtc._helpers),
+print(json.dumps({"outcome": result.outcome, "workers": comp.worker_pids(), "helpers": hiprtc_deps.helper_count(),
                   "modules": sorted(m for m in sys.modules if m.split(".")[0] in ("hip", "cuda", "rocm"))}))
 """
 

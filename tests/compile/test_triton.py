@@ -14,7 +14,7 @@ import pytest
 
 from conftest import require_compiler
 from hipexplore.cli import main
-from hipexplore.compile.triton_source import codegen_env, kernel_module, triton_request
+from hipexplore.compile.triton_source import codegen_env, triton_request
 from hipexplore.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -171,19 +171,6 @@ def test_knob_in_key_is_the_knob_compiled_with(kernel_dir):
     )
     a, b = compiler.compile(req).binary, compiler.compile(req_noline).binary
     assert b".debug_line" in a and b".debug_line" not in b
-
-
-def test_kernel_module_carries_only_what_the_kernel_needs(kernel_dir):
-    """The kernel's module holds the kernel and what it reads; the local module it imports from is
-    carried as a generated module of its own (its names keep their own globals, as in Python)."""
-    from hipexplore.compile.triton_source import kernel_sources
-
-    text = kernel_module(kernel_dir / "k.py", "scale")
-    main, modules, why = kernel_sources(kernel_dir / "k.py", "scale")
-    assert main == text and why == ()
-    assert "def scale" in text and "def twice" not in text and "from ._hx1_helpers import twice" in text
-    assert "not_a_kernel" not in text and "UNUSED" not in text and "from helpers" not in text
-    assert [m.name for m in modules] == ["_hx1_helpers.py"] and "def twice" in modules[0].text
 
 
 def test_bad_inputs_are_one_line_each(kernel_dir, tmp_path, capsys, monkeypatch):

@@ -19,12 +19,12 @@ import pytest
 
 from conftest import require_compiler
 from hipexplore.compile.cache import CompileCache
+from hipexplore.compile.triton_modules import kernel_sources
 from hipexplore.compile.triton_source import (
     FILE_ENV,
     NEUTRAL_ENV,
     UNCACHEABLE_ENV,
     VALUE_ENV,
-    kernel_sources,
     triton_env_names,
     triton_environment,
     triton_request,
@@ -246,15 +246,6 @@ def test_impure_module_level_values_make_the_request_uncacheable(tmp_path, compi
     req = triton_request(tmp_path / "k.py", "k", SIG, "gfx942", {"BLOCK": 128}, environ={})
     key = CompileCache(disk_dir=False, remote=False).key_for(req, compilers[0])
     assert not key.cacheable and key.record["implicit"]["error"]
-
-
-def test_a_kernel_parameter_hides_the_global_of_its_name(tmp_path, compilers):
-    """``BLOCK`` is the kernel's parameter: the module's ``BLOCK`` (read from the environment) is
-    not what the kernel reads, so it neither enters the module nor makes the request uncacheable."""
-    extra = "import os\nBLOCK = int(os.environ.get('HX_BLOCK', '64'))\n"
-    write(tmp_path, {"k.py": kernel("x * 2.0", extra=extra)})
-    main, _, why = kernel_sources(tmp_path / "k.py", "k")
-    assert why == () and "HX_BLOCK" not in main
 
 
 # -- the environment ---------------------------------------------------------------------------------

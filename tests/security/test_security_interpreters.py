@@ -75,7 +75,7 @@ finally:
 
 #: The child modules whose imports the planted names must cover (``test_the_planted_names_cover_the_children``).
 CHILD_MODULES = (
-    "hipexplore.compile.isolation",
+    "hipexplore.compile.worker_main",
     "hipexplore.compile.hiprtc",
     "hipexplore.bench.worker_main",
     "hipexplore.compile.tritonc",

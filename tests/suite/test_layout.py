@@ -30,7 +30,6 @@ SKIPPED = ("notebooks", "tuning/src")
 #: its own gets a mirror-path file instead.
 ELSEWHERE: dict[str, tuple[str, ...]] = {
     "bench/worker_main.py": ("tests/security/test_security_interpreters.py",),
-    "cli/bench_cmd.py": ("tests/bench/test_stop_flags.py",),
     "cli/calibrate_cmd.py": ("tests/test_calibrate.py",),
     "interop/nvbench_files.py": ("tests/interop/test_sides.py",),
     "interop/pyperf_files.py": ("tests/interop/test_sides.py",),

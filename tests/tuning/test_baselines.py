@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hipexplore.cli.tune_cmd import replay_text
+from hipexplore.cli.tune_report import replay_text
 from hipexplore.errors import ConfigError
 from hipexplore.tuning.baselines import round_order, run_rounds
 from hipexplore.tuning.lists import build_list, select_problems

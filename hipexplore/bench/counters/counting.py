@@ -138,7 +138,7 @@ class CountChannel:
     def stop_now(self) -> bool:
         return bool(self._stop()) if self._stop is not None else False
 
-    def meta(self, entries: dict[str, str]) -> None:
+    def meta(self, report: Any) -> None:
         pass  # the timed units' flush buffers, warm-up and floors are the run's; a counting unit's are not recorded
 
     def add(self, result: Any) -> None:
