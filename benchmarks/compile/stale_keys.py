@@ -346,8 +346,14 @@ def markdown_table(folder: Path, repo: Path) -> str:
         if data.get("live")
         else "a host without a CUDA driver: NVRTC's cache inert, its column says nothing yet"
     )
+    # the script as the repository names it: the recording host's checkout was elsewhere (the device's copy)
     command = " ".join(
-        ("python3" if i == 0 else w.replace(f"{repo}/", "")) for i, w in enumerate(prov.get("command", "").split())
+        "python3"
+        if i == 0
+        else "benchmarks/" + w.split("/benchmarks/", 1)[1]
+        if w.startswith("/") and "/benchmarks/" in w
+        else w
+        for i, w in enumerate(prov.get("command", "").split())
     )
     card = ""  # the GPU, as the folder's MANIFEST.md names it (the run records the host's provenance only)
     manifest = path.parent / "MANIFEST.md"

@@ -68,3 +68,21 @@ def test_the_docs_show_a_recorded_run():
     found = _module().recorded(REPO / "data" / "compile" / "stale-keys")
     assert found is not None, "no recorded run under data/compile/stale-keys"
     assert str(found[0].relative_to(REPO)) in text
+
+
+def test_the_table_names_the_script_as_the_repository_does_wherever_it_was_recorded(tmp_path):
+    """The recorded command carries the recording host's checkout (the device's copy sat at another
+    path than this clone): the table names ``benchmarks/...`` relative, so the generated page is the
+    same from every clone (a CI clone's ``gen_docs.py --check`` found it stale)."""
+    import json
+
+    found = _module().recorded(REPO / "data" / "compile" / "stale-keys")
+    assert found is not None
+    data = json.loads(found[0].read_text())
+    data["provenance"]["command"] = (
+        "/opt/py/bin/python3 /elsewhere/checkout/benchmarks/compile/stale_keys.py --out /tmp/x"
+    )
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / found[0].name).write_text(json.dumps(data))
+    first = _module().markdown_table(tmp_path, tmp_path).splitlines()[0]
+    assert first.startswith("Recorded by `python3 benchmarks/compile/stale_keys.py --out /tmp/x` on "), first
