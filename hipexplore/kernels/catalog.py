@@ -297,9 +297,45 @@ def user_kernel(
     ``check_kernel`` (a second kernel with the same arguments) is checked on the first launch of
     each configuration, within ``rtol``/``atol``.
     """
+    text, host_text, source_file = _user_sources(source, host_source, code_object)
+    launch = _user_launch(args, grid, block, shared_bytes, blocks_per_cu, bytes_per_launch, flops_per_launch)
+    files = _user_files(code_object, headers, include_dirs, host_source, source)
+    spec = KernelSpec(
+        name=name or entry,
+        entry=entry,
+        gpu_source=text,
+        host_source=host_text,
+        source_file=source_file,
+        element_dtype=element_dtype,
+        reference=reference,
+        options=tuple(options),
+        description=f"user kernel {entry}",
+        check_kernel=check_kernel,
+        check_rtol=rtol,
+        check_atol=atol,
+        **launch,
+        **files,
+    )
+    _check_include_dirs(spec.include_dirs)
+    if register_it:
+        register(spec, replace=True)
+    return spec
+
+
+def _user_launch(
+    args: Sequence[Arg] | str,
+    grid: Any,
+    block: Any,
+    shared_bytes: int | str,
+    blocks_per_cu: int,
+    bytes_per_launch: int | str | None,
+    flops_per_launch: int | str,
+) -> dict[str, Any]:
+    """``user_kernel``'s launch fields of ``KernelSpec``: the arguments (parsed from the compact string),
+    the geometry and the bytes and flops per launch, each checked now so that a bad expression fails
+    when the kernel is declared, not at its first launch."""
     from .spec import evaluate
 
-    text, host_text, source_file = _user_sources(source, host_source, code_object)
     parsed = parse_args(args) if isinstance(args, str) else tuple(args)
     geometry = _user_geometry(grid, block, shared_bytes, blocks_per_cu, [a.name for a in parsed if a.kind == "scalar"])
     bpl = None
@@ -307,40 +343,44 @@ def user_kernel(
         evaluate(bytes_per_launch, 1, what="bytes_per_launch")
         bpl = _NExpr(bytes_per_launch, "bytes_per_launch")
     evaluate(flops_per_launch, 1, what="flops_per_launch")
-    code_path = _code_object_path(code_object)
-    from ..compile.request import Source
+    flops = _NExpr(flops_per_launch, "flops_per_launch")
+    return {"args": parsed, "geometry": geometry, "bytes_per_launch": bpl, "flops_per_launch": flops}
 
-    hdrs = tuple(h if isinstance(h, Source) else Source(Path(h).name, _read_source(h)) for h in headers)
-    spec = KernelSpec(
-        name=name or entry,
-        entry=entry,
-        args=parsed,
-        gpu_source=text,
-        host_source=host_text,
-        geometry=geometry,
-        element_dtype=element_dtype,
-        bytes_per_launch=bpl,
-        flops_per_launch=_NExpr(flops_per_launch, "flops_per_launch"),
-        reference=reference,
-        options=tuple(options),
-        description=f"user kernel {entry}",
-        source_file=source_file,
-        include_dirs=tuple(str(Path(d).resolve()) for d in include_dirs),
-        headers=hdrs,
-        code_object=code_path,
-        check_kernel=check_kernel,
-        check_rtol=rtol,
-        check_atol=atol,
-        source_path=next(
+
+def _user_files(
+    code_object: str | Path | None,
+    headers: Sequence[Any],
+    include_dirs: Sequence[str | Path],
+    host_source: str | Path | None,
+    source: str | Path | None,
+) -> dict[str, Any]:
+    """``user_kernel``'s file fields of ``KernelSpec``, resolved to absolute paths (a later ``chdir``
+    cannot change what they name): the code object, the headers, the include directories and the
+    file the source was read from (the host twin's first), for the provenance of the code under review."""
+    return {
+        "code_object": _code_object_path(code_object),
+        "headers": _header_sources(headers),
+        "include_dirs": tuple(str(Path(d).resolve()) for d in include_dirs),
+        "source_path": next(
             (str(Path(x).resolve()) for x in (host_source, source) if x is not None and _is_path(x)), None
         ),
-    )
-    for d in spec.include_dirs:
+    }
+
+
+def _header_sources(headers: Sequence[Any]) -> tuple[Any, ...]:
+    """``user_kernel``'s extra headers as ``Source`` objects (a path is read now, under its file name),
+    so the compile request carries their text and the cache keys it."""
+    from ..compile.request import Source
+
+    return tuple(h if isinstance(h, Source) else Source(Path(h).name, _read_source(h)) for h in headers)
+
+
+def _check_include_dirs(include_dirs: Sequence[str]) -> None:
+    """A ``user_kernel`` include directory that does not exist is refused when the kernel is declared,
+    rather than showing up later as a puzzling missing header in a compile log."""
+    for d in include_dirs:
         if not Path(d).is_dir():
             raise ConfigError(f"include directory {d!r} does not exist")
-    if register_it:
-        register(spec, replace=True)
-    return spec
 
 
 _NExpr = NExpr

@@ -143,86 +143,112 @@ def load_recorded(path: str | os.PathLike, run_id: str | None = None) -> Recorde
         raise ConfigError(
             f"recorded data path {str(root)!r} does not exist (expected a parquet file or a folder of them)"
         )
-    files = _recorded_files(root)
-    if not files:
-        raise ConfigError(f"no .parquet files under {str(root)!r}")
-    found: dict[str, list[tuple[Path, pd.DataFrame, dict[str, str]]]] = {
-        "samples": [],
-        "summary": [],
-        "events": [],
-        "passes": [],
-    }
-    for f in files:
-        frame, kind = _read_recorded(f)
-        if kind is not None:
-            found[kind].append((f, frame, parquet_provenance(f)))
-    if not any(found.values()):
-        raise ConfigError(f"no parquet file under {str(root)!r} holds benchmark samples, summary or cache events")
+    found = _found_by_kind(root)
     rec = Recorded()
     if found["summary"]:
-        summary = pd.concat([fr for _, fr, _ in found["summary"]], ignore_index=True)
-        prov_by_run: dict[str, dict[str, str]] = {}
-        for f, fr, prov in found["summary"]:
-            for rid in pd.unique(fr["run_id"]) if "run_id" in fr.columns else []:
-                prov_by_run.setdefault(str(rid), {**prov, "recorded.file": str(f)})
-        if "run_id" in summary.columns and summary["run_id"].nunique() > 1:
-            runs = summary.groupby("run_id").size()
-            if run_id is None:
-                # a run whose samples were kept first (a summary without them cannot be plotted), then
-                # the most configurations, then the latest
-                sampled = {
-                    str(r) for _, fr, _ in found["samples"] if "run_id" in fr.columns for r in pd.unique(fr["run_id"])
-                }
-                run_id = max(
-                    runs.index,
-                    key=lambda r: (str(r) in sampled, int(runs[r]), prov_by_run.get(str(r), {}).get("date", "")),
-                )
-                # say "with samples" only where a run without them was passed over
-                with_samples = (
-                    " with samples" if str(run_id) in sampled and any(str(r) not in sampled for r in runs.index) else ""
-                )
-                rec.notes.append(
-                    f"{root} holds {len(runs)} sweeps; showing run {run_id} ({int(runs[run_id])} configurations, "
-                    f"the most{with_samples}). Pass one sweep's .parquet file to show another."
-                )
-            elif run_id not in runs.index:
-                raise ConfigError(f"run_id {run_id!r} is not under {str(root)!r}; it holds {sorted(runs.index)}")
-        if run_id is not None and "run_id" in summary.columns:
-            summary = summary[summary["run_id"] == run_id].reset_index(drop=True)
-        rec.summary = summary
-        chosen = (
-            str(run_id)
-            if run_id is not None
-            else (str(summary["run_id"].iloc[0]) if "run_id" in summary.columns and len(summary) else "")
-        )
-        rec.provenance.update(prov_by_run.get(chosen, found["summary"][0][2]))
-        rec.files += [
-            str(f)
-            for f, fr, _ in found["summary"]
-            if "run_id" not in fr.columns or chosen in set(map(str, fr["run_id"]))
-        ]
+        _take_summary(rec, found, root, run_id)
     if found["samples"]:
         samples = pd.concat([fr for _, fr, _ in found["samples"]], ignore_index=True)
         if rec.summary is not None and "run_id" in samples.columns and "run_id" in rec.summary.columns:
             samples = samples[samples["run_id"].isin(set(rec.summary["run_id"]))].reset_index(drop=True)
         rec.samples = samples
     if found["events"]:
-        f, frame, prov = max(found["events"], key=lambda item: len(item[1]))
-        if len(found["events"]) > 1:
-            rec.notes.append(
-                f"{root} holds {len(found['events'])} replay frames; showing {f.name} ({len(frame)} lookups)"
-            )
-        rec.events = frame
-        rec.files.append(str(f))
-        for k, v in prov.items():
-            rec.provenance.setdefault(k, v)
-        # the wall times of that replay's passes, written next to it as FILE.passes.parquet
-        twin = f.with_name(f.stem + ".passes.parquet")
-        match = [fr for p, fr, _ in found["passes"] if p == twin]
-        if match:
-            rec.passes = match[0]
-            rec.files.append(str(twin))
+        _take_events(rec, found, root)
     return rec
+
+
+#: recorded files by kind: each with its frame and provenance
+_Found = dict[str, list[tuple[Path, pd.DataFrame, dict[str, str]]]]
+
+
+def _found_by_kind(root: Path) -> _Found:
+    """The recorded files under ``root`` read and sorted by kind; a path holding none of them is an
+    error here, so that a notebook pointed at the wrong folder says so instead of plotting nothing."""
+    files = _recorded_files(root)
+    if not files:
+        raise ConfigError(f"no .parquet files under {str(root)!r}")
+    found: _Found = {"samples": [], "summary": [], "events": [], "passes": []}
+    for f in files:
+        frame, kind = _read_recorded(f)
+        if kind is not None:
+            found[kind].append((f, frame, parquet_provenance(f)))
+    if not any(found.values()):
+        raise ConfigError(f"no parquet file under {str(root)!r} holds benchmark samples, summary or cache events")
+    return found
+
+
+def _take_summary(rec: Recorded, found: _Found, root: Path, run_id: str | None) -> None:
+    """The summary of one run into ``rec`` (``_chosen_run``), with that run's provenance and files: a
+    folder of several sweeps must not mix their configurations in one plot."""
+    summary = pd.concat([fr for _, fr, _ in found["summary"]], ignore_index=True)
+    prov_by_run: dict[str, dict[str, str]] = {}
+    for f, fr, prov in found["summary"]:
+        for rid in pd.unique(fr["run_id"]) if "run_id" in fr.columns else []:
+            prov_by_run.setdefault(str(rid), {**prov, "recorded.file": str(f)})
+    if "run_id" in summary.columns and summary["run_id"].nunique() > 1:
+        run_id = _chosen_run(rec, found, root, run_id, summary, prov_by_run)
+    if run_id is not None and "run_id" in summary.columns:
+        summary = summary[summary["run_id"] == run_id].reset_index(drop=True)
+    rec.summary = summary
+    chosen = (
+        str(run_id)
+        if run_id is not None
+        else (str(summary["run_id"].iloc[0]) if "run_id" in summary.columns and len(summary) else "")
+    )
+    rec.provenance.update(prov_by_run.get(chosen, found["summary"][0][2]))
+    rec.files += [
+        str(f) for f, fr, _ in found["summary"] if "run_id" not in fr.columns or chosen in set(map(str, fr["run_id"]))
+    ]
+
+
+def _chosen_run(
+    rec: Recorded,
+    found: _Found,
+    root: Path,
+    run_id: str | None,
+    summary: pd.DataFrame,
+    prov_by_run: dict[str, dict[str, str]],
+) -> str | None:
+    """The run shown when the summaries hold several: ``run_id`` (which must be there), else the one
+    picked with a note in ``rec`` saying which and how to show another."""
+    runs = summary.groupby("run_id").size()
+    if run_id is None:
+        # a run whose samples were kept first (a summary without them cannot be plotted), then
+        # the most configurations, then the latest
+        sampled = {str(r) for _, fr, _ in found["samples"] if "run_id" in fr.columns for r in pd.unique(fr["run_id"])}
+        run_id = max(
+            runs.index,
+            key=lambda r: (str(r) in sampled, int(runs[r]), prov_by_run.get(str(r), {}).get("date", "")),
+        )
+        # say "with samples" only where a run without them was passed over
+        with_samples = (
+            " with samples" if str(run_id) in sampled and any(str(r) not in sampled for r in runs.index) else ""
+        )
+        rec.notes.append(
+            f"{root} holds {len(runs)} sweeps; showing run {run_id} ({int(runs[run_id])} configurations, "
+            f"the most{with_samples}). Pass one sweep's .parquet file to show another."
+        )
+    elif run_id not in runs.index:
+        raise ConfigError(f"run_id {run_id!r} is not under {str(root)!r}; it holds {sorted(runs.index)}")
+    return run_id
+
+
+def _take_events(rec: Recorded, found: _Found, root: Path) -> None:
+    """The largest replay frame into ``rec`` (a note says so when there are several), with its
+    provenance where the summary gave none and its passes file beside it."""
+    f, frame, prov = max(found["events"], key=lambda item: len(item[1]))
+    if len(found["events"]) > 1:
+        rec.notes.append(f"{root} holds {len(found['events'])} replay frames; showing {f.name} ({len(frame)} lookups)")
+    rec.events = frame
+    rec.files.append(str(f))
+    for k, v in prov.items():
+        rec.provenance.setdefault(k, v)
+    # the wall times of that replay's passes, written next to it as FILE.passes.parquet
+    twin = f.with_name(f.stem + ".passes.parquet")
+    match = [fr for p, fr, _ in found["passes"] if p == twin]
+    if match:
+        rec.passes = match[0]
+        rec.files.append(str(twin))
 
 
 def revision_note(this: str, recorded: str) -> str:

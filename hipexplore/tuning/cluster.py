@@ -28,7 +28,7 @@ import socket
 import tempfile
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,14 +185,7 @@ def replay_on_cluster(
     from ..extras import require
 
     distributed = require("distributed", "a tuning replay on a cluster (Dask distributed)", "cluster")
-
-    from .. import settings
-
-    url = settings.CACHE_REMOTE.get() if remote in (None, True) else (remote or None)
-    if url is not None:
-        from ..compile.remote import remote_cache_from_env
-
-        remote_cache_from_env(url)  # a bad URL fails here, before any worker starts
+    url = _remote_url(remote)
     conn = connect(cluster, pin=False)  # compiling needs no GPU: unpinned workers, any number
     client = conn.client
     tmp: tempfile.TemporaryDirectory | None = None
@@ -208,64 +201,102 @@ def replay_on_cluster(
         _check_shared(client, path, url)
         for _w, _pid in client.run(warm_worker, tuning_list.compiler, tuning_list.target).items():
             pass  # a target the compiler refuses fails here, as ConfigError from the worker
-        run_salt = f"{os.getpid()}_{time.time_ns()}"
-        jobs = len(workers)
-
-        def timed(
-            scenario: str, fn: Any, whole: TuningList, parts: list[tuple[int, ...]], *args: Any
-        ) -> ScenarioResult:
-            shared = client.scatter(
-                whole, broadcast=True, hash=False
-            )  # before the clock: the list reaches every worker
-            distributed.wait([shared], timeout=timeout_s)
-            t0 = time.perf_counter()
-            futs = [
-                client.submit(fn, shared, p, *args, pure=False, key=f"hipexplore-replay-{scenario}-{run_salt}-{i}")
-                for i, p in enumerate(parts)
-            ]
-            try:
-                frames = client.gather(futs, errors="raise") if distributed.wait(futs, timeout=timeout_s) else []
-            except TimeoutError as exc:
-                client.cancel(futs)
-                raise ConfigError(
-                    f"tune-replay --cluster: the {scenario} pass did not finish within {timeout_s:g} s"
-                ) from exc
-            seconds = time.perf_counter() - t0
-            frame = pd.concat(frames, ignore_index=True)
-            frame["jobs"] = jobs
-            return ScenarioResult(scenario, jobs, seconds, frame)
-
-        scenarios: dict[str, ScenarioResult] = {}
-
-        def ideal(tag: str) -> ScenarioResult:
-            lst = salted(tuning_list, f"{run_salt}_{tag}") if salt else tuning_list
-            return timed("ideal", ideal_task, lst, unique_task_parts(lst, granularity))
-
-        ideal_passes = [ideal("ideal")]
-        disk_list, first = _cache_passes_list(tuning_list, path, given, salt, url, run_salt)
-        for name in (first, "disk-warm"):
-            scenarios[name] = timed(
-                name, cache_task, disk_list, task_parts(disk_list, granularity), name, str(path), granularity, url
-            )
-        if salt:  # unsalted, a second ideal would compile the same keys: no fresh compile to time
-            ideal_passes.append(ideal("ideal1"))
-        scenarios = {"ideal": min(ideal_passes, key=lambda res: res.seconds), **scenarios}
-        return ReplayReport(
-            tuning_list,
-            jobs,
-            "remote" if url else "disk",
-            False,
-            first,
-            scenarios,
-            str(path) if given else "",
-            granularity,
-            salt,
-            ideal_passes,
-        )
+        passes = _Passes(client, distributed, f"{os.getpid()}_{time.time_ns()}", len(workers), timeout_s)
+        return _cluster_passes(passes, tuning_list, path, given, salt, url, granularity)
     finally:
         if tmp is not None:
             tmp.cleanup()
         conn.close()
+
+
+def _cluster_passes(
+    passes: _Passes,
+    tuning_list: TuningList,
+    path: Path,
+    given: bool,
+    salt: bool,
+    url: str | None,
+    granularity: str,
+) -> ReplayReport:
+    """The ideal, the two cache passes on ``path`` (or Redis ``url``), the ideal again (salted runs
+    only), and their report with the faster ideal as its ``ideal``."""
+    scenarios: dict[str, ScenarioResult] = {}
+
+    def ideal(tag: str) -> ScenarioResult:
+        lst = salted(tuning_list, f"{passes.run_salt}_{tag}") if salt else tuning_list
+        return passes.timed("ideal", ideal_task, lst, unique_task_parts(lst, granularity))
+
+    ideal_passes = [ideal("ideal")]
+    disk_list, first = _cache_passes_list(tuning_list, path, given, salt, url, passes.run_salt)
+    for name in (first, "disk-warm"):
+        scenarios[name] = passes.timed(
+            name, cache_task, disk_list, task_parts(disk_list, granularity), name, str(path), granularity, url
+        )
+    if salt:  # unsalted, a second ideal would compile the same keys: no fresh compile to time
+        ideal_passes.append(ideal("ideal1"))
+    scenarios = {"ideal": min(ideal_passes, key=lambda res: res.seconds), **scenarios}
+    return ReplayReport(
+        tuning_list,
+        passes.jobs,
+        "remote" if url else "disk",
+        False,
+        first,
+        scenarios,
+        str(path) if given else "",
+        granularity,
+        salt,
+        ideal_passes,
+    )
+
+
+def _remote_url(remote: str | bool | None) -> str | None:
+    """The Redis tier the workers share (``None``/``True``: ``HIPEXPLORE_CACHE_REMOTE``; ``False``/empty:
+    none), checked here so that a bad URL fails before any worker starts."""
+    from .. import settings
+
+    url = settings.CACHE_REMOTE.get() if remote in (None, True) else (remote or None)
+    if url is not None:
+        from ..compile.remote import remote_cache_from_env
+
+        remote_cache_from_env(url)  # a bad URL fails here, before any worker starts
+    return url
+
+
+@dataclass(frozen=True)
+class _Passes:
+    """What every timed pass of one cluster replay shares: the client, the run's salt (task keys of
+    one pass never collide with another's) and the number of workers (each row's ``jobs``)."""
+
+    client: Any
+    distributed: Any
+    run_salt: str
+    jobs: int
+    timeout_s: float
+
+    def timed(
+        self, scenario: str, fn: Any, whole: TuningList, parts: list[tuple[int, ...]], *args: Any
+    ) -> ScenarioResult:
+        """One pass: ``fn(whole, part, *args)`` for each part over the workers, its wall time from the
+        first submission to the last result (the list is broadcast before the clock starts)."""
+        client, timeout_s = self.client, self.timeout_s
+        shared = client.scatter(whole, broadcast=True, hash=False)  # before the clock: the list reaches every worker
+        self.distributed.wait([shared], timeout=timeout_s)
+        t0 = time.perf_counter()
+        futs = [
+            client.submit(fn, shared, p, *args, pure=False, key=f"hipexplore-replay-{scenario}-{self.run_salt}-{i}")
+            for i, p in enumerate(parts)
+        ]
+        try:
+            frames = client.gather(futs, errors="raise") if self.distributed.wait(futs, timeout=timeout_s) else []
+        except TimeoutError as exc:
+            client.cancel(futs)
+            raise ConfigError(
+                f"tune-replay --cluster: the {scenario} pass did not finish within {timeout_s:g} s"
+            ) from exc
+        seconds = time.perf_counter() - t0
+        frame = pd.concat(frames, ignore_index=True)
+        frame["jobs"] = self.jobs
+        return ScenarioResult(scenario, self.jobs, seconds, frame)
 
 
 __all__ = ["WORKER_COLUMNS", "replay_on_cluster", "task_parts", "unique_task_parts"]

@@ -25,12 +25,13 @@ so library loading and worker start-up land in no scenario.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -383,31 +384,6 @@ def _replay_compiler(
     return comp
 
 
-def _off_and_memory(
-    pass_list: Callable[[str], TuningList],
-    comp: Compiler,
-    scenarios: dict[str, ScenarioResult],
-    step: Callable[[str], None],
-    cache: str,
-    measure_without_cache: bool,
-    jobs: int,
-    granularity: str,
-    max_entries: int,
-    max_bytes: int,
-) -> str:
-    """``run_replay``'s cache-off and memory passes into ``scenarios``; returns the primary scenario so far."""
-    primary = "off"
-    if measure_without_cache or cache == "off":
-        step("off")
-        off = CompileCache(max_entries=0, max_bytes=0, disk_dir=False, remote=False)
-        scenarios["off"] = replay_through_cache(pass_list("off"), comp, off, "off", jobs, granularity)
-    if cache in ("memory", "all"):
-        step("memory")
-        scenarios["memory"] = _memory_pass(pass_list("memory"), comp, jobs, granularity, max_entries, max_bytes)
-        primary = "memory"
-    return primary
-
-
 def _repeats(
     n: int,
     ideal_pass: Callable[[int], None],
@@ -429,35 +405,6 @@ def _repeats(
     if ideal_passes:
         scenarios = {"ideal": min(ideal_passes, key=lambda res: res.seconds), **scenarios}
     return scenarios
-
-
-def _memory_pass(
-    tl: TuningList, comp: Compiler, jobs: int, granularity: str, max_entries: int, max_bytes: int
-) -> ScenarioResult:
-    """One memory pass: the list through a fresh memory-only cache (no disk, no Redis)."""
-    mem = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=False, remote=False)
-    return replay_through_cache(tl, comp, mem, "memory", jobs, granularity)
-
-
-def _disk_passes(
-    disk_list: TuningList,
-    comp: Compiler,
-    path: Path,
-    scenarios: dict[str, ScenarioResult],
-    step: Callable[[str], None],
-    jobs: int,
-    granularity: str,
-    max_entries: int,
-    max_bytes: int,
-) -> str:
-    """The two disk passes of ``run_replay`` into ``scenarios``, each in a fresh cache object on
-    ``path`` (the first is ``disk-cold`` on an empty directory, else ``disk``); returns its name."""
-    first = "disk" if _dir_has_entries(path) else "disk-cold"
-    for name in (first, "disk-warm"):
-        step(name)
-        c = CompileCache(max_entries=max_entries, max_bytes=max_bytes, disk_dir=path)
-        scenarios[name] = replay_through_cache(disk_list, comp, c, name, jobs, granularity)
-    return first
 
 
 def run_replay(
@@ -493,67 +440,116 @@ def run_replay(
     ideal=False skips it (a second tuning run). granularity ``auto``: ``scheduled`` when jobs > 1.
     """
     granularity = resolve_granularity(granularity, _check_jobs(jobs))
-    own_compiler = compiler is None
     comp = _replay_compiler(tuning_list, jobs, ideal_repeats, cache, compiler, isolated)
-    tmp: tempfile.TemporaryDirectory | None = None
-    try:
+    with contextlib.ExitStack() as cleanup:  # on the way out: the temporary directory, then a compiler made here
+        if compiler is None:
+            cleanup.callback(comp.close)
         check_target(comp, tuning_list.target)
         warm_up(comp, tuning_list.compiler, tuning_list.target, jobs)
-        run_salt = f"{os.getpid()}_{time.time_ns()}"
-
-        def pass_list(name: str) -> TuningList:  # each pass its own salt (unless salt is off)
-            return salted(tuning_list, f"{run_salt}_{name}") if salt else tuning_list
-
-        step = on_pass or (lambda name: None)
-        if warm_pass:  # the list's unique kernels once, salted, untimed: the first timed pass must not pay for warm-up
-            step("warm-up")
-            measure_ideal(salted(tuning_list, f"{run_salt}_warm"), comp, jobs)
-        scenarios: dict[str, ScenarioResult] = {}
-        ideal_passes: list[ScenarioResult] = []
-
-        def ideal_pass(r: int) -> None:  # each repeat its own salt: a fresh compile every time
-            step("ideal")
-            ideal_passes.append(measure_ideal(pass_list("ideal" if r == 0 else f"ideal{r}"), comp, jobs))
-
-        if ideal:  # the first before the cache passes, repeats after: a machine speeding up favours neither side
-            ideal_pass(0)
-        primary = _off_and_memory(
-            pass_list, comp, scenarios, step, cache, measure_without_cache, jobs, granularity, max_entries, max_bytes
-        )
+        run = _Run(tuning_list, comp, jobs, granularity, max_entries, max_bytes, salt, on_pass or (lambda name: None))
+        primary = run.first_passes(warm_pass, ideal, cache, measure_without_cache)
         dir_used = ""
         if cache in ("disk", "all"):
-            if cache_dir is None:
-                tmp = tempfile.TemporaryDirectory(prefix="hipexplore-tune-cache-")
-            disk_list = tuning_list if tmp is None else pass_list("disk")
-            dir_used = str(Path(cache_dir if tmp is None else tmp.name))
-            first = _disk_passes(
-                disk_list, comp, Path(dir_used), scenarios, step, jobs, granularity, max_entries, max_bytes
-            )
+            given = cache_dir is not None
+            tmp = None if given else cleanup.enter_context(tempfile.TemporaryDirectory(prefix="hipexplore-tune-cache-"))
+            dir_used = str(Path(cache_dir if given else tmp))
+            first = run.disk_passes(tuning_list if given else run.pass_list("disk"), Path(dir_used))
             primary = first if cache == "disk" else primary
-        memory_passes = [scenarios["memory"]] if "memory" in scenarios else []
-
-        def memory_pass(r: int) -> None:  # alternating with the ideal, its own salt and its own empty cache
-            step("memory")
-            memory_passes.append(_memory_pass(pass_list(f"memory{r}"), comp, jobs, granularity, max_entries, max_bytes))
-
+        run.memory_passes = [run.scenarios["memory"]] if "memory" in run.scenarios else []
         scenarios = _repeats(
-            ideal_repeats if ideal else 0, ideal_pass, memory_pass, ideal_passes, memory_passes, scenarios
+            ideal_repeats if ideal else 0,
+            run.ideal_pass,
+            run.memory_pass,
+            run.ideal_passes,
+            run.memory_passes,
+            run.scenarios,
         )
+        return run.report(cache, primary, scenarios, dir_used)
+
+
+@dataclass
+class _Run:
+    """What the passes of one ``run_replay`` share: the compiler, the limits, and the run's salt, each
+    pass salted with its own name (unless salt is off) so that none profits from the compiler's own
+    caching of an earlier one; it keeps the scenarios and every ideal and memory pass for ``_repeats``."""
+
+    tuning_list: TuningList
+    comp: Compiler
+    jobs: int
+    granularity: str
+    max_entries: int
+    max_bytes: int
+    salt: bool
+    step: Callable[[str], None]
+    run_salt: str = field(default_factory=lambda: f"{os.getpid()}_{time.time_ns()}")
+    scenarios: dict[str, ScenarioResult] = field(default_factory=dict)
+    ideal_passes: list[ScenarioResult] = field(default_factory=list)
+    memory_passes: list[ScenarioResult] = field(default_factory=list)
+
+    def pass_list(self, name: str) -> TuningList:
+        """The list pass ``name`` replays: its own salted copy (unless salt is off)."""
+        return salted(self.tuning_list, f"{self.run_salt}_{name}") if self.salt else self.tuning_list
+
+    def first_passes(self, warm_pass: bool, ideal: bool, cache: str, measure_without_cache: bool) -> str:
+        """The warm-up, the first ideal, the cache-off and the memory pass (those the run makes);
+        returns the primary scenario so far."""
+        if warm_pass:  # the list's unique kernels once, salted, untimed: the first timed pass must not pay for warm-up
+            self.step("warm-up")
+            measure_ideal(salted(self.tuning_list, f"{self.run_salt}_warm"), self.comp, self.jobs)
+        if ideal:  # the first before the cache passes, repeats after: a machine speeding up favours neither side
+            self.ideal_pass(0)
+        primary = "off"
+        if measure_without_cache or cache == "off":
+            self.step("off")
+            off = CompileCache(max_entries=0, max_bytes=0, disk_dir=False, remote=False)
+            self.scenarios["off"] = replay_through_cache(
+                self.pass_list("off"), self.comp, off, "off", self.jobs, self.granularity
+            )
+        if cache in ("memory", "all"):
+            self.step("memory")
+            self.scenarios["memory"] = self._memory(self.pass_list("memory"))
+            primary = "memory"
+        return primary
+
+    def disk_passes(self, disk_list: TuningList, path: Path) -> str:
+        """The two disk passes, each in a fresh cache object on ``path`` (the first is ``disk-cold``
+        on an empty directory, else ``disk``); returns the first one's name."""
+        first = "disk" if _dir_has_entries(path) else "disk-cold"
+        for name in (first, "disk-warm"):
+            self.step(name)
+            c = CompileCache(max_entries=self.max_entries, max_bytes=self.max_bytes, disk_dir=path)
+            self.scenarios[name] = replay_through_cache(disk_list, self.comp, c, name, self.jobs, self.granularity)
+        return first
+
+    def ideal_pass(self, r: int) -> None:
+        """Ideal pass ``r``: each repeat its own salt, so a fresh compile every time."""
+        self.step("ideal")
+        self.ideal_passes.append(
+            measure_ideal(self.pass_list("ideal" if r == 0 else f"ideal{r}"), self.comp, self.jobs)
+        )
+
+    def memory_pass(self, r: int) -> None:
+        """Memory pass ``r``, alternating with the ideal: its own salt and its own empty cache."""
+        self.step("memory")
+        self.memory_passes.append(self._memory(self.pass_list(f"memory{r}")))
+
+    def report(self, cache: str, primary: str, scenarios: dict[str, ScenarioResult], dir_used: str) -> ReplayReport:
+        """The run's report: its settings, the scenarios and every ideal and memory pass."""
         return ReplayReport(
-            tuning_list,
-            jobs,
+            self.tuning_list,
+            self.jobs,
             cache,
-            comp.isolated,
+            self.comp.isolated,
             primary,
             scenarios,
             dir_used,
-            granularity,
-            salt,
-            ideal_passes,
-            memory_passes,
+            self.granularity,
+            self.salt,
+            self.ideal_passes,
+            self.memory_passes,
         )
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-        if own_compiler:
-            comp.close()
+
+    def _memory(self, tl: TuningList) -> ScenarioResult:
+        """One memory pass: the list through a fresh memory-only cache (no disk, no Redis)."""
+        mem = CompileCache(max_entries=self.max_entries, max_bytes=self.max_bytes, disk_dir=False, remote=False)
+        return replay_through_cache(tl, self.comp, mem, "memory", self.jobs, self.granularity)

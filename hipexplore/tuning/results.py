@@ -141,7 +141,8 @@ class ReplayReport:
         return df
 
     def to_json(self) -> dict[str, Any]:
-        tl = self.tuning_list
+        """The CLI's ``--json`` record: the list, the primary pass's counts and wall time against the
+        run without the cache, the ideal and the floor, each scenario's summary (keys in this order)."""
         main = self.scenarios[self.primary].summary()
         ideal = (
             self.scenarios["ideal"].summary()
@@ -152,11 +153,37 @@ class ReplayReport:
         recorded_sum = main["recorded_compile_seconds"]
         measured = off.seconds if off is not None else None
         without = measured if measured is not None else recorded_sum
-        floor = self.floor()
-        ideal_walls = [float(s.seconds) for s in self.ideal_passes] or (
-            [ideal["seconds"]] if ideal["seconds"] is not None else []
-        )
         out: dict[str, Any] = {
+            **self._list_json(),
+            **{k: main[k] for k in ("compiles", "hits", "memory_hits", "disk_hits", "remote_hits", "joins", "failed")},
+            "seconds": main["seconds"],
+            "seconds_without_cache": without,
+            "seconds_without_cache_source": "measured" if measured is not None else "recorded-sum",
+            "seconds_without_cache_measured": measured,
+            # serial-equivalent: each list entry's recorded compile time, summed
+            "seconds_without_cache_recorded_sum": recorded_sum,
+            **self._ideal_and_floor_json(main, ideal),
+            "seconds_saved_recorded": main["seconds_saved"],
+            # the figure to quote: wall time without the cache (measured when measured) minus with it
+            "seconds_saved": (without - main["seconds"]) if without is not None else None,
+            "seconds_saved_quote": _SAVED_QUOTE,
+            "cpu_seconds": main["cpu_seconds"],
+            "cpu_seconds_ideal": ideal["cpu_seconds"],
+            "cache_overhead_seconds": main["cache_overhead_seconds"],
+            "outside_compiler_seconds": main["outside_compiler_seconds"],
+            "overhead_vs_ideal": (main["seconds"] / ideal["seconds"] - 1.0) if ideal["seconds"] else None,
+            "speedup_vs_without_cache": (without / main["seconds"]) if main["seconds"] > 0 else None,
+            "by_role": self.tuning_list.counts_by_role(),
+            "scenarios": {name: s.summary() for name, s in self.scenarios.items()},
+            "cache_dir": self.cache_dir,
+            **self._own_cache_json(),
+        }
+        return _json_safe(out)
+
+    def _list_json(self) -> dict[str, Any]:
+        """How the run was made and what it replayed: the list, its size, the settings of the passes."""
+        tl = self.tuning_list
+        return {
             "compiler": tl.compiler,
             "target": tl.target,
             "list": tl.name or "built-in",
@@ -174,19 +201,16 @@ class ReplayReport:
             else max(sum(1 for _ in g) for g in candidates_by_problem(tl)),
             "kernels": tl.kernels,
             "unique_kernels": tl.unique_kernels,
-            "compiles": main["compiles"],
-            "hits": main["hits"],
-            "memory_hits": main["memory_hits"],
-            "disk_hits": main["disk_hits"],
-            "remote_hits": main["remote_hits"],
-            "joins": main["joins"],
-            "failed": main["failed"],
-            "seconds": main["seconds"],
-            "seconds_without_cache": without,
-            "seconds_without_cache_source": "measured" if measured is not None else "recorded-sum",
-            "seconds_without_cache_measured": measured,
-            # serial-equivalent: each list entry's recorded compile time, summed
-            "seconds_without_cache_recorded_sum": recorded_sum,
+        }
+
+    def _ideal_and_floor_json(self, main: dict[str, Any], ideal: dict[str, Any]) -> dict[str, Any]:
+        """The two references the cache pass is read against: the measured ideal (every pass of it) and
+        the floor, a bound no pass that compiles every unique kernel can beat."""
+        floor = self.floor()
+        ideal_walls = [float(s.seconds) for s in self.ideal_passes] or (
+            [ideal["seconds"]] if ideal["seconds"] is not None else []
+        )
+        return {
             # wall time of compiling each unique kernel once, fresh, with the same jobs: a measured
             # pass (the fastest of ideal_repeats), not a bound; seconds_floor is the bound
             "seconds_ideal": ideal["seconds"],
@@ -205,25 +229,7 @@ class ReplayReport:
             "ratio_vs_floor": (main["seconds"] / floor["floor_s"])
             if floor["floor_s"] and floor["floor_s"] > 0
             else None,
-            "seconds_saved_recorded": main["seconds_saved"],
-            # the figure to quote: wall time without the cache (measured when measured) minus with it
-            "seconds_saved": (without - main["seconds"]) if without is not None else None,
-            "seconds_saved_quote": "seconds_saved: seconds_without_cache - seconds, both wall times of this run "
-            "(seconds_without_cache_source says whether the cache-off pass was measured); "
-            "seconds_saved_recorded sums the recorded compile time of each hit (serial-equivalent, "
-            "larger than the wall-time saving with --jobs > 1)",
-            "cpu_seconds": main["cpu_seconds"],
-            "cpu_seconds_ideal": ideal["cpu_seconds"],
-            "cache_overhead_seconds": main["cache_overhead_seconds"],
-            "outside_compiler_seconds": main["outside_compiler_seconds"],
-            "overhead_vs_ideal": (main["seconds"] / ideal["seconds"] - 1.0) if ideal["seconds"] else None,
-            "speedup_vs_without_cache": (without / main["seconds"]) if main["seconds"] > 0 else None,
-            "by_role": tl.counts_by_role(),
-            "scenarios": {name: s.summary() for name, s in self.scenarios.items()},
-            "cache_dir": self.cache_dir,
-            **self._own_cache_json(),
         }
-        return _json_safe(out)
 
     def _own_cache_json(self) -> dict[str, Any]:
         """The compiler's own cache and what the cache saved against it (issue 45)."""
@@ -244,6 +250,15 @@ class ReplayReport:
             "pass_walls": walls,
             **self.savings(),
         }
+
+
+#: ``to_json``'s note on which saving to quote and why the two differ
+_SAVED_QUOTE = (
+    "seconds_saved: seconds_without_cache - seconds, both wall times of this run "
+    "(seconds_without_cache_source says whether the cache-off pass was measured); "
+    "seconds_saved_recorded sums the recorded compile time of each hit (serial-equivalent, "
+    "larger than the wall-time saving with --jobs > 1)"
+)
 
 
 def candidates_by_problem(tl: TuningList) -> list[list[str]]:
