@@ -324,7 +324,21 @@ PROGRESS = re.compile(r"\d+%\|")
 CASE_LLC_BYTES = 8 << 20
 
 
-def run_case(case: Case, tmp: Path) -> tuple[int, str]:
+def fresh_cli(argv: list[str], cwd: Path, env: dict[str, str], check: bool = False) -> subprocess.CompletedProcess:
+    """``python -m hipexplore ARGV`` in a fresh interpreter: how a case runs by default."""
+    return subprocess.run(
+        [sys.executable, "-m", "hipexplore", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=check,
+    )
+
+
+def run_case(case: Case, tmp: Path, cli=fresh_cli) -> tuple[int, str]:
+    """``cli``: how a command runs (``fresh_cli``'s arguments; the suite's forks a preloaded interpreter)."""
     work = tmp / re.sub(r"\W+", "_", case.title)[:40]
     work.mkdir()
     (work / "data").symlink_to(REPO / "data")
@@ -341,10 +355,9 @@ def run_case(case: Case, tmp: Path) -> tuple[int, str]:
         COLUMNS="100",
         **case.env,
     )
-    cmd = [sys.executable, "-m", "hipexplore"]
     for before in case.before:
-        subprocess.run([*cmd, *before], cwd=work, env=env, capture_output=True, text=True, timeout=600, check=True)
-    res = subprocess.run([*cmd, *case.argv], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        cli(list(before), work, env, check=True)
+    res = cli(list(case.argv), work, env)
     lines = [ln for ln in res.stderr.replace("\r", "\n").splitlines() if ln.strip() and not PROGRESS.search(ln)]
     text = "\n".join(lines).replace(str(work.resolve()), ".").replace(str(work), ".").replace(str(REPO), "<repo>")
     return res.returncode, normalize(text)
@@ -377,10 +390,10 @@ page was not regenerated.
 """
 
 
-def collect() -> list[tuple[Case, int, str]]:
-    """Run every case: (case, exit status, stderr as the page shows it)."""
+def collect(cli=fresh_cli) -> list[tuple[Case, int, str]]:
+    """Run every case: (case, exit status, stderr as the page shows it); ``cli`` as in ``run_case``."""
     with tempfile.TemporaryDirectory(prefix="hx-trouble-") as d:
-        results = [(case, *run_case(case, Path(d))) for case in CASES]
+        results = [(case, *run_case(case, Path(d), cli)) for case in CASES]
     bad = [f"{case.title!r}: exit {rc}\n{text}" for case, rc, text in results if rc != 2 or "Traceback" in text]
     if bad:  # never record a crash as a documented message
         raise RuntimeError("a troubleshooting case did not fail with one clear line (exit 2):\n" + "\n".join(bad))

@@ -644,6 +644,8 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     _remove_home_tree()
+    if "cliproc" in sys.modules:  # the CLI zygote (tests/cliproc.py): ended and waited for, os._exit runs no atexit
+        sys.modules["cliproc"].shutdown()
     if _EXIT["status"] is None or os.environ.get("HIPEXPLORE_TEST_NORMAL_EXIT") == "1":
         return
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import cliproc
 from conftest import need_module  # noqa: E402
 
 distributed = need_module("distributed")  # the cluster extra (setup.sh --dev)
@@ -239,13 +240,8 @@ def test_every_worker_measures_whole_spec_and_gpus_compare(cluster):
 
 
 def test_cli_bench_cluster_local2_then_resume(tmp_path):
-    import subprocess
-
     out = tmp_path / "c.parquet"
-    cmd = [
-        sys.executable,
-        "-m",
-        "hipexplore",
+    cmd = [  # python -m hipexplore ..., each run forked from a preloaded interpreter (tests/cliproc.py)
         "bench",
         "triad,copy",
         "--device",
@@ -265,17 +261,17 @@ def test_cli_bench_cluster_local2_then_resume(tmp_path):
         "--json",
     ]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    first = cliproc.run(cmd, env=env, timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
     got = json.loads(first.stdout)
     rows = pd.DataFrame(got["summary"])
     assert len(rows) == 6 and rows[KEYS].drop_duplicates().shape[0] == 6
     assert rows["worker"].nunique() == 2  # two (kernel, size) groups, one per worker
-    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    again = cliproc.run(cmd, env=env, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     rows2 = pd.DataFrame(json.loads(again.stdout)["summary"])
     assert sorted(rows2["median_s"]) == sorted(rows["median_s"])  # nothing re-measured: all resumed
-    bad = subprocess.run([*cmd[:-5], "--cluster", "tcp://nowhere"], capture_output=True, text=True, env=env, timeout=60)
+    bad = cliproc.run([*cmd[:-5], "--cluster", "tcp://nowhere"], env=env, timeout=60)
     assert bad.returncode == 2 and "tcp://nowhere" in bad.stderr and "tcp://HOST:PORT" in bad.stderr
 
 

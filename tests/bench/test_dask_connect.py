@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import cliproc
 from conftest import need_module
 
 distributed = need_module("distributed")  # the cluster extra (setup.sh --dev)
@@ -208,16 +209,10 @@ def test_a_worker_killed_while_the_cluster_starts_the_run_goes_on(tmp_path):
 def test_every_worker_killed_while_the_cluster_starts_is_one_line_and_keeps_what_was_there(tmp_path):
     """local:1 and its only worker killed: one error line, exit 2, and the out file an earlier run
     finished is left as it was (nothing of it is lost)."""
-    import subprocess
-    import sys
-
     need_module("cryptography")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    first = subprocess.run(
+    first = cliproc.run(  # the earlier run: python -m hipexplore, forked from a preloaded interpreter
         [
-            sys.executable,
-            "-m",
-            "hipexplore",
             "bench",
             "triad",
             "--device",
@@ -234,8 +229,6 @@ def test_every_worker_killed_while_the_cluster_starts_is_one_line_and_keeps_what
             "--out",
             "c.parquet",
         ],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=tmp_path,
         timeout=600,

@@ -23,6 +23,7 @@ from typing import Iterator
 import pandas as pd
 import pytest
 
+import cliproc
 import hipexplore as hx
 from hipexplore.bench import passes as ps
 from hipexplore.bench.io import merge_passes, output_paths, read_results, read_units
@@ -180,7 +181,7 @@ def interrupt_then_rerun(
         if group:
             assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
     assert point <= len(kept_pairs) < PAIRS  # interrupted where it was: part of the sweep is kept
-    again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    again = cliproc.run(argv[3:], env=env, timeout=600)  # the same command, in a process forked from a preloaded one
     assert again.returncode == 0, again.stderr[-3000:]
     samples = check_every_pair_once(out)
     for c, k in kept_pairs:  # kept as measured: the rerun did not time these again
@@ -213,18 +214,14 @@ def test_a_kill_after_a_references_last_unit_reached_only_the_units_file_leaves_
     out = tmp_path / "r.parquet"
     env = environment(tmp_path)
     argv = bench_argv(out, "--json")
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLER, "units", "15", *argv], capture_output=True, text=True, env=env, timeout=600
-    )
+    killed = cliproc.run(["units", "15", *argv], code=KILLER, env=env, timeout=600)  # python -c KILLER ...
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     pairs, _samples = committed(out)
     reference = Configuration("triad", 16384, "1", "cold-reference", "events")
     summary = pd.read_parquet(output_paths(out)[1])
     assert len(pairs) == 15 and (reference, 2) in pairs  # the units file has it ...
     assert int(Configuration.select(summary, [reference])["passes"].iloc[0]) == 2  # ... the summary does not
-    again = subprocess.run(
-        [sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, env=env, timeout=600
-    )
+    again = cliproc.run(argv, env=env, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     check_every_pair_once(out)
 
@@ -252,13 +249,7 @@ def test_progress_advances_per_configuration_and_unit_with_the_time_left(tmp_pat
 
 def test_the_cli_bar_counts_configurations_and_units_as_they_finish(tmp_path):
     out = tmp_path / "b.parquet"
-    run = subprocess.run(
-        [sys.executable, "-m", "hipexplore", *bench_argv(out)],
-        capture_output=True,
-        text=True,
-        env=environment(tmp_path),
-        timeout=600,
-    )
+    run = cliproc.run(bench_argv(out), env=environment(tmp_path), timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     import re
 

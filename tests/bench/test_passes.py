@@ -6,13 +6,12 @@ pass drawn anew in every simulated run), the sweep on the real host device."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import cliproc
 import hipexplore as hx
 from hipexplore.bench import passes as ps
 from hipexplore.bench.io import merge_passes
@@ -90,11 +89,8 @@ def test_spec_refuses_a_bad_number_of_units(value):
 
 
 def test_cli_refuses_zero_passes_with_one_line_and_status_2(tmp_path):
-    p = subprocess.run(
+    p = cliproc.run(
         [
-            sys.executable,
-            "-m",
-            "hipexplore",
             "bench",
             "--device",
             "host",
@@ -103,8 +99,6 @@ def test_cli_refuses_zero_passes_with_one_line_and_status_2(tmp_path):
             "--out",
             str(tmp_path / "r.parquet"),
         ],
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert p.returncode == 2

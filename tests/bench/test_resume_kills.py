@@ -3,9 +3,9 @@
 A real ``hipexplore bench`` process is SIGKILLed at each point of a results write (after the
 samples file is replaced, after the summary file is replaced, after meta.json), then the same
 command runs again: every configuration must be in the files exactly once, with exactly its own
-samples. The kill point is placed by a wrapper that starts the real CLI in a fresh interpreter with
-``bench.io``'s writer counting its calls (no hook in the product), and the kill is a real SIGKILL of
-that process by itself. A kernel edited between two runs of the same command must not resume: its
+samples. The kill point is placed by a wrapper that starts the real CLI in a process of its own
+(``python -c KILLER``, forked from a preloaded interpreter: tests/cliproc.py) with ``bench.io``'s writer
+counting its calls (no hook in the product), and the kill is a real SIGKILL of that process by itself. A kernel edited between two runs of the same command must not resume: its
 rows were measured with other code.
 """
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 
 import pandas as pd
 import pytest
 
+import cliproc
 from hipexplore.schema import Configuration
 
 CONFIGURATION_COLUMNS = Configuration.COLUMNS
@@ -81,9 +81,9 @@ def bench_argv(out, *more: str) -> list[str]:
 
 
 def run_cli(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hipexplore", *argv], capture_output=True, text=True, env=env, timeout=300
-    )
+    """``python -m hipexplore ARGV`` in a process of its own (forked from a preloaded interpreter:
+    tests/cliproc.py)."""
+    return cliproc.run(argv, env=env, timeout=300)
 
 
 @pytest.fixture
@@ -100,9 +100,7 @@ def test_a_sweep_killed_at_each_write_point_resumes_with_every_configuration_onc
     of several units writes once, at the end."""
     out = tmp_path / "r.parquet"
     argv = bench_argv(out, "--units", units)
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLER, point, str(nth), *argv], capture_output=True, text=True, env=env, timeout=300
-    )
+    killed = cliproc.run([point, str(nth), *argv], code=KILLER, env=env, timeout=300)  # python -c KILLER ...
     assert killed.returncode == -signal.SIGKILL, killed.stderr  # really killed, at that write
     again = run_cli(argv, env)
     assert again.returncode == 0, again.stderr

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import cliproc
 import hipexplore as hx
 from hipexplore.errors import BenchmarkError, ConfigError, KernelFault
 from hipexplore.kernels import catalog
@@ -47,14 +47,12 @@ void scale_head(float* y, const float* x, unsigned long long n) {
 def bench(
     tmp_path: Path, source: str, args: str, *extra: str, name: str = "stencil2d"
 ) -> tuple[subprocess.CompletedProcess, Path]:
-    """The real CLI in a fresh process, 64 KiB (n = 16384 = 128 * 128), writing samples to out.parquet."""
+    """The real CLI in a process of its own (forked from a preloaded interpreter: tests/cliproc.py),
+    64 KiB (n = 16384 = 128 * 128), writing samples to out.parquet."""
     src = tmp_path / f"{name}.c"
     src.write_text(source)
     out = tmp_path / "out.parquet"
     argv = [
-        sys.executable,
-        "-m",
-        "hipexplore",
         "bench",
         name,
         "--source",
@@ -77,9 +75,7 @@ def bench(
         str(out),
         *extra,
     ]
-    proc = subprocess.run(
-        argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}
-    )
+    proc = cliproc.run(argv, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     return proc, out
 
 

@@ -4,8 +4,8 @@ by default, so a spec shorter than the C function faults the worker, never the c
 from __future__ import annotations
 
 import subprocess
-import sys
 
+import cliproc
 from conftest import need_tool
 
 
@@ -19,11 +19,8 @@ def test_a_wrong_spec_for_a_host_library_is_one_line_not_a_segfault(tmp_path):
         [cc, "-O2", "-shared", "-fPIC", "-o", str(tmp_path / "libaxpy.so"), str(tmp_path / "lib.c")], check=True
     )
     # the spec names one argument of four: called in-process, x would be whatever a register held
-    p = subprocess.run(
+    p = cliproc.run(
         [
-            sys.executable,
-            "-m",
-            "hipexplore",
             "bench",
             "ax",
             "--code-object",
@@ -42,8 +39,6 @@ def test_a_wrong_spec_for_a_host_library_is_one_line_not_a_segfault(tmp_path):
             "1",
             "--no-progress",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
         cwd=tmp_path,
     )

@@ -8,12 +8,11 @@ a real connection refused."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import warnings
 
 import pytest
 
+import cliproc
 from hipexplore.errors import CacheWarning
 
 
@@ -47,11 +46,8 @@ def test_a_warning_in_a_sweep_worker_is_shown_once_by_the_parent(down_team_tier)
 @pytest.mark.timeout(180)
 def test_the_cli_prints_a_worker_warning_as_one_line(down_team_tier, tmp_path, monkeypatch):
     monkeypatch.setenv("HIPEXPLORE_SWEEP_WORKER", "1")
-    p = subprocess.run(
+    p = cliproc.run(
         [
-            sys.executable,
-            "-m",
-            "hipexplore",
             "bench",
             "triad",
             "--device",
@@ -68,8 +64,6 @@ def test_the_cli_prints_a_worker_warning_as_one_line(down_team_tier, tmp_path, m
             "2",
             "--no-progress",
         ],
-        capture_output=True,
-        text=True,
         timeout=170,
         cwd=tmp_path,
     )

@@ -10,11 +10,11 @@ import ctypes
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import cliproc
 from hipexplore.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,14 +44,9 @@ def run_json(capsys, *argv: str) -> dict:
 
 
 def run_cli(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hipexplore", *argv],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+    """``python -m hipexplore ARGV`` in a process of its own (forked from a preloaded interpreter:
+    tests/cliproc.py)."""
+    return cliproc.run(argv, cwd=REPO, timeout=300, env={**os.environ, **(env or {})})
 
 
 def test_host_compile_json_then_disk_hit_and_out_file(tmp_path, cache_dir, capsys):

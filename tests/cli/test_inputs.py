@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import cliproc
 from hipexplore.cli import main
 from hipexplore.errors import CompileError
 
@@ -42,13 +42,9 @@ def bad(capsys, *argv: str) -> str:
 
 
 def run_cli(*argv: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hipexplore", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-    )
+    """``python -m hipexplore ARGV`` in a process of its own (forked from a preloaded interpreter:
+    tests/cliproc.py)."""
+    return cliproc.run(argv, timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
 
 def test_compile_timeout_nan_is_refused(tmp_path, capsys, monkeypatch):

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import cliproc
 from hipexplore.compile import compiler_cache
 from hipexplore.compile.cache import CompileCache
 from hipexplore.compile.isolation import IsolatedCompiler
@@ -188,10 +187,8 @@ def test_bad_cuda_cache_path_is_one_line_and_nothing_is_lost(tmp_path, how):
     env = {**os.environ, "HIPEXPLORE_CACHE_DIR": str(cache)}
     for name in CACHE_VARS:
         env.pop(name, None)
-    run = lambda *extra, **more: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "hipexplore", "compile", str(src), "--compiler", "nvrtc", "--target", "sm_90", *extra],
-        capture_output=True,
-        text=True,
+    run = lambda *extra, **more: cliproc.run(  # noqa: E731
+        ["compile", str(src), "--compiler", "nvrtc", "--target", "sm_90", *extra],
         cwd=REPO,
         timeout=300,
         env={**env, **more},

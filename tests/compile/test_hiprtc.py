@@ -8,11 +8,10 @@ Real hiprtc compiles (through the worker-isolated compiler the registry gives) a
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
+import cliproc
 from hipexplore.compile import CompileRequest, Source
 from hipexplore.errors import CompileError
 
@@ -58,11 +57,8 @@ def test_the_cli_names_the_users_file_and_hints(tmp_path):
     require_compiler("hiprtc")
     src = tmp_path / "stencil.hip"
     src.write_text("#include <missing/tile.h>\n__global__ void k(int* p) { *p = 1; }\n")
-    proc = subprocess.run(
+    proc = cliproc.run(
         [
-            sys.executable,
-            "-m",
-            "hipexplore",
             "compile",
             str(src),
             "--compiler",
@@ -71,8 +67,6 @@ def test_the_cli_names_the_users_file_and_hints(tmp_path):
             "gfx90a",
             "--no-cache",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
         cwd=tmp_path,
     )

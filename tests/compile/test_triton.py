@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import cliproc
 from conftest import require_compiler
 from hipexplore.cli import main
 from hipexplore.compile.triton_source import codegen_env, triton_request
@@ -65,14 +66,9 @@ def _elf(binary: bytes) -> tuple[int, int]:
 
 
 def _cli(*argv: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hipexplore", *argv],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-        env={**os.environ, **env},
-    )
+    """``python -m hipexplore ARGV`` in a process of its own (forked from a preloaded interpreter:
+    tests/cliproc.py)."""
+    return cliproc.run(argv, cwd=REPO, timeout=300, env={**os.environ, **env})
 
 
 @pytest.mark.parametrize("target", ["gfx942", "sm_90"])

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import cliproc
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -55,8 +57,13 @@ def test_settings_page_equals_the_settings_module(gen):
 
 def test_troubleshooting_page_holds_the_real_messages(gen):
     """Every case exits 2 with one line (a compile error adds its log), and the page is what the CLI
-    prints now."""
-    results = gen.collect()
+    prints now: each command in a process of its own, forked from a preloaded interpreter
+    (tests/cliproc.py)."""
+
+    def cli(argv, cwd, env, check=False):
+        return cliproc.run(argv, cwd=cwd, env=env, timeout=600, check=check)
+
+    results = gen.collect(cli)
     for case, rc, text in results:
         assert rc == 2, (case.title, rc, text)
         assert "Traceback" not in text and text.strip(), (case.title, text)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import cliproc
 from conftest import TRIAD_HIP, require_compiler, slow_c_source
 from hipexplore.compile import CompileRequest, Source
 from hipexplore.compile.cache import CompileCache
@@ -29,14 +30,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
-    """``python -m hipexplore ARGS`` in a child process, as a user runs it."""
+    """``python -m hipexplore ARGS`` in a child process, as a user runs it (forked from a preloaded
+    interpreter: tests/cliproc.py)."""
     full = dict(os.environ)
     full.pop("HIPEXPLORE_DEBUG", None)
     full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
     full.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "hipexplore", *args], capture_output=True, text=True, cwd=REPO, env=full, timeout=timeout
-    )
+    return cliproc.run(args, cwd=REPO, env=full, timeout=timeout)
 
 
 def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess:

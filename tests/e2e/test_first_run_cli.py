@@ -18,20 +18,17 @@ from pathlib import Path
 
 import pytest
 
+import cliproc
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(
     *argv: str, env: dict | None = None, timeout: float = 300, cwd: Path | None = None
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hipexplore", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-    )
+    """``python -m hipexplore ARGV`` in a process of its own (forked from a preloaded interpreter:
+    tests/cliproc.py)."""
+    return cliproc.run(argv, timeout=timeout, cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
 
 # -- set-up --------------------------------------------------------------------------------------

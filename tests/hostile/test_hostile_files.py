@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import cliproc
 from hipexplore.cli import main
 from hipexplore.errors import ConfigError
 
@@ -55,10 +56,9 @@ RECORD = [
 
 def _cli(cwd: Path, *argv: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.monotonic()
-    res = subprocess.run(
-        [str(CLI), *argv],
-        capture_output=True,
-        text=True,
+    res = cliproc.run(  # the console script in a process of its own, forked from a preloaded interpreter
+        argv,
+        script=CLI,
         timeout=WALL_BOUND_S * 2,
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(cwd / "cache"), **(env or {})},

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import cliproc
 from hipexplore.cli.inputs import ascii_text
 from hipexplore.errors import ConfigError
 from hipexplore.kernels import catalog
@@ -204,10 +205,11 @@ def test_every_hostile_expression_is_refused_in_every_place_in_well_under_a_seco
 
 
 def _cli(tmp_path: Path, *argv: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(CLI), *argv],
-        capture_output=True,
-        text=True,
+    """``hipexplore ARGV`` (the console script) in a process of its own (forked from a preloaded
+    interpreter: tests/cliproc.py)."""
+    return cliproc.run(
+        argv,
+        script=CLI,
         timeout=timeout,
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(REPO), "HIPEXPLORE_CACHE_DIR": str(tmp_path / "cache"), **(env or {})},

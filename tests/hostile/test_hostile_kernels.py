@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import cliproc
 from fixtures.hostile import ARGS, BY_NAME, FAMILIES, HERE, host_spec, kernel_spec, suite
 
 pytestmark = pytest.mark.timeout(600)
@@ -215,10 +214,7 @@ def test_the_host_catalog_and_honest_twins_raise_no_flag(host, monkeypatch):
 def test_the_cli_flags_a_source_kernel_that_caches_its_output(tmp_path):
     """``hipexplore bench --source output_cache.c``: exit 0, its rows carry the flag in --json."""
     env = {**os.environ, "HIPEXPLORE_LLC_BYTES": str(MIB)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "hipexplore",
+    argv = [
         "bench",
         "hx_output_cache",
         "--source",
@@ -242,7 +238,7 @@ def test_the_cli_flags_a_source_kernel_that_caches_its_output(tmp_path):
         "--out",
         str(tmp_path / "oc.parquet"),
     ]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    p = cliproc.run(argv, timeout=300, env=env, cwd=tmp_path)  # python -m hipexplore, forked from a preloaded one
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)["summary"]
     timed = [r for r in rows if r["flush"] == "l2-read"]

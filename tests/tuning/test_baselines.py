@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import cliproc
 from hipexplore.cli.tune_report import replay_text
 from hipexplore.errors import ConfigError
 from hipexplore.tuning.baselines import round_order, run_rounds
@@ -119,14 +118,7 @@ def test_the_table_fits_120_columns(nvrtc_rounds):
 def test_the_cli_json_and_its_refusals(tmp_path):
     """The real command: --passes 2 --json, and --passes with what it replaces: one line, exit 2."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HIPEXPLORE_COMPILER_CACHE")}
-    run = lambda *a: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "hipexplore", "tune-replay", *a],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-        env=env,
-    )
+    run = lambda *a: cliproc.run(["tune-replay", *a], cwd=tmp_path, timeout=600, env=env)  # noqa: E731
     proc = run("--compiler", "host", "--problems", "1", "--limit", "1", "--passes", "2", "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -161,22 +153,8 @@ def test_a_bad_cuda_cache_path_stops_the_replay_before_any_pass(tmp_path):
         **{k: v for k, v in os.environ.items() if not k.startswith(("HIPEXPLORE_COMPILER_CACHE", "CUDA_CACHE"))},
         "CUDA_CACHE_PATH": str(bad),
     }
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hipexplore",
-            "tune-replay",
-            "--compiler",
-            "nvrtc",
-            "--passes",
-            "2",
-            "--frame",
-            str(frame),
-            "--force",
-        ],
-        capture_output=True,
-        text=True,
+    proc = cliproc.run(
+        ["tune-replay", "--compiler", "nvrtc", "--passes", "2", "--frame", str(frame), "--force"],
         cwd=tmp_path,
         timeout=300,
         env=env,
