@@ -16,6 +16,7 @@ from .bench.levels import (
     MIN_UNITS,
     LevelInterval,
     decision_interval,
+    decision_level,
     independent_units,
     interleaved_pair,
     paired_ratio_ci,
@@ -91,9 +92,11 @@ def comparison_row(
     """One row of ``compare``: ``new`` against ``base``, its ratio, intervals and verdict (public: the
     rule over units is pinned on Measurements built to a known effect, without writing runs).
     ``one_process``: a side's units shared one process (``levels.shared_process``): the decision
-    interval is then the wider of the between-unit and the within-unit one. ``pooled``: the spread
+    interval is then the wider of the between-unit and the within-unit one, both at
+    ``levels.SHARED_PROCESS_LEVEL`` at least. ``pooled``: the spread
     of the per-unit ratios over the run's flush modes of this configuration (``levels.pooled_spreads``)."""
     paired = interleaved_pair(base, new)
+    level = decision_level(level, one_process)
     ratio, c_lo, c_hi = (paired_ratio_ci if paired else ratio_ci)(new, base, level=level, resamples=resamples)
     # not interleaved (two runs; two kernels of one run measured one after the other, or their cold
     # references): separate measurements, whatever file they are in (SEPARATE_RUNS_LEVEL)
@@ -142,7 +145,7 @@ def comparison_row(
         "change_called": change_called(lo, hi),
         "interval": (
             f"{lv.method} (t, df {lv.df:g}), grid floor; chunks "
-            f"{'taken where wider (units in one process)' if one_process else 'beside it'}: "
+            f"{f'taken where wider (units in one process, at {level:.0%})' if one_process else 'beside it'}: "
             if lv.decided
             else "chunks: "
         )

@@ -20,8 +20,9 @@ information: each unit's median already carries its chunks' noise, and deciding 
 two covered 1 in 98.3-98.8% of identical-code rows at a nominal 95% (H100, H200, busy host), the
 units' interval with the grid floor in 94.2-98.0% (BENCHMARKS.md, "Wave 4 on the H100"). Units that
 shared one process (the host device's default, ``levels.SHARED_PROCESS_LOCATIONS``) decide on the
-wider of the two: they do not draw the process-level state afresh, and on a loaded CI host three of
-them called a byte-identical copy 1.117x slower on the units' interval alone.
+wider of the two, each at 99% at least (``levels.SHARED_PROCESS_LEVEL``): they do not draw the
+process-level state afresh, and on a loaded CI host three of them called a byte-identical copy 1.117x
+slower on the units' interval alone, and later (dccd73b) slower on both 95% intervals.
 
 With fewer than ``levels.MIN_UNITS`` units on a side there is no between-unit interval and the
 verdict is ``undecided``, saying what to run instead: chunks of one unit share its placement and

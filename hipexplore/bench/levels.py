@@ -62,6 +62,14 @@ from .stats import Measurement, ratio_ci, student_t_quantile, widen_by_grid
 #: within-unit interval (module docstring).
 SHARED_PROCESS_LOCATIONS = frozenset({"in-process"})
 
+#: The level units that shared one process decide at, at least (``decision_level``): the wider of
+#: two 95% intervals was not enough. CI at dccd73b (the suite's own load beside it) called a
+#: byte-identical copy on the same buffers ``slower`` at 256 KiB on the host, both its between-unit
+#: and its within-unit 95% interval above 1.02 (three units, t on 2 df). What the units share (the
+#: process, the load of that minute) moves them together, so a 95% interval from them covers less
+#: than 95%; at 99% the t quantile on 2 df is 9.9 against 4.3.
+SHARED_PROCESS_LEVEL = 0.99
+
 #: Fewest units on each side before a between-unit interval exists (with one unit there is no
 #: between-unit variation to see, and a decision would rest on chunks of one unit alone).
 MIN_UNITS = 2
@@ -226,6 +234,12 @@ def decision_interval(
     if within is not None and all(math.isfinite(x) for x in within):
         lo, hi = min(lo, within[0]), max(hi, within[1])
     return lo, hi
+
+
+def decision_level(level: float, one_process: bool) -> float:
+    """The level a verdict decides at: ``level``, or ``SHARED_PROCESS_LEVEL`` at least where the
+    units shared one process (``one_process``)."""
+    return max(level, SHARED_PROCESS_LEVEL) if one_process else level
 
 
 def shared_process(location: str) -> bool:

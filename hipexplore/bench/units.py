@@ -49,7 +49,14 @@ from . import passes as ps
 from . import rotating as rot
 from .spec import SweepSpec
 from .spec_checks import AUTO_UNITS, MAX_UNITS
-from .levels import decision_interval, interleaved_pair, paired_ratio_ci, paired_units, pooled_spreads
+from .levels import (
+    decision_interval,
+    decision_level,
+    interleaved_pair,
+    paired_ratio_ci,
+    paired_units,
+    pooled_spreads,
+)
 from .runinfo import ResolutionInfo
 from .stats import Measurement, StopRule, student_t_quantile
 
@@ -195,13 +202,14 @@ def pair_half_width(new: Any, base: Any, one_process: bool = False, pooled: Any 
     interleaved run (``verdicts``): its decision interval, the paired between-unit t interval (with
     the spread ``pooled`` over its flush modes, ``levels.pooled_spreads``) with the timer's grid as
     a floor (``levels.decision_interval``), widened to the paired within-unit interval when the
-    units shared one process (``one_process``); inf with fewer than ``levels.MIN_UNITS`` units."""
+    units shared one process (``one_process``; both then at ``levels.SHARED_PROCESS_LEVEL``); inf with fewer than ``levels.MIN_UNITS`` units."""
     return _pair_half(_measurement(new), _measurement(base), one_process, pooled)
 
 
 def _pair_half(n: Measurement, b: Measurement, one_process: bool, pooled: Any) -> float:
-    within = paired_ratio_ci(n, b)[1:] if one_process and interleaved_pair(b, n) else None
-    lo, hi = decision_interval(paired_units(n, b, pooled=pooled), n, b, within)
+    level = decision_level(0.95, one_process)  # as ``compare`` decides (verdict_row.comparison_row)
+    within = paired_ratio_ci(n, b, level=level)[1:] if one_process and interleaved_pair(b, n) else None
+    lo, hi = decision_interval(paired_units(n, b, level, pooled=pooled), n, b, within)
     return (hi - lo) / 2 if math.isfinite(lo) and math.isfinite(hi) else math.inf
 
 

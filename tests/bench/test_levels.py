@@ -16,8 +16,10 @@ import pytest
 
 from hipexplore.bench.levels import (
     MIN_UNITS,
+    SHARED_PROCESS_LEVEL,
     UNIT_TRIM,
     Spread,
+    decision_level,
     independent_units,
     paired_logs,
     paired_units,
@@ -90,17 +92,23 @@ def test_chunks_of_one_unit_call_identical_code_different_but_units_do_not() -> 
 
 def test_units_sharing_one_process_decide_on_the_wider_of_the_two_levels() -> None:
     """Units that ran in one process (the host's default) do not redraw the process-level state, so
-    their verdict interval is the wider of the between-unit one and the chunk windows'; units in
-    processes of their own decide on the between-unit one alone (``levels.decision_interval``)."""
+    their verdict interval is the wider of the between-unit one and the chunk windows', both at
+    ``SHARED_PROCESS_LEVEL`` (99%) at least; units in processes of their own decide on the
+    between-unit one alone at the level asked (``levels.decision_interval``)."""
+    assert SHARED_PROCESS_LEVEL == 0.99 and decision_level(0.95, True) == 0.99 and decision_level(0.95, False) == 0.95
+    assert decision_level(0.999, True) == 0.999
     rng = np.random.default_rng(23)
     widened = 0
     for _ in range(30):
         base, new = _interleaved(rng, units=3, per_unit=6, placement_sd=0.0, noise_sd=0.04)
         own = comparison_row(base, new, 0.02, 0.95, 300)
+        own99 = comparison_row(base, new, 0.02, 0.99, 300)
         one = comparison_row(base, new, 0.02, 0.95, 300, one_process=True)
-        assert one["ratio_ci_low"] == pytest.approx(min(own["ratio_ci_low"], own["chunk_ci_low"]))
-        assert one["ratio_ci_high"] == pytest.approx(max(own["ratio_ci_high"], own["chunk_ci_high"]))
-        assert "units in one process" in one["interval"] and "units in one process" not in own["interval"]
+        assert one["ratio_ci_low"] == pytest.approx(min(own99["ratio_ci_low"], own99["chunk_ci_low"]))
+        assert one["ratio_ci_high"] == pytest.approx(max(own99["ratio_ci_high"], own99["chunk_ci_high"]))
+        assert one["ratio_ci_low"] <= min(own["ratio_ci_low"], own["chunk_ci_low"]) + 1e-12
+        assert one["ratio_ci_high"] >= max(own["ratio_ci_high"], own["chunk_ci_high"]) - 1e-12
+        assert "units in one process, at 99%" in one["interval"] and "units in one process" not in own["interval"]
         assert one["min_detectable"] >= own["min_detectable"] - 1e-12
         if one["verdict"] != own["verdict"]:
             assert one["verdict"] == "undecided", (own["verdict"], one["verdict"])
