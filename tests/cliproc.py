@@ -173,13 +173,28 @@ def _zygote_for(env: dict[str, str], cwd: str, how: tuple[str, str]) -> Zygote |
     global _ZYGOTE
     if not os.path.isdir(cwd) or (how[0] == "script" and not _runs_here(how[1])):
         return None
+    current = startup_environment({k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     with _STARTING:
+        if _ZYGOTE is not None and _ZYGOTE.owner == os.getpid() and _ZYGOTE.alive() and _ZYGOTE.startup != current:
+            _retire(_ZYGOTE)  # this process's environment moved on since it started (below)
         if _ZYGOTE is None or _ZYGOTE.owner != os.getpid() or not _ZYGOTE.alive():
             if _ZYGOTE is not None and _ZYGOTE.owner == os.getpid():
                 _ZYGOTE.close()
             _ZYGOTE = Zygote()
         zygote = _ZYGOTE
     return zygote if startup_environment(env) == zygote.startup else None
+
+
+def _retire(zygote: Zygote) -> None:
+    """Close ``zygote``, started under another environment than this process has now, unless a
+    thread is running a child through it (then it stays, and calls that do not match it go fresh).
+    Why: a zygote started while a variable of the start-up was set for a moment (``PYTHONSAFEPATH``
+    while Dask spawns a worker, a test's ``monkeypatch.setenv``) matched no later call, and every
+    call of that xdist worker went to a fresh interpreter (the README's test command beside two
+    busy loops at 71a434d: 13 tests of tests/suite/test_cliproc.py failed "the zygote was not
+    used"). Its lock stays held: a thread that took it a moment before finds it busy and goes fresh."""
+    if zygote.lock.acquire(blocking=False):
+        zygote.close()
 
 
 def _runs_here(script: str) -> bool:
