@@ -309,20 +309,27 @@ class DaskExecutor:
             orchestrator.info.cluster = self.info
 
 
-def _events(client: Any) -> list[dict[str, Any]]:
+def _events(client: Any, state: str = "started") -> list[dict[str, Any]]:
     try:
-        return [m for _t, m in client.get_events(EVENT_TOPIC) if isinstance(m, dict) and m.get("state") == "started"]
+        return [m for _t, m in client.get_events(EVENT_TOPIC) if isinstance(m, dict) and m.get("state") == state]
     except Exception:  # noqa: BLE001 - the scheduler went away: no knowledge, no report
         return []
+
+
+def _attempts(client: Any, name: str, state: str) -> set[int]:
+    """The attempts of unit ``name`` that logged ``state`` (``dask_worker.unit_task``)."""
+    return {int(m.get("attempt", 1)) for m in _events(client, state) if m.get("group") == name}
 
 
 class _Coordinator:
     """Submits each group's next unit, records each finished one, resubmits lost ones, ends a stalled run.
 
-    A unit lost with a dying worker (``KilledWorker``) is charged a retry only when one of its
-    attempts had started on a worker (its ``started`` event): units that were only waiting in the
-    dying worker's queue never ran, and are resubmitted free (three deaths in one run once lost 10
-    of 30 configurations that way)."""
+    A unit lost with a dying worker (``KilledWorker``) is charged a retry only when its attempt had
+    started on a worker (its ``started`` event) and had not finished measuring (no ``measured``
+    event): units that were only waiting in the dying worker's queue never ran, and units whose
+    result died with the worker after they had measured did not bring it down; both are resubmitted
+    free (three deaths in one run once lost 10 of 30 configurations the first way, and one group the
+    second)."""
 
     def __init__(self, ex: DaskExecutor, orch: Any, plans: list[UnitPlan]) -> None:
         self.ex, self.orch, self.plans = ex, orch, plans
@@ -407,7 +414,11 @@ class _Coordinator:
         # lost with its worker: a KilledWorker, or a future that ended with no error of its own (lost data)
         lost = not cancelled and (isinstance(exc, distributed.KilledWorker) or not isinstance(exc, BaseException))
         if lost:
-            ran = self.attempts[name] in {int(m.get("attempt", 1)) for m in _events(self.client) if m["group"] == name}
+            # charged only when it died while measuring: started, and not done measuring (a unit whose
+            # result was lost with its worker after it had measured did not bring the worker down:
+            # the README's test command beside two busy loops once lost a group that way)
+            attempt = self.attempts[name]
+            ran = attempt in _attempts(self.client, name, "started") - _attempts(self.client, name, "measured")
             self.charged[name] = self.charged.get(name, 0) + (1 if ran else 0)
             if self.charged[name] <= self.ex.retries and self.attempts[name] <= self.ex.retries + 1 + MAX_UNCHARGED:
                 self.submit(name, plan, job, run, channel)

@@ -110,8 +110,9 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
     and returned as ``bench.wire`` frames with worker, host and gpu, which the client decodes and
     checks again (``dask_executor.unit_result``): a timed unit's results, a counting unit's entries
     (and summaries) and its profiler's report (module docstring). The ``started`` event it logs first
-    is what lets the coordinator charge a retry only to a unit that actually ran (``attempt``: which
-    submission of it this is)."""
+    is what lets the coordinator charge a retry only to a unit that actually ran, the ``measured``
+    one it logs last what keeps a death after it from being charged (``attempt``: which submission
+    of it this is)."""
     from .record import Collector
     from .worker import unit_in_worker
 
@@ -138,6 +139,11 @@ def unit_task(run: UnitRun, device: str, device_options: dict[str, Any], name: s
     frames += [wire.encode(wire.Counted(e, s)) for e, s in zip(unit.counted_entries, unit.counted_summaries)]
     frames += [wire.encode(wire.Done(bool(stopped))), *report]
     frames.append(wire.encode(wire.UnitEnd(ident["worker"], ident["host"], ident["gpu"], time.perf_counter() - t0)))
+    # measured: a death from here on (its result held by a worker that dies) is not charged to it
+    worker.log_event(
+        EVENT_TOPIC,
+        {"group": name, "attempt": int(attempt), "worker": worker.address, "state": "measured", "pid": os.getpid()},
+    )
     return b"".join(frames)
 
 

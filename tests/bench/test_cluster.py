@@ -143,6 +143,9 @@ class KillOnStart(distributed.WorkerPlugin):
     "executing" raced the unit: one that finished first handed its death to a later task, and
     when none started any more a death was lost: "two death markers seen of three", issue 50.)"""
 
+    #: the event of the unit's own that triggers its death (``KillAfterMeasuring``: ``measured``)
+    on = "started"
+
     def __init__(self, folder: str, deaths: int) -> None:
         self.folder, self.deaths = folder, deaths
 
@@ -152,7 +155,7 @@ class KillOnStart(distributed.WorkerPlugin):
 
         def logged(topic, msg):
             log_event(topic, msg)
-            if topic == EVENT_TOPIC and isinstance(msg, dict) and msg.get("state") == "started":
+            if topic == EVENT_TOPIC and isinstance(msg, dict) and msg.get("state") == self.on:
                 self.started(str(msg["group"]), int(msg.get("attempt", 1)))
 
         worker.log_event = logged
@@ -175,7 +178,10 @@ class KillOnStart(distributed.WorkerPlugin):
         client = distributed.get_client()  # in the unit's thread: the worker's client
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not any(
-            isinstance(m, dict) and m.get("group") == unit and int(m.get("attempt", 1)) == attempt
+            isinstance(m, dict)
+            and m.get("group") == unit
+            and int(m.get("attempt", 1)) == attempt
+            and m.get("state") == self.on
             for _t, m in client.get_events(EVENT_TOPIC)
         ):
             time.sleep(0.02)
@@ -528,6 +534,41 @@ def test_three_worker_deaths_lose_no_configuration(tmp_path):
         reruns = json.loads(res.metadata["cluster.reruns"])
         # the three killed units charged once each and re-run; a unit only queued on a dying worker is not charged
         assert all(r["charged"] <= 1 for r in reruns) and sum(r["charged"] for r in reruns) == 3, reruns
+    finally:
+        client.close()
+        lc.close()
+
+
+class KillAfterMeasuring(KillOnStart):
+    """SIGKILLs a worker right after a unit it runs has measured (its ``measured`` event reached the
+    scheduler), before its result leaves the worker: the unit is lost with the worker, but it did not
+    bring the worker down."""
+
+    on = "measured"
+
+
+def test_a_unit_lost_after_it_measured_is_not_charged_a_retry(tmp_path):
+    """A unit whose worker died after the unit had measured (its result held there) is re-run free:
+    with ``retries=0`` every configuration is still measured. (The README's test command beside two
+    busy loops at 5ce9295 lost a group of test_three_worker_deaths_lose_no_configuration that way: an
+    attempt that had finished on a worker killed later was charged its second retry.)"""
+    lc = local_cluster(2)
+    client = distributed.Client(lc)
+    try:
+        client.register_plugin(KillAfterMeasuring(str(tmp_path), 2))
+        spec = small_spec(("16KiB", "20KiB", "24KiB"))
+        res = run_cluster(
+            spec,
+            client,
+            ClusterOptions(device="host", retries=0, no_workers_s=120),
+            RunOptions(out=tmp_path / "m.parquet", progress=False),
+        )
+        assert len(sorted(tmp_path.glob("death-*"))) == 2  # two real worker processes were SIGKILLed
+        want = sorted(tuple(map(str, k)) for g in groups_of(spec) for k in expected_keys(g))
+        assert configs(res.summary) == want  # every configuration, exactly once
+        assert json.loads(res.metadata["cluster.failed"]) == [], res.metadata["cluster.failed"]
+        reruns = json.loads(res.metadata["cluster.reruns"])
+        assert len(reruns) >= 2 and all(r["charged"] == 0 for r in reruns), reruns
     finally:
         client.close()
         lc.close()
