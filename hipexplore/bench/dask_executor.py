@@ -309,16 +309,25 @@ class DaskExecutor:
             orchestrator.info.cluster = self.info
 
 
-def _events(client: Any, state: str = "started") -> list[dict[str, Any]]:
+def _events(client: Any) -> list[dict[str, Any]]:
     try:
-        return [m for _t, m in client.get_events(EVENT_TOPIC) if isinstance(m, dict) and m.get("state") == state]
+        return [m for _t, m in client.get_events(EVENT_TOPIC) if isinstance(m, dict) and m.get("state") == "started"]
     except Exception:  # noqa: BLE001 - the scheduler went away: no knowledge, no report
         return []
 
 
-def _attempts(client: Any, name: str, state: str) -> set[int]:
-    """The attempts of unit ``name`` that logged ``state`` (``dask_worker.unit_task``)."""
-    return {int(m.get("attempt", 1)) for m in _events(client, state) if m.get("group") == name}
+def _died_measuring(client: Any, name: str, attempt: int) -> bool:
+    """Whether ``attempt`` of unit ``name`` had started and not finished measuring (its ``started``
+    event and no ``measured`` one, ``dask_worker.unit_task``): one read of the scheduler's events."""
+    try:
+        seen = {
+            (m.get("state"), int(m.get("attempt", 1)))
+            for _t, m in client.get_events(EVENT_TOPIC)
+            if isinstance(m, dict) and m.get("group") == name
+        }
+    except Exception:  # noqa: BLE001 - the scheduler went away: not known to have run, not charged
+        return False
+    return ("started", attempt) in seen and ("measured", attempt) not in seen
 
 
 class _Coordinator:
@@ -417,8 +426,7 @@ class _Coordinator:
             # charged only when it died while measuring: started, and not done measuring (a unit whose
             # result was lost with its worker after it had measured did not bring the worker down:
             # the README's test command beside two busy loops once lost a group that way)
-            attempt = self.attempts[name]
-            ran = attempt in _attempts(self.client, name, "started") - _attempts(self.client, name, "measured")
+            ran = _died_measuring(self.client, name, self.attempts[name])
             self.charged[name] = self.charged.get(name, 0) + (1 if ran else 0)
             if self.charged[name] <= self.ex.retries and self.attempts[name] <= self.ex.retries + 1 + MAX_UNCHARGED:
                 self.submit(name, plan, job, run, channel)

@@ -104,7 +104,8 @@ def counter_backend(spec: Any, device: Any, given: Any = None) -> tuple[Any, str
     no counters): ``given`` (a backend of the caller's own) if it is available there; else the one
     ``spec.counters`` names (True: the device's, ``registry.backend_for``: CUPTI on NVIDIA where
     its library is found, else ncu; rocprofv3 on AMD); the host, a missing profiler and
-    Python-callable kernels have none. An executor asks it where its units run (``LocalExecutor.counter_backend``; a cluster's workers: ``bench.dask_worker``)."""
+    Python-callable kernels have none. An executor asks it where its units run
+    (``LocalExecutor.counter_backend``; a cluster's workers: ``bench.dask_worker``)."""
     if given is not None:
         why = given.available(device) or ""
         return (None if why else given), why
